@@ -1,0 +1,76 @@
+/*
+ * forward.c — one token through the Llama transformer (llama2.c's forward()): RMSNorm →
+ * Q/K/V projections → RoPE → grouped-query attention over the KV cache → output projection →
+ * residual → RMSNorm → SwiGLU feed-forward → residual, for every layer; then the final RMSNorm
+ * and the classifier. K and V for position `pos` are written into the cache rows in place.
+ * All arithmetic goes through the context's kernel table (scalar or SIMD128).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "model.h"
+
+void wlm_forward(wlm_context *c, int32_t token, int32_t pos, int want_logits) {
+    const wlm_hparams *p = &c->model->hp;
+    const wlm_weights *w = &c->model->w;
+    const wlm_kernels *k = c->k;
+    const int dim = p->dim, hidden = p->hidden_dim, hs = p->head_size, kv_dim = p->kv_dim;
+    const int n_heads = p->n_heads, kv_mul = p->n_heads / p->n_kv_heads;
+    const size_t D = (size_t)dim, H = (size_t)hidden, KV = (size_t)kv_dim;
+    float *x = c->x;
+
+    memcpy(x, w->token_embedding + (size_t)token * D, D * sizeof(float));
+
+    /* RoPE angles for this position, shared by every layer and head: theta_i = pos /
+     * base^(2i / head_size), the same float expressions as run.c. */
+    for (int i = 0; i < hs / 2; i++) {
+        float freq = 1.0f / powf(p->rope_theta, (float)(2 * i) / (float)hs);
+        float val = (float)pos * freq;
+        c->rope_cos[i] = cosf(val);
+        c->rope_sin[i] = sinf(val);
+    }
+    const float inv_scale = sqrtf((float)hs);
+
+    for (int l = 0; l < p->n_layers; l++) {
+        const size_t L = (size_t)l;
+        const size_t loff = L * (size_t)c->n_ctx * KV; /* this layer's cache block */
+        float *key_row = c->key_cache + loff + (size_t)pos * KV;
+        float *value_row = c->value_cache + loff + (size_t)pos * KV;
+
+        /* attention */
+        k->rmsnorm(c->xb, x, w->rms_att + L * D, dim, p->norm_eps);
+        k->matvec(c->q, w->wq + L * D * D, c->xb, dim, 0, dim);
+        k->matvec(key_row, w->wk + L * KV * D, c->xb, dim, 0, kv_dim);
+        k->matvec(value_row, w->wv + L * KV * D, c->xb, dim, 0, kv_dim);
+        k->rope(c->q, n_heads, hs, c->rope_cos, c->rope_sin);
+        k->rope(key_row, p->n_kv_heads, hs, c->rope_cos, c->rope_sin);
+
+        for (int h = 0; h < n_heads; h++) {
+            const float *qh = c->q + (size_t)h * (size_t)hs;
+            float *att = c->att + (size_t)h * (size_t)c->n_ctx;
+            const size_t kv_off = loff + (size_t)(h / kv_mul) * (size_t)hs; /* GQA: shared head */
+            for (int t = 0; t <= pos; t++)
+                att[t] = k->dot(qh, c->key_cache + kv_off + (size_t)t * KV, hs) / inv_scale;
+            k->softmax(att, pos + 1);
+            float *xbh = c->xb + (size_t)h * (size_t)hs;
+            memset(xbh, 0, (size_t)hs * sizeof(float));
+            for (int t = 0; t <= pos; t++)
+                k->axpy(xbh, att[t], c->value_cache + kv_off + (size_t)t * KV, hs);
+        }
+        k->matvec(c->xb2, w->wo + L * D * D, c->xb, dim, 0, dim);
+        for (int i = 0; i < dim; i++) x[i] += c->xb2[i];
+
+        /* feed-forward: w2(silu(w1 x) * w3 x) */
+        k->rmsnorm(c->xb, x, w->rms_ffn + L * D, dim, p->norm_eps);
+        k->matvec(c->hb, w->w1 + L * H * D, c->xb, dim, 0, hidden);
+        k->matvec(c->hb2, w->w3 + L * H * D, c->xb, dim, 0, hidden);
+        k->swiglu(c->hb, c->hb2, hidden);
+        k->matvec(c->xb, w->w2 + L * D * H, c->hb, hidden, 0, dim);
+        for (int i = 0; i < dim; i++) x[i] += c->xb[i];
+    }
+
+    if (want_logits) {
+        k->rmsnorm(x, x, w->rms_final, dim, p->norm_eps);
+        k->matvec(c->logits, w->wcls, x, dim, 0, p->vocab_size);
+    }
+}

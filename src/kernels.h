@@ -1,0 +1,64 @@
+/*
+ * kernels.h — internal: the numeric building blocks of the forward pass. Every kernel exists
+ * twice: a scalar reference (`*_ref`, kernels_ref.c, the oracle for tests) and a WASM SIMD128
+ * version (`*_simd`, kernels_simd.c; in a build without -msimd128 it forwards to the reference).
+ * A wlm_kernels table picks one set per context. Kernels take row ranges so that a thread pool
+ * can split the work later. Arrays are row-major float32; shapes are given as (rows, cols).
+ */
+#ifndef WASMLM_KERNELS_H
+#define WASMLM_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* out[r] = sum_j w[r*n + j] * x[j] for r in [r0, r1). w: (d, n), x: (n), out: (d). */
+typedef void (*wlm_matvec_fn)(float *out, const float *w, const float *x, int n, int r0, int r1);
+/* out[i] = x[i] * weight[i] / sqrt(mean(x^2) + eps), i < n. out may alias x. */
+typedef void (*wlm_rmsnorm_fn)(float *out, const float *x, const float *weight, int n, float eps);
+/* x[i] = exp(x[i] - max) / sum, in place, i < n (n >= 1). */
+typedef void (*wlm_softmax_fn)(float *x, int n);
+/* Rotates the interleaved pairs (x[2i], x[2i+1]) of each head of size head_size in x (n_heads
+ * heads, contiguous) by the angles whose cos/sin are cos_t[i], sin_t[i], i < head_size/2. */
+typedef void (*wlm_rope_fn)(float *x, int n_heads, int head_size, const float *cos_t,
+                            const float *sin_t);
+/* SwiGLU gate: h[i] = silu(h[i]) * g[i] = h[i] / (1 + exp(-h[i])) * g[i], i < n. */
+typedef void (*wlm_swiglu_fn)(float *h, const float *g, int n);
+/* Returns sum_i a[i] * b[i], i < n. */
+typedef float (*wlm_dot_fn)(const float *a, const float *b, int n);
+/* out[i] += s * x[i], i < n. */
+typedef void (*wlm_axpy_fn)(float *out, float s, const float *x, int n);
+
+typedef struct wlm_kernels {
+    const char *name;         /* "scalar" or "simd128" */
+    wlm_matvec_fn matvec;
+    wlm_rmsnorm_fn rmsnorm;
+    wlm_softmax_fn softmax;
+    wlm_rope_fn rope;
+    wlm_swiglu_fn swiglu;
+    wlm_dot_fn dot;
+    wlm_axpy_fn axpy;
+} wlm_kernels;
+
+void wlm_matvec_ref(float *out, const float *w, const float *x, int n, int r0, int r1);
+void wlm_rmsnorm_ref(float *out, const float *x, const float *weight, int n, float eps);
+void wlm_softmax_ref(float *x, int n);
+void wlm_rope_ref(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t);
+void wlm_swiglu_ref(float *h, const float *g, int n);
+float wlm_dot_ref(const float *a, const float *b, int n);
+void wlm_axpy_ref(float *out, float s, const float *x, int n);
+
+void wlm_matvec_simd(float *out, const float *w, const float *x, int n, int r0, int r1);
+void wlm_rmsnorm_simd(float *out, const float *x, const float *weight, int n, float eps);
+void wlm_softmax_simd(float *x, int n);
+void wlm_rope_simd(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t);
+void wlm_swiglu_simd(float *h, const float *g, int n);
+float wlm_dot_simd(const float *a, const float *b, int n);
+void wlm_axpy_simd(float *out, float s, const float *x, int n);
+
+/* The two kernel sets. wlm_kernels_simd == wlm_kernels_ref's functions when SIMD128 is not
+ * compiled in; wlm_kernels_have_simd() tells which. */
+extern const wlm_kernels wlm_kernels_ref;
+extern const wlm_kernels wlm_kernels_simd;
+int wlm_kernels_have_simd(void);
+
+#endif

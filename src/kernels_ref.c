@@ -1,0 +1,73 @@
+/*
+ * kernels_ref.c — scalar reference kernels: plain loops in the order llama2.c's run.c sums,
+ * so the native CLI reproduces run.c bit for bit. They are the oracle the SIMD128 kernels are
+ * tested against, and the fallback in builds without SIMD.
+ */
+#include <math.h>
+
+#include "kernels.h"
+
+void wlm_matvec_ref(float *out, const float *w, const float *x, int n, int r0, int r1) {
+    for (int r = r0; r < r1; r++) {
+        const float *row = w + (size_t)r * (size_t)n;
+        float val = 0.0f;
+        for (int j = 0; j < n; j++) val += row[j] * x[j];
+        out[r] = val;
+    }
+}
+
+void wlm_rmsnorm_ref(float *out, const float *x, const float *weight, int n, float eps) {
+    float ss = 0.0f;
+    for (int j = 0; j < n; j++) ss += x[j] * x[j];
+    ss /= (float)n;
+    ss += eps;
+    ss = 1.0f / sqrtf(ss);
+    for (int j = 0; j < n; j++) out[j] = weight[j] * (ss * x[j]);
+}
+
+void wlm_softmax_ref(float *x, int n) {
+    float max_val = x[0];
+    for (int i = 1; i < n; i++)
+        if (x[i] > max_val) max_val = x[i];
+    float sum = 0.0f;
+    for (int i = 0; i < n; i++) {
+        x[i] = expf(x[i] - max_val);
+        sum += x[i];
+    }
+    for (int i = 0; i < n; i++) x[i] /= sum;
+}
+
+void wlm_rope_ref(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t) {
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * (size_t)head_size;
+        for (int i = 0; i < head_size / 2; i++) {
+            float a = v[2 * i], b = v[2 * i + 1];
+            v[2 * i] = a * cos_t[i] - b * sin_t[i];
+            v[2 * i + 1] = a * sin_t[i] + b * cos_t[i];
+        }
+    }
+}
+
+void wlm_swiglu_ref(float *h, const float *g, int n) {
+    for (int i = 0; i < n; i++) {
+        float val = h[i];
+        val *= (1.0f / (1.0f + expf(-val)));
+        h[i] = val * g[i];
+    }
+}
+
+float wlm_dot_ref(const float *a, const float *b, int n) {
+    float s = 0.0f;
+    for (int i = 0; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+void wlm_axpy_ref(float *out, float s, const float *x, int n) {
+    for (int i = 0; i < n; i++) out[i] += s * x[i];
+}
+
+const wlm_kernels wlm_kernels_ref = {
+    "scalar",
+    wlm_matvec_ref, wlm_rmsnorm_ref, wlm_softmax_ref, wlm_rope_ref,
+    wlm_swiglu_ref, wlm_dot_ref, wlm_axpy_ref,
+};

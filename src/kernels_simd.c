@@ -1,0 +1,232 @@
+/*
+ * kernels_simd.c — WASM SIMD128 kernels (wasm_simd128.h), one function per operation with a
+ * scalar tail shared in spirit with kernels_ref.c. Several independent accumulators hide the
+ * add latency; no -ffast-math is needed. In a build without -msimd128 every function forwards
+ * to its scalar reference, so the table is always complete.
+ */
+#include <math.h>
+
+#include "kernels.h"
+
+#if defined(__wasm_simd128__)
+#include <wasm_simd128.h>
+
+static inline float hsum(v128_t v) {
+    return (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
+           (wasm_f32x4_extract_lane(v, 2) + wasm_f32x4_extract_lane(v, 3));
+}
+
+/* exp(x) for 4 lanes: Cephes' expf (range reduction by ln 2 in two parts, degree-6
+ * polynomial, scale by 2^n through the exponent bits). Relative error ~2 ulp on the clamped
+ * range [-87.3, 88.0]; below it the result is ~1e-38 instead of a denormal or 0. */
+static inline v128_t exp4(v128_t x) {
+    x = wasm_f32x4_min(x, wasm_f32x4_splat(88.0f));
+    x = wasm_f32x4_max(x, wasm_f32x4_splat(-87.3f));
+    v128_t n = wasm_f32x4_nearest(wasm_f32x4_mul(x, wasm_f32x4_splat(1.44269504088896341f)));
+    v128_t r = wasm_f32x4_sub(x, wasm_f32x4_mul(n, wasm_f32x4_splat(0.693359375f)));
+    r = wasm_f32x4_sub(r, wasm_f32x4_mul(n, wasm_f32x4_splat(-2.12194440e-4f)));
+    v128_t p = wasm_f32x4_splat(1.9875691500e-4f);
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.3981999507e-3f));
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(8.3334519073e-3f));
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(4.1665795894e-2f));
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(1.6666665459e-1f));
+    p = wasm_f32x4_add(wasm_f32x4_mul(p, r), wasm_f32x4_splat(5.0000001201e-1f));
+    p = wasm_f32x4_mul(p, wasm_f32x4_mul(r, r));
+    p = wasm_f32x4_add(wasm_f32x4_add(p, r), wasm_f32x4_splat(1.0f));
+    v128_t e = wasm_i32x4_shl(wasm_i32x4_add(wasm_i32x4_trunc_sat_f32x4(n), wasm_i32x4_splat(127)), 23);
+    return wasm_f32x4_mul(p, e);
+}
+
+static inline float exp1(float x) {
+    return wasm_f32x4_extract_lane(exp4(wasm_f32x4_splat(x)), 0);
+}
+
+/* One row: 4 accumulators over 16 floats per iteration. */
+static float row_dot(const float *w, const float *x, int n) {
+    v128_t a0 = wasm_f32x4_splat(0), a1 = a0, a2 = a0, a3 = a0;
+    int j = 0;
+    for (; j + 16 <= n; j += 16) {
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(w + j), wasm_v128_load(x + j)));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_v128_load(w + j + 4), wasm_v128_load(x + j + 4)));
+        a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(wasm_v128_load(w + j + 8), wasm_v128_load(x + j + 8)));
+        a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(wasm_v128_load(w + j + 12), wasm_v128_load(x + j + 12)));
+    }
+    for (; j + 4 <= n; j += 4)
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(w + j), wasm_v128_load(x + j)));
+    float s = hsum(wasm_f32x4_add(wasm_f32x4_add(a0, a1), wasm_f32x4_add(a2, a3)));
+    for (; j < n; j++) s += w[j] * x[j];
+    return s;
+}
+
+void wlm_matvec_simd(float *out, const float *w, const float *x, int n, int r0, int r1) {
+    int r = r0;
+    /* Four rows at a time share each load of x; two vectors per row keep 8 sums in flight. */
+    for (; r + 4 <= r1; r += 4) {
+        const float *w0 = w + (size_t)r * (size_t)n, *w1 = w0 + n, *w2 = w1 + n, *w3 = w2 + n;
+        v128_t a0 = wasm_f32x4_splat(0), a1 = a0, a2 = a0, a3 = a0;
+        v128_t b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+        int j = 0;
+        for (; j + 8 <= n; j += 8) {
+            v128_t xa = wasm_v128_load(x + j), xb = wasm_v128_load(x + j + 4);
+            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(w0 + j), xa));
+            a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_v128_load(w1 + j), xa));
+            a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(wasm_v128_load(w2 + j), xa));
+            a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(wasm_v128_load(w3 + j), xa));
+            b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(wasm_v128_load(w0 + j + 4), xb));
+            b1 = wasm_f32x4_add(b1, wasm_f32x4_mul(wasm_v128_load(w1 + j + 4), xb));
+            b2 = wasm_f32x4_add(b2, wasm_f32x4_mul(wasm_v128_load(w2 + j + 4), xb));
+            b3 = wasm_f32x4_add(b3, wasm_f32x4_mul(wasm_v128_load(w3 + j + 4), xb));
+        }
+        for (; j + 4 <= n; j += 4) {
+            v128_t xa = wasm_v128_load(x + j);
+            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(w0 + j), xa));
+            a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_v128_load(w1 + j), xa));
+            a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(wasm_v128_load(w2 + j), xa));
+            a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(wasm_v128_load(w3 + j), xa));
+        }
+        float s0 = hsum(wasm_f32x4_add(a0, b0)), s1 = hsum(wasm_f32x4_add(a1, b1));
+        float s2 = hsum(wasm_f32x4_add(a2, b2)), s3 = hsum(wasm_f32x4_add(a3, b3));
+        for (; j < n; j++) {
+            s0 += w0[j] * x[j];
+            s1 += w1[j] * x[j];
+            s2 += w2[j] * x[j];
+            s3 += w3[j] * x[j];
+        }
+        out[r] = s0;
+        out[r + 1] = s1;
+        out[r + 2] = s2;
+        out[r + 3] = s3;
+    }
+    for (; r < r1; r++) out[r] = row_dot(w + (size_t)r * (size_t)n, x, n);
+}
+
+float wlm_dot_simd(const float *a, const float *b, int n) { return row_dot(a, b, n); }
+
+void wlm_rmsnorm_simd(float *out, const float *x, const float *weight, int n, float eps) {
+    v128_t a0 = wasm_f32x4_splat(0), a1 = a0;
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        v128_t v0 = wasm_v128_load(x + j), v1 = wasm_v128_load(x + j + 4);
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(v0, v0));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(v1, v1));
+    }
+    float ss = hsum(wasm_f32x4_add(a0, a1));
+    for (; j < n; j++) ss += x[j] * x[j];
+    ss /= (float)n;
+    ss += eps;
+    ss = 1.0f / sqrtf(ss);
+    v128_t s = wasm_f32x4_splat(ss);
+    j = 0;
+    for (; j + 4 <= n; j += 4)
+        wasm_v128_store(out + j, wasm_f32x4_mul(wasm_v128_load(weight + j),
+                                                wasm_f32x4_mul(s, wasm_v128_load(x + j))));
+    for (; j < n; j++) out[j] = weight[j] * (ss * x[j]);
+}
+
+void wlm_softmax_simd(float *x, int n) {
+    float max_val = x[0];
+    int i = 0;
+    if (n >= 4) {
+        v128_t m = wasm_v128_load(x);
+        for (i = 4; i + 4 <= n; i += 4) m = wasm_f32x4_pmax(m, wasm_v128_load(x + i));
+        float m01 = fmaxf(wasm_f32x4_extract_lane(m, 0), wasm_f32x4_extract_lane(m, 1));
+        float m23 = fmaxf(wasm_f32x4_extract_lane(m, 2), wasm_f32x4_extract_lane(m, 3));
+        max_val = fmaxf(m01, m23);
+    }
+    for (; i < n; i++)
+        if (x[i] > max_val) max_val = x[i];
+    v128_t mv = wasm_f32x4_splat(max_val), acc = wasm_f32x4_splat(0);
+    i = 0;
+    for (; i + 4 <= n; i += 4) {
+        v128_t e = exp4(wasm_f32x4_sub(wasm_v128_load(x + i), mv));
+        wasm_v128_store(x + i, e);
+        acc = wasm_f32x4_add(acc, e);
+    }
+    float sum = hsum(acc);
+    for (; i < n; i++) {
+        x[i] = exp1(x[i] - max_val);
+        sum += x[i];
+    }
+    v128_t sv = wasm_f32x4_splat(sum);
+    i = 0;
+    for (; i + 4 <= n; i += 4) wasm_v128_store(x + i, wasm_f32x4_div(wasm_v128_load(x + i), sv));
+    for (; i < n; i++) x[i] /= sum;
+}
+
+void wlm_rope_simd(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t) {
+    const int half = head_size / 2;
+    /* sign pattern for the swapped vector: (a, b) -> (a c - b s, a s + b c) */
+    const v128_t sign = wasm_f32x4_make(-1.0f, 1.0f, -1.0f, 1.0f);
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * (size_t)head_size;
+        int i = 0;
+        for (; i + 2 <= half; i += 2) {
+            v128_t xv = wasm_v128_load(v + 2 * i);
+            v128_t c = wasm_f32x4_make(cos_t[i], cos_t[i], cos_t[i + 1], cos_t[i + 1]);
+            v128_t s = wasm_f32x4_make(sin_t[i], sin_t[i], sin_t[i + 1], sin_t[i + 1]);
+            v128_t sw = wasm_i32x4_shuffle(xv, xv, 1, 0, 3, 2);
+            v128_t r = wasm_f32x4_add(wasm_f32x4_mul(xv, c), wasm_f32x4_mul(wasm_f32x4_mul(sw, s), sign));
+            wasm_v128_store(v + 2 * i, r);
+        }
+        for (; i < half; i++) {
+            float a = v[2 * i], b = v[2 * i + 1];
+            v[2 * i] = a * cos_t[i] - b * sin_t[i];
+            v[2 * i + 1] = a * sin_t[i] + b * cos_t[i];
+        }
+    }
+}
+
+void wlm_swiglu_simd(float *h, const float *g, int n) {
+    const v128_t one = wasm_f32x4_splat(1.0f);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        v128_t v = wasm_v128_load(h + i);
+        v128_t sig = wasm_f32x4_div(one, wasm_f32x4_add(one, exp4(wasm_f32x4_neg(v))));
+        wasm_v128_store(h + i, wasm_f32x4_mul(wasm_f32x4_mul(v, sig), wasm_v128_load(g + i)));
+    }
+    for (; i < n; i++) {
+        float val = h[i];
+        val *= 1.0f / (1.0f + exp1(-val));
+        h[i] = val * g[i];
+    }
+}
+
+void wlm_axpy_simd(float *out, float s, const float *x, int n) {
+    v128_t sv = wasm_f32x4_splat(s);
+    int i = 0;
+    for (; i + 4 <= n; i += 4)
+        wasm_v128_store(out + i, wasm_f32x4_add(wasm_v128_load(out + i),
+                                                wasm_f32x4_mul(sv, wasm_v128_load(x + i))));
+    for (; i < n; i++) out[i] += s * x[i];
+}
+
+int wlm_kernels_have_simd(void) { return 1; }
+
+#else /* no SIMD128: forward to the reference kernels */
+
+void wlm_matvec_simd(float *out, const float *w, const float *x, int n, int r0, int r1) {
+    wlm_matvec_ref(out, w, x, n, r0, r1);
+}
+void wlm_rmsnorm_simd(float *out, const float *x, const float *weight, int n, float eps) {
+    wlm_rmsnorm_ref(out, x, weight, n, eps);
+}
+void wlm_softmax_simd(float *x, int n) { wlm_softmax_ref(x, n); }
+void wlm_rope_simd(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t) {
+    wlm_rope_ref(x, n_heads, head_size, cos_t, sin_t);
+}
+void wlm_swiglu_simd(float *h, const float *g, int n) { wlm_swiglu_ref(h, g, n); }
+float wlm_dot_simd(const float *a, const float *b, int n) { return wlm_dot_ref(a, b, n); }
+void wlm_axpy_simd(float *out, float s, const float *x, int n) { wlm_axpy_ref(out, s, x, n); }
+int wlm_kernels_have_simd(void) { return 0; }
+
+#endif
+
+const wlm_kernels wlm_kernels_simd = {
+#if defined(__wasm_simd128__)
+    "simd128",
+#else
+    "scalar",
+#endif
+    wlm_matvec_simd, wlm_rmsnorm_simd, wlm_softmax_simd, wlm_rope_simd,
+    wlm_swiglu_simd, wlm_dot_simd, wlm_axpy_simd,
+};

@@ -1,0 +1,129 @@
+/*
+ * model.c — the model handle: format detection, loading (llama2c.c), the tokenizer, info,
+ * and the status/stop-reason names shared by every handle. Nothing here allocates weights.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+
+int wlm_set_error(char *buf, int status, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, WLM_ERRMSG_SIZE, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+const char *wlm_status_name(int status) {
+    switch (status) {
+    case WLM_OK: return "WLM_OK";
+    case WLM_DONE: return "WLM_DONE";
+    case WLM_ERR_INVALID_ARG: return "WLM_ERR_INVALID_ARG";
+    case WLM_ERR_NOMEM: return "WLM_ERR_NOMEM";
+    case WLM_ERR_FORMAT: return "WLM_ERR_FORMAT";
+    case WLM_ERR_TRUNCATED: return "WLM_ERR_TRUNCATED";
+    case WLM_ERR_UNSUPPORTED: return "WLM_ERR_UNSUPPORTED";
+    case WLM_ERR_TOKENIZER: return "WLM_ERR_TOKENIZER";
+    case WLM_ERR_CONTEXT_FULL: return "WLM_ERR_CONTEXT_FULL";
+    case WLM_ERR_STATE: return "WLM_ERR_STATE";
+    default: return "WLM_ERR_UNKNOWN";
+    }
+}
+
+const char *wlm_stop_reason_name(int reason) {
+    switch (reason) {
+    case WLM_STOP_NONE: return "WLM_STOP_NONE";
+    case WLM_STOP_MAX_TOKENS: return "WLM_STOP_MAX_TOKENS";
+    case WLM_STOP_EOS: return "WLM_STOP_EOS";
+    case WLM_STOP_STRING: return "WLM_STOP_STRING";
+    case WLM_STOP_CONTEXT_FULL: return "WLM_STOP_CONTEXT_FULL";
+    case WLM_STOP_ABORTED: return "WLM_STOP_ABORTED";
+    default: return "WLM_STOP_UNKNOWN";
+    }
+}
+
+int wlm_model_load(const void *data, size_t size, unsigned flags, wlm_model **out) {
+    if (!out) {
+        if (flags & WLM_LOAD_OWN_BUFFER) free((void *)data);
+        return WLM_ERR_INVALID_ARG;
+    }
+    wlm_model *m = calloc(1, sizeof *m);
+    *out = m;
+    if (!m) {
+        if (flags & WLM_LOAD_OWN_BUFFER) free((void *)data);
+        return WLM_ERR_NOMEM;
+    }
+    if (flags & WLM_LOAD_OWN_BUFFER) m->owned_buffer = (void *)data;
+    if (!data) return wlm_set_error(m->errmsg, WLM_ERR_INVALID_ARG, "model data is NULL");
+    if (flags & ~WLM_LOAD_OWN_BUFFER)
+        return wlm_set_error(m->errmsg, WLM_ERR_INVALID_ARG, "unknown flags 0x%x", flags);
+    int rc = wlm_llama2c_load(m, data, size);
+    if (rc != WLM_OK) {
+        /* Keep the message, drop any partial views. */
+        memset(&m->w, 0, sizeof m->w);
+        memset(&m->hp, 0, sizeof m->hp);
+        return rc;
+    }
+    m->loaded = 1;
+    return WLM_OK;
+}
+
+int wlm_model_load_tokenizer(wlm_model *model, const void *data, size_t size) {
+    if (!model) return WLM_ERR_INVALID_ARG;
+    model->errmsg[0] = '\0';
+    if (!model->loaded)
+        return wlm_set_error(model->errmsg, WLM_ERR_STATE, "the model did not load");
+    if (model->has_tokenizer)
+        return wlm_set_error(model->errmsg, WLM_ERR_STATE, "a tokenizer is already loaded");
+    if (!data) return wlm_set_error(model->errmsg, WLM_ERR_INVALID_ARG, "tokenizer data is NULL");
+    int rc = wlm_tokenizer_load_llama2c(&model->tok, data, size, model->hp.vocab_size,
+                                        model->errmsg, WLM_ERRMSG_SIZE);
+    if (rc == WLM_OK) model->has_tokenizer = 1;
+    return rc;
+}
+
+void wlm_model_free(wlm_model *model) {
+    if (!model) return;
+    wlm_tokenizer_free(&model->tok);
+    free(model->owned_buffer);
+    free(model);
+}
+
+const char *wlm_model_errmsg(const wlm_model *model) {
+    return model ? model->errmsg : "no model (NULL handle)";
+}
+
+int wlm_model_get_info(const wlm_model *model, wlm_model_info *info) {
+    if (!model || !info) return WLM_ERR_INVALID_ARG;
+    if (!model->loaded) return WLM_ERR_STATE;
+    memset(info, 0, sizeof *info);
+    info->dim = model->hp.dim;
+    info->hidden_dim = model->hp.hidden_dim;
+    info->n_layers = model->hp.n_layers;
+    info->n_heads = model->hp.n_heads;
+    info->n_kv_heads = model->hp.n_kv_heads;
+    info->vocab_size = model->hp.vocab_size;
+    info->seq_len = model->hp.seq_len;
+    info->shared_classifier = model->shared_classifier;
+    info->has_tokenizer = model->has_tokenizer;
+    info->bos_id = model->has_tokenizer ? model->tok.bos_id : 1;
+    info->eos_id = model->has_tokenizer ? model->tok.eos_id : 2;
+    info->weight_bytes = model->weight_bytes;
+    return WLM_OK;
+}
+
+int32_t wlm_tokenize(const wlm_model *model, const char *text, size_t len, int add_bos,
+                     int32_t *tokens, int32_t cap) {
+    if (!model || (!text && len) || cap < 0 || (!tokens && cap)) return WLM_ERR_INVALID_ARG;
+    if (!model->has_tokenizer) return WLM_ERR_TOKENIZER;
+    return wlm_tokenizer_encode(&model->tok, text ? text : "", len, add_bos, tokens, cap);
+}
+
+const char *wlm_token_piece(const wlm_model *model, int32_t prev, int32_t token, size_t *len) {
+    if (len) *len = 0;
+    if (!model || !model->has_tokenizer) return NULL;
+    return wlm_tokenizer_piece(&model->tok, prev, token, len);
+}

@@ -1,0 +1,110 @@
+/*
+ * wasm_exports.c — the wasm module's ABI for js/wasmlm.js: the public C API plus small
+ * accessors so JS never depends on struct layouts. Every export takes and returns scalars and
+ * pointers (i32 in wasm32). The list of exports lives in tools/exports.txt; a test checks it
+ * against this file and the header. This is the only file that includes <emscripten.h>.
+ */
+#include <emscripten.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wasmlm.h"
+
+#define API EMSCRIPTEN_KEEPALIVE
+
+/* ---- memory ---- */
+API void *wlmjs_malloc(size_t n) { return malloc(n ? n : 1); }
+API void wlmjs_free(void *p) { free(p); }
+
+/* ---- model ---- */
+/* Loads and takes ownership of `data` (malloc'd by wlmjs_malloc). Returns the status; the
+ * handle (possibly NULL) is written to *out, a 4-byte slot the caller provides. */
+API int wlmjs_model_load(void *data, size_t size, wlm_model **out) {
+    return wlm_model_load(data, size, WLM_LOAD_OWN_BUFFER, out);
+}
+
+/* One field of wlm_model_info by number: 0 dim, 1 hidden_dim, 2 n_layers, 3 n_heads,
+ * 4 n_kv_heads, 5 vocab_size, 6 seq_len, 7 shared_classifier, 8 has_tokenizer, 9 bos_id,
+ * 10 eos_id, 11 weight_bytes. Returns -1 for an unknown field or an unloaded model. */
+API double wlmjs_model_info(const wlm_model *m, int field) {
+    wlm_model_info info;
+    if (wlm_model_get_info(m, &info) != WLM_OK) return -1;
+    switch (field) {
+    case 0: return info.dim;
+    case 1: return info.hidden_dim;
+    case 2: return info.n_layers;
+    case 3: return info.n_heads;
+    case 4: return info.n_kv_heads;
+    case 5: return info.vocab_size;
+    case 6: return info.seq_len;
+    case 7: return info.shared_classifier;
+    case 8: return info.has_tokenizer;
+    case 9: return info.bos_id;
+    case 10: return info.eos_id;
+    case 11: return (double)info.weight_bytes;
+    default: return -1;
+    }
+}
+
+/* ---- context ---- */
+/* Creates a context; writes the handle to *out (see wlm_context_new). */
+API int wlmjs_context_new(const wlm_model *m, int n_ctx, int kv_cache, int use_simd,
+                          wlm_context **out) {
+    wlm_context_params p;
+    wlm_context_params_default(&p);
+    p.n_ctx = n_ctx;
+    p.kv_cache = kv_cache;
+    p.use_simd = use_simd;
+    return wlm_context_new(m, &p, out);
+}
+
+/* ---- generation parameters ---- */
+/* A heap-allocated wlm_gen_params with the defaults; free with wlmjs_free. */
+API wlm_gen_params *wlmjs_gen_params_new(void) {
+    wlm_gen_params *p = malloc(sizeof *p);
+    if (p) wlm_gen_params_default(p);
+    return p;
+}
+
+/* Sets one field by number: 0 temperature, 1 top_k, 2 top_p, 3 repeat_penalty,
+ * 4 repeat_last_n, 5 seed (an integer below 2^53), 6 max_tokens, 7 add_bos. Values are
+ * checked by wlm_generate_begin, not here. Returns WLM_ERR_INVALID_ARG for an unknown field. */
+API int wlmjs_gen_params_set(wlm_gen_params *p, int field, double v) {
+    if (!p) return WLM_ERR_INVALID_ARG;
+    switch (field) {
+    case 0: p->temperature = (float)v; break;
+    case 1: p->top_k = (v != v || v < -1e9 || v > 1e9) ? -1 : (int32_t)v; break;
+    case 2: p->top_p = (float)v; break;
+    case 3: p->repeat_penalty = (float)v; break;
+    case 4: p->repeat_last_n = (v != v || v < -1e9 || v > 1e9) ? -1 : (int32_t)v; break;
+    case 5: p->seed = (v >= 0 && v < 18446744073709551616.0) ? (uint64_t)v : 0; break;
+    case 6: p->max_tokens = (v != v || v < -1e9 || v > 1e9) ? -1 : (int32_t)v; break;
+    case 7: p->add_bos = v != 0; break;
+    default: return WLM_ERR_INVALID_ARG;
+    }
+    return WLM_OK;
+}
+
+/* Appends a NUL-terminated stop string. WLM_ERR_INVALID_ARG when there are already 8 or it is
+ * empty or 64 bytes or longer. */
+API int wlmjs_gen_params_add_stop(wlm_gen_params *p, const char *s) {
+    if (!p || !s) return WLM_ERR_INVALID_ARG;
+    size_t n = strlen(s);
+    if (p->n_stop >= WLM_MAX_STOP_STRINGS || n == 0 || n >= WLM_MAX_STOP_LEN)
+        return WLM_ERR_INVALID_ARG;
+    memcpy(p->stop[p->n_stop], s, n + 1);
+    p->n_stop++;
+    return WLM_OK;
+}
+
+/* ---- tokens ---- */
+API wlm_token *wlmjs_token_new(void) { return calloc(1, sizeof(wlm_token)); }
+API int wlmjs_token_id(const wlm_token *t) { return t->id; }
+API const char *wlmjs_token_piece(const wlm_token *t) { return t->piece; }
+API size_t wlmjs_token_piece_len(const wlm_token *t) { return t->piece_len; }
+API float wlmjs_token_prob(const wlm_token *t) { return t->prob; }
+API float wlmjs_token_prob_sampled(const wlm_token *t) { return t->prob_sampled; }
+API int wlmjs_token_n_past(const wlm_token *t) { return t->n_past; }
+API int wlmjs_token_stop_reason(const wlm_token *t) { return t->stop_reason; }
+
+/* Public API functions exported as they are (the linker keeps them via tools/exports.txt). */

@@ -1,0 +1,14 @@
+# Runs the CLI on stories260K at temperature 0 and compares standard output with a run.c
+# golden file byte for byte. Variables: CLI, SHARED, ARGS (a list), EXPECTED.
+execute_process(
+  COMMAND ${CLI} ${SHARED}/models/stories260K.bin -z ${SHARED}/models/tok512.bin -t 0 ${ARGS}
+  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "CLI failed (${rc}): ${err}")
+endif()
+file(READ ${EXPECTED} expected)
+if(NOT out STREQUAL expected)
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/cli_actual.txt "${out}")
+  message(FATAL_ERROR "CLI output differs from ${EXPECTED}\n--- got:\n${out}\n--- expected:\n${expected}")
+endif()
+message(STATUS "1 passed, 0 failed")

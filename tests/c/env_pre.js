@@ -1,0 +1,6 @@
+// Emscripten pre-js for the C tests under node: pass WASMLM_SHARED from the real environment
+// (Emscripten's getenv() otherwise sees a synthetic environment).
+Module['preRun'] = Module['preRun'] || [];
+Module['preRun'].push(function () {
+  if (process.env['WASMLM_SHARED']) ENV['WASMLM_SHARED'] = process.env['WASMLM_SHARED'];
+});
