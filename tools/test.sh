@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# The whole test suite, as `npm test` runs it: C tests natively (plain and under ASan+UBSan)
+# and in wasm under node (SIMD128 kernels), the Node tests of the JS layer, and the demo page
+# in headless Chromium. Reads the model files in ../shared/models in place.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export WASMLM_WERROR="${WASMLM_WERROR:-ON}"
+jobs=$(nproc 2>/dev/null || echo 2)
+
+echo "== build"
+bash tools/build.sh
+
+echo "== C tests, native"
+(cd build/native && ctest --output-on-failure)
+
+echo "== C tests, native with AddressSanitizer + UBSan"
+cmake -S . -B build/sanitize -DCMAKE_BUILD_TYPE=Debug -DWASMLM_SANITIZE=ON -DWASMLM_WERROR=ON >/dev/null
+cmake --build build/sanitize -j"$jobs" >/dev/null
+(cd build/sanitize && ctest --output-on-failure)
+
+echo "== C tests, wasm (SIMD128) under node"
+(cd build/wasm && ctest --output-on-failure)
+
+echo "== JS tests (node --test)"
+node --test tests/js/
+
+echo "== page tests (headless Chromium)"
+node --test tests/browser/
