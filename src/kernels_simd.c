@@ -58,46 +58,11 @@ static float row_dot(const float *w, const float *x, int n) {
     return s;
 }
 
+/* One row at a time with four independent accumulators. Measured in V8 (node 20) on the
+ * stories15M/110M shapes, this beat blocking 2 or 4 rows per iteration by 1.2-3x: the extra
+ * live vectors spill and several concurrent row streams defeat the prefetcher. */
 void wlm_matvec_simd(float *out, const float *w, const float *x, int n, int r0, int r1) {
-    int r = r0;
-    /* Four rows at a time share each load of x; two vectors per row keep 8 sums in flight. */
-    for (; r + 4 <= r1; r += 4) {
-        const float *w0 = w + (size_t)r * (size_t)n, *w1 = w0 + n, *w2 = w1 + n, *w3 = w2 + n;
-        v128_t a0 = wasm_f32x4_splat(0), a1 = a0, a2 = a0, a3 = a0;
-        v128_t b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-        int j = 0;
-        for (; j + 8 <= n; j += 8) {
-            v128_t xa = wasm_v128_load(x + j), xb = wasm_v128_load(x + j + 4);
-            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(w0 + j), xa));
-            a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_v128_load(w1 + j), xa));
-            a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(wasm_v128_load(w2 + j), xa));
-            a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(wasm_v128_load(w3 + j), xa));
-            b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(wasm_v128_load(w0 + j + 4), xb));
-            b1 = wasm_f32x4_add(b1, wasm_f32x4_mul(wasm_v128_load(w1 + j + 4), xb));
-            b2 = wasm_f32x4_add(b2, wasm_f32x4_mul(wasm_v128_load(w2 + j + 4), xb));
-            b3 = wasm_f32x4_add(b3, wasm_f32x4_mul(wasm_v128_load(w3 + j + 4), xb));
-        }
-        for (; j + 4 <= n; j += 4) {
-            v128_t xa = wasm_v128_load(x + j);
-            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(w0 + j), xa));
-            a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_v128_load(w1 + j), xa));
-            a2 = wasm_f32x4_add(a2, wasm_f32x4_mul(wasm_v128_load(w2 + j), xa));
-            a3 = wasm_f32x4_add(a3, wasm_f32x4_mul(wasm_v128_load(w3 + j), xa));
-        }
-        float s0 = hsum(wasm_f32x4_add(a0, b0)), s1 = hsum(wasm_f32x4_add(a1, b1));
-        float s2 = hsum(wasm_f32x4_add(a2, b2)), s3 = hsum(wasm_f32x4_add(a3, b3));
-        for (; j < n; j++) {
-            s0 += w0[j] * x[j];
-            s1 += w1[j] * x[j];
-            s2 += w2[j] * x[j];
-            s3 += w3[j] * x[j];
-        }
-        out[r] = s0;
-        out[r + 1] = s1;
-        out[r + 2] = s2;
-        out[r + 3] = s3;
-    }
-    for (; r < r1; r++) out[r] = row_dot(w + (size_t)r * (size_t)n, x, n);
+    for (int r = r0; r < r1; r++) out[r] = row_dot(w + (size_t)r * (size_t)n, x, n);
 }
 
 float wlm_dot_simd(const float *a, const float *b, int n) { return row_dot(a, b, n); }

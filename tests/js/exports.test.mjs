@@ -1,0 +1,35 @@
+// The wasm ABI: tools/exports.txt is the one list of exports. Every name in it must be exported
+// by both modules and declared in C (src/wasmlm.h for wlm_*, src/wasm_exports.c for wlmjs_*),
+// and every function the header declares that JS needs must be in the list.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+
+const root = new URL('../../', import.meta.url);
+const read = (p) => fs.readFileSync(new URL(p, root), 'utf8');
+const list = read('tools/exports.txt').split('\n').map((s) => s.trim()).filter(Boolean);
+const header = read('src/wasmlm.h');
+const glue = read('src/wasm_exports.c');
+
+test('every listed export is declared in C', () => {
+  for (const name of list) {
+    const src = name.startsWith('wlmjs_') ? glue : header;
+    assert.match(src, new RegExp(`\\b${name}\\s*\\(`), `${name} is not declared`);
+  }
+});
+
+test('every wlmjs_ accessor in wasm_exports.c is listed', () => {
+  const defined = [...glue.matchAll(/^API [^(]*?\b(wlmjs_\w+)\s*\(/gm)].map((m) => m[1]);
+  assert.ok(defined.length > 10);
+  assert.deepEqual(defined.filter((n) => !list.includes(n)), []);
+});
+
+for (const file of ['dist/wasmlm.wasm', 'dist/wasmlm-scalar.wasm']) {
+  test(`${file} exports exactly the listed functions, imports only memory growth`, () => {
+    const mod = new WebAssembly.Module(fs.readFileSync(new URL(file, root)));
+    const exported = new Set(WebAssembly.Module.exports(mod).map((e) => e.name));
+    for (const name of list) assert.ok(exported.has(name), `${file} lacks ${name}`);
+    assert.deepEqual(WebAssembly.Module.imports(mod).map((i) => `${i.module}.${i.name}`),
+      ['env.emscripten_notify_memory_growth']);
+  });
+}
