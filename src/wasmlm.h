@@ -226,7 +226,8 @@ int32_t wlm_context_n_past(const wlm_context *ctx);
 int wlm_eval(wlm_context *ctx, const int32_t *tokens, int32_t n);
 
 /* The logits after the last wlm_eval: vocab_size float32, owned by the context, valid until the
- * next call that evaluates or resets. NULL before any evaluation. */
+ * next call that evaluates or resets. NULL before any evaluation. During a generation,
+ * wlm_generate_next applies the repetition penalty to them in place before sampling. */
 const float *wlm_logits(const wlm_context *ctx);
 
 /* ------------------------------------------------------------------------------------------ */
