@@ -25,6 +25,7 @@ static void context_release(wlm_context *c) {
     free(c->q);
     free(c->att);
     free(c->logits);
+    free(c->xq);
     free(c->rope_cos);
     free(c->rope_sin);
     free(c->key_cache);
@@ -60,7 +61,8 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->model = model;
     c->n_ctx = params->n_ctx ? params->n_ctx : p->seq_len;
     c->kv_cache = params->kv_cache != 0;
-    c->k = params->use_simd ? &wlm_kernels_simd : &wlm_kernels_ref;
+    c->use_simd = params->use_simd != 0;
+    c->k = c->use_simd ? &wlm_kernels_simd : &wlm_kernels_ref;
 
     const uint64_t cache = (uint64_t)p->n_layers * (uint64_t)c->n_ctx * (uint64_t)p->kv_dim;
     size_t total = 0;
@@ -76,9 +78,12 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->rope_sin = alloc_floats((uint64_t)p->head_size / 2, &total);
     c->key_cache = alloc_floats(cache, &total);
     c->value_cache = alloc_floats(cache, &total);
+    /* Quantized activations take fewer bytes than floats: room for the widest input + slack. */
+    const int32_t widest = p->hidden_dim > p->dim ? p->hidden_dim : p->dim;
+    c->xq = alloc_floats((uint64_t)widest + 256, &total);
     c->tokens = calloc((size_t)c->n_ctx, sizeof(int32_t));
     total += (size_t)c->n_ctx * sizeof(int32_t);
-    if (!c->x || !c->xb || !c->xb2 || !c->hb || !c->hb2 || !c->q || !c->att || !c->logits ||
+    if (!c->x || !c->xb || !c->xb2 || !c->hb || !c->hb2 || !c->q || !c->att || !c->logits || !c->xq ||
         !c->rope_cos || !c->rope_sin || !c->key_cache || !c->value_cache || !c->tokens) {
         context_release(c);
         memset(c, 0, sizeof *c);

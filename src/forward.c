@@ -10,16 +10,33 @@
 
 #include "model.h"
 
+void wlm_matmul(wlm_context *c, float *out, const wlm_tensor *t, const float *x) {
+    if (t->type == WLM_TYPE_F32) { /* the common case, through the context's kernel table */
+        c->k->matvec(out, t->data, x, t->cols, 0, t->rows);
+        return;
+    }
+    const wlm_type_traits *tr = wlm_type_get(t->type);
+    const void *xq = x;
+    if (tr->vec_dot_type != WLM_TYPE_F32) {
+        wlm_type_get(tr->vec_dot_type)->from_float(x, c->xq, t->cols);
+        xq = c->xq;
+    }
+    (c->use_simd ? tr->matvec_simd : tr->matvec_ref)(out, t->data, t->row_bytes, xq, t->cols, 0,
+                                                     t->rows);
+}
+
 void wlm_forward(wlm_context *c, int32_t token, int32_t pos, int want_logits) {
     const wlm_hparams *p = &c->model->hp;
     const wlm_weights *w = &c->model->w;
     const wlm_kernels *k = c->k;
     const int dim = p->dim, hidden = p->hidden_dim, hs = p->head_size, kv_dim = p->kv_dim;
     const int n_heads = p->n_heads, kv_mul = p->n_heads / p->n_kv_heads;
-    const size_t D = (size_t)dim, H = (size_t)hidden, KV = (size_t)kv_dim;
+    const size_t KV = (size_t)kv_dim;
     float *x = c->x;
 
-    memcpy(x, w->token_embedding + (size_t)token * D, D * sizeof(float));
+    const wlm_tensor *emb = &w->token_embedding;
+    wlm_type_get(emb->type)->to_float((const char *)emb->data + (size_t)token * emb->row_bytes, x,
+                                      dim);
 
     /* RoPE angles for this position, shared by every layer and head: theta_i = pos /
      * base^(2i / head_size), the same float expressions as run.c. */
@@ -32,16 +49,16 @@ void wlm_forward(wlm_context *c, int32_t token, int32_t pos, int want_logits) {
     const float inv_scale = sqrtf((float)hs);
 
     for (int l = 0; l < p->n_layers; l++) {
-        const size_t L = (size_t)l;
-        const size_t loff = L * (size_t)c->n_ctx * KV; /* this layer's cache block */
+        const wlm_layer_weights *lw = &w->layers[l];
+        const size_t loff = (size_t)l * (size_t)c->n_ctx * KV; /* this layer's cache block */
         float *key_row = c->key_cache + loff + (size_t)pos * KV;
         float *value_row = c->value_cache + loff + (size_t)pos * KV;
 
         /* attention */
-        k->rmsnorm(c->xb, x, w->rms_att + L * D, dim, p->norm_eps);
-        k->matvec(c->q, w->wq + L * D * D, c->xb, dim, 0, dim);
-        k->matvec(key_row, w->wk + L * KV * D, c->xb, dim, 0, kv_dim);
-        k->matvec(value_row, w->wv + L * KV * D, c->xb, dim, 0, kv_dim);
+        k->rmsnorm(c->xb, x, lw->rms_att, dim, p->norm_eps);
+        wlm_matmul(c, c->q, &lw->wq, c->xb);
+        wlm_matmul(c, key_row, &lw->wk, c->xb);
+        wlm_matmul(c, value_row, &lw->wv, c->xb);
         k->rope(c->q, n_heads, hs, c->rope_cos, c->rope_sin);
         k->rope(key_row, p->n_kv_heads, hs, c->rope_cos, c->rope_sin);
 
@@ -57,20 +74,20 @@ void wlm_forward(wlm_context *c, int32_t token, int32_t pos, int want_logits) {
             for (int t = 0; t <= pos; t++)
                 k->axpy(xbh, att[t], c->value_cache + kv_off + (size_t)t * KV, hs);
         }
-        k->matvec(c->xb2, w->wo + L * D * D, c->xb, dim, 0, dim);
+        wlm_matmul(c, c->xb2, &lw->wo, c->xb);
         for (int i = 0; i < dim; i++) x[i] += c->xb2[i];
 
         /* feed-forward: w2(silu(w1 x) * w3 x) */
-        k->rmsnorm(c->xb, x, w->rms_ffn + L * D, dim, p->norm_eps);
-        k->matvec(c->hb, w->w1 + L * H * D, c->xb, dim, 0, hidden);
-        k->matvec(c->hb2, w->w3 + L * H * D, c->xb, dim, 0, hidden);
+        k->rmsnorm(c->xb, x, lw->rms_ffn, dim, p->norm_eps);
+        wlm_matmul(c, c->hb, &lw->w1, c->xb);
+        wlm_matmul(c, c->hb2, &lw->w3, c->xb);
         k->swiglu(c->hb, c->hb2, hidden);
-        k->matvec(c->xb, w->w2 + L * D * H, c->hb, hidden, 0, dim);
+        wlm_matmul(c, c->xb, &lw->w2, c->hb);
         for (int i = 0; i < dim; i++) x[i] += c->xb[i];
     }
 
     if (want_logits) {
         k->rmsnorm(x, x, w->rms_final, dim, p->norm_eps);
-        k->matvec(c->logits, w->wcls, x, dim, 0, p->vocab_size);
+        wlm_matmul(c, c->logits, &w->wcls, x);
     }
 }

@@ -5,6 +5,7 @@
  * "ak42" exports and GGUF are recognised and refused with WLM_ERR_UNSUPPORTED.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model.h"
@@ -22,6 +23,11 @@ static int64_t find_non_finite(const float *a, uint64_t n) {
     for (uint64_t i = 0; i < n; i++)
         if ((u[i] & 0x7f800000u) == 0x7f800000u) return (int64_t)i;
     return -1;
+}
+
+static wlm_tensor f32_tensor(const float *data, int32_t rows, int32_t cols) {
+    wlm_tensor t = {WLM_TYPE_F32, rows, cols, (size_t)cols * sizeof(float), data};
+    return t;
 }
 
 int wlm_llama2c_load(wlm_model *m, const unsigned char *data, size_t size) {
@@ -84,26 +90,27 @@ int wlm_llama2c_load(wlm_model *m, const unsigned char *data, size_t size) {
                              (unsigned long long)((uint64_t)size - need), (unsigned long long)need);
 
     const float *p = (const float *)(const void *)(data + 28);
-    wlm_weights *w = &m->w;
-    struct { const char *name; const float **dst; uint64_t n; int check; } t[] = {
-        {"token_embedding", &w->token_embedding, n_emb, 1},
-        {"rms_att", &w->rms_att, n_rms, 1},
-        {"wq", &w->wq, n_wq, 1},
-        {"wk", &w->wk, n_wk, 1},
-        {"wv", &w->wv, n_wk, 1},
-        {"wo", &w->wo, n_wo, 1},
-        {"rms_ffn", &w->rms_ffn, n_rms, 1},
-        {"w1", &w->w1, n_w1, 1},
-        {"w2", &w->w2, n_w1, 1},
-        {"w3", &w->w3, n_w1, 1},
-        {"rms_final", &w->rms_final, D, 1},
-        {"freq_cis_real", NULL, n_freq, 0},  /* legacy RoPE tables: recomputed, unused */
-        {"freq_cis_imag", NULL, n_freq, 0},
-        {"wcls", &w->wcls, shared ? 0 : n_emb, 1},
+    /* Arrays in file order; each stacks all layers. */
+    const float *emb, *rms_att, *wq, *wk, *wv, *wo, *rms_ffn, *w1, *w2, *w3, *rms_final, *wcls;
+    struct { const char *name; const float **dst; uint64_t n; } t[] = {
+        {"token_embedding", &emb, n_emb},
+        {"rms_att", &rms_att, n_rms},
+        {"wq", &wq, n_wq},
+        {"wk", &wk, n_wk},
+        {"wv", &wv, n_wk},
+        {"wo", &wo, n_wo},
+        {"rms_ffn", &rms_ffn, n_rms},
+        {"w1", &w1, n_w1},
+        {"w2", &w2, n_w1},
+        {"w3", &w3, n_w1},
+        {"rms_final", &rms_final, D},
+        {"freq_cis_real", NULL, n_freq},  /* legacy RoPE tables: recomputed, unused */
+        {"freq_cis_imag", NULL, n_freq},
+        {"wcls", &wcls, shared ? 0 : n_emb},
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
-        if (t[i].dst) *t[i].dst = p;
-        if (t[i].check) {
+        if (t[i].dst) {
+            *t[i].dst = p;
             int64_t bad = find_non_finite(p, t[i].n);
             if (bad >= 0)
                 return wlm_set_error(err, WLM_ERR_FORMAT,
@@ -112,7 +119,26 @@ int wlm_llama2c_load(wlm_model *m, const unsigned char *data, size_t size) {
         }
         p += t[i].n;
     }
-    if (shared) w->wcls = w->token_embedding;
+    if (shared) wcls = emb;
+
+    wlm_weights *w = &m->w;
+    w->layers = calloc((size_t)n_layers, sizeof *w->layers);
+    if (!w->layers) return wlm_set_error(err, WLM_ERR_NOMEM, "out of memory for %d layers", n_layers);
+    w->token_embedding = f32_tensor(emb, vocab, dim);
+    w->wcls = f32_tensor(wcls, vocab, dim);
+    w->rms_final = rms_final;
+    for (uint64_t l = 0; l < L; l++) {
+        wlm_layer_weights *lw = &w->layers[l];
+        lw->rms_att = rms_att + l * D;
+        lw->rms_ffn = rms_ffn + l * D;
+        lw->wq = f32_tensor(wq + l * D * D, dim, dim);
+        lw->wk = f32_tensor(wk + l * kv_dim * D, (int32_t)kv_dim, dim);
+        lw->wv = f32_tensor(wv + l * kv_dim * D, (int32_t)kv_dim, dim);
+        lw->wo = f32_tensor(wo + l * D * D, dim, dim);
+        lw->w1 = f32_tensor(w1 + l * H * D, hidden, dim);
+        lw->w2 = f32_tensor(w2 + l * D * H, dim, hidden);
+        lw->w3 = f32_tensor(w3 + l * H * D, hidden, dim);
+    }
 
     wlm_hparams *hp = &m->hp;
     hp->dim = dim;

@@ -63,6 +63,9 @@ int wlm_model_load(const void *data, size_t size, unsigned flags, wlm_model **ou
     int rc = wlm_llama2c_load(m, data, size);
     if (rc != WLM_OK) {
         /* Keep the message, drop any partial views. */
+        free(m->w.layers);
+        free(m->owned_floats);
+        m->owned_floats = NULL;
         memset(&m->w, 0, sizeof m->w);
         memset(&m->hp, 0, sizeof m->hp);
         return rc;
@@ -88,6 +91,8 @@ int wlm_model_load_tokenizer(wlm_model *model, const void *data, size_t size) {
 void wlm_model_free(wlm_model *model) {
     if (!model) return;
     wlm_tokenizer_free(&model->tok);
+    free(model->w.layers);
+    free(model->owned_floats);
     free(model->owned_buffer);
     free(model);
 }

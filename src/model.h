@@ -11,6 +11,7 @@
 
 #include "wasmlm.h"
 #include "kernels.h"
+#include "quant.h"
 #include "sampler.h"
 #include "tokenizer.h"
 
@@ -30,19 +31,34 @@ typedef struct wlm_hparams {
     float rope_theta;     /* RoPE base frequency: 10000 */
 } wlm_hparams;
 
+/* A weight matrix: `rows` output features × `cols` input features, row-major, each row
+ * `row_bytes` long in `type`'s encoding (ggml's ne[1] = rows, ne[0] = cols). A view: `data`
+ * points into the model file's buffer. */
+typedef struct wlm_tensor {
+    int32_t type;                 /* enum wlm_type */
+    int32_t rows;
+    int32_t cols;
+    size_t row_bytes;
+    const void *data;
+} wlm_tensor;
+
+typedef struct wlm_layer_weights {
+    const float *rms_att;         /* (dim) */
+    const float *rms_ffn;         /* (dim) */
+    wlm_tensor wq;                /* (n_heads * head_size, dim) */
+    wlm_tensor wk;                /* (kv_dim, dim) */
+    wlm_tensor wv;                /* (kv_dim, dim) */
+    wlm_tensor wo;                /* (dim, n_heads * head_size) */
+    wlm_tensor w1;                /* (hidden_dim, dim): gate */
+    wlm_tensor w2;                /* (dim, hidden_dim): down */
+    wlm_tensor w3;                /* (hidden_dim, dim): up */
+} wlm_layer_weights;
+
 typedef struct wlm_weights {
-    const float *token_embedding; /* (vocab_size, dim) */
-    const float *rms_att;         /* (n_layers, dim) */
-    const float *wq;              /* (n_layers, dim, dim): rows = n_heads * head_size */
-    const float *wk;              /* (n_layers, kv_dim, dim) */
-    const float *wv;              /* (n_layers, kv_dim, dim) */
-    const float *wo;              /* (n_layers, dim, dim) */
-    const float *rms_ffn;         /* (n_layers, dim) */
-    const float *w1;              /* (n_layers, hidden_dim, dim): gate */
-    const float *w2;              /* (n_layers, dim, hidden_dim): down */
-    const float *w3;              /* (n_layers, hidden_dim, dim): up */
+    wlm_tensor token_embedding;   /* (vocab_size, dim) */
     const float *rms_final;       /* (dim) */
-    const float *wcls;            /* (vocab_size, dim); == token_embedding when shared */
+    wlm_tensor wcls;              /* (vocab_size, dim); the embedding itself when shared */
+    wlm_layer_weights *layers;    /* (n_layers), allocated by the loader, owned by the model */
 } wlm_weights;
 
 struct wlm_model {
@@ -52,6 +68,7 @@ struct wlm_model {
     int shared_classifier;
     size_t weight_bytes;
     void *owned_buffer;           /* freed with the model (WLM_LOAD_OWN_BUFFER) */
+    float *owned_floats;          /* norm weights converted to F32 by a loader, or NULL */
     int has_tokenizer;
     wlm_tokenizer tok;
     char errmsg[WLM_ERRMSG_SIZE];
@@ -83,6 +100,7 @@ struct wlm_context {
     int32_t n_ctx;
     int kv_cache;
     const wlm_kernels *k;
+    int use_simd;                 /* pick traits' matvec_simd over matvec_ref */
     int32_t n_past;               /* tokens evaluated so far */
     int32_t *tokens;              /* (n_ctx) the sequence, needed for no-cache mode and penalties */
     int has_logits;
@@ -95,6 +113,7 @@ struct wlm_context {
     float *q;                     /* (dim) */
     float *att;                   /* (n_heads, n_ctx) attention scores */
     float *logits;                /* (vocab_size) */
+    void *xq;                     /* activations converted to a weight's vec_dot_type */
     float *rope_cos, *rope_sin;   /* (head_size / 2) for the current position */
     float *key_cache;             /* (n_layers, n_ctx, kv_dim) */
     float *value_cache;           /* (n_layers, n_ctx, kv_dim) */
@@ -114,6 +133,9 @@ int wlm_set_error(char *buf, int status, const char *fmt, ...)
 /* forward.c: runs the transformer for `token` at position `pos` (< n_ctx), filling the KV
  * cache row pos; computes logits when `want_logits`. */
 void wlm_forward(wlm_context *ctx, int32_t token, int32_t pos, int want_logits);
+
+/* forward.c: out = t · x through t's type traits (x: t->cols floats, out: t->rows floats). */
+void wlm_matmul(wlm_context *ctx, float *out, const wlm_tensor *t, const float *x);
 
 /* llama2c.c: parses a legacy checkpoint into m (hp, w); message in m->errmsg on error. */
 int wlm_llama2c_load(wlm_model *m, const unsigned char *data, size_t size);

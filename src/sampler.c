@@ -178,6 +178,9 @@ int32_t wlm_sampler_sample(wlm_sampler *s, float *logits, const int32_t *history
             n0 = 0;
             for (int32_t i = 0; i < n; i++)
                 if (probs[i] >= cutoff) c[n0++] = (wlm_prob_index){probs[i], i};
+            if (n0 == 0) /* the shortcut fails on a near-flat distribution (run.c reads out of
+                            bounds there): keep every token */
+                for (int32_t i = 0; i < n; i++) c[n0++] = (wlm_prob_index){probs[i], i};
             qsort(c, (size_t)n0, sizeof *c, cmp_desc);
         } else {
             n0 = 0; /* plain multinomial, run.c's sample_mult */

@@ -1,7 +1,12 @@
 # Runs the CLI on stories260K at temperature 0 and compares standard output with a run.c
-# golden file byte for byte. Variables: CLI, SHARED, ARGS (a list), EXPECTED.
+# golden file byte for byte. Variables: CLI, SHARED, STEPS, PROMPT (optional), EXPECTED.
+set(prompt_args "")
+if(DEFINED PROMPT)
+  set(prompt_args -i "${PROMPT}")
+endif()
 execute_process(
-  COMMAND ${CLI} ${SHARED}/models/stories260K.bin -z ${SHARED}/models/tok512.bin -t 0 ${ARGS}
+  COMMAND ${CLI} ${SHARED}/models/stories260K.bin -z ${SHARED}/models/tok512.bin -t 0 -n ${STEPS}
+          ${prompt_args}
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "CLI failed (${rc}): ${err}")

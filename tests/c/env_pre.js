@@ -2,5 +2,5 @@
 // (Emscripten's getenv() otherwise sees a synthetic environment).
 Module['preRun'] = Module['preRun'] || [];
 Module['preRun'].push(function () {
-  if (process.env['WASMLM_SHARED']) ENV['WASMLM_SHARED'] = process.env['WASMLM_SHARED'];
+  if (typeof ENV !== 'undefined' && process.env['WASMLM_SHARED']) ENV['WASMLM_SHARED'] = process.env['WASMLM_SHARED'];
 });
