@@ -32,9 +32,6 @@ static wlm_tensor f32_tensor(const float *data, int32_t rows, int32_t cols) {
 
 int wlm_llama2c_load(wlm_model *m, const unsigned char *data, size_t size) {
     char *err = m->errmsg;
-    if (size >= 4 && memcmp(data, "GGUF", 4) == 0)
-        return wlm_set_error(err, WLM_ERR_UNSUPPORTED,
-                             "GGUF files are not supported yet (only llama2.c checkpoints)");
     if (size >= 4 && read_i32(data) == 0x616b3432)
         return wlm_set_error(err, WLM_ERR_UNSUPPORTED,
                              "llama2.c version-1/2 export (magic \"ak42\") is not supported; "

@@ -60,7 +60,9 @@ int wlm_model_load(const void *data, size_t size, unsigned flags, wlm_model **ou
     if (!data) return wlm_set_error(m->errmsg, WLM_ERR_INVALID_ARG, "model data is NULL");
     if (flags & ~WLM_LOAD_OWN_BUFFER)
         return wlm_set_error(m->errmsg, WLM_ERR_INVALID_ARG, "unknown flags 0x%x", flags);
-    int rc = wlm_llama2c_load(m, data, size);
+    int rc = size >= 4 && memcmp(data, "GGUF", 4) == 0
+                 ? wlm_gguf_load_model(m, data, size, 0)
+                 : wlm_llama2c_load(m, data, size);
     if (rc != WLM_OK) {
         /* Keep the message, drop any partial views. */
         free(m->w.layers);

@@ -137,6 +137,10 @@ void wlm_forward(wlm_context *ctx, int32_t token, int32_t pos, int want_logits);
 /* forward.c: out = t · x through t's type traits (x: t->cols floats, out: t->rows floats). */
 void wlm_matmul(wlm_context *ctx, float *out, const wlm_tensor *t, const float *x);
 
+/* gguf_model.c: maps a GGUF file (architecture "llama") to m (hp, w, tokenizer); message in
+ * m->errmsg on error. With vocab_only, reads the tokenizer alone (vocab-only GGUFs). */
+int wlm_gguf_load_model(wlm_model *m, const unsigned char *data, size_t size, int vocab_only);
+
 /* llama2c.c: parses a legacy checkpoint into m (hp, w); message in m->errmsg on error. */
 int wlm_llama2c_load(wlm_model *m, const unsigned char *data, size_t size);
 

@@ -1,0 +1,2 @@
+/* quant_simd.c — SIMD128 kernels for quantized types (in progress). */
+#include "quant.h"
