@@ -111,6 +111,7 @@ typedef struct wlm_model wlm_model;
  * head_size/2) each, then wcls (vocab, dim) if separate. GGUF files are recognised and rejected
  * with WLM_ERR_UNSUPPORTED for now.
  *
+ * `data` must be 4-byte aligned (malloc'd memory is), else WLM_ERR_INVALID_ARG.
  * The weights are views into `data`: the buffer must stay alive and unchanged until
  * wlm_model_free(), which also frees it when `flags` has WLM_LOAD_OWN_BUFFER (the buffer must
  * then come from malloc; with ownership it is freed on failure too).

@@ -1,0 +1,510 @@
+/*
+ * test_kernels.c — every kernel of kernels.h: the SIMD128 set against the scalar reference on
+ * odd lengths, misaligned pointers and row ranges, and both against exact math (double
+ * precision, or cases where float arithmetic is exact). Natively the SIMD set forwards to the
+ * reference, so the comparison that matters runs in the Emscripten build (-msimd128, node).
+ */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "test_util.h"
+
+/* Lengths around every vector width and unroll factor (4, 8, 16) and the model sizes
+ * (dim 64 / 288, hidden 172 / 768). */
+static const int LENGTHS[] = {1,   2,   3,   4,   5,   7,   8,   9,   12,  15,  16,   17,   31,  32,
+                              33,  63,  64,  65,  127, 128, 129, 172, 255, 256, 257,  288,  289, 511,
+                              512, 513, 768, 769, 1023, 1025, 4097};
+#define N_LENGTHS ((int)(sizeof LENGTHS / sizeof LENGTHS[0]))
+#define MAXN 4097
+#define PAD 4 /* floats before each array, so a pointer can be offset to break 16-byte alignment */
+
+static tu_rng rng = {20240601u};
+
+static void fill(float *x, int n, float lo, float hi) {
+    for (int i = 0; i < n; i++) x[i] = tu_rng_uniform(&rng, lo, hi);
+}
+
+static float *alloc_f(size_t n) { return (float *)calloc(n + 2 * PAD, sizeof(float)); }
+
+/* ------------------------------------------------------------------------------------------ */
+
+static void test_tables(void) {
+    tu_section("tables");
+    printf("kernel set under test: wlm_kernels_have_simd() = %d, simd table name \"%s\", "
+           "reference table name \"%s\"\n",
+           wlm_kernels_have_simd(), wlm_kernels_simd.name ? wlm_kernels_simd.name : "(null)",
+           wlm_kernels_ref.name ? wlm_kernels_ref.name : "(null)");
+    if (!wlm_kernels_have_simd())
+        printf("note: no SIMD128 in this build; the SIMD-vs-reference comparisons are trivial "
+               "here and meaningful in the wasm build\n");
+    CHECK(wlm_kernels_ref.name != NULL && strcmp(wlm_kernels_ref.name, "scalar") == 0);
+    CHECK(wlm_kernels_simd.name != NULL);
+    if (wlm_kernels_have_simd()) CHECK(strcmp(wlm_kernels_simd.name, "simd128") == 0);
+    CHECK(wlm_kernels_ref.matvec == wlm_matvec_ref);
+    CHECK(wlm_kernels_ref.rmsnorm == wlm_rmsnorm_ref);
+    CHECK(wlm_kernels_ref.softmax == wlm_softmax_ref);
+    CHECK(wlm_kernels_ref.rope == wlm_rope_ref);
+    CHECK(wlm_kernels_ref.swiglu == wlm_swiglu_ref);
+    CHECK(wlm_kernels_ref.dot == wlm_dot_ref);
+    CHECK(wlm_kernels_ref.axpy == wlm_axpy_ref);
+    CHECK(wlm_kernels_simd.matvec == wlm_matvec_simd);
+    CHECK(wlm_kernels_simd.rmsnorm == wlm_rmsnorm_simd);
+    CHECK(wlm_kernels_simd.softmax == wlm_softmax_simd);
+    CHECK(wlm_kernels_simd.rope == wlm_rope_simd);
+    CHECK(wlm_kernels_simd.swiglu == wlm_swiglu_simd);
+    CHECK(wlm_kernels_simd.dot == wlm_dot_simd);
+    CHECK(wlm_kernels_simd.axpy == wlm_axpy_simd);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* dot: both sets within 1e-5 of the exact (double) sum, relative to sum |a_i b_i|.            */
+
+static void test_dot(void) {
+    float *a = alloc_f(MAXN), *b = alloc_f(MAXN);
+    tu_section("dot");
+    for (int li = 0; li < N_LENGTHS; li++) {
+        int n = LENGTHS[li];
+        for (int off = 0; off < 2; off++) {
+            float *pa = a + PAD + off, *pb = b + PAD + (off ? 3 : 0);
+            fill(pa, n, -1.0f, 1.0f);
+            fill(pb, n, -1.0f, 1.0f);
+            double exact = 0, mag = 0;
+            for (int i = 0; i < n; i++) {
+                exact += (double)pa[i] * pb[i];
+                mag += fabs((double)pa[i] * pb[i]);
+            }
+            double tol = 1e-5 * mag + 1e-30;
+            float r = wlm_dot_ref(pa, pb, n), s = wlm_dot_simd(pa, pb, n);
+            CHECKF(fabs(r - exact) <= tol, "n=%d off=%d ref %.9g exact %.9g", n, off, r, exact);
+            CHECKF(fabs(s - exact) <= tol, "n=%d off=%d simd %.9g exact %.9g", n, off, s, exact);
+            CHECKF(fabs(s - r) <= tol, "n=%d off=%d simd %.9g ref %.9g", n, off, s, r);
+        }
+    }
+    /* Small integers: every partial sum is exact in float32, so every order gives the same. */
+    for (int li = 0; li < N_LENGTHS; li++) {
+        int n = LENGTHS[li];
+        float *pa = a + PAD, *pb = b + PAD;
+        long long exact = 0;
+        for (int i = 0; i < n; i++) {
+            pa[i] = (float)((i * 7) % 11 - 5);
+            pb[i] = (float)((i * 3) % 5 - 2);
+            exact += (long long)pa[i] * (long long)pb[i];
+        }
+        CHECKF(wlm_dot_ref(pa, pb, n) == (float)exact, "n=%d", n);
+        CHECKF(wlm_dot_simd(pa, pb, n) == (float)exact, "n=%d", n);
+    }
+    free(a);
+    free(b);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* matvec: row ranges [r0, r1), rows outside untouched, against double and reference.          */
+
+static void check_matvec(int d, int n, int r0, int r1, int off) {
+    float *w = alloc_f((size_t)d * n), *x = alloc_f(n), *o1 = alloc_f(d), *o2 = alloc_f(d);
+    float *pw = w + PAD + off, *px = x + PAD + off;
+    const float sentinel = -12345.5f;
+    fill(pw, d * n, -1.0f, 1.0f);
+    fill(px, n, -1.0f, 1.0f);
+    for (int r = 0; r < d + 2 * PAD; r++) o1[r] = o2[r] = sentinel;
+    wlm_matvec_ref(o1 + PAD, pw, px, n, r0, r1);
+    wlm_matvec_simd(o2 + PAD, pw, px, n, r0, r1);
+    int bad_range = 0, bad_outside = 0, first_bad = -1;
+    double worst = 0;
+    for (int r = -PAD; r < d + PAD; r++) {
+        float a = o1[PAD + r], b = o2[PAD + r];
+        if (r < r0 || r >= r1) {
+            if (a != sentinel || b != sentinel) bad_outside++;
+            continue;
+        }
+        double exact = 0, mag = 0;
+        for (int j = 0; j < n; j++) {
+            exact += (double)pw[(size_t)r * n + j] * px[j];
+            mag += fabs((double)pw[(size_t)r * n + j] * px[j]);
+        }
+        double tol = 1e-5 * mag + 1e-30;
+        double e = fmax(fabs(a - exact), fmax(fabs(b - exact), fabs(a - b)));
+        if (e > tol) {
+            bad_range++;
+            if (first_bad < 0) first_bad = r;
+        }
+        if (mag > 0 && e / mag > worst) worst = e / mag;
+    }
+    CHECKF(bad_range == 0, "d=%d n=%d rows [%d,%d) off=%d: %d rows off, first %d, worst rel %.3g",
+           d, n, r0, r1, off, bad_range, first_bad, worst);
+    CHECKF(bad_outside == 0, "d=%d n=%d rows [%d,%d): %d rows outside the range were written", d,
+           n, r0, r1, bad_outside);
+    free(w);
+    free(x);
+    free(o1);
+    free(o2);
+}
+
+static void test_matvec(void) {
+    static const int ROWS[] = {1, 2, 3, 4, 5, 7, 8, 9, 13, 17, 64};
+    tu_section("matvec");
+    for (unsigned ri = 0; ri < sizeof ROWS / sizeof ROWS[0]; ri++) {
+        int d = ROWS[ri];
+        for (int li = 0; li < N_LENGTHS; li++) {
+            int n = LENGTHS[li];
+            if ((long)d * n > 300000) continue;
+            check_matvec(d, n, 0, d, 0);
+            check_matvec(d, n, 0, d, 1);
+            if (d > 1) check_matvec(d, n, 1, d, li & 1);       /* r0 > 0 */
+            if (d > 2) check_matvec(d, n, 1, d - 1, 0);        /* both ends inside */
+            if (d > 4) check_matvec(d, n, 3, d, 2);            /* r0 not a multiple of 4 */
+            check_matvec(d, n, d / 2, d / 2 + 1, 1);           /* one row */
+            check_matvec(d, n, d / 2, d / 2, 0);               /* empty range: nothing written */
+        }
+    }
+    /* The model's shapes: wq (288, 288), w1 (768, 288), w2 (288, 768), split in two halves. */
+    check_matvec(288, 288, 0, 288, 0);
+    check_matvec(768, 288, 0, 384, 0);
+    check_matvec(768, 288, 384, 768, 0);
+    check_matvec(288, 768, 0, 288, 1);
+    check_matvec(172, 64, 0, 172, 0);
+    check_matvec(64, 172, 5, 63, 0);
+
+    /* Identity: out == x exactly (one product by 1, the rest exact zeros). */
+    for (int li = 0; li < N_LENGTHS; li++) {
+        int n = LENGTHS[li];
+        if (n > 600) continue;
+        float *w = alloc_f((size_t)n * n), *x = alloc_f(n), *o1 = alloc_f(n), *o2 = alloc_f(n);
+        float *pw = w + PAD, *px = x + PAD;
+        fill(px, n, -3.0f, 3.0f);
+        for (int i = 0; i < n; i++) pw[(size_t)i * n + i] = 1.0f;
+        wlm_matvec_ref(o1 + PAD, pw, px, n, 0, n);
+        wlm_matvec_simd(o2 + PAD, pw, px, n, 0, n);
+        int bad = 0;
+        for (int i = 0; i < n; i++) bad += o1[PAD + i] != px[i] || o2[PAD + i] != px[i];
+        CHECKF(bad == 0, "identity n=%d: %d rows differ from x", n, bad);
+        free(w);
+        free(x);
+        free(o1);
+        free(o2);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* rmsnorm                                                                                     */
+
+static void test_rmsnorm(void) {
+    float *x = alloc_f(MAXN), *w = alloc_f(MAXN), *o1 = alloc_f(MAXN), *o2 = alloc_f(MAXN);
+    float *ax = alloc_f(MAXN);
+    tu_section("rmsnorm");
+    for (int li = 0; li < N_LENGTHS; li++) {
+        int n = LENGTHS[li];
+        for (int off = 0; off < 2; off++) {
+            float *px = x + PAD + off, *pw = w + PAD + (off ? 2 : 0);
+            float *p1 = o1 + PAD + off, *p2 = o2 + PAD + (off ? 3 : 0);
+            const float eps = 1e-5f;
+            fill(px, n, -2.0f, 2.0f);
+            fill(pw, n, 0.5f, 1.5f);
+            wlm_rmsnorm_ref(p1, px, pw, n, eps);
+            wlm_rmsnorm_simd(p2, px, pw, n, eps);
+            double ss = 0;
+            for (int i = 0; i < n; i++) ss += (double)px[i] * px[i];
+            double inv = 1.0 / sqrt(ss / n + eps);
+            int bad = 0, first = -1;
+            for (int i = 0; i < n; i++) {
+                double exact = (double)px[i] * pw[i] * inv;
+                double tol = 1e-5 * fabs(exact) + 1e-7;
+                if (fabs(p1[i] - exact) > tol || fabs(p2[i] - exact) > tol ||
+                    fabs(p1[i] - p2[i]) > tol) {
+                    if (first < 0) first = i;
+                    bad++;
+                }
+            }
+            CHECKF(bad == 0, "n=%d off=%d: %d elements off, first %d", n, off, bad, first);
+            /* out may alias x: same result in place. */
+            memcpy(ax + PAD, px, sizeof(float) * n);
+            wlm_rmsnorm_ref(ax + PAD, ax + PAD, pw, n, eps);
+            CHECKF(memcmp(ax + PAD, p1, sizeof(float) * n) == 0, "ref in place n=%d", n);
+            memcpy(ax + PAD, px, sizeof(float) * n);
+            wlm_rmsnorm_simd(ax + PAD, ax + PAD, pw, n, eps);
+            CHECKF(memcmp(ax + PAD, p2, sizeof(float) * n) == 0, "simd in place n=%d", n);
+        }
+    }
+    /* A constant vector c: out[i] = w[i] * c / sqrt(c^2 + eps). */
+    static const float CONSTS[] = {2.0f, -0.75f, 1e-3f, 30.0f};
+    for (int li = 0; li < N_LENGTHS; li++) {
+        int n = LENGTHS[li];
+        for (unsigned ci = 0; ci < 4; ci++) {
+            float c = CONSTS[ci];
+            const float eps = ci == 2 ? 1e-6f : 1e-5f;
+            for (int i = 0; i < n; i++) x[PAD + i] = c;
+            fill(w + PAD, n, -1.0f, 1.0f);
+            wlm_rmsnorm_ref(o1 + PAD, x + PAD, w + PAD, n, eps);
+            wlm_rmsnorm_simd(o2 + PAD, x + PAD, w + PAD, n, eps);
+            double scale = (double)c / sqrt((double)c * c + eps);
+            int bad = 0;
+            for (int i = 0; i < n; i++) {
+                double exact = w[PAD + i] * scale;
+                double tol = 2e-6 * fabs(exact) + 1e-7;
+                bad += fabs(o1[PAD + i] - exact) > tol || fabs(o2[PAD + i] - exact) > tol;
+            }
+            CHECKF(bad == 0, "constant %g, n=%d: %d elements off", c, n, bad);
+        }
+    }
+    free(x);
+    free(w);
+    free(o1);
+    free(o2);
+    free(ax);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* softmax. The SIMD version uses a polynomial exp (a few ulp); the tolerance is 2e-6 relative
+ * per element plus the rounding of an n-term float sum (~sqrt(n) ulp on random data).        */
+
+static void softmax_exact(const float *in, double *out, int n) {
+    double m = in[0], s = 0;
+    for (int i = 1; i < n; i++)
+        if (in[i] > m) m = in[i];
+    for (int i = 0; i < n; i++) s += (out[i] = exp((double)in[i] - m));
+    for (int i = 0; i < n; i++) out[i] /= s;
+}
+
+static void test_softmax(void) {
+    float *in = alloc_f(MAXN), *a = alloc_f(MAXN), *b = alloc_f(MAXN);
+    double *ex = (double *)calloc(MAXN, sizeof(double));
+    tu_section("softmax");
+    for (int range = 0; range < 3; range++) {
+        /* logits-like, wide (some terms underflow toward 0), large offsets (overflow if the max
+         * were not subtracted) */
+        float lo = range == 0 ? -8.0f : range == 1 ? -100.0f : 950.0f;
+        float hi = range == 0 ? 8.0f : range == 1 ? 100.0f : 1000.0f;
+        for (int li = 0; li < N_LENGTHS; li++) {
+            int n = LENGTHS[li];
+            for (int off = 0; off < 2; off++) {
+                float *pa = a + PAD + off, *pb = b + PAD + (off ? 1 : 0);
+                fill(in, n, lo, hi);
+                if (n > 2 && off) in[n - 1] = hi + 1.0f; /* max in the scalar tail */
+                memcpy(pa, in, sizeof(float) * n);
+                memcpy(pb, in, sizeof(float) * n);
+                wlm_softmax_ref(pa, n);
+                wlm_softmax_simd(pb, n);
+                softmax_exact(in, ex, n);
+                double rel = 2e-6 + 2.0 * sqrt((double)n) * FLT_EPSILON;
+                double abs_floor = range == 1 ? 1e-30 : 0.0; /* clamped exp tails (~1e-38) */
+                int bad = 0, first = -1;
+                double sa = 0, sb = 0;
+                for (int i = 0; i < n; i++) {
+                    double tol = rel * ex[i] + abs_floor;
+                    if (fabs(pa[i] - ex[i]) > tol || fabs(pb[i] - ex[i]) > tol ||
+                        fabs(pa[i] - pb[i]) > tol) {
+                        if (first < 0) first = i;
+                        bad++;
+                    }
+                    sa += pa[i];
+                    sb += pb[i];
+                }
+                CHECKF(bad == 0, "range [%g,%g] n=%d off=%d: %d elements off, first %d (ref %.9g "
+                       "simd %.9g exact %.9g)", lo, hi, n, off, bad, first,
+                       first >= 0 ? pa[first] : 0.0, first >= 0 ? pb[first] : 0.0,
+                       first >= 0 ? ex[first] : 0.0);
+                /* Sums to 1 within 1e-6, plus the relative rounding error of the float32 sum
+                 * that normalises every element (~sqrt(n) ulp: 1.3e-6 seen at n = 768). */
+                double stol = 1e-6 + sqrt((double)n) * FLT_EPSILON;
+                CHECKF(fabs(sa - 1.0) <= stol, "ref sum %.9g n=%d", sa, n);
+                CHECKF(fabs(sb - 1.0) <= stol, "simd sum %.9g n=%d", sb, n);
+            }
+        }
+    }
+    /* Exact cases: one element is 1; equal elements are 1/n. */
+    a[0] = -3.5f;
+    b[0] = 1e30f;
+    wlm_softmax_ref(a, 1);
+    wlm_softmax_simd(b, 1);
+    CHECK(a[0] == 1.0f);
+    CHECK(b[0] == 1.0f);
+    for (int li = 0; li < N_LENGTHS; li++) {
+        int n = LENGTHS[li];
+        for (int i = 0; i < n; i++) a[i] = b[i] = 0.25f;
+        wlm_softmax_ref(a, n);
+        wlm_softmax_simd(b, n);
+        int bad = 0;
+        for (int i = 0; i < n; i++)
+            bad += fabs(a[i] - 1.0 / n) > 1e-6 / n || fabs(b[i] - 1.0 / n) > 1e-6 / n;
+        CHECKF(bad == 0, "uniform n=%d: %d elements differ from 1/n", n, bad);
+    }
+    free(in);
+    free(a);
+    free(b);
+    free(ex);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* rope                                                                                        */
+
+static void test_rope(void) {
+    static const int HEAD_SIZES[] = {2, 4, 6, 8, 10, 12, 14, 16, 18, 32, 34, 36, 48, 64, 128};
+    static const int N_HEADS[] = {1, 2, 3, 4, 5, 8, 12};
+    float *x = alloc_f(12 * 128), *a = alloc_f(12 * 128), *b = alloc_f(12 * 128);
+    float *ct = alloc_f(64), *st = alloc_f(64);
+    tu_section("rope");
+    for (unsigned hi = 0; hi < sizeof HEAD_SIZES / sizeof HEAD_SIZES[0]; hi++) {
+        int hs = HEAD_SIZES[hi], half = hs / 2;
+        for (unsigned ni = 0; ni < sizeof N_HEADS / sizeof N_HEADS[0]; ni++) {
+            int nh = N_HEADS[ni], n = nh * hs;
+            int pos = (int)(hi * 7 + ni * 13);
+            /* llama2.c's angles: pos * 10000^(-2i/head_size) */
+            for (int i = 0; i < half; i++) {
+                double ang = pos * pow(10000.0, -2.0 * i / hs);
+                ct[PAD + i] = (float)cos(ang);
+                st[PAD + i] = (float)sin(ang);
+            }
+            fill(x, n, -2.0f, 2.0f);
+            for (int off = 0; off < 2; off++) {
+                float *pa = a + PAD + off, *pb = b + PAD + (off ? 3 : 0);
+                memcpy(pa, x, sizeof(float) * n);
+                memcpy(pb, x, sizeof(float) * n);
+                wlm_rope_ref(pa, nh, hs, ct + PAD, st + PAD);
+                wlm_rope_simd(pb, nh, hs, ct + PAD, st + PAD);
+                int bad = 0, first = -1;
+                for (int h = 0; h < nh; h++)
+                    for (int i = 0; i < half; i++) {
+                        int k = h * hs + 2 * i;
+                        double c = ct[PAD + i], s = st[PAD + i], x0 = x[k], x1 = x[k + 1];
+                        double e0 = x0 * c - x1 * s, e1 = x0 * s + x1 * c;
+                        double tol = 1e-6 * (fabs(x0) + fabs(x1)) + 1e-30;
+                        if (fabs(pa[k] - e0) > tol || fabs(pa[k + 1] - e1) > tol ||
+                            fabs(pb[k] - e0) > tol || fabs(pb[k + 1] - e1) > tol) {
+                            if (first < 0) first = k;
+                            bad++;
+                        }
+                    }
+                CHECKF(bad == 0, "head_size %d heads %d off %d: %d pairs off, first at %d", hs,
+                       nh, off, bad, first);
+            }
+            /* angle 0 is the identity; pi/2 maps (a, b) to (-b, a); both exact */
+            for (int i = 0; i < half; i++) ct[PAD + i] = 1.0f, st[PAD + i] = 0.0f;
+            memcpy(a, x, sizeof(float) * n);
+            memcpy(b, x, sizeof(float) * n);
+            wlm_rope_ref(a, nh, hs, ct + PAD, st + PAD);
+            wlm_rope_simd(b, nh, hs, ct + PAD, st + PAD);
+            int bad0 = 0, bad90 = 0;
+            for (int k = 0; k < n; k++) bad0 += a[k] != x[k] || b[k] != x[k];
+            for (int i = 0; i < half; i++) ct[PAD + i] = 0.0f, st[PAD + i] = 1.0f;
+            memcpy(a, x, sizeof(float) * n);
+            memcpy(b, x, sizeof(float) * n);
+            wlm_rope_ref(a, nh, hs, ct + PAD, st + PAD);
+            wlm_rope_simd(b, nh, hs, ct + PAD, st + PAD);
+            for (int k = 0; k < n; k += 2) {
+                bad90 += a[k] != -x[k + 1] || a[k + 1] != x[k];
+                bad90 += b[k] != -x[k + 1] || b[k + 1] != x[k];
+            }
+            CHECKF(bad0 == 0, "angle 0 not identity: head_size %d heads %d", hs, nh);
+            CHECKF(bad90 == 0, "angle pi/2 not a signed swap: head_size %d heads %d", hs, nh);
+        }
+    }
+    free(x);
+    free(a);
+    free(b);
+    free(ct);
+    free(st);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* swiglu                                                                                      */
+
+static void test_swiglu(void) {
+    float *h = alloc_f(MAXN), *g = alloc_f(MAXN), *a = alloc_f(MAXN), *b = alloc_f(MAXN);
+    tu_section("swiglu");
+    for (int range = 0; range < 2; range++) {
+        float lim = range == 0 ? 8.0f : 120.0f; /* the second range saturates exp */
+        for (int li = 0; li < N_LENGTHS; li++) {
+            int n = LENGTHS[li];
+            for (int off = 0; off < 2; off++) {
+                float *pa = a + PAD + off, *pb = b + PAD + (off ? 2 : 0), *pg = g + PAD + off;
+                fill(h, n, -lim, lim);
+                fill(pg, n, -2.0f, 2.0f);
+                if (n > 3) h[0] = 0.0f, h[1] = -0.0f, h[2] = 1e-20f;
+                memcpy(pa, h, sizeof(float) * n);
+                memcpy(pb, h, sizeof(float) * n);
+                wlm_swiglu_ref(pa, pg, n);
+                wlm_swiglu_simd(pb, pg, n);
+                int bad = 0, first = -1;
+                for (int i = 0; i < n; i++) {
+                    double v = h[i], ex = v / (1.0 + exp(-v)) * pg[i];
+                    double tol = 2e-6 * fabs(ex) + 1e-30;
+                    if (fabs(pa[i] - ex) > tol || fabs(pb[i] - ex) > tol ||
+                        fabs(pa[i] - pb[i]) > tol) {
+                        if (first < 0) first = i;
+                        bad++;
+                    }
+                }
+                CHECKF(bad == 0, "|h|<=%g n=%d off=%d: %d elements off, first %d (h %.9g ref "
+                       "%.9g simd %.9g)", lim, n, off, bad, first, first >= 0 ? h[first] : 0.0,
+                       first >= 0 ? pa[first] : 0.0, first >= 0 ? pb[first] : 0.0);
+            }
+        }
+    }
+    free(h);
+    free(g);
+    free(a);
+    free(b);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* axpy                                                                                        */
+
+static void test_axpy(void) {
+    float *x = alloc_f(MAXN), *o = alloc_f(MAXN), *a = alloc_f(MAXN), *b = alloc_f(MAXN);
+    tu_section("axpy");
+    for (int li = 0; li < N_LENGTHS; li++) {
+        int n = LENGTHS[li];
+        for (int off = 0; off < 2; off++) {
+            float *px = x + PAD + off, *pa = a + PAD + (off ? 3 : 0), *pb = b + PAD + off;
+            float s = tu_rng_uniform(&rng, -2.0f, 2.0f);
+            fill(px, n, -1.0f, 1.0f);
+            fill(o + PAD, n, -1.0f, 1.0f);
+            memcpy(pa, o + PAD, sizeof(float) * n);
+            memcpy(pb, o + PAD, sizeof(float) * n);
+            pa[n] = pb[n] = 777.0f; /* one past the end stays */
+            wlm_axpy_ref(pa, s, px, n);
+            wlm_axpy_simd(pb, s, px, n);
+            int bad = 0;
+            for (int i = 0; i < n; i++) {
+                double ex = o[PAD + i] + (double)s * px[i];
+                double tol = 1e-6 * (fabs(o[PAD + i]) + fabs(s * px[i])) + 1e-30;
+                bad += fabs(pa[i] - ex) > tol || fabs(pb[i] - ex) > tol;
+            }
+            CHECKF(bad == 0, "n=%d off=%d: %d elements off", n, off, bad);
+            CHECKF(pa[n] == 777.0f && pb[n] == 777.0f, "n=%d: wrote past the end", n);
+        }
+        /* small integers: exact */
+        for (int i = 0; i < n; i++) {
+            x[i] = (float)(i % 9 - 4);
+            a[i] = b[i] = (float)(i % 5);
+        }
+        wlm_axpy_ref(a, 2.0f, x, n);
+        wlm_axpy_simd(b, 2.0f, x, n);
+        int bad = 0;
+        for (int i = 0; i < n; i++) {
+            float ex = (float)(i % 5 + 2 * (i % 9 - 4));
+            bad += a[i] != ex || b[i] != ex;
+        }
+        CHECKF(bad == 0, "integer axpy n=%d", n);
+    }
+    free(x);
+    free(o);
+    free(a);
+    free(b);
+}
+
+int main(void) {
+    test_tables();
+    test_dot();
+    test_matvec();
+    test_rmsnorm();
+    test_softmax();
+    test_rope();
+    test_swiglu();
+    test_axpy();
+    return TEST_FINISH();
+}
