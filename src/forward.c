@@ -46,7 +46,6 @@ void wlm_forward(wlm_context *c, int32_t token, int32_t pos, int want_logits) {
         c->rope_cos[i] = cosf(val);
         c->rope_sin[i] = sinf(val);
     }
-    const float inv_scale = sqrtf((float)hs);
 
     for (int l = 0; l < p->n_layers; l++) {
         const wlm_layer_weights *lw = &w->layers[l];
@@ -63,16 +62,10 @@ void wlm_forward(wlm_context *c, int32_t token, int32_t pos, int want_logits) {
         k->rope(key_row, p->n_kv_heads, hs, c->rope_cos, c->rope_sin);
 
         for (int h = 0; h < n_heads; h++) {
-            const float *qh = c->q + (size_t)h * (size_t)hs;
-            float *att = c->att + (size_t)h * (size_t)c->n_ctx;
             const size_t kv_off = loff + (size_t)(h / kv_mul) * (size_t)hs; /* GQA: shared head */
-            for (int t = 0; t <= pos; t++)
-                att[t] = k->dot(qh, c->key_cache + kv_off + (size_t)t * KV, hs) / inv_scale;
-            k->softmax(att, pos + 1);
-            float *xbh = c->xb + (size_t)h * (size_t)hs;
-            memset(xbh, 0, (size_t)hs * sizeof(float));
-            for (int t = 0; t <= pos; t++)
-                k->axpy(xbh, att[t], c->value_cache + kv_off + (size_t)t * KV, hs);
+            k->attention(c->xb + (size_t)h * (size_t)hs, c->q + (size_t)h * (size_t)hs,
+                         c->key_cache + kv_off, c->value_cache + kv_off, pos + 1, hs, kv_dim,
+                         c->att + (size_t)h * (size_t)c->n_ctx);
         }
         wlm_matmul(c, c->xb2, &lw->wo, c->xb);
         for (int i = 0; i < dim; i++) x[i] += c->xb2[i];

@@ -28,6 +28,13 @@ typedef float (*wlm_dot_fn)(const float *a, const float *b, int n);
 /* out[i] += s * x[i], i < n. */
 typedef void (*wlm_axpy_fn)(float *out, float s, const float *x, int n);
 
+/* One attention head over positions 0..n-1 (Vaswani et al. 2017, scaled dot-product):
+ * att[t] = dot(q, k_t) / sqrt(head_size), softmax over t, out = sum_t att[t] v_t.
+ * k and v point at position 0's head slice; position t's is t * stride floats further.
+ * att: scratch of n floats (left holding the attention weights). */
+typedef void (*wlm_attention_fn)(float *out, const float *q, const float *k, const float *v,
+                                 int n, int head_size, int stride, float *att);
+
 typedef struct wlm_kernels {
     const char *name;         /* "scalar" or "simd128" */
     wlm_matvec_fn matvec;
@@ -37,6 +44,7 @@ typedef struct wlm_kernels {
     wlm_swiglu_fn swiglu;
     wlm_dot_fn dot;
     wlm_axpy_fn axpy;
+    wlm_attention_fn attention;
 } wlm_kernels;
 
 void wlm_matvec_ref(float *out, const float *w, const float *x, int n, int r0, int r1);
@@ -46,6 +54,8 @@ void wlm_rope_ref(float *x, int n_heads, int head_size, const float *cos_t, cons
 void wlm_swiglu_ref(float *h, const float *g, int n);
 float wlm_dot_ref(const float *a, const float *b, int n);
 void wlm_axpy_ref(float *out, float s, const float *x, int n);
+void wlm_attention_ref(float *out, const float *q, const float *k, const float *v, int n,
+                       int head_size, int stride, float *att);
 
 void wlm_matvec_simd(float *out, const float *w, const float *x, int n, int r0, int r1);
 void wlm_rmsnorm_simd(float *out, const float *x, const float *weight, int n, float eps);
@@ -54,6 +64,8 @@ void wlm_rope_simd(float *x, int n_heads, int head_size, const float *cos_t, con
 void wlm_swiglu_simd(float *h, const float *g, int n);
 float wlm_dot_simd(const float *a, const float *b, int n);
 void wlm_axpy_simd(float *out, float s, const float *x, int n);
+void wlm_attention_simd(float *out, const float *q, const float *k, const float *v, int n,
+                        int head_size, int stride, float *att);
 
 /* The two kernel sets. wlm_kernels_simd == wlm_kernels_ref's functions when SIMD128 is not
  * compiled in; wlm_kernels_have_simd() tells which. */

@@ -4,6 +4,7 @@
  * tested against, and the fallback in builds without SIMD.
  */
 #include <math.h>
+#include <string.h>
 
 #include "kernels.h"
 
@@ -66,8 +67,18 @@ void wlm_axpy_ref(float *out, float s, const float *x, int n) {
     for (int i = 0; i < n; i++) out[i] += s * x[i];
 }
 
+void wlm_attention_ref(float *out, const float *q, const float *k, const float *v, int n,
+                       int head_size, int stride, float *att) {
+    const float scale = sqrtf((float)head_size); /* run.c divides by it */
+    for (int t = 0; t < n; t++)
+        att[t] = wlm_dot_ref(q, k + (size_t)t * (size_t)stride, head_size) / scale;
+    wlm_softmax_ref(att, n);
+    memset(out, 0, (size_t)head_size * sizeof(float));
+    for (int t = 0; t < n; t++) wlm_axpy_ref(out, att[t], v + (size_t)t * (size_t)stride, head_size);
+}
+
 const wlm_kernels wlm_kernels_ref = {
     "scalar",
     wlm_matvec_ref, wlm_rmsnorm_ref, wlm_softmax_ref, wlm_rope_ref,
-    wlm_swiglu_ref, wlm_dot_ref, wlm_axpy_ref,
+    wlm_swiglu_ref, wlm_dot_ref, wlm_axpy_ref, wlm_attention_ref,
 };

@@ -165,6 +165,46 @@ void wlm_axpy_simd(float *out, float s, const float *x, int n) {
     for (; i < n; i++) out[i] += s * x[i];
 }
 
+/* Attention for one head with the loops fused: no call per position. Scores use two
+ * accumulators over the head (head sizes are multiples of 8 in practice, with a scalar tail);
+ * the weighted sum of V keeps the output head in registers for head_size <= 128 in chunks. */
+void wlm_attention_simd(float *out, const float *q, const float *k, const float *v, int n,
+                        int head_size, int stride, float *att) {
+    const float scale = sqrtf((float)head_size);
+    const int hv = head_size & ~3;
+    for (int t = 0; t < n; t++) {
+        const float *kt = k + (size_t)t * (size_t)stride;
+        v128_t a0 = wasm_f32x4_splat(0), a1 = a0;
+        int i = 0;
+        for (; i + 8 <= hv; i += 8) {
+            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(q + i), wasm_v128_load(kt + i)));
+            a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_v128_load(q + i + 4), wasm_v128_load(kt + i + 4)));
+        }
+        for (; i < hv; i += 4)
+            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(q + i), wasm_v128_load(kt + i)));
+        float s = hsum(wasm_f32x4_add(a0, a1));
+        for (; i < head_size; i++) s += q[i] * kt[i];
+        att[t] = s / scale;
+    }
+    wlm_softmax_simd(att, n);
+    for (int i0 = 0; i0 < head_size; i0 += 32) { /* 8 vectors of the output at a time */
+        const int w = head_size - i0 < 32 ? head_size - i0 : 32;
+        const int wv = w & ~3;
+        v128_t acc[8];
+        float tail[3] = {0, 0, 0};
+        for (int j = 0; j < 8; j++) acc[j] = wasm_f32x4_splat(0);
+        for (int t = 0; t < n; t++) {
+            const float *vt = v + (size_t)t * (size_t)stride + i0;
+            const v128_t a = wasm_f32x4_splat(att[t]);
+            for (int j = 0; j * 4 < wv; j++)
+                acc[j] = wasm_f32x4_add(acc[j], wasm_f32x4_mul(a, wasm_v128_load(vt + 4 * j)));
+            for (int j = wv; j < w; j++) tail[j - wv] += att[t] * vt[j];
+        }
+        for (int j = 0; j * 4 < wv; j++) wasm_v128_store(out + i0 + 4 * j, acc[j]);
+        for (int j = wv; j < w; j++) out[i0 + j] = tail[j - wv];
+    }
+}
+
 int wlm_kernels_have_simd(void) { return 1; }
 
 #else /* no SIMD128: forward to the reference kernels */
@@ -182,6 +222,10 @@ void wlm_rope_simd(float *x, int n_heads, int head_size, const float *cos_t, con
 void wlm_swiglu_simd(float *h, const float *g, int n) { wlm_swiglu_ref(h, g, n); }
 float wlm_dot_simd(const float *a, const float *b, int n) { return wlm_dot_ref(a, b, n); }
 void wlm_axpy_simd(float *out, float s, const float *x, int n) { wlm_axpy_ref(out, s, x, n); }
+void wlm_attention_simd(float *out, const float *q, const float *k, const float *v, int n,
+                        int head_size, int stride, float *att) {
+    wlm_attention_ref(out, q, k, v, n, head_size, stride, att);
+}
 int wlm_kernels_have_simd(void) { return 0; }
 
 #endif
@@ -193,5 +237,5 @@ const wlm_kernels wlm_kernels_simd = {
     "scalar",
 #endif
     wlm_matvec_simd, wlm_rmsnorm_simd, wlm_softmax_simd, wlm_rope_simd,
-    wlm_swiglu_simd, wlm_dot_simd, wlm_axpy_simd,
+    wlm_swiglu_simd, wlm_dot_simd, wlm_axpy_simd, wlm_attention_simd,
 };

@@ -497,8 +497,51 @@ static void test_axpy(void) {
     free(b);
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* attention (one head): SIMD vs scalar, and against a double-precision computation            */
+
+static void test_attention(void) {
+    tu_section("attention");
+    static const int heads[] = {1, 3, 4, 8, 12, 33, 48, 64, 100, 128};
+    static const int lens[] = {1, 2, 5, 17, 64, 129};
+    const int stride_extra = 5; /* positions are further apart than one head, as in GQA */
+    for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++) {
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            const int hs = heads[hi], n = lens[li], stride = hs + stride_extra;
+            float *q = alloc_f((size_t)hs), *k = alloc_f((size_t)n * stride),
+                  *v = alloc_f((size_t)n * stride), *oa = alloc_f((size_t)hs + 1),
+                  *ob = alloc_f((size_t)hs + 1), *att = alloc_f((size_t)n);
+            double *w = calloc((size_t)n, sizeof(double));
+            fill(q, hs, -1.0f, 1.0f);
+            fill(k, n * stride, -1.0f, 1.0f);
+            fill(v, n * stride, -1.0f, 1.0f);
+            oa[hs] = ob[hs] = 777.0f;
+            wlm_attention_ref(oa, q, k, v, n, hs, stride, att);
+            wlm_attention_simd(ob, q, k, v, n, hs, stride, att);
+            double mx = -1e300, sum = 0.0;
+            for (int t = 0; t < n; t++) {
+                double d = 0.0;
+                for (int i = 0; i < hs; i++) d += (double)q[i] * k[(size_t)t * stride + i];
+                w[t] = d / sqrt((double)hs);
+                if (w[t] > mx) mx = w[t];
+            }
+            for (int t = 0; t < n; t++) sum += (w[t] = exp(w[t] - mx));
+            int bad = 0;
+            for (int i = 0; i < hs; i++) {
+                double ex = 0.0;
+                for (int t = 0; t < n; t++) ex += w[t] / sum * v[(size_t)t * stride + i];
+                bad += fabs(oa[i] - ex) > 1e-5 || fabs(ob[i] - ex) > 1e-5 || fabs(oa[i] - ob[i]) > 2e-6;
+            }
+            CHECKF(bad == 0, "head %d, %d positions: %d outputs off", hs, n, bad);
+            CHECKF(oa[hs] == 777.0f && ob[hs] == 777.0f, "head %d: wrote past the head", hs);
+            free(q), free(k), free(v), free(oa), free(ob), free(att), free(w);
+        }
+    }
+}
+
 int main(void) {
     test_tables();
+    test_attention();
     test_dot();
     test_matvec();
     test_rmsnorm();
