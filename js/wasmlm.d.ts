@@ -151,6 +151,11 @@ export interface ModelInfo {
   nCtx: number;
   /** The SIMD build and kernels are in use. */
   simd: boolean;
+  /** Bytes the context allocated in wasm memory: KV cache (2 × nLayers × nCtx × kv_dim float32)
+   *  and activation buffers. */
+  contextBytes: number;
+  /** Size of the module's linear memory after loading, in bytes (model buffer, context, heap). */
+  wasmMemoryBytes: number;
 }
 
 /** Parameters of generate() and complete(). Unknown names are rejected (WLM_ERR_INVALID_ARG). */
@@ -223,9 +228,15 @@ export interface LastResult {
   prefillTokensPerSec: number;
   /** nGenerated / decode seconds (0 when not measurable). */
   decodeTokensPerSec: number;
+  /** Size of the module's linear memory when the generation ended, in bytes. */
+  wasmMemoryBytes: number;
 }
 
-/**
+/** In-thread engines only: the current size of the module's linear memory in bytes (it only
+   *  grows; 0 after free()). Worker engines report it in info and lastResult instead. */
+  readonly wasmMemoryBytes?: number;
+
+  /**
  * An inference engine: one model and one context (KV cache). Methods may be called while a
  * generation is being iterated only for tokenize() and detokenize(); load(), generate(),
  * evalTokens() and reset() then reject with WLM_ERR_STATE (finish, abort or break out of the

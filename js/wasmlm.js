@@ -420,6 +420,9 @@ class Engine {
   /** The loaded model's info, or null. */
   get info() { return this.#info; }
 
+  /** Current size of the module's linear memory in bytes (0 once freed). */
+  get wasmMemoryBytes() { return this.#x ? this.#x.memory.buffer.byteLength : 0; }
+
   // ---- helpers ----
 
   #exports() {
@@ -547,7 +550,8 @@ class Engine {
       this.#info = Object.freeze({
         dim: f(0), hiddenDim: f(1), nLayers: f(2), nHeads: f(3), nKvHeads: f(4), vocabSize: f(5),
         seqLen: f(6), sharedClassifier: f(7) === 1, weightBytes: f(11), nCtx: nCtx || f(6),
-        simd: this.#simd,
+        simd: this.#simd, contextBytes: x.wlm_context_memory(ctx) >>> 0,
+        wasmMemoryBytes: x.memory.buffer.byteLength,
       });
       this.#bos = f(9);
       this.#eos = f(10);
@@ -704,11 +708,12 @@ class Engine {
     let finished = false;
     const result = {
       stopReason: 'aborted', text: '', nPrompt: 0, nGenerated: 0, prefillMs: 0, decodeMs: 0,
-      prefillTokensPerSec: 0, decodeTokensPerSec: 0,
+      prefillTokensPerSec: 0, decodeTokensPerSec: 0, wasmMemoryBytes: 0,
     };
     const publish = () => {
       result.prefillTokensPerSec = result.prefillMs > 0 ? result.nPrompt / (result.prefillMs / 1e3) : 0;
       result.decodeTokensPerSec = result.decodeMs > 0 ? result.nGenerated / (result.decodeMs / 1e3) : 0;
+      result.wasmMemoryBytes = x.memory.buffer.byteLength;
       this.lastResult = { ...result };
     };
     try {

@@ -2,6 +2,7 @@
 # Builds the wasm modules into dist/ (Emscripten, CMake) and the native CLI + C tests into
 # build/native. --if-needed: skip when dist/ is newer than every source file.
 set -euo pipefail
+exec 1>&2   # the build log goes to stderr, so `npm run bench -- --json` stays parseable
 cd "$(dirname "$0")/.."
 export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"   # Debian's emcc needs its acorn at -O2+
 jobs=$(nproc 2>/dev/null || echo 2)

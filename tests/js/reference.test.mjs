@@ -13,8 +13,15 @@ test('model info matches stories260K', () => {
   assert.deepEqual({ ...engine.info }, {
     dim: 64, hiddenDim: 172, nLayers: 5, nHeads: 8, nKvHeads: 4, vocabSize: 512, seqLen: 512,
     sharedClassifier: true, weightBytes: engine.info.weightBytes, nCtx: 512, simd: true,
+    contextBytes: engine.info.contextBytes, wasmMemoryBytes: engine.info.wasmMemoryBytes,
   });
   assert.ok(engine.info.weightBytes > 1_000_000 && engine.info.weightBytes < 1_056_540);
+  // The KV cache: K and V, 5 layers × 512 positions × kv_dim 32 float32 = 655360 bytes, plus
+  // activations (a few KiB at this size).
+  const kv = 2 * 5 * 512 * 32 * 4;
+  assert.ok(engine.info.contextBytes >= kv && engine.info.contextBytes < kv + 65536,
+    `contextBytes ${engine.info.contextBytes}`);
+  assert.ok(engine.info.wasmMemoryBytes >= 1_056_540 + kv);
 });
 
 test('greedy, empty prompt with BOS, 256 positions: equals run.c', async () => {
