@@ -1,0 +1,582 @@
+#!/usr/bin/env node
+// bench/bench.mjs — wasmlm's benchmark in Node, one thread: load time, prefill and decode speed,
+// SIMD128 over scalar, KV cache over recomputation, and memory. It drives the public JS API
+// (js/wasmlm.js) on real wasm; what each number means is in bench/README.md.
+// It does not compare against other engines (PERF-NOTES.md has their numbers) and never
+// downloads anything: stories260K is read from ../shared/models, stories15M is a synthetic
+// checkpoint (tools/synth.mjs) written to bench/out/ on first use.
+//
+//   node bench/bench.mjs            # full run (~1.5 min on this 2-core machine), table on stdout
+//   node bench/bench.mjs --quick    # 1 run, short lengths: a smoke test (~5 s)
+//   node bench/bench.mjs --json     # only the JSON on stdout (progress goes to stderr)
+//   options: --only load,simd,kv,memory   --runs N   --models stories260K,stories15M,stories42M,...
+// Always writes a JSON report: bench/out/bench.json (--quick: bench/out/bench-quick.json; --out FILE).
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+// WASMLM_BENCH_ENGINE: another module with the same createEngine (for testing the bench itself).
+const { createEngine } = await import(process.env.WASMLM_BENCH_ENGINE
+  ? new URL(process.env.WASMLM_BENCH_ENGINE, `file://${process.cwd()}/`).href
+  : '../js/wasmlm.js');
+import { SHAPES, fileBytes, writeSyntheticModel } from '../tools/synth.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const REPO = path.resolve(HERE, '..');
+const SHARED_MODELS = path.resolve(REPO, '../shared/models');
+const OUT_DIR = path.join(HERE, 'out');
+const SYNTH_SEED = 1;
+
+// A fixed English paragraph: its first 64 token ids (BOS included) are the prefill prompt.
+const PARAGRAPH =
+  'Once upon a time, in a small village at the edge of a green forest, there lived a curious ' +
+  'little girl named Lily. Every morning she walked to the river with her dog, Max, to watch the ' +
+  'fish jump and the birds sing. One day she found a shiny red stone under an old tree. She picked ' +
+  'it up and ran home to show her mother, who smiled and said that the stone was very special. ' +
+  'That night, Lily put the stone next to her bed and dreamed of faraway places.';
+
+const MODELS = {
+  stories260K: {
+    key: 'stories260K',
+    label: 'stories260K (real)',
+    model: path.join(SHARED_MODELS, 'stories260K.bin'),
+    tokenizer: path.join(SHARED_MODELS, 'tok512.bin'),
+    synthetic: false,
+  },
+  stories15M: {
+    key: 'stories15M',
+    label: 'stories15M (synthetic)',
+    model: path.join(OUT_DIR, 'stories15M.bin'),
+    tokenizer: path.join(SHARED_MODELS, 'tokenizer.bin'),
+    synthetic: true,
+    shape: 'stories15M',
+  },
+};
+const DEFAULT_MODELS = ['stories260K', 'stories15M'];
+const WASM32_MAX_LOADABLE = 3 * 2 ** 30; // a conservative bound for one float32 checkpoint
+
+/** A model entry for a name: the two above, or any other tools/synth.mjs shape (synthetic). */
+function modelEntry(name) {
+  if (MODELS[name]) return MODELS[name];
+  const shape = SHAPES[name];
+  if (!shape) throw new UsageError(`--models: unknown model ${name}; known: ${[...DEFAULT_MODELS, ...Object.keys(SHAPES).filter((k) => !MODELS[k])].join(', ')}`);
+  // Weights + KV cache must fit in wasm32's 4 GiB, in one malloc'd block for the weights: the
+  // 4.14 GB TinyLlama F32 file does not (measured: the engine cannot allocate it).
+  if (fileBytes(shape) > WASM32_MAX_LOADABLE) {
+    throw new UsageError(`--models: ${name} in float32 is ${(fileBytes(shape) / 1e9).toFixed(2)} GB; ` +
+      'it cannot be loaded in wasm32\'s 4 GiB memory');
+  }
+  return {
+    key: name,
+    label: `${name} (synthetic)`,
+    model: path.join(OUT_DIR, `${name}.bin`),
+    tokenizer: path.join(SHARED_MODELS, 'tokenizer.bin'),
+    synthetic: true,
+    shape: name,
+  };
+}
+
+const FULL = {
+  runs: 3,
+  promptTokens: 64,
+  decodeTokens: 128,
+  warmupTokens: 16,
+  kvModel: 'stories15M',
+  kvCtx: 1024,
+  kvLengths: [64, 256, 1024],
+  kvCachedSteps: 8,          // single-token evals timed per length, with the cache
+  kvNoCacheSteps: 3,         // ... and without (each one recomputes the whole sequence)
+  kvNoCacheBudgetMs: 20000,  // stop timing no-cache steps at one length after this much
+  kvTotalLengths: [64, 256],
+  kvTotalBudgetMs: 90000,    // skip a no-cache total whose estimate exceeds this
+};
+
+const QUICK = {
+  ...FULL,
+  runs: 1,
+  promptTokens: 32,
+  decodeTokens: 32,
+  warmupTokens: 4,
+  kvCtx: 256,
+  kvLengths: [32, 128],
+  kvCachedSteps: 4,
+  kvNoCacheSteps: 2,
+  kvNoCacheBudgetMs: 5000,
+  kvTotalLengths: [32],
+  kvTotalBudgetMs: 10000,
+};
+
+const SECTIONS = ['load', 'simd', 'kv', 'memory'];
+
+/** A bad command line: printed without a stack trace, exit status 2. */
+class UsageError extends Error {}
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+const now = () => performance.now();
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const stat = (runs) => ({ median: median(runs), runs });
+const log = (msg) => process.stderr.write(`${msg}\n`);
+
+/** Current size of the engine's wasm linear memory in bytes. */
+function wasmMemoryBytes(engine) {
+  return engine.wasmMemoryBytes;
+}
+
+function requireMethod(engine, name) {
+  if (typeof engine[name] !== 'function') {
+    throw new Error(`js/wasmlm.js: Engine.${name}() is missing; bench/README.md lists what the bench needs`);
+  }
+}
+
+async function openModel(m, { simd = true, nCtx = 0, kvCache = true } = {}) {
+  const engine = await createEngine({ simd });
+  const t0 = now();
+  const info = await engine.load({ model: m.model, tokenizer: m.tokenizer, nCtx, kvCache });
+  const loadMs = now() - t0;
+  return { engine, info, loadMs };
+}
+
+/** The warm-up generation excluded from every timing (PERF-NOTES: the first one is slower). */
+async function warmUp(engine, n) {
+  await engine.complete('Once upon a time', { temperature: 0, maxTokens: n, seed: 1 });
+}
+
+/** The fixed prompt: the first n ids of PARAGRAPH (BOS first), tokenized by this model. */
+async function promptIds(engine, n) {
+  const ids = await engine.tokenize(PARAGRAPH, { bos: true });
+  if (ids.length < n) throw new Error(`the paragraph gives only ${ids.length} tokens, need ${n}`);
+  return Int32Array.from(ids.subarray(0, n));
+}
+
+/** Longest word prefix of PARAGRAPH whose tokenization (with BOS) has at most n tokens: the
+ *  decode prompt, a string, because generate() takes text. */
+async function promptText(engine, n) {
+  const words = PARAGRAPH.split(' ');
+  let best = words[0];
+  for (let k = 1; k <= words.length; k++) {
+    const text = words.slice(0, k).join(' ');
+    if ((await engine.tokenize(text, { bos: true })).length > n) break;
+    best = text;
+  }
+  return best;
+}
+
+/** Prefill: one evalTokens call with all the prompt ids, from an empty context. */
+async function timePrefill(engine, ids) {
+  await engine.reset();
+  const t0 = now();
+  await engine.evalTokens(ids);
+  return now() - t0;
+}
+
+/**
+ * Decode through generate(): greedy, maxTokens new tokens. Times each iterator next() call except
+ * the first (which runs the prefill and samples the first token from its logits), so every timed
+ * call is one forward pass + sampling + detokenizing + the yield to the event loop.
+ */
+async function timeGenerateDecode(engine, prompt, maxTokens) {
+  const it = engine.generate(prompt, { temperature: 0, maxTokens, seed: 1 })[Symbol.asyncIterator]();
+  let r = await it.next();
+  let n = r.done ? 0 : 1;
+  let ms = 0;
+  while (!r.done) {
+    const t0 = now();
+    r = await it.next();
+    if (!r.done) {
+      ms += now() - t0;
+      n++;
+    }
+  }
+  const lr = engine.lastResult ?? {};
+  return {
+    tokPerSec: n > 1 ? ((n - 1) * 1000) / ms : null,
+    nGenerated: n,
+    nPrompt: lr.nPrompt ?? null,
+    stopReason: lr.stopReason ?? null,
+    engineDecodeTokPerSec: lr.decodeTokensPerSec ?? null,
+    enginePrefillTokPerSec: lr.prefillTokensPerSec ?? null,
+  };
+}
+
+/** Engine-only decode: after the prompt, n single-token evalTokens calls (fixed ids, no sampling). */
+async function timeEvalDecode(engine, ids, n) {
+  await engine.reset();
+  await engine.evalTokens(ids);
+  const times = await timeSingleEvals(engine, ids, n);
+  return (n * 1000) / times.reduce((a, b) => a + b, 0);
+}
+
+/** Times `count` single-token evals, one call each; ids are reused cyclically. Kept a function of
+ *  its own, called per measurement, so V8 optimises it (PERF-NOTES). */
+async function timeSingleEvals(engine, ids, count, budgetMs = Infinity, start = 0) {
+  const times = [];
+  let total = 0;
+  for (let i = 0; i < count && total < budgetMs; i++) {
+    const id = ids[(start + i) % ids.length];
+    const t0 = now();
+    await engine.evalTokens(Int32Array.of(id));
+    const dt = now() - t0;
+    times.push(dt);
+    total += dt;
+  }
+  return times;
+}
+
+function cyclicIds(ids, n) {
+  const out = new Int32Array(n);
+  for (let i = 0; i < n; i++) out[i] = i === 0 ? ids[0] : ids[1 + ((i - 1) % (ids.length - 1))];
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sections
+
+/** 1 and 2: load, prefill and decode for one model and one build, median of cfg.runs. */
+async function benchModel(m, simd, cfg) {
+  const load = [], prefill = [], decode = [], evalDecode = [];
+  let last = null, info = null;
+  for (let run = 0; run < cfg.runs; run++) {
+    const o = await openModel(m, { simd });
+    const { engine } = o;
+    info = o.info;
+    requireMethod(engine, 'evalTokens');
+    requireMethod(engine, 'reset');
+    load.push(o.loadMs);
+    await warmUp(engine, cfg.warmupTokens);
+    const ids = await promptIds(engine, cfg.promptTokens);
+    prefill.push((ids.length * 1000) / (await timePrefill(engine, ids)));
+    const text = await promptText(engine, cfg.promptTokens);
+    last = await timeGenerateDecode(engine, text, cfg.decodeTokens);
+    decode.push(last.tokPerSec);
+    evalDecode.push(await timeEvalDecode(engine, ids, cfg.decodeTokens));
+    await engine.free();
+    log(`  ${m.key} ${simd ? 'simd' : 'scalar'} run ${run + 1}: load ${o.loadMs.toFixed(1)} ms, ` +
+      `prefill ${prefill.at(-1).toFixed(1)} tok/s, decode ${decode.at(-1)?.toFixed(1)} tok/s ` +
+      `(${last.nGenerated} tokens, ${last.stopReason}), eval decode ${evalDecode.at(-1).toFixed(1)} tok/s`);
+  }
+  return {
+    kind: 'model',
+    model: m.key,
+    synthetic: m.synthetic,
+    simd,
+    fileBytes: fs.statSync(m.model).size,
+    info,
+    promptTokens: cfg.promptTokens,
+    decodeTokens: cfg.decodeTokens,
+    loadMs: stat(load),
+    prefillTokPerSec: stat(prefill),
+    decodeTokPerSec: stat(decode),
+    evalDecodeTokPerSec: stat(evalDecode),
+    lastDecode: last,
+  };
+}
+
+/** 3: KV cache. Per length L, the average time of the single-token evals that bring the
+ *  sequence to L tokens (positions L-k .. L-1), with and without the cache. */
+async function benchKvSteps(m, kvCache, cfg, runs) {
+  const samples = cfg.kvLengths.map(() => []);
+  for (let run = 0; run < runs; run++) {
+    const { engine } = await openModel(m, { nCtx: cfg.kvCtx, kvCache });
+    await warmUp(engine, cfg.warmupTokens);
+    const base = await promptIds(engine, cfg.promptTokens);
+    const ids = cyclicIds(base, cfg.kvCtx);
+    await engine.reset();
+    let pos = 0;
+    for (let li = 0; li < cfg.kvLengths.length; li++) {
+      const L = cfg.kvLengths[li];
+      const k = kvCache ? cfg.kvCachedSteps : cfg.kvNoCacheSteps;
+      const start = Math.max(pos, L - k);
+      if (start > pos) {
+        const t0 = now();
+        await engine.evalTokens(ids.subarray(pos, start));
+        log(`  kv ${kvCache ? 'cached' : 'no-cache'}: eval ${start - pos} tokens to reach ${start}: ${(now() - t0).toFixed(0)} ms`);
+        pos = start;
+      }
+      const budget = kvCache ? Infinity : cfg.kvNoCacheBudgetMs;
+      const times = await timeSingleEvals(engine, ids, L - pos, budget, pos);
+      // Positions start .. pos-1 were timed; when the budget ran out before L, the next length
+      // starts from there (its catch-up eval covers the gap).
+      samples[li].push(...times.map((t, i) => ({ run, t, pos: pos + i })));
+      pos += times.length;
+      log(`  kv ${kvCache ? 'cached' : 'no-cache'} L=${L} run ${run + 1}: ${times.map((t) => t.toFixed(2)).join(' ')} ms`);
+    }
+    await engine.free();
+  }
+  return cfg.kvLengths.map((L, li) => {
+    const perRun = [];
+    for (let run = 0; run < runs; run++) {
+      const ts = samples[li].filter((s) => s.run === run).map((s) => s.t);
+      if (ts.length) perRun.push(mean(ts));
+    }
+    return { seqLen: L, stepMs: stat(perRun), stepsTimed: samples[li].length,
+      positions: [...new Set(samples[li].map((s) => s.pos))] };
+  });
+}
+
+/** 3b: total time of L single-token evals from an empty context (= generating L tokens). */
+async function benchKvTotal(m, kvCache, cfg, L) {
+  const { engine } = await openModel(m, { nCtx: cfg.kvCtx, kvCache });
+  await warmUp(engine, cfg.warmupTokens);
+  const ids = cyclicIds(await promptIds(engine, cfg.promptTokens), L);
+  await engine.reset();
+  const times = await timeSingleEvals(engine, ids, L);
+  await engine.free();
+  return times.reduce((a, b) => a + b, 0);
+}
+
+async function benchKv(cfg) {
+  const m = MODELS[cfg.kvModel];
+  log(`kv cache: ${m.key}, n_ctx ${cfg.kvCtx}`);
+  const cached = await benchKvSteps(m, true, cfg, cfg.runs);
+  const noCache = await benchKvSteps(m, false, cfg, 1);
+  const points = cached.map((c, i) => ({
+    seqLen: c.seqLen,
+    cachedStepMs: c.stepMs,
+    noCacheStepMs: noCache[i].stepMs,
+    cachedStepsTimed: c.stepsTimed,
+    noCacheStepsTimed: noCache[i].stepsTimed,
+    ratio: noCache[i].stepMs.median / c.stepMs.median,
+  }));
+  const totals = [];
+  for (const L of cfg.kvTotalLengths) {
+    const cachedMs = await benchKvTotal(m, true, cfg, L);
+    // Estimate without the cache: step time grows ~linearly in L, so the sum is about L/2 steps
+    // at length L; the measured step at the nearest length above L scales it.
+    const ref = points.find((p) => p.seqLen >= L) ?? points.at(-1);
+    const estimateMs = (L / 2) * ref.noCacheStepMs.median * (L / ref.seqLen);
+    let noCacheMs = null;
+    if (estimateMs <= cfg.kvTotalBudgetMs) noCacheMs = await benchKvTotal(m, false, cfg, L);
+    else log(`  kv total L=${L} without cache skipped: estimated ${(estimateMs / 1000).toFixed(0)} s`);
+    totals.push({ seqLen: L, cachedMs, noCacheMs, noCacheEstimateMs: estimateMs,
+      ratio: noCacheMs == null ? null : noCacheMs / cachedMs });
+    log(`  kv total L=${L}: cached ${cachedMs.toFixed(0)} ms, no cache ${noCacheMs?.toFixed(0) ?? 'skipped'} ms`);
+  }
+  return { kind: 'kvcache', model: m.key, nCtx: cfg.kvCtx, runsCached: cfg.runs, runsNoCache: 1, points, totals };
+}
+
+/** 4: memory, measured in a fresh Node process per model (so one model's pages do not count
+ *  for the next): this script with --memory-probe KEY. */
+async function benchMemory(m, quick) {
+  const args = [fileURLToPath(import.meta.url), '--memory-probe', m.key];
+  if (quick) args.push('--quick');
+  const out = await new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let s = '';
+    child.stdout.on('data', (d) => { s += d; });
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(s) : reject(new Error(`memory probe exited with ${code}`))));
+  });
+  return JSON.parse(out);
+}
+
+async function memoryProbe(m, cfg) {
+  const rss = () => process.memoryUsage().rss;
+  const r = { kind: 'memory', model: m.key, fileBytes: fs.statSync(m.model).size, nCtx: 0 };
+  r.rssStart = rss();
+  const engine = await createEngine({ simd: true });
+  r.wasmBeforeLoad = wasmMemoryBytes(engine);
+  r.rssBeforeLoad = rss();
+  r.info = await engine.load({ model: m.model, tokenizer: m.tokenizer });
+  r.nCtx = r.info?.nCtx ?? null;
+  r.wasmAfterLoad = wasmMemoryBytes(engine);
+  r.rssAfterLoad = rss();
+  await warmUp(engine, cfg.warmupTokens);
+  const text = await promptText(engine, cfg.promptTokens);
+  await engine.complete(text, { temperature: 0, maxTokens: cfg.decodeTokens, seed: 1 });
+  r.wasmAfterGenerate = wasmMemoryBytes(engine);
+  r.rssAfterGenerate = rss();
+  r.maxRssBytes = process.resourceUsage().maxRSS * 1024; // maxRSS is in KiB
+  await engine.free();
+  return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+const mb = (n) => (n == null ? '–' : `${(n / 1e6).toFixed(1)} MB`);
+const f1 = (n) => (n == null ? '–' : n.toFixed(1));
+const f2 = (n) => (n == null ? '–' : n.toFixed(2));
+const f0 = (n) => (n == null ? '–' : n.toFixed(0));
+
+function table(rows, header) {
+  const all = [header, ...rows];
+  const w = header.map((_, i) => Math.max(...all.map((r) => String(r[i]).length)));
+  const line = (r) => r.map((c, i) => (i === 0 ? String(c).padEnd(w[i]) : String(c).padStart(w[i]))).join('  ');
+  return [line(header), w.map((n) => '-'.repeat(n)).join('  '), ...rows.map(line)].join('\n');
+}
+
+function render(report) {
+  const cfg = report.config;
+  const out = [];
+  out.push(`wasmlm bench — ${report.date}`);
+  out.push(`node ${report.node}, ${report.machine.cpus} × ${report.machine.model}, one thread, ` +
+    `median of ${cfg.runs} run(s)${report.quick ? ' (--quick)' : ''}`);
+  const la = (a) => a.map((v) => v.toFixed(2)).join(' ');
+  out.push(`load average at start ${la(report.machine.loadavgStart)}, at end ${la(report.machine.loadavgEnd)}` +
+    ' (the bench keeps one core busy: much above 1 means something else ran too)');
+  const models = report.results.filter((r) => r.kind === 'model');
+  const simdRows = models.filter((r) => r.simd);
+  if (simdRows.length) {
+    out.push('', `1. Load, prefill (${cfg.promptTokens} tokens, one eval) and decode (greedy, ${cfg.decodeTokens} new tokens) — SIMD128 build`);
+    out.push(table(simdRows.map((r) => [
+      `${r.model}${r.synthetic ? ' (synthetic)' : ''}`, mb(r.fileBytes), f1(r.loadMs.median),
+      f1(r.prefillTokPerSec.median),
+      `${f1(r.decodeTokPerSec.median)}${r.lastDecode.nGenerated < cfg.decodeTokens ? ` (${r.lastDecode.nGenerated} tok)` : ''}`,
+      f1(r.evalDecodeTokPerSec.median),
+    ]), ['model', 'file', 'load ms', 'prefill tok/s', 'decode tok/s', 'eval-only decode tok/s']));
+  }
+  const simd = report.results.filter((r) => r.kind === 'simd');
+  if (simd.length) {
+    out.push('', '2. SIMD128 over scalar build (dist/wasmlm.wasm vs dist/wasmlm-scalar.wasm)');
+    out.push(table(simd.map((r) => [r.model, f1(r.simdDecode), f1(r.scalarDecode), `${f2(r.decodeRatio)}×`,
+      f1(r.simdPrefill), f1(r.scalarPrefill), `${f2(r.prefillRatio)}×`]),
+    ['model', 'decode simd', 'decode scalar', 'ratio', 'prefill simd', 'prefill scalar', 'ratio']));
+  }
+  const kv = report.results.find((r) => r.kind === 'kvcache');
+  if (kv) {
+    out.push('', `3. KV cache over recomputation — ${kv.model}, n_ctx ${kv.nCtx}: time of one decode step ` +
+      'that makes the sequence L tokens long');
+    out.push(table(kv.points.map((p) => [p.seqLen, f2(p.cachedStepMs.median), f1(p.noCacheStepMs.median), `${f1(p.ratio)}×`]),
+      ['L', 'cached step ms', 'no-cache step ms', 'ratio']));
+    if (kv.totals.length) {
+      out.push('', '   total time to evaluate L tokens one by one from an empty context');
+      out.push(table(kv.totals.map((t) => [t.seqLen, f0(t.cachedMs),
+        t.noCacheMs == null ? `skipped (est. ${f0(t.noCacheEstimateMs)})` : f0(t.noCacheMs),
+        t.ratio == null ? '–' : `${f1(t.ratio)}×`]), ['L', 'cached ms', 'no-cache ms', 'ratio']));
+    }
+  }
+  const mem = report.results.filter((r) => r.kind === 'memory');
+  if (mem.length) {
+    out.push('', '4. Memory (fresh process per model, n_ctx = model seq_len)');
+    out.push(table(mem.map((r) => [r.model, mb(r.fileBytes), r.nCtx ?? '–', mb(r.wasmBeforeLoad), mb(r.wasmAfterLoad),
+      mb(r.wasmAfterGenerate), mb(r.rssStart), mb(r.rssAfterLoad), mb(r.rssAfterGenerate), mb(r.maxRssBytes)]),
+    ['model', 'file', 'n_ctx', 'wasm empty', 'wasm loaded', 'wasm after gen', 'rss start', 'rss loaded', 'rss after gen', 'peak rss']));
+  }
+  if (report.missing.length) out.push('', `Not measured: ${report.missing.join('; ')}`);
+  return out.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+function parseArgs(argv) {
+  const o = { quick: false, json: false, only: SECTIONS, runs: null, probe: null, models: DEFAULT_MODELS };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--quick') o.quick = true;
+    else if (a === '--json') o.json = true;
+    else if (a === '--only') o.only = argv[++i].split(',');
+    else if (a === '--runs') o.runs = Number(argv[++i]);
+    else if (a === '--models') o.models = argv[++i].split(',');
+    else if (a === '--out') o.out = path.resolve(argv[++i]);
+    else if (a === '--memory-probe') o.probe = argv[++i];
+    else if (a === '-h' || a === '--help') o.help = true;
+    else throw new UsageError(`unknown argument ${a}`);
+  }
+  for (const s of o.only) if (!SECTIONS.includes(s)) throw new UsageError(`--only: unknown section ${s}`);
+  if (o.runs != null && !(Number.isInteger(o.runs) && o.runs >= 1)) throw new UsageError('--runs must be a positive integer');
+  return o;
+}
+
+async function ensureSynthetic(m) {
+  const expected = fileBytes(SHAPES[m.shape]);
+  if (fs.existsSync(m.model) && fs.statSync(m.model).size === expected) return;
+  log(`writing ${path.relative(REPO, m.model)} (synthetic ${m.shape}, seed ${SYNTH_SEED})`);
+  const r = await writeSyntheticModel({ shape: m.shape, out: m.model, seed: SYNTH_SEED });
+  log(`  ${r.bytes} bytes in ${(r.ms / 1000).toFixed(2)} s`);
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  if (opts.help) {
+    console.log('usage: node bench/bench.mjs [--quick] [--json] [--out FILE] [--only load,simd,kv,memory] [--runs N]\n' +
+      `                          [--models ${DEFAULT_MODELS.join(',')}]   (also: stories42M, stories110M, synthetic)`);
+    return;
+  }
+  const cfg = { ...(opts.quick ? QUICK : FULL) };
+  if (opts.runs) cfg.runs = opts.runs;
+  if (opts.probe) { // child process of benchMemory
+    process.stdout.write(JSON.stringify(await memoryProbe(modelEntry(opts.probe), opts.quick ? QUICK : FULL)));
+    return;
+  }
+  const models = opts.models.map(modelEntry);
+  const t0 = now();
+  fs.mkdirSync(OUT_DIR, { recursive: true });
+  const needed = [...models];
+  if (opts.only.includes('kv') && !needed.includes(MODELS[cfg.kvModel])) needed.push(MODELS[cfg.kvModel]);
+  for (const m of needed) if (m.synthetic) await ensureSynthetic(m);
+
+  const report = {
+    date: new Date().toISOString(),
+    node: process.version,
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', arch: process.arch, platform: process.platform,
+      loadavgStart: os.loadavg() },
+    quick: opts.quick,
+    config: cfg,
+    results: [],
+    missing: [],
+  };
+
+  const wantModels = opts.only.includes('load') || opts.only.includes('simd');
+  for (const m of models) {
+    if (!wantModels) break;
+    log(`model ${m.key}`);
+    const simd = await benchModel(m, true, cfg);
+    report.results.push(simd);
+    if (opts.only.includes('simd')) {
+      const scalar = await benchModel(m, false, cfg);
+      report.results.push(scalar);
+      report.results.push({
+        kind: 'simd', model: m.key,
+        simdDecode: simd.decodeTokPerSec.median, scalarDecode: scalar.decodeTokPerSec.median,
+        decodeRatio: simd.decodeTokPerSec.median / scalar.decodeTokPerSec.median,
+        simdEvalDecode: simd.evalDecodeTokPerSec.median, scalarEvalDecode: scalar.evalDecodeTokPerSec.median,
+        evalDecodeRatio: simd.evalDecodeTokPerSec.median / scalar.evalDecodeTokPerSec.median,
+        simdPrefill: simd.prefillTokPerSec.median, scalarPrefill: scalar.prefillTokPerSec.median,
+        prefillRatio: simd.prefillTokPerSec.median / scalar.prefillTokPerSec.median,
+      });
+    }
+  }
+  if (opts.only.includes('kv')) report.results.push(await benchKv(cfg));
+  if (opts.only.includes('memory')) {
+    for (const m of models) {
+      log(`memory ${m.key}`);
+      const r = await benchMemory(m, opts.quick);
+      if (r.wasmAfterLoad == null) {
+        const msg = 'wasm memory size (neither an Engine accessor nor the instantiate hook saw it)';
+        if (!report.missing.includes(msg)) report.missing.push(msg);
+      }
+      report.results.push(r);
+    }
+  }
+  report.totalSeconds = (now() - t0) / 1000;
+  report.machine.loadavgEnd = os.loadavg();
+
+  const file = opts.out ?? path.join(OUT_DIR, opts.quick ? 'bench-quick.json' : 'bench.json');
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  if (opts.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else {
+    console.log(render(report));
+    console.log(`\n${path.relative(process.cwd(), file)} written; ${report.totalSeconds.toFixed(0)} s in all`);
+  }
+}
+
+main().catch((e) => {
+  if (e instanceof UsageError) {
+    console.error(`bench: ${e.message} (--help for usage)`);
+    process.exit(2);
+  }
+  console.error(e.stack || String(e));
+  process.exit(1);
+});
