@@ -50,6 +50,9 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     if (!c) return WLM_ERR_NOMEM;
     if (!model) return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG, "model is NULL");
     if (!model->loaded) return wlm_set_error(c->errmsg, WLM_ERR_STATE, "the model did not load");
+    if (model->vocab_only)
+        return wlm_set_error(c->errmsg, WLM_ERR_STATE,
+                             "the model was loaded with WLM_LOAD_VOCAB_ONLY: it has no weights");
     wlm_context_params defaults;
     wlm_context_params_default(&defaults);
     if (!params) params = &defaults;

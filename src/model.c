@@ -58,11 +58,15 @@ int wlm_model_load(const void *data, size_t size, unsigned flags, wlm_model **ou
     }
     if (flags & WLM_LOAD_OWN_BUFFER) m->owned_buffer = (void *)data;
     if (!data) return wlm_set_error(m->errmsg, WLM_ERR_INVALID_ARG, "model data is NULL");
-    if (flags & ~WLM_LOAD_OWN_BUFFER)
+    if (flags & ~(WLM_LOAD_OWN_BUFFER | WLM_LOAD_VOCAB_ONLY))
         return wlm_set_error(m->errmsg, WLM_ERR_INVALID_ARG, "unknown flags 0x%x", flags);
-    int rc = size >= 4 && memcmp(data, "GGUF", 4) == 0
-                 ? wlm_gguf_load_model(m, data, size, 0)
-                 : wlm_llama2c_load(m, data, size);
+    const int gguf = size >= 4 && memcmp(data, "GGUF", 4) == 0;
+    const int vocab_only = (flags & WLM_LOAD_VOCAB_ONLY) != 0;
+    if (vocab_only && !gguf)
+        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                             "WLM_LOAD_VOCAB_ONLY needs a GGUF file");
+    int rc = gguf ? wlm_gguf_load_model(m, data, size, vocab_only)
+                  : wlm_llama2c_load(m, data, size);
     if (rc != WLM_OK) {
         /* Keep the message, drop any partial views. */
         free(m->w.layers);

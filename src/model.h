@@ -70,6 +70,8 @@ struct wlm_model {
     void *owned_buffer;           /* freed with the model (WLM_LOAD_OWN_BUFFER) */
     float *owned_floats;          /* norm weights converted to F32 by a loader, or NULL */
     int has_tokenizer;
+    int vocab_only;               /* WLM_LOAD_VOCAB_ONLY: a tokenizer and no weights (hp zero
+                                     except vocab_size, so a context has n_ctx 0) */
     wlm_tokenizer tok;
     char errmsg[WLM_ERRMSG_SIZE];
 };

@@ -98,6 +98,13 @@ typedef struct wlm_model wlm_model;
 
 /* Flags for wlm_model_load. */
 #define WLM_LOAD_OWN_BUFFER 1u   /* the model takes ownership of `data` and free()s it */
+#define WLM_LOAD_VOCAB_ONLY 2u   /* GGUF only: load the vocabulary alone (no weights, any
+                                    architecture), e.g. llama.cpp's ggml-vocab-*.gguf files.
+                                    Tokenize / wlm_token_piece / wlm_model_get_info work
+                                    (info: vocab_size, has_tokenizer, bos/eos; other sizes 0).
+                                    Without weights nothing can be evaluated:
+                                    wlm_context_new gives WLM_ERR_STATE. A llama2.c file gives
+                                    WLM_ERR_UNSUPPORTED. */
 
 /*
  * Loads a model from a memory buffer (in wasm: bytes already placed in linear memory).
@@ -108,8 +115,18 @@ typedef struct wlm_model wlm_model;
  * (vocab, dim), rms_att (layer, dim), wq (layer, dim, dim), wk (layer, kv_dim, dim), wv (layer,
  * kv_dim, dim), wo (layer, dim, dim), rms_ffn (layer, dim), w1 (layer, hidden, dim), w2 (layer,
  * dim, hidden), w3 (layer, hidden, dim), rms_final (dim), two legacy RoPE tables (seq_len,
- * head_size/2) each, then wcls (vocab, dim) if separate. GGUF files are recognised and rejected
- * with WLM_ERR_UNSUPPORTED for now.
+ * head_size/2) each, then wcls (vocab, dim) if separate.
+ *
+ * Or GGUF v2/v3 (magic "GGUF"), general.architecture "llama": hyperparameters from the llama.*
+ * keys (context_length, embedding_length, block_count, feed_forward_length,
+ * attention.head_count, attention.head_count_kv, rope.freq_base, rope.dimension_count (must
+ * equal the head size), attention.layer_norm_rms_epsilon), llama.cpp's tensor names
+ * (token_embd, blk.N.attn_norm / attn_q / attn_k / attn_v / attn_output / ffn_norm / ffn_gate /
+ * ffn_up / ffn_down, output_norm, output — absent: the embedding is the classifier), weights
+ * of any supported type (F32, F16, quantized blocks) used in place. When the file holds a
+ * vocabulary (tokenizer.ggml.*), the tokenizer is loaded with it and wlm_model_load_tokenizer
+ * is not needed (it returns WLM_ERR_STATE). Other architectures, types, MoE or RoPE scaling:
+ * WLM_ERR_UNSUPPORTED with a message naming the architecture, tensor and type.
  *
  * `data` must be 4-byte aligned (malloc'd memory is), else WLM_ERR_INVALID_ARG.
  * The weights are views into `data`: the buffer must stay alive and unchanged until
@@ -163,10 +180,17 @@ int wlm_model_get_info(const wlm_model *model, wlm_model_info *info);
 /* Tokenizer (needs wlm_model_load_tokenizer)                                                  */
 
 /*
- * Encodes UTF-8 `text` (len bytes, need not be NUL-terminated) into token ids, as llama2.c's
- * run.c encode(): optional BOS, SentencePiece's dummy-prefix space for non-empty text, each
- * UTF-8 character looked up (unknown ones become byte tokens <0xNN> = id byte+3), then the
- * best-scoring adjacent pair is merged repeatedly while the merge is in the vocabulary.
+ * Encodes UTF-8 `text` (len bytes, need not be NUL-terminated) into token ids. Two algorithms,
+ * chosen by where the vocabulary came from:
+ * - llama2.c tokenizer.bin: run.c's encode(): optional BOS, SentencePiece's dummy-prefix space
+ *   for non-empty text, each UTF-8 character looked up (unknown ones become byte tokens <0xNN>),
+ *   then the best-scoring adjacent pair is merged repeatedly while the merge is in the
+ *   vocabulary (leftmost on ties).
+ * - GGUF, tokenizer.ggml.model "llama": llama.cpp's SentencePiece BPE (llm_tokenizer_spm):
+ *   spaces escaped as U+2581, a dummy prefix when add_space_prefix, user-defined tokens split
+ *   out first, merges by score through a priority queue, byte fallback. add_bos means llama.cpp's
+ *   add_special: BOS when the file's add_bos_token says so (default yes), EOS when add_eos_token.
+ *   Special tokens written in the text are not parsed (they are plain text).
  * Writes at most `cap` ids to `tokens`; returns the number of tokens the text needs (>= 0,
  * may exceed cap: call again with a larger buffer) or a negative status.
  */
@@ -175,10 +199,11 @@ int32_t wlm_tokenize(const wlm_model *model, const char *text, size_t len, int a
 
 /*
  * The bytes that token `token` adds to text when it follows token `prev` (-1 if none):
- * the vocabulary piece, with the leading space removed after BOS, and <0xNN> pieces turned into
- * the single raw byte. Returns a pointer owned by the model (valid until wlm_model_free),
- * NUL-terminated, and sets *len (which counts a <0x00> piece's NUL byte); NULL for an
- * out-of-range id or a model without tokenizer.
+ * the vocabulary piece (GGUF: with U+2581 turned back into spaces), with the leading space
+ * removed after BOS (run.c's rule), <0xNN> pieces turned into the single raw byte, and control
+ * tokens of a GGUF vocabulary decoding to nothing. Returns a pointer owned by the model (valid
+ * until wlm_model_free), NUL-terminated, and sets *len (which counts a <0x00> piece's NUL
+ * byte); NULL for an out-of-range id or a model without tokenizer.
  */
 const char *wlm_token_piece(const wlm_model *model, int32_t prev, int32_t token, size_t *len);
 
