@@ -1,0 +1,66 @@
+# Runs `wasmlm tokenize VOCAB` on every text of llama.cpp's VOCAB.inp (texts separated by
+# "\n__ggml_vocab_test__\n", each fed alone on standard input) and compares standard output with
+# the matching line of VOCAB.out: the ids separated by single spaces, then a newline. With
+# TOKBIN (a llama2.c tokenizer.bin holding the same vocabulary) also checks that file and --bos.
+# Variables: CLI, VOCAB, WORK (scratch directory), TOKBIN (optional).
+file(MAKE_DIRECTORY "${WORK}")
+file(READ "${VOCAB}.inp" inp)
+file(READ "${VOCAB}.out" out)
+set(sep "\n__ggml_vocab_test__\n")
+string(LENGTH "${sep}" seplen)
+set(i 0)
+set(passed 0)
+set(failed 0)
+
+function(expect_tokens model text_file args want what)
+  execute_process(COMMAND ${CLI} tokenize ${model} ${args} INPUT_FILE ${text_file}
+                  OUTPUT_VARIABLE got ERROR_VARIABLE err RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0 OR NOT got STREQUAL "${want}\n")
+    message(SEND_ERROR "${what}: exit ${rc}, got \"${got}\", want \"${want}\\n\" ${err}")
+    math(EXPR failed "${failed} + 1")
+  else()
+    math(EXPR passed "${passed} + 1")
+  endif()
+  set(failed ${failed} PARENT_SCOPE)
+  set(passed ${passed} PARENT_SCOPE)
+endfunction()
+
+# As llama.cpp's test reads them: a trailing separator does not start another text.
+while(NOT inp STREQUAL "")
+  string(FIND "${inp}" "${sep}" at)
+  if(at EQUAL -1)
+    set(text "${inp}")
+    set(inp "")
+  else()
+    string(SUBSTRING "${inp}" 0 ${at} text)
+    math(EXPR rest "${at} + ${seplen}")
+    string(SUBSTRING "${inp}" ${rest} -1 inp)
+  endif()
+  string(FIND "${out}" "\n" nl)
+  if(nl EQUAL -1)
+    message(FATAL_ERROR "${VOCAB}.out has fewer lines than ${VOCAB}.inp has texts")
+  endif()
+  string(SUBSTRING "${out}" 0 ${nl} line)
+  math(EXPR rest "${nl} + 1")
+  string(SUBSTRING "${out}" ${rest} -1 out)
+  string(STRIP "${line}" want)
+  file(WRITE "${WORK}/text_${i}.txt" "${text}")
+  expect_tokens(${VOCAB} "${WORK}/text_${i}.txt" "" "${want}" "text #${i}")
+  if(i EQUAL 0)
+    # --bos: BOS (1) in front, the rest unchanged
+    expect_tokens(${VOCAB} "${WORK}/text_${i}.txt" "--bos" "1 ${want}" "text #${i} with --bos")
+  endif()
+  math(EXPR i "${i} + 1")
+endwhile()
+
+if(DEFINED TOKBIN)
+  file(WRITE "${WORK}/once.txt" "Once upon a time")
+  expect_tokens(${TOKBIN} "${WORK}/once.txt" "" "9038 2501 263 931" "tokenizer.bin")
+  expect_tokens(${TOKBIN} "${WORK}/once.txt" "--bos" "1 9038 2501 263 931" "tokenizer.bin --bos")
+  expect_tokens(${VOCAB} "${WORK}/once.txt" "" "9038 2501 263 931" "GGUF, same text")
+endif()
+
+message(STATUS "${i} texts; ${passed} passed, ${failed} failed")
+if(failed GREATER 0)
+  message(FATAL_ERROR "${failed} tokenizations differ")
+endif()
