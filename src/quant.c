@@ -9,26 +9,31 @@
 #include "kernels.h"
 #include "quant.h"
 
+static inline float bits_to_float(uint32_t u) {
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static inline uint32_t float_to_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
 float wlm_fp16_to_fp32(wlm_fp16 h) {
     const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu, bits;
-    if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | (mant << 13); /* Inf / NaN */
+    const uint32_t em = (uint32_t)(h & 0x7fffu) << 13; /* exponent and mantissa, in place */
+    const uint32_t exp = em & 0x0f800000u;
+    uint32_t bits;
+    if (exp == 0x0f800000u) {
+        bits = em | 0x7f800000u; /* Inf / NaN, payload kept */
     } else if (exp != 0) {
-        bits = sign | ((exp + 112u) << 23) | (mant << 13);
-    } else if (mant == 0) {
-        bits = sign;
-    } else { /* subnormal: normalise */
-        exp = 113;
-        while (!(mant & 0x400u)) {
-            mant <<= 1;
-            exp--;
-        }
-        bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+        bits = em + 0x38000000u; /* normal: rebias the exponent from 15 to 127 */
+    } else { /* zero or subnormal m * 2^-24, exactly: (2^-14 + m * 2^-24) - 2^-14 */
+        bits = float_to_bits(bits_to_float(em + 0x38800000u) - bits_to_float(0x38800000u));
     }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
+    return bits_to_float(bits | sign);
 }
 
 wlm_fp16 wlm_fp32_to_fp16(float f) {
@@ -87,36 +92,523 @@ static void f16_from_float(const float *src, void *dst, int64_t n) {
     for (int64_t i = 0; i < n; i++) h[i] = wlm_fp32_to_fp16(src[i]);
 }
 
-static void f16_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xv, int n,
-                           int r0, int r1) {
+void wlm_f16_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xv, int n, int r0,
+                        int r1) {
     const float *x = xv;
     for (int r = r0; r < r1; r++) {
-        const wlm_fp16 *row = (const wlm_fp16 *)(const void *)((const char *)w + (size_t)r * row_bytes);
+        const wlm_fp16 *row =
+            (const wlm_fp16 *)(const void *)((const char *)w + (size_t)r * row_bytes);
         float s = 0.0f;
         for (int j = 0; j < n; j++) s += wlm_fp16_to_fp32(row[j]) * x[j];
         out[r] = s;
     }
 }
 
+/* ---- rounding helpers ---------------------------------------------------------------------- */
+
+/* Round half to even, like ggml's nearest_int (it adds 1.5 * 2^23 and reads the mantissa), so
+ * quantizers pick the same integers whatever the FPU rounding mode. Out-of-range input is
+ * clamped and NaN gives 0, so no input reaches an undefined float-to-int conversion. */
+static inline int nearest_int(float v) {
+    if (v != v) return 0;
+    if (v > 4194303.0f) v = 4194303.0f;
+    if (v < -4194303.0f) v = -4194303.0f;
+    const uint32_t u = float_to_bits(v + 12582912.0f);
+    return (int)(u & 0x007fffffu) - 0x00400000;
+}
+
+static inline int clamp_int(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* roundf() to int8 (half away from zero), NaN to 0, saturating. */
+static inline int8_t round_i8(float v) {
+    const float r = roundf(v);
+    if (r != r) return 0;
+    if (r >= 127.0f) return 127;
+    if (r <= -128.0f) return -128;
+    return (int8_t)r;
+}
+
+/* ---- Q8_0 ---------------------------------------------------------------------------------- */
+
+static void q8_0_to_float(const void *src, float *dst, int64_t n) {
+    const wlm_block_q8_0 *b = src;
+    for (int64_t i = 0; i < n / WLM_QK8_0; i++, dst += WLM_QK8_0) {
+        const float d = wlm_fp16_to_fp32(b[i].d);
+        for (int j = 0; j < WLM_QK8_0; j++) dst[j] = (float)b[i].qs[j] * d;
+    }
+}
+
+void wlm_quantize_q8_0_ref(const float *x, void *dst, int64_t n) {
+    wlm_block_q8_0 *y = dst;
+    for (int64_t i = 0; i < n / WLM_QK8_0; i++, x += WLM_QK8_0) {
+        float amax = 0.0f;
+        for (int j = 0; j < WLM_QK8_0; j++) {
+            const float a = fabsf(x[j]);
+            if (a > amax) amax = a;
+        }
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = wlm_fp32_to_fp16(d);
+        for (int j = 0; j < WLM_QK8_0; j++) y[i].qs[j] = round_i8(x[j] * id);
+    }
+}
+
+void wlm_q8_0_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n, int r0,
+                         int r1) {
+    const wlm_block_q8_0 *x = xq;
+    const int nb = n / WLM_QK8_0;
+    for (int r = r0; r < r1; r++) {
+        const wlm_block_q8_0 *row =
+            (const wlm_block_q8_0 *)(const void *)((const char *)w + (size_t)r * row_bytes);
+        float sum = 0.0f;
+        for (int b = 0; b < nb; b++) {
+            int32_t isum = 0;
+            for (int j = 0; j < WLM_QK8_0; j++) isum += (int32_t)row[b].qs[j] * x[b].qs[j];
+            sum += (float)isum * (wlm_fp16_to_fp32(row[b].d) * wlm_fp16_to_fp32(x[b].d));
+        }
+        out[r] = sum;
+    }
+}
+
+/* ---- Q4_0 ---------------------------------------------------------------------------------- */
+
+static void q4_0_to_float(const void *src, float *dst, int64_t n) {
+    const wlm_block_q4_0 *b = src;
+    for (int64_t i = 0; i < n / WLM_QK4_0; i++, dst += WLM_QK4_0) {
+        const float d = wlm_fp16_to_fp32(b[i].d);
+        for (int j = 0; j < WLM_QK4_0 / 2; j++) {
+            dst[j] = (float)((b[i].qs[j] & 0xF) - 8) * d;
+            dst[j + WLM_QK4_0 / 2] = (float)((b[i].qs[j] >> 4) - 8) * d;
+        }
+    }
+}
+
+/* ggml truncates v + 8.5 (v = x / d in [-8, 8]) and caps the result at 15. */
+static inline uint8_t q4_0_level(float v) {
+    const float t = v + 8.5f;
+    if (!(t >= 0.0f)) return 0; /* NaN */
+    if (t >= 15.0f) return 15;
+    return (uint8_t)t;
+}
+
+static void q4_0_from_float(const float *x, void *dst, int64_t n) {
+    wlm_block_q4_0 *y = dst;
+    for (int64_t i = 0; i < n / WLM_QK4_0; i++, x += WLM_QK4_0) {
+        float amax = 0.0f, max = 0.0f; /* the value of largest magnitude, with its sign */
+        for (int j = 0; j < WLM_QK4_0; j++) {
+            if (amax < fabsf(x[j])) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        }
+        const float d = max / -8.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = wlm_fp32_to_fp16(d);
+        for (int j = 0; j < WLM_QK4_0 / 2; j++) {
+            const float v0 = x[j] * id, v1 = x[j + WLM_QK4_0 / 2] * id;
+            y[i].qs[j] = (uint8_t)(q4_0_level(v0) | (q4_0_level(v1) << 4));
+        }
+    }
+}
+
+void wlm_q4_0_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n, int r0,
+                         int r1) {
+    const wlm_block_q8_0 *x = xq;
+    const int nb = n / WLM_QK4_0;
+    for (int r = r0; r < r1; r++) {
+        const wlm_block_q4_0 *row =
+            (const wlm_block_q4_0 *)(const void *)((const char *)w + (size_t)r * row_bytes);
+        float sum = 0.0f;
+        for (int b = 0; b < nb; b++) {
+            int32_t isum = 0;
+            for (int j = 0; j < WLM_QK4_0 / 2; j++) {
+                isum += ((row[b].qs[j] & 0xF) - 8) * x[b].qs[j];
+                isum += ((row[b].qs[j] >> 4) - 8) * x[b].qs[j + WLM_QK4_0 / 2];
+            }
+            sum += (float)isum * (wlm_fp16_to_fp32(row[b].d) * wlm_fp16_to_fp32(x[b].d));
+        }
+        out[r] = sum;
+    }
+}
+
+/* ---- Q8_K (activations of the K-quants) ---------------------------------------------------- */
+
+static void q8_K_to_float(const void *src, float *dst, int64_t n) {
+    const wlm_block_q8_K *b = src;
+    for (int64_t i = 0; i < n / WLM_QK_K; i++, dst += WLM_QK_K)
+        for (int j = 0; j < WLM_QK_K; j++) dst[j] = b[i].d * (float)b[i].qs[j];
+}
+
+void wlm_quantize_q8_K_ref(const float *x, void *dst, int64_t n) {
+    wlm_block_q8_K *y = dst;
+    for (int64_t i = 0; i < n / WLM_QK_K; i++, x += WLM_QK_K) {
+        float amax = 0.0f, max = 0.0f; /* the first element of largest magnitude */
+        for (int j = 0; j < WLM_QK_K; j++) {
+            const float a = fabsf(x[j]);
+            if (a > amax) {
+                amax = a;
+                max = x[j];
+            }
+        }
+        if (amax == 0.0f) {
+            memset(&y[i], 0, sizeof y[i]);
+            continue;
+        }
+        /* -127/max maps the extreme element to -127: every quant lies in [-127, 127]. */
+        const float iscale = -127.0f / max;
+        for (int j = 0; j < WLM_QK_K; j++)
+            y[i].qs[j] = (int8_t)clamp_int(nearest_int(iscale * x[j]), -128, 127);
+        for (int g = 0; g < WLM_QK_K / 16; g++) {
+            int sum = 0;
+            for (int j = 0; j < 16; j++) sum += y[i].qs[16 * g + j];
+            y[i].bsums[g] = (int16_t)sum;
+        }
+        y[i].d = 1.0f / iscale;
+    }
+}
+
+/* ---- Q4_K ---------------------------------------------------------------------------------- */
+
+static void q4_K_to_float(const void *src, float *dst, int64_t n) {
+    const wlm_block_q4_K *b = src;
+    for (int64_t i = 0; i < n / WLM_QK_K; i++) {
+        const float d = wlm_fp16_to_fp32(b[i].d), dmin = wlm_fp16_to_fp32(b[i].dmin);
+        const uint8_t *q = b[i].qs;
+        for (int j = 0; j < WLM_QK_K / 64; j++, q += 32) { /* 64 elements: 2 sub-blocks */
+            uint8_t sc, m;
+            wlm_q4_K_scale_min(b[i].scales, 2 * j, &sc, &m);
+            const float d1 = d * sc, m1 = dmin * m;
+            wlm_q4_K_scale_min(b[i].scales, 2 * j + 1, &sc, &m);
+            const float d2 = d * sc, m2 = dmin * m;
+            for (int l = 0; l < 32; l++) *dst++ = d1 * (float)(q[l] & 0xF) - m1;
+            for (int l = 0; l < 32; l++) *dst++ = d2 * (float)(q[l] >> 4) - m2;
+        }
+    }
+}
+
+/*
+ * Fits x[i] ~ scale * L[i] + min over L[i] in 0..nmax with min <= 0, minimising the weighted
+ * squared error: first the plain min/max grid, then nstep+1 candidate step sizes around it
+ * (nmax + rmin + rdelta*k levels over the range), each refined by a weighted least-squares
+ * solve for (scale, min). Returns the scale and stores -min in *neg_min. This is the algorithm
+ * of ggml's reference Q4_K quantizer (make_qkx2_quants), written out again with the same
+ * arithmetic so that our files match llama.cpp's byte for byte.
+ */
+static float fit_scale_min(int n, int nmax, const float *x, const float *w, uint8_t *L,
+                           float *neg_min, uint8_t *Laux, float rmin, float rdelta, int nstep) {
+    float lo = x[0], hi = x[0];
+    float sum_w = w[0], sum_x = sum_w * x[0];
+    for (int i = 1; i < n; i++) {
+        if (x[i] < lo) lo = x[i];
+        if (x[i] > hi) hi = x[i];
+        sum_w += w[i];
+        sum_x += w[i] * x[i];
+    }
+    if (lo > 0) lo = 0;
+    if (hi == lo) {
+        memset(L, 0, (size_t)n);
+        *neg_min = -lo;
+        return 0.0f;
+    }
+    float iscale = (float)nmax / (hi - lo);
+    float scale = 1 / iscale;
+    float best_error = 0;
+    for (int i = 0; i < n; i++) {
+        L[i] = (uint8_t)clamp_int(nearest_int(iscale * (x[i] - lo)), 0, nmax);
+        float diff = scale * L[i] + lo - x[i];
+        diff = diff * diff;
+        best_error += w[i] * diff;
+    }
+    for (int is = 0; is <= nstep; is++) {
+        iscale = (rmin + rdelta * (float)is + (float)nmax) / (hi - lo);
+        float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+        for (int i = 0; i < n; i++) {
+            const int l = clamp_int(nearest_int(iscale * (x[i] - lo)), 0, nmax);
+            Laux[i] = (uint8_t)l;
+            sum_l += w[i] * (float)l;
+            sum_l2 += w[i] * (float)l * (float)l;
+            sum_xl += w[i] * (float)l * x[i];
+        }
+        const float D = sum_w * sum_l2 - sum_l * sum_l;
+        if (D > 0) {
+            float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+            float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+            if (this_min > 0) {
+                this_min = 0;
+                this_scale = sum_xl / sum_l2;
+            }
+            float cur_error = 0;
+            for (int i = 0; i < n; i++) {
+                float diff = this_scale * Laux[i] + this_min - x[i];
+                diff = diff * diff;
+                cur_error += w[i] * diff;
+            }
+            if (cur_error < best_error) {
+                memcpy(L, Laux, (size_t)n);
+                best_error = cur_error;
+                scale = this_scale;
+                lo = this_min;
+            }
+        }
+    }
+    *neg_min = -lo;
+    return scale;
+}
+
+static void q4_K_from_float(const float *x, void *dst, int64_t n) {
+    wlm_block_q4_K *y = dst;
+    for (int64_t i = 0; i < n / WLM_QK_K; i++, x += WLM_QK_K) {
+        uint8_t L[WLM_QK_K], Laux[32];
+        float w[32], scales[8], mins[8];
+        float max_scale = 0, max_min = 0; /* scales and mins come out >= 0 */
+        for (int j = 0; j < 8; j++) {
+            const float *xs = x + 32 * j;
+            float sum_x2 = 0;
+            for (int l = 0; l < 32; l++) sum_x2 += xs[l] * xs[l];
+            const float av_x = sqrtf(sum_x2 / 32);
+            for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xs[l]);
+            scales[j] = fit_scale_min(32, 15, xs, w, L + 32 * j, &mins[j], Laux, -1.0f, 0.1f, 20);
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+        /* 6-bit scales and mins against the super-block's d and dmin, packed: sub-blocks 0..3
+         * in the low 6 bits of bytes 0..3 (scales) and 4..7 (mins); sub-blocks 4..7 as nibbles
+         * in bytes 8..11 with their top two bits in bits 6..7 of bytes 0..7. */
+        const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+        const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+        uint8_t *s = y[i].scales;
+        for (int j = 0; j < 8; j++) {
+            uint8_t ls = (uint8_t)(unsigned)nearest_int(inv_scale * scales[j]);
+            uint8_t lm = (uint8_t)(unsigned)nearest_int(inv_min * mins[j]);
+            if (ls > 63) ls = 63;
+            if (lm > 63) lm = 63;
+            if (j < 4) {
+                s[j] = ls;
+                s[j + 4] = lm;
+            } else {
+                s[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
+                s[j - 4] |= (uint8_t)((ls >> 4) << 6);
+                s[j] |= (uint8_t)((lm >> 4) << 6);
+            }
+        }
+        y[i].d = wlm_fp32_to_fp16(max_scale / 63.0f);
+        y[i].dmin = wlm_fp32_to_fp16(max_min / 63.0f);
+        /* Requantize against the rounded scales (sub-blocks whose scale rounds to 0 keep the
+         * levels of the fit, as ggml's do: they dequantize to -dmin*m whatever they are). */
+        const float d = wlm_fp16_to_fp32(y[i].d), dmin = wlm_fp16_to_fp32(y[i].dmin);
+        for (int j = 0; j < 8; j++) {
+            uint8_t sc, m;
+            wlm_q4_K_scale_min(s, j, &sc, &m);
+            const float dj = d * sc;
+            if (dj == 0.0f) continue;
+            const float dm = dmin * m;
+            for (int l = 0; l < 32; l++)
+                L[32 * j + l] = (uint8_t)clamp_int(nearest_int((x[32 * j + l] + dm) / dj), 0, 15);
+        }
+        /* each 32 bytes hold 64 elements: the first 32 in the low nibbles, the next 32 high */
+        uint8_t *q = y[i].qs;
+        for (int j = 0; j < WLM_QK_K; j += 64, q += 32)
+            for (int l = 0; l < 32; l++) q[l] = (uint8_t)(L[j + l] | (L[j + l + 32] << 4));
+    }
+}
+
+void wlm_q4_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n, int r0,
+                         int r1) {
+    const wlm_block_q8_K *x = xq;
+    const int nb = n / WLM_QK_K;
+    for (int r = r0; r < r1; r++) {
+        const wlm_block_q4_K *row =
+            (const wlm_block_q4_K *)(const void *)((const char *)w + (size_t)r * row_bytes);
+        float sum = 0.0f;
+        for (int b = 0; b < nb; b++) {
+            const uint8_t *q = row[b].qs;
+            const int8_t *y = x[b].qs;
+            int32_t isum = 0, msum = 0;
+            for (int j = 0; j < 4; j++, q += 32, y += 64) {
+                uint8_t sc1, m1, sc2, m2;
+                wlm_q4_K_scale_min(row[b].scales, 2 * j, &sc1, &m1);
+                wlm_q4_K_scale_min(row[b].scales, 2 * j + 1, &sc2, &m2);
+                int32_t s1 = 0, s2 = 0;
+                for (int l = 0; l < 32; l++) {
+                    s1 += (q[l] & 0xF) * y[l];
+                    s2 += (q[l] >> 4) * y[l + 32];
+                }
+                isum += sc1 * s1 + sc2 * s2;
+                msum += m1 * (x[b].bsums[4 * j] + x[b].bsums[4 * j + 1]) +
+                        m2 * (x[b].bsums[4 * j + 2] + x[b].bsums[4 * j + 3]);
+            }
+            sum += x[b].d * (wlm_fp16_to_fp32(row[b].d) * (float)isum -
+                             wlm_fp16_to_fp32(row[b].dmin) * (float)msum);
+        }
+        out[r] = sum;
+    }
+}
+
+/* ---- Q6_K ---------------------------------------------------------------------------------- */
+
+/* Element l + 32k (l < 32, k < 4) of a 128-element half: 4 low bits from ql (bytes l for k even,
+ * l + 32 for k odd; low nibble for k < 2, high for k >= 2), 2 high bits from bits 2k..2k+1 of
+ * qh[l]; value 0..63, offset by 32. */
+static inline int q6_K_level(const uint8_t *ql, const uint8_t *qh, int l, int k) {
+    const int lo = (ql[l + 32 * (k & 1)] >> (4 * (k >> 1))) & 0xF;
+    return lo | (((qh[l] >> (2 * k)) & 3) << 4);
+}
+
+static void q6_K_to_float(const void *src, float *dst, int64_t n) {
+    const wlm_block_q6_K *b = src;
+    for (int64_t i = 0; i < n / WLM_QK_K; i++) {
+        const float d = wlm_fp16_to_fp32(b[i].d);
+        for (int h = 0; h < 2; h++, dst += 128) {
+            const uint8_t *ql = b[i].ql + 64 * h, *qh = b[i].qh + 32 * h;
+            const int8_t *sc = b[i].scales + 8 * h;
+            for (int k = 0; k < 4; k++)
+                for (int l = 0; l < 32; l++)
+                    dst[32 * k + l] =
+                        d * (float)sc[2 * k + l / 16] * (float)(q6_K_level(ql, qh, l, k) - 32);
+        }
+    }
+}
+
+/*
+ * Fits x[i] ~ scale * L[i] with L[i] in -nmax..nmax-1, minimising the error weighted by x[i]^2:
+ * the step that maps the extreme element to -nmax, then 18 nearby steps (nmax +- 0.1k levels),
+ * keeping the best least-squares scale. Stores L + nmax. ggml's make_qx_quants (rmse_type 1).
+ */
+static float fit_scale_sym(int n, int nmax, const float *x, int8_t *L) {
+    float max = 0, amax = 0;
+    for (int i = 0; i < n; i++) {
+        const float ax = fabsf(x[i]);
+        if (ax > amax) {
+            amax = ax;
+            max = x[i];
+        }
+    }
+    if (amax < 1e-15f) {
+        memset(L, 0, (size_t)n);
+        return 0.0f;
+    }
+    float iscale = (float)-nmax / max;
+    float sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; i++) {
+        const int l = clamp_int(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+        L[i] = (int8_t)(l + nmax);
+        const float w = x[i] * x[i];
+        sumlx += w * x[i] * (float)l;
+        suml2 += w * (float)l * (float)l;
+    }
+    float scale = suml2 != 0 ? sumlx / suml2 : 0.0f;
+    float best = scale * sumlx;
+    for (int is = -9; is <= 9; is++) {
+        if (is == 0) continue;
+        iscale = -((float)nmax + 0.1f * (float)is) / max;
+        sumlx = suml2 = 0;
+        for (int i = 0; i < n; i++) {
+            const int l = clamp_int(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+            const float w = x[i] * x[i];
+            sumlx += w * x[i] * (float)l;
+            suml2 += w * (float)l * (float)l;
+        }
+        if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+            for (int i = 0; i < n; i++)
+                L[i] = (int8_t)(nmax + clamp_int(nearest_int(iscale * x[i]), -nmax, nmax - 1));
+            scale = sumlx / suml2;
+            best = scale * sumlx;
+        }
+    }
+    return scale;
+}
+
+static void q6_K_from_float(const float *x, void *dst, int64_t n) {
+    wlm_block_q6_K *y = dst;
+    for (int64_t i = 0; i < n / WLM_QK_K; i++, x += WLM_QK_K) {
+        int8_t L[WLM_QK_K];
+        float scales[16];
+        float max_scale = 0, max_abs_scale = 0;
+        for (int g = 0; g < 16; g++) {
+            scales[g] = fit_scale_sym(16, 32, x + 16 * g, L + 16 * g);
+            if (fabsf(scales[g]) > max_abs_scale) {
+                max_abs_scale = fabsf(scales[g]);
+                max_scale = scales[g];
+            }
+        }
+        memset(&y[i], 0, sizeof y[i]);
+        if (max_abs_scale < 1e-15f) continue; /* all (near) zero: d = 0 */
+        const float iscale = -128.0f / max_scale;
+        y[i].d = wlm_fp32_to_fp16(1 / iscale);
+        for (int g = 0; g < 16; g++)
+            y[i].scales[g] = (int8_t)clamp_int(nearest_int(iscale * scales[g]), -128, 127);
+        const float d = wlm_fp16_to_fp32(y[i].d);
+        for (int g = 0; g < 16; g++) {
+            const float dg = d * (float)y[i].scales[g];
+            if (dg == 0.0f) continue;
+            for (int l = 0; l < 16; l++)
+                L[16 * g + l] = (int8_t)(32 + clamp_int(nearest_int(x[16 * g + l] / dg), -32, 31));
+        }
+        for (int h = 0; h < 2; h++) {
+            uint8_t *ql = y[i].ql + 64 * h, *qh = y[i].qh + 32 * h;
+            const int8_t *Lh = L + 128 * h;
+            for (int l = 0; l < 32; l++) {
+                ql[l] = (uint8_t)((Lh[l] & 0xF) | ((Lh[l + 64] & 0xF) << 4));
+                ql[l + 32] = (uint8_t)((Lh[l + 32] & 0xF) | ((Lh[l + 96] & 0xF) << 4));
+                qh[l] = (uint8_t)((Lh[l] >> 4) | ((Lh[l + 32] >> 4) << 2) |
+                                  ((Lh[l + 64] >> 4) << 4) | ((Lh[l + 96] >> 4) << 6));
+            }
+        }
+    }
+}
+
+void wlm_q6_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n, int r0,
+                         int r1) {
+    const wlm_block_q8_K *x = xq;
+    const int nb = n / WLM_QK_K;
+    for (int r = r0; r < r1; r++) {
+        const wlm_block_q6_K *row =
+            (const wlm_block_q6_K *)(const void *)((const char *)w + (size_t)r * row_bytes);
+        float sum = 0.0f;
+        for (int b = 0; b < nb; b++) {
+            int32_t isum = 0;
+            for (int h = 0; h < 2; h++) {
+                const uint8_t *ql = row[b].ql + 64 * h, *qh = row[b].qh + 32 * h;
+                const int8_t *sc = row[b].scales + 8 * h, *y = x[b].qs + 128 * h;
+                for (int k = 0; k < 4; k++) {
+                    int32_t s0 = 0, s1 = 0; /* the two 16-element sub-blocks of this quarter */
+                    for (int l = 0; l < 16; l++) {
+                        s0 += (q6_K_level(ql, qh, l, k) - 32) * y[32 * k + l];
+                        s1 += (q6_K_level(ql, qh, l + 16, k) - 32) * y[32 * k + l + 16];
+                    }
+                    isum += sc[2 * k] * s0 + sc[2 * k + 1] * s1;
+                }
+            }
+            sum += (wlm_fp16_to_fp32(row[b].d) * x[b].d) * (float)isum;
+        }
+        out[r] = sum;
+    }
+}
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 static const wlm_type_traits traits[WLM_TYPE_COUNT] = {
-    [WLM_TYPE_F32] = {"F32", 1, 4, 1, WLM_TYPE_F32, f32_to_float, f32_from_float,
-                      f32_matvec_ref, f32_matvec_simd},
-    [WLM_TYPE_F16] = {"F16", 1, 2, 1, WLM_TYPE_F32, f16_to_float, f16_from_float, f16_matvec_ref,
-                      f16_matvec_ref},
-    [WLM_TYPE_Q4_0] = {"Q4_0", 32, 18, 0, WLM_TYPE_Q8_0, NULL, NULL, NULL, NULL},
+    [WLM_TYPE_F32] = {"F32", 1, 4, 1, WLM_TYPE_F32, f32_to_float, f32_from_float, f32_matvec_ref,
+                      f32_matvec_simd},
+    [WLM_TYPE_F16] = {"F16", 1, 2, 1, WLM_TYPE_F32, f16_to_float, f16_from_float,
+                      wlm_f16_matvec_ref, wlm_f16_matvec_simd},
+    [WLM_TYPE_Q4_0] = {"Q4_0", 32, 18, 1, WLM_TYPE_Q8_0, q4_0_to_float, q4_0_from_float,
+                       wlm_q4_0_matvec_ref, wlm_q4_0_matvec_simd},
     [WLM_TYPE_Q4_1] = {"Q4_1", 32, 20, 0, 0, NULL, NULL, NULL, NULL},
     [WLM_TYPE_Q5_0] = {"Q5_0", 32, 22, 0, 0, NULL, NULL, NULL, NULL},
     [WLM_TYPE_Q5_1] = {"Q5_1", 32, 24, 0, 0, NULL, NULL, NULL, NULL},
-    [WLM_TYPE_Q8_0] = {"Q8_0", 32, 34, 0, WLM_TYPE_Q8_0, NULL, NULL, NULL, NULL},
+    [WLM_TYPE_Q8_0] = {"Q8_0", 32, 34, 1, WLM_TYPE_Q8_0, q8_0_to_float, wlm_quantize_q8_0_simd,
+                       wlm_q8_0_matvec_ref, wlm_q8_0_matvec_simd},
     [WLM_TYPE_Q8_1] = {"Q8_1", 32, 36, 0, 0, NULL, NULL, NULL, NULL},
     [WLM_TYPE_Q2_K] = {"Q2_K", 256, 84, 0, 0, NULL, NULL, NULL, NULL},
     [WLM_TYPE_Q3_K] = {"Q3_K", 256, 110, 0, 0, NULL, NULL, NULL, NULL},
-    [WLM_TYPE_Q4_K] = {"Q4_K", 256, 144, 0, WLM_TYPE_Q8_K, NULL, NULL, NULL, NULL},
+    [WLM_TYPE_Q4_K] = {"Q4_K", 256, 144, 1, WLM_TYPE_Q8_K, q4_K_to_float, q4_K_from_float,
+                       wlm_q4_K_matvec_ref, wlm_q4_K_matvec_simd},
     [WLM_TYPE_Q5_K] = {"Q5_K", 256, 176, 0, 0, NULL, NULL, NULL, NULL},
-    [WLM_TYPE_Q6_K] = {"Q6_K", 256, 210, 0, WLM_TYPE_Q8_K, NULL, NULL, NULL, NULL},
-    [WLM_TYPE_Q8_K] = {"Q8_K", 256, 292, 0, 0, NULL, NULL, NULL, NULL},
+    [WLM_TYPE_Q6_K] = {"Q6_K", 256, 210, 1, WLM_TYPE_Q8_K, q6_K_to_float, q6_K_from_float,
+                       wlm_q6_K_matvec_ref, wlm_q6_K_matvec_simd},
+    /* activations only: no weight kernels */
+    [WLM_TYPE_Q8_K] = {"Q8_K", 256, 292, 0, 0, q8_K_to_float, wlm_quantize_q8_K_simd, NULL, NULL},
     [WLM_TYPE_BF16] = {"BF16", 1, 2, 0, 0, NULL, NULL, NULL, NULL},
 };
 

@@ -108,4 +108,68 @@ size_t wlm_row_bytes(int32_t type, int64_t n);
 float wlm_fp16_to_fp32(wlm_fp16 h);
 wlm_fp16 wlm_fp32_to_fp16(float f);
 
+/*
+ * The kernels behind the table, by name, for the tests and the benchmark. Every
+ * `*_simd` function exists in every build: without -msimd128 it is its `*_ref` twin.
+ *
+ * Quantizers (from_float), n a multiple of the block size:
+ * - Q8_0 (activations and weights): d = max|x| / 127 per block of 32, q = round(x / d) (half
+ *   away from zero), d stored as fp16.
+ * - Q4_0: d = m / -8 where m is the block's value of largest magnitude, q = min(15, (int)(x/d +
+ *   8.5)), stored as nibbles (element j low, j+16 high); value = (q - 8) * d.
+ * - Q4_K: per 32-element sub-block a scale and a min fitted by weighted least squares over a
+ *   small grid of candidate steps (ggml's reference algorithm), both quantized to 6 bits against
+ *   the super-block's fp16 d and dmin; q in 0..15; value = d*sc*q - dmin*m.
+ * - Q6_K: per 16-element sub-block a signed scale fitted by weighted least squares (weights x^2)
+ *   over candidate steps, quantized to int8 against the super-block's fp16 d; q in 0..63;
+ *   value = d * sc * (q - 32).
+ * - Q8_K (activations for the K-quants): d = -max/127 in float where max is the element of
+ *   largest magnitude, q = round(x / d) (half to even), plus the sums of each 16 quants.
+ * The SIMD quantizers of Q8_0 and Q8_K write exactly the reference's bytes for finite input.
+ *
+ * Matrix-vector kernels (wlm_qmatvec_fn): per block an exact integer dot product of the weight
+ * quants with the activation quants, then one float multiply by the block's scales; the SIMD
+ * versions differ from the references only in the order of the float additions.
+ */
+void wlm_quantize_q8_0_ref(const float *x, void *dst, int64_t n);
+void wlm_quantize_q8_0_simd(const float *x, void *dst, int64_t n);
+void wlm_quantize_q8_K_ref(const float *x, void *dst, int64_t n);
+void wlm_quantize_q8_K_simd(const float *x, void *dst, int64_t n);
+
+void wlm_f16_matvec_ref(float *out, const void *w, size_t row_bytes, const void *x, int n, int r0,
+                        int r1);
+void wlm_q8_0_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                         int r0, int r1);
+void wlm_q4_0_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                         int r0, int r1);
+void wlm_q4_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                         int r0, int r1);
+void wlm_q6_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                         int r0, int r1);
+
+void wlm_f16_matvec_simd(float *out, const void *w, size_t row_bytes, const void *x, int n,
+                         int r0, int r1);
+void wlm_q8_0_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1);
+void wlm_q4_0_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1);
+void wlm_q4_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1);
+void wlm_q6_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1);
+
+/* 1 when quant_simd.c was compiled with SIMD128, else 0 (the *_simd names are the refs). */
+int wlm_quant_have_simd(void);
+
+/* The 6-bit scale and min of sub-block j (0..7) of a Q4_K block's 12 packed bytes. */
+static inline void wlm_q4_K_scale_min(const uint8_t *s, int j, uint8_t *sc, uint8_t *m) {
+    if (j < 4) {
+        *sc = s[j] & 63;
+        *m = s[j + 4] & 63;
+    } else {
+        *sc = (uint8_t)((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
+        *m = (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
+    }
+}
+
 #endif

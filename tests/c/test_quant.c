@@ -1,0 +1,781 @@
+/*
+ * test_quant.c — the element types of quant.h: binary16 conversions on all 65536 halves, the
+ * ggml block layouts against hand-built bytes, the quantizers (known vectors and error bounds),
+ * every matrix-vector kernel against dequantize-then-dot in double, and the SIMD128 kernels and
+ * quantizers against their scalar references on odd row counts, row ranges, padded rows and rows
+ * longer than the SIMD kernels' column chunk. Natively the *_simd names are the references, so
+ * the SIMD comparisons that matter run in the Emscripten build (-msimd128, node).
+ */
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quant.h"
+#include "test_util.h"
+
+static tu_rng rng = {20251122u};
+
+static float gauss(void) {
+    /* Box-Muller; u1 in (0, 1] */
+    double u1 = 1.0 - (double)tu_rng_uniform(&rng, 0.0f, 1.0f),
+           u2 = tu_rng_uniform(&rng, 0.0f, 1.0f);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+static uint32_t bits_from_f32(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+/* The exact value of a half, computed independently with ldexp. */
+static double half_value(uint16_t h) {
+    const int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
+    double v;
+    if (e == 31)
+        v = m ? NAN : INFINITY;
+    else if (e == 0)
+        v = ldexp((double)m, -24);
+    else
+        v = ldexp(1024.0 + m, e - 25);
+    return s ? -v : v;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static void test_fp16(void) {
+    tu_section("fp16: all 65536 halves, rounding of floats");
+    int bad_value = 0, bad_trip = 0, bad_nan = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        const float f = wlm_fp16_to_fp32((wlm_fp16)h);
+        const double want = half_value((uint16_t)h);
+        if (isnan(want)) {
+            if (!isnan(f) || (bits_from_f32(f) >> 31) != (h >> 15)) bad_nan++;
+            const wlm_fp16 back = wlm_fp32_to_fp16(f);
+            if ((back & 0x7c00) != 0x7c00 || (back & 0x3ff) == 0 || (back >> 15) != (h >> 15))
+                bad_nan++;
+            continue;
+        }
+        if ((double)f != want || !!signbit(f) != (int)(h >> 15)) bad_value++;
+        if (wlm_fp32_to_fp16(f) != h) bad_trip++;
+    }
+    CHECKF(bad_value == 0, "%d halves convert to the wrong float", bad_value);
+    CHECKF(bad_trip == 0, "%d halves do not survive the round trip", bad_trip);
+    CHECKF(bad_nan == 0, "%d NaN halves mishandled", bad_nan);
+
+    /* Down-conversion picks the nearest half, ties to even. */
+    CHECK_EQ_INT(wlm_fp32_to_fp16(65504.0f), 0x7bff);
+    CHECK_EQ_INT(wlm_fp32_to_fp16(65519.99f), 0x7bff);
+    CHECK_EQ_INT(wlm_fp32_to_fp16(65520.0f), 0x7c00); /* ties away to Inf (even) */
+    CHECK_EQ_INT(wlm_fp32_to_fp16(-1e9f), 0xfc00);
+    CHECK_EQ_INT(wlm_fp32_to_fp16(1.0f + 1.0f / 2048), 0x3c00); /* tie: to even (down) */
+    CHECK_EQ_INT(wlm_fp32_to_fp16(1.0f + 3.0f / 2048), 0x3c02); /* tie: to even (up) */
+    CHECK_EQ_INT(wlm_fp32_to_fp16(ldexpf(1.0f, -24)), 0x0001);  /* smallest subnormal */
+    CHECK_EQ_INT(wlm_fp32_to_fp16(ldexpf(1.0f, -25)), 0x0000);  /* tie between 0 and it: 0 */
+    CHECK_EQ_INT(wlm_fp32_to_fp16(ldexpf(1.5f, -25)), 0x0001);
+    CHECK_EQ_INT(wlm_fp32_to_fp16(ldexpf(3.0f, -25)), 0x0002);    /* tie 1.5 ulp: to even */
+    CHECK_EQ_INT(wlm_fp32_to_fp16(ldexpf(1023.5f, -24)), 0x0400); /* rounds up into normals */
+    CHECK_EQ_INT(wlm_fp32_to_fp16(-0.0f), 0x8000);
+    int bad_near = 0;
+    for (int i = 0; i < 200000; i++) {
+        /* random floats across the half range, exponents 2^-26 .. 2^16 */
+        const float f =
+            ldexpf(tu_rng_uniform(&rng, 1.0f, 2.0f), (int)(tu_rng_u64(&rng) % 43) - 26) *
+            ((tu_rng_u64(&rng) & 1) ? -1.0f : 1.0f);
+        const wlm_fp16 h = wlm_fp32_to_fp16(f);
+        const double v = half_value(h);
+        if (isinf(v)) {
+            if (fabs((double)f) < 65520.0) bad_near++;
+            continue;
+        }
+        /* neighbours of h in magnitude */
+        const uint16_t mag = h & 0x7fff;
+        const double up = half_value((uint16_t)((h & 0x8000) | (mag + 1)));
+        const double dn = mag ? half_value((uint16_t)((h & 0x8000) | (mag - 1))) : -v;
+        const double e = fabs((double)f - v);
+        if ((!isinf(up) && fabs((double)f - up) < e) || fabs((double)f - dn) < e) bad_near++;
+        if ((!isinf(up) && fabs((double)f - up) == e && (h & 1)) ||
+            (fabs((double)f - dn) == e && (h & 1)))
+            bad_near++; /* a tie must land on the even one */
+    }
+    CHECKF(bad_near == 0, "%d floats not rounded to the nearest half", bad_near);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+
+static void test_traits(void) {
+    tu_section("type traits");
+    static const struct {
+        int32_t type;
+        const char *name;
+        int32_t bs;
+        size_t ts;
+        int32_t vdt;
+    } weights[] = {
+        {WLM_TYPE_F32, "F32", 1, 4, WLM_TYPE_F32},
+        {WLM_TYPE_F16, "F16", 1, 2, WLM_TYPE_F32},
+        {WLM_TYPE_Q8_0, "Q8_0", 32, 34, WLM_TYPE_Q8_0},
+        {WLM_TYPE_Q4_0, "Q4_0", 32, 18, WLM_TYPE_Q8_0},
+        {WLM_TYPE_Q4_K, "Q4_K", 256, 144, WLM_TYPE_Q8_K},
+        {WLM_TYPE_Q6_K, "Q6_K", 256, 210, WLM_TYPE_Q8_K},
+    };
+    for (size_t i = 0; i < sizeof weights / sizeof weights[0]; i++) {
+        const wlm_type_traits *t = wlm_type_get(weights[i].type);
+        CHECKF(t->name && strcmp(t->name, weights[i].name) == 0, "type %d", (int)weights[i].type);
+        CHECKF(t->supported == 1, "%s supported", weights[i].name);
+        CHECK_EQ_INT(t->block_size, weights[i].bs);
+        CHECK_EQ_INT(t->type_size, weights[i].ts);
+        CHECK_EQ_INT(t->vec_dot_type, weights[i].vdt);
+        CHECKF(t->to_float && t->from_float && t->matvec_ref && t->matvec_simd, "%s functions",
+               weights[i].name);
+        CHECKF(weights[i].vdt == WLM_TYPE_F32 || wlm_type_get(weights[i].vdt)->from_float,
+               "%s activation quantizer", weights[i].name);
+    }
+    const wlm_type_traits *k = wlm_type_get(WLM_TYPE_Q8_K);
+    CHECK(k->name && strcmp(k->name, "Q8_K") == 0);
+    CHECK(k->supported == 0); /* activations only */
+    CHECK(k->to_float && k->from_float == wlm_quantize_q8_K_simd);
+    CHECK(wlm_type_get(WLM_TYPE_Q8_0)->from_float == wlm_quantize_q8_0_simd);
+    CHECK(wlm_type_get(WLM_TYPE_Q5_K)->supported == 0);
+    CHECK(wlm_type_get(-1)->name == NULL && wlm_type_get(WLM_TYPE_COUNT)->name == NULL);
+    CHECK(wlm_type_get(4)->name == NULL); /* a hole in ggml's ids */
+    CHECK_EQ_INT(wlm_row_bytes(WLM_TYPE_Q8_0, 64), 68);
+    CHECK_EQ_INT(wlm_row_bytes(WLM_TYPE_Q4_K, 768), 432);
+    CHECK_EQ_INT(wlm_row_bytes(WLM_TYPE_Q6_K, 512), 420);
+    CHECK_EQ_INT(wlm_row_bytes(WLM_TYPE_Q4_0, 33), 0);
+    CHECK_EQ_INT(wlm_row_bytes(WLM_TYPE_Q4_K, 288), 0);
+    CHECK_EQ_INT(wlm_row_bytes(WLM_TYPE_F16, 7), 14);
+    printf("SIMD128 kernels compiled in: %d\n", wlm_quant_have_simd());
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Block layouts: hand-built bytes, dequantized through the traits.                           */
+
+static void test_layouts(void) {
+    tu_section("block layouts from hand-built bytes");
+    float y[256];
+
+    /* Q4_0: d = 1.0 (0x3C00, little-endian), byte j = j | (15 - j) << 4: element j = j - 8,
+     * element 16 + j = 7 - j. */
+    {
+        uint8_t blk[18] = {0x00, 0x3C};
+        for (int j = 0; j < 16; j++) blk[2 + j] = (uint8_t)(j | ((15 - j) << 4));
+        wlm_type_get(WLM_TYPE_Q4_0)->to_float(blk, y, 32);
+        int bad = 0;
+        for (int j = 0; j < 16; j++) bad += y[j] != (float)(j - 8) || y[16 + j] != (float)(7 - j);
+        CHECKF(bad == 0, "Q4_0: %d elements wrong (y[0]=%g y[15]=%g y[16]=%g)", bad, y[0], y[15],
+               y[16]);
+    }
+    /* Q8_0: d = 2.0 (0x4000), qs = -16..15 */
+    {
+        uint8_t blk[34] = {0x00, 0x40};
+        for (int j = 0; j < 32; j++) blk[2 + j] = (uint8_t)(int8_t)(j - 16);
+        wlm_type_get(WLM_TYPE_Q8_0)->to_float(blk, y, 32);
+        int bad = 0;
+        for (int j = 0; j < 32; j++) bad += y[j] != 2.0f * (float)(j - 16);
+        CHECKF(bad == 0, "Q8_0: %d elements wrong", bad);
+    }
+    /* Q4_K: d = 1.0, dmin = 0.25 (0x3400); scales (sc, m) of the 8 sub-blocks packed by hand:
+     * sc = 1 2 3 4 33 50 63 17, m = 5 6 7 8 40 20 63 0. */
+    {
+        static const uint8_t sc[8] = {1, 2, 3, 4, 33, 50, 63, 17},
+                             mn[8] = {5, 6, 7, 8, 40, 20, 63, 0};
+        static const uint8_t packed[12] = {0x81, 0xC2, 0xC3, 0x44, 0x85, 0x46,
+                                           0xC7, 0x08, 0x81, 0x42, 0xFF, 0x01};
+        uint8_t blk[144] = {0x00, 0x3C, 0x00, 0x34};
+        memcpy(blk + 4, packed, 12);
+        for (int i = 0; i < 128; i++) {
+            const int l = i % 16;
+            blk[16 + i] = (uint8_t)(l | ((15 - l) << 4));
+        }
+        int bad_sm = 0;
+        for (int j = 0; j < 8; j++) {
+            uint8_t s, m;
+            wlm_q4_K_scale_min(packed, j, &s, &m);
+            bad_sm += s != sc[j] || m != mn[j];
+        }
+        CHECKF(bad_sm == 0, "Q4_K: %d scale/min pairs unpacked wrong", bad_sm);
+        wlm_type_get(WLM_TYPE_Q4_K)->to_float(blk, y, 256);
+        int bad = 0;
+        for (int c = 0; c < 4; c++)
+            for (int l = 0; l < 32; l++) {
+                const float lo = (float)sc[2 * c] * (float)(l % 16) - 0.25f * (float)mn[2 * c];
+                const float hi =
+                    (float)sc[2 * c + 1] * (float)(15 - l % 16) - 0.25f * (float)mn[2 * c + 1];
+                bad += y[64 * c + l] != lo || y[64 * c + 32 + l] != hi;
+            }
+        CHECKF(bad == 0, "Q4_K: %d elements wrong (y[0]=%g y[32]=%g y[255]=%g)", bad, y[0], y[32],
+               y[255]);
+    }
+    /* Q6_K: d = 0.5 (0x3800) at the end, scales[g] = g - 8. Levels: element 0 = 5 (ql[0] low,
+     * qh[0] bits 0-1 = 0), element 32 = 12 | 1 << 4 (ql[32] low, qh[0] bits 2-3), element 64 =
+     * 10 | 2 << 4 (ql[0] high, bits 4-5), element 96 = 7 | 3 << 4 (ql[32] high, bits 6-7);
+     * every other level 0. value = d * scale * (level - 32). */
+    {
+        uint8_t blk[210] = {0};
+        blk[0] = 0xA5;
+        blk[32] = 0x7C;
+        blk[128] = 0xE4;
+        for (int g = 0; g < 16; g++) blk[192 + g] = (uint8_t)(int8_t)(g - 8);
+        blk[208] = 0x00;
+        blk[209] = 0x38;
+        wlm_type_get(WLM_TYPE_Q6_K)->to_float(blk, y, 256);
+        CHECK_NEAR(y[0], 108.0, 0);    /* 0.5 * -8 * (5 - 32) */
+        CHECK_NEAR(y[32], 12.0, 0);    /* 0.5 * -6 * (28 - 32) */
+        CHECK_NEAR(y[64], -20.0, 0);   /* 0.5 * -4 * (42 - 32) */
+        CHECK_NEAR(y[96], -23.0, 0);   /* 0.5 * -2 * (55 - 32) */
+        CHECK_NEAR(y[1], 128.0, 0);    /* 0.5 * -8 * (0 - 32) */
+        CHECK_NEAR(y[17], 112.0, 0);   /* group 1: 0.5 * -7 * -32 */
+        CHECK_NEAR(y[128], 0.0, 0);    /* group 8: scale 0 */
+        CHECK_NEAR(y[255], -112.0, 0); /* group 15: 0.5 * 7 * -32 */
+    }
+    /* Q8_K: float d, then 256 int8, then 16 int16 sums */
+    {
+        wlm_block_q8_K b;
+        b.d = 0.5f;
+        for (int j = 0; j < 256; j++) b.qs[j] = (int8_t)(j - 128);
+        wlm_type_get(WLM_TYPE_Q8_K)->to_float(&b, y, 256);
+        int bad = 0;
+        for (int j = 0; j < 256; j++) bad += y[j] != 0.5f * (float)(j - 128);
+        CHECKF(bad == 0, "Q8_K: %d elements wrong", bad);
+        CHECK_EQ_INT(offsetof(wlm_block_q8_K, qs), 4);
+        CHECK_EQ_INT(offsetof(wlm_block_q8_K, bsums), 260);
+        CHECK_EQ_INT(offsetof(wlm_block_q6_K, d), 208);
+        CHECK_EQ_INT(offsetof(wlm_block_q4_K, qs), 16);
+    }
+}
+
+/* Level (0..63) of element e of a Q6_K block, straight from the layout. */
+static int q6_level(const wlm_block_q6_K *b, int e) {
+    const int h = e / 128, l = e % 32, k = e % 128 / 32;
+    const int lo = (b->ql[64 * h + l + 32 * (k & 1)] >> (4 * (k >> 1))) & 0xF;
+    return lo | (((b->qh[32 * h + l] >> (2 * k)) & 3) << 4);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Quantizers: known vectors.                                                                 */
+
+static void test_known_vectors(void) {
+    tu_section("quantizers: known vectors");
+    float x[256];
+    /* Q8_0: amax 127 -> d = 1; roundf: half away from zero */
+    {
+        static const float in[8] = {127.0f, -63.5f, 0.5f, -0.5f, 1.49f, 2.5f, -2.5f, -127.0f};
+        static const int8_t want[8] = {127, -64, 1, -1, 1, 3, -3, -127};
+        memset(x, 0, sizeof x);
+        memcpy(x, in, sizeof in);
+        wlm_block_q8_0 r, s;
+        wlm_quantize_q8_0_ref(x, &r, 32);
+        wlm_quantize_q8_0_simd(x, &s, 32);
+        CHECK_EQ_INT(r.d, 0x3C00);
+        int bad = 0;
+        for (int j = 0; j < 32; j++) bad += r.qs[j] != (j < 8 ? want[j] : 0);
+        CHECKF(bad == 0, "Q8_0: %d quants wrong", bad);
+        CHECK(memcmp(&r, &s, sizeof r) == 0);
+    }
+    /* Q4_0: the extreme -8 gives d = 1; level = min(15, trunc(x + 8.5)) */
+    {
+        static const float in[8] = {-8.0f, 7.5f, 0.5f, -0.5f, 3.2f, 7.9f, -7.6f, 0.0f};
+        static const int want[8] = {0, 15, 9, 8, 11, 15, 0, 8};
+        memset(x, 0, sizeof x);
+        memcpy(x, in, sizeof in);
+        wlm_block_q4_0 b;
+        wlm_type_get(WLM_TYPE_Q4_0)->from_float(x, &b, 32);
+        CHECK_EQ_INT(b.d, 0x3C00);
+        int bad = 0;
+        for (int j = 0; j < 16; j++) {
+            bad += (b.qs[j] & 0xF) != (j < 8 ? want[j] : 8);
+            bad += (b.qs[j] >> 4) != 8;
+        }
+        CHECKF(bad == 0, "Q4_0: %d levels wrong", bad);
+        /* a positive extreme gives a negative d */
+        memset(x, 0, sizeof x);
+        x[0] = 8.0f;
+        x[17] = -4.0f;
+        wlm_type_get(WLM_TYPE_Q4_0)->from_float(x, &b, 32);
+        CHECK_EQ_INT(b.d, 0xBC00);
+        CHECK_EQ_INT(b.qs[0] & 0xF, 0);
+        CHECK_EQ_INT(b.qs[1] >> 4, 12);
+        float y[32];
+        wlm_type_get(WLM_TYPE_Q4_0)->to_float(&b, y, 32);
+        CHECK(y[0] == 8.0f && y[17] == -4.0f && y[5] == 0.0f);
+    }
+    /* Q8_K: the element of largest magnitude (-2, at 5) maps to -127: iscale = -127 / -2 = 63.5,
+     * ties to even */
+    {
+        memset(x, 0, sizeof x);
+        x[5] = -2.0f;
+        x[6] = 1.0f;          /* 63.5 -> 64 (even) */
+        x[7] = 0.5f;          /* 31.75 -> 32 */
+        x[8] = 3.0f / 127.0f; /* 1.5 -> 2 (even) */
+        x[200] = -1.0f;       /* -63.5 -> -64 */
+        wlm_block_q8_K r, s;
+        wlm_quantize_q8_K_ref(x, &r, 256);
+        wlm_quantize_q8_K_simd(x, &s, 256);
+        CHECK_NEAR(r.d, 1.0 / 63.5, 1e-9);
+        CHECK(r.qs[5] == -127 && r.qs[6] == 64 && r.qs[7] == 32 && r.qs[8] == 2 &&
+              r.qs[200] == -64);
+        CHECK_EQ_INT(r.bsums[0], -127 + 64 + 32 + 2);
+        CHECK_EQ_INT(r.bsums[12], -64);
+        CHECK(memcmp(&r, &s, sizeof r) == 0);
+        /* a tie in magnitude between +2 and -2: the first one decides the sign */
+        x[3] = 2.0f;
+        wlm_quantize_q8_K_ref(x, &r, 256);
+        wlm_quantize_q8_K_simd(x, &s, 256);
+        CHECK(r.qs[3] == -127 && r.qs[5] == 127 && r.d < 0);
+        CHECK(memcmp(&r, &s, sizeof r) == 0);
+        x[3] = -2.0f;
+        x[5] = 2.0f;
+        wlm_quantize_q8_K_ref(x, &r, 256);
+        wlm_quantize_q8_K_simd(x, &s, 256);
+        CHECK(r.qs[3] == -127 && r.qs[5] == 127 && r.d > 0);
+        CHECK(memcmp(&r, &s, sizeof r) == 0);
+        memset(x, 0, sizeof x);
+        wlm_quantize_q8_K_ref(x, &r, 256);
+        CHECK(r.d == 0.0f && r.qs[0] == 0 && r.bsums[15] == 0);
+    }
+    /* Q4_K: a sub-block holding 0..15 fits scale 1, min 0 exactly; the 6-bit scale against the
+     * fp16 d = 1/63 costs at most 15 * 2^-12 */
+    {
+        for (int i = 0; i < 256; i++) x[i] = (float)(i % 16);
+        wlm_block_q4_K b;
+        wlm_type_get(WLM_TYPE_Q4_K)->from_float(x, &b, 256);
+        float y[256];
+        wlm_type_get(WLM_TYPE_Q4_K)->to_float(&b, y, 256);
+        double worst = 0;
+        for (int i = 0; i < 256; i++) worst = fmax(worst, fabs((double)y[i] - x[i]));
+        CHECKF(worst <= 15.0 / 4096, "Q4_K ramp: worst error %g", worst);
+        uint8_t s, m;
+        wlm_q4_K_scale_min(b.scales, 3, &s, &m);
+        CHECK(s == 63 && m == 0);
+        CHECK_EQ_INT(b.qs[0] & 0xF, 0);
+        CHECK_EQ_INT(b.qs[15] & 0xF, 15);
+    }
+    /* Q6_K: every sub-block holds -4..3.5 in steps of 1/2: the extreme -4 maps to level -32
+     * with step 1/8, the super-block d = -2^-10 and scale -128 are exact: lossless */
+    {
+        for (int i = 0; i < 256; i++) x[i] = (float)(i % 16 - 8) * 0.5f;
+        wlm_block_q6_K b;
+        wlm_type_get(WLM_TYPE_Q6_K)->from_float(x, &b, 256);
+        float y[256];
+        wlm_type_get(WLM_TYPE_Q6_K)->to_float(&b, y, 256);
+        int bad = 0;
+        for (int i = 0; i < 256; i++) bad += y[i] != x[i];
+        CHECKF(bad == 0, "Q6_K: %d elements not reproduced (y[0]=%g y[15]=%g)", bad, y[0], y[15]);
+        CHECK_EQ_INT(b.d, 0x9400); /* -2^-10 */
+        CHECK_EQ_INT(b.scales[0], -128);
+        CHECK_EQ_INT(q6_level(&b, 0), 0);   /* -4 / (1/8) + 32 */
+        CHECK_EQ_INT(q6_level(&b, 15), 60); /* 3.5 / (1/8) + 32 */
+        memset(x, 0, sizeof x);
+        wlm_type_get(WLM_TYPE_Q6_K)->from_float(x, &b, 256);
+        wlm_type_get(WLM_TYPE_Q6_K)->to_float(&b, y, 256);
+        CHECK(b.d == 0 && y[0] == 0.0f && y[255] == 0.0f);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Matrix-vector products on tiny hand-computed inputs.                                       */
+
+static void test_tiny_matvec(void) {
+    tu_section("matvec: hand-computed blocks");
+    /* Q8_0: w = 0.5 * (j - 16), x = 0.25 * 1: sum (j - 16) = -16, times 0.125 = -2 */
+    {
+        wlm_block_q8_0 w = {0x3800, {0}}, x = {0x3400, {0}};
+        for (int j = 0; j < 32; j++) {
+            w.qs[j] = (int8_t)(j - 16);
+            x.qs[j] = 1;
+        }
+        float o1 = 0, o2 = 0;
+        wlm_q8_0_matvec_ref(&o1, &w, sizeof w, &x, 32, 0, 1);
+        wlm_q8_0_matvec_simd(&o2, &w, sizeof w, &x, 32, 0, 1);
+        CHECK(o1 == -2.0f && o2 == -2.0f);
+    }
+    /* Q4_0: w = j - 8 (j < 16) and 7 - j (16 + j), x = element index: 280 - 528 = -248 */
+    {
+        wlm_block_q4_0 w = {0x3C00, {0}};
+        wlm_block_q8_0 x = {0x3C00, {0}};
+        for (int j = 0; j < 16; j++) w.qs[j] = (uint8_t)(j | ((15 - j) << 4));
+        for (int j = 0; j < 32; j++) x.qs[j] = (int8_t)j;
+        float o1 = 0, o2 = 0;
+        wlm_q4_0_matvec_ref(&o1, &w, sizeof w, &x, 32, 0, 1);
+        wlm_q4_0_matvec_simd(&o2, &w, sizeof w, &x, 32, 0, 1);
+        CHECK(o1 == -248.0f && o2 == -248.0f);
+    }
+    /* Q4_K: d = 1, dmin = 0.5, every scale 1 and min 2, nibbles 1 (low) and 2 (high): values 0
+     * and 1; x = 0.5 * 2 everywhere: 128 ones times 1 = 128 */
+    {
+        wlm_block_q4_K w;
+        memset(&w, 0, sizeof w);
+        w.d = 0x3C00;
+        w.dmin = 0x3800;
+        static const uint8_t packed[12] = {1, 1, 1, 1, 2, 2, 2, 2, 0x21, 0x21, 0x21, 0x21};
+        memcpy(w.scales, packed, 12);
+        memset(w.qs, 0x21, sizeof w.qs);
+        wlm_block_q8_K x;
+        x.d = 0.5f;
+        memset(x.qs, 2, sizeof x.qs);
+        for (int g = 0; g < 16; g++) x.bsums[g] = 32;
+        float o1 = 0, o2 = 0, y[256];
+        wlm_type_get(WLM_TYPE_Q4_K)->to_float(&w, y, 256);
+        CHECK(y[0] == 0.0f && y[32] == 1.0f && y[200] == 0.0f && y[255] == 1.0f);
+        wlm_q4_K_matvec_ref(&o1, &w, sizeof w, &x, 256, 0, 1);
+        wlm_q4_K_matvec_simd(&o2, &w, sizeof w, &x, 256, 0, 1);
+        CHECK(o1 == 128.0f && o2 == 128.0f);
+    }
+    /* Q6_K: d = 1, scales 1, every level 33 (value 1: ql nibbles 1, qh bits 0b10); x = 0.25 * 4 */
+    {
+        wlm_block_q6_K w;
+        memset(w.ql, 0x11, sizeof w.ql);
+        memset(w.qh, 0xAA, sizeof w.qh);
+        memset(w.scales, 1, sizeof w.scales);
+        w.d = 0x3C00;
+        wlm_block_q8_K x;
+        x.d = 0.25f;
+        memset(x.qs, 4, sizeof x.qs);
+        for (int g = 0; g < 16; g++) x.bsums[g] = 64;
+        float o1 = 0, o2 = 0, y[256];
+        wlm_type_get(WLM_TYPE_Q6_K)->to_float(&w, y, 256);
+        CHECK(y[0] == 1.0f && y[127] == 1.0f && y[255] == 1.0f);
+        wlm_q6_K_matvec_ref(&o1, &w, sizeof w, &x, 256, 0, 1);
+        wlm_q6_K_matvec_simd(&o2, &w, sizeof w, &x, 256, 0, 1);
+        CHECK(o1 == 256.0f && o2 == 256.0f);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Quantize -> dequantize: per-element bounds and overall quality on Gaussian data.           */
+
+static double dist_to_range(double v, double lo, double hi) {
+    if (lo > hi) {
+        const double t = lo;
+        lo = hi;
+        hi = t;
+    }
+    return v < lo ? lo - v : v > hi ? v - hi : 0.0;
+}
+
+static void test_roundtrip(int32_t type, double max_rel_rmse) {
+    const wlm_type_traits *t = wlm_type_get(type);
+    const int n = 4096;
+    float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
+    void *q = malloc(wlm_row_bytes(type, n));
+    int bad = 0, first = -1;
+    double se = 0, sx = 0;
+    for (int trial = 0; trial < 4; trial++) {
+        for (int i = 0; i < n; i++) {
+            x[i] = gauss() * (trial == 1 ? 1e-3f : trial == 2 ? 30.0f : 1.0f);
+            if (trial == 3 && i % 97 == 0) x[i] *= 20.0f;         /* outliers */
+            if (trial == 3 && i >= 1024 && i < 1536) x[i] = 0.0f; /* all-zero blocks */
+            if (trial == 3 && i >= 2048 && i < 2304) x[i] = fabsf(x[i]) + 1.0f; /* one sign */
+        }
+        t->from_float(x, q, n);
+        t->to_float(q, y, n);
+        for (int i = 0; i < n; i++) {
+            const double e = fabs((double)x[i] - y[i]);
+            double bound;
+            if (type == WLM_TYPE_Q8_0) {
+                const wlm_block_q8_0 *b = (const wlm_block_q8_0 *)q + i / 32;
+                float amax = 0;
+                for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[i / 32 * 32 + j]));
+                const double d = amax / 127.0f, d16 = wlm_fp16_to_fp32(b->d);
+                bound = d / 2 + 127 * fabs(d - d16) + 1e-6 * fabs(x[i]);
+            } else if (type == WLM_TYPE_Q4_0) {
+                const wlm_block_q4_0 *b = (const wlm_block_q4_0 *)q + i / 32;
+                float amax = 0, max = 0;
+                for (int j = 0; j < 32; j++)
+                    if (fabsf(x[i / 32 * 32 + j]) > amax) {
+                        amax = fabsf(x[i / 32 * 32 + j]);
+                        max = x[i / 32 * 32 + j];
+                    }
+                const double d = max / -8.0f, d16 = wlm_fp16_to_fp32(b->d);
+                const int lvl = i % 32 < 16 ? (b->qs[i % 32] & 0xF) : (b->qs[i % 32 - 16] >> 4);
+                /* the positive end (level 15) is one step short of the extreme: error up to d */
+                bound = (lvl == 15 ? fabs(d) : fabs(d) / 2) + 8 * fabs(d - d16) + 1e-6 * fabs(x[i]);
+            } else if (type == WLM_TYPE_Q4_K) {
+                const wlm_block_q4_K *b = (const wlm_block_q4_K *)q + i / 256;
+                uint8_t sc, m;
+                wlm_q4_K_scale_min(b->scales, i % 256 / 32, &sc, &m);
+                const double dj = wlm_fp16_to_fp32(b->d) * sc, dm = wlm_fp16_to_fp32(b->dmin) * m;
+                const double slack = 1e-5 * (fabs(x[i]) + dm + 15 * dj);
+                if (dj == 0)
+                    bound = (y[i] == (float)-dm) ? INFINITY : -1; /* value is -dm */
+                else
+                    bound = dist_to_range(x[i], -dm, 15 * dj - dm) + dj / 2 + slack;
+            } else if (type == WLM_TYPE_Q6_K) {
+                const wlm_block_q6_K *b = (const wlm_block_q6_K *)q + i / 256;
+                const double dg = wlm_fp16_to_fp32(b->d) * b->scales[i % 256 / 16];
+                if (dg == 0)
+                    bound = y[i] == 0.0f ? INFINITY : -1;
+                else
+                    bound = dist_to_range(x[i], -32 * dg, 31 * dg) + fabs(dg) / 2 +
+                            1e-5 * (fabs(x[i]) + 32 * fabs(dg));
+            } else { /* Q8_K */
+                const wlm_block_q8_K *b = (const wlm_block_q8_K *)q + i / 256;
+                bound = fabs(b->d) * 0.5 * (1 + 1e-5) + 1e-7 * fabs(x[i]);
+            }
+            if (!(e <= bound)) {
+                bad++;
+                if (first < 0) first = i + n * trial;
+            }
+            if (trial == 0) {
+                se += e * e;
+                sx += (double)x[i] * x[i];
+            }
+        }
+        if (type == WLM_TYPE_Q8_K) { /* the group sums are the sums of the stored quants */
+            const wlm_block_q8_K *b = q;
+            for (int k = 0; k < n / 256; k++)
+                for (int g = 0; g < 16; g++) {
+                    int s = 0;
+                    for (int j = 0; j < 16; j++) s += b[k].qs[16 * g + j];
+                    if (s != b[k].bsums[g]) bad++;
+                }
+        }
+    }
+    const double rel = sqrt(se / sx);
+    CHECKF(bad == 0, "%s: %d elements beyond their bound (first %d)", t->name, bad, first);
+    CHECKF(rel <= max_rel_rmse, "%s: rms error %.4f of rms value, want <= %.4f", t->name, rel,
+           max_rel_rmse);
+    printf("%s: quantize->dequantize rms error %.4f of rms value (Gaussian data)\n", t->name, rel);
+    free(x);
+    free(y);
+    free(q);
+}
+
+/* The SIMD activation quantizers write the reference's bytes. */
+static void test_quantizer_simd(void) {
+    tu_section("activation quantizers: SIMD bytes == reference bytes");
+    const int n = 8192;
+    float *x = malloc(n * sizeof(float));
+    void *a = malloc(wlm_row_bytes(WLM_TYPE_Q8_K, n) + 64),
+         *b = malloc(wlm_row_bytes(WLM_TYPE_Q8_K, n) + 64);
+    for (int trial = 0; trial < 6; trial++) {
+        for (int i = 0; i < n; i++) {
+            switch (trial) {
+            case 0:
+                x[i] = gauss();
+                break;
+            case 1:
+                x[i] = (float)((int)(tu_rng_u64(&rng) % 255) - 127) * 0.5f;
+                break; /* .5 ties */
+            case 2:
+                x[i] = (i / 256) % 2 ? 0.0f : gauss() * 1e-30f;
+                break; /* zero and tiny blocks */
+            case 3:
+                x[i] = (float)(i % 7) - 3.0f;
+                break; /* +-3 ties in magnitude */
+            case 4:
+                x[i] = gauss() * 1e4f;
+                break;
+            default: /* specials: no crash, same bytes */
+                x[i] = gauss();
+                if (i % 50 == 1) x[i] = NAN;
+                if (i % 333 == 2) x[i] = INFINITY;
+                if (i % 777 == 3) x[i] = -INFINITY;
+                if (i % 91 == 4) x[i] = 1e-42f; /* subnormal */
+                break;
+            }
+        }
+        for (int pass = 0; pass < 2; pass++) {
+            const int32_t type = pass ? WLM_TYPE_Q8_K : WLM_TYPE_Q8_0;
+            const size_t bytes = wlm_row_bytes(type, n);
+            memset(a, 0x55, bytes);
+            memset(b, 0xAA, bytes);
+            if (pass) {
+                wlm_quantize_q8_K_ref(x, a, n);
+                wlm_quantize_q8_K_simd(x, b, n);
+            } else {
+                wlm_quantize_q8_0_ref(x, a, n);
+                wlm_quantize_q8_0_simd(x, b, n);
+            }
+            if (trial < 5) {
+                CHECKF(memcmp(a, b, bytes) == 0, "%s trial %d: SIMD bytes differ",
+                       wlm_type_get(type)->name, trial);
+            } else { /* with NaN and Inf only the finite blocks must agree */
+                const size_t bs = wlm_type_get(type)->type_size,
+                             per = (size_t)wlm_type_get(type)->block_size;
+                int diff = 0, finite_blocks = 0;
+                for (size_t k = 0; k < (size_t)n / per; k++) {
+                    int finite = 1;
+                    for (size_t j = 0; j < per; j++) finite &= isfinite(x[k * per + j]) != 0;
+                    if (!finite) continue;
+                    finite_blocks++;
+                    diff += memcmp((char *)a + k * bs, (char *)b + k * bs, bs) != 0;
+                }
+                CHECKF(diff == 0, "%s: %d of %d finite blocks differ", wlm_type_get(type)->name,
+                       diff, finite_blocks);
+            }
+        }
+    }
+    free(x);
+    free(a);
+    free(b);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Matrix-vector kernels: reference vs dequantize-then-dot in double, SIMD vs reference.      */
+
+typedef struct {
+    int bad_exact, bad_act, bad_simd, bad_outside;
+    double worst_simd;
+} mv_stats;
+
+/* One matrix: `rows` x n of `type` (rows padded by `pad` bytes), rows [r0, r1). */
+static void check_matvec(int32_t type, int rows, int n, int r0, int r1, size_t pad, mv_stats *st) {
+    const wlm_type_traits *t = wlm_type_get(type);
+    const int32_t vdt = t->vec_dot_type;
+    const wlm_type_traits *vt = wlm_type_get(vdt);
+    const size_t row_bytes = wlm_row_bytes(type, n) + pad;
+    unsigned char *w = malloc((size_t)rows * row_bytes + 1);
+    float *wf = malloc((size_t)n * sizeof(float)), *row = malloc((size_t)n * sizeof(float));
+    float *x = malloc((size_t)n * sizeof(float)), *xf = malloc((size_t)n * sizeof(float));
+    float *o1 = malloc((size_t)(rows + 2) * sizeof(float)),
+          *o2 = malloc((size_t)(rows + 2) * sizeof(float));
+    const size_t xq_bytes = vdt == WLM_TYPE_F32 ? (size_t)n * sizeof(float) : wlm_row_bytes(vdt, n);
+    void *xq = malloc(xq_bytes), *xq_ref = malloc(xq_bytes);
+    memset(w, 0x5A, (size_t)rows * row_bytes + 1);
+    for (int r = 0; r < rows; r++) {
+        const float s = r % 3 == 0 ? 0.02f : r % 3 == 1 ? 1.0f : 7.0f;
+        for (int j = 0; j < n; j++) row[j] = gauss() * s;
+        if (r == 1) memset(row, 0, (size_t)n * sizeof(float)); /* an all-zero row */
+        t->from_float(row, w + (size_t)r * row_bytes, n);
+    }
+    for (int j = 0; j < n; j++) x[j] = gauss() * (j % 5 == 0 ? 3.0f : 1.0f);
+    if (vdt == WLM_TYPE_F32) {
+        memcpy(xq, x, xq_bytes);
+        memcpy(xf, x, xq_bytes);
+    } else {
+        vt->from_float(x, xq, n);
+        if (vdt == WLM_TYPE_Q8_0)
+            wlm_quantize_q8_0_ref(x, xq_ref, n);
+        else
+            wlm_quantize_q8_K_ref(x, xq_ref, n);
+        if (memcmp(xq, xq_ref, xq_bytes) != 0) st->bad_exact += 1000000; /* loud */
+        vt->to_float(xq, xf, n);
+    }
+    /* per-element bound of |x - xf|, from the activation format */
+    float *xerr = malloc((size_t)n * sizeof(float));
+    for (int j = 0; j < n; j++) {
+        if (vdt == WLM_TYPE_F32)
+            xerr[j] = 0;
+        else if (vdt == WLM_TYPE_Q8_0) {
+            const int b0 = j / 32 * 32;
+            float amax = 0;
+            for (int k = 0; k < 32; k++) amax = fmaxf(amax, fabsf(x[b0 + k]));
+            const double d = amax / 127.0f,
+                         d16 = wlm_fp16_to_fp32(((const wlm_block_q8_0 *)xq)[j / 32].d);
+            xerr[j] = (float)(d / 2 + 127 * fabs(d - d16) + 1e-6 * fabs(x[j]));
+        } else {
+            xerr[j] = (float)(fabs(((const wlm_block_q8_K *)xq)[j / 256].d) * 0.5 * (1 + 1e-5) +
+                              1e-7 * fabs(x[j]));
+        }
+    }
+    const float sentinel = -12345.5f;
+    for (int r = 0; r < rows + 2; r++) o1[r] = o2[r] = sentinel;
+    t->matvec_ref(o1 + 1, w, row_bytes, xq, n, r0, r1);
+    t->matvec_simd(o2 + 1, w, row_bytes, xq, n, r0, r1);
+    const int nb = n / t->block_size;
+    for (int r = -1; r <= rows; r++) {
+        const float a = o1[r + 1], b = o2[r + 1];
+        if (r < r0 || r >= r1) {
+            if (a != sentinel || b != sentinel) st->bad_outside++;
+            continue;
+        }
+        t->to_float(w + (size_t)r * row_bytes, wf, n);
+        double exact = 0, mag = 0, exact_x = 0, act = 0;
+        for (int j = 0; j < n; j++) {
+            exact += (double)wf[j] * xf[j];
+            mag += fabs((double)wf[j] * xf[j]);
+            exact_x += (double)wf[j] * x[j];
+            act += fabs((double)wf[j]) * xerr[j];
+        }
+        /* float: one rounding per block product and per addition of the running sum */
+        const double tol = (type == WLM_TYPE_F16 ? 1e-5 : (nb + 4) * 1.2e-7) * mag + 1e-30;
+        if (!(fabs(a - exact) <= tol)) st->bad_exact++;
+        if (!(fabs(a - exact_x) <= act + tol + 1e-6 * fabs(exact_x))) st->bad_act++;
+        const double ds = fabs((double)a - b);
+        if (!(ds <= tol)) st->bad_simd++;
+        if (mag > 0 && ds / mag > st->worst_simd) st->worst_simd = ds / mag;
+    }
+    free(w), free(wf), free(row), free(x), free(xf), free(o1), free(o2), free(xq), free(xq_ref),
+        free(xerr);
+}
+
+static void test_matvec_type(int32_t type) {
+    const wlm_type_traits *t = wlm_type_get(type);
+    static const int n32[] = {32, 64, 96, 128, 160, 288, 768, 2048, 4192, 8256};
+    static const int nK[] = {256, 512, 768, 1280, 2048, 4352, 8448};
+    static const int n16[] = {1, 7, 15, 16, 17, 33, 100, 288, 768, 4097};
+    const int *ns = t->block_size == 1 ? n16 : t->block_size == 32 ? n32 : nK;
+    const int count = t->block_size == 1 ? 10 : t->block_size == 32 ? 10 : 7;
+    mv_stats st = {0, 0, 0, 0, 0.0};
+    int cases = 0;
+    for (int i = 0; i < count; i++) {
+        const int n = ns[i];
+        const int rows = n >= 4096 ? 5 : 9;
+        check_matvec(type, rows, n, 0, rows, 0, &st);                    /* all rows */
+        check_matvec(type, rows, n, 2, rows - 1, 0, &st);                /* a range inside */
+        check_matvec(type, 1, n, 0, 1, 0, &st);                          /* one row */
+        check_matvec(type, 7, n, 3, 4, t->block_size == 1 ? 6 : 2, &st); /* padded rows */
+        check_matvec(type, 6, n, 4, 4, 0, &st);                          /* empty range */
+        cases += 5;
+    }
+    CHECKF(st.bad_exact == 0, "%s: %d rows differ from dequantize-then-dot", t->name, st.bad_exact);
+    CHECKF(st.bad_act == 0, "%s: %d rows beyond the activation quantization bound", t->name,
+           st.bad_act);
+    CHECKF(st.bad_simd == 0, "%s: %d SIMD rows differ from the reference beyond float order",
+           t->name, st.bad_simd);
+    CHECKF(st.bad_outside == 0, "%s: %d rows outside the range written", t->name, st.bad_outside);
+    printf("%s: %d matrices; worst |simd - ref| / sum|terms| = %.3g\n", t->name, cases,
+           st.worst_simd);
+}
+
+/* F16 weights with zeros, subnormals, Inf and NaN take the SIMD kernel's slow path. */
+static void test_f16_specials(void) {
+    tu_section("F16 matvec: zeros, subnormals, Inf, NaN");
+    const int n = 200, rows = 4;
+    wlm_fp16 *w = malloc((size_t)rows * n * sizeof(wlm_fp16));
+    float x[200], o1[4], o2[4];
+    for (int j = 0; j < n; j++) x[j] = gauss();
+    for (int r = 0; r < rows; r++)
+        for (int j = 0; j < n; j++) {
+            float v = gauss();
+            if (j % 3 == 0) v = 0.0f;
+            if (j % 5 == 1) v = ldexpf(gauss(), -20); /* subnormal halves */
+            w[r * n + j] = wlm_fp32_to_fp16(v);
+        }
+    w[2 * n + 40] = 0x7c00; /* +Inf in row 2 */
+    w[3 * n + 70] = 0x7e01; /* NaN in row 3 */
+    wlm_f16_matvec_ref(o1, w, n * sizeof(wlm_fp16), x, n, 0, rows);
+    wlm_f16_matvec_simd(o2, w, n * sizeof(wlm_fp16), x, n, 0, rows);
+    for (int r = 0; r < 2; r++) CHECK_NEAR(o1[r], o2[r], 1e-5 * (1 + fabs(o1[r])));
+    CHECK(isinf(o1[2]) && isinf(o2[2]) && (o1[2] > 0) == (o2[2] > 0));
+    CHECK(isnan(o1[3]) && isnan(o2[3]));
+    free(w);
+}
+
+int main(void) {
+    test_fp16();
+    test_traits();
+    test_layouts();
+    test_known_vectors();
+    test_tiny_matvec();
+    tu_section("quantize -> dequantize bounds");
+    test_roundtrip(WLM_TYPE_Q8_0, 0.006);
+    test_roundtrip(WLM_TYPE_Q4_0, 0.10);
+    test_roundtrip(WLM_TYPE_Q4_K, 0.08);
+    test_roundtrip(WLM_TYPE_Q6_K, 0.022);
+    test_roundtrip(WLM_TYPE_Q8_K, 0.008);
+    test_quantizer_simd();
+    tu_section("matvec: reference vs dequantize-then-dot, SIMD vs reference");
+    test_matvec_type(WLM_TYPE_F16);
+    test_matvec_type(WLM_TYPE_Q8_0);
+    test_matvec_type(WLM_TYPE_Q4_0);
+    test_matvec_type(WLM_TYPE_Q4_K);
+    test_matvec_type(WLM_TYPE_Q6_K);
+    test_f16_specials();
+    return TEST_FINISH();
+}
