@@ -4,6 +4,12 @@
  * prints what run.c prints for the same arguments, byte for byte: the prompt's pieces, then the
  * generated ones (single non-printable bytes dropped as run.c's safe_printf does), a newline,
  * and "achieved tok/s" on standard error. -n counts positions, prompt included (0 = seq_len).
+ *     wasmlm quantize IN OUT TYPE [-z tokenizer.bin]   (cli_quantize.c)
+ *     wasmlm tokenize MODEL [--bos]
+ * tokenizes standard input (all of it, bytes as they are) with the vocabulary of MODEL — a GGUF
+ * file (vocabulary only is enough) or a llama2.c tokenizer.bin — and prints the ids separated by
+ * spaces, then a newline. No BOS unless --bos (for GGUF: the vocabulary's add_bos_token /
+ * add_eos_token decide, as llama.cpp's add_special). Special tokens are not parsed.
  * Used for debugging and golden files; the library itself prints nothing.
  */
 #include <ctype.h>
@@ -12,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "tokenizer.h" /* internal: a tokenizer.bin without a model */
 #include "wasmlm.h"
 
 static void usage(void) {
@@ -25,7 +32,11 @@ static void usage(void) {
             "  -n <int>    number of steps to run for, default 256. 0 = max_seq_len\n"
             "  -i <string> input prompt\n"
             "  -z <string> path to the tokenizer, default tokenizer.bin\n"
-            "  -m <string> mode: generate (chat is not supported)\n");
+            "  -m <string> mode: generate (chat is not supported)\n"
+            "Tokenizer:  wasmlm tokenize <model.gguf | tokenizer.bin> [--bos] < text\n"
+            "            prints the token ids of standard input, separated by spaces\n"
+            "Quantize:   wasmlm quantize IN OUT TYPE [-z tokenizer.bin] [--name NAME]\n"
+            "            llama2.c checkpoint or GGUF in, GGUF out; TYPE: F32 F16 Q8_0 Q4_0 Q4_K Q6_K\n");
 }
 
 /* Reads a whole file into a malloc'd buffer (malloc alignment suits float views). */
@@ -56,6 +67,95 @@ static void safe_print(const char *piece, size_t len) {
     fputs(piece, stdout);
 }
 
+/* Reads all of standard input into a malloc'd buffer; NULL on error. */
+static char *read_stdin(size_t *len) {
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, stdin);
+        if (n < cap) break;
+        char *bigger = cap <= ((size_t)-1) / 2 ? realloc(buf, cap * 2) : NULL;
+        if (!bigger) free(buf);
+        buf = bigger;
+        cap *= 2;
+    }
+    if (!buf || ferror(stdin)) {
+        free(buf);
+        return NULL;
+    }
+    *len = n;
+    return buf;
+}
+
+/* wasmlm tokenize MODEL [--bos] */
+int wlm_cli_quantize(int argc, char **argv); /* cli_quantize.c */
+
+static int cmd_tokenize(int argc, char **argv) {
+    const char *path = NULL;
+    int bos = 0, rc = 1;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--bos") == 0) bos = 1;
+        else if (!path && argv[i][0] != '-') path = argv[i];
+        else path = NULL, argc = -1;
+    }
+    if (!path) {
+        fprintf(stderr, "Usage: wasmlm tokenize <model.gguf | tokenizer.bin> [--bos] < text\n");
+        return 1;
+    }
+    size_t size = 0, len = 0;
+    char *text = NULL, err[256] = "";
+    int32_t *ids = NULL;
+    wlm_model *model = NULL;
+    wlm_tokenizer tok;
+    memset(&tok, 0, sizeof tok);
+    void *bytes = read_file(path, &size);
+    if (!bytes) {
+        fprintf(stderr, "wasmlm: cannot read %s\n", path);
+        return 1;
+    }
+    if (size >= 4 && memcmp(bytes, "GGUF", 4) == 0) {
+        /* the model owns (and frees) the buffer, on failure too */
+        int s = wlm_model_load(bytes, size, WLM_LOAD_OWN_BUFFER | WLM_LOAD_VOCAB_ONLY, &model);
+        bytes = NULL;
+        if (s != WLM_OK) {
+            fprintf(stderr, "wasmlm: %s: %s\n", path, wlm_model_errmsg(model));
+            goto out;
+        }
+    } else {
+        /* tokenizer.bin does not say how many entries it holds: all of them, to the end */
+        int32_t n = wlm_tokenizer_count_llama2c(bytes, size, err, sizeof err);
+        int s = n < 0 ? n : wlm_tokenizer_load_llama2c(&tok, bytes, size, n, err, sizeof err);
+        if (s != WLM_OK) {
+            fprintf(stderr, "wasmlm: %s: %s\n", path, err);
+            goto out;
+        }
+    }
+    text = read_stdin(&len);
+    if (!text) {
+        fprintf(stderr, "wasmlm: cannot read standard input\n");
+        goto out;
+    }
+    int32_t n = model ? wlm_tokenize(model, text, len, bos, NULL, 0)
+                      : wlm_tokenizer_encode(&tok, text, len, bos, NULL, 0);
+    ids = n >= 0 ? malloc(sizeof(int32_t) * (size_t)(n ? n : 1)) : NULL;
+    if (!ids) {
+        fprintf(stderr, "wasmlm: cannot tokenize the input: %s\n", wlm_status_name(n));
+        goto out;
+    }
+    if (model) wlm_tokenize(model, text, len, bos, ids, n);
+    else wlm_tokenizer_encode(&tok, text, len, bos, ids, n);
+    for (int32_t i = 0; i < n; i++) printf(i ? " %d" : "%d", (int)ids[i]);
+    printf("\n");
+    rc = fflush(stdout) == 0 ? 0 : 1;
+out:
+    free(ids);
+    free(text);
+    free(bytes);
+    wlm_tokenizer_free(&tok);
+    wlm_model_free(model);
+    return rc;
+}
+
 static long time_in_ms(void) {
     struct timespec t;
     timespec_get(&t, TIME_UTC);
@@ -72,6 +172,8 @@ int main(int argc, char **argv) {
         usage();
         return 1;
     }
+    if (strcmp(argv[1], "tokenize") == 0) return cmd_tokenize(argc - 2, argv + 2);
+    if (strcmp(argv[1], "quantize") == 0) return wlm_cli_quantize(argc - 2, argv + 2);
     checkpoint = argv[1];
     for (int i = 2; i < argc; i += 2) {
         if (i + 1 >= argc || argv[i][0] != '-' || strlen(argv[i]) != 2) {

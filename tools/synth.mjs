@@ -2,9 +2,20 @@
 // tools/synth.mjs — writes a synthetic llama2.c legacy (version 0) checkpoint: the exact shapes of
 // a published model, seeded random weights. For benchmarks and load tests only: its text is
 // noise. It streams the file in 4 MiB chunks: a 4.1 GB TinyLlama-shaped file takes ~13 s and ~55 MB RSS.
+// With --format gguf it writes the same weights as a GGUF v3 file of one weight type, through the
+// native CLI's `wasmlm quantize` (the checkpoint goes to OUT.src.bin first and is deleted after).
 //
 //   node tools/synth.mjs --shape stories15M --out FILE [--seed N] [--std 0.02]
+//   node tools/synth.mjs --shape stories15M --out FILE.gguf --format gguf --type Q8_0
+//        [--tokenizer ../shared/models/tokenizer.bin] [--cli build/native/wasmlm]
 //   node tools/synth.mjs --list
+//
+// GGUF: types F32, F16, Q8_0, Q4_0, Q4_K, Q6_K (norms stay F32; a matrix whose rows are not whole
+// blocks — K-quants need multiples of 256, stories15M's dim is 288 — falls back to Q8_0, and the
+// CLI says so). The vocabulary is the real Llama 2 tokenizer.bin's, so llama.cpp-based runtimes
+// (wllama) load the files too. The CLI is built with CMake into build/native when it is missing
+// (WASMLM_CLI or --cli pick another binary). The CLI memory-maps the checkpoint and streams
+// the GGUF, so neither file is ever held in this process or in the CLI's heap.
 //
 // File layout (run.c's order; all little-endian): 7 × int32 header (dim, hidden_dim, n_layers,
 // n_heads, n_kv_heads, vocab_size, seq_len) — vocab_size positive, i.e. the classifier shares
@@ -20,9 +31,16 @@
 // the whole file in file order: the same shape and seed always give the same bytes, whatever the
 // chunk size.
 
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const DEFAULT_TOKENIZER = path.resolve(ROOT, '../shared/models/tokenizer.bin');
+export const DEFAULT_CLI = path.join(ROOT, 'build/native/wasmlm');
+/** Weight types `--format gguf` can write (ggml's names). */
+export const GGUF_TYPES = Object.freeze(['F32', 'F16', 'Q8_0', 'Q4_0', 'Q4_K', 'Q6_K']);
 
 /** Shapes of published models (karpathy/tinyllamas, TinyLlama-1.1B), seq_len as the file says
  *  except for the stories models, which are given a 1024 context so the KV-cache benchmark can
@@ -197,16 +215,90 @@ async function writeAll(fh, u8) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// GGUF, through the native CLI
+
+/** Runs a command; resolves with its exit code, stdout and stderr (stderr also echoed when
+ *  `echo` is set). */
+function run(cmd, args, { echo = false } = {}) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+      if (echo) process.stderr.write(d);
+    });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** The native CLI's path, built with CMake (build/native, Release) when it is missing. */
+export async function ensureCli(cli = process.env.WASMLM_CLI || DEFAULT_CLI) {
+  if (fs.existsSync(cli)) return cli;
+  if (path.resolve(cli) !== DEFAULT_CLI) throw new Error(`${cli}: no such CLI binary`);
+  const build = path.join(ROOT, 'build/native');
+  for (const args of [
+    ['-S', ROOT, '-B', build, '-DCMAKE_BUILD_TYPE=Release'],
+    ['--build', build, '--target', 'wasmlm_cli', '-j2'],
+  ]) {
+    const r = await run('cmake', args);
+    if (r.code !== 0) throw new Error(`cmake ${args.join(' ')} failed:\n${r.stdout}${r.stderr}`);
+  }
+  if (!fs.existsSync(cli)) throw new Error(`${cli} is still missing after building build/native`);
+  return cli;
+}
+
+/**
+ * Writes a synthetic model as GGUF v3 with weight matrices of `type` (GGUF_TYPES): the llama2.c
+ * checkpoint of writeSyntheticModel (same seed, same values) goes to `${out}.src.bin`, then
+ * `wasmlm quantize` converts it, embedding the vocabulary of `tokenizer` (a llama2.c
+ * tokenizer.bin of the shape's vocab size). The CLI writes `${out}.tmp` and renames it, so an
+ * interrupted run leaves no file named `out`. The checkpoint is deleted in every case.
+ * The CLI's messages (fallback types) go to stderr when `echo` is set and are returned in `log`.
+ * Returns { path, shape, type, bytes, ms, log }.
+ */
+export async function writeSyntheticGguf({ shape, out, type = 'F32', seed = 1, std = 0.02,
+  tokenizer = DEFAULT_TOKENIZER, cli, echo = false, onProgress } = {}) {
+  const s = resolveShape(shape);
+  if (!out) throw new Error('writeSyntheticGguf: `out` is required');
+  const t = String(type).toUpperCase();
+  if (!GGUF_TYPES.includes(t)) throw new Error(`type ${type}: one of ${GGUF_TYPES.join(', ')}`);
+  if (!fs.existsSync(tokenizer)) throw new Error(`${tokenizer}: tokenizer not found`);
+  const exe = await ensureCli(cli);
+  const t0 = performance.now();
+  const src = `${out}.src.bin`;
+  try {
+    await writeSyntheticModel({ shape: s, out: src, seed, std, onProgress });
+    const name = typeof shape === 'string' ? `synthetic-${shape}` : 'synthetic';
+    const r = await run(exe, ['quantize', src, out, t, '-z', tokenizer, '--name', name], { echo });
+    if (r.code !== 0) {
+      const hint = !/wasmlm quantize/.test(r.stderr) // every message of the command says so
+        ? ` (this CLI has no quantize command: src/cli.c must dispatch "quantize" to wlm_cli_quantize)` : '';
+      throw new Error(`wasmlm quantize failed (exit ${r.code})${hint}:\n${r.stderr}`);
+    }
+    const log = r.stderr.split('\n').filter((l) => l && !/^\r?\s*\d+%$/.test(l)).join('\n');
+    return { path: out, shape: s, type: t, bytes: fs.statSync(out).size, ms: performance.now() - t0, log };
+  } finally {
+    fs.rmSync(src, { force: true });
+    fs.rmSync(`${src}.tmp`, { force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // CLI
 
 function usage() {
   return `usage: node tools/synth.mjs --shape NAME --out FILE [--seed N] [--std X]
+             [--format bin|gguf] [--type T] [--tokenizer FILE] [--cli FILE]
        node tools/synth.mjs --list
-shapes: ${Object.keys(SHAPES).join(', ')}`;
+shapes: ${Object.keys(SHAPES).join(', ')}
+GGUF types (--format gguf): ${GGUF_TYPES.join(', ')} (default F32)`;
 }
 
 function parseArgs(argv) {
-  const opts = { seed: 1, std: 0.02 };
+  const opts = { seed: 1, std: 0.02, format: 'bin' };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
     const value = () => {
@@ -217,6 +309,10 @@ function parseArgs(argv) {
     else if (arg === '--out') opts.out = value();
     else if (arg === '--seed') opts.seed = Number(value());
     else if (arg === '--std') opts.std = Number(value());
+    else if (arg === '--format') opts.format = value();
+    else if (arg === '--type') opts.type = value();
+    else if (arg === '--tokenizer') opts.tokenizer = value();
+    else if (arg === '--cli') opts.cli = value();
     else if (arg === '--list') opts.list = true;
     else if (arg === '-h' || arg === '--help') opts.help = true;
     else throw new Error(`unknown argument ${arg}`);
@@ -226,6 +322,15 @@ function parseArgs(argv) {
   }
   if (!(opts.std >= 0 && Number.isFinite(opts.std))) throw new Error('--std must be a finite number >= 0');
   if (opts.shape !== undefined) resolveShape(opts.shape);
+  if (opts.format !== 'bin' && opts.format !== 'gguf') throw new Error('--format must be bin or gguf');
+  if (opts.type !== undefined) {
+    if (opts.format !== 'gguf') throw new Error('--type needs --format gguf');
+    opts.type = opts.type.toUpperCase();
+    if (!GGUF_TYPES.includes(opts.type)) throw new Error(`--type must be one of ${GGUF_TYPES.join(', ')}`);
+  }
+  if ((opts.tokenizer !== undefined || opts.cli !== undefined) && opts.format !== 'gguf') {
+    throw new Error('--tokenizer and --cli need --format gguf');
+  }
   return opts;
 }
 
@@ -255,14 +360,19 @@ async function main() {
   }
   let lastPct = -1;
   const tty = process.stderr.isTTY;
-  const r = await writeSyntheticModel({
-    ...opts,
-    onProgress: ({ written, total }) => {
-      const pct = Math.floor((100 * written) / total);
-      if (tty && pct !== lastPct) process.stderr.write(`\r${pct}%`);
-      lastPct = pct;
-    },
-  });
+  const onProgress = ({ written, total }) => {
+    const pct = Math.floor((100 * written) / total);
+    if (tty && pct !== lastPct) process.stderr.write(written === total ? '\r    \r' : `\r${pct}%`);
+    lastPct = pct;
+  };
+  if (opts.format === 'gguf') {
+    const { shape, out, seed, std, type, tokenizer, cli } = opts;
+    const r = await writeSyntheticGguf({ shape, out, seed, std, type, tokenizer, cli, echo: true, onProgress });
+    console.log(`${r.path}: ${shape} GGUF ${r.type}, seed ${seed}, ${r.bytes} bytes (${fmtBytes(r.bytes)}) ` +
+      `in ${(r.ms / 1000).toFixed(2)} s`);
+    return;
+  }
+  const r = await writeSyntheticModel({ ...opts, onProgress });
   if (tty) process.stderr.write('\r');
   console.log(`${r.path}: ${opts.shape}, seed ${opts.seed}, ${r.params} params, ${r.bytes} bytes ` +
     `(${fmtBytes(r.bytes)}) in ${(r.ms / 1000).toFixed(2)} s (${(r.bytes / 1e6 / (r.ms / 1000)).toFixed(0)} MB/s)`);

@@ -1,0 +1,458 @@
+/*
+ * quantize.c — a loaded model out as a GGUF file of one weight type (see quantize.h): the
+ * tensor plan (names, shapes, each matrix's type with fallbacks), the llama.* and tokenizer
+ * key/values, and the row-by-row conversion through the type traits. It does not parse files
+ * (model.c / gguf.c did) nor know the container's bytes (gguf_write.c does).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "quantize.h"
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static int fail(char *err, size_t errlen, int status, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void say(const wlm_quantize_params *p, const char *fmt, ...) {
+    if (!p->log) return;
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    p->log(p->user, msg);
+}
+
+/* The writer's message, or ours when the writer has none. */
+static int writer_fail(const wlm_gguf_writer *w, char *err, size_t errlen) {
+    return fail(err, errlen, w->status != WLM_OK ? w->status : WLM_ERR_STATE, "%s",
+                w->err[0] ? w->err : "GGUF writer failed");
+}
+
+/* ---- types --------------------------------------------------------------------------------- */
+
+static const int32_t targets[] = {WLM_TYPE_F32, WLM_TYPE_F16, WLM_TYPE_Q8_0,
+                                  WLM_TYPE_Q4_0, WLM_TYPE_Q4_K, WLM_TYPE_Q6_K};
+
+void wlm_quantize_params_default(wlm_quantize_params *p) {
+    memset(p, 0, sizeof *p);
+    p->type = WLM_TYPE_F32;
+}
+
+int32_t wlm_quantize_type_from_name(const char *name) {
+    if (!name) return -1;
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
+        const char *t = wlm_type_get(targets[i])->name;
+        size_t k = 0;
+        while (t[k] && name[k] && toupper((unsigned char)name[k]) == toupper((unsigned char)t[k]))
+            k++;
+        if (!t[k] && !name[k]) return targets[i];
+    }
+    return -1;
+}
+
+static int is_target(int32_t type) {
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
+        if (targets[i] == type) return 1;
+    return 0;
+}
+
+int32_t wlm_quantize_tensor_type(int32_t target, int64_t cols) {
+    const wlm_type_traits *t = wlm_type_get(target);
+    if (t->block_size <= 1 || cols % t->block_size == 0) return target;
+    if (cols % WLM_QK8_0 == 0) return WLM_TYPE_Q8_0;
+    return WLM_TYPE_F16;
+}
+
+/* llama.cpp's llama_ftype for a file of mostly `type`. */
+static uint32_t file_type(int32_t type) {
+    switch (type) {
+    case WLM_TYPE_F16: return 1;
+    case WLM_TYPE_Q4_0: return 2;
+    case WLM_TYPE_Q8_0: return 7;
+    case WLM_TYPE_Q4_K: return 14; /* MOSTLY_Q4_K_S: Q4_K throughout */
+    case WLM_TYPE_Q6_K: return 18;
+    default: return 0;
+    }
+}
+
+static int check_one(int32_t type, char *err, size_t errlen) {
+    const wlm_type_traits *t = wlm_type_get(type);
+    if (!t->from_float)
+        return fail(err, errlen, WLM_ERR_UNSUPPORTED,
+                    "quantizing to %s is not available yet (its quantizer is missing)",
+                    t->name ? t->name : "?");
+    return WLM_OK;
+}
+
+int wlm_quantize_check_type(int32_t target, char *err, size_t errlen) {
+    if (!is_target(target))
+        return fail(err, errlen, WLM_ERR_INVALID_ARG,
+                    "type %d is not a quantize target (F32, F16, Q8_0, Q4_0, Q4_K, Q6_K)",
+                    (int)target);
+    return check_one(target, err, errlen);
+}
+
+/* ---- the tensor plan ----------------------------------------------------------------------- */
+
+typedef struct plan_entry {
+    char name[48];
+    const wlm_tensor *mat;     /* a weight matrix, or NULL for a norm vector */
+    const float *norm;         /* (ne0) */
+    int64_t ne0, ne1;          /* columns, rows (ne1 = 1 and n_dims 1 for norms) */
+    int32_t type;              /* output type */
+} plan_entry;
+
+/* Fills plan (capacity 3 + 9 * n_layers) in file order; returns the count. */
+static size_t make_plan(const wlm_model *m, int32_t target, plan_entry *plan) {
+    size_t n = 0;
+    const wlm_weights *w = &m->w;
+#define MAT(t, ...)                                                                         \
+    do {                                                                                    \
+        plan_entry *e = &plan[n++];                                                         \
+        snprintf(e->name, sizeof e->name, __VA_ARGS__);                                     \
+        e->mat = (t);                                                                       \
+        e->norm = NULL;                                                                     \
+        e->ne0 = (t)->cols;                                                                 \
+        e->ne1 = (t)->rows;                                                                 \
+        e->type = wlm_quantize_tensor_type(target, e->ne0);                                 \
+    } while (0)
+#define NORM(v, ...)                                                                        \
+    do {                                                                                    \
+        plan_entry *e = &plan[n++];                                                         \
+        snprintf(e->name, sizeof e->name, __VA_ARGS__);                                     \
+        e->mat = NULL;                                                                      \
+        e->norm = (v);                                                                      \
+        e->ne0 = m->hp.dim;                                                                 \
+        e->ne1 = 1;                                                                         \
+        e->type = WLM_TYPE_F32;                                                             \
+    } while (0)
+    MAT(&w->token_embedding, "token_embd.weight");
+    for (int32_t l = 0; l < m->hp.n_layers; l++) {
+        const wlm_layer_weights *lw = &w->layers[l];
+        NORM(lw->rms_att, "blk.%d.attn_norm.weight", (int)l);
+        MAT(&lw->wq, "blk.%d.attn_q.weight", (int)l);
+        MAT(&lw->wk, "blk.%d.attn_k.weight", (int)l);
+        MAT(&lw->wv, "blk.%d.attn_v.weight", (int)l);
+        MAT(&lw->wo, "blk.%d.attn_output.weight", (int)l);
+        NORM(lw->rms_ffn, "blk.%d.ffn_norm.weight", (int)l);
+        MAT(&lw->w1, "blk.%d.ffn_gate.weight", (int)l);
+        MAT(&lw->w3, "blk.%d.ffn_up.weight", (int)l);
+        MAT(&lw->w2, "blk.%d.ffn_down.weight", (int)l);
+    }
+    NORM(w->rms_final, "output_norm.weight");
+    if (!m->shared_classifier) MAT(&w->wcls, "output.weight");
+#undef MAT
+#undef NORM
+    return n;
+}
+
+/* One message per (row length, fallback type): which tensors did not get the target type. */
+static void report_fallbacks(const plan_entry *plan, size_t n, int32_t target,
+                             const wlm_quantize_params *p) {
+    struct { int64_t cols; int32_t type; size_t count, first; } g[8];
+    size_t ng = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!plan[i].mat || plan[i].type == target) continue;
+        size_t k = 0;
+        while (k < ng && !(g[k].cols == plan[i].ne0 && g[k].type == plan[i].type)) k++;
+        if (k == ng) {
+            if (ng == sizeof g / sizeof g[0]) continue; /* cannot happen: 2 row lengths */
+            g[ng].cols = plan[i].ne0;
+            g[ng].type = plan[i].type;
+            g[ng].count = 0;
+            g[ng].first = i;
+            ng++;
+        }
+        g[k].count++;
+    }
+    const wlm_type_traits *t = wlm_type_get(target);
+    for (size_t k = 0; k < ng; k++)
+        say(p, "%s needs rows in blocks of %d: %zu matri%s with rows of %lld (%s%s) written as %s",
+            t->name, (int)t->block_size, g[k].count, g[k].count == 1 ? "x" : "ces",
+            (long long)g[k].cols, plan[g[k].first].name, g[k].count > 1 ? ", ..." : "",
+            wlm_type_get(g[k].type)->name);
+}
+
+/* ---- key/values ---------------------------------------------------------------------------- */
+
+static int is_byte_piece(const char *s, size_t n) {
+    return n == 6 && s[0] == '<' && s[1] == '0' && s[2] == 'x' && isxdigit((unsigned char)s[3]) &&
+           isxdigit((unsigned char)s[4]) && s[5] == '>';
+}
+
+/* tokenizer.bin's vocabulary as SentencePiece pieces (see quantize.h). */
+static int add_vocab_llama2c(wlm_gguf_writer *w, const wlm_tokenizer *t) {
+    const size_t n = (size_t)t->vocab_size;
+    static const char space[] = "\xe2\x96\x81"; /* U+2581 */
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = t->blob + t->offset[i];
+        for (uint32_t k = 0; k < t->length[i]; k++) bytes += s[k] == ' ' ? 3 : 1;
+    }
+    char *blob = malloc(bytes ? bytes : 1);
+    const char **str = malloc(n * sizeof *str);
+    size_t *len = malloc(n * sizeof *len);
+    int32_t *type = malloc(n * sizeof *type);
+    int rc = WLM_ERR_NOMEM;
+    if (!blob || !str || !len || !type) goto out;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *s = t->blob + t->offset[i];
+        const size_t sl = t->length[i];
+        const int32_t id = (int32_t)i;
+        if (id == t->bos_id && sl == 5 && memcmp(s, "\n<s>\n", 5) == 0) {
+            str[i] = "<s>", len[i] = 3;
+        } else if (id == t->eos_id && sl == 6 && memcmp(s, "\n</s>\n", 6) == 0) {
+            str[i] = "</s>", len[i] = 4;
+        } else {
+            str[i] = blob + at;
+            for (size_t k = 0; k < sl; k++) {
+                if (s[k] == ' ') memcpy(blob + at, space, 3), at += 3;
+                else blob[at++] = s[k];
+            }
+            len[i] = (size_t)(blob + at - str[i]);
+        }
+        if (i == 0 && sl == 5 && memcmp(s, "<unk>", 5) == 0) type[i] = WLM_TOKEN_UNKNOWN;
+        else if (id == t->bos_id || id == t->eos_id) type[i] = WLM_TOKEN_CONTROL;
+        else if (is_byte_piece(s, sl)) type[i] = WLM_TOKEN_BYTE;
+        else type[i] = WLM_TOKEN_NORMAL;
+    }
+    wlm_gguf_add_str(w, "tokenizer.ggml.model", "llama");
+    wlm_gguf_add_arr_str(w, "tokenizer.ggml.tokens", str, len, n);
+    wlm_gguf_add_arr(w, "tokenizer.ggml.scores", WLM_GGUF_FLOAT32, t->scores, n);
+    wlm_gguf_add_arr(w, "tokenizer.ggml.token_type", WLM_GGUF_INT32, type, n);
+    if (type[0] == WLM_TOKEN_UNKNOWN) wlm_gguf_add_u32(w, "tokenizer.ggml.unknown_token_id", 0);
+    if (t->bos_id >= 0) wlm_gguf_add_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)t->bos_id);
+    if (t->eos_id >= 0) wlm_gguf_add_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)t->eos_id);
+    wlm_gguf_add_bool(w, "tokenizer.ggml.add_bos_token", 1);
+    wlm_gguf_add_bool(w, "tokenizer.ggml.add_eos_token", 0);
+    rc = w->status;
+out:
+    free(blob);
+    free(str);
+    free(len);
+    free(type);
+    return rc;
+}
+
+/* A GGUF vocabulary (WLM_TOKENIZER_SPM) back from the tokenizer's tables, for a GGUF source
+ * that is not at hand (normally its keys are copied instead). */
+static int add_vocab_spm(wlm_gguf_writer *w, const wlm_tokenizer *t) {
+    const size_t n = (size_t)t->vocab_size;
+    const char **str = malloc(n * sizeof *str);
+    size_t *len = malloc(n * sizeof *len);
+    int32_t *type = malloc(n * sizeof *type);
+    int rc = WLM_ERR_NOMEM;
+    if (!str || !len || !type) goto out;
+    for (size_t i = 0; i < n; i++) {
+        str[i] = t->blob + t->offset[i];
+        len[i] = t->length[i];
+        type[i] = t->type ? t->type[i] : WLM_TOKEN_NORMAL;
+    }
+    wlm_gguf_add_str(w, "tokenizer.ggml.model", "llama");
+    wlm_gguf_add_arr_str(w, "tokenizer.ggml.tokens", str, len, n);
+    wlm_gguf_add_arr(w, "tokenizer.ggml.scores", WLM_GGUF_FLOAT32, t->scores, n);
+    wlm_gguf_add_arr(w, "tokenizer.ggml.token_type", WLM_GGUF_INT32, type, n);
+    if (t->unk_id >= 0) wlm_gguf_add_u32(w, "tokenizer.ggml.unknown_token_id", (uint32_t)t->unk_id);
+    if (t->bos_id >= 0) wlm_gguf_add_u32(w, "tokenizer.ggml.bos_token_id", (uint32_t)t->bos_id);
+    if (t->eos_id >= 0) wlm_gguf_add_u32(w, "tokenizer.ggml.eos_token_id", (uint32_t)t->eos_id);
+    wlm_gguf_add_bool(w, "tokenizer.ggml.add_bos_token", t->add_bos);
+    wlm_gguf_add_bool(w, "tokenizer.ggml.add_eos_token", t->add_eos);
+    wlm_gguf_add_bool(w, "tokenizer.ggml.add_space_prefix", t->add_space_prefix);
+    rc = w->status;
+out:
+    free(str);
+    free(len);
+    free(type);
+    return rc;
+}
+
+static int add_metadata(const wlm_model *m, wlm_gguf_writer *w, const wlm_quantize_params *p) {
+    const wlm_hparams *hp = &m->hp;
+    const wlm_gguf *src = p->src;
+    wlm_gguf_add_str(w, "general.architecture", "llama");
+    if (p->name) wlm_gguf_add_str(w, "general.name", p->name);
+    else if (!src || !wlm_gguf_find_kv(src, "general.name")) wlm_gguf_add_str(w, "general.name", "llama");
+    wlm_gguf_add_u32(w, "general.alignment", WLM_GGUF_DEFAULT_ALIGNMENT);
+    wlm_gguf_add_u32(w, "general.file_type", file_type(p->type));
+    wlm_gguf_add_u32(w, "general.quantization_version", 2);
+    wlm_gguf_add_u32(w, "llama.context_length", (uint32_t)hp->seq_len);
+    wlm_gguf_add_u32(w, "llama.embedding_length", (uint32_t)hp->dim);
+    wlm_gguf_add_u32(w, "llama.block_count", (uint32_t)hp->n_layers);
+    wlm_gguf_add_u32(w, "llama.feed_forward_length", (uint32_t)hp->hidden_dim);
+    wlm_gguf_add_u32(w, "llama.rope.dimension_count", (uint32_t)hp->head_size);
+    wlm_gguf_add_u32(w, "llama.attention.head_count", (uint32_t)hp->n_heads);
+    wlm_gguf_add_u32(w, "llama.attention.head_count_kv", (uint32_t)hp->n_kv_heads);
+    wlm_gguf_add_f32(w, "llama.attention.layer_norm_rms_epsilon", hp->norm_eps);
+    wlm_gguf_add_f32(w, "llama.rope.freq_base", hp->rope_theta);
+    wlm_gguf_add_u32(w, "llama.vocab_size", (uint32_t)hp->vocab_size);
+    if (w->status != WLM_OK) return w->status;
+
+    const int src_vocab = src && wlm_gguf_find_kv(src, "tokenizer.ggml.tokens");
+    if (m->has_tokenizer && !src_vocab) {
+        int rc = m->tok.kind == WLM_TOKENIZER_LLAMA2C ? add_vocab_llama2c(w, &m->tok)
+                                                      : add_vocab_spm(w, &m->tok);
+        if (rc != WLM_OK) return rc;
+    }
+    if (src) {
+        for (size_t i = 0; i < src->n_kv && w->status == WLM_OK; i++) {
+            const wlm_gguf_kv *kv = &src->kv[i];
+            char key[256];
+            if (kv->key.len >= sizeof key) {
+                say(p, "a key of %zu bytes is not copied", kv->key.len);
+                continue;
+            }
+            memcpy(key, kv->key.ptr, kv->key.len);
+            key[kv->key.len] = '\0';
+            if (strlen(key) != kv->key.len || wlm_gguf_writer_has_key(w, key)) continue;
+            if (strncmp(key, "split.", 6) == 0) continue;
+            if (kv->type == WLM_GGUF_ARRAY && kv->arr.type == WLM_GGUF_ARRAY) {
+                say(p, "key %s (nested arrays) is not copied", key);
+                continue;
+            }
+            wlm_gguf_add_kv_copy(w, kv);
+        }
+    }
+    return w->status;
+}
+
+/* ---- tensor data --------------------------------------------------------------------------- */
+
+/* Streams one matrix, converted to `type`, through a chunk buffer of `cap` bytes (at least one
+ * output row) and a float row. */
+static int write_matrix(wlm_gguf_writer *w, const wlm_tensor *src, int32_t type, float *row,
+                        unsigned char *chunk, size_t cap) {
+    const wlm_type_traits *st = wlm_type_get(src->type), *dt = wlm_type_get(type);
+    const unsigned char *in = src->data;
+    if (src->type == type) /* already in the target encoding: the bytes as they are */
+        return wlm_gguf_write_data(w, in, src->row_bytes * (size_t)src->rows);
+    const size_t out_row = wlm_row_bytes(type, src->cols);
+    const size_t per_chunk = cap / out_row;
+    size_t used = 0;
+    for (int32_t r = 0; r < src->rows; r++) {
+        st->to_float(in + (size_t)r * src->row_bytes, row, src->cols);
+        dt->from_float(row, chunk + used * out_row, src->cols);
+        if (++used == per_chunk || r == src->rows - 1) {
+            if (wlm_gguf_write_data(w, chunk, used * out_row) != WLM_OK) return w->status;
+            used = 0;
+        }
+    }
+    return w->status;
+}
+
+int wlm_quantize_write(const wlm_model *m, wlm_gguf_writer *w, const wlm_quantize_params *p,
+                       char *err, size_t errlen) {
+    if (!m || !w || !p) return fail(err, errlen, WLM_ERR_INVALID_ARG, "NULL argument");
+    if (!m->loaded || m->vocab_only || !m->w.layers)
+        return fail(err, errlen, WLM_ERR_STATE, "the model has no weights loaded");
+    int rc = wlm_quantize_check_type(p->type, err, errlen);
+    if (rc != WLM_OK) return rc;
+
+    const size_t cap_entries = 3 + 9 * (size_t)m->hp.n_layers;
+    plan_entry *plan = calloc(cap_entries, sizeof *plan);
+    if (!plan) return fail(err, errlen, WLM_ERR_NOMEM, "out of memory for the tensor plan");
+    const size_t n = make_plan(m, p->type, plan);
+
+    /* Every type the plan needs can be read and produced. */
+    int64_t max_cols = m->hp.dim;
+    for (size_t i = 0; i < n; i++) {
+        if (!plan[i].mat) continue;
+        if (plan[i].ne0 > max_cols) max_cols = plan[i].ne0;
+        if (plan[i].type != plan[i].mat->type && (rc = check_one(plan[i].type, err, errlen))) {
+            free(plan);
+            return rc;
+        }
+        if (!wlm_type_get(plan[i].mat->type)->to_float) {
+            rc = fail(err, errlen, WLM_ERR_UNSUPPORTED, "tensor %s: type %s cannot be read",
+                      plan[i].name, wlm_type_get(plan[i].mat->type)->name);
+            free(plan);
+            return rc;
+        }
+    }
+    report_fallbacks(plan, n, p->type, p);
+
+    rc = add_metadata(m, w, p);
+    for (size_t i = 0; i < n && rc == WLM_OK; i++) {
+        const int64_t ne[2] = {plan[i].ne0, plan[i].ne1};
+        rc = wlm_gguf_add_tensor(w, plan[i].name, plan[i].mat ? 2 : 1, ne, plan[i].type);
+    }
+    if (rc == WLM_OK) rc = wlm_gguf_write_header(w);
+    if (rc != WLM_OK) {
+        free(plan);
+        return w->status != WLM_OK ? writer_fail(w, err, errlen)
+                                   : fail(err, errlen, rc, "out of memory for the vocabulary");
+    }
+
+    /* Scratch: one float row, and a chunk of output rows (1 MiB, or one F32 row if larger). */
+    const size_t chunk_cap = (size_t)max_cols * 4 > ((size_t)1 << 20) ? (size_t)max_cols * 4
+                                                                       : ((size_t)1 << 20);
+    float *row = malloc((size_t)max_cols * sizeof *row);
+    unsigned char *chunk = malloc(chunk_cap);
+    const uint64_t total = wlm_gguf_writer_total_bytes(w);
+    if (!row || !chunk) {
+        rc = fail(err, errlen, WLM_ERR_NOMEM, "out of memory for the conversion buffers");
+    } else {
+        for (size_t i = 0; i < n && rc == WLM_OK; i++) {
+            if (plan[i].mat)
+                rc = write_matrix(w, plan[i].mat, plan[i].type, row, chunk, chunk_cap);
+            else /* F32 norms: host floats, little-endian like the rest */
+                rc = wlm_gguf_write_data(w, plan[i].norm, (size_t)plan[i].ne0 * sizeof(float));
+            if (rc == WLM_OK && p->progress) p->progress(p->user, w->written, total);
+        }
+        if (rc == WLM_OK) rc = wlm_gguf_writer_finish(w);
+        if (rc != WLM_OK) writer_fail(w, err, errlen);
+    }
+    free(row);
+    free(chunk);
+    free(plan);
+    return rc;
+}
+
+int wlm_quantize_model(const wlm_model *m, const char *out_path, const wlm_quantize_params *p,
+                       char *err, size_t errlen) {
+    if (!out_path || !out_path[0]) return fail(err, errlen, WLM_ERR_INVALID_ARG, "no output path");
+    /* Check what can be checked before a file exists. */
+    if (!m || !p) return fail(err, errlen, WLM_ERR_INVALID_ARG, "NULL argument");
+    int rc = wlm_quantize_check_type(p->type, err, errlen);
+    if (rc != WLM_OK) return rc;
+    const size_t n = strlen(out_path);
+    char *tmp = malloc(n + 5);
+    if (!tmp) return fail(err, errlen, WLM_ERR_NOMEM, "out of memory");
+    memcpy(tmp, out_path, n);
+    memcpy(tmp + n, ".tmp", 5);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        rc = fail(err, errlen, WLM_ERR_INVALID_ARG, "cannot create %s: %s", tmp, strerror(errno));
+        free(tmp);
+        return rc;
+    }
+    wlm_gguf_writer w;
+    wlm_gguf_writer_init(&w, f);
+    rc = wlm_quantize_write(m, &w, p, err, errlen);
+    wlm_gguf_writer_free(&w);
+    if (fclose(f) != 0 && rc == WLM_OK)
+        rc = fail(err, errlen, WLM_ERR_INVALID_ARG, "cannot write %s: %s", tmp, strerror(errno));
+    if (rc == WLM_OK && rename(tmp, out_path) != 0)
+        rc = fail(err, errlen, WLM_ERR_INVALID_ARG, "cannot rename %s to %s: %s", tmp, out_path,
+                  strerror(errno));
+    if (rc != WLM_OK) remove(tmp);
+    free(tmp);
+    return rc;
+}

@@ -1,0 +1,79 @@
+# `wasmlm quantize`: stories260K.bin (+ tok512.bin) and ggml-org's stories260K.gguf to GGUF files
+# that load (checked through `wasmlm tokenize`, which reads their vocabulary: the same ids as
+# tok512.bin), the fallback message for rows that are not whole blocks, and requests that fail
+# leaving no file (neither OUT nor OUT.tmp). Variables: CLI, SHARED, WORK (scratch directory).
+file(REMOVE_RECURSE "${WORK}")
+file(MAKE_DIRECTORY "${WORK}")
+set(bin "${SHARED}/models/stories260K.bin")
+set(tok "${SHARED}/models/tok512.bin")
+set(passed 0)
+set(failed 0)
+
+# cond: the if() arguments as a list ("rc;EQUAL;0"); paths must not hold ';'.
+macro(check cond what)
+  if(${cond})
+    math(EXPR passed "${passed} + 1")
+  else()
+    message(SEND_ERROR "FAIL: ${what}")
+    math(EXPR failed "${failed} + 1")
+  endif()
+endmacro()
+
+function(quantize out_var rc_var)
+  execute_process(COMMAND ${CLI} quantize ${ARGN}
+                  OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+  set(${out_var} "${err}" PARENT_SCOPE)
+  set(${rc_var} ${rc} PARENT_SCOPE)
+endfunction()
+
+# A CLI whose main() does not dispatch "quantize" would read a model file named "quantize".
+execute_process(COMMAND ${CLI} quantize ERROR_VARIABLE err RESULT_VARIABLE rc)
+string(FIND "${err}" "Usage: wasmlm quantize" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "${CLI} has no quantize command: src/cli.c's main() must call "
+                      "wlm_cli_quantize(argc - 2, argv + 2) for argv[1] == \"quantize\" (${err})")
+endif()
+
+# llama2.c in: every type, each a loadable file; Q8_0 reports its F16 fallback (hidden 172).
+file(WRITE "${WORK}/text.txt" "Once upon a time, Lily saw a big dog.\nIt was happy!")
+execute_process(COMMAND ${CLI} tokenize ${tok} INPUT_FILE "${WORK}/text.txt"
+                OUTPUT_VARIABLE want RESULT_VARIABLE rc)
+check("rc;EQUAL;0" "tokenize tok512.bin")
+foreach(type IN ITEMS F32 F16 Q8_0 Q4_0 Q4_K Q6_K)
+  quantize(err rc ${bin} "${WORK}/s-${type}.gguf" ${type} -z ${tok})
+  check("rc;EQUAL;0" "quantize to ${type}: ${err}")
+  check("EXISTS;${WORK}/s-${type}.gguf" "${type}: output exists")
+  check("NOT;EXISTS;${WORK}/s-${type}.gguf.tmp" "${type}: no .tmp left")
+  if(type STREQUAL "Q8_0")
+    string(FIND "${err}" "rows of 172" at)
+    check("at;GREATER;-1" "Q8_0 reports the F16 fallback: ${err}")
+  endif()
+  execute_process(COMMAND ${CLI} tokenize "${WORK}/s-${type}.gguf" INPUT_FILE "${WORK}/text.txt"
+                  OUTPUT_VARIABLE got ERROR_VARIABLE terr RESULT_VARIABLE rc)
+  check("rc;EQUAL;0;AND;got;STREQUAL;want" "${type}: vocabulary ids ${got} vs ${want} ${terr}")
+endforeach()
+
+# GGUF in (its vocabulary is copied; -z is not needed).
+quantize(err rc "${SHARED}/models/stories260K.gguf" "${WORK}/g-Q4_0.gguf" q4_0)
+check("rc;EQUAL;0" "GGUF to Q4_0: ${err}")
+quantize(err rc "${WORK}/s-F32.gguf" "${WORK}/g-Q8_0.gguf" Q8_0 --name again)
+check("rc;EQUAL;0" "our GGUF to Q8_0: ${err}")
+
+# Failures leave nothing behind.
+foreach(args IN ITEMS "Q5_K;-z;${tok}" "Q8_0" "Q8_0;-z;${SHARED}/models/tokenizer.bin")
+  quantize(err rc ${bin} "${WORK}/bad.gguf" ${args})
+  check("NOT;rc;EQUAL;0" "quantize ${args} should fail")
+  check("NOT;EXISTS;${WORK}/bad.gguf;AND;NOT;EXISTS;${WORK}/bad.gguf.tmp" "${args}: no file")
+endforeach()
+quantize(err rc "${WORK}/missing.bin" "${WORK}/bad.gguf" Q8_0 -z ${tok})
+check("NOT;rc;EQUAL;0" "a missing input should fail")
+quantize(err rc ${bin} "${WORK}/no/such/dir/x.gguf" Q8_0 -z ${tok})
+check("NOT;rc;EQUAL;0" "an unwritable output should fail")
+quantize(err rc ${bin})
+check("NOT;rc;EQUAL;0" "missing arguments should fail")
+
+if(failed GREATER 0)
+  message(FATAL_ERROR "${passed} passed, ${failed} failed")
+endif()
+file(REMOVE_RECURSE "${WORK}")
+message(STATUS "${passed} passed, ${failed} failed")
