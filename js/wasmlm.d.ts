@@ -18,7 +18,8 @@
 // - Transformer: Llama 2 (Touvron et al. 2023, arXiv:2307.09288): RMSNorm, rotary position
 //   embeddings (Su et al. 2021, arXiv:2104.09864), grouped-query attention (Ainslie et al. 2023,
 //   arXiv:2305.13245), SwiGLU feed-forward (Shazeer 2020, arXiv:2002.05202).
-// - File formats: llama2.c's legacy (version 0) checkpoint and tokenizer.bin (karpathy/llama2.c).
+// - File formats: llama2.c's legacy (version 0) checkpoint and tokenizer.bin (karpathy/llama2.c);
+//   GGUF v2/v3 (ggml's gguf.md), architecture "llama", F32/F16/Q8_0/Q4_0/Q4_K/Q6_K tensors.
 // - Tokenizer: SentencePiece BPE (Kudo & Richardson 2018) as llama2.c's run.c implements it,
 //   with byte fallback (<0xNN> tokens).
 // - Sampling: temperature, top-k (Fan et al. 2018), top-p / nucleus (Holtzman et al. 2019), the
@@ -115,8 +116,10 @@ export interface LoadProgress {
 export interface LoadOptions {
   /** The model file: llama2.c checkpoint (GGUF is recognised and rejected, WLM_ERR_UNSUPPORTED). */
   model: Source;
-  /** The llama2.c tokenizer.bin matching the model's vocabulary. */
-  tokenizer: Source;
+  /** The llama2.c tokenizer.bin matching the model's vocabulary: required with a llama2.c
+   *  checkpoint; must be omitted with a GGUF file, which carries its vocabulary (else
+   *  WLM_ERR_STATE). The format of `model` is detected from its bytes ("GGUF" magic). */
+  tokenizer?: Source;
   /** Context length in tokens (KV cache size); 0 (default) = the model's seqLen. At most seqLen. */
   nCtx?: number;
   /** Keep keys/values per position (default true). false recomputes the whole sequence at every

@@ -495,7 +495,6 @@ class Engine {
     const x = this.#exports();
     this.#needIdle('load a model');
     if (model == null) throw jsError('WLM_ERR_INVALID_ARG', 'load(): `model` is required');
-    if (tokenizer == null) throw jsError('WLM_ERR_INVALID_ARG', 'load(): `tokenizer` is required');
     if (!Number.isInteger(nCtx) || nCtx < 0) {
       throw jsError('WLM_ERR_INVALID_ARG', `load(): nCtx must be an integer >= 0, got ${nCtx}`);
     }
@@ -517,8 +516,9 @@ class Engine {
     try {
       const m = await read(model, 'model');
       modelPtr = m.ptr;
-      const t = await read(tokenizer, 'tokenizer');
-      tokPtr = t.ptr;
+      // GGUF files carry their vocabulary; llama2.c checkpoints need a tokenizer.bin.
+      const t = tokenizer == null ? null : await read(tokenizer, 'tokenizer');
+      tokPtr = t ? t.ptr : 0;
       if (!this.#x) throw jsError('WLM_ERR_STATE', 'the engine was freed during load()');
 
       slot = x.wlmjs_malloc(4) >>> 0;
@@ -530,10 +530,15 @@ class Engine {
       model_ = this.#i32(slot) >>> 0;
       if (rc !== 0) throw this.#error(rc, this.#readCString(x.wlm_model_errmsg(model_)));
 
-      rc = x.wlm_model_load_tokenizer(model_, tokPtr, t.size);
-      x.wlmjs_free(tokPtr);
-      tokPtr = 0;
-      if (rc !== 0) throw this.#error(rc, this.#readCString(x.wlm_model_errmsg(model_)));
+      if (t) { // refused (WLM_ERR_STATE) when the model file has its own vocabulary
+        rc = x.wlm_model_load_tokenizer(model_, tokPtr, t.size);
+        x.wlmjs_free(tokPtr);
+        tokPtr = 0;
+        if (rc !== 0) throw this.#error(rc, this.#readCString(x.wlm_model_errmsg(model_)));
+      } else if (x.wlmjs_model_info(model_, 8) !== 1) {
+        throw jsError('WLM_ERR_TOKENIZER',
+          'load(): this model file has no vocabulary: pass `tokenizer` (a llama2.c tokenizer.bin)');
+      }
 
       new DataView(x.memory.buffer).setInt32(slot, 0, true);
       rc = x.wlmjs_context_new(model_, nCtx, kvCache ? 1 : 0, this.#simd ? 1 : 0, slot);

@@ -245,7 +245,7 @@ test('nCtx above the model\'s seqLen is rejected; bad arguments are named', asyn
   const e = await createEngine();
   await assert.rejects(e.load({ model: MODEL, tokenizer: TOKENIZER, nCtx: 100000 }),
     { code: 'WLM_ERR_INVALID_ARG' });
-  await assert.rejects(e.load({ model: MODEL }), { code: 'WLM_ERR_INVALID_ARG', message: /tokenizer/ });
+  await assert.rejects(e.load({ model: MODEL }), { code: 'WLM_ERR_TOKENIZER', message: /tokenizer/ });
   await assert.rejects(e.load({ model: MODEL, tokenizer: TOKENIZER, nCtx: -1 }), { code: 'WLM_ERR_INVALID_ARG' });
   await e.load({ model: MODEL, tokenizer: TOKENIZER });
   await assertWorks(e);
