@@ -187,18 +187,19 @@ async function loadModel(entry) {
 
   let engine = null;
   try {
+    // GGUF files carry their vocabulary; llama2.c checkpoints come with a tokenizer.bin.
     const [model, tokenizer] = await Promise.all([
       resolveSource(entry, controller.signal),
-      resolveSource(entry.tokenizer, controller.signal),
+      entry.tokenizer ? resolveSource(entry.tokenizer, controller.signal) : null,
     ]);
     engine = await app.createWorkerEngine({ simd: SIMD });
     if (seq !== app.loadSeq) { engine.free().catch(() => {}); return; }
     app.engine = engine;
 
-    const parts = { model: { ...model, loaded: 0 }, tokenizer: { ...tokenizer, loaded: 0 } };
+    const parts = { model: { ...model, loaded: 0 }, tokenizer: { size: 0, ...tokenizer, loaded: 0 } };
     const info = await engine.load({
       model: model.url,
-      tokenizer: tokenizer.url,
+      tokenizer: tokenizer?.url,
       signal: controller.signal,
       onProgress: ({ stage, loaded, total }) => {
         if (seq !== app.loadSeq) return;

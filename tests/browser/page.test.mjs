@@ -255,6 +255,23 @@ test('falls back to the published URL when the server lacks the file', { timeout
   assert.deepEqual(unexpected, []);
 });
 
+test('a GGUF model (vocabulary inside, no tokenizer file) writes the same greedy story', { timeout: STEP_TIMEOUT }, async () => {
+  const reference = (await fs.readFile(REFERENCE, 'utf8')).replace(/\n$/, '');
+  await page.locator('#model').selectOption('stories260K-gguf');
+  assert.equal(await waitForState('ready', 'error'), 'ready', await page.locator('#load-status').textContent());
+  assert.match(await page.locator('#load-status').textContent(), /stories260K-gguf ready/);
+  await setSlider('temperature', 'Home');
+  await setSlider('max-tokens', 'End');
+  await page.locator('#prompt').fill('Once upon a time');
+  await page.locator('#prompt').press('Control+Enter');
+  assert.equal(await waitForState('ready', 'error'), 'ready', await page.locator('#load-status').textContent());
+  assert.equal(await page.locator('#output').textContent(), reference);
+  assert.equal(await statText('stop'), 'eos');
+  assert.match(await statText('context'), /^\d+ \/ 2048$/); // the GGUF's context_length
+  await page.screenshot({ path: path.join(ARTIFACTS, 'page-gguf.png'), fullPage: true });
+  assertNoProblems();
+});
+
 function firstDifference(a, b) {
   let i = 0;
   while (i < a.length && i < b.length && a[i] === b[i]) i++;
