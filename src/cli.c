@@ -31,7 +31,7 @@ static void usage(void) {
             "  -s <int>    random seed, default time(NULL)\n"
             "  -n <int>    number of steps to run for, default 256. 0 = max_seq_len\n"
             "  -i <string> input prompt\n"
-            "  -z <string> path to the tokenizer, default tokenizer.bin\n"
+            "  -z <string> path to the tokenizer, default tokenizer.bin (not needed for GGUF)\n"
             "  -m <string> mode: generate (chat is not supported)\n"
             "Tokenizer:  wasmlm tokenize <model.gguf | tokenizer.bin> [--bos] < text\n"
             "            prints the token ids of standard input, separated by spaces\n"
@@ -164,6 +164,7 @@ static long time_in_ms(void) {
 
 int main(int argc, char **argv) {
     const char *checkpoint = NULL, *tokenizer_path = "tokenizer.bin", *prompt = NULL;
+    int tokenizer_given = 0;
     const char *mode = "generate";
     float temperature = 1.0f, topp = 0.9f;
     int steps = 256;
@@ -187,7 +188,7 @@ int main(int argc, char **argv) {
         case 's': seed = (unsigned long long)atoi(v); break;
         case 'n': steps = atoi(v); break;
         case 'i': prompt = v; break;
-        case 'z': tokenizer_path = v; break;
+        case 'z': tokenizer_path = v, tokenizer_given = 1; break;
         case 'm': mode = v; break;
         default: usage(); return 1;
         }
@@ -217,16 +218,20 @@ int main(int argc, char **argv) {
         fprintf(stderr, "wasmlm: %s: %s\n", checkpoint, wlm_model_errmsg(model));
         goto out;
     }
-    tbytes = read_file(tokenizer_path, &tsize);
-    if (!tbytes) {
-        fprintf(stderr, "wasmlm: cannot read %s\n", tokenizer_path);
-        goto out;
-    }
-    if (wlm_model_load_tokenizer(model, tbytes, tsize) != WLM_OK) {
-        fprintf(stderr, "wasmlm: %s: %s\n", tokenizer_path, wlm_model_errmsg(model));
-        goto out;
-    }
     wlm_model_info info;
+    wlm_model_get_info(model, &info);
+    /* GGUF files carry their vocabulary; a llama2.c checkpoint needs tokenizer.bin (-z). */
+    if (!info.has_tokenizer || tokenizer_given) {
+        tbytes = read_file(tokenizer_path, &tsize);
+        if (!tbytes) {
+            fprintf(stderr, "wasmlm: cannot read %s\n", tokenizer_path);
+            goto out;
+        }
+        if (wlm_model_load_tokenizer(model, tbytes, tsize) != WLM_OK) {
+            fprintf(stderr, "wasmlm: %s: %s\n", tokenizer_path, wlm_model_errmsg(model));
+            goto out;
+        }
+    }
     wlm_model_get_info(model, &info);
     if (steps == 0 || steps > info.seq_len) steps = info.seq_len;
 

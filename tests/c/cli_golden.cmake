@@ -1,11 +1,16 @@
 # Runs the CLI on stories260K at temperature 0 and compares standard output with a run.c
-# golden file byte for byte. Variables: CLI, SHARED, STEPS, PROMPT (optional), EXPECTED.
+# golden file byte for byte. Variables: CLI, SHARED, STEPS, PROMPT (optional), EXPECTED,
+# GGUF (optional: run stories260K.gguf, which carries its vocabulary, instead of the .bin).
 set(prompt_args "")
 if(DEFINED PROMPT)
   set(prompt_args -i "${PROMPT}")
 endif()
+set(model_args ${SHARED}/models/stories260K.bin -z ${SHARED}/models/tok512.bin)
+if(DEFINED GGUF)
+  set(model_args ${SHARED}/models/stories260K.gguf)
+endif()
 execute_process(
-  COMMAND ${CLI} ${SHARED}/models/stories260K.bin -z ${SHARED}/models/tok512.bin -t 0 -n ${STEPS}
+  COMMAND ${CLI} ${model_args} -t 0 -n ${STEPS}
           ${prompt_args}
   OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
