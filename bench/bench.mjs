@@ -2,14 +2,17 @@
 // bench/bench.mjs — wasmlm's benchmark in Node, one thread: load time, prefill and decode speed,
 // SIMD128 over scalar, KV cache over recomputation, and memory. It drives the public JS API
 // (js/wasmlm.js) on real wasm; what each number means is in bench/README.md.
-// It does not compare against other engines (PERF-NOTES.md has their numbers) and never
+// Section 5 runs synthetic GGUF files of every weight type (bench/models.mjs, cached in
+// bench/out/gguf/) with a roofline against the module's own read and multiply-add probes
+// (src/bench_probe.c). Other engines: bench/peers.mjs (npm run bench:peers). It never
 // downloads anything: stories260K is read from ../shared/models, stories15M is a synthetic
 // checkpoint (tools/synth.mjs) written to bench/out/ on first use.
 //
-//   node bench/bench.mjs            # full run (~1.5 min on this 2-core machine), table on stdout
-//   node bench/bench.mjs --quick    # 1 run, short lengths: a smoke test (~5 s)
+//   node bench/bench.mjs            # full run (~3 min on this 2-core machine), table on stdout
+//   node bench/bench.mjs --quick    # 1 run, short lengths: a smoke test (~30 s)
 //   node bench/bench.mjs --json     # only the JSON on stdout (progress goes to stderr)
-//   options: --only load,simd,kv,memory   --runs N   --models stories260K,stories15M,stories42M,...
+//   options: --only load,simd,kv,memory,quant   --runs N   --models stories260K,stories15M,stories42M,...
+//            section 5: --big (adds TinyLlama-1.1B, quantized types)  --shapes a,b  --types F32,Q8_0
 // Always writes a JSON report: bench/out/bench.json (--quick: bench/out/bench-quick.json; --out FILE).
 
 import fs from 'node:fs';
@@ -23,6 +26,7 @@ const { createEngine } = await import(process.env.WASMLM_BENCH_ENGINE
   ? new URL(process.env.WASMLM_BENCH_ENGINE, `file://${process.cwd()}/`).href
   : '../js/wasmlm.js');
 import { SHAPES, fileBytes, writeSyntheticModel } from '../tools/synth.mjs';
+import { plan as quantPlan, ensureGguf, fallbackNote, BIG_SHAPE, QUANT_SHAPES, QUANT_TYPES } from './models.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..');
@@ -92,6 +96,15 @@ const FULL = {
   kvNoCacheBudgetMs: 20000,  // stop timing no-cache steps at one length after this much
   kvTotalLengths: [64, 256],
   kvTotalBudgetMs: 90000,    // skip a no-cache total whose estimate exceeds this
+  quantRuns: 3,              // 5. quantized section: runs per median (small shapes)
+  quantBigRuns: 1,           //    ... for TinyLlama (--big): one run, it is slow
+  quantPromptTokens: 64,
+  quantDecodeTokens: 64,
+  quantWarmupTokens: 8,
+  probeReadBytes: 256 * 2 ** 20, // 8× this machine's L3
+  probeReadReps: 2,
+  probeFmaIters: 2e7,
+  probeSamples: 3,           // per probe, before and after every row of section 5
 };
 
 const QUICK = {
@@ -107,9 +120,14 @@ const QUICK = {
   kvNoCacheBudgetMs: 5000,
   kvTotalLengths: [32],
   kvTotalBudgetMs: 10000,
+  quantRuns: 1,
+  quantDecodeTokens: 32,
+  quantPromptTokens: 32,
+  quantWarmupTokens: 4,
+  probeSamples: 2,
 };
 
-const SECTIONS = ['load', 'simd', 'kv', 'memory'];
+const SECTIONS = ['load', 'simd', 'kv', 'memory', 'quant'];
 
 /** A bad command line: printed without a stack trace, exit status 2. */
 class UsageError extends Error {}
@@ -258,11 +276,12 @@ async function benchModel(m, simd, cfg) {
     const text = await promptText(engine, cfg.promptTokens);
     last = await timeGenerateDecode(engine, text, cfg.decodeTokens);
     decode.push(last.tokPerSec);
-    evalDecode.push(await timeEvalDecode(engine, ids, cfg.decodeTokens));
+    if (cfg.evalDecode !== false) evalDecode.push(await timeEvalDecode(engine, ids, cfg.decodeTokens));
     await engine.free();
     log(`  ${m.key} ${simd ? 'simd' : 'scalar'} run ${run + 1}: load ${o.loadMs.toFixed(1)} ms, ` +
       `prefill ${prefill.at(-1).toFixed(1)} tok/s, decode ${decode.at(-1)?.toFixed(1)} tok/s ` +
-      `(${last.nGenerated} tokens, ${last.stopReason}), eval decode ${evalDecode.at(-1).toFixed(1)} tok/s`);
+      `(${last.nGenerated} tokens, ${last.stopReason})` +
+      (evalDecode.length ? `, eval decode ${evalDecode.at(-1).toFixed(1)} tok/s` : ''));
   }
   return {
     kind: 'model',
@@ -276,7 +295,7 @@ async function benchModel(m, simd, cfg) {
     loadMs: stat(load),
     prefillTokPerSec: stat(prefill),
     decodeTokPerSec: stat(decode),
-    evalDecodeTokPerSec: stat(evalDecode),
+    evalDecodeTokPerSec: evalDecode.length ? stat(evalDecode) : null,
     lastDecode: last,
   };
 }
@@ -400,6 +419,135 @@ async function memoryProbe(m, cfg) {
   return r;
 }
 
+/** 5a. The machine's ceilings, measured by the module itself: a second instance of the same
+ *  dist/wasmlm.wasm (so its probe buffer does not grow an engine's memory) runs
+ *  wlmjs_probe_read (sequential SIMD128 loads over cfg.probeReadBytes, written first so every
+ *  page is real) and wlmjs_probe_fma (f32x4 multiply + add chains on 12 register-resident
+ *  accumulators). Returns { measure(samples) → { readGBs, fmaGFLOPs, loadavg }, close() }:
+ *  the section measures right before and right after every row, because on this 2-vCPU VM
+ *  both ceilings move with what the other vCPU runs (measured here: read 14–24 GB/s,
+ *  mul+add 21–47 GFLOP/s in different minutes). */
+async function openProbe(cfg) {
+  const file = path.join(REPO, 'dist', 'wasmlm.wasm');
+  const module = await WebAssembly.compile(fs.readFileSync(file));
+  const instance = await WebAssembly.instantiate(module, { env: { emscripten_notify_memory_growth() {} } });
+  const x = instance.exports;
+  if (typeof x.wlmjs_probe_read !== 'function') {
+    throw new Error(`${path.relative(REPO, file)} has no wlmjs_probe_* exports: rebuild (npm run build)`);
+  }
+  x._initialize?.();
+  const bytes = cfg.probeReadBytes - (cfg.probeReadBytes % 128);
+  let buf = x.wlmjs_malloc(bytes) >>> 0;
+  if (!buf) throw new Error(`probe: cannot allocate ${bytes} bytes`);
+  x.wlmjs_probe_fill(buf, bytes);
+  x.wlmjs_probe_read(buf, bytes, 1); // untimed: first touch, V8 tier-up
+  x.wlmjs_probe_fma(cfg.probeFmaIters);
+  const readUnits = (bytes * cfg.probeReadReps) / 1e9;
+  const fmaUnits = x.wlmjs_probe_fma_flops(cfg.probeFmaIters) / 1e9;
+  return {
+    module: path.relative(REPO, file), readBytes: bytes, readReps: cfg.probeReadReps, fmaIters: cfg.probeFmaIters,
+    measure(samples) {
+      const read = [], fma = [];
+      for (let i = 0; i < samples; i++) {
+        read.push(timeRate(() => x.wlmjs_probe_read(buf, bytes, cfg.probeReadReps), readUnits));
+        fma.push(timeRate(() => x.wlmjs_probe_fma(cfg.probeFmaIters), fmaUnits));
+      }
+      return { readGBs: read, fmaGFLOPs: fma, loadavg: os.loadavg() };
+    },
+    close() {
+      if (buf) x.wlmjs_free(buf);
+      buf = 0;
+    },
+  };
+}
+
+/** Median and best of a list of rates. */
+const rateStat = (runs) => ({ median: median(runs), max: Math.max(...runs), runs });
+
+function timeRate(fn, units) {
+  const t0 = now();
+  fn();
+  return units / ((now() - t0) / 1000);
+}
+
+/** Multiply-adds of one token, from the shape: every weight matrix once (the classifier too,
+ *  except in prefill, where the engine runs it only for the last token), ×2 FLOPs; attention
+ *  adds 4·dim FLOPs per layer per position attended (q·k and the weighted sum of v). */
+function flopsPerToken(s, { pos, classifier = true }) {
+  const kvDim = (s.dim * s.nKvHeads) / s.nHeads;
+  const perLayer = 2 * s.dim * s.dim + 2 * kvDim * s.dim + 3 * s.dim * s.hiddenDim;
+  const mats = s.nLayers * perLayer + (classifier ? s.vocabSize * s.dim : 0);
+  return 2 * mats + s.nLayers * 4 * s.dim * pos;
+}
+
+/** 5b. One row per synthetic GGUF (shape × type): load, prefill, decode as in section 1, with the
+ *  roofline next to it against the probe. */
+async function benchQuant(cfg, opts, probe, allProbes) {
+  const rows = [];
+  const jobs = quantPlan({ big: opts.big, shapes: opts.shapes, types: opts.types });
+  for (const j of jobs) {
+    const meta = await ensureGguf(j.shape, j.type, { log });
+    const big = j.shape === BIG_SHAPE;
+    const sub = { ...cfg, runs: big ? Math.min(cfg.quantBigRuns, cfg.runs) : cfg.quantRuns,
+      promptTokens: cfg.quantPromptTokens, decodeTokens: cfg.quantDecodeTokens,
+      warmupTokens: cfg.quantWarmupTokens, evalDecode: false };
+    if (opts.runs) sub.runs = opts.runs;
+    const m = { key: `${j.shape} ${j.type}`, model: meta.path, tokenizer: undefined, synthetic: true };
+    log(`quant ${m.key} (${(meta.bytes / 1e6).toFixed(1)} MB, load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')})`);
+    const before = probe.measure(cfg.probeSamples);
+    const r = await benchModel(m, true, sub);
+    const after = probe.measure(cfg.probeSamples);
+    const rowProbe = { readGBs: rateStat([...before.readGBs, ...after.readGBs]),
+      fmaGFLOPs: rateStat([...before.fmaGFLOPs, ...after.fmaGFLOPs]), loadavgBefore: before.loadavg, loadavgAfter: after.loadavg };
+    log(`  probes around it: read ${rowProbe.readGBs.median.toFixed(1)} GB/s, mul+add ${rowProbe.fmaGFLOPs.median.toFixed(1)} GFLOP/s`);
+    allProbes.read.push(...rowProbe.readGBs.runs);
+    allProbes.fma.push(...rowProbe.fmaGFLOPs.runs);
+    const s = SHAPES[j.shape];
+    const decode = r.decodeTokPerSec.median;
+    const prefill = r.prefillTokPerSec.median;
+    const nPrompt = r.lastDecode.nPrompt ?? sub.promptTokens;
+    const decodeFlops = flopsPerToken(s, { pos: nPrompt + sub.decodeTokens / 2 });
+    const prefillFlops = flopsPerToken(s, { pos: sub.promptTokens / 2, classifier: false });
+    const bytes = r.info.weightBytes;
+    rows.push({
+      ...r, kind: 'quant', shape: j.shape, type: j.type, runs: sub.runs, seed: meta.seed,
+      synthesisMs: meta.ms, synthesisCached: meta.cached, fallback: meta.fallback, fallbackNote: fallbackNote(meta),
+      loadavg: os.loadavg(), probe: rowProbe,
+      roofline: {
+        weightBytesPerToken: bytes,
+        decodeGBs: (bytes * decode) / 1e9,
+        decodeReadFraction: (bytes * decode) / 1e9 / rowProbe.readGBs.median,
+        decodeFlopsPerToken: decodeFlops,
+        decodeGFLOPs: (decodeFlops * decode) / 1e9,
+        decodeFlopFraction: (decodeFlops * decode) / 1e9 / rowProbe.fmaGFLOPs.median,
+        prefillFlopsPerToken: prefillFlops,
+        prefillGFLOPs: (prefillFlops * prefill) / 1e9,
+        prefillFlopFraction: (prefillFlops * prefill) / 1e9 / rowProbe.fmaGFLOPs.median,
+      },
+    });
+  }
+  return rows;
+}
+
+/** The issue's goals that the quantized section can check on its own. */
+function quantGoals(rows) {
+  const get = (shape, type) => rows.find((r) => r.shape === shape && r.type === type);
+  const goals = [];
+  const f32 = get('stories110M', 'F32');
+  const q8 = get('stories110M', 'Q8_0');
+  if (f32 && q8) {
+    const ratio = q8.decodeTokPerSec.median / f32.decodeTokPerSec.median;
+    goals.push({ goal: 'stories110M: Q8_0 decode ≥ 2.5× our F32 decode', value: ratio, met: ratio >= 2.5,
+      text: `${ratio.toFixed(2)}×` });
+  }
+  if (f32) {
+    const frac = f32.roofline.decodeReadFraction;
+    goals.push({ goal: 'stories110M: F32 decode at ≥ 85% of the measured read bandwidth', value: frac, met: frac >= 0.85,
+      text: `${(100 * frac).toFixed(0)}% (${f32.roofline.decodeGBs.toFixed(1)} of ${f32.probe.readGBs.median.toFixed(1)} GB/s measured around that row)` });
+  }
+  return goals;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Output
 
@@ -462,6 +610,35 @@ function render(report) {
       mb(r.wasmAfterGenerate), mb(r.rssStart), mb(r.rssAfterLoad), mb(r.rssAfterGenerate), mb(r.maxRssBytes)]),
     ['model', 'file', 'n_ctx', 'wasm empty', 'wasm loaded', 'wasm after gen', 'rss start', 'rss loaded', 'rss after gen', 'peak rss']));
   }
+
+  const probe = report.results.find((r) => r.kind === 'probe');
+  const quant = report.results.filter((r) => r.kind === 'quant');
+  if (probe || quant.length) {
+    out.push('', `5. Quantized GGUF (synthetic, real tokenizer): prefill ${cfg.quantPromptTokens} tokens (one eval), ` +
+      `decode greedy ${cfg.quantDecodeTokens} new tokens, roofline against this module's own probes`);
+    if (probe) {
+      out.push(`   probes (same wasm module, this run, before and after every row): sequential read ` +
+        `${f1(probe.readGBs.median)} GB/s median (${f1(Math.min(...probe.readGBs.runs))}–${f1(probe.readGBs.max)}; ` +
+        `${mb(probe.readBytes)} × ${probe.readReps}), f32x4 mul+add ${f1(probe.fmaGFLOPs.median)} GFLOP/s ` +
+        `(${f1(Math.min(...probe.fmaGFLOPs.runs))}–${f1(probe.fmaGFLOPs.max)}); each row is compared with its own probes`);
+    }
+    const pct = (x) => (x == null ? '–' : `${(100 * x).toFixed(0)}%`);
+    out.push(table(quant.map((r) => [
+      r.shape, `${r.type}${r.fallback?.length ? '*' : ''}`, mb(r.fileBytes), r.runs,
+      f1(r.prefillTokPerSec.median), f1(r.decodeTokPerSec.median),
+      mb(r.roofline.weightBytesPerToken), f1(r.roofline.decodeGBs), f1(r.probe.readGBs.median), pct(r.roofline.decodeReadFraction),
+      f2(r.roofline.decodeGFLOPs), f1(r.probe.fmaGFLOPs.median), pct(r.roofline.decodeFlopFraction),
+      f1(r.roofline.prefillGFLOPs), pct(r.roofline.prefillFlopFraction),
+      r.loadavg.map((v) => v.toFixed(1)).join(' '),
+    ]), ['shape', 'type', 'file', 'runs', 'prefill tok/s', 'decode tok/s', 'weights/token', 'decode GB/s',
+      'read probe', '% read', 'decode GFLOP/s', 'fma probe', '% peak', 'prefill GFLOP/s', '% peak', 'load avg']));
+    const notes = [...new Set(quant.filter((r) => r.fallbackNote).map((r) => `${r.shape} ${r.type}: ${r.fallbackNote}`))];
+    if (notes.length) out.push(`   * K-quant rows need multiples of 256; fell back to: ${notes.join('; ')}`);
+    out.push('   FLOPs/token = 2 × weight-matrix parameters (classifier included for decode, not for prefill) + ' +
+      'attention 4·dim per layer per attended position (decode: mean position; prefill: half the prompt)');
+    const goals = report.results.find((r) => r.kind === 'quantGoals');
+    for (const g of goals?.goals ?? []) out.push(`   goal: ${g.goal}: ${g.text} — ${g.met ? 'met' : 'NOT met'}`);
+  }
   if (report.missing.length) out.push('', `Not measured: ${report.missing.join('; ')}`);
   return out.join('\n');
 }
@@ -470,7 +647,8 @@ function render(report) {
 // Main
 
 function parseArgs(argv) {
-  const o = { quick: false, json: false, only: SECTIONS, runs: null, probe: null, models: DEFAULT_MODELS };
+  const o = { quick: false, json: false, only: SECTIONS, runs: null, probe: null, models: DEFAULT_MODELS,
+    big: false, shapes: null, types: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--quick') o.quick = true;
@@ -480,10 +658,15 @@ function parseArgs(argv) {
     else if (a === '--models') o.models = argv[++i].split(',');
     else if (a === '--out') o.out = path.resolve(argv[++i]);
     else if (a === '--memory-probe') o.probe = argv[++i];
+    else if (a === '--big') o.big = true;
+    else if (a === '--shapes') o.shapes = argv[++i].split(',');
+    else if (a === '--types') o.types = argv[++i].split(',').map((t) => t.toUpperCase());
     else if (a === '-h' || a === '--help') o.help = true;
     else throw new UsageError(`unknown argument ${a}`);
   }
   for (const s of o.only) if (!SECTIONS.includes(s)) throw new UsageError(`--only: unknown section ${s}`);
+  for (const s of o.shapes ?? []) if (!QUANT_SHAPES.includes(s) && s !== BIG_SHAPE) throw new UsageError(`--shapes: unknown shape ${s}`);
+  for (const t of o.types ?? []) if (!QUANT_TYPES.includes(t)) throw new UsageError(`--types: unknown type ${t}`);
   if (o.runs != null && !(Number.isInteger(o.runs) && o.runs >= 1)) throw new UsageError('--runs must be a positive integer');
   return o;
 }
@@ -499,8 +682,9 @@ async function ensureSynthetic(m) {
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   if (opts.help) {
-    console.log('usage: node bench/bench.mjs [--quick] [--json] [--out FILE] [--only load,simd,kv,memory] [--runs N]\n' +
-      `                          [--models ${DEFAULT_MODELS.join(',')}]   (also: stories42M, stories110M, synthetic)`);
+    console.log('usage: node bench/bench.mjs [--quick] [--json] [--out FILE] [--only load,simd,kv,memory,quant] [--runs N]\n' +
+      `                          [--models ${DEFAULT_MODELS.join(',')}]   (also: stories42M, stories110M, synthetic)\n` +
+      `                          quantized section: [--big] [--shapes ${[...QUANT_SHAPES, BIG_SHAPE].join(',')}] [--types ${QUANT_TYPES.join(',')}]`);
     return;
   }
   const cfg = { ...(opts.quick ? QUICK : FULL) };
@@ -512,7 +696,7 @@ async function main() {
   const models = opts.models.map(modelEntry);
   const t0 = now();
   fs.mkdirSync(OUT_DIR, { recursive: true });
-  const needed = [...models];
+  const needed = opts.only.some((s) => s !== 'quant') ? [...models] : [];
   if (opts.only.includes('kv') && !needed.includes(MODELS[cfg.kvModel])) needed.push(MODELS[cfg.kvModel]);
   for (const m of needed) if (m.synthetic) await ensureSynthetic(m);
 
@@ -558,6 +742,20 @@ async function main() {
       }
       report.results.push(r);
     }
+  }
+  if (opts.only.includes('quant')) {
+    const probe = await openProbe(cfg);
+    const allProbes = { read: [], fma: [] };
+    let rows;
+    try {
+      rows = await benchQuant(cfg, opts, probe, allProbes);
+    } finally {
+      probe.close();
+    }
+    report.results.push({ kind: 'probe', module: probe.module, readBytes: probe.readBytes, readReps: probe.readReps,
+      fmaIters: probe.fmaIters, readGBs: rateStat(allProbes.read), fmaGFLOPs: rateStat(allProbes.fma) });
+    report.results.push(...rows);
+    report.results.push({ kind: 'quantGoals', goals: quantGoals(rows) });
   }
   report.totalSeconds = (now() - t0) / 1000;
   report.machine.loadavgEnd = os.loadavg();

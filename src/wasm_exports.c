@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_probe.h"
 #include "wasmlm.h"
 
 #define API EMSCRIPTEN_KEEPALIVE
@@ -108,3 +109,15 @@ API int wlmjs_token_n_past(const wlm_token *t) { return t->n_past; }
 API int wlmjs_token_stop_reason(const wlm_token *t) { return t->stop_reason; }
 
 /* Public API functions exported as they are (the linker keeps them via tools/exports.txt). */
+
+/* ---- machine probes for the benchmark (bench_probe.h; not used by js/wasmlm.js) ---- */
+/* Fills buf[0..bytes) with a pattern, committing every page. */
+API void wlmjs_probe_fill(void *buf, size_t bytes) { wlm_probe_fill(buf, bytes); }
+/* Reads buf[0..bytes) `reps` times (bytes rounded down to 128); returns a checksum. */
+API uint32_t wlmjs_probe_read(const void *buf, size_t bytes, int reps) {
+    return wlm_probe_read(buf, bytes, reps);
+}
+/* `iters` rounds of multiply+add on WLM_PROBE_FMA_ACC register-resident accumulators. */
+API float wlmjs_probe_fma(int iters) { return wlm_probe_fma(iters); }
+/* FLOPs that wlmjs_probe_fma(iters) performs in this build (SIMD128: 4 lanes). */
+API double wlmjs_probe_fma_flops(int iters) { return wlm_probe_fma_flops(iters); }

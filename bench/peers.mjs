@@ -1,0 +1,199 @@
+#!/usr/bin/env node
+// bench/peers.mjs — `npm run bench:peers`: wasmlm against @wllama/wllama (llama.cpp in wasm) on the
+// same synthetic GGUF files (bench/models.mjs), both in the same headless Chromium, one thread
+// each: wllama's single wasm build with n_threads 1 and no WebGPU (no COOP/COEP headers, so no
+// SharedArrayBuffer anyway), and wasmlm's SIMD128 module in the page's thread. Files and engines
+// are served from 127.0.0.1 by tools/serve.mjs. Per (model, engine): a fresh page, load, one
+// untimed warm-up completion, then `runs` greedy completions of the same prompt with a fixed
+// number of new tokens; each engine's own prefill/decode tokens/s (wllama: llama.cpp's timings;
+// wasmlm: engine.lastResult), median over the runs. What it measures: bench/README.md.
+//
+//   node bench/peers.mjs [--big] [--shapes stories15M,...] [--types F32,Q8_0,...] [--runs N]
+//                        [--tokens 64] [--out FILE] [--json]
+// Writes bench/out/peers.json.
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { startServer } from '../tools/serve.mjs';
+import { plan, ensureGguf, fallbackNote, BIG_SHAPE, QUANT_SHAPES, QUANT_TYPES } from './models.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const REPO = path.resolve(HERE, '..');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const PROMPT = 'Once upon a time, in a small village at the edge of a green forest, there lived a curious ' +
+  'little girl named Lily. Every morning she walked to the river with her dog, Max, to watch the fish jump';
+const GOALS = { F32: 1.5, Q8_0: 3, Q4_0: 3 };
+
+const log = (m) => process.stderr.write(`${m}\n`);
+const median = (xs) => {
+  const s = xs.filter((v) => typeof v === 'number' && Number.isFinite(v)).sort((a, b) => a - b);
+  if (!s.length) return null;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+function parseArgs(argv) {
+  const o = { big: false, shapes: null, types: null, runs: 3, bigRuns: 1, tokens: 64, warmup: 8, json: false, out: null };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const v = () => argv[++i];
+    if (a === '--big') o.big = true;
+    else if (a === '--shapes') o.shapes = v().split(',');
+    else if (a === '--types') o.types = v().split(',').map((t) => t.toUpperCase());
+    else if (a === '--runs') { o.runs = Number(v()); o.bigRuns = Math.min(o.bigRuns, o.runs); }
+    else if (a === '--tokens') o.tokens = Number(v());
+    else if (a === '--out') o.out = path.resolve(v());
+    else if (a === '--json') o.json = true;
+    else if (a === '-h' || a === '--help') o.help = true;
+    else throw new Error(`unknown argument ${a}`);
+  }
+  for (const s of o.shapes ?? []) if (![...QUANT_SHAPES, BIG_SHAPE].includes(s)) throw new Error(`unknown shape ${s}`);
+  for (const t of o.types ?? []) if (!QUANT_TYPES.includes(t)) throw new Error(`unknown type ${t}`);
+  if (!(Number.isInteger(o.runs) && o.runs >= 1) || !(Number.isInteger(o.tokens) && o.tokens >= 2)) {
+    throw new Error('--runs must be ≥ 1 and --tokens ≥ 2');
+  }
+  return o;
+}
+
+/** One engine on one file in a fresh page; console errors of the page go into the result. */
+async function runPage(context, baseUrl, opts) {
+  const page = await context.newPage();
+  const consoleLines = [];
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') consoleLines.push(`${m.type()}: ${m.text()}`); });
+  page.on('pageerror', (e) => consoleLines.push(`pageerror: ${e.message}`));
+  try {
+    await page.goto(`${baseUrl}bench/peers/index.html`);
+    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    const r = await page.evaluate((o) => window.benchPeer(o), opts);
+    return { ...r, console: consoleLines.slice(0, 20) };
+  } catch (e) {
+    return { engine: opts.engine, error: String(e.message ?? e).split('\n')[0], console: consoleLines.slice(0, 40) };
+  } finally {
+    await page.close().catch(() => {});
+  }
+}
+
+function summarize(r) {
+  if (!r || r.error) return null;
+  return {
+    decodeTokPerSec: median(r.runs.map((x) => x.decodeTokPerSec)),
+    prefillTokPerSec: median(r.runs.map((x) => x.prefillTokPerSec)),
+    // end to end: new tokens over the wall time of the whole completion call (prefill included)
+    e2eTokPerSec: median(r.runs.map((x) => (x.nGenerated * 1000) / x.wallMs)),
+    nPrompt: r.runs[0]?.nPrompt, nGenerated: r.runs[0]?.nGenerated, loadMs: r.loadMs,
+  };
+}
+
+const f1 = (n) => (n == null ? '–' : n.toFixed(1));
+const x2 = (n) => (n == null ? '–' : `${n.toFixed(2)}×`);
+
+function table(rows, header) {
+  const all = [header, ...rows];
+  const w = header.map((_, i) => Math.max(...all.map((r) => String(r[i]).length)));
+  const line = (r) => r.map((c, i) => (i < 2 ? String(c).padEnd(w[i]) : String(c).padStart(w[i]))).join('  ');
+  return [line(header), w.map((n) => '-'.repeat(n)).join('  '), ...rows.map(line)].join('\n');
+}
+
+function render(report) {
+  const out = [`wasmlm vs wllama ${report.wllamaVersion ?? ''} — ${report.date}, ${report.browser}, one thread each`,
+    `greedy, prompt of ${report.rows[0]?.ours?.nPrompt ?? '?'} tokens, ${report.tokens} new tokens, median of ${report.runs} ` +
+    `(TinyLlama: ${report.bigRuns}), warm-up excluded; load average at start ${report.loadavgStart.map((v) => v.toFixed(2)).join(' ')}, ` +
+    `end ${report.loadavgEnd.map((v) => v.toFixed(2)).join(' ')}`, ''];
+  out.push(table(report.rows.map((r) => [
+    r.shape, `${r.type}${r.fallback?.length ? '*' : ''}`,
+    f1(r.ours?.decodeTokPerSec), f1(r.theirs?.decodeTokPerSec), x2(r.decodeRatio),
+    f1(r.ours?.prefillTokPerSec), f1(r.theirs?.prefillTokPerSec), x2(r.prefillRatio), x2(r.e2eRatio),
+    r.goal ? `≥${r.goal}× ${r.goalMet ? 'met' : 'NOT met'}` : (r.decodeRatio == null ? '–' : r.decodeRatio > 1 ? 'faster' : 'SLOWER'),
+    r.theirsError ? `wllama: ${r.theirsError}` : r.oursError ? `wasmlm: ${r.oursError}` : '',
+  ]), ['shape', 'type', 'decode ours', 'decode wllama', 'ours/theirs', 'prefill ours', 'prefill wllama', 'ours/theirs', 'end-to-end ours/theirs', 'goal', 'note']));
+  const notes = [...new Set(report.rows.filter((r) => r.fallback?.length).map((r) => `${r.shape} ${r.type}: ${fallbackNote(r)}`))];
+  if (notes.length) out.push(`* K-quant rows need multiples of 256; fell back to: ${notes.join('; ')}`);
+  for (const g of report.goals) out.push(`goal: ${g.goal}: ${g.text} — ${g.met == null ? 'not measured' : g.met ? 'met' : 'NOT met'}`);
+  return out.join('\n');
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  if (opts.help) {
+    console.log('usage: node bench/peers.mjs [--big] [--shapes a,b] [--types F32,Q8_0,...] [--runs N] [--tokens N] [--out FILE] [--json]');
+    return;
+  }
+  const t0 = performance.now();
+  const jobs = plan({ big: opts.big, shapes: opts.shapes, types: opts.types });
+  const metas = [];
+  for (const j of jobs) metas.push(await ensureGguf(j.shape, j.type, { log }));
+
+  const server = await startServer({ port: 0, quiet: true });
+  const baseUrl = server.url.replace(/web\/$/, '');
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-peers-'));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM, headless: true, timeout: 60_000,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  context.setDefaultTimeout(30 * 60_000);
+  const report = { date: new Date().toISOString(), browser: `Chromium ${context.browser()?.version() ?? ''}`.trim(),
+    node: process.version, machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown' },
+    tokens: opts.tokens, runs: opts.runs, bigRuns: opts.bigRuns, prompt: PROMPT, loadavgStart: os.loadavg(), rows: [] };
+  try {
+    for (const meta of metas) {
+      const big = meta.shape === BIG_SHAPE;
+      const model = `/${path.relative(REPO, meta.path).split(path.sep).join('/')}`;
+      const common = { model, prompt: PROMPT, maxTokens: opts.tokens, runs: big ? opts.bigRuns : opts.runs, warmupTokens: opts.warmup };
+      log(`${meta.shape} ${meta.type} (${(meta.bytes / 1e6).toFixed(1)} MB), load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}`);
+      const theirs = await runPage(context, baseUrl, { ...common, engine: 'wllama' });
+      log(`  wllama: ${theirs.error ? `ERROR ${theirs.error}\n    ${theirs.console.join('\n    ')}` : `decode ${f1(summarize(theirs).decodeTokPerSec)} tok/s`}`);
+      const ours = await runPage(context, baseUrl, { ...common, engine: 'wasmlm' });
+      log(`  wasmlm: ${ours.error ? `ERROR ${ours.error}` : `decode ${f1(summarize(ours).decodeTokPerSec)} tok/s`}`);
+      if (theirs.version) report.wllamaVersion = `(llama.cpp ${theirs.version})`;
+      const so = summarize(ours), st = summarize(theirs);
+      const decodeRatio = so && st ? so.decodeTokPerSec / st.decodeTokPerSec : null;
+      const e2eRatio = so && st ? so.e2eTokPerSec / st.e2eTokPerSec : null;
+      const row = {
+        shape: meta.shape, type: meta.type, file: model, fileBytes: meta.bytes, fallback: meta.fallback,
+        ours: so, theirs: st, decodeRatio, e2eRatio, prefillRatio: so && st ? so.prefillTokPerSec / st.prefillTokPerSec : null,
+        goal: GOALS[meta.type] ?? 1, loadavg: os.loadavg(),
+        oursError: ours.error ?? null, theirsError: theirs.error ?? null, raw: { ours, theirs },
+      };
+      row.goalMet = decodeRatio == null ? null : decodeRatio >= row.goal;
+      if (row.goal === 1) row.goal = null;
+      report.rows.push(row);
+    }
+  } finally {
+    await context.close().catch(() => {});
+    await server.close();
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+  }
+  report.loadavgEnd = os.loadavg();
+  report.totalSeconds = (performance.now() - t0) / 1000;
+  // The issue's goals, as far as this run measures them.
+  const get = (s, t) => report.rows.find((r) => r.shape === s && r.type === t);
+  const measured = report.rows.filter((r) => r.decodeRatio != null);
+  report.goals = [
+    { goal: 'faster than wllama (decode) on every row', met: measured.length ? measured.every((r) => r.decodeRatio > 1) : null,
+      text: `${measured.filter((r) => r.decodeRatio > 1).length} of ${report.rows.length} rows` },
+    ...['F32', 'Q8_0', 'Q4_0'].map((t) => {
+      const rows = measured.filter((r) => r.type === t);
+      return { goal: `≥ ${GOALS[t]}× wllama on ${t}`, met: rows.length ? rows.every((r) => r.decodeRatio >= GOALS[t]) : null,
+        text: rows.map((r) => `${r.shape} ${x2(r.decodeRatio)}`).join(', ') || '–' };
+    }),
+  ];
+  const f32 = get('stories110M', 'F32')?.ours, q8 = get('stories110M', 'Q8_0')?.ours;
+  if (f32 && q8) {
+    const ratio = q8.decodeTokPerSec / f32.decodeTokPerSec;
+    report.goals.push({ goal: 'stories110M: our Q8_0 decode ≥ 2.5× our F32 (Chromium)', met: ratio >= 2.5, text: x2(ratio) });
+  }
+  const file = opts.out ?? path.join(HERE, 'out', 'peers.json');
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  if (opts.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else console.log(`${render(report)}\n\n${path.relative(process.cwd(), file)} written; ${report.totalSeconds.toFixed(0)} s in all`);
+}
+
+main().catch((e) => {
+  console.error(e.stack || String(e));
+  process.exit(1);
+});
