@@ -279,6 +279,13 @@ static int32_t pair_lookup(const wlm_tokenizer *t, int32_t a, int32_t b, char *b
     return wlm_tokenizer_lookup(t, buf, la + lb);
 }
 
+/* run.c's byte fallback: byte b is token byte_base + b. A vocabulary too small to hold the 256
+ * byte tokens (run.c would index past its arrays) gets id 0, <unk> in llama2.c vocabularies. */
+static int32_t byte_token(const wlm_tokenizer *t, unsigned char b) {
+    const int32_t id = t->byte_base + b;
+    return id < t->vocab_size ? id : 0;
+}
+
 /* run.c's encode(), with a cache of pair merges: returns the count or a negative status. */
 static int32_t llama2c_encode(const wlm_tokenizer *t, const char *text, size_t len, int add_bos,
                               int32_t *tokens, int32_t cap) {
@@ -297,7 +304,7 @@ static int32_t llama2c_encode(const wlm_tokenizer *t, const char *text, size_t l
     int32_t start = n; /* merges never cross BOS */
     if (len > 0) {
         int32_t sp = wlm_tokenizer_lookup(t, " ", 1);
-        tok[n++] = sp >= 0 ? sp : t->byte_base + ' ';
+        tok[n++] = sp >= 0 ? sp : byte_token(t, ' ');
     }
     /* One token per UTF-8 character (at most 4 bytes), or its bytes. */
     size_t i = 0;
@@ -308,7 +315,7 @@ static int32_t llama2c_encode(const wlm_tokenizer *t, const char *text, size_t l
         if (id >= 0) {
             tok[n++] = id;
         } else {
-            for (size_t k = 0; k < clen; k++) tok[n++] = t->byte_base + (unsigned char)text[i + k];
+            for (size_t k = 0; k < clen; k++) tok[n++] = byte_token(t, (unsigned char)text[i + k]);
         }
         i += clen;
     }
@@ -968,3 +975,4 @@ const char *wlm_tokenizer_piece(const wlm_tokenizer *t, int32_t prev, int32_t to
     default: return NULL;
     }
 }
+
