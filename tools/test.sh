@@ -18,6 +18,9 @@ cmake -S . -B build/sanitize -DCMAKE_BUILD_TYPE=Debug -DWASMLM_SANITIZE=ON -DWAS
 cmake --build build/sanitize -j"$jobs" >/dev/null
 (cd build/sanitize && ctest --output-on-failure)
 
+echo "== fuzz: saved regressions, then 20 s per libFuzzer harness (clang, ASan + UBSan)"
+bash tools/fuzz.sh 20
+
 echo "== C tests, wasm (SIMD128) under node"
 (cd build/wasm && ctest --output-on-failure)
 

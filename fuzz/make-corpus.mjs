@@ -1,0 +1,417 @@
+#!/usr/bin/env node
+// fuzz/make-corpus.mjs — writes the seed corpora of the libFuzzer harnesses, one directory per
+// harness, from the real model files in ../shared/models plus small synthetic files built here:
+//
+//   node fuzz/make-corpus.mjs [OUT_DIR] [SHARED_DIR]     (defaults build/fuzz-corpus, ../shared)
+//
+//   OUT/fuzz_model/          stories260K.bin / .gguf, cut and header-patched copies, tiny
+//                            llama2.c checkpoints (shared and separate classifier, GQA) and tiny
+//                            GGUF llamas in every supported weight type (F32, F16, Q8_0, Q4_0,
+//                            Q4_K, Q6_K, a mix), with and without output.weight and a vocabulary
+//   OUT/fuzz_tokenizer_bin/  tok512.bin, tokenizer.bin, cut copies, tiny tokenizer.bin files
+//   OUT/fuzz_encode/         each test text of vocab/*.inp, plus hand-picked byte strings
+//   OUT/fuzz_gguf_vocab/     vocab/*.gguf, stories260K.gguf, cut copies, tiny vocabularies
+//                            (byte tokens, user-defined and control tokens, a phi-3 name, no byte
+//                            tokens, another tokenizer model, every GGUF value type)
+//
+// Seeds are named seed-* and rewritten on every run; files libFuzzer adds to these directories
+// (named by their SHA-1) are left alone, so the corpus grows across runs. Nothing here is committed: it is all rebuilt
+// from ../shared at run time. Deterministic (a fixed xorshift stream), so runs are comparable.
+
+import fs from 'node:fs';
+import path from 'node:path';
+
+const OUT = path.resolve(process.argv[2] ?? 'build/fuzz-corpus');
+const SHARED = path.resolve(process.argv[3] ?? process.env.WASMLM_SHARED ?? '../shared');
+const MODELS = path.join(SHARED, 'models');
+
+// ---- deterministic randomness ------------------------------------------------------------
+let rngState = 0x9e3779b9;
+function rnd() { // xorshift32, uniform in [0, 1)
+  rngState ^= rngState << 13; rngState >>>= 0;
+  rngState ^= rngState >>> 17;
+  rngState ^= rngState << 5; rngState >>>= 0;
+  return rngState / 4294967296;
+}
+const randByte = () => Math.floor(rnd() * 256);
+
+// ---- output --------------------------------------------------------------------------------
+const counts = {};
+function put(harness, name, bytes) {
+  const dir = path.join(OUT, harness);
+  if (!(harness in counts)) { // first seed of this harness: drop the seeds of earlier runs
+    fs.mkdirSync(dir, { recursive: true });
+    for (const f of fs.readdirSync(dir)) if (f.startsWith('seed-')) fs.rmSync(path.join(dir, f));
+  }
+  fs.writeFileSync(path.join(dir, `seed-${name}`), bytes);
+  counts[harness] = (counts[harness] ?? 0) + 1;
+}
+const readModel = (rel) => fs.readFileSync(path.join(MODELS, rel));
+
+// Cut copies: the header alone, a few cuts inside the file, and the file minus its last byte.
+function cuts(buf, points) {
+  const out = [];
+  for (const p of points) {
+    const n = Math.floor(p < 1 ? buf.length * p : p);
+    if (n > 0 && n < buf.length) out.push([`cut${n}`, buf.subarray(0, n)]);
+  }
+  out.push([`cut${buf.length - 1}`, buf.subarray(0, buf.length - 1)]);
+  return out;
+}
+
+// ---- fp16 ----------------------------------------------------------------------------------
+const f32buf = new Float32Array(1);
+const u32view = new Uint32Array(f32buf.buffer);
+function fp16(x) { // round-to-nearest binary16 bits, enough for small finite seeds
+  f32buf[0] = x;
+  const u = u32view[0];
+  const sign = (u >>> 16) & 0x8000;
+  const exp = ((u >>> 23) & 0xff) - 127 + 15;
+  const mant = u & 0x7fffff;
+  if (exp <= 0) return sign; // flush tiny values to zero
+  if (exp >= 31) return sign | 0x7bff; // clamp to the largest finite
+  return sign | (exp << 10) | Math.round(mant / 8192);
+}
+
+// ---- llama2.c checkpoints ----------------------------------------------------------------
+function llama2c({ dim, hidden, layers, heads, kvHeads, vocab, seq, shared = true }) {
+  const hs = dim / heads, kvDim = hs * kvHeads;
+  const n = vocab * dim + layers * dim + layers * dim * dim + 2 * layers * kvDim * dim +
+    layers * dim * dim + layers * dim + 3 * layers * hidden * dim + dim + 2 * seq * hs / 2 +
+    (shared ? 0 : vocab * dim);
+  const buf = Buffer.alloc(28 + 4 * n);
+  [dim, hidden, layers, heads, kvHeads, shared ? vocab : -vocab, seq].forEach((v, i) =>
+    buf.writeInt32LE(v, 4 * i));
+  for (let i = 0; i < n; i++) buf.writeFloatLE((rnd() - 0.5) * 0.2, 28 + 4 * i);
+  return buf;
+}
+
+// ---- GGUF writer -------------------------------------------------------------------------
+const T = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STR: 8, ARR: 9, U64: 10, I64: 11, F64: 12 };
+const GT = { F32: 0, F16: 1, Q4_0: 2, Q8_0: 8, Q4_K: 12, Q6_K: 14 };
+const BLOCK = { [GT.F32]: [1, 4], [GT.F16]: [1, 2], [GT.Q4_0]: [32, 18], [GT.Q8_0]: [32, 34], [GT.Q4_K]: [256, 144], [GT.Q6_K]: [256, 210] };
+
+class Bytes {
+  constructor() { this.parts = []; this.length = 0; }
+  push(b) { this.parts.push(b); this.length += b.length; }
+  u8(v) { this.push(Buffer.from([v & 255])); }
+  u32(v) { const b = Buffer.alloc(4); b.writeUInt32LE(v >>> 0); this.push(b); }
+  i32(v) { const b = Buffer.alloc(4); b.writeInt32LE(v); this.push(b); }
+  u64(v) { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); this.push(b); }
+  f32(v) { const b = Buffer.alloc(4); b.writeFloatLE(v); this.push(b); }
+  str(s) { const b = Buffer.isBuffer(s) ? s : Buffer.from(s, 'utf8'); this.u64(b.length); this.push(b); }
+  pad(align) { const r = this.length % align; if (r) this.push(Buffer.alloc(align - r)); }
+  buffer() { return Buffer.concat(this.parts); }
+}
+
+function writeValue(w, type, v) {
+  switch (type) {
+    case T.U8: case T.BOOL: w.u8(v); break;
+    case T.I8: w.push(Buffer.from([v & 255])); break;
+    case T.U16: case T.I16: { const b = Buffer.alloc(2); b.writeUInt16LE(v & 0xffff); w.push(b); break; }
+    case T.U32: w.u32(v); break;
+    case T.I32: w.i32(v); break;
+    case T.F32: w.f32(v); break;
+    case T.STR: w.str(v); break;
+    case T.U64: { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); w.push(b); break; }
+    case T.I64: { const b = Buffer.alloc(8); b.writeBigInt64LE(BigInt(v)); w.push(b); break; }
+    case T.F64: { const b = Buffer.alloc(8); b.writeDoubleLE(v); w.push(b); break; }
+    case T.ARR: {
+      const [et, items] = v;
+      w.u32(et); w.u64(items.length);
+      for (const it of items) writeValue(w, et, it);
+      break;
+    }
+    default: throw new Error(`type ${type}`);
+  }
+}
+
+// kvs: [key, type, value]; tensors: { name, ne: [...], type, data: Buffer }
+function gguf(kvs, tensors = [], { version = 3, alignment = 32 } = {}) {
+  const w = new Bytes();
+  w.push(Buffer.from('GGUF')); w.u32(version); w.u64(tensors.length); w.u64(kvs.length);
+  for (const [k, t, v] of kvs) {
+    w.str(k);
+    if (t === 'raw') w.push(v); // a type id and value bytes as given (for invalid types)
+    else { w.u32(t); writeValue(w, t, v); }
+  }
+  let off = 0;
+  const offsets = tensors.map((t) => { const o = off; off += t.data.length; off = Math.ceil(off / alignment) * alignment; return o; });
+  tensors.forEach((t, i) => {
+    w.str(t.name); w.u32(t.ne.length); for (const d of t.ne) w.u64(d); w.u32(t.type); w.u64(offsets[i]);
+  });
+  w.pad(alignment);
+  tensors.forEach((t) => { w.push(t.data); w.pad(alignment); });
+  return w.buffer();
+}
+
+// Tensor bytes of `type` for `rows` × `cols`, with finite scales; norm vectors are all ones.
+function tensorData(type, rows, cols, norm = false) {
+  const [bs, bytes] = BLOCK[type];
+  if (cols % bs) throw new Error(`cols ${cols} not a multiple of ${bs}`);
+  const nb = rows * cols / bs;
+  const b = Buffer.alloc(nb * bytes);
+  for (let i = 0; i < b.length; i++) b[i] = randByte();
+  for (let k = 0; k < nb; k++) {
+    const o = k * bytes;
+    switch (type) {
+      case GT.F32: b.writeFloatLE(norm ? 1 : (rnd() - 0.5) * 0.2, o); break;
+      case GT.F16: b.writeUInt16LE(fp16(norm ? 1 : (rnd() - 0.5) * 0.2), o); break;
+      case GT.Q8_0: case GT.Q4_0: b.writeUInt16LE(fp16(0.004), o); break;
+      case GT.Q4_K: b.writeUInt16LE(fp16(0.002), o); b.writeUInt16LE(fp16(0.001), o + 2); break;
+      case GT.Q6_K: for (let s = 0; s < 16; s++) b[o + 192 + s] = randByte() % 64; b.writeUInt16LE(fp16(0.001), o + 208); break;
+    }
+  }
+  return b;
+}
+
+const SP = '\u2581';
+
+// A small llama vocabulary: <unk>, <s>, </s>, optional byte tokens, then merges and extras.
+function llamaVocab({ bytes = true, extra = [] } = {}) {
+  const tokens = [['<unk>', 2, 0], ['<s>', 3, 0], ['</s>', 3, 0]];
+  if (bytes) for (let c = 0; c < 256; c++) tokens.push([`<0x${c.toString(16).toUpperCase().padStart(2, '0')}>`, 6, 0]);
+  const pieces = [SP, 'a', 'b', 'c', 'e', 'h', 't', 'o', 'n', ' ', `${SP}t`, 'he', `${SP}a`, `${SP}the`,
+    'th', `${SP}th`, 'on', `${SP}on`, 'ce', `${SP}once`, 'nce', 'once', '\u00e9', '\u65e5'];
+  pieces.forEach((p, i) => tokens.push([p, 1, -i]));
+  for (const e of extra) tokens.push(e);
+  return tokens;
+}
+
+function vocabKvs(tokens, { model = 'llama', name = 'tiny', bos = 1, eos = 2, unk = 0, addBos = true, addEos = false, addSpace = true, extraKvs = [] } = {}) {
+  return [
+    ['general.architecture', T.STR, 'llama'],
+    ['general.name', T.STR, name],
+    ['tokenizer.ggml.model', T.STR, model],
+    ['tokenizer.ggml.tokens', T.ARR, [T.STR, tokens.map((t) => t[0])]],
+    ['tokenizer.ggml.scores', T.ARR, [T.F32, tokens.map((t) => t[2])]],
+    ['tokenizer.ggml.token_type', T.ARR, [T.I32, tokens.map((t) => t[1])]],
+    ['tokenizer.ggml.bos_token_id', T.U32, bos],
+    ['tokenizer.ggml.eos_token_id', T.U32, eos],
+    ['tokenizer.ggml.unknown_token_id', T.U32, unk],
+    ['tokenizer.ggml.add_bos_token', T.BOOL, addBos ? 1 : 0],
+    ['tokenizer.ggml.add_eos_token', T.BOOL, addEos ? 1 : 0],
+    ['tokenizer.ggml.add_space_prefix', T.BOOL, addSpace ? 1 : 0],
+    ...extraKvs,
+  ];
+}
+
+// A tiny GGUF llama: hyperparameters, every tensor of `types` (per role), optional vocabulary.
+function ggufModel({ dim, hidden, layers, heads, kvHeads, seq, vocab, types, output = true, withVocab = false, normType = GT.F32,
+  vocabTokens = vocab, extraKvs = [], extraTensors = [], kvEdit = (kvs) => kvs, alignment = 32 }) {
+  const hs = dim / heads, kvDim = hs * kvHeads;
+  const kvs = [
+    ['general.architecture', T.STR, 'llama'],
+    ['general.alignment', T.U32, alignment],
+    ['llama.context_length', T.U32, seq],
+    ['llama.embedding_length', T.U32, dim],
+    ['llama.block_count', T.U32, layers],
+    ['llama.feed_forward_length', T.U32, hidden],
+    ['llama.attention.head_count', T.U32, heads],
+    ['llama.attention.head_count_kv', T.U32, kvHeads],
+    ['llama.rope.freq_base', T.F32, 10000],
+    ['llama.rope.dimension_count', T.U32, hs],
+    ['llama.attention.layer_norm_rms_epsilon', T.F32, 1e-5],
+  ];
+  if (withVocab) {
+    const tokens = llamaVocab({ bytes: false }).slice(0, vocabTokens);
+    kvs.push(...vocabKvs(tokens).filter(([k]) => k.startsWith('tokenizer.')));
+  }
+  const tensors = [];
+  const mat = (name, type, rows, cols) => tensors.push({ name, ne: [cols, rows], type, data: tensorData(type, rows, cols) });
+  const norm = (name) => tensors.push({ name, ne: [dim], type: normType, data: tensorData(normType, 1, dim, true) });
+  mat('token_embd.weight', types.emb, vocab, dim);
+  for (let l = 0; l < layers; l++) {
+    norm(`blk.${l}.attn_norm.weight`);
+    mat(`blk.${l}.attn_q.weight`, types.attn, dim, dim);
+    mat(`blk.${l}.attn_k.weight`, types.attn, kvDim, dim);
+    mat(`blk.${l}.attn_v.weight`, types.attn, kvDim, dim);
+    mat(`blk.${l}.attn_output.weight`, types.attn, dim, dim);
+    norm(`blk.${l}.ffn_norm.weight`);
+    mat(`blk.${l}.ffn_gate.weight`, types.ffn, hidden, dim);
+    mat(`blk.${l}.ffn_up.weight`, types.ffn, hidden, dim);
+    mat(`blk.${l}.ffn_down.weight`, types.down ?? types.ffn, dim, hidden);
+  }
+  norm('output_norm.weight');
+  if (output) mat('output.weight', types.out ?? types.emb, vocab, dim);
+  tensors.push(...extraTensors);
+  return gguf(kvEdit([...kvs, ...extraKvs]), tensors, { alignment });
+}
+
+// =============================================================================================
+// fuzz_model
+
+{
+  const bin = readModel('stories260K.bin');
+  const gg = readModel('stories260K.gguf');
+  put('fuzz_model', 'stories260K.bin', bin);
+  put('fuzz_model', 'stories260K.gguf', gg);
+  for (const [n, b] of cuts(bin, [28, 4096, 0.5])) put('fuzz_model', `stories260K.bin.${n}`, b);
+  for (const [n, b] of cuts(gg, [24, 512, 4096, 0.5])) put('fuzz_model', `stories260K.gguf.${n}`, b);
+  // header patches of the real checkpoint: separate classifier, other heads, zero and huge dims
+  const patches = [[5, -512], [3, 4], [4, 4], [0, 0], [6, 0x7fffffff], [2, 1024]];
+  patches.forEach(([field, v]) => {
+    const b = Buffer.from(bin);
+    b.writeInt32LE(v, 4 * field);
+    put('fuzz_model', `stories260K.bin.h${field}=${v}`, b);
+  });
+
+  const tiny = { dim: 8, hidden: 12, layers: 1, heads: 2, kvHeads: 2, vocab: 6, seq: 4 };
+  put('fuzz_model', 'tiny-llama2c', llama2c(tiny));
+  put('fuzz_model', 'tiny-llama2c-unshared', llama2c({ ...tiny, shared: false }));
+  put('fuzz_model', 'tiny-llama2c-gqa', llama2c({ ...tiny, heads: 4, kvHeads: 1, layers: 2, dim: 16 }));
+  put('fuzz_model', 'tiny-llama2c-seq1', llama2c({ ...tiny, seq: 1 }));
+
+  const small = { dim: 32, hidden: 64, layers: 1, heads: 2, kvHeads: 1, seq: 8, vocab: 24 };
+  for (const [name, t] of Object.entries({ F32: GT.F32, F16: GT.F16, Q8_0: GT.Q8_0, Q4_0: GT.Q4_0 })) {
+    const types = { emb: t, attn: t, ffn: t };
+    put('fuzz_model', `tiny-${name}.gguf`, ggufModel({ ...small, types }));
+    put('fuzz_model', `tiny-${name}-tied-vocab.gguf`, ggufModel({ ...small, types, output: false, withVocab: true }));
+  }
+  put('fuzz_model', 'tiny-mixed-f16norm.gguf', ggufModel({ ...small, types: { emb: GT.F16, attn: GT.Q8_0, ffn: GT.Q4_0, out: GT.Q8_0 }, normType: GT.F16, withVocab: true }));
+  const kq = { dim: 256, hidden: 32, layers: 1, heads: 2, kvHeads: 1, seq: 8, vocab: 8 };
+  put('fuzz_model', 'tiny-Q4_K.gguf', ggufModel({ ...kq, types: { emb: GT.Q4_K, attn: GT.Q4_K, ffn: GT.Q4_K, down: GT.Q8_0, out: GT.Q6_K } }));
+  put('fuzz_model', 'tiny-Q6_K.gguf', ggufModel({ ...kq, types: { emb: GT.Q6_K, attn: GT.Q6_K, ffn: GT.Q6_K, down: GT.Q4_0 }, output: false }));
+  put('fuzz_model', 'tiny-Q4_K-hidden256.gguf', ggufModel({ ...kq, hidden: 256, heads: 4, kvHeads: 4, types: { emb: GT.F32, attn: GT.Q4_K, ffn: GT.Q6_K, down: GT.Q4_K } }));
+  // Variants of the small F32 model that reach the loader's other checks.
+  const f32 = { ...small, types: { emb: GT.F32, attn: GT.F32, ffn: GT.F32 } };
+  const retype = (map) => (kvs) => kvs.map(([k, t, v]) => (k in map ? [k, map[k], v] : [k, t, v]));
+  const variants = {
+    'vocab-size-key': { extraKvs: [['llama.vocab_size', T.U32, small.vocab]] },
+    'vocab-size-mismatch': { extraKvs: [['llama.vocab_size', T.U32, small.vocab + 1]] },
+    'vocab-tokens-mismatch': { withVocab: true, vocabTokens: small.vocab - 1 },
+    'rope-scaling-linear': { extraKvs: [['llama.rope.scaling.type', T.STR, 'linear'], ['llama.rope.scaling.factor', T.F32, 2]] },
+    'rope-scaling-linear-1': { extraKvs: [['llama.rope.scaling.type', T.STR, 'linear'], ['llama.rope.scaling.factor', T.F32, 1]] },
+    'rope-scaling-none': { extraKvs: [['llama.rope.scaling.type', T.STR, 'none']] },
+    'rope-freqs': { extraTensors: [{ name: 'rope_freqs.weight', ne: [8], type: GT.F32, data: tensorData(GT.F32, 1, 8, true) }] },
+    'experts': { extraKvs: [['llama.expert_count', T.U32, 8], ['llama.expert_used_count', T.U32, 2]] },
+    'experts-1': { extraKvs: [['llama.expert_count', T.U32, 1]] },
+    'key-length': { extraKvs: [['llama.attention.key_length', T.U32, 8], ['llama.attention.value_length', T.U32, 16]] },
+    'norm-q8': { normType: GT.Q8_0 },
+    'eps-2': { kvEdit: (kvs) => kvs.map(([k, t, v]) => (k.endsWith('rms_epsilon') ? [k, t, 2] : [k, t, v])) },
+    'freq-negative': { kvEdit: (kvs) => kvs.map(([k, t, v]) => (k.endsWith('freq_base') ? [k, t, -1] : [k, t, v])) },
+    'int-types': { kvEdit: retype({ 'llama.context_length': T.U16, 'llama.block_count': T.I8, 'llama.embedding_length': T.U64,
+      'llama.feed_forward_length': T.I64, 'llama.attention.head_count': T.I16, 'llama.attention.head_count_kv': T.I32,
+      'llama.rope.freq_base': T.F64, 'general.alignment': T.U64 }) },
+    'alignment-1': { alignment: 1, extraKvs: [['pad', T.STR, 'x']] },
+    'alignment-2': { alignment: 2, extraKvs: [['pad', T.STR, 'xy']] },
+    'alignment-3': { alignment: 3 },
+    'arch-mistral': { kvEdit: (kvs) => kvs.map(([k, t, v]) => (k === 'general.architecture' ? [k, t, 'mistral'] : [k, t, v])) },
+    'nested-9': { extraKvs: [['deep', T.ARR, Array.from({ length: 8 }).reduce((a) => [T.ARR, [a]], [T.U8, [1]])]] },
+    'bad-value-type': { extraKvs: [['bad', 'raw', Buffer.from([13, 0, 0, 0, 0, 0, 0, 0])]] },
+    'bad-array-type': { extraKvs: [['bad', 'raw', Buffer.from([9, 0, 0, 0, 13, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0])]] },
+  };
+  for (const [name, v] of Object.entries(variants)) put('fuzz_model', `tiny-F32-${name}.gguf`, ggufModel({ ...f32, ...v }));
+  put('fuzz_model', 'empty', Buffer.alloc(0));
+  put('fuzz_model', 'magic-only', Buffer.from('GGUF'));
+  put('fuzz_model', 'ak42', Buffer.from('24ka\x01\x00\x00\x00', 'latin1'));
+}
+
+// =============================================================================================
+// fuzz_tokenizer_bin
+
+function tokenizerBin(pieces, maxLen) {
+  const w = new Bytes();
+  w.i32(maxLen ?? Math.max(1, ...pieces.map((p) => Buffer.byteLength(p[0]))));
+  for (const [p, s] of pieces) { w.f32(s); const b = Buffer.from(p, 'utf8'); w.i32(b.length); w.push(b); }
+  return w.buffer();
+}
+{
+  const tok512 = readModel('tok512.bin');
+  const tok32k = readModel('tokenizer.bin');
+  put('fuzz_tokenizer_bin', 'tok512.bin', tok512);
+  put('fuzz_tokenizer_bin', 'tokenizer.bin', tok32k);
+  for (const [n, b] of cuts(tok512, [4, 12, 0.5])) put('fuzz_tokenizer_bin', `tok512.${n}`, b);
+  for (const [n, b] of cuts(tok32k, [0.01])) put('fuzz_tokenizer_bin', `tokenizer.${n}`, b);
+  const bytes = [];
+  for (let c = 0; c < 256; c++) bytes.push([`<0x${c.toString(16).toUpperCase().padStart(2, '0')}>`, 0]);
+  const merges = [' ', 'a', 'b', ' a', 'ab', ' ab', '\u00e9', 'once', ' once'].map((p, i) => [p, -i]);
+  put('fuzz_tokenizer_bin', 'tiny-4', tokenizerBin([['<unk>', 0], ['\n<s>\n', 0], ['\n</s>\n', 0], [' ', 0]]));
+  put('fuzz_tokenizer_bin', 'tiny-merges', tokenizerBin([['<unk>', 0], ['\n<s>\n', 0], ['\n</s>\n', 0], ...merges]));
+  put('fuzz_tokenizer_bin', 'tiny-bytes', tokenizerBin([['<unk>', 0], ['\n<s>\n', 0], ['\n</s>\n', 0], ...bytes, ...merges]));
+  put('fuzz_tokenizer_bin', 'tiny-bytes-late', tokenizerBin([['<unk>', 0], ...merges, ...bytes]));
+  put('fuzz_tokenizer_bin', 'tiny-empty-pieces', tokenizerBin([['', 0], ['', 1], ['a', 2]]));
+  put('fuzz_tokenizer_bin', 'tiny-1', tokenizerBin([['x', 0]]));
+}
+
+// =============================================================================================
+// fuzz_encode
+
+{
+  const texts = new Set();
+  for (const f of fs.readdirSync(path.join(MODELS, 'vocab')).filter((f) => f.endsWith('.inp')).sort()) {
+    const parts = fs.readFileSync(path.join(MODELS, 'vocab', f)).toString('latin1').split('\n__ggml_vocab_test__\n');
+    for (const p of parts) texts.add(p);
+  }
+  let i = 0;
+  for (const t of texts) put('fuzz_encode', `inp-${String(i++).padStart(3, '0')}`, Buffer.from(t, 'latin1'));
+  const extra = [
+    'Once upon a time', ' leading space', 'trailing space ', '\u2581\u2581 escaped', '<0x41><s></s><unk>',
+    '\n<s>\n', 'a\u0000b', '\u00e9\u00e8\u65e5\u672c\ud83d\ude00', 'x'.repeat(300),
+  ];
+  extra.forEach((t, k) => put('fuzz_encode', `extra-${k}`, Buffer.from(t, 'utf8')));
+  put('fuzz_encode', 'invalid-utf8', Buffer.from([0xff, 0xfe, 0x80, 0xc0, 0xaf, 0xe2, 0x96, 0xed, 0xa0, 0x80, 0xf4, 0x90, 0x80, 0x80, 0x41]));
+  put('fuzz_encode', 'cut-utf8', Buffer.from([0x61, 0xe6, 0x97]));
+  put('fuzz_encode', 'all-bytes', Buffer.from(Array.from({ length: 256 }, (_, k) => k)));
+}
+
+// =============================================================================================
+// fuzz_gguf_vocab
+
+{
+  for (const f of fs.readdirSync(path.join(MODELS, 'vocab')).filter((f) => f.endsWith('.gguf')).sort()) {
+    const b = fs.readFileSync(path.join(MODELS, 'vocab', f));
+    // one file per tokenizer model is enough for the unsupported ones (they stop at the model
+    // name); the llama ones are what the vocabulary path reads
+    if (!/llama-spm|phi-3|baichuan|bert-bge|gpt-2\./.test(f)) continue;
+    put('fuzz_gguf_vocab', f, b);
+    if (f === 'ggml-vocab-llama-spm.gguf' || f === 'ggml-vocab-phi-3.gguf')
+      for (const [n, c] of cuts(b, [24, 1024, 65536])) put('fuzz_gguf_vocab', `${f}.${n}`, c);
+  }
+  put('fuzz_gguf_vocab', 'stories260K.gguf', readModel('stories260K.gguf'));
+
+  put('fuzz_gguf_vocab', 'tiny-llama.gguf', gguf(vocabKvs(llamaVocab())));
+  put('fuzz_gguf_vocab', 'tiny-llama-nobytes.gguf', gguf(vocabKvs(llamaVocab({ bytes: false }))));
+  put('fuzz_gguf_vocab', 'tiny-llama-nounk.gguf', gguf(vocabKvs(llamaVocab({ bytes: false }), { unk: 99999, bos: 99999, addEos: true, addSpace: false })));
+  const phiExtra = [['<|user|>', 4, 0], ['<|end|>', 3, 0], ['<|endoftext|>', 4, 0], ['<|assistant|>', 4, 0]];
+  put('fuzz_gguf_vocab', 'tiny-phi3.gguf', gguf(vocabKvs(llamaVocab({ extra: phiExtra }), { name: 'Phi-3 tiny' })));
+  put('fuzz_gguf_vocab', 'tiny-harmony.gguf', gguf(vocabKvs(llamaVocab({ bytes: false, extra: [['<|end|>', 1, 0], ['<|return|>', 1, 0], ['<|call|>', 1, 0], ['<|channel|>', 1, 0], ['<|eot_id|>', 1, 0], ['<PRE>', 1, 0], ['<|fim_prefix|>', 1, 0]] }), { extraKvs: [['tokenizer.ggml.eot_token_id', T.I64, 5], ['tokenizer.ggml.prefix_token_id', T.U32, 3]] })));
+  put('fuzz_gguf_vocab', 'tiny-gpt2.gguf', gguf(vocabKvs(llamaVocab({ bytes: false }), { model: 'gpt2' })));
+  // one malformed key at a time
+  const base = () => vocabKvs(llamaVocab({ bytes: false }));
+  const edit = (key, f) => base().map((kv) => (kv[0] === key ? f(kv) : kv));
+  const bad = {
+    'model-u32': edit('tokenizer.ggml.model', ([k]) => [k, T.U32, 1]),
+    'tokens-i32': edit('tokenizer.ggml.tokens', ([k]) => [k, T.ARR, [T.I32, [1, 2, 3]]]),
+    'tokens-empty': edit('tokenizer.ggml.tokens', ([k]) => [k, T.ARR, [T.STR, []]]),
+    'tokens-duplicate': edit('tokenizer.ggml.tokens', ([k, t, [et, items]]) => [k, t, [et, [...items.slice(0, -1), items[3]]]]),
+    'scores-short': edit('tokenizer.ggml.scores', ([k, t, [et, items]]) => [k, t, [et, items.slice(1)]]),
+    'scores-f64': edit('tokenizer.ggml.scores', ([k, t, [, items]]) => [k, t, [T.F64, items]]),
+    'types-u8': edit('tokenizer.ggml.token_type', ([k, t, [, items]]) => [k, t, [T.U8, items]]),
+    'types-short': edit('tokenizer.ggml.token_type', ([k, t, [et, items]]) => [k, t, [et, items.slice(1)]]),
+    'types-odd': edit('tokenizer.ggml.token_type', ([k, t, [et, items]]) => [k, t, [et, items.map((x, i) => (i % 3 ? x : 7 + i))]]),
+    'bos-string': edit('tokenizer.ggml.bos_token_id', ([k]) => [k, T.STR, '1']),
+    'bos-negative': edit('tokenizer.ggml.bos_token_id', ([k]) => [k, T.I32, -5]),
+    'add-bos-u8': edit('tokenizer.ggml.add_bos_token', ([k]) => [k, T.U8, 1]),
+    'add-bos-2': edit('tokenizer.ggml.add_bos_token', ([k]) => [k, T.BOOL, 2]),
+  };
+  for (const [name, kvs] of Object.entries(bad)) put('fuzz_gguf_vocab', `tiny-bad-${name}.gguf`, gguf(kvs));
+  put('fuzz_gguf_vocab', 'tiny-v2.gguf', gguf(vocabKvs(llamaVocab({ bytes: false })), [], { version: 2, alignment: 32 }));
+  // every value type, arrays of each, a nested array, and an unknown-type tensor
+  const allTypes = [
+    ['t.u8', T.U8, 200], ['t.i8', T.I8, -3], ['t.u16', T.U16, 65535], ['t.i16', T.I16, -2],
+    ['t.u32', T.U32, 4000000000], ['t.i32', T.I32, -7], ['t.f32', T.F32, 1.5], ['t.bool', T.BOOL, 1],
+    ['t.str', T.STR, 'text'], ['t.u64', T.U64, 2n ** 63n], ['t.i64', T.I64, -1], ['t.f64', T.F64, 2.5],
+    ['t.arr.u8', T.ARR, [T.U8, [1, 2, 3]]], ['t.arr.f64', T.ARR, [T.F64, [1, 2]]], ['t.arr.bool', T.ARR, [T.BOOL, [0, 1]]],
+    ['t.arr.nested', T.ARR, [T.ARR, [[T.I32, [1, 2]], [T.STR, ['a', 'b']]]]], ['t.arr.empty', T.ARR, [T.STR, []]],
+    ['general.alignment', T.U32, 64],
+  ];
+  put('fuzz_gguf_vocab', 'all-types.gguf', gguf([...vocabKvs(llamaVocab({ bytes: false })), ...allTypes],
+    [{ name: 'odd.weight', ne: [4, 2], type: 99, data: Buffer.alloc(0) }, { name: 'token_embd.weight', ne: [32, 2], type: GT.Q8_0, data: tensorData(GT.Q8_0, 2, 32) }], { alignment: 64 }));
+}
+
+// Small GGUFs exercise the vocabulary path of fuzz_model too, and vice versa.
+for (const f of fs.readdirSync(path.join(OUT, 'fuzz_model')).filter((f) => f.startsWith('seed-tiny-') && f.endsWith('vocab.gguf')))
+  fs.copyFileSync(path.join(OUT, 'fuzz_model', f), path.join(OUT, 'fuzz_gguf_vocab', f));
+
+for (const [h, n] of Object.entries(counts)) console.log(`${h}: ${n} seeds in ${path.join(OUT, h)}`);
