@@ -9,24 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errors.h"
 #include "gguf.h"
 #include "quant.h"
 #include "wasmlm.h"
 
 /* ---- errors and little-endian reads --------------------------------------------------------- */
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static int fail(char *err, size_t errlen, int status, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
+#define fail wlm_errorf /* errors.h */
 
 static uint16_t rd16(const unsigned char *p) { return (uint16_t)(p[0] | p[1] << 8); }
 static uint32_t rd32(const unsigned char *p) {

@@ -7,7 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errors.h"
 #include "model.h"
+
+int wlm_errorf(char *err, size_t errlen, int status, const char *fmt, ...) {
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return status;
+}
 
 int wlm_set_error(char *buf, int status, const char *fmt, ...) {
     va_list ap;

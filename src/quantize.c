@@ -11,20 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errors.h"
 #include "quantize.h"
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static int fail(char *err, size_t errlen, int status, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
+#define fail wlm_errorf /* errors.h */
 
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))

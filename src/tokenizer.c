@@ -14,24 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "errors.h"
 #include "tokenizer.h"
 #include "wasmlm.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Shared: errors, the sorted piece index, freeing                                             */
 
-#if defined(__GNUC__)
-__attribute__((format(printf, 4, 5)))
-#endif
-static int fail(char *err, size_t errlen, int status, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return status;
-}
+#define fail wlm_errorf /* errors.h */
 
 static int cmp_bytes(const char *a, size_t la, const char *b, size_t lb) {
     size_t n = la < lb ? la : lb;
