@@ -293,7 +293,9 @@ typedef struct wlm_token {
                                 the repetition penalty, at temperature 1, before any filter */
     float prob_sampled;      /* the probability with which the sampler drew it, after
                                 temperature, top-k and top-p (1 for greedy) */
-    int32_t n_past;          /* tokens in the context after this step */
+    int32_t n_past;          /* length of the sequence including this token (prompt + tokens
+                                emitted so far); the token itself is evaluated by the next
+                                step, so this can reach n_ctx + 1 when the last one is emitted */
     int32_t stop_reason;     /* enum wlm_stop_reason; set with WLM_DONE */
 } wlm_token;
 
