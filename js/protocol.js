@@ -4,28 +4,43 @@
 //
 // Every request the client posts is {id, type, ...} with a fresh integer id, and gets exactly
 // one terminal reply, {id, type: 'result', value} or {id, type: 'error', error}. Before that,
-// a request may get any number of non-terminal replies carrying the same id: 'progress' (load)
-// and 'token' (generate). An 'abort' request {id, type: 'abort', target} asks the worker to
-// abort request `target`; it gets its own terminal reply (value: true if `target` was running).
+// a request may get any number of non-terminal replies carrying the same id: 'progress' (load),
+// 'token' (generate, generate_batch) and 'step' (beam_search). An 'abort' request
+// {id, type: 'abort', target} asks the worker to abort request `target`; it gets its own
+// terminal reply (value: true if `target` was running).
 //
 //   client → worker                                  worker → client (same id)
-//   {type:'init', options:{wasm?, simd?}}            result {simd}
-//   {type:'load', model, tokenizer, nCtx, kvCache}   progress* {progress:{stage,loaded,total}}, result ModelInfo
-//   {type:'generate', prompt, params}                token* {token}, result LastResult
+//   {type:'init', options:{wasm?, simd?}}            result {protocol}
+//   {type:'load', model, tokenizer, nCtx, kvCache,   progress* {progress:{stage,loaded,total}},
+//          nSeqMax}                                  result ModelInfo
+//   {type:'generate', prompt, params}                token* {token: Token}, result LastResult
 //                                                    (error {error, lastResult} when aborted)
+//   {type:'generate_batch', prompts, params}         token* {token: BatchToken}, result BatchResult
+//                                                    (error {error, lastBatchResult} when aborted)
+//   {type:'beam_search', prompt, params}             step* {step: BeamStep}, result BeamResult
+//                                                    (error {error, lastBeamResult} when aborted)
+//   {type:'kv_stats'}                                result KvStats
 //   {type:'abort', target}                           result boolean
 //   {type:'tokenize', text, options}                 result Int32Array (buffer transferred)
 //   {type:'detokenize', ids}                         result string
 //   {type:'free'}                                    result true
+//
+// The payloads are the shapes of js/wasmlm.d.ts: `params` is GenerateParams / BatchParams
+// (or an array of them) / BeamParams as the caller gave it (a Map logitBias survives the
+// clone); a Token carries its `top` alternatives when params.nProbs > 0; a BatchToken adds
+// `seq` and `stopReason`; BeamResult's beams carry their `tokens` as Int32Array.
 
 /** Version of this message set; the worker echoes it in the 'init' result. */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 /** Request types (client → worker). */
 export const Req = Object.freeze({
   INIT: 'init',
   LOAD: 'load',
   GENERATE: 'generate',
+  GENERATE_BATCH: 'generate_batch',
+  BEAM_SEARCH: 'beam_search',
+  KV_STATS: 'kv_stats',
   ABORT: 'abort',
   TOKENIZE: 'tokenize',
   DETOKENIZE: 'detokenize',
@@ -38,6 +53,7 @@ export const Reply = Object.freeze({
   ERROR: 'error',
   PROGRESS: 'progress',
   TOKEN: 'token',
+  STEP: 'step',
 });
 
 /**

@@ -7,24 +7,34 @@
 //   const engine = await createEngine();                     // or createWorkerEngine() in a page
 //   await engine.load({ model: 'stories260K.bin', tokenizer: 'tok512.bin',
 //                       onProgress: ({ stage, loaded, total }) => {} });
-//   for await (const token of engine.generate('Once upon a time', { temperature: 0.8, seed: 42 }))
-//     process.stdout.write(token.text);
+//   for await (const token of engine.generate('Once upon a time',
+//                                             { temperature: 0.8, topP: 0.9, seed: 42, nProbs: 5 }))
+//     process.stdout.write(token.text);                      // token.top: 5 alternatives
 //   console.log(engine.lastResult);                          // stop reason, timings
+//
+//   const batch = await engine.completeBatch('Once upon a time', { nSamples: 4, seed: 1 });
+//   const { beams } = await engine.beamSearch('Once upon a time', { width: 4 });
 //   await engine.free();
 //
 // Everything runs on the CPU in one wasm instance per engine; the C engine (src/wasmlm.h) does
-// the parsing, the forward pass, tokenization and sampling, and is the reference for their
-// details. Algorithms and their sources:
+// the parsing, the forward pass, tokenization, sampling, batching and beam search, and is the
+// reference for their details (and for the ranges of every parameter: JS checks names and
+// types, C checks values and names the field when it refuses one). Algorithms and sources:
 // - Transformer: Llama 2 (Touvron et al. 2023, arXiv:2307.09288): RMSNorm, rotary position
 //   embeddings (Su et al. 2021, arXiv:2104.09864), grouped-query attention (Ainslie et al. 2023,
 //   arXiv:2305.13245), SwiGLU feed-forward (Shazeer 2020, arXiv:2002.05202).
 // - File formats: llama2.c's legacy (version 0) checkpoint and tokenizer.bin (karpathy/llama2.c);
 //   GGUF v2/v3 (ggml's gguf.md), architecture "llama", F32/F16/Q8_0/Q4_0/Q4_K/Q6_K tensors.
 // - Tokenizer: SentencePiece BPE (Kudo & Richardson 2018) as llama2.c's run.c implements it,
-//   with byte fallback (<0xNN> tokens).
-// - Sampling: temperature, top-k (Fan et al. 2018), top-p / nucleus (Holtzman et al. 2019), the
-//   CTRL repetition penalty (Keskar et al. 2019), llama2.c's xorshift RNG (Marsaglia 2003):
-//   temperature + top-p with a seed reproduce run.c's sampling.
+//   with byte fallback (<0xNN> tokens); GGUF vocabularies as llama.cpp's SPM tokenizer.
+// - Sampling chain (GenerateParams): CTRL repetition penalty (Keskar et al. 2019,
+//   arXiv:1909.05858), OpenAI's presence / frequency penalties, logit bias, top-k (Fan et al.
+//   2018), locally typical sampling (Meister et al. 2022, arXiv:2202.00666), nucleus / top-p
+//   (Holtzman et al. 2019, arXiv:1904.09751), min-p (Nguyen et al. 2024, arXiv:2407.01082),
+//   temperature, drawn with llama2.c's xorshift RNG (Marsaglia 2003).
+// - KV cache: paged blocks shared copy-on-write between sequences (vLLM's PagedAttention, Kwon
+//   et al. 2023, arXiv:2309.06180); context shift as llama.cpp's (RoPE re-rotation of kept keys).
+// - Beam search: Hugging Face transformers' BeamSearchScorer with early stopping.
 
 /** A place to load bytes from. */
 export type Source =
@@ -44,16 +54,19 @@ export type WasmlmErrorCode =
   | 'WLM_ERR_NOMEM'         // -2: an allocation in wasm memory failed
   | 'WLM_ERR_FORMAT'        // -3: the bytes are not a model / tokenizer this library reads
   | 'WLM_ERR_TRUNCATED'     // -4: the file ends before the data its header announces
-  | 'WLM_ERR_UNSUPPORTED'   // -5: a valid file using something not implemented (e.g. GGUF)
+  | 'WLM_ERR_UNSUPPORTED'   // -5: a valid file using something not implemented
   | 'WLM_ERR_TOKENIZER'     // -6: no tokenizer, or one that does not match the model
   | 'WLM_ERR_CONTEXT_FULL'  // -7: the prompt does not fit in the context window
   | 'WLM_ERR_STATE'         // -8: call out of order (no model, engine busy or freed)
-  | 'WLM_ERR_IO';           // JS only (status null): a download or file read failed
+  | 'WLM_ERR_IO'            // JS only (status null): a download or file read failed
+  | 'WLM_ERR_CHECKSUM';     // js/cache.js only (status null): sha256 or size differs from the expected one
 
 /**
  * An error reported by the engine.
  * - C errors: `code` is the C status name, `status` its (negative) number, and `message` the C
- *   handle's message (e.g. "truncated model: file is 100000 bytes, its header … needs 1056540").
+ *   handle's message (e.g. "truncated model: file is 100000 bytes, its header … needs 1056540";
+ *   for a parameter out of range it names the C field and the value, e.g. "top_p must be in
+ *   (0, 1] (got 1.5)"; in a batch it starts with "sequence N: ").
  * - Errors detected in JS before reaching C use the C code that fits (bad parameter names or
  *   types: WLM_ERR_INVALID_ARG; engine busy, no model, freed: WLM_ERR_STATE).
  * - I/O failures: code 'WLM_ERR_IO', status null, `url` set; `httpStatus` for an HTTP error
@@ -114,24 +127,33 @@ export interface LoadProgress {
 
 /** Arguments of load(). */
 export interface LoadOptions {
-  /** The model file: llama2.c checkpoint (GGUF is recognised and rejected, WLM_ERR_UNSUPPORTED). */
+  /** The model file: a llama2.c checkpoint or a GGUF file (detected from its bytes). */
   model: Source;
   /** The llama2.c tokenizer.bin matching the model's vocabulary: required with a llama2.c
    *  checkpoint; must be omitted with a GGUF file, which carries its vocabulary (else
-   *  WLM_ERR_STATE). The format of `model` is detected from its bytes ("GGUF" magic). */
+   *  WLM_ERR_STATE). */
   tokenizer?: Source;
-  /** Context length in tokens (KV cache size); 0 (default) = the model's seqLen. At most seqLen. */
+  /** Context length in tokens; 0 (default) = the model's seqLen. At most seqLen. */
   nCtx?: number;
   /** Keep keys/values per position (default true). false recomputes the whole sequence at every
-   *  step: O(n²), only a baseline for benchmarks. */
+   *  step: O(n²), only a baseline for benchmarks; batches and beam search need the cache. */
   kvCache?: boolean;
+  /**
+   * Sequences the context holds at once, 1..64 (default 1). generateBatch() needs one per
+   * sequence and beamSearch() 2 × width; when a call needs more, the context is recreated
+   * with exactly that many (between calls, so nothing is lost), so this only saves that
+   * recreation. Costs little up front: the KV cache is paged, blocks of 16 positions are
+   * allocated when a sequence first uses them (one full sequence is allocated at load) and kept
+   * for reuse afterwards.
+   */
+  nSeqMax?: number;
   /** Called per chunk received. */
   onProgress?: (progress: LoadProgress) => void;
   /** Aborts the download / read: load() rejects with an AbortError. */
   signal?: AbortSignal;
 }
 
-/** The loaded model's hyperparameters and the context's settings. */
+/** The loaded model's hyperparameters and the context's settings (as of load()). */
 export interface ModelInfo {
   /** Embedding width. */
   dim: number;
@@ -148,80 +170,176 @@ export interface ModelInfo {
   seqLen: number;
   /** The output layer reuses the token embedding. */
   sharedClassifier: boolean;
-  /** Bytes of weights read per generated token (all matrices and vectors). */
+  /** Bytes of weights read per forward pass (all matrices and vectors). */
   weightBytes: number;
   /** The context length in use, in tokens. */
   nCtx: number;
   /** The SIMD build and kernels are in use. */
   simd: boolean;
-  /** Bytes the context allocated in wasm memory: KV cache (2 × nLayers × nCtx × kv_dim float32)
-   *  and activation buffers. */
+  /** Bytes the context had allocated in wasm memory after load(): the KV cache blocks of one
+   *  full sequence (2 × nLayers × nCtx × kv_dim float32, kv_dim = dim × nKvHeads / nHeads,
+   *  rounded up to whole blocks) and activation buffers. kvStats() gives the current figure. */
   contextBytes: number;
   /** Size of the module's linear memory after loading, in bytes (model buffer, context, heap). */
   wasmMemoryBytes: number;
 }
 
-/** Parameters of generate() and complete(). Unknown names are rejected (WLM_ERR_INVALID_ARG). */
+/** Why a generation (or one sequence of a batch, or a beam) ended. */
+export type StopReason =
+  /** maxTokens new tokens were produced. */
+  | 'max_tokens'
+  /** The model sampled EOS (or BOS, as run.c stops); that token is not emitted. */
+  | 'eos'
+  /** The text produced one of `stop`; the stop string is not emitted (text before it is). */
+  | 'stop_string'
+  /** The sequence reached nCtx (without contextShift). */
+  | 'context_full'
+  /** An AbortSignal, or the consumer stopped iterating early. */
+  | 'aborted';
+
+/**
+ * Order of the sampler stages (enum wlm_sampler_order):
+ * - 'llamacpp' (default): penalties → logit bias / bans → top-k → typical-p → top-p → min-p →
+ *   temperature → draw (llama.cpp's default chain: the filters see the untempered distribution).
+ * - 'runc': penalties → logit bias / bans → temperature → top-k → typical-p → top-p → min-p →
+ *   draw: llama2.c run.c's order; with topP alone and a seed it reproduces run.c's tokens.
+ */
+export type SamplerOrder = 'llamacpp' | 'runc';
+
+/**
+ * Parameters of generate() and complete(): the sampler chain of src/wasmlm.h (wlm_gen_params),
+ * each stage off at its neutral value. With z the logits and p = softmax(z) over the tokens
+ * still candidates (renormalised after every filter; ties resolve to the lower token id):
+ *  1. repeatPenalty r: z_t / r if z_t > 0 else z_t × r, once per distinct token of the window;
+ *  2. presencePenalty, frequencyPenalty: z_t -= c_t × frequency + (c_t > 0) × presence, c_t the
+ *     count of t in the window (OpenAI's definitions);
+ *  3. logitBias, bannedTokens;
+ *  4. temperature 0: greedy (argmax after 1–3; the filters are skipped);
+ *  5. topK, 6. typicalP, 7. topP, 8. minP, 9. temperature, 10. the draw — in samplerOrder.
+ * Unknown names are rejected (WLM_ERR_INVALID_ARG), as are values of the wrong type (a string
+ * for a number, a fraction for an integer field) and, by C, values out of range or NaN (the
+ * message names the C field, e.g. min_p).
+ */
 export interface GenerateParams {
-  /** 0 = greedy (argmax); > 0 divides the logits. Default 1.0. Must be finite and >= 0. */
+  /** >= 0, finite; 0 = greedy (argmax). Default 1.0. */
   temperature?: number;
-  /** Keep the k most probable tokens; 0 = off (default). Integer >= 0. */
+  /** Keep the k most probable tokens; integer >= 0, 0 = off (default). */
   topK?: number;
-  /** Nucleus sampling: keep the smallest set of tokens whose probability exceeds p (including
-   *  the one crossing it); 1 = off. Default 0.9. In (0, 1]. */
+  /** Nucleus: keep the shortest prefix (by p descending) whose mass exceeds p (at least one
+   *  token). In (0, 1]; 1 = off. Default 0.9 (run.c's). */
   topP?: number;
+  /** Keep t with p_t >= minP × max p. In [0, 1]; 0 = off (default). */
+  minP?: number;
+  /** Locally typical sampling: sort by |−ln p_t − H(p)| ascending, keep the shortest prefix of
+   *  mass >= typicalP. In (0, 1]; 1 = off (default). */
+  typicalP?: number;
   /** CTRL repetition penalty over the last repeatLastN tokens (prompt included): positive
-   *  logits are divided by it, negative ones multiplied; 1 = off (default). > 0. */
+   *  logits divided by it, negative ones multiplied. > 0; 1 = off (default). */
   repeatPenalty?: number;
-  /** Window of the penalty, in tokens. Default 64. >= 0. */
+  /** Window of the three penalties, in tokens (prompt included). Integer >= 0, default 64. */
   repeatLastN?: number;
+  /** Subtracted once from the logit of every token present in the window. Finite; 0 = off
+   *  (default); OpenAI's range is -2..2. */
+  presencePenalty?: number;
+  /** Subtracted from a token's logit per occurrence in the window. Finite; 0 = off (default). */
+  frequencyPenalty?: number;
+  /**
+   * Added to the logits of the given token ids before the filters: an object {tokenId: bias},
+   * a Map, or an array of [tokenId, bias] pairs (at most 1024 entries). -Infinity bans the
+   * token; other biases must be finite. Ids must be in the vocabulary. If bias and bans leave
+   * no token, the step fails with WLM_ERR_INVALID_ARG.
+   */
+  logitBias?: Record<number, number> | Map<number, number> | Array<[number, number]>;
+  /** Token ids never sampled (at most 1024; ids in the vocabulary). */
+  bannedTokens?: ArrayLike<number> | Iterable<number>;
+  /** Order of the stages; default 'llamacpp'. See SamplerOrder. */
+  samplerOrder?: SamplerOrder;
+  /** Alternatives reported per token in Token.top: integer 0..20, default 0 (no `top`). */
+  nProbs?: number;
   /** RNG seed, an integer in 0..2^53-1 (0 means a fixed non-zero constant). Default: random.
    *  The same seed, parameters, prompt and model give the same tokens. */
   seed?: number;
-  /** New tokens to produce at most; 0 = until the context is full. Default 256. */
+  /** New tokens to produce at most; integer >= 0, 0 = no limit (until EOS, a stop string or a
+   *  full context). Default 256. */
   maxTokens?: number;
-  /** Strings that end the generation when the text produces them; the stop string itself is
-   *  not emitted (text before it is). At most 8, each 1 to 63 bytes of UTF-8. Text that could
-   *  still begin a stop string is held back until it cannot. Default []. */
+  /** Strings that end the generation when the text produces them, also across token
+   *  boundaries; the stop string itself is not emitted (text before it is). At most 8, each 1
+   *  to 63 bytes of UTF-8. Text that could still begin a stop string is held back until it
+   *  cannot. Default []. */
   stop?: string[] | string;
   /** Prepend the BOS token to the prompt (default true). An empty prompt needs it. */
   addBos?: boolean;
+  /**
+   * When the sequence fills nCtx: false (default) ends with stopReason 'context_full'; true
+   * shifts the context instead (keeps the first nKeep tokens, drops half of the rest, re-rotates
+   * the kept keys, as llama.cpp's context shift) and goes on. Needs kvCache.
+   */
+  contextShift?: boolean;
+  /** Tokens kept at the start by a context shift: integer 0..nCtx-2, default 0 (1 keeps BOS). */
+  nKeep?: number;
+}
+
+/** One candidate of Token.top. */
+export interface TokenAlternative {
+  /** Token id. */
+  id: number;
+  /** The token's piece decoded on its own (after BOS without its leading space); a piece that
+   *  is part of a UTF-8 character shows U+FFFD. For display only. */
+  text: string;
+  /** Model probability: softmax of the raw logits at temperature 1, before penalties, bias
+   *  and filters (0..1). */
+  prob: number;
+  /** ln(prob), computed exactly as z_t − logsumexp(z) (finite even when prob underflows). */
+  logprob: number;
+  /** Probability in the distribution the token was drawn from, after every stage: 0 when a
+   *  filter removed it; greedy: 1 for the argmax, 0 for the others. The survivors' values sum
+   *  to at most 1. */
+  probSampled: number;
 }
 
 /** One step of a generation. */
 export interface Token {
   /** The sampled token id, or -1 for a last item that only releases text held back at the end
    *  (for a stop string that did not complete, or an incomplete UTF-8 tail); that item is not a
-   *  token and is not counted in nGenerated. */
+   *  token, is not counted in nGenerated, and carries prob, logprob and probSampled 0. */
   id: number;
-  /** Text released at this step, decoded with one streaming TextDecoder per generation: a
+  /** Text released at this step, decoded with one streaming TextDecoder per sequence: a
    *  character whose UTF-8 bytes span several tokens arrives whole, with the token holding its
-   *  last byte; earlier tokens may have empty text. Concatenated, the texts are the full text. */
+   *  last byte; earlier tokens may have empty text (so may tokens held back for a stop string).
+   *  Concatenated, the texts are the full text. */
   text: string;
-  /** The model's probability of this token: softmax of the logits after the repetition
-   *  penalty, at temperature 1, before top-k / top-p (0..1). */
+  /** The model's probability of this token: softmax of the raw logits at temperature 1, before
+   *  penalties, bias and filters (0..1). */
   prob: number;
-  /** The probability with which the sampler drew it, after temperature, top-k and top-p
-   *  (1 for greedy). */
+  /** ln(prob), exact (z − logsumexp(z)). */
+  logprob: number;
+  /** The probability with which the sampler drew it, after every stage (1 for greedy). */
   probSampled: number;
-  /** Tokens in the sequence including this one (prompt + generated so far). */
+  /** Tokens in the sequence including this one (prompt + generated so far; after a context
+   *  shift, counted from the shifted start). */
   nPast: number;
+  /**
+   * Present when params.nProbs > 0: the nProbs most probable candidates after every stage,
+   * sorted by probSampled descending, then prob descending, then id — the survivors of the
+   * filters first, then the best of the removed ones. The sampled token is among them when it
+   * ranks in the first nProbs (always at temperature 0: it is top[0]).
+   */
+  top?: TokenAlternative[];
 }
 
 /** Summary of a generation (engine.lastResult, and what complete() returns). */
 export interface LastResult {
-  /**
-   * Why it ended: 'max_tokens' (maxTokens produced), 'eos' (the model sampled EOS or BOS, as
-   * run.c stops; that token is not emitted), 'stop_string', 'context_full' (nCtx reached),
-   * 'aborted' (AbortSignal, or the consumer stopped iterating early).
-   */
-  stopReason: 'max_tokens' | 'eos' | 'stop_string' | 'context_full' | 'aborted';
+  /** Why it ended. */
+  stopReason: StopReason;
   /** The generated text (without the prompt). */
   text: string;
   /** Prompt tokens, BOS included. */
   nPrompt: number;
   /** Tokens generated (yielded with id >= 0). */
   nGenerated: number;
+  /** Sum of the generated tokens' logprob (the sequence's log-probability under the model at
+   *  temperature 1; natural log). */
+  logprob: number;
   /** Milliseconds spent tokenizing and evaluating the prompt (one wasm call). */
   prefillMs: number;
   /** Milliseconds spent in the decode steps (wasm calls only; time the consumer and the event
@@ -235,15 +353,168 @@ export interface LastResult {
   wasmMemoryBytes: number;
 }
 
-/** In-thread engines only: the current size of the module's linear memory in bytes (it only
-   *  grows; 0 after free()). Worker engines report it in info and lastResult instead. */
-  readonly wasmMemoryBytes?: number;
-
+/** Parameters of one prompt of generateBatch(): GenerateParams plus the number of samples. */
+export interface BatchParams extends GenerateParams {
   /**
- * An inference engine: one model and one context (KV cache). Methods may be called while a
- * generation is being iterated only for tokenize() and detokenize(); load(), generate(),
- * evalTokens() and reset() then reject with WLM_ERR_STATE (finish, abort or break out of the
- * generation first).
+   * Sequences generated from this prompt, integer >= 1 (default 1). Sample i uses seed
+   * `seed + i` (seed random when not given), so sample i equals generate() with that seed.
+   * The prompt is evaluated once; the samples share its KV cache blocks.
+   */
+  nSamples?: number;
+}
+
+/** One item of generateBatch(). */
+export interface BatchToken extends Token {
+  /** The sequence: prompts in order, each repeated nSamples times (prompt p, sample s is
+   *  sequence Σ_{q<p} nSamples_q + s). */
+  seq: number;
+  /** null for a token; set on the sequence's last item, which has id -1 and carries any text
+   *  released at the end (possibly ''). Every sequence gets exactly one such item. */
+  stopReason: StopReason | null;
+}
+
+/** One sequence of a BatchResult. */
+export interface SequenceResult {
+  /** Index in BatchResult.sequences and BatchToken.seq. */
+  seq: number;
+  /** Which prompt (index into the prompts given). */
+  promptIndex: number;
+  /** Which sample of that prompt (0..nSamples-1). */
+  sample: number;
+  /** The seed this sequence used. */
+  seed: number;
+  stopReason: StopReason;
+  /** Its generated text. */
+  text: string;
+  /** Its prompt tokens, BOS included. */
+  nPrompt: number;
+  /** Its generated tokens. */
+  nGenerated: number;
+  /** Sum of its tokens' logprob. */
+  logprob: number;
+}
+
+/** Summary of a batch generation (engine.lastBatchResult, what completeBatch() returns). */
+export interface BatchResult {
+  /** One per sequence, in `seq` order. */
+  sequences: SequenceResult[];
+  /** Prompt tokens evaluated (a prompt equal to an earlier one is forked, not evaluated). */
+  nPrompt: number;
+  /** Tokens generated, all sequences together. */
+  nGenerated: number;
+  /** Decode steps (batched forward passes). */
+  steps: number;
+  /** Milliseconds of the prefill (all prompts in one batched pass). */
+  prefillMs: number;
+  /** Milliseconds spent in the decode steps (wasm calls only). */
+  decodeMs: number;
+  /** nPrompt / prefill seconds. */
+  prefillTokensPerSec: number;
+  /** nGenerated / decode seconds: the batch's throughput. */
+  decodeTokensPerSec: number;
+  /** Size of the module's linear memory at the end, in bytes. */
+  wasmMemoryBytes: number;
+}
+
+/** Parameters of beamSearch() (wlm_beam_params). */
+export interface BeamParams {
+  /** Beams kept per step: integer 1..32, default 4. Needs 2 × width sequences (the context is
+   *  recreated with more when needed). */
+  width?: number;
+  /** New tokens per beam at most: integer >= 1, default 64; also bounded by nCtx. */
+  maxTokens?: number;
+  /** α >= 0 in score = logprob / len^α (len: tokens scored, EOS included); default 1.0;
+   *  0 ranks by total log-probability. */
+  lengthPenalty?: number;
+  /** Prepend BOS to the prompt (default true). */
+  addBos?: boolean;
+}
+
+/** Reported after each beam search step (BeamSearchOptions.onStep). */
+export interface BeamStep {
+  /** Steps done (1, 2, …). */
+  step: number;
+  /** Bytes of KV cache blocks in use now (shared prefix counted once). */
+  kvBytes: number;
+  /** Bytes the same beams would use with a private copy of the cache each. */
+  kvBytesUnshared: number;
+}
+
+/** Options of beamSearch(). */
+export interface BeamSearchOptions {
+  /** Ends the search between two steps: beamSearch() rejects with an AbortError, and
+   *  engine.lastBeamResult holds the hypotheses so far (aborted: true; beams still live when
+   *  aborted have stopReason 'aborted'). */
+  signal?: AbortSignal;
+  /** Called after every step but the last. */
+  onStep?: (step: BeamStep) => void;
+}
+
+/** A finished hypothesis of a beam search. */
+export interface Beam {
+  /** Its generated text (prompt excluded). */
+  text: string;
+  /** The generated token ids (prompt and the final EOS excluded). */
+  tokens: Int32Array;
+  /** Sum of ln p(token | prefix) over the tokens and the EOS that ended it, if any; p the
+   *  model's softmax at temperature 1. */
+  logprob: number;
+  /** logprob / len^lengthPenalty, len = tokens scored (EOS included), at least 1. */
+  score: number;
+  /** 'eos', 'max_tokens', 'context_full', or 'aborted' for a beam still live when aborted. */
+  stopReason: StopReason;
+}
+
+/** Result of beamSearch() (also engine.lastBeamResult). */
+export interface BeamResult {
+  /** At most `width` hypotheses, best score first. */
+  beams: Beam[];
+  /** Peak bytes of KV cache blocks in use during the search (the common prefix counted once:
+   *  beams share it copy-on-write). */
+  kvBytes: number;
+  /** Peak bytes the same beams would have needed with a private cache each. */
+  kvBytesUnshared: number;
+  /** kvBytes / width. */
+  kvBytesPerBeam: number;
+  /** The width used. */
+  width: number;
+  /** Prompt tokens, BOS included. */
+  nPrompt: number;
+  /** Steps done (one batched forward pass each). */
+  steps: number;
+  /** Wall-clock milliseconds of the whole search, event-loop turns included. */
+  ms: number;
+  /** true when the search was aborted (only seen in lastBeamResult). */
+  aborted: boolean;
+}
+
+/** KV cache occupancy now (wlm_kv_stats) and the context's memory. */
+export interface KvStats {
+  /** Bytes of one block (16 positions, K and V of every layer). */
+  blockBytes: number;
+  /** Blocks in memory (in use + free for reuse). */
+  blocksAllocated: number;
+  /** Blocks referenced by at least one sequence. */
+  blocksUsed: number;
+  /** Blocks referenced by two or more sequences (shared prefixes). */
+  blocksShared: number;
+  /** Sum of the sequences' block-table lengths: the blocks private copies would need. */
+  blockRefs: number;
+  /** Sequences the context holds (see LoadOptions.nSeqMax). */
+  nSeqMax: number;
+  /** The context length, in tokens. */
+  nCtx: number;
+  /** Bytes the context has allocated (KV blocks + scratch). */
+  contextBytes: number;
+  /** Size of the module's linear memory, in bytes. */
+  wasmMemoryBytes: number;
+}
+
+/**
+ * An inference engine: one model and one context (KV cache, up to nSeqMax sequences). While a
+ * generation, batch or beam search runs, only tokenize(), detokenize() and kvStats() may be
+ * called; load(), generate(), generateBatch(), beamSearch(), evalTokens() and reset() reject
+ * with WLM_ERR_STATE (finish, abort or break out first).
  */
 export interface Engine {
   /**
@@ -253,8 +524,8 @@ export interface Engine {
    * On failure nothing stays allocated, `info` is null, and load() can be called again.
    * @throws WasmlmError WLM_ERR_IO (download / read; names the URL and HTTP status),
    *   WLM_ERR_FORMAT, WLM_ERR_TRUNCATED (message gives both sizes), WLM_ERR_UNSUPPORTED,
-   *   WLM_ERR_TOKENIZER (tokenizer for another vocabulary), WLM_ERR_INVALID_ARG (nCtx > seqLen),
-   *   WLM_ERR_NOMEM; DOMException 'AbortError' when `signal` aborts.
+   *   WLM_ERR_TOKENIZER (tokenizer for another vocabulary), WLM_ERR_INVALID_ARG (nCtx > seqLen,
+   *   nSeqMax outside 1..64), WLM_ERR_NOMEM; DOMException 'AbortError' when `signal` aborts.
    */
   load(options: LoadOptions): Promise<ModelInfo>;
 
@@ -265,10 +536,21 @@ export interface Engine {
    *  or broken out of, with stopReason 'aborted'), or null. */
   readonly lastResult: LastResult | null;
 
+  /** The summary of the last batch generation that got past prefill (aborted sequences have
+   *  stopReason 'aborted'), or null. */
+  readonly lastBatchResult: BatchResult | null;
+
+  /** The last beam search's result (also when aborted: see BeamSearchOptions.signal), or null. */
+  readonly lastBeamResult: BeamResult | null;
+
+  /** In-thread engines only: the current size of the module's linear memory in bytes (it only
+   *  grows; 0 after free()). Worker engines report it in info, kvStats() and the results. */
+  readonly wasmMemoryBytes?: number;
+
   /**
    * Encodes text as llama2.c's run.c does: optional BOS, SentencePiece's dummy-prefix space for
    * non-empty text, characters missing from the vocabulary as <0xNN> byte tokens, then BPE
-   * merges by score.
+   * merges by score (GGUF vocabularies: llama.cpp's SPM tokenizer).
    * @param options.bos prepend BOS (default true)
    * @throws WasmlmError WLM_ERR_STATE without a model.
    */
@@ -289,8 +571,9 @@ export interface Engine {
    * within one token: the iterator then throws a DOMException named 'AbortError'. Breaking out
    * of for-await ends the generation cleanly. When it ends, engine.lastResult is set.
    * @throws (from the iterator) WasmlmError WLM_ERR_INVALID_ARG (parameters out of range, with
-   *   the C message naming the parameter; unknown parameter names; a prompt containing NUL), WLM_ERR_CONTEXT_FULL (prompt longer than nCtx),
-   *   WLM_ERR_STATE (no model, or a generation already running).
+   *   the C message naming the field; unknown names; wrong types; a prompt containing NUL),
+   *   WLM_ERR_CONTEXT_FULL (prompt longer than nCtx), WLM_ERR_STATE (no model, or the engine
+   *   busy).
    */
   generate(prompt: string, params?: GenerateParams,
            options?: { signal?: AbortSignal }): AsyncIterableIterator<Token>;
@@ -301,6 +584,50 @@ export interface Engine {
    */
   complete(prompt: string, params?: GenerateParams,
            options?: { signal?: AbortSignal; onToken?: (token: Token) => void }): Promise<LastResult>;
+
+  /**
+   * Generates after several prompts, or several samples of one prompt (params.nSamples), at
+   * once: every step evaluates the last token of all running sequences in one batched forward
+   * pass (each weight matrix read once for all of them), then samples each with its own sampler
+   * (parameters, seed, penalties, stop strings, maxTokens); sequences finish independently.
+   * Prompts are tokenized, then prefilled together; repeated prompts share their KV blocks.
+   * Yields BatchTokens in sequence order within a step; each sequence ends with one item whose
+   * stopReason is set. Abort and early break behave as in generate(); engine.lastBatchResult
+   * is set at the end. At temperature 0, or with the same seeds, each sequence's tokens equal
+   * a generate() call with the same prompt and parameters.
+   * @param prompts one prompt or an array of them (total sequences, nSamples included, at most
+   *   64; the context is recreated with more sequences when needed)
+   * @param params one BatchParams for every prompt, or an array with one per prompt
+   * @throws (from the iterator) as generate(); C messages start with "sequence N: ";
+   *   WLM_ERR_INVALID_ARG for an empty prompt list, more than 64 sequences, or a params array
+   *   whose length differs from the prompts'; WLM_ERR_STATE when kvCache is false.
+   */
+  generateBatch(prompts: string | string[], params?: BatchParams | BatchParams[],
+                options?: { signal?: AbortSignal }): AsyncIterableIterator<BatchToken>;
+
+  /** Runs generateBatch() to the end and returns its BatchResult; onToken per item. */
+  completeBatch(prompts: string | string[], params?: BatchParams | BatchParams[],
+                options?: { signal?: AbortSignal; onToken?: (token: BatchToken) => void }): Promise<BatchResult>;
+
+  /**
+   * Beam search: the prompt is evaluated once; each step extends every live beam by its 2W
+   * most probable tokens, keeps the W best continuations by total log-probability and
+   * evaluates them in one batch; a continuation ending in EOS becomes a finished hypothesis.
+   * Ends when W hypotheses have finished (early stopping), every beam reached maxTokens or the
+   * context, or on abort. Beams share the KV blocks of their common prefix (copy-on-write).
+   * One step per macrotask, so an AbortSignal lands between steps.
+   * Deterministic: the same prompt and parameters give the same beams in every runtime and
+   * in the SIMD and scalar builds.
+   * @throws WasmlmError WLM_ERR_INVALID_ARG (width, maxTokens or lengthPenalty out of range,
+   *   unknown names, wrong types), WLM_ERR_CONTEXT_FULL (prompt longer than nCtx),
+   *   WLM_ERR_STATE (no KV cache, busy); DOMException 'AbortError' (results so far in
+   *   engine.lastBeamResult).
+   */
+  beamSearch(prompt: string, params?: BeamParams, options?: BeamSearchOptions): Promise<BeamResult>;
+
+  /** The KV cache's occupancy and the context's memory now; allowed while a generation runs.
+   *  @throws WasmlmError WLM_ERR_STATE without a model. */
+  kvStats(): Promise<KvStats>;
 
   /**
    * Frees the model, the context and (worker engine) terminates the worker. The engine is
@@ -315,18 +642,19 @@ export interface Engine {
  * need the forward pass itself (the logits) rather than generated text.
  */
 export interface InThreadEngine extends Engine {
+  readonly wasmMemoryBytes: number;
+
   /**
-   * Appends `ids` to the context's sequence (positions nPast…, one forward pass each; wlm_eval)
-   * and returns a copy of the logits of the last one: vocabSize float32, unnormalised.
-   * Continues after whatever the context holds (e.g. a finished generation); call reset()
-   * first to start at position 0.
+   * Appends `ids` to the context's sequence 0 (positions nPast…; wlm_eval) and returns a copy
+   * of the logits of the last one: vocabSize float32, unnormalised. Continues after whatever
+   * the context holds (e.g. a finished generation); call reset() first to start at position 0.
    * @throws WasmlmError WLM_ERR_INVALID_ARG (id out of range, empty ids),
    *   WLM_ERR_CONTEXT_FULL (the sequence would exceed nCtx; nothing is evaluated),
    *   WLM_ERR_STATE (no model, or a generation running).
    */
   evalTokens(ids: ArrayLike<number>): Promise<Float32Array>;
 
-  /** Forgets the sequence: the next evalTokens() starts at position 0. */
+  /** Forgets every sequence: the next evalTokens() starts at position 0. */
   reset(): Promise<void>;
 }
 
@@ -342,8 +670,9 @@ export function createEngine(options?: EngineOptions): Promise<InThreadEngine>;
 /**
  * Creates an engine whose work runs in a module Web Worker (js/worker.js), so the page stays
  * responsive; same interface as createEngine() minus the low-level methods. Tokens arrive one
- * message each. Model and tokenizer bytes given as ArrayBuffer / Uint8Array are copied to the
- * worker (the caller's buffers stay usable); Blobs are passed by reference.
+ * message each (with their `top` alternatives), beam search steps one message each. Model and
+ * tokenizer bytes given as ArrayBuffer / Uint8Array are copied to the worker (the caller's
+ * buffers stay usable); Blobs are passed by reference.
  * @throws Error in environments without Web Workers unless options.worker is given.
  */
 export function createWorkerEngine(options?: WorkerEngineOptions): Promise<Engine>;

@@ -140,11 +140,17 @@ const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 
 const REQUIRED_EXPORTS = [
   'memory', 'wlm_status_name', 'wlm_model_load_tokenizer', 'wlm_model_free', 'wlm_model_errmsg',
   'wlm_tokenize', 'wlm_token_piece', 'wlm_context_free', 'wlm_context_errmsg', 'wlm_context_reset',
-  'wlm_context_n_past', 'wlm_eval', 'wlm_logits', 'wlm_generate_begin_text', 'wlm_generate_next',
-  'wlm_generate_abort', 'wlmjs_malloc', 'wlmjs_free', 'wlmjs_model_load', 'wlmjs_model_info',
-  'wlmjs_context_new', 'wlmjs_gen_params_new', 'wlmjs_gen_params_set', 'wlmjs_gen_params_add_stop',
+  'wlm_context_n_past', 'wlm_context_memory', 'wlm_eval', 'wlm_logits', 'wlm_generate_begin_text',
+  'wlm_generate_next', 'wlm_generate_abort', 'wlm_generate_batch_next', 'wlm_beam_step',
+  'wlm_beam_count', 'wlmjs_malloc', 'wlmjs_free', 'wlmjs_model_load', 'wlmjs_model_info',
+  'wlmjs_context_new', 'wlmjs_kv_stat', 'wlmjs_gen_params_new', 'wlmjs_gen_params_set',
+  'wlmjs_gen_params_add_stop', 'wlmjs_gen_params_add_bias', 'wlmjs_gen_params_add_ban',
   'wlmjs_token_new', 'wlmjs_token_id', 'wlmjs_token_piece', 'wlmjs_token_piece_len',
   'wlmjs_token_prob', 'wlmjs_token_prob_sampled', 'wlmjs_token_n_past', 'wlmjs_token_stop_reason',
+  'wlmjs_token_logprob', 'wlmjs_token_seq', 'wlmjs_token_status', 'wlmjs_token_n_probs',
+  'wlmjs_token_top_id', 'wlmjs_token_top_prob', 'wlmjs_token_top_logprob',
+  'wlmjs_token_top_prob_sampled', 'wlmjs_tokens_new', 'wlmjs_token_at',
+  'wlmjs_generate_batch_begin', 'wlmjs_beam_begin', 'wlmjs_beam_field', 'wlmjs_beam_memory',
 ];
 
 async function compileWasm(source) {
@@ -383,11 +389,63 @@ async function streamIntoHeap(x, reader, total, stage, report, checkAbort) {
 // ------------------------------------------------------------------------------------------
 // In-thread engine
 
-/** Generation parameters: JS name → wlmjs_gen_params_set field number (stop, seed: special). */
+/** Generation parameters: JS name → wlmjs_gen_params_set field number. The list-valued ones
+ *  (stop, logitBias, bannedTokens) are appended through their own accessors. */
 const PARAM_FIELDS = {
   temperature: 0, topK: 1, topP: 2, repeatPenalty: 3, repeatLastN: 4, seed: 5, maxTokens: 6,
-  addBos: 7,
+  addBos: 7, minP: 8, typicalP: 9, presencePenalty: 10, frequencyPenalty: 11, samplerOrder: 12,
+  nProbs: 13, contextShift: 14, nKeep: 15,
 };
+const LIST_PARAMS = ['stop', 'logitBias', 'bannedTokens'];
+/** Parameters that are C integers: a finite non-integer is a type error (NaN and ±Infinity go
+ *  through to C, which names the field in its refusal). */
+const INT_PARAMS = new Set(['topK', 'repeatLastN', 'maxTokens', 'nProbs', 'nKeep']);
+const BOOL_PARAMS = new Set(['addBos', 'contextShift']);
+/** enum wlm_sampler_order by name. */
+const SAMPLER_ORDERS = Object.freeze({ llamacpp: 0, runc: 1 });
+const MAX_SEQ = 64;        // WLM_MAX_SEQ: sequences per context (batch size, 2 × beam width)
+const MAX_STOP = 8;        // WLM_MAX_STOP_STRINGS
+const MAX_LOGIT_BIAS = 1024; // WLM_MAX_LOGIT_BIAS
+
+/** A token id given by the caller: any integer that fits an int32 (C checks the vocabulary). */
+function tokenIdArg(v, what) {
+  if (!Number.isInteger(v) || v < -(2 ** 31) || v >= 2 ** 31) {
+    throw jsError('WLM_ERR_INVALID_ARG', `${what}: ${String(v)} is not a token id (an integer)`);
+  }
+  return v;
+}
+
+/** logitBias as [[id, bias], …] from an object {id: bias}, a Map or an array of pairs. */
+function logitBiasEntries(v) {
+  if (v == null) return [];
+  let entries;
+  if (v instanceof Map) {
+    entries = [...v];
+  } else if (Array.isArray(v)) {
+    entries = v.map((e) => {
+      if (!Array.isArray(e) || e.length !== 2) {
+        throw jsError('WLM_ERR_INVALID_ARG', 'logitBias: an array must hold [tokenId, bias] pairs');
+      }
+      return e;
+    });
+  } else if (typeof v === 'object') {
+    entries = Object.entries(v).map(([k, b]) => {
+      const id = /^-?\d+$/.test(k) ? Number(k) : NaN;
+      if (Number.isNaN(id)) throw jsError('WLM_ERR_INVALID_ARG', `logitBias: ${JSON.stringify(k)} is not a token id`);
+      return [id, b];
+    });
+  } else {
+    throw jsError('WLM_ERR_INVALID_ARG',
+      `logitBias must be an object {tokenId: bias}, a Map or an array of pairs, got ${typeof v}`);
+  }
+  return entries.map(([id, bias]) => {
+    tokenIdArg(id, 'logitBias');
+    if (typeof bias !== 'number') {
+      throw jsError('WLM_ERR_INVALID_ARG', `logitBias[${id}] must be a number, got ${typeof bias}`);
+    }
+    return [id, bias];
+  });
+}
 
 function randomSeed() {
   // An integer in [1, 2^53): representable exactly as the double wlmjs_gen_params_set takes.
@@ -403,14 +461,25 @@ class Engine {
   #simd;
   #model = 0;    // wlm_model*
   #ctx = 0;      // wlm_context*
-  #busy = null;  // 'load' | 'generate' while one runs
+  #busy = null;  // 'load' | 'generate' | 'batch generation' | 'beam search' while one runs
   #gen = null;   // the generation in progress (identity token)
   #info = null;
   #bos = -1;     // token ids from the model, for detokenize()
   #eos = -1;
+  #ctxParams = null; // {nCtx, kvCache, nSeqMax} of the current context (recreated when a batch
+                     // or a beam search needs more sequences)
+  #pieces = null;    // token id → standalone text of its piece, filled lazily (top alternatives)
+  #piecesAfterBos = null;
+  #lenSlot = 0;      // a 4-byte slot for wlm_token_piece's length
 
   /** The result of the last generation, or null. See LastResult in wasmlm.d.ts. */
   lastResult = null;
+
+  /** The result of the last batch generation, or null. See BatchResult in wasmlm.d.ts. */
+  lastBatchResult = null;
+
+  /** The result of the last beam search, or null. See BeamResult in wasmlm.d.ts. */
+  lastBeamResult = null;
 
   constructor(x, simd) {
     this.#x = x;
@@ -469,7 +538,7 @@ class Engine {
   #needIdle(what) {
     if (this.#busy) {
       throw jsError('WLM_ERR_STATE', `cannot ${what} while a ${this.#busy} is in progress` +
-        (this.#busy === 'generate' ? ' (finish, abort or break out of it first)' : ''));
+        (this.#busy !== 'load' ? ' (finish, abort or break out of it first)' : ''));
     }
   }
 
@@ -480,6 +549,153 @@ class Engine {
     this.#ctx = 0;
     this.#model = 0;
     this.#info = null;
+    this.#ctxParams = null;
+    this.#pieces = null;
+    this.#piecesAfterBos = null;
+  }
+
+  /** Creates a context for the loaded model (wlmjs_context_new); returns the handle. */
+  #newContext(model, { nCtx, kvCache, nSeqMax }) {
+    const x = this.#x;
+    const slot = x.wlmjs_malloc(4) >>> 0;
+    if (!slot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
+    try {
+      new DataView(x.memory.buffer).setInt32(slot, 0, true);
+      const rc = x.wlmjs_context_new(model, nCtx, kvCache ? 1 : 0, this.#simd ? 1 : 0, nSeqMax, slot);
+      const ctx = this.#i32(slot) >>> 0;
+      if (rc !== 0) {
+        const err = this.#error(rc, this.#readCString(x.wlm_context_errmsg(ctx)));
+        x.wlm_context_free(ctx);
+        throw err;
+      }
+      return ctx;
+    } finally {
+      x.wlmjs_free(slot);
+    }
+  }
+
+  /**
+   * Makes sure the context holds at least `n` sequences, recreating it when it holds fewer
+   * (the context is idle between generations, so nothing is lost). The old one is freed first,
+   * so the KV cache never exists twice; if the new one cannot be made, the old size is restored
+   * and the error thrown. Requests above WLM_MAX_SEQ are left for C to refuse.
+   */
+  #ensureSeqMax(n) {
+    const cur = this.#ctxParams;
+    if (!(n > cur.nSeqMax && n <= MAX_SEQ)) return;
+    const x = this.#x;
+    x.wlm_context_free(this.#ctx);
+    this.#ctx = 0;
+    try {
+      this.#ctx = this.#newContext(this.#model, { ...cur, nSeqMax: n });
+      this.#ctxParams = { ...cur, nSeqMax: n };
+    } catch (e) {
+      this.#ctx = this.#newContext(this.#model, cur); // fits: it did a moment ago
+      throw e;
+    }
+  }
+
+  /** A malloc'd int32 array holding `ids`; the caller frees it. */
+  #heapInt32(ids) {
+    const p = this.#x.wlmjs_malloc(Math.max(1, ids.length) * 4) >>> 0;
+    if (!p) throw jsError('WLM_ERR_NOMEM', `cannot allocate ${ids.length} int32 in wasm memory`);
+    new Int32Array(this.#x.memory.buffer, p, ids.length).set(ids);
+    return p;
+  }
+
+  /** The raw bytes of token `id`'s piece after token `prev` (wlm_token_piece), or null. */
+  #pieceBytes(prev, id) {
+    const x = this.#x;
+    if (!this.#lenSlot) {
+      this.#lenSlot = x.wlmjs_malloc(4) >>> 0;
+      if (!this.#lenSlot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
+    }
+    const p = x.wlm_token_piece(this.#model, prev, id, this.#lenSlot) >>> 0;
+    if (!p) return null;
+    return new Uint8Array(x.memory.buffer, p, this.#i32(this.#lenSlot) >>> 0);
+  }
+
+  /**
+   * The text of token `id` alone, following `prev` (only BOS matters: it drops the piece's
+   * leading space), for top alternatives: one non-streaming decode, so a piece holding part of
+   * a UTF-8 character gives U+FFFD. BOS and EOS give ''. Cached per model.
+   */
+  #pieceText(prev, id) {
+    const afterBos = prev === this.#bos;
+    const vocab = this.#info.vocabSize;
+    if (!this.#pieces) {
+      this.#pieces = new Array(vocab);
+      this.#piecesAfterBos = new Array(vocab);
+    }
+    const cache = afterBos ? this.#piecesAfterBos : this.#pieces;
+    let text = cache[id];
+    if (text === undefined) {
+      const bytes = id === this.#bos || id === this.#eos ? null : this.#pieceBytes(prev, id);
+      text = bytes ? new TextDecoder().decode(bytes) : '';
+      if (id >= 0 && id < vocab) cache[id] = text;
+    }
+    return text;
+  }
+
+  /** The text of `ids` following token `prev` (-1: none), decoded as one UTF-8 stream. */
+  #decodeIds(ids, prev = -1) {
+    const decoder = new TextDecoder();
+    let out = '';
+    for (const id of ids) {
+      if (!Number.isInteger(id)) throw jsError('WLM_ERR_INVALID_ARG', `token id ${id} is not an integer`);
+      const bytes = this.#pieceBytes(prev, id);
+      if (!bytes) {
+        throw jsError('WLM_ERR_INVALID_ARG',
+          `token id ${id} is outside the vocabulary (0..${this.#info.vocabSize - 1})`);
+      }
+      if (id !== this.#bos && id !== this.#eos) out += decoder.decode(bytes, { stream: true });
+      prev = id;
+    }
+    return out + decoder.decode();
+  }
+
+  /**
+   * Reads the wlm_token at `tok` into a Token object (see wasmlm.d.ts). `decoder` is the
+   * sequence's streaming TextDecoder; `prev` the token before this one (for the alternatives'
+   * text). Returns {status, token}; with WLM_DONE the token is the sequence's end item
+   * (id -1, the text released at the end, stopReason).
+   */
+  #readToken(tok, decoder, prev) {
+    const x = this.#x;
+    const status = x.wlmjs_token_status(tok);
+    const piecePtr = x.wlmjs_token_piece(tok) >>> 0;
+    const pieceLen = x.wlmjs_token_piece_len(tok) >>> 0;
+    let text = pieceLen ? decoder.decode(new Uint8Array(x.memory.buffer, piecePtr, pieceLen),
+      { stream: true }) : '';
+    const nPast = x.wlmjs_token_n_past(tok);
+    if (status === STATUS.WLM_DONE) {
+      text += decoder.decode(); // flush an incomplete UTF-8 tail
+      const stopReason = STOP_REASONS[x.wlmjs_token_stop_reason(tok)] ?? 'none';
+      return { status, stopReason, token: { id: -1, text, prob: 0, logprob: 0, probSampled: 0, nPast } };
+    }
+    const token = {
+      id: x.wlmjs_token_id(tok),
+      text,
+      prob: x.wlmjs_token_prob(tok),
+      logprob: x.wlmjs_token_logprob(tok),
+      probSampled: x.wlmjs_token_prob_sampled(tok),
+      nPast,
+    };
+    const n = x.wlmjs_token_n_probs(tok);
+    if (n > 0) {
+      token.top = [];
+      for (let i = 0; i < n; i++) {
+        const id = x.wlmjs_token_top_id(tok, i);
+        token.top.push({
+          id,
+          text: this.#pieceText(prev, id),
+          prob: x.wlmjs_token_top_prob(tok, i),
+          logprob: x.wlmjs_token_top_logprob(tok, i),
+          probSampled: x.wlmjs_token_top_prob_sampled(tok, i),
+        });
+      }
+    }
+    return { status, stopReason: null, token };
   }
 
   // ---- public API ----
@@ -491,12 +707,15 @@ class Engine {
    * @param {import('./wasmlm.d.ts').LoadOptions} options
    * @returns {Promise<import('./wasmlm.d.ts').ModelInfo>}
    */
-  async load({ model, tokenizer, nCtx = 0, kvCache = true, onProgress, signal } = {}) {
+  async load({ model, tokenizer, nCtx = 0, kvCache = true, nSeqMax = 1, onProgress, signal } = {}) {
     const x = this.#exports();
     this.#needIdle('load a model');
     if (model == null) throw jsError('WLM_ERR_INVALID_ARG', 'load(): `model` is required');
     if (!Number.isInteger(nCtx) || nCtx < 0) {
       throw jsError('WLM_ERR_INVALID_ARG', `load(): nCtx must be an integer >= 0, got ${nCtx}`);
+    }
+    if (!Number.isInteger(nSeqMax)) {
+      throw jsError('WLM_ERR_INVALID_ARG', `load(): nSeqMax must be an integer, got ${nSeqMax}`);
     }
     this.#busy = 'load';
     this.#unload();
@@ -540,16 +759,11 @@ class Engine {
           'load(): this model file has no vocabulary: pass `tokenizer` (a llama2.c tokenizer.bin)');
       }
 
-      new DataView(x.memory.buffer).setInt32(slot, 0, true);
-      rc = x.wlmjs_context_new(model_, nCtx, kvCache ? 1 : 0, this.#simd ? 1 : 0, slot);
-      const ctx = this.#i32(slot) >>> 0;
-      if (rc !== 0) {
-        const err = this.#error(rc, this.#readCString(x.wlm_context_errmsg(ctx)));
-        x.wlm_context_free(ctx);
-        throw err;
-      }
+      const ctxParams = { nCtx, kvCache: !!kvCache, nSeqMax: Math.max(-1, Math.min(nSeqMax, 2 ** 31 - 1)) };
+      const ctx = this.#newContext(model_, ctxParams);
       this.#model = model_;
       this.#ctx = ctx;
+      this.#ctxParams = ctxParams;
       model_ = 0; // owned by the engine now
       const f = (i) => x.wlmjs_model_info(this.#model, i);
       this.#info = Object.freeze({
@@ -611,30 +825,7 @@ class Engine {
    */
   async detokenize(ids) {
     this.#needModel();
-    const x = this.#x;
-    const lenSlot = x.wlmjs_malloc(4) >>> 0;
-    if (!lenSlot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
-    try {
-      const decoder = new TextDecoder();
-      let out = '';
-      let prev = -1;
-      for (const id of Array.from(ids)) {
-        if (!Number.isInteger(id)) throw jsError('WLM_ERR_INVALID_ARG', `token id ${id} is not an integer`);
-        const p = x.wlm_token_piece(this.#model, prev, id, lenSlot) >>> 0;
-        if (!p) {
-          throw jsError('WLM_ERR_INVALID_ARG',
-            `token id ${id} is outside the vocabulary (0..${this.#info.vocabSize - 1})`);
-        }
-        if (id !== this.#bos && id !== this.#eos) {
-          const len = this.#i32(lenSlot) >>> 0;
-          out += decoder.decode(new Uint8Array(x.memory.buffer, p, len), { stream: true });
-        }
-        prev = id;
-      }
-      return out + decoder.decode();
-    } finally {
-      x.wlmjs_free(lenSlot);
-    }
+    return this.#decodeIds(Array.from(ids));
   }
 
   /**
@@ -649,13 +840,21 @@ class Engine {
     return this.#generate(String(prompt), params ?? {}, signal);
   }
 
-  /** Sets the fields of a fresh wlm_gen_params; returns its pointer (the caller frees it). */
+  /**
+   * A fresh wlm_gen_params with `params` set (see GenerateParams in wasmlm.d.ts); returns its
+   * pointer (the caller frees it). JS checks names and types only: ranges are C's to refuse,
+   * at begin, with a message naming the field.
+   */
   #genParams(params) {
     const x = this.#x;
-    for (const key of Object.keys(params)) {
-      if (!(key in PARAM_FIELDS) && key !== 'stop') {
-        throw jsError('WLM_ERR_INVALID_ARG', `unknown generation parameter '${key}' ` +
-          `(known: ${Object.keys(PARAM_FIELDS).join(', ')}, stop)`);
+    if (params === null || typeof params !== 'object') {
+      throw jsError('WLM_ERR_INVALID_ARG', `generation parameters must be an object, got ${params}`);
+    }
+    for (const [key, v] of Object.entries(params)) {
+      if (v !== undefined && !(key in PARAM_FIELDS) && !LIST_PARAMS.includes(key)) {
+        const hint = key === 'nSamples' ? ' (nSamples is a generateBatch() parameter)' : '';
+        throw jsError('WLM_ERR_INVALID_ARG', `unknown generation parameter '${key}'${hint} ` +
+          `(known: ${[...Object.keys(PARAM_FIELDS), ...LIST_PARAMS].join(', ')})`);
       }
     }
     const p = x.wlmjs_gen_params_new() >>> 0;
@@ -664,21 +863,34 @@ class Engine {
       // Unset fields keep wlm_gen_params_default's values (the defaults live in C only),
       // except the seed: random unless given.
       const values = { seed: randomSeed() };
-      for (const [k, v] of Object.entries(params)) if (v !== undefined && k !== 'stop') values[k] = v;
+      for (const [k, v] of Object.entries(params)) {
+        if (v !== undefined && !LIST_PARAMS.includes(k)) values[k] = v;
+      }
       for (const [key, value] of Object.entries(values)) {
-        const field = PARAM_FIELDS[key];
         let v = value;
-        if (key === 'addBos') v = v ? 1 : 0;
-        else if (typeof v !== 'number') {
+        if (BOOL_PARAMS.has(key)) {
+          v = v ? 1 : 0;
+        } else if (key === 'samplerOrder') {
+          v = SAMPLER_ORDERS[v];
+          if (typeof value !== 'string' || v === undefined) {
+            throw jsError('WLM_ERR_INVALID_ARG', `samplerOrder must be one of ` +
+              `${Object.keys(SAMPLER_ORDERS).map((o) => `'${o}'`).join(', ')}, got ${JSON.stringify(value)}`);
+          }
+        } else if (typeof v !== 'number') {
           throw jsError('WLM_ERR_INVALID_ARG', `${key} must be a number, got ${typeof v}`);
+        } else if (INT_PARAMS.has(key) && Number.isFinite(v) && !Number.isInteger(v)) {
+          throw jsError('WLM_ERR_INVALID_ARG', `${key} must be an integer, got ${v}`);
         }
         if (key === 'seed' && !(Number.isSafeInteger(v) && v >= 0)) {
           throw jsError('WLM_ERR_INVALID_ARG', `seed must be an integer in 0..2^53-1, got ${v}`);
         }
-        x.wlmjs_gen_params_set(p, field, v);
+        x.wlmjs_gen_params_set(p, PARAM_FIELDS[key], v);
       }
+
       const stops = params.stop == null ? [] : typeof params.stop === 'string' ? [params.stop] : [...params.stop];
-      if (stops.length > 8) throw jsError('WLM_ERR_INVALID_ARG', `at most 8 stop strings (got ${stops.length})`);
+      if (stops.length > MAX_STOP) {
+        throw jsError('WLM_ERR_INVALID_ARG', `at most ${MAX_STOP} stop strings (got ${stops.length})`);
+      }
       for (const s of stops) {
         const n = utf8(String(s)).length;
         if (n < 1 || n > 63 || String(s).includes('\0')) {
@@ -690,6 +902,19 @@ class Engine {
         x.wlmjs_free(sp);
         if (rc !== 0) throw this.#error(rc, `stop string ${JSON.stringify(s)} rejected`);
       }
+
+      const bias = logitBiasEntries(params.logitBias);
+      const banned = params.bannedTokens == null ? [] : params.bannedTokens;
+      if (typeof banned[Symbol.iterator] !== 'function' || typeof banned === 'string') {
+        throw jsError('WLM_ERR_INVALID_ARG', 'bannedTokens must be an array of token ids');
+      }
+      const bannedIds = Array.from(banned, (id) => tokenIdArg(id, 'bannedTokens'));
+      if (bias.length > MAX_LOGIT_BIAS || bannedIds.length > MAX_LOGIT_BIAS) {
+        throw jsError('WLM_ERR_INVALID_ARG', `at most ${MAX_LOGIT_BIAS} logitBias entries and ` +
+          `${MAX_LOGIT_BIAS} bannedTokens (got ${bias.length} and ${bannedIds.length})`);
+      }
+      for (const [id, b] of bias) x.wlmjs_gen_params_add_bias(p, id, b);
+      for (const id of bannedIds) x.wlmjs_gen_params_add_ban(p, id);
       return p;
     } catch (e) {
       x.wlmjs_free(p);
@@ -712,8 +937,8 @@ class Engine {
     let begun = false;
     let finished = false;
     const result = {
-      stopReason: 'aborted', text: '', nPrompt: 0, nGenerated: 0, prefillMs: 0, decodeMs: 0,
-      prefillTokensPerSec: 0, decodeTokensPerSec: 0, wasmMemoryBytes: 0,
+      stopReason: 'aborted', text: '', nPrompt: 0, nGenerated: 0, logprob: 0, prefillMs: 0,
+      decodeMs: 0, prefillTokensPerSec: 0, decodeTokensPerSec: 0, wasmMemoryBytes: 0,
     };
     const publish = () => {
       result.prefillTokensPerSec = result.prefillMs > 0 ? result.nPrompt / (result.prefillMs / 1e3) : 0;
@@ -737,6 +962,9 @@ class Engine {
       begun = true;
       result.nPrompt = x.wlm_context_n_past(ctx);
       const decoder = new TextDecoder();
+      // The token before each step's token, for the alternatives' text: the prompt's last
+      // token matters only when it is BOS (an empty prompt with addBos).
+      let prev = prompt === '' && params.addBos !== false ? this.#bos : -1;
 
       for (;;) {
         await macrotask(); // let timers, messages and abort signals run between tokens
@@ -748,32 +976,23 @@ class Engine {
         result.decodeMs += performance.now() - t1;
         if (rc < 0) throw this.#ctxError(rc);
 
-        const piecePtr = x.wlmjs_token_piece(tok) >>> 0;
-        const pieceLen = x.wlmjs_token_piece_len(tok) >>> 0;
-        let text = pieceLen ? decoder.decode(new Uint8Array(x.memory.buffer, piecePtr, pieceLen),
-          { stream: true }) : '';
-        const nPast = x.wlmjs_token_n_past(tok);
+        const { token, stopReason } = this.#readToken(tok, decoder, prev);
         if (rc === STATUS.WLM_DONE) {
-          text += decoder.decode(); // flush an incomplete UTF-8 tail
-          result.stopReason = STOP_REASONS[x.wlmjs_token_stop_reason(tok)] ?? 'none';
+          result.stopReason = stopReason;
           finished = true;
-          if (text) {
+          if (token.text) {
             // Text released at the end (held back for a stop string that did not complete):
             // not a token, but consumers building the text need it.
-            result.text += text;
-            yield { id: -1, text, prob: 0, probSampled: 0, nPast };
+            result.text += token.text;
+            yield token;
           }
           break;
         }
-        result.text += text;
+        prev = token.id;
+        result.text += token.text;
         result.nGenerated++;
-        yield {
-          id: x.wlmjs_token_id(tok),
-          text,
-          prob: x.wlmjs_token_prob(tok),
-          probSampled: x.wlmjs_token_prob_sampled(tok),
-          nPast,
-        };
+        result.logprob += token.logprob;
+        yield token;
       }
     } finally {
       if (this.#gen === gen) {
@@ -802,6 +1021,319 @@ class Engine {
    */
   async complete(prompt, params = {}, { signal, onToken } = {}) {
     return complete(this, prompt, params, signal, onToken);
+  }
+
+  /**
+   * Generates after several prompts (or several samples of one prompt) together: one forward
+   * pass per step for every sequence still running (wlm_generate_batch_next). Yields BatchTokens
+   * (a Token with `seq` and `stopReason`), in sequence order within a step; each sequence ends
+   * with one item whose stopReason is set (id -1, carrying any text released at the end).
+   * When the iterator ends, engine.lastBatchResult is set. See wasmlm.d.ts.
+   * @param {string|string[]} prompts
+   * @param {import('./wasmlm.d.ts').BatchParams|import('./wasmlm.d.ts').BatchParams[]} [params]
+   * @param {{signal?: AbortSignal}} [options]
+   * @returns {AsyncGenerator<import('./wasmlm.d.ts').BatchToken, void, void>}
+   */
+  generateBatch(prompts, params = {}, { signal } = {}) {
+    return this.#generateBatch(prompts, params ?? {}, signal);
+  }
+
+  /**
+   * The sequences of a batch: for each prompt, nSamples copies (seed, seed + 1, …).
+   * Returns [{prompt, promptIndex, sample, params}] with params ready for #genParams.
+   */
+  #batchSequences(prompts, params) {
+    const list = typeof prompts === 'string' ? [prompts] : Array.from(prompts ?? [], String);
+    if (list.length === 0) throw jsError('WLM_ERR_INVALID_ARG', 'generateBatch(): no prompts');
+    if (Array.isArray(params) && params.length !== list.length) {
+      throw jsError('WLM_ERR_INVALID_ARG', `generateBatch(): ${list.length} prompts but ` +
+        `${params.length} parameter objects (give one object, or one per prompt)`);
+    }
+    const seqs = [];
+    list.forEach((prompt, promptIndex) => {
+      const p = Array.isArray(params) ? params[promptIndex] ?? {} : params;
+      if (p === null || typeof p !== 'object') {
+        throw jsError('WLM_ERR_INVALID_ARG', `generation parameters must be an object, got ${p}`);
+      }
+      const { nSamples = 1, ...rest } = p;
+      if (!Number.isInteger(nSamples) || nSamples < 1) {
+        throw jsError('WLM_ERR_INVALID_ARG', `nSamples must be an integer >= 1, got ${nSamples}`);
+      }
+      const seed = rest.seed ?? randomSeed();
+      if (nSamples > 1 && !(Number.isSafeInteger(seed) && seed >= 0 && seed + nSamples - 1 < 2 ** 53)) {
+        throw jsError('WLM_ERR_INVALID_ARG', `seed must be an integer in 0..2^53-nSamples, got ${seed}`);
+      }
+      for (let sample = 0; sample < nSamples; sample++) {
+        seqs.push({ prompt, promptIndex, sample, params: { ...rest, seed: nSamples > 1 ? seed + sample : seed } });
+      }
+    });
+    if (seqs.length > MAX_SEQ) {
+      throw jsError('WLM_ERR_INVALID_ARG', `a batch holds at most ${MAX_SEQ} sequences ` +
+        `(WLM_MAX_SEQ); this one has ${seqs.length}`);
+    }
+    return seqs;
+  }
+
+  async *#generateBatch(prompts, params, signal) {
+    this.#needModel();
+    this.#needIdle('generate');
+    if (signal?.aborted) throw abortError('The generation');
+    const x = this.#x;
+    const seqs = this.#batchSequences(prompts, params);
+    const n = seqs.length;
+    const gen = {};
+    this.#busy = 'batch generation';
+    this.#gen = gen;
+    const ptrs = []; // every malloc'd block, freed at the end
+    const alloc = (bytes) => {
+      const p = x.wlmjs_malloc(bytes) >>> 0;
+      if (!p) throw jsError('WLM_ERR_NOMEM', `cannot allocate ${bytes} bytes of wasm memory`);
+      ptrs.push(p);
+      return p;
+    };
+    let toks = 0;
+    let begun = false;
+    let finished = false;
+    const result = {
+      sequences: seqs.map(({ promptIndex, sample, params: p }, seq) => ({
+        seq, promptIndex, sample, seed: p.seed, stopReason: 'aborted', text: '', nPrompt: 0,
+        nGenerated: 0, logprob: 0,
+      })),
+      nPrompt: 0, nGenerated: 0, steps: 0, prefillMs: 0, decodeMs: 0, prefillTokensPerSec: 0,
+      decodeTokensPerSec: 0, wasmMemoryBytes: 0,
+    };
+    const publish = () => {
+      result.prefillTokensPerSec = result.prefillMs > 0 ? result.nPrompt / (result.prefillMs / 1e3) : 0;
+      result.decodeTokensPerSec = result.decodeMs > 0 ? result.nGenerated / (result.decodeMs / 1e3) : 0;
+      result.wasmMemoryBytes = x.memory.buffer.byteLength;
+      this.lastBatchResult = { ...result, sequences: result.sequences.map((s) => ({ ...s })) };
+    };
+    try {
+      // Tokenize in JS (the batch API takes ids): sequence i's prompt ids, concatenated.
+      const ids = [];
+      for (const s of seqs) {
+        if (s.prompt.includes('\0')) {
+          throw jsError('WLM_ERR_INVALID_ARG', `prompt ${s.promptIndex} contains a NUL character`);
+        }
+        ids.push(await this.tokenize(s.prompt, { bos: s.params.addBos ?? true }));
+      }
+      if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
+      const paramPtrs = seqs.map((s) => { const p = this.#genParams(s.params); ptrs.push(p); return p; });
+      this.#ensureSeqMax(n);
+      const ctx = this.#ctx;
+      const total = ids.reduce((a, t) => a + t.length, 0);
+      const tokensPtr = alloc(Math.max(1, total) * 4);
+      const countsPtr = alloc(n * 4);
+      const paramsPtr = alloc(n * 4);
+      {
+        const mem = new Int32Array(x.memory.buffer);
+        let off = tokensPtr >> 2;
+        ids.forEach((t, i) => {
+          mem.set(t, off);
+          off += t.length;
+          mem[(countsPtr >> 2) + i] = t.length;
+          mem[(paramsPtr >> 2) + i] = paramPtrs[i];
+        });
+      }
+      toks = x.wlmjs_tokens_new(n) >>> 0;
+      if (!toks) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the token slots');
+
+      const t0 = performance.now();
+      let rc = x.wlmjs_generate_batch_begin(ctx, n, tokensPtr, countsPtr, paramsPtr);
+      result.prefillMs = performance.now() - t0;
+      if (rc < 0) throw this.#ctxError(rc);
+      begun = true;
+      // Prompt tokens evaluated: a prompt equal to an earlier one is forked, not evaluated.
+      const seen = new Set();
+      ids.forEach((t, i) => {
+        result.sequences[i].nPrompt = t.length;
+        const key = t.join(',');
+        if (!seen.has(key)) result.nPrompt += t.length;
+        seen.add(key);
+      });
+
+      const decoders = seqs.map(() => new TextDecoder());
+      const prev = ids.map((t) => t[t.length - 1]);
+      const ended = new Array(n).fill(false);
+      for (;;) {
+        await macrotask();
+        if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
+        if (signal?.aborted) throw abortError('The generation');
+
+        const t1 = performance.now();
+        rc = x.wlm_generate_batch_next(ctx, toks);
+        result.decodeMs += performance.now() - t1;
+        if (rc < 0) throw this.#ctxError(rc);
+        result.steps++;
+
+        // Read the whole step before yielding: the consumer may call into the module.
+        const items = [];
+        for (let i = 0; i < n; i++) {
+          if (ended[i]) continue;
+          const { token, stopReason } = this.#readToken(x.wlmjs_token_at(toks, i) >>> 0,
+            decoders[i], prev[i]);
+          const s = result.sequences[i];
+          s.text += token.text;
+          if (stopReason) {
+            ended[i] = true;
+            s.stopReason = stopReason;
+          } else {
+            prev[i] = token.id;
+            s.nGenerated++;
+            s.logprob += token.logprob;
+            result.nGenerated++;
+          }
+          items.push({ ...token, seq: i, stopReason });
+        }
+        if (rc === STATUS.WLM_DONE) finished = true;
+        for (const item of items) yield item;
+        if (finished) break;
+      }
+    } finally {
+      if (this.#gen === gen) {
+        if (begun && !finished) { // ended early: end the C batch so the context is idle
+          x.wlm_generate_abort(this.#ctx);
+          x.wlm_generate_batch_next(this.#ctx, toks);
+        }
+        this.#gen = null;
+        this.#busy = null;
+      }
+      if (begun) publish();
+      if (toks) x.wlmjs_free(toks);
+      for (const p of ptrs) x.wlmjs_free(p);
+    }
+  }
+
+  /**
+   * Runs generateBatch() to the end and returns its BatchResult.
+   * @param {string|string[]} prompts
+   * @param {import('./wasmlm.d.ts').BatchParams|import('./wasmlm.d.ts').BatchParams[]} [params]
+   * @param {{signal?: AbortSignal, onToken?: (t: import('./wasmlm.d.ts').BatchToken) => void}} [options]
+   * @returns {Promise<import('./wasmlm.d.ts').BatchResult>}
+   */
+  async completeBatch(prompts, params = {}, { signal, onToken } = {}) {
+    return completeBatch(this, prompts, params, signal, onToken);
+  }
+
+  /**
+   * Beam search after `prompt` (wlm_beam_begin / wlm_beam_step), one step per macrotask so an
+   * AbortSignal lands between steps. Resolves with the beams, best score first, and the KV
+   * cache memory the search used. See BeamParams and BeamResult in wasmlm.d.ts.
+   * @param {string} prompt
+   * @param {import('./wasmlm.d.ts').BeamParams} [params]
+   * @param {{signal?: AbortSignal, onStep?: (s: import('./wasmlm.d.ts').BeamStep) => void}} [options]
+   * @returns {Promise<import('./wasmlm.d.ts').BeamResult>}
+   */
+  async beamSearch(prompt, params = {}, { signal, onStep } = {}) {
+    this.#needModel();
+    this.#needIdle('start a beam search');
+    if (signal?.aborted) throw abortError('The beam search');
+    params ??= {};
+    if (typeof params !== 'object') {
+      throw jsError('WLM_ERR_INVALID_ARG', `beam search parameters must be an object, got ${params}`);
+    }
+    const known = ['width', 'maxTokens', 'lengthPenalty', 'addBos'];
+    for (const key of Object.keys(params)) {
+      if (!known.includes(key)) {
+        throw jsError('WLM_ERR_INVALID_ARG', `unknown beam search parameter '${key}' (known: ${known.join(', ')})`);
+      }
+    }
+    const { width = 4, maxTokens = 64, lengthPenalty = 1, addBos = true } = params;
+    for (const [key, v] of [['width', width], ['maxTokens', maxTokens]]) {
+      if (!Number.isInteger(v)) throw jsError('WLM_ERR_INVALID_ARG', `${key} must be an integer, got ${v}`);
+    }
+    if (typeof lengthPenalty !== 'number') {
+      throw jsError('WLM_ERR_INVALID_ARG', `lengthPenalty must be a number, got ${typeof lengthPenalty}`);
+    }
+    prompt = String(prompt);
+    if (prompt.includes('\0')) throw jsError('WLM_ERR_INVALID_ARG', 'the prompt contains a NUL character');
+    const x = this.#x;
+    const gen = {};
+    this.#busy = 'beam search';
+    this.#gen = gen;
+    let promptPtr = 0;
+    let begun = false;
+    let finished = false;
+    const i32 = (v) => Math.max(-(2 ** 31), Math.min(v, 2 ** 31 - 1));
+    const t0 = performance.now();
+    let steps = 0;
+    let ids;
+    const collectResult = () => {
+      const ctx = this.#ctx;
+      const beams = [];
+      const count = x.wlm_beam_count(ctx);
+      for (let i = 0; i < count; i++) {
+        const f = (k) => x.wlmjs_beam_field(ctx, i, k);
+        const nTok = f(0);
+        const ptr = f(4) >>> 0;
+        const tokens = nTok > 0 ? new Int32Array(x.memory.buffer, ptr, nTok).slice() : new Int32Array(0);
+        beams.push({
+          text: this.#decodeIds(tokens, ids[ids.length - 1]), tokens, logprob: f(1), score: f(2),
+          stopReason: STOP_REASONS[f(3)] ?? 'none',
+        });
+      }
+      const kvBytes = x.wlmjs_beam_memory(ctx, 0);
+      return {
+        beams, kvBytes, kvBytesUnshared: x.wlmjs_beam_memory(ctx, 1), kvBytesPerBeam: kvBytes / width,
+        width, nPrompt: ids.length, steps, ms: performance.now() - t0, aborted: false,
+      };
+    };
+    try {
+      ids = await this.tokenize(prompt, { bos: !!addBos });
+      if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during the beam search');
+      this.#ensureSeqMax(2 * width);
+      promptPtr = this.#heapInt32(ids);
+      let rc = x.wlmjs_beam_begin(this.#ctx, promptPtr, ids.length, i32(width), i32(maxTokens), lengthPenalty);
+      if (rc < 0) throw this.#ctxError(rc);
+      begun = true;
+      for (;;) {
+        await macrotask();
+        if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during the beam search');
+        if (signal?.aborted) throw abortError('The beam search');
+        rc = x.wlm_beam_step(this.#ctx);
+        if (rc < 0) throw this.#ctxError(rc);
+        steps++;
+        if (rc === STATUS.WLM_DONE) break;
+        if (onStep) {
+          const stat = (k) => x.wlmjs_kv_stat(this.#ctx, k);
+          onStep({ step: steps, kvBytes: stat(2) * stat(0), kvBytesUnshared: stat(4) * stat(0) });
+        }
+      }
+      finished = true;
+      const result = collectResult();
+      this.lastBeamResult = result;
+      return result;
+    } finally {
+      if (this.#gen === gen) {
+        if (begun && !finished) {
+          // Aborted (or failed): end the search; the live beams become results marked
+          // 'aborted', kept in lastBeamResult.
+          x.wlm_generate_abort(this.#ctx);
+          if (x.wlm_beam_step(this.#ctx) === STATUS.WLM_DONE) {
+            this.lastBeamResult = { ...collectResult(), aborted: true };
+          }
+        }
+        this.#gen = null;
+        this.#busy = null;
+      }
+      if (promptPtr) x.wlmjs_free(promptPtr);
+    }
+  }
+
+  /**
+   * The KV cache's occupancy now (wlm_kv_stats) and the context's memory. May be called at
+   * any time, also while a generation runs.
+   * @returns {Promise<import('./wasmlm.d.ts').KvStats>}
+   */
+  async kvStats() {
+    this.#needModel();
+    const x = this.#x;
+    const f = (k) => x.wlmjs_kv_stat(this.#ctx, k);
+    return {
+      blockBytes: f(0), blocksAllocated: f(1), blocksUsed: f(2), blocksShared: f(3), blockRefs: f(4),
+      nSeqMax: this.#ctxParams.nSeqMax, nCtx: this.#info.nCtx,
+      contextBytes: x.wlm_context_memory(this.#ctx) >>> 0, wasmMemoryBytes: x.memory.buffer.byteLength,
+    };
   }
 
   /**
@@ -862,6 +1394,11 @@ async function complete(engine, prompt, params, signal, onToken) {
   return { ...engine.lastResult };
 }
 
+async function completeBatch(engine, prompts, params, signal, onToken) {
+  for await (const token of engine.generateBatch(prompts, params, { signal })) onToken?.(token);
+  return engine.lastBatchResult;
+}
+
 /**
  * Creates an engine that runs in this thread.
  * @param {import('./wasmlm.d.ts').EngineOptions} [options]
@@ -905,6 +1442,12 @@ class WorkerEngine {
 
   /** The result of the last generation, or null. */
   lastResult = null;
+
+  /** The result of the last batch generation, or null. */
+  lastBatchResult = null;
+
+  /** The result of the last beam search, or null. */
+  lastBeamResult = null;
 
   constructor(worker) {
     this.#worker = worker;
@@ -951,10 +1494,14 @@ class WorkerEngine {
     switch (msg.type) {
       case Reply.PROGRESS: p.onProgress?.(msg.progress); break;
       case Reply.TOKEN: p.onToken?.(msg.token); break;
+      case Reply.STEP: p.onStep?.(msg.step); break;
       case Reply.RESULT: this.#pending.delete(msg.id); p.resolve(msg.value); break;
       case Reply.ERROR:
         this.#pending.delete(msg.id);
+        // An aborted generation / batch / beam search still has a summary: keep it.
         if (msg.lastResult) this.lastResult = msg.lastResult;
+        if (msg.lastBatchResult) this.lastBatchResult = msg.lastBatchResult;
+        if (msg.lastBeamResult) this.lastBeamResult = msg.lastBeamResult;
         p.reject(deserializeError(msg.error));
         break;
       default: break;
@@ -979,11 +1526,12 @@ class WorkerEngine {
   }
 
   /** Same contract as the in-thread Engine.load (see wasmlm.d.ts). */
-  async load({ model, tokenizer, nCtx = 0, kvCache = true, onProgress, signal } = {}) {
+  async load({ model, tokenizer, nCtx = 0, kvCache = true, nSeqMax = 1, onProgress, signal } = {}) {
     if (signal?.aborted) throw abortError('Loading');
     this.#info = null;
     const { id, promise } = this.#request(Req.LOAD, {
       model: toTransferableSource(model), tokenizer: toTransferableSource(tokenizer), nCtx, kvCache,
+      nSeqMax,
     }, { onProgress });
     const onAbort = () => this.#abort(id);
     signal?.addEventListener('abort', onAbort, { once: true });
@@ -1007,17 +1555,29 @@ class WorkerEngine {
 
   /** Same contract as Engine.generate: tokens arrive one message each from the worker. */
   generate(prompt, params = {}, { signal } = {}) {
-    return this.#generate(String(prompt), params ?? {}, signal);
+    return this.#stream(Req.GENERATE, { prompt: String(prompt), params: params ?? {} }, signal,
+      (v) => { this.lastResult = v; });
   }
 
-  async *#generate(prompt, params, signal) {
+  /** Same contract as Engine.generateBatch: one message per BatchToken. */
+  generateBatch(prompts, params = {}, { signal } = {}) {
+    const list = typeof prompts === 'string' ? prompts : Array.from(prompts ?? [], String);
+    return this.#stream(Req.GENERATE_BATCH, { prompts: list, params: params ?? {} }, signal,
+      (v) => { this.lastBatchResult = v; });
+  }
+
+  /**
+   * A request whose 'token' replies are yielded as they arrive; `onResult` receives the value
+   * of its 'result' reply.
+   */
+  async *#stream(type, payload, signal, onResult) {
     if (signal?.aborted) throw abortError('The generation');
     const queue = [];
     let wake = null;
     let settled = false;
     let value;
     let error;
-    const { id, promise } = this.#request(Req.GENERATE, { prompt, params }, {
+    const { id, promise } = this.#request(type, payload, {
       onToken: (t) => { queue.push(t); wake?.(); },
     });
     promise.then((v) => { value = v; }, (e) => { error = e; })
@@ -1033,10 +1593,10 @@ class WorkerEngine {
         wake = null;
       }
       if (error) throw error;
-      this.lastResult = value;
+      onResult(value);
     } finally {
       signal?.removeEventListener('abort', onAbort);
-      if (settled && value) this.lastResult = value; // ended in the worker; consumer left early
+      if (settled && value) onResult(value); // ended in the worker; consumer left early
       if (!settled) {
         // Abort or early break: stop the worker's generation and wait for it to end, so the
         // next request does not find the worker engine busy.
@@ -1049,6 +1609,31 @@ class WorkerEngine {
   /** Same contract as Engine.complete. */
   async complete(prompt, params = {}, { signal, onToken } = {}) {
     return complete(this, prompt, params, signal, onToken);
+  }
+
+  /** Same contract as Engine.completeBatch. */
+  async completeBatch(prompts, params = {}, { signal, onToken } = {}) {
+    return completeBatch(this, prompts, params, signal, onToken);
+  }
+
+  /** Same contract as Engine.beamSearch; onStep is called per 'step' message. */
+  async beamSearch(prompt, params = {}, { signal, onStep } = {}) {
+    if (signal?.aborted) throw abortError('The beam search');
+    const { id, promise } = this.#request(Req.BEAM_SEARCH, { prompt: String(prompt), params: params ?? {} },
+      { onStep });
+    const onAbort = () => this.#abort(id);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      this.lastBeamResult = await promise;
+      return this.lastBeamResult;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Same contract as Engine.kvStats. */
+  async kvStats() {
+    return this.#request(Req.KV_STATS).promise;
   }
 
   /** Frees the model in the worker and terminates the worker. Further calls reject. */

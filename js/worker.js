@@ -1,7 +1,8 @@
 // worker.js — the module Web Worker behind createWorkerEngine(): hosts one in-thread engine
 // (createEngine from ./wasmlm.js) and answers the requests of js/protocol.js. Loading streams
 // the model into this worker's wasm heap (progress messages), generation posts one 'token'
-// message per token and yields between tokens so an 'abort' request is seen within one token.
+// message per token (batches too; beam search one 'step' message per step) and yields between
+// steps so an 'abort' request is seen within one step.
 // It keeps no state besides the engine and the AbortControllers of running requests.
 
 import { createEngine } from './wasmlm.js';
@@ -51,27 +52,49 @@ async function handle(msg) {
         tokenizer: msg.tokenizer,
         nCtx: msg.nCtx,
         kvCache: msg.kvCache,
+        nSeqMax: msg.nSeqMax,
         signal,
         onProgress: (progress) => post({ id, type: Reply.PROGRESS, progress }),
       }));
       break;
     }
-    case Req.GENERATE: {
+    case Req.GENERATE:
+    case Req.GENERATE_BATCH: {
       const e = await engine();
-      const before = e.lastResult;
+      const batch = type === Req.GENERATE_BATCH;
+      const key = batch ? 'lastBatchResult' : 'lastResult';
+      const before = e[key];
       try {
         value = await abortable(id, async (signal) => {
-          for await (const token of e.generate(msg.prompt, msg.params, { signal })) {
-            post({ id, type: Reply.TOKEN, token });
-          }
-          return e.lastResult;
+          const tokens = batch ? e.generateBatch(msg.prompts, msg.params, { signal })
+            : e.generate(msg.prompt, msg.params, { signal });
+          for await (const token of tokens) post({ id, type: Reply.TOKEN, token });
+          return e[key];
         });
       } catch (err) {
-        // An aborted generation still has a LastResult (stopReason 'aborted'): send it along.
-        const lastResult = e.lastResult !== before ? e.lastResult : undefined;
-        post({ id, type: Reply.ERROR, error: serializeError(err), lastResult });
+        // An aborted generation still has its summary (stopReason 'aborted'): send it along.
+        post({ id, type: Reply.ERROR, error: serializeError(err), [key]: e[key] !== before ? e[key] : undefined });
         return;
       }
+      break;
+    }
+    case Req.BEAM_SEARCH: {
+      const e = await engine();
+      const before = e.lastBeamResult;
+      try {
+        value = await abortable(id, (signal) => e.beamSearch(msg.prompt, msg.params, {
+          signal, onStep: (step) => post({ id, type: Reply.STEP, step }),
+        }));
+      } catch (err) {
+        // An aborted search keeps its beams so far in lastBeamResult: send it along.
+        const lastBeamResult = e.lastBeamResult !== before ? e.lastBeamResult : undefined;
+        post({ id, type: Reply.ERROR, error: serializeError(err), lastBeamResult });
+        return;
+      }
+      break;
+    }
+    case Req.KV_STATS: {
+      value = await (await engine()).kvStats();
       break;
     }
     case Req.ABORT: {

@@ -1,70 +1,101 @@
 /*
- * cli.c — the native command-line tool, compatible with llama2.c's run.c:
- *     wasmlm model.bin -z tokenizer.bin [-i PROMPT] [-t TEMP] [-p TOPP] [-s SEED] [-n STEPS]
- * prints what run.c prints for the same arguments, byte for byte: the prompt's pieces, then the
- * generated ones (single non-printable bytes dropped as run.c's safe_printf does), a newline,
- * and "achieved tok/s" on standard error. -n counts positions, prompt included (0 = seq_len).
+ * cli.c — the native command-line tool `wasmlm`: dispatches to its commands and prints usage.
+ *     wasmlm MODEL [options]      generation (cli_gen.c): run.c's flags reproduce llama2.c's
+ *                                 run.c byte for byte; llama.cpp's long flags add the sampler
+ *                                 chain, --json log-probabilities, batches and beam search
  *     wasmlm quantize IN OUT TYPE [-z tokenizer.bin]   (cli_quantize.c)
  *     wasmlm tokenize MODEL [--bos]
- * tokenizes standard input (all of it, bytes as they are) with the vocabulary of MODEL — a GGUF
- * file (vocabulary only is enough) or a llama2.c tokenizer.bin — and prints the ids separated by
- * spaces, then a newline. No BOS unless --bos (for GGUF: the vocabulary's add_bos_token /
- * add_eos_token decide, as llama.cpp's add_special). Special tokens are not parsed.
- * Used for debugging and golden files; the library itself prints nothing.
+ * `tokenize` tokenizes standard input (all of it, bytes as they are) with the vocabulary of
+ * MODEL — a GGUF file (vocabulary only is enough) or a llama2.c tokenizer.bin — and prints the
+ * ids separated by spaces, then a newline. No BOS unless --bos (for GGUF: the vocabulary's
+ * add_bos_token / add_eos_token decide, as llama.cpp's add_special). Special tokens are not
+ * parsed. Used for debugging and golden files; the library itself prints nothing.
  */
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "tokenizer.h" /* internal: a tokenizer.bin without a model */
 #include "wasmlm.h"
 
-static void usage(void) {
-    fprintf(stderr,
-            "Usage:   wasmlm <checkpoint> [options]\n"
-            "Example: wasmlm stories260K.bin -z tok512.bin -n 256 -i \"Once upon a time\"\n"
-            "Options (as llama2.c's run.c):\n"
-            "  -t <float>  temperature in [0,inf), default 1.0 (0 = greedy)\n"
-            "  -p <float>  p value in top-p (nucleus) sampling in [0,1], default 0.9\n"
-            "  -s <int>    random seed, default time(NULL)\n"
-            "  -n <int>    number of steps to run for, default 256. 0 = max_seq_len\n"
-            "  -i <string> input prompt\n"
-            "  -z <string> path to the tokenizer, default tokenizer.bin (not needed for GGUF)\n"
-            "  -m <string> mode: generate (chat is not supported)\n"
-            "Tokenizer:  wasmlm tokenize <model.gguf | tokenizer.bin> [--bos] < text\n"
-            "            prints the token ids of standard input, separated by spaces\n"
-            "Quantize:   wasmlm quantize IN OUT TYPE [-z tokenizer.bin] [--name NAME]\n"
-            "            llama2.c checkpoint or GGUF in, GGUF out; TYPE: F32 F16 Q8_0 Q4_0 Q4_K Q6_K\n");
+int wlm_cli_quantize(int argc, char **argv); /* cli_quantize.c */
+int wlm_cli_generate(int argc, char **argv); /* cli_gen.c */
+void *wlm_cli_read_file(const char *path, size_t *size);
+void wlm_cli_usage(FILE *f);
+
+void wlm_cli_usage(FILE *f) {
+    fputs(
+        "Usage:   wasmlm <model.bin | model.gguf> [options]\n"
+        "Example: wasmlm stories260K.bin -z tok512.bin -n 256 -i \"Once upon a time\"\n"
+        "Options of llama2.c's run.c (alone, they print what run.c prints):\n"
+        "  -t <float>  temperature in [0,inf), default 1.0 (0 = greedy)\n"
+        "  -p <float>  p value in top-p (nucleus) sampling in [0,1], default 0.9\n"
+        "  -s <int>    random seed, default time(NULL)\n"
+        "  -n <int>    number of steps to run for, prompt included, default 256. 0 = n_ctx\n"
+        "  -i <string> input prompt\n"
+        "  -z <string> path to the tokenizer, default tokenizer.bin (not needed for GGUF)\n"
+        "  -m <string> mode: generate (chat is not supported)\n"
+        "Options as llama.cpp spells them:\n"
+        "  --prompt TEXT          the prompt, as -i (-p is run.c's top-p)\n"
+        "  --n-predict N          new tokens to generate, -1 = no limit (instead of -n)\n"
+        "  --temp F               temperature, 0 = greedy\n"
+        "  --top-k N              keep the N most probable tokens, 0 = off\n"
+        "  --top-p F              nucleus, (0,1], 1 = off\n"
+        "  --min-p F              keep tokens with p >= F * max p, [0,1], 0 = off\n"
+        "  --typical F            locally typical sampling, (0,1], 1 = off\n"
+        "  --repeat-penalty F     CTRL repetition penalty, 1 = off\n"
+        "  --repeat-last-n N      window of the penalties, default 64, -1 = the context size\n"
+        "  --presence-penalty F   OpenAI's presence penalty, 0 = off\n"
+        "  --frequency-penalty F  OpenAI's frequency penalty, 0 = off\n"
+        "  --logit-bias ID+B|ID-B add B to token ID's logit; ID-inf bans it (repeatable)\n"
+        "  --sampler-order O      runc (temperature, then the filters) or llamacpp (the\n"
+        "                         filters, then temperature)\n"
+        "  --seed N               RNG seed, -1 = time; sequence i of a batch uses N+i\n"
+        "  --stop S               stop before the text S, not printed (repeatable, up to 8)\n"
+        "  -c, --ctx-size N       context length, default the model's\n"
+        "  --context-shift        on a full context, drop the older half after --keep; go on\n"
+        "  --keep N               tokens a context shift keeps, default 0, -1 = the prompt\n"
+        "  --json                 one JSON line per token and one per finished sequence\n"
+        "  --n-probs N            --json: the N most probable alternatives per token (<= 20)\n"
+        "  --n-samples N          N samples of the prompt, decoded together as a batch\n"
+        "  --prompts FILE         one prompt per line (blank lines skipped), as a batch\n"
+        "  --beam W               beam search of width W (ignores the sampler flags)\n"
+        "  --length-penalty A     beam score = logprob / length^A, default 1.0\n"
+        "Sampler order: with run.c's flags alone, temperature is applied before top-p (run.c's\n"
+        "  order, so seeds reproduce run.c); any of --temp --top-k --top-p --min-p --typical\n"
+        "  --repeat-penalty --repeat-last-n --presence-penalty --frequency-penalty --logit-bias\n"
+        "  selects llama.cpp's order (penalties, bias, top-k, typical, top-p, min-p, then\n"
+        "  temperature) unless --sampler-order says otherwise. Defaults stay run.c's\n"
+        "  (temperature 1.0, top-p 0.9, the rest off), not llama.cpp's.\n"
+        "Output: plain text as run.c prints it; a batch prints \"[i] text\" per sequence when it\n"
+        "  ends; beams print \"[rank] score=S logprob=L: text\", best first. --json: see README.\n"
+        "Tokenizer:  wasmlm tokenize <model.gguf | tokenizer.bin> [--bos] < text\n"
+        "            prints the token ids of standard input, separated by spaces\n"
+        "Quantize:   wasmlm quantize IN OUT TYPE [-z tokenizer.bin] [--name NAME]\n"
+        "            llama2.c checkpoint or GGUF in, GGUF out; TYPE: F32 F16 Q8_0 Q4_0 Q4_K Q6_K\n",
+        f);
 }
 
-/* Reads a whole file into a malloc'd buffer (malloc alignment suits float views). */
-static void *read_file(const char *path, size_t *size) {
+/* Reads a whole file into a malloc'd buffer (malloc alignment suits float views), with a NUL
+ * after the last byte (not counted in *size) so that text files are C strings. */
+void *wlm_cli_read_file(const char *path, size_t *size) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     void *buf = NULL;
     if (fseek(f, 0, SEEK_END) == 0) {
         long n = ftell(f);
         if (n >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-            buf = malloc(n ? (size_t)n : 1);
+            buf = malloc((size_t)n + 1);
             if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
                 free(buf);
                 buf = NULL;
             }
+            if (buf) ((char *)buf)[n] = '\0';
             *size = (size_t)n;
         }
     }
     fclose(f);
     return buf;
-}
-
-/* run.c's safe_printf: skip empty pieces and single bytes that are neither printable nor
- * whitespace; print up to the first NUL. */
-static void safe_print(const char *piece, size_t len) {
-    if (!piece || len == 0 || piece[0] == '\0') return;
-    if (len == 1 && !(isprint((unsigned char)piece[0]) || isspace((unsigned char)piece[0]))) return;
-    fputs(piece, stdout);
 }
 
 /* Reads all of standard input into a malloc'd buffer; NULL on error. */
@@ -88,8 +119,6 @@ static char *read_stdin(size_t *len) {
 }
 
 /* wasmlm tokenize MODEL [--bos] */
-int wlm_cli_quantize(int argc, char **argv); /* cli_quantize.c */
-
 static int cmd_tokenize(int argc, char **argv) {
     const char *path = NULL;
     int bos = 0, rc = 1;
@@ -108,7 +137,7 @@ static int cmd_tokenize(int argc, char **argv) {
     wlm_model *model = NULL;
     wlm_tokenizer tok;
     memset(&tok, 0, sizeof tok);
-    void *bytes = read_file(path, &size);
+    void *bytes = wlm_cli_read_file(path, &size);
     if (!bytes) {
         fprintf(stderr, "wasmlm: cannot read %s\n", path);
         return 1;
@@ -156,143 +185,16 @@ out:
     return rc;
 }
 
-static long time_in_ms(void) {
-    struct timespec t;
-    timespec_get(&t, TIME_UTC);
-    return t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 int main(int argc, char **argv) {
-    const char *checkpoint = NULL, *tokenizer_path = "tokenizer.bin", *prompt = NULL;
-    int tokenizer_given = 0;
-    const char *mode = "generate";
-    float temperature = 1.0f, topp = 0.9f;
-    int steps = 256;
-    unsigned long long seed = 0;
     if (argc < 2) {
-        usage();
+        wlm_cli_usage(stderr);
         return 1;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
+        wlm_cli_usage(stdout);
+        return 0;
     }
     if (strcmp(argv[1], "tokenize") == 0) return cmd_tokenize(argc - 2, argv + 2);
     if (strcmp(argv[1], "quantize") == 0) return wlm_cli_quantize(argc - 2, argv + 2);
-    checkpoint = argv[1];
-    for (int i = 2; i < argc; i += 2) {
-        if (i + 1 >= argc || argv[i][0] != '-' || strlen(argv[i]) != 2) {
-            usage();
-            return 1;
-        }
-        const char *v = argv[i + 1];
-        switch (argv[i][1]) {
-        case 't': temperature = (float)atof(v); break;
-        case 'p': topp = (float)atof(v); break;
-        case 's': seed = (unsigned long long)atoi(v); break;
-        case 'n': steps = atoi(v); break;
-        case 'i': prompt = v; break;
-        case 'z': tokenizer_path = v, tokenizer_given = 1; break;
-        case 'm': mode = v; break;
-        default: usage(); return 1;
-        }
-    }
-    if (strcmp(mode, "generate") != 0) {
-        fprintf(stderr, "wasmlm: mode '%s' is not supported (only generate)\n", mode);
-        return 1;
-    }
-    /* run.c's parameter clamping */
-    if (seed == 0) seed = (unsigned int)time(NULL);
-    if (temperature < 0.0f) temperature = 0.0f;
-    if (topp < 0.0f || 1.0f < topp) topp = 0.9f;
-    if (steps < 0) steps = 0;
-
-    int rc = 1;
-    size_t msize = 0, tsize = 0;
-    void *tbytes = NULL;
-    wlm_model *model = NULL;
-    wlm_context *ctx = NULL;
-    int32_t *tokens = NULL;
-    void *mbytes = read_file(checkpoint, &msize);
-    if (!mbytes) {
-        fprintf(stderr, "wasmlm: cannot read %s\n", checkpoint);
-        goto out;
-    }
-    if (wlm_model_load(mbytes, msize, WLM_LOAD_OWN_BUFFER, &model) != WLM_OK) {
-        fprintf(stderr, "wasmlm: %s: %s\n", checkpoint, wlm_model_errmsg(model));
-        goto out;
-    }
-    wlm_model_info info;
-    wlm_model_get_info(model, &info);
-    /* GGUF files carry their vocabulary; a llama2.c checkpoint needs tokenizer.bin (-z). */
-    if (!info.has_tokenizer || tokenizer_given) {
-        tbytes = read_file(tokenizer_path, &tsize);
-        if (!tbytes) {
-            fprintf(stderr, "wasmlm: cannot read %s\n", tokenizer_path);
-            goto out;
-        }
-        if (wlm_model_load_tokenizer(model, tbytes, tsize) != WLM_OK) {
-            fprintf(stderr, "wasmlm: %s: %s\n", tokenizer_path, wlm_model_errmsg(model));
-            goto out;
-        }
-    }
-    wlm_model_get_info(model, &info);
-    if (steps == 0 || steps > info.seq_len) steps = info.seq_len;
-
-    if (wlm_context_new(model, NULL, &ctx) != WLM_OK) {
-        fprintf(stderr, "wasmlm: %s\n", wlm_context_errmsg(ctx));
-        goto out;
-    }
-    if (!prompt) prompt = "";
-    int32_t n = wlm_tokenize(model, prompt, strlen(prompt), 1, NULL, 0);
-    tokens = malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
-    if (n < 1 || !tokens) {
-        fprintf(stderr, "wasmlm: cannot tokenize the prompt\n");
-        goto out;
-    }
-    wlm_tokenize(model, prompt, strlen(prompt), 1, tokens, n);
-
-    /* The prompt's pieces, as run.c prints them while it forces the prompt tokens. */
-    for (int32_t i = 1; i < n && i <= steps; i++) {
-        size_t len;
-        const char *piece = wlm_token_piece(model, tokens[i - 1], tokens[i], &len);
-        safe_print(piece, len);
-    }
-    fflush(stdout);
-    int positions = n - 1 < steps ? n - 1 : steps; /* forward passes run.c makes so far */
-    long start = 0;
-    if (steps >= n) {
-        wlm_gen_params gp;
-        wlm_gen_params_default(&gp);
-        gp.temperature = temperature;
-        gp.top_p = (topp <= 0.0f || topp >= 1.0f) ? 1.0f : topp;
-        gp.seed = seed;
-        gp.max_tokens = steps - n + 1;
-        if (wlm_generate_begin(ctx, tokens, n, &gp) != WLM_OK) {
-            fprintf(stderr, "wasmlm: %s\n", wlm_context_errmsg(ctx));
-            goto out;
-        }
-        start = time_in_ms();
-        wlm_token tok;
-        int s;
-        while ((s = wlm_generate_next(ctx, &tok)) == WLM_OK) {
-            safe_print(tok.piece, tok.piece_len);
-            fflush(stdout);
-            positions++;
-        }
-        if (s < 0) {
-            fprintf(stderr, "wasmlm: %s\n", wlm_context_errmsg(ctx));
-            goto out;
-        }
-        if (tok.stop_reason == WLM_STOP_EOS) positions++; /* run.c counts the BOS step too */
-    }
-    printf("\n");
-    if (positions > 1 && start) {
-        long end = time_in_ms();
-        double secs = (double)(end - start) / 1000.0;
-        fprintf(stderr, "achieved tok/s: %f\n", secs > 0 ? (positions - 1) / secs : 0.0);
-    }
-    rc = 0;
-out:
-    free(tokens);
-    free(tbytes);
-    wlm_context_free(ctx);
-    wlm_model_free(model);
-    return rc;
+    return wlm_cli_generate(argc - 1, argv + 1);
 }

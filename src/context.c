@@ -1,46 +1,171 @@
 /*
- * context.c — the context handle: one allocation pass for the KV cache and activations,
- * sequence bookkeeping, and wlm_eval (prefill and decode). In no-cache mode every evaluation
- * recomputes the whole sequence from position 0, the baseline the KV cache is measured against.
+ * context.c — the context handle: scratch for a chunk of batch entries, the paged KV cache
+ * (a pool of reference-counted blocks, copy-on-write), sequences (fork, clear, shift) and
+ * evaluation (wlm_eval, wlm_eval_batch). In no-cache mode every evaluation recomputes the whole
+ * sequence from position 0, the baseline the KV cache is measured against.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model.h"
+
+#define BLOCK WLM_KV_BLOCK
 
 void wlm_context_params_default(wlm_context_params *params) {
     if (!params) return;
     params->n_ctx = 0;
     params->kv_cache = 1;
     params->use_simd = 1;
+    params->n_seq_max = 1;
 }
 
+/* ---- KV block pool ------------------------------------------------------------------------ */
+
+/* Adds `n` fresh blocks (one allocation) to the free list. */
+static int pool_grow(wlm_kv_pool *p, int32_t n) {
+    if (n < 1) n = 1;
+    if ((uint64_t)p->n_alloc + (uint64_t)n > (uint64_t)INT32_MAX / 2) return WLM_ERR_NOMEM;
+    if ((uint64_t)n * p->block_floats > (uint64_t)(SIZE_MAX / sizeof(float))) return WLM_ERR_NOMEM;
+    if (p->n_alloc + n > p->cap) {
+        int32_t cap = p->cap ? p->cap : 16;
+        while (cap < p->n_alloc + n) cap *= 2;
+        float **base = realloc(p->base, sizeof *base * (size_t)cap);
+        if (base) p->base = base;
+        int32_t *ref = realloc(p->ref, sizeof *ref * (size_t)cap);
+        if (ref) p->ref = ref;
+        int32_t *free_ids = realloc(p->free_ids, sizeof *free_ids * (size_t)cap);
+        if (free_ids) p->free_ids = free_ids;
+        if (!base || !ref || !free_ids) return WLM_ERR_NOMEM;
+        p->cap = cap;
+    }
+    if (p->n_chunks == p->chunk_cap) {
+        int32_t cap = p->chunk_cap ? p->chunk_cap * 2 : 8;
+        float **chunks = realloc(p->chunks, sizeof *chunks * (size_t)cap);
+        if (!chunks) return WLM_ERR_NOMEM;
+        p->chunks = chunks;
+        p->chunk_cap = cap;
+    }
+    float *mem = calloc((size_t)n * p->block_floats, sizeof(float));
+    if (!mem) return WLM_ERR_NOMEM;
+    p->chunks[p->n_chunks++] = mem;
+    for (int32_t i = 0; i < n; i++) {
+        int32_t id = p->n_alloc++;
+        p->base[id] = mem + (size_t)i * p->block_floats;
+        p->ref[id] = 0;
+    }
+    /* push in reverse so that the lowest new id is taken first */
+    for (int32_t id = p->n_alloc - 1; id >= p->n_alloc - n; id--) p->free_ids[p->n_free++] = id;
+    return WLM_OK;
+}
+
+/* A block with reference count 1, or -1 when memory runs out. */
+static int32_t pool_take(wlm_context *c) {
+    wlm_kv_pool *p = &c->kv;
+    if (p->n_free == 0) {
+        int32_t grow = c->max_blocks / 4 > 4 ? c->max_blocks / 4 : 4;
+        if (pool_grow(p, grow) != WLM_OK && pool_grow(p, 1) != WLM_OK) return -1;
+    }
+    int32_t id = p->free_ids[--p->n_free];
+    p->ref[id] = 1;
+    return id;
+}
+
+static void pool_drop(wlm_kv_pool *p, int32_t id) {
+    if (--p->ref[id] == 0) p->free_ids[p->n_free++] = id;
+}
+
+static void pool_release(wlm_kv_pool *p) {
+    for (int32_t i = 0; i < p->n_chunks; i++) free(p->chunks[i]);
+    free(p->chunks);
+    free(p->base);
+    free(p->ref);
+    free(p->free_ids);
+    memset(p, 0, sizeof *p);
+}
+
+float *wlm_kv_row(wlm_context *c, int32_t seq, int32_t layer, int32_t pos) {
+    const wlm_seq *s = &c->seqs[seq];
+    const size_t kv_dim = (size_t)c->model->hp.kv_dim;
+    return c->kv.base[s->blocks[pos / BLOCK]] + (size_t)layer * 2 * BLOCK * kv_dim +
+           (size_t)(pos % BLOCK) * kv_dim;
+}
+
+int wlm_kv_reserve(wlm_context *c, int32_t seq, int32_t from, int32_t to) {
+    wlm_seq *s = &c->seqs[seq];
+    wlm_kv_pool *p = &c->kv;
+    if (to <= from) return WLM_OK;
+    for (int32_t bi = from / BLOCK; bi <= (to - 1) / BLOCK; bi++) {
+        if (bi >= s->n_blocks) { /* a new block at the end of the table */
+            int32_t id = pool_take(c);
+            if (id < 0) goto nomem;
+            s->blocks[s->n_blocks++] = id;
+        } else if (p->ref[s->blocks[bi]] > 1) { /* shared with another sequence: copy on write */
+            int32_t id = pool_take(c);
+            if (id < 0) goto nomem;
+            memcpy(p->base[id], p->base[s->blocks[bi]], p->block_floats * sizeof(float));
+            pool_drop(p, s->blocks[bi]);
+            s->blocks[bi] = id;
+        }
+    }
+    return WLM_OK;
+nomem:
+    return wlm_set_error(c->errmsg, WLM_ERR_NOMEM,
+                         "out of memory for the KV cache: %d blocks of %zu bytes in use",
+                         (int)(p->n_alloc - p->n_free), p->block_floats * sizeof(float));
+}
+
+/* Drops the blocks of sequence s past position n_past. */
+static void seq_trim(wlm_context *c, wlm_seq *s) {
+    int32_t keep = (s->n_past + BLOCK - 1) / BLOCK;
+    while (s->n_blocks > keep) pool_drop(&c->kv, s->blocks[--s->n_blocks]);
+}
+
+/* ---- handle ------------------------------------------------------------------------------- */
+
 static void context_release(wlm_context *c) {
-    free(c->tokens);
+    if (c->seqs)
+        for (int32_t i = 0; i < c->n_seq_max; i++) {
+            free(c->seqs[i].blocks);
+            free(c->seqs[i].tokens);
+        }
+    free(c->seqs);
+    pool_release(&c->kv);
     free(c->x);
     free(c->xb);
     free(c->xb2);
     free(c->hb);
     free(c->hb2);
     free(c->q);
+    free(c->kt);
+    free(c->vt);
     free(c->att);
-    free(c->logits);
     free(c->xq);
     free(c->rope_cos);
     free(c->rope_sin);
-    free(c->key_cache);
-    free(c->value_cache);
-    free(c->gen.held);
-    free(c->gen.out);
-    wlm_sampler_free(&c->sampler);
+    free(c->rope_freq);
+    free(c->kb);
+    free(c->vb);
+    free(c->ent_seq);
+    free(c->ent_pos);
+    free(c->logits);
+    free(c->logit_row);
+    if (c->gens)
+        for (int32_t i = 0; i < c->n_seq_max; i++) {
+            free(c->gens[i].held);
+            free(c->gens[i].out);
+            wlm_sampler_free(&c->gens[i].sampler);
+        }
+    free(c->gens);
+    wlm_beam_release(c);
 }
 
-/* calloc of n floats with the byte count checked against size_t and added to *total. */
-static float *alloc_floats(uint64_t n, size_t *total) {
+/* calloc of n elements of `size` bytes with the byte count checked and added to *total. */
+static void *alloc_n(uint64_t n, size_t size, size_t *total) {
     if (n == 0) n = 1;
-    if (n > (uint64_t)(SIZE_MAX / sizeof(float))) return NULL;
-    *total += (size_t)n * sizeof(float);
-    return calloc((size_t)n, sizeof(float));
+    if (n > (uint64_t)(SIZE_MAX / size)) return NULL;
+    *total += (size_t)n * size;
+    return calloc((size_t)n, size);
 }
 
 int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wlm_context **out) {
@@ -61,41 +186,72 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                              "n_ctx %d is outside 0..%d (0 = the model's seq_len)",
                              (int)params->n_ctx, (int)p->seq_len);
+    if (params->n_seq_max < 1 || params->n_seq_max > WLM_MAX_SEQ)
+        return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG, "n_seq_max %d is outside 1..%d",
+                             (int)params->n_seq_max, WLM_MAX_SEQ);
     c->model = model;
     c->n_ctx = params->n_ctx ? params->n_ctx : p->seq_len;
     c->kv_cache = params->kv_cache != 0;
     c->use_simd = params->use_simd != 0;
     c->k = c->use_simd ? &wlm_kernels_simd : &wlm_kernels_ref;
+    c->n_seq_max = params->n_seq_max;
+    c->max_blocks = (c->n_ctx + BLOCK - 1) / BLOCK;
+    c->last_logits = -1;
 
-    const uint64_t cache = (uint64_t)p->n_layers * (uint64_t)c->n_ctx * (uint64_t)p->kv_dim;
+    const uint64_t B = WLM_BATCH_CHUNK, dim = (uint64_t)p->dim, hid = (uint64_t)p->hidden_dim;
+    const uint64_t kvd = (uint64_t)p->kv_dim, half = (uint64_t)p->head_size / 2;
+    const uint64_t widest = hid > dim ? hid : dim;
     size_t total = 0;
-    c->x = alloc_floats((uint64_t)p->dim, &total);
-    c->xb = alloc_floats((uint64_t)p->dim, &total);
-    c->xb2 = alloc_floats((uint64_t)p->dim, &total);
-    c->hb = alloc_floats((uint64_t)p->hidden_dim, &total);
-    c->hb2 = alloc_floats((uint64_t)p->hidden_dim, &total);
-    c->q = alloc_floats((uint64_t)p->dim, &total);
-    c->att = alloc_floats((uint64_t)p->n_heads * (uint64_t)c->n_ctx, &total);
-    c->logits = alloc_floats((uint64_t)p->vocab_size, &total);
-    c->rope_cos = alloc_floats((uint64_t)p->head_size / 2, &total);
-    c->rope_sin = alloc_floats((uint64_t)p->head_size / 2, &total);
-    c->key_cache = alloc_floats(cache, &total);
-    c->value_cache = alloc_floats(cache, &total);
-    /* Quantized activations take fewer bytes than floats: room for the widest input + slack. */
-    const int32_t widest = p->hidden_dim > p->dim ? p->hidden_dim : p->dim;
-    c->xq = alloc_floats((uint64_t)widest + 256, &total);
-    c->tokens = calloc((size_t)c->n_ctx, sizeof(int32_t));
-    total += (size_t)c->n_ctx * sizeof(int32_t);
-    if (!c->x || !c->xb || !c->xb2 || !c->hb || !c->hb2 || !c->q || !c->att || !c->logits || !c->xq ||
-        !c->rope_cos || !c->rope_sin || !c->key_cache || !c->value_cache || !c->tokens) {
+    c->x = alloc_n(B * dim, sizeof(float), &total);
+    c->xb = alloc_n(B * dim, sizeof(float), &total);
+    c->xb2 = alloc_n(B * dim, sizeof(float), &total);
+    c->hb = alloc_n(B * hid, sizeof(float), &total);
+    c->hb2 = alloc_n(B * hid, sizeof(float), &total);
+    c->q = alloc_n(B * dim, sizeof(float), &total);
+    c->kt = alloc_n(B * kvd, sizeof(float), &total);
+    c->vt = alloc_n(B * kvd, sizeof(float), &total);
+    c->att = alloc_n((uint64_t)c->n_ctx, sizeof(float), &total);
+    /* Quantized activations take fewer bytes than floats: the widest input + slack per row,
+     * rounded to 16 bytes so every row stays aligned. */
+    c->xq_stride = (size_t)((widest + 256) * sizeof(float) + 15) & ~(size_t)15;
+    c->xq = alloc_n(B * c->xq_stride, 1, &total);
+    c->rope_cos = alloc_n(B * half, sizeof(float), &total);
+    c->rope_sin = alloc_n(B * half, sizeof(float), &total);
+    c->rope_freq = alloc_n(half, sizeof(float), &total);
+    c->kb = alloc_n((uint64_t)c->max_blocks, sizeof(float *), &total);
+    c->vb = alloc_n((uint64_t)c->max_blocks, sizeof(float *), &total);
+    c->ent_seq = alloc_n(B, sizeof(int32_t), &total);
+    c->ent_pos = alloc_n(B, sizeof(int32_t), &total);
+    c->logits_cap = 1;
+    c->logits = alloc_n((uint64_t)p->vocab_size, sizeof(float), &total);
+    c->n_entries_cap = 1;
+    c->logit_row = alloc_n(1, sizeof(int32_t), &total);
+    c->seqs = alloc_n((uint64_t)c->n_seq_max, sizeof(wlm_seq), &total);
+    c->gens = alloc_n((uint64_t)c->n_seq_max, sizeof(wlm_generation), &total);
+    int ok = c->x && c->xb && c->xb2 && c->hb && c->hb2 && c->q && c->kt && c->vt && c->att &&
+             c->xq && c->rope_cos && c->rope_sin && c->rope_freq && c->kb && c->vb &&
+             c->ent_seq && c->ent_pos && c->logits && c->logit_row && c->seqs && c->gens;
+    for (int32_t i = 0; ok && i < c->n_seq_max; i++) {
+        c->seqs[i].blocks = alloc_n((uint64_t)c->max_blocks, sizeof(int32_t), &total);
+        c->seqs[i].tokens = alloc_n((uint64_t)c->n_ctx, sizeof(int32_t), &total);
+        ok = c->seqs[i].blocks && c->seqs[i].tokens;
+        c->gens[i].pending = -1;
+    }
+    c->kv.block_floats = (size_t)p->n_layers * 2 * BLOCK * (size_t)p->kv_dim;
+    if (ok) ok = pool_grow(&c->kv, c->max_blocks) == WLM_OK; /* one full sequence up front */
+    if (!ok) {
+        uint64_t kv_bytes = (uint64_t)c->max_blocks * c->kv.block_floats * sizeof(float);
         context_release(c);
         memset(c, 0, sizeof *c);
         return wlm_set_error(c->errmsg, WLM_ERR_NOMEM,
-                             "out of memory: the context needs %zu bytes (KV cache %llu)", total,
-                             (unsigned long long)(2 * cache * sizeof(float)));
+                             "out of memory: the context needs %zu bytes of scratch and a KV "
+                             "cache of %llu bytes",
+                             total, (unsigned long long)kv_bytes);
     }
+    /* RoPE frequencies theta_i = base^(-2i / head_size), the float expression of run.c. */
+    for (int i = 0; i < p->head_size / 2; i++)
+        c->rope_freq[i] = 1.0f / powf(p->rope_theta, (float)(2 * i) / (float)p->head_size);
     c->bytes = total;
-    c->gen.pending = -1;
     return WLM_OK;
 }
 
@@ -109,19 +265,277 @@ const char *wlm_context_errmsg(const wlm_context *ctx) {
     return ctx ? ctx->errmsg : "no context (NULL handle)";
 }
 
-size_t wlm_context_memory(const wlm_context *ctx) { return ctx ? ctx->bytes : 0; }
-
-void wlm_context_reset(wlm_context *ctx) {
-    if (!ctx) return;
-    ctx->n_past = 0;
-    ctx->has_logits = 0;
-    ctx->gen.active = 0;
-    ctx->gen.done = 0;
-    ctx->gen.pending = -1;
-    ctx->gen.held_len = 0;
+size_t wlm_context_memory(const wlm_context *ctx) {
+    if (!ctx) return 0;
+    return ctx->bytes + (size_t)ctx->kv.n_alloc * ctx->kv.block_floats * sizeof(float) +
+           (size_t)(ctx->logits_cap - 1) * (size_t)ctx->model->hp.vocab_size * sizeof(float);
 }
 
-int32_t wlm_context_n_past(const wlm_context *ctx) { return ctx ? ctx->n_past : 0; }
+int wlm_kv_stats_get(const wlm_context *ctx, wlm_kv_stats *out) {
+    if (!ctx || !out || !ctx->model) return WLM_ERR_INVALID_ARG;
+    memset(out, 0, sizeof *out);
+    out->block_bytes = ctx->kv.block_floats * sizeof(float);
+    out->blocks_allocated = ctx->kv.n_alloc;
+    for (int32_t i = 0; i < ctx->kv.n_alloc; i++) {
+        out->blocks_used += ctx->kv.ref[i] > 0;
+        out->blocks_shared += ctx->kv.ref[i] > 1;
+    }
+    for (int32_t i = 0; i < ctx->n_seq_max; i++) out->block_refs += ctx->seqs[i].n_blocks;
+    return WLM_OK;
+}
+
+void wlm_context_reset(wlm_context *ctx) {
+    if (!ctx || !ctx->seqs) return;
+    for (int32_t i = 0; i < ctx->n_seq_max; i++) {
+        ctx->seqs[i].n_past = 0;
+        seq_trim(ctx, &ctx->seqs[i]);
+        wlm_generation *g = &ctx->gens[i];
+        g->active = 0;
+        g->done = 0;
+        g->pending = -1;
+        g->held_len = 0;
+    }
+    ctx->n_gen = 0;
+    ctx->gen_aborted = 0;
+    ctx->beam.active = 0;
+    ctx->beam.done = 0;
+    ctx->n_entries = 0;
+    ctx->last_logits = -1;
+}
+
+int32_t wlm_context_n_past(const wlm_context *ctx) { return wlm_seq_n_past(ctx, 0); }
+
+int32_t wlm_seq_n_past(const wlm_context *ctx, int32_t seq) {
+    if (!ctx || !ctx->seqs || seq < 0 || seq >= ctx->n_seq_max) return 0;
+    return ctx->seqs[seq].n_past;
+}
+
+/* ---- sequences ---------------------------------------------------------------------------- */
+
+static int check_seq(wlm_context *c, int32_t seq, const char *what) {
+    if (!c->model || !c->seqs) return wlm_set_error(c->errmsg, WLM_ERR_STATE, "context has no model");
+    if (seq < 0 || seq >= c->n_seq_max)
+        return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                             "%s: sequence %d is outside 0..%d (n_seq_max %d)", what, (int)seq,
+                             (int)c->n_seq_max - 1, (int)c->n_seq_max);
+    return WLM_OK;
+}
+
+static int busy(wlm_context *c) {
+    int active = c->beam.active;
+    for (int32_t i = 0; i < c->n_gen; i++) active |= c->gens[i].active;
+    if (active)
+        return wlm_set_error(c->errmsg, WLM_ERR_STATE,
+                             "a generation or beam search is in progress (reset the context)");
+    return WLM_OK;
+}
+
+int wlm_seq_clear(wlm_context *ctx, int32_t seq) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    int rc = check_seq(ctx, seq, "wlm_seq_clear");
+    if (rc != WLM_OK) return rc;
+    ctx->seqs[seq].n_past = 0;
+    seq_trim(ctx, &ctx->seqs[seq]);
+    return WLM_OK;
+}
+
+/* Internal fork without the busy check (used by generation and beam search). */
+void wlm_seq_fork_internal(wlm_context *c, int32_t src, int32_t dst) {
+    if (src == dst) return;
+    wlm_seq *s = &c->seqs[src], *d = &c->seqs[dst];
+    d->n_past = 0;
+    seq_trim(c, d);
+    for (int32_t i = 0; i < s->n_blocks; i++) {
+        d->blocks[i] = s->blocks[i];
+        c->kv.ref[s->blocks[i]]++;
+    }
+    d->n_blocks = s->n_blocks;
+    d->n_past = s->n_past;
+    memcpy(d->tokens, s->tokens, sizeof(int32_t) * (size_t)s->n_past);
+}
+
+int wlm_seq_fork(wlm_context *ctx, int32_t src, int32_t dst) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    int rc = check_seq(ctx, src, "wlm_seq_fork");
+    if (rc == WLM_OK) rc = check_seq(ctx, dst, "wlm_seq_fork");
+    if (rc == WLM_OK) rc = busy(ctx);
+    if (rc != WLM_OK) return rc;
+    wlm_seq_fork_internal(ctx, src, dst);
+    return WLM_OK;
+}
+
+int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t n_discard) {
+    wlm_seq *s = &c->seqs[seq];
+    if (n_keep < 0 || n_discard < 1 || (int64_t)n_keep + n_discard > s->n_past)
+        return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                             "context shift: n_keep %d and n_discard %d do not fit in the %d "
+                             "tokens of sequence %d (need n_keep >= 0, n_discard >= 1)",
+                             (int)n_keep, (int)n_discard, (int)s->n_past, (int)seq);
+    /* The moved rows are written in place: the sequence must own its blocks. */
+    int rc = wlm_kv_reserve(c, seq, n_keep, s->n_past);
+    if (rc != WLM_OK) return rc;
+    const wlm_hparams *p = &c->model->hp;
+    const int hs = p->head_size, half = hs / 2;
+    const size_t kv_bytes = (size_t)p->kv_dim * sizeof(float);
+    /* cos/sin of the rotation through -n_discard positions, per frequency */
+    float *cs = c->rope_cos, *sn = c->rope_sin;
+    for (int i = 0; i < half; i++) {
+        float val = -(float)n_discard * c->rope_freq[i];
+        cs[i] = cosf(val);
+        sn[i] = sinf(val);
+    }
+    for (int32_t pos = n_keep + n_discard; pos < s->n_past; pos++) {
+        for (int32_t l = 0; l < p->n_layers; l++) {
+            float *src = wlm_kv_row(c, seq, l, pos), *dst = wlm_kv_row(c, seq, l, pos - n_discard);
+            memcpy(dst, src, kv_bytes);                                    /* K */
+            memcpy(dst + BLOCK * p->kv_dim, src + BLOCK * p->kv_dim, kv_bytes); /* V */
+            c->k->rope(dst, p->n_kv_heads, hs, cs, sn);
+        }
+        s->tokens[pos - n_discard] = s->tokens[pos];
+    }
+    s->n_past -= n_discard;
+    seq_trim(c, s);
+    return WLM_OK;
+}
+
+int wlm_seq_shift(wlm_context *ctx, int32_t seq, int32_t n_keep, int32_t n_discard) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    int rc = check_seq(ctx, seq, "wlm_seq_shift");
+    if (rc == WLM_OK) rc = busy(ctx);
+    if (rc != WLM_OK) return rc;
+    if (!ctx->kv_cache)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "a context without KV cache cannot shift");
+    rc = wlm_seq_shift_internal(ctx, seq, n_keep, n_discard);
+    ctx->last_logits = -1;
+    return rc;
+}
+
+/* ---- evaluation --------------------------------------------------------------------------- */
+
+/* Evaluates entries (tokens[i] appended to seq_ids[i]) in chunks of WLM_BATCH_CHUNK. */
+static int run_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq_ids,
+                       const uint8_t *want, int32_t n) {
+    const int32_t vocab = c->model->hp.vocab_size;
+    /* logits rows: one per wanted entry, in entry order */
+    int32_t n_want = 0;
+    for (int32_t i = 0; i < n; i++) n_want += want ? want[i] != 0 : i == n - 1;
+    if (n > c->n_entries_cap) {
+        int32_t *r = realloc(c->logit_row, sizeof(int32_t) * (size_t)n);
+        if (!r) return wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "out of memory for the batch");
+        c->logit_row = r;
+        c->n_entries_cap = n;
+    }
+    if (n_want > c->logits_cap) {
+        if ((uint64_t)n_want * (uint64_t)vocab > (uint64_t)(SIZE_MAX / sizeof(float)))
+            return wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "out of memory for logits");
+        float *l = realloc(c->logits, sizeof(float) * (size_t)n_want * (size_t)vocab);
+        if (!l) return wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "out of memory for logits");
+        c->logits = l;
+        c->logits_cap = n_want;
+    }
+    /* positions, and KV blocks owned by each sequence for its new positions */
+    for (int32_t i = 0, row = 0; i < n; i++)
+        c->logit_row[i] = (want ? want[i] != 0 : i == n - 1) ? row++ : -1;
+    c->n_entries = 0; /* logits are invalid until the whole batch ran */
+    c->last_logits = -1;
+    int32_t added[WLM_MAX_SEQ] = {0};
+    for (int32_t i = 0; i < n; i++) added[seq_ids[i]]++;
+    for (int32_t sq = 0; sq < c->n_seq_max; sq++) {
+        if (!added[sq]) continue;
+        int rc = wlm_kv_reserve(c, sq, c->seqs[sq].n_past, c->seqs[sq].n_past + added[sq]);
+        if (rc != WLM_OK) return rc;
+    }
+    int32_t next_pos[WLM_MAX_SEQ];
+    for (int32_t sq = 0; sq < c->n_seq_max; sq++) next_pos[sq] = c->seqs[sq].n_past;
+    for (int32_t i0 = 0; i0 < n; i0 += WLM_BATCH_CHUNK) {
+        const int32_t m = n - i0 < WLM_BATCH_CHUNK ? n - i0 : WLM_BATCH_CHUNK;
+        for (int32_t j = 0; j < m; j++) {
+            const int32_t sq = seq_ids[i0 + j];
+            c->ent_seq[j] = sq;
+            c->ent_pos[j] = next_pos[sq];
+            c->seqs[sq].tokens[next_pos[sq]] = tokens[i0 + j];
+            next_pos[sq]++;
+        }
+        wlm_forward_batch(c, tokens + i0, m, c->logit_row + i0);
+        /* after each chunk the sequences include it (attention of the next chunk reads it) */
+        for (int32_t j = 0; j < m; j++) c->seqs[c->ent_seq[j]].n_past = c->ent_pos[j] + 1;
+    }
+    c->n_entries = n;
+    c->last_logits = n - 1;
+    return WLM_OK;
+}
+
+int wlm_eval_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq_ids,
+                     const uint8_t *want, int32_t n) {
+    if (!tokens || !seq_ids || n < 1)
+        return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG, "no tokens to evaluate");
+    const int32_t vocab = c->model->hp.vocab_size;
+    int32_t added[WLM_MAX_SEQ] = {0};
+    for (int32_t i = 0; i < n; i++) {
+        if (tokens[i] < 0 || tokens[i] >= vocab)
+            return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                                 "token id %d at index %d is outside the vocabulary 0..%d",
+                                 (int)tokens[i], (int)i, (int)vocab - 1);
+        if (seq_ids[i] < 0 || seq_ids[i] >= c->n_seq_max)
+            return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                                 "sequence id %d at index %d is outside 0..%d (n_seq_max %d)",
+                                 (int)seq_ids[i], (int)i, (int)c->n_seq_max - 1,
+                                 (int)c->n_seq_max);
+        added[seq_ids[i]]++;
+    }
+    for (int32_t sq = 0; sq < c->n_seq_max; sq++)
+        if (added[sq] > c->n_ctx - c->seqs[sq].n_past)
+            return wlm_set_error(c->errmsg, WLM_ERR_CONTEXT_FULL,
+                                 "%d tokens do not fit: %d of the context's %d positions are "
+                                 "used (sequence %d)",
+                                 (int)added[sq], (int)c->seqs[sq].n_past, (int)c->n_ctx, (int)sq);
+    if (c->kv_cache) return run_entries(c, tokens, seq_ids, want, n);
+
+    /* No cache: recompute the whole sequence (one sequence only) from position 0. */
+    const int32_t sq = seq_ids[0];
+    for (int32_t i = 1; i < n; i++)
+        if (seq_ids[i] != sq)
+            return wlm_set_error(c->errmsg, WLM_ERR_STATE,
+                                 "a context without KV cache evaluates one sequence at a time");
+    wlm_seq *s = &c->seqs[sq];
+    const int32_t old = s->n_past, total = old + n;
+    int32_t *all = malloc(sizeof(int32_t) * (size_t)total * 2);
+    uint8_t *w = calloc((size_t)total, 1);
+    if (!all || !w) {
+        free(all);
+        free(w);
+        return wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "out of memory for the batch");
+    }
+    memcpy(all, s->tokens, sizeof(int32_t) * (size_t)old);
+    memcpy(all + old, tokens, sizeof(int32_t) * (size_t)n);
+    for (int32_t i = 0; i < total; i++) all[total + i] = sq;
+    for (int32_t i = 0; i < n; i++) w[old + i] = want ? want[i] != 0 : i == n - 1;
+    s->n_past = 0;
+    int rc = run_entries(c, all, all + total, w, total);
+    if (rc == WLM_OK) { /* report the rows under the caller's entry numbers */
+        memmove(c->logit_row, c->logit_row + old, sizeof(int32_t) * (size_t)n);
+        c->n_entries = n;
+        c->last_logits = n - 1;
+    } else {
+        s->n_past = old;
+    }
+    free(all);
+    free(w);
+    return rc;
+}
+
+int wlm_eval_batch(wlm_context *ctx, const int32_t *tokens, const int32_t *seq_ids,
+                   const uint8_t *want_logits, int32_t n) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    if (!ctx->model) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
+    int rc = busy(ctx);
+    if (rc != WLM_OK) return rc;
+    return wlm_eval_entries(ctx, tokens, seq_ids, want_logits, n);
+}
 
 int wlm_eval(wlm_context *ctx, const int32_t *tokens, int32_t n) {
     if (!ctx) return WLM_ERR_INVALID_ARG;
@@ -129,26 +543,18 @@ int wlm_eval(wlm_context *ctx, const int32_t *tokens, int32_t n) {
     if (!ctx->model) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
     if (!tokens || n < 1)
         return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "no tokens to evaluate");
-    const int32_t vocab = ctx->model->hp.vocab_size;
-    for (int32_t i = 0; i < n; i++)
-        if (tokens[i] < 0 || tokens[i] >= vocab)
-            return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
-                                 "token id %d at index %d is outside the vocabulary 0..%d",
-                                 (int)tokens[i], (int)i, (int)vocab - 1);
-    if (n > ctx->n_ctx - ctx->n_past)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_CONTEXT_FULL,
-                             "%d tokens do not fit: %d of the context's %d positions are used",
-                             (int)n, (int)ctx->n_past, (int)ctx->n_ctx);
-    memcpy(ctx->tokens + ctx->n_past, tokens, sizeof(int32_t) * (size_t)n);
-    const int32_t end = ctx->n_past + n;
-    /* With the cache, only the new positions run; without it, the whole sequence again. */
-    for (int32_t pos = ctx->kv_cache ? ctx->n_past : 0; pos < end; pos++)
-        wlm_forward(ctx, ctx->tokens[pos], pos, pos == end - 1);
-    ctx->n_past = end;
-    ctx->has_logits = 1;
-    return WLM_OK;
+    int32_t *seq0 = calloc((size_t)n, sizeof(int32_t));
+    if (!seq0) return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM, "out of memory for the batch");
+    int rc = wlm_eval_entries(ctx, tokens, seq0, NULL, n);
+    free(seq0);
+    return rc;
+}
+
+const float *wlm_logits_ith(const wlm_context *ctx, int32_t i) {
+    if (!ctx || i < 0 || i >= ctx->n_entries || ctx->logit_row[i] < 0) return NULL;
+    return ctx->logits + (size_t)ctx->logit_row[i] * (size_t)ctx->model->hp.vocab_size;
 }
 
 const float *wlm_logits(const wlm_context *ctx) {
-    return ctx && ctx->has_logits ? ctx->logits : NULL;
+    return ctx ? wlm_logits_ith(ctx, ctx->last_logits) : NULL;
 }

@@ -1,8 +1,11 @@
 /*
- * forward.c — one token through the Llama transformer (llama2.c's forward()): RMSNorm →
- * Q/K/V projections → RoPE → grouped-query attention over the KV cache → output projection →
- * residual → RMSNorm → SwiGLU feed-forward → residual, for every layer; then the final RMSNorm
- * and the classifier. K and V for position `pos` are written into the cache rows in place.
+ * forward.c — a batch of tokens through the Llama transformer (llama2.c's forward(), one
+ * entry per row): RMSNorm → Q/K/V projections → RoPE → grouped-query attention over the
+ * paged KV cache → output projection → residual → RMSNorm → SwiGLU feed-forward → residual, for
+ * every layer; then the final RMSNorm and the classifier for the entries that want logits.
+ * Entries may belong to different sequences at different positions. The projections are
+ * matrix-matrix products that read each weight tile once for the whole batch; every entry's
+ * arithmetic is exactly the one-token computation, so batching never changes a result.
  * All arithmetic goes through the context's kernel table (scalar or SIMD128).
  */
 #include <math.h>
@@ -10,77 +13,135 @@
 
 #include "model.h"
 
-void wlm_matmul(wlm_context *c, float *out, const wlm_tensor *t, const float *x) {
+/* Rows per tile of a matrix-matrix product: about 16 KiB of weights, which stay in the L1
+ * cache while every entry of the batch is multiplied with them; even, so that kernels that
+ * pair rows see the same pairs as one whole-matrix call. */
+static int tile_rows(size_t row_bytes, int rows) {
+    size_t r = row_bytes ? (16384 / row_bytes) & ~(size_t)1 : 2;
+    if (r < 2) r = 2;
+    return r > (size_t)rows ? rows : (int)r;
+}
+
+void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
+                const float *x, size_t x_stride, int32_t n) {
+    const int rows = t->rows, cols = t->cols;
     if (t->type == WLM_TYPE_F32) { /* the common case, through the context's kernel table */
-        c->k->matvec(out, t->data, x, t->cols, 0, t->rows);
+        const wlm_matvec_fn mv = c->k->matvec;
+        if (n == 1) {
+            mv(out, t->data, x, cols, 0, rows);
+            return;
+        }
+        const int R = tile_rows(t->row_bytes, rows);
+        for (int r0 = 0; r0 < rows; r0 += R) {
+            const int r1 = rows - r0 < R ? rows : r0 + R;
+            c->k->matmat(out, out_stride, t->data, x, x_stride, cols, r0, r1, n);
+        }
         return;
     }
     const wlm_type_traits *tr = wlm_type_get(t->type);
-    const void *xq = x;
-    if (tr->vec_dot_type != WLM_TYPE_F32) {
-        wlm_type_get(tr->vec_dot_type)->from_float(x, c->xq, t->cols);
+    const wlm_qmatvec_fn mv = c->use_simd ? tr->matvec_simd : tr->matvec_ref;
+    const char *xq = (const char *)x;
+    size_t xq_stride = x_stride * sizeof(float);
+    if (tr->vec_dot_type != WLM_TYPE_F32) { /* quantize each entry's activations once */
+        const wlm_type_traits *vt = wlm_type_get(tr->vec_dot_type);
+        for (int32_t b = 0; b < n; b++)
+            vt->from_float(x + (size_t)b * x_stride, (char *)c->xq + (size_t)b * c->xq_stride, cols);
         xq = c->xq;
+        xq_stride = c->xq_stride;
     }
-    (c->use_simd ? tr->matvec_simd : tr->matvec_ref)(out, t->data, t->row_bytes, xq, t->cols, 0,
-                                                     t->rows);
+    if (n == 1) {
+        mv(out, t->data, t->row_bytes, xq, cols, 0, rows);
+        return;
+    }
+    const int R = tile_rows(t->row_bytes, rows);
+    for (int r0 = 0; r0 < rows; r0 += R) {
+        const int r1 = rows - r0 < R ? rows : r0 + R;
+        for (int32_t b = 0; b < n; b++)
+            mv(out + (size_t)b * out_stride, t->data, t->row_bytes, xq + (size_t)b * xq_stride,
+               cols, r0, r1);
+    }
 }
 
-void wlm_forward(wlm_context *c, int32_t token, int32_t pos, int want_logits) {
+void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
+                       const int32_t *logit_rows) {
     const wlm_hparams *p = &c->model->hp;
     const wlm_weights *w = &c->model->w;
     const wlm_kernels *k = c->k;
     const int dim = p->dim, hidden = p->hidden_dim, hs = p->head_size, kv_dim = p->kv_dim;
-    const int n_heads = p->n_heads, kv_mul = p->n_heads / p->n_kv_heads;
-    const size_t KV = (size_t)kv_dim;
+    const int n_heads = p->n_heads, kv_mul = p->n_heads / p->n_kv_heads, half = hs / 2;
+    const size_t D = (size_t)dim, H = (size_t)hidden, KV = (size_t)kv_dim;
     float *x = c->x;
 
     const wlm_tensor *emb = &w->token_embedding;
-    wlm_type_get(emb->type)->to_float((const char *)emb->data + (size_t)token * emb->row_bytes, x,
-                                      dim);
-
-    /* RoPE angles for this position, shared by every layer and head: theta_i = pos /
-     * base^(2i / head_size), the same float expressions as run.c. */
-    for (int i = 0; i < hs / 2; i++) {
-        float freq = 1.0f / powf(p->rope_theta, (float)(2 * i) / (float)hs);
-        float val = (float)pos * freq;
-        c->rope_cos[i] = cosf(val);
-        c->rope_sin[i] = sinf(val);
+    const wlm_type_traits *emb_tr = wlm_type_get(emb->type);
+    for (int32_t b = 0; b < n; b++) {
+        emb_tr->to_float((const char *)emb->data + (size_t)tokens[b] * emb->row_bytes,
+                         x + (size_t)b * D, dim);
+        /* RoPE angles of this entry's position, shared by every layer and head: the same
+         * float expressions as run.c (pos * theta_i). */
+        for (int i = 0; i < half; i++) {
+            float val = (float)c->ent_pos[b] * c->rope_freq[i];
+            c->rope_cos[(size_t)b * half + i] = cosf(val);
+            c->rope_sin[(size_t)b * half + i] = sinf(val);
+        }
     }
 
     for (int l = 0; l < p->n_layers; l++) {
         const wlm_layer_weights *lw = &w->layers[l];
-        const size_t loff = (size_t)l * (size_t)c->n_ctx * KV; /* this layer's cache block */
-        float *key_row = c->key_cache + loff + (size_t)pos * KV;
-        float *value_row = c->value_cache + loff + (size_t)pos * KV;
+        const size_t layer_off = (size_t)l * 2 * WLM_KV_BLOCK * KV;
 
-        /* attention */
-        k->rmsnorm(c->xb, x, lw->rms_att, dim, p->norm_eps);
-        wlm_matmul(c, c->q, &lw->wq, c->xb);
-        wlm_matmul(c, key_row, &lw->wk, c->xb);
-        wlm_matmul(c, value_row, &lw->wv, c->xb);
-        k->rope(c->q, n_heads, hs, c->rope_cos, c->rope_sin);
-        k->rope(key_row, p->n_kv_heads, hs, c->rope_cos, c->rope_sin);
-
-        for (int h = 0; h < n_heads; h++) {
-            const size_t kv_off = loff + (size_t)(h / kv_mul) * (size_t)hs; /* GQA: shared head */
-            k->attention(c->xb + (size_t)h * (size_t)hs, c->q + (size_t)h * (size_t)hs,
-                         c->key_cache + kv_off, c->value_cache + kv_off, pos + 1, hs, kv_dim,
-                         c->att + (size_t)h * (size_t)c->n_ctx);
+        /* attention: projections for the whole batch */
+        for (int32_t b = 0; b < n; b++)
+            k->rmsnorm(c->xb + b * D, x + b * D, lw->rms_att, dim, p->norm_eps);
+        wlm_matmul(c, c->q, D, &lw->wq, c->xb, D, n);
+        wlm_matmul(c, c->kt, KV, &lw->wk, c->xb, D, n);
+        wlm_matmul(c, c->vt, KV, &lw->wv, c->xb, D, n);
+        for (int32_t b = 0; b < n; b++) {
+            const float *cs = c->rope_cos + (size_t)b * half, *sn = c->rope_sin + (size_t)b * half;
+            k->rope(c->q + b * D, n_heads, hs, cs, sn);
+            k->rope(c->kt + b * KV, p->n_kv_heads, hs, cs, sn);
+            float *row = wlm_kv_row(c, c->ent_seq[b], l, c->ent_pos[b]);
+            memcpy(row, c->kt + b * KV, KV * sizeof(float));
+            memcpy(row + WLM_KV_BLOCK * KV, c->vt + b * KV, KV * sizeof(float));
         }
-        wlm_matmul(c, c->xb2, &lw->wo, c->xb);
-        for (int i = 0; i < dim; i++) x[i] += c->xb2[i];
+        /* every entry attends to its own sequence's positions 0..pos (entries of the same
+         * sequence earlier in the batch were written above: causal within the batch) */
+        for (int32_t b = 0; b < n; b++) {
+            const wlm_seq *s = &c->seqs[c->ent_seq[b]];
+            const int len = c->ent_pos[b] + 1;
+            const int nb = (len + WLM_KV_BLOCK - 1) / WLM_KV_BLOCK;
+            for (int i = 0; i < nb; i++) {
+                c->kb[i] = c->kv.base[s->blocks[i]] + layer_off;
+                c->vb[i] = c->kb[i] + WLM_KV_BLOCK * KV;
+            }
+            for (int h = 0; h < n_heads; h++)
+                k->attention(c->xb + b * D + (size_t)h * hs, c->q + b * D + (size_t)h * hs, c->kb,
+                             c->vb, (size_t)(h / kv_mul) * (size_t)hs, WLM_KV_BLOCK, len, hs,
+                             kv_dim, c->att);
+        }
+        wlm_matmul(c, c->xb2, D, &lw->wo, c->xb, D, n);
+        for (size_t i = 0; i < (size_t)n * D; i++) x[i] += c->xb2[i];
 
         /* feed-forward: w2(silu(w1 x) * w3 x) */
-        k->rmsnorm(c->xb, x, lw->rms_ffn, dim, p->norm_eps);
-        wlm_matmul(c, c->hb, &lw->w1, c->xb);
-        wlm_matmul(c, c->hb2, &lw->w3, c->xb);
-        k->swiglu(c->hb, c->hb2, hidden);
-        wlm_matmul(c, c->xb, &lw->w2, c->hb);
-        for (int i = 0; i < dim; i++) x[i] += c->xb[i];
+        for (int32_t b = 0; b < n; b++)
+            k->rmsnorm(c->xb + b * D, x + b * D, lw->rms_ffn, dim, p->norm_eps);
+        wlm_matmul(c, c->hb, H, &lw->w1, c->xb, D, n);
+        wlm_matmul(c, c->hb2, H, &lw->w3, c->xb, D, n);
+        for (int32_t b = 0; b < n; b++) k->swiglu(c->hb + b * H, c->hb2 + b * H, hidden);
+        wlm_matmul(c, c->xb, D, &lw->w2, c->hb, H, n);
+        for (size_t i = 0; i < (size_t)n * D; i++) x[i] += c->xb[i];
     }
 
-    if (want_logits) {
-        k->rmsnorm(x, x, w->rms_final, dim, p->norm_eps);
-        wlm_matmul(c, c->logits, &w->wcls, x);
+    /* classifier for the entries that want logits: their rows are consecutive in c->logits,
+     * so the wanted entries are gathered and multiplied in one product */
+    int32_t m = 0, first_row = -1;
+    for (int32_t b = 0; b < n; b++) {
+        if (logit_rows[b] < 0) continue;
+        if (first_row < 0) first_row = logit_rows[b];
+        k->rmsnorm(c->xb + (size_t)m * D, x + b * D, w->rms_final, dim, p->norm_eps);
+        m++;
     }
+    if (m > 0)
+        wlm_matmul(c, c->logits + (size_t)first_row * (size_t)p->vocab_size,
+                   (size_t)p->vocab_size, &w->wcls, c->xb, D, m);
 }

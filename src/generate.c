@@ -1,9 +1,13 @@
 /*
- * generate.c — the step-wise generation API: begin (validate, prefill), next (decode the
- * previous token, sample, check stop conditions), abort. Text that might be the start of a stop
- * string is held back until it is known not to be one, so a stop string is never emitted.
+ * generate.c — the step-wise generation API for one sequence or a batch: begin (validate,
+ * prefill every distinct prompt in one batch, fork sequences whose prompt repeats an earlier
+ * one), next (evaluate every sequence's previous token in one batched forward pass, sample each
+ * with its own sampler, check each one's stop conditions), abort. Text that might be the start
+ * of a stop string is held back until it is known not to be one, so a stop string is never
+ * emitted. When a sequence fills the context it stops, or shifts (wlm_seq_shift) if asked.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,8 +19,11 @@ void wlm_gen_params_default(wlm_gen_params *p) {
     p->temperature = 1.0f;
     p->top_k = 0;
     p->top_p = 0.9f;
+    p->min_p = 0.0f;
+    p->typical_p = 1.0f;
     p->repeat_penalty = 1.0f;
     p->repeat_last_n = 64;
+    p->order = WLM_ORDER_LLAMACPP;
     p->seed = 0;
     p->max_tokens = 256;
     p->add_bos = 1;
@@ -35,57 +42,143 @@ static int reserve(char **buf, size_t *cap, size_t need) {
     return WLM_OK;
 }
 
-int wlm_generate_begin(wlm_context *ctx, const int32_t *tokens, int32_t n,
-                       const wlm_gen_params *params) {
-    if (!ctx) return WLM_ERR_INVALID_ARG;
-    ctx->errmsg[0] = '\0';
-    wlm_context_reset(ctx);
-    if (!ctx->model) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
-    if (!params) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "params is NULL");
+/* Validates the non-sampler fields of one sequence's parameters and prompt and prepares its
+ * generation state (stop strings, sampler). `who` prefixes messages ("" or "sequence 3: "). */
+static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n,
+                     const wlm_gen_params *params, const char *who) {
+    const wlm_hparams *hp = &c->model->hp;
+    char msg[WLM_ERRMSG_SIZE];
     if (!tokens || n < 1)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
-                             "the prompt is empty: give at least one token (BOS)");
-    int rc = wlm_sampler_check(params, ctx->errmsg, WLM_ERRMSG_SIZE);
-    if (rc != WLM_OK) return rc;
+        return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                             "%sthe prompt is empty: give at least one token (BOS)", who);
+    for (int32_t j = 0; j < n; j++)
+        if (tokens[j] < 0 || tokens[j] >= hp->vocab_size)
+            return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                                 "%sprompt token %d at index %d is outside the vocabulary 0..%d",
+                                 who, (int)tokens[j], (int)j, (int)hp->vocab_size - 1);
+    int rc = wlm_sampler_check(params, hp->vocab_size, msg, sizeof msg);
+    if (rc != WLM_OK) return wlm_set_error(c->errmsg, rc, "%s%s", who, msg);
     if (params->max_tokens < 0)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
-                             "max_tokens must be >= 0, 0 = until the context is full (got %d)",
+        return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                             "%smax_tokens must be >= 0, 0 = no limit (got %d)", who,
                              (int)params->max_tokens);
+    if (params->context_shift != 0 && params->context_shift != 1)
+        return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                             "%scontext_shift must be 0 or 1 (got %d)", who,
+                             (int)params->context_shift);
+    if (params->n_keep < 0 || params->n_keep >= c->n_ctx - 1)
+        return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                             "%sn_keep must be in 0..%d for a context of %d (got %d)", who,
+                             (int)c->n_ctx - 2, (int)c->n_ctx, (int)params->n_keep);
+    if (params->context_shift && !c->kv_cache)
+        return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                             "%scontext_shift needs a context with a KV cache", who);
     if (params->n_stop < 0 || params->n_stop > WLM_MAX_STOP_STRINGS)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "n_stop must be in 0..%d (got %d)",
-                             WLM_MAX_STOP_STRINGS, (int)params->n_stop);
-    wlm_generation *g = &ctx->gen;
-    for (int i = 0; i < params->n_stop; i++) {
-        const char *s = params->stop[i];
-        const char *nul = memchr(s, '\0', WLM_MAX_STOP_LEN);
-        size_t len = nul ? (size_t)(nul - s) : WLM_MAX_STOP_LEN;
+        return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG, "%sn_stop must be in 0..%d (got %d)",
+                             who, WLM_MAX_STOP_STRINGS, (int)params->n_stop);
+    wlm_generation *g = &c->gens[i];
+    for (int s = 0; s < params->n_stop; s++) {
+        const char *str = params->stop[s];
+        const char *nul = memchr(str, '\0', WLM_MAX_STOP_LEN);
+        size_t len = nul ? (size_t)(nul - str) : WLM_MAX_STOP_LEN;
         if (len == 0 || len == WLM_MAX_STOP_LEN)
-            return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
-                                 "stop string %d is empty or not NUL-terminated within %d bytes",
-                                 i, WLM_MAX_STOP_LEN);
-        memcpy(g->stop[i], s, len + 1);
-        g->stop_len[i] = len;
+            return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                                 "%sstop string %d is empty or not NUL-terminated within %d bytes",
+                                 who, s, WLM_MAX_STOP_LEN);
+        memcpy(g->stop[s], str, len + 1);
+        g->stop_len[s] = len;
     }
-    if (n > ctx->n_ctx)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_CONTEXT_FULL,
-                             "the prompt is %d tokens; the context holds %d", (int)n,
-                             (int)ctx->n_ctx);
-    rc = wlm_sampler_init(&ctx->sampler, ctx->model->hp.vocab_size, params);
-    if (rc != WLM_OK) return wlm_set_error(ctx->errmsg, rc, "out of memory for the sampler");
-    rc = wlm_eval(ctx, tokens, n); /* prefill */
-    if (rc != WLM_OK) return rc;
+    if (n > c->n_ctx)
+        return wlm_set_error(c->errmsg, WLM_ERR_CONTEXT_FULL,
+                             "%sthe prompt is %d tokens; the context holds %d", who, (int)n,
+                             (int)c->n_ctx);
+    rc = wlm_sampler_init(&g->sampler, hp->vocab_size, params);
+    if (rc != WLM_OK) return wlm_set_error(c->errmsg, rc, "%sout of memory for the sampler", who);
     g->n_stop = params->n_stop;
     g->max_tokens = params->max_tokens;
+    g->context_shift = params->context_shift;
+    g->n_keep = params->n_keep;
     g->n_prompt = n;
     g->n_generated = 0;
     g->prev = tokens[n - 1];
     g->pending = -1;
     g->held_len = 0;
-    g->aborted = 0;
     g->stop_reason = WLM_STOP_NONE;
     g->done = 0;
-    g->active = 1;
+    g->active = 0;
     return WLM_OK;
+}
+
+int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *const *prompts,
+                             const int32_t *n_tokens, const wlm_gen_params *params) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    wlm_context_reset(ctx);
+    if (!ctx->model || !ctx->seqs)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
+    if (!params || !prompts || !n_tokens)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "prompts or params is NULL");
+    if (n_seqs < 1 || n_seqs > ctx->n_seq_max)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "n_seqs %d is outside 1..%d (the context's n_seq_max)", (int)n_seqs,
+                             (int)ctx->n_seq_max);
+    if (n_seqs > 1 && !ctx->kv_cache)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "a context without KV cache generates one sequence at a time");
+    int64_t total = 0;
+    for (int32_t i = 0; i < n_seqs; i++) {
+        char who[32] = "";
+        if (n_seqs > 1) snprintf(who, sizeof who, "sequence %d: ", (int)i);
+        int rc = setup_seq(ctx, i, prompts[i], n_tokens[i], &params[i], who);
+        if (rc != WLM_OK) return rc;
+        total += n_tokens[i];
+    }
+    /* Prefill every distinct prompt in one batch; a repeated prompt forks its first copy. */
+    int32_t src[WLM_MAX_SEQ], entry[WLM_MAX_SEQ];
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)total * 2);
+    uint8_t *want = calloc((size_t)total, 1);
+    if (!tok || !want) {
+        free(tok);
+        free(want);
+        return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM, "out of memory for the prompts");
+    }
+    int32_t m = 0;
+    for (int32_t i = 0; i < n_seqs; i++) {
+        src[i] = i;
+        for (int32_t j = 0; j < i; j++)
+            if (src[j] == j && n_tokens[j] == n_tokens[i] &&
+                memcmp(prompts[j], prompts[i], sizeof(int32_t) * (size_t)n_tokens[i]) == 0) {
+                src[i] = j;
+                break;
+            }
+        if (src[i] != i) continue;
+        for (int32_t t = 0; t < n_tokens[i]; t++) {
+            tok[m] = prompts[i][t];
+            tok[total + m] = i;
+            m++;
+        }
+        want[m - 1] = 1;
+        entry[i] = m - 1;
+    }
+    int rc = wlm_eval_entries(ctx, tok, tok + total, want, m);
+    free(tok);
+    free(want);
+    if (rc != WLM_OK) return rc;
+    for (int32_t i = 0; i < n_seqs; i++) {
+        if (src[i] != i) {
+            wlm_seq_fork_internal(ctx, src[i], i);
+            entry[i] = entry[src[i]];
+        }
+        ctx->gens[i].active = 1;
+        ctx->gens[i].logit_entry = entry[i];
+    }
+    ctx->n_gen = n_seqs;
+    return WLM_OK;
+}
+
+int wlm_generate_begin(wlm_context *ctx, const int32_t *tokens, int32_t n,
+                       const wlm_gen_params *params) {
+    return wlm_generate_batch_begin(ctx, 1, &tokens, &n, params);
 }
 
 int wlm_generate_begin_text(wlm_context *ctx, const char *prompt, const wlm_gen_params *params) {
@@ -111,27 +204,25 @@ int wlm_generate_begin_text(wlm_context *ctx, const char *prompt, const wlm_gen_
 }
 
 void wlm_generate_abort(wlm_context *ctx) {
-    if (ctx && ctx->gen.active) ctx->gen.aborted = 1;
+    if (ctx && (ctx->n_gen > 0 || ctx->beam.active)) ctx->gen_aborted = 1;
 }
 
-/* Ends the generation: releases any held text in out->piece. */
-static int finish(wlm_context *ctx, wlm_token *out, int32_t reason) {
-    wlm_generation *g = &ctx->gen;
+/* Ends sequence i's generation: releases any held text in out->piece. */
+static void finish(wlm_context *c, int32_t i, wlm_token *out, int32_t reason) {
+    wlm_generation *g = &c->gens[i];
     g->active = 0;
     g->done = 1;
     g->stop_reason = reason;
     out->id = -1;
-    out->prob = 0.0f;
-    out->prob_sampled = 0.0f;
+    out->status = WLM_DONE;
     out->stop_reason = reason;
-    out->n_past = ctx->n_past;
+    out->n_past = c->seqs[i].n_past;
     if (reserve(&g->out, &g->out_cap, g->held_len + 1) != WLM_OK) g->held_len = 0;
     if (g->held_len) memcpy(g->out, g->held, g->held_len);
     if (g->out) g->out[g->held_len] = '\0';
     out->piece = g->out ? g->out : "";
     out->piece_len = g->held_len;
     g->held_len = 0;
-    return WLM_DONE;
 }
 
 /* Moves `piece` through the stop-string filter: appends it to the held text, then either finds
@@ -175,42 +266,30 @@ static int filter_stop(wlm_generation *g, const char *piece, size_t len, size_t 
     return found;
 }
 
-int wlm_generate_next(wlm_context *ctx, wlm_token *out) {
-    if (!ctx || !out) return WLM_ERR_INVALID_ARG;
-    ctx->errmsg[0] = '\0';
-    wlm_generation *g = &ctx->gen;
-    memset(out, 0, sizeof *out);
-    out->piece = "";
-    if (g->done) {
-        out->id = -1;
-        out->stop_reason = g->stop_reason;
-        out->n_past = ctx->n_past;
-        return WLM_DONE;
+/* Samples sequence i's next token from its logits and runs the stop checks into *out. */
+static int sample_seq(wlm_context *c, int32_t i, wlm_token *out) {
+    wlm_generation *g = &c->gens[i];
+    const wlm_seq *s = &c->seqs[i];
+    const wlm_model *m = c->model;
+    const float *logits = wlm_logits_ith(c, g->logit_entry);
+    if (!logits) {
+        g->active = 0;
+        return wlm_set_error(c->errmsg, WLM_ERR_STATE, "sequence %d has no logits", (int)i);
     }
-    if (!g->active)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
-                             "no generation in progress: call wlm_generate_begin first");
-    if (g->aborted) return finish(ctx, out, WLM_STOP_ABORTED);
-    if (g->max_tokens > 0 && g->n_generated >= g->max_tokens)
-        return finish(ctx, out, WLM_STOP_MAX_TOKENS);
-    if (g->pending >= 0) { /* decode: feed the token emitted by the previous step */
-        if (ctx->n_past >= ctx->n_ctx) return finish(ctx, out, WLM_STOP_CONTEXT_FULL);
-        int32_t t = g->pending;
-        g->pending = -1;
-        int rc = wlm_eval(ctx, &t, 1);
-        if (rc != WLM_OK) {
-            g->active = 0;
-            return rc;
-        }
+    int32_t next = wlm_sampler_sample(&g->sampler, logits, s->tokens, s->n_past, out);
+    if (next < 0) {
+        g->active = 0;
+        return wlm_set_error(c->errmsg, next,
+                             "sequence %d: the logit bias and banned tokens leave no token to "
+                             "sample",
+                             (int)i);
     }
-    const wlm_model *m = ctx->model;
-    float prob = 0.0f, prob_sampled = 0.0f;
-    int32_t next = wlm_sampler_sample(&ctx->sampler, ctx->logits, ctx->tokens, ctx->n_past,
-                                      &prob, &prob_sampled);
     const int32_t bos = m->has_tokenizer ? m->tok.bos_id : 1;
     const int32_t eos = m->has_tokenizer ? m->tok.eos_id : 2;
-    if (next == eos || next == bos) return finish(ctx, out, WLM_STOP_EOS);
-
+    if (next == eos || next == bos) {
+        finish(c, i, out, WLM_STOP_EOS);
+        return WLM_OK;
+    }
     size_t plen = 0;
     const char *piece = wlm_token_piece(m, g->prev, next, &plen);
     if (!piece) piece = "", plen = 0;
@@ -218,28 +297,163 @@ int wlm_generate_next(wlm_context *ctx, wlm_token *out) {
     int hit = filter_stop(g, piece, plen, &released);
     if (hit < 0) {
         g->active = 0;
-        return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM, "out of memory for generated text");
+        return wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "out of memory for generated text");
     }
     g->n_generated++;
     g->prev = next;
     g->pending = next;
+    out->piece = g->out;
+    out->piece_len = released;
+    out->n_past = s->n_past + 1;
     if (hit) { /* the stop string itself is dropped; text before it goes out with DONE */
         g->active = 0;
         g->done = 1;
         g->stop_reason = WLM_STOP_STRING;
         out->id = -1;
-        out->piece = g->out;
-        out->piece_len = released;
+        out->status = WLM_DONE;
         out->stop_reason = WLM_STOP_STRING;
-        out->n_past = ctx->n_past;
-        return WLM_DONE;
+        out->n_past = s->n_past;
+        return WLM_OK;
     }
     out->id = next;
-    out->piece = g->out;
-    out->piece_len = released;
-    out->prob = prob;
-    out->prob_sampled = prob_sampled;
-    out->n_past = ctx->n_past + 1;
+    out->status = WLM_OK;
     out->stop_reason = WLM_STOP_NONE;
+    return WLM_OK;
+}
+
+int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
+    if (!ctx || !out) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    if (ctx->n_gen == 0)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "no generation in progress: call wlm_generate_begin first");
+    const int32_t n = ctx->n_gen;
+    int32_t tok[WLM_MAX_SEQ], seq[WLM_MAX_SEQ], m = 0;
+    int want[WLM_MAX_SEQ] = {0};
+    /* Phase 1: stop conditions known before evaluating; collect the tokens to evaluate. */
+    for (int32_t i = 0; i < n; i++) {
+        wlm_generation *g = &ctx->gens[i];
+        wlm_token *o = &out[i];
+        memset(o, 0, sizeof *o);
+        o->piece = "";
+        o->seq = i;
+        if (g->done) {
+            o->id = -1;
+            o->status = WLM_DONE;
+            o->stop_reason = g->stop_reason;
+            o->n_past = ctx->seqs[i].n_past;
+            continue;
+        }
+        if (!g->active) { /* ended by an error */
+            o->id = -1;
+            o->status = WLM_DONE;
+            continue;
+        }
+        if (ctx->gen_aborted) {
+            finish(ctx, i, o, WLM_STOP_ABORTED);
+            continue;
+        }
+        if (g->max_tokens > 0 && g->n_generated >= g->max_tokens) {
+            finish(ctx, i, o, WLM_STOP_MAX_TOKENS);
+            continue;
+        }
+        if (g->pending >= 0) { /* decode: feed the token emitted by the previous step */
+            if (ctx->seqs[i].n_past >= ctx->n_ctx) {
+                const int32_t n_past = ctx->seqs[i].n_past;
+                const int32_t n_discard = (n_past - g->n_keep) / 2;
+                if (!g->context_shift || n_discard < 1) {
+                    finish(ctx, i, o, WLM_STOP_CONTEXT_FULL);
+                    continue;
+                }
+                int rc = wlm_seq_shift_internal(ctx, i, g->n_keep, n_discard);
+                if (rc != WLM_OK) {
+                    g->active = 0;
+                    return rc;
+                }
+            }
+            tok[m] = g->pending;
+            seq[m] = i;
+            g->logit_entry = m;
+            g->pending = -1;
+            m++;
+        }
+        want[i] = 1;
+    }
+    if (m > 0) {
+        uint8_t w[WLM_MAX_SEQ];
+        memset(w, 1, sizeof w);
+        int rc = wlm_eval_entries(ctx, tok, seq, w, m);
+        if (rc != WLM_OK) {
+            for (int32_t i = 0; i < n; i++) ctx->gens[i].active = 0;
+            return rc;
+        }
+    }
+    /* Phase 2: sample every sequence that is still generating. */
+    int any = 0;
+    for (int32_t i = 0; i < n; i++) {
+        if (!want[i]) continue;
+        int rc = sample_seq(ctx, i, &out[i]);
+        if (rc != WLM_OK) return rc;
+        any |= out[i].status == WLM_OK;
+    }
+    return any ? WLM_OK : WLM_DONE;
+}
+
+int wlm_generate_next(wlm_context *ctx, wlm_token *out) {
+    if (!ctx || !out) return WLM_ERR_INVALID_ARG;
+    if (ctx->n_gen != 1) {
+        memset(out, 0, sizeof *out);
+        out->piece = "";
+        out->id = -1;
+        ctx->errmsg[0] = '\0';
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             ctx->n_gen == 0
+                                 ? "no generation in progress: call wlm_generate_begin first"
+                                 : "a batch is in progress: use wlm_generate_batch_next");
+    }
+    int rc = wlm_generate_batch_next(ctx, out);
+    return rc < 0 ? rc : out->status;
+}
+
+int wlm_sampler_preview(wlm_context *ctx, int32_t seq, const wlm_gen_params *params,
+                        wlm_token *out) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    if (!ctx->model || !ctx->seqs)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
+    if (!params || !out)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "params or out is NULL");
+    if (seq < 0 || seq >= ctx->n_seq_max)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "sequence %d is outside 0..%d",
+                             (int)seq, (int)ctx->n_seq_max - 1);
+    const int32_t vocab = ctx->model->hp.vocab_size;
+    char msg[WLM_ERRMSG_SIZE];
+    int rc = wlm_sampler_check(params, vocab, msg, sizeof msg);
+    if (rc != WLM_OK) return wlm_set_error(ctx->errmsg, rc, "%s", msg);
+    const float *logits = seq < ctx->n_gen ? wlm_logits_ith(ctx, ctx->gens[seq].logit_entry)
+                          : seq == 0       ? wlm_logits(ctx)
+                                           : NULL;
+    if (!logits)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "sequence %d has no logits to preview yet", (int)seq);
+    wlm_sampler s;
+    memset(&s, 0, sizeof s);
+    rc = wlm_sampler_init(&s, vocab, params);
+    if (rc != WLM_OK) {
+        wlm_sampler_free(&s);
+        return wlm_set_error(ctx->errmsg, rc, "out of memory for the sampler");
+    }
+    memset(out, 0, sizeof *out);
+    out->piece = "";
+    out->seq = seq;
+    const wlm_seq *sq = &ctx->seqs[seq];
+    int32_t id = wlm_sampler_sample(&s, logits, sq->tokens, sq->n_past, out);
+    wlm_sampler_free(&s);
+    if (id < 0)
+        return wlm_set_error(ctx->errmsg, id,
+                             "the logit bias and banned tokens leave no token to sample");
+    out->id = id;
+    out->n_past = sq->n_past;
+    out->status = WLM_OK;
     return WLM_OK;
 }

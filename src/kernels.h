@@ -30,10 +30,20 @@ typedef void (*wlm_axpy_fn)(float *out, float s, const float *x, int n);
 
 /* One attention head over positions 0..n-1 (Vaswani et al. 2017, scaled dot-product):
  * att[t] = dot(q, k_t) / sqrt(head_size), softmax over t, out = sum_t att[t] v_t.
- * k and v point at position 0's head slice; position t's is t * stride floats further.
- * att: scratch of n floats (left holding the attention weights). */
-typedef void (*wlm_attention_fn)(float *out, const float *q, const float *k, const float *v,
-                                 int n, int head_size, int stride, float *att);
+ * The cache is paged: position t's key is kb[t / block] + off + (t % block) * stride (and its
+ * value likewise in vb), so a sequence's positions may live in scattered blocks of `block`
+ * positions. A contiguous cache is one block (block >= n). att: scratch of n floats (left
+ * holding the attention weights). */
+typedef void (*wlm_attention_fn)(float *out, const float *q, const float *const *kb,
+                                 const float *const *vb, size_t off, int block, int n,
+                                 int head_size, int stride, float *att);
+
+/* A batch of nb vectors against the same rows: out[b * out_stride + r] = sum_j w[r*n + j] *
+ * x[b * x_stride + j] for r in [r0, r1), b < nb. Every result is bitwise equal to the matvec
+ * kernel's of the same set for that vector alone (same operations in the same order), so
+ * batching never changes a result; the weights are read once for several vectors. */
+typedef void (*wlm_matmat_fn)(float *out, size_t out_stride, const float *w, const float *x,
+                              size_t x_stride, int n, int r0, int r1, int nb);
 
 typedef struct wlm_kernels {
     const char *name;         /* "scalar" or "simd128" */
@@ -45,27 +55,34 @@ typedef struct wlm_kernels {
     wlm_dot_fn dot;
     wlm_axpy_fn axpy;
     wlm_attention_fn attention;
+    wlm_matmat_fn matmat;
 } wlm_kernels;
 
 void wlm_matvec_ref(float *out, const float *w, const float *x, int n, int r0, int r1);
+void wlm_matmat_ref(float *out, size_t out_stride, const float *w, const float *x,
+                    size_t x_stride, int n, int r0, int r1, int nb);
 void wlm_rmsnorm_ref(float *out, const float *x, const float *weight, int n, float eps);
 void wlm_softmax_ref(float *x, int n);
 void wlm_rope_ref(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t);
 void wlm_swiglu_ref(float *h, const float *g, int n);
 float wlm_dot_ref(const float *a, const float *b, int n);
 void wlm_axpy_ref(float *out, float s, const float *x, int n);
-void wlm_attention_ref(float *out, const float *q, const float *k, const float *v, int n,
-                       int head_size, int stride, float *att);
+void wlm_attention_ref(float *out, const float *q, const float *const *kb,
+                       const float *const *vb, size_t off, int block, int n, int head_size,
+                       int stride, float *att);
 
 void wlm_matvec_simd(float *out, const float *w, const float *x, int n, int r0, int r1);
+void wlm_matmat_simd(float *out, size_t out_stride, const float *w, const float *x,
+                     size_t x_stride, int n, int r0, int r1, int nb);
 void wlm_rmsnorm_simd(float *out, const float *x, const float *weight, int n, float eps);
 void wlm_softmax_simd(float *x, int n);
 void wlm_rope_simd(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t);
 void wlm_swiglu_simd(float *h, const float *g, int n);
 float wlm_dot_simd(const float *a, const float *b, int n);
 void wlm_axpy_simd(float *out, float s, const float *x, int n);
-void wlm_attention_simd(float *out, const float *q, const float *k, const float *v, int n,
-                        int head_size, int stride, float *att);
+void wlm_attention_simd(float *out, const float *q, const float *const *kb,
+                        const float *const *vb, size_t off, int block, int n, int head_size,
+                        int stride, float *att);
 
 /* The two kernel sets. wlm_kernels_simd == wlm_kernels_ref's functions when SIMD128 is not
  * compiled in; wlm_kernels_have_simd() tells which. */

@@ -67,18 +67,31 @@ void wlm_axpy_ref(float *out, float s, const float *x, int n) {
     for (int i = 0; i < n; i++) out[i] += s * x[i];
 }
 
-void wlm_attention_ref(float *out, const float *q, const float *k, const float *v, int n,
-                       int head_size, int stride, float *att) {
+/* Position t's row in a paged cache. */
+static const float *paged_row(const float *const *b, size_t off, int block, int t, int stride) {
+    return b[t / block] + off + (size_t)(t % block) * (size_t)stride;
+}
+
+void wlm_attention_ref(float *out, const float *q, const float *const *kb,
+                       const float *const *vb, size_t off, int block, int n, int head_size,
+                       int stride, float *att) {
     const float scale = sqrtf((float)head_size); /* run.c divides by it */
     for (int t = 0; t < n; t++)
-        att[t] = wlm_dot_ref(q, k + (size_t)t * (size_t)stride, head_size) / scale;
+        att[t] = wlm_dot_ref(q, paged_row(kb, off, block, t, stride), head_size) / scale;
     wlm_softmax_ref(att, n);
     memset(out, 0, (size_t)head_size * sizeof(float));
-    for (int t = 0; t < n; t++) wlm_axpy_ref(out, att[t], v + (size_t)t * (size_t)stride, head_size);
+    for (int t = 0; t < n; t++)
+        wlm_axpy_ref(out, att[t], paged_row(vb, off, block, t, stride), head_size);
+}
+
+void wlm_matmat_ref(float *out, size_t out_stride, const float *w, const float *x,
+                    size_t x_stride, int n, int r0, int r1, int nb) {
+    for (int b = 0; b < nb; b++)
+        wlm_matvec_ref(out + (size_t)b * out_stride, w, x + (size_t)b * x_stride, n, r0, r1);
 }
 
 const wlm_kernels wlm_kernels_ref = {
     "scalar",
     wlm_matvec_ref, wlm_rmsnorm_ref, wlm_softmax_ref, wlm_rope_ref,
-    wlm_swiglu_ref, wlm_dot_ref, wlm_axpy_ref, wlm_attention_ref,
+    wlm_swiglu_ref, wlm_dot_ref, wlm_axpy_ref, wlm_attention_ref, wlm_matmat_ref,
 };

@@ -76,7 +76,30 @@ struct wlm_model {
     char errmsg[WLM_ERRMSG_SIZE];
 };
 
-/* Generation state inside a context. */
+/* Paged KV cache: a pool of blocks of WLM_KV_BLOCK positions. Block b holds, for each layer l,
+ * K rows then V rows: base(b) + l * 2 * BLOCK * kv_dim (K, position slot s at + s * kv_dim)
+ * and + BLOCK * kv_dim further (V). Blocks are reference-counted; ref 0 = on the free list. */
+typedef struct wlm_kv_pool {
+    size_t block_floats;          /* n_layers * 2 * WLM_KV_BLOCK * kv_dim */
+    float **base;                 /* (cap) block memory */
+    int32_t *ref;                 /* (cap) sequences referencing the block */
+    int32_t *free_ids;            /* (cap) stack of free block ids */
+    int32_t n_free;
+    int32_t n_alloc;              /* blocks created so far (ids 0..n_alloc-1) */
+    int32_t cap;                  /* capacity of the arrays above */
+    float **chunks;               /* allocations holding the blocks */
+    int32_t n_chunks, chunk_cap;
+} wlm_kv_pool;
+
+/* One sequence: its tokens and its table of KV blocks (position p is in blocks[p / BLOCK]). */
+typedef struct wlm_seq {
+    int32_t n_past;               /* tokens with K/V in the cache */
+    int32_t n_blocks;             /* entries of `blocks` in use */
+    int32_t *blocks;              /* (max_blocks) */
+    int32_t *tokens;              /* (n_ctx) */
+} wlm_seq;
+
+/* Generation state of one sequence. */
 typedef struct wlm_generation {
     int active;                   /* begun and not finished */
     int done;                     /* WLM_DONE reported (or pending) */
@@ -86,7 +109,9 @@ typedef struct wlm_generation {
     int32_t max_tokens;
     int32_t n_prompt;
     int32_t prev;                 /* previous token, for piece decoding */
-    int aborted;
+    int32_t logit_entry;          /* entry of the last evaluation holding this one's logits */
+    int context_shift;
+    int32_t n_keep;
     int n_stop;
     char stop[WLM_MAX_STOP_STRINGS][WLM_MAX_STOP_LEN];
     size_t stop_len[WLM_MAX_STOP_STRINGS];
@@ -95,7 +120,43 @@ typedef struct wlm_generation {
     size_t held_cap;
     char *out;                    /* text released by the current step */
     size_t out_cap;
+    wlm_sampler sampler;
 } wlm_generation;
+
+/* Beam search state (beam.c). */
+typedef struct wlm_beam_hyp {
+    int32_t *tokens;              /* (max_tokens) */
+    int32_t n_tokens;
+    double logprob;
+    double score;
+    int32_t stop_reason;
+} wlm_beam_hyp;
+
+typedef struct wlm_beam_state {
+    int active, done;
+    int32_t width, max_tokens;
+    float length_penalty;
+    int32_t n_prompt;
+    int32_t n_live;               /* live beams: sequences live_seq[i] */
+    int32_t live_seq[WLM_MAX_SEQ / 2];
+    int32_t live_entry[WLM_MAX_SEQ / 2]; /* their logits in the last evaluation */
+    int32_t bank;                 /* live beams use sequences bank*W .. bank*W + W-1 */
+    int32_t n_steps;
+    size_t kv_peak, kv_unshared_peak; /* bytes: blocks in use, and sum of block tables */
+    wlm_beam_hyp live[WLM_MAX_SEQ / 2];
+    wlm_beam_hyp next[WLM_MAX_SEQ / 2];
+    int32_t n_fin;
+    wlm_beam_hyp fin[WLM_MAX_SEQ / 2];
+    int32_t *cand_tok;            /* scratch (width * 2 * width) */
+    int32_t *cand_beam;
+    double *cand_lp;
+    int32_t *cand_order;
+    float *lsm;                   /* (vocab) log-softmax scratch */
+    int32_t *tokbuf;              /* backing store of every hypothesis' tokens */
+} wlm_beam_state;
+
+/* Largest number of batch entries one forward pass computes; longer batches run in chunks. */
+#define WLM_BATCH_CHUNK 64
 
 struct wlm_context {
     const wlm_model *model;
@@ -103,25 +164,38 @@ struct wlm_context {
     int kv_cache;
     const wlm_kernels *k;
     int use_simd;                 /* pick traits' matvec_simd over matvec_ref */
-    int32_t n_past;               /* tokens evaluated so far */
-    int32_t *tokens;              /* (n_ctx) the sequence, needed for no-cache mode and penalties */
-    int has_logits;
-    /* activations */
-    float *x;                     /* (dim) residual stream */
-    float *xb;                    /* (dim) */
-    float *xb2;                   /* (dim) */
-    float *hb;                    /* (hidden_dim) */
-    float *hb2;                   /* (hidden_dim) */
-    float *q;                     /* (dim) */
-    float *att;                   /* (n_heads, n_ctx) attention scores */
-    float *logits;                /* (vocab_size) */
-    void *xq;                     /* activations converted to a weight's vec_dot_type */
-    float *rope_cos, *rope_sin;   /* (head_size / 2) for the current position */
-    float *key_cache;             /* (n_layers, n_ctx, kv_dim) */
-    float *value_cache;           /* (n_layers, n_ctx, kv_dim) */
-    size_t bytes;
-    wlm_sampler sampler;
-    wlm_generation gen;
+    int32_t n_seq_max;
+    int32_t max_blocks;           /* blocks per full sequence: ceil(n_ctx / BLOCK) */
+    wlm_seq *seqs;                /* (n_seq_max) */
+    wlm_kv_pool kv;
+    /* activations for a chunk of up to WLM_BATCH_CHUNK entries, row-major (entry, feature) */
+    float *x;                     /* (B, dim) residual stream */
+    float *xb;                    /* (B, dim) */
+    float *xb2;                   /* (B, dim) */
+    float *hb;                    /* (B, hidden_dim) */
+    float *hb2;                   /* (B, hidden_dim) */
+    float *q;                     /* (B, dim) */
+    float *kt;                    /* (B, kv_dim) new keys */
+    float *vt;                    /* (B, kv_dim) new values */
+    float *att;                   /* (n_ctx) attention scores of one head */
+    void *xq;                     /* (B, xq_stride bytes) activations in a vec_dot_type */
+    size_t xq_stride;
+    float *rope_cos, *rope_sin;   /* (B, head_size / 2) angles of each entry's position */
+    float *rope_freq;             /* (head_size / 2) */
+    const float **kb, **vb;       /* (max_blocks) block pointers of one sequence and layer */
+    int32_t *ent_seq, *ent_pos;   /* (B) */
+    /* logits of the last evaluation: one row per entry that asked for them */
+    float *logits;                /* (logits_cap, vocab) */
+    int32_t logits_cap;
+    int32_t *logit_row;           /* (n_entries_cap) row of entry i, -1 for none */
+    int32_t n_entries_cap, n_entries;
+    int32_t last_logits;          /* entry whose logits wlm_logits returns, -1 before any */
+    size_t bytes;                 /* scratch bytes (KV blocks counted separately) */
+    /* generation: one state per sequence */
+    wlm_generation *gens;         /* (n_seq_max) */
+    int32_t n_gen;                /* sequences in the current generation (0 = none) */
+    int gen_aborted;
+    wlm_beam_state beam;
     char errmsg[WLM_ERRMSG_SIZE];
 };
 
@@ -132,12 +206,35 @@ int wlm_set_error(char *buf, int status, const char *fmt, ...)
 #endif
     ;
 
-/* forward.c: runs the transformer for `token` at position `pos` (< n_ctx), filling the KV
- * cache row pos; computes logits when `want_logits`. */
-void wlm_forward(wlm_context *ctx, int32_t token, int32_t pos, int want_logits);
+/* forward.c: runs the transformer for n <= WLM_BATCH_CHUNK entries (c->ent_seq/ent_pos set,
+ * KV blocks for every position already owned by its sequence); writes K/V rows and, for
+ * entries with logit_rows[i] >= 0, the logits into that row of c->logits. */
+void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
+                       const int32_t *logit_rows);
 
-/* forward.c: out = t · x through t's type traits (x: t->cols floats, out: t->rows floats). */
-void wlm_matmul(wlm_context *ctx, float *out, const wlm_tensor *t, const float *x);
+/* forward.c: out(n, t->rows) = x(n, t->cols) · tᵀ through t's type traits; rows of out and x are
+ * out_stride / x_stride floats apart. Each entry's result equals a matrix-vector product. */
+void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
+                const float *x, size_t x_stride, int32_t n);
+
+/* context.c: the KV block pointer of position `pos` of sequence `seq` in layer l (K; V is
+ * WLM_KV_BLOCK * kv_dim floats further). */
+float *wlm_kv_row(wlm_context *c, int32_t seq, int32_t layer, int32_t pos);
+
+/* context.c: makes sure sequence `seq` owns (unshared) blocks for positions [from, to);
+ * copies shared blocks (copy-on-write). WLM_ERR_NOMEM with a message on failure. */
+int wlm_kv_reserve(wlm_context *c, int32_t seq, int32_t from, int32_t to);
+
+/* context.c: internal versions without the "generation in progress" check. */
+void wlm_seq_fork_internal(wlm_context *c, int32_t src, int32_t dst);
+int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t n_discard);
+
+/* beam.c: frees the beam search scratch. */
+void wlm_beam_release(wlm_context *c);
+
+/* context.c: validates and evaluates a batch (see wlm_eval_batch) without the busy check. */
+int wlm_eval_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq_ids,
+                     const uint8_t *want_logits, int32_t n);
 
 /* gguf_model.c: maps a GGUF file (architecture "llama") to m (hp, w, tokenizer); message in
  * m->errmsg on error. With vocab_only, reads the tokenizer alone (vocab-only GGUFs). */

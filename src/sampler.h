@@ -1,50 +1,130 @@
 /*
- * sampler.h — internal: turns logits into the next token id. Stages, in order: repetition
- * penalty (CTRL) over a window of past tokens → greedy argmax when temperature is 0, else
- * temperature → softmax → top-k → top-p (nucleus) → draw with llama2.c's xorshift RNG.
- * With top_k off and no penalty the arithmetic and the RNG draws are exactly run.c's sample(),
- * so a seed reproduces run.c's output.
+ * sampler.h — internal: the sampler chain that turns one step's logits into the next token id,
+ * with the probabilities reported per token (wlm_token.prob / logprob / prob_sampled / top).
+ * It does not evaluate the model, track stop strings or own the history: the caller passes the
+ * sequence so far at every step.
+ *
+ * Notation: z = the logits (vocab_size floats), T = temperature, "alive" = z_t > -inf (not banned
+ * or biased away), "candidates" = the tokens still allowed after the filters so far, p = softmax
+ * over the candidates, renormalised after every filter. "By probability" means p descending,
+ * then z descending, then id ascending (a total order: ties go to the lower id at every stage).
+ *
+ * Stages (the public contract and order are in wasmlm.h, above wlm_gen_params):
+ *  1. Repetition penalty — CTRL (Keskar et al. 2019, arXiv:1909.05858, §4.1), as llama.cpp's
+ *     llama_sampler_penalties applies it: for each distinct token t among the last repeat_last_n
+ *     of history, z_t = z_t / r if z_t > 0, else z_t × r.
+ *  2. Presence / frequency penalties — OpenAI API reference ("frequency and presence
+ *     penalties"), same window: z_t -= c_t × frequency_penalty + [c_t > 0] × presence_penalty,
+ *     c_t = occurrences of t in the window (llama.cpp computes the same, after stage 1).
+ *  3. Logit bias z_t += b_t (b_t = -inf bans t; several entries for one token add up), then
+ *     banned tokens z_t = -inf. A finite logit stays finite (clamped to ±FLT_MAX). Nothing
+ *     alive: WLM_ERR_INVALID_ARG.
+ *  4. T = 0: greedy, the first argmax of z (no RNG draw).
+ *  Otherwise the filters see p = softmax(z / T') with T' = T in WLM_ORDER_RUNC (run.c's order,
+ *  temperature first) and T' = 1 in WLM_ORDER_LLAMACPP. ONE float u = wlm_rng_f32() is drawn
+ *  per step, after the softmax and before the filters (where run.c draws its coin).
+ *  5. top-k (Fan et al. 2018, arXiv:1805.04833): the k largest z (ties: lower id); a heap of k
+ *     over the vocabulary, O(V log k), no exp.
+ *  6. typical-p (Meister et al. 2022, arXiv:2202.00666): H = -Σ p log p over the candidates;
+ *     by |-log p_t - H| ascending (ties: lower id) the shortest prefix with Σ p >= typical_p.
+ *     Entropy and log p in double from the logits (no log 0 for underflowed p).
+ *  7. top-p (Holtzman et al. 2019, arXiv:1904.09751): by probability, the shortest prefix whose
+ *     sum exceeds top_p × (mass of the candidates), summed in float as run.c. As the first
+ *     filter it uses run.c's shortcut on the full softmax: a token with p < (1 - top_p) / (V - 1)
+ *     cannot be in the nucleus (all alive tokens are kept when none passes, on a near-flat p).
+ *  8. min-p (Nguyen et al. 2024, arXiv:2407.01082): keep p_t >= min_p × max p; a linear pass
+ *     (as the first filter, on the logits: z_t >= z_max + T' ln min_p).
+ *  9. WLM_ORDER_LLAMACPP with T != 1: the survivors' weights become exp((z_t - z_max) / T).
+ * 10. Draw (run.c's inverse CDF): r = u × Σ w over the survivors, the first survivor whose
+ *     running sum exceeds r, walking the candidate list in its current order (by probability
+ *     after top-k / top-p, by typicality after typical-p, by id when only min-p ran). With no
+ *     filter active: run.c's sample_mult, u against the running sum of p in id order.
+ * Stages 6 and 7 take their prefix from a heap, one token at a time, O(n + m log n) for m kept
+ * of n: no full sort unless (nearly) everything is kept.
+ * The softmax over the whole vocabulary is computed only without filters or with top-p first.
+ *
+ * run.c equivalence (llama2.c run.c sample / sample_mult / sample_topp): with only temperature
+ * and top-p in WLM_ORDER_RUNC (or WLM_ORDER_LLAMACPP at T = 1), every float operation and the
+ * RNG draw are run.c's, so a seed reproduces run.c's tokens. Two deliberate differences, both
+ * where run.c misbehaves: when the cut-off keeps no token (run.c reads out of bounds) all tokens
+ * are kept, and when rounding leaves the coin above the last running sum the walk ends on the
+ * last token of positive probability (run.c: the last token, possibly of probability 0).
+ *
+ * Report: prob = softmax of the raw logits (sanitised: NaN as -inf, +inf as FLT_MAX), its
+ * normaliser summed in double; logprob = z_t - logsumexp(z) in double; prob_sampled = w / Σ w
+ * of the drawn distribution (1 for greedy); top[] by (prob_sampled, prob, id) from an
+ * insertion list of n_probs entries, O(V). At T' = 1 with no penalty, bias or ban, the
+ * sampling softmax reuses the report's expf values (the same floats), saving a pass.
  */
 #ifndef WASMLM_SAMPLER_H
 #define WASMLM_SAMPLER_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include "wasmlm.h"
 
-typedef struct wlm_prob_index {
-    float prob;
-    int32_t index;
-} wlm_prob_index;
+/* One candidate token of the filter stages. */
+typedef struct wlm_candidate {
+    float z;      /* logit after penalties and bias (before temperature) */
+    float prob;   /* weight ∝ p: the full softmax's p, or exp((z - z_max) / T') computed for
+                     the candidates alone; the draw weight after stage 9 */
+    float key;    /* typical-p's |-log p - H| */
+    int32_t id;
+} wlm_candidate;
 
 typedef struct wlm_sampler {
     int32_t vocab_size;
-    float temperature;
-    int32_t top_k;
-    float top_p;
-    float repeat_penalty;
-    int32_t repeat_last_n;
+    /* parameters, copied by init */
+    float temperature, top_p, min_p, typical_p;
+    float repeat_penalty, presence_penalty, frequency_penalty;
+    int32_t top_k, repeat_last_n, order, n_probs;
+    int32_t n_logit_bias;
+    wlm_logit_bias *logit_bias;  /* (n_logit_bias) own copy */
+    int32_t n_banned;
+    int32_t *banned;             /* (n_banned) own copy */
     uint64_t rng_state;
-    wlm_prob_index *candidates; /* (vocab_size) scratch */
-    float *probs;               /* (vocab_size) scratch */
-    unsigned char *seen;        /* (vocab_size) scratch for the penalty window */
+    /* scratch: 28 bytes per vocabulary entry (+4 when n_probs > 0), allocated by init */
+    float *z;                    /* (vocab_size) logits after penalties, bias and bans */
+    float *probs;                /* (vocab_size) softmax(z / T') */
+    float *model_probs;          /* (vocab_size) softmax of the raw logits; only if n_probs > 0 */
+    wlm_candidate *cand;         /* (vocab_size) candidate list */
+    int32_t *counts;             /* (vocab_size) zero at rest: window counts, survivor marks */
 } wlm_sampler;
 
-/* Validates the sampling fields of `p` (temperature, top_k, top_p, repeat_penalty,
- * repeat_last_n); on error returns WLM_ERR_INVALID_ARG with a message in err. */
-int wlm_sampler_check(const wlm_gen_params *p, char *err, size_t errlen);
+/*
+ * Validates every sampling field of p against the ranges in wasmlm.h: temperature (finite,
+ * >= 0), top_k (>= 0), top_p (0, 1], min_p [0, 1], typical_p (0, 1], repeat_penalty (finite,
+ * > 0), repeat_last_n (>= 0), presence / frequency penalty (finite), n_logit_bias and n_banned
+ * (0..WLM_MAX_LOGIT_BIAS, array non-NULL when the count is > 0, token ids in 0..vocab_size-1,
+ * biases finite or -INFINITY), order (0 or 1), n_probs (0..WLM_MAX_PROBS). NaN anywhere is an
+ * error. On error returns WLM_ERR_INVALID_ARG and writes a message naming the field and the
+ * value into err (when err and errlen are non-zero).
+ */
+int wlm_sampler_check(const wlm_gen_params *p, int32_t vocab_size, char *err, size_t errlen);
 
-/* Allocates the scratch for vocab_size tokens (once) and sets parameters and seed. */
+/*
+ * Prepares s (zeroed before its first init; calling init again restarts it with new
+ * parameters). Allocates the scratch for vocab_size tokens (once: kept while the size stays
+ * the same), copies the parameters and the bias and ban lists (the caller's arrays may be
+ * freed after), and seeds the RNG (seed 0 is replaced by a fixed non-zero constant). Call
+ * check first: init only clamps what would be unsafe. Errors: WLM_ERR_INVALID_ARG (NULL,
+ * vocab_size < 1), WLM_ERR_NOMEM (the sampler is then freed).
+ */
 int wlm_sampler_init(wlm_sampler *s, int32_t vocab_size, const wlm_gen_params *p);
+
+/* Frees the scratch and lists; safe on a zeroed struct, and twice. */
 void wlm_sampler_free(wlm_sampler *s);
 
 /*
- * Samples from `logits` (vocab_size values; the repetition penalty is applied in place).
- * `history` holds the sequence so far (n_history ids); the last repeat_last_n are penalised,
- * each distinct token once. Writes the model probability (softmax at temperature 1 after the
- * penalty) to *prob and the sampling probability to *prob_sampled (either may be NULL).
+ * Samples the next token from `logits` (vocab_size floats; not modified: copied into scratch).
+ * history: the sequence so far (n_history ids, prompt included; NULL when 0), for the
+ * penalties; ids outside the vocabulary are ignored. NaN logits count as -inf, +inf as FLT_MAX.
+ * Fills info->prob, ->logprob, ->prob_sampled, ->n_probs and ->top[] as documented for wlm_token
+ * (other fields untouched; info may be NULL). Returns the token id, WLM_ERR_INVALID_ARG when
+ * bias and bans removed every token (or logits is NULL), WLM_ERR_STATE before init.
  */
-int32_t wlm_sampler_sample(wlm_sampler *s, float *logits, const int32_t *history,
-                           int32_t n_history, float *prob, float *prob_sampled);
+int32_t wlm_sampler_sample(wlm_sampler *s, const float *logits, const int32_t *history,
+                           int32_t n_history, wlm_token *info);
 
 /* llama2.c's RNG: xorshift64* (Marsaglia 2003; Vigna's multiplier) returning the high 32 bits,
  * and a float in [0, 1) built from its top 24 bits. */

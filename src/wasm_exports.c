@@ -50,26 +50,73 @@ API double wlmjs_model_info(const wlm_model *m, int field) {
 /* ---- context ---- */
 /* Creates a context; writes the handle to *out (see wlm_context_new). */
 API int wlmjs_context_new(const wlm_model *m, int n_ctx, int kv_cache, int use_simd,
-                          wlm_context **out) {
+                          int n_seq_max, wlm_context **out) {
     wlm_context_params p;
     wlm_context_params_default(&p);
     p.n_ctx = n_ctx;
     p.kv_cache = kv_cache;
     p.use_simd = use_simd;
+    p.n_seq_max = n_seq_max;
     return wlm_context_new(m, &p, out);
 }
 
+/* One field of wlm_kv_stats: 0 block_bytes, 1 blocks_allocated, 2 blocks_used,
+ * 3 blocks_shared, 4 block_refs; -1 for an unknown field or a bad handle. */
+API double wlmjs_kv_stat(const wlm_context *c, int field) {
+    wlm_kv_stats st;
+    if (wlm_kv_stats_get(c, &st) != WLM_OK) return -1;
+    switch (field) {
+    case 0: return (double)st.block_bytes;
+    case 1: return st.blocks_allocated;
+    case 2: return st.blocks_used;
+    case 3: return st.blocks_shared;
+    case 4: return st.block_refs;
+    default: return -1;
+    }
+}
+
 /* ---- generation parameters ---- */
+/* wlm_gen_params with room for its logit-bias and ban lists (which it points into). */
+typedef struct jsparams {
+    wlm_gen_params p; /* first member: the address is the wlm_gen_params pointer */
+    wlm_logit_bias bias[WLM_MAX_LOGIT_BIAS];
+    int32_t banned[WLM_MAX_LOGIT_BIAS];
+} jsparams;
+
 /* A heap-allocated wlm_gen_params with the defaults; free with wlmjs_free. */
 API wlm_gen_params *wlmjs_gen_params_new(void) {
-    wlm_gen_params *p = malloc(sizeof *p);
-    if (p) wlm_gen_params_default(p);
-    return p;
+    jsparams *j = malloc(sizeof *j);
+    if (!j) return NULL;
+    wlm_gen_params_default(&j->p);
+    j->p.logit_bias = j->bias;
+    j->p.banned = j->banned;
+    return &j->p;
+}
+
+/* Appends a logit bias (-Infinity bans) / a banned token to params from wlmjs_gen_params_new.
+ * WLM_ERR_INVALID_ARG when the list is full; values are checked by the begin functions. */
+API int wlmjs_gen_params_add_bias(wlm_gen_params *p, int token, float bias) {
+    jsparams *j = (jsparams *)p;
+    if (!p || p->n_logit_bias >= WLM_MAX_LOGIT_BIAS) return WLM_ERR_INVALID_ARG;
+    j->bias[p->n_logit_bias].token = token;
+    j->bias[p->n_logit_bias].bias = bias;
+    p->n_logit_bias++;
+    return WLM_OK;
+}
+API int wlmjs_gen_params_add_ban(wlm_gen_params *p, int token) {
+    jsparams *j = (jsparams *)p;
+    if (!p || p->n_banned >= WLM_MAX_LOGIT_BIAS) return WLM_ERR_INVALID_ARG;
+    j->banned[p->n_banned++] = token;
+    return WLM_OK;
 }
 
 /* Sets one field by number: 0 temperature, 1 top_k, 2 top_p, 3 repeat_penalty,
- * 4 repeat_last_n, 5 seed (an integer below 2^53), 6 max_tokens, 7 add_bos. Values are
- * checked by wlm_generate_begin, not here. Returns WLM_ERR_INVALID_ARG for an unknown field. */
+ * 4 repeat_last_n, 5 seed (an integer below 2^53), 6 max_tokens, 7 add_bos, 8 min_p,
+ * 9 typical_p, 10 presence_penalty, 11 frequency_penalty, 12 order, 13 n_probs,
+ * 14 context_shift, 15 n_keep. Values are checked by wlm_generate_begin, not here (integers
+ * outside ±1e9 and NaN become -1, which the checks refuse). Returns WLM_ERR_INVALID_ARG for an
+ * unknown field. */
+#define INT_FIELD(v) (((v) != (v) || (v) < -1e9 || (v) > 1e9) ? -1 : (int32_t)(v))
 API int wlmjs_gen_params_set(wlm_gen_params *p, int field, double v) {
     if (!p) return WLM_ERR_INVALID_ARG;
     switch (field) {
@@ -81,6 +128,14 @@ API int wlmjs_gen_params_set(wlm_gen_params *p, int field, double v) {
     case 5: p->seed = (v >= 0 && v < 18446744073709551616.0) ? (uint64_t)v : 0; break;
     case 6: p->max_tokens = (v != v || v < -1e9 || v > 1e9) ? -1 : (int32_t)v; break;
     case 7: p->add_bos = v != 0; break;
+    case 8: p->min_p = (float)v; break;
+    case 9: p->typical_p = (float)v; break;
+    case 10: p->presence_penalty = (float)v; break;
+    case 11: p->frequency_penalty = (float)v; break;
+    case 12: p->order = INT_FIELD(v); break;
+    case 13: p->n_probs = INT_FIELD(v); break;
+    case 14: p->context_shift = INT_FIELD(v); break;
+    case 15: p->n_keep = INT_FIELD(v); break;
     default: return WLM_ERR_INVALID_ARG;
     }
     return WLM_OK;
@@ -107,6 +162,72 @@ API float wlmjs_token_prob(const wlm_token *t) { return t->prob; }
 API float wlmjs_token_prob_sampled(const wlm_token *t) { return t->prob_sampled; }
 API int wlmjs_token_n_past(const wlm_token *t) { return t->n_past; }
 API int wlmjs_token_stop_reason(const wlm_token *t) { return t->stop_reason; }
+API float wlmjs_token_logprob(const wlm_token *t) { return t->logprob; }
+API int wlmjs_token_seq(const wlm_token *t) { return t->seq; }
+API int wlmjs_token_status(const wlm_token *t) { return t->status; }
+API int wlmjs_token_n_probs(const wlm_token *t) { return t->n_probs; }
+/* Alternative i (< n_probs) of a token: its id, prob, logprob and prob_sampled. */
+API int wlmjs_token_top_id(const wlm_token *t, int i) { return t->top[i].id; }
+API float wlmjs_token_top_prob(const wlm_token *t, int i) { return t->top[i].prob; }
+API float wlmjs_token_top_logprob(const wlm_token *t, int i) { return t->top[i].logprob; }
+API float wlmjs_token_top_prob_sampled(const wlm_token *t, int i) {
+    return t->top[i].prob_sampled;
+}
+/* An array of n wlm_token (for wlm_generate_batch_next), and element i of it. */
+API wlm_token *wlmjs_tokens_new(int n) { return calloc(n > 0 ? (size_t)n : 1, sizeof(wlm_token)); }
+API wlm_token *wlmjs_token_at(wlm_token *arr, int i) { return arr + i; }
+
+/* ---- batched generation ---- */
+/* Begins a batch: the prompts are concatenated in `tokens` (n_tokens[i] each) and params is
+ * an array of n_seqs wlm_gen_params pointers. */
+API int wlmjs_generate_batch_begin(wlm_context *c, int n_seqs, const int32_t *tokens,
+                                   const int32_t *n_tokens, wlm_gen_params *const *params) {
+    if (!c || n_seqs < 1 || n_seqs > WLM_MAX_SEQ || !tokens || !n_tokens || !params)
+        return wlm_generate_batch_begin(c, n_seqs, NULL, NULL, NULL);
+    const int32_t *prompts[WLM_MAX_SEQ];
+    wlm_gen_params *gp = malloc(sizeof *gp * (size_t)n_seqs);
+    if (!gp) return WLM_ERR_NOMEM;
+    size_t off = 0;
+    for (int i = 0; i < n_seqs; i++) {
+        prompts[i] = tokens + off;
+        off += n_tokens[i] > 0 ? (size_t)n_tokens[i] : 0;
+        gp[i] = *params[i];
+    }
+    int rc = wlm_generate_batch_begin(c, n_seqs, prompts, n_tokens, gp);
+    free(gp);
+    return rc;
+}
+
+/* ---- beam search ---- */
+API int wlmjs_beam_begin(wlm_context *c, const int32_t *prompt, int n, int width, int max_tokens,
+                         float length_penalty) {
+    wlm_beam_params p;
+    wlm_beam_params_default(&p);
+    p.width = width;
+    p.max_tokens = max_tokens;
+    p.length_penalty = length_penalty;
+    return wlm_beam_begin(c, prompt, n, &p);
+}
+/* Field of result i: 0 n_tokens, 1 logprob, 2 score, 3 stop_reason, 4 the tokens pointer;
+ * NaN for a bad index. */
+API double wlmjs_beam_field(const wlm_context *c, int i, int field) {
+    wlm_beam b;
+    if (wlm_beam_get(c, i, &b) != WLM_OK) return 0.0 / 0.0;
+    switch (field) {
+    case 0: return b.n_tokens;
+    case 1: return b.logprob;
+    case 2: return b.score;
+    case 3: return b.stop_reason;
+    case 4: return (double)(uintptr_t)b.tokens;
+    default: return 0.0 / 0.0;
+    }
+}
+/* 0: peak KV bytes in use during the last beam search; 1: without sharing. */
+API double wlmjs_beam_memory(const wlm_context *c, int which) {
+    size_t a = 0, b = 0;
+    wlm_beam_memory(c, &a, &b);
+    return (double)(which ? b : a);
+}
 
 /* Public API functions exported as they are (the linker keeps them via tools/exports.txt). */
 

@@ -45,9 +45,14 @@
  * - File formats: llama2.c's legacy (version 0) checkpoint and tokenizer.bin, as written by
  *   karpathy/llama2.c export.py / tokenizer.py and read by run.c.
  * - Tokenizer: SentencePiece BPE (Kudo & Richardson 2018) as llama2.c's run.c implements it.
- * - Sampling: temperature, top-k (Fan et al. 2018), top-p / nucleus (Holtzman et al. 2019),
- *   the CTRL repetition penalty (Keskar et al. 2019), and llama2.c's xorshift RNG (Marsaglia
- *   2003) with its float draw, so that temperature + top-p with a seed reproduce run.c exactly.
+ * - Sampling (see wlm_gen_params): temperature, top-k (Fan et al. 2018), typical-p (Meister et
+ *   al. 2022), top-p / nucleus (Holtzman et al. 2019), min-p (Nguyen et al. 2024), the CTRL
+ *   repetition penalty (Keskar et al. 2019), OpenAI's presence and frequency penalties, logit
+ *   bias and bans, in llama.cpp's order or run.c's; llama2.c's xorshift RNG (Marsaglia 2003)
+ *   with its float draw, so that temperature + top-p with a seed reproduce run.c exactly.
+ * - Batches, beams, KV cache: paged KV blocks shared copy-on-write (Kwon et al. 2023), beam
+ *   search with length normalisation (as Hugging Face transformers), context shift with RoPE
+ *   re-rotation (as llama.cpp).
  */
 #ifndef WASMLM_H
 #define WASMLM_H
@@ -217,16 +222,27 @@ typedef struct wlm_context_params {
     int32_t kv_cache;     /* 1 (default): keep K/V per position. 0: recompute the whole
                              sequence at every step (a baseline for benchmarks, O(n^2)) */
     int32_t use_simd;     /* 1 (default): SIMD128 kernels where built; 0: scalar reference */
+    int32_t n_seq_max;    /* sequences that may exist at once (batched generation, beams):
+                             1..WLM_MAX_SEQ, default 1. The KV cache of one full sequence is
+                             allocated up front; more blocks are allocated when used. */
 } wlm_context_params;
+
+#define WLM_MAX_SEQ 64        /* sequences per context */
+#define WLM_KV_BLOCK 16       /* positions per KV cache block */
 
 void wlm_context_params_default(wlm_context_params *params);
 
 /*
- * Creates a context for `model`: allocates the KV cache once, 2 × n_layers × n_ctx × kv_dim
- * float32 (kv_dim = dim × n_kv_heads / n_heads), and the activation buffers.
+ * Creates a context for `model`. The KV cache is paged (as in vLLM's PagedAttention, Kwon et
+ * al. 2023, arXiv:2309.06180): blocks of WLM_KV_BLOCK positions, each holding K and V of every
+ * layer (2 × n_layers × WLM_KV_BLOCK × kv_dim float32, kv_dim = dim × n_kv_heads / n_heads).
+ * Each sequence has a table of blocks; sequences forked from one another share the blocks of
+ * their common prefix (reference-counted; a shared block is copied only when a sequence
+ * writes into it). The blocks of one full sequence (n_ctx positions) are allocated here; more
+ * are allocated when other sequences need them, and freed blocks are reused.
  * *out receives a handle even on failure when possible (read wlm_context_errmsg, then free).
- * Errors: WLM_ERR_INVALID_ARG (n_ctx < 0 or > seq_len), WLM_ERR_STATE (model not loaded),
- * WLM_ERR_NOMEM.
+ * Errors: WLM_ERR_INVALID_ARG (n_ctx < 0 or > seq_len, n_seq_max outside 1..WLM_MAX_SEQ),
+ * WLM_ERR_STATE (model not loaded), WLM_ERR_NOMEM.
  */
 int wlm_context_new(const wlm_model *model, const wlm_context_params *params,
                     wlm_context **out);
@@ -234,7 +250,8 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params,
 void wlm_context_free(wlm_context *ctx);                /* NULL is a no-op */
 const char *wlm_context_errmsg(const wlm_context *ctx); /* "" when none */
 
-/* Bytes the context allocated (KV cache + scratch). */
+/* Bytes the context has allocated now (KV cache blocks + scratch); grows when more sequences
+ * are used (see wlm_kv_stats). */
 size_t wlm_context_memory(const wlm_context *ctx);
 
 /* Forgets the sequence (position 0 next); ends any generation in progress. */
@@ -252,34 +269,162 @@ int32_t wlm_context_n_past(const wlm_context *ctx);
 int wlm_eval(wlm_context *ctx, const int32_t *tokens, int32_t n);
 
 /* The logits after the last wlm_eval: vocab_size float32, owned by the context, valid until the
- * next call that evaluates or resets. NULL before any evaluation. During a generation,
- * wlm_generate_next applies the repetition penalty to them in place before sampling. */
+ * next call that evaluates or resets. NULL before any evaluation. The sampler never modifies
+ * them (penalties and filters work on a copy). */
 const float *wlm_logits(const wlm_context *ctx);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Sequences and batches                                                                       */
+/*
+ * A context holds up to n_seq_max sequences, numbered 0..n_seq_max-1; wlm_eval and the
+ * single-sequence generation use sequence 0. wlm_context_reset clears them all.
+ */
+
+/*
+ * Evaluates a batch of `n` tokens in one forward pass: entry i appends tokens[i] to sequence
+ * seq_ids[i] (at that sequence's next position; entries of one sequence are taken in order, so
+ * a prompt is a batch of consecutive positions). Every weight matrix is read once per call for
+ * all entries (matrix-matrix products); each entry's arithmetic is the same as evaluating it
+ * alone, so results are bitwise identical to one-at-a-time evaluation. Logits are computed for
+ * the entries with want_logits[i] != 0 (want_logits NULL: the last entry only) and read with
+ * wlm_logits_ith. Errors (nothing is evaluated): WLM_ERR_INVALID_ARG (bad id, seq outside
+ * 0..n_seq_max-1, n < 1), WLM_ERR_CONTEXT_FULL (a sequence would pass n_ctx), WLM_ERR_NOMEM
+ * (no memory for KV blocks), WLM_ERR_STATE (a generation or beam search is in progress).
+ */
+int wlm_eval_batch(wlm_context *ctx, const int32_t *tokens, const int32_t *seq_ids,
+                   const uint8_t *want_logits, int32_t n);
+
+/* Logits (vocab_size float32, owned by the context) of entry i of the last wlm_eval_batch (or
+ * of the last token of wlm_eval, i = n - 1); NULL when entry i did not ask for logits. Valid
+ * until the next evaluation. */
+const float *wlm_logits_ith(const wlm_context *ctx, int32_t i);
+
+/* Number of tokens in sequence `seq` (its next position); 0 for an empty or invalid one. */
+int32_t wlm_seq_n_past(const wlm_context *ctx, int32_t seq);
+
+/* Makes `dst` a copy of `src` (tokens and KV cache) without copying the cache: dst shares
+ * src's blocks (copy-on-write). dst's previous content is dropped. Errors: INVALID_ARG, STATE. */
+int wlm_seq_fork(wlm_context *ctx, int32_t src, int32_t dst);
+
+/* Empties sequence `seq`, releasing its blocks. Errors: INVALID_ARG, STATE. */
+int wlm_seq_clear(wlm_context *ctx, int32_t seq);
+
+/*
+ * Context shift (llama.cpp's --keep / context shifting): keeps the first n_keep tokens of
+ * sequence `seq`, drops the n_discard after them and moves the rest down by n_discard
+ * positions. The moved keys are rotated by RoPE through -n_discard positions (rotations
+ * compose: R(p - d) = R(-d) R(p)), so the cache stays valid without recomputation; the kept
+ * entries still carry what the dropped tokens contributed to them in the deeper layers, as in
+ * llama.cpp. Errors: INVALID_ARG (n_keep < 0, n_discard < 1, n_keep + n_discard > n_past),
+ * STATE, NOMEM.
+ */
+int wlm_seq_shift(wlm_context *ctx, int32_t seq, int32_t n_keep, int32_t n_discard);
+
+/* KV cache occupancy. */
+typedef struct wlm_kv_stats {
+    size_t block_bytes;       /* bytes of one block (all layers, K and V) */
+    int32_t blocks_allocated; /* blocks in memory (in use + free for reuse) */
+    int32_t blocks_used;      /* blocks referenced by at least one sequence */
+    int32_t blocks_shared;    /* blocks referenced by two or more sequences */
+    int32_t block_refs;       /* sum over sequences of their block-table lengths: the blocks
+                                 that copies without sharing would need */
+} wlm_kv_stats;
+
+/* Fills *out. Errors: WLM_ERR_INVALID_ARG. */
+int wlm_kv_stats_get(const wlm_context *ctx, wlm_kv_stats *out);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Generation                                                                                  */
 
 #define WLM_MAX_STOP_STRINGS 8
 #define WLM_MAX_STOP_LEN 64
+#define WLM_MAX_PROBS 20          /* most alternatives reported per token (n_probs) */
+#define WLM_MAX_LOGIT_BIAS 1024   /* most logit-bias / banned entries per generation */
 
+/* Order of the sampler stages (see wlm_gen_params). */
+enum wlm_sampler_order {
+    WLM_ORDER_LLAMACPP = 0,      /* penalties → bias/bans → top-k → typical → top-p → min-p →
+                                    temperature → draw (llama.cpp's default chain) */
+    WLM_ORDER_RUNC = 1           /* penalties → bias/bans → temperature → top-k → typical →
+                                    top-p → min-p → draw: llama2.c run.c's order (temperature
+                                    before the nucleus); with top-p alone and a seed this
+                                    reproduces run.c's tokens exactly */
+};
+
+typedef struct wlm_logit_bias {
+    int32_t token;
+    float bias;                  /* added to the logit; -INFINITY bans the token */
+} wlm_logit_bias;
+
+/*
+ * Sampling chain. Stages run in the order of `order`; each is off at its neutral value.
+ * z = logits, p = softmax(z) over the tokens still in the candidate set, renormalised after
+ * every filter. Ties in probability resolve to the lower token id at every stage.
+ *  1. repetition penalty (CTRL, Keskar et al. 2019, arXiv:1909.05858, as llama.cpp applies
+ *     it): for each distinct token t among the last repeat_last_n tokens (prompt included),
+ *     z_t = z_t / r if z_t > 0 else z_t × r.
+ *  2. presence and frequency penalties (OpenAI API definitions, same window): with c_t the
+ *     count of t in the window, z_t -= c_t × frequency_penalty + (c_t > 0) × presence_penalty.
+ *  3. logit bias: z_t += bias_t for each logit_bias entry (entries for one token add up; a
+ *     finite logit stays finite, clamped to ±FLT_MAX); banned tokens are removed (z_t = -inf).
+ *     If every token is removed: WLM_ERR_INVALID_ARG at the step. NaN logits count as -inf.
+ *  4. temperature 0: greedy, the argmax of z after 1–3 (stages 5–9 skipped).
+ *  5. top-k (Fan et al. 2018): keep the k most probable.
+ *  6. typical-p (locally typical sampling, Meister et al. 2022, arXiv:2202.00666): sort by
+ *     |−log p_t − H(p)| ascending and keep the shortest prefix whose mass is >= typical_p
+ *     (the paper's definition; llama.cpp uses >).
+ *  7. top-p / nucleus (Holtzman et al. 2019, arXiv:1904.09751): sort by p descending and keep
+ *     the shortest prefix whose mass exceeds top_p (at least one token).
+ *  8. min-p (Nguyen et al. 2024, arXiv:2407.01082): keep t with p_t >= min_p × max p.
+ *  9. temperature T: p ∝ exp(z / T) over the survivors (in WLM_ORDER_RUNC, applied first).
+ * 10. draw with llama2.c's xorshift RNG (one float per sampled step, none for greedy, as in
+ *     run.c; run.c's inverse-CDF walk).
+ */
 typedef struct wlm_gen_params {
-    float temperature;       /* 0 = greedy (argmax); > 0 divides the logits. Default 1.0 */
+    float temperature;       /* >= 0; 0 = greedy (argmax). Default 1.0 */
     int32_t top_k;           /* keep the k most probable tokens; 0 = off (default) */
-    float top_p;             /* nucleus: keep the smallest set whose probability exceeds p,
-                                including the token that crosses it; 1 = off. Default 0.9 */
-    float repeat_penalty;    /* CTRL penalty over the last repeat_last_n tokens: positive
-                                logits / penalty, negative × penalty; 1 = off (default) */
-    int32_t repeat_last_n;   /* window of the penalty, in tokens (prompt included); default 64 */
+    float top_p;             /* nucleus, (0, 1]; 1 = off. Default 0.9 (run.c's) */
+    float min_p;             /* [0, 1]; 0 = off (default) */
+    float typical_p;         /* (0, 1]; 1 = off (default) */
+    float repeat_penalty;    /* > 0; 1 = off (default) */
+    int32_t repeat_last_n;   /* window of the three penalties, in tokens (prompt included);
+                                >= 0, default 64 */
+    float presence_penalty;  /* finite, 0 = off (default); OpenAI's range is -2..2 */
+    float frequency_penalty; /* finite, 0 = off (default) */
+    int32_t n_logit_bias;    /* entries in logit_bias, 0..WLM_MAX_LOGIT_BIAS */
+    const wlm_logit_bias *logit_bias; /* caller's array, copied by begin; finite biases or
+                                         -INFINITY; token ids must be in the vocabulary */
+    int32_t n_banned;        /* entries in banned, 0..WLM_MAX_LOGIT_BIAS */
+    const int32_t *banned;   /* token ids never sampled; copied by begin */
+    int32_t order;           /* enum wlm_sampler_order; default WLM_ORDER_LLAMACPP */
+    int32_t n_probs;         /* alternatives reported per token in wlm_token.top,
+                                0..WLM_MAX_PROBS; default 0 */
     uint64_t seed;           /* RNG seed; 0 is replaced by a fixed non-zero constant */
-    int32_t max_tokens;      /* new tokens to produce at most; 0 = until the context is full.
-                                Default 256 */
+    int32_t max_tokens;      /* new tokens to produce at most; 0 = no limit (until EOS, a stop
+                                string or a full context). Default 256 */
     int32_t add_bos;         /* wlm_generate_begin_text: prepend BOS (default 1) */
+    int32_t context_shift;   /* 0 (default): stop with WLM_STOP_CONTEXT_FULL when the sequence
+                                fills n_ctx. 1: shift instead (wlm_seq_shift with n_keep and
+                                n_discard = (n_past - n_keep) / 2) and go on */
+    int32_t n_keep;          /* tokens kept at the start by a context shift (default 0; the
+                                prompt's BOS is worth keeping: 1) */
     int32_t n_stop;          /* number of stop strings used from `stop` (<= 8) */
     char stop[WLM_MAX_STOP_STRINGS][WLM_MAX_STOP_LEN]; /* NUL-terminated, each < 64 bytes */
 } wlm_gen_params;
 
-/* Defaults as commented above (run.c's: temperature 1.0, top-p 0.9). */
+/* Defaults as commented above (run.c's temperature 1.0 and top-p 0.9; every other stage off). */
 void wlm_gen_params_default(wlm_gen_params *params);
+
+/* One candidate token in wlm_token.top. */
+typedef struct wlm_token_prob {
+    int32_t id;
+    float prob;              /* model probability: softmax of the raw logits at temperature 1,
+                                before penalties, bias and filters */
+    float logprob;           /* its natural logarithm, computed as z_t - logsumexp(z) */
+    float prob_sampled;      /* probability in the distribution the token was drawn from, after
+                                every stage (0 when a filter removed it; greedy: 1 for the
+                                argmax, 0 for the others) */
+} wlm_token_prob;
 
 /* One step of a generation. */
 typedef struct wlm_token {
@@ -289,22 +434,30 @@ typedef struct wlm_token {
                                 may include text held back earlier). Owned by the context,
                                 valid until the next call on it. */
     size_t piece_len;
-    float prob;              /* the model's probability of `id`: softmax of the logits after
-                                the repetition penalty, at temperature 1, before any filter */
-    float prob_sampled;      /* the probability with which the sampler drew it, after
-                                temperature, top-k and top-p (1 for greedy) */
+    float prob;              /* model probability of `id` (see wlm_token_prob.prob) */
+    float logprob;           /* ln(prob), exact (z - logsumexp(z)) */
+    float prob_sampled;      /* probability with which the sampler drew it (1 for greedy) */
+    int32_t n_probs;         /* entries filled in top (gen_params.n_probs, or fewer when the
+                                vocabulary is smaller) */
+    wlm_token_prob top[WLM_MAX_PROBS]; /* the most probable candidates after every stage, by
+                                prob_sampled descending, then prob descending, then id: the
+                                survivors first, then the best of the removed ones */
     int32_t n_past;          /* length of the sequence including this token (prompt + tokens
                                 emitted so far); the token itself is evaluated by the next
                                 step, so this can reach n_ctx + 1 when the last one is emitted */
     int32_t stop_reason;     /* enum wlm_stop_reason; set with WLM_DONE */
+    int32_t seq;             /* sequence (batch index) this token belongs to */
+    int32_t status;          /* WLM_OK: a token; WLM_DONE: the sequence ended at this step or
+                                earlier (id -1, stop_reason set) */
 } wlm_token;
 
 /*
  * Starts a generation: resets the context, evaluates the prompt tokens (prefill) and prepares
  * the sampler. `tokens` (n >= 1 ids; the caller decides about BOS) are copied.
- * Errors: WLM_ERR_INVALID_ARG (parameters out of range: temperature < 0 or NaN, top_p outside
- * (0, 1], top_k < 0, repeat_penalty <= 0, repeat_last_n < 0, max_tokens < 0, n_stop outside
- * 0..8, unterminated stop string), WLM_ERR_CONTEXT_FULL (prompt longer than n_ctx).
+ * Errors: WLM_ERR_INVALID_ARG (any parameter outside the ranges documented in wlm_gen_params,
+ * NaN included; a bias or ban for a token outside the vocabulary; n_stop outside 0..8, an
+ * unterminated stop string; the message names the field and the value),
+ * WLM_ERR_CONTEXT_FULL (prompt longer than n_ctx).
  */
 int wlm_generate_begin(wlm_context *ctx, const int32_t *tokens, int32_t n,
                        const wlm_gen_params *params);
@@ -322,9 +475,100 @@ int wlm_generate_begin_text(wlm_context *ctx, const char *prompt, const wlm_gen_
  */
 int wlm_generate_next(wlm_context *ctx, wlm_token *out);
 
-/* Ends the generation in progress: the next wlm_generate_next returns WLM_DONE with
+/* Ends the generation in progress (every sequence of a batch, or a beam search): the next
+ * wlm_generate_next / wlm_generate_batch_next / wlm_beam_step returns WLM_DONE with
  * WLM_STOP_ABORTED. */
 void wlm_generate_abort(wlm_context *ctx);
+
+/*
+ * Batched generation: n_seqs sequences decoded together, one forward pass per step for all
+ * of them (wlm_eval_batch), each with its own parameters (sampler, seed, penalties, stop
+ * strings, max_tokens), KV cache rows and stop condition. Sequence i uses prompts[i]
+ * (n_tokens[i] >= 1 ids, copied) and params[i]. Prompts equal to an earlier one in the batch
+ * are not evaluated again: the sequence is forked from the earlier one (shared KV blocks), so
+ * n samples of one prompt cost one prefill. Needs n_seq_max >= n_seqs.
+ * Errors: as wlm_generate_begin, for the first offending sequence (the message names it);
+ * WLM_ERR_INVALID_ARG when n_seqs is outside 1..n_seq_max.
+ */
+int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *const *prompts,
+                             const int32_t *n_tokens, const wlm_gen_params *params);
+
+/*
+ * One step for every sequence still generating: out[0..n_seqs) receive one wlm_token each
+ * (out[i].seq == i; status WLM_OK with a token, or WLM_DONE when sequence i has ended, at this
+ * step or before — its text held back for a stop string is released with the first WLM_DONE).
+ * Returns WLM_OK while any sequence produced a token, WLM_DONE once all have ended.
+ * Errors: WLM_ERR_STATE (no batch begun), WLM_ERR_NOMEM.
+ */
+int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out);
+
+/*
+ * The distribution a sampler chain leaves on the logits sequence `seq` last sampled from (the
+ * current step of a generation or batch; outside one, the logits of the last evaluation),
+ * without changing the generation: for showing how each parameter reshapes the candidates.
+ * Runs every stage of `params` (penalties over the sequence's tokens, bias, bans, filters,
+ * temperature) exactly as wlm_generate_next would, then one draw with params->seed. Fills
+ * out->top / out->n_probs (params->n_probs entries, prob and prob_sampled as documented for
+ * wlm_token_prob), out->id (the token that draw picks) with its prob, logprob and
+ * prob_sampled; out->piece is "". Errors: WLM_ERR_INVALID_ARG (parameters, seq), WLM_ERR_STATE
+ * (no logits yet), WLM_ERR_NOMEM.
+ */
+int wlm_sampler_preview(wlm_context *ctx, int32_t seq, const wlm_gen_params *params,
+                        wlm_token *out);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Beam search                                                                                 */
+
+typedef struct wlm_beam_params {
+    int32_t width;           /* beams kept per step, 1..WLM_MAX_SEQ/2 (default 4) */
+    int32_t max_tokens;      /* new tokens per beam at most, >= 1 (default 64); also bounded by
+                                n_ctx */
+    float length_penalty;    /* alpha >= 0 in score = logprob / len^alpha (default 1.0; 0 ranks
+                                by total log-probability) */
+} wlm_beam_params;
+
+void wlm_beam_params_default(wlm_beam_params *params);
+
+/* A finished hypothesis. */
+typedef struct wlm_beam {
+    const int32_t *tokens;   /* the generated ids (prompt excluded; EOS excluded), owned by the
+                                context, valid until the next beam search or reset */
+    int32_t n_tokens;
+    float logprob;           /* sum of ln p(token | prefix) over the generated tokens (and the
+                                EOS that ended it, if any), p the model's softmax at T = 1 */
+    float score;             /* logprob / len^length_penalty, len = tokens scored (>= 1) */
+    int32_t stop_reason;     /* WLM_STOP_EOS, WLM_STOP_MAX_TOKENS, WLM_STOP_CONTEXT_FULL, or
+                                WLM_STOP_ABORTED for a beam still live when aborted */
+} wlm_beam;
+
+/*
+ * Beam search (as in Hugging Face transformers' BeamSearchScorer with early_stopping=True):
+ * the prompt is evaluated once; each step extends every live beam by its 2W most probable
+ * tokens, evaluates the W best continuations by total log-probability in one batch; a
+ * continuation ending in EOS becomes a finished hypothesis (the W best by score are kept).
+ * The search ends when W hypotheses have finished, every beam reached max_tokens or the
+ * context, or it is aborted. Beams are sequences of the context that share the KV blocks of
+ * their common prefix (wlm_seq_fork): a step copies at most one block per beam.
+ * Needs n_seq_max >= 2 × width.
+ * Errors: as wlm_generate_begin (INVALID_ARG for width / max_tokens / length_penalty, and
+ * CONTEXT_FULL).
+ */
+int wlm_beam_begin(wlm_context *ctx, const int32_t *prompt, int32_t n, const wlm_beam_params *p);
+
+/* One step of the search. WLM_OK: still running; WLM_DONE: finished (read the results).
+ * Errors: WLM_ERR_STATE, WLM_ERR_NOMEM. */
+int wlm_beam_step(wlm_context *ctx);
+
+/* After WLM_DONE: the number of results (<= width), best score first, and result i.
+ * wlm_beam_get errors: WLM_ERR_INVALID_ARG (i out of range), WLM_ERR_STATE. */
+int32_t wlm_beam_count(const wlm_context *ctx);
+int wlm_beam_get(const wlm_context *ctx, int32_t i, wlm_beam *out);
+
+/* KV cache memory of the current or last beam search, at its largest over the steps: bytes of
+ * the blocks in use (shared prefix counted once) and the bytes the same beams would need with
+ * a private copy each (their block tables summed). Either pointer may be NULL.
+ * Errors: WLM_ERR_INVALID_ARG. */
+int wlm_beam_memory(const wlm_context *ctx, size_t *kv_bytes, size_t *kv_bytes_unshared);
 
 #ifdef __cplusplus
 }

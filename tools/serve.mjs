@@ -5,6 +5,7 @@
 //
 //   node tools/serve.mjs            # PORT env or 8080; tries the next ports if busy
 //   import { startServer } from './tools/serve.mjs'   // tests: startServer({ port: 0 })
+//   import { createHandler } from './tools/serve.mjs' // tests: the same handler in their own server
 
 import http from 'node:http';
 import path from 'node:path';
@@ -73,11 +74,12 @@ function listen(server, port) {
 }
 
 /**
- * The request handler: dotfiles are never served, `/` and `/web` redirect to `/web/` (so the
+ * The request handler (exported for tests that wrap it, e.g. to count or slow requests):
+ * dotfiles are never served, `/` and `/web` redirect to `/web/` (so the
  * page's relative URLs resolve), `/models/files/*` looks in models/files/ then ../shared/models,
  * everything else comes from `root`.
  */
-function createHandler(root, quiet) {
+export function createHandler(root = REPO_ROOT, quiet = false) {
   const opts = { dev: true, etag: false, extensions: [] };
   const serveRoot = sirv(root, { ...opts, extensions: ['html'] });
   // Looked up per request (sirv's dev mode), so a models/files/ created by models/fetch.mjs

@@ -1,15 +1,24 @@
-// web/demo.js — the demo page: picks a model from models/manifest.json, loads it into a worker
-// engine with a progress bar, and streams a generation token by token with live statistics.
-// It holds no inference logic (that is js/wasmlm.js) and builds no HTML from strings: generated
-// text goes into the page as text nodes only.
+// web/demo.js — the demo page: chooses a model (the manifest's published models, a URL, or local
+// files), loads it into a worker engine with a download progress bar and the browser cache
+// (js/cache.js via web/sources.js), and streams a generation token by token, each token coloured
+// by its probability, with live statistics. It holds no inference logic (that is js/wasmlm.js)
+// and builds no HTML from strings: generated text goes into the page as text nodes only.
 //
 // For tests the page exposes document.body.dataset.state ('loading' | 'ready' | 'generating' |
-// 'error'), one <span class="tok" data-prob> per streamed token in #output, and the parameters
-// of the last generation in #applied.
+// 'error'); #load-status carries data-error (why a load failed: http-404, http, network,
+// checksum, format, truncated, …) and data-cache (hit, stored, quota, unavailable, error,
+// local), and #load-detail the bytes, total and rate during a load; #output holds one
+// <span class="tok p0..p4" data-prob data-id> per streamed token (its colour bin); #applied
+// lists the parameters of the last generation.
+//
+// The library (js/wasmlm.js, js/cache.js through ./sources.js) is imported dynamically, so a
+// page that cannot load it still says why.
 
 const MANIFEST_URL = new URL('../models/manifest.json', import.meta.url);
 const DEFAULT_MODEL = 'stories260K';
 const MAX_SEED = 2 ** 32 - 1;
+const MAX_STOPS = 8;
+const MAX_STOP_BYTES = 63;
 
 // A 30-byte module that uses SIMD128 (i8x16.popcnt), from wasm-feature-detect: browsers without
 // SIMD get the scalar build instead of a failed instantiation.
@@ -30,19 +39,33 @@ const SLIDERS = [
     show: (v) => (v === 0 ? 'off' : String(v)), applied: String },
   { id: 'top-p', param: 'topP', name: 'top-p', show: (v) => v.toFixed(2), applied: (v) => v.toFixed(2) },
   { id: 'repeat-penalty', param: 'repeatPenalty', name: 'repetition penalty',
-    show: (v) => v.toFixed(2), applied: (v) => v.toFixed(2) },
+    show: (v) => (v === 1 ? 'off' : v.toFixed(2)), applied: (v) => v.toFixed(2) },
   { id: 'max-tokens', param: 'maxTokens', name: 'max tokens', show: String, applied: String },
 ];
+
+/** Presets set the sliders (the seed and the stop strings stay as they are). */
+const PRESETS = {
+  precise: { name: 'Precise', temperature: 0.3, topK: 20, topP: 0.75, repeatPenalty: 1.15, maxTokens: 128 },
+  balanced: { name: 'Balanced', temperature: 0.8, topK: 40, topP: 0.9, repeatPenalty: 1.1, maxTokens: 256 },
+  creative: { name: 'Creative', temperature: 1.2, topK: 0, topP: 0.95, repeatPenalty: 1.0, maxTokens: 384 },
+};
+
+/** Token probability → colour bin (the legend under the output lists the same bounds). */
+const PROB_BINS = [0.1, 0.3, 0.6, 0.9];
+const probBin = (p) => PROB_BINS.filter((bound) => p >= bound).length;
 
 /** Page state; the engine and model info belong to the current load only. */
 const app = {
   createWorkerEngine: null,
+  sources: null,     // ./sources.js
   entries: [],
   engine: null,
   info: null,
   loadSeq: 0,
   loadController: null,
   genController: null,
+  localPending: { model: null, tokenizer: null, kind: null },
+  activeToken: null, // the token span that takes the output's Tab stop (roving tabindex)
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -64,11 +87,75 @@ function fmtRate(tokensPerSec) {
   return `${tokensPerSec >= 100 ? Math.round(tokensPerSec) : tokensPerSec.toFixed(1)} tok/s`;
 }
 
+function fmtBytesPerSec(n) {
+  if (!Number.isFinite(n) || n <= 0) return '';
+  return `${(n / 1e6).toFixed(n >= 1e7 ? 0 : n >= 1e6 ? 1 : 2)} MB/s`;
+}
+
+function fmtPercent(p) {
+  const pct = p * 100;
+  return `${pct >= 10 || pct === 0 ? pct.toFixed(1) : pct.toPrecision(2)} %`;
+}
+
+/** A token's text as it reads in a sentence: visible newlines and tabs. */
+function showPiece(text) {
+  return `“${text.replace(/\n/g, '↵').replace(/\t/g, '⇥')}”`;
+}
+
 /** A one-line description of an error, with the C status name when the engine gave one. */
 function describeError(err) {
   if (!err) return 'unknown error';
   const message = err.message || String(err);
   return err.code && !message.includes(err.code) ? `${message} (${err.code})` : message;
+}
+
+/**
+ * Why a load failed, in words a reader can act on, and a short kind for tests and styling.
+ * @returns {{kind: string, text: string}}
+ */
+function explainLoadError(err) {
+  switch (err?.code) {
+    case 'WLM_ERR_IO':
+      if (err.httpStatus === 404) {
+        return { kind: 'http-404', text: `not found (HTTP 404): ${err.url}. Check the address.` };
+      }
+      if (err.httpStatus) {
+        return { kind: 'http', text: `the server answered HTTP ${err.httpStatus} for ${err.url}.` };
+      }
+      return {
+        kind: 'network',
+        text: `cannot download ${err.url ?? 'the file'}: the network failed, or the server does not let ` +
+          'this page read it (CORS: a server hosting models for other sites must send ' +
+          'Access-Control-Allow-Origin).',
+      };
+    case 'WLM_ERR_CHECKSUM':
+      return {
+        kind: 'checksum',
+        text: typeof err.expected === 'string'
+          ? `checksum mismatch: expected sha256 ${err.expected}, got ${err.actual}. The file is damaged ` +
+            'or was replaced; it was neither loaded nor cached.'
+          : `size mismatch: expected ${err.expected} bytes, got ${err.actual}. It was neither loaded nor cached.`,
+      };
+    case 'WLM_ERR_FORMAT':
+      return {
+        kind: 'format',
+        text: 'this is not a model file wasmlm reads (a GGUF file, or a llama2.c checkpoint with its ' +
+          `tokenizer.bin): ${err.message} (WLM_ERR_FORMAT)`,
+      };
+    case 'WLM_ERR_TRUNCATED':
+      return { kind: 'truncated', text: `the file is incomplete: ${err.message}` };
+    case 'WLM_ERR_UNSUPPORTED':
+      return { kind: 'unsupported', text: `wasmlm does not support this model: ${err.message}` };
+    case 'WLM_ERR_TOKENIZER':
+      return { kind: 'tokenizer', text: `tokenizer problem: ${err.message}` };
+    case 'WLM_ERR_NOMEM':
+      return {
+        kind: 'memory',
+        text: `not enough memory: ${err.message}. A wasm instance has at most 4 GB, often less on phones.`,
+      };
+    default:
+      return { kind: 'other', text: describeError(err) };
+  }
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -81,6 +168,8 @@ function setState(state) {
   $('generate').disabled = busy || state === 'loading' || !app.info;
   $('stop').disabled = !busy;
   $('model').disabled = busy || app.entries.length === 0;
+  $('url-load').disabled = busy;
+  $('model-files').disabled = busy;
   $('output').setAttribute('aria-busy', String(busy));
 }
 
@@ -88,8 +177,9 @@ function setStatus(text) {
   $('load-status').textContent = text;
 }
 
-function showError(text) {
+function showError(text, kind = 'other') {
   setStatus(text);
+  $('load-status').dataset.error = kind;
   setState('error');
 }
 
@@ -102,6 +192,61 @@ function syncSliderOutputs() {
   for (const s of SLIDERS) {
     $(`${s.id}-value`).textContent = s.show(Number($(s.id).value));
   }
+  syncPresetButtons();
+}
+
+function sliderValues() {
+  return Object.fromEntries(SLIDERS.map((s) => [s.param, Number($(s.id).value)]));
+}
+
+/** Marks the preset the sliders match (aria-pressed), and says what it sets. */
+function syncPresetButtons() {
+  const values = sliderValues();
+  let current = null;
+  for (const button of document.querySelectorAll('button.preset')) {
+    const preset = PRESETS[button.dataset.preset];
+    const on = SLIDERS.every((s) => Math.abs(values[s.param] - preset[s.param]) < 1e-9);
+    button.setAttribute('aria-pressed', String(on));
+    if (on) current = preset;
+  }
+  $('preset-hint').textContent = current
+    ? `${current.name}: ${SLIDERS.map((s) => `${s.name} ${s.show(current[s.param])}`).join(' · ')}. ` +
+      'Seed and stop strings are kept.'
+    : 'Custom settings. A preset sets temperature, top-k, top-p, repetition penalty and max tokens.';
+}
+
+function applyPreset(key) {
+  const preset = PRESETS[key];
+  for (const s of SLIDERS) $(s.id).value = String(preset[s.param]);
+  syncSliderOutputs();
+}
+
+/**
+ * Stop strings from the text field: comma-separated, "\," a comma, "\n" a new line, "\t" a tab,
+ * "\\" a backslash; each trimmed (before unescaping, so "\n" survives). Returns {stops, error}.
+ */
+function parseStops(text) {
+  const raw = [];
+  let cur = '';
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] === '\\' && i + 1 < text.length) cur += text[i] + text[++i];
+    else if (text[i] === ',') { raw.push(cur); cur = ''; } else cur += text[i];
+  }
+  raw.push(cur);
+  const unescape = (s) => s.replace(/\\(.)/g, (_, c) => ({ n: '\n', t: '\t' }[c] ?? c));
+  const stops = raw.map((s) => s.trim()).filter(Boolean).map(unescape);
+  const encoder = new TextEncoder();
+  if (stops.length > MAX_STOPS) return { stops, error: `At most ${MAX_STOPS} stop strings (there are ${stops.length}).` };
+  const long = stops.find((s) => encoder.encode(s).length > MAX_STOP_BYTES);
+  if (long) return { stops, error: `${showPiece(long)} is longer than ${MAX_STOP_BYTES} bytes.` };
+  return { stops, error: '' };
+}
+
+function syncStopError() {
+  const { error } = parseStops($('stop-strings').value);
+  $('stop-error').textContent = error;
+  $('stop-strings').setAttribute('aria-invalid', String(Boolean(error)));
+  return error;
 }
 
 /**
@@ -109,17 +254,19 @@ function syncSliderOutputs() {
  * here, so the applied line can show it and a run can be repeated.
  */
 function readParams() {
-  const params = {};
-  for (const s of SLIDERS) params[s.param] = Number($(s.id).value);
+  const params = sliderValues();
   const seedText = $('seed').value.trim();
   const seed = seedText === '' ? NaN : Math.trunc(Number(seedText));
   const seedRandom = !Number.isFinite(seed);
   params.seed = seedRandom ? crypto.getRandomValues(new Uint32Array(1))[0] : Math.min(Math.max(seed, 0), MAX_SEED);
+  const { stops } = parseStops($('stop-strings').value);
+  if (stops.length) params.stop = stops;
   return { params, seedRandom };
 }
 
 function showApplied(params, seedRandom) {
   const parts = SLIDERS.map((s) => `${s.name} ${s.applied(params[s.param])}`);
+  if (params.stop) parts.push(`stop ${params.stop.map((s) => JSON.stringify(s)).join(' ')}`);
   parts.push(`seed ${params.seed}${seedRandom ? ' (random)' : ''}`);
   $('applied').textContent = `applied: ${parts.join(' · ')}`;
 }
@@ -137,37 +284,102 @@ async function loadManifest() {
 
   const select = $('model');
   select.replaceChildren(...models.map((m) => {
-    const size = m.size ? fmtBytes(m.size) : 'size unknown';
-    const option = new Option(`${m.id} · ${size}${m.verified === false ? ' · unverified' : ''}`, m.id);
+    const plan = app.sources.planFromEntry(m);
+    const size = m.size ? fmtBytes(m.size + (m.tokenizer?.size ?? 0)) : 'size unknown';
+    const option = new Option(`${m.id} · ${size}${plan.verified ? '' : ' · unverified'}`, m.id);
     option.title = m.name;
     return option;
   }));
   const wanted = new URLSearchParams(location.search).get('model');
   select.value = models.some((m) => m.id === wanted) ? wanted : DEFAULT_MODEL;
   if (!select.value) select.value = models[0].id;
+  showEntryNote();
+}
+
+function selectedEntry() {
+  return app.entries.find((m) => m.id === $('model').value);
+}
+
+/** Describes the selected manifest entry under the picker: format, size, checksum. */
+function showEntryNote() {
+  const entry = selectedEntry();
+  if (!entry) return;
+  const plan = app.sources.planFromEntry(entry);
+  const format = entry.format === 'gguf' ? 'GGUF' : 'llama2.c checkpoint + tokenizer';
+  const size = entry.size ? fmtBytes(entry.size + (entry.tokenizer?.size ?? 0)) : 'size unknown';
+  const check = plan.verified ? 'sha256 checked on download'
+    : 'unverified: the manifest has no sha256 for it, so it is loaded unchecked';
+  $('model-note').textContent = `${entry.name}. ${format} · ${size} · ${check}.`;
+  $('model-note').dataset.verified = String(plan.verified);
 }
 
 /**
- * Where to read a file from: the same-origin copy in models/files/ if the server has it (the
- * dev server maps ../shared/models there; models/fetch.mjs downloads into it), else the
- * published URL from the manifest.
+ * Aggregates the progress of a load's downloads (one per part) into the bar and the line under
+ * it (bytes, total, rate), redrawn at most once per frame. The status line, a live region, only
+ * changes when the phase or the source does, so a screen reader is not flooded with numbers.
  */
-async function resolveSource(spec, signal) {
-  const local = new URL(`../models/files/${encodeURIComponent(spec.file)}`, import.meta.url);
-  try {
-    const res = await fetch(local, { method: 'HEAD', cache: 'no-cache', signal });
-    if (res.ok) {
-      return { url: local.href, size: Number(res.headers.get('content-length')) || spec.size || 0, from: 'this server' };
+function progressView(label, parts) {
+  const bar = $('load-progress');
+  const detail = $('load-detail');
+  const state = new Map(parts.map((p) => [p.stage, { loaded: 0, total: p.size || 0, from: '' }]));
+  let frame = 0;
+  const t0 = performance.now();
+  let phase = 'download';
+  let headline = '';
+  const draw = () => {
+    frame = 0;
+    let loaded = 0;
+    let total = 0;
+    let unknown = false;
+    for (const s of state.values()) {
+      loaded += s.loaded;
+      total += s.total;
+      if (!s.total) unknown = true;
     }
-  } catch (err) {
-    if (err.name === 'AbortError') throw err;
-  }
-  if (!spec.url) throw new Error(`${spec.file} is not on this server and has no published URL`);
-  return { url: spec.url, size: spec.size || 0, from: new URL(spec.url).host };
+    if (!unknown && total) {
+      bar.max = total;
+      bar.value = Math.min(loaded, total);
+    } else {
+      bar.removeAttribute('value'); // indeterminate
+    }
+    const froms = [...new Set([...state.values()].map((s) => s.from).filter(Boolean))].join(' and ');
+    const line = phase === 'download'
+      ? `Downloading ${label}${froms ? ` from ${froms}` : ''}…`
+      : `Reading ${label} into the engine…`;
+    if (line !== headline) setStatus(headline = line);
+    const secs = (performance.now() - t0) / 1000;
+    const rate = phase === 'download' && secs > 0.05 ? fmtBytesPerSec(loaded / secs) : '';
+    const of = !unknown && total ? ` / ${fmtBytes(total)}` : '';
+    detail.textContent = `${fmtBytes(loaded)}${of}${rate ? ` · ${rate}` : ''}`;
+  };
+  const schedule = () => { if (!frame) frame = requestAnimationFrame(draw); };
+  return {
+    /** Download progress of one part ({loaded, total, bytesPerSec, from}). */
+    download(stage, p) {
+      Object.assign(state.get(stage), p);
+      schedule();
+    },
+    /** The engine copying the bytes into wasm memory (engine.load's onProgress). */
+    engine({ stage, loaded, total }) {
+      if (phase !== 'engine') {
+        phase = 'engine';
+        for (const s of state.values()) s.loaded = 0;
+      }
+      const s = state.get(stage);
+      if (s) { s.loaded = loaded; if (total) s.total = total; }
+      schedule();
+    },
+    /** Stops drawing and clears the numbers (the status line then says how the load ended). */
+    stop() {
+      if (frame) cancelAnimationFrame(frame);
+      frame = 0;
+      detail.textContent = '';
+    },
+  };
 }
 
-/** Loads the selected model into a fresh worker engine; a newer call supersedes an older one. */
-async function loadModel(entry) {
+/** Loads a plan into a fresh worker engine; a newer call supersedes an older one. */
+async function loadModel(plan) {
   const seq = ++app.loadSeq;
   app.loadController?.abort();
   const controller = new AbortController();
@@ -178,41 +390,45 @@ async function loadModel(entry) {
   old?.free().catch(() => {});
 
   setState('loading');
-  setStatus(`Loading ${entry.id}…`);
+  const status = $('load-status');
+  delete status.dataset.error;
+  delete status.dataset.cache;
+  setStatus(`Loading ${plan.label}…`);
   $('model-info').textContent = '';
   setStat('load', '…');
+  setStat('memory', '—');
   const bar = $('load-progress');
+  bar.max = 1;
   bar.value = 0;
+  const view = progressView(plan.label, plan.parts);
   const t0 = performance.now();
 
-  let engine = null;
+  // The worker starts while the files download. Unless this load adopts it, it is freed.
+  const enginePromise = app.createWorkerEngine({ simd: SIMD });
+  enginePromise.catch(() => {}); // awaited below; a failed download must not leave it unhandled
+  let adopted = false;
   try {
-    // GGUF files carry their vocabulary; llama2.c checkpoints come with a tokenizer.bin.
-    const [model, tokenizer] = await Promise.all([
-      resolveSource(entry, controller.signal),
-      entry.tokenizer ? resolveSource(entry.tokenizer, controller.signal) : null,
-    ]);
-    engine = await app.createWorkerEngine({ simd: SIMD });
-    if (seq !== app.loadSeq) { engine.free().catch(() => {}); return; }
-    app.engine = engine;
-
-    const parts = { model: { ...model, loaded: 0 }, tokenizer: { size: 0, ...tokenizer, loaded: 0 } };
-    const info = await engine.load({
-      model: model.url,
-      tokenizer: tokenizer?.url,
+    const fetched = await Promise.all(plan.parts.map((part) => app.sources.fetchPart(part, {
       signal: controller.signal,
-      onProgress: ({ stage, loaded, total }) => {
-        if (seq !== app.loadSeq) return;
-        const part = parts[stage] || parts.model;
-        part.loaded = loaded;
-        if (total) part.size = total;
-        const all = parts.model.size + parts.tokenizer.size;
-        const done = parts.model.loaded + parts.tokenizer.loaded;
-        if (all) { bar.max = all; bar.value = Math.min(done, all); } else bar.removeAttribute('value');
-        const of = all ? ` / ${fmtBytes(all)}` : '';
-        setStatus(`Loading ${entry.id} from ${part.from}: ${stage} · ${fmtBytes(done)}${of}`);
-      },
+      onProgress: (p) => { if (seq === app.loadSeq) view.download(part.stage, p); },
+    }).catch((err) => { controller.abort(); throw err; })));
+    const engine = await enginePromise;
+    if (seq !== app.loadSeq) return;
+    app.engine = engine; // freed by the next load
+    adopted = true;
+
+    const [model, tokenizer] = fetched;
+    const info = await engine.load({
+      model: model.blob,
+      tokenizer: tokenizer?.blob,
+      signal: controller.signal,
+      onProgress: (p) => { if (seq === app.loadSeq) view.engine(p); },
     });
+    if (seq !== app.loadSeq) return;
+    view.stop();
+
+    // Only files the engine accepted are kept.
+    const saved = await Promise.all(fetched.filter((f) => f.save).map((f) => f.save()));
     if (seq !== app.loadSeq) return;
 
     const ms = performance.now() - t0;
@@ -220,8 +436,32 @@ async function loadModel(entry) {
     bar.max = 1;
     bar.value = 1;
     setStat('load', fmtMs(ms));
-    const total = parts.model.size + parts.tokenizer.size;
-    setStatus(`${entry.id} ready · ${fmtBytes(total)} from ${parts.model.from} in ${fmtMs(ms)}`);
+    setStat('memory', fmtBytes(info.wasmMemoryBytes));
+    const bytes = fetched.reduce((n, f) => n + f.blob.size, 0);
+    const from = [...new Set(fetched.map((f) => f.from))].join(' and ');
+    let text = `${plan.label} ready · ${fmtBytes(bytes)} from ${from} in ${fmtMs(ms)}`;
+    let cacheState;
+    if (plan.local) {
+      cacheState = 'local';
+    } else if (fetched.every((f) => f.fromCache)) {
+      cacheState = 'hit';
+      text += ' (no download)';
+    } else {
+      const failed = saved.find((r) => !r.stored);
+      cacheState = failed ? failed.reason : 'stored';
+      if (failed?.reason === 'quota') {
+        text += ' · not cached: this site\'s storage quota is full, so it will be downloaded again next time';
+      } else if (failed?.reason === 'unavailable') {
+        text += ' · not cached: Cache Storage needs https or localhost';
+      } else if (failed) {
+        text += ` · not cached: ${describeError(failed.error)}`;
+      } else {
+        text += ' · cached for next time';
+      }
+    }
+    if (!plan.verified) text += ' · unverified (no checksum)';
+    status.dataset.cache = cacheState;
+    setStatus(text);
     $('model-info').textContent = [
       `dim ${info.dim}`, `${info.nLayers} layers`,
       `${info.nHeads} heads${info.nKvHeads !== info.nHeads ? ` (${info.nKvHeads} KV)` : ''}`,
@@ -230,11 +470,180 @@ async function loadModel(entry) {
     ].join(' · ');
     setStat('context', `0 / ${info.nCtx}`);
     setState('ready');
+    renderCacheList();
   } catch (err) {
+    view.stop();
     if (seq !== app.loadSeq) return;
+    if (err?.name === 'AbortError') return;
     setStat('load', '—');
-    showError(`Could not load ${entry.id}: ${describeError(err)}`);
+    bar.max = 1;
+    bar.value = 0;
+    const { kind, text } = explainLoadError(err);
+    showError(`Could not load ${plan.label}: ${text}`, kind);
+  } finally {
+    if (!adopted) enginePromise.then((e) => e.free(), () => {}).catch(() => {});
   }
+}
+
+/** " (12.3 MB used of 20.0 MB)" from navigator.storage.estimate(), or "". */
+async function quotaNumbers() {
+  try {
+    const { usage, quota } = await navigator.storage.estimate();
+    return Number.isFinite(usage) && Number.isFinite(quota) ? ` (${fmtBytes(usage)} used of ${fmtBytes(quota)})` : '';
+  } catch {
+    return '';
+  }
+}
+
+// ---- local files ----
+
+/**
+ * Takes files from the picker or a drop: a GGUF (or an unrecognised file, for the engine to
+ * judge) loads at once; a llama2.c checkpoint waits for its tokenizer and the other way round.
+ */
+async function takeLocalFiles(fileList) {
+  const files = [...fileList];
+  if (files.length === 0) return;
+  const pending = app.localPending;
+  for (const file of files) {
+    const kind = await app.sources.classifyFile(file);
+    // An unrecognised file next to a checkpoint is taken as its tokenizer; the engine judges.
+    const asTokenizer = kind === 'tokenizer' ||
+      (kind === 'unknown' && pending.kind === 'checkpoint' && !pending.tokenizer);
+    if (asTokenizer) pending.tokenizer = file;
+    else {
+      pending.model = file;
+      pending.kind = kind;
+    }
+  }
+  const note = $('local-pending');
+  const { model, tokenizer, kind } = pending;
+  if (model && (kind !== 'checkpoint' || tokenizer)) {
+    app.localPending = { model: null, tokenizer: null, kind: null };
+    note.textContent = '';
+    await loadModel(app.sources.planFromFiles(model, kind === 'checkpoint' ? tokenizer : null));
+  } else if (model) {
+    note.textContent = `${model.name} (${fmtBytes(model.size)}) is a llama2.c checkpoint: now choose or drop its tokenizer.bin.`;
+  } else if (tokenizer) {
+    note.textContent = `${tokenizer.name} looks like a tokenizer: now choose or drop the llama2.c checkpoint that goes with it.`;
+  }
+}
+
+// ---- the cache list ----
+
+async function renderCacheList() {
+  const list = $('cache-list');
+  const note = $('cache-note');
+  const clear = $('cache-clear');
+  if (!app.sources.cache.available) {
+    note.textContent = 'Cache Storage is not available on this page (it needs https or localhost): ' +
+      'models are downloaded each time.';
+    list.replaceChildren();
+    clear.disabled = true;
+    $('cache-summary').textContent = '(unavailable)';
+    return;
+  }
+  let entries;
+  try {
+    entries = await app.sources.cache.list();
+  } catch (err) {
+    note.textContent = `Cannot read the cache: ${describeError(err)}`;
+    return;
+  }
+  list.replaceChildren(...entries.map((e) => {
+    const li = document.createElement('li');
+    const name = document.createElement('span');
+    name.className = 'cache-name';
+    name.textContent = e.name;
+    name.title = e.url;
+    const size = document.createElement('span');
+    size.className = 'cache-size';
+    size.textContent = fmtBytes(e.size);
+    const origin = document.createElement('span');
+    origin.className = 'cache-origin hint';
+    const where = new URL(e.url);
+    origin.textContent = where.host + where.pathname;
+    const remove = document.createElement('button');
+    remove.type = 'button';
+    remove.className = 'secondary small';
+    remove.textContent = 'Remove';
+    remove.setAttribute('aria-label', `Remove ${e.name} from the cache`);
+    remove.dataset.url = e.url;
+    li.append(name, size, origin, remove);
+    return li;
+  }));
+  const total = entries.reduce((n, e) => n + e.size, 0);
+  $('cache-summary').textContent = `(${entries.length} · ${fmtBytes(total)})`;
+  clear.disabled = entries.length === 0;
+  note.textContent = entries.length
+    ? `These files load again without a download.${await quotaNumbers()}`
+    : 'Nothing cached yet. Downloaded models are kept here and load again without a download.';
+}
+
+async function removeCached(url) {
+  await app.sources.cache.delete(url);
+  await renderCacheList();
+  // The button that had focus is gone: keep keyboard users in the list.
+  const next = $('cache-list').querySelector('button') ?? $('cache-clear');
+  (next.disabled ? document.querySelector('#cache-panel summary') : next).focus();
+}
+
+// ------------------------------------------------------------------------------------------------
+// Output: tokens, their colours and the token inspector
+
+/** Describes a token span in the inspector line under the output. */
+function showTokenDetail(span) {
+  const tokens = $('output').getElementsByClassName('tok');
+  const index = Array.prototype.indexOf.call(tokens, span) + 1;
+  const prob = Number(span.dataset.prob);
+  const sampled = Number(span.dataset.probSampled);
+  $('token-detail').textContent = `Token ${index} of ${tokens.length}: ${showPiece(span.textContent)} · ` +
+    `id ${span.dataset.id} · p = ${fmtPercent(prob)}` +
+    (Number.isFinite(sampled) ? ` · drawn with p = ${fmtPercent(sampled)} after the filters` : '');
+}
+
+/** Makes `span` the output's one Tab stop (roving tabindex) and optionally focuses it. */
+function activateToken(span, focus) {
+  if (app.activeToken && app.activeToken !== span) {
+    app.activeToken.removeAttribute('tabindex');
+    app.activeToken.removeAttribute('aria-describedby');
+  }
+  app.activeToken = span;
+  span.tabIndex = 0;
+  span.setAttribute('aria-describedby', 'token-detail'); // read out with the token on focus
+  if (focus) {
+    span.focus();
+    span.scrollIntoView({ block: 'nearest' });
+  }
+}
+
+/** Arrow keys move between tokens (empty ones, parts of a character, are skipped). */
+function onOutputKey(event) {
+  const span = event.target.closest?.('.tok');
+  if (!span) return;
+  const tokens = [...$('output').getElementsByClassName('tok')].filter((t) => t.textContent !== '');
+  const i = tokens.indexOf(span);
+  let j = -1;
+  switch (event.key) {
+    case 'ArrowRight': case 'ArrowDown': j = Math.min(i + 1, tokens.length - 1); break;
+    case 'ArrowLeft': case 'ArrowUp': j = Math.max(i - 1, 0); break;
+    case 'Home': j = 0; break;
+    case 'End': j = tokens.length - 1; break;
+    default: return;
+  }
+  event.preventDefault();
+  if (j >= 0) activateToken(tokens[j], true);
+}
+
+function tokenSpan(tok) {
+  const span = document.createElement('span');
+  span.className = `tok p${probBin(tok.prob)}`;
+  span.dataset.prob = String(tok.prob);
+  span.dataset.probSampled = String(tok.probSampled);
+  span.dataset.id = String(tok.id);
+  span.title = `p = ${fmtPercent(tok.prob)}`;
+  span.append(document.createTextNode(tok.text));
+  return span;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -244,6 +653,10 @@ async function loadModel(entry) {
 async function generate() {
   const engine = app.engine;
   if (!engine || !app.info || document.body.dataset.state === 'generating') return;
+  if (syncStopError()) {
+    $('stop-strings').focus();
+    return;
+  }
 
   const { params, seedRandom } = readParams();
   showApplied(params, seedRandom);
@@ -255,6 +668,8 @@ async function generate() {
   promptSpan.className = 'prompt';
   promptSpan.append(document.createTextNode(prompt));
   output.replaceChildren(promptSpan);
+  app.activeToken = null;
+  $('token-detail').textContent = 'Hover over a token, or tab into the text and use ← →, to see its probability.';
   for (const id of ['ttft', 'prefill', 'decode']) setStat(id, '…');
   $('stat-prefill').title = '';
   setStat('tokens', '0');
@@ -291,18 +706,23 @@ async function generate() {
   try {
     for await (const tok of engine.generate(prompt, params, { signal: controller.signal })) {
       if (controller.signal.aborted) break;
+      nPast = tok.nPast;
+      if (tok.id < 0) {
+        // Text held back for a stop string that did not complete: not a token.
+        const tail = document.createElement('span');
+        tail.className = 'tail';
+        tail.append(document.createTextNode(tok.text));
+        output.append(tail);
+        continue;
+      }
       if (n === 0) {
         tFirst = performance.now();
         setStat('ttft', fmtMs(tFirst - t0));
       }
       n++;
-      nPast = tok.nPast;
-      const span = document.createElement('span');
-      span.className = 'tok';
-      span.dataset.prob = String(tok.prob);
-      span.title = `p = ${(tok.prob * 100).toFixed(1)} %`;
-      span.append(document.createTextNode(tok.text));
+      const span = tokenSpan(tok);
       output.append(span);
+      if (!app.activeToken && tok.text !== '') activateToken(span, false);
       if (!frame) frame = requestAnimationFrame(refresh);
     }
     if (controller.signal.aborted) stopReason = 'aborted';
@@ -327,6 +747,8 @@ async function generate() {
     setStat('prefill', fmtRate(result.prefillTokensPerSec));
     $('stat-prefill').title = `${result.nPrompt} prompt tokens in ${fmtMs(result.prefillMs)}`;
     setStat('decode', fmtRate(result.decodeTokensPerSec));
+    const memory = engine.wasmMemoryBytes ?? result.wasmMemoryBytes;
+    if (memory) setStat('memory', fmtBytes(memory));
   } else {
     setStat('prefill', '—');
     if (n <= 1) setStat('decode', '—');
@@ -334,7 +756,7 @@ async function generate() {
   const stopStat = $('stat-stop');
   stopStat.textContent = failure ? 'error' : stopReason.replace('_', ' ');
   stopStat.dataset.reason = failure ? 'error' : stopReason;
-  if (failure) showError(`Generation failed: ${describeError(failure)}`);
+  if (failure) showError(`Generation failed: ${describeError(failure)}`, 'generation');
   else setState('ready');
 }
 
@@ -348,6 +770,10 @@ function stop() {
 function wireControls() {
   for (const s of SLIDERS) $(s.id).addEventListener('input', syncSliderOutputs);
   syncSliderOutputs();
+  for (const button of document.querySelectorAll('button.preset')) {
+    button.addEventListener('click', () => applyPreset(button.dataset.preset));
+  }
+  $('stop-strings').addEventListener('input', syncStopError);
 
   $('gen-form').addEventListener('submit', (event) => {
     event.preventDefault();
@@ -363,15 +789,78 @@ function wireControls() {
       stop();
     }
   });
+
+  // Models: the picker, a URL, local files.
   $('model').addEventListener('change', () => {
-    const entry = app.entries.find((m) => m.id === $('model').value);
+    const entry = selectedEntry();
+    showEntryNote();
     if (entry) {
       const url = new URL(location.href);
       url.searchParams.set('model', entry.id);
       history.replaceState(null, '', url);
-      loadModel(entry);
+      loadModel(app.sources.planFromEntry(entry));
     }
   });
+  $('url-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    const modelUrl = $('model-url').value.trim();
+    const tokenizerUrl = $('tokenizer-url').value.trim();
+    if (modelUrl) loadModel(app.sources.planFromUrls(modelUrl, tokenizerUrl || null));
+  });
+  const input = $('model-files');
+  input.addEventListener('change', async () => {
+    await takeLocalFiles(input.files);
+    input.value = ''; // choosing the same file again is a change too
+  });
+  const zone = $('drop-zone');
+  const hasFiles = (event) => event.dataTransfer?.types?.includes('Files');
+  zone.addEventListener('dragenter', (event) => { if (hasFiles(event)) zone.classList.add('over'); });
+  zone.addEventListener('dragleave', (event) => {
+    if (!zone.contains(event.relatedTarget)) zone.classList.remove('over');
+  });
+  // Anywhere on the page, a dropped file must not replace the page; only the zone takes it.
+  document.addEventListener('dragover', (event) => {
+    if (!hasFiles(event)) return;
+    event.preventDefault();
+    event.dataTransfer.dropEffect = zone.contains(event.target) && !input.disabled ? 'copy' : 'none';
+  });
+  document.addEventListener('drop', (event) => {
+    if (!hasFiles(event)) return;
+    event.preventDefault();
+    zone.classList.remove('over');
+    if (zone.contains(event.target) && !input.disabled) takeLocalFiles(event.dataTransfer.files);
+  });
+
+  // The cache list.
+  $('cache-panel').addEventListener('toggle', () => { if ($('cache-panel').open) renderCacheList(); });
+  $('cache-list').addEventListener('click', (event) => {
+    const button = event.target.closest('button[data-url]');
+    if (button) removeCached(button.dataset.url);
+  });
+  $('cache-clear').addEventListener('click', async () => {
+    await app.sources.cache.clear();
+    await renderCacheList();
+    document.querySelector('#cache-panel summary').focus();
+  });
+
+  // The token inspector.
+  const output = $('output');
+  output.addEventListener('mouseover', (event) => {
+    const span = event.target.closest?.('.tok');
+    if (span) showTokenDetail(span);
+  });
+  output.addEventListener('focusin', (event) => {
+    const span = event.target.closest?.('.tok');
+    if (span) {
+      showTokenDetail(span);
+      activateToken(span, false);
+    }
+  });
+  output.addEventListener('click', (event) => {
+    const span = event.target.closest?.('.tok');
+    if (span) activateToken(span, true);
+  });
+  output.addEventListener('keydown', onOutputKey);
 }
 
 async function main() {
@@ -379,6 +868,7 @@ async function main() {
   setState('loading');
   try {
     ({ createWorkerEngine: app.createWorkerEngine } = await import('../js/wasmlm.js'));
+    app.sources = await import('./sources.js');
   } catch (err) {
     showError(`Could not load the wasmlm library (js/wasmlm.js): ${describeError(err)}`);
     return;
@@ -389,8 +879,8 @@ async function main() {
     showError(`Could not read the model list: ${describeError(err)}`);
     return;
   }
-  setState('loading');
-  await loadModel(app.entries.find((m) => m.id === $('model').value));
+  renderCacheList();
+  await loadModel(app.sources.planFromEntry(selectedEntry()));
 }
 
 main();

@@ -1,61 +1,35 @@
-// tests/browser/page.test.mjs — the demo page, served by tools/serve.mjs on 127.0.0.1 and driven in
-// headless Debian Chromium through playwright-core: load, greedy streaming checked against
-// llama2.c's run.c, Stop, the max-tokens slider, phone width. Any page error or console error
-// fails the run. Screenshots go to tests/artifacts/ (gitignored).
+// tests/browser/page.test.mjs — the demo page, served by tools/serve.mjs's handler on 127.0.0.1 and
+// driven in headless Debian Chromium through playwright-core: load, greedy streaming checked against
+// llama2.c's run.c, Stop, the max-tokens slider, phone width, the published-URL fallback, GGUF.
+// Any page error or console error fails the run. Screenshots go to tests/artifacts/ (gitignored).
+// Model sources and the cache: models.test.mjs; presets, colours, keyboard: controls.test.mjs.
 //
 //   node --test tests/browser/
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
-import { startServer } from '../../tools/serve.mjs';
-
-const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const ARTIFACTS = path.join(REPO, 'tests', 'artifacts');
-const REFERENCE = path.resolve(REPO, '..', 'shared', 'reference', 'stories260K_run.c_greedy_OnceUponATime_404.txt');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const STEP_TIMEOUT = 30_000;
+import {
+  REPO, MODELS, REFERENCE, STEP_TIMEOUT, startTestServer, launch, waitForState as waitFor, screenshot,
+} from './_helpers.mjs';
 
 let server = null;
-let context = null;
+let browser = null;
 let page = null;
-let userDataDir = null;
-const problems = [];
+let context = null;
+let problems = null;
 
 before(async () => {
-  await fs.mkdir(ARTIFACTS, { recursive: true });
-  server = await startServer({ port: 0, quiet: true });
-  userDataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wasmlm-chromium-'));
-  // playwright-core refuses --user-data-dir in args: the persistent context passes it.
-  context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM,
-    headless: true,
-    timeout: STEP_TIMEOUT,
-    viewport: { width: 1280, height: 900 },
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  context.setDefaultTimeout(STEP_TIMEOUT);
-  context.on('console', (msg) => {
-    if (msg.type() === 'error') problems.push(`console error: ${msg.text()} (${msg.location().url})`);
-  });
-  page = context.pages()[0] ?? await context.newPage();
-  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
-  page.on('crash', () => problems.push('page crashed'));
+  server = await startTestServer();
+  browser = await launch();
+  ({ page, context, problems } = browser);
   await page.goto(server.url);
 });
 
 after(async () => {
-  try {
-    await context?.close();
-  } finally {
-    await server?.close();
-    if (userDataDir) await fs.rm(userDataDir, { recursive: true, force: true });
-  }
+  await browser?.close();
+  await server?.close();
 });
 
 /** Fails the current test if the page reported an error or a console error so far. */
@@ -63,12 +37,7 @@ function assertNoProblems() {
   assert.deepEqual(problems.splice(0), [], 'the page reported errors');
 }
 
-/** Resolves once body[data-state] is one of `states`; returns it. */
-async function waitForState(...states) {
-  const handle = await page.waitForFunction((s) => s.includes(document.body.dataset.state) && document.body.dataset.state,
-    states, { polling: 'raf' });
-  return handle.jsonValue();
-}
+const waitForState = (...states) => waitFor(page, ...states);
 
 /** Sets a range input from the keyboard: Home/End, then `steps` ArrowRight presses. */
 async function setSlider(id, key, steps = 0) {
@@ -97,7 +66,7 @@ test('loads stories260K on open', { timeout: STEP_TIMEOUT }, async () => {
     .filter((el) => el.labels.length === 0).map((el) => el.id));
   assert.deepEqual(unlabelled, []);
 
-  await page.screenshot({ path: path.join(ARTIFACTS, 'page-ready.png'), fullPage: true });
+  await screenshot(page, 'page-ready');
   assertNoProblems();
 });
 
@@ -105,6 +74,8 @@ test('greedy generation streams token by token and matches run.c', { timeout: ST
   const reference = (await fs.readFile(REFERENCE, 'utf8')).replace(/\n$/, ''); // run.c's final newline
   await setSlider('temperature', 'Home');
   assert.equal(await page.locator('#temperature-value').textContent(), 'greedy');
+  await setSlider('repeat-penalty', 'Home'); // run.c has no repetition penalty
+  assert.equal(await page.locator('#repeat-penalty-value').textContent(), 'off');
   await setSlider('max-tokens', 'End');
   assert.equal(await page.locator('#max-tokens-value').textContent(), '512');
 
@@ -155,7 +126,7 @@ test('greedy generation streams token by token and matches run.c', { timeout: ST
   assert.ok(probs.every((p) => p > 0 && p <= 1), 'every token has data-prob in (0, 1]');
   assert.match(await page.locator('#applied').textContent(), /temperature 0\.00 .*max tokens 512/);
 
-  await page.screenshot({ path: path.join(ARTIFACTS, 'page-story.png'), fullPage: true });
+  await screenshot(page, 'page-story');
   assertNoProblems();
 });
 
@@ -181,7 +152,7 @@ test('Stop ends a generation mid-way and the engine stays usable', { timeout: ST
   assert.equal(await statText('tokens'), '5');
   assert.ok(await page.locator('#stop').isDisabled());
   assert.ok(await page.locator('#generate').isEnabled());
-  await page.screenshot({ path: path.join(ARTIFACTS, 'page-stopped.png'), fullPage: true });
+  await screenshot(page, 'page-stopped');
   assertNoProblems();
 });
 
@@ -222,7 +193,7 @@ test('fits a phone-width screen', { timeout: STEP_TIMEOUT }, async () => {
   await page.setViewportSize({ width: 390, height: 844 });
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `page is ${overflow}px wider than the screen`);
-  await page.screenshot({ path: path.join(ARTIFACTS, 'page-phone.png'), fullPage: true });
+  await screenshot(page, 'page-phone');
   await page.setViewportSize({ width: 1280, height: 900 });
   assertNoProblems();
 });
@@ -232,6 +203,7 @@ test('falls back to the published URL when the server lacks the file', { timeout
   // answers with the real bytes and the CORS header a CDN sends.
   const entry = JSON.parse(await fs.readFile(path.join(REPO, 'models', 'manifest.json'), 'utf8'))
     .models.find((m) => m.id === 'stories260K');
+  await page.evaluate(() => caches.delete('wasmlm-models-v1')); // else the cached copy is used
   const published = [];
   await context.route('**/models/files/stories260K.bin', (route) => route.fulfill({ status: 404, body: 'missing' }));
   await context.route(entry.url, async (route) => {
@@ -239,13 +211,13 @@ test('falls back to the published URL when the server lacks the file', { timeout
     await route.fulfill({
       status: 200,
       headers: { 'Access-Control-Allow-Origin': '*', 'Content-Type': 'application/octet-stream' },
-      body: await fs.readFile(path.resolve(REPO, '..', 'shared', 'models', entry.file)),
+      body: await fs.readFile(path.join(MODELS, entry.file)),
     });
   });
   try {
     await page.reload();
     assert.equal(await waitForState('ready', 'error'), 'ready', await page.locator('#load-status').textContent());
-    assert.match(await page.locator('#load-status').textContent(), /from huggingface\.co/);
+    assert.match(await page.locator('#load-status').textContent(), /from huggingface\.co and this server/);
     assert.ok(published.length >= 1, 'the published URL was requested');
   } finally {
     await context.unrouteAll();
@@ -261,6 +233,7 @@ test('a GGUF model (vocabulary inside, no tokenizer file) writes the same greedy
   assert.equal(await waitForState('ready', 'error'), 'ready', await page.locator('#load-status').textContent());
   assert.match(await page.locator('#load-status').textContent(), /stories260K-gguf ready/);
   await setSlider('temperature', 'Home');
+  await setSlider('repeat-penalty', 'Home');
   await setSlider('max-tokens', 'End');
   await page.locator('#prompt').fill('Once upon a time');
   await page.locator('#prompt').press('Control+Enter');
@@ -268,7 +241,7 @@ test('a GGUF model (vocabulary inside, no tokenizer file) writes the same greedy
   assert.equal(await page.locator('#output').textContent(), reference);
   assert.equal(await statText('stop'), 'eos');
   assert.match(await statText('context'), /^\d+ \/ 2048$/); // the GGUF's context_length
-  await page.screenshot({ path: path.join(ARTIFACTS, 'page-gguf.png'), fullPage: true });
+  await screenshot(page, 'page-gguf');
   assertNoProblems();
 });
 

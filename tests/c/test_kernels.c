@@ -52,6 +52,8 @@ static void test_tables(void) {
     CHECK(wlm_kernels_ref.dot == wlm_dot_ref);
     CHECK(wlm_kernels_ref.axpy == wlm_axpy_ref);
     CHECK(wlm_kernels_simd.matvec == wlm_matvec_simd);
+    CHECK(wlm_kernels_simd.matmat == wlm_matmat_simd);
+    CHECK(wlm_kernels_ref.matmat == wlm_matmat_ref);
     CHECK(wlm_kernels_simd.rmsnorm == wlm_rmsnorm_simd);
     CHECK(wlm_kernels_simd.softmax == wlm_softmax_simd);
     CHECK(wlm_kernels_simd.rope == wlm_rope_simd);
@@ -505,6 +507,7 @@ static void test_attention(void) {
     static const int heads[] = {1, 3, 4, 8, 12, 33, 48, 64, 100, 128};
     static const int lens[] = {1, 2, 5, 17, 64, 129};
     const int stride_extra = 5; /* positions are further apart than one head, as in GQA */
+    static const int blocks[] = {1000, 16, 1, 7}; /* positions per cache block */
     for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++) {
         for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
             const int hs = heads[hi], n = lens[li], stride = hs + stride_extra;
@@ -516,8 +519,19 @@ static void test_attention(void) {
             fill(k, n * stride, -1.0f, 1.0f);
             fill(v, n * stride, -1.0f, 1.0f);
             oa[hs] = ob[hs] = 777.0f;
-            wlm_attention_ref(oa, q, k, v, n, hs, stride, att);
-            wlm_attention_simd(ob, q, k, v, n, hs, stride, att);
+            /* Paged: the same rows seen as blocks of `blk` positions through pointer tables
+             * (block pointers at the first position of a block; `off` selects the head slice
+             * in the model, 0 here). */
+            const int blk = blocks[li % (sizeof blocks / sizeof blocks[0])];
+            const int nb = (n + blk - 1) / blk;
+            const float **kb = calloc((size_t)nb, sizeof *kb), **vb = calloc((size_t)nb, sizeof *vb);
+            for (int b = 0; b < nb; b++) {
+                kb[b] = k + (size_t)b * blk * stride;
+                vb[b] = v + (size_t)b * blk * stride;
+            }
+            wlm_attention_ref(oa, q, kb, vb, 0, blk, n, hs, stride, att);
+            wlm_attention_simd(ob, q, kb, vb, 0, blk, n, hs, stride, att);
+            free(kb), free(vb);
             double mx = -1e300, sum = 0.0;
             for (int t = 0; t < n; t++) {
                 double d = 0.0;
@@ -539,9 +553,51 @@ static void test_attention(void) {
     }
 }
 
+/* ------------------------------------------------------------------------------------------ */
+/* matmat (a batch of vectors against the same rows): each result bitwise equal to the matvec
+ * of the same kernel set for that vector alone, and close to the scalar reference             */
+
+static void test_matmat(void) {
+    tu_section("matmat");
+    static const int lens[] = {1, 3, 4, 7, 8, 12, 16, 33, 288, 301};
+    static const int batches[] = {1, 2, 3, 4, 5, 8, 9, 16};
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        for (size_t bi = 0; bi < sizeof batches / sizeof batches[0]; bi++) {
+            const int n = lens[li], nb = batches[bi], rows = 7, r0 = 1, r1 = 6;
+            const size_t xs = (size_t)n + 3, os = (size_t)rows + 2; /* strides wider than rows */
+            float *w = alloc_f((size_t)rows * n), *x = alloc_f(xs * nb);
+            float *o_simd = alloc_f(os * nb), *o_ref = alloc_f(os * nb), *one = alloc_f(os);
+            fill(w, rows * n, -1.0f, 1.0f);
+            fill(x, (int)(xs * nb), -1.0f, 1.0f);
+            for (size_t i = 0; i < os * nb; i++) o_simd[i] = o_ref[i] = 777.0f;
+            wlm_matmat_simd(o_simd, os, w, x, xs, n, r0, r1, nb);
+            wlm_matmat_ref(o_ref, os, w, x, xs, n, r0, r1, nb);
+            int not_bitwise = 0, far = 0, clobbered = 0;
+            for (int b = 0; b < nb; b++) {
+                for (int r = 0; r < (int)os; r++) one[r] = 777.0f;
+                wlm_matvec_simd(one, w, x + (size_t)b * xs, n, r0, r1);
+                for (int r = 0; r < (int)os; r++) {
+                    float v = o_simd[(size_t)b * os + r];
+                    if (r < r0 || r >= r1) {
+                        clobbered += v != 777.0f || o_ref[(size_t)b * os + r] != 777.0f;
+                        continue;
+                    }
+                    not_bitwise += memcmp(&v, &one[r], sizeof v) != 0;
+                    far += fabsf(v - o_ref[(size_t)b * os + r]) > 1e-5f * (float)n;
+                }
+            }
+            CHECKF(not_bitwise == 0, "n %d, batch %d: %d results differ from matvec", n, nb, not_bitwise);
+            CHECKF(far == 0, "n %d, batch %d: %d results far from the reference", n, nb, far);
+            CHECKF(clobbered == 0, "n %d, batch %d: wrote outside rows r0..r1", n, nb);
+            free(w), free(x), free(o_simd), free(o_ref), free(one);
+        }
+    }
+}
+
 int main(void) {
     test_tables();
     test_attention();
+    test_matmat();
     test_dot();
     test_matvec();
     test_rmsnorm();

@@ -48,3 +48,26 @@ export function runcVisible(text) {
   const space = c === 0x20 || (c >= 0x09 && c <= 0x0d);
   return c < 0x80 && !printable && !space ? '' : text;
 }
+
+/**
+ * A worker_threads Worker running js/worker.js (through _worker_shim.mjs), shaped like a Web
+ * Worker for createWorkerEngine({worker}). `raw` is the worker_threads Worker.
+ */
+export async function webWorkerLike() {
+  const { Worker } = await import('node:worker_threads');
+  const w = new Worker(new URL('./_worker_shim.mjs', import.meta.url));
+  return {
+    raw: w,
+    postMessage: (msg, transfer) => w.postMessage(msg, transfer),
+    addEventListener(type, fn) {
+      if (type === 'message') w.on('message', (data) => fn({ data }));
+      if (type === 'error') w.on('error', (error) => fn({ message: error.message, error }));
+    },
+    terminate: () => w.terminate(),
+  };
+}
+
+/** The ids, texts and probabilities of a token list, for comparing two runs. */
+export function tokenSummary(tokens) {
+  return tokens.map((t) => ({ id: t.id, text: t.text, prob: t.prob, probSampled: t.probSampled }));
+}

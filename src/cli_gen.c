@@ -1,0 +1,805 @@
+/*
+ * cli_gen.c — `wasmlm MODEL [options]`, generation from the command line. run.c's short flags
+ * (-t -p -s -n -i -z -m) alone print what llama2.c's run.c prints, byte for byte; llama.cpp's
+ * long flags add the whole sampler chain, stop strings, context shifting, per-token
+ * log-probabilities (--json), batches (--n-samples, --prompts) and beam search (--beam).
+ * This file parses and prints; the library does the work and checks parameter ranges (its
+ * messages name the field). Errors go to standard error with exit code 1.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "wasmlm.h"
+
+int wlm_cli_generate(int argc, char **argv);
+void *wlm_cli_read_file(const char *path, size_t *size); /* cli.c */
+void wlm_cli_usage(FILE *f);                             /* cli.c */
+
+/* Ctrl-C ends the generation the way wlm_generate_abort does (sequences end "aborted" and are
+ * printed); a second Ctrl-C kills. A handler can only reach a global, hence this one. */
+static volatile sig_atomic_t interrupted = 0;
+
+static void on_sigint(int sig) {
+    interrupted = 1;
+    signal(sig, SIG_DFL);
+}
+
+/* Prints "wasmlm: <message>" on standard error; returns the exit code 1. */
+static int fail(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("wasmlm: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return 1;
+}
+
+static long time_in_ms(void) {
+    struct timespec t;
+    timespec_get(&t, TIME_UTC);
+    return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Options                                                                                     */
+
+typedef struct cli_opts {
+    const char *checkpoint, *tokenizer_path, *prompt, *prompts_file, *mode;
+    int tokenizer_given;
+    int steps;              /* run.c's -n: positions, prompt included; 0 = the context length */
+    int n_predict_given;
+    int n_predict;          /* --n-predict: new tokens, -1 = no limit */
+    int n_ctx;              /* --ctx-size; 0 (default) = the model's seq_len */
+    int keep_prompt;        /* --keep -1: n_keep = the prompt's length */
+    int json;
+    int n_samples;          /* --n-samples; 0 = not given */
+    int beam_given, beam_width;
+    float length_penalty;
+    int order;              /* --sampler-order, -1 = chosen by the flags used */
+    int llama_sampling;     /* a llama.cpp sampling flag was given */
+    int repeat_last_n_ctx;  /* --repeat-last-n -1: the context size */
+    int seed_random;        /* seed from the clock */
+    wlm_gen_params gp;
+    wlm_logit_bias bias[WLM_MAX_LOGIT_BIAS];
+} cli_opts;
+
+enum {
+    O_T, O_P, O_S, O_N, O_I, O_Z, O_M, O_CTX, O_PROMPT, O_N_PREDICT, O_TEMP, O_TOP_K, O_TOP_P,
+    O_MIN_P, O_TYPICAL, O_REPEAT_PENALTY, O_REPEAT_LAST_N, O_PRESENCE, O_FREQUENCY, O_LOGIT_BIAS,
+    O_ORDER, O_SEED, O_STOP, O_KEEP, O_N_PROBS, O_BEAM, O_LENGTH_PENALTY, O_N_SAMPLES, O_PROMPTS
+};
+
+/* Options that take a value. */
+static const struct {
+    const char *name;
+    int id;
+} value_opts[] = {
+    {"-t", O_T}, {"-p", O_P}, {"-s", O_S}, {"-n", O_N}, {"-i", O_I}, {"-z", O_Z}, {"-m", O_M},
+    {"-c", O_CTX}, {"--ctx-size", O_CTX}, {"--prompt", O_PROMPT}, {"--n-predict", O_N_PREDICT},
+    {"--temp", O_TEMP}, {"--top-k", O_TOP_K}, {"--top-p", O_TOP_P}, {"--min-p", O_MIN_P},
+    {"--typical", O_TYPICAL}, {"--repeat-penalty", O_REPEAT_PENALTY},
+    {"--repeat-last-n", O_REPEAT_LAST_N}, {"--presence-penalty", O_PRESENCE},
+    {"--frequency-penalty", O_FREQUENCY}, {"--logit-bias", O_LOGIT_BIAS},
+    {"--sampler-order", O_ORDER}, {"--seed", O_SEED}, {"--stop", O_STOP}, {"--keep", O_KEEP},
+    {"--n-probs", O_N_PROBS}, {"--beam", O_BEAM}, {"--length-penalty", O_LENGTH_PENALTY},
+    {"--n-samples", O_N_SAMPLES}, {"--prompts", O_PROMPTS},
+};
+
+/* Parses a whole decimal integer; on error prints a message naming the flag and returns 1. */
+static int get_int(const char *flag, const char *v, int *out) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (end == v || *end != '\0' || errno != 0 || x < INT_MIN || x > INT_MAX)
+        return fail("%s: '%s' is not an integer", flag, v);
+    *out = (int)x;
+    return 0;
+}
+
+/* Parses a whole number (inf and nan pass through: the library rejects them by field name). */
+static int get_float(const char *flag, const char *v, float *out) {
+    char *end;
+    float x = strtof(v, &end);
+    if (end == v || *end != '\0') return fail("%s: '%s' is not a number", flag, v);
+    *out = x;
+    return 0;
+}
+
+/* llama.cpp's --logit-bias syntax: TOKEN+BIAS or TOKEN-BIAS, BIAS a number or inf
+ * ("15043-inf" bans the token). Returns 0 on success. */
+static int parse_logit_bias(const char *v, wlm_logit_bias *out) {
+    char *end;
+    errno = 0;
+    long id = strtol(v, &end, 10);
+    if (end == v || errno != 0 || id < INT32_MIN || id > INT32_MAX || (*end != '+' && *end != '-'))
+        return 1;
+    const char sign = *end++;
+    if (*end == '\0' || *end == '+' || *end == '-' || isspace((unsigned char)*end)) return 1;
+    char *e2;
+    float x = strtof(end, &e2);
+    if (e2 == end || *e2 != '\0' || isnan(x)) return 1;
+    out->token = (int32_t)id;
+    out->bias = sign == '-' ? -x : x;
+    return 0;
+}
+
+/* Fills *o from argv[1..argc) (argv[0] is the model). Returns 0, 1 after printing why not, or
+ * 2 after printing the usage (-h, --help). */
+static int parse_args(int argc, char **argv, cli_opts *o) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            wlm_cli_usage(stdout);
+            return 2;
+        }
+        if (strcmp(a, "--json") == 0) {
+            o->json = 1;
+            continue;
+        }
+        if (strcmp(a, "--context-shift") == 0) {
+            o->gp.context_shift = 1;
+            continue;
+        }
+        int id = -1;
+        for (size_t k = 0; k < sizeof value_opts / sizeof value_opts[0]; k++)
+            if (strcmp(a, value_opts[k].name) == 0) id = value_opts[k].id;
+        if (id < 0) return fail("unknown option '%s' (wasmlm --help lists the options)", a);
+        if (i + 1 >= argc) return fail("%s needs a value", a);
+        const char *v = argv[++i];
+        wlm_gen_params *gp = &o->gp;
+        int x = 0;
+        switch (id) {
+        /* run.c's flags, parsed and clamped as run.c does (atof / atoi, no errors) */
+        case O_T: gp->temperature = atof(v) < 0.0 ? 0.0f : (float)atof(v); break;
+        case O_P: { /* run.c: top-p applies only strictly inside (0, 1); outside [0, 1]: 0.9 */
+            float p = (float)atof(v);
+            if (p < 0.0f || p > 1.0f) p = 0.9f;
+            gp->top_p = (p <= 0.0f || p >= 1.0f) ? 1.0f : p;
+            break;
+        }
+        case O_S: gp->seed = (unsigned long long)atoi(v), o->seed_random = gp->seed == 0; break;
+        case O_N: o->steps = atoi(v) < 0 ? 0 : atoi(v); break;
+        case O_I: case O_PROMPT: o->prompt = v; break;
+        case O_Z: o->tokenizer_path = v, o->tokenizer_given = 1; break;
+        case O_M: o->mode = v; break;
+        /* llama.cpp's flags */
+        case O_CTX: if (get_int(a, v, &o->n_ctx)) return 1; break;
+        case O_N_PREDICT:
+            if (get_int(a, v, &o->n_predict)) return 1;
+            if (o->n_predict == 0 || o->n_predict < -1)
+                return fail("%s must be >= 1, or -1 for no limit (got %s)", a, v);
+            o->n_predict_given = 1;
+            break;
+        case O_TEMP: if (get_float(a, v, &gp->temperature)) return 1; o->llama_sampling = 1; break;
+        case O_TOP_K: if (get_int(a, v, &x)) return 1; gp->top_k = x, o->llama_sampling = 1; break;
+        case O_TOP_P: if (get_float(a, v, &gp->top_p)) return 1; o->llama_sampling = 1; break;
+        case O_MIN_P: if (get_float(a, v, &gp->min_p)) return 1; o->llama_sampling = 1; break;
+        case O_TYPICAL: if (get_float(a, v, &gp->typical_p)) return 1; o->llama_sampling = 1; break;
+        case O_REPEAT_PENALTY:
+            if (get_float(a, v, &gp->repeat_penalty)) return 1;
+            o->llama_sampling = 1;
+            break;
+        case O_REPEAT_LAST_N:
+            if (get_int(a, v, &x)) return 1;
+            o->repeat_last_n_ctx = x == -1;
+            gp->repeat_last_n = x == -1 ? 0 : x;
+            o->llama_sampling = 1;
+            break;
+        case O_PRESENCE:
+            if (get_float(a, v, &gp->presence_penalty)) return 1;
+            o->llama_sampling = 1;
+            break;
+        case O_FREQUENCY:
+            if (get_float(a, v, &gp->frequency_penalty)) return 1;
+            o->llama_sampling = 1;
+            break;
+        case O_LOGIT_BIAS:
+            if (gp->n_logit_bias >= WLM_MAX_LOGIT_BIAS)
+                return fail("%s: at most %d entries", a, WLM_MAX_LOGIT_BIAS);
+            if (parse_logit_bias(v, &o->bias[gp->n_logit_bias]))
+                return fail("%s: expected TOKEN+BIAS or TOKEN-BIAS (e.g. 15043+1, 15043-inf), "
+                            "got '%s'", a, v);
+            gp->n_logit_bias++;
+            o->llama_sampling = 1;
+            break;
+        case O_ORDER:
+            if (strcmp(v, "runc") == 0) o->order = WLM_ORDER_RUNC;
+            else if (strcmp(v, "llamacpp") == 0) o->order = WLM_ORDER_LLAMACPP;
+            else return fail("%s: expected runc or llamacpp, got '%s'", a, v);
+            break;
+        case O_SEED: {
+            char *end;
+            errno = 0;
+            long long s = strtoll(v, &end, 10);
+            if (end == v || *end != '\0' || errno != 0 || s < -1)
+                return fail("%s: expected an integer >= 0, or -1 for a random seed, got '%s'", a,
+                            v);
+            o->seed_random = s == -1;
+            gp->seed = s == -1 ? 0 : (uint64_t)s;
+            break;
+        }
+        case O_STOP:
+            if (gp->n_stop >= WLM_MAX_STOP_STRINGS)
+                return fail("%s: at most %d stop strings", a, WLM_MAX_STOP_STRINGS);
+            if (v[0] == '\0' || strlen(v) >= WLM_MAX_STOP_LEN)
+                return fail("%s: a stop string has 1 to %d bytes (got %zu)", a,
+                            WLM_MAX_STOP_LEN - 1, strlen(v));
+            memcpy(gp->stop[gp->n_stop++], v, strlen(v) + 1);
+            break;
+        case O_KEEP:
+            if (get_int(a, v, &x)) return 1;
+            if (x < -1) return fail("%s must be >= 0, or -1 for the whole prompt (got %d)", a, x);
+            o->keep_prompt = x == -1;
+            gp->n_keep = x == -1 ? 0 : x;
+            break;
+        case O_N_PROBS: if (get_int(a, v, &x)) return 1; gp->n_probs = x; break;
+        case O_BEAM: if (get_int(a, v, &o->beam_width)) return 1; o->beam_given = 1; break;
+        case O_LENGTH_PENALTY: if (get_float(a, v, &o->length_penalty)) return 1; break;
+        case O_N_SAMPLES:
+            if (get_int(a, v, &o->n_samples)) return 1;
+            if (o->n_samples < 1 || o->n_samples > WLM_MAX_SEQ)
+                return fail("%s must be in 1..%d (got %d)", a, WLM_MAX_SEQ, o->n_samples);
+            break;
+        case O_PROMPTS: o->prompts_file = v; break;
+        }
+    }
+    if (strcmp(o->mode, "generate") != 0)
+        return fail("mode '%s' is not supported (only generate)", o->mode);
+    if (o->prompt && o->prompts_file) return fail("give either a prompt (-i) or --prompts FILE");
+    if (o->beam_given) {
+        if (o->n_samples || o->prompts_file)
+            return fail("--beam searches one prompt: it does not combine with --n-samples or "
+                        "--prompts");
+        if (o->gp.n_stop || o->gp.context_shift)
+            return fail("--beam does not support --stop or --context-shift");
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Output                                                                                      */
+
+/* run.c's safe_printf: skip empty pieces and single bytes that are neither printable nor
+ * whitespace; print up to the first NUL. */
+static void safe_print(const char *piece, size_t len) {
+    if (!piece || len == 0 || piece[0] == '\0') return;
+    if (len == 1 && !(isprint((unsigned char)piece[0]) || isspace((unsigned char)piece[0]))) return;
+    fputs(piece, stdout);
+}
+
+/* The prompt's pieces (after BOS), as run.c prints them while it forces the prompt tokens;
+ * at most `limit` of them. */
+static void print_prompt(const wlm_model *m, const int32_t *tokens, int32_t n, int32_t limit) {
+    for (int32_t i = 1; i < n && i <= limit; i++) {
+        size_t len;
+        const char *piece = wlm_token_piece(m, tokens[i - 1], tokens[i], &len);
+        safe_print(piece, len);
+    }
+}
+
+/* Length of the UTF-8 sequence at s[0..n) (RFC 3629: no overlongs, surrogates or code points
+ * above U+10FFFF): > 0 when valid and complete, 0 when invalid, -1 when s is a valid but
+ * incomplete start (more bytes could complete it). */
+static int utf8_len(const unsigned char *s, size_t n) {
+    const unsigned c = s[0];
+    int len;
+    unsigned lo = 0x80, hi = 0xBF; /* range of the second byte */
+    if (c < 0x80) return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        len = 3;
+        if (c == 0xE0) lo = 0xA0; /* overlong */
+        if (c == 0xED) hi = 0x9F; /* surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        len = 4;
+        if (c == 0xF0) lo = 0x90; /* overlong */
+        if (c == 0xF4) hi = 0x8F; /* above U+10FFFF */
+    } else {
+        return 0;
+    }
+    for (int k = 1; k < len; k++) {
+        if ((size_t)k >= n) return -1;
+        if (s[k] < (k == 1 ? lo : 0x80) || s[k] > (k == 1 ? hi : 0xBF)) return 0;
+    }
+    return len;
+}
+
+/* Writes bytes as the inside of a JSON string: valid UTF-8 as is, quote, backslash and control
+ * characters escaped, every byte that is not part of a valid sequence as \ufffd. With `hold`,
+ * an incomplete character at the end is left for later. Returns the bytes consumed. */
+static size_t json_chars(FILE *f, const char *text, size_t n, int hold) {
+    const unsigned char *s = (const unsigned char *)text;
+    size_t i = 0;
+    while (i < n) {
+        const unsigned c = s[i];
+        if (c == '"' || c == '\\') {
+            fputc('\\', f), fputc((int)c, f), i++;
+        } else if (c < 0x20) {
+            const char *e = c == '\n' ? "\\n" : c == '\t' ? "\\t" : c == '\r' ? "\\r"
+                          : c == '\b' ? "\\b" : c == '\f' ? "\\f" : NULL;
+            if (e) fputs(e, f);
+            else fprintf(f, "\\u%04x", c);
+            i++;
+        } else {
+            int len = utf8_len(s + i, n - i);
+            if (len == -1 && hold) break;
+            if (len > 0) fwrite(s + i, 1, (size_t)len, f), i += (size_t)len;
+            else fputs("\\ufffd", f), i++;
+        }
+    }
+    return i;
+}
+
+static void json_str(FILE *f, const char *s, size_t n) {
+    fputc('"', f);
+    json_chars(f, s, n, 0);
+    fputc('"', f);
+}
+
+/* A JSON number (9 significant digits: exact for float32); null for inf / nan. */
+static void json_num(FILE *f, double x) {
+    if (isfinite(x)) fprintf(f, "%.9g", x);
+    else fputs("null", f);
+}
+
+static const char *reason_name(int r) {
+    switch (r) {
+    case WLM_STOP_EOS: return "eos";
+    case WLM_STOP_MAX_TOKENS: return "max_tokens";
+    case WLM_STOP_STRING: return "stop_string";
+    case WLM_STOP_CONTEXT_FULL: return "context_full";
+    case WLM_STOP_ABORTED: return "aborted";
+    default: return "none";
+    }
+}
+
+/* What has been generated for one sequence. */
+typedef struct seq_out {
+    char *text;          /* the continuation's bytes (prompt excluded) */
+    size_t len, cap;
+    size_t json_done;    /* bytes of text already written in --json token lines */
+    double logprob;      /* sum of the emitted tokens' log-probabilities */
+    int32_t n_tokens, prev, done;
+} seq_out;
+
+static int append(seq_out *s, const char *p, size_t n) {
+    if (s->len + n + 1 > s->cap) {
+        size_t cap = s->cap ? s->cap : 256;
+        while (cap < s->len + n + 1) cap *= 2;
+        char *t = realloc(s->text, cap);
+        if (!t) return 1;
+        s->text = t, s->cap = cap;
+    }
+    if (n) memcpy(s->text + s->len, p, n);
+    s->len += n;
+    s->text[s->len] = '\0';
+    return 0;
+}
+
+/* One --json line for a generated token. `piece` is the text released at this step, joined to
+ * the sequence's UTF-8 stream: a character split across tokens is written whole, with the token
+ * that completes it. */
+static void json_token(const wlm_model *m, seq_out *s, const wlm_token *t) {
+    FILE *f = stdout;
+    fprintf(f, "{\"seq\":%d,\"id\":%d,\"piece\":\"", (int)t->seq, (int)t->id);
+    s->json_done += json_chars(f, s->text + s->json_done, s->len - s->json_done, 1);
+    fputs("\",\"logprob\":", f);
+    json_num(f, t->logprob);
+    fputs(",\"prob\":", f);
+    json_num(f, t->prob);
+    fputs(",\"prob_sampled\":", f);
+    json_num(f, t->prob_sampled);
+    if (t->n_probs > 0) {
+        fputs(",\"top\":[", f);
+        for (int32_t k = 0; k < t->n_probs && k < WLM_MAX_PROBS; k++) {
+            const wlm_token_prob *c = &t->top[k];
+            size_t len = 0;
+            const char *piece = wlm_token_piece(m, s->prev, c->id, &len);
+            fprintf(f, "%s{\"id\":%d,\"piece\":", k ? "," : "", (int)c->id);
+            json_str(f, piece ? piece : "", piece ? len : 0);
+            fputs(",\"prob\":", f);
+            json_num(f, c->prob);
+            fputs(",\"prob_sampled\":", f);
+            json_num(f, c->prob_sampled);
+            fputs(",\"logprob\":", f);
+            json_num(f, c->logprob);
+            fputc('}', f);
+        }
+        fputc(']', f);
+    }
+    fputs("}\n", f);
+}
+
+/* The --json line that ends a sequence (or a beam: score != NULL). */
+static void json_final(int seq, const seq_out *s, const float *score, int reason) {
+    FILE *f = stdout;
+    fprintf(f, "{\"seq\":%d,\"final\":true,\"text\":", seq);
+    json_str(f, s->text ? s->text : "", s->len);
+    fputs(",\"logprob\":", f);
+    json_num(f, s->logprob);
+    if (score) {
+        fputs(",\"score\":", f);
+        json_num(f, *score);
+    }
+    fprintf(f, ",\"n_tokens\":%d,\"stop_reason\":\"%s\"}\n", (int)s->n_tokens, reason_name(reason));
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Runs                                                                                        */
+
+/* New tokens for a prompt of n tokens: --n-predict (0 = no limit), else what run.c's -n leaves
+ * after the prompt; -1 when nothing is left. */
+static int32_t max_new_tokens(const cli_opts *o, int32_t n) {
+    if (o->n_predict_given) return o->n_predict < 0 ? 0 : o->n_predict;
+    return o->steps >= n ? o->steps - n + 1 : -1;
+}
+
+static int new_context(const wlm_model *m, const cli_opts *o, int32_t n_seq, wlm_context **ctx) {
+    wlm_context_params cp;
+    wlm_context_params_default(&cp);
+    cp.n_ctx = o->n_ctx;
+    cp.n_seq_max = n_seq;
+    if (wlm_context_new(m, &cp, ctx) != WLM_OK)
+        return fail("%s", *ctx ? wlm_context_errmsg(*ctx) : "out of memory for the context");
+    return 0;
+}
+
+/* One sequence, plain text: run.c's output (prompt pieces, generated pieces through run.c's
+ * printer, a newline) and "achieved tok/s" on standard error. */
+static int run_single(const wlm_model *m, const cli_opts *o, const int32_t *tokens, int32_t n) {
+    wlm_context *ctx = NULL;
+    if (new_context(m, o, 1, &ctx)) return 1;
+    int rc = 1;
+    print_prompt(m, tokens, n, o->n_predict_given ? INT32_MAX : o->steps);
+    fflush(stdout);
+    int positions = n - 1 < o->steps ? n - 1 : o->steps; /* forward passes run.c makes so far */
+    long start = 0;
+    const int32_t max_new = max_new_tokens(o, n);
+    if (max_new >= 0) {
+        wlm_gen_params gp = o->gp;
+        gp.max_tokens = max_new;
+        if (o->keep_prompt) gp.n_keep = n;
+        if (wlm_generate_begin(ctx, tokens, n, &gp) != WLM_OK) {
+            fail("%s", wlm_context_errmsg(ctx));
+            goto out;
+        }
+        start = time_in_ms();
+        wlm_token tok;
+        int s;
+        while ((s = wlm_generate_next(ctx, &tok)) == WLM_OK) {
+            safe_print(tok.piece, tok.piece_len);
+            fflush(stdout);
+            positions++;
+            if (interrupted) wlm_generate_abort(ctx);
+        }
+        if (s < 0) {
+            fail("%s", wlm_context_errmsg(ctx));
+            goto out;
+        }
+        safe_print(tok.piece, tok.piece_len); /* text held back for a stop string that failed */
+        if (tok.stop_reason == WLM_STOP_EOS) positions++; /* run.c counts the BOS step too */
+    }
+    printf("\n");
+    if (positions > 1 && start) {
+        double secs = (double)(time_in_ms() - start) / 1000.0;
+        fprintf(stderr, "achieved tok/s: %f\n", secs > 0 ? (positions - 1) / secs : 0.0);
+    }
+    rc = 0;
+out:
+    wlm_context_free(ctx);
+    return rc;
+}
+
+/* n_seqs sequences decoded together (a batch of one for --json without --n-samples/--prompts).
+ * --json: token lines as they come and a final line per sequence when it ends; plain: "[i] "
+ * and the sequence's text (prompt and continuation) when it ends. */
+static int run_batch(const wlm_model *m, const cli_opts *o, int32_t n_seqs,
+                     const int32_t *const *prompts, const int32_t *n_tokens) {
+    wlm_context *ctx = NULL;
+    if (new_context(m, o, n_seqs, &ctx)) return 1;
+    int rc = 1, s = WLM_OK;
+    wlm_gen_params *gp = calloc((size_t)n_seqs, sizeof *gp);
+    seq_out *so = calloc((size_t)n_seqs, sizeof *so);
+    wlm_token *out = calloc((size_t)n_seqs, sizeof *out);
+    if (!gp || !so || !out) {
+        fail("out of memory");
+        goto out;
+    }
+    for (int32_t i = 0; i < n_seqs; i++) {
+        const int32_t max_new = max_new_tokens(o, n_tokens[i]);
+        if (max_new < 0) {
+            fail("-n %d leaves nothing to generate after the %d-token prompt%s (use --n-predict)",
+                 o->steps, (int)n_tokens[i], n_seqs > 1 ? " of a sequence" : "");
+            goto out;
+        }
+        gp[i] = o->gp;
+        gp[i].seed = o->gp.seed + (uint64_t)i;
+        gp[i].max_tokens = max_new;
+        if (o->keep_prompt) gp[i].n_keep = n_tokens[i];
+        so[i].prev = prompts[i][n_tokens[i] - 1];
+    }
+    if (wlm_generate_batch_begin(ctx, n_seqs, prompts, n_tokens, gp) != WLM_OK) {
+        fail("%s", wlm_context_errmsg(ctx));
+        goto out;
+    }
+    const long start = time_in_ms();
+    long n_generated = 0;
+    while (s == WLM_OK) {
+        s = wlm_generate_batch_next(ctx, out);
+        if (s < 0) break;
+        for (int32_t i = 0; i < n_seqs; i++) {
+            seq_out *q = &so[i];
+            const wlm_token *t = &out[i];
+            if (q->done) continue;
+            if (append(q, t->piece, t->piece_len)) {
+                s = WLM_ERR_NOMEM;
+                break;
+            }
+            if (t->status == WLM_OK) {
+                q->n_tokens++;
+                q->logprob += t->logprob;
+                n_generated++;
+                if (o->json) json_token(m, q, t);
+                q->prev = t->id;
+                continue;
+            }
+            q->done = 1;
+            if (o->json) {
+                json_final(i, q, NULL, t->stop_reason);
+            } else {
+                printf("[%d] ", (int)i);
+                print_prompt(m, prompts[i], n_tokens[i], INT32_MAX);
+                fwrite(q->text, 1, q->len, stdout);
+                printf("\n");
+            }
+        }
+        fflush(stdout);
+        if (interrupted) wlm_generate_abort(ctx);
+    }
+    if (s < 0) {
+        fail("%s", s == WLM_ERR_NOMEM && !wlm_context_errmsg(ctx)[0] ? "out of memory"
+                                                                    : wlm_context_errmsg(ctx));
+        goto out;
+    }
+    double secs = (double)(time_in_ms() - start) / 1000.0;
+    fprintf(stderr, "achieved tok/s: %f (%d sequences, %ld tokens)\n",
+            secs > 0 ? (double)n_generated / secs : 0.0, (int)n_seqs, n_generated);
+    rc = 0;
+out:
+    if (so)
+        for (int32_t i = 0; i < n_seqs; i++) free(so[i].text);
+    free(so);
+    free(gp);
+    free(out);
+    wlm_context_free(ctx);
+    return rc;
+}
+
+/* Beam search of one prompt: the beams, best first, as --json finals or
+ * "[rank] score=S logprob=L: text"; the KV cache memory on standard error. */
+static int run_beam(const wlm_model *m, const cli_opts *o, const int32_t *tokens, int32_t n) {
+    wlm_context *ctx = NULL;
+    /* 2 × width sequences; an out-of-range width gets a valid context and the library's
+     * message from wlm_beam_begin */
+    int32_t n_seq = o->beam_width < 1 ? 1 : o->beam_width > WLM_MAX_SEQ / 2 ? WLM_MAX_SEQ
+                                                                             : 2 * o->beam_width;
+    if (new_context(m, o, n_seq, &ctx)) return 1;
+    int rc = 1, s;
+    seq_out so;
+    memset(&so, 0, sizeof so);
+    wlm_beam_params bp;
+    wlm_beam_params_default(&bp);
+    bp.width = o->beam_width;
+    bp.length_penalty = o->length_penalty;
+    bp.max_tokens = max_new_tokens(o, n);
+    if (bp.max_tokens == 0) /* no limit: the context's */
+        bp.max_tokens = o->n_ctx - n + 1 > 1 ? o->n_ctx - n + 1 : 1;
+    if (bp.max_tokens < 0) {
+        fail("-n %d leaves nothing to generate after the %d-token prompt (use --n-predict)",
+             o->steps, (int)n);
+        goto out;
+    }
+    if (wlm_beam_begin(ctx, tokens, n, &bp) != WLM_OK) {
+        fail("%s", wlm_context_errmsg(ctx));
+        goto out;
+    }
+    while ((s = wlm_beam_step(ctx)) == WLM_OK)
+        if (interrupted) wlm_generate_abort(ctx);
+    if (s < 0) {
+        fail("%s", wlm_context_errmsg(ctx));
+        goto out;
+    }
+    const int32_t count = wlm_beam_count(ctx);
+    for (int32_t r = 0; r < count; r++) {
+        wlm_beam b;
+        if (wlm_beam_get(ctx, r, &b) != WLM_OK) continue;
+        so.len = 0;
+        int32_t prev = tokens[n - 1];
+        for (int32_t k = 0; k < b.n_tokens; k++) {
+            size_t len = 0;
+            const char *piece = wlm_token_piece(m, prev, b.tokens[k], &len);
+            if (piece && append(&so, piece, len)) {
+                fail("out of memory");
+                goto out;
+            }
+            prev = b.tokens[k];
+        }
+        so.logprob = b.logprob;
+        so.n_tokens = b.n_tokens;
+        if (o->json) {
+            json_final(r, &so, &b.score, b.stop_reason);
+        } else {
+            printf("[%d] score=%.4f logprob=%.4f: ", (int)r, (double)b.score, (double)b.logprob);
+            print_prompt(m, tokens, n, INT32_MAX);
+            fwrite(so.text ? so.text : "", 1, so.len, stdout);
+            printf("\n");
+        }
+    }
+    size_t kv = 0, kv_unshared = 0;
+    wlm_beam_memory(ctx, &kv, &kv_unshared);
+    fprintf(stderr,
+            "beam search: %d results; KV cache at its largest %.1f KiB (%.1f KiB per beam), "
+            "%.1f KiB without shared prefixes\n",
+            (int)count, (double)kv / 1024.0, (double)kv / 1024.0 / o->beam_width,
+            (double)kv_unshared / 1024.0);
+    rc = 0;
+out:
+    free(so.text);
+    wlm_context_free(ctx);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* wasmlm MODEL [options]                                                                      */
+
+/* Tokenizes `text` with BOS into a malloc'd array; NULL after printing why not. */
+static int32_t *tokenize_prompt(const wlm_model *m, const char *text, int32_t *n) {
+    int32_t need = wlm_tokenize(m, text, strlen(text), 1, NULL, 0);
+    int32_t *ids = need >= 1 ? malloc(sizeof(int32_t) * (size_t)need) : NULL;
+    if (!ids) {
+        fail("cannot tokenize the prompt: %s", wlm_status_name(need < 0 ? need : WLM_ERR_NOMEM));
+        return NULL;
+    }
+    wlm_tokenize(m, text, strlen(text), 1, ids, need);
+    *n = need;
+    return ids;
+}
+
+/* Splits a --prompts file into lines (in place; '\r' before '\n' dropped, blank lines skipped).
+ * Returns the number of prompts, or -1 when there are more than `cap`. */
+static int32_t split_lines(char *buf, size_t size, const char **lines, int32_t cap) {
+    int32_t n = 0;
+    char *p = buf, *end = buf + size;
+    while (p < end) {
+        char *nl = memchr(p, '\n', (size_t)(end - p));
+        char *e = nl ? nl : end;
+        char *line = p;
+        p = nl ? nl + 1 : end;
+        if (e > line && e[-1] == '\r') e--;
+        *e = '\0';
+        if (e == line) continue;
+        if (n == cap) return -1;
+        lines[n++] = line;
+    }
+    return n;
+}
+
+int wlm_cli_generate(int argc, char **argv) {
+    cli_opts *o = calloc(1, sizeof *o);
+    if (!o) return fail("out of memory");
+    o->checkpoint = argv[0];
+    o->tokenizer_path = "tokenizer.bin";
+    o->mode = "generate";
+    o->steps = 256;
+    o->order = -1;
+    o->seed_random = 1;
+    o->length_penalty = 1.0f;
+    wlm_gen_params_default(&o->gp);
+    o->gp.logit_bias = o->bias;
+
+    int rc = 1;
+    size_t msize = 0, tsize = 0, psize = 0;
+    void *mbytes = NULL, *tbytes = NULL;
+    char *pbytes = NULL;
+    wlm_model *model = NULL;
+    const char *texts[WLM_MAX_SEQ];
+    int32_t *ids[WLM_MAX_SEQ] = {NULL};     /* per prompt, owned */
+    int32_t *prompts[WLM_MAX_SEQ] = {NULL}; /* per sequence, views of ids */
+    int32_t n_tokens[WLM_MAX_SEQ], n_prompts = 1, n_seqs = 0, per_prompt = 1, n_ctx = 0;
+    switch (parse_args(argc, argv, o)) {
+    case 0: break;
+    case 2: rc = 0; goto out;
+    default: goto out;
+    }
+
+    /* run.c's flags alone sample in run.c's order; a llama.cpp sampling flag in llama.cpp's */
+    if (o->order < 0) o->order = o->llama_sampling ? WLM_ORDER_LLAMACPP : WLM_ORDER_RUNC;
+    o->gp.order = o->order;
+    if (o->seed_random) o->gp.seed = (unsigned int)time(NULL);
+
+    mbytes = wlm_cli_read_file(o->checkpoint, &msize);
+    if (!mbytes) {
+        fail("cannot read %s", o->checkpoint);
+        goto out;
+    }
+    if (wlm_model_load(mbytes, msize, WLM_LOAD_OWN_BUFFER, &model) != WLM_OK) {
+        fail("%s: %s", o->checkpoint, wlm_model_errmsg(model));
+        goto out;
+    }
+    wlm_model_info info;
+    wlm_model_get_info(model, &info);
+    /* GGUF files carry their vocabulary; a llama2.c checkpoint needs tokenizer.bin (-z). */
+    if (!info.has_tokenizer || o->tokenizer_given) {
+        tbytes = wlm_cli_read_file(o->tokenizer_path, &tsize);
+        if (!tbytes) {
+            fail("cannot read %s", o->tokenizer_path);
+            goto out;
+        }
+        if (wlm_model_load_tokenizer(model, tbytes, tsize) != WLM_OK) {
+            fail("%s: %s", o->tokenizer_path, wlm_model_errmsg(model));
+            goto out;
+        }
+    }
+    wlm_model_get_info(model, &info);
+    /* run.c: -n 0 or beyond the context means the whole context (unless it shifts) */
+    n_ctx = o->n_ctx != 0 ? o->n_ctx : info.seq_len; /* negative: wlm_context_new says so */
+    o->n_ctx = n_ctx; /* wlm_context_new checks it against the model */
+    if (o->steps == 0 || (!o->gp.context_shift && o->steps > n_ctx)) o->steps = n_ctx;
+    if (o->repeat_last_n_ctx) o->gp.repeat_last_n = n_ctx;
+
+    if (o->prompts_file) {
+        pbytes = wlm_cli_read_file(o->prompts_file, &psize);
+        if (!pbytes) {
+            fail("cannot read %s", o->prompts_file);
+            goto out;
+        }
+        n_prompts = split_lines(pbytes, psize, texts, WLM_MAX_SEQ);
+        if (n_prompts <= 0) {
+            fail("--prompts %s: %s", o->prompts_file,
+                 n_prompts == 0 ? "no prompts (one per line)" : "more than 64 prompts");
+            goto out;
+        }
+    } else {
+        texts[0] = o->prompt ? o->prompt : "";
+    }
+    per_prompt = o->n_samples ? o->n_samples : 1;
+    if (n_prompts * per_prompt > WLM_MAX_SEQ) {
+        fail("%d prompts x %d samples is more than %d sequences", (int)n_prompts, (int)per_prompt,
+             WLM_MAX_SEQ);
+        goto out;
+    }
+    /* sequence p * per_prompt + k is sample k of prompt p (the library prefills each once) */
+    for (int32_t p = 0; p < n_prompts; p++) {
+        int32_t n = 0;
+        ids[p] = tokenize_prompt(model, texts[p], &n);
+        if (!ids[p]) goto out;
+        for (int32_t k = 0; k < per_prompt; k++) {
+            prompts[n_seqs] = ids[p];
+            n_tokens[n_seqs++] = n;
+        }
+    }
+
+    signal(SIGINT, on_sigint);
+    if (o->beam_given) rc = run_beam(model, o, prompts[0], n_tokens[0]);
+    else if (o->json || o->n_samples || o->prompts_file)
+        rc = run_batch(model, o, n_seqs, (const int32_t *const *)prompts, n_tokens);
+    else rc = run_single(model, o, prompts[0], n_tokens[0]);
+    signal(SIGINT, SIG_DFL);
+out:
+    for (int32_t p = 0; p < WLM_MAX_SEQ; p++) free(ids[p]);
+    free(pbytes);
+    free(tbytes);
+    wlm_model_free(model);
+    free(o);
+    return rc;
+}

@@ -1,0 +1,182 @@
+// _helpers.mjs — shared set-up for the Chromium tests in tests/browser/ (not a test file: node
+// --test runs *.test.mjs only). A test server wraps tools/serve.mjs's handler, so the page is
+// served exactly as `npm start` serves it, and adds what the tests observe or need: a log of the
+// requests the server saw, and /slow/<file>, which streams a model file from ../shared/models in
+// small chunks so a download takes long enough to watch its progress.
+
+import fs from 'node:fs/promises';
+import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
+import { chromium } from 'playwright-core';
+import { createHandler } from '../../tools/serve.mjs';
+
+export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const ARTIFACTS = path.join(REPO, 'tests', 'artifacts');
+export const MODELS = path.resolve(REPO, '..', 'shared', 'models');
+export const REFERENCE = path.resolve(REPO, '..', 'shared', 'reference', 'stories260K_run.c_greedy_OnceUponATime_404.txt');
+export const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+export const STEP_TIMEOUT = 30_000;
+
+/**
+ * Starts a server on 127.0.0.1 with a free port.
+ * @param {{slowChunk?: number, slowDelayMs?: number, prefix?: string}} [options]
+ *   slowChunk, slowDelayMs: /slow/ streaming, bytes per chunk and the pause between chunks
+ *   (default 32 kB every 40 ms: stories260K takes ~1.3 s). prefix: serve the repository under
+ *   this path (e.g. '/a/b') instead of at the root, as a static host serving a subdirectory
+ *   would; everything outside it is 404.
+ * @returns {Promise<{origin: string, url: string, requests: {method: string, path: string}[],
+ *   count: (path: string) => number, close: () => Promise<void>}>}
+ *   url is the demo page; requests lists every request seen (path without the query).
+ */
+export async function startTestServer({ slowChunk = 32 * 1024, slowDelayMs = 40, prefix = '' } = {}) {
+  const handler = createHandler(REPO, true);
+  const requests = [];
+  const server = http.createServer((req, res) => {
+    const { pathname } = new URL(req.url, 'http://localhost');
+    requests.push({ method: req.method, path: pathname });
+    if (prefix) {
+      if (!pathname.startsWith(`${prefix}/`)) {
+        res.writeHead(404, { 'Content-Type': 'text/plain' });
+        res.end('outside the prefix');
+        return;
+      }
+      req.url = req.url.slice(prefix.length);
+    }
+    if (pathname.startsWith('/slow/')) return serveSlowly(pathname.slice(6), res, slowChunk, slowDelayMs);
+    handler(req, res);
+  });
+  server.keepAliveTimeout = 1000;
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const origin = `http://127.0.0.1:${server.address().port}`;
+  return {
+    origin,
+    url: `${origin}${prefix}/web/`,
+    requests,
+    count: (p) => requests.filter((r) => r.path === p && r.method === 'GET').length,
+    close: () => new Promise((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+}
+
+async function serveSlowly(name, res, chunk, delayMs) {
+  let bytes;
+  try {
+    if (name.includes('/') || name.startsWith('.')) throw new Error('bad name');
+    bytes = await fs.readFile(path.join(MODELS, name));
+  } catch {
+    res.writeHead(404, { 'Content-Type': 'text/plain' });
+    res.end('not found');
+    return;
+  }
+  res.writeHead(200, {
+    'Content-Type': 'application/octet-stream',
+    'Content-Length': String(bytes.length),
+    'Cache-Control': 'no-store',
+  });
+  for (let off = 0; off < bytes.length && !res.destroyed; off += chunk) {
+    res.write(bytes.subarray(off, off + chunk));
+    await new Promise((r) => setTimeout(r, delayMs));
+  }
+  res.end();
+}
+
+/**
+ * Launches headless Debian Chromium with a fresh profile (so Cache Storage starts empty) and
+ * opens one page. `problems` collects page errors and console errors; tests call
+ * assertNoProblems() to fail on them.
+ */
+export async function launch({ viewport = { width: 1280, height: 900 } } = {}) {
+  await fs.mkdir(ARTIFACTS, { recursive: true });
+  const userDataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wasmlm-chromium-'));
+  // playwright-core refuses --user-data-dir in args: the persistent context passes it.
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM,
+    headless: true,
+    timeout: STEP_TIMEOUT,
+    viewport,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  context.setDefaultTimeout(STEP_TIMEOUT);
+  const problems = [];
+  context.on('console', (msg) => {
+    if (msg.type() === 'error') problems.push(`console error: ${msg.text()} (${msg.location().url})`);
+  });
+  const page = context.pages()[0] ?? await context.newPage();
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('crash', () => problems.push('page crashed'));
+  return {
+    context,
+    page,
+    problems,
+    /** Fails unless the page reported nothing; `expected` regexps are allowed (and removed). */
+    assertNoProblems(...expected) {
+      const left = problems.splice(0).filter((p) => !expected.some((re) => re.test(p)));
+      assert.deepEqual(left, [], 'the page reported errors');
+    },
+    async close() {
+      try {
+        await context.close();
+      } finally {
+        await fs.rm(userDataDir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+/** Resolves once body[data-state] is one of `states`; returns it. */
+export async function waitForState(page, ...states) {
+  const handle = await page.waitForFunction((s) => s.includes(document.body.dataset.state) && document.body.dataset.state,
+    states, { polling: 'raf' });
+  return handle.jsonValue();
+}
+
+/** Waits for a load to end ('ready' or 'error') and returns the state and the status line. */
+export async function loadOutcome(page) {
+  const state = await waitForState(page, 'ready', 'error');
+  const status = page.locator('#load-status');
+  return {
+    state,
+    text: await status.textContent(),
+    error: await status.getAttribute('data-error'),
+    cache: await status.getAttribute('data-cache'),
+  };
+}
+
+/**
+ * Runs `action` (which starts a load) and waits for that load to end: body[data-state] must go
+ * through 'loading' after the action and then reach 'ready' or 'error'. Returns loadOutcome().
+ */
+export async function loadAfter(page, action) {
+  await page.evaluate(() => {
+    window.__loadSeen = false;
+    window.__loadObserver?.disconnect();
+    window.__loadObserver = new MutationObserver(() => {
+      if (document.body.dataset.state === 'loading') window.__loadSeen = true;
+    });
+    window.__loadObserver.observe(document.body, { attributes: true, attributeFilter: ['data-state'] });
+  });
+  await action();
+  await page.waitForFunction(() => window.__loadSeen && ['ready', 'error'].includes(document.body.dataset.state),
+    null, { polling: 'raf' });
+  return loadOutcome(page);
+}
+
+/** Sets a range (or any) input's value as a user would, firing 'input'. */
+export function setValue(page, selector, value) {
+  return page.locator(selector).evaluate((el, v) => {
+    el.value = String(v);
+    el.dispatchEvent(new Event('input', { bubbles: true }));
+    el.dispatchEvent(new Event('change', { bubbles: true }));
+  }, value);
+}
+
+/** Saves a screenshot to tests/artifacts/<name>.png. */
+export function screenshot(page, name, options = {}) {
+  return page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true, ...options });
+}

@@ -1,0 +1,122 @@
+// worker_decoding.test.mjs — the decoding features through createWorkerEngine() and the real
+// js/worker.js (in a worker_threads Worker, see _worker_shim.mjs): sampler fields and top
+// alternatives, batches, beam search and kvStats give exactly what the in-thread engine gives;
+// aborts keep their summaries; the protocol's one-terminal-reply rule holds for the new
+// requests.
+
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createWorkerEngine, WasmlmError } from '../../js/wasmlm.js';
+import { PROTOCOL_VERSION, Req, Reply } from '../../js/protocol.js';
+import { MODEL, TOKENIZER, collect, loadedEngine, webWorkerLike } from './_helpers.mjs';
+
+const local = await loadedEngine();
+const remote = await createWorkerEngine({ worker: await webWorkerLike() });
+await remote.load({ model: MODEL, tokenizer: TOKENIZER, nSeqMax: 2 });
+after(() => Promise.all([remote.free(), local.free()]));
+
+test('generate: every sampler field and the top alternatives cross the boundary', async () => {
+  const params = { temperature: 0.9, topK: 40, topP: 0.95, minP: 0.01, typicalP: 0.98,
+    repeatPenalty: 1.1, repeatLastN: 32, presencePenalty: 0.3, frequencyPenalty: 0.2,
+    logitBias: new Map([[5, 1.5]]), bannedTokens: [2], samplerOrder: 'runc', nProbs: 5, seed: 99,
+    maxTokens: 50, stop: ['zzz'], addBos: true, contextShift: false, nKeep: 0 };
+  const a = await collect(remote.generate('Once upon a time', params));
+  const b = await collect(local.generate('Once upon a time', params));
+  assert.deepEqual(a, b);
+  assert.ok(a.every((t) => t.id < 0 || (t.top.length === 5 && Number.isFinite(t.logprob))));
+  assert.deepEqual(remote.lastResult.text, local.lastResult.text);
+  assert.equal(remote.lastResult.logprob, local.lastResult.logprob);
+  await assert.rejects(remote.complete('x', { minP: 2 }),
+    (e) => e instanceof WasmlmError && e.code === 'WLM_ERR_INVALID_ARG' && /min_p/.test(e.message));
+  await assert.rejects(remote.complete('x', { samplerOrder: 'x' }), { code: 'WLM_ERR_INVALID_ARG' });
+});
+
+test('generateBatch and completeBatch equal the in-thread engine', async () => {
+  const prompts = ['Once upon a time', 'The dog'];
+  const params = [{ temperature: 0.8, seed: 5, maxTokens: 30, nSamples: 2, nProbs: 2 }, { temperature: 0, maxTokens: 20, seed: 8 }];
+  const a = await collect(remote.generateBatch(prompts, params));
+  const b = await collect(local.generateBatch(prompts, params));
+  assert.deepEqual(a, b);
+  assert.ok(a.every((t) => typeof t.seq === 'number' && 'stopReason' in t));
+  const strip = (r) => r.sequences.map(({ text, stopReason, nGenerated, seed }) => ({ text, stopReason, nGenerated, seed }));
+  assert.deepEqual(strip(remote.lastBatchResult), strip(local.lastBatchResult));
+  const seen = [];
+  const r = await remote.completeBatch('Once', { nSamples: 3, seed: 1, maxTokens: 10 }, { onToken: (t) => seen.push(t) });
+  assert.equal(r.sequences.length, 3);
+  assert.equal(seen.filter((t) => t.stopReason).length, 3);
+  assert.equal((await remote.kvStats()).nSeqMax, 3);
+});
+
+test('beamSearch equals the in-thread engine; onStep crosses as messages', async () => {
+  const steps = [];
+  const a = await remote.beamSearch('Once upon a time', { width: 3, maxTokens: 30 }, { onStep: (s) => steps.push(s) });
+  const b = await local.beamSearch('Once upon a time', { width: 3, maxTokens: 30 });
+  const strip = (r) => ({ ...r, ms: 0 });
+  assert.deepEqual(strip(a), strip(b));
+  assert.ok(a.beams[0].tokens instanceof Int32Array);
+  assert.equal(steps.length, a.steps - 1);
+  assert.deepEqual(remote.lastBeamResult, a);
+  await assert.rejects(remote.beamSearch('x', { width: 0 }), { code: 'WLM_ERR_INVALID_ARG', message: /width/ });
+});
+
+test('aborts in the worker: batch and beam search keep their summaries', async () => {
+  const c1 = new AbortController();
+  let n = 0;
+  await assert.rejects(async () => {
+    for await (const t of remote.generateBatch(['a', 'b'], { temperature: 0, maxTokens: 0 }, { signal: c1.signal })) {
+      if (t.id >= 0 && ++n === 4) c1.abort();
+    }
+  }, { name: 'AbortError' });
+  assert.ok(remote.lastBatchResult.sequences.every((s) => s.stopReason === 'aborted'));
+
+  const c2 = new AbortController();
+  await assert.rejects(remote.beamSearch('Once upon a time', { width: 2, maxTokens: 300 }, {
+    signal: c2.signal, onStep: ({ step }) => { if (step === 2) c2.abort(); },
+  }), { name: 'AbortError' });
+  assert.equal(remote.lastBeamResult.aborted, true);
+  // Usable afterwards.
+  const r = await remote.beamSearch('Once', { width: 2, maxTokens: 4 });
+  assert.equal(r.beams[0].tokens.length, 4);
+});
+
+test('kvStats through the worker', async () => {
+  const s = await remote.kvStats();
+  for (const k of ['blockBytes', 'blocksAllocated', 'blocksUsed', 'blocksShared', 'blockRefs',
+    'nSeqMax', 'nCtx', 'contextBytes', 'wasmMemoryBytes']) assert.equal(typeof s[k], 'number', k);
+});
+
+test('protocol: the new requests get exactly one terminal reply, also when aborted', async () => {
+  const w = await webWorkerLike();
+  const replies = [];
+  w.addEventListener('message', (e) => replies.push(e.data));
+  const terminal = (id) => replies.filter((r) => r.id === id && (r.type === Reply.RESULT || r.type === Reply.ERROR));
+  const until = async (pred) => { while (!pred()) await new Promise((r) => setTimeout(r, 5)); };
+  w.postMessage({ id: 1, type: Req.INIT, options: {} });
+  w.postMessage({ id: 2, type: Req.LOAD, model: MODEL, tokenizer: TOKENIZER });
+  await until(() => terminal(2).length);
+  assert.equal(terminal(1)[0].value.protocol, PROTOCOL_VERSION);
+
+  w.postMessage({ id: 3, type: Req.GENERATE_BATCH, prompts: ['a', 'b'], params: { temperature: 0, maxTokens: 0 } });
+  await until(() => replies.filter((r) => r.id === 3 && r.type === Reply.TOKEN).length >= 4);
+  w.postMessage({ id: 4, type: Req.ABORT, target: 3 });
+  await until(() => terminal(3).length); // the engine is busy until the batch has ended
+  w.postMessage({ id: 5, type: Req.BEAM_SEARCH, prompt: 'Once', params: { width: 2, maxTokens: 300 } });
+  await until(() => replies.some((r) => r.id === 5 && r.type === Reply.STEP));
+  w.postMessage({ id: 6, type: Req.ABORT, target: 5 });
+  w.postMessage({ id: 7, type: Req.KV_STATS }); // allowed while the search runs
+  await until(() => terminal(5).length);
+  w.postMessage({ id: 8, type: Req.BEAM_SEARCH, prompt: 'Once', params: { width: 2, maxTokens: 3 } });
+  await until(() => [3, 4, 5, 6, 7, 8].every((id) => terminal(id).length));
+  assert.equal(terminal(3)[0].error.name, 'AbortError');
+  assert.ok(terminal(3)[0].lastBatchResult.sequences.length === 2);
+  assert.equal(terminal(4)[0].value, true);
+  assert.equal(terminal(5)[0].error.name, 'AbortError');
+  assert.equal(terminal(5)[0].lastBeamResult.aborted, true);
+  assert.equal(terminal(6)[0].value, true);
+  assert.equal(terminal(7)[0].value.nSeqMax, 4);
+  assert.equal(terminal(8)[0].type, Reply.RESULT);
+  assert.equal(terminal(8)[0].value.beams[0].tokens.length, 3);
+  await new Promise((r) => setTimeout(r, 30));
+  for (const id of [1, 2, 3, 4, 5, 6, 7, 8]) assert.equal(terminal(id).length, 1, `request ${id}`);
+  await w.terminate();
+});

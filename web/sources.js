@@ -1,0 +1,121 @@
+// web/sources.js — where the demo's model files come from, as "plans" the page loads: a published
+// model from models/manifest.json (the page's own models/files/ copy first, then the published
+// URL), URLs typed in, or local files (a GGUF alone; a llama2.c checkpoint with its tokenizer).
+// Downloads, checksums and Cache Storage are js/cache.js's; this file only chooses and names.
+//
+// A plan is { label, parts: [Part], verified }, one Part per file, model first:
+//   Part = { stage: 'model'|'tokenizer', name, candidates: [url], sha256, size, verified }
+//        | { stage, name, file: File }
+
+import { ModelCache, download, fileName } from '../js/cache.js';
+
+/** The demo's model cache (js/cache.js's default bucket, 'wasmlm-models-v1'). */
+export const cache = new ModelCache();
+
+/** Where this page's server keeps model files (tools/serve.mjs maps it; see models/README.md). */
+function localCopy(file) {
+  return new URL(`../models/files/${encodeURIComponent(file)}`, import.meta.url).href;
+}
+
+/** "this server" for same-origin URLs, else the host name. */
+export function describeOrigin(url) {
+  const u = new URL(url, document.baseURI);
+  return u.origin === location.origin ? 'this server' : u.host;
+}
+
+/** The plan for a manifest entry. */
+export function planFromEntry(entry) {
+  const part = (spec, stage) => ({
+    stage,
+    name: spec.file,
+    candidates: [localCopy(spec.file), spec.url].filter(Boolean),
+    sha256: spec.sha256 || null,
+    size: spec.size ?? null,
+    verified: Boolean(spec.sha256) && spec.verified !== false,
+  });
+  const parts = [part(entry, 'model')];
+  if (entry.tokenizer) parts.push(part(entry.tokenizer, 'tokenizer'));
+  return { label: entry.id, parts, verified: parts.every((p) => p.verified) };
+}
+
+/** The plan for URLs typed into the page (no checksum to check). */
+export function planFromUrls(modelUrl, tokenizerUrl) {
+  const part = (url, stage) => ({
+    stage, name: fileName(url), candidates: [new URL(url, document.baseURI).href], sha256: null, size: null, verified: false,
+  });
+  const parts = [part(modelUrl, 'model')];
+  if (tokenizerUrl) parts.push(part(tokenizerUrl, 'tokenizer'));
+  return { label: fileName(modelUrl), parts, verified: false, fromUrl: true };
+}
+
+/** The plan for local files: the model, and a tokenizer when the model needs one. */
+export function planFromFiles(model, tokenizer) {
+  const parts = [{ stage: 'model', name: model.name, file: model }];
+  if (tokenizer) parts.push({ stage: 'tokenizer', name: tokenizer.name, file: tokenizer });
+  return { label: model.name, parts, verified: true, local: true };
+}
+
+/**
+ * What a local file looks like from its first 28 bytes: 'gguf' (GGUF magic), 'checkpoint' (a
+ * plausible llama2.c header: dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size,
+ * seq_len), 'tokenizer' (a llama2.c tokenizer.bin starts with a small max_token_length and a
+ * float score), else 'unknown' (the engine will say what is wrong with it).
+ */
+export async function classifyFile(file) {
+  const head = new DataView(await file.slice(0, 28).arrayBuffer());
+  if (head.byteLength >= 4 && head.getUint32(0, true) === 0x46554747) return 'gguf'; // "GGUF"
+  if (head.byteLength < 12) return 'unknown';
+  const h = Array.from({ length: Math.floor(head.byteLength / 4) }, (_, i) => head.getInt32(i * 4, true));
+  if (h.length === 7) {
+    const [dim, hidden, layers, heads, kvHeads, vocab, seq] = h;
+    if (dim > 0 && dim <= 65536 && hidden > 0 && layers > 0 && layers <= 1024 && heads > 0 &&
+        dim % heads === 0 && kvHeads > 0 && heads % kvHeads === 0 && vocab !== 0 &&
+        Math.abs(vocab) <= 1 << 20 && seq > 0 && seq <= 1 << 20) return 'checkpoint';
+  }
+  const maxLen = h[0];
+  const firstLen = h[2];
+  if (maxLen > 0 && maxLen <= 1024 && firstLen > 0 && firstLen <= maxLen) return 'tokenizer';
+  return 'unknown';
+}
+
+/**
+ * Fetches one part: a local file as it is; otherwise the first candidate URL found in the cache,
+ * else a download from the candidates in order (an HTTP error moves on to the next one; the last
+ * candidate's error is thrown). onProgress gets {loaded, total, bytesPerSec, from}.
+ * @returns {Promise<{blob: Blob, url?: string, from: string, fromCache: boolean,
+ *   save?: () => Promise<{stored: boolean, reason?: string, error?: Error}>}>}
+ */
+export async function fetchPart(part, { onProgress, signal }) {
+  if (part.file) {
+    onProgress?.({ loaded: part.file.size, total: part.file.size, bytesPerSec: 0, from: 'a local file' });
+    return { blob: part.file, from: 'a local file', fromCache: false };
+  }
+  for (const url of part.candidates) {
+    const hit = await cache.match(url, { sha256: part.sha256 });
+    if (hit) {
+      onProgress?.({ loaded: hit.size, total: hit.size, bytesPerSec: 0, from: 'the browser cache' });
+      return { blob: hit, url, from: 'the browser cache', fromCache: true };
+    }
+  }
+  for (let i = 0; i < part.candidates.length; i++) {
+    const url = part.candidates[i];
+    const from = describeOrigin(url);
+    try {
+      const blob = await download(url, {
+        sha256: part.sha256,
+        size: part.size,
+        signal,
+        httpCache: cache.available ? 'no-store' : undefined,
+        onProgress: (p) => onProgress?.({ ...p, total: p.total || part.size || 0, from }),
+      });
+      return {
+        blob, url, from, fromCache: false,
+        save: () => cache.put(url, blob, { sha256: part.sha256, name: part.name }),
+      };
+    } catch (err) {
+      const last = i === part.candidates.length - 1;
+      if (last || !(err?.code === 'WLM_ERR_IO' && err.httpStatus)) throw err;
+    }
+  }
+  throw new Error(`${part.name}: no URL to load it from`);
+}
