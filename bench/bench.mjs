@@ -26,6 +26,7 @@ const { createEngine } = await import(process.env.WASMLM_BENCH_ENGINE
   ? new URL(process.env.WASMLM_BENCH_ENGINE, `file://${process.cwd()}/`).href
   : '../js/wasmlm.js');
 import { SHAPES, fileBytes, writeSyntheticModel } from '../tools/synth.mjs';
+import { benchBatch, renderBatch } from './batch.mjs';
 import { plan as quantPlan, ensureGguf, fallbackNote, BIG_SHAPE, QUANT_SHAPES, QUANT_TYPES } from './models.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -127,7 +128,7 @@ const QUICK = {
   probeSamples: 2,
 };
 
-const SECTIONS = ['load', 'simd', 'kv', 'memory', 'quant'];
+const SECTIONS = ['load', 'simd', 'kv', 'memory', 'quant', 'batch'];
 
 /** A bad command line: printed without a stack trace, exit status 2. */
 class UsageError extends Error {}
@@ -639,6 +640,8 @@ function render(report) {
     const goals = report.results.find((r) => r.kind === 'quantGoals');
     for (const g of goals?.goals ?? []) out.push(`   goal: ${g.goal}: ${g.text} — ${g.met ? 'met' : 'NOT met'}`);
   }
+  const batch = report.results.filter((r) => r.kind === 'batch');
+  if (batch.length) out.push('', `6. ${renderBatch(batch)}`);
   if (report.missing.length) out.push('', `Not measured: ${report.missing.join('; ')}`);
   return out.join('\n');
 }
@@ -682,7 +685,7 @@ async function ensureSynthetic(m) {
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   if (opts.help) {
-    console.log('usage: node bench/bench.mjs [--quick] [--json] [--out FILE] [--only load,simd,kv,memory,quant] [--runs N]\n' +
+    console.log('usage: node bench/bench.mjs [--quick] [--json] [--out FILE] [--only load,simd,kv,memory,quant,batch] [--runs N]\n' +
       `                          [--models ${DEFAULT_MODELS.join(',')}]   (also: stories42M, stories110M, synthetic)\n` +
       `                          quantized section: [--big] [--shapes ${[...QUANT_SHAPES, BIG_SHAPE].join(',')}] [--types ${QUANT_TYPES.join(',')}]`);
     return;
@@ -756,6 +759,10 @@ async function main() {
       fmaIters: probe.fmaIters, readGBs: rateStat(allProbes.read), fmaGFLOPs: rateStat(allProbes.fma) });
     report.results.push(...rows);
     report.results.push({ kind: 'quantGoals', goals: quantGoals(rows) });
+  }
+  if (opts.only.includes('batch')) {
+    log('batch (6.): batched decode and prefill');
+    report.results.push(...await benchBatch({ quick: opts.quick }));
   }
   report.totalSeconds = (now() - t0) / 1000;
   report.machine.loadavgEnd = os.loadavg();
