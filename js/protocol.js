@@ -20,6 +20,7 @@
 //   {type:'beam_search', prompt, params}             step* {step: BeamStep}, result BeamResult
 //                                                    (error {error, lastBeamResult} when aborted)
 //   {type:'kv_stats'}                                result KvStats
+//   {type:'preview', params}                         result PreviewResult
 //   {type:'abort', target}                           result boolean
 //   {type:'tokenize', text, options}                 result Int32Array (buffer transferred)
 //   {type:'detokenize', ids}                         result string
@@ -31,7 +32,7 @@
 // `seq` and `stopReason`; BeamResult's beams carry their `tokens` as Int32Array.
 
 /** Version of this message set; the worker echoes it in the 'init' result. */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 /** Request types (client → worker). */
 export const Req = Object.freeze({
@@ -41,6 +42,7 @@ export const Req = Object.freeze({
   GENERATE_BATCH: 'generate_batch',
   BEAM_SEARCH: 'beam_search',
   KV_STATS: 'kv_stats',
+  PREVIEW: 'preview',
   ABORT: 'abort',
   TOKENIZE: 'tokenize',
   DETOKENIZE: 'detokenize',

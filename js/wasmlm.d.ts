@@ -327,6 +327,24 @@ export interface Token {
   top?: TokenAlternative[];
 }
 
+/**
+ * What previewDistribution() returns: the sampler chain of the given parameters applied again
+ * to the logits the last generated token was drawn from (wlm_sampler_preview).
+ */
+export interface PreviewResult {
+  /** The token one draw with params.seed picks from the previewed distribution. */
+  id: number;
+  /** Its model probability (softmax at temperature 1, before every stage). */
+  prob: number;
+  /** ln(prob). */
+  logprob: number;
+  /** Its probability after every stage of the previewed chain. */
+  probSampled: number;
+  /** The params.nProbs (default 10) most probable candidates, ordered as Token.top: `prob`
+   *  before the filters, `probSampled` after them (the probSampled values sum to at most 1). */
+  top: TokenAlternative[];
+}
+
 /** Summary of a generation (engine.lastResult, and what complete() returns). */
 export interface LastResult {
   /** Why it ended. */
@@ -624,6 +642,19 @@ export interface Engine {
    *   engine.lastBeamResult).
    */
   beamSearch(prompt: string, params?: BeamParams, options?: BeamSearchOptions): Promise<BeamResult>;
+
+  /**
+   * Re-applies a sampler chain to the logits the last generated token of sequence 0 was drawn
+   * from (of the running generation or batch, or of the last one), without changing the
+   * generation: to show how each parameter reshapes the candidates. `params` as generate()'s
+   * (penalties count the sequence's tokens, as wlm_generate_next would); nProbs defaults to 10.
+   * With the parameters of the generation, `top` equals the last Token's `top`. Allowed while
+   * a generation or batch runs (it then previews the current step).
+   * @throws WasmlmError WLM_ERR_STATE before any token was generated on this context (also
+   *   after load(), reset(), evalTokens() and beamSearch(), or while a load or beam search
+   *   runs), WLM_ERR_INVALID_ARG (parameters, as generate()).
+   */
+  previewDistribution(params?: GenerateParams): Promise<PreviewResult>;
 
   /** The KV cache's occupancy and the context's memory now; allowed while a generation runs.
    *  @throws WasmlmError WLM_ERR_STATE without a model. */

@@ -151,6 +151,7 @@ const REQUIRED_EXPORTS = [
   'wlmjs_token_top_id', 'wlmjs_token_top_prob', 'wlmjs_token_top_logprob',
   'wlmjs_token_top_prob_sampled', 'wlmjs_tokens_new', 'wlmjs_token_at',
   'wlmjs_generate_batch_begin', 'wlmjs_beam_begin', 'wlmjs_beam_field', 'wlmjs_beam_memory',
+  'wlm_sampler_preview',
 ];
 
 async function compileWasm(source) {
@@ -471,6 +472,8 @@ class Engine {
   #pieces = null;    // token id → standalone text of its piece, filled lazily (top alternatives)
   #piecesAfterBos = null;
   #lenSlot = 0;      // a 4-byte slot for wlm_token_piece's length
+  #previewPrev;      // the token before the last one sequence 0 drew (for the alternatives'
+                     // text), or undefined when no generation has drawn one on this context
 
   /** The result of the last generation, or null. See LastResult in wasmlm.d.ts. */
   lastResult = null;
@@ -552,6 +555,7 @@ class Engine {
     this.#ctxParams = null;
     this.#pieces = null;
     this.#piecesAfterBos = null;
+    this.#previewPrev = undefined;
   }
 
   /** Creates a context for the loaded model (wlmjs_context_new); returns the handle. */
@@ -586,6 +590,7 @@ class Engine {
     const x = this.#x;
     x.wlm_context_free(this.#ctx);
     this.#ctx = 0;
+    this.#previewPrev = undefined;
     try {
       this.#ctx = this.#newContext(this.#model, { ...cur, nSeqMax: n });
       this.#ctxParams = { ...cur, nSeqMax: n };
@@ -988,6 +993,7 @@ class Engine {
           }
           break;
         }
+        this.#previewPrev = prev;
         prev = token.id;
         result.text += token.text;
         result.nGenerated++;
@@ -1178,6 +1184,7 @@ class Engine {
             ended[i] = true;
             s.stopReason = stopReason;
           } else {
+            if (i === 0) this.#previewPrev = prev[i];
             prev[i] = token.id;
             s.nGenerated++;
             s.logprob += token.logprob;
@@ -1250,6 +1257,7 @@ class Engine {
     const x = this.#x;
     const gen = {};
     this.#busy = 'beam search';
+    this.#previewPrev = undefined; // the beams replace sequence 0's logits
     this.#gen = gen;
     let promptPtr = 0;
     let begun = false;
@@ -1321,6 +1329,45 @@ class Engine {
   }
 
   /**
+   * The distribution a sampler chain leaves on the logits the last generated token (of
+   * sequence 0) was drawn from, without disturbing the generation (wlm_sampler_preview):
+   * `params` as generate()'s (nProbs default 10). May be called between the tokens of a
+   * generation or a batch, and after one ends. See PreviewResult in wasmlm.d.ts.
+   * @param {import('./wasmlm.d.ts').GenerateParams} [params]
+   * @returns {Promise<import('./wasmlm.d.ts').PreviewResult>}
+   */
+  async previewDistribution(params = {}) {
+    this.#needModel();
+    if (this.#busy === 'load' || this.#busy === 'beam search') {
+      throw jsError('WLM_ERR_STATE', `cannot preview the sampler while a ${this.#busy} is in progress`);
+    }
+    if (this.#previewPrev === undefined) {
+      throw jsError('WLM_ERR_STATE', 'previewDistribution(): no token generated yet ' +
+        '(it shows the distribution the last generated token was drawn from)');
+    }
+    params ??= {};
+    if (typeof params !== 'object') {
+      throw jsError('WLM_ERR_INVALID_ARG', `generation parameters must be an object, got ${params}`);
+    }
+    const x = this.#x;
+    let paramsPtr = 0;
+    let tok = 0;
+    try {
+      paramsPtr = this.#genParams({ ...params, nProbs: params.nProbs ?? 10 });
+      tok = x.wlmjs_token_new() >>> 0;
+      if (!tok) throw jsError('WLM_ERR_NOMEM', 'cannot allocate a token slot');
+      const rc = x.wlm_sampler_preview(this.#ctx, 0, paramsPtr, tok);
+      if (rc < 0) throw this.#ctxError(rc);
+      const { token } = this.#readToken(tok, new TextDecoder(), this.#previewPrev);
+      return { id: token.id, prob: token.prob, logprob: token.logprob,
+        probSampled: token.probSampled, top: token.top ?? [] };
+    } finally {
+      if (tok) x.wlmjs_free(tok);
+      if (paramsPtr) x.wlmjs_free(paramsPtr);
+    }
+  }
+
+  /**
    * The KV cache's occupancy now (wlm_kv_stats) and the context's memory. May be called at
    * any time, also while a generation runs.
    * @returns {Promise<import('./wasmlm.d.ts').KvStats>}
@@ -1354,6 +1401,7 @@ class Engine {
     if (!p) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the token ids');
     try {
       new Int32Array(x.memory.buffer, p, arr.length).set(arr);
+      this.#previewPrev = undefined; // new logits: not the ones a token was drawn from
       const rc = x.wlm_eval(this.#ctx, p, arr.length);
       if (rc !== 0) throw this.#ctxError(rc);
       const logits = x.wlm_logits(this.#ctx) >>> 0;
@@ -1372,6 +1420,7 @@ class Engine {
     this.#needModel();
     this.#needIdle('reset');
     this.#x.wlm_context_reset(this.#ctx);
+    this.#previewPrev = undefined;
   }
 
   /**
@@ -1634,6 +1683,11 @@ class WorkerEngine {
   /** Same contract as Engine.kvStats. */
   async kvStats() {
     return this.#request(Req.KV_STATS).promise;
+  }
+
+  /** Same contract as Engine.previewDistribution. */
+  async previewDistribution(params = {}) {
+    return this.#request(Req.PREVIEW, { params: params ?? {} }).promise;
   }
 
   /** Frees the model in the worker and terminates the worker. Further calls reject. */

@@ -97,6 +97,10 @@ async function handle(msg) {
       value = await (await engine()).kvStats();
       break;
     }
+    case Req.PREVIEW: {
+      value = await (await engine()).previewDistribution(msg.params);
+      break;
+    }
     case Req.ABORT: {
       const controller = running.get(msg.target);
       controller?.abort();

@@ -66,7 +66,7 @@ static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                              "%scontext_shift must be 0 or 1 (got %d)", who,
                              (int)params->context_shift);
-    if (params->n_keep < 0 || params->n_keep >= c->n_ctx - 1)
+    if (params->n_keep < 0 || (params->context_shift && params->n_keep >= c->n_ctx - 1))
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                              "%sn_keep must be in 0..%d for a context of %d (got %d)", who,
                              (int)c->n_ctx - 2, (int)c->n_ctx, (int)params->n_keep);
@@ -279,6 +279,14 @@ static int sample_seq(wlm_context *c, int32_t i, wlm_token *out) {
     int32_t next = wlm_sampler_sample(&g->sampler, logits, s->tokens, s->n_past, out);
     if (next < 0) {
         g->active = 0;
+        int32_t finite = 0;
+        for (int32_t t = 0; t < m->hp.vocab_size && !finite; t++)
+            finite = logits[t] > -INFINITY && logits[t] == logits[t];
+        if (!finite) /* the weights overflow float32 somewhere: report, never sample garbage */
+            return wlm_set_error(c->errmsg, WLM_ERR_FORMAT,
+                                 "sequence %d: every logit is NaN or -inf at this step (the "
+                                 "model's weights overflow float32)",
+                                 (int)i);
         return wlm_set_error(c->errmsg, next,
                              "sequence %d: the logit bias and banned tokens leave no token to "
                              "sample",

@@ -9,7 +9,11 @@
 // checksum, format, truncated, …) and data-cache (hit, stored, quota, unavailable, error,
 // local), and #load-detail the bytes, total and rate during a load; #output holds one
 // <span class="tok p0..p4" data-prob data-id> per streamed token (its colour bin); #applied
-// lists the parameters of the last generation.
+// lists the parameters of the last generation; body[data-runs] counts the generations and
+// beam searches started. #prob-chart holds one <tr data-id data-prob data-prob-sampled> per
+// candidate of the last token (data-source 'generation' or 'preview'; data-previews counts the
+// previews drawn after slider moves); #token-alternatives lists a hovered token's candidates;
+// a beam search fills #output with <li class="beam" data-score data-logprob>, best first.
 //
 // The library (js/wasmlm.js, js/cache.js through ./sources.js) is imported dynamically, so a
 // page that cannot load it still says why.
@@ -38,16 +42,36 @@ const SLIDERS = [
   { id: 'top-k', param: 'topK', name: 'top-k',
     show: (v) => (v === 0 ? 'off' : String(v)), applied: String },
   { id: 'top-p', param: 'topP', name: 'top-p', show: (v) => v.toFixed(2), applied: (v) => v.toFixed(2) },
+  { id: 'min-p', param: 'minP', name: 'min-p',
+    show: (v) => (v === 0 ? 'off' : v.toFixed(2)), applied: (v) => v.toFixed(2) },
+  { id: 'typical-p', param: 'typicalP', name: 'typical-p',
+    show: (v) => (v === 1 ? 'off' : v.toFixed(2)), applied: (v) => v.toFixed(2) },
   { id: 'repeat-penalty', param: 'repeatPenalty', name: 'repetition penalty',
     show: (v) => (v === 1 ? 'off' : v.toFixed(2)), applied: (v) => v.toFixed(2) },
+  { id: 'presence-penalty', param: 'presencePenalty', name: 'presence penalty',
+    show: (v) => (v === 0 ? 'off' : v.toFixed(2)), applied: (v) => v.toFixed(2) },
+  { id: 'frequency-penalty', param: 'frequencyPenalty', name: 'frequency penalty',
+    show: (v) => (v === 0 ? 'off' : v.toFixed(2)), applied: (v) => v.toFixed(2) },
   { id: 'max-tokens', param: 'maxTokens', name: 'max tokens', show: String, applied: String },
 ];
 
+/** Names of the sampler orders (the #sampler-order options), for the applied line. */
+const ORDER_NAMES = { llamacpp: 'llama.cpp', runc: 'run.c' };
+
+/** Candidates shown in the probability chart (and requested per token). */
+const N_PROBS = 10;
+
+/** Wait after the last slider movement before previewing the distribution again. */
+const PREVIEW_DEBOUNCE_MS = 50;
+
 /** Presets set the sliders (the seed and the stop strings stay as they are). */
 const PRESETS = {
-  precise: { name: 'Precise', temperature: 0.3, topK: 20, topP: 0.75, repeatPenalty: 1.15, maxTokens: 128 },
-  balanced: { name: 'Balanced', temperature: 0.8, topK: 40, topP: 0.9, repeatPenalty: 1.1, maxTokens: 256 },
-  creative: { name: 'Creative', temperature: 1.2, topK: 0, topP: 0.95, repeatPenalty: 1.0, maxTokens: 384 },
+  precise: { name: 'Precise', temperature: 0.3, topK: 20, topP: 0.75, minP: 0.1, typicalP: 1,
+    repeatPenalty: 1.15, presencePenalty: 0, frequencyPenalty: 0, maxTokens: 128 },
+  balanced: { name: 'Balanced', temperature: 0.8, topK: 40, topP: 0.9, minP: 0.05, typicalP: 1,
+    repeatPenalty: 1.1, presencePenalty: 0, frequencyPenalty: 0, maxTokens: 256 },
+  creative: { name: 'Creative', temperature: 1.2, topK: 0, topP: 0.95, minP: 0.02, typicalP: 1,
+    repeatPenalty: 1.0, presencePenalty: 0.3, frequencyPenalty: 0.2, maxTokens: 384 },
 };
 
 /** Token probability → colour bin (the legend under the output lists the same bounds). */
@@ -66,6 +90,11 @@ const app = {
   genController: null,
   localPending: { model: null, tokenizer: null, kind: null },
   activeToken: null, // the token span that takes the output's Tab stop (roving tabindex)
+  tokenTops: new WeakMap(), // token span → its top alternatives (Token.top)
+  lastParams: null,  // the parameters of the last generation (previews start from them)
+  previewTimer: 0,
+  previewSeq: 0,     // a newer preview (or a new token) supersedes an older one
+  previews: 0,       // previews drawn, exposed as #prob-chart[data-previews] for tests
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -192,11 +221,19 @@ function syncSliderOutputs() {
   for (const s of SLIDERS) {
     $(`${s.id}-value`).textContent = s.show(Number($(s.id).value));
   }
+  const width = beamWidth();
+  $('beam-width-value').textContent = width >= 2 ? String(width) : 'off';
   syncPresetButtons();
 }
 
 function sliderValues() {
   return Object.fromEntries(SLIDERS.map((s) => [s.param, Number($(s.id).value)]));
+}
+
+/** The beam width control: 0 or 1 is off (sampling), 2..8 runs a beam search. */
+function beamWidth() {
+  const v = Math.trunc(Number($('beam-width').value));
+  return Number.isFinite(v) && v >= 2 ? Math.min(v, 8) : 0;
 }
 
 /** Marks the preset the sliders match (aria-pressed), and says what it sets. */
@@ -212,7 +249,7 @@ function syncPresetButtons() {
   $('preset-hint').textContent = current
     ? `${current.name}: ${SLIDERS.map((s) => `${s.name} ${s.show(current[s.param])}`).join(' · ')}. ` +
       'Seed and stop strings are kept.'
-    : 'Custom settings. A preset sets temperature, top-k, top-p, repetition penalty and max tokens.';
+    : 'Custom settings. A preset sets temperature, top-k, top-p, min-p, typical-p, the penalties and max tokens.';
 }
 
 function applyPreset(key) {
@@ -255,6 +292,8 @@ function syncStopError() {
  */
 function readParams() {
   const params = sliderValues();
+  params.samplerOrder = $('sampler-order').value;
+  params.nProbs = N_PROBS;
   const seedText = $('seed').value.trim();
   const seed = seedText === '' ? NaN : Math.trunc(Number(seedText));
   const seedRandom = !Number.isFinite(seed);
@@ -266,6 +305,9 @@ function readParams() {
 
 function showApplied(params, seedRandom) {
   const parts = SLIDERS.map((s) => `${s.name} ${s.applied(params[s.param])}`);
+  if (params.samplerOrder !== 'llamacpp') {
+    parts.splice(parts.length - 1, 0, `order ${ORDER_NAMES[params.samplerOrder]}`);
+  }
   if (params.stop) parts.push(`stop ${params.stop.map((s) => JSON.stringify(s)).join(' ')}`);
   parts.push(`seed ${params.seed}${seedRandom ? ' (random)' : ''}`);
   $('applied').textContent = `applied: ${parts.join(' · ')}`;
@@ -589,6 +631,106 @@ async function removeCached(url) {
 }
 
 // ------------------------------------------------------------------------------------------------
+// The probability chart: the top candidates before and after the filters
+
+/** A bar (a CSS width) with its value as text, for one chart cell. */
+function barCell(p, kind) {
+  const td = document.createElement('td');
+  td.className = `bar-cell ${kind}`;
+  const track = document.createElement('span');
+  track.className = 'bar-track';
+  track.setAttribute('aria-hidden', 'true');
+  const bar = document.createElement('span');
+  bar.className = `bar ${kind}`;
+  bar.style.width = `${Math.max(0, Math.min(1, p)) * 100}%`;
+  track.append(bar);
+  const value = document.createElement('span');
+  value.className = 'bar-value';
+  value.textContent = fmtPercent(p);
+  const line = document.createElement('span');
+  line.className = 'bar-line';
+  line.append(track, value);
+  td.append(line);
+  return td;
+}
+
+/**
+ * Draws `top` (Token.top / PreviewResult.top) into #prob-chart. `source` is 'generation' (the
+ * settings the token was drawn with) or 'preview' (the sliders' settings now).
+ */
+function drawChart(top, source, tokenIndex, tokenText) {
+  const rows = top.map((alt, i) => {
+    const tr = document.createElement('tr');
+    tr.dataset.id = String(alt.id);
+    tr.dataset.prob = String(alt.prob);
+    tr.dataset.probSampled = String(alt.probSampled);
+    if (alt.probSampled === 0) tr.classList.add('removed');
+    const th = document.createElement('th');
+    th.scope = 'row';
+    th.className = 'cand';
+    th.textContent = `${i + 1}. ${showPiece(alt.text)}`;
+    th.title = `token id ${alt.id}`;
+    tr.append(th, barCell(alt.prob, 'before'), barCell(alt.probSampled, 'after'));
+    tr.setAttribute('aria-label', `${showPiece(alt.text)}: ${fmtPercent(alt.prob)} before the filters, ` +
+      `${fmtPercent(alt.probSampled)} after`);
+    return tr;
+  });
+  $('prob-rows').replaceChildren(...rows);
+  const chart = $('prob-chart');
+  chart.dataset.source = source;
+  const which = `token ${tokenIndex} (${showPiece(tokenText)})`;
+  $('chart-caption').textContent = source === 'preview'
+    ? `Top ${top.length} candidates for ${which}, with the settings of the sliders now (preview, nothing generated)`
+    : `Top ${top.length} candidates for ${which}, with the settings it was drawn with`;
+}
+
+/** Empties the chart and says why. */
+function clearChart(caption) {
+  $('prob-rows').replaceChildren();
+  $('prob-chart').dataset.source = 'none';
+  $('chart-caption').textContent = caption;
+}
+
+/** The last generated token span (the one the chart describes), or null. */
+function lastTokenSpan() {
+  const tokens = $('output').getElementsByClassName('tok');
+  return tokens.length ? tokens[tokens.length - 1] : null;
+}
+
+/** Redraws the chart with the sliders' values, ~50 ms after the last movement. */
+function schedulePreview() {
+  clearTimeout(app.previewTimer);
+  app.previewTimer = setTimeout(previewNow, PREVIEW_DEBOUNCE_MS);
+}
+
+async function previewNow() {
+  app.previewTimer = 0;
+  const engine = app.engine;
+  const span = lastTokenSpan();
+  if (!engine || !app.lastParams || !span || typeof engine.previewDistribution !== 'function') return;
+  const seq = ++app.previewSeq;
+  // The last generation's seed and stop strings, the sliders' sampler settings.
+  const params = { ...app.lastParams, ...sliderValues(), samplerOrder: $('sampler-order').value, nProbs: N_PROBS };
+  delete params.maxTokens;
+  let preview;
+  try {
+    preview = await engine.previewDistribution(params);
+  } catch (err) {
+    // While generating, the next token redraws the chart anyway; after a beam search or a
+    // failed run there is no distribution to preview. Neither is worth an error.
+    if (seq === app.previewSeq && document.body.dataset.state !== 'generating') {
+      clearChart(`No distribution to preview: ${describeError(err)}`);
+    }
+    return;
+  }
+  if (seq !== app.previewSeq || engine !== app.engine || lastTokenSpan() !== span) return;
+  const tokens = $('output').getElementsByClassName('tok');
+  drawChart(preview.top, 'preview', tokens.length, span.textContent);
+  app.previews++;
+  $('prob-chart').dataset.previews = String(app.previews);
+}
+
+// ------------------------------------------------------------------------------------------------
 // Output: tokens, their colours and the token inspector
 
 /** Describes a token span in the inspector line under the output. */
@@ -600,6 +742,29 @@ function showTokenDetail(span) {
   $('token-detail').textContent = `Token ${index} of ${tokens.length}: ${showPiece(span.textContent)} · ` +
     `id ${span.dataset.id} · p = ${fmtPercent(prob)}` +
     (Number.isFinite(sampled) ? ` · drawn with p = ${fmtPercent(sampled)} after the filters` : '');
+  showAlternatives(span, index);
+}
+
+/** Lists a token's alternatives (its top candidates) under the inspector line. */
+function showAlternatives(span, index) {
+  const top = app.tokenTops.get(span);
+  const box = $('token-alternatives');
+  if (!top || top.length === 0) {
+    box.hidden = true;
+    return;
+  }
+  $('token-alternatives-title').textContent = `Alternatives for token ${index} (${showPiece(span.textContent)}), ` +
+    'probability before → after the filters:';
+  const chosen = Number(span.dataset.id);
+  $('token-alternatives-list').replaceChildren(...top.map((alt) => {
+    const li = document.createElement('li');
+    li.dataset.id = String(alt.id);
+    if (alt.id === chosen) li.className = 'chosen';
+    li.textContent = `${showPiece(alt.text)} ${fmtPercent(alt.prob)} → ${fmtPercent(alt.probSampled)}` +
+      (alt.id === chosen ? ' (drawn)' : '');
+    return li;
+  }));
+  box.hidden = false;
 }
 
 /** Makes `span` the output's one Tab stop (roving tabindex) and optionally focuses it. */
@@ -659,7 +824,14 @@ async function generate() {
   }
 
   const { params, seedRandom } = readParams();
+  document.body.dataset.runs = String(Number(document.body.dataset.runs || 0) + 1);
+  const width = beamWidth();
+  if (width >= 2) {
+    await beamSearch(engine, width, params.maxTokens);
+    return;
+  }
   showApplied(params, seedRandom);
+  app.lastParams = params;
   const prompt = $('prompt').value;
   const nCtx = app.info.nCtx;
 
@@ -668,8 +840,7 @@ async function generate() {
   promptSpan.className = 'prompt';
   promptSpan.append(document.createTextNode(prompt));
   output.replaceChildren(promptSpan);
-  app.activeToken = null;
-  $('token-detail').textContent = 'Hover over a token, or tab into the text and use ← →, to see its probability.';
+  resetOutputState();
   for (const id of ['ttft', 'prefill', 'decode']) setStat(id, '…');
   $('stat-prefill').title = '';
   setStat('tokens', '0');
@@ -722,6 +893,11 @@ async function generate() {
       n++;
       const span = tokenSpan(tok);
       output.append(span);
+      if (tok.top) {
+        app.tokenTops.set(span, tok.top);
+        app.previewSeq++; // a preview still running describes the previous token
+        drawChart(tok.top, 'generation', n, tok.text);
+      }
       if (!app.activeToken && tok.text !== '') activateToken(span, false);
       if (!frame) frame = requestAnimationFrame(refresh);
     }
@@ -760,6 +936,96 @@ async function generate() {
   else setState('ready');
 }
 
+/** Forgets the previous run's tokens: inspector, alternatives, chart. */
+function resetOutputState() {
+  app.activeToken = null;
+  app.previewSeq++;
+  clearTimeout(app.previewTimer);
+  $('token-detail').textContent = 'Hover over a token, or tab into the text and use ← →, to see its probability.';
+  $('token-alternatives').hidden = true;
+  clearChart('Generate to see the top 10 candidates for each token.');
+}
+
+/** Runs a beam search of `width` beams and lists them in #output, best first. */
+async function beamSearch(engine, width, maxTokens) {
+  const prompt = $('prompt').value;
+  const nCtx = app.info.nCtx;
+  const output = $('output');
+  output.replaceChildren();
+  resetOutputState();
+  app.lastParams = null; // a beam search leaves no distribution to preview
+  clearChart('A beam search draws no samples: no candidates to show.');
+  $('applied').textContent = `applied: beam search · width ${width} · max tokens ${maxTokens} · length penalty 1`;
+  for (const id of ['ttft', 'prefill', 'decode']) setStat(id, '—');
+  $('stat-prefill').title = '';
+  setStat('tokens', '…');
+  setStat('stop', '—');
+
+  const controller = new AbortController();
+  app.genController = controller;
+  setState('generating');
+  let result = null;
+  let failure = null;
+  let aborted = false;
+  const t0 = performance.now();
+  try {
+    result = await engine.beamSearch(prompt, { width, maxTokens }, { signal: controller.signal });
+  } catch (err) {
+    if (err?.name === 'AbortError') {
+      aborted = true;
+      result = engine.lastBeamResult;
+    } else {
+      failure = err;
+    }
+  } finally {
+    app.genController = null;
+  }
+  const ms = performance.now() - t0;
+
+  if (result) {
+    const list = document.createElement('ol');
+    list.className = 'beams';
+    list.setAttribute('aria-label', `${result.beams.length} beams, best first`);
+    result.beams.forEach((beam, i) => {
+      const li = document.createElement('li');
+      li.className = 'beam';
+      li.dataset.score = String(beam.score);
+      li.dataset.logprob = String(beam.logprob);
+      li.dataset.tokens = String(beam.tokens.length);
+      const text = document.createElement('p');
+      text.className = 'beam-text';
+      const promptSpan = document.createElement('span');
+      promptSpan.className = 'prompt';
+      promptSpan.textContent = prompt;
+      const gen = document.createElement('span');
+      gen.className = 'beam-gen';
+      gen.textContent = beam.text;
+      text.append(promptSpan, gen);
+      const meta = document.createElement('p');
+      meta.className = 'beam-meta';
+      meta.textContent = `${i === 0 ? 'Best · ' : ''}score ${beam.score.toFixed(4)} · log-prob ` +
+        `${beam.logprob.toFixed(3)} · ${beam.tokens.length} tokens · ${beam.stopReason.replace('_', ' ')}`;
+      li.append(text, meta);
+      list.append(li);
+    });
+    output.replaceChildren(list);
+    const best = result.beams[0];
+    setStat('tokens', best ? String(best.tokens.length) : '0');
+    setStat('context', best ? `${result.nPrompt + best.tokens.length} / ${nCtx}` : `0 / ${nCtx}`);
+    $('stat-prefill').title = `${result.steps} steps in ${fmtMs(ms)} · ${fmtBytes(result.kvBytes)} of KV cache ` +
+      `(${fmtBytes(result.kvBytesPerBeam)} per beam)`;
+    if (engine.wasmMemoryBytes) setStat('memory', fmtBytes(engine.wasmMemoryBytes));
+  } else {
+    setStat('tokens', '0');
+  }
+  const reason = failure ? 'error' : aborted ? 'aborted' : (result?.beams[0]?.stopReason ?? 'done');
+  const stopStat = $('stat-stop');
+  stopStat.textContent = reason.replace('_', ' ');
+  stopStat.dataset.reason = reason;
+  if (failure) showError(`Beam search failed: ${describeError(failure)}`, 'generation');
+  else setState('ready');
+}
+
 function stop() {
   app.genController?.abort();
 }
@@ -768,10 +1034,20 @@ function stop() {
 // Wiring
 
 function wireControls() {
-  for (const s of SLIDERS) $(s.id).addEventListener('input', syncSliderOutputs);
+  for (const s of SLIDERS) {
+    $(s.id).addEventListener('input', () => {
+      syncSliderOutputs();
+      if (s.param !== 'maxTokens') schedulePreview();
+    });
+  }
+  $('beam-width').addEventListener('input', syncSliderOutputs);
+  $('sampler-order').addEventListener('change', schedulePreview);
   syncSliderOutputs();
   for (const button of document.querySelectorAll('button.preset')) {
-    button.addEventListener('click', () => applyPreset(button.dataset.preset));
+    button.addEventListener('click', () => {
+      applyPreset(button.dataset.preset);
+      schedulePreview();
+    });
   }
   $('stop-strings').addEventListener('input', syncStopError);
 

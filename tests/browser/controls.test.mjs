@@ -61,7 +61,7 @@ test('presets set the sliders, keep the seed, and a moved slider makes the setti
     temperature: '0.30', 'top-k': '20', 'top-p': '0.75', 'repeat-penalty': '1.15', 'max-tokens': '128',
   });
   assert.deepEqual(await pressed(), ['Precise']);
-  assert.match(await text('#preset-hint'), /^Precise: temperature 0\.30 · top-k 20 · top-p 0\.75 · repetition penalty 1\.15 · max tokens 128\./);
+  assert.match(await text('#preset-hint'), /^Precise: temperature 0\.30 · top-k 20 · top-p 0\.75 · min-p 0\.10 · typical-p off · repetition penalty 1\.15 · presence penalty off · frequency penalty off · max tokens 128\./);
   assert.equal(await page.locator('#seed').inputValue(), '7');
 
   await page.getByRole('button', { name: 'Creative' }).click();
@@ -80,7 +80,7 @@ test('presets set the sliders, keep the seed, and a moved slider makes the setti
   await page.getByRole('button', { name: 'Balanced' }).click();
   assert.deepEqual(await pressed(), ['Balanced']);
   await generate();
-  assert.match(await text('#applied'), /^applied: temperature 0\.80 · top-k 40 · top-p 0\.90 · repetition penalty 1\.10 · max tokens 256 · seed 7$/);
+  assert.match(await text('#applied'), /^applied: temperature 0\.80 · top-k 40 · top-p 0\.90 · min-p 0\.05 · typical-p 1\.00 · repetition penalty 1\.10 · presence penalty 0\.00 · frequency penalty 0\.00 · max tokens 256 · seed 7$/);
   await page.locator('#seed').fill('');
   browser.assertNoProblems();
 });
