@@ -119,7 +119,7 @@ const BAD = [
   [{ nProbs: 21 }, /n_probs/],
   [{ nProbs: -1 }, /n_probs/],
   [{ nKeep: -1 }, /n_keep/],
-  [{ nKeep: 100000 }, /n_keep/],
+  [{ nKeep: 100000, contextShift: true }, /n_keep/],
   [{ repeatPenalty: NaN }, /repeat_penalty/],
   [{ logitBias: { 512: 1 } }, /512/],
   [{ logitBias: { 5: NaN } }, /bias/],
