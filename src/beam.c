@@ -68,10 +68,7 @@ static void finish_search(wlm_context *c, int aborted) {
         for (; j > 0 && b->fin[j - 1].score < h.score; j--) b->fin[j] = b->fin[j - 1];
         b->fin[j] = h;
     }
-    for (int32_t s = 0; s < c->n_seq_max; s++) {
-        c->seqs[s].n_past = 0;
-        wlm_seq_clear(c, s);
-    }
+    for (int32_t s = 0; s < c->n_seq_max; s++) wlm_seq_clear(c, s);
     b->n_live = 0;
     b->active = 0;
     b->done = 1;
@@ -131,13 +128,7 @@ int wlm_beam_begin(wlm_context *ctx, const int32_t *prompt, int32_t n, const wlm
     b->max_tokens = max_new;
     b->length_penalty = p->length_penalty;
     b->n_prompt = n;
-    int32_t *seq0 = calloc((size_t)n, sizeof(int32_t));
-    if (!seq0) {
-        wlm_beam_release(ctx);
-        return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM, "out of memory for the prompt");
-    }
-    int rc = wlm_eval_entries(ctx, prompt, seq0, NULL, n);
-    free(seq0);
+    int rc = wlm_eval_entries(ctx, prompt, NULL, NULL, n); /* the prompt on sequence 0 */
     if (rc != WLM_OK) {
         wlm_beam_release(ctx);
         return rc;

@@ -415,7 +415,8 @@ int wlm_seq_shift(wlm_context *ctx, int32_t seq, int32_t n_keep, int32_t n_disca
 
 /* ---- evaluation --------------------------------------------------------------------------- */
 
-/* Evaluates entries (tokens[i] appended to seq_ids[i]) in chunks of WLM_BATCH_CHUNK. */
+/* Evaluates entries (tokens[i] appended to sequence SEQ(i)) in chunks of WLM_BATCH_CHUNK. */
+#define SEQ(i) (seq_ids ? seq_ids[i] : 0)
 static int run_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq_ids,
                        const uint8_t *want, int32_t n) {
     const int32_t vocab = c->model->hp.vocab_size;
@@ -442,7 +443,7 @@ static int run_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq
     c->n_entries = 0; /* logits are invalid until the whole batch ran */
     c->last_logits = -1;
     int32_t added[WLM_MAX_SEQ] = {0};
-    for (int32_t i = 0; i < n; i++) added[seq_ids[i]]++;
+    for (int32_t i = 0; i < n; i++) added[SEQ(i)]++;
     for (int32_t sq = 0; sq < c->n_seq_max; sq++) {
         if (!added[sq]) continue;
         int rc = wlm_kv_reserve(c, sq, c->seqs[sq].n_past, c->seqs[sq].n_past + added[sq]);
@@ -453,7 +454,7 @@ static int run_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq
     for (int32_t i0 = 0; i0 < n; i0 += WLM_BATCH_CHUNK) {
         const int32_t m = n - i0 < WLM_BATCH_CHUNK ? n - i0 : WLM_BATCH_CHUNK;
         for (int32_t j = 0; j < m; j++) {
-            const int32_t sq = seq_ids[i0 + j];
+            const int32_t sq = SEQ(i0 + j);
             c->ent_seq[j] = sq;
             c->ent_pos[j] = next_pos[sq];
             c->seqs[sq].tokens[next_pos[sq]] = tokens[i0 + j];
@@ -470,7 +471,7 @@ static int run_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq
 
 int wlm_eval_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq_ids,
                      const uint8_t *want, int32_t n) {
-    if (!tokens || !seq_ids || n < 1)
+    if (!tokens || n < 1)
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG, "no tokens to evaluate");
     const int32_t vocab = c->model->hp.vocab_size;
     int32_t added[WLM_MAX_SEQ] = {0};
@@ -479,12 +480,12 @@ int wlm_eval_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq_i
             return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                                  "token id %d at index %d is outside the vocabulary 0..%d",
                                  (int)tokens[i], (int)i, (int)vocab - 1);
-        if (seq_ids[i] < 0 || seq_ids[i] >= c->n_seq_max)
+        if (SEQ(i) < 0 || SEQ(i) >= c->n_seq_max)
             return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                                  "sequence id %d at index %d is outside 0..%d (n_seq_max %d)",
-                                 (int)seq_ids[i], (int)i, (int)c->n_seq_max - 1,
+                                 (int)SEQ(i), (int)i, (int)c->n_seq_max - 1,
                                  (int)c->n_seq_max);
-        added[seq_ids[i]]++;
+        added[SEQ(i)]++;
     }
     for (int32_t sq = 0; sq < c->n_seq_max; sq++)
         if (added[sq] > c->n_ctx - c->seqs[sq].n_past)
@@ -495,9 +496,9 @@ int wlm_eval_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq_i
     if (c->kv_cache) return run_entries(c, tokens, seq_ids, want, n);
 
     /* No cache: recompute the whole sequence (one sequence only) from position 0. */
-    const int32_t sq = seq_ids[0];
+    const int32_t sq = SEQ(0);
     for (int32_t i = 1; i < n; i++)
-        if (seq_ids[i] != sq)
+        if (SEQ(i) != sq)
             return wlm_set_error(c->errmsg, WLM_ERR_STATE,
                                  "a context without KV cache evaluates one sequence at a time");
     wlm_seq *s = &c->seqs[sq];
@@ -541,13 +542,7 @@ int wlm_eval(wlm_context *ctx, const int32_t *tokens, int32_t n) {
     if (!ctx) return WLM_ERR_INVALID_ARG;
     ctx->errmsg[0] = '\0';
     if (!ctx->model) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
-    if (!tokens || n < 1)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "no tokens to evaluate");
-    int32_t *seq0 = calloc((size_t)n, sizeof(int32_t));
-    if (!seq0) return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM, "out of memory for the batch");
-    int rc = wlm_eval_entries(ctx, tokens, seq0, NULL, n);
-    free(seq0);
-    return rc;
+    return wlm_eval_entries(ctx, tokens, NULL, NULL, n); /* all on sequence 0 */
 }
 
 const float *wlm_logits_ith(const wlm_context *ctx, int32_t i) {

@@ -232,7 +232,8 @@ int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t 
 /* beam.c: frees the beam search scratch. */
 void wlm_beam_release(wlm_context *c);
 
-/* context.c: validates and evaluates a batch (see wlm_eval_batch) without the busy check. */
+/* context.c: validates and evaluates a batch (see wlm_eval_batch) without the busy check;
+ * seq_ids NULL puts every entry on sequence 0. */
 int wlm_eval_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq_ids,
                      const uint8_t *want_logits, int32_t n);
 

@@ -282,8 +282,9 @@ const float *wlm_logits(const wlm_context *ctx);
 
 /*
  * Evaluates a batch of `n` tokens in one forward pass: entry i appends tokens[i] to sequence
- * seq_ids[i] (at that sequence's next position; entries of one sequence are taken in order, so
- * a prompt is a batch of consecutive positions). Every weight matrix is read once per call for
+ * seq_ids[i] (every entry to sequence 0 when seq_ids is NULL), at that sequence's next
+ * position; entries of one sequence are taken in order, so a prompt is a batch of consecutive
+ * positions. Every weight matrix is read once per call for
  * all entries (matrix-matrix products); each entry's arithmetic is the same as evaluating it
  * alone, so results are bitwise identical to one-at-a-time evaluation. Logits are computed for
  * the entries with want_logits[i] != 0 (want_logits NULL: the last entry only) and read with
