@@ -180,3 +180,25 @@ export function setValue(page, selector, value) {
 export function screenshot(page, name, options = {}) {
   return page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true, ...options });
 }
+
+/**
+ * A test server, a browser and the demo page with its default model loaded (asserted ready).
+ * Returns { server, browser, page, close() }.
+ */
+export async function openReadyPage() {
+  const server = await startTestServer();
+  const browser = await launch();
+  const close = async () => {
+    await browser?.close();
+    await server?.close();
+  };
+  try {
+    await browser.page.goto(server.url);
+    const out = await loadOutcome(browser.page);
+    if (out.state !== 'ready') throw new Error(`the default model did not load: ${out.text}`);
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  return { server, browser, page: browser.page, close };
+}

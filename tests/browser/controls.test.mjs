@@ -11,9 +11,11 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import {
-  REFERENCE, STEP_TIMEOUT, startTestServer, launch, loadOutcome, loadAfter, waitForState, setValue, screenshot,
+  REFERENCE, STEP_TIMEOUT, loadOutcome, loadAfter, waitForState, setValue, screenshot,
+  openReadyPage,
 } from './_helpers.mjs';
 
+let session = null;
 let server = null;
 let browser = null;
 let page = null;
@@ -21,18 +23,11 @@ let reference = '';
 
 before(async () => {
   reference = (await fs.readFile(REFERENCE, 'utf8')).replace(/\n$/, '');
-  server = await startTestServer();
-  browser = await launch();
-  page = browser.page;
-  await page.goto(server.url);
-  const out = await loadOutcome(page);
-  assert.equal(out.state, 'ready', out.text);
+  session = await openReadyPage();
+  ({ server, browser, page } = session);
 });
 
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+after(() => session?.close());
 
 const text = (selector) => page.locator(selector).textContent();
 const pressed = () => page.locator('button.preset[aria-pressed="true"]').allTextContents();

@@ -12,26 +12,21 @@ import assert from 'node:assert/strict';
 import path from 'node:path';
 import { createEngine } from '../../js/wasmlm.js';
 import {
-  MODELS, STEP_TIMEOUT, startTestServer, launch, loadOutcome, waitForState, setValue, screenshot,
+  MODELS, STEP_TIMEOUT, waitForState, setValue, screenshot,
+  openReadyPage,
 } from './_helpers.mjs';
 
+let session = null;
 let server = null;
 let browser = null;
 let page = null;
 
 before(async () => {
-  server = await startTestServer();
-  browser = await launch();
-  page = browser.page;
-  await page.goto(server.url);
-  const out = await loadOutcome(page);
-  assert.equal(out.state, 'ready', out.text);
+  session = await openReadyPage();
+  ({ server, browser, page } = session);
 });
 
-after(async () => {
-  await browser?.close();
-  await server?.close();
-});
+after(() => session?.close());
 
 const text = (selector) => page.locator(selector).textContent();
 
