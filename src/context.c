@@ -265,6 +265,12 @@ const char *wlm_context_errmsg(const wlm_context *ctx) {
     return ctx ? ctx->errmsg : "no context (NULL handle)";
 }
 
+int wlm_context_set_threadpool(wlm_context *ctx, wlm_threadpool *pool) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->pool = pool;
+    return WLM_OK;
+}
+
 size_t wlm_context_memory(const wlm_context *ctx) {
     if (!ctx) return 0;
     return ctx->bytes + (size_t)ctx->kv.n_alloc * ctx->kv.block_floats * sizeof(float) +

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model.h"
+#include "threadpool.h"
 
 /* Rows per tile of a matrix-matrix product: about 64 KiB of weights, which stay in the L2
  * cache while every group of four entries streams through them (each group's activations stay
@@ -24,44 +25,83 @@ static int tile_rows(size_t row_bytes, int rows) {
     return r > (size_t)rows ? rows : (int)r;
 }
 
-void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
-                const float *x, size_t x_stride, int32_t n) {
-    const int rows = t->rows, cols = t->cols;
-    if (t->type == WLM_TYPE_F32) { /* the common case, through the context's kernel table */
-        const wlm_matvec_fn mv = c->k->matvec;
-        if (n == 1) {
-            mv(out, t->data, x, cols, 0, rows);
+/* One matrix product, as the pool's chunks see it. */
+typedef struct matmul_job {
+    wlm_context *c;
+    float *out;
+    size_t out_stride;
+    const wlm_tensor *t;
+    const void *x;                /* float activations (F32 weights) or quantized ones */
+    size_t x_stride;              /* in floats (F32) or bytes (quantized) */
+    int32_t n;
+    wlm_qmatvec_fn qmv;           /* NULL for F32 weights */
+} matmul_job;
+
+/* Rows [r0, r1) of the product for every entry. r0 is even (see tile_rows). */
+static void matmul_rows(const matmul_job *j, int r0, int r1) {
+    const wlm_tensor *t = j->t;
+    const int cols = t->cols;
+    if (!j->qmv) {
+        const wlm_kernels *k = j->c->k;
+        if (j->n == 1) {
+            k->matvec(j->out, t->data, j->x, cols, r0, r1);
             return;
         }
-        const int R = tile_rows(t->row_bytes, rows);
-        for (int r0 = 0; r0 < rows; r0 += R) {
-            const int r1 = rows - r0 < R ? rows : r0 + R;
-            c->k->matmat(out, out_stride, t->data, x, x_stride, cols, r0, r1, n);
+        const int R = tile_rows(t->row_bytes, r1 - r0);
+        for (int a = r0; a < r1; a += R) {
+            const int b = r1 - a < R ? r1 : a + R;
+            k->matmat(j->out, j->out_stride, t->data, j->x, j->x_stride, cols, a, b, j->n);
         }
         return;
     }
-    const wlm_type_traits *tr = wlm_type_get(t->type);
-    const wlm_qmatvec_fn mv = c->use_simd ? tr->matvec_simd : tr->matvec_ref;
-    const char *xq = (const char *)x;
-    size_t xq_stride = x_stride * sizeof(float);
-    if (tr->vec_dot_type != WLM_TYPE_F32) { /* quantize each entry's activations once */
-        const wlm_type_traits *vt = wlm_type_get(tr->vec_dot_type);
-        for (int32_t b = 0; b < n; b++)
-            vt->from_float(x + (size_t)b * x_stride, (char *)c->xq + (size_t)b * c->xq_stride, cols);
-        xq = c->xq;
-        xq_stride = c->xq_stride;
-    }
-    if (n == 1) {
-        mv(out, t->data, t->row_bytes, xq, cols, 0, rows);
+    const char *xq = j->x;
+    if (j->n == 1) {
+        j->qmv(j->out, t->data, t->row_bytes, xq, cols, r0, r1);
         return;
     }
-    const int R = tile_rows(t->row_bytes, rows);
-    for (int r0 = 0; r0 < rows; r0 += R) {
-        const int r1 = rows - r0 < R ? rows : r0 + R;
-        for (int32_t b = 0; b < n; b++)
-            mv(out + (size_t)b * out_stride, t->data, t->row_bytes, xq + (size_t)b * xq_stride,
-               cols, r0, r1);
+    const int R = tile_rows(t->row_bytes, r1 - r0);
+    for (int a = r0; a < r1; a += R) {
+        const int b = r1 - a < R ? r1 : a + R;
+        for (int32_t e = 0; e < j->n; e++)
+            j->qmv(j->out + (size_t)e * j->out_stride, t->data, t->row_bytes,
+                   xq + (size_t)e * j->x_stride, cols, a, b);
     }
+}
+
+/* Chunk i of n: an even-aligned 1/n of the rows. */
+static void matmul_chunk(void *arg, int32_t i, int32_t n) {
+    const matmul_job *j = arg;
+    const int rows = j->t->rows;
+    const int r0 = (int)(((int64_t)rows * i / n) & ~(int64_t)1);
+    const int r1 = i + 1 == n ? rows : (int)(((int64_t)rows * (i + 1) / n) & ~(int64_t)1);
+    if (r1 > r0) matmul_rows(j, r0, r1);
+}
+
+/* Products below this many multiply-adds stay on the calling thread. */
+#define PARALLEL_MIN_MACS (1u << 16)
+
+void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
+                const float *x, size_t x_stride, int32_t n) {
+    matmul_job j = {c, out, out_stride, t, x, x_stride, n, NULL};
+    if (t->type != WLM_TYPE_F32) {
+        const wlm_type_traits *tr = wlm_type_get(t->type);
+        j.qmv = c->use_simd ? tr->matvec_simd : tr->matvec_ref;
+        j.x_stride = x_stride * sizeof(float);
+        if (tr->vec_dot_type != WLM_TYPE_F32) { /* quantize each entry's activations once */
+            const wlm_type_traits *vt = wlm_type_get(tr->vec_dot_type);
+            for (int32_t b = 0; b < n; b++)
+                vt->from_float(x + (size_t)b * x_stride, (char *)c->xq + (size_t)b * c->xq_stride,
+                               t->cols);
+            j.x = c->xq;
+            j.x_stride = c->xq_stride;
+        }
+    }
+    const int32_t threads = wlm_threadpool_size(c->pool);
+    const uint64_t macs = (uint64_t)t->rows * (uint64_t)t->cols * (uint64_t)n;
+    if (threads > 1 && macs >= PARALLEL_MIN_MACS && t->rows >= 2 * threads)
+        wlm_pool_run(c->pool, matmul_chunk, &j, threads);
+    else
+        matmul_rows(&j, 0, t->rows);
 }
 
 void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,

@@ -164,6 +164,7 @@ struct wlm_context {
     int kv_cache;
     const wlm_kernels *k;
     int use_simd;                 /* pick traits' matvec_simd over matvec_ref */
+    wlm_threadpool *pool;         /* borrowed; NULL: matrix products on the calling thread */
     int32_t n_seq_max;
     int32_t max_blocks;           /* blocks per full sequence: ceil(n_ctx / BLOCK) */
     wlm_seq *seqs;                /* (n_seq_max) */

@@ -47,6 +47,15 @@ API double wlmjs_model_info(const wlm_model *m, int field) {
     }
 }
 
+/* ---- threads ---- */
+/* A pool of n threads (wlm_threadpool_new), or NULL with the status in *status (a 4-byte slot). */
+API wlm_threadpool *wlmjs_threadpool_new(int n, int *status) {
+    wlm_threadpool *p = NULL;
+    *status = wlm_threadpool_new(n, &p);
+    return p;
+}
+
+
 /* ---- context ---- */
 /* Creates a context; writes the handle to *out (see wlm_context_new). */
 API int wlmjs_context_new(const wlm_model *m, int n_ctx, int kv_cache, int use_simd,

@@ -35,7 +35,8 @@
  * - Handles: a model is immutable once its tokenizer is loaded and may be shared by any number
  *   of contexts; a context owns the KV cache, scratch buffers, sampler state, RNG and its last
  *   error. Nothing is global: two models or contexts never interfere. `_free(NULL)` is a no-op.
- * - Not thread-safe per handle: one context is used by one thread at a time.
+ * - Not thread-safe per handle: one context is used by one thread at a time (a context may
+ *   itself split its matrix products over a wlm_threadpool).
  *
  * Algorithms and their sources:
  * - The transformer is Llama 2 (Touvron et al. 2023, arXiv:2307.09288): RMSNorm (Zhang &
@@ -570,6 +571,59 @@ int wlm_beam_get(const wlm_context *ctx, int32_t i, wlm_beam *out);
  * a private copy each (their block tables summed). Either pointer may be NULL.
  * Errors: WLM_ERR_INVALID_ARG. */
 int wlm_beam_memory(const wlm_context *ctx, size_t *kv_bytes, size_t *kv_bytes_unshared);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Threads: a pool that splits each matrix product of the forward pass by rows                 */
+
+typedef struct wlm_threadpool wlm_threadpool;
+
+#define WLM_MAX_THREADS 16
+
+/*
+ * Creates a pool of n_threads (1..WLM_MAX_THREADS) threads, the calling thread counted: a
+ * context given the pool (wlm_context_set_threadpool) splits every weight-matrix product
+ * (projections, feed-forward, classifier; F32 and quantized, decode and batches) into n_threads
+ * row ranges of equal size, one per thread, and returns when all are done. Each output row is
+ * computed by exactly the same operations whichever thread runs it, so results are bitwise
+ * identical for every thread count. Products smaller than 2^16 multiply-adds stay on the
+ * calling thread (a wake-up costs more than they do). Attention, norms and sampling stay on
+ * the calling thread.
+ * Native builds start n_threads - 1 pthreads here. In wasm the module must be the threaded
+ * build (dist/wasmlm-mt.wasm: shared memory, atomics), and the embedder starts the helpers:
+ * n_threads - 1 workers that instantiate the same module on the same memory, each with its own
+ * stack, and call wlm_threadpool_work(pool) — js/wasmlm.js does this (createEngine({threads})).
+ * Helpers that are not running yet never block anything: the calling thread runs the chunks no
+ * helper claimed. Idle helpers spin for about a millisecond, then sleep in a futex wait.
+ * Errors: WLM_ERR_INVALID_ARG (out NULL, n_threads out of range), WLM_ERR_UNSUPPORTED (n_threads
+ * > 1 in a wasm module built without atomics), WLM_ERR_NOMEM (also: a pthread did not start).
+ */
+int wlm_threadpool_new(int32_t n_threads, wlm_threadpool **out);
+
+/* Stops the helpers, waits until each has returned from wlm_threadpool_work (natively: joins
+ * them), and frees the pool. No context may be using it (detach or free those contexts
+ * first). NULL is a no-op. */
+void wlm_threadpool_free(wlm_threadpool *pool);
+
+/* The pool's thread count (1 for NULL), and how many helpers are inside wlm_threadpool_work. */
+int32_t wlm_threadpool_size(const wlm_threadpool *pool);
+int32_t wlm_threadpool_running(const wlm_threadpool *pool);
+
+/*
+ * A helper thread's loop (wasm embedders only; native pools run it on their own pthreads):
+ * runs the pool's chunks as they come until wlm_threadpool_free, then returns WLM_OK. Blocks
+ * in memory.atomic.wait32, so it must run in a worker, never on a browser's main thread.
+ * Errors: WLM_ERR_INVALID_ARG (pool NULL).
+ */
+int wlm_threadpool_work(wlm_threadpool *pool);
+
+/*
+ * Makes ctx run its matrix products on `pool` (NULL: on the calling thread only, the
+ * default). The pool is borrowed: it must outlive its use by ctx. One pool may serve several
+ * contexts as long as only one of them evaluates at a time. May be changed between any two
+ * calls, in the middle of a generation too (results do not depend on it).
+ * Errors: WLM_ERR_INVALID_ARG (ctx NULL).
+ */
+int wlm_context_set_threadpool(wlm_context *ctx, wlm_threadpool *pool);
 
 #ifdef __cplusplus
 }
