@@ -5,9 +5,12 @@
 // this file moves bytes and strings across the boundary and turns statuses into errors.
 //
 // Memory rule: any call into wasm may grow memory, which detaches memory.buffer. Views of
-// wasm memory are created right before use and never kept across such a call.
+// wasm memory are created right before use and never kept across such a call. With threads the
+// memory is a SharedArrayBuffer, which TextDecoder refuses in browsers: bytes handed to it go
+// through unshared() first.
 
 import { PROTOCOL_VERSION, Req, Reply } from './protocol.js';
+import { MAX_THREADS, coreCount, importsMemory, sharedMemory, startThreads, stopThreads, threadsUnavailable } from './threads.js';
 
 // ------------------------------------------------------------------------------------------
 // Errors
@@ -151,7 +154,8 @@ const REQUIRED_EXPORTS = [
   'wlmjs_token_top_id', 'wlmjs_token_top_prob', 'wlmjs_token_top_logprob',
   'wlmjs_token_top_prob_sampled', 'wlmjs_tokens_new', 'wlmjs_token_at',
   'wlmjs_generate_batch_begin', 'wlmjs_beam_begin', 'wlmjs_beam_field', 'wlmjs_beam_memory',
-  'wlm_sampler_preview',
+  'wlm_sampler_preview', 'wlmjs_threadpool_new', 'wlm_threadpool_free', 'wlm_threadpool_running',
+  'wlm_context_set_threadpool',
 ];
 
 async function compileWasm(source) {
@@ -189,11 +193,16 @@ async function compileWasm(source) {
   return { module, name: loc.name };
 }
 
-/** Instantiates the standalone module: imports from its own import list, then _initialize. */
-async function instantiateWasm(module, name) {
-  let memory = null; // set after instantiation; the imports below only run later
+/**
+ * Instantiates the standalone module: imports from its own import list, then _initialize.
+ * `sharedMemory` is the memory of the threaded build (which imports it), else null. The
+ * returned exports object always has `memory`.
+ */
+async function instantiateWasm(module, name, sharedMemory = null) {
+  let memory = sharedMemory; // else set after instantiation; the imports below only run later
   const provided = {
     env: {
+      memory: sharedMemory,
       emscripten_notify_memory_growth() {},
       // Older Emscripten releases import this for large copies.
       emscripten_memcpy_big(dest, src, n) {
@@ -206,7 +215,7 @@ async function instantiateWasm(module, name) {
   const missing = [];
   for (const imp of WebAssembly.Module.imports(module)) {
     const fn = provided[imp.module]?.[imp.name];
-    if (imp.kind === 'function' && fn) {
+    if ((imp.kind === 'function' || imp.kind === 'memory') && fn) {
       (imports[imp.module] ??= {})[imp.name] = fn;
     } else {
       missing.push(`${imp.module}.${imp.name} (${imp.kind})`);
@@ -217,7 +226,7 @@ async function instantiateWasm(module, name) {
       'provide; the module was built with other flags than tools/build.sh uses');
   }
   const instance = await WebAssembly.instantiate(module, imports);
-  const x = instance.exports;
+  const x = sharedMemory ? { ...instance.exports, memory: sharedMemory } : instance.exports;
   const absent = REQUIRED_EXPORTS.filter((n) => !(n in x));
   if (absent.length) {
     throw new Error(`wasmlm: ${name} lacks the exports ${absent.join(', ')}; ` +
@@ -457,9 +466,16 @@ function utf8(text) {
   return new TextEncoder().encode(text);
 }
 
+/** `view`, or a copy of it when it views shared memory (TextDecoder rejects those). */
+function unshared(view) {
+  return typeof SharedArrayBuffer === 'function' && view.buffer instanceof SharedArrayBuffer
+    ? view.slice() : view;
+}
+
 class Engine {
   #x;            // wasm exports; null once freed
   #simd;
+  #threads;      // {n, pool, helpers, stacks} from startThreads, or null
   #model = 0;    // wlm_model*
   #ctx = 0;      // wlm_context*
   #busy = null;  // 'load' | 'generate' | 'batch generation' | 'beam search' while one runs
@@ -484,13 +500,17 @@ class Engine {
   /** The result of the last beam search, or null. See BeamResult in wasmlm.d.ts. */
   lastBeamResult = null;
 
-  constructor(x, simd) {
+  constructor(x, simd, threads) {
     this.#x = x;
     this.#simd = simd;
+    this.#threads = threads;
   }
 
   /** The loaded model's info, or null. */
   get info() { return this.#info; }
+
+  /** Threads that run the matrix products (1: this thread only). */
+  get threads() { return this.#threads?.n ?? 1; }
 
   /** Current size of the module's linear memory in bytes (0 once freed). */
   get wasmMemoryBytes() { return this.#x ? this.#x.memory.buffer.byteLength : 0; }
@@ -509,7 +529,7 @@ class Engine {
     if (!ptr) return '';
     const mem = this.#u8();
     const end = mem.indexOf(0, ptr);
-    return new TextDecoder().decode(mem.subarray(ptr, end < 0 ? mem.length : end));
+    return new TextDecoder().decode(unshared(mem.subarray(ptr, end < 0 ? mem.length : end)));
   }
 
   #i32(ptr) { return new DataView(this.#x.memory.buffer).getInt32(ptr, true); }
@@ -572,6 +592,7 @@ class Engine {
         x.wlm_context_free(ctx);
         throw err;
       }
+      if (this.#threads) x.wlm_context_set_threadpool(ctx, this.#threads.pool);
       return ctx;
     } finally {
       x.wlmjs_free(slot);
@@ -617,7 +638,7 @@ class Engine {
     }
     const p = x.wlm_token_piece(this.#model, prev, id, this.#lenSlot) >>> 0;
     if (!p) return null;
-    return new Uint8Array(x.memory.buffer, p, this.#i32(this.#lenSlot) >>> 0);
+    return unshared(new Uint8Array(x.memory.buffer, p, this.#i32(this.#lenSlot) >>> 0));
   }
 
   /**
@@ -670,7 +691,7 @@ class Engine {
     const status = x.wlmjs_token_status(tok);
     const piecePtr = x.wlmjs_token_piece(tok) >>> 0;
     const pieceLen = x.wlmjs_token_piece_len(tok) >>> 0;
-    let text = pieceLen ? decoder.decode(new Uint8Array(x.memory.buffer, piecePtr, pieceLen),
+    let text = pieceLen ? decoder.decode(unshared(new Uint8Array(x.memory.buffer, piecePtr, pieceLen)),
       { stream: true }) : '';
     const nPast = x.wlmjs_token_n_past(tok);
     if (status === STATUS.WLM_DONE) {
@@ -774,7 +795,7 @@ class Engine {
       this.#info = Object.freeze({
         dim: f(0), hiddenDim: f(1), nLayers: f(2), nHeads: f(3), nKvHeads: f(4), vocabSize: f(5),
         seqLen: f(6), sharedClassifier: f(7) === 1, weightBytes: f(11), nCtx: nCtx || f(6),
-        simd: this.#simd, contextBytes: x.wlm_context_memory(ctx) >>> 0,
+        simd: this.#simd, threads: this.threads, contextBytes: x.wlm_context_memory(ctx) >>> 0,
         wasmMemoryBytes: x.memory.buffer.byteLength,
       });
       this.#bos = f(9);
@@ -1432,6 +1453,8 @@ class Engine {
   async free() {
     if (!this.#x) return;
     this.#unload();
+    if (this.#threads) stopThreads(this.#x, this.#threads); // after the context that used it
+    this.#threads = null;
     this.#gen = null;
     this.#busy = null;
     this.#x = null;
@@ -1454,14 +1477,33 @@ async function completeBatch(engine, prompts, params, signal, onToken) {
  * @returns {Promise<import('./wasmlm.d.ts').Engine>}
  */
 export async function createEngine(options = {}) {
-  let { wasm, simd } = options;
+  let { wasm, simd, threads = 'auto' } = options;
   if (simd === undefined) simd = wasm !== undefined || WebAssembly.validate(SIMD_PROBE);
+  if (threads !== 'auto' && !(Number.isInteger(threads) && threads >= 1 && threads <= MAX_THREADS)) {
+    throw jsError('WLM_ERR_INVALID_ARG', `threads must be 'auto' or an integer 1..${MAX_THREADS}, got ${threads}`);
+  }
+  // 'auto': every core up to 4 where threads can run (Node; cross-origin isolated pages) with
+  // the SIMD build; decode is bound by memory bandwidth, which a few cores already saturate.
+  const why = !simd ? 'the scalar build has no threads' : threadsUnavailable();
+  if (threads === 'auto') threads = why ? 1 : Math.max(1, Math.min(4, await coreCount()));
+  else if (threads > 1 && why) throw jsError('WLM_ERR_UNSUPPORTED', `threads: ${threads}: ${why}`);
   if (wasm === undefined) {
-    wasm = new URL(simd ? '../dist/wasmlm.wasm' : '../dist/wasmlm-scalar.wasm', import.meta.url);
+    const file = !simd ? 'wasmlm-scalar.wasm' : threads > 1 ? 'wasmlm-mt.wasm' : 'wasmlm.wasm';
+    wasm = new URL(`../dist/${file}`, import.meta.url);
   }
   const { module, name } = await compileWasm(wasm);
-  const x = await instantiateWasm(module, name);
-  return new Engine(x, !!simd);
+  let memory = null;
+  if (importsMemory(module)) {
+    memory = sharedMemory();
+  } else if (threads > 1) {
+    if (options.threads !== undefined && options.threads !== 'auto') {
+      throw jsError('WLM_ERR_UNSUPPORTED', `threads: ${threads}: ${name} is not the threaded build (dist/wasmlm-mt.wasm)`);
+    }
+    threads = 1;
+  }
+  const x = await instantiateWasm(module, name, memory);
+  const pool = threads > 1 ? await startThreads(x, module, threads, jsError) : null;
+  return new Engine(x, !!simd, pool);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -1488,6 +1530,7 @@ class WorkerEngine {
   #failure = null;      // the Error that killed the worker, if any
   #freed = false;
   #info = null;
+  #threads = 1;
 
   /** The result of the last generation, or null. */
   lastResult = null;
@@ -1513,17 +1556,22 @@ class WorkerEngine {
   /** The loaded model's info, or null. */
   get info() { return this.#info; }
 
+  /** Threads that run the matrix products in the worker (1: the worker's thread only). */
+  get threads() { return this.#threads; }
+
   /** Starts the engine in `worker` (the 'init' request); terminates the worker on failure. */
   static async create(worker, options) {
     const engine = new WorkerEngine(worker);
     let wasm = options.wasm;
     if (wasm !== undefined && !(wasm instanceof WebAssembly.Module)) wasm = toTransferableSource(wasm);
     try {
-      const ready = await engine.#request(Req.INIT, { options: { wasm, simd: options.simd } }).promise;
+      const ready = await engine.#request(Req.INIT,
+        { options: { wasm, simd: options.simd, threads: options.threads } }).promise;
       if (ready?.protocol !== PROTOCOL_VERSION) {
         throw new Error(`wasmlm: js/worker.js speaks protocol ${ready?.protocol}, ` +
           `js/wasmlm.js ${PROTOCOL_VERSION}; serve both from the same version`);
       }
+      engine.#threads = ready.threads ?? 1;
     } catch (e) {
       worker.terminate();
       throw e;

@@ -41,8 +41,7 @@ async function handle(msg) {
   switch (type) {
     case Req.INIT: {
       enginePromise ??= createEngine(msg.options ?? {});
-      await enginePromise;
-      value = { protocol: PROTOCOL_VERSION };
+      value = { protocol: PROTOCOL_VERSION, threads: (await enginePromise).threads };
       break;
     }
     case Req.LOAD: {

@@ -13,6 +13,7 @@ test('model info matches stories260K', () => {
   assert.deepEqual({ ...engine.info }, {
     dim: 64, hiddenDim: 172, nLayers: 5, nHeads: 8, nKvHeads: 4, vocabSize: 512, seqLen: 512,
     sharedClassifier: true, weightBytes: engine.info.weightBytes, nCtx: 512, simd: true,
+    threads: engine.threads,
     contextBytes: engine.info.contextBytes, wasmMemoryBytes: engine.info.wasmMemoryBytes,
   });
   assert.ok(engine.info.weightBytes > 1_000_000 && engine.info.weightBytes < 1_056_540);
