@@ -16,11 +16,11 @@ const HELPER_START_MS = 30000;      // a helper that is not running by then is g
 
 /** Why threads cannot run here, or null when they can. */
 export function threadsUnavailable() {
-  if (typeof SharedArrayBuffer !== 'function') return 'this runtime has no SharedArrayBuffer';
-  if (!IS_NODE && globalThis.crossOriginIsolated !== true) {
+  if (!IS_NODE && globalThis.crossOriginIsolated !== true) { // (browsers then hide SharedArrayBuffer)
     return 'the page is not cross-origin isolated (serve it with the headers ' +
       'Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp)';
   }
+  if (typeof SharedArrayBuffer !== 'function') return 'this runtime has no SharedArrayBuffer';
   if (!IS_NODE && typeof Worker !== 'function') return 'this context cannot start Workers';
   return null;
 }

@@ -1,7 +1,11 @@
 // tools/serve.mjs — the development server: serves the repository root as static files on
 // 127.0.0.1 (the demo lives at /web/), with /models/files/ backed by the repo's models/files/
 // (what models/fetch.mjs downloads) and then ../shared/models. No caching, no build step, no
-// proxying: a plain static host, so what works here works on any static host.
+// proxying: a plain static host, so what works here works on any static host. Every response
+// carries the two headers that make the page cross-origin isolated (COOP same-origin, COEP
+// require-corp), which browsers require for SharedArrayBuffer and so for the engine's helper
+// threads; without them (any other static host) the page runs on one thread. ISOLATE=0 leaves
+// them out.
 //
 //   node tools/serve.mjs            # PORT env or 8080; tries the next ports if busy
 //   import { startServer } from './tools/serve.mjs'   // tests: startServer({ port: 0 })
@@ -24,18 +28,20 @@ const PORT_ATTEMPTS = 10;
  *   When the port is taken (and was not 0), the next PORT_ATTEMPTS - 1 ports are tried.
  * @param {string} [options.root]  directory served at /; default the repository root.
  * @param {boolean} [options.quiet] do not log the URL or requests.
+ * @param {boolean} [options.isolate] send the cross-origin isolation headers (default: yes,
+ *   unless the ISOLATE env is 0).
  * @returns {Promise<{url: string, port: number, close: () => Promise<void>}>}
  *   url is the demo page (http://127.0.0.1:PORT/web/); close() stops listening and drops
  *   open connections.
  */
-export async function startServer({ port, root = REPO_ROOT, quiet = false } = {}) {
+export async function startServer({ port, root = REPO_ROOT, quiet = false, isolate = process.env.ISOLATE !== '0' } = {}) {
   root = path.resolve(root);
   if (port === undefined) port = process.env.PORT ? Number(process.env.PORT) : 8080;
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     throw new RangeError(`invalid port: ${port}`);
   }
 
-  const handler = createHandler(root, quiet);
+  const handler = createHandler(root, quiet, { isolate });
   const server = http.createServer(handler);
   server.keepAliveTimeout = 1000;
 
@@ -77,9 +83,10 @@ function listen(server, port) {
  * The request handler (exported for tests that wrap it, e.g. to count or slow requests):
  * dotfiles are never served, `/` and `/web` redirect to `/web/` (so the
  * page's relative URLs resolve), `/models/files/*` looks in models/files/ then ../shared/models,
- * everything else comes from `root`.
+ * everything else comes from `root`. With `isolate` (the default) every response has
+ * Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp.
  */
-export function createHandler(root = REPO_ROOT, quiet = false) {
+export function createHandler(root = REPO_ROOT, quiet = false, { isolate = true } = {}) {
   const opts = { dev: true, etag: false, extensions: [] };
   const serveRoot = sirv(root, { ...opts, extensions: ['html'] });
   // Looked up per request (sirv's dev mode), so a models/files/ created by models/fetch.mjs
@@ -90,6 +97,10 @@ export function createHandler(root = REPO_ROOT, quiet = false) {
   return (req, res) => {
     const rawUrl = req.url;
     if (!quiet) res.on('finish', () => console.log(`${res.statusCode} ${req.method} ${rawUrl}`));
+    if (isolate) {
+      res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
+      res.setHeader('Cross-Origin-Embedder-Policy', 'require-corp');
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { Allow: 'GET, HEAD' });
       res.end();

@@ -479,6 +479,9 @@ async function loadModel(plan) {
     bar.value = 1;
     setStat('load', fmtMs(ms));
     setStat('memory', fmtBytes(info.wasmMemoryBytes));
+    // helper threads need a cross-origin isolated page (COOP + COEP headers, as `npm start` sends)
+    setStat('threads', info.threads > 1 || self.crossOriginIsolated ? String(info.threads)
+      : '1 (the page is not cross-origin isolated)');
     const bytes = fetched.reduce((n, f) => n + f.blob.size, 0);
     const from = [...new Set(fetched.map((f) => f.from))].join(' and ');
     let text = `${plan.label} ready · ${fmtBytes(bytes)} from ${from} in ${fmtMs(ms)}`;
@@ -509,6 +512,7 @@ async function loadModel(plan) {
       `${info.nHeads} heads${info.nKvHeads !== info.nHeads ? ` (${info.nKvHeads} KV)` : ''}`,
       `vocab ${info.vocabSize}`, `context ${info.nCtx}`,
       info.simd ? 'SIMD128' : 'scalar',
+      `${info.threads} thread${info.threads > 1 ? 's' : ''}`,
     ].join(' · ');
     setStat('context', `0 / ${info.nCtx}`);
     setState('ready');

@@ -5,6 +5,7 @@
 // small chunks so a download takes long enough to watch its progress.
 
 import fs from 'node:fs/promises';
+import fsSync from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,13 +27,16 @@ export const STEP_TIMEOUT = 30_000;
  *   slowChunk, slowDelayMs: /slow/ streaming, bytes per chunk and the pause between chunks
  *   (default 32 kB every 40 ms: stories260K takes ~1.3 s). prefix: serve the repository under
  *   this path (e.g. '/a/b') instead of at the root, as a static host serving a subdirectory
- *   would; everything outside it is 404.
+ *   would; everything outside it is 404. isolate: send the cross-origin isolation headers, as
+ *   `npm start` does (default true; false: a plain static host). files: {urlPath: filePath}
+ *   extra files to serve (e.g. a synthetic model written by the test).
  * @returns {Promise<{origin: string, url: string, requests: {method: string, path: string}[],
  *   count: (path: string) => number, close: () => Promise<void>}>}
  *   url is the demo page; requests lists every request seen (path without the query).
  */
-export async function startTestServer({ slowChunk = 32 * 1024, slowDelayMs = 40, prefix = '' } = {}) {
-  const handler = createHandler(REPO, true);
+export async function startTestServer({ slowChunk = 32 * 1024, slowDelayMs = 40, prefix = '', isolate = true,
+  files = {} } = {}) {
+  const handler = createHandler(REPO, true, { isolate });
   const requests = [];
   const server = http.createServer((req, res) => {
     const { pathname } = new URL(req.url, 'http://localhost');
@@ -46,6 +50,11 @@ export async function startTestServer({ slowChunk = 32 * 1024, slowDelayMs = 40,
       req.url = req.url.slice(prefix.length);
     }
     if (pathname.startsWith('/slow/')) return serveSlowly(pathname.slice(6), res, slowChunk, slowDelayMs);
+    if (files[pathname]) {
+      res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Cross-Origin-Resource-Policy': 'same-origin' });
+      fsSync.createReadStream(files[pathname]).pipe(res);
+      return;
+    }
     handler(req, res);
   });
   server.keepAliveTimeout = 1000;
