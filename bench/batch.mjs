@@ -1,7 +1,7 @@
 // Batched decoding and batched prefill (issue 4), measured on the raw wasm ABI so that only the
 // engine is timed: no tokenizer, no sampler, no JS streaming.
 //
-//   node bench/batch.mjs [--quick] [--json] [--shapes stories15M,stories110M] [--scalar]
+//   node bench/batch.mjs [--quick] [--json] [--shapes stories15M,stories110M] [--scalar] [--threads N]
 //
 // For each shape (a synthetic llama2.c checkpoint with the real shape, tools/synth.mjs):
 // - decode throughput at batch 1, 4 and 16: B sequences, each prefilled with 8 tokens, then
@@ -16,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SHAPES, fileBytes, writeSyntheticModel } from '../tools/synth.mjs';
+import { sharedMemory, startThreads, stopThreads } from '../js/threads.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..');
@@ -33,11 +34,14 @@ async function ensureModel(shape) {
   return file;
 }
 
-/** One module instance with one model and a context for `nSeq` sequences. */
-async function open(file, { simd = true, nSeq = 16, nCtx = 512 } = {}) {
-  const wasm = fs.readFileSync(path.join(REPO, 'dist', simd ? 'wasmlm.wasm' : 'wasmlm-scalar.wasm'));
-  const { instance } = await WebAssembly.instantiate(wasm, { env: { emscripten_notify_memory_growth() {} } });
-  const x = instance.exports;
+/** One module instance with one model and a context for `nSeq` sequences; with threads > 1 the
+ *  threaded module and a pool of that many threads (js/threads.js). */
+async function open(file, { simd = true, nSeq = 16, nCtx = 512, threads = 1 } = {}) {
+  const name = !simd ? 'wasmlm-scalar.wasm' : threads > 1 ? 'wasmlm-mt.wasm' : 'wasmlm.wasm';
+  const module = await WebAssembly.compile(fs.readFileSync(path.join(REPO, 'dist', name)));
+  const memory = threads > 1 ? sharedMemory() : undefined;
+  const instance = await WebAssembly.instantiate(module, { env: { memory, emscripten_notify_memory_growth() {} } });
+  const x = memory ? { ...instance.exports, memory } : instance.exports;
   x._initialize();
   const bytes = fs.readFileSync(file);
   const ptr = x.wlmjs_malloc(bytes.length);
@@ -49,6 +53,8 @@ async function open(file, { simd = true, nSeq = 16, nCtx = 512 } = {}) {
   rc = x.wlmjs_context_new(model, nCtx, 1, 1, nSeq, slot);
   if (rc !== 0) throw new Error(`context: status ${rc}`);
   const ctx = new Int32Array(x.memory.buffer)[slot >> 2];
+  const pool = threads > 1 ? await startThreads(x, module, threads) : null;
+  if (pool) x.wlm_context_set_threadpool(ctx, pool.pool);
   const cap = 1024;
   const tok = x.wlmjs_malloc(4 * cap), seq = x.wlmjs_malloc(4 * cap), want = x.wlmjs_malloc(cap);
   const vocab = x.wlmjs_model_info(model, 5);
@@ -59,7 +65,11 @@ async function open(file, { simd = true, nSeq = 16, nCtx = 512 } = {}) {
     const r = x.wlm_eval_batch(ctx, tok, seq, want, toks.length);
     if (r !== 0) throw new Error(`eval: status ${r}`);
   };
-  return { x, ctx, vocab, eval: eval_, reset: () => x.wlm_context_reset(ctx) };
+  const close = () => {
+    x.wlm_context_free(ctx);
+    if (pool) stopThreads(x, pool);
+  };
+  return { x, ctx, vocab, eval: eval_, reset: () => x.wlm_context_reset(ctx), close };
 }
 
 const id = (vocab, k) => 1 + (k * 7919) % (vocab - 1);
@@ -89,21 +99,22 @@ function prefillVsDecode(e, n, decodeSteps) {
   return { prefill, decode };
 }
 
-export async function benchBatch({ quick = false, shapes = ['stories15M', 'stories110M'], simd = true } = {}) {
+export async function benchBatch({ quick = false, shapes = ['stories15M', 'stories110M'], simd = true, threads = 1 } = {}) {
   const rows = [];
   for (const shape of shapes) {
     const file = await ensureModel(shape);
     const big = SHAPES[shape].dim >= 768;
     const rounds = quick ? 2 : 4;
     const steps = quick ? 4 : big ? 8 : 24;
-    const e = await open(file, { simd });
+    const e = await open(file, { simd, threads });
     decodeRate(e, 4, 2); // warm-up: V8 tiers the kernels up
     const rates = { 1: [], 4: [], 16: [] };
     for (let r = 0; r < rounds; r++) for (const B of [1, 4, 16]) rates[B].push(decodeRate(e, B, steps));
     const pd = [];
     for (let r = 0; r < rounds; r++) pd.push(prefillVsDecode(e, 128, quick ? 4 : 16));
+    e.close();
     const row = {
-      kind: 'batch', shape, simd, rounds, steps,
+      kind: 'batch', shape, simd, threads, rounds, steps,
       decodeTokPerSec: { 1: median(rates[1]), 4: median(rates[4]), 16: median(rates[16]) },
       runs: rates,
       prefill128TokPerSec: median(pd.map((p) => p.prefill)),
@@ -114,7 +125,7 @@ export async function benchBatch({ quick = false, shapes = ['stories15M', 'stori
     row.prefillOverDecode = row.prefill128TokPerSec / row.decodeAfterPrefillTokPerSec;
     row.goals = { batch16x4: row.batch16OverBatch1 >= 4, prefillx3: row.prefillOverDecode >= 3 };
     rows.push(row);
-    console.error(`${shape}: batch 1/4/16 ${[1, 4, 16].map((b) => row.decodeTokPerSec[b].toFixed(1)).join(' / ')} tok/s` +
+    console.error(`${shape}${threads > 1 ? ` (${threads} threads)` : ''}: batch 1/4/16 ${[1, 4, 16].map((b) => row.decodeTokPerSec[b].toFixed(1)).join(' / ')} tok/s` +
       ` (16/1 = ${row.batch16OverBatch1.toFixed(2)}x); prefill 128 ${row.prefill128TokPerSec.toFixed(1)} vs decode` +
       ` ${row.decodeAfterPrefillTokPerSec.toFixed(1)} tok/s (${row.prefillOverDecode.toFixed(2)}x)`);
   }
@@ -123,10 +134,10 @@ export async function benchBatch({ quick = false, shapes = ['stories15M', 'stori
 
 export function renderBatch(rows) {
   const lines = ['Batched decode (wlm_eval_batch, one token per sequence, logits for all) and batched prefill (128 tokens in one call)',
-    'shape         simd  batch 1   batch 4  batch 16  16/1   goal>=4  prefill128  decode  prefill/decode  goal>=3'];
+    'shape         threads  batch 1   batch 4  batch 16  16/1   goal>=4  prefill128  decode  prefill/decode  goal>=3'];
   for (const r of rows) {
     const d = r.decodeTokPerSec;
-    lines.push(`${r.shape.padEnd(13)} ${String(r.simd).padEnd(5)} ${d[1].toFixed(1).padStart(7)} ${d[4].toFixed(1).padStart(9)} ${d[16].toFixed(1).padStart(9)}` +
+    lines.push(`${r.shape.padEnd(13)} ${String(r.simd ? r.threads ?? 1 : 'scalar').padEnd(8)} ${d[1].toFixed(1).padStart(7)} ${d[4].toFixed(1).padStart(9)} ${d[16].toFixed(1).padStart(9)}` +
       `  ${r.batch16OverBatch1.toFixed(2).padStart(5)}  ${(r.goals.batch16x4 ? 'met' : 'NOT met').padEnd(7)}  ${r.prefill128TokPerSec.toFixed(1).padStart(10)}` +
       `  ${r.decodeAfterPrefillTokPerSec.toFixed(1).padStart(6)}  ${r.prefillOverDecode.toFixed(2).padStart(14)}  ${r.goals.prefillx3 ? 'met' : 'NOT met'}`);
   }
@@ -140,6 +151,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     quick: argv.includes('--quick'),
     shapes: (opt('--shapes') ?? 'stories15M,stories110M').split(','),
     simd: !argv.includes('--scalar'),
+    threads: Number(opt('--threads') ?? 1),
   });
   const report = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length,
     loadavg: os.loadavg(), results: rows };

@@ -1,16 +1,18 @@
 #!/usr/bin/env node
 // bench/peers.mjs — `npm run bench:peers`: wasmlm against @wllama/wllama (llama.cpp in wasm) on the
 // same synthetic GGUF files (bench/models.mjs), both in the same headless Chromium, one thread
-// each: wllama's single wasm build with n_threads 1 and no WebGPU (no COOP/COEP headers, so no
-// SharedArrayBuffer anyway), and wasmlm's SIMD128 module in the page's thread. Files and engines
+// each by default: wllama's wasm build with n_threads 1 and no WebGPU (no COOP/COEP headers, so
+// no SharedArrayBuffer anyway), and wasmlm's SIMD128 module in the page's thread. --threads N:
+// the page is cross-origin isolated and both run N threads (wllama n_threads N, wasmlm
+// createEngine({threads: N})). Files and engines
 // are served from 127.0.0.1 by tools/serve.mjs. Per (model, engine): a fresh page, load, one
 // untimed warm-up completion, then `runs` greedy completions of the same prompt with a fixed
 // number of new tokens; each engine's own prefill/decode tokens/s (wllama: llama.cpp's timings;
 // wasmlm: engine.lastResult), median over the runs. What it measures: bench/README.md.
 //
 //   node bench/peers.mjs [--big] [--shapes stories15M,...] [--types F32,Q8_0,...] [--runs N]
-//                        [--tokens 64] [--out FILE] [--json]
-// Writes bench/out/peers.json.
+//                        [--tokens 64] [--threads N] [--out FILE] [--json]
+// Writes bench/out/peers.json (--threads N > 1: bench/out/peers-Nt.json).
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -36,7 +38,8 @@ const median = (xs) => {
 };
 
 function parseArgs(argv) {
-  const o = { big: false, shapes: null, types: null, runs: 3, bigRuns: 1, tokens: 64, warmup: 8, json: false, out: null };
+  const o = { big: false, shapes: null, types: null, runs: 3, bigRuns: 1, tokens: 64, warmup: 8, json: false, out: null,
+    threads: 1 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const v = () => argv[++i];
@@ -45,6 +48,7 @@ function parseArgs(argv) {
     else if (a === '--types') o.types = v().split(',').map((t) => t.toUpperCase());
     else if (a === '--runs') { o.runs = Number(v()); o.bigRuns = Math.min(o.bigRuns, o.runs); }
     else if (a === '--tokens') o.tokens = Number(v());
+    else if (a === '--threads') o.threads = Number(v());
     else if (a === '--out') o.out = path.resolve(v());
     else if (a === '--json') o.json = true;
     else if (a === '-h' || a === '--help') o.help = true;
@@ -55,6 +59,7 @@ function parseArgs(argv) {
   if (!(Number.isInteger(o.runs) && o.runs >= 1) || !(Number.isInteger(o.tokens) && o.tokens >= 2)) {
     throw new Error('--runs must be ≥ 1 and --tokens ≥ 2');
   }
+  if (!(Number.isInteger(o.threads) && o.threads >= 1 && o.threads <= 16)) throw new Error('--threads must be 1..16');
   return o;
 }
 
@@ -98,7 +103,8 @@ function table(rows, header) {
 }
 
 function render(report) {
-  const out = [`wasmlm vs wllama ${report.wllamaVersion ?? ''} — ${report.date}, ${report.browser}, one thread each`,
+  const out = [`wasmlm vs wllama ${report.wllamaVersion ?? ''} — ${report.date}, ${report.browser}, ` +
+    `${report.threads > 1 ? `${report.threads} threads` : 'one thread'} each`,
     `greedy, prompt of ${report.rows[0]?.ours?.nPrompt ?? '?'} tokens, ${report.tokens} new tokens, median of ${report.runs} ` +
     `(TinyLlama: ${report.bigRuns}), warm-up excluded; load average at start ${report.loadavgStart.map((v) => v.toFixed(2)).join(' ')}, ` +
     `end ${report.loadavgEnd.map((v) => v.toFixed(2)).join(' ')}`, ''];
@@ -118,7 +124,7 @@ function render(report) {
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   if (opts.help) {
-    console.log('usage: node bench/peers.mjs [--big] [--shapes a,b] [--types F32,Q8_0,...] [--runs N] [--tokens N] [--out FILE] [--json]');
+    console.log('usage: node bench/peers.mjs [--big] [--shapes a,b] [--types F32,Q8_0,...] [--runs N] [--tokens N] [--threads N] [--out FILE] [--json]');
     return;
   }
   const t0 = performance.now();
@@ -126,7 +132,9 @@ async function main() {
   const metas = [];
   for (const j of jobs) metas.push(await ensureGguf(j.shape, j.type, { log }));
 
-  const server = await startServer({ port: 0, quiet: true });
+  // One thread: a plain static host (no SharedArrayBuffer, so wllama runs as before). More:
+  // cross-origin isolated, as both engines need for their threads.
+  const server = await startServer({ port: 0, quiet: true, isolate: opts.threads > 1 });
   const baseUrl = server.url.replace(/web\/$/, '');
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-peers-'));
   const context = await chromium.launchPersistentContext(userDataDir, {
@@ -137,12 +145,14 @@ async function main() {
   context.setDefaultTimeout(30 * 60_000);
   const report = { date: new Date().toISOString(), browser: `Chromium ${context.browser()?.version() ?? ''}`.trim(),
     node: process.version, machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown' },
-    tokens: opts.tokens, runs: opts.runs, bigRuns: opts.bigRuns, prompt: PROMPT, loadavgStart: os.loadavg(), rows: [] };
+    tokens: opts.tokens, runs: opts.runs, bigRuns: opts.bigRuns, threads: opts.threads, prompt: PROMPT,
+    loadavgStart: os.loadavg(), rows: [] };
   try {
     for (const meta of metas) {
       const big = meta.shape === BIG_SHAPE;
       const model = `/${path.relative(REPO, meta.path).split(path.sep).join('/')}`;
-      const common = { model, prompt: PROMPT, maxTokens: opts.tokens, runs: big ? opts.bigRuns : opts.runs, warmupTokens: opts.warmup };
+      const common = { model, prompt: PROMPT, maxTokens: opts.tokens, runs: big ? opts.bigRuns : opts.runs, warmupTokens: opts.warmup,
+        threads: opts.threads };
       log(`${meta.shape} ${meta.type} (${(meta.bytes / 1e6).toFixed(1)} MB), load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}`);
       const theirs = await runPage(context, baseUrl, { ...common, engine: 'wllama' });
       log(`  wllama: ${theirs.error ? `ERROR ${theirs.error}\n    ${theirs.console.join('\n    ')}` : `decode ${f1(summarize(theirs).decodeTokPerSec)} tok/s`}`);
@@ -186,7 +196,7 @@ async function main() {
     const ratio = q8.decodeTokPerSec / f32.decodeTokPerSec;
     report.goals.push({ goal: 'stories110M: our Q8_0 decode ≥ 2.5× our F32 (Chromium)', met: ratio >= 2.5, text: x2(ratio) });
   }
-  const file = opts.out ?? path.join(HERE, 'out', 'peers.json');
+  const file = opts.out ?? path.join(HERE, 'out', opts.threads > 1 ? `peers-${opts.threads}t.json` : 'peers.json');
   fs.mkdirSync(path.dirname(file), { recursive: true });
   fs.writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   if (opts.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);

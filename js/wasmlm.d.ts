@@ -100,6 +100,28 @@ export interface EngineOptions {
    * SIMD, else false). false selects the scalar build, which gives the same results.
    */
   simd?: boolean;
+  /**
+   * Threads that run the matrix products (wlm_threadpool, src/wasmlm.h): every weight-matrix
+   * product of the forward pass is split into `threads` row ranges, one per thread, the
+   * engine's own thread included; attention, norms and sampling stay on the engine's thread.
+   * Results are bitwise identical for every thread count. With more than one thread the engine
+   * loads the threaded build (dist/wasmlm-mt.wasm: SIMD128, atomics, a shared memory of up to
+   * 4 GiB) and starts `threads - 1` helpers running js/thread.js (Node worker_threads, or
+   * module Workers in a browser) on the same memory; free() stops them. Idle helpers spin for
+   * about a millisecond after each product, then sleep.
+   *
+   * Browsers allow shared memory only on cross-origin isolated pages (served with
+   * `Cross-Origin-Opener-Policy: same-origin` and `Cross-Origin-Embedder-Policy: require-corp`,
+   * as `npm start` does).
+   *
+   * 'auto' (default): the number of cores, at most 4 (decode is bound by memory bandwidth,
+   * which a few cores saturate), where threads can run (Node; isolated pages) with the SIMD
+   * build; 1 elsewhere (no error). A number: exactly that many, 1..16.
+   * Errors: WLM_ERR_INVALID_ARG (not 'auto' or an integer 1..16), WLM_ERR_UNSUPPORTED (more
+   * than 1 where threads cannot run: the page is not cross-origin isolated, `simd: false`, or a
+   * `wasm` module other than the threaded build), WLM_ERR_NOMEM.
+   */
+  threads?: number | 'auto';
 }
 
 /** Options of createWorkerEngine(). */
@@ -176,6 +198,8 @@ export interface ModelInfo {
   nCtx: number;
   /** The SIMD build and kernels are in use. */
   simd: boolean;
+  /** Threads running the matrix products (EngineOptions.threads, resolved). */
+  threads: number;
   /** Bytes the context had allocated in wasm memory after load(): the KV cache blocks of one
    *  full sequence (2 × nLayers × nCtx × kv_dim float32, kv_dim = dim × nKvHeads / nHeads,
    *  rounded up to whole blocks) and activation buffers. kvStats() gives the current figure. */
@@ -549,6 +573,10 @@ export interface Engine {
 
   /** The loaded model's info, or null before load() / after a failed load. */
   readonly info: ModelInfo | null;
+
+  /** Threads running the matrix products (EngineOptions.threads resolved: 'auto' becomes a
+   *  number). Known as soon as the engine exists. */
+  readonly threads: number;
 
   /** The summary of the last generation that got past prefill (also set when it was aborted
    *  or broken out of, with stopReason 'aborted'), or null. */

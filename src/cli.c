@@ -53,6 +53,8 @@ void wlm_cli_usage(FILE *f) {
         "  --seed N               RNG seed, -1 = time; sequence i of a batch uses N+i\n"
         "  --stop S               stop before the text S, not printed (repeatable, up to 8)\n"
         "  -c, --ctx-size N       context length, default the model's\n"
+        "  --threads N            threads for the matrix products (1..16, default 1; results are\n"
+        "                         identical for any N)\n"
         "  --context-shift        on a full context, drop the older half after --keep; go on\n"
         "  --keep N               tokens a context shift keeps, default 0, -1 = the prompt\n"
         "  --json                 one JSON line per token and one per finished sequence\n"

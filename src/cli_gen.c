@@ -68,6 +68,8 @@ typedef struct cli_opts {
     int llama_sampling;     /* a llama.cpp sampling flag was given */
     int repeat_last_n_ctx;  /* --repeat-last-n -1: the context size */
     int seed_random;        /* seed from the clock */
+    int threads;            /* --threads: threads for the matrix products, default 1 */
+    wlm_threadpool *pool;   /* NULL for one thread */
     wlm_gen_params gp;
     wlm_logit_bias bias[WLM_MAX_LOGIT_BIAS];
 } cli_opts;
@@ -75,7 +77,8 @@ typedef struct cli_opts {
 enum {
     O_T, O_P, O_S, O_N, O_I, O_Z, O_M, O_CTX, O_PROMPT, O_N_PREDICT, O_TEMP, O_TOP_K, O_TOP_P,
     O_MIN_P, O_TYPICAL, O_REPEAT_PENALTY, O_REPEAT_LAST_N, O_PRESENCE, O_FREQUENCY, O_LOGIT_BIAS,
-    O_ORDER, O_SEED, O_STOP, O_KEEP, O_N_PROBS, O_BEAM, O_LENGTH_PENALTY, O_N_SAMPLES, O_PROMPTS
+    O_ORDER, O_SEED, O_STOP, O_KEEP, O_N_PROBS, O_BEAM, O_LENGTH_PENALTY, O_N_SAMPLES, O_PROMPTS,
+    O_THREADS
 };
 
 /* Options that take a value. */
@@ -91,7 +94,7 @@ static const struct {
     {"--frequency-penalty", O_FREQUENCY}, {"--logit-bias", O_LOGIT_BIAS},
     {"--sampler-order", O_ORDER}, {"--seed", O_SEED}, {"--stop", O_STOP}, {"--keep", O_KEEP},
     {"--n-probs", O_N_PROBS}, {"--beam", O_BEAM}, {"--length-penalty", O_LENGTH_PENALTY},
-    {"--n-samples", O_N_SAMPLES}, {"--prompts", O_PROMPTS},
+    {"--n-samples", O_N_SAMPLES}, {"--prompts", O_PROMPTS}, {"--threads", O_THREADS},
 };
 
 /* Parses a whole decimal integer; on error prints a message naming the flag and returns 1. */
@@ -173,6 +176,11 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         case O_M: o->mode = v; break;
         /* llama.cpp's flags */
         case O_CTX: if (get_int(a, v, &o->n_ctx)) return 1; break;
+        case O_THREADS:
+            if (get_int(a, v, &o->threads)) return 1;
+            if (o->threads < 1 || o->threads > WLM_MAX_THREADS)
+                return fail("%s must be in 1..%d (got %d)", a, WLM_MAX_THREADS, o->threads);
+            break;
         case O_N_PREDICT:
             if (get_int(a, v, &o->n_predict)) return 1;
             if (o->n_predict == 0 || o->n_predict < -1)
@@ -451,6 +459,7 @@ static int new_context(const wlm_model *m, const cli_opts *o, int32_t n_seq, wlm
     cp.n_seq_max = n_seq;
     if (wlm_context_new(m, &cp, ctx) != WLM_OK)
         return fail("%s", *ctx ? wlm_context_errmsg(*ctx) : "out of memory for the context");
+    wlm_context_set_threadpool(*ctx, o->pool);
     return 0;
 }
 
@@ -704,6 +713,7 @@ int wlm_cli_generate(int argc, char **argv) {
     o->order = -1;
     o->seed_random = 1;
     o->length_penalty = 1.0f;
+    o->threads = 1;
     wlm_gen_params_default(&o->gp);
     o->gp.logit_bias = o->bias;
 
@@ -789,6 +799,10 @@ int wlm_cli_generate(int argc, char **argv) {
         }
     }
 
+    if (o->threads > 1 && wlm_threadpool_new(o->threads, &o->pool) != WLM_OK) {
+        fail("--threads %d: cannot start the threads", o->threads);
+        goto out;
+    }
     signal(SIGINT, on_sigint);
     if (o->beam_given) rc = run_beam(model, o, prompts[0], n_tokens[0]);
     else if (o->json || o->n_samples || o->prompts_file)
@@ -800,6 +814,7 @@ out:
     free(pbytes);
     free(tbytes);
     wlm_model_free(model);
+    wlm_threadpool_free(o->pool); /* after every context that used it */
     free(o);
     return rc;
 }

@@ -57,6 +57,7 @@ struct wlm_threadpool {
     int32_t n_threads;
     _Atomic int64_t jobs;         /* jobs handed to the helpers, and chunks they ran (tests) */
     _Atomic int64_t helper_chunks;
+    int helpers_only;             /* tests: the submitter leaves every chunk to the helpers */
 #if POOL_THREADS && !defined(__EMSCRIPTEN__)
     pthread_t *threads;           /* (n_threads - 1) native helpers */
     int32_t n_started;
@@ -121,6 +122,7 @@ int wlm_threadpool_work(wlm_threadpool *p) {
     if (!p) return WLM_ERR_INVALID_ARG;
     atomic_fetch_add(&p->running, 1);
     int32_t seen = atomic_load(&p->gen);
+    run_chunks(p, seen, 1); /* a job published before this helper started */
     while (!atomic_load(&p->quit)) {
         int32_t g = atomic_load(&p->gen);
         for (int spin = 0; g == seen && spin < POOL_SPIN && !atomic_load(&p->quit); spin++) {
@@ -218,7 +220,7 @@ void wlm_pool_run(wlm_threadpool *p, wlm_pool_fn fn, void *arg, int32_t n_chunks
     atomic_store(&p->gen, g);
     if (atomic_load(&p->sleepers) > 0) pool_wake_all(&p->gen);
     atomic_fetch_add_explicit(&p->jobs, 1, memory_order_relaxed);
-    run_chunks(p, g, 0);
+    if (!p->helpers_only) run_chunks(p, g, 0);
     while (atomic_load(&p->done) < n_chunks) cpu_relax();
 }
 
@@ -226,4 +228,8 @@ void wlm_threadpool_stats(const wlm_threadpool *p, int64_t *jobs, int64_t *helpe
     wlm_threadpool *q = (wlm_threadpool *)p;
     *jobs = q ? atomic_load(&q->jobs) : 0;
     *helper_chunks = q ? atomic_load(&q->helper_chunks) : 0;
+}
+
+void wlm_threadpool_helpers_only(wlm_threadpool *p, int on) {
+    if (p) p->helpers_only = on;
 }

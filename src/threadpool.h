@@ -24,4 +24,9 @@ void wlm_threadpool_stop(wlm_threadpool *p);
  * that must know the parallel path was taken. */
 void wlm_threadpool_stats(const wlm_threadpool *p, int64_t *jobs, int64_t *helper_chunks);
 
+/* Tests only: with `on`, the submitting thread runs no chunk itself and waits for the helpers,
+ * so that every chunk of every parallel job is run by a helper whatever the scheduler does. It
+ * hangs if no helper runs: native pools only. */
+void wlm_threadpool_helpers_only(wlm_threadpool *p, int on);
+
 #endif

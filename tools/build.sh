@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"   # Debian's emcc needs its acorn at -O2+
 jobs=$(nproc 2>/dev/null || echo 2)
 
-if [[ "${1:-}" == "--if-needed" && -f dist/wasmlm.wasm && -f dist/wasmlm-scalar.wasm ]]; then
+if [[ "${1:-}" == "--if-needed" && -f dist/wasmlm.wasm && -f dist/wasmlm-scalar.wasm && -f dist/wasmlm-mt.wasm ]]; then
   newer=$(find src CMakeLists.txt tools/exports.txt -newer dist/wasmlm.wasm -print -quit)
   if [[ -z "$newer" ]]; then exit 0; fi
 fi

@@ -1,6 +1,6 @@
 // bench/peers/page.js — one benchmark row in the browser, for bench/peers.mjs: load a GGUF file
-// from this server into either wasmlm (js/wasmlm.js, in this thread) or @wllama/wllama
-// (its single-thread path: n_threads 1, no WebGPU), run one untimed warm-up completion, then
+// from this server into either wasmlm (js/wasmlm.js, in this thread, `threads` threads) or
+// @wllama/wllama (n_threads = `threads`, no WebGPU), run one untimed warm-up completion, then
 // `runs` greedy completions of `maxTokens` new tokens from the same prompt, and report each
 // engine's own prefill/decode timings plus the wall time of each completion.
 
@@ -11,8 +11,8 @@ const WLLAMA_WASM = new URL('../../node_modules/@wllama/wllama/esm/wasm/wllama.w
 const logEl = document.getElementById('log');
 const log = (m) => { logEl.textContent += `${m}\n`; };
 
-async function runOurs({ model, prompt, maxTokens, runs, warmupTokens }) {
-  const engine = await createEngine();
+async function runOurs({ model, prompt, maxTokens, runs, warmupTokens, threads = 1 }) {
+  const engine = await createEngine({ threads });
   const t0 = performance.now();
   const info = await engine.load({ model: new URL(model, location.href) });
   const loadMs = performance.now() - t0;
@@ -26,17 +26,17 @@ async function runOurs({ model, prompt, maxTokens, runs, warmupTokens }) {
     log(`ours run ${i + 1}: ${r.decodeTokensPerSec.toFixed(1)} tok/s`);
   }
   await engine.free();
-  return { engine: 'wasmlm', loadMs, weightBytes: info.weightBytes, simd: info.simd, runs: out };
+  return { engine: 'wasmlm', loadMs, weightBytes: info.weightBytes, simd: info.simd, threads: info.threads, runs: out };
 }
 
-async function runWllama({ model, prompt, maxTokens, runs, warmupTokens }) {
+async function runWllama({ model, prompt, maxTokens, runs, warmupTokens, threads = 1 }) {
   const wllama = new Wllama({ default: WLLAMA_WASM }, { suppressNativeLog: true, allowOffline: false });
   const t0 = performance.now();
   // Fetched here and passed as a File: loadModelFromUrl would also copy it into the browser's cache.
   const res = await fetch(new URL(model, location.href));
   if (!res.ok) throw new Error(`${model}: HTTP ${res.status}`);
   const file = new File([await res.blob()], model.split('/').pop());
-  await wllama.loadModel([file], { n_threads: 1, n_gpu_layers: 0, n_ctx: 1024, seed: 1 });
+  await wllama.loadModel([file], { n_threads: threads, n_gpu_layers: 0, n_ctx: 1024, seed: 1 });
   const loadMs = performance.now() - t0;
   const info = { multithread: wllama.isMultithread(), threads: wllama.getNumThreads() };
   const complete = (n) => wllama.createCompletion({ prompt, max_tokens: n, temperature: 0, ignore_eos: true,

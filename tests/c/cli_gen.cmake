@@ -318,6 +318,7 @@ if(CASE STREQUAL "errors")
     "--bogus|unknown option '--bogus'" "--top-k|--top-k needs a value"
     "--top-k,abc|--top-k: 'abc' is not an integer" "--temp,x|--temp: 'x' is not a number"
     "--n-samples,0|--n-samples" "--n-samples,65|--n-samples" "--n-predict,0|--n-predict"
+    "--threads,0|--threads must be in 1..16" "--threads,17|--threads" "--threads,two|--threads"
     "--sampler-order,foo|--sampler-order" "--ctx-size,100000|n_ctx" "--seed,-5|--seed"
     "--keep,-2|--keep" "--keep,40,--ctx-size,32,--context-shift|n_keep"
     "--beam,2,--n-samples,2|--beam" "--beam,2,--stop,x|--beam" "-m,chat|not supported"

@@ -49,8 +49,8 @@ test('npm pack ships the library and nothing from tests/ or bench/', async () =>
   const [packed] = JSON.parse(stdout);
   const files = packed.files.map((f) => f.path).sort();
   for (const expected of ['package.json', 'README.md', 'js/wasmlm.js', 'js/wasmlm.d.ts', 'js/worker.js',
-    'js/protocol.js', 'js/cache.js', 'js/cache.d.ts', 'dist/wasmlm.wasm', 'dist/wasmlm-scalar.wasm',
-    'src/wasmlm.h']) {
+    'js/protocol.js', 'js/cache.js', 'js/cache.d.ts', 'js/threads.js', 'js/thread.js', 'dist/wasmlm.wasm',
+    'dist/wasmlm-scalar.wasm', 'dist/wasmlm-mt.wasm', 'src/wasmlm.h']) {
     assert.ok(files.includes(expected), `${expected} is in the package (got ${files.join(', ')})`);
   }
   const allowed = /^(package\.json|README\.md|LICENSE(\.\w+)?|js\/[\w.-]+\.(js|d\.ts)|dist\/[\w.-]+\.wasm|src\/wasmlm\.h)$/;
