@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite, as `npm test` runs it: C tests natively (plain and under ASan+UBSan)
+# The whole test suite, as `npm test` runs it: C tests natively (plain and under ASan+UBSan, and
+# the thread pool's test under TSan)
 # and in wasm under node (SIMD128 kernels), the Node tests of the JS layer, and the demo page
 # in headless Chromium. Reads the model files in ../shared/models in place.
 set -euo pipefail
@@ -17,6 +18,12 @@ echo "== C tests, native with AddressSanitizer + UBSan"
 cmake -S . -B build/sanitize -DCMAKE_BUILD_TYPE=Debug -DWASMLM_SANITIZE=ON -DWASMLM_WERROR=ON >/dev/null
 cmake --build build/sanitize -j"$jobs" >/dev/null
 (cd build/sanitize && ctest --output-on-failure)
+
+echo "== thread pool under ThreadSanitizer (clang): test_threads"
+mkdir -p build/tsan
+clang -std=c11 -O1 -g -fsanitize=thread -Wall -Wextra -Werror -Isrc tests/c/test_threads.c \
+  $(ls src/*.c | grep -v -e '/cli' -e '/wasm_exports') -lm -lpthread -o build/tsan/test_threads
+TSAN_OPTIONS=halt_on_error=1 build/tsan/test_threads
 
 echo "== fuzz: saved regressions, then 20 s per libFuzzer harness (clang, ASan + UBSan)"
 bash tools/fuzz.sh 20
