@@ -103,7 +103,8 @@ export interface EngineOptions {
   /**
    * Threads that run the matrix products (wlm_threadpool, src/wasmlm.h): every weight-matrix
    * product of the forward pass is split into `threads` row ranges, one per thread, the
-   * engine's own thread included; attention, norms and sampling stay on the engine's thread.
+   * engine's own thread included, and each token's attention by heads; norms, RoPE and
+   * sampling stay on the engine's thread.
    * Results are bitwise identical for every thread count. With more than one thread the engine
    * loads the threaded build (dist/wasmlm-mt.wasm: SIMD128, atomics, a shared memory of up to
    * 4 GiB) and starts `threads - 1` helpers running js/thread.js (Node worker_threads, or

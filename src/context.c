@@ -140,6 +140,7 @@ static void context_release(wlm_context *c) {
     free(c->kt);
     free(c->vt);
     free(c->att);
+    free(c->att_mt);
     free(c->xq);
     free(c->rope_cos);
     free(c->rope_sin);
@@ -267,6 +268,20 @@ const char *wlm_context_errmsg(const wlm_context *ctx) {
 
 int wlm_context_set_threadpool(wlm_context *ctx, wlm_threadpool *pool) {
     if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    /* attention scores for every chunk but the first, which uses ctx->att */
+    const int32_t chunks = wlm_threadpool_size(pool) - 1;
+    if (chunks > ctx->att_mt_chunks) {
+        const size_t bytes = (size_t)chunks * (size_t)ctx->n_ctx * sizeof(float);
+        float *att = realloc(ctx->att_mt, bytes);
+        if (!att)
+            return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM,
+                                 "out of memory for the threads' attention scratch (%zu bytes)",
+                                 bytes);
+        ctx->bytes += bytes - (size_t)ctx->att_mt_chunks * (size_t)ctx->n_ctx * sizeof(float);
+        ctx->att_mt = att;
+        ctx->att_mt_chunks = chunks;
+    }
     ctx->pool = pool;
     return WLM_OK;
 }

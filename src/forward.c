@@ -5,7 +5,9 @@
  * every layer; then the final RMSNorm and the classifier for the entries that want logits.
  * Entries may belong to different sequences at different positions. The projections are
  * matrix-matrix products that read each weight tile once for the whole batch; every entry's
- * arithmetic is exactly the one-token computation, so batching never changes a result.
+ * arithmetic is exactly the one-token computation, so batching never changes a result. With a
+ * thread pool, each matrix product is split by rows and each entry's attention by heads; every
+ * row and head is computed as on one thread, so threads never change a result either.
  * All arithmetic goes through the context's kernel table (scalar or SIMD128).
  */
 #include <math.h>
@@ -104,13 +106,48 @@ void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor 
         matmul_rows(&j, 0, t->rows);
 }
 
+/* The heads of one entry's attention, as the pool's chunks see them. */
+typedef struct attention_job {
+    wlm_context *c;
+    float *out;                   /* (n_heads * head_size) */
+    const float *q;               /* (n_heads * head_size) */
+    int len;                      /* positions attended to */
+} attention_job;
+
+/* Chunk i of n: heads [n_heads * i / n, n_heads * (i + 1) / n), with chunk i's score scratch. */
+static void attention_chunk(void *arg, int32_t i, int32_t n) {
+    const attention_job *j = arg;
+    const wlm_context *c = j->c;
+    const wlm_hparams *p = &c->model->hp;
+    const int hs = p->head_size, kv_mul = p->n_heads / p->n_kv_heads;
+    float *att = i == 0 ? c->att : c->att_mt + (size_t)(i - 1) * (size_t)c->n_ctx;
+    const int h0 = (int)((int64_t)p->n_heads * i / n), h1 = (int)((int64_t)p->n_heads * (i + 1) / n);
+    for (int h = h0; h < h1; h++)
+        c->k->attention(j->out + (size_t)h * hs, j->q + (size_t)h * hs, c->kb, c->vb,
+                        (size_t)(h / kv_mul) * (size_t)hs, WLM_KV_BLOCK, j->len, hs, p->kv_dim, att);
+}
+
+/* Every head of one entry over positions 0..len-1 (c->kb / c->vb set), split over the pool's
+ * threads by heads when there is enough work: each head is computed exactly as alone. */
+static void attention_heads(wlm_context *c, float *out, const float *q, int len) {
+    const wlm_hparams *p = &c->model->hp;
+    attention_job j = {c, out, q, len};
+    const int32_t threads = wlm_threadpool_size(c->pool);
+    const uint64_t macs = 2 * (uint64_t)p->n_heads * (uint64_t)p->head_size * (uint64_t)len;
+    if (threads > 1 && c->att_mt_chunks >= threads - 1 && p->n_heads >= threads &&
+        macs >= PARALLEL_MIN_MACS)
+        wlm_pool_run(c->pool, attention_chunk, &j, threads);
+    else
+        attention_chunk(&j, 0, 1);
+}
+
 void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
                        const int32_t *logit_rows) {
     const wlm_hparams *p = &c->model->hp;
     const wlm_weights *w = &c->model->w;
     const wlm_kernels *k = c->k;
     const int dim = p->dim, hidden = p->hidden_dim, hs = p->head_size, kv_dim = p->kv_dim;
-    const int n_heads = p->n_heads, kv_mul = p->n_heads / p->n_kv_heads, half = hs / 2;
+    const int n_heads = p->n_heads, half = hs / 2;
     const size_t D = (size_t)dim, H = (size_t)hidden, KV = (size_t)kv_dim;
     float *x = c->x;
 
@@ -156,10 +193,7 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
                 c->kb[i] = c->kv.base[s->blocks[i]] + layer_off;
                 c->vb[i] = c->kb[i] + WLM_KV_BLOCK * KV;
             }
-            for (int h = 0; h < n_heads; h++)
-                k->attention(c->xb + b * D + (size_t)h * hs, c->q + b * D + (size_t)h * hs, c->kb,
-                             c->vb, (size_t)(h / kv_mul) * (size_t)hs, WLM_KV_BLOCK, len, hs,
-                             kv_dim, c->att);
+            attention_heads(c, c->xb + b * D, c->q + b * D, len);
         }
         wlm_matmul(c, c->xb2, D, &lw->wo, c->xb, D, n);
         for (size_t i = 0; i < (size_t)n * D; i++) x[i] += c->xb2[i];

@@ -585,9 +585,9 @@ typedef struct wlm_threadpool wlm_threadpool;
  * (projections, feed-forward, classifier; F32 and quantized, decode and batches) into n_threads
  * row ranges of equal size, one per thread, and returns when all are done. Each output row is
  * computed by exactly the same operations whichever thread runs it, so results are bitwise
- * identical for every thread count. Products smaller than 2^16 multiply-adds stay on the
- * calling thread (a wake-up costs more than they do). Attention, norms and sampling stay on
- * the calling thread.
+ * identical for every thread count; likewise each entry's attention is split by heads (each
+ * head computed as alone). Products and attentions smaller than 2^16 multiply-adds stay on the
+ * calling thread (a wake-up costs more than they do), as do norms, RoPE and sampling.
  * Native builds start n_threads - 1 pthreads here. In wasm the module must be the threaded
  * build (dist/wasmlm-mt.wasm: shared memory, atomics), and the embedder starts the helpers:
  * n_threads - 1 workers that instantiate the same module on the same memory, each with its own
@@ -620,8 +620,10 @@ int wlm_threadpool_work(wlm_threadpool *pool);
  * Makes ctx run its matrix products on `pool` (NULL: on the calling thread only, the
  * default). The pool is borrowed: it must outlive its use by ctx. One pool may serve several
  * contexts as long as only one of them evaluates at a time. May be changed between any two
- * calls, in the middle of a generation too (results do not depend on it).
- * Errors: WLM_ERR_INVALID_ARG (ctx NULL).
+ * calls, in the middle of a generation too (results do not depend on it). The first time a
+ * pool of n threads is set, the context allocates attention-score scratch for n - 1 more
+ * threads ((n - 1) × n_ctx float32, counted by wlm_context_memory).
+ * Errors: WLM_ERR_INVALID_ARG (ctx NULL), WLM_ERR_NOMEM (the scratch; the pool is not set).
  */
 int wlm_context_set_threadpool(wlm_context *ctx, wlm_threadpool *pool);
 

@@ -3,7 +3,8 @@
  * (every chunk of every job runs exactly once, with the caller and helpers racing for them);
  * and the forward pass split over 2 and 3 threads gives logits bitwise equal to one thread, for
  * every weight type (F32, F16, Q8_0, Q4_0, Q4_K, Q6_K), in prefill, decode and multi-sequence
- * batches, once with every chunk left to the helpers (the pool's counters prove it).
+ * batches, at positions where attention is split by heads as well as the matrix products by rows,
+ * once with every chunk left to the helpers (the pool's counters prove it).
  * The model is a random llama2.c checkpoint built here, big enough (dim 256, hidden 768, GQA)
  * for its products to pass the pool's size threshold; the quantized ones are written from it
  * by the library's GGUF quantizer in memory. In wasm without atomics (the CTest build), only
@@ -26,7 +27,11 @@
 #define HAVE_THREADS 0
 #endif
 
-enum { DIM = 256, HID = 768, LAYERS = 2, HEADS = 8, KV_HEADS = 4, VOCAB = 512, SEQ = 64 };
+enum { DIM = 256, HID = 768, LAYERS = 2, HEADS = 8, KV_HEADS = 4, VOCAB = 512, SEQ = 256 };
+
+/* Prompt length: attention at positions >= 128 passes the split threshold (2 x 8 heads x 32 x
+ * positions >= 2^16 multiply-adds), so prefill and decode split attention by heads too. */
+#define PROMPT 150
 
 #if HAVE_THREADS
 /* A llama2.c version-0 checkpoint with random weights scaled by 1/sqrt(columns). */
@@ -122,7 +127,7 @@ static void test_stress(void) {
 
 /* ------------------------------------------------------------------------------------------ */
 
-/* Logits of: a 9-token prefill, 3 decode steps, then a batch of two sequences (3 + 2 tokens),
+/* Logits of: a PROMPT-token prefill, 3 decode steps, then a batch of two sequences (3 + 2 tokens),
  * written one after another into out (N_ROWS rows of VOCAB). */
 #define N_ROWS 6
 static int run_model(const wlm_model *m, wlm_threadpool *pool, float *out) {
@@ -132,9 +137,10 @@ static int run_model(const wlm_model *m, wlm_threadpool *pool, float *out) {
     wlm_context *c = NULL;
     int rc = wlm_context_new(m, &cp, &c);
     if (rc == WLM_OK) rc = wlm_context_set_threadpool(c, pool);
-    const int32_t prompt[9] = {1, 200, 17, 333, 4, 98, 511, 260, 7};
+    int32_t prompt[PROMPT];
+    for (int32_t i = 0; i < PROMPT; i++) prompt[i] = i == 0 ? 1 : (int32_t)((i * 7919) % VOCAB);
     int row = 0;
-    if (rc == WLM_OK) rc = wlm_eval(c, prompt, 9);
+    if (rc == WLM_OK) rc = wlm_eval(c, prompt, PROMPT);
     if (rc == WLM_OK) memcpy(out + (size_t)row++ * VOCAB, wlm_logits(c), VOCAB * sizeof(float));
     for (int32_t t = 0; t < 3 && rc == WLM_OK; t++) {
         const int32_t tok = 30 + 100 * t;
@@ -208,8 +214,10 @@ static void test_forward(const unsigned char *ckpt, size_t ckpt_size) {
             int64_t jobs, helper;
             wlm_threadpool_stats(p, &jobs, &helper);
             /* at least wq, wo, w1, w2, w3 per layer and the classifier (wk and wv of one
-             * token are under the size threshold), in each of the 5 evaluations */
-            CHECKF(jobs >= 5 * (5 * LAYERS + 1) && (run < 2 || helper == jobs * nt),
+             * token are under the size threshold) in each of the 5 evaluations, and the
+             * attention of the entries past position 128 per layer */
+            CHECKF(jobs >= 5 * (5 * LAYERS + 1) + (PROMPT - 128 + 3 + 5) * LAYERS &&
+                       (run < 2 || helper == jobs * nt),
                    "%d threads%s: %lld parallel products, %lld chunks run by helpers", (int)nt,
                    run == 2 ? " (helpers only)" : "", (long long)jobs, (long long)helper);
             wlm_threadpool_free(p);
