@@ -54,7 +54,7 @@ async function open(file, { simd = true, nSeq = 16, nCtx = 512, threads = 1 } = 
   if (rc !== 0) throw new Error(`context: status ${rc}`);
   const ctx = new Int32Array(x.memory.buffer)[slot >> 2];
   const pool = threads > 1 ? await startThreads(x, module, threads) : null;
-  if (pool) x.wlm_context_set_threadpool(ctx, pool.pool);
+  if (pool && x.wlm_context_set_threadpool(ctx, pool.pool) !== 0) throw new Error('wlm_context_set_threadpool failed');
   const cap = 1024;
   const tok = x.wlmjs_malloc(4 * cap), seq = x.wlmjs_malloc(4 * cap), want = x.wlmjs_malloc(cap);
   const vocab = x.wlmjs_model_info(model, 5);

@@ -587,12 +587,12 @@ class Engine {
       new DataView(x.memory.buffer).setInt32(slot, 0, true);
       const rc = x.wlmjs_context_new(model, nCtx, kvCache ? 1 : 0, this.#simd ? 1 : 0, nSeqMax, slot);
       const ctx = this.#i32(slot) >>> 0;
-      if (rc !== 0) {
-        const err = this.#error(rc, this.#readCString(x.wlm_context_errmsg(ctx)));
+      const rc2 = rc === 0 && this.#threads ? x.wlm_context_set_threadpool(ctx, this.#threads.pool) : 0;
+      if (rc !== 0 || rc2 !== 0) { // (the pool's attention scratch may not fit)
+        const err = this.#error(rc || rc2, this.#readCString(x.wlm_context_errmsg(ctx)));
         x.wlm_context_free(ctx);
         throw err;
       }
-      if (this.#threads) x.wlm_context_set_threadpool(ctx, this.#threads.pool);
       return ctx;
     } finally {
       x.wlmjs_free(slot);

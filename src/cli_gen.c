@@ -457,9 +457,12 @@ static int new_context(const wlm_model *m, const cli_opts *o, int32_t n_seq, wlm
     wlm_context_params_default(&cp);
     cp.n_ctx = o->n_ctx;
     cp.n_seq_max = n_seq;
-    if (wlm_context_new(m, &cp, ctx) != WLM_OK)
-        return fail("%s", *ctx ? wlm_context_errmsg(*ctx) : "out of memory for the context");
-    wlm_context_set_threadpool(*ctx, o->pool);
+    if (wlm_context_new(m, &cp, ctx) != WLM_OK || wlm_context_set_threadpool(*ctx, o->pool) != WLM_OK) {
+        fail("%s", *ctx ? wlm_context_errmsg(*ctx) : "out of memory for the context");
+        wlm_context_free(*ctx);
+        *ctx = NULL;
+        return 1;
+    }
     return 0;
 }
 

@@ -271,7 +271,7 @@ int wlm_context_set_threadpool(wlm_context *ctx, wlm_threadpool *pool) {
     ctx->errmsg[0] = '\0';
     /* attention scores for every chunk but the first, which uses ctx->att */
     const int32_t chunks = wlm_threadpool_size(pool) - 1;
-    if (chunks > ctx->att_mt_chunks) {
+    if (chunks > ctx->att_mt_chunks && ctx->n_ctx > 0) {
         const size_t bytes = (size_t)chunks * (size_t)ctx->n_ctx * sizeof(float);
         float *att = realloc(ctx->att_mt, bytes);
         if (!att)

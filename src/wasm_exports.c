@@ -55,7 +55,6 @@ API wlm_threadpool *wlmjs_threadpool_new(int n, int *status) {
     return p;
 }
 
-
 /* ---- context ---- */
 /* Creates a context; writes the handle to *out (see wlm_context_new). */
 API int wlmjs_context_new(const wlm_model *m, int n_ctx, int kv_cache, int use_simd,
