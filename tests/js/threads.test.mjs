@@ -9,10 +9,9 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import { createEngine, createWorkerEngine } from '../../js/wasmlm.js';
 import { writeSyntheticModel } from '../../tools/synth.mjs';
-import { BIG_TOKENIZER, REPO, collect, loadedEngine } from './_helpers.mjs';
+import { BIG_TOKENIZER, REPO, collect, loadedEngine, webWorkerLike } from './_helpers.mjs';
 
 const dir = mkdtempSync(join(tmpdir(), 'wasmlm-threads-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
@@ -107,16 +106,7 @@ test('threads: 1 with the threaded module works (shared memory, no helpers)', as
 });
 
 test('the worker engine starts its own helpers (threads: 2) and generates the same text', async () => {
-  const w = new Worker(new URL('./_worker_shim.mjs', import.meta.url));
-  const worker = {
-    postMessage: (msg, transfer) => w.postMessage(msg, transfer),
-    addEventListener(type, fn) {
-      if (type === 'message') w.on('message', (data) => fn({ data }));
-      if (type === 'error') w.on('error', (error) => fn({ message: error.message, error }));
-    },
-    terminate: () => w.terminate(),
-  };
-  const e = await createWorkerEngine({ worker, threads: 2 });
+  const e = await createWorkerEngine({ worker: await webWorkerLike(), threads: 2 });
   try {
     assert.equal(e.threads, 2);
     await e.load({ model, tokenizer: BIG_TOKENIZER, nCtx: 128 });

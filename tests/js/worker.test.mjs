@@ -5,31 +5,16 @@
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Worker } from 'node:worker_threads';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createWorkerEngine, WasmlmError } from '../../js/wasmlm.js';
 import { Req, Reply } from '../../js/protocol.js';
-import { MODEL, TOKENIZER, collect, referenceText } from './_helpers.mjs';
+import { MODEL, TOKENIZER, collect, referenceText, webWorkerLike } from './_helpers.mjs';
 
 const GREEDY = referenceText('stories260K_run.c_greedy_OnceUponATime_404.txt')
   .slice('Once upon a time'.length);
 
-/** A worker_threads Worker running js/worker.js, shaped like a Web Worker. */
-function webWorkerLike() {
-  const w = new Worker(new URL('./_worker_shim.mjs', import.meta.url));
-  return {
-    raw: w,
-    postMessage: (msg, transfer) => w.postMessage(msg, transfer),
-    addEventListener(type, fn) {
-      if (type === 'message') w.on('message', (data) => fn({ data }));
-      if (type === 'error') w.on('error', (error) => fn({ message: error.message, error }));
-    },
-    terminate: () => w.terminate(),
-  };
-}
-
-const engine = await createWorkerEngine({ worker: webWorkerLike() });
+const engine = await createWorkerEngine({ worker: await webWorkerLike() });
 after(() => engine.free());
 
 test('load with progress, info, greedy text equal to run.c', async () => {
@@ -128,7 +113,7 @@ test('abort a load in the worker', async () => {
 });
 
 test('protocol: every request gets exactly one terminal reply', async () => {
-  const w = webWorkerLike();
+  const w = await webWorkerLike();
   const replies = [];
   w.addEventListener('message', (e) => replies.push(e.data));
   const send = (msg) => w.postMessage(msg);
@@ -168,12 +153,12 @@ test('protocol: every request gets exactly one terminal reply', async () => {
 });
 
 test('a worker that cannot load the wasm module makes createWorkerEngine reject', async () => {
-  await assert.rejects(createWorkerEngine({ worker: webWorkerLike(), wasm: '/nonexistent/wasmlm.wasm' }),
+  await assert.rejects(createWorkerEngine({ worker: await webWorkerLike(), wasm: '/nonexistent/wasmlm.wasm' }),
     (e) => e instanceof WasmlmError && e.code === 'WLM_ERR_IO' && /nonexistent/.test(e.message));
 });
 
 test('a dying worker rejects the pending request', async () => {
-  const ww = webWorkerLike();
+  const ww = await webWorkerLike();
   const e = await createWorkerEngine({ worker: ww });
   const p = e.load({ model: MODEL, tokenizer: TOKENIZER });
   ww.raw.emit('error', new Error('boom'));
@@ -183,7 +168,7 @@ test('a dying worker rejects the pending request', async () => {
 });
 
 test('free() terminates the worker; later calls reject', async () => {
-  const e = await createWorkerEngine({ worker: webWorkerLike() });
+  const e = await createWorkerEngine({ worker: await webWorkerLike() });
   await e.load({ model: MODEL, tokenizer: TOKENIZER });
   await e.free();
   await assert.rejects(e.tokenize('x'), { code: 'WLM_ERR_STATE' });
