@@ -1,6 +1,6 @@
 // tests/browser/page.test.mjs — the demo page, served by tools/serve.mjs's handler on 127.0.0.1 and
 // driven in headless Debian Chromium through playwright-core: load, greedy streaming checked against
-// llama2.c's run.c, Stop, the max-tokens slider, phone width, the published-URL fallback, GGUF.
+// llama2.c's run.c, Stop, the max-tokens slider, phone width, GGUF.
 // Any page error or console error fails the run. Screenshots go to tests/artifacts/ (gitignored).
 // Model sources and the cache: models.test.mjs; presets, colours, keyboard: controls.test.mjs.
 //
@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import {
-  REPO, MODELS, REFERENCE, STEP_TIMEOUT, startTestServer, launch, waitForState as waitFor, screenshot,
+  REFERENCE, STEP_TIMEOUT, startTestServer, launch, waitForState as waitFor, screenshot,
 } from './_helpers.mjs';
 
 let server = null;
@@ -196,35 +196,6 @@ test('fits a phone-width screen', { timeout: STEP_TIMEOUT }, async () => {
   await screenshot(page, 'page-phone');
   await page.setViewportSize({ width: 1280, height: 900 });
   assertNoProblems();
-});
-
-test('falls back to the published URL when the server lacks the file', { timeout: STEP_TIMEOUT }, async () => {
-  // The same-origin copy answers 404; the published URL (intercepted here: no network in CI)
-  // answers with the real bytes and the CORS header a CDN sends.
-  const entry = JSON.parse(await fs.readFile(path.join(REPO, 'models', 'manifest.json'), 'utf8'))
-    .models.find((m) => m.id === 'stories260K');
-  await page.evaluate(() => caches.delete('wasmlm-models-v1')); // else the cached copy is used
-  const published = [];
-  await context.route('**/models/files/stories260K.bin', (route) => route.fulfill({ status: 404, body: 'missing' }));
-  await context.route(entry.url, async (route) => {
-    published.push(route.request().url());
-    await route.fulfill({
-      status: 200,
-      headers: { 'Access-Control-Allow-Origin': '*', 'Content-Type': 'application/octet-stream' },
-      body: await fs.readFile(path.join(MODELS, entry.file)),
-    });
-  });
-  try {
-    await page.reload();
-    assert.equal(await waitForState('ready', 'error'), 'ready', await page.locator('#load-status').textContent());
-    assert.match(await page.locator('#load-status').textContent(), /from huggingface\.co and this server/);
-    assert.ok(published.length >= 1, 'the published URL was requested');
-  } finally {
-    await context.unrouteAll();
-  }
-  // Chromium logs the expected 404 of the same-origin probe; nothing else may appear.
-  const unexpected = problems.splice(0).filter((p) => !/status of 404/.test(p));
-  assert.deepEqual(unexpected, []);
 });
 
 test('a GGUF model (vocabulary inside, no tokenizer file) writes the same greedy story', { timeout: STEP_TIMEOUT }, async () => {
