@@ -24,18 +24,23 @@ void wlm_probe_fill(uint8_t *buf, size_t bytes) {
 }
 
 #if defined(__wasm_simd128__)
-/* One pass, 128 bytes per iteration into 8 accumulators: the adds never wait on each other. */
+/* One pass over four quarters of the buffer at once, 32 bytes of each per iteration into 8
+ * accumulators (the adds never wait on each other). Four streams, because that is what this
+ * machine's memory delivers and what the matvec kernels read: one stream measured 8.3 GB/s,
+ * two 11.1, four 12.2 (node 20, 256 MiB); a one-stream probe understated the ceiling. */
 __attribute__((noinline)) static v128_t read_pass(const uint8_t *p, size_t bytes) {
+    const size_t q = bytes / 4;
+    const uint8_t *p1 = p + q, *p2 = p + 2 * q, *p3 = p + 3 * q;
     v128_t a0 = wasm_i32x4_splat(0), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-    for (size_t i = 0; i < bytes; i += 128) {
+    for (size_t i = 0; i < q; i += 32) {
         a0 = wasm_i32x4_add(a0, wasm_v128_load(p + i));
         a1 = wasm_i32x4_add(a1, wasm_v128_load(p + i + 16));
-        a2 = wasm_i32x4_add(a2, wasm_v128_load(p + i + 32));
-        a3 = wasm_i32x4_add(a3, wasm_v128_load(p + i + 48));
-        a4 = wasm_i32x4_add(a4, wasm_v128_load(p + i + 64));
-        a5 = wasm_i32x4_add(a5, wasm_v128_load(p + i + 80));
-        a6 = wasm_i32x4_add(a6, wasm_v128_load(p + i + 96));
-        a7 = wasm_i32x4_add(a7, wasm_v128_load(p + i + 112));
+        a2 = wasm_i32x4_add(a2, wasm_v128_load(p1 + i));
+        a3 = wasm_i32x4_add(a3, wasm_v128_load(p1 + i + 16));
+        a4 = wasm_i32x4_add(a4, wasm_v128_load(p2 + i));
+        a5 = wasm_i32x4_add(a5, wasm_v128_load(p2 + i + 16));
+        a6 = wasm_i32x4_add(a6, wasm_v128_load(p3 + i));
+        a7 = wasm_i32x4_add(a7, wasm_v128_load(p3 + i + 16));
     }
     return wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_add(a0, a1), wasm_i32x4_add(a2, a3)),
                           wasm_i32x4_add(wasm_i32x4_add(a4, a5), wasm_i32x4_add(a6, a7)));

@@ -59,11 +59,56 @@ static inline float row_dot(const float *w, const float *x, int n) {
     return s;
 }
 
-/* One row at a time. Measured in V8 (node 20) on the stories15M/110M shapes, this beat
- * blocking 2 or 4 rows per iteration by 1.2-3x: the extra live vectors spill and several
- * concurrent row streams defeat the prefetcher. */
+/* row_dot of four rows at once, each summed in exactly row_dot's order (same result bits):
+ * 8 accumulators, 2 activation vectors and the weight loads fit V8's 16 vector registers. */
+static void row_dot4(const float *w0, const float *w1, const float *w2, const float *w3,
+                     const float *x, int n, float *o0, float *o1, float *o2, float *o3) {
+    v128_t a0 = wasm_f32x4_splat(0), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0,
+           d1 = a0;
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const v128_t x0 = wasm_v128_load(x + j), x1 = wasm_v128_load(x + j + 4);
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(w0 + j), x0));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_v128_load(w0 + j + 4), x1));
+        b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(wasm_v128_load(w1 + j), x0));
+        b1 = wasm_f32x4_add(b1, wasm_f32x4_mul(wasm_v128_load(w1 + j + 4), x1));
+        c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(wasm_v128_load(w2 + j), x0));
+        c1 = wasm_f32x4_add(c1, wasm_f32x4_mul(wasm_v128_load(w2 + j + 4), x1));
+        d0 = wasm_f32x4_add(d0, wasm_f32x4_mul(wasm_v128_load(w3 + j), x0));
+        d1 = wasm_f32x4_add(d1, wasm_f32x4_mul(wasm_v128_load(w3 + j + 4), x1));
+    }
+    for (; j + 4 <= n; j += 4) {
+        const v128_t x0 = wasm_v128_load(x + j);
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(w0 + j), x0));
+        b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(wasm_v128_load(w1 + j), x0));
+        c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(wasm_v128_load(w2 + j), x0));
+        d0 = wasm_f32x4_add(d0, wasm_f32x4_mul(wasm_v128_load(w3 + j), x0));
+    }
+    float s0 = hsum(wasm_f32x4_add(a0, a1)), s1 = hsum(wasm_f32x4_add(b0, b1));
+    float s2 = hsum(wasm_f32x4_add(c0, c1)), s3 = hsum(wasm_f32x4_add(d0, d1));
+    for (; j < n; j++) {
+        s0 += w0[j] * x[j];
+        s1 += w1[j] * x[j];
+        s2 += w2[j] * x[j];
+        s3 += w3[j] * x[j];
+    }
+    *o0 = s0, *o1 = s1, *o2 = s2, *o3 = s3;
+}
+
+/* Four rows at a time, rows r0 + i + k * quarter for k = 0..3 (the few rows left over one at a
+ * time): four long sequential weight streams, which the hardware prefetcher follows. Measured
+ * in node 20 on 768-column rows streamed from memory (GB/s): one row at a time 7.3, neighbouring
+ * pairs 10.3, pairs half the matrix apart 9.5-12.0, four streams 11.8; a plain read of one
+ * stream 8.3, of four 12.2. stories110M F32 decode: 18.6 tok/s one row at a time. */
 void wlm_matvec_simd(float *out, const float *w, const float *x, int n, int r0, int r1) {
-    for (int r = r0; r < r1; r++) out[r] = row_dot(w + (size_t)r * (size_t)n, x, n);
+    const int q = (r1 - r0) / 4;
+    const size_t qs = (size_t)q * (size_t)n;
+    for (int r = r0; r < r0 + q; r++) {
+        const float *wr = w + (size_t)r * (size_t)n;
+        row_dot4(wr, wr + qs, wr + 2 * qs, wr + 3 * qs, x, n, &out[r], &out[r + q],
+                 &out[r + 2 * q], &out[r + 3 * q]);
+    }
+    for (int r = r0 + 4 * q; r < r1; r++) out[r] = row_dot(w + (size_t)r * (size_t)n, x, n);
 }
 
 /* Four vectors against rows r0..r1: each weight vector is loaded once for four products (8
