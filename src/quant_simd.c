@@ -136,11 +136,19 @@ __attribute__((noinline)) static float f16_row(const wlm_fp16 *w, const float *x
     return s;
 }
 
+/* Rows in the order r0, r0 + half, r0 + 1, r0 + half + 1, ...: the weights come from two
+ * sequential streams that alternate row by row (see ROWS2_DRIVER). */
 void wlm_f16_matvec_simd(float *out, const void *w, size_t row_bytes, const void *x, int n, int r0,
                          int r1) {
-    for (int r = r0; r < r1; r++)
+    const int half = (r1 - r0 + 1) / 2;
+    for (int r = r0; r < r0 + half; r++) {
         out[r] = f16_row((const wlm_fp16 *)(const void *)((const char *)w + (size_t)r * row_bytes),
                          x, n);
+        if (r + half < r1)
+            out[r + half] = f16_row(
+                (const wlm_fp16 *)(const void *)((const char *)w + (size_t)(r + half) * row_bytes),
+                x, n);
+    }
 }
 
 /* ---- Q8_0 activations: quantizer and widening -------------------------------------------- */
