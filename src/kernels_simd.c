@@ -99,7 +99,8 @@ static void row_dot4(const float *w0, const float *w1, const float *w2, const fl
  * time): four long sequential weight streams, which the hardware prefetcher follows. Measured
  * in node 20 on 768-column rows streamed from memory (GB/s): one row at a time 7.3, neighbouring
  * pairs 10.3, pairs half the matrix apart 9.5-12.0, four streams 11.8; a plain read of one
- * stream 8.3, of four 12.2. stories110M F32 decode: 18.6 tok/s one row at a time, 26.6 so. */
+ * stream 8.3, of four 12.2. stories110M F32 decode: 18.6 tok/s one row at a time, 26.6 this way.
+ * (rows_dot4 below is the transposed case: one row against four activation vectors.) */
 void wlm_matvec_simd(float *out, const float *w, const float *x, int n, int r0, int r1) {
     const int q = (r1 - r0) / 4;
     const size_t qs = (size_t)q * (size_t)n;

@@ -140,14 +140,13 @@ __attribute__((noinline)) static float f16_row(const wlm_fp16 *w, const float *x
  * sequential streams that alternate row by row (see ROWS2_DRIVER). */
 void wlm_f16_matvec_simd(float *out, const void *w, size_t row_bytes, const void *x, int n, int r0,
                          int r1) {
+    const char *rows = w;
     const int half = (r1 - r0 + 1) / 2;
     for (int r = r0; r < r0 + half; r++) {
-        out[r] = f16_row((const wlm_fp16 *)(const void *)((const char *)w + (size_t)r * row_bytes),
-                         x, n);
-        if (r + half < r1)
-            out[r + half] = f16_row(
-                (const wlm_fp16 *)(const void *)((const char *)w + (size_t)(r + half) * row_bytes),
-                x, n);
+        const int r2 = r + half < r1 ? r + half : r;
+        out[r] = f16_row((const wlm_fp16 *)(const void *)(rows + (size_t)r * row_bytes), x, n);
+        if (r2 != r)
+            out[r2] = f16_row((const wlm_fp16 *)(const void *)(rows + (size_t)r2 * row_bytes), x, n);
     }
 }
 
