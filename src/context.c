@@ -140,7 +140,6 @@ static void context_release(wlm_context *c) {
     free(c->kt);
     free(c->vt);
     free(c->att);
-    free(c->att_mt);
     free(c->xq);
     free(c->rope_cos);
     free(c->rope_sin);
@@ -211,7 +210,8 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->q = alloc_n(B * dim, sizeof(float), &total);
     c->kt = alloc_n(B * kvd, sizeof(float), &total);
     c->vt = alloc_n(B * kvd, sizeof(float), &total);
-    c->att = alloc_n((uint64_t)c->n_ctx, sizeof(float), &total);
+    c->att = alloc_n(wlm_attention_scratch(p->n_heads, c->n_ctx, p->head_size), sizeof(float),
+                     &total);
     /* Quantized activations take fewer bytes than floats: the widest input + slack per row,
      * rounded to 16 bytes so every row stays aligned. */
     c->xq_stride = (size_t)((widest + 256) * sizeof(float) + 15) & ~(size_t)15;
@@ -269,19 +269,6 @@ const char *wlm_context_errmsg(const wlm_context *ctx) {
 int wlm_context_set_threadpool(wlm_context *ctx, wlm_threadpool *pool) {
     if (!ctx) return WLM_ERR_INVALID_ARG;
     ctx->errmsg[0] = '\0';
-    /* attention scores for every chunk but the first, which uses ctx->att */
-    const int32_t chunks = wlm_threadpool_size(pool) - 1;
-    if (chunks > ctx->att_mt_chunks && ctx->n_ctx > 0) {
-        const size_t bytes = (size_t)chunks * (size_t)ctx->n_ctx * sizeof(float);
-        float *att = realloc(ctx->att_mt, bytes);
-        if (!att)
-            return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM,
-                                 "out of memory for the threads' attention scratch (%zu bytes)",
-                                 bytes);
-        ctx->bytes += bytes - (size_t)ctx->att_mt_chunks * (size_t)ctx->n_ctx * sizeof(float);
-        ctx->att_mt = att;
-        ctx->att_mt_chunks = chunks;
-    }
     ctx->pool = pool;
     return WLM_OK;
 }

@@ -114,17 +114,17 @@ typedef struct attention_job {
     int len;                      /* positions attended to */
 } attention_job;
 
-/* Chunk i of n: heads [n_heads * i / n, n_heads * (i + 1) / n), with chunk i's score scratch. */
+/* Chunk i of n: heads [n_heads * i / n, n_heads * (i + 1) / n), with its own part of the
+ * scratch. */
 static void attention_chunk(void *arg, int32_t i, int32_t n) {
     const attention_job *j = arg;
     const wlm_context *c = j->c;
     const wlm_hparams *p = &c->model->hp;
-    const int hs = p->head_size, kv_mul = p->n_heads / p->n_kv_heads;
-    float *att = i == 0 ? c->att : c->att_mt + (size_t)(i - 1) * (size_t)c->n_ctx;
+    const int hs = p->head_size;
     const int h0 = (int)((int64_t)p->n_heads * i / n), h1 = (int)((int64_t)p->n_heads * (i + 1) / n);
-    for (int h = h0; h < h1; h++)
-        c->k->attention(j->out + (size_t)h * hs, j->q + (size_t)h * hs, c->kb, c->vb,
-                        (size_t)(h / kv_mul) * (size_t)hs, WLM_KV_BLOCK, j->len, hs, p->kv_dim, att);
+    c->k->attention(j->out, j->q, c->kb, c->vb, WLM_KV_BLOCK, j->len, h0, h1,
+                    p->n_heads / p->n_kv_heads, hs, p->kv_dim,
+                    c->att + wlm_attention_scratch(h0, j->len, hs));
 }
 
 /* Every head of one entry over positions 0..len-1 (c->kb / c->vb set), split over the pool's
@@ -134,8 +134,7 @@ static void attention_heads(wlm_context *c, float *out, const float *q, int len)
     attention_job j = {c, out, q, len};
     const int32_t threads = wlm_threadpool_size(c->pool);
     const uint64_t macs = 2 * (uint64_t)p->n_heads * (uint64_t)p->head_size * (uint64_t)len;
-    if (threads > 1 && c->att_mt_chunks >= threads - 1 && p->n_heads >= threads &&
-        macs >= PARALLEL_MIN_MACS)
+    if (threads > 1 && p->n_heads >= threads && macs >= PARALLEL_MIN_MACS)
         wlm_pool_run(c->pool, attention_chunk, &j, threads);
     else
         attention_chunk(&j, 0, 1);

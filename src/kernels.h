@@ -28,15 +28,25 @@ typedef float (*wlm_dot_fn)(const float *a, const float *b, int n);
 /* out[i] += s * x[i], i < n. */
 typedef void (*wlm_axpy_fn)(float *out, float s, const float *x, int n);
 
-/* One attention head over positions 0..n-1 (Vaswani et al. 2017, scaled dot-product):
- * att[t] = dot(q, k_t) / sqrt(head_size), softmax over t, out = sum_t att[t] v_t.
- * The cache is paged: position t's key is kb[t / block] + off + (t % block) * stride (and its
- * value likewise in vb), so a sequence's positions may live in scattered blocks of `block`
- * positions. A contiguous cache is one block (block >= n). att: scratch of n floats (left
- * holding the attention weights). */
+/* Attention of the query heads [h0, h1) over positions 0..n-1 (scaled dot-product attention,
+ * Vaswani et al. 2017, with grouped-query attention, Ainslie et al. 2023): for each head h,
+ * att[t] = dot(q_h, k_t) / sqrt(head_size), softmax over t, out_h = sum_t att[t] v_t, where q_h
+ * = q + h * head_size, out_h = out + h * head_size, and k_t / v_t are the head_size floats of KV
+ * head h / kv_mul in position t's row. The cache is paged: position t's key row is
+ * kb[t / block] + (t % block) * stride (its value row likewise in vb), so a sequence's positions
+ * may live in scattered blocks of `block` positions; a contiguous cache is one block
+ * (block >= n). Only out's heads [h0, h1) are written, and each head's result does not depend
+ * on h0 and h1 (a thread split by heads changes nothing). scratch: at least
+ * wlm_attention_scratch(h1 - h0, n, head_size) floats; head h's attention weights are left at
+ * scratch + (h - h0) * n. */
 typedef void (*wlm_attention_fn)(float *out, const float *q, const float *const *kb,
-                                 const float *const *vb, size_t off, int block, int n,
-                                 int head_size, int stride, float *att);
+                                 const float *const *vb, int block, int n, int h0, int h1,
+                                 int kv_mul, int head_size, int stride, float *scratch);
+
+/* Floats of scratch the attention kernels need for `heads` heads over n positions. */
+static inline size_t wlm_attention_scratch(int heads, int n, int head_size) {
+    return (size_t)heads * ((size_t)n + 2 * (size_t)head_size);
+}
 
 /* A batch of nb vectors against the same rows: out[b * out_stride + r] = sum_j w[r*n + j] *
  * x[b * x_stride + j] for r in [r0, r1), b < nb. Every result is bitwise equal to the matvec
@@ -68,8 +78,8 @@ void wlm_swiglu_ref(float *h, const float *g, int n);
 float wlm_dot_ref(const float *a, const float *b, int n);
 void wlm_axpy_ref(float *out, float s, const float *x, int n);
 void wlm_attention_ref(float *out, const float *q, const float *const *kb,
-                       const float *const *vb, size_t off, int block, int n, int head_size,
-                       int stride, float *att);
+                       const float *const *vb, int block, int n, int h0, int h1, int kv_mul,
+                       int head_size, int stride, float *scratch);
 
 void wlm_matvec_simd(float *out, const float *w, const float *x, int n, int r0, int r1);
 void wlm_matmat_simd(float *out, size_t out_stride, const float *w, const float *x,
@@ -81,8 +91,8 @@ void wlm_swiglu_simd(float *h, const float *g, int n);
 float wlm_dot_simd(const float *a, const float *b, int n);
 void wlm_axpy_simd(float *out, float s, const float *x, int n);
 void wlm_attention_simd(float *out, const float *q, const float *const *kb,
-                        const float *const *vb, size_t off, int block, int n, int head_size,
-                        int stride, float *att);
+                        const float *const *vb, int block, int n, int h0, int h1, int kv_mul,
+                        int head_size, int stride, float *scratch);
 
 /* The two kernel sets. wlm_kernels_simd == wlm_kernels_ref's functions when SIMD128 is not
  * compiled in; wlm_kernels_have_simd() tells which. */

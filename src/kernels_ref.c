@@ -68,20 +68,27 @@ void wlm_axpy_ref(float *out, float s, const float *x, int n) {
 }
 
 /* Position t's row in a paged cache. */
-static const float *paged_row(const float *const *b, size_t off, int block, int t, int stride) {
-    return b[t / block] + off + (size_t)(t % block) * (size_t)stride;
+static const float *paged_row(const float *const *b, int block, int t, int stride) {
+    return b[t / block] + (size_t)(t % block) * (size_t)stride;
 }
 
+/* Head by head, position by position: the textbook order (llama2.c's run.c). */
 void wlm_attention_ref(float *out, const float *q, const float *const *kb,
-                       const float *const *vb, size_t off, int block, int n, int head_size,
-                       int stride, float *att) {
+                       const float *const *vb, int block, int n, int h0, int h1, int kv_mul,
+                       int head_size, int stride, float *scratch) {
     const float scale = sqrtf((float)head_size); /* run.c divides by it */
-    for (int t = 0; t < n; t++)
-        att[t] = wlm_dot_ref(q, paged_row(kb, off, block, t, stride), head_size) / scale;
-    wlm_softmax_ref(att, n);
-    memset(out, 0, (size_t)head_size * sizeof(float));
-    for (int t = 0; t < n; t++)
-        wlm_axpy_ref(out, att[t], paged_row(vb, off, block, t, stride), head_size);
+    for (int h = h0; h < h1; h++) {
+        const size_t off = (size_t)(h / kv_mul) * (size_t)head_size;
+        const float *qh = q + (size_t)h * (size_t)head_size;
+        float *oh = out + (size_t)h * (size_t)head_size;
+        float *att = scratch + (size_t)(h - h0) * (size_t)n;
+        for (int t = 0; t < n; t++)
+            att[t] = wlm_dot_ref(qh, paged_row(kb, block, t, stride) + off, head_size) / scale;
+        wlm_softmax_ref(att, n);
+        memset(oh, 0, (size_t)head_size * sizeof(float));
+        for (int t = 0; t < n; t++)
+            wlm_axpy_ref(oh, att[t], paged_row(vb, block, t, stride) + off, head_size);
+    }
 }
 
 void wlm_matmat_ref(float *out, size_t out_stride, const float *w, const float *x,

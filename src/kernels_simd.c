@@ -5,6 +5,7 @@
  * to its scalar reference, so the table is always complete.
  */
 #include <math.h>
+#include <string.h>
 
 #include "kernels.h"
 
@@ -265,46 +266,164 @@ void wlm_axpy_simd(float *out, float s, const float *x, int n) {
     for (; i < n; i++) out[i] += s * x[i];
 }
 
-/* Attention for one head with the loops fused: no call per position. Scores use two
- * accumulators over the head (head sizes are multiples of 8 in practice, with a scalar tail);
- * the weighted sum of V keeps the output head in registers for head_size <= 128 in chunks. */
-void wlm_attention_simd(float *out, const float *q, const float *const *kb,
-                        const float *const *vb, size_t off, int block, int n, int head_size,
-                        int stride, float *att) {
-    const float scale = sqrtf((float)head_size);
-    const int hv = head_size & ~3;
-    for (int t = 0; t < n; t++) {
-        const float *kt = kb[t / block] + off + (size_t)(t % block) * (size_t)stride;
-        v128_t a0 = wasm_f32x4_splat(0), a1 = a0;
-        int i = 0;
-        for (; i + 8 <= hv; i += 8) {
-            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(q + i), wasm_v128_load(kt + i)));
-            a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_v128_load(q + i + 4), wasm_v128_load(kt + i + 4)));
-        }
-        for (; i < hv; i += 4)
-            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(q + i), wasm_v128_load(kt + i)));
-        float s = hsum(wasm_f32x4_add(a0, a1));
-        for (; i < head_size; i++) s += q[i] * kt[i];
-        att[t] = s / scale;
+/* ---- attention -------------------------------------------------------------------------
+ *
+ * Decode reads every cached K and V row once per layer, and by then the layer's weights have
+ * pushed them out of the caches. Read head by head (256 bytes of each row, rows 3 KiB apart at
+ * stories110M's shape), that memory came in at under 4 GB/s: in the engine, each position cost
+ * 25 us of a stories110M decode step (2.6 ms of a 17 ms Q8_0 step at 104 positions). Here each
+ * row is read whole, for every head of the range, and from several places at once:
+ * - scores four positions at a time, a quarter of the sequence apart (four read streams), the
+ *   four dot products of a head sharing the loads of q;
+ * - the weighted sum of V over the first half of the positions and over the second half in
+ *   two partial sums (two streams, two positions per pass over the partial sums), added at the
+ *   end.
+ * Measured on that shape with the caches flushed between layers, head by head -> this: 2.0 ->
+ * 0.94 ms a token at 104 positions, 10.0 -> 4.1 ms at 512 (tools/bench_kernels.sh
+ * --only=attention has the cold case); in the engine 25 -> 7 us per position.
+ * Each score is computed exactly as one head_dot(); only the order of the sum over positions
+ * differs from the reference (tests/c/test_kernels.c bounds the difference). */
+
+#define KV_ROW(b, t) ((b)[(t) / block] + (size_t)((t) % block) * (size_t)stride)
+
+/* The dot product of one head, 8 floats per step in two accumulators, then 4 (head_size is a
+ * multiple of 4 here). */
+static inline float head_dot(const float *q, const float *k, int hs) {
+    v128_t a0 = wasm_f32x4_splat(0), a1 = a0;
+    int i = 0;
+    for (; i + 8 <= hs; i += 8) {
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(q + i), wasm_v128_load(k + i)));
+        a1 = wasm_f32x4_add(a1,
+                            wasm_f32x4_mul(wasm_v128_load(q + i + 4), wasm_v128_load(k + i + 4)));
     }
-    wlm_softmax_simd(att, n);
-    for (int i0 = 0; i0 < head_size; i0 += 32) { /* 8 vectors of the output at a time */
-        const int w = head_size - i0 < 32 ? head_size - i0 : 32;
-        const int wv = w & ~3;
-        v128_t acc[8];
-        float tail[3] = {0, 0, 0};
-        for (int j = 0; j < 8; j++) acc[j] = wasm_f32x4_splat(0);
-        for (int t = 0; t < n; t++) {
-            const float *vt = vb[t / block] + off + (size_t)(t % block) * (size_t)stride + i0;
-            const v128_t a = wasm_f32x4_splat(att[t]);
-            for (int j = 0; j * 4 < wv; j++)
-                acc[j] = wasm_f32x4_add(acc[j], wasm_f32x4_mul(a, wasm_v128_load(vt + 4 * j)));
-            for (int j = wv; j < w; j++) tail[j - wv] += att[t] * vt[j];
+    if (i < hs)
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(q + i), wasm_v128_load(k + i)));
+    return hsum(wasm_f32x4_add(a0, a1));
+}
+
+/* hsum() of a, b, c and d in lanes 0..3, added in hsum's order. */
+static inline v128_t hsum4(v128_t a, v128_t b, v128_t c, v128_t d) {
+    const v128_t ab = wasm_f32x4_add(wasm_i32x4_shuffle(a, b, 0, 2, 4, 6),
+                                     wasm_i32x4_shuffle(a, b, 1, 3, 5, 7));
+    const v128_t cd = wasm_f32x4_add(wasm_i32x4_shuffle(c, d, 0, 2, 4, 6),
+                                     wasm_i32x4_shuffle(c, d, 1, 3, 5, 7));
+    return wasm_f32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 2, 4, 6),
+                          wasm_i32x4_shuffle(ab, cd, 1, 3, 5, 7));
+}
+
+/* head_dot(q, k0), ..., head_dot(q, k3) in lanes 0..3. */
+static inline v128_t head_dot4(const float *q, const float *k0, const float *k1, const float *k2,
+                               const float *k3, int hs) {
+    v128_t a0 = wasm_f32x4_splat(0), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0, d1 = a0;
+    int i = 0;
+    for (; i + 8 <= hs; i += 8) {
+        const v128_t x = wasm_v128_load(q + i), y = wasm_v128_load(q + i + 4);
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(x, wasm_v128_load(k0 + i)));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(y, wasm_v128_load(k0 + i + 4)));
+        b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(x, wasm_v128_load(k1 + i)));
+        b1 = wasm_f32x4_add(b1, wasm_f32x4_mul(y, wasm_v128_load(k1 + i + 4)));
+        c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(x, wasm_v128_load(k2 + i)));
+        c1 = wasm_f32x4_add(c1, wasm_f32x4_mul(y, wasm_v128_load(k2 + i + 4)));
+        d0 = wasm_f32x4_add(d0, wasm_f32x4_mul(x, wasm_v128_load(k3 + i)));
+        d1 = wasm_f32x4_add(d1, wasm_f32x4_mul(y, wasm_v128_load(k3 + i + 4)));
+    }
+    if (i < hs) {
+        const v128_t x = wasm_v128_load(q + i);
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(x, wasm_v128_load(k0 + i)));
+        b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(x, wasm_v128_load(k1 + i)));
+        c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(x, wasm_v128_load(k2 + i)));
+        d0 = wasm_f32x4_add(d0, wasm_f32x4_mul(x, wasm_v128_load(k3 + i)));
+    }
+    return hsum4(wasm_f32x4_add(a0, a1), wasm_f32x4_add(b0, b1), wasm_f32x4_add(c0, c1),
+                 wasm_f32x4_add(d0, d1));
+}
+
+/* p[i] += a * x[i], i < hs (a multiple of 4). */
+static inline void axpy_head(float *p, float a, const float *x, int hs) {
+    const v128_t av = wasm_f32x4_splat(a);
+    for (int i = 0; i < hs; i += 4)
+        wasm_v128_store(p + i, wasm_f32x4_add(wasm_v128_load(p + i),
+                                              wasm_f32x4_mul(av, wasm_v128_load(x + i))));
+}
+
+void wlm_attention_simd(float *out, const float *q, const float *const *kb,
+                        const float *const *vb, int block, int n, int h0, int h1, int kv_mul,
+                        int head_size, int stride, float *scratch) {
+    if (head_size % 4) { /* no published model has such heads; the reference does them */
+        wlm_attention_ref(out, q, kb, vb, block, n, h0, h1, kv_mul, head_size, stride, scratch);
+        return;
+    }
+    const int hs = head_size, nh = h1 - h0;
+    const float scale = sqrtf((float)hs); /* divided by, as in the reference */
+    const v128_t scale4 = wasm_f32x4_splat(scale);
+    const size_t N = (size_t)n, HS = (size_t)hs;
+
+    /* scores: positions t, t + qn, t + 2 qn, t + 3 qn together, then the last n % 4 alone */
+    const int qn = n / 4;
+    for (int t = 0; t < qn; t++) {
+        const float *k0 = KV_ROW(kb, t), *k1 = KV_ROW(kb, t + qn), *k2 = KV_ROW(kb, t + 2 * qn),
+                    *k3 = KV_ROW(kb, t + 3 * qn);
+        for (int h = h0; h < h1; h++) {
+            const size_t off = (size_t)(h / kv_mul) * HS;
+            const v128_t s = wasm_f32x4_div(
+                head_dot4(q + (size_t)h * HS, k0 + off, k1 + off, k2 + off, k3 + off, hs), scale4);
+            float *att = scratch + (size_t)(h - h0) * N;
+            att[t] = wasm_f32x4_extract_lane(s, 0);
+            att[t + qn] = wasm_f32x4_extract_lane(s, 1);
+            att[t + 2 * qn] = wasm_f32x4_extract_lane(s, 2);
+            att[t + 3 * qn] = wasm_f32x4_extract_lane(s, 3);
         }
-        for (int j = 0; j * 4 < wv; j++) wasm_v128_store(out + i0 + 4 * j, acc[j]);
-        for (int j = wv; j < w; j++) out[i0 + j] = tail[j - wv];
+    }
+    for (int t = 4 * qn; t < n; t++) {
+        const float *kt = KV_ROW(kb, t);
+        for (int h = h0; h < h1; h++)
+            scratch[(size_t)(h - h0) * N + (size_t)t] =
+                head_dot(q + (size_t)h * HS, kt + (size_t)(h / kv_mul) * HS, hs) / scale;
+    }
+    for (int h = 0; h < nh; h++) wlm_softmax_simd(scratch + (size_t)h * N, n);
+
+    /* values: p0 sums positions [0, half), p1 positions [half, n), two of each per pass */
+    float *p0 = scratch + (size_t)nh * N, *p1 = p0 + (size_t)nh * HS;
+    memset(p0, 0, 2 * (size_t)nh * HS * sizeof(float));
+    const int half = n / 2, pairs = half / 2;
+    for (int t = 0; t < 2 * pairs; t += 2) {
+        const float *v0 = KV_ROW(vb, t), *v1 = KV_ROW(vb, t + 1), *v2 = KV_ROW(vb, half + t),
+                    *v3 = KV_ROW(vb, half + t + 1);
+        for (int h = h0; h < h1; h++) {
+            const size_t off = (size_t)(h / kv_mul) * HS;
+            const float *att = scratch + (size_t)(h - h0) * N;
+            const v128_t a0 = wasm_f32x4_splat(att[t]), a1 = wasm_f32x4_splat(att[t + 1]);
+            const v128_t a2 = wasm_f32x4_splat(att[half + t]);
+            const v128_t a3 = wasm_f32x4_splat(att[half + t + 1]);
+            float *s0 = p0 + (size_t)(h - h0) * HS, *s1 = p1 + (size_t)(h - h0) * HS;
+            for (int i = 0; i < hs; i += 4) {
+                v128_t x = wasm_v128_load(s0 + i), y = wasm_v128_load(s1 + i);
+                x = wasm_f32x4_add(x, wasm_f32x4_mul(a0, wasm_v128_load(v0 + off + i)));
+                y = wasm_f32x4_add(y, wasm_f32x4_mul(a2, wasm_v128_load(v2 + off + i)));
+                x = wasm_f32x4_add(x, wasm_f32x4_mul(a1, wasm_v128_load(v1 + off + i)));
+                y = wasm_f32x4_add(y, wasm_f32x4_mul(a3, wasm_v128_load(v3 + off + i)));
+                wasm_v128_store(s0 + i, x);
+                wasm_v128_store(s1 + i, y);
+            }
+        }
+    }
+    for (int t = 2 * pairs; t < n; t++) { /* what is left of each half, in order */
+        if (t >= half && t < half + 2 * pairs) continue;
+        const float *vt = KV_ROW(vb, t);
+        float *p = t < half ? p0 : p1;
+        for (int h = h0; h < h1; h++)
+            axpy_head(p + (size_t)(h - h0) * HS, scratch[(size_t)(h - h0) * N + (size_t)t],
+                      vt + (size_t)(h / kv_mul) * HS, hs);
+    }
+    for (int h = h0; h < h1; h++) {
+        const float *s0 = p0 + (size_t)(h - h0) * HS, *s1 = p1 + (size_t)(h - h0) * HS;
+        float *o = out + (size_t)h * HS;
+        for (int i = 0; i < hs; i += 4)
+            wasm_v128_store(o + i, wasm_f32x4_add(wasm_v128_load(s0 + i), wasm_v128_load(s1 + i)));
     }
 }
+
+#undef KV_ROW
 
 int wlm_kernels_have_simd(void) { return 1; }
 
@@ -328,9 +447,9 @@ void wlm_swiglu_simd(float *h, const float *g, int n) { wlm_swiglu_ref(h, g, n);
 float wlm_dot_simd(const float *a, const float *b, int n) { return wlm_dot_ref(a, b, n); }
 void wlm_axpy_simd(float *out, float s, const float *x, int n) { wlm_axpy_ref(out, s, x, n); }
 void wlm_attention_simd(float *out, const float *q, const float *const *kb,
-                        const float *const *vb, size_t off, int block, int n, int head_size,
-                        int stride, float *att) {
-    wlm_attention_ref(out, q, kb, vb, off, block, n, head_size, stride, att);
+                        const float *const *vb, int block, int n, int h0, int h1, int kv_mul,
+                        int head_size, int stride, float *scratch) {
+    wlm_attention_ref(out, q, kb, vb, block, n, h0, h1, kv_mul, head_size, stride, scratch);
 }
 int wlm_kernels_have_simd(void) { return 0; }
 

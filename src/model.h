@@ -178,10 +178,8 @@ struct wlm_context {
     float *q;                     /* (B, dim) */
     float *kt;                    /* (B, kv_dim) new keys */
     float *vt;                    /* (B, kv_dim) new values */
-    float *att;                   /* (n_ctx) attention scores of one head */
-    float *att_mt;                /* (att_mt_chunks, n_ctx) the same for chunks 1.. of a split
-                                     attention (wlm_context_set_threadpool allocates it) */
-    int32_t att_mt_chunks;
+    float *att;                   /* wlm_attention_scratch(n_heads, n_ctx, head_size): the
+                                     attention kernel's scratch, split by heads among threads */
     void *xq;                     /* (B, xq_stride bytes) activations in a vec_dot_type */
     size_t xq_stride;
     float *rope_cos, *rope_sin;   /* (B, head_size / 2) angles of each entry's position */

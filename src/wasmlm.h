@@ -620,10 +620,9 @@ int wlm_threadpool_work(wlm_threadpool *pool);
  * Makes ctx run its matrix products on `pool` (NULL: on the calling thread only, the
  * default). The pool is borrowed: it must outlive its use by ctx. One pool may serve several
  * contexts as long as only one of them evaluates at a time. May be changed between any two
- * calls, in the middle of a generation too (results do not depend on it). The first time a
- * pool of n threads is set, the context allocates attention-score scratch for n - 1 more
- * threads ((n - 1) × n_ctx float32, counted by wlm_context_memory).
- * Errors: WLM_ERR_INVALID_ARG (ctx NULL), WLM_ERR_NOMEM (the scratch; the pool is not set).
+ * calls, in the middle of a generation too (results do not depend on it). Allocates nothing:
+ * the context's attention scratch is split among threads by heads.
+ * Errors: WLM_ERR_INVALID_ARG (ctx NULL).
  */
 int wlm_context_set_threadpool(wlm_context *ctx, wlm_threadpool *pool);
 

@@ -6,13 +6,18 @@
  * type's (how much faster than F32 the same matrix goes), plus a sequential-read baseline.
  * Not a test. Build and run both variants (SIMD128 and scalar) with
  *
- *     tools/bench_kernels.sh [--quick] [--hot] [--wall] [--only=Q8_0,Q4_K]
+ *     tools/bench_kernels.sh [--quick] [--hot] [--wall] [--only=Q8_0,Q4_K,attention]
  *
  * "cold" (default): the matrix is replicated to fill a pool of at least 192 MB and the calls walk
  * through the copies, so weights stream from memory as in decode (every layer's weights are
  * read once per token). --hot repeats one copy (cache-resident for the small matrices).
  * Times are process CPU time (process.cpuUsage under node), the fastest of 15 samples after a
  * warm-up that lets V8 tier the kernels up; --wall uses wall-clock time instead.
+ *
+ * Then the attention kernel (--only=attention for it alone) on stories110M's shape: 12 layers of
+ * 12 heads of 64 over a paged KV cache laid out as the engine's (blocks of WLM_KV_BLOCK positions
+ * holding every layer), ms per token and GB/s of K and V bytes. "cold": 64 MB are read between
+ * two layers (untimed), as the layer's weights do in decode, so K and V come from memory.
  */
 #define _POSIX_C_SOURCE 199309L /* clock_gettime */
 #include <stdint.h>
@@ -23,6 +28,7 @@
 
 #include "kernels.h"
 #include "quant.h"
+#include "wasmlm.h"
 
 /* CPU time of the process under node (process.cpuUsage, microseconds), so that other processes
  * on a shared machine do not stretch the numbers; wall time elsewhere or with --wall. */
@@ -144,6 +150,61 @@ static result run(const wlm_type_traits *t, int simd, uint8_t *pool, int copies,
     return r;
 }
 
+/* The attention section: ms per token over all layers at n positions, ref and SIMD. */
+static void bench_attention(int hot, int quick) {
+    enum { LAYERS = 12, HEADS = 12, HS = 64, KV = HEADS * HS, B = WLM_KV_BLOCK };
+    static const int lens[] = {104, 512};
+    const size_t flush_bytes = hot ? 0 : (size_t)64 << 20;
+    uint8_t *flush = flush_bytes ? malloc(flush_bytes) : NULL;
+    if (flush) memset(flush, 1, flush_bytes);
+    printf("attention, stories110M shape (%d layers x %d heads of %d), %s K/V\n", LAYERS, HEADS,
+           HS, hot ? "hot" : "cold");
+    printf("%-10s %12s %12s %12s %12s %9s\n", "positions", "ref ms", "simd ms", "ref GB/s",
+           "simd GB/s", "simd/ref");
+    uint32_t sink = 0;
+    for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+        const int n = lens[li], nb = (n + B - 1) / B;
+        const size_t block_floats = (size_t)LAYERS * 2 * B * KV;
+        float *pool = malloc((size_t)nb * block_floats * sizeof(float));
+        float *q = malloc(KV * sizeof(float)), *out = malloc(KV * sizeof(float));
+        float *scratch = malloc(wlm_attention_scratch(HEADS, n, HS) * sizeof(float));
+        const float **kb = malloc((size_t)nb * sizeof *kb), **vb = malloc((size_t)nb * sizeof *vb);
+        if (!pool || !q || !out || !scratch || !kb || !vb) {
+            printf("%-10d out of memory\n", n);
+            free(pool), free(q), free(out), free(scratch), free(kb), free(vb);
+            continue;
+        }
+        for (size_t i = 0; i < (size_t)nb * block_floats; i++) pool[i] = frand();
+        for (int i = 0; i < KV; i++) q[i] = frand();
+        double best[2] = {1e30, 1e30};
+        for (int rep = 0; rep < (quick ? 3 : 10); rep++) {
+            for (int simd = 0; simd < 2; simd++) {
+                const wlm_attention_fn fn = simd ? wlm_attention_simd : wlm_attention_ref;
+                double el = 0;
+                for (int l = 0; l < LAYERS; l++) {
+                    if (flush) sink += read_all(flush, flush_bytes);
+                    for (int b = 0; b < nb; b++) {
+                        kb[b] = pool + (size_t)b * block_floats + (size_t)l * 2 * B * KV;
+                        vb[b] = kb[b] + (size_t)B * KV;
+                    }
+                    const double s0 = now_s();
+                    fn(out, q, kb, vb, B, n, 0, HEADS, 1, HS, KV, scratch);
+                    el += now_s() - s0;
+                    sink += (uint32_t)(out[0] > 0);
+                }
+                if (el < best[simd]) best[simd] = el;
+            }
+        }
+        const double kv_bytes = (double)LAYERS * 2 * n * KV * sizeof(float);
+        printf("%-10d %12.3f %12.3f %12.2f %12.2f %8.2fx\n", n, best[0] * 1e3, best[1] * 1e3,
+               kv_bytes / best[0] * 1e-9, kv_bytes / best[1] * 1e-9, best[0] / best[1]);
+        fflush(stdout);
+        free(pool), free(q), free(out), free(scratch), free(kb), free(vb);
+    }
+    printf("(checksum %u)\n", (unsigned)sink);
+    free(flush);
+}
+
 int main(int argc, char **argv) {
     int quick = 0, hot = 0;
     const char *only = NULL; /* --only=F32,Q8_0: a comma-separated subset of the types */
@@ -190,10 +251,13 @@ int main(int argc, char **argv) {
         free(buf);
     }
 
-    printf("%-6s %-12s %10s %12s %12s %9s %11s\n", "type", "rows x cols", "MB", "ref GB/s",
-           "simd GB/s", "simd/ref", "F32 time /");
-    printf("%-6s %-12s %10s %12s %12s %9s %11s\n", "", "", "", "", "", "", "this time");
-    for (int si = 0; si < nshapes; si++) {
+    const int attention_only = only && !strcmp(only, "attention");
+    if (!attention_only) {
+        printf("%-6s %-12s %10s %12s %12s %9s %11s\n", "type", "rows x cols", "MB", "ref GB/s",
+               "simd GB/s", "simd/ref", "F32 time /");
+        printf("%-6s %-12s %10s %12s %12s %9s %11s\n", "", "", "", "", "", "", "this time");
+    }
+    for (int si = 0; si < (attention_only ? 0 : nshapes); si++) {
         const int rows = shapes[si][0], cols = shapes[si][1];
         double f32_ms = 0;
         float *x = malloc((size_t)cols * sizeof(float)),
@@ -242,5 +306,6 @@ int main(int argc, char **argv) {
         printf("\n");
         free(x), free(out), free(xq), free(src);
     }
+    if (!only || strstr(only, "attention")) bench_attention(hot, quick);
     return 0;
 }

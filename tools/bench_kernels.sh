@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds tools/bench_kernels.c twice with Emscripten (SIMD128 and scalar) into build/bench and runs
 # both under node: GB/s of weight bytes per kernel and type on the stories110M / Llama shapes.
-# Arguments go to both runs (--quick, --hot, --wall, --only=Q8_0,Q4_K). Not part of the tests.
+# Arguments go to both runs (--quick, --hot, --wall, --only=Q8_0,Q4_K,attention). Not part of the
+# tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"   # Debian's emcc needs its acorn at -O2+

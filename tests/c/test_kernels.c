@@ -500,55 +500,82 @@ static void test_axpy(void) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
-/* attention (one head): SIMD vs scalar, and against a double-precision computation            */
+/* attention (heads h0..h1 of a GQA layer, paged cache): SIMD vs scalar, against a
+ * double-precision computation, and independent of the head range                              */
+
+/* Runs one kernel on heads [h0, h1) with a scratch of exactly the documented size, followed by
+ * a sentinel the kernel must not touch. */
+static int run_attention(wlm_attention_fn fn, float *out, const float *q, const float *const *kb,
+                         const float *const *vb, int blk, int n, int h0, int h1, int kv_mul,
+                         int hs, int stride) {
+    const size_t ns = wlm_attention_scratch(h1 - h0, n, hs);
+    float *scratch = alloc_f(ns + 1);
+    scratch[ns] = 555.0f;
+    fn(out, q, kb, vb, blk, n, h0, h1, kv_mul, hs, stride, scratch);
+    const int ok = scratch[ns] == 555.0f;
+    free(scratch);
+    return ok;
+}
 
 static void test_attention(void) {
     tu_section("attention");
     static const int heads[] = {1, 3, 4, 8, 12, 33, 48, 64, 100, 128};
-    static const int lens[] = {1, 2, 5, 17, 64, 129};
-    const int stride_extra = 5; /* positions are further apart than one head, as in GQA */
+    static const int lens[] = {1, 2, 3, 5, 7, 17, 64, 129, 130};
     static const int blocks[] = {1000, 16, 1, 7}; /* positions per cache block */
+    enum { NH = 4, KV_MUL = 2, NKV = NH / KV_MUL }; /* query heads 0,1 read KV head 0; 2,3 head 1 */
+    const float *kb[200], *vb[200];
     for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++) {
         for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
-            const int hs = heads[hi], n = lens[li], stride = hs + stride_extra;
-            float *q = alloc_f((size_t)hs), *k = alloc_f((size_t)n * stride),
-                  *v = alloc_f((size_t)n * stride), *oa = alloc_f((size_t)hs + 1),
-                  *ob = alloc_f((size_t)hs + 1), *att = alloc_f((size_t)n);
+            const int hs = heads[hi], n = lens[li], stride = NKV * hs + 5; /* rows padded */
+            const size_t od = (size_t)NH * hs; /* the output, then a sentinel */
+            float *q = alloc_f(od), *k = alloc_f((size_t)n * stride);
+            float *v = alloc_f((size_t)n * stride);
+            float *oa = alloc_f(od + 1), *ob = alloc_f(od + 1), *oc = alloc_f(od + 1);
             double *w = calloc((size_t)n, sizeof(double));
-            fill(q, hs, -1.0f, 1.0f);
+            fill(q, (int)od, -1.0f, 1.0f);
             fill(k, n * stride, -1.0f, 1.0f);
             fill(v, n * stride, -1.0f, 1.0f);
-            oa[hs] = ob[hs] = 777.0f;
-            /* Paged: the same rows seen as blocks of `blk` positions through pointer tables
-             * (block pointers at the first position of a block; `off` selects the head slice
-             * in the model, 0 here). */
-            const int blk = blocks[li % (sizeof blocks / sizeof blocks[0])];
-            const int nb = (n + blk - 1) / blk;
-            const float **kb = calloc((size_t)nb, sizeof *kb), **vb = calloc((size_t)nb, sizeof *vb);
-            for (int b = 0; b < nb; b++) {
+            for (size_t i = 0; i <= od; i++) oa[i] = ob[i] = oc[i] = 777.0f;
+            /* Paged: the same rows seen as blocks of `blk` positions through pointer tables. */
+            const int blk = blocks[(hi + li) % (sizeof blocks / sizeof blocks[0])];
+            for (int b = 0; b * blk < n; b++) {
                 kb[b] = k + (size_t)b * blk * stride;
                 vb[b] = v + (size_t)b * blk * stride;
             }
-            wlm_attention_ref(oa, q, kb, vb, 0, blk, n, hs, stride, att);
-            wlm_attention_simd(ob, q, kb, vb, 0, blk, n, hs, stride, att);
-            free(kb), free(vb);
-            double mx = -1e300, sum = 0.0;
-            for (int t = 0; t < n; t++) {
-                double d = 0.0;
-                for (int i = 0; i < hs; i++) d += (double)q[i] * k[(size_t)t * stride + i];
-                w[t] = d / sqrt((double)hs);
-                if (w[t] > mx) mx = w[t];
+            const int m = KV_MUL;
+            int ok = run_attention(wlm_attention_ref, oa, q, kb, vb, blk, n, 0, NH, m, hs, stride);
+            ok &= run_attention(wlm_attention_simd, ob, q, kb, vb, blk, n, 0, NH, m, hs, stride);
+            /* the middle heads alone: the same bits, the other heads untouched */
+            ok &= run_attention(wlm_attention_simd, oc, q, kb, vb, blk, n, 1, 3, m, hs, stride);
+            CHECKF(ok, "head %d, %d positions: wrote past the scratch", hs, n);
+            int bad = 0, split = 0;
+            for (int h = 0; h < NH; h++) {
+                const float *qh = q + (size_t)h * hs, *kh = k + (size_t)(h / KV_MUL) * hs,
+                            *vh = v + (size_t)(h / KV_MUL) * hs;
+                double mx = -1e300, sum = 0.0;
+                for (int t = 0; t < n; t++) {
+                    double d = 0.0;
+                    for (int i = 0; i < hs; i++) d += (double)qh[i] * kh[(size_t)t * stride + i];
+                    w[t] = d / sqrt((double)hs);
+                    if (w[t] > mx) mx = w[t];
+                }
+                for (int t = 0; t < n; t++) sum += (w[t] = exp(w[t] - mx));
+                for (int i = 0; i < hs; i++) {
+                    const size_t o = (size_t)h * hs + i;
+                    double ex = 0.0;
+                    for (int t = 0; t < n; t++) ex += w[t] / sum * vh[(size_t)t * stride + i];
+                    bad += fabs(oa[o] - ex) > 1e-5 || fabs(ob[o] - ex) > 1e-5 ||
+                           fabs(oa[o] - ob[o]) > 2e-6;
+                    split += (h == 1 || h == 2) ? memcmp(&oc[o], &ob[o], sizeof(float)) != 0
+                                                : oc[o] != 777.0f;
+                }
             }
-            for (int t = 0; t < n; t++) sum += (w[t] = exp(w[t] - mx));
-            int bad = 0;
-            for (int i = 0; i < hs; i++) {
-                double ex = 0.0;
-                for (int t = 0; t < n; t++) ex += w[t] / sum * v[(size_t)t * stride + i];
-                bad += fabs(oa[i] - ex) > 1e-5 || fabs(ob[i] - ex) > 1e-5 || fabs(oa[i] - ob[i]) > 2e-6;
-            }
-            CHECKF(bad == 0, "head %d, %d positions: %d outputs off", hs, n, bad);
-            CHECKF(oa[hs] == 777.0f && ob[hs] == 777.0f, "head %d: wrote past the head", hs);
-            free(q), free(k), free(v), free(oa), free(ob), free(att), free(w);
+            CHECKF(bad == 0, "head %d, %d positions, blocks of %d: %d outputs off", hs, n, blk,
+                   bad);
+            CHECKF(split == 0, "head %d, %d positions: heads 1..2 alone differ in %d outputs", hs,
+                   n, split);
+            CHECKF(oa[od] == 777.0f && ob[od] == 777.0f, "head %d: wrote past the heads", hs);
+            free(q), free(k), free(v), free(oa), free(ob), free(oc), free(w);
         }
     }
 }
