@@ -15,6 +15,11 @@
 #include "quant.h"
 #include "test_util.h"
 
+#if defined(__wasm__)
+#include <stdint.h>
+void *sbrk(intptr_t increment); /* emscripten's libc; hidden by -std=c11 */
+#endif
+
 static tu_rng rng = {20251122u};
 
 static float gauss(void) {
@@ -757,6 +762,64 @@ static void test_f16_specials(void) {
     free(w);
 }
 
+/* The kernels read ahead of the rows they compute (Q8_0 and Q4_0 touch blocks further on, the
+ * K-quant drivers sweep a row pair first), but never past the last row of their range: a model's
+ * last tensor may end where linear memory ends, and a read one byte further traps. Checked for
+ * real in wasm: the matrix is placed so that its last row ends exactly at the end of memory
+ * (above the allocator's break, where nothing else lives), with whole ranges and ranges that
+ * end at the last row; results must equal the same matrix's elsewhere. */
+static void test_matvec_memory_end(void) {
+    tu_section("matvec: rows ending exactly at the end of linear memory");
+#if defined(__wasm__)
+    static const int32_t types[] = {WLM_TYPE_F32,  WLM_TYPE_F16,  WLM_TYPE_Q8_0,
+                                    WLM_TYPE_Q4_0, WLM_TYPE_Q4_K, WLM_TYPE_Q6_K};
+    const int rows = 37, n = 2048;
+    for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
+        const wlm_type_traits *t = wlm_type_get(types[ti]);
+        const int32_t vdt = t->vec_dot_type;
+        const size_t row_bytes = wlm_row_bytes(types[ti], n), bytes = (size_t)rows * row_bytes;
+        unsigned char *w = malloc(bytes);
+        float *row = malloc((size_t)n * sizeof(float)), *x = malloc((size_t)n * sizeof(float));
+        const size_t xq_bytes =
+            vdt == WLM_TYPE_F32 ? (size_t)n * sizeof(float) : wlm_row_bytes(vdt, n);
+        void *xq = malloc(xq_bytes);
+        float *want = malloc((size_t)rows * sizeof(float));
+        float *got = malloc((size_t)rows * sizeof(float));
+        for (int r = 0; r < rows; r++) {
+            for (int j = 0; j < n; j++) row[j] = gauss();
+            t->from_float(row, w + (size_t)r * row_bytes, n);
+        }
+        for (int j = 0; j < n; j++) x[j] = gauss();
+        if (vdt == WLM_TYPE_F32)
+            memcpy(xq, x, xq_bytes);
+        else
+            wlm_type_get(vdt)->from_float(x, xq, n);
+        t->matvec_simd(want, w, row_bytes, xq, n, 0, rows);
+        /* the end of memory, grown by sbrk if the room above the break is too small; no
+         * allocation happens from here to the end of the checks */
+        uintptr_t brk = (uintptr_t)sbrk(0), end = __builtin_wasm_memory_size(0) * 65536;
+        if (end - brk < bytes) {
+            CHECKF(sbrk((intptr_t)bytes) != (void *)-1, "%s: sbrk failed", t->name);
+            end = __builtin_wasm_memory_size(0) * 65536;
+        }
+        unsigned char *tail = (unsigned char *)(end - bytes);
+        memcpy(tail, w, bytes);
+        int diff = 0;
+        static const int ranges[][2] = {{0, 37}, {36, 37}, {20, 37}, {5, 30}};
+        for (int k = 0; k < 4; k++) {
+            const int r0 = ranges[k][0], r1 = ranges[k][1];
+            t->matvec_simd(got, tail, row_bytes, xq, n, r0, r1);
+            for (int r = r0; r < r1; r++) diff += memcmp(&got[r], &want[r], sizeof(float)) != 0;
+            t->matvec_ref(got, tail, row_bytes, xq, n, r0, r1); /* the reference, too */
+        }
+        CHECKF(diff == 0, "%s: %d rows differ at the end of memory", t->name, diff);
+        free(w), free(row), free(x), free(xq), free(want), free(got);
+    }
+#else
+    printf("(wasm only: natively the SIMD kernels are the references)\n");
+#endif
+}
+
 int main(void) {
     test_fp16();
     test_traits();
@@ -777,5 +840,6 @@ int main(void) {
     test_matvec_type(WLM_TYPE_Q4_K);
     test_matvec_type(WLM_TYPE_Q6_K);
     test_f16_specials();
+    test_matvec_memory_end();
     return TEST_FINISH();
 }
