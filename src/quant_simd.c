@@ -26,8 +26,10 @@
 /* Columns of the activation widened at a time: 8 KB of int16 on the stack. Longer rows are
  * done in column chunks, adding partial sums. A multiple of 256 (the K-quant block). */
 #define XCHUNK 4096
-/* How far ahead (in blocks) the Q8_0 and Q4_0 loops touch their two rows: see ROWS2_DRIVER. */
+/* How far ahead (in blocks) the Q8_0 / Q4_0 and the Q4_K / Q6_K loops touch their two rows (a
+ * few KiB): see ROWS2_DRIVER. */
 #define PREFETCH_BLOCKS 64
+#define PREFETCH_SUPER_BLOCKS 4
 
 static inline float hsum_f32(v128_t v) {
     return (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
@@ -40,15 +42,14 @@ static inline int32_t hsum_i32(v128_t v) {
     return wasm_i32x4_extract_lane(v, 0);
 }
 
-/* Reads one byte of every 64-byte line of [p, p + bytes): wasm has no prefetch instruction. A
- * quick linear sweep over the rows about to be used lets the hardware prefetcher stream them in,
- * where the kernel's own pattern (two rows side by side, a super-block at a time) left it
- * stalling on misses. The empty asm keeps the loads. */
-static inline void touch_lines(const void *p, size_t bytes) {
+/* Reads one byte of every 64-byte line of [p, p + bytes) and returns their sum: wasm has no
+ * prefetch instruction, so the kernels touch the blocks they will need a little later this way
+ * (see ROWS2_DRIVER) and hand the sums to an empty asm, which keeps the loads. */
+static inline unsigned touch_block(const void *p, size_t bytes) {
     const unsigned char *c = p;
     unsigned s = 0;
     for (size_t i = 0; i < bytes; i += 64) s += c[i];
-    __asm__ volatile("" : : "r"(s));
+    return s;
 }
 
 /* binary16 -> binary32 for four halves held in the high 16 bits of each 32-bit lane; exact for
@@ -273,7 +274,7 @@ __attribute__((noinline)) static void q8_0_rows2(const wlm_block_q8_0 *w0, const
     unsigned touched = 0;
 #pragma clang loop unroll(disable)
     for (int b = 0; b < nb; b++, w0++, w1++, xs += 32, s0++, s1++) {
-        touched += *(const unsigned char *)(w0 + pf) + *(const unsigned char *)(w1 + pf);
+        touched += touch_block(w0 + pf, sizeof *w0) + touch_block(w1 + pf, sizeof *w1);
         const v128_t x0 = wasm_v128_load(xs), x1 = wasm_v128_load(xs + 8);
         const v128_t x2 = wasm_v128_load(xs + 16), x3 = wasm_v128_load(xs + 24);
         const v128_t p0 =
@@ -315,7 +316,7 @@ __attribute__((noinline)) static void q4_0_rows2(const wlm_block_q4_0 *w0, const
     unsigned touched = 0;
 #pragma clang loop unroll(disable)
     for (int b = 0; b < nb; b++, w0++, w1++, xs += 32, s0++, s1++, xsum8++) {
-        touched += *(const unsigned char *)(w0 + pf) + *(const unsigned char *)(w1 + pf);
+        touched += touch_block(w0 + pf, sizeof *w0) + touch_block(w1 + pf, sizeof *w1);
         const v128_t x0 = wasm_v128_load(xs), x1 = wasm_v128_load(xs + 8);
         const v128_t x2 = wasm_v128_load(xs + 16), x3 = wasm_v128_load(xs + 24);
         /* sum (q - 8) x = sum q x - 8 sum x: the correction goes into one lane */
@@ -481,11 +482,13 @@ static inline int32_t q4_K_minsum(const uint8_t m[8], const int16_t *xsub) {
 
 __attribute__((noinline)) static void q4_K_rows2(const wlm_block_q4_K *w0, const wlm_block_q4_K *w1,
                                                  const wlm_block_q8_K *x, const int16_t *xs,
-                                                 const int16_t *xsub, int nb, float *o0,
-                                                 float *o1) {
+                                                 const int16_t *xsub, int nb, int pf,
+                                                 float *o0, float *o1) {
     const v128_t m = wasm_i16x8_splat(0x000F);
     float s0 = 0.0f, s1 = 0.0f;
+    unsigned touched = 0;
     for (int b = 0; b < nb; b++, w0++, w1++, x++, xs += WLM_QK_K, xsub += 8) {
+        touched += touch_block(w0 + pf, sizeof *w0) + touch_block(w1 + pf, sizeof *w1);
         uint8_t sc0[8], m0[8], sc1[8], m1[8];
         q4_K_unpack(w0->scales, sc0, m0);
         q4_K_unpack(w1->scales, sc1, m1);
@@ -532,6 +535,7 @@ __attribute__((noinline)) static void q4_K_rows2(const wlm_block_q4_K *w0, const
         s1 += x->d * (wasm_f32x4_extract_lane(dd, 2) * (float)hsum_i32(a1) -
                       wasm_f32x4_extract_lane(dd, 3) * (float)q4_K_minsum(m1, xsub));
     }
+    __asm__ volatile("" : : "r"(touched));
     *o0 = s0;
     *o1 = s1;
 }
@@ -568,9 +572,11 @@ static inline int32_t q6_K_bias(const int8_t *sc, const int16_t *bsums) {
 
 __attribute__((noinline)) static void q6_K_rows2(const wlm_block_q6_K *w0, const wlm_block_q6_K *w1,
                                                  const wlm_block_q8_K *x, const int16_t *xs, int nb,
-                                                 float *o0, float *o1) {
+                                                 int pf, float *o0, float *o1) {
     float s0 = 0.0f, s1 = 0.0f;
+    unsigned touched = 0;
     for (int b = 0; b < nb; b++, w0++, w1++, x++, xs += WLM_QK_K) {
+        touched += touch_block(w0 + pf, sizeof *w0) + touch_block(w1 + pf, sizeof *w1);
         v128_t a0 = wasm_i32x4_splat(0), a1 = a0;
 #pragma clang loop unroll(disable)
         for (int t = 0; t < 8; t++) {
@@ -598,17 +604,21 @@ __attribute__((noinline)) static void q6_K_rows2(const wlm_block_q6_K *w0, const
         s1 += (wlm_fp16_to_fp32(w1->d) * x->d) *
               (float)(hsum_i32(a1) - q6_K_bias(w1->scales, x->bsums));
     }
+    __asm__ volatile("" : : "r"(touched));
     *o0 = s0;
     *o1 = s1;
 }
 
-/* Rows two at a time (paired as in ROWS2_DRIVER) with the Q8_K activation widened XCHUNK
- * columns at a time. */
+/* Rows two at a time (paired and touched ahead as in ROWS2_DRIVER) with the Q8_K activation
+ * widened XCHUNK columns at a time. Touching ahead replaced a sweep over each row pair before
+ * its product: Q6_K 3.5 -> 5.3 GB/s on 768-column rows, 4.2 -> 5.3 on 2048-column rows, Q4_K
+ * 4.9 -> 5.3; the large matrices as before (5.4). */
 #define ROWS2_K_DRIVER(BLOCK, CALL)                                                                \
     do {                                                                                           \
         const wlm_block_q8_K *x = xq;                                                              \
         int16_t xs[XCHUNK] __attribute__((aligned(16)));                                           \
         int16_t xsub[XCHUNK / 32] __attribute__((aligned(16)));                                    \
+        const char *end = (const char *)w + (size_t)r1 * row_bytes;                                \
         for (int c0 = 0; c0 < n; c0 += XCHUNK) {                                                   \
             const int nb = (n - c0 < XCHUNK ? n - c0 : XCHUNK) / WLM_QK_K;                         \
             const wlm_block_q8_K *xc = x + c0 / WLM_QK_K;                                          \
@@ -619,10 +629,11 @@ __attribute__((noinline)) static void q6_K_rows2(const wlm_block_q6_K *w0, const
                 const int r2 = r + half < r1 ? r + half : r;                                       \
                 const BLOCK *w0 = (const BLOCK *)(const void *)(wc + (size_t)r * row_bytes);       \
                 const BLOCK *w1 = (const BLOCK *)(const void *)(wc + (size_t)r2 * row_bytes);      \
+                const int pf = (size_t)(end - (const char *)w1) >=                                 \
+                                       (size_t)(nb + PREFETCH_SUPER_BLOCKS) * sizeof(BLOCK)        \
+                                   ? PREFETCH_SUPER_BLOCKS                                         \
+                                   : 0;                                                            \
                 float v0, v1;                                                                      \
-                /* a linear sweep first: measured 1.7x on 2048-column rows streamed from memory */ \
-                touch_lines(w0, (size_t)nb * sizeof(BLOCK));                                       \
-                if (r2 != r) touch_lines(w1, (size_t)nb * sizeof(BLOCK));                          \
                 CALL;                                                                              \
                 out[r] = c0 ? out[r] + v0 : v0;                                                    \
                 if (r2 != r) out[r2] = c0 ? out[r2] + v1 : v1;                                     \
@@ -632,12 +643,12 @@ __attribute__((noinline)) static void q6_K_rows2(const wlm_block_q6_K *w0, const
 
 void wlm_q4_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
                           int r0, int r1) {
-    ROWS2_K_DRIVER(wlm_block_q4_K, q4_K_rows2(w0, w1, xc, xs, xsub, nb, &v0, &v1));
+    ROWS2_K_DRIVER(wlm_block_q4_K, q4_K_rows2(w0, w1, xc, xs, xsub, nb, pf, &v0, &v1));
 }
 
 void wlm_q6_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
                           int r0, int r1) {
-    ROWS2_K_DRIVER(wlm_block_q6_K, q6_K_rows2(w0, w1, xc, xs, nb, &v0, &v1));
+    ROWS2_K_DRIVER(wlm_block_q6_K, q6_K_rows2(w0, w1, xc, xs, nb, pf, &v0, &v1));
 }
 
 int wlm_quant_have_simd(void) { return 1; }
