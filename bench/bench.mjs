@@ -12,9 +12,10 @@
 //   node bench/bench.mjs            # full run (~3 min on this 2-core machine), table on stdout
 //   node bench/bench.mjs --quick    # 1 run, short lengths: a smoke test (~30 s)
 //   node bench/bench.mjs --json     # only the JSON on stdout (progress goes to stderr)
-//   options: --only load,simd,kv,memory,quant,batch,threads   --runs N   --threads N
+//   options: --only load,simd,kv,memory,quant,batch,threads,depth   --runs N   --threads N
 //            --models stories260K,stories15M,stories42M,...
 //            sections 5 and 7: --big (adds TinyLlama-1.1B, quantized types)  --shapes a,b  --types F32,Q8_0
+//            section 8: --shapes / --types too (default stories110M × F32, Q8_0)
 // Always writes a JSON report: bench/out/bench.json (--quick: bench/out/bench-quick.json; --out FILE).
 
 import fs from 'node:fs';
@@ -104,6 +105,8 @@ const FULL = {
   quantPromptTokens: 64,
   quantDecodeTokens: 64,
   quantWarmupTokens: 8,
+  depthPositions: [64, 256, 960], // 8. decode step time at these positions (stories110M: n_ctx 1024)
+  depthSteps: 16,            //    single-token evals timed at each (median)
   probeReadBytes: 256 * 2 ** 20, // 8× this machine's L3
   probeReadReps: 2,
   probeFmaIters: 2e7,
@@ -127,10 +130,12 @@ const QUICK = {
   quantDecodeTokens: 32,
   quantPromptTokens: 32,
   quantWarmupTokens: 4,
+  depthPositions: [32, 256],
+  depthSteps: 4,
   probeSamples: 2,
 };
 
-const SECTIONS = ['load', 'simd', 'kv', 'memory', 'quant', 'batch', 'threads'];
+const SECTIONS = ['load', 'simd', 'kv', 'memory', 'quant', 'batch', 'threads', 'depth'];
 
 /** A bad command line: printed without a stack trace, exit status 2. */
 class UsageError extends Error {}
@@ -570,6 +575,49 @@ async function benchThreads(cfg, opts, threads) {
   return rows;
 }
 
+/**
+ * 8. Decode at depth: the time of one decode step (a single-token evalTokens, no sampling) as a
+ * function of the position it runs at. Attention reads the K and V of every earlier position, so
+ * the step grows with the position; the slope between the first and the last position is the
+ * cost of one attended position. One sequence per run: a batched prefill up to each position,
+ * then cfg.depthSteps timed steps (their median); median over runs.
+ */
+async function benchDepth(cfg, opts) {
+  const rows = [];
+  const jobs = quantPlan({ big: false, shapes: opts.shapes ?? ['stories110M'], types: opts.types ?? ['F32', 'Q8_0'] });
+  for (const j of jobs) {
+    const meta = await ensureGguf(j.shape, j.type, { log });
+    const m = { key: `${j.shape} ${j.type}`, model: meta.path, tokenizer: undefined, synthetic: true };
+    const runs = opts.runs ?? cfg.quantRuns;
+    const perRun = [];
+    let positions = null;
+    for (let run = 0; run < runs; run++) {
+      const { engine, info } = await openModel(m, { threads: cfg.threads });
+      positions = cfg.depthPositions.filter((p) => p + cfg.depthSteps <= info.nCtx);
+      await warmUp(engine, cfg.quantWarmupTokens);
+      await engine.reset();
+      const ids = cyclicIds(await promptIds(engine, cfg.quantPromptTokens), positions.at(-1) + cfg.depthSteps);
+      let pos = 0;
+      const ms = [];
+      for (const p of positions) {
+        if (p > pos) await engine.evalTokens(ids.subarray(pos, p));
+        ms.push(median(await timeSingleEvals(engine, ids, cfg.depthSteps, Infinity, p)));
+        pos = p + cfg.depthSteps;
+      }
+      await engine.free();
+      perRun.push(ms);
+      log(`  depth ${m.key} run ${run + 1}: ${positions.map((p, i) => `${ms[i].toFixed(2)} ms at ${p}`).join(', ')}`);
+    }
+    const stepMs = positions.map((_, i) => stat(perRun.map((r) => r[i])));
+    const first = stepMs[0].median, last = stepMs.at(-1).median;
+    rows.push({
+      kind: 'depth', shape: j.shape, type: j.type, threads: cfg.threads ?? 1, runs, positions, stepMs,
+      usPerPosition: positions.length > 1 ? ((last - first) * 1000) / (positions.at(-1) - positions[0]) : null,
+    });
+  }
+  return rows;
+}
+
 /** The issue's goals that hold per thread count: Q8_0 over F32 decode on stories110M. */
 function threadGoals(rows) {
   const get = (type) => rows.find((r) => r.shape === 'stories110M' && r.type === type);
@@ -710,6 +758,15 @@ function render(report) {
     const goals = report.results.find((r) => r.kind === 'threadGoals');
     for (const g of goals?.goals ?? []) out.push(`   goal: ${g.goal}: ${g.text} — ${g.met ? 'met' : 'NOT met'}`);
   }
+  const depth = report.results.filter((r) => r.kind === 'depth');
+  if (depth.length) {
+    const pos = depth[0].positions;
+    out.push('', `8. Decode at depth: one decode step (single-token eval) at each position, ms (median of ` +
+      `${cfg.depthSteps} steps, then of the runs); the slope is the cost of one attended position`);
+    out.push(table(depth.map((r) => [r.shape, r.type, r.runs, ...r.stepMs.map((x) => f2(x.median)),
+      r.usPerPosition == null ? '–' : f1(r.usPerPosition)]),
+    ['shape', 'type', 'runs', ...pos.map((p) => `ms at ${p}`), 'us per position']));
+  }
   if (report.missing.length) out.push('', `Not measured: ${report.missing.join('; ')}`);
   return out.join('\n');
 }
@@ -755,10 +812,11 @@ async function ensureSynthetic(m) {
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   if (opts.help) {
-    console.log('usage: node bench/bench.mjs [--quick] [--json] [--out FILE] [--only load,simd,kv,memory,quant,batch,threads] [--runs N]\n' +
+    console.log('usage: node bench/bench.mjs [--quick] [--json] [--out FILE] [--only load,simd,kv,memory,quant,batch,threads,depth] [--runs N]\n' +
       '                          [--threads N]   (sections 1-6 on N threads, default 1; section 7 compares 1 with N, default min(4, cores))\n' +
       `                          [--models ${DEFAULT_MODELS.join(',')}]   (also: stories42M, stories110M, synthetic)\n` +
-      `                          quantized section: [--big] [--shapes ${[...QUANT_SHAPES, BIG_SHAPE].join(',')}] [--types ${QUANT_TYPES.join(',')}]`);
+      `                          quantized section: [--big] [--shapes ${[...QUANT_SHAPES, BIG_SHAPE].join(',')}] [--types ${QUANT_TYPES.join(',')}]\n` +
+      '                          section 8 (depth): [--shapes] [--types], default stories110M × F32,Q8_0');
     return;
   }
   const cfg = { ...(opts.quick ? QUICK : FULL), threads: opts.threads };
@@ -845,6 +903,10 @@ async function main() {
       log(`threads (7.): batched decode and prefill on ${n} threads`);
       report.results.push(...await benchBatch({ quick: opts.quick, threads: n }));
     }
+  }
+  if (opts.only.includes('depth')) {
+    log('depth (8.): decode step time against the position');
+    report.results.push(...await benchDepth(cfg, opts));
   }
   report.totalSeconds = (now() - t0) / 1000;
   report.machine.loadavgEnd = os.loadavg();
