@@ -274,69 +274,18 @@ void wlm_axpy_simd(float *out, float s, const float *x, int n) {
  * 25 us of a stories110M decode step (2.6 ms of a 17 ms Q8_0 step at 104 positions). Here each
  * row is read whole, for every head of the range, and from several places at once:
  * - scores four positions at a time, a quarter of the sequence apart (four read streams), the
- *   four dot products of a head sharing the loads of q;
+ *   four dot products of a head sharing the loads of q (row_dot4, as the F32 matvec);
  * - the weighted sum of V over the first half of the positions and over the second half in
  *   two partial sums (two streams, two positions per pass over the partial sums), added at the
  *   end.
  * Measured on that shape with the caches flushed between layers, head by head -> this: 2.0 ->
  * 0.94 ms a token at 104 positions, 10.0 -> 4.1 ms at 512 (tools/bench_kernels.sh
  * --only=attention has the cold case); in the engine 25 -> 7 us per position.
- * Each score is computed exactly as one head_dot(); only the order of the sum over positions
- * differs from the reference (tests/c/test_kernels.c bounds the difference). */
+ * The scores are the matrix-vector kernel's dot products (row_dot4 / row_dot, the same bits
+ * either way); only the order of the sum over positions differs from the reference
+ * (tests/c/test_kernels.c bounds the difference). */
 
 #define KV_ROW(b, t) ((b)[(t) / block] + (size_t)((t) % block) * (size_t)stride)
-
-/* The dot product of one head, 8 floats per step in two accumulators, then 4 (head_size is a
- * multiple of 4 here). */
-static inline float head_dot(const float *q, const float *k, int hs) {
-    v128_t a0 = wasm_f32x4_splat(0), a1 = a0;
-    int i = 0;
-    for (; i + 8 <= hs; i += 8) {
-        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(q + i), wasm_v128_load(k + i)));
-        a1 = wasm_f32x4_add(a1,
-                            wasm_f32x4_mul(wasm_v128_load(q + i + 4), wasm_v128_load(k + i + 4)));
-    }
-    if (i < hs)
-        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(q + i), wasm_v128_load(k + i)));
-    return hsum(wasm_f32x4_add(a0, a1));
-}
-
-/* hsum() of a, b, c and d in lanes 0..3, added in hsum's order. */
-static inline v128_t hsum4(v128_t a, v128_t b, v128_t c, v128_t d) {
-    const v128_t ab = wasm_f32x4_add(wasm_i32x4_shuffle(a, b, 0, 2, 4, 6),
-                                     wasm_i32x4_shuffle(a, b, 1, 3, 5, 7));
-    const v128_t cd = wasm_f32x4_add(wasm_i32x4_shuffle(c, d, 0, 2, 4, 6),
-                                     wasm_i32x4_shuffle(c, d, 1, 3, 5, 7));
-    return wasm_f32x4_add(wasm_i32x4_shuffle(ab, cd, 0, 2, 4, 6),
-                          wasm_i32x4_shuffle(ab, cd, 1, 3, 5, 7));
-}
-
-/* head_dot(q, k0), ..., head_dot(q, k3) in lanes 0..3. */
-static inline v128_t head_dot4(const float *q, const float *k0, const float *k1, const float *k2,
-                               const float *k3, int hs) {
-    v128_t a0 = wasm_f32x4_splat(0), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0, d1 = a0;
-    int i = 0;
-    for (; i + 8 <= hs; i += 8) {
-        const v128_t x = wasm_v128_load(q + i), y = wasm_v128_load(q + i + 4);
-        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(x, wasm_v128_load(k0 + i)));
-        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(y, wasm_v128_load(k0 + i + 4)));
-        b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(x, wasm_v128_load(k1 + i)));
-        b1 = wasm_f32x4_add(b1, wasm_f32x4_mul(y, wasm_v128_load(k1 + i + 4)));
-        c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(x, wasm_v128_load(k2 + i)));
-        c1 = wasm_f32x4_add(c1, wasm_f32x4_mul(y, wasm_v128_load(k2 + i + 4)));
-        d0 = wasm_f32x4_add(d0, wasm_f32x4_mul(x, wasm_v128_load(k3 + i)));
-        d1 = wasm_f32x4_add(d1, wasm_f32x4_mul(y, wasm_v128_load(k3 + i + 4)));
-    }
-    if (i < hs) {
-        const v128_t x = wasm_v128_load(q + i);
-        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(x, wasm_v128_load(k0 + i)));
-        b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(x, wasm_v128_load(k1 + i)));
-        c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(x, wasm_v128_load(k2 + i)));
-        d0 = wasm_f32x4_add(d0, wasm_f32x4_mul(x, wasm_v128_load(k3 + i)));
-    }
-    return hsum4(wasm_f32x4_add(a0, a1), wasm_f32x4_add(b0, b1), wasm_f32x4_add(c0, c1),
-                 wasm_f32x4_add(d0, d1));
-}
 
 /* p[i] += a * x[i], i < hs (a multiple of 4). */
 static inline void axpy_head(float *p, float a, const float *x, int hs) {
@@ -355,7 +304,6 @@ void wlm_attention_simd(float *out, const float *q, const float *const *kb,
     }
     const int hs = head_size, nh = h1 - h0;
     const float scale = sqrtf((float)hs); /* divided by, as in the reference */
-    const v128_t scale4 = wasm_f32x4_splat(scale);
     const size_t N = (size_t)n, HS = (size_t)hs;
 
     /* scores: positions t, t + qn, t + 2 qn, t + 3 qn together, then the last n % 4 alone */
@@ -365,20 +313,20 @@ void wlm_attention_simd(float *out, const float *q, const float *const *kb,
                     *k3 = KV_ROW(kb, t + 3 * qn);
         for (int h = h0; h < h1; h++) {
             const size_t off = (size_t)(h / kv_mul) * HS;
-            const v128_t s = wasm_f32x4_div(
-                head_dot4(q + (size_t)h * HS, k0 + off, k1 + off, k2 + off, k3 + off, hs), scale4);
-            float *att = scratch + (size_t)(h - h0) * N;
-            att[t] = wasm_f32x4_extract_lane(s, 0);
-            att[t + qn] = wasm_f32x4_extract_lane(s, 1);
-            att[t + 2 * qn] = wasm_f32x4_extract_lane(s, 2);
-            att[t + 3 * qn] = wasm_f32x4_extract_lane(s, 3);
+            float *att = scratch + (size_t)(h - h0) * N, s0, s1, s2, s3;
+            row_dot4(k0 + off, k1 + off, k2 + off, k3 + off, q + (size_t)h * HS, hs, &s0, &s1, &s2,
+                     &s3);
+            att[t] = s0 / scale;
+            att[t + qn] = s1 / scale;
+            att[t + 2 * qn] = s2 / scale;
+            att[t + 3 * qn] = s3 / scale;
         }
     }
     for (int t = 4 * qn; t < n; t++) {
         const float *kt = KV_ROW(kb, t);
         for (int h = h0; h < h1; h++)
             scratch[(size_t)(h - h0) * N + (size_t)t] =
-                head_dot(q + (size_t)h * HS, kt + (size_t)(h / kv_mul) * HS, hs) / scale;
+                row_dot(kt + (size_t)(h / kv_mul) * HS, q + (size_t)h * HS, hs) / scale;
     }
     for (int h = 0; h < nh; h++) wlm_softmax_simd(scratch + (size_t)h * N, n);
 
