@@ -813,7 +813,7 @@ async function main() {
   const opts = parseArgs(process.argv.slice(2));
   if (opts.help) {
     console.log('usage: node bench/bench.mjs [--quick] [--json] [--out FILE] [--only load,simd,kv,memory,quant,batch,threads,depth] [--runs N]\n' +
-      '                          [--threads N]   (sections 1-6 on N threads, default 1; section 7 compares 1 with N, default min(4, cores))\n' +
+      '                          [--threads N]   (sections 1-6 and 8 on N threads, default 1; section 7 compares 1 with N, default min(4, cores))\n' +
       `                          [--models ${DEFAULT_MODELS.join(',')}]   (also: stories42M, stories110M, synthetic)\n` +
       `                          quantized section: [--big] [--shapes ${[...QUANT_SHAPES, BIG_SHAPE].join(',')}] [--types ${QUANT_TYPES.join(',')}]\n` +
       '                          section 8 (depth): [--shapes] [--types], default stories110M × F32,Q8_0');
