@@ -570,6 +570,31 @@ static inline int32_t q6_K_bias(const int8_t *sc, const int16_t *bsums) {
                wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(s), wasm_v128_load(bsums + 8))));
 }
 
+/* Step t (see above) of one row: its two groups' scaled dot products, summed. */
+static inline v128_t q6_K_step(const wlm_block_q6_K *w, int t, int shift, v128_t xe, v128_t xo,
+                               v128_t ye, v128_t yo) {
+    const int g = 8 * (t >> 2) + (t & 3), hoff = 32 * (t >> 2) + 16 * (t & 1);
+    v128_t lo, hi;
+    q6_levels(wasm_v128_load(w->ql + 16 * t), wasm_u16x8_shr(wasm_v128_load(w->qh + hoff), shift),
+              &lo, &hi);
+    return wasm_i32x4_add(wasm_i32x4_mul(q6_dot(lo, xe, xo), wasm_i32x4_splat(w->scales[g])),
+                          wasm_i32x4_mul(q6_dot(hi, ye, yo), wasm_i32x4_splat(w->scales[g + 4])));
+}
+
+/* Both rows' step t, added to a0 and a1. */
+#define Q6K_STEPS(t, shift)                                                                        \
+    do {                                                                                           \
+        const int16_t *xg = xs + 16 * (8 * ((t) >> 2) + ((t) & 3));                                \
+        const v128_t xe = wasm_v128_load(xg), xo = wasm_v128_load(xg + 8);                         \
+        const v128_t ye = wasm_v128_load(xg + 64), yo = wasm_v128_load(xg + 72);                   \
+        a0 = wasm_i32x4_add(a0, q6_K_step(w0, t, shift, xe, xo, ye, yo));                          \
+        a1 = wasm_i32x4_add(a1, q6_K_step(w1, t, shift, xe, xo, ye, yo));                          \
+    } while (0)
+
+/* The steps go in two loops, t = 0, 1, 4, 5 (qh shifted by 0) and t = 2, 3, 6, 7 (by 2), so that
+ * the shift is a constant (a variable one costs V8 three instructions per row and step); the
+ * sums are integers, so the order changes nothing. The two rows' scales d are converted
+ * together. */
 __attribute__((noinline)) static void q6_K_rows2(const wlm_block_q6_K *w0, const wlm_block_q6_K *w1,
                                                  const wlm_block_q8_K *x, const int16_t *xs, int nb,
                                                  int pf, float *o0, float *o1) {
@@ -579,35 +604,23 @@ __attribute__((noinline)) static void q6_K_rows2(const wlm_block_q6_K *w0, const
         touched += touch_block(w0 + pf, sizeof *w0) + touch_block(w1 + pf, sizeof *w1);
         v128_t a0 = wasm_i32x4_splat(0), a1 = a0;
 #pragma clang loop unroll(disable)
-        for (int t = 0; t < 8; t++) {
-            const int g = 8 * (t >> 2) + (t & 3), hoff = 32 * (t >> 2) + 16 * (t & 1);
-            const int shift = 2 * ((t >> 1) & 1);
-            const int16_t *xg = xs + 16 * g;
-            const v128_t xe = wasm_v128_load(xg), xo = wasm_v128_load(xg + 8);
-            const v128_t ye = wasm_v128_load(xg + 64), yo = wasm_v128_load(xg + 72);
-            v128_t lo, hi;
-            q6_levels(wasm_v128_load(w0->ql + 16 * t),
-                      wasm_u16x8_shr(wasm_v128_load(w0->qh + hoff), shift), &lo, &hi);
-            a0 = wasm_i32x4_add(
-                a0, wasm_i32x4_add(
-                        wasm_i32x4_mul(q6_dot(lo, xe, xo), wasm_i32x4_splat(w0->scales[g])),
-                        wasm_i32x4_mul(q6_dot(hi, ye, yo), wasm_i32x4_splat(w0->scales[g + 4]))));
-            q6_levels(wasm_v128_load(w1->ql + 16 * t),
-                      wasm_u16x8_shr(wasm_v128_load(w1->qh + hoff), shift), &lo, &hi);
-            a1 = wasm_i32x4_add(
-                a1, wasm_i32x4_add(
-                        wasm_i32x4_mul(q6_dot(lo, xe, xo), wasm_i32x4_splat(w1->scales[g])),
-                        wasm_i32x4_mul(q6_dot(hi, ye, yo), wasm_i32x4_splat(w1->scales[g + 4]))));
-        }
-        s0 += (wlm_fp16_to_fp32(w0->d) * x->d) *
+        for (int k = 0; k < 4; k++) Q6K_STEPS(4 * (k >> 1) + (k & 1), 0);
+#pragma clang loop unroll(disable)
+        for (int k = 0; k < 4; k++) Q6K_STEPS(4 * (k >> 1) + (k & 1) + 2, 2);
+        v128_t h = wasm_i32x4_splat(0);
+        h = wasm_v128_load16_lane(&w0->d, h, 1);
+        h = wasm_v128_load16_lane(&w1->d, h, 3);
+        const v128_t d = f16_hi_to_f32(h);
+        s0 += (wasm_f32x4_extract_lane(d, 0) * x->d) *
               (float)(hsum_i32(a0) - q6_K_bias(w0->scales, x->bsums));
-        s1 += (wlm_fp16_to_fp32(w1->d) * x->d) *
+        s1 += (wasm_f32x4_extract_lane(d, 1) * x->d) *
               (float)(hsum_i32(a1) - q6_K_bias(w1->scales, x->bsums));
     }
     __asm__ volatile("" : : "r"(touched));
     *o0 = s0;
     *o1 = s1;
 }
+#undef Q6K_STEPS
 
 /* Rows two at a time (paired and touched ahead as in ROWS2_DRIVER) with the Q8_K activation
  * widened XCHUNK columns at a time. Touching ahead replaced a sweep over each row pair before
