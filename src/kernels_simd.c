@@ -355,13 +355,15 @@ void wlm_attention_simd(float *out, const float *q, const float *const *kb,
             }
         }
     }
-    for (int t = 2 * pairs; t < n; t++) { /* what is left of each half, in order */
-        if (t >= half && t < half + 2 * pairs) continue;
-        const float *vt = KV_ROW(vb, t);
-        float *p = t < half ? p0 : p1;
-        for (int h = h0; h < h1; h++)
-            axpy_head(p + (size_t)(h - h0) * HS, scratch[(size_t)(h - h0) * N + (size_t)t],
-                      vt + (size_t)(h / kv_mul) * HS, hs);
+    /* what is left of each half, in order: [2 pairs, half) into p0, [half + 2 pairs, n) into p1 */
+    for (int part = 0; part < 2; part++) {
+        float *p = part ? p1 : p0;
+        for (int t = part * half + 2 * pairs; t < (part ? n : half); t++) {
+            const float *vt = KV_ROW(vb, t);
+            for (int h = h0; h < h1; h++)
+                axpy_head(p + (size_t)(h - h0) * HS, scratch[(size_t)(h - h0) * N + (size_t)t],
+                          vt + (size_t)(h / kv_mul) * HS, hs);
+        }
     }
     for (int h = h0; h < h1; h++) {
         const float *s0 = p0 + (size_t)(h - h0) * HS, *s1 = p1 + (size_t)(h - h0) * HS;

@@ -52,6 +52,14 @@ static inline unsigned touch_block(const void *p, size_t bytes) {
     return s;
 }
 
+/* How many blocks ahead a row pair's loop may touch: `ahead`, unless that would read past `end`
+ * (the end of the range's last row, perhaps the end of linear memory), then 0. row: the later
+ * row of the pair at the current column chunk, nb blocks of block_bytes long. */
+static inline int touch_distance(const char *end, const void *row, int nb, size_t block_bytes,
+                                 int ahead) {
+    return (size_t)(end - (const char *)row) >= (size_t)(nb + ahead) * block_bytes ? ahead : 0;
+}
+
 /* binary16 -> binary32 for four halves held in the high 16 bits of each 32-bit lane; exact for
  * every input (zero, subnormal, normal, Inf, NaN) and without denormal float arithmetic, which
  * is slow on some x86 cores: normal numbers by rebiasing the exponent with a multiply by 2^-112,
@@ -362,10 +370,7 @@ __attribute__((noinline)) static void q4_0_rows2(const wlm_block_q4_0 *w0, const
                 const int r2 = r + half < r1 ? r + half : r;                                       \
                 const BLOCK *w0 = (const BLOCK *)(const void *)(wc + (size_t)r * row_bytes);       \
                 const BLOCK *w1 = (const BLOCK *)(const void *)(wc + (size_t)r2 * row_bytes);      \
-                const int pf = (size_t)(end - (const char *)w1) >=                                 \
-                                       (size_t)(nb + PREFETCH_BLOCKS) * sizeof(BLOCK)              \
-                                   ? PREFETCH_BLOCKS                                               \
-                                   : 0;                                                            \
+                const int pf = touch_distance(end, w1, nb, sizeof(BLOCK), PREFETCH_BLOCKS);        \
                 float v0, v1;                                                                      \
                 CALL;                                                                              \
                 out[r] = c0 ? out[r] + v0 : v0;                                                    \
@@ -642,10 +647,7 @@ __attribute__((noinline)) static void q6_K_rows2(const wlm_block_q6_K *w0, const
                 const int r2 = r + half < r1 ? r + half : r;                                       \
                 const BLOCK *w0 = (const BLOCK *)(const void *)(wc + (size_t)r * row_bytes);       \
                 const BLOCK *w1 = (const BLOCK *)(const void *)(wc + (size_t)r2 * row_bytes);      \
-                const int pf = (size_t)(end - (const char *)w1) >=                                 \
-                                       (size_t)(nb + PREFETCH_SUPER_BLOCKS) * sizeof(BLOCK)        \
-                                   ? PREFETCH_SUPER_BLOCKS                                         \
-                                   : 0;                                                            \
+                const int pf = touch_distance(end, w1, nb, sizeof(BLOCK), PREFETCH_SUPER_BLOCKS);  \
                 float v0, v1;                                                                      \
                 CALL;                                                                              \
                 out[r] = c0 ? out[r] + v0 : v0;                                                    \
