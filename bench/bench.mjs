@@ -5,7 +5,7 @@
 // (js/wasmlm.js) on real wasm; what each number means is in bench/README.md.
 // Section 5 runs synthetic GGUF files of every weight type (bench/models.mjs, cached in
 // bench/out/gguf/) with a roofline against the module's own read and multiply-add probes
-// (src/bench_probe.c). Other engines: bench/peers.mjs (npm run bench:peers). It never
+// (src/kernels/bench_probe.c). Other engines: bench/peers.mjs (npm run bench:peers). It never
 // downloads anything: stories260K is read from ../shared/models, stories15M is a synthetic
 // checkpoint (tools/synth.mjs) written to bench/out/ on first use.
 //

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench_probe.h"
+#include "kernels/bench_probe.h"
 #include "wasmlm.h"
 
 #define API EMSCRIPTEN_KEEPALIVE

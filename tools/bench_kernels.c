@@ -26,8 +26,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "kernels.h"
-#include "quant.h"
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
 #include "wasmlm.h"
 
 /* CPU time of the process under node (process.cpuUsage, microseconds), so that other processes

@@ -275,7 +275,7 @@ export async function writeSyntheticGguf({ shape, out, type = 'F32', seed = 1, s
     const r = await run(exe, ['quantize', src, out, t, '-z', tokenizer, '--name', name], { echo });
     if (r.code !== 0) {
       const hint = !/wasmlm quantize/.test(r.stderr) // every message of the command says so
-        ? ` (this CLI has no quantize command: src/cli.c must dispatch "quantize" to wlm_cli_quantize)` : '';
+        ? ` (this CLI has no quantize command: src/cli/cli.c must dispatch "quantize" to wlm_cli_quantize)` : '';
       throw new Error(`wasmlm quantize failed (exit ${r.code})${hint}:\n${r.stderr}`);
     }
     const log = r.stderr.split('\n').filter((l) => l && !/^\r?\s*\d+%$/.test(l)).join('\n');

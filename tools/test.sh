@@ -22,7 +22,7 @@ cmake --build build/sanitize -j"$jobs" >/dev/null
 echo "== thread pool under ThreadSanitizer (clang): test_threads"
 mkdir -p build/tsan
 clang -std=c11 -O1 -g -fsanitize=thread -Wall -Wextra -Werror -Isrc tests/c/test_threads.c \
-  $(ls src/*.c | grep -v -e '/cli' -e '/wasm_exports') -lm -lpthread -o build/tsan/test_threads
+  $(ls src/*/*.c | grep -v -e '/cli/') -lm -lpthread -o build/tsan/test_threads
 TSAN_OPTIONS=halt_on_error=1 build/tsan/test_threads
 
 echo "== fuzz: saved regressions, then 20 s per libFuzzer harness (clang, ASan + UBSan)"

@@ -1,4 +1,4 @@
-# Generation options of the CLI (src/cli_gen.c) on stories260K: --json output (every line
+# Generation options of the CLI (src/cli/cli_gen.c) on stories260K: --json output (every line
 # parses; token lines agree with the finals and with run.c's greedy text), batches, beam search,
 # stop strings, context shifting, the sampler order and parameter errors.
 # Variables: CLI, SHARED, CASE (json | batch | beam | stop | context | order | errors),

@@ -19,7 +19,7 @@ endfunction()
 execute_process(COMMAND ${CLI} quantize ERROR_VARIABLE err RESULT_VARIABLE rc)
 string(FIND "${err}" "Usage: wasmlm quantize" at)
 if(at EQUAL -1)
-  message(FATAL_ERROR "${CLI} has no quantize command: src/cli.c's main() must call "
+  message(FATAL_ERROR "${CLI} has no quantize command: src/cli/cli.c's main() must call "
                       "wlm_cli_quantize(argc - 2, argv + 2) for argv[1] == \"quantize\" (${err})")
 endif()
 

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "quant.h"
+#include "formats/gguf.h"
+#include "kernels/quant.h"
 #include "wasmlm.h"
 #include "test_util.h"
 

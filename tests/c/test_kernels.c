@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "test_util.h"
 
 /* Lengths around every vector width and unroll factor (4, 8, 16) and the model sizes

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "quant.h"
+#include "kernels/quant.h"
 #include "test_util.h"
 
 #if defined(__wasm__)

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "gguf_write.h"
-#include "quantize.h"
+#include "formats/gguf.h"
+#include "formats/gguf_write.h"
+#include "kernels/quantize.h"
 #include "test_util.h"
 #include "wasmlm.h"
 

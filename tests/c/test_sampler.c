@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "sampler.h"
+#include "sampling/sampler.h"
 #include "wasmlm.h"
 #include "test_util.h"
 

@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf_write.h"
-#include "model.h"
-#include "quantize.h"
-#include "threadpool.h"
+#include "formats/gguf_write.h"
+#include "model/model.h"
+#include "kernels/quantize.h"
+#include "runtime/threadpool.h"
 #include "wasmlm.h"
 #include "test_util.h"
 

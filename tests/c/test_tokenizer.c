@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "wasmlm.h"
 #include "test_util.h"
 

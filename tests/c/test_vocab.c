@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "model.h"
-#include "tokenizer.h"
+#include "formats/gguf.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
 #include "wasmlm.h"
 #include "test_util.h"
 

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errors.h"
-#include "quantize.h"
+#include "runtime/errors.h"
+#include "kernels/quantize.h"
 
 #define fail wlm_errorf /* errors.h */
 

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
-#include "model.h"
+#include "formats/gguf.h"
+#include "model/model.h"
 
 /* Bounds on hyperparameters: far above any real Llama, low enough that products of them fit
  * in 64 bits and each matrix dimension in int32. */

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 void wlm_matvec_ref(float *out, const float *w, const float *x, int n, int r0, int r1) {
     for (int r = r0; r < r1; r++) {

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gguf.h"
+#include "formats/gguf.h"
 
 typedef enum wlm_tokenizer_kind {
     WLM_TOKENIZER_NONE = 0,

@@ -14,8 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errors.h"
-#include "tokenizer.h"
+#include "runtime/errors.h"
+#include "tokenizer/tokenizer.h"
 #include "wasmlm.h"
 
 /* ------------------------------------------------------------------------------------------ */

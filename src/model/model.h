@@ -10,10 +10,10 @@
 #include <stdint.h>
 
 #include "wasmlm.h"
-#include "kernels.h"
-#include "quant.h"
-#include "sampler.h"
-#include "tokenizer.h"
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
 
 #define WLM_ERRMSG_SIZE 256
 

@@ -23,8 +23,8 @@
 #define HAVE_POSIX 1
 #endif
 
-#include "gguf.h"
-#include "quantize.h"
+#include "formats/gguf.h"
+#include "kernels/quantize.h"
 #include "wasmlm.h"
 
 int wlm_cli_quantize(int argc, char **argv);

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf_write.h"
-#include "quant.h"
+#include "formats/gguf_write.h"
+#include "kernels/quant.h"
 #include "wasmlm.h"
 
 #if defined(__GNUC__)

@@ -6,8 +6,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels.h"
-#include "quant.h"
+#include "kernels/kernels.h"
+#include "kernels/quant.h"
 
 static inline float bits_to_float(uint32_t u) {
     float f;

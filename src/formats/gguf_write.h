@@ -41,7 +41,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "gguf.h"
+#include "formats/gguf.h"
 
 #define WLM_GGUF_MAX_KEY 65535
 #define WLM_GGUF_MAX_TENSOR_NAME 63

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sampler.h"
+#include "sampling/sampler.h"
 
 #define DEFAULT_SEED 0x5DEECE66DULL /* replaces seed 0, a fixed point of xorshift */
 

@@ -3,7 +3,7 @@
  * multiply-add peak, as this module's compiler and flags achieve them (see bench_probe.h).
  * Compute only; the caller times the calls. Not used by the engine.
  */
-#include "bench_probe.h"
+#include "kernels/bench_probe.h"
 
 #if defined(__wasm_simd128__)
 #include <wasm_simd128.h>

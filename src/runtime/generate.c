@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "model/model.h"
 
 void wlm_gen_params_default(wlm_gen_params *p) {
     if (!p) return;

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errors.h"
-#include "gguf.h"
-#include "quant.h"
+#include "runtime/errors.h"
+#include "formats/gguf.h"
+#include "kernels/quant.h"
 #include "wasmlm.h"
 
 /* ---- errors and little-endian reads --------------------------------------------------------- */

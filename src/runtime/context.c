@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "model/model.h"
 
 #define BLOCK WLM_KV_BLOCK
 

@@ -18,7 +18,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "quant.h"
+#include "kernels/quant.h"
 
 #if defined(__wasm_simd128__)
 #include <wasm_simd128.h>

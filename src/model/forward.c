@@ -13,8 +13,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "model.h"
-#include "threadpool.h"
+#include "model/model.h"
+#include "runtime/threadpool.h"
 
 /* Rows per tile of a matrix-matrix product: about 64 KiB of weights, which stay in the L2
  * cache while every group of four entries streams through them (each group's activations stay

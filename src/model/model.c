@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "errors.h"
-#include "model.h"
+#include "runtime/errors.h"
+#include "model/model.h"
 
 int wlm_errorf(char *err, size_t errlen, int status, const char *fmt, ...) {
     if (err && errlen) {

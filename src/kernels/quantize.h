@@ -36,9 +36,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gguf.h"
-#include "gguf_write.h"
-#include "model.h"
+#include "formats/gguf.h"
+#include "formats/gguf_write.h"
+#include "model/model.h"
 
 typedef struct wlm_quantize_params {
     int32_t type;              /* target type of the weight matrices (enum wlm_type) */

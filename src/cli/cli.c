@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer.h" /* internal: a tokenizer.bin without a model */
+#include "tokenizer/tokenizer.h" /* internal: a tokenizer.bin without a model */
 #include "wasmlm.h"
 
 int wlm_cli_quantize(int argc, char **argv); /* cli_quantize.c */

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 #if defined(__wasm_simd128__)
 #include <wasm_simd128.h>

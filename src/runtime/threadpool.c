@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "threadpool.h"
+#include "runtime/threadpool.h"
 
 #if defined(__EMSCRIPTEN__)
 #if defined(__wasm_atomics__)

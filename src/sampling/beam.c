@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "model/model.h"
 
 void wlm_beam_params_default(wlm_beam_params *params) {
     if (!params) return;
