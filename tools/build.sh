@@ -1,24 +1,45 @@
 #!/usr/bin/env bash
-# Builds the wasm modules into dist/ (Emscripten, CMake) and the native CLI + C tests into
-# build/native. --if-needed: skip when dist/ is newer than every source file.
+# tools/build.sh [--if-needed] [--wasm-only]
+# Builds the wasm modules into dist/ (Emscripten, CMake, build/wasm) and the native CLI + C
+# tests into build/native; with no option also the C tests compiled to wasm (build/wasm).
+#   --wasm-only   only the three modules the page, the JS API and the benchmarks load
+#                 (dist/wasmlm.wasm, wasmlm-mt.wasm, wasmlm-scalar.wasm): what `npm start` needs
+#   --if-needed   do nothing when dist/ is newer than every source file
+# tools/setup.sh installs the toolchain.
 set -euo pipefail
 exec 1>&2   # the build log goes to stderr, so `npm run bench -- --json` stays parseable
 cd "$(dirname "$0")/.."
 export NODE_PATH="${NODE_PATH:-/usr/share/nodejs}"   # Debian's emcc needs its acorn at -O2+
 jobs=$(nproc 2>/dev/null || echo 2)
 
-if [[ "${1:-}" == "--if-needed" && -f dist/wasmlm.wasm && -f dist/wasmlm-scalar.wasm && -f dist/wasmlm-mt.wasm ]]; then
-  newer=$(find src CMakeLists.txt tools/exports.txt -newer dist/wasmlm.wasm -print -quit)
+if_needed=0 wasm_only=0
+for arg in "$@"; do
+  case "$arg" in
+    --if-needed) if_needed=1 ;;
+    --wasm-only) wasm_only=1 ;;
+    *) echo "tools/build.sh: unknown option '$arg' (--if-needed, --wasm-only)"; exit 1 ;;
+  esac
+done
+
+modules=(dist/wasmlm.wasm dist/wasmlm-scalar.wasm dist/wasmlm-mt.wasm)
+if ((if_needed)) && ls "${modules[@]}" >/dev/null 2>&1; then
+  newer=$(find src CMakeLists.txt tools/exports.txt -newer "${modules[0]}" -print -quit)
   if [[ -z "$newer" ]]; then exit 0; fi
 fi
-if ! command -v emcmake >/dev/null; then
-  echo "emcmake not found: install Emscripten (Debian: apt-get install -y emscripten)" >&2
-  exit 1
-fi
+for tool in emcmake cmake; do
+  if ! command -v "$tool" >/dev/null; then
+    echo "tools/build.sh: $tool not found. Install the toolchain with:  sudo bash tools/setup.sh"
+    exit 1
+  fi
+done
 werror=${WASMLM_WERROR:-OFF}
 emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release -DWASMLM_WERROR="$werror" \
   -DCMAKE_CROSSCOMPILING_EMULATOR=node -DCMAKE_C_FLAGS_RELEASE="-O3 -DNDEBUG" >/dev/null
-cmake --build build/wasm -j"$jobs"
-cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release -DWASMLM_WERROR="$werror" >/dev/null
-cmake --build build/native -j"$jobs"
-ls -l dist/*.wasm
+if ((wasm_only)); then
+  cmake --build build/wasm -j"$jobs" --target wasmlm_module wasmlm_module_mt wasmlm_module_scalar
+else
+  cmake --build build/wasm -j"$jobs"
+  cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release -DWASMLM_WERROR="$werror" >/dev/null
+  cmake --build build/native -j"$jobs"
+fi
+ls -l "${modules[@]}"

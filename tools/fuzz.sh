@@ -16,9 +16,11 @@ harnesses=("$@")
 shared=$(cd .. && pwd)/shared
 export WASMLM_SHARED="${WASMLM_SHARED:-$shared}"
 
-cc=$(command -v clang || command -v clang-14 || true)   # Debian's emscripten brings clang-14
+# clang-14 by name (tools/setup.sh installs it with libclang-rt-14-dev, libFuzzer's runtime);
+# WASMLM_FUZZ_CC overrides it.
+cc=${WASMLM_FUZZ_CC:-$(command -v clang-14 || true)}
 if [[ -z "$cc" ]]; then
-  echo "tools/fuzz.sh: clang not found (Debian: apt-get install clang-14 libclang-rt-14-dev)" >&2
+  echo "tools/fuzz.sh: clang-14 not found. Install the toolchain with:  sudo bash tools/setup.sh" >&2
   exit 1
 fi
 cmake -S . -B build/fuzz -DCMAKE_C_COMPILER="$cc" -DCMAKE_BUILD_TYPE=RelWithDebInfo \

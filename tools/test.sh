@@ -2,7 +2,8 @@
 # The whole test suite, as `npm test` runs it: C tests natively (plain and under ASan+UBSan, and
 # the thread pool's test under TSan)
 # and in wasm under node (SIMD128 kernels), the Node tests of the JS layer, and the demo page
-# in headless Chromium. Reads the model files in ../shared/models in place.
+# in headless Chromium. Reads the model files in ../shared/models in place. tools/setup.sh
+# installs every tool it calls (clang-14 by that name: plain `clang` is another package).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export WASMLM_WERROR="${WASMLM_WERROR:-ON}"
@@ -19,13 +20,13 @@ cmake -S . -B build/sanitize -DCMAKE_BUILD_TYPE=Debug -DWASMLM_SANITIZE=ON -DWAS
 cmake --build build/sanitize -j"$jobs" >/dev/null
 (cd build/sanitize && ctest --output-on-failure)
 
-echo "== thread pool under ThreadSanitizer (clang): test_threads"
+echo "== thread pool under ThreadSanitizer (clang-14): test_threads"
 mkdir -p build/tsan
-clang -std=c11 -O1 -g -fsanitize=thread -Wall -Wextra -Werror -Isrc tests/c/test_threads.c \
+clang-14 -std=c11 -O1 -g -fsanitize=thread -Wall -Wextra -Werror -Isrc tests/c/test_threads.c \
   $(ls src/*/*.c | grep -v -e '/cli/') -lm -lpthread -o build/tsan/test_threads
 TSAN_OPTIONS=halt_on_error=1 build/tsan/test_threads
 
-echo "== fuzz: saved regressions, then 20 s per libFuzzer harness (clang, ASan + UBSan)"
+echo "== fuzz: saved regressions, then 20 s per libFuzzer harness (clang-14, ASan + UBSan)"
 bash tools/fuzz.sh 20
 
 echo "== C tests, wasm (SIMD128) under node"

