@@ -11,6 +11,7 @@
  * add_bos_token / add_eos_token decide, as llama.cpp's add_special). Special tokens are not
  * parsed. Used for debugging and golden files; the library itself prints nothing.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,24 +80,33 @@ void wlm_cli_usage(FILE *f) {
 }
 
 /* Reads a whole file into a malloc'd buffer (malloc alignment suits float views), with a NUL
- * after the last byte (not counted in *size) so that text files are C strings. */
+ * after the last byte (not counted in *size) so that text files are C strings. On failure
+ * returns NULL with errno saying why (strerror(errno) for the message; EIO when the system
+ * gave no reason, e.g. the file shrank while it was read). */
 void *wlm_cli_read_file(const char *path, size_t *size) {
+    errno = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
     void *buf = NULL;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long n = ftell(f);
-        if (n >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-            buf = malloc((size_t)n + 1);
-            if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-                free(buf);
-                buf = NULL;
-            }
-            if (buf) ((char *)buf)[n] = '\0';
-            *size = (size_t)n;
-        }
+    int err = 0;
+    long n = -1;
+    /* one byte first: a directory opens, then fails here with EISDIR (not a huge size) */
+    if (fgetc(f) == EOF && ferror(f)) n = -2;
+    else if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        err = errno;
+    } else if (!(buf = malloc((size_t)n + 1))) {
+        err = ENOMEM;
+    } else if (fread(buf, 1, (size_t)n, f) != (size_t)n || ferror(f)) {
+        err = errno;
+        free(buf);
+        buf = NULL;
+    } else {
+        ((char *)buf)[n] = '\0';
+        *size = (size_t)n;
     }
     fclose(f);
+    errno = buf ? 0 : (err ? err : EIO);
     return buf;
 }
 
@@ -141,7 +151,7 @@ static int cmd_tokenize(int argc, char **argv) {
     memset(&tok, 0, sizeof tok);
     void *bytes = wlm_cli_read_file(path, &size);
     if (!bytes) {
-        fprintf(stderr, "wasmlm: cannot read %s\n", path);
+        fprintf(stderr, "wasmlm: cannot read %s: %s\n", path, strerror(errno));
         return 1;
     }
     if (size >= 4 && memcmp(bytes, "GGUF", 4) == 0) {
@@ -163,7 +173,7 @@ static int cmd_tokenize(int argc, char **argv) {
     }
     text = read_stdin(&len);
     if (!text) {
-        fprintf(stderr, "wasmlm: cannot read standard input\n");
+        fprintf(stderr, "wasmlm: cannot read standard input: %s\n", strerror(errno ? errno : EIO));
         goto out;
     }
     int32_t n = model ? wlm_tokenize(model, text, len, bos, NULL, 0)

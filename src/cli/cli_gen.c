@@ -3,8 +3,11 @@
  * (-t -p -s -n -i -z -m) alone print what llama2.c's run.c prints, byte for byte; llama.cpp's
  * long flags add the whole sampler chain, stop strings, context shifting, per-token
  * log-probabilities (--json), batches (--n-samples, --prompts) and beam search (--beam).
- * This file parses and prints; the library does the work and checks parameter ranges (its
- * messages name the field). Errors go to standard error with exit code 1.
+ * This file parses and prints; the library does the work. Every argument is checked before
+ * anything is printed: numbers must be whole (no trailing characters) and in range, run.c's
+ * flags included (run.c itself clamps them silently), and the sampler's ranges are checked with
+ * the library's own wlm_sampler_check (its messages name the field). Errors go to standard
+ * error with exit code 1 and leave standard output empty.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -17,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "sampling/sampler.h" /* internal: wlm_sampler_check, to validate before printing */
 #include "wasmlm.h"
 
 int wlm_cli_generate(int argc, char **argv);
@@ -108,12 +112,31 @@ static int get_int(const char *flag, const char *v, int *out) {
     return 0;
 }
 
-/* Parses a whole number (inf and nan pass through: the library rejects them by field name). */
+/* Parses a whole number (inf and nan pass through: the library rejects them by field name);
+ * a finite value beyond float's range is an error. */
 static int get_float(const char *flag, const char *v, float *out) {
     char *end;
+    errno = 0;
     float x = strtof(v, &end);
-    if (end == v || *end != '\0') return fail("%s: '%s' is not a number", flag, v);
+    if (end == v || *end != '\0' || isspace((unsigned char)v[0]))
+        return fail("%s: '%s' is not a number", flag, v);
+    if (errno == ERANGE && isinf(x)) return fail("%s: '%s' is out of range", flag, v);
     *out = x;
+    return 0;
+}
+
+/* Parses a whole non-negative integer (a seed); on error prints why and returns 1. */
+static int get_seed(const char *flag, const char *v, int allow_minus_one, long long *out) {
+    char *end;
+    errno = 0;
+    long long s = strtoll(v, &end, 10);
+    if (end == v || *end != '\0' || isspace((unsigned char)v[0]) || errno != 0 ||
+        s < (allow_minus_one ? -1 : 0))
+        return fail(allow_minus_one
+                        ? "%s: expected an integer >= 0, or -1 for a random seed, got '%s'"
+                        : "%s: expected an integer >= 0 (0 = a seed from the clock), got '%s'",
+                    flag, v);
+    *out = s;
     return 0;
 }
 
@@ -132,6 +155,13 @@ static int parse_logit_bias(const char *v, wlm_logit_bias *out) {
     if (e2 == end || *e2 != '\0' || isnan(x)) return 1;
     out->token = (int32_t)id;
     out->bias = sign == '-' ? -x : x;
+    return 0;
+}
+
+/* Checks the sampling parameters with the library's own check; 1 after printing why not. */
+static int check_sampler(const cli_opts *o, int32_t vocab_size) {
+    char msg[256];
+    if (wlm_sampler_check(&o->gp, vocab_size, msg, sizeof msg) != WLM_OK) return fail("%s", msg);
     return 0;
 }
 
@@ -160,22 +190,40 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         const char *v = argv[++i];
         wlm_gen_params *gp = &o->gp;
         int x = 0;
+        float f = 0.0f;
+        long long ll = 0;
         switch (id) {
-        /* run.c's flags, parsed and clamped as run.c does (atof / atoi, no errors) */
-        case O_T: gp->temperature = atof(v) < 0.0 ? 0.0f : (float)atof(v); break;
-        case O_P: { /* run.c: top-p applies only strictly inside (0, 1); outside [0, 1]: 0.9 */
-            float p = (float)atof(v);
-            if (p < 0.0f || p > 1.0f) p = 0.9f;
-            gp->top_p = (p <= 0.0f || p >= 1.0f) ? 1.0f : p;
+        /* run.c's flags, with run.c's meanings; values run.c would clamp are errors here */
+        case O_T:
+            if (get_float(a, v, &f)) return 1;
+            if (!(f >= 0.0f) || isinf(f))
+                return fail("%s: the temperature must be a finite number >= 0, 0 = greedy "
+                            "(got %s)", a, v);
+            gp->temperature = f;
             break;
-        }
-        case O_S: gp->seed = (unsigned long long)atoi(v), o->seed_random = gp->seed == 0; break;
-        case O_N: o->steps = atoi(v) < 0 ? 0 : atoi(v); break;
+        case O_P: /* run.c: top-p applies only strictly inside (0, 1); 0 and 1 turn it off */
+            if (get_float(a, v, &f)) return 1;
+            if (!(f >= 0.0f && f <= 1.0f))
+                return fail("%s: top-p must be in [0, 1], 0 or 1 = off (got %s)", a, v);
+            gp->top_p = (f <= 0.0f || f >= 1.0f) ? 1.0f : f;
+            break;
+        case O_S: /* run.c: 0 = a seed from the clock */
+            if (get_seed(a, v, 0, &ll)) return 1;
+            gp->seed = (uint64_t)ll, o->seed_random = ll == 0;
+            break;
+        case O_N:
+            if (get_int(a, v, &x)) return 1;
+            if (x < 0) return fail("%s must be >= 0, 0 = the context length (got %d)", a, x);
+            o->steps = x;
+            break;
         case O_I: case O_PROMPT: o->prompt = v; break;
         case O_Z: o->tokenizer_path = v, o->tokenizer_given = 1; break;
         case O_M: o->mode = v; break;
         /* llama.cpp's flags */
-        case O_CTX: if (get_int(a, v, &o->n_ctx)) return 1; break;
+        case O_CTX:
+            if (get_int(a, v, &o->n_ctx)) return 1;
+            if (o->n_ctx < 0) return fail("%s must be >= 0, 0 = the model's (got %d)", a, o->n_ctx);
+            break;
         case O_THREADS:
             if (get_int(a, v, &o->threads)) return 1;
             if (o->threads < 1 || o->threads > WLM_MAX_THREADS)
@@ -224,17 +272,11 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
             else if (strcmp(v, "llamacpp") == 0) o->order = WLM_ORDER_LLAMACPP;
             else return fail("%s: expected runc or llamacpp, got '%s'", a, v);
             break;
-        case O_SEED: {
-            char *end;
-            errno = 0;
-            long long s = strtoll(v, &end, 10);
-            if (end == v || *end != '\0' || errno != 0 || s < -1)
-                return fail("%s: expected an integer >= 0, or -1 for a random seed, got '%s'", a,
-                            v);
-            o->seed_random = s == -1;
-            gp->seed = s == -1 ? 0 : (uint64_t)s;
+        case O_SEED:
+            if (get_seed(a, v, 1, &ll)) return 1;
+            o->seed_random = ll == -1;
+            gp->seed = ll == -1 ? 0 : (uint64_t)ll;
             break;
-        }
         case O_STOP:
             if (gp->n_stop >= WLM_MAX_STOP_STRINGS)
                 return fail("%s: at most %d stop strings", a, WLM_MAX_STOP_STRINGS);
@@ -270,7 +312,11 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         if (o->gp.n_stop || o->gp.context_shift)
             return fail("--beam does not support --stop or --context-shift");
     }
-    return 0;
+    /* The sampler's ranges now, before the model is read (token ids of --logit-bias are checked
+     * against the vocabulary once it is known). */
+    if (o->order < 0) o->order = o->llama_sampling ? WLM_ORDER_LLAMACPP : WLM_ORDER_RUNC;
+    o->gp.order = o->order;
+    return check_sampler(o, INT32_MAX);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -472,11 +518,11 @@ static int run_single(const wlm_model *m, const cli_opts *o, const int32_t *toke
     wlm_context *ctx = NULL;
     if (new_context(m, o, 1, &ctx)) return 1;
     int rc = 1;
-    print_prompt(m, tokens, n, o->n_predict_given ? INT32_MAX : o->steps);
-    fflush(stdout);
     int positions = n - 1 < o->steps ? n - 1 : o->steps; /* forward passes run.c makes so far */
     long start = 0;
     const int32_t max_new = max_new_tokens(o, n);
+    /* begin (it checks the parameters, then prefills) before anything is printed: an error
+     * leaves standard output empty */
     if (max_new >= 0) {
         wlm_gen_params gp = o->gp;
         gp.max_tokens = max_new;
@@ -485,6 +531,10 @@ static int run_single(const wlm_model *m, const cli_opts *o, const int32_t *toke
             fail("%s", wlm_context_errmsg(ctx));
             goto out;
         }
+    }
+    print_prompt(m, tokens, n, o->n_predict_given ? INT32_MAX : o->steps);
+    fflush(stdout);
+    if (max_new >= 0) {
         start = time_in_ms();
         wlm_token tok;
         int s;
@@ -735,14 +785,13 @@ int wlm_cli_generate(int argc, char **argv) {
     default: goto out;
     }
 
-    /* run.c's flags alone sample in run.c's order; a llama.cpp sampling flag in llama.cpp's */
-    if (o->order < 0) o->order = o->llama_sampling ? WLM_ORDER_LLAMACPP : WLM_ORDER_RUNC;
-    o->gp.order = o->order;
+    /* run.c's flags alone sample in run.c's order (parse_args chose it); a llama.cpp sampling
+     * flag in llama.cpp's */
     if (o->seed_random) o->gp.seed = (unsigned int)time(NULL);
 
     mbytes = wlm_cli_read_file(o->checkpoint, &msize);
     if (!mbytes) {
-        fail("cannot read %s", o->checkpoint);
+        fail("cannot read %s: %s", o->checkpoint, strerror(errno));
         goto out;
     }
     if (wlm_model_load(mbytes, msize, WLM_LOAD_OWN_BUFFER, &model) != WLM_OK) {
@@ -755,7 +804,7 @@ int wlm_cli_generate(int argc, char **argv) {
     if (!info.has_tokenizer || o->tokenizer_given) {
         tbytes = wlm_cli_read_file(o->tokenizer_path, &tsize);
         if (!tbytes) {
-            fail("cannot read %s", o->tokenizer_path);
+            fail("cannot read %s: %s", o->tokenizer_path, strerror(errno));
             goto out;
         }
         if (wlm_model_load_tokenizer(model, tbytes, tsize) != WLM_OK) {
@@ -769,11 +818,12 @@ int wlm_cli_generate(int argc, char **argv) {
     o->n_ctx = n_ctx; /* wlm_context_new checks it against the model */
     if (o->steps == 0 || (!o->gp.context_shift && o->steps > n_ctx)) o->steps = n_ctx;
     if (o->repeat_last_n_ctx) o->gp.repeat_last_n = n_ctx;
+    if (check_sampler(o, info.vocab_size)) goto out; /* --logit-bias ids against the vocabulary */
 
     if (o->prompts_file) {
         pbytes = wlm_cli_read_file(o->prompts_file, &psize);
         if (!pbytes) {
-            fail("cannot read %s", o->prompts_file);
+            fail("cannot read %s: %s", o->prompts_file, strerror(errno));
             goto out;
         }
         n_prompts = split_lines(pbytes, psize, texts, WLM_MAX_SEQ);

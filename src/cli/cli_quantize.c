@@ -46,6 +46,7 @@ typedef struct file_view {
     int mapped;
 } file_view;
 
+/* Returns 0, or -1 with errno saying why. */
 static int view_open(file_view *v, const char *path) {
     memset(v, 0, sizeof *v);
 #ifdef HAVE_POSIX
@@ -64,19 +65,27 @@ static int view_open(file_view *v, const char *path) {
     }
     close(fd);
 #endif
+    errno = 0;
     FILE *f = fopen(path, "rb");
     if (!f) return -1;
     long n = -1;
-    if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
-    if (n >= 0 && fseek(f, 0, SEEK_SET) == 0) {
-        v->data = malloc(n ? (size_t)n : 1);
-        if (v->data && fread(v->data, 1, (size_t)n, f) != (size_t)n) {
-            free(v->data);
-            v->data = NULL;
-        }
+    int err = 0;
+    /* one byte first: a directory opens, then fails here with EISDIR (not a huge size) */
+    if (fgetc(f) == EOF && ferror(f)) n = -2;
+    else if (fseek(f, 0, SEEK_END) == 0) n = ftell(f);
+    if (n < 0 || fseek(f, 0, SEEK_SET) != 0) {
+        err = errno;
+    } else if (!(v->data = malloc(n ? (size_t)n : 1))) {
+        err = ENOMEM;
+    } else if (fread(v->data, 1, (size_t)n, f) != (size_t)n || ferror(f)) {
+        err = errno;
+        free(v->data);
+        v->data = NULL;
+    } else {
         v->size = (size_t)n;
     }
     fclose(f);
+    errno = v->data ? 0 : (err ? err : EIO); /* the reason, for strerror(errno) */
     return v->data ? 0 : -1;
 }
 

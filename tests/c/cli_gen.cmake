@@ -299,10 +299,13 @@ if(CASE STREQUAL "order")
   check("runc;STREQUAL;runc2" "--sampler-order runc == run.c's flags")
   check("llama;STREQUAL;llama2" "--sampler-order llamacpp == llama.cpp's flags")
   check("NOT;runc;STREQUAL;llama" "the two orders differ at temperature 0.8, top-p 0.9")
-  # run.c's clamping of out-of-range short flags still applies (no error).
-  wasmlm(r -t -1 -p 1.5 -n 20)
-  wasmlm(g -t 0 -n 20)
-  check("r_rc;EQUAL;0;AND;r;STREQUAL;g" "-t -1 is greedy and -p 1.5 is 0.9, as in run.c")
+  # run.c's edges of the short flags: -p 0 and -p 1 turn top-p off (same draws with a seed).
+  # Out-of-range values, which run.c clamps silently, are errors (case errors).
+  wasmlm(p0 -t 0.8 -p 0 -s 7 -n 40)
+  wasmlm(p1 -t 0.8 -p 1 -s 7 -n 40)
+  wasmlm(p9 -t 0.8 -p 0.9 -s 7 -n 40)
+  check("p0_rc;EQUAL;0;AND;p0;STREQUAL;p1" "-p 0 and -p 1 both turn top-p off: ${p0_err}")
+  check("NOT;p1;STREQUAL;p9" "-p 1 (off) differs from -p 0.9 with seed 7")
 endif()
 
 if(CASE STREQUAL "errors")
@@ -322,8 +325,25 @@ if(CASE STREQUAL "errors")
     "--sampler-order,foo|--sampler-order" "--ctx-size,100000|n_ctx" "--seed,-5|--seed"
     "--keep,-2|--keep" "--keep,40,--ctx-size,32,--context-shift|n_keep"
     "--beam,2,--n-samples,2|--beam" "--beam,2,--stop,x|--beam" "-m,chat|not supported"
-    "--prompts,${WORK}/missing.txt|cannot read" "-i,x,--prompts,${WORK}/missing.txt|either"
-    "--stop,${long_stop}|--stop" "-n,3,-i,${prompt},--json|nothing to generate")
+    "--prompts,${WORK}/missing.txt|cannot read .*missing.txt: No such file or directory"
+    "-i,x,--prompts,${WORK}/missing.txt|either"
+    "--stop,${long_stop}|--stop" "-n,3,-i,${prompt},--json|nothing to generate"
+    # run.c's flags: run.c clamps these silently; the README promises exit code 1
+    "-t,-0.5|-t: the temperature must be a finite number >= 0" "-t,abc|-t: 'abc' is not a number"
+    "-t,0.5x|-t: '0.5x' is not a number" "-t,1e99|-t: '1e99' is out of range" "-t,nan|-t: the"
+    "-p,1.5|-p: top-p must be in \\[0, 1\\]" "-p,-0.1|-p: top-p" "-p,x|-p: 'x' is not a number"
+    "-n,abc|-n: 'abc' is not an integer" "-n,-1|-n must be >= 0" "-n,12x|-n: '12x'"
+    "-n,99999999999|-n: '99999999999' is not an integer"
+    "-s,x|-s: expected an integer >= 0" "-s,-3|-s: expected" "-s,7.5|-s: expected"
+    # llama.cpp's flags: non-numbers, trailing characters, out of range; before any output
+    "--temp,-1,-i,${prompt}|temperature must be" "--temp,0.7.1|--temp: '0.7.1' is not a number"
+    "--top-k,3.5|--top-k: '3.5' is not an integer" "--n-predict,abc|--n-predict: 'abc'"
+    "--ctx-size,-4|--ctx-size must be >= 0" "-c,x|-c: 'x' is not an integer"
+    "--threads,-1|--threads must be in 1..16" "--threads,2x|--threads: '2x'"
+    "--n-probs,x|--n-probs" "--beam,x|--beam" "--length-penalty,y|--length-penalty"
+    "--repeat-last-n,-2|repeat_last_n" "--presence-penalty,inf|presence_penalty"
+    "--keep,z|--keep" "--n-samples,1.5|--n-samples" "--seed,1e3|--seed"
+    "-z,${WORK}/missing.bin|cannot read .*missing.bin: No such file or directory")
   foreach(c IN LISTS cases)
     string(FIND "${c}" "|" bar)
     string(SUBSTRING "${c}" 0 ${bar} args)
@@ -333,6 +353,28 @@ if(CASE STREQUAL "errors")
     wasmlm(r ${args})
     string(REGEX MATCH "${want}" m "${r_err}")
     check("r_rc;EQUAL;1;AND;m" "'${args}': exit ${r_rc}, stderr '${r_err}' should match '${want}'")
+    # every argument is checked before anything is printed: no partial output
+    string(LENGTH "${r}" nout)
+    check("nout;EQUAL;0" "'${args}': printed '${r}' on standard output before failing")
+  endforeach()
+  # A model that cannot be read: the message carries the system's reason (strerror).
+  foreach(c "${WORK}/missing.bin|No such file or directory" "${WORK}|Is a directory")
+    string(FIND "${c}" "|" bar)
+    string(SUBSTRING "${c}" 0 ${bar} path)
+    math(EXPR bar "${bar} + 1")
+    string(SUBSTRING "${c}" ${bar} -1 want)
+    foreach(cmd "" tokenize quantize)
+      set(args ${path})
+      if(cmd STREQUAL "quantize")
+        set(args ${path} ${WORK}/out.gguf Q8_0)
+      endif()
+      execute_process(COMMAND ${CLI} ${cmd} ${args} INPUT_FILE ${golden}
+                      OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc)
+      string(FIND "${err}" "cannot read ${path}: ${want}" at)
+      string(LENGTH "${out}" nout)
+      check("rc;EQUAL;1;AND;at;GREATER;-1;AND;nout;EQUAL;0"
+            "wasmlm ${cmd} ${path}: exit ${rc}, stderr '${err}' should say '${want}'")
+    endforeach()
   endforeach()
   set(many "")
   foreach(k RANGE 8)
