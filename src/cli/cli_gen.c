@@ -106,7 +106,8 @@ static int get_int(const char *flag, const char *v, int *out) {
     char *end;
     errno = 0;
     long x = strtol(v, &end, 10);
-    if (end == v || *end != '\0' || errno != 0 || x < INT_MIN || x > INT_MAX)
+    if (end == v || *end != '\0' || isspace((unsigned char)v[0]) || errno != 0 || x < INT_MIN ||
+        x > INT_MAX)
         return fail("%s: '%s' is not an integer", flag, v);
     *out = (int)x;
     return 0;

@@ -333,7 +333,7 @@ if(CASE STREQUAL "errors")
     "-t,0.5x|-t: '0.5x' is not a number" "-t,1e99|-t: '1e99' is out of range" "-t,nan|-t: the"
     "-p,1.5|-p: top-p must be in \\[0, 1\\]" "-p,-0.1|-p: top-p" "-p,x|-p: 'x' is not a number"
     "-n,abc|-n: 'abc' is not an integer" "-n,-1|-n must be >= 0" "-n,12x|-n: '12x'"
-    "-n,99999999999|-n: '99999999999' is not an integer"
+    "-n,99999999999|-n: .99999999999. is not an integer" "-n, 5|-n: . 5. is not an integer"
     "-s,x|-s: expected an integer >= 0" "-s,-3|-s: expected" "-s,7.5|-s: expected"
     # llama.cpp's flags: non-numbers, trailing characters, out of range; before any output
     "--temp,-1,-i,${prompt}|temperature must be" "--temp,0.7.1|--temp: '0.7.1' is not a number"
