@@ -12,7 +12,8 @@
 // lists the parameters of the last generation; body[data-runs] counts the generations and
 // beam searches started. #prob-chart holds one <tr data-id data-prob data-prob-sampled> per
 // candidate of the last token (data-source 'generation' or 'preview'; data-previews counts the
-// previews drawn after slider moves); #token-alternatives lists a hovered token's candidates;
+// previews drawn after slider moves, data-preview-attempts the debounced previews that ran to
+// their end, drawn or not); #token-alternatives lists a hovered token's candidates;
 // a beam search fills #output with <li class="beam" data-score data-logprob>, best first.
 //
 // The library (js/wasmlm.js, js/cache.js through ./sources.js) is imported dynamically, so a
@@ -23,6 +24,8 @@ const DEFAULT_MODEL = 'stories260K';
 const MAX_SEED = 2 ** 32 - 1;
 const MAX_STOPS = 8;
 const MAX_STOP_BYTES = 63;
+/** Prompts shorter than this (in tokens) get no prefill speed: fixed costs dominate their time. */
+const MIN_PREFILL_TOKENS = 32;
 
 // A 30-byte module that uses SIMD128 (i8x16.popcnt), from wasm-feature-detect: browsers without
 // SIMD get the scalar build instead of a failed instantiation.
@@ -83,8 +86,9 @@ const app = {
   createWorkerEngine: null,
   sources: null,     // ./sources.js
   entries: [],
-  engine: null,
+  engine: null,      // the loaded model's engine (kept while another model loads)
   info: null,
+  loaded: null,      // {label, entryId, local, status, loadTime} of the model app.engine holds
   loadSeq: 0,
   loadController: null,
   genController: null,
@@ -95,6 +99,7 @@ const app = {
   previewTimer: 0,
   previewSeq: 0,     // a newer preview (or a new token) supersedes an older one
   previews: 0,       // previews drawn, exposed as #prob-chart[data-previews] for tests
+  previewAttempts: 0, // previews run to their end, drawn or not: #prob-chart[data-preview-attempts]
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -199,17 +204,35 @@ function setState(state) {
   $('model').disabled = busy || app.entries.length === 0;
   $('url-load').disabled = busy;
   $('model-files').disabled = busy;
-  $('output').setAttribute('aria-busy', String(busy));
+  $('output-live').setAttribute('aria-busy', String(busy));
 }
 
 function setStatus(text) {
   $('load-status').textContent = text;
 }
 
+/**
+ * Shows a failure in the model panel's status line and under the output (#run-error, in the
+ * output's live region), and sets the 'error' state; Generate stays enabled while a model is
+ * loaded. The next successful load or run clears it (clearError).
+ */
 function showError(text, kind = 'other') {
   setStatus(text);
   $('load-status').dataset.error = kind;
+  $('run-error').textContent = text;
+  $('run-error').dataset.kind = kind;
   setState('error');
+}
+
+/** Clears a shown failure; the status line goes back to what the last successful load said. */
+function clearError() {
+  $('run-error').textContent = '';
+  delete $('run-error').dataset.kind;
+  const status = $('load-status');
+  if (status.dataset.error !== undefined && app.loaded) {
+    delete status.dataset.error;
+    setStatus(app.loaded.status);
+  }
 }
 
 function setStat(id, text) {
@@ -420,25 +443,54 @@ function progressView(label, parts) {
   };
 }
 
-/** Loads a plan into a fresh worker engine; a newer call supersedes an older one. */
+/**
+ * Shows the loaded model in the picker: its manifest entry, or (a URL or local files) an extra
+ * option naming it, so the picker never names a model that is not the one loaded.
+ */
+function syncPicker() {
+  const select = $('model');
+  const loaded = app.loaded;
+  let other = $('model-other');
+  if (!loaded) return;
+  if (loaded.entryId) {
+    other?.remove();
+    select.value = loaded.entryId;
+  } else {
+    if (!other) {
+      other = new Option('', '');
+      other.id = 'model-other';
+      select.append(other);
+    }
+    other.textContent = `${loaded.label} · ${loaded.local ? 'local file' : 'from a URL'}`;
+    select.value = '';
+  }
+  showEntryNote();
+  const url = new URL(location.href);
+  if ((url.searchParams.get('model') ?? null) !== loaded.entryId) {
+    if (loaded.entryId) url.searchParams.set('model', loaded.entryId);
+    else url.searchParams.delete('model');
+    history.replaceState(null, '', url);
+  }
+}
+
+/**
+ * Loads a plan into a fresh worker engine; a newer call supersedes an older one. The model
+ * loaded before stays loaded until the new one is ready: if the load fails, it is still the one
+ * Generate uses, and the picker and the status line say so.
+ */
 async function loadModel(plan) {
   const seq = ++app.loadSeq;
   app.loadController?.abort();
   const controller = new AbortController();
   app.loadController = controller;
-  const old = app.engine;
-  app.engine = null;
-  app.info = null;
-  old?.free().catch(() => {});
 
   setState('loading');
+  clearError();
   const status = $('load-status');
   delete status.dataset.error;
   delete status.dataset.cache;
   setStatus(`Loading ${plan.label}…`);
-  $('model-info').textContent = '';
   setStat('load', '…');
-  setStat('memory', '—');
   const bar = $('load-progress');
   bar.max = 1;
   bar.value = 0;
@@ -456,8 +508,6 @@ async function loadModel(plan) {
     }).catch((err) => { controller.abort(); throw err; })));
     const engine = await enginePromise;
     if (seq !== app.loadSeq) return;
-    app.engine = engine; // freed by the next load
-    adopted = true;
 
     const [model, tokenizer] = fetched;
     const info = await engine.load({
@@ -473,8 +523,15 @@ async function loadModel(plan) {
     const saved = await Promise.all(fetched.filter((f) => f.save).map((f) => f.save()));
     if (seq !== app.loadSeq) return;
 
-    const ms = performance.now() - t0;
+    // The new model replaces the old one only now.
+    const old = app.engine;
+    app.engine = engine;
     app.info = info;
+    adopted = true;
+    old?.free().catch(() => {});
+    app.lastParams = null; // the chart's last token belonged to the old model
+
+    const ms = performance.now() - t0;
     bar.max = 1;
     bar.value = 1;
     setStat('load', fmtMs(ms));
@@ -507,6 +564,9 @@ async function loadModel(plan) {
     if (!plan.verified) text += ' · unverified (no checksum)';
     status.dataset.cache = cacheState;
     setStatus(text);
+    app.loaded = { label: plan.label, entryId: plan.entryId ?? null, local: Boolean(plan.local), status: text,
+      loadTime: fmtMs(ms) };
+    syncPicker();
     $('model-info').textContent = [
       `dim ${info.dim}`, `${info.nLayers} layers`,
       `${info.nHeads} heads${info.nKvHeads !== info.nHeads ? ` (${info.nKvHeads} KV)` : ''}`,
@@ -521,11 +581,14 @@ async function loadModel(plan) {
     view.stop();
     if (seq !== app.loadSeq) return;
     if (err?.name === 'AbortError') return;
-    setStat('load', '—');
     bar.max = 1;
-    bar.value = 0;
+    bar.value = app.loaded ? 1 : 0;
     const { kind, text } = explainLoadError(err);
-    showError(`Could not load ${plan.label}: ${text}`, kind);
+    // The previous model, if any, is still loaded: the picker and the statistics describe it.
+    setStat('load', app.loaded?.loadTime ?? '—');
+    syncPicker();
+    const kept = app.loaded ? ` ${app.loaded.label} is still loaded: Generate uses it.` : '';
+    showError(`Could not load ${plan.label}: ${text}${kept}`, kind);
   } finally {
     if (!adopted) enginePromise.then((e) => e.free(), () => {}).catch(() => {});
   }
@@ -675,8 +738,9 @@ function drawChart(top, source, tokenIndex, tokenText) {
     th.textContent = `${i + 1}. ${showPiece(alt.text)}`;
     th.title = `token id ${alt.id}`;
     tr.append(th, barCell(alt.prob, 'before'), barCell(alt.probSampled, 'after'));
-    tr.setAttribute('aria-label', `${showPiece(alt.text)}: ${fmtPercent(alt.prob)} before the filters, ` +
-      `${fmtPercent(alt.probSampled)} after`);
+    if (alt.probSampled === 0) th.title += ' · removed by the penalties or the filters';
+    tr.setAttribute('aria-label', `${showPiece(alt.text)}: ${fmtPercent(alt.prob)} from the model, ` +
+      `${fmtPercent(alt.probSampled)} after the penalties and filters`);
     return tr;
   });
   $('prob-rows').replaceChildren(...rows);
@@ -709,9 +773,16 @@ function schedulePreview() {
 
 async function previewNow() {
   app.previewTimer = 0;
+  const attempt = () => {
+    app.previewAttempts++;
+    $('prob-chart').dataset.previewAttempts = String(app.previewAttempts);
+  };
   const engine = app.engine;
   const span = lastTokenSpan();
-  if (!engine || !app.lastParams || !span || typeof engine.previewDistribution !== 'function') return;
+  if (!engine || !app.lastParams || !span || typeof engine.previewDistribution !== 'function') {
+    attempt();
+    return;
+  }
   const seq = ++app.previewSeq;
   // The last generation's seed and stop strings, the sliders' sampler settings.
   const params = { ...app.lastParams, ...sliderValues(), samplerOrder: $('sampler-order').value, nProbs: N_PROBS };
@@ -725,13 +796,18 @@ async function previewNow() {
     if (seq === app.previewSeq && document.body.dataset.state !== 'generating') {
       clearChart(`No distribution to preview: ${describeError(err)}`);
     }
+    attempt();
     return;
   }
-  if (seq !== app.previewSeq || engine !== app.engine || lastTokenSpan() !== span) return;
+  if (seq !== app.previewSeq || engine !== app.engine || lastTokenSpan() !== span) {
+    attempt();
+    return;
+  }
   const tokens = $('output').getElementsByClassName('tok');
   drawChart(preview.top, 'preview', tokens.length, span.textContent);
   app.previews++;
   $('prob-chart').dataset.previews = String(app.previews);
+  attempt();
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -745,7 +821,7 @@ function showTokenDetail(span) {
   const sampled = Number(span.dataset.probSampled);
   $('token-detail').textContent = `Token ${index} of ${tokens.length}: ${showPiece(span.textContent)} · ` +
     `id ${span.dataset.id} · p = ${fmtPercent(prob)}` +
-    (Number.isFinite(sampled) ? ` · drawn with p = ${fmtPercent(sampled)} after the filters` : '');
+    (Number.isFinite(sampled) ? ` · drawn with p = ${fmtPercent(sampled)} after the penalties and filters` : '');
   showAlternatives(span, index);
 }
 
@@ -758,7 +834,7 @@ function showAlternatives(span, index) {
     return;
   }
   $('token-alternatives-title').textContent = `Alternatives for token ${index} (${showPiece(span.textContent)}), ` +
-    'probability before → after the filters:';
+    'probability from the model → after the penalties and filters:';
   const chosen = Number(span.dataset.id);
   $('token-alternatives-list').replaceChildren(...top.map((alt) => {
     const li = document.createElement('li');
@@ -821,11 +897,13 @@ function tokenSpan(tok) {
 /** Generates from the prompt with the current controls, streaming tokens into #output. */
 async function generate() {
   const engine = app.engine;
-  if (!engine || !app.info || document.body.dataset.state === 'generating') return;
+  if (!engine || !app.info || ['generating', 'loading'].includes(document.body.dataset.state)) return;
   if (syncStopError()) {
     $('stop-strings').focus();
     return;
   }
+  clearError();
+  revealOutput();
 
   const { params, seedRandom } = readParams();
   document.body.dataset.runs = String(Number(document.body.dataset.runs || 0) + 1);
@@ -847,6 +925,7 @@ async function generate() {
   resetOutputState();
   for (const id of ['ttft', 'prefill', 'decode']) setStat(id, '…');
   $('stat-prefill').title = '';
+  $('stat-decode').title = '';
   setStat('tokens', '0');
   setStat('context', `0 / ${nCtx}`);
   setStat('stop', '—');
@@ -924,8 +1003,7 @@ async function generate() {
   refresh();
   if (n === 0) setStat('ttft', '—');
   if (result) {
-    setStat('prefill', fmtRate(result.prefillTokensPerSec));
-    $('stat-prefill').title = `${result.nPrompt} prompt tokens in ${fmtMs(result.prefillMs)}`;
+    showPrefill(result.nPrompt, result.prefillMs, result.prefillTokensPerSec);
     setStat('decode', fmtRate(result.decodeTokensPerSec));
     const memory = engine.wasmMemoryBytes ?? result.wasmMemoryBytes;
     if (memory) setStat('memory', fmtBytes(memory));
@@ -938,6 +1016,30 @@ async function generate() {
   stopStat.dataset.reason = failure ? 'error' : stopReason;
   if (failure) showError(`Generation failed: ${describeError(failure)}`, 'generation');
   else setState('ready');
+}
+
+/**
+ * The prefill speed, only when the prompt is long enough for it to mean something: a few tokens
+ * take about as long as one decode step plus the call's fixed costs, so "tokens per second" of
+ * a 5-token prompt says nothing about prefill.
+ */
+function showPrefill(nPrompt, ms, tokensPerSec) {
+  const unit = `token${nPrompt === 1 ? '' : 's'}`;
+  setStat('prefill', nPrompt >= MIN_PREFILL_TOKENS ? fmtRate(tokensPerSec)
+    : `${nPrompt} ${unit}: too short to time`);
+  $('stat-prefill').title = `${nPrompt} prompt ${unit} (BOS included) in ${fmtMs(ms)}; a speed is shown ` +
+    `from ${MIN_PREFILL_TOKENS} tokens`;
+}
+
+/**
+ * Brings the output into view when it starts low on the screen or above it (on a phone, under
+ * the prompt): the Generate / Stop buttons go to the top, the output right under them.
+ */
+function revealOutput() {
+  const box = $('output').getBoundingClientRect();
+  if (box.top < 0 || box.top > 0.6 * window.innerHeight) {
+    document.querySelector('#gen-form .buttons').scrollIntoView({ block: 'start' });
+  }
 }
 
 /** Forgets the previous run's tokens: inspector, alternatives, chart. */
@@ -962,6 +1064,7 @@ async function beamSearch(engine, width, maxTokens) {
   $('applied').textContent = `applied: beam search · width ${width} · max tokens ${maxTokens} · length penalty 1`;
   for (const id of ['ttft', 'prefill', 'decode']) setStat(id, '—');
   $('stat-prefill').title = '';
+  $('stat-decode').title = '';
   setStat('tokens', '…');
   setStat('stop', '—');
 
@@ -1016,8 +1119,15 @@ async function beamSearch(engine, width, maxTokens) {
     const best = result.beams[0];
     setStat('tokens', best ? String(best.tokens.length) : '0');
     setStat('context', best ? `${result.nPrompt + best.tokens.length} / ${nCtx}` : `0 / ${nCtx}`);
-    $('stat-prefill').title = `${result.steps} steps in ${fmtMs(ms)} · ${fmtBytes(result.kvBytes)} of KV cache ` +
+    // Each step decodes one token for each live beam: at most width tokens. The time includes
+    // the prompt's prefill (the search reports one duration).
+    const evaluated = result.steps * result.width;
+    setStat('decode', `${fmtRate(evaluated / (ms / 1000))} · ${result.width} beams`);
+    $('stat-decode').title = `${result.steps} steps × ${result.width} beams (at most ${evaluated} tokens) in ` +
+      `${fmtMs(ms)}, the ${result.nPrompt}-token prompt included · ${fmtBytes(result.kvBytes)} of KV cache ` +
       `(${fmtBytes(result.kvBytesPerBeam)} per beam)`;
+    setStat('prefill', `${result.nPrompt} tokens: timed with the search`);
+    $('stat-prefill').title = 'A beam search reports one duration, prefill included: see Decode.';
     if (engine.wasmMemoryBytes) setStat('memory', fmtBytes(engine.wasmMemoryBytes));
   } else {
     setStat('tokens', '0');
@@ -1059,6 +1169,16 @@ function wireControls() {
     event.preventDefault();
     generate();
   });
+  // Enter in the seed or stop-strings field generates, as in the prompt's form.
+  $('sampling-form').addEventListener('submit', (event) => event.preventDefault());
+  for (const id of ['seed', 'stop-strings']) {
+    $(id).addEventListener('keydown', (event) => {
+      if (event.key === 'Enter' && !event.ctrlKey && !event.metaKey && !event.isComposing) {
+        event.preventDefault();
+        generate();
+      }
+    });
+  }
   $('stop').addEventListener('click', stop);
   document.addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {

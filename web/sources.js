@@ -3,7 +3,8 @@
 // URL), URLs typed in, or local files (a GGUF alone; a llama2.c checkpoint with its tokenizer).
 // Downloads, checksums and Cache Storage are js/cache.js's; this file only chooses and names.
 //
-// A plan is { label, parts: [Part], verified }, one Part per file, model first:
+// A plan is { label, parts: [Part], verified, entryId? (a manifest entry's id) }, one Part per
+// file, model first:
 //   Part = { stage: 'model'|'tokenizer', name, candidates: [url], sha256, size, verified }
 //        | { stage, name, file: File }
 
@@ -35,7 +36,7 @@ export function planFromEntry(entry) {
   });
   const parts = [part(entry, 'model')];
   if (entry.tokenizer) parts.push(part(entry.tokenizer, 'tokenizer'));
-  return { label: entry.id, parts, verified: parts.every((p) => p.verified) };
+  return { label: entry.id, entryId: entry.id, parts, verified: parts.every((p) => p.verified) };
 }
 
 /** The plan for URLs typed into the page (no checksum to check). */

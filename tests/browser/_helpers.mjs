@@ -185,6 +185,34 @@ export function setValue(page, selector, value) {
   }, value);
 }
 
+/**
+ * Before the page's scripts run (call before page.goto), gives every Worker a first 'message'
+ * listener that logs the engine protocol's token replies (js/protocol.js Reply.TOKEN: one
+ * message per token) in window.__tokenMessages as {id, shown}: the token id and how many child
+ * nodes the element `container` (a selector) had when the message arrived. Registered before the
+ * engine's own listener, it runs first: a page that streams has appended every earlier token by
+ * then (one message is one task), whatever the speed of the machine. Reset the log with
+ * `window.__tokenMessages.length = 0`.
+ */
+export function recordTokenMessages(page, container) {
+  return page.addInitScript((selector) => {
+    window.__tokenMessages = [];
+    const NativeWorker = window.Worker;
+    window.Worker = class extends NativeWorker {
+      constructor(...args) {
+        super(...args);
+        this.addEventListener('message', (e) => {
+          if (e.data?.type !== 'token') return;
+          window.__tokenMessages.push({
+            id: e.data.token.id,
+            shown: document.querySelector(selector)?.childNodes.length ?? -1,
+          });
+        });
+      }
+    };
+  }, container);
+}
+
 /** Saves a screenshot to tests/artifacts/<name>.png. */
 export function screenshot(page, name, options = {}) {
   return page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true, ...options });

@@ -9,7 +9,9 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { REPO, STEP_TIMEOUT, startTestServer, launch, loadOutcome, screenshot } from './_helpers.mjs';
+import {
+  REPO, STEP_TIMEOUT, startTestServer, launch, loadOutcome, screenshot, recordTokenMessages,
+} from './_helpers.mjs';
 
 const PREFIX = '/static/wasmlm';
 let server = null;
@@ -37,14 +39,9 @@ test('the README snippet is the example page\'s script', async () => {
 });
 
 test('the minimal example streams a story into its element, as text', { timeout: STEP_TIMEOUT }, async () => {
-  await page.addInitScript(() => {
-    // Count the text pieces appended to #story as they arrive.
-    window.__appends = [];
-    new MutationObserver(() => {
-      const story = document.getElementById('story');
-      if (story) window.__appends.push(story.childNodes.length);
-    }).observe(document, { childList: true, subtree: true });
-  });
+  // Token by token, by event order (not timing): when each token message of the worker
+  // arrives, #story already holds the prompt and every earlier token's text node.
+  await recordTokenMessages(page, '#story');
   const finished = page.waitForEvent('console', { predicate: (m) => m.type() === 'log', timeout: STEP_TIMEOUT });
   await page.goto(`${server.origin}${PREFIX}/web/examples/minimal.html`);
   const result = await (await finished).args()[0].jsonValue();
@@ -57,8 +54,11 @@ test('the minimal example streams a story into its element, as text', { timeout:
   assert.equal(text, `Once upon a time${result.text}`);
   const kinds = await story.evaluate((el) => [...el.childNodes].map((n) => n.nodeType));
   assert.ok(kinds.every((k) => k === 3), 'only text nodes (Node.TEXT_NODE)');
-  const appends = await page.evaluate(() => window.__appends);
-  assert.ok(new Set(appends).size >= 10, `the text arrived in steps: ${appends.length} mutations`);
+  const messages = (await page.evaluate(() => window.__tokenMessages)).filter((m) => m.id >= 0);
+  assert.equal(messages.length, result.nGenerated);
+  messages.forEach((m, k) => assert.equal(m.shown, k + 1,
+    `when token ${k + 1} arrived, #story held ${m.shown} text nodes (expected the prompt and ${k} tokens)`));
+  assert.equal(kinds.length, result.nGenerated + 1, 'one text node per token, after the prompt');
   assert.ok(server.requests.every((r) => r.path.startsWith(`${PREFIX}/`)), 'every URL is relative to the page');
   await screenshot(page, 'example-minimal');
   browser.assertNoProblems();

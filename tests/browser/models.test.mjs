@@ -186,9 +186,21 @@ test('a broken URL (HTTP 404) says so', { timeout: STEP_TIMEOUT }, async () => {
   const out = await loadUrl(url);
   assert.equal(out.state, 'error');
   assert.equal(out.error, 'http-404');
-  assert.equal(out.text, `Could not load no-such-model.gguf: not found (HTTP 404): ${url}. Check the address.`);
-  assert.ok(await page.locator('#generate').isDisabled());
+  const message = `Could not load no-such-model.gguf: not found (HTTP 404): ${url}. Check the address. ` +
+    'stories260K is still loaded: Generate uses it.';
+  assert.equal(out.text, message);
+  // The same message under the output, in its live region; the model loaded before still works.
+  assert.equal(await page.locator('#output-live #run-error').textContent(), message);
+  assert.equal(await page.locator('#model').inputValue(), 'stories260K');
+  assert.ok(await page.locator('#generate').isEnabled());
   await screenshot(page, 'models-error-404');
+  await setValue(page, '#max-tokens', 5);
+  await page.locator('#generate').click();
+  assert.equal(await waitForState(page, 'ready', 'error'), 'ready');
+  assert.equal(await page.locator('#output .tok').count(), 5);
+  assert.equal(await page.locator('#run-error').textContent(), '', 'a successful run clears the error');
+  assert.match(await page.locator('#load-status').textContent(), /^stories260K ready/);
+  assert.equal(await page.locator('#load-status').getAttribute('data-error'), null);
   browser.assertNoProblems(HTTP_404);
 });
 
@@ -207,11 +219,17 @@ test('an unverified published model says so; a network failure names network and
   const e = entry('stories15M');
   await browser.context.route(e.url, (route) => route.abort('internetdisconnected'));
   try {
+    assert.match(await page.locator('#model option[value="stories15M"]').textContent(), / · unverified$/);
     const out = await loadAfter(page, () => page.locator('#model').selectOption('stories15M'));
-    assert.match(await page.locator('#model-note').textContent(), /unverified: the manifest has no sha256/);
     assert.equal(out.state, 'error');
     assert.equal(out.error, 'network');
     assert.match(out.text, new RegExp(`cannot download ${e.url.replace(/[.?]/g, '\\$&')}: the network failed`));
+    // The picker names the model actually loaded again, and says it is still loaded.
+    assert.match(out.text, / stories260K is still loaded: Generate uses it\.$/);
+    assert.equal(await page.locator('#model').inputValue(), 'stories260K');
+    assert.match(await page.locator('#model-note').textContent(), /^stories260K \(/);
+    assert.ok(new URL(page.url()).searchParams.get('model') === 'stories260K', page.url());
+    assert.ok(await page.locator('#generate').isEnabled());
   } finally {
     await browser.context.unrouteAll();
   }
@@ -222,7 +240,7 @@ test('a file that is not a model gets the engine\'s format error, and is not cac
   const out = await loadUrl(`${server.origin}/README.md`);
   assert.equal(out.state, 'error');
   assert.equal(out.error, 'format');
-  assert.match(out.text, /^Could not load README\.md: this is not a model file wasmlm reads \(a GGUF file, or a llama2\.c checkpoint with its tokenizer\.bin\): not a llama2\.c checkpoint: .* \(WLM_ERR_FORMAT\)$/);
+  assert.match(out.text, /^Could not load README\.md: this is not a model file wasmlm reads \(a GGUF file, or a llama2\.c checkpoint with its tokenizer\.bin\): not a llama2\.c checkpoint: .* \(WLM_ERR_FORMAT\) stories260K is still loaded: Generate uses it\.$/);
   assert.ok(!(await cachedUrls()).some((u) => u.endsWith('/README.md')));
   await screenshot(page, 'models-error-format');
   browser.assertNoProblems();
@@ -242,7 +260,8 @@ test('a sha256 mismatch names the expected and the actual digest, and nothing is
     assert.equal(out.state, 'error');
     assert.equal(out.error, 'checksum');
     assert.equal(out.text, `Could not load stories260K-gguf: checksum mismatch: expected sha256 ${wrong}, ` +
-      `got ${entry('stories260K-gguf').sha256}. The file is damaged or was replaced; it was neither loaded nor cached.`);
+      `got ${entry('stories260K-gguf').sha256}. The file is damaged or was replaced; it was neither loaded nor cached. ` +
+      'stories260K is still loaded: Generate uses it.');
     assert.ok(!(await cachedUrls()).some((u) => u.endsWith('.gguf')));
     await screenshot(page, 'models-error-checksum');
   } finally {

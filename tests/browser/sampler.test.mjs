@@ -69,7 +69,7 @@ function checkSums(rows) {
     assert.ok(Math.abs(parseFloat(r.widthAfter) - r.after * 100) < 1e-3, `${r.widthAfter} vs ${r.after}`);
     assert.match(r.values[0], /^[\d.]+ %$/);
     assert.match(r.values[1], /^[\d.]+ %$/);
-    assert.match(r.label, /^“.*”: [\d.]+ % before the filters, [\d.]+ % after$/);
+    assert.match(r.label, /^“.*”: [\d.]+ % from the model, [\d.]+ % after the penalties and filters$/);
   }
 }
 
@@ -91,7 +91,7 @@ test('after a generation: ten candidates with bars before and after the filters,
   assert.match(await text('#chart-caption'), /^Top 10 candidates for token 20 \(“.*”\), with the settings it was drawn with$/);
   // Accessible: a table with column headers and a caption.
   assert.deepEqual(await page.locator('#prob-chart thead th').allTextContents(),
-    ['Candidate', 'Before filters', 'After filters']);
+    ['Candidate', 'Model', 'After penalties and filters']);
   await screenshot(page, 'sampler-bars');
   browser.assertNoProblems();
 });
@@ -165,7 +165,7 @@ test('hovering or focusing a token lists its alternatives', { timeout: STEP_TIME
   const third = page.locator('#output .tok').nth(2);
   await third.hover();
   assert.ok(await page.locator('#token-alternatives').isVisible());
-  assert.match(await text('#token-alternatives-title'), /^Alternatives for token 3 \(“.*”\), probability before → after the filters:$/);
+  assert.match(await text('#token-alternatives-title'), /^Alternatives for token 3 \(“.*”\), probability from the model → after the penalties and filters:$/);
   const items = await page.locator('#token-alternatives-list li').allTextContents();
   assert.equal(items.length, 10);
   for (const item of items) assert.match(item, /^“.*” [\d.]+ % → [\d.]+ %( \(drawn\))?$/);
@@ -215,11 +215,16 @@ test('beam width 4 shows four beams, best first; the best equals Node\'s engine.
   assert.deepEqual(beams.map((b) => b.logprob), expected.beams.map((b) => b.logprob));
   assert.equal(await page.locator('#output .tok').count(), 0, 'no streamed tokens');
   assert.match(await text('#applied'), /^applied: beam search · width 4 · max tokens 40/);
+  // A beam search reports its speed: tokens per second over all beams.
+  assert.match(await text('#stat-decode'), /^[\d.]+ tok\/s · 4 beams$/);
   await screenshot(page, 'sampler-beams');
 
-  // A slider after a beam search has nothing to preview: no error, no generation.
+  // A slider after a beam search has nothing to preview: no error, no generation. Waits for
+  // the debounced preview to have run (data-preview-attempts) rather than for some time.
+  const attempts = await page.evaluate(() => Number(document.getElementById('prob-chart').dataset.previewAttempts || 0));
   await setValue(page, '#temperature', 1.5);
-  await page.waitForTimeout(150);
+  await page.waitForFunction((k) => Number(document.getElementById('prob-chart').dataset.previewAttempts || 0) > k,
+    attempts, { polling: 'raf' });
   assert.equal((await chartState()).runs, runs + 1);
   assert.equal(await page.locator('#prob-rows tr').count(), 0);
 

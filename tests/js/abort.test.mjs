@@ -39,11 +39,15 @@ test('an abort from a timer lands between tokens (the loop yields to the event l
   const controller = new AbortController();
   let count = 0;
   let abortedAt = -1;
-  setTimeout(() => { abortedAt = count; controller.abort(); }, 5);
   await assert.rejects(async () => {
-    // maxTokens 0: until the context (512) is full, far more than 5 ms of work.
+    // maxTokens 0: until the context (512) is full. The timer is armed when the first token
+    // arrives (not before the call: loading and prefill time would count against it) and with
+    // no delay, so it needs only the next event-loop turn, not some number of milliseconds of
+    // decoding, to land mid-way: a fast machine cannot finish the story first.
     for await (const _ of engine.generate('', { temperature: 1, seed: 3, maxTokens: 0 },
-      { signal: controller.signal })) count++;
+      { signal: controller.signal })) {
+      if (count++ === 0) setTimeout(() => { abortedAt = count; controller.abort(); }, 0);
+    }
   }, { name: 'AbortError' });
   assert.ok(abortedAt >= 0, 'the timer ran during the generation');
   assert.ok(count <= abortedAt + 1 && count < 511, `count ${count}, aborted at ${abortedAt}`);

@@ -132,10 +132,16 @@ test('protocol: every request gets exactly one terminal reply', async () => {
   assert.ok(replies.some((r) => r.id === 3 && r.type === Reply.PROGRESS));
   assert.match(terminal(4)[0].error.message, /bogus/);
 
+  // The aborts go out from the listener when the 3rd token arrives, not after a polling
+  // interval: however fast the worker decodes, it sees them a few tokens later at most.
+  let aborted = false;
+  w.addEventListener('message', () => {
+    if (aborted || replies.filter((r) => r.id === 5 && r.type === Reply.TOKEN).length < 3) return;
+    aborted = true;
+    send({ id: 6, type: Req.ABORT, target: 5 });
+    send({ id: 7, type: Req.ABORT, target: 999 });
+  });
   send({ id: 5, type: Req.GENERATE, prompt: 'Once upon a time', params: { temperature: 0, maxTokens: 0 } });
-  await until(() => replies.filter((r) => r.id === 5 && r.type === Reply.TOKEN).length >= 3);
-  send({ id: 6, type: Req.ABORT, target: 5 });
-  send({ id: 7, type: Req.ABORT, target: 999 });
   await until(() => [5, 6, 7].every((id) => terminal(id).length));
   assert.equal(terminal(5)[0].type, Reply.ERROR);
   assert.equal(terminal(5)[0].error.name, 'AbortError');
@@ -147,7 +153,10 @@ test('protocol: every request gets exactly one terminal reply', async () => {
 
   send({ id: 8, type: Req.FREE });
   await until(() => terminal(8).length);
-  await new Promise((r) => setTimeout(r, 50));
+  // A last request as a barrier instead of a pause: the worker answers in order, so once its
+  // reply is here, any second reply to 1..8 would be too.
+  send({ id: 9, type: 'barrier' });
+  await until(() => terminal(9).length);
   for (const id of [1, 2, 3, 4, 5, 6, 7, 8]) assert.equal(terminal(id).length, 1, `request ${id}`);
   await w.terminate();
 });

@@ -96,14 +96,25 @@ test('protocol: the new requests get exactly one terminal reply, also when abort
   await until(() => terminal(2).length);
   assert.equal(terminal(1)[0].value.protocol, PROTOCOL_VERSION);
 
+  // Each abort goes out from a message listener as soon as its trigger arrives (not after a
+  // polling interval), so however fast the worker decodes, it lands a few steps later at most.
+  const when = (pred, fn) => {
+    let done = false;
+    w.addEventListener('message', (e) => {
+      if (done || !pred(e.data)) return;
+      done = true;
+      fn();
+    });
+  };
+  when(() => replies.filter((r) => r.id === 3 && r.type === Reply.TOKEN).length >= 4,
+    () => w.postMessage({ id: 4, type: Req.ABORT, target: 3 }));
   w.postMessage({ id: 3, type: Req.GENERATE_BATCH, prompts: ['a', 'b'], params: { temperature: 0, maxTokens: 0 } });
-  await until(() => replies.filter((r) => r.id === 3 && r.type === Reply.TOKEN).length >= 4);
-  w.postMessage({ id: 4, type: Req.ABORT, target: 3 });
   await until(() => terminal(3).length); // the engine is busy until the batch has ended
+  when((m) => m.id === 5 && m.type === Reply.STEP, () => {
+    w.postMessage({ id: 6, type: Req.ABORT, target: 5 });
+    w.postMessage({ id: 7, type: Req.KV_STATS }); // allowed while the search runs
+  });
   w.postMessage({ id: 5, type: Req.BEAM_SEARCH, prompt: 'Once', params: { width: 2, maxTokens: 300 } });
-  await until(() => replies.some((r) => r.id === 5 && r.type === Reply.STEP));
-  w.postMessage({ id: 6, type: Req.ABORT, target: 5 });
-  w.postMessage({ id: 7, type: Req.KV_STATS }); // allowed while the search runs
   await until(() => terminal(5).length);
   w.postMessage({ id: 8, type: Req.BEAM_SEARCH, prompt: 'Once', params: { width: 2, maxTokens: 3 } });
   await until(() => [3, 4, 5, 6, 7, 8].every((id) => terminal(id).length));
@@ -116,7 +127,10 @@ test('protocol: the new requests get exactly one terminal reply, also when abort
   assert.equal(terminal(7)[0].value.nSeqMax, 4);
   assert.equal(terminal(8)[0].type, Reply.RESULT);
   assert.equal(terminal(8)[0].value.beams[0].tokens.length, 3);
-  await new Promise((r) => setTimeout(r, 30));
+  // A last request as a barrier instead of a pause: the worker answers in order, so once its
+  // reply is here, any second reply to 1..8 would be too.
+  w.postMessage({ id: 9, type: 'barrier' });
+  await until(() => terminal(9).length);
   for (const id of [1, 2, 3, 4, 5, 6, 7, 8]) assert.equal(terminal(id).length, 1, `request ${id}`);
   await w.terminate();
 });
