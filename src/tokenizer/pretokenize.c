@@ -752,7 +752,7 @@ int wlm_pretok_split(const wlm_pretok *p, const uint32_t *cps, size_t n, uint32_
     for (int r = 0; r < p->n && rc == WLM_OK; r++) {
         /* The budget: ample for text (a few dozen steps per code point), small enough that a
          * quadratic backtracking case (e.g. "\s+$" over a long run of spaces) ends quickly. */
-        w->steps = ((uint64_t)1 << 22) + (uint64_t)1024 * n;
+        w->steps = ((uint64_t)1 << 24) + (uint64_t)2048 * n;
         n_next = 0;
         size_t off = 0;
         for (size_t k = 0; k < *n_lens && rc == WLM_OK; k++) {
