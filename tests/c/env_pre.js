@@ -1,6 +1,7 @@
-// Emscripten pre-js for the C tests under node: pass WASMLM_SHARED from the real environment
-// (Emscripten's getenv() otherwise sees a synthetic environment).
+// Emscripten pre-js for the C tests under node: pass WASMLM_SHARED and WASMLM_VOCAB_DIR from the
+// real environment (Emscripten's getenv() otherwise sees a synthetic environment).
 Module['preRun'] = Module['preRun'] || [];
 Module['preRun'].push(function () {
   if (typeof ENV !== 'undefined' && process.env['WASMLM_SHARED']) ENV['WASMLM_SHARED'] = process.env['WASMLM_SHARED'];
+  if (typeof ENV !== 'undefined' && process.env['WASMLM_VOCAB_DIR']) ENV['WASMLM_VOCAB_DIR'] = process.env['WASMLM_VOCAB_DIR'];
 });
