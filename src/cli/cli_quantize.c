@@ -1,7 +1,8 @@
 /*
  * cli_quantize.c — `wasmlm quantize IN OUT TYPE [-z tokenizer.bin] [--name NAME]`, the native
  * CLI's converter: a llama2.c checkpoint (with its tokenizer.bin, whose vocabulary goes into the
- * file) or a GGUF in, a GGUF v3 file of TYPE (F32, F16, Q8_0, Q4_0, Q4_K, Q6_K) out. The input
+ * file) or a GGUF in, a GGUF v3 file of TYPE (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+ * Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, or llama.cpp's mixes Q3_K_M, Q4_K_M, Q5_K_M) out. The input
  * is memory-mapped, so a multi-gigabyte checkpoint is never copied into the heap; the output is
  * streamed to OUT.tmp and renamed to OUT when complete. The work is quantize.c's.
  */
@@ -34,8 +35,11 @@ static void usage(void) {
             "Usage: wasmlm quantize IN OUT TYPE [-z tokenizer.bin] [--name NAME]\n"
             "  IN    a llama2.c checkpoint (needs -z: its vocabulary goes into OUT) or a GGUF\n"
             "  OUT   the GGUF v3 file to write (via OUT.tmp, renamed when complete)\n"
-            "  TYPE  F32, F16, Q8_0, Q4_0, Q4_K or Q6_K: the type of the weight matrices (norms\n"
-            "        stay F32; rows that are not whole blocks fall back to Q8_0, else F16)\n"
+            "  TYPE  the type of the weight matrices: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,\n"
+            "        Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; or a llama.cpp mix of types per tensor:\n"
+            "        Q3_K_M, Q4_K_M, Q5_K_M. Norms stay F32; rows that are not whole blocks fall\n"
+            "        back as in llama.cpp (Q2_K/Q3_K to Q4_0, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K\n"
+            "        to Q8_0), else to F16\n"
             "  --name NAME  general.name (default: the GGUF's, or IN's file name)\n");
 }
 
@@ -162,14 +166,17 @@ int wlm_cli_quantize(int argc, char **argv) {
         return 1;
     }
     const char *in = pos[0], *out = pos[1];
-    const int32_t type = wlm_quantize_type_from_name(pos[2]);
+    const int32_t mix = wlm_quantize_mix_from_name(pos[2]);
+    const int32_t type = mix > 0 ? WLM_TYPE_F32 : wlm_quantize_type_from_name(pos[2]);
     if (type < 0) {
-        fprintf(stderr, "wasmlm quantize: unknown type '%s' (F32, F16, Q8_0, Q4_0, Q4_K, Q6_K)\n",
+        fprintf(stderr,
+                "wasmlm quantize: unknown type '%s' (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, "
+                "Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q3_K_M, Q4_K_M, Q5_K_M)\n",
                 pos[2]);
         return 1;
     }
     char err[512] = "";
-    if (wlm_quantize_check_type(type, err, sizeof err) != WLM_OK) {
+    if (mix <= 0 && wlm_quantize_check_type(type, err, sizeof err) != WLM_OK) {
         fprintf(stderr, "wasmlm quantize: %s\n", err);
         return 1;
     }
@@ -226,6 +233,7 @@ int wlm_cli_quantize(int argc, char **argv) {
     wlm_quantize_params qp;
     wlm_quantize_params_default(&qp);
     qp.type = type;
+    qp.mix = mix > 0 ? mix : WLM_QUANT_MIX_NONE;
     qp.name = name ? name : is_gguf ? NULL : stem(in, stem_buf, sizeof stem_buf);
     qp.src = have_src ? &src : NULL;
     qp.log = on_log;
@@ -243,8 +251,8 @@ int wlm_cli_quantize(int argc, char **argv) {
     if (f && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
     if (f) fclose(f);
     fprintf(stderr, "wasmlm quantize: wrote %s: %s, %d layers, dim %d, %.1f MB, in %.2f s\n", out,
-            wlm_type_get(type)->name, (int)info.n_layers, (int)info.dim, (double)size / 1e6,
-            now_s() - t0);
+            mix > 0 ? wlm_quantize_mix_name(mix) : wlm_type_get(type)->name, (int)info.n_layers,
+            (int)info.dim, (double)size / 1e6, now_s() - t0);
     rc = 0;
 out:
     if (have_src) wlm_gguf_free(&src);

@@ -1,7 +1,7 @@
 /*
- * quant.c — the type-traits table and the conversions of each element type: binary16, and the
- * ggml block formats (Q8_0, Q4_0, Q4_K, Q6_K, and Q8_K for activations). The scalar reference
- * kernels live here; their SIMD128 twins in quant_simd.c.
+ * quant.c — the type-traits table and the conversions of each element type: binary16, bfloat16,
+ * and the ggml block formats (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and Q8_K
+ * for activations). The scalar reference kernels live here; their SIMD128 twins in quant_simd.c.
  */
 #include <math.h>
 #include <string.h>
@@ -290,12 +290,14 @@ static void q4_K_to_float(const void *src, float *dst, int64_t n) {
  * Fits x[i] ~ scale * L[i] + min over L[i] in 0..nmax with min <= 0, minimising the weighted
  * squared error: first the plain min/max grid, then nstep+1 candidate step sizes around it
  * (nmax + rmin + rdelta*k levels over the range), each refined by a weighted least-squares
- * solve for (scale, min). Returns the scale and stores -min in *neg_min. This is the algorithm
+ * solve for (scale, min); use_mad weighs absolute instead of squared errors (Q2_K). Returns
+ * the scale and stores -min in *neg_min. This is the algorithm
  * of ggml's reference Q4_K quantizer (make_qkx2_quants), written out again with the same
  * arithmetic so that our files match llama.cpp's byte for byte.
  */
 static float fit_scale_min(int n, int nmax, const float *x, const float *w, uint8_t *L,
-                           float *neg_min, uint8_t *Laux, float rmin, float rdelta, int nstep) {
+                           float *neg_min, uint8_t *Laux, float rmin, float rdelta, int nstep,
+                           int use_mad) {
     float lo = x[0], hi = x[0];
     float sum_w = w[0], sum_x = sum_w * x[0];
     for (int i = 1; i < n; i++) {
@@ -316,7 +318,7 @@ static float fit_scale_min(int n, int nmax, const float *x, const float *w, uint
     for (int i = 0; i < n; i++) {
         L[i] = (uint8_t)clamp_int(nearest_int(iscale * (x[i] - lo)), 0, nmax);
         float diff = scale * L[i] + lo - x[i];
-        diff = diff * diff;
+        diff = use_mad ? fabsf(diff) : diff * diff;
         best_error += w[i] * diff;
     }
     for (int is = 0; is <= nstep; is++) {
@@ -340,7 +342,7 @@ static float fit_scale_min(int n, int nmax, const float *x, const float *w, uint
             float cur_error = 0;
             for (int i = 0; i < n; i++) {
                 float diff = this_scale * Laux[i] + this_min - x[i];
-                diff = diff * diff;
+                diff = use_mad ? fabsf(diff) : diff * diff;
                 cur_error += w[i] * diff;
             }
             if (cur_error < best_error) {
@@ -355,6 +357,33 @@ static float fit_scale_min(int n, int nmax, const float *x, const float *w, uint
     return scale;
 }
 
+/*
+ * The 6-bit scales and mins of a Q4_K / Q5_K block against the super-block's d and dmin (fp16,
+ * max / 63), packed: sub-blocks 0..3 in the low 6 bits of bytes 0..3 (scales) and 4..7 (mins);
+ * sub-blocks 4..7 as nibbles in bytes 8..11 with their top two bits in bits 6..7 of bytes 0..7.
+ */
+static void pack_k4_scales(const float *scales, const float *mins, float max_scale, float max_min,
+                           uint8_t *s, wlm_fp16 *d, wlm_fp16 *dmin) {
+    const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+    const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+    for (int j = 0; j < 8; j++) {
+        uint8_t ls = (uint8_t)(unsigned)nearest_int(inv_scale * scales[j]);
+        uint8_t lm = (uint8_t)(unsigned)nearest_int(inv_min * mins[j]);
+        if (ls > 63) ls = 63;
+        if (lm > 63) lm = 63;
+        if (j < 4) {
+            s[j] = ls;
+            s[j + 4] = lm;
+        } else {
+            s[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
+            s[j - 4] |= (uint8_t)((ls >> 4) << 6);
+            s[j] |= (uint8_t)((lm >> 4) << 6);
+        }
+    }
+    *d = wlm_fp32_to_fp16(max_scale / 63.0f);
+    *dmin = wlm_fp32_to_fp16(max_min / 63.0f);
+}
+
 static void q4_K_from_float(const float *x, void *dst, int64_t n) {
     wlm_block_q4_K *y = dst;
     for (int64_t i = 0; i < n / WLM_QK_K; i++, x += WLM_QK_K) {
@@ -367,32 +396,13 @@ static void q4_K_from_float(const float *x, void *dst, int64_t n) {
             for (int l = 0; l < 32; l++) sum_x2 += xs[l] * xs[l];
             const float av_x = sqrtf(sum_x2 / 32);
             for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xs[l]);
-            scales[j] = fit_scale_min(32, 15, xs, w, L + 32 * j, &mins[j], Laux, -1.0f, 0.1f, 20);
+            scales[j] =
+                fit_scale_min(32, 15, xs, w, L + 32 * j, &mins[j], Laux, -1.0f, 0.1f, 20, 0);
             if (scales[j] > max_scale) max_scale = scales[j];
             if (mins[j] > max_min) max_min = mins[j];
         }
-        /* 6-bit scales and mins against the super-block's d and dmin, packed: sub-blocks 0..3
-         * in the low 6 bits of bytes 0..3 (scales) and 4..7 (mins); sub-blocks 4..7 as nibbles
-         * in bytes 8..11 with their top two bits in bits 6..7 of bytes 0..7. */
-        const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
-        const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
-        uint8_t *s = y[i].scales;
-        for (int j = 0; j < 8; j++) {
-            uint8_t ls = (uint8_t)(unsigned)nearest_int(inv_scale * scales[j]);
-            uint8_t lm = (uint8_t)(unsigned)nearest_int(inv_min * mins[j]);
-            if (ls > 63) ls = 63;
-            if (lm > 63) lm = 63;
-            if (j < 4) {
-                s[j] = ls;
-                s[j + 4] = lm;
-            } else {
-                s[j + 4] = (uint8_t)((ls & 0xF) | ((lm & 0xF) << 4));
-                s[j - 4] |= (uint8_t)((ls >> 4) << 6);
-                s[j] |= (uint8_t)((lm >> 4) << 6);
-            }
-        }
-        y[i].d = wlm_fp32_to_fp16(max_scale / 63.0f);
-        y[i].dmin = wlm_fp32_to_fp16(max_min / 63.0f);
+        pack_k4_scales(scales, mins, max_scale, max_min, y[i].scales, &y[i].d, &y[i].dmin);
+        const uint8_t *s = y[i].scales;
         /* Requantize against the rounded scales (sub-blocks whose scale rounds to 0 keep the
          * levels of the fit, as ggml's do: they dequantize to -dmin*m whatever they are). */
         const float d = wlm_fp16_to_fp32(y[i].d), dmin = wlm_fp16_to_fp32(y[i].dmin);
@@ -585,6 +595,521 @@ void wlm_q6_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void
     }
 }
 
+/* ---- BF16 ---------------------------------------------------------------------------------- */
+
+static void bf16_to_float(const void *src, float *dst, int64_t n) {
+    const uint16_t *h = src;
+    for (int64_t i = 0; i < n; i++) dst[i] = wlm_bf16_to_fp32(h[i]);
+}
+
+/* Round to nearest even on the high 16 bits; NaN stays a (quiet) NaN, as ggml does. */
+static void bf16_from_float(const float *src, void *dst, int64_t n) {
+    uint16_t *h = dst;
+    for (int64_t i = 0; i < n; i++) {
+        const uint32_t u = float_to_bits(src[i]);
+        if ((u & 0x7fffffffu) > 0x7f800000u) h[i] = (uint16_t)((u >> 16) | 64);
+        else h[i] = (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+}
+
+void wlm_bf16_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xv, int n,
+                         int r0, int r1) {
+    const float *x = xv;
+    for (int r = r0; r < r1; r++) {
+        const uint16_t *row =
+            (const uint16_t *)(const void *)((const char *)w + (size_t)r * row_bytes);
+        float s = 0.0f;
+        for (int j = 0; j < n; j++) s += wlm_bf16_to_fp32(row[j]) * x[j];
+        out[r] = s;
+    }
+}
+
+/* ---- Q4_1, Q5_0, Q5_1 (activations: Q8_0) --------------------------------------------------
+ * ggml pairs Q4_1 and Q5_1 with Q8_1, which is Q8_0 plus s = d * (sum of the quants) in fp16,
+ * for their min term m * sum(x). Here they take Q8_0 activations and sum the quants exactly
+ * (an integer): the same product up to the fp16 rounding of ggml's s. */
+
+/* trunc(t) capped to 0..maxv (NaN -> 0): ggml's (int8_t)(v + 0.5f) style rounding, defined for
+ * every float. */
+static inline uint8_t trunc_level(float t, int maxv) {
+    if (!(t >= 0.0f)) return 0;
+    if (t >= (float)maxv) return (uint8_t)maxv;
+    return (uint8_t)t;
+}
+
+/* The 5-bit level of element j (0..31) of a Q5_0 / Q5_1 block. */
+static inline int q5_level(const uint8_t *qs, const uint8_t *qh, int j) {
+    const uint32_t h = (uint32_t)qh[0] | (uint32_t)qh[1] << 8 | (uint32_t)qh[2] << 16 |
+                       (uint32_t)qh[3] << 24;
+    const int lo = j < 16 ? qs[j] & 0xF : qs[j - 16] >> 4;
+    return lo | (int)((h >> j) & 1u) << 4;
+}
+
+/* Smallest and largest element of a block of n. */
+static inline void block_min_max(const float *x, int n, float *lo, float *hi) {
+    float a = x[0], b = x[0];
+    for (int j = 1; j < n; j++) {
+        if (x[j] < a) a = x[j];
+        if (x[j] > b) b = x[j];
+    }
+    *lo = a;
+    *hi = b;
+}
+
+static void q4_1_to_float(const void *src, float *dst, int64_t n) {
+    const wlm_block_q4_1 *b = src;
+    for (int64_t i = 0; i < n / 32; i++, dst += 32) {
+        const float d = wlm_fp16_to_fp32(b[i].d), m = wlm_fp16_to_fp32(b[i].m);
+        for (int j = 0; j < 16; j++) {
+            dst[j] = (float)(b[i].qs[j] & 0xF) * d + m;
+            dst[j + 16] = (float)(b[i].qs[j] >> 4) * d + m;
+        }
+    }
+}
+
+/* ggml's reference: d = (max - min) / 15, m = min, level = trunc((x - min) / d + 0.5). */
+static void q4_1_from_float(const float *x, void *dst, int64_t n) {
+    wlm_block_q4_1 *y = dst;
+    for (int64_t i = 0; i < n / 32; i++, x += 32) {
+        float lo, hi;
+        block_min_max(x, 32, &lo, &hi);
+        const float d = (hi - lo) / 15.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = wlm_fp32_to_fp16(d);
+        y[i].m = wlm_fp32_to_fp16(lo);
+        for (int j = 0; j < 16; j++)
+            y[i].qs[j] = (uint8_t)(trunc_level((x[j] - lo) * id + 0.5f, 15) |
+                                   trunc_level((x[j + 16] - lo) * id + 0.5f, 15) << 4);
+    }
+}
+
+void wlm_q4_1_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                         int r0, int r1) {
+    const wlm_block_q8_0 *x = xq;
+    const int nb = n / 32;
+    for (int r = r0; r < r1; r++) {
+        const wlm_block_q4_1 *row =
+            (const wlm_block_q4_1 *)(const void *)((const char *)w + (size_t)r * row_bytes);
+        float sum = 0.0f;
+        for (int b = 0; b < nb; b++) {
+            int32_t isum = 0, xsum = 0;
+            for (int j = 0; j < 16; j++) {
+                isum += (row[b].qs[j] & 0xF) * x[b].qs[j] + (row[b].qs[j] >> 4) * x[b].qs[j + 16];
+                xsum += x[b].qs[j] + x[b].qs[j + 16];
+            }
+            const float dx = wlm_fp16_to_fp32(x[b].d);
+            sum += (wlm_fp16_to_fp32(row[b].d) * dx) * (float)isum +
+                   (wlm_fp16_to_fp32(row[b].m) * dx) * (float)xsum;
+        }
+        out[r] = sum;
+    }
+}
+
+static void q5_0_to_float(const void *src, float *dst, int64_t n) {
+    const wlm_block_q5_0 *b = src;
+    for (int64_t i = 0; i < n / 32; i++, dst += 32) {
+        const float d = wlm_fp16_to_fp32(b[i].d);
+        for (int j = 0; j < 32; j++) dst[j] = (float)(q5_level(b[i].qs, b[i].qh, j) - 16) * d;
+    }
+}
+
+/* Levels to nibbles and the 32 high bits (little-endian) of a Q5_0 / Q5_1 block. */
+static void q5_pack(const uint8_t *L, uint8_t *qs, uint8_t *qh) {
+    uint32_t h = 0;
+    for (int j = 0; j < 16; j++) {
+        qs[j] = (uint8_t)((L[j] & 0xF) | (L[j + 16] & 0xF) << 4);
+        h |= (uint32_t)(L[j] >> 4) << j | (uint32_t)(L[j + 16] >> 4) << (j + 16);
+    }
+    for (int k = 0; k < 4; k++) qh[k] = (uint8_t)(h >> (8 * k));
+}
+
+/* ggml's reference: as Q4_0 with d = max / -16 and level = min(31, trunc(x / d + 16.5)). */
+static void q5_0_from_float(const float *x, void *dst, int64_t n) {
+    wlm_block_q5_0 *y = dst;
+    for (int64_t i = 0; i < n / 32; i++, x += 32) {
+        float amax = 0.0f, max = 0.0f;
+        for (int j = 0; j < 32; j++)
+            if (amax < fabsf(x[j])) {
+                amax = fabsf(x[j]);
+                max = x[j];
+            }
+        const float d = max / -16.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = wlm_fp32_to_fp16(d);
+        uint8_t L[32];
+        for (int j = 0; j < 32; j++) L[j] = trunc_level(x[j] * id + 16.5f, 31);
+        q5_pack(L, y[i].qs, y[i].qh);
+    }
+}
+
+void wlm_q5_0_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                         int r0, int r1) {
+    const wlm_block_q8_0 *x = xq;
+    const int nb = n / 32;
+    for (int r = r0; r < r1; r++) {
+        const wlm_block_q5_0 *row =
+            (const wlm_block_q5_0 *)(const void *)((const char *)w + (size_t)r * row_bytes);
+        float sum = 0.0f;
+        for (int b = 0; b < nb; b++) {
+            int32_t isum = 0;
+            for (int j = 0; j < 32; j++)
+                isum += (q5_level(row[b].qs, row[b].qh, j) - 16) * x[b].qs[j];
+            sum += (float)isum * (wlm_fp16_to_fp32(row[b].d) * wlm_fp16_to_fp32(x[b].d));
+        }
+        out[r] = sum;
+    }
+}
+
+static void q5_1_to_float(const void *src, float *dst, int64_t n) {
+    const wlm_block_q5_1 *b = src;
+    for (int64_t i = 0; i < n / 32; i++, dst += 32) {
+        const float d = wlm_fp16_to_fp32(b[i].d), m = wlm_fp16_to_fp32(b[i].m);
+        for (int j = 0; j < 32; j++) dst[j] = (float)q5_level(b[i].qs, b[i].qh, j) * d + m;
+    }
+}
+
+/* ggml's reference: d = (max - min) / 31, m = min, level = trunc((x - min) / d + 0.5). */
+static void q5_1_from_float(const float *x, void *dst, int64_t n) {
+    wlm_block_q5_1 *y = dst;
+    for (int64_t i = 0; i < n / 32; i++, x += 32) {
+        float lo, hi;
+        block_min_max(x, 32, &lo, &hi);
+        const float d = (hi - lo) / 31.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[i].d = wlm_fp32_to_fp16(d);
+        y[i].m = wlm_fp32_to_fp16(lo);
+        uint8_t L[32];
+        for (int j = 0; j < 32; j++) L[j] = trunc_level((x[j] - lo) * id + 0.5f, 31);
+        q5_pack(L, y[i].qs, y[i].qh);
+    }
+}
+
+void wlm_q5_1_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                         int r0, int r1) {
+    const wlm_block_q8_0 *x = xq;
+    const int nb = n / 32;
+    for (int r = r0; r < r1; r++) {
+        const wlm_block_q5_1 *row =
+            (const wlm_block_q5_1 *)(const void *)((const char *)w + (size_t)r * row_bytes);
+        float sum = 0.0f;
+        for (int b = 0; b < nb; b++) {
+            int32_t isum = 0, xsum = 0;
+            for (int j = 0; j < 32; j++) {
+                isum += q5_level(row[b].qs, row[b].qh, j) * x[b].qs[j];
+                xsum += x[b].qs[j];
+            }
+            const float dx = wlm_fp16_to_fp32(x[b].d);
+            sum += (wlm_fp16_to_fp32(row[b].d) * dx) * (float)isum +
+                   (wlm_fp16_to_fp32(row[b].m) * dx) * (float)xsum;
+        }
+        out[r] = sum;
+    }
+}
+
+/* ---- Q2_K ---------------------------------------------------------------------------------- */
+
+/* The 2-bit level of element e (0..255) of a Q2_K / Q3_K qs array. */
+static inline int k2_level(const uint8_t *qs, int e) {
+    return (qs[32 * (e / 128) + e % 32] >> (2 * (e % 128 / 32))) & 3;
+}
+
+/* Levels L (0..3) of a super-block into the qs layout shared by Q2_K and Q3_K. */
+static void k2_pack(const uint8_t *L, uint8_t *qs) {
+    for (int h = 0; h < 2; h++, L += 128)
+        for (int l = 0; l < 32; l++)
+            qs[32 * h + l] =
+                (uint8_t)(L[l] | L[l + 32] << 2 | L[l + 64] << 4 | L[l + 96] << 6);
+}
+
+static void q2_K_to_float(const void *src, float *dst, int64_t n) {
+    const wlm_block_q2_K *b = src;
+    for (int64_t i = 0; i < n / WLM_QK_K; i++, dst += WLM_QK_K) {
+        const float d = wlm_fp16_to_fp32(b[i].d), dmin = wlm_fp16_to_fp32(b[i].dmin);
+        for (int e = 0; e < WLM_QK_K; e++) {
+            const uint8_t sc = b[i].scales[e / 16];
+            dst[e] = d * (float)(sc & 0xF) * (float)k2_level(b[i].qs, e) - dmin * (float)(sc >> 4);
+        }
+    }
+}
+
+/* ggml's reference Q2_K: per 16-element sub-block a (scale, min) fit over levels 0..3 weighted
+ * by |x| with absolute errors, both quantized to 4 bits against fp16 d = max scale / 15 and
+ * dmin = max min / 15, then the levels again against the rounded scales. */
+static void q2_K_from_float(const float *x, void *dst, int64_t n) {
+    wlm_block_q2_K *y = dst;
+    for (int64_t i = 0; i < n / WLM_QK_K; i++, x += WLM_QK_K) {
+        uint8_t L[WLM_QK_K], Laux[16];
+        float w[16], scales[16], mins[16], max_scale = 0, max_min = 0;
+        for (int g = 0; g < 16; g++) {
+            for (int l = 0; l < 16; l++) w[l] = fabsf(x[16 * g + l]);
+            scales[g] = fit_scale_min(16, 3, x + 16 * g, w, L + 16 * g, &mins[g], Laux, -0.5f,
+                                      0.1f, 15, 1);
+            if (scales[g] > max_scale) max_scale = scales[g];
+            if (mins[g] > max_min) max_min = mins[g];
+        }
+        memset(&y[i], 0, sizeof y[i]);
+        if (max_scale > 0) {
+            const float is = 15.0f / max_scale;
+            for (int g = 0; g < 16; g++)
+                y[i].scales[g] = (uint8_t)clamp_int(nearest_int(is * scales[g]), 0, 15);
+            y[i].d = wlm_fp32_to_fp16(max_scale / 15.0f);
+        }
+        if (max_min > 0) {
+            const float is = 15.0f / max_min;
+            for (int g = 0; g < 16; g++)
+                y[i].scales[g] |= (uint8_t)(clamp_int(nearest_int(is * mins[g]), 0, 15) << 4);
+            y[i].dmin = wlm_fp32_to_fp16(max_min / 15.0f);
+        }
+        const float d = wlm_fp16_to_fp32(y[i].d), dmin = wlm_fp16_to_fp32(y[i].dmin);
+        for (int g = 0; g < 16; g++) {
+            const float dg = d * (float)(y[i].scales[g] & 0xF);
+            if (dg == 0.0f) continue;
+            const float dm = dmin * (float)(y[i].scales[g] >> 4);
+            for (int l = 0; l < 16; l++)
+                L[16 * g + l] = (uint8_t)clamp_int(nearest_int((x[16 * g + l] + dm) / dg), 0, 3);
+        }
+        k2_pack(L, y[i].qs);
+    }
+}
+
+void wlm_q2_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                         int r0, int r1) {
+    const wlm_block_q8_K *x = xq;
+    const int nb = n / WLM_QK_K;
+    for (int r = r0; r < r1; r++) {
+        const wlm_block_q2_K *row =
+            (const wlm_block_q2_K *)(const void *)((const char *)w + (size_t)r * row_bytes);
+        float sum = 0.0f;
+        for (int b = 0; b < nb; b++) {
+            int32_t isum = 0, msum = 0;
+            for (int g = 0; g < 16; g++) {
+                int32_t s = 0;
+                for (int l = 0; l < 16; l++)
+                    s += k2_level(row[b].qs, 16 * g + l) * x[b].qs[16 * g + l];
+                isum += (row[b].scales[g] & 0xF) * s;
+                msum += (row[b].scales[g] >> 4) * x[b].bsums[g];
+            }
+            sum += x[b].d * (wlm_fp16_to_fp32(row[b].d) * (float)isum -
+                             wlm_fp16_to_fp32(row[b].dmin) * (float)msum);
+        }
+        out[r] = sum;
+    }
+}
+
+/* ---- Q3_K ---------------------------------------------------------------------------------- */
+
+/* The level (-4..3) of element e of a Q3_K block. */
+static inline int q3_K_level(const wlm_block_q3_K *b, int e) {
+    const int hbit = (b->hmask[e % 32] >> (e / 32)) & 1;
+    return k2_level(b->qs, e) + 4 * hbit - 4;
+}
+
+static void q3_K_to_float(const void *src, float *dst, int64_t n) {
+    const wlm_block_q3_K *b = src;
+    for (int64_t i = 0; i < n / WLM_QK_K; i++, dst += WLM_QK_K) {
+        const float d = wlm_fp16_to_fp32(b[i].d);
+        for (int e = 0; e < WLM_QK_K; e++)
+            dst[e] = d * (float)wlm_q3_K_scale(b[i].scales, e / 16) * (float)q3_K_level(&b[i], e);
+    }
+}
+
+/*
+ * Fits x[i] ~ scale * L[i] with L[i] in -nmax..nmax-1, errors weighted by x[i]^2: the step that
+ * maps the extreme element to -nmax, then up to five passes that move single elements to the
+ * level the least-squares scale of the others asks for, when that improves the fit. Stores
+ * L + nmax. The algorithm of ggml's make_q3_quants (with its rmse option), for Q3_K.
+ */
+static float fit_scale_sym_iter(int n, int nmax, const float *x, uint8_t *Lout) {
+    int L[16];
+    float max = 0, amax = 0;
+    for (int i = 0; i < n; i++)
+        if (fabsf(x[i]) > amax) {
+            amax = fabsf(x[i]);
+            max = x[i];
+        }
+    if (amax < 1e-15f) {
+        memset(Lout, 0, (size_t)n);
+        return 0.0f;
+    }
+    const float iscale = (float)-nmax / max;
+    float sumlx = 0, suml2 = 0;
+    for (int i = 0; i < n; i++) {
+        L[i] = clamp_int(nearest_int(iscale * x[i]), -nmax, nmax - 1);
+        const float w = x[i] * x[i];
+        sumlx += w * x[i] * (float)L[i];
+        suml2 += w * (float)L[i] * (float)L[i];
+    }
+    for (int pass = 0; pass < 5; pass++) {
+        int changed = 0;
+        for (int i = 0; i < n; i++) {
+            const float w = x[i] * x[i];
+            float slx = sumlx - w * x[i] * (float)L[i];
+            if (!(slx > 0)) continue;
+            float sl2 = suml2 - w * (float)L[i] * (float)L[i];
+            const int nl = clamp_int(nearest_int(x[i] * sl2 / slx), -nmax, nmax - 1);
+            if (nl == L[i]) continue;
+            slx += w * x[i] * (float)nl;
+            sl2 += w * (float)nl * (float)nl;
+            if (sl2 > 0 && slx * slx * suml2 > sumlx * sumlx * sl2) {
+                L[i] = nl;
+                sumlx = slx;
+                suml2 = sl2;
+                changed++;
+            }
+        }
+        if (!changed) break;
+    }
+    for (int i = 0; i < n; i++) Lout[i] = (uint8_t)(L[i] + nmax);
+    return suml2 > 0 ? sumlx / suml2 : 0.0f;
+}
+
+/* ggml's reference Q3_K: per 16-element sub-block a signed scale (fit_scale_sym_iter over levels
+ * -4..3), quantized to 6 bits (-32..31) against fp16 d = -(max |scale|, signed) / 32, then the
+ * levels again against the rounded scales; high bits to hmask, low 2 bits as in Q2_K. */
+static void q3_K_from_float(const float *x, void *dst, int64_t n) {
+    wlm_block_q3_K *y = dst;
+    for (int64_t i = 0; i < n / WLM_QK_K; i++, x += WLM_QK_K) {
+        uint8_t L[WLM_QK_K];
+        float scales[16], max_scale = 0, amax = 0;
+        for (int g = 0; g < 16; g++) {
+            scales[g] = fit_scale_sym_iter(16, 4, x + 16 * g, L + 16 * g);
+            if (fabsf(scales[g]) > amax) {
+                amax = fabsf(scales[g]);
+                max_scale = scales[g];
+            }
+        }
+        memset(&y[i], 0, sizeof y[i]);
+        if (max_scale != 0.0f) {
+            const float iscale = -32.0f / max_scale;
+            for (int g = 0; g < 16; g++) {
+                const int l = clamp_int(nearest_int(iscale * scales[g]), -32, 31) + 32;
+                if (g < 8) y[i].scales[g] = (uint8_t)(l & 0xF);
+                else y[i].scales[g - 8] |= (uint8_t)((l & 0xF) << 4);
+                y[i].scales[8 + g % 4] |= (uint8_t)((l >> 4) << (2 * (g / 4)));
+            }
+            y[i].d = wlm_fp32_to_fp16(1.0f / iscale);
+        }
+        const float d = wlm_fp16_to_fp32(y[i].d);
+        for (int g = 0; g < 16; g++) {
+            const float dg = d * (float)wlm_q3_K_scale(y[i].scales, g);
+            if (dg == 0.0f) continue;
+            for (int l = 0; l < 16; l++)
+                L[16 * g + l] = (uint8_t)(clamp_int(nearest_int(x[16 * g + l] / dg), -4, 3) + 4);
+        }
+        for (int e = 0; e < WLM_QK_K; e++)
+            if (L[e] > 3) {
+                y[i].hmask[e % 32] |= (uint8_t)(1u << (e / 32));
+                L[e] -= 4;
+            }
+        k2_pack(L, y[i].qs);
+    }
+}
+
+void wlm_q3_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                         int r0, int r1) {
+    const wlm_block_q8_K *x = xq;
+    const int nb = n / WLM_QK_K;
+    for (int r = r0; r < r1; r++) {
+        const wlm_block_q3_K *row =
+            (const wlm_block_q3_K *)(const void *)((const char *)w + (size_t)r * row_bytes);
+        float sum = 0.0f;
+        for (int b = 0; b < nb; b++) {
+            int32_t isum = 0;
+            for (int g = 0; g < 16; g++) {
+                int32_t s = 0;
+                for (int l = 0; l < 16; l++)
+                    s += q3_K_level(&row[b], 16 * g + l) * x[b].qs[16 * g + l];
+                isum += wlm_q3_K_scale(row[b].scales, g) * s;
+            }
+            sum += (wlm_fp16_to_fp32(row[b].d) * x[b].d) * (float)isum;
+        }
+        out[r] = sum;
+    }
+}
+
+/* ---- Q5_K ---------------------------------------------------------------------------------- */
+
+/* The 5-bit level of element e of a Q5_K block. */
+static inline int q5_K_level(const wlm_block_q5_K *b, int e) {
+    const int lo = (b->qs[32 * (e / 64) + e % 32] >> (4 * (e / 32 % 2))) & 0xF;
+    return lo | ((b->qh[e % 32] >> (e / 32)) & 1) << 4;
+}
+
+static void q5_K_to_float(const void *src, float *dst, int64_t n) {
+    const wlm_block_q5_K *b = src;
+    for (int64_t i = 0; i < n / WLM_QK_K; i++, dst += WLM_QK_K) {
+        const float d = wlm_fp16_to_fp32(b[i].d), dmin = wlm_fp16_to_fp32(b[i].dmin);
+        for (int e = 0; e < WLM_QK_K; e++) {
+            uint8_t sc, m;
+            wlm_q4_K_scale_min(b[i].scales, e / 32, &sc, &m);
+            dst[e] = d * (float)sc * (float)q5_K_level(&b[i], e) - dmin * (float)m;
+        }
+    }
+}
+
+/* ggml's reference Q5_K: Q4_K's algorithm with levels 0..31 (fit_scale_min with its Q5_K
+ * search grid), the 6-bit scales and mins packed as in Q4_K, bit 4 of each level in qh. */
+static void q5_K_from_float(const float *x, void *dst, int64_t n) {
+    wlm_block_q5_K *y = dst;
+    for (int64_t i = 0; i < n / WLM_QK_K; i++, x += WLM_QK_K) {
+        uint8_t L[WLM_QK_K], Laux[32];
+        float w[32], scales[8], mins[8], max_scale = 0, max_min = 0;
+        for (int j = 0; j < 8; j++) {
+            const float *xs = x + 32 * j;
+            float sum_x2 = 0;
+            for (int l = 0; l < 32; l++) sum_x2 += xs[l] * xs[l];
+            const float av_x = sqrtf(sum_x2 / 32);
+            for (int l = 0; l < 32; l++) w[l] = av_x + fabsf(xs[l]);
+            scales[j] =
+                fit_scale_min(32, 31, xs, w, L + 32 * j, &mins[j], Laux, -0.5f, 0.1f, 15, 0);
+            if (scales[j] > max_scale) max_scale = scales[j];
+            if (mins[j] > max_min) max_min = mins[j];
+        }
+        memset(&y[i], 0, sizeof y[i]);
+        pack_k4_scales(scales, mins, max_scale, max_min, y[i].scales, &y[i].d, &y[i].dmin);
+        const float d = wlm_fp16_to_fp32(y[i].d), dmin = wlm_fp16_to_fp32(y[i].dmin);
+        for (int j = 0; j < 8; j++) {
+            uint8_t sc, m;
+            wlm_q4_K_scale_min(y[i].scales, j, &sc, &m);
+            const float dj = d * sc;
+            if (dj == 0.0f) continue;
+            const float dm = dmin * m;
+            for (int l = 0; l < 32; l++)
+                L[32 * j + l] = (uint8_t)clamp_int(nearest_int((x[32 * j + l] + dm) / dj), 0, 31);
+        }
+        for (int e = 0; e < WLM_QK_K; e++) {
+            y[i].qs[32 * (e / 64) + e % 32] |= (uint8_t)((L[e] & 0xF) << (4 * (e / 32 % 2)));
+            y[i].qh[e % 32] |= (uint8_t)((L[e] >> 4) << (e / 32));
+        }
+    }
+}
+
+void wlm_q5_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                         int r0, int r1) {
+    const wlm_block_q8_K *x = xq;
+    const int nb = n / WLM_QK_K;
+    for (int r = r0; r < r1; r++) {
+        const wlm_block_q5_K *row =
+            (const wlm_block_q5_K *)(const void *)((const char *)w + (size_t)r * row_bytes);
+        float sum = 0.0f;
+        for (int b = 0; b < nb; b++) {
+            int32_t isum = 0, msum = 0;
+            for (int j = 0; j < 8; j++) {
+                uint8_t sc, m;
+                wlm_q4_K_scale_min(row[b].scales, j, &sc, &m);
+                int32_t s = 0;
+                for (int l = 0; l < 32; l++)
+                    s += q5_K_level(&row[b], 32 * j + l) * x[b].qs[32 * j + l];
+                isum += sc * s;
+                msum += m * (x[b].bsums[2 * j] + x[b].bsums[2 * j + 1]);
+            }
+            sum += x[b].d * (wlm_fp16_to_fp32(row[b].d) * (float)isum -
+                             wlm_fp16_to_fp32(row[b].dmin) * (float)msum);
+        }
+        out[r] = sum;
+    }
+}
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 static const wlm_type_traits traits[WLM_TYPE_COUNT] = {
@@ -594,22 +1119,29 @@ static const wlm_type_traits traits[WLM_TYPE_COUNT] = {
                       wlm_f16_matvec_ref, wlm_f16_matvec_simd},
     [WLM_TYPE_Q4_0] = {"Q4_0", 32, 18, 1, WLM_TYPE_Q8_0, q4_0_to_float, q4_0_from_float,
                        wlm_q4_0_matvec_ref, wlm_q4_0_matvec_simd},
-    [WLM_TYPE_Q4_1] = {"Q4_1", 32, 20, 0, 0, NULL, NULL, NULL, NULL},
-    [WLM_TYPE_Q5_0] = {"Q5_0", 32, 22, 0, 0, NULL, NULL, NULL, NULL},
-    [WLM_TYPE_Q5_1] = {"Q5_1", 32, 24, 0, 0, NULL, NULL, NULL, NULL},
+    [WLM_TYPE_Q4_1] = {"Q4_1", 32, 20, 1, WLM_TYPE_Q8_0, q4_1_to_float, q4_1_from_float,
+                       wlm_q4_1_matvec_ref, wlm_q4_1_matvec_simd},
+    [WLM_TYPE_Q5_0] = {"Q5_0", 32, 22, 1, WLM_TYPE_Q8_0, q5_0_to_float, q5_0_from_float,
+                       wlm_q5_0_matvec_ref, wlm_q5_0_matvec_simd},
+    [WLM_TYPE_Q5_1] = {"Q5_1", 32, 24, 1, WLM_TYPE_Q8_0, q5_1_to_float, q5_1_from_float,
+                       wlm_q5_1_matvec_ref, wlm_q5_1_matvec_simd},
     [WLM_TYPE_Q8_0] = {"Q8_0", 32, 34, 1, WLM_TYPE_Q8_0, q8_0_to_float, wlm_quantize_q8_0_simd,
                        wlm_q8_0_matvec_ref, wlm_q8_0_matvec_simd},
     [WLM_TYPE_Q8_1] = {"Q8_1", 32, 36, 0, 0, NULL, NULL, NULL, NULL},
-    [WLM_TYPE_Q2_K] = {"Q2_K", 256, 84, 0, 0, NULL, NULL, NULL, NULL},
-    [WLM_TYPE_Q3_K] = {"Q3_K", 256, 110, 0, 0, NULL, NULL, NULL, NULL},
+    [WLM_TYPE_Q2_K] = {"Q2_K", 256, 84, 1, WLM_TYPE_Q8_K, q2_K_to_float, q2_K_from_float,
+                       wlm_q2_K_matvec_ref, wlm_q2_K_matvec_simd},
+    [WLM_TYPE_Q3_K] = {"Q3_K", 256, 110, 1, WLM_TYPE_Q8_K, q3_K_to_float, q3_K_from_float,
+                       wlm_q3_K_matvec_ref, wlm_q3_K_matvec_simd},
     [WLM_TYPE_Q4_K] = {"Q4_K", 256, 144, 1, WLM_TYPE_Q8_K, q4_K_to_float, q4_K_from_float,
                        wlm_q4_K_matvec_ref, wlm_q4_K_matvec_simd},
-    [WLM_TYPE_Q5_K] = {"Q5_K", 256, 176, 0, 0, NULL, NULL, NULL, NULL},
+    [WLM_TYPE_Q5_K] = {"Q5_K", 256, 176, 1, WLM_TYPE_Q8_K, q5_K_to_float, q5_K_from_float,
+                       wlm_q5_K_matvec_ref, wlm_q5_K_matvec_simd},
     [WLM_TYPE_Q6_K] = {"Q6_K", 256, 210, 1, WLM_TYPE_Q8_K, q6_K_to_float, q6_K_from_float,
                        wlm_q6_K_matvec_ref, wlm_q6_K_matvec_simd},
     /* activations only: no weight kernels */
     [WLM_TYPE_Q8_K] = {"Q8_K", 256, 292, 0, 0, q8_K_to_float, wlm_quantize_q8_K_simd, NULL, NULL},
-    [WLM_TYPE_BF16] = {"BF16", 1, 2, 0, 0, NULL, NULL, NULL, NULL},
+    [WLM_TYPE_BF16] = {"BF16", 1, 2, 1, WLM_TYPE_F32, bf16_to_float, bf16_from_float,
+                       wlm_bf16_matvec_ref, wlm_bf16_matvec_simd},
 };
 
 const wlm_type_traits *wlm_type_get(int32_t type) {

@@ -3,7 +3,10 @@
  * data is used in place, and the type-traits table (block size, bytes per block, dequantize,
  * quantize, and the matrix-vector kernels of each kernel set). A matrix-vector product with a
  * quantized weight first quantizes the activation vector once into the type's `vec_dot_type`
- * (Q8_0 blocks for Q4_0/Q8_0, Q8_K for the K-quants) and then runs integer dot products.
+ * (Q8_0 blocks for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0, Q8_K for the K-quants; F16 and BF16 take the float
+ * vector) and then runs integer dot products. ggml pairs Q4_1 and Q5_1 with Q8_1 (Q8_0 plus
+ * s = d * sum of the quants, in fp16) for their min term; here they take Q8_0 and the kernels
+ * sum the quants exactly, so Q8_1 is never produced (its traits only name it).
  * Layouts follow ggml (ggml-common.h); the static_asserts pin them.
  */
 #ifndef WASMLM_QUANT_H
@@ -11,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Element types; the values are ggml's (GGML_TYPE_*), as stored in GGUF tensor infos. */
 enum wlm_type {
@@ -50,6 +54,49 @@ typedef struct {
 } wlm_block_q4_0;
 
 typedef struct {
+    wlm_fp16 d;                 /* scale */
+    wlm_fp16 m;                 /* min */
+    uint8_t qs[WLM_QK4_0 / 2];  /* nibbles as in Q4_0; value = nibble * d + m */
+} wlm_block_q4_1;
+
+typedef struct {
+    wlm_fp16 d;                 /* scale */
+    uint8_t qh[4];              /* bit j of the little-endian uint32: bit 4 of element j */
+    uint8_t qs[WLM_QK4_0 / 2];  /* low 4 bits, nibbles as in Q4_0; value = (q5 - 16) * d */
+} wlm_block_q5_0;
+
+typedef struct {
+    wlm_fp16 d;                 /* scale */
+    wlm_fp16 m;                 /* min */
+    uint8_t qh[4];              /* as in Q5_0 */
+    uint8_t qs[WLM_QK4_0 / 2];  /* as in Q5_0; value = q5 * d + m */
+} wlm_block_q5_1;
+
+typedef struct {
+    uint8_t scales[WLM_QK_K / 16]; /* 16 sub-blocks of 16: scale (low nibble), min (high) */
+    uint8_t qs[WLM_QK_K / 4];   /* 2-bit quants: element 32j + l of each 128-element half h is
+                                   bits 2j..2j+1 of qs[32h + l]; value = d*sc*q - dmin*m */
+    wlm_fp16 d;                 /* super-block scale for the scales */
+    wlm_fp16 dmin;              /* super-block scale for the mins */
+} wlm_block_q2_K;
+
+typedef struct {
+    uint8_t hmask[WLM_QK_K / 8]; /* bit 4h + j of hmask[l]: high bit of element 128h + 32j + l */
+    uint8_t qs[WLM_QK_K / 4];   /* low 2 bits, placed as in Q2_K */
+    uint8_t scales[12];         /* 16 6-bit scales, offset 32, packed (wlm_q3_K_scale) */
+    wlm_fp16 d;                 /* super-block scale; value = d * (sc - 32) * (q3 - 4) where
+                                   q3 = low2 + 4 * high bit */
+} wlm_block_q3_K;
+
+typedef struct {
+    wlm_fp16 d;                 /* super-block scale for the 6-bit scales */
+    wlm_fp16 dmin;              /* super-block scale for the 6-bit mins */
+    uint8_t scales[12];         /* packed as in Q4_K */
+    uint8_t qh[WLM_QK_K / 8];   /* bit s of qh[l]: bit 4 of element 32s + l */
+    uint8_t qs[WLM_QK_K / 2];   /* low 4 bits, placed as in Q4_K; value = d*sc*q5 - dmin*m */
+} wlm_block_q5_K;
+
+typedef struct {
     wlm_fp16 d;                 /* super-block scale for the 6-bit scales */
     wlm_fp16 dmin;              /* super-block scale for the 6-bit mins */
     uint8_t scales[12];         /* 8 sub-blocks of 32: 6-bit scale and min each, packed */
@@ -74,6 +121,12 @@ _Static_assert(sizeof(wlm_block_q4_0) == 18, "ggml block_q4_0 layout");
 _Static_assert(sizeof(wlm_block_q4_K) == 144, "ggml block_q4_K layout");
 _Static_assert(sizeof(wlm_block_q6_K) == 210, "ggml block_q6_K layout");
 _Static_assert(sizeof(wlm_block_q8_K) == 292, "ggml block_q8_K layout");
+_Static_assert(sizeof(wlm_block_q4_1) == 20, "ggml block_q4_1 layout");
+_Static_assert(sizeof(wlm_block_q5_0) == 22, "ggml block_q5_0 layout");
+_Static_assert(sizeof(wlm_block_q5_1) == 24, "ggml block_q5_1 layout");
+_Static_assert(sizeof(wlm_block_q2_K) == 84, "ggml block_q2_K layout");
+_Static_assert(sizeof(wlm_block_q3_K) == 110, "ggml block_q3_K layout");
+_Static_assert(sizeof(wlm_block_q5_K) == 176, "ggml block_q5_K layout");
 
 /*
  * A weight matrix-vector product for one weight type: out[r] = dot(row r of w, x) for r in
@@ -123,13 +176,31 @@ wlm_fp16 wlm_fp32_to_fp16(float f);
  * - Q6_K: per 16-element sub-block a signed scale fitted by weighted least squares (weights x^2)
  *   over candidate steps, quantized to int8 against the super-block's fp16 d; q in 0..63;
  *   value = d * sc * (q - 32).
+ * - BF16: the float's high 16 bits rounded to nearest even (NaN kept quiet), as ggml.
+ * - Q4_1 / Q5_1: per block of 32 d = (max - min) / 15 (31), m = min, q = trunc((x - min) / d +
+ *   0.5) capped at 15 (31); value = q * d + m. ggml's reference.
+ * - Q5_0: d = m / -16 where m is the block's value of largest magnitude, q = min(31, trunc(x / d
+ *   + 16.5)); value = (q - 16) * d. ggml's reference.
+ * - Q5_K: Q4_K's algorithm with levels 0..31 (ggml's reference search grid for Q5_K).
+ * - Q3_K: per 16-element sub-block a signed scale over levels -4..3 fitted by weighted least
+ *   squares (weights x^2) with ggml's make_q3_quants refinement, quantized to 6 bits (-32..31)
+ *   against the super-block's fp16 d; value = d * sc * (q - 4).
+ * - Q2_K: per 16-element sub-block a (scale, min) fit over levels 0..3 weighted by |x| with
+ *   absolute errors (ggml's make_qkx2_quants with its mad option), both quantized to 4 bits
+ *   against fp16 d and dmin; value = d*sc*q - dmin*m. These are ggml's reference quantizers
+ *   (quantize_row_*_ref), not its importance-matrix variants; measured rms error of
+ *   quantize-then-dequantize on Gaussian data (tests/c/test_quant.c): Q2_K 0.297, Q3_K 0.152,
+ *   Q4_K 0.070, Q5_K 0.036, Q6_K 0.018, Q4_0 0.088, Q4_1 0.078, Q5_0 0.043, Q5_1 0.039, of
+ *   the rms value.
  * - Q8_K (activations for the K-quants): d = -max/127 in float where max is the element of
  *   largest magnitude, q = round(x / d) (half to even), plus the sums of each 16 quants.
  * The SIMD quantizers of Q8_0 and Q8_K write exactly the reference's bytes for finite input.
  *
  * Matrix-vector kernels (wlm_qmatvec_fn): per block an exact integer dot product of the weight
  * quants with the activation quants, then one float multiply by the block's scales; the SIMD
- * versions differ from the references only in the order of the float additions.
+ * versions differ from the references only in the order of the float additions (the K-quant
+ * ones not even that, for rows of up to 4096 columns: the same bits). F16 / BF16: float dot
+ * products, the SIMD versions with four-lane partial sums.
  */
 void wlm_quantize_q8_0_ref(const float *x, void *dst, int64_t n);
 void wlm_quantize_q8_0_simd(const float *x, void *dst, int64_t n);
@@ -146,6 +217,20 @@ void wlm_q4_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void
                          int r0, int r1);
 void wlm_q6_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
                          int r0, int r1);
+void wlm_bf16_matvec_ref(float *out, const void *w, size_t row_bytes, const void *x, int n,
+                         int r0, int r1);
+void wlm_q4_1_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                         int r0, int r1);
+void wlm_q5_0_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                         int r0, int r1);
+void wlm_q5_1_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                         int r0, int r1);
+void wlm_q2_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                         int r0, int r1);
+void wlm_q3_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                         int r0, int r1);
+void wlm_q5_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                         int r0, int r1);
 
 void wlm_f16_matvec_simd(float *out, const void *w, size_t row_bytes, const void *x, int n,
                          int r0, int r1);
@@ -156,6 +241,20 @@ void wlm_q4_0_matvec_simd(float *out, const void *w, size_t row_bytes, const voi
 void wlm_q4_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
                           int r0, int r1);
 void wlm_q6_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1);
+void wlm_bf16_matvec_simd(float *out, const void *w, size_t row_bytes, const void *x, int n,
+                          int r0, int r1);
+void wlm_q4_1_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1);
+void wlm_q5_0_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1);
+void wlm_q5_1_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1);
+void wlm_q2_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1);
+void wlm_q3_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1);
+void wlm_q5_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
                           int r0, int r1);
 
 /* 1 when quant_simd.c was compiled with SIMD128, else 0 (the *_simd names are the refs). */
@@ -170,6 +269,24 @@ static inline void wlm_q4_K_scale_min(const uint8_t *s, int j, uint8_t *sc, uint
         *sc = (uint8_t)((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4));
         *m = (uint8_t)((s[j + 4] >> 4) | ((s[j] >> 6) << 4));
     }
+}
+
+/* The signed scale (-32..31) of sub-block j (0..15) of a Q3_K block's 12 packed bytes: low 4
+ * bits in the low (j < 8) or high (j >= 8) nibble of byte j % 8, high 2 bits at bits
+ * 2 * (j / 4) of byte 8 + j % 4; stored with an offset of 32. */
+static inline int wlm_q3_K_scale(const uint8_t *s, int j) {
+    const int lo = j < 8 ? s[j] & 0xF : s[j - 8] >> 4;
+    const int hi = (s[8 + j % 4] >> (2 * (j / 4))) & 3;
+    return (lo | (hi << 4)) - 32;
+}
+
+/* binary32 <-> bfloat16 (the high half of the float's bits): up exactly; down rounded to
+ * nearest even, NaN kept quiet (ggml's rounding). */
+static inline float wlm_bf16_to_fp32(uint16_t h) {
+    const uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
 }
 
 #endif

@@ -1,7 +1,8 @@
 /*
  * quant_simd.c — WASM SIMD128 kernels for the quantized weight types (wasm_simd128.h): the
- * F16, Q8_0, Q4_0, Q4_K and Q6_K matrix-vector products and the Q8_0 / Q8_K activation
- * quantizers. Without -msimd128 every function forwards to its scalar twin in quant.c.
+ * F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K and Q6_K matrix-vector
+ * products and the Q8_0 / Q8_K activation quantizers. Without -msimd128 every function forwards
+ * to its scalar twin in quant.c.
  *
  * How the integer products go: the activation vector, already quantized to 8 bits, is widened
  * once per call to int16 on the stack (8 KB per 4096 columns), in the lane order that the
@@ -91,6 +92,13 @@ static inline v128_t load_f16x4(const void *p, size_t stride) {
 /* Even and odd int8 lanes of v, sign-extended to int16: elements 0,2,..,14 and 1,3,..,15. */
 static inline v128_t even_i8(v128_t v) { return wasm_i16x8_shr(wasm_i16x8_shl(v, 8), 8); }
 static inline v128_t odd_i8(v128_t v) { return wasm_i16x8_shr(v, 8); }
+
+/* Dot of 16 levels (bytes, 0..255) with one widened group of 16 (even lanes, then odd): the
+ * Q6_K, Q5_0/Q5_1 and Q2_K/Q3_K/Q5_K kernels build their levels as bytes for it. */
+static inline v128_t q6_dot(v128_t q, v128_t xe, v128_t xo) {
+    return wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(q, wasm_i16x8_splat(0x00FF)), xe),
+                          wasm_i32x4_dot_i16x8(wasm_u16x8_shr(q, 8), xo));
+}
 
 /* ---- F16 --------------------------------------------------------------------------------- */
 
@@ -389,6 +397,165 @@ void wlm_q4_0_matvec_simd(float *out, const void *w, size_t row_bytes, const voi
     ROWS2_DRIVER(wlm_block_q4_0, q4_0_rows2(w0, w1, xs, xd, xsum8, nb, pf, &v0, &v1));
 }
 
+/* ---- BF16 --------------------------------------------------------------------------------
+ * A bfloat16 is the high half of a float: eight of them widen to two float vectors with one
+ * interleave each (zeros in the low halves), exactly. Rows as for F16: two far-apart streams. */
+
+__attribute__((noinline)) static float bf16_row(const uint16_t *w, const float *x, int n) {
+    const v128_t z = wasm_i32x4_splat(0);
+    v128_t a0 = z, a1 = z;
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const v128_t h = wasm_v128_load(w + j);
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_i16x8_shuffle(z, h, 0, 8, 1, 9, 2, 10, 3, 11),
+                                               wasm_v128_load(x + j)));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_i16x8_shuffle(z, h, 4, 12, 5, 13, 6, 14, 7, 15),
+                                               wasm_v128_load(x + j + 4)));
+    }
+    float s = hsum_f32(wasm_f32x4_add(a0, a1));
+    for (; j < n; j++) s += wlm_bf16_to_fp32(w[j]) * x[j];
+    return s;
+}
+
+void wlm_bf16_matvec_simd(float *out, const void *w, size_t row_bytes, const void *x, int n,
+                          int r0, int r1) {
+    const char *rows = w;
+    const int half = (r1 - r0 + 1) / 2;
+    for (int r = r0; r < r0 + half; r++) {
+        const int r2 = r + half < r1 ? r + half : r;
+        out[r] = bf16_row((const uint16_t *)(const void *)(rows + (size_t)r * row_bytes), x, n);
+        if (r2 != r)
+            out[r2] =
+                bf16_row((const uint16_t *)(const void *)(rows + (size_t)r2 * row_bytes), x, n);
+    }
+}
+
+/* ---- Q4_1, Q5_0, Q5_1 weights (Q8_0 activations) -----------------------------------------
+ * As Q4_0: two rows per call, the block's int32 dot products in i32x4 and one float scale per
+ * block. The _1 types add m * dx * (sum of the block's activation quants), the sum an exact
+ * integer taken from the widening (xsum8 / 8). Q5_0 / Q5_1 levels are built as bytes: the
+ * nibbles of the 16 bytes (elements 0..15 low, 16..31 high) with bit 4 from qh, which a swizzle
+ * spreads to one byte per element. */
+
+/* The 32 high bits of a Q5 block (at p) as 0x10 in bytes: elements 0..15 in *lo, 16..31 in
+ * *hi. */
+static inline void q5_high_bits(const uint8_t *p, v128_t *lo, v128_t *hi) {
+    const v128_t h = wasm_v128_load32_splat(p);
+    const v128_t bit = wasm_i64x2_splat(0x8040201008040201LL);
+    const v128_t i0 = wasm_i8x16_make(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+    const v128_t i1 = wasm_i8x16_make(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+    const v128_t b16 = wasm_i8x16_splat(0x10);
+    *lo = wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(wasm_i8x16_swizzle(h, i0), bit), bit), b16);
+    *hi = wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(wasm_i8x16_swizzle(h, i1), bit), bit), b16);
+}
+
+/* Dot of a Q5 block's 32 levels (nibbles qs, high bits at qh) with the widened activation. */
+static inline v128_t q5_dot(const uint8_t *qs, const uint8_t *qh, v128_t x0, v128_t x1, v128_t x2,
+                            v128_t x3) {
+    const v128_t m4 = wasm_i8x16_splat(0x0F);
+    const v128_t v = wasm_v128_load(qs);
+    v128_t hl, hh;
+    q5_high_bits(qh, &hl, &hh);
+    const v128_t lo = wasm_v128_or(wasm_v128_and(v, m4), hl);
+    const v128_t hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), m4), hh);
+    return wasm_i32x4_add(q6_dot(lo, x0, x1), q6_dot(hi, x2, x3));
+}
+
+/* Two rows of a type with a min (Q4_1 or Q5_1); DOT(w) is the block's level dot product. */
+#define ROWS2_MIN_BODY(DOT)                                                                        \
+    do {                                                                                           \
+        float sc0[XCHUNK / 32] __attribute__((aligned(16)));                                       \
+        float sc1[XCHUNK / 32] __attribute__((aligned(16)));                                       \
+        float mc0[XCHUNK / 32] __attribute__((aligned(16)));                                       \
+        float mc1[XCHUNK / 32] __attribute__((aligned(16)));                                       \
+        block_scales(&w0->d, sizeof *w0, xd, nb, sc0);                                             \
+        block_scales(&w1->d, sizeof *w1, xd, nb, sc1);                                             \
+        block_scales(&w0->m, sizeof *w0, xd, nb, mc0);                                             \
+        block_scales(&w1->m, sizeof *w1, xd, nb, mc1);                                             \
+        v128_t a0 = wasm_f32x4_splat(0), a1 = a0;                                                  \
+        float m0 = 0.0f, m1 = 0.0f;                                                                \
+        unsigned touched = 0;                                                                      \
+        _Pragma("clang loop unroll(disable)") for (int b = 0; b < nb; b++, w0++, w1++, xs += 32) { \
+            touched += touch_block(w0 + pf, sizeof *w0) + touch_block(w1 + pf, sizeof *w1);       \
+            const v128_t x0 = wasm_v128_load(xs), x1 = wasm_v128_load(xs + 8);                     \
+            const v128_t x2 = wasm_v128_load(xs + 16), x3 = wasm_v128_load(xs + 24);               \
+            const float xsum = (float)(xsum8[b] / 8);                                              \
+            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(DOT(w0)),              \
+                                                   wasm_f32x4_splat(sc0[b])));                     \
+            a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(DOT(w1)),              \
+                                                   wasm_f32x4_splat(sc1[b])));                     \
+            m0 += mc0[b] * xsum;                                                                   \
+            m1 += mc1[b] * xsum;                                                                   \
+        }                                                                                          \
+        __asm__ volatile("" : : "r"(touched));                                                     \
+        *o0 = hsum_f32(a0) + m0;                                                                   \
+        *o1 = hsum_f32(a1) + m1;                                                                   \
+    } while (0)
+
+#define Q4_1_DOT(w) q4_dot(wasm_v128_load((w)->qs), x0, x1, x2, x3)
+#define Q5_DOT(w) q5_dot((w)->qs, (w)->qh, x0, x1, x2, x3)
+
+__attribute__((noinline)) static void q4_1_rows2(const wlm_block_q4_1 *w0, const wlm_block_q4_1 *w1,
+                                                 const int16_t *xs, const float *xd,
+                                                 const int32_t *xsum8, int nb, int pf, float *o0,
+                                                 float *o1) {
+    ROWS2_MIN_BODY(Q4_1_DOT);
+}
+
+__attribute__((noinline)) static void q5_1_rows2(const wlm_block_q5_1 *w0, const wlm_block_q5_1 *w1,
+                                                 const int16_t *xs, const float *xd,
+                                                 const int32_t *xsum8, int nb, int pf, float *o0,
+                                                 float *o1) {
+    ROWS2_MIN_BODY(Q5_DOT);
+}
+
+__attribute__((noinline)) static void q5_0_rows2(const wlm_block_q5_0 *w0, const wlm_block_q5_0 *w1,
+                                                 const int16_t *xs, const float *xd,
+                                                 const int32_t *xsum8, int nb, int pf, float *o0,
+                                                 float *o1) {
+    float sc0[XCHUNK / 32] __attribute__((aligned(16)));
+    float sc1[XCHUNK / 32] __attribute__((aligned(16)));
+    block_scales(w0, sizeof *w0, xd, nb, sc0);
+    block_scales(w1, sizeof *w1, xd, nb, sc1);
+    v128_t a0 = wasm_f32x4_splat(0), a1 = a0;
+    unsigned touched = 0;
+#pragma clang loop unroll(disable)
+    for (int b = 0; b < nb; b++, w0++, w1++, xs += 32) {
+        touched += touch_block(w0 + pf, sizeof *w0) + touch_block(w1 + pf, sizeof *w1);
+        const v128_t x0 = wasm_v128_load(xs), x1 = wasm_v128_load(xs + 8);
+        const v128_t x2 = wasm_v128_load(xs + 16), x3 = wasm_v128_load(xs + 24);
+        /* sum (q - 16) x = sum q x - 16 sum x: 2 * xsum8, in one lane */
+        const v128_t bias = wasm_i32x4_shl(wasm_v128_load32_zero(xsum8 + b), 1);
+        const v128_t p0 = wasm_i32x4_sub(Q5_DOT(w0), bias);
+        const v128_t p1 = wasm_i32x4_sub(Q5_DOT(w1), bias);
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(p0),
+                                               wasm_f32x4_splat(sc0[b])));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(p1),
+                                               wasm_f32x4_splat(sc1[b])));
+    }
+    __asm__ volatile("" : : "r"(touched));
+    *o0 = hsum_f32(a0);
+    *o1 = hsum_f32(a1);
+}
+#undef Q4_1_DOT
+#undef Q5_DOT
+#undef ROWS2_MIN_BODY
+
+void wlm_q4_1_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1) {
+    ROWS2_DRIVER(wlm_block_q4_1, q4_1_rows2(w0, w1, xs, xd, xsum8, nb, pf, &v0, &v1));
+}
+
+void wlm_q5_0_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1) {
+    ROWS2_DRIVER(wlm_block_q5_0, q5_0_rows2(w0, w1, xs, xd, xsum8, nb, pf, &v0, &v1));
+}
+
+void wlm_q5_1_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1) {
+    ROWS2_DRIVER(wlm_block_q5_1, q5_1_rows2(w0, w1, xs, xd, xsum8, nb, pf, &v0, &v1));
+}
+
 /* ---- Q8_K activations: quantizer and widening -------------------------------------------- */
 
 void wlm_quantize_q8_K_simd(const float *x, void *dst, int64_t n) {
@@ -560,11 +727,6 @@ static inline void q6_levels(v128_t l, v128_t h, v128_t *lo, v128_t *hi) {
     *hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l, 4), m4), wasm_v128_and(h, m2));
 }
 
-/* Dot of 16 levels (bytes) with one widened group (even lanes, then odd). */
-static inline v128_t q6_dot(v128_t q, v128_t xe, v128_t xo) {
-    return wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(q, wasm_i16x8_splat(0x00FF)), xe),
-                          wasm_i32x4_dot_i16x8(wasm_u16x8_shr(q, 8), xo));
-}
 
 /* 32 * sum over groups of scale * activation group sum: the levels' offset. */
 static inline int32_t q6_K_bias(const int8_t *sc, const int16_t *bsums) {
@@ -666,6 +828,187 @@ void wlm_q6_K_matvec_simd(float *out, const void *w, size_t row_bytes, const voi
     ROWS2_K_DRIVER(wlm_block_q6_K, q6_K_rows2(w0, w1, xc, xs, nb, pf, &v0, &v1));
 }
 
+/* ---- Q2_K, Q3_K, Q5_K weights (Q8_K activations) ------------------------------------------
+ * Each 16-element group's levels are built as 16 bytes (and/shift on the packed bits) and go
+ * through q6_dot with the widened group; the integer sums are scaled per group (Q2_K, Q3_K) or
+ * per 32-element sub-block (Q5_K) in i32x4, and the block's float arithmetic is the
+ * reference's, so these kernels give the reference's bits (per column chunk). Two rows per
+ * call and the drivers as for Q4_K. Written for correctness first: not tuned for V8 yet (the
+ * variable shifts and per-group scale splats are the obvious costs). */
+
+/* u16 lanes shifted left by k (right when k < 0). */
+static inline v128_t shift_u16(v128_t v, int k) {
+    return k >= 0 ? wasm_i16x8_shl(v, (uint32_t)k) : wasm_u16x8_shr(v, (uint32_t)-k);
+}
+
+/* sum over 16 groups of f(scale byte) * bsums: scale bytes (as int16 after `conv`) dot the
+ * 16 group sums. */
+static inline int32_t scale_dot_bsums(v128_t s_lo16, v128_t s_hi16, const int16_t *bsums) {
+    return hsum_i32(wasm_i32x4_add(wasm_i32x4_dot_i16x8(s_lo16, wasm_v128_load(bsums)),
+                                   wasm_i32x4_dot_i16x8(s_hi16, wasm_v128_load(bsums + 8))));
+}
+
+/* The scaled level sums of one Q2_K block: sum over groups of (scale & 0xF) * dot. */
+static inline int32_t q2_K_block(const wlm_block_q2_K *w, const int16_t *xs) {
+    const v128_t m2 = wasm_i8x16_splat(0x03);
+    v128_t a = wasm_i32x4_splat(0);
+    for (int h = 0; h < 2; h++)
+        for (int t = 0; t < 2; t++) {
+            const v128_t v = wasm_v128_load(w->qs + 32 * h + 16 * t);
+#pragma clang loop unroll(disable)
+            for (int j = 0; j < 4; j++) {
+                const int g = 8 * h + 2 * j + t;
+                const v128_t lev = wasm_v128_and(wasm_u16x8_shr(v, (uint32_t)(2 * j)), m2);
+                a = wasm_i32x4_add(a, wasm_i32x4_mul(q6_dot(lev, wasm_v128_load(xs + 16 * g),
+                                                            wasm_v128_load(xs + 16 * g + 8)),
+                                                     wasm_i32x4_splat(w->scales[g] & 0xF)));
+            }
+        }
+    return hsum_i32(a);
+}
+
+__attribute__((noinline)) static void q2_K_rows2(const wlm_block_q2_K *w0, const wlm_block_q2_K *w1,
+                                                 const wlm_block_q8_K *x, const int16_t *xs, int nb,
+                                                 int pf, float *o0, float *o1) {
+    float s0 = 0.0f, s1 = 0.0f;
+    unsigned touched = 0;
+    for (int b = 0; b < nb; b++, w0++, w1++, x++, xs += WLM_QK_K) {
+        touched += touch_block(w0 + pf, sizeof *w0) + touch_block(w1 + pf, sizeof *w1);
+        const int32_t i0 = q2_K_block(w0, xs), i1 = q2_K_block(w1, xs);
+        const v128_t sc0 = wasm_u8x16_shr(wasm_v128_load(w0->scales), 4);
+        const v128_t sc1 = wasm_u8x16_shr(wasm_v128_load(w1->scales), 4);
+        const int32_t m0 = scale_dot_bsums(wasm_u16x8_extend_low_u8x16(sc0),
+                                           wasm_u16x8_extend_high_u8x16(sc0), x->bsums);
+        const int32_t m1 = scale_dot_bsums(wasm_u16x8_extend_low_u8x16(sc1),
+                                           wasm_u16x8_extend_high_u8x16(sc1), x->bsums);
+        s0 += x->d *
+              (wlm_fp16_to_fp32(w0->d) * (float)i0 - wlm_fp16_to_fp32(w0->dmin) * (float)m0);
+        s1 += x->d *
+              (wlm_fp16_to_fp32(w1->d) * (float)i1 - wlm_fp16_to_fp32(w1->dmin) * (float)m1);
+    }
+    __asm__ volatile("" : : "r"(touched));
+    *o0 = s0;
+    *o1 = s1;
+}
+
+/* The 16 signed scales of a Q3_K block as int8. */
+static inline v128_t q3_K_scales(const uint8_t *s) {
+    int8_t sc[16];
+    for (int j = 0; j < 16; j++) sc[j] = (int8_t)wlm_q3_K_scale(s, j);
+    return wasm_v128_load(sc);
+}
+
+/* A Q3_K block's sum over groups of scale * sum((q3 - 4) * y): levels q3 = low2 | high bit << 2
+ * in 0..7, the offset of 4 through the group sums. */
+static inline int32_t q3_K_block(const wlm_block_q3_K *w, const wlm_block_q8_K *x,
+                                 const int16_t *xs) {
+    const v128_t m2 = wasm_i8x16_splat(0x03), m4 = wasm_i8x16_splat(0x04);
+    const v128_t scv = q3_K_scales(w->scales);
+    int8_t sc[16];
+    wasm_v128_store(sc, scv);
+    v128_t a = wasm_i32x4_splat(0);
+    for (int h = 0; h < 2; h++)
+        for (int t = 0; t < 2; t++) {
+            const v128_t v = wasm_v128_load(w->qs + 32 * h + 16 * t);
+            const v128_t hm = wasm_v128_load(w->hmask + 16 * t);
+#pragma clang loop unroll(disable)
+            for (int j = 0; j < 4; j++) {
+                const int g = 8 * h + 2 * j + t;
+                const v128_t lev =
+                    wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, (uint32_t)(2 * j)), m2),
+                                 wasm_v128_and(shift_u16(hm, 2 - (4 * h + j)), m4));
+                a = wasm_i32x4_add(a, wasm_i32x4_mul(q6_dot(lev, wasm_v128_load(xs + 16 * g),
+                                                            wasm_v128_load(xs + 16 * g + 8)),
+                                                     wasm_i32x4_splat(sc[g])));
+            }
+        }
+    return hsum_i32(a) - 4 * scale_dot_bsums(wasm_i16x8_extend_low_i8x16(scv),
+                                             wasm_i16x8_extend_high_i8x16(scv), x->bsums);
+}
+
+__attribute__((noinline)) static void q3_K_rows2(const wlm_block_q3_K *w0, const wlm_block_q3_K *w1,
+                                                 const wlm_block_q8_K *x, const int16_t *xs, int nb,
+                                                 int pf, float *o0, float *o1) {
+    float s0 = 0.0f, s1 = 0.0f;
+    unsigned touched = 0;
+    for (int b = 0; b < nb; b++, w0++, w1++, x++, xs += WLM_QK_K) {
+        touched += touch_block(w0 + pf, sizeof *w0) + touch_block(w1 + pf, sizeof *w1);
+        const int32_t i0 = q3_K_block(w0, x, xs), i1 = q3_K_block(w1, x, xs);
+        s0 += (wlm_fp16_to_fp32(w0->d) * x->d) * (float)i0;
+        s1 += (wlm_fp16_to_fp32(w1->d) * x->d) * (float)i1;
+    }
+    __asm__ volatile("" : : "r"(touched));
+    *o0 = s0;
+    *o1 = s1;
+}
+
+/* A Q5_K block's sum over sub-blocks of scale * level dot (levels 0..31: nibble | bit << 4). */
+static inline int32_t q5_K_block(const wlm_block_q5_K *w, const uint8_t sc[8],
+                                 const int16_t *xs) {
+    const v128_t m4 = wasm_i8x16_splat(0x0F), b4 = wasm_i8x16_splat(0x10);
+    const v128_t h0 = wasm_v128_load(w->qh), h1 = wasm_v128_load(w->qh + 16);
+    v128_t a = wasm_i32x4_splat(0);
+#pragma clang loop unroll(disable)
+    for (int c = 0; c < 4; c++, xs += 64) {
+        const v128_t v0 = wasm_v128_load(w->qs + 32 * c), v1 = wasm_v128_load(w->qs + 32 * c + 16);
+        const int klo = 4 - 2 * c, khi = 3 - 2 * c; /* bit 2c / 2c + 1 of qh to bit 4 */
+        const v128_t l0 =
+            wasm_v128_or(wasm_v128_and(v0, m4), wasm_v128_and(shift_u16(h0, klo), b4));
+        const v128_t l1 =
+            wasm_v128_or(wasm_v128_and(v1, m4), wasm_v128_and(shift_u16(h1, klo), b4));
+        const v128_t u0 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v0, 4), m4),
+                                       wasm_v128_and(shift_u16(h0, khi), b4));
+        const v128_t u1 = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v1, 4), m4),
+                                       wasm_v128_and(shift_u16(h1, khi), b4));
+        const v128_t lo =
+            wasm_i32x4_add(q6_dot(l0, wasm_v128_load(xs), wasm_v128_load(xs + 8)),
+                           q6_dot(l1, wasm_v128_load(xs + 16), wasm_v128_load(xs + 24)));
+        const v128_t hi =
+            wasm_i32x4_add(q6_dot(u0, wasm_v128_load(xs + 32), wasm_v128_load(xs + 40)),
+                           q6_dot(u1, wasm_v128_load(xs + 48), wasm_v128_load(xs + 56)));
+        a = wasm_i32x4_add(a, wasm_i32x4_add(wasm_i32x4_mul(lo, wasm_i32x4_splat(sc[2 * c])),
+                                             wasm_i32x4_mul(hi, wasm_i32x4_splat(sc[2 * c + 1]))));
+    }
+    return hsum_i32(a);
+}
+
+__attribute__((noinline)) static void q5_K_rows2(const wlm_block_q5_K *w0, const wlm_block_q5_K *w1,
+                                                 const wlm_block_q8_K *x, const int16_t *xs,
+                                                 const int16_t *xsub, int nb, int pf, float *o0,
+                                                 float *o1) {
+    float s0 = 0.0f, s1 = 0.0f;
+    unsigned touched = 0;
+    for (int b = 0; b < nb; b++, w0++, w1++, x++, xs += WLM_QK_K, xsub += 8) {
+        touched += touch_block(w0 + pf, sizeof *w0) + touch_block(w1 + pf, sizeof *w1);
+        uint8_t sc0[8], m0[8], sc1[8], m1[8];
+        q4_K_unpack(w0->scales, sc0, m0);
+        q4_K_unpack(w1->scales, sc1, m1);
+        const int32_t i0 = q5_K_block(w0, sc0, xs), i1 = q5_K_block(w1, sc1, xs);
+        s0 += x->d * (wlm_fp16_to_fp32(w0->d) * (float)i0 -
+                      wlm_fp16_to_fp32(w0->dmin) * (float)q4_K_minsum(m0, xsub));
+        s1 += x->d * (wlm_fp16_to_fp32(w1->d) * (float)i1 -
+                      wlm_fp16_to_fp32(w1->dmin) * (float)q4_K_minsum(m1, xsub));
+    }
+    __asm__ volatile("" : : "r"(touched));
+    *o0 = s0;
+    *o1 = s1;
+}
+
+void wlm_q2_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1) {
+    ROWS2_K_DRIVER(wlm_block_q2_K, q2_K_rows2(w0, w1, xc, xs, nb, pf, &v0, &v1));
+}
+
+void wlm_q3_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1) {
+    ROWS2_K_DRIVER(wlm_block_q3_K, q3_K_rows2(w0, w1, xc, xs, nb, pf, &v0, &v1));
+}
+
+void wlm_q5_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1) {
+    ROWS2_K_DRIVER(wlm_block_q5_K, q5_K_rows2(w0, w1, xc, xs, xsub, nb, pf, &v0, &v1));
+}
+
 int wlm_quant_have_simd(void) { return 1; }
 
 #else /* no SIMD128: the scalar references */
@@ -695,6 +1038,34 @@ void wlm_q4_K_matvec_simd(float *out, const void *w, size_t row_bytes, const voi
 void wlm_q6_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
                           int r0, int r1) {
     wlm_q6_K_matvec_ref(out, w, row_bytes, xq, n, r0, r1);
+}
+void wlm_bf16_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1) {
+    wlm_bf16_matvec_ref(out, w, row_bytes, xq, n, r0, r1);
+}
+void wlm_q4_1_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1) {
+    wlm_q4_1_matvec_ref(out, w, row_bytes, xq, n, r0, r1);
+}
+void wlm_q5_0_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1) {
+    wlm_q5_0_matvec_ref(out, w, row_bytes, xq, n, r0, r1);
+}
+void wlm_q5_1_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1) {
+    wlm_q5_1_matvec_ref(out, w, row_bytes, xq, n, r0, r1);
+}
+void wlm_q2_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1) {
+    wlm_q2_K_matvec_ref(out, w, row_bytes, xq, n, r0, r1);
+}
+void wlm_q3_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1) {
+    wlm_q3_K_matvec_ref(out, w, row_bytes, xq, n, r0, r1);
+}
+void wlm_q5_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1) {
+    wlm_q5_K_matvec_ref(out, w, row_bytes, xq, n, r0, r1);
 }
 int wlm_quant_have_simd(void) { return 0; }
 

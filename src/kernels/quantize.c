@@ -37,24 +37,56 @@ static int writer_fail(const wlm_gguf_writer *w, char *err, size_t errlen) {
 
 /* ---- types --------------------------------------------------------------------------------- */
 
-static const int32_t targets[] = {WLM_TYPE_F32, WLM_TYPE_F16, WLM_TYPE_Q8_0,
-                                  WLM_TYPE_Q4_0, WLM_TYPE_Q4_K, WLM_TYPE_Q6_K};
+static const int32_t targets[] = {WLM_TYPE_F32,  WLM_TYPE_F16,  WLM_TYPE_BF16, WLM_TYPE_Q8_0,
+                                  WLM_TYPE_Q4_0, WLM_TYPE_Q4_1, WLM_TYPE_Q5_0, WLM_TYPE_Q5_1,
+                                  WLM_TYPE_Q2_K, WLM_TYPE_Q3_K, WLM_TYPE_Q4_K, WLM_TYPE_Q5_K,
+                                  WLM_TYPE_Q6_K};
+
+/* llama.cpp's mixes: name, llama_ftype, and the type of the matrices no rule singles out. */
+static const struct {
+    const char *name;
+    int32_t mix, base;
+} mixes[] = {
+    {"Q3_K_M", WLM_QUANT_MIX_Q3_K_M, WLM_TYPE_Q3_K},
+    {"Q4_K_M", WLM_QUANT_MIX_Q4_K_M, WLM_TYPE_Q4_K},
+    {"Q5_K_M", WLM_QUANT_MIX_Q5_K_M, WLM_TYPE_Q5_K},
+};
 
 void wlm_quantize_params_default(wlm_quantize_params *p) {
     memset(p, 0, sizeof *p);
     p->type = WLM_TYPE_F32;
 }
 
+static int same_name(const char *a, const char *b) {
+    size_t k = 0;
+    while (a[k] && b[k] && toupper((unsigned char)a[k]) == toupper((unsigned char)b[k])) k++;
+    return !a[k] && !b[k];
+}
+
 int32_t wlm_quantize_type_from_name(const char *name) {
     if (!name) return -1;
-    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++) {
-        const char *t = wlm_type_get(targets[i])->name;
-        size_t k = 0;
-        while (t[k] && name[k] && toupper((unsigned char)name[k]) == toupper((unsigned char)t[k]))
-            k++;
-        if (!t[k] && !name[k]) return targets[i];
-    }
+    for (size_t i = 0; i < sizeof targets / sizeof targets[0]; i++)
+        if (same_name(wlm_type_get(targets[i])->name, name)) return targets[i];
     return -1;
+}
+
+int32_t wlm_quantize_mix_from_name(const char *name) {
+    if (!name) return -1;
+    for (size_t i = 0; i < sizeof mixes / sizeof mixes[0]; i++)
+        if (same_name(mixes[i].name, name)) return mixes[i].mix;
+    return -1;
+}
+
+/* The entry of a mix, or NULL. */
+static int mix_index(int32_t mix) {
+    for (size_t i = 0; i < sizeof mixes / sizeof mixes[0]; i++)
+        if (mixes[i].mix == mix) return (int)i;
+    return -1;
+}
+
+const char *wlm_quantize_mix_name(int32_t mix) {
+    const int i = mix_index(mix);
+    return i < 0 ? NULL : mixes[i].name;
 }
 
 static int is_target(int32_t type) {
@@ -63,21 +95,80 @@ static int is_target(int32_t type) {
     return 0;
 }
 
+/* llama.cpp's fallbacks for rows that are not whole blocks (tensor_type_fallback in
+ * src/llama-quant.cpp), then F16 when the fallback does not fit either; F32 and the float types
+ * fit any row. For the 32-element types (Q8_0, Q4_0, ...) llama.cpp has no fallback and refuses
+ * the file; here they fall back to F16. */
 int32_t wlm_quantize_tensor_type(int32_t target, int64_t cols) {
     const wlm_type_traits *t = wlm_type_get(target);
     if (t->block_size <= 1 || cols % t->block_size == 0) return target;
-    if (cols % WLM_QK8_0 == 0) return WLM_TYPE_Q8_0;
-    return WLM_TYPE_F16;
+    int32_t fb;
+    switch (target) {
+    case WLM_TYPE_Q2_K:
+    case WLM_TYPE_Q3_K: fb = WLM_TYPE_Q4_0; break;
+    case WLM_TYPE_Q4_K: fb = WLM_TYPE_Q5_0; break;
+    case WLM_TYPE_Q5_K: fb = WLM_TYPE_Q5_1; break;
+    case WLM_TYPE_Q6_K: fb = WLM_TYPE_Q8_0; break;
+    default: return WLM_TYPE_F16;
+    }
+    return cols % wlm_type_get(fb)->block_size == 0 ? fb : WLM_TYPE_F16;
 }
 
-/* llama.cpp's llama_ftype for a file of mostly `type`. */
-static uint32_t file_type(int32_t type) {
+/* llama.cpp's use_more_bits: the first and last eighth of the layers and every third between. */
+static int use_more_bits(int layer, int n_layers) {
+    return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+/* A mix's type for a matrix before the fallback for its row length (-1: no such mix). */
+static int32_t mix_rule_type(int32_t mix, int kind, int layer, int n_layers, int64_t cols,
+                             int tied) {
+    const int mi = mix_index(mix);
+    if (mi < 0) return -1;
+    int32_t t = mixes[mi].base;
+    if (kind == WLM_QUANT_OUTPUT || (kind == WLM_QUANT_TOKEN_EMBD && tied)) {
+        /* the classifier: Q6_K when its rows are whole K blocks, else Q8_0 (no fallback) */
+        return cols % WLM_QK_K == 0 ? WLM_TYPE_Q6_K : WLM_TYPE_Q8_0;
+    }
+    switch (kind) {
+    case WLM_QUANT_ATTN_V:
+        if (mix == WLM_QUANT_MIX_Q3_K_M) t = layer < 2 ? WLM_TYPE_Q5_K : WLM_TYPE_Q4_K;
+        else if (use_more_bits(layer, n_layers)) t = WLM_TYPE_Q6_K;
+        break;
+    case WLM_QUANT_FFN_DOWN:
+        if (mix == WLM_QUANT_MIX_Q3_K_M)
+            t = layer < n_layers / 16 ? WLM_TYPE_Q5_K : WLM_TYPE_Q4_K;
+        else if (use_more_bits(layer, n_layers)) t = WLM_TYPE_Q6_K;
+        break;
+    case WLM_QUANT_ATTN_OUTPUT:
+        if (mix == WLM_QUANT_MIX_Q3_K_M) t = WLM_TYPE_Q4_K;
+        break;
+    default: break;
+    }
+    return t;
+}
+
+int32_t wlm_quantize_mix_tensor_type(int32_t mix, int kind, int layer, int n_layers, int64_t cols,
+                                     int tied) {
+    const int32_t t = mix_rule_type(mix, kind, layer, n_layers, cols, tied);
+    return t < 0 ? -1 : wlm_quantize_tensor_type(t, cols);
+}
+
+/* llama.cpp's llama_ftype for a file of mostly `type` (or of a mix). */
+static uint32_t file_type(int32_t type, int32_t mix) {
+    if (mix) return (uint32_t)mix;
     switch (type) {
     case WLM_TYPE_F16: return 1;
     case WLM_TYPE_Q4_0: return 2;
+    case WLM_TYPE_Q4_1: return 3;
     case WLM_TYPE_Q8_0: return 7;
+    case WLM_TYPE_Q5_0: return 8;
+    case WLM_TYPE_Q5_1: return 9;
+    case WLM_TYPE_Q2_K: return 10; /* MOSTLY_Q2_K */
+    case WLM_TYPE_Q3_K: return 11; /* MOSTLY_Q3_K_S */
     case WLM_TYPE_Q4_K: return 14; /* MOSTLY_Q4_K_S: Q4_K throughout */
+    case WLM_TYPE_Q5_K: return 16; /* MOSTLY_Q5_K_S */
     case WLM_TYPE_Q6_K: return 18;
+    case WLM_TYPE_BF16: return 32;
     default: return 0;
     }
 }
@@ -94,9 +185,19 @@ static int check_one(int32_t type, char *err, size_t errlen) {
 int wlm_quantize_check_type(int32_t target, char *err, size_t errlen) {
     if (!is_target(target))
         return fail(err, errlen, WLM_ERR_INVALID_ARG,
-                    "type %d is not a quantize target (F32, F16, Q8_0, Q4_0, Q4_K, Q6_K)",
+                    "type %d is not a quantize target (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, "
+                    "Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)",
                     (int)target);
     return check_one(target, err, errlen);
+}
+
+/* The mix, or the single type, of p is one that can be written. */
+static int check_params(const wlm_quantize_params *p, char *err, size_t errlen) {
+    if (p->mix && mix_index(p->mix) < 0)
+        return fail(err, errlen, WLM_ERR_INVALID_ARG,
+                    "mix %d is not one of llama.cpp's Q3_K_M (12), Q4_K_M (15), Q5_K_M (17)",
+                    (int)p->mix);
+    return p->mix ? WLM_OK : wlm_quantize_check_type(p->type, err, errlen);
 }
 
 /* ---- the tensor plan ----------------------------------------------------------------------- */
@@ -107,13 +208,17 @@ typedef struct plan_entry {
     const float *norm;         /* (ne0) */
     int64_t ne0, ne1;          /* columns, rows (ne1 = 1 and n_dims 1 for norms) */
     int32_t type;              /* output type */
+    int32_t wanted;            /* the type asked for, before the fallback for the row length */
 } plan_entry;
 
-/* Fills plan (capacity 3 + 9 * n_layers) in file order; returns the count. */
-static size_t make_plan(const wlm_model *m, int32_t target, plan_entry *plan) {
+/* Fills plan (capacity 3 + 9 * n_layers) in file order; returns the count. Each matrix gets
+ * p->type (or its fallback), or with a mix its type by llama.cpp's rules. */
+static size_t make_plan(const wlm_model *m, const wlm_quantize_params *p, plan_entry *plan) {
     size_t n = 0;
     const wlm_weights *w = &m->w;
-#define MAT(t, ...)                                                                         \
+    const int tied = m->shared_classifier, nl = (int)m->hp.n_layers;
+    int layer = 0;
+#define MAT_KIND(t, kind, ...)                                                              \
     do {                                                                                    \
         plan_entry *e = &plan[n++];                                                         \
         snprintf(e->name, sizeof e->name, __VA_ARGS__);                                     \
@@ -121,7 +226,8 @@ static size_t make_plan(const wlm_model *m, int32_t target, plan_entry *plan) {
         e->norm = NULL;                                                                     \
         e->ne0 = (t)->cols;                                                                 \
         e->ne1 = (t)->rows;                                                                 \
-        e->type = wlm_quantize_tensor_type(target, e->ne0);                                 \
+        e->wanted = p->mix ? mix_rule_type(p->mix, kind, layer, nl, e->ne0, tied) : p->type; \
+        e->type = wlm_quantize_tensor_type(e->wanted, e->ne0);                              \
     } while (0)
 #define NORM(v, ...)                                                                        \
     do {                                                                                    \
@@ -131,40 +237,44 @@ static size_t make_plan(const wlm_model *m, int32_t target, plan_entry *plan) {
         e->norm = (v);                                                                      \
         e->ne0 = m->hp.dim;                                                                 \
         e->ne1 = 1;                                                                         \
-        e->type = WLM_TYPE_F32;                                                             \
+        e->type = e->wanted = WLM_TYPE_F32;                                                 \
     } while (0)
-    MAT(&w->token_embedding, "token_embd.weight");
-    for (int32_t l = 0; l < m->hp.n_layers; l++) {
-        const wlm_layer_weights *lw = &w->layers[l];
-        NORM(lw->rms_att, "blk.%d.attn_norm.weight", (int)l);
-        MAT(&lw->wq, "blk.%d.attn_q.weight", (int)l);
-        MAT(&lw->wk, "blk.%d.attn_k.weight", (int)l);
-        MAT(&lw->wv, "blk.%d.attn_v.weight", (int)l);
-        MAT(&lw->wo, "blk.%d.attn_output.weight", (int)l);
-        NORM(lw->rms_ffn, "blk.%d.ffn_norm.weight", (int)l);
-        MAT(&lw->w1, "blk.%d.ffn_gate.weight", (int)l);
-        MAT(&lw->w3, "blk.%d.ffn_up.weight", (int)l);
-        MAT(&lw->w2, "blk.%d.ffn_down.weight", (int)l);
+    MAT_KIND(&w->token_embedding, WLM_QUANT_TOKEN_EMBD, "token_embd.weight");
+    for (layer = 0; layer < nl; layer++) {
+        const wlm_layer_weights *lw = &w->layers[layer];
+        const int l = layer;
+        NORM(lw->rms_att, "blk.%d.attn_norm.weight", l);
+        MAT_KIND(&lw->wq, WLM_QUANT_ATTN_Q, "blk.%d.attn_q.weight", l);
+        MAT_KIND(&lw->wk, WLM_QUANT_ATTN_K, "blk.%d.attn_k.weight", l);
+        MAT_KIND(&lw->wv, WLM_QUANT_ATTN_V, "blk.%d.attn_v.weight", l);
+        MAT_KIND(&lw->wo, WLM_QUANT_ATTN_OUTPUT, "blk.%d.attn_output.weight", l);
+        NORM(lw->rms_ffn, "blk.%d.ffn_norm.weight", l);
+        MAT_KIND(&lw->w1, WLM_QUANT_FFN_GATE, "blk.%d.ffn_gate.weight", l);
+        MAT_KIND(&lw->w3, WLM_QUANT_FFN_UP, "blk.%d.ffn_up.weight", l);
+        MAT_KIND(&lw->w2, WLM_QUANT_FFN_DOWN, "blk.%d.ffn_down.weight", l);
     }
     NORM(w->rms_final, "output_norm.weight");
-    if (!m->shared_classifier) MAT(&w->wcls, "output.weight");
-#undef MAT
+    if (!tied) MAT_KIND(&w->wcls, WLM_QUANT_OUTPUT, "output.weight");
+#undef MAT_KIND
 #undef NORM
     return n;
 }
 
-/* One message per (row length, fallback type): which tensors did not get the target type. */
-static void report_fallbacks(const plan_entry *plan, size_t n, int32_t target,
-                             const wlm_quantize_params *p) {
-    struct { int64_t cols; int32_t type; size_t count, first; } g[8];
+/* One message per (row length, type asked for, fallback type): which tensors did not get the
+ * type asked for. */
+static void report_fallbacks(const plan_entry *plan, size_t n, const wlm_quantize_params *p) {
+    struct { int64_t cols; int32_t wanted, type; size_t count, first; } g[16];
     size_t ng = 0;
     for (size_t i = 0; i < n; i++) {
-        if (!plan[i].mat || plan[i].type == target) continue;
+        if (!plan[i].mat || plan[i].type == plan[i].wanted) continue;
         size_t k = 0;
-        while (k < ng && !(g[k].cols == plan[i].ne0 && g[k].type == plan[i].type)) k++;
+        while (k < ng && !(g[k].cols == plan[i].ne0 && g[k].type == plan[i].type &&
+                           g[k].wanted == plan[i].wanted))
+            k++;
         if (k == ng) {
-            if (ng == sizeof g / sizeof g[0]) continue; /* cannot happen: 2 row lengths */
+            if (ng == sizeof g / sizeof g[0]) continue; /* cannot happen: 3 row lengths */
             g[ng].cols = plan[i].ne0;
+            g[ng].wanted = plan[i].wanted;
             g[ng].type = plan[i].type;
             g[ng].count = 0;
             g[ng].first = i;
@@ -172,12 +282,13 @@ static void report_fallbacks(const plan_entry *plan, size_t n, int32_t target,
         }
         g[k].count++;
     }
-    const wlm_type_traits *t = wlm_type_get(target);
-    for (size_t k = 0; k < ng; k++)
+    for (size_t k = 0; k < ng; k++) {
+        const wlm_type_traits *t = wlm_type_get(g[k].wanted);
         say(p, "%s needs rows in blocks of %d: %zu matri%s with rows of %lld (%s%s) written as %s",
             t->name, (int)t->block_size, g[k].count, g[k].count == 1 ? "x" : "ces",
             (long long)g[k].cols, plan[g[k].first].name, g[k].count > 1 ? ", ..." : "",
             wlm_type_get(g[k].type)->name);
+    }
 }
 
 /* ---- key/values ---------------------------------------------------------------------------- */
@@ -281,7 +392,7 @@ static int add_metadata(const wlm_model *m, wlm_gguf_writer *w, const wlm_quanti
     if (p->name) wlm_gguf_add_str(w, "general.name", p->name);
     else if (!src || !wlm_gguf_find_kv(src, "general.name")) wlm_gguf_add_str(w, "general.name", "llama");
     wlm_gguf_add_u32(w, "general.alignment", WLM_GGUF_DEFAULT_ALIGNMENT);
-    wlm_gguf_add_u32(w, "general.file_type", file_type(p->type));
+    wlm_gguf_add_u32(w, "general.file_type", file_type(p->type, p->mix));
     wlm_gguf_add_u32(w, "general.quantization_version", 2);
     wlm_gguf_add_u32(w, "llama.context_length", (uint32_t)hp->seq_len);
     wlm_gguf_add_u32(w, "llama.embedding_length", (uint32_t)hp->dim);
@@ -352,13 +463,13 @@ int wlm_quantize_write(const wlm_model *m, wlm_gguf_writer *w, const wlm_quantiz
     if (!m || !w || !p) return fail(err, errlen, WLM_ERR_INVALID_ARG, "NULL argument");
     if (!m->loaded || m->vocab_only || !m->w.layers)
         return fail(err, errlen, WLM_ERR_STATE, "the model has no weights loaded");
-    int rc = wlm_quantize_check_type(p->type, err, errlen);
+    int rc = check_params(p, err, errlen);
     if (rc != WLM_OK) return rc;
 
     const size_t cap_entries = 3 + 9 * (size_t)m->hp.n_layers;
     plan_entry *plan = calloc(cap_entries, sizeof *plan);
     if (!plan) return fail(err, errlen, WLM_ERR_NOMEM, "out of memory for the tensor plan");
-    const size_t n = make_plan(m, p->type, plan);
+    const size_t n = make_plan(m, p, plan);
 
     /* Every type the plan needs can be read and produced. */
     int64_t max_cols = m->hp.dim;
@@ -376,7 +487,7 @@ int wlm_quantize_write(const wlm_model *m, wlm_gguf_writer *w, const wlm_quantiz
             return rc;
         }
     }
-    report_fallbacks(plan, n, p->type, p);
+    report_fallbacks(plan, n, p);
 
     rc = add_metadata(m, w, p);
     for (size_t i = 0; i < n && rc == WLM_OK; i++) {
@@ -420,7 +531,7 @@ int wlm_quantize_model(const wlm_model *m, const char *out_path, const wlm_quant
     if (!out_path || !out_path[0]) return fail(err, errlen, WLM_ERR_INVALID_ARG, "no output path");
     /* Check what can be checked before a file exists. */
     if (!m || !p) return fail(err, errlen, WLM_ERR_INVALID_ARG, "NULL argument");
-    int rc = wlm_quantize_check_type(p->type, err, errlen);
+    int rc = check_params(p, err, errlen);
     if (rc != WLM_OK) return rc;
     const size_t n = strlen(out_path);
     char *tmp = malloc(n + 5);

@@ -1,14 +1,17 @@
 /*
  * quantize.h — internal: writes a loaded model (llama2.c checkpoint or GGUF) as a GGUF v3 file
- * of architecture "llama", its weight matrices converted to one type (F32, F16, Q8_0, Q4_0,
- * Q4_K, Q6_K): each row is dequantized to float with the source type's to_float, then encoded
- * with the target's from_float (rows already of the target type are copied as they are). Norm
- * vectors stay F32. Used by the CLI's `wasmlm quantize` (cli_quantize.c) and the tests; the
- * container itself is gguf_write.c's.
+ * of architecture "llama", its weight matrices converted to one type (F32, F16, BF16, Q8_0,
+ * Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) or to one of llama.cpp's per-tensor
+ * mixes (Q3_K_M, Q4_K_M, Q5_K_M): each row is dequantized to float with the source type's
+ * to_float, then encoded with the target's from_float (rows already of the target type are
+ * copied as they are). Norm vectors stay F32. Used by the CLI's `wasmlm quantize`
+ * (cli_quantize.c) and the tests; the container itself is gguf_write.c's.
  *
  * What the file holds:
  * - general.architecture "llama", general.name, general.alignment 32, general.file_type
- *   (llama.cpp's llama_ftype: 0 F32, 1 F16, 2 Q4_0, 7 Q8_0, 14 Q4_K_S, 18 Q6_K),
+ *   (llama.cpp's llama_ftype: 0 F32, 1 F16, 2 Q4_0, 3 Q4_1, 7 Q8_0, 8 Q5_0, 9 Q5_1, 10 Q2_K,
+ *   11 Q3_K_S (pure Q3_K), 14 Q4_K_S (pure Q4_K), 16 Q5_K_S (pure Q5_K), 18 Q6_K, 32 BF16; the
+ *   mixes 12 Q3_K_M, 15 Q4_K_M, 17 Q5_K_M),
  *   general.quantization_version 2;
  * - llama.context_length, embedding_length, block_count, feed_forward_length,
  *   attention.head_count, attention.head_count_kv, rope.dimension_count, rope.freq_base,
@@ -26,9 +29,23 @@
  * The Q and K rows are written as stored: GGUF "llama" files use llama2.c's adjacent-pair RoPE
  * layout (see gguf_model.c), so no permutation either way.
  *
- * Block types need rows whose length is a multiple of the block (32 for Q8_0/Q4_0, 256 for the
- * K-quants). A matrix whose rows are not falls back to Q8_0, else F16 (F32 when F32 was asked);
- * the params' log callback is told which tensors.
+ * Block types need rows whose length is a multiple of the block (32 for Q8_0/Q4_0/Q4_1/Q5_0/
+ * Q5_1, 256 for the K-quants). A matrix whose rows are not falls back as llama.cpp's
+ * tensor_type_fallback does: Q2_K and Q3_K to Q4_0, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0;
+ * when that does not fit either (and for the 32-element types, which llama.cpp refuses), to
+ * F16. The params' log callback is told which tensors.
+ *
+ * The mixes follow llama.cpp's llama_tensor_get_type (src/llama-quant.cpp) for a dense llama
+ * model (no experts, not Falcon, not 70B), with use_more_bits(i, n) = i < n/8 || i >= 7n/8 ||
+ * (i - n/8) % 3 == 2 over the layer index i of n:
+ * - output.weight, and token_embd.weight when the classifier is tied to it: Q6_K (Q8_0 when the
+ *   rows are not whole 256-element blocks);
+ * - Q4_K_M / Q5_K_M: the base type Q4_K / Q5_K; attn_v and ffn_down Q6_K in use_more_bits
+ *   layers;
+ * - Q3_K_M: base Q3_K; attn_v Q5_K in layers 0 and 1, else Q4_K; ffn_down Q5_K in the first
+ *   n/16 layers, else Q4_K; attn_output Q4_K;
+ * then the row-length fallback above (so in Q4_K_M a 576-column matrix, SmolLM2-135M's width,
+ * comes out Q5_0, or Q8_0 where the rule says Q6_K).
  */
 #ifndef WASMLM_QUANTIZE_H
 #define WASMLM_QUANTIZE_H
@@ -40,8 +57,31 @@
 #include "formats/gguf_write.h"
 #include "model/model.h"
 
+/* llama.cpp's mixes, by their llama_ftype ids (what general.file_type gets). */
+enum wlm_quant_mix {
+    WLM_QUANT_MIX_NONE = 0,
+    WLM_QUANT_MIX_Q3_K_M = 12,
+    WLM_QUANT_MIX_Q4_K_M = 15,
+    WLM_QUANT_MIX_Q5_K_M = 17
+};
+
+/* The roles of the weight matrices, which the mixes' rules tell apart. */
+enum wlm_quant_kind {
+    WLM_QUANT_TOKEN_EMBD,
+    WLM_QUANT_ATTN_Q,
+    WLM_QUANT_ATTN_K,
+    WLM_QUANT_ATTN_V,
+    WLM_QUANT_ATTN_OUTPUT,
+    WLM_QUANT_FFN_GATE,
+    WLM_QUANT_FFN_UP,
+    WLM_QUANT_FFN_DOWN,
+    WLM_QUANT_OUTPUT
+};
+
 typedef struct wlm_quantize_params {
     int32_t type;              /* target type of the weight matrices (enum wlm_type) */
+    int32_t mix;               /* WLM_QUANT_MIX_*: per-tensor types by llama.cpp's rules (type is
+                                  then not used); 0: every matrix `type` */
     const char *name;          /* general.name; NULL: the source GGUF's, else "llama" */
     const wlm_gguf *src;       /* the parsed source file when it is a GGUF, else NULL */
     /* Optional callbacks: a message per notable decision (fallbacks, skipped keys), and the
@@ -57,11 +97,22 @@ void wlm_quantize_params_default(wlm_quantize_params *p);
 /* The type id of a name ("Q8_0", case-insensitive) among the quantize targets, or -1. */
 int32_t wlm_quantize_type_from_name(const char *name);
 
+/* The mix id (WLM_QUANT_MIX_*) of a name ("Q4_K_M", case-insensitive), or -1; and back (NULL
+ * for ids that are not mixes). */
+int32_t wlm_quantize_mix_from_name(const char *name);
+const char *wlm_quantize_mix_name(int32_t mix);
+
 /* The type a weight matrix with rows of `cols` elements is written in when `target` is asked
  * for (the target itself, or its fallback). */
 int32_t wlm_quantize_tensor_type(int32_t target, int64_t cols);
 
-/* WLM_OK when `target` is one of the six types and can be produced: the quantizer (traits
+/* The type a mix gives a matrix of role `kind` (enum wlm_quant_kind) in layer `layer` of
+ * `n_layers` (0 for token_embd / output), rows of `cols`, `tied`: the classifier is the token
+ * embedding. -1 if mix is not a mix. */
+int32_t wlm_quantize_mix_tensor_type(int32_t mix, int kind, int layer, int n_layers, int64_t cols,
+                                     int tied);
+
+/* WLM_OK when `target` is one of the single types and can be produced: the quantizer (traits
  * from_float) of it and of its fallbacks exists; else WLM_ERR_INVALID_ARG (not a target) or
  * WLM_ERR_UNSUPPORTED ("not available yet"), with a message in err. */
 int wlm_quantize_check_type(int32_t target, char *err, size_t errlen);

@@ -37,7 +37,7 @@ static const char *type_desc(int32_t type, char *buf, size_t n) {
 }
 
 /* Looks up `name` and checks it is a matrix of `rows` × `cols` (GGUF: ne[0] = cols, ne[1] =
- * rows) of a supported type, aligned, with finite values when F32/F16. */
+ * rows) of a supported type, aligned, with finite values when F32/F16/BF16. */
 static int get_matrix(wlm_model *m, const wlm_gguf *g, const char *name, int64_t rows,
                       int64_t cols, wlm_tensor *out) {
     char tbuf[48];
@@ -73,7 +73,7 @@ static int get_matrix(wlm_model *m, const wlm_gguf *g, const char *name, int64_t
                              name, (size_t)((const unsigned char *)t->data - g->base),
                              (unsigned)align, g->alignment);
     /* A NaN or Inf in a float weight poisons every logit; catch it at load, as llama2c.c does. */
-    if (t->type == WLM_TYPE_F32 || t->type == WLM_TYPE_F16) {
+    if (t->type == WLM_TYPE_F32 || t->type == WLM_TYPE_F16 || t->type == WLM_TYPE_BF16) {
         const uint64_t n = t->n_elements;
         const unsigned char *p = t->data;
         for (uint64_t i = 0; i < n; i++) {
@@ -85,7 +85,8 @@ static int get_matrix(wlm_model *m, const wlm_gguf *g, const char *name, int64_t
             } else {
                 uint16_t h;
                 memcpy(&h, p + 2 * i, 2);
-                bad = (h & 0x7c00u) == 0x7c00u;
+                const uint16_t e = t->type == WLM_TYPE_F16 ? 0x7c00u : 0x7f80u; /* exponent */
+                bad = (h & e) == e;
             }
             if (bad)
                 return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,

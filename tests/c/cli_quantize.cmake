@@ -23,12 +23,14 @@ if(at EQUAL -1)
                       "wlm_cli_quantize(argc - 2, argv + 2) for argv[1] == \"quantize\" (${err})")
 endif()
 
-# llama2.c in: every type, each a loadable file; Q8_0 reports its F16 fallback (hidden 172).
+# llama2.c in: every type and mix, each a loadable file; Q8_0 reports its F16 fallback (hidden
+# 172), Q5_K llama.cpp's Q5_1 fallback, Q4_K_M its Q6_K attn_v layers.
 file(WRITE "${WORK}/text.txt" "Once upon a time, Lily saw a big dog.\nIt was happy!")
 execute_process(COMMAND ${CLI} tokenize ${tok} INPUT_FILE "${WORK}/text.txt"
                 OUTPUT_VARIABLE want RESULT_VARIABLE rc)
 check("rc;EQUAL;0" "tokenize tok512.bin")
-foreach(type IN ITEMS F32 F16 Q8_0 Q4_0 Q4_K Q6_K)
+foreach(type IN ITEMS F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K
+                       Q3_K_M Q4_K_M Q5_K_M)
   quantize(err rc ${bin} "${WORK}/s-${type}.gguf" ${type} -z ${tok})
   check("rc;EQUAL;0" "quantize to ${type}: ${err}")
   check("EXISTS;${WORK}/s-${type}.gguf" "${type}: output exists")
@@ -36,6 +38,14 @@ foreach(type IN ITEMS F32 F16 Q8_0 Q4_0 Q4_K Q6_K)
   if(type STREQUAL "Q8_0")
     string(FIND "${err}" "rows of 172" at)
     check("at;GREATER;-1" "Q8_0 reports the F16 fallback: ${err}")
+  elseif(type STREQUAL "Q5_K")
+    string(FIND "${err}" "31 matrices with rows of 64 (token_embd.weight, ...) written as Q5_1" at)
+    check("at;GREATER;-1" "Q5_K reports llama.cpp's Q5_1 fallback: ${err}")
+  elseif(type STREQUAL "Q4_K_M")
+    string(FIND "${err}" "Q6_K needs rows in blocks of 256: 2 matrices with rows of 64 (blk.2.attn_v" at)
+    check("at;GREATER;-1" "Q4_K_M gives attn_v of layers 2 and 4 Q6_K (then Q8_0): ${err}")
+    string(FIND "${err}" ": Q4_K_M, 5 layers" at)
+    check("at;GREATER;-1" "Q4_K_M named in the summary: ${err}")
   endif()
   execute_process(COMMAND ${CLI} tokenize "${WORK}/s-${type}.gguf" INPUT_FILE "${WORK}/text.txt"
                   OUTPUT_VARIABLE got ERROR_VARIABLE terr RESULT_VARIABLE rc)
@@ -49,7 +59,7 @@ quantize(err rc "${WORK}/s-F32.gguf" "${WORK}/g-Q8_0.gguf" Q8_0 --name again)
 check("rc;EQUAL;0" "our GGUF to Q8_0: ${err}")
 
 # Failures leave nothing behind.
-foreach(args IN ITEMS "Q5_K;-z;${tok}" "Q8_0" "Q8_0;-z;${SHARED}/models/tokenizer.bin")
+foreach(args IN ITEMS "Q8_K;-z;${tok}" "Q4_K_S;-z;${tok}" "Q8_0" "Q8_0;-z;${SHARED}/models/tokenizer.bin")
   quantize(err rc ${bin} "${WORK}/bad.gguf" ${args})
   check("NOT;rc;EQUAL;0" "quantize ${args} should fail")
   check("NOT;EXISTS;${WORK}/bad.gguf;AND;NOT;EXISTS;${WORK}/bad.gguf.tmp" "${args}: no file")

@@ -1061,8 +1061,10 @@ typedef struct synth_opts {
     int rope_freqs;             /* add a rope_freqs.weight tensor (Llama 3.1) */
 } synth_opts;
 
-static const uint32_t MIXED_TYPES[] = {WLM_TYPE_Q4_K, WLM_TYPE_Q6_K, WLM_TYPE_Q8_0,
-                                       WLM_TYPE_Q4_0, WLM_TYPE_F16, WLM_TYPE_F32};
+static const uint32_t MIXED_TYPES[] = {WLM_TYPE_Q4_K, WLM_TYPE_Q6_K, WLM_TYPE_Q8_0, WLM_TYPE_Q4_0,
+                                       WLM_TYPE_F16,  WLM_TYPE_F32,  WLM_TYPE_BF16, WLM_TYPE_Q4_1,
+                                       WLM_TYPE_Q5_0, WLM_TYPE_Q5_1, WLM_TYPE_Q2_K, WLM_TYPE_Q3_K,
+                                       WLM_TYPE_Q5_K};
 
 static const char *const LAYER_MATS[] = {"attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_down", "ffn_up"};
 
@@ -1227,7 +1229,9 @@ static void test_synthetic_models(void) {
     {
         struct { uint32_t type; int dim, hidden, mixed; } qs[] = {
             {WLM_TYPE_Q8_0, 32, 64, 0}, {WLM_TYPE_Q4_0, 32, 64, 0}, {WLM_TYPE_Q4_K, 256, 256, 0},
-            {WLM_TYPE_Q6_K, 256, 256, 0}, {0, 256, 256, 1},
+            {WLM_TYPE_Q6_K, 256, 256, 0}, {WLM_TYPE_BF16, 32, 64, 0}, {WLM_TYPE_Q4_1, 32, 64, 0},
+            {WLM_TYPE_Q5_0, 32, 64, 0}, {WLM_TYPE_Q5_1, 32, 64, 0}, {WLM_TYPE_Q2_K, 256, 256, 0},
+            {WLM_TYPE_Q3_K, 256, 256, 0}, {WLM_TYPE_Q5_K, 256, 256, 0}, {0, 256, 256, 1},
         };
         for (size_t i = 0; i < sizeof qs / sizeof qs[0]; i++) {
             const wlm_type_traits *tr = wlm_type_get((int32_t)qs[i].type);
@@ -1323,6 +1327,9 @@ static void test_synthetic_models(void) {
     expect_load(&o, WLM_ERR_FORMAT, "non-finite", "NaN in F32");
     o.mat_type = WLM_TYPE_F16;
     expect_load(&o, WLM_ERR_FORMAT, "blk.1.ffn_down.weight", "NaN in F16");
+    o.mat_type = WLM_TYPE_F32;
+    o.quant = WLM_TYPE_BF16; /* the NaN survives the conversion to BF16 */
+    expect_load(&o, WLM_ERR_FORMAT, "blk.1.ffn_down.weight", "NaN in BF16");
 
     /* unsupported and unknown tensor types: the message names the tensor and the type */
     o = base;
@@ -1332,7 +1339,8 @@ static void test_synthetic_models(void) {
     expect_load(&o, WLM_ERR_FORMAT, "blk.0.attn_q.weight: ne[0] = 32 is not a multiple of the Q5_K block size 256", "Q5_K, 32 columns");
     o.dim = 256;
     o.rope_dims = 256 / SNH;
-    expect_load(&o, WLM_ERR_UNSUPPORTED, "tensor blk.0.attn_q.weight has type Q5_K (13), which is not supported", "Q5_K");
+    o.retype_id = WLM_TYPE_Q8_K; /* known to ggml, activations only here */
+    expect_load(&o, WLM_ERR_UNSUPPORTED, "tensor blk.0.attn_q.weight has type Q8_K (15), which is not supported", "Q8_K");
     o.retype_id = 99;
     expect_load(&o, WLM_ERR_UNSUPPORTED, "tensor blk.0.attn_q.weight has type 99 (unknown), which is not supported", "unknown type");
     o.retype_id = 1000000;

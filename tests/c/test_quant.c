@@ -126,6 +126,13 @@ static void test_traits(void) {
         {WLM_TYPE_Q4_0, "Q4_0", 32, 18, WLM_TYPE_Q8_0},
         {WLM_TYPE_Q4_K, "Q4_K", 256, 144, WLM_TYPE_Q8_K},
         {WLM_TYPE_Q6_K, "Q6_K", 256, 210, WLM_TYPE_Q8_K},
+        {WLM_TYPE_BF16, "BF16", 1, 2, WLM_TYPE_F32},
+        {WLM_TYPE_Q4_1, "Q4_1", 32, 20, WLM_TYPE_Q8_0},
+        {WLM_TYPE_Q5_0, "Q5_0", 32, 22, WLM_TYPE_Q8_0},
+        {WLM_TYPE_Q5_1, "Q5_1", 32, 24, WLM_TYPE_Q8_0},
+        {WLM_TYPE_Q2_K, "Q2_K", 256, 84, WLM_TYPE_Q8_K},
+        {WLM_TYPE_Q3_K, "Q3_K", 256, 110, WLM_TYPE_Q8_K},
+        {WLM_TYPE_Q5_K, "Q5_K", 256, 176, WLM_TYPE_Q8_K},
     };
     for (size_t i = 0; i < sizeof weights / sizeof weights[0]; i++) {
         const wlm_type_traits *t = wlm_type_get(weights[i].type);
@@ -144,7 +151,7 @@ static void test_traits(void) {
     CHECK(k->supported == 0); /* activations only */
     CHECK(k->to_float && k->from_float == wlm_quantize_q8_K_simd);
     CHECK(wlm_type_get(WLM_TYPE_Q8_0)->from_float == wlm_quantize_q8_0_simd);
-    CHECK(wlm_type_get(WLM_TYPE_Q5_K)->supported == 0);
+    CHECK(wlm_type_get(WLM_TYPE_Q8_1)->supported == 0); /* not used: see quant.h */
     CHECK(wlm_type_get(-1)->name == NULL && wlm_type_get(WLM_TYPE_COUNT)->name == NULL);
     CHECK(wlm_type_get(4)->name == NULL); /* a hole in ggml's ids */
     CHECK_EQ_INT(wlm_row_bytes(WLM_TYPE_Q8_0, 64), 68);
@@ -236,6 +243,139 @@ static void test_layouts(void) {
         CHECK_NEAR(y[17], 112.0, 0);   /* group 1: 0.5 * -7 * -32 */
         CHECK_NEAR(y[128], 0.0, 0);    /* group 8: scale 0 */
         CHECK_NEAR(y[255], -112.0, 0); /* group 15: 0.5 * 7 * -32 */
+    }
+    /* BF16: the high half of a float; down-conversion rounds to nearest even */
+    {
+        static const uint16_t h[4] = {0x3F80, 0xC0C0, 0x0001, 0x7F80};
+        wlm_type_get(WLM_TYPE_BF16)->to_float(h, y, 4);
+        CHECK(y[0] == 1.0f && y[1] == -6.0f && y[2] == ldexpf(1.0f, -133) && isinf(y[3]));
+        const float in[4] = {1.0f + ldexpf(1.0f, -8), 1.0f + 3 * ldexpf(1.0f, -8),
+                             1.0f + ldexpf(1.0f, -8) + ldexpf(1.0f, -20), NAN};
+        uint16_t o[4];
+        wlm_type_get(WLM_TYPE_BF16)->from_float(in, o, 4);
+        CHECK_EQ_INT(o[0], 0x3F80); /* tie: to even (down) */
+        CHECK_EQ_INT(o[1], 0x3F82); /* tie: to even (up) */
+        CHECK_EQ_INT(o[2], 0x3F81); /* above the tie */
+        CHECK((o[3] & 0x7F80) == 0x7F80 && (o[3] & 0x7F) != 0);
+    }
+    /* Q4_1: d = 1.0, m = -2.0 (0xC000), nibbles as Q4_0: element j = j - 2, 16 + j = 13 - j */
+    {
+        uint8_t blk[20] = {0x00, 0x3C, 0x00, 0xC0};
+        for (int j = 0; j < 16; j++) blk[4 + j] = (uint8_t)(j | ((15 - j) << 4));
+        wlm_type_get(WLM_TYPE_Q4_1)->to_float(blk, y, 32);
+        int bad = 0;
+        for (int j = 0; j < 16; j++) bad += y[j] != (float)(j - 2) || y[16 + j] != (float)(13 - j);
+        CHECKF(bad == 0, "Q4_1: %d elements wrong (y[0]=%g y[16]=%g)", bad, y[0], y[16]);
+    }
+    /* Q5_0 / Q5_1: qh (little-endian uint32 after d [and m]) = bits 0, 9, 20, 31: those elements
+     * get 16 on top of their nibble (byte j: j low, 15 - j high). Q5_0 value = (q - 16) * d with
+     * d = 1; Q5_1 value = q * 0.5 + 1. */
+    {
+        static const uint8_t qh[4] = {0x01, 0x02, 0x10, 0x80};
+        int want[32];
+        for (int j = 0; j < 16; j++) {
+            want[j] = j;
+            want[16 + j] = 15 - j;
+        }
+        want[0] += 16, want[9] += 16, want[20] += 16, want[31] += 16;
+        uint8_t b0[22] = {0x00, 0x3C}, b1[24] = {0x00, 0x38, 0x00, 0x3C};
+        memcpy(b0 + 2, qh, 4);
+        memcpy(b1 + 4, qh, 4);
+        for (int j = 0; j < 16; j++) b0[6 + j] = b1[8 + j] = (uint8_t)(j | ((15 - j) << 4));
+        float y1[32];
+        wlm_type_get(WLM_TYPE_Q5_0)->to_float(b0, y, 32);
+        wlm_type_get(WLM_TYPE_Q5_1)->to_float(b1, y1, 32);
+        int bad0 = 0, bad1 = 0;
+        for (int j = 0; j < 32; j++) {
+            bad0 += y[j] != (float)(want[j] - 16);
+            bad1 += y1[j] != (float)want[j] * 0.5f + 1.0f;
+        }
+        CHECKF(bad0 == 0, "Q5_0: %d elements wrong (y[0]=%g y[9]=%g y[20]=%g y[31]=%g)", bad0,
+               y[0], y[9], y[20], y[31]);
+        CHECKF(bad1 == 0, "Q5_1: %d elements wrong (y[0]=%g y[31]=%g)", bad1, y1[0], y1[31]);
+        CHECK(y[9] == 9.0f && y[20] == 11.0f && y[31] == 0.0f && y[30] == -15.0f);
+        /* and the quantizer: -16..15 with extreme -16 is d = 1, exact, high bits on 16..31 */
+        float x[32];
+        for (int j = 0; j < 32; j++) x[j] = (float)(j - 16);
+        wlm_block_q5_0 q;
+        wlm_type_get(WLM_TYPE_Q5_0)->from_float(x, &q, 32);
+        CHECK_EQ_INT(q.d, 0x3C00);
+        CHECK(q.qh[0] == 0 && q.qh[1] == 0 && q.qh[2] == 0xFF && q.qh[3] == 0xFF);
+        int badq = 0;
+        for (int j = 0; j < 16; j++) badq += q.qs[j] != (uint8_t)(j | (j << 4));
+        CHECKF(badq == 0, "Q5_0 quantizer: %d bytes wrong", badq);
+    }
+    /* Q2_K: scales[g] = (g % 15 + 1) | 2 << 4 (scale g % 15 + 1, min 2), d = 1, dmin = 0.5 at
+     * bytes 80 and 82; qs[0] = 0xE4 gives levels 0,1,2,3 to elements 0, 32, 64, 96 (bits 2j of
+     * byte l hold element 32j + l of the first half), qs[37] = 0x1B levels 3,2,1,0 to elements
+     * 133, 165, 197, 229 of the second half. value = d*sc*q - dmin*m. */
+    {
+        uint8_t blk[84] = {0};
+        for (int g = 0; g < 16; g++) blk[g] = (uint8_t)((g % 15 + 1) | 2 << 4);
+        blk[16 + 0] = 0xE4;
+        blk[16 + 37] = 0x1B;
+        blk[81] = 0x3C;
+        blk[83] = 0x38;
+        wlm_type_get(WLM_TYPE_Q2_K)->to_float(blk, y, 256);
+        CHECK(y[0] == -1.0f && y[32] == 2.0f && y[64] == 9.0f && y[96] == 20.0f);
+        CHECK(y[133] == 26.0f && y[165] == 21.0f && y[197] == 12.0f && y[229] == -1.0f);
+        CHECK(y[1] == -1.0f && y[255] == -1.0f);
+        CHECK_EQ_INT(offsetof(wlm_block_q2_K, d), 80);
+    }
+    /* Q3_K: scales packed by hand (raw = scale + 32; low nibbles in bytes 0..7, j < 8 low and
+     * j >= 8 high; top two bits in byte 8 + j % 4 at bit 2 * (j / 4)): scale 0 = 1, 5 = -2,
+     * 9 = 31, 14 = -32, the rest 0. d = 1 at byte 108. Levels low2 + 4 * hbit - 4, with the high
+     * bit of element 128h + 32j + l at bit 4h + j of hmask[l]. */
+    {
+        static const uint8_t packed[12] = {0x01, 0xF0, 0, 0, 0, 0x0E, 0, 0, 0xAA, 0xB6, 0x2A, 0xAA};
+        uint8_t blk[110] = {0};
+        memcpy(blk + 96, packed, 12);
+        blk[109] = 0x3C;
+        blk[32 + 0] = 0x03; /* element 0: low2 3 */
+        blk[0] = 0x01;      /* hmask[0] bit 0: element 0's high bit */
+        blk[32 + 54] = 0x01; /* element 150 (h 1, j 0, l 22): low2 1 */
+        blk[22] = 0x10;      /* hmask[22] bit 4 */
+        blk[32 + 38] = 0x80; /* element 230 (h 1, j 3, l 6): low2 2 (bits 6..7) */
+        blk[6] = 0x80;       /* hmask[6] bit 7 */
+        blk[32 + 21] = 0x10; /* element 85 (h 0, j 2, l 21): low2 1, no high bit */
+        int bad_sc = 0;
+        for (int j = 0; j < 16; j++) {
+            const int want = j == 0 ? 1 : j == 5 ? -2 : j == 9 ? 31 : j == 14 ? -32 : 0;
+            bad_sc += wlm_q3_K_scale(packed, j) != want;
+        }
+        CHECKF(bad_sc == 0, "Q3_K: %d scales unpacked wrong", bad_sc);
+        wlm_type_get(WLM_TYPE_Q3_K)->to_float(blk, y, 256);
+        CHECK_NEAR(y[0], 3.0, 0);      /* 1 * (3 + 4 - 4) */
+        CHECK_NEAR(y[1], -4.0, 0);     /* 1 * (0 - 4) */
+        CHECK_NEAR(y[150], 31.0, 0);   /* 31 * (1 + 4 - 4) */
+        CHECK_NEAR(y[151], -124.0, 0); /* 31 * -4 */
+        CHECK_NEAR(y[230], -64.0, 0);  /* -32 * (2 + 4 - 4) */
+        CHECK_NEAR(y[85], 6.0, 0);     /* -2 * (1 - 4) */
+        CHECK_NEAR(y[20], 0.0, 0);     /* scale 0 */
+        CHECK_EQ_INT(offsetof(wlm_block_q3_K, scales), 96);
+    }
+    /* Q5_K: Q4_K's hand-packed scales (sc 1 2 3 4 33 50 63 17, m 5 6 7 8 40 20 63 0), d = 1,
+     * dmin = 0.25; qh at 16, qs at 48. Bit s of qh[l] is bit 4 of element 32s + l; element
+     * 64c + l is the low nibble of qs[32c + l], 64c + 32 + l its high nibble. */
+    {
+        static const uint8_t packed[12] = {0x81, 0xC2, 0xC3, 0x44, 0x85, 0x46,
+                                           0xC7, 0x08, 0x81, 0x42, 0xFF, 0x01};
+        uint8_t blk[176] = {0x00, 0x3C, 0x00, 0x34};
+        memcpy(blk + 4, packed, 12);
+        blk[16 + 3] = 0x05;  /* elements 3 (bit 0) and 67 (bit 2) */
+        blk[48 + 3] = 0x07;  /* element 3: 7; element 35: 0 */
+        blk[48 + 35] = 0x90; /* element 67: 0; element 99: 9 */
+        blk[16 + 31] = 0x80; /* element 255 (bit 7) */
+        blk[48 + 127] = 0xF0; /* element 255: 15 */
+        wlm_type_get(WLM_TYPE_Q5_K)->to_float(blk, y, 256);
+        CHECK_NEAR(y[3], 21.75, 0);  /* 1 * 23 - 0.25 * 5 */
+        CHECK_NEAR(y[35], -1.5, 0);  /* 2 * 0 - 0.25 * 6 */
+        CHECK_NEAR(y[67], 46.25, 0); /* 3 * 16 - 0.25 * 7 */
+        CHECK_NEAR(y[99], 34.0, 0);  /* 4 * 9 - 0.25 * 8 */
+        CHECK_NEAR(y[255], 527.0, 0); /* 17 * 31 - 0 */
+        CHECK_NEAR(y[0], -1.25, 0);
+        CHECK_EQ_INT(offsetof(wlm_block_q5_K, qh), 16);
+        CHECK_EQ_INT(offsetof(wlm_block_q5_K, qs), 48);
     }
     /* Q8_K: float d, then 256 int8, then 16 int16 sums */
     {
@@ -517,6 +657,56 @@ static void test_roundtrip(int32_t type, double max_rel_rmse) {
                 else
                     bound = dist_to_range(x[i], -32 * dg, 31 * dg) + fabs(dg) / 2 +
                             1e-5 * (fabs(x[i]) + 32 * fabs(dg));
+            } else if (type == WLM_TYPE_BF16) {
+                bound = ldexp(fabs(x[i]), -8); /* half an ulp of an 8-bit significand */
+            } else if (type == WLM_TYPE_Q4_1 || type == WLM_TYPE_Q5_1) {
+                const int top = type == WLM_TYPE_Q4_1 ? 15 : 31;
+                const size_t bs = type == WLM_TYPE_Q4_1 ? sizeof(wlm_block_q4_1)
+                                                        : sizeof(wlm_block_q5_1);
+                const wlm_block_q4_1 *b = (const void *)((const char *)q + i / 32 * bs);
+                const double d = wlm_fp16_to_fp32(b->d), m = wlm_fp16_to_fp32(b->m);
+                /* levels chosen against the unrounded d and min: fp16 costs 2^-11 of each */
+                bound = dist_to_range(x[i], m, m + top * d) + d / 2 +
+                        ldexp(fabs(m) + top * d, -10) + 1e-6 * fabs(x[i]);
+            } else if (type == WLM_TYPE_Q5_0) {
+                const wlm_block_q5_0 *b = (const wlm_block_q5_0 *)q + i / 32;
+                float amax = 0, max = 0;
+                for (int j = 0; j < 32; j++)
+                    if (fabsf(x[i / 32 * 32 + j]) > amax) {
+                        amax = fabsf(x[i / 32 * 32 + j]);
+                        max = x[i / 32 * 32 + j];
+                    }
+                const double d = max / -16.0f, d16 = wlm_fp16_to_fp32(b->d);
+                const double top = fabs(y[i] - (float)(15 * d16)) == 0 && d16 != 0;
+                bound = (top ? fabs(d) : fabs(d) / 2) + 16 * fabs(d - d16) + 1e-6 * fabs(x[i]);
+            } else if (type == WLM_TYPE_Q2_K) {
+                const wlm_block_q2_K *b = (const wlm_block_q2_K *)q + i / 256;
+                const uint8_t sc = b->scales[i % 256 / 16];
+                const double dj = wlm_fp16_to_fp32(b->d) * (sc & 0xF),
+                             dm = wlm_fp16_to_fp32(b->dmin) * (sc >> 4);
+                if (dj == 0)
+                    bound = (y[i] == (float)-dm) ? INFINITY : -1;
+                else
+                    bound = dist_to_range(x[i], -dm, 3 * dj - dm) + dj / 2 +
+                            1e-5 * (fabs(x[i]) + dm + 3 * dj);
+            } else if (type == WLM_TYPE_Q3_K) {
+                const wlm_block_q3_K *b = (const wlm_block_q3_K *)q + i / 256;
+                const double dg = wlm_fp16_to_fp32(b->d) * wlm_q3_K_scale(b->scales, i % 256 / 16);
+                if (dg == 0)
+                    bound = y[i] == 0.0f ? INFINITY : -1;
+                else
+                    bound = dist_to_range(x[i], -4 * dg, 3 * dg) + fabs(dg) / 2 +
+                            1e-5 * (fabs(x[i]) + 4 * fabs(dg));
+            } else if (type == WLM_TYPE_Q5_K) {
+                const wlm_block_q5_K *b = (const wlm_block_q5_K *)q + i / 256;
+                uint8_t sc, m;
+                wlm_q4_K_scale_min(b->scales, i % 256 / 32, &sc, &m);
+                const double dj = wlm_fp16_to_fp32(b->d) * sc, dm = wlm_fp16_to_fp32(b->dmin) * m;
+                if (dj == 0)
+                    bound = (y[i] == (float)-dm) ? INFINITY : -1;
+                else
+                    bound = dist_to_range(x[i], -dm, 31 * dj - dm) + dj / 2 +
+                            1e-5 * (fabs(x[i]) + dm + 31 * dj);
             } else { /* Q8_K */
                 const wlm_block_q8_K *b = (const wlm_block_q8_K *)q + i / 256;
                 bound = fabs(b->d) * 0.5 * (1 + 1e-5) + 1e-7 * fabs(x[i]);
@@ -624,7 +814,7 @@ static void test_quantizer_simd(void) {
 /* Matrix-vector kernels: reference vs dequantize-then-dot in double, SIMD vs reference.      */
 
 typedef struct {
-    int bad_exact, bad_act, bad_simd, bad_outside;
+    int bad_exact, bad_act, bad_simd, bad_outside, bad_bits;
     double worst_simd;
 } mv_stats;
 
@@ -703,6 +893,9 @@ static void check_matvec(int32_t type, int rows, int n, int r0, int r1, size_t p
         if (!(fabs(a - exact_x) <= act + tol + 1e-6 * fabs(exact_x))) st->bad_act++;
         const double ds = fabs((double)a - b);
         if (!(ds <= tol)) st->bad_simd++;
+        /* K-quant kernels do the reference's float arithmetic per block, in block order: the
+         * same bits while a row fits one column chunk of the SIMD drivers (4096) */
+        if (t->block_size == 256 && n <= 4096 && memcmp(&a, &b, sizeof a) != 0) st->bad_bits++;
         if (mag > 0 && ds / mag > st->worst_simd) st->worst_simd = ds / mag;
     }
     free(w), free(wf), free(row), free(x), free(xf), free(o1), free(o2), free(xq), free(xq_ref),
@@ -716,7 +909,7 @@ static void test_matvec_type(int32_t type) {
     static const int n16[] = {1, 7, 15, 16, 17, 33, 100, 288, 768, 4097};
     const int *ns = t->block_size == 1 ? n16 : t->block_size == 32 ? n32 : nK;
     const int count = t->block_size == 1 ? 10 : t->block_size == 32 ? 10 : 7;
-    mv_stats st = {0, 0, 0, 0, 0.0};
+    mv_stats st = {0, 0, 0, 0, 0, 0.0};
     int cases = 0;
     for (int i = 0; i < count; i++) {
         const int n = ns[i];
@@ -734,6 +927,8 @@ static void test_matvec_type(int32_t type) {
     CHECKF(st.bad_simd == 0, "%s: %d SIMD rows differ from the reference beyond float order",
            t->name, st.bad_simd);
     CHECKF(st.bad_outside == 0, "%s: %d rows outside the range written", t->name, st.bad_outside);
+    CHECKF(st.bad_bits == 0, "%s: %d SIMD rows not bitwise equal to the reference", t->name,
+           st.bad_bits);
     printf("%s: %d matrices; worst |simd - ref| / sum|terms| = %.3g\n", t->name, cases,
            st.worst_simd);
 }
@@ -771,8 +966,10 @@ static void test_f16_specials(void) {
 static void test_matvec_memory_end(void) {
     tu_section("matvec: rows ending exactly at the end of linear memory");
 #if defined(__wasm__)
-    static const int32_t types[] = {WLM_TYPE_F32,  WLM_TYPE_F16,  WLM_TYPE_Q8_0,
-                                    WLM_TYPE_Q4_0, WLM_TYPE_Q4_K, WLM_TYPE_Q6_K};
+    static const int32_t types[] = {WLM_TYPE_F32,  WLM_TYPE_F16,  WLM_TYPE_Q8_0, WLM_TYPE_Q4_0,
+                                    WLM_TYPE_Q4_K, WLM_TYPE_Q6_K, WLM_TYPE_BF16, WLM_TYPE_Q4_1,
+                                    WLM_TYPE_Q5_0, WLM_TYPE_Q5_1, WLM_TYPE_Q2_K, WLM_TYPE_Q3_K,
+                                    WLM_TYPE_Q5_K};
     const int rows = 37, n = 2048;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const wlm_type_traits *t = wlm_type_get(types[ti]);
@@ -832,6 +1029,13 @@ int main(void) {
     test_roundtrip(WLM_TYPE_Q4_K, 0.08);
     test_roundtrip(WLM_TYPE_Q6_K, 0.022);
     test_roundtrip(WLM_TYPE_Q8_K, 0.008);
+    test_roundtrip(WLM_TYPE_BF16, 0.003);
+    test_roundtrip(WLM_TYPE_Q4_1, 0.10);
+    test_roundtrip(WLM_TYPE_Q5_0, 0.05);
+    test_roundtrip(WLM_TYPE_Q5_1, 0.05);
+    test_roundtrip(WLM_TYPE_Q2_K, 0.40);
+    test_roundtrip(WLM_TYPE_Q3_K, 0.20);
+    test_roundtrip(WLM_TYPE_Q5_K, 0.04);
     test_quantizer_simd();
     tu_section("matvec: reference vs dequantize-then-dot, SIMD vs reference");
     test_matvec_type(WLM_TYPE_F16);
@@ -839,6 +1043,13 @@ int main(void) {
     test_matvec_type(WLM_TYPE_Q4_0);
     test_matvec_type(WLM_TYPE_Q4_K);
     test_matvec_type(WLM_TYPE_Q6_K);
+    test_matvec_type(WLM_TYPE_BF16);
+    test_matvec_type(WLM_TYPE_Q4_1);
+    test_matvec_type(WLM_TYPE_Q5_0);
+    test_matvec_type(WLM_TYPE_Q5_1);
+    test_matvec_type(WLM_TYPE_Q2_K);
+    test_matvec_type(WLM_TYPE_Q3_K);
+    test_matvec_type(WLM_TYPE_Q5_K);
     test_f16_specials();
     test_matvec_memory_end();
     return TEST_FINISH();

@@ -2,7 +2,8 @@
  * test_threads.c — the thread pool: argument errors; a stress run of the fork-join protocol
  * (every chunk of every job runs exactly once, with the caller and helpers racing for them);
  * and the forward pass split over 2 and 3 threads gives logits bitwise equal to one thread, for
- * every weight type (F32, F16, Q8_0, Q4_0, Q4_K, Q6_K), in prefill, decode and multi-sequence
+ * every weight type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) and the Q4_K_M
+ * and Q3_K_M mixes, in prefill, decode and multi-sequence
  * batches, at positions where attention is split by heads as well as the matrix products by rows,
  * once with every chunk left to the helpers (the pool's counters prove it).
  * The model is a random llama2.c checkpoint built here, big enough (dim 256, hidden 768, GQA)
@@ -159,8 +160,12 @@ static int run_model(const wlm_model *m, wlm_threadpool *pool, float *out) {
 }
 
 static void test_forward(const unsigned char *ckpt, size_t ckpt_size) {
-    const int32_t types[] = {WLM_TYPE_F32, WLM_TYPE_F16, WLM_TYPE_Q8_0, WLM_TYPE_Q4_0,
-                             WLM_TYPE_Q4_K, WLM_TYPE_Q6_K};
+    /* every weight type, and llama.cpp's mixes (mix != 0: several types in one model) */
+    static const struct { int32_t type, mix; } types[] = {
+        {WLM_TYPE_F32, 0},  {WLM_TYPE_F16, 0},  {WLM_TYPE_Q8_0, 0}, {WLM_TYPE_Q4_0, 0},
+        {WLM_TYPE_Q4_K, 0}, {WLM_TYPE_Q6_K, 0}, {WLM_TYPE_BF16, 0}, {WLM_TYPE_Q4_1, 0},
+        {WLM_TYPE_Q5_0, 0}, {WLM_TYPE_Q5_1, 0}, {WLM_TYPE_Q2_K, 0}, {WLM_TYPE_Q3_K, 0},
+        {WLM_TYPE_Q5_K, 0}, {0, WLM_QUANT_MIX_Q4_K_M}, {0, WLM_QUANT_MIX_Q3_K_M}};
     wlm_model *src = NULL;
     int rc = wlm_model_load(ckpt, ckpt_size, 0, &src);
     CHECKF(rc == WLM_OK, "checkpoint: %s", wlm_model_errmsg(src));
@@ -169,18 +174,20 @@ static void test_forward(const unsigned char *ckpt, size_t ckpt_size) {
     for (size_t ti = 0; rc == WLM_OK && ti < sizeof types / sizeof types[0]; ti++) {
         char name[64];
         snprintf(name, sizeof name, "threads 1/2/3 bitwise equal: %s",
-                 wlm_type_get(types[ti])->name);
+                 types[ti].mix ? wlm_quantize_mix_name(types[ti].mix)
+                               : wlm_type_get(types[ti].type)->name);
         tu_section(name);
         /* the F32 checkpoint itself, the others through the quantizer */
         unsigned char *file = NULL;
         size_t size = 0;
         wlm_model *m = src;
-        if (types[ti] != WLM_TYPE_F32) {
+        if (types[ti].mix || types[ti].type != WLM_TYPE_F32) {
             wlm_gguf_writer w;
             wlm_gguf_writer_init(&w, NULL);
             wlm_quantize_params qp;
             wlm_quantize_params_default(&qp);
-            qp.type = types[ti];
+            qp.type = types[ti].type;
+            qp.mix = types[ti].mix;
             char err[256] = "";
             int qrc = wlm_quantize_write(src, &w, &qp, err, sizeof err);
             CHECKF(qrc == WLM_OK, "quantize: %s", err);
