@@ -304,6 +304,7 @@ static int repeat_item(parser *p, uint32_t rule, uint32_t from, uint32_t min, ui
                        size_t at) {
     prule *r = &p->r[rule];
     const uint32_t len = r->n - from;
+    if (len == 0) return WLM_OK; /* "" repeated is "" */
     gel *x = malloc(sizeof *x * (len ? len : 1));
     if (!x) return nomem(p);
     memcpy(x, r->el + from, sizeof *x * len);
