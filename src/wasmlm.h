@@ -436,7 +436,9 @@ void wlm_gen_params_default(wlm_gen_params *params);
  * conditions (max_tokens, stop strings, a full context) may still cut the sentence short.
  * Distribution: the chain's final distribution renormalised over the allowed tokens (the
  * algorithm, and the fallback when the filters left no allowed token, are in
- * src/sampling/sampler.h). Batches: each sequence has its own grammar and parse state. Beams:
+ * src/sampling/sampler.h); with n_probs > 0, top[] and prob_sampled report that renormalised
+ * distribution, with n_probs = 0 prob_sampled may be the chain's value before renormalising
+ * (the token was accepted at its first check). Batches: each sequence has its own grammar and parse state. Beams:
  * each beam's parse state forks with it; refused tokens are never expanded; scores stay the
  * model's log-probabilities. wlm_sampler_preview: params->grammar is parsed and advanced over
  * the tokens sequence `seq` has generated so far (from the start outside a generation).
