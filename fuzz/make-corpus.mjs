@@ -356,6 +356,32 @@ function tokenizerBin(pieces, maxLen) {
 }
 
 // =============================================================================================
+// fuzz_grammar: GBNF text, a NUL, then token choices (the grammars of tests/c/test_grammar.c)
+
+{
+  const grammars = {
+    json: 'root   ::= object\nvalue  ::= object | array | string | number | ("true" | "false" | "null")\n' +
+      'object ::=\n  "{" ws ( string ws ":" ws value ws\n           ( "," ws string ws ":" ws value ws )* )? "}"\n' +
+      'array  ::= "[" ws ( value ws ( "," ws value ws )* )? "]"\n' +
+      'string ::= "\\"" ( [^"\\\\\\x00-\\x1F] | "\\\\" ( ["\\\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\\""\n' +
+      'number ::= "-"? ( "0" | [1-9] [0-9]{0,15} ) ( "." [0-9]+ )? ( [eE] [-+]? [0-9]+ )?\nws     ::= [ \\t\\n]{0,3}\n',
+    enum: 'root  ::= "[" ( color ( ", " color ){0,4} )? "]"\ncolor ::= "\\"red\\"" | "\\"green\\"" | "\\"blue\\""\n',
+    number: 'root ::= "-"? [0-9]{1,6} ( "." [0-9]{1,3} )? ( [eE] [-+]? [0-9]{1,2} )?\n',
+    string: 'root ::= "\\"" item{1,12} "\\""\nitem ::= [a-z ] | "\\\\n" | "\\\\u00" [0-9a-f]{2} | [\\u00E9-\\u00FC] | [\u03b1-\u03c9] | "\u20ac"\n',
+    parens: 'root ::= p\np ::= "(" p* ")"\n',
+    repeat: 'root ::= ( "ab" | "c" ){2,5} "."\n',
+    negated: 'root ::= [^\u00e9] . [^a-z]+\n',
+    empty: 'root ::= "" | "x"\n',
+  };
+  const steps = Buffer.from([0xf0, 0xf1, 0xf2, 0xf0, 0xf3, 0x61, 0x7b, 0x22, 0xc3, 0xa9, 0xf0, 0xf4, 0xf0, 0xf0]);
+  for (const [name, g] of Object.entries(grammars)) {
+    put('fuzz_grammar', name, Buffer.concat([Buffer.from(g, 'utf8'), Buffer.from([0]), steps]));
+  }
+  put('fuzz_grammar', 'left-recursion', Buffer.from('root ::= a\na ::= b? a "x" | "y"\nb ::= "z"\n'));
+  put('fuzz_grammar', 'deep', Buffer.from('root ::= ' + '('.repeat(70) + '"a"' + ')'.repeat(70)));
+}
+
+// =============================================================================================
 // fuzz_gguf_vocab
 
 {

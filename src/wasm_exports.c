@@ -161,6 +161,16 @@ API int wlmjs_gen_params_add_stop(wlm_gen_params *p, const char *s) {
     return WLM_OK;
 }
 
+/* Points params at GBNF grammar text (len bytes in the heap; NULL or len 0 with NULL: no
+ * grammar). The text is only read by the begin functions, which compile their own copy: keep
+ * it alive until begin returns, then free it. */
+API int wlmjs_gen_params_set_grammar(wlm_gen_params *p, const char *text, size_t len) {
+    if (!p) return WLM_ERR_INVALID_ARG;
+    p->grammar = text;
+    p->grammar_len = text ? len : 0;
+    return WLM_OK;
+}
+
 /* ---- tokens ---- */
 API wlm_token *wlmjs_token_new(void) { return calloc(1, sizeof(wlm_token)); }
 API int wlmjs_token_id(const wlm_token *t) { return t->id; }
@@ -214,6 +224,20 @@ API int wlmjs_beam_begin(wlm_context *c, const int32_t *prompt, int n, int width
     p.width = width;
     p.max_tokens = max_tokens;
     p.length_penalty = length_penalty;
+    return wlm_beam_begin(c, prompt, n, &p);
+}
+/* wlmjs_beam_begin with a GBNF grammar every beam follows (text: len bytes, read by begin
+ * only; NULL: none). */
+API int wlmjs_beam_begin_grammar(wlm_context *c, const int32_t *prompt, int n, int width,
+                                 int max_tokens, float length_penalty, const char *text,
+                                 size_t len) {
+    wlm_beam_params p;
+    wlm_beam_params_default(&p);
+    p.width = width;
+    p.max_tokens = max_tokens;
+    p.length_penalty = length_penalty;
+    p.grammar = text;
+    p.grammar_len = text ? len : 0;
     return wlm_beam_begin(c, prompt, n, &p);
 }
 /* Field of result i: 0 n_tokens, 1 logprob, 2 score, 3 stop_reason, 4 the tokens pointer;

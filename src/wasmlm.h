@@ -457,10 +457,48 @@ typedef struct wlm_gen_params {
                                 prompt's BOS is worth keeping: 1) */
     int32_t n_stop;          /* number of stop strings used from `stop` (<= 8) */
     char stop[WLM_MAX_STOP_STRINGS][WLM_MAX_STOP_LEN]; /* NUL-terminated, each < 64 bytes */
+    const char *grammar;     /* GBNF text constraining the output (see "Grammars" below), or
+                                NULL (default): none. Compiled by begin, which keeps its own
+                                copy: the caller's text may be freed after begin returns */
+    size_t grammar_len;      /* bytes of grammar (need not be NUL-terminated) */
 } wlm_gen_params;
 
 /* Defaults as commented above (run.c's temperature 1.0 and top-p 0.9; every other stage off). */
 void wlm_gen_params_default(wlm_gen_params *params);
+
+/*
+ * Grammars (structured output). gen_params.grammar (and wlm_beam_params.grammar) hold a
+ * grammar in llama.cpp's GBNF (its grammars/README.md): rules `name ::= alternatives`, the
+ * start rule `root`; alternation `|`, grouping `( )`, repetition `*` `+` `?` `{m}` `{m,}`
+ * `{m,n}` `{,n}`; "string literals" and [character classes] with ranges `a-z` and negation
+ * `[^...]`, escapes \n \t \r \\ \" \[ \] \xHH \uHHHH \UHHHHHHHH; `.` any character;
+ * `# comments`. A rule ends at the end of its line unless inside ( ) or after `|` / `::=`.
+ * The text generated (token pieces as wlm_token.piece gives them, byte tokens as bytes, a
+ * character may span tokens) is then always a prefix of a sentence of the grammar: at every
+ * step the tokens whose bytes cannot continue it are refused; EOS (and BOS, which also stops)
+ * are allowed exactly when the text is a complete sentence; once it is complete and nothing
+ * can follow, the generation ends with WLM_STOP_EOS without another decode step. Other stop
+ * conditions (max_tokens, stop strings, a full context) may still cut the sentence short.
+ * Distribution: the chain's final distribution renormalised over the allowed tokens (the
+ * algorithm, and the fallback when the filters left no allowed token, are in
+ * src/sampling/sampler.h); with n_probs > 0, top[] and prob_sampled report that renormalised
+ * distribution, with n_probs = 0 prob_sampled may be the chain's value before renormalising
+ * (the token was accepted at its first check). Batches: each sequence has its own grammar and parse state. Beams:
+ * each beam's parse state forks with it; refused tokens are never expanded; scores stay the
+ * model's log-probabilities. wlm_sampler_preview: params->grammar is parsed and advanced over
+ * the tokens sequence `seq` has generated so far (from the start outside a generation).
+ * Errors (from begin / wlm_beam_begin / preview): WLM_ERR_INVALID_ARG with the message
+ * "grammar line L, column C: ..." for a syntax error, an undefined or twice-defined rule, no
+ * `root`, left recursion (direct, indirect or through rules that can be empty), an empty
+ * grammar, groups nested deeper than 64, a repetition count above 10000, more than 2^20
+ * elements once repetitions are expanded, or text above 1 MiB; WLM_ERR_TOKENIZER (no
+ * tokenizer); during a generation, WLM_ERR_INVALID_ARG when the grammar allows no token (nor
+ * end) at some step, WLM_ERR_UNSUPPORTED when a parse needs more than 8192 stacks at once.
+ * Cost: a decoded token is checked against the grammar first (a few microseconds); the full
+ * mask over the vocabulary (a walk of its prefix tree, cached by parser state) is built only
+ * when the sampled token is refused. The first grammar of a context builds the vocabulary's
+ * prefix tree (kept until the context is freed).
+ */
 
 /* One candidate token in wlm_token.top. */
 typedef struct wlm_token_prob {
@@ -572,6 +610,9 @@ typedef struct wlm_beam_params {
                                 n_ctx */
     float length_penalty;    /* alpha >= 0 in score = logprob / len^alpha (default 1.0; 0 ranks
                                 by total log-probability) */
+    const char *grammar;     /* GBNF text every beam must follow (see "Grammars"), copied by
+                                wlm_beam_begin; NULL (default): none */
+    size_t grammar_len;      /* bytes of grammar */
 } wlm_beam_params;
 
 void wlm_beam_params_default(wlm_beam_params *params);

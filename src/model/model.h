@@ -164,6 +164,9 @@ typedef struct wlm_beam_state {
     int32_t *cand_order;
     float *lsm;                   /* (vocab) log-softmax scratch */
     int32_t *tokbuf;              /* backing store of every hypothesis' tokens */
+    wlm_gram *gram;               /* the grammar of the search (NULL: none), owned */
+    wlm_gram_matcher *gm_live[WLM_MAX_SEQ / 2]; /* each live beam's parse state, owned */
+    uint8_t *gmask;               /* (vocab) allowed tokens of one beam, with a grammar */
 } wlm_beam_state;
 
 /* Largest number of batch entries one forward pass computes; longer batches run in chunks. */
@@ -209,6 +212,8 @@ struct wlm_context {
     int32_t n_gen;                /* sequences in the current generation (0 = none) */
     int gen_aborted;
     wlm_beam_state beam;
+    wlm_gram_vocab *gram_vocab;   /* the vocabulary's token trie for grammars, built on first
+                                     use (grammar_vocab.c), freed with the context */
     char errmsg[WLM_ERRMSG_SIZE];
 };
 

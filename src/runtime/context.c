@@ -259,6 +259,7 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
 void wlm_context_free(wlm_context *ctx) {
     if (!ctx) return;
     context_release(ctx);
+    wlm_gram_vocab_free(ctx->gram_vocab);
     free(ctx);
 }
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "sampling/grammar.h"
 
 void wlm_gen_params_default(wlm_gen_params *p) {
     if (!p) return;
@@ -94,6 +95,14 @@ static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n
                              (int)c->n_ctx);
     rc = wlm_sampler_init(&g->sampler, hp->vocab_size, params);
     if (rc != WLM_OK) return wlm_set_error(c->errmsg, rc, "%sout of memory for the sampler", who);
+    if (params->grammar) { /* compiled here, owned by the sampler (grammar_vocab.c) */
+        wlm_gram *gram;
+        wlm_gram_matcher *gm;
+        rc = wlm_grammar_setup(c, params->grammar, params->grammar_len, tokens[n - 1], who,
+                               &gram, &gm);
+        if (rc != WLM_OK) return rc;
+        wlm_sampler_set_grammar(&g->sampler, gram, gm);
+    }
     g->n_stop = params->n_stop;
     g->max_tokens = params->max_tokens;
     g->context_shift = params->context_shift;
@@ -277,6 +286,16 @@ static int sample_seq(wlm_context *c, int32_t i, wlm_token *out) {
         return wlm_set_error(c->errmsg, WLM_ERR_STATE, "sequence %d has no logits", (int)i);
     }
     int32_t next = wlm_sampler_sample(&g->sampler, logits, s->tokens, s->n_past, out);
+    if (next < 0 && g->sampler.matcher && (next != WLM_ERR_INVALID_ARG || !g->sampler.n_allowed)) {
+        g->active = 0;
+        return wlm_set_error(c->errmsg, next,
+                             next == WLM_ERR_INVALID_ARG
+                                 ? "sequence %d: the grammar allows no token (nor the end) here"
+                             : next == WLM_ERR_NOMEM ? "sequence %d: out of memory in the grammar"
+                                                     : "sequence %d: the grammar is too ambiguous "
+                                                       "(more than 8192 parse stacks at once)",
+                             (int)i);
+    }
     if (next < 0) {
         g->active = 0;
         int32_t finite = 0;
@@ -297,6 +316,15 @@ static int sample_seq(wlm_context *c, int32_t i, wlm_token *out) {
     if (next == eos || next == bos || wlm_token_is_eog(m, next)) { /* EOG set, and run.c's BOS */
         finish(c, i, out, WLM_STOP_EOS);
         return WLM_OK;
+    }
+    if (g->sampler.matcher) { /* the sampler allowed it: advance the parse over its bytes */
+        int rc = wlm_gram_accept_token(g->sampler.matcher, next);
+        if (rc != WLM_OK) {
+            g->active = 0;
+            return wlm_set_error(c->errmsg, rc == WLM_ERR_NOMEM ? rc : WLM_ERR_STATE,
+                                 "sequence %d: the grammar refused token %d after allowing it",
+                                 (int)i, (int)next);
+        }
     }
     size_t plen = 0;
     const char *piece = wlm_token_piece(m, g->prev, next, &plen);
@@ -363,6 +391,11 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
         }
         if (g->max_tokens > 0 && g->n_generated >= g->max_tokens) {
             finish(ctx, i, o, WLM_STOP_MAX_TOKENS);
+            continue;
+        }
+        if (g->sampler.matcher && !wlm_gram_can_continue(g->sampler.matcher) &&
+            wlm_gram_is_complete(g->sampler.matcher)) { /* only the end remains: no decode */
+            finish(ctx, i, o, WLM_STOP_EOS);
             continue;
         }
         if (g->pending >= 0) { /* decode: feed the token emitted by the previous step */
@@ -455,8 +488,39 @@ int wlm_sampler_preview(wlm_context *ctx, int32_t seq, const wlm_gen_params *par
     out->piece = "";
     out->seq = seq;
     const wlm_seq *sq = &ctx->seqs[seq];
+    if (params->grammar) { /* parsed afresh, advanced over what the sequence generated */
+        int32_t n_gen = 0;
+        if (seq < ctx->n_gen) {
+            const wlm_generation *g = &ctx->gens[seq];
+            n_gen = g->n_generated - (g->pending >= 0);
+            if (n_gen > sq->n_past) n_gen = sq->n_past;
+            if (n_gen < 0) n_gen = 0;
+        }
+        const int32_t from = sq->n_past - n_gen;
+        wlm_gram *gram;
+        wlm_gram_matcher *gm;
+        rc = wlm_grammar_setup(ctx, params->grammar, params->grammar_len,
+                               from > 0 ? sq->tokens[from - 1] : -1, "", &gram, &gm);
+        if (rc != WLM_OK) {
+            wlm_sampler_free(&s);
+            return rc;
+        }
+        wlm_sampler_set_grammar(&s, gram, gm);
+        for (int32_t k = from; k < sq->n_past && rc == WLM_OK; k++)
+            rc = wlm_gram_accept_token(gm, sq->tokens[k]);
+        if (rc != WLM_OK) {
+            wlm_sampler_free(&s);
+            return wlm_set_error(ctx->errmsg, rc,
+                                 "the text sequence %d generated does not follow the grammar",
+                                 (int)seq);
+        }
+    }
     int32_t id = wlm_sampler_sample(&s, logits, sq->tokens, sq->n_past, out);
+    const int32_t n_allowed = s.n_allowed;
+    const int with_grammar = s.matcher != NULL;
     wlm_sampler_free(&s);
+    if (id < 0 && with_grammar && (id != WLM_ERR_INVALID_ARG || n_allowed == 0))
+        return wlm_set_error(ctx->errmsg, id, "the grammar allows no token here (or failed)");
     if (id < 0)
         return wlm_set_error(ctx->errmsg, id,
                              "the logit bias and banned tokens leave no token to sample");

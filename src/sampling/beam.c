@@ -10,12 +10,15 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "sampling/grammar.h"
 
 void wlm_beam_params_default(wlm_beam_params *params) {
     if (!params) return;
     params->width = 4;
     params->max_tokens = 64;
     params->length_penalty = 1.0f;
+    params->grammar = NULL;
+    params->grammar_len = 0;
 }
 
 void wlm_beam_release(wlm_context *c) {
@@ -26,6 +29,9 @@ void wlm_beam_release(wlm_context *c) {
     free(b->cand_order);
     free(b->lsm);
     free(b->tokbuf);
+    free(b->gmask);
+    for (int32_t i = 0; i < WLM_MAX_SEQ / 2; i++) wlm_gram_matcher_free(b->gm_live[i]);
+    wlm_gram_free(b->gram);
     memset(b, 0, sizeof *b);
 }
 
@@ -124,6 +130,16 @@ int wlm_beam_begin(wlm_context *ctx, const int32_t *prompt, int32_t n, const wlm
         b->next[i].tokens = b->tokbuf + (size_t)max_new * (size_t)(W + i);
         b->fin[i].tokens = b->tokbuf + (size_t)max_new * (size_t)(2 * W + i);
     }
+    if (p->grammar) { /* beam 0 starts the parse; each beam's state forks with it */
+        int rc = wlm_grammar_setup(ctx, p->grammar, p->grammar_len, prompt[n - 1], "", &b->gram,
+                                   &b->gm_live[0]);
+        if (rc == WLM_OK && !(b->gmask = malloc((size_t)vocab)))
+            rc = wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM, "out of memory for the beam search");
+        if (rc != WLM_OK) {
+            wlm_beam_release(ctx);
+            return rc;
+        }
+    }
     b->width = W;
     b->max_tokens = max_new;
     b->length_penalty = p->length_penalty;
@@ -207,8 +223,19 @@ int wlm_beam_step(wlm_context *ctx) {
         const float *z = wlm_logits_ith(ctx, b->live_entry[i]);
         if (!z) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "beam %d has no logits", (int)i);
         log_softmax(z, vocab, b->lsm);
+        if (b->gram) { /* refused tokens are never expanded */
+            const int32_t na = wlm_gram_mask(b->gm_live[i], b->gmask);
+            if (na < 0) {
+                b->active = 0;
+                return wlm_set_error(ctx->errmsg, na, "beam %d: the grammar failed (%s)", (int)i,
+                                     wlm_status_name(na));
+            }
+            for (int32_t t = 0; t < vocab; t++)
+                if (!b->gmask[t]) b->lsm[t] = -INFINITY;
+        }
         top_k_indices(b->lsm, vocab, k, top);
         for (int32_t j = 0; j < k; j++) {
+            if (b->gram && !(b->lsm[top[j]] > -INFINITY)) break; /* fewer allowed than k */
             b->cand_tok[nc] = top[j];
             b->cand_beam[nc] = i;
             b->cand_lp[nc] = b->live[i].logprob + (double)b->lsm[top[j]];
@@ -252,6 +279,7 @@ int wlm_beam_step(wlm_context *ctx) {
     const int32_t other = 1 - b->bank;
     int32_t tok[WLM_MAX_SEQ / 2], seq[WLM_MAX_SEQ / 2], n_eval = 0, n_live = 0;
     int32_t new_seq[WLM_MAX_SEQ / 2], from[WLM_MAX_SEQ / 2];
+    wlm_gram_matcher *gm_new[WLM_MAX_SEQ / 2] = {NULL};
     for (int32_t j = 0; j < n_next; j++) {
         const int32_t ps = b->live_seq[parent[j]];
         const int full = ctx->seqs[ps].n_past >= ctx->n_ctx;
@@ -259,6 +287,16 @@ int wlm_beam_step(wlm_context *ctx) {
             add_finished(b, b->next[j].tokens, b->next[j].n_tokens, b->next[j].logprob,
                          b->next[j].n_tokens, full ? WLM_STOP_CONTEXT_FULL : WLM_STOP_MAX_TOKENS);
             continue;
+        }
+        if (b->gram) { /* the parent's parse state, forked, advanced over the new token */
+            int rc = wlm_gram_matcher_clone(b->gm_live[parent[j]], &gm_new[n_live]);
+            if (rc == WLM_OK) rc = wlm_gram_accept_token(gm_new[n_live], ntok[j]);
+            if (rc != WLM_OK) {
+                for (int32_t q = 0; q <= n_live; q++) wlm_gram_matcher_free(gm_new[q]);
+                b->active = 0;
+                return wlm_set_error(ctx->errmsg, rc, "beam search: the grammar failed (%s)",
+                                     wlm_status_name(rc));
+            }
         }
         const int32_t dst = other * W + n_live;
         wlm_seq_fork_internal(ctx, ps, dst);
@@ -280,6 +318,11 @@ int wlm_beam_step(wlm_context *ctx) {
         b->live_seq[i] = new_seq[i];
         b->live_entry[i] = i;
     }
+    if (b->gram)
+        for (int32_t i = 0; i < W; i++) {
+            wlm_gram_matcher_free(b->gm_live[i]);
+            b->gm_live[i] = i < n_live ? gm_new[i] : NULL;
+        }
     b->n_live = n_live;
     b->bank = other;
     if (n_live == 0) {

@@ -133,6 +133,9 @@ void wlm_sampler_free(wlm_sampler *s) {
     free(s->model_probs);
     free(s->cand);
     free(s->counts);
+    free(s->allowed);
+    s->allowed = NULL;
+    wlm_sampler_set_grammar(s, NULL, NULL);
     s->z = s->probs = s->model_probs = NULL;
     s->cand = NULL;
     s->counts = NULL;
@@ -165,6 +168,7 @@ int wlm_sampler_init(wlm_sampler *s, int32_t vocab_size, const wlm_gen_params *p
         }
     }
     free_lists(s);
+    wlm_sampler_set_grammar(s, NULL, NULL);
     const int32_t nb = p->logit_bias ? clamp_count(p->n_logit_bias, WLM_MAX_LOGIT_BIAS) : 0;
     const int32_t nx = p->banned ? clamp_count(p->n_banned, WLM_MAX_LOGIT_BIAS) : 0;
     if (nb > 0) {
@@ -551,10 +555,10 @@ static void draw_candidate(const wlm_candidate *c, int32_t nc, float coin, step_
     st->total = total > 0.0f ? total : 1.0f;
 }
 
-int32_t wlm_sampler_sample(wlm_sampler *s, const float *logits, const int32_t *history,
-                           int32_t n_history, wlm_token *info) {
-    if (!s || !s->z || !s->probs || !s->cand || !s->counts) return WLM_ERR_STATE;
-    if (!logits) return WLM_ERR_INVALID_ARG;
+/* Stages 1-10 into *out (the report is left to the caller). mask: the grammar's allowed tokens,
+ * banning the others at stage 3 (NULL: none). */
+static int32_t chain(wlm_sampler *s, const float *logits, const int32_t *history,
+                     int32_t n_history, wlm_token *info, const uint8_t *mask, step_info *out) {
     const int32_t n = s->vocab_size;
     float *z = s->z, *probs = s->probs;
     const float T = s->temperature;
@@ -579,7 +583,12 @@ int32_t wlm_sampler_sample(wlm_sampler *s, const float *logits, const int32_t *h
         }
     }
     /* probs keeps expf(z - max z) for the softmax at T' = 1 while z is the raw logits */
-    const int changed = apply_penalties(s, history, n_history) | apply_bias_and_bans(s);
+    int changed = apply_penalties(s, history, n_history) | apply_bias_and_bans(s);
+    if (mask) {
+        for (int32_t i = 0; i < n; i++)
+            if (!mask[i]) z[i] = -INFINITY;
+        changed = 1;
+    }
     const int have_exp = info != NULL && !changed;
     const int32_t best = wlm_argmax(z, n);
     if (!(z[best] > -INFINITY)) return WLM_ERR_INVALID_ARG; /* bias and bans removed all */
@@ -587,7 +596,7 @@ int32_t wlm_sampler_sample(wlm_sampler *s, const float *logits, const int32_t *h
     if (T == 0.0f) {
         st.next = best;
         st.kind = 0;
-        if (info) report(s, &st, info);
+        *out = st;
         return best;
     }
 
@@ -625,7 +634,7 @@ int32_t wlm_sampler_sample(wlm_sampler *s, const float *logits, const int32_t *h
         st.next = next;
         st.ps_next = probs[next];
         st.kind = 1;
-        if (info) report(s, &st, info);
+        *out = st;
         return next;
     }
 
@@ -700,6 +709,66 @@ int32_t wlm_sampler_sample(wlm_sampler *s, const float *logits, const int32_t *h
     else if (!weighted)
         weigh(c, nc, t_pre);
     draw_candidate(c, nc, coin, &st);
-    if (info) report(s, &st, info);
+    *out = st;
     return st.next;
+}
+
+/* The draw from q restricted to the allowed tokens (see sampler.h), with a fresh coin; 0 when
+ * no allowed token has weight (the caller then reruns the chain with the mask). */
+static int restrict_draw(wlm_sampler *s, step_info *st) {
+    const uint8_t *ok = s->allowed;
+    wlm_candidate *c = s->cand;
+    int32_t m = 0;
+    if (st->kind == 0) return 0; /* greedy: the refused argmax was the only survivor */
+    if (st->kind == 1) {         /* every token, weights p */
+        for (int32_t t = 0; t < s->vocab_size; t++)
+            if (ok[t] && s->probs[t] > 0.0f) c[m++] = make_cand(s, t, s->probs[t]);
+    } else {
+        for (int32_t i = 0; i < st->nc; i++)
+            if (ok[c[i].id] && c[i].prob > 0.0f) c[m++] = c[i];
+    }
+    if (m == 0) return 0;
+    draw_candidate(c, m, wlm_rng_f32(&s->rng_state), st);
+    return 1;
+}
+
+void wlm_sampler_set_grammar(wlm_sampler *s, wlm_gram *g, wlm_gram_matcher *m) {
+    if (!s) return;
+    wlm_gram_matcher_free(s->matcher);
+    wlm_gram_free(s->gram);
+    s->gram = g;
+    s->matcher = m;
+    s->n_allowed = -1;
+}
+
+int32_t wlm_sampler_sample(wlm_sampler *s, const float *logits, const int32_t *history,
+                           int32_t n_history, wlm_token *info) {
+    if (!s || !s->z || !s->probs || !s->cand || !s->counts) return WLM_ERR_STATE;
+    if (!logits) return WLM_ERR_INVALID_ARG;
+    step_info st;
+    int32_t next = chain(s, logits, history, n_history, info, NULL, &st);
+    s->n_allowed = -1;
+    if (next >= 0 && s->matcher) {
+        /* a report of the distribution (n_probs) needs the mask: the draw then always takes the
+         * restricted path, so top[] and prob_sampled describe q / Q exactly */
+        int ok = s->n_probs > 0 ? 0 : wlm_gram_allows(s->matcher, next);
+        if (ok < 0) return ok;
+        if (!ok) { /* rejected: the full mask, then the restricted draw or the masked chain */
+            if (!s->allowed) {
+                s->allowed = malloc((size_t)s->vocab_size);
+                if (!s->allowed) return WLM_ERR_NOMEM;
+            }
+            int32_t na = wlm_gram_mask(s->matcher, s->allowed);
+            if (na < 0) return na;
+            s->n_allowed = na;
+            if (na == 0) return WLM_ERR_INVALID_ARG;
+            if (!restrict_draw(s, &st)) {
+                next = chain(s, logits, history, n_history, info, s->allowed, &st);
+                if (next < 0) return next;
+            }
+            next = st.next;
+        }
+    }
+    if (next >= 0 && info) report(s, &st, info);
+    return next;
 }

@@ -50,6 +50,19 @@
  * are kept, and when rounding leaves the coin above the last running sum the walk ends on the
  * last token of positive probability (run.c: the last token, possibly of probability 0).
  *
+ * Grammar (optional, wlm_sampler_set_grammar): the draw is restricted to the tokens the matcher
+ * allows. The constrained distribution is the chain's final distribution q (after every stage
+ * above) renormalised over the allowed tokens, q(t) / Σ_allowed q. It is sampled by rejection,
+ * as llama.cpp's common sampler does: draw t from q; if the grammar allows t, done (one token
+ * check, no mask); otherwise build the full mask and draw again, with a second coin, from q
+ * restricted to the allowed tokens — P(t) = q(t) + (1 - Q) q(t) / Q = q(t) / Q exactly, Q the
+ * allowed mass. When no allowed token survived the filters (Q = 0; always so for greedy when
+ * the argmax is refused) the chain is run again with the refused tokens banned at stage 3
+ * (llama.cpp's "grammar first"), so top-k, top-p... then choose among allowed tokens only.
+ * With n_probs > 0 the mask is always built and the draw always restricted (same distribution),
+ * so prob_sampled and top[] report q / Q exactly; with n_probs = 0 a token accepted at the
+ * first check reports prob_sampled = q(t) (the mass Q is not known without the mask).
+ *
  * Report: prob = softmax of the raw logits (sanitised: NaN as -inf, +inf as FLT_MAX), its
  * normaliser summed in double; logprob = z_t - logsumexp(z) in double; prob_sampled = w / Σ w
  * of the drawn distribution (1 for greedy); top[] by (prob_sampled, prob, id) from an
@@ -62,6 +75,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "wasmlm.h"
+#include "sampling/grammar.h"
 
 /* One candidate token of the filter stages. */
 typedef struct wlm_candidate {
@@ -89,6 +103,11 @@ typedef struct wlm_sampler {
     float *model_probs;          /* (vocab_size) softmax of the raw logits; only if n_probs > 0 */
     wlm_candidate *cand;         /* (vocab_size) candidate list */
     int32_t *counts;             /* (vocab_size) zero at rest: window counts, survivor marks */
+    /* grammar (NULL: none), owned: freed by wlm_sampler_free and by init */
+    wlm_gram *gram;
+    wlm_gram_matcher *matcher;
+    uint8_t *allowed;            /* (vocab_size) the last mask, allocated on first use */
+    int32_t n_allowed;           /* tokens allowed by the last mask; -1 when none was built */
 } wlm_sampler;
 
 /*
@@ -112,6 +131,10 @@ int wlm_sampler_check(const wlm_gen_params *p, int32_t vocab_size, char *err, si
  */
 int wlm_sampler_init(wlm_sampler *s, int32_t vocab_size, const wlm_gen_params *p);
 
+/* Gives s a grammar: the compiled grammar g and the parse state m (m borrows g), both owned
+ * by s from now on (either may be NULL: no grammar). Any previous grammar is freed. */
+void wlm_sampler_set_grammar(wlm_sampler *s, wlm_gram *g, wlm_gram_matcher *m);
+
 /* Frees the scratch and lists; safe on a zeroed struct, and twice. */
 void wlm_sampler_free(wlm_sampler *s);
 
@@ -121,7 +144,9 @@ void wlm_sampler_free(wlm_sampler *s);
  * penalties; ids outside the vocabulary are ignored. NaN logits count as -inf, +inf as FLT_MAX.
  * Fills info->prob, ->logprob, ->prob_sampled, ->n_probs and ->top[] as documented for wlm_token
  * (other fields untouched; info may be NULL). Returns the token id, WLM_ERR_INVALID_ARG when
- * bias and bans removed every token (or logits is NULL), WLM_ERR_STATE before init.
+ * bias and bans removed every token (or logits is NULL; with a grammar also when it allows no
+ * token: then s->n_allowed is 0), WLM_ERR_STATE before init, the matcher's NOMEM / UNSUPPORTED.
+ * With a grammar the parse state is not advanced (the caller accepts the token).
  */
 int32_t wlm_sampler_sample(wlm_sampler *s, const float *logits, const int32_t *history,
                            int32_t n_history, wlm_token *info);

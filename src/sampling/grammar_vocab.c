@@ -1,0 +1,99 @@
+/*
+ * grammar_vocab.c — the glue between grammars and a model: the vocabulary as byte strings
+ * (each token's decoded text, byte tokens as their byte) and its token trie, built once per
+ * context on the first grammar and kept with it; and a matcher for a new generation (which
+ * tokens end it, whether the first token loses its leading space after BOS). It does not
+ * parse or match: grammar.c does.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "sampling/grammar.h"
+
+/* The tokens that end a generation, as generate.c stops: EOS and BOS. */
+static int32_t eog_tokens(const wlm_model *m, int32_t eog[2]) {
+    int32_t n = 0;
+    const int32_t eos = m->has_tokenizer ? m->tok.eos_id : 2;
+    const int32_t bos = m->has_tokenizer ? m->tok.bos_id : 1;
+    if (eos >= 0) eog[n++] = eos;
+    if (bos >= 0 && bos != eos) eog[n++] = bos;
+    return n;
+}
+
+/* Does the tokenizer drop a token's leading space after BOS? (asked of the first token that
+ * has one) */
+static int strips_after_bos(const wlm_model *m) {
+    const int32_t bos = m->tok.bos_id;
+    if (bos < 0) return 0;
+    for (int32_t t = 0; t < m->hp.vocab_size; t++) {
+        size_t a = 0, b = 0;
+        const char *p = wlm_token_piece(m, -1, t, &a);
+        if (!p || a == 0 || p[0] != ' ') continue;
+        wlm_token_piece(m, bos, t, &b);
+        return b < a;
+    }
+    return 0;
+}
+
+static int build_vocab(const wlm_model *m, wlm_gram_vocab **out) {
+    const int32_t n = m->hp.vocab_size;
+    const char **piece = malloc(sizeof *piece * (size_t)n);
+    size_t *len = malloc(sizeof *len * (size_t)n);
+    if (!piece || !len) {
+        free(piece), free(len);
+        return WLM_ERR_NOMEM;
+    }
+    for (int32_t t = 0; t < n; t++) {
+        len[t] = 0;
+        piece[t] = wlm_token_piece(m, -1, t, &len[t]);
+        if (!piece[t]) len[t] = 0;
+    }
+    int rc = wlm_gram_vocab_new(n, piece, len, out);
+    free(piece), free(len);
+    return rc;
+}
+
+int wlm_grammar_setup(wlm_context *c, const char *text, size_t len, int32_t prev,
+                      const char *who, wlm_gram **gram, wlm_gram_matcher **matcher) {
+    *gram = NULL;
+    *matcher = NULL;
+    const wlm_model *m = c->model;
+    char msg[WLM_ERRMSG_SIZE];
+    if (!m->has_tokenizer)
+        return wlm_set_error(c->errmsg, WLM_ERR_TOKENIZER,
+                             "%sa grammar needs the model's tokenizer (the tokens' text)", who);
+    int rc = wlm_gram_parse(text, len, gram, msg, sizeof msg);
+    if (rc != WLM_OK) return wlm_set_error(c->errmsg, rc, "%s%s", who, msg);
+    if (!c->gram_vocab) {
+        rc = build_vocab(m, &c->gram_vocab);
+        if (rc != WLM_OK) {
+            wlm_gram_free(*gram);
+            *gram = NULL;
+            return wlm_set_error(c->errmsg, rc, "%sout of memory for the grammar's token trie",
+                                 who);
+        }
+    }
+    int32_t eog[2];
+    rc = wlm_gram_matcher_new(*gram, c->gram_vocab, eog, eog_tokens(m, eog), matcher);
+    if (rc != WLM_OK) {
+        wlm_gram_free(*gram);
+        *gram = NULL;
+        return wlm_set_error(c->errmsg, rc,
+                             rc == WLM_ERR_NOMEM ? "%sout of memory for the grammar"
+                                                 : "%sthe grammar is too ambiguous (more than "
+                                                   "8192 parse stacks at once)",
+                             who);
+    }
+    if (prev >= 0 && prev == m->tok.bos_id && strips_after_bos(m))
+        wlm_gram_matcher_strip_space(*matcher, 1);
+    return WLM_OK;
+}
+
+int wlm_grammar_is_eog(const wlm_model *m, int32_t t) {
+    int32_t eog[2];
+    const int32_t n = eog_tokens(m, eog);
+    for (int32_t k = 0; k < n; k++)
+        if (eog[k] == t) return 1;
+    return 0;
+}
