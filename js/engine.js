@@ -15,7 +15,7 @@ import { batchSequences, beamParams, contextParams, genParamsSpec, jsNames, MAX_
 import { macrotask, mark } from './platform.js';
 import { readIntoHeap } from './source.js';
 import { importsMemory, sharedMemory, startThreads, stopThreads } from './threads.js';
-import { compileWasm, instantiateWasm, planModule } from './wasm.js';
+import { compilePlanned, instantiateWasm, planModule } from './wasm.js';
 
 /** `view`, or a copy of it when it views shared memory (TextDecoder rejects those). */
 function unshared(view) {
@@ -26,7 +26,10 @@ function unshared(view) {
 class Engine {
   #x;            // wasm exports; null once freed
   #simd;
-  #threads;      // {n, pool, helpers, stacks} from startThreads, or null
+  #nThreads;     // threads the engine uses (1: this thread only)
+  #threads = null;         // {n, pool, helpers, stacks} from startThreads once they all run
+  #threadsStarting = null; // startThreads' promise while the helpers start
+  #threadsError = null;    // why they could not start: later calls reject with it
   #model = 0;    // wlm_model*
   #ctx = 0;      // wlm_context*
   #busy = null;  // 'load' | 'generate' | 'batch generation' | 'beam search' while one runs
@@ -52,17 +55,36 @@ class Engine {
   /** The result of the last beam search, or null. See BeamResult in wasmlm.d.ts. */
   lastBeamResult = null;
 
-  constructor(x, simd, threads) {
+  /**
+   * `threadsStarting`: the promise of startThreads() for `nThreads` > 1, or null. The helpers
+   * start in the background (while the caller fetches and loads its model): each forward pass
+   * that begins after they all run gets the pool (#syncPool); one that begins earlier runs on
+   * this thread, with bitwise the same results. If they fail, later calls reject with why.
+   */
+  constructor(x, simd, nThreads, threadsStarting) {
     this.#x = x;
     this.#simd = simd;
-    this.#threads = threads;
+    this.#nThreads = nThreads;
+    if (threadsStarting) {
+      this.#threadsStarting = threadsStarting.then((t) => {
+        if (this.#x === x) this.#threads = t;
+        else stopThreads(x, t); // freed meanwhile
+      }, (e) => { this.#threadsError = e; });
+    }
   }
 
   /** The loaded model's info, or null. */
   get info() { return this.#info; }
 
   /** Threads that run the matrix products (1: this thread only). */
-  get threads() { return this.#threads?.n ?? 1; }
+  get threads() { return this.#nThreads; }
+
+  /** Resolves once the helper threads run (at once with one thread); rejects with why they
+   *  could not start. */
+  get threadsReady() {
+    if (!this.#threadsStarting) return Promise.resolve();
+    return this.#threadsStarting.then(() => { if (this.#threadsError) throw this.#threadsError; });
+  }
 
   /** Current size of the module's linear memory in bytes (0 once freed). */
   get wasmMemoryBytes() { return this.#x ? this.#x.memory.buffer.byteLength : 0; }
@@ -128,6 +150,18 @@ class Engine {
     this.#pieces = null;
     this.#piecesAfterBos = null;
     this.#previewPrev = undefined;
+  }
+
+  /**
+   * Before a forward pass: rejects if the helper threads could not start, and gives the context
+   * the pool once they all run (a pointer set, so it is simply done each time).
+   */
+  #syncPool() {
+    if (this.#threadsError) throw this.#threadsError;
+    if (this.#threads && this.#ctx) {
+      const rc = this.#x.wlm_context_set_threadpool(this.#ctx, this.#threads.pool);
+      if (rc !== 0) throw this.#ctxError(rc);
+    }
   }
 
   /** Creates a context for the loaded model (wlmjs_context_new); returns the handle. */
@@ -312,6 +346,7 @@ class Engine {
       const t = tokenizer == null ? null : await read(tokenizer, 'tokenizer');
       tokPtr = t ? t.ptr : 0;
       if (!this.#x) throw jsError('WLM_ERR_STATE', 'the engine was freed during load()');
+      if (this.#threadsError) throw this.#threadsError;
 
       slot = x.wlmjs_malloc(4) >>> 0;
       if (!slot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
@@ -444,6 +479,7 @@ class Engine {
     this.#needModel();
     this.#needIdle('generate');
     if (signal?.aborted) throw abortError('The generation');
+    this.#syncPool();
     const x = this.#x;
     const ctx = this.#ctx;
     const gen = {};
@@ -606,6 +642,7 @@ class Engine {
       if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
       const paramPtrs = seqs.map((s) => { const p = this.#genParams(s.params); ptrs.push(p); return p; });
       this.#ensureSeqMax(n);
+      this.#syncPool();
       const ctx = this.#ctx;
       const total = ids.reduce((a, t) => a + t.length, 0);
       const tokensPtr = alloc(Math.max(1, total) * 4);
@@ -754,6 +791,7 @@ class Engine {
       ids = await this.tokenize(prompt, { bos: !!addBos });
       if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during the beam search');
       this.#ensureSeqMax(2 * width);
+      this.#syncPool();
       promptPtr = this.#heapInt32(ids);
       let rc = x.wlmjs_beam_begin(this.#ctx, promptPtr, ids.length, i32(width), i32(maxTokens), lengthPenalty);
       if (rc < 0) throw this.#ctxError(rc);
@@ -858,6 +896,7 @@ class Engine {
   async evalTokens(ids) {
     this.#needModel();
     this.#needIdle('evaluate tokens');
+    this.#syncPool();
     const x = this.#x;
     const arr = Int32Array.from(ids);
     if (arr.length < 1) throw jsError('WLM_ERR_INVALID_ARG', 'evalTokens(): no token ids');
@@ -894,13 +933,15 @@ class Engine {
    * @returns {Promise<void>}
    */
   async free() {
-    if (!this.#x) return;
+    const x = this.#x;
+    if (!x) return;
     this.#unload();
-    if (this.#threads) stopThreads(this.#x, this.#threads); // after the context that used it
-    this.#threads = null;
     this.#gen = null;
     this.#busy = null;
     this.#x = null;
+    await this.#threadsStarting; // helpers still starting are stopped as they come up
+    if (this.#threads) stopThreads(x, this.#threads); // after the context that used it
+    this.#threads = null;
   }
 }
 
@@ -931,7 +972,7 @@ export function createEngine(options = {}) {
 export async function startEngine(options, compiled = null) {
   const plan = await planModule(options);
   const { module, name } = compiled?.module instanceof WebAssembly.Module && plan.file &&
-    compiled.file === plan.file ? { module: compiled.module, name: plan.wasm.href } : await compileWasm(plan.wasm);
+    compiled.file === plan.file ? { module: compiled.module, name: plan.wasm.href } : await compilePlanned(plan);
   let { threads } = plan;
   let memory = null;
   if (importsMemory(module)) {
@@ -943,7 +984,8 @@ export async function startEngine(options, compiled = null) {
     threads = 1;
   }
   const x = await instantiateWasm(module, name, memory);
-  const pool = threads > 1 ? await startThreads(x, module, threads, jsError) : null;
+  // The helpers start in the background: the engine is usable at once, load() waits for them.
+  const starting = threads > 1 ? startThreads(x, module, threads, jsError) : null;
   mark('wasmlm:engine-ready');
-  return new Engine(x, plan.simd, pool);
+  return new Engine(x, plan.simd, threads, starting);
 }

@@ -71,6 +71,34 @@ export async function planModule(options = {}) {
   };
 }
 
+/** dist/<file> → the promise of its compiled module: each build is fetched and compiled once
+ *  per thread (a page that loads several models, or preload() and then createWorkerEngine()). */
+const compiledBuilds = new Map();
+
+/**
+ * The compiled module of a planModule() result: options.wasm compiled, or the build it picked
+ * from the cache above (compiled now if it is not there; a failure is not cached).
+ * Returns {module, name}.
+ */
+export function compilePlanned(plan) {
+  if (!plan.file) return compileWasm(plan.wasm);
+  let p = compiledBuilds.get(plan.file);
+  if (!p) {
+    p = compileWasm(plan.wasm);
+    compiledBuilds.set(plan.file, p);
+    p.catch(() => { if (compiledBuilds.get(plan.file) === p) compiledBuilds.delete(plan.file); });
+  }
+  return p;
+}
+
+/**
+ * Starts fetching and compiling the build createEngine(options) / createWorkerEngine(options)
+ * will use, so that they find it compiled. Resolves when it is (rejects as they would).
+ */
+export async function preload(options = {}) {
+  await compilePlanned(await planModule(options ?? {}));
+}
+
 /**
  * Compiles a module source: a WebAssembly.Module (as is), bytes, a Node file path, or a URL
  * (fetched; compiled while it downloads when served as application/wasm). Returns {module, name}.

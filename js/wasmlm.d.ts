@@ -123,6 +123,12 @@ export interface EngineOptions {
    * reports (Node: os.availableParallelism(); browsers: navigator.hardwareConcurrency) and to
    * 16 (WLM_MAX_THREADS): more threads than cores only wait for each other. The number used is
    * engine.threads (and ModelInfo.threads); e.g. `threads: 8` on a 2-core machine gives 2.
+   * The helpers start in the background: the engine is returned at once, and every forward
+   * pass (a generation, batch, beam search, evalTokens) that begins once they all run uses them;
+   * one that begins earlier, e.g. a first generation right after a quick load, runs on one
+   * thread (bitwise the same results; `threads` already says the final number). If they cannot
+   * start (the pool cannot be allocated, a helper fails or is not running within 30 s), load()
+   * and those calls reject with that error from then on: free the engine, create another.
    * Errors: WLM_ERR_INVALID_ARG (not 'auto' or an integer >= 1), WLM_ERR_UNSUPPORTED (more
    * than 1 after clamping where threads cannot run: the page is not cross-origin isolated,
    * `simd: false`, or a `wasm` module other than the threaded build), WLM_ERR_NOMEM.
@@ -710,6 +716,10 @@ export interface Engine {
 export interface InThreadEngine extends Engine {
   readonly wasmMemoryBytes: number;
 
+  /** Resolves once the helper threads run (at once with one thread); rejects with why they
+   *  could not start (EngineOptions.threads: they start in the background). */
+  readonly threadsReady: Promise<void>;
+
   /**
    * Appends `ids` to the context's sequence 0 (positions nPast…; wlm_eval) and returns a copy
    * of the logits of the last one: vocabSize float32, unnormalised. Continues after whatever
@@ -739,6 +749,18 @@ export interface InThreadEngine extends Engine {
  *   {simd: false}); WasmlmError WLM_ERR_IO for a failed download.
  */
 export function createEngine(options?: EngineOptions): Promise<InThreadEngine>;
+
+/**
+ * Starts fetching and compiling the wasm build that createEngine(options) or
+ * createWorkerEngine(options) will pick (the same choice: SIMD128, threaded or scalar), so that
+ * a later call finds it compiled instead of waiting for it; each build is compiled once per
+ * thread. Call it as early as the page knows it will run a model (e.g. right after importing
+ * the library), with the options it will pass. Nothing else starts (no worker, no threads).
+ * Resolves when the module is compiled; rejects as createEngine would (WLM_ERR_IO, a compile
+ * error, WLM_ERR_INVALID_ARG / WLM_ERR_UNSUPPORTED for `threads`). With `wasm` given it only
+ * compiles that source (nothing is kept).
+ */
+export function preload(options?: EngineOptions): Promise<void>;
 
 /**
  * Creates an engine whose work runs in a module Web Worker (js/worker.js), so the page stays

@@ -19,3 +19,13 @@
 export { WasmlmError } from './errors.js';
 export { createEngine } from './engine.js';
 export { createWorkerEngine } from './worker_engine.js';
+export { preload } from './wasm.js';
+
+// The files the ones above import, named here too so a browser requests the whole module graph
+// at once instead of one level per round trip (part of the time to the first token).
+import './params.js';
+import './platform.js';
+import './protocol.js';
+import './source.js';
+import './threads.js';
+import './wasm.js';

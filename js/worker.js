@@ -8,6 +8,13 @@
 
 import { startEngine } from './engine.js';
 import { PROTOCOL_VERSION, Req, Reply, serializeError } from './protocol.js';
+// What engine.js imports, named here too so the worker requests its module graph at once.
+import './errors.js';
+import './params.js';
+import './platform.js';
+import './source.js';
+import './threads.js';
+import './wasm.js';
 
 let enginePromise = null;
 const running = new Map(); // request id → AbortController (load, generate)

@@ -10,7 +10,7 @@ import { abortError, deserializeError, jsError } from './errors.js';
 import { complete, completeBatch } from './engine.js';
 import { IS_NODE, baseURI, mark } from './platform.js';
 import { PROTOCOL_VERSION, Req, Reply } from './protocol.js';
-import { compileWasm, planModule } from './wasm.js';
+import { compilePlanned, planModule } from './wasm.js';
 
 /** Makes a load source cloneable and absolute (the worker has another base URL). */
 function toTransferableSource(source) {
@@ -74,7 +74,7 @@ class WorkerEngine {
       let compiled;
       if (wasm === undefined) {
         const plan = await planModule(options);
-        compiled = { file: plan.file, module: (await compileWasm(plan.wasm)).module };
+        compiled = { file: plan.file, module: (await compilePlanned(plan)).module };
       }
       const ready = await engine.#request(Req.INIT,
         { options: { wasm, simd: options.simd, threads: options.threads }, compiled }).promise;

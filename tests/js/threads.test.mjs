@@ -38,6 +38,7 @@ async function withCores(n, fn) {
 const engines = {};
 for (const n of [1, 2, 3]) {
   engines[n] = await withCores(4, () => createEngine({ threads: n }));
+  await engines[n].threadsReady; // the helpers start in the background: compare with them running
   await engines[n].load({ model, tokenizer: BIG_TOKENIZER, nCtx: 128 });
 }
 after(() => Promise.all(Object.values(engines).map((e) => e.free())));
