@@ -1,0 +1,93 @@
+// ttft.test.mjs — time to first token of the demo page on a cold load (fresh Chromium profile:
+// empty HTTP cache, Cache Storage and wasm code cache), served as `npm start` serves it. An init
+// script presses Generate the moment the page says 'ready' and notes when the first token
+// <span> appears; the library's User Timing marks (wasmlm:engine-ready, wasmlm:model-loaded,
+// wasmlm:first-token) come in order before it. The page fetches only the wasm build that runs
+// (wasmlm-mt.wasm when cross-origin isolated with 2+ cores, wasmlm.wasm on a plain static host),
+// and fetches it itself (the worker engine compiles it in the page while the worker starts).
+// The measured times are printed as diagnostics; the only time bound is
+// a generous one that a loaded machine does not reach: speed is bench/ttft.mjs's business.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import os from 'node:os';
+import { launch, startTestServer } from './_helpers.mjs';
+
+/** Generous: a cold first token took 0.3–1.3 s on an idle 2-core machine, 9.5 s at load 20. */
+const BOUND_MS = 30_000;
+
+/** Runs in the page before its scripts: presses Generate at 'ready', notes the first token. */
+function probe() {
+  const t = (window.__ttft = { ready: null, firstToken: null, error: null });
+  const watch = () => {
+    new MutationObserver(() => {
+      const s = document.body.dataset.state;
+      if (s === 'ready' && t.ready === null) {
+        t.ready = performance.now();
+        document.getElementById('generate').click();
+      } else if (s === 'error' && t.error === null) {
+        t.error = document.getElementById('load-status')?.textContent ?? 'error';
+      }
+    }).observe(document.body, { attributes: true, attributeFilter: ['data-state'] });
+    const out = document.getElementById('output');
+    new MutationObserver(() => {
+      if (t.firstToken === null && out.querySelector('.tok')) t.firstToken = performance.now();
+    }).observe(out, { childList: true, subtree: true });
+  };
+  if (document.body) watch();
+  else document.addEventListener('DOMContentLoaded', watch, { once: true });
+}
+
+async function coldRun(t, { isolate }) {
+  const server = await startTestServer({ isolate });
+  const browser = await launch();
+  try {
+    const { page } = browser;
+    await page.addInitScript(probe);
+    await page.goto(server.url);
+    await page.waitForFunction(() => window.__ttft.firstToken !== null || window.__ttft.error !== null,
+      null, { timeout: BOUND_MS, polling: 50 });
+    const r = await page.evaluate(() => ({
+      ...window.__ttft,
+      marks: Object.fromEntries(performance.getEntriesByType('mark').map((m) => [m.name, m.startTime])),
+      wasm: performance.getEntriesByType('resource').filter((e) => /\/dist\/[\w-]+\.wasm$/.test(e.name))
+        .map((e) => ({ file: e.name.replace(/^.*\//, ''), start: e.startTime, end: e.responseEnd })),
+      model: performance.getEntriesByType('resource').filter((e) => /stories260K\.bin$/.test(e.name))
+        .map((e) => ({ start: e.startTime, end: e.responseEnd })),
+      cores: navigator.hardwareConcurrency,
+    }));
+    assert.equal(r.error, null, 'the default model loads');
+    const m = r.marks;
+    t.diagnostic(`${isolate ? 'isolated' : 'not isolated'}: first token ${r.firstToken.toFixed(0)} ms after ` +
+      `navigation start (ready ${r.ready.toFixed(0)}; engine ready ${m['wasmlm:engine-ready']?.toFixed(0)}, ` +
+      `model loaded ${m['wasmlm:model-loaded']?.toFixed(0)}, first token ${m['wasmlm:first-token']?.toFixed(0)}; ` +
+      `wasm ${r.wasm.map((w) => `${w.file} ${w.start.toFixed(0)}–${w.end.toFixed(0)}`).join(', ')}; ` +
+      `model ${r.model.map((w) => `${w.start.toFixed(0)}–${w.end.toFixed(0)}`).join(', ')}; load average ${os.loadavg()[0].toFixed(1)})`);
+
+    // The library's marks, in order, before the token reached the page's DOM.
+    for (const name of ['wasmlm:engine-ready', 'wasmlm:model-loaded', 'wasmlm:first-token']) {
+      assert.equal(typeof m[name], 'number', `${name} is marked`);
+    }
+    assert.ok(m['wasmlm:model-loaded'] <= r.ready, 'the model is loaded before the page says ready');
+    assert.ok(m['wasmlm:first-token'] >= r.ready && m['wasmlm:first-token'] <= r.firstToken,
+      'the first-token mark lies between Generate and the token in the DOM');
+    assert.ok(r.firstToken < BOUND_MS);
+
+    // One wasm module, the one that runs, fetched by the page (the worker's own fetches are not
+    // in the page's resource timing).
+    const want = isolate && r.cores > 1 ? 'wasmlm-mt.wasm' : 'wasmlm.wasm';
+    assert.deepEqual(r.wasm.map((w) => w.file), [want], 'the page fetched exactly the module that runs');
+    assert.deepEqual(server.requests.filter((q) => q.path.startsWith('/dist/')).map((q) => q.path), [`/dist/${want}`],
+      'nothing fetched the other builds');
+    browser.assertNoProblems();
+  } finally {
+    await browser.close();
+    await server.close();
+  }
+}
+
+test('cold load, cross-origin isolated (threads): first token, marks in order, one wasm module',
+  { timeout: 120_000 }, (t) => coldRun(t, { isolate: true }));
+
+test('cold load on a plain static host (one thread): the same with dist/wasmlm.wasm',
+  { timeout: 120_000 }, (t) => coldRun(t, { isolate: false }));
