@@ -17,9 +17,11 @@ typedef void (*wlm_matvec_fn)(float *out, const float *w, const float *x, int n,
 typedef void (*wlm_rmsnorm_fn)(float *out, const float *x, const float *weight, int n, float eps);
 /* x[i] = exp(x[i] - max) / sum, in place, i < n (n >= 1). */
 typedef void (*wlm_softmax_fn)(float *x, int n);
-/* Rotates the interleaved pairs (x[2i], x[2i+1]) of each head of size head_size in x (n_heads
- * heads, contiguous) by the angles whose cos/sin are cos_t[i], sin_t[i], i < head_size/2. */
-typedef void (*wlm_rope_fn)(float *x, int n_heads, int head_size, const float *cos_t,
+/* Rotates the interleaved pairs (x[2i], x[2i+1]), i < n_rot/2, of each head of size head_size
+ * in x (n_heads heads, contiguous) by the angles whose cos/sin are cos_t[i], sin_t[i]; the
+ * dimensions n_rot..head_size-1 of each head are left as they are (partial rotary embeddings,
+ * ggml_rope's n_dims < ne0). n_rot even, 0 < n_rot <= head_size. */
+typedef void (*wlm_rope_fn)(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
                             const float *sin_t);
 /* SwiGLU gate: h[i] = silu(h[i]) * g[i] = h[i] / (1 + exp(-h[i])) * g[i], i < n. */
 typedef void (*wlm_swiglu_fn)(float *h, const float *g, int n);
@@ -73,7 +75,8 @@ void wlm_matmat_ref(float *out, size_t out_stride, const float *w, const float *
                     size_t x_stride, int n, int r0, int r1, int nb);
 void wlm_rmsnorm_ref(float *out, const float *x, const float *weight, int n, float eps);
 void wlm_softmax_ref(float *x, int n);
-void wlm_rope_ref(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t);
+void wlm_rope_ref(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
+                  const float *sin_t);
 void wlm_swiglu_ref(float *h, const float *g, int n);
 float wlm_dot_ref(const float *a, const float *b, int n);
 void wlm_axpy_ref(float *out, float s, const float *x, int n);
@@ -86,7 +89,8 @@ void wlm_matmat_simd(float *out, size_t out_stride, const float *w, const float 
                      size_t x_stride, int n, int r0, int r1, int nb);
 void wlm_rmsnorm_simd(float *out, const float *x, const float *weight, int n, float eps);
 void wlm_softmax_simd(float *x, int n);
-void wlm_rope_simd(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t);
+void wlm_rope_simd(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
+                   const float *sin_t);
 void wlm_swiglu_simd(float *h, const float *g, int n);
 float wlm_dot_simd(const float *a, const float *b, int n);
 void wlm_axpy_simd(float *out, float s, const float *x, int n);

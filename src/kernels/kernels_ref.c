@@ -38,10 +38,11 @@ void wlm_softmax_ref(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] /= sum;
 }
 
-void wlm_rope_ref(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t) {
+void wlm_rope_ref(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
+                  const float *sin_t) {
     for (int h = 0; h < n_heads; h++) {
         float *v = x + (size_t)h * (size_t)head_size;
-        for (int i = 0; i < head_size / 2; i++) {
+        for (int i = 0; i < n_rot / 2; i++) {
             float a = v[2 * i], b = v[2 * i + 1];
             v[2 * i] = a * cos_t[i] - b * sin_t[i];
             v[2 * i + 1] = a * sin_t[i] + b * cos_t[i];

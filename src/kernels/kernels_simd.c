@@ -219,8 +219,9 @@ void wlm_softmax_simd(float *x, int n) {
     for (; i < n; i++) x[i] /= sum;
 }
 
-void wlm_rope_simd(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t) {
-    const int half = head_size / 2;
+void wlm_rope_simd(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
+                   const float *sin_t) {
+    const int half = n_rot / 2;
     /* sign pattern for the swapped vector: (a, b) -> (a c - b s, a s + b c) */
     const v128_t sign = wasm_f32x4_make(-1.0f, 1.0f, -1.0f, 1.0f);
     for (int h = 0; h < n_heads; h++) {
@@ -390,8 +391,9 @@ void wlm_rmsnorm_simd(float *out, const float *x, const float *weight, int n, fl
     wlm_rmsnorm_ref(out, x, weight, n, eps);
 }
 void wlm_softmax_simd(float *x, int n) { wlm_softmax_ref(x, n); }
-void wlm_rope_simd(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t) {
-    wlm_rope_ref(x, n_heads, head_size, cos_t, sin_t);
+void wlm_rope_simd(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
+                   const float *sin_t) {
+    wlm_rope_ref(x, n_heads, head_size, n_rot, cos_t, sin_t);
 }
 void wlm_swiglu_simd(float *h, const float *g, int n) { wlm_swiglu_ref(h, g, n); }
 float wlm_dot_simd(const float *a, const float *b, int n) { return wlm_dot_ref(a, b, n); }

@@ -146,7 +146,7 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
     const wlm_weights *w = &c->model->w;
     const wlm_kernels *k = c->k;
     const int dim = p->dim, hidden = p->hidden_dim, hs = p->head_size, kv_dim = p->kv_dim;
-    const int n_heads = p->n_heads, half = hs / 2;
+    const int n_heads = p->n_heads, n_rot = p->n_rot, half = n_rot / 2;
     const size_t D = (size_t)dim, H = (size_t)hidden, KV = (size_t)kv_dim;
     float *x = c->x;
 
@@ -156,7 +156,7 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         emb_tr->to_float((const char *)emb->data + (size_t)tokens[b] * emb->row_bytes,
                          x + (size_t)b * D, dim);
         /* RoPE angles of this entry's position, shared by every layer and head: the same
-         * float expressions as run.c (pos * theta_i). */
+         * float expressions as run.c (pos * theta_i; theta_i from context.c). */
         for (int i = 0; i < half; i++) {
             float val = (float)c->ent_pos[b] * c->rope_freq[i];
             c->rope_cos[(size_t)b * half + i] = cosf(val);
@@ -176,8 +176,8 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         wlm_matmul(c, c->vt, KV, &lw->wv, c->xb, D, n);
         for (int32_t b = 0; b < n; b++) {
             const float *cs = c->rope_cos + (size_t)b * half, *sn = c->rope_sin + (size_t)b * half;
-            k->rope(c->q + b * D, n_heads, hs, cs, sn);
-            k->rope(c->kt + b * KV, p->n_kv_heads, hs, cs, sn);
+            k->rope(c->q + b * D, n_heads, hs, n_rot, cs, sn);
+            k->rope(c->kt + b * KV, p->n_kv_heads, hs, n_rot, cs, sn);
             float *row = wlm_kv_row(c, c->ent_seq[b], l, c->ent_pos[b]);
             memcpy(row, c->kt + b * KV, KV * sizeof(float));
             memcpy(row + WLM_KV_BLOCK * KV, c->vt + b * KV, KV * sizeof(float));

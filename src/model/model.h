@@ -28,7 +28,11 @@ typedef struct wlm_hparams {
     int32_t head_size;    /* dim / n_heads */
     int32_t kv_dim;       /* head_size * n_kv_heads */
     float norm_eps;       /* RMSNorm epsilon: 1e-5 as in llama2.c */
-    float rope_theta;     /* RoPE base frequency: 10000 */
+    float rope_theta;     /* RoPE base frequency: 10000 (Llama 3: 500000) */
+    int32_t n_rot;        /* RoPE: the first n_rot dimensions of each head rotate (even,
+                             2..head_size); the rest pass through (llama.rope.dimension_count) */
+    float rope_freq_scale; /* RoPE: 1 / the linear scaling factor (positions are divided by the
+                             factor); 1 when unscaled */
 } wlm_hparams;
 
 /* A weight matrix: `rows` output features × `cols` input features, row-major, each row
@@ -58,6 +62,9 @@ typedef struct wlm_weights {
     wlm_tensor token_embedding;   /* (vocab_size, dim) */
     const float *rms_final;       /* (dim) */
     wlm_tensor wcls;              /* (vocab_size, dim); the embedding itself when shared */
+    const float *rope_freqs;      /* (n_rot / 2) RoPE frequency factors (rope_freqs.weight: Llama
+                                     3.1+ bakes its "llama3" scaling into them): frequency i is
+                                     divided by rope_freqs[i]; NULL = all 1 */
     wlm_layer_weights *layers;    /* (n_layers), allocated by the loader, owned by the model */
 } wlm_weights;
 
@@ -182,8 +189,8 @@ struct wlm_context {
                                      attention kernel's scratch, split by heads among threads */
     void *xq;                     /* (B, xq_stride bytes) activations in a vec_dot_type */
     size_t xq_stride;
-    float *rope_cos, *rope_sin;   /* (B, head_size / 2) angles of each entry's position */
-    float *rope_freq;             /* (head_size / 2) */
+    float *rope_cos, *rope_sin;   /* (B, n_rot / 2) angles of each entry's position */
+    float *rope_freq;             /* (n_rot / 2) radians per position of each rotated pair */
     const float **kb, **vb;       /* (max_blocks) block pointers of one sequence and layer */
     int32_t *ent_seq, *ent_pos;   /* (B) */
     /* logits of the last evaluation: one row per entry that asked for them */

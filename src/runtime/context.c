@@ -199,7 +199,7 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->last_logits = -1;
 
     const uint64_t B = WLM_BATCH_CHUNK, dim = (uint64_t)p->dim, hid = (uint64_t)p->hidden_dim;
-    const uint64_t kvd = (uint64_t)p->kv_dim, half = (uint64_t)p->head_size / 2;
+    const uint64_t kvd = (uint64_t)p->kv_dim, half = (uint64_t)p->n_rot / 2;
     const uint64_t widest = hid > dim ? hid : dim;
     size_t total = 0;
     c->x = alloc_n(B * dim, sizeof(float), &total);
@@ -249,9 +249,17 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
                              "cache of %llu bytes",
                              total, (unsigned long long)kv_bytes);
     }
-    /* RoPE frequencies theta_i = base^(-2i / head_size), the float expression of run.c. */
-    for (int i = 0; i < p->head_size / 2; i++)
-        c->rope_freq[i] = 1.0f / powf(p->rope_theta, (float)(2 * i) / (float)p->head_size);
+    /* RoPE frequencies theta_i = base^(-2i / n_rot) (the float expression of run.c, where
+     * n_rot = head_size), divided by the model's frequency factor i (rope_freqs.weight) and
+     * multiplied by the linear scaling's 1/factor: angle = pos * theta_i, as ggml_rope_ext with
+     * freq_factors and freq_scale (no YaRN). Unscaled models keep run.c's bits exactly. */
+    const float *ff = model->w.rope_freqs;
+    for (int i = 0; i < p->n_rot / 2; i++) {
+        float theta = 1.0f / powf(p->rope_theta, (float)(2 * i) / (float)p->n_rot);
+        if (ff) theta /= ff[i];
+        if (p->rope_freq_scale != 1.0f) theta *= p->rope_freq_scale;
+        c->rope_freq[i] = theta;
+    }
     c->bytes = total;
     return WLM_OK;
 }
@@ -385,7 +393,7 @@ int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t 
     int rc = wlm_kv_reserve(c, seq, n_keep, s->n_past);
     if (rc != WLM_OK) return rc;
     const wlm_hparams *p = &c->model->hp;
-    const int hs = p->head_size, half = hs / 2;
+    const int hs = p->head_size, half = p->n_rot / 2;
     const size_t kv_bytes = (size_t)p->kv_dim * sizeof(float);
     /* cos/sin of the rotation through -n_discard positions, per frequency */
     float *cs = c->rope_cos, *sn = c->rope_sin;
@@ -399,7 +407,7 @@ int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t 
             float *src = wlm_kv_row(c, seq, l, pos), *dst = wlm_kv_row(c, seq, l, pos - n_discard);
             memcpy(dst, src, kv_bytes);                                    /* K */
             memcpy(dst + BLOCK * p->kv_dim, src + BLOCK * p->kv_dim, kv_bytes); /* V */
-            c->k->rope(dst, p->n_kv_heads, hs, cs, sn);
+            c->k->rope(dst, p->n_kv_heads, hs, p->n_rot, cs, sn);
         }
         s->tokens[pos - n_discard] = s->tokens[pos];
     }
