@@ -45,6 +45,14 @@ typedef void (*wlm_attention_fn)(float *out, const float *q, const float *const 
                                  const float *const *vb, int block, int n, int h0, int h1,
                                  int kv_mul, int head_size, int stride, float *scratch);
 
+/* The same attention over a KV cache stored as IEEE binary16 (K and V rows of uint16_t bits,
+ * `stride` halves apart): each K/V element is widened exactly to float32 and the arithmetic is
+ * the float kernel's, so the result equals wlm_attention_fn's over the widened rows (the scalar
+ * reference: bitwise). */
+typedef void (*wlm_attention_f16_fn)(float *out, const float *q, const uint16_t *const *kb,
+                                     const uint16_t *const *vb, int block, int n, int h0, int h1,
+                                     int kv_mul, int head_size, int stride, float *scratch);
+
 /* Floats of scratch the attention kernels need for `heads` heads over n positions. */
 static inline size_t wlm_attention_scratch(int heads, int n, int head_size) {
     return (size_t)heads * ((size_t)n + 2 * (size_t)head_size);
@@ -68,6 +76,7 @@ typedef struct wlm_kernels {
     wlm_axpy_fn axpy;
     wlm_attention_fn attention;
     wlm_matmat_fn matmat;
+    wlm_attention_f16_fn attention_f16;
 } wlm_kernels;
 
 void wlm_matvec_ref(float *out, const float *w, const float *x, int n, int r0, int r1);
@@ -83,6 +92,9 @@ void wlm_axpy_ref(float *out, float s, const float *x, int n);
 void wlm_attention_ref(float *out, const float *q, const float *const *kb,
                        const float *const *vb, int block, int n, int h0, int h1, int kv_mul,
                        int head_size, int stride, float *scratch);
+void wlm_attention_f16_ref(float *out, const float *q, const uint16_t *const *kb,
+                           const uint16_t *const *vb, int block, int n, int h0, int h1,
+                           int kv_mul, int head_size, int stride, float *scratch);
 
 void wlm_matvec_simd(float *out, const float *w, const float *x, int n, int r0, int r1);
 void wlm_matmat_simd(float *out, size_t out_stride, const float *w, const float *x,
@@ -97,6 +109,9 @@ void wlm_axpy_simd(float *out, float s, const float *x, int n);
 void wlm_attention_simd(float *out, const float *q, const float *const *kb,
                         const float *const *vb, int block, int n, int h0, int h1, int kv_mul,
                         int head_size, int stride, float *scratch);
+void wlm_attention_f16_simd(float *out, const float *q, const uint16_t *const *kb,
+                            const uint16_t *const *vb, int block, int n, int h0, int h1,
+                            int kv_mul, int head_size, int stride, float *scratch);
 
 /* The two kernel sets. wlm_kernels_simd == wlm_kernels_ref's functions when SIMD128 is not
  * compiled in; wlm_kernels_have_simd() tells which. */
