@@ -68,6 +68,20 @@ API int wlmjs_context_new(const wlm_model *m, int n_ctx, int kv_cache, int use_s
     return wlm_context_new(m, &p, out);
 }
 
+/* The same with the KV cache's element type: kv_type WLM_KV_F16 (1, wlmjs_context_new's
+ * default) or WLM_KV_F32 (0). */
+API int wlmjs_context_new_kv(const wlm_model *m, int n_ctx, int kv_cache, int use_simd,
+                             int n_seq_max, int kv_type, wlm_context **out) {
+    wlm_context_params p;
+    wlm_context_params_default(&p);
+    p.n_ctx = n_ctx;
+    p.kv_cache = kv_cache;
+    p.use_simd = use_simd;
+    p.n_seq_max = n_seq_max;
+    p.kv_type = kv_type;
+    return wlm_context_new(m, &p, out);
+}
+
 /* One field of wlm_kv_stats: 0 block_bytes, 1 blocks_allocated, 2 blocks_used,
  * 3 blocks_shared, 4 block_refs; -1 for an unknown field or a bad handle. */
 API double wlmjs_kv_stat(const wlm_context *c, int field) {

@@ -271,7 +271,17 @@ typedef struct wlm_context_params {
     int32_t n_seq_max;    /* sequences that may exist at once (batched generation, beams):
                              1..WLM_MAX_SEQ, default 1. The KV cache of one full sequence is
                              allocated up front; more blocks are allocated when used. */
+    int32_t kv_type;      /* element type of the KV cache: WLM_KV_F16 (default; half the
+                             memory) or WLM_KV_F32 (exact: what llama2.c's run.c keeps) */
 } wlm_context_params;
+
+/* KV cache element types (the values are ggml's type ids). WLM_KV_F16 stores each key and value
+ * as IEEE 754 binary16, rounded to nearest even (as llama.cpp's default F16 cache): magnitudes
+ * above 65504 become infinite, and logits move by about 1e-3 relative to WLM_KV_F32. */
+enum wlm_kv_type {
+    WLM_KV_F32 = 0,
+    WLM_KV_F16 = 1,
+};
 
 #define WLM_MAX_SEQ 64        /* sequences per context */
 #define WLM_KV_BLOCK 16       /* positions per KV cache block */
@@ -281,13 +291,15 @@ void wlm_context_params_default(wlm_context_params *params);
 /*
  * Creates a context for `model`. The KV cache is paged (as in vLLM's PagedAttention, Kwon et
  * al. 2023, arXiv:2309.06180): blocks of WLM_KV_BLOCK positions, each holding K and V of every
- * layer (2 × n_layers × WLM_KV_BLOCK × kv_dim float32, kv_dim = dim × n_kv_heads / n_heads).
+ * layer (2 × n_layers × WLM_KV_BLOCK × kv_dim elements of params->kv_type: 2 bytes for F16, 4 for
+ * F32; kv_dim = dim × n_kv_heads / n_heads).
  * Each sequence has a table of blocks; sequences forked from one another share the blocks of
  * their common prefix (reference-counted; a shared block is copied only when a sequence
  * writes into it). The blocks of one full sequence (n_ctx positions) are allocated here; more
  * are allocated when other sequences need them, and freed blocks are reused.
  * *out receives a handle even on failure when possible (read wlm_context_errmsg, then free).
- * Errors: WLM_ERR_INVALID_ARG (n_ctx < 0 or > seq_len, n_seq_max outside 1..WLM_MAX_SEQ),
+ * Errors: WLM_ERR_INVALID_ARG (n_ctx < 0 or > seq_len, n_seq_max outside 1..WLM_MAX_SEQ,
+ * kv_type not a wlm_kv_type),
  * WLM_ERR_STATE (model not loaded), WLM_ERR_NOMEM.
  */
 int wlm_context_new(const wlm_model *model, const wlm_context_params *params,
@@ -362,7 +374,9 @@ int wlm_seq_clear(wlm_context *ctx, int32_t seq);
  * positions. The moved keys are rotated by RoPE through -n_discard positions (rotations
  * compose: R(p - d) = R(-d) R(p)), so the cache stays valid without recomputation; the kept
  * entries still carry what the dropped tokens contributed to them in the deeper layers, as in
- * llama.cpp. Errors: INVALID_ARG (n_keep < 0, n_discard < 1, n_keep + n_discard > n_past),
+ * llama.cpp. The rotation uses the model's RoPE frequencies (factors and scaling included); in
+ * an F16 cache each moved key is widened, rotated in float32 and rounded back to binary16.
+ * Errors: INVALID_ARG (n_keep < 0, n_discard < 1, n_keep + n_discard > n_past),
  * STATE, NOMEM.
  */
 int wlm_seq_shift(wlm_context *ctx, int32_t seq, int32_t n_keep, int32_t n_discard);

@@ -151,56 +151,66 @@ static result run(const wlm_type_traits *t, int simd, uint8_t *pool, int copies,
     return r;
 }
 
-/* The attention section: ms per token over all layers at n positions, ref and SIMD. */
+/* The attention section: ms per token over all layers at n positions: the scalar reference and
+ * SIMD over an F32 cache, and SIMD over an F16 cache (the default; same run, interleaved). */
 static void bench_attention(int hot, int quick) {
     enum { LAYERS = 12, HEADS = 12, HS = 64, KV = HEADS * HS, B = WLM_KV_BLOCK };
-    static const int lens[] = {104, 512};
+    static const int lens[] = {64, 104, 512, 960};
     const size_t flush_bytes = hot ? 0 : (size_t)64 << 20;
     uint8_t *flush = flush_bytes ? malloc(flush_bytes) : NULL;
     if (flush) memset(flush, 1, flush_bytes);
     printf("attention, stories110M shape (%d layers x %d heads of %d), %s K/V\n", LAYERS, HEADS,
            HS, hot ? "hot" : "cold");
-    printf("%-10s %12s %12s %12s %12s %9s\n", "positions", "ref ms", "simd ms", "ref GB/s",
-           "simd GB/s", "simd/ref");
+    printf("%-10s %12s %12s %12s %12s %9s %12s %9s\n", "positions", "ref ms", "simd ms",
+           "ref GB/s", "simd GB/s", "simd/ref", "f16 simd ms", "f32/f16");
     uint32_t sink = 0;
     for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
         const int n = lens[li], nb = (n + B - 1) / B;
         const size_t block_floats = (size_t)LAYERS * 2 * B * KV;
         float *pool = malloc((size_t)nb * block_floats * sizeof(float));
+        uint16_t *pool16 = malloc((size_t)nb * block_floats * sizeof(uint16_t));
         float *q = malloc(KV * sizeof(float)), *out = malloc(KV * sizeof(float));
         float *scratch = malloc(wlm_attention_scratch(HEADS, n, HS) * sizeof(float));
         const float **kb = malloc((size_t)nb * sizeof *kb), **vb = malloc((size_t)nb * sizeof *vb);
-        if (!pool || !q || !out || !scratch || !kb || !vb) {
+        const uint16_t **kh = malloc((size_t)nb * sizeof *kh), **vh = malloc((size_t)nb * sizeof *vh);
+        if (!pool || !pool16 || !q || !out || !scratch || !kb || !vb || !kh || !vh) {
             printf("%-10d out of memory\n", n);
-            free(pool), free(q), free(out), free(scratch), free(kb), free(vb);
+            free(pool), free(pool16), free(q), free(out), free(scratch), free(kb), free(vb);
+            free(kh), free(vh);
             continue;
         }
-        for (size_t i = 0; i < (size_t)nb * block_floats; i++) pool[i] = frand();
+        for (size_t i = 0; i < (size_t)nb * block_floats; i++) {
+            pool[i] = frand();
+            pool16[i] = wlm_fp32_to_fp16(pool[i]);
+        }
         for (int i = 0; i < KV; i++) q[i] = frand();
-        double best[2] = {1e30, 1e30};
+        double best[3] = {1e30, 1e30, 1e30};
         for (int rep = 0; rep < (quick ? 3 : 10); rep++) {
-            for (int simd = 0; simd < 2; simd++) {
-                const wlm_attention_fn fn = simd ? wlm_attention_simd : wlm_attention_ref;
+            for (int kind = 0; kind < 3; kind++) { /* 0 ref F32, 1 SIMD F32, 2 SIMD F16 */
                 double el = 0;
                 for (int l = 0; l < LAYERS; l++) {
                     if (flush) sink += read_all(flush, flush_bytes);
                     for (int b = 0; b < nb; b++) {
-                        kb[b] = pool + (size_t)b * block_floats + (size_t)l * 2 * B * KV;
-                        vb[b] = kb[b] + (size_t)B * KV;
+                        const size_t at = (size_t)b * block_floats + (size_t)l * 2 * B * KV;
+                        kb[b] = pool + at, vb[b] = kb[b] + (size_t)B * KV;
+                        kh[b] = pool16 + at, vh[b] = kh[b] + (size_t)B * KV;
                     }
                     const double s0 = now_s();
-                    fn(out, q, kb, vb, B, n, 0, HEADS, 1, HS, KV, scratch);
+                    if (kind == 2) wlm_attention_f16_simd(out, q, kh, vh, B, n, 0, HEADS, 1, HS, KV, scratch);
+                    else (kind ? wlm_attention_simd : wlm_attention_ref)(out, q, kb, vb, B, n, 0, HEADS, 1, HS, KV, scratch);
                     el += now_s() - s0;
                     sink += (uint32_t)(out[0] > 0);
                 }
-                if (el < best[simd]) best[simd] = el;
+                if (el < best[kind]) best[kind] = el;
             }
         }
         const double kv_bytes = (double)LAYERS * 2 * n * KV * sizeof(float);
-        printf("%-10d %12.3f %12.3f %12.2f %12.2f %8.2fx\n", n, best[0] * 1e3, best[1] * 1e3,
-               kv_bytes / best[0] * 1e-9, kv_bytes / best[1] * 1e-9, best[0] / best[1]);
+        printf("%-10d %12.3f %12.3f %12.2f %12.2f %8.2fx %12.3f %8.2fx\n", n, best[0] * 1e3,
+               best[1] * 1e3, kv_bytes / best[0] * 1e-9, kv_bytes / best[1] * 1e-9,
+               best[0] / best[1], best[2] * 1e3, best[1] / best[2]);
         fflush(stdout);
-        free(pool), free(q), free(out), free(scratch), free(kb), free(vb);
+        free(pool), free(pool16), free(q), free(out), free(scratch), free(kb), free(vb);
+        free(kh), free(vh);
     }
     printf("(checksum %u)\n", (unsigned)sink);
     free(flush);

@@ -56,6 +56,8 @@ void wlm_cli_usage(FILE *f) {
         "  -c, --ctx-size N       context length, default the model's\n"
         "  --threads N            threads for the matrix products (1..16, default 1; results are\n"
         "                         identical for any N)\n"
+        "  -ctk, -ctv T           KV cache type, f16 (default) or f32 (K and V alike; llama.cpp's\n"
+        "                         --cache-type-k/-v); f32 is run.c's arithmetic exactly\n"
         "  --context-shift        on a full context, drop the older half after --keep; go on\n"
         "  --keep N               tokens a context shift keeps, default 0, -1 = the prompt\n"
         "  --json                 one JSON line per token and one per finished sequence\n"

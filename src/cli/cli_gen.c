@@ -73,6 +73,8 @@ typedef struct cli_opts {
     int repeat_last_n_ctx;  /* --repeat-last-n -1: the context size */
     int seed_random;        /* seed from the clock */
     int threads;            /* --threads: threads for the matrix products, default 1 */
+    int32_t cache_type[2];  /* -ctk / -ctv: KV cache element type of K and V (one type for
+                               both), -1 = not given (WLM_KV_F16) */
     wlm_threadpool *pool;   /* NULL for one thread */
     wlm_gen_params gp;
     wlm_logit_bias bias[WLM_MAX_LOGIT_BIAS];
@@ -82,7 +84,7 @@ enum {
     O_T, O_P, O_S, O_N, O_I, O_Z, O_M, O_CTX, O_PROMPT, O_N_PREDICT, O_TEMP, O_TOP_K, O_TOP_P,
     O_MIN_P, O_TYPICAL, O_REPEAT_PENALTY, O_REPEAT_LAST_N, O_PRESENCE, O_FREQUENCY, O_LOGIT_BIAS,
     O_ORDER, O_SEED, O_STOP, O_KEEP, O_N_PROBS, O_BEAM, O_LENGTH_PENALTY, O_N_SAMPLES, O_PROMPTS,
-    O_THREADS
+    O_THREADS, O_CACHE_K, O_CACHE_V
 };
 
 /* Options that take a value. */
@@ -99,6 +101,8 @@ static const struct {
     {"--sampler-order", O_ORDER}, {"--seed", O_SEED}, {"--stop", O_STOP}, {"--keep", O_KEEP},
     {"--n-probs", O_N_PROBS}, {"--beam", O_BEAM}, {"--length-penalty", O_LENGTH_PENALTY},
     {"--n-samples", O_N_SAMPLES}, {"--prompts", O_PROMPTS}, {"--threads", O_THREADS},
+    {"-ctk", O_CACHE_K}, {"--cache-type-k", O_CACHE_K}, {"-ctv", O_CACHE_V},
+    {"--cache-type-v", O_CACHE_V},
 };
 
 /* Parses a whole decimal integer; on error prints a message naming the flag and returns 1. */
@@ -225,6 +229,12 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
             if (get_int(a, v, &o->n_ctx)) return 1;
             if (o->n_ctx < 0) return fail("%s must be >= 0, 0 = the model's (got %d)", a, o->n_ctx);
             break;
+        case O_CACHE_K: case O_CACHE_V: {
+            int32_t t = strcmp(v, "f16") == 0 ? WLM_KV_F16 : strcmp(v, "f32") == 0 ? WLM_KV_F32 : -1;
+            if (t < 0) return fail("%s: '%s' is not a supported KV cache type (f16, f32)", a, v);
+            o->cache_type[id == O_CACHE_V] = t;
+            break;
+        }
         case O_THREADS:
             if (get_int(a, v, &o->threads)) return 1;
             if (o->threads < 1 || o->threads > WLM_MAX_THREADS)
@@ -306,6 +316,8 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
     if (strcmp(o->mode, "generate") != 0)
         return fail("mode '%s' is not supported (only generate)", o->mode);
     if (o->prompt && o->prompts_file) return fail("give either a prompt (-i) or --prompts FILE");
+    if (o->cache_type[0] >= 0 && o->cache_type[1] >= 0 && o->cache_type[0] != o->cache_type[1])
+        return fail("-ctk and -ctv differ: K and V caches have one type (f16 or f32)");
     if (o->beam_given) {
         if (o->n_samples || o->prompts_file)
             return fail("--beam searches one prompt: it does not combine with --n-samples or "
@@ -504,6 +516,8 @@ static int new_context(const wlm_model *m, const cli_opts *o, int32_t n_seq, wlm
     wlm_context_params_default(&cp);
     cp.n_ctx = o->n_ctx;
     cp.n_seq_max = n_seq;
+    if (o->cache_type[0] >= 0) cp.kv_type = o->cache_type[0];
+    if (o->cache_type[1] >= 0) cp.kv_type = o->cache_type[1];
     if (wlm_context_new(m, &cp, ctx) != WLM_OK || wlm_context_set_threadpool(*ctx, o->pool) != WLM_OK) {
         fail("%s", *ctx ? wlm_context_errmsg(*ctx) : "out of memory for the context");
         wlm_context_free(*ctx);
@@ -768,6 +782,7 @@ int wlm_cli_generate(int argc, char **argv) {
     o->seed_random = 1;
     o->length_penalty = 1.0f;
     o->threads = 1;
+    o->cache_type[0] = o->cache_type[1] = -1;
     wlm_gen_params_default(&o->gp);
     o->gp.logit_bias = o->bias;
 

@@ -149,6 +149,8 @@ int wlm_llama2c_load(wlm_model *m, const unsigned char *data, size_t size) {
     hp->kv_dim = (int32_t)kv_dim;
     hp->norm_eps = 1e-5f;
     hp->rope_theta = 10000.0f;
+    hp->n_rot = (int32_t)head_size;
+    hp->rope_freq_scale = 1.0f;
     m->shared_classifier = shared;
     /* Bytes read per token: every layer tensor, the final norm, the classifier, and one
      * embedding row (the whole table when it is also the classifier). */

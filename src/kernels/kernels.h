@@ -17,9 +17,11 @@ typedef void (*wlm_matvec_fn)(float *out, const float *w, const float *x, int n,
 typedef void (*wlm_rmsnorm_fn)(float *out, const float *x, const float *weight, int n, float eps);
 /* x[i] = exp(x[i] - max) / sum, in place, i < n (n >= 1). */
 typedef void (*wlm_softmax_fn)(float *x, int n);
-/* Rotates the interleaved pairs (x[2i], x[2i+1]) of each head of size head_size in x (n_heads
- * heads, contiguous) by the angles whose cos/sin are cos_t[i], sin_t[i], i < head_size/2. */
-typedef void (*wlm_rope_fn)(float *x, int n_heads, int head_size, const float *cos_t,
+/* Rotates the interleaved pairs (x[2i], x[2i+1]), i < n_rot/2, of each head of size head_size
+ * in x (n_heads heads, contiguous) by the angles whose cos/sin are cos_t[i], sin_t[i]; the
+ * dimensions n_rot..head_size-1 of each head are left as they are (partial rotary embeddings,
+ * ggml_rope's n_dims < ne0). n_rot even, 0 < n_rot <= head_size. */
+typedef void (*wlm_rope_fn)(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
                             const float *sin_t);
 /* SwiGLU gate: h[i] = silu(h[i]) * g[i] = h[i] / (1 + exp(-h[i])) * g[i], i < n. */
 typedef void (*wlm_swiglu_fn)(float *h, const float *g, int n);
@@ -42,6 +44,14 @@ typedef void (*wlm_axpy_fn)(float *out, float s, const float *x, int n);
 typedef void (*wlm_attention_fn)(float *out, const float *q, const float *const *kb,
                                  const float *const *vb, int block, int n, int h0, int h1,
                                  int kv_mul, int head_size, int stride, float *scratch);
+
+/* The same attention over a KV cache stored as IEEE binary16 (K and V rows of uint16_t bits,
+ * `stride` halves apart): each K/V element is widened exactly to float32 and the arithmetic is
+ * the float kernel's, so the result equals wlm_attention_fn's over the widened rows (the scalar
+ * reference: bitwise). */
+typedef void (*wlm_attention_f16_fn)(float *out, const float *q, const uint16_t *const *kb,
+                                     const uint16_t *const *vb, int block, int n, int h0, int h1,
+                                     int kv_mul, int head_size, int stride, float *scratch);
 
 /* Floats of scratch the attention kernels need for `heads` heads over n positions. */
 static inline size_t wlm_attention_scratch(int heads, int n, int head_size) {
@@ -66,6 +76,7 @@ typedef struct wlm_kernels {
     wlm_axpy_fn axpy;
     wlm_attention_fn attention;
     wlm_matmat_fn matmat;
+    wlm_attention_f16_fn attention_f16;
 } wlm_kernels;
 
 void wlm_matvec_ref(float *out, const float *w, const float *x, int n, int r0, int r1);
@@ -73,26 +84,34 @@ void wlm_matmat_ref(float *out, size_t out_stride, const float *w, const float *
                     size_t x_stride, int n, int r0, int r1, int nb);
 void wlm_rmsnorm_ref(float *out, const float *x, const float *weight, int n, float eps);
 void wlm_softmax_ref(float *x, int n);
-void wlm_rope_ref(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t);
+void wlm_rope_ref(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
+                  const float *sin_t);
 void wlm_swiglu_ref(float *h, const float *g, int n);
 float wlm_dot_ref(const float *a, const float *b, int n);
 void wlm_axpy_ref(float *out, float s, const float *x, int n);
 void wlm_attention_ref(float *out, const float *q, const float *const *kb,
                        const float *const *vb, int block, int n, int h0, int h1, int kv_mul,
                        int head_size, int stride, float *scratch);
+void wlm_attention_f16_ref(float *out, const float *q, const uint16_t *const *kb,
+                           const uint16_t *const *vb, int block, int n, int h0, int h1,
+                           int kv_mul, int head_size, int stride, float *scratch);
 
 void wlm_matvec_simd(float *out, const float *w, const float *x, int n, int r0, int r1);
 void wlm_matmat_simd(float *out, size_t out_stride, const float *w, const float *x,
                      size_t x_stride, int n, int r0, int r1, int nb);
 void wlm_rmsnorm_simd(float *out, const float *x, const float *weight, int n, float eps);
 void wlm_softmax_simd(float *x, int n);
-void wlm_rope_simd(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t);
+void wlm_rope_simd(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
+                   const float *sin_t);
 void wlm_swiglu_simd(float *h, const float *g, int n);
 float wlm_dot_simd(const float *a, const float *b, int n);
 void wlm_axpy_simd(float *out, float s, const float *x, int n);
 void wlm_attention_simd(float *out, const float *q, const float *const *kb,
                         const float *const *vb, int block, int n, int h0, int h1, int kv_mul,
                         int head_size, int stride, float *scratch);
+void wlm_attention_f16_simd(float *out, const float *q, const uint16_t *const *kb,
+                            const uint16_t *const *vb, int block, int n, int h0, int h1,
+                            int kv_mul, int head_size, int stride, float *scratch);
 
 /* The two kernel sets. wlm_kernels_simd == wlm_kernels_ref's functions when SIMD128 is not
  * compiled in; wlm_kernels_have_simd() tells which. */

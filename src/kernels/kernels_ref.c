@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 
 void wlm_matvec_ref(float *out, const float *w, const float *x, int n, int r0, int r1) {
     for (int r = r0; r < r1; r++) {
@@ -38,10 +39,11 @@ void wlm_softmax_ref(float *x, int n) {
     for (int i = 0; i < n; i++) x[i] /= sum;
 }
 
-void wlm_rope_ref(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t) {
+void wlm_rope_ref(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
+                  const float *sin_t) {
     for (int h = 0; h < n_heads; h++) {
         float *v = x + (size_t)h * (size_t)head_size;
-        for (int i = 0; i < head_size / 2; i++) {
+        for (int i = 0; i < n_rot / 2; i++) {
             float a = v[2 * i], b = v[2 * i + 1];
             v[2 * i] = a * cos_t[i] - b * sin_t[i];
             v[2 * i + 1] = a * sin_t[i] + b * cos_t[i];
@@ -91,6 +93,31 @@ void wlm_attention_ref(float *out, const float *q, const float *const *kb,
     }
 }
 
+/* The F16 cache: wlm_attention_ref's loops, each K/V element widened (exactly) as it is read. */
+void wlm_attention_f16_ref(float *out, const float *q, const uint16_t *const *kb,
+                           const uint16_t *const *vb, int block, int n, int h0, int h1,
+                           int kv_mul, int head_size, int stride, float *scratch) {
+    const float scale = sqrtf((float)head_size);
+    for (int h = h0; h < h1; h++) {
+        const size_t off = (size_t)(h / kv_mul) * (size_t)head_size;
+        const float *qh = q + (size_t)h * (size_t)head_size;
+        float *oh = out + (size_t)h * (size_t)head_size;
+        float *att = scratch + (size_t)(h - h0) * (size_t)n;
+        for (int t = 0; t < n; t++) {
+            const uint16_t *k = kb[t / block] + (size_t)(t % block) * (size_t)stride + off;
+            float s = 0.0f;
+            for (int i = 0; i < head_size; i++) s += qh[i] * wlm_fp16_to_fp32(k[i]);
+            att[t] = s / scale;
+        }
+        wlm_softmax_ref(att, n);
+        memset(oh, 0, (size_t)head_size * sizeof(float));
+        for (int t = 0; t < n; t++) {
+            const uint16_t *v = vb[t / block] + (size_t)(t % block) * (size_t)stride + off;
+            for (int i = 0; i < head_size; i++) oh[i] += att[t] * wlm_fp16_to_fp32(v[i]);
+        }
+    }
+}
+
 void wlm_matmat_ref(float *out, size_t out_stride, const float *w, const float *x,
                     size_t x_stride, int n, int r0, int r1, int nb) {
     for (int b = 0; b < nb; b++)
@@ -101,4 +128,5 @@ const wlm_kernels wlm_kernels_ref = {
     "scalar",
     wlm_matvec_ref, wlm_rmsnorm_ref, wlm_softmax_ref, wlm_rope_ref,
     wlm_swiglu_ref, wlm_dot_ref, wlm_axpy_ref, wlm_attention_ref, wlm_matmat_ref,
+    wlm_attention_f16_ref,
 };

@@ -219,8 +219,9 @@ void wlm_softmax_simd(float *x, int n) {
     for (; i < n; i++) x[i] /= sum;
 }
 
-void wlm_rope_simd(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t) {
-    const int half = head_size / 2;
+void wlm_rope_simd(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
+                   const float *sin_t) {
+    const int half = n_rot / 2;
     /* sign pattern for the swapped vector: (a, b) -> (a c - b s, a s + b c) */
     const v128_t sign = wasm_f32x4_make(-1.0f, 1.0f, -1.0f, 1.0f);
     for (int h = 0; h < n_heads; h++) {
@@ -375,6 +376,151 @@ void wlm_attention_simd(float *out, const float *q, const float *const *kb,
 
 #undef KV_ROW
 
+/* ---- attention over an F16 KV cache ----------------------------------------------------
+ *
+ * The same structure as above (four score streams, two value streams), each K/V element
+ * widened exactly to float32 as it is loaded: SIMD128 has no f16 arithmetic. Widening: the
+ * half's exponent and mantissa shifted into float position read as a float are the value
+ * times 2^-112 for normal and subnormal halves alike (the latter become float subnormals,
+ * which wasm keeps), so one exact multiplication by 2^112 rescales them; Inf/NaN take the
+ * all-ones float exponent; then the sign. Same bits as wlm_fp16_to_fp32. */
+
+static inline v128_t f16x4_load(const uint16_t *p) {
+    const v128_t u = wasm_u32x4_load16x4(p); /* 4 halves, zero-extended to 32 bits */
+    const v128_t em = wasm_i32x4_shl(wasm_v128_and(u, wasm_i32x4_splat(0x7fff)), 13);
+    const v128_t sign = wasm_i32x4_shl(wasm_v128_and(u, wasm_i32x4_splat(0x8000)), 16);
+    const v128_t f = wasm_f32x4_mul(em, wasm_f32x4_splat(0x1p112f));
+    const v128_t special = wasm_i32x4_ge(em, wasm_i32x4_splat(0x0f800000));
+    return wasm_v128_or(
+        wasm_v128_bitselect(wasm_v128_or(em, wasm_i32x4_splat(0x7f800000)), f, special), sign);
+}
+
+/* dot(x, row) for a row of n halves (n a multiple of 4): two accumulators over 8. */
+static inline float row_dot_f16(const uint16_t *w, const float *x, int n) {
+    v128_t a0 = wasm_f32x4_splat(0), a1 = a0;
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(f16x4_load(w + j), wasm_v128_load(x + j)));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(f16x4_load(w + j + 4), wasm_v128_load(x + j + 4)));
+    }
+    if (j < n) a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(f16x4_load(w + j), wasm_v128_load(x + j)));
+    return hsum(wasm_f32x4_add(a0, a1));
+}
+
+/* row_dot_f16 of four rows, each in exactly its order. */
+static void row_dot4_f16(const uint16_t *w0, const uint16_t *w1, const uint16_t *w2,
+                         const uint16_t *w3, const float *x, int n, float *o0, float *o1,
+                         float *o2, float *o3) {
+    v128_t a0 = wasm_f32x4_splat(0), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0,
+           d1 = a0;
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const v128_t x0 = wasm_v128_load(x + j), x1 = wasm_v128_load(x + j + 4);
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(f16x4_load(w0 + j), x0));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(f16x4_load(w0 + j + 4), x1));
+        b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(f16x4_load(w1 + j), x0));
+        b1 = wasm_f32x4_add(b1, wasm_f32x4_mul(f16x4_load(w1 + j + 4), x1));
+        c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(f16x4_load(w2 + j), x0));
+        c1 = wasm_f32x4_add(c1, wasm_f32x4_mul(f16x4_load(w2 + j + 4), x1));
+        d0 = wasm_f32x4_add(d0, wasm_f32x4_mul(f16x4_load(w3 + j), x0));
+        d1 = wasm_f32x4_add(d1, wasm_f32x4_mul(f16x4_load(w3 + j + 4), x1));
+    }
+    if (j < n) {
+        const v128_t x0 = wasm_v128_load(x + j);
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(f16x4_load(w0 + j), x0));
+        b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(f16x4_load(w1 + j), x0));
+        c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(f16x4_load(w2 + j), x0));
+        d0 = wasm_f32x4_add(d0, wasm_f32x4_mul(f16x4_load(w3 + j), x0));
+    }
+    *o0 = hsum(wasm_f32x4_add(a0, a1)), *o1 = hsum(wasm_f32x4_add(b0, b1));
+    *o2 = hsum(wasm_f32x4_add(c0, c1)), *o3 = hsum(wasm_f32x4_add(d0, d1));
+}
+
+#define KV_ROW16(b, t) ((b)[(t) / block] + (size_t)((t) % block) * (size_t)stride)
+
+void wlm_attention_f16_simd(float *out, const float *q, const uint16_t *const *kb,
+                            const uint16_t *const *vb, int block, int n, int h0, int h1,
+                            int kv_mul, int head_size, int stride, float *scratch) {
+    if (head_size % 4) {
+        wlm_attention_f16_ref(out, q, kb, vb, block, n, h0, h1, kv_mul, head_size, stride,
+                              scratch);
+        return;
+    }
+    const int hs = head_size, nh = h1 - h0;
+    const float scale = sqrtf((float)hs);
+    const size_t N = (size_t)n, HS = (size_t)hs;
+
+    const int qn = n / 4;
+    for (int t = 0; t < qn; t++) {
+        const uint16_t *k0 = KV_ROW16(kb, t), *k1 = KV_ROW16(kb, t + qn),
+                       *k2 = KV_ROW16(kb, t + 2 * qn), *k3 = KV_ROW16(kb, t + 3 * qn);
+        for (int h = h0; h < h1; h++) {
+            const size_t off = (size_t)(h / kv_mul) * HS;
+            float *att = scratch + (size_t)(h - h0) * N, s0, s1, s2, s3;
+            row_dot4_f16(k0 + off, k1 + off, k2 + off, k3 + off, q + (size_t)h * HS, hs, &s0,
+                         &s1, &s2, &s3);
+            att[t] = s0 / scale;
+            att[t + qn] = s1 / scale;
+            att[t + 2 * qn] = s2 / scale;
+            att[t + 3 * qn] = s3 / scale;
+        }
+    }
+    for (int t = 4 * qn; t < n; t++) {
+        const uint16_t *kt = KV_ROW16(kb, t);
+        for (int h = h0; h < h1; h++)
+            scratch[(size_t)(h - h0) * N + (size_t)t] =
+                row_dot_f16(kt + (size_t)(h / kv_mul) * HS, q + (size_t)h * HS, hs) / scale;
+    }
+    for (int h = 0; h < nh; h++) wlm_softmax_simd(scratch + (size_t)h * N, n);
+
+    float *p0 = scratch + (size_t)nh * N, *p1 = p0 + (size_t)nh * HS;
+    memset(p0, 0, 2 * (size_t)nh * HS * sizeof(float));
+    const int half = n / 2, pairs = half / 2;
+    for (int t = 0; t < 2 * pairs; t += 2) {
+        const uint16_t *v0 = KV_ROW16(vb, t), *v1 = KV_ROW16(vb, t + 1),
+                       *v2 = KV_ROW16(vb, half + t), *v3 = KV_ROW16(vb, half + t + 1);
+        for (int h = h0; h < h1; h++) {
+            const size_t off = (size_t)(h / kv_mul) * HS;
+            const float *att = scratch + (size_t)(h - h0) * N;
+            const v128_t a0 = wasm_f32x4_splat(att[t]), a1 = wasm_f32x4_splat(att[t + 1]);
+            const v128_t a2 = wasm_f32x4_splat(att[half + t]);
+            const v128_t a3 = wasm_f32x4_splat(att[half + t + 1]);
+            float *s0 = p0 + (size_t)(h - h0) * HS, *s1 = p1 + (size_t)(h - h0) * HS;
+            for (int i = 0; i < hs; i += 4) {
+                v128_t x = wasm_v128_load(s0 + i), y = wasm_v128_load(s1 + i);
+                x = wasm_f32x4_add(x, wasm_f32x4_mul(a0, f16x4_load(v0 + off + i)));
+                y = wasm_f32x4_add(y, wasm_f32x4_mul(a2, f16x4_load(v2 + off + i)));
+                x = wasm_f32x4_add(x, wasm_f32x4_mul(a1, f16x4_load(v1 + off + i)));
+                y = wasm_f32x4_add(y, wasm_f32x4_mul(a3, f16x4_load(v3 + off + i)));
+                wasm_v128_store(s0 + i, x);
+                wasm_v128_store(s1 + i, y);
+            }
+        }
+    }
+    for (int part = 0; part < 2; part++) {
+        float *p = part ? p1 : p0;
+        for (int t = part * half + 2 * pairs; t < (part ? n : half); t++) {
+            const uint16_t *vt = KV_ROW16(vb, t);
+            for (int h = h0; h < h1; h++) {
+                const v128_t av = wasm_f32x4_splat(scratch[(size_t)(h - h0) * N + (size_t)t]);
+                float *ph = p + (size_t)(h - h0) * HS;
+                const uint16_t *x = vt + (size_t)(h / kv_mul) * HS;
+                for (int i = 0; i < hs; i += 4)
+                    wasm_v128_store(ph + i, wasm_f32x4_add(wasm_v128_load(ph + i),
+                                                           wasm_f32x4_mul(av, f16x4_load(x + i))));
+            }
+        }
+    }
+    for (int h = h0; h < h1; h++) {
+        const float *s0 = p0 + (size_t)(h - h0) * HS, *s1 = p1 + (size_t)(h - h0) * HS;
+        float *o = out + (size_t)h * HS;
+        for (int i = 0; i < hs; i += 4)
+            wasm_v128_store(o + i, wasm_f32x4_add(wasm_v128_load(s0 + i), wasm_v128_load(s1 + i)));
+    }
+}
+
+#undef KV_ROW16
+
 int wlm_kernels_have_simd(void) { return 1; }
 
 #else /* no SIMD128: forward to the reference kernels */
@@ -390,8 +536,9 @@ void wlm_rmsnorm_simd(float *out, const float *x, const float *weight, int n, fl
     wlm_rmsnorm_ref(out, x, weight, n, eps);
 }
 void wlm_softmax_simd(float *x, int n) { wlm_softmax_ref(x, n); }
-void wlm_rope_simd(float *x, int n_heads, int head_size, const float *cos_t, const float *sin_t) {
-    wlm_rope_ref(x, n_heads, head_size, cos_t, sin_t);
+void wlm_rope_simd(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
+                   const float *sin_t) {
+    wlm_rope_ref(x, n_heads, head_size, n_rot, cos_t, sin_t);
 }
 void wlm_swiglu_simd(float *h, const float *g, int n) { wlm_swiglu_ref(h, g, n); }
 float wlm_dot_simd(const float *a, const float *b, int n) { return wlm_dot_ref(a, b, n); }
@@ -400,6 +547,11 @@ void wlm_attention_simd(float *out, const float *q, const float *const *kb,
                         const float *const *vb, int block, int n, int h0, int h1, int kv_mul,
                         int head_size, int stride, float *scratch) {
     wlm_attention_ref(out, q, kb, vb, block, n, h0, h1, kv_mul, head_size, stride, scratch);
+}
+void wlm_attention_f16_simd(float *out, const float *q, const uint16_t *const *kb,
+                            const uint16_t *const *vb, int block, int n, int h0, int h1,
+                            int kv_mul, int head_size, int stride, float *scratch) {
+    wlm_attention_f16_ref(out, q, kb, vb, block, n, h0, h1, kv_mul, head_size, stride, scratch);
 }
 int wlm_kernels_have_simd(void) { return 0; }
 
@@ -413,4 +565,5 @@ const wlm_kernels wlm_kernels_simd = {
 #endif
     wlm_matvec_simd, wlm_rmsnorm_simd, wlm_softmax_simd, wlm_rope_simd,
     wlm_swiglu_simd, wlm_dot_simd, wlm_axpy_simd, wlm_attention_simd, wlm_matmat_simd,
+    wlm_attention_f16_simd,
 };

@@ -1,7 +1,7 @@
 /*
  * forward.c — a batch of tokens through the Llama transformer (llama2.c's forward(), one
  * entry per row): RMSNorm → Q/K/V projections → RoPE → grouped-query attention over the
- * paged KV cache → output projection → residual → RMSNorm → SwiGLU feed-forward → residual, for
+ * paged KV cache (F32 or F16 elements) → output projection → residual → RMSNorm → SwiGLU feed-forward → residual, for
  * every layer; then the final RMSNorm and the classifier for the entries that want logits.
  * Entries may belong to different sequences at different positions. The projections are
  * matrix-matrix products that read each weight tile once for the whole batch; every entry's
@@ -122,9 +122,15 @@ static void attention_chunk(void *arg, int32_t i, int32_t n) {
     const wlm_hparams *p = &c->model->hp;
     const int hs = p->head_size;
     const int h0 = (int)((int64_t)p->n_heads * i / n), h1 = (int)((int64_t)p->n_heads * (i + 1) / n);
-    c->k->attention(j->out, j->q, c->kb, c->vb, WLM_KV_BLOCK, j->len, h0, h1,
-                    p->n_heads / p->n_kv_heads, hs, p->kv_dim,
-                    c->att + wlm_attention_scratch(h0, j->len, hs));
+    float *scratch = c->att + wlm_attention_scratch(h0, j->len, hs);
+    if (c->kv.type == WLM_KV_F16)
+        c->k->attention_f16(j->out, j->q, (const uint16_t *const *)c->kb,
+                            (const uint16_t *const *)c->vb, WLM_KV_BLOCK, j->len, h0, h1,
+                            p->n_heads / p->n_kv_heads, hs, p->kv_dim, scratch);
+    else
+        c->k->attention(j->out, j->q, (const float *const *)c->kb, (const float *const *)c->vb,
+                        WLM_KV_BLOCK, j->len, h0, h1, p->n_heads / p->n_kv_heads, hs, p->kv_dim,
+                        scratch);
 }
 
 /* Every head of one entry over positions 0..len-1 (c->kb / c->vb set), split over the pool's
@@ -146,7 +152,7 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
     const wlm_weights *w = &c->model->w;
     const wlm_kernels *k = c->k;
     const int dim = p->dim, hidden = p->hidden_dim, hs = p->head_size, kv_dim = p->kv_dim;
-    const int n_heads = p->n_heads, half = hs / 2;
+    const int n_heads = p->n_heads, n_rot = p->n_rot, half = n_rot / 2;
     const size_t D = (size_t)dim, H = (size_t)hidden, KV = (size_t)kv_dim;
     float *x = c->x;
 
@@ -156,7 +162,7 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         emb_tr->to_float((const char *)emb->data + (size_t)tokens[b] * emb->row_bytes,
                          x + (size_t)b * D, dim);
         /* RoPE angles of this entry's position, shared by every layer and head: the same
-         * float expressions as run.c (pos * theta_i). */
+         * float expressions as run.c (pos * theta_i; theta_i from context.c). */
         for (int i = 0; i < half; i++) {
             float val = (float)c->ent_pos[b] * c->rope_freq[i];
             c->rope_cos[(size_t)b * half + i] = cosf(val);
@@ -166,7 +172,7 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
 
     for (int l = 0; l < p->n_layers; l++) {
         const wlm_layer_weights *lw = &w->layers[l];
-        const size_t layer_off = (size_t)l * 2 * WLM_KV_BLOCK * KV;
+        const size_t layer_off = (size_t)l * 2 * WLM_KV_BLOCK * KV * c->kv.elem_bytes;
 
         /* attention: projections for the whole batch */
         for (int32_t b = 0; b < n; b++)
@@ -176,11 +182,11 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         wlm_matmul(c, c->vt, KV, &lw->wv, c->xb, D, n);
         for (int32_t b = 0; b < n; b++) {
             const float *cs = c->rope_cos + (size_t)b * half, *sn = c->rope_sin + (size_t)b * half;
-            k->rope(c->q + b * D, n_heads, hs, cs, sn);
-            k->rope(c->kt + b * KV, p->n_kv_heads, hs, cs, sn);
-            float *row = wlm_kv_row(c, c->ent_seq[b], l, c->ent_pos[b]);
-            memcpy(row, c->kt + b * KV, KV * sizeof(float));
-            memcpy(row + WLM_KV_BLOCK * KV, c->vt + b * KV, KV * sizeof(float));
+            k->rope(c->q + b * D, n_heads, hs, n_rot, cs, sn);
+            k->rope(c->kt + b * KV, p->n_kv_heads, hs, n_rot, cs, sn);
+            unsigned char *row = wlm_kv_row(c, c->ent_seq[b], l, c->ent_pos[b]);
+            wlm_kv_store(c, row, c->kt + b * KV, kv_dim);
+            wlm_kv_store(c, row + WLM_KV_BLOCK * KV * c->kv.elem_bytes, c->vt + b * KV, kv_dim);
         }
         /* every entry attends to its own sequence's positions 0..pos (entries of the same
          * sequence earlier in the batch were written above: causal within the batch) */
@@ -190,7 +196,7 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
             const int nb = (len + WLM_KV_BLOCK - 1) / WLM_KV_BLOCK;
             for (int i = 0; i < nb; i++) {
                 c->kb[i] = c->kv.base[s->blocks[i]] + layer_off;
-                c->vb[i] = c->kb[i] + WLM_KV_BLOCK * KV;
+                c->vb[i] = (const unsigned char *)c->kb[i] + WLM_KV_BLOCK * KV * c->kv.elem_bytes;
             }
             attention_heads(c, c->xb + b * D, c->q + b * D, len);
         }

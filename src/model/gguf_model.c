@@ -5,7 +5,9 @@
  * against the hyperparameters, and the vocabulary through tokenizer.c. It does not parse bytes
  * itself (gguf.c does) and does not know other architectures.
  *
- * RoPE: llama.cpp's converters store the Q and K weights of "llama" models so that rotary
+ * RoPE: llama.rope.freq_base, rope.dimension_count (partial rotation), linear scaling and the
+ * Llama 3.1+ frequency factors (rope_freqs.weight) are read here; context.c turns them into
+ * per-pair frequencies. llama.cpp's converters store the Q and K weights of "llama" models so that rotary
  * embeddings apply to adjacent pairs (2i, 2i+1) of each head — llama2.c's layout, which
  * forward.c implements — so the weights are used as stored, with no permutation. (Hugging Face
  * checkpoints rotate halves instead; convert_hf_to_gguf permutes their rows into pair order.)
@@ -181,41 +183,63 @@ static int read_hparams(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
         return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
                              "mixture-of-experts models (llama.expert_count %u) are not supported",
                              experts);
-    int32_t rope_dims = 0, key_len = 0, value_len = 0;
+    int32_t key_len = 0, value_len = 0;
     if ((rc = get_dim(m, g, "llama.rope.dimension_count", 0, hp->head_size, 0, MAX_DIM,
-                      &rope_dims)) ||
+                      &hp->n_rot)) ||
         (rc = get_dim(m, g, "llama.attention.key_length", 0, hp->head_size, 0, MAX_DIM,
                       &key_len)) ||
         (rc = get_dim(m, g, "llama.attention.value_length", 0, hp->head_size, 0, MAX_DIM,
                       &value_len)))
         return rc;
-    if (rope_dims != hp->head_size)
-        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
-                             "llama.rope.dimension_count %d differs from the head size %d (partial "
-                             "rotary embeddings are not supported)", (int)rope_dims,
-                             (int)hp->head_size);
+    /* Partial rotary embeddings: the first n_rot dimensions of each head rotate, with the
+     * frequencies of an n_rot-wide head (ggml_rope's n_dims); the others pass through. */
+    if (hp->n_rot < 2 || hp->n_rot > hp->head_size || hp->n_rot % 2 != 0)
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                             "llama.rope.dimension_count %d must be even and within 2..%d (the "
+                             "head size)", (int)hp->n_rot, (int)hp->head_size);
     if (key_len != hp->head_size || value_len != hp->head_size)
         return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
                              "attention.key_length %d / value_length %d differ from the head size "
                              "%d, which is not supported", (int)key_len, (int)value_len,
                              (int)hp->head_size);
-    /* RoPE scaling (linear, YaRN, ...) changes the angles; a factor of 1 (or 0, "unset") is
-     * plain RoPE whatever scaling.type says. */
-    const wlm_gguf_kv *scaling = wlm_gguf_find_kv(g, "llama.rope.scaling.type");
-    if (scaling && !(scaling->type == WLM_GGUF_STRING && wlm_gguf_str_eq(scaling->str, "none"))) {
-        float factor = 1.0f;
-        rc = wlm_gguf_get_f32_or(g, "llama.rope.scaling.factor", 1.0f, &factor, m->errmsg,
+    /* RoPE scaling, as llama.cpp reads it: llama.rope.scaling.factor (or the older
+     * llama.rope.scale_linear) f; 0 means unset. Type "linear" (the default when the type key is
+     * absent) divides positions by f; "none" ignores f; other types (yarn, longrope, ...) change
+     * the angles otherwise and are refused unless f is 1. Llama 3.1+ "llama3" scaling is not a
+     * type: the converter bakes it into the rope_freqs.weight factors (see map_weights). */
+    float factor = 0.0f;
+    if (wlm_gguf_find_kv(g, "llama.rope.scaling.factor"))
+        rc = wlm_gguf_get_f32_or(g, "llama.rope.scaling.factor", 0.0f, &factor, m->errmsg,
                                  WLM_ERRMSG_SIZE);
-        if (rc != WLM_OK) return rc;
-        if (factor != 1.0f && factor != 0.0f)
+    else
+        rc = wlm_gguf_get_f32_or(g, "llama.rope.scale_linear", 0.0f, &factor, m->errmsg,
+                                 WLM_ERRMSG_SIZE);
+    if (rc != WLM_OK) return rc;
+    if (!(factor >= 0.0f) || !(factor < 1e30f))
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                             "llama.rope.scaling.factor %g is not a positive number",
+                             (double)factor);
+    if (factor == 0.0f) factor = 1.0f;
+    hp->rope_freq_scale = 1.0f / factor;
+    const wlm_gguf_kv *scaling = wlm_gguf_find_kv(g, "llama.rope.scaling.type");
+    if (scaling) {
+        if (scaling->type != WLM_GGUF_STRING)
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                 "llama.rope.scaling.type is not a string");
+        if (wlm_gguf_str_eq(scaling->str, "none")) {
+            hp->rope_freq_scale = 1.0f;
+        } else if (!wlm_gguf_str_eq(scaling->str, "linear") && factor != 1.0f) {
+            char t[24];
+            size_t n = scaling->str.len < sizeof t - 1 ? scaling->str.len : sizeof t - 1;
+            for (size_t i = 0; i < n; i++)
+                t[i] = scaling->str.ptr[i] >= 0x20 && scaling->str.ptr[i] < 0x7f ? scaling->str.ptr[i]
+                                                                                 : '?';
+            t[n] = '\0';
             return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
-                                 "RoPE scaling (llama.rope.scaling.factor %g) is not supported",
-                                 (double)factor);
+                                 "RoPE scaling type \"%s\" (llama.rope.scaling.factor %g) is not "
+                                 "supported (only none and linear)", t, (double)factor);
+        }
     }
-    if (wlm_gguf_find_tensor(g, "rope_freqs.weight"))
-        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
-                             "tensor rope_freqs.weight (Llama 3.1 RoPE frequency scaling) is not "
-                             "supported");
     return WLM_OK;
 }
 
@@ -290,6 +314,33 @@ static int map_weights(wlm_model *m, const wlm_gguf *g) {
         if ((rc = get_norm(m, g, name, D, &spare, &lw->rms_ffn))) return rc;
     }
     if ((rc = get_norm(m, g, "output_norm.weight", D, &spare, &w->rms_final))) return rc;
+
+    /* RoPE frequency factors (Llama 3.1+): n_rot / 2 positive F32 values, optional. */
+    const wlm_gguf_tensor *rf = wlm_gguf_find_tensor(g, "rope_freqs.weight");
+    if (rf) {
+        const int32_t n = hp->n_rot / 2;
+        if (rf->type != WLM_TYPE_F32) {
+            char tbuf[48];
+            return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                                 "tensor rope_freqs.weight has type %s; only F32 is supported",
+                                 type_desc(rf->type, tbuf, sizeof tbuf));
+        }
+        wlm_tensor t = {0};
+        if ((rc = get_matrix(m, g, "rope_freqs.weight", 1, n, &t))) {
+            if (rc == WLM_ERR_FORMAT && rf->ne[0] != n)
+                return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                     "tensor rope_freqs.weight has %lld entries, expected %d "
+                                     "(llama.rope.dimension_count %d / 2)",
+                                     (long long)rf->ne[0], (int)n, (int)hp->n_rot);
+            return rc;
+        }
+        w->rope_freqs = t.data;
+        for (int32_t i = 0; i < n; i++)
+            if (!(w->rope_freqs[i] > 0.0f))
+                return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                     "tensor rope_freqs.weight: factor %d is %g, not positive",
+                                     (int)i, (double)w->rope_freqs[i]);
+    }
 
     m->shared_classifier = wlm_gguf_find_tensor(g, "output.weight") == NULL;
     if (m->shared_classifier) w->wcls = w->token_embedding;

@@ -28,7 +28,11 @@ typedef struct wlm_hparams {
     int32_t head_size;    /* dim / n_heads */
     int32_t kv_dim;       /* head_size * n_kv_heads */
     float norm_eps;       /* RMSNorm epsilon: 1e-5 as in llama2.c */
-    float rope_theta;     /* RoPE base frequency: 10000 */
+    float rope_theta;     /* RoPE base frequency: 10000 (Llama 3: 500000) */
+    int32_t n_rot;        /* RoPE: the first n_rot dimensions of each head rotate (even,
+                             2..head_size); the rest pass through (llama.rope.dimension_count) */
+    float rope_freq_scale; /* RoPE: 1 / the linear scaling factor (positions are divided by the
+                             factor); 1 when unscaled */
 } wlm_hparams;
 
 /* A weight matrix: `rows` output features × `cols` input features, row-major, each row
@@ -58,6 +62,9 @@ typedef struct wlm_weights {
     wlm_tensor token_embedding;   /* (vocab_size, dim) */
     const float *rms_final;       /* (dim) */
     wlm_tensor wcls;              /* (vocab_size, dim); the embedding itself when shared */
+    const float *rope_freqs;      /* (n_rot / 2) RoPE frequency factors (rope_freqs.weight: Llama
+                                     3.1+ bakes its "llama3" scaling into them): frequency i is
+                                     divided by rope_freqs[i]; NULL = all 1 */
     wlm_layer_weights *layers;    /* (n_layers), allocated by the loader, owned by the model */
 } wlm_weights;
 
@@ -87,18 +94,21 @@ struct wlm_model {
 /* Copies every STRING key/value of g into the model (gguf_model.c). */
 int wlm_model_copy_meta(wlm_model *m, const wlm_gguf *g);
 
-/* Paged KV cache: a pool of blocks of WLM_KV_BLOCK positions. Block b holds, for each layer l,
- * K rows then V rows: base(b) + l * 2 * BLOCK * kv_dim (K, position slot s at + s * kv_dim)
- * and + BLOCK * kv_dim further (V). Blocks are reference-counted; ref 0 = on the free list. */
+/* Paged KV cache: a pool of blocks of WLM_KV_BLOCK positions, elements of `type` (F32 or F16,
+ * elem_bytes each). Block b holds, for each layer l, K rows then V rows, counted in elements:
+ * base(b) + l * 2 * BLOCK * kv_dim (K, position slot s at + s * kv_dim) and + BLOCK * kv_dim
+ * further (V). Blocks are reference-counted; ref 0 = on the free list. */
 typedef struct wlm_kv_pool {
-    size_t block_floats;          /* n_layers * 2 * WLM_KV_BLOCK * kv_dim */
-    float **base;                 /* (cap) block memory */
+    int32_t type;                 /* enum wlm_kv_type */
+    size_t elem_bytes;            /* 4 (F32) or 2 (F16) */
+    size_t block_bytes;           /* n_layers * 2 * WLM_KV_BLOCK * kv_dim * elem_bytes */
+    unsigned char **base;         /* (cap) block memory */
     int32_t *ref;                 /* (cap) sequences referencing the block */
     int32_t *free_ids;            /* (cap) stack of free block ids */
     int32_t n_free;
     int32_t n_alloc;              /* blocks created so far (ids 0..n_alloc-1) */
     int32_t cap;                  /* capacity of the arrays above */
-    float **chunks;               /* allocations holding the blocks */
+    unsigned char **chunks;       /* allocations holding the blocks */
     int32_t n_chunks, chunk_cap;
 } wlm_kv_pool;
 
@@ -196,9 +206,10 @@ struct wlm_context {
                                      attention kernel's scratch, split by heads among threads */
     void *xq;                     /* (B, xq_stride bytes) activations in a vec_dot_type */
     size_t xq_stride;
-    float *rope_cos, *rope_sin;   /* (B, head_size / 2) angles of each entry's position */
-    float *rope_freq;             /* (head_size / 2) */
-    const float **kb, **vb;       /* (max_blocks) block pointers of one sequence and layer */
+    float *rope_cos, *rope_sin;   /* (B, n_rot / 2) angles of each entry's position */
+    float *rope_freq;             /* (n_rot / 2) radians per position of each rotated pair */
+    const void **kb, **vb;        /* (max_blocks) block pointers of one sequence and layer (to
+                                     float or uint16_t elements, as kv.type) */
     int32_t *ent_seq, *ent_pos;   /* (B) */
     /* logits of the last evaluation: one row per entry that asked for them */
     float *logits;                /* (logits_cap, vocab) */
@@ -235,9 +246,12 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
 void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
                 const float *x, size_t x_stride, int32_t n);
 
-/* context.c: the KV block pointer of position `pos` of sequence `seq` in layer l (K; V is
- * WLM_KV_BLOCK * kv_dim floats further). */
-float *wlm_kv_row(wlm_context *c, int32_t seq, int32_t layer, int32_t pos);
+/* context.c: the K row of position `pos` of sequence `seq` in layer l, kv_dim elements of
+ * c->kv.type (V is WLM_KV_BLOCK * kv_dim elements further). */
+void *wlm_kv_row(wlm_context *c, int32_t seq, int32_t layer, int32_t pos);
+
+/* context.c: stores n floats into a KV row of c->kv.type (F16: rounded to nearest even). */
+void wlm_kv_store(const wlm_context *c, void *row, const float *x, int32_t n);
 
 /* context.c: makes sure sequence `seq` owns (unshared) blocks for positions [from, to);
  * copies shared blocks (copy-on-write). WLM_ERR_NOMEM with a message on failure. */

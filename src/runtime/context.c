@@ -18,6 +18,7 @@ void wlm_context_params_default(wlm_context_params *params) {
     params->kv_cache = 1;
     params->use_simd = 1;
     params->n_seq_max = 1;
+    params->kv_type = WLM_KV_F16;
 }
 
 /* ---- KV block pool ------------------------------------------------------------------------ */
@@ -26,11 +27,11 @@ void wlm_context_params_default(wlm_context_params *params) {
 static int pool_grow(wlm_kv_pool *p, int32_t n) {
     if (n < 1) n = 1;
     if ((uint64_t)p->n_alloc + (uint64_t)n > (uint64_t)INT32_MAX / 2) return WLM_ERR_NOMEM;
-    if ((uint64_t)n * p->block_floats > (uint64_t)(SIZE_MAX / sizeof(float))) return WLM_ERR_NOMEM;
+    if ((uint64_t)n * p->block_bytes > (uint64_t)SIZE_MAX) return WLM_ERR_NOMEM;
     if (p->n_alloc + n > p->cap) {
         int32_t cap = p->cap ? p->cap : 16;
         while (cap < p->n_alloc + n) cap *= 2;
-        float **base = realloc(p->base, sizeof *base * (size_t)cap);
+        unsigned char **base = realloc(p->base, sizeof *base * (size_t)cap);
         if (base) p->base = base;
         int32_t *ref = realloc(p->ref, sizeof *ref * (size_t)cap);
         if (ref) p->ref = ref;
@@ -41,17 +42,17 @@ static int pool_grow(wlm_kv_pool *p, int32_t n) {
     }
     if (p->n_chunks == p->chunk_cap) {
         int32_t cap = p->chunk_cap ? p->chunk_cap * 2 : 8;
-        float **chunks = realloc(p->chunks, sizeof *chunks * (size_t)cap);
+        unsigned char **chunks = realloc(p->chunks, sizeof *chunks * (size_t)cap);
         if (!chunks) return WLM_ERR_NOMEM;
         p->chunks = chunks;
         p->chunk_cap = cap;
     }
-    float *mem = calloc((size_t)n * p->block_floats, sizeof(float));
+    unsigned char *mem = calloc((size_t)n, p->block_bytes);
     if (!mem) return WLM_ERR_NOMEM;
     p->chunks[p->n_chunks++] = mem;
     for (int32_t i = 0; i < n; i++) {
         int32_t id = p->n_alloc++;
-        p->base[id] = mem + (size_t)i * p->block_floats;
+        p->base[id] = mem + (size_t)i * p->block_bytes;
         p->ref[id] = 0;
     }
     /* push in reverse so that the lowest new id is taken first */
@@ -84,11 +85,22 @@ static void pool_release(wlm_kv_pool *p) {
     memset(p, 0, sizeof *p);
 }
 
-float *wlm_kv_row(wlm_context *c, int32_t seq, int32_t layer, int32_t pos) {
+void *wlm_kv_row(wlm_context *c, int32_t seq, int32_t layer, int32_t pos) {
     const wlm_seq *s = &c->seqs[seq];
     const size_t kv_dim = (size_t)c->model->hp.kv_dim;
-    return c->kv.base[s->blocks[pos / BLOCK]] + (size_t)layer * 2 * BLOCK * kv_dim +
-           (size_t)(pos % BLOCK) * kv_dim;
+    return c->kv.base[s->blocks[pos / BLOCK]] +
+           ((size_t)layer * 2 * BLOCK * kv_dim + (size_t)(pos % BLOCK) * kv_dim) * c->kv.elem_bytes;
+}
+
+void wlm_kv_store(const wlm_context *c, void *row, const float *x, int32_t n) {
+    if (c->kv.type == WLM_KV_F32) memcpy(row, x, (size_t)n * sizeof(float));
+    else wlm_type_get(WLM_TYPE_F16)->from_float(x, row, n); /* quant.c: round to nearest even */
+}
+
+/* Widens a KV row of c->kv.type into n floats. */
+static void kv_load(const wlm_context *c, float *x, const void *row, int32_t n) {
+    if (c->kv.type == WLM_KV_F32) memcpy(x, row, (size_t)n * sizeof(float));
+    else wlm_type_get(WLM_TYPE_F16)->to_float(row, x, n);
 }
 
 int wlm_kv_reserve(wlm_context *c, int32_t seq, int32_t from, int32_t to) {
@@ -103,7 +115,7 @@ int wlm_kv_reserve(wlm_context *c, int32_t seq, int32_t from, int32_t to) {
         } else if (p->ref[s->blocks[bi]] > 1) { /* shared with another sequence: copy on write */
             int32_t id = pool_take(c);
             if (id < 0) goto nomem;
-            memcpy(p->base[id], p->base[s->blocks[bi]], p->block_floats * sizeof(float));
+            memcpy(p->base[id], p->base[s->blocks[bi]], p->block_bytes);
             pool_drop(p, s->blocks[bi]);
             s->blocks[bi] = id;
         }
@@ -112,7 +124,7 @@ int wlm_kv_reserve(wlm_context *c, int32_t seq, int32_t from, int32_t to) {
 nomem:
     return wlm_set_error(c->errmsg, WLM_ERR_NOMEM,
                          "out of memory for the KV cache: %d blocks of %zu bytes in use",
-                         (int)(p->n_alloc - p->n_free), p->block_floats * sizeof(float));
+                         (int)(p->n_alloc - p->n_free), p->block_bytes);
 }
 
 /* Drops the blocks of sequence s past position n_past. */
@@ -189,6 +201,10 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     if (params->n_seq_max < 1 || params->n_seq_max > WLM_MAX_SEQ)
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG, "n_seq_max %d is outside 1..%d",
                              (int)params->n_seq_max, WLM_MAX_SEQ);
+    if (params->kv_type != WLM_KV_F32 && params->kv_type != WLM_KV_F16)
+        return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                             "kv_type %d is neither WLM_KV_F16 (%d) nor WLM_KV_F32 (%d)",
+                             (int)params->kv_type, WLM_KV_F16, WLM_KV_F32);
     c->model = model;
     c->n_ctx = params->n_ctx ? params->n_ctx : p->seq_len;
     c->kv_cache = params->kv_cache != 0;
@@ -199,7 +215,7 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->last_logits = -1;
 
     const uint64_t B = WLM_BATCH_CHUNK, dim = (uint64_t)p->dim, hid = (uint64_t)p->hidden_dim;
-    const uint64_t kvd = (uint64_t)p->kv_dim, half = (uint64_t)p->head_size / 2;
+    const uint64_t kvd = (uint64_t)p->kv_dim, half = (uint64_t)p->n_rot / 2;
     const uint64_t widest = hid > dim ? hid : dim;
     size_t total = 0;
     c->x = alloc_n(B * dim, sizeof(float), &total);
@@ -219,8 +235,8 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->rope_cos = alloc_n(B * half, sizeof(float), &total);
     c->rope_sin = alloc_n(B * half, sizeof(float), &total);
     c->rope_freq = alloc_n(half, sizeof(float), &total);
-    c->kb = alloc_n((uint64_t)c->max_blocks, sizeof(float *), &total);
-    c->vb = alloc_n((uint64_t)c->max_blocks, sizeof(float *), &total);
+    c->kb = alloc_n((uint64_t)c->max_blocks, sizeof(void *), &total);
+    c->vb = alloc_n((uint64_t)c->max_blocks, sizeof(void *), &total);
     c->ent_seq = alloc_n(B, sizeof(int32_t), &total);
     c->ent_pos = alloc_n(B, sizeof(int32_t), &total);
     c->logits_cap = 1;
@@ -238,10 +254,12 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
         ok = c->seqs[i].blocks && c->seqs[i].tokens;
         c->gens[i].pending = -1;
     }
-    c->kv.block_floats = (size_t)p->n_layers * 2 * BLOCK * (size_t)p->kv_dim;
+    c->kv.type = params->kv_type;
+    c->kv.elem_bytes = params->kv_type == WLM_KV_F16 ? 2 : 4;
+    c->kv.block_bytes = (size_t)p->n_layers * 2 * BLOCK * (size_t)p->kv_dim * c->kv.elem_bytes;
     if (ok) ok = pool_grow(&c->kv, c->max_blocks) == WLM_OK; /* one full sequence up front */
     if (!ok) {
-        uint64_t kv_bytes = (uint64_t)c->max_blocks * c->kv.block_floats * sizeof(float);
+        uint64_t kv_bytes = (uint64_t)c->max_blocks * c->kv.block_bytes;
         context_release(c);
         memset(c, 0, sizeof *c);
         return wlm_set_error(c->errmsg, WLM_ERR_NOMEM,
@@ -249,9 +267,17 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
                              "cache of %llu bytes",
                              total, (unsigned long long)kv_bytes);
     }
-    /* RoPE frequencies theta_i = base^(-2i / head_size), the float expression of run.c. */
-    for (int i = 0; i < p->head_size / 2; i++)
-        c->rope_freq[i] = 1.0f / powf(p->rope_theta, (float)(2 * i) / (float)p->head_size);
+    /* RoPE frequencies theta_i = base^(-2i / n_rot) (the float expression of run.c, where
+     * n_rot = head_size), divided by the model's frequency factor i (rope_freqs.weight) and
+     * multiplied by the linear scaling's 1/factor: angle = pos * theta_i, as ggml_rope_ext with
+     * freq_factors and freq_scale (no YaRN). Unscaled models keep run.c's bits exactly. */
+    const float *ff = model->w.rope_freqs;
+    for (int i = 0; i < p->n_rot / 2; i++) {
+        float theta = 1.0f / powf(p->rope_theta, (float)(2 * i) / (float)p->n_rot);
+        if (ff) theta /= ff[i];
+        if (p->rope_freq_scale != 1.0f) theta *= p->rope_freq_scale;
+        c->rope_freq[i] = theta;
+    }
     c->bytes = total;
     return WLM_OK;
 }
@@ -276,14 +302,14 @@ int wlm_context_set_threadpool(wlm_context *ctx, wlm_threadpool *pool) {
 
 size_t wlm_context_memory(const wlm_context *ctx) {
     if (!ctx) return 0;
-    return ctx->bytes + (size_t)ctx->kv.n_alloc * ctx->kv.block_floats * sizeof(float) +
+    return ctx->bytes + (size_t)ctx->kv.n_alloc * ctx->kv.block_bytes +
            (size_t)(ctx->logits_cap - 1) * (size_t)ctx->model->hp.vocab_size * sizeof(float);
 }
 
 int wlm_kv_stats_get(const wlm_context *ctx, wlm_kv_stats *out) {
     if (!ctx || !out || !ctx->model) return WLM_ERR_INVALID_ARG;
     memset(out, 0, sizeof *out);
-    out->block_bytes = ctx->kv.block_floats * sizeof(float);
+    out->block_bytes = ctx->kv.block_bytes;
     out->blocks_allocated = ctx->kv.n_alloc;
     for (int32_t i = 0; i < ctx->kv.n_alloc; i++) {
         out->blocks_used += ctx->kv.ref[i] > 0;
@@ -386,8 +412,9 @@ int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t 
     int rc = wlm_kv_reserve(c, seq, n_keep, s->n_past);
     if (rc != WLM_OK) return rc;
     const wlm_hparams *p = &c->model->hp;
-    const int hs = p->head_size, half = hs / 2;
-    const size_t kv_bytes = (size_t)p->kv_dim * sizeof(float);
+    const int hs = p->head_size, half = p->n_rot / 2, kv_dim = p->kv_dim;
+    const size_t row_bytes = (size_t)kv_dim * c->kv.elem_bytes;
+    const size_t v_off = (size_t)BLOCK * row_bytes;
     /* cos/sin of the rotation through -n_discard positions, per frequency */
     float *cs = c->rope_cos, *sn = c->rope_sin;
     for (int i = 0; i < half; i++) {
@@ -397,10 +424,12 @@ int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t 
     }
     for (int32_t pos = n_keep + n_discard; pos < s->n_past; pos++) {
         for (int32_t l = 0; l < p->n_layers; l++) {
-            float *src = wlm_kv_row(c, seq, l, pos), *dst = wlm_kv_row(c, seq, l, pos - n_discard);
-            memcpy(dst, src, kv_bytes);                                    /* K */
-            memcpy(dst + BLOCK * p->kv_dim, src + BLOCK * p->kv_dim, kv_bytes); /* V */
-            c->k->rope(dst, p->n_kv_heads, hs, cs, sn);
+            unsigned char *src = wlm_kv_row(c, seq, l, pos);
+            unsigned char *dst = wlm_kv_row(c, seq, l, pos - n_discard);
+            memcpy(dst + v_off, src + v_off, row_bytes); /* V as it is */
+            kv_load(c, c->kt, src, kv_dim);              /* K rotated in float32 */
+            c->k->rope(c->kt, p->n_kv_heads, hs, p->n_rot, cs, sn);
+            wlm_kv_store(c, dst, c->kt, kv_dim);
         }
         s->tokens[pos - n_discard] = s->tokens[pos];
     }

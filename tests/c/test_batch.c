@@ -4,7 +4,8 @@
  * forked sequences share KV blocks and copy on write; batched generation equals each sequence
  * generated alone; beam search (W = 1 is greedy; W = 4 finds a total log-probability at least
  * greedy's; every reported log-probability equals a recomputation); context full and context
- * shift (the shifted keys equal keys computed at the new positions).
+ * shift (the shifted keys equal keys computed at the new positions). Everything runs with the
+ * default F16 KV cache, and the bitwise and shift checks again with the F32 cache.
  * Uses wasmlm.h, plus model.h for the KV rows in the shift test.
  */
 #include <math.h>
@@ -18,6 +19,7 @@
 
 static unsigned char *model_bytes, *tok_bytes;
 static size_t model_size, tok_size;
+static int32_t kv_type = WLM_KV_F16; /* of every context new_ctx creates */
 
 static wlm_model *load_model(void) {
     wlm_model *m = NULL;
@@ -37,6 +39,7 @@ static wlm_context *new_ctx(const wlm_model *m, int n_ctx, int n_seq, int simd) 
     cp.n_ctx = n_ctx;
     cp.n_seq_max = n_seq;
     cp.use_simd = simd;
+    cp.kv_type = kv_type;
     wlm_context *c = NULL;
     int rc = wlm_context_new(m, &cp, &c);
     CHECKF(rc == WLM_OK, "context: %s %s", wlm_status_name(rc), wlm_context_errmsg(c));
@@ -141,6 +144,8 @@ static void test_fork(const wlm_model *m) {
     wlm_kv_stats st;
     CHECK_STATUS(wlm_kv_stats_get(c, &st), WLM_OK);
     const int32_t nblk = (n + WLM_KV_BLOCK - 1) / WLM_KV_BLOCK;
+    /* stories260K: 5 layers, kv_dim 32; 2 bytes an element in F16, 4 in F32 */
+    CHECK_EQ_INT(st.block_bytes, 5u * 2 * WLM_KV_BLOCK * 32 * (kv_type == WLM_KV_F16 ? 2 : 4));
     CHECK_EQ_INT(st.blocks_used, nblk);
     CHECK_EQ_INT(st.blocks_shared, nblk);
     CHECK_EQ_INT(st.block_refs, 3 * nblk);
@@ -423,15 +428,29 @@ static void test_context_full_and_shift(const wlm_model *m) {
     for (int i = 3; i < 20; i++) kept[i] = seq[i + 10];
     CHECK_STATUS(wlm_eval(b, kept, 20), WLM_OK);
     const int kvd = m->hp.kv_dim;
-    double maxk = 0.0, maxv = 0.0;
+    double maxk = 0.0, maxv = 0.0, maxabs = 0.0;
     for (int pos = 0; pos < 20; pos++) {
-        const float *ka = wlm_kv_row(a, 0, 0, pos), *kb = wlm_kv_row(b, 0, 0, pos);
+        const void *ra = wlm_kv_row(a, 0, 0, pos), *rb = wlm_kv_row(b, 0, 0, pos);
         for (int j = 0; j < kvd; j++) {
-            maxk = fmax(maxk, fabs(ka[j] - kb[j]));
-            maxv = fmax(maxv, fabs(ka[WLM_KV_BLOCK * kvd + j] - kb[WLM_KV_BLOCK * kvd + j]));
+            double ka, kb, va, vb;
+            const size_t vj = (size_t)WLM_KV_BLOCK * kvd + j;
+            if (kv_type == WLM_KV_F16) { /* widened exactly */
+                const uint16_t *ha = ra, *hb = rb;
+                ka = wlm_fp16_to_fp32(ha[j]), kb = wlm_fp16_to_fp32(hb[j]);
+                va = wlm_fp16_to_fp32(ha[vj]), vb = wlm_fp16_to_fp32(hb[vj]);
+            } else {
+                const float *fa = ra, *fb = rb;
+                ka = fa[j], kb = fb[j], va = fa[vj], vb = fb[vj];
+            }
+            maxk = fmax(maxk, fabs(ka - kb));
+            maxv = fmax(maxv, fabs(va - vb));
+            maxabs = fmax(maxabs, fabs(kb));
         }
     }
-    CHECKF(maxk < 1e-4, "shifted keys differ by %g", maxk);
+    /* F16: both keys are rounded to binary16 (11 significant bits) once, after rotations in
+     * float32 that differ by ~1e-6: at most one unit of the last place apart */
+    const double tol = kv_type == WLM_KV_F16 ? maxabs / 1024.0 : 1e-4;
+    CHECKF(maxk < tol, "shifted keys differ by %g (largest key %g)", maxk, maxabs);
     CHECKF(maxv == 0.0, "values differ by %g", maxv);
     CHECK_STATUS(wlm_seq_shift(a, 0, 15, 10), WLM_ERR_INVALID_ARG);
     CHECK_STATUS(wlm_seq_shift(a, 0, 0, 0), WLM_ERR_INVALID_ARG);
@@ -505,6 +524,13 @@ int main(int argc, char **argv) {
         test_beam(m);
         test_context_full_and_shift(m);
         test_preview(m);
+        /* the F32 cache keeps the same guarantees */
+        kv_type = WLM_KV_F32;
+        tu_section("F32 KV cache:");
+        test_batched_prefill(m, 1);
+        test_multi_sequence(m);
+        test_fork(m);
+        test_context_full_and_shift(m);
         wlm_model_free(m);
     }
     free(model_bytes);

@@ -1290,16 +1290,20 @@ static void test_synthetic_models(void) {
     o.arch = "";
     expect_load(&o, WLM_ERR_UNSUPPORTED, "architecture", "empty architecture");
     o = base;
-    o.rope_dims = 4;
-    expect_load(&o, WLM_ERR_UNSUPPORTED, "rope.dimension_count", "partial rotary");
+    o.rope_dims = 4; /* partial rotary embeddings load (tests/c/test_llama3.c runs them) */
+    expect_load(&o, WLM_OK, NULL, "partial rotary");
+    o.rope_dims = 3;
+    expect_load(&o, WLM_ERR_FORMAT, "rope.dimension_count 3", "odd rope.dimension_count");
+    o.rope_dims = SD / SNH + 2;
+    expect_load(&o, WLM_ERR_FORMAT, "rope.dimension_count", "rope.dimension_count > head size");
     o = base;
     o.rope_scaling = 1.0f;
     expect_load(&o, WLM_OK, NULL, "RoPE scaling factor 1");
     o.rope_scaling = 4.0f;
-    expect_load(&o, WLM_ERR_UNSUPPORTED, "llama.rope.scaling.factor 4", "RoPE scaling factor 4");
+    expect_load(&o, WLM_OK, NULL, "linear RoPE scaling factor 4");
     o = base;
-    o.rope_freqs = 1;
-    expect_load(&o, WLM_ERR_UNSUPPORTED, "rope_freqs.weight", "rope_freqs");
+    o.rope_freqs = 1; /* all-zero factors */
+    expect_load(&o, WLM_ERR_FORMAT, "rope_freqs.weight", "rope_freqs of zeros");
     o = base;
     o.bad_eps = 1;
     expect_load(&o, WLM_ERR_FORMAT, "layer_norm_rms_epsilon", "string epsilon");

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 #include "test_util.h"
 
 /* Lengths around every vector width and unroll factor (4, 8, 16) and the model sizes
@@ -48,6 +49,7 @@ static void test_tables(void) {
     CHECK(wlm_kernels_ref.rmsnorm == wlm_rmsnorm_ref);
     CHECK(wlm_kernels_ref.softmax == wlm_softmax_ref);
     CHECK(wlm_kernels_ref.rope == wlm_rope_ref);
+    CHECK(wlm_kernels_ref.attention_f16 == wlm_attention_f16_ref);
     CHECK(wlm_kernels_ref.swiglu == wlm_swiglu_ref);
     CHECK(wlm_kernels_ref.dot == wlm_dot_ref);
     CHECK(wlm_kernels_ref.axpy == wlm_axpy_ref);
@@ -57,6 +59,7 @@ static void test_tables(void) {
     CHECK(wlm_kernels_simd.rmsnorm == wlm_rmsnorm_simd);
     CHECK(wlm_kernels_simd.softmax == wlm_softmax_simd);
     CHECK(wlm_kernels_simd.rope == wlm_rope_simd);
+    CHECK(wlm_kernels_simd.attention_f16 == wlm_attention_f16_simd);
     CHECK(wlm_kernels_simd.swiglu == wlm_swiglu_simd);
     CHECK(wlm_kernels_simd.dot == wlm_dot_simd);
     CHECK(wlm_kernels_simd.axpy == wlm_axpy_simd);
@@ -361,41 +364,45 @@ static void test_rope(void) {
                 st[PAD + i] = (float)sin(ang);
             }
             fill(x, n, -2.0f, 2.0f);
+            /* off 0: every pair rotates; off 1: partial rotation (the first n_rot dimensions of
+             * each head, the others bitwise unchanged), at an unaligned address */
             for (int off = 0; off < 2; off++) {
+                const int rot = off == 0 ? hs : (hs / 2 < 2 ? 2 : (hs / 2) & ~1);
                 float *pa = a + PAD + off, *pb = b + PAD + (off ? 3 : 0);
                 memcpy(pa, x, sizeof(float) * n);
                 memcpy(pb, x, sizeof(float) * n);
-                wlm_rope_ref(pa, nh, hs, ct + PAD, st + PAD);
-                wlm_rope_simd(pb, nh, hs, ct + PAD, st + PAD);
+                wlm_rope_ref(pa, nh, hs, rot, ct + PAD, st + PAD);
+                wlm_rope_simd(pb, nh, hs, rot, ct + PAD, st + PAD);
                 int bad = 0, first = -1;
                 for (int h = 0; h < nh; h++)
                     for (int i = 0; i < half; i++) {
                         int k = h * hs + 2 * i;
                         double c = ct[PAD + i], s = st[PAD + i], x0 = x[k], x1 = x[k + 1];
                         double e0 = x0 * c - x1 * s, e1 = x0 * s + x1 * c;
-                        double tol = 1e-6 * (fabs(x0) + fabs(x1)) + 1e-30;
+                        if (2 * i >= rot) e0 = x0, e1 = x1; /* not rotated: exact */
+                        double tol = 2 * i >= rot ? 0.0 : 1e-6 * (fabs(x0) + fabs(x1)) + 1e-30;
                         if (fabs(pa[k] - e0) > tol || fabs(pa[k + 1] - e1) > tol ||
                             fabs(pb[k] - e0) > tol || fabs(pb[k + 1] - e1) > tol) {
                             if (first < 0) first = k;
                             bad++;
                         }
                     }
-                CHECKF(bad == 0, "head_size %d heads %d off %d: %d pairs off, first at %d", hs,
-                       nh, off, bad, first);
+                CHECKF(bad == 0, "head_size %d heads %d n_rot %d: %d pairs off, first at %d", hs,
+                       nh, rot, bad, first);
             }
             /* angle 0 is the identity; pi/2 maps (a, b) to (-b, a); both exact */
             for (int i = 0; i < half; i++) ct[PAD + i] = 1.0f, st[PAD + i] = 0.0f;
             memcpy(a, x, sizeof(float) * n);
             memcpy(b, x, sizeof(float) * n);
-            wlm_rope_ref(a, nh, hs, ct + PAD, st + PAD);
-            wlm_rope_simd(b, nh, hs, ct + PAD, st + PAD);
+            wlm_rope_ref(a, nh, hs, hs, ct + PAD, st + PAD);
+            wlm_rope_simd(b, nh, hs, hs, ct + PAD, st + PAD);
             int bad0 = 0, bad90 = 0;
             for (int k = 0; k < n; k++) bad0 += a[k] != x[k] || b[k] != x[k];
             for (int i = 0; i < half; i++) ct[PAD + i] = 0.0f, st[PAD + i] = 1.0f;
             memcpy(a, x, sizeof(float) * n);
             memcpy(b, x, sizeof(float) * n);
-            wlm_rope_ref(a, nh, hs, ct + PAD, st + PAD);
-            wlm_rope_simd(b, nh, hs, ct + PAD, st + PAD);
+            wlm_rope_ref(a, nh, hs, hs, ct + PAD, st + PAD);
+            wlm_rope_simd(b, nh, hs, hs, ct + PAD, st + PAD);
             for (int k = 0; k < n; k += 2) {
                 bad90 += a[k] != -x[k + 1] || a[k + 1] != x[k];
                 bad90 += b[k] != -x[k + 1] || b[k + 1] != x[k];
@@ -580,6 +587,113 @@ static void test_attention(void) {
     }
 }
 
+
+/* The F16 cache: the same cases with K and V stored as binary16. The scalar kernel equals the
+ * float kernel on the exactly widened rows bit for bit; the SIMD kernel is close to it and to a
+ * double-precision computation on those rows, and independent of the head range. */
+static int run_attention_f16(wlm_attention_f16_fn fn, float *out, const float *q,
+                             const uint16_t *const *kb, const uint16_t *const *vb, int blk, int n,
+                             int h0, int h1, int kv_mul, int hs, int stride) {
+    const size_t ns = wlm_attention_scratch(h1 - h0, n, hs);
+    float *scratch = alloc_f(ns + 1);
+    scratch[ns] = 555.0f;
+    fn(out, q, kb, vb, blk, n, h0, h1, kv_mul, hs, stride, scratch);
+    const int ok = scratch[ns] == 555.0f;
+    free(scratch);
+    return ok;
+}
+
+static void test_attention_f16(void) {
+    tu_section("attention over an F16 KV cache");
+    static const int heads[] = {1, 3, 4, 8, 12, 33, 48, 64, 100, 128};
+    static const int lens[] = {1, 2, 3, 5, 7, 17, 64, 129, 130};
+    static const int blocks[] = {16, 1000, 7, 1};
+    enum { NH = 4, KV_MUL = 2, NKV = NH / KV_MUL };
+    const uint16_t *kb[200], *vb[200];
+    const float *kbf[200], *vbf[200];
+    for (size_t hi = 0; hi < sizeof heads / sizeof heads[0]; hi++) {
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            const int hs = heads[hi], n = lens[li], stride = NKV * hs + 3;
+            const size_t od = (size_t)NH * hs, cells = (size_t)n * stride;
+            float *q = alloc_f(od), *k = alloc_f(cells), *v = alloc_f(cells);
+            uint16_t *kh = malloc(cells * 2), *vh = malloc(cells * 2);
+            float *oa = alloc_f(od + 1), *ob = alloc_f(od + 1), *oc = alloc_f(od + 1);
+            float *ow = alloc_f(od + 1);
+            double *w = calloc((size_t)n, sizeof(double));
+            fill(q, (int)od, -1.0f, 1.0f);
+            fill(k, (int)cells, -3.0f, 3.0f);
+            fill(v, (int)cells, -3.0f, 3.0f);
+            /* binary16 rows (with a few subnormals), and their exact float32 values */
+            for (size_t i = 0; i < cells; i++) {
+                if (i % 97 == 5) k[i] *= 1e-5f, v[i] *= 1e-6f;
+                kh[i] = wlm_fp32_to_fp16(k[i]), vh[i] = wlm_fp32_to_fp16(v[i]);
+                k[i] = wlm_fp16_to_fp32(kh[i]), v[i] = wlm_fp16_to_fp32(vh[i]);
+            }
+            for (size_t i = 0; i <= od; i++) oa[i] = ob[i] = oc[i] = ow[i] = 777.0f;
+            const int blk = blocks[(hi + li) % (sizeof blocks / sizeof blocks[0])];
+            for (int b = 0; b * blk < n; b++) {
+                kb[b] = kh + (size_t)b * blk * stride, vb[b] = vh + (size_t)b * blk * stride;
+                kbf[b] = k + (size_t)b * blk * stride, vbf[b] = v + (size_t)b * blk * stride;
+            }
+            const int m = KV_MUL;
+            int ok = run_attention_f16(wlm_attention_f16_ref, oa, q, kb, vb, blk, n, 0, NH, m, hs,
+                                       stride);
+            ok &= run_attention_f16(wlm_attention_f16_simd, ob, q, kb, vb, blk, n, 0, NH, m, hs,
+                                    stride);
+            ok &= run_attention_f16(wlm_attention_f16_simd, oc, q, kb, vb, blk, n, 1, 3, m, hs,
+                                    stride);
+            ok &= run_attention(wlm_attention_ref, ow, q, kbf, vbf, blk, n, 0, NH, m, hs, stride);
+            CHECKF(ok, "F16 head %d, %d positions: wrote past the scratch", hs, n);
+            CHECKF(memcmp(oa, ow, (od + 1) * sizeof(float)) == 0,
+                   "F16 head %d, %d positions: the scalar kernel differs from the float kernel on "
+                   "the widened rows", hs, n);
+            int bad = 0, split = 0;
+            for (int h = 0; h < NH; h++) {
+                const float *qh = q + (size_t)h * hs, *kk = k + (size_t)(h / KV_MUL) * hs,
+                            *vv = v + (size_t)(h / KV_MUL) * hs;
+                double mx = -1e300, sum = 0.0;
+                for (int t = 0; t < n; t++) {
+                    double d = 0.0;
+                    for (int i = 0; i < hs; i++) d += (double)qh[i] * kk[(size_t)t * stride + i];
+                    w[t] = d / sqrt((double)hs);
+                    if (w[t] > mx) mx = w[t];
+                }
+                for (int t = 0; t < n; t++) sum += (w[t] = exp(w[t] - mx));
+                for (int i = 0; i < hs; i++) {
+                    const size_t o = (size_t)h * hs + i;
+                    double ex = 0.0;
+                    for (int t = 0; t < n; t++) ex += w[t] / sum * vv[(size_t)t * stride + i];
+                    bad += fabs(oa[o] - ex) > 3e-5 || fabs(ob[o] - ex) > 3e-5 ||
+                           fabs(oa[o] - ob[o]) > 1e-5;
+                    split += (h == 1 || h == 2) ? memcmp(&oc[o], &ob[o], sizeof(float)) != 0
+                                                : oc[o] != 777.0f;
+                }
+            }
+            CHECKF(bad == 0, "F16 head %d, %d positions, blocks of %d: %d outputs off", hs, n,
+                   blk, bad);
+            CHECKF(split == 0, "F16 head %d, %d positions: heads 1..2 alone differ in %d outputs",
+                   hs, n, split);
+            CHECKF(oa[od] == 777.0f && ob[od] == 777.0f, "F16 head %d: wrote past the heads", hs);
+            free(q), free(k), free(v), free(kh), free(vh), free(oa), free(ob), free(oc), free(ow);
+            free(w);
+        }
+    }
+    /* Inf and NaN halves widen to Inf and NaN (an overflowing key poisons its head, as in
+     * llama.cpp's F16 cache; a NaN value row propagates) */
+    {
+        float q[8] = {1, 0, 0, 0, 0, 0, 0, 0}, out[8], scratch[64];
+        uint16_t krow[2][8] = {{0}}, vrow[2][8] = {{0}};
+        krow[1][0] = 0x7c00; /* +Inf: the score of position 1 is +Inf, the softmax NaN */
+        vrow[0][3] = 0x7e00;
+        const uint16_t *kp[1] = {krow[0]}, *vp[1] = {vrow[0]};
+        wlm_attention_f16_simd(out, q, kp, vp, 2, 2, 0, 1, 1, 8, 8, scratch);
+        CHECK(isnan(out[0]) && isnan(out[3]));
+        krow[1][0] = 0;
+        wlm_attention_f16_simd(out, q, kp, vp, 2, 2, 0, 1, 1, 8, 8, scratch);
+        CHECK(out[0] == 0.0f && isnan(out[3]));
+    }
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* matmat (a batch of vectors against the same rows): each result bitwise equal to the matvec
  * of the same kernel set for that vector alone, and close to the scalar reference             */
@@ -624,6 +738,7 @@ static void test_matmat(void) {
 int main(void) {
     test_tables();
     test_attention();
+    test_attention_f16();
     test_matmat();
     test_dot();
     test_matvec();

@@ -107,10 +107,15 @@ static wlm_model *load_model(void) {
     return m;
 }
 
+/* KV cache type of new_context's contexts: F32, the tests below compare with run.c's float32
+ * logits to 1e-4 and its greedy text byte for byte; test_f16_cache measures the F16 default. */
+static int32_t kv_type = WLM_KV_F32;
+
 static wlm_context *new_context(const wlm_model *m, int n_ctx, int kv_cache, int use_simd) {
     wlm_context_params cp;
     wlm_context *ctx = NULL;
     wlm_context_params_default(&cp);
+    cp.kv_type = kv_type;
     cp.n_ctx = n_ctx;
     cp.kv_cache = kv_cache;
     cp.use_simd = use_simd;
@@ -487,7 +492,13 @@ static void test_forward(const wlm_model *m) {
         wlm_context_params cp;
         wlm_context *c2 = NULL;
         wlm_context_params_default(&cp);
-        CHECK(cp.n_ctx == 0 && cp.kv_cache == 1 && cp.use_simd == 1);
+        CHECK(cp.n_ctx == 0 && cp.kv_cache == 1 && cp.use_simd == 1 && cp.kv_type == WLM_KV_F16);
+        cp.kv_type = 2; /* neither F16 nor F32 */
+        CHECK_STATUS(wlm_context_new(m, &cp, &c2), WLM_ERR_INVALID_ARG);
+        CHECK(c2 && strstr(wlm_context_errmsg(c2), "kv_type 2") != NULL);
+        wlm_context_free(c2);
+        c2 = NULL;
+        cp.kv_type = WLM_KV_F16;
         cp.n_ctx = 513;
         CHECK_STATUS(wlm_context_new(m, &cp, &c2), WLM_ERR_INVALID_ARG);
         wlm_context_free(c2);
@@ -592,7 +603,7 @@ static void test_huge_context(void) {
             ctx = NULL;
             rc = wlm_context_new(m, &cp, &ctx);
             CHECKF(rc == WLM_ERR_NOMEM || rc == WLM_ERR_INVALID_ARG,
-                   "a 16 GiB KV cache in a 32-bit address space: %s", wlm_status_name(rc));
+                   "an 8 GiB (F16) KV cache in a 32-bit address space: %s", wlm_status_name(rc));
             CHECK(ctx == NULL || wlm_context_errmsg(ctx)[0] != 0);
             wlm_context_free(ctx);
         }
@@ -769,6 +780,59 @@ static void test_greedy(const wlm_model *m) {
     run_generation(ctx, &gr, -1);
     CHECK_EQ_INT(gr.n, 10);
     wlm_context_free(ctx);
+}
+
+/* The default F16 KV cache: logits within a measured bound of run.c's (float32) and of the F32
+ * cache's, really different from the latter (the cache is binary16), half the cache memory,
+ * and the same greedy 404-token story as run.c. */
+static void test_f16_cache(const wlm_model *m) {
+    tu_section("F16 KV cache");
+    double worst_ref = 0.0, worst_f32 = 0.0;
+    for (int simd = 1; simd >= 0; simd--) {
+        kv_type = WLM_KV_F32;
+        wlm_context *a = new_context(m, 0, 1, simd);
+        kv_type = WLM_KV_F16;
+        wlm_context *b = new_context(m, 0, 1, simd);
+        if (!a || !b) {
+            wlm_context_free(a), wlm_context_free(b);
+            continue;
+        }
+        /* the KV cache is 2 × 5 layers × 512 positions × kv_dim 32 elements: 4 or 2 bytes */
+        CHECKF(wlm_context_memory(a) - wlm_context_memory(b) == 5u * 2 * 512 * 32 * 2,
+               "memory F32 %zu, F16 %zu", wlm_context_memory(a), wlm_context_memory(b));
+        double d_ref = 0.0, d_f32 = 0.0;
+        for (int pos = 0; pos < REF_POS; pos++) {
+            CHECK_STATUS(wlm_eval(a, &ref_tokens[pos], 1), WLM_OK);
+            CHECK_STATUS(wlm_eval(b, &ref_tokens[pos], 1), WLM_OK);
+            const float *la = wlm_logits(a), *lb = wlm_logits(b);
+            if (!la || !lb) break;
+            d_ref = fmax(d_ref, max_diff(lb, ref_logits + (size_t)pos * VOCAB, VOCAB));
+            d_f32 = fmax(d_f32, max_diff(lb, la, VOCAB));
+        }
+        /* measured 0.0128 on both kernel sets; logits here span about -15..15 */
+        CHECKF(d_ref < 0.05 && d_f32 < 0.05 && d_f32 > 0.0,
+               "%s kernels: F16 cache logits differ from run.c's by %.3g, from the F32 cache's "
+               "by %.3g", simd ? "SIMD" : "scalar", d_ref, d_f32);
+        worst_ref = fmax(worst_ref, d_ref), worst_f32 = fmax(worst_f32, d_f32);
+        wlm_context_free(a), wlm_context_free(b);
+    }
+    printf("   max |logit difference| over %d positions: vs run.c %.3g, vs the F32 cache %.3g\n",
+           REF_POS, worst_ref, worst_f32);
+    /* greedy: the same 404-token story as run.c, with the SIMD and the scalar kernels */
+    for (int simd = 1; simd >= 0; simd--) {
+        wlm_context *c = new_context(m, 0, 1, simd);
+        if (!c) continue;
+        wlm_gen_params gp;
+        gen_params(&gp, 0.0f, 404 - 5);
+        CHECK_STATUS(wlm_generate_begin_text(c, PROMPT, &gp), WLM_OK);
+        run_generation(c, &gr, -1);
+        CHECKF(PROMPT_LEN + gr.len == ref_text_len &&
+                   memcmp(gr.text, ref_text + PROMPT_LEN, gr.len) == 0,
+               "F16 cache, %s kernels: greedy text differs from run.c's (%zu vs %zu bytes)",
+               simd ? "SIMD" : "scalar", PROMPT_LEN + gr.len, ref_text_len);
+        wlm_context_free(c);
+    }
+    kv_type = WLM_KV_F32;
 }
 
 static void test_stops(const wlm_model *m) {
@@ -1144,6 +1208,7 @@ int main(int argc, char **argv) {
         test_layouts();
         test_huge_context();
         test_greedy(m);
+        test_f16_cache(m);
         test_stops(m);
         test_params(m);
         test_penalty_generation(m);
