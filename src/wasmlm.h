@@ -410,6 +410,12 @@ typedef struct wlm_gen_params {
                                 n_discard = (n_past - n_keep) / 2) and go on */
     int32_t n_keep;          /* tokens kept at the start by a context shift (default 0; the
                                 prompt's BOS is worth keeping: 1) */
+    int32_t cache_prompt;    /* 0 (default) or 1: wlm_generate_begin keeps the KV cache of the
+                                longest common prefix of the previous sequence 0 (its prompt
+                                and generated tokens) and this prompt, and prefills only the
+                                rest (llama.cpp server's cache_prompt). The result is bitwise
+                                the same as a full prefill; a context shift limits the reusable
+                                part to its n_keep. Single-sequence generation only. */
     int32_t n_stop;          /* number of stop strings used from `stop` (<= 8) */
     char stop[WLM_MAX_STOP_STRINGS][WLM_MAX_STOP_LEN]; /* NUL-terminated, each < 64 bytes */
 } wlm_gen_params;
@@ -463,6 +469,10 @@ typedef struct wlm_token {
  */
 int wlm_generate_begin(wlm_context *ctx, const int32_t *tokens, int32_t n,
                        const wlm_gen_params *params);
+
+/* Prompt tokens whose KV cache the last wlm_generate_begin reused (params.cache_prompt); the
+ * prefill evaluated the other n - wlm_generate_n_cached() tokens. 0 for a NULL context. */
+int32_t wlm_generate_n_cached(const wlm_context *ctx);
 
 /* Tokenizes `prompt` (BOS per params->add_bos) and calls wlm_generate_begin. An empty prompt
  * without BOS is WLM_ERR_INVALID_ARG. */
