@@ -11,7 +11,7 @@
 // Without Cache Storage (Node; a page served over plain http from a host other than localhost)
 // every file is downloaded and nothing is kept: ModelCache.available is false and save() says so.
 
-import { WasmlmError } from './wasmlm.js';
+import { WasmlmError } from './errors.js';
 
 /** The Cache Storage bucket this module uses unless told otherwise. */
 export const CACHE_NAME = 'wasmlm-models-v1';

@@ -1,4 +1,4 @@
-// protocol.js — the messages between createWorkerEngine() (js/wasmlm.js) and js/worker.js.
+// protocol.js — the messages between createWorkerEngine() (js/worker_engine.js) and js/worker.js.
 // Shared by both sides so the names cannot drift apart. Plain data only: everything here
 // crosses postMessage by structured clone. No dependencies; no engine code.
 //
@@ -10,7 +10,8 @@
 // terminal reply (value: true if `target` was running).
 //
 //   client → worker                                  worker → client (same id)
-//   {type:'init', options:{wasm?, simd?}}            result {protocol}
+//   {type:'init', options:{wasm?, simd?, threads?},  result {protocol, threads}
+//          compiled?: {file, module}}
 //   {type:'load', model, tokenizer, nCtx, kvCache,   progress* {progress:{stage,loaded,total}},
 //          nSeqMax}                                  result ModelInfo
 //   {type:'generate', prompt, params}                token* {token: Token}, result LastResult
@@ -29,7 +30,9 @@
 // The payloads are the shapes of js/wasmlm.d.ts: `params` is GenerateParams / BatchParams
 // (or an array of them) / BeamParams as the caller gave it (a Map logitBias survives the
 // clone); a Token carries its `top` alternatives when params.nProbs > 0; a BatchToken adds
-// `seq` and `stopReason`; BeamResult's beams carry their `tokens` as Int32Array.
+// `seq` and `stopReason`; BeamResult's beams carry their `tokens` as Int32Array. The init
+// request's `compiled` is the module the page compiled for dist/<file> (a WebAssembly.Module,
+// cloned without recompiling), which the worker uses when it picks that same file.
 
 /** Version of this message set; the worker echoes it in the 'init' result. */
 export const PROTOCOL_VERSION = 3;

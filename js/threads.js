@@ -1,4 +1,4 @@
-// threads.js — the engine's helper threads (wlm_threadpool in src/wasmlm.h), for js/wasmlm.js
+// threads.js — the engine's helper threads (wlm_threadpool in src/wasmlm.h), for js/engine.js
 // and the benchmarks: whether threads can run here, the threaded module's shared memory, and
 // starting / stopping the n - 1 helpers (js/thread.js) of a pool. Node (worker_threads) and
 // browsers (module Workers; the page must be cross-origin isolated) alike. Internal: the public
@@ -7,7 +7,7 @@
 const IS_NODE = typeof process === 'object' && process !== null &&
   typeof process.versions?.node === 'string' && typeof window === 'undefined';
 
-/** A plain Error with a `code` (js/wasmlm.js passes its WasmlmError factory instead). */
+/** A plain Error with a `code` (js/engine.js passes its WasmlmError factory instead). */
 const plainError = (code, message) => Object.assign(new Error(message), { code });
 
 export const MAX_THREADS = 16;             // WLM_MAX_THREADS

@@ -19,7 +19,8 @@
 // Everything runs on the CPU in one wasm instance per engine; the C engine (src/wasmlm.h) does
 // the parsing, the forward pass, tokenization, sampling, batching and beam search, and is the
 // reference for their details (and for the ranges of every parameter: JS checks names and
-// types, C checks values and names the field when it refuses one). Algorithms and sources:
+// types, C checks values and its message names the option as you spelled it, e.g. topP).
+// Algorithms and sources:
 // - Transformer: Llama 2 (Touvron et al. 2023, arXiv:2307.09288): RMSNorm, rotary position
 //   embeddings (Su et al. 2021, arXiv:2104.09864), grouped-query attention (Ainslie et al. 2023,
 //   arXiv:2305.13245), SwiGLU feed-forward (Shazeer 2020, arXiv:2002.05202).
@@ -65,8 +66,9 @@ export type WasmlmErrorCode =
  * An error reported by the engine.
  * - C errors: `code` is the C status name, `status` its (negative) number, and `message` the C
  *   handle's message (e.g. "truncated model: file is 100000 bytes, its header … needs 1056540";
- *   for a parameter out of range it names the C field and the value, e.g. "top_p must be in
- *   (0, 1] (got 1.5)"; in a batch it starts with "sequence N: ").
+ *   for an option out of range it names the option as the caller spelled it and the value,
+ *   e.g. "topP must be in (0, 1], 1 = off (got 1.5)", "nCtx 9000 is outside 0..512"; in a
+ *   batch it starts with "sequence N: ").
  * - Errors detected in JS before reaching C use the C code that fits (bad parameter names or
  *   types: WLM_ERR_INVALID_ARG; engine busy, no model, freed: WLM_ERR_STATE).
  * - I/O failures: code 'WLM_ERR_IO', status null, `url` set; `httpStatus` for an HTTP error
@@ -117,10 +119,13 @@ export interface EngineOptions {
    *
    * 'auto' (default): the number of cores, at most 4 (decode is bound by memory bandwidth,
    * which a few cores saturate), where threads can run (Node; isolated pages) with the SIMD
-   * build; 1 elsewhere (no error). A number: exactly that many, 1..16.
-   * Errors: WLM_ERR_INVALID_ARG (not 'auto' or an integer 1..16), WLM_ERR_UNSUPPORTED (more
-   * than 1 where threads cannot run: the page is not cross-origin isolated, `simd: false`, or a
-   * `wasm` module other than the threaded build), WLM_ERR_NOMEM.
+   * build; 1 elsewhere (no error). A number: that many, clamped to the cores the runtime
+   * reports (Node: os.availableParallelism(); browsers: navigator.hardwareConcurrency) and to
+   * 16 (WLM_MAX_THREADS): more threads than cores only wait for each other. The number used is
+   * engine.threads (and ModelInfo.threads); e.g. `threads: 8` on a 2-core machine gives 2.
+   * Errors: WLM_ERR_INVALID_ARG (not 'auto' or an integer >= 1), WLM_ERR_UNSUPPORTED (more
+   * than 1 after clamping where threads cannot run: the page is not cross-origin isolated,
+   * `simd: false`, or a `wasm` module other than the threaded build), WLM_ERR_NOMEM.
    */
   threads?: number | 'auto';
 }
@@ -199,7 +204,8 @@ export interface ModelInfo {
   nCtx: number;
   /** The SIMD build and kernels are in use. */
   simd: boolean;
-  /** Threads running the matrix products (EngineOptions.threads, resolved). */
+  /** Threads running the matrix products (EngineOptions.threads resolved and clamped to the
+   *  cores: what the engine uses). */
   threads: number;
   /** Bytes the context had allocated in wasm memory after load(): the KV cache blocks of one
    *  full sequence (2 × nLayers × nCtx × kv_dim float32, kv_dim = dim × nKvHeads / nHeads,
@@ -576,7 +582,7 @@ export interface Engine {
   readonly info: ModelInfo | null;
 
   /** Threads running the matrix products (EngineOptions.threads resolved: 'auto' becomes a
-   *  number). Known as soon as the engine exists. */
+   *  number, a number above the cores becomes the cores). Known as soon as the engine exists. */
   readonly threads: number;
 
   /** The summary of the last generation that got past prefill (also set when it was aborted
@@ -720,8 +726,15 @@ export interface InThreadEngine extends Engine {
 
 /**
  * Creates an engine that runs in the calling thread (Node, a page's main thread, or your own
- * worker). Compiles and instantiates the standalone wasm module (its only import is
- * env.emscripten_notify_memory_growth; any other import is reported as an error).
+ * worker). Picks the build first (SIMD128, threaded or scalar: see EngineOptions), then fetches
+ * and compiles only that one (streaming, while it downloads, when served as application/wasm)
+ * and instantiates it (its only import is env.emscripten_notify_memory_growth; any other
+ * import is reported as an error).
+ *
+ * Timing marks (User Timing, performance.mark, where the runtime has it), for measuring the
+ * time to the first token: 'wasmlm:engine-ready' when the engine exists, 'wasmlm:model-loaded'
+ * after each load(), 'wasmlm:first-token' at the first token the engine generates (once per
+ * engine). A worker engine sets them in the calling thread, when the worker's replies arrive.
  * @throws Error when the module cannot be fetched or compiled (a runtime without SIMD needs
  *   {simd: false}); WasmlmError WLM_ERR_IO for a failed download.
  */
@@ -729,7 +742,10 @@ export function createEngine(options?: EngineOptions): Promise<InThreadEngine>;
 
 /**
  * Creates an engine whose work runs in a module Web Worker (js/worker.js), so the page stays
- * responsive; same interface as createEngine() minus the low-level methods. Tokens arrive one
+ * responsive; same interface as createEngine() minus the low-level methods. Unless `wasm` is
+ * given, the module is picked, fetched and compiled in the calling thread while the worker
+ * script starts, and handed to the worker (a WebAssembly.Module crosses postMessage without
+ * recompiling), so the worker's start and the compile overlap. Tokens arrive one
  * message each (with their `top` alternatives), beam search steps one message each. Model and
  * tokenizer bytes given as ArrayBuffer / Uint8Array are copied to the worker (the caller's
  * buffers stay usable); Blobs are passed by reference.

@@ -1,11 +1,12 @@
 // worker.js — the module Web Worker behind createWorkerEngine(): hosts one in-thread engine
-// (createEngine from ./wasmlm.js) and answers the requests of js/protocol.js. Loading streams
-// the model into this worker's wasm heap (progress messages), generation posts one 'token'
-// message per token (batches too; beam search one 'step' message per step) and yields between
-// steps so an 'abort' request is seen within one step.
+// (js/engine.js, on the wasm module the page compiled when it is the one the worker would pick)
+// and answers the requests of js/protocol.js. Loading streams the model into this worker's wasm
+// heap (progress messages), generation posts one 'token' message per token (batches too; beam
+// search one 'step' message per step) and yields between steps so an 'abort' request is seen
+// within one step.
 // It keeps no state besides the engine and the AbortControllers of running requests.
 
-import { createEngine } from './wasmlm.js';
+import { startEngine } from './engine.js';
 import { PROTOCOL_VERSION, Req, Reply, serializeError } from './protocol.js';
 
 let enginePromise = null;
@@ -40,7 +41,7 @@ async function handle(msg) {
   let transfer = [];
   switch (type) {
     case Req.INIT: {
-      enginePromise ??= createEngine(msg.options ?? {});
+      enginePromise ??= startEngine(msg.options ?? {}, msg.compiled ?? null);
       value = { protocol: PROTOCOL_VERSION, threads: (await enginePromise).threads };
       break;
     }

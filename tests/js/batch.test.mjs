@@ -124,7 +124,7 @@ test('load({nSeqMax}) sizes the context up front; C checks the range', async () 
   const e = await loadedEngine({}, { nSeqMax: 4 });
   assert.equal((await e.kvStats()).nSeqMax, 4);
   await assert.rejects(e.load({ model: MODEL, tokenizer: TOKENIZER, nSeqMax: 0 }),
-  (err) => err instanceof WasmlmError && err.code === 'WLM_ERR_INVALID_ARG' && /n_seq_max/.test(err.message));
+  (err) => err instanceof WasmlmError && err.code === 'WLM_ERR_INVALID_ARG' && /\bnSeqMax\b/.test(err.message));
   await assert.rejects(e.load({ model: 'x', nSeqMax: 1.5 }), /nSeqMax must be an integer/);
   await e.free();
 });
@@ -159,7 +159,7 @@ test('breaking out of a batch ends it; the engine is busy meanwhile', async () =
 
 test('batch errors: C names the sequence; JS checks shapes', async () => {
   await assert.rejects(engine.completeBatch(['a', 'b'], [{ maxTokens: 3 }, { topP: 2 }]), (e) =>
-    e instanceof WasmlmError && e.code === 'WLM_ERR_INVALID_ARG' && /sequence 1/.test(e.message) && /top_p/.test(e.message));
+    e instanceof WasmlmError && e.code === 'WLM_ERR_INVALID_ARG' && /sequence 1/.test(e.message) && /\btopP\b/.test(e.message));
   await assert.rejects(engine.completeBatch(['a', 'b'], [{}]), { code: 'WLM_ERR_INVALID_ARG', message: /2 prompts but 1/ });
   await assert.rejects(engine.completeBatch([], {}), { code: 'WLM_ERR_INVALID_ARG', message: /no prompts/ });
   await assert.rejects(engine.completeBatch('a', { nSamples: 65 }), { code: 'WLM_ERR_INVALID_ARG', message: /at most 64/ });

@@ -117,10 +117,10 @@ const BAD = [
   [{ width: 0 }, /width/],
   [{ width: 33 }, /width/],
   [{ width: 1.5 }, /width must be an integer/],
-  [{ maxTokens: 0 }, /max_tokens/],
+  [{ maxTokens: 0 }, /\bmaxTokens\b/],
   [{ maxTokens: NaN }, /maxTokens must be an integer/],
-  [{ lengthPenalty: -1 }, /length_penalty/],
-  [{ lengthPenalty: NaN }, /length_penalty/],
+  [{ lengthPenalty: -1 }, /\blengthPenalty\b/],
+  [{ lengthPenalty: NaN }, /\blengthPenalty\b/],
   [{ lengthPenalty: '1' }, /lengthPenalty must be a number/],
   [{ temperature: 0 }, /unknown beam search parameter 'temperature'/],
 ];

@@ -56,6 +56,6 @@ test('contextShift with sampling, and in a batch', async () => {
 test('a context shift needs the KV cache', async () => {
   const e = await loadedEngine({}, { nCtx: 32, kvCache: false });
   await assert.rejects(e.complete('Once', { contextShift: true, maxTokens: 40 }),
-    { code: 'WLM_ERR_INVALID_ARG', message: /context_shift/ });
+    { code: 'WLM_ERR_INVALID_ARG', message: /\bcontextShift\b/ });
   await e.free();
 });

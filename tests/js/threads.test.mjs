@@ -2,25 +2,42 @@
 // module (dist/wasmlm-mt.wasm) and change no result: logits, greedy tokens, sampled tokens and
 // their probabilities, batches and beams are bitwise equal for 1, 2 and 3 threads on a model big
 // enough for its products to be split (a synthetic stories15M-shaped checkpoint written to a
-// temporary directory by tools/synth.mjs); option errors; the worker engine passes the option.
+// temporary directory by tools/synth.mjs); a thread count above the cores is clamped to them
+// (engine.threads, info.threads; in-thread and worker engines); option errors; the worker engine
+// passes the option. The 3-thread engine needs more cores than this machine may have: the test
+// pretends there are 4 while it is created (os.availableParallelism, which createEngine reads).
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import os, { tmpdir } from 'node:os';
+import { syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
 import { createEngine, createWorkerEngine } from '../../js/wasmlm.js';
 import { writeSyntheticModel } from '../../tools/synth.mjs';
-import { BIG_TOKENIZER, REPO, collect, loadedEngine, webWorkerLike } from './_helpers.mjs';
+import { BIG_TOKENIZER, MODEL, REPO, TOKENIZER, collect, loadedEngine, webWorkerLike } from './_helpers.mjs';
 
 const dir = mkdtempSync(join(tmpdir(), 'wasmlm-threads-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const model = join(dir, 'stories15M.bin');
 await writeSyntheticModel({ shape: 'stories15M', out: model, seed: 7 });
 
+/** Runs `fn` while os.availableParallelism() says `n` (createEngine clamps threads to it). */
+async function withCores(n, fn) {
+  const real = os.availableParallelism;
+  os.availableParallelism = () => n;
+  syncBuiltinESMExports(); // the named export `import('node:os')` gives follows the object
+  try {
+    return await fn();
+  } finally {
+    os.availableParallelism = real;
+    syncBuiltinESMExports();
+  }
+}
+
 const engines = {};
 for (const n of [1, 2, 3]) {
-  engines[n] = await createEngine({ threads: n });
+  engines[n] = await withCores(4, () => createEngine({ threads: n }));
   await engines[n].load({ model, tokenizer: BIG_TOKENIZER, nCtx: 128 });
 }
 after(() => Promise.all(Object.values(engines).map((e) => e.free())));
@@ -76,13 +93,42 @@ test('batched generation and beam search are identical for 1 and 2 threads', asy
   assert.deepEqual(s2.beams, s1.beams);
 });
 
-test('threads option errors', async () => {
-  for (const threads of [0, 17, 1.5, 'two', null]) {
-    await assert.rejects(createEngine({ threads }), { code: 'WLM_ERR_INVALID_ARG' }, String(threads));
+test('more threads than cores: clamped to the cores (and 16), reported in threads and info', async () => {
+  const cores = os.availableParallelism();
+  for (const asked of [cores + 1, cores + 6, 1000]) {
+    const e = await createEngine({ threads: asked });
+    try {
+      assert.equal(e.threads, Math.min(cores, 16), `threads: ${asked} on ${cores} cores`);
+      await e.load({ model: MODEL, tokenizer: TOKENIZER });
+      assert.equal(e.info.threads, e.threads);
+    } finally {
+      await e.free();
+    }
   }
-  await assert.rejects(createEngine({ threads: 2, simd: false }), { code: 'WLM_ERR_UNSUPPORTED' });
-  await assert.rejects(createEngine({ threads: 2, wasm: join(REPO, 'dist/wasmlm.wasm') }),
-    { code: 'WLM_ERR_UNSUPPORTED', message: /not the threaded build/ });
+  // and to WLM_MAX_THREADS on a machine with more cores than that
+  const big = await withCores(64, () => createEngine({ threads: 40 }));
+  assert.equal(big.threads, 16);
+  await big.free();
+  // the same for the worker engine, which reports the worker's count
+  const w = await createWorkerEngine({ worker: await webWorkerLike(), threads: cores + 6 });
+  try {
+    assert.equal(w.threads, Math.min(cores, 16));
+    await w.load({ model: MODEL, tokenizer: TOKENIZER });
+    assert.equal(w.info.threads, w.threads);
+  } finally {
+    await w.free();
+  }
+});
+
+test('threads option errors', async () => {
+  for (const threads of [0, -3, 1.5, 'two', null, NaN]) {
+    await assert.rejects(createEngine({ threads }), { code: 'WLM_ERR_INVALID_ARG', message: /^threads must be/ }, String(threads));
+  }
+  await withCores(4, async () => {
+    await assert.rejects(createEngine({ threads: 2, simd: false }), { code: 'WLM_ERR_UNSUPPORTED' });
+    await assert.rejects(createEngine({ threads: 2, wasm: join(REPO, 'dist/wasmlm.wasm') }),
+      { code: 'WLM_ERR_UNSUPPORTED', message: /not the threaded build/ });
+  });
   // 'auto' with the scalar build, or a module without threads: one thread, no error
   const scalar = await createEngine({ simd: false });
   assert.equal(scalar.threads, 1);

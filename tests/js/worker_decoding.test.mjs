@@ -27,7 +27,7 @@ test('generate: every sampler field and the top alternatives cross the boundary'
   assert.deepEqual(remote.lastResult.text, local.lastResult.text);
   assert.equal(remote.lastResult.logprob, local.lastResult.logprob);
   await assert.rejects(remote.complete('x', { minP: 2 }),
-    (e) => e instanceof WasmlmError && e.code === 'WLM_ERR_INVALID_ARG' && /min_p/.test(e.message));
+    (e) => e instanceof WasmlmError && e.code === 'WLM_ERR_INVALID_ARG' && /\bminP\b/.test(e.message));
   await assert.rejects(remote.complete('x', { samplerOrder: 'x' }), { code: 'WLM_ERR_INVALID_ARG' });
 });
 

@@ -1,0 +1,949 @@
+// engine.js — the in-thread engine: createEngine() picks, compiles and instantiates the wasm
+// module (js/wasm.js), starts its helper threads (js/threads.js), and returns an Engine whose
+// methods (load, tokenize, generate, generateBatch, beamSearch, …; see wasmlm.d.ts) call the C
+// API of src/wasmlm.h through the module's exports. It does not parse model files or sample
+// tokens: C does all that; this file moves bytes and strings across the boundary and turns
+// statuses into errors (C's field names rewritten to the caller's by js/params.js).
+//
+// Memory rule: any call into wasm may grow memory, which detaches memory.buffer. Views of
+// wasm memory are created right before use and never kept across such a call. With threads the
+// memory is a SharedArrayBuffer, which TextDecoder refuses in browsers: bytes handed to it go
+// through unshared() first.
+
+import { STATUS, STOP_REASONS, WasmlmError, abortError, jsError } from './errors.js';
+import { batchSequences, beamParams, contextParams, genParamsSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
+import { macrotask, mark } from './platform.js';
+import { readIntoHeap } from './source.js';
+import { importsMemory, sharedMemory, startThreads, stopThreads } from './threads.js';
+import { compileWasm, instantiateWasm, planModule } from './wasm.js';
+
+/** `view`, or a copy of it when it views shared memory (TextDecoder rejects those). */
+function unshared(view) {
+  return typeof SharedArrayBuffer === 'function' && view.buffer instanceof SharedArrayBuffer
+    ? view.slice() : view;
+}
+
+class Engine {
+  #x;            // wasm exports; null once freed
+  #simd;
+  #threads;      // {n, pool, helpers, stacks} from startThreads, or null
+  #model = 0;    // wlm_model*
+  #ctx = 0;      // wlm_context*
+  #busy = null;  // 'load' | 'generate' | 'batch generation' | 'beam search' while one runs
+  #gen = null;   // the generation in progress (identity token)
+  #info = null;
+  #bos = -1;     // token ids from the model, for detokenize()
+  #eos = -1;
+  #ctxParams = null; // {nCtx, kvCache, nSeqMax} of the current context (recreated when a batch
+                     // or a beam search needs more sequences)
+  #pieces = null;    // token id → standalone text of its piece, filled lazily (top alternatives)
+  #piecesAfterBos = null;
+  #lenSlot = 0;      // a 4-byte slot for wlm_token_piece's length
+  #previewPrev;      // the token before the last one sequence 0 drew (for the alternatives'
+                     // text), or undefined when no generation has drawn one on this context
+  #firstTokenMarked = false; // 'wasmlm:first-token' is marked once per engine
+
+  /** The result of the last generation, or null. See LastResult in wasmlm.d.ts. */
+  lastResult = null;
+
+  /** The result of the last batch generation, or null. See BatchResult in wasmlm.d.ts. */
+  lastBatchResult = null;
+
+  /** The result of the last beam search, or null. See BeamResult in wasmlm.d.ts. */
+  lastBeamResult = null;
+
+  constructor(x, simd, threads) {
+    this.#x = x;
+    this.#simd = simd;
+    this.#threads = threads;
+  }
+
+  /** The loaded model's info, or null. */
+  get info() { return this.#info; }
+
+  /** Threads that run the matrix products (1: this thread only). */
+  get threads() { return this.#threads?.n ?? 1; }
+
+  /** Current size of the module's linear memory in bytes (0 once freed). */
+  get wasmMemoryBytes() { return this.#x ? this.#x.memory.buffer.byteLength : 0; }
+
+  // ---- helpers ----
+
+  #exports() {
+    if (!this.#x) throw jsError('WLM_ERR_STATE', 'the engine has been freed');
+    return this.#x;
+  }
+
+  #u8() { return new Uint8Array(this.#x.memory.buffer); }
+
+  #readCString(ptr) {
+    ptr >>>= 0;
+    if (!ptr) return '';
+    const mem = this.#u8();
+    const end = mem.indexOf(0, ptr);
+    return new TextDecoder().decode(unshared(mem.subarray(ptr, end < 0 ? mem.length : end)));
+  }
+
+  #i32(ptr) { return new DataView(this.#x.memory.buffer).getInt32(ptr, true); }
+
+  /** malloc'd, NUL-terminated UTF-8 copy of `text`; the caller frees it. */
+  #cstring(text) {
+    const bytes = utf8(text);
+    const p = this.#x.wlmjs_malloc(bytes.length + 1) >>> 0;
+    if (!p) throw jsError('WLM_ERR_NOMEM', 'cannot allocate a string in wasm memory');
+    const mem = this.#u8();
+    mem.set(bytes, p);
+    mem[p + bytes.length] = 0;
+    return p;
+  }
+
+  /** A C error as WasmlmError: the handle's message, or the status name when it has none. */
+  #error(rc, message) {
+    const code = this.#readCString(this.#x.wlm_status_name(rc)) || `status ${rc}`;
+    return new WasmlmError(message ? jsNames(message) : code, code, rc);
+  }
+
+  #ctxError(rc) { return this.#error(rc, this.#readCString(this.#x.wlm_context_errmsg(this.#ctx))); }
+
+  #needModel() {
+    this.#exports();
+    if (!this.#model) throw jsError('WLM_ERR_STATE', 'no model loaded: call load() first');
+  }
+
+  #needIdle(what) {
+    if (this.#busy) {
+      throw jsError('WLM_ERR_STATE', `cannot ${what} while a ${this.#busy} is in progress` +
+        (this.#busy !== 'load' ? ' (finish, abort or break out of it first)' : ''));
+    }
+  }
+
+  #unload() {
+    const x = this.#x;
+    if (this.#ctx) x.wlm_context_free(this.#ctx);
+    if (this.#model) x.wlm_model_free(this.#model);
+    this.#ctx = 0;
+    this.#model = 0;
+    this.#info = null;
+    this.#ctxParams = null;
+    this.#pieces = null;
+    this.#piecesAfterBos = null;
+    this.#previewPrev = undefined;
+  }
+
+  /** Creates a context for the loaded model (wlmjs_context_new); returns the handle. */
+  #newContext(model, { nCtx, kvCache, nSeqMax }) {
+    const x = this.#x;
+    const slot = x.wlmjs_malloc(4) >>> 0;
+    if (!slot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
+    try {
+      new DataView(x.memory.buffer).setInt32(slot, 0, true);
+      const rc = x.wlmjs_context_new(model, nCtx, kvCache ? 1 : 0, this.#simd ? 1 : 0, nSeqMax, slot);
+      const ctx = this.#i32(slot) >>> 0;
+      const rc2 = rc === 0 && this.#threads ? x.wlm_context_set_threadpool(ctx, this.#threads.pool) : 0;
+      if (rc !== 0 || rc2 !== 0) { // (the pool's attention scratch may not fit)
+        const err = this.#error(rc || rc2, this.#readCString(x.wlm_context_errmsg(ctx)));
+        x.wlm_context_free(ctx);
+        throw err;
+      }
+      return ctx;
+    } finally {
+      x.wlmjs_free(slot);
+    }
+  }
+
+  /**
+   * Makes sure the context holds at least `n` sequences, recreating it when it holds fewer
+   * (the context is idle between generations, so nothing is lost). The old one is freed first,
+   * so the KV cache never exists twice; if the new one cannot be made, the old size is restored
+   * and the error thrown. Requests above WLM_MAX_SEQ are left for C to refuse.
+   */
+  #ensureSeqMax(n) {
+    const cur = this.#ctxParams;
+    if (!(n > cur.nSeqMax && n <= MAX_SEQ)) return;
+    const x = this.#x;
+    x.wlm_context_free(this.#ctx);
+    this.#ctx = 0;
+    this.#previewPrev = undefined;
+    try {
+      this.#ctx = this.#newContext(this.#model, { ...cur, nSeqMax: n });
+      this.#ctxParams = { ...cur, nSeqMax: n };
+    } catch (e) {
+      this.#ctx = this.#newContext(this.#model, cur); // fits: it did a moment ago
+      throw e;
+    }
+  }
+
+  /** A malloc'd int32 array holding `ids`; the caller frees it. */
+  #heapInt32(ids) {
+    const p = this.#x.wlmjs_malloc(Math.max(1, ids.length) * 4) >>> 0;
+    if (!p) throw jsError('WLM_ERR_NOMEM', `cannot allocate ${ids.length} int32 in wasm memory`);
+    new Int32Array(this.#x.memory.buffer, p, ids.length).set(ids);
+    return p;
+  }
+
+  /** The raw bytes of token `id`'s piece after token `prev` (wlm_token_piece), or null. */
+  #pieceBytes(prev, id) {
+    const x = this.#x;
+    if (!this.#lenSlot) {
+      this.#lenSlot = x.wlmjs_malloc(4) >>> 0;
+      if (!this.#lenSlot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
+    }
+    const p = x.wlm_token_piece(this.#model, prev, id, this.#lenSlot) >>> 0;
+    if (!p) return null;
+    return unshared(new Uint8Array(x.memory.buffer, p, this.#i32(this.#lenSlot) >>> 0));
+  }
+
+  /**
+   * The text of token `id` alone, following `prev` (only BOS matters: it drops the piece's
+   * leading space), for top alternatives: one non-streaming decode, so a piece holding part of
+   * a UTF-8 character gives U+FFFD. BOS and EOS give ''. Cached per model.
+   */
+  #pieceText(prev, id) {
+    const afterBos = prev === this.#bos;
+    const vocab = this.#info.vocabSize;
+    if (!this.#pieces) {
+      this.#pieces = new Array(vocab);
+      this.#piecesAfterBos = new Array(vocab);
+    }
+    const cache = afterBos ? this.#piecesAfterBos : this.#pieces;
+    let text = cache[id];
+    if (text === undefined) {
+      const bytes = id === this.#bos || id === this.#eos ? null : this.#pieceBytes(prev, id);
+      text = bytes ? new TextDecoder().decode(bytes) : '';
+      if (id >= 0 && id < vocab) cache[id] = text;
+    }
+    return text;
+  }
+
+  /** The text of `ids` following token `prev` (-1: none), decoded as one UTF-8 stream. */
+  #decodeIds(ids, prev = -1) {
+    const decoder = new TextDecoder();
+    let out = '';
+    for (const id of ids) {
+      if (!Number.isInteger(id)) throw jsError('WLM_ERR_INVALID_ARG', `token id ${id} is not an integer`);
+      const bytes = this.#pieceBytes(prev, id);
+      if (!bytes) {
+        throw jsError('WLM_ERR_INVALID_ARG',
+          `token id ${id} is outside the vocabulary (0..${this.#info.vocabSize - 1})`);
+      }
+      if (id !== this.#bos && id !== this.#eos) out += decoder.decode(bytes, { stream: true });
+      prev = id;
+    }
+    return out + decoder.decode();
+  }
+
+  /**
+   * Reads the wlm_token at `tok` into a Token object (see wasmlm.d.ts). `decoder` is the
+   * sequence's streaming TextDecoder; `prev` the token before this one (for the alternatives'
+   * text). Returns {status, token}; with WLM_DONE the token is the sequence's end item
+   * (id -1, the text released at the end, stopReason).
+   */
+  #readToken(tok, decoder, prev) {
+    const x = this.#x;
+    const status = x.wlmjs_token_status(tok);
+    const piecePtr = x.wlmjs_token_piece(tok) >>> 0;
+    const pieceLen = x.wlmjs_token_piece_len(tok) >>> 0;
+    let text = pieceLen ? decoder.decode(unshared(new Uint8Array(x.memory.buffer, piecePtr, pieceLen)),
+      { stream: true }) : '';
+    const nPast = x.wlmjs_token_n_past(tok);
+    if (status === STATUS.WLM_DONE) {
+      text += decoder.decode(); // flush an incomplete UTF-8 tail
+      const stopReason = STOP_REASONS[x.wlmjs_token_stop_reason(tok)] ?? 'none';
+      return { status, stopReason, token: { id: -1, text, prob: 0, logprob: 0, probSampled: 0, nPast } };
+    }
+    const token = {
+      id: x.wlmjs_token_id(tok),
+      text,
+      prob: x.wlmjs_token_prob(tok),
+      logprob: x.wlmjs_token_logprob(tok),
+      probSampled: x.wlmjs_token_prob_sampled(tok),
+      nPast,
+    };
+    const n = x.wlmjs_token_n_probs(tok);
+    if (n > 0) {
+      token.top = [];
+      for (let i = 0; i < n; i++) {
+        const id = x.wlmjs_token_top_id(tok, i);
+        token.top.push({
+          id,
+          text: this.#pieceText(prev, id),
+          prob: x.wlmjs_token_top_prob(tok, i),
+          logprob: x.wlmjs_token_top_logprob(tok, i),
+          probSampled: x.wlmjs_token_top_prob_sampled(tok, i),
+        });
+      }
+    }
+    return { status, stopReason: null, token };
+  }
+
+  // ---- public API ----
+
+  /**
+   * Loads a model and its tokenizer, replacing (first freeing) any model loaded before.
+   * Model bytes are streamed straight into a wasm heap buffer the model then owns.
+   * On error nothing stays allocated and the engine can load again.
+   * @param {import('./wasmlm.d.ts').LoadOptions} options
+   * @returns {Promise<import('./wasmlm.d.ts').ModelInfo>}
+   */
+  async load({ model, tokenizer, nCtx, kvCache, nSeqMax, onProgress, signal } = {}) {
+    const x = this.#exports();
+    this.#needIdle('load a model');
+    if (model == null) throw jsError('WLM_ERR_INVALID_ARG', 'load(): `model` is required');
+    const ctxParams = contextParams({ nCtx, kvCache, nSeqMax });
+    this.#busy = 'load';
+    this.#unload();
+    let modelPtr = 0; // heap bytes not yet owned by a model
+    let tokPtr = 0;
+    let model_ = 0;
+    let slot = 0;
+    const read = async (source, stage) => {
+      try {
+        return await readIntoHeap(x, source, stage, onProgress, signal);
+      } catch (e) {
+        // fetch rejects with signal.reason, which may be anything: report an AbortError.
+        if (signal?.aborted && e?.name !== 'AbortError') throw abortError(`Loading the ${stage}`);
+        throw e;
+      }
+    };
+    try {
+      const m = await read(model, 'model');
+      modelPtr = m.ptr;
+      // GGUF files carry their vocabulary; llama2.c checkpoints need a tokenizer.bin.
+      const t = tokenizer == null ? null : await read(tokenizer, 'tokenizer');
+      tokPtr = t ? t.ptr : 0;
+      if (!this.#x) throw jsError('WLM_ERR_STATE', 'the engine was freed during load()');
+
+      slot = x.wlmjs_malloc(4) >>> 0;
+      if (!slot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
+      new DataView(x.memory.buffer).setInt32(slot, 0, true);
+      const ptr = modelPtr;
+      modelPtr = 0; // owned by wlmjs_model_load from here, freed by it on failure too
+      let rc = x.wlmjs_model_load(ptr, m.size, slot);
+      model_ = this.#i32(slot) >>> 0;
+      if (rc !== 0) throw this.#error(rc, this.#readCString(x.wlm_model_errmsg(model_)));
+
+      if (t) { // refused (WLM_ERR_STATE) when the model file has its own vocabulary
+        rc = x.wlm_model_load_tokenizer(model_, tokPtr, t.size);
+        x.wlmjs_free(tokPtr);
+        tokPtr = 0;
+        if (rc !== 0) throw this.#error(rc, this.#readCString(x.wlm_model_errmsg(model_)));
+      } else if (x.wlmjs_model_info(model_, 8) !== 1) {
+        throw jsError('WLM_ERR_TOKENIZER',
+          'load(): this model file has no vocabulary: pass `tokenizer` (a llama2.c tokenizer.bin)');
+      }
+
+      const ctx = this.#newContext(model_, ctxParams);
+      this.#model = model_;
+      this.#ctx = ctx;
+      this.#ctxParams = ctxParams;
+      model_ = 0; // owned by the engine now
+      const f = (i) => x.wlmjs_model_info(this.#model, i);
+      this.#info = Object.freeze({
+        dim: f(0), hiddenDim: f(1), nLayers: f(2), nHeads: f(3), nKvHeads: f(4), vocabSize: f(5),
+        seqLen: f(6), sharedClassifier: f(7) === 1, weightBytes: f(11), nCtx: ctxParams.nCtx || f(6),
+        simd: this.#simd, threads: this.threads, contextBytes: x.wlm_context_memory(ctx) >>> 0,
+        wasmMemoryBytes: x.memory.buffer.byteLength,
+      });
+      this.#bos = f(9);
+      this.#eos = f(10);
+      mark('wasmlm:model-loaded');
+      return this.#info;
+    } finally {
+      // x stays valid even if free() ran meanwhile: the instance lives while referenced.
+      if (slot) x.wlmjs_free(slot);
+      if (modelPtr) x.wlmjs_free(modelPtr);
+      if (tokPtr) x.wlmjs_free(tokPtr);
+      if (model_) x.wlm_model_free(model_);
+      this.#busy = null;
+    }
+  }
+
+  /**
+   * Encodes text into token ids as llama2.c's run.c does (dummy-prefix space, byte fallback).
+   * @param {string} text
+   * @param {{bos?: boolean}} [options]  bos: prepend the BOS token (default true)
+   * @returns {Promise<Int32Array>}
+   */
+  async tokenize(text, { bos = true } = {}) {
+    this.#needModel();
+    const x = this.#x;
+    const bytes = utf8(String(text));
+    let cap = bytes.length + 3; // one token per byte at most, plus BOS and the prefix space
+    const textPtr = x.wlmjs_malloc(bytes.length + 1) >>> 0;
+    let idsPtr = 0;
+    try {
+      if (!textPtr) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the text in wasm memory');
+      this.#u8().set(bytes, textPtr);
+      for (;;) {
+        idsPtr = x.wlmjs_malloc(cap * 4) >>> 0;
+        if (!idsPtr) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the token buffer');
+        const n = x.wlm_tokenize(this.#model, textPtr, bytes.length, bos ? 1 : 0, idsPtr, cap);
+        if (n < 0) throw this.#error(n, this.#readCString(x.wlm_model_errmsg(this.#model)));
+        if (n <= cap) return new Int32Array(x.memory.buffer, idsPtr, n).slice();
+        x.wlmjs_free(idsPtr);
+        idsPtr = 0;
+        cap = n;
+      }
+    } finally {
+      if (idsPtr) x.wlmjs_free(idsPtr);
+      if (textPtr) x.wlmjs_free(textPtr);
+    }
+  }
+
+  /**
+   * Turns token ids back into text: the pieces run.c would print (leading space dropped after
+   * BOS, <0xNN> as raw bytes), decoded as one UTF-8 stream. BOS and EOS add no text.
+   * @param {ArrayLike<number>} ids
+   * @returns {Promise<string>}
+   */
+  async detokenize(ids) {
+    this.#needModel();
+    return this.#decodeIds(Array.from(ids));
+  }
+
+  /**
+   * Generates text after `prompt`, one Token per step. See wasmlm.d.ts for the parameters,
+   * the stop conditions, abort and lastResult.
+   * @param {string} prompt
+   * @param {import('./wasmlm.d.ts').GenerateParams} [params]
+   * @param {{signal?: AbortSignal}} [options]
+   * @returns {AsyncGenerator<import('./wasmlm.d.ts').Token, void, void>}
+   */
+  generate(prompt, params = {}, { signal } = {}) {
+    return this.#generate(String(prompt), params ?? {}, signal);
+  }
+
+  /**
+   * A fresh wlm_gen_params with `params` set (see GenerateParams in wasmlm.d.ts); returns its
+   * pointer (the caller frees it). js/params.js checks names and types; ranges are C's to
+   * refuse, at begin, with a message naming the option.
+   */
+  #genParams(params) {
+    const x = this.#x;
+    const spec = genParamsSpec(params);
+    const p = x.wlmjs_gen_params_new() >>> 0;
+    if (!p) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the generation parameters');
+    try {
+      for (const [field, v] of spec.fields) x.wlmjs_gen_params_set(p, field, v);
+      for (const s of spec.stops) {
+        const sp = this.#cstring(s);
+        const rc = x.wlmjs_gen_params_add_stop(p, sp);
+        x.wlmjs_free(sp);
+        if (rc !== 0) throw this.#error(rc, `stop string ${JSON.stringify(s)} rejected`);
+      }
+      for (const [id, b] of spec.bias) x.wlmjs_gen_params_add_bias(p, id, b);
+      for (const id of spec.banned) x.wlmjs_gen_params_add_ban(p, id);
+      return p;
+    } catch (e) {
+      x.wlmjs_free(p);
+      throw e;
+    }
+  }
+
+  async *#generate(prompt, params, signal) {
+    this.#needModel();
+    this.#needIdle('generate');
+    if (signal?.aborted) throw abortError('The generation');
+    const x = this.#x;
+    const ctx = this.#ctx;
+    const gen = {};
+    this.#busy = 'generate';
+    this.#gen = gen;
+    let paramsPtr = 0;
+    let promptPtr = 0;
+    let tok = 0;
+    let begun = false;
+    let finished = false;
+    const result = {
+      stopReason: 'aborted', text: '', nPrompt: 0, nGenerated: 0, logprob: 0, prefillMs: 0,
+      decodeMs: 0, prefillTokensPerSec: 0, decodeTokensPerSec: 0, wasmMemoryBytes: 0,
+    };
+    const publish = () => {
+      result.prefillTokensPerSec = result.prefillMs > 0 ? result.nPrompt / (result.prefillMs / 1e3) : 0;
+      result.decodeTokensPerSec = result.decodeMs > 0 ? result.nGenerated / (result.decodeMs / 1e3) : 0;
+      result.wasmMemoryBytes = x.memory.buffer.byteLength;
+      this.lastResult = { ...result };
+    };
+    try {
+      if (prompt.includes('\0')) {
+        throw jsError('WLM_ERR_INVALID_ARG', 'the prompt contains a NUL character');
+      }
+      paramsPtr = this.#genParams(params);
+      promptPtr = this.#cstring(prompt);
+      tok = x.wlmjs_token_new() >>> 0;
+      if (!tok) throw jsError('WLM_ERR_NOMEM', 'cannot allocate a token slot');
+
+      const t0 = performance.now();
+      let rc = x.wlm_generate_begin_text(ctx, promptPtr, paramsPtr);
+      result.prefillMs = performance.now() - t0;
+      if (rc < 0) throw this.#ctxError(rc);
+      begun = true;
+      result.nPrompt = x.wlm_context_n_past(ctx);
+      const decoder = new TextDecoder();
+      // The token before each step's token, for the alternatives' text: the prompt's last
+      // token matters only when it is BOS (an empty prompt with addBos).
+      let prev = prompt === '' && params.addBos !== false ? this.#bos : -1;
+
+      for (;;) {
+        await macrotask(); // let timers, messages and abort signals run between tokens
+        if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
+        if (signal?.aborted) throw abortError('The generation');
+
+        const t1 = performance.now();
+        rc = x.wlm_generate_next(ctx, tok);
+        result.decodeMs += performance.now() - t1;
+        if (rc < 0) throw this.#ctxError(rc);
+
+        const { token, stopReason } = this.#readToken(tok, decoder, prev);
+        if (rc === STATUS.WLM_DONE) {
+          result.stopReason = stopReason;
+          finished = true;
+          if (token.text) {
+            // Text released at the end (held back for a stop string that did not complete):
+            // not a token, but consumers building the text need it.
+            result.text += token.text;
+            yield token;
+          }
+          break;
+        }
+        this.#previewPrev = prev;
+        prev = token.id;
+        result.text += token.text;
+        if (result.nGenerated++ === 0 && !this.#firstTokenMarked) {
+          this.#firstTokenMarked = true;
+          mark('wasmlm:first-token');
+        }
+        result.logprob += token.logprob;
+        yield token;
+      }
+    } finally {
+      if (this.#gen === gen) {
+        // Ended early (abort, break, error): end the C generation so the context is idle
+        // (after wlm_generate_abort, wlm_generate_next returns WLM_DONE without evaluating).
+        if (begun && !finished) {
+          x.wlm_generate_abort(ctx);
+          x.wlm_generate_next(ctx, tok);
+        }
+        this.#gen = null;
+        this.#busy = null;
+      }
+      if (begun) publish();
+      if (tok) x.wlmjs_free(tok);
+      if (promptPtr) x.wlmjs_free(promptPtr);
+      if (paramsPtr) x.wlmjs_free(paramsPtr);
+    }
+  }
+
+  /**
+   * Runs generate() to the end and returns its LastResult (text included).
+   * @param {string} prompt
+   * @param {import('./wasmlm.d.ts').GenerateParams} [params]
+   * @param {{signal?: AbortSignal, onToken?: (t: import('./wasmlm.d.ts').Token) => void}} [options]
+   * @returns {Promise<import('./wasmlm.d.ts').LastResult>}
+   */
+  async complete(prompt, params = {}, { signal, onToken } = {}) {
+    return complete(this, prompt, params, signal, onToken);
+  }
+
+  /**
+   * Generates after several prompts (or several samples of one prompt) together: one forward
+   * pass per step for every sequence still running (wlm_generate_batch_next). Yields BatchTokens
+   * (a Token with `seq` and `stopReason`), in sequence order within a step; each sequence ends
+   * with one item whose stopReason is set (id -1, carrying any text released at the end).
+   * When the iterator ends, engine.lastBatchResult is set. See wasmlm.d.ts.
+   * @param {string|string[]} prompts
+   * @param {import('./wasmlm.d.ts').BatchParams|import('./wasmlm.d.ts').BatchParams[]} [params]
+   * @param {{signal?: AbortSignal}} [options]
+   * @returns {AsyncGenerator<import('./wasmlm.d.ts').BatchToken, void, void>}
+   */
+  generateBatch(prompts, params = {}, { signal } = {}) {
+    return this.#generateBatch(prompts, params ?? {}, signal);
+  }
+
+  async *#generateBatch(prompts, params, signal) {
+    this.#needModel();
+    this.#needIdle('generate');
+    if (signal?.aborted) throw abortError('The generation');
+    const x = this.#x;
+    const seqs = batchSequences(prompts, params);
+    const n = seqs.length;
+    const gen = {};
+    this.#busy = 'batch generation';
+    this.#gen = gen;
+    const ptrs = []; // every malloc'd block, freed at the end
+    const alloc = (bytes) => {
+      const p = x.wlmjs_malloc(bytes) >>> 0;
+      if (!p) throw jsError('WLM_ERR_NOMEM', `cannot allocate ${bytes} bytes of wasm memory`);
+      ptrs.push(p);
+      return p;
+    };
+    let toks = 0;
+    let begun = false;
+    let finished = false;
+    const result = {
+      sequences: seqs.map(({ promptIndex, sample, params: p }, seq) => ({
+        seq, promptIndex, sample, seed: p.seed, stopReason: 'aborted', text: '', nPrompt: 0,
+        nGenerated: 0, logprob: 0,
+      })),
+      nPrompt: 0, nGenerated: 0, steps: 0, prefillMs: 0, decodeMs: 0, prefillTokensPerSec: 0,
+      decodeTokensPerSec: 0, wasmMemoryBytes: 0,
+    };
+    const publish = () => {
+      result.prefillTokensPerSec = result.prefillMs > 0 ? result.nPrompt / (result.prefillMs / 1e3) : 0;
+      result.decodeTokensPerSec = result.decodeMs > 0 ? result.nGenerated / (result.decodeMs / 1e3) : 0;
+      result.wasmMemoryBytes = x.memory.buffer.byteLength;
+      this.lastBatchResult = { ...result, sequences: result.sequences.map((s) => ({ ...s })) };
+    };
+    try {
+      // Tokenize in JS (the batch API takes ids): sequence i's prompt ids, concatenated.
+      const ids = [];
+      for (const s of seqs) {
+        if (s.prompt.includes('\0')) {
+          throw jsError('WLM_ERR_INVALID_ARG', `prompt ${s.promptIndex} contains a NUL character`);
+        }
+        ids.push(await this.tokenize(s.prompt, { bos: s.params.addBos ?? true }));
+      }
+      if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
+      const paramPtrs = seqs.map((s) => { const p = this.#genParams(s.params); ptrs.push(p); return p; });
+      this.#ensureSeqMax(n);
+      const ctx = this.#ctx;
+      const total = ids.reduce((a, t) => a + t.length, 0);
+      const tokensPtr = alloc(Math.max(1, total) * 4);
+      const countsPtr = alloc(n * 4);
+      const paramsPtr = alloc(n * 4);
+      {
+        const mem = new Int32Array(x.memory.buffer);
+        let off = tokensPtr >> 2;
+        ids.forEach((t, i) => {
+          mem.set(t, off);
+          off += t.length;
+          mem[(countsPtr >> 2) + i] = t.length;
+          mem[(paramsPtr >> 2) + i] = paramPtrs[i];
+        });
+      }
+      toks = x.wlmjs_tokens_new(n) >>> 0;
+      if (!toks) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the token slots');
+
+      const t0 = performance.now();
+      let rc = x.wlmjs_generate_batch_begin(ctx, n, tokensPtr, countsPtr, paramsPtr);
+      result.prefillMs = performance.now() - t0;
+      if (rc < 0) throw this.#ctxError(rc);
+      begun = true;
+      // Prompt tokens evaluated: a prompt equal to an earlier one is forked, not evaluated.
+      const seen = new Set();
+      ids.forEach((t, i) => {
+        result.sequences[i].nPrompt = t.length;
+        const key = t.join(',');
+        if (!seen.has(key)) result.nPrompt += t.length;
+        seen.add(key);
+      });
+
+      const decoders = seqs.map(() => new TextDecoder());
+      const prev = ids.map((t) => t[t.length - 1]);
+      const ended = new Array(n).fill(false);
+      for (;;) {
+        await macrotask();
+        if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
+        if (signal?.aborted) throw abortError('The generation');
+
+        const t1 = performance.now();
+        rc = x.wlm_generate_batch_next(ctx, toks);
+        result.decodeMs += performance.now() - t1;
+        if (rc < 0) throw this.#ctxError(rc);
+        result.steps++;
+
+        // Read the whole step before yielding: the consumer may call into the module.
+        const items = [];
+        for (let i = 0; i < n; i++) {
+          if (ended[i]) continue;
+          const { token, stopReason } = this.#readToken(x.wlmjs_token_at(toks, i) >>> 0,
+            decoders[i], prev[i]);
+          const s = result.sequences[i];
+          s.text += token.text;
+          if (stopReason) {
+            ended[i] = true;
+            s.stopReason = stopReason;
+          } else {
+            if (i === 0) this.#previewPrev = prev[i];
+            prev[i] = token.id;
+            s.nGenerated++;
+            s.logprob += token.logprob;
+            result.nGenerated++;
+          }
+          items.push({ ...token, seq: i, stopReason });
+        }
+        if (rc === STATUS.WLM_DONE) finished = true;
+        for (const item of items) yield item;
+        if (finished) break;
+      }
+    } finally {
+      if (this.#gen === gen) {
+        if (begun && !finished) { // ended early: end the C batch so the context is idle
+          x.wlm_generate_abort(this.#ctx);
+          x.wlm_generate_batch_next(this.#ctx, toks);
+        }
+        this.#gen = null;
+        this.#busy = null;
+      }
+      if (begun) publish();
+      if (toks) x.wlmjs_free(toks);
+      for (const p of ptrs) x.wlmjs_free(p);
+    }
+  }
+
+  /**
+   * Runs generateBatch() to the end and returns its BatchResult.
+   * @param {string|string[]} prompts
+   * @param {import('./wasmlm.d.ts').BatchParams|import('./wasmlm.d.ts').BatchParams[]} [params]
+   * @param {{signal?: AbortSignal, onToken?: (t: import('./wasmlm.d.ts').BatchToken) => void}} [options]
+   * @returns {Promise<import('./wasmlm.d.ts').BatchResult>}
+   */
+  async completeBatch(prompts, params = {}, { signal, onToken } = {}) {
+    return completeBatch(this, prompts, params, signal, onToken);
+  }
+
+  /**
+   * Beam search after `prompt` (wlm_beam_begin / wlm_beam_step), one step per macrotask so an
+   * AbortSignal lands between steps. Resolves with the beams, best score first, and the KV
+   * cache memory the search used. See BeamParams and BeamResult in wasmlm.d.ts.
+   * @param {string} prompt
+   * @param {import('./wasmlm.d.ts').BeamParams} [params]
+   * @param {{signal?: AbortSignal, onStep?: (s: import('./wasmlm.d.ts').BeamStep) => void}} [options]
+   * @returns {Promise<import('./wasmlm.d.ts').BeamResult>}
+   */
+  async beamSearch(prompt, params = {}, { signal, onStep } = {}) {
+    this.#needModel();
+    this.#needIdle('start a beam search');
+    if (signal?.aborted) throw abortError('The beam search');
+    const { width, maxTokens, lengthPenalty, addBos } = beamParams(params);
+    prompt = String(prompt);
+    if (prompt.includes('\0')) throw jsError('WLM_ERR_INVALID_ARG', 'the prompt contains a NUL character');
+    const x = this.#x;
+    const gen = {};
+    this.#busy = 'beam search';
+    this.#previewPrev = undefined; // the beams replace sequence 0's logits
+    this.#gen = gen;
+    let promptPtr = 0;
+    let begun = false;
+    let finished = false;
+    const i32 = (v) => Math.max(-(2 ** 31), Math.min(v, 2 ** 31 - 1));
+    const t0 = performance.now();
+    let steps = 0;
+    let ids;
+    const collectResult = () => {
+      const ctx = this.#ctx;
+      const beams = [];
+      const count = x.wlm_beam_count(ctx);
+      for (let i = 0; i < count; i++) {
+        const f = (k) => x.wlmjs_beam_field(ctx, i, k);
+        const nTok = f(0);
+        const ptr = f(4) >>> 0;
+        const tokens = nTok > 0 ? new Int32Array(x.memory.buffer, ptr, nTok).slice() : new Int32Array(0);
+        beams.push({
+          text: this.#decodeIds(tokens, ids[ids.length - 1]), tokens, logprob: f(1), score: f(2),
+          stopReason: STOP_REASONS[f(3)] ?? 'none',
+        });
+      }
+      const kvBytes = x.wlmjs_beam_memory(ctx, 0);
+      return {
+        beams, kvBytes, kvBytesUnshared: x.wlmjs_beam_memory(ctx, 1), kvBytesPerBeam: kvBytes / width,
+        width, nPrompt: ids.length, steps, ms: performance.now() - t0, aborted: false,
+      };
+    };
+    try {
+      ids = await this.tokenize(prompt, { bos: !!addBos });
+      if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during the beam search');
+      this.#ensureSeqMax(2 * width);
+      promptPtr = this.#heapInt32(ids);
+      let rc = x.wlmjs_beam_begin(this.#ctx, promptPtr, ids.length, i32(width), i32(maxTokens), lengthPenalty);
+      if (rc < 0) throw this.#ctxError(rc);
+      begun = true;
+      for (;;) {
+        await macrotask();
+        if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during the beam search');
+        if (signal?.aborted) throw abortError('The beam search');
+        rc = x.wlm_beam_step(this.#ctx);
+        if (rc < 0) throw this.#ctxError(rc);
+        steps++;
+        if (rc === STATUS.WLM_DONE) break;
+        if (onStep) {
+          const stat = (k) => x.wlmjs_kv_stat(this.#ctx, k);
+          onStep({ step: steps, kvBytes: stat(2) * stat(0), kvBytesUnshared: stat(4) * stat(0) });
+        }
+      }
+      finished = true;
+      const result = collectResult();
+      this.lastBeamResult = result;
+      return result;
+    } finally {
+      if (this.#gen === gen) {
+        if (begun && !finished) {
+          // Aborted (or failed): end the search; the live beams become results marked
+          // 'aborted', kept in lastBeamResult.
+          x.wlm_generate_abort(this.#ctx);
+          if (x.wlm_beam_step(this.#ctx) === STATUS.WLM_DONE) {
+            this.lastBeamResult = { ...collectResult(), aborted: true };
+          }
+        }
+        this.#gen = null;
+        this.#busy = null;
+      }
+      if (promptPtr) x.wlmjs_free(promptPtr);
+    }
+  }
+
+  /**
+   * The distribution a sampler chain leaves on the logits the last generated token (of
+   * sequence 0) was drawn from, without disturbing the generation (wlm_sampler_preview):
+   * `params` as generate()'s (nProbs default 10). May be called between the tokens of a
+   * generation or a batch, and after one ends. See PreviewResult in wasmlm.d.ts.
+   * @param {import('./wasmlm.d.ts').GenerateParams} [params]
+   * @returns {Promise<import('./wasmlm.d.ts').PreviewResult>}
+   */
+  async previewDistribution(params = {}) {
+    this.#needModel();
+    if (this.#busy === 'load' || this.#busy === 'beam search') {
+      throw jsError('WLM_ERR_STATE', `cannot preview the sampler while a ${this.#busy} is in progress`);
+    }
+    if (this.#previewPrev === undefined) {
+      throw jsError('WLM_ERR_STATE', 'previewDistribution(): no token generated yet ' +
+        '(it shows the distribution the last generated token was drawn from)');
+    }
+    params ??= {};
+    if (typeof params !== 'object') {
+      throw jsError('WLM_ERR_INVALID_ARG', `generation parameters must be an object, got ${params}`);
+    }
+    const x = this.#x;
+    let paramsPtr = 0;
+    let tok = 0;
+    try {
+      paramsPtr = this.#genParams({ ...params, nProbs: params.nProbs ?? 10 });
+      tok = x.wlmjs_token_new() >>> 0;
+      if (!tok) throw jsError('WLM_ERR_NOMEM', 'cannot allocate a token slot');
+      const rc = x.wlm_sampler_preview(this.#ctx, 0, paramsPtr, tok);
+      if (rc < 0) throw this.#ctxError(rc);
+      const { token } = this.#readToken(tok, new TextDecoder(), this.#previewPrev);
+      return { id: token.id, prob: token.prob, logprob: token.logprob,
+        probSampled: token.probSampled, top: token.top ?? [] };
+    } finally {
+      if (tok) x.wlmjs_free(tok);
+      if (paramsPtr) x.wlmjs_free(paramsPtr);
+    }
+  }
+
+  /**
+   * The KV cache's occupancy now (wlm_kv_stats) and the context's memory. May be called at
+   * any time, also while a generation runs.
+   * @returns {Promise<import('./wasmlm.d.ts').KvStats>}
+   */
+  async kvStats() {
+    this.#needModel();
+    const x = this.#x;
+    const f = (k) => x.wlmjs_kv_stat(this.#ctx, k);
+    return {
+      blockBytes: f(0), blocksAllocated: f(1), blocksUsed: f(2), blocksShared: f(3), blockRefs: f(4),
+      nSeqMax: this.#ctxParams.nSeqMax, nCtx: this.#info.nCtx,
+      contextBytes: x.wlm_context_memory(this.#ctx) >>> 0, wasmMemoryBytes: x.memory.buffer.byteLength,
+    };
+  }
+
+  /**
+   * Low level: appends `ids` to the context's sequence (wlm_eval) and returns a copy of the
+   * logits (vocabSize float32) of the last one. Continues after whatever the context holds
+   * (e.g. a finished generation); call reset() first to start at position 0. For tests and
+   * tools that need the forward pass itself; generate() does not use it.
+   * @param {ArrayLike<number>} ids
+   * @returns {Promise<Float32Array>}
+   */
+  async evalTokens(ids) {
+    this.#needModel();
+    this.#needIdle('evaluate tokens');
+    const x = this.#x;
+    const arr = Int32Array.from(ids);
+    if (arr.length < 1) throw jsError('WLM_ERR_INVALID_ARG', 'evalTokens(): no token ids');
+    const p = x.wlmjs_malloc(arr.byteLength) >>> 0;
+    if (!p) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the token ids');
+    try {
+      new Int32Array(x.memory.buffer, p, arr.length).set(arr);
+      this.#previewPrev = undefined; // new logits: not the ones a token was drawn from
+      const rc = x.wlm_eval(this.#ctx, p, arr.length);
+      if (rc !== 0) throw this.#ctxError(rc);
+      const logits = x.wlm_logits(this.#ctx) >>> 0;
+      if (!logits) throw jsError('WLM_ERR_STATE', 'wlm_logits returned NULL after wlm_eval');
+      return new Float32Array(x.memory.buffer, logits, this.#info.vocabSize).slice();
+    } finally {
+      x.wlmjs_free(p);
+    }
+  }
+
+  /**
+   * Low level: forgets the sequence (the next evalTokens() starts at position 0).
+   * @returns {Promise<void>}
+   */
+  async reset() {
+    this.#needModel();
+    this.#needIdle('reset');
+    this.#x.wlm_context_reset(this.#ctx);
+    this.#previewPrev = undefined;
+  }
+
+  /**
+   * Frees the model, the context and the wasm instance. The engine cannot be used afterwards
+   * (calls reject with WLM_ERR_STATE); a generation in progress fails on its next step.
+   * Calling free() again does nothing.
+   * @returns {Promise<void>}
+   */
+  async free() {
+    if (!this.#x) return;
+    this.#unload();
+    if (this.#threads) stopThreads(this.#x, this.#threads); // after the context that used it
+    this.#threads = null;
+    this.#gen = null;
+    this.#busy = null;
+    this.#x = null;
+  }
+}
+
+export async function complete(engine, prompt, params, signal, onToken) {
+  for await (const token of engine.generate(prompt, params, { signal })) onToken?.(token);
+  return { ...engine.lastResult };
+}
+
+export async function completeBatch(engine, prompts, params, signal, onToken) {
+  for await (const token of engine.generateBatch(prompts, params, { signal })) onToken?.(token);
+  return engine.lastBatchResult;
+}
+
+/**
+ * Creates an engine that runs in this thread.
+ * @param {import('./wasmlm.d.ts').EngineOptions} [options]
+ * @returns {Promise<import('./wasmlm.d.ts').Engine>}
+ */
+export function createEngine(options = {}) {
+  return startEngine(options ?? {});
+}
+
+/**
+ * createEngine() with, optionally, the module already compiled elsewhere: `compiled` is
+ * {file, module} for dist/<file> (js/worker_engine.js compiles it in the page while the worker
+ * starts). It is used when planModule() picks that same file here, else compiled anew.
+ */
+export async function startEngine(options, compiled = null) {
+  const plan = await planModule(options);
+  const { module, name } = compiled?.module instanceof WebAssembly.Module && plan.file &&
+    compiled.file === plan.file ? { module: compiled.module, name: plan.wasm.href } : await compileWasm(plan.wasm);
+  let { threads } = plan;
+  let memory = null;
+  if (importsMemory(module)) {
+    memory = sharedMemory();
+  } else if (threads > 1) {
+    if (plan.explicitThreads) {
+      throw jsError('WLM_ERR_UNSUPPORTED', `threads: ${threads}: ${name} is not the threaded build (dist/wasmlm-mt.wasm)`);
+    }
+    threads = 1;
+  }
+  const x = await instantiateWasm(module, name, memory);
+  const pool = threads > 1 ? await startThreads(x, module, threads, jsError) : null;
+  mark('wasmlm:engine-ready');
+  return new Engine(x, plan.simd, pool);
+}

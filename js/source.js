@@ -1,0 +1,146 @@
+// source.js — reading a model or tokenizer source into the wasm heap: bytes, a Blob, a Node file
+// path or a URL, copied chunk by chunk into one malloc'd buffer (grown by doubling when the size
+// is not known ahead), with {stage, loaded, total} progress and an AbortSignal checked between
+// chunks. The buffer is handed to the engine, which passes its ownership to C. It does not parse
+// anything: the C side checks the format (js/engine.js calls it).
+
+import { WasmlmError, abortError, jsError } from './errors.js';
+import { fetchOk, locate } from './platform.js';
+
+const FILE_CHUNK = 1 << 20;
+
+/** A malloc'd buffer in wasm memory that grows (by copying) while bytes are appended. */
+class HeapBuffer {
+  constructor(x, capacity, what) {
+    this.x = x;
+    this.what = what;
+    this.cap = Math.max(1, capacity);
+    this.ptr = x.wlmjs_malloc(this.cap) >>> 0;
+    this.len = 0;
+    if (!this.ptr) this.#nomem(this.cap);
+  }
+
+  #nomem(n) {
+    this.ptr = 0;
+    throw jsError('WLM_ERR_NOMEM', `cannot allocate ${n} bytes of wasm memory for the ${this.what}`);
+  }
+
+  write(chunk) {
+    const n = chunk.byteLength;
+    if (this.len + n > this.cap) this.#grow(Math.max(this.cap * 2, this.len + n));
+    new Uint8Array(this.x.memory.buffer, this.ptr + this.len, n).set(chunk);
+    this.len += n;
+  }
+
+  #grow(cap) {
+    const p = this.x.wlmjs_malloc(cap) >>> 0; // may grow memory: no view is alive here
+    if (!p) { this.dispose(); this.#nomem(cap); }
+    new Uint8Array(this.x.memory.buffer).copyWithin(p, this.ptr, this.ptr + this.len);
+    this.x.wlmjs_free(this.ptr);
+    this.ptr = p;
+    this.cap = cap;
+  }
+
+  /** Gives up ownership: the caller frees (or hands over) ptr. */
+  release() {
+    const out = { ptr: this.ptr, size: this.len };
+    this.ptr = 0;
+    return out;
+  }
+
+  dispose() {
+    if (this.ptr) this.x.wlmjs_free(this.ptr);
+    this.ptr = 0;
+  }
+}
+
+/**
+ * Copies a source into a malloc'd heap buffer, chunk by chunk, reporting progress.
+ * Returns {ptr, size}; the caller owns ptr. On any failure nothing stays allocated.
+ */
+export async function readIntoHeap(x, source, stage, onProgress, signal) {
+  const report = (loaded, total) => onProgress?.({ stage, loaded, total });
+  const checkAbort = () => { if (signal?.aborted) throw abortError(`Loading the ${stage}`); };
+  checkAbort();
+  if (source == null) throw jsError('WLM_ERR_INVALID_ARG', `load(): no ${stage} given`);
+
+  if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
+    const bytes = source instanceof ArrayBuffer ? new Uint8Array(source)
+      : new Uint8Array(source.buffer, source.byteOffset, source.byteLength);
+    const buf = new HeapBuffer(x, bytes.byteLength, stage);
+    buf.write(bytes);
+    report(bytes.byteLength, bytes.byteLength);
+    return buf.release();
+  }
+
+  if (typeof Blob !== 'undefined' && source instanceof Blob) {
+    return streamIntoHeap(x, source.stream().getReader(), source.size, stage, report, checkAbort);
+  }
+
+  const loc = await locate(source);
+  if (loc.path) {
+    const fs = await import('node:fs/promises');
+    let fh;
+    try {
+      fh = await fs.open(loc.path, 'r');
+    } catch (e) {
+      throw new WasmlmError(`cannot read the ${stage} file ${loc.path}: ${e.message}`,
+        'WLM_ERR_IO', null, { url: loc.name, cause: e });
+    }
+    let buf = null;
+    try {
+      const { size } = await fh.stat();
+      buf = new HeapBuffer(x, size, stage);
+      const chunk = new Uint8Array(Math.min(Math.max(size, 1), FILE_CHUNK));
+      report(0, size);
+      for (;;) {
+        checkAbort();
+        // Read into a JS buffer, then copy: wasm memory may be detached during the await.
+        const { bytesRead } = await fh.read(chunk, 0, chunk.byteLength, null);
+        if (bytesRead === 0) break;
+        buf.write(chunk.subarray(0, bytesRead));
+        report(buf.len, size);
+      }
+      return buf.release();
+    } finally {
+      buf?.dispose();
+      await fh.close();
+    }
+  }
+
+  const res = await fetchOk(loc.url, signal);
+  const encoding = res.headers.get('content-encoding');
+  const length = res.headers.get('content-length');
+  // With a content-encoding, Content-Length counts the compressed bytes: treat as unknown.
+  const total = length !== null && (!encoding || encoding === 'identity') &&
+    Number.isSafeInteger(Number(length)) ? Number(length) : 0;
+  if (!res.body) { // e.g. a 204: an empty file
+    const buf = new HeapBuffer(x, 0, stage);
+    report(0, 0);
+    return buf.release();
+  }
+  return streamIntoHeap(x, res.body.getReader(), total, stage, report, checkAbort);
+}
+
+async function streamIntoHeap(x, reader, total, stage, report, checkAbort) {
+  let buf = null;
+  try {
+    buf = new HeapBuffer(x, total || FILE_CHUNK, stage);
+    report(0, total);
+    for (;;) {
+      checkAbort();
+      const { done, value } = await reader.read();
+      if (done) break;
+      buf.write(value);
+      report(buf.len, total);
+    }
+    if (!total) report(buf.len, buf.len); // the size is known now
+    return buf.release();
+  } catch (e) {
+    reader.cancel(e).catch(() => {});
+    throw e;
+  } finally {
+    buf?.dispose();
+  }
+}
+

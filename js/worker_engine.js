@@ -1,0 +1,290 @@
+// worker_engine.js — createWorkerEngine(): the client side of js/worker.js. A WorkerEngine has
+// the in-thread Engine's interface (wasmlm.d.ts) and turns each call into a request of
+// js/protocol.js, tokens and progress into callbacks and iterators, and the worker's errors
+// back into WasmlmError / AbortError. To shorten the time to the first token it compiles the
+// wasm module here, in the page, while the worker starts, and hands the WebAssembly.Module to
+// the worker with the 'init' request (modules cross postMessage without being recompiled). It
+// runs no inference: js/engine.js does, inside the worker.
+
+import { abortError, deserializeError, jsError } from './errors.js';
+import { complete, completeBatch } from './engine.js';
+import { IS_NODE, baseURI, mark } from './platform.js';
+import { PROTOCOL_VERSION, Req, Reply } from './protocol.js';
+import { compileWasm, planModule } from './wasm.js';
+
+/** Makes a load source cloneable and absolute (the worker has another base URL). */
+function toTransferableSource(source) {
+  if (source instanceof URL) return source.href;
+  if (typeof source === 'string') {
+    const base = baseURI();
+    return base && !IS_NODE ? new URL(source, base).href : source;
+  }
+  if (ArrayBuffer.isView(source) &&
+      (source.byteOffset !== 0 || source.byteLength !== source.buffer.byteLength)) {
+    return new Uint8Array(source.buffer, source.byteOffset, source.byteLength).slice();
+  }
+  return source; // ArrayBuffer, whole views and Blobs are cloned by postMessage
+}
+
+class WorkerEngine {
+  #worker;
+  #pending = new Map(); // id → {resolve, reject, onProgress, onToken}
+  #nextId = 1;
+  #failure = null;      // the Error that killed the worker, if any
+  #freed = false;
+  #info = null;
+  #threads = 1;
+  #firstTokenMarked = false; // 'wasmlm:first-token' is marked once per engine
+
+  /** The result of the last generation, or null. */
+  lastResult = null;
+
+  /** The result of the last batch generation, or null. */
+  lastBatchResult = null;
+
+  /** The result of the last beam search, or null. */
+  lastBeamResult = null;
+
+  constructor(worker) {
+    this.#worker = worker;
+    worker.addEventListener('message', (e) => this.#onMessage(e.data));
+    worker.addEventListener('error', (e) => {
+      e.preventDefault?.();
+      this.#fail(new Error(`wasmlm worker failed: ${e.message || e.error?.message || 'error event'}`));
+    });
+    worker.addEventListener('messageerror', () => {
+      this.#fail(new Error('wasmlm worker: a message could not be deserialized'));
+    });
+  }
+
+  /** The loaded model's info, or null. */
+  get info() { return this.#info; }
+
+  /** Threads that run the matrix products in the worker (1: the worker's thread only). */
+  get threads() { return this.#threads; }
+
+  /** Starts the engine in `worker` (the 'init' request); terminates the worker on failure. */
+  static async create(worker, options) {
+    const engine = new WorkerEngine(worker);
+    let wasm = options.wasm;
+    if (wasm !== undefined && !(wasm instanceof WebAssembly.Module)) wasm = toTransferableSource(wasm);
+    try {
+      // The default module: pick and compile it here while the worker starts (the worker uses
+      // it when it picks the same file, as it does unless it cannot start helper threads).
+      let compiled;
+      if (wasm === undefined) {
+        const plan = await planModule(options);
+        compiled = { file: plan.file, module: (await compileWasm(plan.wasm)).module };
+      }
+      const ready = await engine.#request(Req.INIT,
+        { options: { wasm, simd: options.simd, threads: options.threads }, compiled }).promise;
+      if (ready?.protocol !== PROTOCOL_VERSION) {
+        throw new Error(`wasmlm: js/worker.js speaks protocol ${ready?.protocol}, ` +
+          `js/wasmlm.js ${PROTOCOL_VERSION}; serve both from the same version`);
+      }
+      engine.#threads = ready.threads ?? 1;
+      mark('wasmlm:engine-ready');
+    } catch (e) {
+      worker.terminate();
+      throw e;
+    }
+    return engine;
+  }
+
+  #fail(err) {
+    this.#failure = err;
+    for (const p of this.#pending.values()) p.reject(err);
+    this.#pending.clear();
+  }
+
+  #onMessage(msg) {
+    const p = this.#pending.get(msg?.id);
+    if (!p) return;
+    switch (msg.type) {
+      case Reply.PROGRESS: p.onProgress?.(msg.progress); break;
+      case Reply.TOKEN: p.onToken?.(msg.token); break;
+      case Reply.STEP: p.onStep?.(msg.step); break;
+      case Reply.RESULT: this.#pending.delete(msg.id); p.resolve(msg.value); break;
+      case Reply.ERROR:
+        this.#pending.delete(msg.id);
+        // An aborted generation / batch / beam search still has a summary: keep it.
+        if (msg.lastResult) this.lastResult = msg.lastResult;
+        if (msg.lastBatchResult) this.lastBatchResult = msg.lastBatchResult;
+        if (msg.lastBeamResult) this.lastBeamResult = msg.lastBeamResult;
+        p.reject(deserializeError(msg.error));
+        break;
+      default: break;
+    }
+  }
+
+  /** Posts a request; returns {id, promise} where promise settles with the terminal reply. */
+  #request(type, payload = {}, handlers = {}, transfer = []) {
+    if (this.#freed) throw jsError('WLM_ERR_STATE', 'the engine has been freed');
+    if (this.#failure) throw this.#failure;
+    const id = this.#nextId++;
+    const promise = new Promise((resolve, reject) => {
+      this.#pending.set(id, { resolve, reject, ...handlers });
+    });
+    this.#worker.postMessage({ id, type, ...payload }, transfer);
+    return { id, promise };
+  }
+
+  #abort(target) {
+    if (this.#freed || this.#failure) return;
+    this.#request(Req.ABORT, { target }).promise.catch(() => {});
+  }
+
+  /** Same contract as the in-thread Engine.load (see wasmlm.d.ts). */
+  async load({ model, tokenizer, nCtx = 0, kvCache = true, nSeqMax = 1, onProgress, signal } = {}) {
+    if (signal?.aborted) throw abortError('Loading');
+    this.#info = null;
+    const { id, promise } = this.#request(Req.LOAD, {
+      model: toTransferableSource(model), tokenizer: toTransferableSource(tokenizer), nCtx, kvCache,
+      nSeqMax,
+    }, { onProgress });
+    const onAbort = () => this.#abort(id);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      this.#info = await promise;
+      mark('wasmlm:model-loaded');
+      return this.#info;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Same contract as Engine.tokenize. */
+  async tokenize(text, { bos = true } = {}) {
+    return this.#request(Req.TOKENIZE, { text: String(text), options: { bos } }).promise;
+  }
+
+  /** Same contract as Engine.detokenize. */
+  async detokenize(ids) {
+    return this.#request(Req.DETOKENIZE, { ids: Int32Array.from(ids) }).promise;
+  }
+
+  /** Same contract as Engine.generate: tokens arrive one message each from the worker. */
+  generate(prompt, params = {}, { signal } = {}) {
+    return this.#stream(Req.GENERATE, { prompt: String(prompt), params: params ?? {} }, signal,
+      (v) => { this.lastResult = v; }, (t) => {
+        if (!this.#firstTokenMarked && t.id >= 0) {
+          this.#firstTokenMarked = true;
+          mark('wasmlm:first-token');
+        }
+      });
+  }
+
+  /** Same contract as Engine.generateBatch: one message per BatchToken. */
+  generateBatch(prompts, params = {}, { signal } = {}) {
+    const list = typeof prompts === 'string' ? prompts : Array.from(prompts ?? [], String);
+    return this.#stream(Req.GENERATE_BATCH, { prompts: list, params: params ?? {} }, signal,
+      (v) => { this.lastBatchResult = v; });
+  }
+
+  /**
+   * A request whose 'token' replies are yielded as they arrive; `onResult` receives the value
+   * of its 'result' reply.
+   */
+  async *#stream(type, payload, signal, onResult, onToken = null) {
+    if (signal?.aborted) throw abortError('The generation');
+    const queue = [];
+    let wake = null;
+    let settled = false;
+    let value;
+    let error;
+    const { id, promise } = this.#request(type, payload, {
+      onToken: (t) => { onToken?.(t); queue.push(t); wake?.(); },
+    });
+    promise.then((v) => { value = v; }, (e) => { error = e; })
+      .finally(() => { settled = true; wake?.(); });
+    const onAbort = () => { this.#abort(id); wake?.(); };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      for (;;) {
+        if (signal?.aborted) throw abortError('The generation');
+        if (queue.length) { yield queue.shift(); continue; }
+        if (settled) break;
+        await new Promise((r) => { wake = r; });
+        wake = null;
+      }
+      if (error) throw error;
+      onResult(value);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+      if (settled && value) onResult(value); // ended in the worker; consumer left early
+      if (!settled) {
+        // Abort or early break: stop the worker's generation and wait for it to end, so the
+        // next request does not find the worker engine busy.
+        this.#abort(id);
+        await promise.catch(() => {});
+      }
+    }
+  }
+
+  /** Same contract as Engine.complete. */
+  async complete(prompt, params = {}, { signal, onToken } = {}) {
+    return complete(this, prompt, params, signal, onToken);
+  }
+
+  /** Same contract as Engine.completeBatch. */
+  async completeBatch(prompts, params = {}, { signal, onToken } = {}) {
+    return completeBatch(this, prompts, params, signal, onToken);
+  }
+
+  /** Same contract as Engine.beamSearch; onStep is called per 'step' message. */
+  async beamSearch(prompt, params = {}, { signal, onStep } = {}) {
+    if (signal?.aborted) throw abortError('The beam search');
+    const { id, promise } = this.#request(Req.BEAM_SEARCH, { prompt: String(prompt), params: params ?? {} },
+      { onStep });
+    const onAbort = () => this.#abort(id);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      this.lastBeamResult = await promise;
+      return this.lastBeamResult;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /** Same contract as Engine.kvStats. */
+  async kvStats() {
+    return this.#request(Req.KV_STATS).promise;
+  }
+
+  /** Same contract as Engine.previewDistribution. */
+  async previewDistribution(params = {}) {
+    return this.#request(Req.PREVIEW, { params: params ?? {} }).promise;
+  }
+
+  /** Frees the model in the worker and terminates the worker. Further calls reject. */
+  async free() {
+    if (this.#freed) return;
+    try {
+      if (!this.#failure) await this.#request(Req.FREE).promise;
+    } finally {
+      this.#freed = true;
+      this.#info = null;
+      this.#worker.terminate();
+      this.#fail(jsError('WLM_ERR_STATE', 'the engine has been freed'));
+    }
+  }
+}
+
+/**
+ * Creates an engine running in a module Web Worker (js/worker.js), with the same interface as
+ * createEngine(). Needs Web Workers (browsers), unless options.worker provides a Worker-like
+ * object (postMessage, addEventListener('message'|'error'), terminate) running js/worker.js.
+ * @param {import('./wasmlm.d.ts').WorkerEngineOptions} [options]
+ * @returns {Promise<import('./wasmlm.d.ts').Engine>}
+ */
+export async function createWorkerEngine(options = {}) {
+  let worker = options.worker;
+  if (!worker) {
+    if (typeof Worker !== 'function') {
+      throw new Error('wasmlm: createWorkerEngine() needs Web Workers (a browser); ' +
+        'in Node use createEngine()');
+    }
+    worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+  }
+  return WorkerEngine.create(worker, options);
+}
