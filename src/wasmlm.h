@@ -176,6 +176,8 @@ typedef struct wlm_model_info {
     int32_t shared_classifier; /* 1: the output layer reuses the token embedding */
     int32_t has_tokenizer;
     int32_t bos_id, eos_id;
+    int32_t has_chat_template; /* 1: the GGUF file has tokenizer.chat_template (see
+                                  wlm_model_meta_string) */
     size_t weight_bytes;  /* bytes of weights read per token (all matrices and vectors) */
 } wlm_model_info;
 
@@ -202,6 +204,49 @@ int wlm_model_get_info(const wlm_model *model, wlm_model_info *info);
  */
 int32_t wlm_tokenize(const wlm_model *model, const char *text, size_t len, int add_bos,
                      int32_t *tokens, int32_t cap);
+
+/* Flags for wlm_tokenize_ex. */
+#define WLM_TOKENIZE_ADD_SPECIAL 1u   /* what wlm_tokenize's add_bos does: BOS (GGUF: when the
+                                         vocabulary's add_bos_token says so; and EOS when its
+                                         add_eos_token does), llama.cpp's add_special */
+#define WLM_TOKENIZE_PARSE_SPECIAL 2u /* control tokens written in the text ("<|im_start|>",
+                                         "<|eot_id|>", "<s>") become their ids, llama.cpp's
+                                         parse_special. Without it they are plain text.
+                                         User-defined tokens are split out either way. */
+
+/*
+ * wlm_tokenize with flags (WLM_TOKENIZE_*; other bits: WLM_ERR_INVALID_ARG). A third algorithm:
+ * - GGUF, tokenizer.ggml.model "gpt2": byte-level BPE as llama.cpp's llm_tokenizer_bpe (GPT-2,
+ *   Llama 3, Qwen 2, SmolLM, StarCoder, Falcon, DeepSeek...): the pre-tokenizer named by
+ *   tokenizer.ggml.pre cuts the text with that model's regexes (absent: llama.cpp's "default";
+ *   unknown names fail at load), each piece's bytes are written as GPT-2's printable stand-ins
+ *   (bytes_to_unicode), and adjacent symbols merge lowest rank first (rank = position in
+ *   tokenizer.ggml.merges). Llama 3-style vocabularies take a piece that is a whole token as is
+ *   (llama.cpp's ignore_merges). Invalid UTF-8 is read as U+FFFD, as llama.cpp does.
+ * Returns the count needed (may exceed cap) or a negative status (WLM_ERR_UNSUPPORTED when a
+ * pre-tokenizer regex exceeds its step budget on adversarial input: thousands of backtracking
+ * positions, e.g. deepseek-llm's \s+$ over a long run of spaces).
+ */
+int32_t wlm_tokenize_ex(const wlm_model *model, const char *text, size_t len, unsigned flags,
+                        int32_t *tokens, int32_t cap);
+
+/*
+ * 1 when `token` ends a generation, else 0 (also for bad ids or no tokenizer): llama.cpp's
+ * end-of-generation set — EOS, EOT, EOM (tokenizer.ggml.*_token_id, or found by their pieces),
+ * the FIM pad / repo / file-separator tokens, and the pieces that close a turn: <|eot_id|>,
+ * <|im_end|>, <|end|>, <end_of_turn>, <|endoftext|>, <|eom_id|>, <|end_of_text|>, </s>, ...
+ * For a llama2.c tokenizer.bin: EOS and BOS (run.c's rule). Generation (wlm_generate_*, beam
+ * search) stops at any of them (and at BOS, run.c's rule).
+ */
+int wlm_token_is_eog(const wlm_model *model, int32_t token);
+
+/*
+ * The value of a GGUF metadata key of type STRING, e.g. "tokenizer.chat_template",
+ * "general.name", "general.architecture" (the model copies every string key at load: the
+ * pointer stays valid until wlm_model_free, NUL-terminated, *len set when len is not NULL).
+ * NULL when the key is absent, not a string, or the model did not come from a GGUF file.
+ */
+const char *wlm_model_meta_string(const wlm_model *model, const char *key, size_t *len);
 
 /*
  * The bytes that token `token` adds to text when it follows token `prev` (-1 if none):

@@ -313,8 +313,42 @@ static int map_weights(wlm_model *m, const wlm_gguf *g) {
 
 /* ---- entry point ----------------------------------------------------------------------------- */
 
+int wlm_model_copy_meta(wlm_model *m, const wlm_gguf *g) {
+    size_t bytes = 0;
+    int32_t n = 0;
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        const wlm_gguf_kv *kv = &g->kv[i];
+        if (kv->type != WLM_GGUF_STRING) continue;
+        bytes += kv->key.len + kv->str.len + 2;
+        n++;
+    }
+    if (n == 0) return WLM_OK;
+    m->meta_blob = malloc(bytes);
+    m->meta_off = malloc(sizeof(size_t) * 2 * (size_t)n);
+    m->meta_len = malloc(sizeof(size_t) * (size_t)n);
+    if (!m->meta_blob || !m->meta_off || !m->meta_len)
+        return wlm_set_error(m->errmsg, WLM_ERR_NOMEM, "out of memory for the metadata strings");
+    size_t b = 0;
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        const wlm_gguf_kv *kv = &g->kv[i];
+        if (kv->type != WLM_GGUF_STRING) continue;
+        int32_t k = m->n_meta++;
+        m->meta_off[2 * k] = b;
+        if (kv->key.len) memcpy(m->meta_blob + b, kv->key.ptr, kv->key.len);
+        b += kv->key.len;
+        m->meta_blob[b++] = '\0';
+        m->meta_off[2 * k + 1] = b;
+        m->meta_len[k] = kv->str.len;
+        if (kv->str.len) memcpy(m->meta_blob + b, kv->str.ptr, kv->str.len);
+        b += kv->str.len;
+        m->meta_blob[b++] = '\0';
+    }
+    return WLM_OK;
+}
+
 static int load(wlm_model *m, const wlm_gguf *g, int vocab_only) {
     int rc;
+    if ((rc = wlm_model_copy_meta(m, g)) != WLM_OK) return rc;
     const int has_vocab = wlm_gguf_find_kv(g, "tokenizer.ggml.tokens") != NULL;
     if (vocab_only) {
         if (!has_vocab)

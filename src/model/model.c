@@ -108,6 +108,9 @@ int wlm_model_load_tokenizer(wlm_model *model, const void *data, size_t size) {
 void wlm_model_free(wlm_model *model) {
     if (!model) return;
     wlm_tokenizer_free(&model->tok);
+    free(model->meta_blob);
+    free(model->meta_off);
+    free(model->meta_len);
     free(model->w.layers);
     free(model->owned_floats);
     free(model->owned_buffer);
@@ -133,6 +136,7 @@ int wlm_model_get_info(const wlm_model *model, wlm_model_info *info) {
     info->has_tokenizer = model->has_tokenizer;
     info->bos_id = model->has_tokenizer ? model->tok.bos_id : 1;
     info->eos_id = model->has_tokenizer ? model->tok.eos_id : 2;
+    info->has_chat_template = wlm_model_meta_string(model, "tokenizer.chat_template", NULL) != NULL;
     info->weight_bytes = model->weight_bytes;
     return WLM_OK;
 }
@@ -141,7 +145,31 @@ int32_t wlm_tokenize(const wlm_model *model, const char *text, size_t len, int a
                      int32_t *tokens, int32_t cap) {
     if (!model || (!text && len) || cap < 0 || (!tokens && cap)) return WLM_ERR_INVALID_ARG;
     if (!model->has_tokenizer) return WLM_ERR_TOKENIZER;
-    return wlm_tokenizer_encode(&model->tok, text ? text : "", len, add_bos, tokens, cap);
+    return wlm_tokenizer_encode(&model->tok, text ? text : "", len,
+                                add_bos ? WLM_TOKENIZE_ADD_SPECIAL : 0, tokens, cap);
+}
+
+int32_t wlm_tokenize_ex(const wlm_model *model, const char *text, size_t len, unsigned flags,
+                        int32_t *tokens, int32_t cap) {
+    if (!model || (!text && len) || cap < 0 || (!tokens && cap)) return WLM_ERR_INVALID_ARG;
+    if (!model->has_tokenizer) return WLM_ERR_TOKENIZER;
+    return wlm_tokenizer_encode(&model->tok, text ? text : "", len, flags, tokens, cap);
+}
+
+int wlm_token_is_eog(const wlm_model *model, int32_t token) {
+    if (!model || !model->has_tokenizer) return 0;
+    return wlm_tokenizer_is_eog(&model->tok, token);
+}
+
+const char *wlm_model_meta_string(const wlm_model *model, const char *key, size_t *len) {
+    if (len) *len = 0;
+    if (!model || !key) return NULL;
+    for (int32_t i = 0; i < model->n_meta; i++) {
+        if (strcmp(model->meta_blob + model->meta_off[2 * i], key) != 0) continue;
+        if (len) *len = model->meta_len[i];
+        return model->meta_blob + model->meta_off[2 * i + 1];
+    }
+    return NULL;
 }
 
 const char *wlm_token_piece(const wlm_model *model, int32_t prev, int32_t token, size_t *len) {

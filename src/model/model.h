@@ -73,8 +73,19 @@ struct wlm_model {
     int vocab_only;               /* WLM_LOAD_VOCAB_ONLY: a tokenizer and no weights (hp zero
                                      except vocab_size, so a context has n_ctx 0) */
     wlm_tokenizer tok;
+    /* The GGUF file's STRING key/values, copied at load (the GGUF tables do not outlive the
+     * loader, and a vocab-only load may not keep the buffer): n_meta pairs of NUL-terminated
+     * key and value in meta_blob, at meta_off[2i] and meta_off[2i+1]; value i is meta_len[i]
+     * bytes (values may hold NUL bytes). */
+    int32_t n_meta;
+    char *meta_blob;
+    size_t *meta_off;             /* (2 × n_meta) */
+    size_t *meta_len;             /* (n_meta) */
     char errmsg[WLM_ERRMSG_SIZE];
 };
+
+/* Copies every STRING key/value of g into the model (gguf_model.c). */
+int wlm_model_copy_meta(wlm_model *m, const wlm_gguf *g);
 
 /* Paged KV cache: a pool of blocks of WLM_KV_BLOCK positions. Block b holds, for each layer l,
  * K rows then V rows: base(b) + l * 2 * BLOCK * kv_dim (K, position slot s at + s * kv_dim)

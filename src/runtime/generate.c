@@ -318,7 +318,7 @@ static int sample_seq(wlm_context *c, int32_t i, wlm_token *out) {
     }
     const int32_t bos = m->has_tokenizer ? m->tok.bos_id : 1;
     const int32_t eos = m->has_tokenizer ? m->tok.eos_id : 2;
-    if (next == eos || next == bos) {
+    if (next == eos || next == bos || wlm_token_is_eog(m, next)) { /* EOG set, and run.c's BOS */
         finish(c, i, out, WLM_STOP_EOS);
         return WLM_OK;
     }

@@ -199,6 +199,8 @@ int wlm_beam_step(wlm_context *ctx) {
     const int32_t eos = m->has_tokenizer ? m->tok.eos_id : 2;
     const int32_t bos = m->has_tokenizer ? m->tok.bos_id : 1;
     const int32_t k = K < vocab ? K : vocab;
+    /* a beam ends at any end-of-generation token (wlm_token_is_eog), at EOS and, as in run.c,
+     * at BOS */
     /* candidates: the 2W best continuations of every live beam */
     int32_t nc = 0, top[2 * (WLM_MAX_SEQ / 2)];
     for (int32_t i = 0; i < b->n_live; i++) {
@@ -225,7 +227,7 @@ int wlm_beam_step(wlm_context *ctx) {
     for (int32_t r = 0; r < nc && n_next < W; r++) {
         const int32_t ci = b->cand_order[r], t = b->cand_tok[ci];
         const wlm_beam_hyp *h = &b->live[b->cand_beam[ci]];
-        if (t == eos || t == bos) {
+        if (t == eos || t == bos || wlm_token_is_eog(m, t)) {
             /* as in transformers: an ending only counts when it ranks among the W best */
             if (r < W)
                 add_finished(b, h->tokens, h->n_tokens, b->cand_lp[ci], h->n_tokens + 1,

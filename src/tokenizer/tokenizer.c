@@ -1,13 +1,15 @@
 /*
- * tokenizer.c — SentencePiece-style BPE in the two flavours of tokenizer.h, over one set of
- * vocabulary tables (pieces, scores, a sorted index for lookups by bytes):
+ * tokenizer.c — the vocabulary tables shared by every flavour of tokenizer.h (pieces, scores,
+ * token types, a sorted index for lookups by bytes, special tokens, end-of-generation set), the
+ * GGUF vocabulary loader for SPM and BPE, special-token splitting, and two SentencePiece-style
+ * BPE flavours (byte-level BPE proper is in bpe.c):
  *   llama2c — run.c's encode/decode over tokenizer.bin, byte for byte (the golden tests depend
  *             on it): byte fallback per UTF-8 character, then the best-scoring pair merged by
  *             rescanning (pair lookups cached between merges; merges never cross BOS).
  *   spm     — llama.cpp's SPM tokenizer over GGUF metadata: user-defined tokens split out first,
  *             "▁" for spaces, a priority queue of bigram merges, byte fallback per symbol.
  * Both take explicit lengths (NUL is an ordinary byte), bound every read of their input and
- * allocate nothing proportional to a count they have not checked. No special-token parsing.
+ * allocate nothing proportional to a count they have not checked.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -66,6 +68,9 @@ void wlm_tokenizer_free(wlm_tokenizer *t) {
     free(t->text_length);
     free(t->user);
     free(t->user_rstrip);
+    free(t->user_control);
+    free(t->merge_tab);
+    wlm_pretok_free(&t->pre);
     memset(t, 0, sizeof *t);
 }
 
@@ -100,13 +105,7 @@ static int hexval(char c) {
     return -1;
 }
 
-/* A growable array of token ids (the encoders' output). */
-typedef struct id_vec {
-    int32_t *v;
-    size_t n, cap;
-} id_vec;
-
-static int push_id(id_vec *o, int32_t id) {
+int wlm_id_vec_push(wlm_id_vec *o, int32_t id) {
     if (o->n == o->cap) {
         size_t cap = o->cap ? o->cap * 2 : 64;
         if (cap > (size_t)INT32_MAX) return WLM_ERR_NOMEM;
@@ -391,7 +390,7 @@ static int special_id(const wlm_gguf *g, const char *key, int32_t n, int32_t *id
 static const char *const EOG_PIECES[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
     "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
-    NULL};
+    "</s>", "<eos>", NULL};
 
 static const struct {
     const char *key, *key_old;     /* the id keys that make a text search unnecessary */
@@ -424,7 +423,22 @@ static int32_t lookup_cstr(const wlm_tokenizer *t, const char *s) {
     return wlm_tokenizer_lookup(t, s, strlen(s));
 }
 
-static int spm_fix_types(wlm_tokenizer *t, const wlm_gguf *g, char *err, size_t errlen) {
+static void add_eog(wlm_tokenizer *t, int32_t id) {
+    if (id < 0 || t->n_eog == (int32_t)(sizeof t->eog / sizeof t->eog[0])) return;
+    int32_t i = t->n_eog;
+    for (int32_t k = 0; k < t->n_eog; k++)
+        if (t->eog[k] == id) return;
+    while (i > 0 && t->eog[i - 1] > id) { /* keep sorted */
+        t->eog[i] = t->eog[i - 1];
+        i--;
+    }
+    t->eog[i] = id;
+    t->n_eog++;
+}
+
+/* Token-type fix-ups and the end-of-generation set, as llama.cpp builds them. */
+static int fix_types(wlm_tokenizer *t, const wlm_gguf *g, char *err, size_t errlen) {
+    int32_t role_id[sizeof ROLE_PIECES / sizeof ROLE_PIECES[0]];
     for (size_t r = 0; r < sizeof ROLE_PIECES / sizeof ROLE_PIECES[0]; r++) {
         int32_t id = -1;
         int set = 0, set_old = 0, rc;
@@ -432,6 +446,7 @@ static int spm_fix_types(wlm_tokenizer *t, const wlm_gguf *g, char *err, size_t 
         if (rc == WLM_OK && ROLE_PIECES[r].key_old)
             rc = special_id(g, ROLE_PIECES[r].key_old, t->vocab_size, &id, &set_old, err, errlen);
         if (rc != WLM_OK) return rc;
+        role_id[r] = id;
         if (set || set_old) continue;
         int32_t first = -1;
         for (int k = 0; ROLE_PIECES[r].pieces[k]; k++) {
@@ -439,20 +454,45 @@ static int spm_fix_types(wlm_tokenizer *t, const wlm_gguf *g, char *err, size_t 
             if (c >= 0 && (first < 0 || c < first)) first = c;
         }
         if (first >= 0) t->type[first] = WLM_TOKEN_CONTROL;
+        role_id[r] = first;
     }
+    t->eot_id = role_id[0];
+    t->eom_id = role_id[1];
+    t->n_eog = 0;
+    add_eog(t, role_id[5]); /* fim pad, repo, file separator */
+    add_eog(t, role_id[6]);
+    add_eog(t, role_id[7]);
     for (int k = 0; EOG_PIECES[k]; k++) {
         int32_t c = lookup_cstr(t, EOG_PIECES[k]);
         if (c >= 0) t->type[c] = WLM_TOKEN_CONTROL;
+        add_eog(t, c);
     }
+    add_eog(t, t->eos_id);
+    add_eog(t, t->eot_id);
+    add_eog(t, t->eom_id);
     static const char *const CHANNEL[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"};
     for (int k = 0; k < 4; k++) {
         int32_t c = lookup_cstr(t, CHANNEL[k]);
         if (c >= 0) t->type[c] = WLM_TOKEN_USER_DEFINED;
     }
+    /* o200k_harmony: "<|end|>" ends a message, not the generation */
     int32_t end = lookup_cstr(t, "<|end|>");
-    if (end >= 0 && lookup_cstr(t, "<|return|>") >= 0 && lookup_cstr(t, "<|call|>") >= 0)
+    if (end >= 0 && lookup_cstr(t, "<|return|>") >= 0 && lookup_cstr(t, "<|call|>") >= 0) {
         t->type[end] = WLM_TOKEN_USER_DEFINED;
+        int32_t k = 0;
+        for (int32_t i = 0; i < t->n_eog; i++)
+            if (t->eog[i] != end) t->eog[k++] = t->eog[i];
+        t->n_eog = k;
+    }
     return WLM_OK;
+}
+
+int wlm_tokenizer_is_eog(const wlm_tokenizer *t, int32_t token) {
+    if (!t || token < 0) return 0;
+    if (t->kind == WLM_TOKENIZER_LLAMA2C) return token == t->eos_id || token == t->bos_id;
+    for (int32_t i = 0; i < t->n_eog; i++)
+        if (t->eog[i] == token) return 1;
+    return 0;
 }
 
 /* The bytes token i decodes to (llama.cpp's token_to_piece without special rendering). */
@@ -521,6 +561,33 @@ static int contains_ci(const char *s, size_t n, const char *needle) {
     return 0;
 }
 
+/* An optional STRING key: WLM_OK with *present = 0 when missing, FORMAT when another type. */
+static int opt_str(const wlm_gguf *g, const char *key, wlm_gguf_str *v, int *present, char *err,
+                   size_t errlen) {
+    const wlm_gguf_kv *kv = wlm_gguf_find_kv(g, key);
+    *present = 0;
+    if (!kv) return WLM_OK;
+    if (kv->type != WLM_GGUF_STRING)
+        return fail(err, errlen, WLM_ERR_FORMAT, "%s has type %s, not STRING", key,
+                    wlm_gguf_type_name(kv->type));
+    *v = kv->str;
+    *present = 1;
+    return WLM_OK;
+}
+
+/* A BPE special-token id: must lie inside the vocabulary (an error naming the key otherwise). */
+static int bpe_special_id(const wlm_gguf *g, const char *key, int32_t n, int32_t *id, char *err,
+                          size_t errlen) {
+    int64_t v;
+    int present, rc = opt_int(g, key, &v, &present, err, errlen);
+    if (rc != WLM_OK || !present) return rc;
+    if (v < 0 || v >= n)
+        return fail(err, errlen, WLM_ERR_FORMAT, "%s = %lld is outside the vocabulary of %ld "
+                    "tokens", key, (long long)v, (long)n);
+    *id = (int32_t)v;
+    return WLM_OK;
+}
+
 int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size_t errlen) {
     char name[64];
     int rc;
@@ -533,11 +600,12 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
     if (model->type != WLM_GGUF_STRING)
         return fail(err, errlen, WLM_ERR_FORMAT, "tokenizer.ggml.model has type %s, not STRING",
                     wlm_gguf_type_name(model->type));
-    if (!wlm_gguf_str_eq(model->str, "llama")) {
+    int bpe = wlm_gguf_str_eq(model->str, "gpt2");
+    if (!bpe && !wlm_gguf_str_eq(model->str, "llama")) {
         printable(name, sizeof name, model->str.ptr, model->str.len);
         return fail(err, errlen, WLM_ERR_UNSUPPORTED,
-                    "tokenizer model \"%s\" is not supported (only \"llama\", SentencePiece BPE)",
-                    name);
+                    "tokenizer model \"%s\" is not supported (only \"llama\", SentencePiece BPE, "
+                    "and \"gpt2\", byte-level BPE)", name);
     }
 
     const wlm_gguf_kv *tokens, *scores = NULL, *types = NULL;
@@ -548,7 +616,7 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
         return fail(err, errlen, WLM_ERR_FORMAT, "tokenizer.ggml.tokens holds %llu tokens "
                     "(1 to %d supported)", (unsigned long long)n64, WLM_TOKENIZER_MAX_VOCAB);
     int32_t n = (int32_t)n64;
-    if (wlm_gguf_find_kv(g, "tokenizer.ggml.scores")) {
+    if (!bpe && wlm_gguf_find_kv(g, "tokenizer.ggml.scores")) {
         rc = wlm_gguf_get_arr(g, "tokenizer.ggml.scores", WLM_GGUF_FLOAT32, &scores, err, errlen);
         if (rc != WLM_OK) return rc;
         if (scores->arr.n != n64)
@@ -581,7 +649,7 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
             return fail(err, errlen, WLM_ERR_FORMAT, "the vocabulary's pieces exceed 2 GB");
     }
     if (!alloc_tables(t, n, blob_bytes)) goto nomem;
-    t->kind = WLM_TOKENIZER_SPM;
+    t->kind = bpe ? WLM_TOKENIZER_BPE : WLM_TOKENIZER_SPM;
     t->type = malloc((size_t)n);
     t->text_offset = malloc(sizeof(uint32_t) * (size_t)n);
     t->text_length = malloc(sizeof(uint32_t) * (size_t)n);
@@ -615,23 +683,53 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
     }
 
     /* Special tokens and flags. */
-    t->bos_id = 1, t->eos_id = 2, t->unk_id = 0;
     int add_bos = 1, add_eos = 0, add_space = 1;
-    if ((rc = special_id(g, "tokenizer.ggml.bos_token_id", n, &t->bos_id, NULL, err, errlen)) ||
-        (rc = special_id(g, "tokenizer.ggml.eos_token_id", n, &t->eos_id, NULL, err, errlen)) ||
-        (rc = special_id(g, "tokenizer.ggml.unknown_token_id", n, &t->unk_id, NULL, err, errlen)) ||
-        (rc = wlm_gguf_get_bool_or(g, "tokenizer.ggml.add_bos_token", 1, &add_bos, err, errlen)) ||
+    if (bpe) {
+        /* llama.cpp's BPE defaults: BOS = EOS = 11 (GPT-2's), dropped when outside the
+         * vocabulary; ids given by keys must lie inside it. */
+        wlm_gguf_str pre = {0};
+        int has_pre;
+        if ((rc = opt_str(g, "tokenizer.ggml.pre", &pre, &has_pre, err, errlen)) ||
+            (rc = wlm_pretok_init(&t->pre, pre.ptr, pre.len, err, errlen)))
+            goto fail;
+        t->bos_id = t->eos_id = 11 < n ? 11 : -1;
+        t->unk_id = -1;
+        if ((rc = bpe_special_id(g, "tokenizer.ggml.bos_token_id", n, &t->bos_id, err, errlen)) ||
+            (rc = bpe_special_id(g, "tokenizer.ggml.eos_token_id", n, &t->eos_id, err, errlen)) ||
+            (rc = bpe_special_id(g, "tokenizer.ggml.unknown_token_id", n, &t->unk_id, err,
+                                 errlen)))
+            goto fail;
+        add_bos = t->pre.add_bos, add_space = 0;
+        if ((rc = wlm_bpe_load_merges(t, g, err, errlen)) != WLM_OK) goto fail;
+        wlm_bpe_init_bytes(t);
+    } else {
+        t->bos_id = 1, t->eos_id = 2, t->unk_id = 0;
+        if ((rc = special_id(g, "tokenizer.ggml.bos_token_id", n, &t->bos_id, NULL, err, errlen)) ||
+            (rc = special_id(g, "tokenizer.ggml.eos_token_id", n, &t->eos_id, NULL, err, errlen)) ||
+            (rc = special_id(g, "tokenizer.ggml.unknown_token_id", n, &t->unk_id, NULL, err,
+                             errlen)))
+            goto fail;
+        if (t->bos_id >= n) t->bos_id = -1;
+        if (t->eos_id >= n) t->eos_id = -1;
+        if (t->unk_id >= n) t->unk_id = -1;
+    }
+    if ((rc = wlm_gguf_get_bool_or(g, "tokenizer.ggml.add_bos_token", add_bos, &add_bos, err,
+                                   errlen)) ||
         (rc = wlm_gguf_get_bool_or(g, "tokenizer.ggml.add_eos_token", 0, &add_eos, err, errlen)) ||
-        (rc = wlm_gguf_get_bool_or(g, "tokenizer.ggml.add_space_prefix", 1, &add_space, err,
-                                   errlen)))
+        (rc = wlm_gguf_get_bool_or(g, "tokenizer.ggml.add_space_prefix", add_space, &add_space,
+                                   err, errlen)))
         goto fail;
-    if (t->bos_id >= n) t->bos_id = -1;
-    if (t->eos_id >= n) t->eos_id = -1;
-    if (t->unk_id >= n) t->unk_id = -1;
-    t->add_bos = add_bos, t->add_eos = add_eos, t->add_space_prefix = add_space;
-    if ((rc = spm_fix_types(t, g, err, errlen)) != WLM_OK) goto fail;
+    if ((add_bos && t->bos_id < 0) || (add_eos && t->eos_id < 0)) {
+        rc = fail(err, errlen, WLM_ERR_FORMAT, "tokenizer.ggml.add_%s_token is true but the "
+                  "vocabulary has no %s (tokenizer.ggml.%s_token_id)", add_bos && t->bos_id < 0
+                  ? "bos" : "eos", add_bos && t->bos_id < 0 ? "BOS" : "EOS",
+                  add_bos && t->bos_id < 0 ? "bos" : "eos");
+        goto fail;
+    }
+    t->add_bos = add_bos, t->add_eos = add_eos, t->add_space_prefix = bpe ? 0 : add_space;
+    if ((rc = fix_types(t, g, err, errlen)) != WLM_OK) goto fail;
 
-    /* Byte fallback: "<0xNN>", else the one-byte piece (llama.cpp's byte_to_token). */
+    /* Byte fallback (SPM): "<0xNN>", else the one-byte piece (llama.cpp's byte_to_token). */
     for (int c = 0; c < 256; c++) {
         char hex[7] = {'<', '0', 'x', "0123456789ABCDEF"[c >> 4], "0123456789ABCDEF"[c & 15], '>', 0};
         char one = (char)c;
@@ -641,30 +739,37 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
 
     /* Decoded pieces. */
     size_t text_bytes = 0;
-    for (int32_t i = 0; i < n; i++) text_bytes += spm_decoded(t, i, NULL) + 1;
+    for (int32_t i = 0; i < n; i++)
+        text_bytes += (bpe ? wlm_bpe_decoded(t, i, NULL) : spm_decoded(t, i, NULL)) + 1;
     t->text = malloc(text_bytes);
     if (!t->text) goto nomem;
     b = 0;
     for (int32_t i = 0; i < n; i++) {
-        size_t m = spm_decoded(t, i, t->text + b);
+        size_t m = bpe ? wlm_bpe_decoded(t, i, t->text + b) : spm_decoded(t, i, t->text + b);
         t->text[b + m] = '\0';
         t->text_offset[i] = (uint32_t)b;
         t->text_length[i] = (uint32_t)m;
         b += m + 1;
     }
 
-    /* User-defined tokens are split out of the text before merging, even without special-token
-     * parsing. phi-3 vocabularies (by general.name) drop whitespace after them, except after
-     * <unk>, <s> and <|endoftext|>. */
-    for (int32_t i = 0; i < n; i++) t->n_user += t->type[i] == WLM_TOKEN_USER_DEFINED;
+    /* Special tokens split out of the text before merging (llama.cpp's cache_special_tokens):
+     * user-defined ones always, control and unknown ones with parse_special. The phi-3 family
+     * (by general.name) drops whitespace after them, except after <unk>, <s> and <|endoftext|>. */
+    for (int32_t i = 0; i < n; i++)
+        t->n_user += t->type[i] == WLM_TOKEN_USER_DEFINED || t->type[i] == WLM_TOKEN_CONTROL ||
+                     t->type[i] == WLM_TOKEN_UNKNOWN;
     if (t->n_user) {
         t->user = malloc(sizeof(int32_t) * (size_t)t->n_user);
         t->user_rstrip = calloc((size_t)t->n_user, 1);
-        if (!t->user || !t->user_rstrip) goto nomem;
+        t->user_control = calloc((size_t)t->n_user, 1);
+        if (!t->user || !t->user_rstrip || !t->user_control) goto nomem;
         int32_t k = 0;
         for (int32_t i = 0; i < n; i++)
-            if (t->type[i] == WLM_TOKEN_USER_DEFINED) t->user[k++] = i;
+            if (t->type[i] == WLM_TOKEN_USER_DEFINED || t->type[i] == WLM_TOKEN_CONTROL ||
+                t->type[i] == WLM_TOKEN_UNKNOWN)
+                t->user[k++] = i;
         sort_user(t);
+        for (k = 0; k < t->n_user; k++) t->user_control[k] = t->type[t->user[k]] != WLM_TOKEN_USER_DEFINED;
         const wlm_gguf_kv *gn = wlm_gguf_find_kv(g, "general.name");
         if (gn && gn->type == WLM_GGUF_STRING &&
             (contains_ci(gn->str.ptr, gn->str.len, "phi-3") ||
@@ -715,13 +820,16 @@ static int push_frag(frag_vec *f, int32_t id, size_t off, size_t len) {
 
 static int is_c_space(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
-/* llama.cpp's tokenizer_st_partition for user-defined tokens: for each token, longest first,
- * every raw fragment is cut at each non-overlapping occurrence, left to right. */
-static int spm_partition(const wlm_tokenizer *t, const char *text, size_t len, frag_vec *out) {
+/* llama.cpp's tokenizer_st_partition: for each special token, longest first (control and
+ * unknown ones only with parse_special), every raw fragment is cut at each non-overlapping
+ * occurrence, left to right. */
+static int partition(const wlm_tokenizer *t, const char *text, size_t len, int parse_special,
+                     frag_vec *out) {
     frag_vec cur = {0}, next = {0};
     int rc = push_frag(&cur, -1, 0, len);
     for (int32_t u = 0; rc == WLM_OK && u < t->n_user; u++) {
         int32_t id = t->user[u];
+        if (t->user_control[u] && !parse_special) continue;
         const char *piece = t->blob + t->offset[id];
         size_t plen = t->length[id];
         next.n = 0;
@@ -833,7 +941,7 @@ static void try_bigram(const wlm_tokenizer *t, spm_work *w, int32_t left, int32_
  * length), so only the byte fallback can apply.
  */
 static int spm_session(const wlm_tokenizer *t, const char *s, size_t n, int prefix,
-                       spm_work *w, id_vec *out) {
+                       spm_work *w, wlm_id_vec *out) {
     static const unsigned char utf8_len[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
     size_t m = 0;
     if (prefix) memcpy(w->esc, SPM_SPACE, 3), m = 3;
@@ -870,29 +978,41 @@ static int spm_session(const wlm_tokenizer *t, const char *s, size_t n, int pref
         const spm_symbol *y = &w->sym[i];
         int32_t id = wlm_tokenizer_lookup(t, w->esc + y->off, y->n);
         if (id >= 0) {
-            if (push_id(out, id) != WLM_OK) return WLM_ERR_NOMEM;
+            if (wlm_id_vec_push(out, id) != WLM_OK) return WLM_ERR_NOMEM;
             continue;
         }
         for (uint32_t k = 0; k < y->n; k++) {
             int32_t bid = t->byte_id[(unsigned char)w->esc[y->off + k]];
             if (bid < 0) bid = t->unk_id; /* llama.cpp throws here; we fall back to <unk> */
             if (bid < 0) return WLM_ERR_TOKENIZER;
-            if (push_id(out, bid) != WLM_OK) return WLM_ERR_NOMEM;
+            if (wlm_id_vec_push(out, bid) != WLM_OK) return WLM_ERR_NOMEM;
         }
     }
     return WLM_OK;
 }
 
-static int32_t spm_encode(const wlm_tokenizer *t, const char *text, size_t len, int add_special,
-                          int32_t *tokens, int32_t cap) {
+/* Both GGUF flavours: BOS, special tokens split out, each raw fragment through SPM or BPE, EOS
+ * (llama.cpp's llama_vocab::impl::tokenize). */
+static int32_t gguf_encode(const wlm_tokenizer *t, const char *text, size_t len, unsigned flags,
+                           int32_t *tokens, int32_t cap) {
     if (len > (size_t)INT32_MAX / 4) return WLM_ERR_INVALID_ARG;
-    id_vec out = {0};
+    const int add_special = (flags & WLM_TOKENIZE_ADD_SPECIAL) != 0;
+    wlm_id_vec out = {0};
     frag_vec frags = {0};
     spm_work w = {0};
+    wlm_bpe_work bw;
+    memset(&bw, 0, sizeof bw);
     int rc = WLM_OK;
-    if (add_special && t->add_bos && t->bos_id >= 0) rc = push_id(&out, t->bos_id);
-    if (rc == WLM_OK && len > 0) rc = spm_partition(t, text, len, &frags);
-    if (rc == WLM_OK && frags.n > 0) {
+    if (add_special && t->add_bos && t->bos_id >= 0) rc = wlm_id_vec_push(&out, t->bos_id);
+    if (rc == WLM_OK && len > 0)
+        rc = partition(t, text, len, (flags & WLM_TOKENIZE_PARSE_SPECIAL) != 0, &frags);
+    if (rc == WLM_OK && frags.n > 0 && t->kind == WLM_TOKENIZER_BPE) {
+        for (size_t f = 0; rc == WLM_OK && f < frags.n; f++) {
+            const spm_fragment *fr = &frags.v[f];
+            if (fr->id >= 0) rc = wlm_id_vec_push(&out, fr->id);
+            else rc = wlm_bpe_encode_fragment(t, text + fr->off, fr->len, &bw, &out);
+        }
+    } else if (rc == WLM_OK && frags.n > 0) {
         /* Size the work buffers for the longest escaped fragment. */
         size_t esc_cap = 0;
         for (size_t f = 0; f < frags.n; f++) {
@@ -912,7 +1032,7 @@ static int32_t spm_encode(const wlm_tokenizer *t, const char *text, size_t len, 
         for (size_t f = 0; rc == WLM_OK && f < frags.n; f++) {
             const spm_fragment *fr = &frags.v[f];
             if (fr->id >= 0) {
-                rc = push_id(&out, fr->id);
+                rc = wlm_id_vec_push(&out, fr->id);
                 prev_special = 1;
             } else {
                 rc = spm_session(t, text + fr->off, fr->len, t->add_space_prefix && prev_special,
@@ -921,12 +1041,13 @@ static int32_t spm_encode(const wlm_tokenizer *t, const char *text, size_t len, 
             }
         }
     }
-    if (rc == WLM_OK && add_special && t->add_eos && t->eos_id >= 0) rc = push_id(&out, t->eos_id);
+    if (rc == WLM_OK && add_special && t->add_eos && t->eos_id >= 0) rc = wlm_id_vec_push(&out, t->eos_id);
     if (rc == WLM_OK && out.n > (size_t)INT32_MAX) rc = WLM_ERR_NOMEM;
     if (rc == WLM_OK)
         for (size_t j = 0; j < out.n && j < (size_t)cap; j++) tokens[j] = out.v[j];
     int32_t n = rc == WLM_OK ? (int32_t)out.n : rc;
     free(out.v), free(frags.v), free(w.esc), free(w.sym), free(w.heap);
+    wlm_bpe_work_free(&bw);
     return n;
 }
 
@@ -944,14 +1065,18 @@ static const char *spm_piece(const wlm_tokenizer *t, int32_t prev, int32_t token
 /* ------------------------------------------------------------------------------------------ */
 /* Dispatch                                                                                     */
 
-int32_t wlm_tokenizer_encode(const wlm_tokenizer *t, const char *text, size_t len, int add_bos,
+int32_t wlm_tokenizer_encode(const wlm_tokenizer *t, const char *text, size_t len, unsigned flags,
                              int32_t *tokens, int32_t cap) {
     if (!t || !t->blob) return WLM_ERR_TOKENIZER;
     if ((!text && len) || cap < 0 || (!tokens && cap)) return WLM_ERR_INVALID_ARG;
+    if (flags & ~(unsigned)(WLM_TOKENIZE_ADD_SPECIAL | WLM_TOKENIZE_PARSE_SPECIAL))
+        return WLM_ERR_INVALID_ARG;
     if (!text) text = "";
     switch (t->kind) {
-    case WLM_TOKENIZER_LLAMA2C: return llama2c_encode(t, text, len, add_bos, tokens, cap);
-    case WLM_TOKENIZER_SPM: return spm_encode(t, text, len, add_bos, tokens, cap);
+    case WLM_TOKENIZER_LLAMA2C:
+        return llama2c_encode(t, text, len, (flags & WLM_TOKENIZE_ADD_SPECIAL) != 0, tokens, cap);
+    case WLM_TOKENIZER_SPM:
+    case WLM_TOKENIZER_BPE: return gguf_encode(t, text, len, flags, tokens, cap);
     default: return WLM_ERR_TOKENIZER;
     }
 }
@@ -962,6 +1087,9 @@ const char *wlm_tokenizer_piece(const wlm_tokenizer *t, int32_t prev, int32_t to
     switch (t->kind) {
     case WLM_TOKENIZER_LLAMA2C: return llama2c_piece(t, prev, token, len);
     case WLM_TOKENIZER_SPM: return spm_piece(t, prev, token, len);
+    case WLM_TOKENIZER_BPE:
+        if (len) *len = t->text_length[token];
+        return t->text + t->text_offset[token];
     default: return NULL;
     }
 }

@@ -1,6 +1,6 @@
 /*
- * tokenizer.h — internal: SentencePiece-style BPE over a scored vocabulary, in two flavours
- * that share the vocabulary tables (pieces, scores, a sorted index for lookups):
+ * tokenizer.h — internal: the tokenizers, in three flavours that share the vocabulary tables
+ * (pieces, scores, a sorted index for lookups):
  *
  *   WLM_TOKENIZER_LLAMA2C  llama2.c's tokenizer.bin, encoded and decoded exactly as run.c does:
  *                          a dummy-prefix " ", UTF-8 characters (unknown ones as <0xNN> bytes,
@@ -11,8 +11,13 @@
  *                          escaped to U+2581 "▁", user-defined tokens split out of the text first,
  *                          a priority queue of bigram merges (higher score first, leftmost on
  *                          ties), byte-token fallback; token types decide how pieces decode.
+ *   WLM_TOKENIZER_BPE      a GGUF vocabulary with tokenizer.ggml.model = "gpt2": byte-level BPE
+ *                          (bpe.c) after the pre-tokenizer named by tokenizer.ggml.pre
+ *                          (pretokenize.c), merges ranked by their order in tokenizer.ggml.merges.
  *
- * Both flavours keep the same contracts for wlm_tokenizer_encode / _piece (see wasmlm.h).
+ * All flavours keep the same contracts for wlm_tokenizer_encode / _piece (see wasmlm.h). The GGUF
+ * flavours split special tokens out of the text first: user-defined ones always, control and
+ * unknown ones only when asked (WLM_TOKENIZE_PARSE_SPECIAL), as llama.cpp's parse_special.
  */
 #ifndef WASMLM_TOKENIZER_H
 #define WASMLM_TOKENIZER_H
@@ -21,11 +26,13 @@
 #include <stdint.h>
 
 #include "formats/gguf.h"
+#include "tokenizer/pretokenize.h"
 
 typedef enum wlm_tokenizer_kind {
     WLM_TOKENIZER_NONE = 0,
     WLM_TOKENIZER_LLAMA2C = 1,
-    WLM_TOKENIZER_SPM = 2
+    WLM_TOKENIZER_SPM = 2,
+    WLM_TOKENIZER_BPE = 3
 } wlm_tokenizer_kind;
 
 /* tokenizer.ggml.token_type values (llama.cpp's llama_token_type). */
@@ -71,10 +78,32 @@ typedef struct wlm_tokenizer {
     uint32_t *text_offset;     /* (vocab_size) */
     uint32_t *text_length;     /* (vocab_size) */
     int32_t byte_id[256];      /* token of each byte: <0xNN>, else the one-byte piece, else -1 */
-    int32_t n_user;            /* user-defined tokens, split out of the text before merging */
+    int32_t n_user;            /* special tokens split out of the text before merging: */
     int32_t *user;             /* (n_user) their ids, longest piece first */
     uint8_t *user_rstrip;      /* (n_user) 1: whitespace after a match is dropped (phi-3) */
+    uint8_t *user_control;     /* (n_user) 1: control / unknown, split only with parse_special;
+                                  0: user-defined, always split */
+    /* end of generation (llama.cpp's special_eog_ids): eos, eot, eom, fim pad/rep/sep and the
+     * pieces that end a turn (<|im_end|>, <|eot_id|>, <end_of_turn>, ...) */
+    int32_t n_eog;
+    int32_t eog[16];           /* sorted, distinct */
+    int32_t eot_id, eom_id;    /* -1 when none */
+    /* bpe */
+    wlm_pretok pre;            /* the pre-tokenizer of tokenizer.ggml.pre */
+    uint32_t *merge_tab;       /* (4 × (merge_mask + 1)) open-addressing table keyed by the pair
+                                  of token ids: id_a + 1 (0 = empty slot), id_b, rank, merged id */
+    uint32_t merge_mask;
+    int32_t n_merges;
+    char byte_enc[256][4];     /* GPT-2's stand-in code point of each byte, as UTF-8 */
+    uint8_t byte_enc_len[256];
 } wlm_tokenizer;
+
+/* A growable array of token ids (the encoders' output). */
+typedef struct wlm_id_vec {
+    int32_t *v;
+    size_t n, cap;
+} wlm_id_vec;
+int wlm_id_vec_push(wlm_id_vec *o, int32_t id);
 
 /* Parses tokenizer.bin for a model with `vocab_size` tokens. On error returns a negative
  * wlm_status, writes a message to err (errlen bytes) and leaves *t zeroed. */
@@ -100,12 +129,15 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
 
 void wlm_tokenizer_free(wlm_tokenizer *t);
 
-/* See wlm_tokenize in wasmlm.h: returns the count needed (may exceed cap) or a negative status.
- * With the SPM flavour add_bos means llama.cpp's add_special: BOS when the vocabulary's
- * add_bos_token is set, EOS when add_eos_token is. Special (control) tokens are never parsed
- * out of the text; user-defined ones always are, as in llama.cpp. */
-int32_t wlm_tokenizer_encode(const wlm_tokenizer *t, const char *text, size_t len, int add_bos,
+/* See wlm_tokenize_ex in wasmlm.h: returns the count needed (may exceed cap) or a negative
+ * status. flags: WLM_TOKENIZE_ADD_SPECIAL (llama2c: BOS; GGUF: llama.cpp's add_special, BOS when
+ * the vocabulary's add_bos_token is set, EOS when add_eos_token is), WLM_TOKENIZE_PARSE_SPECIAL
+ * (GGUF: control tokens written in the text become their ids; user-defined ones always do). */
+int32_t wlm_tokenizer_encode(const wlm_tokenizer *t, const char *text, size_t len, unsigned flags,
                              int32_t *tokens, int32_t cap);
+
+/* 1 when token ends a generation (see wlm_token_is_eog); llama2c: EOS and BOS (run.c). */
+int wlm_tokenizer_is_eog(const wlm_tokenizer *t, int32_t token);
 
 /* See wlm_token_piece in wasmlm.h. SPM: normal pieces with "▁" as spaces, byte tokens as the
  * byte, user-defined tokens verbatim, control / unknown / unused tokens as "" — and, as with
@@ -115,5 +147,30 @@ const char *wlm_tokenizer_piece(const wlm_tokenizer *t, int32_t prev, int32_t to
 
 /* Id of the piece with exactly these bytes, or -1. */
 int32_t wlm_tokenizer_lookup(const wlm_tokenizer *t, const char *str, size_t len);
+
+/* ---- bpe.c, for tokenizer.c ---- */
+
+/* Work memory of BPE encoding, reused across the fragments of one call; zero-initialize. */
+typedef struct wlm_bpe_work {
+    uint32_t *cps; size_t cap_cps;          /* the fragment's code points */
+    uint32_t *lens; size_t n_lens, cap_lens; /* pre-token lengths in code points */
+    char *word; size_t cap_word;            /* one pre-token in GPT-2's byte encoding */
+    struct bpe_symbol *sym; size_t cap_sym;
+    struct bpe_bigram *heap; size_t cap_heap, n_heap;
+    wlm_regex_work re;
+} wlm_bpe_work;
+void wlm_bpe_work_free(wlm_bpe_work *w);
+
+/* Fills byte_enc / byte_enc_len (GPT-2's bytes_to_unicode). */
+void wlm_bpe_init_bytes(wlm_tokenizer *t);
+/* Reads tokenizer.ggml.merges into the merge table (pieces must already be indexed). Errors
+ * (WLM_ERR_FORMAT, naming the key and the merge): missing key, a merge without a space, a merge
+ * naming a piece that is not a token. */
+int wlm_bpe_load_merges(wlm_tokenizer *t, const wlm_gguf *g, char *err, size_t errlen);
+/* The bytes token i decodes to (out may be NULL to measure). */
+size_t wlm_bpe_decoded(const wlm_tokenizer *t, int32_t i, char *out);
+/* Encodes one raw fragment (no special tokens in it) and appends the ids to out. */
+int wlm_bpe_encode_fragment(const wlm_tokenizer *t, const char *s, size_t n, wlm_bpe_work *w,
+                            wlm_id_vec *out);
 
 #endif

@@ -2,10 +2,18 @@
 # "\n__ggml_vocab_test__\n", each fed alone on standard input) and compares standard output with
 # the matching line of VOCAB.out: the ids separated by single spaces, then a newline. With
 # TOKBIN (a llama2.c tokenizer.bin holding the same vocabulary) also checks that file and --bos.
-# Variables: CLI, VOCAB, WORK (scratch directory), TOKBIN (optional).
+# Variables: CLI, VOCAB, WORK (scratch directory), TOKBIN (optional), BOS (what --bos puts in
+# front of the first text's ids: the vocabulary's BOS id, or "none" when its add_bos_token is
+# off; default 1), VECTORS (the .inp/.out pair's path without extension; default VOCAB).
 file(MAKE_DIRECTORY "${WORK}")
-file(READ "${VOCAB}.inp" inp)
-file(READ "${VOCAB}.out" out)
+if(NOT DEFINED VECTORS)
+  set(VECTORS "${VOCAB}")
+endif()
+if(NOT DEFINED BOS)
+  set(BOS 1)
+endif()
+file(READ "${VECTORS}.inp" inp)
+file(READ "${VECTORS}.out" out)
 set(sep "\n__ggml_vocab_test__\n")
 string(LENGTH "${sep}" seplen)
 set(i 0)
@@ -38,7 +46,7 @@ while(NOT inp STREQUAL "")
   endif()
   string(FIND "${out}" "\n" nl)
   if(nl EQUAL -1)
-    message(FATAL_ERROR "${VOCAB}.out has fewer lines than ${VOCAB}.inp has texts")
+    message(FATAL_ERROR "${VECTORS}.out has fewer lines than ${VOCAB}.inp has texts")
   endif()
   string(SUBSTRING "${out}" 0 ${nl} line)
   math(EXPR rest "${nl} + 1")
@@ -47,8 +55,13 @@ while(NOT inp STREQUAL "")
   file(WRITE "${WORK}/text_${i}.txt" "${text}")
   expect_tokens(${VOCAB} "${WORK}/text_${i}.txt" "" "${want}" "text #${i}")
   if(i EQUAL 0)
-    # --bos: BOS (1) in front, the rest unchanged
-    expect_tokens(${VOCAB} "${WORK}/text_${i}.txt" "--bos" "1 ${want}" "text #${i} with --bos")
+    # --bos: BOS in front when the vocabulary adds one, the rest unchanged
+    if(BOS STREQUAL "none")
+      set(with_bos "${want}")
+    else()
+      set(with_bos "${BOS} ${want}")
+    endif()
+    expect_tokens(${VOCAB} "${WORK}/text_${i}.txt" "--bos" "${with_bos}" "text #${i} with --bos")
   endif()
   math(EXPR i "${i} + 1")
 endwhile()
