@@ -11,6 +11,11 @@
 // for '@huggingface/jinja' (web/index.html has one), else the module is looked for beside this
 // package in node_modules.
 
+import { jsError } from './errors.js';
+
+/** chat() options that shape the prompt; every other one is a generation parameter. */
+export const CHAT_OPTIONS = Object.freeze(['chatTemplate', 'templateVariables', 'addGenerationPrompt']);
+
 /** @type {Promise<{Template: any}> | null} */
 let jinjaModule = null;
 
@@ -114,4 +119,68 @@ export function commonPrefix(a, b) {
   let i = 0;
   while (i < n && a[i] === b[i]) i++;
   return i;
+}
+
+/**
+ * Splits chat() parameters into the prompt's options (CHAT_OPTIONS) and generation parameters.
+ * @param {object} params
+ * @returns {{chat: object, gen: object}}
+ */
+export function splitChatParams(params) {
+  if (params === null || typeof params !== 'object') {
+    throw jsError('WLM_ERR_INVALID_ARG', `chat parameters must be an object, got ${params}`);
+  }
+  const chat = {}, gen = {};
+  for (const [k, v] of Object.entries(params)) (CHAT_OPTIONS.includes(k) ? chat : gen)[k] = v;
+  return { chat, gen };
+}
+
+/**
+ * The prompt of a chat turn, as the engine tokenizes it: the conversation rendered with the
+ * model's template (or options.chatTemplate) and the model's BOS/EOS texts, and whether BOS is
+ * added by the tokenizer. A template that writes the BOS text itself when the vocabulary adds
+ * BOS too would give two BOS tokens: the written one is dropped, so there is exactly one (what
+ * llama.cpp's chat code does).
+ * @param {{chatTemplate: string|null, bosToken: string, eosToken: string, addBos: boolean}} info
+ * @param {unknown} messages
+ * @param {{chatTemplate?: string, templateVariables?: object, addGenerationPrompt?: boolean}} options
+ * @returns {Promise<{text: string, addBos: boolean}>}
+ * @throws {WasmlmError} WLM_ERR_INVALID_ARG for messages or options, WLM_ERR_UNSUPPORTED when
+ *   there is no template, WLM_ERR_FORMAT when the template does not parse or render
+ */
+export async function chatPrompt(info, messages, options = {}) {
+  const { chatTemplate, templateVariables, addGenerationPrompt } = options;
+  if (chatTemplate !== undefined && (typeof chatTemplate !== 'string' || chatTemplate === '')) {
+    throw jsError('WLM_ERR_INVALID_ARG', 'chatTemplate must be a non-empty string (Jinja source)');
+  }
+  if (templateVariables !== undefined && (templateVariables === null || typeof templateVariables !== 'object')) {
+    throw jsError('WLM_ERR_INVALID_ARG', 'templateVariables must be an object');
+  }
+  if (addGenerationPrompt !== undefined && typeof addGenerationPrompt !== 'boolean') {
+    throw jsError('WLM_ERR_INVALID_ARG', 'addGenerationPrompt must be a boolean');
+  }
+  const template = chatTemplate ?? info.chatTemplate;
+  if (!template) {
+    throw jsError('WLM_ERR_UNSUPPORTED', 'this model has no chat template (no tokenizer.chat_template ' +
+      'in the file): pass one as the chatTemplate option, or use generate()');
+  }
+  try {
+    checkMessages(messages);
+  } catch (e) {
+    throw jsError('WLM_ERR_INVALID_ARG', e.message);
+  }
+  let text;
+  try {
+    text = await renderChatTemplate(template, messages, {
+      bosToken: info.bosToken, eosToken: info.eosToken, addGenerationPrompt, variables: templateVariables,
+    });
+  } catch (e) {
+    if (e?.name === 'WasmlmError') throw e;
+    const err = jsError(/need the package/.test(e.message) ? 'WLM_ERR_UNSUPPORTED' : 'WLM_ERR_FORMAT', e.message);
+    err.cause = e.cause ?? e;
+    throw err;
+  }
+  const addBos = !!info.addBos;
+  if (addBos && info.bosToken && text.startsWith(info.bosToken)) text = text.slice(info.bosToken.length);
+  return { text, addBos };
 }

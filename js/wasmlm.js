@@ -14,8 +14,9 @@
 //   protocol.js      the messages between worker_engine.js and worker.js
 //   cache.js         downloads with checksums and Cache Storage (its own entry, wasmlm/cache)
 //
-// Chat (chat templates, messages in, text out) goes in its own file, chat.js, re-exported here.
+//   chat.js          chat templates: messages → prompt text (@huggingface/jinja), Engine.chat
 
 export { WasmlmError } from './errors.js';
 export { createEngine } from './engine.js';
 export { createWorkerEngine } from './worker_engine.js';
+export { renderChatTemplate } from './chat.js';

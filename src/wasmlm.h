@@ -258,6 +258,15 @@ const char *wlm_model_meta_string(const wlm_model *model, const char *key, size_
  */
 const char *wlm_token_piece(const wlm_model *model, int32_t prev, int32_t token, size_t *len);
 
+/*
+ * Token `token`'s vocabulary entry as the file writes it, control tokens included ("<s>",
+ * "<|begin_of_text|>", "<|im_end|>"; byte-level BPE entries in GPT-2's printable stand-ins,
+ * "Ġthe"): the text a chat template writes for a special token (bos_token, eos_token). Pointer
+ * owned by the model, valid until wlm_model_free, NUL-terminated; *len set when len is not
+ * NULL. NULL for an out-of-range id or a model without tokenizer.
+ */
+const char *wlm_token_text(const wlm_model *model, int32_t token, size_t *len);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Context: KV cache and evaluation                                                            */
 
@@ -450,6 +459,9 @@ typedef struct wlm_gen_params {
     int32_t max_tokens;      /* new tokens to produce at most; 0 = no limit (until EOS, a stop
                                 string or a full context). Default 256 */
     int32_t add_bos;         /* wlm_generate_begin_text: prepend BOS (default 1) */
+    int32_t parse_special;   /* wlm_generate_begin_text: 1 = control tokens written in the
+                                prompt become their ids (WLM_TOKENIZE_PARSE_SPECIAL; chat
+                                templates need it); 0 (default) = plain text */
     int32_t context_shift;   /* 0 (default): stop with WLM_STOP_CONTEXT_FULL when the sequence
                                 fills n_ctx. 1: shift instead (wlm_seq_shift with n_keep and
                                 n_discard = (n_past - n_keep) / 2) and go on */

@@ -212,14 +212,19 @@ int wlm_generate_begin_text(wlm_context *ctx, const char *prompt, const wlm_gen_
     if (!ctx->model->has_tokenizer)
         return wlm_set_error(ctx->errmsg, WLM_ERR_TOKENIZER, "the model has no tokenizer loaded");
     size_t len = strlen(prompt);
-    int32_t need = wlm_tokenize(ctx->model, prompt, len, params->add_bos, NULL, 0);
+    if (params->parse_special != 0 && params->parse_special != 1)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "parse_special must be 0 or 1 (got %d)", (int)params->parse_special);
+    const unsigned flags = (params->add_bos ? WLM_TOKENIZE_ADD_SPECIAL : 0u) |
+                           (params->parse_special ? WLM_TOKENIZE_PARSE_SPECIAL : 0u);
+    int32_t need = wlm_tokenize_ex(ctx->model, prompt, len, flags, NULL, 0);
     if (need < 0) return wlm_set_error(ctx->errmsg, need, "cannot tokenize the prompt");
     if (need == 0)
         return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
                              "the prompt is empty and add_bos is off: nothing to start from");
     int32_t *tokens = malloc(sizeof(int32_t) * (size_t)need);
     if (!tokens) return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM, "out of memory for the prompt");
-    wlm_tokenize(ctx->model, prompt, len, params->add_bos, tokens, need);
+    wlm_tokenize_ex(ctx->model, prompt, len, flags, tokens, need);
     int rc = wlm_generate_begin(ctx, tokens, need, params);
     free(tokens);
     return rc;

@@ -90,3 +90,93 @@ test('commonPrefix', () => {
   assert.equal(commonPrefix([], [1]), 0);
   assert.equal(commonPrefix(new Int32Array([7, 8]), [7, 8]), 2);
 });
+
+// ---- engine.chat on stories260K.gguf (no template in the file: the tests pass one) ----------
+
+import path from 'node:path';
+import { createEngine } from '../../js/wasmlm.js';
+import { MODELS, collect, webWorkerLike } from './_helpers.mjs';
+import { createWorkerEngine } from '../../js/wasmlm.js';
+
+const GGUF = path.join(MODELS, 'stories260K.gguf');
+// A template that writes BOS itself, as Llama 3's and Gemma's do, and plain turns.
+const TEMPLATE = '{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}' +
+  '{% if add_generation_prompt %}{{ eos_token }}{% endif %}';
+const GREEDY = { temperature: 0, maxTokens: 12, chatTemplate: TEMPLATE, addGenerationPrompt: false };
+
+test('chat: no template is a clear error; info carries the template and the special texts', async () => {
+  const engine = await createEngine({ threads: 1 });
+  try {
+    await engine.load({ model: GGUF });
+    assert.equal(engine.info.chatTemplate, null);
+    assert.equal(engine.info.bosToken, '<s>');
+    assert.equal(engine.info.eosToken, '</s>');
+    assert.equal(engine.info.addBos, true);
+    assert.equal(engine.info.architecture, 'llama');
+    await assert.rejects(collect(engine.chat([{ role: 'user', content: 'hi' }])),
+      (e) => e.code === 'WLM_ERR_UNSUPPORTED' && /no chat template/.test(e.message));
+    await assert.rejects(collect(engine.chat([], GREEDY)), (e) => e.code === 'WLM_ERR_INVALID_ARG');
+    await assert.rejects(collect(engine.chat([{ role: 'user' }], GREEDY)), /messages\[0\]\.content/);
+    await assert.rejects(collect(engine.chat([{ role: 'user', content: 'x' }], { chatTemplate: '{% if %}' })),
+      (e) => e.code === 'WLM_ERR_FORMAT' && /does not parse/.test(e.message));
+    await assert.rejects(collect(engine.chat([{ role: 'user', content: 'x' }], { ...GREEDY, topQ: 1 })),
+      /unknown generation parameter 'topQ'/);
+  } finally {
+    engine.free();
+  }
+});
+
+test('chat: one BOS, special tokens parsed, later turns prefill only their new tokens, same output as fresh', async () => {
+  const engine = await createEngine({ threads: 1 });
+  const fresh = await createEngine({ threads: 1 });
+  try {
+    await engine.load({ model: GGUF });
+    await fresh.load({ model: GGUF });
+    const conv = [{ role: 'user', content: 'Once upon a time, there was a little girl' }];
+    const t1 = await collect(engine.chat(conv, GREEDY));
+    const r1 = engine.lastResult;
+    // The template wrote "<s>" and the vocabulary adds BOS: one BOS, then the text.
+    const expect = await engine.tokenize(conv[0].content, { bos: true });
+    assert.equal(r1.nPrompt, expect.length);
+    assert.equal(r1.nCached, 0);
+    assert.equal(t1.length, 12);
+
+    // Turn 2: the conversation so far plus new text: everything but the last generated token
+    // is in the cache already.
+    const conv2 = [...conv, { role: 'assistant', content: r1.text }, { role: 'user', content: ' They played.' }];
+    const t2 = await collect(engine.chat(conv2, GREEDY));
+    const r2 = engine.lastResult;
+    assert.ok(r2.nCached >= r1.nPrompt + 10, `turn 2 reused ${r2.nCached} of ${r2.nPrompt} tokens`);
+    assert.ok(r2.nCached < r2.nPrompt);
+    const f2 = await collect(fresh.chat(conv2, { ...GREEDY, cachePrompt: false }));
+    assert.equal(fresh.lastResult.nCached, 0);
+    assert.equal(fresh.lastResult.nPrompt, r2.nPrompt);
+    assert.deepEqual(t2.map((t) => [t.id, t.logprob]), f2.map((t) => [t.id, t.logprob]));
+
+    // The EOS written by the template (add_generation_prompt) is parsed as the EOS token, not text.
+    const ids = await engine.tokenize('</s>', { bos: false, parseSpecial: true });
+    assert.deepEqual([...ids], [engine.info.eosId]);
+    const plain = await engine.tokenize('</s>', { bos: false });
+    assert.ok(plain.length > 1, 'without parseSpecial "</s>" is text');
+  } finally {
+    engine.free();
+    fresh.free();
+  }
+});
+
+test('chat through the worker engine: same tokens as in-thread', async () => {
+  const engine = await createEngine({ threads: 1 });
+  const worker = await createWorkerEngine({ threads: 1, worker: await webWorkerLike() });
+  try {
+    await engine.load({ model: GGUF });
+    await worker.load({ model: GGUF });
+    const conv = [{ role: 'user', content: 'The little dog' }];
+    const a = await collect(engine.chat(conv, GREEDY));
+    const b = await collect(worker.chat(conv, GREEDY));
+    assert.deepEqual(a.map((t) => t.id), b.map((t) => t.id));
+    assert.equal(worker.info.bosToken, '<s>');
+  } finally {
+    engine.free();
+    await worker.free();
+  }
+});
