@@ -12,6 +12,7 @@
 
 import { STATUS, STOP_REASONS, WasmlmError, abortError, jsError } from './errors.js';
 import { batchSequences, beamParams, contextParams, genParamsSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
+import { chatPrompt, splitChatParams } from './chat.js';
 import { macrotask, mark } from './platform.js';
 import { readIntoHeap } from './source.js';
 import { importsMemory, sharedMemory, startThreads, stopThreads } from './threads.js';
@@ -215,6 +216,28 @@ class Engine {
     return p;
   }
 
+  /** A string the model owns (returned with its length through the length slot), or null. */
+  #modelString(fn, ...args) {
+    const x = this.#x;
+    if (!this.#lenSlot) {
+      this.#lenSlot = x.wlmjs_malloc(4) >>> 0;
+      if (!this.#lenSlot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
+    }
+    const p = fn(...args, this.#lenSlot) >>> 0;
+    if (!p) return null;
+    return new TextDecoder().decode(unshared(new Uint8Array(x.memory.buffer, p, this.#i32(this.#lenSlot) >>> 0)));
+  }
+
+  /** GGUF string metadata of the loaded model (wlm_model_meta_string), or null. */
+  #metaString(model, key) {
+    const k = this.#cstring(key);
+    try {
+      return this.#modelString(this.#x.wlm_model_meta_string, model, k);
+    } finally {
+      this.#x.wlmjs_free(k);
+    }
+  }
+
   /** The raw bytes of token `id`'s piece after token `prev` (wlm_token_piece), or null. */
   #pieceBytes(prev, id) {
     const x = this.#x;
@@ -373,14 +396,20 @@ class Engine {
       this.#ctxParams = ctxParams;
       model_ = 0; // owned by the engine now
       const f = (i) => x.wlmjs_model_info(this.#model, i);
+      this.#bos = f(9);
+      this.#eos = f(10);
+      const tokenText = (id) => (id >= 0 ? this.#modelString(x.wlm_token_text, this.#model, id) ?? '' : '');
       this.#info = Object.freeze({
         dim: f(0), hiddenDim: f(1), nLayers: f(2), nHeads: f(3), nKvHeads: f(4), vocabSize: f(5),
         seqLen: f(6), sharedClassifier: f(7) === 1, weightBytes: f(11), nCtx: ctxParams.nCtx || f(6),
         simd: this.#simd, threads: this.threads, contextBytes: x.wlm_context_memory(ctx) >>> 0,
         wasmMemoryBytes: x.memory.buffer.byteLength,
+        name: this.#metaString(this.#model, 'general.name'),
+        architecture: this.#metaString(this.#model, 'general.architecture'),
+        chatTemplate: this.#metaString(this.#model, 'tokenizer.chat_template'),
+        bosId: this.#bos, eosId: this.#eos, bosToken: tokenText(this.#bos), eosToken: tokenText(this.#eos),
+        addBos: this.#addsBos(),
       });
-      this.#bos = f(9);
-      this.#eos = f(10);
       mark('wasmlm:model-loaded');
       return this.#info;
     } finally {
@@ -393,13 +422,29 @@ class Engine {
     }
   }
 
+  /** Whether tokenizing with BOS adds it (the vocabulary's add_bos_token; llama2.c: always). */
+  #addsBos() {
+    const x = this.#x;
+    const ids = x.wlmjs_malloc(16) >>> 0;
+    if (!ids) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 16 bytes');
+    try {
+      const n = x.wlm_tokenize_ex(this.#model, 0, 0, 1, ids, 4); // WLM_TOKENIZE_ADD_SPECIAL
+      return n >= 1 && this.#i32(ids) === this.#bos;
+    } finally {
+      x.wlmjs_free(ids);
+    }
+  }
+
   /**
-   * Encodes text into token ids as llama2.c's run.c does (dummy-prefix space, byte fallback).
+   * Encodes text into token ids with the model's tokenizer (wlm_tokenize_ex: llama2.c's
+   * run.c for tokenizer.bin, SentencePiece or byte-level BPE for GGUF vocabularies).
    * @param {string} text
-   * @param {{bos?: boolean}} [options]  bos: prepend the BOS token (default true)
+   * @param {{bos?: boolean, parseSpecial?: boolean}} [options]  bos: add the special tokens the
+   *   vocabulary asks for (BOS; default true); parseSpecial: control tokens written in the text
+   *   ("<|im_start|>") become their ids (default false: plain text)
    * @returns {Promise<Int32Array>}
    */
-  async tokenize(text, { bos = true } = {}) {
+  async tokenize(text, { bos = true, parseSpecial = false } = {}) {
     this.#needModel();
     const x = this.#x;
     const bytes = utf8(String(text));
@@ -412,7 +457,8 @@ class Engine {
       for (;;) {
         idsPtr = x.wlmjs_malloc(cap * 4) >>> 0;
         if (!idsPtr) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the token buffer');
-        const n = x.wlm_tokenize(this.#model, textPtr, bytes.length, bos ? 1 : 0, idsPtr, cap);
+        const flags = (bos ? 1 : 0) | (parseSpecial ? 2 : 0); // WLM_TOKENIZE_ADD_SPECIAL, _PARSE_SPECIAL
+        const n = x.wlm_tokenize_ex(this.#model, textPtr, bytes.length, flags, idsPtr, cap);
         if (n < 0) throw this.#error(n, this.#readCString(x.wlm_model_errmsg(this.#model)));
         if (n <= cap) return new Int32Array(x.memory.buffer, idsPtr, n).slice();
         x.wlmjs_free(idsPtr);
@@ -491,11 +537,12 @@ class Engine {
     let begun = false;
     let finished = false;
     const result = {
-      stopReason: 'aborted', text: '', nPrompt: 0, nGenerated: 0, logprob: 0, prefillMs: 0,
+      stopReason: 'aborted', text: '', nPrompt: 0, nCached: 0, nGenerated: 0, logprob: 0, prefillMs: 0,
       decodeMs: 0, prefillTokensPerSec: 0, decodeTokensPerSec: 0, wasmMemoryBytes: 0,
     };
     const publish = () => {
-      result.prefillTokensPerSec = result.prefillMs > 0 ? result.nPrompt / (result.prefillMs / 1e3) : 0;
+      const prefilled = result.nPrompt - result.nCached;
+      result.prefillTokensPerSec = result.prefillMs > 0 ? prefilled / (result.prefillMs / 1e3) : 0;
       result.decodeTokensPerSec = result.decodeMs > 0 ? result.nGenerated / (result.decodeMs / 1e3) : 0;
       result.wasmMemoryBytes = x.memory.buffer.byteLength;
       this.lastResult = { ...result };
@@ -515,6 +562,7 @@ class Engine {
       if (rc < 0) throw this.#ctxError(rc);
       begun = true;
       result.nPrompt = x.wlm_context_n_past(ctx);
+      result.nCached = x.wlm_generate_n_cached(ctx);
       const decoder = new TextDecoder();
       // The token before each step's token, for the alternatives' text: the prompt's last
       // token matters only when it is BOS (an empty prompt with addBos).
@@ -568,6 +616,26 @@ class Engine {
       if (promptPtr) x.wlmjs_free(promptPtr);
       if (paramsPtr) x.wlmjs_free(paramsPtr);
     }
+  }
+
+  /**
+   * One assistant turn of a conversation: renders `messages` (OpenAI-style {role, content})
+   * with the model's chat template (js/chat.js: @huggingface/jinja, as Hugging Face's
+   * apply_chat_template), tokenizes it with special tokens parsed, and generates as generate()
+   * does until an end-of-generation token (<|im_end|>, <|eot_id|>, <end_of_turn>, EOS...).
+   * The KV cache of the previous turn is reused for the common prefix (cachePrompt, default
+   * true): a later turn prefills only its new tokens (lastResult.nCached says how many were
+   * reused). See ChatParams in wasmlm.d.ts.
+   * @param {{role: string, content: string}[]} messages
+   * @param {import('./wasmlm.d.ts').ChatParams} [params]
+   * @param {{signal?: AbortSignal}} [options]
+   * @returns {AsyncGenerator<import('./wasmlm.d.ts').Token, void, void>}
+   */
+  async *chat(messages, params = {}, { signal } = {}) {
+    this.#needModel();
+    const { chat, gen } = splitChatParams(params ?? {});
+    const { text, addBos } = await chatPrompt(this.#info, messages, chat);
+    yield* this.#generate(text, { cachePrompt: true, ...gen, addBos, parseSpecial: true }, signal);
   }
 
   /**

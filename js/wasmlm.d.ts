@@ -219,6 +219,22 @@ export interface ModelInfo {
   contextBytes: number;
   /** Size of the module's linear memory after loading, in bytes (model buffer, context, heap). */
   wasmMemoryBytes: number;
+  /** GGUF general.name, or null (llama2.c checkpoints have no metadata). */
+  name: string | null;
+  /** GGUF general.architecture ('llama', ...), or null. */
+  architecture: string | null;
+  /** The file's chat template (GGUF tokenizer.chat_template, Jinja source), or null: chat()
+   *  renders it. */
+  chatTemplate: string | null;
+  /** BOS and EOS token ids (-1 when the vocabulary has none). */
+  bosId: number;
+  eosId: number;
+  /** The BOS and EOS tokens as the vocabulary writes them ('<s>', '<|begin_of_text|>',
+   *  '<|im_end|>'): what chat templates receive as bos_token / eos_token. */
+  bosToken: string;
+  eosToken: string;
+  /** Tokenizing with bos: true adds BOS (the vocabulary's add_bos_token). */
+  addBos: boolean;
 }
 
 /** Why a generation (or one sequence of a batch, or a beam) ended. */
@@ -314,6 +330,38 @@ export interface GenerateParams {
   contextShift?: boolean;
   /** Tokens kept at the start by a context shift: integer 0..nCtx-2, default 0 (1 keeps BOS). */
   nKeep?: number;
+  /**
+   * Reuse the KV cache of the previous generation (its prompt and generated tokens) for the
+   * longest common prefix with this prompt, and prefill only the rest (llama.cpp server's
+   * cache_prompt). Results are bitwise the same as without it; lastResult.nCached says how many
+   * prompt tokens were reused. Default false for generate(), true for chat().
+   */
+  cachePrompt?: boolean;
+  /** Control tokens written in the prompt ('<|im_start|>') become their ids (llama.cpp's
+   *  parse_special); default false: plain text. chat() sets it. */
+  parseSpecial?: boolean;
+}
+
+/** One message of a conversation, OpenAI-style. Extra fields (tool_calls, reasoning_content,
+ *  name...) are passed to the template as they are. */
+export interface ChatMessage {
+  /** 'system', 'user', 'assistant', 'tool', or whatever the template knows. */
+  role: string;
+  /** The message's text (content parts are not supported). */
+  content: string;
+  [field: string]: unknown;
+}
+
+/** chat() parameters: generation parameters plus how the prompt is made. */
+export interface ChatParams extends GenerateParams {
+  /** Jinja source to use instead of the file's tokenizer.chat_template (required when the file
+   *  has none). */
+  chatTemplate?: string;
+  /** More template variables, e.g. { enable_thinking: false } for Qwen3, or tools. */
+  templateVariables?: Record<string, unknown>;
+  /** End the prompt with the assistant turn's header (default true; the template decides what
+   *  that is). */
+  addGenerationPrompt?: boolean;
 }
 
 /** One candidate of Token.top. */
@@ -390,6 +438,8 @@ export interface LastResult {
   text: string;
   /** Prompt tokens, BOS included. */
   nPrompt: number;
+  /** Prompt tokens whose KV cache was reused (cachePrompt); the prefill evaluated the others. */
+  nCached: number;
   /** Tokens generated (yielded with id >= 0). */
   nGenerated: number;
   /** Sum of the generated tokens' logprob (the sequence's log-probability under the model at
@@ -400,7 +450,7 @@ export interface LastResult {
   /** Milliseconds spent in the decode steps (wasm calls only; time the consumer and the event
    *  loop take between tokens is excluded). */
   decodeMs: number;
-  /** nPrompt / prefill seconds (0 when not measurable). */
+  /** (nPrompt − nCached) / prefill seconds (0 when not measurable). */
   prefillTokensPerSec: number;
   /** nGenerated / decode seconds (0 when not measurable). */
   decodeTokensPerSec: number;
@@ -607,13 +657,16 @@ export interface Engine {
   readonly wasmMemoryBytes?: number;
 
   /**
-   * Encodes text as llama2.c's run.c does: optional BOS, SentencePiece's dummy-prefix space for
-   * non-empty text, characters missing from the vocabulary as <0xNN> byte tokens, then BPE
-   * merges by score (GGUF vocabularies: llama.cpp's SPM tokenizer).
-   * @param options.bos prepend BOS (default true)
+   * Encodes text with the model's tokenizer: for a llama2.c tokenizer.bin as run.c does
+   * (optional BOS, SentencePiece's dummy-prefix space, <0xNN> byte tokens, BPE merges by
+   * score); for GGUF vocabularies as llama.cpp does (SentencePiece, or byte-level BPE with the
+   * pre-tokenizer named by tokenizer.ggml.pre).
+   * @param options.bos add the special tokens the vocabulary asks for: BOS (default true)
+   * @param options.parseSpecial control tokens written in the text ('<|im_start|>') become
+   *   their ids (default false: they are plain text)
    * @throws WasmlmError WLM_ERR_STATE without a model.
    */
-  tokenize(text: string, options?: { bos?: boolean }): Promise<Int32Array>;
+  tokenize(text: string, options?: { bos?: boolean; parseSpecial?: boolean }): Promise<Int32Array>;
 
   /**
    * The text of a token sequence: the pieces run.c prints (leading space dropped after BOS,
@@ -636,6 +689,25 @@ export interface Engine {
    */
   generate(prompt: string, params?: GenerateParams,
            options?: { signal?: AbortSignal }): AsyncIterableIterator<Token>;
+
+  /**
+   * One assistant turn of a conversation. Renders `messages` with the model's chat template
+   * (info.chatTemplate, or params.chatTemplate) through @huggingface/jinja as Hugging Face's
+   * apply_chat_template does (bos_token, eos_token, add_generation_prompt and
+   * params.templateVariables), tokenizes the text with special tokens parsed (one BOS when the
+   * vocabulary adds it, even if the template writes it too), and generates as generate() does
+   * until an end-of-generation token (EOS, <|eot_id|>, <|im_end|>, <end_of_turn>...). The KV
+   * cache of the previous turn is reused for the common prefix (cachePrompt, default true), so
+   * a later turn prefills only its new tokens (lastResult.nCached). Append
+   * {role: 'assistant', content: lastResult.text} and the next user message to continue.
+   * A worker engine renders the template in the calling thread (a page without a bundler maps
+   * '@huggingface/jinja' in an import map; see README).
+   * @throws (from the iterator) WasmlmError WLM_ERR_UNSUPPORTED (no template), WLM_ERR_FORMAT
+   *   (the template does not parse, or raises), WLM_ERR_INVALID_ARG (messages or parameters),
+   *   and what generate() throws.
+   */
+  chat(messages: ChatMessage[], params?: ChatParams,
+       options?: { signal?: AbortSignal }): AsyncIterableIterator<Token>;
 
   /**
    * Runs generate() to the end; returns its LastResult (text included). onToken is called per
@@ -774,3 +846,14 @@ export function preload(options?: EngineOptions): Promise<void>;
  * @throws Error in environments without Web Workers unless options.worker is given.
  */
 export function createWorkerEngine(options?: WorkerEngineOptions): Promise<Engine>;
+
+/**
+ * Renders a chat template (Jinja source) for a conversation as Hugging Face's
+ * tokenizer.apply_chat_template(messages, tokenize=False) does, with @huggingface/jinja.
+ * @returns the prompt text, special tokens written as text
+ * @throws Error when the template does not parse or raises; TypeError for bad messages
+ */
+export function renderChatTemplate(template: string, messages: ChatMessage[], options?: {
+  bosToken?: string; eosToken?: string; addGenerationPrompt?: boolean;
+  variables?: Record<string, unknown>;
+}): Promise<string>;

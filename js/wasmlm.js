@@ -14,12 +14,13 @@
 //   protocol.js      the messages between worker_engine.js and worker.js
 //   cache.js         downloads with checksums and Cache Storage (its own entry, wasmlm/cache)
 //
-// Chat (chat templates, messages in, text out) goes in its own file, chat.js, re-exported here.
+//   chat.js          chat templates: messages → prompt text (@huggingface/jinja), Engine.chat
 
 export { WasmlmError } from './errors.js';
 export { createEngine } from './engine.js';
 export { createWorkerEngine } from './worker_engine.js';
 export { preload } from './wasm.js';
+export { renderChatTemplate } from './chat.js';
 
 // The files the ones above import, named here too so a browser requests the whole module graph
 // at once instead of one level per round trip (part of the time to the first token).

@@ -7,6 +7,7 @@
 // runs no inference: js/engine.js does, inside the worker.
 
 import { abortError, deserializeError, jsError } from './errors.js';
+import { chatPrompt, splitChatParams } from './chat.js';
 import { complete, completeBatch } from './engine.js';
 import { IS_NODE, baseURI, mark } from './platform.js';
 import { PROTOCOL_VERSION, Req, Reply } from './protocol.js';
@@ -154,8 +155,8 @@ class WorkerEngine {
   }
 
   /** Same contract as Engine.tokenize. */
-  async tokenize(text, { bos = true } = {}) {
-    return this.#request(Req.TOKENIZE, { text: String(text), options: { bos } }).promise;
+  async tokenize(text, { bos = true, parseSpecial = false } = {}) {
+    return this.#request(Req.TOKENIZE, { text: String(text), options: { bos, parseSpecial } }).promise;
   }
 
   /** Same contract as Engine.detokenize. */
@@ -172,6 +173,17 @@ class WorkerEngine {
           mark('wasmlm:first-token');
         }
       });
+  }
+
+  /**
+   * Same contract as Engine.chat. The template is rendered here, in the caller's thread (so a
+   * page's import map resolves @huggingface/jinja), and the worker generates from the text.
+   */
+  async *chat(messages, params = {}, { signal } = {}) {
+    if (!this.#info) throw jsError('WLM_ERR_STATE', 'no model loaded: call load() first');
+    const { chat, gen } = splitChatParams(params ?? {});
+    const { text, addBos } = await chatPrompt(this.#info, messages, chat);
+    yield* this.generate(text, { cachePrompt: true, ...gen, addBos, parseSpecial: true }, { signal });
   }
 
   /** Same contract as Engine.generateBatch: one message per BatchToken. */

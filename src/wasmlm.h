@@ -258,6 +258,15 @@ const char *wlm_model_meta_string(const wlm_model *model, const char *key, size_
  */
 const char *wlm_token_piece(const wlm_model *model, int32_t prev, int32_t token, size_t *len);
 
+/*
+ * Token `token`'s vocabulary entry as the file writes it, control tokens included ("<s>",
+ * "<|begin_of_text|>", "<|im_end|>"; byte-level BPE entries in GPT-2's printable stand-ins,
+ * "Ġthe"): the text a chat template writes for a special token (bos_token, eos_token). Pointer
+ * owned by the model, valid until wlm_model_free, NUL-terminated; *len set when len is not
+ * NULL. NULL for an out-of-range id or a model without tokenizer.
+ */
+const char *wlm_token_text(const wlm_model *model, int32_t token, size_t *len);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Context: KV cache and evaluation                                                            */
 
@@ -464,11 +473,20 @@ typedef struct wlm_gen_params {
     int32_t max_tokens;      /* new tokens to produce at most; 0 = no limit (until EOS, a stop
                                 string or a full context). Default 256 */
     int32_t add_bos;         /* wlm_generate_begin_text: prepend BOS (default 1) */
+    int32_t parse_special;   /* wlm_generate_begin_text: 1 = control tokens written in the
+                                prompt become their ids (WLM_TOKENIZE_PARSE_SPECIAL; chat
+                                templates need it); 0 (default) = plain text */
     int32_t context_shift;   /* 0 (default): stop with WLM_STOP_CONTEXT_FULL when the sequence
                                 fills n_ctx. 1: shift instead (wlm_seq_shift with n_keep and
                                 n_discard = (n_past - n_keep) / 2) and go on */
     int32_t n_keep;          /* tokens kept at the start by a context shift (default 0; the
                                 prompt's BOS is worth keeping: 1) */
+    int32_t cache_prompt;    /* 0 (default) or 1: wlm_generate_begin keeps the KV cache of the
+                                longest common prefix of the previous sequence 0 (its prompt
+                                and generated tokens) and this prompt, and prefills only the
+                                rest (llama.cpp server's cache_prompt). The result is bitwise
+                                the same as a full prefill; a context shift limits the reusable
+                                part to its n_keep. Single-sequence generation only. */
     int32_t n_stop;          /* number of stop strings used from `stop` (<= 8) */
     char stop[WLM_MAX_STOP_STRINGS][WLM_MAX_STOP_LEN]; /* NUL-terminated, each < 64 bytes */
     const char *grammar;     /* GBNF text constraining the output (see "Grammars" below), or
@@ -560,6 +578,10 @@ typedef struct wlm_token {
  */
 int wlm_generate_begin(wlm_context *ctx, const int32_t *tokens, int32_t n,
                        const wlm_gen_params *params);
+
+/* Prompt tokens whose KV cache the last wlm_generate_begin reused (params.cache_prompt); the
+ * prefill evaluated the other n - wlm_generate_n_cached() tokens. 0 for a NULL context. */
+int32_t wlm_generate_n_cached(const wlm_context *ctx);
 
 /* Tokenizes `prompt` (BOS per params->add_bos) and calls wlm_generate_begin. An empty prompt
  * without BOS is WLM_ERR_INVALID_ARG. */

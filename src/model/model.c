@@ -172,6 +172,13 @@ const char *wlm_model_meta_string(const wlm_model *model, const char *key, size_
     return NULL;
 }
 
+const char *wlm_token_text(const wlm_model *model, int32_t token, size_t *len) {
+    if (len) *len = 0;
+    if (!model || !model->has_tokenizer || token < 0 || token >= model->tok.vocab_size) return NULL;
+    if (len) *len = model->tok.length[token];
+    return model->tok.blob + model->tok.offset[token];
+}
+
 const char *wlm_token_piece(const wlm_model *model, int32_t prev, int32_t token, size_t *len) {
     if (len) *len = 0;
     if (!model || !model->has_tokenizer) return NULL;

@@ -118,6 +118,9 @@ typedef struct wlm_seq {
     int32_t n_blocks;             /* entries of `blocks` in use */
     int32_t *blocks;              /* (max_blocks) */
     int32_t *tokens;              /* (n_ctx) */
+    int32_t exact;                /* K/V of positions < exact equal a fresh prefill of tokens[]:
+                                     n_ctx until a context shift lowers it to its n_keep (later
+                                     rows were computed over the discarded tokens) */
 } wlm_seq;
 
 /* Generation state of one sequence. */
@@ -221,6 +224,7 @@ struct wlm_context {
     /* generation: one state per sequence */
     wlm_generation *gens;         /* (n_seq_max) */
     int32_t n_gen;                /* sequences in the current generation (0 = none) */
+    int32_t n_cached;             /* prompt tokens the last begin kept in the KV cache */
     int gen_aborted;
     wlm_beam_state beam;
     wlm_gram_vocab *gram_vocab;   /* the vocabulary's token trie for grammars, built on first
@@ -259,6 +263,9 @@ int wlm_kv_reserve(wlm_context *c, int32_t seq, int32_t from, int32_t to);
 
 /* context.c: internal versions without the "generation in progress" check. */
 void wlm_seq_fork_internal(wlm_context *c, int32_t src, int32_t dst);
+/* wlm_context_reset, except that sequence 0 keeps its first `keep` positions (at most its
+ * n_past and its exact prefix): the KV cache a new prompt with that prefix can reuse. */
+void wlm_context_reset_keep(wlm_context *ctx, int32_t keep);
 int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t n_discard);
 
 /* beam.c: frees the beam search scratch. */

@@ -251,6 +251,7 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     for (int32_t i = 0; ok && i < c->n_seq_max; i++) {
         c->seqs[i].blocks = alloc_n((uint64_t)c->max_blocks, sizeof(int32_t), &total);
         c->seqs[i].tokens = alloc_n((uint64_t)c->n_ctx, sizeof(int32_t), &total);
+        c->seqs[i].exact = c->n_ctx;
         ok = c->seqs[i].blocks && c->seqs[i].tokens;
         c->gens[i].pending = -1;
     }
@@ -319,11 +320,18 @@ int wlm_kv_stats_get(const wlm_context *ctx, wlm_kv_stats *out) {
     return WLM_OK;
 }
 
-void wlm_context_reset(wlm_context *ctx) {
+void wlm_context_reset(wlm_context *ctx) { wlm_context_reset_keep(ctx, 0); }
+
+void wlm_context_reset_keep(wlm_context *ctx, int32_t keep) {
     if (!ctx || !ctx->seqs) return;
     for (int32_t i = 0; i < ctx->n_seq_max; i++) {
-        ctx->seqs[i].n_past = 0;
-        seq_trim(ctx, &ctx->seqs[i]);
+        wlm_seq *s = &ctx->seqs[i];
+        int32_t k = i == 0 && keep > 0 ? keep : 0;
+        if (k > s->n_past) k = s->n_past;
+        if (k > s->exact) k = s->exact;
+        s->n_past = k;
+        if (k == 0) s->exact = ctx->n_ctx;
+        seq_trim(ctx, s);
         wlm_generation *g = &ctx->gens[i];
         g->active = 0;
         g->done = 0;
@@ -371,6 +379,7 @@ int wlm_seq_clear(wlm_context *ctx, int32_t seq) {
     int rc = check_seq(ctx, seq, "wlm_seq_clear");
     if (rc != WLM_OK) return rc;
     ctx->seqs[seq].n_past = 0;
+    ctx->seqs[seq].exact = ctx->n_ctx;
     seq_trim(ctx, &ctx->seqs[seq]);
     return WLM_OK;
 }
@@ -387,6 +396,7 @@ void wlm_seq_fork_internal(wlm_context *c, int32_t src, int32_t dst) {
     }
     d->n_blocks = s->n_blocks;
     d->n_past = s->n_past;
+    d->exact = s->exact;
     memcpy(d->tokens, s->tokens, sizeof(int32_t) * (size_t)s->n_past);
 }
 
@@ -434,6 +444,7 @@ int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t 
         s->tokens[pos - n_discard] = s->tokens[pos];
     }
     s->n_past -= n_discard;
+    if (s->exact > n_keep) s->exact = n_keep;
     seq_trim(c, s);
     return WLM_OK;
 }

@@ -74,6 +74,10 @@ static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n
     if (params->context_shift && !c->kv_cache)
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                              "%scontext_shift needs a context with a KV cache", who);
+    if (params->cache_prompt != 0 && params->cache_prompt != 1)
+        return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                             "%scache_prompt must be 0 or 1 (got %d)", who,
+                             (int)params->cache_prompt);
     if (params->n_stop < 0 || params->n_stop > WLM_MAX_STOP_STRINGS)
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG, "%sn_stop must be in 0..%d (got %d)",
                              who, WLM_MAX_STOP_STRINGS, (int)params->n_stop);
@@ -118,11 +122,29 @@ static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n
     return WLM_OK;
 }
 
+/* Positions of sequence 0's KV cache that a single prompt can keep (cache_prompt): the common
+ * prefix of the cached tokens and the prompt, within the exact part of the cache, leaving at
+ * least the prompt's last token to evaluate (its logits start the generation). */
+static int32_t reusable_prefix(const wlm_context *c, int32_t n_seqs, const int32_t *const *prompts,
+                               const int32_t *n_tokens, const wlm_gen_params *params) {
+    if (n_seqs != 1 || !params || params->cache_prompt != 1 || !c->kv_cache || !c->seqs ||
+        !prompts || !prompts[0] || !n_tokens || n_tokens[0] < 2)
+        return 0;
+    const wlm_seq *s = &c->seqs[0];
+    int32_t n = s->n_past < n_tokens[0] - 1 ? s->n_past : n_tokens[0] - 1;
+    if (n > s->exact) n = s->exact;
+    int32_t k = 0;
+    while (k < n && s->tokens[k] == prompts[0][k]) k++;
+    return k;
+}
+
 int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *const *prompts,
                              const int32_t *n_tokens, const wlm_gen_params *params) {
     if (!ctx) return WLM_ERR_INVALID_ARG;
     ctx->errmsg[0] = '\0';
-    wlm_context_reset(ctx);
+    const int32_t keep = reusable_prefix(ctx, n_seqs, prompts, n_tokens, params);
+    wlm_context_reset_keep(ctx, keep);
+    ctx->n_cached = keep;
     if (!ctx->model || !ctx->seqs)
         return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
     if (!params || !prompts || !n_tokens)
@@ -161,7 +183,7 @@ int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *co
                 break;
             }
         if (src[i] != i) continue;
-        for (int32_t t = 0; t < n_tokens[i]; t++) {
+        for (int32_t t = i == 0 ? keep : 0; t < n_tokens[i]; t++) {
             tok[m] = prompts[i][t];
             tok[total + m] = i;
             m++;
@@ -199,18 +221,25 @@ int wlm_generate_begin_text(wlm_context *ctx, const char *prompt, const wlm_gen_
     if (!ctx->model->has_tokenizer)
         return wlm_set_error(ctx->errmsg, WLM_ERR_TOKENIZER, "the model has no tokenizer loaded");
     size_t len = strlen(prompt);
-    int32_t need = wlm_tokenize(ctx->model, prompt, len, params->add_bos, NULL, 0);
+    if (params->parse_special != 0 && params->parse_special != 1)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "parse_special must be 0 or 1 (got %d)", (int)params->parse_special);
+    const unsigned flags = (params->add_bos ? WLM_TOKENIZE_ADD_SPECIAL : 0u) |
+                           (params->parse_special ? WLM_TOKENIZE_PARSE_SPECIAL : 0u);
+    int32_t need = wlm_tokenize_ex(ctx->model, prompt, len, flags, NULL, 0);
     if (need < 0) return wlm_set_error(ctx->errmsg, need, "cannot tokenize the prompt");
     if (need == 0)
         return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
                              "the prompt is empty and add_bos is off: nothing to start from");
     int32_t *tokens = malloc(sizeof(int32_t) * (size_t)need);
     if (!tokens) return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM, "out of memory for the prompt");
-    wlm_tokenize(ctx->model, prompt, len, params->add_bos, tokens, need);
+    wlm_tokenize_ex(ctx->model, prompt, len, flags, tokens, need);
     int rc = wlm_generate_begin(ctx, tokens, need, params);
     free(tokens);
     return rc;
 }
+
+int32_t wlm_generate_n_cached(const wlm_context *ctx) { return ctx ? ctx->n_cached : 0; }
 
 void wlm_generate_abort(wlm_context *ctx) {
     if (ctx && (ctx->n_gen > 0 || ctx->beam.active)) ctx->gen_aborted = 1;

@@ -463,6 +463,98 @@ out:
     wlm_context_free(b);
 }
 
+/* cache_prompt: a later prompt that extends the previous sequence prefills only its new tokens,
+ * and generates exactly (bitwise: ids and log-probabilities) what a fresh context generates. */
+static int run_probs(wlm_context *c, const int32_t *toks, int32_t n, const wlm_gen_params *gp,
+                     int32_t *ids, float *lp, int cap) {
+    int k = 0, rc;
+    wlm_token t;
+    if (wlm_generate_begin(c, toks, n, gp) != WLM_OK) return -1;
+    while ((rc = wlm_generate_next(c, &t)) == WLM_OK)
+        if (k < cap) {
+            ids[k] = t.id;
+            lp[k++] = t.logprob;
+        }
+    return rc == WLM_DONE ? k : -1;
+}
+
+static void same_as_fresh(const wlm_model *m, wlm_context *cached, const int32_t *toks, int32_t n,
+                          const wlm_gen_params *gp, int32_t want_cached, const char *what) {
+    int32_t a[64], b[64];
+    float la[64], lb[64];
+    wlm_gen_params fresh = *gp;
+    fresh.cache_prompt = 0;
+    wlm_context *f = new_ctx(m, 256, 1, 1);
+    if (!f) return;
+    int ka = run_probs(cached, toks, n, gp, a, la, 64);
+    CHECKF(wlm_generate_n_cached(cached) == want_cached, "%s: %d cached, expected %d", what,
+           (int)wlm_generate_n_cached(cached), (int)want_cached);
+    int kb = run_probs(f, toks, n, &fresh, b, lb, 64);
+    CHECK_EQ_INT(wlm_generate_n_cached(f), 0);
+    CHECKF(ka == kb && ka > 0, "%s: %d vs %d tokens", what, ka, kb);
+    for (int i = 0; i < ka && i < kb; i++)
+        if (a[i] != b[i] || memcmp(&la[i], &lb[i], sizeof(float)) != 0) {
+            CHECKF(0, "%s: token %d: %d (%.9g) vs fresh %d (%.9g)", what, i, (int)a[i], la[i],
+                   (int)b[i], lb[i]);
+            break;
+        }
+    wlm_context_free(f);
+}
+
+static void test_cache_prompt(const wlm_model *m) {
+    tu_section("cache_prompt: a later turn prefills only its new tokens, bitwise as fresh");
+    wlm_context *c = new_ctx(m, 256, 2, 1);
+    if (!c) return;
+    wlm_gen_params gp;
+    wlm_gen_params_default(&gp);
+    gp.temperature = 0.9f;
+    gp.seed = 11;
+    gp.max_tokens = 24;
+    gp.cache_prompt = 1;
+    int32_t p[256];
+    int32_t n = tokenize(m, "Lily wanted to play with her ball", p, 64);
+    int32_t ids[64];
+    float lp[64];
+    int k = run_probs(c, p, n, &gp, ids, lp, 64);
+    CHECK_EQ_INT(wlm_generate_n_cached(c), 0); /* nothing cached yet */
+    CHECK_EQ_INT(k, 24);
+    /* turn 2: the whole first turn (its last token was never evaluated) plus new text */
+    for (int i = 0; i < k; i++) p[n + i] = ids[i];
+    int32_t n2 = n + k;
+    int32_t more[32];
+    int32_t nm = wlm_tokenize(m, " The sun was", 12, 0, more, 32);
+    for (int i = 0; i < nm; i++) p[n2 + i] = more[i];
+    n2 += nm;
+    same_as_fresh(m, c, p, n2, &gp, n + k - 1, "extended prompt");
+    /* the same prompt again: all but its last token */
+    same_as_fresh(m, c, p, n2, &gp, n2 - 1, "repeated prompt");
+    /* a prompt that departs from the cache at position 5 */
+    int32_t q[64];
+    memcpy(q, p, sizeof(int32_t) * 12);
+    q[5] = q[5] == 100 ? 101 : 100;
+    same_as_fresh(m, c, q, 12, &gp, 5, "diverging prompt");
+    /* off: nothing reused */
+    gp.cache_prompt = 0;
+    same_as_fresh(m, c, q, 12, &gp, 0, "cache_prompt off");
+    gp.cache_prompt = 2;
+    CHECK_STATUS(wlm_generate_begin(c, q, 12, &gp), WLM_ERR_INVALID_ARG);
+    /* after a context shift only the kept prefix is exact */
+    gp.cache_prompt = 1;
+    CHECK_STATUS(wlm_eval(c, p, 40), WLM_OK);
+    CHECK_STATUS(wlm_seq_shift(c, 0, 4, 10), WLM_OK);
+    int32_t shifted[40];
+    for (int i = 0; i < 4; i++) shifted[i] = p[i];
+    for (int i = 4; i < 30; i++) shifted[i] = p[i + 10];
+    same_as_fresh(m, c, shifted, 30, &gp, 4, "after a context shift");
+    /* a batch of two never reuses */
+    const int32_t *pr[2] = {p, p};
+    int32_t nn[2] = {n2, n2};
+    wlm_gen_params two[2] = {gp, gp};
+    CHECK_STATUS(wlm_generate_batch_begin(c, 2, pr, nn, two), WLM_OK);
+    CHECK_EQ_INT(wlm_generate_n_cached(c), 0);
+    wlm_context_free(c);
+}
+
 /* The preview re-applies a chain to the logits of the current step without disturbing the
  * generation: with the generation's own parameters it reproduces the token's top list. */
 static void test_preview(const wlm_model *m) {
@@ -523,6 +615,7 @@ int main(int argc, char **argv) {
         test_batch_generation(m);
         test_beam(m);
         test_context_full_and_shift(m);
+        test_cache_prompt(m);
         test_preview(m);
         /* the F32 cache keeps the same guarantees */
         kv_type = WLM_KV_F32;

@@ -15,6 +15,10 @@ test('model info matches stories260K', () => {
     sharedClassifier: true, weightBytes: engine.info.weightBytes, nCtx: 512, simd: true,
     threads: engine.threads,
     contextBytes: engine.info.contextBytes, wasmMemoryBytes: engine.info.wasmMemoryBytes,
+    // a llama2.c checkpoint has no GGUF metadata; tok512.bin writes BOS and EOS as llama2.c's
+    // tokenizer.bin does, with newlines around them
+    name: null, architecture: null, chatTemplate: null, bosId: 1, eosId: 2, bosToken: '\n<s>\n',
+    eosToken: '\n</s>\n', addBos: true,
   });
   assert.ok(engine.info.weightBytes > 1_000_000 && engine.info.weightBytes < 1_056_540);
   // The KV cache of one full sequence: K and V, 5 layers × 512 positions × kv_dim 32 float32 =

@@ -1,0 +1,186 @@
+// chat.js — chat templates: turns OpenAI-style messages into a model's prompt text by rendering
+// the GGUF's `tokenizer.chat_template` (a Jinja template) with @huggingface/jinja, the library
+// transformers.js uses, given the same variables Hugging Face's `apply_chat_template` passes
+// (messages, add_generation_prompt, bos_token, eos_token, plus the caller's extras such as
+// `enable_thinking` or `tools`). It also finds how much of a new token sequence an earlier one
+// already covers, which is what lets a later turn reuse the KV cache.
+// It does not tokenize or generate: the engine does both, with special tokens parsed.
+//
+// @huggingface/jinja is loaded on first use only, so pages that never chat never fetch it. Node
+// and bundlers resolve the bare specifier; a page without a bundler needs an import map entry
+// for '@huggingface/jinja' (web/index.html has one), else the module is looked for beside this
+// package in node_modules.
+
+import { jsError } from './errors.js';
+
+/** chat() options that shape the prompt; every other one is a generation parameter. */
+export const CHAT_OPTIONS = Object.freeze(['chatTemplate', 'templateVariables', 'addGenerationPrompt']);
+
+/** @type {Promise<{Template: any}> | null} */
+let jinjaModule = null;
+
+/** Candidate URLs of @huggingface/jinja's ES module when the bare specifier does not resolve. */
+const JINJA_FALLBACKS = [
+  '../node_modules/@huggingface/jinja/dist/index.js', // this repository, served as is
+  '../../../@huggingface/jinja/dist/index.js',        // installed: node_modules/wasmlm/js/
+];
+
+/**
+ * Loads @huggingface/jinja once (the promise is shared by every engine of this realm).
+ * @returns {Promise<{Template: any}>}
+ */
+export function loadJinja() {
+  if (!jinjaModule) {
+    jinjaModule = (async () => {
+      try {
+        return await import('@huggingface/jinja');
+      } catch (first) {
+        for (const rel of JINJA_FALLBACKS) {
+          try {
+            return await import(new URL(rel, import.meta.url).href);
+          } catch { /* try the next place */ }
+        }
+        jinjaModule = null;
+        throw new Error('chat templates need the package @huggingface/jinja (npm install ' +
+          '@huggingface/jinja; in a page without a bundler, map it in an import map)', { cause: first });
+      }
+    })();
+  }
+  return jinjaModule;
+}
+
+/**
+ * Checks OpenAI-style chat messages and returns plain copies ({role, content, ...extra fields
+ * such as tool_calls or reasoning_content}), so a template never sees the caller's objects.
+ * @param {unknown} messages
+ * @returns {{role: string, content: string}[]}
+ * @throws {TypeError} naming the offending message and field
+ */
+export function checkMessages(messages) {
+  if (!Array.isArray(messages) || messages.length === 0) {
+    throw new TypeError('messages: a non-empty array of {role, content} is required');
+  }
+  return messages.map((m, i) => {
+    if (m === null || typeof m !== 'object') throw new TypeError(`messages[${i}]: an object {role, content} is required`);
+    if (typeof m.role !== 'string' || m.role === '') throw new TypeError(`messages[${i}].role: a non-empty string is required`);
+    if (typeof m.content !== 'string') {
+      throw new TypeError(`messages[${i}].content: a string is required (got ${m.content === null ? 'null' : typeof m.content})`);
+    }
+    return { ...m };
+  });
+}
+
+/**
+ * Renders a chat template (Jinja source, as stored in a GGUF's tokenizer.chat_template or a
+ * tokenizer_config.json's chat_template) for a conversation, as Hugging Face's
+ * `tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=…)` does.
+ * @param {string} template  Jinja source
+ * @param {{role: string, content: string}[]} messages  OpenAI-style messages (checked)
+ * @param {object} [options]
+ * @param {string} [options.bosToken='']  text of the BOS token, passed as `bos_token`
+ * @param {string} [options.eosToken='']  text of the EOS token, passed as `eos_token`
+ * @param {boolean} [options.addGenerationPrompt=true]  end with the assistant's turn header
+ * @param {Record<string, unknown>} [options.variables]  more template variables
+ *   (e.g. `{enable_thinking: false}` for Qwen3, `tools`); they cannot replace the ones above
+ * @returns {Promise<string>} the prompt text, special tokens written as text
+ * @throws {Error} when the template does not parse or raises (its message is kept)
+ */
+export async function renderChatTemplate(template, messages, options = {}) {
+  if (typeof template !== 'string' || template === '') throw new TypeError('chat template: a non-empty string is required');
+  const msgs = checkMessages(messages);
+  const { Template } = await loadJinja();
+  let compiled;
+  try {
+    compiled = new Template(template);
+  } catch (e) {
+    throw new Error(`chat template does not parse: ${e?.message ?? e}`, { cause: e });
+  }
+  try {
+    return compiled.render({
+      ...(options.variables ?? {}),
+      messages: msgs,
+      add_generation_prompt: options.addGenerationPrompt ?? true,
+      bos_token: options.bosToken ?? '',
+      eos_token: options.eosToken ?? '',
+    });
+  } catch (e) {
+    throw new Error(`chat template failed to render: ${e?.message ?? e}`, { cause: e });
+  }
+}
+
+/**
+ * Length of the longest common prefix of two token sequences.
+ * @param {ArrayLike<number>} a
+ * @param {ArrayLike<number>} b
+ * @returns {number}
+ */
+export function commonPrefix(a, b) {
+  const n = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < n && a[i] === b[i]) i++;
+  return i;
+}
+
+/**
+ * Splits chat() parameters into the prompt's options (CHAT_OPTIONS) and generation parameters.
+ * @param {object} params
+ * @returns {{chat: object, gen: object}}
+ */
+export function splitChatParams(params) {
+  if (params === null || typeof params !== 'object') {
+    throw jsError('WLM_ERR_INVALID_ARG', `chat parameters must be an object, got ${params}`);
+  }
+  const chat = {}, gen = {};
+  for (const [k, v] of Object.entries(params)) (CHAT_OPTIONS.includes(k) ? chat : gen)[k] = v;
+  return { chat, gen };
+}
+
+/**
+ * The prompt of a chat turn, as the engine tokenizes it: the conversation rendered with the
+ * model's template (or options.chatTemplate) and the model's BOS/EOS texts, and whether BOS is
+ * added by the tokenizer. A template that writes the BOS text itself when the vocabulary adds
+ * BOS too would give two BOS tokens: the written one is dropped, so there is exactly one (what
+ * llama.cpp's chat code does).
+ * @param {{chatTemplate: string|null, bosToken: string, eosToken: string, addBos: boolean}} info
+ * @param {unknown} messages
+ * @param {{chatTemplate?: string, templateVariables?: object, addGenerationPrompt?: boolean}} options
+ * @returns {Promise<{text: string, addBos: boolean}>}
+ * @throws {WasmlmError} WLM_ERR_INVALID_ARG for messages or options, WLM_ERR_UNSUPPORTED when
+ *   there is no template, WLM_ERR_FORMAT when the template does not parse or render
+ */
+export async function chatPrompt(info, messages, options = {}) {
+  const { chatTemplate, templateVariables, addGenerationPrompt } = options;
+  if (chatTemplate !== undefined && (typeof chatTemplate !== 'string' || chatTemplate === '')) {
+    throw jsError('WLM_ERR_INVALID_ARG', 'chatTemplate must be a non-empty string (Jinja source)');
+  }
+  if (templateVariables !== undefined && (templateVariables === null || typeof templateVariables !== 'object')) {
+    throw jsError('WLM_ERR_INVALID_ARG', 'templateVariables must be an object');
+  }
+  if (addGenerationPrompt !== undefined && typeof addGenerationPrompt !== 'boolean') {
+    throw jsError('WLM_ERR_INVALID_ARG', 'addGenerationPrompt must be a boolean');
+  }
+  const template = chatTemplate ?? info.chatTemplate;
+  if (!template) {
+    throw jsError('WLM_ERR_UNSUPPORTED', 'this model has no chat template (no tokenizer.chat_template ' +
+      'in the file): pass one as the chatTemplate option, or use generate()');
+  }
+  try {
+    checkMessages(messages);
+  } catch (e) {
+    throw jsError('WLM_ERR_INVALID_ARG', e.message);
+  }
+  let text;
+  try {
+    text = await renderChatTemplate(template, messages, {
+      bosToken: info.bosToken, eosToken: info.eosToken, addGenerationPrompt, variables: templateVariables,
+    });
+  } catch (e) {
+    if (e?.name === 'WasmlmError') throw e;
+    const err = jsError(/need the package/.test(e.message) ? 'WLM_ERR_UNSUPPORTED' : 'WLM_ERR_FORMAT', e.message);
+    err.cause = e.cause ?? e;
+    throw err;
+  }
+  const addBos = !!info.addBos;
+  if (addBos && info.bosToken && text.startsWith(info.bosToken)) text = text.slice(info.bosToken.length);
+  return { text, addBos };
+}

@@ -1,0 +1,139 @@
+#!/usr/bin/env node
+// tools/oracle.mjs — records llama.cpp's outputs on a GGUF file as reference data for our tests:
+// @wllama/wllama 3.8.1 (llama.cpp b11364 compiled to wasm) runs in headless Chromium
+// (tools/oracle/page.js) and, for each prompt, a greedy continuation of --tokens tokens with the
+// top --probs next-token log-probabilities at every step (softmax of the raw logits). The JSON
+// names the file by size and sha256, so a test that regenerates a synthetic model can check that
+// it compares against the same bytes.
+//
+//   node tools/oracle.mjs --model FILE.gguf --out tests/reference/oracle/NAME.json
+//        [--prompts FILE.json] [--tokens 32] [--probs 10] [--ctx 512] [--kv f32|f16] [--note TEXT]
+//
+// --kv: llama.cpp's KV cache type (default f32, so an F32 model is compared without the
+// rounding of llama.cpp's default F16 cache). Flash attention is off: llama.cpp's CPU flash
+// attention rounds through F16 (on stories260K its log-probabilities then differ from run.c's
+// by up to 5e-3; without it they agree with run.c's to 1e-5).
+//
+// Default prompts: ORACLE_PROMPTS below (20 short English texts). The model file may live
+// anywhere on this machine: it is served from its own directory on 127.0.0.1 for the run.
+
+import fs from 'node:fs';
+import crypto from 'node:crypto';
+import os from 'node:os';
+import path from 'node:path';
+import http from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { startServer } from './serve.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const REPO = path.resolve(HERE, '..');
+
+export const ORACLE_PROMPTS = Object.freeze([
+  'Once upon a time', 'The little dog', 'Lily wanted to play with her ball',
+  'One day, a boy named Tom', 'The sun was shining and', 'She looked at the sky and said',
+  'There was a big red', 'Mom said, "Let\'s go to the park', 'The cat and the bird were',
+  'Every morning, the old man', 'In a small house near the sea', 'He was very sad because',
+  'They found a box under the tree.', 'The quick brown fox', 'Water is made of',
+  'def add(a, b):', '1, 2, 3, 4,', 'Hello! How are you today?', 'The capital of France is',
+  'Ben liked to draw pictures of',
+]);
+
+function parseArgs(argv) {
+  const o = { tokens: 32, probs: 10, ctx: 512, prompts: null, model: null, out: null, note: null, kv: 'f32' };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const v = () => {
+      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
+      return argv[++i];
+    };
+    if (a === '--model') o.model = path.resolve(v());
+    else if (a === '--out') o.out = path.resolve(v());
+    else if (a === '--prompts') o.prompts = JSON.parse(fs.readFileSync(v(), 'utf8'));
+    else if (a === '--tokens') o.tokens = Number(v());
+    else if (a === '--probs') o.probs = Number(v());
+    else if (a === '--ctx') o.ctx = Number(v());
+    else if (a === '--note') o.note = v();
+    else if (a === '--kv') o.kv = v();
+    else throw new Error(`unknown argument ${a}`);
+  }
+  if (!o.model || !o.out) throw new Error('usage: node tools/oracle.mjs --model FILE.gguf --out FILE.json [--prompts FILE.json] [--tokens N] [--probs N]');
+  if (o.kv !== 'f32' && o.kv !== 'f16') throw new Error('--kv must be f32 or f16');
+  for (const k of ['tokens', 'probs', 'ctx']) {
+    if (!Number.isInteger(o[k]) || o[k] < 1) throw new Error(`--${k} must be a positive integer`);
+  }
+  return o;
+}
+
+export function sha256File(file) {
+  return crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+}
+
+/** Serves one file at /model.gguf on 127.0.0.1 (Chromium fetches it from the oracle page). */
+function serveFile(file) {
+  const server = http.createServer((req, res) => {
+    if (req.url !== '/model.gguf') { res.writeHead(404).end(); return; }
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'access-control-allow-origin': '*',
+      'cross-origin-resource-policy': 'cross-origin', 'content-length': fs.statSync(file).size });
+    fs.createReadStream(file).pipe(res);
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
+
+/**
+ * Runs llama.cpp (wllama in Chromium) on `model` and returns the reference record.
+ * @param {{model: string, prompts?: string[], tokens?: number, probs?: number, ctx?: number,
+ *   kv?: 'f32'|'f16'}} o
+ */
+export async function runOracle(o) {
+  const prompts = o.prompts ?? ORACLE_PROMPTS;
+  const web = await startServer({ port: 0, quiet: true, isolate: false });
+  const files = await serveFile(o.model);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-oracle-'));
+  const browser = await chromium.launchPersistentContext(dir, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  try {
+    const page = await browser.newPage();
+    await page.goto(web.url.replace(/web\/$/, 'tools/oracle/index.html'));
+    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    const modelUrl = `http://127.0.0.1:${files.address().port}/model.gguf`;
+    const r = await page.evaluate((x) => window.oracle(x),
+      { model: modelUrl, prompts, maxTokens: o.tokens ?? 32, nProbs: o.probs ?? 10, nCtx: o.ctx ?? 512, kv: o.kv ?? 'f32' });
+    const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'node_modules/@wllama/wllama/package.json'), 'utf8'));
+    return {
+      generator: 'tools/oracle.mjs',
+      reference: `@wllama/wllama ${pkg.version} (llama.cpp compiled to wasm), headless Chromium, one thread, greedy`,
+      date: new Date().toISOString().slice(0, 10),
+      note: o.note ?? undefined,
+      model: { file: path.basename(o.model), size: fs.statSync(o.model).size, sha256: sha256File(o.model) },
+      architecture: r.metadata?.meta?.['general.architecture'],
+      eog: r.metadata?.eog, // end-of-generation ids: llama.cpp's ignore_eos never samples them
+      tokens: o.tokens ?? 32,
+      probs: o.probs ?? 10,
+      kvCache: o.kv ?? 'f32',
+      flashAttn: false,
+      prompts: r.prompts,
+    };
+  } finally {
+    await browser.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+    files.close();
+    await web.close();
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  try {
+    const o = parseArgs(process.argv.slice(2));
+    const rec = await runOracle(o);
+    fs.mkdirSync(path.dirname(o.out), { recursive: true });
+    fs.writeFileSync(o.out, `${JSON.stringify(rec, null, 0).replace(/\],\[/g, '],\n[')}\n`);
+    console.log(`${o.out}: ${rec.prompts.length} prompts × ${rec.tokens} tokens, top ${rec.probs} (${rec.architecture}, ${rec.model.sha256.slice(0, 12)}…)`);
+  } catch (e) {
+    console.error(`oracle: ${e.message ?? e}`);
+    process.exit(1);
+  }
+}

@@ -1,0 +1,44 @@
+// tools/oracle/page.js — llama.cpp as the reference implementation, in the browser: loads one
+// GGUF into @wllama/wllama (llama.cpp compiled to wasm; one thread, no WebGPU) and, for each
+// prompt, runs a greedy completion that reports the top next-token log-probabilities at every
+// step (llama.cpp's n_probs: a softmax of the raw logits, before any sampler). Driven by
+// tools/oracle.mjs through window.oracle(options).
+
+import { Wllama } from '../../node_modules/@wllama/wllama/esm/index.js';
+
+const WLLAMA_WASM = new URL('../../node_modules/@wllama/wllama/esm/wasm/wllama.wasm', import.meta.url).href;
+
+/**
+ * @param {{model: string, prompts: string[], maxTokens: number, nProbs: number, nCtx: number,
+ *   kv: 'f32'|'f16'}} o  kv: the KV cache's element type
+ * @returns {Promise<{metadata: object, prompts: object[]}>}
+ */
+window.oracle = async ({ model, prompts, maxTokens, nProbs, nCtx, kv }) => {
+  const wllama = new Wllama({ default: WLLAMA_WASM }, { suppressNativeLog: true, allowOffline: false });
+  const res = await fetch(new URL(model, location.href));
+  if (!res.ok) throw new Error(`${model}: HTTP ${res.status}`);
+  const file = new File([await res.blob()], model.split('/').pop());
+  await wllama.loadModel([file], { n_threads: 1, n_gpu_layers: 0, n_ctx: nCtx, seed: 1,
+    cache_type_k: kv, cache_type_v: kv, flash_attn: false });
+  const out = [];
+  for (const prompt of prompts) {
+    const r = await wllama.createCompletion({
+      prompt, max_tokens: maxTokens, temperature: 0, n_probs: nProbs, logprobs: nProbs,
+      cache_prompt: false, ignore_eos: true, seed: 1,
+    });
+    const steps = r.choices?.[0]?.logprobs?.content ?? [];
+    out.push({
+      prompt,
+      nPrompt: r.usage?.prompt_tokens,
+      tokens: steps.map((s) => s.id),
+      top: steps.map((s) => s.top_logprobs.map((t) => [t.id, t.logprob])),
+    });
+  }
+  const metadata = wllama.getModelMetadata();
+  const eog = [];
+  for (let id = 0; id < (metadata.hparams?.nVocab ?? 0); id++) if (wllama.isTokenEOG(id)) eog.push(id);
+  metadata.eog = eog;
+  await wllama.exit();
+  return { metadata, prompts: out };
+};
+document.body.dataset.state = 'ready';
