@@ -124,8 +124,9 @@ int32_t wlm_tokenizer_count_llama2c(const void *data, size_t size, char *err, si
  *    add_space_prefix (default 1);
  *  - BPE: merges (STRING array "left right", ranked by position; each side must be a token),
  *    pre (the pre-tokenizer, pretokenize.h; absent: "default", unknown: WLM_ERR_UNSUPPORTED),
- *    bos/eos/unknown_token_id (defaults 11, 11, none as llama.cpp; a key outside the vocabulary
- *    is WLM_ERR_FORMAT naming it), add_bos_token (default: the pre-tokenizer's, true for Llama 3);
+ *    bos/eos/unknown_token_id (no defaults: llama.cpp's 11 is "," in most BPE vocabularies; a
+ *    key outside the vocabulary is WLM_ERR_FORMAT naming it), add_bos_token (default: the
+ *    pre-tokenizer's, true for Llama 3);
  *  - both: add_eos_token (default 0; add_bos/add_eos without that token: WLM_ERR_FORMAT),
  *    eot/eom/fim ids (for the end-of-generation set), general.name (the phi-3 family strips
  *    whitespace after special tokens).
