@@ -10,6 +10,7 @@
 //                            Q4_K, Q6_K, a mix), with and without output.weight and a vocabulary
 //   OUT/fuzz_tokenizer_bin/  tok512.bin, tokenizer.bin, cut copies, tiny tokenizer.bin files
 //   OUT/fuzz_encode/         each test text of vocab/*.inp, plus hand-picked byte strings
+//   OUT/fuzz_bpe/            the same texts, plus regex-engine seeds (pattern NUL text)
 //   OUT/fuzz_gguf_vocab/     vocab/*.gguf, stories260K.gguf, cut copies, tiny vocabularies
 //                            (byte tokens, user-defined and control tokens, a phi-3 name, no byte
 //                            tokens, another tokenizer model, every GGUF value type)
@@ -353,6 +354,17 @@ function tokenizerBin(pieces, maxLen) {
   put('fuzz_encode', 'invalid-utf8', Buffer.from([0xff, 0xfe, 0x80, 0xc0, 0xaf, 0xe2, 0x96, 0xed, 0xa0, 0x80, 0xf4, 0x90, 0x80, 0x80, 0x41]));
   put('fuzz_encode', 'cut-utf8', Buffer.from([0x61, 0xe6, 0x97]));
   put('fuzz_encode', 'all-bytes', Buffer.from(Array.from({ length: 256 }, (_, k) => k)));
+  // fuzz_bpe: the same texts, plus regex-engine seeds (pattern, NUL, text)
+  i = 0;
+  for (const t of texts) put('fuzz_bpe', `inp-${String(i++).padStart(3, '0')}`, Buffer.from(t, 'latin1'));
+  put('fuzz_bpe', 'all-bytes', Buffer.from(Array.from({ length: 256 }, (_, k) => k)));
+  const regexes = [
+    ["'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)", "Hello world's 123 !!   x"],
+    ["(?i:'s|'t)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}|\\s*[\\r\\n]+|\\s+$", "It'S 12345\r\n  "],
+    ['((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+', 'HelloWORLDfoo'],
+    ['[\u4e00-\u9fa5\u0800-\u4e00]+|\\s?[!-/:-~]+', '\u4e2d\u6587 !? x'],
+  ];
+  regexes.forEach(([re, t], k) => put('fuzz_bpe', `regex-${k}`, Buffer.concat([Buffer.from(re, 'utf8'), Buffer.from([0]), Buffer.from(t, 'utf8')])));
 }
 
 // =============================================================================================

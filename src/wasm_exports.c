@@ -26,7 +26,8 @@ API int wlmjs_model_load(void *data, size_t size, wlm_model **out) {
 
 /* One field of wlm_model_info by number: 0 dim, 1 hidden_dim, 2 n_layers, 3 n_heads,
  * 4 n_kv_heads, 5 vocab_size, 6 seq_len, 7 shared_classifier, 8 has_tokenizer, 9 bos_id,
- * 10 eos_id, 11 weight_bytes. Returns -1 for an unknown field or an unloaded model. */
+ * 10 eos_id, 11 weight_bytes, 12 has_chat_template. Returns -1 for an unknown field or an
+ * unloaded model. */
 API double wlmjs_model_info(const wlm_model *m, int field) {
     wlm_model_info info;
     if (wlm_model_get_info(m, &info) != WLM_OK) return -1;
@@ -43,6 +44,7 @@ API double wlmjs_model_info(const wlm_model *m, int field) {
     case 9: return info.bos_id;
     case 10: return info.eos_id;
     case 11: return (double)info.weight_bytes;
+    case 12: return info.has_chat_template;
     default: return -1;
     }
 }

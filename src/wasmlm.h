@@ -185,11 +185,12 @@ typedef struct wlm_model_info {
 int wlm_model_get_info(const wlm_model *model, wlm_model_info *info);
 
 /* ------------------------------------------------------------------------------------------ */
-/* Tokenizer (needs wlm_model_load_tokenizer)                                                  */
+/* Tokenizer (a GGUF vocabulary, or wlm_model_load_tokenizer)                                  */
 
 /*
- * Encodes UTF-8 `text` (len bytes, need not be NUL-terminated) into token ids. Two algorithms,
- * chosen by where the vocabulary came from:
+ * Encodes UTF-8 `text` (len bytes, need not be NUL-terminated) into token ids. The algorithm is
+ * chosen by where the vocabulary came from (byte-level BPE, tokenizer.ggml.model "gpt2": see
+ * wlm_tokenize_ex):
  * - llama2.c tokenizer.bin: run.c's encode(): optional BOS, SentencePiece's dummy-prefix space
  *   for non-empty text, each UTF-8 character looked up (unknown ones become byte tokens <0xNN>),
  *   then the best-scoring adjacent pair is merged repeatedly while the merge is in the
@@ -250,9 +251,11 @@ const char *wlm_model_meta_string(const wlm_model *model, const char *key, size_
 
 /*
  * The bytes that token `token` adds to text when it follows token `prev` (-1 if none):
- * the vocabulary piece (GGUF: with U+2581 turned back into spaces), with the leading space
- * removed after BOS (run.c's rule), <0xNN> pieces turned into the single raw byte, and control
- * tokens of a GGUF vocabulary decoding to nothing. Returns a pointer owned by the model (valid
+ * the vocabulary piece (GGUF SPM: with U+2581 turned back into spaces, the leading space
+ * removed after BOS as run.c's rule; byte-level BPE: GPT-2's stand-in characters mapped back to
+ * their bytes, so one piece may be part of a UTF-8 character), <0xNN> pieces turned into the
+ * single raw byte, user-defined tokens verbatim, and control / unknown / unused tokens of a
+ * GGUF vocabulary decoding to nothing. Returns a pointer owned by the model (valid
  * until wlm_model_free), NUL-terminated, and sets *len (which counts a <0x00> piece's NUL
  * byte); NULL for an out-of-range id or a model without tokenizer.
  */

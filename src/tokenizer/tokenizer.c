@@ -685,14 +685,15 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
     /* Special tokens and flags. */
     int add_bos = 1, add_eos = 0, add_space = 1;
     if (bpe) {
-        /* llama.cpp's BPE defaults: BOS = EOS = 11 (GPT-2's), dropped when outside the
-         * vocabulary; ids given by keys must lie inside it. */
+        /* No default BOS / EOS: llama.cpp's BPE default, 11, is "," in the GPT-2, Llama 3 and
+         * Qwen vocabularies (a Qwen file without bos_token_id would make "," BOS, and
+         * generation stops at BOS). Ids given by keys must lie inside the vocabulary. */
         wlm_gguf_str pre = {0};
         int has_pre;
         if ((rc = opt_str(g, "tokenizer.ggml.pre", &pre, &has_pre, err, errlen)) ||
             (rc = wlm_pretok_init(&t->pre, pre.ptr, pre.len, err, errlen)))
             goto fail;
-        t->bos_id = t->eos_id = 11 < n ? 11 : -1;
+        t->bos_id = t->eos_id = -1;
         t->unk_id = -1;
         if ((rc = bpe_special_id(g, "tokenizer.ggml.bos_token_id", n, &t->bos_id, err, errlen)) ||
             (rc = bpe_special_id(g, "tokenizer.ggml.eos_token_id", n, &t->eos_id, err, errlen)) ||

@@ -116,14 +116,22 @@ int wlm_tokenizer_load_llama2c(wlm_tokenizer *t, const void *data, size_t size,
 int32_t wlm_tokenizer_count_llama2c(const void *data, size_t size, char *err, size_t errlen);
 
 /*
- * Reads the vocabulary of a parsed GGUF file: tokenizer.ggml.model (must be "llama"; other
- * models are WLM_ERR_UNSUPPORTED naming the model), tokens (STRING array), scores (FLOAT32
- * array, optional: 0), token_type (INT32 array, optional: normal), bos/eos/unknown_token_id
- * (defaults 1, 2, 0; ids outside the vocabulary keep the default, as llama.cpp does),
- * add_bos_token (default 1), add_eos_token (default 0), add_space_prefix (default 1), and
- * general.name (the phi-3 family strips whitespace after user-defined tokens). Everything is
- * copied: g and its buffer may go away afterwards. On error returns a negative wlm_status with
- * a message in err and leaves *t zeroed.
+ * Reads the vocabulary of a parsed GGUF file: tokenizer.ggml.model ("llama": SPM, "gpt2":
+ * byte-level BPE; other models are WLM_ERR_UNSUPPORTED naming the model), tokens (STRING
+ * array), token_type (INT32 array of the tokens' length, optional: normal), and
+ *  - SPM: scores (FLOAT32, optional: 0), bos/eos/unknown_token_id (defaults 1, 2, 0; ids outside
+ *    the vocabulary keep the default, as llama.cpp does), add_bos_token (default 1),
+ *    add_space_prefix (default 1);
+ *  - BPE: merges (STRING array "left right", ranked by position; each side must be a token),
+ *    pre (the pre-tokenizer, pretokenize.h; absent: "default", unknown: WLM_ERR_UNSUPPORTED),
+ *    bos/eos/unknown_token_id (no defaults: llama.cpp's 11 is "," in most BPE vocabularies; a
+ *    key outside the vocabulary is WLM_ERR_FORMAT naming it), add_bos_token (default: the
+ *    pre-tokenizer's, true for Llama 3);
+ *  - both: add_eos_token (default 0; add_bos/add_eos without that token: WLM_ERR_FORMAT),
+ *    eot/eom/fim ids (for the end-of-generation set), general.name (the phi-3 family strips
+ *    whitespace after special tokens).
+ * Everything is copied: g and its buffer may go away afterwards. On error returns a negative
+ * wlm_status with a message in err naming the key, and leaves *t zeroed.
  */
 int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size_t errlen);
 

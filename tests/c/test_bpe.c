@@ -225,6 +225,11 @@ static void test_built(const char *dir) {
         CHECK(ids && n == 1 && wlm_token_is_eog(m, ids[0]));
         free(ids);
         CHECK(wlm_model_meta_string(m, "tokenizer.chat_template", NULL) != NULL);
+        /* no bos_token_id in this file: no BOS (not llama.cpp's default 11, which is ",") */
+        wlm_model_info info;
+        wlm_model_get_info(m, &info);
+        CHECK_EQ_INT(info.bos_id, -1);
+        CHECK_EQ_INT(wlm_token_is_eog(m, 11), 0);
         wlm_model_free(m);
     }
 }
@@ -263,7 +268,7 @@ static unsigned char *bad_vocab(int which, size_t *size) {
         wlm_gguf_add_str(&w, "tokenizer.ggml.model", "gpt2");
         add_strs(&w, "tokenizer.ggml.tokens", TOK, 5);
         add_strs(&w, "tokenizer.ggml.merges", merges, 2);
-        wlm_gguf_add_bool(&w, "tokenizer.ggml.add_bos_token", 1); /* default BOS 11: none */
+        wlm_gguf_add_bool(&w, "tokenizer.ggml.add_bos_token", 1); /* and no bos_token_id */
     }
     unsigned char *bytes = NULL;
     if (wlm_gguf_write_header(&w) == WLM_OK && wlm_gguf_writer_finish(&w) == WLM_OK)
