@@ -187,8 +187,9 @@ wlm_fp16 wlm_fp32_to_fp16(float f);
  *   against the super-block's fp16 d; value = d * sc * (q - 4).
  * - Q2_K: per 16-element sub-block a (scale, min) fit over levels 0..3 weighted by |x| with
  *   absolute errors (ggml's make_qkx2_quants with its mad option), both quantized to 4 bits
- *   against fp16 d and dmin; value = d*sc*q - dmin*m. These are ggml's reference quantizers
- *   (quantize_row_*_ref), not its importance-matrix variants; measured rms error of
+ *   against fp16 d and dmin; value = d*sc*q - dmin*m. These follow the algorithms of ggml's
+ *   reference quantizers (quantize_row_*_ref; byte-identity with llama.cpp's output is not
+ *   checked here), not its importance-matrix variants; measured rms error of
  *   quantize-then-dequantize on Gaussian data (tests/c/test_quant.c): Q2_K 0.297, Q3_K 0.152,
  *   Q4_K 0.070, Q5_K 0.036, Q6_K 0.018, Q4_0 0.088, Q4_1 0.078, Q5_0 0.043, Q5_1 0.039, of
  *   the rms value.

@@ -57,6 +57,12 @@ quantize(err rc "${SHARED}/models/stories260K.gguf" "${WORK}/g-Q4_0.gguf" q4_0)
 check("rc;EQUAL;0" "GGUF to Q4_0: ${err}")
 quantize(err rc "${WORK}/s-F32.gguf" "${WORK}/g-Q8_0.gguf" Q8_0 --name again)
 check("rc;EQUAL;0" "our GGUF to Q8_0: ${err}")
+# a file of several types in (every matrix dequantized through its own type), a mix out
+quantize(err rc "${WORK}/s-Q3_K_M.gguf" "${WORK}/g-Q5_K_M.gguf" Q5_K_M)
+check("rc;EQUAL;0" "Q3_K_M GGUF to Q5_K_M: ${err}")
+execute_process(COMMAND ${CLI} tokenize "${WORK}/g-Q5_K_M.gguf" INPUT_FILE "${WORK}/text.txt"
+                OUTPUT_VARIABLE got RESULT_VARIABLE rc)
+check("rc;EQUAL;0;AND;got;STREQUAL;want" "Q3_K_M -> Q5_K_M: vocabulary ids ${got}")
 
 # Failures leave nothing behind.
 foreach(args IN ITEMS "Q8_K;-z;${tok}" "Q4_K_S;-z;${tok}" "Q8_0" "Q8_0;-z;${SHARED}/models/tokenizer.bin")
