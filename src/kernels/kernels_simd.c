@@ -388,8 +388,10 @@ void wlm_attention_simd(float *out, const float *q, const float *const *kb,
  * which wasm keeps): 4 operations per 4 values. Inf and NaN halves (exponent 31) would come out
  * finite, so each group of 8 is tested first (2 operations per 8, one branch, never taken for
  * finite caches) and such a group takes the general conversion. Measured (tools/bench_kernels.sh
- * --only=attention, stories110M shape, cold): the general conversion on every value ran at
- * 0.3x the F32 kernel's speed; this way ... (see the commit message). */
+ * --only=attention, stories110M shape, cold, on a heavily loaded 2-core machine: ratios of the
+ * same run only): the general conversion on every value ran at 0.3x the F32 kernel's speed,
+ * this way at 0.45-0.6x (64..960 positions). Without f16 instructions the widening costs more
+ * than the halved memory traffic saves at these sizes; the F16 cache buys memory, not speed. */
 
 static inline v128_t f16_top(v128_t x) { /* x: halves in the top 16 bits of each lane */
     const v128_t em = wasm_v128_and(wasm_i32x4_shr(x, 3), wasm_i32x4_splat((int32_t)0x8fffffff));
