@@ -378,15 +378,38 @@ void wlm_attention_simd(float *out, const float *q, const float *const *kb,
 
 /* ---- attention over an F16 KV cache ----------------------------------------------------
  *
- * The same structure as above (four score streams, two value streams), each K/V element
- * widened exactly to float32 as it is loaded: SIMD128 has no f16 arithmetic. Widening: the
- * half's exponent and mantissa shifted into float position read as a float are the value
- * times 2^-112 for normal and subnormal halves alike (the latter become float subnormals,
- * which wasm keeps), so one exact multiplication by 2^112 rescales them; Inf/NaN take the
- * all-ones float exponent; then the sign. Same bits as wlm_fp16_to_fp32. */
+ * The same loops as above (four score streams, two value streams, the same accumulators in the
+ * same order), each K/V element widened exactly to float32 as it is loaded, so the result is
+ * bitwise the F32 kernel's on the widened rows (tests/c/test_kernels.c checks it). SIMD128 has
+ * no f16 arithmetic. Widening 8 halves: each goes into the top of a 32-bit lane (an unpack),
+ * an arithmetic shift by 3 puts exponent and mantissa in float position (the sign stays in bit
+ * 31; its copies in bits 28..30 are masked off), and one exact multiplication by 2^112 rebiases
+ * the exponent, normal and subnormal halves alike (subnormals pass through float subnormals,
+ * which wasm keeps): 4 operations per 4 values. Inf and NaN halves (exponent 31) would come out
+ * finite, so each group of 8 is tested first (2 operations per 8, one branch, never taken for
+ * finite caches) and such a group takes the general conversion. Measured (tools/bench_kernels.sh
+ * --only=attention, stories110M shape, cold, on a heavily loaded 2-core machine: ratios of the
+ * same run only): the general conversion on every value ran at 0.3x the F32 kernel's speed,
+ * this way at 0.45-0.6x (64..960 positions). Without f16 instructions the widening costs more
+ * than the halved memory traffic saves at these sizes; the F16 cache buys memory, not speed. */
 
-static inline v128_t f16x4_load(const uint16_t *p) {
-    const v128_t u = wasm_u32x4_load16x4(p); /* 4 halves, zero-extended to 32 bits */
+static inline v128_t f16_top(v128_t x) { /* x: halves in the top 16 bits of each lane */
+    const v128_t em = wasm_v128_and(wasm_i32x4_shr(x, 3), wasm_i32x4_splat((int32_t)0x8fffffff));
+    return wasm_f32x4_mul(em, wasm_f32x4_splat(0x1p112f));
+}
+static inline v128_t f16_lo4(v128_t h) {
+    return f16_top(wasm_i16x8_shuffle(wasm_i32x4_splat(0), h, 0, 8, 0, 9, 0, 10, 0, 11));
+}
+static inline v128_t f16_hi4(v128_t h) {
+    return f16_top(wasm_i16x8_shuffle(wasm_i32x4_splat(0), h, 0, 12, 0, 13, 0, 14, 0, 15));
+}
+/* Lanes of 8 halves that are Inf or NaN (all ones there). */
+static inline v128_t f16_special(v128_t h) {
+    return wasm_i16x8_gt(wasm_v128_and(h, wasm_i16x8_splat(0x7fff)), wasm_i16x8_splat(0x7bff));
+}
+/* The general conversion of 4 halves (zero-extended into 32-bit lanes), Inf and NaN included:
+ * wlm_fp16_to_fp32's bits. */
+static inline v128_t f16_any(v128_t u) {
     const v128_t em = wasm_i32x4_shl(wasm_v128_and(u, wasm_i32x4_splat(0x7fff)), 13);
     const v128_t sign = wasm_i32x4_shl(wasm_v128_and(u, wasm_i32x4_splat(0x8000)), 16);
     const v128_t f = wasm_f32x4_mul(em, wasm_f32x4_splat(0x1p112f));
@@ -394,20 +417,35 @@ static inline v128_t f16x4_load(const uint16_t *p) {
     return wasm_v128_or(
         wasm_v128_bitselect(wasm_v128_or(em, wasm_i32x4_splat(0x7f800000)), f, special), sign);
 }
+/* 8 halves at p as two float vectors. */
+static inline void f16x8_load(const uint16_t *p, v128_t *lo, v128_t *hi) {
+    const v128_t h = wasm_v128_load(p);
+    if (__builtin_expect(wasm_v128_any_true(f16_special(h)), 0)) {
+        *lo = f16_any(wasm_u32x4_extend_low_u16x8(h));
+        *hi = f16_any(wasm_u32x4_extend_high_u16x8(h));
+    } else {
+        *lo = f16_lo4(h);
+        *hi = f16_hi4(h);
+    }
+}
+/* 4 halves at p (the general conversion: only head sizes that are not multiples of 8). */
+static inline v128_t f16x4_load(const uint16_t *p) { return f16_any(wasm_u32x4_load16x4(p)); }
 
-/* dot(x, row) for a row of n halves (n a multiple of 4): two accumulators over 8. */
+/* row_dot's order for a row of n halves (n a multiple of 4). */
 static inline float row_dot_f16(const uint16_t *w, const float *x, int n) {
     v128_t a0 = wasm_f32x4_splat(0), a1 = a0;
     int j = 0;
     for (; j + 8 <= n; j += 8) {
-        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(f16x4_load(w + j), wasm_v128_load(x + j)));
-        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(f16x4_load(w + j + 4), wasm_v128_load(x + j + 4)));
+        v128_t lo, hi;
+        f16x8_load(w + j, &lo, &hi);
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(lo, wasm_v128_load(x + j)));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(hi, wasm_v128_load(x + j + 4)));
     }
     if (j < n) a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(f16x4_load(w + j), wasm_v128_load(x + j)));
     return hsum(wasm_f32x4_add(a0, a1));
 }
 
-/* row_dot_f16 of four rows, each in exactly its order. */
+/* row_dot4's order for four rows of halves. */
 static void row_dot4_f16(const uint16_t *w0, const uint16_t *w1, const uint16_t *w2,
                          const uint16_t *w3, const float *x, int n, float *o0, float *o1,
                          float *o2, float *o3) {
@@ -416,14 +454,26 @@ static void row_dot4_f16(const uint16_t *w0, const uint16_t *w1, const uint16_t 
     int j = 0;
     for (; j + 8 <= n; j += 8) {
         const v128_t x0 = wasm_v128_load(x + j), x1 = wasm_v128_load(x + j + 4);
-        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(f16x4_load(w0 + j), x0));
-        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(f16x4_load(w0 + j + 4), x1));
-        b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(f16x4_load(w1 + j), x0));
-        b1 = wasm_f32x4_add(b1, wasm_f32x4_mul(f16x4_load(w1 + j + 4), x1));
-        c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(f16x4_load(w2 + j), x0));
-        c1 = wasm_f32x4_add(c1, wasm_f32x4_mul(f16x4_load(w2 + j + 4), x1));
-        d0 = wasm_f32x4_add(d0, wasm_f32x4_mul(f16x4_load(w3 + j), x0));
-        d1 = wasm_f32x4_add(d1, wasm_f32x4_mul(f16x4_load(w3 + j + 4), x1));
+        const v128_t h0 = wasm_v128_load(w0 + j), h1 = wasm_v128_load(w1 + j);
+        const v128_t h2 = wasm_v128_load(w2 + j), h3 = wasm_v128_load(w3 + j);
+        const v128_t sp = wasm_v128_or(wasm_v128_or(f16_special(h0), f16_special(h1)),
+                                       wasm_v128_or(f16_special(h2), f16_special(h3)));
+        v128_t l0, l1, l2, l3, u0, u1, u2, u3;
+        if (__builtin_expect(wasm_v128_any_true(sp), 0)) {
+            f16x8_load(w0 + j, &l0, &u0), f16x8_load(w1 + j, &l1, &u1);
+            f16x8_load(w2 + j, &l2, &u2), f16x8_load(w3 + j, &l3, &u3);
+        } else {
+            l0 = f16_lo4(h0), u0 = f16_hi4(h0), l1 = f16_lo4(h1), u1 = f16_hi4(h1);
+            l2 = f16_lo4(h2), u2 = f16_hi4(h2), l3 = f16_lo4(h3), u3 = f16_hi4(h3);
+        }
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(l0, x0));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(u0, x1));
+        b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(l1, x0));
+        b1 = wasm_f32x4_add(b1, wasm_f32x4_mul(u1, x1));
+        c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(l2, x0));
+        c1 = wasm_f32x4_add(c1, wasm_f32x4_mul(u2, x1));
+        d0 = wasm_f32x4_add(d0, wasm_f32x4_mul(l3, x0));
+        d1 = wasm_f32x4_add(d1, wasm_f32x4_mul(u3, x1));
     }
     if (j < n) {
         const v128_t x0 = wasm_v128_load(x + j);
@@ -434,6 +484,21 @@ static void row_dot4_f16(const uint16_t *w0, const uint16_t *w1, const uint16_t 
     }
     *o0 = hsum(wasm_f32x4_add(a0, a1)), *o1 = hsum(wasm_f32x4_add(b0, b1));
     *o2 = hsum(wasm_f32x4_add(c0, c1)), *o3 = hsum(wasm_f32x4_add(d0, d1));
+}
+
+/* p[i] += a * x[i], i < hs (a multiple of 4), x in halves. */
+static inline void axpy_head_f16(float *p, float a, const uint16_t *x, int hs) {
+    const v128_t av = wasm_f32x4_splat(a);
+    int i = 0;
+    for (; i + 8 <= hs; i += 8) {
+        v128_t lo, hi;
+        f16x8_load(x + i, &lo, &hi);
+        wasm_v128_store(p + i, wasm_f32x4_add(wasm_v128_load(p + i), wasm_f32x4_mul(av, lo)));
+        wasm_v128_store(p + i + 4, wasm_f32x4_add(wasm_v128_load(p + i + 4), wasm_f32x4_mul(av, hi)));
+    }
+    if (i < hs)
+        wasm_v128_store(p + i, wasm_f32x4_add(wasm_v128_load(p + i),
+                                              wasm_f32x4_mul(av, f16x4_load(x + i))));
 }
 
 #define KV_ROW16(b, t) ((b)[(t) / block] + (size_t)((t) % block) * (size_t)stride)
@@ -486,7 +551,25 @@ void wlm_attention_f16_simd(float *out, const float *q, const uint16_t *const *k
             const v128_t a2 = wasm_f32x4_splat(att[half + t]);
             const v128_t a3 = wasm_f32x4_splat(att[half + t + 1]);
             float *s0 = p0 + (size_t)(h - h0) * HS, *s1 = p1 + (size_t)(h - h0) * HS;
-            for (int i = 0; i < hs; i += 4) {
+            int i = 0;
+            for (; i + 8 <= hs; i += 8) { /* the F32 kernel's per-lane order, 8 lanes a pass */
+                v128_t l0, u0, l1, u1, l2, u2, l3, u3;
+                f16x8_load(v0 + off + i, &l0, &u0), f16x8_load(v1 + off + i, &l1, &u1);
+                f16x8_load(v2 + off + i, &l2, &u2), f16x8_load(v3 + off + i, &l3, &u3);
+                v128_t x = wasm_v128_load(s0 + i), y = wasm_v128_load(s1 + i);
+                v128_t xx = wasm_v128_load(s0 + i + 4), yy = wasm_v128_load(s1 + i + 4);
+                x = wasm_f32x4_add(x, wasm_f32x4_mul(a0, l0));
+                xx = wasm_f32x4_add(xx, wasm_f32x4_mul(a0, u0));
+                y = wasm_f32x4_add(y, wasm_f32x4_mul(a2, l2));
+                yy = wasm_f32x4_add(yy, wasm_f32x4_mul(a2, u2));
+                x = wasm_f32x4_add(x, wasm_f32x4_mul(a1, l1));
+                xx = wasm_f32x4_add(xx, wasm_f32x4_mul(a1, u1));
+                y = wasm_f32x4_add(y, wasm_f32x4_mul(a3, l3));
+                yy = wasm_f32x4_add(yy, wasm_f32x4_mul(a3, u3));
+                wasm_v128_store(s0 + i, x), wasm_v128_store(s0 + i + 4, xx);
+                wasm_v128_store(s1 + i, y), wasm_v128_store(s1 + i + 4, yy);
+            }
+            if (i < hs) {
                 v128_t x = wasm_v128_load(s0 + i), y = wasm_v128_load(s1 + i);
                 x = wasm_f32x4_add(x, wasm_f32x4_mul(a0, f16x4_load(v0 + off + i)));
                 y = wasm_f32x4_add(y, wasm_f32x4_mul(a2, f16x4_load(v2 + off + i)));
@@ -501,14 +584,9 @@ void wlm_attention_f16_simd(float *out, const float *q, const uint16_t *const *k
         float *p = part ? p1 : p0;
         for (int t = part * half + 2 * pairs; t < (part ? n : half); t++) {
             const uint16_t *vt = KV_ROW16(vb, t);
-            for (int h = h0; h < h1; h++) {
-                const v128_t av = wasm_f32x4_splat(scratch[(size_t)(h - h0) * N + (size_t)t]);
-                float *ph = p + (size_t)(h - h0) * HS;
-                const uint16_t *x = vt + (size_t)(h / kv_mul) * HS;
-                for (int i = 0; i < hs; i += 4)
-                    wasm_v128_store(ph + i, wasm_f32x4_add(wasm_v128_load(ph + i),
-                                                           wasm_f32x4_mul(av, f16x4_load(x + i))));
-            }
+            for (int h = h0; h < h1; h++)
+                axpy_head_f16(p + (size_t)(h - h0) * HS, scratch[(size_t)(h - h0) * N + (size_t)t],
+                              vt + (size_t)(h / kv_mul) * HS, hs);
         }
     }
     for (int h = h0; h < h1; h++) {

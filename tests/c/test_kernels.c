@@ -618,7 +618,7 @@ static void test_attention_f16(void) {
             float *q = alloc_f(od), *k = alloc_f(cells), *v = alloc_f(cells);
             uint16_t *kh = malloc(cells * 2), *vh = malloc(cells * 2);
             float *oa = alloc_f(od + 1), *ob = alloc_f(od + 1), *oc = alloc_f(od + 1);
-            float *ow = alloc_f(od + 1);
+            float *ow = alloc_f(od + 1), *os = alloc_f(od + 1);
             double *w = calloc((size_t)n, sizeof(double));
             fill(q, (int)od, -1.0f, 1.0f);
             fill(k, (int)cells, -3.0f, 3.0f);
@@ -629,7 +629,7 @@ static void test_attention_f16(void) {
                 kh[i] = wlm_fp32_to_fp16(k[i]), vh[i] = wlm_fp32_to_fp16(v[i]);
                 k[i] = wlm_fp16_to_fp32(kh[i]), v[i] = wlm_fp16_to_fp32(vh[i]);
             }
-            for (size_t i = 0; i <= od; i++) oa[i] = ob[i] = oc[i] = ow[i] = 777.0f;
+            for (size_t i = 0; i <= od; i++) oa[i] = ob[i] = oc[i] = ow[i] = os[i] = 777.0f;
             const int blk = blocks[(hi + li) % (sizeof blocks / sizeof blocks[0])];
             for (int b = 0; b * blk < n; b++) {
                 kb[b] = kh + (size_t)b * blk * stride, vb[b] = vh + (size_t)b * blk * stride;
@@ -643,7 +643,11 @@ static void test_attention_f16(void) {
             ok &= run_attention_f16(wlm_attention_f16_simd, oc, q, kb, vb, blk, n, 1, 3, m, hs,
                                     stride);
             ok &= run_attention(wlm_attention_ref, ow, q, kbf, vbf, blk, n, 0, NH, m, hs, stride);
+            ok &= run_attention(wlm_attention_simd, os, q, kbf, vbf, blk, n, 0, NH, m, hs, stride);
             CHECKF(ok, "F16 head %d, %d positions: wrote past the scratch", hs, n);
+            CHECKF(memcmp(ob, os, (od + 1) * sizeof(float)) == 0,
+                   "F16 head %d, %d positions: the SIMD kernel differs from the float SIMD kernel "
+                   "on the widened rows", hs, n);
             CHECKF(memcmp(oa, ow, (od + 1) * sizeof(float)) == 0,
                    "F16 head %d, %d positions: the scalar kernel differs from the float kernel on "
                    "the widened rows", hs, n);
@@ -675,6 +679,7 @@ static void test_attention_f16(void) {
                    hs, n, split);
             CHECKF(oa[od] == 777.0f && ob[od] == 777.0f, "F16 head %d: wrote past the heads", hs);
             free(q), free(k), free(v), free(kh), free(vh), free(oa), free(ob), free(oc), free(ow);
+            free(os);
             free(w);
         }
     }
@@ -691,6 +696,20 @@ static void test_attention_f16(void) {
         krow[1][0] = 0;
         wlm_attention_f16_simd(out, q, kp, vp, 2, 2, 0, 1, 1, 8, 8, scratch);
         CHECK(out[0] == 0.0f && isnan(out[3]));
+        /* -Inf value: the output is -Inf where its weight is not 0 */
+        vrow[0][3] = 0xfc00;
+        wlm_attention_f16_simd(out, q, kp, vp, 2, 2, 0, 1, 1, 8, 8, scratch);
+        CHECK(out[3] == -INFINITY && out[2] == 0.0f);
+        /* 4 positions: the four-row score and two-stream value loops */
+        uint16_t k4[4][8] = {{0}}, v4[4][8] = {{0}};
+        const uint16_t *kp4[1] = {k4[0]}, *vp4[1] = {v4[0]};
+        float scratch4[64];
+        v4[3][5] = 0x7e01; /* NaN */
+        wlm_attention_f16_simd(out, q, kp4, vp4, 4, 4, 0, 1, 1, 8, 8, scratch4);
+        CHECK(isnan(out[5]) && out[4] == 0.0f && out[6] == 0.0f);
+        k4[2][0] = 0x7c00; /* +Inf key */
+        wlm_attention_f16_simd(out, q, kp4, vp4, 4, 4, 0, 1, 1, 8, 8, scratch4);
+        CHECK(isnan(out[0]) && isnan(out[7]));
     }
 }
 
