@@ -24,7 +24,7 @@ done
 modules=(dist/wasmlm.wasm dist/wasmlm-scalar.wasm dist/wasmlm-mt.wasm)
 if ((if_needed)) && ls "${modules[@]}" >/dev/null 2>&1; then
   # src/cli/ is the native CLI only: it never changes a module
-  newer=$(find src CMakeLists.txt tools/exports.txt -newer "${modules[0]}" -not -path 'src/cli/*' \
+  newer=$(find src CMakeLists.txt tools/exports.txt -type f -newer "${modules[0]}" -not -path 'src/cli/*' \
     -print -quit)
   if [[ -z "$newer" ]]; then exit 0; fi
 fi
