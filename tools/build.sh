@@ -23,7 +23,9 @@ done
 
 modules=(dist/wasmlm.wasm dist/wasmlm-scalar.wasm dist/wasmlm-mt.wasm)
 if ((if_needed)) && ls "${modules[@]}" >/dev/null 2>&1; then
-  newer=$(find src CMakeLists.txt tools/exports.txt -newer "${modules[0]}" -print -quit)
+  # src/cli/ is the native CLI only: it never changes a module
+  newer=$(find src CMakeLists.txt tools/exports.txt -type f -newer "${modules[0]}" -not -path 'src/cli/*' \
+    -print -quit)
   if [[ -z "$newer" ]]; then exit 0; fi
 fi
 for tool in emcmake cmake; do
@@ -32,14 +34,18 @@ for tool in emcmake cmake; do
     exit 1
   fi
 done
-werror=${WASMLM_WERROR:-OFF}
-emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release -DWASMLM_WERROR="$werror" \
+# WASMLM_WERROR=ON|OFF when set (tools/test.sh sets ON); unset keeps what the build directory
+# has (OFF at first), so `npm start` after `npm test` does not recompile everything.
+werror=()
+[[ -n "${WASMLM_WERROR:-}" ]] && werror=(-DWASMLM_WERROR="$WASMLM_WERROR")
+emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release "${werror[@]}" \
   -DCMAKE_CROSSCOMPILING_EMULATOR=node -DCMAKE_C_FLAGS_RELEASE="-O3 -DNDEBUG" >/dev/null
 if ((wasm_only)); then
   cmake --build build/wasm -j"$jobs" --target wasmlm_module wasmlm_module_mt wasmlm_module_scalar
 else
   cmake --build build/wasm -j"$jobs"
-  cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release -DWASMLM_WERROR="$werror" >/dev/null
+  cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release "${werror[@]}" >/dev/null
   cmake --build build/native -j"$jobs"
 fi
+touch "${modules[@]}"   # up to date now, even when nothing needed relinking (--if-needed)
 ls -l "${modules[@]}"
