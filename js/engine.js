@@ -166,13 +166,13 @@ class Engine {
   }
 
   /** Creates a context for the loaded model (wlmjs_context_new); returns the handle. */
-  #newContext(model, { nCtx, kvCache, nSeqMax }) {
+  #newContext(model, { nCtx, kvCache, nSeqMax, kvTypeId }) {
     const x = this.#x;
     const slot = x.wlmjs_malloc(4) >>> 0;
     if (!slot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
     try {
       new DataView(x.memory.buffer).setInt32(slot, 0, true);
-      const rc = x.wlmjs_context_new(model, nCtx, kvCache ? 1 : 0, this.#simd ? 1 : 0, nSeqMax, slot);
+      const rc = x.wlmjs_context_new(model, nCtx, kvCache ? 1 : 0, this.#simd ? 1 : 0, nSeqMax, kvTypeId, slot);
       const ctx = this.#i32(slot) >>> 0;
       const rc2 = rc === 0 && this.#threads ? x.wlm_context_set_threadpool(ctx, this.#threads.pool) : 0;
       if (rc !== 0 || rc2 !== 0) { // (the pool's attention scratch may not fit)
@@ -342,11 +342,11 @@ class Engine {
    * @param {import('./wasmlm.d.ts').LoadOptions} options
    * @returns {Promise<import('./wasmlm.d.ts').ModelInfo>}
    */
-  async load({ model, tokenizer, nCtx, kvCache, nSeqMax, onProgress, signal } = {}) {
+  async load({ model, tokenizer, nCtx, kvCache, nSeqMax, kvType, onProgress, signal } = {}) {
     const x = this.#exports();
     this.#needIdle('load a model');
     if (model == null) throw jsError('WLM_ERR_INVALID_ARG', 'load(): `model` is required');
-    const ctxParams = contextParams({ nCtx, kvCache, nSeqMax });
+    const ctxParams = contextParams({ nCtx, kvCache, nSeqMax, kvType });
     this.#busy = 'load';
     this.#unload();
     let modelPtr = 0; // heap bytes not yet owned by a model
@@ -402,7 +402,8 @@ class Engine {
       this.#info = Object.freeze({
         dim: f(0), hiddenDim: f(1), nLayers: f(2), nHeads: f(3), nKvHeads: f(4), vocabSize: f(5),
         seqLen: f(6), sharedClassifier: f(7) === 1, weightBytes: f(11), nCtx: ctxParams.nCtx || f(6),
-        simd: this.#simd, threads: this.threads, contextBytes: x.wlm_context_memory(ctx) >>> 0,
+        simd: this.#simd, threads: this.threads, kvType: ctxParams.kvType,
+        contextBytes: x.wlm_context_memory(ctx) >>> 0,
         wasmMemoryBytes: x.memory.buffer.byteLength,
         name: this.#metaString(this.#model, 'general.name'),
         architecture: this.#metaString(this.#model, 'general.architecture'),

@@ -234,13 +234,20 @@ export function beamParams(params) {
   return { width, maxTokens, lengthPenalty, addBos };
 }
 
-/** load()'s context options (LoadOptions): {nCtx, kvCache, nSeqMax} as C takes them. */
-export function contextParams({ nCtx = 0, kvCache = true, nSeqMax = 1 }) {
+/** enum wlm_kv_type by name (LoadOptions.kvType). */
+const KV_TYPES = Object.freeze({ f32: 0, f16: 1 });
+
+/** load()'s context options (LoadOptions): {nCtx, kvCache, nSeqMax, kvType} as C takes them. */
+export function contextParams({ nCtx = 0, kvCache = true, nSeqMax = 1, kvType = 'f16' }) {
+  if (!(kvType in KV_TYPES)) {
+    throw jsError('WLM_ERR_INVALID_ARG', `load(): kvType must be 'f16' or 'f32', got ${JSON.stringify(kvType)}`);
+  }
   if (!Number.isInteger(nCtx) || nCtx < 0) {
     throw jsError('WLM_ERR_INVALID_ARG', `load(): nCtx must be an integer >= 0, got ${nCtx}`);
   }
   if (!Number.isInteger(nSeqMax)) {
     throw jsError('WLM_ERR_INVALID_ARG', `load(): nSeqMax must be an integer, got ${nSeqMax}`);
   }
-  return { nCtx, kvCache: !!kvCache, nSeqMax: Math.max(-1, Math.min(nSeqMax, 2 ** 31 - 1)) };
+  return { nCtx, kvCache: !!kvCache, nSeqMax: Math.max(-1, Math.min(nSeqMax, 2 ** 31 - 1)), kvType,
+    kvTypeId: KV_TYPES[kvType] };
 }

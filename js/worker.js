@@ -60,6 +60,7 @@ async function handle(msg) {
         nCtx: msg.nCtx,
         kvCache: msg.kvCache,
         nSeqMax: msg.nSeqMax,
+        kvType: msg.kvType,
         signal,
         onProgress: (progress) => post({ id, type: Reply.PROGRESS, progress }),
       }));

@@ -60,20 +60,7 @@ API wlm_threadpool *wlmjs_threadpool_new(int n, int *status) {
 /* ---- context ---- */
 /* Creates a context; writes the handle to *out (see wlm_context_new). */
 API int wlmjs_context_new(const wlm_model *m, int n_ctx, int kv_cache, int use_simd,
-                          int n_seq_max, wlm_context **out) {
-    wlm_context_params p;
-    wlm_context_params_default(&p);
-    p.n_ctx = n_ctx;
-    p.kv_cache = kv_cache;
-    p.use_simd = use_simd;
-    p.n_seq_max = n_seq_max;
-    return wlm_context_new(m, &p, out);
-}
-
-/* The same with the KV cache's element type: kv_type WLM_KV_F16 (1, wlmjs_context_new's
- * default) or WLM_KV_F32 (0). */
-API int wlmjs_context_new_kv(const wlm_model *m, int n_ctx, int kv_cache, int use_simd,
-                             int n_seq_max, int kv_type, wlm_context **out) {
+                          int n_seq_max, int kv_type, wlm_context **out) {
     wlm_context_params p;
     wlm_context_params_default(&p);
     p.n_ctx = n_ctx;
