@@ -211,7 +211,7 @@ typedef struct plan_entry {
     int32_t wanted;            /* the type asked for, before the fallback for the row length */
 } plan_entry;
 
-/* Fills plan (capacity 3 + 9 * n_layers) in file order; returns the count. Each matrix gets
+/* Fills plan (capacity 4 + 9 * n_layers) in file order; returns the count. Each matrix gets
  * p->type (or its fallback), or with a mix its type by llama.cpp's rules. */
 static size_t make_plan(const wlm_model *m, const wlm_quantize_params *p, plan_entry *plan) {
     size_t n = 0;
@@ -240,6 +240,10 @@ static size_t make_plan(const wlm_model *m, const wlm_quantize_params *p, plan_e
         e->type = e->wanted = WLM_TYPE_F32;                                                 \
     } while (0)
     MAT_KIND(&w->token_embedding, WLM_QUANT_TOKEN_EMBD, "token_embd.weight");
+    if (w->rope_freqs) { /* Llama 3.1+ frequency factors, kept as F32 (llama.cpp's rope_freqs) */
+        NORM(w->rope_freqs, "rope_freqs.weight");
+        plan[n - 1].ne0 = m->hp.n_rot / 2;
+    }
     for (layer = 0; layer < nl; layer++) {
         const wlm_layer_weights *lw = &w->layers[layer];
         const int l = layer;
@@ -398,11 +402,15 @@ static int add_metadata(const wlm_model *m, wlm_gguf_writer *w, const wlm_quanti
     wlm_gguf_add_u32(w, "llama.embedding_length", (uint32_t)hp->dim);
     wlm_gguf_add_u32(w, "llama.block_count", (uint32_t)hp->n_layers);
     wlm_gguf_add_u32(w, "llama.feed_forward_length", (uint32_t)hp->hidden_dim);
-    wlm_gguf_add_u32(w, "llama.rope.dimension_count", (uint32_t)hp->head_size);
+    wlm_gguf_add_u32(w, "llama.rope.dimension_count", (uint32_t)hp->n_rot);
     wlm_gguf_add_u32(w, "llama.attention.head_count", (uint32_t)hp->n_heads);
     wlm_gguf_add_u32(w, "llama.attention.head_count_kv", (uint32_t)hp->n_kv_heads);
     wlm_gguf_add_f32(w, "llama.attention.layer_norm_rms_epsilon", hp->norm_eps);
     wlm_gguf_add_f32(w, "llama.rope.freq_base", hp->rope_theta);
+    if (hp->rope_freq_scale != 1.0f) { /* linear scaling: positions divided by the factor */
+        wlm_gguf_add_str(w, "llama.rope.scaling.type", "linear");
+        wlm_gguf_add_f32(w, "llama.rope.scaling.factor", 1.0f / hp->rope_freq_scale);
+    }
     wlm_gguf_add_u32(w, "llama.vocab_size", (uint32_t)hp->vocab_size);
     if (w->status != WLM_OK) return w->status;
 
@@ -466,7 +474,7 @@ int wlm_quantize_write(const wlm_model *m, wlm_gguf_writer *w, const wlm_quantiz
     int rc = check_params(p, err, errlen);
     if (rc != WLM_OK) return rc;
 
-    const size_t cap_entries = 3 + 9 * (size_t)m->hp.n_layers;
+    const size_t cap_entries = 4 + 9 * (size_t)m->hp.n_layers;
     plan_entry *plan = calloc(cap_entries, sizeof *plan);
     if (!plan) return fail(err, errlen, WLM_ERR_NOMEM, "out of memory for the tensor plan");
     const size_t n = make_plan(m, p, plan);

@@ -12,12 +12,24 @@
 #include "sampling/grammar.h"
 
 /* The tokens that end a generation, as generate.c stops: EOS and BOS. */
-static int32_t eog_tokens(const wlm_model *m, int32_t eog[2]) {
+/* The end-of-generation tokens a complete parse admits: the tokenizer's set (wlm_token_is_eog:
+ * EOS, EOT, <|im_end|>, ...) plus EOS and BOS, at which generation also stops (run.c's rule).
+ * At most 17 ids. */
+#define MAX_EOG 17
+static int32_t eog_tokens(const wlm_model *m, int32_t eog[MAX_EOG]) {
     int32_t n = 0;
-    const int32_t eos = m->has_tokenizer ? m->tok.eos_id : 2;
-    const int32_t bos = m->has_tokenizer ? m->tok.bos_id : 1;
-    if (eos >= 0) eog[n++] = eos;
-    if (bos >= 0 && bos != eos) eog[n++] = bos;
+    if (!m->has_tokenizer) {
+        eog[n++] = 2;
+        eog[n++] = 1;
+        return n;
+    }
+    for (int32_t k = 0; k < m->tok.n_eog && n < MAX_EOG - 2; k++) eog[n++] = m->tok.eog[k];
+    const int32_t more[2] = {m->tok.eos_id, m->tok.bos_id}; /* llama2.c vocabularies list none */
+    for (int i = 0; i < 2; i++) {
+        int have = more[i] < 0;
+        for (int32_t k = 0; k < n; k++) have |= eog[k] == more[i];
+        if (!have) eog[n++] = more[i];
+    }
     return n;
 }
 
@@ -74,7 +86,7 @@ int wlm_grammar_setup(wlm_context *c, const char *text, size_t len, int32_t prev
                                  who);
         }
     }
-    int32_t eog[2];
+    int32_t eog[MAX_EOG];
     rc = wlm_gram_matcher_new(*gram, c->gram_vocab, eog, eog_tokens(m, eog), matcher);
     if (rc != WLM_OK) {
         wlm_gram_free(*gram);
@@ -91,7 +103,7 @@ int wlm_grammar_setup(wlm_context *c, const char *text, size_t len, int32_t prev
 }
 
 int wlm_grammar_is_eog(const wlm_model *m, int32_t t) {
-    int32_t eog[2];
+    int32_t eog[MAX_EOG];
     const int32_t n = eog_tokens(m, eog);
     for (int32_t k = 0; k < n; k++)
         if (eog[k] == t) return 1;
