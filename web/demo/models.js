@@ -1,0 +1,355 @@
+// web/demo/models.js — the model picker and loading: the manifest's published models, a URL or
+// local files, the download progress bar, and the load into a worker engine (the previous model
+// stays loaded until the new one is ready).
+
+import { fmtBytes, fmtMs, fmtBytesPerSec, describeError } from './format.js';
+import { $, app, setState, setStatus, showError, clearError } from './state.js';
+import { renderCacheList } from './cache-list.js';
+import { setStat } from './stats.js';
+
+export const MANIFEST_URL = new URL('../../models/manifest.json', import.meta.url);
+
+export const DEFAULT_MODEL = 'stories260K';
+
+// A 30-byte module that uses SIMD128 (i8x16.popcnt), from wasm-feature-detect: browsers without
+// SIMD get the scalar build instead of a failed instantiation.
+export const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0,
+  10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]);
+
+export const SIMD = typeof WebAssembly === 'object' && WebAssembly.validate(SIMD_PROBE);
+
+/**
+ * Why a load failed, in words a reader can act on, and a short kind for tests and styling.
+ * @returns {{kind: string, text: string}}
+ */
+export function explainLoadError(err) {
+  switch (err?.code) {
+    case 'WLM_ERR_IO':
+      if (err.httpStatus === 404) {
+        return { kind: 'http-404', text: `not found (HTTP 404): ${err.url}. Check the address.` };
+      }
+      if (err.httpStatus) {
+        return { kind: 'http', text: `the server answered HTTP ${err.httpStatus} for ${err.url}.` };
+      }
+      return {
+        kind: 'network',
+        text: `cannot download ${err.url ?? 'the file'}: the network failed, or the server does not let ` +
+          'this page read it (CORS: a server hosting models for other sites must send ' +
+          'Access-Control-Allow-Origin).',
+      };
+    case 'WLM_ERR_CHECKSUM':
+      return {
+        kind: 'checksum',
+        text: typeof err.expected === 'string'
+          ? `checksum mismatch: expected sha256 ${err.expected}, got ${err.actual}. The file is damaged ` +
+            'or was replaced; it was neither loaded nor cached.'
+          : `size mismatch: expected ${err.expected} bytes, got ${err.actual}. It was neither loaded nor cached.`,
+      };
+    case 'WLM_ERR_FORMAT':
+      return {
+        kind: 'format',
+        text: 'this is not a model file wasmlm reads (a GGUF file, or a llama2.c checkpoint with its ' +
+          `tokenizer.bin): ${err.message} (WLM_ERR_FORMAT)`,
+      };
+    case 'WLM_ERR_TRUNCATED':
+      return { kind: 'truncated', text: `the file is incomplete: ${err.message}` };
+    case 'WLM_ERR_UNSUPPORTED':
+      return { kind: 'unsupported', text: `wasmlm does not support this model: ${err.message}` };
+    case 'WLM_ERR_TOKENIZER':
+      return { kind: 'tokenizer', text: `tokenizer problem: ${err.message}` };
+    case 'WLM_ERR_NOMEM':
+      return {
+        kind: 'memory',
+        text: `not enough memory: ${err.message}. A wasm instance has at most 4 GB, often less on phones.`,
+      };
+    default:
+      return { kind: 'other', text: describeError(err) };
+  }
+}
+
+/** Fetches the manifest and fills the model <select>; picks ?model=ID or stories260K. */
+export async function loadManifest() {
+  const res = await fetch(MANIFEST_URL, { cache: 'no-cache' });
+  if (!res.ok) throw new Error(`cannot read ${MANIFEST_URL.pathname}: HTTP ${res.status}`);
+  const { models } = await res.json();
+  if (!Array.isArray(models) || models.length === 0) throw new Error('the model manifest is empty');
+  app.entries = models;
+
+  const select = $('model');
+  select.replaceChildren(...models.map((m) => {
+    const plan = app.sources.planFromEntry(m);
+    const size = m.size ? fmtBytes(m.size + (m.tokenizer?.size ?? 0)) : 'size unknown';
+    const option = new Option(`${m.id} · ${size}${plan.verified ? '' : ' · unverified'}`, m.id);
+    option.title = m.name;
+    return option;
+  }));
+  const wanted = new URLSearchParams(location.search).get('model');
+  select.value = models.some((m) => m.id === wanted) ? wanted : DEFAULT_MODEL;
+  if (!select.value) select.value = models[0].id;
+  showEntryNote();
+}
+
+export function selectedEntry() {
+  return app.entries.find((m) => m.id === $('model').value);
+}
+
+/** Describes the selected manifest entry under the picker: format, size, checksum. */
+export function showEntryNote() {
+  const entry = selectedEntry();
+  if (!entry) return;
+  const plan = app.sources.planFromEntry(entry);
+  const format = entry.format === 'gguf' ? 'GGUF' : 'llama2.c checkpoint + tokenizer';
+  const size = entry.size ? fmtBytes(entry.size + (entry.tokenizer?.size ?? 0)) : 'size unknown';
+  const check = plan.verified ? 'sha256 checked on download'
+    : 'unverified: the manifest has no sha256 for it, so it is loaded unchecked';
+  $('model-note').textContent = `${entry.name}. ${format} · ${size} · ${check}.`;
+  $('model-note').dataset.verified = String(plan.verified);
+}
+
+/**
+ * Aggregates the progress of a load's downloads (one per part) into the bar and the line under
+ * it (bytes, total, rate), redrawn at most once per frame. The status line, a live region, only
+ * changes when the phase or the source does, so a screen reader is not flooded with numbers.
+ */
+export function progressView(label, parts) {
+  const bar = $('load-progress');
+  const detail = $('load-detail');
+  const state = new Map(parts.map((p) => [p.stage, { loaded: 0, total: p.size || 0, from: '' }]));
+  let frame = 0;
+  const t0 = performance.now();
+  let phase = 'download';
+  let headline = '';
+  const draw = () => {
+    frame = 0;
+    let loaded = 0;
+    let total = 0;
+    let unknown = false;
+    for (const s of state.values()) {
+      loaded += s.loaded;
+      total += s.total;
+      if (!s.total) unknown = true;
+    }
+    if (!unknown && total) {
+      bar.max = total;
+      bar.value = Math.min(loaded, total);
+    } else {
+      bar.removeAttribute('value'); // indeterminate
+    }
+    const froms = [...new Set([...state.values()].map((s) => s.from).filter(Boolean))].join(' and ');
+    const line = phase === 'download'
+      ? `Downloading ${label}${froms ? ` from ${froms}` : ''}…`
+      : `Reading ${label} into the engine…`;
+    if (line !== headline) setStatus(headline = line);
+    const secs = (performance.now() - t0) / 1000;
+    const rate = phase === 'download' && secs > 0.05 ? fmtBytesPerSec(loaded / secs) : '';
+    const of = !unknown && total ? ` / ${fmtBytes(total)}` : '';
+    detail.textContent = `${fmtBytes(loaded)}${of}${rate ? ` · ${rate}` : ''}`;
+  };
+  const schedule = () => { if (!frame) frame = requestAnimationFrame(draw); };
+  return {
+    /** Download progress of one part ({loaded, total, bytesPerSec, from}). */
+    download(stage, p) {
+      Object.assign(state.get(stage), p);
+      schedule();
+    },
+    /** The engine copying the bytes into wasm memory (engine.load's onProgress). */
+    engine({ stage, loaded, total }) {
+      if (phase !== 'engine') {
+        phase = 'engine';
+        for (const s of state.values()) s.loaded = 0;
+      }
+      const s = state.get(stage);
+      if (s) { s.loaded = loaded; if (total) s.total = total; }
+      schedule();
+    },
+    /** Stops drawing and clears the numbers (the status line then says how the load ended). */
+    stop() {
+      if (frame) cancelAnimationFrame(frame);
+      frame = 0;
+      detail.textContent = '';
+    },
+  };
+}
+
+/**
+ * Shows the loaded model in the picker: its manifest entry, or (a URL or local files) an extra
+ * option naming it, so the picker never names a model that is not the one loaded.
+ */
+export function syncPicker() {
+  const select = $('model');
+  const loaded = app.loaded;
+  let other = $('model-other');
+  if (!loaded) return;
+  if (loaded.entryId) {
+    other?.remove();
+    select.value = loaded.entryId;
+  } else {
+    if (!other) {
+      other = new Option('', '');
+      other.id = 'model-other';
+      select.append(other);
+    }
+    other.textContent = `${loaded.label} · ${loaded.local ? 'local file' : 'from a URL'}`;
+    select.value = '';
+  }
+  showEntryNote();
+  const url = new URL(location.href);
+  if ((url.searchParams.get('model') ?? null) !== loaded.entryId) {
+    if (loaded.entryId) url.searchParams.set('model', loaded.entryId);
+    else url.searchParams.delete('model');
+    history.replaceState(null, '', url);
+  }
+}
+
+/**
+ * Loads a plan into a fresh worker engine; a newer call supersedes an older one. The model
+ * loaded before stays loaded until the new one is ready: if the load fails, it is still the one
+ * Generate uses, and the picker and the status line say so.
+ */
+export async function loadModel(plan) {
+  const seq = ++app.loadSeq;
+  app.loadController?.abort();
+  const controller = new AbortController();
+  app.loadController = controller;
+
+  setState('loading');
+  clearError();
+  const status = $('load-status');
+  delete status.dataset.error;
+  delete status.dataset.cache;
+  setStatus(`Loading ${plan.label}…`);
+  setStat('load', '…');
+  const bar = $('load-progress');
+  bar.max = 1;
+  bar.value = 0;
+  const view = progressView(plan.label, plan.parts);
+  const t0 = performance.now();
+
+  // The worker starts while the files download. Unless this load adopts it, it is freed.
+  const enginePromise = app.createWorkerEngine({ simd: SIMD });
+  enginePromise.catch(() => {}); // awaited below; a failed download must not leave it unhandled
+  let adopted = false;
+  try {
+    const fetched = await Promise.all(plan.parts.map((part) => app.sources.fetchPart(part, {
+      signal: controller.signal,
+      onProgress: (p) => { if (seq === app.loadSeq) view.download(part.stage, p); },
+    }).catch((err) => { controller.abort(); throw err; })));
+    const engine = await enginePromise;
+    if (seq !== app.loadSeq) return;
+
+    const [model, tokenizer] = fetched;
+    const info = await engine.load({
+      model: model.blob,
+      tokenizer: tokenizer?.blob,
+      signal: controller.signal,
+      onProgress: (p) => { if (seq === app.loadSeq) view.engine(p); },
+    });
+    if (seq !== app.loadSeq) return;
+    view.stop();
+
+    // Only files the engine accepted are kept.
+    const saved = await Promise.all(fetched.filter((f) => f.save).map((f) => f.save()));
+    if (seq !== app.loadSeq) return;
+
+    // The new model replaces the old one only now.
+    const old = app.engine;
+    app.engine = engine;
+    app.info = info;
+    adopted = true;
+    old?.free().catch(() => {});
+    app.lastParams = null; // the chart's last token belonged to the old model
+
+    const ms = performance.now() - t0;
+    bar.max = 1;
+    bar.value = 1;
+    setStat('load', fmtMs(ms));
+    setStat('memory', fmtBytes(info.wasmMemoryBytes));
+    // helper threads need a cross-origin isolated page (COOP + COEP headers, as `npm start` sends)
+    setStat('threads', info.threads > 1 || self.crossOriginIsolated ? String(info.threads)
+      : '1 (the page is not cross-origin isolated)');
+    const bytes = fetched.reduce((n, f) => n + f.blob.size, 0);
+    const from = [...new Set(fetched.map((f) => f.from))].join(' and ');
+    let text = `${plan.label} ready · ${fmtBytes(bytes)} from ${from} in ${fmtMs(ms)}`;
+    let cacheState;
+    if (plan.local) {
+      cacheState = 'local';
+    } else if (fetched.every((f) => f.fromCache)) {
+      cacheState = 'hit';
+      text += ' (no download)';
+    } else {
+      const failed = saved.find((r) => !r.stored);
+      cacheState = failed ? failed.reason : 'stored';
+      if (failed?.reason === 'quota') {
+        text += ' · not cached: this site\'s storage quota is full, so it will be downloaded again next time';
+      } else if (failed?.reason === 'unavailable') {
+        text += ' · not cached: Cache Storage needs https or localhost';
+      } else if (failed) {
+        text += ` · not cached: ${describeError(failed.error)}`;
+      } else {
+        text += ' · cached for next time';
+      }
+    }
+    if (!plan.verified) text += ' · unverified (no checksum)';
+    status.dataset.cache = cacheState;
+    setStatus(text);
+    app.loaded = { label: plan.label, entryId: plan.entryId ?? null, local: Boolean(plan.local), status: text,
+      loadTime: fmtMs(ms) };
+    syncPicker();
+    $('model-info').textContent = [
+      `dim ${info.dim}`, `${info.nLayers} layers`,
+      `${info.nHeads} heads${info.nKvHeads !== info.nHeads ? ` (${info.nKvHeads} KV)` : ''}`,
+      `vocab ${info.vocabSize}`, `context ${info.nCtx}`,
+      info.simd ? 'SIMD128' : 'scalar',
+      `${info.threads} thread${info.threads > 1 ? 's' : ''}`,
+    ].join(' · ');
+    setStat('context', `0 / ${info.nCtx}`);
+    setState('ready');
+    renderCacheList();
+  } catch (err) {
+    view.stop();
+    if (seq !== app.loadSeq) return;
+    if (err?.name === 'AbortError') return;
+    bar.max = 1;
+    bar.value = app.loaded ? 1 : 0;
+    const { kind, text } = explainLoadError(err);
+    // The previous model, if any, is still loaded: the picker and the statistics describe it.
+    setStat('load', app.loaded?.loadTime ?? '—');
+    syncPicker();
+    const kept = app.loaded ? ` ${app.loaded.label} is still loaded: Generate uses it.` : '';
+    showError(`Could not load ${plan.label}: ${text}${kept}`, kind);
+  } finally {
+    if (!adopted) enginePromise.then((e) => e.free(), () => {}).catch(() => {});
+  }
+}
+
+/**
+ * Takes files from the picker or a drop: a GGUF (or an unrecognised file, for the engine to
+ * judge) loads at once; a llama2.c checkpoint waits for its tokenizer and the other way round.
+ */
+export async function takeLocalFiles(fileList) {
+  const files = [...fileList];
+  if (files.length === 0) return;
+  const pending = app.localPending;
+  for (const file of files) {
+    const kind = await app.sources.classifyFile(file);
+    // An unrecognised file next to a checkpoint is taken as its tokenizer; the engine judges.
+    const asTokenizer = kind === 'tokenizer' ||
+      (kind === 'unknown' && pending.kind === 'checkpoint' && !pending.tokenizer);
+    if (asTokenizer) pending.tokenizer = file;
+    else {
+      pending.model = file;
+      pending.kind = kind;
+    }
+  }
+  const note = $('local-pending');
+  const { model, tokenizer, kind } = pending;
+  if (model && (kind !== 'checkpoint' || tokenizer)) {
+    app.localPending = { model: null, tokenizer: null, kind: null };
+    note.textContent = '';
+    await loadModel(app.sources.planFromFiles(model, kind === 'checkpoint' ? tokenizer : null));
+  } else if (model) {
+    note.textContent = `${model.name} (${fmtBytes(model.size)}) is a llama2.c checkpoint: now choose or drop its tokenizer.bin.`;
+  } else if (tokenizer) {
+    note.textContent = `${tokenizer.name} looks like a tokenizer: now choose or drop the llama2.c checkpoint that goes with it.`;
+  }
+}
