@@ -991,7 +991,8 @@ static void test_vocab_only(const unsigned char *gguf, size_t gguf_size) {
         wlm_model_free(m);
         free(p);
     }
-    /* every vocab file: SentencePiece ("llama") vocabularies load, the others are refused */
+    /* every vocab file: SentencePiece ("llama") and byte-level BPE ("gpt2") vocabularies load,
+     * the others (WordPiece "bert") are refused */
     for (size_t i = 0; i < sizeof VOCAB_FILES / sizeof VOCAB_FILES[0]; i++) {
         char rel[128];
         snprintf(rel, sizeof rel, "models/vocab/%s", VOCAB_FILES[i]);
@@ -999,10 +1000,10 @@ static void test_vocab_only(const unsigned char *gguf, size_t gguf_size) {
         if (!p) continue;
         wlm_gguf g;
         wlm_gguf_str kind = {"", 0};
-        int is_spm = 0;
+        int is_spm = 0; /* a supported tokenizer model */
         if (wlm_gguf_parse(&g, p, size, NULL, 0) == WLM_OK) {
             is_spm = wlm_gguf_get_str(&g, "tokenizer.ggml.model", &kind, NULL, 0) == WLM_OK &&
-                     wlm_gguf_str_eq(kind, "llama");
+                     (wlm_gguf_str_eq(kind, "llama") || wlm_gguf_str_eq(kind, "gpt2"));
             wlm_gguf_free(&g);
         }
         m = NULL;
