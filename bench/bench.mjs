@@ -13,6 +13,7 @@
 //   node bench/bench.mjs --quick    # 1 run, short lengths: a smoke test (~30 s)
 //   node bench/bench.mjs --json     # only the JSON on stdout (progress goes to stderr)
 //   options: --only load,simd,kv,memory,quant,batch,threads,depth   --runs N   --threads N
+//            --kv f16|f32 (the KV cache type; section 8 shows both side by side without it)
 //            --models stories260K,stories15M,stories42M,...
 //            sections 5 and 7: --big (adds TinyLlama-1.1B, quantized types)  --shapes a,b  --types F32,Q8_0
 //            section 8: --shapes / --types too (default stories110M × F32, Q8_0)
@@ -164,10 +165,10 @@ function requireMethod(engine, name) {
   }
 }
 
-async function openModel(m, { simd = true, nCtx = 0, kvCache = true, threads = 1 } = {}) {
+async function openModel(m, { simd = true, nCtx = 0, kvCache = true, threads = 1, kvType = undefined } = {}) {
   const engine = await createEngine({ simd, threads: simd ? threads : 1 });
   const t0 = now();
-  const info = await engine.load({ model: m.model, tokenizer: m.tokenizer, nCtx, kvCache });
+  const info = await engine.load({ model: m.model, tokenizer: m.tokenizer, nCtx, kvCache, kvType });
   const loadMs = now() - t0;
   return { engine, info, loadMs };
 }
@@ -585,14 +586,17 @@ async function benchThreads(cfg, opts, threads) {
 async function benchDepth(cfg, opts) {
   const rows = [];
   const jobs = quantPlan({ big: false, shapes: opts.shapes ?? ['stories110M'], types: opts.types ?? ['F32', 'Q8_0'] });
-  for (const j of jobs) {
+  // Both KV cache types side by side unless --kv names one: F16 halves the cache, and its
+  // attention widens every value to f32 (wasm has no f16 arithmetic).
+  const kvTypes = opts.kv ? [opts.kv] : ['f32', 'f16'];
+  for (const j of jobs) for (const kvType of kvTypes) {
     const meta = await ensureGguf(j.shape, j.type, { log });
-    const m = { key: `${j.shape} ${j.type}`, model: meta.path, tokenizer: undefined, synthetic: true };
+    const m = { key: `${j.shape} ${j.type} kv ${kvType}`, model: meta.path, tokenizer: undefined, synthetic: true };
     const runs = opts.runs ?? cfg.quantRuns;
     const perRun = [];
     let positions = null;
     for (let run = 0; run < runs; run++) {
-      const { engine, info } = await openModel(m, { threads: cfg.threads });
+      const { engine, info } = await openModel(m, { threads: cfg.threads, kvType });
       positions = cfg.depthPositions.filter((p) => p + cfg.depthSteps <= info.nCtx);
       await warmUp(engine, cfg.quantWarmupTokens);
       await engine.reset();
@@ -611,7 +615,7 @@ async function benchDepth(cfg, opts) {
     const stepMs = positions.map((_, i) => stat(perRun.map((r) => r[i])));
     const first = stepMs[0].median, last = stepMs.at(-1).median;
     rows.push({
-      kind: 'depth', shape: j.shape, type: j.type, threads: cfg.threads ?? 1, runs, positions, stepMs,
+      kind: 'depth', shape: j.shape, type: j.type, kvType, threads: cfg.threads ?? 1, runs, positions, stepMs,
       usPerPosition: positions.length > 1 ? ((last - first) * 1000) / (positions.at(-1) - positions[0]) : null,
     });
   }
@@ -763,9 +767,9 @@ function render(report) {
     const pos = depth[0].positions;
     out.push('', `8. Decode at depth: one decode step (single-token eval) at each position, ms (median of ` +
       `${cfg.depthSteps} steps, then of the runs); the slope is the cost of one attended position`);
-    out.push(table(depth.map((r) => [r.shape, r.type, r.runs, ...r.stepMs.map((x) => f2(x.median)),
+    out.push(table(depth.map((r) => [r.shape, r.type, r.kvType, r.runs, ...r.stepMs.map((x) => f2(x.median)),
       r.usPerPosition == null ? '–' : f1(r.usPerPosition)]),
-    ['shape', 'type', 'runs', ...pos.map((p) => `ms at ${p}`), 'us per position']));
+    ['shape', 'type', 'KV cache', 'runs', ...pos.map((p) => `ms at ${p}`), 'us per position']));
   }
   if (report.missing.length) out.push('', `Not measured: ${report.missing.join('; ')}`);
   return out.join('\n');
@@ -788,6 +792,7 @@ function parseArgs(argv) {
     else if (a === '--memory-probe') o.probe = argv[++i];
     else if (a === '--big') o.big = true;
     else if (a === '--threads') o.threads = Number(argv[++i]);
+    else if (a === '--kv') o.kv = argv[++i];
     else if (a === '--shapes') o.shapes = argv[++i].split(',');
     else if (a === '--types') o.types = argv[++i].split(',').map((t) => t.toUpperCase());
     else if (a === '-h' || a === '--help') o.help = true;
@@ -798,6 +803,7 @@ function parseArgs(argv) {
   for (const t of o.types ?? []) if (!QUANT_TYPES.includes(t)) throw new UsageError(`--types: unknown type ${t}`);
   if (o.runs != null && !(Number.isInteger(o.runs) && o.runs >= 1)) throw new UsageError('--runs must be a positive integer');
   if (!(Number.isInteger(o.threads) && o.threads >= 1 && o.threads <= 16)) throw new UsageError('--threads must be an integer 1..16');
+  if (o.kv !== undefined && o.kv !== 'f16' && o.kv !== 'f32') throw new UsageError('--kv must be f16 or f32');
   return o;
 }
 
@@ -816,7 +822,8 @@ async function main() {
       '                          [--threads N]   (sections 1-6 and 8 on N threads, default 1; section 7 compares 1 with N, default min(4, cores))\n' +
       `                          [--models ${DEFAULT_MODELS.join(',')}]   (also: stories42M, stories110M, synthetic)\n` +
       `                          quantized section: [--big] [--shapes ${[...QUANT_SHAPES, BIG_SHAPE].join(',')}] [--types ${QUANT_TYPES.join(',')}]\n` +
-      '                          section 8 (depth): [--shapes] [--types], default stories110M × F32,Q8_0');
+      '                          section 8 (depth): [--shapes] [--types], default stories110M × F32,Q8_0\n' +
+      '                          [--kv f16|f32]   (KV cache type; default f16, section 8 shows both)');
     return;
   }
   const cfg = { ...(opts.quick ? QUICK : FULL), threads: opts.threads };
