@@ -33,7 +33,7 @@
 import { describeError } from './demo/format.js';
 import { $, app, setState, showError } from './demo/state.js';
 import { SLIDERS, syncSliderOutputs, applyPreset, syncStopError } from './demo/controls.js';
-import { loadManifest, selectedEntry, showEntryNote, loadModel, takeLocalFiles } from './demo/models.js';
+import { SIMD, fetchManifest, loadManifest, selectedEntry, showEntryNote, loadModel, takeLocalFiles } from './demo/models.js';
 import { renderCacheList, removeCached } from './demo/cache-list.js';
 import { schedulePreview } from './demo/chart.js';
 import { showTokenDetail, activateToken, onOutputKey } from './demo/output.js';
@@ -161,21 +161,36 @@ function wireControls() {
 async function main() {
   wireControls();
   setState('loading');
+  // The first load's steps overlap rather than follow one another: the model list (requested
+  // by index.html's inline script while the modules download), the library (its worker starts
+  // and its wasm build is fetched and compiled as soon as it is imported: the engine promise),
+  // and the model files (their Cache Storage lookup and download need only ./sources.js).
+  const manifest = window.wasmlmManifest ?? fetchManifest();
+  manifest.catch(() => {}); // awaited below
+  const engine = import('../js/wasmlm.js').then((lib) => {
+    lib.preload({ simd: SIMD }).catch(() => {}); // a failure shows when the engine starts
+    app.createWorkerEngine = lib.createWorkerEngine;
+    return lib.createWorkerEngine({ simd: SIMD });
+  }, (err) => {
+    throw new Error(`could not load the wasmlm library (js/wasmlm.js): ${describeError(err)}`, { cause: err });
+  });
+  engine.catch(() => {}); // awaited by loadModel
   try {
-    ({ createWorkerEngine: app.createWorkerEngine } = await import('../js/wasmlm.js'));
     app.sources = await import('./sources.js');
+    app.sources.warmCache();
   } catch (err) {
-    showError(`Could not load the wasmlm library (js/wasmlm.js): ${describeError(err)}`);
+    showError(`Could not load the wasmlm library (web/sources.js): ${describeError(err)}`);
     return;
   }
   try {
-    await loadManifest();
+    await loadManifest(manifest);
   } catch (err) {
+    engine.then((e) => e.free(), () => {});
     showError(`Could not read the model list: ${describeError(err)}`);
     return;
   }
+  await loadModel(app.sources.planFromEntry(selectedEntry()), { engine });
   renderCacheList();
-  await loadModel(app.sources.planFromEntry(selectedEntry()));
 }
 
 main();

@@ -1,0 +1,2 @@
+// web/demo/chat.js — chat mode (in progress).
+export {};
