@@ -29,6 +29,7 @@
 //   output.js      the output text: token spans, colours, the token inspector
 //   chart.js       the probability chart and its preview after a slider moves
 //   stats.js       the statistics panel
+//   chat.js        chat mode: the conversation, system prompt, Send, Regenerate, Clear
 
 import { describeError } from './demo/format.js';
 import { $, app, setState, showError } from './demo/state.js';
@@ -38,6 +39,10 @@ import { renderCacheList, removeCached } from './demo/cache-list.js';
 import { schedulePreview } from './demo/chart.js';
 import { showTokenDetail, activateToken, onOutputKey } from './demo/output.js';
 import { generate, stop } from './demo/generate.js';
+import { currentMode, setMode, sendChat, regenerate, clearChat } from './demo/chat.js';
+
+/** Ctrl+Enter and Enter in the seed and stop fields: a completion, or in chat mode Send. */
+const run = () => (currentMode() === 'chat' ? sendChat() : generate());
 
 // ------------------------------------------------------------------------------------------------
 // Wiring
@@ -70,15 +75,35 @@ function wireControls() {
     $(id).addEventListener('keydown', (event) => {
       if (event.key === 'Enter' && !event.ctrlKey && !event.metaKey && !event.isComposing) {
         event.preventDefault();
-        generate();
+        run();
       }
     });
   }
   $('stop').addEventListener('click', stop);
+
+  // Chat mode.
+  for (const radio of document.querySelectorAll('input[name="mode"]')) {
+    radio.addEventListener('change', () => { if (radio.checked) setMode(radio.value); });
+  }
+  $('chat-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    sendChat();
+  });
+  $('chat-input').addEventListener('keydown', (event) => {
+    // Enter sends, Shift+Enter is a new line (Ctrl+Enter sends too, below).
+    if (event.key === 'Enter' && !event.shiftKey && !event.ctrlKey && !event.metaKey && !event.isComposing) {
+      event.preventDefault();
+      sendChat();
+    }
+  });
+  $('chat-stop').addEventListener('click', stop);
+  $('chat-regenerate').addEventListener('click', regenerate);
+  $('chat-clear').addEventListener('click', clearChat);
+
   document.addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
-      generate();
+      run();
     } else if (event.key === 'Escape' && app.genController) {
       event.preventDefault();
       stop();

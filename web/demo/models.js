@@ -6,6 +6,7 @@ import { fmtBytes, fmtMs, fmtBytesPerSec, describeError } from './format.js';
 import { $, app, setState, setStatus, showError, clearError } from './state.js';
 import { renderCacheList } from './cache-list.js';
 import { setStat } from './stats.js';
+import { syncMode } from './chat.js';
 
 export const MANIFEST_URL = new URL('../../models/manifest.json', import.meta.url);
 
@@ -300,6 +301,7 @@ export async function loadModel(plan, { engine: started = null } = {}) {
       `${info.threads} thread${info.threads > 1 ? 's' : ''}`,
     ].join(' · ');
     setStat('context', `0 / ${info.nCtx}`);
+    syncMode();
     setState('ready');
     if (cacheState === 'saving') {
       const saved = await Promise.all(toSave.map((f) => f.save()));
