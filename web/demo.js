@@ -15,6 +15,7 @@
 // previews drawn after slider moves, data-preview-attempts the debounced previews that ran to
 // their end, drawn or not); #token-alternatives lists a hovered token's candidates;
 // a beam search fills #output with <li class="beam" data-score data-logprob>, best first.
+// body[data-mode] is 'completion' or 'chat' (web/demo/chat.js describes what chat mode exposes).
 //
 // The library (js/wasmlm.js, js/cache.js through ./sources.js) is imported dynamically, so a
 // page that cannot load it still says why.

@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { vocabGguf } from '../../tools/vocab_gguf.mjs';
 import { launch, startTestServer, loadOutcome, loadAfter, setValue, recordTokenMessages, waitForState,
-  STEP_TIMEOUT } from './_helpers.mjs';
+  screenshot, STEP_TIMEOUT } from './_helpers.mjs';
 
 let server;
 let browser;
@@ -97,6 +97,7 @@ test('chat: streamed replies, the second turn reuses the KV cache, Stop, Regener
   const cached = Number(await page.locator('#stat-cached').getAttribute('data-n'));
   assert.ok(cached > 0, `second turn reused ${cached} cached tokens`);
   assert.match(await page.locator('#stat-cached').textContent(), /^reused \d+ cached tokens? of \d+$/);
+  await screenshot(page, 'chat');
 
   // Regenerate: the last assistant turn is replaced.
   await page.locator('#chat-regenerate').click();
