@@ -12,6 +12,9 @@ export const MANIFEST_URL = new URL('../../models/manifest.json', import.meta.ur
 
 export const DEFAULT_MODEL = 'stories260K';
 
+/** How long after a model is ready its downloaded files are stored in Cache Storage (ms). */
+export const SAVE_DELAY_MS = 1000;
+
 // A 30-byte module that uses SIMD128 (i8x16.popcnt), from wasm-feature-detect: browsers without
 // SIMD get the scalar build instead of a failed instantiation.
 export const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0,
@@ -304,6 +307,9 @@ export async function loadModel(plan, { engine: started = null } = {}) {
     syncMode();
     setState('ready');
     if (cacheState === 'saving') {
+      // Writing to Cache Storage competes with a first generation started at once: it waits a
+      // moment (SAVE_DELAY_MS).
+      await new Promise((resolve) => setTimeout(resolve, SAVE_DELAY_MS));
       const saved = await Promise.all(toSave.map((f) => f.save()));
       if (seq === app.loadSeq) showSaved(saved);
     }
