@@ -123,10 +123,14 @@ export function clearChat() {
   $('chat-input').focus();
 }
 
-/** Whether a turn may start now. */
+/** Whether a turn may start now (invalid stop strings: no, and the field gets the focus). */
 function canRun() {
-  return Boolean(app.engine && chatAvailable()) && !['generating', 'loading'].includes(document.body.dataset.state) &&
-    !syncStopError();
+  if (!app.engine || !chatAvailable() || ['generating', 'loading'].includes(document.body.dataset.state)) return false;
+  if (syncStopError()) {
+    $('stop-strings').focus();
+    return false;
+  }
+  return true;
 }
 
 /** Whether the conversation ends with an assistant turn (for Regenerate). */
