@@ -15,6 +15,7 @@
 // previews drawn after slider moves, data-preview-attempts the debounced previews that ran to
 // their end, drawn or not); #token-alternatives lists a hovered token's candidates;
 // a beam search fills #output with <li class="beam" data-score data-logprob>, best first.
+// body[data-mode] is 'completion' or 'chat' (web/demo/chat.js describes what chat mode exposes).
 //
 // The library (js/wasmlm.js, js/cache.js through ./sources.js) is imported dynamically, so a
 // page that cannot load it still says why.
@@ -29,15 +30,20 @@
 //   output.js      the output text: token spans, colours, the token inspector
 //   chart.js       the probability chart and its preview after a slider moves
 //   stats.js       the statistics panel
+//   chat.js        chat mode: the conversation, system prompt, Send, Regenerate, Clear
 
 import { describeError } from './demo/format.js';
 import { $, app, setState, showError } from './demo/state.js';
 import { SLIDERS, syncSliderOutputs, applyPreset, syncStopError } from './demo/controls.js';
-import { loadManifest, selectedEntry, showEntryNote, loadModel, takeLocalFiles } from './demo/models.js';
+import { SIMD, fetchManifest, loadManifest, selectedEntry, showEntryNote, loadModel, takeLocalFiles } from './demo/models.js';
 import { renderCacheList, removeCached } from './demo/cache-list.js';
 import { schedulePreview } from './demo/chart.js';
 import { showTokenDetail, activateToken, onOutputKey } from './demo/output.js';
 import { generate, stop } from './demo/generate.js';
+import { currentMode, setMode, sendChat, regenerate, clearChat } from './demo/chat.js';
+
+/** Ctrl+Enter and Enter in the seed and stop fields: a completion, or in chat mode Send. */
+const run = () => (currentMode() === 'chat' ? sendChat() : generate());
 
 // ------------------------------------------------------------------------------------------------
 // Wiring
@@ -70,15 +76,35 @@ function wireControls() {
     $(id).addEventListener('keydown', (event) => {
       if (event.key === 'Enter' && !event.ctrlKey && !event.metaKey && !event.isComposing) {
         event.preventDefault();
-        generate();
+        run();
       }
     });
   }
   $('stop').addEventListener('click', stop);
+
+  // Chat mode.
+  for (const radio of document.querySelectorAll('input[name="mode"]')) {
+    radio.addEventListener('change', () => { if (radio.checked) setMode(radio.value); });
+  }
+  $('chat-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    sendChat();
+  });
+  $('chat-input').addEventListener('keydown', (event) => {
+    // Enter sends, Shift+Enter is a new line (Ctrl+Enter sends too, below).
+    if (event.key === 'Enter' && !event.shiftKey && !event.ctrlKey && !event.metaKey && !event.isComposing) {
+      event.preventDefault();
+      sendChat();
+    }
+  });
+  $('chat-stop').addEventListener('click', stop);
+  $('chat-regenerate').addEventListener('click', regenerate);
+  $('chat-clear').addEventListener('click', clearChat);
+
   document.addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) {
       event.preventDefault();
-      generate();
+      run();
     } else if (event.key === 'Escape' && app.genController) {
       event.preventDefault();
       stop();
@@ -161,21 +187,36 @@ function wireControls() {
 async function main() {
   wireControls();
   setState('loading');
+  // The first load's steps overlap rather than follow one another: the model list (requested
+  // by index.html's inline script while the modules download), the library (its worker starts
+  // and its wasm build is fetched and compiled as soon as it is imported: the engine promise),
+  // and the model files (their Cache Storage lookup and download need only ./sources.js).
+  const manifest = window.wasmlmManifest ?? fetchManifest();
+  manifest.catch(() => {}); // awaited below
+  const engine = import('../js/wasmlm.js').then((lib) => {
+    lib.preload({ simd: SIMD }).catch(() => {}); // a failure shows when the engine starts
+    app.createWorkerEngine = lib.createWorkerEngine;
+    return lib.createWorkerEngine({ simd: SIMD });
+  }, (err) => {
+    throw new Error(`could not load the wasmlm library (js/wasmlm.js): ${describeError(err)}`, { cause: err });
+  });
+  engine.catch(() => {}); // awaited by loadModel
   try {
-    ({ createWorkerEngine: app.createWorkerEngine } = await import('../js/wasmlm.js'));
     app.sources = await import('./sources.js');
+    app.sources.warmCache();
   } catch (err) {
-    showError(`Could not load the wasmlm library (js/wasmlm.js): ${describeError(err)}`);
+    showError(`Could not load the wasmlm library (web/sources.js): ${describeError(err)}`);
     return;
   }
   try {
-    await loadManifest();
+    await loadManifest(manifest);
   } catch (err) {
+    engine.then((e) => e.free(), () => {});
     showError(`Could not read the model list: ${describeError(err)}`);
     return;
   }
+  await loadModel(app.sources.planFromEntry(selectedEntry()), { engine });
   renderCacheList();
-  await loadModel(app.sources.planFromEntry(selectedEntry()));
 }
 
 main();

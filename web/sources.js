@@ -13,6 +13,15 @@ import { ModelCache, download, fileName } from '../js/cache.js';
 /** The demo's model cache (js/cache.js's default bucket, 'wasmlm-models-v1'). */
 export const cache = new ModelCache();
 
+/**
+ * Opens the cache's Cache Storage bucket without waiting: the first open of a browser profile's
+ * Cache Storage takes tens of milliseconds, which then overlap with other work (the page calls it
+ * while the model list downloads). Never throws.
+ */
+export function warmCache() {
+  if (cache.available) globalThis.caches.open(cache.name).catch(() => {});
+}
+
 /** Where this page's server keeps model files (tools/serve.mjs maps it; see models/README.md). */
 function localCopy(file) {
   return new URL(`../models/files/${encodeURIComponent(file)}`, import.meta.url).href;
@@ -91,8 +100,11 @@ export async function fetchPart(part, { onProgress, signal }) {
     onProgress?.({ loaded: part.file.size, total: part.file.size, bytesPerSec: 0, from: 'a local file' });
     return { blob: part.file, from: 'a local file', fromCache: false };
   }
-  for (const url of part.candidates) {
-    const hit = await cache.match(url, { sha256: part.sha256 });
+  // The candidates are looked up together (the first found, in order, is taken).
+  const hits = await Promise.all(part.candidates.map((url) => cache.match(url, { sha256: part.sha256 })));
+  for (let i = 0; i < hits.length; i++) {
+    const hit = hits[i];
+    const url = part.candidates[i];
     if (hit) {
       onProgress?.({ loaded: hit.size, total: hit.size, bytesPerSec: 0, from: 'the browser cache' });
       return { blob: hit, url, from: 'the browser cache', fromCache: true };

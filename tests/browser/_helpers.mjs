@@ -153,6 +153,9 @@ export async function waitForState(page, ...states) {
 /** Waits for a load to end ('ready' or 'error') and returns the state and the status line. */
 export async function loadOutcome(page) {
   const state = await waitForState(page, 'ready', 'error');
+  // A model is ready before its downloaded files are stored in Cache Storage: wait for that too.
+  await page.waitForFunction(() => document.getElementById('load-status').dataset.cache !== 'saving',
+    null, { polling: 'raf' });
   const status = page.locator('#load-status');
   return {
     state,

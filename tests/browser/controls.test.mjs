@@ -180,12 +180,12 @@ test('keyboard only: tab order with visible focus, a model by arrow keys, genera
   for (let i = 0; i < 3; i++) await page.keyboard.press('Shift+Tab');
 
   const order = [];
-  for (let i = 0; i < 17; i++) {
+  for (let i = 0; i < 18; i++) {
     order.push(await describe());
     await page.keyboard.press('Tab');
   }
   assert.deepEqual(order.map((o) => o.name), [
-    'skip-link', 'model', 'sources-link', 'prompt', 'generate', 'preset precise', 'preset balanced',
+    'skip-link', 'model', 'sources-link', 'prompt', 'generate', 'mode-completion', 'preset precise', 'preset balanced',
     'preset creative', 'temperature', 'top-k', 'top-p', 'repeat-penalty', 'max-tokens', 'seed', 'stop-strings',
     'min-p', 'typical-p',
   ]);
@@ -193,7 +193,7 @@ test('keyboard only: tab order with visible focus, a model by arrow keys, genera
   assert.deepEqual(noRing, [], 'every focused control shows a focus ring');
 
   // A model chosen with the arrow keys: the next one in the list is the GGUF.
-  for (let i = 0; i < 16; i++) await page.keyboard.press('Shift+Tab');
+  for (let i = 0; i < 17; i++) await page.keyboard.press('Shift+Tab');
   assert.equal((await describe()).name, 'model');
   const out = await loadAfter(page, () => page.keyboard.press('ArrowDown'));
   assert.equal(out.state, 'ready', out.text);
@@ -204,7 +204,7 @@ test('keyboard only: tab order with visible focus, a model by arrow keys, genera
   assert.equal((await describe()).name, 'prompt');
   await page.keyboard.press('Control+A');
   await page.keyboard.type('Once upon a time');
-  for (let i = 0; i < 5; i++) await page.keyboard.press('Tab');
+  for (let i = 0; i < 6; i++) await page.keyboard.press('Tab'); // Generate, the mode, the presets
   assert.equal((await describe()).name, 'temperature');
   await page.keyboard.press('Home');
   await page.keyboard.press('Tab');

@@ -6,10 +6,14 @@ import { fmtBytes, fmtMs, fmtBytesPerSec, describeError } from './format.js';
 import { $, app, setState, setStatus, showError, clearError } from './state.js';
 import { renderCacheList } from './cache-list.js';
 import { setStat } from './stats.js';
+import { syncMode } from './chat.js';
 
 export const MANIFEST_URL = new URL('../../models/manifest.json', import.meta.url);
 
 export const DEFAULT_MODEL = 'stories260K';
+
+/** How long after a model is ready its downloaded files are stored in Cache Storage (ms). */
+export const SAVE_DELAY_MS = 1000;
 
 // A 30-byte module that uses SIMD128 (i8x16.popcnt), from wasm-feature-detect: browsers without
 // SIMD get the scalar build instead of a failed instantiation.
@@ -67,11 +71,21 @@ export function explainLoadError(err) {
   }
 }
 
-/** Fetches the manifest and fills the model <select>; picks ?model=ID or stories260K. */
-export async function loadManifest() {
+/** Fetches the manifest: its list of models. */
+export async function fetchManifest() {
+  // The same request as index.html's inline script makes.
   const res = await fetch(MANIFEST_URL, { cache: 'no-cache' });
   if (!res.ok) throw new Error(`cannot read ${MANIFEST_URL.pathname}: HTTP ${res.status}`);
   const { models } = await res.json();
+  return models;
+}
+
+/**
+ * Fills the model <select> from the manifest's models (a promise from fetchManifest(), fetched
+ * now when not given); picks ?model=ID or stories260K.
+ */
+export async function loadManifest(manifest = fetchManifest()) {
+  const models = await manifest;
   if (!Array.isArray(models) || models.length === 0) throw new Error('the model manifest is empty');
   app.entries = models;
 
@@ -206,7 +220,7 @@ export function syncPicker() {
  * loaded before stays loaded until the new one is ready: if the load fails, it is still the one
  * Generate uses, and the picker and the status line say so.
  */
-export async function loadModel(plan) {
+export async function loadModel(plan, { engine: started = null } = {}) {
   const seq = ++app.loadSeq;
   app.loadController?.abort();
   const controller = new AbortController();
@@ -225,8 +239,9 @@ export async function loadModel(plan) {
   const view = progressView(plan.label, plan.parts);
   const t0 = performance.now();
 
-  // The worker starts while the files download. Unless this load adopts it, it is freed.
-  const enginePromise = app.createWorkerEngine({ simd: SIMD });
+  // The worker starts while the files download (or was started earlier: `started`, a promise of
+  // a fresh engine). Unless this load adopts it, it is freed.
+  const enginePromise = started ?? app.createWorkerEngine({ simd: SIMD });
   enginePromise.catch(() => {}); // awaited below; a failed download must not leave it unhandled
   let adopted = false;
   try {
@@ -247,10 +262,6 @@ export async function loadModel(plan) {
     if (seq !== app.loadSeq) return;
     view.stop();
 
-    // Only files the engine accepted are kept.
-    const saved = await Promise.all(fetched.filter((f) => f.save).map((f) => f.save()));
-    if (seq !== app.loadSeq) return;
-
     // The new model replaces the old one only now.
     const old = app.engine;
     app.engine = engine;
@@ -270,25 +281,15 @@ export async function loadModel(plan) {
     const bytes = fetched.reduce((n, f) => n + f.blob.size, 0);
     const from = [...new Set(fetched.map((f) => f.from))].join(' and ');
     let text = `${plan.label} ready · ${fmtBytes(bytes)} from ${from} in ${fmtMs(ms)}`;
+    // Only files the engine accepted are kept; the model is ready before they are stored
+    // (data-cache 'saving' until then), and the status line then says whether they were.
+    const toSave = fetched.filter((f) => f.save);
     let cacheState;
-    if (plan.local) {
-      cacheState = 'local';
-    } else if (fetched.every((f) => f.fromCache)) {
+    if (plan.local) cacheState = 'local';
+    else if (fetched.every((f) => f.fromCache)) {
       cacheState = 'hit';
       text += ' (no download)';
-    } else {
-      const failed = saved.find((r) => !r.stored);
-      cacheState = failed ? failed.reason : 'stored';
-      if (failed?.reason === 'quota') {
-        text += ' · not cached: this site\'s storage quota is full, so it will be downloaded again next time';
-      } else if (failed?.reason === 'unavailable') {
-        text += ' · not cached: Cache Storage needs https or localhost';
-      } else if (failed) {
-        text += ` · not cached: ${describeError(failed.error)}`;
-      } else {
-        text += ' · cached for next time';
-      }
-    }
+    } else cacheState = 'saving';
     if (!plan.verified) text += ' · unverified (no checksum)';
     status.dataset.cache = cacheState;
     setStatus(text);
@@ -303,7 +304,15 @@ export async function loadModel(plan) {
       `${info.threads} thread${info.threads > 1 ? 's' : ''}`,
     ].join(' · ');
     setStat('context', `0 / ${info.nCtx}`);
+    syncMode();
     setState('ready');
+    if (cacheState === 'saving') {
+      // Writing to Cache Storage competes with a first generation started at once: it waits a
+      // moment (SAVE_DELAY_MS).
+      await new Promise((resolve) => setTimeout(resolve, SAVE_DELAY_MS));
+      const saved = await Promise.all(toSave.map((f) => f.save()));
+      if (seq === app.loadSeq) showSaved(saved);
+    }
     renderCacheList();
   } catch (err) {
     view.stop();
@@ -320,6 +329,32 @@ export async function loadModel(plan) {
   } finally {
     if (!adopted) enginePromise.then((e) => e.free(), () => {}).catch(() => {});
   }
+}
+
+/**
+ * Says in the status line whether the files of the load just finished were stored in Cache
+ * Storage (results of fetchPart()'s save()), and sets #load-status[data-cache].
+ */
+function showSaved(saved) {
+  const failed = saved.find((r) => !r.stored);
+  let note;
+  if (failed?.reason === 'quota') {
+    note = ' · not cached: this site\'s storage quota is full, so it will be downloaded again next time';
+  } else if (failed?.reason === 'unavailable') {
+    note = ' · not cached: Cache Storage needs https or localhost';
+  } else if (failed) {
+    note = ` · not cached: ${describeError(failed.error)}`;
+  } else {
+    note = ' · cached for next time';
+  }
+  const loaded = app.loaded;
+  // The unverified note stays last.
+  const unverified = ' · unverified (no checksum)';
+  const base = loaded.status.endsWith(unverified) ? loaded.status.slice(0, -unverified.length) : loaded.status;
+  loaded.status = base + note + (base === loaded.status ? '' : unverified);
+  const status = $('load-status');
+  status.dataset.cache = failed ? failed.reason : 'stored';
+  if (status.dataset.error === undefined) setStatus(loaded.status);
 }
 
 /**

@@ -22,6 +22,7 @@ export const app = {
   previewTimer: 0,
   previewSeq: 0,     // a newer preview (or a new token) supersedes an older one
   previews: 0,       // previews drawn, exposed as #prob-chart[data-previews] for tests
+  chat: null,        // chat.js: {canRegenerate(), hasConversation()}
   previewAttempts: 0, // previews run to their end, drawn or not: #prob-chart[data-preview-attempts]
 };
 
@@ -35,6 +36,15 @@ export function setState(state) {
   $('url-load').disabled = busy;
   $('model-files').disabled = busy;
   $('output-live').setAttribute('aria-busy', String(busy));
+  // Chat mode (chat.js)
+  const idle = !busy && state !== 'loading' && Boolean(app.info);
+  $('chat-send').disabled = !idle || !app.info?.chatTemplate;
+  $('chat-stop').disabled = !busy;
+  $('chat-regenerate').disabled = !idle || !app.info?.chatTemplate || !app.chat?.canRegenerate();
+  $('chat-clear').disabled = busy || !app.chat?.hasConversation();
+  for (const radio of document.querySelectorAll('input[name="mode"]')) {
+    radio.disabled = busy || (radio.value === 'chat' && !app.info?.chatTemplate);
+  }
 }
 
 export function setStatus(text) {

@@ -1,0 +1,263 @@
+// web/demo/chat.js — chat mode, for a model whose file has a chat template (info.chatTemplate):
+// a conversation in #output (one bubble per message; the assistant's tokens streamed into its
+// bubble with the same colours and inspector as a completion), a system prompt, Send, Stop,
+// Regenerate (the last assistant turn again) and Clear. engine.chat() renders the template
+// (js/chat.js) and reuses the KV cache of the previous turn: the statistics say how many prompt
+// tokens it reused (lastResult.nCached).
+//
+// For tests: body[data-mode] ('completion' | 'chat'); #output holds one
+// <div class="msg user|assistant" data-role> per message, an assistant bubble with
+// data-status ('streaming' | 'done' | 'aborted' | 'error'); #stat-cached[data-n] the reused
+// tokens of the last turn.
+
+import { fmtBytes, fmtMs, fmtRate, describeError } from './format.js';
+import { $, app, setState, showError, clearError } from './state.js';
+import { syncStopError, readParams, showApplied } from './controls.js';
+import { drawChart } from './chart.js';
+import { activateToken, tokenSpan, resetOutputState } from './output.js';
+import { setStat, showPrefill } from './stats.js';
+
+/** The conversation: {role: 'user'|'assistant', content} in order (the system prompt apart). */
+const conversation = [];
+
+/** Whether the loaded model can chat: its file has a chat template. */
+export function chatAvailable() {
+  return Boolean(app.info?.chatTemplate);
+}
+
+/** The current mode: 'completion' or 'chat'. */
+export function currentMode() {
+  return document.body.dataset.mode === 'chat' ? 'chat' : 'completion';
+}
+
+/**
+ * Enables the Chat mode for a model with a chat template and says why it is disabled
+ * otherwise (a model without one goes back to completion). Called after each load.
+ */
+export function syncMode() {
+  const chat = $('mode-chat');
+  const note = $('mode-note');
+  if (chatAvailable()) {
+    chat.disabled = false;
+    note.textContent = `Chat uses ${app.info.name || 'the model'}'s own chat template.`;
+  } else {
+    chat.disabled = true;
+    note.textContent = app.info
+      ? 'Chat is unavailable: this model\'s file has no chat template (a base model such as ' +
+        'stories260K only continues text).'
+      : 'Chat needs a model with a chat template.';
+    if (currentMode() === 'chat') setMode('completion');
+  }
+}
+
+/** Switches between completion and chat: the prompt form or the chat form, and #output's text. */
+export function setMode(mode) {
+  if (mode === 'chat' && !chatAvailable()) mode = 'completion';
+  if (currentMode() === mode && document.body.dataset.mode) return;
+  document.body.dataset.mode = mode;
+  $(`mode-${mode}`).checked = true;
+  $('gen-form').hidden = mode === 'chat';
+  $('chat-form').hidden = mode !== 'chat';
+  $('output').replaceChildren();
+  resetOutputState();
+  if (mode === 'chat') {
+    // The text of earlier turns (their tokens' probabilities are not kept).
+    for (const m of conversation) {
+      const { body } = bubble(m.role);
+      body.append(document.createTextNode(m.content));
+    }
+  }
+  setState(document.body.dataset.state);
+}
+
+/** Appends a message bubble to #output; returns it and the element its text goes into. */
+function bubble(role) {
+  const msg = document.createElement('div');
+  msg.className = `msg ${role}`;
+  msg.dataset.role = role;
+  const who = document.createElement('p');
+  who.className = 'msg-role';
+  who.textContent = role === 'user' ? 'You' : 'Assistant';
+  const body = document.createElement('div');
+  body.className = 'msg-text';
+  msg.append(who, body);
+  $('output').append(msg);
+  return { msg, body };
+}
+
+/** Sends the message in #chat-input and streams the reply. */
+export async function sendChat() {
+  if (!canRun()) return;
+  const input = $('chat-input');
+  const text = input.value.trim();
+  if (!text) {
+    input.focus();
+    return;
+  }
+  input.value = '';
+  conversation.push({ role: 'user', content: text });
+  bubble('user').body.append(document.createTextNode(text));
+  await reply();
+}
+
+/** Drops the last assistant turn and generates it again. */
+export async function regenerate() {
+  if (!canRun() || conversation.at(-1)?.role !== 'assistant') return;
+  conversation.pop();
+  const msgs = $('output').querySelectorAll('.msg.assistant');
+  msgs[msgs.length - 1]?.remove();
+  await reply();
+}
+
+/** Forgets the conversation (the system prompt stays). */
+export function clearChat() {
+  if (app.genController) return;
+  conversation.length = 0;
+  $('output').replaceChildren();
+  resetOutputState();
+  clearError();
+  for (const id of ['ttft', 'prefill', 'decode', 'tokens', 'stop', 'cached']) setStat(id, '—');
+  delete $('stat-cached').dataset.n;
+  if (app.info) setStat('context', `0 / ${app.info.nCtx}`);
+  setState(document.body.dataset.state);
+  $('chat-input').focus();
+}
+
+/** Whether a turn may start now (invalid stop strings: no, and the field gets the focus). */
+function canRun() {
+  if (!app.engine || !chatAvailable() || ['generating', 'loading'].includes(document.body.dataset.state)) return false;
+  if (syncStopError()) {
+    $('stop-strings').focus();
+    return false;
+  }
+  return true;
+}
+
+/** Whether the conversation ends with an assistant turn (for Regenerate). */
+export function canRegenerate() {
+  return conversation.at(-1)?.role === 'assistant';
+}
+
+/** Whether there is anything to clear. */
+export function hasConversation() {
+  return conversation.length > 0;
+}
+
+// setState() (state.js) enables Regenerate and Clear through these.
+app.chat = { canRegenerate, hasConversation };
+
+/** Streams the assistant's reply to the conversation into a new bubble. */
+async function reply() {
+  const engine = app.engine;
+  clearError();
+  const { params, seedRandom } = readParams();
+  document.body.dataset.runs = String(Number(document.body.dataset.runs || 0) + 1);
+  showApplied(params, seedRandom);
+  app.lastParams = params;
+  const nCtx = app.info.nCtx;
+  const system = $('chat-system').value.trim();
+  const messages = [...(system ? [{ role: 'system', content: system }] : []), ...conversation];
+
+  const output = $('output');
+  const { msg, body } = bubble('assistant');
+  msg.dataset.status = 'streaming';
+  msg.setAttribute('aria-busy', 'true');
+  app.activeToken?.removeAttribute('tabindex');
+  app.activeToken = null;
+  app.previewSeq++;
+  for (const id of ['ttft', 'prefill', 'decode', 'cached']) setStat(id, '…');
+  setStat('tokens', '0');
+  setStat('stop', '—');
+
+  const controller = new AbortController();
+  app.genController = controller;
+  setState('generating');
+  output.scrollTop = output.scrollHeight;
+
+  const t0 = performance.now();
+  let tFirst = 0;
+  let n = 0;
+  let nPast = 0;
+  let text = '';
+  let frame = 0;
+  const refresh = () => {
+    frame = 0;
+    const secs = (performance.now() - tFirst) / 1000;
+    if (n > 1 && secs > 0) setStat('decode', fmtRate((n - 1) / secs));
+    setStat('tokens', String(n));
+    if (nPast) setStat('context', `${nPast} / ${nCtx}`);
+    output.scrollTop = output.scrollHeight;
+  };
+
+  const previousResult = engine.lastResult;
+  let result = null;
+  let failure = null;
+  let stopReason = null;
+  try {
+    for await (const tok of engine.chat(messages, params, { signal: controller.signal })) {
+      if (controller.signal.aborted) break;
+      nPast = tok.nPast;
+      text += tok.text;
+      if (tok.id < 0) {
+        // Text held back for a stop string that did not complete: not a token.
+        const tail = document.createElement('span');
+        tail.className = 'tail';
+        tail.append(document.createTextNode(tok.text));
+        body.append(tail);
+        continue;
+      }
+      if (n === 0) {
+        tFirst = performance.now();
+        setStat('ttft', fmtMs(tFirst - t0));
+      }
+      n++;
+      const span = tokenSpan(tok);
+      body.append(span);
+      if (tok.top) {
+        app.tokenTops.set(span, tok.top);
+        app.previewSeq++;
+        drawChart(tok.top, 'generation', n, tok.text);
+      }
+      if (!app.activeToken && tok.text !== '') activateToken(span, false);
+      if (!frame) frame = requestAnimationFrame(refresh);
+    }
+    if (controller.signal.aborted) stopReason = 'aborted';
+    else {
+      result = engine.lastResult;
+      stopReason = result?.stopReason ?? 'done';
+    }
+  } catch (err) {
+    if (err?.name === 'AbortError') stopReason = 'aborted';
+    else failure = err;
+  } finally {
+    if (!result && !failure && engine.lastResult !== previousResult) result = engine.lastResult;
+    app.genController = null;
+    if (frame) cancelAnimationFrame(frame);
+  }
+
+  refresh();
+  msg.removeAttribute('aria-busy');
+  msg.dataset.status = failure ? 'error' : stopReason === 'aborted' ? 'aborted' : 'done';
+  // A stopped reply stays in the conversation as far as it went; a failed one is dropped.
+  if (!failure) conversation.push({ role: 'assistant', content: text });
+  else msg.remove();
+  if (n === 0) setStat('ttft', '—');
+  if (result && result !== previousResult) {
+    showPrefill(result.nPrompt - (result.nCached ?? 0), result.prefillMs, result.prefillTokensPerSec);
+    setStat('decode', fmtRate(result.decodeTokensPerSec));
+    const cached = result.nCached ?? 0;
+    setStat('cached', `reused ${cached} cached token${cached === 1 ? '' : 's'} of ${result.nPrompt}`);
+    $('stat-cached').dataset.n = String(cached);
+    const memory = engine.wasmMemoryBytes ?? result.wasmMemoryBytes;
+    if (memory) setStat('memory', fmtBytes(memory));
+  } else {
+    setStat('prefill', '—');
+    setStat('cached', '—');
+    if (n <= 1) setStat('decode', '—');
+  }
+  const stopStat = $('stat-stop');
+  stopStat.textContent = failure ? 'error' : stopReason.replace('_', ' ');
+  stopStat.dataset.reason = failure ? 'error' : stopReason;
+  if (failure) showError(`Chat failed: ${describeError(failure)}`, 'generation');
+  else setState('ready');
+}
