@@ -13,24 +13,25 @@ echo "== build"
 bash tools/build.sh
 
 echo "== C tests, native"
-(cd build/native && ctest --output-on-failure)
+(cd build/native && ctest --output-on-failure -j"$jobs")
 
 echo "== C tests, native with AddressSanitizer + UBSan"
 cmake -S . -B build/sanitize -DCMAKE_BUILD_TYPE=Debug -DWASMLM_SANITIZE=ON -DWASMLM_WERROR=ON >/dev/null
 cmake --build build/sanitize -j"$jobs" >/dev/null
-(cd build/sanitize && ctest --output-on-failure)
+# test_threads runs one weight type of each kind under the sanitizers (WASMLM_TEST_TYPES).
+(cd build/sanitize && WASMLM_TEST_TYPES=quick ctest --output-on-failure -j"$jobs")
 
 echo "== thread pool under ThreadSanitizer (clang-14): test_threads"
 mkdir -p build/tsan
 clang-14 -std=c11 -O1 -g -fsanitize=thread -Wall -Wextra -Werror -Isrc tests/c/test_threads.c \
   $(ls src/*/*.c | grep -v -e '/cli/') -lm -lpthread -o build/tsan/test_threads
-TSAN_OPTIONS=halt_on_error=1 build/tsan/test_threads
+WASMLM_TEST_TYPES=quick TSAN_OPTIONS=halt_on_error=1 build/tsan/test_threads
 
 echo "== fuzz: saved regressions, then 20 s per libFuzzer harness (clang-14, ASan + UBSan)"
 bash tools/fuzz.sh 20
 
 echo "== C tests, wasm (SIMD128) under node"
-(cd build/wasm && ctest --output-on-failure)
+(cd build/wasm && ctest --output-on-failure -j"$jobs")
 
 echo "== JS tests (node --test)"
 node --test tests/js/
