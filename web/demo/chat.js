@@ -13,8 +13,7 @@
 import { fmtBytes, fmtMs, fmtRate, describeError } from './format.js';
 import { $, app, setState, showError, clearError } from './state.js';
 import { syncStopError, readParams, showApplied } from './controls.js';
-import { drawChart } from './chart.js';
-import { activateToken, tokenSpan, resetOutputState } from './output.js';
+import { appendStreamed, resetOutputState } from './output.js';
 import { setStat, showPrefill } from './stats.js';
 
 /** The conversation: {role: 'user'|'assistant', content} in order (the system prompt apart). */
@@ -198,28 +197,12 @@ async function reply() {
       if (controller.signal.aborted) break;
       nPast = tok.nPast;
       text += tok.text;
-      if (tok.id < 0) {
-        // Text held back for a stop string that did not complete: not a token.
-        const tail = document.createElement('span');
-        tail.className = 'tail';
-        tail.append(document.createTextNode(tok.text));
-        body.append(tail);
-        continue;
-      }
-      if (n === 0) {
+      if (tok.id >= 0 && n++ === 0) {
         tFirst = performance.now();
         setStat('ttft', fmtMs(tFirst - t0));
       }
-      n++;
-      const span = tokenSpan(tok);
-      body.append(span);
-      if (tok.top) {
-        app.tokenTops.set(span, tok.top);
-        app.previewSeq++;
-        drawChart(tok.top, 'generation', n, tok.text);
-      }
-      if (!app.activeToken && tok.text !== '') activateToken(span, false);
-      if (!frame) frame = requestAnimationFrame(refresh);
+      appendStreamed(body, tok, n);
+      if (tok.id >= 0 && !frame) frame = requestAnimationFrame(refresh);
     }
     if (controller.signal.aborted) stopReason = 'aborted';
     else {

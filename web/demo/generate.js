@@ -4,8 +4,8 @@
 import { fmtBytes, fmtMs, fmtRate, describeError } from './format.js';
 import { $, app, setState, showError, clearError } from './state.js';
 import { beamWidth, syncStopError, readParams, showApplied } from './controls.js';
-import { drawChart, clearChart } from './chart.js';
-import { activateToken, tokenSpan, revealOutput, resetOutputState } from './output.js';
+import { clearChart } from './chart.js';
+import { appendStreamed, revealOutput, resetOutputState } from './output.js';
 import { setStat, showPrefill } from './stats.js';
 
 /** Generates from the prompt with the current controls, streaming tokens into #output. */
@@ -75,28 +75,12 @@ export async function generate() {
     for await (const tok of engine.generate(prompt, params, { signal: controller.signal })) {
       if (controller.signal.aborted) break;
       nPast = tok.nPast;
-      if (tok.id < 0) {
-        // Text held back for a stop string that did not complete: not a token.
-        const tail = document.createElement('span');
-        tail.className = 'tail';
-        tail.append(document.createTextNode(tok.text));
-        output.append(tail);
-        continue;
-      }
-      if (n === 0) {
+      if (tok.id >= 0 && n++ === 0) {
         tFirst = performance.now();
         setStat('ttft', fmtMs(tFirst - t0));
       }
-      n++;
-      const span = tokenSpan(tok);
-      output.append(span);
-      if (tok.top) {
-        app.tokenTops.set(span, tok.top);
-        app.previewSeq++; // a preview still running describes the previous token
-        drawChart(tok.top, 'generation', n, tok.text);
-      }
-      if (!app.activeToken && tok.text !== '') activateToken(span, false);
-      if (!frame) frame = requestAnimationFrame(refresh);
+      appendStreamed(output, tok, n);
+      if (tok.id >= 0 && !frame) frame = requestAnimationFrame(refresh);
     }
     if (controller.signal.aborted) stopReason = 'aborted';
     else {

@@ -3,7 +3,7 @@
 
 import { fmtPercent, showPiece } from './format.js';
 import { $, app } from './state.js';
-import { clearChart } from './chart.js';
+import { clearChart, drawChart } from './chart.js';
 
 /** Token probability → colour bin (the legend under the output lists the same bounds). */
 export const PROB_BINS = [0.1, 0.3, 0.6, 0.9];
@@ -92,6 +92,30 @@ export function tokenSpan(tok) {
  * Brings the output into view when it starts low on the screen or above it (on a phone, under
  * the prompt): the Generate / Stop buttons go to the top, the output right under them.
  */
+/**
+ * Appends one streamed item of a generation or chat turn to `container`: a token span (its
+ * alternatives kept for hover and the chart, which is redrawn for it; the first non-empty token
+ * becomes the active one), or, for id -1, the text held back for a stop string that did not
+ * complete (not a token). `index` is the token's 1-based number in its turn.
+ */
+export function appendStreamed(container, tok, index) {
+  if (tok.id < 0) {
+    const tail = document.createElement('span');
+    tail.className = 'tail';
+    tail.append(document.createTextNode(tok.text));
+    container.append(tail);
+    return;
+  }
+  const span = tokenSpan(tok);
+  container.append(span);
+  if (tok.top) {
+    app.tokenTops.set(span, tok.top);
+    app.previewSeq++; // a preview still running describes the previous token
+    drawChart(tok.top, 'generation', index, tok.text);
+  }
+  if (!app.activeToken && tok.text !== '') activateToken(span, false);
+}
+
 export function revealOutput() {
   const box = $('output').getBoundingClientRect();
   if (box.top < 0 || box.top > 0.6 * window.innerHeight) {
