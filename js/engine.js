@@ -985,6 +985,25 @@ class Engine {
   }
 
   /**
+   * Compiles ahead: runs a throw-away generation of two tokens on a tiny model built into the
+   * module (wlmjs_warmup, src/runtime/warmup.h), so that a browser, which compiles each wasm
+   * function when it is first called, has compiled the loader, tokenizer, forward pass and
+   * sampler before the first real generation needs them. Touches no loaded model, context or
+   * result of this engine. js/worker.js runs it once after the worker's engine starts.
+   * @returns {Promise<{tokens: number, ms: number}>} tokens generated (2) and the time taken
+   * @throws WasmlmError WLM_ERR_STATE (the engine is busy or freed), WLM_ERR_NOMEM
+   */
+  async warmUp() {
+    const x = this.#exports();
+    this.#needIdle('warm up');
+    if (typeof x.wlmjs_warmup !== 'function') return { tokens: 0, ms: 0 }; // an older module
+    const t0 = performance.now();
+    const rc = x.wlmjs_warmup(2);
+    if (rc < 0) throw this.#error(rc, 'the warm-up generation failed');
+    return { tokens: rc, ms: performance.now() - t0 };
+  }
+
+  /**
    * Low level: forgets the sequence (the next evalTokens() starts at position 0).
    * @returns {Promise<void>}
    */

@@ -146,6 +146,14 @@ export interface WorkerEngineOptions extends EngineOptions {
    * document.baseURI in the page before they are posted.
    */
   worker?: Pick<Worker, 'postMessage' | 'addEventListener' | 'terminate'>;
+  /**
+   * Warm up the worker's engine (default true): right after it starts, the worker runs
+   * InThreadEngine.warmUp() once, a throw-away generation on a tiny built-in model, so that
+   * the browser compiles the code of a first generation while the page is still downloading
+   * the model rather than when the user waits for the first token. A load() that arrives
+   * meanwhile waits for it. engine.warmup says what it did.
+   */
+  warmup?: boolean;
 }
 
 /** Progress of load(), reported per chunk received. */
@@ -649,6 +657,11 @@ export interface Engine {
    *  number, a number above the cores becomes the cores). Known as soon as the engine exists. */
   readonly threads: number;
 
+  /** Worker engines only (createWorkerEngine): what the worker's warm-up did
+   *  (WorkerEngineOptions.warmup; `error` if it failed, which harms nothing), known once a
+   *  load() has returned; null when it did not run. */
+  readonly warmup?: { tokens: number; ms: number; error?: string } | null;
+
   /** The summary of the last generation that got past prefill (also set when it was aborted
    *  or broken out of, with stopReason 'aborted'), or null. */
   readonly lastResult: LastResult | null;
@@ -812,6 +825,19 @@ export interface InThreadEngine extends Engine {
 
   /** Forgets every sequence: the next evalTokens() starts at position 0. */
   reset(): Promise<void>;
+
+  /**
+   * Compiles ahead: a throw-away generation of two tokens on a tiny model built into the wasm
+   * module (a llama2.c checkpoint with stories260K's layer shapes, src/runtime/warmup.h), so
+   * that a runtime which compiles each wasm function at its first call (V8's lazy compilation)
+   * has compiled the loader, tokenizer, forward pass and sampler before the first real
+   * generation. Leaves this engine's model, context and results as they were. Worker engines
+   * run it in their worker (WorkerEngineOptions.warmup).
+   * @returns the tokens generated (2; 0 for a module built before this function existed) and
+   *   the time it took in ms
+   * @throws WasmlmError WLM_ERR_STATE (freed, or a load / generation in progress), WLM_ERR_NOMEM
+   */
+  warmUp(): Promise<{ tokens: number; ms: number }>;
 }
 
 /**

@@ -17,6 +17,7 @@ import './threads.js';
 import './wasm.js';
 
 let enginePromise = null;
+let warmup = null; // what Engine.warmUp() returned after 'init' (null: not run)
 const running = new Map(); // request id → AbortController (load, generate)
 
 /** Posts a reply to the client. */
@@ -48,9 +49,20 @@ async function handle(msg) {
   let transfer = [];
   switch (type) {
     case Req.INIT: {
+      const first = !enginePromise;
       enginePromise ??= startEngine(msg.options ?? {}, msg.compiled ?? null);
-      value = { protocol: PROTOCOL_VERSION, threads: (await enginePromise).threads };
-      break;
+      const e = await enginePromise;
+      post({ id, type: Reply.RESULT, value: { protocol: PROTOCOL_VERSION, threads: e.threads } });
+      // Compile ahead while the page downloads the model (Engine.warmUp): a load request that
+      // arrives meanwhile waits for it, a few tens of ms at most.
+      if (first && msg.options?.warmup !== false) {
+        try {
+          warmup = await e.warmUp();
+        } catch (err) {
+          warmup = { tokens: 0, ms: 0, error: String(err?.message ?? err) };
+        }
+      }
+      return;
     }
     case Req.LOAD: {
       const e = await engine();
@@ -132,7 +144,8 @@ async function handle(msg) {
     default:
       throw new Error(`wasmlm worker: unknown request type ${JSON.stringify(type)}`);
   }
-  post({ id, type: Reply.RESULT, value }, transfer);
+  // A load's reply also says what the warm-up did (WorkerEngine.warmup).
+  post({ id, type: Reply.RESULT, value, ...(type === Req.LOAD ? { warmup } : {}) }, transfer);
 }
 
 self.addEventListener('message', (event) => {

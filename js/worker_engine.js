@@ -36,6 +36,7 @@ class WorkerEngine {
   #info = null;
   #threads = 1;
   #firstTokenMarked = false; // 'wasmlm:first-token' is marked once per engine
+  #warmup = null;            // the worker's warm-up ({tokens, ms}), as its last load reply said
 
   /** The result of the last generation, or null. */
   lastResult = null;
@@ -61,6 +62,9 @@ class WorkerEngine {
   /** The loaded model's info, or null. */
   get info() { return this.#info; }
 
+  /** What the worker's warm-up did (see WorkerEngineOptions.warmup), known after a load(). */
+  get warmup() { return this.#warmup; }
+
   /** Threads that run the matrix products in the worker (1: the worker's thread only). */
   get threads() { return this.#threads; }
 
@@ -78,7 +82,7 @@ class WorkerEngine {
         compiled = { file: plan.file, module: (await compilePlanned(plan)).module };
       }
       const ready = await engine.#request(Req.INIT,
-        { options: { wasm, simd: options.simd, threads: options.threads }, compiled }).promise;
+        { options: { wasm, simd: options.simd, threads: options.threads, warmup: options.warmup }, compiled }).promise;
       if (ready?.protocol !== PROTOCOL_VERSION) {
         throw new Error(`wasmlm: js/worker.js speaks protocol ${ready?.protocol}, ` +
           `js/wasmlm.js ${PROTOCOL_VERSION}; serve both from the same version`);
@@ -105,7 +109,11 @@ class WorkerEngine {
       case Reply.PROGRESS: p.onProgress?.(msg.progress); break;
       case Reply.TOKEN: p.onToken?.(msg.token); break;
       case Reply.STEP: p.onStep?.(msg.step); break;
-      case Reply.RESULT: this.#pending.delete(msg.id); p.resolve(msg.value); break;
+      case Reply.RESULT:
+        this.#pending.delete(msg.id);
+        if (msg.warmup !== undefined) this.#warmup = msg.warmup;
+        p.resolve(msg.value);
+        break;
       case Reply.ERROR:
         this.#pending.delete(msg.id);
         // An aborted generation / batch / beam search still has a summary: keep it.

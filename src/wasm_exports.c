@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kernels/bench_probe.h"
+#include "runtime/warmup.h"
 #include "wasmlm.h"
 
 #define API EMSCRIPTEN_KEEPALIVE
@@ -279,3 +280,9 @@ API uint32_t wlmjs_probe_read(const void *buf, size_t bytes, int reps) {
 API float wlmjs_probe_fma(int iters) { return wlm_probe_fma(iters); }
 /* FLOPs that wlmjs_probe_fma(iters) performs in this build (SIMD128: 4 lanes). */
 API double wlmjs_probe_fma_flops(int iters) { return wlm_probe_fma_flops(iters); }
+
+/* ---- start-up ---- */
+/* A throw-away generation of n_tokens (1..8) on a tiny built-in model (src/runtime/warmup.h),
+ * so the functions a first generation calls are compiled before it. Returns the tokens made or
+ * a negative status. */
+API int wlmjs_warmup(int n_tokens) { return wlm_warmup_run(n_tokens); }
