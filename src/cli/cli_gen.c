@@ -20,12 +20,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "cli_chat.h"
 #include "sampling/sampler.h" /* internal: wlm_sampler_check, to validate before printing */
 #include "wasmlm.h"
 
 int wlm_cli_generate(int argc, char **argv);
 void *wlm_cli_read_file(const char *path, size_t *size); /* cli.c */
 void wlm_cli_usage(FILE *f);                             /* cli.c */
+
 
 /* Ctrl-C ends the generation the way wlm_generate_abort does (sequences end "aborted" and are
  * printed); a second Ctrl-C kills. A handler can only reach a global, hence this one. */
@@ -76,6 +78,8 @@ typedef struct cli_opts {
     int32_t cache_type[2];  /* -ctk / -ctv: KV cache element type of K and V (one type for
                                both), -1 = not given (WLM_KV_F16) */
     wlm_threadpool *pool;   /* NULL for one thread */
+    int chat;               /* --chat / -cnv: a conversation on standard input (cli_chat.c) */
+    wlm_cli_chat_opts chat_opts; /* --chat-template, --system-prompt, --verbose-prompt */
     wlm_gen_params gp;
     wlm_logit_bias bias[WLM_MAX_LOGIT_BIAS];
 } cli_opts;
@@ -84,7 +88,7 @@ enum {
     O_T, O_P, O_S, O_N, O_I, O_Z, O_M, O_CTX, O_PROMPT, O_N_PREDICT, O_TEMP, O_TOP_K, O_TOP_P,
     O_MIN_P, O_TYPICAL, O_REPEAT_PENALTY, O_REPEAT_LAST_N, O_PRESENCE, O_FREQUENCY, O_LOGIT_BIAS,
     O_ORDER, O_SEED, O_STOP, O_KEEP, O_N_PROBS, O_BEAM, O_LENGTH_PENALTY, O_N_SAMPLES, O_PROMPTS,
-    O_THREADS, O_CACHE_K, O_CACHE_V
+    O_THREADS, O_CACHE_K, O_CACHE_V, O_CHAT_TEMPLATE, O_SYSTEM
 };
 
 /* Options that take a value. */
@@ -102,7 +106,8 @@ static const struct {
     {"--n-probs", O_N_PROBS}, {"--beam", O_BEAM}, {"--length-penalty", O_LENGTH_PENALTY},
     {"--n-samples", O_N_SAMPLES}, {"--prompts", O_PROMPTS}, {"--threads", O_THREADS},
     {"-ctk", O_CACHE_K}, {"--cache-type-k", O_CACHE_K}, {"-ctv", O_CACHE_V},
-    {"--cache-type-v", O_CACHE_V},
+    {"--cache-type-v", O_CACHE_V}, {"--chat-template", O_CHAT_TEMPLATE},
+    {"-sys", O_SYSTEM}, {"--system-prompt", O_SYSTEM},
 };
 
 /* Parses a whole decimal integer; on error prints a message naming the flag and returns 1. */
@@ -185,6 +190,14 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         }
         if (strcmp(a, "--context-shift") == 0) {
             o->gp.context_shift = 1;
+            continue;
+        }
+        if (strcmp(a, "--chat") == 0 || strcmp(a, "-cnv") == 0 || strcmp(a, "--conversation") == 0) {
+            o->chat = 1;
+            continue;
+        }
+        if (strcmp(a, "--verbose-prompt") == 0) {
+            o->chat_opts.verbose_prompt = 1;
             continue;
         }
         int id = -1;
@@ -311,11 +324,18 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
                 return fail("%s must be in 1..%d (got %d)", a, WLM_MAX_SEQ, o->n_samples);
             break;
         case O_PROMPTS: o->prompts_file = v; break;
+        case O_CHAT_TEMPLATE: o->chat_opts.template_name = v; break;
+        case O_SYSTEM: o->chat_opts.system = v; break;
         }
     }
     if (strcmp(o->mode, "generate") != 0)
         return fail("mode '%s' is not supported (only generate)", o->mode);
     if (o->prompt && o->prompts_file) return fail("give either a prompt (-i) or --prompts FILE");
+    if (o->chat && (o->prompt || o->prompts_file || o->json || o->n_samples || o->beam_given))
+        return fail("--chat reads the conversation from standard input: it does not combine "
+                    "with -i / --prompt, --prompts, --json, --n-samples or --beam");
+    if (!o->chat && (o->chat_opts.template_name || o->chat_opts.system))
+        return fail("--chat-template and --system-prompt need --chat");
     if (o->cache_type[0] >= 0 && o->cache_type[1] >= 0 && o->cache_type[0] != o->cache_type[1])
         return fail("-ctk and -ctv differ: K and V caches have one type (f16 or f32)");
     if (o->beam_given) {
@@ -835,6 +855,21 @@ int wlm_cli_generate(int argc, char **argv) {
     if (o->steps == 0 || (!o->gp.context_shift && o->steps > n_ctx)) o->steps = n_ctx;
     if (o->repeat_last_n_ctx) o->gp.repeat_last_n = n_ctx;
     if (check_sampler(o, info.vocab_size)) goto out; /* --logit-bias ids against the vocabulary */
+
+    if (o->chat) {
+        wlm_context *ctx = NULL;
+        if (o->threads > 1 && wlm_threadpool_new(o->threads, &o->pool) != WLM_OK) {
+            fail("--threads %d: cannot start the threads", o->threads);
+            goto out;
+        }
+        if (new_context(model, o, 1, &ctx)) goto out;
+        o->chat_opts.max_tokens = o->n_predict_given && o->n_predict > 0 ? o->n_predict : 0;
+        signal(SIGINT, on_sigint);
+        rc = wlm_cli_chat(model, ctx, &o->gp, &o->chat_opts, &interrupted);
+        signal(SIGINT, SIG_DFL);
+        wlm_context_free(ctx);
+        goto out;
+    }
 
     if (o->prompts_file) {
         pbytes = wlm_cli_read_file(o->prompts_file, &psize);
