@@ -989,7 +989,8 @@ class Engine {
    * module (wlmjs_warmup, src/runtime/warmup.h), so that a browser, which compiles each wasm
    * function when it is first called, has compiled the loader, tokenizer, forward pass and
    * sampler before the first real generation needs them. Touches no loaded model, context or
-   * result of this engine. js/worker.js runs it once after the worker's engine starts.
+   * result of this engine. js/worker.js runs it once after the worker's engine starts when
+   * the client asked for it (WorkerEngineOptions.warmup).
    * @returns {Promise<{tokens: number, ms: number}>} tokens generated (2) and the time taken
    * @throws WasmlmError WLM_ERR_STATE (the engine is busy or freed), WLM_ERR_NOMEM
    */

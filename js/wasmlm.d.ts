@@ -147,11 +147,13 @@ export interface WorkerEngineOptions extends EngineOptions {
    */
   worker?: Pick<Worker, 'postMessage' | 'addEventListener' | 'terminate'>;
   /**
-   * Warm up the worker's engine (default true): right after it starts, the worker runs
+   * Warm up the worker's engine (default false): right after it starts, the worker runs
    * InThreadEngine.warmUp() once, a throw-away generation on a tiny built-in model, so that
    * the browser compiles the code of a first generation while the page is still downloading
    * the model rather than when the user waits for the first token. A load() that arrives
-   * meanwhile waits for it. engine.warmup says what it did.
+   * meanwhile waits for it, so it pays off only when the download takes longer than the
+   * warm-up (a model from the network, not from localhost or the cache: bench/README.md, "Time
+   * to first token"). engine.warmup says what it did.
    */
   warmup?: boolean;
 }

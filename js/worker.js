@@ -53,9 +53,9 @@ async function handle(msg) {
       enginePromise ??= startEngine(msg.options ?? {}, msg.compiled ?? null);
       const e = await enginePromise;
       post({ id, type: Reply.RESULT, value: { protocol: PROTOCOL_VERSION, threads: e.threads } });
-      // Compile ahead while the page downloads the model (Engine.warmUp): a load request that
-      // arrives meanwhile waits for it, a few tens of ms at most.
-      if (first && msg.options?.warmup !== false) {
+      // Compile ahead while the page downloads the model (Engine.warmUp; opt-in, see
+      // WorkerEngineOptions.warmup): a load request that arrives meanwhile waits for it.
+      if (first && msg.options?.warmup === true) {
         try {
           warmup = await e.warmUp();
         } catch (err) {

@@ -1,6 +1,7 @@
-// warmup.test.mjs — the start-up warm-up (Engine.warmUp, wlmjs_warmup; the worker runs it after
-// 'init'): it generates on its built-in model, and it changes nothing a caller sees: the same
-// greedy text and probabilities as an engine that never warmed up, a loaded model left intact.
+// warmup.test.mjs — the start-up warm-up (Engine.warmUp, wlmjs_warmup; a worker engine created
+// with warmup: true runs it after 'init'): it generates on its built-in model, and it changes
+// nothing a caller sees: the same greedy text and probabilities as an engine that never warmed
+// up, a loaded model left intact.
 // Whether it shortens the time to the first token is measured by bench/ttft.mjs, not here.
 
 import { test, after } from 'node:test';
@@ -38,9 +39,9 @@ test('warmUp() generates two tokens on its built-in model and changes no output'
   }
 });
 
-test('the worker warms up after init (engine.warmup), unless warmup: false', async () => {
-  const warm = await createWorkerEngine({ worker: await webWorkerLike() });
-  const plain = await createWorkerEngine({ worker: await webWorkerLike(), warmup: false });
+test('the worker warms up after init with warmup: true (engine.warmup), not by default', async () => {
+  const warm = await createWorkerEngine({ worker: await webWorkerLike(), warmup: true });
+  const plain = await createWorkerEngine({ worker: await webWorkerLike() });
   try {
     for (const e of [warm, plain]) await e.load({ model: MODEL, tokenizer: TOKENIZER });
     assert.equal(warm.warmup?.tokens, 2, JSON.stringify(warm.warmup));
