@@ -215,6 +215,21 @@ test('a server that refuses cross-origin reads (no CORS header) gets a CORS mess
   browser.assertNoProblems(/CORS policy/, /net::ERR_FAILED/);
 });
 
+test('the note under the picker describes a model loaded from a URL, then the published one again', { timeout: STEP_TIMEOUT }, async () => {
+  assert.match(await page.locator('#model-note').textContent(), /^stories260K \(/);
+  const url = `${server.origin}/models/files/stories260K.gguf`;
+  const out = await loadUrl(url);
+  assert.equal(out.state, 'ready', out.text);
+  assert.match(await page.locator('#model option:checked').textContent(), /^stories260K\.gguf · from a URL$/);
+  assert.equal(await page.locator('#model-note').textContent(),
+    `stories260K.gguf. Loaded from ${url} · GGUF · 1.2 MB · unverified: no sha256 to check it against, so it was loaded unchecked.`);
+  assert.equal(await page.locator('#model-note').getAttribute('data-verified'), 'false');
+  const back = await loadAfter(page, () => page.locator('#model').selectOption('stories260K'));
+  assert.equal(back.state, 'ready', back.text);
+  assert.match(await page.locator('#model-note').textContent(), /^stories260K \(.*sha256 checked/);
+  browser.assertNoProblems();
+});
+
 test('an unverified published model says so; a network failure names network and CORS', { timeout: STEP_TIMEOUT }, async () => {
   const e = entry('stories15M');
   await browser.context.route(e.url, (route) => route.abort('internetdisconnected'));

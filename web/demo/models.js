@@ -107,10 +107,22 @@ export function selectedEntry() {
   return app.entries.find((m) => m.id === $('model').value);
 }
 
-/** Describes the selected manifest entry under the picker: format, size, checksum. */
+/**
+ * Describes the selected manifest entry under the picker: format, size, checksum; or, when the
+ * picker shows a model loaded from a URL or local files, that model.
+ */
 export function showEntryNote() {
   const entry = selectedEntry();
-  if (!entry) return;
+  if (!entry) {
+    const loaded = app.loaded;
+    if (!loaded || loaded.entryId || $('model').value !== '') return;
+    const where = loaded.local ? 'Local file' : `Loaded from ${loaded.url}`;
+    const check = loaded.local ? 'read from this device'
+      : 'unverified: no sha256 to check it against, so it was loaded unchecked';
+    $('model-note').textContent = `${loaded.label}. ${where} · ${loaded.format} · ${fmtBytes(loaded.bytes)} · ${check}.`;
+    $('model-note').dataset.verified = String(Boolean(loaded.local));
+    return;
+  }
   const plan = app.sources.planFromEntry(entry);
   const format = entry.format === 'gguf' ? 'GGUF' : 'llama2.c checkpoint + tokenizer';
   const size = entry.size ? fmtBytes(entry.size + (entry.tokenizer?.size ?? 0)) : 'size unknown';
@@ -294,7 +306,8 @@ export async function loadModel(plan, { engine: started = null } = {}) {
     status.dataset.cache = cacheState;
     setStatus(text);
     app.loaded = { label: plan.label, entryId: plan.entryId ?? null, local: Boolean(plan.local), status: text,
-      loadTime: fmtMs(ms) };
+      loadTime: fmtMs(ms), bytes, url: plan.parts[0]?.candidates?.[0] ?? '',
+      format: info.architecture ? 'GGUF' : 'llama2.c checkpoint + tokenizer' };
     syncPicker();
     $('model-info').textContent = [
       `dim ${info.dim}`, `${info.nLayers} layers`,
