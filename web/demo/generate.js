@@ -17,19 +17,28 @@ export async function generate() {
     return;
   }
   clearError();
-  revealOutput();
 
   const { params, seedRandom } = readParams();
   document.body.dataset.runs = String(Number(document.body.dataset.runs || 0) + 1);
   const width = beamWidth();
   if (width >= 2) {
+    revealOutput();
     await beamSearch(engine, width, params.maxTokens);
     return;
   }
-  showApplied(params, seedRandom);
-  app.lastParams = params;
   const prompt = $('prompt').value;
   const nCtx = app.info.nCtx;
+  // The request goes to the worker first (the first next() posts it), and the page updates
+  // itself (a layout, a frame) while the worker prefills: the first token is not kept waiting.
+  const controller = new AbortController();
+  const t0 = performance.now();
+  const tokens = engine.generate(prompt, params, { signal: controller.signal })[Symbol.asyncIterator]();
+  let step = tokens.next();
+  step.catch(() => {}); // awaited in the loop below
+
+  revealOutput();
+  showApplied(params, seedRandom);
+  app.lastParams = params;
 
   const output = $('output');
   const promptSpan = document.createElement('span');
@@ -44,11 +53,9 @@ export async function generate() {
   setStat('context', `0 / ${nCtx}`);
   setStat('stop', '—');
 
-  const controller = new AbortController();
   app.genController = controller;
   setState('generating');
 
-  const t0 = performance.now();
   let tFirst = 0;
   let n = 0;
   let nPast = 0;
@@ -71,8 +78,14 @@ export async function generate() {
   let stopReason = null;
   let result = null;
   let failure = null;
+  let ended = false;
   try {
-    for await (const tok of engine.generate(prompt, params, { signal: controller.signal })) {
+    for (;;) {
+      const { value: tok, done } = await step;
+      if (done) {
+        ended = true;
+        break;
+      }
       if (controller.signal.aborted) break;
       nPast = tok.nPast;
       if (tok.id >= 0 && n++ === 0) {
@@ -81,6 +94,7 @@ export async function generate() {
       }
       appendStreamed(output, tok, n);
       if (tok.id >= 0 && !frame) frame = requestAnimationFrame(refresh);
+      step = tokens.next();
     }
     if (controller.signal.aborted) stopReason = 'aborted';
     else {
@@ -88,9 +102,11 @@ export async function generate() {
       stopReason = result?.stopReason ?? 'done';
     }
   } catch (err) {
+    ended = true;
     if (err?.name === 'AbortError') stopReason = 'aborted';
     else failure = err;
   } finally {
+    if (!ended) await tokens.return?.(); // left early: ends the worker's generation
     // An aborted generation may still leave its timings (stopReason 'aborted') in lastResult.
     if (!result && !failure && engine.lastResult !== previousResult) result = engine.lastResult;
     app.genController = null;
