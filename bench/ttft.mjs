@@ -7,14 +7,16 @@
 // "cold": a fresh browser profile (empty HTTP cache, Cache Storage and wasm code cache) per run,
 // whose browser has already opened one URL of the server (a 404), as a browser that is already
 // running has: a freshly launched Chromium spends ~0.75 s more on its first navigation before
-// the page's first script is even requested (--no-warmup counts that too);
+// the page's first script is even requested (--no-warmup counts that too), and it then goes on
+// loading its own WebUI (the omnibox popup: ~0.7 s of CPU on other threads) for a second or two,
+// so the page is opened --settle MS (default 3000) after that first URL;
 // "warm": the same page reloaded in that profile (the model then comes from Cache Storage).
 // Median over the runs. Also reported per run, to see where the time goes: the library's
 // performance marks (wasmlm:*, when the library sets them), the page's 'ready', and when the
 // server saw the requests for the wasm modules and the model (ms after navigation start).
 // What it measures: bench/README.md ("Time to first token").
 //
-//   node bench/ttft.mjs [--runs 5] [--root DIR]... [--no-isolate] [--no-warmup] [--out FILE] [--json]
+//   node bench/ttft.mjs [--runs 5] [--root DIR]... [--no-isolate] [--no-warmup] [--settle MS] [--out FILE] [--json]
 // --root DIR serves another checkout (e.g. an older js/ for a before/after comparison; the
 // runs alternate between the roots so both see the same machine load). Writes bench/out/ttft.json.
 
@@ -43,7 +45,7 @@ const median = (xs) => {
 };
 
 function parseArgs(argv) {
-  const o = { runs: 5, roots: [], isolate: true, warmup: true, out: null, json: false };
+  const o = { runs: 5, roots: [], isolate: true, warmup: true, settle: 3000, out: null, json: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const v = () => argv[++i];
@@ -51,12 +53,14 @@ function parseArgs(argv) {
     else if (a === '--root') o.roots.push(path.resolve(v()));
     else if (a === '--no-isolate') o.isolate = false;
     else if (a === '--no-warmup') o.warmup = false;
+    else if (a === '--settle') o.settle = Number(v());
     else if (a === '--out') o.out = path.resolve(v());
     else if (a === '--json') o.json = true;
     else if (a === '-h' || a === '--help') o.help = true;
     else throw new Error(`unknown argument ${a}`);
   }
   if (!(Number.isInteger(o.runs) && o.runs >= 1)) throw new Error('--runs must be an integer >= 1');
+  if (!(Number.isInteger(o.settle) && o.settle >= 0)) throw new Error('--settle must be an integer >= 0 (ms)');
   if (!o.roots.length) o.roots.push(REPO);
   return o;
 }
@@ -130,13 +134,16 @@ async function measure(page, server) {
 }
 
 /** A fresh profile: one cold navigation, then `warm` reloads in the same profile. */
-async function profileRun(server, warm, warmup) {
+async function profileRun(server, warm, warmup, settle) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-ttft-'));
   const context = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, headless: true, args: ARGS });
   try {
     await context.addInitScript(pageProbe);
     const page = context.pages()[0] ?? await context.newPage();
-    if (warmup) await page.goto(server.url.replace(/web\/$/, '__warmup')); // a 404: nothing cached
+    if (warmup) {
+      await page.goto(server.url.replace(/web\/$/, '__warmup')); // a 404: nothing cached
+      await new Promise((r) => setTimeout(r, settle)); // the browser's own start-up work ends
+    }
     const cold = await measure(page, server);
     const warmRuns = [];
     for (let i = 0; i < warm; i++) warmRuns.push(await measure(page, server));
@@ -168,14 +175,14 @@ function render(report) {
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   if (opts.help) {
-    console.log('usage: node bench/ttft.mjs [--runs N] [--root DIR]... [--no-isolate] [--no-warmup] [--out FILE] [--json]');
+    console.log('usage: node bench/ttft.mjs [--runs N] [--root DIR]... [--no-isolate] [--no-warmup] [--settle MS] [--out FILE] [--json]');
     return;
   }
   const t0 = performance.now();
   const servers = [];
   for (const root of opts.roots) servers.push(await serve(root, opts.isolate));
   const report = { date: new Date().toISOString(), node: process.version, runs: opts.runs, isolate: opts.isolate,
-    warmup: opts.warmup,
+    warmup: opts.warmup, settleMs: opts.warmup ? opts.settle : 0,
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown' }, loadavgStart: os.loadavg(),
     goalMs: GOAL_MS, roots: opts.roots.map((root) => ({ root, cold: [], warm: [] })) };
   try {
@@ -187,7 +194,7 @@ async function main() {
     for (let i = 0; i < opts.runs; i++) {
       // Alternate the roots within each round, so a busy moment hurts both alike.
       for (let k = 0; k < servers.length; k++) {
-        const { cold, warm } = await profileRun(servers[k], 1, opts.warmup);
+        const { cold, warm } = await profileRun(servers[k], 1, opts.warmup, opts.settle);
         report.roots[k].cold.push(cold);
         report.roots[k].warm.push(...warm);
         log(`run ${i + 1}/${opts.runs} ${path.basename(opts.roots[k])}: cold ${cold.ttftMs.toFixed(0)} ms, warm ${warm[0].ttftMs.toFixed(0)} ms`);

@@ -10,9 +10,10 @@
 // Wall times are printed beside them: on a loaded machine the difference is waiting for a core.
 // bench/README.md ("Time to first token", 2026-11-24) shows what it found.
 //
-//   node bench/ttft_trace.mjs [--runs 3] [--root DIR]... [--keep DIR]
+//   node bench/ttft_trace.mjs [--runs 3] [--root DIR]... [--keep DIR] [--settle MS]
 // --root DIR (repeatable; runs alternate) serves another checkout; --keep DIR keeps each
-// trace as DIR/<root>-<run>.json (chrome://tracing or Perfetto open them).
+// trace as DIR/<root>-<run>.json (chrome://tracing or Perfetto open them); --settle MS (default
+// 3000) is how long the new browser idles before the page is opened (see traceRun).
 
 import fs from 'node:fs';
 import http from 'node:http';
@@ -26,11 +27,12 @@ const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const CATEGORIES = ['devtools.timeline', 'blink.user_timing', 'v8', 'v8.wasm', 'loading', 'toplevel'];
 
 function parseArgs(argv) {
-  const o = { runs: 3, roots: [], keep: null };
+  const o = { runs: 3, roots: [], keep: null, settle: 3000 };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--runs') o.runs = Number(argv[++i]);
     else if (argv[i] === '--root') o.roots.push(path.resolve(argv[++i]));
     else if (argv[i] === '--keep') o.keep = path.resolve(argv[++i]);
+    else if (argv[i] === '--settle') o.settle = Number(argv[++i]);
     else throw new Error(`unknown argument ${argv[i]}`);
   }
   if (!(Number.isInteger(o.runs) && o.runs >= 1)) throw new Error('--runs must be an integer >= 1');
@@ -57,7 +59,7 @@ function pageProbe() {
   });
 }
 
-async function traceRun(root) {
+async function traceRun(root, settle) {
   const server = http.createServer(createHandler(root, true, { isolate: true }));
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   const url = `http://127.0.0.1:${server.address().port}/web/`;
@@ -66,6 +68,9 @@ async function traceRun(root) {
     const context = await browser.newContext();
     const page = await context.newPage();
     await page.goto(url.replace(/web\/$/, '__warmup')); // a 404: the browser is up, nothing cached
+    // A new Chromium keeps loading its own WebUI (the omnibox popup, ~0.7 s of CPU) for a while
+    // after its first page: let it finish, as in a browser that was already running.
+    await new Promise((r) => setTimeout(r, settle));
     await page.addInitScript(pageProbe);
     const cdp = await browser.newBrowserCDPSession();
     const events = [];
@@ -139,7 +144,7 @@ async function main() {
   if (o.keep) fs.mkdirSync(o.keep, { recursive: true });
   for (let run = 1; run <= o.runs; run++) {
     for (const root of o.roots) {
-      const events = await traceRun(root);
+      const events = await traceRun(root, o.settle);
       if (o.keep) fs.writeFileSync(path.join(o.keep, `${path.basename(root)}-${run}.json`), JSON.stringify(events));
       console.log(`${path.basename(root)} run ${run}: ${JSON.stringify(analyse(events), null, 1).replace(/\n\s*/g, ' ')}`);
     }
