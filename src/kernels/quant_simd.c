@@ -1056,6 +1056,15 @@ wlm_qmatvec_fn wlm_quant_matvec_simd128(int32_t type) {
     }
 }
 
+wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
+#if WLM_QUANT_RELAXED
+    if (type == WLM_TYPE_Q8_0) return rx_q8_0_matmat;
+    if (type == WLM_TYPE_Q4_0) return rx_q4_0_matmat;
+#endif
+    (void)type;
+    return NULL;
+}
+
 int wlm_quant_have_simd(void) { return 1; }
 
 int wlm_quant_have_relaxed(void) { return WLM_QUANT_RELAXED; }
@@ -1119,6 +1128,11 @@ void wlm_q5_K_matvec_simd(float *out, const void *w, size_t row_bytes, const voi
 int wlm_quant_have_simd(void) { return 0; }
 
 wlm_qmatvec_fn wlm_quant_matvec_simd128(int32_t type) { return wlm_type_get(type)->matvec_simd; }
+
+wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
+    (void)type;
+    return NULL;
+}
 
 int wlm_quant_have_relaxed(void) { return 0; }
 

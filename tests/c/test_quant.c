@@ -1070,6 +1070,54 @@ static void test_simd128_bits(void) {
     }
 }
 
+/* The build's matrix-matrix kernels (relaxed SIMD: Q8_0, Q4_0) against the matrix-vector kernel
+ * per entry, bitwise: batch sizes around the four-entry step, odd row ranges, rows over several
+ * column chunks, arbitrary quant bytes. */
+static void test_matmat(void) {
+    static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q4_K};
+    static const int ns[] = {64, 768, 4160};
+    for (size_t c = 0; c < sizeof types / sizeof types[0]; c++) {
+        const wlm_type_traits *t = wlm_type_get(types[c]);
+        const wlm_type_traits *vt = wlm_type_get(t->vec_dot_type);
+        wlm_qmatmat_fn mm = wlm_quant_matmat_simd(types[c]);
+        printf("%s: matrix-matrix kernel: %s\n", t->name, mm ? "yes" : "none (per-entry matvec)");
+        if (!mm) continue;
+        int bad = 0, cases = 0;
+        for (int k = 0; k < 3; k++) {
+            const int n = ns[k], rows = 11, ne_max = 9;
+            const size_t rb = wlm_row_bytes(types[c], n), xs = wlm_row_bytes(t->vec_dot_type, n) + 6;
+            unsigned char *w = malloc((size_t)rows * rb);
+            for (size_t i = 0; i < (size_t)rows * rb; i++) w[i] = (unsigned char)tu_rng_u64(&rng);
+            for (int b = 0; b < rows * (n / 32); b++) { /* fp16 d at offset 0 of both types */
+                const uint16_t h = (uint16_t)(0x1C00 + tu_rng_u64(&rng) % 0x2000);
+                memcpy(w + (size_t)b * t->type_size, &h, 2);
+            }
+            unsigned char *xq = malloc(xs * ne_max);
+            float *x = malloc((size_t)n * sizeof(float));
+            for (int e = 0; e < ne_max; e++) {
+                for (int j = 0; j < n; j++) x[j] = gauss() * (e + 1);
+                vt->from_float(x, xq + (size_t)e * xs, n);
+            }
+            const size_t os = rows + 3;
+            float *o1 = malloc(os * ne_max * sizeof(float)), *o2 = malloc(os * ne_max * sizeof(float));
+            static const int ranges[][2] = {{0, 11}, {3, 10}, {5, 6}};
+            for (int ne = 1; ne <= ne_max; ne++)
+                for (int g = 0; g < 3; g++) {
+                    const int r0 = ranges[g][0], r1 = ranges[g][1];
+                    for (size_t i = 0; i < os * ne_max; i++) o1[i] = o2[i] = -7.25f;
+                    mm(o1, os, w, rb, xq, xs, n, r0, r1, ne);
+                    for (int e = 0; e < ne; e++)
+                        t->matvec_simd(o2 + (size_t)e * os, w, rb, xq + (size_t)e * xs, n, r0, r1);
+                    bad += memcmp(o1, o2, os * ne_max * sizeof(float)) != 0;
+                    cases++;
+                }
+            free(w), free(xq), free(x), free(o1), free(o2);
+        }
+        CHECKF(bad == 0, "%s: %d of %d batches differ from the per-entry matvec's bits", t->name,
+               bad, cases);
+    }
+}
+
 int main(void) {
     test_fp16();
     test_traits();
@@ -1107,5 +1155,7 @@ int main(void) {
     test_matvec_memory_end();
     tu_section("matvec: the build's kernels give the SIMD128 kernels' bits");
     test_simd128_bits();
+    tu_section("matmat: the build's batch kernels give the per-entry matvec's bits");
+    test_matmat();
     return TEST_FINISH();
 }
