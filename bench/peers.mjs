@@ -2,7 +2,8 @@
 // bench/peers.mjs — `npm run bench:peers`: wasmlm against @wllama/wllama (llama.cpp in wasm) on the
 // same synthetic GGUF files (bench/models.mjs), both in the same headless Chromium, one thread
 // each by default: wllama's wasm build with n_threads 1 and no WebGPU (no COOP/COEP headers, so
-// no SharedArrayBuffer anyway), and wasmlm's SIMD128 module in the page's thread. --threads N:
+// no SharedArrayBuffer anyway), and wasmlm's module in the page's thread: the build a page gets
+// (createEngine's 'auto': relaxed SIMD in Chromium; each row records it as `build`). --threads N:
 // the page is cross-origin isolated and both run N threads (wllama n_threads N, wasmlm
 // createEngine({threads: N})). Files and engines
 // are served from 127.0.0.1 by tools/serve.mjs. Per (model, engine): a fresh page, load, one
