@@ -17,6 +17,14 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SHAPES, fileBytes, writeSyntheticModel } from '../tools/synth.mjs';
 import { sharedMemory, startThreads, stopThreads } from '../js/threads.js';
+import { relaxedSupport } from '../js/wasm.js';
+import { ensureGguf } from './models.mjs';
+
+/** --build's default: the build createEngine would pick here (relaxed where the runtime passes
+ *  the probe and dist/ has it). */
+export function defaultBuild() {
+  return relaxedSupport().ok && fs.existsSync(path.join(REPO, 'dist', 'wasmlm-relaxed.wasm')) ? 'relaxed' : 'simd128';
+}
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..');
@@ -36,8 +44,9 @@ async function ensureModel(shape) {
 
 /** One module instance with one model and a context for `nSeq` sequences; with threads > 1 the
  *  threaded module and a pool of that many threads (js/threads.js). */
-async function open(file, { simd = true, nSeq = 16, nCtx = 512, threads = 1 } = {}) {
-  const name = !simd ? 'wasmlm-scalar.wasm' : threads > 1 ? 'wasmlm-mt.wasm' : 'wasmlm.wasm';
+async function open(file, { simd = true, nSeq = 16, nCtx = 512, threads = 1, build = 'simd128' } = {}) {
+  const stem = build === 'relaxed' ? 'wasmlm-relaxed' : 'wasmlm';
+  const name = !simd ? 'wasmlm-scalar.wasm' : threads > 1 ? `${stem}-mt.wasm` : `${stem}.wasm`;
   const module = await WebAssembly.compile(fs.readFileSync(path.join(REPO, 'dist', name)));
   const memory = threads > 1 ? sharedMemory() : undefined;
   const instance = await WebAssembly.instantiate(module, { env: { memory, emscripten_notify_memory_growth() {} } });
@@ -50,7 +59,7 @@ async function open(file, { simd = true, nSeq = 16, nCtx = 512, threads = 1 } = 
   let rc = x.wlmjs_model_load(ptr, bytes.length, slot);
   if (rc !== 0) throw new Error(`model load: status ${rc}`);
   const model = new Int32Array(x.memory.buffer)[slot >> 2];
-  rc = x.wlmjs_context_new(model, nCtx, 1, 1, nSeq, slot);
+  rc = x.wlmjs_context_new(model, nCtx, 1, 1, nSeq, 1 /* WLM_KV_F16, the default */, slot);
   if (rc !== 0) throw new Error(`context: status ${rc}`);
   const ctx = new Int32Array(x.memory.buffer)[slot >> 2];
   const pool = threads > 1 ? await startThreads(x, module, threads) : null;
@@ -99,14 +108,15 @@ function prefillVsDecode(e, n, decodeSteps) {
   return { prefill, decode };
 }
 
-export async function benchBatch({ quick = false, shapes = ['stories15M', 'stories110M'], simd = true, threads = 1 } = {}) {
+export async function benchBatch({ quick = false, shapes = ['stories15M', 'stories110M'], simd = true, threads = 1,
+  build = defaultBuild(), type = 'F32' } = {}) {
   const rows = [];
   for (const shape of shapes) {
-    const file = await ensureModel(shape);
+    const file = type === 'F32' ? await ensureModel(shape) : (await ensureGguf(shape, type)).path;
     const big = SHAPES[shape].dim >= 768;
     const rounds = quick ? 2 : 4;
     const steps = quick ? 4 : big ? 8 : 24;
-    const e = await open(file, { simd, threads });
+    const e = await open(file, { simd, threads, build });
     decodeRate(e, 4, 2); // warm-up: V8 tiers the kernels up
     const rates = { 1: [], 4: [], 16: [] };
     for (let r = 0; r < rounds; r++) for (const B of [1, 4, 16]) rates[B].push(decodeRate(e, B, steps));
@@ -114,7 +124,7 @@ export async function benchBatch({ quick = false, shapes = ['stories15M', 'stori
     for (let r = 0; r < rounds; r++) pd.push(prefillVsDecode(e, 128, quick ? 4 : 16));
     e.close();
     const row = {
-      kind: 'batch', shape, simd, threads, rounds, steps,
+      kind: 'batch', shape, type, build: simd ? build : 'scalar', simd, threads, rounds, steps,
       decodeTokPerSec: { 1: median(rates[1]), 4: median(rates[4]), 16: median(rates[16]) },
       runs: rates,
       prefill128TokPerSec: median(pd.map((p) => p.prefill)),
@@ -125,7 +135,7 @@ export async function benchBatch({ quick = false, shapes = ['stories15M', 'stori
     row.prefillOverDecode = row.prefill128TokPerSec / row.decodeAfterPrefillTokPerSec;
     row.goals = { batch16x4: row.batch16OverBatch1 >= 4, prefillx3: row.prefillOverDecode >= 3 };
     rows.push(row);
-    console.error(`${shape}${threads > 1 ? ` (${threads} threads)` : ''}: batch 1/4/16 ${[1, 4, 16].map((b) => row.decodeTokPerSec[b].toFixed(1)).join(' / ')} tok/s` +
+    console.error(`${shape} ${type} ${build}${threads > 1 ? ` (${threads} threads)` : ''}: batch 1/4/16 ${[1, 4, 16].map((b) => row.decodeTokPerSec[b].toFixed(1)).join(' / ')} tok/s` +
       ` (16/1 = ${row.batch16OverBatch1.toFixed(2)}x); prefill 128 ${row.prefill128TokPerSec.toFixed(1)} vs decode` +
       ` ${row.decodeAfterPrefillTokPerSec.toFixed(1)} tok/s (${row.prefillOverDecode.toFixed(2)}x)`);
   }
@@ -137,7 +147,7 @@ export function renderBatch(rows) {
     'shape         threads  batch 1   batch 4  batch 16  16/1   goal>=4  prefill128  decode  prefill/decode  goal>=3'];
   for (const r of rows) {
     const d = r.decodeTokPerSec;
-    lines.push(`${r.shape.padEnd(13)} ${String(r.simd ? r.threads ?? 1 : 'scalar').padEnd(8)} ${d[1].toFixed(1).padStart(7)} ${d[4].toFixed(1).padStart(9)} ${d[16].toFixed(1).padStart(9)}` +
+    lines.push(`${`${r.shape} ${r.type ?? 'F32'} ${r.build ?? 'simd128'}`.padEnd(13)} ${String(r.simd ? r.threads ?? 1 : 'scalar').padEnd(8)} ${d[1].toFixed(1).padStart(7)} ${d[4].toFixed(1).padStart(9)} ${d[16].toFixed(1).padStart(9)}` +
       `  ${r.batch16OverBatch1.toFixed(2).padStart(5)}  ${(r.goals.batch16x4 ? 'met' : 'NOT met').padEnd(7)}  ${r.prefill128TokPerSec.toFixed(1).padStart(10)}` +
       `  ${r.decodeAfterPrefillTokPerSec.toFixed(1).padStart(6)}  ${r.prefillOverDecode.toFixed(2).padStart(14)}  ${r.goals.prefillx3 ? 'met' : 'NOT met'}`);
   }
@@ -152,6 +162,8 @@ if (import.meta.url === `file://${process.argv[1]}`) {
     shapes: (opt('--shapes') ?? 'stories15M,stories110M').split(','),
     simd: !argv.includes('--scalar'),
     threads: Number(opt('--threads') ?? 1),
+    build: opt('--build') ?? defaultBuild(),
+    type: (opt('--type') ?? 'F32').toUpperCase(),
   });
   const report = { date: new Date().toISOString(), node: process.version, cpus: os.cpus().length,
     loadavg: os.loadavg(), results: rows };

@@ -12,7 +12,9 @@
 //   node bench/bench.mjs            # full run (~3 min on this 2-core machine), table on stdout
 //   node bench/bench.mjs --quick    # 1 run, short lengths: a smoke test (~30 s)
 //   node bench/bench.mjs --json     # only the JSON on stdout (progress goes to stderr)
-//   options: --only load,simd,kv,memory,quant,batch,threads,depth   --runs N   --threads N
+//   options: --only load,simd,kv,memory,quant,batch,threads,depth,builds   --runs N   --threads N
+//            --build simd128|relaxed (every section; default: what createEngine picks here, relaxed
+//            in Node >= 22); section 9 (builds) runs both side by side (Node >= 22)
 //            --kv f16|f32 (the KV cache type; section 8 shows both side by side without it)
 //            --models stories260K,stories15M,stories42M,...
 //            sections 5 and 7: --big (adds TinyLlama-1.1B, quantized types)  --shapes a,b  --types F32,Q8_0
@@ -26,11 +28,15 @@ import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 // WASMLM_BENCH_ENGINE: another module with the same createEngine (for testing the bench itself).
-const { createEngine } = await import(process.env.WASMLM_BENCH_ENGINE
+const { createEngine: createEngineAny } = await import(process.env.WASMLM_BENCH_ENGINE
   ? new URL(process.env.WASMLM_BENCH_ENGINE, `file://${process.cwd()}/`).href
   : '../js/wasmlm.js');
+/** --build simd128|relaxed (default: what createEngine picks here): every SIMD engine of every
+ *  section runs that build (EngineOptions.build); section 9 (builds) runs both side by side. */
+let BUILD = 'auto';
+const createEngine = (o = {}) => createEngineAny(o.simd === false || o.build ? o : { ...o, build: BUILD });
 import { SHAPES, fileBytes, writeSyntheticModel } from '../tools/synth.mjs';
-import { benchBatch, renderBatch } from './batch.mjs';
+import { benchBatch, defaultBuild, renderBatch } from './batch.mjs';
 import { plan as quantPlan, ensureGguf, fallbackNote, BIG_SHAPE, QUANT_SHAPES, QUANT_TYPES } from './models.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -136,7 +142,7 @@ const QUICK = {
   probeSamples: 2,
 };
 
-const SECTIONS = ['load', 'simd', 'kv', 'memory', 'quant', 'batch', 'threads', 'depth'];
+const SECTIONS = ['load', 'simd', 'kv', 'memory', 'quant', 'batch', 'threads', 'depth', 'builds'];
 
 /** A bad command line: printed without a stack trace, exit status 2. */
 class UsageError extends Error {}
@@ -165,8 +171,8 @@ function requireMethod(engine, name) {
   }
 }
 
-async function openModel(m, { simd = true, nCtx = 0, kvCache = true, threads = 1, kvType = undefined } = {}) {
-  const engine = await createEngine({ simd, threads: simd ? threads : 1 });
+async function openModel(m, { simd = true, nCtx = 0, kvCache = true, threads = 1, kvType = undefined, build } = {}) {
+  const engine = await createEngine({ simd, threads: simd ? threads : 1, ...(simd && build ? { build } : {}) });
   const t0 = now();
   const info = await engine.load({ model: m.model, tokenizer: m.tokenizer, nCtx, kvCache, kvType });
   const loadMs = now() - t0;
@@ -273,7 +279,7 @@ async function benchModel(m, simd, cfg) {
   const load = [], prefill = [], decode = [], evalDecode = [];
   let last = null, info = null;
   for (let run = 0; run < cfg.runs; run++) {
-    const o = await openModel(m, { simd, threads: cfg.threads });
+    const o = await openModel(m, { simd, threads: cfg.threads, build: cfg.build });
     const { engine } = o;
     info = o.info;
     requireMethod(engine, 'evalTokens');
@@ -287,7 +293,7 @@ async function benchModel(m, simd, cfg) {
     decode.push(last.tokPerSec);
     if (cfg.evalDecode !== false) evalDecode.push(await timeEvalDecode(engine, ids, cfg.decodeTokens));
     await engine.free();
-    log(`  ${m.key} ${simd ? 'simd' : 'scalar'}${cfg.threads > 1 ? ` ${cfg.threads} threads` : ''} run ${run + 1}: load ${o.loadMs.toFixed(1)} ms, ` +
+    log(`  ${m.key} ${simd ? info.build ?? 'simd' : 'scalar'}${cfg.threads > 1 ? ` ${cfg.threads} threads` : ''} run ${run + 1}: load ${o.loadMs.toFixed(1)} ms, ` +
       `prefill ${prefill.at(-1).toFixed(1)} tok/s, decode ${decode.at(-1)?.toFixed(1)} tok/s ` +
       `(${last.nGenerated} tokens, ${last.stopReason})` +
       (evalDecode.length ? `, eval decode ${evalDecode.at(-1).toFixed(1)} tok/s` : ''));
@@ -297,6 +303,7 @@ async function benchModel(m, simd, cfg) {
     model: m.key,
     synthetic: m.synthetic,
     simd,
+    build: info?.build ?? (simd ? 'simd128' : 'scalar'),
     threads: simd ? cfg.threads ?? 1 : 1,
     fileBytes: fs.statSync(m.model).size,
     info,
@@ -540,6 +547,92 @@ async function benchQuant(cfg, opts, probe, allProbes) {
 }
 
 /**
+ * 9. Builds side by side: decode and prefill of the synthetic GGUFs (default stories110M × F32,
+ * Q8_0, Q4_0; --shapes, --types) on the SIMD128 and the relaxed-SIMD build, one run of each in
+ * turn (so drift hits both alike), the read probe around every pair; then batched decode
+ * (1 and 16 sequences) and 128-token prefill on Q8_0 for both builds (bench/batch.mjs). Ratios
+ * are of medians over the runs. Needs a runtime with relaxed SIMD (Node >= 22, Chromium).
+ */
+async function benchBuilds(cfg, opts, probe) {
+  if (defaultBuild() !== 'relaxed') {
+    return [{ kind: 'builds', skipped: 'this runtime or dist/ has no relaxed-SIMD build (Node >= 22 and npm run build)' }];
+  }
+  const rows = [];
+  const types = opts.types ?? ['F32', 'Q8_0', 'Q4_0'];
+  const shapes = opts.shapes ?? ['stories110M'];
+  const runs = opts.runs ?? (opts.quick ? 1 : 3);
+  for (const shape of shapes) {
+    for (const type of types) {
+      const meta = await ensureGguf(shape, type, { log });
+      const m = { key: `${shape} ${type}`, model: meta.path, tokenizer: undefined, synthetic: true };
+      const sub = { ...cfg, runs: 1, promptTokens: cfg.quantPromptTokens, decodeTokens: cfg.quantDecodeTokens,
+        warmupTokens: cfg.quantWarmupTokens, evalDecode: false, threads: 1 };
+      const by = { simd128: { decode: [], prefill: [] }, relaxed: { decode: [], prefill: [] } };
+      const read = [];
+      let bytes = 0;
+      log(`builds ${m.key}: simd128 vs relaxed (load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')})`);
+      for (let r = 0; r < runs; r++) {
+        read.push(...probe.measure(cfg.probeSamples).readGBs);
+        for (const build of r % 2 ? ['relaxed', 'simd128'] : ['simd128', 'relaxed']) {
+          const x = await benchModel(m, true, { ...sub, build });
+          if (x.build !== build) throw new Error(`asked for ${build}, ran ${x.build}`);
+          by[build].decode.push(x.decodeTokPerSec.median);
+          by[build].prefill.push(x.prefillTokPerSec.median);
+          bytes = x.info.weightBytes;
+        }
+      }
+      read.push(...probe.measure(cfg.probeSamples).readGBs);
+      const med = (b, k) => median(by[b][k]);
+      const readGBs = median(read);
+      rows.push({
+        kind: 'builds', shape, type, runs, weightBytes: bytes, readGBs, loadavg: os.loadavg(), by,
+        decode: { simd128: med('simd128', 'decode'), relaxed: med('relaxed', 'decode') },
+        prefill: { simd128: med('simd128', 'prefill'), relaxed: med('relaxed', 'prefill') },
+        decodeRatio: med('relaxed', 'decode') / med('simd128', 'decode'),
+        prefillRatio: med('relaxed', 'prefill') / med('simd128', 'prefill'),
+        decodeReadFraction: { simd128: (bytes * med('simd128', 'decode')) / 1e9 / readGBs,
+          relaxed: (bytes * med('relaxed', 'decode')) / 1e9 / readGBs },
+      });
+    }
+  }
+  for (const shape of shapes) {
+    for (const build of ['simd128', 'relaxed']) {
+      log(`builds: batches, ${shape} Q8_0 ${build}`);
+      rows.push(...(await benchBatch({ quick: true, shapes: [shape], build, type: 'Q8_0' }))
+        .map((b) => ({ ...b, kind: 'buildsBatch' })));
+    }
+  }
+  return rows;
+}
+
+function renderBuilds(rows) {
+  const out = ['', '9. Builds side by side, one thread: SIMD128 (dist/wasmlm.wasm) vs relaxed SIMD (dist/wasmlm-relaxed.wasm)'];
+  const skipped = rows.find((r) => r.skipped);
+  if (skipped) return [...out, `   skipped: ${skipped.skipped}`];
+  const f1 = (v) => v.toFixed(1), f2 = (v) => v.toFixed(2), pct = (v) => `${(100 * v).toFixed(0)}%`;
+  const main = rows.filter((r) => r.kind === 'builds');
+  out.push(table(main.map((r) => [`${r.shape} ${r.type}`, f1(r.decode.simd128), f1(r.decode.relaxed), `${f2(r.decodeRatio)}×`,
+    f1(r.prefill.simd128), f1(r.prefill.relaxed), `${f2(r.prefillRatio)}×`, f1(r.readGBs),
+    pct(r.decodeReadFraction.simd128), pct(r.decodeReadFraction.relaxed)]),
+  ['model', 'decode s128', 'decode relaxed', 'ratio', 'prefill s128', 'prefill relaxed', 'ratio', 'read GB/s',
+    'of read s128', 'of read relaxed']));
+  for (const shape of new Set(main.map((r) => r.shape))) {
+    const get = (t) => main.find((r) => r.shape === shape && r.type === t);
+    const f32 = get('F32');
+    for (const t of ['Q8_0', 'Q4_0']) {
+      const q = get(t);
+      if (f32 && q) {
+        out.push(`   ${shape} ${t} decode over F32: simd128 ${f2(q.decode.simd128 / f32.decode.simd128)}×, ` +
+          `relaxed ${f2(q.decode.relaxed / f32.decode.relaxed)}× (relaxed ${t} over SIMD128 F32: ${f2(q.decode.relaxed / f32.decode.simd128)}×)`);
+      }
+    }
+  }
+  const batches = rows.filter((r) => r.kind === 'buildsBatch');
+  if (batches.length) out.push(renderBatch(batches));
+  return out;
+}
+
+/**
  * 7. Threads: decode and prefill of the synthetic GGUFs on 1 thread and on `threads` (the pool
  * splits every matrix product by rows), runs alternating between the two so that drift hits both
  * alike. Default shapes stories15M/42M/110M × F32, Q8_0, Q4_0 (--shapes, --types, --big).
@@ -771,6 +864,8 @@ function render(report) {
       r.usPerPosition == null ? '–' : f1(r.usPerPosition)]),
     ['shape', 'type', 'KV cache', 'runs', ...pos.map((p) => `ms at ${p}`), 'us per position']));
   }
+  const builds = report.results.filter((r) => r.kind === 'builds' || r.kind === 'buildsBatch');
+  if (builds.length) out.push(...renderBuilds(builds));
   if (report.missing.length) out.push('', `Not measured: ${report.missing.join('; ')}`);
   return out.join('\n');
 }
@@ -793,6 +888,7 @@ function parseArgs(argv) {
     else if (a === '--big') o.big = true;
     else if (a === '--threads') o.threads = Number(argv[++i]);
     else if (a === '--kv') o.kv = argv[++i];
+    else if (a === '--build') o.build = argv[++i];
     else if (a === '--shapes') o.shapes = argv[++i].split(',');
     else if (a === '--types') o.types = argv[++i].split(',').map((t) => t.toUpperCase());
     else if (a === '-h' || a === '--help') o.help = true;
@@ -804,6 +900,7 @@ function parseArgs(argv) {
   if (o.runs != null && !(Number.isInteger(o.runs) && o.runs >= 1)) throw new UsageError('--runs must be a positive integer');
   if (!(Number.isInteger(o.threads) && o.threads >= 1 && o.threads <= 16)) throw new UsageError('--threads must be an integer 1..16');
   if (o.kv !== undefined && o.kv !== 'f16' && o.kv !== 'f32') throw new UsageError('--kv must be f16 or f32');
+  if (o.build !== undefined && o.build !== 'simd128' && o.build !== 'relaxed') throw new UsageError('--build must be simd128 or relaxed');
   return o;
 }
 
@@ -818,7 +915,7 @@ async function ensureSynthetic(m) {
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   if (opts.help) {
-    console.log('usage: node bench/bench.mjs [--quick] [--json] [--out FILE] [--only load,simd,kv,memory,quant,batch,threads,depth] [--runs N]\n' +
+    console.log('usage: node bench/bench.mjs [--quick] [--json] [--out FILE] [--only load,simd,kv,memory,quant,batch,threads,depth,builds] [--build simd128|relaxed] [--runs N]\n' +
       '                          [--threads N]   (sections 1-6 and 8 on N threads, default 1; section 7 compares 1 with N, default min(4, cores))\n' +
       `                          [--models ${DEFAULT_MODELS.join(',')}]   (also: stories42M, stories110M, synthetic)\n` +
       `                          quantized section: [--big] [--shapes ${[...QUANT_SHAPES, BIG_SHAPE].join(',')}] [--types ${QUANT_TYPES.join(',')}]\n` +
@@ -827,6 +924,7 @@ async function main() {
     return;
   }
   const cfg = { ...(opts.quick ? QUICK : FULL), threads: opts.threads };
+  if (opts.build) BUILD = opts.build;
   if (opts.runs) cfg.runs = opts.runs;
   if (opts.probe) { // child process of benchMemory
     process.stdout.write(JSON.stringify(await memoryProbe(modelEntry(opts.probe), opts.quick ? QUICK : FULL)));
@@ -842,6 +940,7 @@ async function main() {
   const report = {
     date: new Date().toISOString(),
     node: process.version,
+    build: opts.build ?? defaultBuild(),
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', arch: process.arch, platform: process.platform,
       loadavgStart: os.loadavg() },
     quick: opts.quick,
@@ -898,7 +997,7 @@ async function main() {
   }
   if (opts.only.includes('batch')) {
     log('batch (6.): batched decode and prefill');
-    report.results.push(...await benchBatch({ quick: opts.quick, threads: cfg.threads }));
+    report.results.push(...await benchBatch({ quick: opts.quick, threads: cfg.threads, build: opts.build ?? defaultBuild() }));
   }
   if (opts.only.includes('threads')) {
     const n = opts.threads > 1 ? opts.threads : Math.min(4, os.availableParallelism?.() ?? os.cpus().length);
@@ -908,7 +1007,15 @@ async function main() {
       const rows = await benchThreads(cfg, opts, n);
       report.results.push(...rows, { kind: 'threadGoals', goals: threadGoals(rows) });
       log(`threads (7.): batched decode and prefill on ${n} threads`);
-      report.results.push(...await benchBatch({ quick: opts.quick, threads: n }));
+      report.results.push(...await benchBatch({ quick: opts.quick, threads: n, build: opts.build ?? defaultBuild() }));
+    }
+  }
+  if (opts.only.includes('builds')) {
+    const probe = await openProbe(cfg);
+    try {
+      report.results.push(...await benchBuilds(cfg, opts, probe));
+    } finally {
+      probe.close();
     }
   }
   if (opts.only.includes('depth')) {

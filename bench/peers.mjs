@@ -2,7 +2,8 @@
 // bench/peers.mjs — `npm run bench:peers`: wasmlm against @wllama/wllama (llama.cpp in wasm) on the
 // same synthetic GGUF files (bench/models.mjs), both in the same headless Chromium, one thread
 // each by default: wllama's wasm build with n_threads 1 and no WebGPU (no COOP/COEP headers, so
-// no SharedArrayBuffer anyway), and wasmlm's SIMD128 module in the page's thread. --threads N:
+// no SharedArrayBuffer anyway), and wasmlm's module in the page's thread: the build a page gets
+// (createEngine's 'auto': relaxed SIMD in Chromium; each row records it as `oursBuild`). --threads N:
 // the page is cross-origin isolated and both run N threads (wllama n_threads N, wasmlm
 // createEngine({threads: N})). Files and engines
 // are served from 127.0.0.1 by tools/serve.mjs. Per (model, engine): a fresh page, load, one
@@ -11,7 +12,8 @@
 // wasmlm: engine.lastResult), median over the runs. What it measures: bench/README.md.
 //
 //   node bench/peers.mjs [--big] [--shapes stories15M,...] [--types F32,Q8_0,...] [--runs N]
-//                        [--tokens 64] [--threads N] [--out FILE] [--json]
+//                        [--tokens 64] [--threads N] [--builds] [--out FILE] [--json]
+// --builds: wasmlm's SIMD128 build too, next to the build the page picks (relaxed in Chromium).
 // Writes bench/out/peers.json (--threads N > 1: bench/out/peers-Nt.json).
 
 import fs from 'node:fs';
@@ -51,6 +53,7 @@ function parseArgs(argv) {
     else if (a === '--threads') o.threads = Number(v());
     else if (a === '--out') o.out = path.resolve(v());
     else if (a === '--json') o.json = true;
+    else if (a === '--builds') o.builds = true;
     else if (a === '-h' || a === '--help') o.help = true;
     else throw new Error(`unknown argument ${a}`);
   }
@@ -117,6 +120,14 @@ function render(report) {
   ]), ['shape', 'type', 'decode ours', 'decode wllama', 'ours/theirs', 'prefill ours', 'prefill wllama', 'ours/theirs', 'end-to-end ours/theirs', 'goal', 'note']));
   const notes = [...new Set(report.rows.filter((r) => r.fallback?.length).map((r) => `${r.shape} ${r.type}: ${fallbackNote(r)}`))];
   if (notes.length) out.push(`* K-quant rows need multiples of 256; fell back to: ${notes.join('; ')}`);
+  const sb = report.rows.filter((r) => r.oursSimd128 && r.ours);
+  if (sb.length) {
+    out.push('', `wasmlm's builds side by side (--builds): the picked build (${sb[0].oursBuild}) vs SIMD128, same page setup`);
+    out.push(table(sb.map((r) => [r.shape, r.type, f1(r.ours.decodeTokPerSec), f1(r.oursSimd128.decodeTokPerSec),
+      x2(r.ours.decodeTokPerSec / r.oursSimd128.decodeTokPerSec), f1(r.ours.prefillTokPerSec),
+      f1(r.oursSimd128.prefillTokPerSec), x2(r.ours.prefillTokPerSec / r.oursSimd128.prefillTokPerSec)]),
+    ['shape', 'type', `decode ${sb[0].oursBuild}`, 'decode simd128', 'ratio', `prefill ${sb[0].oursBuild}`, 'prefill simd128', 'ratio']));
+  }
   for (const g of report.goals) out.push(`goal: ${g.goal}: ${g.text} — ${g.met == null ? 'not measured' : g.met ? 'met' : 'NOT met'}`);
   return out.join('\n');
 }
@@ -124,7 +135,7 @@ function render(report) {
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   if (opts.help) {
-    console.log('usage: node bench/peers.mjs [--big] [--shapes a,b] [--types F32,Q8_0,...] [--runs N] [--tokens N] [--threads N] [--out FILE] [--json]');
+    console.log('usage: node bench/peers.mjs [--big] [--shapes a,b] [--types F32,Q8_0,...] [--runs N] [--tokens N] [--threads N] [--builds] [--out FILE] [--json]');
     return;
   }
   const t0 = performance.now();
@@ -159,12 +170,16 @@ async function main() {
       const ours = await runPage(context, baseUrl, { ...common, engine: 'wasmlm' });
       log(`  wasmlm: ${ours.error ? `ERROR ${ours.error}` : `decode ${f1(summarize(ours).decodeTokPerSec)} tok/s`}`);
       if (theirs.version) report.wllamaVersion = `(llama.cpp ${theirs.version})`;
+      // --builds: our SIMD128 build too, right after the picked one (issue 14: side by side)
+      const s128 = opts.builds ? await runPage(context, baseUrl, { ...common, engine: 'wasmlm', build: 'simd128' }) : null;
+      if (s128) log(`  wasmlm simd128: ${s128.error ? `ERROR ${s128.error}` : `decode ${f1(summarize(s128).decodeTokPerSec)} tok/s`}`);
       const so = summarize(ours), st = summarize(theirs);
       const decodeRatio = so && st ? so.decodeTokPerSec / st.decodeTokPerSec : null;
       const e2eRatio = so && st ? so.e2eTokPerSec / st.e2eTokPerSec : null;
       const row = {
         shape: meta.shape, type: meta.type, file: model, fileBytes: meta.bytes, fallback: meta.fallback,
-        ours: so, theirs: st, decodeRatio, e2eRatio, prefillRatio: so && st ? so.prefillTokPerSec / st.prefillTokPerSec : null,
+        ours: so, oursBuild: ours.build ?? null, theirs: st, decodeRatio, e2eRatio,
+        oursSimd128: s128 ? summarize(s128) : null, prefillRatio: so && st ? so.prefillTokPerSec / st.prefillTokPerSec : null,
         goal: GOALS[meta.type] ?? 1, loadavg: os.loadavg(),
         oursError: ours.error ?? null, theirsError: theirs.error ?? null, raw: { ours, theirs },
       };

@@ -16,7 +16,7 @@ import { chatPrompt, splitChatParams } from './chat.js';
 import { macrotask, mark } from './platform.js';
 import { readIntoHeap } from './source.js';
 import { importsMemory, sharedMemory, startThreads, stopThreads } from './threads.js';
-import { compilePlanned, instantiateWasm, planModule } from './wasm.js';
+import { compilePlanned, instantiateWasm, moduleBuild, planModule, settledPlan } from './wasm.js';
 
 /** `view`, or a copy of it when it views shared memory (TextDecoder rejects those). */
 function unshared(view) {
@@ -36,6 +36,7 @@ class Engine {
   #busy = null;  // 'load' | 'generate' | 'batch generation' | 'beam search' while one runs
   #gen = null;   // the generation in progress (identity token)
   #info = null;
+  #build;
   #bos = -1;     // token ids from the model, for detokenize()
   #eos = -1;
   #ctxParams = null; // {nCtx, kvCache, nSeqMax} of the current context (recreated when a batch
@@ -61,8 +62,10 @@ class Engine {
    * start in the background (while the caller fetches and loads its model): each forward pass
    * that begins after they all run gets the pool (#syncPool); one that begins earlier runs on
    * this thread, with bitwise the same results. If they fail, later calls reject with why.
+   * `build`: the module's kernels ('relaxed', 'simd128', 'scalar'), for ModelInfo.build.
    */
-  constructor(x, simd, nThreads, threadsStarting) {
+  constructor(x, simd, nThreads, threadsStarting, build = simd ? 'simd128' : 'scalar') {
+    this.#build = build;
     this.#x = x;
     this.#simd = simd;
     this.#nThreads = nThreads;
@@ -402,7 +405,7 @@ class Engine {
       this.#info = Object.freeze({
         dim: f(0), hiddenDim: f(1), nLayers: f(2), nHeads: f(3), nKvHeads: f(4), vocabSize: f(5),
         seqLen: f(6), sharedClassifier: f(7) === 1, weightBytes: f(11), nCtx: ctxParams.nCtx || f(6),
-        simd: this.#simd, threads: this.threads, kvType: ctxParams.kvType,
+        simd: this.#simd, build: this.#build, threads: this.threads, kvType: ctxParams.kvType,
         contextBytes: x.wlm_context_memory(ctx) >>> 0,
         wasmMemoryBytes: x.memory.buffer.byteLength,
         name: this.#metaString(this.#model, 'general.name'),
@@ -1060,8 +1063,14 @@ export function createEngine(options = {}) {
  */
 export async function startEngine(options, compiled = null) {
   const plan = await planModule(options);
-  const { module, name } = compiled?.module instanceof WebAssembly.Module && plan.file &&
-    compiled.file === plan.file ? { module: compiled.module, name: plan.wasm.href } : await compilePlanned(plan);
+  let mod;
+  if (compiled?.module instanceof WebAssembly.Module && plan.file && compiled.file === plan.file) {
+    mod = { module: compiled.module, name: plan.wasm.href };
+  } else {
+    mod = await compilePlanned(plan);
+    settledPlan(plan, mod);
+  }
+  const { module, name } = mod;
   let { threads } = plan;
   let memory = null;
   if (importsMemory(module)) {
@@ -1076,5 +1085,5 @@ export async function startEngine(options, compiled = null) {
   // The helpers start in the background: the engine is usable at once, load() waits for them.
   const starting = threads > 1 ? startThreads(x, module, threads, jsError) : null;
   mark('wasmlm:engine-ready');
-  return new Engine(x, plan.simd, threads, starting);
+  return new Engine(x, plan.simd, threads, starting, moduleBuild(x, plan.build));
 }

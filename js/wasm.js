@@ -1,6 +1,7 @@
-// wasm.js — the wasm module: which of the three builds runs here (dist/wasmlm.wasm SIMD128,
-// dist/wasmlm-mt.wasm SIMD128 + threads, dist/wasmlm-scalar.wasm), decided before anything is
-// fetched so only that one is downloaded and compiled; compiling it (streaming from the fetch
+// wasm.js — the wasm module: which of the builds runs here (dist/wasmlm-relaxed.wasm relaxed
+// SIMD, dist/wasmlm.wasm SIMD128, each with a threaded twin -relaxed-mt / -mt, and
+// dist/wasmlm-scalar.wasm), decided before anything is fetched so only that one is downloaded
+// and compiled; compiling it (streaming from the fetch
 // when the server says application/wasm); instantiating it with the few imports it needs. It
 // does not start helper threads (js/threads.js) and holds no engine state (js/engine.js).
 
@@ -11,6 +12,58 @@ import { MAX_THREADS, coreCount, threadsUnavailable } from './threads.js';
 // Smallest module using a v128 instruction (from wasm-feature-detect): validates iff SIMD128.
 const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1,
   0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]);
+
+// A module whose function f returns lane 0 of i32x4.relaxed_dot_i8x16_i7x16_add_s(a, b, c) for
+// a = (-128, 127, -1, 5, 0...), b = (127, 127, 3, 100, 0...), c = (1000, 0, 0, 0): 1370. It
+// validates iff the runtime has relaxed SIMD; the answer rejects runtimes that compute the
+// instruction wrongly (Node 20's baseline compiler Liftoff, with --experimental-wasm-relaxed-simd,
+// returns twice the dot product without the accumulator: 740). The second operand stays in
+// 0..127, where every conforming implementation agrees.
+const RELAXED_PROBE = (() => {
+  const a = [128, 127, 255, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+  const b = [127, 127, 3, 100, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+  const c = [0xe8, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+  const body = [0, 0xfd, 12, ...a, 0xfd, 12, ...b, 0xfd, 12, ...c, 0xfd, 0x93, 2, 0xfd, 0x1b, 0, 11];
+  return new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 127, 3, 2, 1, 0,
+    7, 5, 1, 1, 102, 0, 0, 10, body.length + 2, 1, body.length, ...body]);
+})();
+const RELAXED_PROBE_ANSWER = 1370;
+
+/**
+ * Whether this runtime runs relaxed SIMD correctly: {ok, why}. `why` says what failed (for
+ * error messages and the tests): 'no relaxed SIMD' when the probe does not validate, or the
+ * wrong known answer.
+ */
+export function relaxedSupport() {
+  if (relaxedCache) return relaxedCache;
+  let why = null;
+  try {
+    if (!WebAssembly.validate(RELAXED_PROBE)) {
+      why = 'this runtime has no WebAssembly relaxed SIMD';
+    } else {
+      const got = new WebAssembly.Instance(new WebAssembly.Module(RELAXED_PROBE)).exports.f();
+      if (got !== RELAXED_PROBE_ANSWER) {
+        why = `this runtime computes i32x4.relaxed_dot_i8x16_i7x16_add_s wrongly (${got}, not ` +
+          `${RELAXED_PROBE_ANSWER}; Node 20's Liftoff does: use Node >= 22, or --no-liftoff)`;
+      }
+    }
+  } catch (e) {
+    why = `the relaxed-SIMD probe failed: ${e?.message ?? e}`;
+  }
+  relaxedCache = Object.freeze({ ok: !why, why });
+  return relaxedCache;
+}
+let relaxedCache = null;
+
+/** Builds, by name (EngineOptions.build): their files, single-threaded and threaded. */
+const BUILD_FILES = {
+  relaxed: ['wasmlm-relaxed.wasm', 'wasmlm-relaxed-mt.wasm'],
+  simd128: ['wasmlm.wasm', 'wasmlm-mt.wasm'],
+  scalar: ['wasmlm-scalar.wasm', null],
+};
+/** Set when an automatically picked relaxed build could not be fetched or read (an install
+ *  without it): later plans pick SIMD128 at once. */
+let relaxedMissing = false;
 
 /** 'auto' threads: every core up to this many (decode is bound by memory bandwidth, which a
  *  few cores already saturate). */
@@ -37,17 +90,42 @@ const REQUIRED_EXPORTS = [
 
 /**
  * What createEngine(options) will run, decided from the options and the runtime alone (nothing
- * fetched): {simd, threads, wasm, file, explicitThreads}. `threads` is the number to start:
- * 'auto' → the cores (at most AUTO_MAX_THREADS) where threads can run, else 1; a number → that
- * many, clamped to the cores the runtime reports and to MAX_THREADS. `wasm` is options.wasm, or
- * the URL of the build that fits (`file`, e.g. 'wasmlm-mt.wasm'; null when options.wasm is
- * given). Throws WLM_ERR_INVALID_ARG (threads not 'auto' or an integer >= 1) and
- * WLM_ERR_UNSUPPORTED (more than one thread, after clamping, where threads cannot run).
+ * fetched): {build, simd, threads, wasm, file, explicitThreads, fallback}. `build` is
+ * options.build, or for 'auto' (default) the fastest the runtime runs correctly: 'relaxed'
+ * where relaxedSupport() passes, else 'simd128' where WebAssembly SIMD validates, else
+ * 'scalar'; `simd: false` means 'scalar'. `threads` is the number to start: 'auto' → the cores
+ * (at most AUTO_MAX_THREADS) where threads can run, else 1; a number → that many, clamped to
+ * the cores the runtime reports and to MAX_THREADS. `wasm` is options.wasm, or the URL of the
+ * build's file (`file`, e.g. 'wasmlm-relaxed-mt.wasm'; null when options.wasm is given).
+ * `fallback`: the SIMD128 plan when 'auto' picked relaxed (used if its file is missing).
+ * Throws WLM_ERR_INVALID_ARG (threads not 'auto' or an integer >= 1; an unknown build; simd:
+ * false with a SIMD build) and WLM_ERR_UNSUPPORTED (more than one thread, after clamping, where
+ * threads cannot run; a build the runtime cannot run).
  */
 export async function planModule(options = {}) {
   const { wasm } = options;
-  let { simd, threads = 'auto' } = options;
-  if (simd === undefined) simd = wasm !== undefined || WebAssembly.validate(SIMD_PROBE);
+  let { simd, threads = 'auto', build = 'auto' } = options;
+  if (build !== 'auto' && !Object.hasOwn(BUILD_FILES, build)) {
+    throw jsError('WLM_ERR_INVALID_ARG', `build must be 'auto', 'relaxed', 'simd128' or 'scalar', got ${build}`);
+  }
+  if (simd === false) {
+    if (build !== 'auto' && build !== 'scalar') {
+      throw jsError('WLM_ERR_INVALID_ARG', `build: '${build}' contradicts simd: false`);
+    }
+    build = 'scalar';
+  }
+  let auto = false;
+  if (build === 'auto') {
+    auto = true;
+    if (wasm !== undefined) build = 'simd128'; // a module of the caller's: not ours to probe
+    else if (!relaxedMissing && WebAssembly.validate(SIMD_PROBE) && relaxedSupport().ok) build = 'relaxed';
+    else build = simd || WebAssembly.validate(SIMD_PROBE) ? 'simd128' : 'scalar';
+  } else if (wasm === undefined && build === 'relaxed' && !relaxedSupport().ok) {
+    throw jsError('WLM_ERR_UNSUPPORTED', `build: 'relaxed': ${relaxedSupport().why}`);
+  } else if (wasm === undefined && build === 'simd128' && !WebAssembly.validate(SIMD_PROBE)) {
+    throw jsError('WLM_ERR_UNSUPPORTED', "build: 'simd128': this runtime has no WebAssembly SIMD");
+  }
+  simd = build !== 'scalar';
   if (threads !== 'auto' && !(Number.isInteger(threads) && threads >= 1)) {
     throw jsError('WLM_ERR_INVALID_ARG', `threads must be 'auto' or an integer >= 1, got ${threads}`);
   }
@@ -63,12 +141,14 @@ export async function planModule(options = {}) {
       throw jsError('WLM_ERR_UNSUPPORTED', `threads: ${asked}${asked !== threads ? ` (${threads} cores here)` : ''}: ${why}`);
     }
   }
-  const file = wasm !== undefined ? null
-    : !simd ? 'wasmlm-scalar.wasm' : threads > 1 ? 'wasmlm-mt.wasm' : 'wasmlm.wasm';
-  return {
-    simd: !!simd, threads, explicitThreads, file,
-    wasm: file ? new URL(`../dist/${file}`, import.meta.url) : wasm,
+  const plan = (b) => {
+    const file = wasm !== undefined ? null : BUILD_FILES[b][threads > 1 ? 1 : 0];
+    return {
+      build: b, simd, threads, explicitThreads, file,
+      wasm: file ? new URL(`../dist/${file}`, import.meta.url) : wasm,
+    };
   };
+  return { ...plan(build), fallback: auto && build === 'relaxed' ? plan('simd128') : null };
 }
 
 /** dist/<file> → the promise of its compiled module: each build is fetched and compiled once
@@ -82,11 +162,38 @@ const compiledBuilds = new Map();
  */
 export function compilePlanned(plan) {
   if (!plan.file) return compileWasm(plan.wasm);
-  let p = compiledBuilds.get(plan.file);
+  if (!plan.fallback) return compileBuild(plan);
+  // relaxed picked by 'auto': an install without its file (built without LLVM 19) runs SIMD128
+  // instead: the result then has `fallback` (see settledPlan). One promise per file.
+  const key = `auto:${plan.file}`;
+  let p = compiledBuilds.get(key);
+  if (!p) {
+    const { fallback } = plan;
+    p = compileBuild(plan).catch((e) => {
+      if (e?.code !== 'WLM_ERR_IO') throw e;
+      relaxedMissing = true;
+      return compileBuild(fallback).then((r) => ({ ...r, fallback }));
+    });
+    compiledBuilds.set(key, p);
+  }
+  return p;
+}
+
+/** After compilePlanned(plan) resolved to `compiled`: the plan of the build it compiled (`plan`
+ *  itself, updated when a relaxed pick fell back to SIMD128). */
+export function settledPlan(plan, compiled) {
+  if (compiled?.fallback && plan.fallback) Object.assign(plan, plan.fallback, { fallback: null });
+  return plan;
+}
+
+/** compilePlanned() for one of our builds, through the cache. */
+function compileBuild(plan) {
+  const { file } = plan;
+  let p = compiledBuilds.get(file);
   if (!p) {
     p = compileWasm(plan.wasm);
-    compiledBuilds.set(plan.file, p);
-    p.catch(() => { if (compiledBuilds.get(plan.file) === p) compiledBuilds.delete(plan.file); });
+    compiledBuilds.set(file, p);
+    p.catch(() => { if (compiledBuilds.get(file) === p) compiledBuilds.delete(file); });
   }
   return p;
 }
@@ -136,6 +243,13 @@ export async function compileWasm(source) {
     throw e;
   }
   return { module, name: loc.name };
+}
+
+/** The kernels an instantiated module runs ('relaxed', 'simd128', 'scalar'), from its own
+ *  wlmjs_kernels export; `guess` for a module without it (an older build passed as options.wasm). */
+export function moduleBuild(x, guess) {
+  return typeof x.wlmjs_kernels === 'function'
+    ? (['scalar', 'simd128', 'relaxed'][x.wlmjs_kernels()] ?? guess) : guess;
 }
 
 /**

@@ -103,6 +103,20 @@ export interface EngineOptions {
    */
   simd?: boolean;
   /**
+   * Which build (kernels) to run. 'auto' (default): 'relaxed' (dist/wasmlm-relaxed.wasm, or
+   * wasmlm-relaxed-mt.wasm with threads: integer kernels on
+   * i32x4.relaxed_dot_i8x16_i7x16_add_s) where WebAssembly.validate accepts a relaxed-SIMD probe
+   * AND the probe computes that instruction's known answer (Chromium, Node >= 22; this rejects
+   * Node 20's --experimental-wasm-relaxed-simd, whose baseline compiler gets it wrong), else
+   * 'simd128' (dist/wasmlm.wasm / wasmlm-mt.wasm; Safari, Node 20), else 'scalar'
+   * (dist/wasmlm-scalar.wasm). The relaxed build gives bitwise the SIMD128 build's results;
+   * where its file is missing (built without LLVM 19) 'auto' falls back to 'simd128'.
+   * A name forces that build: WLM_ERR_UNSUPPORTED where the runtime cannot run it,
+   * WLM_ERR_INVALID_ARG for another string or with `simd: false` (which means 'scalar').
+   * ModelInfo.build says which build runs. Ignored for the file when `wasm` is given.
+   */
+  build?: 'auto' | 'relaxed' | 'simd128' | 'scalar';
+  /**
    * Threads that run the matrix products (wlm_threadpool, src/wasmlm.h): every weight-matrix
    * product of the forward pass is split into `threads` row ranges, one per thread, the
    * engine's own thread included, and each token's attention by heads; norms, RoPE and
@@ -226,6 +240,8 @@ export interface ModelInfo {
   nCtx: number;
   /** The SIMD build and kernels are in use. */
   simd: boolean;
+  /** The build's kernels (EngineOptions.build resolved; from the module itself). */
+  build: 'relaxed' | 'simd128' | 'scalar';
   /** The KV cache's element type (LoadOptions.kvType). */
   kvType: 'f16' | 'f32';
   /** Threads running the matrix products (EngineOptions.threads resolved and clamped to the

@@ -11,7 +11,7 @@ import { chatPrompt, splitChatParams } from './chat.js';
 import { complete, completeBatch } from './engine.js';
 import { IS_NODE, baseURI, mark } from './platform.js';
 import { PROTOCOL_VERSION, Req, Reply } from './protocol.js';
-import { compilePlanned, planModule } from './wasm.js';
+import { compilePlanned, planModule, settledPlan } from './wasm.js';
 
 /** Makes a load source cloneable and absolute (the worker has another base URL). */
 function toTransferableSource(source) {
@@ -77,12 +77,16 @@ class WorkerEngine {
       // The default module: pick and compile it here while the worker starts (the worker uses
       // it when it picks the same file, as it does unless it cannot start helper threads).
       let compiled;
+      let { build } = options;
       if (wasm === undefined) {
         const plan = await planModule(options);
-        compiled = { file: plan.file, module: (await compilePlanned(plan)).module };
+        const c = await compilePlanned(plan);
+        settledPlan(plan, c);
+        compiled = { file: plan.file, module: c.module };
+        build = plan.build; // the page's probe decides (and a missing relaxed file's fallback)
       }
       const ready = await engine.#request(Req.INIT,
-        { options: { wasm, simd: options.simd, threads: options.threads, warmup: options.warmup }, compiled }).promise;
+        { options: { wasm, simd: options.simd, threads: options.threads, warmup: options.warmup, build }, compiled }).promise;
       if (ready?.protocol !== PROTOCOL_VERSION) {
         throw new Error(`wasmlm: js/worker.js speaks protocol ${ready?.protocol}, ` +
           `js/wasmlm.js ${PROTOCOL_VERSION}; serve both from the same version`);

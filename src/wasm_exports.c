@@ -10,6 +10,7 @@
 
 #include "kernels/bench_probe.h"
 #include "runtime/warmup.h"
+#include "kernels/quant.h"
 #include "wasmlm.h"
 
 #define API EMSCRIPTEN_KEEPALIVE
@@ -268,6 +269,10 @@ API double wlmjs_beam_memory(const wlm_context *c, int which) {
 }
 
 /* Public API functions exported as they are (the linker keeps them via tools/exports.txt). */
+
+/* Which kernels this module runs (js/wasm.js reports it as ModelInfo.build): 2 relaxed SIMD
+ * (dist/wasmlm-relaxed*.wasm), 1 SIMD128, 0 scalar. */
+API int wlmjs_kernels(void) { return wlm_quant_have_relaxed() ? 2 : wlm_quant_have_simd(); }
 
 /* ---- machine probes for the benchmark (bench_probe.h; not used by js/wasmlm.js) ---- */
 /* Fills buf[0..bytes) with a pattern, committing every page. */

@@ -2,8 +2,10 @@
 # tools/build.sh [--if-needed] [--wasm-only]
 # Builds the wasm modules into dist/ (Emscripten, CMake, build/wasm) and the native CLI + C
 # tests into build/native; with no option also the C tests compiled to wasm (build/wasm).
-#   --wasm-only   only the three modules the page, the JS API and the benchmarks load
-#                 (dist/wasmlm.wasm, wasmlm-mt.wasm, wasmlm-scalar.wasm): what `npm start` needs
+#   --wasm-only   only the modules the page, the JS API and the benchmarks load
+#                 (dist/wasmlm.wasm, wasmlm-mt.wasm, wasmlm-scalar.wasm, and where LLVM 19 and
+#                 the npm binaryen are installed wasmlm-relaxed.wasm, wasmlm-relaxed-mt.wasm):
+#                 what `npm start` needs
 #   --if-needed   do nothing when dist/ is newer than every source file
 # tools/setup.sh installs the toolchain.
 set -euo pipefail
@@ -26,7 +28,10 @@ if ((if_needed)) && ls "${modules[@]}" >/dev/null 2>&1; then
   # src/cli/ is the native CLI only: it never changes a module
   newer=$(find src CMakeLists.txt tools/exports.txt -type f -newer "${modules[0]}" -not -path 'src/cli/*' \
     -print -quit)
-  if [[ -z "$newer" ]]; then exit 0; fi
+  relaxed_gone=0   # the relaxed modules' toolchain is there but they are not (yet)
+  [[ "$(cat build/wasm/relaxed-status.txt 2>/dev/null)" == ok && ! -f dist/wasmlm-relaxed-mt.wasm ]] \
+    && relaxed_gone=1
+  if [[ -z "$newer" ]] && ((!relaxed_gone)); then exit 0; fi
 fi
 for tool in emcmake cmake; do
   if ! command -v "$tool" >/dev/null; then
@@ -40,8 +45,19 @@ werror=()
 [[ -n "${WASMLM_WERROR:-}" ]] && werror=(-DWASMLM_WERROR="$WASMLM_WERROR")
 emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release "${werror[@]}" \
   -DCMAKE_CROSSCOMPILING_EMULATOR=node -DCMAKE_C_FLAGS_RELEASE="-O3 -DNDEBUG" >/dev/null
+# The relaxed-SIMD modules, when CMake found their toolchain (else it says what is missing).
+relaxed_status=$(cat build/wasm/relaxed-status.txt 2>/dev/null || echo "no status")
+relaxed_targets=()
+if [[ "$relaxed_status" == ok ]]; then
+  modules+=(dist/wasmlm-relaxed.wasm dist/wasmlm-relaxed-mt.wasm)
+  relaxed_targets=(wasmlm_module_relaxed wasmlm_module_relaxed_mt)
+else
+  rm -f dist/wasmlm-relaxed.wasm dist/wasmlm-relaxed-mt.wasm   # never a stale one
+  echo "tools/build.sh: $relaxed_status"
+fi
 if ((wasm_only)); then
-  cmake --build build/wasm -j"$jobs" --target wasmlm_module wasmlm_module_mt wasmlm_module_scalar
+  cmake --build build/wasm -j"$jobs" --target wasmlm_module wasmlm_module_mt wasmlm_module_scalar \
+    "${relaxed_targets[@]}"
 else
   cmake --build build/wasm -j"$jobs"
   cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release "${werror[@]}" >/dev/null

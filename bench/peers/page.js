@@ -11,8 +11,9 @@ const WLLAMA_WASM = new URL('../../node_modules/@wllama/wllama/esm/wasm/wllama.w
 const logEl = document.getElementById('log');
 const log = (m) => { logEl.textContent += `${m}\n`; };
 
-async function runOurs({ model, prompt, maxTokens, runs, warmupTokens, threads = 1 }) {
-  const engine = await createEngine({ threads });
+async function runOurs({ model, prompt, maxTokens, runs, warmupTokens, threads = 1, build }) {
+  // build unset ('auto'): what a page gets (relaxed in Chromium); peers.mjs --builds forces simd128 too
+  const engine = await createEngine(build ? { threads, build } : { threads });
   const t0 = performance.now();
   const info = await engine.load({ model: new URL(model, location.href) });
   const loadMs = performance.now() - t0;
@@ -26,7 +27,7 @@ async function runOurs({ model, prompt, maxTokens, runs, warmupTokens, threads =
     log(`ours run ${i + 1}: ${r.decodeTokensPerSec.toFixed(1)} tok/s`);
   }
   await engine.free();
-  return { engine: 'wasmlm', loadMs, weightBytes: info.weightBytes, simd: info.simd, threads: info.threads, runs: out };
+  return { engine: 'wasmlm', loadMs, weightBytes: info.weightBytes, simd: info.simd, build: info.build, threads: info.threads, runs: out };
 }
 
 async function runWllama({ model, prompt, maxTokens, runs, warmupTokens, threads = 1 }) {

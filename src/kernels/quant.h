@@ -261,6 +261,28 @@ void wlm_q5_K_matvec_simd(float *out, const void *w, size_t row_bytes, const voi
 /* 1 when quant_simd.c was compiled with SIMD128, else 0 (the *_simd names are the refs). */
 int wlm_quant_have_simd(void);
 
+/* 1 when quant_simd.c was compiled with relaxed SIMD (-mrelaxed-simd: the quantized kernels of
+ * quant_relaxed.inc, bitwise the SIMD128 results), else 0. */
+int wlm_quant_have_relaxed(void);
+
+/* The SIMD128 matrix-vector kernel of a weight type, in every build (in the relaxed-SIMD build
+ * the traits' matvec_simd is its relaxed twin, which must give the same bits: the tests compare
+ * the two); the traits' matvec_simd for types without a relaxed twin. */
+wlm_qmatvec_fn wlm_quant_matvec_simd128(int32_t type);
+
+/*
+ * A weight matrix-matrix product for a batch of `ne` entries: for e in [0, ne) and r in [r0, r1),
+ * out[e * out_stride + r] = dot(row r of w, entry e's activation at xq + e * x_stride bytes) —
+ * bitwise what the type's matvec_simd gives for each entry alone. out_stride in floats.
+ */
+typedef void (*wlm_qmatmat_fn)(float *out, size_t out_stride, const void *w, size_t row_bytes,
+                               const void *xq, size_t x_stride, int n, int r0, int r1, int ne);
+
+/* The matrix-matrix kernel of a weight type in this build, or NULL where there is none (then a
+ * batch runs matvec_simd per entry): the relaxed-SIMD build has Q8_0 and Q4_0 ones
+ * (quant_relaxed.inc: two rows x four entries per step). */
+wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type);
+
 /* The 6-bit scale and min of sub-block j (0..7) of a Q4_K block's 12 packed bytes. */
 static inline void wlm_q4_K_scale_min(const uint8_t *s, int j, uint8_t *sc, uint8_t *m) {
     if (j < 4) {

@@ -100,6 +100,7 @@ static inline v128_t q6_dot(v128_t q, v128_t xe, v128_t xo) {
                           wasm_i32x4_dot_i16x8(wasm_u16x8_shr(q, 8), xo));
 }
 
+
 /* ---- F16 --------------------------------------------------------------------------------- */
 
 /* Eight halves to float, fast path for normal numbers only: (h << 16) >> 3 (arithmetic) puts
@@ -387,13 +388,13 @@ __attribute__((noinline)) static void q4_0_rows2(const wlm_block_q4_0 *w0, const
         }                                                                                          \
     } while (0)
 
-void wlm_q8_0_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                          int r0, int r1) {
+static void s128_q8_0_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                           int r0, int r1) {
     ROWS2_DRIVER(wlm_block_q8_0, q8_0_rows2(w0, w1, xs, xd, nb, pf, &v0, &v1));
 }
 
-void wlm_q4_0_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                          int r0, int r1) {
+static void s128_q4_0_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                           int r0, int r1) {
     ROWS2_DRIVER(wlm_block_q4_0, q4_0_rows2(w0, w1, xs, xd, xsum8, nb, pf, &v0, &v1));
 }
 
@@ -541,18 +542,18 @@ __attribute__((noinline)) static void q5_0_rows2(const wlm_block_q5_0 *w0, const
 #undef Q5_DOT
 #undef ROWS2_MIN_BODY
 
-void wlm_q4_1_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                          int r0, int r1) {
+static void s128_q4_1_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                           int r0, int r1) {
     ROWS2_DRIVER(wlm_block_q4_1, q4_1_rows2(w0, w1, xs, xd, xsum8, nb, pf, &v0, &v1));
 }
 
-void wlm_q5_0_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                          int r0, int r1) {
+static void s128_q5_0_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                           int r0, int r1) {
     ROWS2_DRIVER(wlm_block_q5_0, q5_0_rows2(w0, w1, xs, xd, xsum8, nb, pf, &v0, &v1));
 }
 
-void wlm_q5_1_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                          int r0, int r1) {
+static void s128_q5_1_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                           int r0, int r1) {
     ROWS2_DRIVER(wlm_block_q5_1, q5_1_rows2(w0, w1, xs, xd, xsum8, nb, pf, &v0, &v1));
 }
 
@@ -818,13 +819,13 @@ __attribute__((noinline)) static void q6_K_rows2(const wlm_block_q6_K *w0, const
         }                                                                                          \
     } while (0)
 
-void wlm_q4_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                          int r0, int r1) {
+static void s128_q4_K_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                           int r0, int r1) {
     ROWS2_K_DRIVER(wlm_block_q4_K, q4_K_rows2(w0, w1, xc, xs, xsub, nb, pf, &v0, &v1));
 }
 
-void wlm_q6_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                          int r0, int r1) {
+static void s128_q6_K_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                           int r0, int r1) {
     ROWS2_K_DRIVER(wlm_block_q6_K, q6_K_rows2(w0, w1, xc, xs, nb, pf, &v0, &v1));
 }
 
@@ -994,22 +995,79 @@ __attribute__((noinline)) static void q5_K_rows2(const wlm_block_q5_K *w0, const
     *o1 = s1;
 }
 
-void wlm_q2_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                          int r0, int r1) {
+static void s128_q2_K_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                           int r0, int r1) {
     ROWS2_K_DRIVER(wlm_block_q2_K, q2_K_rows2(w0, w1, xc, xs, nb, pf, &v0, &v1));
 }
 
-void wlm_q3_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                          int r0, int r1) {
+static void s128_q3_K_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                           int r0, int r1) {
     ROWS2_K_DRIVER(wlm_block_q3_K, q3_K_rows2(w0, w1, xc, xs, nb, pf, &v0, &v1));
 }
 
-void wlm_q5_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                          int r0, int r1) {
+static void s128_q5_K_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                           int r0, int r1) {
     ROWS2_K_DRIVER(wlm_block_q5_K, q5_K_rows2(w0, w1, xc, xs, xsub, nb, pf, &v0, &v1));
 }
 
+
+/* ---- the public quantized kernels: SIMD128 or, in the relaxed-SIMD build (-mrelaxed-simd,
+ * dist/wasmlm-relaxed*.wasm), quant_relaxed.inc's twins, bitwise the same results ------------- */
+
+#if defined(__wasm_relaxed_simd__)
+#define WLM_QUANT_RELAXED 1
+#include "kernels/quant_relaxed.inc"
+#define PICK(t) rx_##t##_matvec
+#else
+#define WLM_QUANT_RELAXED 0
+#define PICK(t) s128_##t##_matvec
+#endif
+#define QUANT_ENTRY(t)                                                                             \
+    void wlm_##t##_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n, \
+                               int r0, int r1) {                                                   \
+        PICK(t)(out, w, row_bytes, xq, n, r0, r1);                                                 \
+    }
+QUANT_ENTRY(q8_0)
+QUANT_ENTRY(q4_0)
+QUANT_ENTRY(q4_1)
+QUANT_ENTRY(q5_0)
+QUANT_ENTRY(q5_1)
+QUANT_ENTRY(q2_K)
+QUANT_ENTRY(q3_K)
+QUANT_ENTRY(q4_K)
+QUANT_ENTRY(q5_K)
+QUANT_ENTRY(q6_K)
+#undef QUANT_ENTRY
+#undef PICK
+
+wlm_qmatvec_fn wlm_quant_matvec_simd128(int32_t type) {
+    switch (type) {
+    case WLM_TYPE_Q8_0: return s128_q8_0_matvec;
+    case WLM_TYPE_Q4_0: return s128_q4_0_matvec;
+    case WLM_TYPE_Q4_1: return s128_q4_1_matvec;
+    case WLM_TYPE_Q5_0: return s128_q5_0_matvec;
+    case WLM_TYPE_Q5_1: return s128_q5_1_matvec;
+    case WLM_TYPE_Q2_K: return s128_q2_K_matvec;
+    case WLM_TYPE_Q3_K: return s128_q3_K_matvec;
+    case WLM_TYPE_Q4_K: return s128_q4_K_matvec;
+    case WLM_TYPE_Q5_K: return s128_q5_K_matvec;
+    case WLM_TYPE_Q6_K: return s128_q6_K_matvec;
+    default: return wlm_type_get(type)->matvec_simd;
+    }
+}
+
+wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
+#if WLM_QUANT_RELAXED
+    if (type == WLM_TYPE_Q8_0) return rx_q8_0_matmat;
+    if (type == WLM_TYPE_Q4_0) return rx_q4_0_matmat;
+#endif
+    (void)type;
+    return NULL;
+}
+
 int wlm_quant_have_simd(void) { return 1; }
+
+int wlm_quant_have_relaxed(void) { return WLM_QUANT_RELAXED; }
 
 #else /* no SIMD128: the scalar references */
 
@@ -1068,5 +1126,14 @@ void wlm_q5_K_matvec_simd(float *out, const void *w, size_t row_bytes, const voi
     wlm_q5_K_matvec_ref(out, w, row_bytes, xq, n, r0, r1);
 }
 int wlm_quant_have_simd(void) { return 0; }
+
+wlm_qmatvec_fn wlm_quant_matvec_simd128(int32_t type) { return wlm_type_get(type)->matvec_simd; }
+
+wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
+    (void)type;
+    return NULL;
+}
+
+int wlm_quant_have_relaxed(void) { return 0; }
 
 #endif

@@ -37,6 +37,7 @@ typedef struct matmul_job {
     size_t x_stride;              /* in floats (F32) or bytes (quantized) */
     int32_t n;
     wlm_qmatvec_fn qmv;           /* NULL for F32 weights */
+    wlm_qmatmat_fn qmm;           /* a quantized batch kernel (relaxed SIMD), else NULL */
 } matmul_job;
 
 /* Rows [r0, r1) of the product for every entry. r0 is even (see tile_rows). */
@@ -64,6 +65,10 @@ static void matmul_rows(const matmul_job *j, int r0, int r1) {
     const int R = tile_rows(t->row_bytes, r1 - r0);
     for (int a = r0; a < r1; a += R) {
         const int b = r1 - a < R ? r1 : a + R;
+        if (j->qmm) { /* bitwise the per-entry products below */
+            j->qmm(j->out, j->out_stride, t->data, t->row_bytes, xq, j->x_stride, cols, a, b, j->n);
+            continue;
+        }
         for (int32_t e = 0; e < j->n; e++)
             j->qmv(j->out + (size_t)e * j->out_stride, t->data, t->row_bytes,
                    xq + (size_t)e * j->x_stride, cols, a, b);
@@ -84,10 +89,11 @@ static void matmul_chunk(void *arg, int32_t i, int32_t n) {
 
 void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
                 const float *x, size_t x_stride, int32_t n) {
-    matmul_job j = {c, out, out_stride, t, x, x_stride, n, NULL};
+    matmul_job j = {c, out, out_stride, t, x, x_stride, n, NULL, NULL};
     if (t->type != WLM_TYPE_F32) {
         const wlm_type_traits *tr = wlm_type_get(t->type);
         j.qmv = c->use_simd ? tr->matvec_simd : tr->matvec_ref;
+        j.qmm = c->use_simd ? wlm_quant_matmat_simd(t->type) : NULL;
         j.x_stride = x_stride * sizeof(float);
         if (tr->vec_dot_type != WLM_TYPE_F32) { /* quantize each entry's activations once */
             const wlm_type_traits *vt = wlm_type_get(tr->vec_dot_type);

@@ -814,7 +814,7 @@ static void test_quantizer_simd(void) {
 /* Matrix-vector kernels: reference vs dequantize-then-dot in double, SIMD vs reference.      */
 
 typedef struct {
-    int bad_exact, bad_act, bad_simd, bad_outside, bad_bits;
+    int bad_exact, bad_act, bad_simd, bad_outside, bad_bits, bad_simd128;
     double worst_simd;
 } mv_stats;
 
@@ -872,6 +872,13 @@ static void check_matvec(int32_t type, int rows, int n, int r0, int r1, size_t p
     for (int r = 0; r < rows + 2; r++) o1[r] = o2[r] = sentinel;
     t->matvec_ref(o1 + 1, w, row_bytes, xq, n, r0, r1);
     t->matvec_simd(o2 + 1, w, row_bytes, xq, n, r0, r1);
+    {   /* the relaxed build's kernels give the SIMD128 kernels' bits (the same function else) */
+        float *o3 = malloc((size_t)(rows + 2) * sizeof(float));
+        for (int r = 0; r < rows + 2; r++) o3[r] = sentinel;
+        wlm_quant_matvec_simd128(type)(o3 + 1, w, row_bytes, xq, n, r0, r1);
+        if (memcmp(o2, o3, (size_t)(rows + 2) * sizeof(float)) != 0) st->bad_simd128++;
+        free(o3);
+    }
     const int nb = n / t->block_size;
     for (int r = -1; r <= rows; r++) {
         const float a = o1[r + 1], b = o2[r + 1];
@@ -909,7 +916,7 @@ static void test_matvec_type(int32_t type) {
     static const int n16[] = {1, 7, 15, 16, 17, 33, 100, 288, 768, 4097};
     const int *ns = t->block_size == 1 ? n16 : t->block_size == 32 ? n32 : nK;
     const int count = t->block_size == 1 ? 10 : t->block_size == 32 ? 10 : 7;
-    mv_stats st = {0, 0, 0, 0, 0, 0.0};
+    mv_stats st = {0, 0, 0, 0, 0, 0, 0.0};
     int cases = 0;
     for (int i = 0; i < count; i++) {
         const int n = ns[i];
@@ -929,6 +936,8 @@ static void test_matvec_type(int32_t type) {
     CHECKF(st.bad_outside == 0, "%s: %d rows outside the range written", t->name, st.bad_outside);
     CHECKF(st.bad_bits == 0, "%s: %d SIMD rows not bitwise equal to the reference", t->name,
            st.bad_bits);
+    CHECKF(st.bad_simd128 == 0, "%s: %d matrices where the kernel's bits differ from SIMD128's",
+           t->name, st.bad_simd128);
     printf("%s: %d matrices; worst |simd - ref| / sum|terms| = %.3g\n", t->name, cases,
            st.worst_simd);
 }
@@ -1017,6 +1026,98 @@ static void test_matvec_memory_end(void) {
 #endif
 }
 
+/* Arbitrary quant bytes (every bit pattern, Q8_0's -128 included) under sane fp16 scales: the
+ * relaxed build's kernels must give the SIMD128 kernels' bits exactly (in the other builds the
+ * two are one function, and this checks nothing new). Offsets of each block's fp16 fields. */
+static void test_simd128_bits(void) {
+    static const struct {
+        int32_t type;
+        int f16[2]; /* byte offsets of the block's fp16 scales (-1: none) */
+    } cases[] = {{WLM_TYPE_Q8_0, {0, -1}},  {WLM_TYPE_Q4_0, {0, -1}},  {WLM_TYPE_Q4_1, {0, 2}},
+                 {WLM_TYPE_Q5_0, {0, -1}},  {WLM_TYPE_Q5_1, {0, 2}},   {WLM_TYPE_Q2_K, {80, 82}},
+                 {WLM_TYPE_Q3_K, {108, -1}}, {WLM_TYPE_Q4_K, {0, 2}},  {WLM_TYPE_Q5_K, {0, 2}},
+                 {WLM_TYPE_Q6_K, {208, -1}}};
+    static const int ns32[] = {32, 416, 4160}, nsK[] = {256, 1536, 4352};
+    printf("relaxed-SIMD kernels compiled in: %d\n", wlm_quant_have_relaxed());
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const wlm_type_traits *t = wlm_type_get(cases[c].type);
+        const wlm_type_traits *vt = wlm_type_get(t->vec_dot_type);
+        int bad = 0;
+        for (int k = 0; k < 3; k++) {
+            const int n = t->block_size == 32 ? ns32[k] : nsK[k], rows = 7;
+            const size_t rb = wlm_row_bytes(cases[c].type, n);
+            const int nb = n / t->block_size;
+            unsigned char *w = malloc((size_t)rows * rb);
+            for (size_t i = 0; i < (size_t)rows * rb; i++) w[i] = (unsigned char)tu_rng_u64(&rng);
+            for (int b = 0; b < rows * nb; b++)
+                for (int f = 0; f < 2; f++)
+                    if (cases[c].f16[f] >= 0) {
+                        const uint16_t h = (uint16_t)(0x1C00 + tu_rng_u64(&rng) % 0x2000);
+                        memcpy(w + (size_t)b * t->type_size + cases[c].f16[f], &h, 2);
+                    }
+            float *x = malloc((size_t)n * sizeof(float));
+            for (int j = 0; j < n; j++) x[j] = gauss() * (j % 7 == 0 ? 4.0f : 1.0f);
+            void *xq = malloc(wlm_row_bytes(t->vec_dot_type, n));
+            vt->from_float(x, xq, n);
+            float o1[7], o2[7];
+            t->matvec_simd(o1, w, rb, xq, n, 0, rows);
+            wlm_quant_matvec_simd128(cases[c].type)(o2, w, rb, xq, n, 0, rows);
+            bad += memcmp(o1, o2, sizeof o1) != 0;
+            free(w), free(x), free(xq);
+        }
+        CHECKF(bad == 0, "%s: %d of 3 matrices of arbitrary quants differ from SIMD128's bits",
+               t->name, bad);
+    }
+}
+
+/* The build's matrix-matrix kernels (relaxed SIMD: Q8_0, Q4_0) against the matrix-vector kernel
+ * per entry, bitwise: batch sizes around the four-entry step, odd row ranges, rows over several
+ * column chunks, arbitrary quant bytes. */
+static void test_matmat(void) {
+    static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q4_K};
+    static const int ns[] = {64, 768, 4160};
+    for (size_t c = 0; c < sizeof types / sizeof types[0]; c++) {
+        const wlm_type_traits *t = wlm_type_get(types[c]);
+        const wlm_type_traits *vt = wlm_type_get(t->vec_dot_type);
+        wlm_qmatmat_fn mm = wlm_quant_matmat_simd(types[c]);
+        printf("%s: matrix-matrix kernel: %s\n", t->name, mm ? "yes" : "none (per-entry matvec)");
+        if (!mm) continue;
+        int bad = 0, cases = 0;
+        for (int k = 0; k < 3; k++) {
+            const int n = ns[k], rows = 11, ne_max = 9;
+            const size_t rb = wlm_row_bytes(types[c], n), xs = wlm_row_bytes(t->vec_dot_type, n) + 6;
+            unsigned char *w = malloc((size_t)rows * rb);
+            for (size_t i = 0; i < (size_t)rows * rb; i++) w[i] = (unsigned char)tu_rng_u64(&rng);
+            for (int b = 0; b < rows * (n / 32); b++) { /* fp16 d at offset 0 of both types */
+                const uint16_t h = (uint16_t)(0x1C00 + tu_rng_u64(&rng) % 0x2000);
+                memcpy(w + (size_t)b * t->type_size, &h, 2);
+            }
+            unsigned char *xq = malloc(xs * ne_max);
+            float *x = malloc((size_t)n * sizeof(float));
+            for (int e = 0; e < ne_max; e++) {
+                for (int j = 0; j < n; j++) x[j] = gauss() * (e + 1);
+                vt->from_float(x, xq + (size_t)e * xs, n);
+            }
+            const size_t os = rows + 3;
+            float *o1 = malloc(os * ne_max * sizeof(float)), *o2 = malloc(os * ne_max * sizeof(float));
+            static const int ranges[][2] = {{0, 11}, {3, 10}, {5, 6}};
+            for (int ne = 1; ne <= ne_max; ne++)
+                for (int g = 0; g < 3; g++) {
+                    const int r0 = ranges[g][0], r1 = ranges[g][1];
+                    for (size_t i = 0; i < os * ne_max; i++) o1[i] = o2[i] = -7.25f;
+                    mm(o1, os, w, rb, xq, xs, n, r0, r1, ne);
+                    for (int e = 0; e < ne; e++)
+                        t->matvec_simd(o2 + (size_t)e * os, w, rb, xq + (size_t)e * xs, n, r0, r1);
+                    bad += memcmp(o1, o2, os * ne_max * sizeof(float)) != 0;
+                    cases++;
+                }
+            free(w), free(xq), free(x), free(o1), free(o2);
+        }
+        CHECKF(bad == 0, "%s: %d of %d batches differ from the per-entry matvec's bits", t->name,
+               bad, cases);
+    }
+}
+
 int main(void) {
     test_fp16();
     test_traits();
@@ -1052,5 +1153,9 @@ int main(void) {
     test_matvec_type(WLM_TYPE_Q5_K);
     test_f16_specials();
     test_matvec_memory_end();
+    tu_section("matvec: the build's kernels give the SIMD128 kernels' bits");
+    test_simd128_bits();
+    tu_section("matmat: the build's batch kernels give the per-entry matvec's bits");
+    test_matmat();
     return TEST_FINISH();
 }

@@ -5,15 +5,17 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { planModule } from '../../js/wasm.js';
 import { REFERENCE, collect, loadedEngine, referenceText, runcVisible } from './_helpers.mjs';
 
 // run.c keeps its KV cache in float32: so does this engine, for logits equal to 1e-4.
 const engine = await loadedEngine({}, { kvType: 'f32' });
 
-test('model info matches stories260K', () => {
+test('model info matches stories260K', async () => {
   assert.deepEqual({ ...engine.info }, {
     dim: 64, hiddenDim: 172, nLayers: 5, nHeads: 8, nKvHeads: 4, vocabSize: 512, seqLen: 512,
     sharedClassifier: true, weightBytes: engine.info.weightBytes, nCtx: 512, simd: true, kvType: 'f32',
+    build: (await planModule({})).build, // 'relaxed' in Node >= 22, 'simd128' in Node 20
     threads: engine.threads,
     contextBytes: engine.info.contextBytes, wasmMemoryBytes: engine.info.wasmMemoryBytes,
     // a llama2.c checkpoint has no GGUF metadata; tok512.bin writes BOS and EOS as llama2.c's

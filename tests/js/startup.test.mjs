@@ -8,17 +8,21 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import { createEngine, preload } from '../../js/wasmlm.js';
-import { compilePlanned, planModule } from '../../js/wasm.js';
+import fs from 'node:fs';
+import { compilePlanned, planModule, relaxedSupport } from '../../js/wasm.js';
 import { MODEL, TOKENIZER } from './_helpers.mjs';
 
 const cores = os.availableParallelism();
+// the default build: relaxed SIMD where this runtime passes the probe (Node >= 22), else SIMD128
+const pre = relaxedSupport().ok && fs.existsSync(new URL('../../dist/wasmlm-relaxed.wasm', import.meta.url))
+  ? 'wasmlm-relaxed' : 'wasmlm';
 
 test('planModule picks one build from the options alone', async () => {
   const file = async (o) => (await planModule(o)).file;
   assert.equal(await file({ simd: false }), 'wasmlm-scalar.wasm');
-  assert.equal(await file({ threads: 1 }), 'wasmlm.wasm');
-  assert.equal(await file({}), cores > 1 ? 'wasmlm-mt.wasm' : 'wasmlm.wasm');
-  assert.equal(await file({ threads: 2 }), cores > 1 ? 'wasmlm-mt.wasm' : 'wasmlm.wasm');
+  assert.equal(await file({ threads: 1 }), `${pre}.wasm`);
+  assert.equal(await file({}), cores > 1 ? `${pre}-mt.wasm` : `${pre}.wasm`);
+  assert.equal(await file({ threads: 2 }), cores > 1 ? `${pre}-mt.wasm` : `${pre}.wasm`);
   const given = await planModule({ wasm: 'x.wasm' });
   assert.equal(given.file, null);
   assert.equal(given.wasm, 'x.wasm');
