@@ -40,7 +40,7 @@ export const ORACLE_PROMPTS = Object.freeze([
 ]);
 
 function parseArgs(argv) {
-  const o = { tokens: 32, probs: 10, ctx: 512, prompts: null, model: null, out: null, note: null, kv: 'f32' };
+  const o = { tokens: 32, probs: 10, ctx: 512, prompts: null, model: null, out: null, note: null, kv: 'f32', verbose: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const v = () => {
@@ -55,6 +55,7 @@ function parseArgs(argv) {
     else if (a === '--ctx') o.ctx = Number(v());
     else if (a === '--note') o.note = v();
     else if (a === '--kv') o.kv = v();
+    else if (a === '--verbose') o.verbose = true;
     else throw new Error(`unknown argument ${a}`);
   }
   if (!o.model || !o.out) throw new Error('usage: node tools/oracle.mjs --model FILE.gguf --out FILE.json [--prompts FILE.json] [--tokens N] [--probs N]');
@@ -97,11 +98,12 @@ export async function runOracle(o) {
   });
   try {
     const page = await browser.newPage();
+    if (o.verbose) page.on('console', (m) => process.stderr.write(`[page] ${m.text()}\n`));
     await page.goto(web.url.replace(/web\/$/, 'tools/oracle/index.html'));
     await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
     const modelUrl = `http://127.0.0.1:${files.address().port}/model.gguf`;
     const r = await page.evaluate((x) => window.oracle(x),
-      { model: modelUrl, prompts, maxTokens: o.tokens ?? 32, nProbs: o.probs ?? 10, nCtx: o.ctx ?? 512, kv: o.kv ?? 'f32' });
+      { model: modelUrl, prompts, maxTokens: o.tokens ?? 32, nProbs: o.probs ?? 10, nCtx: o.ctx ?? 512, kv: o.kv ?? 'f32', verbose: !!o.verbose });
     const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'node_modules/@wllama/wllama/package.json'), 'utf8'));
     return {
       generator: 'tools/oracle.mjs',
