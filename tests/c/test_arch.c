@@ -637,6 +637,13 @@ static void test_shift(const char *arch) {
             CHECKF(strstr(wlm_context_errmsg(c), want) != NULL, "%s: shift message \"%s\"", arch,
                    wlm_context_errmsg(c));
             CHECK_EQ_INT(wlm_context_n_past(c), n); /* nothing changed */
+            /* a generation asking for context shifts is refused up front */
+            wlm_gen_params gp;
+            wlm_gen_params_default(&gp);
+            gp.context_shift = 1;
+            CHECK_STATUS(wlm_generate_begin(c, t, 4, &gp), WLM_ERR_UNSUPPORTED);
+            CHECKF(strstr(wlm_context_errmsg(c), want) != NULL, "%s: begin message \"%s\"", arch,
+                   wlm_context_errmsg(c));
         } else {
             CHECK_STATUS(rc, WLM_OK);
             CHECK_STATUS(wlm_eval(c, t + n, 1), WLM_OK);
