@@ -50,6 +50,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { vocabKv, readGguf, ggufWrite } from './vocab_gguf.mjs';
 
@@ -419,6 +420,21 @@ export function synthesize({ arch, shape = 'tiny', out, seed = 1, type = 'F32', 
     if (r.status !== 0) throw new Error(`wasmlm quantize ${type} failed (exit ${r.status}):\n${r.stderr}`);
   } finally { fs.rmSync(src, { force: true }); }
   return m;
+}
+
+/** Where synthCached() keeps files (under build/, so `git clean` and CI caches see them). */
+export const SYNTH_CACHE = path.join(ROOT, 'build/synth');
+
+/**
+ * The file for these arguments under `dir`, written if missing (or when `sha256` is given and
+ * the cached file differs: a stale cache after a synthesizer change). Returns its path.
+ */
+export function synthCached({ arch, shape = 'tiny', seed = 1, type = 'F32', sha256 = null, cli }, dir = SYNTH_CACHE) {
+  const out = path.join(dir, `${arch}-${shape}-s${seed}-${type}.gguf`);
+  const hash = (f) => createHash('sha256').update(fs.readFileSync(f)).digest('hex');
+  if (fs.existsSync(out) && (!sha256 || hash(out) === sha256)) return out;
+  synthesize({ arch, shape, seed, type, out, ...(cli ? { cli } : {}) });
+  return out;
 }
 
 /** The command line that re-creates a file (recorded with the oracle's outputs). */
