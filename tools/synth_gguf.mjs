@@ -160,7 +160,13 @@ function rng(seed, name) {
 // ---- vocabularies -----------------------------------------------------------------------------------
 const TOKEN_KEYS = /^tokenizer\./;
 /** The tokenizer.* key/values of a vocabulary, padded to nVocab tokens if given. */
+const vocabCache = new Map(); // parsing a 262k-token tokenizer.json takes seconds
 export function vocabulary(name, nVocab = 0) {
+  const ck = `${name}/${nVocab}`;
+  if (!vocabCache.has(ck)) vocabCache.set(ck, loadVocabulary(name, nVocab));
+  return vocabCache.get(ck);
+}
+function loadVocabulary(name, nVocab) {
   const v = VOCABS[name];
   if (!v) throw new Error(`unknown vocabulary ${name}`);
   let kv;

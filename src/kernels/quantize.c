@@ -559,7 +559,7 @@ static int is_quantizable(const wlm_gguf_tensor *t) {
     const char *s = t->name.ptr;
     const size_t n = t->name.len;
     return ends_with(s, n, "weight") && t->n_dims >= 2 && !contains(s, n, "_norm.weight") &&
-           !eq(&t->name, "position_embd.weight");
+           !eq(&t->name, "position_embd.weight") && t->ne[0] > 0 && t->n_elements > 0;
 }
 /* The layer of "blk.N.…", or 0. */
 static int layer_of(const wlm_gguf_str *name) {
@@ -611,7 +611,10 @@ int wlm_quantize_gguf_write(const wlm_gguf *src, wlm_gguf_writer *w, const wlm_q
         if (types[i] == t->type) continue;
         n_conv++;
         if (t->ne[0] > max_cols) max_cols = t->ne[0];
-        if (!t->data || !wlm_type_get(t->type)->to_float)
+        if (t->n_elements / (uint64_t)t->ne[0] > (uint64_t)INT32_MAX || t->ne[0] > INT32_MAX)
+            rc = fail(err, errlen, WLM_ERR_UNSUPPORTED, "tensor %.*s: too many rows or columns",
+                      (int)t->name.len, t->name.ptr);
+        else if (!t->data || !wlm_type_get(t->type)->to_float)
             rc = fail(err, errlen, WLM_ERR_UNSUPPORTED, "tensor %.*s: type %s cannot be read",
                       (int)t->name.len, t->name.ptr, wlm_gguf_type_name(t->type));
         else
