@@ -449,12 +449,12 @@ static wlm_model *load_spec(const spec *s, int want, const char *needle, const c
     return m;
 }
 
-static wlm_context *new_ctx(const wlm_model *m, int n_ctx, int simd) {
+static wlm_context *new_ctx_kv(const wlm_model *m, int n_ctx, int simd, int32_t kv_type) {
     wlm_context_params cp;
     wlm_context_params_default(&cp);
     cp.n_ctx = n_ctx;
     cp.use_simd = simd;
-    cp.kv_type = WLM_KV_F32;
+    cp.kv_type = kv_type;
     wlm_context *c = NULL;
     int rc = wlm_context_new(m, &cp, &c);
     CHECKF(rc == WLM_OK, "context: %s %s", wlm_status_name(rc), wlm_context_errmsg(c));
@@ -463,6 +463,10 @@ static wlm_context *new_ctx(const wlm_model *m, int n_ctx, int simd) {
         return NULL;
     }
     return c;
+}
+
+static wlm_context *new_ctx(const wlm_model *m, int n_ctx, int simd) {
+    return new_ctx_kv(m, n_ctx, simd, WLM_KV_F32);
 }
 
 static void prompt_tokens(int32_t *t, int n, int vocab) {
@@ -577,10 +581,11 @@ static void test_arch(const char *arch, int variant, int32_t type) {
         free(got);
     }
 
-    /* batch and threads: bitwise equal to one token at a time on one thread */
+    /* batch and threads: bitwise equal to one token at a time on one thread (the scalar
+     * kernels with an F32 KV cache, the SIMD ones with an F16 cache) */
     const int N = 270;
     for (int simd = 0; c && simd <= 1; simd++) {
-        wlm_context *cs = new_ctx(m, 0, simd);
+        wlm_context *cs = new_ctx_kv(m, 0, simd, simd ? WLM_KV_F16 : WLM_KV_F32);
         if (!cs) break;
         float *one = logits_one_by_one(cs, t, N, s.vocab);
         float *bat = logits_batched(cs, t, N, s.vocab);
