@@ -19,6 +19,8 @@
 //            --models stories260K,stories15M,stories42M,...
 //            sections 5 and 7: --big (adds TinyLlama-1.1B, quantized types)  --shapes a,b  --types F32,Q8_0
 //            section 8: --shapes / --types too (default stories110M × F32, Q8_0)
+//            --only shapes: issue 12's SmolLM2-135M/360M and Llama-3.2-1B shapes in Q8_0 and Q4_K_M
+//            (bench/real_shapes.mjs; slow, not in the default run) --real-shapes a,b --real-types Q8_0
 // Always writes a JSON report: bench/out/bench.json (--quick: bench/out/bench-quick.json; --out FILE).
 
 import fs from 'node:fs';
@@ -38,6 +40,7 @@ const createEngine = (o = {}) => createEngineAny(o.simd === false || o.build ? o
 import { SHAPES, fileBytes, writeSyntheticModel } from '../tools/synth.mjs';
 import { benchBatch, defaultBuild, renderBatch } from './batch.mjs';
 import { plan as quantPlan, ensureGguf, fallbackNote, BIG_SHAPE, QUANT_SHAPES, QUANT_TYPES } from './models.mjs';
+import { benchRealShapes, renderRealShapes, REAL_SHAPES, REAL_TYPES } from './real_shapes.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..');
@@ -885,6 +888,8 @@ function parseArgs(argv) {
     else if (a === '--models') o.models = argv[++i].split(',');
     else if (a === '--out') o.out = path.resolve(argv[++i]);
     else if (a === '--memory-probe') o.probe = argv[++i];
+    else if (a === '--real-shapes') o.realShapes = argv[++i].split(',');
+    else if (a === '--real-types') o.realTypes = argv[++i].split(',').map((t) => t.toUpperCase());
     else if (a === '--big') o.big = true;
     else if (a === '--threads') o.threads = Number(argv[++i]);
     else if (a === '--kv') o.kv = argv[++i];
@@ -894,7 +899,10 @@ function parseArgs(argv) {
     else if (a === '-h' || a === '--help') o.help = true;
     else throw new UsageError(`unknown argument ${a}`);
   }
-  for (const s of o.only) if (!SECTIONS.includes(s)) throw new UsageError(`--only: unknown section ${s}`);
+  // 'shapes' (issue 12's real model shapes, bench/real_shapes.mjs) is slow: only when asked for
+  for (const s of o.only) if (!SECTIONS.includes(s) && s !== 'shapes') throw new UsageError(`--only: unknown section ${s}`);
+  for (const s of o.realShapes ?? []) if (!REAL_SHAPES.includes(s)) throw new UsageError(`--real-shapes: unknown shape ${s}`);
+  for (const t of o.realTypes ?? []) if (!REAL_TYPES.includes(t)) throw new UsageError(`--real-types: unknown type ${t}`);
   for (const s of o.shapes ?? []) if (!QUANT_SHAPES.includes(s) && s !== BIG_SHAPE) throw new UsageError(`--shapes: unknown shape ${s}`);
   for (const t of o.types ?? []) if (!QUANT_TYPES.includes(t)) throw new UsageError(`--types: unknown type ${t}`);
   if (o.runs != null && !(Number.isInteger(o.runs) && o.runs >= 1)) throw new UsageError('--runs must be a positive integer');
@@ -920,7 +928,8 @@ async function main() {
       `                          [--models ${DEFAULT_MODELS.join(',')}]   (also: stories42M, stories110M, synthetic)\n` +
       `                          quantized section: [--big] [--shapes ${[...QUANT_SHAPES, BIG_SHAPE].join(',')}] [--types ${QUANT_TYPES.join(',')}]\n` +
       '                          section 8 (depth): [--shapes] [--types], default stories110M × F32,Q8_0\n' +
-      '                          [--kv f16|f32]   (KV cache type; default f16, section 8 shows both)');
+      '                          [--kv f16|f32]   (KV cache type; default f16, section 8 shows both)\n' +
+      `                          --only shapes: issue 12's shapes, not in the default run [--real-shapes ${REAL_SHAPES.join(',')}] [--real-types ${REAL_TYPES.join(',')}]`);
     return;
   }
   const cfg = { ...(opts.quick ? QUICK : FULL), threads: opts.threads };
@@ -933,7 +942,7 @@ async function main() {
   const models = opts.models.map(modelEntry);
   const t0 = now();
   fs.mkdirSync(OUT_DIR, { recursive: true });
-  const needed = opts.only.some((s) => s !== 'quant') ? [...models] : [];
+  const needed = opts.only.some((s) => s !== 'quant' && s !== 'shapes') ? [...models] : [];
   if (opts.only.includes('kv') && !needed.includes(MODELS[cfg.kvModel])) needed.push(MODELS[cfg.kvModel]);
   for (const m of needed) if (m.synthetic) await ensureSynthetic(m);
 
@@ -1022,6 +1031,10 @@ async function main() {
     log('depth (8.): decode step time against the position');
     report.results.push(...await benchDepth(cfg, opts));
   }
+  if (opts.only.includes('shapes')) {
+    log('shapes: SmolLM2-135M, SmolLM2-360M, Llama-3.2-1B (synthetic), 1 and 2 threads');
+    report.results.push(...await benchRealShapes({ shapes: opts.realShapes, types: opts.realTypes, runs: opts.runs ?? 1 }));
+  }
   report.totalSeconds = (now() - t0) / 1000;
   report.machine.loadavgEnd = os.loadavg();
 
@@ -1031,6 +1044,8 @@ async function main() {
   if (opts.json) process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   else {
     console.log(render(report));
+    const real = report.results.filter((r) => r.kind === 'realShape');
+    if (real.length) console.log(`\n${renderRealShapes(real)}`);
     console.log(`\n${path.relative(process.cwd(), file)} written; ${report.totalSeconds.toFixed(0)} s in all`);
   }
 }

@@ -14,6 +14,9 @@
 //   node bench/peers.mjs [--big] [--shapes stories15M,...] [--types F32,Q8_0,...] [--runs N]
 //                        [--tokens 64] [--threads N] [--builds] [--out FILE] [--json]
 // --builds: wasmlm's SIMD128 build too, next to the build the page picks (relaxed in Chromium).
+//   node bench/peers.mjs --real-shapes [--shapes smollm2-135m,…] [--types Q8_0,Q4_K_M] …
+//        issue 12's SmolLM2-135M/360M and Llama-3.2-1B shapes (bench/real_shapes.mjs; both engines
+//        at context 2048), with a greedy-equality check of the two continuations per row
 // Writes bench/out/peers.json (--threads N > 1: bench/out/peers-Nt.json).
 
 import fs from 'node:fs';
@@ -23,6 +26,7 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { startServer } from '../tools/serve.mjs';
 import { plan, ensureGguf, fallbackNote, BIG_SHAPE, QUANT_SHAPES, QUANT_TYPES } from './models.mjs';
+import { ensureRealGguf, REAL_SHAPES, REAL_TYPES, REAL_CTX } from './real_shapes.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..');
@@ -46,6 +50,7 @@ function parseArgs(argv) {
     const a = argv[i];
     const v = () => argv[++i];
     if (a === '--big') o.big = true;
+    else if (a === '--real-shapes') o.real = true;
     else if (a === '--shapes') o.shapes = v().split(',');
     else if (a === '--types') o.types = v().split(',').map((t) => t.toUpperCase());
     else if (a === '--runs') { o.runs = Number(v()); o.bigRuns = Math.min(o.bigRuns, o.runs); }
@@ -57,8 +62,9 @@ function parseArgs(argv) {
     else if (a === '-h' || a === '--help') o.help = true;
     else throw new Error(`unknown argument ${a}`);
   }
-  for (const s of o.shapes ?? []) if (![...QUANT_SHAPES, BIG_SHAPE].includes(s)) throw new Error(`unknown shape ${s}`);
-  for (const t of o.types ?? []) if (!QUANT_TYPES.includes(t)) throw new Error(`unknown type ${t}`);
+  const shapes = o.real ? REAL_SHAPES : [...QUANT_SHAPES, BIG_SHAPE], types = o.real ? REAL_TYPES : QUANT_TYPES;
+  for (const s of o.shapes ?? []) if (!shapes.includes(s)) throw new Error(`unknown shape ${s}`);
+  for (const t of o.types ?? []) if (!types.includes(t)) throw new Error(`unknown type ${t}`);
   if (!(Number.isInteger(o.runs) && o.runs >= 1) || !(Number.isInteger(o.tokens) && o.tokens >= 2)) {
     throw new Error('--runs must be ≥ 1 and --tokens ≥ 2');
   }
@@ -116,7 +122,8 @@ function render(report) {
     f1(r.ours?.decodeTokPerSec), f1(r.theirs?.decodeTokPerSec), x2(r.decodeRatio),
     f1(r.ours?.prefillTokPerSec), f1(r.theirs?.prefillTokPerSec), x2(r.prefillRatio), x2(r.e2eRatio),
     r.goal ? `≥${r.goal}× ${r.goalMet ? 'met' : 'NOT met'}` : (r.decodeRatio == null ? '–' : r.decodeRatio > 1 ? 'faster' : 'SLOWER'),
-    r.theirsError ? `wllama: ${r.theirsError}` : r.oursError ? `wasmlm: ${r.oursError}` : '',
+    r.theirsError ? `wllama: ${r.theirsError}` : r.oursError ? `wasmlm: ${r.oursError}`
+      : r.greedyEqual === undefined ? '' : r.greedyEqual ? 'greedy equal' : `greedy parts at char ${r.greedyCommonChars}/${r.greedyChars}`,
   ]), ['shape', 'type', 'decode ours', 'decode wllama', 'ours/theirs', 'prefill ours', 'prefill wllama', 'ours/theirs', 'end-to-end ours/theirs', 'goal', 'note']));
   const notes = [...new Set(report.rows.filter((r) => r.fallback?.length).map((r) => `${r.shape} ${r.type}: ${fallbackNote(r)}`))];
   if (notes.length) out.push(`* K-quant rows need multiples of 256; fell back to: ${notes.join('; ')}`);
@@ -139,9 +146,13 @@ async function main() {
     return;
   }
   const t0 = performance.now();
-  const jobs = plan({ big: opts.big, shapes: opts.shapes, types: opts.types });
   const metas = [];
-  for (const j of jobs) metas.push(await ensureGguf(j.shape, j.type, { log }));
+  if (opts.real) { // issue 12's shapes (bench/real_shapes.mjs); wasmlm gets the context wllama gets
+    for (const shape of opts.shapes ?? REAL_SHAPES) for (const type of opts.types ?? REAL_TYPES) metas.push(ensureRealGguf(shape, type));
+  } else {
+    const jobs = plan({ big: opts.big, shapes: opts.shapes, types: opts.types });
+    for (const j of jobs) metas.push(await ensureGguf(j.shape, j.type, { log }));
+  }
 
   // One thread: a plain static host (no SharedArrayBuffer, so wllama runs as before). More:
   // cross-origin isolated, as both engines need for their threads.
@@ -163,7 +174,7 @@ async function main() {
       const big = meta.shape === BIG_SHAPE;
       const model = `/${path.relative(REPO, meta.path).split(path.sep).join('/')}`;
       const common = { model, prompt: PROMPT, maxTokens: opts.tokens, runs: big ? opts.bigRuns : opts.runs, warmupTokens: opts.warmup,
-        threads: opts.threads };
+        threads: opts.threads, ...(opts.real ? { nCtx: REAL_CTX } : {}) };
       log(`${meta.shape} ${meta.type} (${(meta.bytes / 1e6).toFixed(1)} MB), load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}`);
       const theirs = await runPage(context, baseUrl, { ...common, engine: 'wllama' });
       log(`  wllama: ${theirs.error ? `ERROR ${theirs.error}\n    ${theirs.console.join('\n    ')}` : `decode ${f1(summarize(theirs).decodeTokPerSec)} tok/s`}`);
@@ -184,6 +195,17 @@ async function main() {
         oursError: ours.error ?? null, theirsError: theirs.error ?? null, raw: { ours, theirs },
       };
       row.goalMet = decodeRatio == null ? null : decodeRatio >= row.goal;
+      // greedy equality: the same continuation text, or where it first differs (a near-tie in
+      // the logits may legitimately part the two; tests/js/oracle.test.mjs checks the margins)
+      const to = ours.runs?.[0]?.text, tt = theirs.runs?.[0]?.text;
+      if (typeof to === 'string' && typeof tt === 'string') {
+        let k = 0;
+        while (k < to.length && k < tt.length && to[k] === tt[k]) k++;
+        row.greedyEqual = to === tt;
+        row.greedyCommonChars = k;
+        row.greedyChars = Math.max(to.length, tt.length);
+        log(`  greedy: ${row.greedyEqual ? 'equal' : `first difference at character ${k} of ${row.greedyChars}`}`);
+      }
       if (row.goal === 1) row.goal = null;
       report.rows.push(row);
     }

@@ -4,8 +4,9 @@
  * When a model loads: its info must be plausible, a context of at most 8 positions must
  * evaluate a prefill and a decode step, and run a short sampled generation with two stop
  * strings (from text through wlm_generate_begin_text when the file has a vocabulary; bounded
- * work: n_ctx <= 8, 3 tokens), and a vocabulary that came with the file must tokenize and
- * decode a fixed text.
+ * work: n_ctx <= 8, 3 tokens), a context shift must succeed or be refused with a message, and a
+ * vocabulary that came with the file must tokenize and decode a fixed text. The seeds cover
+ * every architecture of src/model/arch.c (fuzz/make-corpus.mjs).
  * Checks: no crash, leak, ASan/UBSan report or hang; only documented status codes; an error
  * always has a message.
  */
@@ -28,7 +29,7 @@ static void exercise(wlm_model *m, const uint8_t *data, size_t size) {
     FZ_CHECK(rc == WLM_OK, "wlm_model_get_info on a loaded model: %s", wlm_status_name(rc));
     FZ_CHECK(info.dim > 0 && info.hidden_dim > 0 && info.n_layers > 0 && info.n_heads > 0 &&
                  info.n_kv_heads > 0 && info.n_kv_heads <= info.n_heads && info.vocab_size > 0 &&
-                 info.seq_len > 0 && info.dim % info.n_heads == 0,
+                 info.seq_len > 0,
              "implausible info: dim %d hidden %d layers %d heads %d/%d vocab %d seq %d",
              (int)info.dim, (int)info.hidden_dim, (int)info.n_layers, (int)info.n_heads,
              (int)info.n_kv_heads, (int)info.vocab_size, (int)info.seq_len);
@@ -73,6 +74,17 @@ static void exercise(wlm_model *m, const uint8_t *data, size_t size) {
     FZ_CHECK(rc == (cp.n_ctx >= n_prefill + 1 ? WLM_OK : WLM_ERR_CONTEXT_FULL),
              "wlm_eval decode at n_past %d of %d: %s", (int)n_prefill, (int)cp.n_ctx,
              wlm_status_name(rc));
+    /* A context shift by one position: done, or refused with a message (learned positions,
+     * sliding windows); either way the sequence still evaluates. */
+    if (wlm_context_n_past(ctx) >= 2) {
+        rc = wlm_seq_shift(ctx, 0, 0, 1);
+        FZ_CHECK(rc == WLM_OK || rc == WLM_ERR_UNSUPPORTED, "wlm_seq_shift: %s %s",
+                 wlm_status_name(rc), wlm_context_errmsg(ctx));
+        fz_check_msg(wlm_context_errmsg(ctx), rc != WLM_OK, "wlm_seq_shift");
+        rc = wlm_eval(ctx, toks, 1);
+        FZ_CHECK(rc == WLM_OK || rc == WLM_ERR_CONTEXT_FULL, "wlm_eval after a shift: %s",
+                 wlm_status_name(rc));
+    }
     const int32_t bad = info.vocab_size;
     rc = wlm_eval(ctx, &bad, 1);
     FZ_CHECK(rc == WLM_ERR_INVALID_ARG || rc == WLM_ERR_CONTEXT_FULL,

@@ -248,6 +248,62 @@ function ggufModel({ dim, hidden, layers, heads, kvHeads, seq, vocab, types, out
   return gguf(kvEdit([...kvs, ...extraKvs]), tensors, { alignment });
 }
 
+// A tiny GGUF of another architecture of src/model/arch.c (llama.cpp's tensor names and keys):
+// qwen2 (Q/K/V biases), qwen3 (key_length != dim / heads, Q/K norms), gemma3 (Q/K norms,
+// post-norms, a sliding window of 2), phi3 (fused attn_qkv, gate+up in ffn_up, LongRoPE
+// factors) and gpt2 (LayerNorm biases, learned positions, fused QKV with bias, MLP biases).
+function archModel(arch, { dim = 16, hidden = 24, layers = 2, heads = 2, kvHeads = 1, seq = 8, vocab = 12, keyLen = 0,
+  type = GT.F32, output = true, extraKvs = [], drop = null } = {}) {
+  const hs = keyLen || dim / heads, q = hs * heads, kvDim = hs * kvHeads;
+  const kvs = [
+    ['general.architecture', T.STR, arch],
+    [`${arch}.context_length`, T.U32, seq],
+    [`${arch}.embedding_length`, T.U32, dim],
+    [`${arch}.block_count`, T.U32, layers],
+    [`${arch}.feed_forward_length`, T.U32, hidden],
+    [`${arch}.attention.head_count`, T.U32, heads],
+    [`${arch}.attention.head_count_kv`, T.U32, kvHeads],
+    arch === 'gpt2' ? ['gpt2.attention.layer_norm_epsilon', T.F32, 1e-5] : [`${arch}.attention.layer_norm_rms_epsilon`, T.F32, 1e-6],
+  ];
+  if (keyLen) kvs.push([`${arch}.attention.key_length`, T.U32, keyLen], [`${arch}.attention.value_length`, T.U32, keyLen]);
+  if (arch === 'gemma3' && !extraKvs.some(([k]) => k === 'gemma3.attention.sliding_window')) kvs.push(['gemma3.attention.sliding_window', T.U32, 2]);
+  if (arch === 'phi3') kvs.push(['phi3.rope.scaling.attn_factor', T.F32, 1.2], ['phi3.rope.scaling.original_context_length', T.U32, 4]);
+  const tensors = [];
+  const mat = (name, rows, cols) => tensors.push({ name, ne: [cols, rows], type, data: tensorData(type, rows, cols) });
+  const vec = (name, n) => tensors.push({ name, ne: [n], type: GT.F32, data: tensorData(GT.F32, 1, n, true) });
+  mat('token_embd.weight', vocab, dim);
+  if (arch === 'gpt2') mat('position_embd.weight', seq, dim);
+  if (arch === 'phi3') { vec('rope_factors_long.weight', hs / 2); vec('rope_factors_short.weight', hs / 2); }
+  for (let l = 0; l < layers; l++) {
+    const b = `blk.${l}.`;
+    vec(b + 'attn_norm.weight', dim);
+    if (arch === 'gpt2') vec(b + 'attn_norm.bias', dim);
+    if (arch === 'gpt2' || arch === 'phi3') {
+      mat(b + 'attn_qkv.weight', q + 2 * kvDim, dim);
+      if (arch === 'gpt2') vec(b + 'attn_qkv.bias', q + 2 * kvDim);
+    } else {
+      mat(b + 'attn_q.weight', q, dim); mat(b + 'attn_k.weight', kvDim, dim); mat(b + 'attn_v.weight', kvDim, dim);
+      if (arch === 'qwen2') { vec(b + 'attn_q.bias', q); vec(b + 'attn_k.bias', kvDim); vec(b + 'attn_v.bias', kvDim); }
+    }
+    if (arch === 'qwen3' || arch === 'gemma3') { vec(b + 'attn_q_norm.weight', hs); vec(b + 'attn_k_norm.weight', hs); }
+    mat(b + 'attn_output.weight', dim, q);
+    if (arch === 'gpt2') vec(b + 'attn_output.bias', dim);
+    if (arch === 'gemma3') vec(b + 'post_attention_norm.weight', dim);
+    vec(b + 'ffn_norm.weight', dim);
+    if (arch === 'gpt2') vec(b + 'ffn_norm.bias', dim);
+    if (arch !== 'gpt2' && arch !== 'phi3') mat(b + 'ffn_gate.weight', hidden, dim);
+    mat(b + 'ffn_up.weight', arch === 'phi3' ? 2 * hidden : hidden, dim);
+    if (arch === 'gpt2') vec(b + 'ffn_up.bias', hidden);
+    mat(b + 'ffn_down.weight', dim, hidden);
+    if (arch === 'gpt2') vec(b + 'ffn_down.bias', dim);
+    if (arch === 'gemma3') vec(b + 'post_ffw_norm.weight', dim);
+  }
+  vec('output_norm.weight', dim);
+  if (arch === 'gpt2') vec('output_norm.bias', dim);
+  if (output) mat('output.weight', vocab, dim);
+  return gguf([...kvs, ...extraKvs], tensors.filter((t) => t.name !== drop), { alignment: 32 });
+}
+
 // =============================================================================================
 // fuzz_model
 
@@ -315,6 +371,17 @@ function ggufModel({ dim, hidden, layers, heads, kvHeads, seq, vocab, types, out
     'bad-array-type': { extraKvs: [['bad', 'raw', Buffer.from([9, 0, 0, 0, 13, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0])]] },
   };
   for (const [name, v] of Object.entries(variants)) put('fuzz_model', `tiny-F32-${name}.gguf`, ggufModel({ ...f32, ...v }));
+  for (const arch of ['qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2']) {
+    const o = { keyLen: arch === 'qwen3' || arch === 'gemma3' ? 12 : 0, output: arch !== 'gpt2' && arch !== 'gemma3' };
+    put('fuzz_model', `tiny-${arch}.gguf`, archModel(arch, o));
+    put('fuzz_model', `tiny-${arch}-Q8_0.gguf`, archModel(arch, { ...o, dim: 32, hidden: 64, keyLen: o.keyLen ? 32 : 0, type: GT.Q8_0 }));
+  }
+  put('fuzz_model', 'tiny-gemma3-no-window-softcap.gguf', archModel('gemma3', { keyLen: 12,
+    extraKvs: [['gemma3.attention.sliding_window', T.U32, 0], ['gemma3.final_logit_softcapping', T.F32, 30]] }));
+  put('fuzz_model', 'tiny-gemma3-pattern-array.gguf', archModel('gemma3', { keyLen: 12,
+    extraKvs: [['gemma3.attention.sliding_window_pattern', T.ARR, [T.BOOL, [1, 0]]]] }));
+  put('fuzz_model', 'tiny-qwen2-no-bias.gguf', archModel('qwen2', { drop: 'blk.1.attn_v.bias' }));
+  put('fuzz_model', 'tiny-gpt2-no-positions.gguf', archModel('gpt2', { drop: 'position_embd.weight' }));
   put('fuzz_model', 'empty', Buffer.alloc(0));
   put('fuzz_model', 'magic-only', Buffer.from('GGUF'));
   put('fuzz_model', 'ak42', Buffer.from('24ka\x01\x00\x00\x00', 'latin1'));

@@ -123,16 +123,21 @@ typedef struct wlm_model wlm_model;
  * dim, hidden), w3 (layer, hidden, dim), rms_final (dim), two legacy RoPE tables (seq_len,
  * head_size/2) each, then wcls (vocab, dim) if separate.
  *
- * Or GGUF v2/v3 (magic "GGUF"), general.architecture "llama": hyperparameters from the llama.*
- * keys (context_length, embedding_length, block_count, feed_forward_length,
- * attention.head_count, attention.head_count_kv, rope.freq_base, rope.dimension_count (must
- * equal the head size), attention.layer_norm_rms_epsilon), llama.cpp's tensor names
- * (token_embd, blk.N.attn_norm / attn_q / attn_k / attn_v / attn_output / ffn_norm / ffn_gate /
- * ffn_up / ffn_down, output_norm, output — absent: the embedding is the classifier), weights
- * of any supported type (F32, F16, quantized blocks) used in place. When the file holds a
- * vocabulary (tokenizer.ggml.*), the tokenizer is loaded with it and wlm_model_load_tokenizer
- * is not needed (it returns WLM_ERR_STATE). Other architectures, types, MoE or RoPE scaling:
- * WLM_ERR_UNSUPPORTED with a message naming the architecture, tensor and type.
+ * Or GGUF v2/v3 (magic "GGUF"), general.architecture one of "llama", "qwen2", "qwen3",
+ * "gemma3", "phi3", "gpt2" (src/model/arch.c says how each differs; each computes what
+ * llama.cpp computes for it): hyperparameters from the <arch>.* keys (context_length,
+ * embedding_length, block_count, feed_forward_length, attention.head_count,
+ * attention.head_count_kv, attention.key_length / value_length, rope.freq_base,
+ * rope.dimension_count, rope.scaling.*, attention.layer_norm_rms_epsilon or
+ * layer_norm_epsilon, attention.sliding_window, ...), llama.cpp's tensor names (token_embd,
+ * blk.N.attn_norm / attn_q / attn_k / attn_v or attn_qkv / attn_output / ffn_norm / ffn_gate /
+ * ffn_up / ffn_down and the architecture's biases and extra norms, output_norm, output —
+ * absent: the embedding is the classifier), weights of any supported type (F32, F16,
+ * quantized blocks) used in place. When the file holds a vocabulary (tokenizer.ggml.*), the
+ * tokenizer is loaded with it and wlm_model_load_tokenizer is not needed (it returns
+ * WLM_ERR_STATE). A missing or misshapen tensor or key: WLM_ERR_FORMAT naming it. Other
+ * architectures, types, MoE or RoPE scaling types: WLM_ERR_UNSUPPORTED with a message naming
+ * the architecture, tensor and type.
  *
  * `data` must be 4-byte aligned (malloc'd memory is), else WLM_ERR_INVALID_ARG.
  * The weights are views into `data`: the buffer must stay alive and unchanged until
@@ -386,10 +391,13 @@ int wlm_seq_clear(wlm_context *ctx, int32_t seq);
  * positions. The moved keys are rotated by RoPE through -n_discard positions (rotations
  * compose: R(p - d) = R(-d) R(p)), so the cache stays valid without recomputation; the kept
  * entries still carry what the dropped tokens contributed to them in the deeper layers, as in
- * llama.cpp. The rotation uses the model's RoPE frequencies (factors and scaling included); in
- * an F16 cache each moved key is widened, rotated in float32 and rounded back to binary16.
+ * llama.cpp. The rotation uses the model's RoPE style (interleaved pairs or NEOX halves) and
+ * each layer's frequencies (factors, scaling, a sliding-window layer's own base); in an F16
+ * cache each moved key is widened, rotated in float32 and rounded back to binary16.
  * Errors: INVALID_ARG (n_keep < 0, n_discard < 1, n_keep + n_discard > n_past),
- * STATE, NOMEM.
+ * UNSUPPORTED (learned positions, as GPT-2's, are baked into K and V; sliding-window layers,
+ * as Gemma 3's, would attend again to tokens that had left their window; the message says
+ * which), STATE, NOMEM.
  */
 int wlm_seq_shift(wlm_context *ctx, int32_t seq, int32_t n_keep, int32_t n_discard);
 

@@ -8,6 +8,14 @@
 //
 //   node tools/oracle.mjs --model FILE.gguf --out tests/reference/oracle/NAME.json
 //        [--prompts FILE.json] [--tokens 32] [--probs 10] [--ctx 512] [--kv f32|f16] [--note TEXT]
+//        [--verbose]
+//   node tools/oracle.mjs --synth all|NAME[,NAME…]     (the synthetic models' records)
+//
+// --synth: for each of SYNTH_RECORDS (or those named), builds the model with
+// tools/synth_gguf.mjs (cached under build/synth; types other than F32 need the native CLI,
+// build/native/wasmlm), runs it over ARCH_PROMPTS and writes tests/reference/oracle/NAME.json
+// with the synthesizer's arguments. --verbose prints llama.cpp's log (load errors name the key
+// or tensor).
 //
 // --kv: llama.cpp's KV cache type (default f32, so an F32 model is compared without the
 // rounding of llama.cpp's default F16 cache). Flash attention is off: llama.cpp's CPU flash
@@ -25,6 +33,7 @@ import http from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { startServer } from './serve.mjs';
+import { synthCached, synthArgs } from './synth_gguf.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..');
@@ -39,8 +48,61 @@ export const ORACLE_PROMPTS = Object.freeze([
   'Ben liked to draw pictures of',
 ]);
 
+/** Prompts for the synthetic models of every architecture: varied (prose, code, numbers, JSON,
+ *  markup, accents, CJK, emoji, whitespace runs), several longer than gemma3 tiny's 8-token
+ *  sliding window by far (up to ~170 tokens), so windowed attention is exercised in prefill. */
+export const ARCH_PROMPTS = Object.freeze([
+  'Once upon a time',
+  'The quick brown fox jumps over the lazy dog.',
+  'def fibonacci(n):\n    if n < 2:\n        return n\n    return',
+  '1, 2, 3, 4, 5, 6, 7, 8,',
+  'The capital of France is',
+  'Hello! How are you today?',
+  'Café, naïve, résumé: déjà vu.',
+  '東京は日本の首都です。',
+  '{"name": "Alice", "age": 30, "city":',
+  'In 1492, Columbus sailed the ocean blue. In 1969,',
+  'SELECT id, name FROM users WHERE',
+  'x = 3.14159 * r ** 2  # area of a circle',
+  'Q: What is 12 times 12?\nA:',
+  '<html><body><h1>Title</h1>',
+  'Roses are red,\nviolets are blue,',
+  '   leading spaces and\ttabs\n\nnewlines',
+  'ALL CAPS SENTENCE WITH NUMBERS 2024 AND SYMBOLS #@!',
+  'Ein kleiner Hund lief über die Straße.',
+  'a',
+  '🙂 emoji test 🚀',
+  'The weather had been strange all week. On Monday it snowed, on Tuesday the sun came out and ' +
+    'melted everything, and by Wednesday the streets were rivers. Nobody in the village could ' +
+    'remember a spring like it, not even old Mrs. Patel, who had lived there for ninety years and ' +
+    'kept a diary of every storm.',
+  'A hash table stores key-value pairs in an array of buckets. A hash function maps each key to ' +
+    'a bucket index; collisions, where two keys map to the same bucket, are resolved by chaining ' +
+    'or open addressing. With a good hash function and a load factor below one, lookups, inserts ' +
+    'and deletes take constant time on average.',
+  'Chapter 1\n\nThe train left the station at dawn. Mara pressed her face to the cold window and ' +
+    'watched the city shrink behind her: the cranes, the gray towers, the river with its seven ' +
+    'bridges. She had packed in a hurry: two shirts, a notebook, her grandmother\'s compass, and a ' +
+    'letter she had not yet found the courage to open. The conductor, a tall man with a silver ' +
+    'mustache, punched her ticket without a word. Outside, fields of wheat rolled past, then ' +
+    'forests, then mountains whose peaks were still white with snow. By noon she had read the ' +
+    'first line of the letter eleven times.',
+  'for (int i = 0; i < n; i++) {\n    sum += a[i] * b[i];\n}\nreturn',
+]);
+
+/**
+ * The reference records of the synthetic models (tools/synth_gguf.mjs, seed 1): each
+ * architecture's tiny shape in F32, Q8_0 and Q4_K_M, and SmolLM2-style llama (GPT-2
+ * vocabulary). Written to tests/reference/oracle/<name>.json by `node tools/oracle.mjs --synth`.
+ */
+export const SYNTH_RECORDS = Object.freeze([
+  ...['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2'].flatMap((arch) =>
+    ['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `${arch}-${type}`, arch, shape: 'tiny', seed: 1, type }))),
+  { name: 'smollm2-F32', arch: 'llama', shape: 'smollm2-tiny', seed: 1, type: 'F32' },
+]);
+
 function parseArgs(argv) {
-  const o = { tokens: 32, probs: 10, ctx: 512, prompts: null, model: null, out: null, note: null, kv: 'f32' };
+  const o = { tokens: 32, probs: 10, ctx: 512, prompts: null, model: null, out: null, note: null, kv: 'f32', verbose: false };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const v = () => {
@@ -55,8 +117,11 @@ function parseArgs(argv) {
     else if (a === '--ctx') o.ctx = Number(v());
     else if (a === '--note') o.note = v();
     else if (a === '--kv') o.kv = v();
+    else if (a === '--verbose') o.verbose = true;
+    else if (a === '--synth') o.synth = v();
     else throw new Error(`unknown argument ${a}`);
   }
+  if (o.synth) return o;
   if (!o.model || !o.out) throw new Error('usage: node tools/oracle.mjs --model FILE.gguf --out FILE.json [--prompts FILE.json] [--tokens N] [--probs N]');
   if (o.kv !== 'f32' && o.kv !== 'f16') throw new Error('--kv must be f32 or f16');
   for (const k of ['tokens', 'probs', 'ctx']) {
@@ -97,11 +162,12 @@ export async function runOracle(o) {
   });
   try {
     const page = await browser.newPage();
+    if (o.verbose) page.on('console', (m) => process.stderr.write(`[page] ${m.text()}\n`));
     await page.goto(web.url.replace(/web\/$/, 'tools/oracle/index.html'));
     await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
     const modelUrl = `http://127.0.0.1:${files.address().port}/model.gguf`;
     const r = await page.evaluate((x) => window.oracle(x),
-      { model: modelUrl, prompts, maxTokens: o.tokens ?? 32, nProbs: o.probs ?? 10, nCtx: o.ctx ?? 512, kv: o.kv ?? 'f32' });
+      { model: modelUrl, prompts, maxTokens: o.tokens ?? 32, nProbs: o.probs ?? 10, nCtx: o.ctx ?? 512, kv: o.kv ?? 'f32', verbose: !!o.verbose });
     const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'node_modules/@wllama/wllama/package.json'), 'utf8'));
     return {
       generator: 'tools/oracle.mjs',
@@ -128,6 +194,21 @@ export async function runOracle(o) {
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   try {
     const o = parseArgs(process.argv.slice(2));
+    if (o.synth) {
+      const names = o.synth === 'all' ? SYNTH_RECORDS.map((r) => r.name) : o.synth.split(',');
+      for (const name of names) {
+        const r = SYNTH_RECORDS.find((x) => x.name === name);
+        if (!r) throw new Error(`no synthetic record ${name} (${SYNTH_RECORDS.map((x) => x.name).join(', ')})`);
+        const t0 = Date.now();
+        const model = synthCached(r);
+        const rec = await runOracle({ ...o, model, prompts: ARCH_PROMPTS, note: `synthetic ${r.arch} ${r.shape} ${r.type}` });
+        rec.synth = { tool: 'tools/synth_gguf.mjs', args: synthArgs(r) };
+        const out = path.join(REPO, 'tests/reference/oracle', `${name}.json`);
+        fs.writeFileSync(out, `${JSON.stringify(rec, null, 0).replace(/\],\[/g, '],\n[')}\n`);
+        console.log(`${out}: ${rec.prompts.length} prompts × ${rec.tokens} tokens (${rec.architecture}, ${((Date.now() - t0) / 1000).toFixed(0)} s)`);
+      }
+      process.exit(0);
+    }
     const rec = await runOracle(o);
     fs.mkdirSync(path.dirname(o.out), { recursive: true });
     fs.writeFileSync(o.out, `${JSON.stringify(rec, null, 0).replace(/\],\[/g, '],\n[')}\n`);

@@ -11,11 +11,11 @@ const WLLAMA_WASM = new URL('../../node_modules/@wllama/wllama/esm/wasm/wllama.w
 const logEl = document.getElementById('log');
 const log = (m) => { logEl.textContent += `${m}\n`; };
 
-async function runOurs({ model, prompt, maxTokens, runs, warmupTokens, threads = 1, build }) {
+async function runOurs({ model, prompt, maxTokens, runs, warmupTokens, threads = 1, build, nCtx = 0 }) {
   // build unset ('auto'): what a page gets (relaxed in Chromium); peers.mjs --builds forces simd128 too
   const engine = await createEngine(build ? { threads, build } : { threads });
   const t0 = performance.now();
-  const info = await engine.load({ model: new URL(model, location.href) });
+  const info = await engine.load({ model: new URL(model, location.href), nCtx });
   const loadMs = performance.now() - t0;
   await engine.complete(prompt, { temperature: 0, maxTokens: warmupTokens, seed: 1 });
   const out = [];
@@ -30,14 +30,14 @@ async function runOurs({ model, prompt, maxTokens, runs, warmupTokens, threads =
   return { engine: 'wasmlm', loadMs, weightBytes: info.weightBytes, simd: info.simd, build: info.build, threads: info.threads, runs: out };
 }
 
-async function runWllama({ model, prompt, maxTokens, runs, warmupTokens, threads = 1 }) {
+async function runWllama({ model, prompt, maxTokens, runs, warmupTokens, threads = 1, nCtx = 1024 }) {
   const wllama = new Wllama({ default: WLLAMA_WASM }, { suppressNativeLog: true, allowOffline: false });
   const t0 = performance.now();
   // Fetched here and passed as a File: loadModelFromUrl would also copy it into the browser's cache.
   const res = await fetch(new URL(model, location.href));
   if (!res.ok) throw new Error(`${model}: HTTP ${res.status}`);
   const file = new File([await res.blob()], model.split('/').pop());
-  await wllama.loadModel([file], { n_threads: threads, n_gpu_layers: 0, n_ctx: 1024, seed: 1 });
+  await wllama.loadModel([file], { n_threads: threads, n_gpu_layers: 0, n_ctx: nCtx, seed: 1 });
   const loadMs = performance.now() - t0;
   const info = { multithread: wllama.isMultithread(), threads: wllama.getNumThreads() };
   const complete = (n) => wllama.createCompletion({ prompt, max_tokens: n, temperature: 0, ignore_eos: true,

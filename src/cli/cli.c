@@ -5,6 +5,7 @@
  *                                 chain, --json log-probabilities, batches and beam search
  *     wasmlm quantize IN OUT TYPE [-z tokenizer.bin]   (cli_quantize.c)
  *     wasmlm tokenize MODEL [--bos]
+ *     wasmlm info MODEL            the architecture and hyperparameters, one "key: value" a line
  * `tokenize` tokenizes standard input (all of it, bytes as they are) with the vocabulary of
  * MODEL — a GGUF file (vocabulary only is enough) or a llama2.c tokenizer.bin — and prints the
  * ids separated by spaces, then a newline. No BOS unless --bos (for GGUF: the vocabulary's
@@ -82,6 +83,8 @@ void wlm_cli_usage(FILE *f) {
         "  ends; beams print \"[rank] score=S logprob=L: text\", best first. --json: see README.\n"
         "Tokenizer:  wasmlm tokenize <model.gguf | tokenizer.bin> [--bos] < text\n"
         "            prints the token ids of standard input, separated by spaces\n"
+        "Info:       wasmlm info <model.gguf | model.bin>\n"
+        "            prints the architecture and the hyperparameters\n"
         "Quantize:   wasmlm quantize IN OUT TYPE [-z tokenizer.bin] [--name NAME]\n"
         "            llama2.c checkpoint or GGUF in, GGUF out; TYPE: F32 F16 Q8_0 Q4_0 Q4_K Q6_K\n",
         f);
@@ -205,6 +208,42 @@ out:
     return rc;
 }
 
+/* wasmlm info MODEL: "key: value" lines; the architecture is general.architecture (llama2.c
+ * checkpoints: llama). */
+static int cmd_info(int argc, char **argv) {
+    if (argc != 1) {
+        fprintf(stderr, "Usage: wasmlm info <model.gguf | model.bin>\n");
+        return 1;
+    }
+    size_t size = 0;
+    void *bytes = wlm_cli_read_file(argv[0], &size);
+    if (!bytes) {
+        fprintf(stderr, "wasmlm: cannot read %s: %s\n", argv[0], strerror(errno));
+        return 1;
+    }
+    wlm_model *m = NULL;
+    wlm_model_info info;
+    if (wlm_model_load(bytes, size, WLM_LOAD_OWN_BUFFER, &m) != WLM_OK ||
+        wlm_model_get_info(m, &info) != WLM_OK) {
+        fprintf(stderr, "wasmlm: %s: %s\n", argv[0], wlm_model_errmsg(m));
+        wlm_model_free(m);
+        return 1;
+    }
+    const char *arch = wlm_model_meta_string(m, "general.architecture", NULL);
+    const char *name = wlm_model_meta_string(m, "general.name", NULL);
+    printf("architecture: %s\n", arch ? arch : "llama (llama2.c checkpoint)");
+    if (name) printf("name: %s\n", name);
+    printf("embedding_length: %d\nfeed_forward_length: %d\nblock_count: %d\n"
+           "head_count: %d\nhead_count_kv: %d\nvocab_size: %d\ncontext_length: %d\n"
+           "shared_classifier: %d\ntokenizer: %d\nchat_template: %d\nweight_bytes: %zu\n",
+           (int)info.dim, (int)info.hidden_dim, (int)info.n_layers, (int)info.n_heads,
+           (int)info.n_kv_heads, (int)info.vocab_size, (int)info.seq_len,
+           (int)info.shared_classifier, (int)info.has_tokenizer, (int)info.has_chat_template,
+           info.weight_bytes);
+    wlm_model_free(m);
+    return fflush(stdout) == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         wlm_cli_usage(stderr);
@@ -216,5 +255,6 @@ int main(int argc, char **argv) {
     }
     if (strcmp(argv[1], "tokenize") == 0) return cmd_tokenize(argc - 2, argv + 2);
     if (strcmp(argv[1], "quantize") == 0) return wlm_cli_quantize(argc - 2, argv + 2);
+    if (strcmp(argv[1], "info") == 0) return cmd_info(argc - 2, argv + 2);
     return wlm_cli_generate(argc - 1, argv + 1);
 }

@@ -1,7 +1,8 @@
 /*
  * cli_quantize.c — `wasmlm quantize IN OUT TYPE [-z tokenizer.bin] [--name NAME]`, the native
  * CLI's converter: a llama2.c checkpoint (with its tokenizer.bin, whose vocabulary goes into the
- * file) or a GGUF in, a GGUF v3 file of TYPE (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+ * file) or a GGUF of any architecture in (llama through the model loader; any other is copied
+ * key/value by key/value and tensor by tensor, its weight matrices converted), a GGUF v3 file of TYPE (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
  * Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, or llama.cpp's mixes Q3_K_M, Q4_K_M, Q5_K_M) out. The input
  * is memory-mapped, so a multi-gigabyte checkpoint is never copied into the heap; the output is
  * streamed to OUT.tmp and renamed to OUT when complete. The work is quantize.c's.
@@ -148,6 +149,39 @@ static const char *stem(const char *path, char *buf, size_t n) {
 
 /* ---- the command ---------------------------------------------------------------------------- */
 
+/* A GGUF of an architecture other than llama: wlm_quantize_gguf. Returns the exit code. */
+static int quantize_any(const char *in, const char *out, const wlm_gguf *src, int32_t type,
+                        int32_t mix, const char *name, double t0) {
+    char err[512] = "";
+    progress_state ps = {0, -1};
+#ifdef HAVE_POSIX
+    ps.tty = isatty(fileno(stderr));
+#endif
+    wlm_quantize_params qp;
+    wlm_quantize_params_default(&qp);
+    qp.type = type;
+    qp.mix = mix > 0 ? mix : WLM_QUANT_MIX_NONE;
+    qp.name = name;
+    qp.log = on_log;
+    qp.progress = on_progress;
+    qp.user = &ps;
+    const int s = wlm_quantize_gguf(src, out, &qp, err, sizeof err);
+    if (ps.tty && ps.last_pct >= 0) fputc('\r', stderr);
+    if (s != WLM_OK) {
+        fprintf(stderr, "wasmlm quantize: %s: %s (%s); nothing written to %s\n", in, err,
+                wlm_status_name(s), out);
+        return 1;
+    }
+    FILE *f = fopen(out, "rb");
+    long size = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
+    if (f) fclose(f);
+    fprintf(stderr, "wasmlm quantize: wrote %s: %s, %zu tensors, %.1f MB, in %.2f s\n", out,
+            mix > 0 ? wlm_quantize_mix_name(mix) : wlm_type_get(type)->name, src->n_tensors,
+            (double)size / 1e6, now_s() - t0);
+    return 0;
+}
+
 /* argv holds the arguments after "quantize". Returns the process exit code. */
 int wlm_cli_quantize(int argc, char **argv) {
     const char *pos[3] = {NULL, NULL, NULL}, *tok_path = NULL, *name = NULL;
@@ -194,6 +228,21 @@ int wlm_cli_quantize(int argc, char **argv) {
         return 1;
     }
     const int is_gguf = model_file.size >= 4 && memcmp(model_file.data, "GGUF", 4) == 0;
+    if (is_gguf) {
+        if (wlm_gguf_parse(&src, model_file.data, model_file.size, err, sizeof err) != WLM_OK) {
+            fprintf(stderr, "wasmlm quantize: %s: %s\n", in, err);
+            goto out;
+        }
+        have_src = 1;
+        wlm_gguf_str arch = {NULL, 0};
+        if (wlm_gguf_get_str(&src, "general.architecture", &arch, err, sizeof err) == WLM_OK &&
+            !(arch.len == 5 && memcmp(arch.ptr, "llama", 5) == 0)) {
+            /* Any other architecture: every key/value and tensor copied, the weight matrices
+             * converted (quantize.c's wlm_quantize_gguf), without loading the model. */
+            rc = quantize_any(in, out, &src, type, mix, name, t0);
+            goto out;
+        }
+    }
     if (wlm_model_load(model_file.data, model_file.size, 0, &model) != WLM_OK) {
         fprintf(stderr, "wasmlm quantize: %s: %s\n", in, wlm_model_errmsg(model));
         goto out;
@@ -201,12 +250,7 @@ int wlm_cli_quantize(int argc, char **argv) {
     wlm_model_info info;
     wlm_model_get_info(model, &info);
     if (is_gguf) {
-        /* Parsed again for its key/values, which are copied (chat template, token ids...). */
-        if (wlm_gguf_parse(&src, model_file.data, model_file.size, err, sizeof err) != WLM_OK) {
-            fprintf(stderr, "wasmlm quantize: %s: %s\n", in, err);
-            goto out;
-        }
-        have_src = 1;
+        /* its key/values (parsed above) are copied: chat template, token ids... */
         if (tok_path && info.has_tokenizer)
             fprintf(stderr, "wasmlm quantize: %s has its own vocabulary; -z %s is ignored\n", in,
                     tok_path);

@@ -151,6 +151,13 @@ int wlm_llama2c_load(wlm_model *m, const unsigned char *data, size_t size) {
     hp->rope_theta = 10000.0f;
     hp->n_rot = (int32_t)head_size;
     hp->rope_freq_scale = 1.0f;
+    hp->q_dim = dim;
+    hp->rope_theta_swa = hp->rope_theta;
+    hp->rope_attn_factor = 1.0f;
+    hp->n_ctx_orig = seq_len;
+    hp->q_scale = 1.0f;
+    hp->embd_scale = 1.0f;
+    hp->arch = wlm_arch_find("llama", 5);
     m->shared_classifier = shared;
     /* Bytes read per token: every layer tensor, the final norm, the classifier, and one
      * embedding row (the whole table when it is also the classifier). */

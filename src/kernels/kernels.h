@@ -25,6 +25,13 @@ typedef void (*wlm_rope_fn)(float *x, int n_heads, int head_size, int n_rot, con
                             const float *sin_t);
 /* SwiGLU gate: h[i] = silu(h[i]) * g[i] = h[i] / (1 + exp(-h[i])) * g[i], i < n. */
 typedef void (*wlm_swiglu_fn)(float *h, const float *g, int n);
+/* LayerNorm (Ba et al. 2016): out[i] = (x[i] - mean) / sqrt(var + eps) * weight[i] + bias[i],
+ * mean and (biased) variance over i < n; bias may be NULL (no bias). out may alias x. */
+typedef void (*wlm_layernorm_fn)(float *out, const float *x, const float *weight,
+                                 const float *bias, int n, float eps);
+/* GELU, tanh approximation (Hendrycks & Gimpel 2016), as ggml's CPU backend evaluates it
+ * (wlm_gelu1_ref): h[i] = gelu(h[i]) * g[i] (GeGLU), or gelu(h[i]) when g is NULL; i < n. */
+typedef void (*wlm_gelu_fn)(float *h, const float *g, int n);
 /* Returns sum_i a[i] * b[i], i < n. */
 typedef float (*wlm_dot_fn)(const float *a, const float *b, int n);
 /* out[i] += s * x[i], i < n. */
@@ -77,6 +84,10 @@ typedef struct wlm_kernels {
     wlm_attention_fn attention;
     wlm_matmat_fn matmat;
     wlm_attention_f16_fn attention_f16;
+    wlm_rope_fn rope_neox;    /* RoPE on pairs (i, i + n_rot/2) of each head (GPT-NeoX style,
+                                 ggml's GGML_ROPE_TYPE_NEOX); same arguments as rope */
+    wlm_layernorm_fn layernorm;
+    wlm_gelu_fn gelu;
 } wlm_kernels;
 
 void wlm_matvec_ref(float *out, const float *w, const float *x, int n, int r0, int r1);
@@ -96,6 +107,13 @@ void wlm_attention_f16_ref(float *out, const float *q, const uint16_t *const *kb
                            const uint16_t *const *vb, int block, int n, int h0, int h1,
                            int kv_mul, int head_size, int stride, float *scratch);
 
+void wlm_rope_neox_ref(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
+                       const float *sin_t);
+void wlm_layernorm_ref(float *out, const float *x, const float *weight, const float *bias, int n,
+                       float eps);
+void wlm_gelu_ref(float *h, const float *g, int n);
+float wlm_gelu1_ref(float x);
+
 void wlm_matvec_simd(float *out, const float *w, const float *x, int n, int r0, int r1);
 void wlm_matmat_simd(float *out, size_t out_stride, const float *w, const float *x,
                      size_t x_stride, int n, int r0, int r1, int nb);
@@ -112,6 +130,12 @@ void wlm_attention_simd(float *out, const float *q, const float *const *kb,
 void wlm_attention_f16_simd(float *out, const float *q, const uint16_t *const *kb,
                             const uint16_t *const *vb, int block, int n, int h0, int h1,
                             int kv_mul, int head_size, int stride, float *scratch);
+
+void wlm_rope_neox_simd(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
+                        const float *sin_t);
+void wlm_layernorm_simd(float *out, const float *x, const float *weight, const float *bias, int n,
+                        float eps);
+void wlm_gelu_simd(float *h, const float *g, int n);
 
 /* The two kernel sets. wlm_kernels_simd == wlm_kernels_ref's functions when SIMD128 is not
  * compiled in; wlm_kernels_have_simd() tells which. */

@@ -124,9 +124,62 @@ void wlm_matmat_ref(float *out, size_t out_stride, const float *w, const float *
         wlm_matvec_ref(out + (size_t)b * out_stride, w, x + (size_t)b * x_stride, n, r0, r1);
 }
 
+void wlm_rope_neox_ref(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
+                       const float *sin_t) {
+    const int half = n_rot / 2;
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * (size_t)head_size;
+        for (int i = 0; i < half; i++) {
+            float a = v[i], b = v[i + half];
+            v[i] = a * cos_t[i] - b * sin_t[i];
+            v[i + half] = a * sin_t[i] + b * cos_t[i];
+        }
+    }
+}
+
+/* ggml_norm's order: the mean and the variance summed in double, then (x - mean) scaled by
+ * 1 / sqrt(var + eps), then the weight and the bias (llama.cpp's build_norm). */
+void wlm_layernorm_ref(float *out, const float *x, const float *weight, const float *bias, int n,
+                       float eps) {
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) sum += (double)x[j];
+    const float mean = (float)(sum / n);
+    double sum2 = 0.0;
+    for (int j = 0; j < n; j++) {
+        const float v = x[j] - mean;
+        out[j] = v;
+        sum2 += (double)(v * v);
+    }
+    const float scale = 1.0f / sqrtf((float)(sum2 / n) + eps);
+    for (int j = 0; j < n; j++) {
+        const float v = (out[j] * scale) * weight[j];
+        out[j] = bias ? v + bias[j] : v;
+    }
+}
+
+/* GELU as ggml's CPU backend computes it (GGML_GELU_FP16): for -10 < x < 10 the input is
+ * rounded to binary16, the tanh formula evaluated in float, and the result rounded to binary16
+ * (ggml reads it from a 64 Ki-entry table of exactly these values); x <= -10 gives 0, x >= 10
+ * gives x. */
+float wlm_gelu1_ref(float x) {
+    if (x <= -10.0f) return 0.0f;
+    if (x >= 10.0f) return x;
+    const float v = wlm_fp16_to_fp32(wlm_fp32_to_fp16(x));
+    const float y = 0.5f * v *
+                    (1.0f + tanhf(0.79788456080286535587989211986876f * v * (1.0f + 0.044715f * v * v)));
+    return wlm_fp16_to_fp32(wlm_fp32_to_fp16(y));
+}
+
+void wlm_gelu_ref(float *h, const float *g, int n) {
+    for (int i = 0; i < n; i++) {
+        const float y = wlm_gelu1_ref(h[i]);
+        h[i] = g ? y * g[i] : y;
+    }
+}
+
 const wlm_kernels wlm_kernels_ref = {
     "scalar",
     wlm_matvec_ref, wlm_rmsnorm_ref, wlm_softmax_ref, wlm_rope_ref,
     wlm_swiglu_ref, wlm_dot_ref, wlm_axpy_ref, wlm_attention_ref, wlm_matmat_ref,
-    wlm_attention_f16_ref,
+    wlm_attention_f16_ref, wlm_rope_neox_ref, wlm_layernorm_ref, wlm_gelu_ref,
 };

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "kernels/quant.h"
 
 #if defined(__wasm_simd128__)
 #include <wasm_simd128.h>
@@ -599,6 +600,108 @@ void wlm_attention_f16_simd(float *out, const float *q, const uint16_t *const *k
 
 #undef KV_ROW16
 
+/* ---- architecture variants: NEOX RoPE, LayerNorm, GELU ----------------------------------- */
+
+/* Four pairs (i, i + half) at a time; the same products and sums as the reference, so the
+ * result is bitwise the reference's. */
+void wlm_rope_neox_simd(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
+                        const float *sin_t) {
+    const int half = n_rot / 2;
+    for (int h = 0; h < n_heads; h++) {
+        float *v = x + (size_t)h * (size_t)head_size;
+        int i = 0;
+        for (; i + 4 <= half; i += 4) {
+            v128_t a = wasm_v128_load(v + i), b = wasm_v128_load(v + i + half);
+            v128_t c = wasm_v128_load(cos_t + i), sn = wasm_v128_load(sin_t + i);
+            wasm_v128_store(v + i, wasm_f32x4_sub(wasm_f32x4_mul(a, c), wasm_f32x4_mul(b, sn)));
+            wasm_v128_store(v + i + half, wasm_f32x4_add(wasm_f32x4_mul(a, sn), wasm_f32x4_mul(b, c)));
+        }
+        for (; i < half; i++) {
+            float a = v[i], b = v[i + half];
+            v[i] = a * cos_t[i] - b * sin_t[i];
+            v[i + half] = a * sin_t[i] + b * cos_t[i];
+        }
+    }
+}
+
+/* The sums in float lanes (the reference sums in double): results agree to a few ulp. */
+void wlm_layernorm_simd(float *out, const float *x, const float *weight, const float *bias, int n,
+                        float eps) {
+    v128_t a0 = wasm_f32x4_splat(0), a1 = a0;
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        a0 = wasm_f32x4_add(a0, wasm_v128_load(x + j));
+        a1 = wasm_f32x4_add(a1, wasm_v128_load(x + j + 4));
+    }
+    float sum = hsum(wasm_f32x4_add(a0, a1));
+    for (; j < n; j++) sum += x[j];
+    const float mean = sum / (float)n;
+    const v128_t mv = wasm_f32x4_splat(mean);
+    a0 = a1 = wasm_f32x4_splat(0);
+    j = 0;
+    for (; j + 8 <= n; j += 8) {
+        v128_t v0 = wasm_f32x4_sub(wasm_v128_load(x + j), mv);
+        v128_t v1 = wasm_f32x4_sub(wasm_v128_load(x + j + 4), mv);
+        wasm_v128_store(out + j, v0);
+        wasm_v128_store(out + j + 4, v1);
+        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(v0, v0));
+        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(v1, v1));
+    }
+    float sum2 = hsum(wasm_f32x4_add(a0, a1));
+    for (; j < n; j++) {
+        const float v = x[j] - mean;
+        out[j] = v;
+        sum2 += v * v;
+    }
+    const float scale = 1.0f / sqrtf(sum2 / (float)n + eps);
+    const v128_t sv = wasm_f32x4_splat(scale);
+    j = 0;
+    for (; j + 4 <= n; j += 4) {
+        v128_t v = wasm_f32x4_mul(wasm_f32x4_mul(wasm_v128_load(out + j), sv), wasm_v128_load(weight + j));
+        if (bias) v = wasm_f32x4_add(v, wasm_v128_load(bias + j));
+        wasm_v128_store(out + j, v);
+    }
+    for (; j < n; j++) {
+        const float v = (out[j] * scale) * weight[j];
+        out[j] = bias ? v + bias[j] : v;
+    }
+}
+
+/* The reference's binary16 roundings, with tanh(u) = 1 - 2 / (exp(2u) + 1) on four lanes
+ * (exp4): the float result differs from tanhf by a few ulp, so after the final rounding to
+ * binary16 a value differs from the reference's by at most one binary16 step, rarely. */
+void wlm_gelu_simd(float *h, const float *g, int n) {
+    const v128_t one = wasm_f32x4_splat(1.0f), two = wasm_f32x4_splat(2.0f);
+    const v128_t half = wasm_f32x4_splat(0.5f), c0 = wasm_f32x4_splat(0.79788456080286535587989211986876f);
+    const v128_t c1 = wasm_f32x4_splat(0.044715f);
+    int i = 0;
+    for (; i + 4 <= n; i += 4) {
+        float in[4], r[4];
+        int plain = 1;
+        for (int k = 0; k < 4; k++) {
+            const float x = h[i + k];
+            if (!(x > -10.0f && x < 10.0f)) plain = 0;
+            in[k] = wlm_fp16_to_fp32(wlm_fp32_to_fp16(x));
+        }
+        if (!plain) {
+            for (int k = 0; k < 4; k++) r[k] = wlm_gelu1_ref(h[i + k]);
+        } else {
+            v128_t v = wasm_v128_load(in);
+            v128_t u = wasm_f32x4_mul(c0, wasm_f32x4_mul(v, wasm_f32x4_add(one, wasm_f32x4_mul(c1, wasm_f32x4_mul(v, v)))));
+            v128_t t = wasm_f32x4_sub(one, wasm_f32x4_div(two, wasm_f32x4_add(exp4(wasm_f32x4_mul(two, u)), one)));
+            wasm_v128_store(r, wasm_f32x4_mul(wasm_f32x4_mul(half, v), wasm_f32x4_add(one, t)));
+            for (int k = 0; k < 4; k++) r[k] = wlm_fp16_to_fp32(wlm_fp32_to_fp16(r[k]));
+        }
+        v128_t y = wasm_v128_load(r);
+        if (g) y = wasm_f32x4_mul(y, wasm_v128_load(g + i));
+        wasm_v128_store(h + i, y);
+    }
+    for (; i < n; i++) {
+        const float y = wlm_gelu1_ref(h[i]);
+        h[i] = g ? y * g[i] : y;
+    }
+}
+
 int wlm_kernels_have_simd(void) { return 1; }
 
 #else /* no SIMD128: forward to the reference kernels */
@@ -631,6 +734,15 @@ void wlm_attention_f16_simd(float *out, const float *q, const uint16_t *const *k
                             int kv_mul, int head_size, int stride, float *scratch) {
     wlm_attention_f16_ref(out, q, kb, vb, block, n, h0, h1, kv_mul, head_size, stride, scratch);
 }
+void wlm_rope_neox_simd(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
+                        const float *sin_t) {
+    wlm_rope_neox_ref(x, n_heads, head_size, n_rot, cos_t, sin_t);
+}
+void wlm_layernorm_simd(float *out, const float *x, const float *weight, const float *bias, int n,
+                        float eps) {
+    wlm_layernorm_ref(out, x, weight, bias, n, eps);
+}
+void wlm_gelu_simd(float *h, const float *g, int n) { wlm_gelu_ref(h, g, n); }
 int wlm_kernels_have_simd(void) { return 0; }
 
 #endif
@@ -643,5 +755,5 @@ const wlm_kernels wlm_kernels_simd = {
 #endif
     wlm_matvec_simd, wlm_rmsnorm_simd, wlm_softmax_simd, wlm_rope_simd,
     wlm_swiglu_simd, wlm_dot_simd, wlm_axpy_simd, wlm_attention_simd, wlm_matmat_simd,
-    wlm_attention_f16_simd,
+    wlm_attention_f16_simd, wlm_rope_neox_simd, wlm_layernorm_simd, wlm_gelu_simd,
 };

@@ -142,6 +142,11 @@ static int32_t mix_rule_type(int32_t mix, int kind, int layer, int n_layers, int
     case WLM_QUANT_ATTN_OUTPUT:
         if (mix == WLM_QUANT_MIX_Q3_K_M) t = WLM_TYPE_Q4_K;
         break;
+    case WLM_QUANT_ATTN_QKV:
+        t = mix == WLM_QUANT_MIX_Q3_K_M ? WLM_TYPE_Q4_K
+            : mix == WLM_QUANT_MIX_Q4_K_M ? WLM_TYPE_Q5_K
+                                          : WLM_TYPE_Q6_K;
+        break;
     default: break;
     }
     return t;
@@ -534,11 +539,204 @@ int wlm_quantize_write(const wlm_model *m, wlm_gguf_writer *w, const wlm_quantiz
     return rc;
 }
 
+/* ---- any architecture: GGUF in, GGUF out ---------------------------------------------------- */
+
+static int ends_with(const char *s, size_t n, const char *suffix) {
+    const size_t k = strlen(suffix);
+    return n >= k && memcmp(s + n - k, suffix, k) == 0;
+}
+static int contains(const char *s, size_t n, const char *needle) {
+    const size_t k = strlen(needle);
+    for (size_t i = 0; i + k <= n; i++)
+        if (memcmp(s + i, needle, k) == 0) return 1;
+    return 0;
+}
+static int eq(const wlm_gguf_str *a, const char *b) {
+    return a->len == strlen(b) && memcmp(a->ptr, b, a->len) == 0;
+}
+/* llama.cpp's test for a tensor to convert (see quantize.h). */
+static int is_quantizable(const wlm_gguf_tensor *t) {
+    const char *s = t->name.ptr;
+    const size_t n = t->name.len;
+    return ends_with(s, n, "weight") && t->n_dims >= 2 && !contains(s, n, "_norm.weight") &&
+           !eq(&t->name, "position_embd.weight") && t->ne[0] > 0 && t->n_elements > 0;
+}
+/* The layer of "blk.N.…", or 0. */
+static int layer_of(const wlm_gguf_str *name) {
+    if (name->len < 5 || memcmp(name->ptr, "blk.", 4) != 0) return 0;
+    int l = 0;
+    for (size_t i = 4; i < name->len && isdigit((unsigned char)name->ptr[i]) && l < 1000000; i++)
+        l = l * 10 + (name->ptr[i] - '0');
+    return l;
+}
+static int role_of(const wlm_gguf_str *name) {
+    const char *s = name->ptr;
+    const size_t n = name->len;
+    if (eq(name, "output.weight")) return WLM_QUANT_OUTPUT;
+    if (eq(name, "token_embd.weight")) return WLM_QUANT_TOKEN_EMBD;
+    if (ends_with(s, n, ".attn_v.weight")) return WLM_QUANT_ATTN_V;
+    if (ends_with(s, n, ".attn_qkv.weight")) return WLM_QUANT_ATTN_QKV;
+    if (ends_with(s, n, ".attn_output.weight")) return WLM_QUANT_ATTN_OUTPUT;
+    if (ends_with(s, n, ".ffn_down.weight")) return WLM_QUANT_FFN_DOWN;
+    return WLM_QUANT_OTHER;
+}
+
+int wlm_quantize_gguf_write(const wlm_gguf *src, wlm_gguf_writer *w, const wlm_quantize_params *p,
+                            char *err, size_t errlen) {
+    if (!src || !w || !p) return fail(err, errlen, WLM_ERR_INVALID_ARG, "NULL argument");
+    int rc = check_params(p, err, errlen);
+    if (rc != WLM_OK) return rc;
+    const size_t n = src->n_tensors;
+    int32_t *types = calloc(n ? n : 1, sizeof *types);
+    if (!types) return fail(err, errlen, WLM_ERR_NOMEM, "out of memory for the tensor plan");
+    int n_layers = 0, tied = 1;
+    for (size_t i = 0; i < n; i++) {
+        const int l = layer_of(&src->tensors[i].name);
+        if (l + 1 > n_layers) n_layers = l + 1;
+        if (eq(&src->tensors[i].name, "output.weight")) tied = 0;
+    }
+    /* The plan: each tensor's output type; check what must be read and produced. */
+    int64_t max_cols = 1;
+    size_t n_conv = 0, n_fallback = 0;
+    for (size_t i = 0; i < n && rc == WLM_OK; i++) {
+        const wlm_gguf_tensor *t = &src->tensors[i];
+        types[i] = t->type;
+        if (!is_quantizable(t)) continue;
+        const int32_t wanted =
+            p->mix ? mix_rule_type(p->mix, role_of(&t->name), layer_of(&t->name), n_layers,
+                                   t->ne[0], tied)
+                   : p->type;
+        types[i] = wlm_quantize_tensor_type(wanted, t->ne[0]);
+        if (types[i] != wanted) n_fallback++;
+        if (types[i] == t->type) continue;
+        n_conv++;
+        if (t->ne[0] > max_cols) max_cols = t->ne[0];
+        if (t->n_elements / (uint64_t)t->ne[0] > (uint64_t)INT32_MAX || t->ne[0] > INT32_MAX)
+            rc = fail(err, errlen, WLM_ERR_UNSUPPORTED, "tensor %.*s: too many rows or columns",
+                      (int)t->name.len, t->name.ptr);
+        else if (!t->data || !wlm_type_get(t->type)->to_float)
+            rc = fail(err, errlen, WLM_ERR_UNSUPPORTED, "tensor %.*s: type %s cannot be read",
+                      (int)t->name.len, t->name.ptr, wlm_gguf_type_name(t->type));
+        else
+            rc = check_one(types[i], err, errlen);
+    }
+    if (rc != WLM_OK) {
+        free(types);
+        return rc;
+    }
+    if (n_fallback)
+        say(p, "%zu matri%s with rows that are not whole blocks of the type asked for got its "
+               "fallback (Q4_K: Q5_0, Q6_K: Q8_0, ...; see quantize.h)",
+            n_fallback, n_fallback == 1 ? "x" : "ces");
+
+    /* Key/values: ours first, then every other key of the source in its order. */
+    if (p->name) wlm_gguf_add_str(w, "general.name", p->name);
+    wlm_gguf_add_u32(w, "general.alignment", WLM_GGUF_DEFAULT_ALIGNMENT);
+    wlm_gguf_add_u32(w, "general.file_type", file_type(p->type, p->mix));
+    wlm_gguf_add_u32(w, "general.quantization_version", 2);
+    for (size_t i = 0; i < src->n_kv && w->status == WLM_OK; i++) {
+        const wlm_gguf_kv *kv = &src->kv[i];
+        char key[256];
+        if (kv->key.len >= sizeof key) {
+            say(p, "a key of %zu bytes is not copied", kv->key.len);
+            continue;
+        }
+        memcpy(key, kv->key.ptr, kv->key.len);
+        key[kv->key.len] = '\0';
+        if (strlen(key) != kv->key.len || wlm_gguf_writer_has_key(w, key)) continue;
+        if (strncmp(key, "split.", 6) == 0) continue;
+        if (kv->type == WLM_GGUF_ARRAY && kv->arr.type == WLM_GGUF_ARRAY) {
+            say(p, "key %s (nested arrays) is not copied", key);
+            continue;
+        }
+        wlm_gguf_add_kv_copy(w, kv);
+    }
+    char name[256];
+    for (size_t i = 0; i < n && w->status == WLM_OK; i++) {
+        const wlm_gguf_tensor *t = &src->tensors[i];
+        const size_t len = t->name.len < sizeof name - 1 ? t->name.len : sizeof name - 1;
+        memcpy(name, t->name.ptr, len);
+        name[len] = '\0';
+        if (!t->data) {
+            rc = fail(err, errlen, WLM_ERR_UNSUPPORTED, "tensor %s: type %s cannot be copied",
+                      name, wlm_gguf_type_name(t->type));
+            break;
+        }
+        wlm_gguf_add_tensor(w, name, t->n_dims, t->ne, types[i]);
+    }
+    if (rc == WLM_OK && w->status == WLM_OK) wlm_gguf_write_header(w);
+    if (rc == WLM_OK && w->status != WLM_OK) rc = writer_fail(w, err, errlen);
+    if (rc != WLM_OK) {
+        free(types);
+        return rc;
+    }
+
+    const size_t chunk_cap = (size_t)max_cols * 4 > ((size_t)1 << 20) ? (size_t)max_cols * 4
+                                                                       : ((size_t)1 << 20);
+    float *row = n_conv ? malloc((size_t)max_cols * sizeof *row) : NULL;
+    unsigned char *chunk = n_conv ? malloc(chunk_cap) : NULL;
+    const uint64_t total = wlm_gguf_writer_total_bytes(w);
+    if (n_conv && (!row || !chunk)) {
+        rc = fail(err, errlen, WLM_ERR_NOMEM, "out of memory for the conversion buffers");
+    } else {
+        for (size_t i = 0; i < n && rc == WLM_OK; i++) {
+            const wlm_gguf_tensor *t = &src->tensors[i];
+            if (types[i] == t->type) {
+                rc = wlm_gguf_write_data(w, t->data, t->nbytes);
+            } else {
+                wlm_tensor m;
+                memset(&m, 0, sizeof m);
+                m.data = t->data;
+                m.type = t->type;
+                m.cols = (int32_t)t->ne[0];
+                m.rows = (int32_t)(t->n_elements / (uint64_t)t->ne[0]);
+                m.row_bytes = wlm_row_bytes(t->type, t->ne[0]);
+                rc = write_matrix(w, &m, types[i], row, chunk, chunk_cap);
+            }
+            if (rc == WLM_OK && p->progress) p->progress(p->user, w->written, total);
+        }
+        if (rc == WLM_OK) rc = wlm_gguf_writer_finish(w);
+        if (rc != WLM_OK) writer_fail(w, err, errlen);
+    }
+    free(row);
+    free(chunk);
+    free(types);
+    return rc;
+}
+
+/* Writes through a writer into out_path + ".tmp", renamed to out_path on success. */
+static int write_file(const char *out_path, char *err, size_t errlen,
+                      int (*body)(const void *, wlm_gguf_writer *, const wlm_quantize_params *,
+                                  char *, size_t),
+                      const void *what, const wlm_quantize_params *p);
+
+static int body_gguf(const void *what, wlm_gguf_writer *w, const wlm_quantize_params *p,
+                     char *err, size_t errlen) {
+    return wlm_quantize_gguf_write(what, w, p, err, errlen);
+}
+static int body_model(const void *what, wlm_gguf_writer *w, const wlm_quantize_params *p,
+                      char *err, size_t errlen) {
+    return wlm_quantize_write(what, w, p, err, errlen);
+}
+
+int wlm_quantize_gguf(const wlm_gguf *src, const char *out_path, const wlm_quantize_params *p,
+                      char *err, size_t errlen) {
+    if (!src || !p) return fail(err, errlen, WLM_ERR_INVALID_ARG, "NULL argument");
+    return write_file(out_path, err, errlen, body_gguf, src, p);
+}
+
 int wlm_quantize_model(const wlm_model *m, const char *out_path, const wlm_quantize_params *p,
                        char *err, size_t errlen) {
+    if (!m || !p) return fail(err, errlen, WLM_ERR_INVALID_ARG, "NULL argument");
+    return write_file(out_path, err, errlen, body_model, m, p);
+}
+
+static int write_file(const char *out_path, char *err, size_t errlen,
+                      int (*body)(const void *, wlm_gguf_writer *, const wlm_quantize_params *,
+                                  char *, size_t),
+                      const void *what, const wlm_quantize_params *p) {
     if (!out_path || !out_path[0]) return fail(err, errlen, WLM_ERR_INVALID_ARG, "no output path");
     /* Check what can be checked before a file exists. */
-    if (!m || !p) return fail(err, errlen, WLM_ERR_INVALID_ARG, "NULL argument");
     int rc = check_params(p, err, errlen);
     if (rc != WLM_OK) return rc;
     const size_t n = strlen(out_path);
@@ -554,7 +752,7 @@ int wlm_quantize_model(const wlm_model *m, const char *out_path, const wlm_quant
     }
     wlm_gguf_writer w;
     wlm_gguf_writer_init(&w, f);
-    rc = wlm_quantize_write(m, &w, p, err, errlen);
+    rc = body(what, &w, p, err, errlen);
     wlm_gguf_writer_free(&w);
     if (fclose(f) != 0 && rc == WLM_OK)
         rc = fail(err, errlen, WLM_ERR_INVALID_ARG, "cannot write %s: %s", tmp, strerror(errno));

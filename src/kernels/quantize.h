@@ -44,6 +44,7 @@
  *   layers;
  * - Q3_K_M: base Q3_K; attn_v Q5_K in layers 0 and 1, else Q4_K; ffn_down Q5_K in the first
  *   n/16 layers, else Q4_K; attn_output Q4_K;
+ * - a fused attn_qkv (wlm_quantize_gguf only): Q4_K in Q3_K_M, Q5_K in Q4_K_M, Q6_K in Q5_K_M;
  * then the row-length fallback above (so in Q4_K_M a 576-column matrix, SmolLM2-135M's width,
  * comes out Q5_0, or Q8_0 where the rule says Q6_K).
  */
@@ -75,7 +76,9 @@ enum wlm_quant_kind {
     WLM_QUANT_FFN_GATE,
     WLM_QUANT_FFN_UP,
     WLM_QUANT_FFN_DOWN,
-    WLM_QUANT_OUTPUT
+    WLM_QUANT_OUTPUT,
+    WLM_QUANT_ATTN_QKV, /* a fused Q/K/V matrix (phi3, gpt2) */
+    WLM_QUANT_OTHER     /* any other matrix: the mix's base type */
 };
 
 typedef struct wlm_quantize_params {
@@ -122,6 +125,23 @@ int wlm_quantize_check_type(int32_t target, char *err, size_t errlen);
  * model without tokenizer gives a file without vocabulary. err gets the message on error. */
 int wlm_quantize_write(const wlm_model *m, wlm_gguf_writer *w, const wlm_quantize_params *p,
                        char *err, size_t errlen);
+
+/* Any architecture: copies a parsed GGUF `src` into the writer, every key/value (general.
+ * file_type, quantization_version and alignment rewritten; general.name replaced when p->name)
+ * and every tensor in file order, converting only the weight matrices as llama.cpp's
+ * llama_model_quantize does: a tensor is converted when its name ends in "weight", it has at
+ * least 2 dimensions, and it is not a norm ("_norm.weight") nor learned positions
+ * (position_embd.weight); everything else (norms, biases, rope_freqs / rope_factors_*, position
+ * embeddings) keeps its type and bytes. A mix picks types by role from the tensor name (
+ * output.weight — or token_embd.weight when there is no output.weight — attn_v, attn_qkv,
+ * attn_output, ffn_down; see wlm_quantize_mix_tensor_type) and the layer from "blk.N.". p->src
+ * is not used. A tensor whose type cannot be read gives WLM_ERR_UNSUPPORTED naming it. */
+int wlm_quantize_gguf_write(const wlm_gguf *src, wlm_gguf_writer *w, const wlm_quantize_params *p,
+                            char *err, size_t errlen);
+
+/* wlm_quantize_gguf_write into the file `out_path`, as wlm_quantize_model writes its file. */
+int wlm_quantize_gguf(const wlm_gguf *src, const char *out_path, const wlm_quantize_params *p,
+                      char *err, size_t errlen);
 
 /* wlm_quantize_write into the file `out_path`: written as out_path + ".tmp", renamed over
  * out_path on success, removed on any error (no partial file is left). */

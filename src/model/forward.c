@@ -1,14 +1,18 @@
 /*
- * forward.c — a batch of tokens through the Llama transformer (llama2.c's forward(), one
- * entry per row): RMSNorm → Q/K/V projections → RoPE → grouped-query attention over the
- * paged KV cache (F32 or F16 elements) → output projection → residual → RMSNorm → SwiGLU feed-forward → residual, for
- * every layer; then the final RMSNorm and the classifier for the entries that want logits.
- * Entries may belong to different sequences at different positions. The projections are
- * matrix-matrix products that read each weight tile once for the whole batch; every entry's
- * arithmetic is exactly the one-token computation, so batching never changes a result. With a
- * thread pool, each matrix product is split by rows and each entry's attention by heads; every
- * row and head is computed as on one thread, so threads never change a result either.
- * All arithmetic goes through the context's kernel table (scalar or SIMD128).
+ * forward.c — a batch of tokens through the transformer described by the model's architecture
+ * row (arch.c), one entry per row: embedding (+ learned position, × scale) → for every layer:
+ * norm → Q/K/V projections (+ biases, fused or not) → per-head Q/K norms → RoPE (interleaved
+ * pairs or NEOX halves, one frequency set per kind of layer) → grouped-query attention over the
+ * paged KV cache (F32 or F16 elements; a sliding window on window layers) → output projection
+ * (+ bias) → optional post-norm → residual → norm → feed-forward (SwiGLU, GeGLU, or a GELU MLP
+ * with biases) → optional post-norm → residual; then the final norm, the classifier and the
+ * optional logit soft-cap for the entries that want logits. llama2.c's forward() is the special
+ * case "llama". Entries may belong to different sequences at different positions. The
+ * projections are matrix-matrix products that read each weight tile once for the whole batch;
+ * every entry's arithmetic is exactly the one-token computation, so batching never changes a
+ * result. With a thread pool, each matrix product is split by rows and each entry's attention by
+ * heads; every row and head is computed as on one thread, so threads never change a result
+ * either. All arithmetic goes through the context's kernel table (scalar or SIMD128).
  */
 #include <math.h>
 #include <string.h>
@@ -118,6 +122,7 @@ typedef struct attention_job {
     float *out;                   /* (n_heads * head_size) */
     const float *q;               /* (n_heads * head_size) */
     int len;                      /* positions attended to */
+    int block;                    /* positions per entry of c->kb / c->vb */
 } attention_job;
 
 /* Chunk i of n: heads [n_heads * i / n, n_heads * (i + 1) / n), with its own part of the
@@ -131,19 +136,20 @@ static void attention_chunk(void *arg, int32_t i, int32_t n) {
     float *scratch = c->att + wlm_attention_scratch(h0, j->len, hs);
     if (c->kv.type == WLM_KV_F16)
         c->k->attention_f16(j->out, j->q, (const uint16_t *const *)c->kb,
-                            (const uint16_t *const *)c->vb, WLM_KV_BLOCK, j->len, h0, h1,
+                            (const uint16_t *const *)c->vb, j->block, j->len, h0, h1,
                             p->n_heads / p->n_kv_heads, hs, p->kv_dim, scratch);
     else
         c->k->attention(j->out, j->q, (const float *const *)c->kb, (const float *const *)c->vb,
-                        WLM_KV_BLOCK, j->len, h0, h1, p->n_heads / p->n_kv_heads, hs, p->kv_dim,
+                        j->block, j->len, h0, h1, p->n_heads / p->n_kv_heads, hs, p->kv_dim,
                         scratch);
 }
 
-/* Every head of one entry over positions 0..len-1 (c->kb / c->vb set), split over the pool's
- * threads by heads when there is enough work: each head is computed exactly as alone. */
-static void attention_heads(wlm_context *c, float *out, const float *q, int len) {
+/* Every head of one entry over len positions (c->kb / c->vb set, `block` positions each),
+ * split over the pool's threads by heads when there is enough work: each head is computed
+ * exactly as alone. */
+static void attention_heads(wlm_context *c, float *out, const float *q, int len, int block) {
     const wlm_hparams *p = &c->model->hp;
-    attention_job j = {c, out, q, len};
+    attention_job j = {c, out, q, len, block};
     const int32_t threads = wlm_threadpool_size(c->pool);
     const uint64_t macs = 2 * (uint64_t)p->n_heads * (uint64_t)p->head_size * (uint64_t)len;
     if (threads > 1 && p->n_heads >= threads && macs >= PARALLEL_MIN_MACS)
@@ -152,70 +158,234 @@ static void attention_heads(wlm_context *c, float *out, const float *q, int len)
         attention_chunk(&j, 0, 1);
 }
 
+/* ---- RoPE ------------------------------------------------------------------------------------ */
+
+/* Frequencies of RoPE set s (0: every layer, or the global layers; 1: sliding-window layers):
+ * theta_i = base^(-2i / n_rot) (the float expression of run.c, where n_rot = head_size),
+ * divided by frequency factor i (rope_freqs.weight, or LongRoPE's long factors when the context
+ * is longer than rope.scaling.original_context_length and its short ones otherwise, as
+ * llama.cpp's get_rope_factors) and multiplied by the linear scaling's 1/factor: angle = pos *
+ * theta_i, as ggml_rope_ext with freq_factors and freq_scale (no YaRN). Window layers use their
+ * own base, unscaled and without factors (llama.cpp's rope_freq_base_train_swa). */
+void wlm_rope_init(wlm_context *c) {
+    const wlm_model *m = c->model;
+    const wlm_hparams *p = &m->hp;
+    const int half = p->n_rot / 2;
+    const float *ff = m->w.rope_freqs;
+    if (m->w.rope_long) ff = c->n_ctx > p->n_ctx_orig ? m->w.rope_long : m->w.rope_short;
+    for (int32_t s = 0; s < c->n_rope_sets; s++) {
+        const float base = s == 0 ? p->rope_theta : p->rope_theta_swa;
+        for (int i = 0; i < half; i++) {
+            float theta = 1.0f / powf(base, (float)(2 * i) / (float)p->n_rot);
+            if (s == 0) {
+                if (ff) theta /= ff[i];
+                if (p->rope_freq_scale != 1.0f) theta *= p->rope_freq_scale;
+            }
+            c->rope_freq[(size_t)s * half + i] = theta;
+        }
+    }
+    c->rope_mscale = p->rope_attn_factor;
+}
+
+/* The cos/sin of `pos` for every RoPE set, into entry slot b of c->rope_cos / rope_sin. */
+static void rope_angles(wlm_context *c, int32_t b, float pos, float mscale) {
+    const int half = c->model->hp.n_rot / 2;
+    for (int32_t s = 0; s < c->n_rope_sets; s++) {
+        const float *fr = c->rope_freq + (size_t)s * half;
+        float *cs = c->rope_cos + ((size_t)s * WLM_BATCH_CHUNK + b) * half;
+        float *sn = c->rope_sin + ((size_t)s * WLM_BATCH_CHUNK + b) * half;
+        for (int i = 0; i < half; i++) {
+            float val = pos * fr[i];
+            cs[i] = cosf(val);
+            sn[i] = sinf(val);
+            if (mscale != 1.0f) {
+                cs[i] *= mscale;
+                sn[i] *= mscale;
+            }
+        }
+    }
+}
+
+/* Rotates n_heads heads of x by entry slot b's angles of RoPE set s, in the model's style. */
+static void rope_apply(wlm_context *c, float *x, int n_heads, int32_t b, int32_t s) {
+    const wlm_hparams *p = &c->model->hp;
+    const int half = p->n_rot / 2;
+    const float *cs = c->rope_cos + ((size_t)s * WLM_BATCH_CHUNK + b) * half;
+    const float *sn = c->rope_sin + ((size_t)s * WLM_BATCH_CHUNK + b) * half;
+    if (p->arch->rope == WLM_ROPE_NEOX) c->k->rope_neox(x, n_heads, p->head_size, p->n_rot, cs, sn);
+    else if (p->arch->rope == WLM_ROPE_NORM) c->k->rope(x, n_heads, p->head_size, p->n_rot, cs, sn);
+}
+
+int wlm_shift_supported(const wlm_model *m, char *err) {
+    const wlm_hparams *p = &m->hp;
+    if (p->arch->pos_embd || p->arch->rope == WLM_ROPE_NONE)
+        return wlm_set_error(err, WLM_ERR_UNSUPPORTED,
+                             "context shift is not possible with %s: its positions are learned "
+                             "embeddings, part of every cached K and V row", p->arch->name);
+    if (p->n_swa > 0)
+        return wlm_set_error(err, WLM_ERR_UNSUPPORTED,
+                             "context shift is not supported with %s's sliding-window layers "
+                             "(window %d): after a shift they would attend again to tokens that "
+                             "had left their window", p->arch->name, (int)p->n_swa);
+    return WLM_OK;
+}
+
+void wlm_rope_shift_prepare(wlm_context *c, int32_t n) {
+    rope_angles(c, 0, -(float)n, 1.0f); /* K already carries the attention factor */
+}
+
+void wlm_rope_shift_k(wlm_context *c, int32_t layer, float *k) {
+    const int32_t s = c->n_rope_sets > 1 && c->model->w.layers[layer].swa ? 1 : 0;
+    rope_apply(c, k, c->model->hp.n_kv_heads, 0, s);
+}
+
+/* ---- the pass -------------------------------------------------------------------------------- */
+
+/* out = norm(x) for n entries of `dim` floats (rows os / xs floats apart): RMSNorm or
+ * LayerNorm (with bias) as the architecture says. */
+static void norm_rows(wlm_context *c, float *out, size_t os, const float *x, size_t xs,
+                      const float *w, const float *bias, int32_t n) {
+    const wlm_hparams *p = &c->model->hp;
+    for (int32_t b = 0; b < n; b++) {
+        if (p->arch->norm == WLM_NORM_LAYER)
+            c->k->layernorm(out + b * os, x + b * xs, w, bias, p->dim, p->norm_eps);
+        else
+            c->k->rmsnorm(out + b * os, x + b * xs, w, p->dim, p->norm_eps);
+    }
+}
+
+/* x[b] += bias, for n entries of len floats `stride` apart (bias NULL: nothing). */
+static void add_bias(wlm_context *c, float *x, size_t stride, const float *bias, int len, int32_t n) {
+    if (!bias) return;
+    for (int32_t b = 0; b < n; b++) c->k->axpy(x + b * stride, 1.0f, bias, len);
+}
+
 void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
                        const int32_t *logit_rows) {
     const wlm_hparams *p = &c->model->hp;
+    const wlm_arch *a = p->arch;
     const wlm_weights *w = &c->model->w;
     const wlm_kernels *k = c->k;
     const int dim = p->dim, hidden = p->hidden_dim, hs = p->head_size, kv_dim = p->kv_dim;
-    const int n_heads = p->n_heads, n_rot = p->n_rot, half = n_rot / 2;
-    const size_t D = (size_t)dim, H = (size_t)hidden, KV = (size_t)kv_dim;
+    const int q_dim = p->q_dim, n_heads = p->n_heads;
+    const size_t D = (size_t)dim, H = (size_t)hidden, KV = (size_t)kv_dim, Q = (size_t)q_dim;
+    const size_t XS = Q > D ? Q : D;                          /* stride of xb */
+    const size_t HS = a->ffn == WLM_FFN_FUSED_GATE_UP ? 2 * H : H; /* stride of hb */
+    const size_t QKV = Q + 2 * KV;
+    const size_t elem = c->kv.elem_bytes;
     float *x = c->x;
 
-    const wlm_tensor *emb = &w->token_embedding;
+    const wlm_tensor *emb = &w->token_embedding, *pe = &w->pos_embedding;
     const wlm_type_traits *emb_tr = wlm_type_get(emb->type);
     for (int32_t b = 0; b < n; b++) {
-        emb_tr->to_float((const char *)emb->data + (size_t)tokens[b] * emb->row_bytes,
-                         x + (size_t)b * D, dim);
-        /* RoPE angles of this entry's position, shared by every layer and head: the same
-         * float expressions as run.c (pos * theta_i; theta_i from context.c). */
-        for (int i = 0; i < half; i++) {
-            float val = (float)c->ent_pos[b] * c->rope_freq[i];
-            c->rope_cos[(size_t)b * half + i] = cosf(val);
-            c->rope_sin[(size_t)b * half + i] = sinf(val);
+        float *xr = x + (size_t)b * D;
+        emb_tr->to_float((const char *)emb->data + (size_t)tokens[b] * emb->row_bytes, xr, dim);
+        if (pe->data) { /* GPT-2: + the learned embedding of the position */
+            float *tmp = c->xb2 + (size_t)b * D;
+            wlm_type_get(pe->type)->to_float((const char *)pe->data +
+                                                 (size_t)c->ent_pos[b] * pe->row_bytes, tmp, dim);
+            for (int i = 0; i < dim; i++) xr[i] += tmp[i];
         }
+        if (p->embd_scale != 1.0f)
+            for (int i = 0; i < dim; i++) xr[i] *= p->embd_scale;
+        /* RoPE angles of this entry's position, shared by every layer and head of a set */
+        if (a->rope != WLM_ROPE_NONE) rope_angles(c, b, (float)c->ent_pos[b], c->rope_mscale);
     }
 
     for (int l = 0; l < p->n_layers; l++) {
         const wlm_layer_weights *lw = &w->layers[l];
-        const size_t layer_off = (size_t)l * 2 * WLM_KV_BLOCK * KV * c->kv.elem_bytes;
+        const size_t layer_off = (size_t)l * 2 * WLM_KV_BLOCK * KV * elem;
+        const int32_t rset = c->n_rope_sets > 1 && lw->swa ? 1 : 0;
 
         /* attention: projections for the whole batch */
-        for (int32_t b = 0; b < n; b++)
-            k->rmsnorm(c->xb + b * D, x + b * D, lw->rms_att, dim, p->norm_eps);
-        wlm_matmul(c, c->q, D, &lw->wq, c->xb, D, n);
-        wlm_matmul(c, c->kt, KV, &lw->wk, c->xb, D, n);
-        wlm_matmul(c, c->vt, KV, &lw->wv, c->xb, D, n);
+        norm_rows(c, c->xb, XS, x, D, lw->rms_att, lw->att_norm_b, n);
+        if (lw->wqkv.data) {
+            wlm_matmul(c, c->qkv, QKV, &lw->wqkv, c->xb, XS, n);
+            for (int32_t b = 0; b < n; b++) {
+                const float *r = c->qkv + b * QKV;
+                memcpy(c->q + b * Q, r, Q * sizeof(float));
+                memcpy(c->kt + b * KV, r + Q, KV * sizeof(float));
+                memcpy(c->vt + b * KV, r + Q + KV, KV * sizeof(float));
+            }
+        } else {
+            wlm_matmul(c, c->q, Q, &lw->wq, c->xb, XS, n);
+            wlm_matmul(c, c->kt, KV, &lw->wk, c->xb, XS, n);
+            wlm_matmul(c, c->vt, KV, &lw->wv, c->xb, XS, n);
+        }
+        add_bias(c, c->q, Q, lw->bq, q_dim, n);
+        add_bias(c, c->kt, KV, lw->bk, kv_dim, n);
+        add_bias(c, c->vt, KV, lw->bv, kv_dim, n);
         for (int32_t b = 0; b < n; b++) {
-            const float *cs = c->rope_cos + (size_t)b * half, *sn = c->rope_sin + (size_t)b * half;
-            k->rope(c->q + b * D, n_heads, hs, n_rot, cs, sn);
-            k->rope(c->kt + b * KV, p->n_kv_heads, hs, n_rot, cs, sn);
+            float *qb = c->q + b * Q, *kb = c->kt + b * KV;
+            if (lw->q_norm) { /* RMSNorm of every head of Q and of K (Qwen3, Gemma 3) */
+                for (int h = 0; h < n_heads; h++)
+                    k->rmsnorm(qb + (size_t)h * hs, qb + (size_t)h * hs, lw->q_norm, hs, p->norm_eps);
+                for (int h = 0; h < p->n_kv_heads; h++)
+                    k->rmsnorm(kb + (size_t)h * hs, kb + (size_t)h * hs, lw->k_norm, hs, p->norm_eps);
+            }
+            if (a->rope != WLM_ROPE_NONE) {
+                rope_apply(c, qb, n_heads, b, rset);
+                rope_apply(c, kb, p->n_kv_heads, b, rset);
+            }
+            if (p->q_scale != 1.0f)
+                for (int i = 0; i < q_dim; i++) qb[i] *= p->q_scale;
             unsigned char *row = wlm_kv_row(c, c->ent_seq[b], l, c->ent_pos[b]);
-            wlm_kv_store(c, row, c->kt + b * KV, kv_dim);
-            wlm_kv_store(c, row + WLM_KV_BLOCK * KV * c->kv.elem_bytes, c->vt + b * KV, kv_dim);
+            wlm_kv_store(c, row, kb, kv_dim);
+            wlm_kv_store(c, row + WLM_KV_BLOCK * KV * elem, c->vt + b * KV, kv_dim);
         }
         /* every entry attends to its own sequence's positions 0..pos (entries of the same
-         * sequence earlier in the batch were written above: causal within the batch) */
+         * sequence earlier in the batch were written above: causal within the batch); a window
+         * layer to the last n_swa of them */
         for (int32_t b = 0; b < n; b++) {
             const wlm_seq *s = &c->seqs[c->ent_seq[b]];
             const int len = c->ent_pos[b] + 1;
-            const int nb = (len + WLM_KV_BLOCK - 1) / WLM_KV_BLOCK;
-            for (int i = 0; i < nb; i++) {
-                c->kb[i] = c->kv.base[s->blocks[i]] + layer_off;
-                c->vb[i] = (const unsigned char *)c->kb[i] + WLM_KV_BLOCK * KV * c->kv.elem_bytes;
+            const int start = lw->swa && p->n_swa > 0 && len > p->n_swa ? len - p->n_swa : 0;
+            if (start == 0) {
+                const int nb = (len + WLM_KV_BLOCK - 1) / WLM_KV_BLOCK;
+                for (int i = 0; i < nb; i++) {
+                    c->kb[i] = c->kv.base[s->blocks[i]] + layer_off;
+                    c->vb[i] = (const unsigned char *)c->kb[i] + WLM_KV_BLOCK * KV * elem;
+                }
+                attention_heads(c, c->xb + b * XS, c->q + b * Q, len, WLM_KV_BLOCK);
+            } else { /* one pointer per position of the window (blocks of one position) */
+                for (int t = start; t < len; t++) {
+                    const unsigned char *r = c->kv.base[s->blocks[t / WLM_KV_BLOCK]] + layer_off +
+                                             (size_t)(t % WLM_KV_BLOCK) * KV * elem;
+                    c->kb[t - start] = r;
+                    c->vb[t - start] = r + WLM_KV_BLOCK * KV * elem;
+                }
+                attention_heads(c, c->xb + b * XS, c->q + b * Q, len - start, 1);
             }
-            attention_heads(c, c->xb + b * D, c->q + b * D, len);
         }
-        wlm_matmul(c, c->xb2, D, &lw->wo, c->xb, D, n);
+        wlm_matmul(c, c->xb2, D, &lw->wo, c->xb, XS, n);
+        add_bias(c, c->xb2, D, lw->bo, dim, n);
+        if (lw->post_att_norm) norm_rows(c, c->xb2, D, c->xb2, D, lw->post_att_norm, NULL, n);
         for (size_t i = 0; i < (size_t)n * D; i++) x[i] += c->xb2[i];
 
-        /* feed-forward: w2(silu(w1 x) * w3 x) */
-        for (int32_t b = 0; b < n; b++)
-            k->rmsnorm(c->xb + b * D, x + b * D, lw->rms_ffn, dim, p->norm_eps);
-        wlm_matmul(c, c->hb, H, &lw->w1, c->xb, D, n);
-        wlm_matmul(c, c->hb2, H, &lw->w3, c->xb, D, n);
-        for (int32_t b = 0; b < n; b++) k->swiglu(c->hb + b * H, c->hb2 + b * H, hidden);
-        wlm_matmul(c, c->xb, D, &lw->w2, c->hb, H, n);
+        /* feed-forward */
+        norm_rows(c, c->xb, D, x, D, lw->rms_ffn, lw->ffn_norm_b, n);
+        if (a->ffn == WLM_FFN_GATED) { /* w2(act(w1 x) * w3 x) */
+            wlm_matmul(c, c->hb, H, &lw->w1, c->xb, D, n);
+            wlm_matmul(c, c->hb2, H, &lw->w3, c->xb, D, n);
+            for (int32_t b = 0; b < n; b++) {
+                if (a->act == WLM_ACT_GELU) k->gelu(c->hb + b * H, c->hb2 + b * H, hidden);
+                else k->swiglu(c->hb + b * H, c->hb2 + b * H, hidden);
+            }
+        } else if (a->ffn == WLM_FFN_FUSED_GATE_UP) { /* w3 rows: gate, then up */
+            wlm_matmul(c, c->hb, HS, &lw->w3, c->xb, D, n);
+            for (int32_t b = 0; b < n; b++) {
+                float *g = c->hb + b * HS;
+                if (a->act == WLM_ACT_GELU) k->gelu(g, g + H, hidden);
+                else k->swiglu(g, g + H, hidden);
+            }
+        } else { /* w2(act(w3 x + b_up)) + b_down */
+            wlm_matmul(c, c->hb, H, &lw->w3, c->xb, D, n);
+            add_bias(c, c->hb, H, lw->b_up, hidden, n);
+            for (int32_t b = 0; b < n; b++) k->gelu(c->hb + b * H, NULL, hidden);
+        }
+        wlm_matmul(c, c->xb, D, &lw->w2, c->hb, HS, n);
+        add_bias(c, c->xb, D, lw->b_down, dim, n);
+        if (lw->post_ffn_norm) norm_rows(c, c->xb, D, c->xb, D, lw->post_ffn_norm, NULL, n);
         for (size_t i = 0; i < (size_t)n * D; i++) x[i] += c->xb[i];
     }
 
@@ -225,10 +395,15 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
     for (int32_t b = 0; b < n; b++) {
         if (logit_rows[b] < 0) continue;
         if (first_row < 0) first_row = logit_rows[b];
-        k->rmsnorm(c->xb + (size_t)m * D, x + b * D, w->rms_final, dim, p->norm_eps);
+        norm_rows(c, c->xb + (size_t)m * D, D, x + b * D, D, w->rms_final, w->final_norm_b, 1);
         m++;
     }
-    if (m > 0)
-        wlm_matmul(c, c->logits + (size_t)first_row * (size_t)p->vocab_size,
-                   (size_t)p->vocab_size, &w->wcls, c->xb, D, m);
+    if (m == 0) return;
+    const size_t V = (size_t)p->vocab_size;
+    float *lg = c->logits + (size_t)first_row * V;
+    wlm_matmul(c, lg, V, &w->wcls, c->xb, D, m);
+    if (p->final_softcap > 0.0f) { /* logits = cap · tanh(logits / cap), as llama.cpp */
+        const float cap = p->final_softcap, inv = 1.0f / cap;
+        for (size_t i = 0; i < (size_t)m * V; i++) lg[i] = cap * tanhf(lg[i] * inv);
+    }
 }

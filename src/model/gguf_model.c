@@ -1,17 +1,21 @@
 /*
- * gguf_model.c — maps a parsed GGUF file of architecture "llama" onto a wlm_model:
- * hyperparameters from the llama.* keys, llama.cpp's tensor names onto the weight views (no
- * copy; only F16 norm vectors are converted into m->owned_floats), every shape and type checked
- * against the hyperparameters, and the vocabulary through tokenizer.c. It does not parse bytes
- * itself (gguf.c does) and does not know other architectures.
+ * gguf_model.c — maps a parsed GGUF file onto a wlm_model by its architecture's row of arch.c:
+ * hyperparameters from the <arch>.* keys, llama.cpp's tensor names onto the weight views (no
+ * copy; only F16 vectors are converted into m->owned_floats), every shape and type checked
+ * against the hyperparameters (a missing or misshapen tensor or key is an error naming it), and
+ * the vocabulary through tokenizer.c. It does not parse bytes itself (gguf.c does) and does no
+ * arithmetic on weights (forward.c does).
  *
- * RoPE: llama.rope.freq_base, rope.dimension_count (partial rotation), linear scaling and the
- * Llama 3.1+ frequency factors (rope_freqs.weight) are read here; context.c turns them into
- * per-pair frequencies. llama.cpp's converters store the Q and K weights of "llama" models so that rotary
- * embeddings apply to adjacent pairs (2i, 2i+1) of each head — llama2.c's layout, which
- * forward.c implements — so the weights are used as stored, with no permutation. (Hugging Face
- * checkpoints rotate halves instead; convert_hf_to_gguf permutes their rows into pair order.)
+ * RoPE: rope.freq_base, rope.dimension_count (partial rotation), linear scaling, the attention
+ * factor, the Llama 3.1+ frequency factors (rope_freqs.weight) and Phi-3's LongRoPE factors are
+ * read here; forward.c turns them into per-pair frequencies. llama.cpp's converters store the Q
+ * and K weights of "llama" models so that rotary embeddings apply to adjacent pairs (2i, 2i+1)
+ * of each head (llama2.c's layout, ggml's normal mode); the NEOX-style architectures (Qwen,
+ * Gemma, Phi-3) keep Hugging Face's order and rotate pairs (i, i + n_rot/2). Either way the
+ * weights are used as stored, with no permutation.
  */
+#include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -130,6 +134,12 @@ static int get_norm(wlm_model *m, const wlm_gguf *g, const char *name, int32_t d
 
 /* ---- hyperparameters ------------------------------------------------------------------------- */
 
+/* The key "<arch>.<suffix>" in buf. */
+static const char *akey(char *buf, size_t n, const wlm_arch *a, const char *suffix) {
+    snprintf(buf, n, "%s.%s", a->name, suffix);
+    return buf;
+}
+
 static int get_dim(wlm_model *m, const wlm_gguf *g, const char *key, int required, int32_t def,
                    int32_t lo, int32_t hi, int32_t *out) {
     uint32_t v = (uint32_t)def;
@@ -143,89 +153,145 @@ static int get_dim(wlm_model *m, const wlm_gguf *g, const char *key, int require
     return WLM_OK;
 }
 
+/* An optional float key within (lo, hi) (lo excluded unless lo_ok). */
+static int get_float(wlm_model *m, const wlm_gguf *g, const char *key, float def, float lo,
+                     int lo_ok, float hi, float *out) {
+    int rc = wlm_gguf_get_f32_or(g, key, def, out, m->errmsg, WLM_ERRMSG_SIZE);
+    if (rc != WLM_OK) return rc;
+    if (!(*out < hi) || !(lo_ok ? *out >= lo : *out > lo))
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s = %g is outside %s%g, %g)", key,
+                             (double)*out, lo_ok ? "[" : "(", (double)lo, (double)hi);
+    return WLM_OK;
+}
+
+/* Gemma 3's sliding-window layers, as llama.cpp derives them: with attention.sliding_window
+ * > 0, layer l is a window layer unless l % P == P - 1 (P = attention.sliding_window_pattern,
+ * default 6; an array of per-layer flags instead of P is taken as it is). */
+static int read_swa(wlm_model *m, const wlm_gguf *g, int32_t *layer_swa) {
+    const wlm_arch *a = m->hp.arch;
+    wlm_hparams *hp = &m->hp;
+    char k[96];
+    int rc;
+    if ((rc = get_dim(m, g, akey(k, sizeof k, a, "attention.sliding_window"), 0, 0, 0, MAX_SEQ,
+                      &hp->n_swa)))
+        return rc;
+    if (hp->n_swa == 0) return WLM_OK;
+    const wlm_gguf_kv *pat = wlm_gguf_find_kv(g, akey(k, sizeof k, a, "attention.sliding_window_pattern"));
+    if (pat && pat->type == WLM_GGUF_ARRAY) {
+        if (pat->arr.n != (uint64_t)hp->n_layers)
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s has %llu entries, expected %d "
+                                 "(block_count)", k, (unsigned long long)pat->arr.n,
+                                 (int)hp->n_layers);
+        for (int32_t l = 0; l < hp->n_layers; l++) {
+            int64_t v;
+            if (wlm_gguf_arr_i64(pat, (uint64_t)l, &v) != WLM_OK)
+                return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                     "%s is not an array of booleans or integers", k);
+            layer_swa[l] = v != 0;
+        }
+    } else {
+        int32_t period = 6;
+        if ((rc = get_dim(m, g, k, 0, 6, 1, MAX_LAYERS, &period))) return rc;
+        for (int32_t l = 0; l < hp->n_layers; l++) layer_swa[l] = l % period < period - 1;
+    }
+    return get_float(m, g, akey(k, sizeof k, a, "rope.freq_base_swa"), 10000.0f, 0.0f, 0, 1e30f,
+                     &hp->rope_theta_swa);
+}
+
 static int read_hparams(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
+    const wlm_arch *a = hp->arch;
+    char k[96];
     int rc;
     uint32_t experts = 0;
-    if ((rc = get_dim(m, g, "llama.embedding_length", 1, 0, 1, MAX_DIM, &hp->dim)) ||
-        (rc = get_dim(m, g, "llama.feed_forward_length", 1, 0, 1, MAX_HIDDEN, &hp->hidden_dim)) ||
-        (rc = get_dim(m, g, "llama.block_count", 1, 0, 1, MAX_LAYERS, &hp->n_layers)) ||
-        (rc = get_dim(m, g, "llama.attention.head_count", 1, 0, 1, MAX_HEADS, &hp->n_heads)) ||
-        (rc = get_dim(m, g, "llama.attention.head_count_kv", 0, hp->n_heads, 1, MAX_HEADS,
-                      &hp->n_kv_heads)) ||
-        (rc = get_dim(m, g, "llama.context_length", 1, 0, 1, MAX_SEQ, &hp->seq_len)) ||
-        (rc = wlm_gguf_get_f32_or(g, "llama.rope.freq_base", 10000.0f, &hp->rope_theta,
-                                  m->errmsg, WLM_ERRMSG_SIZE)) ||
-        (rc = wlm_gguf_get_f32_or(g, "llama.attention.layer_norm_rms_epsilon", 1e-5f,
-                                  &hp->norm_eps, m->errmsg, WLM_ERRMSG_SIZE)) ||
-        (rc = wlm_gguf_get_u32_or(g, "llama.expert_count", 0, &experts, m->errmsg,
+    if ((rc = get_dim(m, g, akey(k, sizeof k, a, "embedding_length"), 1, 0, 1, MAX_DIM, &hp->dim)) ||
+        (rc = get_dim(m, g, akey(k, sizeof k, a, "feed_forward_length"), 1, 0, 1, MAX_HIDDEN,
+                      &hp->hidden_dim)) ||
+        (rc = get_dim(m, g, akey(k, sizeof k, a, "block_count"), 1, 0, 1, MAX_LAYERS, &hp->n_layers)) ||
+        (rc = get_dim(m, g, akey(k, sizeof k, a, "attention.head_count"), 1, 0, 1, MAX_HEADS,
+                      &hp->n_heads)) ||
+        (rc = get_dim(m, g, akey(k, sizeof k, a, "attention.head_count_kv"), 0, hp->n_heads, 1,
+                      MAX_HEADS, &hp->n_kv_heads)) ||
+        (rc = get_dim(m, g, akey(k, sizeof k, a, "context_length"), 1, 0, 1, MAX_SEQ, &hp->seq_len)) ||
+        (rc = get_float(m, g, akey(k, sizeof k, a, "rope.freq_base"), 10000.0f, 0.0f, 0, 1e30f,
+                        &hp->rope_theta)) ||
+        (rc = get_float(m, g, akey(k, sizeof k, a, a->norm == WLM_NORM_LAYER
+                                                       ? "attention.layer_norm_epsilon"
+                                                       : "attention.layer_norm_rms_epsilon"),
+                        1e-5f, 0.0f, 1, 1.0f, &hp->norm_eps)) ||
+        (rc = wlm_gguf_get_u32_or(g, akey(k, sizeof k, a, "expert_count"), 0, &experts, m->errmsg,
                                   WLM_ERRMSG_SIZE)))
         return rc;
-    if (hp->dim % hp->n_heads != 0 || (hp->dim / hp->n_heads) % 2 != 0)
-        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
-                             "llama.embedding_length %d is not head_count %d times an even head "
-                             "size", (int)hp->dim, (int)hp->n_heads);
     if (hp->n_kv_heads > hp->n_heads || hp->n_heads % hp->n_kv_heads != 0)
         return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
                              "attention.head_count %d is not a multiple of head_count_kv %d",
                              (int)hp->n_heads, (int)hp->n_kv_heads);
-    if (!(hp->rope_theta > 0.0f) || !(hp->rope_theta < 1e30f))
-        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "llama.rope.freq_base %g is not positive",
-                             (double)hp->rope_theta);
-    if (!(hp->norm_eps >= 0.0f) || !(hp->norm_eps < 1.0f))
-        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
-                             "llama.attention.layer_norm_rms_epsilon %g is outside [0, 1)",
-                             (double)hp->norm_eps);
-    hp->head_size = hp->dim / hp->n_heads;
-    hp->kv_dim = hp->head_size * hp->n_kv_heads;
-
-    /* Variants of the llama architecture that forward.c does not implement. */
+    /* Variants that forward.c does not implement. */
     if (experts > 1)
         return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
-                             "mixture-of-experts models (llama.expert_count %u) are not supported",
-                             experts);
+                             "mixture-of-experts models (%s.expert_count %u) are not supported",
+                             a->name, experts);
+
+    /* Head size: attention.key_length (Qwen3, Gemma 3 set it), else dim / head_count. */
+    const int32_t def_hs = hp->dim % hp->n_heads == 0 ? hp->dim / hp->n_heads : 0;
     int32_t key_len = 0, value_len = 0;
-    if ((rc = get_dim(m, g, "llama.rope.dimension_count", 0, hp->head_size, 0, MAX_DIM,
-                      &hp->n_rot)) ||
-        (rc = get_dim(m, g, "llama.attention.key_length", 0, hp->head_size, 0, MAX_DIM,
-                      &key_len)) ||
-        (rc = get_dim(m, g, "llama.attention.value_length", 0, hp->head_size, 0, MAX_DIM,
-                      &value_len)))
+    if ((rc = get_dim(m, g, akey(k, sizeof k, a, "attention.key_length"), def_hs == 0, def_hs, 1,
+                      MAX_DIM, &key_len)) ||
+        (rc = get_dim(m, g, akey(k, sizeof k, a, "attention.value_length"), 0, key_len, 1,
+                      MAX_DIM, &value_len)))
+        return rc;
+    if (value_len != key_len)
+        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                             "attention.key_length %d differs from value_length %d, which is not "
+                             "supported", (int)key_len, (int)value_len);
+    if (key_len % 2 != 0 || (uint64_t)key_len * (uint64_t)hp->n_heads > MAX_HIDDEN)
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                             "the head size %d (attention.key_length, or embedding_length / "
+                             "head_count) must be even and head_count × head size at most %d",
+                             (int)key_len, MAX_HIDDEN);
+    hp->head_size = key_len;
+    hp->q_dim = hp->head_size * hp->n_heads;
+    hp->kv_dim = hp->head_size * hp->n_kv_heads;
+
+    hp->rope_freq_scale = 1.0f;
+    hp->rope_attn_factor = 1.0f;
+    hp->rope_theta_swa = hp->rope_theta;
+    hp->q_scale = 1.0f;
+    hp->embd_scale = a->embd_scale ? sqrtf((float)hp->dim) : 1.0f;
+    hp->n_ctx_orig = hp->seq_len;
+    if (a->gemma_attn_scale && hp->n_layers == 62) /* llama.cpp: Gemma 3 27B's query scale */
+        hp->q_scale = sqrtf((float)hp->head_size) / sqrtf((float)(hp->dim / hp->n_heads));
+    if (a->rope == WLM_ROPE_NONE) {
+        hp->n_rot = 2; /* unused; keeps the context's RoPE tables non-empty */
+        return WLM_OK;
+    }
+    if ((rc = get_dim(m, g, akey(k, sizeof k, a, "rope.dimension_count"), 0, hp->head_size, 0,
+                      MAX_DIM, &hp->n_rot)))
         return rc;
     /* Partial rotary embeddings: the first n_rot dimensions of each head rotate, with the
      * frequencies of an n_rot-wide head (ggml_rope's n_dims); the others pass through. */
     if (hp->n_rot < 2 || hp->n_rot > hp->head_size || hp->n_rot % 2 != 0)
         return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
-                             "llama.rope.dimension_count %d must be even and within 2..%d (the "
-                             "head size)", (int)hp->n_rot, (int)hp->head_size);
-    if (key_len != hp->head_size || value_len != hp->head_size)
-        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
-                             "attention.key_length %d / value_length %d differ from the head size "
-                             "%d, which is not supported", (int)key_len, (int)value_len,
-                             (int)hp->head_size);
-    /* RoPE scaling, as llama.cpp reads it: llama.rope.scaling.factor (or the older
-     * llama.rope.scale_linear) f; 0 means unset. Type "linear" (the default when the type key is
-     * absent) divides positions by f; "none" ignores f; other types (yarn, longrope, ...) change
-     * the angles otherwise and are refused unless f is 1. Llama 3.1+ "llama3" scaling is not a
-     * type: the converter bakes it into the rope_freqs.weight factors (see map_weights). */
+                             "%s.rope.dimension_count %d must be even and within 2..%d (the "
+                             "head size)", a->name, (int)hp->n_rot, (int)hp->head_size);
+    /* RoPE scaling, as llama.cpp reads it: rope.scaling.factor (or the older rope.scale_linear)
+     * f; 0 means unset. Type "linear" (the default when the type key is absent) divides
+     * positions by f; "none" ignores f; other types (yarn, ...) change the angles otherwise and
+     * are refused unless f is 1. Llama 3.1+ "llama3" scaling and Phi-3's LongRoPE are not
+     * types: the converters store frequency factors (see map_weights). rope.scaling.attn_factor
+     * multiplies cos and sin (ggml_rope_ext's attn_factor, which llama.cpp multiplies by it). */
     float factor = 0.0f;
-    if (wlm_gguf_find_kv(g, "llama.rope.scaling.factor"))
-        rc = wlm_gguf_get_f32_or(g, "llama.rope.scaling.factor", 0.0f, &factor, m->errmsg,
-                                 WLM_ERRMSG_SIZE);
+    if (wlm_gguf_find_kv(g, akey(k, sizeof k, a, "rope.scaling.factor")))
+        rc = get_float(m, g, k, 0.0f, 0.0f, 1, 1e30f, &factor);
     else
-        rc = wlm_gguf_get_f32_or(g, "llama.rope.scale_linear", 0.0f, &factor, m->errmsg,
-                                 WLM_ERRMSG_SIZE);
+        rc = get_float(m, g, akey(k, sizeof k, a, "rope.scale_linear"), 0.0f, 0.0f, 1, 1e30f,
+                       &factor);
     if (rc != WLM_OK) return rc;
-    if (!(factor >= 0.0f) || !(factor < 1e30f))
-        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
-                             "llama.rope.scaling.factor %g is not a positive number",
-                             (double)factor);
     if (factor == 0.0f) factor = 1.0f;
     hp->rope_freq_scale = 1.0f / factor;
-    const wlm_gguf_kv *scaling = wlm_gguf_find_kv(g, "llama.rope.scaling.type");
+    const wlm_gguf_kv *scaling = wlm_gguf_find_kv(g, akey(k, sizeof k, a, "rope.scaling.type"));
     if (scaling) {
         if (scaling->type != WLM_GGUF_STRING)
-            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
-                                 "llama.rope.scaling.type is not a string");
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s is not a string", k);
         if (wlm_gguf_str_eq(scaling->str, "none")) {
             hp->rope_freq_scale = 1.0f;
         } else if (!wlm_gguf_str_eq(scaling->str, "linear") && factor != 1.0f) {
@@ -236,19 +302,155 @@ static int read_hparams(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
                                                                                  : '?';
             t[n] = '\0';
             return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
-                                 "RoPE scaling type \"%s\" (llama.rope.scaling.factor %g) is not "
-                                 "supported (only none and linear)", t, (double)factor);
+                                 "RoPE scaling type \"%s\" (%s.rope.scaling.factor %g) is not "
+                                 "supported (only none and linear)", t, a->name, (double)factor);
         }
     }
+    if ((rc = get_float(m, g, akey(k, sizeof k, a, "rope.scaling.attn_factor"), 1.0f, 0.0f, 0,
+                        1e6f, &hp->rope_attn_factor)) ||
+        (rc = get_dim(m, g, akey(k, sizeof k, a, "rope.scaling.original_context_length"), 0,
+                      hp->seq_len, 1, MAX_SEQ, &hp->n_ctx_orig)))
+        return rc;
     return WLM_OK;
 }
 
 /* ---- weights --------------------------------------------------------------------------------- */
 
-static int map_weights(wlm_model *m, const wlm_gguf *g) {
+/* An optional vector `name` of n floats (WLM_T_REQ: required), into *out (NULL when absent). */
+static int get_vec(wlm_model *m, const wlm_gguf *g, const char *name, int32_t n, int need,
+                   float **spare, const float **out) {
+    *out = NULL;
+    if (need == WLM_T_NO) return WLM_OK;
+    if (need == WLM_T_OPT && !wlm_gguf_find_tensor(g, name)) return WLM_OK;
+    return get_norm(m, g, name, n, spare, out);
+}
+
+/* blk.<l>.<suffix> into buf. */
+static const char *blk(char *buf, size_t n, int32_t l, const char *suffix) {
+    snprintf(buf, n, "blk.%d.%s", (int)l, suffix);
+    return buf;
+}
+
+static uint64_t mat_bytes(const wlm_tensor *t) {
+    return t->data ? (uint64_t)t->row_bytes * (uint64_t)t->rows : 0;
+}
+
+static int map_layer(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) {
+    const wlm_hparams *hp = &m->hp;
+    const wlm_arch *a = hp->arch;
+    wlm_layer_weights *lw = &m->w.layers[l];
+    const int32_t D = hp->dim, H = hp->hidden_dim, Q = hp->q_dim, KV = hp->kv_dim;
+    const int layer_bias = a->norm == WLM_NORM_LAYER ? WLM_T_REQ : WLM_T_NO;
+    char name[80];
+    int rc;
+
+    if ((rc = get_norm(m, g, blk(name, sizeof name, l, "attn_norm.weight"), D, spare, &lw->rms_att)) ||
+        (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_norm.bias"), D, layer_bias, spare,
+                      &lw->att_norm_b)) ||
+        (rc = get_norm(m, g, blk(name, sizeof name, l, "ffn_norm.weight"), D, spare, &lw->rms_ffn)) ||
+        (rc = get_vec(m, g, blk(name, sizeof name, l, "ffn_norm.bias"), D, layer_bias, spare,
+                      &lw->ffn_norm_b)))
+        return rc;
+
+    /* attention: one fused attn_qkv (Q rows, then K, then V) or three matrices */
+    const int fused = a->qkv == WLM_QKV_FUSED ||
+                      (a->qkv == WLM_QKV_EITHER &&
+                       wlm_gguf_find_tensor(g, blk(name, sizeof name, l, "attn_qkv.weight")));
+    if (fused) {
+        const float *b = NULL;
+        if ((rc = get_matrix(m, g, blk(name, sizeof name, l, "attn_qkv.weight"), Q + 2 * KV, D,
+                             &lw->wqkv)) ||
+            (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_qkv.bias"), Q + 2 * KV,
+                          a->qkv_bias, spare, &b)))
+            return rc;
+        if (b) {
+            lw->bq = b;
+            lw->bk = b + Q;
+            lw->bv = b + Q + KV;
+        }
+    } else {
+        if ((rc = get_matrix(m, g, blk(name, sizeof name, l, "attn_q.weight"), Q, D, &lw->wq)) ||
+            (rc = get_matrix(m, g, blk(name, sizeof name, l, "attn_k.weight"), KV, D, &lw->wk)) ||
+            (rc = get_matrix(m, g, blk(name, sizeof name, l, "attn_v.weight"), KV, D, &lw->wv)) ||
+            (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_q.bias"), Q, a->qkv_bias, spare,
+                          &lw->bq)) ||
+            (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_k.bias"), KV, a->qkv_bias, spare,
+                          &lw->bk)) ||
+            (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_v.bias"), KV, a->qkv_bias, spare,
+                          &lw->bv)))
+            return rc;
+    }
+    if ((rc = get_vec(m, g, blk(name, sizeof name, l, "attn_q_norm.weight"), hp->head_size,
+                      a->qk_norm, spare, &lw->q_norm)) ||
+        (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_k_norm.weight"), hp->head_size,
+                      a->qk_norm, spare, &lw->k_norm)) ||
+        (rc = get_matrix(m, g, blk(name, sizeof name, l, "attn_output.weight"), D, Q, &lw->wo)) ||
+        (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_output.bias"), D, a->out_bias, spare,
+                      &lw->bo)) ||
+        (rc = get_vec(m, g, blk(name, sizeof name, l, "post_attention_norm.weight"), D,
+                      a->post_norms, spare, &lw->post_att_norm)) ||
+        (rc = get_vec(m, g, blk(name, sizeof name, l, "post_ffw_norm.weight"), D, a->post_norms,
+                      spare, &lw->post_ffn_norm)))
+        return rc;
+    if ((lw->q_norm == NULL) != (lw->k_norm == NULL) ||
+        (lw->post_att_norm == NULL) != (lw->post_ffn_norm == NULL))
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                             "layer %d has only one of attn_q_norm / attn_k_norm or of "
+                             "post_attention_norm / post_ffw_norm", (int)l);
+
+    /* feed-forward */
+    const int32_t up_rows = a->ffn == WLM_FFN_FUSED_GATE_UP ? 2 * H : H;
+    if (a->ffn == WLM_FFN_GATED &&
+        (rc = get_matrix(m, g, blk(name, sizeof name, l, "ffn_gate.weight"), H, D, &lw->w1)))
+        return rc;
+    if ((rc = get_matrix(m, g, blk(name, sizeof name, l, "ffn_up.weight"), up_rows, D, &lw->w3)) ||
+        (rc = get_matrix(m, g, blk(name, sizeof name, l, "ffn_down.weight"), D, H, &lw->w2)) ||
+        (rc = get_vec(m, g, blk(name, sizeof name, l, "ffn_up.bias"), H, a->ffn_bias, spare,
+                      &lw->b_up)) ||
+        (rc = get_vec(m, g, blk(name, sizeof name, l, "ffn_down.bias"), D, a->ffn_bias, spare,
+                      &lw->b_down)))
+        return rc;
+    return WLM_OK;
+}
+
+/* n_rot / 2 positive F32 factors `name`, optional. */
+static int get_rope_factors(wlm_model *m, const wlm_gguf *g, const char *name, const float **out) {
+    const wlm_gguf_tensor *rf = wlm_gguf_find_tensor(g, name);
+    *out = NULL;
+    if (!rf) return WLM_OK;
+    const int32_t n = m->hp.n_rot / 2;
+    if (rf->type != WLM_TYPE_F32) {
+        char tbuf[48];
+        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                             "tensor %s has type %s; only F32 is supported", name,
+                             type_desc(rf->type, tbuf, sizeof tbuf));
+    }
+    wlm_tensor t = {0};
+    int rc = get_matrix(m, g, name, 1, n, &t);
+    if (rc != WLM_OK) {
+        if (rc == WLM_ERR_FORMAT && rf->ne[0] != n)
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                 "tensor %s has %lld entries, expected %d (%s.rope.dimension_count "
+                                 "%d / 2)", name, (long long)rf->ne[0], (int)n,
+                                 m->hp.arch->name, (int)m->hp.n_rot);
+        return rc;
+    }
+    const float *f = t.data;
+    for (int32_t i = 0; i < n; i++)
+        if (!(f[i] > 0.0f))
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                 "tensor %s: factor %d is %g, not positive", name, (int)i,
+                                 (double)f[i]);
+    *out = f;
+    return WLM_OK;
+}
+
+static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa) {
     wlm_hparams *hp = &m->hp;
     wlm_weights *w = &m->w;
-    const int32_t D = hp->dim, H = hp->hidden_dim, KV = hp->kv_dim, L = hp->n_layers;
+    const wlm_arch *a = hp->arch;
+    const int32_t D = hp->dim, L = hp->n_layers;
+    char k[96];
     int rc;
 
     /* The vocabulary size comes from the embedding's row count. */
@@ -260,33 +462,31 @@ static int map_weights(wlm_model *m, const wlm_gguf *g) {
                              "1..%d", (long long)emb->ne[1], MAX_VOCAB);
     hp->vocab_size = (int32_t)emb->ne[1];
     uint32_t vocab_key = 0;
-    if (wlm_gguf_find_kv(g, "llama.vocab_size")) {
-        rc = wlm_gguf_get_u32(g, "llama.vocab_size", &vocab_key, m->errmsg, WLM_ERRMSG_SIZE);
+    if (wlm_gguf_find_kv(g, akey(k, sizeof k, a, "vocab_size"))) {
+        rc = wlm_gguf_get_u32(g, k, &vocab_key, m->errmsg, WLM_ERRMSG_SIZE);
         if (rc != WLM_OK) return rc;
         if (vocab_key != (uint32_t)hp->vocab_size)
             return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
-                                 "llama.vocab_size %u differs from token_embd.weight's %d rows",
+                                 "%s %u differs from token_embd.weight's %d rows", k,
                                  vocab_key, (int)hp->vocab_size);
     }
     const int32_t V = hp->vocab_size;
     if ((rc = get_matrix(m, g, "token_embd.weight", V, D, &w->token_embedding))) return rc;
+    if (a->pos_embd &&
+        (rc = get_matrix(m, g, "position_embd.weight", hp->seq_len, D, &w->pos_embedding)))
+        return rc;
 
-    /* F16 norms are converted once; count them first so one allocation holds them all. */
-    size_t n_f16_norms = 0; /* at most 2 * 1024 + 1 */
-    char name[64];
-    for (int32_t l = 0; l <= L; l++) {
-        for (int k = 0; k < 2; k++) {
-            if (l == L && k == 1) break;
-            if (l == L) snprintf(name, sizeof name, "output_norm.weight");
-            else snprintf(name, sizeof name, "blk.%d.%s.weight", (int)l, k ? "ffn_norm" : "attn_norm");
-            const wlm_gguf_tensor *t = wlm_gguf_find_tensor(g, name);
-            if (t && t->type == WLM_TYPE_F16) n_f16_norms++;
-        }
-    }
+    /* F16 vectors (norms, biases) are converted once; one allocation holds them all: count the
+     * elements of every one-dimensional F16 tensor of the file. */
+    uint64_t n_f16 = 0;
+    for (size_t i = 0; i < g->n_tensors; i++)
+        if (g->tensors[i].type == WLM_TYPE_F16 && g->tensors[i].ne[1] == 1 &&
+            g->tensors[i].ne[2] == 1 && g->tensors[i].ne[3] == 1)
+            n_f16 += (uint64_t)g->tensors[i].ne[0];
     float *spare = NULL;
-    if (n_f16_norms) {
-        m->owned_floats = calloc(n_f16_norms * (size_t)D, sizeof(float));
-        if (!m->owned_floats)
+    if (n_f16) {
+        if (n_f16 > SIZE_MAX / sizeof(float) ||
+            !(m->owned_floats = calloc((size_t)n_f16, sizeof(float))))
             return wlm_set_error(m->errmsg, WLM_ERR_NOMEM, "out of memory for the norm weights");
         spare = m->owned_floats;
     }
@@ -294,71 +494,51 @@ static int map_weights(wlm_model *m, const wlm_gguf *g) {
     w->layers = calloc((size_t)(uint32_t)L, sizeof *w->layers);
     if (!w->layers) return wlm_set_error(m->errmsg, WLM_ERR_NOMEM, "out of memory for %d layers", (int)L);
     for (int32_t l = 0; l < L; l++) {
-        wlm_layer_weights *lw = &w->layers[l];
-        struct { const char *suffix; wlm_tensor *dst; int32_t rows, cols; } mats[] = {
-            {"attn_q", &lw->wq, D, D},
-            {"attn_k", &lw->wk, KV, D},
-            {"attn_v", &lw->wv, KV, D},
-            {"attn_output", &lw->wo, D, D},
-            {"ffn_gate", &lw->w1, H, D},
-            {"ffn_down", &lw->w2, D, H},
-            {"ffn_up", &lw->w3, H, D},
-        };
-        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
-            snprintf(name, sizeof name, "blk.%d.%s.weight", (int)l, mats[i].suffix);
-            if ((rc = get_matrix(m, g, name, mats[i].rows, mats[i].cols, mats[i].dst))) return rc;
-        }
-        snprintf(name, sizeof name, "blk.%d.attn_norm.weight", (int)l);
-        if ((rc = get_norm(m, g, name, D, &spare, &lw->rms_att))) return rc;
-        snprintf(name, sizeof name, "blk.%d.ffn_norm.weight", (int)l);
-        if ((rc = get_norm(m, g, name, D, &spare, &lw->rms_ffn))) return rc;
+        if ((rc = map_layer(m, g, l, &spare))) return rc;
+        w->layers[l].swa = layer_swa[l];
     }
-    if ((rc = get_norm(m, g, "output_norm.weight", D, &spare, &w->rms_final))) return rc;
+    if ((rc = get_norm(m, g, "output_norm.weight", D, &spare, &w->rms_final)) ||
+        (rc = get_vec(m, g, "output_norm.bias", D,
+                      a->norm == WLM_NORM_LAYER ? WLM_T_REQ : WLM_T_NO, &spare, &w->final_norm_b)))
+        return rc;
 
-    /* RoPE frequency factors (Llama 3.1+): n_rot / 2 positive F32 values, optional. */
-    const wlm_gguf_tensor *rf = wlm_gguf_find_tensor(g, "rope_freqs.weight");
-    if (rf) {
-        const int32_t n = hp->n_rot / 2;
-        if (rf->type != WLM_TYPE_F32) {
-            char tbuf[48];
-            return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
-                                 "tensor rope_freqs.weight has type %s; only F32 is supported",
-                                 type_desc(rf->type, tbuf, sizeof tbuf));
-        }
-        wlm_tensor t = {0};
-        if ((rc = get_matrix(m, g, "rope_freqs.weight", 1, n, &t))) {
-            if (rc == WLM_ERR_FORMAT && rf->ne[0] != n)
-                return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
-                                     "tensor rope_freqs.weight has %lld entries, expected %d "
-                                     "(llama.rope.dimension_count %d / 2)",
-                                     (long long)rf->ne[0], (int)n, (int)hp->n_rot);
+    /* RoPE frequency factors: Llama 3.1+ (rope_freqs.weight), Phi-3's LongRoPE pair. */
+    if (a->rope_freqs && (rc = get_rope_factors(m, g, "rope_freqs.weight", &w->rope_freqs)))
+        return rc;
+    if (a->rope_factors) {
+        if ((rc = get_rope_factors(m, g, "rope_factors_long.weight", &w->rope_long)) ||
+            (rc = get_rope_factors(m, g, "rope_factors_short.weight", &w->rope_short)))
             return rc;
-        }
-        w->rope_freqs = t.data;
-        for (int32_t i = 0; i < n; i++)
-            if (!(w->rope_freqs[i] > 0.0f))
-                return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
-                                     "tensor rope_freqs.weight: factor %d is %g, not positive",
-                                     (int)i, (double)w->rope_freqs[i]);
+        if ((w->rope_long == NULL) != (w->rope_short == NULL))
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                 "GGUF model has only one of rope_factors_long.weight and "
+                                 "rope_factors_short.weight");
     }
 
     m->shared_classifier = wlm_gguf_find_tensor(g, "output.weight") == NULL;
     if (m->shared_classifier) w->wcls = w->token_embedding;
     else if ((rc = get_matrix(m, g, "output.weight", V, D, &w->wcls))) return rc;
 
-    /* Bytes read per token: every layer matrix and norm, the final norm, the classifier and one
-     * embedding row (the whole table is already counted when it is the classifier). */
+    /* Bytes read per token: every layer matrix and vector, the final norm, the classifier and
+     * one embedding row (the whole table is already counted when it is the classifier). */
     uint64_t bytes = 0;
+    const uint64_t vec = (uint64_t)D * sizeof(float);
     for (int32_t l = 0; l < L; l++) {
         const wlm_layer_weights *lw = &w->layers[l];
-        const wlm_tensor *t[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wo, &lw->w1, &lw->w2, &lw->w3};
-        for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-            bytes += (uint64_t)t[i]->row_bytes * (uint64_t)t[i]->rows;
-        bytes += 2 * (uint64_t)D * sizeof(float);
+        const wlm_tensor *t[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wqkv, &lw->wo, &lw->w1, &lw->w2, &lw->w3};
+        for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) bytes += mat_bytes(t[i]);
+        bytes += 2 * vec;
+        if (lw->att_norm_b) bytes += 2 * vec;
+        if (lw->post_att_norm) bytes += 2 * vec;
+        if (lw->bq) bytes += (uint64_t)(hp->q_dim + 2 * hp->kv_dim) * sizeof(float);
+        if (lw->bo) bytes += vec;
+        if (lw->b_up) bytes += (uint64_t)hp->hidden_dim * sizeof(float) + vec;
+        if (lw->q_norm) bytes += 2 * (uint64_t)hp->head_size * sizeof(float);
     }
-    bytes += (uint64_t)D * sizeof(float);
-    bytes += (uint64_t)w->wcls.row_bytes * (uint64_t)w->wcls.rows;
+    bytes += vec * (w->final_norm_b ? 2 : 1);
+    bytes += mat_bytes(&w->wcls);
     if (!m->shared_classifier) bytes += w->token_embedding.row_bytes;
+    if (w->pos_embedding.data) bytes += w->pos_embedding.row_bytes;
     m->weight_bytes = bytes > SIZE_MAX ? SIZE_MAX : (size_t)bytes;
     return WLM_OK;
 }
@@ -417,17 +597,30 @@ static int load(wlm_model *m, const wlm_gguf *g, int vocab_only) {
     wlm_gguf_str arch;
     rc = wlm_gguf_get_str(g, "general.architecture", &arch, m->errmsg, WLM_ERRMSG_SIZE);
     if (rc != WLM_OK) return rc;
-    if (!wlm_gguf_str_eq(arch, "llama")) {
+    m->hp.arch = wlm_arch_find(arch.ptr, arch.len);
+    if (!m->hp.arch) {
         char a[40];
         size_t n = arch.len < sizeof a - 1 ? arch.len : sizeof a - 1;
         for (size_t i = 0; i < n; i++)
             a[i] = arch.ptr[i] >= 0x20 && arch.ptr[i] < 0x7f ? arch.ptr[i] : '?';
         a[n] = '\0';
         return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
-                             "GGUF architecture \"%s\" is not supported (only \"llama\")", a);
+                             "GGUF architecture \"%s\" is not supported (only %s)", a,
+                             wlm_arch_list());
     }
     if ((rc = read_hparams(m, g, &m->hp))) return rc;
-    if ((rc = map_weights(m, g))) return rc;
+    int32_t *layer_swa = calloc((size_t)m->hp.n_layers, sizeof *layer_swa);
+    if (!layer_swa) return wlm_set_error(m->errmsg, WLM_ERR_NOMEM, "out of memory");
+    if (m->hp.arch->swa) rc = read_swa(m, g, layer_swa);
+    /* llama.cpp caps the logits of a Gemma 3 without sliding windows (final_logit_softcapping) */
+    if (rc == WLM_OK && m->hp.arch->softcap && m->hp.n_swa == 0) {
+        char k[96];
+        rc = get_float(m, g, akey(k, sizeof k, m->hp.arch, "final_logit_softcapping"), 0.0f, 0.0f,
+                       1, 1e30f, &m->hp.final_softcap);
+    }
+    if (rc == WLM_OK) rc = map_weights(m, g, layer_swa);
+    free(layer_swa);
+    if (rc != WLM_OK) return rc;
 
     /* tokenizer.c reads the vocabulary through gguf.h and copies it. A file without one can
      * still take a llama2.c tokenizer.bin afterwards (wlm_model_load_tokenizer). */

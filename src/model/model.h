@@ -17,6 +17,48 @@
 
 #define WLM_ERRMSG_SIZE 256
 
+/* ---- architectures (arch.c) ------------------------------------------------------------------
+ * An architecture is data: which norm, activation, feed-forward and attention layout, RoPE style
+ * and optional tensors it has. The loader picks the row of arch.c's table named by the GGUF's
+ * general.architecture and maps the tensors it lists; forward.c reads the same row. */
+enum { WLM_NORM_RMS, WLM_NORM_LAYER };          /* RMSNorm (x / rms · w) or LayerNorm (+ bias) */
+enum { WLM_ACT_SILU, WLM_ACT_GELU };            /* SiLU, or GELU with the tanh approximation */
+enum { WLM_FFN_GATED, WLM_FFN_FUSED_GATE_UP, WLM_FFN_PLAIN }; /* act(gate)·up; phi3's ffn_up
+                                                   holding gate then up; act(up) alone */
+enum { WLM_QKV_SEPARATE, WLM_QKV_FUSED, WLM_QKV_EITHER }; /* attn_q/k/v or one attn_qkv */
+enum { WLM_ROPE_NONE, WLM_ROPE_NORM, WLM_ROPE_NEOX }; /* no RoPE; pairs (2i, 2i+1); pairs
+                                                   (i, i + n_rot/2) (ggml's GGML_ROPE_TYPE_NEOX) */
+enum { WLM_T_NO, WLM_T_OPT, WLM_T_REQ };        /* an optional tensor: absent, may be, must be */
+
+typedef struct wlm_arch {
+    const char *name;         /* general.architecture, and the prefix of its hyperparameter keys */
+    int8_t norm;              /* WLM_NORM_*, for every norm of the model */
+    int8_t act;               /* WLM_ACT_* of the feed-forward */
+    int8_t ffn;               /* WLM_FFN_* */
+    int8_t qkv;               /* WLM_QKV_* */
+    int8_t rope;              /* WLM_ROPE_* */
+    int8_t qkv_bias;          /* WLM_T_*: attn_q/k/v.bias (attn_qkv.bias when fused) */
+    int8_t out_bias;          /* WLM_T_*: attn_output.bias */
+    int8_t ffn_bias;          /* WLM_T_*: ffn_up.bias and ffn_down.bias */
+    int8_t qk_norm;           /* WLM_T_*: attn_q_norm / attn_k_norm, RMSNorm of each head before RoPE */
+    int8_t post_norms;        /* WLM_T_*: post_attention_norm / post_ffw_norm on each branch's
+                                 output before its residual add */
+    int8_t pos_embd;          /* 1: learned absolute positions (position_embd.weight) */
+    int8_t embd_scale;        /* 1: embeddings scaled by sqrt(dim) (Gemma) */
+    int8_t swa;               /* 1: sliding-window layers when attention.sliding_window > 0 (the
+                                 Gemma 3 pattern: every 6th layer global) */
+    int8_t rope_factors;      /* 1: LongRoPE rope_factors_long / _short (Phi-3) */
+    int8_t rope_freqs;        /* 1: rope_freqs.weight frequency factors (Llama 3.1+) */
+    int8_t gemma_attn_scale;  /* 1: Gemma 3's query scale (1/sqrt(dim/heads) for its 62-layer
+                                 27B, else 1/sqrt(head size)) */
+    int8_t softcap;           /* 1: final_logit_softcapping applies (Gemma 3 without SWA) */
+} wlm_arch;
+
+/* The row of arch.c's table named `name` (len bytes), or NULL. */
+const wlm_arch *wlm_arch_find(const char *name, size_t len);
+/* The names of the supported architectures, comma separated, for messages. */
+const char *wlm_arch_list(void);
+
 typedef struct wlm_hparams {
     int32_t dim;          /* transformer width */
     int32_t hidden_dim;   /* feed-forward width */
@@ -25,14 +67,27 @@ typedef struct wlm_hparams {
     int32_t n_kv_heads;
     int32_t vocab_size;
     int32_t seq_len;
-    int32_t head_size;    /* dim / n_heads */
+    int32_t head_size;    /* attention.key_length (= value_length), default dim / n_heads */
+    int32_t q_dim;        /* head_size * n_heads: the width of Q and of the attention output */
     int32_t kv_dim;       /* head_size * n_kv_heads */
-    float norm_eps;       /* RMSNorm epsilon: 1e-5 as in llama2.c */
+    float norm_eps;       /* RMSNorm or LayerNorm epsilon: 1e-5 as in llama2.c */
     float rope_theta;     /* RoPE base frequency: 10000 (Llama 3: 500000) */
     int32_t n_rot;        /* RoPE: the first n_rot dimensions of each head rotate (even,
                              2..head_size); the rest pass through (llama.rope.dimension_count) */
     float rope_freq_scale; /* RoPE: 1 / the linear scaling factor (positions are divided by the
                              factor); 1 when unscaled */
+    float rope_theta_swa; /* RoPE base of the sliding-window layers (Gemma 3: 10000) */
+    float rope_attn_factor; /* rope.scaling.attn_factor: cos and sin are multiplied by it (ggml's
+                             attn_factor; Phi-3.5's LongRoPE), 1 when absent */
+    int32_t n_ctx_orig;   /* rope.scaling.original_context_length: LongRoPE uses its long
+                             factors when a context is longer (default seq_len) */
+    int32_t n_swa;        /* sliding window: a window layer attends to positions pos - n_swa + 1
+                             .. pos (llama.cpp's LLAMA_SWA_TYPE_STANDARD); 0 = none */
+    float q_scale;        /* Q is multiplied by it before attention (whose kernel divides by
+                             sqrt(head_size)); 1 = plain scaled dot-product */
+    float embd_scale;     /* embeddings multiplied by it; 1 = none */
+    float final_softcap;  /* logits = c · tanh(logits / c); 0 = none */
+    const wlm_arch *arch; /* the architecture's row of arch.c (llama2.c checkpoints: llama's) */
 } wlm_hparams;
 
 /* A weight matrix: `rows` output features × `cols` input features, row-major, each row
@@ -47,24 +102,42 @@ typedef struct wlm_tensor {
 } wlm_tensor;
 
 typedef struct wlm_layer_weights {
-    const float *rms_att;         /* (dim) */
-    const float *rms_ffn;         /* (dim) */
-    wlm_tensor wq;                /* (n_heads * head_size, dim) */
+    const float *rms_att;         /* (dim) attention input norm */
+    const float *rms_ffn;         /* (dim) feed-forward input norm */
+    const float *att_norm_b;      /* (dim) LayerNorm biases, or NULL */
+    const float *ffn_norm_b;      /* (dim) */
+    wlm_tensor wq;                /* (q_dim, dim) */
     wlm_tensor wk;                /* (kv_dim, dim) */
     wlm_tensor wv;                /* (kv_dim, dim) */
-    wlm_tensor wo;                /* (dim, n_heads * head_size) */
-    wlm_tensor w1;                /* (hidden_dim, dim): gate */
+    wlm_tensor wqkv;              /* (q_dim + 2 kv_dim, dim) fused Q, K, V rows (data NULL when
+                                     the projections are separate) */
+    const float *bq, *bk, *bv;    /* (q_dim), (kv_dim), (kv_dim) biases or NULL (fused: views
+                                     into attn_qkv.bias) */
+    const float *q_norm, *k_norm; /* (head_size) per-head RMSNorm weights, or NULL */
+    wlm_tensor wo;                /* (dim, q_dim) */
+    const float *bo;              /* (dim) or NULL */
+    const float *post_att_norm;   /* (dim) or NULL */
+    wlm_tensor w1;                /* (hidden_dim, dim): gate (data NULL when not gated) */
     wlm_tensor w2;                /* (dim, hidden_dim): down */
-    wlm_tensor w3;                /* (hidden_dim, dim): up */
+    wlm_tensor w3;                /* (hidden_dim, dim): up; (2 hidden_dim, dim) gate then up
+                                     with WLM_FFN_FUSED_GATE_UP */
+    const float *b_up, *b_down;   /* (hidden_dim), (dim) or NULL */
+    const float *post_ffn_norm;   /* (dim) or NULL */
+    int32_t swa;                  /* 1: a sliding-window layer (window n_swa, RoPE set 1) */
 } wlm_layer_weights;
 
 typedef struct wlm_weights {
     wlm_tensor token_embedding;   /* (vocab_size, dim) */
+    wlm_tensor pos_embedding;     /* (seq_len, dim) learned positions, data NULL when none */
     const float *rms_final;       /* (dim) */
+    const float *final_norm_b;    /* (dim) or NULL */
     wlm_tensor wcls;              /* (vocab_size, dim); the embedding itself when shared */
     const float *rope_freqs;      /* (n_rot / 2) RoPE frequency factors (rope_freqs.weight: Llama
                                      3.1+ bakes its "llama3" scaling into them): frequency i is
                                      divided by rope_freqs[i]; NULL = all 1 */
+    const float *rope_long;       /* (n_rot / 2) LongRoPE factors for contexts longer than
+                                     n_ctx_orig, or NULL */
+    const float *rope_short;      /* (n_rot / 2) LongRoPE factors otherwise, or NULL */
     wlm_layer_weights *layers;    /* (n_layers), allocated by the loader, owned by the model */
 } wlm_weights;
 
@@ -198,21 +271,26 @@ struct wlm_context {
     wlm_kv_pool kv;
     /* activations for a chunk of up to WLM_BATCH_CHUNK entries, row-major (entry, feature) */
     float *x;                     /* (B, dim) residual stream */
-    float *xb;                    /* (B, dim) */
+    float *xb;                    /* (B, max(dim, q_dim)) */
     float *xb2;                   /* (B, dim) */
-    float *hb;                    /* (B, hidden_dim) */
+    float *hb;                    /* (B, hidden_dim); (B, 2 hidden_dim) with a fused gate/up */
     float *hb2;                   /* (B, hidden_dim) */
-    float *q;                     /* (B, dim) */
+    float *q;                     /* (B, q_dim) */
+    float *qkv;                   /* (B, q_dim + 2 kv_dim) fused projections, or NULL */
     float *kt;                    /* (B, kv_dim) new keys */
     float *vt;                    /* (B, kv_dim) new values */
     float *att;                   /* wlm_attention_scratch(n_heads, n_ctx, head_size): the
                                      attention kernel's scratch, split by heads among threads */
     void *xq;                     /* (B, xq_stride bytes) activations in a vec_dot_type */
     size_t xq_stride;
-    float *rope_cos, *rope_sin;   /* (B, n_rot / 2) angles of each entry's position */
-    float *rope_freq;             /* (n_rot / 2) radians per position of each rotated pair */
-    const void **kb, **vb;        /* (max_blocks) block pointers of one sequence and layer (to
-                                     float or uint16_t elements, as kv.type) */
+    int32_t n_rope_sets;          /* 1, or 2 with sliding-window layers (their own base) */
+    float *rope_cos, *rope_sin;   /* (n_rope_sets, B, n_rot / 2) angles of each entry's position */
+    float *rope_freq;             /* (n_rope_sets, n_rot / 2) radians per position of each pair */
+    float rope_mscale;            /* cos and sin are multiplied by it (rope_attn_factor) */
+    const void **kb, **vb;        /* (kb_cap) block pointers of one sequence and layer (to float
+                                     or uint16_t elements, as kv.type); a sliding-window layer
+                                     lists one row per position of its window instead */
+    int32_t kb_cap;
     int32_t *ent_seq, *ent_pos;   /* (B) */
     /* logits of the last evaluation: one row per entry that asked for them */
     float *logits;                /* (logits_cap, vocab) */
@@ -245,6 +323,21 @@ int wlm_set_error(char *buf, int status, const char *fmt, ...)
 void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
                        const int32_t *logit_rows);
 
+/* forward.c: fills c->rope_freq (every RoPE set) and c->rope_mscale from the model and the
+ * context's n_ctx (LongRoPE picks its factors by it). Called once by wlm_context_new. */
+void wlm_rope_init(wlm_context *c);
+
+/* forward.c: WLM_OK when a context shift can be right for this model, else WLM_ERR_UNSUPPORTED
+ * with a message in err (WLM_ERRMSG_SIZE): learned positions are baked into K and V, and
+ * sliding-window layers would see again tokens that had left their window. */
+int wlm_shift_supported(const wlm_model *m, char *err);
+
+/* forward.c: a context shift's rotation: wlm_rope_shift_prepare puts the cos/sin of -n
+ * positions of every RoPE set into c->rope_cos/sin; wlm_rope_shift_k then rotates the K row `k`
+ * (kv_dim floats) of layer l by them, in the model's RoPE style and that layer's set. */
+void wlm_rope_shift_prepare(wlm_context *c, int32_t n);
+void wlm_rope_shift_k(wlm_context *c, int32_t layer, float *k);
+
 /* forward.c: out(n, t->rows) = x(n, t->cols) · tᵀ through t's type traits; rows of out and x are
  * out_stride / x_stride floats apart. Each entry's result equals a matrix-vector product. */
 void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
@@ -276,7 +369,7 @@ void wlm_beam_release(wlm_context *c);
 int wlm_eval_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq_ids,
                      const uint8_t *want_logits, int32_t n);
 
-/* gguf_model.c: maps a GGUF file (architecture "llama") to m (hp, w, tokenizer); message in
+/* gguf_model.c: maps a GGUF file (any architecture of arch.c's table) to m (hp, w, tokenizer); message in
  * m->errmsg on error. With vocab_only, reads the tokenizer alone (vocab-only GGUFs). */
 int wlm_gguf_load_model(wlm_model *m, const unsigned char *data, size_t size, int vocab_only);
 

@@ -149,6 +149,7 @@ static void context_release(wlm_context *c) {
     free(c->hb);
     free(c->hb2);
     free(c->q);
+    free(c->qkv);
     free(c->kt);
     free(c->vt);
     free(c->att);
@@ -216,14 +217,26 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
 
     const uint64_t B = WLM_BATCH_CHUNK, dim = (uint64_t)p->dim, hid = (uint64_t)p->hidden_dim;
     const uint64_t kvd = (uint64_t)p->kv_dim, half = (uint64_t)p->n_rot / 2;
-    const uint64_t widest = hid > dim ? hid : dim;
+    const uint64_t qd = (uint64_t)p->q_dim, xs = qd > dim ? qd : dim;
+    const uint64_t hs = p->arch->ffn == WLM_FFN_FUSED_GATE_UP ? 2 * hid : hid;
+    uint64_t widest = hid > dim ? hid : dim;
+    if (qd > widest) widest = qd;
+    int fused_qkv = 0;
+    for (int32_t l = 0; l < p->n_layers; l++) fused_qkv |= model->w.layers[l].wqkv.data != NULL;
+    int any_swa = 0;
+    for (int32_t l = 0; l < p->n_layers; l++) any_swa |= model->w.layers[l].swa;
+    c->n_rope_sets = any_swa && p->n_swa > 0 ? 2 : 1;
+    /* block pointers: one per block of a full sequence, or one per position of a window */
+    c->kb_cap = c->max_blocks;
+    if (c->n_rope_sets > 1 && p->n_swa > c->kb_cap) c->kb_cap = p->n_swa < c->n_ctx ? p->n_swa : c->n_ctx;
     size_t total = 0;
     c->x = alloc_n(B * dim, sizeof(float), &total);
-    c->xb = alloc_n(B * dim, sizeof(float), &total);
+    c->xb = alloc_n(B * xs, sizeof(float), &total);
     c->xb2 = alloc_n(B * dim, sizeof(float), &total);
-    c->hb = alloc_n(B * hid, sizeof(float), &total);
+    c->hb = alloc_n(B * hs, sizeof(float), &total);
     c->hb2 = alloc_n(B * hid, sizeof(float), &total);
-    c->q = alloc_n(B * dim, sizeof(float), &total);
+    c->q = alloc_n(B * qd, sizeof(float), &total);
+    c->qkv = fused_qkv ? alloc_n(B * (qd + 2 * kvd), sizeof(float), &total) : NULL;
     c->kt = alloc_n(B * kvd, sizeof(float), &total);
     c->vt = alloc_n(B * kvd, sizeof(float), &total);
     c->att = alloc_n(wlm_attention_scratch(p->n_heads, c->n_ctx, p->head_size), sizeof(float),
@@ -232,11 +245,11 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
      * rounded to 16 bytes so every row stays aligned. */
     c->xq_stride = (size_t)((widest + 256) * sizeof(float) + 15) & ~(size_t)15;
     c->xq = alloc_n(B * c->xq_stride, 1, &total);
-    c->rope_cos = alloc_n(B * half, sizeof(float), &total);
-    c->rope_sin = alloc_n(B * half, sizeof(float), &total);
-    c->rope_freq = alloc_n(half, sizeof(float), &total);
-    c->kb = alloc_n((uint64_t)c->max_blocks, sizeof(void *), &total);
-    c->vb = alloc_n((uint64_t)c->max_blocks, sizeof(void *), &total);
+    c->rope_cos = alloc_n((uint64_t)c->n_rope_sets * B * half, sizeof(float), &total);
+    c->rope_sin = alloc_n((uint64_t)c->n_rope_sets * B * half, sizeof(float), &total);
+    c->rope_freq = alloc_n((uint64_t)c->n_rope_sets * half, sizeof(float), &total);
+    c->kb = alloc_n((uint64_t)c->kb_cap, sizeof(void *), &total);
+    c->vb = alloc_n((uint64_t)c->kb_cap, sizeof(void *), &total);
     c->ent_seq = alloc_n(B, sizeof(int32_t), &total);
     c->ent_pos = alloc_n(B, sizeof(int32_t), &total);
     c->logits_cap = 1;
@@ -246,6 +259,7 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->seqs = alloc_n((uint64_t)c->n_seq_max, sizeof(wlm_seq), &total);
     c->gens = alloc_n((uint64_t)c->n_seq_max, sizeof(wlm_generation), &total);
     int ok = c->x && c->xb && c->xb2 && c->hb && c->hb2 && c->q && c->kt && c->vt && c->att &&
+             (c->qkv || !fused_qkv) &&
              c->xq && c->rope_cos && c->rope_sin && c->rope_freq && c->kb && c->vb &&
              c->ent_seq && c->ent_pos && c->logits && c->logit_row && c->seqs && c->gens;
     for (int32_t i = 0; ok && i < c->n_seq_max; i++) {
@@ -268,17 +282,7 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
                              "cache of %llu bytes",
                              total, (unsigned long long)kv_bytes);
     }
-    /* RoPE frequencies theta_i = base^(-2i / n_rot) (the float expression of run.c, where
-     * n_rot = head_size), divided by the model's frequency factor i (rope_freqs.weight) and
-     * multiplied by the linear scaling's 1/factor: angle = pos * theta_i, as ggml_rope_ext with
-     * freq_factors and freq_scale (no YaRN). Unscaled models keep run.c's bits exactly. */
-    const float *ff = model->w.rope_freqs;
-    for (int i = 0; i < p->n_rot / 2; i++) {
-        float theta = 1.0f / powf(p->rope_theta, (float)(2 * i) / (float)p->n_rot);
-        if (ff) theta /= ff[i];
-        if (p->rope_freq_scale != 1.0f) theta *= p->rope_freq_scale;
-        c->rope_freq[i] = theta;
-    }
+    wlm_rope_init(c); /* forward.c: the RoPE frequencies of every set */
     c->bytes = total;
     return WLM_OK;
 }
@@ -418,27 +422,24 @@ int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t 
                              "context shift: n_keep %d and n_discard %d do not fit in the %d "
                              "tokens of sequence %d (need n_keep >= 0, n_discard >= 1)",
                              (int)n_keep, (int)n_discard, (int)s->n_past, (int)seq);
+    /* Learned positions and sliding windows cannot be shifted (forward.c says why). */
+    int rc = wlm_shift_supported(c->model, c->errmsg);
+    if (rc != WLM_OK) return rc;
     /* The moved rows are written in place: the sequence must own its blocks. */
-    int rc = wlm_kv_reserve(c, seq, n_keep, s->n_past);
+    rc = wlm_kv_reserve(c, seq, n_keep, s->n_past);
     if (rc != WLM_OK) return rc;
     const wlm_hparams *p = &c->model->hp;
-    const int hs = p->head_size, half = p->n_rot / 2, kv_dim = p->kv_dim;
+    const int kv_dim = p->kv_dim;
     const size_t row_bytes = (size_t)kv_dim * c->kv.elem_bytes;
     const size_t v_off = (size_t)BLOCK * row_bytes;
-    /* cos/sin of the rotation through -n_discard positions, per frequency */
-    float *cs = c->rope_cos, *sn = c->rope_sin;
-    for (int i = 0; i < half; i++) {
-        float val = -(float)n_discard * c->rope_freq[i];
-        cs[i] = cosf(val);
-        sn[i] = sinf(val);
-    }
+    wlm_rope_shift_prepare(c, n_discard); /* forward.c: cos/sin of -n_discard positions */
     for (int32_t pos = n_keep + n_discard; pos < s->n_past; pos++) {
         for (int32_t l = 0; l < p->n_layers; l++) {
             unsigned char *src = wlm_kv_row(c, seq, l, pos);
             unsigned char *dst = wlm_kv_row(c, seq, l, pos - n_discard);
             memcpy(dst + v_off, src + v_off, row_bytes); /* V as it is */
             kv_load(c, c->kt, src, kv_dim);              /* K rotated in float32 */
-            c->k->rope(c->kt, p->n_kv_heads, hs, p->n_rot, cs, sn);
+            wlm_rope_shift_k(c, l, c->kt);               /* forward.c: the layer's RoPE */
             wlm_kv_store(c, dst, c->kt, kv_dim);
         }
         s->tokens[pos - n_discard] = s->tokens[pos];

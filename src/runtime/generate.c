@@ -74,6 +74,11 @@ static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n
     if (params->context_shift && !c->kv_cache)
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                              "%scontext_shift needs a context with a KV cache", who);
+    if (params->context_shift) { /* refused up front where the model cannot shift */
+        char why[WLM_ERRMSG_SIZE];
+        if ((rc = wlm_shift_supported(c->model, why)) != WLM_OK)
+            return wlm_set_error(c->errmsg, rc, "%s%s", who, why);
+    }
     if (params->cache_prompt != 0 && params->cache_prompt != 1)
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                              "%scache_prompt must be 0 or 1 (got %d)", who,

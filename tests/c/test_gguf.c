@@ -1286,8 +1286,8 @@ static void test_synthetic_models(void) {
     expect_load(&o, WLM_OK, NULL, "no rope.dimension_count");
 
     o = base;
-    o.arch = "gpt2";
-    expect_load(&o, WLM_ERR_UNSUPPORTED, "\"gpt2\"", "architecture gpt2");
+    o.arch = "mamba";
+    expect_load(&o, WLM_ERR_UNSUPPORTED, "\"mamba\"", "architecture mamba");
     o.arch = "";
     expect_load(&o, WLM_ERR_UNSUPPORTED, "architecture", "empty architecture");
     o = base;
@@ -1311,8 +1311,10 @@ static void test_synthetic_models(void) {
     o = base;
     o.extra_key = "llama.expert_count";
     expect_load(&o, WLM_ERR_UNSUPPORTED, "expert", "mixture of experts");
-    o.extra_key = "llama.attention.key_length";
-    expect_load(&o, WLM_ERR_UNSUPPORTED, "key_length", "key_length");
+    o.extra_key = "llama.attention.value_length"; /* differs from key_length */
+    expect_load(&o, WLM_ERR_UNSUPPORTED, "value_length", "value_length");
+    o.extra_key = "llama.attention.key_length"; /* head size 2: Q and the RoPE width misfit */
+    expect_load(&o, WLM_ERR_FORMAT, "dimension_count", "key_length");
     o.extra_key = "llama.block_count"; /* duplicate key */
     expect_load(&o, WLM_ERR_FORMAT, "duplicate key llama.block_count", "duplicate");
     o = base;

@@ -63,6 +63,12 @@ static void test_tables(void) {
     CHECK(wlm_kernels_simd.swiglu == wlm_swiglu_simd);
     CHECK(wlm_kernels_simd.dot == wlm_dot_simd);
     CHECK(wlm_kernels_simd.axpy == wlm_axpy_simd);
+    CHECK(wlm_kernels_ref.rope_neox == wlm_rope_neox_ref);
+    CHECK(wlm_kernels_ref.layernorm == wlm_layernorm_ref);
+    CHECK(wlm_kernels_ref.gelu == wlm_gelu_ref);
+    CHECK(wlm_kernels_simd.rope_neox == wlm_rope_neox_simd);
+    CHECK(wlm_kernels_simd.layernorm == wlm_layernorm_simd);
+    CHECK(wlm_kernels_simd.gelu == wlm_gelu_simd);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -460,6 +466,168 @@ static void test_swiglu(void) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* rope_neox: pairs (i, i + n_rot/2) of each head against the rotation in double; the SIMD twin
+ * does the reference's operations, so both are bitwise equal; dimensions past n_rot unchanged. */
+
+static void test_rope_neox(void) {
+    static const int HEAD_SIZES[] = {2, 4, 6, 8, 10, 16, 18, 32, 36, 48, 64, 128};
+    static const int N_HEADS[] = {1, 2, 3, 5, 8};
+    float *x = alloc_f(8 * 128), *a = alloc_f(8 * 128), *b = alloc_f(8 * 128);
+    float *ct = alloc_f(64), *st = alloc_f(64);
+    tu_section("rope_neox");
+    for (unsigned hi = 0; hi < sizeof HEAD_SIZES / sizeof HEAD_SIZES[0]; hi++) {
+        const int hs = HEAD_SIZES[hi];
+        for (unsigned ni = 0; ni < sizeof N_HEADS / sizeof N_HEADS[0]; ni++) {
+            const int nh = N_HEADS[ni], n = nh * hs, pos = (int)(hi * 5 + ni * 11 + 1);
+            for (int off = 0; off < 2; off++) {
+                const int rot = off == 0 ? hs : (hs / 2 < 2 ? 2 : (hs / 2) & ~1), half = rot / 2;
+                for (int i = 0; i < half; i++) {
+                    double ang = pos * pow(10000.0, -2.0 * i / rot);
+                    ct[PAD + i] = (float)cos(ang);
+                    st[PAD + i] = (float)sin(ang);
+                }
+                fill(x, n, -2.0f, 2.0f);
+                float *pa = a + PAD + off, *pb = b + PAD + (off ? 3 : 0);
+                memcpy(pa, x, sizeof(float) * n);
+                memcpy(pb, x, sizeof(float) * n);
+                wlm_rope_neox_ref(pa, nh, hs, rot, ct + PAD, st + PAD);
+                wlm_rope_neox_simd(pb, nh, hs, rot, ct + PAD, st + PAD);
+                int bad = 0, first = -1;
+                for (int h = 0; h < nh; h++)
+                    for (int i = 0; i < hs; i++) {
+                        const int k = h * hs + i;
+                        double e = x[k], tol = 0.0;
+                        if (i < rot) {
+                            const int j = i < half ? i : i - half; /* the pair's frequency */
+                            const double c = ct[PAD + j], sn = st[PAD + j];
+                            const double x0 = x[h * hs + j], x1 = x[h * hs + j + half];
+                            e = i < half ? x0 * c - x1 * sn : x0 * sn + x1 * c;
+                            tol = 1e-6 * (fabs(x0) + fabs(x1)) + 1e-30;
+                        }
+                        if (fabs(pa[k] - e) > tol || memcmp(&pa[k], &pb[k], sizeof(float)) != 0) {
+                            if (first < 0) first = k;
+                            bad++;
+                        }
+                    }
+                CHECKF(bad == 0, "head_size %d heads %d n_rot %d: %d values off, first at %d",
+                       hs, nh, rot, bad, first);
+            }
+        }
+    }
+    free(x);
+    free(a);
+    free(b);
+    free(ct);
+    free(st);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* layernorm: both sets against (x - mean) / sqrt(var + eps) * w + b in double; a constant row
+ * becomes the bias exactly; no bias (NULL) is w times the normalized row. */
+
+static void test_layernorm(void) {
+    float *x = alloc_f(MAXN), *w = alloc_f(MAXN), *bb = alloc_f(MAXN), *a = alloc_f(MAXN),
+          *b = alloc_f(MAXN);
+    tu_section("layernorm");
+    for (int li = 0; li < N_LENGTHS; li++) {
+        const int n = LENGTHS[li];
+        for (int variant = 0; variant < 3; variant++) {
+            fill(x, n, -3.0f, 5.0f);
+            if (variant == 2)
+                for (int i = 0; i < n; i++) x[i] = 0.75f;
+            fill(w, n, 0.5f, 1.5f);
+            fill(bb, n, -0.5f, 0.5f);
+            const float *bias = variant == 1 ? NULL : bb;
+            wlm_layernorm_ref(a, x, w, bias, n, 1e-5f);
+            wlm_layernorm_simd(b, x, w, bias, n, 1e-5f);
+            double mean = 0, var = 0;
+            for (int i = 0; i < n; i++) mean += x[i];
+            mean /= n;
+            for (int i = 0; i < n; i++) var += (x[i] - mean) * (x[i] - mean);
+            var /= n;
+            int bad = 0, first = -1;
+            for (int i = 0; i < n; i++) {
+                const double e = (x[i] - mean) / sqrt(var + 1e-5) * w[i] + (bias ? bias[i] : 0.0);
+                const double tol = 2e-5 * (fabs(e) + 1.0);
+                if (fabs(a[i] - e) > tol || fabs(b[i] - e) > tol) {
+                    if (first < 0) first = i;
+                    bad++;
+                }
+            }
+            CHECKF(bad == 0, "n=%d variant %d: %d values off, first %d (ref %.9g simd %.9g)", n,
+                   variant, bad, first, first >= 0 ? a[first] : 0.0, first >= 0 ? b[first] : 0.0);
+            /* in place */
+            memcpy(b, x, sizeof(float) * n);
+            wlm_layernorm_simd(b, b, w, bias, n, 1e-5f);
+            wlm_layernorm_ref(x, x, w, bias, n, 1e-5f);
+            int bad2 = 0;
+            for (int i = 0; i < n; i++) bad2 += x[i] != a[i];
+            CHECKF(bad2 == 0, "n=%d: the in-place reference differs in %d values", n, bad2);
+        }
+    }
+    free(x);
+    free(w);
+    free(bb);
+    free(a);
+    free(b);
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* gelu: the reference is ggml's binary16 GELU: exactly ggml_gelu_f32's float formula on the
+ * binary16-rounded input, rounded to binary16 (the table ggml's CPU backend reads); the SIMD
+ * twin within one binary16 step of it (or 3e-7 where 1 + tanh cancels, x near -5 and below);
+ * the clamps at -10 and 10; the GeGLU product with a gate. */
+
+static void test_gelu(void) {
+    float *h = alloc_f(MAXN), *g = alloc_f(MAXN), *a = alloc_f(MAXN), *b = alloc_f(MAXN);
+    tu_section("gelu");
+    int off_steps = 0, total = 0;
+    for (int li = 0; li < N_LENGTHS; li++) {
+        const int n = LENGTHS[li];
+        for (int gated = 0; gated < 2; gated++) {
+            fill(h, n, -12.0f, 12.0f);
+            if (n > 4) h[0] = -10.0f, h[1] = 10.0f, h[2] = 0.0f, h[3] = 1e-6f;
+            fill(g, n, -2.0f, 2.0f);
+            memcpy(a, h, sizeof(float) * n);
+            memcpy(b, h, sizeof(float) * n);
+            wlm_gelu_ref(a, gated ? g : NULL, n);
+            wlm_gelu_simd(b, gated ? g : NULL, n);
+            int bad = 0, first = -1;
+            for (int i = 0; i < n; i++) {
+                double e;
+                if (h[i] <= -10.0f) e = 0.0;
+                else if (h[i] >= 10.0f) e = h[i];
+                else {
+                    const float v = wlm_fp16_to_fp32(wlm_fp32_to_fp16(h[i]));
+                    const float gv = 0.5f * v * (1.0f + tanhf(0.79788456080286535587989211986876f * v *
+                                                              (1.0f + 0.044715f * v * v)));
+                    e = wlm_fp16_to_fp32(wlm_fp32_to_fp16(gv));
+                }
+                if (gated) e = (float)e * g[i];
+                const double step = fabs(e) * (1.0 / 1024) + 3e-7 * (gated ? fabs(g[i]) : 1.0);
+                total++;
+                if (a[i] != (float)e) off_steps++;
+                if (fabs(b[i] - a[i]) > step) {
+                    if (first < 0) first = i;
+                    bad++;
+                }
+            }
+            CHECKF(bad == 0, "n=%d gated %d: %d values off, first %d (h %.9g ref %.9g simd %.9g)",
+                   n, gated, bad, first, first >= 0 ? h[first] : 0.0, first >= 0 ? a[first] : 0.0,
+                   first >= 0 ? b[first] : 0.0);
+        }
+    }
+    CHECKF(off_steps == 0, "%d of %d reference values differ from ggml's formula", off_steps,
+           total);
+    CHECK(wlm_gelu1_ref(-10.0f) == 0.0f && wlm_gelu1_ref(10.0f) == 10.0f && wlm_gelu1_ref(0.0f) == 0.0f);
+    CHECK(wlm_gelu1_ref(1.0f) == wlm_fp16_to_fp32(wlm_fp32_to_fp16(0.841192f)));
+    free(h);
+    free(g);
+    free(a);
+    free(b);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* axpy                                                                                        */
 
 static void test_axpy(void) {
@@ -765,6 +933,9 @@ int main(void) {
     test_softmax();
     test_rope();
     test_swiglu();
+    test_rope_neox();
+    test_layernorm();
+    test_gelu();
     test_axpy();
     return TEST_FINISH();
 }

@@ -1042,10 +1042,138 @@ static void test_models(void) {
     remove(q4_path);
 }
 
+/* Any architecture (wlm_quantize_gguf_write): a small gpt2-like file — keys of several types,
+ * 2-D weight matrices, 1-D norms and biases, learned positions — converted to Q8_0 and to
+ * Q4_K_M keeps every key/value and every tensor in order; only the weight matrices change type
+ * (and dequantize close to the originals); norms, biases and position_embd keep their bytes. */
+static void test_any_architecture(void) {
+    enum { D = 64, V = 40, CTX = 16, F = 256 };
+    static float emb[V * D], pos[CTX * D], qkv[3 * D * D], qkv_b[3 * D], norm[D], up[F * D],
+        down[D * F];
+    uint32_t seed = 7;
+    float *all[] = {emb, pos, qkv, qkv_b, norm, up, down};
+    const size_t cnt[] = {V * D, CTX * D, 3 * D * D, 3 * D, D, F * D, D * F};
+    for (size_t k = 0; k < 7; k++)
+        for (size_t i = 0; i < cnt[k]; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            all[k][i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * (k == 4 ? 0.2f : 2.0f) +
+                        (k == 4 ? 1.0f : 0.0f);
+        }
+    const struct {
+        const char *name;
+        uint32_t nd;
+        int64_t ne[2];
+        const float *data;
+        int matrix; /* converted */
+    } t[] = {
+        {"token_embd.weight", 2, {D, V}, emb, 1},      {"position_embd.weight", 2, {D, CTX}, pos, 0},
+        {"blk.0.attn_norm.weight", 1, {D, 1}, norm, 0}, {"blk.0.attn_norm.bias", 1, {D, 1}, qkv_b, 0},
+        {"blk.0.attn_qkv.weight", 2, {D, 3 * D}, qkv, 1}, {"blk.0.attn_qkv.bias", 1, {3 * D, 1}, qkv_b, 0},
+        {"blk.0.ffn_up.weight", 2, {D, F}, up, 1},      {"blk.0.ffn_down.weight", 2, {F, D}, down, 1},
+        {"output_norm.weight", 1, {D, 1}, norm, 0},
+    };
+    const size_t nt = sizeof t / sizeof t[0];
+    wlm_gguf_writer w;
+    wlm_gguf_writer_init(&w, NULL);
+    wlm_gguf_add_str(&w, "general.architecture", "gpt2");
+    wlm_gguf_add_u32(&w, "general.file_type", 0);
+    wlm_gguf_add_u32(&w, "gpt2.embedding_length", D);
+    wlm_gguf_add_f32(&w, "gpt2.attention.layer_norm_epsilon", 1e-5f);
+    wlm_gguf_add_bool(&w, "tokenizer.ggml.add_bos_token", 0);
+    const float arr[3] = {1.5f, -2.0f, 4.0f};
+    wlm_gguf_add_arr(&w, "gpt2.some_factors", WLM_GGUF_FLOAT32, arr, 3);
+    const char *toks[2] = {"a", "bc"};
+    const size_t lens[2] = {1, 2};
+    wlm_gguf_add_arr_str(&w, "tokenizer.ggml.tokens", toks, lens, 2);
+    for (size_t i = 0; i < nt; i++) wlm_gguf_add_tensor(&w, t[i].name, t[i].nd, t[i].ne, WLM_TYPE_F32);
+    wlm_gguf_write_header(&w);
+    for (size_t i = 0; i < nt; i++)
+        wlm_gguf_write_data(&w, t[i].data, (size_t)(t[i].ne[0] * t[i].ne[1]) * sizeof(float));
+    CHECK_STATUS(wlm_gguf_writer_finish(&w), WLM_OK);
+    size_t in_size = 0;
+    unsigned char *in_mem = wlm_gguf_writer_take(&w, &in_size);
+    wlm_gguf_writer_free(&w);
+    char err[256] = "";
+    wlm_gguf src;
+    CHECK_STATUS(wlm_gguf_parse(&src, in_mem, in_size, err, sizeof err), WLM_OK);
+
+    const int32_t mixes_or_types[2][2] = {{WLM_TYPE_Q8_0, 0}, {WLM_TYPE_F32, WLM_QUANT_MIX_Q4_K_M}};
+    for (int run = 0; run < 2; run++) {
+        wlm_quantize_params qp;
+        wlm_quantize_params_default(&qp);
+        qp.type = mixes_or_types[run][0];
+        qp.mix = mixes_or_types[run][1];
+        wlm_gguf_writer_init(&w, NULL);
+        CHECK_STATUS(wlm_quantize_gguf_write(&src, &w, &qp, err, sizeof err), WLM_OK);
+        size_t size = 0;
+        unsigned char *mem = wlm_gguf_writer_take(&w, &size);
+        wlm_gguf_writer_free(&w);
+        wlm_gguf out;
+        if (!CHECK(mem && wlm_gguf_parse(&out, mem, size, err, sizeof err) == WLM_OK)) {
+            free(mem);
+            continue;
+        }
+        /* every key of the source, with its value; file_type rewritten */
+        uint32_t ft = 0, d = 0;
+        float eps = 0;
+        int bos = 1;
+        wlm_gguf_str arch = {NULL, 0};
+        CHECK(wlm_gguf_get_str(&out, "general.architecture", &arch, err, sizeof err) == WLM_OK &&
+              arch.len == 4 && memcmp(arch.ptr, "gpt2", 4) == 0);
+        CHECK(wlm_gguf_get_u32(&out, "general.file_type", &ft, err, sizeof err) == WLM_OK &&
+              ft == (run ? 15u : 7u));
+        CHECK(wlm_gguf_get_u32(&out, "gpt2.embedding_length", &d, err, sizeof err) == WLM_OK && d == D);
+        CHECK(wlm_gguf_get_f32(&out, "gpt2.attention.layer_norm_epsilon", &eps, err, sizeof err) == WLM_OK &&
+              eps == 1e-5f);
+        CHECK(wlm_gguf_get_bool(&out, "tokenizer.ggml.add_bos_token", &bos, err, sizeof err) == WLM_OK && !bos);
+        const wlm_gguf_kv *a = NULL;
+        CHECK(wlm_gguf_get_arr(&out, "gpt2.some_factors", WLM_GGUF_FLOAT32, &a, err, sizeof err) == WLM_OK &&
+              a->arr.n == 3 && memcmp(a->arr.data, arr, sizeof arr) == 0);
+        CHECK(wlm_gguf_get_arr(&out, "tokenizer.ggml.tokens", WLM_GGUF_STRING, &a, err, sizeof err) == WLM_OK &&
+              a->arr.n == 2);
+        CHECK_EQ_INT((int)out.n_tensors, (int)nt);
+        for (size_t i = 0; i < nt && i < out.n_tensors; i++) {
+            const wlm_gguf_tensor *o = &out.tensors[i];
+            CHECKF(o->name.len == strlen(t[i].name) && memcmp(o->name.ptr, t[i].name, o->name.len) == 0,
+                   "tensor %zu is %s", i, t[i].name);
+            CHECK(o->n_dims == t[i].nd && o->ne[0] == t[i].ne[0] && o->ne[1] == t[i].ne[1]);
+            const size_t n = (size_t)(t[i].ne[0] * t[i].ne[1]);
+            if (!t[i].matrix) { /* kept: F32, the same bytes */
+                CHECKF(o->type == WLM_TYPE_F32 && memcmp(o->data, t[i].data, n * 4) == 0,
+                       "%s keeps its type and bytes", t[i].name);
+                continue;
+            }
+            int32_t want = WLM_TYPE_Q8_0;
+            if (run) { /* Q4_K_M: the tied classifier Q8_0 (rows of 64), fused QKV Q5_K -> Q5_0
+                        * (rows of 64), ffn_up Q4_K -> Q5_0, ffn_down (rows of 256, layer 0 of
+                        * 1: use_more_bits) Q6_K */
+                want = i == 0 ? WLM_TYPE_Q8_0 : i == 7 ? WLM_TYPE_Q6_K : WLM_TYPE_Q5_0;
+                if (i == 4) want = wlm_quantize_tensor_type(WLM_TYPE_Q5_K, D);
+            }
+            CHECKF(o->type == want, "%s: type %d, want %d", t[i].name, (int)o->type, (int)want);
+            const wlm_type_traits *tt = wlm_type_get(o->type);
+            float *back = malloc(n * sizeof *back);
+            if (!back) continue;
+            const size_t rb = wlm_row_bytes(o->type, o->ne[0]);
+            for (int64_t r = 0; r < o->ne[1]; r++)
+                tt->to_float((const unsigned char *)o->data + (size_t)r * rb, back + r * o->ne[0], o->ne[0]);
+            double worst = 0;
+            for (size_t k = 0; k < n; k++) worst = fmax(worst, fabs(back[k] - t[i].data[k]));
+            CHECKF(worst < 0.1, "%s dequantizes within 0.1 of the original (%g)", t[i].name, worst);
+            free(back);
+        }
+        wlm_gguf_free(&out);
+        free(mem);
+    }
+    wlm_gguf_free(&src);
+    free(in_mem);
+}
+
 int main(int argc, char **argv) {
     tu_find_shared(argc, argv);
     test_writer();
     test_mix_rules();
     test_models();
+    test_any_architecture();
     return TEST_FINISH();
 }

@@ -13,8 +13,8 @@ const WLLAMA_WASM = new URL('../../node_modules/@wllama/wllama/esm/wasm/wllama.w
  *   kv: 'f32'|'f16'}} o  kv: the KV cache's element type
  * @returns {Promise<{metadata: object, prompts: object[]}>}
  */
-window.oracle = async ({ model, prompts, maxTokens, nProbs, nCtx, kv }) => {
-  const wllama = new Wllama({ default: WLLAMA_WASM }, { suppressNativeLog: true, allowOffline: false });
+window.oracle = async ({ model, prompts, maxTokens, nProbs, nCtx, kv, verbose }) => {
+  const wllama = new Wllama({ default: WLLAMA_WASM }, { suppressNativeLog: !verbose, allowOffline: false });
   const res = await fetch(new URL(model, location.href));
   if (!res.ok) throw new Error(`${model}: HTTP ${res.status}`);
   const file = new File([await res.blob()], model.split('/').pop());

@@ -1,0 +1,49 @@
+/*
+ * arch.c — the table of supported architectures: one row per GGUF general.architecture, saying
+ * how its forward pass differs from Llama's (norm, activation, feed-forward and Q/K/V layout,
+ * RoPE style, which optional tensors exist). gguf_model.c maps tensors by it and forward.c
+ * computes by it; nothing here reads a file or does arithmetic. Each row follows what llama.cpp
+ * (src/llama-arch.cpp, src/models/<arch>.cpp, ggml's RoPE modes) computes for that name.
+ */
+#include <string.h>
+
+#include "model/model.h"
+
+static const wlm_arch ARCHS[] = {
+    /* Llama (and llama2.c checkpoints): RMSNorm, SwiGLU, interleaved-pair RoPE; Q/K/V/output
+     * biases are optional in llama.cpp's loader, so they are here too. */
+    {.name = "llama", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NORM, .qkv_bias = WLM_T_OPT,
+     .out_bias = WLM_T_OPT, .rope_freqs = 1},
+    /* Qwen2 / Qwen2.5: biases on Q, K and V; NEOX RoPE (rotate halves). */
+    {.name = "qwen2", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_REQ},
+    /* Qwen3: no biases; RMSNorm of each Q and K head before RoPE; head size from key_length. */
+    {.name = "qwen3", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_EITHER, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_OPT,
+     .qk_norm = WLM_T_REQ},
+    /* Gemma 3: GeGLU (tanh GELU), embeddings × sqrt(dim), norms after attention and after the
+     * feed-forward, Q/K norms, sliding-window layers with their own RoPE base. Its converter
+     * stores every RMSNorm weight as 1 + w, so the norms are applied as stored. */
+    {.name = "gemma3", .norm = WLM_NORM_RMS, .act = WLM_ACT_GELU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qk_norm = WLM_T_REQ,
+     .post_norms = WLM_T_REQ, .embd_scale = 1, .swa = 1, .gemma_attn_scale = 1, .softcap = 1},
+    /* Phi-3 / 3.5: fused attn_qkv (or separate), ffn_up holding gate and up, NEOX RoPE with
+     * LongRoPE factors. */
+    {.name = "phi3", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_FUSED_GATE_UP,
+     .qkv = WLM_QKV_EITHER, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_OPT, .rope_factors = 1},
+    /* GPT-2: LayerNorm with biases, learned positions, GELU MLP with biases, fused QKV with
+     * bias, output bias, no RoPE. */
+    {.name = "gpt2", .norm = WLM_NORM_LAYER, .act = WLM_ACT_GELU, .ffn = WLM_FFN_PLAIN,
+     .qkv = WLM_QKV_FUSED, .rope = WLM_ROPE_NONE, .qkv_bias = WLM_T_REQ, .out_bias = WLM_T_REQ,
+     .ffn_bias = WLM_T_REQ, .pos_embd = 1},
+};
+
+const wlm_arch *wlm_arch_find(const char *name, size_t len) {
+    for (size_t i = 0; i < sizeof ARCHS / sizeof ARCHS[0]; i++)
+        if (strlen(ARCHS[i].name) == len && memcmp(ARCHS[i].name, name, len) == 0)
+            return &ARCHS[i];
+    return NULL;
+}
+
+const char *wlm_arch_list(void) { return "llama, qwen2, qwen3, gemma3, phi3, gpt2"; }

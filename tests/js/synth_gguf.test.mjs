@@ -1,0 +1,95 @@
+// tests/js/synth_gguf.test.mjs — tools/synth_gguf.mjs: the same arguments give the same bytes
+// (pinned sha256, so a change to the synthesizer that would invalidate the llama.cpp oracle
+// records in tests/reference/oracle/ shows here first), another seed gives other bytes, and the
+// file read back holds the tensors and keys of the description in llama.cpp's shapes.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import crypto from 'node:crypto';
+import { ARCHS, describe, writeF32, resolveShape, llama3RopeFreqs } from '../../tools/synth_gguf.mjs';
+import { readGguf } from '../../tools/vocab_gguf.mjs';
+
+const sha256 = (file) => crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-synth-'));
+test.after(() => fs.rmSync(tmp, { recursive: true, force: true }));
+
+// sha256 of `node tools/synth_gguf.mjs --arch A --out F` (tiny shape, seed 1), F32
+const PINNED = {
+  gpt2: '64a5602228d124c1da545c7c197f0abd860dbe49a563c9e38b4e2b242f9a46d9',
+  phi3: '5ba5eb002ffa3f18763b5235aa77fc6c9bd7023ba57aade96c0ba067f362ca00',
+};
+
+for (const [arch, hash] of Object.entries(PINNED)) {
+  test(`synth_gguf: ${arch} tiny is deterministic (pinned sha256)`, () => {
+    const f = path.join(tmp, `${arch}.gguf`);
+    writeF32(arch, 'tiny', f, { seed: 1 });
+    assert.equal(sha256(f), hash);
+    const g = path.join(tmp, `${arch}-seed2.gguf`);
+    writeF32(arch, 'tiny', g, { seed: 2 });
+    assert.notEqual(sha256(g), hash, 'the seed changes the weights');
+  });
+}
+
+test('synth_gguf: what is written is what is described, in llama.cpp\'s shapes', () => {
+  for (const arch of ['gpt2', 'phi3']) {
+    const f = path.join(tmp, `${arch}-read.gguf`);
+    const m = writeF32(arch, 'tiny', f, { seed: 3 });
+    const g = readGguf(f);
+    assert.deepEqual(g.tensors.map((t) => [t.name, t.ne]), m.tensors.map((t) => [t.name, t.ne]));
+    assert.ok(g.tensors.every((t) => t.type === 0), 'F32');
+    const kv = Object.fromEntries(g.kv.map(([k, , v]) => [k, v]));
+    assert.equal(kv['general.architecture'], arch);
+    const s = resolveShape(arch, 'tiny');
+    assert.equal(kv[`${arch}.embedding_length`], s.D);
+    assert.equal(kv[`${arch}.block_count`], s.L);
+    assert.equal(kv['tokenizer.ggml.tokens'].length, m.nVocab);
+    // the data section: file size = data offset + Σ tensor sizes padded to 32
+    const data = m.tensors.reduce((a, t) => a + Math.ceil((t.ne.reduce((x, y) => x * y, 1) * 4) / 32) * 32, 0);
+    assert.equal(fs.statSync(f).size, g.dataOffset + data);
+  }
+});
+
+test('synth_gguf: per-architecture tensors (llama.cpp names and shapes)', () => {
+  const names = (arch) => new Map(describe(arch, 'tiny').tensors.map((t) => [t.name, t.ne]));
+  const s = (arch) => resolveShape(arch, 'tiny');
+  // qwen2: Q/K/V biases, separate output
+  let n = names('qwen2'), q = s('qwen2');
+  assert.deepEqual(n.get('blk.1.attn_k.bias'), [q.KV * q.hd]);
+  assert.ok(n.has('output.weight'));
+  // qwen3: head size from key_length (32 ≠ 64/4), Q/K norms over one head
+  n = names('qwen3'); q = s('qwen3');
+  assert.deepEqual(n.get('blk.0.attn_q.weight'), [q.D, q.H * 32]);
+  assert.deepEqual(n.get('blk.0.attn_output.weight'), [q.H * 32, q.D]);
+  assert.deepEqual(n.get('blk.0.attn_k_norm.weight'), [32]);
+  assert.ok(!n.has('output.weight') && !n.has('blk.0.attn_q.bias'));
+  // gemma3: post-norms, 6 layers (layer 5 global under llama.cpp's fixed pattern)
+  n = names('gemma3');
+  assert.ok(n.has('blk.5.post_attention_norm.weight') && n.has('blk.5.post_ffw_norm.weight'));
+  // phi3: fused QKV, gate+up in one matrix, LongRoPE factors
+  n = names('phi3'); q = s('phi3');
+  assert.deepEqual(n.get('blk.0.attn_qkv.weight'), [q.D, q.H * q.hd + 2 * q.KV * q.hd]);
+  assert.deepEqual(n.get('blk.0.ffn_up.weight'), [q.D, 2 * q.F]);
+  assert.deepEqual(n.get('rope_factors_long.weight'), [q.rot / 2]);
+  // gpt2: learned positions, LayerNorm biases, fused QKV with bias
+  n = names('gpt2'); q = s('gpt2');
+  assert.deepEqual(n.get('position_embd.weight'), [q.D, q.ctx]);
+  assert.deepEqual(n.get('blk.1.attn_qkv.bias'), [3 * q.D]);
+  assert.ok(n.has('output_norm.bias') && n.has('blk.0.ffn_down.bias'));
+  // llama tiny: Llama 3.2 style with rope_freqs
+  assert.ok(names('llama').has('rope_freqs.weight'));
+  for (const arch of ARCHS) assert.ok(names(arch).has('token_embd.weight'), arch);
+});
+
+test('synth_gguf: Llama 3 rope_freqs follow the three wavelength regimes', () => {
+  // Llama-3.2-1B: head size 64, theta 500000, factor 32, low 1, high 4, original context 8192
+  const f = llama3RopeFreqs(64, 500000, { factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalContext: 8192 });
+  assert.equal(f.length, 32);
+  assert.equal(f[0], 1); // wavelength 2π < 2048: unscaled
+  assert.equal(f[31], 32); // wavelength > 8192: divided by the factor
+  const mid = [...f].filter((x) => x > 1 && x < 32);
+  assert.ok(mid.length > 0, 'some frequencies are smoothed between the two');
+  for (let i = 1; i < 32; i++) assert.ok(f[i] >= f[i - 1], 'monotone');
+});

