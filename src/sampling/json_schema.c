@@ -1176,8 +1176,8 @@ static int gen(conv *c, const wlm_json *s, const char *hint, sbuf *ref) {
 /* The shared rules, appended once each when used. */
 static void add_primitives(conv *c) {
     unsigned p = c->prims;
-    if (p & P_VALUE) p |= P_OBJECT | P_ARRAY | P_STRING | P_NUMBER | P_BOOLEAN | P_NULL;
-    if (p & (P_OBJECT | P_ARRAY)) p |= P_VALUE | P_STRING | P_NUMBER | P_BOOLEAN | P_NULL | P_WS;
+    if (p & (P_OBJECT | P_ARRAY)) p |= P_VALUE; /* their members are any values */
+    if (p & P_VALUE) p |= P_OBJECT | P_ARRAY | P_STRING | P_NUMBER | P_BOOLEAN | P_NULL | P_WS;
     if (p & P_STRING) p |= P_CHAR;
     static const struct { unsigned bit; const char *rule; } rules[] = {
         {P_VALUE, "value ::= object | array | string | number | boolean | null\n"},
