@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "kernels/bench_probe.h"
+#include "model/model.h"     /* wlm_context (the grammar probe) */
+#include "sampling/grammar.h" /* the grammar probe */
 #include "wasmlm.h"
 
 #define API EMSCRIPTEN_KEEPALIVE
@@ -279,3 +281,45 @@ API uint32_t wlmjs_probe_read(const void *buf, size_t bytes, int reps) {
 API float wlmjs_probe_fma(int iters) { return wlm_probe_fma(iters); }
 /* FLOPs that wlmjs_probe_fma(iters) performs in this build (SIMD128: 4 lanes). */
 API double wlmjs_probe_fma_flops(int iters) { return wlm_probe_fma_flops(iters); }
+
+/* ---- grammar probe for the benchmark (bench/grammar.mjs; not used by js/wasmlm.js) ---- */
+typedef struct grammar_probe {
+    wlm_gram *gram;
+    wlm_gram_matcher *matcher;
+    uint8_t *mask; /* vocabulary size */
+} grammar_probe;
+
+/* A parse of GBNF text (len bytes) over context c's vocabulary, as a generation would start it
+ * (the vocabulary's prefix tree is built on first use). NULL on error (wlm_context_errmsg). */
+API grammar_probe *wlmjs_probe_grammar_new(wlm_context *c, const char *text, size_t len) {
+    grammar_probe *p = calloc(1, sizeof *p);
+    if (!p) return NULL;
+    wlm_model_info info;
+    if (wlm_grammar_setup(c, text, len, -1, "", &p->gram, &p->matcher) != WLM_OK ||
+        wlm_model_get_info(c->model, &info) != WLM_OK ||
+        !(p->mask = malloc((size_t)info.vocab_size))) {
+        wlm_gram_matcher_free(p->matcher);
+        wlm_gram_free(p->gram);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+/* The full mask at the current state (what a generation builds when its sampled token is
+ * refused; cached by parser state); returns the number of allowed tokens or a negative status. */
+API int wlmjs_probe_grammar_mask(grammar_probe *p) { return wlm_gram_mask(p->matcher, p->mask); }
+/* The check of one token (what a generation does first): 1 allowed, 0 not, negative: error. */
+API int wlmjs_probe_grammar_allows(grammar_probe *p, int token) {
+    return wlm_gram_allows(p->matcher, token);
+}
+/* Advances the parse over a token; WLM_ERR_INVALID_ARG when it cannot continue it. */
+API int wlmjs_probe_grammar_accept(grammar_probe *p, int token) {
+    return wlm_gram_accept_token(p->matcher, token);
+}
+API void wlmjs_probe_grammar_free(grammar_probe *p) {
+    if (!p) return;
+    wlm_gram_matcher_free(p->matcher);
+    wlm_gram_free(p->gram);
+    free(p->mask);
+    free(p);
+}

@@ -63,7 +63,7 @@ static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
 __attribute__((format(printf, 2, 3)))
 #endif
 static void sb_fmt(sbuf *b, const char *fmt, ...) {
-    char tmp[256];
+    char tmp[512];
     va_list ap;
     va_start(ap, fmt);
     int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
@@ -113,7 +113,7 @@ static int report(conv *c, int status, int ignorable, size_t at, const char *fmt
     va_end(ap);
     size_t line, col;
     wlm_json_line_col(c->doc, at, &line, &col);
-    const char *path = c->path.n ? c->path.p : "";
+    const char *path = c->path.n ? c->path.p : "/";
     if (ignorable && (c->flags & WLM_SCHEMA_LENIENT)) {
         if (c->n_warn++ < 32)
             sb_fmt(&c->warn, "%sschema line %zu, column %zu (at '%.80s'): %s (ignored)",
@@ -124,7 +124,7 @@ static int report(conv *c, int status, int ignorable, size_t at, const char *fmt
         c->status = status;
         if (c->msg && c->msglen)
             snprintf(c->msg, c->msglen, "schema line %zu, column %zu (at '%.80s'): %s", line, col,
-                     path[0] ? path : "/", text);
+                     path, text);
     }
     return c->status;
 }
