@@ -8,7 +8,11 @@
  *   byte by byte: the instances, not the converter, are the reference);
  * - unsupported keywords fail with WLM_ERR_UNSUPPORTED naming the keyword and its place, or are
  *   listed as warnings with WLM_SCHEMA_LENIENT; malformed schemas fail with INVALID_ARG.
- * Sampling from models and validating with ajv is tests/js/structured.test.mjs.
+ * - 16 seeded samples from stories260K per schema (one batch each): every one ends by itself
+ *   (EOS), parses (formats/json.c) and validates with validate() below, a small validator of
+ *   the keywords these schemas use, written from the JSON Schema specification and independent
+ *   of the converter. Sampling from a byte-level BPE model and validating with ajv is
+ *   tests/js/structured.test.mjs.
  */
 #include "formats/json.h"
 #include "sampling/grammar.h"
@@ -250,9 +254,197 @@ static void test_errors(void) {
     CHECK(out == NULL);
 }
 
-int main(void) {
+/* ---- generation: samples validate ---- */
+
+static size_t code_points(const char *s, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) k += ((unsigned char)s[i] & 0xC0) != 0x80;
+    return k;
+}
+
+static int json_equal(const wlm_json *a, const wlm_json *b) {
+    if (a->type != b->type) return 0;
+    if (a->type == WLM_JSON_NUMBER) return a->num == b->num;
+    if (a->type == WLM_JSON_STRING) return a->len == b->len && memcmp(a->str, b->str, a->len) == 0;
+    if (a->type == WLM_JSON_ARRAY || a->type == WLM_JSON_OBJECT) {
+        if (a->n != b->n) return 0;
+        for (uint32_t k = 0; k < a->n; k++) {
+            if (a->type == WLM_JSON_OBJECT && !json_equal(&a->keys[k], &b->keys[k])) return 0;
+            if (!json_equal(&a->items[k], &b->items[k])) return 0;
+        }
+    }
+    return 1;
+}
+
+static double kw_num(const wlm_json *s, const char *kw, double dflt) {
+    const wlm_json *v = wlm_json_get(s, kw);
+    return v && v->type == WLM_JSON_NUMBER ? v->num : dflt;
+}
+
+/* JSON Schema validation of v against s for: type, properties, required, additionalProperties
+ * false, items, enum, const, anyOf, minItems, maxItems, minLength, maxLength, $ref "#/$defs/x".
+ * root: the whole schema (for $ref). */
+static int validate(const wlm_json *root, const wlm_json *s, const wlm_json *v) {
+    if (s->type == WLM_JSON_TRUE) return 1;
+    const wlm_json *ref = wlm_json_get(s, "$ref");
+    if (ref) return validate(root, wlm_json_get(wlm_json_get(root, "$defs"), ref->str + 8), v);
+    const wlm_json *t = wlm_json_get(s, "type");
+    if (t) {
+        const char *n = t->str;
+        int ok = !strcmp(n, "object") ? v->type == WLM_JSON_OBJECT
+               : !strcmp(n, "array") ? v->type == WLM_JSON_ARRAY
+               : !strcmp(n, "string") ? v->type == WLM_JSON_STRING
+               : !strcmp(n, "number") ? v->type == WLM_JSON_NUMBER
+               : !strcmp(n, "integer") ? v->type == WLM_JSON_NUMBER && v->num == floor(v->num)
+               : !strcmp(n, "boolean") ? v->type == WLM_JSON_TRUE || v->type == WLM_JSON_FALSE
+               : !strcmp(n, "null") ? v->type == WLM_JSON_NULL : 0;
+        if (!ok) return 0;
+    }
+    const wlm_json *e = wlm_json_get(s, "enum"), *c = wlm_json_get(s, "const");
+    if (c && !json_equal(c, v)) return 0;
+    if (e) {
+        int found = 0;
+        for (uint32_t k = 0; k < e->n; k++) found |= json_equal(&e->items[k], v);
+        if (!found) return 0;
+    }
+    const wlm_json *any = wlm_json_get(s, "anyOf");
+    if (any) {
+        int found = 0;
+        for (uint32_t k = 0; k < any->n; k++) found |= validate(root, &any->items[k], v);
+        if (!found) return 0;
+    }
+    if (v->type == WLM_JSON_STRING) {
+        size_t cp = code_points(v->str, v->len);
+        if (cp < kw_num(s, "minLength", 0) || cp > kw_num(s, "maxLength", 1e18)) return 0;
+    }
+    if (v->type == WLM_JSON_ARRAY) {
+        if (v->n < kw_num(s, "minItems", 0) || v->n > kw_num(s, "maxItems", 1e18)) return 0;
+        const wlm_json *items = wlm_json_get(s, "items");
+        for (uint32_t k = 0; items && k < v->n; k++)
+            if (!validate(root, items, &v->items[k])) return 0;
+    }
+    if (v->type == WLM_JSON_OBJECT) {
+        const wlm_json *props = wlm_json_get(s, "properties"), *req = wlm_json_get(s, "required");
+        const wlm_json *add = wlm_json_get(s, "additionalProperties");
+        for (uint32_t k = 0; req && k < req->n; k++)
+            if (!wlm_json_get(v, req->items[k].str)) return 0;
+        for (uint32_t k = 0; k < v->n; k++) {
+            const wlm_json *ps = wlm_json_get(props, v->keys[k].str);
+            if (ps ? !validate(root, ps, &v->items[k])
+                   : add && (add->type == WLM_JSON_FALSE ||
+                             (add->type == WLM_JSON_OBJECT && !validate(root, add, &v->items[k]))))
+                return 0;
+        }
+    }
+    return 1;
+}
+
+static const char *const gen_schemas[] = {
+    "{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\", \"minLength\": 1, "
+    "\"maxLength\": 10}, \"age\": {\"type\": \"integer\"}, \"pets\": {\"type\": \"array\", \"items\": "
+    "{\"enum\": [\"cat\", \"dog\", null]}, \"maxItems\": 3}}, \"required\": [\"name\", \"age\"], "
+    "\"additionalProperties\": false}",
+    "{\"type\": \"array\", \"items\": {\"type\": \"number\"}, \"minItems\": 1, \"maxItems\": 4}",
+    "{\"type\": \"object\", \"properties\": {\"s\": {\"type\": \"string\", \"maxLength\": 5}, "
+    "\"u\": {\"const\": \"\u00e9\\n\\\"\"}}, \"required\": [\"s\", \"u\"]}",
+    "{\"$defs\": {\"t\": {\"type\": \"object\", \"properties\": {\"v\": {\"type\": \"boolean\"}, "
+    "\"k\": {\"type\": \"array\", \"items\": {\"$ref\": \"#/$defs/t\"}, \"maxItems\": 2}}, "
+    "\"required\": [\"v\"]}}, \"$ref\": \"#/$defs/t\"}",
+    "{\"anyOf\": [{\"type\": \"null\"}, {\"type\": \"string\", \"maxLength\": 3}, "
+    "{\"type\": \"integer\"}]}",
+};
+
+#define N_GEN 16
+
+static void test_generation(wlm_model *model) {
+    wlm_context_params cp;
+    wlm_context_params_default(&cp);
+    cp.n_seq_max = N_GEN;
+    wlm_context *ctx = NULL;
+    CHECK_STATUS(wlm_context_new(model, &cp, &ctx), WLM_OK);
+    if (!ctx) return;
+    for (size_t k = 0; k < sizeof gen_schemas / sizeof gen_schemas[0]; k++) {
+        char *g = convert(gen_schemas[k], 0, WLM_OK, NULL);
+        wlm_json_doc *sd = NULL;
+        CHECK_STATUS(wlm_json_parse(gen_schemas[k], strlen(gen_schemas[k]), &sd, NULL, 0), WLM_OK);
+        if (!g || !sd) {
+            free(g);
+            wlm_json_free(sd);
+            continue;
+        }
+        wlm_gen_params ps[N_GEN];
+        const int32_t bos = 1;
+        const int32_t *prompts[N_GEN];
+        int32_t n_tok[N_GEN];
+        for (int i = 0; i < N_GEN; i++) {
+            wlm_gen_params_default(&ps[i]);
+            ps[i].top_p = 1.0f;
+            ps[i].seed = 1000 + (uint64_t)i;
+            ps[i].max_tokens = 400;
+            ps[i].grammar = g;
+            ps[i].grammar_len = strlen(g);
+            prompts[i] = &bos;
+            n_tok[i] = 1;
+        }
+        int rc = wlm_generate_batch_begin(ctx, N_GEN, prompts, n_tok, ps);
+        CHECKF(rc == WLM_OK, "schema %zu: %s", k, wlm_context_errmsg(ctx));
+        static char text[N_GEN][4096];
+        size_t len[N_GEN] = {0};
+        int32_t stop[N_GEN];
+        for (int i = 0; i < N_GEN; i++) stop[i] = -1;
+        wlm_token out[N_GEN];
+        while (rc == WLM_OK && (rc = wlm_generate_batch_next(ctx, out)) >= 0) {
+            for (int i = 0; i < N_GEN; i++) {
+                if (out[i].status < 0 || stop[i] >= 0) continue;
+                if (len[i] + out[i].piece_len < sizeof text[i]) {
+                    memcpy(text[i] + len[i], out[i].piece, out[i].piece_len);
+                    len[i] += out[i].piece_len;
+                }
+                if (out[i].status == WLM_DONE) stop[i] = out[i].stop_reason;
+            }
+            if (rc == WLM_DONE) break;
+        }
+        CHECKF(rc == WLM_DONE, "schema %zu: %s", k, wlm_context_errmsg(ctx));
+        int distinct = 0;
+        for (int i = 0; i < N_GEN; i++) {
+            CHECKF(stop[i] == WLM_STOP_EOS, "schema %zu sample %d ended by %d: %.*s", k, i,
+                   (int)stop[i], (int)len[i], text[i]);
+            wlm_json_doc *d = NULL;
+            char err[256];
+            int prc = wlm_json_parse(text[i], len[i], &d, err, sizeof err);
+            CHECKF(prc == WLM_OK, "schema %zu sample %d is not JSON (%s): %.*s", k, i, err,
+                   (int)len[i], text[i]);
+            if (d)
+                CHECKF(validate(wlm_json_root(sd), wlm_json_root(sd), wlm_json_root(d)),
+                       "schema %zu sample %d fails the schema: %.*s", k, i, (int)len[i], text[i]);
+            wlm_json_free(d);
+            distinct += i > 0 && (len[i] != len[0] || memcmp(text[i], text[0], len[i]) != 0);
+        }
+        CHECKF(distinct > 0, "schema %zu: 16 identical samples", k);
+        free(g);
+        wlm_json_free(sd);
+    }
+    wlm_context_free(ctx);
+}
+
+int main(int argc, char **argv) {
     test_reader();
     test_cases();
     test_errors();
-    TEST_FINISH();
+    tu_find_shared(argc, argv);
+    size_t ms = 0, ts = 0;
+    unsigned char *mb = tu_read_shared("models/stories260K.bin", &ms);
+    unsigned char *tb = tu_read_shared("models/tok512.bin", &ts);
+    wlm_model *model = NULL;
+    CHECK(mb && tb);
+    if (mb && tb) {
+        int rc = wlm_model_load(mb, ms, 0, &model);
+        if (rc == WLM_OK) rc = wlm_model_load_tokenizer(model, tb, ts);
+        CHECKF(rc == WLM_OK, "stories260K: %s", model ? wlm_model_errmsg(model) : "");
+        if (rc == WLM_OK) test_generation(model);
+    }
+    wlm_model_free(model);
+    free(mb);
+    free(tb);
+    return TEST_FINISH();
 }
