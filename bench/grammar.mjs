@@ -98,16 +98,16 @@ async function rawModule(files) {
   rc = x.wlmjs_context_new(model, 64, 1, 1, 1, 1, slot); // n_ctx 64, KV cache, SIMD, 1 sequence, F16
   if (rc !== 0) throw new Error(`context: status ${rc}`);
   const ctx = new Int32Array(x.memory.buffer)[slot >> 2];
-  return { x, ctx, put };
+  return { x, ctx, put, vocab: x.wlmjs_model_info(model, 5) };
 }
 
 /** Times the grammar alone over `ids` (a constrained generation's tokens). */
 function probeGrammar(raw, grammar, ids) {
-  const { x, ctx, put } = raw;
+  const { x, ctx, put, vocab } = raw;
   const bytes = new TextEncoder().encode(grammar);
   const gp = put(bytes);
   let t0 = performance.now();
-  const probe = x.wlmjs_probe_grammar_new(ctx, gp, bytes.length) >>> 0;
+  const probe = x.wlmjs_probe_grammar_new(ctx, gp, bytes.length, vocab) >>> 0;
   const setupMs = performance.now() - t0;
   if (!probe) throw new Error('wlmjs_probe_grammar_new failed');
   const maskMs = [], checkUs = [], allowed = [];

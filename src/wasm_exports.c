@@ -9,9 +9,8 @@
 #include <string.h>
 
 #include "kernels/bench_probe.h"
-#include "model/model.h"     /* wlm_context (the grammar probe) */
-#include "sampling/grammar.h" /* the grammar probe */
 #include "wasmlm.h"
+#include "sampling/grammar.h" /* internal: the grammar probe for the benchmark */
 
 #define API EMSCRIPTEN_KEEPALIVE
 
@@ -268,20 +267,6 @@ API double wlmjs_beam_memory(const wlm_context *c, int which) {
     return (double)(which ? b : a);
 }
 
-/* Public API functions exported as they are (the linker keeps them via tools/exports.txt). */
-
-/* ---- machine probes for the benchmark (bench_probe.h; not used by js/wasmlm.js) ---- */
-/* Fills buf[0..bytes) with a pattern, committing every page. */
-API void wlmjs_probe_fill(void *buf, size_t bytes) { wlm_probe_fill(buf, bytes); }
-/* Reads buf[0..bytes) `reps` times (bytes rounded down to 128); returns a checksum. */
-API uint32_t wlmjs_probe_read(const void *buf, size_t bytes, int reps) {
-    return wlm_probe_read(buf, bytes, reps);
-}
-/* `iters` rounds of multiply+add on WLM_PROBE_FMA_ACC register-resident accumulators. */
-API float wlmjs_probe_fma(int iters) { return wlm_probe_fma(iters); }
-/* FLOPs that wlmjs_probe_fma(iters) performs in this build (SIMD128: 4 lanes). */
-API double wlmjs_probe_fma_flops(int iters) { return wlm_probe_fma_flops(iters); }
-
 /* ---- grammar probe for the benchmark (bench/grammar.mjs; not used by js/wasmlm.js) ---- */
 typedef struct grammar_probe {
     wlm_gram *gram;
@@ -289,15 +274,18 @@ typedef struct grammar_probe {
     uint8_t *mask; /* vocabulary size */
 } grammar_probe;
 
-/* A parse of GBNF text (len bytes) over context c's vocabulary, as a generation would start it
- * (the vocabulary's prefix tree is built on first use). NULL on error (wlm_context_errmsg). */
-API grammar_probe *wlmjs_probe_grammar_new(wlm_context *c, const char *text, size_t len) {
+/* A parse of GBNF text (len bytes) over context c's vocabulary (n_vocab tokens), as a
+ * generation would start it (the vocabulary's prefix tree is built on first use). NULL on
+ * error (wlm_context_errmsg). */
+API grammar_probe *wlmjs_probe_grammar_new(wlm_context *c, const char *text, size_t len,
+                                           int n_vocab) {
     grammar_probe *p = calloc(1, sizeof *p);
-    if (!p) return NULL;
-    wlm_model_info info;
+    if (!p || n_vocab < 1) {
+        free(p);
+        return NULL;
+    }
     if (wlm_grammar_setup(c, text, len, -1, "", &p->gram, &p->matcher) != WLM_OK ||
-        wlm_model_get_info(c->model, &info) != WLM_OK ||
-        !(p->mask = malloc((size_t)info.vocab_size))) {
+        !(p->mask = malloc((size_t)n_vocab))) {
         wlm_gram_matcher_free(p->matcher);
         wlm_gram_free(p->gram);
         free(p);
@@ -323,3 +311,18 @@ API void wlmjs_probe_grammar_free(grammar_probe *p) {
     free(p->mask);
     free(p);
 }
+
+/* Public API functions exported as they are (the linker keeps them via tools/exports.txt). */
+
+/* ---- machine probes for the benchmark (bench_probe.h; not used by js/wasmlm.js) ---- */
+/* Fills buf[0..bytes) with a pattern, committing every page. */
+API void wlmjs_probe_fill(void *buf, size_t bytes) { wlm_probe_fill(buf, bytes); }
+/* Reads buf[0..bytes) `reps` times (bytes rounded down to 128); returns a checksum. */
+API uint32_t wlmjs_probe_read(const void *buf, size_t bytes, int reps) {
+    return wlm_probe_read(buf, bytes, reps);
+}
+/* `iters` rounds of multiply+add on WLM_PROBE_FMA_ACC register-resident accumulators. */
+API float wlmjs_probe_fma(int iters) { return wlm_probe_fma(iters); }
+/* FLOPs that wlmjs_probe_fma(iters) performs in this build (SIMD128: 4 lanes). */
+API double wlmjs_probe_fma_flops(int iters) { return wlm_probe_fma_flops(iters); }
+

@@ -20,8 +20,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "sampling/grammar.h" /* internal: wlm_gram_parse, to report a grammar early */
 #include "sampling/sampler.h" /* internal: wlm_sampler_check, to validate before printing */
+#include "sampling/grammar.h" /* internal: wlm_gram_parse, to report a grammar early */
 #include "wasmlm.h"
 
 int wlm_cli_generate(int argc, char **argv);
@@ -84,11 +84,14 @@ typedef struct cli_opts {
     wlm_logit_bias bias[WLM_MAX_LOGIT_BIAS];
 } cli_opts;
 
+/* Structured output (llama.cpp's flags), numbered apart from the others. */
+enum { O_GRAMMAR = 1000, O_GRAMMAR_FILE, O_SCHEMA, O_SCHEMA_FILE };
+
 enum {
     O_T, O_P, O_S, O_N, O_I, O_Z, O_M, O_CTX, O_PROMPT, O_N_PREDICT, O_TEMP, O_TOP_K, O_TOP_P,
     O_MIN_P, O_TYPICAL, O_REPEAT_PENALTY, O_REPEAT_LAST_N, O_PRESENCE, O_FREQUENCY, O_LOGIT_BIAS,
     O_ORDER, O_SEED, O_STOP, O_KEEP, O_N_PROBS, O_BEAM, O_LENGTH_PENALTY, O_N_SAMPLES, O_PROMPTS,
-    O_THREADS, O_CACHE_K, O_CACHE_V, O_GRAMMAR, O_GRAMMAR_FILE, O_SCHEMA, O_SCHEMA_FILE
+    O_THREADS, O_CACHE_K, O_CACHE_V
 };
 
 /* Options that take a value. */
@@ -96,6 +99,8 @@ static const struct {
     const char *name;
     int id;
 } value_opts[] = {
+    {"--grammar", O_GRAMMAR}, {"--grammar-file", O_GRAMMAR_FILE}, {"-j", O_SCHEMA},
+    {"--json-schema", O_SCHEMA}, {"-jf", O_SCHEMA_FILE}, {"--json-schema-file", O_SCHEMA_FILE},
     {"-t", O_T}, {"-p", O_P}, {"-s", O_S}, {"-n", O_N}, {"-i", O_I}, {"-z", O_Z}, {"-m", O_M},
     {"-c", O_CTX}, {"--ctx-size", O_CTX}, {"--prompt", O_PROMPT}, {"--n-predict", O_N_PREDICT},
     {"--temp", O_TEMP}, {"--top-k", O_TOP_K}, {"--top-p", O_TOP_P}, {"--min-p", O_MIN_P},
@@ -106,9 +111,7 @@ static const struct {
     {"--n-probs", O_N_PROBS}, {"--beam", O_BEAM}, {"--length-penalty", O_LENGTH_PENALTY},
     {"--n-samples", O_N_SAMPLES}, {"--prompts", O_PROMPTS}, {"--threads", O_THREADS},
     {"-ctk", O_CACHE_K}, {"--cache-type-k", O_CACHE_K}, {"-ctv", O_CACHE_V},
-    {"--cache-type-v", O_CACHE_V}, {"--grammar", O_GRAMMAR}, {"--grammar-file", O_GRAMMAR_FILE},
-    {"-j", O_SCHEMA}, {"--json-schema", O_SCHEMA}, {"-jf", O_SCHEMA_FILE},
-    {"--json-schema-file", O_SCHEMA_FILE},
+    {"--cache-type-v", O_CACHE_V},
 };
 
 /* Parses a whole decimal integer; on error prints a message naming the flag and returns 1. */
@@ -204,6 +207,12 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         float f = 0.0f;
         long long ll = 0;
         switch (id) {
+        case O_GRAMMAR: case O_GRAMMAR_FILE: case O_SCHEMA: case O_SCHEMA_FILE:
+            if (o->grammar_flag)
+                return fail("%s: give one of --grammar, --grammar-file, -j, -jf (%s was given)",
+                            a, o->grammar_flag);
+            o->grammar_flag = a, o->grammar_arg = v;
+            break;
         /* run.c's flags, with run.c's meanings; values run.c would clamp are errors here */
         case O_T:
             if (get_float(a, v, &f)) return 1;
@@ -317,12 +326,6 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
                 return fail("%s must be in 1..%d (got %d)", a, WLM_MAX_SEQ, o->n_samples);
             break;
         case O_PROMPTS: o->prompts_file = v; break;
-        case O_GRAMMAR: case O_GRAMMAR_FILE: case O_SCHEMA: case O_SCHEMA_FILE:
-            if (o->grammar_flag)
-                return fail("%s: give one of --grammar, --grammar-file, -j, -jf (%s was given)",
-                            a, o->grammar_flag);
-            o->grammar_flag = a, o->grammar_arg = v;
-            break;
         }
     }
     if (strcmp(o->mode, "generate") != 0)
