@@ -325,4 +325,3 @@ API uint32_t wlmjs_probe_read(const void *buf, size_t bytes, int reps) {
 API float wlmjs_probe_fma(int iters) { return wlm_probe_fma(iters); }
 /* FLOPs that wlmjs_probe_fma(iters) performs in this build (SIMD128: 4 lanes). */
 API double wlmjs_probe_fma_flops(int iters) { return wlm_probe_fma_flops(iters); }
-
