@@ -473,6 +473,27 @@ function tokenizerBin(pieces, maxLen) {
 }
 
 // =============================================================================================
+// fuzz_json_schema: JSON Schemas (those of tests/c/test_json_schema.c and the JS tests)
+
+{
+  const schemas = {
+    person: { type: 'object', properties: { name: { type: 'string', maxLength: 12 }, age: { type: 'integer' },
+      tags: { type: 'array', items: { enum: ['a', 'b c', 3] }, maxItems: 3 } }, required: ['name'] },
+    numbers: { type: 'array', items: { type: 'number' }, minItems: 2, maxItems: 3 },
+    pattern: { type: 'string', pattern: '^[A-Z][a-z]+-\\d{2,3}$' },
+    negated: { pattern: '^(?:[^a-c\\s]|x)*?$' },
+    tree: { $defs: { node: { type: 'object', properties: { v: { type: 'integer' },
+      kids: { type: 'array', items: { $ref: '#/$defs/node' } } }, required: ['v'], additionalProperties: false } },
+      $ref: '#/$defs/node' },
+    alternatives: { anyOf: [{ type: 'null' }, { type: 'boolean' }, { const: { k: [1, '\u00e9'] } }] },
+    free: { type: 'object', additionalProperties: { type: 'integer' } },
+    unsupported: { type: 'integer', minimum: 0, format: 'int32' },
+  };
+  for (const [name, s] of Object.entries(schemas)) put('fuzz_json_schema', name, Buffer.from(JSON.stringify(s, null, 1)));
+  put('fuzz_json_schema', 'escapes', Buffer.from('{"const": "\\ud83d\\ude00\\n\\"\\\\"}'));
+}
+
+// =============================================================================================
 // fuzz_gguf_vocab
 
 {

@@ -132,7 +132,36 @@ export function splitChatParams(params) {
   }
   const chat = {}, gen = {};
   for (const [k, v] of Object.entries(params)) (CHAT_OPTIONS.includes(k) ? chat : gen)[k] = v;
+  if (gen.responseFormat !== undefined) Object.assign(gen, responseFormatParams(gen));
+  delete gen.responseFormat;
   return { chat, gen };
+}
+
+/**
+ * OpenAI's response_format as generation parameters: {type: 'text'} → none, {type:
+ * 'json_object'} → any JSON object, {type: 'json_schema', json_schema: {schema, name?,
+ * strict?}} → jsonSchema (strict: false → jsonSchemaStrict false: unsupported keywords are
+ * ignored rather than refused). Refuses a responseFormat beside grammar or jsonSchema.
+ */
+function responseFormatParams({ responseFormat: rf, grammar, jsonSchema }) {
+  if (rf === null || typeof rf !== 'object' || typeof rf.type !== 'string') {
+    throw jsError('WLM_ERR_INVALID_ARG', "responseFormat must be {type: 'text' | 'json_object' | " +
+      "'json_schema', json_schema?: {schema, name?, strict?}}");
+  }
+  if (rf.type !== 'text' && (grammar != null || jsonSchema != null)) {
+    throw jsError('WLM_ERR_INVALID_ARG', 'give either responseFormat or grammar / jsonSchema, not both');
+  }
+  if (rf.type === 'text') return {};
+  if (rf.type === 'json_object') return { jsonSchema: { type: 'object' } };
+  if (rf.type === 'json_schema') {
+    const js = rf.json_schema;
+    if (js === null || typeof js !== 'object' || js.schema === undefined) {
+      throw jsError('WLM_ERR_INVALID_ARG', "responseFormat {type: 'json_schema'} needs json_schema: {schema, name?, strict?}");
+    }
+    return { jsonSchema: js.schema, jsonSchemaStrict: js.strict !== false };
+  }
+  throw jsError('WLM_ERR_INVALID_ARG', `responseFormat.type must be 'text', 'json_object' or ` +
+    `'json_schema', got ${JSON.stringify(rf.type)}`);
 }
 
 /**

@@ -11,7 +11,7 @@
 // through unshared() first.
 
 import { STATUS, STOP_REASONS, WasmlmError, abortError, jsError } from './errors.js';
-import { batchSequences, beamParams, contextParams, genParamsSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
+import { batchSequences, beamParams, contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
 import { chatPrompt, splitChatParams } from './chat.js';
 import { macrotask, mark } from './platform.js';
 import { readIntoHeap } from './source.js';
@@ -47,6 +47,7 @@ class Engine {
   #previewPrev;      // the token before the last one sequence 0 drew (for the alternatives'
                      // text), or undefined when no generation has drawn one on this context
   #firstTokenMarked = false; // 'wasmlm:first-token' is marked once per engine
+  #paramGrammar = new Map(); // wlm_gen_params* → the malloc'd grammar text it points at
 
   /** The result of the last generation, or null. See LastResult in wasmlm.d.ts. */
   lastResult = null;
@@ -217,6 +218,56 @@ class Engine {
     if (!p) throw jsError('WLM_ERR_NOMEM', `cannot allocate ${ids.length} int32 in wasm memory`);
     new Int32Array(this.#x.memory.buffer, p, ids.length).set(ids);
     return p;
+  }
+
+  /**
+   * JSON Schema text → GBNF with the C converter (wlm_json_schema_to_grammar): {grammar,
+   * warnings} (warnings: what lenient mode ignored). Throws WasmlmError (INVALID_ARG,
+   * UNSUPPORTED) whose message names the schema's line, column and JSON pointer.
+   */
+  #convertSchema(text, strict) {
+    const x = this.#exports();
+    const MSG = 1024;
+    const sp = this.#cstring(text);
+    const slots = x.wlmjs_malloc(8 + MSG) >>> 0; // char **out, size_t *len, then msg
+    if (!slots) {
+      x.wlmjs_free(sp);
+      throw jsError('WLM_ERR_NOMEM', 'cannot allocate the schema conversion');
+    }
+    try {
+      const rc = x.wlm_json_schema_to_grammar(sp, utf8(text).length, strict ? 0 : 1, slots, slots + 4,
+        slots + 8, MSG);
+      const msg = this.#readCString(slots + 8);
+      if (rc !== 0) throw this.#error(rc, `jsonSchema: ${msg}`);
+      const out = this.#i32(slots) >>> 0;
+      const grammar = this.#readCString(out);
+      x.wlmjs_free(out);
+      return { grammar, warnings: msg ? msg.split('; ') : [] };
+    } finally {
+      x.wlmjs_free(slots);
+      x.wlmjs_free(sp);
+    }
+  }
+
+  /** The GBNF text of a grammarSpec (js/params.js), or null. */
+  #grammarText(spec) {
+    if (!spec) return null;
+    return spec.gbnf ?? this.#convertSchema(spec.schema, spec.strict).grammar;
+  }
+
+  /**
+   * JSON Schema → the GBNF grammar generate() would use for it (src/wasmlm.h,
+   * wlm_json_schema_to_grammar, lists the supported keywords). `strict: false` ignores
+   * unsupported keywords instead of throwing, and lists them in `warnings`.
+   * @param {object|boolean|string} schema
+   * @param {{strict?: boolean}} [options]
+   * @returns {Promise<{grammar: string, warnings: string[]}>}
+   */
+  async jsonSchemaToGrammar(schema, { strict = true } = {}) {
+    this.#exports();
+    const spec = grammarSpec({ jsonSchema: schema, jsonSchemaStrict: strict });
+    if (!spec) throw jsError('WLM_ERR_INVALID_ARG', 'jsonSchemaToGrammar(): no schema');
+    return this.#convertSchema(spec.schema, spec.strict);
   }
 
   /** A string the model owns (returned with its length through the length slot), or null. */
@@ -518,11 +569,27 @@ class Engine {
       }
       for (const [id, b] of spec.bias) x.wlmjs_gen_params_add_bias(p, id, b);
       for (const id of spec.banned) x.wlmjs_gen_params_add_ban(p, id);
+      const grammar = this.#grammarText(spec.grammar);
+      if (grammar !== null) { // the text stays in the heap until the params are freed
+        const gp = this.#cstring(grammar);
+        this.#paramGrammar.set(p, gp);
+        x.wlmjs_gen_params_set_grammar(p, gp, utf8(grammar).length);
+      }
       return p;
     } catch (e) {
-      x.wlmjs_free(p);
+      this.#freeParams(p);
       throw e;
     }
+  }
+
+  /** Frees a #genParams() result and the grammar text it points at. */
+  #freeParams(p) {
+    const gp = this.#paramGrammar.get(p);
+    if (gp !== undefined) {
+      this.#x.wlmjs_free(gp);
+      this.#paramGrammar.delete(p);
+    }
+    this.#x.wlmjs_free(p);
   }
 
   async *#generate(prompt, params, signal) {
@@ -618,7 +685,7 @@ class Engine {
       if (begun) publish();
       if (tok) x.wlmjs_free(tok);
       if (promptPtr) x.wlmjs_free(promptPtr);
-      if (paramsPtr) x.wlmjs_free(paramsPtr);
+      if (paramsPtr) this.#freeParams(paramsPtr);
     }
   }
 
@@ -679,6 +746,7 @@ class Engine {
     this.#busy = 'batch generation';
     this.#gen = gen;
     const ptrs = []; // every malloc'd block, freed at the end
+    const paramList = []; // the wlm_gen_params (with their grammar texts), freed at the end
     const alloc = (bytes) => {
       const p = x.wlmjs_malloc(bytes) >>> 0;
       if (!p) throw jsError('WLM_ERR_NOMEM', `cannot allocate ${bytes} bytes of wasm memory`);
@@ -712,7 +780,7 @@ class Engine {
         ids.push(await this.tokenize(s.prompt, { bos: s.params.addBos ?? true }));
       }
       if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
-      const paramPtrs = seqs.map((s) => { const p = this.#genParams(s.params); ptrs.push(p); return p; });
+      const paramPtrs = seqs.map((s) => { const p = this.#genParams(s.params); paramList.push(p); return p; });
       this.#ensureSeqMax(n);
       this.#syncPool();
       const ctx = this.#ctx;
@@ -797,6 +865,7 @@ class Engine {
       if (begun) publish();
       if (toks) x.wlmjs_free(toks);
       for (const p of ptrs) x.wlmjs_free(p);
+      for (const p of paramList) this.#freeParams(p);
     }
   }
 
@@ -824,7 +893,7 @@ class Engine {
     this.#needModel();
     this.#needIdle('start a beam search');
     if (signal?.aborted) throw abortError('The beam search');
-    const { width, maxTokens, lengthPenalty, addBos } = beamParams(params);
+    const { width, maxTokens, lengthPenalty, addBos, grammar: grammarSpecOf } = beamParams(params);
     prompt = String(prompt);
     if (prompt.includes('\0')) throw jsError('WLM_ERR_INVALID_ARG', 'the prompt contains a NUL character');
     const x = this.#x;
@@ -833,6 +902,7 @@ class Engine {
     this.#previewPrev = undefined; // the beams replace sequence 0's logits
     this.#gen = gen;
     let promptPtr = 0;
+    let grammarPtr = 0;
     let begun = false;
     let finished = false;
     const i32 = (v) => Math.max(-(2 ** 31), Math.min(v, 2 ** 31 - 1));
@@ -865,7 +935,15 @@ class Engine {
       this.#ensureSeqMax(2 * width);
       this.#syncPool();
       promptPtr = this.#heapInt32(ids);
-      let rc = x.wlmjs_beam_begin(this.#ctx, promptPtr, ids.length, i32(width), i32(maxTokens), lengthPenalty);
+      const grammar = this.#grammarText(grammarSpecOf);
+      let rc;
+      if (grammar === null) {
+        rc = x.wlmjs_beam_begin(this.#ctx, promptPtr, ids.length, i32(width), i32(maxTokens), lengthPenalty);
+      } else {
+        grammarPtr = this.#cstring(grammar);
+        rc = x.wlmjs_beam_begin_grammar(this.#ctx, promptPtr, ids.length, i32(width), i32(maxTokens),
+          lengthPenalty, grammarPtr, utf8(grammar).length);
+      }
       if (rc < 0) throw this.#ctxError(rc);
       begun = true;
       for (;;) {
@@ -899,6 +977,7 @@ class Engine {
         this.#busy = null;
       }
       if (promptPtr) x.wlmjs_free(promptPtr);
+      if (grammarPtr) x.wlmjs_free(grammarPtr);
     }
   }
 
@@ -937,7 +1016,7 @@ class Engine {
         probSampled: token.probSampled, top: token.top ?? [] };
     } finally {
       if (tok) x.wlmjs_free(tok);
-      if (paramsPtr) x.wlmjs_free(paramsPtr);
+      if (paramsPtr) this.#freeParams(paramsPtr);
     }
   }
 

@@ -41,6 +41,12 @@ export class WasmlmError extends Error {
     this.status = status;
     if (extra.url !== undefined) this.url = extra.url;
     if (extra.httpStatus !== undefined) this.httpStatus = extra.httpStatus;
+    // A grammar, JSON Schema or JSON text error names its place: "grammar line 3, column 7:"
+    const at = /\b(grammar|schema|JSON) line (\d+), column (\d+)/.exec(message);
+    if (at) {
+      this.line = Number(at[2]);
+      this.column = Number(at[3]);
+    }
   }
 }
 

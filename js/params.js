@@ -16,6 +16,8 @@ const PARAM_FIELDS = {
   nProbs: 13, contextShift: 14, nKeep: 15, cachePrompt: 16, parseSpecial: 17,
 };
 const LIST_PARAMS = ['stop', 'logitBias', 'bannedTokens'];
+/** Structured output (GBNF text or a JSON Schema): converted by js/engine.js, not fields. */
+const GRAMMAR_PARAMS = ['grammar', 'jsonSchema', 'jsonSchemaStrict'];
 /** Parameters that are C integers: a finite non-integer is a type error (NaN and ±Infinity go
  *  through to C, which names the field in its refusal). */
 const INT_PARAMS = new Set(['topK', 'repeatLastN', 'maxTokens', 'nProbs', 'nKeep']);
@@ -27,7 +29,8 @@ const MAX_STOP = 8;          // WLM_MAX_STOP_STRINGS
 const MAX_STOP_BYTES = 63;   // WLM_MAX_STOP_LEN - 1
 const MAX_LOGIT_BIAS = 1024; // WLM_MAX_LOGIT_BIAS
 /** Beam search parameters and their defaults (BeamParams in wasmlm.d.ts). */
-const BEAM_DEFAULTS = Object.freeze({ width: 4, maxTokens: 64, lengthPenalty: 1, addBos: true });
+const BEAM_DEFAULTS = Object.freeze({ width: 4, maxTokens: 64, lengthPenalty: 1, addBos: true,
+  grammar: undefined, jsonSchema: undefined, jsonSchemaStrict: undefined });
 
 /**
  * C's names in its error messages → the caller's. Every C field a JS option sets whose range
@@ -118,15 +121,16 @@ export function genParamsSpec(params) {
     throw jsError('WLM_ERR_INVALID_ARG', `generation parameters must be an object, got ${params}`);
   }
   for (const [key, v] of Object.entries(params)) {
-    if (v !== undefined && !(key in PARAM_FIELDS) && !LIST_PARAMS.includes(key)) {
+    if (v !== undefined && !(key in PARAM_FIELDS) && !LIST_PARAMS.includes(key) &&
+        !GRAMMAR_PARAMS.includes(key)) {
       const hint = key === 'nSamples' ? ' (nSamples is a generateBatch() parameter)' : '';
       throw jsError('WLM_ERR_INVALID_ARG', `unknown generation parameter '${key}'${hint} ` +
-        `(known: ${[...Object.keys(PARAM_FIELDS), ...LIST_PARAMS].join(', ')})`);
+        `(known: ${[...Object.keys(PARAM_FIELDS), ...LIST_PARAMS, ...GRAMMAR_PARAMS].join(', ')})`);
     }
   }
   const values = { seed: randomSeed() };
   for (const [k, v] of Object.entries(params)) {
-    if (v !== undefined && !LIST_PARAMS.includes(k)) values[k] = v;
+    if (v !== undefined && !LIST_PARAMS.includes(k) && !GRAMMAR_PARAMS.includes(k)) values[k] = v;
   }
   const fields = [];
   for (const [key, value] of Object.entries(values)) {
@@ -172,7 +176,43 @@ export function genParamsSpec(params) {
     throw jsError('WLM_ERR_INVALID_ARG', `at most ${MAX_LOGIT_BIAS} logitBias entries and ` +
       `${MAX_LOGIT_BIAS} bannedTokens (got ${bias.length} and ${bannedIds.length})`);
   }
-  return { fields, stops: stops.map(String), bias, banned: bannedIds };
+  return { fields, stops: stops.map(String), bias, banned: bannedIds, grammar: grammarSpec(params) };
+}
+
+/**
+ * The structured-output options (grammar, jsonSchema, jsonSchemaStrict) checked: null when
+ * neither is given, else {gbnf: string} or {schema: string (JSON text), strict: boolean}.
+ */
+export function grammarSpec(params) {
+  const { grammar, jsonSchema, jsonSchemaStrict } = params;
+  if (jsonSchemaStrict !== undefined && typeof jsonSchemaStrict !== 'boolean') {
+    throw jsError('WLM_ERR_INVALID_ARG', `jsonSchemaStrict must be a boolean, got ${typeof jsonSchemaStrict}`);
+  }
+  if (grammar != null && jsonSchema != null) {
+    throw jsError('WLM_ERR_INVALID_ARG', 'give either grammar (GBNF) or jsonSchema, not both');
+  }
+  if (grammar != null) {
+    if (typeof grammar !== 'string') {
+      throw jsError('WLM_ERR_INVALID_ARG', `grammar must be a string of GBNF, got ${typeof grammar}`);
+    }
+    return { gbnf: grammar };
+  }
+  if (jsonSchema != null) {
+    let text = jsonSchema;
+    if (typeof jsonSchema !== 'string') {
+      if (typeof jsonSchema !== 'object' && typeof jsonSchema !== 'boolean') {
+        throw jsError('WLM_ERR_INVALID_ARG',
+          `jsonSchema must be an object, a boolean or JSON text, got ${typeof jsonSchema}`);
+      }
+      try {
+        text = JSON.stringify(jsonSchema, null, 1);
+      } catch (e) {
+        throw jsError('WLM_ERR_INVALID_ARG', `jsonSchema cannot be written as JSON: ${e.message}`);
+      }
+    }
+    return { schema: text, strict: jsonSchemaStrict !== false };
+  }
+  return null;
 }
 
 /**
@@ -231,7 +271,7 @@ export function beamParams(params) {
   if (typeof lengthPenalty !== 'number') {
     throw jsError('WLM_ERR_INVALID_ARG', `lengthPenalty must be a number, got ${typeof lengthPenalty}`);
   }
-  return { width, maxTokens, lengthPenalty, addBos };
+  return { width, maxTokens, lengthPenalty, addBos, grammar: grammarSpec(params) };
 }
 
 /** enum wlm_kv_type by name (LoadOptions.kvType). */

@@ -25,10 +25,12 @@
 //   {type:'abort', target}                           result boolean
 //   {type:'tokenize', text, options}                 result Int32Array (buffer transferred)
 //   {type:'detokenize', ids}                         result string
+//   {type:'json_schema_to_grammar', schema, options} result {grammar, warnings}
 //   {type:'free'}                                    result true
 //
 // The payloads are the shapes of js/wasmlm.d.ts: `params` is GenerateParams / BatchParams
-// (or an array of them) / BeamParams as the caller gave it (a Map logitBias survives the
+// (or an array of them) / BeamParams as the caller gave it (a grammar as GBNF text, a
+// jsonSchema as an object or JSON text, converted in the worker) (a Map logitBias survives the
 // clone); a Token carries its `top` alternatives when params.nProbs > 0; a BatchToken adds
 // `seq` and `stopReason`; BeamResult's beams carry their `tokens` as Int32Array. The init
 // request's `compiled` is the module the page compiled for dist/<file> (a WebAssembly.Module,
@@ -49,6 +51,7 @@ export const Req = Object.freeze({
   ABORT: 'abort',
   TOKENIZE: 'tokenize',
   DETOKENIZE: 'detokenize',
+  JSON_SCHEMA_TO_GRAMMAR: 'json_schema_to_grammar',
   FREE: 'free',
 });
 

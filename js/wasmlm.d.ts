@@ -87,6 +87,12 @@ export class WasmlmError extends Error {
   readonly url?: string;
   /** WLM_ERR_IO from an HTTP response: its status (404, …). */
   readonly httpStatus?: number;
+  /** A grammar, JSON Schema or JSON syntax error: the line (from 1) of the text it is in (the
+   *  GBNF text, or the schema's JSON text — an object schema is written with
+   *  JSON.stringify(schema, null, 1)); the message says which ("grammar line 3, column 7: ..."). */
+  readonly line?: number;
+  /** With `line`: the column, in bytes of UTF-8 from 1. */
+  readonly column?: number;
 }
 
 /** Options of createEngine(). */
@@ -374,6 +380,29 @@ export interface GenerateParams {
   /** Control tokens written in the prompt ('<|im_start|>') become their ids (llama.cpp's
    *  parse_special); default false: plain text. chat() sets it. */
   parseSpecial?: boolean;
+  /**
+   * Structured output: a grammar in llama.cpp's GBNF (rules `name ::= ...`, start rule `root`;
+   * src/wasmlm.h "Grammars" lists the syntax). Every token whose text cannot continue a sentence
+   * of the grammar is refused; end of generation is allowed exactly when the text is a complete
+   * sentence, and the generation ends by itself when nothing else can follow. The distribution
+   * is the sampler chain's, renormalised over the allowed tokens. Other stops (maxTokens, stop
+   * strings) can still cut a sentence short: check stopReason === 'eos'. A grammar that does not
+   * compile rejects with WLM_ERR_INVALID_ARG and the error's line / column. Not with jsonSchema.
+   */
+  grammar?: string;
+  /**
+   * Structured output: a JSON Schema (an object, true, or its JSON text) the output must be a
+   * JSON value of, converted to a grammar in C (Engine.jsonSchemaToGrammar shows the grammar;
+   * src/wasmlm.h wlm_json_schema_to_grammar lists the supported keywords: type, properties,
+   * required, additionalProperties: false, items, enum, const, anyOf, oneOf, minItems,
+   * maxItems, minLength, maxLength, pattern (a subset), $ref to $defs). Unsupported keywords
+   * reject with WLM_ERR_UNSUPPORTED naming the keyword, its line / column and JSON pointer,
+   * unless jsonSchemaStrict is false. Not with grammar.
+   */
+  jsonSchema?: object | boolean | string;
+  /** false: ignore the schema's unsupported keywords (the output may then violate them)
+   *  instead of rejecting. Default true. */
+  jsonSchemaStrict?: boolean;
 }
 
 /** One message of a conversation, OpenAI-style. Extra fields (tool_calls, reasoning_content,
@@ -396,6 +425,16 @@ export interface ChatParams extends GenerateParams {
   /** End the prompt with the assistant turn's header (default true; the template decides what
    *  that is). */
   addGenerationPrompt?: boolean;
+  /**
+   * OpenAI's response_format: {type: 'text'} (default: free text), {type: 'json_object'} (any
+   * JSON object), or {type: 'json_schema', json_schema: {schema, name?, strict?}} (a JSON value
+   * valid for `schema`, as jsonSchema; strict: false → jsonSchemaStrict false). Not together
+   * with grammar or jsonSchema.
+   */
+  responseFormat?:
+    | { type: 'text' }
+    | { type: 'json_object' }
+    | { type: 'json_schema'; json_schema: { schema: object | boolean | string; name?: string; strict?: boolean } };
 }
 
 /** One candidate of Token.top. */
@@ -567,6 +606,13 @@ export interface BeamParams {
   lengthPenalty?: number;
   /** Prepend BOS to the prompt (default true). */
   addBos?: boolean;
+  /** Every beam follows this GBNF grammar (as GenerateParams.grammar); refused tokens are never
+   *  expanded, scores stay the model's log-probabilities. */
+  grammar?: string;
+  /** Every beam is JSON valid for this schema (as GenerateParams.jsonSchema). */
+  jsonSchema?: object | boolean | string;
+  /** As GenerateParams.jsonSchemaStrict. */
+  jsonSchemaStrict?: boolean;
 }
 
 /** Reported after each beam search step (BeamSearchOptions.onStep). */
@@ -807,6 +853,15 @@ export interface Engine {
    *   runs), WLM_ERR_INVALID_ARG (parameters, as generate()).
    */
   previewDistribution(params?: GenerateParams): Promise<PreviewResult>;
+
+  /**
+   * The GBNF grammar `jsonSchema` becomes (the C converter, wlm_json_schema_to_grammar):
+   * `grammar` is the text generate() would use, `warnings` what strict: false ignored (empty
+   * when strict). Rejects as generate() does for the schema (WLM_ERR_INVALID_ARG,
+   * WLM_ERR_UNSUPPORTED with line / column). Needs no model.
+   */
+  jsonSchemaToGrammar(schema: object | boolean | string,
+                      options?: { strict?: boolean }): Promise<{ grammar: string; warnings: string[] }>;
 
   /** The KV cache's occupancy and the context's memory now; allowed while a generation runs.
    *  @throws WasmlmError WLM_ERR_STATE without a model. */

@@ -136,6 +136,10 @@ async function handle(msg) {
       value = await (await engine()).detokenize(msg.ids);
       break;
     }
+    case Req.JSON_SCHEMA_TO_GRAMMAR: {
+      value = await (await engine()).jsonSchemaToGrammar(msg.schema, msg.options);
+      break;
+    }
     case Req.FREE: {
       if (enginePromise) await (await enginePromise).free();
       value = true;

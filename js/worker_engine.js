@@ -177,6 +177,11 @@ class WorkerEngine {
     return this.#request(Req.DETOKENIZE, { ids: Int32Array.from(ids) }).promise;
   }
 
+  /** Same contract as Engine.jsonSchemaToGrammar (converted in the worker's module). */
+  async jsonSchemaToGrammar(schema, { strict = true } = {}) {
+    return this.#request(Req.JSON_SCHEMA_TO_GRAMMAR, { schema, options: { strict } }).promise;
+  }
+
   /** Same contract as Engine.generate: tokens arrive one message each from the worker. */
   generate(prompt, params = {}, { signal } = {}) {
     return this.#stream(Req.GENERATE, { prompt: String(prompt), params: params ?? {} }, signal,

@@ -12,6 +12,7 @@
 #include "runtime/warmup.h"
 #include "kernels/quant.h"
 #include "wasmlm.h"
+#include "sampling/grammar.h" /* internal: the grammar probe for the benchmark */
 
 #define API EMSCRIPTEN_KEEPALIVE
 
@@ -266,6 +267,51 @@ API double wlmjs_beam_memory(const wlm_context *c, int which) {
     size_t a = 0, b = 0;
     wlm_beam_memory(c, &a, &b);
     return (double)(which ? b : a);
+}
+
+/* ---- grammar probe for the benchmark (bench/grammar.mjs; not used by js/wasmlm.js) ---- */
+typedef struct grammar_probe {
+    wlm_gram *gram;
+    wlm_gram_matcher *matcher;
+    uint8_t *mask; /* vocabulary size */
+} grammar_probe;
+
+/* A parse of GBNF text (len bytes) over context c's vocabulary (n_vocab tokens), as a
+ * generation would start it (the vocabulary's prefix tree is built on first use). NULL on
+ * error (wlm_context_errmsg). */
+API grammar_probe *wlmjs_probe_grammar_new(wlm_context *c, const char *text, size_t len,
+                                           int n_vocab) {
+    grammar_probe *p = calloc(1, sizeof *p);
+    if (!p || n_vocab < 1) {
+        free(p);
+        return NULL;
+    }
+    if (wlm_grammar_setup(c, text, len, -1, "", &p->gram, &p->matcher) != WLM_OK ||
+        !(p->mask = malloc((size_t)n_vocab))) {
+        wlm_gram_matcher_free(p->matcher);
+        wlm_gram_free(p->gram);
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+/* The full mask at the current state (what a generation builds when its sampled token is
+ * refused; cached by parser state); returns the number of allowed tokens or a negative status. */
+API int wlmjs_probe_grammar_mask(grammar_probe *p) { return wlm_gram_mask(p->matcher, p->mask); }
+/* The check of one token (what a generation does first): 1 allowed, 0 not, negative: error. */
+API int wlmjs_probe_grammar_allows(grammar_probe *p, int token) {
+    return wlm_gram_allows(p->matcher, token);
+}
+/* Advances the parse over a token; WLM_ERR_INVALID_ARG when it cannot continue it. */
+API int wlmjs_probe_grammar_accept(grammar_probe *p, int token) {
+    return wlm_gram_accept_token(p->matcher, token);
+}
+API void wlmjs_probe_grammar_free(grammar_probe *p) {
+    if (!p) return;
+    wlm_gram_matcher_free(p->matcher);
+    wlm_gram_free(p->gram);
+    free(p->mask);
+    free(p);
 }
 
 /* Public API functions exported as they are (the linker keeps them via tools/exports.txt). */

@@ -543,6 +543,54 @@ void wlm_gen_params_default(wlm_gen_params *params);
  * prefix tree (kept until the context is freed).
  */
 
+/* wlm_json_schema_to_grammar flag: ignore unsupported keywords (listed in msg) instead of
+ * failing with WLM_ERR_UNSUPPORTED. The grammar may then admit values the schema refuses. */
+#define WLM_SCHEMA_LENIENT 1u
+
+/*
+ * JSON Schema → GBNF, for gen_params.grammar (structured output: the model's text is then a
+ * JSON value the schema accepts). `schema` is len bytes of JSON text (strict RFC 8259, at most
+ * 16 MiB, nesting at most 128). On success *grammar is a NUL-terminated GBNF text of
+ * *grammar_len bytes (grammar_len may be NULL), malloc'ed: the caller free()s it (JS:
+ * wlmjs_free); it always compiles (the converter parses it before returning). The grammar's
+ * root rule is the whole value, without whitespace before or after it.
+ *
+ * Supported (JSON Schema 2020-12 and draft 7 names): `type` (a name or a list: object, array,
+ * string, number, integer, boolean, null; absent: inferred from the keywords below, else any
+ * JSON value), `properties` + `required` (properties generated in the schema's order, optional
+ * ones skippable), `additionalProperties` (false, or absent: no key beyond `properties`; a
+ * schema or true when there are no `properties`: free keys with such values), `items` (one
+ * schema), `minItems` / `maxItems`, `minLength` / `maxLength` (in code points), `pattern`
+ * (subset below), `enum` and `const` (any JSON values, written compactly; `type` filters
+ * `enum`), `anyOf` and `oneOf` (both as alternatives: oneOf's exclusivity is not enforced),
+ * `$ref` to "#" or a JSON pointer "#/$defs/name" (recursion allowed; a cycle that never
+ * reaches a value is an error), the schemas `true` / `{}` (any JSON value). Ignored as
+ * annotations: $schema $id $comment $anchor $defs definitions title description default
+ * examples deprecated readOnly writeOnly contentEncoding contentMediaType.
+ * `pattern` subset (ECMA-262 syntax, matched against the decoded string): literals and
+ * escaped punctuation, `.` (any character but newline), classes [a-z] [^...] with \d \w \s
+ * inside, \d \w \s \D \W \S \n \t \r \f \v \uHHHH, groups ( ) and (?: ), `|`, quantifiers
+ * * + ? {m} {m,} {m,n} (lazy forms accepted: same language), `^` first and `$` last (without
+ * them the match may be surrounded by any text). Not: backreferences, lookaround, \b, named
+ * groups, `|` at the top level beside an anchor.
+ * The generated JSON: whitespace between tokens is at most one space or a newline with up to
+ * 20 spaces or tabs; numbers have at most 16 integer and 16 fraction digits and a two-digit
+ * exponent; strings never use \u escapes of UTF-16 surrogates (characters beyond U+FFFF are
+ * written as UTF-8). The ideas follow llama.cpp's json-schema-to-grammar (the code is ours).
+ *
+ * Errors (msg: "schema line L, column C (at '/json/pointer'): ..." or "the schema is not
+ * JSON: JSON line L, column C: ..."): WLM_ERR_INVALID_ARG (not JSON, a malformed keyword, a
+ * `$ref` to nothing, the schema false, `required` naming a property not in `properties`),
+ * WLM_ERR_UNSUPPORTED (a keyword outside the list above, e.g. minimum, format, allOf, not,
+ * patternProperties, prefixItems, uniqueItems; additionalProperties other than false beside
+ * properties; keywords beside $ref / anyOf / oneOf; pattern with min/maxLength; counts above
+ * 10000; a pattern outside the subset — unless flags has WLM_SCHEMA_LENIENT, which then
+ * ignores the keyword and lists each in msg, "; "-separated), WLM_ERR_NOMEM. msg (msg_size
+ * bytes, may be NULL / 0) is "" on a success without warnings.
+ */
+int wlm_json_schema_to_grammar(const char *schema, size_t len, unsigned flags, char **grammar,
+                               size_t *grammar_len, char *msg, size_t msg_size);
+
 /* One candidate token in wlm_token.top. */
 typedef struct wlm_token_prob {
     int32_t id;

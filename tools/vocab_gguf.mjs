@@ -117,7 +117,8 @@ if (tinyModel) {
   const D = 8, H = 16, heads = 2;
   kv[0] = ['general.architecture', 'str', 'llama'];
   for (const [k, v] of [['embedding_length', D], ['feed_forward_length', H], ['block_count', 1],
-    ['attention.head_count', heads], ['attention.head_count_kv', heads], ['context_length', 64],
+    ['attention.head_count', heads], ['attention.head_count_kv', heads],
+    ['context_length', tinyModel.contextLength ?? 64], // tinyModel: true, or { contextLength }
     ['rope.dimension_count', D / heads]]) kv.push([`llama.${k}`, 'u32', v]);
   let x = 0x9e3779b9; // xorshift32: the same bytes every time
   const rnd = (len) => Float32Array.from({ length: len }, () => {

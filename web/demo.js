@@ -35,6 +35,7 @@
 import { describeError } from './demo/format.js';
 import { $, app, setState, showError } from './demo/state.js';
 import { SLIDERS, syncSliderOutputs, applyPreset, syncStopError } from './demo/controls.js';
+import { syncOutputFormat } from './demo/output-format.js';
 import { SIMD, fetchManifest, loadManifest, selectedEntry, showEntryNote, loadModel, takeLocalFiles } from './demo/models.js';
 import { renderCacheList, removeCached } from './demo/cache-list.js';
 import { schedulePreview } from './demo/chart.js';
@@ -65,6 +66,8 @@ function wireControls() {
     });
   }
   $('stop-strings').addEventListener('input', syncStopError);
+  $('output-format').addEventListener('change', syncOutputFormat);
+  syncOutputFormat();
 
   $('gen-form').addEventListener('submit', (event) => {
     event.preventDefault();

@@ -22,6 +22,7 @@
 
 #include "cli_chat.h"
 #include "sampling/sampler.h" /* internal: wlm_sampler_check, to validate before printing */
+#include "sampling/grammar.h" /* internal: wlm_gram_parse, to report a grammar early */
 #include "wasmlm.h"
 
 int wlm_cli_generate(int argc, char **argv);
@@ -77,12 +78,18 @@ typedef struct cli_opts {
     int threads;            /* --threads: threads for the matrix products, default 1 */
     int32_t cache_type[2];  /* -ctk / -ctv: KV cache element type of K and V (one type for
                                both), -1 = not given (WLM_KV_F16) */
+    const char *grammar_flag, *grammar_arg; /* --grammar / --grammar-file / -j / -jf and its
+                                               value (the last one given) */
+    char *grammar;          /* the GBNF text in use (owned), NULL = none */
     wlm_threadpool *pool;   /* NULL for one thread */
     int chat;               /* --chat / -cnv: a conversation on standard input (cli_chat.c) */
     wlm_cli_chat_opts chat_opts; /* --chat-template, --system-prompt, --verbose-prompt */
     wlm_gen_params gp;
     wlm_logit_bias bias[WLM_MAX_LOGIT_BIAS];
 } cli_opts;
+
+/* Structured output (llama.cpp's flags), numbered apart from the others. */
+enum { O_GRAMMAR = 1000, O_GRAMMAR_FILE, O_SCHEMA, O_SCHEMA_FILE };
 
 enum {
     O_T, O_P, O_S, O_N, O_I, O_Z, O_M, O_CTX, O_PROMPT, O_N_PREDICT, O_TEMP, O_TOP_K, O_TOP_P,
@@ -96,6 +103,8 @@ static const struct {
     const char *name;
     int id;
 } value_opts[] = {
+    {"--grammar", O_GRAMMAR}, {"--grammar-file", O_GRAMMAR_FILE}, {"-j", O_SCHEMA},
+    {"--json-schema", O_SCHEMA}, {"-jf", O_SCHEMA_FILE}, {"--json-schema-file", O_SCHEMA_FILE},
     {"-t", O_T}, {"-p", O_P}, {"-s", O_S}, {"-n", O_N}, {"-i", O_I}, {"-z", O_Z}, {"-m", O_M},
     {"-c", O_CTX}, {"--ctx-size", O_CTX}, {"--prompt", O_PROMPT}, {"--n-predict", O_N_PREDICT},
     {"--temp", O_TEMP}, {"--top-k", O_TOP_K}, {"--top-p", O_TOP_P}, {"--min-p", O_MIN_P},
@@ -211,6 +220,12 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         float f = 0.0f;
         long long ll = 0;
         switch (id) {
+        case O_GRAMMAR: case O_GRAMMAR_FILE: case O_SCHEMA: case O_SCHEMA_FILE:
+            if (o->grammar_flag)
+                return fail("%s: give one of --grammar, --grammar-file, -j, -jf (%s was given)",
+                            a, o->grammar_flag);
+            o->grammar_flag = a, o->grammar_arg = v;
+            break;
         /* run.c's flags, with run.c's meanings; values run.c would clamp are errors here */
         case O_T:
             if (get_float(a, v, &f)) return 1;
@@ -698,6 +713,8 @@ static int run_beam(const wlm_model *m, const cli_opts *o, const int32_t *tokens
     wlm_beam_params_default(&bp);
     bp.width = o->beam_width;
     bp.length_penalty = o->length_penalty;
+    bp.grammar = o->gp.grammar;
+    bp.grammar_len = o->gp.grammar_len;
     bp.max_tokens = max_new_tokens(o, n);
     if (bp.max_tokens == 0) /* no limit: the context's */
         bp.max_tokens = o->n_ctx - n + 1 > 1 ? o->n_ctx - n + 1 : 1;
@@ -791,6 +808,52 @@ static int32_t split_lines(char *buf, size_t size, const char **lines, int32_t c
     return n;
 }
 
+/* The grammar of --grammar / --grammar-file / -j / -jf into o->grammar, compiled once here so
+ * that a mistake is reported (with its line and column) before the model is read. Returns 0,
+ * or 1 after printing why not. */
+static int load_grammar(cli_opts *o) {
+    const char *flag = o->grammar_flag, *arg = o->grammar_arg;
+    if (!flag) return 0;
+    const int from_file = strcmp(flag, "--grammar-file") == 0 || strcmp(flag, "-jf") == 0 ||
+                          strcmp(flag, "--json-schema-file") == 0;
+    const int schema = strcmp(flag, "-j") == 0 || strcmp(flag, "--json-schema") == 0 ||
+                       strcmp(flag, "-jf") == 0 || strcmp(flag, "--json-schema-file") == 0;
+    size_t len = strlen(arg);
+    char *text = NULL;
+    if (from_file) {
+        text = wlm_cli_read_file(arg, &len);
+        if (!text) return fail("%s: cannot read %s: %s", flag, arg, strerror(errno));
+    }
+    const char *src = text ? text : arg;
+    const char *where = from_file ? arg : flag; /* messages name the file, or the flag */
+    char msg[512];
+    if (schema) {
+        size_t glen = 0;
+        int rc = wlm_json_schema_to_grammar(src, len, 0, &o->grammar, &glen, msg, sizeof msg);
+        free(text);
+        if (rc != WLM_OK) return fail("%s: %s", where, msg);
+        o->gp.grammar = o->grammar;
+        o->gp.grammar_len = glen;
+        return 0;
+    }
+    wlm_gram *g = NULL;
+    int rc = wlm_gram_parse(src, len, &g, msg, sizeof msg);
+    wlm_gram_free(g);
+    if (rc != WLM_OK) {
+        free(text);
+        return fail("%s: %s", where, msg);
+    }
+    if (!text) {
+        text = malloc(len + 1);
+        if (!text) return fail("out of memory");
+        memcpy(text, arg, len + 1);
+    }
+    o->grammar = text;
+    o->gp.grammar = o->grammar;
+    o->gp.grammar_len = len;
+    return 0;
+}
+
 int wlm_cli_generate(int argc, char **argv) {
     cli_opts *o = calloc(1, sizeof *o);
     if (!o) return fail("out of memory");
@@ -824,6 +887,7 @@ int wlm_cli_generate(int argc, char **argv) {
     /* run.c's flags alone sample in run.c's order (parse_args chose it); a llama.cpp sampling
      * flag in llama.cpp's */
     if (o->seed_random) o->gp.seed = (unsigned int)time(NULL);
+    if (load_grammar(o)) goto out;
 
     mbytes = wlm_cli_read_file(o->checkpoint, &msize);
     if (!mbytes) {
@@ -919,6 +983,7 @@ out:
     free(tbytes);
     wlm_model_free(model);
     wlm_threadpool_free(o->pool); /* after every context that used it */
+    free(o->grammar);
     free(o);
     return rc;
 }

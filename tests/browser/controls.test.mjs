@@ -187,7 +187,7 @@ test('keyboard only: tab order with visible focus, a model by arrow keys, genera
   assert.deepEqual(order.map((o) => o.name), [
     'skip-link', 'model', 'sources-link', 'prompt', 'generate', 'mode-completion', 'preset precise', 'preset balanced',
     'preset creative', 'temperature', 'top-k', 'top-p', 'repeat-penalty', 'max-tokens', 'seed', 'stop-strings',
-    'min-p', 'typical-p',
+    'output-format', 'min-p',
   ]);
   const noRing = order.filter((o) => !o.outline).map((o) => o.name);
   assert.deepEqual(noRing, [], 'every focused control shows a focus ring');

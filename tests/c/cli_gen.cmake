@@ -1,7 +1,8 @@
 # Generation options of the CLI (src/cli/cli_gen.c) on stories260K: --json output (every line
 # parses; token lines agree with the finals and with run.c's greedy text), batches, beam search,
 # stop strings, context shifting, the sampler order and parameter errors.
-# Variables: CLI, SHARED, CASE (json | batch | beam | stop | context | order | errors),
+# Variables: CLI, SHARED, CASE (json | batch | beam | stop | context | order | errors |
+# grammar: --grammar, --grammar-file, -j, -jf),
 # WORK (scratch directory).
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
@@ -386,6 +387,56 @@ if(CASE STREQUAL "errors")
   execute_process(COMMAND ${CLI} --help OUTPUT_VARIABLE out RESULT_VARIABLE rc)
   string(FIND "${out}" "--frequency-penalty" at)
   check("rc;EQUAL;0;AND;at;GREATER;-1" "--help lists the options")
+endif()
+
+if(CASE STREQUAL "grammar")
+  # -j: every sample of a batch is a JSON object with the schema's two required properties
+  set(schema "{\"type\": \"object\", \"properties\": {\"name\": {\"type\": \"string\", \"maxLength\": 10}, \"age\": {\"type\": \"integer\"}}, \"required\": [\"name\", \"age\"]}")
+  wasmlm(r -i "${prompt}" --seed 3 --n-predict 300 --n-samples 4 --json -j "${schema}")
+  check("r_rc;EQUAL;0" "-j runs: ${r_err}")
+  parse_json("${r}" j 0)
+  check("j_bad;EQUAL;0;AND;j_nfin;EQUAL;4" "-j: 4 finals (${j_nfin})")
+  foreach(k 0 1 2 3)
+    string(JSON t ERROR_VARIABLE e TYPE "${j_${k}_text}")
+    check("NOT;e;AND;t;STREQUAL;OBJECT;AND;j_${k}_stop_reason;STREQUAL;eos"
+          "-j sample ${k} is a complete JSON object: ${j_${k}_text} ${e}")
+    string(JSON name ERROR_VARIABLE e1 GET "${j_${k}_text}" name)
+    string(JSON age_t ERROR_VARIABLE e2 TYPE "${j_${k}_text}" age)
+    string(LENGTH "${name}" name_len)
+    check("NOT;e1;AND;NOT;e2;AND;age_t;STREQUAL;NUMBER;AND;NOT;name_len;GREATER;10"
+          "-j sample ${k} has name (<= 10 characters) and age: ${j_${k}_text}")
+  endforeach()
+  # -jf reads the schema from a file; the same seed gives the same text as -j
+  file(WRITE "${WORK}/schema.json" "${schema}")
+  wasmlm(f -i "${prompt}" --seed 3 --n-predict 300 --n-samples 4 --json -jf "${WORK}/schema.json")
+  check("f_rc;EQUAL;0;AND;f;STREQUAL;r" "-jf FILE == -j TEXT: ${f_err}")
+  # --grammar in a beam search: every beam follows it
+  wasmlm(b -i "${prompt}" --beam 3 --n-predict 30 --grammar "root ::= (\"yes\" | \"no\") \" \" [a-z]{1,10}")
+  check("b_rc;EQUAL;0" "--beam with --grammar runs: ${b_err}")
+  string(REGEX MATCHALL "\\[[0-2]\\] score=[^:]*: Once upon a time(yes|no) [a-z]+" heads "${b}")
+  list(LENGTH heads nh)
+  check("nh;EQUAL;3" "3 beams follow the grammar: ${b}")
+  # --grammar-file; errors name the file (or the flag), the line and the column
+  file(WRITE "${WORK}/g.gbnf" "root ::= \"a\" x\n# comment\nx ::= \"b\" y\n")
+  wasmlm(e -i "${prompt}" --grammar-file "${WORK}/g.gbnf")
+  string(FIND "${e_err}" "g.gbnf: grammar line 3, column 11: undefined rule 'y'" at)
+  string(LENGTH "${e}" e_len)
+  check("NOT;e_rc;EQUAL;0;AND;at;GREATER;-1;AND;e_len;EQUAL;0" "--grammar-file error: ${e_err}")
+  wasmlm(e --grammar "root ::= a")
+  string(FIND "${e_err}" "--grammar: grammar line 1, column 10: undefined rule 'a'" at)
+  check("NOT;e_rc;EQUAL;0;AND;at;GREATER;-1" "--grammar error: ${e_err}")
+  wasmlm(e -j "{\"type\": \"object\",\n \"propertes\": {}}")
+  string(FIND "${e_err}" "-j: schema line 2, column 2 (at '/'): keyword 'propertes' is not supported" at)
+  check("NOT;e_rc;EQUAL;0;AND;at;GREATER;-1" "-j unsupported keyword: ${e_err}")
+  wasmlm(e -j "{\"type\": }")
+  string(FIND "${e_err}" "the schema is not JSON: JSON line 1, column 10" at)
+  check("NOT;e_rc;EQUAL;0;AND;at;GREATER;-1" "-j not JSON: ${e_err}")
+  wasmlm(e -jf "${WORK}/none.json")
+  string(FIND "${e_err}" "-jf: cannot read" at)
+  check("NOT;e_rc;EQUAL;0;AND;at;GREATER;-1" "-jf missing file: ${e_err}")
+  wasmlm(e --grammar "root ::= \"a\"" -j "{}")
+  string(FIND "${e_err}" "give one of --grammar" at)
+  check("NOT;e_rc;EQUAL;0;AND;at;GREATER;-1" "two grammar flags: ${e_err}")
 endif()
 
 if(passed EQUAL 0 AND failed EQUAL 0)

@@ -13,6 +13,7 @@
 import { fmtBytes, fmtMs, fmtRate, describeError } from './format.js';
 import { $, app, setState, showError, clearError } from './state.js';
 import { syncStopError, readParams, showApplied } from './controls.js';
+import { formatParams } from './output-format.js';
 import { appendStreamed, resetOutputState } from './output.js';
 import { setStat, showPrefill } from './stats.js';
 
@@ -149,10 +150,12 @@ app.chat = { canRegenerate, hasConversation };
 async function reply() {
   const engine = app.engine;
   clearError();
-  const { params, seedRandom } = readParams();
+  const { params: sampling, seedRandom } = readParams();
+  const format = formatParams('chat');
+  const params = { ...sampling, ...format.params };
   document.body.dataset.runs = String(Number(document.body.dataset.runs || 0) + 1);
-  showApplied(params, seedRandom);
-  app.lastParams = params;
+  showApplied(params, seedRandom, format.label);
+  app.lastParams = { ...sampling, ...formatParams('generate').params }; // preview: no responseFormat
   const nCtx = app.info.nCtx;
   const system = $('chat-system').value.trim();
   const messages = [...(system ? [{ role: 'system', content: system }] : []), ...conversation];

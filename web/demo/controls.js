@@ -136,12 +136,13 @@ export function readParams() {
   return { params, seedRandom };
 }
 
-export function showApplied(params, seedRandom) {
+export function showApplied(params, seedRandom, formatLabel = '') {
   const parts = SLIDERS.map((s) => `${s.name} ${s.applied(params[s.param])}`);
   if (params.samplerOrder !== 'llamacpp') {
     parts.splice(parts.length - 1, 0, `order ${ORDER_NAMES[params.samplerOrder]}`);
   }
   if (params.stop) parts.push(`stop ${params.stop.map((s) => JSON.stringify(s)).join(' ')}`);
   parts.push(`seed ${params.seed}${seedRandom ? ' (random)' : ''}`);
+  if (formatLabel) parts.push(formatLabel);
   $('applied').textContent = `applied: ${parts.join(' · ')}`;
 }

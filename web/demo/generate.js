@@ -7,6 +7,7 @@ import { beamWidth, syncStopError, readParams, showApplied } from './controls.js
 import { clearChart } from './chart.js';
 import { appendStreamed, revealOutput, resetOutputState } from './output.js';
 import { setStat, showPrefill } from './stats.js';
+import { formatParams } from './output-format.js';
 
 /** Generates from the prompt with the current controls, streaming tokens into #output. */
 export async function generate() {
@@ -18,12 +19,14 @@ export async function generate() {
   }
   clearError();
 
-  const { params, seedRandom } = readParams();
+  const { params: sampling, seedRandom } = readParams();
+  const format = formatParams('generate');
+  const params = { ...sampling, ...format.params };
   document.body.dataset.runs = String(Number(document.body.dataset.runs || 0) + 1);
   const width = beamWidth();
   if (width >= 2) {
     revealOutput();
-    await beamSearch(engine, width, params.maxTokens);
+    await beamSearch(engine, width, params.maxTokens, format);
     return;
   }
   const prompt = $('prompt').value;
@@ -37,7 +40,7 @@ export async function generate() {
   step.catch(() => {}); // awaited in the loop below
 
   revealOutput();
-  showApplied(params, seedRandom);
+  showApplied(params, seedRandom, format.label);
   app.lastParams = params;
 
   const output = $('output');
@@ -133,7 +136,7 @@ export async function generate() {
 }
 
 /** Runs a beam search of `width` beams and lists them in #output, best first. */
-export async function beamSearch(engine, width, maxTokens) {
+export async function beamSearch(engine, width, maxTokens, format = { params: {}, label: '' }) {
   const prompt = $('prompt').value;
   const nCtx = app.info.nCtx;
   const output = $('output');
@@ -141,7 +144,8 @@ export async function beamSearch(engine, width, maxTokens) {
   resetOutputState();
   app.lastParams = null; // a beam search leaves no distribution to preview
   clearChart('A beam search draws no samples: no candidates to show.');
-  $('applied').textContent = `applied: beam search · width ${width} · max tokens ${maxTokens} · length penalty 1`;
+  $('applied').textContent = `applied: beam search · width ${width} · max tokens ${maxTokens} · length penalty 1` +
+    (format.label ? ` · ${format.label}` : '');
   for (const id of ['ttft', 'prefill', 'decode']) setStat(id, '—');
   $('stat-prefill').title = '';
   $('stat-decode').title = '';
@@ -156,7 +160,7 @@ export async function beamSearch(engine, width, maxTokens) {
   let aborted = false;
   const t0 = performance.now();
   try {
-    result = await engine.beamSearch(prompt, { width, maxTokens }, { signal: controller.signal });
+    result = await engine.beamSearch(prompt, { width, maxTokens, ...format.params }, { signal: controller.signal });
   } catch (err) {
     if (err?.name === 'AbortError') {
       aborted = true;
