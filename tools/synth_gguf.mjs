@@ -46,6 +46,15 @@
 // vocabulary has no npm package: its shapes here have GPT-2's 50257 tokens, +2 % embedding).
 // A shape with a larger vocab_size than the tokenizer (Qwen: 151936) is padded with [PAD<id>]
 // tokens of type UNUSED, as convert_hf_to_gguf.py does.
+//
+// Checked (2026-11-24) by loading into wllama 3.8.1 (llama.cpp b11364) and generating: every
+// tiny shape in F32, Q8_0 and Q4_K_M (tests/reference/oracle/), and the published shapes
+// SmolLM2-135M/360M and Llama-3.2-1B (Q8_0, Q4_K_M), GPT-2 small (F32), Qwen2.5-0.5B,
+// Qwen3-0.6B and Gemma-3-1B (Q8_0). Parameter counts: 124.44 M, 494.03 M, 596.05 M, 999.89 M,
+// 1235.81 M, Phi-3.5-mini 3821.08 M — the published ones (SmolLM2: +0.6 M for GPT-2's larger
+// vocabulary). Phi-3.5-mini is not checked in wllama: its files exceed wasm32's 4 GB.
+// Non-llama files are quantized by wlm_quantize_gguf (src/kernels/quantize.c): every key and
+// tensor copied, weight matrices converted by llama.cpp's rules.
 
 import fs from 'node:fs';
 import path from 'node:path';
