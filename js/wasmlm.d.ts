@@ -1,5 +1,6 @@
-// wasmlm.d.ts — hand-written types for js/wasmlm.js, the public API of wasmlm: Llama-family
-// language-model inference in WebAssembly, on the CPU, in browsers and Node 20.
+// wasmlm.d.ts — hand-written types for js/wasmlm.js, the public API of wasmlm: inference of
+// small language models (Llama, Qwen, Gemma, Phi, GPT-2 architectures) in WebAssembly, on the
+// CPU, in browsers and Node 20.
 //
 // Usage:
 //
