@@ -52,6 +52,12 @@ typedef struct spec {
     const char *omit_key;       /* leave this key out */
 } spec;
 
+/* WASMLM_TEST_TYPES=quick (tools/test.sh, under ASan/UBSan): a smaller sweep */
+static int quick_run(void) {
+    const char *q = getenv("WASMLM_TEST_TYPES");
+    return q && strcmp(q, "quick") == 0;
+}
+
 static int has(const char *arch, const char *a) { return strcmp(arch, a) == 0; }
 
 /* One tensor to write: name, shape (cols, rows), and how its values are drawn. */
@@ -583,7 +589,9 @@ static void test_arch(const char *arch, int variant, int32_t type) {
 
     /* batch and threads: bitwise equal to one token at a time on one thread (the scalar
      * kernels with an F32 KV cache, the SIMD ones with an F16 cache) */
-    const int N = 270;
+    /* 270 positions: five batch chunks (WLM_BATCH_CHUNK 64) and a partial one; under the
+     * sanitizers (WASMLM_TEST_TYPES=quick, tools/test.sh) 130, still three chunks */
+    const int N = quick_run() ? 130 : 270;
     for (int simd = 0; c && simd <= 1; simd++) {
         wlm_context *cs = new_ctx_kv(m, 0, simd, simd ? WLM_KV_F16 : WLM_KV_F32);
         if (!cs) break;
@@ -739,9 +747,11 @@ static void test_errors(void) {
 
 int main(void) {
     const char *archs[] = {"llama", "qwen2", "qwen3", "gemma3", "phi3", "gpt2"};
-    const int32_t types[] = {WLM_TYPE_F32, WLM_TYPE_F16, WLM_TYPE_Q8_0, WLM_TYPE_Q4_0};
+    const int32_t types[] = {WLM_TYPE_F32, WLM_TYPE_Q4_0, WLM_TYPE_F16, WLM_TYPE_Q8_0};
+    /* under the sanitizers one float and one quantized type (the first two) */
+    const size_t n_types = quick_run() ? 2 : sizeof types / sizeof types[0];
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
-        for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++)
+        for (size_t ti = 0; ti < n_types; ti++)
             test_arch(archs[a], 1, types[ti]);
     test_arch("phi3", 0, WLM_TYPE_F32);
     test_arch("gemma3", 0, WLM_TYPE_F32);
