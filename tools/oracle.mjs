@@ -180,7 +180,9 @@ export async function runOracle(o) {
       tokens: o.tokens ?? 32,
       probs: o.probs ?? 10,
       kvCache: o.kv ?? 'f32',
+      ctx: o.ctx ?? 512, // llama.cpp's n_ctx: the test loads with it (phi3's LongRoPE picks its factors by it)
       flashAttn: false,
+      warmup: true, // one discarded completion of the first prompt before the recorded ones
       prompts: r.prompts,
     };
   } finally {

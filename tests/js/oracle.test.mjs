@@ -67,7 +67,9 @@ for (const c of CASES) {
       ? ref.prompts.filter((_, i) => i % 3 === 0) : ref.prompts;
     const engine = await createEngine({ threads: 1 });
     try {
-      await engine.load({ model, kvType: ref.kvCache }); // the record's KV cache type
+      // the record's KV cache type and context length (llama.cpp's n_ctx: phi3's LongRoPE picks
+      // its short or long factors by it)
+      await engine.load({ model, kvType: ref.kvCache, nCtx: ref.ctx ?? 0 });
     } catch (e) {
       engine.free();
       if (c.synth && e.code === 'WLM_ERR_UNSUPPORTED' && /architecture/i.test(e.message)) {
@@ -77,9 +79,9 @@ for (const c of CASES) {
       throw e;
     }
     let compared = 0, worst = 0;
-    const diffs = [];
+    const diffs = [], perStep = []; // perStep: [prompt index, step, largest difference at that step]
     try {
-      for (const p of prompts) {
+      for (const [pi, p] of prompts.entries()) {
         const ids = await engine.tokenize(p.prompt);
         assert.equal(ids.length, p.nPrompt, `"${p.prompt}": prompt tokens`);
         const got = [];
@@ -90,6 +92,7 @@ for (const c of CASES) {
           const theirs = p.top[s], ours = got[s]?.top ?? [];
           assert.ok(got[s], `"${p.prompt}" step ${s}: we stopped early (${engine.lastResult?.stopReason})`);
           const mine = new Map(ours.map((a) => [a.id, a.logprob]));
+          let stepWorst = 0;
           for (let k = 0; k < theirs.length; k++) {
             const [id, lp] = theirs[k];
             // above llama.cpp's 10th by more than the tolerance: it must be in our top 10 too
@@ -100,10 +103,12 @@ for (const c of CASES) {
             }
             const d = Math.abs(mine.get(id) - lp);
             worst = Math.max(worst, d);
+            stepWorst = Math.max(stepWorst, d);
             diffs.push(d);
             assert.ok(d <= c.tol, `"${p.prompt}" step ${s}: token ${id} logprob ${mine.get(id)} vs llama.cpp ${lp}`);
             compared++;
           }
+          perStep.push([pi, s, stepWorst]);
           const margin = theirs.length > 1 ? theirs[0][1] - theirs[1][1] : Infinity;
           // a near-tie: either choice is right, and the continuations are comparable only while
           // both made the same one
@@ -113,6 +118,11 @@ for (const c of CASES) {
       }
     } finally {
       engine.free();
+      // WASMLM_ORACLE_DUMP=DIR: the largest difference of every step, per record (for analysis)
+      if (process.env.WASMLM_ORACLE_DUMP) {
+        fs.mkdirSync(process.env.WASMLM_ORACLE_DUMP, { recursive: true });
+        fs.writeFileSync(path.join(process.env.WASMLM_ORACLE_DUMP, c.record), JSON.stringify(perStep));
+      }
     }
     assert.ok(compared >= 10 * prompts.length, `only ${compared} log-probabilities compared`);
     diffs.sort((x, y) => x - y);
