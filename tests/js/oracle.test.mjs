@@ -38,6 +38,16 @@ const CASES = [
 const SYNTH_TOL = { F32: 1e-3, Q8_0: 0.25, Q4_K_M: 0.25 };
 // ... and of the 90th percentile of the differences (most agree to ~1e-4; see the README there)
 const SYNTH_TYPICAL = { F32: 1e-3, Q8_0: 1e-3, Q4_K_M: 1e-3 };
+// GELU architectures, F32: ggml evaluates GELU through a binary16 table (input and output rounded
+// to binary16; our kernel does the same), so an F32 difference of ~1e-6 upstream that moves a GELU
+// input across a binary16 rounding step changes its output by a binary16 step (~1e-3 relative).
+// Measured 2026-11-24: llama.cpp vs us, gemma3-F32 largest 5.8e-3 (median 2.6e-4, 90th pct 9.7e-4),
+// gpt2-F32 largest 2.0e-3 (median 4.8e-5, 90th 1.9e-4), spread over all prompts and steps (not
+// concentrated in long prompts or past gemma3's window); and our engine against itself with every
+// GELU input scaled by (1 + 1e-6): gemma3 largest 6.0e-3 (90th 2.9e-3), gpt2 2.4e-3 (90th 8.5e-4)
+// — the same size, so this is the table's sensitivity, not a forward-pass error (that moves nats).
+const SYNTH_TOL_ARCH = { gemma3: { F32: 1e-2 }, gpt2: { F32: 5e-3 } };
+const SYNTH_TYPICAL_ARCH = { gemma3: { F32: 2e-3 } };
 if (process.env.WASMLM_ORACLE_TOL) for (const k of Object.keys(SYNTH_TOL)) SYNTH_TOL[k] = Number(process.env.WASMLM_ORACLE_TOL);
 const ORACLE_DIR = path.join(REPO, 'tests/reference/oracle');
 for (const f of fs.readdirSync(ORACLE_DIR).filter((x) => x.endsWith('.json')).sort()) {
@@ -45,8 +55,9 @@ for (const f of fs.readdirSync(ORACLE_DIR).filter((x) => x.endsWith('.json')).so
   if (!ref.synth) continue;
   const a = ref.synth.args, arg = (k) => a[a.indexOf(k) + 1];
   const o = { arch: arg('--arch'), shape: arg('--shape'), seed: Number(arg('--seed')), type: arg('--type') };
-  CASES.push({ record: f, synth: { ...o, sha256: ref.model.sha256 }, tol: SYNTH_TOL[o.type] ?? 1e-3,
-    typical: SYNTH_TYPICAL[o.type] ?? 1e-3 });
+  CASES.push({ record: f, synth: { ...o, sha256: ref.model.sha256 },
+    tol: (process.env.WASMLM_ORACLE_TOL ? null : SYNTH_TOL_ARCH[o.arch]?.[o.type]) ?? SYNTH_TOL[o.type] ?? 1e-3,
+    typical: SYNTH_TYPICAL_ARCH[o.arch]?.[o.type] ?? SYNTH_TYPICAL[o.type] ?? 1e-3 });
 }
 
 const sha256 = (file) => crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
