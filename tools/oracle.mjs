@@ -99,6 +99,8 @@ export const SYNTH_RECORDS = Object.freeze([
   ...['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2'].flatMap((arch) =>
     ['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `${arch}-${type}`, arch, shape: 'tiny', seed: 1, type }))),
   { name: 'smollm2-F32', arch: 'llama', shape: 'smollm2-tiny', seed: 1, type: 'F32' },
+  // phi3 at context 8192 (> rope.scaling.original_context_length 4096): LongRoPE's long factors
+  { name: 'phi3-F32-ctx8192', arch: 'phi3', shape: 'tiny', seed: 1, type: 'F32', ctx: 8192 },
 ]);
 
 function parseArgs(argv) {
@@ -180,7 +182,9 @@ export async function runOracle(o) {
       tokens: o.tokens ?? 32,
       probs: o.probs ?? 10,
       kvCache: o.kv ?? 'f32',
+      ctx: o.ctx ?? 512, // llama.cpp's n_ctx: the test loads with it (phi3's LongRoPE picks its factors by it)
       flashAttn: false,
+      warmup: true, // one discarded completion of the first prompt before the recorded ones
       prompts: r.prompts,
     };
   } finally {
@@ -201,7 +205,8 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
         if (!r) throw new Error(`no synthetic record ${name} (${SYNTH_RECORDS.map((x) => x.name).join(', ')})`);
         const t0 = Date.now();
         const model = synthCached(r);
-        const rec = await runOracle({ ...o, model, prompts: ARCH_PROMPTS, note: `synthetic ${r.arch} ${r.shape} ${r.type}` });
+        const rec = await runOracle({ ...o, ctx: r.ctx ?? o.ctx, model, prompts: ARCH_PROMPTS,
+          note: `synthetic ${r.arch} ${r.shape} ${r.type}${r.ctx ? `, context ${r.ctx}` : ''}` });
         rec.synth = { tool: 'tools/synth_gguf.mjs', args: synthArgs(r) };
         const out = path.join(REPO, 'tests/reference/oracle', `${name}.json`);
         fs.writeFileSync(out, `${JSON.stringify(rec, null, 0).replace(/\],\[/g, '],\n[')}\n`);
