@@ -582,14 +582,17 @@ class Engine {
     }
   }
 
-  /** Frees a #genParams() result and the grammar text it points at. */
-  #freeParams(p) {
+  /**
+   * Frees a #genParams() result and the grammar text it points at. `x`: the exports the
+   * params were made with (a generation's cleanup runs after free() has cleared this.#x).
+   */
+  #freeParams(p, x = this.#x) {
     const gp = this.#paramGrammar.get(p);
     if (gp !== undefined) {
-      this.#x.wlmjs_free(gp);
+      x.wlmjs_free(gp);
       this.#paramGrammar.delete(p);
     }
-    this.#x.wlmjs_free(p);
+    x.wlmjs_free(p);
   }
 
   async *#generate(prompt, params, signal) {
@@ -685,7 +688,7 @@ class Engine {
       if (begun) publish();
       if (tok) x.wlmjs_free(tok);
       if (promptPtr) x.wlmjs_free(promptPtr);
-      if (paramsPtr) this.#freeParams(paramsPtr);
+      if (paramsPtr) this.#freeParams(paramsPtr, x);
     }
   }
 
@@ -1016,7 +1019,7 @@ class Engine {
         probSampled: token.probSampled, top: token.top ?? [] };
     } finally {
       if (tok) x.wlmjs_free(tok);
-      if (paramsPtr) this.#freeParams(paramsPtr);
+      if (paramsPtr) this.#freeParams(paramsPtr, x);
     }
   }
 
