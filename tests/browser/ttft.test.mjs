@@ -3,7 +3,8 @@
 // script presses Generate the moment the page says 'ready' and notes when the first token
 // <span> appears; the library's User Timing marks (wasmlm:engine-ready, wasmlm:model-loaded,
 // wasmlm:first-token) come in order before it. The page fetches only the wasm build that runs
-// (wasmlm-mt.wasm when cross-origin isolated with 2+ cores, wasmlm.wasm on a plain static host),
+// (wasmlm-relaxed-mt.wasm when cross-origin isolated with 2+ cores, wasmlm-relaxed.wasm on a plain
+// static host: Chromium runs relaxed SIMD),
 // and fetches it itself (the worker engine compiles it in the page while the worker starts).
 // The measured times are printed as diagnostics; the only time bound is
 // a generous one that a loaded machine does not reach: speed is bench/ttft.mjs's business.
@@ -75,7 +76,9 @@ async function coldRun(t, { isolate }) {
 
     // One wasm module, the one that runs, fetched by the page (the worker's own fetches are not
     // in the page's resource timing).
-    const want = isolate && r.cores > 1 ? 'wasmlm-mt.wasm' : 'wasmlm.wasm';
+    // Chromium 156 passes the relaxed-SIMD probe (tests/browser/build.test.mjs), so the relaxed
+    // build of the threaded or the single-threaded module.
+    const want = isolate && r.cores > 1 ? 'wasmlm-relaxed-mt.wasm' : 'wasmlm-relaxed.wasm';
     assert.deepEqual(r.wasm.map((w) => w.file), [want], 'the page fetched exactly the module that runs');
     assert.deepEqual(server.requests.filter((q) => q.path.startsWith('/dist/')).map((q) => q.path), [`/dist/${want}`],
       'nothing fetched the other builds');
@@ -89,5 +92,5 @@ async function coldRun(t, { isolate }) {
 test('cold load, cross-origin isolated (threads): first token, marks in order, one wasm module',
   { timeout: 120_000 }, (t) => coldRun(t, { isolate: true }));
 
-test('cold load on a plain static host (one thread): the same with dist/wasmlm.wasm',
+test('cold load on a plain static host (one thread): the same with dist/wasmlm-relaxed.wasm',
   { timeout: 120_000 }, (t) => coldRun(t, { isolate: false }));
