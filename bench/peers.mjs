@@ -27,6 +27,7 @@
 //        bytes per token × decode tok/s over the probe's GB/s, for both engines (wllama reads
 //        the same tensors). Goals (issue 13): ≥ 1.5× wllama on every row, ≥ 3× on Q8_0 and Q4_0.
 // Writes bench/out/peers.json (--threads N > 1: bench/out/peers-Nt.json).
+//   node bench/peers.mjs --markdown a.json,b.json    the rows of saved reports as a Markdown table
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -155,7 +156,29 @@ function render(report) {
   return out.join('\n');
 }
 
+/** Markdown table of --real-shapes reports (bench/README.md): `--markdown a.json,b.json`. */
+function renderMarkdown(reports) {
+  const out = ['| arch | shape | type | file MB | decode ours | decode wllama | ours/wllama | prefill ours | prefill wllama | ours/wllama | read probe GB/s | ours % of read | wllama % of read | goal | greedy | load avg |',
+    '|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|'];
+  for (const rep of reports) {
+    for (const r of rep.rows) {
+      const note = r.theirsError ? `wllama: ${r.theirsError}` : r.oursError ? `wasmlm: ${r.oursError}`
+        : r.greedyEqual === undefined ? '–' : r.greedyEqual ? 'equal' : `parts at ${r.greedyCommonChars}/${r.greedyChars}`;
+      out.push(`| ${r.arch ?? 'llama'} | ${r.shape} | ${r.type} | ${(r.fileBytes / 1e6).toFixed(0)} | ${f1(r.ours?.decodeTokPerSec)} | ` +
+        `${f1(r.theirs?.decodeTokPerSec)} | ${x2(r.decodeRatio)} | ${f1(r.ours?.prefillTokPerSec)} | ${f1(r.theirs?.prefillTokPerSec)} | ` +
+        `${x2(r.prefillRatio)} | ${f1(r.roofline?.readGBs)} | ${pct(r.roofline?.oursReadFraction)} | ${pct(r.roofline?.theirsReadFraction)} | ` +
+        `${r.goal ? `≥${r.goal}× ${r.goalMet ? 'met' : '**not met**'}` : '–'} | ${note} | ${r.loadavg[0].toFixed(1)} |`);
+    }
+  }
+  return out.join('\n');
+}
+
 async function main() {
+  const md = process.argv.indexOf('--markdown');
+  if (md > 0) {
+    console.log(renderMarkdown(process.argv[md + 1].split(',').map((f) => JSON.parse(fs.readFileSync(f, 'utf8')))));
+    return;
+  }
   const opts = parseArgs(process.argv.slice(2));
   if (opts.help) {
     console.log('usage: node bench/peers.mjs [--big] [--shapes a,b] [--types F32,Q8_0,...] [--runs N] [--tokens N] [--threads N] [--builds] [--out FILE] [--json]');
