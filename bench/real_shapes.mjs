@@ -1,18 +1,25 @@
-// bench/real_shapes.mjs — issue 12's benchmark rows: synthetic GGUF files with the exact shapes of
-// SmolLM2-135M, SmolLM2-360M and Llama-3.2-1B (tools/synth_gguf.mjs, their published configs; the
-// SmolLM2 files carry GPT-2's 50257-token vocabulary, SmolLM2's own has no npm package) in Q8_0
-// and Q4_K_M (llama.cpp's mix: rows of 576 and 960 are not whole 256-blocks, so those files hold
-// Q5_0/Q8_0 matrices as the published ones do). Per file and thread count (1 and 2): load time,
+// bench/real_shapes.mjs — issues 12 and 13's benchmark rows: synthetic GGUF files with the exact
+// published shapes of (architecture, shape) pairs (tools/synth_gguf.mjs, their published configs):
+//   issue 12 (llama): SmolLM2-135M, SmolLM2-360M (both with GPT-2's 50257-token vocabulary,
+//     SmolLM2's own has no npm package), Llama-3.2-1B;
+//   issue 13: Qwen2.5-0.5B (qwen2), Qwen3-0.6B (qwen3), Gemma-3-1B (gemma3), GPT-2 small (gpt2);
+//     Phi-3.5-mini (phi3, 3.8 B parameters) only with --phi: its F32 intermediate is ~15 GB and
+//     takes long to write, its Q8_0 file (~4 GB) does not fit wasm32, and wllama cannot load it.
+// Types Q8_0, Q4_0 and Q4_K_M (llama.cpp's mix: rows that are not whole 256-blocks, e.g. 576,
+// 896 and 960, get Q5_0/Q8_0 matrices as the published files do). Per file and thread count
+// (1 and 2): load time,
 // prefill tok/s (a 64-token prompt, one evalTokens call), decode tok/s (greedy generate, 32 new
 // tokens), and the process's peak resident memory against the file size — each measurement in
 // a fresh Node process (the child mode below), so the peak is that file's alone. Context: 2048
 // positions (the files say 8192 / 131072; the KV cache would otherwise dominate the memory).
 //
 //   node bench/bench.mjs --only shapes [--shapes smollm2-135m,...] [--types Q8_0,Q4_K_M] [--runs N]
-//   node bench/real_shapes.mjs [--shapes …] [--types …] [--runs N]     (the same, alone)
+//   node bench/real_shapes.mjs [--set 12|13|all] [--phi] [--shapes …] [--types …] [--runs N]
 //
-// Files are cached in bench/out/gguf-real/ (first run: ~10 min and ~5 GB of temporary F32 for
-// Llama-3.2-1B). bench/peers.mjs --real-shapes runs the same files through wllama.
+// --shapes takes shape names (smollm2-135m, qwen2.5-0.5b, gpt2, …; `node tools/synth_gguf.mjs
+// --list`); --set picks issue 12's or 13's rows (default: issue 12's, as before). Files are cached
+// in bench/out/gguf-real/ as ARCH-SHAPE-s1-TYPE.gguf (first run: ~10 min and ~5 GB of temporary
+// F32 for a 1B shape). bench/peers.mjs --real-shapes runs the same files through wllama.
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -23,8 +30,30 @@ import { synthCached, resolveShape } from '../tools/synth_gguf.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const REAL_DIR = path.join(HERE, 'out/gguf-real');
-export const REAL_SHAPES = Object.freeze(['smollm2-135m', 'smollm2-360m', 'llama3.2-1b']);
-export const REAL_TYPES = Object.freeze(['Q8_0', 'Q4_K_M']);
+/** The (architecture, shape) pairs, with the issue that asks for them; `flag`: only on request. */
+export const REAL_PAIRS = Object.freeze([
+  { arch: 'llama', shape: 'smollm2-135m', name: 'SmolLM2-135M', issue: 12 },
+  { arch: 'llama', shape: 'smollm2-360m', name: 'SmolLM2-360M', issue: 12 },
+  { arch: 'llama', shape: 'llama3.2-1b', name: 'Llama-3.2-1B', issue: 12 },
+  { arch: 'gpt2', shape: 'gpt2', name: 'GPT-2 small', issue: 13 },
+  { arch: 'qwen2', shape: 'qwen2.5-0.5b', name: 'Qwen2.5-0.5B', issue: 13 },
+  { arch: 'qwen3', shape: 'qwen3-0.6b', name: 'Qwen3-0.6B', issue: 13 },
+  { arch: 'gemma3', shape: 'gemma3-1b', name: 'Gemma-3-1B', issue: 13 },
+  { arch: 'phi3', shape: 'phi3.5-mini', name: 'Phi-3.5-mini', issue: 13, flag: '--phi' },
+].map(Object.freeze));
+export const REAL_SHAPES = Object.freeze(REAL_PAIRS.map((p) => p.shape));
+export const REAL_TYPES = Object.freeze(['Q8_0', 'Q4_0', 'Q4_K_M']);
+/** Shapes of a set: '12', '13' or 'all' (flagged pairs only with `phi`). */
+export function realShapeSet(set = '12', { phi = false } = {}) {
+  if (!['12', '13', 'all'].includes(String(set))) throw new Error(`unknown set ${set} (12, 13, all)`);
+  return REAL_PAIRS.filter((p) => (set === 'all' || String(p.issue) === String(set)) && (!p.flag || phi)).map((p) => p.shape);
+}
+/** The pair of a shape name. */
+export function realPair(shape) {
+  const p = REAL_PAIRS.find((x) => x.shape === shape);
+  if (!p) throw new Error(`unknown shape ${shape} (${REAL_SHAPES.join(', ')})`);
+  return p;
+}
 export const REAL_CTX = 2048;
 const PROMPT_TOKENS = 64, DECODE_TOKENS = 32, WARMUP_TOKENS = 4;
 const PARAGRAPH =
@@ -35,22 +64,55 @@ const PARAGRAPH =
   'That night, Lily put the stone next to her bed and dreamed of faraway places.';
 const log = (m) => process.stderr.write(`${m}\n`);
 
-/** The file of (shape, type), synthesized (llama architecture, seed 1) if missing. */
+/** The file of (shape, type), synthesized (the shape's architecture, seed 1) if missing. */
 export function ensureRealGguf(shape, type) {
-  resolveShape('llama', shape); // throws on an unknown shape
+  const { arch, name } = realPair(shape);
+  resolveShape(arch, shape); // throws on a shape the synthesizer does not know
   const t0 = Date.now();
-  const file = path.join(REAL_DIR, `llama-${shape}-s1-${type}.gguf`);
+  const file = path.join(REAL_DIR, `${arch}-${shape}-s1-${type}.gguf`);
   if (!fs.existsSync(file)) log(`synthesizing ${path.relative(process.cwd(), file)} ...`);
-  synthCached({ arch: 'llama', shape, seed: 1, type }, REAL_DIR);
-  return { path: file, shape, type, bytes: fs.statSync(file).size, ms: Date.now() - t0 };
+  synthCached({ arch, shape, seed: 1, type }, REAL_DIR);
+  const nCtx = Math.min(REAL_CTX, resolveShape(arch, shape).ctx); // GPT-2: 1024 positions
+  return { path: file, arch, shape, name, type, nCtx, bytes: fs.statSync(file).size, ms: Date.now() - t0 };
+}
+
+/**
+ * The module's read probe, as bench.mjs section 5a measures it (which cannot be imported: it
+ * runs on import): a separate instance of dist/wasmlm.wasm reads `bytes` with SIMD128 loads
+ * (wlmjs_probe_read), `reps` times per sample. measure(samples) → GB/s per sample.
+ */
+export async function openReadProbe({ bytes = 256 << 20, reps = 4 } = {}) {
+  const file = path.join(HERE, '..', 'dist', 'wasmlm.wasm');
+  const module = await WebAssembly.compile(fs.readFileSync(file));
+  const instance = await WebAssembly.instantiate(module, { env: { emscripten_notify_memory_growth() {} } });
+  const x = instance.exports;
+  if (typeof x.wlmjs_probe_read !== 'function') throw new Error('dist/wasmlm.wasm has no wlmjs_probe_read: rebuild');
+  x._initialize?.();
+  const n = bytes - (bytes % 128);
+  const buf = x.wlmjs_malloc(n) >>> 0;
+  if (!buf) throw new Error(`read probe: cannot allocate ${n} bytes`);
+  x.wlmjs_probe_fill(buf, n);
+  x.wlmjs_probe_read(buf, n, 1); // untimed: first touch, tier-up
+  return {
+    measure(samples = 3) {
+      const out = [];
+      for (let i = 0; i < samples; i++) {
+        const t0 = performance.now();
+        x.wlmjs_probe_read(buf, n, reps);
+        out.push((n * reps) / 1e9 / ((performance.now() - t0) / 1000));
+      }
+      return out;
+    },
+    close() { x.wlmjs_free(buf); },
+  };
 }
 
 /** Child mode: one file, one thread count; prints the measurement as JSON on stdout. */
-async function probe(file, threads) {
+async function probe(file, threads, nCtx = REAL_CTX) {
   const { createEngine } = await import('../js/wasmlm.js');
   const engine = await createEngine({ threads });
   const t0 = performance.now();
-  const info = await engine.load({ model: file, nCtx: REAL_CTX });
+  const info = await engine.load({ model: file, nCtx });
   const loadMs = performance.now() - t0;
   const rssAfterLoad = process.memoryUsage().rss;
   await engine.complete('Once upon a time', { temperature: 0, maxTokens: WARMUP_TOKENS, seed: 1 });
@@ -70,9 +132,9 @@ async function probe(file, threads) {
   return out;
 }
 
-function runChild(file, threads) {
+function runChild(file, threads, nCtx) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--probe', file, '--threads', String(threads)],
+    const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--probe', file, '--threads', String(threads), '--ctx', String(nCtx)],
       { stdio: ['ignore', 'pipe', 'inherit'] });
     let s = '';
     child.stdout.on('data', (d) => { s += d; });
@@ -84,16 +146,16 @@ function runChild(file, threads) {
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
 
 /** The rows: one per (shape, type, threads), medians over `runs` child processes. */
-export async function benchRealShapes({ shapes = REAL_SHAPES, types = REAL_TYPES, runs = 1, threads = [1, 2] } = {}) {
+export async function benchRealShapes({ shapes = realShapeSet('12'), types = ['Q8_0', 'Q4_K_M'], runs = 1, threads = [1, 2] } = {}) {
   const rows = [];
   for (const shape of shapes) {
     for (const type of types) {
       const f = ensureRealGguf(shape, type);
       for (const t of threads) {
         const rs = [];
-        for (let i = 0; i < runs; i++) rs.push(await runChild(f.path, t));
+        for (let i = 0; i < runs; i++) rs.push(await runChild(f.path, t, f.nCtx));
         const row = {
-          kind: 'realShape', shape, type, threads: t, runs, fileBytes: f.bytes, loadavg: os.loadavg(),
+          kind: 'realShape', arch: f.arch, shape, type, nCtx: f.nCtx, threads: t, runs, fileBytes: f.bytes, loadavg: os.loadavg(),
           loadMs: median(rs.map((r) => r.loadMs)), prefillTokPerSec: median(rs.map((r) => r.prefillTokPerSec)),
           decodeTokPerSec: median(rs.map((r) => r.decodeTokPerSec)), maxRssBytes: Math.max(...rs.map((r) => r.maxRssBytes)),
           wasmMemoryBytes: rs[0].wasmMemoryBytes,
@@ -110,26 +172,30 @@ export async function benchRealShapes({ shapes = REAL_SHAPES, types = REAL_TYPES
 /** Markdown table of the rows. */
 export function renderRealShapes(rows) {
   const mb = (b) => (b / 1e6).toFixed(0);
-  const lines = [`Issue 12 shapes (synthetic, context ${REAL_CTX}; ${PROMPT_TOKENS}-token prefill, ${DECODE_TOKENS}-token greedy decode)`, '',
-    '| shape | type | threads | file MB | load ms | prefill tok/s | decode tok/s | peak RSS MB | RSS / file |',
-    '|---|---|---|---|---|---|---|---|---|'];
+  const lines = [`Published shapes (synthetic, context ${REAL_CTX}; ${PROMPT_TOKENS}-token prefill, ${DECODE_TOKENS}-token greedy decode)`, '',
+    '| arch | shape | type | threads | file MB | load ms | prefill tok/s | decode tok/s | peak RSS MB | RSS / file |',
+    '|---|---|---|---|---|---|---|---|---|---|'];
   for (const r of rows) {
-    lines.push(`| ${r.shape} | ${r.type} | ${r.threads} | ${mb(r.fileBytes)} | ${r.loadMs.toFixed(0)} | ${r.prefillTokPerSec.toFixed(1)} | ` +
+    lines.push(`| ${r.arch ?? 'llama'} | ${r.shape} | ${r.type} | ${r.threads} | ${mb(r.fileBytes)} | ${r.loadMs.toFixed(0)} | ${r.prefillTokPerSec.toFixed(1)} | ` +
       `${r.decodeTokPerSec.toFixed(1)} | ${mb(r.maxRssBytes)} | ${(r.maxRssBytes / r.fileBytes).toFixed(2)} |`);
   }
   return lines.join('\n');
 }
 
 export function parseRealArgs(argv) {
-  const o = { shapes: REAL_SHAPES, types: REAL_TYPES, runs: 1 };
+  const o = { shapes: null, types: ['Q8_0', 'Q4_K_M'], runs: 1, set: '12', phi: false };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--shapes') o.shapes = argv[++i].split(',');
+    else if (argv[i] === '--set') o.set = argv[++i];
+    else if (argv[i] === '--phi') o.phi = true;
     else if (argv[i] === '--types') o.types = argv[++i].split(',').map((t) => t.toUpperCase());
     else if (argv[i] === '--runs') o.runs = Number(argv[++i]);
     else if (argv[i] === '--probe') o.probe = argv[++i];
     else if (argv[i] === '--threads') o.threads = Number(argv[++i]);
+    else if (argv[i] === '--ctx') o.ctx = Number(argv[++i]);
     else throw new Error(`unknown argument ${argv[i]}`);
   }
+  o.shapes ??= realShapeSet(o.set, { phi: o.phi });
   for (const s of o.shapes) if (!REAL_SHAPES.includes(s)) throw new Error(`unknown shape ${s} (${REAL_SHAPES.join(', ')})`);
   for (const t of o.types) if (!REAL_TYPES.includes(t)) throw new Error(`unknown type ${t} (${REAL_TYPES.join(', ')})`);
   return o;
@@ -137,7 +203,7 @@ export function parseRealArgs(argv) {
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const o = parseRealArgs(process.argv.slice(2));
-  if (o.probe) process.stdout.write(JSON.stringify(await probe(o.probe, o.threads ?? 1)));
+  if (o.probe) process.stdout.write(JSON.stringify(await probe(o.probe, o.threads ?? 1, o.ctx ?? REAL_CTX)));
   else {
     const rows = await benchRealShapes(o);
     fs.mkdirSync(path.join(HERE, 'out'), { recursive: true });
