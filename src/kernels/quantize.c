@@ -394,6 +394,30 @@ out:
     return rc;
 }
 
+/* Copies every key/value of `src` that `w` does not hold yet, in the source's order; split.*
+ * keys (one file is written), keys that are not C strings and nested arrays are left out
+ * (nested arrays said through p->log). */
+static void copy_source_kvs(wlm_gguf_writer *w, const wlm_gguf *src,
+                            const wlm_quantize_params *p) {
+    for (size_t i = 0; i < src->n_kv && w->status == WLM_OK; i++) {
+        const wlm_gguf_kv *kv = &src->kv[i];
+        char key[256];
+        if (kv->key.len >= sizeof key) {
+            say(p, "a key of %zu bytes is not copied", kv->key.len);
+            continue;
+        }
+        memcpy(key, kv->key.ptr, kv->key.len);
+        key[kv->key.len] = '\0';
+        if (strlen(key) != kv->key.len || wlm_gguf_writer_has_key(w, key)) continue;
+        if (strncmp(key, "split.", 6) == 0) continue;
+        if (kv->type == WLM_GGUF_ARRAY && kv->arr.type == WLM_GGUF_ARRAY) {
+            say(p, "key %s (nested arrays) is not copied", key);
+            continue;
+        }
+        wlm_gguf_add_kv_copy(w, kv);
+    }
+}
+
 static int add_metadata(const wlm_model *m, wlm_gguf_writer *w, const wlm_quantize_params *p) {
     const wlm_hparams *hp = &m->hp;
     const wlm_gguf *src = p->src;
@@ -426,23 +450,7 @@ static int add_metadata(const wlm_model *m, wlm_gguf_writer *w, const wlm_quanti
         if (rc != WLM_OK) return rc;
     }
     if (src) {
-        for (size_t i = 0; i < src->n_kv && w->status == WLM_OK; i++) {
-            const wlm_gguf_kv *kv = &src->kv[i];
-            char key[256];
-            if (kv->key.len >= sizeof key) {
-                say(p, "a key of %zu bytes is not copied", kv->key.len);
-                continue;
-            }
-            memcpy(key, kv->key.ptr, kv->key.len);
-            key[kv->key.len] = '\0';
-            if (strlen(key) != kv->key.len || wlm_gguf_writer_has_key(w, key)) continue;
-            if (strncmp(key, "split.", 6) == 0) continue;
-            if (kv->type == WLM_GGUF_ARRAY && kv->arr.type == WLM_GGUF_ARRAY) {
-                say(p, "key %s (nested arrays) is not copied", key);
-                continue;
-            }
-            wlm_gguf_add_kv_copy(w, kv);
-        }
+        copy_source_kvs(w, src, p);
     }
     return w->status;
 }
@@ -634,23 +642,7 @@ int wlm_quantize_gguf_write(const wlm_gguf *src, wlm_gguf_writer *w, const wlm_q
     wlm_gguf_add_u32(w, "general.alignment", WLM_GGUF_DEFAULT_ALIGNMENT);
     wlm_gguf_add_u32(w, "general.file_type", file_type(p->type, p->mix));
     wlm_gguf_add_u32(w, "general.quantization_version", 2);
-    for (size_t i = 0; i < src->n_kv && w->status == WLM_OK; i++) {
-        const wlm_gguf_kv *kv = &src->kv[i];
-        char key[256];
-        if (kv->key.len >= sizeof key) {
-            say(p, "a key of %zu bytes is not copied", kv->key.len);
-            continue;
-        }
-        memcpy(key, kv->key.ptr, kv->key.len);
-        key[kv->key.len] = '\0';
-        if (strlen(key) != kv->key.len || wlm_gguf_writer_has_key(w, key)) continue;
-        if (strncmp(key, "split.", 6) == 0) continue;
-        if (kv->type == WLM_GGUF_ARRAY && kv->arr.type == WLM_GGUF_ARRAY) {
-            say(p, "key %s (nested arrays) is not copied", key);
-            continue;
-        }
-        wlm_gguf_add_kv_copy(w, kv);
-    }
+    copy_source_kvs(w, src, p);
     char name[256];
     for (size_t i = 0; i < n && w->status == WLM_OK; i++) {
         const wlm_gguf_tensor *t = &src->tensors[i];
