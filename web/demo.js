@@ -18,7 +18,10 @@
 // body[data-mode] is 'completion' or 'chat' (web/demo/chat.js describes what chat mode exposes).
 //
 // The library (js/wasmlm.js, js/cache.js through ./sources.js) is imported dynamically, so a
-// page that cannot load it still says why.
+// page that cannot load it still says why. index.html's first script has already started the
+// worker engine, the model list and the default model's download (for the time to the first
+// token); main() takes them over. User Timing marks: 'wasmlm-demo:worker-started' (that script)
+// and 'wasmlm-demo:main' (main() begins).
 //
 // This file wires the page's events and starts it; each part is one module in web/demo/:
 //   state.js       `app` (shared page state), body[data-state], the status line, errors
