@@ -62,7 +62,8 @@ async function coldRun(t, { isolate }) {
     assert.equal(r.error, null, 'the default model loads');
     const m = r.marks;
     t.diagnostic(`${isolate ? 'isolated' : 'not isolated'}: first token ${r.firstToken.toFixed(0)} ms after ` +
-      `navigation start (ready ${r.ready.toFixed(0)}; engine ready ${m['wasmlm:engine-ready']?.toFixed(0)}, ` +
+      `navigation start (ready ${r.ready.toFixed(0)}; worker started ${m['wasmlm-demo:worker-started']?.toFixed(0)}, ` +
+      `demo main ${m['wasmlm-demo:main']?.toFixed(0)}, engine ready ${m['wasmlm:engine-ready']?.toFixed(0)}, ` +
       `model loaded ${m['wasmlm:model-loaded']?.toFixed(0)}, first token ${m['wasmlm:first-token']?.toFixed(0)}; ` +
       `wasm ${r.wasm.map((w) => `${w.file} ${w.start.toFixed(0)}–${w.end.toFixed(0)}`).join(', ')}; ` +
       `model ${r.model.map((w) => `${w.start.toFixed(0)}–${w.end.toFixed(0)}`).join(', ')}; load average ${os.loadavg()[0].toFixed(1)})`);
