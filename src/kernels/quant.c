@@ -624,10 +624,43 @@ void wlm_bf16_matvec_ref(float *out, const void *w, size_t row_bytes, const void
     }
 }
 
-/* ---- Q4_1, Q5_0, Q5_1 (activations: Q8_0) --------------------------------------------------
- * ggml pairs Q4_1 and Q5_1 with Q8_1, which is Q8_0 plus s = d * (sum of the quants) in fp16,
- * for their min term m * sum(x). Here they take Q8_0 activations and sum the quants exactly
- * (an integer): the same product up to the fp16 rounding of ggml's s. */
+/* ---- Q8_1 (activations of Q4_1 and Q5_1) ----------------------------------------------------
+ * Q8_0 plus s = fp16((float)(sum of the quants) * d), d the unrounded float scale: the min term
+ * m * sum(x) of Q4_1 / Q5_1 is taken as m * s, with s's fp16 rounding, as ggml does
+ * (quantize_row_q8_1_ref; llama.cpp's wasm build runs it). */
+
+void wlm_quantize_q8_1_ref(const float *x, void *dst, int64_t n) {
+    wlm_block_q8_1 *y = dst;
+    for (int64_t i = 0; i < n / 32; i++, x += 32) {
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) {
+            const float a = fabsf(x[j]);
+            if (a > amax) amax = a;
+        }
+        const float d = amax / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        int32_t sum = 0;
+        for (int j = 0; j < 32; j++) {
+            y[i].qs[j] = round_i8(x[j] * id);
+            sum += y[i].qs[j];
+        }
+        y[i].d = wlm_fp32_to_fp16(d);
+        y[i].s = wlm_fp32_to_fp16((float)sum * d);
+    }
+}
+
+static void q8_1_to_float(const void *src, float *dst, int64_t n) {
+    const wlm_block_q8_1 *b = src;
+    for (int64_t i = 0; i < n / 32; i++, dst += 32) {
+        const float d = wlm_fp16_to_fp32(b[i].d);
+        for (int j = 0; j < 32; j++) dst[j] = (float)b[i].qs[j] * d;
+    }
+}
+
+/* ---- Q4_1, Q5_0, Q5_1 (activations: Q8_1, Q8_0, Q8_1) ----------------------------------------
+ * Q4_1 / Q5_1 per block, in block order: sum += (dw * dx) * (float)isum + m * s, ggml's
+ * ggml_vec_dot_q4_1_q8_1 / q5_1_q8_1 (C fallbacks) operation for operation; the SIMD kernels
+ * give these bits too. */
 
 /* trunc(t) capped to 0..maxv (NaN -> 0): ggml's (int8_t)(v + 0.5f) style rounding, defined for
  * every float. */
@@ -685,21 +718,18 @@ static void q4_1_from_float(const float *x, void *dst, int64_t n) {
 
 void wlm_q4_1_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
                          int r0, int r1) {
-    const wlm_block_q8_0 *x = xq;
+    const wlm_block_q8_1 *x = xq;
     const int nb = n / 32;
     for (int r = r0; r < r1; r++) {
         const wlm_block_q4_1 *row =
             (const wlm_block_q4_1 *)(const void *)((const char *)w + (size_t)r * row_bytes);
         float sum = 0.0f;
         for (int b = 0; b < nb; b++) {
-            int32_t isum = 0, xsum = 0;
-            for (int j = 0; j < 16; j++) {
+            int32_t isum = 0;
+            for (int j = 0; j < 16; j++)
                 isum += (row[b].qs[j] & 0xF) * x[b].qs[j] + (row[b].qs[j] >> 4) * x[b].qs[j + 16];
-                xsum += x[b].qs[j] + x[b].qs[j + 16];
-            }
-            const float dx = wlm_fp16_to_fp32(x[b].d);
-            sum += (wlm_fp16_to_fp32(row[b].d) * dx) * (float)isum +
-                   (wlm_fp16_to_fp32(row[b].m) * dx) * (float)xsum;
+            sum += (wlm_fp16_to_fp32(row[b].d) * wlm_fp16_to_fp32(x[b].d)) * (float)isum +
+                   wlm_fp16_to_fp32(row[b].m) * wlm_fp16_to_fp32(x[b].s);
         }
         out[r] = sum;
     }
@@ -786,21 +816,17 @@ static void q5_1_from_float(const float *x, void *dst, int64_t n) {
 
 void wlm_q5_1_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
                          int r0, int r1) {
-    const wlm_block_q8_0 *x = xq;
+    const wlm_block_q8_1 *x = xq;
     const int nb = n / 32;
     for (int r = r0; r < r1; r++) {
         const wlm_block_q5_1 *row =
             (const wlm_block_q5_1 *)(const void *)((const char *)w + (size_t)r * row_bytes);
         float sum = 0.0f;
         for (int b = 0; b < nb; b++) {
-            int32_t isum = 0, xsum = 0;
-            for (int j = 0; j < 32; j++) {
-                isum += q5_level(row[b].qs, row[b].qh, j) * x[b].qs[j];
-                xsum += x[b].qs[j];
-            }
-            const float dx = wlm_fp16_to_fp32(x[b].d);
-            sum += (wlm_fp16_to_fp32(row[b].d) * dx) * (float)isum +
-                   (wlm_fp16_to_fp32(row[b].m) * dx) * (float)xsum;
+            int32_t isum = 0;
+            for (int j = 0; j < 32; j++) isum += q5_level(row[b].qs, row[b].qh, j) * x[b].qs[j];
+            sum += (wlm_fp16_to_fp32(row[b].d) * wlm_fp16_to_fp32(x[b].d)) * (float)isum +
+                   wlm_fp16_to_fp32(row[b].m) * wlm_fp16_to_fp32(x[b].s);
         }
         out[r] = sum;
     }
@@ -1119,15 +1145,16 @@ static const wlm_type_traits traits[WLM_TYPE_COUNT] = {
                       wlm_f16_matvec_ref, wlm_f16_matvec_simd},
     [WLM_TYPE_Q4_0] = {"Q4_0", 32, 18, 1, WLM_TYPE_Q8_0, q4_0_to_float, q4_0_from_float,
                        wlm_q4_0_matvec_ref, wlm_q4_0_matvec_simd},
-    [WLM_TYPE_Q4_1] = {"Q4_1", 32, 20, 1, WLM_TYPE_Q8_0, q4_1_to_float, q4_1_from_float,
+    [WLM_TYPE_Q4_1] = {"Q4_1", 32, 20, 1, WLM_TYPE_Q8_1, q4_1_to_float, q4_1_from_float,
                        wlm_q4_1_matvec_ref, wlm_q4_1_matvec_simd},
     [WLM_TYPE_Q5_0] = {"Q5_0", 32, 22, 1, WLM_TYPE_Q8_0, q5_0_to_float, q5_0_from_float,
                        wlm_q5_0_matvec_ref, wlm_q5_0_matvec_simd},
-    [WLM_TYPE_Q5_1] = {"Q5_1", 32, 24, 1, WLM_TYPE_Q8_0, q5_1_to_float, q5_1_from_float,
+    [WLM_TYPE_Q5_1] = {"Q5_1", 32, 24, 1, WLM_TYPE_Q8_1, q5_1_to_float, q5_1_from_float,
                        wlm_q5_1_matvec_ref, wlm_q5_1_matvec_simd},
     [WLM_TYPE_Q8_0] = {"Q8_0", 32, 34, 1, WLM_TYPE_Q8_0, q8_0_to_float, wlm_quantize_q8_0_simd,
                        wlm_q8_0_matvec_ref, wlm_q8_0_matvec_simd},
-    [WLM_TYPE_Q8_1] = {"Q8_1", 32, 36, 0, 0, NULL, NULL, NULL, NULL},
+    /* activations only (Q4_1, Q5_1) */
+    [WLM_TYPE_Q8_1] = {"Q8_1", 32, 36, 0, 0, q8_1_to_float, wlm_quantize_q8_1_simd, NULL, NULL},
     [WLM_TYPE_Q2_K] = {"Q2_K", 256, 84, 1, WLM_TYPE_Q8_K, q2_K_to_float, q2_K_from_float,
                        wlm_q2_K_matvec_ref, wlm_q2_K_matvec_simd},
     [WLM_TYPE_Q3_K] = {"Q3_K", 256, 110, 1, WLM_TYPE_Q8_K, q3_K_to_float, q3_K_from_float,

@@ -3,10 +3,9 @@
  * data is used in place, and the type-traits table (block size, bytes per block, dequantize,
  * quantize, and the matrix-vector kernels of each kernel set). A matrix-vector product with a
  * quantized weight first quantizes the activation vector once into the type's `vec_dot_type`
- * (Q8_0 blocks for Q4_0/Q4_1/Q5_0/Q5_1/Q8_0, Q8_K for the K-quants; F16 and BF16 take the float
- * vector) and then runs integer dot products. ggml pairs Q4_1 and Q5_1 with Q8_1 (Q8_0 plus
- * s = d * sum of the quants, in fp16) for their min term; here they take Q8_0 and the kernels
- * sum the quants exactly, so Q8_1 is never produced (its traits only name it).
+ * (Q8_0 blocks for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants; F16 and BF16
+ * take the float vector) and then runs integer dot products. Q8_1 is Q8_0 plus s = fp16(d * sum
+ * of the quants), d the unrounded scale: the min term of Q4_1/Q5_1 is m * s, as ggml computes it.
  * Layouts follow ggml (ggml-common.h); the static_asserts pin them.
  */
 #ifndef WASMLM_QUANT_H
@@ -46,6 +45,12 @@ typedef struct {
     wlm_fp16 d;                 /* scale */
     int8_t qs[WLM_QK8_0];       /* value = qs[i] * d */
 } wlm_block_q8_0;
+
+typedef struct {
+    wlm_fp16 d;                 /* scale */
+    wlm_fp16 s;                 /* fp16(d * sum of qs), d before its rounding to fp16 */
+    int8_t qs[WLM_QK8_0];       /* value = qs[i] * d */
+} wlm_block_q8_1;
 
 typedef struct {
     wlm_fp16 d;                 /* scale */
@@ -117,6 +122,7 @@ typedef struct {
 } wlm_block_q8_K;
 
 _Static_assert(sizeof(wlm_block_q8_0) == 34, "ggml block_q8_0 layout");
+_Static_assert(sizeof(wlm_block_q8_1) == 36, "ggml block_q8_1 layout");
 _Static_assert(sizeof(wlm_block_q4_0) == 18, "ggml block_q4_0 layout");
 _Static_assert(sizeof(wlm_block_q4_K) == 144, "ggml block_q4_K layout");
 _Static_assert(sizeof(wlm_block_q6_K) == 210, "ggml block_q6_K layout");
@@ -193,6 +199,9 @@ wlm_fp16 wlm_fp32_to_fp16(float f);
  *   quantize-then-dequantize on Gaussian data (tests/c/test_quant.c): Q2_K 0.297, Q3_K 0.152,
  *   Q4_K 0.070, Q5_K 0.036, Q6_K 0.018, Q4_0 0.088, Q4_1 0.078, Q5_0 0.043, Q5_1 0.039, of
  *   the rms value.
+ * - Q8_1 (activations for Q4_1 / Q5_1): Q8_0's d and quants, plus s = fp16((float)(sum of the
+ *   quants) * d) with d = max|x| / 127 before its rounding to fp16 (ggml's quantize_row_q8_1_ref,
+ *   which llama.cpp's wasm build runs).
  * - Q8_K (activations for the K-quants): d = -max/127 in float where max is the element of
  *   largest magnitude, q = round(x / d) (half to even), plus the sums of each 16 quants.
  * The SIMD quantizers of Q8_0 and Q8_K write exactly the reference's bytes for finite input.
@@ -200,12 +209,17 @@ wlm_fp16 wlm_fp32_to_fp16(float f);
  * Matrix-vector kernels (wlm_qmatvec_fn): per block an exact integer dot product of the weight
  * quants with the activation quants, then one float multiply by the block's scales; the SIMD
  * versions differ from the references only in the order of the float additions (the K-quant
- * ones not even that, for rows of up to 4096 columns: the same bits). F16 / BF16: float dot
+ * ones not even that, for rows of up to 4096 columns: the same bits). Q4_1 / Q5_1 (Q8_1
+ * activations) do ggml's generic arithmetic exactly, in every build: per block, in block order,
+ * sum += (dw * dx) * (float)isum + m * s (ggml_vec_dot_q4_1_q8_1 / q5_1_q8_1, the functions
+ * llama.cpp's wasm build runs: it compiles ggml's C fallbacks, not its wasm intrinsics). F16 / BF16: float dot
  * products, the SIMD versions with four-lane partial sums.
  */
 void wlm_quantize_q8_0_ref(const float *x, void *dst, int64_t n);
 void wlm_quantize_q8_0_simd(const float *x, void *dst, int64_t n);
 void wlm_quantize_q8_K_ref(const float *x, void *dst, int64_t n);
+void wlm_quantize_q8_1_ref(const float *x, void *dst, int64_t n);
+void wlm_quantize_q8_1_simd(const float *x, void *dst, int64_t n);
 void wlm_quantize_q8_K_simd(const float *x, void *dst, int64_t n);
 
 void wlm_f16_matvec_ref(float *out, const void *w, size_t row_bytes, const void *x, int n, int r0,

@@ -431,10 +431,9 @@ void wlm_bf16_matvec_simd(float *out, const void *w, size_t row_bytes, const voi
     }
 }
 
-/* ---- Q4_1, Q5_0, Q5_1 weights (Q8_0 activations) -----------------------------------------
+/* ---- Q5_0 weights (Q8_0 activations); the Q4 / Q5 level dot products ----------------------
  * As Q4_0: two rows per call, the block's int32 dot products in i32x4 and one float scale per
- * block. The _1 types add m * dx * (sum of the block's activation quants), the sum an exact
- * integer taken from the widening (xsum8 / 8). Q5_0 / Q5_1 levels are built as bytes: the
+ * block (Q4_1 / Q5_1: below, with Q8_1 activations). Q5_0 / Q5_1 levels are built as bytes: the
  * nibbles of the 16 bytes (elements 0..15 low, 16..31 high) with bit 4 from qh, which a swizzle
  * spreads to one byte per element. */
 
@@ -462,53 +461,7 @@ static inline v128_t q5_dot(const uint8_t *qs, const uint8_t *qh, v128_t x0, v12
     return wasm_i32x4_add(q6_dot(lo, x0, x1), q6_dot(hi, x2, x3));
 }
 
-/* Two rows of a type with a min (Q4_1 or Q5_1); DOT(w) is the block's level dot product. */
-#define ROWS2_MIN_BODY(DOT)                                                                        \
-    do {                                                                                           \
-        float sc0[XCHUNK / 32] __attribute__((aligned(16)));                                       \
-        float sc1[XCHUNK / 32] __attribute__((aligned(16)));                                       \
-        float mc0[XCHUNK / 32] __attribute__((aligned(16)));                                       \
-        float mc1[XCHUNK / 32] __attribute__((aligned(16)));                                       \
-        block_scales(&w0->d, sizeof *w0, xd, nb, sc0);                                             \
-        block_scales(&w1->d, sizeof *w1, xd, nb, sc1);                                             \
-        block_scales(&w0->m, sizeof *w0, xd, nb, mc0);                                             \
-        block_scales(&w1->m, sizeof *w1, xd, nb, mc1);                                             \
-        v128_t a0 = wasm_f32x4_splat(0), a1 = a0;                                                  \
-        float m0 = 0.0f, m1 = 0.0f;                                                                \
-        unsigned touched = 0;                                                                      \
-        _Pragma("clang loop unroll(disable)") for (int b = 0; b < nb; b++, w0++, w1++, xs += 32) { \
-            touched += touch_block(w0 + pf, sizeof *w0) + touch_block(w1 + pf, sizeof *w1);       \
-            const v128_t x0 = wasm_v128_load(xs), x1 = wasm_v128_load(xs + 8);                     \
-            const v128_t x2 = wasm_v128_load(xs + 16), x3 = wasm_v128_load(xs + 24);               \
-            const float xsum = (float)(xsum8[b] / 8);                                              \
-            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(DOT(w0)),              \
-                                                   wasm_f32x4_splat(sc0[b])));                     \
-            a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_f32x4_convert_i32x4(DOT(w1)),              \
-                                                   wasm_f32x4_splat(sc1[b])));                     \
-            m0 += mc0[b] * xsum;                                                                   \
-            m1 += mc1[b] * xsum;                                                                   \
-        }                                                                                          \
-        __asm__ volatile("" : : "r"(touched));                                                     \
-        *o0 = hsum_f32(a0) + m0;                                                                   \
-        *o1 = hsum_f32(a1) + m1;                                                                   \
-    } while (0)
-
-#define Q4_1_DOT(w) q4_dot(wasm_v128_load((w)->qs), x0, x1, x2, x3)
 #define Q5_DOT(w) q5_dot((w)->qs, (w)->qh, x0, x1, x2, x3)
-
-__attribute__((noinline)) static void q4_1_rows2(const wlm_block_q4_1 *w0, const wlm_block_q4_1 *w1,
-                                                 const int16_t *xs, const float *xd,
-                                                 const int32_t *xsum8, int nb, int pf, float *o0,
-                                                 float *o1) {
-    ROWS2_MIN_BODY(Q4_1_DOT);
-}
-
-__attribute__((noinline)) static void q5_1_rows2(const wlm_block_q5_1 *w0, const wlm_block_q5_1 *w1,
-                                                 const int16_t *xs, const float *xd,
-                                                 const int32_t *xsum8, int nb, int pf, float *o0,
-                                                 float *o1) {
-    ROWS2_MIN_BODY(Q5_DOT);
-}
 
 __attribute__((noinline)) static void q5_0_rows2(const wlm_block_q5_0 *w0, const wlm_block_q5_0 *w1,
                                                  const int16_t *xs, const float *xd,
@@ -538,23 +491,158 @@ __attribute__((noinline)) static void q5_0_rows2(const wlm_block_q5_0 *w0, const
     *o0 = hsum_f32(a0);
     *o1 = hsum_f32(a1);
 }
-#undef Q4_1_DOT
 #undef Q5_DOT
-#undef ROWS2_MIN_BODY
-
-static void s128_q4_1_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                           int r0, int r1) {
-    ROWS2_DRIVER(wlm_block_q4_1, q4_1_rows2(w0, w1, xs, xd, xsum8, nb, pf, &v0, &v1));
-}
 
 static void s128_q5_0_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
                            int r0, int r1) {
     ROWS2_DRIVER(wlm_block_q5_0, q5_0_rows2(w0, w1, xs, xd, xsum8, nb, pf, &v0, &v1));
 }
 
+
+/* ---- Q8_1 activations; Q4_1 and Q5_1 weights ---------------------------------------------
+ * The reference's (and ggml's) float arithmetic exactly: per block the exact integer dot product
+ * (i32x4 lane partials summed as integers), then sum += (dw * dx) * (float)isum + m * s in
+ * block order, the running sum carried across column chunks — so every build gives the
+ * reference's bits. The quantizer writes the reference's bytes for finite input. */
+
+void wlm_quantize_q8_1_simd(const float *x, void *dst, int64_t n) {
+    wlm_block_q8_1 *y = dst;
+    for (int64_t i = 0; i < n / 32; i++, x += 32) {
+        v128_t v[8];
+        v128_t m = wasm_f32x4_splat(0);
+        for (int k = 0; k < 8; k++) {
+            v[k] = wasm_v128_load(x + 4 * k);
+            m = wasm_f32x4_pmax(m, wasm_f32x4_abs(v[k]));
+        }
+        const float d = hmax_f32(m, 0.0f) / 127.0f;
+        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        const v128_t idv = wasm_f32x4_splat(id);
+        for (int k = 0; k < 8; k++) v[k] = round_away(wasm_f32x4_mul(v[k], idv));
+        const v128_t q0 = f32x16_to_i8(v[0], v[1], v[2], v[3]);
+        const v128_t q1 = f32x16_to_i8(v[4], v[5], v[6], v[7]);
+        wasm_v128_store(y[i].qs, q0);
+        wasm_v128_store(y[i].qs + 16, q1);
+        const v128_t s16 = wasm_i16x8_add(wasm_i16x8_extadd_pairwise_i8x16(q0),
+                                          wasm_i16x8_extadd_pairwise_i8x16(q1));
+        const int32_t sum = hsum_i32(wasm_i32x4_extadd_pairwise_i16x8(s16));
+        y[i].d = wlm_fp32_to_fp16(d);
+        y[i].s = wlm_fp32_to_fp16((float)sum * d);
+    }
+}
+
+/* The widened Q8_1 activation of nb blocks (widen_q8_0's order) and per block dx and s. */
+static void widen_q8_1(const wlm_block_q8_1 *x, int nb, int16_t *xs, float *xd, float *xsm) {
+    for (int b = 0; b < nb; b++, xs += 32) {
+        const v128_t v0 = wasm_v128_load(x[b].qs), v1 = wasm_v128_load(x[b].qs + 16);
+        wasm_v128_store(xs, even_i8(v0));
+        wasm_v128_store(xs + 8, odd_i8(v0));
+        wasm_v128_store(xs + 16, even_i8(v1));
+        wasm_v128_store(xs + 24, odd_i8(v1));
+        xd[b] = wlm_fp16_to_fp32(x[b].d);
+        xsm[b] = wlm_fp16_to_fp32(x[b].s);
+    }
+}
+
+/* Two rows of Q4_1 or Q5_1 over nb blocks; *o0 / *o1 hold the running sums in and out.
+ * DOT(w) is the block's int32 lane partials. Shared with quant_relaxed.inc. */
+#define ROWS2_Q8_1_BODY(DOT, XD, XSM)                                                              \
+    do {                                                                                           \
+        float sc0[XCHUNK / 32] __attribute__((aligned(16)));                                       \
+        float sc1[XCHUNK / 32] __attribute__((aligned(16)));                                       \
+        float mc0[XCHUNK / 32] __attribute__((aligned(16)));                                       \
+        float mc1[XCHUNK / 32] __attribute__((aligned(16)));                                       \
+        block_scales(&w0->d, sizeof *w0, XD, nb, sc0);                                             \
+        block_scales(&w1->d, sizeof *w1, XD, nb, sc1);                                             \
+        block_scales(&w0->m, sizeof *w0, XSM, nb, mc0);                                            \
+        block_scales(&w1->m, sizeof *w1, XSM, nb, mc1);                                            \
+        float a0 = *o0, a1 = *o1;                                                                  \
+        unsigned touched = 0;                                                                      \
+        _Pragma("clang loop unroll(disable)") for (int b = 0; b < nb; b++, w0++, w1++) {           \
+            touched += touch_block(w0 + pf, sizeof *w0) + touch_block(w1 + pf, sizeof *w1);       \
+            const int32_t i0 = hsum_i32(DOT(w0, b)), i1 = hsum_i32(DOT(w1, b));                   \
+            a0 += sc0[b] * (float)i0 + mc0[b];                                                     \
+            a1 += sc1[b] * (float)i1 + mc1[b];                                                     \
+        }                                                                                          \
+        __asm__ volatile("" : : "r"(touched));                                                     \
+        *o0 = a0;                                                                                  \
+        *o1 = a1;                                                                                  \
+    } while (0)
+
+/* Rows r0..r1 in ROWS2_DRIVER's pairs and column chunks, with PREP(x, nb) preparing a chunk's
+ * activation and the running sums carried from chunk to chunk. */
+#define ROWS2_Q8_1_DRIVER(BLOCK, PREP, CALL)                                                       \
+    do {                                                                                           \
+        const wlm_block_q8_1 *x = xq;                                                              \
+        const char *end = (const char *)w + (size_t)r1 * row_bytes; /* touch nothing past it */   \
+        for (int c0 = 0; c0 < n; c0 += XCHUNK) {                                                   \
+            const int nb = (n - c0 < XCHUNK ? n - c0 : XCHUNK) / 32;                               \
+            PREP;                                                                                  \
+            const char *wc = (const char *)w + (size_t)(c0 / 32) * sizeof(BLOCK);                  \
+            const int half = (r1 - r0 + 1) / 2;                                                    \
+            for (int r = r0; r < r0 + half; r++) {                                                 \
+                const int r2 = r + half < r1 ? r + half : r;                                       \
+                const BLOCK *w0 = (const BLOCK *)(const void *)(wc + (size_t)r * row_bytes);       \
+                const BLOCK *w1 = (const BLOCK *)(const void *)(wc + (size_t)r2 * row_bytes);      \
+                const int pf = touch_distance(end, w1, nb, sizeof(BLOCK), PREFETCH_BLOCKS);        \
+                float v0 = c0 ? out[r] : 0.0f, v1 = c0 ? out[r2] : 0.0f;                           \
+                CALL;                                                                              \
+                out[r] = v0;                                                                       \
+                if (r2 != r) out[r2] = v1;                                                         \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* Block lane partials of a Q4_1 / Q5_1 weight block with the widened activation block at xs. */
+static inline v128_t q4_1_dot_at(const wlm_block_q4_1 *w, const int16_t *xs) {
+    const v128_t x0 = wasm_v128_load(xs), x1 = wasm_v128_load(xs + 8);
+    const v128_t x2 = wasm_v128_load(xs + 16), x3 = wasm_v128_load(xs + 24);
+    return q4_dot(wasm_v128_load(w->qs), x0, x1, x2, x3);
+}
+
+static inline v128_t q5_1_dot_at(const wlm_block_q5_1 *w, const int16_t *xs) {
+    const v128_t x0 = wasm_v128_load(xs), x1 = wasm_v128_load(xs + 8);
+    const v128_t x2 = wasm_v128_load(xs + 16), x3 = wasm_v128_load(xs + 24);
+    return q5_dot(w->qs, w->qh, x0, x1, x2, x3);
+}
+
+#define Q4_1_DOT(w, b) q4_1_dot_at((w), xs + 32 * (b))
+#define Q5_1_DOT(w, b) q5_1_dot_at((w), xs + 32 * (b))
+
+__attribute__((noinline)) static void q4_1_rows2(const wlm_block_q4_1 *w0, const wlm_block_q4_1 *w1,
+                                                 const int16_t *xs, const float *xd,
+                                                 const float *xsm, int nb, int pf, float *o0,
+                                                 float *o1) {
+    ROWS2_Q8_1_BODY(Q4_1_DOT, xd, xsm);
+}
+
+__attribute__((noinline)) static void q5_1_rows2(const wlm_block_q5_1 *w0, const wlm_block_q5_1 *w1,
+                                                 const int16_t *xs, const float *xd,
+                                                 const float *xsm, int nb, int pf, float *o0,
+                                                 float *o1) {
+    ROWS2_Q8_1_BODY(Q5_1_DOT, xd, xsm);
+}
+#undef Q4_1_DOT
+#undef Q5_1_DOT
+
+/* Scratch of one column chunk of the widened Q8_1 activation. */
+typedef struct q8_1_wide {
+    int16_t xs[XCHUNK] __attribute__((aligned(16)));
+    float xd[XCHUNK / 32] __attribute__((aligned(16)));
+    float xsm[XCHUNK / 32] __attribute__((aligned(16)));
+} q8_1_wide;
+
+static void s128_q4_1_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                             int r0, int r1) {
+    q8_1_wide a;
+    ROWS2_Q8_1_DRIVER(wlm_block_q4_1, widen_q8_1(x + c0 / 32, nb, a.xs, a.xd, a.xsm),
+                      q4_1_rows2(w0, w1, a.xs, a.xd, a.xsm, nb, pf, &v0, &v1));
+}
+
 static void s128_q5_1_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                           int r0, int r1) {
-    ROWS2_DRIVER(wlm_block_q5_1, q5_1_rows2(w0, w1, xs, xd, xsum8, nb, pf, &v0, &v1));
+                             int r0, int r1) {
+    q8_1_wide a;
+    ROWS2_Q8_1_DRIVER(wlm_block_q5_1, widen_q8_1(x + c0 / 32, nb, a.xs, a.xd, a.xsm),
+                      q5_1_rows2(w0, w1, a.xs, a.xd, a.xsm, nb, pf, &v0, &v1));
 }
 
 /* ---- Q8_K activations: quantizer and widening -------------------------------------------- */
@@ -1076,6 +1164,9 @@ void wlm_quantize_q8_0_simd(const float *x, void *dst, int64_t n) {
 }
 void wlm_quantize_q8_K_simd(const float *x, void *dst, int64_t n) {
     wlm_quantize_q8_K_ref(x, dst, n);
+}
+void wlm_quantize_q8_1_simd(const float *x, void *dst, int64_t n) {
+    wlm_quantize_q8_1_ref(x, dst, n);
 }
 void wlm_f16_matvec_simd(float *out, const void *w, size_t row_bytes, const void *x, int n, int r0,
                          int r1) {

@@ -127,9 +127,9 @@ static void test_traits(void) {
         {WLM_TYPE_Q4_K, "Q4_K", 256, 144, WLM_TYPE_Q8_K},
         {WLM_TYPE_Q6_K, "Q6_K", 256, 210, WLM_TYPE_Q8_K},
         {WLM_TYPE_BF16, "BF16", 1, 2, WLM_TYPE_F32},
-        {WLM_TYPE_Q4_1, "Q4_1", 32, 20, WLM_TYPE_Q8_0},
+        {WLM_TYPE_Q4_1, "Q4_1", 32, 20, WLM_TYPE_Q8_1},
         {WLM_TYPE_Q5_0, "Q5_0", 32, 22, WLM_TYPE_Q8_0},
-        {WLM_TYPE_Q5_1, "Q5_1", 32, 24, WLM_TYPE_Q8_0},
+        {WLM_TYPE_Q5_1, "Q5_1", 32, 24, WLM_TYPE_Q8_1},
         {WLM_TYPE_Q2_K, "Q2_K", 256, 84, WLM_TYPE_Q8_K},
         {WLM_TYPE_Q3_K, "Q3_K", 256, 110, WLM_TYPE_Q8_K},
         {WLM_TYPE_Q5_K, "Q5_K", 256, 176, WLM_TYPE_Q8_K},
@@ -151,7 +151,9 @@ static void test_traits(void) {
     CHECK(k->supported == 0); /* activations only */
     CHECK(k->to_float && k->from_float == wlm_quantize_q8_K_simd);
     CHECK(wlm_type_get(WLM_TYPE_Q8_0)->from_float == wlm_quantize_q8_0_simd);
-    CHECK(wlm_type_get(WLM_TYPE_Q8_1)->supported == 0); /* not used: see quant.h */
+    const wlm_type_traits *q81 = wlm_type_get(WLM_TYPE_Q8_1);
+    CHECK(q81->supported == 0 && q81->block_size == 32 && q81->type_size == 36); /* activations */
+    CHECK(q81->to_float && q81->from_float == wlm_quantize_q8_1_simd);
     CHECK(wlm_type_get(-1)->name == NULL && wlm_type_get(WLM_TYPE_COUNT)->name == NULL);
     CHECK(wlm_type_get(4)->name == NULL); /* a hole in ggml's ids */
     CHECK_EQ_INT(wlm_row_bytes(WLM_TYPE_Q8_0, 64), 68);
@@ -740,6 +742,84 @@ static void test_roundtrip(int32_t type, double max_rel_rmse) {
     free(q);
 }
 
+/* Q8_1 activations and the Q4_1 / Q5_1 dot products against ggml's arithmetic, written out
+ * here from its definitions (quantize_row_q8_1_ref; ggml_vec_dot_q4_1_q8_1 / q5_1_q8_1, the C
+ * versions llama.cpp's wasm build runs): d = amax / 127, q = roundf(x / d), s = fp16(sum(q) * d)
+ * with the unrounded d; per block in block order sumf += (dw * dx) * sumi + m * s. Bitwise, for
+ * the reference and the build's kernels, rows longer than one column chunk included. */
+static void test_q8_1_ggml(void) {
+    tu_section("Q8_1 activations, Q4_1 / Q5_1 dot products: ggml's arithmetic, bitwise");
+    const int n = 4160, nb = n / 32, rows = 5;
+    float *x = malloc((size_t)n * sizeof(float)), *row = malloc((size_t)n * sizeof(float));
+    wlm_block_q8_1 *mine = malloc((size_t)nb * sizeof *mine), *want = malloc((size_t)nb * sizeof *want);
+    for (int j = 0; j < n; j++) x[j] = gauss() * (j % 5 == 0 ? 3.0f : 1.0f);
+    int s_rounding = 0; /* blocks where fp16(sum * d) != fp16(sum * fp16(d)): the test can tell */
+    for (int b = 0; b < nb; b++) {
+        float amax = 0.0f;
+        for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(x[32 * b + j]));
+        const float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        int sum = 0;
+        for (int j = 0; j < 32; j++) {
+            want[b].qs[j] = (int8_t)roundf(x[32 * b + j] * id);
+            sum += want[b].qs[j];
+        }
+        want[b].d = wlm_fp32_to_fp16(d);
+        want[b].s = wlm_fp32_to_fp16((float)sum * d);
+        s_rounding += want[b].s != wlm_fp32_to_fp16((float)sum * wlm_fp16_to_fp32(want[b].d));
+    }
+    wlm_quantize_q8_1_ref(x, mine, n);
+    CHECKF(memcmp(mine, want, (size_t)nb * sizeof *mine) == 0, "Q8_1 reference bytes != ggml's");
+    wlm_quantize_q8_1_simd(x, mine, n);
+    CHECKF(memcmp(mine, want, (size_t)nb * sizeof *mine) == 0, "Q8_1 SIMD bytes != ggml's");
+    CHECKF(s_rounding > 0, "no block where s's rounding matters (%d of %d)", s_rounding, nb);
+    printf("Q8_1: %d of %d blocks where fp16(sum * d) != fp16(sum * fp16(d))\n", s_rounding, nb);
+    static const int32_t types[] = {WLM_TYPE_Q4_1, WLM_TYPE_Q5_1};
+    for (int ti = 0; ti < 2; ti++) {
+        const wlm_type_traits *t = wlm_type_get(types[ti]);
+        const size_t rb = wlm_row_bytes(types[ti], n);
+        unsigned char *w = malloc((size_t)rows * rb);
+        for (int r = 0; r < rows; r++) {
+            for (int j = 0; j < n; j++) row[j] = gauss() * (r + 1) + (r % 2 ? 0.5f : -0.25f);
+            t->from_float(row, w + (size_t)r * rb, n);
+        }
+        float expect[5], ref[5], simd[5];
+        for (int r = 0; r < rows; r++) {
+            float sumf = 0.0f;
+            for (int b = 0; b < nb; b++) {
+                const unsigned char *blk = w + (size_t)r * rb + (size_t)b * t->type_size;
+                wlm_fp16 dw, mw;
+                memcpy(&dw, blk, 2);
+                memcpy(&mw, blk + 2, 2);
+                uint32_t qh = 0;
+                const unsigned char *qs = blk + 4;
+                if (types[ti] == WLM_TYPE_Q5_1) {
+                    memcpy(&qh, blk + 4, 4);
+                    qs = blk + 8;
+                }
+                int sumi0 = 0, sumi1 = 0;
+                for (int j = 0; j < 16; j++) {
+                    const int v0 = (qs[j] & 0x0F) | (int)((qh >> j) & 1u) << 4;
+                    const int v1 = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1u) << 4;
+                    sumi0 += v0 * want[b].qs[j];
+                    sumi1 += v1 * want[b].qs[j + 16];
+                }
+                const int sumi = sumi0 + sumi1;
+                sumf += (wlm_fp16_to_fp32(dw) * wlm_fp16_to_fp32(want[b].d)) * (float)sumi +
+                        wlm_fp16_to_fp32(mw) * wlm_fp16_to_fp32(want[b].s);
+            }
+            expect[r] = sumf;
+        }
+        t->matvec_ref(ref, w, rb, want, n, 0, rows);
+        t->matvec_simd(simd, w, rb, want, n, 0, rows);
+        CHECKF(memcmp(ref, expect, sizeof ref) == 0, "%s reference != ggml's arithmetic (%.9g vs %.9g)",
+               t->name, ref[0], expect[0]);
+        CHECKF(memcmp(simd, expect, sizeof simd) == 0, "%s SIMD != ggml's arithmetic (%.9g vs %.9g)",
+               t->name, simd[0], expect[0]);
+        free(w);
+    }
+    free(x), free(row), free(mine), free(want);
+}
+
 /* The SIMD activation quantizers write the reference's bytes. */
 static void test_quantizer_simd(void) {
     tu_section("activation quantizers: SIMD bytes == reference bytes");
@@ -774,12 +854,15 @@ static void test_quantizer_simd(void) {
                 break;
             }
         }
-        for (int pass = 0; pass < 2; pass++) {
-            const int32_t type = pass ? WLM_TYPE_Q8_K : WLM_TYPE_Q8_0;
+        for (int pass = 0; pass < 3; pass++) {
+            const int32_t type = pass == 2 ? WLM_TYPE_Q8_1 : pass ? WLM_TYPE_Q8_K : WLM_TYPE_Q8_0;
             const size_t bytes = wlm_row_bytes(type, n);
             memset(a, 0x55, bytes);
             memset(b, 0xAA, bytes);
-            if (pass) {
+            if (pass == 2) {
+                wlm_quantize_q8_1_ref(x, a, n);
+                wlm_quantize_q8_1_simd(x, b, n);
+            } else if (pass) {
                 wlm_quantize_q8_K_ref(x, a, n);
                 wlm_quantize_q8_K_simd(x, b, n);
             } else {
@@ -846,6 +929,8 @@ static void check_matvec(int32_t type, int rows, int n, int r0, int r1, size_t p
         vt->from_float(x, xq, n);
         if (vdt == WLM_TYPE_Q8_0)
             wlm_quantize_q8_0_ref(x, xq_ref, n);
+        else if (vdt == WLM_TYPE_Q8_1)
+            wlm_quantize_q8_1_ref(x, xq_ref, n);
         else
             wlm_quantize_q8_K_ref(x, xq_ref, n);
         if (memcmp(xq, xq_ref, xq_bytes) != 0) st->bad_exact += 1000000; /* loud */
@@ -856,12 +941,13 @@ static void check_matvec(int32_t type, int rows, int n, int r0, int r1, size_t p
     for (int j = 0; j < n; j++) {
         if (vdt == WLM_TYPE_F32)
             xerr[j] = 0;
-        else if (vdt == WLM_TYPE_Q8_0) {
+        else if (vdt == WLM_TYPE_Q8_0 || vdt == WLM_TYPE_Q8_1) {
             const int b0 = j / 32 * 32;
             float amax = 0;
             for (int k = 0; k < 32; k++) amax = fmaxf(amax, fabsf(x[b0 + k]));
-            const double d = amax / 127.0f,
-                         d16 = wlm_fp16_to_fp32(((const wlm_block_q8_0 *)xq)[j / 32].d);
+            const wlm_fp16 h = vdt == WLM_TYPE_Q8_0 ? ((const wlm_block_q8_0 *)xq)[j / 32].d
+                                                    : ((const wlm_block_q8_1 *)xq)[j / 32].d;
+            const double d = amax / 127.0f, d16 = wlm_fp16_to_fp32(h);
             xerr[j] = (float)(d / 2 + 127 * fabs(d - d16) + 1e-6 * fabs(x[j]));
         } else {
             xerr[j] = (float)(fabs(((const wlm_block_q8_K *)xq)[j / 256].d) * 0.5 * (1 + 1e-5) +
@@ -894,8 +980,22 @@ static void check_matvec(int32_t type, int rows, int n, int r0, int r1, size_t p
             exact_x += (double)wf[j] * x[j];
             act += fabs((double)wf[j]) * xerr[j];
         }
+        /* Q8_1: the min term is m * s, s = fp16(sum of the quants * unrounded d), not the
+         * dequantized m * d16 * sum: their exact difference per block (and a rounding of each) */
+        double s_err = 0;
+        if (vdt == WLM_TYPE_Q8_1)
+            for (int k = 0; k < nb; k++) {
+                const wlm_block_q8_1 *xb = (const wlm_block_q8_1 *)xq + k;
+                wlm_fp16 m;
+                memcpy(&m, w + (size_t)r * row_bytes + (size_t)k * t->type_size + 2, sizeof m);
+                int32_t sq = 0;
+                for (int j = 0; j < 32; j++) sq += xb->qs[j];
+                const double sd = (double)wlm_fp16_to_fp32(xb->s),
+                             dq = (double)wlm_fp16_to_fp32(xb->d) * sq;
+                s_err += fabs((double)wlm_fp16_to_fp32(m)) * (fabs(sd - dq) + 1.2e-7 * fabs(sd));
+            }
         /* float: one rounding per block product and per addition of the running sum */
-        const double tol = (type == WLM_TYPE_F16 ? 1e-5 : (nb + 4) * 1.2e-7) * mag + 1e-30;
+        const double tol = (type == WLM_TYPE_F16 ? 1e-5 : (nb + 4) * 1.2e-7) * mag + 1e-30 + s_err;
         if (!(fabs(a - exact) <= tol)) st->bad_exact++;
         if (!(fabs(a - exact_x) <= act + tol + 1e-6 * fabs(exact_x))) st->bad_act++;
         const double ds = fabs((double)a - b);
@@ -903,6 +1003,8 @@ static void check_matvec(int32_t type, int rows, int n, int r0, int r1, size_t p
         /* K-quant kernels do the reference's float arithmetic per block, in block order: the
          * same bits while a row fits one column chunk of the SIMD drivers (4096) */
         if (t->block_size == 256 && n <= 4096 && memcmp(&a, &b, sizeof a) != 0) st->bad_bits++;
+        /* Q4_1 / Q5_1 (Q8_1 activations): the reference's arithmetic in its order, any length */
+        if (vdt == WLM_TYPE_Q8_1 && memcmp(&a, &b, sizeof a) != 0) st->bad_bits++;
         if (mag > 0 && ds / mag > st->worst_simd) st->worst_simd = ds / mag;
     }
     free(w), free(wf), free(row), free(x), free(xf), free(o1), free(o2), free(xq), free(xq_ref),
@@ -1074,7 +1176,8 @@ static void test_simd128_bits(void) {
  * per entry, bitwise: batch sizes around the four-entry step, odd row ranges, rows over several
  * column chunks, arbitrary quant bytes. */
 static void test_matmat(void) {
-    static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q4_K};
+    static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q4_K, WLM_TYPE_Q4_1,
+                                    WLM_TYPE_Q5_1};
     static const int ns[] = {64, 768, 4160};
     for (size_t c = 0; c < sizeof types / sizeof types[0]; c++) {
         const wlm_type_traits *t = wlm_type_get(types[c]);
@@ -1091,6 +1194,8 @@ static void test_matmat(void) {
             for (int b = 0; b < rows * (n / 32); b++) { /* fp16 d at offset 0 of both types */
                 const uint16_t h = (uint16_t)(0x1C00 + tu_rng_u64(&rng) % 0x2000);
                 memcpy(w + (size_t)b * t->type_size, &h, 2);
+                if (t->vec_dot_type == WLM_TYPE_Q8_1) /* and the min of Q4_1 / Q5_1 */
+                    memcpy(w + (size_t)b * t->type_size + 2, &h, 2);
             }
             unsigned char *xq = malloc(xs * ne_max);
             float *x = malloc((size_t)n * sizeof(float));
@@ -1138,6 +1243,7 @@ int main(void) {
     test_roundtrip(WLM_TYPE_Q3_K, 0.20);
     test_roundtrip(WLM_TYPE_Q5_K, 0.04);
     test_quantizer_simd();
+    test_q8_1_ggml();
     tu_section("matvec: reference vs dequantize-then-dot, SIMD vs reference");
     test_matvec_type(WLM_TYPE_F16);
     test_matvec_type(WLM_TYPE_Q8_0);
