@@ -1074,7 +1074,8 @@ static void test_simd128_bits(void) {
  * per entry, bitwise: batch sizes around the four-entry step, odd row ranges, rows over several
  * column chunks, arbitrary quant bytes. */
 static void test_matmat(void) {
-    static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q4_K, WLM_TYPE_Q6_K};
+    static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q5_0, WLM_TYPE_Q4_K,
+                                    WLM_TYPE_Q6_K};
     /* one block, a few, and past XCHUNK (4096 columns: a second column chunk) */
     static const int ns32[] = {64, 768, 4160}, nsK[] = {256, 768, 4352};
     for (size_t c = 0; c < sizeof types / sizeof types[0]; c++) {
