@@ -12,8 +12,9 @@
 // so the page is opened --settle MS (default 3000) after that first URL;
 // "warm": the same page reloaded in that profile (the model then comes from Cache Storage).
 // Median over the runs. Also reported per run, to see where the time goes: the library's
-// performance marks (wasmlm:*, when the library sets them), the page's 'ready', and when the
-// server saw the requests for the wasm modules and the model (ms after navigation start).
+// performance marks (wasmlm:*, when the library sets them) and the page's (wasmlm-demo:*), the
+// page's 'ready', and when the server saw the requests for the wasm modules and the model (ms
+// after navigation start).
 // What it measures: bench/README.md ("Time to first token").
 //
 //   node bench/ttft.mjs [--runs 5] [--root DIR]... [--no-isolate] [--no-warmup] [--settle MS] [--out FILE] [--json]
@@ -118,7 +119,7 @@ async function measure(page, server) {
   const r = await page.evaluate(() => ({
     ...window.__ttft,
     timeOrigin: performance.timeOrigin,
-    marks: Object.fromEntries(performance.getEntriesByType('mark').filter((m) => m.name.startsWith('wasmlm:'))
+    marks: Object.fromEntries(performance.getEntriesByType('mark').filter((m) => m.name.startsWith('wasmlm'))
       .map((m) => [m.name, Math.round(m.startTime)])),
     resources: performance.getEntriesByType('resource').map((e) => ({
       name: e.name.replace(location.origin, ''), start: Math.round(e.startTime), end: Math.round(e.responseEnd),

@@ -16,7 +16,9 @@ echo "== C tests, native"
 (cd build/native && ctest --output-on-failure -j"$jobs")
 
 echo "== C tests, native with AddressSanitizer + UBSan"
-cmake -S . -B build/sanitize -DCMAKE_BUILD_TYPE=Debug -DWASMLM_SANITIZE=ON -DWASMLM_WERROR=ON >/dev/null
+# -O1 as the sanitizers' documentation recommends: 2-3x faster than -O0, same checks.
+cmake -S . -B build/sanitize -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g" \
+  -DWASMLM_SANITIZE=ON -DWASMLM_WERROR=ON >/dev/null
 cmake --build build/sanitize -j"$jobs" >/dev/null
 # test_threads runs one weight type of each kind under the sanitizers (WASMLM_TEST_TYPES).
 (cd build/sanitize && WASMLM_TEST_TYPES=quick ctest --output-on-failure -j"$jobs")

@@ -18,7 +18,10 @@
 // body[data-mode] is 'completion' or 'chat' (web/demo/chat.js describes what chat mode exposes).
 //
 // The library (js/wasmlm.js, js/cache.js through ./sources.js) is imported dynamically, so a
-// page that cannot load it still says why.
+// page that cannot load it still says why. index.html's first script has already started the
+// worker engine, the model list and the default model's download (for the time to the first
+// token); main() takes them over. User Timing marks: 'wasmlm-demo:worker-started' (that script)
+// and 'wasmlm-demo:main' (main() begins).
 //
 // This file wires the page's events and starts it; each part is one module in web/demo/:
 //   state.js       `app` (shared page state), body[data-state], the status line, errors
@@ -188,21 +191,27 @@ function wireControls() {
 }
 
 async function main() {
+  performance.mark('wasmlm-demo:main'); // tests/browser/ttft.test.mjs: after index.html's start
   wireControls();
   setState('loading');
-  // The first load's steps overlap rather than follow one another: the model list (requested
-  // by index.html's inline script while the modules download), the library (its worker starts
-  // and its wasm build is fetched and compiled as soon as it is imported: the engine promise),
-  // and the model files (their Cache Storage lookup and download need only ./sources.js).
+  // The first load's steps overlap rather than follow one another: the model list, the library
+  // and its engine (its worker starts and its wasm build is fetched and compiled: the engine
+  // promise), all started by index.html's inline script before this module graph was even
+  // requested (started here if that script did not run), and the model files (their Cache
+  // Storage lookup and download need only ./sources.js).
   const manifest = window.wasmlmManifest ?? fetchManifest();
   manifest.catch(() => {}); // awaited below
-  const engine = import('../js/wasmlm.js').then((lib) => {
-    lib.preload({ simd: SIMD }).catch(() => {}); // a failure shows when the engine starts
-    app.createWorkerEngine = lib.createWorkerEngine;
-    return lib.createWorkerEngine({ simd: SIMD });
-  }, (err) => {
+  const libraryFailed = (err) => {
     throw new Error(`could not load the wasmlm library (js/wasmlm.js): ${describeError(err)}`, { cause: err });
-  });
+  };
+  const library = window.wasmlmLibrary ?? import('../js/wasmlm.js');
+  library.then((lib) => { app.createWorkerEngine = lib.createWorkerEngine; }, () => {});
+  const engine = window.wasmlmEngine
+    ? window.wasmlmEngine.catch((err) => library.then(() => { throw err; }, libraryFailed))
+    : library.then((lib) => {
+      lib.preload({ simd: SIMD }).catch(() => {}); // a failure shows when the engine starts
+      return lib.createWorkerEngine({ simd: SIMD });
+    }, libraryFailed);
   engine.catch(() => {}); // awaited by loadModel
   try {
     app.sources = await import('./sources.js');

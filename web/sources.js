@@ -95,7 +95,58 @@ export async function classifyFile(file) {
  * @returns {Promise<{blob: Blob, url?: string, from: string, fromCache: boolean,
  *   save?: () => Promise<{stored: boolean, reason?: string, error?: Error}>}>}
  */
-export async function fetchPart(part, { onProgress, signal }) {
+export function fetchPart(part, { onProgress, signal } = {}) {
+  const early = !part.file && prefetched.get(partKey(part));
+  if (early) {
+    prefetched.delete(partKey(part)); // one caller adopts a prefetch
+    return early.adopt({ onProgress, signal });
+  }
+  return fetchPartNow(part, { onProgress, signal });
+}
+
+/** The published model the page opens with: the page URL's ?model= when the manifest has it,
+ *  else DEFAULT_MODEL, else the manifest's first entry. */
+export const DEFAULT_MODEL = 'stories260K';
+export function defaultEntry(models, search = globalThis.location?.search ?? '') {
+  const wanted = new URLSearchParams(search).get('model');
+  return models.find((m) => m.id === wanted) ?? models.find((m) => m.id === DEFAULT_MODEL) ?? models[0];
+}
+
+/** Prefetches started by prefetch() and not yet adopted, by part (first candidate, checksum). */
+const prefetched = new Map();
+const partKey = (part) => `${part.candidates?.[0]}\n${part.sha256 ?? ''}`;
+
+/**
+ * Starts fetching a plan's parts now (Cache Storage lookup, else the download), before the
+ * page asks for them: index.html's first script calls it for the default model, so the model
+ * downloads while the page's own modules load. The first fetchPart() of the same part adopts
+ * the fetch in flight: it gets the progress so far and from then on, and its signal aborts it.
+ * A prefetch nobody adopts is simply dropped (never an unhandled rejection).
+ */
+export function prefetch(plan) {
+  for (const part of plan.parts) {
+    if (part.file || prefetched.has(partKey(part))) continue;
+    const controller = new AbortController();
+    let last = null;
+    let listener = null;
+    const promise = fetchPartNow(part, {
+      signal: controller.signal,
+      onProgress: (p) => { last = p; listener?.(p); },
+    });
+    promise.catch(() => {});
+    prefetched.set(partKey(part), {
+      adopt({ onProgress, signal }) {
+        if (signal?.aborted) controller.abort(signal.reason);
+        signal?.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
+        listener = onProgress ?? null;
+        if (last) listener?.(last);
+        return promise;
+      },
+    });
+  }
+}
+
+async function fetchPartNow(part, { onProgress, signal }) {
   if (part.file) {
     onProgress?.({ loaded: part.file.size, total: part.file.size, bytesPerSec: 0, from: 'a local file' });
     return { blob: part.file, from: 'a local file', fromCache: false };

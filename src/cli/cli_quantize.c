@@ -149,9 +149,12 @@ static const char *stem(const char *path, char *buf, size_t n) {
 
 /* ---- the command ---------------------------------------------------------------------------- */
 
-/* A GGUF of an architecture other than llama: wlm_quantize_gguf. Returns the exit code. */
-static int quantize_any(const char *in, const char *out, const wlm_gguf *src, int32_t type,
-                        int32_t mix, const char *name, double t0) {
+/* Writes `out` from a loaded llama model (wlm_quantize_model; src, when not NULL, gives its
+ * key/values) or, when model is NULL, straight from the GGUF `src` of any other architecture
+ * (wlm_quantize_gguf). Prints progress on a terminal, then the summary or the error. Returns
+ * the exit code. */
+static int quantize_to(const char *in, const char *out, wlm_model *model, const wlm_gguf *src,
+                       int32_t type, int32_t mix, const char *name, double t0) {
     char err[512] = "";
     progress_state ps = {0, -1};
 #ifdef HAVE_POSIX
@@ -162,10 +165,12 @@ static int quantize_any(const char *in, const char *out, const wlm_gguf *src, in
     qp.type = type;
     qp.mix = mix > 0 ? mix : WLM_QUANT_MIX_NONE;
     qp.name = name;
+    qp.src = src;
     qp.log = on_log;
     qp.progress = on_progress;
     qp.user = &ps;
-    const int s = wlm_quantize_gguf(src, out, &qp, err, sizeof err);
+    const int s = model ? wlm_quantize_model(model, out, &qp, err, sizeof err)
+                        : wlm_quantize_gguf(src, out, &qp, err, sizeof err);
     if (ps.tty && ps.last_pct >= 0) fputc('\r', stderr);
     if (s != WLM_OK) {
         fprintf(stderr, "wasmlm quantize: %s: %s (%s); nothing written to %s\n", in, err,
@@ -176,8 +181,16 @@ static int quantize_any(const char *in, const char *out, const wlm_gguf *src, in
     long size = -1;
     if (f && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
     if (f) fclose(f);
-    fprintf(stderr, "wasmlm quantize: wrote %s: %s, %zu tensors, %.1f MB, in %.2f s\n", out,
-            mix > 0 ? wlm_quantize_mix_name(mix) : wlm_type_get(type)->name, src->n_tensors,
+    char shape[64];
+    if (model) {
+        wlm_model_info info;
+        wlm_model_get_info(model, &info);
+        snprintf(shape, sizeof shape, "%d layers, dim %d", (int)info.n_layers, (int)info.dim);
+    } else {
+        snprintf(shape, sizeof shape, "%zu tensors", src->n_tensors);
+    }
+    fprintf(stderr, "wasmlm quantize: wrote %s: %s, %s, %.1f MB, in %.2f s\n", out,
+            mix > 0 ? wlm_quantize_mix_name(mix) : wlm_type_get(type)->name, shape,
             (double)size / 1e6, now_s() - t0);
     return 0;
 }
@@ -239,7 +252,7 @@ int wlm_cli_quantize(int argc, char **argv) {
             !(arch.len == 5 && memcmp(arch.ptr, "llama", 5) == 0)) {
             /* Any other architecture: every key/value and tensor copied, the weight matrices
              * converted (quantize.c's wlm_quantize_gguf), without loading the model. */
-            rc = quantize_any(in, out, &src, type, mix, name, t0);
+            rc = quantize_to(in, out, NULL, &src, type, mix, name, t0);
             goto out;
         }
     }
@@ -270,34 +283,8 @@ int wlm_cli_quantize(int argc, char **argv) {
         }
     }
 
-    progress_state ps = {0, -1};
-#ifdef HAVE_POSIX
-    ps.tty = isatty(fileno(stderr));
-#endif
-    wlm_quantize_params qp;
-    wlm_quantize_params_default(&qp);
-    qp.type = type;
-    qp.mix = mix > 0 ? mix : WLM_QUANT_MIX_NONE;
-    qp.name = name ? name : is_gguf ? NULL : stem(in, stem_buf, sizeof stem_buf);
-    qp.src = have_src ? &src : NULL;
-    qp.log = on_log;
-    qp.progress = on_progress;
-    qp.user = &ps;
-    int s = wlm_quantize_model(model, out, &qp, err, sizeof err);
-    if (ps.tty && ps.last_pct >= 0) fputc('\r', stderr);
-    if (s != WLM_OK) {
-        fprintf(stderr, "wasmlm quantize: %s (%s); nothing written to %s\n", err,
-                wlm_status_name(s), out);
-        goto out;
-    }
-    FILE *f = fopen(out, "rb");
-    long size = -1;
-    if (f && fseek(f, 0, SEEK_END) == 0) size = ftell(f);
-    if (f) fclose(f);
-    fprintf(stderr, "wasmlm quantize: wrote %s: %s, %d layers, dim %d, %.1f MB, in %.2f s\n", out,
-            mix > 0 ? wlm_quantize_mix_name(mix) : wlm_type_get(type)->name, (int)info.n_layers,
-            (int)info.dim, (double)size / 1e6, now_s() - t0);
-    rc = 0;
+    rc = quantize_to(in, out, model, have_src ? &src : NULL, type, mix,
+                     name ? name : is_gguf ? NULL : stem(in, stem_buf, sizeof stem_buf), t0);
 out:
     if (have_src) wlm_gguf_free(&src);
     wlm_model_free(model);

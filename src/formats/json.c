@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "formats/json.h"
+#include "runtime/errors.h"
 #include "wasmlm.h"
 
 typedef struct chunk {
@@ -53,20 +54,6 @@ static void *arena_alloc(jparser *p, size_t bytes) {
     return r;
 }
 
-static void line_col(const char *s, size_t n, size_t at, size_t *line, size_t *col) {
-    *line = 1;
-    *col = 1;
-    if (at > n) at = n;
-    for (size_t k = 0; k < at; k++) {
-        if (s[k] == '\n') {
-            ++*line;
-            *col = 1;
-        } else {
-            ++*col;
-        }
-    }
-}
-
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((format(printf, 3, 4)))
 #endif
@@ -74,15 +61,10 @@ static int jerr(jparser *p, size_t at, const char *fmt, ...) {
     if (p->status != WLM_OK) return p->status;
     p->status = WLM_ERR_INVALID_ARG;
     if (p->err && p->errlen) {
-        size_t line, col;
-        line_col(p->s, p->n, at, &line, &col);
-        int k = snprintf(p->err, p->errlen, "JSON line %zu, column %zu: ", line, col);
-        if (k >= 0 && (size_t)k < p->errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(p->err + k, p->errlen - (size_t)k, fmt, ap);
-            va_end(ap);
-        }
+        va_list ap;
+        va_start(ap, fmt);
+        wlm_verrorf_at(p->err, p->errlen, p->status, "JSON", p->s, p->n, at, fmt, ap);
+        va_end(ap);
     }
     return p->status;
 }

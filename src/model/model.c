@@ -20,6 +20,24 @@ int wlm_errorf(char *err, size_t errlen, int status, const char *fmt, ...) {
     return status;
 }
 
+int wlm_verrorf_at(char *err, size_t errlen, int status, const char *what, const char *text,
+                   size_t n, size_t at, const char *fmt, va_list ap) {
+    if (!err || !errlen) return status;
+    size_t line = 1, col = 1;
+    if (at > n) at = n;
+    for (size_t k = 0; k < at; k++) {
+        if (text[k] == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    int k = snprintf(err, errlen, "%s line %zu, column %zu: ", what, line, col);
+    if (k >= 0 && (size_t)k < errlen) vsnprintf(err + k, errlen - (size_t)k, fmt, ap);
+    return status;
+}
+
 int wlm_set_error(char *buf, int status, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

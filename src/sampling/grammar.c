@@ -29,6 +29,7 @@
 
 #include "wasmlm.h"
 #include "sampling/grammar.h"
+#include "runtime/errors.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Compiled form                                                                               */
@@ -105,23 +106,10 @@ static int perr(parser *p, size_t at, const char *fmt, ...) {
     if (p->status != WLM_OK) return p->status;
     p->status = WLM_ERR_INVALID_ARG;
     if (p->err && p->errlen) {
-        size_t line = 1, col = 1;
-        if (at > p->n) at = p->n;
-        for (size_t k = 0; k < at; k++) {
-            if (p->s[k] == '\n') {
-                line++;
-                col = 1;
-            } else {
-                col++;
-            }
-        }
-        int k = snprintf(p->err, p->errlen, "grammar line %zu, column %zu: ", line, col);
-        if (k >= 0 && (size_t)k < p->errlen) {
-            va_list ap;
-            va_start(ap, fmt);
-            vsnprintf(p->err + k, p->errlen - (size_t)k, fmt, ap);
-            va_end(ap);
-        }
+        va_list ap;
+        va_start(ap, fmt);
+        wlm_verrorf_at(p->err, p->errlen, p->status, "grammar", p->s, p->n, at, fmt, ap);
+        va_end(ap);
     }
     return p->status;
 }

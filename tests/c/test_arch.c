@@ -456,19 +456,7 @@ static wlm_model *load_spec(const spec *s, int want, const char *needle, const c
 }
 
 static wlm_context *new_ctx_kv(const wlm_model *m, int n_ctx, int simd, int32_t kv_type) {
-    wlm_context_params cp;
-    wlm_context_params_default(&cp);
-    cp.n_ctx = n_ctx;
-    cp.use_simd = simd;
-    cp.kv_type = kv_type;
-    wlm_context *c = NULL;
-    int rc = wlm_context_new(m, &cp, &c);
-    CHECKF(rc == WLM_OK, "context: %s %s", wlm_status_name(rc), wlm_context_errmsg(c));
-    if (rc != WLM_OK) {
-        wlm_context_free(c);
-        return NULL;
-    }
-    return c;
+    return tu_context(m, n_ctx, 0, simd, kv_type);
 }
 
 static wlm_context *new_ctx(const wlm_model *m, int n_ctx, int simd) {

@@ -34,20 +34,7 @@ static wlm_model *load_model(void) {
 }
 
 static wlm_context *new_ctx(const wlm_model *m, int n_ctx, int n_seq, int simd) {
-    wlm_context_params cp;
-    wlm_context_params_default(&cp);
-    cp.n_ctx = n_ctx;
-    cp.n_seq_max = n_seq;
-    cp.use_simd = simd;
-    cp.kv_type = kv_type;
-    wlm_context *c = NULL;
-    int rc = wlm_context_new(m, &cp, &c);
-    CHECKF(rc == WLM_OK, "context: %s %s", wlm_status_name(rc), wlm_context_errmsg(c));
-    if (rc != WLM_OK) {
-        wlm_context_free(c);
-        return NULL;
-    }
-    return c;
+    return tu_context(m, n_ctx, n_seq, simd, kv_type);
 }
 
 static int32_t tokenize(const wlm_model *m, const char *text, int32_t *out, int32_t cap) {

@@ -289,19 +289,7 @@ static void forward_d(const int32_t *tokens, int n, const ref_cfg *cfg, double *
 /* ---- helpers ---------------------------------------------------------------------------------- */
 
 static wlm_context *new_ctx(const wlm_model *m, int n_ctx, int simd, int32_t kv_type) {
-    wlm_context_params cp;
-    wlm_context_params_default(&cp);
-    cp.n_ctx = n_ctx;
-    cp.use_simd = simd;
-    cp.kv_type = kv_type;
-    wlm_context *c = NULL;
-    int rc = wlm_context_new(m, &cp, &c);
-    CHECKF(rc == WLM_OK, "context: %s %s", wlm_status_name(rc), wlm_context_errmsg(c));
-    if (rc != WLM_OK) {
-        wlm_context_free(c);
-        return NULL;
-    }
-    return c;
+    return tu_context(m, n_ctx, 0, simd, kv_type);
 }
 
 static int32_t TOKENS[SEQ];

@@ -212,4 +212,28 @@ static inline void tu_put_f32(unsigned char *p, float f) {
     tu_put_i32(p, (int32_t)u);
 }
 
+#ifdef WASMLM_H /* helpers on the engine's API, for the tests that include wasmlm.h first */
+
+/* A context with these settings (n_seq 0 = the default), or NULL after counting a failed check
+ * that names the reason. */
+static inline wlm_context *tu_context(const wlm_model *m, int n_ctx, int n_seq, int simd,
+                                      int32_t kv_type) {
+    wlm_context_params cp;
+    wlm_context_params_default(&cp);
+    cp.n_ctx = n_ctx;
+    if (n_seq > 0) cp.n_seq_max = n_seq;
+    cp.use_simd = simd;
+    cp.kv_type = kv_type;
+    wlm_context *c = NULL;
+    int rc = wlm_context_new(m, &cp, &c);
+    CHECKF(rc == WLM_OK, "context: %s %s", wlm_status_name(rc), c ? wlm_context_errmsg(c) : "");
+    if (rc != WLM_OK) {
+        wlm_context_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+#endif
+
 #endif

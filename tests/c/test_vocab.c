@@ -822,7 +822,7 @@ static void test_metadata(void) {
     };
     for (int k = 0; k < 12; k++) {
         gw w;
-        struct bad b = {0};
+        struct bad b = {"(no case)", WLM_OK, ""};
         gw_begin(&w);
         switch (k) {
         case 0:

@@ -10,8 +10,6 @@ import { syncMode } from './chat.js';
 
 export const MANIFEST_URL = new URL('../../models/manifest.json', import.meta.url);
 
-export const DEFAULT_MODEL = 'stories260K';
-
 /** How long after a model is ready its downloaded files are stored in Cache Storage (ms). */
 export const SAVE_DELAY_MS = 1000;
 
@@ -97,9 +95,7 @@ export async function loadManifest(manifest = fetchManifest()) {
     option.title = m.name;
     return option;
   }));
-  const wanted = new URLSearchParams(location.search).get('model');
-  select.value = models.some((m) => m.id === wanted) ? wanted : DEFAULT_MODEL;
-  if (!select.value) select.value = models[0].id;
+  select.value = app.sources.defaultEntry(models).id;
   showEntryNote();
 }
 
