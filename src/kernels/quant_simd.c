@@ -1148,6 +1148,9 @@ wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
 #if WLM_QUANT_RELAXED
     if (type == WLM_TYPE_Q8_0) return rx_q8_0_matmat;
     if (type == WLM_TYPE_Q4_0) return rx_q4_0_matmat;
+    if (type == WLM_TYPE_Q5_0) return rx_q5_0_matmat;
+    if (type == WLM_TYPE_Q4_K) return rx_q4_K_matmat;
+    if (type == WLM_TYPE_Q6_K) return rx_q6_K_matmat;
 #endif
     (void)type;
     return NULL;

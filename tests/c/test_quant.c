@@ -1176,9 +1176,10 @@ static void test_simd128_bits(void) {
  * per entry, bitwise: batch sizes around the four-entry step, odd row ranges, rows over several
  * column chunks, arbitrary quant bytes. */
 static void test_matmat(void) {
-    static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q4_K, WLM_TYPE_Q4_1,
-                                    WLM_TYPE_Q5_1};
-    static const int ns[] = {64, 768, 4160};
+    static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q5_0, WLM_TYPE_Q4_K,
+                                    WLM_TYPE_Q6_K, WLM_TYPE_Q4_1, WLM_TYPE_Q5_1};
+    /* one block, a few, and past XCHUNK (4096 columns: a second column chunk) */
+    static const int ns32[] = {64, 768, 4160}, nsK[] = {256, 768, 4352};
     for (size_t c = 0; c < sizeof types / sizeof types[0]; c++) {
         const wlm_type_traits *t = wlm_type_get(types[c]);
         const wlm_type_traits *vt = wlm_type_get(t->vec_dot_type);
@@ -1187,16 +1188,19 @@ static void test_matmat(void) {
         if (!mm) continue;
         int bad = 0, cases = 0;
         for (int k = 0; k < 3; k++) {
-            const int n = ns[k], rows = 11, ne_max = 9;
+            const int n = t->block_size == 32 ? ns32[k] : nsK[k], rows = 11, ne_max = 9;
             const size_t rb = wlm_row_bytes(types[c], n), xs = wlm_row_bytes(t->vec_dot_type, n) + 6;
             unsigned char *w = malloc((size_t)rows * rb);
             for (size_t i = 0; i < (size_t)rows * rb; i++) w[i] = (unsigned char)tu_rng_u64(&rng);
-            for (int b = 0; b < rows * (n / 32); b++) { /* fp16 d at offset 0 of both types */
-                const uint16_t h = (uint16_t)(0x1C00 + tu_rng_u64(&rng) % 0x2000);
-                memcpy(w + (size_t)b * t->type_size, &h, 2);
-                if (t->vec_dot_type == WLM_TYPE_Q8_1) /* and the min of Q4_1 / Q5_1 */
-                    memcpy(w + (size_t)b * t->type_size + 2, &h, 2);
-            }
+            /* finite fp16 scales: d at offset 0 (Q6_K's at the end), then Q4_K's dmin or the
+             * min of Q4_1 / Q5_1 (whose activations are Q8_1) */
+            const size_t doff = types[c] == WLM_TYPE_Q6_K ? t->type_size - 2 : 0;
+            const int nd = types[c] == WLM_TYPE_Q4_K || t->vec_dot_type == WLM_TYPE_Q8_1 ? 2 : 1;
+            for (int b = 0; b < rows * (n / t->block_size); b++)
+                for (int f = 0; f < nd; f++) {
+                    const uint16_t h = (uint16_t)(0x1C00 + tu_rng_u64(&rng) % 0x2000);
+                    memcpy(w + (size_t)b * t->type_size + doff + 2 * f, &h, 2);
+                }
             unsigned char *xq = malloc(xs * ne_max);
             float *x = malloc((size_t)n * sizeof(float));
             for (int e = 0; e < ne_max; e++) {

