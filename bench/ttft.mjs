@@ -17,9 +17,11 @@
 // after navigation start).
 // What it measures: bench/README.md ("Time to first token").
 //
-//   node bench/ttft.mjs [--runs 5] [--root DIR]... [--no-isolate] [--no-warmup] [--settle MS] [--out FILE] [--json]
+//   node bench/ttft.mjs [--runs 5] [--root DIR]... [--no-isolate] [--no-warmup] [--settle MS] [--out FILE] [--json] [--all-requests]
 // --root DIR serves another checkout (e.g. an older js/ for a before/after comparison; the
 // runs alternate between the roots so both see the same machine load). Writes bench/out/ttft.json.
+// --all-requests lists every request of a cold run (the worker's module graph too), not only
+// the wasm modules, worker and thread scripts and model files.
 
 import fs from 'node:fs';
 import http from 'node:http';
@@ -57,6 +59,7 @@ function parseArgs(argv) {
     else if (a === '--settle') o.settle = Number(v());
     else if (a === '--out') o.out = path.resolve(v());
     else if (a === '--json') o.json = true;
+    else if (a === '--all-requests') o.allRequests = true;
     else if (a === '-h' || a === '--help') o.help = true;
     else throw new Error(`unknown argument ${a}`);
   }
@@ -111,7 +114,7 @@ function pageProbe() {
 const WATCHED = /\/dist\/[\w-]+\.wasm$|\/models\/files\/|\/js\/(worker|thread)\.js$/;
 
 /** One navigation in `page`; returns the timings (ms after navigation start). */
-async function measure(page, server) {
+async function measure(page, server, allRequests = false) {
   const since = server.requests.length;
   await page.goto(server.url);
   await page.waitForFunction(() => window.__ttft && (window.__ttft.firstToken !== null || window.__ttft.error !== null),
@@ -127,7 +130,7 @@ async function measure(page, server) {
     domContentLoaded: Math.round(performance.getEntriesByType('navigation')[0]?.domContentLoadedEventEnd ?? 0),
   }));
   if (r.error) throw new Error(`the page failed to load the model: ${r.error}`);
-  const requests = server.requests.slice(since).filter((q) => WATCHED.test(q.path)).map((q) => ({
+  const requests = server.requests.slice(since).filter((q) => allRequests || WATCHED.test(q.path)).map((q) => ({
     path: q.path, start: Math.round(q.start - r.timeOrigin), end: q.end ? Math.round(q.end - r.timeOrigin) : null,
   }));
   return { ttftMs: r.firstToken, readyMs: r.ready, marks: r.marks, requests, resources: r.resources,
@@ -135,7 +138,7 @@ async function measure(page, server) {
 }
 
 /** A fresh profile: one cold navigation, then `warm` reloads in the same profile. */
-async function profileRun(server, warm, warmup, settle) {
+async function profileRun(server, warm, warmup, settle, allRequests = false) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-ttft-'));
   const context = await chromium.launchPersistentContext(dir, { executablePath: CHROMIUM, headless: true, args: ARGS });
   try {
@@ -145,7 +148,7 @@ async function profileRun(server, warm, warmup, settle) {
       await page.goto(server.url.replace(/web\/$/, '__warmup')); // a 404: nothing cached
       await new Promise((r) => setTimeout(r, settle)); // the browser's own start-up work ends
     }
-    const cold = await measure(page, server);
+    const cold = await measure(page, server, allRequests);
     const warmRuns = [];
     for (let i = 0; i < warm; i++) warmRuns.push(await measure(page, server));
     return { cold, warm: warmRuns };
@@ -195,7 +198,7 @@ async function main() {
     for (let i = 0; i < opts.runs; i++) {
       // Alternate the roots within each round, so a busy moment hurts both alike.
       for (let k = 0; k < servers.length; k++) {
-        const { cold, warm } = await profileRun(servers[k], 1, opts.warmup, opts.settle);
+        const { cold, warm } = await profileRun(servers[k], 1, opts.warmup, opts.settle, opts.allRequests);
         report.roots[k].cold.push(cold);
         report.roots[k].warm.push(...warm);
         log(`run ${i + 1}/${opts.runs} ${path.basename(opts.roots[k])}: cold ${cold.ttftMs.toFixed(0)} ms, warm ${warm[0].ttftMs.toFixed(0)} ms`);
