@@ -40,14 +40,16 @@ void wlm_bpe_init_bytes(wlm_tokenizer *t) {
     }
 }
 
-/* The byte a stand-in code point means, or -1 (code points outside the mapping). */
+/* The byte a stand-in code point means, or -1 (code points outside the mapping). The 68
+ * non-printable bytes, in order, are 0x00-0x20 (33), 0x7F-0xA0 (34) and 0xAD: U+0100 + k is
+ * the k-th of them. */
 static int cp_byte(uint32_t cp) {
     if (cp < 0x100) return printable_byte((int)cp) ? (int)cp : -1;
     if (cp > 0x143) return -1;
     uint32_t k = cp - 0x100;
-    for (int c = 0; c < 256; c++)
-        if (!printable_byte(c) && k-- == 0) return c;
-    return -1;
+    if (k < 33) return (int)k;
+    if (k < 67) return (int)(0x7F + (k - 33));
+    return 0xAD;
 }
 
 /* ---- decoded text ---------------------------------------------------------------------------- */
@@ -122,8 +124,9 @@ int wlm_bpe_load_merges(wlm_tokenizer *t, const wlm_gguf *g, char *err, size_t e
     if (n > WLM_TOKENIZER_MAX_VOCAB)
         return fail(err, errlen, WLM_ERR_FORMAT, "%s holds %llu merges (at most %d supported)",
                     key, (unsigned long long)n, WLM_TOKENIZER_MAX_VOCAB);
+    /* at least 1.5 slots per merge (16 bytes each): 24 to 48 bytes per merge */
     uint32_t slots = 16;
-    while (slots < 2 * n) slots *= 2;
+    while (slots < n + n / 2) slots *= 2;
     t->merge_tab = calloc((size_t)slots * 4, sizeof(uint32_t));
     if (!t->merge_tab) return fail(err, errlen, WLM_ERR_NOMEM, "out of memory for %llu merges",
                                    (unsigned long long)n);
@@ -151,22 +154,15 @@ int wlm_bpe_load_merges(wlm_tokenizer *t, const wlm_gguf *g, char *err, size_t e
         }
         /* the merged piece: a token (-1 if the vocabulary lacks it: such a symbol falls back to
          * bytes, as in llama.cpp) */
-        int32_t result = -1;
-        if (la + lb <= (size_t)t->max_token_length) {
-            char buf[512];
-            char *cat = la + lb <= sizeof buf ? buf : malloc(la + lb);
-            if (!cat) return fail(err, errlen, WLM_ERR_NOMEM, "out of memory for the merges");
-            memcpy(cat, s.ptr, la);
-            memcpy(cat + la, sp + 1, lb);
-            result = wlm_tokenizer_lookup(t, cat, la + lb);
-            if (cat != buf) free(cat);
-        }
-        uint32_t r;
-        int32_t res;
-        if (find_merge(t, a, b, &r, &res)) continue; /* a repeated pair keeps its first rank */
+        int32_t result = la + lb <= (size_t)t->max_token_length
+                             ? wlm_tokenizer_lookup2(t, s.ptr, la, sp + 1, lb) : -1;
         uint32_t slot = pair_hash(a, b) & t->merge_mask;
-        while (t->merge_tab[4 * (size_t)slot]) slot = (slot + 1) & t->merge_mask;
         uint32_t *e = &t->merge_tab[4 * (size_t)slot];
+        while (e[0] && !(e[0] == (uint32_t)a + 1 && e[1] == (uint32_t)b)) {
+            slot = (slot + 1) & t->merge_mask;
+            e = &t->merge_tab[4 * (size_t)slot];
+        }
+        if (e[0]) continue; /* a repeated pair keeps its first rank */
         e[0] = (uint32_t)a + 1, e[1] = (uint32_t)b, e[2] = (uint32_t)i, e[3] = (uint32_t)result;
     }
     return WLM_OK;

@@ -1,6 +1,6 @@
 /*
  * tokenizer.c — the vocabulary tables shared by every flavour of tokenizer.h (pieces, scores,
- * token types, a sorted index for lookups by bytes, special tokens, end-of-generation set), the
+ * token types, a hash index for lookups by bytes, special tokens, end-of-generation set), the
  * GGUF vocabulary loader for SPM and BPE, special-token splitting, and two SentencePiece-style
  * BPE flavours (byte-level BPE proper is in bpe.c):
  *   llama2c — run.c's encode/decode over tokenizer.bin, byte for byte (the golden tests depend
@@ -21,7 +21,7 @@
 #include "wasmlm.h"
 
 /* ------------------------------------------------------------------------------------------ */
-/* Shared: errors, the sorted piece index, freeing                                             */
+/* Shared: errors, the piece index, freeing                                                    */
 
 #define fail wlm_errorf /* errors.h */
 
@@ -32,27 +32,72 @@ static int cmp_bytes(const char *a, size_t la, const char *b, size_t lb) {
     return la < lb ? -1 : la > lb;
 }
 
-/* qsort comparator for wlm_token_index: by bytes, then by id (so equal pieces sit together,
- * lowest id first, and lookups find the lowest id). */
-static int cmp_index(const void *pa, const void *pb) {
-    const wlm_token_index *a = pa, *b = pb;
-    int c = cmp_bytes(a->str, a->len, b->str, b->len);
-    if (c) return c;
-    return (a->id > b->id) - (a->id < b->id);
+/* The piece index hashes with FNV-1a (a byte stream, so the hash of a concatenation needs no
+ * copy of it) finished by MurmurHash3's fmix32, so that the low bits that pick the slot depend
+ * on every byte. */
+#define PIECE_HASH_BASIS 2166136261u
+static uint32_t piece_hash_bytes(uint32_t h, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+static uint32_t piece_hash_final(uint32_t h) {
+    h ^= h >> 16;
+    h *= 0x85EBCA6Bu;
+    h ^= h >> 13;
+    h *= 0xC2B2AE35u;
+    return h ^ (h >> 16);
+}
+
+int32_t wlm_tokenizer_lookup2(const wlm_tokenizer *t, const char *a, size_t la, const char *b,
+                              size_t lb) {
+    if (!t->piece_tab) return -1;
+    const size_t len = la + lb;
+    uint32_t h = piece_hash_bytes(piece_hash_bytes(PIECE_HASH_BASIS, a, la), b, lb);
+    /* the table always has empty slots (more slots than tokens): the probe ends */
+    for (uint32_t s = piece_hash_final(h) & t->piece_mask;; s = (s + 1) & t->piece_mask) {
+        int32_t id = t->piece_tab[s];
+        if (id < 0) return -1;
+        if ((size_t)t->length[id] != len) continue;
+        const char *p = t->blob + t->offset[id];
+        if ((la == 0 || memcmp(p, a, la) == 0) && (lb == 0 || memcmp(p + la, b, lb) == 0))
+            return id;
+    }
 }
 
 int32_t wlm_tokenizer_lookup(const wlm_tokenizer *t, const char *str, size_t len) {
-    int32_t lo = 0, hi = t->vocab_size; /* first entry >= str */
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if (cmp_bytes(t->sorted[mid].str, t->sorted[mid].len, str, len) < 0) lo = mid + 1;
-        else hi = mid;
+    return wlm_tokenizer_lookup2(t, str, len, NULL, 0);
+}
+
+/* Builds the piece index over the vocabulary's pieces, inserted in id order so that a piece
+ * held twice is found as its lowest id. Returns 0, -1 when out of memory, or 1 when a piece
+ * repeats and *dup_a < *dup_b are the first such pair met (the index is then incomplete). With
+ * dup_a NULL, repeats are allowed (llama2c: run.c does not check them). Memory: the smallest
+ * power of two >= 1.5 × vocab_size int32 slots, 6 to 12 bytes per token. */
+static int build_piece_index(wlm_tokenizer *t, int32_t *dup_a, int32_t *dup_b) {
+    const int32_t n = t->vocab_size;
+    uint32_t slots = 16;
+    while (slots < (uint32_t)n + (uint32_t)n / 2) slots *= 2; /* n <= 2^24: no overflow */
+    t->piece_tab = malloc(sizeof(int32_t) * (size_t)slots);
+    if (!t->piece_tab) return -1;
+    memset(t->piece_tab, 0xFF, sizeof(int32_t) * (size_t)slots);
+    t->piece_mask = slots - 1;
+    for (int32_t i = 0; i < n; i++) {
+        const char *p = t->blob + t->offset[i];
+        const uint32_t len = t->length[i];
+        uint32_t s = piece_hash_final(piece_hash_bytes(PIECE_HASH_BASIS, p, len)) & t->piece_mask;
+        for (;; s = (s + 1) & t->piece_mask) {
+            int32_t id = t->piece_tab[s];
+            if (id < 0) break;
+            if (t->length[id] == len && (len == 0 || memcmp(t->blob + t->offset[id], p, len) == 0)) {
+                if (!dup_a) goto next; /* keep the lowest id */
+                *dup_a = id, *dup_b = i;
+                return 1;
+            }
+        }
+        t->piece_tab[s] = i;
+    next:;
     }
-    if (lo < t->vocab_size) {
-        const wlm_token_index *e = &t->sorted[lo];
-        if (cmp_bytes(e->str, e->len, str, len) == 0) return e->id;
-    }
-    return -1;
+    return 0;
 }
 
 void wlm_tokenizer_free(wlm_tokenizer *t) {
@@ -61,7 +106,7 @@ void wlm_tokenizer_free(wlm_tokenizer *t) {
     free(t->offset);
     free(t->length);
     free(t->scores);
-    free(t->sorted);
+    free(t->piece_tab);
     free(t->type);
     free(t->text);
     free(t->text_offset);
@@ -81,19 +126,15 @@ static int alloc_tables(wlm_tokenizer *t, int32_t n, size_t blob_bytes) {
     t->offset = malloc(sizeof(uint32_t) * (size_t)n);
     t->length = malloc(sizeof(uint32_t) * (size_t)n);
     t->scores = malloc(sizeof(float) * (size_t)n);
-    t->sorted = malloc(sizeof(wlm_token_index) * (size_t)n);
-    return t->blob && t->offset && t->length && t->scores && t->sorted;
+    return t->blob && t->offset && t->length && t->scores;
 }
 
-/* Appends piece i (len bytes) to the blob at *b and indexes it. */
+/* Appends piece i (len bytes) to the blob at *b. */
 static void put_piece(wlm_tokenizer *t, int32_t i, const char *piece, uint32_t len, size_t *b) {
     if (len) memcpy(t->blob + *b, piece, len);
     t->blob[*b + len] = '\0';
     t->offset[i] = (uint32_t)*b;
     t->length[i] = len;
-    t->sorted[i].str = t->blob + *b;
-    t->sorted[i].len = len;
-    t->sorted[i].id = i;
     if ((int32_t)len > t->max_token_length) t->max_token_length = (int32_t)len;
     *b += (size_t)len + 1;
 }
@@ -228,7 +269,10 @@ int wlm_tokenizer_load_llama2c(wlm_tokenizer *t, const void *data, size_t size,
         off += 8 + len;
     }
     t->max_token_length = max_len; /* run.c sizes its merge buffer from the header */
-    qsort(t->sorted, (size_t)vocab_size, sizeof(wlm_token_index), cmp_index);
+    if (build_piece_index(t, NULL, NULL) != 0) {
+        wlm_tokenizer_free(t);
+        return fail(err, errlen, WLM_ERR_NOMEM, "out of memory for the tokenizer");
+    }
     t->bos_id = vocab_size > 1 ? 1 : 0;
     t->eos_id = vocab_size > 2 ? 2 : 0;
     t->unk_id = -1;
@@ -261,11 +305,9 @@ static const char *llama2c_piece(const wlm_tokenizer *t, int32_t prev, int32_t t
 }
 
 /* Score and id of the vocabulary entry for the concatenation of tokens a and b (-1 if none). */
-static int32_t pair_lookup(const wlm_tokenizer *t, int32_t a, int32_t b, char *buf) {
-    size_t la = t->length[a], lb = t->length[b];
-    memcpy(buf, t->blob + t->offset[a], la);
-    memcpy(buf + la, t->blob + t->offset[b], lb);
-    return wlm_tokenizer_lookup(t, buf, la + lb);
+static int32_t pair_lookup(const wlm_tokenizer *t, int32_t a, int32_t b) {
+    return wlm_tokenizer_lookup2(t, t->blob + t->offset[a], t->length[a],
+                                 t->blob + t->offset[b], t->length[b]);
 }
 
 /* run.c's byte fallback: byte b is token byte_base + b. A vocabulary too small to hold the 256
@@ -283,9 +325,8 @@ static int32_t llama2c_encode(const wlm_tokenizer *t, const char *text, size_t l
     size_t max_tokens = len + 2;
     int32_t *tok = malloc(sizeof(int32_t) * max_tokens);
     int32_t *pair = malloc(sizeof(int32_t) * max_tokens);
-    char *buf = malloc(2 * (size_t)t->max_token_length + 8);
-    if (!tok || !pair || !buf) {
-        free(tok), free(pair), free(buf);
+    if (!tok || !pair) {
+        free(tok), free(pair);
         return WLM_ERR_NOMEM;
     }
     int32_t n = 0;
@@ -310,7 +351,7 @@ static int32_t llama2c_encode(const wlm_tokenizer *t, const char *text, size_t l
     }
     /* Merge the best-scoring adjacent pair until none is in the vocabulary. pair[j] caches the
      * merge of (tok[j], tok[j+1]). */
-    for (int32_t j = start; j + 1 < n; j++) pair[j] = pair_lookup(t, tok[j], tok[j + 1], buf);
+    for (int32_t j = start; j + 1 < n; j++) pair[j] = pair_lookup(t, tok[j], tok[j + 1]);
     for (;;) {
         float best_score = -1e10f;
         int32_t best = -1;
@@ -326,11 +367,11 @@ static int32_t llama2c_encode(const wlm_tokenizer *t, const char *text, size_t l
         if (n - best - 3 > 0)
             memmove(pair + best + 1, pair + best + 2, sizeof(int32_t) * (size_t)(n - best - 3));
         n--;
-        if (best > start) pair[best - 1] = pair_lookup(t, tok[best - 1], tok[best], buf);
-        if (best + 1 < n) pair[best] = pair_lookup(t, tok[best], tok[best + 1], buf);
+        if (best > start) pair[best - 1] = pair_lookup(t, tok[best - 1], tok[best]);
+        if (best + 1 < n) pair[best] = pair_lookup(t, tok[best], tok[best + 1]);
     }
     for (int32_t j = 0; j < n && j < cap; j++) tokens[j] = tok[j];
-    free(tok), free(pair), free(buf);
+    free(tok), free(pair);
     return n;
 }
 
@@ -588,6 +629,43 @@ static int bpe_special_id(const wlm_gguf *g, const char *key, int32_t n, int32_t
     return WLM_OK;
 }
 
+/* The error for a vocabulary that holds a piece twice, naming the first such pair in byte
+ * order (lowest ids first), as the loader reported it when its index was a sorted array; the
+ * pair a < b found by the hash index when there is no memory to sort. */
+typedef struct piece_ref {
+    const char *str;
+    uint32_t len;
+    int32_t id;
+} piece_ref;
+
+static int cmp_piece_ref(const void *pa, const void *pb) {
+    const piece_ref *a = pa, *b = pb;
+    int c = cmp_bytes(a->str, a->len, b->str, b->len);
+    if (c) return c;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+static int duplicate_error(const wlm_tokenizer *t, int32_t a, int32_t b, char *err,
+                           size_t errlen) {
+    char name[64];
+    const int32_t n = t->vocab_size;
+    piece_ref *r = malloc(sizeof *r * (size_t)n);
+    if (r) {
+        for (int32_t i = 0; i < n; i++)
+            r[i] = (piece_ref){t->blob + t->offset[i], t->length[i], i};
+        qsort(r, (size_t)n, sizeof *r, cmp_piece_ref);
+        for (int32_t i = 1; i < n; i++)
+            if (cmp_bytes(r[i - 1].str, r[i - 1].len, r[i].str, r[i].len) == 0) {
+                a = r[i - 1].id, b = r[i].id;
+                break;
+            }
+        free(r);
+    }
+    printable(name, sizeof name, t->blob + t->offset[a], t->length[a]);
+    return fail(err, errlen, WLM_ERR_FORMAT, "tokens %ld and %ld are the same piece \"%s\"",
+                (long)a, (long)b, name);
+}
+
 int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size_t errlen) {
     char name[64];
     int rc;
@@ -671,15 +749,12 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
         if (types) wlm_gguf_arr_i64(types, (uint64_t)i, &ty);
         t->type[i] = (uint8_t)(ty >= WLM_TOKEN_NORMAL && ty <= WLM_TOKEN_BYTE ? ty : WLM_TOKEN_UNDEFINED);
     }
-    qsort(t->sorted, (size_t)n, sizeof(wlm_token_index), cmp_index);
-    for (int32_t i = 1; i < n; i++) {
-        const wlm_token_index *a = &t->sorted[i - 1], *c = &t->sorted[i];
-        if (cmp_bytes(a->str, a->len, c->str, c->len) == 0) {
-            printable(name, sizeof name, a->str, a->len);
-            rc = fail(err, errlen, WLM_ERR_FORMAT, "tokens %ld and %ld are the same piece \"%s\"",
-                      (long)a->id, (long)c->id, name);
-            goto fail;
-        }
+    int32_t dup_a = -1, dup_b = -1;
+    rc = build_piece_index(t, &dup_a, &dup_b);
+    if (rc < 0) goto nomem;
+    if (rc > 0) {
+        rc = duplicate_error(t, dup_a, dup_b, err, errlen);
+        goto fail;
     }
 
     /* Special tokens and flags. */
@@ -738,11 +813,10 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
         t->byte_id[c] = id >= 0 ? id : wlm_tokenizer_lookup(t, &one, 1);
     }
 
-    /* Decoded pieces. */
-    size_t text_bytes = 0;
-    for (int32_t i = 0; i < n; i++)
-        text_bytes += (bpe ? wlm_bpe_decoded(t, i, NULL) : spm_decoded(t, i, NULL)) + 1;
-    t->text = malloc(text_bytes);
+    /* Decoded pieces: in one pass, as no token decodes to more bytes than its piece (SPM: "▁"
+     * to " ", "<0xNN>" to 1 byte; BPE: a stand-in code point to its byte, others kept) — the
+     * blob's size bounds the text, which is then trimmed to its size. */
+    t->text = malloc(blob_bytes);
     if (!t->text) goto nomem;
     b = 0;
     for (int32_t i = 0; i < n; i++) {
@@ -751,6 +825,10 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
         t->text_offset[i] = (uint32_t)b;
         t->text_length[i] = (uint32_t)m;
         b += m + 1;
+    }
+    if (b < blob_bytes) {
+        char *shrunk = realloc(t->text, b);
+        if (shrunk) t->text = shrunk;
     }
 
     /* Special tokens split out of the text before merging (llama.cpp's cache_special_tokens):

@@ -1,6 +1,6 @@
 /*
  * tokenizer.h — internal: the tokenizers, in three flavours that share the vocabulary tables
- * (pieces, scores, a sorted index for lookups):
+ * (pieces, scores, a hash index for lookups by bytes):
  *
  *   WLM_TOKENIZER_LLAMA2C  llama2.c's tokenizer.bin, encoded and decoded exactly as run.c does:
  *                          a dummy-prefix " ", UTF-8 characters (unknown ones as <0xNN> bytes,
@@ -49,12 +49,6 @@ enum wlm_token_type {
 /* Largest vocabulary either loader accepts (real ones are at most a few hundred thousand). */
 #define WLM_TOKENIZER_MAX_VOCAB (1 << 24)
 
-typedef struct wlm_token_index {
-    const char *str;   /* points into wlm_tokenizer.blob */
-    uint32_t len;      /* bytes of the piece (pieces may hold NUL bytes in GGUF) */
-    int32_t id;
-} wlm_token_index;
-
 typedef struct wlm_tokenizer {
     wlm_tokenizer_kind kind;
     int32_t vocab_size;
@@ -63,7 +57,11 @@ typedef struct wlm_tokenizer {
     uint32_t *offset;          /* (vocab_size) start of piece i in blob */
     uint32_t *length;          /* (vocab_size) bytes of piece i */
     float *scores;             /* (vocab_size) merge priority; higher merges first */
-    wlm_token_index *sorted;   /* (vocab_size) pieces sorted by bytes, for binary search */
+    int32_t *piece_tab;        /* (piece_mask + 1) open-addressing hash index of the pieces
+                                  by their bytes (linear probing, -1 = empty slot; equal pieces:
+                                  the lowest id only); between 1.5 and 3 slots per token, i.e.
+                                  6 to 12 bytes per token */
+    uint32_t piece_mask;
     int32_t bos_id, eos_id;    /* -1 when the vocabulary has none */
     /* llama2c */
     int32_t byte_base;         /* id of <0x00>; byte b is byte_base + b (3 in llama2.c) */
@@ -153,8 +151,13 @@ int wlm_tokenizer_is_eog(const wlm_tokenizer *t, int32_t token);
 const char *wlm_tokenizer_piece(const wlm_tokenizer *t, int32_t prev, int32_t token,
                                 size_t *len);
 
-/* Id of the piece with exactly these bytes, or -1. */
+/* Id of the piece with exactly these bytes (the lowest id if several), or -1. O(len) expected:
+ * a probe of the hash index. */
 int32_t wlm_tokenizer_lookup(const wlm_tokenizer *t, const char *str, size_t len);
+/* Id of the piece whose bytes are a (la bytes) followed by b (lb bytes), or -1; the same as
+ * wlm_tokenizer_lookup of the concatenation, without building it. */
+int32_t wlm_tokenizer_lookup2(const wlm_tokenizer *t, const char *a, size_t la, const char *b,
+                              size_t lb);
 
 /* ---- bpe.c, for tokenizer.c ---- */
 

@@ -290,7 +290,7 @@ static void expect_load_error(const void *data, size_t size, int32_t vocab, int 
            wlm_status_name(rc), wlm_status_name(want1), want2 != want1 ? " or " : "",
            want2 != want1 ? wlm_status_name(want2) : "", err);
     CHECKF(err[0] != 0, "%s: empty error message", what);
-    CHECKF(t.vocab_size == 0 && t.blob == NULL && t.offset == NULL && t.sorted == NULL,
+    CHECKF(t.vocab_size == 0 && t.blob == NULL && t.offset == NULL && t.piece_tab == NULL,
            "%s: the tokenizer is not left zeroed", what);
     if (rc == WLM_OK) wlm_tokenizer_free(&t);
     free(copy);

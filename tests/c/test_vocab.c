@@ -820,7 +820,10 @@ static void test_metadata(void) {
         int status;
         const char *needle; /* in the message */
     };
-    for (int k = 0; k < 12; k++) {
+    /* two pieces repeat: the message names the first pair in byte order ("b" before "z"), not
+     * the first repeat met in id order */
+    static const char *const DUP2[] = {"z", "b", "z", "b"};
+    for (int k = 0; k < 13; k++) {
         gw w;
         struct bad b = {"(no case)", WLM_OK, ""};
         gw_begin(&w);
@@ -887,6 +890,12 @@ static void test_metadata(void) {
             kv_pieces(&w, "tokenizer.ggml.tokens", P3, NULL, 3);
             kv_str(&w, "tokenizer.ggml.bos_token_id", "1");
             break;
+        case 12:
+            b = (struct bad){"two duplicate pieces", WLM_ERR_FORMAT,
+                             "tokens 1 and 3 are the same piece \"b\""};
+            kv_str(&w, "tokenizer.ggml.model", "llama");
+            kv_pieces(&w, "tokenizer.ggml.tokens", DUP2, NULL, 4);
+            break;
         }
         gw_end(&w);
         char err[256] = "";
@@ -894,7 +903,7 @@ static void test_metadata(void) {
         CHECKF(rc == b.status, "%s: got %s, want %s (%s)", b.what, wlm_status_name(rc),
                wlm_status_name(b.status), err);
         CHECKF(strstr(err, b.needle) != NULL, "%s: message \"%s\" lacks \"%s\"", b.what, err, b.needle);
-        CHECKF(t.vocab_size == 0 && t.blob == NULL && t.sorted == NULL && t.type == NULL,
+        CHECKF(t.vocab_size == 0 && t.blob == NULL && t.piece_tab == NULL && t.type == NULL,
                "%s: the tokenizer is not left zeroed", b.what);
         if (rc == WLM_OK) wlm_tokenizer_free(&t);
         free(w.p);
