@@ -575,16 +575,29 @@ static int user_before(const wlm_tokenizer *t, int32_t a, int32_t b) {
     return a < b;
 }
 
-static void sort_user(wlm_tokenizer *t) {
-    /* insertion sort: user-defined tokens are few (qsort has no context argument in C11) */
-    for (int32_t i = 1; i < t->n_user; i++) {
-        int32_t v = t->user[i], j = i;
-        while (j > 0 && user_before(t, v, t->user[j - 1])) {
-            t->user[j] = t->user[j - 1];
-            j--;
+/* Sorts t->user by user_before: a bottom-up merge sort (qsort has no context argument in
+ * C11; Gemma 3 has thousands of special tokens, too many for an insertion sort). 0, or -1 when
+ * out of memory. */
+static int sort_user(wlm_tokenizer *t) {
+    const size_t n = (size_t)t->n_user;
+    int32_t *tmp = malloc(sizeof(int32_t) * (n ? n : 1));
+    if (!tmp) return -1;
+    int32_t *src = t->user, *dst = tmp;
+    for (size_t w = 1; w < n; w *= 2) {
+        for (size_t lo = 0; lo < n; lo += 2 * w) {
+            size_t mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+            size_t i = lo, j = mid, k = lo;
+            while (i < mid && j < hi)
+                dst[k++] = user_before(t, src[j], src[i]) ? src[j++] : src[i++];
+            while (i < mid) dst[k++] = src[i++];
+            while (j < hi) dst[k++] = src[j++];
         }
-        t->user[j] = v;
+        int32_t *x = src;
+        src = dst, dst = x;
     }
+    if (src != t->user) memcpy(t->user, src, sizeof(int32_t) * n);
+    free(tmp);
+    return 0;
 }
 
 static int contains_ci(const char *s, size_t n, const char *needle) {
@@ -847,7 +860,7 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
             if (t->type[i] == WLM_TOKEN_USER_DEFINED || t->type[i] == WLM_TOKEN_CONTROL ||
                 t->type[i] == WLM_TOKEN_UNKNOWN)
                 t->user[k++] = i;
-        sort_user(t);
+        if (sort_user(t) != 0) goto nomem;
         for (k = 0; k < t->n_user; k++) t->user_control[k] = t->type[t->user[k]] != WLM_TOKEN_USER_DEFINED;
         const wlm_gguf_kv *gn = wlm_gguf_find_kv(g, "general.name");
         if (gn && gn->type == WLM_GGUF_STRING &&
