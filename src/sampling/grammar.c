@@ -30,6 +30,7 @@
 #include "wasmlm.h"
 #include "sampling/grammar.h"
 #include "runtime/errors.h"
+#include "tokenizer/tokenizer.h"
 
 /* ------------------------------------------------------------------------------------------ */
 /* Compiled form                                                                               */
@@ -708,20 +709,6 @@ struct wlm_gram_vocab {
     size_t bytes;
 };
 
-typedef struct tokref {
-    const char *p;
-    uint32_t len;
-    int32_t id;
-} tokref;
-
-static int tokref_cmp(const void *a, const void *b) {
-    const tokref *x = a, *y = b;
-    uint32_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->p, y->p, n);
-    if (c) return c;
-    if (x->len != y->len) return x->len < y->len ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
 
 void wlm_gram_vocab_free(wlm_gram_vocab *v) {
     if (!v) return;
@@ -763,7 +750,7 @@ int wlm_gram_vocab_new(int32_t n, const char *const *piece, const size_t *len,
     v->blob = malloc(total ? total : 1);
     v->off = malloc(sizeof *v->off * (size_t)n);
     v->len = malloc(sizeof *v->len * (size_t)n);
-    tokref *refs = malloc(sizeof *refs * (size_t)(n_ref ? n_ref : 1));
+    wlm_piece_ref *refs = malloc(sizeof *refs * (size_t)(n_ref ? n_ref : 1));
     /* nodes: at most one per byte, plus the root */
     v->byte = malloc(total + 1);
     v->depth = malloc(sizeof *v->depth * (total + 1));
@@ -786,11 +773,11 @@ int wlm_gram_vocab_new(int32_t n, const char *const *piece, const size_t *len,
         memcpy(v->blob + at, piece[t], l);
         v->off[t] = (uint32_t)at;
         v->len[t] = (uint32_t)l;
-        if (l) refs[k++] = (tokref){v->blob + at, (uint32_t)l, t};
+        if (l) refs[k++] = (wlm_piece_ref){v->blob + at, (uint32_t)l, t};
         if (l > v->max_len) v->max_len = (uint32_t)l;
         at += l;
     }
-    qsort(refs, (size_t)n_ref, sizeof *refs, tokref_cmp);
+    qsort(refs, (size_t)n_ref, sizeof *refs, wlm_piece_ref_cmp);
     /* preorder construction from the sorted strings: new nodes for the part after the longest
      * common prefix with the previous string */
     uint32_t nn = 1;
@@ -801,12 +788,12 @@ int wlm_gram_vocab_new(int32_t n, const char *const *piece, const size_t *len,
     for (int32_t i = 0; i < n_ref; i++) {
         uint32_t lcp = 0;
         if (i > 0) {
-            const tokref *a = &refs[i - 1], *b = &refs[i];
+            const wlm_piece_ref *a = &refs[i - 1], *b = &refs[i];
             uint32_t m = a->len < b->len ? a->len : b->len;
-            while (lcp < m && a->p[lcp] == b->p[lcp]) lcp++;
+            while (lcp < m && a->str[lcp] == b->str[lcp]) lcp++;
         }
         for (uint32_t d = lcp; d < refs[i].len; d++) {
-            v->byte[nn] = (uint8_t)refs[i].p[d];
+            v->byte[nn] = (uint8_t)refs[i].str[d];
             v->depth[nn] = (uint16_t)(d + 1);
             path[d + 1] = nn;
             nn++;

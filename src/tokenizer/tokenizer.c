@@ -645,14 +645,8 @@ static int bpe_special_id(const wlm_gguf *g, const char *key, int32_t n, int32_t
 /* The error for a vocabulary that holds a piece twice, naming the first such pair in byte
  * order (lowest ids first), as the loader reported it when its index was a sorted array; the
  * pair a < b found by the hash index when there is no memory to sort. */
-typedef struct piece_ref {
-    const char *str;
-    uint32_t len;
-    int32_t id;
-} piece_ref;
-
-static int cmp_piece_ref(const void *pa, const void *pb) {
-    const piece_ref *a = pa, *b = pb;
+int wlm_piece_ref_cmp(const void *pa, const void *pb) {
+    const wlm_piece_ref *a = pa, *b = pb;
     int c = cmp_bytes(a->str, a->len, b->str, b->len);
     if (c) return c;
     return (a->id > b->id) - (a->id < b->id);
@@ -662,11 +656,11 @@ static int duplicate_error(const wlm_tokenizer *t, int32_t a, int32_t b, char *e
                            size_t errlen) {
     char name[64];
     const int32_t n = t->vocab_size;
-    piece_ref *r = malloc(sizeof *r * (size_t)n);
+    wlm_piece_ref *r = malloc(sizeof *r * (size_t)n);
     if (r) {
         for (int32_t i = 0; i < n; i++)
-            r[i] = (piece_ref){t->blob + t->offset[i], t->length[i], i};
-        qsort(r, (size_t)n, sizeof *r, cmp_piece_ref);
+            r[i] = (wlm_piece_ref){t->blob + t->offset[i], t->length[i], i};
+        qsort(r, (size_t)n, sizeof *r, wlm_piece_ref_cmp);
         for (int32_t i = 1; i < n; i++)
             if (cmp_bytes(r[i - 1].str, r[i - 1].len, r[i].str, r[i].len) == 0) {
                 a = r[i - 1].id, b = r[i].id;

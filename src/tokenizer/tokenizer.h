@@ -184,4 +184,15 @@ size_t wlm_bpe_decoded(const wlm_tokenizer *t, int32_t i, char *out);
 int wlm_bpe_encode_fragment(const wlm_tokenizer *t, const char *s, size_t n, wlm_bpe_work *w,
                             wlm_id_vec *out);
 
+/* A piece of a vocabulary by reference (bytes not owned), for sorting pieces. */
+typedef struct wlm_piece_ref {
+    const char *str;
+    uint32_t len;
+    int32_t id;
+} wlm_piece_ref;
+
+/* qsort comparator of wlm_piece_ref: byte order, a prefix before the longer piece, then the lower
+ * id first. */
+int wlm_piece_ref_cmp(const void *a, const void *b);
+
 #endif
