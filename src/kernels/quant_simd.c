@@ -363,16 +363,17 @@ __attribute__((noinline)) static void q4_0_rows2(const wlm_block_q4_0 *w0, const
  * 6.0, nothing lost from cache; stories110M Q8_0 decode 65.6 -> 75 tok/s. Nothing past the last
  * row of the range is touched (pf = 0 near the end): it may be the end of linear memory
  * (tests/c/test_quant.c places a matrix there). */
-#define ROWS2_DRIVER(BLOCK, CALL)                                                                  \
+/* ROWS2_LOOP: rows r0..r1 in pairs (r, r + half) over column chunks of XCHUNK, PREP preparing a
+ * chunk's activation blocks (XBLOCK *x). SEED 0: CALL starts each chunk's sums from zero and the
+ * chunk's sum is added to out (Q8_0 activations); SEED 1: CALL continues the running sum through
+ * every block in order (Q8_1 activations, ggml's accumulation order). */
+#define ROWS2_LOOP(BLOCK, XBLOCK, PREP, SEED, CALL)                                                \
     do {                                                                                           \
-        const wlm_block_q8_0 *x = xq;                                                              \
-        int16_t xs[XCHUNK] __attribute__((aligned(16)));                                           \
-        float xd[XCHUNK / 32] __attribute__((aligned(16)));                                        \
-        int32_t xsum8[XCHUNK / 32] __attribute__((aligned(16)));                                   \
-        const char *end = (const char *)w + (size_t)r1 * row_bytes; /* touch nothing past it */   \
+        const XBLOCK *x = xq;                                                                      \
+        const char *end = (const char *)w + (size_t)r1 * row_bytes; /* touch nothing past it */    \
         for (int c0 = 0; c0 < n; c0 += XCHUNK) {                                                   \
             const int nb = (n - c0 < XCHUNK ? n - c0 : XCHUNK) / 32;                               \
-            widen_q8_0(x + c0 / 32, nb, xs, xd, xsum8);                                            \
+            PREP;                                                                                  \
             const char *wc = (const char *)w + (size_t)(c0 / 32) * sizeof(BLOCK);                  \
             const int half = (r1 - r0 + 1) / 2;                                                    \
             for (int r = r0; r < r0 + half; r++) {                                                 \
@@ -380,12 +381,20 @@ __attribute__((noinline)) static void q4_0_rows2(const wlm_block_q4_0 *w0, const
                 const BLOCK *w0 = (const BLOCK *)(const void *)(wc + (size_t)r * row_bytes);       \
                 const BLOCK *w1 = (const BLOCK *)(const void *)(wc + (size_t)r2 * row_bytes);      \
                 const int pf = touch_distance(end, w1, nb, sizeof(BLOCK), PREFETCH_BLOCKS);        \
-                float v0, v1;                                                                      \
+                float v0 = (SEED) && c0 ? out[r] : 0.0f, v1 = (SEED) && c0 ? out[r2] : 0.0f;       \
                 CALL;                                                                              \
-                out[r] = c0 ? out[r] + v0 : v0;                                                    \
-                if (r2 != r) out[r2] = c0 ? out[r2] + v1 : v1;                                     \
+                out[r] = !(SEED) && c0 ? out[r] + v0 : v0;                                         \
+                if (r2 != r) out[r2] = !(SEED) && c0 ? out[r2] + v1 : v1;                          \
             }                                                                                      \
         }                                                                                          \
+    } while (0)
+
+#define ROWS2_DRIVER(BLOCK, CALL)                                                                  \
+    do {                                                                                           \
+        int16_t xs[XCHUNK] __attribute__((aligned(16)));                                           \
+        float xd[XCHUNK / 32] __attribute__((aligned(16)));                                        \
+        int32_t xsum8[XCHUNK / 32] __attribute__((aligned(16)));                                   \
+        ROWS2_LOOP(BLOCK, wlm_block_q8_0, widen_q8_0(x + c0 / 32, nb, xs, xd, xsum8), 0, CALL);    \
     } while (0)
 
 static void s128_q8_0_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
@@ -570,27 +579,7 @@ static void widen_q8_1(const wlm_block_q8_1 *x, int nb, int16_t *xs, float *xd, 
 
 /* Rows r0..r1 in ROWS2_DRIVER's pairs and column chunks, with PREP(x, nb) preparing a chunk's
  * activation and the running sums carried from chunk to chunk. */
-#define ROWS2_Q8_1_DRIVER(BLOCK, PREP, CALL)                                                       \
-    do {                                                                                           \
-        const wlm_block_q8_1 *x = xq;                                                              \
-        const char *end = (const char *)w + (size_t)r1 * row_bytes; /* touch nothing past it */   \
-        for (int c0 = 0; c0 < n; c0 += XCHUNK) {                                                   \
-            const int nb = (n - c0 < XCHUNK ? n - c0 : XCHUNK) / 32;                               \
-            PREP;                                                                                  \
-            const char *wc = (const char *)w + (size_t)(c0 / 32) * sizeof(BLOCK);                  \
-            const int half = (r1 - r0 + 1) / 2;                                                    \
-            for (int r = r0; r < r0 + half; r++) {                                                 \
-                const int r2 = r + half < r1 ? r + half : r;                                       \
-                const BLOCK *w0 = (const BLOCK *)(const void *)(wc + (size_t)r * row_bytes);       \
-                const BLOCK *w1 = (const BLOCK *)(const void *)(wc + (size_t)r2 * row_bytes);      \
-                const int pf = touch_distance(end, w1, nb, sizeof(BLOCK), PREFETCH_BLOCKS);        \
-                float v0 = c0 ? out[r] : 0.0f, v1 = c0 ? out[r2] : 0.0f;                           \
-                CALL;                                                                              \
-                out[r] = v0;                                                                       \
-                if (r2 != r) out[r2] = v1;                                                         \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
+#define ROWS2_Q8_1_DRIVER(BLOCK, PREP, CALL) ROWS2_LOOP(BLOCK, wlm_block_q8_1, PREP, 1, CALL)
 
 /* Block lane partials of a Q4_1 / Q5_1 weight block with the widened activation block at xs. */
 static inline v128_t q4_1_dot_at(const wlm_block_q4_1 *w, const int16_t *xs) {
