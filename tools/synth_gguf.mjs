@@ -7,7 +7,7 @@
 // flat (see SCALES below), so a wrong forward pass shows.
 //
 //   node tools/synth_gguf.mjs --arch ARCH [--shape tiny|NAME] --out FILE.gguf [--seed N]
-//        [--type F32|Q8_0|Q4_0|Q4_K_M|…] [--two-step [--cli build/native/wasmlm]]
+//        [--type F32|Q8_0|Q4_0|Q4_K_M|…] [--two-step [--cli build/native/wasmlm]] [--header-only]
 //   node tools/synth_gguf.mjs --list
 //
 // Streamed, one chunk of rows at a time (a multi-GB shape never sits in memory). F32 is written
@@ -68,7 +68,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { vocabKv, readGguf, ggufWrite } from './vocab_gguf.mjs';
+import { vocabKv, readGguf, ggufWrite, ggufHeader } from './vocab_gguf.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHARED_VOCAB = path.resolve(ROOT, '../shared/models/vocab');
@@ -538,6 +538,33 @@ const LLAMA_MODEL_KEYS = ['context_length', 'embedding_length', 'block_count', '
  * alignment, file_type and quantization_version first, then the F32 file's keys in order.
  */
 export function writeQuantized(arch, shape, out, { seed = 1, type = 'Q8_0' } = {}) {
+  const { m, kv, tensors } = quantizedPlan(arch, shape, { seed, type });
+  writeGguf(out, kv, tensors);
+  return m;
+}
+
+/**
+ * The file of writeQuantized (or writeF32 for F32) with its real header and every data byte 0,
+ * as a sparse file (no disk used for the data, written in milliseconds): for tests of what a
+ * loader says about a file of that size and header (e.g. Phi-3.5-mini Q8_0, > wasm32's memory).
+ */
+export function writeHeaderOnly(arch, shape, out, { seed = 1, type = 'F32' } = {}) {
+  let kv, tensors;
+  if (type === 'F32') {
+    const m = describe(arch, shape, { seed });
+    kv = m.kv;
+    tensors = m.tensors.map((t) => ({ name: t.name, ne: t.ne, type: 0, nbytes: t.ne.reduce((a, b) => a * b, 1) * 4 }));
+  } else ({ kv, tensors } = quantizedPlan(arch, shape, { seed, type }));
+  const head = ggufHeader(kv, tensors);
+  const size = head.length + tensors.reduce((a, t) => a + Math.ceil(t.nbytes / 32) * 32, 0);
+  fs.mkdirSync(path.dirname(path.resolve(out)), { recursive: true });
+  fs.writeFileSync(out, head);
+  fs.truncateSync(out, size);
+  return { size };
+}
+
+/** writeQuantized's header and tensors: { m: the description, kv, tensors (with fill) }. */
+function quantizedPlan(arch, shape, { seed, type }) {
   const m = describe(arch, shape, { seed });
   const Q = loadQuantizer();
   const q = Q.target(type);
@@ -563,8 +590,7 @@ export function writeQuantized(arch, shape, out, { seed = 1, type = 'Q8_0' } = {
       },
     };
   });
-  writeGguf(out, kv, tensors);
-  return m;
+  return { m, kv, tensors };
 }
 
 /**
@@ -617,6 +643,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     else if (a[i] === '--type') o.type = v();
     else if (a[i] === '--cli') o.cli = v();
     else if (a[i] === '--two-step') o.twoStep = true;
+    else if (a[i] === '--header-only') o.headerOnly = true;
     else if (a[i] === '--list') o.list = true;
     else { console.error(`unknown argument ${a[i]}`); process.exit(2); }
   }
@@ -628,10 +655,15 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     process.exit(0);
   }
   if (!o.arch || !o.out || !Number.isInteger(o.seed)) {
-    console.error('usage: node tools/synth_gguf.mjs --arch ARCH [--shape tiny|NAME] --out FILE.gguf [--seed N] [--type TYPE] [--two-step] | --list');
+    console.error('usage: node tools/synth_gguf.mjs --arch ARCH [--shape tiny|NAME] --out FILE.gguf [--seed N] [--type TYPE] [--two-step] [--header-only] | --list');
     process.exit(2);
   }
   const t0 = Date.now();
+  if (o.headerOnly) {
+    const { size } = writeHeaderOnly(o.arch, o.shape, o.out, o);
+    console.log(`${o.out}: ${o.arch} ${o.shape} ${o.type}, the header and ${size} bytes (sparse; data all zero)`);
+    process.exit(0);
+  }
   const m = synthesize(o);
   const params = m.tensors.reduce((a, t) => a + t.ne.reduce((x, y) => x * y, 1), 0);
   console.log(`${o.out}: ${o.arch} ${o.shape} ${o.type}, ${m.tensors.length} tensors, ${(params / 1e6).toFixed(2)} M parameters, vocab ${m.nVocab}, ${fs.statSync(o.out).size} bytes, ${Date.now() - t0} ms`);
