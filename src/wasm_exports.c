@@ -18,7 +18,20 @@
 #define API EMSCRIPTEN_KEEPALIVE
 
 /* ---- memory ---- */
-API void *wlmjs_malloc(size_t n) { return malloc(n ? n : 1); }
+/* dlmalloc grows the heap by less than 2 GB per sbrk (HALF_MAX_SIZE_T on wasm32), so a larger
+ * block (a 2.4 GB model file) fails on a fresh heap, and after that failure it fails for good.
+ * For such a block, a block of half its size is taken and freed first: the heap's free top chunk
+ * is then that large (emscripten's dlmalloc never trims: MORECORE_CANNOT_TRIM) and the block
+ * needs less than 2 GB more. */
+API void *wlmjs_malloc(size_t n) {
+    if (n > ((size_t)1 << 31) - ((size_t)1 << 20)) {
+        void *half = malloc(n / 2);
+        if (!half) return NULL;
+        *(volatile char *)half = 0; /* else the compiler drops the malloc/free pair */
+        free(half);
+    }
+    return malloc(n ? n : 1);
+}
 API void wlmjs_free(void *p) { free(p); }
 
 /* ---- model ---- */
