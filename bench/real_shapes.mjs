@@ -124,7 +124,7 @@ async function probe(file, threads, nCtx = REAL_CTX) {
   const prefillTokPerSec = (prompt.length * 1000) / (performance.now() - p0);
   const r = await engine.complete(PARAGRAPH.slice(0, 120), { temperature: 0, maxTokens: DECODE_TOKENS, seed: 1 });
   const out = {
-    file: path.basename(file), fileBytes: fs.statSync(file).size, threads, loadMs, prefillTokPerSec,
+    file: path.basename(file), fileBytes: fs.statSync(file).size, build: info.build, kvType: info.kvType, nCtx: info.nCtx, threads, loadMs, prefillTokPerSec,
     decodeTokPerSec: r.decodeTokensPerSec, nGenerated: r.nGenerated, weightBytes: info.weightBytes,
     wasmMemoryBytes: engine.wasmMemoryBytes, rssAfterLoad, maxRssBytes: process.resourceUsage().maxRSS * 1024,
   };

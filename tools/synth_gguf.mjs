@@ -453,12 +453,14 @@ function writeGguf(out, kv, tensors) {
 /** Writes the F32 GGUF of `describe(arch, shape, {seed})` to `out` (streamed); returns its info. */
 export function writeF32(arch, shape, out, { seed = 1 } = {}) {
   const m = describe(arch, shape, { seed });
-  const tensors = m.tensors.map((t) => {
+  writeGguf(out, m.kv, f32Tensors(m, seed));
+  return m;
+}
+function f32Tensors(m, seed) {
+  return m.tensors.map((t) => {
     const count = t.ne.reduce((a, b) => a * b, 1);
     return { name: t.name, ne: t.ne, type: 0, nbytes: count * 4, fill: (emit) => generate(seed, t, (v) => emit(v)) };
   });
-  writeGguf(out, m.kv, tensors);
-  return m;
 }
 
 /**
@@ -544,23 +546,39 @@ export function writeQuantized(arch, shape, out, { seed = 1, type = 'Q8_0' } = {
 }
 
 /**
- * The file of writeQuantized (or writeF32 for F32) with its real header and every data byte 0,
- * as a sparse file (no disk used for the data, written in milliseconds): for tests of what a
- * loader says about a file of that size and header (e.g. Phi-3.5-mini Q8_0, > wasm32's memory).
+ * The file of writeQuantized (or writeF32 for F32) with its real header and the data of its
+ * vectors (norms, biases, RoPE factors: every tensor of at most `small` bytes), every byte of
+ * the larger tensors 0 (a valid all-zero weight matrix in each type), as a sparse file (no disk
+ * for those, written in a moment): for tests of what a loader does with a file of that size
+ * and header (e.g. Phi-3.5-mini Q8_0, beyond wasm32's memory). Returns { size }.
  */
-export function writeHeaderOnly(arch, shape, out, { seed = 1, type = 'F32' } = {}) {
+export function writeHeaderOnly(arch, shape, out, { seed = 1, type = 'F32', small = 1 << 20 } = {}) {
   let kv, tensors;
   if (type === 'F32') {
     const m = describe(arch, shape, { seed });
     kv = m.kv;
-    tensors = m.tensors.map((t) => ({ name: t.name, ne: t.ne, type: 0, nbytes: t.ne.reduce((a, b) => a * b, 1) * 4 }));
+    tensors = f32Tensors(m, seed);
   } else ({ kv, tensors } = quantizedPlan(arch, shape, { seed, type }));
   const head = ggufHeader(kv, tensors);
-  const size = head.length + tensors.reduce((a, t) => a + Math.ceil(t.nbytes / 32) * 32, 0);
+  let off = head.length;
   fs.mkdirSync(path.dirname(path.resolve(out)), { recursive: true });
-  fs.writeFileSync(out, head);
-  fs.truncateSync(out, size);
-  return { size };
+  const fd = fs.openSync(out, 'w');
+  try {
+    fs.writeSync(fd, head, 0, head.length, 0);
+    for (const t of tensors) {
+      if (t.nbytes <= small) {
+        let pos = off;
+        t.fill((b) => {
+          const buf = Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+          fs.writeSync(fd, buf, 0, buf.length, pos);
+          pos += buf.length;
+        });
+      }
+      off += Math.ceil(t.nbytes / 32) * 32;
+    }
+    fs.ftruncateSync(fd, off);
+  } finally { fs.closeSync(fd); }
+  return { size: off };
 }
 
 /** writeQuantized's header and tensors: { m: the description, kv, tensors (with fill) }. */
