@@ -59,7 +59,10 @@
 // SmolLM2-135M/360M and Llama-3.2-1B (Q8_0, Q4_K_M), GPT-2 small (F32), Qwen2.5-0.5B,
 // Qwen3-0.6B and Gemma-3-1B (Q8_0). Parameter counts: 124.44 M, 494.03 M, 596.05 M, 999.89 M,
 // 1235.81 M, Phi-3.5-mini 3821.08 M — the published ones (SmolLM2: +0.6 M for GPT-2's larger
-// vocabulary). Phi-3.5-mini is not checked in wllama: its files exceed wasm32's 4 GB.
+// vocabulary). Phi-3.5-mini Q4_K_M (2.39 GB, written directly: 10 min 43 s, 153 MB RSS on a busy
+// machine) loads and generates in wllama 3.8.1 in Chromium 156 (its memory64 build) and in our
+// engine (Node, Chromium); its Q8_0 file (4.06 GB) does not fit wasm32 with a 2048-position
+// context (bench/README.md, 2026-11-24 phi35).
 // Non-llama files are quantized by wlm_quantize_gguf (src/kernels/quantize.c): every key and
 // tensor copied, weight matrices converted by llama.cpp's rules.
 
