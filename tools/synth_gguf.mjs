@@ -641,7 +641,11 @@ export const SYNTH_CACHE = path.join(ROOT, 'build/synth');
  */
 export function synthCached({ arch, shape = 'tiny', seed = 1, type = 'F32', sha256 = null, cli, twoStep = false }, dir = SYNTH_CACHE) {
   const out = path.join(dir, `${arch}-${shape}-s${seed}-${type}.gguf`);
-  const hash = (f) => createHash('sha256').update(fs.readFileSync(f)).digest('hex');
+  const hash = (f) => { // in 64 MB slices: readFileSync stops at 2 GiB
+    const h = createHash('sha256'), buf = Buffer.alloc(64 << 20), fd = fs.openSync(f, 'r');
+    try { for (let n; (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0;) h.update(buf.subarray(0, n)); } finally { fs.closeSync(fd); }
+    return h.digest('hex');
+  };
   if (fs.existsSync(out) && (!sha256 || hash(out) === sha256)) return out;
   synthesize({ arch, shape, seed, type, out, twoStep, ...(cli ? { cli } : {}) });
   return out;
