@@ -101,7 +101,14 @@ export function fetchPart(part, { onProgress, signal } = {}) {
     prefetched.delete(partKey(part)); // one caller adopts a prefetch
     return early.adopt({ onProgress, signal });
   }
-  return fetchPartNow(part, { onProgress, signal });
+  if (part.file) return fetchPartNow(part, { onProgress, signal });
+  // Registered while it runs, so that a prefetch() of the same part started meanwhile (the page's
+  // first script, when the page's own modules got here first) does not download it again.
+  const key = partKey(part);
+  const promise = fetchPartNow(part, { onProgress, signal });
+  inFlight.add(key);
+  promise.then(() => inFlight.delete(key), () => inFlight.delete(key));
+  return promise;
 }
 
 /** The published model the page opens with: the page URL's ?model= when the manifest has it,
@@ -115,6 +122,8 @@ export function defaultEntry(models, search = globalThis.location?.search ?? '')
 /** Prefetches started by prefetch() and not yet adopted, by part (first candidate, checksum). */
 const prefetched = new Map();
 const partKey = (part) => `${part.candidates?.[0]}\n${part.sha256 ?? ''}`;
+/** Parts fetchPart() is fetching now without a prefetch (a prefetch of them is not started). */
+const inFlight = new Set();
 
 /**
  * Starts fetching a plan's parts now (Cache Storage lookup, else the download), before the
@@ -125,7 +134,7 @@ const partKey = (part) => `${part.candidates?.[0]}\n${part.sha256 ?? ''}`;
  */
 export function prefetch(plan) {
   for (const part of plan.parts) {
-    if (part.file || prefetched.has(partKey(part))) continue;
+    if (part.file || prefetched.has(partKey(part)) || inFlight.has(partKey(part))) continue;
     const controller = new AbortController();
     let last = null;
     let listener = null;

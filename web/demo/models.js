@@ -8,7 +8,8 @@ import { renderCacheList } from './cache-list.js';
 import { setStat } from './stats.js';
 import { syncMode } from './chat.js';
 
-export const MANIFEST_URL = new URL('../../models/manifest.json', import.meta.url);
+// Relative to the page (web/), not to this module: the page runs it from its bundle in dist/.
+export const MANIFEST_URL = new URL('../models/manifest.json', document.baseURI);
 
 /** How long after a model is ready its downloaded files are stored in Cache Storage (ms). */
 export const SAVE_DELAY_MS = 1000;
