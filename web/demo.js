@@ -234,4 +234,7 @@ async function main() {
   renderCacheList();
 }
 
-main();
+// The bundle (dist/demo.js) may be evaluated before the parser reaches the body: index.html's
+// first script imports it as early as it can.
+if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', main, { once: true });
+else main();
