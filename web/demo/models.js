@@ -280,8 +280,8 @@ export async function loadModel(plan, { engine: started = null } = {}) {
 
     const [model, tokenizer] = fetched;
     const info = await engine.load({
-      model: model.blob,
-      tokenizer: tokenizer?.blob,
+      model: model.data,
+      tokenizer: tokenizer?.data,
       signal: controller.signal,
       onProgress: (p) => { if (seq === app.loadSeq) view.engine(p); },
     });
@@ -304,7 +304,7 @@ export async function loadModel(plan, { engine: started = null } = {}) {
     // helper threads need a cross-origin isolated page (COOP + COEP headers, as `npm start` sends)
     setStat('threads', info.threads > 1 || self.crossOriginIsolated ? String(info.threads)
       : '1 (the page is not cross-origin isolated)');
-    const bytes = fetched.reduce((n, f) => n + f.blob.size, 0);
+    const bytes = fetched.reduce((n, f) => n + f.size, 0);
     const from = [...new Set(fetched.map((f) => f.from))].join(' and ');
     let text = `${plan.label} ready · ${fmtBytes(bytes)} from ${from} in ${fmtMs(ms)}`;
     // Only files the engine accepted are kept; the model is ready before they are stored
