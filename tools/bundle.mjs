@@ -58,13 +58,30 @@ export async function buildBundles(root = REPO_ROOT) {
       sourcemap: 'linked',
       external: ['@huggingface/jinja', 'node:*'],
       metafile: true,
+      write: false,
       logLevel: 'warning',
     });
     for (const f of Object.keys(result.metafile.inputs)) inputs.add(path.resolve(root, f));
+    for (const file of result.outputFiles) writeIfChanged(file.path, file.contents);
     const bytes = result.metafile.outputs[path.relative(root, path.join(root, 'dist', out))]?.bytes ?? 0;
     outputs.push({ file: `dist/${out}`, bytes });
   }
   return { inputs: [...inputs], outputs };
+}
+
+/**
+ * Writes `bytes` to `file` unless it holds them already, through a temporary file and a rename:
+ * several servers (the browser tests run in parallel processes) may build the same bundles
+ * while one of them serves a file, which must never be seen half written.
+ */
+function writeIfChanged(file, bytes) {
+  try {
+    if (Buffer.compare(fs.readFileSync(file), bytes) === 0) return;
+  } catch { /* missing: write it */ }
+  fs.mkdirSync(path.dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, bytes);
+  fs.renameSync(tmp, file);
 }
 
 const built = new Map(); // root → Promise<{inputs, time}> of the last build in this process
