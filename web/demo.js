@@ -204,7 +204,7 @@ async function main() {
   const manifest = window.wasmlmManifest ?? fetchManifest();
   manifest.catch(() => {}); // awaited below
   const libraryFailed = (err) => {
-    throw new Error(`could not load the wasmlm library (js/wasmlm.js): ${describeError(err)}`, { cause: err });
+    throw new Error(`could not load the wasmlm library (js/worker_engine.js, js/wasm.js): ${describeError(err)}`, { cause: err });
   };
   const library = window.wasmlmLibrary ?? Promise.all([import('../js/worker_engine.js'), import('../js/wasm.js')])
     .then(([{ createWorkerEngine }, { preload }]) => ({ createWorkerEngine, preload }));
