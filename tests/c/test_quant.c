@@ -829,85 +829,92 @@ static void test_q8_1_ggml(void) {
  * give these bits; and the Q4_0 association must matter somewhere, or the test could not tell. */
 static void test_q8_0_ggml(void) {
     tu_section("Q8_0 / Q4_0 / Q5_0 dot products: ggml's arithmetic, bitwise");
-    const int n = 4160, nb = n / 32, rows = 7;
-    float *x = malloc((size_t)n * sizeof(float)), *row = malloc((size_t)n * sizeof(float));
-    wlm_block_q8_0 *y = malloc((size_t)nb * sizeof *y);
-    /* every fourth block of near-constant magnitude (quants near +-127): large block sums */
-    for (int j = 0; j < n; j++)
-        x[j] = j / 32 % 4 == 0 ? (gauss() < 0 ? -1.0f : 1.0f) * (1.0f + 0.05f * fabsf(gauss()))
-                               : gauss() * (j % 5 == 0 ? 3.0f : 1.0f);
-    wlm_quantize_q8_0_ref(x, y, n);
-    static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q5_0};
-    for (int ti = 0; ti < 3; ti++) {
-        const int32_t type = types[ti];
-        const wlm_type_traits *t = wlm_type_get(type);
-        const size_t rb = wlm_row_bytes(type, n);
-        unsigned char *w = malloc((size_t)rows * rb);
-        for (int r = 0; r < rows; r++) {
-            /* rows 0, 3, 6 follow the activation's signs: block sums of 13+ bits, where
-             * (sumi * dx) * dy and sumi * (dx * dy) round differently (dx * dy of two fp16 is
-             * exact in float, and so is sumi * dx for smaller sums) */
-            for (int j = 0; j < n; j++)
-                row[j] = r % 3 == 0 ? (x[j] < 0 ? -1.0f : 1.0f) * (1.0f + 0.1f * fabsf(gauss()))
-                                    : gauss() * (float)(r + 1) * (r % 2 ? 0.01f : 1.0f);
-            t->from_float(row, w + (size_t)r * rb, n);
-        }
-        float expect[7], ref[7], simd[7];
-        int assoc = 0; /* blocks where sumi * dx * dy != sumi * (dx * dy): the test can tell */
-        for (int r = 0; r < rows; r++) {
-            float sumf = 0.0f;
-            for (int b = 0; b < nb; b++) {
-                const unsigned char *blk = w + (size_t)r * rb + (size_t)b * t->type_size;
-                wlm_fp16 dh;
-                memcpy(&dh, blk, 2);
-                const float dx = wlm_fp16_to_fp32(dh), dy = wlm_fp16_to_fp32(y[b].d);
-                int sumi0 = 0, sumi1 = 0;
-                if (type == WLM_TYPE_Q8_0) {
-                    for (int j = 0; j < 32; j++) sumi0 += (int8_t)blk[2 + j] * y[b].qs[j];
-                    const int sumi = sumi0 + sumi1;
-                    sumf += (float)sumi * (dx * dy);
-                    assoc += (float)sumi * dx * dy != (float)sumi * (dx * dy);
-                } else if (type == WLM_TYPE_Q4_0) {
-                    for (int j = 0; j < 16; j++) {
-                        sumi0 += ((blk[2 + j] & 0x0F) - 8) * y[b].qs[j];
-                        sumi1 += ((blk[2 + j] >> 4) - 8) * y[b].qs[j + 16];
+    /* long rows (past the 4096-column chunk), and one-block rows, whose result is the block's
+     * float step alone (where the association shows most) */
+    static const int shapes[2][2] = {{4160, 7}, {32, 512}};
+    for (int si = 0; si < 2; si++) {
+        const int n = shapes[si][0], nb = n / 32, rows = shapes[si][1];
+        float *x = malloc((size_t)n * sizeof(float)), *row = malloc((size_t)n * sizeof(float));
+        wlm_block_q8_0 *y = malloc((size_t)nb * sizeof *y);
+        float *expect = malloc((size_t)rows * sizeof(float)), *ref = malloc((size_t)rows * sizeof(float)),
+              *simd = malloc((size_t)rows * sizeof(float));
+        /* every fourth block of near-constant magnitude (quants near +-127): large block sums */
+        for (int j = 0; j < n; j++)
+            x[j] = j / 32 % 4 == 0 ? (gauss() < 0 ? -1.0f : 1.0f) * (1.0f + 0.05f * fabsf(gauss()))
+                                   : gauss() * (j % 5 == 0 ? 3.0f : 1.0f);
+        wlm_quantize_q8_0_ref(x, y, n);
+        static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q5_0};
+        for (int ti = 0; ti < 3; ti++) {
+            const int32_t type = types[ti];
+            const wlm_type_traits *t = wlm_type_get(type);
+            const size_t rb = wlm_row_bytes(type, n);
+            unsigned char *w = malloc((size_t)rows * rb);
+            for (int r = 0; r < rows; r++) {
+                /* rows following the activation's signs: block sums of 13+ bits, where
+                 * (sumi * dx) * dy and sumi * (dx * dy) round differently (dx * dy of two fp16
+                 * is exact in float, and so is sumi * dx for smaller sums) */
+                const int follow = r % 3 == 0 || nb == 1;
+                const float sc = 1.0f + (float)(r % 17) * 0.37f;
+                for (int j = 0; j < n; j++)
+                    row[j] = follow ? (x[j] < 0 ? -sc : sc) * (1.0f + 0.1f * fabsf(gauss()))
+                                    : gauss() * (float)(r % 7 + 1) * (r % 2 ? 0.01f : 1.0f);
+                t->from_float(row, w + (size_t)r * rb, n);
+            }
+            int assoc = 0; /* blocks where sumi * dx * dy != sumi * (dx * dy): the test can tell */
+            for (int r = 0; r < rows; r++) {
+                float sumf = 0.0f;
+                for (int b = 0; b < nb; b++) {
+                    const unsigned char *blk = w + (size_t)r * rb + (size_t)b * t->type_size;
+                    wlm_fp16 dh;
+                    memcpy(&dh, blk, 2);
+                    const float dx = wlm_fp16_to_fp32(dh), dy = wlm_fp16_to_fp32(y[b].d);
+                    int sumi0 = 0, sumi1 = 0;
+                    if (type == WLM_TYPE_Q8_0) {
+                        for (int j = 0; j < 32; j++) sumi0 += (int8_t)blk[2 + j] * y[b].qs[j];
+                    } else if (type == WLM_TYPE_Q4_0) {
+                        for (int j = 0; j < 16; j++) {
+                            sumi0 += ((blk[2 + j] & 0x0F) - 8) * y[b].qs[j];
+                            sumi1 += ((blk[2 + j] >> 4) - 8) * y[b].qs[j + 16];
+                        }
+                    } else {
+                        uint32_t qh;
+                        memcpy(&qh, blk + 2, 4);
+                        for (int j = 0; j < 16; j++) {
+                            const int x0 = ((blk[6 + j] & 0x0F) | (int)((qh >> j) & 1u) << 4) - 16;
+                            const int x1 = ((blk[6 + j] >> 4) | (int)((qh >> (j + 16)) & 1u) << 4) - 16;
+                            sumi0 += x0 * y[b].qs[j];
+                            sumi1 += x1 * y[b].qs[j + 16];
+                        }
                     }
                     const int sumi = sumi0 + sumi1;
-                    sumf += (float)sumi * dx * dy;
-                    assoc += (float)sumi * dx * dy != (float)sumi * (dx * dy);
-                } else {
-                    uint32_t qh;
-                    memcpy(&qh, blk + 2, 4);
-                    for (int j = 0; j < 16; j++) {
-                        const int x0 = ((blk[6 + j] & 0x0F) | (int)((qh >> j) & 1u) << 4) - 16;
-                        const int x1 = ((blk[6 + j] >> 4) | (int)((qh >> (j + 16)) & 1u) << 4) - 16;
-                        sumi0 += x0 * y[b].qs[j];
-                        sumi1 += x1 * y[b].qs[j + 16];
-                    }
-                    const int sumi = sumi0 + sumi1;
-                    sumf += (dx * dy) * (float)sumi;
+                    if (type == WLM_TYPE_Q8_0)
+                        sumf += (float)sumi * (dx * dy);
+                    else if (type == WLM_TYPE_Q4_0)
+                        sumf += (float)sumi * dx * dy;
+                    else
+                        sumf += (dx * dy) * (float)sumi;
                     assoc += (float)sumi * dx * dy != (float)sumi * (dx * dy);
                 }
+                expect[r] = sumf;
             }
-            expect[r] = sumf;
+            t->matvec_ref(ref, w, rb, y, n, 0, rows);
+            t->matvec_simd(simd, w, rb, y, n, 0, rows);
+            int bad_ref = 0, bad_simd = 0;
+            for (int r = 0; r < rows; r++) {
+                bad_ref += memcmp(&ref[r], &expect[r], sizeof(float)) != 0;
+                bad_simd += memcmp(&simd[r], &expect[r], sizeof(float)) != 0;
+            }
+            CHECKF(bad_ref == 0, "%s, n = %d: reference != ggml's arithmetic in %d of %d rows",
+                   t->name, n, bad_ref, rows);
+            CHECKF(bad_simd == 0, "%s, n = %d: SIMD != ggml's arithmetic in %d of %d rows", t->name,
+                   n, bad_simd, rows);
+            CHECKF(assoc > 0, "%s, n = %d: no block where the association matters", t->name, n);
+            printf("%s, n = %d: %d of %d blocks where sumi * dx * dy != sumi * (dx * dy)\n", t->name,
+                   n, assoc, rows * nb);
+            free(w);
         }
-        t->matvec_ref(ref, w, rb, y, n, 0, rows);
-        t->matvec_simd(simd, w, rb, y, n, 0, rows);
-        int bad_ref = 0, bad_simd = 0;
-        for (int r = 0; r < rows; r++) {
-            bad_ref += memcmp(&ref[r], &expect[r], sizeof(float)) != 0;
-            bad_simd += memcmp(&simd[r], &expect[r], sizeof(float)) != 0;
-        }
-        CHECKF(bad_ref == 0, "%s reference != ggml's arithmetic in %d of %d rows (%.9g vs %.9g)",
-               t->name, bad_ref, rows, ref[0], expect[0]);
-        CHECKF(bad_simd == 0, "%s SIMD != ggml's arithmetic in %d of %d rows (%.9g vs %.9g)",
-               t->name, bad_simd, rows, simd[0], expect[0]);
-        CHECKF(assoc > 0, "%s: no block where the association matters", t->name);
-        printf("%s: %d of %d blocks where sumi * dx * dy != sumi * (dx * dy)\n", t->name, assoc,
-               rows * nb);
-        free(w);
+        free(x), free(row), free(y), free(expect), free(ref), free(simd);
     }
-    free(x), free(row), free(y);
 }
 
 /* The SIMD activation quantizers write the reference's bytes. */
