@@ -120,7 +120,7 @@ int main(int argc, char **argv) {
                 return 1;
             }
         }
-        v[0](outA, m[i].w, m[i].rb, xq[0], m[i].cols, 0, m[i].rows);
+        v[1](outB, m[i].w, m[i].rb, xq[0], m[i].cols, 0, m[i].rows); /* outA: main's SIMD128 */
         order_changed += memcmp(outA, outB, 4 * m[i].rows) != 0;
     }
     if (order_changed) printf("(main's and the work tree's bits differ in %d of %d matrices)\n", order_changed, NMAT);
