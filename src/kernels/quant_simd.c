@@ -25,11 +25,16 @@
 #include <wasm_simd128.h>
 
 /* Columns of the activation widened at a time: 8 KB of int16 on the stack. Longer rows are
- * done in column chunks, adding partial sums. A multiple of 256 (the K-quant block). */
+ * done in column chunks (the 32-element types carry each row's running sum from chunk to chunk,
+ * the K-quants add the chunks' sums). A multiple of 256 (the K-quant block). */
 #define XCHUNK 4096
-/* How far ahead (in blocks) the Q8_0 / Q4_0 and the Q4_K / Q6_K loops touch their two rows (a
- * few KiB): see ROWS2_DRIVER. */
+/* How far ahead (in blocks) the two-row loops (Q4_1 / Q5_1, and in super-blocks the K-quants)
+ * touch their rows (a few KiB): see ROWS2_LOOP. */
 #define PREFETCH_BLOCKS 64
+/* ... and the four-row Q8_0 / Q4_0 / Q5_0 loops (four streams): 32 blocks. Measured with
+ * tools/bench_relaxed_ab.sh (Q8_0, all of a stories110M token's matrices streamed, 21 paired
+ * runs): relaxed 1.12x against 64, SIMD128 1.02x; Q4_0 1.02x / 1.01x. */
+#define PREFETCH_BLOCKS4 32
 #define PREFETCH_SUPER_BLOCKS 4
 
 static inline float hsum_f32(v128_t v) {
@@ -45,7 +50,7 @@ static inline int32_t hsum_i32(v128_t v) {
 
 /* Reads one byte of every 64-byte line of [p, p + bytes) and returns their sum: wasm has no
  * prefetch instruction, so the kernels touch the blocks they will need a little later this way
- * (see ROWS2_DRIVER) and hand the sums to an empty asm, which keeps the loads. */
+ * (see ROWS2_LOOP) and hand the sums to an empty asm, which keeps the loads. */
 static inline unsigned touch_block(const void *p, size_t bytes) {
     const unsigned char *c = p;
     unsigned s = 0;
@@ -168,7 +173,7 @@ __attribute__((noinline)) static float f16_row(const wlm_fp16 *w, const float *x
 }
 
 /* Rows in the order r0, r0 + half, r0 + 1, r0 + half + 1, ...: the weights come from two
- * sequential streams that alternate row by row (see ROWS2_DRIVER). */
+ * sequential streams that alternate row by row (see ROWS2_LOOP). */
 void wlm_f16_matvec_simd(float *out, const void *w, size_t row_bytes, const void *x, int n, int r0,
                          int r1) {
     const char *rows = w;
@@ -463,7 +468,7 @@ __attribute__((noinline)) static void q4_0_rows4(const wlm_block_q4_0 *w0, const
                 const BLOCK *w1 = (const BLOCK *)(const void *)(wc + (size_t)rr[1] * row_bytes);   \
                 const BLOCK *w2 = (const BLOCK *)(const void *)(wc + (size_t)rr[2] * row_bytes);   \
                 const BLOCK *w3 = (const BLOCK *)(const void *)(wc + (size_t)rr[3] * row_bytes);   \
-                const int pf = touch_distance(end, w3, nb, sizeof(BLOCK), PREFETCH_BLOCKS);        \
+                const int pf = touch_distance(end, w3, nb, sizeof(BLOCK), PREFETCH_BLOCKS4);        \
                 float v[4] __attribute__((aligned(16)));                                           \
                 for (int k = 0; k < 4; k++) v[k] = c0 ? out[rr[k]] : 0.0f;                         \
                 CALL;                                                                              \
@@ -643,7 +648,7 @@ static void widen_q8_1(const wlm_block_q8_1 *x, int nb, int16_t *xs, float *xd, 
         *o1 = a1;                                                                                  \
     } while (0)
 
-/* Rows r0..r1 in ROWS2_DRIVER's pairs and column chunks, with PREP(x, nb) preparing a chunk's
+/* Rows r0..r1 in ROWS2_LOOP's pairs and column chunks, with PREP(x, nb) preparing a chunk's
  * activation and the running sums carried from chunk to chunk. */
 #define ROWS2_Q8_1_DRIVER(BLOCK, PREP, CALL) ROWS2_LOOP(BLOCK, wlm_block_q8_1, PREP, CALL)
 
@@ -933,7 +938,7 @@ __attribute__((noinline)) static void q6_K_rows2(const wlm_block_q6_K *w0, const
 }
 #undef Q6K_STEPS
 
-/* Rows two at a time (paired and touched ahead as in ROWS2_DRIVER) with the Q8_K activation
+/* Rows two at a time (paired and touched ahead as in ROWS2_LOOP) with the Q8_K activation
  * widened XCHUNK columns at a time. Touching ahead replaced a sweep over each row pair before
  * its product: Q6_K 3.5 -> 5.3 GB/s on 768-column rows, 4.2 -> 5.3 on 2048-column rows, Q4_K
  * 4.9 -> 5.3; the large matrices as before (5.4). */
