@@ -111,7 +111,9 @@ function pageProbe() {
   else document.addEventListener('DOMContentLoaded', watch, { once: true });
 }
 
-const WATCHED = /\/dist\/[\w-]+\.wasm$|\/models\/files\/|\/js\/(worker|thread)\.js$/;
+// the wasm modules, the model files, the worker and thread scripts (js/ sources, or the page's
+// bundles in dist/: tools/bundle.mjs) and the page's bundle
+const WATCHED = /\/dist\/[\w-]+\.wasm$|\/models\/files\/|\/(js|dist)\/(worker|thread)\.js$|\/dist\/demo\.js$/;
 
 /** One navigation in `page`; returns the timings (ms after navigation start). */
 async function measure(page, server, allRequests = false) {

@@ -6,7 +6,8 @@
 // and stops at the first token. Then, from navigation start to the first token, it sums each
 // thread's CPU time (the trace's tdur, which a busy machine does not inflate as it does wall
 // time): the page's renderer by thread, V8's TurboFan tier-up and lazy (Liftoff) compilation,
-// layout, and from 'ready' to the first token the worker's and the page main thread's CPU.
+// layout, and from 'ready' to the first token the worker's and the page main thread's CPU; the
+// CPU of every process (less the trace's own), the page's software raster and its frames.
 // Wall times are printed beside them: on a loaded machine the difference is waiting for a core.
 // bench/README.md ("Time to first token", 2026-11-24) shows what it found.
 //
@@ -118,8 +119,19 @@ export function analyse(events) {
     byThread[t] = (byThread[t] ?? 0) + (e.tdur ?? 0);
   }
   const sinceReady = (e) => e.ts >= ready.ts && e.ts <= (workerFirst?.ts ?? first.ts);
+  // Every process's tasks, less the trace's own cost (the tracing service, DevTools' pipe) and
+  // the browser's own WebUI renderer: what a cold load costs the machine.
+  const own = (e) => {
+    const p = e.pid === pid ? '' : procs.get(e.pid) ?? '';
+    const t = threads.get(key(e)) ?? '';
+    return !p.startsWith('WebUI') && !p.includes('tracing') && t !== 'PerfettoTrace' && t !== 'DevToolsPipeHandlerWriteThread';
+  };
   return {
     navToFirstTokenMs: ms(first.ts - nav),
+    cpuAllProcessesMs: sum((e) => tasks(e) && inRun(e) && own(e)),
+    // software raster of the page's tiles (headless, --disable-gpu) and the frames rendered
+    rasterCpuMs: sum((e) => e.name === 'TaskGraphRunner::RunTask' && inRun(e) && e.pid === pid),
+    frames: events.filter((e) => e.ph === 'X' && e.name === 'AnimationFrame::Render' && e.pid === pid && inRun(e)).length,
     readyMs: ms(ready.ts - nav),
     readyToWorkerFirstTokenMs: workerFirst ? ms(workerFirst.ts - ready.ts) : null,
     cpuByThreadMs: Object.fromEntries(Object.entries(byThread).sort((a, b) => b[1] - a[1]).slice(0, 8).map(([k, v]) => [k, ms(v)])),

@@ -70,13 +70,18 @@ function abortError() {
  * @param {number|null} [options.size]    expected byte count: checked when no sha256 is given
  * @param {RequestCache} [options.httpCache]  fetch()'s `cache` mode (fetchModel passes 'no-store'
  *   when it keeps its own copy, so a large file is not stored twice)
- * @returns {Promise<Blob>}
+ * @param {'blob'|'bytes'} [options.as]  'bytes': resolve with one Uint8Array instead of a Blob
+ *   (no copy into the browser's blob storage: for a small file handed to an engine at once)
+ * @returns {Promise<Blob|Uint8Array>}
  * @throws WasmlmError 'WLM_ERR_IO' (url; httpStatus for an HTTP error status; without httpStatus
  *   the network failed or the browser refused a cross-origin response: browsers do not say
  *   which), 'WLM_ERR_CHECKSUM' (expected, actual: sha256 hex or byte counts);
  *   DOMException 'AbortError'.
  */
-export async function download(url, { onProgress, signal, sha256 = null, size = null, httpCache } = {}) {
+export async function download(url, { onProgress, signal, sha256 = null, size = null, httpCache, as = 'blob' } = {}) {
+  if (as !== 'blob' && as !== 'bytes') {
+    throw new WasmlmError(`download(): as must be 'blob' or 'bytes', not ${JSON.stringify(as)}`, 'WLM_ERR_INVALID_ARG');
+  }
   const href = absoluteUrl(url);
   if (signal?.aborted) throw abortError();
   let res;
@@ -145,7 +150,17 @@ export async function download(url, { onProgress, signal, sha256 = null, size = 
   } else if (size != null && size !== loaded) {
     throw checksumError(`${fileName(href)} has ${loaded} bytes, expected ${size}`, href, size, loaded);
   }
+  if (as === 'bytes') return bytes ?? concat(chunks, loaded);
   return new Blob(parts, { type: 'application/octet-stream' });
+}
+
+/** The chunks as one Uint8Array of `n` bytes. */
+function concat(chunks, n) {
+  if (chunks.length === 1) return chunks[0];
+  const out = new Uint8Array(n);
+  let at = 0;
+  for (const c of chunks) { out.set(c, at); at += c.byteLength; }
+  return out;
 }
 
 function checksumError(message, url, expected, actual) {

@@ -7,7 +7,10 @@
 import { WasmlmError, abortError, jsError } from './errors.js';
 import { fetchOk, locate } from './platform.js';
 
-const FILE_CHUNK = 1 << 20;
+// Bytes read per step from a file or a Blob: few enough steps (awaits, progress reports, and in a
+// worker engine progress messages to the page) that a small model is one or two, while a
+// multi-GB model still never needs a second copy of itself in JS memory.
+const FILE_CHUNK = 16 << 20;
 /** wasm32's whole address space (the modules are linked with MAXIMUM_MEMORY=4GB). */
 const WASM32_BYTES = 2 ** 32;
 
@@ -83,7 +86,25 @@ export async function readIntoHeap(x, source, stage, onProgress, signal) {
   }
 
   if (typeof Blob !== 'undefined' && source instanceof Blob) {
-    return streamIntoHeap(x, source.stream().getReader(), source.size, stage, report, checkAbort);
+    // Slices read whole, not Blob.stream(): its chunks are 64 KB (Node, Chromium), i.e. an await
+    // and a progress report per 64 KB.
+    const size = source.size;
+    const buf = new HeapBuffer(x, size, stage);
+    try {
+      report(0, size);
+      for (let at = 0; at < size;) {
+        checkAbort();
+        const chunk = new Uint8Array(await source.slice(at, at + FILE_CHUNK).arrayBuffer());
+        if (!chunk.byteLength) break; // cannot happen for an immutable Blob; never loop forever
+        buf.write(chunk);
+        at += chunk.byteLength;
+        report(buf.len, size);
+      }
+      checkAbort();
+      return buf.release();
+    } finally {
+      buf.dispose();
+    }
   }
 
   const loc = await locate(source);
@@ -100,7 +121,9 @@ export async function readIntoHeap(x, source, stage, onProgress, signal) {
     try {
       const { size } = await fh.stat();
       buf = new HeapBuffer(x, size, stage);
-      const chunk = new Uint8Array(Math.min(Math.max(size, 1), FILE_CHUNK));
+      // One byte more than the file's size: a file read whole ends with a short read, without a
+      // last read that returns nothing (a file that grows meanwhile is read to its end).
+      const chunk = new Uint8Array(Math.min(size + 1, FILE_CHUNK));
       report(0, size);
       for (;;) {
         checkAbort();
@@ -109,6 +132,7 @@ export async function readIntoHeap(x, source, stage, onProgress, signal) {
         if (bytesRead === 0) break;
         buf.write(chunk.subarray(0, bytesRead));
         report(buf.len, size);
+        if (bytesRead < chunk.byteLength && buf.len >= size) break;
       }
       return buf.release();
     } finally {

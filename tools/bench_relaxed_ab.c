@@ -104,19 +104,26 @@ int main(int argc, char **argv) {
         wlm_type_get(tr->vec_dot_type)->from_float(x[e], xq[e], 2048);
     float *outA = malloc(16 * 32000 * 4), *outB = malloc(16 * 32000 * 4);
 
-    wlm_qmatvec_fn v[3] = {old_wlm_quant_matvec_simd128(type), tr->matvec_simd, oldrx};
-    const char *vn[4] = {"s128(main)", "rx(new)", "rx(main)", "f32"};
-    /* bitwise check, all matrices */
+    wlm_qmatvec_fn v[5] = {old_wlm_quant_matvec_simd128(type), tr->matvec_simd, oldrx, NULL,
+                           wlm_quant_matvec_simd128(type)};
+    const char *vn[5] = {"s128(main)", "rx(new)", "rx(main)", "f32", "s128(new)"};
+    /* bitwise check, all matrices: each revision's relaxed kernel against its SIMD128 kernel (the
+     * two revisions may differ from each other where the float order changed) */
+    int order_changed = 0;
     for (int i = 0; i < NMAT; i++) {
-        v[0](outA, m[i].w, m[i].rb, xq[0], m[i].cols, 0, m[i].rows);
-        for (int t = 1; t < 3; t++) {
-            v[t](outB, m[i].w, m[i].rb, xq[0], m[i].cols, 0, m[i].rows);
+        static const int pairs[2][2] = {{4, 1}, {0, 2}};
+        for (int p = 0; p < 2; p++) {
+            v[pairs[p][0]](outA, m[i].w, m[i].rb, xq[0], m[i].cols, 0, m[i].rows);
+            v[pairs[p][1]](outB, m[i].w, m[i].rb, xq[0], m[i].cols, 0, m[i].rows);
             if (memcmp(outA, outB, 4 * m[i].rows)) {
-                printf("MISMATCH matvec variant %d mat %d\n", t, i);
+                printf("MISMATCH matvec %s vs %s mat %d\n", vn[pairs[p][0]], vn[pairs[p][1]], i);
                 return 1;
             }
         }
+        v[1](outB, m[i].w, m[i].rb, xq[0], m[i].cols, 0, m[i].rows); /* outA: main's SIMD128 */
+        order_changed += memcmp(outA, outB, 4 * m[i].rows) != 0;
     }
+    if (order_changed) printf("(main's and the work tree's bits differ in %d of %d matrices)\n", order_changed, NMAT);
     wlm_qmatmat_fn mm[2] = {old_wlm_quant_matmat_simd(type), wlm_quant_matmat_simd(type)};
     for (int i = 0; i < 8; i++) {
         for (int t = 0; t < 2; t++) {
@@ -125,9 +132,9 @@ int main(int argc, char **argv) {
                 mm[t](outB, 32000, m[i].w, m[i].rb, xq, sizeof xq[0], m[i].cols, 0, m[i].rows, 16);
             else
                 for (int e = 0; e < 16; e++)
-                    v[2](outB + e * 32000, m[i].w, m[i].rb, xq[e], m[i].cols, 0, m[i].rows);
+                    v[t ? 1 : 2](outB + e * 32000, m[i].w, m[i].rb, xq[e], m[i].cols, 0, m[i].rows);
             for (int e = 0; e < 16; e++) {
-                v[0](outA, m[i].w, m[i].rb, xq[e], m[i].cols, 0, m[i].rows);
+                v[t ? 4 : 0](outA, m[i].w, m[i].rb, xq[e], m[i].cols, 0, m[i].rows);
                 if (memcmp(outA, outB + e * 32000, 4 * m[i].rows)) {
                     printf("MISMATCH matmat %d mat %d e %d\n", t, i, e);
                     return 1;
@@ -136,10 +143,11 @@ int main(int argc, char **argv) {
         }
     }
     printf("bitwise: ok\n");
-    int nv = do_f32 ? 4 : 3;
-    double td[4][64], tm[3][64];
+    int nv = 5;
+    double td[5][64], tm[3][64];
     for (int it = 0; it < iters; it++) {
         for (int t = 0; t < nv; t++) {
+            if (t == 3 && !do_f32) continue;
             double t0 = now();
             for (int ii = 0; ii < NMAT; ii++) {
                 const int i = hot == 2 ? 0 : hot ? ii % 7 : ii;
@@ -169,19 +177,25 @@ int main(int argc, char **argv) {
             tm[t][it] = now() - t0;
         }
     }
-    double rr[64], rs[64], rm[64];
+    double rr[64], rs[64], rm[64], rn[64], rf[64];
     for (int it = 0; it < iters; it++)
         rr[it] = td[2][it] / td[1][it], rs[it] = td[0][it] / td[1][it],
-        rm[it] = tm[0][it] / tm[1][it];
+        rm[it] = tm[0][it] / tm[1][it], rn[it] = td[0][it] / td[4][it],
+        rf[it] = do_f32 ? td[3][it] / td[1][it] : 0;
     qsort(rr, iters, 8, cmpd);
     qsort(rs, iters, 8, cmpd);
     qsort(rm, iters, 8, cmpd);
-    printf("paired medians: new/main(rx) %.3fx [%.3f..%.3f]  new/s128 %.3fx  mm new/main %.3fx "
-           "[%.3f..%.3f]\n",
-           rr[iters / 2], rr[iters / 4], rr[3 * iters / 4], rs[iters / 2], rm[iters / 2],
-           rm[iters / 4], rm[3 * iters / 4]);
-    double med[4], medm[3];
+    qsort(rn, iters, 8, cmpd);
+    qsort(rf, iters, 8, cmpd);
+    printf("paired medians: new/main(rx) %.3fx [%.3f..%.3f]  new/s128(main) %.3fx  "
+           "s128 new/main %.3fx [%.3f..%.3f]  mm new/main %.3fx [%.3f..%.3f]",
+           rr[iters / 2], rr[iters / 4], rr[3 * iters / 4], rs[iters / 2], rn[iters / 2],
+           rn[iters / 4], rn[3 * iters / 4], rm[iters / 2], rm[iters / 4], rm[3 * iters / 4]);
+    if (do_f32) printf("  rx(new)/f32 %.3fx [%.3f..%.3f]", rf[iters / 2], rf[iters / 4], rf[3 * iters / 4]);
+    printf("\n");
+    double med[5] = {0}, medm[3];
     for (int t = 0; t < nv; t++) {
+        if (t == 3 && !do_f32) continue;
         qsort(td[t], iters, 8, cmpd);
         med[t] = td[t][iters / 2];
     }
@@ -191,7 +205,7 @@ int main(int argc, char **argv) {
     }
     printf("%s decode ms/token (median of %d):", tr->name, iters);
     for (int t = 0; t < nv; t++)
-        printf("  %s %.2f", vn[t], med[t] * 1e3);
+        if (t != 3 || do_f32) printf("  %s %.2f", vn[t], med[t] * 1e3);
     printf("\n  new/main(rx) speed %.3fx, new/s128 %.3fx", med[2] / med[1], med[0] / med[1]);
     if (do_f32)
         printf(", new/f32 %.3fx", med[3] / med[1]);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/build.sh [--if-needed] [--wasm-only]
-# Builds the wasm modules into dist/ (Emscripten, CMake, build/wasm) and the native CLI + C
-# tests into build/native; with no option also the C tests compiled to wasm (build/wasm).
+# Builds the wasm modules into dist/ (Emscripten, CMake, build/wasm), the demo page's script
+# bundles into dist/ (tools/bundle.mjs), and the native CLI + C tests into build/native; with no option also the C tests compiled to wasm (build/wasm).
 #   --wasm-only   only the modules the page, the JS API and the benchmarks load
 #                 (dist/wasmlm.wasm, wasmlm-mt.wasm, wasmlm-scalar.wasm, and where LLVM 19 and
 #                 the npm binaryen are installed wasmlm-relaxed.wasm, wasmlm-relaxed-mt.wasm):
@@ -22,6 +22,9 @@ for arg in "$@"; do
     *) echo "tools/build.sh: unknown option '$arg' (--if-needed, --wasm-only)"; exit 1 ;;
   esac
 done
+
+# The demo page's script bundles (dist/demo.js, worker.js, thread.js; esbuild, ~0.1 s): always.
+node tools/bundle.mjs
 
 modules=(dist/wasmlm.wasm dist/wasmlm-scalar.wasm dist/wasmlm-mt.wasm)
 if ((if_needed)) && ls "${modules[@]}" >/dev/null 2>&1; then

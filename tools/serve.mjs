@@ -1,7 +1,9 @@
 // tools/serve.mjs — the development server: serves the repository root as static files on
 // 127.0.0.1 (the demo lives at /web/), with /models/files/ backed by the repo's models/files/
-// (what models/fetch.mjs downloads) and then ../shared/models. No caching, no build step, no
-// proxying: a plain static host, so what works here works on any static host. Every response
+// (what models/fetch.mjs downloads) and then ../shared/models. No caching, no proxying: a plain
+// static host, so what works here works on any static host once `npm run build` has written
+// dist/; the one build step it runs itself is the page's bundles (tools/bundle.mjs), rebuilt
+// when a source file changed, so an edited page needs no rebuild by hand. Every response
 // carries the two headers that make the page cross-origin isolated (COOP same-origin, COEP
 // require-corp), which browsers require for SharedArrayBuffer and so for the engine's helper
 // threads; without them (any other static host) the page runs on one thread. ISOLATE=0 leaves
@@ -15,6 +17,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import sirv from 'sirv';
+import { BUNDLES, ensureBundles, hasBundles } from './bundle.mjs';
 
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const MODELS_PREFIX = '/models/files/';
@@ -93,6 +96,12 @@ export function createHandler(root = REPO_ROOT, quiet = false, { isolate = true 
   // while the server runs is used at once, and a missing ../shared/models costs nothing.
   const modelDirs = [path.join(root, 'models', 'files'), path.resolve(root, '..', 'shared', 'models')]
     .map((dir) => sirv(dir, opts));
+  // The page's bundles (tools/bundle.mjs): built now, rebuilt when a source file changed, so the
+  // page served is always the one in web/ and js/ (a checkout without web/page.js, e.g. an older
+  // one served by a benchmark, is served as it is).
+  const bundled = hasBundles(root);
+  if (bundled) ensureBundles(root).catch((err) => { if (!quiet) console.error(`bundle: ${err.message}`); });
+  const bundlePaths = new Set(Object.keys(BUNDLES).flatMap((f) => [`/dist/${f}`, `/dist/${f}.map`]));
 
   return (req, res) => {
     const rawUrl = req.url;
@@ -121,6 +130,13 @@ export function createHandler(root = REPO_ROOT, quiet = false, { isolate = true 
       req.url = '/' + pathname.slice(MODELS_PREFIX.length);
       const tryDir = (i) => (i < modelDirs.length ? modelDirs[i](req, res, () => tryDir(i + 1)) : notFound());
       return tryDir(0);
+    }
+    if (bundled && bundlePaths.has(pathname)) {
+      ensureBundles(root).then(() => serveRoot(req, res, notFound), (err) => {
+        res.writeHead(500, { 'Content-Type': 'text/plain; charset=utf-8', 'Cache-Control': 'no-store' });
+        res.end(`cannot bundle the page's scripts: ${err.message}\n`);
+      });
+      return;
     }
     serveRoot(req, res, notFound);
   };

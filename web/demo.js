@@ -17,8 +17,10 @@
 // a beam search fills #output with <li class="beam" data-score data-logprob>, best first.
 // body[data-mode] is 'completion' or 'chat' (web/demo/chat.js describes what chat mode exposes).
 //
-// The library (js/wasmlm.js, js/cache.js through ./sources.js) is imported dynamically, so a
-// page that cannot load it still says why. index.html's first script has already started the
+// web/index.html loads this module in one bundle with the rest of the page and the library
+// (web/page.js → dist/demo.js, tools/bundle.mjs); the library (js/worker_engine.js, js/wasm.js,
+// js/cache.js through ./sources.js) is still imported dynamically, so that this file also runs
+// unbundled and says why when it cannot load it. index.html's first script has already started the
 // worker engine, the model list and the default model's download (for the time to the first
 // token); main() takes them over. User Timing marks: 'wasmlm-demo:worker-started' (that script)
 // and 'wasmlm-demo:main' (main() begins).
@@ -202,9 +204,10 @@ async function main() {
   const manifest = window.wasmlmManifest ?? fetchManifest();
   manifest.catch(() => {}); // awaited below
   const libraryFailed = (err) => {
-    throw new Error(`could not load the wasmlm library (js/wasmlm.js): ${describeError(err)}`, { cause: err });
+    throw new Error(`could not load the wasmlm library (js/worker_engine.js, js/wasm.js): ${describeError(err)}`, { cause: err });
   };
-  const library = window.wasmlmLibrary ?? import('../js/wasmlm.js');
+  const library = window.wasmlmLibrary ?? Promise.all([import('../js/worker_engine.js'), import('../js/wasm.js')])
+    .then(([{ createWorkerEngine }, { preload }]) => ({ createWorkerEngine, preload }));
   library.then((lib) => { app.createWorkerEngine = lib.createWorkerEngine; }, () => {});
   const engine = window.wasmlmEngine
     ? window.wasmlmEngine.catch((err) => library.then(() => { throw err; }, libraryFailed))
@@ -231,4 +234,7 @@ async function main() {
   renderCacheList();
 }
 
-main();
+// The bundle (dist/demo.js) may be evaluated before the parser reaches the body: index.html's
+// first script imports it as early as it can.
+if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', main, { once: true });
+else main();

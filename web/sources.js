@@ -92,8 +92,11 @@ export async function classifyFile(file) {
  * Fetches one part: a local file as it is; otherwise the first candidate URL found in the cache,
  * else a download from the candidates in order (an HTTP error moves on to the next one; the last
  * candidate's error is thrown). onProgress gets {loaded, total, bytesPerSec, from}.
- * @returns {Promise<{blob: Blob, url?: string, from: string, fromCache: boolean,
- *   save?: () => Promise<{stored: boolean, reason?: string, error?: Error}>}>}
+ * A download of a file the manifest says is at most BYTES_MAX comes as a Uint8Array (no Blob:
+ * the browser would copy it into its own process, and the worker engine read it back from
+ * there, before the first token); the Blob that Cache Storage needs is made when it is saved.
+ * @returns {Promise<{data: Blob|Uint8Array, size: number, url?: string, from: string,
+ *   fromCache: boolean, save?: () => Promise<{stored: boolean, reason?: string, error?: Error}>}>}
  */
 export function fetchPart(part, { onProgress, signal } = {}) {
   const early = !part.file && prefetched.get(partKey(part));
@@ -101,8 +104,18 @@ export function fetchPart(part, { onProgress, signal } = {}) {
     prefetched.delete(partKey(part)); // one caller adopts a prefetch
     return early.adopt({ onProgress, signal });
   }
-  return fetchPartNow(part, { onProgress, signal });
+  if (part.file) return fetchPartNow(part, { onProgress, signal });
+  // Registered while it runs, so that a prefetch() of the same part started meanwhile (the page's
+  // first script, when the page's own modules got here first) does not download it again.
+  const key = partKey(part);
+  const promise = fetchPartNow(part, { onProgress, signal });
+  inFlight.add(key);
+  promise.then(() => inFlight.delete(key), () => inFlight.delete(key));
+  return promise;
 }
+
+/** Files up to this size (bytes, as the manifest gives it) are downloaded into memory, not a Blob. */
+export const BYTES_MAX = 64 << 20;
 
 /** The published model the page opens with: the page URL's ?model= when the manifest has it,
  *  else DEFAULT_MODEL, else the manifest's first entry. */
@@ -115,6 +128,8 @@ export function defaultEntry(models, search = globalThis.location?.search ?? '')
 /** Prefetches started by prefetch() and not yet adopted, by part (first candidate, checksum). */
 const prefetched = new Map();
 const partKey = (part) => `${part.candidates?.[0]}\n${part.sha256 ?? ''}`;
+/** Parts fetchPart() is fetching now without a prefetch (a prefetch of them is not started). */
+const inFlight = new Set();
 
 /**
  * Starts fetching a plan's parts now (Cache Storage lookup, else the download), before the
@@ -125,7 +140,7 @@ const partKey = (part) => `${part.candidates?.[0]}\n${part.sha256 ?? ''}`;
  */
 export function prefetch(plan) {
   for (const part of plan.parts) {
-    if (part.file || prefetched.has(partKey(part))) continue;
+    if (part.file || prefetched.has(partKey(part)) || inFlight.has(partKey(part))) continue;
     const controller = new AbortController();
     let last = null;
     let listener = null;
@@ -149,7 +164,7 @@ export function prefetch(plan) {
 async function fetchPartNow(part, { onProgress, signal }) {
   if (part.file) {
     onProgress?.({ loaded: part.file.size, total: part.file.size, bytesPerSec: 0, from: 'a local file' });
-    return { blob: part.file, from: 'a local file', fromCache: false };
+    return { data: part.file, size: part.file.size, from: 'a local file', fromCache: false };
   }
   // The candidates are looked up together (the first found, in order, is taken).
   const hits = await Promise.all(part.candidates.map((url) => cache.match(url, { sha256: part.sha256 })));
@@ -158,23 +173,24 @@ async function fetchPartNow(part, { onProgress, signal }) {
     const url = part.candidates[i];
     if (hit) {
       onProgress?.({ loaded: hit.size, total: hit.size, bytesPerSec: 0, from: 'the browser cache' });
-      return { blob: hit, url, from: 'the browser cache', fromCache: true };
+      return { data: hit, size: hit.size, url, from: 'the browser cache', fromCache: true };
     }
   }
   for (let i = 0; i < part.candidates.length; i++) {
     const url = part.candidates[i];
     const from = describeOrigin(url);
     try {
-      const blob = await download(url, {
+      const data = await download(url, {
         sha256: part.sha256,
         size: part.size,
         signal,
         httpCache: cache.available ? 'no-store' : undefined,
         onProgress: (p) => onProgress?.({ ...p, total: p.total || part.size || 0, from }),
+        as: part.size != null && part.size <= BYTES_MAX ? 'bytes' : 'blob',
       });
       return {
-        blob, url, from, fromCache: false,
-        save: () => cache.put(url, blob, { sha256: part.sha256, name: part.name }),
+        data, size: data.size ?? data.byteLength, url, from, fromCache: false,
+        save: () => cache.put(url, data instanceof Blob ? data : new Blob([data]), { sha256: part.sha256, name: part.name }),
       };
     } catch (err) {
       const last = i === part.candidates.length - 1;

@@ -153,6 +153,9 @@ void wlm_quantize_q8_0_ref(const float *x, void *dst, int64_t n) {
     }
 }
 
+/* Per block, in block order: sum += (float)isum * (dw * dx), ggml's ggml_vec_dot_q8_0_q8_0 (C
+ * fallback, which llama.cpp's wasm build runs) operation for operation; the SIMD kernels give
+ * these bits too. */
 void wlm_q8_0_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n, int r0,
                          int r1) {
     const wlm_block_q8_0 *x = xq;
@@ -211,6 +214,8 @@ static void q4_0_from_float(const float *x, void *dst, int64_t n) {
     }
 }
 
+/* Per block, in block order: sum += ((float)isum * dw) * dx (left to right: not the Q8_0 and
+ * Q5_0 association), ggml's ggml_vec_dot_q4_0_q8_0 (C fallback) operation for operation. */
 void wlm_q4_0_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n, int r0,
                          int r1) {
     const wlm_block_q8_0 *x = xq;
@@ -225,7 +230,7 @@ void wlm_q4_0_matvec_ref(float *out, const void *w, size_t row_bytes, const void
                 isum += ((row[b].qs[j] & 0xF) - 8) * x[b].qs[j];
                 isum += ((row[b].qs[j] >> 4) - 8) * x[b].qs[j + WLM_QK4_0 / 2];
             }
-            sum += (float)isum * (wlm_fp16_to_fp32(row[b].d) * wlm_fp16_to_fp32(x[b].d));
+            sum += (float)isum * wlm_fp16_to_fp32(row[b].d) * wlm_fp16_to_fp32(x[b].d);
         }
         out[r] = sum;
     }
@@ -772,6 +777,8 @@ static void q5_0_from_float(const float *x, void *dst, int64_t n) {
     }
 }
 
+/* Per block, in block order: sum += (dw * dx) * (float)isum, ggml's ggml_vec_dot_q5_0_q8_0 (C
+ * fallback) operation for operation. */
 void wlm_q5_0_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
                          int r0, int r1) {
     const wlm_block_q8_0 *x = xq;
@@ -784,7 +791,7 @@ void wlm_q5_0_matvec_ref(float *out, const void *w, size_t row_bytes, const void
             int32_t isum = 0;
             for (int j = 0; j < 32; j++)
                 isum += (q5_level(row[b].qs, row[b].qh, j) - 16) * x[b].qs[j];
-            sum += (float)isum * (wlm_fp16_to_fp32(row[b].d) * wlm_fp16_to_fp32(x[b].d));
+            sum += (wlm_fp16_to_fp32(row[b].d) * wlm_fp16_to_fp32(x[b].d)) * (float)isum;
         }
         out[r] = sum;
     }

@@ -207,12 +207,17 @@ wlm_fp16 wlm_fp32_to_fp16(float f);
  * The SIMD quantizers of Q8_0 and Q8_K write exactly the reference's bytes for finite input.
  *
  * Matrix-vector kernels (wlm_qmatvec_fn): per block an exact integer dot product of the weight
- * quants with the activation quants, then one float multiply by the block's scales; the SIMD
- * versions differ from the references only in the order of the float additions (the K-quant
- * ones not even that, for rows of up to 4096 columns: the same bits). Q4_1 / Q5_1 (Q8_1
- * activations) do ggml's generic arithmetic exactly, in every build: per block, in block order,
- * sum += (dw * dx) * (float)isum + m * s (ggml_vec_dot_q4_1_q8_1 / q5_1_q8_1, the functions
- * llama.cpp's wasm build runs: it compiles ggml's C fallbacks, not its wasm intrinsics). F16 / BF16: float dot
+ * quants with the activation quants, then the block's float step. Q8_0, Q4_0, Q5_0 (Q8_0
+ * activations) and Q4_1 / Q5_1 (Q8_1 activations) do ggml's generic arithmetic exactly, in every
+ * build (the same bits for any row length): per block, in block order over the whole row,
+ *   Q8_0       sum += (float)isum * (dw * dx)
+ *   Q4_0       sum += ((float)isum * dw) * dx
+ *   Q5_0       sum += (dw * dx) * (float)isum
+ *   Q4_1/Q5_1  sum += (dw * dx) * (float)isum + m * s
+ * (ggml_vec_dot_q8_0_q8_0, q4_0_q8_0, q5_0_q8_0, q4_1_q8_1, q5_1_q8_1: the functions llama.cpp's
+ * wasm build runs — it compiles ggml's C fallbacks, not its wasm intrinsics). The K-quant SIMD
+ * kernels give the references' bits for rows of up to 4096 columns (longer rows: column chunks
+ * added, the order of those additions differs). F16 / BF16: float dot
  * products, the SIMD versions with four-lane partial sums.
  */
 void wlm_quantize_q8_0_ref(const float *x, void *dst, int64_t n);
@@ -294,7 +299,7 @@ typedef void (*wlm_qmatmat_fn)(float *out, size_t out_stride, const void *w, siz
 
 /* The matrix-matrix kernel of a weight type in this build, or NULL where there is none (then a
  * batch runs matvec_simd per entry): the relaxed-SIMD build has Q8_0, Q4_0 and Q5_0 ones
- * (quant_relaxed.inc: two rows x four entries per step) and Q4_K and Q6_K ones (one row x four
+ * (quant_relaxed.inc: two rows x four entries per step, ggml's float steps four lanes at once) and Q4_K and Q6_K ones (one row x four
  * entries). */
 wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type);
 

@@ -18,6 +18,8 @@ let server;
 let browser;
 let page;
 let dir;
+/** Where the page's import map sends the chat-template library (web/index.html). */
+const JINJA = '/node_modules/@huggingface/jinja/dist/index.js';
 
 before(async () => {
   dir = await fs.mkdtemp(path.join(os.tmpdir(), 'wasmlm-chat-'));
@@ -58,6 +60,8 @@ test('a model without a chat template: completion only, the Chat mode says why',
   assert.match(await page.locator('#mode-note').textContent(), /no chat template/);
   assert.equal(await page.evaluate(() => document.body.dataset.mode), 'completion');
   assert.equal(await page.locator('#chat-form').isVisible(), false);
+  // The chat-template library is loaded when a template is first rendered, not with the page.
+  assert.equal(server.count(JINJA), 0, 'no @huggingface/jinja without a chat model');
 });
 
 test('chat: streamed replies, the second turn reuses the KV cache, Stop, Regenerate, Clear', { timeout: STEP_TIMEOUT }, async () => {
@@ -75,6 +79,7 @@ test('chat: streamed replies, the second turn reuses the KV cache, Stop, Regener
   await page.locator('#seed').fill('7');
 
   assert.equal(await send('Hello'), 'ready');
+  assert.equal(server.count(JINJA), 1, '@huggingface/jinja fetched once, for the first chat turn');
   let b = await bubbles();
   assert.deepEqual(b.map((m) => m.role), ['user', 'assistant']);
   assert.equal(b[0].text, 'Hello');

@@ -7,7 +7,9 @@
 // static host: Chromium runs relaxed SIMD),
 // and fetches it itself (the worker engine compiles it in the page while the worker starts).
 // index.html's first script starts the worker, the compile and the model's download before the
-// page's modules run; each file is still requested once.
+// page's modules run; each file is still requested once. The page's scripts are three bundles
+// (dist/demo.js, dist/worker.js, dist/thread.js; tools/bundle.mjs): no source module is fetched,
+// nor the chat-template library before a chat model is chosen.
 // The measured times are printed as diagnostics; the only time bound is
 // a generous one that a loaded machine does not reach: speed is bench/ttft.mjs's business.
 
@@ -83,7 +85,7 @@ async function coldRun(t, { isolate }) {
     // build of the threaded or the single-threaded module.
     const want = isolate && r.cores > 1 ? 'wasmlm-relaxed-mt.wasm' : 'wasmlm-relaxed.wasm';
     assert.deepEqual(r.wasm.map((w) => w.file), [want], 'the page fetched exactly the module that runs');
-    assert.deepEqual(server.requests.filter((q) => q.path.startsWith('/dist/')).map((q) => q.path), [`/dist/${want}`],
+    assert.deepEqual(server.requests.filter((q) => /^\/dist\/.*\.wasm$/.test(q.path)).map((q) => q.path), [`/dist/${want}`],
       'nothing fetched the other builds');
 
     // index.html's first script starts the worker, the module's compile and the default model's
@@ -92,9 +94,19 @@ async function coldRun(t, { isolate }) {
     assert.ok(m['wasmlm-demo:worker-started'] < m['wasmlm-demo:main'],
       'the worker is started before the demo module runs');
     const count = (p) => server.requests.filter((q) => q.path === p).length;
-    assert.equal(count('/js/worker.js'), 1, 'one worker');
+    assert.equal(count('/dist/worker.js'), 1, 'one worker');
     assert.equal(count('/models/files/stories260K.bin'), 1, 'the model is downloaded once');
     assert.equal(count('/models/files/tok512.bin'), 1, 'the tokenizer is downloaded once');
+    const paths = server.requests.map((q) => q.path);
+    assert.deepEqual(paths.filter((p, i) => paths.indexOf(p) !== i), [], 'no file is requested twice');
+    // The page runs from its bundles (tools/bundle.mjs): dist/demo.js, the worker's dist/worker.js
+    // and, with threads, dist/thread.js; none of the source modules in js/ and web/ is fetched.
+    // The chat-template library (@huggingface/jinja) is not fetched before a chat model is
+    // chosen: stories260K has no template (tests/browser/chat.test.mjs loads it for one that has).
+    assert.deepEqual(paths.filter((p) => p.endsWith('.js')).sort(),
+      ['/dist/demo.js', ...(want.includes('-mt') ? ['/dist/thread.js'] : []), '/dist/worker.js'],
+      'the page, worker and thread bundles, each once, and no other script');
+    assert.ok(!paths.some((p) => p.startsWith('/node_modules/')), 'nothing from node_modules (jinja) before a chat model');
     browser.assertNoProblems();
   } finally {
     await browser.close();

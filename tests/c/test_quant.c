@@ -820,6 +820,108 @@ static void test_q8_1_ggml(void) {
     free(x), free(row), free(mine), free(want);
 }
 
+/* Q8_0 / Q4_0 / Q5_0 weights with Q8_0 activations: ggml's C fallbacks (ggml_vec_dot_q8_0_q8_0,
+ * q4_0_q8_0, q5_0_q8_0 in llama.cpp's ggml/src/ggml-cpu/quants.c, what its wasm build runs)
+ * written out here: per block the exact integer sum (ggml splits it into the two halves; integers,
+ * so any split), then sumf += sumi * (dx * dy) for Q8_0, sumi * dx * dy (left to right) for Q4_0,
+ * (dx * dy) * sumi for Q5_0, x the weight block and y the activation's; blocks in order over the
+ * whole row (4160 columns: past the kernels' 4096-column chunk). Reference and SIMD kernels must
+ * give these bits; and the Q4_0 association must matter somewhere, or the test could not tell. */
+static void test_q8_0_ggml(void) {
+    tu_section("Q8_0 / Q4_0 / Q5_0 dot products: ggml's arithmetic, bitwise");
+    /* long rows (past the 4096-column chunk), and one-block rows, whose result is the block's
+     * float step alone (where the association shows most) */
+    static const int shapes[2][2] = {{4160, 7}, {32, 512}};
+    for (int si = 0; si < 2; si++) {
+        const int n = shapes[si][0], nb = n / 32, rows = shapes[si][1];
+        float *x = malloc((size_t)n * sizeof(float)), *row = malloc((size_t)n * sizeof(float));
+        wlm_block_q8_0 *y = malloc((size_t)nb * sizeof *y);
+        float *expect = malloc((size_t)rows * sizeof(float)), *ref = malloc((size_t)rows * sizeof(float)),
+              *simd = malloc((size_t)rows * sizeof(float));
+        /* every fourth block of near-constant magnitude (quants near +-127): large block sums */
+        for (int j = 0; j < n; j++)
+            x[j] = j / 32 % 4 == 0 ? (gauss() < 0 ? -1.0f : 1.0f) * (1.0f + 0.05f * fabsf(gauss()))
+                                   : gauss() * (j % 5 == 0 ? 3.0f : 1.0f);
+        wlm_quantize_q8_0_ref(x, y, n);
+        static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q5_0};
+        for (int ti = 0; ti < 3; ti++) {
+            const int32_t type = types[ti];
+            const wlm_type_traits *t = wlm_type_get(type);
+            const size_t rb = wlm_row_bytes(type, n);
+            unsigned char *w = malloc((size_t)rows * rb);
+            for (int r = 0; r < rows; r++) {
+                /* rows following the activation's signs: block sums of 13+ bits, where
+                 * (sumi * dx) * dy and sumi * (dx * dy) round differently (dx * dy of two fp16
+                 * is exact in float, and so is sumi * dx for smaller sums) */
+                const int follow = r % 3 == 0 || nb == 1;
+                const float sc = 1.0f + (float)(r % 17) * 0.37f;
+                for (int j = 0; j < n; j++)
+                    row[j] = follow ? (x[j] < 0 ? -sc : sc) * (1.0f + 0.1f * fabsf(gauss()))
+                                    : gauss() * (float)(r % 7 + 1) * (r % 2 ? 0.01f : 1.0f);
+                t->from_float(row, w + (size_t)r * rb, n);
+                /* one-block rows: some scales zero or subnormal (the kernels' exact path) */
+                if (nb == 1 && r % 8 >= 6) {
+                    const wlm_fp16 h = r % 8 == 6 ? (wlm_fp16)(1 + r % 1023) : (wlm_fp16)(r % 16 ? 0 : 0x8000);
+                    memcpy(w + (size_t)r * rb, &h, 2);
+                }
+            }
+            int assoc = 0; /* blocks where sumi * dx * dy != sumi * (dx * dy): the test can tell */
+            for (int r = 0; r < rows; r++) {
+                float sumf = 0.0f;
+                for (int b = 0; b < nb; b++) {
+                    const unsigned char *blk = w + (size_t)r * rb + (size_t)b * t->type_size;
+                    wlm_fp16 dh;
+                    memcpy(&dh, blk, 2);
+                    const float dx = wlm_fp16_to_fp32(dh), dy = wlm_fp16_to_fp32(y[b].d);
+                    int sumi0 = 0, sumi1 = 0;
+                    if (type == WLM_TYPE_Q8_0) {
+                        for (int j = 0; j < 32; j++) sumi0 += (int8_t)blk[2 + j] * y[b].qs[j];
+                    } else if (type == WLM_TYPE_Q4_0) {
+                        for (int j = 0; j < 16; j++) {
+                            sumi0 += ((blk[2 + j] & 0x0F) - 8) * y[b].qs[j];
+                            sumi1 += ((blk[2 + j] >> 4) - 8) * y[b].qs[j + 16];
+                        }
+                    } else {
+                        uint32_t qh;
+                        memcpy(&qh, blk + 2, 4);
+                        for (int j = 0; j < 16; j++) {
+                            const int x0 = ((blk[6 + j] & 0x0F) | (int)((qh >> j) & 1u) << 4) - 16;
+                            const int x1 = ((blk[6 + j] >> 4) | (int)((qh >> (j + 16)) & 1u) << 4) - 16;
+                            sumi0 += x0 * y[b].qs[j];
+                            sumi1 += x1 * y[b].qs[j + 16];
+                        }
+                    }
+                    const int sumi = sumi0 + sumi1;
+                    if (type == WLM_TYPE_Q8_0)
+                        sumf += (float)sumi * (dx * dy);
+                    else if (type == WLM_TYPE_Q4_0)
+                        sumf += (float)sumi * dx * dy;
+                    else
+                        sumf += (dx * dy) * (float)sumi;
+                    assoc += (float)sumi * dx * dy != (float)sumi * (dx * dy);
+                }
+                expect[r] = sumf;
+            }
+            t->matvec_ref(ref, w, rb, y, n, 0, rows);
+            t->matvec_simd(simd, w, rb, y, n, 0, rows);
+            int bad_ref = 0, bad_simd = 0;
+            for (int r = 0; r < rows; r++) {
+                bad_ref += memcmp(&ref[r], &expect[r], sizeof(float)) != 0;
+                bad_simd += memcmp(&simd[r], &expect[r], sizeof(float)) != 0;
+            }
+            CHECKF(bad_ref == 0, "%s, n = %d: reference != ggml's arithmetic in %d of %d rows",
+                   t->name, n, bad_ref, rows);
+            CHECKF(bad_simd == 0, "%s, n = %d: SIMD != ggml's arithmetic in %d of %d rows", t->name,
+                   n, bad_simd, rows);
+            CHECKF(assoc > 0, "%s, n = %d: no block where the association matters", t->name, n);
+            printf("%s, n = %d: %d of %d blocks where sumi * dx * dy != sumi * (dx * dy)\n", t->name,
+                   n, assoc, rows * nb);
+            free(w);
+        }
+        free(x), free(row), free(y), free(expect), free(ref), free(simd);
+    }
+}
+
 /* The SIMD activation quantizers write the reference's bytes. */
 static void test_quantizer_simd(void) {
     tu_section("activation quantizers: SIMD bytes == reference bytes");
@@ -1003,8 +1105,10 @@ static void check_matvec(int32_t type, int rows, int n, int r0, int r1, size_t p
         /* K-quant kernels do the reference's float arithmetic per block, in block order: the
          * same bits while a row fits one column chunk of the SIMD drivers (4096) */
         if (t->block_size == 256 && n <= 4096 && memcmp(&a, &b, sizeof a) != 0) st->bad_bits++;
-        /* Q4_1 / Q5_1 (Q8_1 activations): the reference's arithmetic in its order, any length */
-        if (vdt == WLM_TYPE_Q8_1 && memcmp(&a, &b, sizeof a) != 0) st->bad_bits++;
+        /* Q8_0 / Q4_0 / Q5_0 (Q8_0 activations), Q4_1 / Q5_1 (Q8_1): ggml's arithmetic in its
+         * order, as the reference, any length */
+        if ((vdt == WLM_TYPE_Q8_0 || vdt == WLM_TYPE_Q8_1) && memcmp(&a, &b, sizeof a) != 0)
+            st->bad_bits++;
         if (mag > 0 && ds / mag > st->worst_simd) st->worst_simd = ds / mag;
     }
     free(w), free(wf), free(row), free(x), free(xf), free(o1), free(o2), free(xq), free(xq_ref),
@@ -1248,6 +1352,7 @@ int main(void) {
     test_roundtrip(WLM_TYPE_Q5_K, 0.04);
     test_quantizer_simd();
     test_q8_1_ggml();
+    test_q8_0_ggml();
     tu_section("matvec: reference vs dequantize-then-dot, SIMD vs reference");
     test_matvec_type(WLM_TYPE_F16);
     test_matvec_type(WLM_TYPE_Q8_0);

@@ -29,6 +29,13 @@ before(async () => {
         await new Promise((r) => setTimeout(r, 5));
       }
       res.end();
+    } else if (req.url === '/chunked-slow.bin') {
+      res.writeHead(200); // no Content-Length, three chunks
+      for (let off = 0; off < 3000; off += 1000) {
+        res.write(MODEL_BYTES.subarray(off, off + 1000));
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      res.end();
     } else if (req.url === '/chunked.bin') {
       res.writeHead(200); // no Content-Length: total unknown
       res.end(MODEL_BYTES.subarray(0, 1000));
@@ -62,6 +69,17 @@ test('a download of unknown length reports total 0 and still returns every byte'
   const blob = await download(`${base}/chunked.bin`, { onProgress: (p) => reports.push(p) });
   assert.equal(blob.size, 1000);
   assert.ok(reports.every((p) => p.total === 0));
+});
+
+test("as: 'bytes' returns one Uint8Array (known and unknown length), checksum still checked", async () => {
+  const bytes = await download(`${base}/model.bin`, { sha256: MODEL_SHA, as: 'bytes' });
+  assert.ok(bytes instanceof Uint8Array && !(bytes instanceof Blob));
+  assert.deepEqual(bytes, new Uint8Array(MODEL_BYTES));
+  // unknown length, so no preallocated buffer: the chunks joined (the server sends them apart)
+  const joined = await download(`${base}/chunked-slow.bin`, { as: 'bytes' });
+  assert.deepEqual(joined, new Uint8Array(MODEL_BYTES.subarray(0, 3000)));
+  await assert.rejects(download(`${base}/model.bin`, { sha256: '0'.repeat(64), as: 'bytes' }), { code: 'WLM_ERR_CHECKSUM' });
+  await assert.rejects(download(`${base}/model.bin`, { as: 'text' }), { code: 'WLM_ERR_INVALID_ARG', message: /as must be/ });
 });
 
 test('HTTP 404 is a WasmlmError WLM_ERR_IO with httpStatus and the URL', async () => {

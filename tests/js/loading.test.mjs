@@ -178,10 +178,20 @@ test('load from Blob, ArrayBuffer, Uint8Array view and file: URL', async () => {
   });
   await assertWorks();
   assert.ok(progress.filter((p) => p.stage === 'model').every((p) => p.total === MODEL_BYTES.length));
+  // Read in one step (js/source.js reads a Blob 16 MB at a time, not in Blob.stream()'s 64 KB
+  // chunks: an await and a progress report, in a worker a message to the page, each).
+  assert.deepEqual(progress.filter((p) => p.stage === 'model').map((p) => p.loaded), [0, MODEL_BYTES.length]);
   // A view into a larger buffer: only the view's bytes count.
   const big = new Uint8Array(MODEL_BYTES.length + 100);
   big.set(MODEL_BYTES, 50);
   await engine.load({ model: big.subarray(50, 50 + MODEL_BYTES.length), tokenizer: pathToFileURL(TOKENIZER) });
+  await assertWorks();
+});
+
+test('a file is read in one step per 16 MB, without a last empty read', async () => {
+  const progress = [];
+  await engine.load({ model: MODEL, tokenizer: TOKENIZER, onProgress: (p) => progress.push(p) });
+  assert.deepEqual(progress.filter((p) => p.stage === 'model').map((p) => p.loaded), [0, MODEL_BYTES.length]);
   await assertWorks();
 });
 

@@ -8,7 +8,8 @@ import { renderCacheList } from './cache-list.js';
 import { setStat } from './stats.js';
 import { syncMode } from './chat.js';
 
-export const MANIFEST_URL = new URL('../../models/manifest.json', import.meta.url);
+// Relative to the page (web/), not to this module: the page runs it from its bundle in dist/.
+export const MANIFEST_URL = new URL('../models/manifest.json', document.baseURI);
 
 /** How long after a model is ready its downloaded files are stored in Cache Storage (ms). */
 export const SAVE_DELAY_MS = 1000;
@@ -128,10 +129,14 @@ export function showEntryNote() {
   $('model-note').dataset.verified = String(plan.verified);
 }
 
+/** The shortest time between two redraws of the load's progress (ms). */
+const PROGRESS_INTERVAL_MS = 200;
+
 /**
  * Aggregates the progress of a load's downloads (one per part) into the bar and the line under
- * it (bytes, total, rate), redrawn at most once per frame. The status line, a live region, only
- * changes when the phase or the source does, so a screen reader is not flooded with numbers.
+ * it (bytes, total, rate), redrawn at most every PROGRESS_INTERVAL_MS. The status line, a live
+ * region, only changes when the phase or the source does, so a screen reader is not flooded
+ * with numbers.
  */
 export function progressView(label, parts) {
   const bar = $('load-progress');
@@ -141,8 +146,11 @@ export function progressView(label, parts) {
   const t0 = performance.now();
   let phase = 'download';
   let headline = '';
+  let timer = 0;
+  let lastDraw = -Infinity;
   const draw = () => {
     frame = 0;
+    lastDraw = performance.now();
     let loaded = 0;
     let total = 0;
     let unknown = false;
@@ -167,7 +175,15 @@ export function progressView(label, parts) {
     const of = !unknown && total ? ` / ${fmtBytes(total)}` : '';
     detail.textContent = `${fmtBytes(loaded)}${of}${rate ? ` · ${rate}` : ''}`;
   };
-  const schedule = () => { if (!frame) frame = requestAnimationFrame(draw); };
+  // At most one redraw per PROGRESS_INTERVAL_MS: each one is a frame (style, layout, paint,
+  // raster, compositing in the browser and GPU processes: ~10 ms of CPU in all on a small
+  // machine), and at 60 per second they took CPU from the load itself (bench/README.md, ttft4).
+  const schedule = () => {
+    if (frame || timer) return;
+    const wait = lastDraw + PROGRESS_INTERVAL_MS - performance.now();
+    if (wait <= 0) frame = requestAnimationFrame(draw);
+    else timer = setTimeout(() => { timer = 0; frame = requestAnimationFrame(draw); }, wait);
+  };
   return {
     /** Download progress of one part ({loaded, total, bytesPerSec, from}). */
     download(stage, p) {
@@ -187,7 +203,9 @@ export function progressView(label, parts) {
     /** Stops drawing and clears the numbers (the status line then says how the load ended). */
     stop() {
       if (frame) cancelAnimationFrame(frame);
+      clearTimeout(timer);
       frame = 0;
+      timer = 0;
       detail.textContent = '';
     },
   };
@@ -262,8 +280,8 @@ export async function loadModel(plan, { engine: started = null } = {}) {
 
     const [model, tokenizer] = fetched;
     const info = await engine.load({
-      model: model.blob,
-      tokenizer: tokenizer?.blob,
+      model: model.data,
+      tokenizer: tokenizer?.data,
       signal: controller.signal,
       onProgress: (p) => { if (seq === app.loadSeq) view.engine(p); },
     });
@@ -286,7 +304,7 @@ export async function loadModel(plan, { engine: started = null } = {}) {
     // helper threads need a cross-origin isolated page (COOP + COEP headers, as `npm start` sends)
     setStat('threads', info.threads > 1 || self.crossOriginIsolated ? String(info.threads)
       : '1 (the page is not cross-origin isolated)');
-    const bytes = fetched.reduce((n, f) => n + f.blob.size, 0);
+    const bytes = fetched.reduce((n, f) => n + f.size, 0);
     const from = [...new Set(fetched.map((f) => f.from))].join(' and ');
     let text = `${plan.label} ready · ${fmtBytes(bytes)} from ${from} in ${fmtMs(ms)}`;
     // Only files the engine accepted are kept; the model is ready before they are stored
