@@ -14,6 +14,9 @@
 //   node bench/peers.mjs [--big] [--shapes stories15M,...] [--types F32,Q8_0,...] [--runs N]
 //                        [--tokens 64] [--threads N] [--builds] [--out FILE] [--json]
 // --builds: wasmlm's SIMD128 build too, next to the build the page picks (relaxed in Chromium).
+// --wllama-split SIZE (e.g. 1G): wllama gets files larger than SIZE split in llama.cpp's format
+//   (tools/gguf_split.mjs; wllama reads each file through one ArrayBuffer, at most 2 GB).
+
 //   node bench/peers.mjs --real-shapes [--set 12|13|all] [--phi] [--shapes gpt2,qwen2.5-0.5b,…]
 //                        [--types Q8_0,Q4_0,Q4_K_M] …
 //        the published (architecture, shape) pairs of bench/real_shapes.mjs — issue 12's
@@ -36,7 +39,8 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { startServer } from '../tools/serve.mjs';
 import { plan, ensureGguf, fallbackNote, BIG_SHAPE, QUANT_SHAPES, QUANT_TYPES } from './models.mjs';
-import { ensureRealGguf, openReadProbe, realShapeSet, REAL_SHAPES, REAL_TYPES } from './real_shapes.mjs';
+import { splitGguf, parseSize } from '../tools/gguf_split.mjs';
+import { ensureRealGguf, openReadProbe, realNoFit, realShapeSet, REAL_SHAPES, REAL_TYPES } from './real_shapes.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..');
@@ -72,6 +76,7 @@ function parseArgs(argv) {
     else if (a === '--out') o.out = path.resolve(v());
     else if (a === '--json') o.json = true;
     else if (a === '--builds') o.builds = true;
+    else if (a === '--wllama-split') o.wllamaSplit = parseSize(v());
     else if (a === '-h' || a === '--help') o.help = true;
     else throw new Error(`unknown argument ${a}`);
   }
@@ -188,7 +193,12 @@ async function main() {
   const metas = [];
   if (opts.real) { // issue 12's shapes (bench/real_shapes.mjs); wasmlm gets the context wllama gets
     const shapes = opts.shapes ?? realShapeSet(opts.set ?? 'all', { phi: opts.phi });
-    for (const shape of shapes) for (const type of opts.types ?? REAL_TYPES) metas.push(ensureRealGguf(shape, type));
+    for (const shape of shapes) {
+      for (const type of opts.types ?? REAL_TYPES) {
+        if (realNoFit(shape, type)) log(`${shape} ${type}: skipped: ${realNoFit(shape, type)}`);
+        else metas.push(ensureRealGguf(shape, type));
+      }
+    }
   } else {
     const jobs = plan({ big: opts.big, shapes: opts.shapes, types: opts.types });
     for (const j of jobs) metas.push(await ensureGguf(j.shape, j.type, { log }));
@@ -216,13 +226,30 @@ async function main() {
       const model = `/${path.relative(REPO, meta.path).split(path.sep).join('/')}`;
       const common = { model, prompt: PROMPT, maxTokens: opts.tokens, runs: big ? opts.bigRuns : opts.runs, warmupTokens: opts.warmup,
         threads: opts.threads, ...(opts.real ? { nCtx: meta.nCtx } : {}) };
+      // --wllama-split SIZE: wllama gets the file in llama.cpp's split format (parts of at most
+      // SIZE, cached in NAME-split/), for files over its 2 GB per-file limit; wasmlm the whole file
+      let wllamaParts = null;
+      if (opts.wllamaSplit && meta.bytes > opts.wllamaSplit) {
+        const dir = meta.path.replace(/\.gguf$/, '-split');
+        const prefix = path.join(dir, path.basename(meta.path, '.gguf'));
+        let done = fs.existsSync(dir) && fs.statSync(dir).mtimeMs > fs.statSync(meta.path).mtimeMs ? fs.readdirSync(dir).filter((f) => f.endsWith('.gguf')).sort() : [];
+        if (done.length !== Number(/-of-(\d+)\.gguf$/.exec(done[0] ?? '')?.[1])) { // none, or an interrupted set
+          fs.rmSync(dir, { recursive: true, force: true });
+          fs.mkdirSync(dir, { recursive: true });
+          done = [];
+        }
+        const parts = done.length ? done.map((f) => path.join(dir, f)) : splitGguf(meta.path, { maxBytes: opts.wllamaSplit, prefix });
+        wllamaParts = parts.map((f) => `/${path.relative(REPO, f).split(path.sep).join('/')}`);
+        log(`  wllama gets ${parts.length} parts of at most ${(opts.wllamaSplit / 1e6).toFixed(0)} MB (tools/gguf_split.mjs)`);
+      }
+      const theirsOpts = wllamaParts ? { parts: wllamaParts } : {};
       log(`${meta.arch ?? ''} ${meta.shape} ${meta.type} (${(meta.bytes / 1e6).toFixed(1)} MB), load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}`);
       const readBefore = probe ? probe.measure(3) : [];
       let theirs, ours;
       if (opts.real && opts.alternate !== false) {
         // alternate: one timed completion per page, wllama then wasmlm, `runs` rounds
         for (let i = 0; i < common.runs; i++) {
-          const t = await runPage(context, baseUrl, { ...common, runs: 1, engine: 'wllama' });
+          const t = await runPage(context, baseUrl, { ...common, ...theirsOpts, runs: 1, engine: 'wllama' });
           const o = await runPage(context, baseUrl, { ...common, runs: 1, engine: 'wasmlm' });
           log(`  round ${i + 1}: wllama ${t.error ? `ERROR ${t.error}` : `decode ${f1(t.runs[0].decodeTokPerSec)}`}, ` +
             `wasmlm ${o.error ? `ERROR ${o.error}` : `decode ${f1(o.runs[0].decodeTokPerSec)}`} tok/s`);
@@ -234,7 +261,7 @@ async function main() {
           if (theirs.error && ours.error) break;
         }
       } else {
-        theirs = await runPage(context, baseUrl, { ...common, engine: 'wllama' });
+        theirs = await runPage(context, baseUrl, { ...common, ...theirsOpts, engine: 'wllama' });
         log(`  wllama: ${theirs.error ? `ERROR ${theirs.error}\n    ${theirs.console.join('\n    ')}` : `decode ${f1(summarize(theirs).decodeTokPerSec)} tok/s`}`);
         ours = await runPage(context, baseUrl, { ...common, engine: 'wasmlm' });
         log(`  wasmlm: ${ours.error ? `ERROR ${ours.error}` : `decode ${f1(summarize(ours).decodeTokPerSec)} tok/s`}`);
@@ -248,7 +275,7 @@ async function main() {
       const decodeRatio = so && st ? so.decodeTokPerSec / st.decodeTokPerSec : null;
       const e2eRatio = so && st ? so.e2eTokPerSec / st.e2eTokPerSec : null;
       const row = {
-        shape: meta.shape, type: meta.type, file: model, fileBytes: meta.bytes, fallback: meta.fallback,
+        shape: meta.shape, type: meta.type, file: model, fileBytes: meta.bytes, fallback: meta.fallback, wllamaParts: wllamaParts?.length ?? null,
         ours: so, oursBuild: ours.build ?? null, theirs: st, decodeRatio, e2eRatio,
         oursSimd128: s128 ? summarize(s128) : null, prefillRatio: so && st ? so.prefillTokPerSec / st.prefillTokPerSec : null,
         goal: GOALS[meta.type] ?? (opts.real ? 1.5 : 1), loadavg: os.loadavg(), arch: meta.arch, name: meta.name,

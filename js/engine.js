@@ -182,6 +182,11 @@ class Engine {
       if (rc !== 0 || rc2 !== 0) { // (the pool's attention scratch may not fit)
         const err = this.#error(rc || rc2, this.#readCString(x.wlm_context_errmsg(ctx)));
         x.wlm_context_free(ctx);
+        const weights = x.wlmjs_model_info(model, 11);
+        if (err.code === 'WLM_ERR_NOMEM' && weights >= 2 ** 30) { // a big model: say what is full
+          err.message += ` — the model (${(weights / 1e9).toFixed(2)} GB of weights) is too large for the 4 GB wasm32 ` +
+            `memory with this context${nCtx ? ` (nCtx ${nCtx})` : ''}; a smaller nCtx or a smaller quantization may fit`;
+        }
         throw err;
       }
       return ctx;

@@ -11,6 +11,8 @@ import { fetchOk, locate } from './platform.js';
 // worker engine progress messages to the page) that a small model is one or two, while a
 // multi-GB model still never needs a second copy of itself in JS memory.
 const FILE_CHUNK = 16 << 20;
+/** wasm32's whole address space (the modules are linked with MAXIMUM_MEMORY=4GB). */
+const WASM32_BYTES = 2 ** 32;
 
 /** A malloc'd buffer in wasm memory that grows (by copying) while bytes are appended. */
 class HeapBuffer {
@@ -18,14 +20,20 @@ class HeapBuffer {
     this.x = x;
     this.what = what;
     this.cap = Math.max(1, capacity);
-    this.ptr = x.wlmjs_malloc(this.cap) >>> 0;
+    this.ptr = 0;
     this.len = 0;
+    if (this.cap >= WASM32_BYTES) this.#nomem(this.cap); // would wrap around as a size_t
+    this.ptr = x.wlmjs_malloc(this.cap) >>> 0;
     if (!this.ptr) this.#nomem(this.cap);
   }
 
   #nomem(n) {
     this.ptr = 0;
-    throw jsError('WLM_ERR_NOMEM', `cannot allocate ${n} bytes of wasm memory for the ${this.what}`);
+    const gb = (b) => `${(b / 1e9).toFixed(2)} GB`;
+    // A file near the limit: say why (a file, its KV cache and scratch share wasm32's 4 GB).
+    const why = n >= WASM32_BYTES / 4 ? `: the ${this.what} (${gb(n)}) is too large for the 4 GB wasm32 memory, ` +
+      'which must also hold the KV cache and scratch buffers (a smaller quantization, e.g. Q4_K_M, may fit)' : '';
+    throw jsError('WLM_ERR_NOMEM', `cannot allocate ${n} bytes of wasm memory for the ${this.what}${why}`);
   }
 
   write(chunk) {
@@ -36,6 +44,7 @@ class HeapBuffer {
   }
 
   #grow(cap) {
+    if (cap >= WASM32_BYTES) { this.dispose(); this.#nomem(cap); }
     const p = this.x.wlmjs_malloc(cap) >>> 0; // may grow memory: no view is alive here
     if (!p) { this.dispose(); this.#nomem(cap); }
     new Uint8Array(this.x.memory.buffer).copyWithin(p, this.ptr, this.ptr + this.len);

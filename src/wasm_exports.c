@@ -11,13 +11,27 @@
 #include "kernels/bench_probe.h"
 #include "runtime/warmup.h"
 #include "kernels/quant.h"
+#include "kernels/quantize.h" /* internal: the quantizing writer of tools/synth_gguf.mjs */
 #include "wasmlm.h"
 #include "sampling/grammar.h" /* internal: the grammar probe for the benchmark */
 
 #define API EMSCRIPTEN_KEEPALIVE
 
 /* ---- memory ---- */
-API void *wlmjs_malloc(size_t n) { return malloc(n ? n : 1); }
+/* dlmalloc grows the heap by less than 2 GB per sbrk (HALF_MAX_SIZE_T on wasm32), so a larger
+ * block (a 2.4 GB model file) fails on a fresh heap, and after that failure it fails for good.
+ * For such a block, a block of half its size is taken and freed first: the heap's free top chunk
+ * is then that large (emscripten's dlmalloc never trims: MORECORE_CANNOT_TRIM) and the block
+ * needs less than 2 GB more. */
+API void *wlmjs_malloc(size_t n) {
+    if (n > ((size_t)1 << 31) - ((size_t)1 << 20)) {
+        void *half = malloc(n / 2);
+        if (!half) return NULL;
+        *(volatile char *)half = 0; /* else the compiler drops the malloc/free pair */
+        free(half);
+    }
+    return malloc(n ? n : 1);
+}
 API void wlmjs_free(void *p) { free(p); }
 
 /* ---- model ---- */
@@ -337,3 +351,57 @@ API double wlmjs_probe_fma_flops(int iters) { return wlm_probe_fma_flops(iters);
  * so the functions a first generation calls are compiled before it. Returns the tokens made or
  * a negative status. */
 API int wlmjs_warmup(int n_tokens) { return wlm_warmup_run(n_tokens); }
+
+/* ---- the quantizing writer of tools/synth_gguf.mjs (quantize.h; not used by js/wasmlm.js) ---- */
+/* A quantize target by name ("Q8_0", "Q4_K_M"; NUL-terminated, case-insensitive) into out[0] the
+ * single type (F32 for a mix), out[1] the mix id (0: a single type), out[2] general.file_type —
+ * as `wasmlm quantize` reads its TYPE argument. Returns 0, or -1 for a name that is not a target
+ * or a type whose quantizer is missing. */
+API int wlmjs_quantize_target(const char *name, int32_t *out) {
+    const int32_t mix = wlm_quantize_mix_from_name(name);
+    const int32_t type = mix > 0 ? WLM_TYPE_F32 : wlm_quantize_type_from_name(name);
+    char err[160];
+    if (type < 0 || (mix <= 0 && wlm_quantize_check_type(type, err, sizeof err) != WLM_OK))
+        return -1;
+    out[0] = type;
+    out[1] = mix > 0 ? mix : WLM_QUANT_MIX_NONE;
+    out[2] = (int32_t)wlm_quantize_file_type(out[0], out[1]);
+    return 0;
+}
+/* The type `wasmlm quantize` (wlm_quantize_gguf) writes a tensor in: its name (len bytes),
+ * n_dims (1 or 2), ne0 elements per row and n_elements in all, its source type, in a file of
+ * n_layers layers, tied when it has no output.weight; target from wlmjs_quantize_target. */
+API int32_t wlmjs_quantize_tensor_type(int32_t type, int32_t mix, const char *name, size_t len,
+                                       int32_t n_dims, double ne0, double n_elements,
+                                       int32_t src_type, int32_t n_layers, int32_t tied) {
+    wlm_quantize_params p;
+    wlm_quantize_params_default(&p);
+    p.type = type;
+    p.mix = mix;
+    wlm_gguf_tensor t;
+    memset(&t, 0, sizeof t);
+    t.name.ptr = name;
+    t.name.len = len;
+    t.n_dims = (uint32_t)n_dims;
+    for (int i = 0; i < WLM_GGUF_MAX_DIMS; i++) t.ne[i] = 1;
+    t.ne[0] = (int64_t)ne0;
+    if (n_dims > 1 && ne0 > 0) t.ne[1] = (int64_t)(n_elements / ne0);
+    t.n_elements = (uint64_t)n_elements;
+    t.type = src_type;
+    return wlm_quantize_gguf_tensor_type(&t, &p, n_layers, tied);
+}
+/* Quantizes `rows` rows of `cols` floats at src into dst with the type's quantizer (the
+ * from_float that wlm_quantize_gguf uses): rows × wlm_row_bytes(type, cols) bytes, returned;
+ * src NULL: only that size. 0 when the type has no quantizer or cols is not a whole number of
+ * its blocks. */
+API double wlmjs_quantize_rows(int32_t type, const float *src, void *dst, int32_t rows,
+                               int32_t cols) {
+    const wlm_type_traits *t = wlm_type_get(type);
+    if (!t->from_float || rows < 0 || cols <= 0 || (t->block_size > 1 && cols % t->block_size))
+        return 0;
+    const size_t rb = wlm_row_bytes(type, cols);
+    if (!src) return (double)rb * (double)rows;
+    for (int32_t r = 0; r < rows; r++)
+        t->from_float(src + (size_t)r * (size_t)cols, (unsigned char *)dst + (size_t)r * rb, cols);
+    return (double)rb * (double)rows;
+}

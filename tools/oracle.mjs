@@ -132,8 +132,10 @@ function parseArgs(argv) {
   return o;
 }
 
-export function sha256File(file) {
-  return crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+export function sha256File(file) { // in 64 MB slices: readFileSync stops at 2 GiB
+  const h = crypto.createHash('sha256'), buf = Buffer.alloc(64 << 20), fd = fs.openSync(file, 'r');
+  try { for (let n; (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0;) h.update(buf.subarray(0, n)); } finally { fs.closeSync(fd); }
+  return h.digest('hex');
 }
 
 /** Serves one file at /model.gguf on 127.0.0.1 (Chromium fetches it from the oracle page). */

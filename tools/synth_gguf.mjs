@@ -7,13 +7,20 @@
 // flat (see SCALES below), so a wrong forward pass shows.
 //
 //   node tools/synth_gguf.mjs --arch ARCH [--shape tiny|NAME] --out FILE.gguf [--seed N]
-//        [--type F32|Q8_0|Q4_K_M|…] [--cli build/native/wasmlm]
+//        [--type F32|Q8_0|Q4_0|Q4_K_M|…] [--two-step [--cli build/native/wasmlm]] [--header-only]
 //   node tools/synth_gguf.mjs --list
 //
-// The file is written as F32 (streamed in chunks: a multi-GB shape never sits in memory); any
-// other --type goes through the native CLI's `wasmlm quantize` (FILE.f32.tmp, deleted after).
-// The GGUF writer is the project's one JS GGUF writer, ggufWrite() in tools/vocab_gguf.mjs.
-// Same arguments → same bytes (tests/js/synth_gguf.test.mjs checks the sha256).
+// Streamed, one chunk of rows at a time (a multi-GB shape never sits in memory). F32 is written
+// as generated. Any other --type is quantized as it is written (writeQuantized, since
+// 2026-11-24): each chunk of a tensor's F32 values goes through the project's own C quantizers
+// in dist/wasmlm.wasm (wlmjs_quantize_rows; the per-tensor types of llama.cpp's mixes and
+// fallbacks from wlmjs_quantize_tensor_type, i.e. quantize.c's rules), with no F32 file on disk
+// (Phi-3.5-mini's would be ~15 GB). The result is byte for byte the file of --two-step, the
+// earlier route kept as its check: the F32 file FILE.f32.tmp, then the native CLI's `wasmlm
+// quantize` (tests/js/synth_gguf.test.mjs compares the two for every tiny shape). The GGUF
+// writer is the project's one JS GGUF writer, ggufWrite() in tools/vocab_gguf.mjs. Same
+// arguments → same bytes (the test pins sha256s). The random values are generated with the
+// generator's state in locals (uniformStream): the same values as before, about twice as fast.
 //
 // What llama.cpp expects, per architecture (learned from llama.cpp's src/llama-arch.cpp,
 // src/llama-model.cpp, src/models/*.cpp and convert_hf_to_gguf.py; ne order, ne0 = row length):
@@ -52,7 +59,10 @@
 // SmolLM2-135M/360M and Llama-3.2-1B (Q8_0, Q4_K_M), GPT-2 small (F32), Qwen2.5-0.5B,
 // Qwen3-0.6B and Gemma-3-1B (Q8_0). Parameter counts: 124.44 M, 494.03 M, 596.05 M, 999.89 M,
 // 1235.81 M, Phi-3.5-mini 3821.08 M — the published ones (SmolLM2: +0.6 M for GPT-2's larger
-// vocabulary). Phi-3.5-mini is not checked in wllama: its files exceed wasm32's 4 GB.
+// vocabulary). Phi-3.5-mini Q4_K_M (2.39 GB, written directly: 10 min 43 s, 153 MB RSS on a busy
+// machine) loads and generates in wllama 3.8.1 in Chromium 156 (its memory64 build) and in our
+// engine (Node, Chromium); its Q8_0 file (4.06 GB) does not fit wasm32 with a 2048-position
+// context (bench/README.md, 2026-11-24 phi35).
 // Non-llama files are quantized by wlm_quantize_gguf (src/kernels/quantize.c): every key and
 // tensor copied, weight matrices converted by llama.cpp's rules.
 
@@ -61,7 +71,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { vocabKv, readGguf, ggufWrite } from './vocab_gguf.mjs';
+import { vocabKv, readGguf, ggufWrite, ggufHeader } from './vocab_gguf.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHARED_VOCAB = path.resolve(ROOT, '../shared/models/vocab');
@@ -163,6 +173,25 @@ function rng(seed, name) {
     x = y; y = z; z = w;
     w = (w ^ (w >>> 19) ^ (t ^ (t >>> 8))) >>> 0;
     return w / 4294967296; // [0, 1)
+  };
+}
+/**
+ * The same stream as rng(seed, name), filling arrays: uniform(buf, n, mean, a) sets buf[0..n) to
+ * mean + (2u − 1)·a for the stream's next n values u, the expression writeF32 always used, with
+ * the generator's state in locals (a closure call per value made a 3.8 B-parameter shape slow).
+ */
+function uniformStream(seed, name) {
+  const sm = splitmix32((seed ^ fnv1a(name)) >>> 0);
+  let x = sm(), y = sm(), z = sm(), w = sm() || 1;
+  return (buf, n, mean, a) => {
+    let X = x, Y = y, Z = z, W = w;
+    for (let i = 0; i < n; i++) {
+      const t = X ^ (X << 11);
+      X = Y; Y = Z; Z = W;
+      W = (W ^ (W >>> 19) ^ (t ^ (t >>> 8))) >>> 0;
+      buf[i] = mean + (2 * (W * 2.3283064365386963e-10) - 1) * a; // W · 2⁻³², exactly W / 4294967296
+    }
+    x = X; y = Y; z = Z; w = W;
   };
 }
 
@@ -387,50 +416,216 @@ export function describe(arch, shapeName = 'tiny', { seed = 1 } = {}) {
 // ---- writing -------------------------------------------------------------------------------------------
 const CHUNK = 1 << 20; // floats per chunk
 
-/** Writes the F32 GGUF of `describe(arch, shape, {seed})` to `out` (streamed); returns its info. */
-export function writeF32(arch, shape, out, { seed = 1 } = {}) {
-  const m = describe(arch, shape, { seed });
-  const tensors = m.tensors.map(({ name, ne, gen }) => {
-    const count = ne.reduce((a, b) => a * b, 1);
-    const fill = (emit) => {
-      if (gen.values) { emit(gen.values); return; }
-      const r = rng(seed, name);
-      const a = gen.std * Math.sqrt(3), mean = gen.mean || 0;
-      const buf = new Float32Array(Math.min(CHUNK, count));
-      for (let done = 0; done < count;) {
-        const n = Math.min(buf.length, count - done);
-        for (let i = 0; i < n; i++) buf[i] = mean + (2 * r() - 1) * a;
-        if (gen.zeroRows) { // rows of ne[0] values
-          const row = ne[0];
-          for (let i = 0; i < n;) {
-            const rw = Math.floor((done + i) / row), end = Math.min(n, (rw + 1) * row - done);
-            if (gen.zeroRows[rw]) buf.fill(0, i, end);
-            i = end;
-          }
-        }
-        emit(n === buf.length ? buf : buf.subarray(0, n));
-        done += n;
-      }
-    };
-    return { name, ne, type: 0, nbytes: count * 4, fill };
-  });
+/**
+ * The values of tensor `t` of a description, in order, in chunks of whole rows of ne[0] (at most
+ * CHUNK floats, or one row): calls emit(Float32Array view, rows) per chunk; the view is reused.
+ */
+function generate(seed, t, emit, buf = null) {
+  const { name, ne, gen } = t;
+  const row = ne[0], count = ne.reduce((a, b) => a * b, 1), nRows = count / row;
+  if (gen.values) { emit(gen.values, nRows); return; }
+  const fill = uniformStream(seed, name);
+  const a = gen.std * Math.sqrt(3), mean = gen.mean || 0;
+  const per = Math.max(1, Math.floor(CHUNK / row));
+  buf ??= new Float32Array(Math.min(per, nRows) * row);
+  for (let r0 = 0; r0 < nRows;) {
+    const rows = Math.min(per, nRows - r0), n = rows * row;
+    fill(buf, n, mean, a);
+    if (gen.zeroRows) for (let r = 0; r < rows; r++) if (gen.zeroRows[r0 + r]) buf.fill(0, r * row, (r + 1) * row);
+    emit(n === buf.length ? buf : buf.subarray(0, n), rows);
+    r0 += rows;
+  }
+}
+
+/** Streams a GGUF through ggufWrite into `out` (via out.tmp, renamed when complete). */
+function writeGguf(out, kv, tensors) {
   fs.mkdirSync(path.dirname(path.resolve(out)), { recursive: true });
   const tmp = `${out}.tmp`;
   const fd = fs.openSync(tmp, 'w');
   try {
-    ggufWrite((b) => { for (let o = 0; o < b.length;) o += fs.writeSync(fd, b, o, b.length - o); }, m.kv, tensors);
-  } finally { fs.closeSync(fd); }
+    ggufWrite((b) => { for (let o = 0; o < b.length;) o += fs.writeSync(fd, b, o, b.length - o); }, kv, tensors);
+  } catch (e) {
+    fs.closeSync(fd);
+    fs.rmSync(tmp, { force: true });
+    throw e;
+  }
+  fs.closeSync(fd);
   fs.renameSync(tmp, out);
+}
+
+/** Writes the F32 GGUF of `describe(arch, shape, {seed})` to `out` (streamed); returns its info. */
+export function writeF32(arch, shape, out, { seed = 1 } = {}) {
+  const m = describe(arch, shape, { seed });
+  writeGguf(out, m.kv, f32Tensors(m, seed));
+  return m;
+}
+function f32Tensors(m, seed) {
+  return m.tensors.map((t) => {
+    const count = t.ne.reduce((a, b) => a * b, 1);
+    return { name: t.name, ne: t.ne, type: 0, nbytes: count * 4, fill: (emit) => generate(seed, t, (v) => emit(v)) };
+  });
+}
+
+/**
+ * The project's quantizers, from dist/wasmlm.wasm (tools/build.sh builds it): the C code
+ * `wasmlm quantize` runs (src/kernels/quantize.c's per-tensor type rules, the types' from_float),
+ * through the exports wlmjs_quantize_target / _tensor_type / _rows. One instance per process.
+ */
+let quantizer = null;
+export function loadQuantizer(file = process.env.WASMLM_QUANT_WASM || path.join(ROOT, 'dist/wasmlm.wasm')) {
+  if (quantizer) return quantizer;
+  if (!fs.existsSync(file)) throw new Error(`${file} missing: build it (bash tools/build.sh) or set WASMLM_QUANT_WASM`);
+  const inst = new WebAssembly.Instance(new WebAssembly.Module(fs.readFileSync(file)), { env: { emscripten_notify_memory_growth() {} } });
+  const x = inst.exports;
+  if (typeof x.wlmjs_quantize_rows !== 'function') throw new Error(`${file} has no wlmjs_quantize_rows: rebuild it (bash tools/build.sh)`);
+  x._initialize?.();
+  const mem = () => x.memory.buffer;
+  const cstr = (s) => {
+    const b = Buffer.from(s, 'utf8');
+    const p = x.wlmjs_malloc(b.length + 1) >>> 0;
+    new Uint8Array(mem(), p, b.length + 1).set([...b, 0]);
+    return { p, len: b.length };
+  };
+  quantizer = {
+    /** { type, mix, fileType } of a target name (Q8_0, Q4_K_M, …), as `wasmlm quantize` reads it. */
+    target(name) {
+      const s = cstr(name), o = x.wlmjs_malloc(12) >>> 0;
+      const rc = x.wlmjs_quantize_target(s.p, o);
+      const [type, mix, fileType] = new Int32Array(mem(), o, 3);
+      x.wlmjs_free(s.p); x.wlmjs_free(o);
+      if (rc !== 0) throw new Error(`unknown or unavailable quantize type ${name}`);
+      return { type, mix, fileType };
+    },
+    /** The type wlm_quantize_gguf gives a tensor { name, ne } (F32 source). */
+    tensorType(q, t, nLayers, tied) {
+      const s = cstr(t.name);
+      const count = t.ne.reduce((a, b) => a * b, 1);
+      const r = x.wlmjs_quantize_tensor_type(q.type, q.mix, s.p, s.len, t.ne.length, t.ne[0], count, 0, nLayers, tied ? 1 : 0);
+      x.wlmjs_free(s.p);
+      return r;
+    },
+    /** Bytes of `rows` rows of `cols` elements in `type`. */
+    bytes(type, rows, cols) {
+      if (type === 0) return rows * cols * 4;
+      const n = x.wlmjs_quantize_rows(type, 0, 0, rows, cols);
+      if (!n) throw new Error(`type ${type}: no quantizer for rows of ${cols}`);
+      return n;
+    },
+    /** A converter of up to maxFloats floats at a time: convert(f32 rows) → Buffer view (reused). */
+    converter(type, cols, maxFloats) {
+      const rows = Math.max(1, Math.floor(maxFloats / cols));
+      const src = x.wlmjs_malloc(rows * cols * 4) >>> 0, dst = x.wlmjs_malloc(this.bytes(type, rows, cols)) >>> 0;
+      if (!src || !dst) throw new Error('quantizer: out of wasm memory');
+      return {
+        convert(v, nRows) {
+          new Float32Array(mem(), src, v.length).set(v);
+          const n = x.wlmjs_quantize_rows(type, src, dst, nRows, cols);
+          if (!n) throw new Error(`type ${type}: quantizing rows of ${cols} failed`);
+          return Buffer.from(mem(), dst, n);
+        },
+        free() { x.wlmjs_free(src); x.wlmjs_free(dst); },
+      };
+    },
+  };
+  return quantizer;
+}
+
+// The keys quantize.c's add_metadata writes for a llama model, in its order, after general.*
+// (the synthetic llama files have no linear RoPE scaling, its only optional pair).
+const LLAMA_MODEL_KEYS = ['context_length', 'embedding_length', 'block_count', 'feed_forward_length', 'rope.dimension_count',
+  'attention.head_count', 'attention.head_count_kv', 'attention.layer_norm_rms_epsilon', 'rope.freq_base', 'vocab_size'];
+
+/**
+ * Writes `out` in `type` directly: the file `wasmlm quantize` makes of writeF32's file, byte for
+ * byte (tests/js/synth_gguf.test.mjs), without that F32 file. Per tensor, its F32 values are
+ * generated a chunk of rows at a time and converted by the project's quantizers (loadQuantizer),
+ * so memory stays a few MB whatever the shape. The header is wlm_quantize_gguf's: general.
+ * alignment, file_type and quantization_version first, then the F32 file's keys in order.
+ */
+export function writeQuantized(arch, shape, out, { seed = 1, type = 'Q8_0' } = {}) {
+  const { m, kv, tensors } = quantizedPlan(arch, shape, { seed, type });
+  writeGguf(out, kv, tensors);
   return m;
 }
 
-/** Writes `out` in `type` (F32 directly; others through `wasmlm quantize`). */
-export function synthesize({ arch, shape = 'tiny', out, seed = 1, type = 'F32', cli = process.env.WASMLM_CLI || path.join(ROOT, 'build/native/wasmlm') }) {
+/**
+ * The file of writeQuantized (or writeF32 for F32) with its real header and the data of its
+ * vectors (norms, biases, RoPE factors: every tensor of at most `small` bytes), every byte of
+ * the larger tensors 0 (a valid all-zero weight matrix in each type), as a sparse file (no disk
+ * for those, written in a moment): for tests of what a loader does with a file of that size
+ * and header (e.g. Phi-3.5-mini Q8_0, beyond wasm32's memory). Returns { size }.
+ */
+export function writeHeaderOnly(arch, shape, out, { seed = 1, type = 'F32', small = 1 << 20 } = {}) {
+  let kv, tensors;
+  if (type === 'F32') {
+    const m = describe(arch, shape, { seed });
+    kv = m.kv;
+    tensors = f32Tensors(m, seed);
+  } else ({ kv, tensors } = quantizedPlan(arch, shape, { seed, type }));
+  const head = ggufHeader(kv, tensors);
+  let off = head.length;
+  fs.mkdirSync(path.dirname(path.resolve(out)), { recursive: true });
+  const fd = fs.openSync(out, 'w');
+  try {
+    fs.writeSync(fd, head, 0, head.length, 0);
+    for (const t of tensors) {
+      if (t.nbytes <= small) {
+        let pos = off;
+        t.fill((b) => {
+          const buf = Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+          fs.writeSync(fd, buf, 0, buf.length, pos);
+          pos += buf.length;
+        });
+      }
+      off += Math.ceil(t.nbytes / 32) * 32;
+    }
+    fs.ftruncateSync(fd, off);
+  } finally { fs.closeSync(fd); }
+  return { size: off };
+}
+
+/** writeQuantized's header and tensors: { m: the description, kv, tensors (with fill) }. */
+function quantizedPlan(arch, shape, { seed, type }) {
+  const m = describe(arch, shape, { seed });
+  const Q = loadQuantizer();
+  const q = Q.target(type);
+  let nLayers = 0;
+  for (const t of m.tensors) { const b = /^blk\.(\d+)\./.exec(t.name); if (b) nLayers = Math.max(nLayers, Number(b[1]) + 1); }
+  const tied = !m.tensors.some((t) => t.name === 'output.weight');
+  const ours = [['general.alignment', 'u32', 32], ['general.file_type', 'u32', q.fileType], ['general.quantization_version', 'u32', 2]];
+  if (arch === 'llama') { // `wasmlm quantize` loads a llama file as a model (quantize.c's add_metadata)
+    const pick = (k) => { const e = m.kv.find((x) => x[0] === k); if (!e) throw new Error(`llama: ${k} missing`); return e; };
+    ours.unshift(pick('general.architecture'));
+    ours.push(...LLAMA_MODEL_KEYS.map((k) => pick(`llama.${k}`)));
+  }
+  const kv = [...ours, ...m.kv.filter(([k]) => !ours.some((e) => e[0] === k))];
+  const tensors = m.tensors.map((t) => {
+    const cols = t.ne[0], rows = t.ne.reduce((a, b) => a * b, 1) / cols;
+    const ty = Q.tensorType(q, t, nLayers, tied);
+    return {
+      name: t.name, ne: t.ne, type: ty, nbytes: Q.bytes(ty, rows, cols),
+      fill: (emit) => {
+        if (ty === 0) { generate(seed, t, (v) => emit(v)); return; }
+        const c = Q.converter(ty, cols, CHUNK);
+        try { generate(seed, t, (v, n) => emit(c.convert(v, n))); } finally { c.free(); }
+      },
+    };
+  });
+  return { m, kv, tensors };
+}
+
+/**
+ * Writes `out` in `type`: F32 directly; others by writeQuantized, or with `twoStep` as before
+ * (the F32 file FILE.f32.tmp, then `wasmlm quantize` of the native CLI, the check of the direct
+ * path).
+ */
+export function synthesize({ arch, shape = 'tiny', out, seed = 1, type = 'F32', twoStep = false, cli = process.env.WASMLM_CLI || path.join(ROOT, 'build/native/wasmlm') }) {
   if (type === 'F32') return writeF32(arch, shape, out, { seed });
+  if (!twoStep) return writeQuantized(arch, shape, out, { seed, type });
   const src = `${out}.f32.tmp`;
+  if (!fs.existsSync(cli)) throw new Error(`${cli} missing: build it (cmake --build build/native) or set WASMLM_CLI`);
   const m = writeF32(arch, shape, src, { seed });
   try {
-    if (!fs.existsSync(cli)) throw new Error(`${cli} missing: build it (cmake --build build/native) or set WASMLM_CLI`);
     const r = spawnSync(cli, ['quantize', src, out, type], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`wasmlm quantize ${type} failed (exit ${r.status}):\n${r.stderr}`);
   } finally { fs.rmSync(src, { force: true }); }
@@ -444,11 +639,15 @@ export const SYNTH_CACHE = path.join(ROOT, 'build/synth');
  * The file for these arguments under `dir`, written if missing (or when `sha256` is given and
  * the cached file differs: a stale cache after a synthesizer change). Returns its path.
  */
-export function synthCached({ arch, shape = 'tiny', seed = 1, type = 'F32', sha256 = null, cli }, dir = SYNTH_CACHE) {
+export function synthCached({ arch, shape = 'tiny', seed = 1, type = 'F32', sha256 = null, cli, twoStep = false }, dir = SYNTH_CACHE) {
   const out = path.join(dir, `${arch}-${shape}-s${seed}-${type}.gguf`);
-  const hash = (f) => createHash('sha256').update(fs.readFileSync(f)).digest('hex');
+  const hash = (f) => { // in 64 MB slices: readFileSync stops at 2 GiB
+    const h = createHash('sha256'), buf = Buffer.alloc(64 << 20), fd = fs.openSync(f, 'r');
+    try { for (let n; (n = fs.readSync(fd, buf, 0, buf.length, null)) > 0;) h.update(buf.subarray(0, n)); } finally { fs.closeSync(fd); }
+    return h.digest('hex');
+  };
   if (fs.existsSync(out) && (!sha256 || hash(out) === sha256)) return out;
-  synthesize({ arch, shape, seed, type, out, ...(cli ? { cli } : {}) });
+  synthesize({ arch, shape, seed, type, out, twoStep, ...(cli ? { cli } : {}) });
   return out;
 }
 
@@ -468,6 +667,8 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     else if (a[i] === '--seed') o.seed = Number(v());
     else if (a[i] === '--type') o.type = v();
     else if (a[i] === '--cli') o.cli = v();
+    else if (a[i] === '--two-step') o.twoStep = true;
+    else if (a[i] === '--header-only') o.headerOnly = true;
     else if (a[i] === '--list') o.list = true;
     else { console.error(`unknown argument ${a[i]}`); process.exit(2); }
   }
@@ -479,10 +680,15 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     process.exit(0);
   }
   if (!o.arch || !o.out || !Number.isInteger(o.seed)) {
-    console.error('usage: node tools/synth_gguf.mjs --arch ARCH [--shape tiny|NAME] --out FILE.gguf [--seed N] [--type TYPE] | --list');
+    console.error('usage: node tools/synth_gguf.mjs --arch ARCH [--shape tiny|NAME] --out FILE.gguf [--seed N] [--type TYPE] [--two-step] [--header-only] | --list');
     process.exit(2);
   }
   const t0 = Date.now();
+  if (o.headerOnly) {
+    const { size } = writeHeaderOnly(o.arch, o.shape, o.out, o);
+    console.log(`${o.out}: ${o.arch} ${o.shape} ${o.type}, the header and ${size} bytes (sparse; data all zero)`);
+    process.exit(0);
+  }
   const m = synthesize(o);
   const params = m.tensors.reduce((a, t) => a + t.ne.reduce((x, y) => x * y, 1), 0);
   console.log(`${o.out}: ${o.arch} ${o.shape} ${o.type}, ${m.tensors.length} tensors, ${(params / 1e6).toFixed(2)} M parameters, vocab ${m.nVocab}, ${fs.statSync(o.out).size} bytes, ${Date.now() - t0} ms`);

@@ -30,14 +30,18 @@ async function runOurs({ model, prompt, maxTokens, runs, warmupTokens, threads =
   return { engine: 'wasmlm', loadMs, weightBytes: info.weightBytes, simd: info.simd, build: info.build, threads: info.threads, runs: out };
 }
 
-async function runWllama({ model, prompt, maxTokens, runs, warmupTokens, threads = 1, nCtx = 1024 }) {
+async function runWllama({ model, parts, prompt, maxTokens, runs, warmupTokens, threads = 1, nCtx = 1024 }) {
   const wllama = new Wllama({ default: WLLAMA_WASM }, { suppressNativeLog: true, allowOffline: false });
   const t0 = performance.now();
-  // Fetched here and passed as a File: loadModelFromUrl would also copy it into the browser's cache.
-  const res = await fetch(new URL(model, location.href));
-  if (!res.ok) throw new Error(`${model}: HTTP ${res.status}`);
-  const file = new File([await res.blob()], model.split('/').pop());
-  await wllama.loadModel([file], { n_threads: threads, n_gpu_layers: 0, n_ctx: nCtx, seed: 1 });
+  // Fetched here and passed as Files: loadModelFromUrl would also copy them into the browser's
+  // cache. `parts`: the file split in llama.cpp's format (tools/gguf_split.mjs), in order.
+  const files = [];
+  for (const url of parts ?? [model]) {
+    const res = await fetch(new URL(url, location.href));
+    if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
+    files.push(new File([await res.blob()], url.split('/').pop()));
+  }
+  await wllama.loadModel(files, { n_threads: threads, n_gpu_layers: 0, n_ctx: nCtx, seed: 1 });
   const loadMs = performance.now() - t0;
   const info = { multithread: wllama.isMultithread(), threads: wllama.getNumThreads() };
   const complete = (n) => wllama.createCompletion({ prompt, max_tokens: n, temperature: 0, ignore_eos: true,
@@ -54,7 +58,7 @@ async function runWllama({ model, prompt, maxTokens, runs, warmupTokens, threads
     log(`wllama run ${i + 1}: ${t.predicted_per_second?.toFixed(1)} tok/s`);
   }
   await wllama.exit();
-  return { engine: 'wllama', version: Wllama.getLibllamaVersion?.(), loadMs, ...info, runs: out };
+  return { engine: 'wllama', version: Wllama.getLibllamaVersion?.(), loadMs, ...info, parts: files.length, runs: out };
 }
 
 window.benchPeer = async (opts) => (opts.engine === 'wllama' ? runWllama(opts) : runOurs(opts));

@@ -589,6 +589,26 @@ static int role_of(const wlm_gguf_str *name) {
     return WLM_QUANT_OTHER;
 }
 
+/* The type wlm_quantize_gguf_write writes tensor t in (its own type when it is not converted);
+ * *wanted gets the type asked for before the row-length fallback. */
+static int32_t gguf_tensor_type(const wlm_gguf_tensor *t, const wlm_quantize_params *p,
+                                int n_layers, int tied, int32_t *wanted) {
+    *wanted = t->type;
+    if (!is_quantizable(t)) return t->type;
+    *wanted = p->mix ? mix_rule_type(p->mix, role_of(&t->name), layer_of(&t->name), n_layers,
+                                     t->ne[0], tied)
+                     : p->type;
+    return wlm_quantize_tensor_type(*wanted, t->ne[0]);
+}
+
+int32_t wlm_quantize_gguf_tensor_type(const wlm_gguf_tensor *t, const wlm_quantize_params *p,
+                                      int n_layers, int tied) {
+    int32_t wanted;
+    return gguf_tensor_type(t, p, n_layers, tied, &wanted);
+}
+
+uint32_t wlm_quantize_file_type(int32_t type, int32_t mix) { return file_type(type, mix); }
+
 int wlm_quantize_gguf_write(const wlm_gguf *src, wlm_gguf_writer *w, const wlm_quantize_params *p,
                             char *err, size_t errlen) {
     if (!src || !w || !p) return fail(err, errlen, WLM_ERR_INVALID_ARG, "NULL argument");
@@ -608,13 +628,9 @@ int wlm_quantize_gguf_write(const wlm_gguf *src, wlm_gguf_writer *w, const wlm_q
     size_t n_conv = 0, n_fallback = 0;
     for (size_t i = 0; i < n && rc == WLM_OK; i++) {
         const wlm_gguf_tensor *t = &src->tensors[i];
-        types[i] = t->type;
+        int32_t wanted;
+        types[i] = gguf_tensor_type(t, p, n_layers, tied, &wanted);
         if (!is_quantizable(t)) continue;
-        const int32_t wanted =
-            p->mix ? mix_rule_type(p->mix, role_of(&t->name), layer_of(&t->name), n_layers,
-                                   t->ne[0], tied)
-                   : p->type;
-        types[i] = wlm_quantize_tensor_type(wanted, t->ne[0]);
         if (types[i] != wanted) n_fallback++;
         if (types[i] == t->type) continue;
         n_conv++;

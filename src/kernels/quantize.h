@@ -139,6 +139,16 @@ int wlm_quantize_write(const wlm_model *m, wlm_gguf_writer *w, const wlm_quantiz
 int wlm_quantize_gguf_write(const wlm_gguf *src, wlm_gguf_writer *w, const wlm_quantize_params *p,
                             char *err, size_t errlen);
 
+/* The type wlm_quantize_gguf_write gives tensor `t` of a source with `n_layers` layers ("blk.N."
+ * names: the largest N + 1) and `tied` (no output.weight): its own type when it is not
+ * converted. Only t's name, n_dims, ne and type are read. For writers that produce the same file
+ * without a source GGUF in memory (tools/synth_gguf.mjs through wlmjs_quantize_tensor_type). */
+int32_t wlm_quantize_gguf_tensor_type(const wlm_gguf_tensor *t, const wlm_quantize_params *p,
+                                      int n_layers, int tied);
+
+/* llama.cpp's llama_ftype (general.file_type) of a file of `type`, or of `mix` when non-zero. */
+uint32_t wlm_quantize_file_type(int32_t type, int32_t mix);
+
 /* wlm_quantize_gguf_write into the file `out_path`, as wlm_quantize_model writes its file. */
 int wlm_quantize_gguf(const wlm_gguf *src, const char *out_path, const wlm_quantize_params *p,
                       char *err, size_t errlen);

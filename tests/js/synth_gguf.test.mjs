@@ -1,7 +1,9 @@
 // tests/js/synth_gguf.test.mjs — tools/synth_gguf.mjs: the same arguments give the same bytes
 // (pinned sha256, so a change to the synthesizer that would invalidate the llama.cpp oracle
 // records in tests/reference/oracle/ shows here first), another seed gives other bytes, and the
-// file read back holds the tensors and keys of the description in llama.cpp's shapes.
+// file read back holds the tensors and keys of the description in llama.cpp's shapes; the direct
+// quantizing writer (writeQuantized) writes the very bytes of the two-step path (the F32 file,
+// then the native CLI's `wasmlm quantize`, an independent route through the C code).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,7 +11,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import crypto from 'node:crypto';
-import { ARCHS, describe, writeF32, resolveShape, llama3RopeFreqs } from '../../tools/synth_gguf.mjs';
+import { fileURLToPath } from 'node:url';
+import { ARCHS, describe, writeF32, resolveShape, llama3RopeFreqs, synthesize } from '../../tools/synth_gguf.mjs';
 import { readGguf } from '../../tools/vocab_gguf.mjs';
 
 const sha256 = (file) => crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
@@ -30,6 +33,26 @@ for (const [arch, hash] of Object.entries(PINNED)) {
     const g = path.join(tmp, `${arch}-seed2.gguf`);
     writeF32(arch, 'tiny', g, { seed: 2 });
     assert.notEqual(sha256(g), hash, 'the seed changes the weights');
+  });
+}
+
+// The tiny shape of every architecture in Q8_0, Q4_0 and Q4_K_M (whose per-tensor rules and
+// fallbacks give Q5_0, Q8_0, Q5_K, Q6_K matrices here): direct = two-step, byte for byte.
+// Checked once by hand on a mid shape (GPT-2 small, Q8_0 and Q4_K_M: identical; bench/README.md).
+const CLI = process.env.WASMLM_CLI || fileURLToPath(new URL('../../build/native/wasmlm', import.meta.url));
+for (const arch of ARCHS) {
+  test(`synth_gguf: ${arch} tiny, direct quantizing writer = F32 file + wasmlm quantize`, (t) => {
+    if (!fs.existsSync(CLI)) { t.skip(`${CLI} is missing (tools/build.sh builds it)`); return; }
+    for (const type of ['Q8_0', 'Q4_0', 'Q4_K_M']) {
+      const a = path.join(tmp, `${arch}-${type}-direct.gguf`), b = path.join(tmp, `${arch}-${type}-two-step.gguf`);
+      synthesize({ arch, type, out: a });
+      synthesize({ arch, type, out: b, twoStep: true, cli: CLI });
+      assert.ok(!fs.existsSync(`${a}.f32.tmp`) && !fs.existsSync(`${b}.f32.tmp`), 'no intermediate left');
+      const ga = readGguf(a);
+      assert.ok(ga.tensors.some((x) => x.type !== 0), `${type}: some tensors are quantized`);
+      assert.equal(sha256(a), sha256(b), `${arch} ${type}: the direct file differs from the two-step one`);
+      fs.rmSync(a); fs.rmSync(b);
+    }
   });
 }
 
