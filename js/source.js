@@ -32,7 +32,7 @@ class HeapBuffer {
     const gb = (b) => `${(b / 1e9).toFixed(2)} GB`;
     // A file near the limit: say why (a file, its KV cache and scratch share wasm32's 4 GB).
     const why = n >= WASM32_BYTES / 4 ? `: the ${this.what} (${gb(n)}) is too large for the 4 GB wasm32 memory, ` +
-      'which must also hold the KV cache and scratch buffers (a smaller quantization, e.g. Q4_K_M, may fit)' : '';
+      'which must also hold the KV cache and scratch buffers (a smaller quantization may fit)' : '';
     throw jsError('WLM_ERR_NOMEM', `cannot allocate ${n} bytes of wasm memory for the ${this.what}${why}`);
   }
 
