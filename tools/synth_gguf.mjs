@@ -164,21 +164,17 @@ function splitmix32(a) {
     return (z ^ (z >>> 16)) >>> 0;
   };
 }
-/** xorshift128 (Marsaglia) seeded by splitmix32(seed ^ fnv1a(name)): one stream per tensor. */
+/** The stream of uniformStream(seed, name) one value u in [0, 1) per call (mean 0.5, a 0.5 gives
+ * u exactly: every step is exact in doubles). */
 function rng(seed, name) {
-  const sm = splitmix32((seed ^ fnv1a(name)) >>> 0);
-  let x = sm(), y = sm(), z = sm(), w = sm() || 1;
-  return () => {
-    const t = x ^ (x << 11);
-    x = y; y = z; z = w;
-    w = (w ^ (w >>> 19) ^ (t ^ (t >>> 8))) >>> 0;
-    return w / 4294967296; // [0, 1)
-  };
+  const fill = uniformStream(seed, name), one = new Float64Array(1);
+  return () => { fill(one, 1, 0.5, 0.5); return one[0]; };
 }
 /**
- * The same stream as rng(seed, name), filling arrays: uniform(buf, n, mean, a) sets buf[0..n) to
- * mean + (2u − 1)·a for the stream's next n values u, the expression writeF32 always used, with
- * the generator's state in locals (a closure call per value made a 3.8 B-parameter shape slow).
+ * xorshift128 (Marsaglia) seeded by splitmix32(seed ^ fnv1a(name)): one stream per tensor,
+ * filling arrays: fill(buf, n, mean, a) sets buf[0..n) to mean + (2u − 1)·a for the stream's next
+ * n values u = w / 2^32, with the generator's state in locals (a closure call per value made a
+ * 3.8 B-parameter shape slow).
  */
 function uniformStream(seed, name) {
   const sm = splitmix32((seed ^ fnv1a(name)) >>> 0);
