@@ -39,7 +39,7 @@ let BUILD = 'auto';
 const createEngine = (o = {}) => createEngineAny(o.simd === false || o.build ? o : { ...o, build: BUILD });
 import { SHAPES, fileBytes, writeSyntheticModel } from '../tools/synth.mjs';
 import { benchBatch, defaultBuild, renderBatch } from './batch.mjs';
-import { plan as quantPlan, ensureGguf, fallbackNote, BIG_SHAPE, QUANT_SHAPES, QUANT_TYPES } from './models.mjs';
+import { plan as quantPlan, ensureGguf, fallbackNote, BIG_SHAPE, PARAGRAPH, QUANT_SHAPES, QUANT_TYPES } from './models.mjs';
 import { benchRealShapes, renderRealShapes, REAL_SHAPES, REAL_TYPES } from './real_shapes.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -49,12 +49,6 @@ const OUT_DIR = path.join(HERE, 'out');
 const SYNTH_SEED = 1;
 
 // A fixed English paragraph: its first 64 token ids (BOS included) are the prefill prompt.
-const PARAGRAPH =
-  'Once upon a time, in a small village at the edge of a green forest, there lived a curious ' +
-  'little girl named Lily. Every morning she walked to the river with her dog, Max, to watch the ' +
-  'fish jump and the birds sing. One day she found a shiny red stone under an old tree. She picked ' +
-  'it up and ran home to show her mother, who smiled and said that the stone was very special. ' +
-  'That night, Lily put the stone next to her bed and dreamed of faraway places.';
 
 const MODELS = {
   stories260K: {

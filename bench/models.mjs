@@ -23,6 +23,15 @@ export const QUANT_TYPES = Object.freeze(['F32', 'F16', 'Q8_0', 'Q4_0', 'Q4_K', 
 /** TinyLlama only in quantized types: its F32 file (4.4 GB) cannot load in wasm32. */
 export const BIG_TYPES = ['Q8_0', 'Q4_0', 'Q4_K', 'Q6_K'];
 
+/** The benchmarks' fixed English text: prefill prompts are its first n tokens (bench.mjs,
+ *  real_shapes.mjs). */
+export const PARAGRAPH =
+  'Once upon a time, in a small village at the edge of a green forest, there lived a curious ' +
+  'little girl named Lily. Every morning she walked to the river with her dog, Max, to watch the ' +
+  'fish jump and the birds sing. One day she found a shiny red stone under an old tree. She picked ' +
+  'it up and ran home to show her mother, who smiled and said that the stone was very special. ' +
+  'That night, Lily put the stone next to her bed and dreamed of faraway places.';
+
 export const ggufName = (shape, type, seed = SEED) => `${shape}-${type}-s${seed}.gguf`;
 export const ggufPath = (shape, type, seed = SEED) => path.join(GGUF_DIR, ggufName(shape, type, seed));
 

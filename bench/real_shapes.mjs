@@ -29,6 +29,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { synthCached, resolveShape } from '../tools/synth_gguf.mjs';
+import { PARAGRAPH } from './models.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const REAL_DIR = path.join(HERE, 'out/gguf-real');
@@ -59,12 +60,6 @@ export function realPair(shape) {
 }
 export const REAL_CTX = 2048;
 const PROMPT_TOKENS = 64, DECODE_TOKENS = 32, WARMUP_TOKENS = 4;
-const PARAGRAPH =
-  'Once upon a time, in a small village at the edge of a green forest, there lived a curious ' +
-  'little girl named Lily. Every morning she walked to the river with her dog, Max, to watch the ' +
-  'fish jump and the birds sing. One day she found a shiny red stone under an old tree. She picked ' +
-  'it up and ran home to show her mother, who smiled and said that the stone was very special. ' +
-  'That night, Lily put the stone next to her bed and dreamed of faraway places.';
 const log = (m) => process.stderr.write(`${m}\n`);
 
 /** Why (shape, type) is not run (it cannot fit wasm32), or null. */

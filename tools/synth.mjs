@@ -112,7 +112,8 @@ export function resolveShape(shape) {
 // ---------------------------------------------------------------------------------------------
 // PRNG: xorshift128 (Marsaglia 2003), state seeded with splitmix32.
 
-function splitmix32(a) {
+/** splitmix32 (Steele, Lea, Flood 2014; the 32-bit variant): a generator of uint32 seeds. */
+export function splitmix32(a) {
   return () => {
     a = (a + 0x9e3779b9) | 0;
     let z = a;

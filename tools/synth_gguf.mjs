@@ -72,6 +72,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { vocabKv, readGguf, ggufWrite, ggufHeader } from './vocab_gguf.mjs';
+import { splitmix32 } from './synth.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHARED_VOCAB = path.resolve(ROOT, '../shared/models/vocab');
@@ -154,15 +155,6 @@ function fnv1a(s) {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) { h ^= s.charCodeAt(i); h = Math.imul(h, 0x01000193) >>> 0; }
   return h;
-}
-function splitmix32(a) {
-  return () => {
-    a = (a + 0x9e3779b9) | 0;
-    let z = a;
-    z = Math.imul(z ^ (z >>> 16), 0x85ebca6b);
-    z = Math.imul(z ^ (z >>> 13), 0xc2b2ae35);
-    return (z ^ (z >>> 16)) >>> 0;
-  };
 }
 /** The stream of uniformStream(seed, name) one value u in [0, 1) per call (mean 0.5, a 0.5 gives
  * u exactly: every step is exact in doubles). */
