@@ -2,10 +2,11 @@
 // Not a test file itself (node --test only runs *.test.mjs here). Model files are read in place
 // from ../shared (relative to the repository root), never copied.
 
+import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createEngine } from '../../js/wasmlm.js';
+import { createEngine, WasmlmError } from '../../js/wasmlm.js';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 export const SHARED = resolve(REPO, '../shared');
@@ -70,4 +71,18 @@ export async function webWorkerLike() {
 /** The ids, texts and probabilities of a token list, for comparing two runs. */
 export function tokenSummary(tokens) {
   return tokens.map((t) => ({ id: t.id, text: t.text, prob: t.prob, probSampled: t.probSampled }));
+}
+
+/** Asserts that `engine.complete(prompt, params)` rejects with WLM_ERR_INVALID_ARG (status -1)
+ *  and a message matching `message`, before any token reaches onToken. */
+export async function assertRejectsParams(engine, prompt, params, message) {
+  const seen = [];
+  await assert.rejects(engine.complete(prompt, params, { onToken: (t) => seen.push(t) }), (e) => {
+    assert.ok(e instanceof WasmlmError, String(e));
+    assert.equal(e.code, 'WLM_ERR_INVALID_ARG');
+    assert.equal(e.status, -1);
+    assert.match(e.message, message);
+    return true;
+  });
+  assert.equal(seen.length, 0, 'tokens were streamed before the rejection');
 }
