@@ -6,6 +6,7 @@
 # (REV's with its public names prefixed old_); tools/bench_relaxed_ab.c says what it times.
 # TYPE q8_0|q4_0|q5_0|q4_K|q6_K, ITERS (<= 64), F32 1 adds the F32 matvec, MODE 0 cold (every
 # layer's weights, streamed), 1 one layer's seven matrices repeated, 2 one 768x768 matrix.
+# RXFLAGS="-DX" adds flags to the work tree's compilation (variants behind an #ifdef).
 # Not a test; needs what tools/build.sh needs for the relaxed modules.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,7 +30,7 @@ F=(-std=c11 -O3 -DNDEBUG -Wall -Wextra -msimd128 -mrelaxed-simd)
 emcc "${F[@]}" -I"$B/old" -Isrc -c "$B/old.c" -o "$B/old.o"
 objs=("$B/ab.o" "$B/old.o")
 for s in quant_simd quant kernels_simd kernels_ref; do
-  emcc "${F[@]}" -Isrc -c "src/kernels/$s.c" -o "$B/$s.o"
+  emcc "${F[@]}" ${RXFLAGS:-} -Isrc -c "src/kernels/$s.c" -o "$B/$s.o"
   objs+=("$B/$s.o")
 done
 emcc -O1 -msimd128 -mrelaxed-simd -sWASM_BIGINT -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB \

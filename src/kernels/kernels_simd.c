@@ -13,6 +13,22 @@
 #if defined(__wasm_simd128__)
 #include <wasm_simd128.h>
 
+/* The multiply-add of the F32 matrix kernels (wlm_matvec_simd, wlm_matmat_simd): acc + a * b.
+ * Compiled with -mrelaxed-simd (the relaxed modules, CMakeLists.txt) it is f32x4.relaxed_madd,
+ * which the engine may fuse (one rounding: V8 on x64 emits vfmadd231ps where the CPU has FMA3) or
+ * not (a rounded multiply, then the add); the choice is the engine's, the same for every call in
+ * one process, so matvec and matmat (the same MADDs in the same order for every (row, entry))
+ * stay bitwise equal, and tests/c/test_kernels.c bounds the difference from SIMD128. Otherwise
+ * it is SIMD128's rounded multiply then add. The attention kernels keep mul + add in every build
+ * (the relaxed build's quantized models give SIMD128's bits: tests/js/build.test.mjs). */
+#if defined(__wasm_relaxed_simd__)
+#define MADD(acc, a, b) wasm_f32x4_relaxed_madd((a), (b), (acc))
+#else
+#define MADD(acc, a, b) wasm_f32x4_add((acc), wasm_f32x4_mul((a), (b)))
+#endif
+/* The attention kernels' multiply-add: a rounded multiply, then the add, in every build. */
+#define MULADD(acc, a, b) wasm_f32x4_add((acc), wasm_f32x4_mul((a), (b)))
+
 static inline float hsum(v128_t v) {
     return (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
            (wasm_f32x4_extract_lane(v, 2) + wasm_f32x4_extract_lane(v, 3));
@@ -43,48 +59,53 @@ static inline float exp1(float x) {
     return wasm_f32x4_extract_lane(exp4(wasm_f32x4_splat(x)), 0);
 }
 
+/* acc + a * b: MADD where `fused` (the matrix kernels), MULADD otherwise (attention); fused is a
+ * constant at every call, so each caller gets one straight-line kernel. */
+#define MADD_IF(fused, acc, a, b) ((fused) ? MADD(acc, a, b) : MULADD(acc, a, b))
+
 /* One row: 2 accumulators over 8 floats per iteration, then 4 floats into the first, then a
  * scalar tail. The batched kernel below repeats exactly this order for every (row, token), so
  * a token's result never depends on the batch it is in. (Four accumulators measured no faster:
  * a single row's dot product is bound by memory bandwidth, not by the add latency.) */
-static inline float row_dot(const float *w, const float *x, int n) {
+static inline __attribute__((always_inline)) float row_dot_k(const float *w, const float *x, int n,
+                                                             const int fused) {
     v128_t a0 = wasm_f32x4_splat(0), a1 = a0;
     int j = 0;
     for (; j + 8 <= n; j += 8) {
-        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(w + j), wasm_v128_load(x + j)));
-        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_v128_load(w + j + 4), wasm_v128_load(x + j + 4)));
+        a0 = MADD_IF(fused, a0, wasm_v128_load(w + j), wasm_v128_load(x + j));
+        a1 = MADD_IF(fused, a1, wasm_v128_load(w + j + 4), wasm_v128_load(x + j + 4));
     }
-    for (; j + 4 <= n; j += 4)
-        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(w + j), wasm_v128_load(x + j)));
+    for (; j + 4 <= n; j += 4) a0 = MADD_IF(fused, a0, wasm_v128_load(w + j), wasm_v128_load(x + j));
     float s = hsum(wasm_f32x4_add(a0, a1));
     for (; j < n; j++) s += w[j] * x[j];
     return s;
 }
 
-/* row_dot of four rows at once, each summed in exactly row_dot's order (same result bits):
+/* row_dot_k of four rows at once, each summed in exactly row_dot_k's order (same result bits):
  * 8 accumulators, 2 activation vectors and the weight loads fit V8's 16 vector registers. */
-static void row_dot4(const float *w0, const float *w1, const float *w2, const float *w3,
-                     const float *x, int n, float *o0, float *o1, float *o2, float *o3) {
+static inline __attribute__((always_inline)) void
+row_dot4_k(const float *w0, const float *w1, const float *w2, const float *w3, const float *x,
+           int n, float *o0, float *o1, float *o2, float *o3, const int fused) {
     v128_t a0 = wasm_f32x4_splat(0), a1 = a0, b0 = a0, b1 = a0, c0 = a0, c1 = a0, d0 = a0,
            d1 = a0;
     int j = 0;
     for (; j + 8 <= n; j += 8) {
         const v128_t x0 = wasm_v128_load(x + j), x1 = wasm_v128_load(x + j + 4);
-        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(w0 + j), x0));
-        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(wasm_v128_load(w0 + j + 4), x1));
-        b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(wasm_v128_load(w1 + j), x0));
-        b1 = wasm_f32x4_add(b1, wasm_f32x4_mul(wasm_v128_load(w1 + j + 4), x1));
-        c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(wasm_v128_load(w2 + j), x0));
-        c1 = wasm_f32x4_add(c1, wasm_f32x4_mul(wasm_v128_load(w2 + j + 4), x1));
-        d0 = wasm_f32x4_add(d0, wasm_f32x4_mul(wasm_v128_load(w3 + j), x0));
-        d1 = wasm_f32x4_add(d1, wasm_f32x4_mul(wasm_v128_load(w3 + j + 4), x1));
+        a0 = MADD_IF(fused, a0, wasm_v128_load(w0 + j), x0);
+        a1 = MADD_IF(fused, a1, wasm_v128_load(w0 + j + 4), x1);
+        b0 = MADD_IF(fused, b0, wasm_v128_load(w1 + j), x0);
+        b1 = MADD_IF(fused, b1, wasm_v128_load(w1 + j + 4), x1);
+        c0 = MADD_IF(fused, c0, wasm_v128_load(w2 + j), x0);
+        c1 = MADD_IF(fused, c1, wasm_v128_load(w2 + j + 4), x1);
+        d0 = MADD_IF(fused, d0, wasm_v128_load(w3 + j), x0);
+        d1 = MADD_IF(fused, d1, wasm_v128_load(w3 + j + 4), x1);
     }
     for (; j + 4 <= n; j += 4) {
         const v128_t x0 = wasm_v128_load(x + j);
-        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(wasm_v128_load(w0 + j), x0));
-        b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(wasm_v128_load(w1 + j), x0));
-        c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(wasm_v128_load(w2 + j), x0));
-        d0 = wasm_f32x4_add(d0, wasm_f32x4_mul(wasm_v128_load(w3 + j), x0));
+        a0 = MADD_IF(fused, a0, wasm_v128_load(w0 + j), x0);
+        b0 = MADD_IF(fused, b0, wasm_v128_load(w1 + j), x0);
+        c0 = MADD_IF(fused, c0, wasm_v128_load(w2 + j), x0);
+        d0 = MADD_IF(fused, d0, wasm_v128_load(w3 + j), x0);
     }
     float s0 = hsum(wasm_f32x4_add(a0, a1)), s1 = hsum(wasm_f32x4_add(b0, b1));
     float s2 = hsum(wasm_f32x4_add(c0, c1)), s3 = hsum(wasm_f32x4_add(d0, d1));
@@ -95,6 +116,18 @@ static void row_dot4(const float *w0, const float *w1, const float *w2, const fl
         s3 += w3[j] * x[j];
     }
     *o0 = s0, *o1 = s1, *o2 = s2, *o3 = s3;
+}
+
+/* The attention's scores (mul + add in every build) and the matrix kernels' rows (MADD). */
+static inline float row_dot(const float *w, const float *x, int n) { return row_dot_k(w, x, n, 0); }
+static void row_dot4(const float *w0, const float *w1, const float *w2, const float *w3,
+                     const float *x, int n, float *o0, float *o1, float *o2, float *o3) {
+    row_dot4_k(w0, w1, w2, w3, x, n, o0, o1, o2, o3, 0);
+}
+static inline float mat_dot(const float *w, const float *x, int n) { return row_dot_k(w, x, n, 1); }
+static void mat_dot4(const float *w0, const float *w1, const float *w2, const float *w3,
+                     const float *x, int n, float *o0, float *o1, float *o2, float *o3) {
+    row_dot4_k(w0, w1, w2, w3, x, n, o0, o1, o2, o3, 1);
 }
 
 /* Four rows at a time, rows r0 + i + k * quarter for k = 0..3 (the few rows left over one at a
@@ -108,14 +141,19 @@ void wlm_matvec_simd(float *out, const float *w, const float *x, int n, int r0, 
     const size_t qs = (size_t)q * (size_t)n;
     for (int r = r0; r < r0 + q; r++) {
         const float *wr = w + (size_t)r * (size_t)n;
-        row_dot4(wr, wr + qs, wr + 2 * qs, wr + 3 * qs, x, n, &out[r], &out[r + q],
+        mat_dot4(wr, wr + qs, wr + 2 * qs, wr + 3 * qs, x, n, &out[r], &out[r + q],
                  &out[r + 2 * q], &out[r + 3 * q]);
     }
-    for (int r = r0 + 4 * q; r < r1; r++) out[r] = row_dot(w + (size_t)r * (size_t)n, x, n);
+    for (int r = r0 + 4 * q; r < r1; r++) out[r] = mat_dot(w + (size_t)r * (size_t)n, x, n);
 }
 
 /* Four vectors against rows r0..r1: each weight vector is loaded once for four products (8
- * live accumulators, no spills in V8), every product in row_dot's order. */
+ * live accumulators, no spills in V8), every product in mat_dot's order (MADD). Measured with
+ * relaxed_madd (tools/bench_f32_ab.sh, stories110M's layers, batch 16 in forward.c's tiles, Node
+ * 24): 1.05-1.08x SIMD128's mul + add, ~16.5 G multiply-adds/s, ~60 % of this CPU's 128-bit peak
+ * (two FMA pipes x 4 lanes x 3.5 GHz = 28 G/s). Tried and dropped: two rows x two vectors (the
+ * same 8 accumulators; 1.05x), and, in an order with one accumulator per (row, vector), two rows x
+ * four vectors (1.06x) and three rows x four (0.58x: 12 accumulators + 4 activations spill). */
 static void rows_dot4(float *out, size_t os, const float *w, const float *x, size_t xs, int n,
                       int r0, int r1) {
     const float *x0 = x, *x1 = x + xs, *x2 = x + 2 * xs, *x3 = x + 3 * xs;
@@ -126,21 +164,21 @@ static void rows_dot4(float *out, size_t os, const float *w, const float *x, siz
         int j = 0;
         for (; j + 8 <= n; j += 8) {
             const v128_t w0 = wasm_v128_load(wr + j), w1 = wasm_v128_load(wr + j + 4);
-            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(w0, wasm_v128_load(x0 + j)));
-            a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(w1, wasm_v128_load(x0 + j + 4)));
-            b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(w0, wasm_v128_load(x1 + j)));
-            b1 = wasm_f32x4_add(b1, wasm_f32x4_mul(w1, wasm_v128_load(x1 + j + 4)));
-            c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(w0, wasm_v128_load(x2 + j)));
-            c1 = wasm_f32x4_add(c1, wasm_f32x4_mul(w1, wasm_v128_load(x2 + j + 4)));
-            d0 = wasm_f32x4_add(d0, wasm_f32x4_mul(w0, wasm_v128_load(x3 + j)));
-            d1 = wasm_f32x4_add(d1, wasm_f32x4_mul(w1, wasm_v128_load(x3 + j + 4)));
+            a0 = MADD(a0, w0, wasm_v128_load(x0 + j));
+            a1 = MADD(a1, w1, wasm_v128_load(x0 + j + 4));
+            b0 = MADD(b0, w0, wasm_v128_load(x1 + j));
+            b1 = MADD(b1, w1, wasm_v128_load(x1 + j + 4));
+            c0 = MADD(c0, w0, wasm_v128_load(x2 + j));
+            c1 = MADD(c1, w1, wasm_v128_load(x2 + j + 4));
+            d0 = MADD(d0, w0, wasm_v128_load(x3 + j));
+            d1 = MADD(d1, w1, wasm_v128_load(x3 + j + 4));
         }
         for (; j + 4 <= n; j += 4) {
             const v128_t w0 = wasm_v128_load(wr + j);
-            a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(w0, wasm_v128_load(x0 + j)));
-            b0 = wasm_f32x4_add(b0, wasm_f32x4_mul(w0, wasm_v128_load(x1 + j)));
-            c0 = wasm_f32x4_add(c0, wasm_f32x4_mul(w0, wasm_v128_load(x2 + j)));
-            d0 = wasm_f32x4_add(d0, wasm_f32x4_mul(w0, wasm_v128_load(x3 + j)));
+            a0 = MADD(a0, w0, wasm_v128_load(x0 + j));
+            b0 = MADD(b0, w0, wasm_v128_load(x1 + j));
+            c0 = MADD(c0, w0, wasm_v128_load(x2 + j));
+            d0 = MADD(d0, w0, wasm_v128_load(x3 + j));
         }
         float s0 = hsum(wasm_f32x4_add(a0, a1)), s1 = hsum(wasm_f32x4_add(b0, b1));
         float s2 = hsum(wasm_f32x4_add(c0, c1)), s3 = hsum(wasm_f32x4_add(d0, d1));

@@ -138,19 +138,24 @@ static void q8_0_to_float(const void *src, float *dst, int64_t n) {
     }
 }
 
+/* One 32-element block of Q8_0 / Q8_1: qs[j] = round(x[j] / d), d = max |x| / 127 (the unrounded
+ * float scale is returned; ggml's quantize_row_q8_0_ref / q8_1_ref). */
+static float quantize_block_q8(const float *x, int8_t *qs) {
+    float amax = 0.0f;
+    for (int j = 0; j < WLM_QK8_0; j++) {
+        const float a = fabsf(x[j]);
+        if (a > amax) amax = a;
+    }
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int j = 0; j < WLM_QK8_0; j++) qs[j] = round_i8(x[j] * id);
+    return d;
+}
+
 void wlm_quantize_q8_0_ref(const float *x, void *dst, int64_t n) {
     wlm_block_q8_0 *y = dst;
-    for (int64_t i = 0; i < n / WLM_QK8_0; i++, x += WLM_QK8_0) {
-        float amax = 0.0f;
-        for (int j = 0; j < WLM_QK8_0; j++) {
-            const float a = fabsf(x[j]);
-            if (a > amax) amax = a;
-        }
-        const float d = amax / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
-        y[i].d = wlm_fp32_to_fp16(d);
-        for (int j = 0; j < WLM_QK8_0; j++) y[i].qs[j] = round_i8(x[j] * id);
-    }
+    for (int64_t i = 0; i < n / WLM_QK8_0; i++, x += WLM_QK8_0)
+        y[i].d = wlm_fp32_to_fp16(quantize_block_q8(x, y[i].qs));
 }
 
 /* Per block, in block order: sum += (float)isum * (dw * dx), ggml's ggml_vec_dot_q8_0_q8_0 (C
@@ -637,18 +642,9 @@ void wlm_bf16_matvec_ref(float *out, const void *w, size_t row_bytes, const void
 void wlm_quantize_q8_1_ref(const float *x, void *dst, int64_t n) {
     wlm_block_q8_1 *y = dst;
     for (int64_t i = 0; i < n / 32; i++, x += 32) {
-        float amax = 0.0f;
-        for (int j = 0; j < 32; j++) {
-            const float a = fabsf(x[j]);
-            if (a > amax) amax = a;
-        }
-        const float d = amax / 127.0f;
-        const float id = d != 0.0f ? 1.0f / d : 0.0f;
+        const float d = quantize_block_q8(x, y[i].qs);
         int32_t sum = 0;
-        for (int j = 0; j < 32; j++) {
-            y[i].qs[j] = round_i8(x[j] * id);
-            sum += y[i].qs[j];
-        }
+        for (int j = 0; j < 32; j++) sum += y[i].qs[j];
         y[i].d = wlm_fp32_to_fp16(d);
         y[i].s = wlm_fp32_to_fp16((float)sum * d);
     }

@@ -116,15 +116,20 @@ static inline v128_t f16_scales_to_f32(v128_t h) {
     return wasm_v128_any_true(odd) ? f16_hi_to_f32(h) : f16_normal(h);
 }
 
+/* Four fp16 values at p0..p3 in the top halves of four 32-bit lanes (lane k from pk), the low
+ * halves zero: the input of f16_hi_to_f32 / f16_scales_to_f32. */
+static inline v128_t gather_f16x4(const void *p0, const void *p1, const void *p2, const void *p3) {
+    v128_t h = wasm_i32x4_splat(0);
+    h = wasm_v128_load16_lane(p0, h, 1);
+    h = wasm_v128_load16_lane(p1, h, 3);
+    h = wasm_v128_load16_lane(p2, h, 5);
+    return wasm_v128_load16_lane(p3, h, 7);
+}
+
 /* The fp16 scales of four blocks `stride` bytes apart, as floats. */
 static inline v128_t load_f16x4(const void *p, size_t stride) {
     const uint8_t *b = p;
-    v128_t h = wasm_i32x4_splat(0);
-    h = wasm_v128_load16_lane(b, h, 1);
-    h = wasm_v128_load16_lane(b + stride, h, 3);
-    h = wasm_v128_load16_lane(b + 2 * stride, h, 5);
-    h = wasm_v128_load16_lane(b + 3 * stride, h, 7);
-    return f16_scales_to_f32(h);
+    return f16_scales_to_f32(gather_f16x4(b, b + stride, b + 2 * stride, b + 3 * stride));
 }
 
 static inline v128_t f16_lo(v128_t h) {
@@ -277,16 +282,19 @@ static void widen_q8_0(const wlm_block_q8_0 *x, int nb, int16_t *xs, float *xd, 
  * sixteen x86 registers and the spills cost more than the loop overhead saved.
  */
 
-/* The blocks' float scales, dw * dx, of one row, for the row's blocks [0, nb). */
+/* The blocks' float scales of one row, for the row's blocks [0, nb) (the fp16 scale first in each
+ * block, blocks `stride` bytes apart): dw * dx, or dw alone when xd is NULL. */
 static void block_scales(const void *w, size_t stride, const float *xd, int nb, float *sc) {
     const uint8_t *p = w;
     int b = 0;
-    for (; b + 4 <= nb; b += 4, p += 4 * stride)
-        wasm_v128_store(sc + b, wasm_f32x4_mul(load_f16x4(p, stride), wasm_v128_load(xd + b)));
+    for (; b + 4 <= nb; b += 4, p += 4 * stride) {
+        const v128_t d = load_f16x4(p, stride);
+        wasm_v128_store(sc + b, xd ? wasm_f32x4_mul(d, wasm_v128_load(xd + b)) : d);
+    }
     for (; b < nb; b++, p += stride) {
         wlm_fp16 h;
         memcpy(&h, p, sizeof h);
-        sc[b] = wlm_fp16_to_fp32(h) * xd[b];
+        sc[b] = xd ? wlm_fp16_to_fp32(h) * xd[b] : wlm_fp16_to_fp32(h);
     }
 }
 
@@ -308,12 +316,7 @@ static void block_scales4(const void *w0, const void *w1, const void *w2, const 
                           size_t stride, const float *xd, int nb, float *d4) {
     const uint8_t *p0 = w0, *p1 = w1, *p2 = w2, *p3 = w3;
     for (int b = 0; b < nb; b++, p0 += stride, p1 += stride, p2 += stride, p3 += stride) {
-        v128_t h = wasm_i32x4_splat(0);
-        h = wasm_v128_load16_lane(p0, h, 1);
-        h = wasm_v128_load16_lane(p1, h, 3);
-        h = wasm_v128_load16_lane(p2, h, 5);
-        h = wasm_v128_load16_lane(p3, h, 7);
-        v128_t d = f16_scales_to_f32(h);
+        v128_t d = f16_scales_to_f32(gather_f16x4(p0, p1, p2, p3));
         if (xd) d = wasm_f32x4_mul(d, wasm_f32x4_splat(xd[b]));
         wasm_v128_store(d4 + 4 * b, d);
     }
@@ -845,12 +848,7 @@ __attribute__((noinline)) static void q4_K_rows2(const wlm_block_q4_K *w0, const
 #undef Q4K_ROW
         }
         /* d, dmin of both rows in one conversion */
-        v128_t h = wasm_i32x4_splat(0);
-        h = wasm_v128_load16_lane(&w0->d, h, 1);
-        h = wasm_v128_load16_lane(&w0->dmin, h, 3);
-        h = wasm_v128_load16_lane(&w1->d, h, 5);
-        h = wasm_v128_load16_lane(&w1->dmin, h, 7);
-        const v128_t dd = f16_hi_to_f32(h);
+        const v128_t dd = f16_hi_to_f32(gather_f16x4(&w0->d, &w0->dmin, &w1->d, &w1->dmin));
         s0 += x->d * (wasm_f32x4_extract_lane(dd, 0) * (float)hsum_i32(a0) -
                       wasm_f32x4_extract_lane(dd, 1) * (float)q4_K_minsum(m0, xsub));
         s1 += x->d * (wasm_f32x4_extract_lane(dd, 2) * (float)hsum_i32(a1) -

@@ -2,7 +2,8 @@
 // tiny synthetic GGUF of each architecture tools/synth_gguf.mjs writes (llama, qwen2, qwen3,
 // gemma3, phi3, gpt2), in Q8_0 and Q4_K_M (K-quants plus the fallback types Q5_0 / Q5_1 / Q8_0 of
 // its narrow rows; gpt2 and phi3 take the Q4_1/Q5_1 x Q8_1 path) — the types whose kernels
-// differ between the two builds; F32 runs the same code in both and its files are 3x larger —
+// differ between the two builds but not their bits (F32's relaxed kernels fuse multiply-adds:
+// not bitwise SIMD128's, tests/c/test_kernels.c bounds them) —
 // run greedily for 16 steps on
 // three prompts by js/wasmlm.js in this Node process and in headless Chromium's page (where the
 // loader picks the relaxed-SIMD build when the browser has it, Node the SIMD128 one): the same

@@ -882,6 +882,82 @@ static void test_attention_f16(void) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* The F32 matrix kernels' summation order, written out: per row, two lane accumulators (a0 over
+ * the first 4 floats of every 8, a1 over the second 4; a last 4 into a0), then
+ * (v0 + v1) + (v2 + v3) of a0 + a1, then the scalar tail. Each lane step is acc + w * x, rounded
+ * twice (SIMD128) or fused with one rounding (fmaf: the relaxed build's f32x4.relaxed_madd where
+ * the engine fuses it; an engine may also leave it unfused).                                   */
+
+static float f32_row_order(const float *w, const float *x, int n, int fused) {
+    float a0[4] = {0}, a1[4] = {0};
+    int j = 0;
+    for (; j + 4 <= n; j += 4) {
+        float *a = (j % 8 == 4) ? a1 : a0; /* a row's last 4 after 8k floats: a0 */
+        for (int l = 0; l < 4; l++) {
+            if (fused) {
+                a[l] = fmaf(w[j + l], x[j + l], a[l]);
+            } else {
+                const float p = w[j + l] * x[j + l];
+                a[l] = a[l] + p;
+            }
+        }
+    }
+    float v[4];
+    for (int l = 0; l < 4; l++) v[l] = a0[l] + a1[l];
+    float s = (v[0] + v[1]) + (v[2] + v[3]);
+    for (; j < n; j++) {
+        const float p = w[j] * x[j];
+        s += p;
+    }
+    return s;
+}
+
+/* Every row of wlm_matvec_simd is bitwise that order with SIMD128's multiply-add (a build without
+ * relaxed SIMD) or with the relaxed build's (fused or not: the engine's choice, one choice per
+ * run), and the relaxed build stays within 1e-6 * sum_j |w_j x_j| of SIMD128's result (stated
+ * bound; measured 4e-8 on stories110M's matrices, tools/bench_f32_ab.sh; the reference's bound
+ * against exact math above is 1e-5). */
+static void test_matvec_order(void) {
+    tu_section("matvec order (SIMD128 / relaxed_madd)");
+    if (!wlm_kernels_have_simd()) {
+        printf("note: no SIMD in this build; skipped\n");
+        return;
+    }
+    const int relaxed = wlm_quant_have_relaxed();
+    static const int ns[] = {1, 3, 4, 7, 8, 12, 13, 16, 20, 64, 77, 288, 773};
+    int rows_fused = 0, rows_plain = 0, rows_both = 0, rows_none = 0, far = 0;
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++) {
+        const int n = ns[ni], d = 9;
+        float *w = alloc_f((size_t)d * n), *x = alloc_f(n), *o = alloc_f(d);
+        fill(w, d * n, -1.0f, 1.0f);
+        fill(x, n, -1.0f, 1.0f);
+        for (int i = 0; i < n; i += 3) x[i] *= 1000.0f; /* products of mixed size: roundings differ */
+        wlm_matvec_simd(o, w, x, n, 0, d);
+        for (int r = 0; r < d; r++) {
+            const float *wr = w + (size_t)r * n;
+            const float f = f32_row_order(wr, x, n, 1), p = f32_row_order(wr, x, n, 0);
+            const int is_f = memcmp(&o[r], &f, sizeof f) == 0, is_p = memcmp(&o[r], &p, sizeof p) == 0;
+            rows_both += is_f && is_p;
+            rows_fused += is_f && !is_p;
+            rows_plain += is_p && !is_f;
+            rows_none += !is_f && !is_p;
+            double mag = 0;
+            for (int j = 0; j < n; j++) mag += fabs((double)wr[j] * x[j]);
+            far += fabs((double)o[r] - p) > 1e-6 * mag;
+        }
+        free(w), free(x), free(o);
+    }
+    printf("rows bitwise the fused order %d, the plain order %d, both %d, neither %d (relaxed "
+           "build: %d)\n", rows_fused, rows_plain, rows_both, rows_none, relaxed);
+    CHECKF(rows_none == 0, "%d rows follow neither order", rows_none);
+    CHECKF(rows_fused + rows_plain > 0, "no row tells the orders apart");
+    if (!relaxed) CHECKF(rows_fused == 0, "SIMD128 build: %d rows fused", rows_fused);
+    else CHECKF(rows_fused == 0 || rows_plain == 0, "fused %d and plain %d rows in one run",
+                rows_fused, rows_plain);
+    CHECKF(far == 0, "%d rows beyond 1e-6 * sum |w x| of SIMD128's order", far);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* matmat (a batch of vectors against the same rows): each result bitwise equal to the matvec
  * of the same kernel set for that vector alone, and close to the scalar reference             */
 
@@ -927,6 +1003,7 @@ int main(void) {
     test_attention();
     test_attention_f16();
     test_matmat();
+    test_matvec_order();
     test_dot();
     test_matvec();
     test_rmsnorm();
