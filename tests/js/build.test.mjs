@@ -162,3 +162,52 @@ console.log(JSON.stringify(results));
   assert.ok(r.F16.notScalar, 'the scalar build is not told apart (F16 weights)');
   assert.ok(r.Q8_0.threads === 2 || os.availableParallelism() < 2, 'the threaded relaxed build ran');
 });
+
+// The wasm features every dist module may use (binaryen's names), as Emscripten 3.1.6's clang 14
+// builds them. The SIMD128 modules are what runtimes without relaxed SIMD run (Safari 16.4+,
+// Node 20): where LLVM 19 compiles their kernels (CMakeLists.txt), -mcpu=mvp keeps its default
+// CPU's extra features (multivalue, reference-types, ...) out of them. A module that needs a
+// feature outside its list fails to validate here.
+const FEATURES = {
+  'wasmlm-scalar.wasm': [],
+  'wasmlm.wasm': ['simd'],
+  'wasmlm-mt.wasm': ['simd', 'threads', 'bulk-memory', 'bulk-memory-opt'],
+  'wasmlm-relaxed.wasm': ['simd', 'relaxed-simd', 'sign-ext'],
+  'wasmlm-relaxed-mt.wasm': ['simd', 'relaxed-simd', 'sign-ext', 'threads', 'bulk-memory', 'bulk-memory-opt'],
+};
+const WASM_OPT = path.join(REPO, 'node_modules/binaryen/bin/wasm-opt');
+
+test('every dist module uses only its listed wasm features; the SIMD128 ones validate in Node 20', async (t) => {
+  if (!fs.existsSync(WASM_OPT)) return t.skip('no node_modules/binaryen (npm ci)');
+  // the features section LLVM 19's wasm-ld writes would enable its features in wasm-opt: strip it
+  // first (under a broad set, which itself fails on anything stranger)
+  const broad = ['threads', 'simd', 'relaxed-simd', 'bulk-memory', 'bulk-memory-opt', 'sign-ext',
+    'mutable-globals', 'nontrapping-float-to-int', 'reference-types', 'multivalue', 'tail-call',
+    'extended-const', 'exception-handling'].map((f) => `--enable-${f}`);
+  let checked = 0;
+  for (const [file, features] of Object.entries(FEATURES)) {
+    const wasm = path.join(REPO, 'dist', file);
+    if (!fs.existsSync(wasm)) {
+      assert.match(file, /relaxed/, `dist/${file} is always built`);
+      continue;
+    }
+    const stripped = path.join(dir, `stripped-${file}`);
+    await run(WASM_OPT, ['--mvp-features', ...broad, '--strip-target-features', wasm, '-o', stripped]);
+    const allowed = features.map((f) => `--enable-${f}`);
+    await assert.doesNotReject(run(WASM_OPT, ['--mvp-features', ...allowed, stripped, '-o', path.join(dir, 'out.wasm')]),
+      `dist/${file} uses a wasm feature outside ${JSON.stringify(features)}`);
+    if (features.length) {
+      // and it needs each listed feature (the list is not stale)
+      for (const f of features.filter((x) => x !== 'bulk-memory-opt')) {
+        const rest = allowed.filter((a) => a !== `--enable-${f}` && !(f === 'bulk-memory' && a === '--enable-bulk-memory-opt'));
+        await assert.rejects(run(WASM_OPT, ['--mvp-features', ...rest, stripped, '-o', path.join(dir, 'out.wasm')]),
+          `dist/${file} no longer uses ${f}: update FEATURES`);
+      }
+    }
+    if (!/relaxed/.test(file) && Number(process.versions.node.split('.')[0]) === 20 && !process.execArgv.length) {
+      assert.ok(WebAssembly.validate(fs.readFileSync(wasm)), `Node 20 validates dist/${file}`);
+    }
+    checked++;
+  }
+  assert.ok(checked >= 3);
+});
