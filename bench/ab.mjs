@@ -6,14 +6,17 @@
 // and the median of the per-round head/base ratios, with the load average around every round.
 //
 //   node bench/ab.mjs --base /work/wt-x-base --head . [--models F32,Q8_0] [--shape stories110M]
-//        [--rounds 8] [--tokens 48] [--prompt 16] [--module wasmlm.wasm] [--mode eval|gen|both]
+//        [--rounds 8] [--tokens 48] [--prompt 16] [--module wasmlm.wasm]
+//        [--mode eval|gen|both|prefill]
 //        [--model FILE.gguf ...]   (instead of --shape/--models: any GGUF files)
 //        [--side NAME=DIR[@FILE.wasm] ...]  (more sides, each against base; FILE relative to DIR)
 //        [--stat median|mean] [--clock cpu|wall] [--json]
 //
 // Decode modes: `eval` = engine-only, single-token evalTokens calls after a prompt (the forward
 // pass and the JS call, no sampling); `gen` = generate() with greedy sampling, as bench.mjs's
-// decode column (forward + sampling + detokenizing). A round's tok/s is 1000 / the median
+// decode column (forward + sampling + detokenizing); `prefill` = the prompt (--prompt N tokens)
+// in one evalTokens call, three times a round, tok/s = N / the median time. A decode round's
+// tok/s is 1000 / the median
 // per-token time (--stat mean: the mean, as bench.mjs). Positions, ids and the work per token are the
 // same for both sides. The model files are bench/out/gguf/SHAPE-TYPE-s1.gguf (bench/models.mjs
 // synthesizes a missing one with the native CLI). --json prints the result as JSON on stdout.
@@ -107,6 +110,18 @@ async function evalDecode(engine) {
   return rate(ms);
 }
 
+/** Prefill: the prompt in one evalTokens call (the batched matrix products), the median of 3. */
+async function prefillRate(engine) {
+  const ms = [];
+  for (let k = 0; k < 3; k++) {
+    await engine.reset();
+    const t0 = now();
+    await engine.evalTokens(prompt);
+    ms.push(now() - t0);
+  }
+  return (promptLen * 1000) / median(ms);
+}
+
 /** generate() decode, greedy: every iterator step after the first (which runs the prefill). */
 async function genDecode(engine, text) {
   const it = engine.generate(text, { temperature: 0, maxTokens: tokens + 1, seed: 1 })[Symbol.asyncIterator]();
@@ -131,7 +146,7 @@ for (const m of models) {
     const text = (await engine.detokenize?.(prompt.subarray(1))) ?? 'Once upon a time';
     // warm-up: both code paths once (the first run of a module is slower)
     await evalDecode(engine);
-    if (mode !== 'eval') await genDecode(engine, text);
+    if (mode === 'gen' || mode === 'both') await genDecode(engine, text);
     engines.push({ side: s, engine, text });
   }
   const modes = mode === 'both' ? ['eval', 'gen'] : [mode];
@@ -147,7 +162,8 @@ for (const m of models) {
       const got = [];
       for (const i of order) {
         const e = engines[i];
-        got[i] = md === 'eval' ? await evalDecode(e.engine) : await genDecode(e.engine, e.text);
+        got[i] = md === 'eval' ? await evalDecode(e.engine)
+          : md === 'prefill' ? await prefillRate(e.engine) : await genDecode(e.engine, e.text);
       }
       got.forEach((v, i) => { per[md][i].tps.push(v); per[md][i].ratio.push(v / got[0]); });
     }
@@ -178,7 +194,7 @@ if (json) console.log(JSON.stringify(out, null, 2));
 else {
   console.log(`| model | mode | ${sides.map((s) => `${s.name} tok/s`).join(' | ')} | ${sides.slice(1).map((s) => `${s.name}/${sides[0].name} (median of rounds; 95 % CI)`).join(' | ')} |`);
   console.log(`|---|---|${sides.map(() => '---|').join('')}${sides.slice(1).map(() => '---|').join('')}`);
-  for (const r of results) for (const md of ['eval', 'gen']) if (r[md]) {
+  for (const r of results) for (const md of ['eval', 'gen', 'prefill']) if (r[md]) {
     console.log(`| ${r.model} | ${md} | ${r[md].map((q) => q.median.toFixed(1)).join(' | ')} | ` +
       r[md].slice(1).map((q) => `${q.ratioMedian.toFixed(3)} (${q.ratioCI95.map((v) => v.toFixed(3)).join('–')})`).join(' | ') + ' |');
   }
