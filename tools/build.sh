@@ -4,8 +4,8 @@
 # bundles into dist/ (tools/bundle.mjs), and the native CLI + C tests into build/native; with no option also the C tests compiled to wasm (build/wasm).
 #   --wasm-only   only the modules the page, the JS API and the benchmarks load
 #                 (dist/wasmlm.wasm, wasmlm-mt.wasm, wasmlm-scalar.wasm, and where LLVM 19 and
-#                 the npm binaryen are installed wasmlm-relaxed.wasm, wasmlm-relaxed-mt.wasm):
-#                 what `npm start` needs
+#                 the npm binaryen are installed wasmlm-relaxed.wasm, wasmlm-relaxed-mt.wasm, and
+#                 there the SIMD128 modules' kernels are LLVM 19's too): what `npm start` needs
 #   --if-needed   do nothing when dist/ is newer than every source file
 # tools/setup.sh installs the toolchain.
 set -euo pipefail
@@ -48,12 +48,14 @@ werror=()
 [[ -n "${WASMLM_WERROR:-}" ]] && werror=(-DWASMLM_WERROR="$WASMLM_WERROR")
 emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release "${werror[@]}" \
   -DCMAKE_CROSSCOMPILING_EMULATOR=node -DCMAKE_C_FLAGS_RELEASE="-O3 -DNDEBUG" >/dev/null
-# The relaxed-SIMD modules, when CMake found their toolchain (else it says what is missing).
+# The relaxed-SIMD modules and LLVM 19's SIMD128 kernels, when CMake found their toolchain (else
+# it says what is missing).
 relaxed_status=$(cat build/wasm/relaxed-status.txt 2>/dev/null || echo "no status")
 relaxed_targets=()
 if [[ "$relaxed_status" == ok ]]; then
   modules+=(dist/wasmlm-relaxed.wasm dist/wasmlm-relaxed-mt.wasm)
   relaxed_targets=(wasmlm_module_relaxed wasmlm_module_relaxed_mt)
+  echo "tools/build.sh: the SIMD128 and relaxed-SIMD modules' kernels are compiled by LLVM 19"
 else
   rm -f dist/wasmlm-relaxed.wasm dist/wasmlm-relaxed-mt.wasm   # never a stale one
   echo "tools/build.sh: $relaxed_status"

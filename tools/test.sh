@@ -32,7 +32,7 @@ WASMLM_TEST_TYPES=quick TSAN_OPTIONS=halt_on_error=1 build/tsan/test_threads
 echo "== fuzz: saved regressions, then 20 s per libFuzzer harness (clang-14, ASan + UBSan)"
 bash tools/fuzz.sh 20
 
-echo "== C tests, wasm (SIMD128; relaxed_test_*: the relaxed-SIMD build, Node 24) under node"
+echo "== C tests, wasm (SIMD128; llvm19_test_*: LLVM 19's SIMD128 kernels; relaxed_test_*: the relaxed-SIMD build, Node 24) under node"
 (cd build/wasm && ctest --output-on-failure -j"$jobs")
 
 echo "== JS tests (node --test)"
