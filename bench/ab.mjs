@@ -10,7 +10,7 @@
 //        [--mode eval|gen|both|prefill]
 //        [--model FILE.gguf ...]   (instead of --shape/--models: any GGUF files)
 //        [--side NAME=DIR[@FILE.wasm] ...]  (more sides, each against base; FILE relative to DIR)
-//        [--stat median|mean] [--clock cpu|wall] [--json]
+//        [--stat median|mean] [--clock cpu|wall] [--load-order swap|fixed] [--json]
 //
 // Decode modes: `eval` = engine-only, single-token evalTokens calls after a prompt (the forward
 // pass and the JS call, no sampling); `gen` = generate() with greedy sampling, as bench.mjs's
@@ -95,6 +95,7 @@ const makeIds = (vocab) => {
 /** tok/s of a round from its per-token times: 1000 / the median time (robust against the
  *  preemptions a shared machine adds to a few tokens), or the mean with --stat mean. */
 const STAT = opt('--stat', 'median');
+const LOAD_ORDER = opt('--load-order', 'swap');
 const rate = (ms) => 1000 / (STAT === 'mean' ? ms.reduce((a, b) => a + b, 0) / ms.length : median(ms));
 
 /** Engine-only decode: `tokens` single-token evalTokens after the prompt. */
@@ -138,22 +139,35 @@ async function genDecode(engine, text) {
 const results = [];
 for (const m of models) {
   log(`${m.name}: ${m.file} (load average ${load()})`);
+  // The engines are loaded side by side, and the side loaded later decodes faster whatever its
+  // module (A/A, one module on both sides, 2026-11-24: 1.08x on stories110M F32, 1.03x on Q8_0).
+  // So the second half of the rounds reloads every engine in the reverse order (--load-order
+  // fixed: no reload, as before).
   const engines = [];
-  for (const s of sides) {
-    const engine = await s.api.createEngine({ wasm: s.wasm, threads: 1 });
-    const info = await engine.load({ model: m.file });
-    makeIds(info.vocabSize);
-    const text = (await engine.detokenize?.(prompt.subarray(1))) ?? 'Once upon a time';
-    // warm-up: both code paths once (the first run of a module is slower)
-    await evalDecode(engine);
-    if (mode === 'gen' || mode === 'both') await genDecode(engine, text);
-    engines.push({ side: s, engine, text });
-  }
+  const loadAll = async (idx) => {
+    for (const e of engines) await e?.engine.free();
+    for (const i of idx) {
+      const s = sides[i];
+      const engine = await s.api.createEngine({ wasm: s.wasm, threads: 1 });
+      const info = await engine.load({ model: m.file });
+      makeIds(info.vocabSize);
+      const text = (await engine.detokenize?.(prompt.subarray(1))) ?? 'Once upon a time';
+      // warm-up: both code paths once (the first run of a module is slower)
+      await evalDecode(engine);
+      if (mode === 'gen' || mode === 'both') await genDecode(engine, text);
+      engines[i] = { side: s, engine, text };
+    }
+  };
+  await loadAll(sides.map((_, i) => i));
   const modes = mode === 'both' ? ['eval', 'gen'] : [mode];
   const S = sides.length;
   const per = Object.fromEntries(modes.map((md) => [md, sides.map(() => ({ tps: [], ratio: [] }))]));
   const loads = [];
   for (let r = 0; r < rounds; r++) {
+    if (r === Math.ceil(rounds / 2) && LOAD_ORDER === 'swap') {
+      await loadAll(sides.map((_, i) => S - 1 - i));
+      log(`  reloaded in the order ${sides.map((_, i) => sides[S - 1 - i].name).join(', ')}`);
+    }
     // rotate the order every round; every other round reversed (ABBA for two sides)
     let order = sides.map((_, i) => (i + Math.floor(r / 2)) % S);
     if (r % 2) order = order.reverse();
