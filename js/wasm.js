@@ -10,7 +10,8 @@ import { fetchOk, locate } from './platform.js';
 import { MAX_THREADS, coreCount, threadsUnavailable } from './threads.js';
 
 // Smallest module using a v128 instruction (from wasm-feature-detect): validates iff SIMD128.
-const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1,
+// Both probes are exported for tests/js/startup.test.mjs: web/index.html inlines their bytes.
+export const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1,
   0, 10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]);
 
 // A module whose function f returns lane 0 of i32x4.relaxed_dot_i8x16_i7x16_add_s(a, b, c) for
@@ -19,7 +20,7 @@ const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 
 // instruction wrongly (Node 20's baseline compiler Liftoff, with --experimental-wasm-relaxed-simd,
 // returns twice the dot product without the accumulator: 740). The second operand stays in
 // 0..127, where every conforming implementation agrees.
-const RELAXED_PROBE = (() => {
+export const RELAXED_PROBE = (() => {
   const a = [128, 127, 255, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
   const b = [127, 127, 3, 100, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
   const c = [0xe8, 0x03, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
@@ -27,7 +28,7 @@ const RELAXED_PROBE = (() => {
   return new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 127, 3, 2, 1, 0,
     7, 5, 1, 1, 102, 0, 0, 10, body.length + 2, 1, body.length, ...body]);
 })();
-const RELAXED_PROBE_ANSWER = 1370;
+export const RELAXED_PROBE_ANSWER = 1370;
 
 /**
  * Whether this runtime runs relaxed SIMD correctly: {ok, why}. `why` says what failed (for
@@ -196,6 +197,38 @@ function compileBuild(plan) {
     p.catch(() => { if (compiledBuilds.get(file) === p) compiledBuilds.delete(file); });
   }
   return p;
+}
+
+/**
+ * Adopts a compile of one of the builds that the caller started before this library was loaded
+ * — a page's first inline script can pick the build as planModule() does and start
+ * `WebAssembly.compileStreaming(fetch(url))` while the library itself still downloads (web/index.html
+ * does). `file` names the build in dist/ ('wasmlm-relaxed-mt.wasm', …, as a plan's `file`);
+ * `module` is a promise of (or) its WebAssembly.Module, compiled from that file. compilePlanned()
+ * of a plan that picks this file then takes it instead of fetching the file again (so does
+ * createWorkerEngine(), which posts it to the worker); a plan that picks another file ignores
+ * it (a wrong guess costs the caller one download, never a wrong module: the plan still decides,
+ * relaxed SIMD's known-answer check included). When `module` rejects (the file missing, a server
+ * without application/wasm), compilePlanned() fetches and compiles the file itself, so its
+ * errors and the relaxed → SIMD128 fallback are the usual ones. A build already compiled or
+ * being compiled is kept (the adopted one is ignored). Throws WLM_ERR_INVALID_ARG for a file
+ * that is not one of the builds.
+ */
+export function adoptCompiled(file, module) {
+  if (!Object.values(BUILD_FILES).flat().includes(file) || file === null) {
+    throw jsError('WLM_ERR_INVALID_ARG', `adoptCompiled: ${file} is not one of the builds (${Object.values(BUILD_FILES).flat().filter(Boolean).join(', ')})`);
+  }
+  if (compiledBuilds.has(file)) {
+    Promise.resolve(module).catch(() => {}); // ignored, its failure too
+    return;
+  }
+  const url = new URL(`../dist/${file}`, import.meta.url);
+  const p = Promise.resolve(module).then((m) => {
+    if (!(m instanceof WebAssembly.Module)) throw new TypeError('not a WebAssembly.Module');
+    return { module: m, name: url.href };
+  }).catch(() => compileWasm(url));
+  compiledBuilds.set(file, p);
+  p.catch(() => { if (compiledBuilds.get(file) === p) compiledBuilds.delete(file); });
 }
 
 /**

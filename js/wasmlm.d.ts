@@ -943,6 +943,20 @@ export function createEngine(options?: EngineOptions): Promise<InThreadEngine>;
 export function preload(options?: EngineOptions): Promise<void>;
 
 /**
+ * Hands the library a compile of one of its builds that the caller started before the library
+ * was loaded: `file` is the build's name in dist/ (e.g. 'wasmlm-relaxed-mt.wasm', the file
+ * createEngine / createWorkerEngine would pick: relaxed SIMD where it validates and computes its
+ * known answer, else SIMD128 'wasmlm.wasm', else 'wasmlm-scalar.wasm'; '-mt' when threads run),
+ * `module` the promise of its WebAssembly.Module (e.g. `WebAssembly.compileStreaming(fetch(
+ * 'dist/wasmlm-relaxed-mt.wasm'))` in a page's first inline script, as web/index.html does). A
+ * later createEngine / createWorkerEngine / preload that picks the same file uses it instead of
+ * fetching the file again; one that picks another file ignores it (the library's own choice
+ * always decides). If `module` rejects, the library fetches the file itself and reports its
+ * errors as usual. Throws WasmlmError WLM_ERR_INVALID_ARG for an unknown file name.
+ */
+export function adoptCompiled(file: string, module: Promise<WebAssembly.Module> | WebAssembly.Module): void;
+
+/**
  * Creates an engine whose work runs in a module Web Worker (js/worker.js), so the page stays
  * responsive; same interface as createEngine() minus the low-level methods. Unless `wasm` is
  * given, the module is picked, fetched and compiled in the calling thread while the worker

@@ -19,7 +19,7 @@
 export { WasmlmError } from './errors.js';
 export { createEngine } from './engine.js';
 export { createWorkerEngine } from './worker_engine.js';
-export { preload } from './wasm.js';
+export { adoptCompiled, preload } from './wasm.js';
 export { renderChatTemplate } from './chat.js';
 
 // The files the ones above import, named here too so a browser requests the whole module graph

@@ -29,20 +29,8 @@
 DECL(old_)
 DECL(s128_)
 
-#include <emscripten.h>
-EM_JS(double, now, (void), {
-    const u = process.cpuUsage();
-    return (u.user + u.system) / 1e6;
-});
-static uint32_t rng = 12345;
-static float frand(void) {
-    rng = rng * 1664525u + 1013904223u;
-    return ((rng >> 8) / 16777216.0f) * 2 - 1;
-}
-static int cmpd(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+#include "bench_ab.h"
+static uint32_t rng = 12345; /* frand's state: the weights, then the activations */
 
 #define NMAT 85
 #define NB 16
@@ -80,11 +68,11 @@ int main(int argc, char **argv) {
     for (int i = 0; i < NMAT; i++) {
         size_t ne = (size_t)m[i].rows * m[i].cols;
         m[i].w = malloc(ne * 4);
-        for (size_t j = 0; j < ne; j++) m[i].w[j] = frand();
+        for (size_t j = 0; j < ne; j++) m[i].w[j] = frand(&rng);
     }
     static float x[NB][2048];
     for (int e = 0; e < NB; e++)
-        for (int j = 0; j < 2048; j++) x[e][j] = frand();
+        for (int j = 0; j < 2048; j++) x[e][j] = frand(&rng);
     float *outA = malloc(NB * 32000 * 4), *outB = malloc(NB * 32000 * 4);
     double worst = 0;
     int bad = 0;

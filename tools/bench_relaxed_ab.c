@@ -32,20 +32,8 @@ void old_wlm_q5_0_matvec_simd(float *, const void *, size_t, const void *, int, 
 void old_wlm_q4_K_matvec_simd(float *, const void *, size_t, const void *, int, int, int);
 void old_wlm_q6_K_matvec_simd(float *, const void *, size_t, const void *, int, int, int);
 
-#include <emscripten.h>
-EM_JS(double, now, (void), {
-    const u = process.cpuUsage();
-    return (u.user + u.system) / 1e6;
-});
-static uint32_t rng = 12345;
-static float frand(void) {
-    rng = rng * 1664525u + 1013904223u;
-    return ((rng >> 8) / 16777216.0f) * 2 - 1;
-}
-static int cmpd(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
+#include "bench_ab.h"
+static uint32_t rng = 12345; /* frand's state: the weights, then the activations */
 
 #define NMAT 85
 typedef struct mat {
@@ -85,7 +73,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < NMAT; i++) {
         size_t ne = (size_t)m[i].rows * m[i].cols;
         for (size_t j = 0; j < ne; j++)
-            tmp[j] = frand();
+            tmp[j] = frand(&rng);
         m[i].rb = wlm_row_bytes(type, m[i].cols);
         m[i].w = malloc(m[i].rb * m[i].rows);
         tr->from_float(tmp, m[i].w, ne);
@@ -98,7 +86,7 @@ int main(int argc, char **argv) {
     float x[16][2048];
     for (int e = 0; e < 16; e++)
         for (int j = 0; j < 2048; j++)
-            x[e][j] = frand();
+            x[e][j] = frand(&rng);
     static char xq[16][2048 / 256 * 292 + 64];
     for (int e = 0; e < 16; e++)
         wlm_type_get(tr->vec_dot_type)->from_float(x[e], xq[e], 2048);

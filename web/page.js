@@ -5,6 +5,9 @@
 // (./sources.js), the same module instances the page then uses.
 
 export { createWorkerEngine } from '../js/worker_engine.js';
-export { preload } from '../js/wasm.js';
+export { adoptCompiled, preload } from '../js/wasm.js';
 export { defaultEntry, planFromEntry, prefetch } from './sources.js';
 import './demo.js';
+
+// The bundle has been evaluated (tests/browser/ttft.test.mjs: the wasm module was requested before).
+performance.mark('wasmlm-demo:bundle');

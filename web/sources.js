@@ -166,16 +166,57 @@ async function fetchPartNow(part, { onProgress, signal }) {
     onProgress?.({ loaded: part.file.size, total: part.file.size, bytesPerSec: 0, from: 'a local file' });
     return { data: part.file, size: part.file.size, from: 'a local file', fromCache: false };
   }
-  // The candidates are looked up together (the first found, in order, is taken).
-  const hits = await Promise.all(part.candidates.map((url) => cache.match(url, { sha256: part.sha256 })));
+  // The candidates are looked up together (the first found, in order, is taken). On a profile
+  // where this page never stored a file (neverStored()) the download starts beside the lookup
+  // instead of after it: a fresh profile's Cache Storage answers its first match ~100 ms late,
+  // which was on the critical path of a cold load (bench/README.md, ttft5). Should the lookup
+  // hit after all (another page of this origin stored it), the download is aborted.
+  const lookup = Promise.all(part.candidates.map((url) => cache.match(url, { sha256: part.sha256 })));
+  let early = null;
+  if (cache.available && neverStored()) {
+    const controller = new AbortController();
+    const onAbort = () => controller.abort(signal.reason);
+    if (signal?.aborted) onAbort(); else signal?.addEventListener('abort', onAbort, { once: true });
+    early = { controller, promise: downloadPart(part, { onProgress, signal: controller.signal }) };
+    early.promise.catch(() => {}).finally(() => signal?.removeEventListener('abort', onAbort));
+  }
+  let hits;
+  try {
+    hits = await lookup;
+  } catch (err) {
+    if (!early) throw err;
+    hits = [];
+  }
   for (let i = 0; i < hits.length; i++) {
     const hit = hits[i];
     const url = part.candidates[i];
     if (hit) {
+      early?.controller.abort();
       onProgress?.({ loaded: hit.size, total: hit.size, bytesPerSec: 0, from: 'the browser cache' });
       return { data: hit, size: hit.size, url, from: 'the browser cache', fromCache: true };
     }
   }
+  return early ? early.promise : downloadPart(part, { onProgress, signal });
+}
+
+/** localStorage's note that this page stored a model file in Cache Storage on this profile. */
+const STORED_KEY = 'wasmlm-demo:stored';
+
+/** True when this profile has no note that the page ever stored a file (see fetchPartNow). */
+function neverStored() {
+  try {
+    return globalThis.localStorage?.getItem(STORED_KEY) === null;
+  } catch {
+    return false; // storage blocked: look up first, as before
+  }
+}
+
+function noteStored() {
+  try { globalThis.localStorage?.setItem(STORED_KEY, '1'); } catch { /* blocked: no hint */ }
+}
+
+/** Downloads a part from its candidates in order (an HTTP error moves on to the next). */
+async function downloadPart(part, { onProgress, signal }) {
   for (let i = 0; i < part.candidates.length; i++) {
     const url = part.candidates[i];
     const from = describeOrigin(url);
@@ -190,7 +231,11 @@ async function fetchPartNow(part, { onProgress, signal }) {
       });
       return {
         data, size: data.size ?? data.byteLength, url, from, fromCache: false,
-        save: () => cache.put(url, data instanceof Blob ? data : new Blob([data]), { sha256: part.sha256, name: part.name }),
+        save: async () => {
+          const r = await cache.put(url, data instanceof Blob ? data : new Blob([data]), { sha256: part.sha256, name: part.name });
+          if (r.stored) noteStored();
+          return r;
+        },
       };
     } catch (err) {
       const last = i === part.candidates.length - 1;

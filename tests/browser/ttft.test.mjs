@@ -5,9 +5,11 @@
 // wasmlm:first-token) come in order before it. The page fetches only the wasm build that runs
 // (wasmlm-relaxed-mt.wasm when cross-origin isolated with 2+ cores, wasmlm-relaxed.wasm on a plain
 // static host: Chromium runs relaxed SIMD),
-// and fetches it itself (the worker engine compiles it in the page while the worker starts).
+// and fetches it itself (compiled in the page while the worker starts, then posted to it).
 // index.html's first script starts the worker, the compile and the model's download before the
-// page's modules run; each file is still requested once. The page's scripts are three bundles
+// page's modules run (the wasm module's download before the page's bundle is evaluated: the
+// script picks it as js/wasm.js would, the library adopts it); each file is still requested
+// once. The page's scripts are three bundles
 // (dist/demo.js, dist/worker.js, dist/thread.js; tools/bundle.mjs): no source module is fetched,
 // nor the chat-template library before a chat model is chosen.
 // The measured times are printed as diagnostics; the only time bound is
@@ -57,6 +59,8 @@ async function coldRun(t, { isolate }) {
       marks: Object.fromEntries(performance.getEntriesByType('mark').map((m) => [m.name, m.startTime])),
       wasm: performance.getEntriesByType('resource').filter((e) => /\/dist\/[\w-]+\.wasm$/.test(e.name))
         .map((e) => ({ file: e.name.replace(/^.*\//, ''), start: e.startTime, end: e.responseEnd })),
+      bundle: performance.getEntriesByType('resource').filter((e) => /\/dist\/demo\.js$/.test(e.name))
+        .map((e) => ({ start: e.startTime, end: e.responseEnd })),
       model: performance.getEntriesByType('resource').filter((e) => /stories260K\.bin$/.test(e.name))
         .map((e) => ({ start: e.startTime, end: e.responseEnd })),
       cores: navigator.hardwareConcurrency,
@@ -88,6 +92,13 @@ async function coldRun(t, { isolate }) {
     assert.deepEqual(server.requests.filter((q) => /^\/dist\/.*\.wasm$/.test(q.path)).map((q) => q.path), [`/dist/${want}`],
       'nothing fetched the other builds');
 
+    // index.html's first script picks the module as js/wasm.js does and starts its download and
+    // compile before it even asks for the page's bundle (dist/demo.js), which then adopts it
+    // (adoptCompiled): the request is not held back until the bundle has arrived and run.
+    assert.equal(r.bundle.length, 1, 'the bundle is fetched once');
+    assert.equal(typeof m['wasmlm-demo:bundle'], 'number', 'the bundle marks its evaluation');
+    assert.ok(r.wasm[0].start < m['wasmlm-demo:bundle'],
+      `the wasm module is requested before the bundle is evaluated (${r.wasm[0].start.toFixed(0)} vs ${m['wasmlm-demo:bundle'].toFixed(0)} ms)`);
     // index.html's first script starts the worker, the module's compile and the default model's
     // download before the page's own module graph runs (demo.js's main); the page takes them
     // over instead of starting its own: one worker, and every file requested once.

@@ -2,14 +2,17 @@
 // options and the runtime alone (so only that one is fetched), preload() compiles it once for
 // every later engine, createEngine({threads}) returns before its helper threads run (the first
 // forward passes may run without them, with the same results), and an engine freed while its
-// helpers start frees cleanly.
+// helpers start frees cleanly. adoptCompiled() hands the library a compile started before it was
+// loaded (web/index.html's first script, whose inlined probes must be js/wasm.js's).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import os from 'node:os';
 import { createEngine, preload } from '../../js/wasmlm.js';
 import fs from 'node:fs';
-import { compilePlanned, planModule, relaxedSupport } from '../../js/wasm.js';
+import {
+  RELAXED_PROBE, RELAXED_PROBE_ANSWER, SIMD_PROBE, adoptCompiled, compilePlanned, planModule, relaxedSupport,
+} from '../../js/wasm.js';
 import { MODEL, TOKENIZER } from './_helpers.mjs';
 
 const cores = os.availableParallelism();
@@ -39,6 +42,40 @@ test('preload compiles the picked build once; engines created afterwards use tha
   await e.load({ model: MODEL, tokenizer: TOKENIZER });
   assert.equal((await e.complete('Once upon a time', { temperature: 0, maxTokens: 4 })).nGenerated, 4);
   await e.free();
+});
+
+test('adoptCompiled: a plan picking the adopted file takes its module; a failed one is fetched anew', async () => {
+  const scalar = new URL('../../dist/wasmlm-scalar.wasm', import.meta.url);
+  const module = await WebAssembly.compile(fs.readFileSync(scalar));
+  adoptCompiled('wasmlm-scalar.wasm', Promise.resolve(module));
+  const plan = await planModule({ simd: false });
+  assert.equal(plan.file, 'wasmlm-scalar.wasm');
+  const got = await compilePlanned(plan);
+  assert.equal(got.module, module, 'the adopted module, not a second compile');
+  assert.equal(got.name, scalar.href);
+  adoptCompiled('wasmlm-scalar.wasm', Promise.reject(new Error('ignored: already there')));
+  assert.equal((await compilePlanned(plan)).module, module, 'a build already there is kept');
+  const e = await createEngine({ simd: false });
+  await e.load({ model: MODEL, tokenizer: TOKENIZER });
+  assert.equal((await e.complete('Once upon a time', { temperature: 0, maxTokens: 4 })).nGenerated, 4);
+  await e.free();
+
+  // A compile that failed (a missing file, a server without application/wasm): the library
+  // fetches and compiles the file itself.
+  const mt = await planModule({ threads: 2 });
+  if (mt.threads > 1) {
+    adoptCompiled(mt.file, Promise.reject(new Error('HTTP 404')));
+    assert.ok((await compilePlanned(mt)).module instanceof WebAssembly.Module);
+  }
+  assert.throws(() => adoptCompiled('x.wasm', module), { code: 'WLM_ERR_INVALID_ARG', message: /x\.wasm/ });
+});
+
+test("web/index.html's first script inlines js/wasm.js's probes and known answer", () => {
+  const html = fs.readFileSync(new URL('../../web/index.html', import.meta.url), 'utf8');
+  const b64 = (bytes) => Buffer.from(bytes).toString('base64');
+  assert.ok(html.includes(`bytes('${b64(SIMD_PROBE)}')`), 'the SIMD128 probe');
+  assert.ok(html.includes(`bytes('${b64(RELAXED_PROBE)}')`), 'the relaxed-SIMD probe');
+  assert.ok(html.includes(`exports.f() === ${RELAXED_PROBE_ANSWER}`), 'its known answer');
 });
 
 test('preload rejects as createEngine would', async () => {
