@@ -116,8 +116,11 @@ export interface EngineOptions {
    * AND the probe computes that instruction's known answer (Chromium, Node >= 22; this rejects
    * Node 20's --experimental-wasm-relaxed-simd, whose baseline compiler gets it wrong), else
    * 'simd128' (dist/wasmlm.wasm / wasmlm-mt.wasm; Safari, Node 20), else 'scalar'
-   * (dist/wasmlm-scalar.wasm). The relaxed build gives bitwise the SIMD128 build's results;
-   * where its file is missing (built without LLVM 19) 'auto' falls back to 'simd128'.
+   * (dist/wasmlm-scalar.wasm). The relaxed build gives bitwise the SIMD128 build's results on
+   * quantized weights; its F32/F16 matrix products use f32x4.relaxed_madd (fused where the CPU
+   * has FMA), within 1e-6 x sum|w*x| of SIMD128's per product (tests/c/test_kernels.c), so F32
+   * models' logits differ from SIMD128's in the last bits. Where its file is missing (built
+   * without LLVM 19) 'auto' falls back to 'simd128'.
    * A name forces that build: WLM_ERR_UNSUPPORTED where the runtime cannot run it,
    * WLM_ERR_INVALID_ARG for another string or with `simd: false` (which means 'scalar').
    * ModelInfo.build says which build runs. Ignored for the file when `wasm` is given.

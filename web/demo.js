@@ -41,7 +41,7 @@ import { describeError } from './demo/format.js';
 import { $, app, setState, showError } from './demo/state.js';
 import { SLIDERS, syncSliderOutputs, applyPreset, syncStopError } from './demo/controls.js';
 import { syncOutputFormat } from './demo/output-format.js';
-import { SIMD, fetchManifest, loadManifest, selectedEntry, showEntryNote, loadModel, takeLocalFiles } from './demo/models.js';
+import { fetchManifest, loadManifest, selectedEntry, showEntryNote, loadModel, takeLocalFiles } from './demo/models.js';
 import { renderCacheList, removeCached } from './demo/cache-list.js';
 import { schedulePreview } from './demo/chart.js';
 import { showTokenDetail, activateToken, onOutputKey } from './demo/output.js';
@@ -212,8 +212,8 @@ async function main() {
   const engine = window.wasmlmEngine
     ? window.wasmlmEngine.catch((err) => library.then(() => { throw err; }, libraryFailed))
     : library.then((lib) => {
-      lib.preload({ simd: SIMD }).catch(() => {}); // a failure shows when the engine starts
-      return lib.createWorkerEngine({ simd: SIMD });
+      lib.preload().catch(() => {}); // a failure shows when the engine starts
+      return lib.createWorkerEngine();
     }, libraryFailed);
   engine.catch(() => {}); // awaited by loadModel
   try {

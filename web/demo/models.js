@@ -14,13 +14,6 @@ export const MANIFEST_URL = new URL('../models/manifest.json', document.baseURI)
 /** How long after a model is ready its downloaded files are stored in Cache Storage (ms). */
 export const SAVE_DELAY_MS = 1000;
 
-// A 30-byte module that uses SIMD128 (i8x16.popcnt), from wasm-feature-detect: browsers without
-// SIMD get the scalar build instead of a failed instantiation.
-export const SIMD_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0,
-  10, 10, 1, 8, 0, 65, 0, 253, 15, 253, 98, 11]);
-
-export const SIMD = typeof WebAssembly === 'object' && WebAssembly.validate(SIMD_PROBE);
-
 /**
  * Why a load failed, in words a reader can act on, and a short kind for tests and styling.
  * @returns {{kind: string, text: string}}
@@ -267,7 +260,7 @@ export async function loadModel(plan, { engine: started = null } = {}) {
 
   // The worker starts while the files download (or was started earlier: `started`, a promise of
   // a fresh engine). Unless this load adopts it, it is freed.
-  const enginePromise = started ?? app.createWorkerEngine({ simd: SIMD });
+  const enginePromise = started ?? app.createWorkerEngine();
   enginePromise.catch(() => {}); // awaited below; a failed download must not leave it unhandled
   let adopted = false;
   try {
@@ -327,7 +320,7 @@ export async function loadModel(plan, { engine: started = null } = {}) {
       `dim ${info.dim}`, `${info.nLayers} layers`,
       `${info.nHeads} heads${info.nKvHeads !== info.nHeads ? ` (${info.nKvHeads} KV)` : ''}`,
       `vocab ${info.vocabSize}`, `context ${info.nCtx}`,
-      info.simd ? 'SIMD128' : 'scalar',
+      { relaxed: 'relaxed SIMD', simd128: 'SIMD128', scalar: 'scalar' }[info.build] ?? info.build,
       `${info.threads} thread${info.threads > 1 ? 's' : ''}`,
     ].join(' · ');
     setStat('context', `0 / ${info.nCtx}`);
