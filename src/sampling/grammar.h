@@ -4,7 +4,8 @@
  * can continue the text generated so far, and the state after accepting one.
  * It does not sample, tokenize or know the model: the vocabulary comes in as byte strings
  * (wlm_gram_vocab), end-of-generation tokens as a list of ids. The algorithms, and which ideas
- * come from llama.cpp, XGrammar and llguidance, are described at the top of grammar.c.
+ * come from llama.cpp, XGrammar and llguidance, are described at the top of grammar_parse.c
+ * (the parser), grammar_trie.c (the token trie) and grammar.c (the matcher and the mask).
  *
  * Lifetimes: a wlm_gram and a wlm_gram_vocab are immutable after construction and may be
  * shared by any number of matchers, which borrow them (they must outlive the matchers).

@@ -3,7 +3,7 @@
  * (each token's decoded text, byte tokens as their byte) and its token trie, built once per
  * context on the first grammar and kept with it; and a matcher for a new generation (which
  * tokens end it, whether the first token loses its leading space after BOS). It does not
- * parse or match: grammar.c does.
+ * parse or match: grammar_parse.c and grammar.c do.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +11,6 @@
 #include "model/model.h"
 #include "sampling/grammar.h"
 
-/* The tokens that end a generation, as generate.c stops: EOS and BOS. */
 /* The end-of-generation tokens a complete parse admits: the tokenizer's set (wlm_token_is_eog:
  * EOS, EOT, <|im_end|>, ...) plus EOS and BOS, at which generation also stops (run.c's rule).
  * At most 17 ids. */

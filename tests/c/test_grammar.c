@@ -1,5 +1,5 @@
 /*
- * test_grammar.c — GBNF grammars (src/sampling/grammar.c) and constrained sampling.
+ * test_grammar.c — GBNF grammars (src/sampling/grammar*.c) and constrained sampling.
  * - Parser: every construct parses; each broken grammar gives its status and line:column.
  * - Matcher on byte strings: literals, classes, repetitions, recursion, UTF-8 split across
  *   tokens (byte tokens, partial characters); the trie mask equals the token-by-token check.
