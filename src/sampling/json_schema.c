@@ -24,52 +24,13 @@
 #include <string.h>
 
 #include "formats/json.h"
+#include "sampling/gbnf_text.h"
 #include "sampling/grammar.h"
+#include "sampling/json_pattern.h"
 #include "wasmlm.h"
 
 #define MAX_REFS 4096     /* distinct $ref targets */
 #define MAX_NEST 200      /* sub-schemas being converted at once (JSON nesting and $ref chains) */
-
-/* ------------------------------------------------------------------------------------------ */
-/* Growable text                                                                               */
-
-typedef struct sbuf {
-    char *p;
-    size_t n, cap;
-    int oom;
-} sbuf;
-
-static void sb_add(sbuf *b, const char *s, size_t n) {
-    if (b->oom) return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1) cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-static void sb_str(sbuf *b, const char *s) { sb_add(b, s, strlen(s)); }
-
-#if defined(__GNUC__) || defined(__clang__)
-__attribute__((format(printf, 2, 3)))
-#endif
-static void sb_fmt(sbuf *b, const char *fmt, ...) {
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int k = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (k > 0) sb_add(b, tmp, (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1);
-}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Converter state                                                                             */
@@ -116,7 +77,7 @@ static int report(conv *c, int status, int ignorable, size_t at, const char *fmt
     const char *path = c->path.n ? c->path.p : "/";
     if (ignorable && (c->flags & WLM_SCHEMA_LENIENT)) {
         if (c->n_warn++ < 32)
-            sb_fmt(&c->warn, "%sschema line %zu, column %zu (at '%.80s'): %s (ignored)",
+            wlm_sb_fmt(&c->warn, "%sschema line %zu, column %zu (at '%.80s'): %s (ignored)",
                    c->warn.n ? "; " : "", line, col, path, text);
         return WLM_OK;
     }
@@ -140,11 +101,11 @@ static int conv_nomem(conv *c) {
 /* Appends a JSON-pointer segment (~ and / escaped as ~0 ~1); returns the old length. */
 static size_t path_push(conv *c, const char *seg, size_t n) {
     size_t old = c->path.n;
-    sb_add(&c->path, "/", 1);
+    wlm_sb_add(&c->path, "/", 1);
     for (size_t k = 0; k < n; k++) {
-        if (seg[k] == '~') sb_add(&c->path, "~0", 2);
-        else if (seg[k] == '/') sb_add(&c->path, "~1", 2);
-        else sb_add(&c->path, seg + k, 1);
+        if (seg[k] == '~') wlm_sb_add(&c->path, "~0", 2);
+        else if (seg[k] == '/') wlm_sb_add(&c->path, "~1", 2);
+        else wlm_sb_add(&c->path, seg + k, 1);
     }
     return old;
 }
@@ -177,479 +138,45 @@ static void rule_name(conv *c, const char *hint, char name[48]) {
 /* ------------------------------------------------------------------------------------------ */
 /* Literals                                                                                    */
 
-/* `s` as a JSON string (quotes included): " \ and control characters escaped. */
-static void json_quote(sbuf *b, const char *s, size_t n) {
-    sb_add(b, "\"", 1);
-    for (size_t k = 0; k < n; k++) {
-        unsigned char ch = (unsigned char)s[k];
-        switch (ch) {
-        case '"': sb_add(b, "\\\"", 2); break;
-        case '\\': sb_add(b, "\\\\", 2); break;
-        case '\n': sb_add(b, "\\n", 2); break;
-        case '\r': sb_add(b, "\\r", 2); break;
-        case '\t': sb_add(b, "\\t", 2); break;
-        case '\b': sb_add(b, "\\b", 2); break;
-        case '\f': sb_add(b, "\\f", 2); break;
-        default:
-            if (ch < 0x20) sb_fmt(b, "\\u%04x", ch);
-            else sb_add(b, s + k, 1);
-        }
-    }
-    sb_add(b, "\"", 1);
-}
 
 /* A value as compact JSON (const / enum). */
 static void json_write(sbuf *b, const wlm_json *v) {
     switch (v->type) {
-    case WLM_JSON_NULL: sb_str(b, "null"); break;
-    case WLM_JSON_TRUE: sb_str(b, "true"); break;
-    case WLM_JSON_FALSE: sb_str(b, "false"); break;
-    case WLM_JSON_NUMBER: sb_add(b, v->str, v->len); break;
-    case WLM_JSON_STRING: json_quote(b, v->str, v->len); break;
+    case WLM_JSON_NULL: wlm_sb_str(b, "null"); break;
+    case WLM_JSON_TRUE: wlm_sb_str(b, "true"); break;
+    case WLM_JSON_FALSE: wlm_sb_str(b, "false"); break;
+    case WLM_JSON_NUMBER: wlm_sb_add(b, v->str, v->len); break;
+    case WLM_JSON_STRING: wlm_json_quote(b, v->str, v->len); break;
     case WLM_JSON_ARRAY:
-        sb_add(b, "[", 1);
+        wlm_sb_add(b, "[", 1);
         for (uint32_t k = 0; k < v->n; k++) {
-            if (k) sb_add(b, ",", 1);
+            if (k) wlm_sb_add(b, ",", 1);
             json_write(b, &v->items[k]);
         }
-        sb_add(b, "]", 1);
+        wlm_sb_add(b, "]", 1);
         break;
     default:
-        sb_add(b, "{", 1);
+        wlm_sb_add(b, "{", 1);
         for (uint32_t k = 0; k < v->n; k++) {
-            if (k) sb_add(b, ",", 1);
-            json_quote(b, v->keys[k].str, v->keys[k].len);
-            sb_add(b, ":", 1);
+            if (k) wlm_sb_add(b, ",", 1);
+            wlm_json_quote(b, v->keys[k].str, v->keys[k].len);
+            wlm_sb_add(b, ":", 1);
             json_write(b, &v->items[k]);
         }
-        sb_add(b, "}", 1);
+        wlm_sb_add(b, "}", 1);
     }
 }
 
-/* Bytes as a GBNF string literal. */
-static void gbnf_literal(sbuf *b, const char *s, size_t n) {
-    sb_add(b, "\"", 1);
-    for (size_t k = 0; k < n; k++) {
-        unsigned char ch = (unsigned char)s[k];
-        if (ch == '"') sb_add(b, "\\\"", 2);
-        else if (ch == '\\') sb_add(b, "\\\\", 2);
-        else if (ch == '\n') sb_add(b, "\\n", 2);
-        else if (ch == '\r') sb_add(b, "\\r", 2);
-        else if (ch == '\t') sb_add(b, "\\t", 2);
-        else if (ch < 0x20 || ch == 0x7F) sb_fmt(b, "\\x%02X", ch);
-        else sb_add(b, s + k, 1);
-    }
-    sb_add(b, "\"", 1);
-}
 
 /* The GBNF literal of a value's compact JSON. */
 static void value_literal(sbuf *b, const wlm_json *v) {
     sbuf t = {0};
     json_write(&t, v);
     if (t.oom) b->oom = 1;
-    else gbnf_literal(b, t.p ? t.p : "", t.n);
+    else wlm_gbnf_literal(b, t.p ? t.p : "", t.n);
     free(t.p);
 }
 
-/* ------------------------------------------------------------------------------------------ */
-/* Character sets (for `pattern`): code point ranges, emitted as the JSON encoding of any member */
-
-typedef struct cset {
-    uint32_t lo[64], hi[64];
-    int n;
-    int negated;
-} cset;
-
-static int cset_add(cset *s, uint32_t lo, uint32_t hi) {
-    if (s->n >= 64) return 0;
-    s->lo[s->n] = lo;
-    s->hi[s->n] = hi;
-    s->n++;
-    return 1;
-}
-
-static int cset_has(const cset *s, uint32_t cp) {
-    int in = 0;
-    for (int k = 0; k < s->n; k++) in |= cp >= s->lo[k] && cp <= s->hi[k];
-    return in != s->negated;
-}
-
-static void class_char(sbuf *b, uint32_t cp) {
-    if (cp == ']' || cp == '[' || cp == '\\' || cp == '^' || cp == '-' || cp == '"' || cp < 0x20 ||
-        cp == 0x7F)
-        sb_fmt(b, cp > 0xFFFF ? "\\U%08X" : cp > 0xFF ? "\\u%04X" : "\\x%02X", (unsigned)cp);
-    else if (cp < 0x80)
-        sb_fmt(b, "%c", (char)cp);
-    else
-        sb_fmt(b, cp > 0xFFFF ? "\\U%08X" : "\\u%04X", (unsigned)cp);
-}
-
-/* `( [printable members] | "\\\"" | "\\\\" | escapes of control members )`: the JSON text of
- * one character of s. */
-static void cset_emit(sbuf *b, const cset *s) {
-    sbuf cls = {0};
-    /* printable part: the ranges (sorted, merged; or their complement) minus " \ and C0
-     * controls */
-    uint32_t lo[65], hi[65];
-    int n = 0;
-    {
-        uint32_t sl[64], sh[64];
-        int m = s->n;
-        memcpy(sl, s->lo, sizeof sl[0] * (size_t)m);
-        memcpy(sh, s->hi, sizeof sh[0] * (size_t)m);
-        for (int i = 1; i < m; i++) /* insertion sort by start */
-            for (int j = i; j > 0 && sl[j - 1] > sl[j]; j--) {
-                uint32_t t = sl[j]; sl[j] = sl[j - 1]; sl[j - 1] = t;
-                t = sh[j]; sh[j] = sh[j - 1]; sh[j - 1] = t;
-            }
-        int k = 0;
-        for (int i = 0; i < m; i++) { /* merge overlapping or adjacent */
-            if (k > 0 && sl[i] <= sh[k - 1] + 1) {
-                if (sh[i] > sh[k - 1]) sh[k - 1] = sh[i];
-            } else {
-                sl[k] = sl[i];
-                sh[k] = sh[i];
-                k++;
-            }
-        }
-        if (!s->negated) {
-            for (int i = 0; i < k; i++) lo[n] = sl[i], hi[n] = sh[i], n++;
-        } else {
-            uint32_t at = 0;
-            for (int i = 0; i < k; i++) {
-                if (sl[i] > at) lo[n] = at, hi[n] = sl[i] - 1, n++;
-                at = sh[i] + 1;
-            }
-            if (at <= 0x10FFFF) lo[n] = at, hi[n] = 0x10FFFF, n++;
-        }
-    }
-    int any = 0;
-    sb_add(&cls, "[", 1);
-    for (int k = 0; k < n; k++) {
-        /* cut out 0x00-0x1F, '"' (0x22) and '\' (0x5C) */
-        uint32_t a = lo[k] < 0x20 ? 0x20 : lo[k], z = hi[k];
-        const uint32_t cuts[2] = {0x22, 0x5C};
-        for (int j = 0; j <= 2 && a <= z; j++) {
-            uint32_t end = j < 2 ? (cuts[j] - 1 < z ? cuts[j] - 1 : z) : z;
-            if (j < 2 && cuts[j] < a) continue;
-            if (a <= end) {
-                class_char(&cls, a);
-                if (end > a) {
-                    sb_add(&cls, "-", 1);
-                    class_char(&cls, end);
-                }
-                any = 1;
-            }
-            if (j < 2) a = cuts[j] + 1;
-        }
-    }
-    sb_add(&cls, "]", 1);
-    int alts = 0;
-    sb_add(b, "(", 1);
-    if (any) {
-        sb_add(b, cls.p, cls.n);
-        alts++;
-    }
-    if (cset_has(s, '"')) sb_str(b, alts++ ? " | \"\\\\\\\"\"" : " \"\\\\\\\"\"");
-    if (cset_has(s, '\\')) sb_str(b, alts++ ? " | \"\\\\\\\\\"" : " \"\\\\\\\\\"");
-    for (uint32_t cp = 0; cp < 0x20; cp++) {
-        if (!cset_has(s, cp)) continue;
-        sbuf t = {0};
-        char ch = (char)cp;
-        json_quote(&t, &ch, 1);
-        if (t.p) {
-            sb_str(b, alts++ ? " | " : " ");
-            gbnf_literal(b, t.p + 1, t.n - 2);
-        }
-        free(t.p);
-    }
-    if (!alts) sb_str(b, "[^\\x00-\\U0010FFFF]"); /* nothing: never matches */
-    sb_add(b, " )", 2);
-    if (cls.oom) b->oom = 1;
-    free(cls.p);
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* `pattern`: a regular-expression subset → GBNF over the JSON string's text                   */
-
-typedef struct rx {
-    conv *c;
-    const wlm_json *at; /* the pattern value, for messages */
-    const char *s;
-    size_t n, i;
-    int depth;
-} rx;
-
-static int rx_err(rx *r, const char *what) {
-    return report(r->c, WLM_ERR_UNSUPPORTED, 0, r->at->at,
-                  "pattern '%.60s': %s at character %zu (the supported subset: literals, . "
-                  "[classes] \\d \\w \\s \\D \\W \\S, ( ) (?: ) |, * + ? {m} {m,} {m,n}, ^ at "
-                  "the start and $ at the end)",
-                  r->s, what, r->i + 1);
-}
-
-/* One UTF-8 code point at r->i (the pattern is valid UTF-8: it came from the JSON reader). */
-static uint32_t rx_cp(rx *r) {
-    const unsigned char *s = (const unsigned char *)r->s + r->i;
-    uint32_t cp;
-    int len;
-    if (s[0] < 0x80) cp = s[0], len = 1;
-    else if ((s[0] & 0xE0) == 0xC0) cp = s[0] & 0x1Fu, len = 2;
-    else if ((s[0] & 0xF0) == 0xE0) cp = s[0] & 0x0Fu, len = 3;
-    else cp = s[0] & 0x07u, len = 4;
-    for (int k = 1; k < len; k++) cp = (cp << 6) | (s[k] & 0x3Fu);
-    r->i += (size_t)len;
-    return cp;
-}
-
-/* An escape after '\' into set s (class shorthands) or a single code point. 0 on error. */
-static int rx_escape(rx *r, cset *s) {
-    if (r->i >= r->n) return rx_err(r, "a trailing '\\'"), 0;
-    char e = r->s[r->i];
-    int neg = 0;
-    switch (e) {
-    case 'D': neg = 1; /* fall through */
-    case 'd': r->i++; s->negated = neg; return cset_add(s, '0', '9');
-    case 'W': neg = 1; /* fall through */
-    case 'w':
-        r->i++;
-        s->negated = neg;
-        return cset_add(s, 'a', 'z') && cset_add(s, 'A', 'Z') && cset_add(s, '0', '9') &&
-               cset_add(s, '_', '_');
-    case 'S': neg = 1; /* fall through */
-    case 's':
-        r->i++;
-        s->negated = neg;
-        return cset_add(s, '\t', '\r') && cset_add(s, ' ', ' ');
-    case 'n': r->i++; return cset_add(s, '\n', '\n');
-    case 't': r->i++; return cset_add(s, '\t', '\t');
-    case 'r': r->i++; return cset_add(s, '\r', '\r');
-    case 'f': r->i++; return cset_add(s, '\f', '\f');
-    case 'v': r->i++; return cset_add(s, '\v', '\v');
-    case 'u': {
-        uint32_t v = 0;
-        if (r->n - r->i < 5) return rx_err(r, "\\u needs four hexadecimal digits"), 0;
-        for (int k = 1; k <= 4; k++) {
-            char h = r->s[r->i + (size_t)k];
-            int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                    : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
-            if (d < 0) return rx_err(r, "\\u needs four hexadecimal digits"), 0;
-            v = v * 16 + (uint32_t)d;
-        }
-        r->i += 5;
-        return cset_add(s, v, v);
-    }
-    default:
-        if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z') || (e >= '0' && e <= '9'))
-            return rx_err(r, "an unsupported escape (backreference, boundary or class)"), 0;
-        {
-            uint32_t cp = rx_cp(r);
-            return cset_add(s, cp, cp);
-        }
-    }
-}
-
-static int rx_alt(rx *r, sbuf *b);
-
-/* [ ... ] after the '['. */
-static int rx_class(rx *r, cset *s) {
-    if (r->i < r->n && r->s[r->i] == '^') {
-        s->negated = 1;
-        r->i++;
-    }
-    int first = 1;
-    for (;;) {
-        if (r->i >= r->n) return rx_err(r, "an unterminated '['"), 0;
-        if (r->s[r->i] == ']' && !first) {
-            r->i++;
-            return 1;
-        }
-        first = 0;
-        uint32_t lo;
-        if (r->s[r->i] == '\\') {
-            r->i++;
-            cset one = {.n = 0};
-            if (!rx_escape(r, &one)) return 0;
-            if (one.negated || one.n != 1 || one.lo[0] != one.hi[0]) { /* \d inside [ ] */
-                if (one.negated) return rx_err(r, "\\D \\W \\S inside [ ]"), 0;
-                for (int k = 0; k < one.n; k++)
-                    if (!cset_add(s, one.lo[k], one.hi[k])) return rx_err(r, "a class too large"), 0;
-                continue;
-            }
-            lo = one.lo[0];
-        } else {
-            lo = rx_cp(r);
-        }
-        uint32_t hi = lo;
-        if (r->i + 1 < r->n && r->s[r->i] == '-' && r->s[r->i + 1] != ']') {
-            r->i++;
-            if (r->s[r->i] == '\\') {
-                r->i++;
-                cset one = {.n = 0};
-                if (!rx_escape(r, &one)) return 0;
-                if (one.negated || one.n != 1 || one.lo[0] != one.hi[0])
-                    return rx_err(r, "a class shorthand as a range end"), 0;
-                hi = one.lo[0];
-            } else {
-                hi = rx_cp(r);
-            }
-            if (hi < lo) return rx_err(r, "a range whose end is below its start"), 0;
-        }
-        if (!cset_add(s, lo, hi)) return rx_err(r, "a class too large"), 0;
-    }
-}
-
-/* A sequence of quantified atoms up to '|', ')' or the end. */
-static int rx_seq(rx *r, sbuf *b) {
-    int items = 0;
-    while (r->i < r->n && r->s[r->i] != '|' && r->s[r->i] != ')') {
-        sbuf atom = {0};
-        const char ch = r->s[r->i];
-        int ok = 1;
-        if (ch == '(') {
-            if (++r->depth > 32) {
-                free(atom.p);
-                return rx_err(r, "groups nested too deeply"), 0;
-            }
-            r->i++;
-            if (r->i + 1 < r->n && r->s[r->i] == '?') {
-                if (r->s[r->i + 1] != ':') {
-                    free(atom.p);
-                    return rx_err(r, "lookaround and named groups"), 0;
-                }
-                r->i += 2;
-            }
-            sb_add(&atom, "(", 1);
-            ok = rx_alt(r, &atom);
-            if (ok && (r->i >= r->n || r->s[r->i] != ')')) ok = (rx_err(r, "an unclosed '('"), 0);
-            if (ok) r->i++;
-            sb_add(&atom, " )", 2);
-            r->depth--;
-        } else if (ch == '[') {
-            r->i++;
-            cset s = {.n = 0};
-            ok = rx_class(r, &s);
-            if (ok) cset_emit(&atom, &s);
-        } else if (ch == '.') {
-            r->i++;
-            cset s = {.n = 0};
-            s.negated = 1;
-            cset_add(&s, '\n', '\n');
-            cset_emit(&atom, &s);
-        } else if (ch == '\\') {
-            r->i++;
-            cset s = {.n = 0};
-            ok = rx_escape(r, &s);
-            if (ok) cset_emit(&atom, &s);
-        } else if (ch == '*' || ch == '+' || ch == '?' || ch == '{') {
-            ok = (rx_err(r, "a quantifier with nothing to repeat"), 0);
-        } else if (ch == '^' || ch == '$') {
-            ok = (rx_err(r, "an anchor inside the pattern"), 0);
-        } else {
-            cset s = {.n = 0};
-            uint32_t cp = rx_cp(r);
-            cset_add(&s, cp, cp);
-            cset_emit(&atom, &s);
-        }
-        if (!ok) {
-            free(atom.p);
-            return 0;
-        }
-        /* quantifier */
-        if (r->i < r->n && (r->s[r->i] == '*' || r->s[r->i] == '+' || r->s[r->i] == '?')) {
-            sb_add(&atom, r->s + r->i, 1);
-            r->i++;
-        } else if (r->i < r->n && r->s[r->i] == '{') {
-            size_t j = r->i + 1;
-            unsigned long m = 0, x = 0;
-            int has_m = 0, has_x = 0, comma = 0;
-            while (j < r->n && r->s[j] >= '0' && r->s[j] <= '9' && m <= 100000)
-                m = m * 10 + (unsigned long)(r->s[j++] - '0'), has_m = 1;
-            if (j < r->n && r->s[j] == ',') {
-                comma = 1;
-                j++;
-                while (j < r->n && r->s[j] >= '0' && r->s[j] <= '9' && x <= 100000)
-                    x = x * 10 + (unsigned long)(r->s[j++] - '0'), has_x = 1;
-            }
-            if (!has_m || j >= r->n || r->s[j] != '}') {
-                free(atom.p);
-                return rx_err(r, "a '{' that is not a repetition {m}, {m,} or {m,n}"), 0;
-            }
-            if (m > WLM_GRAM_MAX_REPEAT || x > WLM_GRAM_MAX_REPEAT || (has_x && x < m)) {
-                free(atom.p);
-                return rx_err(r, "a repetition count above 10000 or reversed"), 0;
-            }
-            if (!comma) sb_fmt(&atom, "{%lu}", m);
-            else if (!has_x) sb_fmt(&atom, "{%lu,}", m);
-            else sb_fmt(&atom, "{%lu,%lu}", m, x);
-            r->i = j + 1;
-        }
-        if (r->i < r->n && r->s[r->i] == '?' && atom.n && strchr("*+?}", atom.p[atom.n - 1]))
-            r->i++; /* lazy: the same language */
-        if (r->i < r->n && (r->s[r->i] == '*' || r->s[r->i] == '+' || r->s[r->i] == '{')) {
-            free(atom.p);
-            return rx_err(r, "a quantifier after a quantifier"), 0;
-        }
-        sb_add(b, " ", 1);
-        if (atom.p) sb_add(b, atom.p, atom.n);
-        if (atom.oom) b->oom = 1;
-        free(atom.p);
-        items++;
-    }
-    if (!items) sb_str(b, " \"\"");
-    return 1;
-}
-
-static int rx_alt(rx *r, sbuf *b) {
-    if (!rx_seq(r, b)) return 0;
-    while (r->i < r->n && r->s[r->i] == '|') {
-        r->i++;
-        sb_str(b, " |");
-        if (!rx_seq(r, b)) return 0;
-    }
-    return 1;
-}
-
-/* The string rule body for `pattern` p. */
-static int pattern_body(conv *c, const wlm_json *p, sbuf *body) {
-    rx r = {c, p, p->str, p->len, 0, 0};
-    int start = p->len > 0 && p->str[0] == '^';
-    int end = 0;
-    if (p->len > (size_t)start && p->str[p->len - 1] == '$') {
-        size_t bs = 0; /* an escaped '$' is a literal */
-        for (size_t k = p->len - 1; k-- > 0 && p->str[k] == '\\';) bs++;
-        end = bs % 2 == 0;
-    }
-    r.i = (size_t)start;
-    r.n = p->len - (size_t)end;
-    sbuf re = {0};
-    int ok = rx_alt(&r, &re);
-    if (ok && r.i < r.n) ok = (rx_err(&r, "an unmatched ')'"), 0);
-    if (ok) { /* top-level '|' with one anchor changes meaning: refuse */
-        int depth = 0, top_alt = 0;
-        for (size_t k = (size_t)start; k < r.n; k++) {
-            if (p->str[k] == '\\') k++;
-            else if (p->str[k] == '(') depth++;
-            else if (p->str[k] == ')') depth--;
-            else if (p->str[k] == '|' && depth == 0) top_alt = 1;
-        }
-        if (top_alt && (start || end))
-            ok = (rx_err(&r, "'|' at the top level with an anchor (write ^(a|b)$)"), 0);
-    }
-    if (ok) {
-        c->prims |= P_CHAR;
-        sb_str(body, "\"\\\"\" ");
-        if (!start) sb_str(body, "char* ");
-        sb_str(body, "(");
-        if (re.p) sb_add(body, re.p, re.n);
-        sb_str(body, " ) ");
-        if (!end) sb_str(body, "char* ");
-        sb_str(body, "\"\\\"\"");
-    }
-    if (re.oom) body->oom = 1;
-    free(re.p);
-    return ok;
-}
 
 /* ------------------------------------------------------------------------------------------ */
 /* Schemas                                                                                     */
@@ -658,10 +185,10 @@ static int gen(conv *c, const wlm_json *s, const char *hint, sbuf *ref);
 
 /* Appends `name ::= body` to the output. */
 static void add_rule(conv *c, const char *name, const sbuf *body) {
-    sb_str(&c->out, name);
-    sb_str(&c->out, " ::= ");
-    if (body->p) sb_add(&c->out, body->p, body->n);
-    sb_str(&c->out, "\n");
+    wlm_sb_str(&c->out, name);
+    wlm_sb_str(&c->out, " ::= ");
+    if (body->p) wlm_sb_add(&c->out, body->p, body->n);
+    wlm_sb_str(&c->out, "\n");
     if (body->oom) c->out.oom = 1;
 }
 
@@ -670,7 +197,7 @@ static void emit_named(conv *c, const char *hint, const sbuf *body, sbuf *ref) {
     char name[48];
     rule_name(c, hint, name);
     add_rule(c, name, body);
-    sb_str(ref, name);
+    wlm_sb_str(ref, name);
 }
 
 static const char *const annotations[] = {
@@ -704,8 +231,8 @@ static int count_kw(conv *c, const wlm_json *s, const char *kw, long *out) {
 /* `{m,n}` for min m (or 0 when -1) and max n (-1: unbounded) */
 static void repeat_suffix(sbuf *b, long lo, long hi) {
     if (lo < 0) lo = 0;
-    if (hi < 0) sb_fmt(b, "{%ld,}", lo);
-    else sb_fmt(b, "{%ld,%ld}", lo, hi);
+    if (hi < 0) wlm_sb_fmt(b, "{%ld,}", lo);
+    else wlm_sb_fmt(b, "{%ld,%ld}", lo, hi);
 }
 
 static int gen_string(conv *c, const wlm_json *s, const char *hint, sbuf *ref) {
@@ -723,20 +250,27 @@ static int gen_string(conv *c, const wlm_json *s, const char *hint, sbuf *ref) {
     }
     if (pat) {
         sbuf body = {0};
-        if (pattern_body(c, pat, &body)) emit_named(c, hint, &body, ref);
+        char why[320];
+        if (wlm_json_pattern(pat->str, pat->len, &body, why, sizeof why)) {
+            c->prims |= P_CHAR;
+            emit_named(c, hint, &body, ref);
+        } else if (!body.oom) {
+            report(c, WLM_ERR_UNSUPPORTED, 0, pat->at, "%s", why);
+        }
+        if (body.oom) conv_nomem(c);
         free(body.p);
         return c->status;
     }
     if (lo <= 0 && hi < 0) {
         c->prims |= P_STRING;
-        sb_str(ref, "string");
+        wlm_sb_str(ref, "string");
         return WLM_OK;
     }
     c->prims |= P_CHAR;
     sbuf body = {0};
-    sb_str(&body, "\"\\\"\" char");
+    wlm_sb_str(&body, "\"\\\"\" char");
     repeat_suffix(&body, lo, hi);
-    sb_str(&body, " \"\\\"\"");
+    wlm_sb_str(&body, " \"\\\"\"");
     emit_named(c, hint, &body, ref);
     free(body.p);
     return WLM_OK;
@@ -760,22 +294,22 @@ static int gen_array(conv *c, const wlm_json *s, const char *hint, sbuf *ref) {
         path_pop(c, old);
     } else {
         c->prims |= P_VALUE;
-        sb_str(&item, "value");
+        wlm_sb_str(&item, "value");
     }
     if (c->status == WLM_OK) {
         c->prims |= P_WS;
-        sb_str(&body, "\"[\" ws ");
+        wlm_sb_str(&body, "\"[\" ws ");
         if (hi != 0) {
             const char *it = item.p ? item.p : "value";
-            if (lo <= 0) sb_str(&body, "( ");
-            sb_fmt(&body, "%s ws", it);
+            if (lo <= 0) wlm_sb_str(&body, "( ");
+            wlm_sb_fmt(&body, "%s ws", it);
             if (hi != 1) {
-                sb_fmt(&body, " ( \",\" ws %s ws )", it);
+                wlm_sb_fmt(&body, " ( \",\" ws %s ws )", it);
                 repeat_suffix(&body, lo > 0 ? lo - 1 : 0, hi > 0 ? hi - 1 : -1);
             }
-            if (lo <= 0) sb_str(&body, " )?");
+            if (lo <= 0) wlm_sb_str(&body, " )?");
         }
-        sb_str(&body, " \"]\"");
+        wlm_sb_str(&body, " \"]\"");
         if (item.oom) body.oom = 1;
         emit_named(c, hint, &body, ref);
     }
@@ -788,16 +322,16 @@ static int gen_array(conv *c, const wlm_json *s, const char *hint, sbuf *ref) {
 static void kv_expr(sbuf *b, const wlm_json *key, const char *value) {
     if (key) {
         sbuf q = {0};
-        json_quote(&q, key->str, key->len);
+        wlm_json_quote(&q, key->str, key->len);
         if (q.oom) b->oom = 1;
-        else gbnf_literal(b, q.p, q.n);
+        else wlm_gbnf_literal(b, q.p, q.n);
         free(q.p);
     } else {
-        sb_str(b, "string");
+        wlm_sb_str(b, "string");
     }
-    sb_fmt(b, " ws \":\" ws ");
-    sb_str(b, value);
-    sb_str(b, " ws");
+    wlm_sb_fmt(b, " ws \":\" ws ");
+    wlm_sb_str(b, value);
+    wlm_sb_str(b, " ws");
 }
 
 static int gen_object(conv *c, const wlm_json *s, const char *hint, sbuf *ref) {
@@ -823,14 +357,14 @@ static int gen_object(conv *c, const wlm_json *s, const char *hint, sbuf *ref) {
     if (n_props == 0) { /* free keys: values per additionalProperties (any when absent / true) */
         if (add && add->type == WLM_JSON_FALSE) {
             sbuf body = {0};
-            sb_str(&body, "\"{\" ws \"}\"");
+            wlm_sb_str(&body, "\"{\" ws \"}\"");
             emit_named(c, hint, &body, ref);
             free(body.p);
             return WLM_OK;
         }
         if (!add || add->type == WLM_JSON_TRUE) {
             c->prims |= P_OBJECT;
-            sb_str(ref, "object");
+            wlm_sb_str(ref, "object");
             return WLM_OK;
         }
         sbuf v = {0}, body = {0};
@@ -843,17 +377,17 @@ static int gen_object(conv *c, const wlm_json *s, const char *hint, sbuf *ref) {
             c->prims |= P_STRING;
             sbuf kv = {0};
             kv_expr(&kv, NULL, v.p ? v.p : "value");
-            sb_fmt(&body, "\"{\" ws ( %s ( \",\" ws %s )* )? \"}\"", kv.p ? kv.p : "",
+            wlm_sb_fmt(&body, "\"{\" ws ( %s ( \",\" ws %s )* )? \"}\"", kv.p ? kv.p : "",
                    kv.p ? kv.p : "");
             if (kv.oom || v.oom) body.oom = 1;
             /* sb_fmt truncates at 255 bytes: rebuild without it when long */
             if (kv.n > 100) {
                 body.n = 0;
-                sb_str(&body, "\"{\" ws ( ");
-                if (kv.p) sb_add(&body, kv.p, kv.n);
-                sb_str(&body, " ( \",\" ws ");
-                if (kv.p) sb_add(&body, kv.p, kv.n);
-                sb_str(&body, " )* )? \"}\"");
+                wlm_sb_str(&body, "\"{\" ws ( ");
+                if (kv.p) wlm_sb_add(&body, kv.p, kv.n);
+                wlm_sb_str(&body, " ( \",\" ws ");
+                if (kv.p) wlm_sb_add(&body, kv.p, kv.n);
+                wlm_sb_str(&body, " )* )? \"}\"");
             }
             emit_named(c, hint, &body, ref);
             free(kv.p);
@@ -906,22 +440,22 @@ static int gen_object(conv *c, const wlm_json *s, const char *hint, sbuf *ref) {
             sbuf kv = {0}, body = {0};
             kv_expr(&kv, &props->keys[k], val[k]);
             /* after_k */
-            sb_str(&body, required ? "\",\" ws " : "( \",\" ws ");
-            if (kv.p) sb_add(&body, kv.p, kv.n);
-            sb_str(&body, required ? " " : " )? ");
-            sb_str(&body, after[k + 1][0] ? after[k + 1] : "");
+            wlm_sb_str(&body, required ? "\",\" ws " : "( \",\" ws ");
+            if (kv.p) wlm_sb_add(&body, kv.p, kv.n);
+            wlm_sb_str(&body, required ? " " : " )? ");
+            wlm_sb_str(&body, after[k + 1][0] ? after[k + 1] : "");
             if (k > 0) {
                 rule_name(c, "after", after[k]);
                 add_rule(c, after[k], &body);
             }
             /* first_k */
             body.n = 0;
-            if (kv.p) sb_add(&body, kv.p, kv.n);
-            sb_str(&body, " ");
-            sb_str(&body, after[k + 1]);
+            if (kv.p) wlm_sb_add(&body, kv.p, kv.n);
+            wlm_sb_str(&body, " ");
+            wlm_sb_str(&body, after[k + 1]);
             if (!required) {
-                sb_str(&body, first[k + 1][0] ? " | " : " | \"\"");
-                sb_str(&body, first[k + 1]);
+                wlm_sb_str(&body, first[k + 1][0] ? " | " : " | \"\"");
+                wlm_sb_str(&body, first[k + 1]);
             }
             if (kv.oom) body.oom = 1;
             rule_name(c, "first", first[k]);
@@ -931,9 +465,9 @@ static int gen_object(conv *c, const wlm_json *s, const char *hint, sbuf *ref) {
         }
         (void)any_optional;
         sbuf body = {0};
-        sb_str(&body, "\"{\" ws ");
-        sb_str(&body, first[0]);
-        sb_str(&body, " \"}\"");
+        wlm_sb_str(&body, "\"{\" ws ");
+        wlm_sb_str(&body, first[0]);
+        wlm_sb_str(&body, " \"}\"");
         emit_named(c, hint, &body, ref);
         free(body.p);
     }
@@ -974,7 +508,7 @@ static int gen_type(conv *c, const wlm_json *s, const wlm_json *t, const char *h
     for (int k = 0; k < 4; k++)
         if (type_is(t, prims[k].name)) {
             c->prims |= prims[k].prim;
-            sb_str(ref, prims[k].name);
+            wlm_sb_str(ref, prims[k].name);
             return WLM_OK;
         }
     if (type_is(t, "string")) return gen_string(c, s, hint, ref);
@@ -1028,7 +562,7 @@ static int gen_ref(conv *c, const wlm_json *refv, sbuf *ref) {
     if (!target) return c->status;
     for (uint32_t k = 0; k < c->n_refs; k++)
         if (c->refs[k].target == target) {
-            sb_str(ref, c->refs[k].name);
+            wlm_sb_str(ref, c->refs[k].name);
             return WLM_OK;
         }
     if (c->n_refs >= MAX_REFS)
@@ -1048,7 +582,7 @@ static int gen_ref(conv *c, const wlm_json *refv, sbuf *ref) {
     sbuf body = {0};
     gen(c, target, hint, &body);
     if (c->status == WLM_OK) add_rule(c, m->name, &body);
-    sb_str(ref, m->name);
+    wlm_sb_str(ref, m->name);
     free(body.p);
     return c->status;
 }
@@ -1063,7 +597,7 @@ static int gen_alternatives(conv *c, const wlm_json *list, const char *kw, const
         path_push_index(c, k);
         char h[48];
         snprintf(h, sizeof h, "%.30s-%u", hint, (unsigned)k);
-        if (k) sb_str(&body, " | ");
+        if (k) wlm_sb_str(&body, " | ");
         gen(c, &list->items[k], h, &body);
         path_pop(c, old);
     }
@@ -1080,7 +614,7 @@ static int gen(conv *c, const wlm_json *s, const char *hint, sbuf *ref) {
                       MAX_NEST);
     if (s->type == WLM_JSON_TRUE) {
         c->prims |= P_VALUE;
-        sb_str(ref, "value");
+        wlm_sb_str(ref, "value");
         return WLM_OK;
     }
     if (s->type == WLM_JSON_FALSE)
@@ -1122,7 +656,7 @@ static int gen(conv *c, const wlm_json *s, const char *hint, sbuf *ref) {
             int n = 0;
             for (uint32_t k = 0; k < en->n; k++) {
                 if (!value_allowed(&en->items[k], type)) continue; /* type filters the enum */
-                if (n++) sb_str(&body, " | ");
+                if (n++) wlm_sb_str(&body, " | ");
                 value_literal(&body, &en->items[k]);
             }
             if (!n) report(c, WLM_ERR_INVALID_ARG, 0, en->at, "no 'enum' value has the 'type'");
@@ -1144,7 +678,7 @@ static int gen(conv *c, const wlm_json *s, const char *hint, sbuf *ref) {
         } else {
             sbuf body = {0};
             for (uint32_t k = 0; k < type->n && c->status == WLM_OK; k++) {
-                if (k) sb_str(&body, " | ");
+                if (k) wlm_sb_str(&body, " | ");
                 gen_type(c, s, &type->items[k], hint, &body);
             }
             if (c->status == WLM_OK) emit_named(c, hint, &body, ref);
@@ -1165,7 +699,7 @@ static int gen(conv *c, const wlm_json *s, const char *hint, sbuf *ref) {
             gen_type(c, s, &tv, hint, ref);
         } else {
             c->prims |= P_VALUE;
-            sb_str(ref, "value");
+            wlm_sb_str(ref, "value");
         }
     }
     c->nest--;
@@ -1194,7 +728,7 @@ static void add_primitives(conv *c) {
         {P_WS, "ws ::= ( \" \" | \"\\n\" [ \\t]{0,20} )?\n"},
     };
     for (size_t k = 0; k < sizeof rules / sizeof rules[0]; k++)
-        if (p & rules[k].bit) sb_str(&c->out, rules[k].rule);
+        if (p & rules[k].bit) wlm_sb_str(&c->out, rules[k].rule);
 }
 
 int wlm_json_schema_to_grammar(const char *schema, size_t schema_len, unsigned flags,
@@ -1222,10 +756,10 @@ int wlm_json_schema_to_grammar(const char *schema, size_t schema_len, unsigned f
     gen(&c, c.root, "root", &root);
     if (c.status == WLM_OK && !root.oom) { /* root's rule goes first, before the others */
         sbuf all = {0};
-        sb_str(&all, "root ::= ");
-        sb_str(&all, root.p ? root.p : "value");
-        sb_str(&all, "\n");
-        if (c.out.p) sb_str(&all, c.out.p);
+        wlm_sb_str(&all, "root ::= ");
+        wlm_sb_str(&all, root.p ? root.p : "value");
+        wlm_sb_str(&all, "\n");
+        if (c.out.p) wlm_sb_str(&all, c.out.p);
         if (c.out.oom) all.oom = 1;
         free(c.out.p);
         c.out = all;
