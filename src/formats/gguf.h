@@ -2,7 +2,7 @@
  * gguf.h — internal: a bounds-checked reader for GGUF v2/v3 files held in a memory buffer.
  * Parsing produces views (nothing in the buffer is copied): the key/values, the tensor infos
  * and a data pointer per tensor. It knows nothing about models; gguf_model.c maps the tensors
- * and keys of architecture "llama" onto a wlm_model, tokenizer.c reads the vocabulary.
+ * and keys of an architecture onto a wlm_model, tokenizer/vocab_gguf.c reads the vocabulary.
  *
  * The file format (all integers little-endian; "str" is a u64 byte length then the bytes, no
  * NUL terminator, not necessarily valid UTF-8):

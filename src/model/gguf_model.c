@@ -3,8 +3,8 @@
  * hyperparameters from the <arch>.* keys, llama.cpp's tensor names onto the weight views (no
  * copy; only F16 vectors are converted into m->owned_floats), every shape and type checked
  * against the hyperparameters (a missing or misshapen tensor or key is an error naming it), and
- * the vocabulary through tokenizer.c. It does not parse bytes itself (gguf.c does) and does no
- * arithmetic on weights (forward.c does).
+ * the vocabulary through tokenizer/vocab_gguf.c. It does not parse bytes itself (gguf.c does)
+ * and does no arithmetic on weights (forward.c does).
  *
  * RoPE: rope.freq_base, rope.dimension_count (partial rotation), linear scaling, the attention
  * factor, the Llama 3.1+ frequency factors (rope_freqs.weight) and Phi-3's LongRoPE factors are
@@ -622,8 +622,8 @@ static int load(wlm_model *m, const wlm_gguf *g, int vocab_only) {
     free(layer_swa);
     if (rc != WLM_OK) return rc;
 
-    /* tokenizer.c reads the vocabulary through gguf.h and copies it. A file without one can
-     * still take a llama2.c tokenizer.bin afterwards (wlm_model_load_tokenizer). */
+    /* tokenizer/vocab_gguf.c reads the vocabulary through gguf.h and copies it. A file without
+     * one can still take a llama2.c tokenizer.bin afterwards (wlm_model_load_tokenizer). */
     if (has_vocab) {
         rc = wlm_tokenizer_load_gguf(&m->tok, g, m->errmsg, WLM_ERRMSG_SIZE);
         if (rc != WLM_OK) return rc;

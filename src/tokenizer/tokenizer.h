@@ -159,7 +159,37 @@ int32_t wlm_tokenizer_lookup(const wlm_tokenizer *t, const char *str, size_t len
 int32_t wlm_tokenizer_lookup2(const wlm_tokenizer *t, const char *a, size_t la, const char *b,
                               size_t lb);
 
-/* ---- bpe.c, for tokenizer.c ---- */
+/* ---- between the tokenizer files (tokenizer.c, vocab_llama2c.c, vocab_gguf.c, spm.c) ---- */
+
+#define SPM_SPACE "\xe2\x96\x81" /* U+2581 LOWER ONE EIGHTH BLOCK, SentencePiece's space */
+
+/* memcmp order of two byte strings, a prefix before the longer string. */
+int wlm_vocab_cmp_bytes(const char *a, size_t la, const char *b, size_t lb);
+/* Allocates the tables shared by every flavour (blob, offset, length, scores) for n pieces of
+ * blob_bytes (NULs included); 0 when out of memory (wlm_tokenizer_free releases what was
+ * allocated). */
+int wlm_vocab_alloc(wlm_tokenizer *t, int32_t n, size_t blob_bytes);
+/* Appends piece i (len bytes, then a NUL) to the blob at byte *b, advancing *b. */
+void wlm_vocab_put_piece(wlm_tokenizer *t, int32_t i, const char *piece, uint32_t len, size_t *b);
+/* Builds the piece index over the vocabulary's pieces, inserted in id order so that a piece
+ * held twice is found as its lowest id. Returns 0, -1 when out of memory, or 1 when a piece
+ * repeats and *dup_a < *dup_b are the first such pair met (the index is then incomplete). With
+ * dup_a NULL, repeats are allowed (llama2c: run.c does not check them). Memory: the smallest
+ * power of two >= 1.5 x vocab_size int32 slots, 6 to 12 bytes per token. */
+int wlm_vocab_build_index(wlm_tokenizer *t, int32_t *dup_a, int32_t *dup_b);
+/* The value of one hexadecimal digit, or -1. */
+int wlm_hexval(char c);
+
+/* The flavours' encoders and pieces, for wlm_tokenizer_encode / wlm_tokenizer_piece (arguments
+ * checked there). */
+int32_t wlm_llama2c_encode(const wlm_tokenizer *t, const char *text, size_t len, int add_bos,
+                           int32_t *tokens, int32_t cap);
+const char *wlm_llama2c_piece(const wlm_tokenizer *t, int32_t prev, int32_t token, size_t *len);
+int32_t wlm_gguf_encode(const wlm_tokenizer *t, const char *text, size_t len, unsigned flags,
+                        int32_t *tokens, int32_t cap);
+const char *wlm_spm_piece(const wlm_tokenizer *t, int32_t prev, int32_t token, size_t *len);
+
+/* ---- bpe.c, for spm.c and vocab_gguf.c ---- */
 
 /* Work memory of BPE encoding, reused across the fragments of one call; zero-initialize. */
 typedef struct wlm_bpe_work {
