@@ -103,16 +103,6 @@ static int find_merge(const wlm_tokenizer *t, int32_t a, int32_t b, uint32_t *ra
     }
 }
 
-static void printable(char *out, size_t cap, const char *s, size_t n) {
-    size_t o = 0;
-    for (size_t i = 0; i < n && o + 4 < cap; i++) {
-        unsigned char c = (unsigned char)s[i];
-        out[o++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-    }
-    if (o + 4 >= cap && n > o) memcpy(out + o, "...", 3), o += 3;
-    out[o] = '\0';
-}
-
 int wlm_bpe_load_merges(wlm_tokenizer *t, const wlm_gguf *g, char *err, size_t errlen) {
     static const char *key = "tokenizer.ggml.merges";
     const wlm_gguf_kv *merges;
@@ -141,14 +131,14 @@ int wlm_bpe_load_merges(wlm_tokenizer *t, const wlm_gguf *g, char *err, size_t e
         /* llama.cpp splits at the first space after the first byte */
         const char *sp = s.len > 1 ? memchr(s.ptr + 1, ' ', s.len - 1) : NULL;
         if (!sp) {
-            printable(name, sizeof name, s.ptr, s.len);
+            wlm_printable(name, sizeof name, s.ptr, s.len);
             return fail(err, errlen, WLM_ERR_FORMAT, "%s[%llu] \"%s\" is not two tokens "
                         "separated by a space", key, (unsigned long long)i, name);
         }
         size_t la = (size_t)(sp - s.ptr), lb = s.len - la - 1;
         int32_t a = wlm_tokenizer_lookup(t, s.ptr, la), b = wlm_tokenizer_lookup(t, sp + 1, lb);
         if (a < 0 || b < 0) {
-            printable(name, sizeof name, a < 0 ? s.ptr : sp + 1, a < 0 ? la : lb);
+            wlm_printable(name, sizeof name, a < 0 ? s.ptr : sp + 1, a < 0 ? la : lb);
             return fail(err, errlen, WLM_ERR_FORMAT, "%s[%llu] names \"%s\", which is not a "
                         "token of tokenizer.ggml.tokens", key, (unsigned long long)i, name);
         }

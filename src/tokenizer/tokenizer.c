@@ -135,6 +135,16 @@ int wlm_hexval(char c) {
     return -1;
 }
 
+void wlm_printable(char *out, size_t cap, const char *s, size_t n) {
+    size_t o = 0;
+    for (size_t i = 0; i < n && o + 4 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        out[o++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    if (o + 4 >= cap && n > o) memcpy(out + o, "...", 3), o += 3;
+    out[o] = '\0';
+}
+
 int wlm_id_vec_push(wlm_id_vec *o, int32_t id) {
     if (o->n == o->cap) {
         size_t cap = o->cap ? o->cap * 2 : 64;

@@ -179,6 +179,9 @@ void wlm_vocab_put_piece(wlm_tokenizer *t, int32_t i, const char *piece, uint32_
 int wlm_vocab_build_index(wlm_tokenizer *t, int32_t *dup_a, int32_t *dup_b);
 /* The value of one hexadecimal digit, or -1. */
 int wlm_hexval(char c);
+/* A printable, bounded copy of n bytes of s for messages: bytes outside 0x20..0x7e as '?', cut
+ * with "..." to fit cap bytes (NUL included; cap >= 5). */
+void wlm_printable(char *out, size_t cap, const char *s, size_t n);
 
 /* The flavours' encoders and pieces, for wlm_tokenizer_encode / wlm_tokenizer_piece (arguments
  * checked there). */

@@ -15,17 +15,6 @@
 
 #define fail wlm_errorf /* errors.h */
 
-/* A printable, bounded copy of a GGUF string for messages. */
-static void printable(char *out, size_t cap, const char *s, size_t n) {
-    size_t o = 0;
-    for (size_t i = 0; i < n && o + 4 < cap; i++) {
-        unsigned char c = (unsigned char)s[i];
-        out[o++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
-    }
-    if (o + 4 >= cap && n > o) memcpy(out + o, "...", 3), o += 3;
-    out[o] = '\0';
-}
-
 /* An optional integer key: WLM_OK with *present = 0 when missing, FORMAT when not an integer. */
 static int opt_int(const wlm_gguf *g, const char *key, int64_t *v, int *present, char *err,
                    size_t errlen) {
@@ -288,7 +277,7 @@ static int duplicate_error(const wlm_tokenizer *t, int32_t a, int32_t b, char *e
             }
         free(r);
     }
-    printable(name, sizeof name, t->blob + t->offset[a], t->length[a]);
+    wlm_printable(name, sizeof name, t->blob + t->offset[a], t->length[a]);
     return fail(err, errlen, WLM_ERR_FORMAT, "tokens %ld and %ld are the same piece \"%s\"",
                 (long)a, (long)b, name);
 }
@@ -307,7 +296,7 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
                     wlm_gguf_type_name(model->type));
     int bpe = wlm_gguf_str_eq(model->str, "gpt2");
     if (!bpe && !wlm_gguf_str_eq(model->str, "llama")) {
-        printable(name, sizeof name, model->str.ptr, model->str.len);
+        wlm_printable(name, sizeof name, model->str.ptr, model->str.len);
         return fail(err, errlen, WLM_ERR_UNSUPPORTED,
                     "tokenizer model \"%s\" is not supported (only \"llama\", SentencePiece BPE, "
                     "and \"gpt2\", byte-level BPE)", name);
