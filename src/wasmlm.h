@@ -301,7 +301,7 @@ typedef struct wlm_context_params {
  * chip) but 5-6 on other x64 CPUs. WLM_DOT_SPLIT: i16x8.relaxed_dot_i8x16_i7x16_s, then
  * i32x4.dot_i16x8_s by ones, then an add: 3 instructions everywhere, 1.08-1.22x faster kernels
  * on an AMD Zen 4. Bitwise the same results (bench/README.md, issue 14). js/wasmlm.js picks the
- * faster one at engine start by timing both (EngineOptions.dotForm 'auto'). */
+ * faster one at an engine's first load by timing both (EngineOptions.dotForm 'auto'). */
 enum wlm_dot_form {
     WLM_DOT_FUSED = 0,
     WLM_DOT_SPLIT = 1,
