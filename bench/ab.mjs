@@ -9,7 +9,8 @@
 //        [--rounds 8] [--tokens 48] [--prompt 16] [--module wasmlm.wasm]
 //        [--mode eval|gen|both|prefill]
 //        [--model FILE.gguf ...]   (instead of --shape/--models: any GGUF files)
-//        [--side NAME=DIR[@FILE.wasm] ...]  (more sides, each against base; FILE relative to DIR)
+//        [--side NAME=DIR[@FILE.wasm][#DOTFORM] ...]  (more sides, each against base; FILE
+//          relative to DIR; DOTFORM the relaxed build's EngineOptions.dotForm: fused, split, auto)
 //        [--stat median|mean] [--clock cpu|wall] [--load-order swap|fixed] [--json]
 //
 // Decode modes: `eval` = engine-only, single-token evalTokens calls after a prompt (the forward
@@ -70,16 +71,16 @@ if (!models.length) {
 }
 
 /** One side: its own JS API (a separate module instance) and its own wasm file. */
-async function side(name, dir, file = path.join('dist', moduleFile)) {
+async function side(name, dir, file = path.join('dist', moduleFile), dotForm = undefined) {
   const api = await import(pathToFileURL(path.join(dir, 'js/wasmlm.js')).href);
-  return { name, dir, api, wasm: pathToFileURL(path.resolve(dir, file)) };
+  return { name, dir, api, wasm: pathToFileURL(path.resolve(dir, file)), dotForm };
 }
 const sides = [];
 if (opt('--base')) sides.push(await side('base', base), await side('head', head));
 for (const spec of opts('--side')) {
-  const m = /^([^=]+)=([^@]+)(?:@(.+))?$/.exec(spec);
-  if (!m) throw new Error(`--side NAME=DIR[@FILE.wasm], got ${spec}`);
-  sides.push(await side(m[1], path.resolve(m[2]), m[3]));
+  const m = /^([^=]+)=([^@#]+)(?:@([^#]+))?(?:#(.+))?$/.exec(spec);
+  if (!m) throw new Error(`--side NAME=DIR[@FILE.wasm][#DOTFORM], got ${spec}`);
+  sides.push(await side(m[1], path.resolve(m[2]), m[3], m[4]));
 }
 if (sides.length < 2) throw new Error('need at least two sides');
 
@@ -148,7 +149,8 @@ for (const m of models) {
     for (const e of engines) await e?.engine.free();
     for (const i of idx) {
       const s = sides[i];
-      const engine = await s.api.createEngine({ wasm: s.wasm, threads: 1 });
+      const engine = await s.api.createEngine({ wasm: s.wasm, threads: 1,
+        ...(s.dotForm ? { dotForm: s.dotForm } : {}) });
       const info = await engine.load({ model: m.file });
       makeIds(info.vocabSize);
       const text = (await engine.detokenize?.(prompt.subarray(1))) ?? 'Once upon a time';

@@ -37,6 +37,8 @@ class Engine {
   #gen = null;   // the generation in progress (identity token)
   #info = null;
   #build;
+  #dot;          // {form: 'fused' | 'split' | 'none' | 'auto', probe}: dotFormAtStart, then
+                 // (for 'auto') pickDotForm at the first load
   #bos = -1;     // token ids from the model, for detokenize()
   #eos = -1;
   #ctxParams = null; // {nCtx, kvCache, nSeqMax} of the current context (recreated when a batch
@@ -64,9 +66,12 @@ class Engine {
    * that begins after they all run gets the pool (#syncPool); one that begins earlier runs on
    * this thread, with bitwise the same results. If they fail, later calls reject with why.
    * `build`: the module's kernels ('relaxed', 'simd128', 'scalar'), for ModelInfo.build.
+   * `dot`: the relaxed build's int8 dot form, {form, probe} of dotFormAtStart().
    */
-  constructor(x, simd, nThreads, threadsStarting, build = simd ? 'simd128' : 'scalar') {
+  constructor(x, simd, nThreads, threadsStarting, build = simd ? 'simd128' : 'scalar',
+    dot = { form: 'none', probe: null }) {
     this.#build = build;
+    this.#dot = dot;
     this.#x = x;
     this.#simd = simd;
     this.#nThreads = nThreads;
@@ -176,7 +181,8 @@ class Engine {
     if (!slot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
     try {
       new DataView(x.memory.buffer).setInt32(slot, 0, true);
-      const rc = x.wlmjs_context_new(model, nCtx, kvCache ? 1 : 0, this.#simd ? 1 : 0, nSeqMax, kvTypeId, slot);
+      const rc = x.wlmjs_context_new(model, nCtx, kvCache ? 1 : 0, this.#simd ? 1 : 0, nSeqMax, kvTypeId,
+        this.#dot.form === 'split' ? DOT_FORMS.split : DOT_FORMS.fused, slot);
       const ctx = this.#i32(slot) >>> 0;
       const rc2 = rc === 0 && this.#threads ? x.wlm_context_set_threadpool(ctx, this.#threads.pool) : 0;
       if (rc !== 0 || rc2 !== 0) { // (the pool's attention scratch may not fit)
@@ -449,6 +455,7 @@ class Engine {
           'load(): this model file has no vocabulary: pass `tokenizer` (a llama2.c tokenizer.bin)');
       }
 
+      if (this.#dot.form === 'auto') this.#dot = pickDotForm(x); // timed once, here (see there)
       const ctx = this.#newContext(model_, ctxParams);
       this.#model = model_;
       this.#ctx = ctx;
@@ -462,6 +469,7 @@ class Engine {
         dim: f(0), hiddenDim: f(1), nLayers: f(2), nHeads: f(3), nKvHeads: f(4), vocabSize: f(5),
         seqLen: f(6), sharedClassifier: f(7) === 1, weightBytes: f(11), nCtx: ctxParams.nCtx || f(6),
         simd: this.#simd, build: this.#build, threads: this.threads, kvType: ctxParams.kvType,
+        dotForm: this.#dot.form, dotProbe: this.#dot.probe,
         contextBytes: x.wlm_context_memory(ctx) >>> 0,
         wasmMemoryBytes: x.memory.buffer.byteLength,
         name: this.#metaString(this.#model, 'general.name'),
@@ -1134,6 +1142,67 @@ export async function completeBatch(engine, prompts, params, signal, onToken) {
   return engine.lastBatchResult;
 }
 
+/** enum wlm_dot_form (src/wasmlm.h). */
+const DOT_FORMS = Object.freeze({ fused: 0, split: 1 });
+
+/** Iterations of one timed wlmjs_dot_probe run (about 0.25 ms on an AMD Zen 4 core), the most
+ *  rounds (one run of each form), and the untimed iterations first. */
+const DOT_PROBE_ITERS = 200;
+const DOT_PROBE_MAX_ROUNDS = 10;
+const DOT_PROBE_WARMUP = 60;
+/** The split form must be this much faster (time ratio) to be picked: ties go to the fused
+ *  form, one instruction on CPUs with an int8 dot (where the split costs 3). 2 %, not more: the
+ *  probe's ratio is about half the end-to-end one (bench/README.md, 2026-11-24 dotform: Chromium
+ *  156 probe 1.04-1.07, decode 1.09-1.14; Node 24 probe 0.94, decode 0.86-0.90). */
+const DOT_SPLIT_MARGIN = 1.02;
+
+/**
+ * At engine start, the relaxed build's int8 dot form for the exports `x` (EngineOptions.dotForm,
+ * checked by startEngine): {form: 'fused' | 'split' | 'none' | 'auto', probe: null}. 'none' for
+ * the other builds (and modules without the probe). For 'auto' it runs both forms' kernels once,
+ * untimed, so that V8 compiles them and starts tiering them up in the background while the
+ * model is fetched; the first load() then times them (pickDotForm). Timed at once, the first
+ * engine of a page saw the split kernels still in baseline code (Chromium 156 on a busy
+ * machine: 0.57 ms a run against 0.23 ms tiered up) and picked the other form.
+ */
+function dotFormAtStart(x, dotForm) {
+  if (typeof x.wlmjs_dot_probe !== 'function' || x.wlmjs_dot_probe(DOT_FORMS.split, 0) < 0) {
+    return { form: 'none', probe: null };
+  }
+  if (dotForm === 'auto') {
+    x.wlmjs_dot_probe(DOT_FORMS.fused, DOT_PROBE_WARMUP);
+    x.wlmjs_dot_probe(DOT_FORMS.split, DOT_PROBE_WARMUP);
+  }
+  return { form: dotForm, probe: null };
+}
+
+/**
+ * 'auto': times both forms' kernels with wlmjs_dot_probe (src/kernels/quant.h: Q8_0
+ * matrix-vector products on a 17 KiB matrix), alternating, until the fastest run of each is
+ * stable (3 to DOT_PROBE_MAX_ROUNDS runs each), and takes the split form when its fastest run
+ * beats the fused form's fastest by DOT_SPLIT_MARGIN: {form, probe: {fusedMs, splitMs, rounds,
+ * ms}} (those minima, the rounds run, the whole probe's time).
+ */
+export function pickDotForm(x) {
+  const t0 = performance.now();
+  const run = (form) => {
+    const t = performance.now();
+    if (x.wlmjs_dot_probe(form, DOT_PROBE_ITERS) < 0) throw jsError('WLM_ERR_NOMEM', 'the dot-form probe could not allocate 17 KiB');
+    return performance.now() - t;
+  };
+  // Until two rounds in a row improve neither minimum by 2 %: a kernel's first runs may still
+  // be baseline code (a browser tiers it up in the background, later on a busy machine).
+  let fusedMs = Infinity, splitMs = Infinity, rounds = 0;
+  for (let stable = 0; rounds < DOT_PROBE_MAX_ROUNDS && stable < 2; rounds++) {
+    const f = run(DOT_FORMS.fused), s = run(DOT_FORMS.split);
+    stable = f < fusedMs * 0.98 || s < splitMs * 0.98 ? 0 : stable + 1;
+    fusedMs = Math.min(fusedMs, f);
+    splitMs = Math.min(splitMs, s);
+  }
+  const form = splitMs * DOT_SPLIT_MARGIN < fusedMs ? 'split' : 'fused';
+  return { form, probe: { fusedMs, splitMs, rounds, ms: performance.now() - t0 } };
+}
+
 /**
  * Creates an engine that runs in this thread.
  * @param {import('./wasmlm.d.ts').EngineOptions} [options]
@@ -1149,6 +1218,10 @@ export function createEngine(options = {}) {
  * starts). It is used when planModule() picks that same file here, else compiled anew.
  */
 export async function startEngine(options, compiled = null) {
+  const { dotForm = 'auto' } = options;
+  if (dotForm !== 'auto' && !Object.hasOwn(DOT_FORMS, dotForm)) {
+    throw jsError('WLM_ERR_INVALID_ARG', `dotForm must be 'auto', 'fused' or 'split', got ${dotForm}`);
+  }
   const plan = await planModule(options);
   let mod;
   if (compiled?.module instanceof WebAssembly.Module && plan.file && compiled.file === plan.file) {
@@ -1171,6 +1244,7 @@ export async function startEngine(options, compiled = null) {
   const x = await instantiateWasm(module, name, memory);
   // The helpers start in the background: the engine is usable at once, load() waits for them.
   const starting = threads > 1 ? startThreads(x, module, threads, jsError) : null;
+  const dot = dotFormAtStart(x, dotForm);
   mark('wasmlm:engine-ready');
-  return new Engine(x, plan.simd, threads, starting, moduleBuild(x, plan.build));
+  return new Engine(x, plan.simd, threads, starting, moduleBuild(x, plan.build), dot);
 }

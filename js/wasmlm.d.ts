@@ -127,6 +127,19 @@ export interface EngineOptions {
    */
   build?: 'auto' | 'relaxed' | 'simd128' | 'scalar';
   /**
+   * How the relaxed build computes its int8 dot products (the quantized matrix products), for
+   * this engine; the results are bitwise the same, only the speed differs by CPU.
+   * 'fused': i32x4.relaxed_dot_i8x16_i7x16_add_s, one instruction where the CPU has an int8 dot
+   * (x64 with AVX-VNNI: Intel from Alder Lake, AMD from Zen 5; arm64, e.g. every Apple M chip),
+   * 5-6 on other x64 CPUs. 'split': an i16x8 relaxed dot, i32x4.dot_i16x8_s by ones and an add,
+   * 3 instructions everywhere. 'auto' (default): at the first load(), both forms' kernels are timed
+   * on a 17 KiB Q8_0 matrix (alternating runs until the fastest of each is stable; 2-8 ms on an
+   * AMD Zen 4 core) and 'split' is taken where it is over 2 % faster, else 'fused'. ModelInfo.dotForm says which
+   * runs, ModelInfo.dotProbe what the timing measured. Accepted and ignored by the other builds
+   * (ModelInfo.dotForm 'none'); another value is WLM_ERR_INVALID_ARG.
+   */
+  dotForm?: 'auto' | 'fused' | 'split';
+  /**
    * Threads that run the matrix products (wlm_threadpool, src/wasmlm.h): every weight-matrix
    * product of the forward pass is split into `threads` row ranges, one per thread, the
    * engine's own thread included, and each token's attention by heads; norms, RoPE and
@@ -252,6 +265,13 @@ export interface ModelInfo {
   simd: boolean;
   /** The build's kernels (EngineOptions.build resolved; from the module itself). */
   build: 'relaxed' | 'simd128' | 'scalar';
+  /** The relaxed build's int8 dot form in use (EngineOptions.dotForm resolved); 'none' in the
+   *  other builds. */
+  dotForm: 'fused' | 'split' | 'none';
+  /** What EngineOptions.dotForm 'auto' measured at the first load(): the fastest run of each form
+   *  (ms), the rounds run (one run of each; 3 to 10, until both minima are stable) and the
+   *  probe's whole time (ms); null when no probe ran (a form was given, or not the relaxed build). */
+  dotProbe: { fusedMs: number; splitMs: number; rounds: number; ms: number } | null;
   /** The KV cache's element type (LoadOptions.kvType). */
   kvType: 'f16' | 'f32';
   /** Threads running the matrix products (EngineOptions.threads resolved and clamped to the

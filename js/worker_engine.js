@@ -86,7 +86,8 @@ class WorkerEngine {
         build = plan.build; // the page's probe decides (and a missing relaxed file's fallback)
       }
       const ready = await engine.#request(Req.INIT,
-        { options: { wasm, simd: options.simd, threads: options.threads, warmup: options.warmup, build },
+        { options: { wasm, simd: options.simd, threads: options.threads, warmup: options.warmup, build,
+          dotForm: options.dotForm },
           compiled }).promise;
       if (ready?.protocol !== PROTOCOL_VERSION) {
         throw new Error(`wasmlm: js/worker.js speaks protocol ${ready?.protocol}, ` +

@@ -77,7 +77,7 @@ API wlm_threadpool *wlmjs_threadpool_new(int n, int *status) {
 /* ---- context ---- */
 /* Creates a context; writes the handle to *out (see wlm_context_new). */
 API int wlmjs_context_new(const wlm_model *m, int n_ctx, int kv_cache, int use_simd,
-                          int n_seq_max, int kv_type, wlm_context **out) {
+                          int n_seq_max, int kv_type, int dot_form, wlm_context **out) {
     wlm_context_params p;
     wlm_context_params_default(&p);
     p.n_ctx = n_ctx;
@@ -85,6 +85,7 @@ API int wlmjs_context_new(const wlm_model *m, int n_ctx, int kv_cache, int use_s
     p.use_simd = use_simd;
     p.n_seq_max = n_seq_max;
     p.kv_type = kv_type;
+    p.dot_form = dot_form;
     return wlm_context_new(m, &p, out);
 }
 
@@ -333,6 +334,11 @@ API void wlmjs_probe_grammar_free(grammar_probe *p) {
 /* Which kernels this module runs (js/wasm.js reports it as ModelInfo.build): 2 relaxed SIMD
  * (dist/wasmlm-relaxed*.wasm), 1 SIMD128, 0 scalar. */
 API int wlmjs_kernels(void) { return wlm_quant_have_relaxed() ? 2 : wlm_quant_have_simd(); }
+
+/* The relaxed build's dot-form probe (wlm_quant_dot_probe, kernels/quant.h): `iters` Q8_0
+ * matrix-vector products in the form `form` (enum wlm_dot_form), timed by js/engine.js; -1 where
+ * that form does not exist. */
+API double wlmjs_dot_probe(int form, int iters) { return wlm_quant_dot_probe(form, iters); }
 
 /* ---- machine probes for the benchmark (bench_probe.h; not used by js/wasmlm.js) ---- */
 /* Fills buf[0..bytes) with a pattern, committing every page. */

@@ -290,7 +290,22 @@ typedef struct wlm_context_params {
                              allocated up front; more blocks are allocated when used. */
     int32_t kv_type;      /* element type of the KV cache: WLM_KV_F16 (default; half the
                              memory) or WLM_KV_F32 (exact: what llama2.c's run.c keeps) */
+    int32_t dot_form;     /* the relaxed-SIMD build's int8 dot products (enum wlm_dot_form):
+                             WLM_DOT_FUSED (default) or WLM_DOT_SPLIT; the same results, only
+                             the speed differs by machine. Other builds check it and ignore it. */
 } wlm_context_params;
+
+/* How the relaxed-SIMD build (dist/wasmlm-relaxed*.wasm) computes its int8 dot products.
+ * WLM_DOT_FUSED: i32x4.relaxed_dot_i8x16_i7x16_add_s, one instruction where the CPU has an int8
+ * dot (x64 with AVX-VNNI: Intel from Alder Lake, AMD from Zen 5; arm64 with sdot: every Apple M
+ * chip) but 5-6 on other x64 CPUs. WLM_DOT_SPLIT: i16x8.relaxed_dot_i8x16_i7x16_s, then
+ * i32x4.dot_i16x8_s by ones, then an add: 3 instructions everywhere, 1.08-1.22x faster kernels
+ * on an AMD Zen 4. Bitwise the same results (bench/README.md, issue 14). js/wasmlm.js picks the
+ * faster one at an engine's first load by timing both (EngineOptions.dotForm 'auto'). */
+enum wlm_dot_form {
+    WLM_DOT_FUSED = 0,
+    WLM_DOT_SPLIT = 1,
+};
 
 /* KV cache element types (the values are ggml's type ids). WLM_KV_F16 stores each key and value
  * as IEEE 754 binary16, rounded to nearest even (as llama.cpp's default F16 cache): magnitudes

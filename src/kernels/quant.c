@@ -4,10 +4,12 @@
  * for activations). The scalar reference kernels live here; their SIMD128 twins in quant_simd.c.
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels/kernels.h"
 #include "kernels/quant.h"
+#include "wasmlm.h"
 
 static inline float bits_to_float(uint32_t u) {
     float f;
@@ -1184,4 +1186,33 @@ size_t wlm_row_bytes(int32_t type, int64_t n) {
     const wlm_type_traits *t = wlm_type_get(type);
     if (!t->name || n < 0 || n % t->block_size) return 0;
     return (size_t)(n / t->block_size) * t->type_size;
+}
+
+/* ---- the dot-form probe (quant.h) ------------------------------------------------------------ */
+
+enum { PROBE_ROWS = 32, PROBE_COLS = 512, PROBE_NB = PROBE_COLS / WLM_QK8_0 };
+
+double wlm_quant_dot_probe(int32_t form, int32_t iters) {
+    wlm_qmatvec_fn mv = NULL;
+    if (form == WLM_DOT_FUSED && wlm_quant_have_relaxed()) mv = wlm_type_get(WLM_TYPE_Q8_0)->matvec_simd;
+    else if (form == WLM_DOT_SPLIT) mv = wlm_quant_matvec_split(WLM_TYPE_Q8_0);
+    if (!mv) return -1;
+    /* the matrix, then the activation, then the results (floats, 4-byte aligned at the end) */
+    const size_t wbytes = (size_t)PROBE_ROWS * PROBE_NB * sizeof(wlm_block_q8_0);
+    const size_t xbytes = PROBE_NB * sizeof(wlm_block_q8_0);
+    unsigned char *buf = malloc(wbytes + xbytes + 4 + PROBE_ROWS * sizeof(float));
+    if (!buf) return -1;
+    wlm_block_q8_0 *w = (wlm_block_q8_0 *)(void *)buf, *x = w + PROBE_ROWS * PROBE_NB;
+    float *out = (float *)(void *)(buf + ((wbytes + xbytes + 3) & ~(size_t)3));
+    for (int b = 0; b < PROBE_ROWS * PROBE_NB + PROBE_NB; b++) { /* |quants| <= 127 */
+        w[b].d = wlm_fp32_to_fp16(0.01f + 0.001f * (float)(b % 7));
+        for (int i = 0; i < WLM_QK8_0; i++) w[b].qs[i] = (int8_t)((b * 37 + i * 11) % 255 - 127);
+    }
+    double sum = 0;
+    for (int32_t it = 0; it < iters; it++) {
+        mv(out, w, PROBE_NB * sizeof(wlm_block_q8_0), x, PROBE_COLS, 0, PROBE_ROWS);
+        sum += fabsf(out[it % PROBE_ROWS]);
+    }
+    free(buf);
+    return sum;
 }

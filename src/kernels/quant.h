@@ -303,6 +303,22 @@ typedef void (*wlm_qmatmat_fn)(float *out, size_t out_stride, const void *w, siz
  * entries). */
 wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type);
 
+/* The relaxed-SIMD build's kernels again with each int8 dot product in the split form
+ * (quant_relaxed_split.c: i16x8 relaxed dot, then i32x4.dot_i16x8 by ones, then add — bitwise
+ * the fused form's results, faster where V8 lowers the fused instruction to several, slower
+ * where it is one): the matrix-vector kernel of a weight type and its matrix-matrix kernel, for
+ * the same types as the traits' relaxed matvec_simd and wlm_quant_matmat_simd. NULL in the
+ * other builds and for other types. A context picks them with dot_form WLM_DOT_SPLIT. */
+wlm_qmatvec_fn wlm_quant_matvec_split(int32_t type);
+wlm_qmatmat_fn wlm_quant_matmat_split(int32_t type);
+
+/* The dot-form probe: `iters` matrix-vector products of a 32 x 512 Q8_0 matrix (17 KiB, in L1)
+ * by one activation, with the relaxed kernels of the form `form` (WLM_DOT_FUSED, WLM_DOT_SPLIT);
+ * the caller times it (js/engine.js: the faster form, at the first load). Returns a checksum of
+ * the results, >= 0 (so nothing is optimised away; the same for both forms), or -1 where that form does not exist (not the
+ * relaxed build, or an unknown form) or the 17 KiB cannot be allocated. */
+double wlm_quant_dot_probe(int32_t form, int32_t iters);
+
 /* The 6-bit scale and min of sub-block j (0..7) of a Q4_K block's 12 packed bytes. */
 static inline void wlm_q4_K_scale_min(const uint8_t *s, int j, uint8_t *sc, uint8_t *m) {
     if (j < 4) {

@@ -1168,6 +1168,27 @@ static void s128_q5_K_matvec(float *out, const void *w, size_t row_bytes, const 
 #define WLM_QUANT_RELAXED 0
 #define PICK(t) s128_##t##_matvec
 #endif
+
+#if defined(WLM_QUANT_DOT_SPLIT)
+/* quant_relaxed_split.c: this file again, with quant_relaxed.inc's kernels in the split dot
+ * form; it defines only the two getters of those kernels (the same lists as the fused ones). */
+#define wlm_quant_matmat_simd wlm_quant_matmat_split
+wlm_qmatvec_fn wlm_quant_matvec_split(int32_t type) {
+    switch (type) {
+    case WLM_TYPE_Q8_0: return rx_q8_0_matvec;
+    case WLM_TYPE_Q4_0: return rx_q4_0_matvec;
+    case WLM_TYPE_Q4_1: return rx_q4_1_matvec;
+    case WLM_TYPE_Q5_0: return rx_q5_0_matvec;
+    case WLM_TYPE_Q5_1: return rx_q5_1_matvec;
+    case WLM_TYPE_Q2_K: return rx_q2_K_matvec;
+    case WLM_TYPE_Q3_K: return rx_q3_K_matvec;
+    case WLM_TYPE_Q4_K: return rx_q4_K_matvec;
+    case WLM_TYPE_Q5_K: return rx_q5_K_matvec;
+    case WLM_TYPE_Q6_K: return rx_q6_K_matvec;
+    default: return NULL;
+    }
+}
+#else
 #define QUANT_ENTRY(t)                                                                             \
     void wlm_##t##_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n, \
                                int r0, int r1) {                                                   \
@@ -1202,6 +1223,8 @@ wlm_qmatvec_fn wlm_quant_matvec_simd128(int32_t type) {
     }
 }
 
+#endif /* WLM_QUANT_DOT_SPLIT */
+
 wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
 #if WLM_QUANT_RELAXED
     if (type == WLM_TYPE_Q8_0) return rx_q8_0_matmat;
@@ -1214,9 +1237,22 @@ wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
     return NULL;
 }
 
+#if !defined(WLM_QUANT_DOT_SPLIT)
 int wlm_quant_have_simd(void) { return 1; }
 
 int wlm_quant_have_relaxed(void) { return WLM_QUANT_RELAXED; }
+
+#if !WLM_QUANT_RELAXED /* the relaxed build has them in quant_relaxed_split.c */
+wlm_qmatvec_fn wlm_quant_matvec_split(int32_t type) {
+    (void)type;
+    return NULL;
+}
+wlm_qmatmat_fn wlm_quant_matmat_split(int32_t type) {
+    (void)type;
+    return NULL;
+}
+#endif
+#endif /* !WLM_QUANT_DOT_SPLIT */
 
 #else /* no SIMD128: the scalar references */
 
@@ -1287,5 +1323,14 @@ wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
 }
 
 int wlm_quant_have_relaxed(void) { return 0; }
+
+wlm_qmatvec_fn wlm_quant_matvec_split(int32_t type) {
+    (void)type;
+    return NULL;
+}
+wlm_qmatmat_fn wlm_quant_matmat_split(int32_t type) {
+    (void)type;
+    return NULL;
+}
 
 #endif

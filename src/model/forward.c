@@ -98,6 +98,10 @@ void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor 
         const wlm_type_traits *tr = wlm_type_get(t->type);
         j.qmv = c->use_simd ? tr->matvec_simd : tr->matvec_ref;
         j.qmm = c->use_simd ? wlm_quant_matmat_simd(t->type) : NULL;
+        if (c->dot_split) { /* the same bits: types without split kernels keep matvec_simd */
+            const wlm_qmatvec_fn mv = wlm_quant_matvec_split(t->type);
+            if (mv) j.qmv = mv, j.qmm = wlm_quant_matmat_split(t->type);
+        }
         j.x_stride = x_stride * sizeof(float);
         if (tr->vec_dot_type != WLM_TYPE_F32) { /* quantize each entry's activations once */
             const wlm_type_traits *vt = wlm_type_get(tr->vec_dot_type);

@@ -264,6 +264,7 @@ struct wlm_context {
     int kv_cache;
     const wlm_kernels *k;
     int use_simd;                 /* pick traits' matvec_simd over matvec_ref */
+    int dot_split;                /* relaxed build, WLM_DOT_SPLIT: wlm_quant_matvec_split's kernels */
     wlm_threadpool *pool;         /* borrowed; NULL: matrix products on the calling thread */
     int32_t n_seq_max;
     int32_t max_blocks;           /* blocks per full sequence: ceil(n_ctx / BLOCK) */

@@ -19,6 +19,7 @@ void wlm_context_params_default(wlm_context_params *params) {
     params->use_simd = 1;
     params->n_seq_max = 1;
     params->kv_type = WLM_KV_F16;
+    params->dot_form = WLM_DOT_FUSED;
 }
 
 /* ---- KV block pool ------------------------------------------------------------------------ */
@@ -206,11 +207,16 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                              "kv_type %d is neither WLM_KV_F16 (%d) nor WLM_KV_F32 (%d)",
                              (int)params->kv_type, WLM_KV_F16, WLM_KV_F32);
+    if (params->dot_form != WLM_DOT_FUSED && params->dot_form != WLM_DOT_SPLIT)
+        return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                             "dot_form %d is neither WLM_DOT_FUSED (%d) nor WLM_DOT_SPLIT (%d)",
+                             (int)params->dot_form, WLM_DOT_FUSED, WLM_DOT_SPLIT);
     c->model = model;
     c->n_ctx = params->n_ctx ? params->n_ctx : p->seq_len;
     c->kv_cache = params->kv_cache != 0;
     c->use_simd = params->use_simd != 0;
     c->k = c->use_simd ? &wlm_kernels_simd : &wlm_kernels_ref;
+    c->dot_split = c->use_simd && params->dot_form == WLM_DOT_SPLIT && wlm_quant_have_relaxed();
     c->n_seq_max = params->n_seq_max;
     c->max_blocks = (c->n_ctx + BLOCK - 1) / BLOCK;
     c->last_logits = -1;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kernels/quant.h"
+#include "wasmlm.h"
 #include "test_util.h"
 
 #if defined(__wasm__)
@@ -1065,6 +1066,12 @@ static void check_matvec(int32_t type, int rows, int n, int r0, int r1, size_t p
         for (int r = 0; r < rows + 2; r++) o3[r] = sentinel;
         wlm_quant_matvec_simd128(type)(o3 + 1, w, row_bytes, xq, n, r0, r1);
         if (memcmp(o2, o3, (size_t)(rows + 2) * sizeof(float)) != 0) st->bad_simd128++;
+        const wlm_qmatvec_fn split = wlm_quant_matvec_split(type); /* relaxed build: the split form */
+        if (split) {
+            for (int r = 0; r < rows + 2; r++) o3[r] = sentinel;
+            split(o3 + 1, w, row_bytes, xq, n, r0, r1);
+            if (memcmp(o2, o3, (size_t)(rows + 2) * sizeof(float)) != 0) st->bad_simd128++;
+        }
         free(o3);
     }
     const int nb = n / t->block_size;
@@ -1142,7 +1149,8 @@ static void test_matvec_type(int32_t type) {
     CHECKF(st.bad_outside == 0, "%s: %d rows outside the range written", t->name, st.bad_outside);
     CHECKF(st.bad_bits == 0, "%s: %d SIMD rows not bitwise equal to the reference", t->name,
            st.bad_bits);
-    CHECKF(st.bad_simd128 == 0, "%s: %d matrices where the kernel's bits differ from SIMD128's",
+    CHECKF(st.bad_simd128 == 0,
+           "%s: %d matrices where the kernel's (or its split dot form's) bits differ from SIMD128's",
            t->name, st.bad_simd128);
     printf("%s: %d matrices; worst |simd - ref| / sum|terms| = %.3g\n", t->name, cases,
            st.worst_simd);
@@ -1248,7 +1256,12 @@ static void test_simd128_bits(void) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const wlm_type_traits *t = wlm_type_get(cases[c].type);
         const wlm_type_traits *vt = wlm_type_get(t->vec_dot_type);
-        int bad = 0;
+        /* the split dot form's kernel: in the relaxed build for every type, else none */
+        const wlm_qmatvec_fn split = wlm_quant_matvec_split(cases[c].type);
+        CHECKF((split != NULL) == (wlm_quant_have_relaxed() != 0),
+               "%s: a split-form kernel %s in a build %s relaxed SIMD", t->name,
+               split ? "exists" : "is missing", wlm_quant_have_relaxed() ? "with" : "without");
+        int bad = 0, bad_split = 0;
         for (int k = 0; k < 3; k++) {
             const int n = t->block_size == 32 ? ns32[k] : nsK[k], rows = 7;
             const size_t rb = wlm_row_bytes(cases[c].type, n);
@@ -1265,14 +1278,21 @@ static void test_simd128_bits(void) {
             for (int j = 0; j < n; j++) x[j] = gauss() * (j % 7 == 0 ? 4.0f : 1.0f);
             void *xq = malloc(wlm_row_bytes(t->vec_dot_type, n));
             vt->from_float(x, xq, n);
-            float o1[7], o2[7];
+            float o1[7], o2[7], o3[7];
             t->matvec_simd(o1, w, rb, xq, n, 0, rows);
             wlm_quant_matvec_simd128(cases[c].type)(o2, w, rb, xq, n, 0, rows);
             bad += memcmp(o1, o2, sizeof o1) != 0;
+            if (split) {
+                split(o3, w, rb, xq, n, 0, rows);
+                bad_split += memcmp(o3, o2, sizeof o3) != 0;
+            }
             free(w), free(x), free(xq);
         }
         CHECKF(bad == 0, "%s: %d of 3 matrices of arbitrary quants differ from SIMD128's bits",
                t->name, bad);
+        CHECKF(bad_split == 0,
+               "%s: %d of 3 matrices of arbitrary quants: the split dot form differs from SIMD128's bits",
+               t->name, bad_split);
     }
 }
 
@@ -1289,8 +1309,12 @@ static void test_matmat(void) {
         const wlm_type_traits *vt = wlm_type_get(t->vec_dot_type);
         wlm_qmatmat_fn mm = wlm_quant_matmat_simd(types[c]);
         printf("%s: matrix-matrix kernel: %s\n", t->name, mm ? "yes" : "none (per-entry matvec)");
+        /* the split dot form's: where the fused one exists, in the relaxed build */
+        wlm_qmatmat_fn mms = wlm_quant_matmat_split(types[c]);
+        CHECKF((mms != NULL) == (mm != NULL && wlm_quant_have_relaxed()),
+               "%s: the split form's matrix-matrix kernel %s", t->name, mms ? "exists" : "is missing");
         if (!mm) continue;
-        int bad = 0, cases = 0;
+        int bad = 0, bad_split = 0, cases = 0;
         for (int k = 0; k < 3; k++) {
             const int n = t->block_size == 32 ? ns32[k] : nsK[k], rows = 11, ne_max = 9;
             const size_t rb = wlm_row_bytes(types[c], n), xs = wlm_row_bytes(t->vec_dot_type, n) + 6;
@@ -1322,13 +1346,34 @@ static void test_matmat(void) {
                     for (int e = 0; e < ne; e++)
                         t->matvec_simd(o2 + (size_t)e * os, w, rb, xq + (size_t)e * xs, n, r0, r1);
                     bad += memcmp(o1, o2, os * ne_max * sizeof(float)) != 0;
+                    if (mms) { /* the split form's batch kernel: the fused per-entry bits too */
+                        for (size_t i = 0; i < os * ne_max; i++) o1[i] = -7.25f;
+                        mms(o1, os, w, rb, xq, xs, n, r0, r1, ne);
+                        bad_split += memcmp(o1, o2, os * ne_max * sizeof(float)) != 0;
+                    }
                     cases++;
                 }
             free(w), free(xq), free(x), free(o1), free(o2);
         }
         CHECKF(bad == 0, "%s: %d of %d batches differ from the per-entry matvec's bits", t->name,
                bad, cases);
+        CHECKF(bad_split == 0, "%s: %d of %d split-form batches differ from the per-entry matvec's bits",
+               t->name, bad_split, cases);
     }
+}
+
+/* The dot-form probe: both forms give the same checksum in the relaxed build; -1 for a form that
+ * this build does not have, and for an unknown one. */
+static void test_dot_probe(void) {
+    const double f = wlm_quant_dot_probe(WLM_DOT_FUSED, 3), s = wlm_quant_dot_probe(WLM_DOT_SPLIT, 3);
+    if (wlm_quant_have_relaxed()) {
+        CHECKF(f != -1 && f == s, "dot probe: fused %.9g, split %.9g (the same expected)", f, s);
+        CHECKF(wlm_quant_dot_probe(WLM_DOT_SPLIT, 0) == 0, "dot probe: 0 iterations give 0");
+    } else {
+        CHECKF(f == -1 && s == -1, "dot probe without relaxed SIMD: fused %g, split %g (-1 expected)", f, s);
+    }
+    CHECKF(wlm_quant_dot_probe(2, 3) == -1 && wlm_quant_dot_probe(-1, 3) == -1,
+           "dot probe: an unknown form gives -1");
 }
 
 int main(void) {
@@ -1372,5 +1417,7 @@ int main(void) {
     test_simd128_bits();
     tu_section("matmat: the build's batch kernels give the per-entry matvec's bits");
     test_matmat();
+    tu_section("the relaxed build's dot forms: the probe");
+    test_dot_probe();
     return TEST_FINISH();
 }

@@ -17,6 +17,9 @@ test('model info matches stories260K', async () => {
     sharedClassifier: true, weightBytes: engine.info.weightBytes, nCtx: 512, simd: true, kvType: 'f32',
     build: (await planModule({})).build, // 'relaxed' in Node >= 22, 'simd128' in Node 20
     threads: engine.threads,
+    // the relaxed build's int8 dot form, picked by timing both ('auto'); 'none' in the others
+    dotForm: engine.info.build === 'relaxed' ? engine.info.dotForm : 'none',
+    dotProbe: engine.info.build === 'relaxed' ? engine.info.dotProbe : null,
     contextBytes: engine.info.contextBytes, wasmMemoryBytes: engine.info.wasmMemoryBytes,
     // a llama2.c checkpoint has no GGUF metadata; tok512.bin writes BOS and EOS as llama2.c's
     // tokenizer.bin does, with newlines around them
