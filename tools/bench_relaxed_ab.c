@@ -13,7 +13,7 @@
  * them (they still share caches and memory bandwidth). Printed: medians per variant and the
  * medians of the per-iteration ratios with their quartiles. Not a test.
  *
- *   args: TYPE (q8_0 q4_0 q5_0 q4_K q6_K) ITERS (<= 64) F32 (0/1) MODE (0 cold, 1 one layer
+ *   args: TYPE (q8_0 q4_0 q5_0 q4_1 q5_1 q2_K q3_K q4_K q5_K q6_K) ITERS (<= 64) F32 (0/1) MODE (0 cold, 1 one layer
  *   repeated, 2 one 768x768 matrix repeated)
  */
 #include <stdint.h>
@@ -31,6 +31,11 @@ void old_wlm_q4_0_matvec_simd(float *, const void *, size_t, const void *, int, 
 void old_wlm_q5_0_matvec_simd(float *, const void *, size_t, const void *, int, int, int);
 void old_wlm_q4_K_matvec_simd(float *, const void *, size_t, const void *, int, int, int);
 void old_wlm_q6_K_matvec_simd(float *, const void *, size_t, const void *, int, int, int);
+void old_wlm_q4_1_matvec_simd(float *, const void *, size_t, const void *, int, int, int);
+void old_wlm_q5_1_matvec_simd(float *, const void *, size_t, const void *, int, int, int);
+void old_wlm_q2_K_matvec_simd(float *, const void *, size_t, const void *, int, int, int);
+void old_wlm_q3_K_matvec_simd(float *, const void *, size_t, const void *, int, int, int);
+void old_wlm_q5_K_matvec_simd(float *, const void *, size_t, const void *, int, int, int);
 
 #include "bench_ab.h"
 static uint32_t rng = 12345; /* frand's state: the weights, then the activations */
@@ -43,16 +48,26 @@ typedef struct mat {
 } mat;
 
 int main(int argc, char **argv) {
-    int type = WLM_TYPE_Q8_0;
+    static const struct {
+        const char *name;
+        int type;
+        wlm_qmatvec_fn oldrx;
+    } types[] = {
+        {"q8_0", WLM_TYPE_Q8_0, old_wlm_q8_0_matvec_simd},
+        {"q4_0", WLM_TYPE_Q4_0, old_wlm_q4_0_matvec_simd},
+        {"q5_0", WLM_TYPE_Q5_0, old_wlm_q5_0_matvec_simd},
+        {"q4_1", WLM_TYPE_Q4_1, old_wlm_q4_1_matvec_simd},
+        {"q5_1", WLM_TYPE_Q5_1, old_wlm_q5_1_matvec_simd},
+        {"q2_K", WLM_TYPE_Q2_K, old_wlm_q2_K_matvec_simd},
+        {"q3_K", WLM_TYPE_Q3_K, old_wlm_q3_K_matvec_simd},
+        {"q4_K", WLM_TYPE_Q4_K, old_wlm_q4_K_matvec_simd},
+        {"q5_K", WLM_TYPE_Q5_K, old_wlm_q5_K_matvec_simd},
+        {"q6_K", WLM_TYPE_Q6_K, old_wlm_q6_K_matvec_simd},
+    };
+    int type = WLM_TYPE_Q8_0; /* the default, and where TYPE is none of the table's */
     wlm_qmatvec_fn oldrx = old_wlm_q8_0_matvec_simd;
-    if (argc > 1 && !strcmp(argv[1], "q4_0"))
-        type = WLM_TYPE_Q4_0, oldrx = old_wlm_q4_0_matvec_simd;
-    if (argc > 1 && !strcmp(argv[1], "q5_0"))
-        type = WLM_TYPE_Q5_0, oldrx = old_wlm_q5_0_matvec_simd;
-    if (argc > 1 && !strcmp(argv[1], "q4_K"))
-        type = WLM_TYPE_Q4_K, oldrx = old_wlm_q4_K_matvec_simd;
-    if (argc > 1 && !strcmp(argv[1], "q6_K"))
-        type = WLM_TYPE_Q6_K, oldrx = old_wlm_q6_K_matvec_simd;
+    for (size_t i = 0; argc > 1 && i < sizeof types / sizeof types[0]; i++)
+        if (!strcmp(argv[1], types[i].name)) type = types[i].type, oldrx = types[i].oldrx;
     int iters = argc > 2 ? atoi(argv[2]) : 9;
     if (iters < 1 || iters > 64)
         iters = 9;

@@ -4,7 +4,7 @@
 # one wasm module under one Node (.tools/node24: relaxed SIMD), alternating per iteration, so a
 # busy machine moves both alike. Both quant_simd.c are compiled with LLVM 19 and -mrelaxed-simd
 # (REV's with its public names prefixed old_); tools/bench_relaxed_ab.c says what it times.
-# TYPE q8_0|q4_0|q5_0|q4_K|q6_K, ITERS (<= 64), F32 1 adds the F32 matvec, MODE 0 cold (every
+# TYPE q8_0|q4_0|q5_0|q4_1|q5_1|q2_K|q3_K|q4_K|q5_K|q6_K, ITERS (<= 64), F32 1 adds the F32 matvec, MODE 0 cold (every
 # layer's weights, streamed), 1 one layer's seven matrices repeated, 2 one 768x768 matrix.
 # RXFLAGS="-DX" adds flags to the work tree's compilation (variants behind an #ifdef).
 # Not a test; needs what tools/build.sh needs for the relaxed modules.

@@ -298,9 +298,10 @@ typedef void (*wlm_qmatmat_fn)(float *out, size_t out_stride, const void *w, siz
                                const void *xq, size_t x_stride, int n, int r0, int r1, int ne);
 
 /* The matrix-matrix kernel of a weight type in this build, or NULL where there is none (then a
- * batch runs matvec_simd per entry): the relaxed-SIMD build has Q8_0, Q4_0 and Q5_0 ones
- * (quant_relaxed.inc: two rows x four entries per step, ggml's float steps four lanes at once) and Q4_K and Q6_K ones (one row x four
- * entries). */
+ * batch runs matvec_simd per entry): the relaxed-SIMD build has Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1
+ * ones (quant_relaxed.inc: two rows x four entries per step, ggml's float steps four lanes at once)
+ * and Q2_K, Q3_K, Q4_K, Q5_K and Q6_K ones (one row x four entries); other types (F16, BF16) and
+ * the SIMD128 and scalar builds have none. */
 wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type);
 
 /* The relaxed-SIMD build's kernels again with each int8 dot product in the split form

@@ -1232,6 +1232,11 @@ wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
     if (type == WLM_TYPE_Q5_0) return rx_q5_0_matmat;
     if (type == WLM_TYPE_Q4_K) return rx_q4_K_matmat;
     if (type == WLM_TYPE_Q6_K) return rx_q6_K_matmat;
+    if (type == WLM_TYPE_Q4_1) return rx_q4_1_matmat;
+    if (type == WLM_TYPE_Q5_1) return rx_q5_1_matmat;
+    if (type == WLM_TYPE_Q2_K) return rx_q2_K_matmat;
+    if (type == WLM_TYPE_Q3_K) return rx_q3_K_matmat;
+    if (type == WLM_TYPE_Q5_K) return rx_q5_K_matmat;
 #endif
     (void)type;
     return NULL;

@@ -1296,12 +1296,13 @@ static void test_simd128_bits(void) {
     }
 }
 
-/* The build's matrix-matrix kernels (relaxed SIMD: Q8_0, Q4_0) against the matrix-vector kernel
- * per entry, bitwise: batch sizes around the four-entry step, odd row ranges, rows over several
- * column chunks, arbitrary quant bytes. */
+/* The build's matrix-matrix kernels (relaxed SIMD: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1 and the
+ * K-quants) against the matrix-vector kernel per entry, bitwise: batch sizes around the
+ * four-entry step, odd row ranges, rows over several column chunks, arbitrary quant bytes. */
 static void test_matmat(void) {
     static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q5_0, WLM_TYPE_Q4_K,
-                                    WLM_TYPE_Q6_K, WLM_TYPE_Q4_1, WLM_TYPE_Q5_1};
+                                    WLM_TYPE_Q6_K, WLM_TYPE_Q4_1, WLM_TYPE_Q5_1, WLM_TYPE_Q2_K,
+                                    WLM_TYPE_Q3_K, WLM_TYPE_Q5_K};
     /* one block, a few, and past XCHUNK (4096 columns: a second column chunk) */
     static const int ns32[] = {64, 768, 4160}, nsK[] = {256, 768, 4352};
     for (size_t c = 0; c < sizeof types / sizeof types[0]; c++) {
@@ -1320,10 +1321,17 @@ static void test_matmat(void) {
             const size_t rb = wlm_row_bytes(types[c], n), xs = wlm_row_bytes(t->vec_dot_type, n) + 6;
             unsigned char *w = malloc((size_t)rows * rb);
             for (size_t i = 0; i < (size_t)rows * rb; i++) w[i] = (unsigned char)tu_rng_u64(&rng);
-            /* finite fp16 scales: d at offset 0 (Q6_K's at the end), then Q4_K's dmin or the
-             * min of Q4_1 / Q5_1 (whose activations are Q8_1) */
-            const size_t doff = types[c] == WLM_TYPE_Q6_K ? t->type_size - 2 : 0;
-            const int nd = types[c] == WLM_TYPE_Q4_K || t->vec_dot_type == WLM_TYPE_Q8_1 ? 2 : 1;
+            /* finite fp16 scales: d at offset 0 (Q6_K's and Q3_K's at the end, Q2_K's before
+             * its dmin at the end), then Q4_K's / Q5_K's / Q2_K's dmin or the min of Q4_1 /
+             * Q5_1 (whose activations are Q8_1) */
+            const int32_t ty = types[c];
+            const size_t doff = ty == WLM_TYPE_Q6_K || ty == WLM_TYPE_Q3_K ? t->type_size - 2
+                                : ty == WLM_TYPE_Q2_K                     ? t->type_size - 4
+                                                                          : 0;
+            const int nd = ty == WLM_TYPE_Q4_K || ty == WLM_TYPE_Q5_K || ty == WLM_TYPE_Q2_K ||
+                                   t->vec_dot_type == WLM_TYPE_Q8_1
+                               ? 2
+                               : 1;
             for (int b = 0; b < rows * (n / t->block_size); b++)
                 for (int f = 0; f < nd; f++) {
                     const uint16_t h = (uint16_t)(0x1C00 + tu_rng_u64(&rng) % 0x2000);
