@@ -830,14 +830,14 @@ static inline int32_t q4_K_minsum(const uint8_t m[8], const int16_t *xsub) {
     return hsum_i32(wasm_i32x4_dot_i16x8(m16, wasm_v128_load(xsub)));
 }
 
-/* Per sub-block the products of level (0..15) and activation (|x| <= 128) by i16x8.mul
- * (pmullw) and four of them added in int16 (|4 * 15 * 128| < 2^15), then the 6-bit scale
- * through i32x4.dot_i16x8_s with it splat from int16 (pmaddwd): the pair sums and the scale in
- * one instruction, instead of four i32x4.dot_i16x8_s, their i32 sums, a splat from a byte and an
- * i32x4.mul. Scales and mins unpacked in a vector (q4_K_scales_v). Per block the four integer
- * sums (both rows' products and mins) are added up together and the float step is done in
- * lanes 0 (row 0) and 2 (row 1), each lane the scalar reference's operations in its order:
- * s += x->d * (d * (float)isum - dmin * (float)msum). */
+/* Scales and mins unpacked in a vector (q4_K_scales_v), the mins' dot with the sub-block sums
+ * in i32x4; per block the four integer sums (both rows' products and mins) are added up
+ * together and the float step is done in lanes 0 (row 0) and 2 (row 1), each lane the scalar
+ * reference's operations in its order: s += x->d * (d * (float)isum - dmin * (float)msum).
+ * The products stay i32x4.dot_i16x8_s with the scale applied by i32x4.mul: Q6_K's int16 form
+ * (i16x8.mul, four products added in int16, the scale through one dot_i16x8 from int16) ran
+ * this kernel 1.22x faster in Node 24 but 0.93x in Node 20 (tools/bench_relaxed_ab.sh, mode 1),
+ * where the SIMD128 module is the one that runs. */
 __attribute__((noinline)) static void q4_K_rows2(const wlm_block_q4_K *w0, const wlm_block_q4_K *w1,
                                                  const wlm_block_q8_K *x, const int16_t *xs,
                                                  const int16_t *xsub, int nb, int pf,
@@ -867,17 +867,18 @@ __attribute__((noinline)) static void q4_K_rows2(const wlm_block_q4_K *w0, const
 #define Q4K_ROW(q, a, sp)                                                                          \
     do {                                                                                           \
         const v128_t v = wasm_v128_load(q), u = wasm_v128_load((q) + 16);                          \
-        const v128_t lo = wasm_i16x8_add(                                                          \
-            wasm_i16x8_add(wasm_i16x8_mul(wasm_v128_and(v, m), x0),                                \
-                           wasm_i16x8_mul(wasm_v128_and(wasm_u16x8_shr(v, 8), m), x1)),            \
-            wasm_i16x8_add(wasm_i16x8_mul(wasm_v128_and(u, m), x2),                                \
-                           wasm_i16x8_mul(wasm_v128_and(wasm_u16x8_shr(u, 8), m), x3)));           \
-        const v128_t hi = wasm_i16x8_add(                                                          \
-            wasm_i16x8_add(wasm_i16x8_mul(wasm_v128_and(wasm_u16x8_shr(v, 4), m), x4),             \
-                           wasm_i16x8_mul(wasm_u16x8_shr(v, 12), x5)),                             \
-            wasm_i16x8_add(wasm_i16x8_mul(wasm_v128_and(wasm_u16x8_shr(u, 4), m), x6),             \
-                           wasm_i16x8_mul(wasm_u16x8_shr(u, 12), x7)));                            \
-        a = wasm_i32x4_add(a, wasm_i32x4_add(SCALE16(lo, sp), SCALE16(hi, (sp) + 1)));             \
+        const v128_t lo = wasm_i32x4_add(                                                          \
+            wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v, m), x0),                          \
+                           wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v, 8), m), x1)),      \
+            wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(u, m), x2),                          \
+                           wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(u, 8), m), x3)));     \
+        const v128_t hi = wasm_i32x4_add(                                                          \
+            wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v, 4), m), x4),       \
+                           wasm_i32x4_dot_i16x8(wasm_u16x8_shr(v, 12), x5)),                       \
+            wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(u, 4), m), x6),       \
+                           wasm_i32x4_dot_i16x8(wasm_u16x8_shr(u, 12), x7)));                      \
+        a = wasm_i32x4_add(a, wasm_i32x4_add(wasm_i32x4_mul(lo, wasm_i32x4_splat((sp)[0])),        \
+                                             wasm_i32x4_mul(hi, wasm_i32x4_splat((sp)[1]))));      \
     } while (0)
             Q4K_ROW(q0, a0, sj);
             Q4K_ROW(q1, a1, sj + 8);
