@@ -807,64 +807,40 @@ static inline v128_t hsum2_i32(v128_t a, v128_t b) {
     return wasm_i32x4_add(r, wasm_i64x2_shuffle(r, r, 1, 0));
 }
 
-/* q4_K_unpack in one vector: bytes 0..7 the scales, 8..15 the mins. Reads the 16 bytes at s
- * (the 12 packed bytes and the first 4 quants of the block). Bytes 0..3 of the packing hold
- * scales 0..3 in their low 6 bits, 4..7 mins 0..3; scale / min 4 + k is the low / high nibble of
- * byte 8 + k with the top 2 bits of byte k / 4 + k above it. */
-static inline v128_t q4_K_scales_v(const uint8_t *s) {
-    const v128_t v = wasm_v128_load(s);
-    /* scales 0..3, the low nibbles for 4..7, mins 0..3, the high nibbles for 4..7 */
-    const v128_t a = wasm_i8x16_shuffle(v, wasm_u16x8_shr(v, 4), 0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6,
-                                        7, 24, 25, 26, 27);
-    const v128_t t = wasm_i8x16_shuffle(v, v, 0, 1, 2, 3, 0, 1, 2, 3, 4, 5, 6, 7, 4, 5, 6, 7);
-    const v128_t low = wasm_v128_and(a, wasm_i32x4_make(0x3F3F3F3F, 0x0F0F0F0F, 0x3F3F3F3F,
-                                                        0x0F0F0F0F));
-    const v128_t top = wasm_u16x8_shr(
-        wasm_v128_and(t, wasm_i32x4_make(0, (int32_t)0xC0C0C0C0u, 0, (int32_t)0xC0C0C0C0u)), 2);
-    return wasm_v128_or(low, top);
-}
-
 /* sum over a block of m[j] * (activation sum of sub-block j) */
 static inline int32_t q4_K_minsum(const uint8_t m[8], const int16_t *xsub) {
     const v128_t m16 = wasm_u16x8_extend_low_u8x16(wasm_v128_load64_zero(m));
     return hsum_i32(wasm_i32x4_dot_i16x8(m16, wasm_v128_load(xsub)));
 }
 
-/* Scales and mins unpacked in a vector (q4_K_scales_v), the mins' dot with the sub-block sums
- * in i32x4; per block the four integer sums (both rows' products and mins) are added up
- * together and the float step is done in lanes 0 (row 0) and 2 (row 1), each lane the scalar
- * reference's operations in its order: s += x->d * (d * (float)isum - dmin * (float)msum).
- * The products stay i32x4.dot_i16x8_s with the scale applied by i32x4.mul: Q6_K's int16 form
- * (i16x8.mul, four products added in int16, the scale through one dot_i16x8 from int16) ran
- * this kernel 1.22x faster in Node 24 but 0.93x in Node 20 (tools/bench_relaxed_ab.sh, mode 1),
- * where the SIMD128 module is the one that runs. */
+/* Tried here and dropped: Q6_K's int16 form (i16x8.mul, four products added in int16, the scale
+ * through one dot_i16x8 from int16), the vector scale unpack (q4_K_scales_v, in
+ * quant_relaxed.inc) and the two rows' float step in lanes: with them this kernel ran
+ * 1.11-1.22x faster in Node 24 but 0.90-0.93x in Node 20 (tools/bench_relaxed_ab.sh; the
+ * classifier's three-block rows lost most), and Node 20 is where the SIMD128 module runs. */
 __attribute__((noinline)) static void q4_K_rows2(const wlm_block_q4_K *w0, const wlm_block_q4_K *w1,
                                                  const wlm_block_q8_K *x, const int16_t *xs,
                                                  const int16_t *xsub, int nb, int pf,
                                                  float *o0, float *o1) {
-    const v128_t m = wasm_i16x8_splat(0x000F), z = wasm_i32x4_splat(0);
-    v128_t s = wasm_f32x4_splat(0.0f);
+    const v128_t m = wasm_i16x8_splat(0x000F);
+    float s0 = 0.0f, s1 = 0.0f;
     unsigned touched = 0;
     for (int b = 0; b < nb; b++, w0++, w1++, x++, xs += WLM_QK_K, xsub += 8) {
         touched += touch_block(w0 + pf, sizeof *w0) + touch_block(w1 + pf, sizeof *w1);
-        const v128_t u0 = q4_K_scales_v(w0->scales), u1 = q4_K_scales_v(w1->scales);
-        int16_t sc[16] __attribute__((aligned(16)));
-        wasm_v128_store(sc, wasm_u16x8_extend_low_u8x16(u0));
-        wasm_v128_store(sc + 8, wasm_u16x8_extend_low_u8x16(u1));
-        const v128_t xm = wasm_v128_load(xsub);
-        const v128_t n0 = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(u0), xm);
-        const v128_t n1 = wasm_i32x4_dot_i16x8(wasm_u16x8_extend_high_u8x16(u1), xm);
-        v128_t a0 = z, a1 = z;
+        uint8_t sc0[8], m0[8], sc1[8], m1[8];
+        q4_K_unpack(w0->scales, sc0, m0);
+        q4_K_unpack(w1->scales, sc1, m1);
+        v128_t a0 = wasm_i32x4_splat(0), a1 = a0;
         const uint8_t *q0 = w0->qs, *q1 = w1->qs;
-        const int16_t *xj = xs, *sj = sc;
+        const int16_t *xj = xs;
 #pragma clang loop unroll(disable)
-        for (int j = 0; j < 4; j++, q0 += 32, q1 += 32, xj += 64, sj += 2) {
+        for (int j = 0; j < 4; j++, q0 += 32, q1 += 32, xj += 64) {
             /* groups 4j, 4j+1 (low nibbles of the 32 bytes), 4j+2, 4j+3 (high nibbles) */
             const v128_t x0 = wasm_v128_load(xj), x1 = wasm_v128_load(xj + 8);
             const v128_t x2 = wasm_v128_load(xj + 16), x3 = wasm_v128_load(xj + 24);
             const v128_t x4 = wasm_v128_load(xj + 32), x5 = wasm_v128_load(xj + 40);
             const v128_t x6 = wasm_v128_load(xj + 48), x7 = wasm_v128_load(xj + 56);
-#define Q4K_ROW(q, a, sp)                                                                          \
+#define Q4K_ROW(q, a, sc)                                                                          \
     do {                                                                                           \
         const v128_t v = wasm_v128_load(q), u = wasm_v128_load((q) + 16);                          \
         const v128_t lo = wasm_i32x4_add(                                                          \
@@ -877,23 +853,24 @@ __attribute__((noinline)) static void q4_K_rows2(const wlm_block_q4_K *w0, const
                            wasm_i32x4_dot_i16x8(wasm_u16x8_shr(v, 12), x5)),                       \
             wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(u, 4), m), x6),       \
                            wasm_i32x4_dot_i16x8(wasm_u16x8_shr(u, 12), x7)));                      \
-        a = wasm_i32x4_add(a, wasm_i32x4_add(wasm_i32x4_mul(lo, wasm_i32x4_splat((sp)[0])),        \
-                                             wasm_i32x4_mul(hi, wasm_i32x4_splat((sp)[1]))));      \
+        a = wasm_i32x4_add(a,                                                                      \
+                           wasm_i32x4_add(wasm_i32x4_mul(lo, wasm_i32x4_splat(sc[2 * j])),         \
+                                          wasm_i32x4_mul(hi, wasm_i32x4_splat(sc[2 * j + 1]))));   \
     } while (0)
-            Q4K_ROW(q0, a0, sj);
-            Q4K_ROW(q1, a1, sj + 8);
+            Q4K_ROW(q0, a0, sc0);
+            Q4K_ROW(q1, a1, sc1);
 #undef Q4K_ROW
         }
         /* d, dmin of both rows in one conversion */
         const v128_t dd = f16_hi_to_f32(gather_f16x4(&w0->d, &w0->dmin, &w1->d, &w1->dmin));
-        const v128_t p =
-            wasm_f32x4_mul(dd, wasm_f32x4_convert_i32x4(hsum4_i32(a0, n0, a1, n1)));
-        const v128_t q = wasm_f32x4_sub(p, wasm_i32x4_shuffle(p, p, 1, 0, 3, 2));
-        s = wasm_f32x4_add(s, wasm_f32x4_mul(wasm_f32x4_splat(x->d), q));
+        s0 += x->d * (wasm_f32x4_extract_lane(dd, 0) * (float)hsum_i32(a0) -
+                      wasm_f32x4_extract_lane(dd, 1) * (float)q4_K_minsum(m0, xsub));
+        s1 += x->d * (wasm_f32x4_extract_lane(dd, 2) * (float)hsum_i32(a1) -
+                      wasm_f32x4_extract_lane(dd, 3) * (float)q4_K_minsum(m1, xsub));
     }
     __asm__ volatile("" : : "r"(touched));
-    *o0 = wasm_f32x4_extract_lane(s, 0);
-    *o1 = wasm_f32x4_extract_lane(s, 2);
+    *o0 = s0;
+    *o1 = s1;
 }
 
 /* ---- Q6_K weights ------------------------------------------------------------------------
