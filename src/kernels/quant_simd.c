@@ -798,12 +798,26 @@ static inline void q4_K_unpack(const uint8_t *s, uint8_t sc[8], uint8_t m[8]) {
     memcpy(m, u + 2, 8);
 }
 
+/* int16 pair sums p times the int16 scale at sp: i32x4 (one pmaddwd) */
+#define SCALE16(p, sp) wasm_i32x4_dot_i16x8((p), wasm_v128_load16_splat(sp))
+
+/* [sum of a's lanes, sum of b's, the same two again] */
+static inline v128_t hsum2_i32(v128_t a, v128_t b) {
+    const v128_t r = hpair_i32(a, b);
+    return wasm_i32x4_add(r, wasm_i64x2_shuffle(r, r, 1, 0));
+}
+
 /* sum over a block of m[j] * (activation sum of sub-block j) */
 static inline int32_t q4_K_minsum(const uint8_t m[8], const int16_t *xsub) {
     const v128_t m16 = wasm_u16x8_extend_low_u8x16(wasm_v128_load64_zero(m));
     return hsum_i32(wasm_i32x4_dot_i16x8(m16, wasm_v128_load(xsub)));
 }
 
+/* Tried here and dropped: Q6_K's int16 form (i16x8.mul, four products added in int16, the scale
+ * through one dot_i16x8 from int16), the vector scale unpack (q4_K_scales_v, in
+ * quant_relaxed.inc) and the two rows' float step in lanes: with them this kernel ran
+ * 1.11-1.22x faster in Node 24 but 0.90-0.93x in Node 20 (tools/bench_relaxed_ab.sh; the
+ * classifier's three-block rows lost most), and Node 20 is where the SIMD128 module runs. */
 __attribute__((noinline)) static void q4_K_rows2(const wlm_block_q4_K *w0, const wlm_block_q4_K *w1,
                                                  const wlm_block_q8_K *x, const int16_t *xs,
                                                  const int16_t *xsub, int nb, int pf,
@@ -875,24 +889,37 @@ static inline void q6_levels(v128_t l, v128_t h, v128_t *lo, v128_t *hi) {
 }
 
 
-/* 32 * sum over groups of scale * activation group sum: the levels' offset. */
-static inline int32_t q6_K_bias(const int8_t *sc, const int16_t *bsums) {
-    const v128_t s = wasm_v128_load(sc);
-    return 32 *
-           hsum_i32(wasm_i32x4_add(
-               wasm_i32x4_dot_i16x8(wasm_i16x8_extend_low_i8x16(s), wasm_v128_load(bsums)),
-               wasm_i32x4_dot_i16x8(wasm_i16x8_extend_high_i8x16(s), wasm_v128_load(bsums + 8))));
+/* The 16 scales of a Q6_K block widened to int16 into sc (for q6_K_step16 / rx_q6_K_step), and
+ * the start of its accumulator: -32 x (sum over groups of scale x activation group sum), the
+ * levels' offset, in lanes to be summed with the rest. */
+static inline v128_t q6_K_scales16(const wlm_block_q6_K *w, const int16_t *bsums, int16_t *sc) {
+    const v128_t s = wasm_v128_load(w->scales);
+    const v128_t s0 = wasm_i16x8_extend_low_i8x16(s), s1 = wasm_i16x8_extend_high_i8x16(s);
+    wasm_v128_store(sc, s0);
+    wasm_v128_store(sc + 8, s1);
+    const v128_t b = wasm_i32x4_add(wasm_i32x4_dot_i16x8(s0, wasm_v128_load(bsums)),
+                                    wasm_i32x4_dot_i16x8(s1, wasm_v128_load(bsums + 8)));
+    return wasm_i32x4_sub(wasm_i32x4_splat(0), wasm_i32x4_shl(b, 5));
 }
 
-/* Step t (see above) of one row: its two groups' scaled dot products, summed. */
-static inline v128_t q6_K_step(const wlm_block_q6_K *w, int t, int shift, v128_t xe, v128_t xo,
-                               v128_t ye, v128_t yo) {
+
+/* Step t (see above) of one row: its two groups' scaled dot products, summed. Per group the
+ * products of level (0..63) and widened activation (|x| <= 128) by i16x8.mul, even and odd lanes
+ * added in int16 (|2 * 63 * 128| < 2^15), then the group's scale through i32x4.dot_i16x8_s with
+ * it splat from int16 (one pmaddwd for the pair sums and the scale, where two dot_i16x8, a
+ * splat from a byte and an i32x4.mul were). sc: the block's scales in int16 (q6_K_scales16). */
+static inline v128_t q6_K_step16(const wlm_block_q6_K *w, const int16_t *sc, int t, int shift,
+                                 v128_t xe, v128_t xo, v128_t ye, v128_t yo) {
     const int g = 8 * (t >> 2) + (t & 3), hoff = 32 * (t >> 2) + 16 * (t & 1);
+    const v128_t ff = wasm_i16x8_splat(0x00FF);
     v128_t lo, hi;
     q6_levels(wasm_v128_load(w->ql + 16 * t), wasm_u16x8_shr(wasm_v128_load(w->qh + hoff), shift),
               &lo, &hi);
-    return wasm_i32x4_add(wasm_i32x4_mul(q6_dot(lo, xe, xo), wasm_i32x4_splat(w->scales[g])),
-                          wasm_i32x4_mul(q6_dot(hi, ye, yo), wasm_i32x4_splat(w->scales[g + 4])));
+    const v128_t pl = wasm_i16x8_add(wasm_i16x8_mul(wasm_v128_and(lo, ff), xe),
+                                     wasm_i16x8_mul(wasm_u16x8_shr(lo, 8), xo));
+    const v128_t ph = wasm_i16x8_add(wasm_i16x8_mul(wasm_v128_and(hi, ff), ye),
+                                     wasm_i16x8_mul(wasm_u16x8_shr(hi, 8), yo));
+    return wasm_i32x4_add(SCALE16(pl, sc + g), SCALE16(ph, sc + g + 4));
 }
 
 /* Both rows' step t, added to a0 and a1. */
@@ -901,22 +928,24 @@ static inline v128_t q6_K_step(const wlm_block_q6_K *w, int t, int shift, v128_t
         const int16_t *xg = xs + 16 * (8 * ((t) >> 2) + ((t) & 3));                                \
         const v128_t xe = wasm_v128_load(xg), xo = wasm_v128_load(xg + 8);                         \
         const v128_t ye = wasm_v128_load(xg + 64), yo = wasm_v128_load(xg + 72);                   \
-        a0 = wasm_i32x4_add(a0, q6_K_step(w0, t, shift, xe, xo, ye, yo));                          \
-        a1 = wasm_i32x4_add(a1, q6_K_step(w1, t, shift, xe, xo, ye, yo));                          \
+        a0 = wasm_i32x4_add(a0, q6_K_step16(w0, sc0, t, shift, xe, xo, ye, yo));                   \
+        a1 = wasm_i32x4_add(a1, q6_K_step16(w1, sc1, t, shift, xe, xo, ye, yo));                   \
     } while (0)
 
 /* The steps go in two loops, t = 0, 1, 4, 5 (qh shifted by 0) and t = 2, 3, 6, 7 (by 2), so that
  * the shift is a constant (a variable one costs V8 three instructions per row and step); the
- * sums are integers, so the order changes nothing. The two rows' scales d are converted
- * together. */
+ * sums are integers, so the order changes nothing. Per block the two rows' integer sums (the
+ * levels' offset included, see q6_K_scales16) are added up together and scaled in lanes 0 and
+ * 1, each lane the reference's float operations in its order: s += (d * x->d) * (float)isum. */
 __attribute__((noinline)) static void q6_K_rows2(const wlm_block_q6_K *w0, const wlm_block_q6_K *w1,
                                                  const wlm_block_q8_K *x, const int16_t *xs, int nb,
                                                  int pf, float *o0, float *o1) {
-    float s0 = 0.0f, s1 = 0.0f;
+    v128_t s = wasm_f32x4_splat(0.0f);
     unsigned touched = 0;
     for (int b = 0; b < nb; b++, w0++, w1++, x++, xs += WLM_QK_K) {
         touched += touch_block(w0 + pf, sizeof *w0) + touch_block(w1 + pf, sizeof *w1);
-        v128_t a0 = wasm_i32x4_splat(0), a1 = a0;
+        int16_t sc0[16] __attribute__((aligned(16))), sc1[16] __attribute__((aligned(16)));
+        v128_t a0 = q6_K_scales16(w0, x->bsums, sc0), a1 = q6_K_scales16(w1, x->bsums, sc1);
 #pragma clang loop unroll(disable)
         for (int k = 0; k < 4; k++) Q6K_STEPS(4 * (k >> 1) + (k & 1), 0);
 #pragma clang loop unroll(disable)
@@ -924,15 +953,12 @@ __attribute__((noinline)) static void q6_K_rows2(const wlm_block_q6_K *w0, const
         v128_t h = wasm_i32x4_splat(0);
         h = wasm_v128_load16_lane(&w0->d, h, 1);
         h = wasm_v128_load16_lane(&w1->d, h, 3);
-        const v128_t d = f16_hi_to_f32(h);
-        s0 += (wasm_f32x4_extract_lane(d, 0) * x->d) *
-              (float)(hsum_i32(a0) - q6_K_bias(w0->scales, x->bsums));
-        s1 += (wasm_f32x4_extract_lane(d, 1) * x->d) *
-              (float)(hsum_i32(a1) - q6_K_bias(w1->scales, x->bsums));
+        const v128_t d = wasm_f32x4_mul(f16_hi_to_f32(h), wasm_f32x4_splat(x->d));
+        s = wasm_f32x4_add(s, wasm_f32x4_mul(d, wasm_f32x4_convert_i32x4(hsum2_i32(a0, a1))));
     }
     __asm__ volatile("" : : "r"(touched));
-    *o0 = s0;
-    *o1 = s1;
+    *o0 = wasm_f32x4_extract_lane(s, 0);
+    *o1 = wasm_f32x4_extract_lane(s, 1);
 }
 #undef Q6K_STEPS
 
