@@ -1272,17 +1272,6 @@ wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
 int wlm_quant_have_simd(void) { return 1; }
 
 int wlm_quant_have_relaxed(void) { return WLM_QUANT_RELAXED; }
-
-#if !WLM_QUANT_RELAXED /* the relaxed build has them in quant_relaxed_split.c */
-wlm_qmatvec_fn wlm_quant_matvec_split(int32_t type) {
-    (void)type;
-    return NULL;
-}
-wlm_qmatmat_fn wlm_quant_matmat_split(int32_t type) {
-    (void)type;
-    return NULL;
-}
-#endif
 #endif /* !WLM_QUANT_DOT_SPLIT */
 
 #else /* no SIMD128: the scalar references */
@@ -1355,6 +1344,9 @@ wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
 
 int wlm_quant_have_relaxed(void) { return 0; }
 
+#endif
+
+#if !defined(__wasm_relaxed_simd__) /* the relaxed build has them in quant_relaxed_split.c */
 wlm_qmatvec_fn wlm_quant_matvec_split(int32_t type) {
     (void)type;
     return NULL;
@@ -1363,5 +1355,4 @@ wlm_qmatmat_fn wlm_quant_matmat_split(int32_t type) {
     (void)type;
     return NULL;
 }
-
 #endif
