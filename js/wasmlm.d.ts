@@ -132,11 +132,13 @@ export interface EngineOptions {
    * 'fused': i32x4.relaxed_dot_i8x16_i7x16_add_s, one instruction where the CPU has an int8 dot
    * (x64 with AVX-VNNI: Intel from Alder Lake, AMD from Zen 5; arm64, e.g. every Apple M chip),
    * 5-6 on other x64 CPUs. 'split': an i16x8 relaxed dot, i32x4.dot_i16x8_s by ones and an add,
-   * 3 instructions everywhere. 'auto' (default): at the first load(), both forms' kernels are timed
-   * on a 17 KiB Q8_0 matrix (alternating runs until the fastest of each is stable; 2-8 ms on an
-   * AMD Zen 4 core) and 'split' is taken where it is over 2 % faster, else 'fused'. ModelInfo.dotForm says which
-   * runs, ModelInfo.dotProbe what the timing measured. Accepted and ignored by the other builds
-   * (ModelInfo.dotForm 'none'); another value is WLM_ERR_INVALID_ARG.
+   * 3 instructions everywhere (which is faster depends on the CPU and the JS engine: on an AMD
+   * Zen 4, split in Chromium 156, fused in Node 24). 'auto' (default): at the first load(), both
+   * forms' kernels are timed on a 17 KiB Q8_0 matrix (alternating runs until the fastest of each
+   * is stable; 2-8 ms on an AMD Zen 4 core) and 'split' is taken where it is over 2 % faster,
+   * else 'fused'. ModelInfo.dotForm says which runs, ModelInfo.dotProbe what the timing measured.
+   * Accepted and ignored by the other builds (ModelInfo.dotForm 'none'); another value is
+   * WLM_ERR_INVALID_ARG.
    */
   dotForm?: 'auto' | 'fused' | 'split';
   /**

@@ -299,9 +299,11 @@ typedef struct wlm_context_params {
  * WLM_DOT_FUSED: i32x4.relaxed_dot_i8x16_i7x16_add_s, one instruction where the CPU has an int8
  * dot (x64 with AVX-VNNI: Intel from Alder Lake, AMD from Zen 5; arm64 with sdot: every Apple M
  * chip) but 5-6 on other x64 CPUs. WLM_DOT_SPLIT: i16x8.relaxed_dot_i8x16_i7x16_s, then
- * i32x4.dot_i16x8_s by ones, then an add: 3 instructions everywhere, 1.08-1.22x faster kernels
- * on an AMD Zen 4. Bitwise the same results (bench/README.md, issue 14). js/wasmlm.js picks the
- * faster one at an engine's first load by timing both (EngineOptions.dotForm 'auto'). */
+ * i32x4.dot_i16x8_s by ones, then an add: 3 instructions everywhere. Which is faster depends on
+ * the CPU and the engine's code generator: on an AMD Zen 4, split decodes 1.08-1.23x faster in
+ * Chromium 156 and 0.86-0.90x as fast in Node 24. Bitwise the same results (bench/README.md,
+ * issue 14). js/wasmlm.js picks the faster one at an engine's first load by timing both
+ * (EngineOptions.dotForm 'auto'). */
 enum wlm_dot_form {
     WLM_DOT_FUSED = 0,
     WLM_DOT_SPLIT = 1,

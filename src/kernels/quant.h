@@ -316,8 +316,9 @@ wlm_qmatmat_fn wlm_quant_matmat_split(int32_t type);
 /* The dot-form probe: `iters` matrix-vector products of a 32 x 512 Q8_0 matrix (17 KiB, in L1)
  * by one activation, with the relaxed kernels of the form `form` (WLM_DOT_FUSED, WLM_DOT_SPLIT);
  * the caller times it (js/engine.js: the faster form, at the first load). Returns a checksum of
- * the results, >= 0 (so nothing is optimised away; the same for both forms), or -1 where that form does not exist (not the
- * relaxed build, or an unknown form) or the 17 KiB cannot be allocated. */
+ * the results, >= 0 (so nothing is optimised away; the same for both forms), or -1 where that
+ * form does not exist (not the relaxed build, or an unknown form) or the 17 KiB cannot be
+ * allocated. */
 double wlm_quant_dot_probe(int32_t form, int32_t iters);
 
 /* The 6-bit scale and min of sub-block j (0..7) of a Q4_K block's 12 packed bytes. */
