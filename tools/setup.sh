@@ -11,6 +11,13 @@
 #   clang-14         ThreadSanitizer (tools/test.sh) and the libFuzzer harnesses (tools/fuzz.sh)
 #   libclang-rt-14-dev   clang-14's sanitizer and libFuzzer runtimes
 #   chromium         the page tests (tests/browser/, via playwright-core) and bench:peers
+#   firefox-esr      the page's core cases in Firefox (tests/cross-browser/, via puppeteer-core
+#                    over WebDriver BiDi: no geckodriver)
+#   webkit2gtk-driver  WebKitWebDriver and MiniBrowser: the core cases in WebKit, Safari's engine
+#   xvfb             (tests/cross-browser/, via selenium-webdriver); MiniBrowser needs a display,
+#                    the tests start an Xvfb of their own. These three are left out, with a
+#                    warning, where apt has no candidate for them (Ubuntu has no firefox-esr):
+#                    their tests are then skipped, or fail where CI is set.
 #   clang-19 lld-19  the relaxed-SIMD modules (dist/wasmlm-relaxed*.wasm): emcc drives them for
 #                    src/kernels/quant_simd.c, which emscripten's clang-14 cannot compile relaxed;
 #                    `npm ci` adds binaryen from devDependencies (a wasm-opt that knows the relaxed
@@ -25,7 +32,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(emscripten cmake make gcc libc6-dev clang-14 libclang-rt-14-dev chromium
-          clang-19 lld-19)
+          clang-19 lld-19 firefox-esr webkit2gtk-driver xvfb)
+optional=(firefox-esr webkit2gtk-driver xvfb) # installed where apt has them
 
 installed() { # true when the Debian package $1 is installed
   [[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" == "install ok installed" ]]
@@ -34,22 +42,43 @@ installed() { # true when the Debian package $1 is installed
 if ! command -v dpkg-query >/dev/null || ! command -v apt-get >/dev/null; then
   echo "tools/setup.sh: this script needs apt (Debian 12 / Ubuntu). Elsewhere install:" >&2
   echo "  Emscripten 3.1.6 or later, CMake >= 3.16, a C compiler, clang 14 with its sanitizer" >&2
-  echo "  and libFuzzer runtimes (as clang-14), Chromium, and Node >= 20 with npm." >&2
+  echo "  and libFuzzer runtimes (as clang-14), Chromium, and Node >= 20 with npm; for the page's" >&2
+  echo "  tests in other engines Firefox, WebKitGTK's WebKitWebDriver and MiniBrowser, and Xvfb." >&2
   exit 1
 fi
 
 missing=()
 for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
-if ((${#missing[@]})); then
-  if [[ $(id -u) -ne 0 ]]; then
+
+# Leaves out of `missing` the optional packages apt has no candidate for, with a warning.
+drop_unavailable() {
+  local keep=() p v
+  for p in "${missing[@]}"; do
+    v=$(apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ {print $2}')
+    if [[ " ${optional[*]} " == *" $p "* && ( -z "$v" || "$v" == "(none)" ) ]]; then
+      echo "tools/setup.sh: warning: apt has no $p here: its browser tests are skipped (and fail where CI is set)" >&2
+    else
+      keep+=("$p")
+    fi
+  done
+  missing=("${keep[@]}")
+}
+
+if ((${#missing[@]})) && [[ $(id -u) -ne 0 ]]; then
+  drop_unavailable
+  if ((${#missing[@]})); then
     echo "tools/setup.sh: missing packages: ${missing[*]}" >&2
     echo "Installing them needs root: run  sudo bash tools/setup.sh" >&2
     exit 1
   fi
-  echo "== apt-get install ${missing[*]}"
+elif ((${#missing[@]})); then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq "${missing[@]}" >/dev/null
+  drop_unavailable
+  if ((${#missing[@]})); then
+    echo "== apt-get install ${missing[*]}"
+    apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
 else
   echo "== apt packages: all present (${packages[*]})"
 fi

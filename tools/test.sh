@@ -51,3 +51,10 @@ fi
 
 echo "== page tests (headless Chromium)"
 node --test tests/browser/
+
+# The page's core cases, one file per engine (tests/cross-browser/_cases.mjs): Chromium (the
+# control), Firefox (firefox-esr, puppeteer-core over WebDriver BiDi) and WebKit (WebKitGTK's
+# MiniBrowser under Xvfb, selenium-webdriver). A missing browser fails here when CI is set.
+echo "== the page's core cases in Chromium, Firefox and WebKit (tests/cross-browser/)"
+node --test --test-reporter=spec --test-reporter-destination=stdout \
+  --test-reporter=./tests/cross-browser/_summary.mjs --test-reporter-destination=stdout tests/cross-browser/

@@ -34,13 +34,16 @@ export const STEP_TIMEOUT = Number(process.env.WASMLM_STEP_TIMEOUT) || 120_000;
  *   this path (e.g. '/a/b') instead of at the root, as a static host serving a subdirectory
  *   would; everything outside it is 404. isolate: send the cross-origin isolation headers, as
  *   `npm start` does (default true; false: a plain static host). files: {urlPath: filePath}
- *   extra files to serve (e.g. a synthetic model written by the test).
+ *   extra files to serve (e.g. a synthetic model written by the test). transformHtml:
+ *   (html, urlPath) => html, applied to every HTML page served from the repository (a path
+ *   ending in / or .html), e.g. to put a recording script first in <head> in browsers whose
+ *   driver cannot run a script before the page's own (tests/cross-browser/).
  * @returns {Promise<{origin: string, url: string, requests: {method: string, path: string}[],
  *   count: (path: string) => number, close: () => Promise<void>}>}
  *   url is the demo page; requests lists every request seen (path without the query).
  */
 export async function startTestServer({ slowChunk = 32 * 1024, slowDelayMs = 40, prefix = '', isolate = true,
-  files = {} } = {}) {
+  files = {}, transformHtml = null } = {}) {
   const handler = createHandler(REPO, true, { isolate });
   const requests = [];
   const server = http.createServer((req, res) => {
@@ -60,6 +63,7 @@ export async function startTestServer({ slowChunk = 32 * 1024, slowDelayMs = 40,
       fsSync.createReadStream(files[pathname]).pipe(res);
       return;
     }
+    if (transformHtml && /(\/|\.html)$/.test(pathname)) return serveHtml(req, res, handler, isolate, transformHtml);
     handler(req, res);
   });
   server.keepAliveTimeout = 1000;
@@ -75,6 +79,25 @@ export async function startTestServer({ slowChunk = 32 * 1024, slowDelayMs = 40,
       server.closeAllConnections();
     }),
   };
+}
+
+/** Serves the repository's HTML page for req (prefix removed) through `transform`; else `handler`. */
+async function serveHtml(req, res, handler, isolate, transform) {
+  const urlPath = decodeURIComponent(new URL(req.url, 'http://localhost').pathname);
+  const file = path.join(REPO, urlPath.endsWith('/') ? `${urlPath}index.html` : urlPath);
+  let html;
+  try {
+    if (!file.startsWith(`${REPO}${path.sep}`) || urlPath.split('/').some((seg) => seg.startsWith('.'))) throw new Error();
+    html = await fs.readFile(file, 'utf8');
+  } catch {
+    return handler(req, res);
+  }
+  res.writeHead(200, {
+    'Content-Type': 'text/html; charset=utf-8',
+    'Cache-Control': 'no-store',
+    ...(isolate ? { 'Cross-Origin-Opener-Policy': 'same-origin', 'Cross-Origin-Embedder-Policy': 'require-corp' } : {}),
+  });
+  res.end(transform(html, urlPath));
 }
 
 async function serveSlowly(name, res, chunk, delayMs) {
