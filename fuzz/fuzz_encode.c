@@ -3,8 +3,10 @@
  * two real vocabularies loaded once at start-up:
  *   llama2c  stories260K.bin + tok512.bin (run.c's SentencePiece BPE);
  *   spm      ggml-vocab-llama-spm.gguf, vocabulary only (llama.cpp's SPM tokenizer);
- *   phi-3    ggml-vocab-phi-3.gguf, vocabulary only: SPM with user-defined tokens split out
- *            of the text first and whitespace after them dropped (only the shared checks).
+ *   phi-3    ggml-vocab-phi-3.gguf, vocabulary only: SPM with the phi-3 family's special-token
+ *            rules (whitespace after a special token dropped); its one user-defined token,
+ *            "</s>", is an end-of-generation text and so a control token, split out only with
+ *            special-token parsing, as in llama.cpp (only the shared checks).
  * Properties checked for every input (see fz_tokenize too: the count is >= 0 and the same for
  * every cap, nothing is written past cap, every id is in the vocabulary, every piece decodes):
  *   llama2c  - at most one token per byte plus BOS and the dummy-prefix space;

@@ -10,9 +10,10 @@
 //   await m.save();                         // keep it only once the engine accepted it
 //
 // Errors are the library's WasmlmError: 'WLM_ERR_IO' (httpStatus set for an HTTP error status;
-// unset when the network failed or the browser refused a cross-origin response, which browsers
-// do not tell apart) and 'WLM_ERR_CHECKSUM' (expected / actual). Aborts reject with a
-// DOMException named 'AbortError'.
+// partial: true when the transfer broke off midway; neither when the network failed or the
+// browser refused a cross-origin response, which browsers do not tell apart) and 'WLM_ERR_CHECKSUM' (expected / actual, and mismatch: 'partial' for a
+// transfer that broke off, 'size' for a server file of another size, 'sha256' for other bytes of
+// the same size). Aborts reject with a DOMException named 'AbortError'.
 
 /** The Cache Storage bucket used by default: 'wasmlm-models-v1'. */
 export const CACHE_NAME: string;
@@ -32,7 +33,8 @@ export interface DownloadOptions {
   signal?: AbortSignal;
   /** Expected sha256 (hex): checked with crypto.subtle before the Blob is returned. */
   sha256?: string | null;
-  /** Expected size in bytes: checked when no sha256 is given. */
+  /** Expected size in bytes: checked against Content-Length before the body is read, then
+   *  against the bytes received (before the sha256). */
   size?: number | null;
   /** fetch()'s cache mode for the request. */
   httpCache?: RequestCache;

@@ -67,16 +67,20 @@ function abortError() {
  *   mean rate since the response started.
  * @param {AbortSignal} [options.signal]
  * @param {string|null} [options.sha256]  expected hex digest: checked before the Blob is returned
- * @param {number|null} [options.size]    expected byte count: checked when no sha256 is given
+ * @param {number|null} [options.size]    expected byte count: checked against Content-Length
+ *   before the body is read (a different published file is refused without downloading it), then
+ *   against the bytes received (before the sha256, so a cut-off transfer says so)
  * @param {RequestCache} [options.httpCache]  fetch()'s `cache` mode (fetchModel passes 'no-store'
  *   when it keeps its own copy, so a large file is not stored twice)
  * @param {'blob'|'bytes'} [options.as]  'bytes': resolve with one Uint8Array instead of a Blob
  *   (no copy into the browser's blob storage: for a small file handed to an engine at once)
  * @returns {Promise<Blob|Uint8Array>}
- * @throws WasmlmError 'WLM_ERR_IO' (url; httpStatus for an HTTP error status; without httpStatus
- *   the network failed or the browser refused a cross-origin response: browsers do not say
- *   which), 'WLM_ERR_CHECKSUM' (expected, actual: sha256 hex or byte counts);
- *   DOMException 'AbortError'.
+ * @throws WasmlmError 'WLM_ERR_IO' (url; httpStatus for an HTTP error status; partial: true when
+ *   the transfer broke off midway; otherwise the network failed or the browser refused a
+ *   cross-origin response: browsers do not say which), 'WLM_ERR_CHECKSUM' (expected, actual: sha256 hex or byte counts; mismatch: 'partial'
+ *   — fewer bytes arrived than the file has, a broken-off transfer; 'size' — the server's file has
+ *   another size, it is not the published file the caller pins; 'sha256' — same size, other
+ *   bytes: replaced upstream or damaged on the way); DOMException 'AbortError'.
  */
 export async function download(url, { onProgress, signal, sha256 = null, size = null, httpCache, as = 'blob' } = {}) {
   if (as !== 'blob' && as !== 'bytes') {
@@ -101,6 +105,12 @@ export async function download(url, { onProgress, signal, sha256 = null, size = 
   const encoding = res.headers.get('content-encoding');
   const length = Number(res.headers.get('content-length'));
   const total = (!encoding || encoding === 'identity') && Number.isSafeInteger(length) && length > 0 ? length : 0;
+  if (size != null && total && total !== size) {
+    res.body?.cancel().catch(() => {});
+    throw checksumError(`${fileName(href)} is ${total} bytes on the server, expected ${size}: not the ` +
+      'published file (it changed, or the address points elsewhere); nothing was downloaded',
+    href, size, total, 'size');
+  }
 
   // To be hashed, the bytes go into one preallocated buffer when the size is known (digested in
   // place, then copied once into the Blob). Otherwise the chunks are kept as they come and joined
@@ -134,21 +144,30 @@ export async function download(url, { onProgress, signal, sha256 = null, size = 
       reader.cancel().catch(() => {});
       if (e?.name === 'AbortError' || signal?.aborted) throw abortError();
       if (e instanceof WasmlmError) throw e;
-      throw new WasmlmError(`the download of ${href} broke off after ${loaded} bytes: ${e?.message ?? e}`,
-        'WLM_ERR_IO', null, { url: href, cause: e });
+      const of = size ?? total;
+      const err = new WasmlmError(`the download of ${href} broke off after ${loaded}${of ? ` of ${of}` : ''} ` +
+        `bytes (a partial download; try again): ${e?.message ?? e}`, 'WLM_ERR_IO', null, { url: href, cause: e });
+      err.partial = true; // the transfer started and stopped: not a refused request
+      throw err;
     }
   }
   const bytes = whole ? whole.subarray(0, loaded) : null;
   const parts = bytes ? [bytes] : chunks;
 
+  if (size != null && loaded < size) {
+    throw checksumError(`${fileName(href)}: the download stopped after ${loaded} of ${size} bytes (a partial ` +
+      'download: the connection broke off or the server sent less); try again', href, size, loaded, 'partial');
+  }
+  if (size != null && loaded > size) {
+    throw checksumError(`${fileName(href)} has ${loaded} bytes, expected ${size}: not the published file ` +
+      '(it changed, or the address points elsewhere)', href, size, loaded, 'size');
+  }
   if (sha256) {
     const actual = await sha256Hex(bytes ?? await new Blob(parts).arrayBuffer());
     if (actual !== sha256.toLowerCase()) {
-      throw checksumError(`${fileName(href)} does not match its checksum: expected sha256 ${sha256}, got ${actual}`,
-        href, sha256.toLowerCase(), actual);
+      throw checksumError(`${fileName(href)} does not match its checksum: expected sha256 ${sha256}, got ${actual} ` +
+        '(the file was replaced at the source, or damaged on the way)', href, sha256.toLowerCase(), actual, 'sha256');
     }
-  } else if (size != null && size !== loaded) {
-    throw checksumError(`${fileName(href)} has ${loaded} bytes, expected ${size}`, href, size, loaded);
   }
   if (as === 'bytes') return bytes ?? concat(chunks, loaded);
   return new Blob(parts, { type: 'application/octet-stream' });
@@ -163,10 +182,12 @@ function concat(chunks, n) {
   return out;
 }
 
-function checksumError(message, url, expected, actual) {
+/** WLM_ERR_CHECKSUM; mismatch: 'partial' | 'size' | 'sha256' (see download()). */
+function checksumError(message, url, expected, actual, mismatch) {
   const err = new WasmlmError(message, 'WLM_ERR_CHECKSUM', null, { url });
   err.expected = expected;
   err.actual = actual;
+  err.mismatch = mismatch;
   return err;
 }
 

@@ -54,7 +54,9 @@ export async function sha256File(file) {
  * @param {AbortSignal} [spec.signal]
  * @returns {Promise<{size: number, sha256: string, verified: boolean}>}
  *   verified is true when a known sha256 matched. Rejects (leaving no .part file behind) on an
- *   HTTP error, a network error, or a size / sha256 mismatch.
+ *   HTTP error, a network error, or a mismatch; the error's `mismatch` says which: 'partial'
+ *   (the transfer broke off: fewer bytes than the file has), 'size' (the server's file has
+ *   another size: not the pinned file), 'sha256' (same size, other bytes).
  */
 export async function downloadFile({ url, dest, size = null, sha256 = null, onProgress, signal }) {
   const part = `${dest}.part`;
@@ -71,7 +73,8 @@ export async function downloadFile({ url, dest, size = null, sha256 = null, onPr
   const header = Number(res.headers.get('content-length')) || 0;
   if (size != null && header && header !== size && !res.headers.get('content-encoding')) {
     await res.body.cancel();
-    throw new Error(`${url} is ${header} bytes, the manifest says ${size}: refusing to download`);
+    throw mismatchError(`${url} is ${header} bytes on the server, the manifest pins ${size}: not the ` +
+      'published file (it changed, or the URL points elsewhere); nothing was downloaded', 'size');
   }
   const total = size ?? header;
 
@@ -88,13 +91,26 @@ export async function downloadFile({ url, dest, size = null, sha256 = null, onPr
 
   await fsp.mkdir(path.dirname(dest), { recursive: true });
   try {
-    await pipeline(Readable.fromWeb(res.body), meter, fs.createWriteStream(part), { signal });
+    try {
+      await pipeline(Readable.fromWeb(res.body), meter, fs.createWriteStream(part), { signal });
+    } catch (err) {
+      if (err.name === 'AbortError' || signal?.aborted) throw err;
+      const of = total ? ` of ${total}` : '';
+      throw mismatchError(`the download of ${url} broke off after ${loaded}${of} bytes (a partial ` +
+        `download; run again): ${err.cause?.code || err.message}`, 'partial');
+    }
     const digest = hash.digest('hex');
-    if (size != null && loaded !== size) {
-      throw new Error(`${url}: got ${loaded} bytes, expected ${size}`);
+    if (size != null && loaded < size) {
+      throw mismatchError(`${url}: the download stopped after ${loaded} of ${size} bytes (a partial ` +
+        'download: the connection broke off or the server sent less); run again', 'partial');
+    }
+    if (size != null && loaded > size) {
+      throw mismatchError(`${url} gave ${loaded} bytes, the manifest pins ${size}: not the published ` +
+        'file (it changed, or the URL points elsewhere)', 'size');
     }
     if (sha256 != null && digest !== sha256.toLowerCase()) {
-      throw new Error(`${url}: sha256 ${digest} does not match the manifest's ${sha256}`);
+      throw mismatchError(`${url}: sha256 ${digest}, the manifest pins ${sha256.toLowerCase()}: not the ` +
+        'published file (replaced at the source, or damaged on the way)', 'sha256');
     }
     await fsp.rename(part, dest);
     return { size: loaded, sha256: digest, verified: sha256 != null };
@@ -102,6 +118,12 @@ export async function downloadFile({ url, dest, size = null, sha256 = null, onPr
     await fsp.rm(part, { force: true });
     throw err;
   }
+}
+
+function mismatchError(message, mismatch) {
+  const err = new Error(message);
+  err.mismatch = mismatch;
+  return err;
 }
 
 /**
@@ -203,7 +225,9 @@ export async function main(argv) {
   if (list) {
     for (const m of models) {
       const size = m.size != null ? mib(m.size) : 'size unknown';
-      console.log(`${m.id.padEnd(14)} ${size.padEnd(13)} ${m.verified ? 'verified ' : 'unverified'}  ${m.name}`);
+      // checked (against a copy here), published (pinned by public projects), unverified
+      const check = m.sha256 ? (m.checksumSource ?? 'verified').split(':')[0] : 'unverified';
+      console.log(`${m.id.padEnd(29)} ${size.padEnd(12)} ${check.padEnd(10)}  ${m.name}`);
     }
     return 0;
   }

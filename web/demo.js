@@ -6,7 +6,7 @@
 //
 // For tests the page exposes document.body.dataset.state ('loading' | 'ready' | 'generating' |
 // 'error'); #load-status carries data-error (why a load failed: http-404, http, network,
-// checksum, format, truncated, …) and data-cache (hit, stored, quota, unavailable, error,
+// partial, checksum, format, truncated, …) and data-cache (hit, stored, quota, unavailable, error,
 // local), and #load-detail the bytes, total and rate during a load; #output holds one
 // <span class="tok p0..p4" data-prob data-id> per streamed token (its colour bin); #applied
 // lists the parameters of the last generation; body[data-runs] counts the generations and

@@ -77,7 +77,8 @@ typedef struct cli_opts {
     int seed_random;        /* seed from the clock */
     int threads;            /* --threads: threads for the matrix products, default 1 */
     int32_t cache_type[2];  /* -ctk / -ctv: KV cache element type of K and V (one type for
-                               both), -1 = not given (WLM_KV_F16) */
+                               both), -1 = not given: run.c's F32 with run.c's sampler order,
+                               llama.cpp's F16 with llama.cpp's (see kv_type) */
     const char *grammar_flag, *grammar_arg; /* --grammar / --grammar-file / -j / -jf and its
                                                value (the last one given) */
     char *grammar;          /* the GBNF text in use (owned), NULL = none */
@@ -546,13 +547,22 @@ static int32_t max_new_tokens(const cli_opts *o, int32_t n) {
     return o->steps >= n ? o->steps - n + 1 : -1;
 }
 
+/* The KV cache's element type: -ctk / -ctv when given; else the arithmetic of the program whose
+ * sampler order is in use. run.c keeps its cache in F32 and llama.cpp in F16; with F16 a seeded
+ * sampled run parts from run.c's text once a rounded key or value moves a draw across a
+ * top-p boundary (stories260K, -t 1 -p 0.9 -s 42: after about 60 tokens). */
+static int32_t kv_type(const cli_opts *o) {
+    if (o->cache_type[1] >= 0) return o->cache_type[1];
+    if (o->cache_type[0] >= 0) return o->cache_type[0];
+    return o->order == WLM_ORDER_RUNC ? WLM_KV_F32 : WLM_KV_F16;
+}
+
 static int new_context(const wlm_model *m, const cli_opts *o, int32_t n_seq, wlm_context **ctx) {
     wlm_context_params cp;
     wlm_context_params_default(&cp);
     cp.n_ctx = o->n_ctx;
     cp.n_seq_max = n_seq;
-    if (o->cache_type[0] >= 0) cp.kv_type = o->cache_type[0];
-    if (o->cache_type[1] >= 0) cp.kv_type = o->cache_type[1];
+    cp.kv_type = kv_type(o);
     if (wlm_context_new(m, &cp, ctx) != WLM_OK || wlm_context_set_threadpool(*ctx, o->pool) != WLM_OK) {
         fail("%s", *ctx ? wlm_context_errmsg(*ctx) : "out of memory for the context");
         wlm_context_free(*ctx);

@@ -85,12 +85,13 @@ test('first load of stories260K comes from the server and is cached', { timeout:
   assert.equal(server.count('/models/files/tok512.bin'), 1);
   assert.deepEqual((await cachedUrls()).sort(),
     [`${server.origin}/models/files/stories260K.bin`, `${server.origin}/models/files/tok512.bin`]);
-  // The manifest's models, unverified ones marked.
+  // The manifest's models with their sizes; the one without a published checksum marked.
   const options = await page.locator('#model option').allTextContents();
   assert.ok(options.some((o) => /^stories260K · 1\.1 MB$/.test(o)), options.join(' | '));
   for (const id of ['stories15M', 'stories42M', 'stories110M', 'tinyllama-1.1b-chat-q4_0']) {
-    assert.ok(options.some((o) => o.startsWith(`${id} · size unknown · unverified`)), `${id}: ${options.join(' | ')}`);
+    assert.ok(options.some((o) => new RegExp(`^${id} · [0-9.]+ [MG]B$`).test(o)), `${id}: ${options.join(' | ')}`);
   }
+  assert.ok(options.some((o) => o === 'gpt2-q8_0 · size unknown · unverified'), options.join(' | '));
   assert.ok(options.some((o) => o.startsWith('stories260K-gguf')));
   assert.match(await page.locator('#model-note').textContent(), /sha256 checked/);
   browser.assertNoProblems();
@@ -246,11 +247,11 @@ test('the note under the picker describes a model loaded from a URL, then the pu
 });
 
 test('an unverified published model says so; a network failure names network and CORS', { timeout: STEP_TIMEOUT }, async () => {
-  const e = entry('stories15M');
+  const e = entry('gpt2-q8_0'); // the one entry without a published checksum
   await browser.context.route(e.url, (route) => route.abort('internetdisconnected'));
   try {
-    assert.match(await page.locator('#model option[value="stories15M"]').textContent(), / · unverified$/);
-    const out = await loadAfter(page, () => page.locator('#model').selectOption('stories15M'));
+    assert.match(await page.locator('#model option[value="gpt2-q8_0"]').textContent(), / · unverified$/);
+    const out = await loadAfter(page, () => page.locator('#model').selectOption('gpt2-q8_0'));
     assert.equal(out.state, 'error');
     assert.equal(out.error, 'network');
     assert.match(out.text, new RegExp(`cannot download ${e.url.replace(/[.?]/g, '\\$&')}: the network failed`));
@@ -290,10 +291,34 @@ test('a sha256 mismatch names the expected and the actual digest, and nothing is
     assert.equal(out.state, 'error');
     assert.equal(out.error, 'checksum');
     assert.equal(out.text, `Could not load stories260K-gguf: checksum mismatch: expected sha256 ${wrong}, ` +
-      `got ${entry('stories260K-gguf').sha256}. The file is damaged or was replaced; it was neither loaded nor cached. ` +
+      `got ${entry('stories260K-gguf').sha256}. The file at ${server.origin}/models/files/stories260K.gguf is not ` +
+      'the published one (replaced at the source, or damaged on the way); it was neither loaded nor cached. ' +
       'stories260K is still loaded: Generate uses it.');
     assert.ok(!(await cachedUrls()).some((u) => u.endsWith('.gguf')));
     await screenshot(page, 'models-error-checksum');
+  } finally {
+    await browser.context.unrouteAll();
+  }
+  browser.assertNoProblems();
+});
+
+test('a file of another size than the manifest pins is refused before its body, and says so', { timeout: STEP_TIMEOUT }, async () => {
+  const manifest = structuredClone(MANIFEST);
+  const pinned = entry('stories260K-gguf').size + 1;
+  manifest.models.find((m) => m.id === 'stories260K-gguf').size = pinned;
+  await browser.context.route('**/models/manifest.json', (route) => route.fulfill({
+    status: 200, contentType: 'application/json', body: JSON.stringify(manifest),
+  }));
+  try {
+    await page.goto(HOME());
+    assert.equal((await loadOutcome(page)).state, 'ready');
+    const out = await loadAfter(page, () => page.locator('#model').selectOption('stories260K-gguf'));
+    assert.equal(out.state, 'error');
+    assert.equal(out.error, 'checksum');
+    assert.equal(out.text, `Could not load stories260K-gguf: size mismatch: the file at ${server.origin}/models/files/` +
+      `stories260K.gguf is ${pinned - 1} bytes, the published one ${pinned}: it changed at the source (or the address ` +
+      'points elsewhere). It was neither loaded nor cached. stories260K is still loaded: Generate uses it.');
+    assert.ok(!(await cachedUrls()).some((u) => u.endsWith('.gguf')));
   } finally {
     await browser.context.unrouteAll();
   }

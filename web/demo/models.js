@@ -27,6 +27,9 @@ export function explainLoadError(err) {
       if (err.httpStatus) {
         return { kind: 'http', text: `the server answered HTTP ${err.httpStatus} for ${err.url}.` };
       }
+      if (err.partial) {
+        return { kind: 'partial', text: `${err.message}. Nothing was loaded or cached.` };
+      }
       return {
         kind: 'network',
         text: `cannot download ${err.url ?? 'the file'}: the network failed, or the server does not let ` +
@@ -34,12 +37,21 @@ export function explainLoadError(err) {
           'Access-Control-Allow-Origin).',
       };
     case 'WLM_ERR_CHECKSUM':
+      // js/cache.js says which: a transfer cut short, a file of another size, other bytes
+      if (err.mismatch === 'partial') {
+        return {
+          kind: 'partial',
+          text: `incomplete download: ${err.actual} of ${err.expected} bytes arrived (the connection broke ` +
+            'off). Try again; nothing was loaded or cached.',
+        };
+      }
       return {
         kind: 'checksum',
         text: typeof err.expected === 'string'
-          ? `checksum mismatch: expected sha256 ${err.expected}, got ${err.actual}. The file is damaged ` +
-            'or was replaced; it was neither loaded nor cached.'
-          : `size mismatch: expected ${err.expected} bytes, got ${err.actual}. It was neither loaded nor cached.`,
+          ? `checksum mismatch: expected sha256 ${err.expected}, got ${err.actual}. The file at ${err.url} ` +
+            'is not the published one (replaced at the source, or damaged on the way); it was neither loaded nor cached.'
+          : `size mismatch: the file at ${err.url} is ${err.actual} bytes, the published one ${err.expected}: ` +
+            'it changed at the source (or the address points elsewhere). It was neither loaded nor cached.',
       };
     case 'WLM_ERR_FORMAT':
       return {

@@ -1,0 +1,116 @@
+// manifest.test.mjs — models/manifest.json against the published sizes and sha256 that
+// independent public projects pin (../shared/reference/published-model-files.md, read here as
+// the markdown table it is): every entry has a size and a sha256 equal to the table's, or, where
+// the table has none, says why in `unverified`; its URL is the table's repository and file, at
+// resolve/main or at its pinned revision; the entries without a row (stories260K and the Llama 2
+// tokenizer.bin) carry the sha256 of the copies in ../shared/models.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { REPO, SHARED, MODELS } from './_helpers.mjs';
+
+const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'models/manifest.json'), 'utf8'));
+const TABLE = path.join(SHARED, 'reference/published-model-files.md');
+
+/**
+ * The table's rows: { id, repo, file (the name, or its tail after "…"), size, sha256 } with
+ * size and sha256 null where the table gives none ("–"). "same repo" is the previous row's.
+ */
+function publishedTable(markdown) {
+  const rows = [];
+  let repo = null;
+  for (const line of markdown.split('\n')) {
+    const cells = line.split('|').slice(1, -1).map((c) => c.trim());
+    if (cells.length !== 5 || cells[0] === 'id' || /^-+$/.test(cells[0])) continue;
+    const [id, where, bytes, sha] = cells;
+    const r = /(?:\*\*use\*\* )?([\w.-]+\/[\w.-]+) `([^`]+)`/.exec(where);
+    const same = /^same repo, `([^`]+)`/.exec(where);
+    if (r) repo = r[1];
+    const file = (r ? r[2] : same ? same[1] : null);
+    rows.push({
+      id, repo: r || same ? repo : null, file,
+      size: /^\d+$/.test(bytes) ? Number(bytes) : null,
+      sha256: /^[0-9a-f]{64}$/.test(sha) ? sha : null,
+    });
+  }
+  return rows;
+}
+
+const rows = publishedTable(fs.readFileSync(TABLE, 'utf8'));
+const sha256Of = (file) => crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+
+test('the table parses: one row per published model, sizes and hashes where it has them', () => {
+  assert.ok(rows.length >= 20, `${rows.length} rows`);
+  const withHash = rows.filter((r) => r.sha256 && r.size);
+  assert.ok(withHash.length >= 20, `${withHash.length} rows with size and sha256`);
+  assert.ok(rows.some((r) => r.id === 'gpt2-q8_0' && r.sha256 === null), 'gpt2-q8_0 has no published hash');
+});
+
+test('every manifest entry has the table\'s size and sha256, or says why it has none', () => {
+  for (const e of manifest.models) {
+    const row = rows.find((r) => r.id === e.id);
+    if (row && row.sha256) {
+      assert.equal(e.size, row.size, `${e.id}: size`);
+      assert.equal(e.sha256, row.sha256, `${e.id}: sha256`);
+      assert.equal(e.verified, true, `${e.id}: verified`);
+      assert.match(e.checksumSource, /^published: /, `${e.id}: checksumSource`);
+    } else if (row) {
+      assert.equal(e.sha256, null, `${e.id}: no published sha256, none in the manifest`);
+      assert.equal(e.verified, false, `${e.id}`);
+      assert.ok(typeof e.unverified === 'string' && e.unverified.length > 20, `${e.id}: unverified says why`);
+    } else {
+      // not in the table: the manifest's values are those of the copy in ../shared/models
+      const file = path.join(MODELS, e.file);
+      assert.ok(fs.existsSync(file), `${e.id}: neither a table row nor a copy in ../shared/models`);
+      assert.equal(e.size, fs.statSync(file).size, `${e.id}: size of ${file}`);
+      assert.equal(e.sha256, sha256Of(file), `${e.id}: sha256 of ${file}`);
+      assert.match(e.checksumSource, /^checked: /, `${e.id}: checksumSource`);
+    }
+    if (e.sha256 !== null) {
+      assert.match(e.sha256, /^[0-9a-f]{64}$/, e.id);
+      assert.ok(Number.isSafeInteger(e.size) && e.size > 0, `${e.id}: size`);
+    }
+    if (e.tokenizer) {
+      const file = path.join(MODELS, e.tokenizer.file);
+      assert.equal(e.tokenizer.sha256, sha256Of(file), `${e.id}: tokenizer sha256 of ${file}`);
+      assert.equal(e.tokenizer.size, fs.statSync(file).size, `${e.id}: tokenizer size`);
+    }
+  }
+  // every row with a hash is in the manifest
+  for (const r of rows.filter((x) => x.sha256 && !x.id.startsWith('('))) {
+    assert.ok(manifest.models.some((e) => e.id === r.id), `${r.id}: in the table, not in the manifest`);
+  }
+});
+
+test('every URL is the table\'s repository and file, at resolve/main or its pinned revision', () => {
+  for (const e of manifest.models) {
+    const row = rows.find((r) => r.id === e.id);
+    const m = /^https:\/\/huggingface\.co\/([\w.-]+\/[\w.-]+)\/resolve\/([^/]+)\/(.+)$/.exec(e.url);
+    assert.ok(m, `${e.id}: ${e.url} is a Hugging Face resolve URL`);
+    const [, repo, rev, file] = m;
+    if (e.revision) {
+      assert.match(e.revision, /^[0-9a-f]{40}$/, `${e.id}: revision is a commit id`);
+      assert.equal(rev, e.revision, `${e.id}: the URL is pinned to the revision`);
+    } else {
+      assert.equal(rev, 'main', `${e.id}: no revision, resolve/main`);
+    }
+    assert.equal(path.posix.basename(file), e.file, `${e.id}: the URL names the file`);
+    if (!row) continue;
+    assert.equal(repo, row.repo, `${e.id}: repository`);
+    if (row.file.startsWith('…')) assert.ok(file.endsWith(row.file.slice(1)), `${e.id}: ${file} ends like ${row.file}`);
+    else assert.equal(file, row.file, `${e.id}: file`);
+  }
+  // the official HuggingFaceTB Q8_0 of SmolLM2 360M, not bartowski's (which has no published hash)
+  assert.match(manifest.models.find((e) => e.id === 'smollm2-360m-instruct-q8_0').url,
+    /\/HuggingFaceTB\/SmolLM2-360M-Instruct-GGUF\/resolve\/[0-9a-f]{40}\/smollm2-360m-instruct-q8_0\.gguf$/);
+});
+
+test('a tokenizer URL on GitHub is pinned to a commit', () => {
+  for (const e of manifest.models.filter((x) => x.tokenizer?.url.includes('githubusercontent'))) {
+    assert.match(e.tokenizer.url, /^https:\/\/raw\.githubusercontent\.com\/karpathy\/llama2\.c\/([0-9a-f]{40})\/tokenizer\.bin$/, e.id);
+    assert.ok(e.tokenizer.url.includes(e.tokenizer.revision), e.id);
+  }
+});
