@@ -136,12 +136,7 @@ function checkTools(req) {
       if (!['name', 'description', 'parameters', 'strict'].includes(k)) throw bad(`tools[${i}].function.${k} is not supported`);
     }
     if (f.parameters !== undefined && !isObject(f.parameters)) throw bad(`tools[${i}].function.parameters must be a JSON Schema object`);
-    let params = f.parameters ?? { type: 'object', properties: {} };
-    if (isObject(params.properties) && Object.keys(params.properties).length === 0 && params.additionalProperties === undefined) {
-      params = { ...params, additionalProperties: false }; // no parameters: {} (JSON Schema alone would allow any key)
-    }
-    return { type: 'function', function: { name: f.name, ...(f.description !== undefined ? { description: f.description } : {}),
-      parameters: params } };
+    return { type: 'function', function: { ...f } }; // as given: the template shows them to the model
   });
 }
 
@@ -242,12 +237,13 @@ export function checkRequest(req) {
 
 // ---- generic format: tools described in a system message, history as JSON -------------------
 
-/** The system text that describes the tools and the answer's JSON shape (generic format). */
-export function genericSystemText(tools, required) {
+/** The system text that describes the tools and the answer's JSON shape (generic format; the
+ *  same whatever tool_choice is, so that a conversation's turns share their prompt). */
+export function genericSystemText(tools) {
   const list = tools.map((t) => JSON.stringify(t.function)).join('\n');
   return `You can call these tools (JSON Schema of each function's arguments):\n${list}\n\n` +
     'Answer with a single JSON object: {"tool_calls": [{"name": <function name>, "arguments": <arguments object>}, …]} ' +
-    `to call tools${required ? '' : ', or {"response": <your answer as a string>} to answer directly'}. ` +
+    'to call tools, or {"response": <your answer as a string>} to answer directly. ' +
     'The results of the calls come back in a user message {"tool_responses": [...]}.';
 }
 
@@ -256,9 +252,9 @@ export function genericSystemText(tools, required) {
  * message, assistant calls written as the JSON the model answers with, tool results as user
  * messages (consecutive messages of one role merged: Gemma's template wants alternation).
  */
-function genericMessages(messages, tools, required) {
+function genericMessages(messages, tools) {
   const out = [];
-  const sys = genericSystemText(tools, required);
+  const sys = genericSystemText(tools);
   let rest = messages;
   if (messages[0].role === 'system') {
     out.push({ role: 'system', content: `${messages[0].content}\n\n${sys}` });
@@ -344,16 +340,19 @@ function logprobEntry(tok) {
 export async function chatCompletionPrompt(info, request) {
   const r = checkRequest(request);
   const template = r.chat.chatTemplate ?? info.chatTemplate;
-  const useTools = r.choice.mode !== 'none';
-  const format = useTools ? detectToolFormat(template) : null;
+  // With tools the prompt is the same whatever tool_choice is ('none' included: the tools stay
+  // declared, as OpenAI's 'none' reads), so the turns of a conversation share the KV cache.
+  const shown = r.tools.length ? detectToolFormat(template) : null;
+  // (generic: the answer is JSON whatever the choice; 'none' allows only {"response"})
+  const format = r.choice.mode !== 'none' || shown === 'generic' ? shown : null;
   let tools = r.tools;
   if (r.choice.name) tools = tools.filter((t) => t.function.name === r.choice.name);
   let messages = r.messages;
   const variables = { ...(r.chat.templateVariables ?? {}) };
-  if (useTools && format === 'generic') messages = genericMessages(messages, tools, r.choice.mode === 'required');
-  else if (useTools) variables.tools = r.tools; // the template lists them all; a named choice is the grammar's
+  if (shown === 'generic') messages = genericMessages(messages, r.tools);
+  else if (shown) variables.tools = r.tools; // the template lists them all; a named choice is the grammar's
   const { text, addBos } = await chatPrompt(info, messages, { ...r.chat, templateVariables: variables });
-  return { text, addBos, format, r, tools };
+  return { text, addBos, format, shown, r, tools };
 }
 
 /**
@@ -363,11 +362,15 @@ export async function chatCompletionPrompt(info, request) {
 async function prepare(engine, request) {
   const info = engine.info;
   if (!info) throw jsError('WLM_ERR_STATE', 'no model loaded: call load() first');
-  const { text, addBos, format, r, tools } = await chatCompletionPrompt(info, request);
+  const { text, addBos, format, shown, r, tools } = await chatCompletionPrompt(info, request);
   const useTools = format !== null;
   const gen = { ...r.gen, cachePrompt: r.cachePrompt, addBos, parseSpecial: true };
   let prefill = '';
-  let markerIds = new Map();
+  const markerIds = new Map();
+  if (shown && !useTools) { // tool_choice 'none': the format's opening token (if one) is banned
+    const markers = await singleTokens(engine, [...MARKER_TOKENS[shown], shown === 'hermes' ? '<tool_call>' : '[TOOL_CALLS]']);
+    if (markers.size) gen.logitBias = { ...(gen.logitBias ?? {}), ...Object.fromEntries([...markers.values()].map((m) => [m.id, -Infinity])) };
+  }
   if (useTools) {
     const markers = await singleTokens(engine, [...new Set([...MARKER_TOKENS[format], '<tool_call>', '[TOOL_CALLS]', '<|python_tag|>'])]);
     for (const [t, m] of markers) if (m.text === '' && MARKER_TOKENS[format].includes(t)) markerIds.set(m.id, t);

@@ -67,11 +67,11 @@ export function gbnfLiteral(s) {
 }
 
 /**
- * Renames rule `from` to `to` in GBNF text: every identifier token equal to `from` outside
- * string literals, character classes and comments (the JSON Schema converter's grammar starts at
- * `root`; a tool grammar wraps it).
+ * Renames rules in GBNF text: every identifier token that `rename` maps (a function returning
+ * the new name, or undefined to keep it), outside string literals, character classes and
+ * comments. Used to put several JSON Schema grammars (each starting at `root`) side by side.
  */
-export function renameRule(gbnf, from, to) {
+export function renameRules(gbnf, rename) {
   let out = '';
   let i = 0;
   const n = gbnf.length;
@@ -93,7 +93,7 @@ export function renameRule(gbnf, from, to) {
       let j = i;
       while (j < n && isId(gbnf[j])) j++;
       const word = gbnf.slice(i, j);
-      out += word === from ? to : word;
+      out += rename(word) ?? word;
       i = j;
     } else {
       out += c;
@@ -103,15 +103,38 @@ export function renameRule(gbnf, from, to) {
   return out;
 }
 
+/** renameRules for one rule. */
+export function renameRule(gbnf, from, to) {
+  return renameRules(gbnf, (w) => (w === from ? to : undefined));
+}
+
+/** The rules a GBNF text defines (names before `::=` at the start of a line). */
+function definedRules(gbnf) {
+  return new Set([...gbnf.matchAll(/^\s*([A-Za-z0-9_-]+)\s*::=/gm)].map((m) => m[1]));
+}
+
+/** A tool's `parameters` for the grammar: none → {} only; an object schema with no properties
+ *  and no additionalProperties → {} only too (JSON Schema alone would allow any key; a function
+ *  that declares no parameters takes none, as OpenAI's strict mode reads it). */
+function argumentsSchema(p) {
+  if (p === undefined || p === null) return { type: 'object', properties: {}, additionalProperties: false };
+  const props = p.properties;
+  if (props !== null && typeof props === 'object' && Object.keys(props).length === 0 && p.additionalProperties === undefined) {
+    return { ...p, additionalProperties: false };
+  }
+  return p;
+}
+
 /**
  * The JSON Schema of one call object of `format` for each tool (OpenAI's {type: 'function',
  * function: {name, parameters}}): {"name": <const>, "arguments"|"parameters": <parameters>}.
+ * (The generic format's; the other formats write the call's frame literally: toolGrammar.)
  */
 export function callSchema(format, tools) {
   const key = format === 'llama3' ? 'parameters' : 'arguments';
   const one = (t) => ({
     type: 'object',
-    properties: { name: { const: t.function.name }, [key]: t.function.parameters ?? { type: 'object', properties: {} } },
+    properties: { name: { const: t.function.name }, [key]: argumentsSchema(t.function.parameters) },
     required: ['name', key],
   });
   return tools.length === 1 ? one(tools[0]) : { anyOf: tools.map(one) };
@@ -123,8 +146,11 @@ export function callSchema(format, tools) {
  * engine's converter). `mode`: 'auto' (lazy: free text until a trigger) or 'required' (a call
  * from the first token). `markers`: marker text → {id, text} for markers that are one token
  * (text: its piece, '' for a control token). `prefill`: text to append to the prompt (a control
- * marker the grammar cannot write, in required mode). Generic: not lazy (the whole answer is
- * JSON), with the {"response"} alternative in 'auto'.
+ * marker the grammar cannot write, in required mode).
+ * A call is written in the frame the model was trained on, literally ({"name": "f",
+ * "arguments": …} — as llama.cpp's chat handlers build theirs), and only the arguments come
+ * from the tool's JSON Schema (each tool's rules prefixed t0-, t1-, …). Generic: not lazy (the
+ * whole answer is one JSON value), with the {"response"} alternative in 'auto'.
  * @returns {Promise<{grammar: string, lazy: boolean, triggers: (number|string)[], prefill: string}>}
  */
 export async function toolGrammar(format, tools, { mode, parallel, markers }, convert) {
@@ -132,11 +158,20 @@ export async function toolGrammar(format, tools, { mode, parallel, markers }, co
     const call = callSchema('generic', tools);
     const calls = { type: 'array', items: call, minItems: 1, ...(parallel ? {} : { maxItems: 1 }) };
     const withCalls = { type: 'object', properties: { tool_calls: calls }, required: ['tool_calls'] };
-    const schema = mode === 'required' ? withCalls
-      : { anyOf: [withCalls, { type: 'object', properties: { response: { type: 'string' } }, required: ['response'] }] };
+    const answer = { type: 'object', properties: { response: { type: 'string' } }, required: ['response'] };
+    const schema = mode === 'required' ? withCalls : mode === 'none' ? answer : { anyOf: [withCalls, answer] };
     return { grammar: await convert(schema), lazy: false, triggers: [], prefill: '' };
   }
-  const body = renameRule(await convert(callSchema(format, tools)), 'root', 'tool-call');
+  const key = format === 'llama3' ? 'parameters' : 'arguments';
+  const rules = [];
+  const alts = [];
+  for (const [i, t] of tools.entries()) {
+    const g = await convert(argumentsSchema(t.function.parameters));
+    const defined = definedRules(g);
+    rules.push(renameRules(g, (w) => (defined.has(w) ? `t${i}-${w}` : undefined)).trim());
+    alts.push(`${gbnfLiteral(`{"name": "${t.function.name}", "${key}": `)} t${i}-root "}"`);
+  }
+  const body = `call ::= ${alts.join(' | ')}\n${rules.join('\n')}`;
   const marker = FORMATS[format].markers[0];
   const tok = markers.get(marker);
   const markerText = tok && tok.text === '' ? '' : marker; // a control token writes nothing
@@ -144,16 +179,16 @@ export async function toolGrammar(format, tools, { mode, parallel, markers }, co
   const triggers = [];
   let prefill = '';
   if (format === 'hermes') {
-    root = `root ::= tc${parallel ? ' ("\\n" tc)*' : ''}\ntc ::= ${gbnfLiteral(`${markerText}\n`)} tool-call "\\n</tool_call>"`;
+    root = `root ::= tc${parallel ? ' ("\\n" tc)*' : ''}\ntc ::= ${gbnfLiteral(`${markerText}\n`)} call "\\n</tool_call>"`;
     if (tok) triggers.push(tok.id);
     triggers.push(marker);
   } else if (format === 'llama3') {
-    root = `root ::= tool-call${parallel ? ' ("\\n" tool-call)*' : ''}`;
+    root = `root ::= call${parallel ? ' ("\\n" call)*' : ''}`;
     if (tok && tok.text === '') triggers.push(tok.id); // <|python_tag|>: the grammar starts after it
     triggers.push('{"name"', '{ "name"');
   } else { // mistral
     const lead = mode === 'required' && markerText === '' ? '' : markerText;
-    root = `root ::= ${lead ? `${gbnfLiteral(lead)} ` : ''}"[" tool-call${parallel ? ' ("," " "? tool-call)*' : ''} "]"`;
+    root = `root ::= ${lead ? `${gbnfLiteral(lead)} ` : ''}"[" call${parallel ? ' (", " call)*' : ''} "]"`;
     if (tok) triggers.push(tok.id);
     if (markerText) triggers.push(marker);
     if (mode === 'required' && markerText === '') prefill = marker;
