@@ -288,6 +288,32 @@ test('generic form with tool_choice \'none\': only {"response"} is allowed, read
   }
 });
 
+test('generate() with grammarLazy: free until a trigger, held after it; the options are checked', async () => {
+  const engine = await engineFor('qwen3');
+  const grammar = 'root ::= "<tool_call>" [0-9] [0-9] "!"';
+  const [tc] = await engine.tokenize('<tool_call>', { bos: false, parseSpecial: true });
+  let base, free, at = -1;
+  for (let seed = 1; seed <= 30 && at <= 0; seed++) { // a seed whose free text opens <tool_call> after some text
+    base = { seed, maxTokens: 40, temperature: 1, addBos: false, parseSpecial: true };
+    free = await engine.complete('Hi', { ...base, logitBias: { [tc]: 9 } });
+    at = free.text.indexOf('<tool_call>');
+  }
+  assert.ok(at > 0, `no seed opened <tool_call> after some text: ${JSON.stringify(free.text)}`);
+  const lazy = await engine.complete('Hi', { ...base, logitBias: { [tc]: 9 }, grammar, grammarLazy: true, grammarTriggers: [tc] });
+  assert.equal(lazy.text.slice(0, at), free.text.slice(0, at), 'the same free text before the trigger');
+  assert.match(lazy.text.slice(at), /^<tool_call>[0-9]{2}!$/);
+  assert.equal(lazy.stopReason, 'eos');
+  const words = await engine.complete('Hi', { ...base, logitBias: { [tc]: 9 }, grammar, grammarLazy: true, grammarTriggers: ['<tool_call>'] });
+  assert.equal(words.text, lazy.text, 'a word trigger finds the same place');
+  const bad = (params, re) => assert.rejects(engine.complete('Hi', { ...base, grammar, ...params }), re);
+  await bad({ grammarLazy: true }, /grammarLazy needs a grammar \(or jsonSchema\) and at least one of grammarTriggers/);
+  await bad({ grammarLazy: 1, grammarTriggers: ['x'] }, /grammarLazy must be a boolean/);
+  await bad({ grammarLazy: true, grammarTriggers: [{}] }, /neither a token id nor a word/);
+  await bad({ grammarLazy: true, grammarTriggers: ['x'.repeat(64)] }, /1 to 63 bytes/);
+  await bad({ grammarLazy: true, grammarTriggers: Array(9).fill('x') }, /at most 8/);
+  await bad({ grammarLazy: true, grammarTriggers: [10 ** 7] }, /grammarTriggers\[0\]: token 10000000 is outside the vocabulary/);
+});
+
 test('logprobs: one entry per generated token, top_logprobs alternatives, probabilities ≤ 1', async () => {
   const engine = await engineFor('qwen3');
   const r = await engine.chatCompletion({ messages: USER, seed: 1, max_tokens: 6, logprobs: true, top_logprobs: 3 });
