@@ -20,6 +20,9 @@ const OPENAI_FIELDS = ['messages', 'model', 'tools', 'tool_choice', 'parallel_to
   'user'];
 const EXTRA_FIELDS = { top_k: 'topK', min_p: 'minP', typical_p: 'typicalP', repeat_penalty: 'repeatPenalty',
   repeat_last_n: 'repeatLastN' };
+/** Their ranges (C's, src/wasmlm.h), checked here so that the error names the request's field. */
+const EXTRA_RANGES = { top_k: { int: true, min: 0 }, min_p: { min: 0, max: 1 }, typical_p: { min: Number.MIN_VALUE, max: 1 },
+  repeat_penalty: { min: Number.MIN_VALUE }, repeat_last_n: { int: true, min: 0 } };
 const OTHER_EXTRAS = ['cache_prompt', 'chat_template', 'chat_template_kwargs'];
 /** OpenAI fields refused with a reason (rather than as unknown). */
 const REFUSED = {
@@ -40,8 +43,9 @@ function num(req, key, { int = false, min = -Infinity, max = Infinity } = {}) {
   const v = req[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'number' || !Number.isFinite(v) || (int && !Number.isInteger(v)) || v < min || v > max) {
-    throw bad(`${key} must be ${int ? 'an integer' : 'a number'}` +
-      `${min > -Infinity || max < Infinity ? ` in ${min}..${max}` : ''}, got ${JSON.stringify(v)}`);
+    const lo = min === Number.MIN_VALUE ? '> 0' : min > -Infinity ? `>= ${min}` : '';
+    const range = [lo, max < Infinity ? `<= ${max}` : ''].filter(Boolean).join(' and ');
+    throw bad(`${key} must be ${int ? 'an integer' : 'a number'}${range ? ` ${range}` : ''}, got ${JSON.stringify(v)}`);
   }
   return v;
 }
@@ -183,14 +187,14 @@ export function checkRequest(req) {
   const set = (key, v) => { if (v !== undefined) gen[key] = v; };
   set('temperature', num(req, 'temperature', { min: 0, max: 2 }));
   set('topP', num(req, 'top_p', { min: 0, max: 1 }));
-  if (gen.topP === 0) gen.topP = Number.MIN_VALUE; // OpenAI allows 0 (≈ greedy); C's range is (0, 1]
+  if (gen.topP === 0) gen.topP = 1e-6; // OpenAI allows 0 (the most probable token); C's range is (0, 1]
   const maxTokens = num(req, 'max_completion_tokens', { int: true, min: 1 }) ?? num(req, 'max_tokens', { int: true, min: 1 });
   set('maxTokens', maxTokens);
   set('seed', num(req, 'seed', { int: true, min: 0, max: Number.MAX_SAFE_INTEGER }));
   set('frequencyPenalty', num(req, 'frequency_penalty', { min: -2, max: 2 }));
   set('presencePenalty', num(req, 'presence_penalty', { min: -2, max: 2 }));
   for (const [k, name] of Object.entries(EXTRA_FIELDS)) {
-    set(name, num(req, k, { int: k === 'top_k' || k === 'repeat_last_n', min: 0 }));
+    set(name, num(req, k, EXTRA_RANGES[k]));
   }
   if (req.stop != null) {
     const stops = typeof req.stop === 'string' ? [req.stop] : req.stop;

@@ -214,19 +214,20 @@ function skipWs(s, i) {
   return i;
 }
 
-/** A JSON string at s[i] === '"': complete (end after the quote), partial or error. */
-function scanString(s, i) {
+/** A JSON string at s[i] === '"': complete (end after the quote), partial or error. `from`
+ *  resumes a partial scan (its result's `from`: where the characters not yet checked begin). */
+function scanString(s, i, from = i + 1) {
   const n = s.length;
-  for (let j = i + 1; j < n; j++) {
+  for (let j = from; j < n; j++) {
     const c = s.charCodeAt(j);
     if (c === 0x22) return { state: 'complete', end: j + 1 };
     if (c < 0x20) return err(j, 'a control character in a string');
     if (c === 0x5c) {
-      if (j + 1 >= n) return PARTIAL;
+      if (j + 1 >= n) return { state: 'partial', from: j };
       const e = s[j + 1];
       if (e === 'u') {
         for (let k = 2; k < 6; k++) {
-          if (j + k >= n) return PARTIAL;
+          if (j + k >= n) return { state: 'partial', from: j };
           if (!/[0-9a-fA-F]/.test(s[j + k])) return err(j + k, 'a bad \\u escape');
         }
         j += 5;
@@ -237,7 +238,7 @@ function scanString(s, i) {
       }
     }
   }
-  return PARTIAL;
+  return { state: 'partial', from: n };
 }
 
 /** A JSON number at s[i]: complete once a character follows it (at the end: partial). */
@@ -265,9 +266,9 @@ function scanNumber(s, i) {
   return j >= n ? PARTIAL : { state: 'complete', end: j };
 }
 
-function scanScalar(s, i) {
+function scanScalar(s, i, from) {
   const c = s[i];
-  if (c === '"') return scanString(s, i);
+  if (c === '"') return scanString(s, i, from);
   if (c === '-' || (c >= '0' && c <= '9')) return scanNumber(s, i);
   for (const lit of ['true', 'false', 'null']) {
     if (c !== lit[0]) continue;
@@ -282,16 +283,25 @@ function scanScalar(s, i) {
 
 /**
  * One JSON value starting at s[i] (no whitespace before it): {state: 'complete', end} |
- * {state: 'partial'} (every character so far belongs to it) | {state: 'error', at, why}. A
- * number at the very end is partial (more digits may follow).
+ * {state: 'partial', ck} (every character so far belongs to it) | {state: 'error', at, why}. A
+ * number at the very end is partial (more digits may follow). `ck`, a partial result's
+ * checkpoint, resumes the scan when more text has been appended to `s` (then `i` is ignored):
+ * streaming scans each character about once instead of re-reading the value from its start.
+ * The checkpoint is owned by the scan that gets it (do not resume from one twice).
  */
-export function scanValue(s, i) {
+export function scanValue(s, i, ck = null) {
   const n = s.length;
-  const stack = [];
-  let expect = 'value';
+  const stack = ck ? ck.stack : [];
+  let expect = ck ? ck.expect : 'value';
+  let from = ck ? ck.from : undefined; // inside a string at ck.i: its characters checked so far
+  if (ck) i = ck.i;
   for (;;) {
     if (stack.length) i = skipWs(s, i);
-    if (i >= n) return PARTIAL;
+    const at = i; // the state here is the checkpoint of any partial result of this iteration
+    const strFrom = from;
+    from = undefined;
+    const partial = (r) => ({ state: 'partial', ck: { i: at, stack, expect, from: r?.from } });
+    if (i >= n) return partial();
     const c = s[i];
     if (expect === 'value' || expect === 'value-or-close') {
       if (expect === 'value-or-close' && c === ']') {
@@ -308,7 +318,8 @@ export function scanValue(s, i) {
         expect = 'value-or-close';
         continue;
       } else {
-        const r = scanScalar(s, i);
+        const r = scanScalar(s, i, strFrom);
+        if (r.state === 'partial') return partial(r);
         if (r.state !== 'complete') return r;
         i = r.end;
       }
@@ -323,10 +334,11 @@ export function scanValue(s, i) {
         continue;
       }
       if (c !== '"') return err(i, 'expected a key');
-      const r = scanString(s, i);
+      const r = scanString(s, i, strFrom);
+      if (r.state === 'partial') return partial(r);
       if (r.state !== 'complete') return r;
       i = skipWs(s, r.end);
-      if (i >= n) return PARTIAL;
+      if (i >= n) return partial();
       if (s[i] !== ':') return err(i, "expected ':'");
       i++;
       i = skipWs(s, i);
@@ -349,42 +361,49 @@ export function scanValue(s, i) {
 
 /**
  * The top-level members of a JSON object at s[i] === '{': {state, end?, members: [{key,
- * start, end}]} where end is null while the value is partial (start null before it begins).
+ * start, end}], ck?} where a member's end is null while its value is partial. `ck` (a partial
+ * result's checkpoint) resumes the scan on a longer `s`, as scanValue's; the members array is
+ * carried along (the same array, members appended and completed in place).
  */
-function scanMembers(s, i) {
-  const members = [];
+function scanMembers(s, i, ck = null) {
   const n = s.length;
-  i++;
-  let first = true;
+  const st = ck ?? { i: i + 1, members: [], first: true, m: null, vck: null };
+  const { members } = st;
+  i = st.i;
   for (;;) {
+    if (st.m) { // a member's value in progress
+      const v = scanValue(s, st.m.start, st.vck);
+      if (v.state === 'partial') { st.vck = v.ck; return { state: 'partial', members, ck: st }; }
+      if (v.state !== 'complete') return { ...v, members };
+      st.m.end = v.end;
+      i = v.end;
+      st.m = null;
+      st.vck = null;
+      st.first = false;
+    }
     i = skipWs(s, i);
-    if (i >= n) return { state: 'partial', members };
-    if (s[i] === '}') return first ? { state: 'complete', end: i + 1, members } : { ...err(i, 'expected a key'), members };
-    if (!first) {
+    const at = i;
+    const partial = () => { st.i = at; return { state: 'partial', members, ck: st }; };
+    if (i >= n) return partial();
+    if (s[i] === '}') return { state: 'complete', end: i + 1, members }; // {} or after a member (a ',' is read with its key)
+    if (!st.first) {
       if (s[i] !== ',') return { ...err(i, "expected ',' or '}'"), members };
       i = skipWs(s, i + 1);
-      if (i >= n) return { state: 'partial', members };
+      if (i >= n) return partial();
     }
     if (s[i] !== '"') return { ...err(i, 'expected a key'), members };
     const k = scanString(s, i);
+    if (k.state === 'partial') return partial();
     if (k.state !== 'complete') return { ...k, members };
     const key = JSON.parse(s.slice(i, k.end));
     i = skipWs(s, k.end);
-    if (i >= n) return { state: 'partial', members };
+    if (i >= n) return partial();
     if (s[i] !== ':') return { ...err(i, "expected ':'"), members };
     i = skipWs(s, i + 1);
-    const m = { key, start: i < n ? i : null, end: null };
-    members.push(m);
-    if (i >= n) return { state: 'partial', members };
-    const v = scanValue(s, i);
-    if (v.state !== 'complete') return { ...v, members };
-    m.end = v.end;
-    i = v.end;
-    first = false;
-    // after a value: ',' or '}' (checked at the top of the loop)
-    i = skipWs(s, i);
-    if (i >= n) return { state: 'partial', members };
-    if (s[i] === '}') return { state: 'complete', end: i + 1, members };
+    if (i >= n) return partial(); // (the key is read again when the value begins)
+    st.m = { key, start: i, end: null };
+    members.push(st.m);
+    st.vck = null;
   }
 }
 
@@ -411,6 +430,7 @@ export class ToolCallParser {
   #unitStart = 0;    // where the current call's text begins (raw text from here on failure)
   #obj = 0;          // the current call object's '{'
   #call = null;      // {index, id, name, argsEmitted, argsStart}
+  #ck = null;        // the checkpoint of the current object's (or generic answer's) scan
   #content = '';
   #calls = [];
   #error = null;
@@ -536,12 +556,14 @@ export class ToolCallParser {
           if (i >= b.length) { if (final) { this.#fail('the call is cut short', events); continue; } return; }
           if (b[i] !== '{') { this.#fail("a call must be a JSON object ('{')", events); continue; }
           this.#pos = this.#obj = i;
+          this.#ck = null;
           this.#call = null;
           this.#mode = 'object';
           continue;
         }
         case 'object': {
-          const r = scanMembers(b, this.#obj);
+          const r = scanMembers(b, this.#obj, this.#ck);
+          this.#ck = r.state === 'partial' ? r.ck : null;
           const call = this.#call ?? (this.#call = { name: null, argsEmitted: 0, argsStart: null });
           const nameM = r.members.find((m) => m.key === 'name' && m.end !== null);
           if (call.name === null && nameM) {
@@ -627,6 +649,7 @@ export class ToolCallParser {
             }
             if (b[i] !== '{') { this.#pos = i; this.#error ??= "a call must be a JSON object ('{')"; this.#mode = 'raw'; continue; }
             this.#pos = this.#obj = this.#unitStart = i;
+            this.#ck = null;
             this.#mode = 'object';
             continue;
           }
@@ -640,7 +663,8 @@ export class ToolCallParser {
             return;
           }
           if (b[i] !== '{') { this.#error ??= 'the answer is not a JSON object'; this.#mode = 'raw'; continue; }
-          const r = scanValue(b, i);
+          const r = scanValue(b, i, this.#ck);
+          this.#ck = r.state === 'partial' ? r.ck : null;
           if (r.state === 'partial') {
             if (!final) return;
             this.#error ??= 'the answer is cut short';

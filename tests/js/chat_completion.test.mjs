@@ -341,6 +341,9 @@ test('requests are checked: unknown and unsupported fields are errors naming the
   await bad({ n: 2 }, /n: only 1/);
   await bad({ temperature: 'hot' }, /temperature must be a number/);
   await bad({ max_tokens: 1.5 }, /max_tokens must be an integer/);
+  await bad({ temperature: 3 }, /temperature must be a number >= 0 and <= 2, got 3/);
+  await bad({ typical_p: 0 }, /typical_p must be a number > 0 and <= 1/);
+  await bad({ top_k: -1 }, /top_k must be an integer >= 0/);
   await bad({ top_logprobs: 2 }, /top_logprobs needs logprobs/);
   await bad({ tool_choice: 'required' }, /needs tools/);
   await bad({ tools: TOOLS, tool_choice: { type: 'function', function: { name: 'nope' } } }, /'nope', which is not in tools/);
