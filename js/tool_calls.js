@@ -202,10 +202,14 @@ const WS = new Set([' ', '\t', '\n', '\r']);
 const PARTIAL = Object.freeze({ state: 'partial' });
 const err = (at, why) => ({ state: 'error', at, why });
 
-/** `s` without trailing JSON whitespace. */
+/** White space dropped before a call (or after the last one), at most: a bound, so that text
+ *  held while it may precede a call stays short (and streaming linear). */
+const MAX_HELD_WS = 64;
+
+/** `s` without its trailing JSON white space, MAX_HELD_WS characters of it at most. */
 function trimWs(s) {
   let e = s.length;
-  while (e > 0 && WS.has(s[e - 1])) e--;
+  while (e > 0 && s.length - e < MAX_HELD_WS && WS.has(s[e - 1])) e--;
   return s.slice(0, e);
 }
 
@@ -392,8 +396,8 @@ function scanMembers(s, i, ck = null) {
       if (i >= n) return partial();
     }
     if (s[i] !== '"') return { ...err(i, 'expected a key'), members };
-    const k = scanString(s, i);
-    if (k.state === 'partial') return partial();
+    const k = scanString(s, i, st.key === i ? st.kfrom : undefined);
+    if (k.state === 'partial') { st.key = i; st.kfrom = k.from; return partial(); }
     if (k.state !== 'complete') return { ...k, members };
     const key = JSON.parse(s.slice(i, k.end));
     i = skipWs(s, k.end);
@@ -424,13 +428,16 @@ export class ToolCallParser {
   #markers;
   #argsKeys;
   #makeId;
-  #buf = '';
+  #buf = '';         // all the text (appending, V8 flattens it when next read: a copy per push,
+                     // a memcpy of a few kB for a real answer, not a re-scan)
   #pos = 0;          // everything before is decided
   #mode = 'text';    // text | start | object | after | raw | generic | done
   #unitStart = 0;    // where the current call's text begins (raw text from here on failure)
   #obj = 0;          // the current call object's '{'
   #call = null;      // {index, id, name, argsEmitted, argsStart}
   #ck = null;        // the checkpoint of the current object's (or generic answer's) scan
+  #ws = new Map();   // position → end of the white space run from it seen so far (the text
+                     // only grows, so a run stays white space: waiting on white space is linear)
   #content = '';
   #calls = [];
   #error = null;
@@ -488,6 +495,13 @@ export class ToolCallParser {
     this.#mode = 'raw';
   }
 
+  /** skipWs on the buffer, resuming a run of white space it already read from `from`. */
+  #skipWs(from) {
+    const end = skipWs(this.#buf, this.#ws.get(from) ?? from);
+    this.#ws.set(from, end);
+    return end;
+  }
+
   /** Earliest marker at or after `from`: [index, marker] or null. */
   #findMarker(from) {
     let best = null;
@@ -530,8 +544,9 @@ export class ToolCallParser {
             this.#mode = 'done';
             return;
           }
-          let end = b.length - this.#partialMarker();
-          while (end > this.#pos && WS.has(b[end - 1])) end--; // held: may precede a call
+          const tail = b.length - this.#partialMarker();
+          let end = tail;
+          while (end > this.#pos && tail - end < MAX_HELD_WS && WS.has(b[end - 1])) end--; // held: may precede a call
           this.#emitContent(b.slice(this.#pos, end), events);
           this.#pos = end;
           return;
@@ -547,11 +562,11 @@ export class ToolCallParser {
           let i = this.#pos;
           const want = this.#format === 'llama3' && b[i] === '{' ? '' : this.#markers.find((m) => b.startsWith(m, i)) ?? null;
           if (want === null) { this.#fail('a call marker was expected', events); continue; }
-          i = skipWs(b, i + want.length);
+          i = this.#skipWs(i + want.length);
           if (this.#format === 'mistral') {
             if (i >= b.length) { if (final) { this.#fail('the call list is cut short', events); continue; } return; }
             if (b[i] !== '[') { this.#fail("expected '[' after [TOOL_CALLS]", events); continue; }
-            i = skipWs(b, i + 1);
+            i = this.#skipWs(i + 1);
           }
           if (i >= b.length) { if (final) { this.#fail('the call is cut short', events); continue; } return; }
           if (b[i] !== '{') { this.#fail("a call must be a JSON object ('{')", events); continue; }
@@ -613,7 +628,7 @@ export class ToolCallParser {
           continue;
         }
         case 'after': {
-          let i = skipWs(b, this.#pos);
+          let i = this.#skipWs(this.#pos);
           if (this.#format === 'hermes') {
             const close = '</tool_call>';
             const have = b.slice(i, i + close.length);
@@ -639,7 +654,7 @@ export class ToolCallParser {
             }
             if (b[i] === ']') { this.#pos = i + 1; this.#mode = 'text'; continue; }
             if (b[i] !== ',') { this.#pos = i; this.#error ??= "expected ',' or ']' between calls"; this.#mode = 'raw'; continue; }
-            i = skipWs(b, i + 1);
+            i = this.#skipWs(i + 1);
             if (i >= b.length) {
               if (!final) return;
               this.#error ??= 'the call list is cut short';
@@ -657,7 +672,7 @@ export class ToolCallParser {
           continue;
         }
         case 'generic': {
-          const i = skipWs(b, this.#pos);
+          const i = this.#skipWs(this.#pos);
           if (i >= b.length) {
             if (final) { this.#emitContent(b.slice(this.#pos), events); this.#mode = 'done'; }
             return;
@@ -699,7 +714,7 @@ export class ToolCallParser {
           continue;
         }
         case 'generic-tail': {
-          const i = skipWs(b, this.#pos);
+          const i = this.#skipWs(this.#pos);
           if (i < b.length) { this.#error ??= 'text after the JSON answer'; this.#mode = 'raw'; continue; }
           if (final) this.#mode = 'done';
           return;
