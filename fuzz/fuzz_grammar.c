@@ -12,11 +12,16 @@
  *   - inside a UTF-8 character the mask is never empty (a partial character always has a
  *     valid completion: byte tokens exist for every byte);
  *   - a clone allows exactly what its original allows.
+ * Then the same grammar as a lazy grammar (src/sampling/grammar_lazy.c, through a sampler): the
+ * same tokens fed to wlm_sampler_accept with two trigger words ("\"" and "ab") and one trigger
+ * token (byte '{'): it wakes only once a trigger has been generated, and, awake, refuses
+ * exactly what the grammar's own check refuses.
  */
 #include <string.h>
 
 #include "fuzz_util.h"
 #include "sampling/grammar.h"
+#include "sampling/sampler.h"
 
 #define N_BYTES 256
 static const char *g_extra[] = {
@@ -75,6 +80,61 @@ static int32_t mask_checked(wlm_gram_matcher *m, uint8_t *mask, int full) {
             FZ_CHECK(a == mask[t], "token %d: mask %d, check %d", (int)t, mask[t], a);
         }
     return na;
+}
+
+static int has_ab(const char *p, size_t n) {
+    for (size_t i = 0; i + 1 < n; i++)
+        if (p[i] == 'a' && p[i + 1] == 'b') return 1;
+    return 0;
+}
+
+/* The lazy pass (see the top): g's matcher dormant in a sampler until a trigger. */
+static void lazy_pass(const wlm_gram *g, const uint8_t *steps, size_t n_steps) {
+    const int32_t eog = V - 1;
+    wlm_gram_matcher *m = NULL;
+    if (wlm_gram_matcher_new(g, g_vocab, &eog, 1, &m) != WLM_OK) return;
+    wlm_sampler s;
+    memset(&s, 0, sizeof s);
+    wlm_sampler_set_grammar(&s, NULL, m); /* s owns m now */
+    wlm_gen_params p;
+    wlm_gen_params_default(&p);
+    p.grammar = "root ::= x"; /* (only checked for presence) */
+    p.grammar_len = 10;
+    p.grammar_lazy = 1;
+    p.n_grammar_triggers = 3;
+    p.grammar_triggers[0].token = -1;
+    strcpy(p.grammar_triggers[0].word, "\"");
+    p.grammar_triggers[1].token = -1;
+    strcpy(p.grammar_triggers[1].word, "ab");
+    p.grammar_triggers[2].token = '{';
+    FZ_CHECK(wlm_grammar_lazy_check(&p, V, NULL, 0) == WLM_OK, "lazy check refused valid triggers");
+    FZ_CHECK(wlm_sampler_set_lazy(&s, &p) == WLM_OK && !wlm_sampler_grammar_active(&s), "lazy set-up");
+    int seen = 0; /* a trigger has been generated (a word possibly across tokens) */
+    char last = 0;
+    for (size_t k = 0; k < n_steps; k++) {
+        const int32_t t = steps[k] % V;
+        if (t == eog) break;
+        const char *piece = t < N_BYTES ? &g_bytes[t] : g_extra[t - N_BYTES];
+        const size_t pl = t < N_BYTES ? 1 : strlen(g_extra[t - N_BYTES]);
+        const int was_active = wlm_sampler_grammar_active(&s);
+        const int allowed = was_active ? wlm_gram_allows(s.matcher, t) : 1;
+        if (allowed < 0) break;
+        const int rc = wlm_sampler_accept(&s, t, piece, pl);
+        if (was_active) {
+            FZ_CHECK(allowed ? rc == WLM_OK || rc == WLM_ERR_UNSUPPORTED : rc == WLM_ERR_INVALID_ARG,
+                     "awake: token %d allowed %d, accept %s", (int)t, allowed, wlm_status_name(rc));
+            if (rc == WLM_ERR_UNSUPPORTED) break;
+            continue;
+        }
+        FZ_CHECK(rc == WLM_OK || rc == WLM_ERR_UNSUPPORTED, "dormant accept: %s", wlm_status_name(rc));
+        if (rc != WLM_OK) break;
+        if (t == '{' || memchr(piece, '"', pl) || (pl && last == 'a' && piece[0] == 'b') ||
+            has_ab(piece, pl))
+            seen = 1;
+        FZ_CHECK(!wlm_sampler_grammar_active(&s) || seen, "woke without a trigger at step %d", (int)k);
+        if (pl) last = piece[pl - 1];
+    }
+    wlm_sampler_free(&s);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -145,6 +205,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
     }
     wlm_gram_matcher_free(m);
+    lazy_pass(g, steps, n_steps);
     wlm_gram_free(g);
     return 0;
 }

@@ -13,6 +13,7 @@
 import { STATUS, STOP_REASONS, WasmlmError, abortError, jsError } from './errors.js';
 import { batchSequences, beamParams, contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
 import { chatPrompt, splitChatParams } from './chat.js';
+import { chatCompletion } from './chat_completion.js';
 import { macrotask, mark } from './platform.js';
 import { readIntoHeap } from './source.js';
 import { importsMemory, sharedMemory, startThreads, stopThreads } from './threads.js';
@@ -588,6 +589,15 @@ class Engine {
         this.#paramGrammar.set(p, gp);
         x.wlmjs_gen_params_set_grammar(p, gp, utf8(grammar).length);
       }
+      if (spec.lazy) { // a lazy grammar: dormant until a trigger (src/wasmlm.h, "Lazy grammars")
+        x.wlmjs_gen_params_set(p, 18, 1);
+        for (const t of spec.triggers) {
+          const wp = typeof t === 'string' ? this.#cstring(t) : 0;
+          const rc = x.wlmjs_gen_params_add_trigger(p, typeof t === 'string' ? -1 : t, wp);
+          if (wp) x.wlmjs_free(wp);
+          if (rc !== 0) throw this.#error(rc, `grammar trigger ${JSON.stringify(t)} rejected`);
+        }
+      }
       return p;
     } catch (e) {
       this.#freeParams(p);
@@ -723,6 +733,18 @@ class Engine {
     const { chat, gen } = splitChatParams(params ?? {});
     const { text, addBos } = await chatPrompt(this.#info, messages, chat);
     yield* this.#generate(text, { cachePrompt: true, ...gen, addBos, parseSpecial: true }, signal);
+  }
+
+  /**
+   * OpenAI's chat completion (js/chat_completion.js; ChatCompletionRequest in wasmlm.d.ts):
+   * tools and tool_choice through the template's tool-call syntax and a grammar, sampling
+   * fields, response_format; resolves to a ChatCompletion, or with `stream: true` to an async
+   * iterable of ChatCompletionChunk. Unsupported fields are errors naming them.
+   * @param {import('./wasmlm.d.ts').ChatCompletionRequest} request
+   * @param {{signal?: AbortSignal}} [options]
+   */
+  chatCompletion(request, { signal } = {}) {
+    return chatCompletion(this, request, { signal });
   }
 
   /**

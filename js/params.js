@@ -17,7 +17,8 @@ const PARAM_FIELDS = {
 };
 const LIST_PARAMS = ['stop', 'logitBias', 'bannedTokens'];
 /** Structured output (GBNF text or a JSON Schema): converted by js/engine.js, not fields. */
-const GRAMMAR_PARAMS = ['grammar', 'jsonSchema', 'jsonSchemaStrict'];
+const GRAMMAR_PARAMS = ['grammar', 'jsonSchema', 'jsonSchemaStrict', 'grammarLazy', 'grammarTriggers'];
+const MAX_TRIGGERS = 8;      // WLM_MAX_GRAMMAR_TRIGGERS
 /** Parameters that are C integers: a finite non-integer is a type error (NaN and ±Infinity go
  *  through to C, which names the field in its refusal). */
 const INT_PARAMS = new Set(['topK', 'repeatLastN', 'maxTokens', 'nProbs', 'nKeep']);
@@ -49,6 +50,7 @@ const C_TO_JS = [
   [/\bpresence_penalty\b/g, 'presencePenalty'], [/\bfrequency_penalty\b/g, 'frequencyPenalty'],
   [/\bmax_tokens\b/g, 'maxTokens'], [/\bn_probs\b/g, 'nProbs'], [/\bn_keep\b/g, 'nKeep'],
   [/\bcontext_shift\b/g, 'contextShift'], [/\bcache_prompt\b/g, 'cachePrompt'],
+  [/\bgrammar_lazy\b/g, 'grammarLazy'], [/\bgrammar trigger (\d+)/g, 'grammarTriggers[$1]'],
   [/\bparse_special\b/g, 'parseSpecial'], [/\blength_penalty\b/g, 'lengthPenalty'],
   [/\bn_ctx\b/g, 'nCtx'], [/\bn_seq_max\b/g, 'nSeqMax'], [/\bseq_len\b/g, 'seqLen'],
   [/\bgot -?nan\b/g, 'got NaN'], [/\bgot inf\b/g, 'got Infinity'], [/\bgot -inf\b/g, 'got -Infinity'],
@@ -176,7 +178,43 @@ export function genParamsSpec(params) {
     throw jsError('WLM_ERR_INVALID_ARG', `at most ${MAX_LOGIT_BIAS} logitBias entries and ` +
       `${MAX_LOGIT_BIAS} bannedTokens (got ${bias.length} and ${bannedIds.length})`);
   }
-  return { fields, stops: stops.map(String), bias, banned: bannedIds, grammar: grammarSpec(params) };
+  const grammar = grammarSpec(params);
+  return { fields, stops: stops.map(String), bias, banned: bannedIds, grammar, ...lazySpec(params, grammar) };
+}
+
+/**
+ * A lazy grammar's options (grammarLazy, grammarTriggers; src/wasmlm.h "Lazy grammars"):
+ * {lazy: boolean, triggers: (number|string)[]} — token ids and words (1..63 bytes of UTF-8).
+ */
+function lazySpec({ grammarLazy, grammarTriggers }, grammar) {
+  if (grammarLazy !== undefined && typeof grammarLazy !== 'boolean') {
+    throw jsError('WLM_ERR_INVALID_ARG', `grammarLazy must be a boolean, got ${typeof grammarLazy}`);
+  }
+  const triggers = grammarTriggers == null ? [] : grammarTriggers;
+  if (!Array.isArray(triggers)) {
+    throw jsError('WLM_ERR_INVALID_ARG', 'grammarTriggers must be an array of token ids and words');
+  }
+  if (triggers.length > MAX_TRIGGERS) {
+    throw jsError('WLM_ERR_INVALID_ARG', `grammarTriggers: at most ${MAX_TRIGGERS} (got ${triggers.length})`);
+  }
+  for (const t of triggers) {
+    if (typeof t === 'number') {
+      tokenIdArg(t, 'grammarTriggers');
+      if (t < 0) throw jsError('WLM_ERR_INVALID_ARG', `grammarTriggers: ${t} is not a token id`);
+    } else if (typeof t === 'string') {
+      const n = utf8(t).length;
+      if (n < 1 || n > MAX_STOP_BYTES || t.includes('\0')) {
+        throw jsError('WLM_ERR_INVALID_ARG', `grammarTriggers: the word ${JSON.stringify(t)} is ${n} bytes ` +
+          `of UTF-8; each must be 1 to ${MAX_STOP_BYTES} bytes, without NUL`);
+      }
+    } else {
+      throw jsError('WLM_ERR_INVALID_ARG', `grammarTriggers: ${String(t)} is neither a token id nor a word`);
+    }
+  }
+  if (grammarLazy && (!grammar || triggers.length === 0)) {
+    throw jsError('WLM_ERR_INVALID_ARG', 'grammarLazy needs a grammar (or jsonSchema) and at least one of grammarTriggers');
+  }
+  return { lazy: !!grammarLazy, triggers };
 }
 
 /**

@@ -38,6 +38,10 @@
 //   et al. 2023, arXiv:2309.06180); context shift as llama.cpp's (RoPE re-rotation of kept keys).
 // - Beam search: Hugging Face transformers' BeamSearchScorer with early stopping.
 
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from './chat_completion.js';
+// Engine.chatCompletion's types: OpenAI's request, response and stream chunk (chat_completion.d.ts).
+export type * from './chat_completion.js';
+
 /** A place to load bytes from. */
 export type Source =
   /** A URL (absolute, or relative to the page / worker script in browsers), or, in Node, a
@@ -429,6 +433,18 @@ export interface GenerateParams {
   /** false: ignore the schema's unsupported keywords (the output may then violate them)
    *  instead of rejecting. Default true. */
   jsonSchemaStrict?: boolean;
+  /**
+   * A lazy grammar (src/wasmlm.h "Lazy grammars"; llama.cpp's idea): `grammar` / `jsonSchema`
+   * stays dormant, the text free, until one of grammarTriggers is generated — a token id, or a
+   * word (1..63 bytes) found in the generated text, possibly across tokens. The grammar then
+   * holds from the trigger on: it is advanced over the trigger token's text, or over the text
+   * from the word's first byte, so it should begin with that text (a control token writes
+   * none). If that text does not follow the grammar, it stays dormant (no error). Default
+   * false. Needs a grammar and at least one trigger. chatCompletion uses it for tool calls.
+   */
+  grammarLazy?: boolean;
+  /** The triggers of a lazy grammar: token ids and words, at most 8. */
+  grammarTriggers?: (number | string)[];
 }
 
 /** One message of a conversation, OpenAI-style. Extra fields (tool_calls, reasoning_content,
@@ -819,6 +835,22 @@ export interface Engine {
    */
   chat(messages: ChatMessage[], params?: ChatParams,
        options?: { signal?: AbortSignal }): AsyncIterableIterator<Token>;
+
+  /**
+   * OpenAI's chat completion (README "Tool calls and the OpenAI chat API"; the request's
+   * supported and refused fields are in ChatCompletionRequest): renders `request.messages`
+   * (with `tools`) through the model's chat template, generates as chat() does (the KV cache of
+   * the conversation reused), reads the model's tool calls in its template's format, holding
+   * them to the tools' JSON Schemas by a grammar, and resolves to OpenAI's ChatCompletion; with
+   * `stream: true` to an async iterable of ChatCompletionChunk (iterate it once). The signal
+   * aborts (an AbortError from the promise or the iterator). Works the same on a worker engine.
+   * @throws WasmlmError WLM_ERR_INVALID_ARG naming the field (unknown or unsupported fields,
+   *   wrong types or ranges, a tool_choice naming no tool), and what chat() throws.
+   */
+  chatCompletion(request: ChatCompletionRequest & { stream?: false },
+                 options?: { signal?: AbortSignal }): Promise<ChatCompletion>;
+  chatCompletion(request: ChatCompletionRequest & { stream: true },
+                 options?: { signal?: AbortSignal }): Promise<AsyncIterableIterator<ChatCompletionChunk>>;
 
   /**
    * Runs generate() to the end; returns its LastResult (text included). onToken is called per

@@ -8,6 +8,7 @@
 
 import { abortError, deserializeError, jsError } from './errors.js';
 import { chatPrompt, splitChatParams } from './chat.js';
+import { chatCompletion } from './chat_completion.js';
 import { complete, completeBatch } from './engine.js';
 import { IS_NODE, baseURI, mark } from './platform.js';
 import { PROTOCOL_VERSION, Req, Reply } from './protocol.js';
@@ -203,6 +204,18 @@ class WorkerEngine {
     const { chat, gen } = splitChatParams(params ?? {});
     const { text, addBos } = await chatPrompt(this.#info, messages, chat);
     yield* this.generate(text, { cachePrompt: true, ...gen, addBos, parseSpecial: true }, { signal });
+  }
+
+  /**
+   * OpenAI's chat completion (js/chat_completion.js; ChatCompletionRequest in wasmlm.d.ts):
+   * tools and tool_choice through the template's tool-call syntax and a grammar, sampling
+   * fields, response_format; resolves to a ChatCompletion, or with `stream: true` to an async
+   * iterable of ChatCompletionChunk. Unsupported fields are errors naming them.
+   * @param {import('./wasmlm.d.ts').ChatCompletionRequest} request
+   * @param {{signal?: AbortSignal}} [options]
+   */
+  chatCompletion(request, { signal } = {}) {
+    return chatCompletion(this, request, { signal });
   }
 
   /** Same contract as Engine.generateBatch: one message per BatchToken. */

@@ -142,7 +142,7 @@ API int wlmjs_gen_params_add_ban(wlm_gen_params *p, int token) {
 /* Sets one field by number: 0 temperature, 1 top_k, 2 top_p, 3 repeat_penalty,
  * 4 repeat_last_n, 5 seed (an integer below 2^53), 6 max_tokens, 7 add_bos, 8 min_p,
  * 9 typical_p, 10 presence_penalty, 11 frequency_penalty, 12 order, 13 n_probs,
- * 14 context_shift, 15 n_keep, 16 cache_prompt, 17 parse_special. Values are checked by wlm_generate_begin, not here (integers
+ * 14 context_shift, 15 n_keep, 16 cache_prompt, 17 parse_special, 18 grammar_lazy. Values are checked by wlm_generate_begin, not here (integers
  * outside ±1e9 and NaN become -1, which the checks refuse). Returns WLM_ERR_INVALID_ARG for an
  * unknown field. */
 #define INT_FIELD(v) (((v) != (v) || (v) < -1e9 || (v) > 1e9) ? -1 : (int32_t)(v))
@@ -167,6 +167,7 @@ API int wlmjs_gen_params_set(wlm_gen_params *p, int field, double v) {
     case 15: p->n_keep = INT_FIELD(v); break;
     case 16: p->cache_prompt = INT_FIELD(v); break;
     case 17: p->parse_special = INT_FIELD(v); break;
+    case 18: p->grammar_lazy = INT_FIELD(v); break;
     default: return WLM_ERR_INVALID_ARG;
     }
     return WLM_OK;
@@ -191,6 +192,23 @@ API int wlmjs_gen_params_set_grammar(wlm_gen_params *p, const char *text, size_t
     if (!p) return WLM_ERR_INVALID_ARG;
     p->grammar = text;
     p->grammar_len = text ? len : 0;
+    return WLM_OK;
+}
+
+/* Appends a lazy grammar's trigger (wasmlm.h, "Lazy grammars"): token >= 0 a token id, or
+ * token -1 and a NUL-terminated word. WLM_ERR_INVALID_ARG when there are already 8, or the
+ * word is missing, empty or 64 bytes or longer; ids are checked by begin. */
+API int wlmjs_gen_params_add_trigger(wlm_gen_params *p, int token, const char *word) {
+    if (!p || p->n_grammar_triggers >= WLM_MAX_GRAMMAR_TRIGGERS) return WLM_ERR_INVALID_ARG;
+    wlm_grammar_trigger *t = &p->grammar_triggers[p->n_grammar_triggers];
+    memset(t, 0, sizeof *t);
+    if (token < 0) {
+        size_t n = word ? strlen(word) : 0;
+        if (n == 0 || n >= WLM_MAX_STOP_LEN) return WLM_ERR_INVALID_ARG;
+        memcpy(t->word, word, n + 1);
+    }
+    t->token = token < 0 ? -1 : token;
+    p->n_grammar_triggers++;
     return WLM_OK;
 }
 

@@ -438,6 +438,14 @@ int wlm_kv_stats_get(const wlm_context *ctx, wlm_kv_stats *out);
 #define WLM_MAX_STOP_LEN 64
 #define WLM_MAX_PROBS 20          /* most alternatives reported per token (n_probs) */
 #define WLM_MAX_LOGIT_BIAS 1024   /* most logit-bias / banned entries per generation */
+#define WLM_MAX_GRAMMAR_TRIGGERS 8 /* most triggers of a lazy grammar (grammar_lazy) */
+
+/* A trigger of a lazy grammar (wlm_gen_params.grammar_lazy): a token id, or a text. */
+typedef struct wlm_grammar_trigger {
+    int32_t token;                 /* a token id that wakes the grammar, or -1: `word` does */
+    char word[WLM_MAX_STOP_LEN];   /* (token -1) NUL-terminated text, 1..63 bytes, that wakes
+                                      the grammar where the generated text contains it */
+} wlm_grammar_trigger;
 
 /* Order of the sampler stages (see wlm_gen_params). */
 enum wlm_sampler_order {
@@ -521,6 +529,10 @@ typedef struct wlm_gen_params {
                                 NULL (default): none. Compiled by begin, which keeps its own
                                 copy: the caller's text may be freed after begin returns */
     size_t grammar_len;      /* bytes of grammar (need not be NUL-terminated) */
+    int32_t grammar_lazy;    /* 0 (default): the grammar constrains from the first token. 1:
+                                lazy (see "Lazy grammars" below): dormant until a trigger */
+    int32_t n_grammar_triggers; /* entries used in grammar_triggers, 0..8 */
+    wlm_grammar_trigger grammar_triggers[WLM_MAX_GRAMMAR_TRIGGERS];
 } wlm_gen_params;
 
 /* Defaults as commented above (run.c's temperature 1.0 and top-p 0.9; every other stage off). */
@@ -558,6 +570,24 @@ void wlm_gen_params_default(wlm_gen_params *params);
  * mask over the vocabulary (a walk of its prefix tree, cached by parser state) is built only
  * when the sampled token is refused. The first grammar of a context builds the vocabulary's
  * prefix tree (kept until the context is freed).
+ *
+ * Lazy grammars (grammar_lazy = 1, for tool calls: text stays free until the model starts a
+ * call, then the call follows the grammar; llama.cpp's "lazy grammar" with trigger words and
+ * tokens, our own code). The grammar is dormant: tokens are sampled without it. After each
+ * generated token the triggers are checked, tokens first: a trigger token wakes the grammar,
+ * which is advanced over that token's text (its piece: empty for a control token, so the
+ * grammar then starts after it); a trigger word found in the generated text (it may span
+ * tokens; the earliest match wins) wakes it, advanced over the text from the word's first byte
+ * to the end of the current token. From the next token on the grammar constrains as above (and
+ * the generation ends when it is complete and nothing can follow). The grammar should
+ * therefore begin with the trigger word (or the trigger token's text). If that text does not
+ * follow the grammar, the grammar stays dormant and the search goes on after it: the text is
+ * then free, never an error. Triggers are searched in generated text only, never the prompt.
+ * Errors (from begin): WLM_ERR_INVALID_ARG when grammar_lazy is not 0 or 1, when it is 1
+ * without a grammar or without triggers, n_grammar_triggers outside 0..8, a trigger token
+ * outside the vocabulary, a trigger word empty or not NUL-terminated within 64 bytes.
+ * Batches: per sequence. Beam search has no lazy grammars; wlm_sampler_preview replays the
+ * triggers over the tokens the sequence generated.
  */
 
 /* wlm_json_schema_to_grammar flag: ignore unsupported keywords (listed in msg) instead of

@@ -58,6 +58,7 @@ static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n
                                  "%sprompt token %d at index %d is outside the vocabulary 0..%d",
                                  who, (int)tokens[j], (int)j, (int)hp->vocab_size - 1);
     int rc = wlm_sampler_check(params, hp->vocab_size, msg, sizeof msg);
+    if (rc == WLM_OK) rc = wlm_grammar_lazy_check(params, hp->vocab_size, msg, sizeof msg);
     if (rc != WLM_OK) return wlm_set_error(c->errmsg, rc, "%s%s", who, msg);
     if (params->max_tokens < 0)
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
@@ -111,6 +112,8 @@ static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n
                                &gram, &gm);
         if (rc != WLM_OK) return rc;
         wlm_sampler_set_grammar(&g->sampler, gram, gm);
+        rc = wlm_sampler_set_lazy(&g->sampler, params);
+        if (rc != WLM_OK) return wlm_set_error(c->errmsg, rc, "%sout of memory", who);
     }
     g->n_stop = params->n_stop;
     g->max_tokens = params->max_tokens;
@@ -351,8 +354,12 @@ static int sample_seq(wlm_context *c, int32_t i, wlm_token *out) {
         finish(c, i, out, WLM_STOP_EOS);
         return WLM_OK;
     }
-    if (g->sampler.matcher) { /* the sampler allowed it: advance the parse over its bytes */
-        int rc = wlm_gram_accept_token(g->sampler.matcher, next);
+    size_t plen = 0;
+    const char *piece = wlm_token_piece(m, g->prev, next, &plen);
+    if (!piece) piece = "", plen = 0;
+    if (g->sampler.matcher) { /* the sampler allowed it: advance the parse over its bytes (a
+                                 dormant lazy grammar: look for its triggers) */
+        int rc = wlm_sampler_accept(&g->sampler, next, piece, plen);
         if (rc != WLM_OK) {
             g->active = 0;
             return wlm_set_error(c->errmsg, rc == WLM_ERR_NOMEM ? rc : WLM_ERR_STATE,
@@ -360,9 +367,6 @@ static int sample_seq(wlm_context *c, int32_t i, wlm_token *out) {
                                  (int)i, (int)next);
         }
     }
-    size_t plen = 0;
-    const char *piece = wlm_token_piece(m, g->prev, next, &plen);
-    if (!piece) piece = "", plen = 0;
     size_t released = 0;
     int hit = filter_stop(g, piece, plen, &released);
     if (hit < 0) {
@@ -427,7 +431,7 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
             finish(ctx, i, o, WLM_STOP_MAX_TOKENS);
             continue;
         }
-        if (g->sampler.matcher && !wlm_gram_can_continue(g->sampler.matcher) &&
+        if (wlm_sampler_grammar_active(&g->sampler) && !wlm_gram_can_continue(g->sampler.matcher) &&
             wlm_gram_is_complete(g->sampler.matcher)) { /* only the end remains: no decode */
             finish(ctx, i, o, WLM_STOP_EOS);
             continue;
@@ -504,6 +508,7 @@ int wlm_sampler_preview(wlm_context *ctx, int32_t seq, const wlm_gen_params *par
     const int32_t vocab = ctx->model->hp.vocab_size;
     char msg[WLM_ERRMSG_SIZE];
     int rc = wlm_sampler_check(params, vocab, msg, sizeof msg);
+    if (rc == WLM_OK) rc = wlm_grammar_lazy_check(params, vocab, msg, sizeof msg);
     if (rc != WLM_OK) return wlm_set_error(ctx->errmsg, rc, "%s", msg);
     const float *logits = seq < ctx->n_gen ? wlm_logits_ith(ctx, ctx->gens[seq].logit_entry)
                           : seq == 0       ? wlm_logits(ctx)
@@ -540,8 +545,13 @@ int wlm_sampler_preview(wlm_context *ctx, int32_t seq, const wlm_gen_params *par
             return rc;
         }
         wlm_sampler_set_grammar(&s, gram, gm);
-        for (int32_t k = from; k < sq->n_past && rc == WLM_OK; k++)
-            rc = wlm_gram_accept_token(gm, sq->tokens[k]);
+        rc = wlm_sampler_set_lazy(&s, params);
+        for (int32_t k = from; k < sq->n_past && rc == WLM_OK; k++) {
+            size_t plen = 0;
+            const char *piece =
+                wlm_token_piece(ctx->model, k > 0 ? sq->tokens[k - 1] : -1, sq->tokens[k], &plen);
+            rc = wlm_sampler_accept(&s, sq->tokens[k], piece, piece ? plen : 0);
+        }
         if (rc != WLM_OK) {
             wlm_sampler_free(&s);
             return wlm_set_error(ctx->errmsg, rc,
@@ -551,7 +561,7 @@ int wlm_sampler_preview(wlm_context *ctx, int32_t seq, const wlm_gen_params *par
     }
     int32_t id = wlm_sampler_sample(&s, logits, sq->tokens, sq->n_past, out);
     const int32_t n_allowed = s.n_allowed;
-    const int with_grammar = s.matcher != NULL;
+    const int with_grammar = wlm_sampler_grammar_active(&s);
     wlm_sampler_free(&s);
     if (id < 0 && with_grammar && (id != WLM_ERR_INVALID_ARG || n_allowed == 0))
         return wlm_set_error(ctx->errmsg, id, "the grammar allows no token here (or failed)");

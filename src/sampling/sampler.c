@@ -135,6 +135,9 @@ void wlm_sampler_free(wlm_sampler *s) {
     free(s->counts);
     free(s->allowed);
     s->allowed = NULL;
+    free(s->recent);
+    s->recent = NULL;
+    s->recent_cap = 0;
     wlm_sampler_set_grammar(s, NULL, NULL);
     s->z = s->probs = s->model_probs = NULL;
     s->cand = NULL;
@@ -739,6 +742,9 @@ void wlm_sampler_set_grammar(wlm_sampler *s, wlm_gram *g, wlm_gram_matcher *m) {
     s->gram = g;
     s->matcher = m;
     s->n_allowed = -1;
+    s->dormant = 0; /* a new grammar is active until wlm_sampler_set_lazy says otherwise */
+    s->n_triggers = 0;
+    s->recent_len = 0;
 }
 
 int32_t wlm_sampler_sample(wlm_sampler *s, const float *logits, const int32_t *history,
@@ -748,7 +754,7 @@ int32_t wlm_sampler_sample(wlm_sampler *s, const float *logits, const int32_t *h
     step_info st;
     int32_t next = chain(s, logits, history, n_history, info, NULL, &st);
     s->n_allowed = -1;
-    if (next >= 0 && s->matcher) {
+    if (next >= 0 && s->matcher && !s->dormant) {
         /* a report of the distribution (n_probs) needs the mask: the draw then always takes the
          * restricted path, so top[] and prob_sampled describe q / Q exactly */
         int ok = s->n_probs > 0 ? 0 : wlm_gram_allows(s->matcher, next);

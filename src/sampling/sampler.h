@@ -108,6 +108,14 @@ typedef struct wlm_sampler {
     wlm_gram_matcher *matcher;
     uint8_t *allowed;            /* (vocab_size) the last mask, allocated on first use */
     int32_t n_allowed;           /* tokens allowed by the last mask; -1 when none was built */
+    /* lazy grammar (grammar_lazy.c): while `dormant` the matcher is kept but not applied */
+    int dormant;                 /* 1 while the grammar waits for a trigger */
+    int32_t n_triggers;
+    wlm_grammar_trigger triggers[WLM_MAX_GRAMMAR_TRIGGERS]; /* copied by wlm_sampler_set_lazy */
+    size_t max_word;             /* longest trigger word, bytes */
+    char *recent;                /* the generated text's last bytes that may begin a trigger
+                                    word (< max_word of them) plus the latest piece; owned */
+    size_t recent_len, recent_cap;
 } wlm_sampler;
 
 /*
@@ -134,6 +142,22 @@ int wlm_sampler_init(wlm_sampler *s, int32_t vocab_size, const wlm_gen_params *p
 /* Gives s a grammar: the compiled grammar g and the parse state m (m borrows g), both owned
  * by s from now on (either may be NULL: no grammar). Any previous grammar is freed. */
 void wlm_sampler_set_grammar(wlm_sampler *s, wlm_gram *g, wlm_gram_matcher *m);
+
+/*
+ * Lazy grammars (grammar_lazy.c; the rules are in wasmlm.h, "Lazy grammars").
+ * wlm_grammar_lazy_check validates p's grammar_lazy, n_grammar_triggers and triggers (token ids
+ * in 0..vocab_size-1): WLM_ERR_INVALID_ARG with a message in err. wlm_sampler_set_lazy makes s's
+ * grammar (set first with wlm_sampler_set_grammar) dormant until one of p's triggers (copied);
+ * it does nothing when p->grammar_lazy is 0. Errors: WLM_ERR_NOMEM.
+ * wlm_sampler_accept advances s over the token it sampled: the active grammar's parse over t
+ * (its status: WLM_ERR_INVALID_ARG if refused), or, while dormant, the trigger search over
+ * piece (len bytes, the token's text), which may wake the grammar (WLM_OK either way; NOMEM).
+ * wlm_sampler_grammar_active: 1 when s has a grammar that constrains now.
+ */
+int wlm_grammar_lazy_check(const wlm_gen_params *p, int32_t vocab_size, char *err, size_t errlen);
+int wlm_sampler_set_lazy(wlm_sampler *s, const wlm_gen_params *p);
+int wlm_sampler_accept(wlm_sampler *s, int32_t t, const char *piece, size_t len);
+int wlm_sampler_grammar_active(const wlm_sampler *s);
 
 /* Frees the scratch and lists; safe on a zeroed struct, and twice. */
 void wlm_sampler_free(wlm_sampler *s);

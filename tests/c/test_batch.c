@@ -498,7 +498,7 @@ static void test_cache_prompt(const wlm_model *m) {
     gp.seed = 11;
     gp.max_tokens = 24;
     gp.cache_prompt = 1;
-    int32_t p[256];
+    int32_t p[256] = {0}; /* (the context-shift case below evaluates 40 of them: more than were written) */
     int32_t n = tokenize(m, "Lily wanted to play with her ball", p, 64);
     int32_t ids[64];
     float lp[64];

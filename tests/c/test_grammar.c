@@ -915,6 +915,191 @@ static void test_generation(wlm_model *model) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Lazy grammars (grammar_lazy.c) on stories260K                                               */
+
+/* Generates from BOS with params p into o (no grammar added, unlike generate()). */
+static int generate_with(wlm_context *ctx, const wlm_gen_params *p, gen_out *o) {
+    o->len = 0;
+    o->n_ids = 0;
+    o->stop = -1;
+    int rc = wlm_generate_begin_text(ctx, "", p);
+    if (!CHECKF(rc == WLM_OK, "begin: %s %s", wlm_status_name(rc), wlm_context_errmsg(ctx)))
+        return rc;
+    wlm_token tok;
+    while ((rc = wlm_generate_next(ctx, &tok)) == WLM_OK || rc == WLM_DONE) {
+        if (o->len + tok.piece_len < sizeof o->text) {
+            memcpy(o->text + o->len, tok.piece, tok.piece_len);
+            o->len += tok.piece_len;
+        }
+        if (rc == WLM_DONE) {
+            o->stop = tok.stop_reason;
+            return WLM_OK;
+        }
+        if (o->n_ids < 1024) o->ids[o->n_ids++] = tok.id;
+    }
+    CHECKF(0, "next: %s %s", wlm_status_name(rc), wlm_context_errmsg(ctx));
+    return rc;
+}
+
+/* Position of the first `w` in o's text, or -1. */
+static long find_word(const gen_out *o, const char *w) {
+    const size_t wl = strlen(w);
+    for (size_t at = 0; at + wl <= o->len; at++)
+        if (memcmp(o->text + at, w, wl) == 0) return (long)at;
+    return -1;
+}
+
+static void test_lazy(wlm_model *model) {
+    wlm_context_params cp;
+    wlm_context_params_default(&cp);
+    wlm_context *ctx = NULL;
+    CHECK_STATUS(wlm_context_new(model, &cp, &ctx), WLM_OK);
+    if (!ctx) return;
+    static gen_out free_, lazy;
+    wlm_gen_params base;
+    wlm_gen_params_default(&base);
+    base.max_tokens = 120;
+    /* A trigger word: the text before it is exactly the free generation's (same seed: the
+     * dormant grammar changes nothing), from it on the grammar holds: "the" then 3 digits and
+     * "!", which this model never writes by itself, then the end. */
+    const char *digits = "root ::= \"the\" [0-9] [0-9] [0-9] \"!\"";
+    int triggered = 0;
+    for (uint64_t seed = 1; seed <= 16; seed++) {
+        wlm_gen_params p = base;
+        p.seed = seed;
+        if (seed % 4 == 2) p.temperature = 0.0f;
+        if (seed % 4 == 3) p.n_probs = 3, p.top_k = 5;
+        if (generate_with(ctx, &p, &free_) != WLM_OK) break;
+        p.grammar = digits;
+        p.grammar_len = strlen(digits);
+        p.grammar_lazy = 1;
+        p.n_grammar_triggers = 1;
+        p.grammar_triggers[0].token = -1;
+        strcpy(p.grammar_triggers[0].word, "the");
+        if (generate_with(ctx, &p, &lazy) != WLM_OK) break;
+        const long at = find_word(&free_, "the");
+        if (at < 0) { /* never triggered: the same text and stop */
+            CHECKF(lazy.len == free_.len && memcmp(lazy.text, free_.text, lazy.len) == 0 &&
+                       lazy.stop == free_.stop,
+                   "seed %d: no trigger, yet the text differs", (int)seed);
+            continue;
+        }
+        /* the grammar woke at the last "the" ("the" inside "there" was refused: the token's
+         * text after it does not follow the grammar, so it stayed dormant) */
+        const size_t lat = lazy.len >= 7 ? lazy.len - 7 : 0;
+        const char *tail = lazy.text + lat;
+        int ok = lazy.len >= 7 && memcmp(tail, "the", 3) == 0 && tail[6] == '!';
+        for (int k = 3; ok && k < 6; k++) ok = tail[k] >= '0' && tail[k] <= '9';
+        if (!ok && lazy.stop == WLM_STOP_MAX_TOKENS) continue; /* cut before the end */
+        ok = ok && (lazy.stop == WLM_STOP_EOS || lazy.stop == WLM_STOP_MAX_TOKENS);
+        triggered++;
+        CHECKF(ok, "seed %d: after the trigger: '%.*s' (stop %d)", (int)seed, 7, tail,
+               (int)lazy.stop);
+        CHECKF(lat + 3 <= free_.len && memcmp(lazy.text, free_.text, lat + 3) == 0,
+               "seed %d: the free text up to the trigger differs ('%.*s' vs '%.*s')", (int)seed,
+               (int)lazy.len, lazy.text, (int)free_.len, free_.text);
+        if (verbose) printf("  lazy seed %d: %.*s\n", (int)seed, (int)lazy.len, lazy.text);
+    }
+    CHECKF(triggered >= 8, "only %d of 16 free generations wrote the trigger word", triggered);
+
+    /* A trigger token: the free run's 4th token; the grammar starts with its piece. */
+    {
+        wlm_gen_params p = base;
+        p.seed = 3;
+        generate_with(ctx, &p, &free_);
+        CHECK(free_.n_ids > 6);
+        const int32_t trig = free_.ids[3];
+        size_t pl = 0;
+        const char *pc = wlm_token_piece(model, free_.ids[2], trig, &pl);
+        char g[256] = "root ::= \"";
+        size_t gl = strlen(g);
+        for (size_t k = 0; k < pl && gl < 200; k++) { /* a GBNF literal of the piece */
+            if (pc[k] == '"' || pc[k] == '\\') g[gl++] = '\\';
+            g[gl++] = pc[k];
+        }
+        strcpy(g + gl, "\" \"###\"");
+        p.grammar = g;
+        p.grammar_len = strlen(g);
+        p.grammar_lazy = 1;
+        p.n_grammar_triggers = 1;
+        p.grammar_triggers[0].token = trig;
+        generate_with(ctx, &p, &lazy);
+        int32_t first = 0;
+        while (free_.ids[first] != trig) first++;
+        CHECKF(lazy.n_ids >= first + 1 &&
+                   memcmp(lazy.ids, free_.ids, sizeof(int32_t) * (size_t)(first + 1)) == 0,
+               "trigger token: the tokens up to it differ");
+        CHECKF(lazy.len >= 3 && memcmp(lazy.text + lazy.len - 3, "###", 3) == 0 &&
+                   lazy.stop == WLM_STOP_EOS,
+               "trigger token: '%.*s' stop %d", (int)lazy.len, lazy.text, (int)lazy.stop);
+        /* a trigger whose text the grammar refuses leaves it dormant: the free text */
+        p.grammar = "root ::= \"zzz\"";
+        p.grammar_len = strlen(p.grammar);
+        generate_with(ctx, &p, &lazy);
+        CHECKF(lazy.n_ids == free_.n_ids &&
+                   memcmp(lazy.ids, free_.ids, sizeof(int32_t) * (size_t)lazy.n_ids) == 0 &&
+                   lazy.stop == free_.stop,
+               "a refused trigger changed the text");
+        /* preview after the trigger offers only what the grammar allows */
+        p.grammar = g;
+        p.grammar_len = strlen(g);
+        p.n_probs = 10;
+        CHECK_STATUS(wlm_generate_begin_text(ctx, "", &p), WLM_OK);
+        wlm_token tok, pv;
+        for (int32_t k = 0; k <= first + 1; k++) CHECK_STATUS(wlm_generate_next(ctx, &tok), WLM_OK);
+        CHECK_STATUS(wlm_sampler_preview(ctx, 0, &p, &pv), WLM_OK);
+        for (int k = 0; k < pv.n_probs; k++) {
+            if (!(pv.top[k].prob_sampled > 0)) continue;
+            size_t ql = 0;
+            const char *q = wlm_token_piece(model, -1, pv.top[k].id, &ql);
+            CHECKF(ql >= 1 && ql <= 3 && memcmp(q, "###", ql) == 0,
+                   "preview after the trigger offers '%.*s'", (int)ql, q);
+        }
+        wlm_generate_abort(ctx);
+        wlm_generate_next(ctx, &tok);
+    }
+
+    /* Errors, named. */
+    {
+        static const struct {
+            int lazy, n, token;
+            const char *word, *grammar, *msg;
+        } bad[] = {
+            {2, 1, -1, "x", "root ::= \"x\"", "grammar_lazy must be 0 or 1"},
+            {1, 0, -1, "x", "root ::= \"x\"", "at least one trigger"},
+            {1, 1, -1, "x", NULL, "needs a grammar"},
+            {1, 1, 512, "", "root ::= \"x\"", "outside the vocabulary"},
+            {1, 1, -2, "", "root ::= \"x\"", "token must be an id or -1"},
+            {1, 1, -1, "", "root ::= \"x\"", "the word is empty"},
+            {1, 9, 5, "", "root ::= \"x\"", "n_grammar_triggers must be in 0..8"},
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+            wlm_gen_params p = base;
+            p.grammar = bad[i].grammar;
+            p.grammar_len = bad[i].grammar ? strlen(bad[i].grammar) : 0;
+            p.grammar_lazy = bad[i].lazy;
+            p.n_grammar_triggers = bad[i].n;
+            for (int k = 0; k < WLM_MAX_GRAMMAR_TRIGGERS; k++) {
+                p.grammar_triggers[k].token = bad[i].token;
+                strcpy(p.grammar_triggers[k].word, bad[i].word);
+            }
+            CHECK_STATUS(wlm_generate_begin_text(ctx, "", &p), WLM_ERR_INVALID_ARG);
+            CHECKF(strstr(wlm_context_errmsg(ctx), bad[i].msg) != NULL, "case %d: %s", (int)i,
+                   wlm_context_errmsg(ctx));
+        }
+        wlm_gen_params p = base; /* an unterminated word */
+        p.grammar = "root ::= \"x\"";
+        p.grammar_len = strlen(p.grammar);
+        p.grammar_lazy = 1;
+        p.n_grammar_triggers = 1;
+        p.grammar_triggers[0].token = -1;
+        memset(p.grammar_triggers[0].word, 'a', WLM_MAX_STOP_LEN);
+        CHECK_STATUS(wlm_generate_begin_text(ctx, "", &p), WLM_ERR_INVALID_ARG);
+    }
+    wlm_context_free(ctx);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* The Llama 2 vocabulary                                                                      */
 
 static double now_us(void) {
@@ -1027,6 +1212,7 @@ int main(int argc, char **argv) {
         if (rc == WLM_OK) rc = wlm_model_load_tokenizer(model, tb, ts);
         CHECKF(rc == WLM_OK, "stories260K: %s", model ? wlm_model_errmsg(model) : "");
         if (rc == WLM_OK) test_generation(model);
+        if (rc == WLM_OK) test_lazy(model);
     }
     wlm_model_free(model);
     free(mb);

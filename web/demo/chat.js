@@ -16,8 +16,10 @@ import { syncStopError, readParams, showApplied } from './controls.js';
 import { formatParams } from './output-format.js';
 import { appendStreamed, resetOutputState } from './output.js';
 import { setStat, showPrefill } from './stats.js';
+import { openaiParams, toolTurn, toolsOn } from './tools.js';
 
-/** The conversation: {role: 'user'|'assistant', content} in order (the system prompt apart). */
+/** The conversation: {role: 'user'|'assistant'|'tool', content, tool_calls?, tool_call_id?} in
+ *  order (the system prompt apart; tool turns: web/demo/tools.js). */
 const conversation = [];
 
 /** Whether the loaded model can chat: its file has a chat template. */
@@ -63,21 +65,23 @@ export function setMode(mode) {
   if (mode === 'chat') {
     // The text of earlier turns (their tokens' probabilities are not kept).
     for (const m of conversation) {
-      const { body } = bubble(m.role);
-      body.append(document.createTextNode(m.content));
+      if (m.content) bubble(m.role).body.append(document.createTextNode(m.content));
+      for (const c of m.tool_calls ?? []) {
+        bubble('call', `Tool call: ${c.function.name}`).body.append(document.createTextNode(`${c.function.name}(${c.function.arguments})`));
+      }
     }
   }
   setState(document.body.dataset.state);
 }
 
 /** Appends a message bubble to #output; returns it and the element its text goes into. */
-function bubble(role) {
+function bubble(role, label) {
   const msg = document.createElement('div');
   msg.className = `msg ${role}`;
   msg.dataset.role = role;
   const who = document.createElement('p');
   who.className = 'msg-role';
-  who.textContent = role === 'user' ? 'You' : 'Assistant';
+  who.textContent = label ?? ({ user: 'You', assistant: 'Assistant', tool: 'Tool result', call: 'Tool call' }[role] ?? role);
   const body = document.createElement('div');
   body.className = 'msg-text';
   msg.append(who, body);
@@ -102,10 +106,11 @@ export async function sendChat() {
 
 /** Drops the last assistant turn and generates it again. */
 export async function regenerate() {
-  if (!canRun() || conversation.at(-1)?.role !== 'assistant') return;
-  conversation.pop();
-  const msgs = $('output').querySelectorAll('.msg.assistant');
-  msgs[msgs.length - 1]?.remove();
+  if (!canRun() || !canRegenerate()) return;
+  while (conversation.length && conversation.at(-1).role !== 'user') conversation.pop(); // tool rounds too
+  const users = $('output').querySelectorAll('.msg.user');
+  const last = users[users.length - 1];
+  while (last?.nextElementSibling) last.nextElementSibling.remove();
   await reply();
 }
 
@@ -135,7 +140,7 @@ function canRun() {
 
 /** Whether the conversation ends with an assistant turn (for Regenerate). */
 export function canRegenerate() {
-  return conversation.at(-1)?.role === 'assistant';
+  return conversation.length > 0 && conversation.at(-1).role !== 'user';
 }
 
 /** Whether there is anything to clear. */
@@ -195,6 +200,43 @@ async function reply() {
   let result = null;
   let failure = null;
   let stopReason = null;
+  // Tools on (or earlier tool turns in the conversation): OpenAI's API, web/demo/tools.js.
+  if (toolsOn() || conversation.some((m) => m.role === 'tool')) {
+    msg.remove();
+    const before = messages.length;
+    try {
+      const out = await toolTurn(engine, messages, {
+        bubble, params: openaiParams(params), signal: controller.signal, tools: toolsOn(),
+        onChunk: () => { if (!frame) frame = requestAnimationFrame(refresh); },
+      });
+      n = out.usage?.completion_tokens ?? 0;
+      stopReason = out.finish;
+      result = engine.lastResult;
+    } catch (err) {
+      if (err?.name === 'AbortError') stopReason = 'aborted';
+      else failure = err;
+    } finally {
+      app.genController = null;
+      if (frame) cancelAnimationFrame(frame);
+    }
+    conversation.push(...messages.slice(before)); // what was done stays, also when stopped
+    refresh();
+    if (result && result !== previousResult) {
+      showPrefill(result.nPrompt - (result.nCached ?? 0), result.prefillMs, result.prefillTokensPerSec);
+      setStat('decode', fmtRate(result.decodeTokensPerSec));
+      const cached = result.nCached ?? 0;
+      setStat('cached', `reused ${cached} cached token${cached === 1 ? '' : 's'} of ${result.nPrompt}`);
+      $('stat-cached').dataset.n = String(cached);
+      setStat('context', `${result.nPrompt + result.nGenerated} / ${nCtx}`);
+    }
+    setStat('ttft', '—'); // (a streamed request's first token is not timed here)
+    const stopStat = $('stat-stop');
+    stopStat.textContent = failure ? 'error' : String(stopReason).replace('_', ' ');
+    stopStat.dataset.reason = failure ? 'error' : stopReason;
+    if (failure) showError(`Chat failed: ${describeError(failure)}`, 'generation');
+    else setState('ready');
+    return;
+  }
   try {
     for await (const tok of engine.chat(messages, params, { signal: controller.signal })) {
       if (controller.signal.aborted) break;

@@ -1,0 +1,728 @@
+// tool_calls.js — tool calls in a model's own syntax: which syntax a chat template uses
+// (recognised from the template's text, as llama.cpp's common/chat.cpp does; our own code), the
+// GBNF grammar that holds a call to that syntax with arguments matching each tool's JSON Schema,
+// and an incremental parser that turns the model's text into content and tool calls as it
+// streams. It does not render templates (chat.js), generate (engine.js) or shape OpenAI's
+// objects (chat_completion.js).
+//
+// Formats:
+//   hermes   Qwen2.5, Qwen3, SmolLM3, Hermes: <tool_call>\n{"name": …, "arguments": {…}}\n</tool_call>
+//   llama3   Llama 3.1 / 3.2: {"name": …, "parameters": {…}}, optionally after <|python_tag|>
+//   mistral  Mistral (Nemo, Small): [TOOL_CALLS][{"name": …, "arguments": {…}}, …]
+//   generic  any other template (Gemma 3, Phi-3.5, plain Llama 3): the tools are described in a
+//            system message and the whole answer is one JSON object, {"tool_calls": [{"name",
+//            "arguments"}, …]} or {"response": "…"} (llama.cpp's generic format, our wording)
+//
+// Why the parser is JavaScript and not C: it runs per token beside the generation's iterator,
+// emitting deltas as soon as they are known; in JS it needs no heap copies across the wasm
+// boundary and uses the engine's JSON.parse for the final values, and a malformed text cannot
+// corrupt memory — its failure modes (an exception, a hang, a result that depends on how the
+// text was split into tokens) are what tests/js/tool_calls_fuzz.test.mjs and
+// fuzz/fuzz_tool_calls.mjs hunt for. Every scan is iterative (no recursion on nesting depth)
+// and linear in the text held.
+
+/** @typedef {'hermes' | 'llama3' | 'mistral' | 'generic'} ToolFormat */
+
+/** Per format: the texts that open a call region, and the keys of the arguments. */
+const FORMATS = Object.freeze({
+  hermes: { markers: ['<tool_call>'], argsKeys: ['arguments', 'parameters'] },
+  llama3: { markers: ['<|python_tag|>', '{"name"', '{ "name"'], argsKeys: ['parameters', 'arguments'] },
+  mistral: { markers: ['[TOOL_CALLS]'], argsKeys: ['arguments', 'parameters'] },
+  generic: { markers: [], argsKeys: ['arguments', 'parameters'] },
+});
+
+/** Control tokens whose text the parser must see (their pieces decode to nothing). */
+export const MARKER_TOKENS = Object.freeze({ llama3: ['<|python_tag|>'], mistral: ['[TOOL_CALLS]'], hermes: [], generic: [] });
+
+/**
+ * The tool-call syntax of a chat template, from the text it writes (as llama.cpp's
+ * common_chat_templates_apply picks a handler): hermes when it writes <tool_call>, mistral for
+ * [TOOL_CALLS], llama3 for <|python_tag|> or an ipython role, else generic.
+ * @param {string|null|undefined} template  Jinja source
+ * @returns {ToolFormat}
+ */
+export function detectToolFormat(template) {
+  const t = String(template ?? '');
+  if (t.includes('<tool_call>')) return 'hermes';
+  if (t.includes('[TOOL_CALLS]')) return 'mistral';
+  if (t.includes('<|python_tag|>') || (t.includes('<|start_header_id|>') && t.includes('ipython'))) return 'llama3';
+  return 'generic';
+}
+
+// ---- GBNF ------------------------------------------------------------------------------------
+
+/** A GBNF string literal of `s` (quotes included). */
+export function gbnfLiteral(s) {
+  let out = '"';
+  for (const ch of s) {
+    const c = ch.codePointAt(0);
+    if (ch === '"' || ch === '\\') out += `\\${ch}`;
+    else if (ch === '\n') out += '\\n';
+    else if (ch === '\r') out += '\\r';
+    else if (ch === '\t') out += '\\t';
+    else if (c < 0x20) out += `\\x${c.toString(16).padStart(2, '0')}`;
+    else out += ch;
+  }
+  return `${out}"`;
+}
+
+/**
+ * Renames rules in GBNF text: every identifier token that `rename` maps (a function returning
+ * the new name, or undefined to keep it), outside string literals, character classes and
+ * comments. Used to put several JSON Schema grammars (each starting at `root`) side by side.
+ */
+export function renameRules(gbnf, rename) {
+  let out = '';
+  let i = 0;
+  const n = gbnf.length;
+  const isId = (c) => /[A-Za-z0-9_-]/.test(c);
+  while (i < n) {
+    const c = gbnf[i];
+    if (c === '"' || c === '[') { // a literal or a class, with backslash escapes
+      const close = c === '"' ? '"' : ']';
+      let j = i + 1;
+      while (j < n && gbnf[j] !== close) j += gbnf[j] === '\\' ? 2 : 1;
+      out += gbnf.slice(i, j + 1);
+      i = j + 1;
+    } else if (c === '#') {
+      let j = gbnf.indexOf('\n', i);
+      if (j < 0) j = n;
+      out += gbnf.slice(i, j);
+      i = j;
+    } else if (isId(c)) {
+      let j = i;
+      while (j < n && isId(gbnf[j])) j++;
+      const word = gbnf.slice(i, j);
+      out += rename(word) ?? word;
+      i = j;
+    } else {
+      out += c;
+      i++;
+    }
+  }
+  return out;
+}
+
+/** renameRules for one rule. */
+export function renameRule(gbnf, from, to) {
+  return renameRules(gbnf, (w) => (w === from ? to : undefined));
+}
+
+/** The rules a GBNF text defines (names before `::=` at the start of a line). */
+function definedRules(gbnf) {
+  return new Set([...gbnf.matchAll(/^\s*([A-Za-z0-9_-]+)\s*::=/gm)].map((m) => m[1]));
+}
+
+/** A tool's `parameters` for the grammar: none → {} only; an object schema with no properties
+ *  and no additionalProperties → {} only too (JSON Schema alone would allow any key; a function
+ *  that declares no parameters takes none, as OpenAI's strict mode reads it). */
+function argumentsSchema(p) {
+  if (p === undefined || p === null) return { type: 'object', properties: {}, additionalProperties: false };
+  const props = p.properties;
+  if (props !== null && typeof props === 'object' && Object.keys(props).length === 0 && p.additionalProperties === undefined) {
+    return { ...p, additionalProperties: false };
+  }
+  return p;
+}
+
+/**
+ * The JSON Schema of one call object of `format` for each tool (OpenAI's {type: 'function',
+ * function: {name, parameters}}): {"name": <const>, "arguments"|"parameters": <parameters>}.
+ * (The generic format's; the other formats write the call's frame literally: toolGrammar.)
+ */
+export function callSchema(format, tools) {
+  const key = format === 'llama3' ? 'parameters' : 'arguments';
+  const one = (t) => ({
+    type: 'object',
+    properties: { name: { const: t.function.name }, [key]: argumentsSchema(t.function.parameters) },
+    required: ['name', key],
+  });
+  return tools.length === 1 ? one(tools[0]) : { anyOf: tools.map(one) };
+}
+
+/**
+ * The grammar of the tool calls of `format`, and how it starts:
+ * {grammar, lazy, triggers, prefill}. `convert(schema)` turns a JSON Schema into GBNF (the
+ * engine's converter). `mode`: 'auto' (lazy: free text until a trigger) or 'required' (a call
+ * from the first token). `markers`: marker text → {id, text} for markers that are one token
+ * (text: its piece, '' for a control token). `prefill`: text to append to the prompt (a control
+ * marker the grammar cannot write, in required mode).
+ * A call is written in the frame the model was trained on, literally ({"name": "f",
+ * "arguments": …} — as llama.cpp's chat handlers build theirs), and only the arguments come
+ * from the tool's JSON Schema (each tool's rules prefixed t0-, t1-, …). Generic: not lazy (the
+ * whole answer is one JSON value), with the {"response"} alternative in 'auto'.
+ * @returns {Promise<{grammar: string, lazy: boolean, triggers: (number|string)[], prefill: string}>}
+ */
+export async function toolGrammar(format, tools, { mode, parallel, markers }, convert) {
+  if (format === 'generic') {
+    const call = callSchema('generic', tools);
+    const calls = { type: 'array', items: call, minItems: 1, ...(parallel ? {} : { maxItems: 1 }) };
+    const withCalls = { type: 'object', properties: { tool_calls: calls }, required: ['tool_calls'] };
+    const answer = { type: 'object', properties: { response: { type: 'string' } }, required: ['response'] };
+    const schema = mode === 'required' ? withCalls : mode === 'none' ? answer : { anyOf: [withCalls, answer] };
+    return { grammar: await convert(schema), lazy: false, triggers: [], prefill: '' };
+  }
+  const key = format === 'llama3' ? 'parameters' : 'arguments';
+  const rules = [];
+  const alts = [];
+  for (const [i, t] of tools.entries()) {
+    const g = await convert(argumentsSchema(t.function.parameters));
+    const defined = definedRules(g);
+    rules.push(renameRules(g, (w) => (defined.has(w) ? `t${i}-${w}` : undefined)).trim());
+    alts.push(`${gbnfLiteral(`{"name": "${t.function.name}", "${key}": `)} t${i}-root "}"`);
+  }
+  const body = `call ::= ${alts.join(' | ')}\n${rules.join('\n')}`;
+  const marker = FORMATS[format].markers[0];
+  const tok = markers.get(marker);
+  const markerText = tok && tok.text === '' ? '' : marker; // a control token writes nothing
+  let root;
+  const triggers = [];
+  let prefill = '';
+  if (format === 'hermes') {
+    root = `root ::= tc${parallel ? ' ("\\n" tc)*' : ''}\ntc ::= ${gbnfLiteral(`${markerText}\n`)} call "\\n</tool_call>"`;
+    if (tok) triggers.push(tok.id);
+    triggers.push(marker);
+  } else if (format === 'llama3') {
+    root = `root ::= call${parallel ? ' ("\\n" call)*' : ''}`;
+    if (tok && tok.text === '') triggers.push(tok.id); // <|python_tag|>: the grammar starts after it
+    triggers.push('{"name"', '{ "name"');
+  } else { // mistral
+    const lead = mode === 'required' && markerText === '' ? '' : markerText;
+    root = `root ::= ${lead ? `${gbnfLiteral(lead)} ` : ''}"[" call${parallel ? ' (", " call)*' : ''} "]"`;
+    if (tok) triggers.push(tok.id);
+    if (markerText) triggers.push(marker);
+    if (mode === 'required' && markerText === '') prefill = marker;
+  }
+  return { grammar: `${root}\n${body}`, lazy: mode !== 'required', triggers: mode === 'required' ? [] : triggers, prefill };
+}
+
+// ---- JSON scanning (validating, iterative) ---------------------------------------------------
+
+const WS = new Set([' ', '\t', '\n', '\r']);
+const PARTIAL = Object.freeze({ state: 'partial' });
+const err = (at, why) => ({ state: 'error', at, why });
+
+/** White space dropped before a call (or after the last one), at most: a bound, so that text
+ *  held while it may precede a call stays short (and streaming linear). */
+const MAX_HELD_WS = 64;
+
+/** `s` without its trailing JSON white space, MAX_HELD_WS characters of it at most. */
+function trimWs(s) {
+  let e = s.length;
+  while (e > 0 && s.length - e < MAX_HELD_WS && WS.has(s[e - 1])) e--;
+  return s.slice(0, e);
+}
+
+function skipWs(s, i) {
+  while (i < s.length && WS.has(s[i])) i++;
+  return i;
+}
+
+/** A JSON string at s[i] === '"': complete (end after the quote), partial or error. `from`
+ *  resumes a partial scan (its result's `from`: where the characters not yet checked begin). */
+function scanString(s, i, from = i + 1) {
+  const n = s.length;
+  for (let j = from; j < n; j++) {
+    const c = s.charCodeAt(j);
+    if (c === 0x22) return { state: 'complete', end: j + 1 };
+    if (c < 0x20) return err(j, 'a control character in a string');
+    if (c === 0x5c) {
+      if (j + 1 >= n) return { state: 'partial', from: j };
+      const e = s[j + 1];
+      if (e === 'u') {
+        for (let k = 2; k < 6; k++) {
+          if (j + k >= n) return { state: 'partial', from: j };
+          if (!/[0-9a-fA-F]/.test(s[j + k])) return err(j + k, 'a bad \\u escape');
+        }
+        j += 5;
+      } else if ('"\\/bfnrt'.includes(e)) {
+        j += 1;
+      } else {
+        return err(j + 1, 'a bad escape');
+      }
+    }
+  }
+  return { state: 'partial', from: n };
+}
+
+/** A JSON number at s[i]: complete once a character follows it (at the end: partial). */
+function scanNumber(s, i) {
+  const n = s.length;
+  let j = i;
+  if (s[j] === '-') j++;
+  if (j >= n) return PARTIAL;
+  if (s[j] === '0') j++;
+  else if (s[j] >= '1' && s[j] <= '9') while (j < n && s[j] >= '0' && s[j] <= '9') j++;
+  else return err(j, 'a bad number');
+  if (j < n && s[j] === '.') {
+    j++;
+    if (j >= n) return PARTIAL;
+    if (!(s[j] >= '0' && s[j] <= '9')) return err(j, 'a bad number');
+    while (j < n && s[j] >= '0' && s[j] <= '9') j++;
+  }
+  if (j < n && (s[j] === 'e' || s[j] === 'E')) {
+    j++;
+    if (j < n && (s[j] === '+' || s[j] === '-')) j++;
+    if (j >= n) return PARTIAL;
+    if (!(s[j] >= '0' && s[j] <= '9')) return err(j, 'a bad number');
+    while (j < n && s[j] >= '0' && s[j] <= '9') j++;
+  }
+  return j >= n ? PARTIAL : { state: 'complete', end: j };
+}
+
+function scanScalar(s, i, from) {
+  const c = s[i];
+  if (c === '"') return scanString(s, i, from);
+  if (c === '-' || (c >= '0' && c <= '9')) return scanNumber(s, i);
+  for (const lit of ['true', 'false', 'null']) {
+    if (c !== lit[0]) continue;
+    const have = s.slice(i, i + lit.length);
+    if (lit.startsWith(have)) return have.length < lit.length ? PARTIAL : { state: 'complete', end: i + lit.length };
+    let k = 0;
+    while (have[k] === lit[k]) k++;
+    return err(i + k, 'a bad literal'); // at the first wrong character: never inside a partial
+  }
+  return err(i, `unexpected ${JSON.stringify(c)}`);
+}
+
+/**
+ * One JSON value starting at s[i] (no whitespace before it): {state: 'complete', end} |
+ * {state: 'partial', ck} (every character so far belongs to it) | {state: 'error', at, why}. A
+ * number at the very end is partial (more digits may follow). `ck`, a partial result's
+ * checkpoint, resumes the scan when more text has been appended to `s` (then `i` is ignored):
+ * streaming scans each character about once instead of re-reading the value from its start.
+ * The checkpoint is owned by the scan that gets it (do not resume from one twice).
+ */
+export function scanValue(s, i, ck = null) {
+  const n = s.length;
+  const stack = ck ? ck.stack : [];
+  let expect = ck ? ck.expect : 'value';
+  let from = ck ? ck.from : undefined; // inside a string at ck.i: its characters checked so far
+  if (ck) i = ck.i;
+  for (;;) {
+    if (stack.length) i = skipWs(s, i);
+    const at = i; // the state here is the checkpoint of any partial result of this iteration
+    const strFrom = from;
+    from = undefined;
+    const partial = (r) => ({ state: 'partial', ck: { i: at, stack, expect, from: r?.from } });
+    if (i >= n) return partial();
+    const c = s[i];
+    if (expect === 'value' || expect === 'value-or-close') {
+      if (expect === 'value-or-close' && c === ']') {
+        stack.pop();
+        i++;
+      } else if (c === '{') {
+        stack.push('{');
+        i++;
+        expect = 'key-or-close';
+        continue;
+      } else if (c === '[') {
+        stack.push('[');
+        i++;
+        expect = 'value-or-close';
+        continue;
+      } else {
+        const r = scanScalar(s, i, strFrom);
+        if (r.state === 'partial') return partial(r);
+        if (r.state !== 'complete') return r;
+        i = r.end;
+      }
+      if (!stack.length) return { state: 'complete', end: i };
+      expect = 'comma-or-close';
+    } else if (expect === 'key-or-close' || expect === 'key') {
+      if (expect === 'key-or-close' && c === '}') {
+        stack.pop();
+        i++;
+        if (!stack.length) return { state: 'complete', end: i };
+        expect = 'comma-or-close';
+        continue;
+      }
+      if (c !== '"') return err(i, 'expected a key');
+      const r = scanString(s, i, strFrom);
+      if (r.state === 'partial') return partial(r);
+      if (r.state !== 'complete') return r;
+      i = skipWs(s, r.end);
+      if (i >= n) return partial();
+      if (s[i] !== ':') return err(i, "expected ':'");
+      i++;
+      i = skipWs(s, i);
+      expect = 'value';
+    } else { // comma-or-close
+      const top = stack[stack.length - 1];
+      if (c === ',') {
+        i++;
+        expect = top === '{' ? 'key' : 'value';
+      } else if (c === (top === '{' ? '}' : ']')) {
+        stack.pop();
+        i++;
+        if (!stack.length) return { state: 'complete', end: i };
+      } else {
+        return err(i, `expected ',' or '${top === '{' ? '}' : ']'}'`);
+      }
+    }
+  }
+}
+
+/**
+ * The top-level members of a JSON object at s[i] === '{': {state, end?, members: [{key,
+ * start, end}], ck?} where a member's end is null while its value is partial. `ck` (a partial
+ * result's checkpoint) resumes the scan on a longer `s`, as scanValue's; the members array is
+ * carried along (the same array, members appended and completed in place).
+ */
+function scanMembers(s, i, ck = null) {
+  const n = s.length;
+  const st = ck ?? { i: i + 1, members: [], first: true, m: null, vck: null };
+  const { members } = st;
+  i = st.i;
+  for (;;) {
+    if (st.m) { // a member's value in progress
+      const v = scanValue(s, st.m.start, st.vck);
+      if (v.state === 'partial') { st.vck = v.ck; return { state: 'partial', members, ck: st }; }
+      if (v.state !== 'complete') return { ...v, members };
+      st.m.end = v.end;
+      i = v.end;
+      st.m = null;
+      st.vck = null;
+      st.first = false;
+    }
+    i = skipWs(s, i);
+    const at = i;
+    const partial = () => { st.i = at; return { state: 'partial', members, ck: st }; };
+    if (i >= n) return partial();
+    if (s[i] === '}') return { state: 'complete', end: i + 1, members }; // {} or after a member (a ',' is read with its key)
+    if (!st.first) {
+      if (s[i] !== ',') return { ...err(i, "expected ',' or '}'"), members };
+      i = skipWs(s, i + 1);
+      if (i >= n) return partial();
+    }
+    if (s[i] !== '"') return { ...err(i, 'expected a key'), members };
+    const k = scanString(s, i, st.key === i ? st.kfrom : undefined);
+    if (k.state === 'partial') { st.key = i; st.kfrom = k.from; return partial(); }
+    if (k.state !== 'complete') return { ...k, members };
+    const key = JSON.parse(s.slice(i, k.end));
+    i = skipWs(s, k.end);
+    if (i >= n) return partial();
+    if (s[i] !== ':') return { ...err(i, "expected ':'"), members };
+    i = skipWs(s, i + 1);
+    if (i >= n) return partial(); // (the key is read again when the value begins)
+    st.m = { key, start: i, end: null };
+    members.push(st.m);
+    st.vck = null;
+  }
+}
+
+// ---- the incremental parser ------------------------------------------------------------------
+
+/**
+ * Turns a model's output into content and tool calls as it arrives. push(text) and finish()
+ * return events, in order: {type: 'content', text}, {type: 'call', index, id, name} (a call
+ * begins), {type: 'args', index, text} (a piece of its arguments' JSON text). The events of a
+ * text do not depend on how it is split into pushes (tests/js/tool_calls_fuzz.test.mjs checks
+ * this): a decision waits until the text decides it, and nothing emitted is taken back.
+ * result() is what the events add up to: {content, calls: [{id, name, arguments}], error}
+ * (error: null, or why a call region was malformed — its text then went to content from where
+ * the failure made the call unusable; a call cut short keeps the arguments it had).
+ */
+export class ToolCallParser {
+  #format;
+  #markers;
+  #argsKeys;
+  #makeId;
+  #buf = '';         // all the text (appending, V8 flattens it when next read: a copy per push,
+                     // a memcpy of a few kB for a real answer, not a re-scan)
+  #pos = 0;          // everything before is decided
+  #mode = 'text';    // text | start | object | after | raw | generic | done
+  #unitStart = 0;    // where the current call's text begins (raw text from here on failure)
+  #obj = 0;          // the current call object's '{'
+  #call = null;      // {index, id, name, argsEmitted, argsStart}
+  #ck = null;        // the checkpoint of the current object's (or generic answer's) scan
+  #ws = new Map();   // position → end of the white space run from it seen so far (the text
+                     // only grows, so a run stays white space: waiting on white space is linear)
+  #content = '';
+  #calls = [];
+  #error = null;
+
+  /**
+   * @param {ToolFormat} format
+   * @param {{makeId?: (index: number) => string, startInCall?: boolean}} [options]
+   *   startInCall: the text begins inside a call region (a marker the prompt already holds)
+   */
+  constructor(format, { makeId, startInCall = false } = {}) {
+    if (!FORMATS[format]) throw new TypeError(`unknown tool-call format ${JSON.stringify(format)}`);
+    this.#format = format;
+    this.#markers = FORMATS[format].markers;
+    this.#argsKeys = FORMATS[format].argsKeys;
+    this.#makeId = makeId ?? ((i) => `call_${i}`);
+    if (format === 'generic') this.#mode = 'generic';
+    if (startInCall && format === 'mistral') {
+      this.#buf = '[TOOL_CALLS]';
+      this.#mode = 'start';
+    }
+  }
+
+  /** @param {string} text  @returns {object[]} events */
+  push(text) {
+    this.#buf += text;
+    const events = [];
+    this.#step(false, events);
+    return events;
+  }
+
+  /** The end of the text: decides what waited. @returns {object[]} events */
+  finish() {
+    const events = [];
+    this.#step(true, events);
+    return events;
+  }
+
+  /** @returns {{content: string, calls: {id: string, name: string, arguments: string}[], error: string|null}} */
+  result() {
+    return { content: this.#content, calls: this.#calls.map((c) => ({ ...c })), error: this.#error };
+  }
+
+  #emitContent(text, events) {
+    if (!text) return;
+    this.#content += text;
+    events.push({ type: 'content', text });
+  }
+
+  #fail(why, events) {
+    this.#error ??= why;
+    // nothing of this call went out: its whole text is content; else the rest is
+    const from = this.#call && this.#call.name !== null ? this.#pos : this.#unitStart;
+    this.#call = null;
+    this.#pos = from;
+    this.#mode = 'raw';
+  }
+
+  /** skipWs on the buffer, resuming a run of white space it already read from `from`. */
+  #skipWs(from) {
+    const end = skipWs(this.#buf, this.#ws.get(from) ?? from);
+    this.#ws.set(from, end);
+    return end;
+  }
+
+  /** Earliest marker at or after `from`: [index, marker] or null. */
+  #findMarker(from) {
+    let best = null;
+    for (const m of this.#markers) {
+      const k = this.#buf.indexOf(m, from);
+      if (k >= 0 && (best === null || k < best[0])) best = [k, m];
+    }
+    return best;
+  }
+
+  /** Length of the longest suffix of the buffer that is a proper prefix of a marker. */
+  #partialMarker() {
+    const b = this.#buf;
+    let best = 0;
+    for (const m of this.#markers) {
+      for (let k = Math.min(m.length - 1, b.length - this.#pos); k > best; k--) {
+        if (b.endsWith(m.slice(0, k))) { best = k; break; }
+      }
+    }
+    return best;
+  }
+
+  #step(final, events) {
+    const b = this.#buf;
+    for (let guard = 0; guard < 1e6; guard++) {
+      switch (this.#mode) {
+        case 'text': {
+          const found = this.#findMarker(this.#pos);
+          if (found) {
+            // whitespace just before a call is the format's, not content
+            this.#emitContent(trimWs(b.slice(this.#pos, found[0])), events);
+            this.#pos = this.#unitStart = found[0];
+            this.#mode = 'start';
+            continue;
+          }
+          if (final) {
+            const rest = b.slice(this.#pos);
+            this.#emitContent(this.#calls.length ? trimWs(rest) : rest, events);
+            this.#pos = b.length;
+            this.#mode = 'done';
+            return;
+          }
+          const tail = b.length - this.#partialMarker();
+          let end = tail;
+          while (end > this.#pos && tail - end < MAX_HELD_WS && WS.has(b[end - 1])) end--; // held: may precede a call
+          this.#emitContent(b.slice(this.#pos, end), events);
+          this.#pos = end;
+          return;
+        }
+        case 'raw':
+          this.#emitContent(b.slice(this.#pos), events);
+          this.#pos = b.length;
+          if (final) this.#mode = 'done';
+          return;
+        case 'done':
+          return;
+        case 'start': {
+          let i = this.#pos;
+          const want = this.#format === 'llama3' && b[i] === '{' ? '' : this.#markers.find((m) => b.startsWith(m, i)) ?? null;
+          if (want === null) { this.#fail('a call marker was expected', events); continue; }
+          i = this.#skipWs(i + want.length);
+          if (this.#format === 'mistral') {
+            if (i >= b.length) { if (final) { this.#fail('the call list is cut short', events); continue; } return; }
+            if (b[i] !== '[') { this.#fail("expected '[' after [TOOL_CALLS]", events); continue; }
+            i = this.#skipWs(i + 1);
+          }
+          if (i >= b.length) { if (final) { this.#fail('the call is cut short', events); continue; } return; }
+          if (b[i] !== '{') { this.#fail("a call must be a JSON object ('{')", events); continue; }
+          this.#pos = this.#obj = i;
+          this.#ck = null;
+          this.#call = null;
+          this.#mode = 'object';
+          continue;
+        }
+        case 'object': {
+          const r = scanMembers(b, this.#obj, this.#ck);
+          this.#ck = r.state === 'partial' ? r.ck : null;
+          const call = this.#call ?? (this.#call = { name: null, argsEmitted: 0, argsStart: null });
+          const nameM = r.members.find((m) => m.key === 'name' && m.end !== null);
+          if (call.name === null && nameM) {
+            const name = JSON.parse(b.slice(nameM.start, nameM.end));
+            if (typeof name !== 'string' || name === '') { this.#fail('the call\'s "name" is not a non-empty string', events); continue; }
+            call.name = name;
+            call.index = this.#calls.length;
+            call.id = this.#makeId(call.index);
+            this.#calls.push({ id: call.id, name, arguments: '' });
+            events.push({ type: 'call', index: call.index, id: call.id, name });
+          }
+          const argsM = r.members.find((m) => this.#argsKeys.includes(m.key) && m.start !== null);
+          if (call.name !== null && argsM) {
+            const upto = argsM.end ?? (r.state === 'error' ? r.at : b.length);
+            const from = argsM.start + call.argsEmitted;
+            if (upto > from) {
+              const piece = b.slice(from, upto);
+              call.argsEmitted += piece.length;
+              this.#calls[call.index].arguments += piece;
+              events.push({ type: 'args', index: call.index, text: piece });
+            }
+          }
+          if (r.state === 'error') {
+            this.#pos = argsM?.end ?? (call.name !== null ? r.at : this.#obj);
+            this.#fail(`the call is not valid JSON (${r.why})`, events);
+            continue;
+          }
+          if (r.state === 'partial') {
+            if (!final) return;
+            if (call.name === null) { this.#fail('the call is cut short', events); continue; }
+            this.#error ??= 'the call is cut short';
+            this.#call = null;
+            this.#pos = b.length;
+            this.#mode = 'done';
+            return;
+          }
+          if (call.name === null) { this.#pos = r.end; this.#fail('the call has no "name"', events); continue; }
+          if (!argsM) {
+            this.#calls[call.index].arguments = '{}';
+            events.push({ type: 'args', index: call.index, text: '{}' });
+          } else if (b[argsM.start] !== '{') {
+            this.#error ??= 'the arguments are not a JSON object'; // kept as written
+          }
+          this.#call = null;
+          this.#pos = r.end;
+          this.#mode = 'after';
+          continue;
+        }
+        case 'after': {
+          let i = this.#skipWs(this.#pos);
+          if (this.#format === 'hermes') {
+            const close = '</tool_call>';
+            const have = b.slice(i, i + close.length);
+            if (have.length < close.length && close.startsWith(have)) {
+              if (!final) return;
+              this.#error ??= 'the call is not closed by </tool_call>';
+              this.#pos = b.length;
+              this.#mode = 'done';
+              return;
+            }
+            if (have !== close) { this.#pos = i; this.#unitStart = i; this.#error ??= 'the call is not closed by </tool_call>'; this.#mode = 'raw'; continue; }
+            this.#pos = i + close.length;
+            this.#mode = 'text';
+            continue;
+          }
+          if (this.#format === 'mistral') {
+            if (i >= b.length) {
+              if (!final) return;
+              this.#error ??= "the call list is not closed by ']'";
+              this.#pos = b.length;
+              this.#mode = 'done';
+              return;
+            }
+            if (b[i] === ']') { this.#pos = i + 1; this.#mode = 'text'; continue; }
+            if (b[i] !== ',') { this.#pos = i; this.#error ??= "expected ',' or ']' between calls"; this.#mode = 'raw'; continue; }
+            i = this.#skipWs(i + 1);
+            if (i >= b.length) {
+              if (!final) return;
+              this.#error ??= 'the call list is cut short';
+              this.#pos = b.length;
+              this.#mode = 'done';
+              return;
+            }
+            if (b[i] !== '{') { this.#pos = i; this.#error ??= "a call must be a JSON object ('{')"; this.#mode = 'raw'; continue; }
+            this.#pos = this.#obj = this.#unitStart = i;
+            this.#ck = null;
+            this.#mode = 'object';
+            continue;
+          }
+          this.#mode = 'text'; // llama3: more calls start with their own marker
+          continue;
+        }
+        case 'generic': {
+          const i = this.#skipWs(this.#pos);
+          if (i >= b.length) {
+            if (final) { this.#emitContent(b.slice(this.#pos), events); this.#mode = 'done'; }
+            return;
+          }
+          if (b[i] !== '{') { this.#error ??= 'the answer is not a JSON object'; this.#mode = 'raw'; continue; }
+          const r = scanValue(b, i, this.#ck);
+          this.#ck = r.state === 'partial' ? r.ck : null;
+          if (r.state === 'partial') {
+            if (!final) return;
+            this.#error ??= 'the answer is cut short';
+            this.#mode = 'raw';
+            continue;
+          }
+          if (r.state === 'error') { this.#error ??= `the answer is not valid JSON (${r.why})`; this.#mode = 'raw'; continue; }
+          const v = JSON.parse(b.slice(i, r.end));
+          const list = Array.isArray(v.tool_calls) ? v.tool_calls : v.tool_call && typeof v.tool_call === 'object' ? [v.tool_call] : null;
+          const okCall = (c) => c && typeof c === 'object' && typeof c.name === 'string' && c.name !== '';
+          if (list && list.length && list.every(okCall)) {
+            for (const c of list) {
+              const a = c.arguments ?? c.parameters;
+              if (a !== undefined && (a === null || typeof a !== 'object' || Array.isArray(a))) {
+                this.#error ??= 'the arguments are not a JSON object';
+              }
+              const index = this.#calls.length;
+              const id = this.#makeId(index);
+              const args = JSON.stringify(c.arguments ?? c.parameters ?? {});
+              this.#calls.push({ id, name: c.name, arguments: args });
+              events.push({ type: 'call', index, id, name: c.name }, { type: 'args', index, text: args });
+            }
+          } else if (typeof v.response === 'string') {
+            this.#emitContent(v.response, events);
+          } else {
+            this.#error ??= 'the answer has neither "tool_calls" nor "response"';
+            this.#mode = 'raw';
+            continue;
+          }
+          this.#pos = r.end;
+          this.#mode = 'generic-tail';
+          continue;
+        }
+        case 'generic-tail': {
+          const i = this.#skipWs(this.#pos);
+          if (i < b.length) { this.#error ??= 'text after the JSON answer'; this.#mode = 'raw'; continue; }
+          if (final) this.#mode = 'done';
+          return;
+        }
+        default:
+          throw new Error(`ToolCallParser: bad mode ${this.#mode}`);
+      }
+    }
+    throw new Error('ToolCallParser: no progress'); // unreachable: every state consumes or waits
+  }
+}

