@@ -17,6 +17,11 @@ import { macrotask, mark } from './platform.js';
 import { readIntoHeap } from './source.js';
 import { importsMemory, sharedMemory, startThreads, stopThreads } from './threads.js';
 import { compilePlanned, instantiateWasm, moduleBuild, planModule, settledPlan } from './wasm.js';
+import { attachBackend, checkBackendOption } from './backend/select.js';
+
+/** wlm_generate_next's internal status in a deferred context: the step waits for its logits
+ *  (WLM_NEED_LOGITS, src/model/model.h); the GPU backend supplies them. */
+const NEED_LOGITS = 2;
 
 /** `view`, or a copy of it when it views shared memory (TextDecoder rejects those). */
 function unshared(view) {
@@ -50,6 +55,8 @@ class Engine {
                      // text), or undefined when no generation has drawn one on this context
   #firstTokenMarked = false; // 'wasmlm:first-token' is marked once per engine
   #paramGrammar = new Map(); // wlm_gen_params* → the malloc'd grammar text it points at
+  #backendOpt = { backend: 'auto', gpu: null, useSubgroups: true }; // EngineOptions.backend, gpu
+  #gpu = null;       // the WebGpuBackend running the loaded model's forward pass, or null (CPU)
 
   /** The result of the last generation, or null. See LastResult in wasmlm.d.ts. */
   lastResult = null;
@@ -85,6 +92,11 @@ class Engine {
 
   /** The loaded model's info, or null. */
   get info() { return this.#info; }
+
+  /** EngineOptions.backend / gpu (checked by startEngine), used by every load(). */
+  setBackendOptions({ backend = 'auto', gpu = null, gpuSubgroups = true } = {}) {
+    this.#backendOpt = { backend, gpu, useSubgroups: gpuSubgroups !== false };
+  }
 
   /** Threads that run the matrix products (1: this thread only). */
   get threads() { return this.#nThreads; }
@@ -151,6 +163,8 @@ class Engine {
 
   #unload() {
     const x = this.#x;
+    this.#gpu?.release();
+    this.#gpu = null;
     if (this.#ctx) x.wlm_context_free(this.#ctx);
     if (this.#model) x.wlm_model_free(this.#model);
     this.#ctx = 0;
@@ -461,6 +475,7 @@ class Engine {
       this.#ctx = ctx;
       this.#ctxParams = ctxParams;
       model_ = 0; // owned by the engine now
+      const be = await this.#attachBackend(ctxParams.kvType);
       const f = (i) => x.wlmjs_model_info(this.#model, i);
       this.#bos = f(9);
       this.#eos = f(10);
@@ -477,6 +492,8 @@ class Engine {
         chatTemplate: this.#metaString(this.#model, 'tokenizer.chat_template'),
         bosId: this.#bos, eosId: this.#eos, bosToken: tokenText(this.#bos), eosToken: tokenText(this.#eos),
         addBos: this.#addsBos(),
+        backend: be.backend, backendReason: be.reason, gpuAdapter: be.adapter?.name ?? null,
+        gpuBytes: be.gpu?.gpuBytes ?? 0,
       });
       mark('wasmlm:model-loaded');
       return this.#info;
@@ -488,6 +505,27 @@ class Engine {
       if (model_) x.wlm_model_free(model_);
       this.#busy = null;
     }
+  }
+
+  /**
+   * The forward pass's backend for the model just loaded (js/backend/select.js): on 'webgpu'
+   * failing, the model is unloaded and the error thrown (never a silent CPU fall-back).
+   */
+  async #attachBackend(kvType) {
+    try {
+      const be = await attachBackend({ x: this.#x, model: this.#model, ctx: this.#ctx, kvType, ...this.#backendOpt });
+      this.#gpu = be.gpu;
+      return be;
+    } catch (e) {
+      this.#unload();
+      throw e;
+    }
+  }
+
+  /** With the GPU backend: runs the batch the context recorded and supplies its logits. */
+  async #supply() {
+    if (!this.#gpu) return;
+    await this.#gpu.supply();
   }
 
   /** Whether tokenizing with BOS adds it (the vocabulary's add_bos_token; llama2.c: always). */
@@ -648,6 +686,10 @@ class Engine {
       result.prefillMs = performance.now() - t0;
       if (rc < 0) throw this.#ctxError(rc);
       begun = true;
+      if (this.#gpu) { // the prefill the context recorded runs on the GPU
+        await this.#supply();
+        result.prefillMs = performance.now() - t0;
+      }
       result.nPrompt = x.wlm_context_n_past(ctx);
       result.nCached = x.wlm_generate_n_cached(ctx);
       const decoder = new TextDecoder();
@@ -662,6 +704,11 @@ class Engine {
 
         const t1 = performance.now();
         rc = x.wlm_generate_next(ctx, tok);
+        if (rc === NEED_LOGITS) { // GPU backend: the step's forward pass, then its sampling
+          await this.#supply();
+          if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
+          rc = x.wlmjs_generate_resume(ctx, tok, 1);
+        }
         result.decodeMs += performance.now() - t1;
         if (rc < 0) throw this.#ctxError(rc);
 
@@ -754,6 +801,9 @@ class Engine {
   async *#generateBatch(prompts, params, signal) {
     this.#needModel();
     this.#needIdle('generate');
+    if (this.#gpu) {
+      throw jsError('WLM_ERR_UNSUPPORTED', "generateBatch() is not supported by the WebGPU backend yet: load with backend 'cpu'");
+    }
     if (signal?.aborted) throw abortError('The generation');
     const x = this.#x;
     const seqs = batchSequences(prompts, params);
@@ -1074,6 +1124,14 @@ class Engine {
       this.#previewPrev = undefined; // new logits: not the ones a token was drawn from
       const rc = x.wlm_eval(this.#ctx, p, arr.length);
       if (rc !== 0) throw this.#ctxError(rc);
+      if (this.#gpu) {
+        try {
+          await this.#supply();
+        } catch (e) {
+          x.wlm_context_reset(this.#ctx); // the recorded positions were never computed
+          throw e;
+        }
+      }
       const logits = x.wlm_logits(this.#ctx) >>> 0;
       if (!logits) throw jsError('WLM_ERR_STATE', 'wlm_logits returned NULL after wlm_eval');
       return new Float32Array(x.memory.buffer, logits, this.#info.vocabSize).slice();
@@ -1219,6 +1277,7 @@ export function createEngine(options = {}) {
  */
 export async function startEngine(options, compiled = null) {
   const { dotForm = 'auto' } = options;
+  checkBackendOption(options.backend);
   if (dotForm !== 'auto' && !Object.hasOwn(DOT_FORMS, dotForm)) {
     throw jsError('WLM_ERR_INVALID_ARG', `dotForm must be 'auto', 'fused' or 'split', got ${dotForm}`);
   }
@@ -1246,5 +1305,7 @@ export async function startEngine(options, compiled = null) {
   const starting = threads > 1 ? startThreads(x, module, threads, jsError) : null;
   const dot = dotFormAtStart(x, dotForm);
   mark('wasmlm:engine-ready');
-  return new Engine(x, plan.simd, threads, starting, moduleBuild(x, plan.build), dot);
+  const engine = new Engine(x, plan.simd, threads, starting, moduleBuild(x, plan.build), dot);
+  engine.setBackendOptions(options);
+  return engine;
 }

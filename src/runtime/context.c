@@ -162,6 +162,7 @@ static void context_release(wlm_context *c) {
     free(c->vb);
     free(c->ent_seq);
     free(c->ent_pos);
+    wlm_deferred_release(c);
     free(c->logits);
     free(c->logit_row);
     if (c->gens)
@@ -334,6 +335,7 @@ void wlm_context_reset(wlm_context *ctx) { wlm_context_reset_keep(ctx, 0); }
 
 void wlm_context_reset_keep(wlm_context *ctx, int32_t keep) {
     if (!ctx || !ctx->seqs) return;
+    wlm_deferred_drop(ctx);
     for (int32_t i = 0; i < ctx->n_seq_max; i++) {
         wlm_seq *s = &ctx->seqs[i];
         int32_t k = i == 0 && keep > 0 ? keep : 0;
@@ -354,6 +356,27 @@ void wlm_context_reset_keep(wlm_context *ctx, int32_t keep) {
     ctx->beam.done = 0;
     ctx->n_entries = 0;
     ctx->last_logits = -1;
+}
+
+int wlm_context_set_deferred(wlm_context *c) {
+    if (!c || !c->model) return WLM_ERR_INVALID_ARG;
+    c->errmsg[0] = '\0';
+    if (c->deferred) return WLM_OK;
+    if (!c->kv_cache)
+        return wlm_set_error(c->errmsg, WLM_ERR_STATE,
+                             "a deferred forward pass needs a context with a KV cache");
+    if (c->n_gen > 0 || c->beam.active)
+        return wlm_set_error(c->errmsg, WLM_ERR_STATE, "a generation is in progress");
+    wlm_context_reset(c);
+    /* the other backend holds K and V: give the CPU blocks back, keep the pool's shape */
+    wlm_kv_pool shape = c->kv;
+    for (int32_t i = 0; i < c->n_seq_max; i++) c->seqs[i].n_blocks = 0;
+    pool_release(&c->kv);
+    c->kv.type = shape.type;
+    c->kv.elem_bytes = shape.elem_bytes;
+    c->kv.block_bytes = shape.block_bytes;
+    c->deferred = 1;
+    return WLM_OK;
 }
 
 int32_t wlm_context_n_past(const wlm_context *ctx) { return wlm_seq_n_past(ctx, 0); }
@@ -417,6 +440,9 @@ int wlm_seq_fork(wlm_context *ctx, int32_t src, int32_t dst) {
     if (rc == WLM_OK) rc = check_seq(ctx, dst, "wlm_seq_fork");
     if (rc == WLM_OK) rc = busy(ctx);
     if (rc != WLM_OK) return rc;
+    if (ctx->deferred)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
+                             "wlm_seq_fork: not supported by this context's backend yet");
     wlm_seq_fork_internal(ctx, src, dst);
     return WLM_OK;
 }
@@ -428,6 +454,9 @@ int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t 
                              "context shift: n_keep %d and n_discard %d do not fit in the %d "
                              "tokens of sequence %d (need n_keep >= 0, n_discard >= 1)",
                              (int)n_keep, (int)n_discard, (int)s->n_past, (int)seq);
+    if (c->deferred)
+        return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
+                             "context shift is not supported by the WebGPU backend yet");
     /* Learned positions and sliding windows cannot be shifted (forward.c says why). */
     int rc = wlm_shift_supported(c->model, c->errmsg);
     if (rc != WLM_OK) return rc;
@@ -498,6 +527,13 @@ static int run_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq
         c->logit_row[i] = (want ? want[i] != 0 : i == n - 1) ? row++ : -1;
     c->n_entries = 0; /* logits are invalid until the whole batch ran */
     c->last_logits = -1;
+    if (c->deferred) { /* another backend runs it: record, and wait for its logits */
+        int rc = wlm_deferred_record(c, tokens, seq_ids, n);
+        if (rc != WLM_OK) return rc;
+        c->n_entries = n;
+        c->last_logits = n - 1;
+        return WLM_OK;
+    }
     int32_t added[WLM_MAX_SEQ] = {0};
     for (int32_t i = 0; i < n; i++) added[SEQ(i)]++;
     for (int32_t sq = 0; sq < c->n_seq_max; sq++) {
@@ -603,6 +639,7 @@ int wlm_eval(wlm_context *ctx, const int32_t *tokens, int32_t n) {
 
 const float *wlm_logits_ith(const wlm_context *ctx, int32_t i) {
     if (!ctx || i < 0 || i >= ctx->n_entries || ctx->logit_row[i] < 0) return NULL;
+    if (ctx->dfr_n > 0) return NULL; /* deferred: the logits have not arrived */
     return ctx->logits + (size_t)ctx->logit_row[i] * (size_t)ctx->model->hp.vocab_size;
 }
 

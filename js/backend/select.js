@@ -1,0 +1,53 @@
+// select.js — which backend runs a loaded model's forward pass: the CPU (the wasm engine's own
+// forward pass, src/model/forward.c) or WebGPU (js/backend/webgpu/). 'cpu' and 'webgpu' are
+// what the caller asked for ('webgpu' fails with a WasmlmError naming what is missing, never a
+// silent fall-back); 'auto' takes WebGPU only on a real (not fallback, not software) adapter for
+// a model whose every weight type has GPU kernels, and says why it did not otherwise. The
+// choice is made at load(), where the model is known.
+
+import { jsError } from '../errors.js';
+import { findGpu, requestAdapter } from './webgpu/device.js';
+import { describeModel, modelUnsupported, WebGpuBackend } from './webgpu/backend.js';
+
+export const BACKENDS = Object.freeze(['auto', 'webgpu', 'cpu']);
+
+/** Throws WLM_ERR_INVALID_ARG for a `backend` option that is not one of BACKENDS. */
+export function checkBackendOption(backend) {
+  if (backend !== undefined && !BACKENDS.includes(backend)) {
+    throw jsError('WLM_ERR_INVALID_ARG', `backend must be 'auto', 'webgpu' or 'cpu', got ${JSON.stringify(backend)}`);
+  }
+}
+
+/**
+ * Attaches the backend for a freshly loaded model: {backend: 'cpu' | 'webgpu', reason,
+ * adapter: adapter info or null, gpu: WebGpuBackend or null}. `x`, `model`, `ctx`: the engine's
+ * exports and handles; `kvType` 'f16' | 'f32'; `backend`, `gpu`, `useSubgroups`: the options.
+ * Throws WasmlmError for 'webgpu' when it cannot run (no WebGPU, no adapter, an unsupported
+ * type, a buffer above the adapter's limits, GPU memory).
+ */
+export async function attachBackend({ x, model, ctx, kvType, backend = 'auto', gpu = null, useSubgroups = true }) {
+  if (backend === 'cpu') return { backend: 'cpu', reason: "backend 'cpu' was asked for", adapter: null, gpu: null };
+  const want = backend === 'webgpu';
+  const cpu = (why) => {
+    if (want) throw jsError('WLM_ERR_UNSUPPORTED', `backend 'webgpu': ${why}`);
+    return { backend: 'cpu', reason: `auto: ${why}`, adapter: null, gpu: null };
+  };
+  const desc = describeModel(x, model);
+  const unsupported = modelUnsupported(desc);
+  if (unsupported) return cpu(`this model cannot run on the GPU yet: ${unsupported}`);
+  const found = await findGpu(gpu);
+  if (!found.gpu) return cpu(found.why);
+  const { adapter, adapterInfo, why } = await requestAdapter(found.gpu);
+  if (!adapter) return cpu(why);
+  if (!want && adapterInfo.software) {
+    return { backend: 'cpu', reason: `auto: the WebGPU adapter is ${adapterInfo.fallback ? 'a fallback' : 'a software'} one (${adapterInfo.name}), slower than the CPU path`, adapter: adapterInfo, gpu: null };
+  }
+  let b;
+  try {
+    b = await WebGpuBackend.attach({ x, ctx, desc, adapter, adapterInfo, kvType, useSubgroups });
+  } catch (e) {
+    if (want) throw e;
+    return { backend: 'cpu', reason: `auto: ${e.message}`, adapter: adapterInfo, gpu: null };
+  }
+  return { backend: 'webgpu', reason: want ? `backend 'webgpu' was asked for (${adapterInfo.name})` : `auto: a WebGPU adapter (${adapterInfo.name})`, adapter: adapterInfo, gpu: b };
+}
