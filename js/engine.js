@@ -222,6 +222,7 @@ class Engine {
    * and the error thrown. Requests above WLM_MAX_SEQ are left for C to refuse.
    */
   #ensureSeqMax(n) {
+    if (this.#gpu) throw jsError('WLM_ERR_UNSUPPORTED', 'the WebGPU backend runs one sequence (a later step adds batches)');
     const cur = this.#ctxParams;
     if (!(n > cur.nSeqMax && n <= MAX_SEQ)) return;
     const x = this.#x;
@@ -421,10 +422,11 @@ class Engine {
    * @param {import('./wasmlm.d.ts').LoadOptions} options
    * @returns {Promise<import('./wasmlm.d.ts').ModelInfo>}
    */
-  async load({ model, tokenizer, nCtx, kvCache, nSeqMax, kvType, onProgress, signal } = {}) {
+  async load({ model, tokenizer, nCtx, kvCache, nSeqMax, kvType, onProgress, signal, backend } = {}) {
     const x = this.#exports();
     this.#needIdle('load a model');
     if (model == null) throw jsError('WLM_ERR_INVALID_ARG', 'load(): `model` is required');
+    checkBackendOption(backend);
     const ctxParams = contextParams({ nCtx, kvCache, nSeqMax, kvType });
     this.#busy = 'load';
     this.#unload();
@@ -475,7 +477,7 @@ class Engine {
       this.#ctx = ctx;
       this.#ctxParams = ctxParams;
       model_ = 0; // owned by the engine now
-      const be = await this.#attachBackend(ctxParams.kvType);
+      const be = await this.#attachBackend(ctxParams.kvType, backend);
       const f = (i) => x.wlmjs_model_info(this.#model, i);
       this.#bos = f(9);
       this.#eos = f(10);
@@ -511,9 +513,10 @@ class Engine {
    * The forward pass's backend for the model just loaded (js/backend/select.js): on 'webgpu'
    * failing, the model is unloaded and the error thrown (never a silent CPU fall-back).
    */
-  async #attachBackend(kvType) {
+  async #attachBackend(kvType, backend = this.#backendOpt.backend) {
     try {
-      const be = await attachBackend({ x: this.#x, model: this.#model, ctx: this.#ctx, kvType, ...this.#backendOpt });
+      const be = await attachBackend({ x: this.#x, model: this.#model, ctx: this.#ctx, kvType, kvCache: this.#ctxParams.kvCache,
+        ...this.#backendOpt, backend });
       this.#gpu = be.gpu;
       return be;
     } catch (e) {
@@ -958,6 +961,9 @@ class Engine {
   async beamSearch(prompt, params = {}, { signal, onStep } = {}) {
     this.#needModel();
     this.#needIdle('start a beam search');
+    if (this.#gpu) {
+      throw jsError('WLM_ERR_UNSUPPORTED', "beamSearch() is not supported by the WebGPU backend yet: load with backend 'cpu'");
+    }
     if (signal?.aborted) throw abortError('The beam search');
     const { width, maxTokens, lengthPenalty, addBos, grammar: grammarSpecOf } = beamParams(params);
     prompt = String(prompt);

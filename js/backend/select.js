@@ -21,17 +21,18 @@ export function checkBackendOption(backend) {
 /**
  * Attaches the backend for a freshly loaded model: {backend: 'cpu' | 'webgpu', reason,
  * adapter: adapter info or null, gpu: WebGpuBackend or null}. `x`, `model`, `ctx`: the engine's
- * exports and handles; `kvType` 'f16' | 'f32'; `backend`, `gpu`, `useSubgroups`: the options.
+ * exports and handles; `kvType` 'f16' | 'f32', `kvCache` (LoadOptions); `backend`, `gpu`, `useSubgroups`: the options.
  * Throws WasmlmError for 'webgpu' when it cannot run (no WebGPU, no adapter, an unsupported
  * type, a buffer above the adapter's limits, GPU memory).
  */
-export async function attachBackend({ x, model, ctx, kvType, backend = 'auto', gpu = null, useSubgroups = true }) {
+export async function attachBackend({ x, model, ctx, kvType, kvCache = true, backend = 'auto', gpu = null, useSubgroups = true }) {
   if (backend === 'cpu') return { backend: 'cpu', reason: "backend 'cpu' was asked for", adapter: null, gpu: null };
   const want = backend === 'webgpu';
   const cpu = (why) => {
     if (want) throw jsError('WLM_ERR_UNSUPPORTED', `backend 'webgpu': ${why}`);
     return { backend: 'cpu', reason: `auto: ${why}`, adapter: null, gpu: null };
   };
+  if (!kvCache) return cpu('a context without KV cache (kvCache: false) runs on the CPU only');
   const desc = describeModel(x, model);
   const unsupported = modelUnsupported(desc);
   if (unsupported) return cpu(`this model cannot run on the GPU yet: ${unsupported}`);

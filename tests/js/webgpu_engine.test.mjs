@@ -1,0 +1,211 @@
+// The WebGPU backend end to end, on Dawn + SwiftShader: for every architecture of the synthetic
+// tiny models (tools/synth_gguf.mjs) in F32, Q8_0 and Q4_K_M, the GPU engine's logits against
+// the CPU engine's, step by step over a prompt and greedy continuation (the CPU's ids fed to
+// both), and the greedy ids equal up to the first near-tie; generate() with the sampler, stop
+// strings and prompt-cache reuse running in wasm; and the errors: no adapter, an unsupported
+// option, a buffer above the adapter's limits, device loss mid-generation (the engine then
+// loads again), and what the backend refuses for now (batches, beams, context shift).
+//
+// Tolerances (max |GPU − CPU| over the vocabulary, relative to 1 + max |logit|): F32 weights
+// 1e-3 (measured ≤ 2e-4, Gemma 3's GELU rounding to binary16 the largest); quantized weights
+// 3e-2, because the CPU quantizes each activation vector to 8 bits (Q8_0 / Q8_K) before its
+// integer dot products while the GPU multiplies the dequantized weights by float activations
+// (measured 0.34–0.38 at max |logit| 26–27 for Q4_0 / Q4_K_M). The kernels themselves are
+// checked tightly in webgpu_kernels.test.mjs.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { dawn } from './_webgpu.mjs';
+import { createEngine } from '../../js/wasmlm.js';
+import { synthCached } from '../../tools/synth_gguf.mjs';
+
+const { gpu, skip: why } = await dawn();
+const skip = why || false;
+const NEAR_TIE = 0.01;
+const PROMPT = 'Once upon a time there was';
+
+const argmax = (v) => { let b = 0; for (let i = 1; i < v.length; i++) if (v[i] > v[b]) b = i; return b; };
+const margin = (v) => {
+  let a = -Infinity, b = -Infinity;
+  for (const x of v) { if (x > a) { b = a; a = x; } else if (x > b) b = x; }
+  return a - b;
+};
+
+/** max |a − b| and max |a|. */
+function diff(a, b) {
+  let d = 0, m = 0;
+  for (let i = 0; i < a.length; i++) { d = Math.max(d, Math.abs(a[i] - b[i])); m = Math.max(m, Math.abs(a[i])); }
+  return { d, m };
+}
+
+/** A GPU object whose adapter reports `limits` and whose device is reported to `onDevice`. */
+function wrappedGpu({ limits = null, onDevice = null } = {}) {
+  const wrap = (target, extra) => new Proxy(target, {
+    get(t, k) {
+      if (k in extra) return extra[k];
+      const v = Reflect.get(t, k);
+      return typeof v === 'function' ? v.bind(t) : v;
+    },
+  });
+  return {
+    async requestAdapter(o) {
+      const ad = await gpu.requestAdapter(o);
+      const fakeLimits = limits ? { ...Object.fromEntries(Object.keys(Object.getPrototypeOf(ad.limits)).map((k) => [k, ad.limits[k]])), ...limits } : null;
+      return wrap(ad, {
+        ...(fakeLimits ? { limits: fakeLimits } : {}),
+        async requestDevice(d) {
+          const dev = await ad.requestDevice(d);
+          onDevice?.(dev);
+          return fakeLimits ? wrap(dev, { limits: fakeLimits }) : dev;
+        },
+      });
+    },
+  };
+}
+
+const cases = [];
+for (const arch of ['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2']) {
+  for (const type of ['F32', 'Q8_0', 'Q4_K_M']) cases.push({ arch, type });
+}
+
+for (const { arch, type } of cases) {
+  test(`${arch} ${type}: GPU logits match the CPU's over prefill and 6 decode steps, greedy ids equal up to a near-tie`, { skip }, async () => {
+    const file = synthCached({ arch, type });
+    const cpu = await createEngine({ threads: 1, backend: 'cpu' });
+    const gpuE = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+    try {
+      await cpu.load({ model: file });
+      const info = await gpuE.load({ model: file });
+      assert.equal(info.backend, 'webgpu');
+      assert.match(info.backendReason, /webgpu/);
+      assert.ok(info.gpuBytes > 0);
+      const tol = (type === 'F32' ? 1e-3 : 3e-2);
+      let ids = Array.from(await cpu.tokenize(PROMPT));
+      for (let step = 0; step < 7; step++) {
+        const a = await cpu.evalTokens(ids);
+        const b = await gpuE.evalTokens(ids);
+        const { d, m } = diff(a, b);
+        assert.ok(d <= tol * (1 + m), `step ${step}: max |diff| ${d} > ${tol} · (1 + ${m})`);
+        if (margin(a) < NEAR_TIE) break; // a near-tie: the two may pick either
+        assert.equal(argmax(b), argmax(a), `step ${step}: greedy ids differ`);
+        ids = [argmax(a)];
+      }
+    } finally {
+      await cpu.free();
+      await gpuE.free();
+    }
+  });
+}
+
+test('generate() on the GPU: the sampler, stop strings and prompt-cache reuse run in wasm, as on the CPU', { skip }, async () => {
+  const file = synthCached({ arch: 'llama', type: 'F32' });
+  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+  try {
+    await cpu.load({ model: file, kvType: 'f32' });
+    await g.load({ model: file, kvType: 'f32' });
+    const run = async (e, prompt, params) => {
+      const out = [];
+      for await (const t of e.generate(prompt, params)) out.push(t.id);
+      return { ids: out, ...e.lastResult };
+    };
+    const p = { temperature: 0.8, topK: 40, seed: 7, maxTokens: 6 };
+    const a = await run(cpu, PROMPT, p), b = await run(g, PROMPT, p);
+    assert.deepEqual(b.ids, a.ids);
+    assert.equal(b.text, a.text);
+    // a longer prompt that starts with the same text reuses the cached positions
+    const p2 = { ...p, cachePrompt: true, maxTokens: 4 };
+    await run(cpu, PROMPT, p2); await run(g, PROMPT, p2);
+    const a2 = await run(cpu, `${PROMPT} a little`, p2), b2 = await run(g, `${PROMPT} a little`, p2);
+    assert.ok(b2.nCached > 0, 'no positions reused');
+    assert.equal(b2.nCached, a2.nCached);
+    assert.deepEqual(b2.ids, a2.ids);
+    // a stop string is held back and never emitted (C's filter)
+    const stop = a.text.slice(2, 5);
+    if (stop.length === 3) {
+      const s1 = await run(cpu, PROMPT, { ...p, stop: [stop] }), s2 = await run(g, PROMPT, { ...p, stop: [stop] });
+      assert.equal(s2.text, s1.text);
+      assert.equal(s2.stopReason, s1.stopReason);
+    }
+    // abort mid-generation, then the engine goes on
+    const ac = new AbortController();
+    let n = 0;
+    await assert.rejects(async () => { for await (const _ of g.generate(PROMPT, p, { signal: ac.signal })) if (++n === 2) ac.abort(); }, { name: 'AbortError' });
+    const again = await run(g, PROMPT, p);
+    assert.deepEqual(again.ids, a.ids);
+  } finally {
+    await cpu.free();
+    await g.free();
+  }
+});
+
+test('refused for now with WLM_ERR_UNSUPPORTED: generateBatch, beamSearch, contextShift', { skip }, async () => {
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+  try {
+    await g.load({ model: synthCached({ arch: 'llama', type: 'F32' }) });
+    const drain = async (it) => { for await (const _ of it); };
+    await assert.rejects(drain(g.generateBatch(['a', 'b'], { maxTokens: 2 })), { code: 'WLM_ERR_UNSUPPORTED', message: /WebGPU/ });
+    await assert.rejects(g.beamSearch('a', { width: 2, maxTokens: 2 }), { code: 'WLM_ERR_UNSUPPORTED', message: /WebGPU/ });
+    await assert.rejects(drain(g.generate('a', { maxTokens: 2, contextShift: true })), { code: 'WLM_ERR_UNSUPPORTED', message: /context_?[sS]hift.*WebGPU/ });
+    const ok = []; // and the engine still generates
+    for await (const t of g.generate('a', { maxTokens: 2, temperature: 0 })) ok.push(t.id);
+    assert.equal(ok.length, 2);
+  } finally {
+    await g.free();
+  }
+});
+
+test('backend choice: auto keeps a software adapter on the CPU and says why; a bad option is refused', { skip }, async () => {
+  await assert.rejects(createEngine({ backend: 'gpu' }), { code: 'WLM_ERR_INVALID_ARG', message: /backend must be/ });
+  const e = await createEngine({ threads: 1, gpu });
+  try {
+    const info = await e.load({ model: synthCached({ arch: 'gpt2', type: 'F32' }) });
+    assert.equal(info.backend, 'cpu');
+    assert.match(info.backendReason, /auto: .*(fallback|software)/);
+    const cpuInfo = await e.load({ model: synthCached({ arch: 'gpt2', type: 'F32' }), backend: 'cpu' });
+    assert.match(cpuInfo.backendReason, /'cpu' was asked for/);
+  } finally {
+    await e.free();
+  }
+});
+
+test('backend webgpu without an adapter, or with buffers above its limits: a WasmlmError naming it, and the engine loads again', { skip }, async () => {
+  const file = synthCached({ arch: 'gpt2', type: 'F32' });
+  const none = await createEngine({ threads: 1, backend: 'webgpu', gpu: { requestAdapter: async () => null } });
+  try {
+    await assert.rejects(none.load({ model: file }), { code: 'WLM_ERR_UNSUPPORTED', message: /backend 'webgpu'.*no adapter/ });
+    assert.equal(none.info, null);
+    const info = await none.load({ model: file, backend: 'cpu' });
+    assert.equal(info.backend, 'cpu');
+  } finally {
+    await none.free();
+  }
+  const small = await createEngine({ threads: 1, backend: 'webgpu', gpu: wrappedGpu({ limits: { maxStorageBufferBindingSize: 65536 } }) });
+  try {
+    await assert.rejects(small.load({ model: file }), { code: 'WLM_ERR_UNSUPPORTED', message: /needs a buffer of \d+ bytes; the adapter allows 65536 \(maxStorageBufferBindingSize/ });
+    const info = await small.load({ model: file, backend: 'auto' });
+    assert.equal(info.backend, 'cpu');
+  } finally {
+    await small.free();
+  }
+});
+
+test('device lost mid-generation: that generation ends with a clear error, the engine loads again', { skip }, async () => {
+  let device = null;
+  const file = synthCached({ arch: 'gpt2', type: 'F32' });
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu: wrappedGpu({ onDevice: (d) => { device = d; } }) });
+  try {
+    await g.load({ model: file });
+    let n = 0;
+    await assert.rejects(async () => {
+      for await (const _ of g.generate(PROMPT, { maxTokens: 20, temperature: 0 })) if (++n === 2) device.destroy();
+    }, { code: 'WLM_ERR_STATE', message: /GPU device was lost.*load\(\) the model again/ });
+    await assert.rejects(g.evalTokens([1]), { message: /lost/ });
+    const info = await g.load({ model: file, backend: 'cpu' });
+    assert.equal(info.backend, 'cpu');
+    const ids = [];
+    for await (const t of g.generate(PROMPT, { maxTokens: 3, temperature: 0 })) ids.push(t.id);
+    assert.equal(ids.length, 3);
+  } finally {
+    await g.free();
+  }
+});
