@@ -1,22 +1,26 @@
 // The WebGPU backend end to end, on Dawn + SwiftShader: for every architecture of the synthetic
 // tiny models (tools/synth_gguf.mjs) in F32, Q8_0 and Q4_K_M, the GPU engine's logits against
-// the CPU engine's, step by step over a prompt and greedy continuation (the CPU's ids fed to
+// the CPU engine's (on the dequantized file for a quantized one, see below), step by step over a prompt and greedy continuation (the CPU's ids fed to
 // both), and the greedy ids equal up to the first near-tie; generate() with the sampler, stop
 // strings and prompt-cache reuse running in wasm; and the errors: no adapter, an unsupported
 // option, a buffer above the adapter's limits, device loss mid-generation (the engine then
 // loads again), and what the backend refuses for now (batches, beams, context shift).
 //
-// Tolerances (max |GPU − CPU| over the vocabulary, relative to 1 + max |logit|): F32 weights
-// 1e-3 (measured ≤ 2e-4, Gemma 3's GELU rounding to binary16 the largest); quantized weights
-// 3e-2, because the CPU quantizes each activation vector to 8 bits (Q8_0 / Q8_K) before its
-// integer dot products while the GPU multiplies the dequantized weights by float activations
-// (measured 0.34–0.38 at max |logit| 26–27 for Q4_0 / Q4_K_M). The kernels themselves are
-// checked tightly in webgpu_kernels.test.mjs.
+// The reference for a quantized file is the CPU engine on the same file with every tensor
+// dequantized to F32 by C's to_float (dequantizedCopy): the GPU multiplies dequantized weights
+// by float activations, while the CPU engine on the quantized file rounds each activation
+// vector to 8 bits (Q8_0 / Q8_K) before its integer dot products, a difference of up to ~1 logit
+// over a 128k vocabulary that would hide real errors. Tolerance (max |GPU − CPU| over the
+// vocabulary, relative to 1 + max |logit|): 1e-3 (measured ≤ 2e-4, Gemma 3's GELU rounded to
+// binary16 the largest). The kernels themselves are checked tightly in webgpu_kernels.test.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dawn } from './_webgpu.mjs';
 import { createEngine } from '../../js/wasmlm.js';
+import fs from 'node:fs';
 import { synthCached } from '../../tools/synth_gguf.mjs';
+import { ggufBytes, readGguf } from '../../tools/vocab_gguf.mjs';
+import { wasmReference } from './_webgpu.mjs';
 
 const { gpu, skip: why } = await dawn();
 const skip = why || false;
@@ -62,6 +66,31 @@ function wrappedGpu({ limits = null, onDevice = null } = {}) {
   };
 }
 
+/** `file` with every tensor dequantized to F32 by C (wlmjs_dequantize), written beside it once. */
+function dequantizedCopy(file) {
+  const out = file.replace(/\.gguf$/, '-dequantized.gguf');
+  if (fs.existsSync(out) && fs.statSync(out).mtimeMs >= fs.statSync(file).mtimeMs) return out;
+  const g = readGguf(file);
+  const bytes = fs.readFileSync(file);
+  const x = wasmReference();
+  const tensors = g.tensors.map((t) => {
+    const n = t.ne.reduce((a, b) => a * b, 1);
+    const at = g.dataOffset + t.offset;
+    if (t.type === 0) return { name: t.name, ne: t.ne, type: 0, data: bytes.subarray(at, at + n * 4) };
+    const next = g.tensors.filter((u) => u.offset > t.offset).reduce((m, u) => Math.min(m, u.offset), bytes.length - g.dataOffset);
+    const src = x.wlmjs_malloc(next - t.offset) >>> 0, dst = x.wlmjs_malloc(n * 4) >>> 0;
+    new Uint8Array(x.memory.buffer, src, next - t.offset).set(bytes.subarray(at, g.dataOffset + next));
+    assert.equal(x.wlmjs_dequantize(t.type, src, dst, n), n, `dequantize ${t.name}`);
+    const data = Buffer.from(new Float32Array(x.memory.buffer, dst, n).slice().buffer);
+    x.wlmjs_free(src);
+    x.wlmjs_free(dst);
+    return { name: t.name, ne: t.ne, type: 0, data };
+  });
+  const kv = g.kv.filter(([k]) => k !== 'general.file_type');
+  fs.writeFileSync(out, ggufBytes(kv, tensors, g.alignment));
+  return out;
+}
+
 const cases = [];
 for (const arch of ['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2']) {
   for (const type of ['F32', 'Q8_0', 'Q4_K_M']) cases.push({ arch, type });
@@ -73,12 +102,12 @@ for (const { arch, type } of cases) {
     const cpu = await createEngine({ threads: 1, backend: 'cpu' });
     const gpuE = await createEngine({ threads: 1, backend: 'webgpu', gpu });
     try {
-      await cpu.load({ model: file });
+      await cpu.load({ model: type === 'F32' ? file : dequantizedCopy(file) });
       const info = await gpuE.load({ model: file });
       assert.equal(info.backend, 'webgpu');
       assert.match(info.backendReason, /webgpu/);
       assert.ok(info.gpuBytes > 0);
-      const tol = (type === 'F32' ? 1e-3 : 3e-2);
+      const tol = 1e-3;
       let ids = Array.from(await cpu.tokenize(PROMPT));
       for (let step = 0; step < 7; step++) {
         const a = await cpu.evalTokens(ids);
