@@ -125,7 +125,7 @@ for (const { arch, type } of cases) {
   });
 }
 
-test('generate() on the GPU: the sampler, stop strings and prompt-cache reuse run in wasm, as on the CPU', { skip }, async () => {
+test('generate() on the GPU: the sampler, stop strings, a JSON Schema and prompt-cache reuse run in wasm, as on the CPU', { skip }, async () => {
   const file = synthCached({ arch: 'llama', type: 'F32' });
   const cpu = await createEngine({ threads: 1, backend: 'cpu' });
   const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
@@ -155,6 +155,11 @@ test('generate() on the GPU: the sampler, stop strings and prompt-cache reuse ru
       assert.equal(s2.text, s1.text);
       assert.equal(s2.stopReason, s1.stopReason);
     }
+    // a JSON Schema constrains the GPU's logits in wasm as it does the CPU's
+    const schema = { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] };
+    const j1 = await run(cpu, PROMPT, { ...p, jsonSchema: schema, maxTokens: 8 }), j2 = await run(g, PROMPT, { ...p, jsonSchema: schema, maxTokens: 8 });
+    assert.equal(j2.text, j1.text);
+    assert.match(j2.text, /^\{/);
     // abort mid-generation, then the engine goes on
     const ac = new AbortController();
     let n = 0;
