@@ -150,12 +150,12 @@ class WorkerEngine {
   }
 
   /** Same contract as the in-thread Engine.load (see wasmlm.d.ts). */
-  async load({ model, tokenizer, nCtx = 0, kvCache = true, nSeqMax = 1, kvType = 'f16', onProgress, signal } = {}) {
+  async load({ model, tokenizer, nCtx = 0, kvCache = true, nSeqMax = 1, kvType = 'f16', onProgress, signal, backend } = {}) {
     if (signal?.aborted) throw abortError('Loading');
     this.#info = null;
     const { id, promise } = this.#request(Req.LOAD, {
       model: toTransferableSource(model), tokenizer: toTransferableSource(tokenizer), nCtx, kvCache,
-      nSeqMax, kvType,
+      nSeqMax, kvType, backend,
     }, { onProgress });
     const onAbort = () => this.#abort(id);
     signal?.addEventListener('abort', onAbort, { once: true });
