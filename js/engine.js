@@ -189,13 +189,14 @@ class Engine {
   }
 
   /** Creates a context for the loaded model (wlmjs_context_new); returns the handle. */
-  #newContext(model, { nCtx, kvCache, nSeqMax, kvTypeId }) {
+  #newContext(model, { nCtx, kvCache, nSeqMax, kvTypeId, deferred = false }) {
     const x = this.#x;
     const slot = x.wlmjs_malloc(4) >>> 0;
     if (!slot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
     try {
       new DataView(x.memory.buffer).setInt32(slot, 0, true);
-      const rc = x.wlmjs_context_new(model, nCtx, kvCache ? 1 : 0, this.#simd ? 1 : 0, nSeqMax, kvTypeId,
+      // kv_cache 2: a deferred context for the GPU backend (K/V on the GPU, none here)
+      const rc = x.wlmjs_context_new(model, nCtx, deferred ? 2 : kvCache ? 1 : 0, this.#simd ? 1 : 0, nSeqMax, kvTypeId,
         this.#dot.form === 'split' ? DOT_FORMS.split : DOT_FORMS.fused, slot);
       const ctx = this.#i32(slot) >>> 0;
       const rc2 = rc === 0 && this.#threads ? x.wlm_context_set_threadpool(ctx, this.#threads.pool) : 0;
@@ -472,12 +473,18 @@ class Engine {
       }
 
       if (this.#dot.form === 'auto') this.#dot = pickDotForm(x); // timed once, here (see there)
-      const ctx = this.#newContext(model_, ctxParams);
+      const be = await attachBackend({
+        x, model: model_, kvType: ctxParams.kvType, kvCache: ctxParams.kvCache, ...this.#backendOpt,
+        backend: backend ?? this.#backendOpt.backend,
+        newContext: (deferred) => this.#newContext(model_, { ...ctxParams, deferred }),
+        freeContext: (c) => x.wlm_context_free(c),
+      });
+      const ctx = be.ctx;
       this.#model = model_;
       this.#ctx = ctx;
       this.#ctxParams = ctxParams;
+      this.#gpu = be.gpu;
       model_ = 0; // owned by the engine now
-      const be = await this.#attachBackend(ctxParams.kvType, backend);
       const f = (i) => x.wlmjs_model_info(this.#model, i);
       this.#bos = f(9);
       this.#eos = f(10);
@@ -506,22 +513,6 @@ class Engine {
       if (tokPtr) x.wlmjs_free(tokPtr);
       if (model_) x.wlm_model_free(model_);
       this.#busy = null;
-    }
-  }
-
-  /**
-   * The forward pass's backend for the model just loaded (js/backend/select.js): on 'webgpu'
-   * failing, the model is unloaded and the error thrown (never a silent CPU fall-back).
-   */
-  async #attachBackend(kvType, backend = this.#backendOpt.backend) {
-    try {
-      const be = await attachBackend({ x: this.#x, model: this.#model, ctx: this.#ctx, kvType, kvCache: this.#ctxParams.kvCache,
-        ...this.#backendOpt, backend });
-      this.#gpu = be.gpu;
-      return be;
-    } catch (e) {
-      this.#unload();
-      throw e;
     }
   }
 

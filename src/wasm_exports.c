@@ -413,16 +413,15 @@ API double wlmjs_quantize_rows(int32_t type, const float *src, void *dst, int32_
     return (double)rb * (double)rows;
 }
 
-/* ---- deferred forward pass (js/backend/webgpu/: the transformer runs on the GPU) ---- */
+/* ---- deferred forward pass (js/backend/webgpu/: the transformer runs on the GPU) ----
+ * A context created with kv_cache 2 (wlmjs_context_new) records each batch it evaluates; the
+ * caller reads it (wlmjs_deferred_field), writes the logits and calls wlmjs_deferred_supplied. */
 /* The model as JSON (src/model/describe.c: architecture row, hyperparameters, each weight's
  * [type, rows, cols, row_bytes, heap address]) into buf (cap bytes); returns the full length, or
  * -1 for a model without weights. */
 API double wlmjs_model_describe(const wlm_model *m, char *buf, size_t cap) {
     return (double)wlm_model_describe(m, buf, cap);
 }
-/* Puts an idle context into deferred mode for good (wlm_context_set_deferred): evaluation
- * records batches, the caller supplies their logits. */
-API int wlmjs_context_set_deferred(wlm_context *c) { return wlm_context_set_deferred(c); }
 /* One field of a deferred context: 0 entries waiting for logits, 1 their token ids (int32
  * array address), 2 their sequences, 3 their positions, 4 each entry's logits row (-1: none),
  * 5 the logits (rows of vocab_size floats), 6 the RoPE frequencies (n_rope_sets × n_rot/2

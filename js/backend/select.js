@@ -19,18 +19,22 @@ export function checkBackendOption(backend) {
 }
 
 /**
- * Attaches the backend for a freshly loaded model: {backend: 'cpu' | 'webgpu', reason,
- * adapter: adapter info or null, gpu: WebGpuBackend or null}. `x`, `model`, `ctx`: the engine's
- * exports and handles; `kvType` 'f16' | 'f32', `kvCache` (LoadOptions); `backend`, `gpu`, `useSubgroups`: the options.
- * Throws WasmlmError for 'webgpu' when it cannot run (no WebGPU, no adapter, an unsupported
- * type, a buffer above the adapter's limits, GPU memory).
+ * Picks and sets up the backend of a freshly loaded model and creates its context:
+ * {backend: 'cpu' | 'webgpu', reason, adapter: adapter info or null, gpu: WebGpuBackend or null,
+ * ctx}. `x`, `model`: the engine's exports and model handle; `newContext(deferred)` creates the
+ * context (deferred: kv_cache 2, K/V kept by the GPU, no KV memory in wasm) and
+ * `freeContext(ctx)` frees one; `kvType` 'f16' | 'f32', `kvCache` (LoadOptions); `backend`,
+ * `gpu`, `useSubgroups`: the options. Throws WasmlmError for 'webgpu' when it cannot run (no
+ * WebGPU, no adapter, an unsupported type, a buffer above the adapter's limits, GPU memory),
+ * having freed what it created; 'auto' then takes the CPU and says why.
  */
-export async function attachBackend({ x, model, ctx, kvType, kvCache = true, backend = 'auto', gpu = null, useSubgroups = true }) {
-  if (backend === 'cpu') return { backend: 'cpu', reason: "backend 'cpu' was asked for", adapter: null, gpu: null };
+export async function attachBackend({ x, model, newContext, freeContext, kvType, kvCache = true, backend = 'auto', gpu = null, useSubgroups = true }) {
+  const onCpu = (reason, adapter = null) => ({ backend: 'cpu', reason, adapter, gpu: null, ctx: newContext(false) });
+  if (backend === 'cpu') return onCpu("backend 'cpu' was asked for");
   const want = backend === 'webgpu';
   const cpu = (why) => {
     if (want) throw jsError('WLM_ERR_UNSUPPORTED', `backend 'webgpu': ${why}`);
-    return { backend: 'cpu', reason: `auto: ${why}`, adapter: null, gpu: null };
+    return onCpu(`auto: ${why}`);
   };
   if (!kvCache) return cpu('a context without KV cache (kvCache: false) runs on the CPU only');
   const desc = describeModel(x, model);
@@ -41,14 +45,16 @@ export async function attachBackend({ x, model, ctx, kvType, kvCache = true, bac
   const { adapter, adapterInfo, why } = await requestAdapter(found.gpu);
   if (!adapter) return cpu(why);
   if (!want && adapterInfo.software) {
-    return { backend: 'cpu', reason: `auto: the WebGPU adapter is ${adapterInfo.fallback ? 'a fallback' : 'a software'} one (${adapterInfo.name}), slower than the CPU path`, adapter: adapterInfo, gpu: null };
+    return onCpu(`auto: the WebGPU adapter is ${adapterInfo.fallback ? 'a fallback' : 'a software'} one (${adapterInfo.name}), slower than the CPU path`, adapterInfo);
   }
+  const ctx = newContext(true);
   let b;
   try {
     b = await WebGpuBackend.attach({ x, ctx, desc, adapter, adapterInfo, kvType, useSubgroups });
   } catch (e) {
+    freeContext(ctx);
     if (want) throw e;
-    return { backend: 'cpu', reason: `auto: ${e.message}`, adapter: adapterInfo, gpu: null };
+    return onCpu(`auto: ${e.message}`, adapterInfo);
   }
-  return { backend: 'webgpu', reason: want ? `backend 'webgpu' was asked for (${adapterInfo.name})` : `auto: a WebGPU adapter (${adapterInfo.name})`, adapter: adapterInfo, gpu: b };
+  return { backend: 'webgpu', reason: want ? `backend 'webgpu' was asked for (${adapterInfo.name})` : `auto: a WebGPU adapter (${adapterInfo.name})`, adapter: adapterInfo, gpu: b, ctx };
 }

@@ -311,7 +311,8 @@ struct wlm_context {
     /* deferred forward pass (runtime/deferred.c): another backend (js/backend/webgpu/) runs the
      * transformer and keeps the KV cache; evaluation records the batch and the caller supplies
      * the logits before anything reads them */
-    int deferred;                 /* 1: run_entries records instead of running forward.c */
+    int deferred;                 /* 1 (wlm_context_params.kv_cache 2): run_entries records
+                                     instead of running forward.c; no KV blocks here */
     int32_t *dfr_tok, *dfr_seq, *dfr_pos; /* (dfr_cap) the recorded batch, in entry order */
     int32_t dfr_cap;
     int32_t dfr_n;                /* entries waiting for their logits (0: none) */
@@ -379,9 +380,6 @@ int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t 
  * [type, rows, cols, row_bytes, address]) into buf (cap bytes, NUL-terminated, truncated when
  * short); returns the full length without the NUL, or -1 for a model without weights. */
 int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap);
-/* context.c: puts a fresh, idle context with a KV cache into deferred mode for good (its CPU
- * KV blocks are freed): WLM_ERR_STATE with a message otherwise. */
-int wlm_context_set_deferred(wlm_context *c);
 /* deferred.c: records n entries (tokens[i] on sequence seq_ids[i], or 0) at each sequence's
  * next positions and advances the sequences; c->logit_row is set by the caller. */
 int wlm_deferred_record(wlm_context *c, const int32_t *tokens, const int32_t *seq_ids, int32_t n);

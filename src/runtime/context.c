@@ -215,6 +215,7 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->model = model;
     c->n_ctx = params->n_ctx ? params->n_ctx : p->seq_len;
     c->kv_cache = params->kv_cache != 0;
+    c->deferred = params->kv_cache == 2; /* another backend keeps K/V (runtime/deferred.c) */
     c->use_simd = params->use_simd != 0;
     c->k = c->use_simd ? &wlm_kernels_simd : &wlm_kernels_ref;
     c->dot_split = c->use_simd && params->dot_form == WLM_DOT_SPLIT && wlm_quant_have_relaxed();
@@ -279,9 +280,9 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->kv.type = params->kv_type;
     c->kv.elem_bytes = params->kv_type == WLM_KV_F16 ? 2 : 4;
     c->kv.block_bytes = (size_t)p->n_layers * 2 * BLOCK * (size_t)p->kv_dim * c->kv.elem_bytes;
-    if (ok) ok = pool_grow(&c->kv, c->max_blocks) == WLM_OK; /* one full sequence up front */
+    if (ok && !c->deferred) ok = pool_grow(&c->kv, c->max_blocks) == WLM_OK; /* one full sequence up front */
     if (!ok) {
-        uint64_t kv_bytes = (uint64_t)c->max_blocks * c->kv.block_bytes;
+        uint64_t kv_bytes = c->deferred ? 0 : (uint64_t)c->max_blocks * c->kv.block_bytes;
         context_release(c);
         memset(c, 0, sizeof *c);
         return wlm_set_error(c->errmsg, WLM_ERR_NOMEM,
@@ -356,27 +357,6 @@ void wlm_context_reset_keep(wlm_context *ctx, int32_t keep) {
     ctx->beam.done = 0;
     ctx->n_entries = 0;
     ctx->last_logits = -1;
-}
-
-int wlm_context_set_deferred(wlm_context *c) {
-    if (!c || !c->model) return WLM_ERR_INVALID_ARG;
-    c->errmsg[0] = '\0';
-    if (c->deferred) return WLM_OK;
-    if (!c->kv_cache)
-        return wlm_set_error(c->errmsg, WLM_ERR_STATE,
-                             "a deferred forward pass needs a context with a KV cache");
-    if (c->n_gen > 0 || c->beam.active)
-        return wlm_set_error(c->errmsg, WLM_ERR_STATE, "a generation is in progress");
-    wlm_context_reset(c);
-    /* the other backend holds K and V: give the CPU blocks back, keep the pool's shape */
-    wlm_kv_pool shape = c->kv;
-    for (int32_t i = 0; i < c->n_seq_max; i++) c->seqs[i].n_blocks = 0;
-    pool_release(&c->kv);
-    c->kv.type = shape.type;
-    c->kv.elem_bytes = shape.elem_bytes;
-    c->kv.block_bytes = shape.block_bytes;
-    c->deferred = 1;
-    return WLM_OK;
 }
 
 int32_t wlm_context_n_past(const wlm_context *ctx) { return wlm_seq_n_past(ctx, 0); }

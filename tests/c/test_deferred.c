@@ -4,8 +4,8 @@
  * model (standing in for the other backend) and their logits copied in; generation must then
  * equal the ordinary context's token for token (greedy and sampled, stop strings, the prompt
  * cache), a step dropped while it waits for logits must leave the sequence where it was, logits
- * must be unreadable until supplied, and what the deferred mode does not support (batches,
- * beams, forks, context shift, a context without KV cache) must be refused. Also checks
+ * must be unreadable until supplied, the context must hold no KV memory, and what the deferred
+ * mode does not support (batches, beams, forks, context shift) must be refused. Also checks
  * wlm_model_describe's JSON (length contract, key fields) on stories260K.
  * Uses wasmlm.h plus model.h (the deferred fields are internal).
  */
@@ -19,6 +19,23 @@
 
 static unsigned char *model_bytes, *tok_bytes;
 static size_t model_size, tok_size;
+
+/* A deferred context (kv_cache 2: another backend keeps K/V), or NULL after a failed check. */
+static wlm_context *deferred_ctx(const wlm_model *m, int n_ctx, int n_seq) {
+    wlm_context_params cp;
+    wlm_context_params_default(&cp);
+    cp.n_ctx = n_ctx;
+    cp.n_seq_max = n_seq;
+    cp.kv_cache = 2;
+    wlm_context *c = NULL;
+    int rc = wlm_context_new(m, &cp, &c);
+    CHECK_STATUS(rc, WLM_OK);
+    if (rc != WLM_OK) {
+        wlm_context_free(c);
+        return NULL;
+    }
+    return c;
+}
 
 /* Evaluates d's recorded batch on `ref` (an ordinary context kept at the same positions) and
  * copies the logits in: what js/backend/webgpu/backend.js's supply() does with the GPU. */
@@ -73,11 +90,12 @@ static int generate(wlm_context *c, wlm_context *ref, const char *prompt, const 
 static void test_generation_equal(const wlm_model *m) {
     tu_section("deferred generation equals the ordinary context's");
     wlm_context *plain = tu_context(m, 128, 0, 1, WLM_KV_F16);
-    wlm_context *d = tu_context(m, 128, 0, 1, WLM_KV_F16);
+    wlm_context *d = deferred_ctx(m, 128, 1);
     wlm_context *ref = tu_context(m, 128, 0, 1, WLM_KV_F16);
     if (!plain || !d || !ref) goto out;
-    CHECK_STATUS(wlm_context_set_deferred(d), WLM_OK);
-    CHECK(d->kv.n_alloc == 0); /* its CPU KV blocks were given back */
+    CHECK(d->deferred && d->kv.n_alloc == 0); /* no CPU KV blocks */
+    CHECKF(wlm_context_memory(d) + 8 * d->kv.block_bytes <= wlm_context_memory(plain), /* 8 blocks */
+           "deferred %zu bytes, plain %zu", wlm_context_memory(d), wlm_context_memory(plain));
     for (int sampled = 0; sampled < 2; sampled++) {
         wlm_gen_params p;
         wlm_gen_params_default(&p);
@@ -120,10 +138,9 @@ out:
 
 static void test_drop_and_refusals(const wlm_model *m) {
     tu_section("a step dropped while waiting; what deferred contexts refuse");
-    wlm_context *d = tu_context(m, 64, 2, 1, WLM_KV_F16);
+    wlm_context *d = deferred_ctx(m, 64, 2);
     wlm_context *ref = tu_context(m, 64, 0, 1, WLM_KV_F16);
     if (!d || !ref) goto out;
-    CHECK_STATUS(wlm_context_set_deferred(d), WLM_OK);
     wlm_gen_params p;
     wlm_gen_params_default(&p);
     p.temperature = 0.0f;
@@ -168,15 +185,6 @@ static void test_drop_and_refusals(const wlm_model *m) {
     wlm_beam_params_default(&bp);
     bp.width = 1;
     CHECK_STATUS(wlm_beam_begin(d, toks, 3, &bp), WLM_ERR_UNSUPPORTED);
-    /* a context without KV cache cannot be deferred */
-    wlm_context_params cp;
-    wlm_context_params_default(&cp);
-    cp.n_ctx = 32;
-    cp.kv_cache = 0;
-    wlm_context *nokv = NULL;
-    CHECK_STATUS(wlm_context_new(m, &cp, &nokv), WLM_OK);
-    CHECK_STATUS(wlm_context_set_deferred(nokv), WLM_ERR_STATE);
-    wlm_context_free(nokv);
 out:
     wlm_context_free(d);
     wlm_context_free(ref);

@@ -5,6 +5,7 @@
 // fail: CI installs what they need.
 
 import fs from 'node:fs';
+import os from 'node:os';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { REPO } from './_helpers.mjs';
@@ -20,6 +21,7 @@ let found = null;
 export async function dawn() {
   if (found) return found;
   if (!process.env.VK_ICD_FILENAMES && fs.existsSync(SWIFTSHADER_ICD)) process.env.VK_ICD_FILENAMES = SWIFTSHADER_ICD;
+  process.env.XDG_RUNTIME_DIR ??= os.tmpdir(); // else the driver prints an error for each device
   let skip = '';
   let gpu = null;
   let adapter = null;

@@ -102,8 +102,10 @@ for (const { arch, type } of cases) {
     const cpu = await createEngine({ threads: 1, backend: 'cpu' });
     const gpuE = await createEngine({ threads: 1, backend: 'webgpu', gpu });
     try {
-      await cpu.load({ model: type === 'F32' ? file : dequantizedCopy(file) });
+      const cpuInfo = await cpu.load({ model: type === 'F32' ? file : dequantizedCopy(file) });
       const info = await gpuE.load({ model: file });
+      // the KV cache lives on the GPU only: the context holds no KV blocks in wasm memory
+      assert.ok(info.contextBytes < cpuInfo.contextBytes, `context ${info.contextBytes} bytes, CPU's ${cpuInfo.contextBytes}`);
       assert.equal(info.backend, 'webgpu');
       assert.match(info.backendReason, /webgpu/);
       assert.ok(info.gpuBytes > 0);

@@ -1,6 +1,6 @@
 // backend.js — the WebGPU backend as the engine sees it: attach() takes a model the wasm engine
-// has loaded and a context, uploads the weights, builds the forward pass and puts the context
-// in deferred mode (src/runtime/deferred.c), so that the C engine keeps tokenizing, sampling,
+// has loaded and its deferred context (kv_cache 2, src/runtime/deferred.c), uploads the
+// weights and builds the forward pass, so that the C engine keeps tokenizing, sampling,
 // grammars, stop strings and prompt-cache reuse while every evaluation it records runs here;
 // supply() runs the recorded batch and writes its logits into the context. Device loss ends the
 // step with an error and marks the backend lost (the engine then refuses to use it until the
@@ -45,8 +45,9 @@ export class WebGpuBackend {
 
   /**
    * Uploads the model `desc` (describeModel) of the engine's exports `x` to a device of
-   * `adapter` and makes context `ctx` deferred. kvType: 'f16' | 'f32'. Throws WasmlmError
-   * (UNSUPPORTED: a limit or kernel; NOMEM: GPU memory) and leaves the context as it was.
+   * `adapter`, for the deferred context `ctx` (created with kv_cache 2). kvType: 'f16' | 'f32'.
+   * Throws WasmlmError (UNSUPPORTED: a limit or kernel; NOMEM: GPU memory), having released
+   * the device.
    */
   static async attach({ x, ctx, desc, adapter, adapterInfo, kvType, useSubgroups = true }) {
     const b = new WebGpuBackend();
@@ -70,8 +71,6 @@ export class WebGpuBackend {
         pipelines: new Pipelines(device, { subgroups }),
       });
       b.#weights = weights;
-      const rc = x.wlmjs_context_set_deferred(ctx);
-      if (rc !== 0) throw jsError('WLM_ERR_STATE', 'the context could not be made deferred');
     } catch (e) {
       b.release();
       throw e;
