@@ -127,6 +127,27 @@ for (const { arch, type } of cases) {
   });
 }
 
+test('a prompt of several GPU passes (80 tokens, passes of 32) and the decode after it', { skip }, async () => {
+  const file = synthCached({ arch: 'qwen3', type: 'F32' });
+  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+  try {
+    await cpu.load({ model: file, kvType: 'f32' });
+    await g.load({ model: file, kvType: 'f32' });
+    const words = Array.from({ length: 60 }, (_, i) => `w${i * 7 % 23}`).join(' ');
+    const ids = Array.from(await cpu.tokenize(words)).slice(0, 80);
+    assert.equal(ids.length, 80);
+    for (const step of [ids, [ids[5]], [ids[9]]]) {
+      const a = await cpu.evalTokens(step), b = await g.evalTokens(step);
+      const { d, m } = diff(a, b);
+      assert.ok(d <= 1e-3 * (1 + m), `${step.length} tokens: max |diff| ${d}`);
+    }
+  } finally {
+    await cpu.free();
+    await g.free();
+  }
+});
+
 test('generate() on the GPU: the sampler, stop strings, a JSON Schema and prompt-cache reuse run in wasm, as on the CPU', { skip }, async () => {
   const file = synthCached({ arch: 'llama', type: 'F32' });
   const cpu = await createEngine({ threads: 1, backend: 'cpu' });
