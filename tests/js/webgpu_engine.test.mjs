@@ -152,6 +152,21 @@ test('a prompt of several GPU passes (80 tokens, passes of 32) and the decode af
   }
 });
 
+test('batching never changes a GPU result: a prompt in one pass equals it token by token, bit for bit', { skip }, async () => {
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+  try {
+    await g.load({ model: synthCached({ arch: 'gpt2', type: 'Q4_K_M' }) });
+    const ids = Array.from(await g.tokenize(PROMPT));
+    const batch = await g.evalTokens(ids);
+    await g.reset();
+    let one;
+    for (const id of ids) one = await g.evalTokens([id]);
+    assert.deepEqual(one, batch);
+  } finally {
+    await g.free();
+  }
+});
+
 test('generate() on the GPU: the sampler, stop strings, a JSON Schema and prompt-cache reuse run in wasm, as on the CPU', { skip }, async () => {
   const file = synthCached({ arch: 'llama', type: 'F32' });
   const cpu = await createEngine({ threads: 1, backend: 'cpu' });

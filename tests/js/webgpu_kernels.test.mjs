@@ -154,6 +154,23 @@ test('matvec: one invocation per row, a workgroup per row, and subgroupAdd give 
   if (adapter.features.has('subgroups')) await checkMatvec(14, 3, 2048, { tpr: WG, subgroups: true });
 });
 
+test('matvec: the batch form (4 entries a workgroup, weights read once) gives each entry the one-entry form\'s bits', { skip }, async () => {
+  for (const [type, rows, cols, tpr, subgroups] of [[8, 70, 96, 1, false], [12, 5, 512, 16, false], [14, 3, 2048, WG, false], [2, 3, 2048, WG, true]]) {
+    if (subgroups && !adapter.features.has('subgroups')) continue;
+    const { bytes, rowBytes } = weights(type, rows, cols, 300 + type);
+    const r = rng(17);
+    const n = 7, yOff = n * cols;
+    const A = new Float32Array(yOff + n * rows);
+    for (let i = 0; i < n * cols; i++) A[i] = r();
+    const params = [rows, cols, rowBytes, 0, cols, yOff, rows, 0, 2];
+    const grid = (z) => [Math.ceil(rows / (WG / tpr)), 1, z];
+    const [one] = await run(matvecWgsl(type, { tpr, subgroups }), { A, params, extra: [bytes], grid: grid(n) });
+    const [four] = await run(matvecWgsl(type, { tpr, subgroups, ent: 4 }), { A, params, extra: [bytes, new Uint32Array([0, 0, n, 0])], grid: grid(2) });
+    assert.deepEqual(new Float32Array(four).subarray(yOff), new Float32Array(one).subarray(yOff), `${GPU_TYPES[type].name} tpr ${tpr}`);
+    assert.ok(new Float32Array(four).subarray(yOff).every((v) => v !== 0), 'every entry written');
+  }
+});
+
 test('matvec: accumulate adds to what the output holds', { skip }, async () => {
   const rows = 3, cols = 64;
   const { bytes, deq } = weights(0, rows, cols, 5);

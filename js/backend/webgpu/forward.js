@@ -15,6 +15,7 @@ import { attentionWgsl, embedWgsl, eltwiseWgsl, kvStoreWgsl, matvecThreadsPerRow
 import { checkFits, USAGE } from './weights.js';
 
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
+const MATMAT_ENT = 4;   // entries per workgroup of the batch matvec (prefill)
 
 /** A float's bits as u32, for the parameter words. */
 const fbits = (() => {
@@ -50,7 +51,7 @@ export class Pipelines {
     const key = `${kind}:${arg}`;
     let p = this.#cache.get(key);
     if (!p) {
-      const code = kind === 'matvec' ? matvecWgsl(arg[0], { subgroups: this.#subgroups, tpr: arg[1] })
+      const code = kind === 'matvec' ? matvecWgsl(arg[0], { subgroups: this.#subgroups, tpr: arg[1], ent: arg[2] })
         : kind === 'embed' ? embedWgsl(arg)
           : kind === 'norm' ? normWgsl()
             : kind === 'rope' ? ropeWgsl()
@@ -76,7 +77,8 @@ export class GpuForward {
   #kvF16;
   #nCtx;
   #act;          // the activation buffer
-  #step;         // u32: tokens [0, chunk), positions [chunk, 2 chunk), wanted entries [2 chunk, 3 chunk)
+  #step;         // u32: tokens [0, chunk), positions [chunk, 2 chunk), wanted entries [2 chunk,
+                 // 3 chunk), then the entry count and the wanted count (matvec's batch form)
   #kv = [];      // per layer
   #params;
   #ops = [];     // {pipeline, bind, grid(n, m) → [x, y, z] | null}
@@ -136,11 +138,11 @@ export class GpuForward {
 
     device.pushErrorScope('out-of-memory');
     this.#act = device.createBuffer({ label: 'activations', size: this.#off.total * 4, usage: USAGE.STORAGE | USAGE.COPY_DST | USAGE.COPY_SRC });
-    this.#step = device.createBuffer({ label: 'step', size: 3 * B * 4, usage: USAGE.STORAGE | USAGE.COPY_DST });
+    this.#step = device.createBuffer({ label: 'step', size: (3 * B + 4) * 4, usage: USAGE.STORAGE | USAGE.COPY_DST });
     for (let l = 0; l < h.n_layers; l++) {
       this.#kv.push(device.createBuffer({ label: `kv.${l}`, size: (kvBytes + 3) & ~3, usage: USAGE.STORAGE }));
     }
-    this.bytes = this.#off.total * 4 + 3 * B * 4 + h.n_layers * kvBytes;
+    this.bytes = this.#off.total * 4 + (3 * B + 4) * 4 + h.n_layers * kvBytes;
     const oom = await device.popErrorScope();
     if (oom) {
       this.destroy();
@@ -171,11 +173,17 @@ export class GpuForward {
     const S = { buffer: this.#step };
     const Vb = { buffer: w.vec };
 
+    // one entry (decode): a workgroup z per entry; more: MATMAT_ENT entries per workgroup z,
+    // each weight read once for them (the same sums in the same order)
     const matvec = (t, xOff, xE, yOff, yE, perWanted = false) => {
       const tpr = matvecThreadsPerRow(t[2]);
       const [gx, gy] = rowsGrid(Math.ceil(t[1] / (WG / tpr)));
-      specs.push(['matvec', [t[0], tpr], [t[1], t[2], t[3], xOff, xE, yOff, yE, 0], [{ buffer: bufOf(t) }],
-        (n, m) => [gx, gy, perWanted ? m : n]]);
+      const count = (n, m) => (perWanted ? m : n);
+      const params = [t[1], t[2], t[3], xOff, xE, yOff, yE, 0, 3 * B + (perWanted ? 1 : 0)];
+      specs.push(['matvec', [t[0], tpr, 1], params, [{ buffer: bufOf(t) }],
+        (n, m) => [gx, gy, count(n, m) === 1 ? 1 : 0]]);
+      specs.push(['matvec', [t[0], tpr, MATMAT_ENT], params, [{ buffer: bufOf(t) }, S],
+        (n, m) => [gx, gy, count(n, m) > 1 ? Math.ceil(count(n, m) / MATMAT_ENT) : 0]]);
     };
     const norm = (len, xOff, xE, xH, yOff, yE, yH, wt, bt, rows = 1, idx = NONE, perWanted = false) => {
       specs.push(['norm', '', [len, xOff, xE, xH, yOff, yE, yH, vecOf(wt), bt ? vecOf(bt) : NONE,
@@ -296,13 +304,15 @@ export class GpuForward {
     let row = 0;
     for (let i0 = 0; i0 < tokens.length; i0 += B) {
       const n = Math.min(B, tokens.length - i0);
-      const step = new Uint32Array(3 * B);
+      const step = new Uint32Array(3 * B + 4);
       let m = 0;
       for (let j = 0; j < n; j++) {
         step[j] = tokens[i0 + j];
         step[B + j] = positions[i0 + j];
         if (want[i0 + j]) step[2 * B + m++] = j;
       }
+      step[3 * B] = n;
+      step[3 * B + 1] = m;
       device.queue.writeBuffer(this.#step, 0, step);
       if (this.desc.arch.rope !== 'none') {
         const cs = new Float32Array(this.#ropeSets * B * h.n_rot);

@@ -1,7 +1,7 @@
 // wgsl_ops.js — the WGSL compute kernels of the forward pass, one builder per operation, each
 // the GPU form of a scalar reference in src/kernels/kernels_ref.c (or quant.c's to_float):
-// matvec (a weight matrix times each entry's activations, any weight type of wgsl_quant.js;
-// reads each weight row once per entry: the tiled matrix-matrix form is a later step), embed
+// matvec (a weight matrix times each entry's activations, any weight type of wgsl_quant.js; a
+// batch reads each weight once per 4 entries, with the one-entry sums bit for bit), embed
 // (rows of the token or position table), norm (RMSNorm / LayerNorm, also per head), rope (pairs
 // or NEOX halves, cos/sin computed by the caller), kv_store and attention (GQA over the KV cache
 // in F32 or F16 elements, a sliding window, one pass with a running maximum: no score buffer),
@@ -56,40 +56,53 @@ export function matvecThreadsPerRow(cols) {
 }
 
 /**
- * out[e][row] (+)= Σ_i W[row][i] · A[x_off + e·x_estride + i] for `rows` rows and every entry e
- * (workgroup z). `tpr` invocations share a row (1, a divisor of WG, or WG), so a workgroup
- * covers WG / tpr rows: rows g·(WG/tpr) .. of workgroup g = y · nx + x. Params: 0 rows, 1 cols,
- * 2 row_bytes, 3 x_off, 4 x_estride, 5 y_off, 6 y_estride, 7 accumulate (1: add to out).
+ * out[e][row] (+)= Σ_i W[row][i] · A[x_off + e·x_estride + i] for `rows` rows and the entries of
+ * workgroup z. `tpr` invocations share a row (1, a divisor of WG, or WG), so a workgroup covers
+ * WG / tpr rows: rows g·(WG/tpr) .. of workgroup g = y · nx + x. With `ent` 1 workgroup z is
+ * entry z; with `ent` > 1 (batches: prefill) it is entries z·ent .. z·ent + ent − 1, below the
+ * count S[count_slot], and each weight is read once for all of them — every entry's sum runs in
+ * the same order as with `ent` 1, so batching never changes a result. Params: 0 rows, 1 cols,
+ * 2 row_bytes, 3 x_off, 4 x_estride, 5 y_off, 6 y_estride, 7 accumulate (1: add to out),
+ * 8 count_slot (ent > 1).
  */
-export function matvecWgsl(type, { subgroups = false, tpr = WG } = {}) {
+export function matvecWgsl(type, { subgroups = false, tpr = WG, ent = 1 } = {}) {
   const t = GPU_TYPES[type];
   const sg = subgroups && tpr === WG;
+  const E = ent;
   const reduce = tpr === 1 ? '' : sg ? /* wgsl */ `
-  let ss = subgroupAdd(s);
-  if (sl == 0u) { red[t / sn] = ss; }
+  for (var k = 0u; k < ENT; k++) {
+    let ss = subgroupAdd(s[k]);
+    if (sl == 0u) { red[k * ${WG}u + t / sn] = ss; }
+  }
   workgroupBarrier();
   if (t == 0u) {
-    var total = 0.0;
-    for (var k = 0u; k < (${WG}u + sn - 1u) / sn; k++) { total += red[k]; }
-    red[0] = total;
+    for (var k = 0u; k < ENT; k++) {
+      var total = 0.0;
+      for (var j = 0u; j < (${WG}u + sn - 1u) / sn; j++) { total += red[k * ${WG}u + j]; }
+      red[k * ${WG}u] = total;
+    }
   }
   workgroupBarrier();
-  s = red[0];` : /* wgsl */ `
-  red[t] = s;
+  for (var k = 0u; k < ENT; k++) { s[k] = red[k * ${WG}u]; }` : /* wgsl */ `
+  for (var k = 0u; k < ENT; k++) { red[k * ${WG}u + t] = s[k]; }
   workgroupBarrier();
-  for (var k = ${tpr / 2}u; k > 0u; k >>= 1u) {
-    if (lane < k) { red[t] += red[t + k]; }
+  for (var h = ${tpr / 2}u; h > 0u; h >>= 1u) {
+    if (lane < h) {
+      for (var k = 0u; k < ENT; k++) { red[k * ${WG}u + t] += red[k * ${WG}u + t + h]; }
+    }
     workgroupBarrier();
   }
-  s = red[t];`;
+  for (var k = 0u; k < ENT; k++) { s[k] = red[k * ${WG}u + t]; }`;
   return `${sg ? 'enable subgroups;' : ''}${HEADER}
 @group(0) @binding(2) var<storage, read> W: array<u32>;
+${E > 1 ? '@group(0) @binding(3) var<storage, read> S: array<u32>;' : ''}
 ${WGSL_BYTES}
 ${t.wgsl}
 const BLK = ${t.blk}u;
 const BLK_BYTES = ${t.bytes}u;
 const TPR = ${tpr}u;
-var<workgroup> red: array<f32, ${WG}>;
+const ENT = ${E}u;
+var<workgroup> red: array<f32, ${WG * E}>;
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
         @builtin(local_invocation_index) t: u32${sg ? `,
@@ -101,17 +114,23 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<
   let live = row < pu(0u);
   let cols = pu(1u);
   let base = row * pu(2u);
-  let x0 = pu(3u) + wg.z * pu(4u);
-  var s = 0.0;
+  let e0 = wg.z * ENT;
+  let ne = ${E > 1 ? 'min(ENT, S[pu(8u)] - e0)' : '1u'};
+  let xs = pu(4u);
+  let x0 = pu(3u) + e0 * xs;
+  var s: array<f32, ${E}>;
   if (live) {
     for (var i = lane; i < cols; i += TPR) {
-      s += w_get(base + (i / BLK) * BLK_BYTES, i % BLK) * A[x0 + i];
+      let w = w_get(base + (i / BLK) * BLK_BYTES, i % BLK);
+      for (var k = 0u; k < ne; k++) { s[k] += w * A[x0 + k * xs + i]; }
     }
   }
 ${reduce}
   if (live && lane == 0u) {
-    let o = pu(5u) + wg.z * pu(6u) + row;
-    A[o] = select(0.0, A[o], pu(7u) != 0u) + s;
+    for (var k = 0u; k < ne; k++) {
+      let o = pu(5u) + (e0 + k) * pu(6u) + row;
+      A[o] = select(0.0, A[o], pu(7u) != 0u) + s[k];
+    }
   }
 }`;
 }
