@@ -161,7 +161,8 @@ export interface EngineOptions {
   backend?: 'auto' | 'webgpu' | 'cpu';
   /**
    * The WebGPU entry point (a GPU object): default navigator.gpu; in Node, where there is none,
-   * the optional `webgpu` package's create([]) when it is installed. Not for
+   * with backend 'webgpu' the optional `webgpu` package's create([]) when it is installed
+   * ('auto' in Node uses the GPU only when given `gpu`: it never starts Dawn by itself). Not for
    * createWorkerEngine(), whose worker uses its own navigator.gpu.
    */
   gpu?: { requestAdapter(options?: object): Promise<unknown> };

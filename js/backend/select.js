@@ -40,7 +40,7 @@ export async function attachBackend({ x, model, newContext, freeContext, kvType,
   const desc = describeModel(x, model);
   const unsupported = modelUnsupported(desc);
   if (unsupported) return cpu(`this model cannot run on the GPU yet: ${unsupported}`);
-  const found = await findGpu(gpu);
+  const found = await findGpu(gpu, { importPackage: want });
   if (!found.gpu) return cpu(found.why);
   const { adapter, adapterInfo, why } = await requestAdapter(found.gpu);
   if (!adapter) return cpu(why);

@@ -33,4 +33,8 @@ test('options: backend names and the gpu object are checked', async () => {
   for (const ok of [undefined, 'auto', 'webgpu', 'cpu']) checkBackendOption(ok);
   for (const bad of ['gpu', 'WebGPU', 1, null]) assert.throws(() => checkBackendOption(bad), { code: 'WLM_ERR_INVALID_ARG' });
   await assert.rejects(findGpu({}), { code: 'WLM_ERR_INVALID_ARG', message: /requestAdapter/ });
+  // 'auto' in Node never starts Dawn by itself
+  const found = await findGpu(undefined, { importPackage: false });
+  assert.equal(found.gpu, null);
+  assert.match(found.why, /Node has no navigator\.gpu: pass `gpu`/);
 });

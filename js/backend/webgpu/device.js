@@ -11,10 +11,12 @@ const SOFTWARE = /swiftshader|llvmpipe|lavapipe|softpipe|warp|microsoft basic re
 
 /**
  * The GPU object to use: `gpu` when given (a GPU: navigator.gpu, or the `webgpu` package's
- * create([])), else navigator.gpu, else in Node the `webgpu` package when it is installed.
- * Returns {gpu, why}: gpu null with `why` saying what is missing.
+ * create([])), else navigator.gpu, else in Node, when `importPackage` (backend 'webgpu' asked
+ * for explicitly), the `webgpu` package if it is installed: 'auto' never starts Dawn in a Node
+ * process by itself (a GPU probe at every load of a server or test process). Returns {gpu, why}:
+ * gpu null with `why` saying what is missing.
  */
-export async function findGpu(gpu) {
+export async function findGpu(gpu, { importPackage = true } = {}) {
   if (gpu != null) {
     if (typeof gpu.requestAdapter !== 'function') {
       throw jsError('WLM_ERR_INVALID_ARG', '`gpu` must be a GPU object (navigator.gpu, or the webgpu package\'s create([])), with requestAdapter()');
@@ -23,6 +25,7 @@ export async function findGpu(gpu) {
   }
   if (globalThis.navigator?.gpu) return { gpu: globalThis.navigator.gpu, why: '' };
   if (typeof process === 'object' && process.versions?.node) {
+    if (!importPackage) return { gpu: null, why: "Node has no navigator.gpu: pass `gpu` (the webgpu package's create([])) or backend 'webgpu'" };
     try {
       const spec = 'webgpu'; // a variable, so that bundlers leave the optional package alone
       const mod = await import(spec);
