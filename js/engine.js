@@ -55,7 +55,7 @@ class Engine {
                      // text), or undefined when no generation has drawn one on this context
   #firstTokenMarked = false; // 'wasmlm:first-token' is marked once per engine
   #paramGrammar = new Map(); // wlm_gen_params* → the malloc'd grammar text it points at
-  #backendOpt = { backend: 'auto', gpu: null, useSubgroups: true }; // EngineOptions.backend, gpu
+  #backendOpt;   // {backend, gpu, useSubgroups}: EngineOptions.backend / gpu / gpuSubgroups
   #gpu = null;       // the WebGpuBackend running the loaded model's forward pass, or null (CPU)
 
   /** The result of the last generation, or null. See LastResult in wasmlm.d.ts. */
@@ -74,9 +74,11 @@ class Engine {
    * this thread, with bitwise the same results. If they fail, later calls reject with why.
    * `build`: the module's kernels ('relaxed', 'simd128', 'scalar'), for ModelInfo.build.
    * `dot`: the relaxed build's int8 dot form, {form, probe} of dotFormAtStart().
+   * The last argument: EngineOptions (backend, gpu, gpuSubgroups: every load()'s backend).
    */
   constructor(x, simd, nThreads, threadsStarting, build = simd ? 'simd128' : 'scalar',
-    dot = { form: 'none', probe: null }) {
+    dot = { form: 'none', probe: null }, { backend = 'auto', gpu = null, gpuSubgroups = true } = {}) {
+    this.#backendOpt = { backend, gpu, useSubgroups: gpuSubgroups !== false };
     this.#build = build;
     this.#dot = dot;
     this.#x = x;
@@ -92,11 +94,6 @@ class Engine {
 
   /** The loaded model's info, or null. */
   get info() { return this.#info; }
-
-  /** EngineOptions.backend / gpu (checked by startEngine), used by every load(). */
-  setBackendOptions({ backend = 'auto', gpu = null, gpuSubgroups = true } = {}) {
-    this.#backendOpt = { backend, gpu, useSubgroups: gpuSubgroups !== false };
-  }
 
   /** Threads that run the matrix products (1: this thread only). */
   get threads() { return this.#nThreads; }
@@ -480,6 +477,11 @@ class Engine {
         freeContext: (c) => x.wlm_context_free(c),
       });
       const ctx = be.ctx;
+      if (!this.#x) { // freed while the GPU backend was set up
+        be.gpu?.release();
+        x.wlm_context_free(ctx);
+        throw jsError('WLM_ERR_STATE', 'the engine was freed during load()');
+      }
       this.#model = model_;
       this.#ctx = ctx;
       this.#ctxParams = ctxParams;
@@ -1302,7 +1304,5 @@ export async function startEngine(options, compiled = null) {
   const starting = threads > 1 ? startThreads(x, module, threads, jsError) : null;
   const dot = dotFormAtStart(x, dotForm);
   mark('wasmlm:engine-ready');
-  const engine = new Engine(x, plan.simd, threads, starting, moduleBuild(x, plan.build), dot);
-  engine.setBackendOptions(options);
-  return engine;
+  return new Engine(x, plan.simd, threads, starting, moduleBuild(x, plan.build), dot, options);
 }
