@@ -22,6 +22,7 @@
 //            --only shapes: issue 12's SmolLM2-135M/360M and Llama-3.2-1B shapes in Q8_0 and Q4_K_M
 //            (bench/real_shapes.mjs; slow, not in the default run) --real-shapes a,b --real-types Q8_0
 // Always writes a JSON report: bench/out/bench.json (--quick: bench/out/bench-quick.json; --out FILE).
+//   --backend webgpu: the WebGPU backend against the CPU path instead (bench/webgpu.mjs).
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -915,6 +916,8 @@ async function ensureSynthetic(m) {
 }
 
 async function main() {
+  // --backend webgpu: the GPU backend's rows next to the CPU's (bench/webgpu.mjs, its own options)
+  if (process.argv.includes('--backend')) return void await import('./webgpu.mjs');
   const opts = parseArgs(process.argv.slice(2));
   if (opts.help) {
     console.log('usage: node bench/bench.mjs [--quick] [--json] [--out FILE] [--only load,simd,kv,memory,quant,batch,threads,depth,builds] [--build simd128|relaxed] [--runs N]\n' +

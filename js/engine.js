@@ -18,6 +18,11 @@ import { macrotask, mark } from './platform.js';
 import { readIntoHeap } from './source.js';
 import { importsMemory, sharedMemory, startThreads, stopThreads } from './threads.js';
 import { compilePlanned, instantiateWasm, moduleBuild, planModule, settledPlan } from './wasm.js';
+import { attachBackend, checkBackendOption } from './backend/select.js';
+
+/** wlm_generate_next's internal status in a deferred context: the step waits for its logits
+ *  (WLM_NEED_LOGITS, src/model/model.h); the GPU backend supplies them. */
+const NEED_LOGITS = 2;
 
 /** `view`, or a copy of it when it views shared memory (TextDecoder rejects those). */
 function unshared(view) {
@@ -51,6 +56,8 @@ class Engine {
                      // text), or undefined when no generation has drawn one on this context
   #firstTokenMarked = false; // 'wasmlm:first-token' is marked once per engine
   #paramGrammar = new Map(); // wlm_gen_params* → the malloc'd grammar text it points at
+  #backendOpt;   // {backend, gpu, useSubgroups}: EngineOptions.backend / gpu / gpuSubgroups
+  #gpu = null;       // the WebGpuBackend running the loaded model's forward pass, or null (CPU)
 
   /** The result of the last generation, or null. See LastResult in wasmlm.d.ts. */
   lastResult = null;
@@ -68,9 +75,11 @@ class Engine {
    * this thread, with bitwise the same results. If they fail, later calls reject with why.
    * `build`: the module's kernels ('relaxed', 'simd128', 'scalar'), for ModelInfo.build.
    * `dot`: the relaxed build's int8 dot form, {form, probe} of dotFormAtStart().
+   * The last argument: EngineOptions (backend, gpu, gpuSubgroups: every load()'s backend).
    */
   constructor(x, simd, nThreads, threadsStarting, build = simd ? 'simd128' : 'scalar',
-    dot = { form: 'none', probe: null }) {
+    dot = { form: 'none', probe: null }, { backend = 'auto', gpu = null, gpuSubgroups = true } = {}) {
+    this.#backendOpt = { backend, gpu, useSubgroups: gpuSubgroups !== false };
     this.#build = build;
     this.#dot = dot;
     this.#x = x;
@@ -152,6 +161,8 @@ class Engine {
 
   #unload() {
     const x = this.#x;
+    this.#gpu?.release();
+    this.#gpu = null;
     if (this.#ctx) x.wlm_context_free(this.#ctx);
     if (this.#model) x.wlm_model_free(this.#model);
     this.#ctx = 0;
@@ -176,13 +187,14 @@ class Engine {
   }
 
   /** Creates a context for the loaded model (wlmjs_context_new); returns the handle. */
-  #newContext(model, { nCtx, kvCache, nSeqMax, kvTypeId }) {
+  #newContext(model, { nCtx, kvCache, nSeqMax, kvTypeId, deferred = false }) {
     const x = this.#x;
     const slot = x.wlmjs_malloc(4) >>> 0;
     if (!slot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
     try {
       new DataView(x.memory.buffer).setInt32(slot, 0, true);
-      const rc = x.wlmjs_context_new(model, nCtx, kvCache ? 1 : 0, this.#simd ? 1 : 0, nSeqMax, kvTypeId,
+      // kv_cache 2: a deferred context for the GPU backend (K/V on the GPU, none here)
+      const rc = x.wlmjs_context_new(model, nCtx, deferred ? 2 : kvCache ? 1 : 0, this.#simd ? 1 : 0, nSeqMax, kvTypeId,
         this.#dot.form === 'split' ? DOT_FORMS.split : DOT_FORMS.fused, slot);
       const ctx = this.#i32(slot) >>> 0;
       const rc2 = rc === 0 && this.#threads ? x.wlm_context_set_threadpool(ctx, this.#threads.pool) : 0;
@@ -209,6 +221,7 @@ class Engine {
    * and the error thrown. Requests above WLM_MAX_SEQ are left for C to refuse.
    */
   #ensureSeqMax(n) {
+    if (this.#gpu) throw jsError('WLM_ERR_UNSUPPORTED', 'the WebGPU backend runs one sequence (a later step adds batches)');
     const cur = this.#ctxParams;
     if (!(n > cur.nSeqMax && n <= MAX_SEQ)) return;
     const x = this.#x;
@@ -408,10 +421,11 @@ class Engine {
    * @param {import('./wasmlm.d.ts').LoadOptions} options
    * @returns {Promise<import('./wasmlm.d.ts').ModelInfo>}
    */
-  async load({ model, tokenizer, nCtx, kvCache, nSeqMax, kvType, onProgress, signal } = {}) {
+  async load({ model, tokenizer, nCtx, kvCache, nSeqMax, kvType, onProgress, signal, backend } = {}) {
     const x = this.#exports();
     this.#needIdle('load a model');
     if (model == null) throw jsError('WLM_ERR_INVALID_ARG', 'load(): `model` is required');
+    checkBackendOption(backend);
     const ctxParams = contextParams({ nCtx, kvCache, nSeqMax, kvType });
     this.#busy = 'load';
     this.#unload();
@@ -457,10 +471,22 @@ class Engine {
       }
 
       if (this.#dot.form === 'auto') this.#dot = pickDotForm(x); // timed once, here (see there)
-      const ctx = this.#newContext(model_, ctxParams);
+      const be = await attachBackend({
+        x, model: model_, kvType: ctxParams.kvType, kvCache: ctxParams.kvCache, ...this.#backendOpt,
+        backend: backend ?? this.#backendOpt.backend,
+        newContext: (deferred) => this.#newContext(model_, { ...ctxParams, deferred }),
+        freeContext: (c) => x.wlm_context_free(c),
+      });
+      const ctx = be.ctx;
+      if (!this.#x) { // freed while the GPU backend was set up
+        be.gpu?.release();
+        x.wlm_context_free(ctx);
+        throw jsError('WLM_ERR_STATE', 'the engine was freed during load()');
+      }
       this.#model = model_;
       this.#ctx = ctx;
       this.#ctxParams = ctxParams;
+      this.#gpu = be.gpu;
       model_ = 0; // owned by the engine now
       const f = (i) => x.wlmjs_model_info(this.#model, i);
       this.#bos = f(9);
@@ -478,6 +504,8 @@ class Engine {
         chatTemplate: this.#metaString(this.#model, 'tokenizer.chat_template'),
         bosId: this.#bos, eosId: this.#eos, bosToken: tokenText(this.#bos), eosToken: tokenText(this.#eos),
         addBos: this.#addsBos(),
+        backend: be.backend, backendReason: be.reason, gpuAdapter: be.adapter?.name ?? null,
+        gpuBytes: be.gpu?.gpuBytes ?? 0,
       });
       mark('wasmlm:model-loaded');
       return this.#info;
@@ -489,6 +517,12 @@ class Engine {
       if (model_) x.wlm_model_free(model_);
       this.#busy = null;
     }
+  }
+
+  /** With the GPU backend: runs the batch the context recorded and supplies its logits. */
+  async #supply() {
+    if (!this.#gpu) return;
+    await this.#gpu.supply();
   }
 
   /** Whether tokenizing with BOS adds it (the vocabulary's add_bos_token; llama2.c: always). */
@@ -658,6 +692,10 @@ class Engine {
       result.prefillMs = performance.now() - t0;
       if (rc < 0) throw this.#ctxError(rc);
       begun = true;
+      if (this.#gpu) { // the prefill the context recorded runs on the GPU
+        await this.#supply();
+        result.prefillMs = performance.now() - t0;
+      }
       result.nPrompt = x.wlm_context_n_past(ctx);
       result.nCached = x.wlm_generate_n_cached(ctx);
       const decoder = new TextDecoder();
@@ -672,6 +710,11 @@ class Engine {
 
         const t1 = performance.now();
         rc = x.wlm_generate_next(ctx, tok);
+        if (rc === NEED_LOGITS) { // GPU backend: the step's forward pass, then its sampling
+          await this.#supply();
+          if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
+          rc = x.wlmjs_generate_resume(ctx, tok, 1);
+        }
         result.decodeMs += performance.now() - t1;
         if (rc < 0) throw this.#ctxError(rc);
 
@@ -776,6 +819,9 @@ class Engine {
   async *#generateBatch(prompts, params, signal) {
     this.#needModel();
     this.#needIdle('generate');
+    if (this.#gpu) {
+      throw jsError('WLM_ERR_UNSUPPORTED', "generateBatch() is not supported by the WebGPU backend yet: load with backend 'cpu'");
+    }
     if (signal?.aborted) throw abortError('The generation');
     const x = this.#x;
     const seqs = batchSequences(prompts, params);
@@ -930,6 +976,9 @@ class Engine {
   async beamSearch(prompt, params = {}, { signal, onStep } = {}) {
     this.#needModel();
     this.#needIdle('start a beam search');
+    if (this.#gpu) {
+      throw jsError('WLM_ERR_UNSUPPORTED', "beamSearch() is not supported by the WebGPU backend yet: load with backend 'cpu'");
+    }
     if (signal?.aborted) throw abortError('The beam search');
     const { width, maxTokens, lengthPenalty, addBos, grammar: grammarSpecOf } = beamParams(params);
     prompt = String(prompt);
@@ -1096,6 +1145,14 @@ class Engine {
       this.#previewPrev = undefined; // new logits: not the ones a token was drawn from
       const rc = x.wlm_eval(this.#ctx, p, arr.length);
       if (rc !== 0) throw this.#ctxError(rc);
+      if (this.#gpu) {
+        try {
+          await this.#supply();
+        } catch (e) {
+          x.wlm_context_reset(this.#ctx); // the recorded positions were never computed
+          throw e;
+        }
+      }
       const logits = x.wlm_logits(this.#ctx) >>> 0;
       if (!logits) throw jsError('WLM_ERR_STATE', 'wlm_logits returned NULL after wlm_eval');
       return new Float32Array(x.memory.buffer, logits, this.#info.vocabSize).slice();
@@ -1241,6 +1298,7 @@ export function createEngine(options = {}) {
  */
 export async function startEngine(options, compiled = null) {
   const { dotForm = 'auto' } = options;
+  checkBackendOption(options.backend);
   if (dotForm !== 'auto' && !Object.hasOwn(DOT_FORMS, dotForm)) {
     throw jsError('WLM_ERR_INVALID_ARG', `dotForm must be 'auto', 'fused' or 'split', got ${dotForm}`);
   }
@@ -1268,5 +1326,5 @@ export async function startEngine(options, compiled = null) {
   const starting = threads > 1 ? startThreads(x, module, threads, jsError) : null;
   const dot = dotFormAtStart(x, dotForm);
   mark('wasmlm:engine-ready');
-  return new Engine(x, plan.simd, threads, starting, moduleBuild(x, plan.build), dot);
+  return new Engine(x, plan.simd, threads, starting, moduleBuild(x, plan.build), dot, options);
 }

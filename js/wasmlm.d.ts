@@ -146,6 +146,34 @@ export interface EngineOptions {
    */
   dotForm?: 'auto' | 'fused' | 'split';
   /**
+   * Which backend runs the forward pass of the models this engine loads (preview; README,
+   * "WebGPU backend"). 'cpu': the wasm engine's own (src/model/forward.c). 'webgpu': the GPU
+   * through WebGPU (js/backend/webgpu/): the weights are copied to GPU buffers (quantized types
+   * stay quantized), the KV cache lives in GPU memory, and each step's logits come back to the
+   * wasm engine, which keeps tokenizing, sampling, grammars, stop strings and the prompt cache.
+   * load() rejects with WasmlmError WLM_ERR_UNSUPPORTED naming what is missing (no WebGPU in the
+   * runtime, no adapter, a weight type without GPU kernels, a buffer above the adapter's
+   * maxStorageBufferBindingSize / maxBufferSize) or WLM_ERR_NOMEM (GPU memory): never a silent
+   * fall-back. 'auto' (default): WebGPU only on a real adapter (not the fallback adapter, not a
+   * software rasterizer such as SwiftShader) for a model it can run, else the CPU; ModelInfo.backend
+   * says which runs and ModelInfo.backendReason why. LoadOptions.backend overrides it per load.
+   * Not yet on the GPU (WLM_ERR_UNSUPPORTED there, a later step): generateBatch(), beamSearch(),
+   * contextShift, nSeqMax > 1 sequences, kvCache: false ('auto' takes the CPU for the last).
+   * The GPU device lost mid-generation ends that generation with WLM_ERR_STATE ("the GPU device
+   * was lost"); load() again (either backend) to go on. Another value is WLM_ERR_INVALID_ARG.
+   */
+  backend?: 'auto' | 'webgpu' | 'cpu';
+  /**
+   * The WebGPU entry point (a GPU object): default navigator.gpu; in Node, where there is none,
+   * with backend 'webgpu' the optional `webgpu` package's create([]) when it is installed
+   * ('auto' in Node uses the GPU only when given `gpu`: it never starts Dawn by itself). Not for
+   * createWorkerEngine(), whose worker uses its own navigator.gpu.
+   */
+  gpu?: { requestAdapter(options?: object): Promise<unknown> };
+  /** false: the WebGPU kernels do not use the adapter's subgroups feature even when it has
+   *  one (the shared-memory reduction instead; for tests and comparisons). Default true. */
+  gpuSubgroups?: boolean;
+  /**
    * Threads that run the matrix products (wlm_threadpool, src/wasmlm.h): every weight-matrix
    * product of the forward pass is split into `threads` row ranges, one per thread, the
    * engine's own thread included, and each token's attention by heads; norms, RoPE and
@@ -240,6 +268,9 @@ export interface LoadOptions {
    * float32 keys and values; faster attention on long contexts, as wasm has no f16 arithmetic).
    */
   kvType?: 'f16' | 'f32';
+  /** The backend for this model (EngineOptions.backend), overriding the engine's option: e.g.
+   *  'cpu' after the GPU device was lost. */
+  backend?: 'auto' | 'webgpu' | 'cpu';
   /** Called per chunk received. */
   onProgress?: (progress: LoadProgress) => void;
   /** Aborts the download / read: load() rejects with an AbortError. */
@@ -280,6 +311,18 @@ export interface ModelInfo {
   dotProbe: { fusedMs: number; splitMs: number; rounds: number; ms: number } | null;
   /** The KV cache's element type (LoadOptions.kvType). */
   kvType: 'f16' | 'f32';
+  /** The backend running the forward pass (EngineOptions.backend resolved). */
+  backend: 'cpu' | 'webgpu';
+  /** Why: "backend 'cpu' was asked for", "auto: a WebGPU adapter (NAME)", "auto: the WebGPU
+   *  adapter is a fallback one (SwiftShader driver 5.0.0), slower than the CPU path", "auto: this
+   *  runtime has no WebGPU …", … */
+  backendReason: string;
+  /** The WebGPU adapter's name (its description, or vendor and architecture) when one was
+   *  found, else null. */
+  gpuAdapter: string | null;
+  /** Bytes of GPU memory the model holds with the WebGPU backend (weights, KV cache of nCtx
+   *  positions, activations), else 0. */
+  gpuBytes: number;
   /** Threads running the matrix products (EngineOptions.threads resolved and clamped to the
    *  cores: what the engine uses). */
   threads: number;

@@ -15,6 +15,12 @@
 //   cache.js         downloads with checksums and Cache Storage (its own entry, wasmlm/cache)
 //
 //   chat.js          chat templates: messages → prompt text (@huggingface/jinja), Engine.chat
+//
+//   backend/select.js      which backend runs the forward pass (EngineOptions.backend)
+//   backend/webgpu/        the WebGPU backend: device.js (adapter, features, limits), weights.js
+//                          (weights into GPU buffers), wgsl_quant.js + wgsl_ops.js (the WGSL
+//                          kernels), forward.js (the GPU forward pass), backend.js (the seam to
+//                          the C engine's deferred context, src/runtime/deferred.c)
 
 export { WasmlmError } from './errors.js';
 export { createEngine } from './engine.js';

@@ -73,6 +73,7 @@ async function handle(msg) {
         kvCache: msg.kvCache,
         nSeqMax: msg.nSeqMax,
         kvType: msg.kvType,
+        backend: msg.backend,
         signal,
         onProgress: (progress) => post({ id, type: Reply.PROGRESS, progress }),
       }));

@@ -88,7 +88,7 @@ class WorkerEngine {
       }
       const ready = await engine.#request(Req.INIT,
         { options: { wasm, simd: options.simd, threads: options.threads, warmup: options.warmup, build,
-          dotForm: options.dotForm },
+          dotForm: options.dotForm, backend: options.backend, gpuSubgroups: options.gpuSubgroups },
           compiled }).promise;
       if (ready?.protocol !== PROTOCOL_VERSION) {
         throw new Error(`wasmlm: js/worker.js speaks protocol ${ready?.protocol}, ` +
@@ -151,12 +151,12 @@ class WorkerEngine {
   }
 
   /** Same contract as the in-thread Engine.load (see wasmlm.d.ts). */
-  async load({ model, tokenizer, nCtx = 0, kvCache = true, nSeqMax = 1, kvType = 'f16', onProgress, signal } = {}) {
+  async load({ model, tokenizer, nCtx = 0, kvCache = true, nSeqMax = 1, kvType = 'f16', onProgress, signal, backend } = {}) {
     if (signal?.aborted) throw abortError('Loading');
     this.#info = null;
     const { id, promise } = this.#request(Req.LOAD, {
       model: toTransferableSource(model), tokenizer: toTransferableSource(tokenizer), nCtx, kvCache,
-      nSeqMax, kvType,
+      nSeqMax, kvType, backend,
     }, { onProgress });
     const onAbort = () => this.#abort(id);
     signal?.addEventListener('abort', onAbort, { once: true });

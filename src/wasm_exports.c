@@ -12,6 +12,7 @@
 #include "runtime/warmup.h"
 #include "kernels/quant.h"
 #include "kernels/quantize.h" /* internal: the quantizing writer of tools/synth_gguf.mjs */
+#include "model/model.h"        /* internal: the deferred forward pass of js/backend/webgpu/ */
 #include "wasmlm.h"
 #include "sampling/grammar.h" /* internal: the grammar probe for the benchmark */
 
@@ -428,4 +429,56 @@ API double wlmjs_quantize_rows(int32_t type, const float *src, void *dst, int32_
     for (int32_t r = 0; r < rows; r++)
         t->from_float(src + (size_t)r * (size_t)cols, (unsigned char *)dst + (size_t)r * rb, cols);
     return (double)rb * (double)rows;
+}
+
+/* ---- deferred forward pass (js/backend/webgpu/: the transformer runs on the GPU) ----
+ * A context created with kv_cache 2 (wlmjs_context_new) records each batch it evaluates; the
+ * caller reads it (wlmjs_deferred_field), writes the logits and calls wlmjs_deferred_supplied. */
+/* The model as JSON (src/model/describe.c: architecture row, hyperparameters, each weight's
+ * [type, rows, cols, row_bytes, heap address]) into buf (cap bytes); returns the full length, or
+ * -1 for a model without weights. */
+API double wlmjs_model_describe(const wlm_model *m, char *buf, size_t cap) {
+    return (double)wlm_model_describe(m, buf, cap);
+}
+/* One field of a deferred context: 0 entries waiting for logits, 1 their token ids (int32
+ * array address), 2 their sequences, 3 their positions, 4 each entry's logits row (-1: none),
+ * 5 the logits (rows of vocab_size floats), 6 the RoPE frequencies (n_rope_sets × n_rot/2
+ * floats: forward.c's, LongRoPE factors chosen by n_ctx), 7 n_rope_sets, 8 the RoPE attention
+ * factor, 9 n_ctx. -1 for a bad handle or field. */
+API double wlmjs_deferred_field(const wlm_context *c, int field) {
+    if (!c || !c->model) return -1;
+    switch (field) {
+    case 0: return c->dfr_n;
+    case 1: return (double)(uintptr_t)c->dfr_tok;
+    case 2: return (double)(uintptr_t)c->dfr_seq;
+    case 3: return (double)(uintptr_t)c->dfr_pos;
+    case 4: return (double)(uintptr_t)c->logit_row;
+    case 5: return (double)(uintptr_t)c->logits;
+    case 6: return (double)(uintptr_t)c->rope_freq;
+    case 7: return c->n_rope_sets;
+    case 8: return (double)c->rope_mscale;
+    case 9: return c->n_ctx;
+    default: return -1;
+    }
+}
+/* The recorded batch's logits are written: sampling may read them. */
+API void wlmjs_deferred_supplied(wlm_context *c) {
+    if (c) c->dfr_n = 0;
+}
+/* After wlm_generate_next / wlm_generate_batch_next returned WLM_NEED_LOGITS (2) and the logits
+ * were supplied: the step's sampling (wlm_generate_batch_resume), then wlm_generate_next's
+ * return value (the status of out[0]) when `single`, else wlm_generate_batch_next's. */
+API int wlmjs_generate_resume(wlm_context *c, wlm_token *out, int single) {
+    int rc = wlm_generate_batch_resume(c, out);
+    return rc >= 0 && single ? out->status : rc;
+}
+/* Dequantizes n elements (whole blocks) of `type` at src into n floats at dst with the type's
+ * to_float (the reference the GPU kernels are tested against). Returns n, or -1 for an unknown
+ * type or a partial block. */
+API double wlmjs_dequantize(int32_t type, const void *src, float *dst, double n) {
+    if (type < 0 || type >= WLM_TYPE_COUNT || n < 0) return -1;
+    const wlm_type_traits *t = wlm_type_get(type);
+    if (!t->to_float || (t->block_size > 1 && (int64_t)n % t->block_size)) return -1;
+    t->to_float(src, dst, (int64_t)n);
+    return n;
 }

@@ -283,7 +283,11 @@ typedef struct wlm_context wlm_context;
 typedef struct wlm_context_params {
     int32_t n_ctx;        /* context length in tokens; 0 = the model's seq_len (default) */
     int32_t kv_cache;     /* 1 (default): keep K/V per position. 0: recompute the whole
-                             sequence at every step (a baseline for benchmarks, O(n^2)) */
+                             sequence at every step (a baseline for benchmarks, O(n^2)).
+                             2: another backend keeps K/V and runs the forward pass (the
+                             WebGPU backend of js/backend/webgpu/, through the wasm exports of
+                             src/runtime/deferred.c): no KV memory here; wlm_generate_* then
+                             waits for logits that backend supplies */
     int32_t use_simd;     /* 1 (default): SIMD128 kernels where built; 0: scalar reference */
     int32_t n_seq_max;    /* sequences that may exist at once (batched generation, beams):
                              1..WLM_MAX_SEQ, default 1. The KV cache of one full sequence is

@@ -10,7 +10,9 @@
 #   cmake make gcc   the native CLI and C tests (build/native, build/sanitize)
 #   clang-14         ThreadSanitizer (tools/test.sh) and the libFuzzer harnesses (tools/fuzz.sh)
 #   libclang-rt-14-dev   clang-14's sanitizer and libFuzzer runtimes
-#   chromium         the page tests (tests/browser/, via playwright-core) and bench:peers
+#   chromium         the page tests (tests/browser/, via playwright-core) and bench:peers; its
+#                    SwiftShader Vulkan driver (/usr/lib/chromium/vk_swiftshader_icd.json, with
+#                    libvulkan1) runs the WebGPU tests' Dawn (the npm devDependency webgpu)
 #   firefox-esr      the page's core cases in Firefox (tests/cross-browser/, via puppeteer-core
 #                    over WebDriver BiDi: no geckodriver)
 #   webkit2gtk-driver  WebKitWebDriver and MiniBrowser: the core cases in WebKit, Safari's engine

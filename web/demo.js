@@ -119,6 +119,16 @@ function wireControls() {
     }
   });
 
+  // The backend: from ?backend= at start; a change loads the current model again with it.
+  const backend = new URL(location.href).searchParams.get('backend');
+  if (['auto', 'webgpu', 'cpu'].includes(backend)) $('backend').value = backend;
+  $('backend').addEventListener('change', () => {
+    const url = new URL(location.href);
+    url.searchParams.set('backend', $('backend').value);
+    history.replaceState(null, '', url);
+    if (app.lastPlan) loadModel(app.lastPlan);
+  });
+
   // Models: the picker, a URL, local files.
   $('model').addEventListener('change', () => {
     const entry = selectedEntry();

@@ -308,8 +308,22 @@ struct wlm_context {
     wlm_beam_state beam;
     wlm_gram_vocab *gram_vocab;   /* the vocabulary's token trie for grammars, built on first
                                      use (grammar_vocab.c), freed with the context */
+    /* deferred forward pass (runtime/deferred.c): another backend (js/backend/webgpu/) runs the
+     * transformer and keeps the KV cache; evaluation records the batch and the caller supplies
+     * the logits before anything reads them */
+    int deferred;                 /* 1 (wlm_context_params.kv_cache 2): run_entries records
+                                     instead of running forward.c; no KV blocks here */
+    int32_t *dfr_tok, *dfr_seq, *dfr_pos; /* (dfr_cap) the recorded batch, in entry order */
+    int32_t dfr_cap;
+    int32_t dfr_n;                /* entries waiting for their logits (0: none) */
+    int dfr_resume;               /* 1: wlm_generate_batch_next returned WLM_NEED_LOGITS */
+    uint8_t dfr_want[WLM_MAX_SEQ];/* the sequences its sampling phase will draw for */
     char errmsg[WLM_ERRMSG_SIZE];
 };
+
+/* Internal status: wlm_generate_batch_next (deferred context) recorded a batch; the caller
+ * writes its logits (wlm_deferred_logits), then calls wlm_generate_batch_resume. */
+#define WLM_NEED_LOGITS 2
 
 /* Formats an error into a handle's message buffer; returns `status` for tail calls. */
 int wlm_set_error(char *buf, int status, const char *fmt, ...)
@@ -361,6 +375,22 @@ void wlm_seq_fork_internal(wlm_context *c, int32_t src, int32_t dst);
  * n_past and its exact prefix): the KV cache a new prompt with that prefix can reuse. */
 void wlm_context_reset_keep(wlm_context *ctx, int32_t keep);
 int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t n_discard);
+
+/* describe.c: the model as JSON (architecture row, hyperparameters, each weight as
+ * [type, rows, cols, row_bytes, address]) into buf (cap bytes, NUL-terminated, truncated when
+ * short); returns the full length without the NUL, or -1 for a model without weights. */
+int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap);
+/* deferred.c: records n entries (tokens[i] on sequence seq_ids[i], or 0) at each sequence's
+ * next positions and advances the sequences; c->logit_row is set by the caller. */
+int wlm_deferred_record(wlm_context *c, const int32_t *tokens, const int32_t *seq_ids, int32_t n);
+/* deferred.c: forgets a recorded batch whose logits never came (reset, abort): its sequences
+ * go back to their positions before it. */
+void wlm_deferred_drop(wlm_context *c);
+/* deferred.c: frees the recorded batch's arrays (context_release). */
+void wlm_deferred_release(wlm_context *c);
+/* generate.c: the sampling phase of a wlm_generate_batch_next that returned WLM_NEED_LOGITS,
+ * once the logits are written (out: the same array). */
+int wlm_generate_batch_resume(wlm_context *ctx, wlm_token *out);
 
 /* beam.c: frees the beam search scratch. */
 void wlm_beam_release(wlm_context *c);

@@ -162,6 +162,7 @@ static void context_release(wlm_context *c) {
     free(c->vb);
     free(c->ent_seq);
     free(c->ent_pos);
+    wlm_deferred_release(c);
     free(c->logits);
     free(c->logit_row);
     if (c->gens)
@@ -214,6 +215,7 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->model = model;
     c->n_ctx = params->n_ctx ? params->n_ctx : p->seq_len;
     c->kv_cache = params->kv_cache != 0;
+    c->deferred = params->kv_cache == 2; /* another backend keeps K/V (runtime/deferred.c) */
     c->use_simd = params->use_simd != 0;
     c->k = c->use_simd ? &wlm_kernels_simd : &wlm_kernels_ref;
     c->dot_split = c->use_simd && params->dot_form == WLM_DOT_SPLIT && wlm_quant_have_relaxed();
@@ -278,9 +280,9 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->kv.type = params->kv_type;
     c->kv.elem_bytes = params->kv_type == WLM_KV_F16 ? 2 : 4;
     c->kv.block_bytes = (size_t)p->n_layers * 2 * BLOCK * (size_t)p->kv_dim * c->kv.elem_bytes;
-    if (ok) ok = pool_grow(&c->kv, c->max_blocks) == WLM_OK; /* one full sequence up front */
+    if (ok && !c->deferred) ok = pool_grow(&c->kv, c->max_blocks) == WLM_OK; /* one full sequence up front */
     if (!ok) {
-        uint64_t kv_bytes = (uint64_t)c->max_blocks * c->kv.block_bytes;
+        uint64_t kv_bytes = c->deferred ? 0 : (uint64_t)c->max_blocks * c->kv.block_bytes;
         context_release(c);
         memset(c, 0, sizeof *c);
         return wlm_set_error(c->errmsg, WLM_ERR_NOMEM,
@@ -334,6 +336,7 @@ void wlm_context_reset(wlm_context *ctx) { wlm_context_reset_keep(ctx, 0); }
 
 void wlm_context_reset_keep(wlm_context *ctx, int32_t keep) {
     if (!ctx || !ctx->seqs) return;
+    wlm_deferred_drop(ctx);
     for (int32_t i = 0; i < ctx->n_seq_max; i++) {
         wlm_seq *s = &ctx->seqs[i];
         int32_t k = i == 0 && keep > 0 ? keep : 0;
@@ -417,6 +420,9 @@ int wlm_seq_fork(wlm_context *ctx, int32_t src, int32_t dst) {
     if (rc == WLM_OK) rc = check_seq(ctx, dst, "wlm_seq_fork");
     if (rc == WLM_OK) rc = busy(ctx);
     if (rc != WLM_OK) return rc;
+    if (ctx->deferred)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
+                             "wlm_seq_fork: not supported by this context's backend yet");
     wlm_seq_fork_internal(ctx, src, dst);
     return WLM_OK;
 }
@@ -428,6 +434,9 @@ int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t 
                              "context shift: n_keep %d and n_discard %d do not fit in the %d "
                              "tokens of sequence %d (need n_keep >= 0, n_discard >= 1)",
                              (int)n_keep, (int)n_discard, (int)s->n_past, (int)seq);
+    if (c->deferred)
+        return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
+                             "context shift is not supported by the WebGPU backend yet");
     /* Learned positions and sliding windows cannot be shifted (forward.c says why). */
     int rc = wlm_shift_supported(c->model, c->errmsg);
     if (rc != WLM_OK) return rc;
@@ -498,6 +507,13 @@ static int run_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq
         c->logit_row[i] = (want ? want[i] != 0 : i == n - 1) ? row++ : -1;
     c->n_entries = 0; /* logits are invalid until the whole batch ran */
     c->last_logits = -1;
+    if (c->deferred) { /* another backend runs it: record, and wait for its logits */
+        int rc = wlm_deferred_record(c, tokens, seq_ids, n);
+        if (rc != WLM_OK) return rc;
+        c->n_entries = n;
+        c->last_logits = n - 1;
+        return WLM_OK;
+    }
     int32_t added[WLM_MAX_SEQ] = {0};
     for (int32_t i = 0; i < n; i++) added[SEQ(i)]++;
     for (int32_t sq = 0; sq < c->n_seq_max; sq++) {
@@ -603,6 +619,7 @@ int wlm_eval(wlm_context *ctx, const int32_t *tokens, int32_t n) {
 
 const float *wlm_logits_ith(const wlm_context *ctx, int32_t i) {
     if (!ctx || i < 0 || i >= ctx->n_entries || ctx->logit_row[i] < 0) return NULL;
+    if (ctx->dfr_n > 0) return NULL; /* deferred: the logits have not arrived */
     return ctx->logits + (size_t)ctx->logit_row[i] * (size_t)ctx->model->hp.vocab_size;
 }
 

@@ -75,6 +75,9 @@ static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n
     if (params->context_shift && !c->kv_cache)
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                              "%scontext_shift needs a context with a KV cache", who);
+    if (params->context_shift && c->deferred)
+        return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
+                             "%scontext_shift is not supported by the WebGPU backend yet", who);
     if (params->context_shift) { /* refused up front where the model cannot shift */
         char why[WLM_ERRMSG_SIZE];
         if ((rc = wlm_shift_supported(c->model, why)) != WLM_OK)
@@ -150,6 +153,7 @@ int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *co
                              const int32_t *n_tokens, const wlm_gen_params *params) {
     if (!ctx) return WLM_ERR_INVALID_ARG;
     ctx->errmsg[0] = '\0';
+    wlm_deferred_drop(ctx); /* positions recorded but never computed are not a cache */
     const int32_t keep = reusable_prefix(ctx, n_seqs, prompts, n_tokens, params);
     wlm_context_reset_keep(ctx, keep);
     ctx->n_cached = keep;
@@ -164,6 +168,9 @@ int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *co
     if (n_seqs > 1 && !ctx->kv_cache)
         return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
                              "a context without KV cache generates one sequence at a time");
+    if (n_seqs > 1 && ctx->deferred)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
+                             "batches of sequences are not supported by the WebGPU backend yet");
     int64_t total = 0;
     for (int32_t i = 0; i < n_seqs; i++) {
         char who[32] = "";
@@ -395,6 +402,8 @@ static int sample_seq(wlm_context *c, int32_t i, wlm_token *out) {
     return WLM_OK;
 }
 
+static int sample_phase(wlm_context *ctx, wlm_token *out, const int *want);
+
 int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
     if (!ctx || !out) return WLM_ERR_INVALID_ARG;
     ctx->errmsg[0] = '\0';
@@ -402,6 +411,7 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
         return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
                              "no generation in progress: call wlm_generate_begin first");
     const int32_t n = ctx->n_gen;
+    if (ctx->dfr_resume) wlm_deferred_drop(ctx); /* the step that waited for logits is dropped */
     int32_t tok[WLM_MAX_SEQ], seq[WLM_MAX_SEQ], m = 0;
     int want[WLM_MAX_SEQ] = {0};
     /* Phase 1: stop conditions known before evaluating; collect the tokens to evaluate. */
@@ -466,8 +476,31 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
             for (int32_t i = 0; i < n; i++) ctx->gens[i].active = 0;
             return rc;
         }
+        if (ctx->deferred) { /* the logits come later: phase 2 runs in wlm_generate_batch_resume */
+            for (int32_t i = 0; i < n; i++) ctx->dfr_want[i] = (uint8_t)want[i];
+            ctx->dfr_resume = 1;
+            return WLM_NEED_LOGITS;
+        }
     }
-    /* Phase 2: sample every sequence that is still generating. */
+    return sample_phase(ctx, out, want);
+}
+
+int wlm_generate_batch_resume(wlm_context *ctx, wlm_token *out) {
+    if (!ctx || !out) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    if (!ctx->dfr_resume || ctx->n_gen == 0)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "no step is waiting for its logits");
+    if (ctx->dfr_n > 0)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "the step's logits were not supplied");
+    ctx->dfr_resume = 0;
+    int want[WLM_MAX_SEQ];
+    for (int32_t i = 0; i < ctx->n_gen; i++) want[i] = ctx->dfr_want[i];
+    return sample_phase(ctx, out, want);
+}
+
+/* Phase 2 of a step: samples every sequence i with want[i] (still generating). */
+static int sample_phase(wlm_context *ctx, wlm_token *out, const int *want) {
+    const int32_t n = ctx->n_gen;
     int any = 0;
     for (int32_t i = 0; i < n; i++) {
         if (!want[i]) continue;
@@ -491,7 +524,7 @@ int wlm_generate_next(wlm_context *ctx, wlm_token *out) {
                                  : "a batch is in progress: use wlm_generate_batch_next");
     }
     int rc = wlm_generate_batch_next(ctx, out);
-    return rc < 0 ? rc : out->status;
+    return rc < 0 || rc == WLM_NEED_LOGITS ? rc : out->status;
 }
 
 int wlm_sampler_preview(wlm_context *ctx, int32_t seq, const wlm_gen_params *params,

@@ -125,9 +125,9 @@ async function serveSlowly(name, res, chunk, delayMs) {
 /**
  * Launches headless Debian Chromium with a fresh profile (so Cache Storage starts empty) and
  * opens one page. `problems` collects page errors and console errors; tests call
- * assertNoProblems() to fail on them.
+ * assertNoProblems() to fail on them. `args`: more Chromium switches (e.g. --enable-unsafe-webgpu).
  */
-export async function launch({ viewport = { width: 1280, height: 900 } } = {}) {
+export async function launch({ viewport = { width: 1280, height: 900 }, args = [] } = {}) {
   await fs.mkdir(ARTIFACTS, { recursive: true });
   const userDataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'wasmlm-chromium-'));
   // playwright-core refuses --user-data-dir in args: the persistent context passes it.
@@ -137,7 +137,7 @@ export async function launch({ viewport = { width: 1280, height: 900 } } = {}) {
     timeout: STEP_TIMEOUT,
     viewport,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      '--disable-background-networking', '--disable-component-update', '--disable-sync', ...args],
   });
   context.setDefaultTimeout(STEP_TIMEOUT);
   const problems = [];

@@ -177,15 +177,15 @@ test('keyboard only: tab order with visible focus, a model by arrow keys, genera
   assert.equal((await describe()).name, 'skip-link');
   await page.keyboard.press('Enter');
   assert.equal((await describe()).name, 'prompt');
-  for (let i = 0; i < 3; i++) await page.keyboard.press('Shift+Tab');
+  for (let i = 0; i < 4; i++) await page.keyboard.press('Shift+Tab');
 
   const order = [];
-  for (let i = 0; i < 18; i++) {
+  for (let i = 0; i < 19; i++) {
     order.push(await describe());
     await page.keyboard.press('Tab');
   }
   assert.deepEqual(order.map((o) => o.name), [
-    'skip-link', 'model', 'sources-link', 'prompt', 'generate', 'mode-completion', 'preset precise', 'preset balanced',
+    'skip-link', 'model', 'backend', 'sources-link', 'prompt', 'generate', 'mode-completion', 'preset precise', 'preset balanced',
     'preset creative', 'temperature', 'top-k', 'top-p', 'repeat-penalty', 'max-tokens', 'seed', 'stop-strings',
     'output-format', 'min-p',
   ]);
@@ -193,14 +193,14 @@ test('keyboard only: tab order with visible focus, a model by arrow keys, genera
   assert.deepEqual(noRing, [], 'every focused control shows a focus ring');
 
   // A model chosen with the arrow keys: the next one in the list is the GGUF.
-  for (let i = 0; i < 17; i++) await page.keyboard.press('Shift+Tab');
+  for (let i = 0; i < 18; i++) await page.keyboard.press('Shift+Tab');
   assert.equal((await describe()).name, 'model');
   const out = await loadAfter(page, () => page.keyboard.press('ArrowDown'));
   assert.equal(out.state, 'ready', out.text);
   assert.match(out.text, /^stories260K-gguf ready/);
 
-  // Prompt, greedy, Ctrl+Enter.
-  for (let i = 0; i < 2; i++) await page.keyboard.press('Tab');
+  // Prompt, greedy, Ctrl+Enter (past the backend picker and the sources link).
+  for (let i = 0; i < 3; i++) await page.keyboard.press('Tab');
   assert.equal((await describe()).name, 'prompt');
   await page.keyboard.press('Control+A');
   await page.keyboard.type('Once upon a time');

@@ -25,7 +25,10 @@ test('model info matches stories260K', async () => {
     // tokenizer.bin does, with newlines around them
     name: null, architecture: null, chatTemplate: null, bosId: 1, eosId: 2, bosToken: '\n<s>\n',
     eosToken: '\n</s>\n', addBos: true,
+    // the default backend 'auto' in Node without a `gpu`: the CPU, saying why
+    backend: 'cpu', backendReason: engine.info.backendReason, gpuAdapter: null, gpuBytes: 0,
   });
+  assert.match(engine.info.backendReason, /^auto: Node has no navigator\.gpu/);
   assert.ok(engine.info.weightBytes > 1_000_000 && engine.info.weightBytes < 1_056_540);
   // The KV cache of one full sequence: K and V, 5 layers × 512 positions × kv_dim 32 float32 =
   // 655360 bytes, plus activations for a chunk of batched positions (a few hundred KiB here).

@@ -251,7 +251,17 @@ export function syncPicker() {
  * loaded before stays loaded until the new one is ready: if the load fails, it is still the one
  * Generate uses, and the picker and the status line say so.
  */
+/** The backend that runs the model (ModelInfo.backend), the adapter, why, and the GPU memory. */
+function showBackend(info) {
+  const gpu = info.backend === 'webgpu';
+  setStat('backend', gpu ? `GPU · ${info.gpuAdapter}` : 'CPU');
+  setStat('gpu', gpu ? fmtBytes(info.gpuBytes) : '—');
+  $('backend-note').textContent = info.backendReason ?? '';
+  document.body.dataset.backend = info.backend ?? 'cpu';
+}
+
 export async function loadModel(plan, { engine: started = null } = {}) {
+  app.lastPlan = plan; // the backend picker loads it again
   const seq = ++app.loadSeq;
   app.loadController?.abort();
   const controller = new AbortController();
@@ -287,6 +297,7 @@ export async function loadModel(plan, { engine: started = null } = {}) {
     const info = await engine.load({
       model: model.data,
       tokenizer: tokenizer?.data,
+      backend: $('backend').value,
       signal: controller.signal,
       onProgress: (p) => { if (seq === app.loadSeq) view.engine(p); },
     });
@@ -306,6 +317,7 @@ export async function loadModel(plan, { engine: started = null } = {}) {
     bar.value = 1;
     setStat('load', fmtMs(ms));
     setStat('memory', fmtBytes(info.wasmMemoryBytes));
+    showBackend(info);
     // helper threads need a cross-origin isolated page (COOP + COEP headers, as `npm start` sends)
     setStat('threads', info.threads > 1 || self.crossOriginIsolated ? String(info.threads)
       : '1 (the page is not cross-origin isolated)');

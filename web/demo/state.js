@@ -13,6 +13,7 @@ export const app = {
   info: null,
   loaded: null,      // {label, entryId, local, status, loadTime} of the model app.engine holds
   loadSeq: 0,
+  lastPlan: null,    // the plan of the last load started (the backend picker loads it again)
   loadController: null,
   genController: null,
   localPending: { model: null, tokenizer: null, kind: null },
@@ -33,6 +34,7 @@ export function setState(state) {
   $('generate').disabled = busy || state === 'loading' || !app.info;
   $('stop').disabled = !busy;
   $('model').disabled = busy || app.entries.length === 0;
+  $('backend').disabled = busy || state === 'loading';
   $('url-load').disabled = busy;
   $('model-files').disabled = busy;
   $('output-live').setAttribute('aria-busy', String(busy));

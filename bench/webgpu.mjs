@@ -1,0 +1,176 @@
+// bench/webgpu.mjs — the WebGPU backend's speed next to the CPU path on the same machine
+// (`npm run bench -- --backend webgpu`, which bench/bench.mjs hands to this file): for each
+// published shape of tools/synth_gguf.mjs (Qwen2.5-0.5B, Llama-3.2-1B, Phi-3.5-mini by default)
+// in each type (Q4_K_M, Q8_0), prefill tokens/s (a 128-token prompt) and decode tokens/s
+// (64 greedy tokens) on the GPU and on the CPU engine (every core, up to --threads), and decode
+// as a share of the adapter's read bandwidth, measured here by a WGSL kernel that streams a
+// 512 MiB buffer (bytes per token = the model's weight bytes: each decode step reads every
+// weight once). Writes bench/out/webgpu.json; the table goes to stdout (--json: only the JSON).
+//
+//   npm run bench -- --backend webgpu [--shapes qwen2.5-0.5b,llama3.2-1b,phi3.5-mini]
+//       [--types Q4_K_M,Q8_0] [--runs 3] [--threads N] [--no-cpu] [--nctx 2048] [--probe-mib 512] [--json]
+//   (--shapes also takes ARCH/SHAPE of tools/synth_gguf.mjs, e.g. llama/tiny for a smoke run)
+//
+// In Node the GPU is Dawn's (the `webgpu` devDependency); without a GPU it runs on whatever
+// adapter Dawn finds (SwiftShader: numbers that mean nothing, flagged in the report).
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createEngine } from '../js/wasmlm.js';
+import { synthCached } from '../tools/synth_gguf.mjs';
+import { describeAdapter } from '../js/backend/webgpu/device.js';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const SHAPES = { 'qwen2.5-0.5b': 'qwen2', 'llama3.2-1b': 'llama', 'phi3.5-mini': 'phi3', 'qwen3-0.6b': 'qwen3', 'gemma3-1b': 'gemma3', gpt2: 'gpt2' };
+const PROMPT_TOKENS = 128;
+const DECODE_TOKENS = 64;
+
+function parseArgs(argv) {
+  const o = { shapes: ['qwen2.5-0.5b', 'llama3.2-1b', 'phi3.5-mini'], types: ['Q4_K_M', 'Q8_0'], runs: 3,
+    threads: Math.min(16, os.cpus().length), cpu: true, nCtx: 2048, json: false, probeMiB: 512 };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--backend') { if (argv[++i] !== 'webgpu') throw new Error('--backend: only webgpu is benchmarked here'); }
+    else if (a === '--shapes') o.shapes = argv[++i].split(',');
+    else if (a === '--types') o.types = argv[++i].split(',').map((t) => t.toUpperCase());
+    else if (a === '--runs') o.runs = Number(argv[++i]);
+    else if (a === '--threads') o.threads = Number(argv[++i]);
+    else if (a === '--nctx') o.nCtx = Number(argv[++i]);
+    else if (a === '--no-cpu') o.cpu = false;
+    else if (a === '--probe-mib') o.probeMiB = Number(argv[++i]);
+    else if (a === '--json') o.json = true;
+    else throw new Error(`bench/webgpu.mjs: unknown argument ${a}`);
+  }
+  for (const s of o.shapes) {
+    if (!SHAPES[s] && !/^\w+\/[\w.-]+$/.test(s)) throw new Error(`--shapes: unknown shape ${s}; known: ${Object.keys(SHAPES).join(', ')}, or ARCH/SHAPE (llama/tiny)`);
+  }
+  return o;
+}
+
+/** The `webgpu` package's GPU (Node), with Chromium's SwiftShader as the fallback driver. */
+async function nodeGpu() {
+  if (!process.env.VK_ICD_FILENAMES && fs.existsSync('/usr/lib/chromium/vk_swiftshader_icd.json') && !fs.existsSync('/dev/nvidia0')) {
+    process.env.VK_ICD_FILENAMES = '/usr/lib/chromium/vk_swiftshader_icd.json';
+  }
+  const { create } = await import('webgpu');
+  return create([]);
+}
+
+/** The adapter's read bandwidth (GB/s): a kernel summing a 512 MiB buffer as vec4<u32>, best of 5. */
+async function readBandwidth(gpu, mib) {
+  const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+  const info = describeAdapter(adapter);
+  const device = await adapter.requestDevice({ requiredLimits: { maxBufferSize: adapter.limits.maxBufferSize, maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize } });
+  const bytes = Math.min(mib * 2 ** 20, device.limits.maxStorageBufferBindingSize) & ~0xffff;
+  const n4 = bytes / 16;
+  const src = device.createBuffer({ size: bytes, usage: 128 });
+  const out = device.createBuffer({ size: 4 * 65536, usage: 128 });
+  const module = device.createShaderModule({ code: `
+@group(0) @binding(0) var<storage, read> S: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> O: array<u32>;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>) {
+  let stride = nw.x * 256u;
+  var acc = vec4<u32>(0u);
+  for (var i = g.x; i < ${n4}u; i += stride) { acc ^= S[i]; }
+  if (acc.x == 0xdeadbeefu) { O[g.x % 65536u] = acc.y; }
+}` });
+  const pipe = device.createComputePipeline({ layout: 'auto', compute: { module, entryPoint: 'main' } });
+  const bind = device.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: src } }, { binding: 1, resource: { buffer: out } }] });
+  let best = Infinity;
+  for (let r = 0; r < 6; r++) {
+    const t0 = performance.now();
+    const enc = device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    pass.setPipeline(pipe);
+    pass.setBindGroup(0, bind);
+    for (let k = 0; k < 4; k++) pass.dispatchWorkgroups(1024);
+    pass.end();
+    device.queue.submit([enc.finish()]);
+    await device.queue.onSubmittedWorkDone();
+    if (r > 0) best = Math.min(best, performance.now() - t0);
+  }
+  device.destroy();
+  return { adapter: info, gbPerSec: (4 * bytes) / (best / 1e3) / 1e9 };
+}
+
+/** Median of numbers. */
+const median = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+
+/** Prefill and decode tokens/s of one engine on `file` (median of runs). */
+async function measure(engine, file, nCtx, runs) {
+  const info = await engine.load({ model: file, nCtx });
+  const eos = info.eosId;
+  const ids = [];
+  const prompt = Array.from({ length: 400 }, (_, i) => `word${i % 37}`).join(' ');
+  const pre = [], dec = [];
+  for (let r = 0; r < runs; r++) {
+    await engine.reset();
+    const params = { temperature: 0, maxTokens: DECODE_TOKENS, addBos: true, bannedTokens: eos >= 0 ? [eos] : [], cachePrompt: false };
+    const toks = await engine.tokenize(prompt);
+    const text = await engine.detokenize(toks.slice(0, PROMPT_TOKENS));
+    let n = 0;
+    for await (const t of engine.generate(text, params)) if (t.id >= 0) { n++; ids.push(t.id); }
+    const res = engine.lastResult;
+    pre.push(res.prefillTokensPerSec);
+    dec.push(res.decodeTokensPerSec);
+  }
+  return { info, prefill: median(pre), decode: median(dec) };
+}
+
+async function main() {
+  const o = parseArgs(process.argv.slice(2));
+  const log = o.json ? (...a) => console.error(...a) : console.log;
+  const gpu = await nodeGpu();
+  const bw = await readBandwidth(gpu, o.probeMiB);
+  log(`# adapter: ${bw.adapter.name}${bw.adapter.software ? ' (SOFTWARE: numbers mean nothing)' : ''}; read bandwidth ${bw.gbPerSec.toFixed(1)} GB/s`);
+  const rows = [];
+  for (const shape of o.shapes) {
+    for (const type of o.types) {
+      const [arch, shapeName] = SHAPES[shape] ? [SHAPES[shape], shape] : shape.split('/');
+      const file = synthCached({ arch, shape: shapeName, type });
+      const row = { shape, type, file: path.basename(file) };
+      const g = await createEngine({ backend: 'webgpu', gpu, threads: 1 });
+      try {
+        const m = await measure(g, file, o.nCtx, o.runs);
+        Object.assign(row, { weightBytes: m.info.weightBytes, gpuBytes: m.info.gpuBytes, gpuPrefill: m.prefill, gpuDecode: m.decode,
+          decodeBandwidthShare: (m.decode * m.info.weightBytes) / (bw.gbPerSec * 1e9) });
+      } catch (e) {
+        row.gpuError = e.message;
+      } finally {
+        await g.free();
+      }
+      if (o.cpu) {
+        const c = await createEngine({ backend: 'cpu', threads: o.threads });
+        try {
+          const m = await measure(c, file, o.nCtx, o.runs);
+          Object.assign(row, { cpuThreads: c.threads, cpuPrefill: m.prefill, cpuDecode: m.decode });
+        } catch (e) {
+          row.cpuError = e.message;
+        } finally {
+          await c.free();
+        }
+      }
+      rows.push(row);
+      const f = (v) => (v == null ? '—' : v.toFixed(1));
+      log(`${shape} ${type}: GPU prefill ${f(row.gpuPrefill)} tok/s, decode ${f(row.gpuDecode)} tok/s ` +
+        `(${row.decodeBandwidthShare != null ? (100 * row.decodeBandwidthShare).toFixed(1) : '—'} % of read bandwidth)` +
+        (o.cpu ? ` · CPU ${row.cpuThreads ?? '?'} threads prefill ${f(row.cpuPrefill)}, decode ${f(row.cpuDecode)}` : '') +
+        (row.gpuError ? ` · GPU error: ${row.gpuError}` : '') + (row.cpuError ? ` · CPU error: ${row.cpuError}` : ''));
+    }
+  }
+  const report = { date: new Date().toISOString(), adapter: bw.adapter, readGBps: bw.gbPerSec, promptTokens: PROMPT_TOKENS,
+    decodeTokens: DECODE_TOKENS, nCtx: o.nCtx, runs: o.runs, load: os.loadavg(), cpus: os.cpus().length, rows };
+  fs.mkdirSync(path.join(HERE, 'out'), { recursive: true });
+  const out = path.join(HERE, 'out', 'webgpu.json');
+  fs.writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+  if (o.json) console.log(JSON.stringify(report));
+  else log(`${path.relative(process.cwd(), out)} written`);
+}
+
+main().catch((e) => {
+  console.error(e.stack || String(e));
+  process.exit(1);
+});

@@ -1,0 +1,372 @@
+// forward.js — the transformer on the GPU: one forward pass for every architecture row of
+// src/model/arch.c, read from the model's description (wlmjs_model_describe), in the order of
+// src/model/forward.c: embedding (+ learned position, × scale) → per layer: norm → Q/K/V
+// (fused or not, + biases) → per-head Q/K norms → RoPE (set 1 on sliding-window layers) → Q
+// scale → K/V into the layer's cache → attention (window on window layers) → output projection
+// (+ bias) → post-norm → residual → norm → feed-forward (SwiGLU / GeGLU / GELU MLP) → post-norm
+// → residual; then the final norm, the classifier and the soft-cap for the entries that want
+// logits. A batch runs in chunks of up to `chunk` entries, each one compute pass whose bind
+// groups were built once (the entry count is the grid's z). The KV cache is one buffer per
+// layer, positions 0..n_ctx-1 of one sequence. It does not sample: the logits go back to the
+// wasm engine (js/backend/webgpu/backend.js).
+
+import { jsError } from '../../errors.js';
+import { attentionWgsl, embedWgsl, eltwiseWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeWgsl, WG } from './wgsl_ops.js';
+import { checkFits, USAGE } from './weights.js';
+
+const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
+const MATMAT_ENT = 4;   // entries per workgroup of the batch matvec (prefill)
+
+/** A float's bits as u32, for the parameter words. */
+const fbits = (() => {
+  const f = new Float32Array(1);
+  const u = new Uint32Array(f.buffer);
+  return (v) => { f[0] = v; return u[0]; };
+})();
+
+/** Compiles WGSL into a compute pipeline; compilation errors become one WasmlmError. */
+export async function makePipeline(device, code, label) {
+  const module = device.createShaderModule({ label, code });
+  device.pushErrorScope('validation');
+  const pipeline = device.createComputePipeline({ label, layout: 'auto', compute: { module, entryPoint: 'main' } });
+  const err = await device.popErrorScope();
+  if (err) {
+    const info = await module.getCompilationInfo?.();
+    const msgs = info ? info.messages.filter((m) => m.type === 'error').map((m) => `${m.lineNum}:${m.linePos} ${m.message}`) : [];
+    throw jsError('WLM_ERR_UNSUPPORTED', `WebGPU: the ${label} kernel did not compile: ${msgs.join('; ') || err.message}`);
+  }
+  return pipeline;
+}
+
+/** Pipelines by key, compiled once per device. */
+export class Pipelines {
+  #device;
+  #subgroups;
+  #cache = new Map();
+  constructor(device, { subgroups = false } = {}) {
+    this.#device = device;
+    this.#subgroups = subgroups;
+  }
+  async get(kind, arg) {
+    const key = `${kind}:${arg}`;
+    let p = this.#cache.get(key);
+    if (!p) {
+      const code = kind === 'matvec' ? matvecWgsl(arg[0], { subgroups: this.#subgroups, tpr: arg[1], ent: arg[2] })
+        : kind === 'embed' ? embedWgsl(arg)
+          : kind === 'norm' ? normWgsl()
+            : kind === 'rope' ? ropeWgsl()
+              : kind === 'kv_store' ? kvStoreWgsl(arg)
+                : kind === 'attention' ? attentionWgsl(arg)
+                  : eltwiseWgsl(arg);
+      p = makePipeline(this.#device, code, key);
+      this.#cache.set(key, p);
+    }
+    return p;
+  }
+}
+
+/**
+ * The forward pass of one model on one device. Create with GpuForward.create(); run() a batch.
+ */
+export class GpuForward {
+  device;
+  desc;
+  chunk;         // entries per compute pass
+  bytes = 0;     // GPU bytes of activations, cache and parameters (weights not included)
+  #w;            // uploadWeights() result
+  #kvF16;
+  #nCtx;
+  #act;          // the activation buffer
+  #step;         // u32: tokens [0, chunk), positions [chunk, 2 chunk), wanted entries [2 chunk,
+                 // 3 chunk), then the entry count and the wanted count (matvec's batch form)
+  #kv = [];      // per layer
+  #params;
+  #ops = [];     // {pipeline, bind, grid(n, m) → [x, y, z] | null}
+  #off;          // activation offsets (floats)
+  #ropeFreq;     // Float32Array (n_sets × n_rot/2)
+  #ropeSets;
+  #mscale;
+  #staging = null;
+  #destroyed = false;
+
+  static async create(device, desc, weights, opts) {
+    const f = new GpuForward(device, desc, weights, opts);
+    await f.#build(opts.pipelines);
+    return f;
+  }
+
+  constructor(device, desc, weights, { kvF16, nCtx, ropeFreq, ropeSets, mscale, chunk = 32 }) {
+    this.device = device;
+    this.desc = desc;
+    this.#w = weights;
+    this.#kvF16 = kvF16;
+    this.#nCtx = nCtx;
+    this.#ropeFreq = ropeFreq;
+    this.#ropeSets = ropeSets;
+    this.#mscale = mscale;
+    this.chunk = chunk;
+  }
+
+  /** Activation offsets for `B` entries: {name: float offset, total}. */
+  #layout(B) {
+    const h = this.desc.hp;
+    const fusedQkv = this.desc.layers.some((l) => l.wqkv);
+    const fusedUp = this.desc.arch.ffn === 'fused_gate_up';
+    const sizes = {
+      x: h.dim, xb: Math.max(h.dim, h.q_dim), xb2: h.dim, q: h.q_dim, k: h.kv_dim, v: h.kv_dim,
+      qkv: fusedQkv ? h.q_dim + 2 * h.kv_dim : 0, hb: fusedUp ? 2 * h.hidden_dim : h.hidden_dim,
+      hb2: h.hidden_dim, cs: this.#ropeSets * h.n_rot, logits: h.vocab_size,
+    };
+    const off = {};
+    let at = 0;
+    for (const [k, n] of Object.entries(sizes)) { off[k] = at; at += B * ((n + 3) & ~3); }
+    off.total = at;
+    return off;
+  }
+
+  async #build(pipelines) {
+    const { device, desc } = this;
+    const h = desc.hp;
+    const cap = Math.min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
+    while (this.chunk > 1 && this.#layout(this.chunk).total * 4 > cap) this.chunk >>= 1;
+    const B = this.chunk;
+    this.#off = this.#layout(B);
+    checkFits(device, `the activations of ${B} entries`, this.#off.total * 4);
+    const kvElem = this.#kvF16 ? 2 : 4;
+    const kvBytes = 2 * this.#nCtx * h.kv_dim * kvElem;
+    checkFits(device, `the KV cache of one layer (nCtx ${this.#nCtx})`, kvBytes);
+
+    device.pushErrorScope('out-of-memory');
+    this.#act = device.createBuffer({ label: 'activations', size: this.#off.total * 4, usage: USAGE.STORAGE | USAGE.COPY_DST | USAGE.COPY_SRC });
+    this.#step = device.createBuffer({ label: 'step', size: (3 * B + 4) * 4, usage: USAGE.STORAGE | USAGE.COPY_DST });
+    for (let l = 0; l < h.n_layers; l++) {
+      this.#kv.push(device.createBuffer({ label: `kv.${l}`, size: (kvBytes + 3) & ~3, usage: USAGE.STORAGE }));
+    }
+    this.bytes = this.#off.total * 4 + (3 * B + 4) * 4 + h.n_layers * kvBytes;
+    const oom = await device.popErrorScope();
+    if (oom) {
+      this.destroy();
+      throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for the KV cache and activations (${this.bytes} bytes; a smaller nCtx may fit): ${oom.message}`);
+    }
+    await this.#program(pipelines);
+  }
+
+  /** Builds the op list of one pass (forward.c's order) with its parameter blocks. */
+  async #program(pipelines) {
+    const { device, desc } = this;
+    const h = desc.hp;
+    const a = desc.arch;
+    const o = this.#off;
+    const B = this.chunk;
+    const w = this.#w;
+    const maxX = device.limits.maxComputeWorkgroupsPerDimension;
+    const specs = []; // [kind, arg, params[], extra bindings[], grid]
+    const D = h.dim, Q = h.q_dim, KV = h.kv_dim, H = h.hidden_dim, hs = h.head_size;
+    const XS = Math.max(D, Q), HS = a.ffn === 'fused_gate_up' ? 2 * H : H;
+    const V = h.vocab_size;
+    const pad = (n) => (n + 3) & ~3;
+    const E = { x: pad(D), xb: pad(XS), xb2: pad(D), q: pad(Q), k: pad(KV), v: pad(KV), qkv: pad(Q + 2 * KV), hb: pad(HS), hb2: pad(H), logits: pad(V) };
+    const wg = (n) => Math.ceil(n / WG);
+    const rowsGrid = (rows) => { const x = Math.min(rows, maxX); return [x, Math.ceil(rows / x)]; };
+    const vecOf = (t) => w.vecOff.get(t[4]);
+    const bufOf = (t) => w.matrix.get(t[4]);
+    const S = { buffer: this.#step };
+    const Vb = { buffer: w.vec };
+
+    // one entry (decode): a workgroup z per entry; more: MATMAT_ENT entries per workgroup z,
+    // each weight read once for them (the same sums in the same order)
+    const matvec = (t, xOff, xE, yOff, yE, perWanted = false) => {
+      const tpr = matvecThreadsPerRow(t[2]);
+      const [gx, gy] = rowsGrid(Math.ceil(t[1] / (WG / tpr)));
+      const count = (n, m) => (perWanted ? m : n);
+      const params = [t[1], t[2], t[3], xOff, xE, yOff, yE, 0, 3 * B + (perWanted ? 1 : 0)];
+      specs.push(['matvec', [t[0], tpr, 1], params, [{ buffer: bufOf(t) }],
+        (n, m) => [gx, gy, count(n, m) === 1 ? 1 : 0]]);
+      specs.push(['matvec', [t[0], tpr, MATMAT_ENT], params, [{ buffer: bufOf(t) }, S],
+        (n, m) => [gx, gy, count(n, m) > 1 ? Math.ceil(count(n, m) / MATMAT_ENT) : 0]]);
+    };
+    const norm = (len, xOff, xE, xH, yOff, yE, yH, wt, bt, rows = 1, idx = NONE, perWanted = false) => {
+      specs.push(['norm', '', [len, xOff, xE, xH, yOff, yE, yH, vecOf(wt), bt ? vecOf(bt) : NONE,
+        a.norm === 'layer' ? 1 : 0, fbits(h.norm_eps), idx], [Vb, S], (n, m) => [rows, 1, perWanted ? m : n]]);
+    };
+    const addVec = (yOff, yE, vt, len) => {
+      if (vt) specs.push(['eltwise', 'add_vec', [yOff, yE, vecOf(vt), len], [Vb], (n) => [wg(len), 1, n]]);
+    };
+    const add = (yOff, yE, xOff, xE, len) => specs.push(['eltwise', 'add', [yOff, yE, xOff, xE, len], [], (n) => [wg(len), 1, n]]);
+    const rope = (xOff, xE, heads, set) => specs.push(['rope', '', [xOff, xE, hs, h.n_rot, a.rope === 'neox' ? 1 : 0,
+      o.cs + set * B * h.n_rot, h.n_rot], [], (n) => [heads, 1, n]]);
+
+    // embedding
+    const te = desc.tensors.token_embd;
+    specs.push(['embed', te[0], [D, te[3], 0, o.x, E.x, 0, fbits(h.embd_scale)], [{ buffer: bufOf(te) }, S], (n) => [wg(D), 1, n]]);
+    const pe = desc.tensors.position_embd;
+    if (pe) specs.push(['embed', pe[0], [D, pe[3], B, o.x, E.x, 1, fbits(1)], [{ buffer: bufOf(pe) }, S], (n) => [wg(D), 1, n]]);
+
+    desc.layers.forEach((l, li) => {
+      const set = this.#ropeSets > 1 && l.swa ? 1 : 0;
+      norm(D, o.x, E.x, 0, o.xb, E.xb, 0, l.attn_norm, l.attn_norm_b);
+      let qo, ko, vo, qE, kE;
+      if (l.wqkv) {
+        matvec(l.wqkv, o.xb, E.xb, o.qkv, E.qkv);
+        addVec(o.qkv, E.qkv, l.bqkv, Q + 2 * KV);
+        qo = o.qkv; ko = o.qkv + Q; vo = o.qkv + Q + KV; qE = kE = E.qkv;
+      } else {
+        matvec(l.wq, o.xb, E.xb, o.q, E.q);
+        matvec(l.wk, o.xb, E.xb, o.k, E.k);
+        matvec(l.wv, o.xb, E.xb, o.v, E.v);
+        addVec(o.q, E.q, l.bq, Q);
+        addVec(o.k, E.k, l.bk, KV);
+        addVec(o.v, E.v, l.bv, KV);
+        qo = o.q; ko = o.k; vo = o.v; qE = E.q; kE = E.k;
+      }
+      if (l.q_norm) {
+        norm(hs, qo, qE, hs, qo, qE, hs, l.q_norm, null, h.n_heads);
+        norm(hs, ko, kE, hs, ko, kE, hs, l.k_norm, null, h.n_kv_heads);
+      }
+      if (a.rope !== 'none') {
+        rope(qo, qE, h.n_heads, set);
+        rope(ko, kE, h.n_kv_heads, set);
+      }
+      if (h.q_scale !== 1) specs.push(['eltwise', 'scale', [qo, qE, Q, fbits(h.q_scale)], [], (n) => [wg(Q), 1, n]]);
+      const kvBind = { buffer: this.#kv[li] };
+      specs.push(['kv_store', this.#kvF16, [ko, vo, kE, KV, this.#nCtx, B], [kvBind, S],
+        (n) => [wg(this.#kvF16 ? KV / 2 : KV), 1, n]]);
+      specs.push(['attention', this.#kvF16, [qo, qE, o.xb, E.xb, hs, KV, this.#nCtx, h.n_heads / h.n_kv_heads, B,
+        l.swa ? h.n_swa : 0, fbits(1 / Math.sqrt(hs))], [kvBind, S], (n) => [h.n_heads, 1, n]]);
+      matvec(l.wo, o.xb, E.xb, o.xb2, E.xb2);
+      addVec(o.xb2, E.xb2, l.bo, D);
+      if (l.post_attn_norm) norm(D, o.xb2, E.xb2, 0, o.xb2, E.xb2, 0, l.post_attn_norm, null);
+      add(o.x, E.x, o.xb2, E.xb2, D);
+
+      norm(D, o.x, E.x, 0, o.xb, E.xb, 0, l.ffn_norm, l.ffn_norm_b);
+      const act = a.act === 'gelu' ? 1 : 0;
+      if (a.ffn === 'gated') {
+        matvec(l.w1, o.xb, E.xb, o.hb, E.hb);
+        matvec(l.w3, o.xb, E.xb, o.hb2, E.hb2);
+        specs.push(['eltwise', 'glu', [o.hb, E.hb, o.hb2, E.hb2, H, act, 1], [], (n) => [wg(H), 1, n]]);
+      } else if (a.ffn === 'fused_gate_up') {
+        matvec(l.w3, o.xb, E.xb, o.hb, E.hb);
+        specs.push(['eltwise', 'glu', [o.hb, E.hb, o.hb + H, E.hb, H, act, 1], [], (n) => [wg(H), 1, n]]);
+      } else {
+        matvec(l.w3, o.xb, E.xb, o.hb, E.hb);
+        addVec(o.hb, E.hb, l.b_up, H);
+        specs.push(['eltwise', 'glu', [o.hb, E.hb, 0, 0, H, 1, 0], [], (n) => [wg(H), 1, n]]);
+      }
+      matvec(l.w2, o.hb, E.hb, o.xb, E.xb);
+      addVec(o.xb, E.xb, l.b_down, D);
+      if (l.post_ffn_norm) norm(D, o.xb, E.xb, 0, o.xb, E.xb, 0, l.post_ffn_norm, null);
+      add(o.x, E.x, o.xb, E.xb, D);
+    });
+
+    // the entries that want logits: final norm gathered by S[2B + j], classifier, soft-cap
+    norm(D, o.x, E.x, 0, o.xb, E.xb, 0, desc.tensors.output_norm, desc.tensors.output_norm_b, 1, 2 * B, true);
+    matvec(desc.tensors.output, o.xb, E.xb, o.logits, E.logits, true);
+    if (h.final_softcap > 0) {
+      specs.push(['eltwise', 'softcap', [o.logits, E.logits, V, fbits(h.final_softcap)], [], (n, m) => [wg(V), 1, m]]);
+    }
+    this.#logitStride = E.logits;
+
+    // parameters: one 256-byte slot each, in one uniform buffer
+    this.#params = device.createBuffer({ label: 'params', size: specs.length * PARAM_SLOT, usage: USAGE.UNIFORM | USAGE.COPY_DST });
+    const words = new Uint32Array(specs.length * PARAM_SLOT / 4);
+    specs.forEach((s, i) => words.set(s[2].map((v) => v >>> 0), i * PARAM_SLOT / 4));
+    device.queue.writeBuffer(this.#params, 0, words);
+    this.bytes += specs.length * PARAM_SLOT;
+    const pipes = await Promise.all(specs.map((s) => pipelines.get(s[0], s[1])));
+    this.#ops = specs.map((s, i) => {
+      const entries = [{ binding: 0, resource: { buffer: this.#act } },
+        { binding: 1, resource: { buffer: this.#params, offset: i * PARAM_SLOT, size: 64 } },
+        ...s[3].map((r, j) => ({ binding: 2 + j, resource: r }))];
+      return { pipeline: pipes[i], bind: device.createBindGroup({ layout: pipes[i].getBindGroupLayout(0), entries }), grid: s[4] };
+    });
+  }
+
+  #logitStride = 0;
+
+  /**
+   * Runs entries (token ids, positions) through the model; `want[i]` true for the entries whose
+   * logits are returned, in entry order, as one Float32Array (rows of vocab_size). Positions are
+   * of the one sequence the cache holds; K/V of each entry's position are written.
+   */
+  async run(tokens, positions, want) {
+    if (this.#destroyed) throw jsError('WLM_ERR_STATE', 'WebGPU: the GPU forward pass was released');
+    const { device } = this;
+    const h = this.desc.hp;
+    const B = this.chunk;
+    const V = h.vocab_size;
+    const nWant = want.reduce((s, w) => s + (w ? 1 : 0), 0);
+    const rowBytes = V * 4;
+    if (nWant && (!this.#staging || this.#staging.size < nWant * rowBytes)) {
+      this.#staging?.destroy();
+      this.#staging = device.createBuffer({ label: 'logits readback', size: nWant * rowBytes, usage: USAGE.MAP_READ | USAGE.COPY_DST });
+    }
+    const half = h.n_rot / 2;
+    let row = 0;
+    for (let i0 = 0; i0 < tokens.length; i0 += B) {
+      const n = Math.min(B, tokens.length - i0);
+      const step = new Uint32Array(3 * B + 4);
+      let m = 0;
+      for (let j = 0; j < n; j++) {
+        step[j] = tokens[i0 + j];
+        step[B + j] = positions[i0 + j];
+        if (want[i0 + j]) step[2 * B + m++] = j;
+      }
+      step[3 * B] = n;
+      step[3 * B + 1] = m;
+      device.queue.writeBuffer(this.#step, 0, step);
+      if (this.desc.arch.rope !== 'none') {
+        const cs = new Float32Array(this.#ropeSets * B * h.n_rot);
+        for (let s = 0; s < this.#ropeSets; s++) {
+          for (let j = 0; j < n; j++) {
+            const at = (s * B + j) * h.n_rot;
+            for (let i = 0; i < half; i++) { // forward.c's rope_angles: float angle, cosf / sinf
+              const ang = Math.fround(positions[i0 + j] * this.#ropeFreq[s * half + i]);
+              let c = Math.fround(Math.cos(ang)), sn = Math.fround(Math.sin(ang));
+              if (this.#mscale !== 1) { c = Math.fround(c * this.#mscale); sn = Math.fround(sn * this.#mscale); }
+              cs[at + i] = c;
+              cs[at + half + i] = sn;
+            }
+          }
+        }
+        device.queue.writeBuffer(this.#act, this.#off.cs * 4, cs);
+      }
+      const enc = device.createCommandEncoder();
+      const pass = enc.beginComputePass();
+      for (const op of this.#ops) {
+        const g = op.grid(n, m);
+        if (!g || g[2] === 0) continue;
+        pass.setPipeline(op.pipeline);
+        pass.setBindGroup(0, op.bind);
+        pass.dispatchWorkgroups(g[0], g[1], g[2]);
+      }
+      pass.end();
+      if (m) {
+        for (let r = 0; r < m; r++) { // logits rows are pad(V) floats apart in A
+          enc.copyBufferToBuffer(this.#act, (this.#off.logits + r * this.#logitStride) * 4, this.#staging, (row + r) * rowBytes, rowBytes);
+        }
+        row += m;
+      }
+      device.queue.submit([enc.finish()]);
+    }
+    if (!nWant) {
+      await device.queue.onSubmittedWorkDone();
+      return new Float32Array(0);
+    }
+    await this.#staging.mapAsync(1, 0, nWant * rowBytes);
+    const out = new Float32Array(this.#staging.getMappedRange(0, nWant * rowBytes).slice(0));
+    this.#staging.unmap();
+    return out;
+  }
+
+  destroy() {
+    if (this.#destroyed) return;
+    this.#destroyed = true;
+    this.#act?.destroy();
+    this.#step?.destroy();
+    for (const b of this.#kv) b.destroy();
+    this.#params?.destroy();
+    this.#staging?.destroy();
+  }
+}
+
+export { MAX_HEAD };

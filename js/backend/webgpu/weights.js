@@ -1,0 +1,105 @@
+// weights.js — a loaded model's weights into GPU buffers. Reads the model's description
+// (wlmjs_model_describe: the architecture row, hyperparameters, each weight's type, shape and
+// heap address) and copies each weight matrix, as its bytes are (quantized blocks stay
+// quantized), into its own storage buffer, and every float vector (norms, biases) into one
+// shared buffer. It checks first that every type has GPU kernels and that every buffer fits the
+// adapter's limits, and names what does not. This first form reads the weights from the wasm
+// heap after the CPU load; streaming them from the file to the GPU without the heap copy is a
+// later step.
+
+import { jsError } from '../../errors.js';
+import { GPU_TYPES, typeName } from './wgsl_quant.js';
+
+export const USAGE = Object.freeze({ MAP_READ: 1, COPY_SRC: 4, COPY_DST: 8, UNIFORM: 64, STORAGE: 128 });
+
+const MATRICES = ['wq', 'wk', 'wv', 'wqkv', 'wo', 'w1', 'w2', 'w3'];
+const VECTORS = ['attn_norm', 'attn_norm_b', 'bqkv', 'bq', 'bk', 'bv', 'q_norm', 'k_norm', 'bo',
+  'post_attn_norm', 'ffn_norm', 'ffn_norm_b', 'b_up', 'b_down', 'post_ffn_norm'];
+const GGUF_NAMES = { wq: 'attn_q', wk: 'attn_k', wv: 'attn_v', wqkv: 'attn_qkv', wo: 'attn_output', w1: 'ffn_gate', w2: 'ffn_down', w3: 'ffn_up' };
+
+/** Every weight matrix of the description as [name, tensor] (tensor: [type, rows, cols, row_bytes, addr]). */
+export function matrices(desc) {
+  const out = [];
+  for (const k of ['token_embd', 'position_embd', 'output']) {
+    if (desc.tensors[k]) out.push([k === 'output' ? 'output' : `${k}`, desc.tensors[k]]);
+  }
+  desc.layers.forEach((l, i) => {
+    for (const k of MATRICES) if (l[k]) out.push([`blk.${i}.${GGUF_NAMES[k]}`, l[k]]);
+  });
+  return out;
+}
+
+/**
+ * Why this model cannot run on the GPU, or '' when it can: a weight type without kernels, or a
+ * head size above the attention kernel's limit.
+ */
+export function unsupportedReason(desc, { maxHead }) {
+  const missing = new Map();
+  for (const [name, t] of matrices(desc)) if (!GPU_TYPES[t[0]] && !missing.has(t[0])) missing.set(t[0], name);
+  if (missing.size) {
+    return `no GPU kernels for weight type ${[...missing].map(([ty, name]) => `${typeName(ty)} (${name})`).join(', ')}`;
+  }
+  if (desc.hp.head_size > maxHead) return `head size ${desc.hp.head_size} is above the GPU attention kernel's ${maxHead}`;
+  return '';
+}
+
+/** Throws WLM_ERR_UNSUPPORTED when a buffer of `bytes` does not fit the device's limits. */
+export function checkFits(device, what, bytes) {
+  const l = device.limits;
+  const cap = Math.min(l.maxStorageBufferBindingSize, l.maxBufferSize);
+  if (bytes > cap) {
+    throw jsError('WLM_ERR_UNSUPPORTED', `WebGPU: ${what} needs a buffer of ${bytes} bytes; the adapter allows ` +
+      `${cap} (maxStorageBufferBindingSize ${l.maxStorageBufferBindingSize}, maxBufferSize ${l.maxBufferSize})`);
+  }
+}
+
+/** A storage buffer holding bytes [addr, addr + size) of `heap` (a Uint8Array), padded to 4. */
+function uploadBytes(device, heap, addr, size, label) {
+  const buf = device.createBuffer({ label, size: Math.max(4, (size + 3) & ~3), usage: USAGE.STORAGE | USAGE.COPY_DST, mappedAtCreation: true });
+  new Uint8Array(buf.getMappedRange(), 0, size).set(heap.subarray(addr, addr + size));
+  buf.unmap();
+  return buf;
+}
+
+/**
+ * Uploads the weights of `desc` from `memory` (the wasm memory): {matrix: Map(addr → GPUBuffer),
+ * vec: GPUBuffer, vecOff: Map(addr → float offset in vec), bytes}. A matrix shared by two names
+ * (a classifier tied to the embedding) is uploaded once. Throws WLM_ERR_UNSUPPORTED when a
+ * buffer is above the adapter's limits, WLM_ERR_NOMEM when the GPU runs out of memory.
+ */
+export async function uploadWeights(device, desc, memory) {
+  const matrix = new Map();
+  let bytes = 0;
+  for (const [name, t] of matrices(desc)) {
+    const size = t[1] * t[3];
+    if (!matrix.has(t[4])) checkFits(device, `tensor ${name} (${typeName(t[0])}, ${t[1]}×${t[2]})`, size);
+  }
+  // every float vector, packed, each at a multiple of 4 floats
+  const vecs = [];
+  const addVec = (v) => { if (v) vecs.push(v); };
+  for (const k of ['output_norm', 'output_norm_b']) addVec(desc.tensors[k]);
+  for (const l of desc.layers) for (const k of VECTORS) addVec(l[k]);
+  const vecOff = new Map();
+  let nf = 0;
+  for (const v of vecs) if (!vecOff.has(v[4])) { vecOff.set(v[4], nf); nf += (v[2] + 3) & ~3; }
+  device.pushErrorScope('out-of-memory');
+  const heap = new Uint8Array(memory.buffer);
+  for (const [name, t] of matrices(desc)) {
+    if (matrix.has(t[4])) continue;
+    const size = t[1] * t[3];
+    matrix.set(t[4], uploadBytes(device, heap, t[4], size, name));
+    bytes += size;
+  }
+  const vec = device.createBuffer({ label: 'vectors', size: Math.max(16, nf * 4), usage: USAGE.STORAGE | USAGE.COPY_DST, mappedAtCreation: true });
+  const vf = new Float32Array(vec.getMappedRange());
+  for (const v of vecs) vf.set(new Float32Array(memory.buffer, v[4], v[2]), vecOff.get(v[4]));
+  vec.unmap();
+  bytes += nf * 4;
+  const oom = await device.popErrorScope();
+  if (oom) {
+    for (const b of matrix.values()) b.destroy();
+    vec.destroy();
+    throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for the weights (${bytes} bytes): ${oom.message}`);
+  }
+  return { matrix, vec, vecOff, bytes };
+}

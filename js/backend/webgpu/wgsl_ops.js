@@ -1,0 +1,401 @@
+// wgsl_ops.js — the WGSL compute kernels of the forward pass, one builder per operation, each
+// the GPU form of a scalar reference in src/kernels/kernels_ref.c (or quant.c's to_float):
+// matvec (a weight matrix times each entry's activations, any weight type of wgsl_quant.js; a
+// batch reads each weight once per 4 entries, with the one-entry sums bit for bit), embed
+// (rows of the token or position table), norm (RMSNorm / LayerNorm, also per head), rope (pairs
+// or NEOX halves, cos/sin computed by the caller), kv_store and attention (GQA over the KV cache
+// in F32 or F16 elements, a sliding window, one pass with a running maximum: no score buffer),
+// and the element-wise add, add_vec, scale, glu (SwiGLU, GeGLU, GELU) and softcap.
+//
+// Every kernel binds the activation buffer A (array<f32>, read_write: all activations live in it
+// at offsets, so no kernel aliases two bindings) at 0 and its parameters at 1 (16 u32 words read
+// through pu/pf; f32 fields are bit casts). The entry (token) of the batch is workgroup_id.z, so
+// one set of bind groups serves every batch size. Kernels never divide by the workgroup count.
+// Where `subgroups` is on (the adapter has the feature), matvec reduces with subgroupAdd.
+
+import { GPU_TYPES, WGSL_BYTES } from './wgsl_quant.js';
+
+export const WG = 64;        // invocations per workgroup, every kernel
+export const MAX_HEAD = 256; // attention: largest head size (4 dims per invocation)
+export const NONE = 0xffffffff;
+
+const HEADER = /* wgsl */ `
+@group(0) @binding(0) var<storage, read_write> A: array<f32>;
+struct Params { u: array<vec4<u32>, 4> }
+@group(0) @binding(1) var<uniform> p: Params;
+fn pu(i: u32) -> u32 { return p.u[i / 4u][i % 4u]; }
+fn pf(i: u32) -> f32 { return bitcast<f32>(pu(i)); }
+`;
+
+/** f32 → binary16 bits rounded to nearest even, overflow to infinity: wlm_fp32_to_fp16. */
+const F2H = /* wgsl */ `
+fn f2h(f: f32) -> u32 {
+  let x = bitcast<u32>(f);
+  let sign = (x >> 16u) & 0x8000u;
+  let a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) { return sign | 0x7e00u; }
+  if (a >= 0x477ff000u) { return sign | 0x7c00u; }
+  if (a < 0x38800000u) { return sign | u32(round(bitcast<f32>(a) * 16777216.0)); }
+  let e = a - 0x38000000u;
+  return sign | ((e + 0xfffu + ((e >> 13u) & 1u)) >> 13u);
+}`;
+const F16V = /* wgsl */ `
+fn f16v(h: u32) -> f32 {
+  let s = select(1.0, -1.0, (h & 0x8000u) != 0u);
+  let e = (h >> 10u) & 0x1fu;
+  let m = h & 0x3ffu;
+  if (e == 0u) { return s * f32(m) * 5.9604644775390625e-8; }
+  if (e == 31u) { return bitcast<f32>(((h & 0x8000u) << 16u) | 0x7f800000u | (m << 13u)); }
+  return bitcast<f32>(((h & 0x8000u) << 16u) | ((e + 112u) << 23u) | (m << 13u));
+}`;
+
+/** Invocations per row of a matvec for rows of `cols` elements: short rows get one invocation
+ *  each (a workgroup then covers WG rows), long rows a whole workgroup. */
+export function matvecThreadsPerRow(cols) {
+  return cols <= 128 ? 1 : cols <= 1024 ? 16 : WG;
+}
+
+/**
+ * out[e][row] (+)= Σ_i W[row][i] · A[x_off + e·x_estride + i] for `rows` rows and the entries of
+ * workgroup z. `tpr` invocations share a row (1, a divisor of WG, or WG), so a workgroup covers
+ * WG / tpr rows: rows g·(WG/tpr) .. of workgroup g = y · nx + x. With `ent` 1 workgroup z is
+ * entry z; with `ent` > 1 (batches: prefill) it is entries z·ent .. z·ent + ent − 1, below the
+ * count S[count_slot], and each weight is read once for all of them — every entry's sum runs in
+ * the same order as with `ent` 1, so batching never changes a result. Params: 0 rows, 1 cols,
+ * 2 row_bytes, 3 x_off, 4 x_estride, 5 y_off, 6 y_estride, 7 accumulate (1: add to out),
+ * 8 count_slot (ent > 1).
+ */
+export function matvecWgsl(type, { subgroups = false, tpr = WG, ent = 1 } = {}) {
+  const t = GPU_TYPES[type];
+  const sg = subgroups && tpr === WG;
+  const E = ent;
+  const reduce = tpr === 1 ? '' : sg ? /* wgsl */ `
+  for (var k = 0u; k < ENT; k++) {
+    let ss = subgroupAdd(s[k]);
+    if (sl == 0u) { red[k * ${WG}u + t / sn] = ss; }
+  }
+  workgroupBarrier();
+  if (t == 0u) {
+    for (var k = 0u; k < ENT; k++) {
+      var total = 0.0;
+      for (var j = 0u; j < (${WG}u + sn - 1u) / sn; j++) { total += red[k * ${WG}u + j]; }
+      red[k * ${WG}u] = total;
+    }
+  }
+  workgroupBarrier();
+  for (var k = 0u; k < ENT; k++) { s[k] = red[k * ${WG}u]; }` : /* wgsl */ `
+  for (var k = 0u; k < ENT; k++) { red[k * ${WG}u + t] = s[k]; }
+  workgroupBarrier();
+  for (var h = ${tpr / 2}u; h > 0u; h >>= 1u) {
+    if (lane < h) {
+      for (var k = 0u; k < ENT; k++) { red[k * ${WG}u + t] += red[k * ${WG}u + t + h]; }
+    }
+    workgroupBarrier();
+  }
+  for (var k = 0u; k < ENT; k++) { s[k] = red[k * ${WG}u + t]; }`;
+  return `${sg ? 'enable subgroups;' : ''}${HEADER}
+@group(0) @binding(2) var<storage, read> W: array<u32>;
+${E > 1 ? '@group(0) @binding(3) var<storage, read> S: array<u32>;' : ''}
+${WGSL_BYTES}
+${t.wgsl}
+const BLK = ${t.blk}u;
+const BLK_BYTES = ${t.bytes}u;
+const TPR = ${tpr}u;
+const ENT = ${E}u;
+var<workgroup> red: array<f32, ${WG * E}>;
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+        @builtin(local_invocation_index) t: u32${sg ? `,
+        @builtin(subgroup_invocation_id) sl: u32, @builtin(subgroup_size) sn: u32` : ''}) {
+  let g = wg.y * nw.x + wg.x;
+  if (g * (${WG}u / TPR) >= pu(0u)) { return; }
+  let lane = t % TPR;
+  let row = g * (${WG}u / TPR) + t / TPR;
+  let live = row < pu(0u);
+  let cols = pu(1u);
+  let base = row * pu(2u);
+  let e0 = wg.z * ENT;
+  let ne = ${E > 1 ? 'min(ENT, S[pu(8u)] - e0)' : '1u'};
+  let xs = pu(4u);
+  let x0 = pu(3u) + e0 * xs;
+  var s: array<f32, ${E}>;
+  if (live) {
+    for (var i = lane; i < cols; i += TPR) {
+      let w = w_get(base + (i / BLK) * BLK_BYTES, i % BLK);
+      for (var k = 0u; k < ne; k++) { s[k] += w * A[x0 + k * xs + i]; }
+    }
+  }
+${reduce}
+  if (live && lane == 0u) {
+    for (var k = 0u; k < ne; k++) {
+      let o = pu(5u) + (e0 + k) * pu(6u) + row;
+      A[o] = select(0.0, A[o], pu(7u) != 0u) + s[k];
+    }
+  }
+}`;
+}
+
+/**
+ * Rows of a table: A[y_off + e·y_estride + i] = ((accumulate ? A[..] : 0) + W[S[ids_off + e]][i])
+ * · scale for i < cols. Params: 0 cols, 1 row_bytes, 2 ids_off, 3 y_off, 4 y_estride,
+ * 5 accumulate, 6 scale (f32).
+ */
+export function embedWgsl(type) {
+  const t = GPU_TYPES[type];
+  return `${HEADER}
+@group(0) @binding(2) var<storage, read> W: array<u32>;
+@group(0) @binding(3) var<storage, read> S: array<u32>;
+${WGSL_BYTES}
+${t.wgsl}
+const BLK = ${t.blk}u;
+const BLK_BYTES = ${t.bytes}u;
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  let i = wg.x * ${WG}u + t;
+  if (i >= pu(0u)) { return; }
+  let base = S[pu(2u) + wg.z] * pu(1u);
+  let o = pu(3u) + wg.z * pu(4u) + i;
+  A[o] = (select(0.0, A[o], pu(5u) != 0u) + w_get(base + (i / BLK) * BLK_BYTES, i % BLK)) * pf(6u);
+}`;
+}
+
+/**
+ * RMSNorm (x · 1/sqrt(mean(x²) + eps) · w) or LayerNorm ((x - mean) / sqrt(var + eps) · w + b)
+ * of one row of `len` per workgroup: row (x, z) reads A[x_off + ez·x_estride + x·x_hstride]
+ * where ez = z, or S[idx_off + z] when idx_off is not NONE (gathering the entries that want
+ * logits), and writes A[y_off + z·y_estride + x·y_hstride]; in place is fine. Weights and bias
+ * are in V. Params: 0 len, 1 x_off, 2 x_estride, 3 x_hstride, 4 y_off, 5 y_estride, 6 y_hstride,
+ * 7 w_off, 8 b_off (NONE: no bias), 9 layer (1: LayerNorm), 10 eps (f32), 11 idx_off.
+ */
+export function normWgsl() {
+  return `${HEADER}
+@group(0) @binding(2) var<storage, read> V: array<f32>;
+@group(0) @binding(3) var<storage, read> S: array<u32>;
+var<workgroup> red: array<f32, ${WG}>;
+fn wsum(t: u32, v: f32) -> f32 {
+  red[t] = v;
+  workgroupBarrier();
+  for (var k = ${WG / 2}u; k > 0u; k >>= 1u) {
+    if (t < k) { red[t] += red[t + k]; }
+    workgroupBarrier();
+  }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  let n = pu(0u);
+  let ez = select(S[pu(11u) + wg.z], wg.z, pu(11u) == ${NONE}u);
+  let x0 = pu(1u) + ez * pu(2u) + wg.x * pu(3u);
+  let y0 = pu(4u) + wg.z * pu(5u) + wg.x * pu(6u);
+  let w0 = pu(7u);
+  let eps = pf(10u);
+  if (pu(9u) == 0u) {
+    var ss = 0.0;
+    for (var i = t; i < n; i += ${WG}u) { ss += A[x0 + i] * A[x0 + i]; }
+    let sc = 1.0 / sqrt(wsum(t, ss) / f32(n) + eps);
+    for (var i = t; i < n; i += ${WG}u) { A[y0 + i] = V[w0 + i] * (sc * A[x0 + i]); }
+    return;
+  }
+  var s = 0.0;
+  for (var i = t; i < n; i += ${WG}u) { s += A[x0 + i]; }
+  let mean = wsum(t, s) / f32(n);
+  var s2 = 0.0;
+  for (var i = t; i < n; i += ${WG}u) { let v = A[x0 + i] - mean; s2 += v * v; }
+  let sc = 1.0 / sqrt(wsum(t, s2) / f32(n) + eps);
+  let b0 = pu(8u);
+  for (var i = t; i < n; i += ${WG}u) {
+    let v = ((A[x0 + i] - mean) * sc) * V[w0 + i];
+    A[y0 + i] = select(v + V[b0 + i], v, b0 == ${NONE}u);
+  }
+}`;
+}
+
+/**
+ * RoPE of head x (workgroup x) of entry z: pairs (2i, 2i+1) or, with neox, (i, i + n_rot/2),
+ * rotated by the entry's cos/sin (A[cs_off + z·cs_estride + i], sin n_rot/2 further), as
+ * wlm_rope_ref / wlm_rope_neox_ref. Params: 0 x_off, 1 x_estride, 2 head_size, 3 n_rot, 4 neox,
+ * 5 cs_off, 6 cs_estride.
+ */
+export function ropeWgsl() {
+  return `${HEADER}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  let half = pu(3u) / 2u;
+  let x0 = pu(0u) + wg.z * pu(1u) + wg.x * pu(2u);
+  let c0 = pu(5u) + wg.z * pu(6u);
+  for (var i = t; i < half; i += ${WG}u) {
+    let c = A[c0 + i];
+    let s = A[c0 + half + i];
+    let ia = select(x0 + 2u * i, x0 + i, pu(4u) != 0u);
+    let ib = select(ia + 1u, ia + half, pu(4u) != 0u);
+    let a = A[ia];
+    let b = A[ib];
+    A[ia] = a * c - b * s;
+    A[ib] = a * s + b * c;
+  }
+}`;
+}
+
+/**
+ * Writes each entry's K and V rows (kv_dim floats at k_off / v_off + z·estride) into the layer's
+ * cache KV at the entry's position S[pos_off + z]: K rows first (n_ctx of them), then V rows;
+ * F32 as bits or F16 rounded to nearest even (two per word), as wlm_kv_store. Params: 0 k_off,
+ * 1 v_off, 2 estride, 3 kv_dim, 4 n_ctx, 5 pos_off.
+ */
+export function kvStoreWgsl(f16) {
+  return `${HEADER}
+@group(0) @binding(2) var<storage, read_write> KV: array<u32>;
+@group(0) @binding(3) var<storage, read> S: array<u32>;
+${F2H}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  let kv_dim = pu(3u);
+  let pos = S[pu(5u) + wg.z];
+  let k0 = pu(0u) + wg.z * pu(2u);
+  let v0 = pu(1u) + wg.z * pu(2u);
+  let vrow = (pu(4u) + pos) * kv_dim;
+  let krow = pos * kv_dim;
+  let i = wg.x * ${WG}u + t;
+${f16 ? `  if (2u * i >= kv_dim) { return; }
+  KV[(krow >> 1u) + i] = f2h(A[k0 + 2u * i]) | (f2h(A[k0 + 2u * i + 1u]) << 16u);
+  KV[(vrow >> 1u) + i] = f2h(A[v0 + 2u * i]) | (f2h(A[v0 + 2u * i + 1u]) << 16u);`
+    : `  if (i >= kv_dim) { return; }
+  KV[krow + i] = bitcast<u32>(A[k0 + i]);
+  KV[vrow + i] = bitcast<u32>(A[v0 + i]);`}
+}`;
+}
+
+/**
+ * Attention of head x (workgroup x) of entry z at position pos = S[pos_off + z] over cached
+ * positions start..pos (start = pos + 1 - n_swa on a window layer, else 0): softmax(q·k / √hs)
+ * · v with K/V head x / gqa, as wlm_attention_ref, in tiles of WG positions with a running
+ * maximum and sum (no score buffer; hs ≤ MAX_HEAD). Params: 0 q_off, 1 q_estride, 2 o_off,
+ * 3 o_estride, 4 head_size, 5 kv_dim, 6 n_ctx, 7 gqa, 8 pos_off, 9 n_swa (0: none), 10 scale.
+ */
+export function attentionWgsl(f16) {
+  const per = MAX_HEAD / WG;
+  return `${HEADER}
+@group(0) @binding(2) var<storage, read> KV: array<u32>;
+@group(0) @binding(3) var<storage, read> S: array<u32>;
+${F16V}
+fn kv(i: u32) -> f32 {
+${f16 ? '  let w = KV[i >> 1u]; return f16v(select(w & 0xffffu, w >> 16u, (i & 1u) != 0u));'
+    : '  return bitcast<f32>(KV[i]);'}
+}
+var<workgroup> qs: array<f32, ${MAX_HEAD}>;
+var<workgroup> pr: array<f32, ${WG}>;
+var<workgroup> red: array<f32, ${WG}>;
+fn wreduce(t: u32, v: f32, is_max: bool) -> f32 {
+  red[t] = v;
+  workgroupBarrier();
+  for (var k = ${WG / 2}u; k > 0u; k >>= 1u) {
+    if (t < k) { red[t] = select(red[t] + red[t + k], max(red[t], red[t + k]), is_max); }
+    workgroupBarrier();
+  }
+  let r = red[0];
+  workgroupBarrier();
+  return r;
+}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  let hs = pu(4u);
+  let kv_dim = pu(5u);
+  let len = S[pu(8u) + wg.z] + 1u;
+  let n_swa = pu(9u);
+  let start = select(0u, len - n_swa, n_swa > 0u && len > n_swa);
+  let kh = (wg.x / pu(7u)) * hs;
+  let vbase = pu(6u) * kv_dim + kh;
+  let q0 = pu(0u) + wg.z * pu(1u) + wg.x * hs;
+  for (var d = t; d < hs; d += ${WG}u) { qs[d] = A[q0 + d]; }
+  workgroupBarrier();
+  var m = -3.0e38;
+  var l = 0.0;
+  var acc: array<f32, ${per}>;
+  for (var t0 = start; t0 < len; t0 += ${WG}u) {
+    let pos = t0 + t;
+    var s = -3.0e38;
+    if (pos < len) {
+      let kb = pos * kv_dim + kh;
+      var dot = 0.0;
+      for (var d = 0u; d < hs; d++) { dot += qs[d] * kv(kb + d); }
+      s = dot * pf(10u);
+    }
+    let mn = max(m, wreduce(t, s, true));
+    let corr = exp(m - mn);
+    let e = select(0.0, exp(s - mn), pos < len);
+    pr[t] = e;
+    l = l * corr + wreduce(t, e, false);
+    m = mn;
+    let nt = min(${WG}u, len - t0);
+    for (var k = 0u; k < ${per}u; k++) {
+      let d = t + k * ${WG}u;
+      if (d < hs) {
+        var a = acc[k] * corr;
+        for (var j = 0u; j < nt; j++) { a += pr[j] * kv(vbase + (t0 + j) * kv_dim + d); }
+        acc[k] = a;
+      }
+    }
+    workgroupBarrier();
+  }
+  let o0 = pu(2u) + wg.z * pu(3u) + wg.x * hs;
+  for (var k = 0u; k < ${per}u; k++) {
+    let d = t + k * ${WG}u;
+    if (d < hs) { A[o0 + d] = acc[k] / l; }
+  }
+}`;
+}
+
+/**
+ * Element-wise, over i < len of every entry z (workgroups x cover len): `op` one of
+ *   add      A[y + i] += A[x + i]                 params 0 y_off, 1 y_estride, 2 x_off, 3 x_estride, 4 len
+ *   add_vec  A[y + i] += V[v_off + i]             params 0 y_off, 1 y_estride, 2 v_off, 3 len
+ *   scale    A[y + i] *= s                        params 0 y_off, 1 y_estride, 2 len, 3 s (f32)
+ *   glu      A[g + i] = act(A[g + i]) (· A[u + i]) params 0 g_off, 1 g_estride, 2 u_off, 3 u_estride,
+ *                                                 4 len, 5 act (0 SiLU, 1 GELU), 6 gated
+ *   softcap  A[y + i] = c · tanh(A[y + i] / c)    params 0 y_off, 1 y_estride, 2 len, 3 c (f32)
+ * SiLU as wlm_swiglu_ref, GELU as wlm_gelu1_ref (the tanh form on binary16-rounded values).
+ */
+export function eltwiseWgsl(op) {
+  const idx = /* wgsl */ `
+  let i = wg.x * ${WG}u + t;`;
+  const body = {
+    add: `${idx}
+  if (i >= pu(4u)) { return; }
+  A[pu(0u) + wg.z * pu(1u) + i] += A[pu(2u) + wg.z * pu(3u) + i];`,
+    add_vec: `${idx}
+  if (i >= pu(3u)) { return; }
+  A[pu(0u) + wg.z * pu(1u) + i] += V[pu(2u) + i];`,
+    scale: `${idx}
+  if (i >= pu(2u)) { return; }
+  A[pu(0u) + wg.z * pu(1u) + i] *= pf(3u);`,
+    glu: `${idx}
+  if (i >= pu(4u)) { return; }
+  let g = pu(0u) + wg.z * pu(1u) + i;
+  var v = A[g];
+  if (pu(5u) == 0u) { v = v * (1.0 / (1.0 + exp(-v))); } else { v = gelu(v); }
+  if (pu(6u) != 0u) { v = v * A[pu(2u) + wg.z * pu(3u) + i]; }
+  A[g] = v;`,
+    softcap: `${idx}
+  if (i >= pu(2u)) { return; }
+  let y = pu(0u) + wg.z * pu(1u) + i;
+  A[y] = pf(3u) * tanh_safe(A[y] / pf(3u));`,
+  }[op];
+  if (!body) throw new Error(`eltwiseWgsl: unknown op ${op}`);
+  return `${HEADER}
+${op === 'add_vec' ? '@group(0) @binding(2) var<storage, read> V: array<f32>;' : ''}
+${F2H}
+${F16V}
+fn tanh_safe(x: f32) -> f32 { let c = clamp(x, -15.0, 15.0); let e = exp(2.0 * c); return (e - 1.0) / (e + 1.0); }
+fn gelu(x: f32) -> f32 {
+  if (x <= -10.0) { return 0.0; }
+  if (x >= 10.0) { return x; }
+  let v = f16v(f2h(x));
+  let y = 0.5 * v * (1.0 + tanh_safe(0.79788456080286535587989211986876 * v * (1.0 + 0.044715 * v * v)));
+  return f16v(f2h(y));
+}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {${body}
+}`;
+}

@@ -1,0 +1,140 @@
+// wgsl_quant.js — the weight types on the GPU: for each GGUF type id, its block shape and a WGSL
+// function `w_get(base, i) -> f32` that decodes element i of the block starting at byte `base`
+// of the weight buffer W (bound as array<u32>: the file's bytes as they are, quantized blocks
+// stay quantized in GPU memory). The layouts are ggml's, as src/kernels/quant.h documents them
+// field by field; each accessor is the per-element form of that type's to_float in
+// src/kernels/quant.c, the reference tests/js/webgpu_kernels.test.mjs compares it with. It does
+// not hold the kernels that use the accessors (wgsl_ops.js).
+
+/** Byte and half-word readers over W, shared by every accessor. f16 bits are decoded by hand so
+ *  that subnormal scales are exact whatever the GPU does with unpack2x16float. */
+export const WGSL_BYTES = /* wgsl */ `
+fn rb(o: u32) -> u32 { return (W[o >> 2u] >> ((o & 3u) * 8u)) & 0xffu; }
+fn rsb(o: u32) -> i32 { return (i32(rb(o)) << 24u) >> 24u; }
+fn rh(o: u32) -> u32 { let w = W[o >> 2u]; return select(w & 0xffffu, w >> 16u, (o & 2u) != 0u); }
+fn f16v(h: u32) -> f32 {
+  let s = select(1.0, -1.0, (h & 0x8000u) != 0u);
+  let e = (h >> 10u) & 0x1fu;
+  let m = h & 0x3ffu;
+  if (e == 0u) { return s * f32(m) * 5.9604644775390625e-8; }
+  if (e == 31u) { return bitcast<f32>(((h & 0x8000u) << 16u) | 0x7f800000u | (m << 13u)); }
+  return bitcast<f32>(((h & 0x8000u) << 16u) | ((e + 112u) << 23u) | (m << 13u));
+}
+fn rf16(o: u32) -> f32 { return f16v(rh(o)); }
+`;
+
+// Sub-expressions shared by the K-quants: Q4_K / Q5_K's packed 6-bit scale and min of sub-block j
+// (wlm_q4_K_scale_min), Q2_K / Q3_K's 2-bit levels (k2_level).
+const K_SCALE_MIN = /* wgsl */ `
+fn k_scale_min(s: u32, j: u32) -> vec2<f32> {
+  if (j < 4u) { return vec2<f32>(f32(rb(s + j) & 63u), f32(rb(s + j + 4u) & 63u)); }
+  let sc = (rb(s + j + 4u) & 0xfu) | ((rb(s + j - 4u) >> 6u) << 4u);
+  let m = (rb(s + j + 4u) >> 4u) | ((rb(s + j) >> 6u) << 4u);
+  return vec2<f32>(f32(sc), f32(m));
+}`;
+const K2_LEVEL = /* wgsl */ `
+fn k2_level(qs: u32, e: u32) -> u32 { return (rb(qs + 32u * (e / 128u) + e % 32u) >> (2u * (e % 128u / 32u))) & 3u; }`;
+
+/**
+ * GGUF type id → {name, blk (elements per block), bytes (per block), wgsl (w_get and what it
+ * needs)}. Every type the CPU engine runs: F32, F16, BF16, the 32-element Q4_0 / Q4_1 / Q5_0 /
+ * Q5_1 / Q8_0 and the 256-element K-quants Q2_K … Q6_K.
+ */
+export const GPU_TYPES = Object.freeze({
+  0: { name: 'F32', blk: 1, bytes: 4, wgsl: `fn w_get(b: u32, i: u32) -> f32 { return bitcast<f32>(W[b >> 2u]); }` },
+  1: { name: 'F16', blk: 1, bytes: 2, wgsl: `fn w_get(b: u32, i: u32) -> f32 { return rf16(b); }` },
+  30: { name: 'BF16', blk: 1, bytes: 2, wgsl: `fn w_get(b: u32, i: u32) -> f32 { return bitcast<f32>(rh(b) << 16u); }` },
+  8: {
+    name: 'Q8_0', blk: 32, bytes: 34, // d (f16), qs[32] int8: qs[i] * d
+    wgsl: `fn w_get(b: u32, i: u32) -> f32 { return f32(rsb(b + 2u + i)) * rf16(b); }`,
+  },
+  2: {
+    name: 'Q4_0', blk: 32, bytes: 18, // d, qs[16]: element j low nibble of qs[j], j+16 high; (q - 8) * d
+    wgsl: `fn w_get(b: u32, i: u32) -> f32 {
+  let q = (rb(b + 2u + (i & 15u)) >> select(0u, 4u, i >= 16u)) & 0xfu;
+  return f32(i32(q) - 8) * rf16(b);
+}`,
+  },
+  3: {
+    name: 'Q4_1', blk: 32, bytes: 20, // d, m, qs[16]: q * d + m
+    wgsl: `fn w_get(b: u32, i: u32) -> f32 {
+  let q = (rb(b + 4u + (i & 15u)) >> select(0u, 4u, i >= 16u)) & 0xfu;
+  return f32(q) * rf16(b) + rf16(b + 2u);
+}`,
+  },
+  6: {
+    name: 'Q5_0', blk: 32, bytes: 22, // d, qh[4] (bit i: bit 4 of element i), qs[16]; (q5 - 16) * d
+    wgsl: `fn w_get(b: u32, i: u32) -> f32 {
+  let lo = (rb(b + 6u + (i & 15u)) >> select(0u, 4u, i >= 16u)) & 0xfu;
+  let hi = (rb(b + 2u + (i >> 3u)) >> (i & 7u)) & 1u;
+  return f32(i32(lo | (hi << 4u)) - 16) * rf16(b);
+}`,
+  },
+  7: {
+    name: 'Q5_1', blk: 32, bytes: 24, // d, m, qh[4], qs[16]; q5 * d + m
+    wgsl: `fn w_get(b: u32, i: u32) -> f32 {
+  let lo = (rb(b + 8u + (i & 15u)) >> select(0u, 4u, i >= 16u)) & 0xfu;
+  let hi = (rb(b + 4u + (i >> 3u)) >> (i & 7u)) & 1u;
+  return f32(lo | (hi << 4u)) * rf16(b) + rf16(b + 2u);
+}`,
+  },
+  10: {
+    name: 'Q2_K', blk: 256, bytes: 84, // scales[16] (scale low nibble, min high), qs[64], d, dmin
+    wgsl: `${K2_LEVEL}
+fn w_get(b: u32, e: u32) -> f32 {
+  let sc = rb(b + e / 16u);
+  return rf16(b + 80u) * f32(sc & 0xfu) * f32(k2_level(b + 16u, e)) - rf16(b + 82u) * f32(sc >> 4u);
+}`,
+  },
+  11: {
+    name: 'Q3_K', blk: 256, bytes: 110, // hmask[32], qs[64], scales[12] (6-bit, offset 32), d
+    wgsl: `${K2_LEVEL}
+fn q3_scale(s: u32, j: u32) -> i32 {
+  let lo = select(rb(s + j - 8u) >> 4u, rb(s + j) & 0xfu, j < 8u);
+  let hi = (rb(s + 8u + j % 4u) >> (2u * (j / 4u))) & 3u;
+  return i32(lo | (hi << 4u)) - 32;
+}
+fn w_get(b: u32, e: u32) -> f32 {
+  let hbit = (rb(b + e % 32u) >> (e / 32u)) & 1u;
+  let q = i32(k2_level(b + 32u, e) + 4u * hbit) - 4;
+  return rf16(b + 108u) * f32(q3_scale(b + 96u, e / 16u)) * f32(q);
+}`,
+  },
+  12: {
+    name: 'Q4_K', blk: 256, bytes: 144, // d, dmin, scales[12], qs[128]; d*sc*q - dmin*m
+    wgsl: `${K_SCALE_MIN}
+fn w_get(b: u32, e: u32) -> f32 {
+  let sm = k_scale_min(b + 4u, e / 32u);
+  let q = (rb(b + 16u + 32u * (e / 64u) + e % 32u) >> (4u * (e / 32u % 2u))) & 0xfu;
+  return rf16(b) * sm.x * f32(q) - rf16(b + 2u) * sm.y;
+}`,
+  },
+  13: {
+    name: 'Q5_K', blk: 256, bytes: 176, // d, dmin, scales[12], qh[32], qs[128]
+    wgsl: `${K_SCALE_MIN}
+fn w_get(b: u32, e: u32) -> f32 {
+  let sm = k_scale_min(b + 4u, e / 32u);
+  let lo = (rb(b + 48u + 32u * (e / 64u) + e % 32u) >> (4u * (e / 32u % 2u))) & 0xfu;
+  let hi = (rb(b + 16u + e % 32u) >> (e / 32u)) & 1u;
+  return rf16(b) * sm.x * f32(lo | (hi << 4u)) - rf16(b + 2u) * sm.y;
+}`,
+  },
+  14: {
+    name: 'Q6_K', blk: 256, bytes: 210, // ql[128], qh[64], scales[16] int8, d; d*sc*(q6 - 32)
+    wgsl: `fn w_get(b: u32, e: u32) -> f32 {
+  let h = e / 128u;
+  let r = e % 128u;
+  let k = r / 32u;
+  let l = r % 32u;
+  let lo = (rb(b + 64u * h + l + 32u * (k & 1u)) >> (4u * (k >> 1u))) & 0xfu;
+  let hi = (rb(b + 128u + 32u * h + l) >> (2u * k)) & 3u;
+  let sc = rsb(b + 192u + 8u * h + 2u * k + l / 16u);
+  return rf16(b + 208u) * f32(sc) * f32(i32(lo | (hi << 4u)) - 32);
+}`,
+  },
+});
+
+/** The name of GGUF type `id` for messages ('Q4_K'), or `type <id>`. */
+export function typeName(id) {
+  return GPU_TYPES[id]?.name ?? `type ${id}`;
+}

@@ -1,0 +1,151 @@
+/*
+ * describe.c — a loaded model as JSON, for a forward pass that runs outside this library (the
+ * WebGPU backend, js/backend/webgpu/): the architecture's row of arch.c, the resolved
+ * hyperparameters, and every weight's type, shape and place in memory. The other backend reads
+ * these instead of re-deriving them from the file, so both passes follow the same row. It does
+ * not copy or convert weights.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "model/model.h"
+
+typedef struct out_buf {
+    char *buf;
+    size_t cap, len;
+} out_buf;
+
+static void put(out_buf *o, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Appends formatted text; counts it when the buffer is full (snprintf's contract). */
+static void put(out_buf *o, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *at = o->len < o->cap ? o->buf + o->len : NULL;
+    int n = vsnprintf(at, at ? o->cap - o->len : 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) o->len += (size_t)n;
+}
+
+/* "name":[type,rows,cols,row_bytes,address] of a matrix, or null when absent. */
+static void put_tensor(out_buf *o, const char *name, const wlm_tensor *t) {
+    if (!t->data) {
+        put(o, "\"%s\":null", name);
+        return;
+    }
+    put(o, "\"%s\":[%d,%d,%d,%zu,%lu]", name, (int)t->type, (int)t->rows, (int)t->cols,
+        t->row_bytes, (unsigned long)(uintptr_t)t->data);
+}
+
+/* A float vector of n elements as an F32 tensor of one row, or null. */
+static void put_vec(out_buf *o, const char *name, const float *v, int32_t n) {
+    wlm_tensor t = {WLM_TYPE_F32, 1, n, (size_t)n * sizeof(float), v};
+    put_tensor(o, name, &t);
+}
+
+int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
+    if (!m || !m->loaded || m->vocab_only) return -1;
+    out_buf o = {buf, cap, 0};
+    const wlm_hparams *p = &m->hp;
+    const wlm_arch *a = p->arch;
+    static const char *norms[] = {"rms", "layer"}, *acts[] = {"silu", "gelu"};
+    static const char *ffns[] = {"gated", "fused_gate_up", "plain"};
+    static const char *ropes[] = {"none", "norm", "neox"};
+    put(&o, "{\"arch\":{\"name\":\"%s\",\"norm\":\"%s\",\"act\":\"%s\",\"ffn\":\"%s\","
+            "\"rope\":\"%s\",\"pos_embd\":%d,\"swa\":%d},",
+        a->name, norms[a->norm], acts[a->act], ffns[a->ffn], ropes[a->rope], a->pos_embd, a->swa);
+    put(&o, "\"hp\":{\"dim\":%d,\"hidden_dim\":%d,\"n_layers\":%d,\"n_heads\":%d,"
+            "\"n_kv_heads\":%d,\"vocab_size\":%d,\"seq_len\":%d,\"head_size\":%d,\"q_dim\":%d,"
+            "\"kv_dim\":%d,\"n_rot\":%d,\"n_swa\":%d,\"n_ctx_orig\":%d,",
+        (int)p->dim, (int)p->hidden_dim, (int)p->n_layers, (int)p->n_heads, (int)p->n_kv_heads,
+        (int)p->vocab_size, (int)p->seq_len, (int)p->head_size, (int)p->q_dim, (int)p->kv_dim,
+        (int)p->n_rot, (int)p->n_swa, (int)p->n_ctx_orig);
+    /* %.9g: every float32 value round-trips */
+    put(&o, "\"norm_eps\":%.9g,\"rope_theta\":%.9g,\"rope_freq_scale\":%.9g,"
+            "\"rope_theta_swa\":%.9g,\"rope_attn_factor\":%.9g,\"q_scale\":%.9g,"
+            "\"embd_scale\":%.9g,\"final_softcap\":%.9g},",
+        (double)p->norm_eps, (double)p->rope_theta, (double)p->rope_freq_scale,
+        (double)p->rope_theta_swa, (double)p->rope_attn_factor, (double)p->q_scale,
+        (double)p->embd_scale, (double)p->final_softcap);
+    const wlm_weights *w = &m->w;
+    const int32_t D = p->dim, H = p->hidden_dim, hs = p->head_size;
+    put(&o, "\"tensors\":{");
+    put_tensor(&o, "token_embd", &w->token_embedding);
+    put(&o, ",");
+    put_tensor(&o, "position_embd", &w->pos_embedding);
+    put(&o, ",");
+    put_vec(&o, "output_norm", w->rms_final, D);
+    put(&o, ",");
+    put_vec(&o, "output_norm_b", w->final_norm_b, D);
+    put(&o, ",");
+    put_tensor(&o, "output", &w->wcls);
+    put(&o, "},\"layers\":[");
+    for (int32_t l = 0; l < p->n_layers; l++) {
+        const wlm_layer_weights *lw = &w->layers[l];
+        put(&o, "%s{\"swa\":%d,", l ? "," : "", (int)lw->swa);
+        put_vec(&o, "attn_norm", lw->rms_att, D);
+        put(&o, ",");
+        put_vec(&o, "attn_norm_b", lw->att_norm_b, D);
+        put(&o, ",");
+        put_tensor(&o, "wq", &lw->wq);
+        put(&o, ",");
+        put_tensor(&o, "wk", &lw->wk);
+        put(&o, ",");
+        put_tensor(&o, "wv", &lw->wv);
+        put(&o, ",");
+        put_tensor(&o, "wqkv", &lw->wqkv);
+        put(&o, ",");
+        if (lw->wqkv.data) { /* fused: the biases are views into attn_qkv.bias */
+            put_vec(&o, "bqkv", lw->bq, p->q_dim + 2 * p->kv_dim);
+            put(&o, ",\"bq\":null,\"bk\":null,\"bv\":null,");
+        } else {
+            put(&o, "\"bqkv\":null,");
+            put_vec(&o, "bq", lw->bq, p->q_dim);
+            put(&o, ",");
+            put_vec(&o, "bk", lw->bk, p->kv_dim);
+            put(&o, ",");
+            put_vec(&o, "bv", lw->bv, p->kv_dim);
+            put(&o, ",");
+        }
+        put_vec(&o, "q_norm", lw->q_norm, hs);
+        put(&o, ",");
+        put_vec(&o, "k_norm", lw->k_norm, hs);
+        put(&o, ",");
+        put_tensor(&o, "wo", &lw->wo);
+        put(&o, ",");
+        put_vec(&o, "bo", lw->bo, D);
+        put(&o, ",");
+        put_vec(&o, "post_attn_norm", lw->post_att_norm, D);
+        put(&o, ",");
+        put_vec(&o, "ffn_norm", lw->rms_ffn, D);
+        put(&o, ",");
+        put_vec(&o, "ffn_norm_b", lw->ffn_norm_b, D);
+        put(&o, ",");
+        put_tensor(&o, "w1", &lw->w1);
+        put(&o, ",");
+        put_tensor(&o, "w2", &lw->w2);
+        put(&o, ",");
+        put_tensor(&o, "w3", &lw->w3);
+        put(&o, ",");
+        put_vec(&o, "b_up", lw->b_up, H);
+        put(&o, ",");
+        put_vec(&o, "b_down", lw->b_down, D);
+        put(&o, ",");
+        put_vec(&o, "post_ffn_norm", lw->post_ffn_norm, D);
+        put(&o, "}");
+    }
+    put(&o, "],\"rope_factors\":{");
+    put_vec(&o, "freqs", w->rope_freqs, p->n_rot / 2);
+    put(&o, ",");
+    put_vec(&o, "long", w->rope_long, p->n_rot / 2);
+    put(&o, ",");
+    put_vec(&o, "short", w->rope_short, p->n_rot / 2);
+    put(&o, "}}");
+    if (o.len < o.cap) o.buf[o.len] = '\0';
+    else if (o.cap) o.buf[o.cap - 1] = '\0';
+    return (int64_t)o.len;
+}

@@ -1,0 +1,287 @@
+// The WebGPU backend end to end, on Dawn + SwiftShader: for every architecture of the synthetic
+// tiny models (tools/synth_gguf.mjs) in F32, Q8_0 and Q4_K_M (and gpt2's in F16, BF16, Q4_0,
+// Q4_1, Q2_K, Q3_K, Q5_K_M: every weight type at least once), the GPU engine's logits against
+// the CPU engine's (on the dequantized file for a quantized one, see below), step by step over a prompt and greedy continuation (the CPU's ids fed to
+// both), and the greedy ids equal up to the first near-tie; generate() with the sampler, stop
+// strings and prompt-cache reuse running in wasm; and the errors: no adapter, an unsupported
+// option, a buffer above the adapter's limits, device loss mid-generation (the engine then
+// loads again), and what the backend refuses for now (batches, beams, context shift).
+//
+// The reference for a quantized file is the CPU engine on the same file with every tensor
+// dequantized to F32 by C's to_float (dequantizedCopy): the GPU multiplies dequantized weights
+// by float activations, while the CPU engine on the quantized file rounds each activation
+// vector to 8 bits (Q8_0 / Q8_K) before its integer dot products, a difference of up to ~1 logit
+// over a 128k vocabulary that would hide real errors. Tolerance (max |GPU − CPU| over the
+// vocabulary, relative to 1 + max |logit|): 1e-3 (measured ≤ 2e-4, Gemma 3's GELU rounded to
+// binary16 the largest). The kernels themselves are checked tightly in webgpu_kernels.test.mjs.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { dawn } from './_webgpu.mjs';
+import { createEngine } from '../../js/wasmlm.js';
+import fs from 'node:fs';
+import { synthCached } from '../../tools/synth_gguf.mjs';
+import { ggufBytes, readGguf } from '../../tools/vocab_gguf.mjs';
+import { wasmReference } from './_webgpu.mjs';
+
+const { gpu, skip: why } = await dawn();
+const skip = why || false;
+const NEAR_TIE = 0.01;
+const PROMPT = 'Once upon a time there was';
+
+const argmax = (v) => { let b = 0; for (let i = 1; i < v.length; i++) if (v[i] > v[b]) b = i; return b; };
+const margin = (v) => {
+  let a = -Infinity, b = -Infinity;
+  for (const x of v) { if (x > a) { b = a; a = x; } else if (x > b) b = x; }
+  return a - b;
+};
+
+/** max |a − b| and max |a|. */
+function diff(a, b) {
+  let d = 0, m = 0;
+  for (let i = 0; i < a.length; i++) { d = Math.max(d, Math.abs(a[i] - b[i])); m = Math.max(m, Math.abs(a[i])); }
+  return { d, m };
+}
+
+/** A GPU object whose adapter reports `limits` and whose device is reported to `onDevice`. */
+function wrappedGpu({ limits = null, onDevice = null } = {}) {
+  const wrap = (target, extra) => new Proxy(target, {
+    get(t, k) {
+      if (k in extra) return extra[k];
+      const v = Reflect.get(t, k);
+      return typeof v === 'function' ? v.bind(t) : v;
+    },
+  });
+  return {
+    async requestAdapter(o) {
+      const ad = await gpu.requestAdapter(o);
+      const fakeLimits = limits ? { ...Object.fromEntries(Object.keys(Object.getPrototypeOf(ad.limits)).map((k) => [k, ad.limits[k]])), ...limits } : null;
+      return wrap(ad, {
+        ...(fakeLimits ? { limits: fakeLimits } : {}),
+        async requestDevice(d) {
+          const dev = await ad.requestDevice(d);
+          onDevice?.(dev);
+          return fakeLimits ? wrap(dev, { limits: fakeLimits }) : dev;
+        },
+      });
+    },
+  };
+}
+
+/** `file` with every tensor dequantized to F32 by C (wlmjs_dequantize), written beside it once. */
+function dequantizedCopy(file) {
+  const out = file.replace(/\.gguf$/, '-dequantized.gguf');
+  if (fs.existsSync(out) && fs.statSync(out).mtimeMs >= fs.statSync(file).mtimeMs) return out;
+  const g = readGguf(file);
+  const bytes = fs.readFileSync(file);
+  const x = wasmReference();
+  const tensors = g.tensors.map((t) => {
+    const n = t.ne.reduce((a, b) => a * b, 1);
+    const at = g.dataOffset + t.offset;
+    if (t.type === 0) return { name: t.name, ne: t.ne, type: 0, data: bytes.subarray(at, at + n * 4) };
+    const next = g.tensors.filter((u) => u.offset > t.offset).reduce((m, u) => Math.min(m, u.offset), bytes.length - g.dataOffset);
+    const src = x.wlmjs_malloc(next - t.offset) >>> 0, dst = x.wlmjs_malloc(n * 4) >>> 0;
+    new Uint8Array(x.memory.buffer, src, next - t.offset).set(bytes.subarray(at, g.dataOffset + next));
+    assert.equal(x.wlmjs_dequantize(t.type, src, dst, n), n, `dequantize ${t.name}`);
+    const data = Buffer.from(new Float32Array(x.memory.buffer, dst, n).slice().buffer);
+    x.wlmjs_free(src);
+    x.wlmjs_free(dst);
+    return { name: t.name, ne: t.ne, type: 0, data };
+  });
+  const kv = g.kv.filter(([k]) => k !== 'general.file_type');
+  fs.writeFileSync(out, ggufBytes(kv, tensors, g.alignment));
+  return out;
+}
+
+const cases = [];
+for (const arch of ['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2']) {
+  for (const type of ['F32', 'Q8_0', 'Q4_K_M']) cases.push({ arch, type });
+}
+// the other weight types, on the smallest vocabulary (gpt2's 50k; its 256-wide feed-forward rows
+// take the K-quants: Q2_K, Q3_K, Q5_K, Q6_K)
+for (const type of ['F16', 'BF16', 'Q4_0', 'Q4_1', 'Q2_K', 'Q3_K', 'Q5_K_M']) cases.push({ arch: 'gpt2', type });
+
+for (const { arch, type } of cases) {
+  test(`${arch} ${type}: GPU logits match the CPU's over prefill and 6 decode steps, greedy ids equal up to a near-tie`, { skip }, async () => {
+    const file = synthCached({ arch, type });
+    const cpu = await createEngine({ threads: 1, backend: 'cpu' });
+    const gpuE = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+    try {
+      const cpuInfo = await cpu.load({ model: type === 'F32' ? file : dequantizedCopy(file) });
+      const info = await gpuE.load({ model: file });
+      // the KV cache lives on the GPU only: the context holds no KV blocks in wasm memory
+      assert.ok(info.contextBytes < cpuInfo.contextBytes, `context ${info.contextBytes} bytes, CPU's ${cpuInfo.contextBytes}`);
+      assert.equal(info.backend, 'webgpu');
+      assert.match(info.backendReason, /webgpu/);
+      assert.ok(info.gpuBytes > 0);
+      const tol = 1e-3;
+      let ids = Array.from(await cpu.tokenize(PROMPT));
+      for (let step = 0; step < 7; step++) {
+        const a = await cpu.evalTokens(ids);
+        const b = await gpuE.evalTokens(ids);
+        const { d, m } = diff(a, b);
+        assert.ok(d <= tol * (1 + m), `step ${step}: max |diff| ${d} > ${tol} · (1 + ${m})`);
+        if (margin(a) < NEAR_TIE) break; // a near-tie: the two may pick either
+        assert.equal(argmax(b), argmax(a), `step ${step}: greedy ids differ`);
+        ids = [argmax(a)];
+      }
+    } finally {
+      await cpu.free();
+      await gpuE.free();
+    }
+  });
+}
+
+test('a prompt of several GPU passes (80 tokens, passes of 32) and the decode after it', { skip }, async () => {
+  const file = synthCached({ arch: 'qwen3', type: 'F32' });
+  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+  try {
+    await cpu.load({ model: file, kvType: 'f32' });
+    await g.load({ model: file, kvType: 'f32' });
+    const words = Array.from({ length: 60 }, (_, i) => `w${i * 7 % 23}`).join(' ');
+    const ids = Array.from(await cpu.tokenize(words)).slice(0, 80);
+    assert.equal(ids.length, 80);
+    for (const step of [ids, [ids[5]], [ids[9]]]) {
+      const a = await cpu.evalTokens(step), b = await g.evalTokens(step);
+      const { d, m } = diff(a, b);
+      assert.ok(d <= 1e-3 * (1 + m), `${step.length} tokens: max |diff| ${d}`);
+    }
+  } finally {
+    await cpu.free();
+    await g.free();
+  }
+});
+
+test('batching never changes a GPU result: a prompt in one pass equals it token by token, bit for bit', { skip }, async () => {
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+  try {
+    await g.load({ model: synthCached({ arch: 'gpt2', type: 'Q4_K_M' }) });
+    const ids = Array.from(await g.tokenize(PROMPT));
+    const batch = await g.evalTokens(ids);
+    await g.reset();
+    let one;
+    for (const id of ids) one = await g.evalTokens([id]);
+    assert.deepEqual(one, batch);
+  } finally {
+    await g.free();
+  }
+});
+
+test('generate() on the GPU: the sampler, stop strings, a JSON Schema and prompt-cache reuse run in wasm, as on the CPU', { skip }, async () => {
+  const file = synthCached({ arch: 'llama', type: 'F32' });
+  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+  try {
+    await cpu.load({ model: file, kvType: 'f32' });
+    await g.load({ model: file, kvType: 'f32' });
+    const run = async (e, prompt, params) => {
+      const out = [];
+      for await (const t of e.generate(prompt, params)) out.push(t.id);
+      return { ids: out, ...e.lastResult };
+    };
+    const p = { temperature: 0.8, topK: 40, seed: 7, maxTokens: 6 };
+    const a = await run(cpu, PROMPT, p), b = await run(g, PROMPT, p);
+    assert.deepEqual(b.ids, a.ids);
+    assert.equal(b.text, a.text);
+    // a longer prompt that starts with the same text reuses the cached positions
+    const p2 = { ...p, cachePrompt: true, maxTokens: 4 };
+    await run(cpu, PROMPT, p2); await run(g, PROMPT, p2);
+    const a2 = await run(cpu, `${PROMPT} a little`, p2), b2 = await run(g, `${PROMPT} a little`, p2);
+    assert.ok(b2.nCached > 0, 'no positions reused');
+    assert.equal(b2.nCached, a2.nCached);
+    assert.deepEqual(b2.ids, a2.ids);
+    // a stop string is held back and never emitted (C's filter)
+    const stop = a.text.slice(2, 5);
+    if (stop.length === 3) {
+      const s1 = await run(cpu, PROMPT, { ...p, stop: [stop] }), s2 = await run(g, PROMPT, { ...p, stop: [stop] });
+      assert.equal(s2.text, s1.text);
+      assert.equal(s2.stopReason, s1.stopReason);
+    }
+    // a JSON Schema constrains the GPU's logits in wasm as it does the CPU's
+    const schema = { type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] };
+    const j1 = await run(cpu, PROMPT, { ...p, jsonSchema: schema, maxTokens: 8 }), j2 = await run(g, PROMPT, { ...p, jsonSchema: schema, maxTokens: 8 });
+    assert.equal(j2.text, j1.text);
+    assert.match(j2.text, /^\{/);
+    // abort mid-generation, then the engine goes on
+    const ac = new AbortController();
+    let n = 0;
+    await assert.rejects(async () => { for await (const _ of g.generate(PROMPT, p, { signal: ac.signal })) if (++n === 2) ac.abort(); }, { name: 'AbortError' });
+    const again = await run(g, PROMPT, p);
+    assert.deepEqual(again.ids, a.ids);
+  } finally {
+    await cpu.free();
+    await g.free();
+  }
+});
+
+test('refused for now with WLM_ERR_UNSUPPORTED: generateBatch, beamSearch, contextShift', { skip }, async () => {
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+  try {
+    await g.load({ model: synthCached({ arch: 'llama', type: 'F32' }) });
+    const drain = async (it) => { for await (const _ of it); };
+    await assert.rejects(drain(g.generateBatch(['a', 'b'], { maxTokens: 2 })), { code: 'WLM_ERR_UNSUPPORTED', message: /WebGPU/ });
+    await assert.rejects(g.beamSearch('a', { width: 2, maxTokens: 2 }), { code: 'WLM_ERR_UNSUPPORTED', message: /WebGPU/ });
+    await assert.rejects(drain(g.generate('a', { maxTokens: 2, contextShift: true })), { code: 'WLM_ERR_UNSUPPORTED', message: /context_?[sS]hift.*WebGPU/ });
+    const ok = []; // and the engine still generates
+    for await (const t of g.generate('a', { maxTokens: 2, temperature: 0 })) ok.push(t.id);
+    assert.equal(ok.length, 2);
+  } finally {
+    await g.free();
+  }
+});
+
+test('backend choice: auto keeps a software adapter on the CPU and says why; a bad option is refused', { skip }, async () => {
+  await assert.rejects(createEngine({ backend: 'gpu' }), { code: 'WLM_ERR_INVALID_ARG', message: /backend must be/ });
+  const e = await createEngine({ threads: 1, gpu });
+  try {
+    const info = await e.load({ model: synthCached({ arch: 'gpt2', type: 'F32' }) });
+    assert.equal(info.backend, 'cpu');
+    assert.match(info.backendReason, /auto: .*(fallback|software)/);
+    const cpuInfo = await e.load({ model: synthCached({ arch: 'gpt2', type: 'F32' }), backend: 'cpu' });
+    assert.match(cpuInfo.backendReason, /'cpu' was asked for/);
+  } finally {
+    await e.free();
+  }
+});
+
+test('backend webgpu without an adapter, or with buffers above its limits: a WasmlmError naming it, and the engine loads again', { skip }, async () => {
+  const file = synthCached({ arch: 'gpt2', type: 'F32' });
+  const none = await createEngine({ threads: 1, backend: 'webgpu', gpu: { requestAdapter: async () => null } });
+  try {
+    await assert.rejects(none.load({ model: file }), { code: 'WLM_ERR_UNSUPPORTED', message: /backend 'webgpu'.*no adapter/ });
+    assert.equal(none.info, null);
+    const info = await none.load({ model: file, backend: 'cpu' });
+    assert.equal(info.backend, 'cpu');
+  } finally {
+    await none.free();
+  }
+  const small = await createEngine({ threads: 1, backend: 'webgpu', gpu: wrappedGpu({ limits: { maxStorageBufferBindingSize: 65536 } }) });
+  try {
+    await assert.rejects(small.load({ model: file }), { code: 'WLM_ERR_UNSUPPORTED', message: /needs a buffer of \d+ bytes; the adapter allows 65536 \(maxStorageBufferBindingSize/ });
+    const info = await small.load({ model: file, backend: 'auto' });
+    assert.equal(info.backend, 'cpu');
+  } finally {
+    await small.free();
+  }
+});
+
+test('device lost mid-generation: that generation ends with a clear error, the engine loads again', { skip }, async () => {
+  let device = null;
+  const file = synthCached({ arch: 'gpt2', type: 'F32' });
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu: wrappedGpu({ onDevice: (d) => { device = d; } }) });
+  try {
+    await g.load({ model: file });
+    let n = 0;
+    await assert.rejects(async () => {
+      for await (const _ of g.generate(PROMPT, { maxTokens: 20, temperature: 0 })) if (++n === 2) device.destroy();
+    }, { code: 'WLM_ERR_STATE', message: /GPU device was lost.*load\(\) the model again/ });
+    await assert.rejects(g.evalTokens([1]), { message: /lost/ });
+    const info = await g.load({ model: file, backend: 'cpu' });
+    assert.equal(info.backend, 'cpu');
+    const ids = [];
+    for await (const t of g.generate(PROMPT, { maxTokens: 3, temperature: 0 })) ids.push(t.id);
+    assert.equal(ids.length, 3);
+  } finally {
+    await g.free();
+  }
+});

@@ -1,0 +1,361 @@
+// The WGSL kernels of js/backend/webgpu/ one by one, on Dawn + SwiftShader, against their
+// references: the weight decoders and matvec against the C library's own dequantization
+// (wlmjs_dequantize: quant.c's to_float, the blocks made by its quantizers) with the dot taken
+// in double; the F16 KV store against C's wlm_fp32_to_fp16 bit for bit; norm, RoPE, attention
+// and the element-wise kernels against transcriptions of kernels_ref.c in double precision.
+// Tolerances are relative to the sum of the absolute terms (a float32 sum of n terms is within
+// ~n·2⁻²⁴ of it); each is stated where it is asserted.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { dawn, wasmReference } from './_webgpu.mjs';
+import { makePipeline } from '../../js/backend/webgpu/forward.js';
+import { attentionWgsl, eltwiseWgsl, embedWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, NONE, normWgsl, ropeWgsl, WG } from '../../js/backend/webgpu/wgsl_ops.js';
+import { GPU_TYPES } from '../../js/backend/webgpu/wgsl_quant.js';
+
+const { adapter, skip: why } = await dawn();
+const skip = why || false;
+const device = adapter ? await adapter.requestDevice({ requiredFeatures: adapter.features.has('subgroups') ? ['subgroups'] : [] }) : null;
+const x = wasmReference();
+const STORAGE = 128, COPY_SRC = 4, COPY_DST = 8, MAP_READ = 1;
+
+/** Seeded uniform numbers in [-1, 1). */
+function rng(seed) {
+  let s = seed >>> 0;
+  return () => { s = (Math.imul(s, 1664525) + 1013904223) >>> 0; return s / 2 ** 31 - 1; };
+}
+const fbits = (v) => new Uint32Array(new Float32Array([v]).buffer)[0];
+
+/**
+ * Runs `code` once: binding 0 the activations A (Float32Array), 1 the 16 parameter words, 2.. the
+ * typed arrays of `extra`; returns [A, ...extra] as read back (ArrayBuffers).
+ */
+async function run(code, { A, params, extra = [], grid }) {
+  const pipe = await makePipeline(device, code, 'test');
+  const mk = (data) => {
+    const b = device.createBuffer({ size: Math.max(16, (data.byteLength + 3) & ~3), usage: STORAGE | COPY_SRC | COPY_DST, mappedAtCreation: true });
+    new Uint8Array(b.getMappedRange()).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    b.unmap();
+    return b;
+  };
+  const bufs = [A, ...extra].map(mk);
+  const words = new Uint32Array(16);
+  words.set(params.map((v) => v >>> 0));
+  const pbuf = device.createBuffer({ size: 64, usage: 64 | COPY_DST });
+  device.queue.writeBuffer(pbuf, 0, words);
+  const entries = [{ binding: 0, resource: { buffer: bufs[0] } }, { binding: 1, resource: { buffer: pbuf } },
+    ...bufs.slice(1).map((b, i) => ({ binding: 2 + i, resource: { buffer: b } }))];
+  const enc = device.createCommandEncoder();
+  const pass = enc.beginComputePass();
+  pass.setPipeline(pipe);
+  pass.setBindGroup(0, device.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries }));
+  pass.dispatchWorkgroups(...grid);
+  pass.end();
+  const reads = bufs.map((b) => {
+    const r = device.createBuffer({ size: b.size, usage: MAP_READ | COPY_DST });
+    enc.copyBufferToBuffer(b, 0, r, 0, b.size);
+    return r;
+  });
+  device.queue.submit([enc.finish()]);
+  const out = [];
+  for (const r of reads) {
+    await r.mapAsync(1);
+    out.push(r.getMappedRange().slice(0));
+    r.destroy();
+  }
+  for (const b of [...bufs, pbuf]) b.destroy();
+  return out;
+}
+
+/** `rows` × `cols` weights of `type` from seeded floats, through the C quantizer: {bytes, deq}. */
+function weights(type, rows, cols, seed) {
+  const r = rng(seed);
+  const f = new Float32Array(rows * cols);
+  for (let i = 0; i < f.length; i++) f[i] = r() * (1 + (i % 7)) * 0.25; // uneven magnitudes per block
+  const src = x.wlmjs_malloc(f.byteLength) >>> 0;
+  new Float32Array(x.memory.buffer, src, f.length).set(f);
+  let bytes;
+  if (type === 0) {
+    bytes = new Uint8Array(f.buffer.slice(0));
+  } else {
+    const n = x.wlmjs_quantize_rows(type, src, 0, rows, cols);
+    assert.ok(n > 0, `type ${type}: no quantizer for rows of ${cols}`);
+    const dst = x.wlmjs_malloc(n) >>> 0;
+    x.wlmjs_quantize_rows(type, src, dst, rows, cols);
+    bytes = new Uint8Array(x.memory.buffer, dst, n).slice();
+    x.wlmjs_free(dst);
+  }
+  const q = x.wlmjs_malloc(bytes.length) >>> 0;
+  new Uint8Array(x.memory.buffer, q, bytes.length).set(bytes);
+  assert.equal(x.wlmjs_dequantize(type, q, src, rows * cols), rows * cols, `dequantize type ${type}`);
+  const deq = new Float32Array(x.memory.buffer, src, rows * cols).slice();
+  x.wlmjs_free(q);
+  x.wlmjs_free(src);
+  return { bytes, deq, rowBytes: bytes.length / rows };
+}
+
+const typeIds = Object.keys(GPU_TYPES).map(Number);
+
+test('embed: every type decodes its rows as C\'s to_float (|diff| ≤ 1e-6 · max|w|: contraction may fuse d·q − m)', { skip }, async () => {
+  for (const type of typeIds) {
+    const blk = GPU_TYPES[type].blk;
+    const rows = 3, cols = blk === 256 ? 512 : 96;
+    const { bytes, deq, rowBytes } = weights(type, rows, cols, 10 + type);
+    const ids = new Uint32Array([2, 0, 1]);
+    const A = new Float32Array(3 * cols);
+    const [out] = await run(embedWgsl(type), { A, params: [cols, rowBytes, 0, 0, cols, 0, fbits(1)], extra: [bytes, ids], grid: [Math.ceil(cols / WG), 1, 3] });
+    const got = new Float32Array(out);
+    let amax = 0;
+    for (const v of deq) amax = Math.max(amax, Math.abs(v));
+    for (let e = 0; e < 3; e++) {
+      for (let i = 0; i < cols; i++) {
+        const want = deq[ids[e] * cols + i];
+        assert.ok(Math.abs(got[e * cols + i] - want) <= 1e-6 * amax, `${GPU_TYPES[type].name} entry ${e} [${i}]: ${got[e * cols + i]} vs ${want}`);
+      }
+    }
+  }
+});
+
+/** Checks matvec of `type` on rows × cols for 2 entries, accumulate off, one thread layout. */
+async function checkMatvec(type, rows, cols, { subgroups = false, tpr = matvecThreadsPerRow(cols) } = {}) {
+  const { bytes, deq, rowBytes } = weights(type, rows, cols, 100 + type + cols);
+  const r = rng(7);
+  const n = 2, xOff = 8, yOff = xOff + n * cols + 4;
+  const A = new Float32Array(yOff + n * rows);
+  for (let i = 0; i < n * cols; i++) A[xOff + i] = r();
+  const per = WG / tpr;
+  const [out] = await run(matvecWgsl(type, { subgroups, tpr }), {
+    A, params: [rows, cols, rowBytes, xOff, cols, yOff, rows, 0], extra: [bytes], grid: [Math.ceil(rows / per), 1, n],
+  });
+  const got = new Float32Array(out);
+  for (let e = 0; e < n; e++) {
+    for (let row = 0; row < rows; row++) {
+      let want = 0, abs = 0;
+      for (let i = 0; i < cols; i++) {
+        const t = deq[row * cols + i] * A[xOff + e * cols + i];
+        want += t;
+        abs += Math.abs(t);
+      }
+      const g = got[yOff + e * rows + row];
+      assert.ok(Math.abs(g - want) <= 1e-6 * abs * Math.log2(cols) + 1e-30,
+        `${GPU_TYPES[type].name} tpr ${tpr}${subgroups ? ' subgroups' : ''} entry ${e} row ${row}: ${g} vs ${want} (Σ|terms| ${abs})`);
+    }
+  }
+  return got;
+}
+
+test('matvec: every type against C\'s dequantization, dot in double (≤ 1e-6 · log2(cols) · Σ|w·x|)', { skip }, async () => {
+  for (const type of typeIds) await checkMatvec(type, 7, GPU_TYPES[type].blk === 256 ? 512 : 544);
+});
+
+test('matvec: one invocation per row, a workgroup per row, and subgroupAdd give the same products', { skip }, async () => {
+  await checkMatvec(8, 70, 96, { tpr: 1 });          // short rows: WG rows a workgroup, the last one partial
+  await checkMatvec(0, 5, 64, { tpr: 1 });
+  await checkMatvec(12, 3, 2048, { tpr: WG });       // long rows, shared-memory tree
+  if (adapter.features.has('subgroups')) await checkMatvec(14, 3, 2048, { tpr: WG, subgroups: true });
+});
+
+test('matvec: the batch form (4 entries a workgroup, weights read once) gives each entry the one-entry form\'s bits', { skip }, async () => {
+  for (const [type, rows, cols, tpr, subgroups] of [[8, 70, 96, 1, false], [12, 5, 512, 16, false], [14, 3, 2048, WG, false], [2, 3, 2048, WG, true]]) {
+    if (subgroups && !adapter.features.has('subgroups')) continue;
+    const { bytes, rowBytes } = weights(type, rows, cols, 300 + type);
+    const r = rng(17);
+    const n = 7, yOff = n * cols;
+    const A = new Float32Array(yOff + n * rows);
+    for (let i = 0; i < n * cols; i++) A[i] = r();
+    const params = [rows, cols, rowBytes, 0, cols, yOff, rows, 0, 2];
+    const grid = (z) => [Math.ceil(rows / (WG / tpr)), 1, z];
+    const [one] = await run(matvecWgsl(type, { tpr, subgroups }), { A, params, extra: [bytes], grid: grid(n) });
+    const [four] = await run(matvecWgsl(type, { tpr, subgroups, ent: 4 }), { A, params, extra: [bytes, new Uint32Array([0, 0, n, 0])], grid: grid(2) });
+    assert.deepEqual(new Float32Array(four).subarray(yOff), new Float32Array(one).subarray(yOff), `${GPU_TYPES[type].name} tpr ${tpr}`);
+    assert.ok(new Float32Array(four).subarray(yOff).every((v) => v !== 0), 'every entry written');
+  }
+});
+
+test('matvec: accumulate adds to what the output holds', { skip }, async () => {
+  const rows = 3, cols = 64;
+  const { bytes, deq } = weights(0, rows, cols, 5);
+  const A = new Float32Array(cols + rows).fill(1);
+  const [out] = await run(matvecWgsl(0, { tpr: 1 }), { A, params: [rows, cols, cols * 4, 0, 0, cols, 0, 1], extra: [bytes], grid: [1, 1, 1] });
+  const got = new Float32Array(out);
+  for (let row = 0; row < rows; row++) {
+    let want = 1;
+    for (let i = 0; i < cols; i++) want += deq[row * cols + i];
+    assert.ok(Math.abs(got[cols + row] - want) < 1e-4, `${got[cols + row]} vs ${want}`);
+  }
+});
+
+test('kv_store F16: the bits of C\'s wlm_fp32_to_fp16 (nearest even, overflow to inf, subnormals, NaN)', { skip }, async () => {
+  const special = [0, -0, 1, -1, 65504, 65519.99, 65520, -65520, 1e9, Infinity, -Infinity, 6.1e-5, 5.96e-8, 2.98e-8, 2.99e-8, 3e-6, -3e-6, 1 + 2 ** -11, 1 + 3 * 2 ** -11, 0.1, 1 / 3];
+  const r = rng(3);
+  const vals = [...special];
+  while (vals.length < 256) vals.push(r() * 2 ** Math.floor(r() * 40 - 20));
+  const kvDim = 128, nCtx = 4;
+  const A = new Float32Array(2 * kvDim);
+  A.set(vals);
+  const kv = new Uint32Array(nCtx * kvDim); // 2 nCtx rows of kvDim halves
+  const pos = new Uint32Array([2]);
+  const [, kvOut] = await run(kvStoreWgsl(true), { A, params: [0, kvDim, 0, kvDim, nCtx, 0], extra: [kv, pos], grid: [1, 1, 1] });
+  const halves = new Uint16Array(kvOut);
+  const src = x.wlmjs_malloc(A.byteLength) >>> 0, dst = x.wlmjs_malloc(A.length * 2) >>> 0;
+  new Float32Array(x.memory.buffer, src, A.length).set(A);
+  x.wlmjs_quantize_rows(1, src, dst, 1, A.length); // F16 from_float: wlm_fp32_to_fp16
+  const want = new Uint16Array(x.memory.buffer, dst, A.length).slice();
+  x.wlmjs_free(src);
+  x.wlmjs_free(dst);
+  for (let i = 0; i < kvDim; i++) {
+    assert.equal(halves[2 * kvDim + i], want[i], `K ${A[i]}`);
+    assert.equal(halves[(nCtx + 2) * kvDim + i], want[kvDim + i], `V ${A[kvDim + i]}`);
+  }
+  // NaN stays NaN (C keeps the payload's top bits; any quiet NaN is fine for attention)
+  const [, nanKv] = await run(kvStoreWgsl(true), { A: new Float32Array(2 * kvDim).fill(NaN), params: [0, kvDim, 0, kvDim, nCtx, 0], extra: [kv, new Uint32Array([0])], grid: [1, 1, 1] });
+  const h = new Uint16Array(nanKv)[0];
+  assert.ok((h & 0x7c00) === 0x7c00 && (h & 0x3ff) !== 0, `NaN → ${h.toString(16)}`);
+});
+
+/** kernels_ref.c's rmsnorm / layernorm in double. */
+function normRef(xs, w, b, eps, layer) {
+  const n = xs.length;
+  if (!layer) {
+    let ss = 0;
+    for (const v of xs) ss += v * v;
+    const sc = 1 / Math.sqrt(ss / n + eps);
+    return xs.map((v, i) => w[i] * sc * v);
+  }
+  const mean = xs.reduce((a, v) => a + v, 0) / n;
+  let s2 = 0;
+  for (const v of xs) s2 += (v - mean) ** 2;
+  const sc = 1 / Math.sqrt(s2 / n + eps);
+  return xs.map((v, i) => (v - mean) * sc * w[i] + (b ? b[i] : 0));
+}
+
+test('norm: RMSNorm, LayerNorm with bias, per head in place, and gathered rows (≤ 2e-6 relative)', { skip }, async () => {
+  const r = rng(11);
+  const len = 80, rows = 3;
+  const V = new Float32Array(2 * len).map(() => 1 + r() * 0.5);
+  const S = new Uint32Array([2, 0]);
+  for (const [layer, bias, idx] of [[0, NONE, NONE], [1, len, NONE], [0, NONE, 0]]) {
+    const A = new Float32Array(2 * rows * len).map(() => r() * 3 + 0.5);
+    const z = idx === NONE ? rows : 2;
+    const [out] = await run(normWgsl(), { A, params: [len, 0, len, 0, rows * len, len, 0, 0, bias, layer, fbits(1e-5), idx], extra: [V, S], grid: [1, 1, z] });
+    const got = new Float32Array(out);
+    for (let e = 0; e < z; e++) {
+      const src = idx === NONE ? e : S[e];
+      const want = normRef(Array.from(A.subarray(src * len, src * len + len)), V, bias === NONE ? null : V.subarray(len), 1e-5, layer);
+      for (let i = 0; i < len; i++) {
+        const g = got[rows * len + e * len + i];
+        assert.ok(Math.abs(g - want[i]) <= 2e-6 * (Math.abs(want[i]) + 1), `layer ${layer} entry ${e} [${i}]: ${g} vs ${want[i]}`);
+      }
+    }
+  }
+  // per head, in place: 4 heads of 16 of one entry
+  const A = new Float32Array(64).map(() => r());
+  const [out] = await run(normWgsl(), { A, params: [16, 0, 64, 16, 0, 64, 16, 0, NONE, 0, fbits(1e-6), NONE], extra: [V, S], grid: [4, 1, 1] });
+  const got = new Float32Array(out);
+  for (let h = 0; h < 4; h++) {
+    const want = normRef(Array.from(A.subarray(h * 16, h * 16 + 16)), V, null, 1e-6, 0);
+    for (let i = 0; i < 16; i++) assert.ok(Math.abs(got[h * 16 + i] - want[i]) <= 2e-6 * (Math.abs(want[i]) + 1));
+  }
+});
+
+test('rope: interleaved pairs and NEOX halves with partial rotation (≤ 1e-6)', { skip }, async () => {
+  const r = rng(5);
+  const hs = 32, nRot = 24, heads = 3, half = nRot / 2;
+  for (const neox of [0, 1]) {
+    const A = new Float32Array(heads * hs + nRot).map(() => r());
+    const cs = heads * hs;
+    for (let i = 0; i < half; i++) { const a = 0.3 * i + 0.1; A[cs + i] = Math.cos(a); A[cs + half + i] = Math.sin(a); }
+    const [out] = await run(ropeWgsl(), { A, params: [0, 0, hs, nRot, neox, cs, 0], grid: [heads, 1, 1] });
+    const got = new Float32Array(out);
+    for (let h = 0; h < heads; h++) {
+      const v = Array.from(A.subarray(h * hs, h * hs + hs));
+      for (let i = 0; i < half; i++) { // wlm_rope_ref / wlm_rope_neox_ref
+        const [ia, ib] = neox ? [i, i + half] : [2 * i, 2 * i + 1];
+        const a = A[h * hs + ia], b = A[h * hs + ib], c = A[cs + i], s = A[cs + half + i];
+        v[ia] = a * c - b * s;
+        v[ib] = a * s + b * c;
+      }
+      for (let i = 0; i < hs; i++) assert.ok(Math.abs(got[h * hs + i] - v[i]) <= 1e-6, `neox ${neox} head ${h} [${i}]`);
+    }
+  }
+});
+
+test('attention: GQA over F32 and F16 caches, a sliding window, more positions than a tile (≤ 1e-5)', { skip }, async () => {
+  const r = rng(9);
+  const hs = 40, nHeads = 4, nKv = 2, gqa = 2, kvDim = nKv * hs, nCtx = 150;
+  const kf = new Float32Array(2 * nCtx * kvDim).map(() => r());
+  for (const [f16, pos, swa] of [[false, 137, 0], [true, 137, 0], [false, 100, 30], [false, 0, 0]]) {
+    let kv;
+    let deq = kf;
+    if (f16) { // the cache's halves by C's rounding, and what they decode to
+      const src = x.wlmjs_malloc(kf.byteLength) >>> 0, dst = x.wlmjs_malloc(kf.length * 2) >>> 0;
+      new Float32Array(x.memory.buffer, src, kf.length).set(kf);
+      x.wlmjs_quantize_rows(1, src, dst, 1, kf.length);
+      kv = new Uint32Array(new Uint16Array(x.memory.buffer, dst, kf.length).slice().buffer);
+      x.wlmjs_dequantize(1, dst, src, kf.length);
+      deq = new Float32Array(x.memory.buffer, src, kf.length).slice();
+      x.wlmjs_free(src);
+      x.wlmjs_free(dst);
+    } else {
+      kv = new Uint32Array(kf.buffer.slice(0));
+    }
+    const A = new Float32Array(2 * nHeads * hs).map(() => r());
+    const scale = 1 / Math.sqrt(hs);
+    const [out] = await run(attentionWgsl(f16), {
+      A, params: [0, 0, nHeads * hs, 0, hs, kvDim, nCtx, gqa, 0, swa, fbits(scale)], extra: [kv, new Uint32Array([pos])], grid: [nHeads, 1, 1],
+    });
+    const got = new Float32Array(out);
+    const len = pos + 1, start = swa && len > swa ? len - swa : 0;
+    for (let h = 0; h < nHeads; h++) { // wlm_attention_ref in double
+      const kh = Math.floor(h / gqa) * hs;
+      const sc = [];
+      for (let t = start; t < len; t++) {
+        let d = 0;
+        for (let i = 0; i < hs; i++) d += A[h * hs + i] * deq[t * kvDim + kh + i];
+        sc.push(d * scale);
+      }
+      const m = Math.max(...sc);
+      const p = sc.map((s) => Math.exp(s - m));
+      const sum = p.reduce((a, b) => a + b, 0);
+      for (let i = 0; i < hs; i++) {
+        let o = 0;
+        for (let t = start; t < len; t++) o += (p[t - start] / sum) * deq[(nCtx + t) * kvDim + kh + i];
+        const g = got[nHeads * hs + h * hs + i];
+        assert.ok(Math.abs(g - o) <= 1e-5, `f16 ${f16} pos ${pos} window ${swa} head ${h} [${i}]: ${g} vs ${o}`);
+      }
+    }
+  }
+});
+
+test('element-wise: add, add_vec, scale, SwiGLU, GeGLU (GELU on binary16 as ggml), GELU alone, soft-cap', { skip }, async () => {
+  const r = rng(21);
+  const n = 100;
+  const base = () => new Float32Array(2 * n).map(() => r() * 6);
+  const cases = [
+    ['add', [0, 0, n, 0, n], (a, i) => a[i] + a[n + i]],
+    ['scale', [0, 0, n, fbits(0.375)], (a, i) => a[i] * 0.375],
+    ['glu', [0, 0, n, 0, n, 0, 1], (a, i) => a[i] / (1 + Math.exp(-a[i])) * a[n + i]],
+    ['softcap', [0, 0, n, fbits(5)], (a, i) => 5 * Math.tanh(a[i] / 5)],
+  ];
+  for (const [op, params, ref] of cases) {
+    const A = base();
+    const [out] = await run(eltwiseWgsl(op), { A, params, grid: [Math.ceil(n / WG), 1, 1] });
+    const got = new Float32Array(out);
+    for (let i = 0; i < n; i++) assert.ok(Math.abs(got[i] - ref(A, i)) <= 2e-6 * (1 + Math.abs(ref(A, i))), `${op} [${i}]: ${got[i]} vs ${ref(A, i)}`);
+  }
+  const A = base();
+  const Vv = new Float32Array(n).map(() => r());
+  const [av] = await run(eltwiseWgsl('add_vec'), { A, params: [0, 0, 0, n], extra: [Vv], grid: [2, 1, 1] });
+  for (let i = 0; i < n; i++) assert.ok(Math.abs(new Float32Array(av)[i] - (A[i] + Vv[i])) < 1e-6);
+  // GELU: wlm_gelu1_ref rounds its input and output to binary16: within one binary16 step
+  const G = new Float32Array(2 * n).map((_, i) => (i < n ? (i - n / 2) / 4 : r()));
+  for (const gated of [0, 1]) {
+    const [og] = await run(eltwiseWgsl('glu'), { A: G, params: [0, 0, n, 0, n, 1, gated], grid: [2, 1, 1] });
+    const got = new Float32Array(og);
+    for (let i = 0; i < n; i++) {
+      const v = G[i];
+      let y = v <= -10 ? 0 : v >= 10 ? v : 0.5 * v * (1 + Math.tanh(0.7978845608028654 * v * (1 + 0.044715 * v * v)));
+      if (gated) y *= G[n + i];
+      assert.ok(Math.abs(got[i] - y) <= 2e-3 * (Math.abs(y) + 1e-3), `gelu${gated ? ' gated' : ''}(${v}): ${got[i]} vs ${y}`);
+    }
+  }
+});

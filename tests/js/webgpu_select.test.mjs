@@ -1,0 +1,40 @@
+// The WebGPU backend's choices that need no GPU (js/backend/): which adapters 'auto' counts as
+// software, what makes a model unsupported (a weight type without kernels, a head size above the
+// attention kernel's), the option checks, and a `gpu` that is not a GPU object.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { checkBackendOption } from '../../js/backend/select.js';
+import { describeAdapter, findGpu } from '../../js/backend/webgpu/device.js';
+import { unsupportedReason } from '../../js/backend/webgpu/weights.js';
+import { MAX_HEAD } from '../../js/backend/webgpu/wgsl_ops.js';
+
+const limits = { maxBufferSize: 2 ** 30, maxStorageBufferBindingSize: 2 ** 27, maxComputeWorkgroupsPerDimension: 65535 };
+const adapter = (info, features = []) => ({ info, limits, features: new Set(features) });
+
+test('describeAdapter: fallback and software rasterizers are software; a real GPU is not', () => {
+  assert.equal(describeAdapter(adapter({ vendor: 'google', architecture: 'swiftshader', isFallbackAdapter: true })).software, true);
+  assert.equal(describeAdapter(adapter({ vendor: 'mesa', description: 'llvmpipe (LLVM 15.0.6, 256 bits)' })).software, true);
+  const nv = describeAdapter(adapter({ vendor: 'nvidia', architecture: 'hopper', description: 'NVIDIA H100 80GB HBM3' }, ['subgroups', 'shader-f16']));
+  assert.deepEqual([nv.software, nv.fallback, nv.subgroups, nv.f16, nv.name], [false, false, true, true, 'NVIDIA H100 80GB HBM3']);
+  assert.equal(describeAdapter(adapter({ vendor: 'apple', architecture: 'metal-3' })).name, 'apple metal-3');
+});
+
+test('unsupportedReason names a weight type without GPU kernels and the tensor holding it', () => {
+  const t = (type) => [type, 4, 32, 128, 1024];
+  const desc = { hp: { head_size: 64 }, tensors: { token_embd: t(8), position_embd: null, output: t(8) },
+    layers: [{ wq: t(12), wk: t(12), wv: t(99), wo: t(14), w1: t(12), w2: t(14), w3: t(12) }] };
+  assert.equal(unsupportedReason({ ...desc, layers: [{ ...desc.layers[0], wv: t(13) }] }, { maxHead: MAX_HEAD }), '');
+  assert.match(unsupportedReason(desc, { maxHead: MAX_HEAD }), /no GPU kernels for weight type type 99 \(blk\.0\.attn_v\)/);
+  assert.match(unsupportedReason({ ...desc, hp: { head_size: 512 }, layers: [{ ...desc.layers[0], wv: t(13) }] }, { maxHead: MAX_HEAD }),
+    /head size 512 is above the GPU attention kernel's 256/);
+});
+
+test('options: backend names and the gpu object are checked', async () => {
+  for (const ok of [undefined, 'auto', 'webgpu', 'cpu']) checkBackendOption(ok);
+  for (const bad of ['gpu', 'WebGPU', 1, null]) assert.throws(() => checkBackendOption(bad), { code: 'WLM_ERR_INVALID_ARG' });
+  await assert.rejects(findGpu({}), { code: 'WLM_ERR_INVALID_ARG', message: /requestAdapter/ });
+  // 'auto' in Node never starts Dawn by itself
+  const found = await findGpu(undefined, { importPackage: false });
+  assert.equal(found.gpu, null);
+  assert.match(found.why, /Node has no navigator\.gpu: pass `gpu`/);
+});
