@@ -3,7 +3,7 @@
 // synthetic pair whose acceptance is under control. One JSON line per measurement.
 //
 //   node bench/speculative.mjs [--shape stories110M] [--active 2] [--noise 0,0.1,0.2,0.3]
-//        [--k 2,4,6] [--tokens 128] [--reps 3] [--threads 1]
+//        [--k 2,4,6] [--tokens 128] [--reps 3] [--threads 1] [--target-type Q8_0|F32|...]
 //   node bench/speculative.mjs --verify FILE.gguf [--k 7] [--build relaxed|simd128]
 //        (only the verification cost of another model)
 //
@@ -52,6 +52,7 @@ const ks = opt('k', '2,4,6').split(',').map(Number);
 const nTokens = Number(opt('tokens', '128'));
 const reps = Number(opt('reps', '3'));
 const threads = Number(opt('threads', '1'));
+const targetType = opt('target-type', 'Q8_0'); // the target's weight type (the draft is Q4_0)
 
 const median = (a) => { const s = [...a].sort((x, y) => x - y); return s[s.length >> 1]; };
 const emit = (o) => console.log(JSON.stringify({ bench: 'speculative', ...o }));
@@ -92,7 +93,7 @@ function quantize(src, dst, type) {
 function ensurePair() {
   fs.mkdirSync(OUT_DIR, { recursive: true });
   const base = path.join(OUT_DIR, `spec-${shapeName}-a${active}`);
-  const target = `${base}-target-q8_0.gguf`;
+  const target = `${base}-target-${targetType.toLowerCase()}.gguf`;
   const drafts = noises.map((n) => `${base}-draft-n${n}-q4_0.gguf`);
   if (fs.existsSync(target) && drafts.every((d) => fs.existsSync(d))) return { target, drafts };
   if (!fs.existsSync(CLI)) throw new Error(`${CLI} missing: bash tools/build.sh (or set WASMLM_CLI)`);
@@ -110,7 +111,7 @@ function ensurePair() {
   const tmp = `${base}.tmp.bin`;
   console.error(`writing the target (${shapeName}, ${active} of ${s.nLayers} layers computing)`);
   writeCheckpoint(tmp, s, tensors);
-  quantize(tmp, target, 'Q8_0');
+  quantize(tmp, target, targetType);
   const ds = { ...s, nLayers: active };
   noises.forEach((noise, i) => {
     const dt = {};
@@ -195,7 +196,7 @@ async function main() {
   await engine.load({ model: target, nCtx: 1024 });
   const machine = { cpu: os.cpus()[0]?.model, vcpus: os.cpus().length, node: process.version,
     build: engine.info.build, threads: engine.threads, load };
-  emit({ what: 'setup', shape: shapeName, active, tokens: nTokens, reps, ...machine });
+  emit({ what: 'setup', shape: shapeName, active, targetType, tokens: nTokens, reps, ...machine });
 
   // the cost model, in units of one target decode step: a verification of n positions
   // (c_v), and one draft step (c_d, its one-token pass)
