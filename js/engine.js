@@ -16,6 +16,7 @@ import { chatPrompt, splitChatParams } from './chat.js';
 import { chatCompletion } from './chat_completion.js';
 import { macrotask, mark } from './platform.js';
 import { readIntoHeap } from './source.js';
+import { draftKey, draftSpec, speculate, specStats } from './speculative.js';
 import { importsMemory, sharedMemory, startThreads, stopThreads } from './threads.js';
 import { compilePlanned, instantiateWasm, moduleBuild, planModule, settledPlan } from './wasm.js';
 import { attachBackend, checkBackendOption } from './backend/select.js';
@@ -58,6 +59,7 @@ class Engine {
   #paramGrammar = new Map(); // wlm_gen_params* → the malloc'd grammar text it points at
   #backendOpt;   // {backend, gpu, useSubgroups}: EngineOptions.backend / gpu / gpuSubgroups
   #gpu = null;       // the WebGpuBackend running the loaded model's forward pass, or null (CPU)
+  #draft = null;     // the draft model of speculative decoding: {model, ctx, key, info} (loadDraft)
 
   /** The result of the last generation, or null. See LastResult in wasmlm.d.ts. */
   lastResult = null;
@@ -163,6 +165,7 @@ class Engine {
     const x = this.#x;
     this.#gpu?.release();
     this.#gpu = null;
+    this.#unloadDraft();
     if (this.#ctx) x.wlm_context_free(this.#ctx);
     if (this.#model) x.wlm_model_free(this.#model);
     this.#ctx = 0;
@@ -183,6 +186,7 @@ class Engine {
     if (this.#threads && this.#ctx) {
       const rc = this.#x.wlm_context_set_threadpool(this.#ctx, this.#threads.pool);
       if (rc !== 0) throw this.#ctxError(rc);
+      if (this.#draft) this.#x.wlm_context_set_threadpool(this.#draft.ctx, this.#threads.pool);
     }
   }
 
@@ -656,6 +660,21 @@ class Engine {
     this.#needModel();
     this.#needIdle('generate');
     if (signal?.aborted) throw abortError('The generation');
+    // speculative decoding (js/speculative.js): a draft model loaded on first use, or prompt lookup
+    const { draft, ...plainParams } = params;
+    const spec = draft === undefined ? null : draftSpec(draft);
+    if (spec && !spec.ngram && spec.model !== undefined && draftKey(spec.model) !== this.#draft?.key) {
+      await this.loadDraft({ model: spec.model, nCtx: spec.nCtx, signal });
+    }
+    if (spec && this.#gpu) {
+      throw jsError('WLM_ERR_UNSUPPORTED', 'draft: speculative decoding runs on the CPU backend only ' +
+        "(this model runs on WebGPU: load it with backend: 'cpu')");
+    }
+    if (spec && !spec.ngram && !this.#draft) {
+      throw jsError('WLM_ERR_STATE', 'draft: no draft model loaded (give draft.model, or call loadDraft() first)');
+    }
+    params = plainParams;
+    this.#needIdle('generate');
     this.#syncPool();
     const x = this.#x;
     const ctx = this.#ctx;
@@ -676,6 +695,7 @@ class Engine {
       result.prefillTokensPerSec = result.prefillMs > 0 ? prefilled / (result.prefillMs / 1e3) : 0;
       result.decodeTokensPerSec = result.decodeMs > 0 ? result.nGenerated / (result.decodeMs / 1e3) : 0;
       result.wasmMemoryBytes = x.memory.buffer.byteLength;
+      if (spec) Object.assign(result, specStats(x, ctx));
       this.lastResult = { ...result };
     };
     try {
@@ -689,6 +709,10 @@ class Engine {
 
       const t0 = performance.now();
       let rc = x.wlm_generate_begin_text(ctx, promptPtr, paramsPtr);
+      if (rc >= 0 && spec) { // the draft's prefill counts as prefill
+        begun = true; // a refusal below still ends the C generation (finally)
+        rc = speculate(x, ctx, this.#draft?.ctx ?? 0, spec);
+      }
       result.prefillMs = performance.now() - t0;
       if (rc < 0) throw this.#ctxError(rc);
       begun = true;
@@ -1179,6 +1203,78 @@ class Engine {
     const rc = x.wlmjs_warmup(2);
     if (rc < 0) throw this.#error(rc, 'the warm-up generation failed');
     return { tokens: rc, ms: performance.now() - t0 };
+  }
+
+  /**
+   * Loads the draft model of speculative decoding (GenerateParams.draft) into this engine's
+   * wasm instance beside the target, replacing any earlier one; `null` frees it. Its vocabulary
+   * must be the target's (wlm_vocab_match: WLM_ERR_TOKENIZER naming the first token that
+   * differs). See DraftLoadOptions in wasmlm.d.ts.
+   * @param {import('./wasmlm.d.ts').DraftLoadOptions | null} options
+   * @returns {Promise<import('./wasmlm.d.ts').DraftInfo | null>}
+   */
+  async loadDraft(options) {
+    const x = this.#exports();
+    this.#needModel();
+    this.#needIdle('load a draft model');
+    this.#unloadDraft();
+    if (options == null) return null;
+    const { model, tokenizer, nCtx = 0, onProgress, signal } = options;
+    if (model == null) throw jsError('WLM_ERR_INVALID_ARG', 'loadDraft(): `model` is required');
+    if (!Number.isInteger(nCtx) || nCtx < 0) {
+      throw jsError('WLM_ERR_INVALID_ARG', `loadDraft(): nCtx must be an integer >= 0, got ${nCtx}`);
+    }
+    this.#busy = 'load';
+    let ptr = 0;
+    let model_ = 0;
+    let ctx = 0;
+    let slot = 0;
+    try {
+      const m = await readIntoHeap(x, model, 'draft model', onProgress, signal);
+      ptr = m.ptr;
+      if (this.#x !== x || !this.#model) throw jsError('WLM_ERR_STATE', 'the target model went away during loadDraft()');
+      slot = x.wlmjs_malloc(256) >>> 0; // the handle, then the vocabulary check's message
+      if (!slot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 256 bytes');
+      new DataView(x.memory.buffer).setInt32(slot, 0, true);
+      const owned = ptr;
+      ptr = 0; // owned by wlmjs_model_load from here
+      let rc = x.wlmjs_model_load(owned, m.size, slot);
+      model_ = this.#i32(slot) >>> 0;
+      if (rc !== 0) throw this.#error(rc, 'draft model: ' + this.#readCString(x.wlm_model_errmsg(model_)));
+      if (tokenizer != null) {
+        const t = await readIntoHeap(x, tokenizer, 'draft tokenizer', onProgress, signal);
+        rc = x.wlm_model_load_tokenizer(model_, t.ptr, t.size);
+        x.wlmjs_free(t.ptr);
+        if (rc !== 0) throw this.#error(rc, 'draft tokenizer: ' + this.#readCString(x.wlm_model_errmsg(model_)));
+      }
+      rc = x.wlm_vocab_match(this.#model, model_, slot, 256);
+      if (rc !== 0) throw this.#error(rc, this.#readCString(slot));
+      const f = (i) => x.wlmjs_model_info(model_, i);
+      // default: the target's context, as far as the draft model's own reaches
+      const draftCtx = nCtx || Math.min(this.#info.nCtx, f(6));
+      ctx = this.#newContext(model_, { ...this.#ctxParams, kvCache: true, nCtx: draftCtx, nSeqMax: 1 });
+      const info = Object.freeze({
+        dim: f(0), nLayers: f(2), vocabSize: f(5), weightBytes: f(11), nCtx: draftCtx,
+        contextBytes: x.wlm_context_memory(ctx) >>> 0, name: this.#metaString(model_, 'general.name'),
+      });
+      this.#draft = { model: model_, ctx, key: draftKey(model), info };
+      model_ = 0;
+      ctx = 0;
+      return info;
+    } finally {
+      if (ctx) x.wlm_context_free(ctx);
+      if (model_) x.wlm_model_free(model_);
+      if (ptr) x.wlmjs_free(ptr);
+      if (slot) x.wlmjs_free(slot);
+      this.#busy = null;
+    }
+  }
+
+  #unloadDraft() {
+    if (!this.#draft) return;
+    this.#x.wlm_context_free(this.#draft.ctx);
+    this.#x.wlm_model_free(this.#draft.model);
+    this.#draft = null;
   }
 
   /**

@@ -27,6 +27,8 @@
 //   {type:'detokenize', ids}                         result string
 //   {type:'json_schema_to_grammar', schema, options} result {grammar, warnings}
 //   {type:'free'}                                    result true
+//   {type:'load_draft', options: DraftLoadOptions    progress* {progress}, result DraftInfo | null
+//          without onProgress/signal, or null}       (speculative decoding's draft model)
 //
 // The payloads are the shapes of js/wasmlm.d.ts: `params` is GenerateParams / BatchParams
 // (or an array of them) / BeamParams as the caller gave it (a grammar as GBNF text, a
@@ -53,6 +55,7 @@ export const Req = Object.freeze({
   DETOKENIZE: 'detokenize',
   JSON_SCHEMA_TO_GRAMMAR: 'json_schema_to_grammar',
   FREE: 'free',
+  LOAD_DRAFT: 'load_draft',
 });
 
 /** Reply types (worker → client). RESULT and ERROR are terminal: one per request. */

@@ -6,7 +6,7 @@
 // does not start helper threads (js/threads.js) and holds no engine state (js/engine.js).
 
 import { WasmlmError, jsError } from './errors.js';
-import { fetchOk, locate } from './platform.js';
+import { IS_NODE, fetchOk, locate } from './platform.js';
 import { MAX_THREADS, coreCount, threadsUnavailable } from './threads.js';
 
 // Smallest module using a v128 instruction (from wasm-feature-detect): validates iff SIMD128.
@@ -66,9 +66,19 @@ const BUILD_FILES = {
  *  without it): later plans pick SIMD128 at once. */
 let relaxedMissing = false;
 
-/** 'auto' threads: every core up to this many (decode is bound by memory bandwidth, which a
- *  few cores already saturate). */
-const AUTO_MAX_THREADS = 4;
+/**
+ * 'auto' threads (issue 25): every core the runtime reports, up to MAX_THREADS (16,
+ * WLM_MAX_THREADS); in a browser with more than 4 cores one fewer, left to the page's main
+ * thread (it renders and runs the page while the engine's threads, all Workers in a worker
+ * engine, compute; idle helpers spin about a millisecond before they sleep). Prefill is bound
+ * by arithmetic and gains from every core; decode by memory bandwidth, which a few cores
+ * saturate, so past that point more threads neither help nor hurt it much. Measured only on 2
+ * vCPUs here (bench/README.md, 2026-11-27): the rule above 2 cores is reasoned, not measured.
+ */
+export function autoThreads(cores, browser) {
+  const n = browser && cores > 4 ? cores - 1 : cores;
+  return Math.max(1, Math.min(MAX_THREADS, n));
+}
 
 /** Exports the engine calls (tools/exports.txt lists what the build keeps). */
 const REQUIRED_EXPORTS = [
@@ -94,8 +104,8 @@ const REQUIRED_EXPORTS = [
  * fetched): {build, simd, threads, wasm, file, explicitThreads, fallback}. `build` is
  * options.build, or for 'auto' (default) the fastest the runtime runs correctly: 'relaxed'
  * where relaxedSupport() passes, else 'simd128' where WebAssembly SIMD validates, else
- * 'scalar'; `simd: false` means 'scalar'. `threads` is the number to start: 'auto' → the cores
- * (at most AUTO_MAX_THREADS) where threads can run, else 1; a number → that many, clamped to
+ * 'scalar'; `simd: false` means 'scalar'. `threads` is the number to start: 'auto' → autoThreads
+ * (the cores, up to 16; a browser's past 4 less one) where threads can run, else 1; a number → that many, clamped to
  * the cores the runtime reports and to MAX_THREADS. `wasm` is options.wasm, or the URL of the
  * build's file (`file`, e.g. 'wasmlm-relaxed-mt.wasm'; null when options.wasm is given).
  * `fallback`: the SIMD128 plan when 'auto' picked relaxed (used if its file is missing).
@@ -134,7 +144,7 @@ export async function planModule(options = {}) {
   const cores = Math.max(1, await coreCount());
   const why = !simd ? 'the scalar build has no threads' : threadsUnavailable();
   if (threads === 'auto') {
-    threads = why ? 1 : Math.min(AUTO_MAX_THREADS, cores, MAX_THREADS);
+    threads = why ? 1 : autoThreads(cores, !IS_NODE);
   } else {
     const asked = threads;
     threads = Math.min(threads, cores, MAX_THREADS);

@@ -188,9 +188,12 @@ export interface EngineOptions {
    * `Cross-Origin-Opener-Policy: same-origin` and `Cross-Origin-Embedder-Policy: require-corp`,
    * as `npm start` does).
    *
-   * 'auto' (default): the number of cores, at most 4 (decode is bound by memory bandwidth,
-   * which a few cores saturate), where threads can run (Node; isolated pages) with the SIMD
-   * build; 1 elsewhere (no error). A number: that many, clamped to the cores the runtime
+   * 'auto' (default): every core the runtime reports, up to 16 (WLM_MAX_THREADS); in a browser
+   * with more than 4 cores one fewer, left to the page's main thread — where threads can run
+   * (Node; isolated pages) with the SIMD build; 1 elsewhere (no error). Prefill is bound by
+   * arithmetic and gains from every core; decode by memory bandwidth, which a few cores
+   * saturate. (Until 2026-11-27: at most 4. Above 2 cores the rule is reasoned, not measured:
+   * bench/README.md.) A number: that many, clamped to the cores the runtime
    * reports (Node: os.availableParallelism(); browsers: navigator.hardwareConcurrency) and to
    * 16 (WLM_MAX_THREADS): more threads than cores only wait for each other. The number used is
    * engine.threads (and ModelInfo.threads); e.g. `threads: 8` on a 2-core machine gives 2.
@@ -488,6 +491,70 @@ export interface GenerateParams {
   grammarLazy?: boolean;
   /** The triggers of a lazy grammar: token ids and words, at most 8. */
   grammarTriggers?: (number | string)[];
+  /** Speculative decoding (generate(), complete() and chat() only): see DraftParams. */
+  draft?: DraftParams;
+}
+
+/**
+ * Speculative decoding (Leviathan et al. 2023, arXiv:2211.17192; Chen et al. 2023,
+ * arXiv:2302.01318; src/wasmlm.h wlm_generate_speculate): a drafter proposes up to maxTokens
+ * tokens, the model verifies them all in one batched forward pass, and the accepted ones plus
+ * one more come out of that one pass. Either a draft model — `{ model?, maxTokens?, pMin?,
+ * nCtx? }`: a smaller model with the same vocabulary (same size and token texts, checked at
+ * load: WLM_ERR_TOKENIZER naming the first token that differs), e.g. SmolLM2-135M for
+ * SmolLM2-1.7B, Qwen2.5-0.5B for Qwen2.5-1.5B — or prompt lookup, `{ ngram: n, maxTokens? }`:
+ * the tokens that followed the latest earlier occurrence of the last n..1 tokens, free, and
+ * right where the output copies the prompt.
+ * Output: greedy (temperature 0) gives exactly the tokens of plain greedy decoding. Sampling
+ * keeps the model's distribution exactly (the standard rejection rule, applied to the
+ * distributions after the whole sampler chain: temperature, topK, topP, minP, typicalP,
+ * repeat/presence/frequency penalties over the text including earlier drafts, logitBias,
+ * bannedTokens), but the same seed gives other tokens than without a draft. Refused
+ * (WLM_ERR_UNSUPPORTED): grammar / jsonSchema (the parse state would have to follow each
+ * draft and back), nProbs > 0, and a model on the WebGPU backend (CPU only). Not a parameter
+ * of generateBatch() or beamSearch().
+ * engine.lastResult reports drafted, accepted and rounds.
+ */
+export interface DraftParams {
+  /** The draft model: a source as LoadOptions.model, loaded on first use (and kept: the same
+   *  string, or the same bytes / Blob object, is not loaded again); omitted: the model
+   *  loadDraft() loaded. Not with ngram. */
+  model?: string | URL | ArrayBuffer | ArrayBufferView | Blob;
+  /** Tokens drafted per round at most, 1..32 (default 8; llama.cpp's --draft-max). */
+  maxTokens?: number;
+  /** Prompt lookup instead of a draft model: the longest n-gram to match, 1..8. */
+  ngram?: number;
+  /** Draft model: stop a round's drafting when the draft's most probable token is below this
+   *  probability, [0, 1] (default 0 = off; llama.cpp's --draft-p-min). */
+  pMin?: number;
+  /** Draft model loaded here: its context length (default: the model's nCtx, as far as the
+   *  draft model's own context reaches). */
+  nCtx?: number;
+}
+
+/** Engine.loadDraft() options. */
+export interface DraftLoadOptions {
+  /** The draft model file (as LoadOptions.model). */
+  model: string | URL | ArrayBuffer | ArrayBufferView | Blob;
+  /** A llama2.c tokenizer.bin when the draft file has no vocabulary. */
+  tokenizer?: string | URL | ArrayBuffer | ArrayBufferView | Blob;
+  /** Its context length (default: the model's nCtx, as far as the draft model's reaches). */
+  nCtx?: number;
+  onProgress?: (progress: LoadProgress) => void;
+  signal?: AbortSignal;
+}
+
+/** What loadDraft() loaded. Memory: the draft's weights plus contextBytes (its KV cache and
+ *  scratch) in the same wasm memory as the model; generating with it adds
+ *  (maxTokens + 2) × vocabSize × 4 bytes in the model's context (distributions, logits). */
+export interface DraftInfo {
+  dim: number;
+  nLayers: number;
+  vocabSize: number;
+  weightBytes: number;
+  nCtx: number;
+  contextBytes: number;
+  name: string | null;
 }
 
 /** One message of a conversation, OpenAI-style. Extra fields (tool_calls, reasoning_content,
@@ -614,6 +681,11 @@ export interface LastResult {
   decodeTokensPerSec: number;
   /** Size of the module's linear memory when the generation ended, in bytes. */
   wasmMemoryBytes: number;
+  /** Speculative decoding (params.draft) only: tokens drafted and verified, how many of them
+   *  were accepted (acceptance rate = accepted / drafted), and the verifying forward passes. */
+  drafted?: number;
+  accepted?: number;
+  rounds?: number;
 }
 
 /** Parameters of one prompt of generateBatch(): GenerateParams plus the number of samples. */
@@ -798,6 +870,14 @@ export interface Engine {
    *   nSeqMax outside 1..64), WLM_ERR_NOMEM; DOMException 'AbortError' when `signal` aborts.
    */
   load(options: LoadOptions): Promise<ModelInfo>;
+
+  /**
+   * Loads the draft model of speculative decoding (GenerateParams.draft) beside the model, in
+   * the same wasm memory, replacing any earlier draft; null frees it. A new load() frees it too.
+   * @throws WasmlmError WLM_ERR_TOKENIZER (another vocabulary: the message names the sizes or
+   *   the first token that differs), WLM_ERR_STATE (no model loaded, or busy), and load()'s.
+   */
+  loadDraft(options: DraftLoadOptions | null): Promise<DraftInfo | null>;
 
   /** The loaded model's info, or null before load() / after a failed load. */
   readonly info: ModelInfo | null;

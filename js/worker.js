@@ -79,6 +79,13 @@ async function handle(msg) {
       }));
       break;
     }
+    case Req.LOAD_DRAFT: {
+      const e = await engine();
+      value = await abortable(id, (signal) => e.loadDraft(msg.options == null ? null : {
+        ...msg.options, signal, onProgress: (progress) => post({ id, type: Reply.PROGRESS, progress }),
+      }));
+      break;
+    }
     case Req.GENERATE:
     case Req.GENERATE_BATCH: {
       const e = await engine();

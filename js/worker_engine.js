@@ -184,8 +184,28 @@ class WorkerEngine {
     return this.#request(Req.JSON_SCHEMA_TO_GRAMMAR, { schema, options: { strict } }).promise;
   }
 
+  /** Same contract as Engine.loadDraft: the draft model is loaded into the worker's engine. */
+  async loadDraft(options) {
+    if (options == null) return this.#request(Req.LOAD_DRAFT, { options: null }).promise;
+    const { model, tokenizer, nCtx, onProgress, signal } = options;
+    if (signal?.aborted) throw abortError('Loading the draft model');
+    const { id, promise } = this.#request(Req.LOAD_DRAFT, {
+      options: { model: toTransferableSource(model), tokenizer: toTransferableSource(tokenizer), nCtx },
+    }, { onProgress });
+    const onAbort = () => this.#abort(id);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await promise;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
   /** Same contract as Engine.generate: tokens arrive one message each from the worker. */
   generate(prompt, params = {}, { signal } = {}) {
+    if (params?.draft?.model !== undefined) { // a relative URL resolves against the page, not the worker
+      params = { ...params, draft: { ...params.draft, model: toTransferableSource(params.draft.model) } };
+    }
     return this.#stream(Req.GENERATE, { prompt: String(prompt), params: params ?? {} }, signal,
       (v) => { this.lastResult = v; }, (t) => {
         if (!this.#firstTokenMarked && t.id >= 0) {

@@ -482,3 +482,24 @@ API double wlmjs_dequantize(int32_t type, const void *src, float *dst, double n)
     t->to_float(src, dst, (int64_t)n);
     return n;
 }
+}
+
+/* ---- speculative decoding (js/speculative.js) ---- */
+/* wlm_generate_speculate with its parameters as scalars: draft a context or NULL, n_draft,
+ * ngram (0 = off), p_min. */
+API int wlmjs_generate_speculate(wlm_context *c, wlm_context *draft, int n_draft, int ngram,
+                                 float p_min) {
+    wlm_spec_params p;
+    wlm_spec_params_default(&p);
+    p.draft = draft;
+    p.n_draft = n_draft;
+    p.ngram = ngram;
+    p.p_min = p_min;
+    return wlm_generate_speculate(c, &p);
+}
+/* One field of wlm_spec_stats: 0 n_rounds, 1 n_drafted, 2 n_accepted; -1 for a bad field. */
+API int wlmjs_spec_stat(const wlm_context *c, int field) {
+    wlm_spec_stats st;
+    if (wlm_spec_stats_get(c, &st) != WLM_OK) return -1;
+    return field == 0 ? st.n_rounds : field == 1 ? st.n_drafted : field == 2 ? st.n_accepted : -1;
+}

@@ -51,6 +51,8 @@
  *   repetition penalty (Keskar et al. 2019), OpenAI's presence and frequency penalties, logit
  *   bias and bans, in llama.cpp's order or run.c's; llama2.c's xorshift RNG (Marsaglia 2003)
  *   with its float draw, so that temperature + top-p with a seed reproduce run.c exactly.
+ * - Speculative decoding with a draft model or prompt lookup, greedy and with the rejection
+ *   rule that keeps the target's distribution (Leviathan et al. 2023; Chen et al. 2023).
  * - Batches, beams, KV cache: paged KV blocks shared copy-on-write (Kwon et al. 2023), beam
  *   search with length normalisation (as Hugging Face transformers), context shift with RoPE
  *   re-rotation (as llama.cpp).
@@ -405,6 +407,14 @@ int wlm_seq_fork(wlm_context *ctx, int32_t src, int32_t dst);
 
 /* Empties sequence `seq`, releasing its blocks. Errors: INVALID_ARG, STATE. */
 int wlm_seq_clear(wlm_context *ctx, int32_t seq);
+
+/* Keeps the first n tokens of sequence `seq` and forgets the rest (llama.cpp's
+ * llama_memory_seq_rm(mem, seq, n, -1)): positions n.. are free to be evaluated again, blocks
+ * past the last kept position are released (a kept block shared with another sequence is
+ * copied on its next write). n >= the sequence's length changes nothing. Speculative decoding
+ * drops rejected drafts this way. The logits of the last evaluation stay readable.
+ * Errors: INVALID_ARG (seq, n < 0), STATE (a generation or beam search is in progress). */
+int wlm_seq_truncate(wlm_context *ctx, int32_t seq, int32_t n);
 
 /*
  * Context shift (llama.cpp's --keep / context shifting): keeps the first n_keep tokens of
@@ -803,6 +813,106 @@ int wlm_beam_get(const wlm_context *ctx, int32_t i, wlm_beam *out);
  * a private copy each (their block tables summed). Either pointer may be NULL.
  * Errors: WLM_ERR_INVALID_ARG. */
 int wlm_beam_memory(const wlm_context *ctx, size_t *kv_bytes, size_t *kv_bytes_unshared);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Speculative decoding                                                                        */
+/*
+ * Speculative decoding (Leviathan, Kalman & Matias 2023, "Fast Inference from Transformers via
+ * Speculative Decoding", arXiv:2211.17192; Chen et al. 2023, "Accelerating Large Language Model
+ * Decoding with Speculative Sampling", arXiv:2302.01318) makes a single-sequence generation
+ * produce several tokens per forward pass of the model. Each round a drafter proposes up to
+ * n_draft tokens d_1..d_k after the sequence:
+ * - a draft model: a context of a second, smaller model with the same vocabulary (same size,
+ *   same token texts, same BOS/EOS; wlm_vocab_match), which samples the drafts with the
+ *   target's sampler chain one token at a time (its own KV cache, kept in step with the
+ *   target's sequence: the longest common prefix is kept, the rest evaluated in one batch);
+ * - or prompt lookup (Saxena 2023, "Prompt Lookup Decoding"; llama.cpp's n-gram drafting): the
+ *   tokens that followed the latest earlier occurrence of the sequence's last n tokens, for n =
+ *   ngram down to 1 — free, and right where the output copies the prompt (quotes, code edits,
+ *   summaries, repeated structure).
+ * The target evaluates its pending token and d_1..d_k in ONE forward pass (wlm_eval_batch with
+ * logits at every position: the weights are read once for all k + 1 entries) and decides:
+ * - greedy (temperature 0): d_i is accepted while it equals the target's argmax at its
+ *   position; the first mismatch is replaced by the target's argmax, and when all k match, the
+ *   target's argmax after d_k is added. The tokens are exactly those of plain greedy decoding
+ *   (batched evaluation is bitwise equal to one token at a time, wlm_eval_batch).
+ * - sampling: with p the target's distribution at a position (the whole sampler chain applied:
+ *   penalties over the sequence including the earlier drafts, bias, bans, top-k, typical-p,
+ *   top-p, min-p, temperature) and q the drafter's (the draft model's chain output; prompt
+ *   lookup: all mass on its draft), d_i is accepted with probability min(1, p(d_i) / q(d_i));
+ *   the first rejected one is replaced by a draw from the residual max(0, p - q) renormalised,
+ *   and when all are accepted one more token is drawn from p after d_k. Every emitted token is
+ *   then distributed exactly as plain sampling's (the papers' theorem; tests/c/
+ *   test_speculative.c checks it with a chi-square test on joint frequencies), though the
+ *   same seed gives other tokens than without speculation (the coins are used differently).
+ * Rejected positions are removed from both KV caches (wlm_seq_truncate). Between rounds the
+ * generation is the usual one: tokens come out one per wlm_generate_next, with stop strings,
+ * end of generation, max_tokens (a round never drafts past it), context shift (a round needs
+ * room for k + 1 positions; without it a plain step runs, which shifts when asked), abort.
+ * When a drafter has nothing to propose (no n-gram match; the draft model's context is full;
+ * p_min stopped it), the step is a plain decode step.
+ * Not supported (wlm_generate_speculate refuses them with WLM_ERR_UNSUPPORTED): grammars (the
+ * parse state would have to follow each draft and back), n_probs > 0 (the alternatives are not
+ * reported). Batches and beam searches are single-sequence only: WLM_ERR_STATE.
+ * Cost: a round evaluates k + 1 positions on the target in one pass plus k - 1 single-token
+ * steps of the draft model; the speed-up is (accepted + 1) tokens per round over that cost
+ * (bench/speculative.mjs). Memory: the draft model and its context (KV cache of its n_ctx),
+ * plus in the target context 2 × vocab_size floats, and n_draft × vocab_size floats when a
+ * draft model samples (its distributions), and the logits of n_draft + 1 positions.
+ */
+
+#define WLM_MAX_DRAFT 32         /* drafted tokens per round at most (n_draft) */
+#define WLM_MAX_NGRAM 8          /* longest n-gram prompt lookup matches */
+
+typedef struct wlm_spec_params {
+    wlm_context *draft;      /* a context of the draft model (borrowed: it must outlive the
+                                generation; its sequence 0 is used and overwritten; give it its
+                                own thread pool or the target's), or NULL */
+    int32_t n_draft;         /* tokens drafted per round at most, 1..WLM_MAX_DRAFT (default 8;
+                                llama.cpp's --draft-max) */
+    int32_t ngram;           /* prompt lookup: the longest n-gram to match, 1..WLM_MAX_NGRAM; 0
+                                (default) = off. Exactly one of draft and ngram is given */
+    float p_min;             /* draft model: stop drafting a round when the draft's most probable
+                                token has probability below p_min (greedy: its softmax at T = 1;
+                                sampling: the chain's q), [0, 1], 0 = off (default; llama.cpp's
+                                --draft-p-min) */
+} wlm_spec_params;
+
+void wlm_spec_params_default(wlm_spec_params *params);
+
+/*
+ * WLM_OK when `draft` can draft for `target`: the same vocabulary size, and (when both have a
+ * tokenizer) the same BOS and EOS ids and, for every token from id 5 on, the same bytes
+ * (wlm_token_piece after no token: llama2.c's " t" is GGUF's "\u2581t") or the same entry
+ * (wlm_token_text). The first ids are special tokens that file formats spell differently
+ * (llama2.c's BOS "\n<s>\n", GGUF's "<s>"); llama.cpp's speculative decoding skips them too. Else
+ * WLM_ERR_TOKENIZER with a message into msg (msg_size bytes, may be NULL / 0) naming the sizes
+ * or the first token that differs; WLM_ERR_INVALID_ARG for a NULL or unloaded model.
+ */
+int wlm_vocab_match(const wlm_model *target, const wlm_model *draft, char *msg, size_t msg_size);
+
+/*
+ * Turns speculative decoding on for the single-sequence generation begun on ctx (call it after
+ * wlm_generate_begin / _begin_text, before or between wlm_generate_next calls; the next begin
+ * turns it off). With a draft context it evaluates the sequence so far into the draft's
+ * sequence 0 here (the draft's prefill). Resets the statistics.
+ * Errors: WLM_ERR_INVALID_ARG (params out of range, both or neither drafter, draft == ctx),
+ * WLM_ERR_STATE (no single-sequence generation in progress, a context without KV cache, a
+ * draft context without model or KV cache or in a generation), WLM_ERR_TOKENIZER (the
+ * vocabularies differ: wlm_vocab_match's message), WLM_ERR_UNSUPPORTED (grammar, n_probs > 0),
+ * WLM_ERR_NOMEM, and the draft's evaluation errors.
+ */
+int wlm_generate_speculate(wlm_context *ctx, const wlm_spec_params *params);
+
+/* What speculative decoding did in the current or last generation of ctx. */
+typedef struct wlm_spec_stats {
+    int32_t n_rounds;        /* verification passes of the target */
+    int32_t n_drafted;       /* drafted tokens verified */
+    int32_t n_accepted;      /* of those, accepted (acceptance rate = n_accepted / n_drafted) */
+} wlm_spec_stats;
+
+/* Fills *out (zeros when speculation was never on). Errors: WLM_ERR_INVALID_ARG. */
+int wlm_spec_stats_get(const wlm_context *ctx, wlm_spec_stats *out);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Threads: a pool that splits each matrix product of the forward pass by rows                 */

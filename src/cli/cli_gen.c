@@ -87,6 +87,10 @@ typedef struct cli_opts {
     wlm_cli_chat_opts chat_opts; /* --chat-template, --system-prompt, --verbose-prompt */
     wlm_gen_params gp;
     wlm_logit_bias bias[WLM_MAX_LOGIT_BIAS];
+    /* speculative decoding (llama.cpp's -md / --draft-max / --draft-p-min; --lookup-ngram) */
+    const char *draft_path;
+    wlm_spec_params spec;   /* .draft set once the draft model's context exists */
+    wlm_model *draft_model;
 } cli_opts;
 
 /* Structured output (llama.cpp's flags), numbered apart from the others. */
@@ -96,7 +100,8 @@ enum {
     O_T, O_P, O_S, O_N, O_I, O_Z, O_M, O_CTX, O_PROMPT, O_N_PREDICT, O_TEMP, O_TOP_K, O_TOP_P,
     O_MIN_P, O_TYPICAL, O_REPEAT_PENALTY, O_REPEAT_LAST_N, O_PRESENCE, O_FREQUENCY, O_LOGIT_BIAS,
     O_ORDER, O_SEED, O_STOP, O_KEEP, O_N_PROBS, O_BEAM, O_LENGTH_PENALTY, O_N_SAMPLES, O_PROMPTS,
-    O_THREADS, O_CACHE_K, O_CACHE_V, O_CHAT_TEMPLATE, O_SYSTEM
+    O_THREADS, O_CACHE_K, O_CACHE_V, O_CHAT_TEMPLATE, O_SYSTEM, O_MODEL_DRAFT, O_DRAFT_MAX,
+    O_DRAFT_P_MIN, O_LOOKUP_NGRAM
 };
 
 /* Options that take a value. */
@@ -118,6 +123,8 @@ static const struct {
     {"-ctk", O_CACHE_K}, {"--cache-type-k", O_CACHE_K}, {"-ctv", O_CACHE_V},
     {"--cache-type-v", O_CACHE_V}, {"--chat-template", O_CHAT_TEMPLATE},
     {"-sys", O_SYSTEM}, {"--system-prompt", O_SYSTEM},
+    {"-md", O_MODEL_DRAFT}, {"--model-draft", O_MODEL_DRAFT}, {"--draft-max", O_DRAFT_MAX},
+    {"--draft", O_DRAFT_MAX}, {"--draft-p-min", O_DRAFT_P_MIN}, {"--lookup-ngram", O_LOOKUP_NGRAM},
 };
 
 /* Parses a whole decimal integer; on error prints a message naming the flag and returns 1. */
@@ -342,6 +349,24 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
         case O_PROMPTS: o->prompts_file = v; break;
         case O_CHAT_TEMPLATE: o->chat_opts.template_name = v; break;
         case O_SYSTEM: o->chat_opts.system = v; break;
+        case O_MODEL_DRAFT: o->draft_path = v; break;
+        case O_DRAFT_MAX:
+            if (get_int(a, v, &x)) return 1;
+            if (x < 1 || x > WLM_MAX_DRAFT)
+                return fail("%s must be in 1..%d (got %d)", a, WLM_MAX_DRAFT, x);
+            o->spec.n_draft = x;
+            break;
+        case O_DRAFT_P_MIN:
+            if (get_float(a, v, &f)) return 1;
+            if (!(f >= 0.0f && f <= 1.0f)) return fail("%s must be in [0, 1] (got %s)", a, v);
+            o->spec.p_min = f;
+            break;
+        case O_LOOKUP_NGRAM:
+            if (get_int(a, v, &x)) return 1;
+            if (x < 1 || x > WLM_MAX_NGRAM)
+                return fail("%s must be in 1..%d (got %d)", a, WLM_MAX_NGRAM, x);
+            o->spec.ngram = x;
+            break;
         }
     }
     if (strcmp(o->mode, "generate") != 0)
@@ -352,6 +377,13 @@ static int parse_args(int argc, char **argv, cli_opts *o) {
                     "with -i / --prompt, --prompts, --json, --n-samples or --beam");
     if (!o->chat && (o->chat_opts.template_name || o->chat_opts.system))
         return fail("--chat-template and --system-prompt need --chat");
+    if (o->draft_path && o->spec.ngram)
+        return fail("give either --model-draft or --lookup-ngram, not both");
+    if ((o->draft_path || o->spec.ngram) &&
+        (o->chat || o->json || o->n_samples || o->prompts_file || o->beam_given || o->grammar_flag))
+        return fail("speculative decoding (%s) decodes one plain sequence: it does not combine "
+                    "with --chat, --json, --n-samples, --prompts, --beam or a grammar",
+                    o->draft_path ? "--model-draft" : "--lookup-ngram");
     if (o->cache_type[0] >= 0 && o->cache_type[1] >= 0 && o->cache_type[0] != o->cache_type[1])
         return fail("-ctk and -ctv differ: K and V caches have one type (f16 or f32)");
     if (o->beam_given) {
@@ -572,11 +604,49 @@ static int new_context(const wlm_model *m, const cli_opts *o, int32_t n_seq, wlm
     return 0;
 }
 
+/* Loads --model-draft into o->draft_model (a llama2.c draft takes the -z tokenizer, as the
+ * target) and checks its vocabulary against the target's. */
+static int load_draft(cli_opts *o, const wlm_model *target, const void *tok, size_t tok_size) {
+    size_t size = 0;
+    void *bytes = wlm_cli_read_file(o->draft_path, &size);
+    if (!bytes) return fail("cannot read %s: %s", o->draft_path, strerror(errno));
+    if (wlm_model_load(bytes, size, WLM_LOAD_OWN_BUFFER, &o->draft_model) != WLM_OK)
+        return fail("%s: %s", o->draft_path, wlm_model_errmsg(o->draft_model));
+    wlm_model_info info;
+    wlm_model_get_info(o->draft_model, &info);
+    if (!info.has_tokenizer) {
+        size_t tsize = tok_size;
+        void *tbytes = tok ? NULL : wlm_cli_read_file(o->tokenizer_path, &tsize);
+        if (!tok && !tbytes)
+            return fail("cannot read %s (the draft model's tokenizer): %s", o->tokenizer_path,
+                        strerror(errno));
+        int rc = wlm_model_load_tokenizer(o->draft_model, tok ? tok : tbytes, tsize);
+        free(tbytes);
+        if (rc != WLM_OK) return fail("%s: %s", o->draft_path, wlm_model_errmsg(o->draft_model));
+    }
+    char msg[256];
+    if (wlm_vocab_match(target, o->draft_model, msg, sizeof msg) != WLM_OK)
+        return fail("--model-draft %s: %s", o->draft_path, msg);
+    return 0;
+}
+
 /* One sequence, plain text: run.c's output (prompt pieces, generated pieces through run.c's
  * printer, a newline) and "achieved tok/s" on standard error. */
 static int run_single(const wlm_model *m, const cli_opts *o, const int32_t *tokens, int32_t n) {
-    wlm_context *ctx = NULL;
+    wlm_context *ctx = NULL, *dctx = NULL;
     if (new_context(m, o, 1, &ctx)) return 1;
+    wlm_spec_params spec = o->spec;
+    if (o->draft_model) { /* the draft's context: the target's length, as far as the draft's goes */
+        wlm_model_info di;
+        wlm_model_get_info(o->draft_model, &di);
+        cli_opts dopts = *o;
+        dopts.n_ctx = o->n_ctx < di.seq_len ? o->n_ctx : di.seq_len;
+        if (new_context(o->draft_model, &dopts, 1, &dctx)) {
+            wlm_context_free(ctx);
+            return 1;
+        }
+        spec.draft = dctx;
+    }
     int rc = 1;
     int positions = n - 1 < o->steps ? n - 1 : o->steps; /* forward passes run.c makes so far */
     long start = 0;
@@ -587,7 +657,8 @@ static int run_single(const wlm_model *m, const cli_opts *o, const int32_t *toke
         wlm_gen_params gp = o->gp;
         gp.max_tokens = max_new;
         if (o->keep_prompt) gp.n_keep = n;
-        if (wlm_generate_begin(ctx, tokens, n, &gp) != WLM_OK) {
+        if (wlm_generate_begin(ctx, tokens, n, &gp) != WLM_OK ||
+            ((spec.draft || spec.ngram) && wlm_generate_speculate(ctx, &spec) != WLM_OK)) {
             fail("%s", wlm_context_errmsg(ctx));
             goto out;
         }
@@ -611,6 +682,13 @@ static int run_single(const wlm_model *m, const cli_opts *o, const int32_t *toke
         safe_print(tok.piece, tok.piece_len); /* text held back for a stop string that failed */
         if (tok.stop_reason == WLM_STOP_EOS) positions++; /* run.c counts the BOS step too */
     }
+    if (spec.draft || spec.ngram) {
+        wlm_spec_stats st;
+        wlm_spec_stats_get(ctx, &st);
+        fprintf(stderr, "speculative decoding: %d rounds, %d tokens drafted, %d accepted (%.1f %%)\n",
+                (int)st.n_rounds, (int)st.n_drafted, (int)st.n_accepted,
+                st.n_drafted ? 100.0 * st.n_accepted / st.n_drafted : 0.0);
+    }
     printf("\n");
     if (positions > 1 && start) {
         double secs = (double)(time_in_ms() - start) / 1000.0;
@@ -619,6 +697,7 @@ static int run_single(const wlm_model *m, const cli_opts *o, const int32_t *toke
     rc = 0;
 out:
     wlm_context_free(ctx);
+    wlm_context_free(dctx);
     return rc;
 }
 
@@ -877,6 +956,7 @@ int wlm_cli_generate(int argc, char **argv) {
     o->threads = 1;
     o->cache_type[0] = o->cache_type[1] = -1;
     wlm_gen_params_default(&o->gp);
+    wlm_spec_params_default(&o->spec);
     o->gp.logit_bias = o->bias;
 
     int rc = 1;
@@ -929,6 +1009,7 @@ int wlm_cli_generate(int argc, char **argv) {
     if (o->steps == 0 || (!o->gp.context_shift && o->steps > n_ctx)) o->steps = n_ctx;
     if (o->repeat_last_n_ctx) o->gp.repeat_last_n = n_ctx;
     if (check_sampler(o, info.vocab_size)) goto out; /* --logit-bias ids against the vocabulary */
+    if (o->draft_path && load_draft(o, model, tbytes, tsize)) goto out;
 
     if (o->chat) {
         wlm_context *ctx = NULL;
@@ -991,6 +1072,7 @@ out:
     for (int32_t p = 0; p < WLM_MAX_SEQ; p++) free(ids[p]);
     free(pbytes);
     free(tbytes);
+    wlm_model_free(o->draft_model);
     wlm_model_free(model);
     wlm_threadpool_free(o->pool); /* after every context that used it */
     free(o->grammar);

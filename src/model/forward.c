@@ -155,9 +155,12 @@ static void attention_heads(wlm_context *c, float *out, const float *q, int len,
     const wlm_hparams *p = &c->model->hp;
     attention_job j = {c, out, q, len, block};
     const int32_t threads = wlm_threadpool_size(c->pool);
+    /* one chunk per thread, or per head when there are fewer heads than threads (12 heads on
+     * 16 threads: 12 chunks, 4 threads idle, rather than all heads on one thread) */
+    const int32_t chunks = threads < p->n_heads ? threads : p->n_heads;
     const uint64_t macs = 2 * (uint64_t)p->n_heads * (uint64_t)p->head_size * (uint64_t)len;
-    if (threads > 1 && p->n_heads >= threads && macs >= PARALLEL_MIN_MACS)
-        wlm_pool_run(c->pool, attention_chunk, &j, threads);
+    if (chunks > 1 && macs >= PARALLEL_MIN_MACS)
+        wlm_pool_run(c->pool, attention_chunk, &j, chunks);
     else
         attention_chunk(&j, 0, 1);
 }

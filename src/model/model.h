@@ -318,6 +318,8 @@ struct wlm_context {
     int32_t dfr_n;                /* entries waiting for their logits (0: none) */
     int dfr_resume;               /* 1: wlm_generate_batch_next returned WLM_NEED_LOGITS */
     uint8_t dfr_want[WLM_MAX_SEQ];/* the sequences its sampling phase will draw for */
+    struct wlm_spec_state *spec;  /* speculative decoding (speculative.c): NULL until the first
+                                     wlm_generate_speculate, then kept (its buffers reused) */
     char errmsg[WLM_ERRMSG_SIZE];
 };
 
@@ -375,6 +377,21 @@ void wlm_seq_fork_internal(wlm_context *c, int32_t src, int32_t dst);
  * n_past and its exact prefix): the KV cache a new prompt with that prefix can reuse. */
 void wlm_context_reset_keep(wlm_context *ctx, int32_t keep);
 int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t n_discard);
+/* wlm_seq_truncate without the checks (n may exceed n_past: nothing happens). */
+void wlm_seq_truncate_internal(wlm_context *c, int32_t seq, int32_t n);
+
+/* generate.c, for speculative.c: ends sequence i's generation with `reason` (held text
+ * released into *out); and emits token `next` of sequence i as wlm_generate_next does after
+ * sampling it (end-of-generation check, piece, stop strings, out->id / piece / status; the
+ * caller fills prob, logprob, prob_sampled), leaving it pending: to be evaluated next step. */
+void wlm_gen_finish(wlm_context *c, int32_t i, wlm_token *out, int32_t reason);
+int wlm_gen_emit(wlm_context *c, int32_t i, int32_t next, wlm_token *out);
+
+/* speculative.c: frees the state (NULL is fine); ends speculation (a new generation begins
+ * without it); and wlm_generate_next's body while speculation is on. */
+void wlm_spec_free(struct wlm_spec_state *s);
+void wlm_spec_end(wlm_context *c);
+int wlm_spec_next(wlm_context *c, wlm_token *out);
 
 /* describe.c: the model as JSON (architecture row, hyperparameters, each weight as
  * [type, rows, cols, row_bytes, address]) into buf (cap bytes, NUL-terminated, truncated when

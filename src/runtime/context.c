@@ -299,6 +299,7 @@ void wlm_context_free(wlm_context *ctx) {
     if (!ctx) return;
     context_release(ctx);
     wlm_gram_vocab_free(ctx->gram_vocab);
+    wlm_spec_free(ctx->spec);
     free(ctx);
 }
 
@@ -353,6 +354,7 @@ void wlm_context_reset_keep(wlm_context *ctx, int32_t keep) {
     }
     ctx->n_gen = 0;
     ctx->gen_aborted = 0;
+    wlm_spec_end(ctx);
     ctx->beam.active = 0;
     ctx->beam.done = 0;
     ctx->n_entries = 0;
@@ -424,6 +426,27 @@ int wlm_seq_fork(wlm_context *ctx, int32_t src, int32_t dst) {
         return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
                              "wlm_seq_fork: not supported by this context's backend yet");
     wlm_seq_fork_internal(ctx, src, dst);
+    return WLM_OK;
+}
+
+void wlm_seq_truncate_internal(wlm_context *c, int32_t seq, int32_t n) {
+    wlm_seq *s = &c->seqs[seq];
+    if (n >= s->n_past) return;
+    s->n_past = n < 0 ? 0 : n;
+    if (s->n_past == 0) s->exact = c->n_ctx;
+    seq_trim(c, s); /* a kept block shared with another sequence is copied on its next write */
+}
+
+int wlm_seq_truncate(wlm_context *ctx, int32_t seq, int32_t n) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    int rc = check_seq(ctx, seq, "wlm_seq_truncate");
+    if (rc == WLM_OK) rc = busy(ctx);
+    if (rc != WLM_OK) return rc;
+    if (n < 0)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "wlm_seq_truncate: n must be >= 0 (got %d)", (int)n);
+    wlm_seq_truncate_internal(ctx, seq, n);
     return WLM_OK;
 }
 

@@ -261,7 +261,7 @@ void wlm_generate_abort(wlm_context *ctx) {
 }
 
 /* Ends sequence i's generation: releases any held text in out->piece. */
-static void finish(wlm_context *c, int32_t i, wlm_token *out, int32_t reason) {
+void wlm_gen_finish(wlm_context *c, int32_t i, wlm_token *out, int32_t reason) {
     wlm_generation *g = &c->gens[i];
     g->active = 0;
     g->done = 1;
@@ -355,10 +355,17 @@ static int sample_seq(wlm_context *c, int32_t i, wlm_token *out) {
                              "sample",
                              (int)i);
     }
+    return wlm_gen_emit(c, i, next, out);
+}
+
+int wlm_gen_emit(wlm_context *c, int32_t i, int32_t next, wlm_token *out) {
+    wlm_generation *g = &c->gens[i];
+    const wlm_seq *s = &c->seqs[i];
+    const wlm_model *m = c->model;
     const int32_t bos = m->has_tokenizer ? m->tok.bos_id : 1;
     const int32_t eos = m->has_tokenizer ? m->tok.eos_id : 2;
     if (next == eos || next == bos || wlm_token_is_eog(m, next)) { /* EOG set, and run.c's BOS */
-        finish(c, i, out, WLM_STOP_EOS);
+        wlm_gen_finish(c, i, out, WLM_STOP_EOS);
         return WLM_OK;
     }
     size_t plen = 0;
@@ -434,16 +441,16 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
             continue;
         }
         if (ctx->gen_aborted) {
-            finish(ctx, i, o, WLM_STOP_ABORTED);
+            wlm_gen_finish(ctx, i, o, WLM_STOP_ABORTED);
             continue;
         }
         if (g->max_tokens > 0 && g->n_generated >= g->max_tokens) {
-            finish(ctx, i, o, WLM_STOP_MAX_TOKENS);
+            wlm_gen_finish(ctx, i, o, WLM_STOP_MAX_TOKENS);
             continue;
         }
         if (wlm_sampler_grammar_active(&g->sampler) && !wlm_gram_can_continue(g->sampler.matcher) &&
             wlm_gram_is_complete(g->sampler.matcher)) { /* only the end remains: no decode */
-            finish(ctx, i, o, WLM_STOP_EOS);
+            wlm_gen_finish(ctx, i, o, WLM_STOP_EOS);
             continue;
         }
         if (g->pending >= 0) { /* decode: feed the token emitted by the previous step */
@@ -451,7 +458,7 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
                 const int32_t n_past = ctx->seqs[i].n_past;
                 const int32_t n_discard = (n_past - g->n_keep) / 2;
                 if (!g->context_shift || n_discard < 1) {
-                    finish(ctx, i, o, WLM_STOP_CONTEXT_FULL);
+                    wlm_gen_finish(ctx, i, o, WLM_STOP_CONTEXT_FULL);
                     continue;
                 }
                 int rc = wlm_seq_shift_internal(ctx, i, g->n_keep, n_discard);
@@ -523,6 +530,7 @@ int wlm_generate_next(wlm_context *ctx, wlm_token *out) {
                                  ? "no generation in progress: call wlm_generate_begin first"
                                  : "a batch is in progress: use wlm_generate_batch_next");
     }
+    if (ctx->spec) return wlm_spec_next(ctx, out); /* speculative.c: plain steps when it is off */
     int rc = wlm_generate_batch_next(ctx, out);
     return rc < 0 || rc == WLM_NEED_LOGITS ? rc : out->status;
 }

@@ -44,17 +44,25 @@
  * two user calls (so an idle pool does not burn a core). */
 #define POOL_SPIN 20000
 
+/* The words each side spins on live on cache lines of their own (POOL_LINE bytes apart), so that
+ * with 16 threads the helpers polling `gen` between jobs are not disturbed by every chunk's
+ * claim and completion, nor the submitter polling `done` by the claims (no false sharing). */
+#define POOL_LINE 64
+
 struct wlm_threadpool {
-    /* written by the submitting thread, read by helpers */
-    _Atomic int32_t gen;          /* job sequence number; helpers wait for it to change */
-    _Atomic int64_t claim;        /* claim_word(gen, chunks, next chunk index) */
-    _Atomic int32_t done;         /* chunks finished in the current job */
+    /* written by the submitting thread once per job, polled by idle helpers */
+    _Alignas(POOL_LINE) _Atomic int32_t gen; /* job sequence number; helpers wait for it to change */
     _Atomic int32_t quit;
-    _Atomic int32_t sleepers;     /* helpers blocked in wait (the submitter notifies only then) */
-    _Atomic int32_t running;      /* helpers inside wlm_threadpool_work */
     wlm_pool_fn _Atomic fn;
     void *_Atomic arg;
     int32_t n_threads;
+    _Alignas(POOL_LINE) _Atomic int64_t claim; /* claim_word(gen, chunks, next chunk index): every
+                                                  thread's compare-and-swap per chunk */
+    _Alignas(POOL_LINE) _Atomic int32_t done;  /* chunks finished in the current job; polled by
+                                                  the submitter */
+    _Alignas(POOL_LINE) _Atomic int32_t sleepers; /* helpers blocked in wait (the submitter
+                                                     notifies only then) */
+    _Atomic int32_t running;      /* helpers inside wlm_threadpool_work */
     _Atomic int64_t jobs;         /* jobs handed to the helpers, and chunks they ran (tests) */
     _Atomic int64_t helper_chunks;
     int helpers_only;             /* tests: the submitter leaves every chunk to the helpers */
@@ -156,8 +164,10 @@ int wlm_threadpool_new(int32_t n_threads, wlm_threadpool **out) {
 #if !POOL_THREADS
     if (n_threads > 1) return WLM_ERR_UNSUPPORTED;
 #endif
-    wlm_threadpool *p = calloc(1, sizeof *p);
+    /* aligned to its cache lines (a size that is a multiple of the alignment, as C11 asks) */
+    wlm_threadpool *p = aligned_alloc(POOL_LINE, (sizeof *p + POOL_LINE - 1) / POOL_LINE * POOL_LINE);
     if (!p) return WLM_ERR_NOMEM;
+    memset(p, 0, sizeof *p);
     p->n_threads = n_threads;
 #if POOL_THREADS && !defined(__EMSCRIPTEN__)
     if (n_threads > 1) {

@@ -778,3 +778,25 @@ int32_t wlm_sampler_sample(wlm_sampler *s, const float *logits, const int32_t *h
     if (next >= 0 && info) report(s, &st, info);
     return next;
 }
+
+int32_t wlm_sampler_distribution(wlm_sampler *s, const float *logits, const int32_t *history,
+                                 int32_t n_history, float *out) {
+    if (!s || !s->z || !s->probs || !s->cand || !s->counts) return WLM_ERR_STATE;
+    if (!logits) return WLM_ERR_INVALID_ARG;
+    const uint64_t rng = s->rng_state; /* chain draws one coin: this call must not move it */
+    step_info st;
+    const int32_t next = chain(s, logits, history, n_history, NULL, NULL, &st);
+    s->rng_state = rng;
+    if (next < 0 || !out) return next;
+    const int32_t n = s->vocab_size;
+    if (st.kind == 0) { /* greedy: all mass on the argmax */
+        memset(out, 0, sizeof(float) * (size_t)n);
+        out[next] = 1.0f;
+    } else if (st.kind == 1) { /* no filter: the full softmax */
+        memcpy(out, s->probs, sizeof(float) * (size_t)n);
+    } else { /* the survivors' weights over their total, as draw_candidate divides them */
+        memset(out, 0, sizeof(float) * (size_t)n);
+        for (int32_t i = 0; i < st.nc; i++) out[s->cand[i].id] = s->cand[i].prob / st.total;
+    }
+    return next;
+}

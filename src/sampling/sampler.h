@@ -175,6 +175,21 @@ void wlm_sampler_free(wlm_sampler *s);
 int32_t wlm_sampler_sample(wlm_sampler *s, const float *logits, const int32_t *history,
                            int32_t n_history, wlm_token *info);
 
+/*
+ * The distribution wlm_sampler_sample would draw the next token from, written densely: out
+ * (vocab_size floats, may be NULL) receives q(t) for every token — the chain's stages 1-9 as
+ * above (penalties over `history`, bias, bans, filters, temperature), zero for tokens a filter
+ * removed, one-hot at the argmax for greedy. Without filters q is the full softmax; with them,
+ * each survivor's weight over the survivors' sum (the same floats the draw walks). The RNG is
+ * left where it was and the grammar is ignored (speculative decoding refuses grammars). For
+ * speculative decoding's rejection rule (runtime/speculative.c). Returns the token greedy
+ * decoding picks (temperature 0) or the token one draw of the chain would pick (any other
+ * temperature; not a sample: the coin is put back), or a negative status as
+ * wlm_sampler_sample.
+ */
+int32_t wlm_sampler_distribution(wlm_sampler *s, const float *logits, const int32_t *history,
+                                 int32_t n_history, float *out);
+
 /* llama2.c's RNG: xorshift64* (Marsaglia 2003; Vigna's multiplier) returning the high 32 bits,
  * and a float in [0, 1) built from its top 24 bits. */
 uint32_t wlm_rng_u32(uint64_t *state);

@@ -2,7 +2,7 @@
 # parses; token lines agree with the finals and with run.c's greedy text), batches, beam search,
 # stop strings, context shifting, the sampler order and parameter errors.
 # Variables: CLI, SHARED, CASE (json | batch | beam | stop | context | order | errors |
-# grammar: --grammar, --grammar-file, -j, -jf),
+# grammar: --grammar, --grammar-file, -j, -jf | speculative: -md, --draft-max, --lookup-ngram),
 # WORK (scratch directory).
 file(REMOVE_RECURSE "${WORK}")
 file(MAKE_DIRECTORY "${WORK}")
@@ -387,6 +387,40 @@ if(CASE STREQUAL "errors")
   execute_process(COMMAND ${CLI} --help OUTPUT_VARIABLE out RESULT_VARIABLE rc)
   string(FIND "${out}" "--frequency-penalty" at)
   check("rc;EQUAL;0;AND;at;GREATER;-1" "--help lists the options")
+endif()
+
+if(CASE STREQUAL "speculative")
+  # Speculative decoding leaves greedy output unchanged: run.c's bytes with a draft model (the
+  # same weights as GGUF: every draft accepted) and with prompt lookup; the statistics go to
+  # standard error; the refusals come before anything is printed.
+  set(copy "Lily and Tom went to the park. Lily and Tom went to the park. Lily and")
+  foreach(p "${prompt}" "${copy}")
+    wasmlm(plain -t 0 -n 300 -i "${p}")
+    wasmlm(md -t 0 -n 300 -i "${p}" -md ${SHARED}/models/stories260K.gguf --draft-max 5)
+    wasmlm(ng -t 0 -n 300 -i "${p}" --lookup-ngram 3 --draft 8)
+    check("plain_rc;EQUAL;0;AND;md_rc;EQUAL;0;AND;ng_rc;EQUAL;0" "speculative runs: ${md_err} ${ng_err}")
+    check("md;STREQUAL;plain" "-md: the same text as without ('${p}')")
+    check("ng;STREQUAL;plain" "--lookup-ngram: the same text as without ('${p}')")
+    string(REGEX MATCH "([0-9]+) tokens drafted, ([0-9]+) accepted" m "${md_err}")
+    check("CMAKE_MATCH_1;GREATER;0;AND;CMAKE_MATCH_1;EQUAL;CMAKE_MATCH_2" "-md: every draft accepted: ${md_err}")
+  endforeach()
+  set(cases "--draft-max,0|--draft-max must be in 1..32" "--draft-max,33|--draft-max"
+    "--lookup-ngram,9|--lookup-ngram must be in 1..8" "--draft-p-min,2|--draft-p-min"
+    "--lookup-ngram,2,-md,x.gguf|either --model-draft or --lookup-ngram"
+    "--lookup-ngram,2,--json|decodes one plain sequence" "--lookup-ngram,2,--beam,2|one plain sequence"
+    "-md,${WORK}/missing.gguf|cannot read .*missing.gguf"
+    "-md,${SHARED}/models/tok512.bin|tok512.bin")
+  foreach(c IN LISTS cases)
+    string(FIND "${c}" "|" bar)
+    string(SUBSTRING "${c}" 0 ${bar} flags)
+    math(EXPR bar "${bar} + 1")
+    string(SUBSTRING "${c}" ${bar} -1 want)
+    string(REPLACE "," ";" flags "${flags}")
+    wasmlm(r -t 0 -n 20 -i "${prompt}" ${flags})
+    string(LENGTH "${r}" nout)
+    check("r_rc;EQUAL;1;AND;nout;EQUAL;0" "${flags}: exit code ${r_rc}, nothing on standard output")
+    check("r_err;MATCHES;${want}" "${flags}: '${r_err}' matches '${want}'")
+  endforeach()
 endif()
 
 if(CASE STREQUAL "grammar")

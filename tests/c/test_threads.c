@@ -183,7 +183,7 @@ static void test_forward(const unsigned char *ckpt, size_t ckpt_size) {
                                            types[ti].type == WLM_TYPE_Q4_K))))
             continue;
         char name[64];
-        snprintf(name, sizeof name, "threads 1/2/3 bitwise equal: %s",
+        snprintf(name, sizeof name, "threads 1/2/3(/16) bitwise equal: %s",
                  types[ti].mix ? wlm_quantize_mix_name(types[ti].mix)
                                : wlm_type_get(types[ti].type)->name);
         tu_section(name);
@@ -214,9 +214,12 @@ static void test_forward(const unsigned char *ckpt, size_t ckpt_size) {
         }
         CHECK_STATUS(run_model(m, NULL, ref), WLM_OK);
         /* 2 and 3 threads as they run, then 2 threads with every chunk left to the helpers (so
-         * that rows computed on another thread are certainly part of the comparison) */
-        for (int32_t run = 0; run < 3; run++) {
-            const int32_t nt = run == 1 ? 3 : 2;
+         * that rows computed on another thread are certainly part of the comparison); for F32
+         * and Q8_0 also WLM_MAX_THREADS (16: the pool's largest split, oversubscribed on a small
+         * machine, which is what a race detector wants) */
+        const int wide = !types[ti].mix && (types[ti].type == WLM_TYPE_F32 || types[ti].type == WLM_TYPE_Q8_0);
+        for (int32_t run = 0; run < (wide ? 4 : 3); run++) {
+            const int32_t nt = run == 1 ? 3 : run == 3 ? WLM_MAX_THREADS : 2;
             wlm_threadpool *p = NULL;
             CHECK_STATUS(wlm_threadpool_new(nt, &p), WLM_OK);
             if (!p) continue;
@@ -234,7 +237,7 @@ static void test_forward(const unsigned char *ckpt, size_t ckpt_size) {
              * token are under the size threshold) in each of the 5 evaluations, and the
              * attention of the entries past position 128 per layer */
             CHECKF(jobs >= 5 * (5 * LAYERS + 1) + (PROMPT - 128 + 3 + 5) * LAYERS &&
-                       (run < 2 || helper == jobs * nt),
+                       (run != 2 || helper == jobs * nt),
                    "%d threads%s: %lld parallel products, %lld chunks run by helpers", (int)nt,
                    run == 2 ? " (helpers only)" : "", (long long)jobs, (long long)helper);
             wlm_threadpool_free(p);
@@ -248,11 +251,33 @@ static void test_forward(const unsigned char *ckpt, size_t ckpt_size) {
 }
 #endif /* HAVE_THREADS */
 
+/* The same protocol with WLM_MAX_THREADS threads: 15 helpers racing the caller for chunks
+ * (oversubscribed here; correctness, not speed), jobs of 1..40 chunks. */
+static void test_stress_wide(void) {
+    tu_section("fork-join stress: 4000 jobs on 16 threads");
+    wlm_threadpool *p = NULL;
+    CHECK_STATUS(wlm_threadpool_new(WLM_MAX_THREADS, &p), WLM_OK);
+    if (!p) return;
+    int32_t hits[40];
+    int wrong = 0;
+    for (int it = 0; it < 4000; it++) {
+        stress_job j = {hits, 1 + it % 40, 0};
+        memset(hits, 0, sizeof hits);
+        if (it == 2000) wlm_threadpool_helpers_only(p, 1);
+        wlm_pool_run(p, stress_chunk, &j, j.n);
+        for (int32_t i = 0; i < j.n; i++) wrong += hits[i] != 1;
+        wrong += j.bad;
+    }
+    CHECKF(wrong == 0, "%d chunks ran other than once", wrong);
+    wlm_threadpool_free(p);
+}
+
 int main(int argc, char **argv) {
     (void)argc, (void)argv;
     test_errors();
 #if HAVE_THREADS
     test_stress();
+    test_stress_wide();
     size_t size = 0;
     unsigned char *ckpt = random_checkpoint(&size);
     CHECK(ckpt != NULL);

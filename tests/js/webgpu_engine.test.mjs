@@ -214,7 +214,7 @@ test('generate() on the GPU: the sampler, stop strings, a JSON Schema and prompt
   }
 });
 
-test('refused for now with WLM_ERR_UNSUPPORTED: generateBatch, beamSearch, contextShift', { skip }, async () => {
+test('refused for now with WLM_ERR_UNSUPPORTED: generateBatch, beamSearch, contextShift, speculative decoding', { skip }, async () => {
   const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
   try {
     await g.load({ model: synthCached({ arch: 'llama', type: 'F32' }) });
@@ -222,6 +222,7 @@ test('refused for now with WLM_ERR_UNSUPPORTED: generateBatch, beamSearch, conte
     await assert.rejects(drain(g.generateBatch(['a', 'b'], { maxTokens: 2 })), { code: 'WLM_ERR_UNSUPPORTED', message: /WebGPU/ });
     await assert.rejects(g.beamSearch('a', { width: 2, maxTokens: 2 }), { code: 'WLM_ERR_UNSUPPORTED', message: /WebGPU/ });
     await assert.rejects(drain(g.generate('a', { maxTokens: 2, contextShift: true })), { code: 'WLM_ERR_UNSUPPORTED', message: /context_?[sS]hift.*WebGPU/ });
+    await assert.rejects(drain(g.generate('a', { maxTokens: 2, draft: { ngram: 2 } })), { code: 'WLM_ERR_UNSUPPORTED', message: /CPU backend only/ });
     const ok = []; // and the engine still generates
     for await (const t of g.generate('a', { maxTokens: 2, temperature: 0 })) ok.push(t.id);
     assert.equal(ok.length, 2);
