@@ -482,7 +482,6 @@ API double wlmjs_dequantize(int32_t type, const void *src, float *dst, double n)
     t->to_float(src, dst, (int64_t)n);
     return n;
 }
-}
 
 /* ---- speculative decoding (js/speculative.js) ---- */
 /* wlm_generate_speculate with its parameters as scalars: draft a context or NULL, n_draft,
