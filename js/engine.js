@@ -14,8 +14,9 @@ import { STATUS, STOP_REASONS, WasmlmError, abortError, jsError } from './errors
 import { batchSequences, beamParams, contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
 import { chatPrompt, splitChatParams } from './chat.js';
 import { macrotask, mark } from './platform.js';
-import { readIntoHeap } from './source.js';
+import { openSource, readIntoHeap } from './source.js';
 import { importsMemory, sharedMemory, startThreads, stopThreads } from './threads.js';
+import { chooseMemory, isMemory64Module, lowHeapBytes, modelBytes, peekModelHeader, sharedMemory64 } from './memory64.js';
 import { compilePlanned, instantiateWasm, moduleBuild, planModule, settledPlan } from './wasm.js';
 
 /** `view`, or a copy of it when it views shared memory (TextDecoder rejects those). */
@@ -50,6 +51,7 @@ class Engine {
                      // text), or undefined when no generation has drawn one on this context
   #firstTokenMarked = false; // 'wasmlm:first-token' is marked once per engine
   #paramGrammar = new Map(); // wlm_gen_params* → the malloc'd grammar text it points at
+  #options = null;   // createEngine's options, to start the other module (memory64 at load())
 
   /** The result of the last generation, or null. See LastResult in wasmlm.d.ts. */
   lastResult = null;
@@ -69,7 +71,8 @@ class Engine {
    * `dot`: the relaxed build's int8 dot form, {form, probe} of dotFormAtStart().
    */
   constructor(x, simd, nThreads, threadsStarting, build = simd ? 'simd128' : 'scalar',
-    dot = { form: 'none', probe: null }) {
+    dot = { form: 'none', probe: null }, options = null) {
+    this.#options = options;
     this.#build = build;
     this.#dot = dot;
     this.#x = x;
@@ -408,7 +411,7 @@ class Engine {
    * @returns {Promise<import('./wasmlm.d.ts').ModelInfo>}
    */
   async load({ model, tokenizer, nCtx, kvCache, nSeqMax, kvType, onProgress, signal } = {}) {
-    const x = this.#exports();
+    let x = this.#exports();
     this.#needIdle('load a model');
     if (model == null) throw jsError('WLM_ERR_INVALID_ARG', 'load(): `model` is required');
     const ctxParams = contextParams({ nCtx, kvCache, nSeqMax, kvType });
@@ -418,9 +421,9 @@ class Engine {
     let tokPtr = 0;
     let model_ = 0;
     let slot = 0;
-    const read = async (source, stage) => {
+    const read = async (source, stage, lowBytes = 0) => {
       try {
-        return await readIntoHeap(x, source, stage, onProgress, signal);
+        return await readIntoHeap(x, source, stage, onProgress, signal, lowBytes);
       } catch (e) {
         // fetch rejects with signal.reason, which may be anything: report an AbortError.
         if (signal?.aborted && e?.name !== 'AbortError') throw abortError(`Loading the ${stage}`);
@@ -428,7 +431,10 @@ class Engine {
       }
     };
     try {
-      const m = await read(model, 'model');
+      // wasm32 while the model fits its 4 GB, else the memory64 module (js/memory64.js)
+      const { source, lowBytes } = await this.#fitModule(model, ctxParams, signal);
+      x = this.#x;
+      const m = await read(source, 'model', lowBytes);
       modelPtr = m.ptr;
       // GGUF files carry their vocabulary; llama2.c checkpoints need a tokenizer.bin.
       const t = tokenizer == null ? null : await read(tokenizer, 'tokenizer');
@@ -469,6 +475,7 @@ class Engine {
         dim: f(0), hiddenDim: f(1), nLayers: f(2), nHeads: f(3), nKvHeads: f(4), vocabSize: f(5),
         seqLen: f(6), sharedClassifier: f(7) === 1, weightBytes: f(11), nCtx: ctxParams.nCtx || f(6),
         simd: this.#simd, build: this.#build, threads: this.threads, kvType: ctxParams.kvType,
+        memory64: x.memory64 === true,
         dotForm: this.#dot.form, dotProbe: this.#dot.probe,
         contextBytes: x.wlm_context_memory(ctx) >>> 0,
         wasmMemoryBytes: x.memory.buffer.byteLength,
@@ -487,6 +494,40 @@ class Engine {
       if (tokPtr) x.wlmjs_free(tokPtr);
       if (model_) x.wlm_model_free(model_);
       this.#busy = null;
+    }
+  }
+
+  /**
+   * Before a model is read: sizes it from its header (js/memory64.js: weights + KV cache +
+   * scratch) and moves the engine to the module it needs (EngineOptions.memory64: 'auto' picks
+   * wasm32 while it fits), re-instantiating it and its helper threads. Returns the opened
+   * source (its first bytes peeked, nothing read twice) and the heap to keep below the weights.
+   */
+  async #fitModule(model, ctxParams, signal) {
+    const source = await openSource(model, 'model', signal);
+    try {
+      const option = this.#options && this.#options.wasm === undefined ? this.#options.memory64 ?? 'auto' : false;
+      const need = modelBytes(source.size, await peekModelHeader(source.peek),
+        { ...ctxParams, threads: this.#nThreads });
+      const { memory64, error } = chooseMemory(need, option, ctxParams.nCtx);
+      if (error) throw error;
+      if (memory64 !== (this.#x.memory64 === true)) {
+        const rt = await startRuntime({ ...this.#options, memory64 });
+        if (rt.starting) await rt.starting; // (a failure: the old module stays)
+        const old = this.#x;
+        await this.#threadsStarting;
+        if (this.#threads) stopThreads(old, this.#threads);
+        this.#x = rt.x;
+        this.#threads = rt.starting ? await rt.starting : null;
+        this.#threadsStarting = null;
+        this.#threadsError = null;
+        this.#lenSlot = 0;
+        this.#build = moduleBuild(rt.x, rt.plan.build);
+      }
+      return { source, lowBytes: memory64 ? lowHeapBytes(need, this.#x.memory.buffer.byteLength) : 0 };
+    } catch (e) {
+      await source.close();
+      throw e;
     }
   }
 
@@ -1222,6 +1263,19 @@ export async function startEngine(options, compiled = null) {
   if (dotForm !== 'auto' && !Object.hasOwn(DOT_FORMS, dotForm)) {
     throw jsError('WLM_ERR_INVALID_ARG', `dotForm must be 'auto', 'fused' or 'split', got ${dotForm}`);
   }
+  const { plan, x, threads, starting } = await startRuntime(options, compiled);
+  const dot = dotFormAtStart(x, dotForm);
+  mark('wasmlm:engine-ready');
+  return new Engine(x, plan.simd, threads, starting, moduleBuild(x, plan.build), dot, options);
+}
+
+/**
+ * Plans, compiles and instantiates the module createEngine(options) runs (or load() moves to:
+ * options.memory64 true / false), and starts its helper threads in the background:
+ * {plan, x, threads, starting} (`starting`: startThreads' promise, or null for one thread).
+ * `compiled`: see startEngine.
+ */
+async function startRuntime(options, compiled = null) {
   const plan = await planModule(options);
   let mod;
   if (compiled?.module instanceof WebAssembly.Module && plan.file && compiled.file === plan.file) {
@@ -1234,7 +1288,7 @@ export async function startEngine(options, compiled = null) {
   let { threads } = plan;
   let memory = null;
   if (importsMemory(module)) {
-    memory = sharedMemory();
+    memory = isMemory64Module(module) ? sharedMemory64() : sharedMemory();
   } else if (threads > 1) {
     if (plan.explicitThreads) {
       throw jsError('WLM_ERR_UNSUPPORTED', `threads: ${threads}: ${name} is not the threaded build (dist/wasmlm-mt.wasm)`);
@@ -1244,7 +1298,5 @@ export async function startEngine(options, compiled = null) {
   const x = await instantiateWasm(module, name, memory);
   // The helpers start in the background: the engine is usable at once, load() waits for them.
   const starting = threads > 1 ? startThreads(x, module, threads, jsError) : null;
-  const dot = dotFormAtStart(x, dotForm);
-  mark('wasmlm:engine-ready');
-  return new Engine(x, plan.simd, threads, starting, moduleBuild(x, plan.build), dot);
+  return { plan, x, threads, starting };
 }

@@ -142,6 +142,28 @@ export interface EngineOptions {
    */
   dotForm?: 'auto' | 'fused' | 'split';
   /**
+   * Whether the engine runs a memory64 (wasm64) module, for models past wasm32's 4 GB of wasm
+   * memory. 'auto' (default): load() reads the model's header first (GGUF key/values, or a
+   * llama2.c checkpoint's 28 bytes; nothing is read twice) and estimates what the model will
+   * take: the file (weights) + the KV cache of one sequence of nCtx positions in kvType + the
+   * activations, logits and vocabulary tables (js/memory64.js, modelBytes: within ~10 % of
+   * ModelInfo.contextBytes). While that fits 97 % of 4 GB the engine runs wasm32's build;
+   * otherwise it moves to that build's memory64 twin (dist/wasmlm64.wasm, wasmlm64-mt.wasm,
+   * wasmlm64-relaxed.wasm, wasmlm64-relaxed-mt.wasm), re-instantiating the module and its
+   * helper threads before reading the model, and back for a later model that fits. Runtimes
+   * with memory64: Chromium >= 133, Firefox >= 134, Node >= 24, up to 16 GiB of wasm memory
+   * (V8's limit); where the runtime has none (Safari, Node 20) a model that does not fit is
+   * WLM_ERR_NOMEM before anything is read, naming the sizes (weights, KV cache, scratch) and
+   * the reason. `true`: the memory64 build from the start (WLM_ERR_UNSUPPORTED without
+   * memory64 or with `build: 'scalar'`); `false`: always wasm32 (a model that does not fit
+   * fails in C, with its sizes). In the memory64 modules the weights lie above the heap, which
+   * is sized from the estimate and stays below 4 GB: the KV cache and scratch of one context
+   * are limited to about 3.5 GB there. The results are bitwise those of the wasm32 build;
+   * decode is a few % slower (bench/README.md, 2026-11-27). ModelInfo.memory64 says which
+   * ran. Ignored (always wasm32) when `wasm` is given.
+   */
+  memory64?: 'auto' | boolean;
+  /**
    * Threads that run the matrix products (wlm_threadpool, src/wasmlm.h): every weight-matrix
    * product of the forward pass is split into `threads` row ranges, one per thread, the
    * engine's own thread included, and each token's attention by heads; norms, RoPE and
@@ -267,6 +289,9 @@ export interface ModelInfo {
   simd: boolean;
   /** The build's kernels (EngineOptions.build resolved; from the module itself). */
   build: 'relaxed' | 'simd128' | 'scalar';
+  /** The model runs in a memory64 (wasm64) module (EngineOptions.memory64 resolved for this
+   *  model: the model did not fit wasm32's 4 GB, or `memory64: true`). */
+  memory64: boolean;
   /** The relaxed build's int8 dot form in use (EngineOptions.dotForm resolved); 'none' in the
    *  other builds. */
   dotForm: 'fused' | 'split' | 'none';

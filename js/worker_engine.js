@@ -87,7 +87,7 @@ class WorkerEngine {
       }
       const ready = await engine.#request(Req.INIT,
         { options: { wasm, simd: options.simd, threads: options.threads, warmup: options.warmup, build,
-          dotForm: options.dotForm },
+          dotForm: options.dotForm, memory64: options.memory64 },
           compiled }).promise;
       if (ready?.protocol !== PROTOCOL_VERSION) {
         throw new Error(`wasmlm: js/worker.js speaks protocol ${ready?.protocol}, ` +
