@@ -14,7 +14,8 @@ import { STATUS, STOP_REASONS, WasmlmError, abortError, jsError } from './errors
 import { batchSequences, beamParams, contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
 import { chatPrompt, splitChatParams } from './chat.js';
 import { macrotask, mark } from './platform.js';
-import { openSource, readIntoHeap } from './source.js';
+import { readIntoHeap } from './source.js';
+import { openModel } from './split.js';
 import { importsMemory, sharedMemory, startThreads, stopThreads } from './threads.js';
 import { chooseMemory, isMemory64Module, lowHeapBytes, modelBytes, peekModelHeader, sharedMemory64 } from './memory64.js';
 import { compilePlanned, instantiateWasm, moduleBuild, planModule, settledPlan } from './wasm.js';
@@ -504,7 +505,7 @@ class Engine {
    * source (its first bytes peeked, nothing read twice) and the heap to keep below the weights.
    */
   async #fitModule(model, ctxParams, signal) {
-    const source = await openSource(model, 'model', signal);
+    const source = await openModel(model, 'model', signal); // (a split GGUF's parts: js/split.js)
     try {
       const option = this.#options && this.#options.wasm === undefined ? this.#options.memory64 ?? 'auto' : false;
       const need = modelBytes(source.size, await peekModelHeader(source.peek),

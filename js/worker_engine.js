@@ -15,6 +15,7 @@ import { compilePlanned, planModule, settledPlan } from './wasm.js';
 
 /** Makes a load source cloneable and absolute (the worker has another base URL). */
 function toTransferableSource(source) {
+  if (Array.isArray(source)) return source.map(toTransferableSource); // a split GGUF's parts
   if (source instanceof URL) return source.href;
   if (typeof source === 'string') {
     const base = baseURI();
