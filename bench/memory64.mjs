@@ -14,7 +14,8 @@
 //     [--threads 1,2] [--tokens 16] [--runs 1] [--json]
 //
 // --rows big: Phi-3.5-mini Q8_0 and Llama-3.1-8B Q4_K_M at nCtx 4096 (wasm64, chosen by load());
-// --rows ab: Phi-3.5-mini Q4_K_M at nCtx 2048 with memory64 true and false, alternating.
+// --rows ab: Phi-3.5-mini Q4_K_M at nCtx 2048 with memory64 true and false, alternating;
+// --rows ab-small: the same for Llama-3.2-1B Q4_K_M (0.8 GB: more runs in the same time).
 // Files are kept in bench/out/gguf-m64/ (sparse: `du` shows a few MB).
 
 import fs from 'node:fs';
@@ -34,10 +35,12 @@ const FILES = {
   'phi3.5-mini-Q8_0': { arch: 'phi3', shape: 'phi3.5-mini', type: 'Q8_0', name: 'Phi-3.5-mini Q8_0' },
   'phi3.5-mini-Q4_K_M': { arch: 'phi3', shape: 'phi3.5-mini', type: 'Q4_K_M', name: 'Phi-3.5-mini Q4_K_M' },
   'llama3.1-8b-Q4_K_M': { arch: 'llama', shape: 'llama3.1-8b', type: 'Q4_K_M', name: 'Llama-3.1-8B Q4_K_M' },
+  'llama3.2-1b-Q4_K_M': { arch: 'llama', shape: 'llama3.2-1b', type: 'Q4_K_M', name: 'Llama-3.2-1B Q4_K_M' },
 };
 const ROWS = {
   big: [['phi3.5-mini-Q8_0', 4096, 'auto'], ['llama3.1-8b-Q4_K_M', 4096, 'auto']],
   ab: [['phi3.5-mini-Q4_K_M', 2048, false], ['phi3.5-mini-Q4_K_M', 2048, true]],
+  'ab-small': [['llama3.2-1b-Q4_K_M', 2048, false], ['llama3.2-1b-Q4_K_M', 2048, true]],
 };
 
 function ensureFile(key) {

@@ -43,7 +43,7 @@ export const POINTER_ARRAYS = Object.freeze({
   wlmjs_generate_batch_begin: [4, 1],
 });
 /** i64 results that are sizes, not pointers: never checked against 4 GB. */
-const SIZE_RESULTS = new Set(['wlm_context_memory']);
+const SIZE_RESULTS = new Set(['wlm_context_memory', 'wlmjs_token_piece_len']);
 
 // A module declaring a 64-bit memory (limits flag 0x04, 1 page): validates iff memory64.
 const MEMORY64_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 5, 3, 1, 4, 1]);

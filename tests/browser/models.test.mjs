@@ -416,8 +416,7 @@ test('a split GGUF: its parts dropped at once, or its first part\'s URL, load as
 
     // the first part's URL: the page fetches all three
     const before = server.requests.length;
-    await page.locator('#model-url').fill(`${server.origin}/tests/artifacts/split/${path.basename(parts[0])}`);
-    out = await loadAfter(page, () => page.locator('#url-load').click());
+    out = await loadUrl(`${server.origin}/tests/artifacts/split/${path.basename(parts[0])}`);
     assert.equal(out.state, 'ready', out.text);
     const got = server.requests.slice(before).map((r) => r.path).filter((p) => p.endsWith('.gguf'));
     assert.deepEqual(got.sort(), parts.map((p) => `/tests/artifacts/split/${path.basename(p)}`).sort());

@@ -392,6 +392,7 @@ export async function takeLocalFiles(fileList) {
   const ggufs = [];
   for (const file of files) if (await app.sources.classifyFile(file) === 'gguf') ggufs.push(file);
   if (ggufs.length > 1) {
+    ggufs.sort((a, b) => a.name.localeCompare(b.name)); // (for the label: the engine orders them itself)
     app.localPending = { model: null, tokenizer: null, kind: null };
     $('local-pending').textContent = '';
     await loadModel(app.sources.planFromFiles(ggufs, null));
