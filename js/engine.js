@@ -528,6 +528,8 @@ class Engine {
       return { source, lowBytes: memory64 ? lowHeapBytes(need, this.#x.memory.buffer.byteLength) : 0 };
     } catch (e) {
       await source.close();
+      // a download aborted while its header was read rejects with signal.reason: an AbortError
+      if (signal?.aborted && e?.name !== 'AbortError') throw abortError('Loading the model');
       throw e;
     }
   }

@@ -277,11 +277,13 @@ export function readModelHeader(bytes) {
 /**
  * The header of a model source as readModelHeader() returns it, reading the first bytes
  * through `peek(n)` (resolves to at least the first n bytes, or fewer at the end of the file),
- * with more asked for while the header continues (at most 256 MB); null when the format is
+ * with more asked for while the header continues (64 KiB, then 4x, at most 256 MB); null when the format is
  * not recognised.
  */
 export async function peekModelHeader(peek) {
-  for (let n = 1 << 20; ; n *= 4) {
+  // 64 KiB first: a llama2.c header is 28 bytes, a GGUF one with a large vocabulary a few MB; a
+  // download is peeked from its first chunks, which are then copied in with the rest
+  for (let n = 64 << 10; ; n *= 4) {
     const bytes = await peek(n);
     try {
       return readModelHeader(bytes);
@@ -340,12 +342,13 @@ export function describeBytes(need, nCtx) {
  */
 export function chooseMemory(need, option, nCtx, support = memory64Support()) {
   const what = describeBytes(need, nCtx);
+  if (option === false) return { memory64: false, error: null }; // wasm32 whatever it needs: C says
   if (need.total > WASM64_BYTES * WASM32_FIT) {
-    return { memory64: option !== false, error: jsError('WLM_ERR_NOMEM',
+    return { memory64: true, error: jsError('WLM_ERR_NOMEM',
       `the model needs ${gb(need.total)} of wasm memory (${what}): more than the 16 GiB a memory64 ` +
       'module can have here; a smaller nCtx or a smaller quantization may fit') };
   }
-  if (option === true || option === false) return { memory64: option, error: null };
+  if (option === true) return { memory64: true, error: null };
   if (need.total <= WASM32_BYTES * WASM32_FIT) return { memory64: false, error: null };
   if (support.ok) return { memory64: true, error: null };
   if (need.total <= WASM32_BYTES) return { memory64: false, error: null }; // may still fit: C decides
