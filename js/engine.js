@@ -507,19 +507,25 @@ class Engine {
   async #fitModule(model, ctxParams, signal) {
     const source = await openModel(model, 'model', signal); // (a split GGUF's parts: js/split.js)
     try {
-      const option = this.#options && this.#options.wasm === undefined ? this.#options.memory64 ?? 'auto' : false;
       const need = modelBytes(source.size, await peekModelHeader(source.peek),
         { ...ctxParams, threads: this.#nThreads });
-      const { memory64, error } = chooseMemory(need, option, ctxParams.nCtx);
+      // the caller's own module (options.wasm) is kept, whichever it is
+      const own = !this.#options || this.#options.wasm !== undefined;
+      const { memory64, error } = own ? { memory64: this.#x.memory64 === true, error: null }
+        : chooseMemory(need, this.#options.memory64 ?? 'auto', ctxParams.nCtx);
       if (error) throw error;
       if (memory64 !== (this.#x.memory64 === true)) {
         const rt = await startRuntime({ ...this.#options, memory64 });
-        if (rt.starting) await rt.starting; // (a failure: the old module stays)
+        const threads = rt.starting ? await rt.starting : null; // (a failure: the old module stays)
         const old = this.#x;
         await this.#threadsStarting;
+        if (!this.#x) { // freed meanwhile: the new module goes too
+          if (threads) stopThreads(rt.x, threads);
+          throw jsError('WLM_ERR_STATE', 'the engine was freed during load()');
+        }
         if (this.#threads) stopThreads(old, this.#threads);
         this.#x = rt.x;
-        this.#threads = rt.starting ? await rt.starting : null;
+        this.#threads = threads;
         this.#threadsStarting = null;
         this.#threadsError = null;
         this.#lenSlot = 0;

@@ -167,6 +167,17 @@ test('memory64: the memory64 modules compute what the wasm32 ones do, bitwise', 
   }
 });
 
+test('memory64: a memory64 module given as options.wasm runs (and is kept at load)', { skip: skip64 }, async () => {
+  const engine = await createEngine({ wasm: path.join(REPO, 'dist/wasmlm64.wasm') });
+  try {
+    const info = await engine.load({ model: GGUF, nCtx: 64 });
+    assert.equal(info.memory64, true);
+    assert.equal((await engine.complete(PROMPT, { temperature: 0, maxTokens: 4 })).nGenerated, 4);
+  } finally {
+    await engine.free();
+  }
+});
+
 test('memory64: a model past 4 GB loads into the memory64 module by itself, with every weight read from its place', { skip: skip64, timeout: 600000 }, async () => {
   const engine = await createEngine({ threads: 2 });
   try {
