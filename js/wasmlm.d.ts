@@ -158,9 +158,10 @@ export interface EngineOptions {
    * memory64 or with `build: 'scalar'`); `false`: always wasm32 (a model that does not fit
    * fails in C, with its sizes). In the memory64 modules the weights lie above the heap, which
    * is sized from the estimate and stays below 4 GB: the KV cache and scratch of one context
-   * are limited to about 3.5 GB there. The results are bitwise those of the wasm32 build;
-   * it runs 2-10 % slower (bench/README.md, 2026-11-27: stories110M decode Q4_K 0.98, Q8_0 0.91). ModelInfo.memory64 says which
-   * ran. Ignored (always wasm32) when `wasm` is given.
+   * are limited to about 3.5 GB there. The results are bitwise those of the wasm32 build; it
+   * runs 2-10 % slower (bench/README.md, 2026-11-27: stories110M decode Q4_K 0.98, Q8_0
+   * 0.91). ModelInfo.memory64 says which ran. With `wasm` given, its module is kept whichever
+   * it is (a memory64 one is recognised by its `wasmlm.abi` section).
    */
   memory64?: 'auto' | boolean;
   /**
