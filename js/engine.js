@@ -478,7 +478,7 @@ class Engine {
         simd: this.#simd, build: this.#build, threads: this.threads, kvType: ctxParams.kvType,
         memory64: x.memory64 === true,
         dotForm: this.#dot.form, dotProbe: this.#dot.probe,
-        contextBytes: x.wlm_context_memory(ctx) >>> 0,
+        contextBytes: x.memory64 ? x.wlm_context_memory(ctx) : x.wlm_context_memory(ctx) >>> 0, // (wasm64: past 4 GB)
         wasmMemoryBytes: x.memory.buffer.byteLength,
         name: this.#metaString(this.#model, 'general.name'),
         architecture: this.#metaString(this.#model, 'general.architecture'),
@@ -1098,7 +1098,7 @@ class Engine {
     return {
       blockBytes: f(0), blocksAllocated: f(1), blocksUsed: f(2), blocksShared: f(3), blockRefs: f(4),
       nSeqMax: this.#ctxParams.nSeqMax, nCtx: this.#info.nCtx,
-      contextBytes: x.wlm_context_memory(this.#ctx) >>> 0, wasmMemoryBytes: x.memory.buffer.byteLength,
+      contextBytes: x.memory64 ? x.wlm_context_memory(this.#ctx) : x.wlm_context_memory(this.#ctx) >>> 0, wasmMemoryBytes: x.memory.buffer.byteLength,
     };
   }
 

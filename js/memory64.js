@@ -362,9 +362,13 @@ export function chooseMemory(need, option, nCtx, support = memory64Support()) {
  * For a memory64 module: the bytes of heap to keep below the weights (js/source.js allocates
  * that much, then the weights' buffer after it, then frees the first block, which the model's
  * and the context's allocations then come from). Everything but the weights, with room to
- * spare, and never past the first 4 GB.
+ * spare, when that fits below 4 GB; else everything but the weights and the KV cache: the KV
+ * cache (one calloc, never seen by JS) then lands above the weights, and only the scratch,
+ * the vocabulary and JS's own small blocks stay below.
  */
 export function lowHeapBytes(need, heapTop) {
-  const want = Math.ceil((need.kv + need.scratch + need.other) * 1.25) + (64 << 20);
-  return Math.max(0, Math.min(want, WASM32_BYTES - (64 << 20) - heapTop));
+  const small = Math.ceil((need.scratch + need.other) * 1.25) + (64 << 20);
+  const all = small + Math.ceil(need.kv * 1.05);
+  const room = WASM32_BYTES - (64 << 20) - heapTop;
+  return Math.max(0, all <= room ? all : Math.min(small, room));
 }

@@ -156,9 +156,10 @@ export interface EngineOptions {
    * WLM_ERR_NOMEM before anything is read, naming the sizes (weights, KV cache, scratch) and
    * the reason. `true`: the memory64 build from the start (WLM_ERR_UNSUPPORTED without
    * memory64 or with `build: 'scalar'`); `false`: always wasm32 (a model that does not fit
-   * fails in C, with its sizes). In the memory64 modules the weights lie above the heap, which
-   * is sized from the estimate and stays below 4 GB: the KV cache and scratch of one context
-   * are limited to about 3.5 GB there. The results are bitwise those of the wasm32 build; it
+   * fails in C, with its sizes). In the memory64 modules the weights lie above the heap the
+   * model's tables, the scratch and JS's blocks come from, which is sized from the estimate
+   * and stays below 4 GB (a KV cache too large for it goes above the weights). The results
+   * are bitwise those of the wasm32 build; it
    * runs 2-10 % slower (bench/README.md, 2026-11-27: stories110M decode Q4_K 0.98, Q8_0
    * 0.91). ModelInfo.memory64 says which ran. With `wasm` given, its module is kept whichever
    * it is (a memory64 one is recognised by its `wasmlm.abi` section).

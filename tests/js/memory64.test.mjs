@@ -21,7 +21,7 @@ import {
 } from '../../js/memory64.js';
 import { exportSignatures } from '../../tools/wasm64/abi.mjs';
 import { padGguf } from '../../tools/gguf_pad.mjs';
-import { synthesize } from '../../tools/synth_gguf.mjs';
+import { synthesize, writeHeaderOnly } from '../../tools/synth_gguf.mjs';
 import { MODEL, MODELS, REPO, TOKENIZER } from './_helpers.mjs';
 
 const run = promisify(execFile);
@@ -221,6 +221,25 @@ test('memory64: a model past 4 GB loads into the memory64 module by itself, with
     assert.deepEqual((await greedy(engine)).ids, ref.ids);
   } finally {
     await engine.free();
+  }
+});
+
+test('memory64: a KV cache past 4 GB lands above the weights (only the scratch stays below 4 GB)', { skip: skip64, timeout: 600000 }, async () => {
+  // Llama-3.2-1B's shape (0.8 GB at Q4_K_M, all-zero matrices, sparse) at its 131072 positions:
+  // a 4.3 GB F16 KV cache, which cannot sit in the heap below 4 GB with the scratch
+  const file = path.join(dir, 'llama3.2-1b-Q4_K_M-zero.gguf');
+  writeHeaderOnly('llama', 'llama3.2-1b', file, { type: 'Q4_K_M' });
+  const engine = await createEngine({ threads: 1 });
+  try {
+    const info = await engine.load({ model: file });
+    assert.equal(info.memory64, true);
+    assert.equal(info.nCtx, 131072);
+    assert.ok(info.contextBytes > 2 ** 32, `${info.contextBytes} bytes of context`);
+    const r = await engine.complete(PROMPT, { maxTokens: 3, temperature: 0 });
+    assert.equal(r.nGenerated, 3);
+  } finally {
+    await engine.free();
+    fs.rmSync(file, { force: true });
   }
 });
 
