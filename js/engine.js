@@ -502,7 +502,7 @@ class Engine {
    * Before a model is read: sizes it from its header (js/memory64.js: weights + KV cache +
    * scratch) and moves the engine to the module it needs (EngineOptions.memory64: 'auto' picks
    * wasm32 while it fits), re-instantiating it and its helper threads. Returns the opened
-   * source (its first bytes peeked, nothing read twice) and the heap to keep below the weights.
+   * source (its first bytes peeked; a download's are kept, not fetched again) and the heap to keep below the weights.
    */
   async #fitModule(model, ctxParams, signal) {
     const source = await openModel(model, 'model', signal); // (a split GGUF's parts: js/split.js)

@@ -144,7 +144,7 @@ export interface EngineOptions {
   /**
    * Whether the engine runs a memory64 (wasm64) module, for models past wasm32's 4 GB of wasm
    * memory. 'auto' (default): load() reads the model's header first (GGUF key/values, or a
-   * llama2.c checkpoint's 28 bytes; nothing is read twice) and estimates what the model will
+   * llama2.c checkpoint's 28 bytes; a download's first chunks are kept, not fetched again) and estimates what the model will
    * take: the file (weights) + the KV cache of one sequence of nCtx positions in kvType + the
    * activations, logits and vocabulary tables (js/memory64.js, modelBytes: within ~10 % of
    * ModelInfo.contextBytes). While that fits 97 % of 4 GB the engine runs wasm32's build;
@@ -238,10 +238,11 @@ export interface LoadOptions {
    *  GGUF (llama.cpp's gguf-split: NAME-00001-of-0000N.gguf, …) is a list of its parts (paths,
    *  URLs, Blobs or bytes, in any order: each part's split.no decides), or the first part's path
    *  or URL alone (the others are named beside it); the parts are streamed into one buffer
-   *  behind a merged header (js/split.js), each read once. A set that is not one whole split
+   *  behind a merged header (js/split.js), each downloaded once. A set that is not one whole split
    *  model (a part missing, repeated, or of another split) is WLM_ERR_INVALID_ARG; a part
-   *  that cannot be read, WLM_ERR_IO. The file is read once, first its header (to size the
-   *  model: EngineOptions.memory64), then the rest, with no second copy in JS memory. */
+   *  that cannot be read, WLM_ERR_IO. The model is streamed into wasm memory chunk by chunk
+   *  after its header was read (to size it: EngineOptions.memory64; a download's first chunks
+   *  are kept for that, not fetched again), with no whole copy of it in JS memory. */
   model: Source | Source[];
   /** The llama2.c tokenizer.bin matching the model's vocabulary: required with a llama2.c
    *  checkpoint; must be omitted with a GGUF file, which carries its vocabulary (else
