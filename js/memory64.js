@@ -206,10 +206,13 @@ export function readModelHeader(bytes) {
   if (dv.getUint32(0, true) !== GGUF_MAGIC) {
     const h = Array.from({ length: 7 }, (_, i) => dv.getInt32(4 * i, true));
     const [dim, hidden, nLayers, nHeads, nKvHeads, vocab, ctx] = h;
-    if (!(dim > 0 && hidden > 0 && nLayers > 0 && nHeads > 0 && nKvHeads > 0 && ctx > 0 && vocab !== 0)) return null;
+    // a plausible checkpoint only (web/sources.js classifies local files the same way): other
+    // bytes are C's to refuse, with its format error
+    if (!(dim > 0 && nHeads > 0 && dim % nHeads === 0 && nKvHeads > 0 && nHeads % nKvHeads === 0 &&
+      hidden > 0 && vocab !== 0 && Math.abs(vocab) <= 1 << 22 && ctx > 0)) return null;
     const hs = dim / nHeads;
-    return { format: 'llama2c', arch: 'llama', nLayers, dim, hidden, nHeads, nKvHeads, headK: hs, headV: hs,
-      ctx, vocab: Math.abs(vocab), headerBytes: 28 };
+    return plausible({ format: 'llama2c', arch: 'llama', nLayers, dim, hidden, nHeads, nKvHeads, headK: hs, headV: hs,
+      ctx, vocab: Math.abs(vocab), headerBytes: 28 });
   }
   let pos = 4;
   const need = (n) => { if (pos + n > bytes.byteLength) throw new NeedMore(); };
@@ -266,12 +269,21 @@ export function readModelHeader(bytes) {
   const dim = num('embedding_length', 0);
   const nHeads = num('attention.head_count', 1) || 1;
   const headK = num('attention.key_length', dim / nHeads);
-  return {
+  return plausible({
     format: 'gguf', arch, nLayers: num('block_count', 0), dim, hidden: num('feed_forward_length', dim * 4),
     nHeads, nKvHeads: num('attention.head_count_kv', nHeads) || nHeads, headK,
     headV: num('attention.value_length', headK), ctx: num('context_length', 2048),
     vocab: kv.get('tokenizer.ggml.tokens')?.length ?? 32000, headerBytes: pos,
-  };
+  });
+}
+
+/** `h`, or null when a number is out of any model's range (the file is then sized by its
+ *  bytes alone, and C reports what is wrong with it). */
+function plausible(h) {
+  const ok = (v, max) => Number.isFinite(v) && v >= 0 && v <= max;
+  return ok(h.nLayers, 4096) && ok(h.dim, 1 << 17) && ok(h.hidden, 1 << 20) && ok(h.nHeads, 4096) &&
+    ok(h.nKvHeads, 4096) && ok(h.headK, 1 << 14) && ok(h.headV, 1 << 14) && ok(h.ctx, 1 << 24) &&
+    ok(h.vocab, 1 << 22) ? h : null;
 }
 
 /**

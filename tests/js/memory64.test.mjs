@@ -60,6 +60,9 @@ test('memory64: the header gives the sizes the context really takes (within 10 %
   const b = readModelHeader(fs.readFileSync(MODEL).subarray(0, 28));
   assert.deepEqual([b.format, b.nLayers, b.dim, b.hidden, b.vocab, b.ctx], ['llama2c', 5, 64, 172, 512, 512]);
   assert.equal(readModelHeader(new Uint8Array(64)), null, 'neither format');
+  // text is not a checkpoint (its ints would make a model of terabytes): C says what it is
+  assert.equal(readModelHeader(Buffer.from('hello, this is not a model at all\n'.repeat(4))), null);
+  assert.equal(readModelHeader(fs.readFileSync(path.join(REPO, 'README.md')).subarray(0, 4096)), null);
   const engine = await createEngine({ threads: 1, memory64: false });
   const files = [GGUF];
   for (const arch of ['phi3', 'qwen3', 'gemma3']) { // fused matrices; head size from key_length; windows
