@@ -17,7 +17,9 @@ import { chatCompletion } from './chat_completion.js';
 import { macrotask, mark } from './platform.js';
 import { readIntoHeap } from './source.js';
 import { draftKey, draftSpec, speculate, specStats } from './speculative.js';
+import { openModel } from './split.js';
 import { importsMemory, sharedMemory, startThreads, stopThreads } from './threads.js';
+import { chooseMemory, isMemory64Module, lowHeapBytes, modelBytes, peekModelHeader, sharedMemory64 } from './memory64.js';
 import { compilePlanned, instantiateWasm, moduleBuild, planModule, settledPlan } from './wasm.js';
 import { attachBackend, checkBackendOption } from './backend/select.js';
 
@@ -60,6 +62,7 @@ class Engine {
   #backendOpt;   // {backend, gpu, useSubgroups}: EngineOptions.backend / gpu / gpuSubgroups
   #gpu = null;       // the WebGpuBackend running the loaded model's forward pass, or null (CPU)
   #draft = null;     // the draft model of speculative decoding: {model, ctx, key, info} (loadDraft)
+  #options = null;   // createEngine's options, to start the other module (memory64 at load())
 
   /** The result of the last generation, or null. See LastResult in wasmlm.d.ts. */
   lastResult = null;
@@ -77,10 +80,13 @@ class Engine {
    * this thread, with bitwise the same results. If they fail, later calls reject with why.
    * `build`: the module's kernels ('relaxed', 'simd128', 'scalar'), for ModelInfo.build.
    * `dot`: the relaxed build's int8 dot form, {form, probe} of dotFormAtStart().
-   * The last argument: EngineOptions (backend, gpu, gpuSubgroups: every load()'s backend).
+   * The last argument: EngineOptions (backend, gpu, gpuSubgroups: every load()'s backend;
+   * memory64, wasm: which module load() moves to).
    */
   constructor(x, simd, nThreads, threadsStarting, build = simd ? 'simd128' : 'scalar',
-    dot = { form: 'none', probe: null }, { backend = 'auto', gpu = null, gpuSubgroups = true } = {}) {
+    dot = { form: 'none', probe: null }, options = {}) {
+    this.#options = options;
+    const { backend = 'auto', gpu = null, gpuSubgroups = true } = options ?? {};
     this.#backendOpt = { backend, gpu, useSubgroups: gpuSubgroups !== false };
     this.#build = build;
     this.#dot = dot;
@@ -426,7 +432,7 @@ class Engine {
    * @returns {Promise<import('./wasmlm.d.ts').ModelInfo>}
    */
   async load({ model, tokenizer, nCtx, kvCache, nSeqMax, kvType, onProgress, signal, backend } = {}) {
-    const x = this.#exports();
+    let x = this.#exports();
     this.#needIdle('load a model');
     if (model == null) throw jsError('WLM_ERR_INVALID_ARG', 'load(): `model` is required');
     checkBackendOption(backend);
@@ -437,9 +443,9 @@ class Engine {
     let tokPtr = 0;
     let model_ = 0;
     let slot = 0;
-    const read = async (source, stage) => {
+    const read = async (source, stage, lowBytes = 0) => {
       try {
-        return await readIntoHeap(x, source, stage, onProgress, signal);
+        return await readIntoHeap(x, source, stage, onProgress, signal, lowBytes);
       } catch (e) {
         // fetch rejects with signal.reason, which may be anything: report an AbortError.
         if (signal?.aborted && e?.name !== 'AbortError') throw abortError(`Loading the ${stage}`);
@@ -447,7 +453,10 @@ class Engine {
       }
     };
     try {
-      const m = await read(model, 'model');
+      // wasm32 while the model fits its 4 GB, else the memory64 module (js/memory64.js)
+      const { source, lowBytes } = await this.#fitModule(model, ctxParams, signal);
+      x = this.#x;
+      const m = await read(source, 'model', lowBytes);
       modelPtr = m.ptr;
       // GGUF files carry their vocabulary; llama2.c checkpoints need a tokenizer.bin.
       const t = tokenizer == null ? null : await read(tokenizer, 'tokenizer');
@@ -476,7 +485,8 @@ class Engine {
 
       if (this.#dot.form === 'auto') this.#dot = pickDotForm(x); // timed once, here (see there)
       const be = await attachBackend({
-        x, model: model_, kvType: ctxParams.kvType, kvCache: ctxParams.kvCache, ...this.#backendOpt,
+        x, model: model_, kvType: ctxParams.kvType, kvCache: ctxParams.kvCache, memory64: x.memory64 === true,
+        ...this.#backendOpt,
         backend: backend ?? this.#backendOpt.backend,
         newContext: (deferred) => this.#newContext(model_, { ...ctxParams, deferred }),
         freeContext: (c) => x.wlm_context_free(c),
@@ -500,8 +510,9 @@ class Engine {
         dim: f(0), hiddenDim: f(1), nLayers: f(2), nHeads: f(3), nKvHeads: f(4), vocabSize: f(5),
         seqLen: f(6), sharedClassifier: f(7) === 1, weightBytes: f(11), nCtx: ctxParams.nCtx || f(6),
         simd: this.#simd, build: this.#build, threads: this.threads, kvType: ctxParams.kvType,
+        memory64: x.memory64 === true,
         dotForm: this.#dot.form, dotProbe: this.#dot.probe,
-        contextBytes: x.wlm_context_memory(ctx) >>> 0,
+        contextBytes: x.memory64 ? x.wlm_context_memory(ctx) : x.wlm_context_memory(ctx) >>> 0, // (wasm64: past 4 GB)
         wasmMemoryBytes: x.memory.buffer.byteLength,
         name: this.#metaString(this.#model, 'general.name'),
         architecture: this.#metaString(this.#model, 'general.architecture'),
@@ -527,6 +538,48 @@ class Engine {
   async #supply() {
     if (!this.#gpu) return;
     await this.#gpu.supply();
+  }
+
+  /**
+   * Before a model is read: sizes it from its header (js/memory64.js: weights + KV cache +
+   * scratch) and moves the engine to the module it needs (EngineOptions.memory64: 'auto' picks
+   * wasm32 while it fits), re-instantiating it and its helper threads. Returns the opened
+   * source (its first bytes peeked; a download's are kept, not fetched again) and the heap to keep below the weights.
+   */
+  async #fitModule(model, ctxParams, signal) {
+    const source = await openModel(model, 'model', signal); // (a split GGUF's parts: js/split.js)
+    try {
+      const need = modelBytes(source.size, await peekModelHeader(source.peek),
+        { ...ctxParams, threads: this.#nThreads });
+      // the caller's own module (options.wasm) is kept, whichever it is
+      const own = !this.#options || this.#options.wasm !== undefined;
+      const { memory64, error } = own ? { memory64: this.#x.memory64 === true, error: null }
+        : chooseMemory(need, this.#options.memory64 ?? 'auto', ctxParams.nCtx);
+      if (error) throw error;
+      if (memory64 !== (this.#x.memory64 === true)) {
+        const rt = await startRuntime({ ...this.#options, memory64 });
+        const threads = rt.starting ? await rt.starting : null; // (a failure: the old module stays)
+        const old = this.#x;
+        await this.#threadsStarting;
+        if (!this.#x) { // freed meanwhile: the new module goes too
+          if (threads) stopThreads(rt.x, threads);
+          throw jsError('WLM_ERR_STATE', 'the engine was freed during load()');
+        }
+        if (this.#threads) stopThreads(old, this.#threads);
+        this.#x = rt.x;
+        this.#threads = threads;
+        this.#threadsStarting = null;
+        this.#threadsError = null;
+        this.#lenSlot = 0;
+        this.#build = moduleBuild(rt.x, rt.plan.build);
+      }
+      return { source, lowBytes: memory64 ? lowHeapBytes(need, this.#x.memory.buffer.byteLength) : 0 };
+    } catch (e) {
+      await source.close();
+      // a download aborted while its header was read rejects with signal.reason: an AbortError
+      if (signal?.aborted && e?.name !== 'AbortError') throw abortError('Loading the model');
+      throw e;
+    }
   }
 
   /** Whether tokenizing with BOS adds it (the vocabulary's add_bos_token; llama2.c: always). */
@@ -1143,7 +1196,7 @@ class Engine {
     return {
       blockBytes: f(0), blocksAllocated: f(1), blocksUsed: f(2), blocksShared: f(3), blockRefs: f(4),
       nSeqMax: this.#ctxParams.nSeqMax, nCtx: this.#info.nCtx,
-      contextBytes: x.wlm_context_memory(this.#ctx) >>> 0, wasmMemoryBytes: x.memory.buffer.byteLength,
+      contextBytes: x.memory64 ? x.wlm_context_memory(this.#ctx) : x.wlm_context_memory(this.#ctx) >>> 0, wasmMemoryBytes: x.memory.buffer.byteLength,
     };
   }
 
@@ -1398,6 +1451,19 @@ export async function startEngine(options, compiled = null) {
   if (dotForm !== 'auto' && !Object.hasOwn(DOT_FORMS, dotForm)) {
     throw jsError('WLM_ERR_INVALID_ARG', `dotForm must be 'auto', 'fused' or 'split', got ${dotForm}`);
   }
+  const { plan, x, threads, starting } = await startRuntime(options, compiled);
+  const dot = dotFormAtStart(x, dotForm);
+  mark('wasmlm:engine-ready');
+  return new Engine(x, plan.simd, threads, starting, moduleBuild(x, plan.build), dot, options);
+}
+
+/**
+ * Plans, compiles and instantiates the module createEngine(options) runs (or load() moves to:
+ * options.memory64 true / false), and starts its helper threads in the background:
+ * {plan, x, threads, starting} (`starting`: startThreads' promise, or null for one thread).
+ * `compiled`: see startEngine.
+ */
+async function startRuntime(options, compiled = null) {
   const plan = await planModule(options);
   let mod;
   if (compiled?.module instanceof WebAssembly.Module && plan.file && compiled.file === plan.file) {
@@ -1410,7 +1476,7 @@ export async function startEngine(options, compiled = null) {
   let { threads } = plan;
   let memory = null;
   if (importsMemory(module)) {
-    memory = sharedMemory();
+    memory = isMemory64Module(module) ? sharedMemory64() : sharedMemory();
   } else if (threads > 1) {
     if (plan.explicitThreads) {
       throw jsError('WLM_ERR_UNSUPPORTED', `threads: ${threads}: ${name} is not the threaded build (dist/wasmlm-mt.wasm)`);
@@ -1420,7 +1486,5 @@ export async function startEngine(options, compiled = null) {
   const x = await instantiateWasm(module, name, memory);
   // The helpers start in the background: the engine is usable at once, load() waits for them.
   const starting = threads > 1 ? startThreads(x, module, threads, jsError) : null;
-  const dot = dotFormAtStart(x, dotForm);
-  mark('wasmlm:engine-ready');
-  return new Engine(x, plan.simd, threads, starting, moduleBuild(x, plan.build), dot, options);
+  return { plan, x, threads, starting };
 }

@@ -17,9 +17,11 @@ async function run({ module, memory, pool, stackTop }, post) {
       env: { memory, emscripten_notify_memory_growth() {} },
     });
     const x = instance.exports;
-    x.stackRestore(stackTop);
+    // the memory64 modules (their `wasmlm.abi` section, js/memory64.js) take pointers as BigInt
+    const ptr = WebAssembly.Module.customSections(module, 'wasmlm.abi').length ? BigInt : Number;
+    x.stackRestore(ptr(stackTop));
     post({ type: 'running' });
-    post({ type: 'exit', status: x.wlm_threadpool_work(pool) });
+    post({ type: 'exit', status: x.wlm_threadpool_work(ptr(pool)) });
   } catch (e) {
     post({ type: 'error', message: e?.message ?? String(e) });
   }

@@ -8,6 +8,7 @@
 import { WasmlmError, jsError } from './errors.js';
 import { IS_NODE, fetchOk, locate } from './platform.js';
 import { MAX_THREADS, coreCount, threadsUnavailable } from './threads.js';
+import { isMemory64Module, memory64Support, wrapExports64 } from './memory64.js';
 
 // Smallest module using a v128 instruction (from wasm-feature-detect): validates iff SIMD128.
 // Both probes are exported for tests/js/startup.test.mjs: web/index.html inlines their bytes.
@@ -62,6 +63,12 @@ const BUILD_FILES = {
   simd128: ['wasmlm.wasm', 'wasmlm-mt.wasm'],
   scalar: ['wasmlm-scalar.wasm', null],
 };
+/** Their memory64 (wasm64) twins (js/memory64.js): for models past wasm32's 4 GB. No scalar one. */
+const BUILD_FILES_64 = {
+  relaxed: ['wasmlm64-relaxed.wasm', 'wasmlm64-relaxed-mt.wasm'],
+  simd128: ['wasmlm64.wasm', 'wasmlm64-mt.wasm'],
+  scalar: [null, null],
+};
 /** Set when an automatically picked relaxed build could not be fetched or read (an install
  *  without it): later plans pick SIMD128 at once. */
 let relaxedMissing = false;
@@ -101,7 +108,7 @@ const REQUIRED_EXPORTS = [
 
 /**
  * What createEngine(options) will run, decided from the options and the runtime alone (nothing
- * fetched): {build, simd, threads, wasm, file, explicitThreads, fallback}. `build` is
+ * fetched): {build, simd, threads, wasm, file, explicitThreads, fallback, memory64}. `build` is
  * options.build, or for 'auto' (default) the fastest the runtime runs correctly: 'relaxed'
  * where relaxedSupport() passes, else 'simd128' where WebAssembly SIMD validates, else
  * 'scalar'; `simd: false` means 'scalar'. `threads` is the number to start: 'auto' → autoThreads
@@ -109,12 +116,21 @@ const REQUIRED_EXPORTS = [
  * the cores the runtime reports and to MAX_THREADS. `wasm` is options.wasm, or the URL of the
  * build's file (`file`, e.g. 'wasmlm-relaxed-mt.wasm'; null when options.wasm is given).
  * `fallback`: the SIMD128 plan when 'auto' picked relaxed (used if its file is missing).
+ * `memory64`: options.memory64 === true, which picks the build's memory64 twin (BUILD_FILES_64);
+ * with 'auto' (default) and false the plan is wasm32's, and Engine.load() moves to the twin
+ * when a model needs it (js/memory64.js).
  * Throws WLM_ERR_INVALID_ARG (threads not 'auto' or an integer >= 1; an unknown build; simd:
- * false with a SIMD build) and WLM_ERR_UNSUPPORTED (more than one thread, after clamping, where
- * threads cannot run; a build the runtime cannot run).
+ * false with a SIMD build; memory64 not 'auto' or a boolean) and WLM_ERR_UNSUPPORTED (more than
+ * one thread, after clamping, where threads cannot run; a build the runtime cannot run; memory64:
+ * true without memory64 or with the scalar build).
  */
 export async function planModule(options = {}) {
-  const { wasm } = options;
+  const { wasm, memory64 = 'auto' } = options;
+  if (memory64 !== 'auto' && memory64 !== true && memory64 !== false) {
+    throw jsError('WLM_ERR_INVALID_ARG', `memory64 must be 'auto', true or false, got ${memory64}`);
+  }
+  const m64 = memory64 === true && wasm === undefined;
+  if (m64 && !memory64Support().ok) throw jsError('WLM_ERR_UNSUPPORTED', `memory64: true: ${memory64Support().why}`);
   let { simd, threads = 'auto', build = 'auto' } = options;
   if (build !== 'auto' && !Object.hasOwn(BUILD_FILES, build)) {
     throw jsError('WLM_ERR_INVALID_ARG', `build must be 'auto', 'relaxed', 'simd128' or 'scalar', got ${build}`);
@@ -137,6 +153,7 @@ export async function planModule(options = {}) {
     throw jsError('WLM_ERR_UNSUPPORTED', "build: 'simd128': this runtime has no WebAssembly SIMD");
   }
   simd = build !== 'scalar';
+  if (m64 && !simd) throw jsError('WLM_ERR_UNSUPPORTED', 'memory64: true: there is no scalar memory64 build');
   if (threads !== 'auto' && !(Number.isInteger(threads) && threads >= 1)) {
     throw jsError('WLM_ERR_INVALID_ARG', `threads must be 'auto' or an integer >= 1, got ${threads}`);
   }
@@ -153,9 +170,9 @@ export async function planModule(options = {}) {
     }
   }
   const plan = (b) => {
-    const file = wasm !== undefined ? null : BUILD_FILES[b][threads > 1 ? 1 : 0];
+    const file = wasm !== undefined ? null : (m64 ? BUILD_FILES_64 : BUILD_FILES)[b][threads > 1 ? 1 : 0];
     return {
-      build: b, simd, threads, explicitThreads, file,
+      build: b, simd, threads, explicitThreads, file, memory64: m64,
       wasm: file ? new URL(`../dist/${file}`, import.meta.url) : wasm,
     };
   };
@@ -225,7 +242,7 @@ function compileBuild(plan) {
  * that is not one of the builds.
  */
 export function adoptCompiled(file, module) {
-  if (!Object.values(BUILD_FILES).flat().includes(file) || file === null) {
+  if (![...Object.values(BUILD_FILES), ...Object.values(BUILD_FILES_64)].flat().includes(file) || file === null) {
     throw jsError('WLM_ERR_INVALID_ARG', `adoptCompiled: ${file} is not one of the builds (${Object.values(BUILD_FILES).flat().filter(Boolean).join(', ')})`);
   }
   if (compiledBuilds.has(file)) {
@@ -328,7 +345,8 @@ export async function instantiateWasm(module, name, sharedMemory = null) {
       'provide; the module was built with other flags than tools/build.sh uses');
   }
   const instance = await WebAssembly.instantiate(module, imports);
-  const x = sharedMemory ? { ...instance.exports, memory: sharedMemory } : instance.exports;
+  let x = sharedMemory ? { ...instance.exports, memory: sharedMemory } : instance.exports;
+  if (isMemory64Module(module)) x = wrapExports64(x, module); // pointers as Numbers (js/memory64.js)
   const absent = REQUIRED_EXPORTS.filter((n) => !(n in x));
   if (absent.length) {
     throw new Error(`wasmlm: ${name} lacks the exports ${absent.join(', ')}; ` +

@@ -158,7 +158,9 @@ export interface EngineOptions {
    * software rasterizer such as SwiftShader) for a model it can run, else the CPU; ModelInfo.backend
    * says which runs and ModelInfo.backendReason why. LoadOptions.backend overrides it per load.
    * Not yet on the GPU (WLM_ERR_UNSUPPORTED there, a later step): generateBatch(), beamSearch(),
-   * contextShift, nSeqMax > 1 sequences, kvCache: false ('auto' takes the CPU for the last).
+   * contextShift, nSeqMax > 1 sequences, kvCache: false ('auto' takes the CPU for the last),
+   * a model that needs the memory64 module (its weights are copied from the wasm32 heap),
+   * speculative decoding (GenerateParams.draft).
    * The GPU device lost mid-generation ends that generation with WLM_ERR_STATE ("the GPU device
    * was lost"); load() again (either backend) to go on. Another value is WLM_ERR_INVALID_ARG.
    */
@@ -173,6 +175,30 @@ export interface EngineOptions {
   /** false: the WebGPU kernels do not use the adapter's subgroups feature even when it has
    *  one (the shared-memory reduction instead; for tests and comparisons). Default true. */
   gpuSubgroups?: boolean;
+  /**
+   * Whether the engine runs a memory64 (wasm64) module, for models past wasm32's 4 GB of wasm
+   * memory. 'auto' (default): load() reads the model's header first (GGUF key/values, or a
+   * llama2.c checkpoint's 28 bytes; a download's first chunks are kept, not fetched again) and estimates what the model will
+   * take: the file (weights) + the KV cache of one sequence of nCtx positions in kvType + the
+   * activations, logits and vocabulary tables (js/memory64.js, modelBytes: within ~10 % of
+   * ModelInfo.contextBytes). While that fits 97 % of 4 GB the engine runs wasm32's build;
+   * otherwise it moves to that build's memory64 twin (dist/wasmlm64.wasm, wasmlm64-mt.wasm,
+   * wasmlm64-relaxed.wasm, wasmlm64-relaxed-mt.wasm), re-instantiating the module and its
+   * helper threads before reading the model, and back for a later model that fits. Runtimes
+   * with memory64: Chromium >= 133, Firefox >= 134, Node >= 24, up to 16 GiB of wasm memory
+   * (V8's limit); where the runtime has none (Safari, Node 20) a model that does not fit is
+   * WLM_ERR_NOMEM before anything is read, naming the sizes (weights, KV cache, scratch) and
+   * the reason. `true`: the memory64 build from the start (WLM_ERR_UNSUPPORTED without
+   * memory64 or with `build: 'scalar'`); `false`: always wasm32 (a model that does not fit
+   * fails in C, with its sizes). In the memory64 modules the weights lie above the heap the
+   * model's tables, the scratch and JS's blocks come from, which is sized from the estimate
+   * and stays below 4 GB (a KV cache too large for it goes above the weights). The results
+   * are bitwise those of the wasm32 build; it
+   * runs 2-10 % slower (bench/README.md, 2026-11-27: stories110M decode Q4_K 0.98, Q8_0
+   * 0.91). ModelInfo.memory64 says which ran. With `wasm` given, its module is kept whichever
+   * it is (a memory64 one is recognised by its `wasmlm.abi` section).
+   */
+  memory64?: 'auto' | boolean;
   /**
    * Threads that run the matrix products (wlm_threadpool, src/wasmlm.h): every weight-matrix
    * product of the forward pass is split into `threads` row ranges, one per thread, the
@@ -245,8 +271,16 @@ export interface LoadProgress {
 
 /** Arguments of load(). */
 export interface LoadOptions {
-  /** The model file: a llama2.c checkpoint or a GGUF file (detected from its bytes). */
-  model: Source;
+  /** The model file: a llama2.c checkpoint or a GGUF file (detected from its bytes). A split
+   *  GGUF (llama.cpp's gguf-split: NAME-00001-of-0000N.gguf, …) is a list of its parts (paths,
+   *  URLs, Blobs or bytes, in any order: each part's split.no decides), or the first part's path
+   *  or URL alone (the others are named beside it); the parts are streamed into one buffer
+   *  behind a merged header (js/split.js), each downloaded once. A set that is not one whole split
+   *  model (a part missing, repeated, or of another split) is WLM_ERR_INVALID_ARG; a part
+   *  that cannot be read, WLM_ERR_IO. The model is streamed into wasm memory chunk by chunk
+   *  after its header was read (to size it: EngineOptions.memory64; a download's first chunks
+   *  are kept for that, not fetched again), with no whole copy of it in JS memory. */
+  model: Source | Source[];
   /** The llama2.c tokenizer.bin matching the model's vocabulary: required with a llama2.c
    *  checkpoint; must be omitted with a GGUF file, which carries its vocabulary (else
    *  WLM_ERR_STATE). */
@@ -305,6 +339,9 @@ export interface ModelInfo {
   simd: boolean;
   /** The build's kernels (EngineOptions.build resolved; from the module itself). */
   build: 'relaxed' | 'simd128' | 'scalar';
+  /** The model runs in a memory64 (wasm64) module (EngineOptions.memory64 resolved for this
+   *  model: the model did not fit wasm32's 4 GB, or `memory64: true`). */
+  memory64: boolean;
   /** The relaxed build's int8 dot form in use (EngineOptions.dotForm resolved); 'none' in the
    *  other builds. */
   dotForm: 'fused' | 'split' | 'none';

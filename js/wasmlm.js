@@ -8,6 +8,8 @@
 //   wasm.js          which module runs (SIMD / threads / scalar), compile, instantiate
 //   threads.js       the thread pool's helpers (thread.js runs each one)
 //   source.js        a model or tokenizer source (bytes, Blob, path, URL) into the wasm heap
+//   split.js         a split GGUF's parts (gguf-split) read as one model source
+//   memory64.js      models past 4 GB: what a model needs, wasm32 or the memory64 module, its ABI
 //   params.js        the caller's options checked and converted for C, C's messages renamed
 //   engine.js        createEngine(): the Engine that runs in this thread
 //   worker_engine.js createWorkerEngine(): the same interface, the engine in worker.js
@@ -34,5 +36,7 @@ import './params.js';
 import './platform.js';
 import './protocol.js';
 import './source.js';
+import './split.js';
+import './memory64.js';
 import './threads.js';
 import './wasm.js';

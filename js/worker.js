@@ -13,6 +13,8 @@ import './errors.js';
 import './params.js';
 import './platform.js';
 import './source.js';
+import './split.js';
+import './memory64.js';
 import './threads.js';
 import './wasm.js';
 

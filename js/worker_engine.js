@@ -16,6 +16,7 @@ import { compilePlanned, planModule, settledPlan } from './wasm.js';
 
 /** Makes a load source cloneable and absolute (the worker has another base URL). */
 function toTransferableSource(source) {
+  if (Array.isArray(source)) return source.map(toTransferableSource); // a split GGUF's parts
   if (source instanceof URL) return source.href;
   if (typeof source === 'string') {
     const base = baseURI();
@@ -88,7 +89,8 @@ class WorkerEngine {
       }
       const ready = await engine.#request(Req.INIT,
         { options: { wasm, simd: options.simd, threads: options.threads, warmup: options.warmup, build,
-          dotForm: options.dotForm, backend: options.backend, gpuSubgroups: options.gpuSubgroups },
+          dotForm: options.dotForm, backend: options.backend, gpuSubgroups: options.gpuSubgroups,
+          memory64: options.memory64 },
           compiled }).promise;
       if (ready?.protocol !== PROTOCOL_VERSION) {
         throw new Error(`wasmlm: js/worker.js speaks protocol ${ready?.protocol}, ` +

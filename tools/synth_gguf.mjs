@@ -110,6 +110,8 @@ export const SHAPES = Object.freeze({
     'smollm2-360m': { D: 960, F: 2560, L: 32, H: 15, KV: 5, ctx: 8192, theta: 100000, eps: 1e-5, tied: true, vocab: 'gpt2' },
     // huggingface.co/meta-llama/Llama-3.2-1B-Instruct/blob/main/config.json
     'llama3.2-1b': { D: 2048, F: 8192, L: 16, H: 32, KV: 8, hd: 64, ctx: 131072, theta: 500000, eps: 1e-5, tied: true, vocab: 'llama3', nVocab: 128256, ropeScaling: LLAMA3_ROPE },
+    // Llama-3.1-8B (memory64 benchmark: its Q4_K_M is 4.9 GB, past wasm32's 4 GB)
+    'llama3.1-8b': { D: 4096, F: 14336, L: 32, H: 32, KV: 8, hd: 128, ctx: 131072, theta: 500000, eps: 1e-5, tied: false, vocab: 'llama3', nVocab: 128256, ropeScaling: LLAMA3_ROPE },
   },
   qwen2: {
     tiny: { D: 64, F: 160, L: 2, H: 4, KV: 2, ctx: 4096, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen' },

@@ -48,21 +48,45 @@ export function planFromEntry(entry) {
   return { label: entry.id, entryId: entry.id, parts, verified: parts.every((p) => p.verified) };
 }
 
-/** The plan for URLs typed into the page (no checksum to check). */
+/** llama.cpp's split GGUF part names (gguf-split): PREFIX-00001-of-00003.gguf. */
+const SPLIT_NAME = /-(\d{5})-of-(\d{5})\.gguf$/;
+
+/** A split GGUF's parts are stages 'model', 'model 2', 'model 3', …: one progress line each,
+ *  handed to engine.load() as one list (js/split.js merges them). */
+const modelStage = (i) => (i ? `model ${i + 1}` : 'model');
+
+/** The plan for URLs typed into the page (no checksum to check). Several model URLs (separated
+ *  by spaces), or the first part of a split GGUF (…-00001-of-0000N.gguf: the others are beside
+ *  it), are the parts of one split model. */
 export function planFromUrls(modelUrl, tokenizerUrl) {
   const part = (url, stage) => ({
     stage, name: fileName(url), candidates: [new URL(url, document.baseURI).href], sha256: null, size: null, verified: false,
   });
-  const parts = [part(modelUrl, 'model')];
+  let urls = String(modelUrl).trim().split(/\s+/);
+  const m = urls.length === 1 && SPLIT_NAME.exec(new URL(urls[0], document.baseURI).pathname);
+  if (m && Number(m[1]) === 1 && Number(m[2]) > 1) {
+    urls = Array.from({ length: Number(m[2]) }, (_, i) =>
+      urls[0].replace(/-00001-of-(\d{5})\.gguf/, `-${String(i + 1).padStart(5, '0')}-of-$1.gguf`));
+  }
+  const parts = urls.map((u, i) => part(u, modelStage(i)));
   if (tokenizerUrl) parts.push(part(tokenizerUrl, 'tokenizer'));
-  return { label: fileName(modelUrl), parts, verified: false, fromUrl: true };
+  return { label: fileName(urls[0]) + (urls.length > 1 ? ` (+${urls.length - 1} parts)` : ''), parts, verified: false, fromUrl: true };
 }
 
-/** The plan for local files: the model, and a tokenizer when the model needs one. */
+/** The plan for local files: the model (a File, or a split GGUF's parts), and a tokenizer when
+ *  the model needs one. */
 export function planFromFiles(model, tokenizer) {
-  const parts = [{ stage: 'model', name: model.name, file: model }];
+  const files = Array.isArray(model) ? model : [model];
+  const parts = files.map((f, i) => ({ stage: modelStage(i), name: f.name, file: f }));
   if (tokenizer) parts.push({ stage: 'tokenizer', name: tokenizer.name, file: tokenizer });
-  return { label: model.name, parts, verified: true, local: true };
+  return { label: files[0].name + (files.length > 1 ? ` (+${files.length - 1} parts)` : ''), parts, verified: true, local: true };
+}
+
+/** The model data of a plan's fetched parts (fetchPart results, in the plan's order): one
+ *  part's data, or the list of a split GGUF's. */
+export function modelData(plan, fetched) {
+  const data = fetched.filter((_, i) => plan.parts[i].stage.startsWith('model')).map((f) => f.data);
+  return data.length === 1 ? data[0] : data;
 }
 
 /**

@@ -28,7 +28,7 @@ export function checkBackendOption(backend) {
  * WebGPU, no adapter, an unsupported type, a buffer above the adapter's limits, GPU memory),
  * having freed what it created; 'auto' then takes the CPU and says why.
  */
-export async function attachBackend({ x, model, newContext, freeContext, kvType, kvCache = true, backend = 'auto', gpu = null, useSubgroups = true }) {
+export async function attachBackend({ x, model, newContext, freeContext, kvType, kvCache = true, backend = 'auto', gpu = null, useSubgroups = true, memory64 = false }) {
   const onCpu = (reason, adapter = null) => ({ backend: 'cpu', reason, adapter, gpu: null, ctx: newContext(false) });
   if (backend === 'cpu') return onCpu("backend 'cpu' was asked for");
   const want = backend === 'webgpu';
@@ -37,6 +37,10 @@ export async function attachBackend({ x, model, newContext, freeContext, kvType,
     return onCpu(`auto: ${why}`);
   };
   if (!kvCache) return cpu('a context without KV cache (kvCache: false) runs on the CPU only');
+  if (memory64) {
+    return cpu('the model needs the memory64 (wasm64) module, whose weights the GPU backend cannot read yet ' +
+      '(it copies them from the wasm32 heap; streaming them to the GPU is a later step)');
+  }
   const desc = describeModel(x, model);
   const unsupported = modelUnsupported(desc);
   if (unsupported) return cpu(`this model cannot run on the GPU yet: ${unsupported}`);

@@ -416,6 +416,42 @@ test('local files: a GGUF alone, a llama2.c checkpoint then its tokenizer, both 
   browser.assertNoProblems();
 });
 
+test('a split GGUF: its parts dropped at once, or its first part\'s URL, load as one model', { timeout: STEP_TIMEOUT }, async () => {
+  const { splitGguf } = await import('../../tools/gguf_split.mjs');
+  const dir = path.join(REPO, 'tests/artifacts/split');
+  await fs.mkdir(dir, { recursive: true });
+  const parts = splitGguf(path.join(MODELS, 'stories260K.gguf'), { maxBytes: 400 << 10, prefix: path.join(dir, 'stories260K') });
+  try {
+    assert.equal(parts.length, 3);
+    const files = await Promise.all([...parts].reverse().map(async (p) => // any order
+      ({ name: path.basename(p), b64: (await fs.readFile(p)).toString('base64') })));
+    const dataTransfer = await page.evaluateHandle((list) => {
+      const dt = new DataTransfer();
+      for (const { name, b64 } of list) dt.items.add(new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], name));
+      return dt;
+    }, files);
+    let out = await loadAfter(page, () => page.dispatchEvent('#drop-zone', 'drop', { dataTransfer }));
+    assert.equal(out.state, 'ready', out.text);
+    assert.match(out.text, /^stories260K-0000\d-of-00003\.gguf \(\+2 parts\) ready · 1\.2 MB from a local file/);
+    assert.match(await page.locator('#model-info').textContent(), /context 2048/);
+    await setValue(page, '#max-tokens', 5);
+    await page.locator('#generate').click();
+    assert.equal(await waitForState(page, 'ready', 'error'), 'ready');
+    assert.equal(await page.locator('#output .tok').count(), 5);
+
+    // the first part's URL: the page fetches all three
+    const before = server.requests.length;
+    out = await loadUrl(`${server.origin}/tests/artifacts/split/${path.basename(parts[0])}`);
+    assert.equal(out.state, 'ready', out.text);
+    const got = server.requests.slice(before).map((r) => r.path).filter((p) => p.endsWith('.gguf'));
+    assert.deepEqual(got.sort(), parts.map((p) => `/tests/artifacts/split/${path.basename(p)}`).sort());
+    await screenshot(page, 'models-split');
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+  browser.assertNoProblems();
+});
+
 test('a local file that is not a model: format error, and its name is shown as text', { timeout: STEP_TIMEOUT }, async () => {
   const name = '<img src=x onerror="window.__pwned=1">.bin';
   const out = await loadAfter(page, () => page.locator('#model-files').setInputFiles({

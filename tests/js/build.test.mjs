@@ -174,6 +174,11 @@ const FEATURES = {
   'wasmlm-mt.wasm': ['simd', 'threads', 'bulk-memory', 'bulk-memory-opt'],
   'wasmlm-relaxed.wasm': ['simd', 'relaxed-simd', 'sign-ext'],
   'wasmlm-relaxed-mt.wasm': ['simd', 'relaxed-simd', 'sign-ext', 'threads', 'bulk-memory', 'bulk-memory-opt'],
+  // the memory64 twins (cmake/memory64.cmake; built where tools/wasm64/toolchain.sh can run)
+  'wasmlm64.wasm': ['memory64', 'simd', 'sign-ext'],
+  'wasmlm64-mt.wasm': ['memory64', 'simd', 'sign-ext', 'threads', 'bulk-memory', 'bulk-memory-opt'],
+  'wasmlm64-relaxed.wasm': ['memory64', 'simd', 'relaxed-simd', 'sign-ext'],
+  'wasmlm64-relaxed-mt.wasm': ['memory64', 'simd', 'relaxed-simd', 'sign-ext', 'threads', 'bulk-memory', 'bulk-memory-opt'],
 };
 const WASM_OPT = path.join(REPO, 'node_modules/binaryen/bin/wasm-opt');
 
@@ -183,12 +188,12 @@ test('every dist module uses only its listed wasm features; the SIMD128 ones val
   // first (under a broad set, which itself fails on anything stranger)
   const broad = ['threads', 'simd', 'relaxed-simd', 'bulk-memory', 'bulk-memory-opt', 'sign-ext',
     'mutable-globals', 'nontrapping-float-to-int', 'reference-types', 'multivalue', 'tail-call',
-    'extended-const', 'exception-handling'].map((f) => `--enable-${f}`);
+    'extended-const', 'exception-handling', 'memory64'].map((f) => `--enable-${f}`);
   let checked = 0;
   for (const [file, features] of Object.entries(FEATURES)) {
     const wasm = path.join(REPO, 'dist', file);
     if (!fs.existsSync(wasm)) {
-      assert.match(file, /relaxed/, `dist/${file} is always built`);
+      assert.match(file, /relaxed|wasmlm64/, `dist/${file} is always built`);
       continue;
     }
     const stripped = path.join(dir, `stripped-${file}`);
@@ -204,7 +209,7 @@ test('every dist module uses only its listed wasm features; the SIMD128 ones val
           `dist/${file} no longer uses ${f}: update FEATURES`);
       }
     }
-    if (!/relaxed/.test(file) && Number(process.versions.node.split('.')[0]) === 20 && !process.execArgv.length) {
+    if (!/relaxed|wasmlm64/.test(file) && Number(process.versions.node.split('.')[0]) === 20 && !process.execArgv.length) {
       assert.ok(WebAssembly.validate(fs.readFileSync(wasm)), `Node 20 validates dist/${file}`);
     }
     checked++;

@@ -29,7 +29,12 @@ test('every wlmjs_ accessor in wasm_exports.c is listed', () => {
 const relaxed = fs.existsSync(new URL('dist/wasmlm-relaxed.wasm', root)) &&
   WebAssembly.validate(new Uint8Array(fs.readFileSync(new URL('dist/wasmlm-relaxed.wasm', root))))
   ? ['dist/wasmlm-relaxed.wasm', 'dist/wasmlm-relaxed-mt.wasm'] : [];
-for (const file of ['dist/wasmlm.wasm', 'dist/wasmlm-scalar.wasm', 'dist/wasmlm-mt.wasm', ...relaxed]) {
+// the memory64 modules where built, in a runtime with memory64 (Node 24: tools/test.sh runs this
+// file there too)
+const memory64 = ['dist/wasmlm64.wasm', 'dist/wasmlm64-mt.wasm', 'dist/wasmlm64-relaxed.wasm',
+  'dist/wasmlm64-relaxed-mt.wasm'].filter((f) => fs.existsSync(new URL(f, root)) &&
+  WebAssembly.validate(new Uint8Array(fs.readFileSync(new URL(f, root)))));
+for (const file of ['dist/wasmlm.wasm', 'dist/wasmlm-scalar.wasm', 'dist/wasmlm-mt.wasm', ...relaxed, ...memory64]) {
   const threaded = file.endsWith('-mt.wasm');
   test(`${file} exports the listed functions, imports only memory growth${threaded ? ' and its shared memory' : ''}`, () => {
     const mod = new WebAssembly.Module(fs.readFileSync(new URL(file, root)));

@@ -17,6 +17,7 @@ test('model info matches stories260K', async () => {
     sharedClassifier: true, weightBytes: engine.info.weightBytes, nCtx: 512, simd: true, kvType: 'f32',
     build: (await planModule({})).build, // 'relaxed' in Node >= 22, 'simd128' in Node 20
     threads: engine.threads,
+    memory64: false, // a 1 MB model: wasm32 (js/memory64.js)
     // the relaxed build's int8 dot form, picked by timing both ('auto'); 'none' in the others
     dotForm: engine.info.build === 'relaxed' ? engine.info.dotForm : 'none',
     dotProbe: engine.info.build === 'relaxed' ? engine.info.dotProbe : null,

@@ -3,7 +3,7 @@
 // attention kernel's), the option checks, and a `gpu` that is not a GPU object.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { checkBackendOption } from '../../js/backend/select.js';
+import { attachBackend, checkBackendOption } from '../../js/backend/select.js';
 import { describeAdapter, findGpu } from '../../js/backend/webgpu/device.js';
 import { unsupportedReason } from '../../js/backend/webgpu/weights.js';
 import { MAX_HEAD } from '../../js/backend/webgpu/wgsl_ops.js';
@@ -37,4 +37,16 @@ test('options: backend names and the gpu object are checked', async () => {
   const found = await findGpu(undefined, { importPackage: false });
   assert.equal(found.gpu, null);
   assert.match(found.why, /Node has no navigator\.gpu: pass `gpu`/);
+});
+
+test('a model in the memory64 module stays on the CPU: auto says why, webgpu is refused', async () => {
+  const made = [];
+  const args = { x: null, model: 0, kvType: 'f16', memory64: true,
+    newContext: (deferred) => { made.push(deferred); return 7; }, freeContext: () => {} };
+  const auto = await attachBackend({ ...args, backend: 'auto' });
+  assert.deepEqual([auto.backend, auto.ctx, made], ['cpu', 7, [false]]);
+  assert.match(auto.reason, /^auto: the model needs the memory64 \(wasm64\) module/);
+  await assert.rejects(attachBackend({ ...args, backend: 'webgpu' }),
+    { code: 'WLM_ERR_UNSUPPORTED', message: /backend 'webgpu': the model needs the memory64/ });
+  assert.deepEqual(made, [false]); // nothing created for the refusal
 });

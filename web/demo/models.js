@@ -199,7 +199,10 @@ export function progressView(label, parts) {
     engine({ stage, loaded, total }) {
       if (phase !== 'engine') {
         phase = 'engine';
-        for (const s of state.values()) s.loaded = 0;
+        for (const [k, s] of state) {
+          if (/^model \d/.test(k)) state.delete(k); // a split model's parts: read as one 'model'
+          else s.loaded = 0;
+        }
       }
       const s = state.get(stage);
       if (s) { s.loaded = loaded; if (total) s.total = total; }
@@ -293,9 +296,9 @@ export async function loadModel(plan, { engine: started = null } = {}) {
     const engine = await enginePromise;
     if (seq !== app.loadSeq) return;
 
-    const [model, tokenizer] = fetched;
+    const tokenizer = fetched[plan.parts.findIndex((p) => p.stage === 'tokenizer')];
     const info = await engine.load({
-      model: model.data,
+      model: app.sources.modelData(plan, fetched), // (a split GGUF: its parts' list)
       tokenizer: tokenizer?.data,
       backend: $('backend').value,
       signal: controller.signal,
@@ -409,6 +412,16 @@ export async function takeLocalFiles(fileList) {
   const files = [...fileList];
   if (files.length === 0) return;
   const pending = app.localPending;
+  // several GGUF files dropped together: the parts of a split model (js/split.js orders them)
+  const ggufs = [];
+  for (const file of files) if (await app.sources.classifyFile(file) === 'gguf') ggufs.push(file);
+  if (ggufs.length > 1) {
+    ggufs.sort((a, b) => a.name.localeCompare(b.name)); // (for the label: the engine orders them itself)
+    app.localPending = { model: null, tokenizer: null, kind: null };
+    $('local-pending').textContent = '';
+    await loadModel(app.sources.planFromFiles(ggufs, null));
+    return;
+  }
   for (const file of files) {
     const kind = await app.sources.classifyFile(file);
     // An unrecognised file next to a checkpoint is taken as its tokenizer; the engine judges.
