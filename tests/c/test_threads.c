@@ -249,7 +249,6 @@ static void test_forward(const unsigned char *ckpt, size_t ckpt_size) {
     free(got);
     wlm_model_free(src);
 }
-#endif /* HAVE_THREADS */
 
 /* The same protocol with WLM_MAX_THREADS threads: 15 helpers racing the caller for chunks
  * (oversubscribed here; correctness, not speed), jobs of 1..40 chunks. */
@@ -271,6 +270,7 @@ static void test_stress_wide(void) {
     CHECKF(wrong == 0, "%d chunks ran other than once", wrong);
     wlm_threadpool_free(p);
 }
+#endif /* HAVE_THREADS */
 
 int main(int argc, char **argv) {
     (void)argc, (void)argv;
