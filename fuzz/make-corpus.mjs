@@ -12,6 +12,7 @@
 //   OUT/fuzz_tokenizer_bin/  tok512.bin, tokenizer.bin, cut copies, tiny tokenizer.bin files
 //   OUT/fuzz_encode/         each test text of vocab/*.inp, plus hand-picked byte strings
 //   OUT/fuzz_bpe/            the same texts, plus regex-engine seeds (pattern NUL text)
+//   OUT/fuzz_wordpiece/      the same texts, plus BERT's special tokens, accents, CJK, controls
 //   OUT/fuzz_gguf_vocab/     vocab/*.gguf, stories260K.gguf, cut copies, tiny vocabularies
 //                            (byte tokens, user-defined and control tokens, a phi-3 name, no byte
 //                            tokens, another tokenizer model, every GGUF value type)
@@ -444,6 +445,15 @@ function tokenizerBin(pieces, maxLen) {
     ['[\u4e00-\u9fa5\u0800-\u4e00]+|\\s?[!-/:-~]+', '\u4e2d\u6587 !? x'],
   ];
   regexes.forEach(([re, t], k) => put('fuzz_bpe', `regex-${k}`, Buffer.concat([Buffer.from(re, 'utf8'), Buffer.from([0]), Buffer.from(t, 'utf8')])));
+  // fuzz_wordpiece: the same texts, plus WordPiece's own cases
+  i = 0;
+  for (const t of texts) put('fuzz_wordpiece', `inp-${String(i++).padStart(3, '0')}`, Buffer.from(t, 'latin1'));
+  const wpm = [
+    '[CLS] a [SEP] b [MASK][PAD][UNK]', 'Caf\u00e9 na\u00efve \u00c5NGSTR\u00d6M \u0130stanbul', '\u4e2d\u6587abc\u3042\uac00',
+    'a\u0000b\u0007c\u200bd\ufffde', 'unaffable playing ##ing', 'x'.repeat(200), 'e\u0301 \u1e09',
+  ];
+  wpm.forEach((t, k) => put('fuzz_wordpiece', `extra-${k}`, Buffer.from(t, 'utf8')));
+  put('fuzz_wordpiece', 'all-bytes', Buffer.from(Array.from({ length: 256 }, (_, k) => k)));
 }
 
 // =============================================================================================
