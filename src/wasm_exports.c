@@ -411,3 +411,20 @@ API double wlmjs_quantize_rows(int32_t type, const float *src, void *dst, int32_
         t->from_float(src + (size_t)r * (size_t)cols, (unsigned char *)dst + (size_t)r * rb, cols);
     return (double)rb * (double)rows;
 }
+
+/* ---- embeddings ---- */
+/* One field of wlm_embed_info by number: 0 n_embd, 1 pooling, 2 causal, 3 generative,
+ * 4 n_rank_out. Returns -1 for an unknown field or an unloaded model. wlm_embed and
+ * wlm_tokenize_pair are exported as they are. */
+API int wlmjs_embed_info(const wlm_model *m, int field) {
+    wlm_embed_info info;
+    if (wlm_model_embed_info(m, &info) != WLM_OK) return -1;
+    switch (field) {
+    case 0: return info.n_embd;
+    case 1: return info.pooling;
+    case 2: return info.causal;
+    case 3: return info.generative;
+    case 4: return info.n_rank_out;
+    default: return -1;
+    }
+}

@@ -3,7 +3,7 @@
  * forward.c's non-causal pass) on synthetic models written by tools/synth_gguf.mjs into
  * $WASMLM_SYNTH_DIR (a CTest fixture): BERT tiny (mean pooling), its reranker shape, nomic-bert
  * tiny and Qwen3-Embedding tiny (last-token pooling, causal). Agreement with llama.cpp itself is
- * tests/js/embed.test.mjs's (tests/reference/oracle/embed-*.json); this test checks what must
+ * tests/js/embed.test.mjs's (tests/reference/oracle/embed/*.json); this test checks what must
  * hold whatever the weights:
  *  - the model facts (wlm_model_embed_info) and that an encoder refuses to generate;
  *  - pooling: MEAN is the average of the per-token vectors (NONE), CLS the first, LAST the last;
