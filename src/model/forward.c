@@ -355,8 +355,13 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
          * to the last n_swa */
         for (int32_t b = 0; b < n; b++) {
             const wlm_seq *s = &c->seqs[c->ent_seq[b]];
-            const int len = c->ent_len ? c->ent_len[b] : c->ent_pos[b] + 1;
-            const int start = lw->swa && p->n_swa > 0 && len > p->n_swa ? len - p->n_swa : 0;
+            int len = c->ent_len ? c->ent_len[b] : c->ent_pos[b] + 1;
+            int start = lw->swa && p->n_swa > 0 && len > p->n_swa ? len - p->n_swa : 0;
+            if (c->ent_len && lw->swa && p->n_swa > 0) { /* symmetric: pos ± n_swa / 2 */
+                const int half = p->n_swa / 2, pos = c->ent_pos[b];
+                start = pos > half ? pos - half : 0;
+                if (len > pos + half + 1) len = pos + half + 1;
+            }
             if (start == 0) {
                 const int nb = (len + WLM_KV_BLOCK - 1) / WLM_KV_BLOCK;
                 for (int i = 0; i < nb; i++) {

@@ -233,7 +233,7 @@ static int read_hparams(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
 
     /* Embeddings: causal attention (encoders default to bidirectional) and the pooling the
      * file asks for (llama.cpp's enum llama_pooling_type: none, mean, cls, last, rank). */
-    int causal = !a->encoder;
+    int causal = !a->encoder && !a->bidirectional;
     uint32_t pooling = WLM_POOLING_NONE;
     if ((rc = wlm_gguf_get_bool_or(g, akey(k, sizeof k, a, "attention.causal"), causal, &causal,
                                    m->errmsg, WLM_ERRMSG_SIZE)) ||
@@ -575,6 +575,19 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
             return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
                                  "GGUF model has only one of rope_factors_long.weight and "
                                  "rope_factors_short.weight");
+    }
+
+    /* Sentence Transformers' Dense modules after pooling (EmbeddingGemma): dense_2 (d2 × dim)
+     * then dense_3 (dim × d2), both or neither. */
+    if (a->dense_out && wlm_gguf_find_tensor(g, "dense_2.weight")) {
+        const wlm_gguf_tensor *t2 = wlm_gguf_find_tensor(g, "dense_2.weight");
+        const int64_t d2 = t2->ne[1] >= 1 && t2->ne[1] <= MAX_HIDDEN ? t2->ne[1] : 1;
+        if ((rc = get_matrix(m, g, "dense_2.weight", d2, D, &w->dense2)) ||
+            (rc = get_matrix(m, g, "dense_3.weight", D, d2, &w->dense3)))
+            return rc;
+    } else if (a->dense_out && wlm_gguf_find_tensor(g, "dense_3.weight")) {
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                             "GGUF model has dense_3.weight without dense_2.weight");
     }
 
     m->shared_classifier = !a->encoder && wlm_gguf_find_tensor(g, "output.weight") == NULL;

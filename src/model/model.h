@@ -58,6 +58,12 @@ typedef struct wlm_arch {
                                  before attention or the feed-forward but LayerNorms after each
                                  residual add (attn_output_norm, layer_output_norm), no output norm
                                  or classifier (hidden states out; cls / cls.output for ranking) */
+    int8_t bidirectional;     /* 1: bidirectional attention unless <arch>.attention.causal says
+                                 otherwise (an encoder row implies it); its sliding-window layers
+                                 are symmetric (llama.cpp's LLAMA_SWA_TYPE_SYMMETRIC: positions
+                                 within n_swa / 2 either side) */
+    int8_t dense_out;         /* 1: optional dense_2 / dense_3 projections applied after pooling
+                                 (Sentence Transformers' Dense modules, EmbeddingGemma) */
 } wlm_arch;
 
 /* The row of arch.c's table named `name` (len bytes), or NULL. */
@@ -162,6 +168,9 @@ typedef struct wlm_weights {
     const float *cls_b;           /* (dim) or NULL */
     wlm_tensor cls_out;           /* (n_cls_out, dim): scores = cls_out·h + cls_out_b, or NULL */
     const float *cls_out_b;       /* (n_cls_out) or NULL */
+    wlm_tensor dense2;            /* (d2, dim) after pooling: h = dense3 · (dense2 · h), no bias or
+                                     activation (llama.cpp's build_dense_out); data NULL when none */
+    wlm_tensor dense3;            /* (dim, d2) */
 } wlm_weights;
 
 struct wlm_model {

@@ -230,6 +230,7 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     const uint64_t hs = p->arch->ffn == WLM_FFN_FUSED_GATE_UP ? 2 * hid : hid;
     uint64_t widest = hid > dim ? hid : dim;
     if (qd > widest) widest = qd;
+    if ((uint64_t)model->w.dense2.rows > widest) widest = (uint64_t)model->w.dense2.rows; /* dense_3's input */
     int fused_qkv = 0;
     for (int32_t l = 0; l < p->n_layers; l++) fused_qkv |= model->w.layers[l].wqkv.data != NULL;
     int any_swa = 0;
@@ -237,7 +238,8 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->n_rope_sets = any_swa && p->n_swa > 0 ? 2 : 1;
     /* block pointers: one per block of a full sequence, or one per position of a window */
     c->kb_cap = c->max_blocks;
-    if (c->n_rope_sets > 1 && p->n_swa > c->kb_cap) c->kb_cap = p->n_swa < c->n_ctx ? p->n_swa : c->n_ctx;
+    const int32_t win = p->bidirectional ? p->n_swa + 1 : p->n_swa; /* symmetric: ± n_swa / 2 */
+    if (c->n_rope_sets > 1 && win > c->kb_cap) c->kb_cap = win < c->n_ctx ? win : c->n_ctx;
     size_t total = 0;
     c->x = alloc_n(B * dim, sizeof(float), &total);
     c->xb = alloc_n(B * xs, sizeof(float), &total);

@@ -2,8 +2,8 @@
  * embed.c — embeddings and reranking scores: tokenized texts through the one batched forward
  * pass (forward.c), each text its own sequence (bidirectional attention over the whole text for
  * an encoder, causal for a decoder), the final hidden states pooled as llama.cpp's build_pooling
- * (none, mean, cls, last, rank: a reranker's classifier head) and normalized as llama.cpp's
- * common_embd_normalize. It does not tokenize texts (the caller does, or wlm_tokenize_pair for a
+ * (none, mean, cls, last, rank: a reranker's classifier head), projected by the optional dense
+ * layers (build_dense_out: EmbeddingGemma) and normalized as llama.cpp's common_embd_normalize. It does not tokenize texts (the caller does, or wlm_tokenize_pair for a
  * reranker's pair) and keeps nothing between calls: the KV cache is only the pass's scratch.
  */
 #include <math.h>
@@ -227,7 +227,19 @@ int32_t wlm_embed(wlm_context *ctx, const int32_t *tokens, const int32_t *length
     }
     if (rc == WLM_OK && pooling != WLM_POOLING_RANK) {
         const uint64_t n_vec = pooling == WLM_POOLING_NONE ? n_tok : (uint64_t)n_texts;
-        for (uint64_t v = 0; v < n_vec; v++) normalize(out + v * (uint64_t)D, D, normalize_p);
+        const wlm_weights *w = &m->w;
+        float *d2 = w->dense2.data ? malloc(sizeof(float) * (size_t)w->dense2.rows) : NULL;
+        if (w->dense2.data && !d2)
+            rc = wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "out of memory for the dense layers");
+        for (uint64_t v = 0; rc == WLM_OK && v < n_vec; v++) {
+            float *e = out + v * (uint64_t)D;
+            if (d2) { /* Sentence Transformers' Dense modules: dense_3 · (dense_2 · e) */
+                wlm_matmul(c, d2, (size_t)w->dense2.rows, &w->dense2, e, (size_t)D, 1);
+                wlm_matmul(c, e, (size_t)D, &w->dense3, d2, (size_t)w->dense2.rows, 1);
+            }
+            normalize(e, D, normalize_p);
+        }
+        free(d2);
     }
 done:
     c->hidden = NULL;

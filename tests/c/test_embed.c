@@ -2,8 +2,9 @@
  * test_embed.c — embeddings and reranking (src/runtime/embed.c, the encoder rows of arch.c and
  * forward.c's non-causal pass) on synthetic models written by tools/synth_gguf.mjs into
  * $WASMLM_SYNTH_DIR (a CTest fixture): BERT tiny (mean pooling), its reranker shape, nomic-bert
- * tiny and Qwen3-Embedding tiny (last-token pooling, causal). Agreement with llama.cpp itself is
- * tests/js/embed.test.mjs's (tests/reference/oracle/embed/*.json); this test checks what must
+ * tiny, Qwen3-Embedding tiny (last-token pooling, causal) and EmbeddingGemma tiny (symmetric
+ * sliding windows, dense_2 / dense_3 after pooling). Agreement with llama.cpp itself is
+ * tests/js/embed.test.mjs's (the records in tests/reference/oracle/embed/); this test checks what must
  * hold whatever the weights:
  *  - the model facts (wlm_model_embed_info) and that an encoder refuses to generate;
  *  - pooling: MEAN is the average of the per-token vectors (NONE), CLS the first, LAST the last;
@@ -172,6 +173,33 @@ static void test_batch_and_threads(wlm_model *m, const char *what) {
     free(alone), free(together), free(threads);
 }
 
+/* EmbeddingGemma: facts, and the dense layers after pooling: NONE gives per-token vectors
+ * through dense_2 and dense_3, so the mean of the raw per-token hidden states (not of the projected
+ * ones) is what MEAN projects — checked by the projections being linear: MEAN equals the mean of
+ * the per-token projected vectors. */
+static void test_gemma_embedding(wlm_model *gem) {
+    tu_section("gemma-embedding: facts; dense projections are linear after pooling");
+    wlm_embed_info e;
+    CHECK_STATUS(wlm_model_embed_info(gem, &e), WLM_OK);
+    CHECK_EQ_INT(e.n_embd, 64);
+    CHECK_EQ_INT(e.pooling, WLM_POOLING_MEAN);
+    CHECK_EQ_INT(e.causal, 0);
+    CHECK_EQ_INT(e.generative, 0);
+    wlm_context *c = tu_context(gem, 0, 1, 1, WLM_KV_F16);
+    if (!c) return;
+    int32_t ids[64];
+    const int32_t n = tok(gem, "The quick brown fox jumps over the lazy dog.", ids, 64);
+    float *none = malloc(sizeof(float) * (size_t)n * 64), v[64], mean[64] = {0};
+    CHECK_EQ_INT(embed1(c, ids, n, WLM_POOLING_NONE, -1, none, (size_t)n * 64), n * 64);
+    for (int32_t t = 0; t < n; t++)
+        for (int i = 0; i < 64; i++) mean[i] += none[t * 64 + i] / (float)n;
+    CHECK_EQ_INT(embed1(c, ids, n, WLM_POOLING_MEAN, -1, v, 64), 64);
+    CHECKF(max_abs_diff(v, mean, 64) < 1e-4f, "mean of projections vs projected mean: %g",
+           (double)max_abs_diff(v, mean, 64));
+    free(none);
+    wlm_context_free(c);
+}
+
 static void test_normalize(wlm_model *bert) {
     tu_section("normalization: raw, max-abs, taxicab, Euclidean, p-norm");
     wlm_context *c = tu_context(bert, 0, 1, 1, WLM_KV_F16);
@@ -258,19 +286,24 @@ int main(void) {
     }
     wlm_model *bert = load(dir, "bert-tiny.gguf"), *rr = load(dir, "bert-rerank-tiny.gguf");
     wlm_model *nomic = load(dir, "nomic-bert-tiny.gguf"), *qw = load(dir, "qwen3-embedding-tiny.gguf");
-    if (bert && rr && nomic && qw) {
+    wlm_model *gem = load(dir, "gemma-embedding-tiny.gguf");
+    if (bert && rr && nomic && qw && gem) {
         test_info_and_refusals(bert, rr, qw);
         test_pooling(bert);
         test_attention_direction(bert, 1, "bert: bidirectional attention");
         test_attention_direction(nomic, 1, "nomic-bert: bidirectional attention");
         test_attention_direction(qw, 0, "qwen3 embedding: causal attention");
+        test_attention_direction(gem, 1, "gemma-embedding: bidirectional attention");
+        test_gemma_embedding(gem);
         test_batch_and_threads(bert, "bert: texts together = alone, 2 threads = 1, bitwise");
         test_batch_and_threads(nomic, "nomic-bert: texts together = alone, 2 threads = 1, bitwise");
         test_batch_and_threads(qw, "qwen3 embedding: texts together = alone, 2 threads = 1");
+        test_batch_and_threads(gem, "gemma-embedding: texts together = alone, 2 threads = 1");
         test_normalize(bert);
         test_rerank(rr);
         test_errors(bert);
     }
     wlm_model_free(bert), wlm_model_free(rr), wlm_model_free(nomic), wlm_model_free(qw);
+    wlm_model_free(gem);
     return TEST_FINISH();
 }
