@@ -1126,7 +1126,7 @@ class Engine {
   async #embedding(what, fn) {
     this.#needModel();
     this.#needIdle(what);
-    this.#busy = 'embedding';
+    this.#busy = 'batch of embeddings';
     const x = this.#x;
     const api = {
       x, info: this.#info,

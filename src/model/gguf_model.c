@@ -475,15 +475,22 @@ static int get_rope_factors(wlm_model *m, const wlm_gguf *g, const char *name, c
 }
 
 /* An encoder's tensors outside the layers (llama.cpp's LLM_ARCH_BERT / NOMIC_BERT): optional
- * token_types (row 0 is used), token_embd_norm with its bias, and optional reranking heads: cls
+ * token_types (tokenizer.ggml.token_type_count rows when the key is there; row 0 is used),
+ * token_embd_norm with its bias, and optional reranking heads: cls
  * (dim × dim, + bias, then tanh) and cls.output (labels × dim, + bias). */
 static int map_encoder(wlm_model *m, const wlm_gguf *g, float **spare) {
     wlm_weights *w = &m->w;
     const int32_t D = m->hp.dim;
     const wlm_gguf_tensor *t;
     int rc;
+    /* tokenizer.ggml.token_type_count (llama.cpp's n_token_types) gives token_types' rows */
+    uint32_t n_types = 0;
+    if ((rc = wlm_gguf_get_u32_or(g, "tokenizer.ggml.token_type_count", 0, &n_types, m->errmsg,
+                                  WLM_ERRMSG_SIZE)))
+        return rc;
     if ((t = wlm_gguf_find_tensor(g, "token_types.weight")) &&
-        (rc = get_matrix(m, g, "token_types.weight", t->ne[1] >= 1 && t->ne[1] <= 64 ? t->ne[1] : 1,
+        (rc = get_matrix(m, g, "token_types.weight",
+                         n_types ? (int64_t)n_types : t->ne[1] >= 1 && t->ne[1] <= 64 ? t->ne[1] : 1,
                          D, &w->type_embd)))
         return rc;
     if ((rc = get_norm(m, g, "token_embd_norm.weight", D, spare, &w->embd_norm)) ||
