@@ -25,6 +25,8 @@ test('model info matches stories260K', async () => {
     // tokenizer.bin does, with newlines around them
     name: null, architecture: null, chatTemplate: null, bosId: 1, eosId: 2, bosToken: '\n<s>\n',
     eosToken: '\n</s>\n', addBos: true,
+    // embeddings (js/embed.js): a generative model without pooling_type
+    embeddingLength: 64, pooling: 'none', generative: true, rankOutputs: 0,
   });
   assert.ok(engine.info.weightBytes > 1_000_000 && engine.info.weightBytes < 1_056_540);
   // The KV cache of one full sequence: K and V, 5 layers × 512 positions × kv_dim 32 float32 =
