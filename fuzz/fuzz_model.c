@@ -65,6 +65,36 @@ static void exercise(wlm_model *m, const uint8_t *data, size_t size) {
     int32_t toks[3];
     for (size_t k = 0; k < 3; k++) toks[k] = pick_token(data, size, k, info.vocab_size);
     const int32_t n_prefill = cp.n_ctx >= 2 ? 2 : 1;
+
+    /* Embeddings (src/runtime/embed.c), any model: a pooling picked by the input; the count
+     * is the documented one. An embedding-only model refuses to generate and stops here. */
+    wlm_embed_info ei;
+    rc = wlm_model_embed_info(m, &ei);
+    FZ_CHECK(rc == WLM_OK, "wlm_model_embed_info on a loaded model: %s", wlm_status_name(rc));
+    {
+        const int32_t pooling = (int32_t)(size % 5), len = n_prefill;
+        const int32_t width = pooling == WLM_POOLING_RANK ? ei.n_rank_out : ei.n_embd;
+        const size_t cap = (size_t)(width > 0 ? width : 1) * (size_t)len;
+        float *out = malloc(sizeof(float) * cap);
+        if (!out) abort();
+        int32_t got = wlm_embed(ctx, toks, &len, 1, pooling, 2, out, cap);
+        if (pooling == WLM_POOLING_RANK && ei.n_rank_out == 0)
+            FZ_CHECK(got == WLM_ERR_INVALID_ARG, "rank without a head: %d", (int)got);
+        else
+            FZ_CHECK(got == (pooling == WLM_POOLING_NONE ? len : 1) * width || got == WLM_ERR_NOMEM,
+                     "wlm_embed (pooling %d) returned %d for %d floats of width %d: %s",
+                     (int)pooling, (int)got, (int)cap, (int)width, wlm_context_errmsg(ctx));
+        if (got > 0) (void)fz_touch(out, sizeof(float) * (size_t)got);
+        free(out);
+    }
+    if (!ei.generative) {
+        rc = wlm_eval(ctx, toks, n_prefill);
+        FZ_CHECK(rc == WLM_ERR_UNSUPPORTED, "wlm_eval on an embedding-only model: %s",
+                 wlm_status_name(rc));
+        fz_check_msg(wlm_context_errmsg(ctx), 1, "wlm_eval on an embedding-only model");
+        wlm_context_free(ctx);
+        return;
+    }
     rc = wlm_eval(ctx, toks, n_prefill);
     FZ_CHECK(rc == WLM_OK, "wlm_eval prefill: %s %s", wlm_status_name(rc), wlm_context_errmsg(ctx));
     const float *logits = wlm_logits(ctx);

@@ -12,6 +12,7 @@
 //   OUT/fuzz_tokenizer_bin/  tok512.bin, tokenizer.bin, cut copies, tiny tokenizer.bin files
 //   OUT/fuzz_encode/         each test text of vocab/*.inp, plus hand-picked byte strings
 //   OUT/fuzz_bpe/            the same texts, plus regex-engine seeds (pattern NUL text)
+//   OUT/fuzz_wordpiece/      the same texts, plus BERT's special tokens, accents, CJK, controls
 //   OUT/fuzz_gguf_vocab/     vocab/*.gguf, stories260K.gguf, cut copies, tiny vocabularies
 //                            (byte tokens, user-defined and control tokens, a phi-3 name, no byte
 //                            tokens, another tokenizer model, every GGUF value type)
@@ -304,6 +305,66 @@ function archModel(arch, { dim = 16, hidden = 24, layers = 2, heads = 2, kvHeads
   return gguf([...kvs, ...extraKvs], tensors.filter((t) => t.name !== drop), { alignment: 32 });
 }
 
+// A tiny embedding model of src/model/arch.c: bert (learned positions, token types, Q/K/V and
+// MLP biases, post-LayerNorms; `rank`: cls and cls.output), nomic-bert (fused QKV, SwiGLU, RoPE)
+// or gemma-embedding (Gemma 3's layers, bidirectional, dense_2 / dense_3).
+function embedModel(arch, { dim = 16, hidden = 24, layers = 2, heads = 2, seq = 8, vocab = 12, rank = false } = {}) {
+  const kvs = [
+    ['general.architecture', T.STR, arch],
+    [`${arch}.context_length`, T.U32, seq],
+    [`${arch}.embedding_length`, T.U32, dim],
+    [`${arch}.block_count`, T.U32, layers],
+    [`${arch}.feed_forward_length`, T.U32, hidden],
+    [`${arch}.attention.head_count`, T.U32, heads],
+    [`${arch}.pooling_type`, T.U32, rank ? 4 : 1],
+  ];
+  const tensors = [];
+  const mat = (name, rows, cols) => tensors.push({ name, ne: [cols, rows], type: GT.F32, data: tensorData(GT.F32, rows, cols) });
+  const vec = (name, n) => tensors.push({ name, ne: [n], type: GT.F32, data: tensorData(GT.F32, 1, n, true) });
+  mat('token_embd.weight', vocab, dim);
+  if (arch === 'gemma-embedding') {
+    const hs = dim / heads;
+    kvs.push(['gemma-embedding.attention.head_count_kv', T.U32, 1], ['gemma-embedding.attention.layer_norm_rms_epsilon', T.F32, 1e-6],
+      ['gemma-embedding.attention.sliding_window', T.U32, 2]);
+    for (let l = 0; l < layers; l++) {
+      const b = `blk.${l}.`;
+      vec(b + 'attn_norm.weight', dim);
+      mat(b + 'attn_q.weight', dim, dim); mat(b + 'attn_k.weight', hs, dim); mat(b + 'attn_v.weight', hs, dim);
+      vec(b + 'attn_q_norm.weight', hs); vec(b + 'attn_k_norm.weight', hs);
+      mat(b + 'attn_output.weight', dim, dim);
+      vec(b + 'post_attention_norm.weight', dim);
+      vec(b + 'ffn_norm.weight', dim);
+      mat(b + 'ffn_gate.weight', hidden, dim); mat(b + 'ffn_up.weight', hidden, dim); mat(b + 'ffn_down.weight', dim, hidden);
+      vec(b + 'post_ffw_norm.weight', dim);
+    }
+    vec('output_norm.weight', dim);
+    mat('dense_2.weight', 2 * dim, dim);
+    mat('dense_3.weight', dim, 2 * dim);
+    return gguf(kvs, tensors, { alignment: 32 });
+  }
+  kvs.push([`${arch}.attention.layer_norm_epsilon`, T.F32, 1e-12], [`${arch}.attention.causal`, T.BOOL, 0]);
+  mat('token_types.weight', 2, dim);
+  if (arch === 'bert') mat('position_embd.weight', seq, dim);
+  vec('token_embd_norm.weight', dim); vec('token_embd_norm.bias', dim);
+  for (let l = 0; l < layers; l++) {
+    const b = `blk.${l}.`;
+    if (arch === 'bert') {
+      for (const x of ['q', 'k', 'v']) { mat(`${b}attn_${x}.weight`, dim, dim); vec(`${b}attn_${x}.bias`, dim); }
+    } else mat(b + 'attn_qkv.weight', 3 * dim, dim);
+    mat(b + 'attn_output.weight', dim, dim);
+    if (arch === 'bert') vec(b + 'attn_output.bias', dim);
+    vec(b + 'attn_output_norm.weight', dim); vec(b + 'attn_output_norm.bias', dim);
+    if (arch === 'nomic-bert') mat(b + 'ffn_gate.weight', hidden, dim);
+    mat(b + 'ffn_up.weight', hidden, dim);
+    if (arch === 'bert') vec(b + 'ffn_up.bias', hidden);
+    mat(b + 'ffn_down.weight', dim, hidden);
+    if (arch === 'bert') vec(b + 'ffn_down.bias', dim);
+    vec(b + 'layer_output_norm.weight', dim); vec(b + 'layer_output_norm.bias', dim);
+  }
+  if (rank) { mat('cls.weight', dim, dim); vec('cls.bias', dim); mat('cls.output.weight', 1, dim); vec('cls.output.bias', 1); }
+  return gguf(kvs, tensors, { alignment: 32 });
+}
+
 // =============================================================================================
 // fuzz_model
 
@@ -382,6 +443,9 @@ function archModel(arch, { dim = 16, hidden = 24, layers = 2, heads = 2, kvHeads
     extraKvs: [['gemma3.attention.sliding_window_pattern', T.ARR, [T.BOOL, [1, 0]]]] }));
   put('fuzz_model', 'tiny-qwen2-no-bias.gguf', archModel('qwen2', { drop: 'blk.1.attn_v.bias' }));
   put('fuzz_model', 'tiny-gpt2-no-positions.gguf', archModel('gpt2', { drop: 'position_embd.weight' }));
+  // embedding models (src/runtime/embed.c)
+  for (const arch of ['bert', 'nomic-bert', 'gemma-embedding']) put('fuzz_model', `tiny-${arch}.gguf`, embedModel(arch));
+  put('fuzz_model', 'tiny-bert-rank.gguf', embedModel('bert', { rank: true }));
   put('fuzz_model', 'empty', Buffer.alloc(0));
   put('fuzz_model', 'magic-only', Buffer.from('GGUF'));
   put('fuzz_model', 'ak42', Buffer.from('24ka\x01\x00\x00\x00', 'latin1'));
@@ -444,6 +508,15 @@ function tokenizerBin(pieces, maxLen) {
     ['[\u4e00-\u9fa5\u0800-\u4e00]+|\\s?[!-/:-~]+', '\u4e2d\u6587 !? x'],
   ];
   regexes.forEach(([re, t], k) => put('fuzz_bpe', `regex-${k}`, Buffer.concat([Buffer.from(re, 'utf8'), Buffer.from([0]), Buffer.from(t, 'utf8')])));
+  // fuzz_wordpiece: the same texts, plus WordPiece's own cases
+  i = 0;
+  for (const t of texts) put('fuzz_wordpiece', `inp-${String(i++).padStart(3, '0')}`, Buffer.from(t, 'latin1'));
+  const wpm = [
+    '[CLS] a [SEP] b [MASK][PAD][UNK]', 'Caf\u00e9 na\u00efve \u00c5NGSTR\u00d6M \u0130stanbul', '\u4e2d\u6587abc\u3042\uac00',
+    'a\u0000b\u0007c\u200bd\ufffde', 'unaffable playing ##ing', 'x'.repeat(200), 'e\u0301 \u1e09',
+  ];
+  wpm.forEach((t, k) => put('fuzz_wordpiece', `extra-${k}`, Buffer.from(t, 'utf8')));
+  put('fuzz_wordpiece', 'all-bytes', Buffer.from(Array.from({ length: 256 }, (_, k) => k)));
 }
 
 // =============================================================================================

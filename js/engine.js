@@ -14,6 +14,7 @@ import { STATUS, STOP_REASONS, WasmlmError, abortError, jsError } from './errors
 import { batchSequences, beamParams, contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
 import { chatPrompt, splitChatParams } from './chat.js';
 import { chatCompletion } from './chat_completion.js';
+import { embed, embedInfo, rerank } from './embed.js';
 import { macrotask, mark } from './platform.js';
 import { readIntoHeap } from './source.js';
 import { draftKey, draftSpec, speculate, specStats } from './speculative.js';
@@ -521,6 +522,7 @@ class Engine {
         addBos: this.#addsBos(),
         backend: be.backend, backendReason: be.reason, gpuAdapter: be.adapter?.name ?? null,
         gpuBytes: be.gpu?.gpuBytes ?? 0,
+        ...embedInfo(x, this.#model), // embeddingLength, pooling, generative, rankOutputs
       });
       mark('wasmlm:model-loaded');
       return this.#info;
@@ -1328,6 +1330,74 @@ class Engine {
     this.#x.wlm_context_free(this.#draft.ctx);
     this.#x.wlm_model_free(this.#draft.model);
     this.#draft = null;
+  }
+
+  /**
+   * Embeddings of texts, one Float32Array each (js/embed.js; see wasmlm.d.ts).
+   * @param {string | string[]} texts
+   * @param {import('./wasmlm.d.ts').EmbedOptions} [options]
+   * @returns {Promise<Float32Array[]>}
+   */
+  async embed(texts, options = {}) {
+    return this.#embedding('compute embeddings', (api) => embed(api, texts, options));
+  }
+
+  /**
+   * Scores documents against a query with a reranker, best first (js/embed.js; see wasmlm.d.ts).
+   * @returns {Promise<{index: number, score: number}[]>}
+   */
+  async rerank(query, documents, options = {}) {
+    return this.#embedding('rerank', (api) => rerank(api, query, documents, options));
+  }
+
+  /** Runs an embedding call with the engine's handles lent to js/embed.js. */
+  async #embedding(what, fn) {
+    this.#needModel();
+    this.#needIdle(what);
+    if (this.#gpu) {
+      throw jsError('WLM_ERR_UNSUPPORTED', `${what}: embeddings run on the CPU backend only ` +
+        "(this model runs on WebGPU: load it with backend: 'cpu')");
+    }
+    this.#busy = 'batch of embeddings';
+    const x = this.#x;
+    const api = {
+      x, info: this.#info,
+      ctx: () => this.#ctx,
+      ctxError: (rc) => this.#ctxError(rc),
+      syncPool: () => this.#syncPool(),
+      ensureSeqMax: (n) => this.#ensureSeqMax(n),
+      tokenize: (t) => this.tokenize(t, { bos: true }), // [CLS] text [SEP] for BERT
+      tokenizePair: (q, d) => this.#tokenizePair(q, d),
+    };
+    try {
+      return await fn(api);
+    } finally {
+      this.#busy = null;
+      this.#previewPrev = undefined;
+    }
+  }
+
+  /** wlm_tokenize_pair: a reranker's input for (query, document). */
+  #tokenizePair(query, doc) {
+    const x = this.#x;
+    const q = utf8(query), d = utf8(doc);
+    const qp = x.wlmjs_malloc(q.length + 1) >>> 0, dp = x.wlmjs_malloc(d.length + 1) >>> 0;
+    let ids = 0;
+    try {
+      if (!qp || !dp) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the texts in wasm memory');
+      this.#u8().set(q, qp);
+      this.#u8().set(d, dp);
+      const n = x.wlm_tokenize_pair(this.#model, qp, q.length, dp, d.length, 0, 0);
+      if (n < 0) throw this.#error(n, 'cannot tokenize the query and document');
+      ids = x.wlmjs_malloc(Math.max(1, n) * 4) >>> 0;
+      if (!ids) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the token buffer');
+      x.wlm_tokenize_pair(this.#model, qp, q.length, dp, d.length, ids, n);
+      return new Int32Array(x.memory.buffer, ids, n).slice();
+    } finally {
+      if (ids) x.wlmjs_free(ids);
+      if (qp) x.wlmjs_free(qp);
+      if (dp) x.wlmjs_free(dp);
+    }
   }
 
   /**

@@ -26,6 +26,8 @@
 //   {type:'tokenize', text, options}                 result Int32Array (buffer transferred)
 //   {type:'detokenize', ids}                         result string
 //   {type:'json_schema_to_grammar', schema, options} result {grammar, warnings}
+//   {type:'embed', texts, options}                   result Float32Array[] (buffers transferred)
+//   {type:'rerank', query, documents, options}       result {index, score}[]
 //   {type:'free'}                                    result true
 //   {type:'load_draft', options: DraftLoadOptions    progress* {progress}, result DraftInfo | null
 //          without onProgress/signal, or null}       (speculative decoding's draft model)
@@ -54,6 +56,8 @@ export const Req = Object.freeze({
   TOKENIZE: 'tokenize',
   DETOKENIZE: 'detokenize',
   JSON_SCHEMA_TO_GRAMMAR: 'json_schema_to_grammar',
+  EMBED: 'embed',
+  RERANK: 'rerank',
   FREE: 'free',
   LOAD_DRAFT: 'load_draft',
 });

@@ -150,6 +150,17 @@ async function handle(msg) {
       value = await (await engine()).jsonSchemaToGrammar(msg.schema, msg.options);
       break;
     }
+    case Req.EMBED: {
+      const e = await engine();
+      value = await abortable(id, (signal) => e.embed(msg.texts, { ...msg.options, signal }));
+      transfer = value.map((v) => v.buffer);
+      break;
+    }
+    case Req.RERANK: {
+      const e = await engine();
+      value = await abortable(id, (signal) => e.rerank(msg.query, msg.documents, { ...msg.options, signal }));
+      break;
+    }
     case Req.FREE: {
       if (enginePromise) await (await enginePromise).free();
       value = true;

@@ -312,6 +312,29 @@ class WorkerEngine {
     }
   }
 
+  /** Same contract as Engine.embed (abort through options.signal). */
+  async embed(texts, { signal, ...options } = {}) {
+    return this.#abortable(Req.EMBED, { texts: typeof texts === 'string' ? texts : Array.from(texts ?? [], String), options }, signal);
+  }
+
+  /** Same contract as Engine.rerank (abort through options.signal). */
+  async rerank(query, documents, { signal, ...options } = {}) {
+    return this.#abortable(Req.RERANK, { query: String(query), documents: Array.from(documents ?? [], String), options }, signal);
+  }
+
+  /** A request that an AbortSignal aborts in the worker. */
+  async #abortable(type, payload, signal) {
+    if (signal?.aborted) throw abortError('The request');
+    const { id, promise } = this.#request(type, payload);
+    const onAbort = () => this.#abort(id);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await promise;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
   /** Same contract as Engine.kvStats. */
   async kvStats() {
     return this.#request(Req.KV_STATS).promise;

@@ -502,3 +502,20 @@ API int wlmjs_spec_stat(const wlm_context *c, int field) {
     if (wlm_spec_stats_get(c, &st) != WLM_OK) return -1;
     return field == 0 ? st.n_rounds : field == 1 ? st.n_drafted : field == 2 ? st.n_accepted : -1;
 }
+
+/* ---- embeddings ---- */
+/* One field of wlm_embed_info by number: 0 n_embd, 1 pooling, 2 causal, 3 generative,
+ * 4 n_rank_out. Returns -1 for an unknown field or an unloaded model. wlm_embed and
+ * wlm_tokenize_pair are exported as they are. */
+API int wlmjs_embed_info(const wlm_model *m, int field) {
+    wlm_embed_info info;
+    if (wlm_model_embed_info(m, &info) != WLM_OK) return -1;
+    switch (field) {
+    case 0: return info.n_embd;
+    case 1: return info.pooling;
+    case 2: return info.causal;
+    case 3: return info.generative;
+    case 4: return info.n_rank_out;
+    default: return -1;
+    }
+}

@@ -968,6 +968,72 @@ int wlm_threadpool_work(wlm_threadpool *pool);
  */
 int wlm_context_set_threadpool(wlm_context *ctx, wlm_threadpool *pool);
 
+/* ------------------------------------------------------------------------------------------ */
+/* Embeddings and reranking (src/runtime/embed.c)                                              */
+
+/* How a text's hidden states become one vector (llama.cpp's enum llama_pooling_type values, as
+ * in <arch>.pooling_type). */
+enum wlm_pooling {
+    WLM_POOLING_UNSPECIFIED = -1, /* the model file's pooling_type */
+    WLM_POOLING_NONE = 0,         /* one vector per token */
+    WLM_POOLING_MEAN = 1,         /* the mean over the text's tokens */
+    WLM_POOLING_CLS = 2,          /* the first token's ([CLS]) */
+    WLM_POOLING_LAST = 3,         /* the last token's (Qwen3-Embedding) */
+    WLM_POOLING_RANK = 4,         /* a reranker's head on the first token: tanh(cls·h + b), then
+                                     cls.output (labels × dim) + bias: scores per text */
+};
+
+/* What a model offers for embeddings (wlm_model_embed_info). */
+typedef struct wlm_embed_info {
+    int32_t n_embd;       /* floats of a hidden state / of a pooled embedding (the width) */
+    int32_t pooling;      /* the file's pooling type (<arch>.pooling_type; NONE when absent) */
+    int32_t causal;       /* 1: causal attention (a decoder); 0: bidirectional (an encoder) */
+    int32_t generative;   /* 1: it has a next-token classifier and can generate */
+    int32_t n_rank_out;   /* floats per text with WLM_POOLING_RANK: cls.output's rows, else
+                             n_embd when only cls exists, 0 when the model has no ranking head */
+} wlm_embed_info;
+
+/* Fills *info. Errors: WLM_ERR_INVALID_ARG, WLM_ERR_STATE (model did not load). */
+int wlm_model_embed_info(const wlm_model *model, wlm_embed_info *info);
+
+/*
+ * Embeds n_texts tokenized texts with one context: text t is the next lengths[t] ids of
+ * `tokens` (tokenize each with add_special, so BERT's get [CLS] ... [SEP]). Texts go through the
+ * batched forward pass together, each as its own sequence with its own attention (causal or
+ * bidirectional as the model is): at most the context's n_seq_max texts and, for a
+ * bidirectional model, n_ctx tokens per pass. The context's KV cache is cleared before and after
+ * (the call owns the context while it runs; a generation in progress is WLM_ERR_STATE).
+ *
+ * pooling: enum wlm_pooling (UNSPECIFIED: the model's; a model whose file says NONE needs an
+ * explicit one unless per-token vectors are wanted). Hidden states are taken after the output
+ * norm (decoders) or the last layer (encoders), as llama.cpp's t_embd; MEAN averages them, CLS
+ * and LAST take one row (llama.cpp's build_pooling).
+ * normalize (llama.cpp's --embd-normalize, common_embd_normalize): -1 none, 0 max absolute value
+ * scaled to 32760 (int16), 1 taxicab, 2 Euclidean (L2, the usual choice), p > 2 the p-norm; each
+ * output vector on its own (every token's with NONE). RANK scores are never normalized.
+ *
+ * out: cap floats; receives, text after text, one vector of wlm_embed_info.n_embd floats per
+ * text (n_rank_out with RANK), or one per token with NONE (sum of lengths × n_embd). Returns the
+ * number of floats the result holds (nothing is written when it exceeds cap; call with cap 0 to
+ * size out), or a negative status: WLM_ERR_INVALID_ARG (bad arguments, an id outside the
+ * vocabulary, an empty text, an unknown pooling, RANK without a ranking head, LAST/CLS/MEAN asked
+ * of an empty text), WLM_ERR_CONTEXT_FULL (a text longer than n_ctx), WLM_ERR_STATE,
+ * WLM_ERR_NOMEM; message in wlm_context_errmsg.
+ */
+int32_t wlm_embed(wlm_context *ctx, const int32_t *tokens, const int32_t *lengths,
+                  int32_t n_texts, int32_t pooling, int32_t normalize, float *out, size_t cap);
+
+/*
+ * The input of a cross-encoder reranker for one (query, document) pair, as llama.cpp's server
+ * builds it (format_prompt_rerank): BOS when the vocabulary adds one, the query, EOS when it
+ * adds EOS, SEP for a WordPiece vocabulary, the document, EOS when it adds EOS — for BERT,
+ * [CLS] query [SEP] document. Writes up to cap ids, returns the count needed (may exceed cap)
+ * or a negative status (WLM_ERR_TOKENIZER: no vocabulary). Pass the result to wlm_embed with
+ * WLM_POOLING_RANK.
+ */
+int32_t wlm_tokenize_pair(const wlm_model *model, const char *query, size_t query_len,
+                          const char *doc, size_t doc_len, int32_t *tokens, int32_t cap);
+
 #ifdef __cplusplus
 }
 #endif

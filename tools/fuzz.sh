@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 harnesses=("$@")
-((${#harnesses[@]})) || harnesses=(fuzz_model fuzz_tokenizer_bin fuzz_encode fuzz_gguf_vocab fuzz_grammar fuzz_bpe fuzz_json_schema)
+((${#harnesses[@]})) || harnesses=(fuzz_model fuzz_tokenizer_bin fuzz_encode fuzz_gguf_vocab fuzz_grammar fuzz_bpe fuzz_json_schema fuzz_wordpiece)
 shared=$(cd .. && pwd)/shared
 export WASMLM_SHARED="${WASMLM_SHARED:-$shared}"
 
@@ -33,9 +33,9 @@ node fuzz/make-corpus.mjs build/fuzz-corpus "$WASMLM_SHARED" >/dev/null
 # time one input may take before it counts as a hang.
 declare -A max_len=([fuzz_model]=1400000 [fuzz_tokenizer_bin]=460000 [fuzz_encode]=1024
                     [fuzz_gguf_vocab]=4194304 [fuzz_grammar]=4096 [fuzz_bpe]=1024
-                    [fuzz_json_schema]=8192)
+                    [fuzz_json_schema]=8192 [fuzz_wordpiece]=1024)
 declare -A timeout=([fuzz_model]=20 [fuzz_tokenizer_bin]=20 [fuzz_encode]=10 [fuzz_gguf_vocab]=30
-                    [fuzz_grammar]=10 [fuzz_bpe]=10 [fuzz_json_schema]=10)
+                    [fuzz_grammar]=10 [fuzz_bpe]=10 [fuzz_json_schema]=10 [fuzz_wordpiece]=10)
 declare -A dict=([fuzz_model]=fuzz/gguf.dict [fuzz_gguf_vocab]=fuzz/gguf.dict
                  [fuzz_grammar]=fuzz/gbnf.dict [fuzz_json_schema]=fuzz/json_schema.dict)
 

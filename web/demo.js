@@ -47,9 +47,11 @@ import { schedulePreview } from './demo/chart.js';
 import { showTokenDetail, activateToken, onOutputKey } from './demo/output.js';
 import { generate, stop } from './demo/generate.js';
 import { currentMode, setMode, sendChat, regenerate, clearChat } from './demo/chat.js';
+import { runEmbed } from './demo/embed.js';
 
-/** Ctrl+Enter and Enter in the seed and stop fields: a completion, or in chat mode Send. */
-const run = () => (currentMode() === 'chat' ? sendChat() : generate());
+/** Ctrl+Enter and Enter in the seed and stop fields: a completion, in chat mode Send, in
+ *  Embeddings mode Embed. */
+const run = () => (currentMode() === 'chat' ? sendChat() : currentMode() === 'embed' ? runEmbed() : generate());
 
 // ------------------------------------------------------------------------------------------------
 // Wiring
@@ -106,6 +108,12 @@ function wireControls() {
     }
   });
   $('chat-stop').addEventListener('click', stop);
+  // Embeddings mode.
+  $('embed-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    runEmbed();
+  });
+  $('embed-stop').addEventListener('click', stop);
   $('chat-regenerate').addEventListener('click', regenerate);
   $('chat-clear').addEventListener('click', clearChat);
 

@@ -21,6 +21,7 @@
 #include "wasmlm.h"
 
 int wlm_cli_quantize(int argc, char **argv); /* cli_quantize.c */
+int wlm_cli_embed(int argc, char **argv);    /* cli_embed.c */
 int wlm_cli_generate(int argc, char **argv); /* cli_gen.c */
 void *wlm_cli_read_file(const char *path, size_t *size);
 void wlm_cli_usage(FILE *f);
@@ -98,7 +99,10 @@ void wlm_cli_usage(FILE *f) {
         "Info:       wasmlm info <model.gguf | model.bin>\n"
         "            prints the architecture and the hyperparameters\n"
         "Quantize:   wasmlm quantize IN OUT TYPE [-z tokenizer.bin] [--name NAME]\n"
-        "            llama2.c checkpoint or GGUF in, GGUF out; TYPE: F32 F16 Q8_0 Q4_0 Q4_K Q6_K\n",
+        "            llama2.c checkpoint or GGUF in, GGUF out; TYPE: F32 F16 Q8_0 Q4_0 Q4_K Q6_K\n"
+        "Embed:      wasmlm embed MODEL -p TEXT [-f FILE] [--pooling none|mean|cls|last|rank]\n"
+        "            [--embd-normalize N] [--embd-output-format json|array]: embeddings or\n"
+        "            reranking scores (llama-embedding's flags; wasmlm embed --help)\n",
         f);
 }
 
@@ -268,5 +272,6 @@ int main(int argc, char **argv) {
     if (strcmp(argv[1], "tokenize") == 0) return cmd_tokenize(argc - 2, argv + 2);
     if (strcmp(argv[1], "quantize") == 0) return wlm_cli_quantize(argc - 2, argv + 2);
     if (strcmp(argv[1], "info") == 0) return cmd_info(argc - 2, argv + 2);
+    if (strcmp(argv[1], "embed") == 0) return wlm_cli_embed(argc - 2, argv + 2);
     return wlm_cli_generate(argc - 1, argv + 1);
 }

@@ -567,7 +567,8 @@ static int is_quantizable(const wlm_gguf_tensor *t) {
     const char *s = t->name.ptr;
     const size_t n = t->name.len;
     return ends_with(s, n, "weight") && t->n_dims >= 2 && !contains(s, n, "_norm.weight") &&
-           !eq(&t->name, "position_embd.weight") && t->ne[0] > 0 && t->n_elements > 0;
+           !eq(&t->name, "position_embd.weight") && !eq(&t->name, "token_types.weight") &&
+           t->ne[0] > 0 && t->n_elements > 0;
 }
 /* The layer of "blk.N.…", or 0. */
 static int layer_of(const wlm_gguf_str *name) {

@@ -130,9 +130,10 @@ int wlm_quantize_write(const wlm_model *m, wlm_gguf_writer *w, const wlm_quantiz
  * file_type, quantization_version and alignment rewritten; general.name replaced when p->name)
  * and every tensor in file order, converting only the weight matrices as llama.cpp's
  * llama_model_quantize does: a tensor is converted when its name ends in "weight", it has at
- * least 2 dimensions, and it is not a norm ("_norm.weight") nor learned positions
- * (position_embd.weight); everything else (norms, biases, rope_freqs / rope_factors_*, position
- * embeddings) keeps its type and bytes. A mix picks types by role from the tensor name (
+ * least 2 dimensions, and it is not a norm ("_norm.weight") nor learned positions or BERT's
+ * token types (position_embd.weight, token_types.weight: llama.cpp adds them to the embedding
+ * as they are); everything else (norms, biases, rope_freqs / rope_factors_*, position
+ * embeddings, token types) keeps its type and bytes. A mix picks types by role from the tensor name (
  * output.weight — or token_embd.weight when there is no output.weight — attn_v, attn_qkv,
  * attn_output, ffn_down; see wlm_quantize_mix_tensor_type) and the layer from "blk.N.". p->src
  * is not used. A tensor whose type cannot be read gives WLM_ERR_UNSUPPORTED naming it. */

@@ -37,6 +37,22 @@ static const wlm_arch ARCHS[] = {
     {.name = "gpt2", .norm = WLM_NORM_LAYER, .act = WLM_ACT_GELU, .ffn = WLM_FFN_PLAIN,
      .qkv = WLM_QKV_FUSED, .rope = WLM_ROPE_NONE, .qkv_bias = WLM_T_REQ, .out_bias = WLM_T_REQ,
      .ffn_bias = WLM_T_REQ, .pos_embd = 1},
+    /* EmbeddingGemma (gemma-embedding): Gemma 3's layers with bidirectional attention (its
+     * sliding-window layers see n_swa / 2 positions either side), mean pooling, and optional
+     * dense_2 / dense_3 projections of the pooled vector. */
+    {.name = "gemma-embedding", .norm = WLM_NORM_RMS, .act = WLM_ACT_GELU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qk_norm = WLM_T_REQ,
+     .post_norms = WLM_T_REQ, .embd_scale = 1, .swa = 1, .bidirectional = 1, .dense_out = 1},
+    /* BERT (all-MiniLM, bge, e5): an encoder (see wlm_arch.encoder) with learned positions,
+     * separate or fused Q/K/V, optional biases, a GELU MLP; no RoPE. */
+    {.name = "bert", .norm = WLM_NORM_LAYER, .act = WLM_ACT_GELU, .ffn = WLM_FFN_PLAIN,
+     .qkv = WLM_QKV_EITHER, .rope = WLM_ROPE_NONE, .qkv_bias = WLM_T_OPT, .out_bias = WLM_T_OPT,
+     .ffn_bias = WLM_T_OPT, .pos_embd = 1, .encoder = 1},
+    /* nomic-bert (nomic-embed-text): the same encoder with NEOX RoPE instead of learned
+     * positions and a SwiGLU feed-forward (ffn_gate, ffn_up, ffn_down). */
+    {.name = "nomic-bert", .norm = WLM_NORM_LAYER, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_EITHER, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_OPT, .out_bias = WLM_T_OPT,
+     .encoder = 1},
 };
 
 const wlm_arch *wlm_arch_find(const char *name, size_t len) {
@@ -46,4 +62,6 @@ const wlm_arch *wlm_arch_find(const char *name, size_t len) {
     return NULL;
 }
 
-const char *wlm_arch_list(void) { return "llama, qwen2, qwen3, gemma3, phi3, gpt2"; }
+const char *wlm_arch_list(void) {
+    return "llama, qwen2, qwen3, gemma3, phi3, gpt2, gemma-embedding, bert, nomic-bert";
+}

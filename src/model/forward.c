@@ -7,7 +7,11 @@
  * (+ bias) → optional post-norm → residual → norm → feed-forward (SwiGLU, GeGLU, or a GELU MLP
  * with biases) → optional post-norm → residual; then the final norm, the classifier and the
  * optional logit soft-cap for the entries that want logits. llama2.c's forward() is the special
- * case "llama". Entries may belong to different sequences at different positions. The
+ * case "llama". Encoders (BERT, nomic-bert; arch.c's `encoder`) take token type 0 and a
+ * LayerNorm after the embedding, no norm before each branch but one after each residual add,
+ * and give their hidden states (c->hidden) to embed.c instead of logits; a non-causal pass
+ * (c->ent_len) lets every entry attend to its whole sequence. Entries may belong to different
+ * sequences at different positions. The
  * projections are matrix-matrix products that read each weight tile once for the whole batch;
  * every entry's arithmetic is exactly the one-token computation, so batching never changes a
  * result. With a thread pool, each matrix product is split by rows and each entry's attention by
@@ -199,8 +203,8 @@ static void rope_angles(wlm_context *c, int32_t b, float pos, float mscale) {
     const int half = c->model->hp.n_rot / 2;
     for (int32_t s = 0; s < c->n_rope_sets; s++) {
         const float *fr = c->rope_freq + (size_t)s * half;
-        float *cs = c->rope_cos + ((size_t)s * WLM_BATCH_CHUNK + b) * half;
-        float *sn = c->rope_sin + ((size_t)s * WLM_BATCH_CHUNK + b) * half;
+        float *cs = c->rope_cos + ((size_t)s * (size_t)c->batch_cap + b) * half;
+        float *sn = c->rope_sin + ((size_t)s * (size_t)c->batch_cap + b) * half;
         for (int i = 0; i < half; i++) {
             float val = pos * fr[i];
             cs[i] = cosf(val);
@@ -217,8 +221,8 @@ static void rope_angles(wlm_context *c, int32_t b, float pos, float mscale) {
 static void rope_apply(wlm_context *c, float *x, int n_heads, int32_t b, int32_t s) {
     const wlm_hparams *p = &c->model->hp;
     const int half = p->n_rot / 2;
-    const float *cs = c->rope_cos + ((size_t)s * WLM_BATCH_CHUNK + b) * half;
-    const float *sn = c->rope_sin + ((size_t)s * WLM_BATCH_CHUNK + b) * half;
+    const float *cs = c->rope_cos + ((size_t)s * (size_t)c->batch_cap + b) * half;
+    const float *sn = c->rope_sin + ((size_t)s * (size_t)c->batch_cap + b) * half;
     if (p->arch->rope == WLM_ROPE_NEOX) c->k->rope_neox(x, n_heads, p->head_size, p->n_rot, cs, sn);
     else if (p->arch->rope == WLM_ROPE_NORM) c->k->rope(x, n_heads, p->head_size, p->n_rot, cs, sn);
 }
@@ -287,7 +291,12 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
     for (int32_t b = 0; b < n; b++) {
         float *xr = x + (size_t)b * D;
         emb_tr->to_float((const char *)emb->data + (size_t)tokens[b] * emb->row_bytes, xr, dim);
-        if (pe->data) { /* GPT-2: + the learned embedding of the position */
+        if (w->type_embd.data) { /* BERT: + token type 0's row, then the position's (llama.cpp) */
+            float *tmp = c->xb2 + (size_t)b * D;
+            wlm_type_get(w->type_embd.type)->to_float(w->type_embd.data, tmp, dim);
+            for (int i = 0; i < dim; i++) xr[i] += tmp[i];
+        }
+        if (pe->data) { /* GPT-2, BERT: + the learned embedding of the position */
             float *tmp = c->xb2 + (size_t)b * D;
             wlm_type_get(pe->type)->to_float((const char *)pe->data +
                                                  (size_t)c->ent_pos[b] * pe->row_bytes, tmp, dim);
@@ -298,14 +307,17 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         /* RoPE angles of this entry's position, shared by every layer and head of a set */
         if (a->rope != WLM_ROPE_NONE) rope_angles(c, b, (float)c->ent_pos[b], c->rope_mscale);
     }
+    if (w->embd_norm) norm_rows(c, x, D, x, D, w->embd_norm, w->embd_norm_b, n);
 
     for (int l = 0; l < p->n_layers; l++) {
         const wlm_layer_weights *lw = &w->layers[l];
         const size_t layer_off = (size_t)l * 2 * WLM_KV_BLOCK * KV * elem;
         const int32_t rset = c->n_rope_sets > 1 && lw->swa ? 1 : 0;
 
-        /* attention: projections for the whole batch */
-        norm_rows(c, c->xb, XS, x, D, lw->rms_att, lw->att_norm_b, n);
+        /* attention: projections for the whole batch (an encoder's input is not normed) */
+        if (lw->rms_att) norm_rows(c, c->xb, XS, x, D, lw->rms_att, lw->att_norm_b, n);
+        else
+            for (int32_t b = 0; b < n; b++) memcpy(c->xb + b * XS, x + b * D, D * sizeof(float));
         if (lw->wqkv.data) {
             wlm_matmul(c, c->qkv, QKV, &lw->wqkv, c->xb, XS, n);
             for (int32_t b = 0; b < n; b++) {
@@ -341,12 +353,18 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
             wlm_kv_store(c, row + WLM_KV_BLOCK * KV * elem, c->vt + b * KV, kv_dim);
         }
         /* every entry attends to its own sequence's positions 0..pos (entries of the same
-         * sequence earlier in the batch were written above: causal within the batch); a window
-         * layer to the last n_swa of them */
+         * sequence earlier in the batch were written above: causal within the batch), or with
+         * ent_len (a non-causal pass holding whole sequences) to all of them; a window layer
+         * to the last n_swa */
         for (int32_t b = 0; b < n; b++) {
             const wlm_seq *s = &c->seqs[c->ent_seq[b]];
-            const int len = c->ent_pos[b] + 1;
-            const int start = lw->swa && p->n_swa > 0 && len > p->n_swa ? len - p->n_swa : 0;
+            int len = c->ent_len ? c->ent_len[b] : c->ent_pos[b] + 1;
+            int start = lw->swa && p->n_swa > 0 && len > p->n_swa ? len - p->n_swa : 0;
+            if (c->ent_len && lw->swa && p->n_swa > 0) { /* symmetric: pos ± n_swa / 2 */
+                const int half = p->n_swa / 2, pos = c->ent_pos[b];
+                start = pos > half ? pos - half : 0;
+                if (len > pos + half + 1) len = pos + half + 1;
+            }
             if (start == 0) {
                 const int nb = (len + WLM_KV_BLOCK - 1) / WLM_KV_BLOCK;
                 for (int i = 0; i < nb; i++) {
@@ -368,9 +386,12 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         add_bias(c, c->xb2, D, lw->bo, dim, n);
         if (lw->post_att_norm) norm_rows(c, c->xb2, D, c->xb2, D, lw->post_att_norm, NULL, n);
         for (size_t i = 0; i < (size_t)n * D; i++) x[i] += c->xb2[i];
+        if (lw->attn_out_norm) /* encoders: LayerNorm of the stream after the residual add */
+            norm_rows(c, x, D, x, D, lw->attn_out_norm, lw->attn_out_norm_b, n);
 
         /* feed-forward */
-        norm_rows(c, c->xb, D, x, D, lw->rms_ffn, lw->ffn_norm_b, n);
+        if (lw->rms_ffn) norm_rows(c, c->xb, D, x, D, lw->rms_ffn, lw->ffn_norm_b, n);
+        else memcpy(c->xb, x, (size_t)n * D * sizeof(float));
         if (a->ffn == WLM_FFN_GATED) { /* w2(act(w1 x) * w3 x) */
             wlm_matmul(c, c->hb, H, &lw->w1, c->xb, D, n);
             wlm_matmul(c, c->hb2, H, &lw->w3, c->xb, D, n);
@@ -394,6 +415,19 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         add_bias(c, c->xb, D, lw->b_down, dim, n);
         if (lw->post_ffn_norm) norm_rows(c, c->xb, D, c->xb, D, lw->post_ffn_norm, NULL, n);
         for (size_t i = 0; i < (size_t)n * D; i++) x[i] += c->xb[i];
+        if (lw->layer_out_norm)
+            norm_rows(c, x, D, x, D, lw->layer_out_norm, lw->layer_out_norm_b, n);
+    }
+
+    /* embeddings (embed.c): every entry's final hidden state, after the output norm if any */
+    if (c->hidden) {
+        for (int32_t b = 0; b < n; b++) {
+            if (w->rms_final)
+                norm_rows(c, c->hidden + b * D, D, x + b * D, D, w->rms_final, w->final_norm_b, 1);
+            else
+                memcpy(c->hidden + b * D, x + b * D, D * sizeof(float));
+        }
+        return;
     }
 
     /* classifier for the entries that want logits: their rows are consecutive in c->logits,

@@ -231,6 +231,22 @@ static int read_hparams(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
                              "mixture-of-experts models (%s.expert_count %u) are not supported",
                              a->name, experts);
 
+    /* Embeddings: causal attention (encoders default to bidirectional) and the pooling the
+     * file asks for (llama.cpp's enum llama_pooling_type: none, mean, cls, last, rank). */
+    int causal = !a->encoder && !a->bidirectional;
+    uint32_t pooling = WLM_POOLING_NONE;
+    if ((rc = wlm_gguf_get_bool_or(g, akey(k, sizeof k, a, "attention.causal"), causal, &causal,
+                                   m->errmsg, WLM_ERRMSG_SIZE)) ||
+        (rc = wlm_gguf_get_u32_or(g, akey(k, sizeof k, a, "pooling_type"), pooling, &pooling,
+                                  m->errmsg, WLM_ERRMSG_SIZE)))
+        return rc;
+    if (pooling > WLM_POOLING_RANK)
+        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                             "%s = %u is not a pooling type this engine knows (0 none, 1 mean, "
+                             "2 cls, 3 last, 4 rank)", k, pooling);
+    hp->bidirectional = !causal;
+    hp->pooling = (int32_t)pooling;
+
     /* Head size: attention.key_length (Qwen3, Gemma 3 set it), else dim / head_count. */
     const int32_t def_hs = hp->dim % hp->n_heads == 0 ? hp->dim / hp->n_heads : 0;
     int32_t key_len = 0, value_len = 0;
@@ -344,13 +360,26 @@ static int map_layer(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) 
     char name[80];
     int rc;
 
-    if ((rc = get_norm(m, g, blk(name, sizeof name, l, "attn_norm.weight"), D, spare, &lw->rms_att)) ||
-        (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_norm.bias"), D, layer_bias, spare,
-                      &lw->att_norm_b)) ||
-        (rc = get_norm(m, g, blk(name, sizeof name, l, "ffn_norm.weight"), D, spare, &lw->rms_ffn)) ||
-        (rc = get_vec(m, g, blk(name, sizeof name, l, "ffn_norm.bias"), D, layer_bias, spare,
-                      &lw->ffn_norm_b)))
+    if (a->encoder) { /* LayerNorms after the residual adds instead of before each branch */
+        if ((rc = get_norm(m, g, blk(name, sizeof name, l, "attn_output_norm.weight"), D, spare,
+                           &lw->attn_out_norm)) ||
+            (rc = get_norm(m, g, blk(name, sizeof name, l, "attn_output_norm.bias"), D, spare,
+                           &lw->attn_out_norm_b)) ||
+            (rc = get_norm(m, g, blk(name, sizeof name, l, "layer_output_norm.weight"), D, spare,
+                           &lw->layer_out_norm)) ||
+            (rc = get_norm(m, g, blk(name, sizeof name, l, "layer_output_norm.bias"), D, spare,
+                           &lw->layer_out_norm_b)))
+            return rc;
+    } else if ((rc = get_norm(m, g, blk(name, sizeof name, l, "attn_norm.weight"), D, spare,
+                              &lw->rms_att)) ||
+               (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_norm.bias"), D, layer_bias,
+                             spare, &lw->att_norm_b)) ||
+               (rc = get_norm(m, g, blk(name, sizeof name, l, "ffn_norm.weight"), D, spare,
+                              &lw->rms_ffn)) ||
+               (rc = get_vec(m, g, blk(name, sizeof name, l, "ffn_norm.bias"), D, layer_bias,
+                             spare, &lw->ffn_norm_b))) {
         return rc;
+    }
 
     /* attention: one fused attn_qkv (Q rows, then K, then V) or three matrices */
     const int fused = a->qkv == WLM_QKV_FUSED ||
@@ -445,6 +474,42 @@ static int get_rope_factors(wlm_model *m, const wlm_gguf *g, const char *name, c
     return WLM_OK;
 }
 
+/* An encoder's tensors outside the layers (llama.cpp's LLM_ARCH_BERT / NOMIC_BERT): optional
+ * token_types (tokenizer.ggml.token_type_count rows when the key is there; row 0 is used),
+ * token_embd_norm with its bias, and optional reranking heads: cls
+ * (dim × dim, + bias, then tanh) and cls.output (labels × dim, + bias). */
+static int map_encoder(wlm_model *m, const wlm_gguf *g, float **spare) {
+    wlm_weights *w = &m->w;
+    const int32_t D = m->hp.dim;
+    const wlm_gguf_tensor *t;
+    int rc;
+    /* tokenizer.ggml.token_type_count (llama.cpp's n_token_types) gives token_types' rows */
+    uint32_t n_types = 0;
+    if ((rc = wlm_gguf_get_u32_or(g, "tokenizer.ggml.token_type_count", 0, &n_types, m->errmsg,
+                                  WLM_ERRMSG_SIZE)))
+        return rc;
+    if ((t = wlm_gguf_find_tensor(g, "token_types.weight")) &&
+        (rc = get_matrix(m, g, "token_types.weight",
+                         n_types ? (int64_t)n_types : t->ne[1] >= 1 && t->ne[1] <= 64 ? t->ne[1] : 1,
+                         D, &w->type_embd)))
+        return rc;
+    if ((rc = get_norm(m, g, "token_embd_norm.weight", D, spare, &w->embd_norm)) ||
+        (rc = get_norm(m, g, "token_embd_norm.bias", D, spare, &w->embd_norm_b)))
+        return rc;
+    if (wlm_gguf_find_tensor(g, "cls.weight") &&
+        ((rc = get_matrix(m, g, "cls.weight", D, D, &w->cls)) ||
+         (rc = get_vec(m, g, "cls.bias", D, WLM_T_OPT, spare, &w->cls_b))))
+        return rc;
+    if ((t = wlm_gguf_find_tensor(g, "cls.output.weight"))) {
+        const int64_t n = t->ne[1] >= 1 && t->ne[1] <= 65536 ? t->ne[1] : 1;
+        if ((rc = get_matrix(m, g, "cls.output.weight", n, D, &w->cls_out)) ||
+            (rc = get_vec(m, g, "cls.output.bias", (int32_t)n, WLM_T_OPT, spare, &w->cls_out_b)))
+            return rc;
+        m->hp.n_cls_out = (int32_t)n;
+    }
+    return WLM_OK;
+}
+
 static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa) {
     wlm_hparams *hp = &m->hp;
     wlm_weights *w = &m->w;
@@ -497,10 +562,14 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
         if ((rc = map_layer(m, g, l, &spare))) return rc;
         w->layers[l].swa = layer_swa[l];
     }
-    if ((rc = get_norm(m, g, "output_norm.weight", D, &spare, &w->rms_final)) ||
-        (rc = get_vec(m, g, "output_norm.bias", D,
-                      a->norm == WLM_NORM_LAYER ? WLM_T_REQ : WLM_T_NO, &spare, &w->final_norm_b)))
+    if (a->encoder) {
+        if ((rc = map_encoder(m, g, &spare))) return rc;
+    } else if ((rc = get_norm(m, g, "output_norm.weight", D, &spare, &w->rms_final)) ||
+               (rc = get_vec(m, g, "output_norm.bias", D,
+                             a->norm == WLM_NORM_LAYER ? WLM_T_REQ : WLM_T_NO, &spare,
+                             &w->final_norm_b))) {
         return rc;
+    }
 
     /* RoPE frequency factors: Llama 3.1+ (rope_freqs.weight), Phi-3's LongRoPE pair. */
     if (a->rope_freqs && (rc = get_rope_factors(m, g, "rope_freqs.weight", &w->rope_freqs)))
@@ -515,9 +584,22 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
                                  "rope_factors_short.weight");
     }
 
-    m->shared_classifier = wlm_gguf_find_tensor(g, "output.weight") == NULL;
+    /* Sentence Transformers' Dense modules after pooling (EmbeddingGemma): dense_2 (d2 × dim)
+     * then dense_3 (dim × d2), both or neither. */
+    if (a->dense_out && wlm_gguf_find_tensor(g, "dense_2.weight")) {
+        const wlm_gguf_tensor *t2 = wlm_gguf_find_tensor(g, "dense_2.weight");
+        const int64_t d2 = t2->ne[1] >= 1 && t2->ne[1] <= MAX_HIDDEN ? t2->ne[1] : 1;
+        if ((rc = get_matrix(m, g, "dense_2.weight", d2, D, &w->dense2)) ||
+            (rc = get_matrix(m, g, "dense_3.weight", D, d2, &w->dense3)))
+            return rc;
+    } else if (a->dense_out && wlm_gguf_find_tensor(g, "dense_3.weight")) {
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                             "GGUF model has dense_3.weight without dense_2.weight");
+    }
+
+    m->shared_classifier = !a->encoder && wlm_gguf_find_tensor(g, "output.weight") == NULL;
     if (m->shared_classifier) w->wcls = w->token_embedding;
-    else if ((rc = get_matrix(m, g, "output.weight", V, D, &w->wcls))) return rc;
+    else if (!a->encoder && (rc = get_matrix(m, g, "output.weight", V, D, &w->wcls))) return rc;
 
     /* Bytes read per token: every layer matrix and vector, the final norm, the classifier and
      * one embedding row (the whole table is already counted when it is the classifier). */
@@ -534,7 +616,10 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
         if (lw->bo) bytes += vec;
         if (lw->b_up) bytes += (uint64_t)hp->hidden_dim * sizeof(float) + vec;
         if (lw->q_norm) bytes += 2 * (uint64_t)hp->head_size * sizeof(float);
+        if (lw->attn_out_norm) bytes += 4 * vec;
     }
+    if (w->embd_norm) bytes += 2 * vec;
+    if (w->type_embd.data) bytes += w->type_embd.row_bytes;
     bytes += vec * (w->final_norm_b ? 2 : 1);
     bytes += mat_bytes(&w->wcls);
     if (!m->shared_classifier) bytes += w->token_embedding.row_bytes;

@@ -52,6 +52,18 @@ typedef struct wlm_arch {
     int8_t gemma_attn_scale;  /* 1: Gemma 3's query scale (1/sqrt(dim/heads) for its 62-layer
                                  27B, else 1/sqrt(head size)) */
     int8_t softcap;           /* 1: final_logit_softcapping applies (Gemma 3 without SWA) */
+    int8_t encoder;           /* 1: a BERT-family encoder (llama.cpp's llm_build_bert): bidirectional
+                                 attention unless <arch>.attention.causal says otherwise, token_types
+                                 row 0 added to the embedding, token_embd_norm after it, no norm
+                                 before attention or the feed-forward but LayerNorms after each
+                                 residual add (attn_output_norm, layer_output_norm), no output norm
+                                 or classifier (hidden states out; cls / cls.output for ranking) */
+    int8_t bidirectional;     /* 1: bidirectional attention unless <arch>.attention.causal says
+                                 otherwise (an encoder row implies it); its sliding-window layers
+                                 are symmetric (llama.cpp's LLAMA_SWA_TYPE_SYMMETRIC: positions
+                                 within n_swa / 2 either side) */
+    int8_t dense_out;         /* 1: optional dense_2 / dense_3 projections applied after pooling
+                                 (Sentence Transformers' Dense modules, EmbeddingGemma) */
 } wlm_arch;
 
 /* The row of arch.c's table named `name` (len bytes), or NULL. */
@@ -87,6 +99,12 @@ typedef struct wlm_hparams {
                              sqrt(head_size)); 1 = plain scaled dot-product */
     float embd_scale;     /* embeddings multiplied by it; 1 = none */
     float final_softcap;  /* logits = c · tanh(logits / c); 0 = none */
+    int32_t bidirectional; /* 0: each position attends to itself and earlier ones (causal, the
+                             default of every loader); 1: to every position of its sequence
+                             (<arch>.attention.causal false; an encoder row's default) */
+    int32_t pooling;      /* enum wlm_pooling from <arch>.pooling_type (llama.cpp's values);
+                             WLM_POOLING_NONE when absent */
+    int32_t n_cls_out;    /* rows of cls.output (a reranker's scores per text), 0 when absent */
     const wlm_arch *arch; /* the architecture's row of arch.c (llama2.c checkpoints: llama's) */
 } wlm_hparams;
 
@@ -124,6 +142,9 @@ typedef struct wlm_layer_weights {
     const float *b_up, *b_down;   /* (hidden_dim), (dim) or NULL */
     const float *post_ffn_norm;   /* (dim) or NULL */
     int32_t swa;                  /* 1: a sliding-window layer (window n_swa, RoPE set 1) */
+    const float *attn_out_norm, *attn_out_norm_b;   /* (dim) encoders: LayerNorm of the stream
+                                                       after the attention's residual add */
+    const float *layer_out_norm, *layer_out_norm_b; /* (dim) and after the feed-forward's */
 } wlm_layer_weights;
 
 typedef struct wlm_weights {
@@ -139,6 +160,17 @@ typedef struct wlm_weights {
                                      n_ctx_orig, or NULL */
     const float *rope_short;      /* (n_rot / 2) LongRoPE factors otherwise, or NULL */
     wlm_layer_weights *layers;    /* (n_layers), allocated by the loader, owned by the model */
+    wlm_tensor type_embd;         /* (token types, dim) encoders: row 0 is added to every
+                                     embedding (llama.cpp: all tokens are type 0); data NULL when none */
+    const float *embd_norm, *embd_norm_b; /* (dim) encoders: LayerNorm of the embedding, or NULL */
+    wlm_tensor cls;               /* (dim, dim) a reranker's head: tanh(cls·x + cls_b), data NULL
+                                     when none */
+    const float *cls_b;           /* (dim) or NULL */
+    wlm_tensor cls_out;           /* (n_cls_out, dim): scores = cls_out·h + cls_out_b, or NULL */
+    const float *cls_out_b;       /* (n_cls_out) or NULL */
+    wlm_tensor dense2;            /* (d2, dim) after pooling: h = dense3 · (dense2 · h), no bias or
+                                     activation (llama.cpp's build_dense_out); data NULL when none */
+    wlm_tensor dense3;            /* (dim, d2) */
 } wlm_weights;
 
 struct wlm_model {
@@ -255,7 +287,8 @@ typedef struct wlm_beam_state {
     uint8_t *gmask;               /* (vocab) allowed tokens of one beam, with a grammar */
 } wlm_beam_state;
 
-/* Largest number of batch entries one forward pass computes; longer batches run in chunks. */
+/* Largest number of batch entries one forward pass computes; longer batches run in chunks
+ * (a non-causal model's context holds n_ctx entries instead: see batch_cap). */
 #define WLM_BATCH_CHUNK 64
 
 struct wlm_context {
@@ -293,6 +326,13 @@ struct wlm_context {
                                      lists one row per position of its window instead */
     int32_t kb_cap;
     int32_t *ent_seq, *ent_pos;   /* (B) */
+    int32_t batch_cap;            /* B: entries one forward pass holds (WLM_BATCH_CHUNK; n_ctx
+                                     for a non-causal model, whose sequences pass whole) */
+    int32_t *ent_len;             /* (B) non-causal passes (embed.c): positions entry i attends to
+                                     (its whole sequence); NULL: causal, pos + 1 */
+    float *hidden;                /* embed.c: when set, wlm_forward_batch writes every entry's
+                                     final hidden state here ((n, dim), after the output norm when
+                                     the model has one) instead of logits */
     /* logits of the last evaluation: one row per entry that asked for them */
     float *logits;                /* (logits_cap, vocab) */
     int32_t logits_cap;

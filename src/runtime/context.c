@@ -223,12 +223,16 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->max_blocks = (c->n_ctx + BLOCK - 1) / BLOCK;
     c->last_logits = -1;
 
-    const uint64_t B = WLM_BATCH_CHUNK, dim = (uint64_t)p->dim, hid = (uint64_t)p->hidden_dim;
+    /* A non-causal model's sequences pass whole (every token attends to every other), so its
+     * activations hold n_ctx entries. */
+    c->batch_cap = p->bidirectional && c->n_ctx > WLM_BATCH_CHUNK ? c->n_ctx : WLM_BATCH_CHUNK;
+    const uint64_t B = (uint64_t)c->batch_cap, dim = (uint64_t)p->dim, hid = (uint64_t)p->hidden_dim;
     const uint64_t kvd = (uint64_t)p->kv_dim, half = (uint64_t)p->n_rot / 2;
     const uint64_t qd = (uint64_t)p->q_dim, xs = qd > dim ? qd : dim;
     const uint64_t hs = p->arch->ffn == WLM_FFN_FUSED_GATE_UP ? 2 * hid : hid;
     uint64_t widest = hid > dim ? hid : dim;
     if (qd > widest) widest = qd;
+    if ((uint64_t)model->w.dense2.rows > widest) widest = (uint64_t)model->w.dense2.rows; /* dense_3's input */
     int fused_qkv = 0;
     for (int32_t l = 0; l < p->n_layers; l++) fused_qkv |= model->w.layers[l].wqkv.data != NULL;
     int any_swa = 0;
@@ -236,7 +240,8 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->n_rope_sets = any_swa && p->n_swa > 0 ? 2 : 1;
     /* block pointers: one per block of a full sequence, or one per position of a window */
     c->kb_cap = c->max_blocks;
-    if (c->n_rope_sets > 1 && p->n_swa > c->kb_cap) c->kb_cap = p->n_swa < c->n_ctx ? p->n_swa : c->n_ctx;
+    const int32_t win = p->bidirectional ? p->n_swa + 1 : p->n_swa; /* symmetric: ± n_swa / 2 */
+    if (c->n_rope_sets > 1 && win > c->kb_cap) c->kb_cap = win < c->n_ctx ? win : c->n_ctx;
     size_t total = 0;
     c->x = alloc_n(B * dim, sizeof(float), &total);
     c->xb = alloc_n(B * xs, sizeof(float), &total);
@@ -277,8 +282,10 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
         ok = c->seqs[i].blocks && c->seqs[i].tokens;
         c->gens[i].pending = -1;
     }
-    c->kv.type = params->kv_type;
-    c->kv.elem_bytes = params->kv_type == WLM_KV_F16 ? 2 : 4;
+    /* Non-causal: K and V live for one pass only (llama.cpp keeps no cache for encoders and
+     * computes them in F32), so kv_type does not apply. */
+    c->kv.type = p->bidirectional ? WLM_KV_F32 : params->kv_type;
+    c->kv.elem_bytes = c->kv.type == WLM_KV_F16 ? 2 : 4;
     c->kv.block_bytes = (size_t)p->n_layers * 2 * BLOCK * (size_t)p->kv_dim * c->kv.elem_bytes;
     if (ok && !c->deferred) ok = pool_grow(&c->kv, c->max_blocks) == WLM_OK; /* one full sequence up front */
     if (!ok) {
@@ -568,6 +575,12 @@ int wlm_eval_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq_i
                      const uint8_t *want, int32_t n) {
     if (!tokens || n < 1)
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG, "no tokens to evaluate");
+    if (c->model->hp.bidirectional || !c->model->w.wcls.data)
+        return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
+                             "%s is an embedding model (%s, no next-token classifier): it cannot "
+                             "generate or give logits; use wlm_embed",
+                             c->model->hp.arch->name,
+                             c->model->hp.bidirectional ? "bidirectional attention" : "no output layer");
     const int32_t vocab = c->model->hp.vocab_size;
     int32_t added[WLM_MAX_SEQ] = {0};
     for (int32_t i = 0; i < n; i++) {

@@ -1,7 +1,7 @@
 /*
  * spm.c — encoding text with a GGUF vocabulary: special and user-defined tokens split out first
- * (shared by both flavours), then each raw fragment by llama.cpp's SPM algorithm ("▁" for
- * spaces, a priority queue of bigram merges, byte fallback per symbol) or by bpe.c; and the
+ * (shared by every GGUF flavour), then each raw fragment by llama.cpp's SPM algorithm ("▁" for
+ * spaces, a priority queue of bigram merges, byte fallback per symbol), bpe.c or wordpiece.c; and the
  * SPM flavour's piece for a token.
  */
 #include <stdlib.h>
@@ -209,8 +209,8 @@ static int spm_session(const wlm_tokenizer *t, const char *s, size_t n, int pref
     return WLM_OK;
 }
 
-/* Both GGUF flavours: BOS, special tokens split out, each raw fragment through SPM or BPE, EOS
- * (llama.cpp's llama_vocab::impl::tokenize). */
+/* Every GGUF flavour: BOS ([CLS]), special tokens split out, each raw fragment through SPM, BPE
+ * or WordPiece, EOS ([SEP]) (llama.cpp's llama_vocab::impl::tokenize). */
 int32_t wlm_gguf_encode(const wlm_tokenizer *t, const char *text, size_t len, unsigned flags,
                            int32_t *tokens, int32_t cap) {
     if (len > (size_t)INT32_MAX / 4) return WLM_ERR_INVALID_ARG;
@@ -224,7 +224,13 @@ int32_t wlm_gguf_encode(const wlm_tokenizer *t, const char *text, size_t len, un
     if (add_special && t->add_bos && t->bos_id >= 0) rc = wlm_id_vec_push(&out, t->bos_id);
     if (rc == WLM_OK && len > 0)
         rc = partition(t, text, len, (flags & WLM_TOKENIZE_PARSE_SPECIAL) != 0, &frags);
-    if (rc == WLM_OK && frags.n > 0 && t->kind == WLM_TOKENIZER_BPE) {
+    if (rc == WLM_OK && frags.n > 0 && t->kind == WLM_TOKENIZER_WPM) {
+        for (size_t f = 0; rc == WLM_OK && f < frags.n; f++) {
+            const spm_fragment *fr = &frags.v[f];
+            if (fr->id >= 0) rc = wlm_id_vec_push(&out, fr->id);
+            else rc = wlm_wpm_encode_fragment(t, text + fr->off, fr->len, &out);
+        }
+    } else if (rc == WLM_OK && frags.n > 0 && t->kind == WLM_TOKENIZER_BPE) {
         for (size_t f = 0; rc == WLM_OK && f < frags.n; f++) {
             const spm_fragment *fr = &frags.v[f];
             if (fr->id >= 0) rc = wlm_id_vec_push(&out, fr->id);
@@ -260,6 +266,7 @@ int32_t wlm_gguf_encode(const wlm_tokenizer *t, const char *text, size_t len, un
         }
     }
     if (rc == WLM_OK && add_special && t->add_eos && t->eos_id >= 0) rc = wlm_id_vec_push(&out, t->eos_id);
+    if (rc == WLM_OK && add_special && t->kind == WLM_TOKENIZER_WPM) rc = wlm_id_vec_push(&out, t->sep_id);
     if (rc == WLM_OK && out.n > (size_t)INT32_MAX) rc = WLM_ERR_NOMEM;
     if (rc == WLM_OK)
         for (size_t j = 0; j < out.n && j < (size_t)cap; j++) tokens[j] = out.v[j];

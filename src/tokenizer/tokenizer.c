@@ -5,7 +5,8 @@
  *   llama2c — vocab_llama2c.c: run.c's tokenizer.bin and its encode/decode, byte for byte;
  *   spm     — vocab_gguf.c loads a GGUF vocabulary, spm.c encodes: llama.cpp's SPM tokenizer;
  *   bpe     — vocab_gguf.c loads, bpe.c encodes: byte-level BPE with a pre-tokenizer
- *             (pretokenize.c); spm.c splits out special tokens for both.
+ *             (pretokenize.c); spm.c splits out special tokens for all GGUF flavours;
+ *   wpm     — vocab_gguf.c loads, wordpiece.c encodes: BERT's WordPiece.
  * Every flavour takes explicit lengths (NUL is an ordinary byte), bounds every read of its
  * input and allocates nothing proportional to a count it has not checked.
  */
@@ -188,7 +189,8 @@ int32_t wlm_tokenizer_encode(const wlm_tokenizer *t, const char *text, size_t le
     case WLM_TOKENIZER_LLAMA2C:
         return wlm_llama2c_encode(t, text, len, (flags & WLM_TOKENIZE_ADD_SPECIAL) != 0, tokens, cap);
     case WLM_TOKENIZER_SPM:
-    case WLM_TOKENIZER_BPE: return wlm_gguf_encode(t, text, len, flags, tokens, cap);
+    case WLM_TOKENIZER_BPE:
+    case WLM_TOKENIZER_WPM: return wlm_gguf_encode(t, text, len, flags, tokens, cap);
     default: return WLM_ERR_TOKENIZER;
     }
 }
@@ -198,7 +200,8 @@ const char *wlm_tokenizer_piece(const wlm_tokenizer *t, int32_t prev, int32_t to
     if (!t || !t->blob || token < 0 || token >= t->vocab_size) return NULL;
     switch (t->kind) {
     case WLM_TOKENIZER_LLAMA2C: return wlm_llama2c_piece(t, prev, token, len);
-    case WLM_TOKENIZER_SPM: return wlm_spm_piece(t, prev, token, len);
+    case WLM_TOKENIZER_SPM:
+    case WLM_TOKENIZER_WPM: return wlm_spm_piece(t, prev, token, len);
     case WLM_TOKENIZER_BPE:
         if (len) *len = t->text_length[token];
         return t->text + t->text_offset[token];

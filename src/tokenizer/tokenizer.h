@@ -14,6 +14,9 @@
  *   WLM_TOKENIZER_BPE      a GGUF vocabulary with tokenizer.ggml.model = "gpt2": byte-level BPE
  *                          (bpe.c) after the pre-tokenizer named by tokenizer.ggml.pre
  *                          (pretokenize.c), merges ranked by their order in tokenizer.ggml.merges.
+ *   WLM_TOKENIZER_WPM      a GGUF vocabulary with tokenizer.ggml.model = "bert": BERT's WordPiece
+ *                          (wordpiece.c) as llama.cpp's WPM tokenizer; [CLS] text [SEP] with
+ *                          add_special.
  *
  * All flavours keep the same contracts for wlm_tokenizer_encode / _piece (see wasmlm.h). The GGUF
  * flavours split special tokens out of the text first: user-defined ones always, control and
@@ -32,7 +35,8 @@ typedef enum wlm_tokenizer_kind {
     WLM_TOKENIZER_NONE = 0,
     WLM_TOKENIZER_LLAMA2C = 1,
     WLM_TOKENIZER_SPM = 2,
-    WLM_TOKENIZER_BPE = 3
+    WLM_TOKENIZER_BPE = 3,
+    WLM_TOKENIZER_WPM = 4
 } wlm_tokenizer_kind;
 
 /* tokenizer.ggml.token_type values (llama.cpp's llama_token_type). */
@@ -63,6 +67,7 @@ typedef struct wlm_tokenizer {
                                   6 to 12 bytes per token */
     uint32_t piece_mask;
     int32_t bos_id, eos_id;    /* -1 when the vocabulary has none */
+    int32_t sep_id;            /* wpm only: [SEP], appended with add_special */
     /* llama2c */
     int32_t byte_base;         /* id of <0x00>; byte b is byte_base + b (3 in llama2.c) */
     unsigned char byte_piece[256][2]; /* single-byte strings for decoding <0xNN> */
@@ -115,7 +120,7 @@ int32_t wlm_tokenizer_count_llama2c(const void *data, size_t size, char *err, si
 
 /*
  * Reads the vocabulary of a parsed GGUF file: tokenizer.ggml.model ("llama": SPM, "gpt2":
- * byte-level BPE; other models are WLM_ERR_UNSUPPORTED naming the model), tokens (STRING
+ * byte-level BPE, "bert": WordPiece; other models are WLM_ERR_UNSUPPORTED naming the model), tokens (STRING
  * array), token_type (INT32 array of the tokens' length, optional: normal), and
  *  - SPM: scores (FLOAT32, optional: 0), bos/eos/unknown_token_id (defaults 1, 2, 0; ids outside
  *    the vocabulary keep the default, as llama.cpp does), add_bos_token (default 1),
@@ -125,7 +130,9 @@ int32_t wlm_tokenizer_count_llama2c(const void *data, size_t size, char *err, si
  *    bos/eos/unknown_token_id (no defaults: llama.cpp's 11 is "," in most BPE vocabularies; a
  *    key outside the vocabulary is WLM_ERR_FORMAT naming it), add_bos_token (default: the
  *    pre-tokenizer's, true for Llama 3);
- *  - both: add_eos_token (default 0; add_bos/add_eos without that token: WLM_ERR_FORMAT),
+ *  - WPM: bos_token_id (else cls_token_id; default 101, [CLS]), seperator_token_id (llama.cpp's
+ *    spelling; default 102, [SEP]), unknown_token_id (default 100; must be a token);
+ *  - all: add_eos_token (default 0; add_bos/add_eos without that token: WLM_ERR_FORMAT),
  *    eot/eom/fim ids (for the end-of-generation set), general.name (the phi-3 family strips
  *    whitespace after special tokens).
  * Everything is copied: g and its buffer may go away afterwards. On error returns a negative
@@ -191,6 +198,12 @@ const char *wlm_llama2c_piece(const wlm_tokenizer *t, int32_t prev, int32_t toke
 int32_t wlm_gguf_encode(const wlm_tokenizer *t, const char *text, size_t len, unsigned flags,
                         int32_t *tokens, int32_t cap);
 const char *wlm_spm_piece(const wlm_tokenizer *t, int32_t prev, int32_t token, size_t *len);
+
+/* ---- wordpiece.c, for spm.c ---- */
+
+/* Encodes one raw fragment (no special tokens in it) by BERT's WordPiece and appends the ids to
+ * out (t->unk_id must be a token). WLM_OK or WLM_ERR_NOMEM. */
+int wlm_wpm_encode_fragment(const wlm_tokenizer *t, const char *s, size_t n, wlm_id_vec *out);
 
 /* ---- bpe.c, for spm.c and vocab_gguf.c ---- */
 

@@ -1,9 +1,9 @@
 /*
  * vocab_gguf.c — a GGUF vocabulary (tokenizer.ggml.*) into the shared tables, for the SPM
- * (model "llama") and byte-level BPE (model "gpt2") flavours: pieces, scores and token types,
+ * (model "llama"), byte-level BPE (model "gpt2") and WordPiece (model "bert") flavours: pieces, scores and token types,
  * special ids and flags, llama.cpp's token-type fix-ups and end-of-generation set, user-defined
  * tokens (longest first), each token's decoded text, and (BPE) the merges and pre-tokenizer.
- * It does not encode: spm.c and bpe.c do.
+ * It does not encode: spm.c, bpe.c and wordpiece.c do.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -294,12 +294,12 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
     if (model->type != WLM_GGUF_STRING)
         return fail(err, errlen, WLM_ERR_FORMAT, "tokenizer.ggml.model has type %s, not STRING",
                     wlm_gguf_type_name(model->type));
-    int bpe = wlm_gguf_str_eq(model->str, "gpt2");
-    if (!bpe && !wlm_gguf_str_eq(model->str, "llama")) {
+    int bpe = wlm_gguf_str_eq(model->str, "gpt2"), wpm = wlm_gguf_str_eq(model->str, "bert");
+    if (!bpe && !wpm && !wlm_gguf_str_eq(model->str, "llama")) {
         wlm_printable(name, sizeof name, model->str.ptr, model->str.len);
         return fail(err, errlen, WLM_ERR_UNSUPPORTED,
                     "tokenizer model \"%s\" is not supported (only \"llama\", SentencePiece BPE, "
-                    "and \"gpt2\", byte-level BPE)", name);
+                    "\"gpt2\", byte-level BPE, and \"bert\", WordPiece)", name);
     }
 
     const wlm_gguf_kv *tokens, *scores = NULL, *types = NULL;
@@ -310,7 +310,7 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
         return fail(err, errlen, WLM_ERR_FORMAT, "tokenizer.ggml.tokens holds %llu tokens "
                     "(1 to %d supported)", (unsigned long long)n64, WLM_TOKENIZER_MAX_VOCAB);
     int32_t n = (int32_t)n64;
-    if (!bpe && wlm_gguf_find_kv(g, "tokenizer.ggml.scores")) {
+    if (!bpe && !wpm && wlm_gguf_find_kv(g, "tokenizer.ggml.scores")) {
         rc = wlm_gguf_get_arr(g, "tokenizer.ggml.scores", WLM_GGUF_FLOAT32, &scores, err, errlen);
         if (rc != WLM_OK) return rc;
         if (scores->arr.n != n64)
@@ -343,7 +343,8 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
             return fail(err, errlen, WLM_ERR_FORMAT, "the vocabulary's pieces exceed 2 GB");
     }
     if (!wlm_vocab_alloc(t, n, blob_bytes)) goto nomem;
-    t->kind = bpe ? WLM_TOKENIZER_BPE : WLM_TOKENIZER_SPM;
+    t->kind = bpe ? WLM_TOKENIZER_BPE : wpm ? WLM_TOKENIZER_WPM : WLM_TOKENIZER_SPM;
+    t->sep_id = -1;
     t->type = malloc((size_t)n);
     t->text_offset = malloc(sizeof(uint32_t) * (size_t)n);
     t->text_length = malloc(sizeof(uint32_t) * (size_t)n);
@@ -394,6 +395,30 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
         add_bos = t->pre.add_bos, add_space = 0;
         if ((rc = wlm_bpe_load_merges(t, g, err, errlen)) != WLM_OK) goto fail;
         wlm_bpe_init_bytes(t);
+    } else if (wpm) {
+        /* llama.cpp's defaults for "bert" ([CLS] 101, [UNK] 100, [SEP] 102; ids outside the
+         * vocabulary keep them); [CLS] is BOS. add_special adds [CLS] and [SEP] whatever
+         * add_bos_token says, as llama.cpp does; there is no space prefix. */
+        int set = 0;
+        t->bos_id = 101, t->eos_id = -1, t->unk_id = 100, t->sep_id = 102;
+        if ((rc = special_id(g, "tokenizer.ggml.bos_token_id", n, &t->bos_id, &set, err, errlen)) ||
+            (!set && (rc = special_id(g, "tokenizer.ggml.cls_token_id", n, &t->bos_id, NULL, err,
+                                      errlen))) ||
+            (rc = special_id(g, "tokenizer.ggml.eos_token_id", n, &t->eos_id, NULL, err, errlen)) ||
+            (rc = special_id(g, "tokenizer.ggml.seperator_token_id", n, &t->sep_id, NULL, err,
+                             errlen)) ||
+            (rc = special_id(g, "tokenizer.ggml.unknown_token_id", n, &t->unk_id, NULL, err,
+                             errlen)))
+            goto fail;
+        const char *missing = t->bos_id >= n ? "[CLS] (tokenizer.ggml.cls_token_id)"
+                              : t->sep_id >= n ? "[SEP] (tokenizer.ggml.seperator_token_id)"
+                              : t->unk_id >= n ? "[UNK] (tokenizer.ggml.unknown_token_id)" : NULL;
+        if (missing) {
+            rc = fail(err, errlen, WLM_ERR_FORMAT, "the WordPiece vocabulary of %ld tokens has "
+                      "no %s", (long)n, missing);
+            goto fail;
+        }
+        add_bos = 1, add_space = 0;
     } else {
         t->bos_id = 1, t->eos_id = 2, t->unk_id = 0;
         if ((rc = special_id(g, "tokenizer.ggml.bos_token_id", n, &t->bos_id, NULL, err, errlen)) ||
@@ -411,6 +436,7 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
         (rc = wlm_gguf_get_bool_or(g, "tokenizer.ggml.add_space_prefix", add_space, &add_space,
                                    err, errlen)))
         goto fail;
+    if (wpm) add_bos = 1, add_eos = 0, add_space = 0; /* llama.cpp's WPM ignores these keys */
     if ((add_bos && t->bos_id < 0) || (add_eos && t->eos_id < 0)) {
         rc = fail(err, errlen, WLM_ERR_FORMAT, "tokenizer.ggml.add_%s_token is true but the "
                   "vocabulary has no %s (tokenizer.ggml.%s_token_id)", add_bos && t->bos_id < 0
@@ -436,7 +462,7 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
     if (!t->text) goto nomem;
     b = 0;
     for (int32_t i = 0; i < n; i++) {
-        size_t m = bpe ? wlm_bpe_decoded(t, i, t->text + b) : spm_decoded(t, i, t->text + b);
+        size_t m = bpe ? wlm_bpe_decoded(t, i, t->text + b) : spm_decoded(t, i, t->text + b); /* wpm: as spm */
         t->text[b + m] = '\0';
         t->text_offset[i] = (uint32_t)b;
         t->text_length[i] = (uint32_t)m;

@@ -4,7 +4,8 @@
 # TOKBIN (a llama2.c tokenizer.bin holding the same vocabulary) also checks that file and --bos.
 # Variables: CLI, VOCAB, WORK (scratch directory), TOKBIN (optional), BOS (what --bos puts in
 # front of the first text's ids: the vocabulary's BOS id, or "none" when its add_bos_token is
-# off; default 1), VECTORS (the .inp/.out pair's path without extension; default VOCAB).
+# off; default 1), EOS (optional: what --bos puts after the ids, e.g. WordPiece's [SEP]),
+# VECTORS (the .inp/.out pair's path without extension; default VOCAB).
 file(MAKE_DIRECTORY "${WORK}")
 if(NOT DEFINED VECTORS)
   set(VECTORS "${VOCAB}")
@@ -60,6 +61,9 @@ while(NOT inp STREQUAL "")
       set(with_bos "${want}")
     else()
       set(with_bos "${BOS} ${want}")
+    endif()
+    if(DEFINED EOS)
+      string(STRIP "${with_bos} ${EOS}" with_bos)
     endif()
     expect_tokens(${VOCAB} "${WORK}/text_${i}.txt" "--bos" "${with_bos}" "text #${i} with --bos")
   endif()

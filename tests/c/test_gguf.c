@@ -991,8 +991,8 @@ static void test_vocab_only(const unsigned char *gguf, size_t gguf_size) {
         wlm_model_free(m);
         free(p);
     }
-    /* every vocab file: SentencePiece ("llama") and byte-level BPE ("gpt2") vocabularies load,
-     * the others (WordPiece "bert") are refused */
+    /* every vocab file: SentencePiece ("llama"), byte-level BPE ("gpt2") and WordPiece ("bert")
+     * vocabularies load, any other would be refused */
     for (size_t i = 0; i < sizeof VOCAB_FILES / sizeof VOCAB_FILES[0]; i++) {
         char rel[128];
         snprintf(rel, sizeof rel, "models/vocab/%s", VOCAB_FILES[i]);
@@ -1003,7 +1003,8 @@ static void test_vocab_only(const unsigned char *gguf, size_t gguf_size) {
         int is_spm = 0; /* a supported tokenizer model */
         if (wlm_gguf_parse(&g, p, size, NULL, 0) == WLM_OK) {
             is_spm = wlm_gguf_get_str(&g, "tokenizer.ggml.model", &kind, NULL, 0) == WLM_OK &&
-                     (wlm_gguf_str_eq(kind, "llama") || wlm_gguf_str_eq(kind, "gpt2"));
+                     (wlm_gguf_str_eq(kind, "llama") || wlm_gguf_str_eq(kind, "gpt2") ||
+                      wlm_gguf_str_eq(kind, "bert"));
             wlm_gguf_free(&g);
         }
         m = NULL;

@@ -398,27 +398,67 @@ static void test_llama_spm_details(void) {
     free(data);
 }
 
-/* Other tokenizer models (WordPiece here; byte-level BPE is test_bpe.c's) are refused with a
- * message naming them. */
-static void test_other_models(void) {
-    static const struct { const char *file, *model; } CASES[] = {
-        {"models/vocab/ggml-vocab-bert-bge.gguf", "bert"},
-    };
-    tu_section("other tokenizer models");
-    for (int i = 0; i < 1; i++) {
-        size_t size = 0;
-        unsigned char *data = tu_read_shared(CASES[i].file, &size);
-        if (!data) continue;
-        wlm_model *m = NULL;
-        int rc = wlm_model_load(data, size, WLM_LOAD_VOCAB_ONLY, &m);
-        CHECK_STATUS(rc, WLM_ERR_UNSUPPORTED);
-        char quoted[32];
-        snprintf(quoted, sizeof quoted, "\"%s\"", CASES[i].model);
-        CHECKF(strstr(wlm_model_errmsg(m), quoted) != NULL, "%s: message \"%s\" does not name %s",
-               CASES[i].file, wlm_model_errmsg(m), quoted);
-        wlm_model_free(m);
-        free(data);
+/* WordPiece (tokenizer.ggml.model "bert", llama.cpp's WPM): special ids, [CLS] ... [SEP] with
+ * the special tokens, pieces that decode to " word" / "continuation", [UNK] for a word no piece
+ * starts, control tokens split out only with parse_special. An unknown tokenizer model (the same
+ * file with its model renamed) is refused with a message naming it. */
+static void test_wordpiece_and_other_models(void) {
+    tu_section("WordPiece (bert-bge) and other tokenizer models");
+    size_t size = 0;
+    unsigned char *data = tu_read_shared("models/vocab/ggml-vocab-bert-bge.gguf", &size);
+    if (!data) return;
+    wlm_model *m = NULL;
+    int rc = wlm_model_load(data, size, WLM_LOAD_VOCAB_ONLY, &m);
+    CHECK_STATUS(rc, WLM_OK);
+    if (rc == WLM_OK) {
+        wlm_model_info info;
+        CHECK_STATUS(wlm_model_get_info(m, &info), WLM_OK);
+        CHECK_EQ_INT(info.bos_id, 101); /* [CLS] */
+        int32_t ids[32];
+        const char *t = "Hello, unaffable world!";
+        int32_t n = wlm_tokenize(m, t, strlen(t), 1, ids, 32);
+        /* [CLS] hello , una ##ffa ##ble world ! [SEP] (bert-base-uncased's pieces, as Hugging Face) */
+        static const int32_t want[] = {101, 7592, 1010, 14477, 20961, 3468, 2088, 999, 102};
+        CHECK_EQ_INT(n, 9);
+        CHECK(n == 9 && memcmp(ids, want, sizeof want) == 0);
+        char text[64] = "";
+        size_t o = 0, len;
+        for (int32_t i = 0; i < n && o < 48; i++) {
+            const char *p = wlm_token_piece(m, i ? ids[i - 1] : -1, ids[i], &len);
+            memcpy(text + o, p, len);
+            o += len;
+        }
+        text[o] = 0;
+        CHECKF(strcmp(text, " hello , unaffable world !") == 0, "decoded \"%s\"", text);
+        /* a word made of a character the vocabulary lacks is one [UNK] */
+        static const char khmer[] = "a \xe1\x9e\x80\xe1\x9e\x80 b";
+        n = wlm_tokenize(m, khmer, sizeof khmer - 1, 0, ids, 32);
+        CHECK(n == 3 && ids[1] == 100);
+        /* [MASK] in the text: plain text, or the control token with parse_special */
+        n = wlm_tokenize_ex(m, "[MASK]", 6, 0, ids, 32);
+        CHECK(n > 1 && ids[0] != 103);
+        n = wlm_tokenize_ex(m, "[MASK]", 6, WLM_TOKENIZE_PARSE_SPECIAL, ids, 32);
+        CHECK(n == 1 && ids[0] == 103);
+        /* accents stripped, case folded: "Café" is "cafe" */
+        int32_t a[8], b[8];
+        int32_t na = wlm_tokenize(m, "Caf\xc3\xa9", 5, 0, a, 8), nb = wlm_tokenize(m, "cafe", 4, 0, b, 8);
+        CHECK(na == nb && na > 0 && memcmp(a, b, sizeof(int32_t) * (size_t)na) == 0);
     }
+    wlm_model_free(m);
+    /* the same vocabulary under an unknown model name */
+    static const char key[] = "tokenizer.ggml.model";
+    unsigned char *k = NULL;
+    for (size_t i = 0; i + sizeof key + 12 + 4 <= size && !k; i++)
+        if (memcmp(data + i, key, sizeof key - 1) == 0) k = data + i + sizeof key - 1 + 4 + 8;
+    CHECK(k && memcmp(k, "bert", 4) == 0);
+    if (k) {
+        memcpy(k, "wxyz", 4);
+        m = NULL;
+        CHECK_STATUS(wlm_model_load(data, size, WLM_LOAD_VOCAB_ONLY, &m), WLM_ERR_UNSUPPORTED);
+        CHECKF(strstr(wlm_model_errmsg(m), "\"wxyz\"") != NULL, "message \"%s\"", wlm_model_errmsg(m));
+        wlm_model_free(m);
+    }
+    free(data);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -970,7 +1010,7 @@ int main(int argc, char **argv) {
     test_vectors("ggml-vocab-llama-spm.gguf", 32000, 2);
     test_vectors("ggml-vocab-phi-3.gguf", 32064, 32000);
     test_llama_spm_details();
-    test_other_models();
+    test_wordpiece_and_other_models();
     test_merges();
     test_fallback();
     test_user_defined();

@@ -28,6 +28,8 @@ test('model info matches stories260K', async () => {
     eosToken: '\n</s>\n', addBos: true,
     // the default backend 'auto' in Node without a `gpu`: the CPU, saying why
     backend: 'cpu', backendReason: engine.info.backendReason, gpuAdapter: null, gpuBytes: 0,
+    // embeddings (js/embed.js): a generative model without pooling_type
+    embeddingLength: 64, pooling: 'none', generative: true, rankOutputs: 0,
   });
   assert.match(engine.info.backendReason, /^auto: Node has no navigator\.gpu/);
   assert.ok(engine.info.weightBytes > 1_000_000 && engine.info.weightBytes < 1_056_540);

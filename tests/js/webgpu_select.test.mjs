@@ -27,6 +27,11 @@ test('unsupportedReason names a weight type without GPU kernels and the tensor h
   assert.match(unsupportedReason(desc, { maxHead: MAX_HEAD }), /no GPU kernels for weight type type 99 \(blk\.0\.attn_v\)/);
   assert.match(unsupportedReason({ ...desc, hp: { head_size: 512 }, layers: [{ ...desc.layers[0], wv: t(13) }] }, { maxHead: MAX_HEAD }),
     /head size 512 is above the GPU attention kernel's 256/);
+  const ok = { ...desc, layers: [{ ...desc.layers[0], wv: t(13) }] };
+  assert.match(unsupportedReason({ ...ok, arch: { name: 'bert', encoder: 1 } }, { maxHead: MAX_HEAD }),
+    /causal only: an encoder \(bert\) runs on the CPU/);
+  assert.match(unsupportedReason({ ...ok, arch: { name: 'gemma-embedding', encoder: 0 }, hp: { head_size: 64, bidirectional: 1 } }, { maxHead: MAX_HEAD }),
+    /causal only: bidirectional attention \(gemma-embedding\)/);
 });
 
 test('options: backend names and the gpu object are checked', async () => {

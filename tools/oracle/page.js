@@ -42,3 +42,33 @@ window.oracle = async ({ model, prompts, maxTokens, nProbs, nCtx, kv, verbose })
   return { metadata, prompts: out };
 };
 document.body.dataset.state = 'ready';
+
+/**
+ * Embeddings (and a reranker's scores) from llama.cpp: loads the model with embeddings on and
+ * llama.cpp's pooling (the file's when `pooling` is unset), embeds every text alone (llama.cpp's
+ * server tokenizes with the special tokens and L2-normalizes pooled vectors), and with `rerank`
+ * scores each document against the query.
+ * @param {{model: string, texts: string[], pooling?: string, nCtx: number,
+ *   rerank?: {query: string, documents: string[]}, verbose?: boolean}} o
+ * @returns {Promise<{metadata: object, embeddings: number[][], rerank?: object[]}>}
+ */
+window.oracleEmbed = async ({ model, texts, pooling, nCtx, rerank, verbose }) => {
+  const wllama = new Wllama({ default: WLLAMA_WASM }, { suppressNativeLog: !verbose, allowOffline: false });
+  const res = await fetch(new URL(model, location.href));
+  if (!res.ok) throw new Error(`${model}: HTTP ${res.status}`);
+  const file = new File([await res.blob()], model.split('/').pop());
+  await wllama.loadModel([file], { n_threads: 1, n_gpu_layers: 0, n_ctx: nCtx, seed: 1,
+    embeddings: true, ...(pooling ? { pooling_type: pooling } : {}), flash_attn: false,
+    cache_type_k: 'f32', cache_type_v: 'f32' });
+  const embeddings = [];
+  if (!rerank) {
+    for (const text of texts) {
+      const r = await wllama.createEmbedding({ input: text });
+      embeddings.push(Array.from(r.data[0].embedding));
+    }
+  }
+  const out = { metadata: wllama.getModelMetadata(), embeddings };
+  if (rerank) out.rerank = (await wllama.createRerank({ query: rerank.query, documents: rerank.documents })).results;
+  await wllama.exit();
+  return out;
+};

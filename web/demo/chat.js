@@ -27,9 +27,10 @@ export function chatAvailable() {
   return Boolean(app.info?.chatTemplate);
 }
 
-/** The current mode: 'completion' or 'chat'. */
+/** The current mode: 'completion', 'chat' or 'embed' (web/demo/embed.js). */
 export function currentMode() {
-  return document.body.dataset.mode === 'chat' ? 'chat' : 'completion';
+  const m = document.body.dataset.mode;
+  return m === 'chat' || m === 'embed' ? m : 'completion';
 }
 
 /**
@@ -50,6 +51,10 @@ export function syncMode() {
       : 'Chat needs a model with a chat template.';
     if (currentMode() === 'chat') setMode('completion');
   }
+  // an encoder only embeds; back to completion when a generative model follows one
+  if (app.info?.generative === false) setMode('embed');
+  else if (app.info && currentMode() === 'embed' && document.body.dataset.embedForced) setMode('completion');
+  document.body.dataset.embedForced = app.info?.generative === false ? '1' : '';
 }
 
 /** Switches between completion and chat: the prompt form or the chat form, and #output's text. */
@@ -58,8 +63,9 @@ export function setMode(mode) {
   if (currentMode() === mode && document.body.dataset.mode) return;
   document.body.dataset.mode = mode;
   $(`mode-${mode}`).checked = true;
-  $('gen-form').hidden = mode === 'chat';
+  $('gen-form').hidden = mode !== 'completion';
   $('chat-form').hidden = mode !== 'chat';
+  $('embed-form').hidden = mode !== 'embed';
   $('output').replaceChildren();
   resetOutputState();
   if (mode === 'chat') {

@@ -44,8 +44,12 @@ export function setState(state) {
   $('chat-stop').disabled = !busy;
   $('chat-regenerate').disabled = !idle || !app.info?.chatTemplate || !app.chat?.canRegenerate();
   $('chat-clear').disabled = busy || !app.chat?.hasConversation();
+  // Embeddings mode (embed.js); an encoder (info.generative false) can only embed
+  $('embed-run').disabled = !idle;
+  $('embed-stop').disabled = !busy;
   for (const radio of document.querySelectorAll('input[name="mode"]')) {
-    radio.disabled = busy || (radio.value === 'chat' && !app.info?.chatTemplate);
+    radio.disabled = busy || (radio.value === 'chat' && !app.info?.chatTemplate) ||
+      (radio.value === 'embed' && !app.info) || (radio.value !== 'embed' && app.info?.generative === false);
   }
 }
 

@@ -34,6 +34,9 @@ export function matrices(desc) {
  * head size above the attention kernel's limit.
  */
 export function unsupportedReason(desc, { maxHead }) {
+  if (desc.arch?.encoder || desc.hp?.bidirectional) {
+    return `the GPU forward pass is causal only: ${desc.arch?.encoder ? 'an encoder' : 'bidirectional attention'} (${desc.arch?.name}) runs on the CPU`;
+  }
   const missing = new Map();
   for (const [name, t] of matrices(desc)) if (!GPU_TYPES[t[0]] && !missing.has(t[0])) missing.set(t[0], name);
   if (missing.size) {
