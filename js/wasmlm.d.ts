@@ -1006,7 +1006,9 @@ export interface Engine {
    *   'none', tokens × embeddingLength floats per text (each token's vector normalized).
    * @throws WasmlmError WLM_ERR_INVALID_ARG (no pooling given for a model without one, an
    *   unknown pooling, 'rank'), WLM_ERR_CONTEXT_FULL (a text longer than nCtx), WLM_ERR_STATE
-   *   (no model, or the engine busy); DOMException 'AbortError' when options.signal aborts.
+   *   (no model, or the engine busy), WLM_ERR_UNSUPPORTED (a model on the WebGPU backend:
+   *   embeddings run on the CPU backend, which 'auto' picks for encoders and bidirectional
+   *   models); DOMException 'AbortError' when options.signal aborts.
    */
   embed(texts: string | string[], options?: EmbedOptions): Promise<Float32Array[]>;
 
