@@ -47,7 +47,7 @@ function poolingId(pooling, info) {
 /**
  * Runs wlm_embed over `seqs` (token id arrays), EMBED_BATCH at a time, and returns one
  * Float32Array per sequence (`width` floats; with pooling none, tokens × width).
- * @param {object} api  {x, ctx(), error(rc), syncPool(), ensureSeqMax(n), info}
+ * @param {object} api  the Engine's lent handles (js/engine.js #lend): x, ctx, ctxError(rc), syncPool(), ensureSeqMax(n), info
  */
 async function run(api, seqs, pooling, normalize, width, signal) {
   const x = api.x;
@@ -70,7 +70,7 @@ async function run(api, seqs, pooling, normalize, width, signal) {
       for (const s of group) { ids.set(s, o); o += s.length; }
       new Int32Array(x.memory.buffer, lenPtr, group.length).set(group.map((s) => s.length));
       api.syncPool();
-      const n = x.wlm_embed(api.ctx(), tokPtr, lenPtr, group.length, pooling, normalize, outPtr, floats);
+      const n = x.wlm_embed(api.ctx, tokPtr, lenPtr, group.length, pooling, normalize, outPtr, floats);
       if (n < 0) throw api.ctxError(n);
       const all = new Float32Array(x.memory.buffer, outPtr, floats);
       let p = 0;
@@ -108,7 +108,7 @@ export async function embed(api, texts, { pooling, normalize = true, signal } = 
     throw jsError('WLM_ERR_INVALID_ARG', `embed(): normalize must be true, false or llama.cpp's --embd-normalize (-1, 0, 1, 2, p), got ${normalize}`);
   }
   const seqs = [];
-  for (const t of list) seqs.push(await api.tokenize(t));
+  for (const t of list) seqs.push(await api.tokenize(t, { bos: true })); // [CLS] text [SEP] for BERT
   return run(api, seqs, id, norm, info.embeddingLength, signal);
 }
 

@@ -1,9 +1,13 @@
-// engine.js — the in-thread engine: createEngine() picks, compiles and instantiates the wasm
-// module (js/wasm.js), starts its helper threads (js/threads.js), and returns an Engine whose
-// methods (load, tokenize, generate, generateBatch, beamSearch, …; see wasmlm.d.ts) call the C
-// API of src/wasmlm.h through the module's exports. It does not parse model files or sample
-// tokens: C does all that; this file moves bytes and strings across the boundary and turns
-// statuses into errors (C's field names rewritten to the caller's by js/params.js).
+// engine.js — the in-thread engine: createEngine() starts the wasm module (js/runtime.js: plan,
+// compile, instantiate, helper threads) and returns an Engine whose methods (load, tokenize,
+// generate, chat, chatCompletion, …; see wasmlm.d.ts) call the C API of src/wasmlm.h through
+// the module's exports. Operations that stand on their own live beside it and borrow the
+// engine's handles (#lend): batches and beam search (js/batch.js), embeddings (js/embed.js),
+// OpenAI's chat completions (js/chat_completion.js), speculative decoding (js/speculative.js),
+// the int8 dot form (js/dot_form.js), the memory64 choice (js/memory64.js), the GPU backend
+// (js/backend/). It does not parse model files or sample tokens: C does all that; this file
+// moves bytes and strings across the boundary and turns statuses into errors (C's field names
+// rewritten to the caller's by js/params.js).
 //
 // Memory rule: any call into wasm may grow memory, which detaches memory.buffer. Views of
 // wasm memory are created right before use and never kept across such a call. With threads the
@@ -11,17 +15,20 @@
 // through unshared() first.
 
 import { STATUS, STOP_REASONS, WasmlmError, abortError, jsError } from './errors.js';
-import { batchSequences, beamParams, contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
+import { contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
 import { chatPrompt, splitChatParams } from './chat.js';
 import { chatCompletion } from './chat_completion.js';
 import { embed, embedInfo, rerank } from './embed.js';
+import { beamSearch, generateBatch } from './batch.js';
 import { macrotask, mark } from './platform.js';
 import { readIntoHeap } from './source.js';
 import { draftKey, draftSpec, speculate, specStats } from './speculative.js';
 import { openModel } from './split.js';
-import { importsMemory, sharedMemory, startThreads, stopThreads } from './threads.js';
-import { chooseMemory, isMemory64Module, lowHeapBytes, modelBytes, peekModelHeader, sharedMemory64 } from './memory64.js';
-import { compilePlanned, instantiateWasm, moduleBuild, planModule, settledPlan } from './wasm.js';
+import { stopThreads } from './threads.js';
+import { chooseMemory, lowHeapBytes, modelBytes, peekModelHeader } from './memory64.js';
+import { moduleBuild } from './wasm.js';
+import { DOT_FORMS, dotFormAtStart, pickDotForm } from './dot_form.js';
+import { startRuntime } from './runtime.js';
 import { attachBackend, checkBackendOption } from './backend/select.js';
 
 /** wlm_generate_next's internal status in a deferred context: the step waits for its logits
@@ -60,6 +67,7 @@ class Engine {
                      // text), or undefined when no generation has drawn one on this context
   #firstTokenMarked = false; // 'wasmlm:first-token' is marked once per engine
   #paramGrammar = new Map(); // wlm_gen_params* → the malloc'd grammar text it points at
+  #lent = null;      // the handles lent to js/batch.js and js/embed.js (#lend)
   #backendOpt;   // {backend, gpu, useSubgroups}: EngineOptions.backend / gpu / gpuSubgroups
   #gpu = null;       // the WebGpuBackend running the loaded model's forward pass, or null (CPU)
   #draft = null;     // the draft model of speculative decoding: {model, ctx, key, info} (loadDraft)
@@ -119,6 +127,41 @@ class Engine {
   get wasmMemoryBytes() { return this.#x ? this.#x.memory.buffer.byteLength : 0; }
 
   // ---- helpers ----
+
+  /**
+   * The engine's handles lent to the files that hold some of its operations (js/batch.js:
+   * generateBatch, beamSearch; js/embed.js: embed, rerank): the module's exports, the context,
+   * the busy / generation marks and the helpers they need, live (getters), one object per
+   * engine. Not part of the API.
+   */
+  #lend() {
+    const e = this;
+    return (this.#lent ??= {
+      get x() { return e.#x; },
+      get ctx() { return e.#ctx; },
+      get info() { return e.#info; },
+      get gpu() { return e.#gpu; },
+      get gen() { return e.#gen; },
+      set gen(v) { e.#gen = v; },
+      get busy() { return e.#busy; },
+      set busy(v) { e.#busy = v; },
+      set previewPrev(v) { e.#previewPrev = v; },
+      needModel: () => e.#needModel(),
+      needIdle: (what) => e.#needIdle(what),
+      ctxError: (rc) => e.#ctxError(rc),
+      syncPool: () => e.#syncPool(),
+      ensureSeqMax: (n) => e.#ensureSeqMax(n),
+      genParams: (params) => e.#genParams(params),
+      freeParams: (p) => e.#freeParams(p),
+      readToken: (tok, decoder, prev) => e.#readToken(tok, decoder, prev),
+      heapInt32: (ids) => e.#heapInt32(ids),
+      grammarText: (spec) => e.#grammarText(spec),
+      cstring: (text) => e.#cstring(text),
+      decodeIds: (ids, prev) => e.#decodeIds(ids, prev),
+      tokenize: (text, options) => e.tokenize(text, options),
+      tokenizePair: (query, doc) => e.#tokenizePair(query, doc),
+    });
+  }
 
   #exports() {
     if (!this.#x) throw jsError('WLM_ERR_STATE', 'the engine has been freed');
@@ -896,140 +939,7 @@ class Engine {
   }
 
   async *#generateBatch(prompts, params, signal) {
-    this.#needModel();
-    this.#needIdle('generate');
-    if (this.#gpu) {
-      throw jsError('WLM_ERR_UNSUPPORTED', "generateBatch() is not supported by the WebGPU backend yet: load with backend 'cpu'");
-    }
-    if (signal?.aborted) throw abortError('The generation');
-    const x = this.#x;
-    const seqs = batchSequences(prompts, params);
-    const n = seqs.length;
-    const gen = {};
-    this.#busy = 'batch generation';
-    this.#gen = gen;
-    const ptrs = []; // every malloc'd block, freed at the end
-    const paramList = []; // the wlm_gen_params (with their grammar texts), freed at the end
-    const alloc = (bytes) => {
-      const p = x.wlmjs_malloc(bytes) >>> 0;
-      if (!p) throw jsError('WLM_ERR_NOMEM', `cannot allocate ${bytes} bytes of wasm memory`);
-      ptrs.push(p);
-      return p;
-    };
-    let toks = 0;
-    let begun = false;
-    let finished = false;
-    const result = {
-      sequences: seqs.map(({ promptIndex, sample, params: p }, seq) => ({
-        seq, promptIndex, sample, seed: p.seed, stopReason: 'aborted', text: '', nPrompt: 0,
-        nGenerated: 0, logprob: 0,
-      })),
-      nPrompt: 0, nGenerated: 0, steps: 0, prefillMs: 0, decodeMs: 0, prefillTokensPerSec: 0,
-      decodeTokensPerSec: 0, wasmMemoryBytes: 0,
-    };
-    const publish = () => {
-      result.prefillTokensPerSec = result.prefillMs > 0 ? result.nPrompt / (result.prefillMs / 1e3) : 0;
-      result.decodeTokensPerSec = result.decodeMs > 0 ? result.nGenerated / (result.decodeMs / 1e3) : 0;
-      result.wasmMemoryBytes = x.memory.buffer.byteLength;
-      this.lastBatchResult = { ...result, sequences: result.sequences.map((s) => ({ ...s })) };
-    };
-    try {
-      // Tokenize in JS (the batch API takes ids): sequence i's prompt ids, concatenated.
-      const ids = [];
-      for (const s of seqs) {
-        if (s.prompt.includes('\0')) {
-          throw jsError('WLM_ERR_INVALID_ARG', `prompt ${s.promptIndex} contains a NUL character`);
-        }
-        ids.push(await this.tokenize(s.prompt, { bos: s.params.addBos ?? true }));
-      }
-      if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
-      const paramPtrs = seqs.map((s) => { const p = this.#genParams(s.params); paramList.push(p); return p; });
-      this.#ensureSeqMax(n);
-      this.#syncPool();
-      const ctx = this.#ctx;
-      const total = ids.reduce((a, t) => a + t.length, 0);
-      const tokensPtr = alloc(Math.max(1, total) * 4);
-      const countsPtr = alloc(n * 4);
-      const paramsPtr = alloc(n * 4);
-      {
-        const mem = new Int32Array(x.memory.buffer);
-        let off = tokensPtr >> 2;
-        ids.forEach((t, i) => {
-          mem.set(t, off);
-          off += t.length;
-          mem[(countsPtr >> 2) + i] = t.length;
-          mem[(paramsPtr >> 2) + i] = paramPtrs[i];
-        });
-      }
-      toks = x.wlmjs_tokens_new(n) >>> 0;
-      if (!toks) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the token slots');
-
-      const t0 = performance.now();
-      let rc = x.wlmjs_generate_batch_begin(ctx, n, tokensPtr, countsPtr, paramsPtr);
-      result.prefillMs = performance.now() - t0;
-      if (rc < 0) throw this.#ctxError(rc);
-      begun = true;
-      // Prompt tokens evaluated: a prompt equal to an earlier one is forked, not evaluated.
-      const seen = new Set();
-      ids.forEach((t, i) => {
-        result.sequences[i].nPrompt = t.length;
-        const key = t.join(',');
-        if (!seen.has(key)) result.nPrompt += t.length;
-        seen.add(key);
-      });
-
-      const decoders = seqs.map(() => new TextDecoder());
-      const prev = ids.map((t) => t[t.length - 1]);
-      const ended = new Array(n).fill(false);
-      for (;;) {
-        await macrotask();
-        if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
-        if (signal?.aborted) throw abortError('The generation');
-
-        const t1 = performance.now();
-        rc = x.wlm_generate_batch_next(ctx, toks);
-        result.decodeMs += performance.now() - t1;
-        if (rc < 0) throw this.#ctxError(rc);
-        result.steps++;
-
-        // Read the whole step before yielding: the consumer may call into the module.
-        const items = [];
-        for (let i = 0; i < n; i++) {
-          if (ended[i]) continue;
-          const { token, stopReason } = this.#readToken(x.wlmjs_token_at(toks, i) >>> 0,
-            decoders[i], prev[i]);
-          const s = result.sequences[i];
-          s.text += token.text;
-          if (stopReason) {
-            ended[i] = true;
-            s.stopReason = stopReason;
-          } else {
-            if (i === 0) this.#previewPrev = prev[i];
-            prev[i] = token.id;
-            s.nGenerated++;
-            s.logprob += token.logprob;
-            result.nGenerated++;
-          }
-          items.push({ ...token, seq: i, stopReason });
-        }
-        if (rc === STATUS.WLM_DONE) finished = true;
-        for (const item of items) yield item;
-        if (finished) break;
-      }
-    } finally {
-      if (this.#gen === gen) {
-        if (begun && !finished) { // ended early: end the C batch so the context is idle
-          x.wlm_generate_abort(this.#ctx);
-          x.wlm_generate_batch_next(this.#ctx, toks);
-        }
-        this.#gen = null;
-        this.#busy = null;
-      }
-      if (begun) publish();
-      if (toks) x.wlmjs_free(toks);
-      for (const p of ptrs) x.wlmjs_free(p);
-      for (const p of paramList) this.#freeParams(p);
-    }
+    yield* generateBatch(this, this.#lend(), prompts, params, signal);
   }
 
   /**
@@ -1053,98 +963,7 @@ class Engine {
    * @returns {Promise<import('./wasmlm.d.ts').BeamResult>}
    */
   async beamSearch(prompt, params = {}, { signal, onStep } = {}) {
-    this.#needModel();
-    this.#needIdle('start a beam search');
-    if (this.#gpu) {
-      throw jsError('WLM_ERR_UNSUPPORTED', "beamSearch() is not supported by the WebGPU backend yet: load with backend 'cpu'");
-    }
-    if (signal?.aborted) throw abortError('The beam search');
-    const { width, maxTokens, lengthPenalty, addBos, grammar: grammarSpecOf } = beamParams(params);
-    prompt = String(prompt);
-    if (prompt.includes('\0')) throw jsError('WLM_ERR_INVALID_ARG', 'the prompt contains a NUL character');
-    const x = this.#x;
-    const gen = {};
-    this.#busy = 'beam search';
-    this.#previewPrev = undefined; // the beams replace sequence 0's logits
-    this.#gen = gen;
-    let promptPtr = 0;
-    let grammarPtr = 0;
-    let begun = false;
-    let finished = false;
-    const i32 = (v) => Math.max(-(2 ** 31), Math.min(v, 2 ** 31 - 1));
-    const t0 = performance.now();
-    let steps = 0;
-    let ids;
-    const collectResult = () => {
-      const ctx = this.#ctx;
-      const beams = [];
-      const count = x.wlm_beam_count(ctx);
-      for (let i = 0; i < count; i++) {
-        const f = (k) => x.wlmjs_beam_field(ctx, i, k);
-        const nTok = f(0);
-        const ptr = f(4) >>> 0;
-        const tokens = nTok > 0 ? new Int32Array(x.memory.buffer, ptr, nTok).slice() : new Int32Array(0);
-        beams.push({
-          text: this.#decodeIds(tokens, ids[ids.length - 1]), tokens, logprob: f(1), score: f(2),
-          stopReason: STOP_REASONS[f(3)] ?? 'none',
-        });
-      }
-      const kvBytes = x.wlmjs_beam_memory(ctx, 0);
-      return {
-        beams, kvBytes, kvBytesUnshared: x.wlmjs_beam_memory(ctx, 1), kvBytesPerBeam: kvBytes / width,
-        width, nPrompt: ids.length, steps, ms: performance.now() - t0, aborted: false,
-      };
-    };
-    try {
-      ids = await this.tokenize(prompt, { bos: !!addBos });
-      if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during the beam search');
-      this.#ensureSeqMax(2 * width);
-      this.#syncPool();
-      promptPtr = this.#heapInt32(ids);
-      const grammar = this.#grammarText(grammarSpecOf);
-      let rc;
-      if (grammar === null) {
-        rc = x.wlmjs_beam_begin(this.#ctx, promptPtr, ids.length, i32(width), i32(maxTokens), lengthPenalty);
-      } else {
-        grammarPtr = this.#cstring(grammar);
-        rc = x.wlmjs_beam_begin_grammar(this.#ctx, promptPtr, ids.length, i32(width), i32(maxTokens),
-          lengthPenalty, grammarPtr, utf8(grammar).length);
-      }
-      if (rc < 0) throw this.#ctxError(rc);
-      begun = true;
-      for (;;) {
-        await macrotask();
-        if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during the beam search');
-        if (signal?.aborted) throw abortError('The beam search');
-        rc = x.wlm_beam_step(this.#ctx);
-        if (rc < 0) throw this.#ctxError(rc);
-        steps++;
-        if (rc === STATUS.WLM_DONE) break;
-        if (onStep) {
-          const stat = (k) => x.wlmjs_kv_stat(this.#ctx, k);
-          onStep({ step: steps, kvBytes: stat(2) * stat(0), kvBytesUnshared: stat(4) * stat(0) });
-        }
-      }
-      finished = true;
-      const result = collectResult();
-      this.lastBeamResult = result;
-      return result;
-    } finally {
-      if (this.#gen === gen) {
-        if (begun && !finished) {
-          // Aborted (or failed): end the search; the live beams become results marked
-          // 'aborted', kept in lastBeamResult.
-          x.wlm_generate_abort(this.#ctx);
-          if (x.wlm_beam_step(this.#ctx) === STATUS.WLM_DONE) {
-            this.lastBeamResult = { ...collectResult(), aborted: true };
-          }
-        }
-        this.#gen = null;
-        this.#busy = null;
-      }
-      if (promptPtr) x.wlmjs_free(promptPtr);
-      if (grammarPtr) x.wlmjs_free(grammarPtr);
-    }
+    return beamSearch(this, this.#lend(), prompt, params, { signal, onStep });
   }
 
   /**
@@ -1359,18 +1178,8 @@ class Engine {
         "(this model runs on WebGPU: load it with backend: 'cpu')");
     }
     this.#busy = 'batch of embeddings';
-    const x = this.#x;
-    const api = {
-      x, info: this.#info,
-      ctx: () => this.#ctx,
-      ctxError: (rc) => this.#ctxError(rc),
-      syncPool: () => this.#syncPool(),
-      ensureSeqMax: (n) => this.#ensureSeqMax(n),
-      tokenize: (t) => this.tokenize(t, { bos: true }), // [CLS] text [SEP] for BERT
-      tokenizePair: (q, d) => this.#tokenizePair(q, d),
-    };
     try {
-      return await fn(api);
+      return await fn(this.#lend());
     } finally {
       this.#busy = null;
       this.#previewPrev = undefined;
@@ -1440,67 +1249,6 @@ export async function completeBatch(engine, prompts, params, signal, onToken) {
   return engine.lastBatchResult;
 }
 
-/** enum wlm_dot_form (src/wasmlm.h). */
-const DOT_FORMS = Object.freeze({ fused: 0, split: 1 });
-
-/** Iterations of one timed wlmjs_dot_probe run (about 0.25 ms on an AMD Zen 4 core), the most
- *  rounds (one run of each form), and the untimed iterations first. */
-const DOT_PROBE_ITERS = 200;
-const DOT_PROBE_MAX_ROUNDS = 10;
-const DOT_PROBE_WARMUP = 60;
-/** The split form must be this much faster (time ratio) to be picked: ties go to the fused
- *  form, one instruction on CPUs with an int8 dot (where the split costs 3). 2 %, not more: the
- *  probe's ratio is about half the end-to-end one (bench/README.md, 2026-11-24 dotform: Chromium
- *  156 probe 1.04-1.07, decode 1.09-1.14; Node 24 probe 0.94, decode 0.86-0.90). */
-const DOT_SPLIT_MARGIN = 1.02;
-
-/**
- * At engine start, the relaxed build's int8 dot form for the exports `x` (EngineOptions.dotForm,
- * checked by startEngine): {form: 'fused' | 'split' | 'none' | 'auto', probe: null}. 'none' for
- * the other builds (and modules without the probe). For 'auto' it runs both forms' kernels once,
- * untimed, so that V8 compiles them and starts tiering them up in the background while the
- * model is fetched; the first load() then times them (pickDotForm). Timed at once, the first
- * engine of a page saw the split kernels still in baseline code (Chromium 156 on a busy
- * machine: 0.57 ms a run against 0.23 ms tiered up) and picked the other form.
- */
-function dotFormAtStart(x, dotForm) {
-  if (typeof x.wlmjs_dot_probe !== 'function' || x.wlmjs_dot_probe(DOT_FORMS.split, 0) < 0) {
-    return { form: 'none', probe: null };
-  }
-  if (dotForm === 'auto') {
-    x.wlmjs_dot_probe(DOT_FORMS.fused, DOT_PROBE_WARMUP);
-    x.wlmjs_dot_probe(DOT_FORMS.split, DOT_PROBE_WARMUP);
-  }
-  return { form: dotForm, probe: null };
-}
-
-/**
- * 'auto': times both forms' kernels with wlmjs_dot_probe (src/kernels/quant.h: Q8_0
- * matrix-vector products on a 17 KiB matrix), alternating, until the fastest run of each is
- * stable (3 to DOT_PROBE_MAX_ROUNDS runs each), and takes the split form when its fastest run
- * beats the fused form's fastest by DOT_SPLIT_MARGIN: {form, probe: {fusedMs, splitMs, rounds,
- * ms}} (those minima, the rounds run, the whole probe's time).
- */
-export function pickDotForm(x) {
-  const t0 = performance.now();
-  const run = (form) => {
-    const t = performance.now();
-    if (x.wlmjs_dot_probe(form, DOT_PROBE_ITERS) < 0) throw jsError('WLM_ERR_NOMEM', 'the dot-form probe could not allocate 17 KiB');
-    return performance.now() - t;
-  };
-  // Until two rounds in a row improve neither minimum by 2 %: a kernel's first runs may still
-  // be baseline code (a browser tiers it up in the background, later on a busy machine).
-  let fusedMs = Infinity, splitMs = Infinity, rounds = 0;
-  for (let stable = 0; rounds < DOT_PROBE_MAX_ROUNDS && stable < 2; rounds++) {
-    const f = run(DOT_FORMS.fused), s = run(DOT_FORMS.split);
-    stable = f < fusedMs * 0.98 || s < splitMs * 0.98 ? 0 : stable + 1;
-    fusedMs = Math.min(fusedMs, f);
-    splitMs = Math.min(splitMs, s);
-  }
-  const form = splitMs * DOT_SPLIT_MARGIN < fusedMs ? 'split' : 'fused';
-  return { form, probe: { fusedMs, splitMs, rounds, ms: performance.now() - t0 } };
-}
-
 /**
  * Creates an engine that runs in this thread.
  * @param {import('./wasmlm.d.ts').EngineOptions} [options]
@@ -1525,36 +1273,4 @@ export async function startEngine(options, compiled = null) {
   const dot = dotFormAtStart(x, dotForm);
   mark('wasmlm:engine-ready');
   return new Engine(x, plan.simd, threads, starting, moduleBuild(x, plan.build), dot, options);
-}
-
-/**
- * Plans, compiles and instantiates the module createEngine(options) runs (or load() moves to:
- * options.memory64 true / false), and starts its helper threads in the background:
- * {plan, x, threads, starting} (`starting`: startThreads' promise, or null for one thread).
- * `compiled`: see startEngine.
- */
-async function startRuntime(options, compiled = null) {
-  const plan = await planModule(options);
-  let mod;
-  if (compiled?.module instanceof WebAssembly.Module && plan.file && compiled.file === plan.file) {
-    mod = { module: compiled.module, name: plan.wasm.href };
-  } else {
-    mod = await compilePlanned(plan);
-    settledPlan(plan, mod);
-  }
-  const { module, name } = mod;
-  let { threads } = plan;
-  let memory = null;
-  if (importsMemory(module)) {
-    memory = isMemory64Module(module) ? sharedMemory64() : sharedMemory();
-  } else if (threads > 1) {
-    if (plan.explicitThreads) {
-      throw jsError('WLM_ERR_UNSUPPORTED', `threads: ${threads}: ${name} is not the threaded build (dist/wasmlm-mt.wasm)`);
-    }
-    threads = 1;
-  }
-  const x = await instantiateWasm(module, name, memory);
-  // The helpers start in the background: the engine is usable at once, load() waits for them.
-  const starting = threads > 1 ? startThreads(x, module, threads, jsError) : null;
-  return { plan, x, threads, starting };
 }
