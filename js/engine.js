@@ -1,8 +1,8 @@
 // engine.js — the in-thread engine: createEngine() starts the wasm module (js/runtime.js: plan,
 // compile, instantiate, helper threads) and returns an Engine whose methods (load, tokenize,
 // generate, chat, chatCompletion, …; see wasmlm.d.ts) call the C API of src/wasmlm.h through
-// the module's exports. Operations that stand on their own live beside it and borrow the
-// engine's handles (#lend): batches and beam search (js/batch.js), embeddings (js/embed.js),
+// the module's exports. Operations that stand on their own live beside it: batches and beam
+// search (js/batch.js) and embeddings (js/embed.js), on the handles the engine lends (#lend);
 // OpenAI's chat completions (js/chat_completion.js), speculative decoding (js/speculative.js),
 // the int8 dot form (js/dot_form.js), the memory64 choice (js/memory64.js), the GPU backend
 // (js/backend/). It does not parse model files or sample tokens: C does all that; this file
