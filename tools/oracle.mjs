@@ -127,8 +127,11 @@ export const RERANK_DOCUMENTS = Object.freeze([
   'def add(a, b): return a + b', 'The Eiffel Tower is in Paris.',
 ]);
 
-/** Runs llama.cpp's embeddings (or reranking) on `model`: the reference record. */
-export async function runOracleEmbed(o) {
+/**
+ * Serves o.model to tools/oracle/index.html (wllama) in a fresh headless Chromium, waits for the
+ * page, and returns fn(page, modelUrl, wllama's version); everything is closed afterwards.
+ */
+async function withOraclePage(o, fn) {
   const web = await startServer({ port: 0, quiet: true, isolate: false });
   const files = await serveFile(o.model);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-oracle-'));
@@ -143,13 +146,25 @@ export async function runOracleEmbed(o) {
     await page.goto(web.url.replace(/web\/$/, 'tools/oracle/index.html'));
     await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
     const modelUrl = `http://127.0.0.1:${files.address().port}/model.gguf`;
+    const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'node_modules/@wllama/wllama/package.json'), 'utf8'));
+    return await fn(page, modelUrl, pkg.version);
+  } finally {
+    await browser.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+    files.close();
+    await web.close();
+  }
+}
+
+/** Runs llama.cpp's embeddings (or reranking) on `model`: the reference record. */
+export async function runOracleEmbed(o) {
+  return withOraclePage(o, async (page, modelUrl, version) => {
     const rerank = o.pooling === 'rank' ? { query: RERANK_QUERY, documents: [...RERANK_DOCUMENTS] } : undefined;
     const r = await page.evaluate((x) => window.oracleEmbed(x),
       { model: modelUrl, texts: o.texts, pooling: o.pooling, nCtx: o.ctx ?? 512, rerank, verbose: !!o.verbose });
-    const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'node_modules/@wllama/wllama/package.json'), 'utf8'));
     return {
       generator: 'tools/oracle.mjs --embed-synth',
-      reference: `@wllama/wllama ${pkg.version} (llama.cpp compiled to wasm), headless Chromium, one thread, F32 KV`,
+      reference: `@wllama/wllama ${version} (llama.cpp compiled to wasm), headless Chromium, one thread, F32 KV`,
       date: new Date().toISOString().slice(0, 10),
       note: o.note ?? undefined,
       model: { file: path.basename(o.model), size: fs.statSync(o.model).size, sha256: sha256File(o.model) },
@@ -160,12 +175,7 @@ export async function runOracleEmbed(o) {
       ...(rerank ? { rerank: { query: rerank.query, documents: rerank.documents, results: r.rerank } }
         : { texts: o.texts, embeddings: r.embeddings.map((e) => e.map((v) => Number(v.toPrecision(9)))) }),
     };
-  } finally {
-    await browser.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-    files.close();
-    await web.close();
-  }
+  });
 }
 
 function parseArgs(argv) {
@@ -222,26 +232,12 @@ function serveFile(file) {
  */
 export async function runOracle(o) {
   const prompts = o.prompts ?? ORACLE_PROMPTS;
-  const web = await startServer({ port: 0, quiet: true, isolate: false });
-  const files = await serveFile(o.model);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-oracle-'));
-  const browser = await chromium.launchPersistentContext(dir, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
-  try {
-    const page = await browser.newPage();
-    if (o.verbose) page.on('console', (m) => process.stderr.write(`[page] ${m.text()}\n`));
-    await page.goto(web.url.replace(/web\/$/, 'tools/oracle/index.html'));
-    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
-    const modelUrl = `http://127.0.0.1:${files.address().port}/model.gguf`;
+  return withOraclePage(o, async (page, modelUrl, version) => {
     const r = await page.evaluate((x) => window.oracle(x),
       { model: modelUrl, prompts, maxTokens: o.tokens ?? 32, nProbs: o.probs ?? 10, nCtx: o.ctx ?? 512, kv: o.kv ?? 'f32', verbose: !!o.verbose });
-    const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'node_modules/@wllama/wllama/package.json'), 'utf8'));
     return {
       generator: 'tools/oracle.mjs',
-      reference: `@wllama/wllama ${pkg.version} (llama.cpp compiled to wasm), headless Chromium, one thread, greedy`,
+      reference: `@wllama/wllama ${version} (llama.cpp compiled to wasm), headless Chromium, one thread, greedy`,
       date: new Date().toISOString().slice(0, 10),
       note: o.note ?? undefined,
       model: { file: path.basename(o.model), size: fs.statSync(o.model).size, sha256: sha256File(o.model) },
@@ -255,12 +251,7 @@ export async function runOracle(o) {
       warmup: true, // one discarded completion of the first prompt before the recorded ones
       prompts: r.prompts,
     };
-  } finally {
-    await browser.close();
-    fs.rmSync(dir, { recursive: true, force: true });
-    files.close();
-    await web.close();
-  }
+  });
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
