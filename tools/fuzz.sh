@@ -14,6 +14,7 @@
 #   npm run fuzz -- --minutes 30 --jobs 2 --merge   # the long run (fuzz/README.md)
 #
 # Options: --minutes N / --seconds N per harness (0: no fuzzing, only the replays and --merge);
+# -FLAG=VALUE: a libFuzzer flag for this run, over the harness's own (e.g. -max_len=65536);
 # --jobs J harnesses at a time (default 1; each is one process on one core); --merge: after
 # fuzzing, minimise the committed corpus plus what this and earlier runs found (libFuzzer
 # -merge=1, counted against the generated seeds) into fuzz/corpus/HARNESS/, keeping inputs of
@@ -27,6 +28,7 @@ secs=60
 jobs=1
 merge=0
 harnesses=()
+extra=()
 while (($#)); do
   case $1 in
     --minutes) [[ ${2:-} =~ ^[0-9]+$ ]] || usage; secs=$(($2 * 60)); shift 2 ;;
@@ -35,6 +37,7 @@ while (($#)); do
     --merge) merge=1; shift ;;
     -h | --help) usage 0 ;;
     [0-9]*) [[ $1 =~ ^[0-9]+$ ]] || usage; secs=$1; shift ;;
+    -?*=*) extra+=("$1"); shift ;; # a libFuzzer flag, after the harness's own (it wins)
     fuzz_*) [[ -f fuzz/$1.c ]] || { echo "tools/fuzz.sh: no harness fuzz/$1.c" >&2; exit 2; }
             harnesses+=("$1"); shift ;;
     *) echo "tools/fuzz.sh: unknown argument '$1'" >&2; usage ;;
@@ -121,7 +124,7 @@ merge_corpus() {
   rm -rf "fuzz/corpus/$h"
   mkdir -p "fuzz/corpus/$h"
   cp "$tmp"/out/* "fuzz/corpus/$h/" 2>/dev/null || true
-  echo "merged: $(ls "fuzz/corpus/$h" | wc -l) inputs, $(du -sk "fuzz/corpus/$h" | cut -f1) kB in fuzz/corpus/$h ($n_big over $cap bytes left out)"
+  echo "merged: $(find "fuzz/corpus/$h" -type f | wc -l) inputs, $(cat "fuzz/corpus/$h"/* 2>/dev/null | wc -c) bytes in fuzz/corpus/$h ($n_big over $cap bytes left out; $(grep -o "[0-9]* new coverage edges" "build/fuzz-logs/$h.merge.log" | tail -1) beyond the seeds)"
 }
 
 # A value of build/fuzz-logs/H.result.
@@ -146,7 +149,7 @@ run_one() {
     # In a subshell whose `times` gives the harness's CPU time (user + system): on a shared
     # machine runs per CPU second say more about a harness than exec/s.
     # shellcheck disable=SC2046
-    if ! (rc=0; "$exe" $(libfuzzer_flags "$h") -max_total_time="$secs" -print_final_stats=1 \
+    if ! (rc=0; "$exe" $(libfuzzer_flags "$h") "${extra[@]}" -max_total_time="$secs" -print_final_stats=1 \
             -artifact_prefix="build/fuzz-artifacts/$h/" "${corpora[@]}" >"$log" 2>&1 || rc=$?
           times >"build/fuzz-logs/$h.times"; exit $rc); then
       status=$(failure_kind "$log")
