@@ -107,24 +107,32 @@ failure_kind() {
 # seeds (which merge first, so only what adds coverage beyond them is kept) into a fresh
 # fuzz/corpus/H. Inputs over corpus_max_len bytes are left out (counted in the log).
 merge_corpus() {
-  local h=$1 exe=build/fuzz/fuzz/$1 tmp=build/fuzz-merge/$1 cap n_big=0 f
+  local h=$1 exe=build/fuzz/fuzz/$1 tmp=build/fuzz-merge/$1 cap n_big=0 f big=""
   cap=$(wasmlm_opt "$h" corpus_max_len 65536)
   rm -rf "$tmp"
-  mkdir -p "$tmp/out" "$tmp/in"
+  mkdir -p "$tmp/out" "$tmp/in" "$tmp/big"
   cp build/fuzz-corpus/"$h"/seed-* "$tmp/out/" 2>/dev/null || true
   for f in build/fuzz-corpus/"$h"/* fuzz/corpus/"$h"/*; do
     [[ -f $f && $(basename "$f") != seed-* ]] || continue
-    if (($(stat -c %s "$f") > cap)); then n_big=$((n_big + 1)); continue; fi
+    if (($(stat -c %s "$f") > cap)); then n_big=$((n_big + 1)); cp "$f" "$tmp/big/"; continue; fi
     cp "$f" "$tmp/in/"
   done
   # shellcheck disable=SC2046
   "$exe" -merge=1 $(libfuzzer_flags "$h") "$tmp/out" "$tmp/in" >"build/fuzz-logs/$h.merge.log" 2>&1 || {
     echo "merge failed (build/fuzz-logs/$h.merge.log)"; return 1; }
+  # What the inputs left out would have added (merged into a copy, then dropped).
+  if ((n_big)); then
+    cp -r "$tmp/out" "$tmp/with-big"
+    # shellcheck disable=SC2046
+    "$exe" -merge=1 $(libfuzzer_flags "$h") "$tmp/with-big" "$tmp/big" \
+      >"build/fuzz-logs/$h.merge-big.log" 2>&1 &&
+      big="; those would add $(grep -o "[0-9]* new files with [0-9]* new features added; [0-9]* new coverage edges" "build/fuzz-logs/$h.merge-big.log" | tail -1)"
+  fi
   rm -f "$tmp"/out/seed-*
   rm -rf "fuzz/corpus/$h"
   mkdir -p "fuzz/corpus/$h"
   cp "$tmp"/out/* "fuzz/corpus/$h/" 2>/dev/null || true
-  echo "merged: $(find "fuzz/corpus/$h" -type f | wc -l) inputs, $(cat "fuzz/corpus/$h"/* 2>/dev/null | wc -c) bytes in fuzz/corpus/$h ($n_big over $cap bytes left out; $(grep -o "[0-9]* new coverage edges" "build/fuzz-logs/$h.merge.log" | tail -1) beyond the seeds)"
+  echo "merged: $(find "fuzz/corpus/$h" -type f | wc -l) inputs, $(cat "fuzz/corpus/$h"/* 2>/dev/null | wc -c) bytes in fuzz/corpus/$h, adding $(grep -o "[0-9]* new coverage edges" "build/fuzz-logs/$h.merge.log" | tail -1) to the seeds' ($n_big over $cap bytes left out$big)"
 }
 
 # A value of build/fuzz-logs/H.result.
@@ -148,6 +156,7 @@ run_one() {
     [[ -d fuzz/corpus/$h ]] && corpora+=("fuzz/corpus/$h")
     # In a subshell whose `times` gives the harness's CPU time (user + system): on a shared
     # machine runs per CPU second say more about a harness than exec/s.
+    local t0=$SECONDS
     # shellcheck disable=SC2046
     if ! (rc=0; "$exe" $(libfuzzer_flags "$h") "${extra[@]}" -max_total_time="$secs" -print_final_stats=1 \
             -artifact_prefix="build/fuzz-artifacts/$h/" "${corpora[@]}" >"$log" 2>&1 || rc=$?
@@ -160,6 +169,7 @@ run_one() {
     # The last status line (DONE after a clean run) and the final stats.
     line=$(grep -E "^#[0-9]+" "$log" | tail -1 || true)
     {
+      echo "elapsed_s=$((SECONDS - t0))"
       echo "runs=$(sed -nE 's/^stat::number_of_executed_units: *([0-9]+).*/\1/p' "$log")"
       echo "exec_s=$(sed -nE 's/^stat::average_exec_per_sec: *([0-9]+).*/\1/p' "$log")"
       echo "cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$line")"
@@ -177,7 +187,7 @@ run_one() {
     echo "merge=$(merge_corpus "$h")" >>"$res"
   fi
   if ((secs > 0)); then
-    echo "== $h: ${secs}s $status ($(result "$h" runs) runs, cov $(result "$h" cov), ft $(result "$h" ft), $(result "$h" exec_s) exec/s, $(result "$h" cpu_s) CPU s, corpus $(result "$h" corpus), peak $(result "$h" peak_rss_mb) MB)"
+    echo "== $h: $(result "$h" elapsed_s)s of ${secs}s, $status ($(result "$h" runs) runs, cov $(result "$h" cov), ft $(result "$h" ft), $(result "$h" exec_s) exec/s, $(result "$h" cpu_s) CPU s, corpus $(result "$h" corpus), peak $(result "$h" peak_rss_mb) MB)"
   else
     echo "== $h: replays $status"
   fi
@@ -200,20 +210,20 @@ wait
 # Summary: a table (build/fuzz-logs/summary.md) and the same as JSON (summary.json).
 failed=()
 {
-  echo "| harness | seconds | CPU s | runs | exec/s | runs per CPU s | cov | ft | corpus (files/size) | peak RSS MB | result |"
+  echo "| harness | seconds run | CPU s | runs | exec/s | runs per CPU s | cov | ft | corpus (files/size) | peak RSS MB | result |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|"
 } >build/fuzz-logs/summary.md
 json="["
 for h in "${harnesses[@]}"; do
-  runs=$(result "$h" runs) exec_s=$(result "$h" exec_s) cov=$(result "$h" cov) ft=$(result "$h" ft)
+  elapsed=$(result "$h" elapsed_s) runs=$(result "$h" runs) exec_s=$(result "$h" exec_s) cov=$(result "$h" cov) ft=$(result "$h" ft)
   corpus=$(result "$h" corpus) rss=$(result "$h" peak_rss_mb) slowest=$(result "$h" slowest_s)
   status=$(result "$h" status) cpu=$(result "$h" cpu_s) per_cpu=""
   [[ -n $runs && -n $cpu && $cpu != 0 ]] && per_cpu=$((runs / cpu))
   [[ $status == clean ]] || failed+=("$h ($status)")
-  echo "| \`$h\` | $secs | ${cpu:-} | ${runs:-} | ${exec_s:-} | ${per_cpu:-} | ${cov:-} | ${ft:-} | ${corpus:-} | ${rss:-} | $status |" \
+  echo "| \`$h\` | ${elapsed:-0} | ${cpu:-} | ${runs:-} | ${exec_s:-} | ${per_cpu:-} | ${cov:-} | ${ft:-} | ${corpus:-} | ${rss:-} | $status |" \
     >>build/fuzz-logs/summary.md
-  json+=$(printf '%s{"harness":"%s","seconds":%d,"cpu_s":%s,"runs":%s,"exec_per_s":%s,"cov":%s,"ft":%s,"corpus":"%s","peak_rss_mb":%s,"slowest_unit_s":%s,"status":"%s"}' \
-    "$([[ $json == "[" ]] || echo ,)" "$h" "$secs" "${cpu:-null}" "${runs:-null}" "${exec_s:-null}" "${cov:-null}" \
+  json+=$(printf '%s{"harness":"%s","seconds":%d,"elapsed_s":%s,"cpu_s":%s,"runs":%s,"exec_per_s":%s,"cov":%s,"ft":%s,"corpus":"%s","peak_rss_mb":%s,"slowest_unit_s":%s,"status":"%s"}' \
+    "$([[ $json == "[" ]] || echo ,)" "$h" "$secs" "${elapsed:-null}" "${cpu:-null}" "${runs:-null}" "${exec_s:-null}" "${cov:-null}" \
     "${ft:-null}" "${corpus:-}" "${rss:-null}" "${slowest:-null}" "$status")
 done
 echo "$json]" >build/fuzz-logs/summary.json
