@@ -117,14 +117,19 @@ merge_corpus() {
     if (($(stat -c %s "$f") > cap)); then n_big=$((n_big + 1)); cp "$f" "$tmp/big/"; continue; fi
     cp "$f" "$tmp/in/"
   done
+  # This run's -timeout applies (libFuzzer's is wall-clock time: on a loaded machine a slow input
+  # can pass it, and the merge drops inputs that time out); crash files land in $tmp.
+  local flags=(-artifact_prefix="$tmp/")
+  for f in "${extra[@]}"; do [[ $f == -timeout=* ]] && flags+=("$f"); done
   # shellcheck disable=SC2046
-  "$exe" -merge=1 $(libfuzzer_flags "$h") "$tmp/out" "$tmp/in" >"build/fuzz-logs/$h.merge.log" 2>&1 || {
+  "$exe" -merge=1 $(libfuzzer_flags "$h") "${flags[@]}" "$tmp/out" "$tmp/in" \
+    >"build/fuzz-logs/$h.merge.log" 2>&1 || {
     echo "merge failed (build/fuzz-logs/$h.merge.log)"; return 1; }
   # What the inputs left out would have added (merged into a copy, then dropped).
   if ((n_big)); then
     cp -r "$tmp/out" "$tmp/with-big"
     # shellcheck disable=SC2046
-    "$exe" -merge=1 $(libfuzzer_flags "$h") "$tmp/with-big" "$tmp/big" \
+    "$exe" -merge=1 $(libfuzzer_flags "$h") "${flags[@]}" "$tmp/with-big" "$tmp/big" \
       >"build/fuzz-logs/$h.merge-big.log" 2>&1 &&
       big="; those would add $(grep -o "[0-9]* new files with [0-9]* new features added; [0-9]* new coverage edges" "build/fuzz-logs/$h.merge-big.log" | tail -1)"
   fi
