@@ -121,6 +121,10 @@ merge_corpus() {
   # can pass it, and the merge drops inputs that time out); crash files land in $tmp.
   local flags=(-artifact_prefix="$tmp/")
   for f in "${extra[@]}"; do [[ $f == -timeout=* ]] && flags+=("$f"); done
+  # merge_flags in [wasmlm]: e.g. -use_counters=0, which keeps only inputs adding edges (not
+  # hit-count buckets): every edge, a third of the files for the large-input harnesses.
+  # shellcheck disable=SC2207
+  flags+=($(wasmlm_opt "$h" merge_flags ""))
   # shellcheck disable=SC2046
   "$exe" -merge=1 $(libfuzzer_flags "$h") "${flags[@]}" "$tmp/out" "$tmp/in" \
     >"build/fuzz-logs/$h.merge.log" 2>&1 || {
