@@ -117,10 +117,10 @@ merge_corpus() {
     if (($(stat -c %s "$f") > cap)); then n_big=$((n_big + 1)); cp "$f" "$tmp/big/"; continue; fi
     cp "$f" "$tmp/in/"
   done
-  # This run's -timeout applies (libFuzzer's is wall-clock time: on a loaded machine a slow input
-  # can pass it, and the merge drops inputs that time out); crash files land in $tmp.
+  # The harness's own -timeout, not this run's: what is committed must replay within it in CI
+  # (a merge on a loaded machine may drop an input that only looked slow: wall-clock time).
+  # Crash and timeout files land in $tmp.
   local flags=(-artifact_prefix="$tmp/")
-  for f in "${extra[@]}"; do [[ $f == -timeout=* ]] && flags+=("$f"); done
   # merge_flags in [wasmlm]: e.g. -use_counters=0, which keeps only inputs adding edges (not
   # hit-count buckets): every edge, a third of the files for the large-input harnesses.
   # shellcheck disable=SC2207
