@@ -1,7 +1,7 @@
 /*
  * fuzz_tokenizer_bin.c — libFuzzer harness: wlm_model_load_tokenizer on arbitrary bytes
  * (llama2.c's tokenizer.bin format), against
- *   - the real stories260K.bin (vocabulary 512), read once at start-up, and
+ *   - a model of stories260K's vocabulary size (512), whatever the input holds, and
  *   - a tiny synthetic llama2.c model whose vocabulary has exactly as many tokens as the input
  *     holds entries (counted here, independently of the library), so that every well-formed
  *     input loads whatever its size; plus models one token smaller and larger, which must give
@@ -9,19 +9,15 @@
  * When a tokenizer loads: fixed texts are tokenized (ids must be in the vocabulary) and every
  * piece is decoded (after no token and after BOS). Only safety properties are asserted: an
  * arbitrary vocabulary need not round-trip text.
+ *
+ * The models are tiny synthetic checkpoints (dim 2, zero weights): wlm_model_load_tokenizer
+ * reads nothing of a model but its vocabulary size. (Loading the real stories260K.bin for every
+ * input, as the harness first did, spent 85% of its time in the loader's scan of 260K weights
+ * for NaN / Inf: 83 inputs/s.)
  */
 #include <string.h>
 
 #include "fuzz_util.h"
-
-static void *g_stories;          /* stories260K.bin, read once; models are views into it */
-static size_t g_stories_size;
-
-int LLVMFuzzerInitialize(int *argc, char ***argv) {
-    (void)argc, (void)argv;
-    g_stories = fz_read_shared("models/stories260K.bin", &g_stories_size);
-    return 0;
-}
 
 static uint32_t rd_u32(const uint8_t *p) {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -125,7 +121,12 @@ static int with_model(const void *model_bytes, size_t model_size, const uint8_t 
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    with_model(g_stories, g_stories_size, data, size, 512);
+    {
+        size_t msize = 0;
+        void *model = tiny_model(512, &msize); /* stories260K's vocabulary size */
+        with_model(model, msize, data, size, 512);
+        free(model);
+    }
 
     int has_nul = 0;
     int32_t n = count_entries(data, size, &has_nul);

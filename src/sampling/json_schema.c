@@ -18,6 +18,7 @@
  * correctly; `additionalProperties` absent or false beside `properties` admits no other key
  * (the output then validates whichever the schema meant).
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -219,7 +220,9 @@ static int count_kw(conv *c, const wlm_json *s, const char *kw, long *out) {
     const wlm_json *v = wlm_json_get(s, kw);
     *out = -1;
     if (!v) return WLM_OK;
-    if (v->type != WLM_JSON_NUMBER || v->num < 0 || v->num != (double)(long)v->num)
+    /* floor, not a cast to long: 4.4e88 is an integer too, and casting a double beyond long's
+     * range is undefined behaviour (found by fuzz_json_schema: maxItems 444...43). */
+    if (v->type != WLM_JSON_NUMBER || !(v->num >= 0) || v->num != floor(v->num))
         return report(c, WLM_ERR_INVALID_ARG, 0, v->at, "'%s' must be a non-negative integer", kw);
     if (v->num > WLM_GRAM_MAX_REPEAT)
         return report(c, WLM_ERR_UNSUPPORTED, 0, v->at, "'%s' above %d is not supported", kw,

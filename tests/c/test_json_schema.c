@@ -232,12 +232,20 @@ static void test_errors(void) {
     free(convert("{\"pattern\": \"a**\"}", 0, WLM_ERR_UNSUPPORTED, "quantifier after"));
     free(convert("{\"pattern\": \"(a*)*\"}", 0, WLM_ERR_UNSUPPORTED, "empty string"));
     free(convert("{\"maxLength\": 20000}", 0, WLM_ERR_UNSUPPORTED, "above 10000"));
+    /* counts beyond long's range are integers too (fuzz/regressions/fuzz_json_schema/
+     * max-items-beyond-long: the old cast to long was undefined behaviour, natively "must be a
+     * non-negative integer") */
+    free(convert("{\"type\": \"array\", \"maxItems\": 4.4e88}", 0, WLM_ERR_UNSUPPORTED,
+                 "'maxItems' above 10000"));
+    free(convert("{\"minLength\": 1e300}", 0, WLM_ERR_UNSUPPORTED, "'minLength' above 10000"));
     free(convert("{\"$ref\": \"http://x/y\"}", 0, WLM_ERR_UNSUPPORTED, "only references"));
     /* malformed schemas */
     free(convert("{\"type\": \"strin\"}", 0, WLM_ERR_INVALID_ARG, "unknown type 'strin'"));
     free(convert("{\"type\": \"object\", \"properties\": {}, \"required\": [\"a\"]}", 0,
                  WLM_ERR_UNSUPPORTED, "required property 'a'"));
     free(convert("{\"minLength\": -1}", 0, WLM_ERR_INVALID_ARG, "non-negative integer"));
+    free(convert("{\"minLength\": 2.5}", 0, WLM_ERR_INVALID_ARG, "non-negative integer"));
+    free(convert("{\"maxItems\": 1e-300}", 0, WLM_ERR_INVALID_ARG, "non-negative integer"));
     free(convert("{\"minItems\": 3, \"maxItems\": 2}", 0, WLM_ERR_INVALID_ARG, "above maxItems"));
     free(convert("{\"$ref\": \"#/$defs/none\"}", 0, WLM_ERR_INVALID_ARG, "points at nothing"));
     free(convert("{\"$ref\": \"#\"}", 0, WLM_ERR_UNSUPPORTED, "left-recursive"));
