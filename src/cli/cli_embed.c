@@ -4,16 +4,19 @@
  * wlm_embed (src/runtime/embed.c) computes.
  *
  *   wasmlm embed MODEL -p TEXT [-p TEXT]... [-f FILE] [--pooling none|mean|cls|last|rank]
- *         [--embd-normalize N] [--embd-output-format json|array] [--embd-separator S]
+ *         [--embd-normalize N] [--embd-output-format json|json+|array] [--embd-separator S]
  *         [--cls-separator S] [-c N] [-t N] [-b N]
  *
  * Each -p, and the contents of -f, is split at --embd-separator (default a newline) into texts;
  * empty texts are dropped. With rank pooling each text is "query<cls-separator>document"
  * (default a tab). Output: by default one line per vector ("embedding N: v v ..." or "rerank
  * score N: s"); --embd-output-format json prints {"object":"list","data":[{"object":
- * "embedding","index":0,"embedding":[...]}, ...]} as llama.cpp's, array prints [[...],...].
+ * "embedding","index":0,"embedding":[...]}, ...]} as llama.cpp's, array prints [[...],...];
+ * json+ adds, with two or more vectors, llama.cpp's "cosineSimilarity" matrix (row i, column j:
+ * cos(v_i, v_j) = v_i·v_j / (|v_i| |v_j|), 1 when both are zero, 0 when one is; two decimals).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +25,28 @@
 #include "wasmlm.h"
 
 void *wlm_cli_read_file(const char *path, size_t *size); /* cli.c */
+
+/* cos(a, b) in double, as llama.cpp's common_embd_similarity_cos defines the zero cases. */
+static double cosine(const float *a, const float *b, int32_t n) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int32_t i = 0; i < n; i++)
+        ab += (double)a[i] * b[i], aa += (double)a[i] * a[i], bb += (double)b[i] * b[i];
+    if (aa == 0 || bb == 0) return aa == 0 && bb == 0 ? 1.0 : 0.0;
+    return ab / (sqrt(aa) * sqrt(bb));
+}
+
+/* json+'s ",\n  \"cosineSimilarity\": [[...], ...]" member: n × n, two decimals. */
+static void print_cosine_matrix(const float *vecs, size_t n, int32_t width) {
+    printf(",\n  \"cosineSimilarity\": [\n");
+    for (size_t i = 0; i < n; i++) {
+        printf("    [");
+        for (size_t j = 0; j < n; j++)
+            printf("%s%6.2f", j ? ", " : "",
+                   cosine(vecs + i * (size_t)width, vecs + j * (size_t)width, width));
+        printf(" ]%s\n", i + 1 < n ? "," : "");
+    }
+    printf("  ]");
+}
 
 typedef struct text_list {
     char **v;
@@ -76,7 +101,7 @@ static int parse_int(const char *flag, const char *s, long lo, long hi, long *ou
 static void usage(FILE *f) {
     fprintf(f, "Usage: wasmlm embed MODEL -p TEXT [-p TEXT]... [-f FILE]\n"
                "         [--pooling none|mean|cls|last|rank] [--embd-normalize N]\n"
-               "         [--embd-output-format json|array] [--embd-separator S]\n"
+               "         [--embd-output-format json|json+|array] [--embd-separator S]\n"
                "         [--cls-separator S] [-c N] [-t N]\n"
                "  --embd-normalize: -1 none, 0 max absolute (int16), 1 taxicab, 2 Euclidean\n"
                "                    (default), N > 2 p-norm\n");
@@ -140,9 +165,9 @@ int wlm_cli_embed(int argc, char **argv) {
         } else if (strcmp(a, "--embd-normalize") == 0) {
             if (parse_int(a, v, -1, 1000, &norm)) return 1;
         } else if (strcmp(a, "--embd-output-format") == 0) {
-            if (strcmp(v, "json") && strcmp(v, "array") && v[0]) {
-                fprintf(stderr, "wasmlm embed: --embd-output-format expects json or array, got "
-                                "\"%s\"\n", v);
+            if (strcmp(v, "json") && strcmp(v, "json+") && strcmp(v, "array") && v[0]) {
+                fprintf(stderr, "wasmlm embed: --embd-output-format expects json, json+ or array, "
+                                "got \"%s\"\n", v);
                 return 1;
             }
             format = v;
@@ -283,7 +308,8 @@ int wlm_cli_embed(int argc, char **argv) {
 
     const int32_t width = pooling == WLM_POOLING_RANK ? info.n_rank_out : info.n_embd;
     const size_t n_vec = (size_t)need / (size_t)width;
-    const int json = strcmp(format, "json") == 0, array = strcmp(format, "array") == 0;
+    const int plus = strcmp(format, "json+") == 0;
+    const int json = plus || strcmp(format, "json") == 0, array = strcmp(format, "array") == 0;
     if (json) printf("{\n  \"object\": \"list\",\n  \"data\": [\n");
     if (array) printf("[");
     for (size_t v = 0; v < n_vec; v++) {
@@ -301,7 +327,9 @@ int wlm_cli_embed(int argc, char **argv) {
         else if (array) printf("]");
         else printf("\n");
     }
-    if (json) printf("  ]\n}\n");
+    if (json) printf("  ]");
+    if (plus && n_vec > 1) print_cosine_matrix(out, n_vec, width);
+    if (json) printf("\n}\n");
     if (array) printf("]\n");
     rc = fflush(stdout) == 0 ? 0 : 1;
     goto out;

@@ -36,6 +36,22 @@ string(JSON n2 LENGTH "${out2}")
 string(JSON a GET "${out}" data 1 embedding 5)
 string(JSON b GET "${out2}" 1 5)
 expect("array: ${n2} vectors, component ${a} vs ${b}" n2 EQUAL 2 AND a STREQUAL b)
+# json+: the same data plus llama.cpp's cosineSimilarity matrix (texts 0 and 2 equal: their
+# entry is 1.00, the matrix is symmetric, and rows 0 and 2 are the same)
+run_cli(out3 err rc embed ${bert} -p "Hello world" -p "The quick brown fox" -p "Hello world" --embd-output-format json+)
+expect("json+: exit ${rc}: ${err}" rc EQUAL 0)
+string(JSON a GET "${out3}" data 1 embedding 5)
+string(JSON b GET "${out}" data 1 embedding 5)
+string(JSON rows LENGTH "${out3}" cosineSimilarity)
+string(JSON c00 GET "${out3}" cosineSimilarity 0 0)
+string(JSON c02 GET "${out3}" cosineSimilarity 0 2)
+string(JSON c01 GET "${out3}" cosineSimilarity 0 1)
+string(JSON c10 GET "${out3}" cosineSimilarity 1 0)
+string(JSON c21 GET "${out3}" cosineSimilarity 2 1)
+expect("json+: ${rows} rows, ${a} vs ${b}, cos ${c00} ${c02} ${c01} ${c10} ${c21}" rows EQUAL 3 AND a STREQUAL b
+       AND c00 STREQUAL "1.0" AND c02 STREQUAL "1.0" AND c01 STREQUAL c10 AND c01 STREQUAL c21 AND NOT c01 STREQUAL "1.0")
+run_cli(out4 err rc embed ${bert} -p "Hello world" --embd-output-format json+)
+expect("json+ with one text has no matrix: ${out4}" rc EQUAL 0 AND NOT out4 MATCHES "cosineSimilarity")
 
 # rank scores from the reranker; rank without a head is an error
 run_cli(out err rc embed "${SYNTH}/bert-rerank-tiny.gguf" -p "what is a fox?\tthe quick brown fox" --embd-output-format json)
