@@ -405,7 +405,8 @@ export interface ModelInfo {
 
 /** How a text's hidden states become one vector (llama.cpp's pooling types): 'none' one vector
  *  per token, 'mean' their average, 'cls' the first token's, 'last' the last token's, 'rank' a
- *  reranker's classifier head on the first token. */
+ *  reranker's classifier head on the first token (a decoder reranker's, Qwen3-Reranker: the
+ *  last token's). */
 export type Pooling = 'none' | 'mean' | 'cls' | 'last' | 'rank';
 
 /** Options of Engine.embed. */
@@ -424,7 +425,8 @@ export interface EmbedOptions {
 export interface RerankResult {
   /** The document's position in the array given to rerank(). */
   index: number;
-  /** The reranker's score (its cls.output, unnormalized; higher is more relevant). */
+  /** The reranker's score, higher is more relevant: a cross-encoder's cls.output, unnormalized;
+   *  Qwen3-Reranker's probability of "yes" (a softmax over its "yes" / "no" rows, 0..1). */
   score: number;
 }
 
@@ -1013,9 +1015,11 @@ export interface Engine {
   embed(texts: string | string[], options?: EmbedOptions): Promise<Float32Array[]>;
 
   /**
-   * Scores documents against a query with a cross-encoder reranker (a model with rank pooling:
-   * tensors cls / cls.output, as llama.cpp's): each pair is tokenized as llama.cpp's server
-   * does ([CLS] query [SEP] document for BERT) and scored by the classifier head.
+   * Scores documents against a query with a reranker (a model with rank pooling: tensors cls /
+   * cls.output, as llama.cpp's): each pair is tokenized as llama.cpp's server does
+   * (format_prompt_rerank: the file's tokenizer.chat_template.rerank with {query} and
+   * {document} filled in when it has one, as Qwen3-Reranker does; else [CLS] query [SEP]
+   * document for BERT) and scored by the classifier head.
    * @returns every document's {index, score}, highest score first (ties: lower index first).
    * @throws WasmlmError WLM_ERR_INVALID_ARG when the model has no ranking head; AbortError.
    */

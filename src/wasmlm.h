@@ -1007,7 +1007,9 @@ int wlm_model_embed_info(const wlm_model *model, wlm_embed_info *info);
  * pooling: enum wlm_pooling (UNSPECIFIED: the model's; a model whose file says NONE needs an
  * explicit one unless per-token vectors are wanted). Hidden states are taken after the output
  * norm (decoders) or the last layer (encoders), as llama.cpp's t_embd; MEAN averages them, CLS
- * and LAST take one row (llama.cpp's build_pooling).
+ * and LAST take one row (llama.cpp's build_pooling); RANK puts the first token's (a decoder
+ * reranker's: the last token's) through the classifier head — cls then cls.output, and for
+ * Qwen3-Reranker a softmax over cls.output's two rows, so its first score is P("yes").
  * normalize (llama.cpp's --embd-normalize, common_embd_normalize): -1 none, 0 max absolute value
  * scaled to 32760 (int16), 1 taxicab, 2 Euclidean (L2, the usual choice), p > 2 the p-norm; each
  * output vector on its own (every token's with NONE). RANK scores are never normalized.
@@ -1024,12 +1026,14 @@ int32_t wlm_embed(wlm_context *ctx, const int32_t *tokens, const int32_t *length
                   int32_t n_texts, int32_t pooling, int32_t normalize, float *out, size_t cap);
 
 /*
- * The input of a cross-encoder reranker for one (query, document) pair, as llama.cpp's server
- * builds it (format_prompt_rerank): BOS when the vocabulary adds one, the query, EOS when it
- * adds EOS, SEP for a WordPiece vocabulary, the document, EOS when it adds EOS — for BERT,
- * [CLS] query [SEP] document. Writes up to cap ids, returns the count needed (may exceed cap)
- * or a negative status (WLM_ERR_TOKENIZER: no vocabulary). Pass the result to wlm_embed with
- * WLM_POOLING_RANK.
+ * The input of a reranker for one (query, document) pair, as llama.cpp's server builds it
+ * (format_prompt_rerank). A model with a "rerank" template (tokenizer.chat_template.rerank:
+ * Qwen3-Reranker) gets that text with "{query}" and then "{document}" replaced, tokenized with
+ * its control tokens parsed and nothing added. Otherwise (a cross-encoder): BOS when the
+ * vocabulary adds one, the query, EOS when it adds EOS, SEP for a WordPiece vocabulary, the
+ * document, EOS when it adds EOS — for BERT, [CLS] query [SEP] document. Writes up to cap ids,
+ * returns the count needed (may exceed cap) or a negative status (WLM_ERR_TOKENIZER: no
+ * vocabulary, WLM_ERR_NOMEM). Pass the result to wlm_embed with WLM_POOLING_RANK.
  */
 int32_t wlm_tokenize_pair(const wlm_model *model, const char *query, size_t query_len,
                           const char *doc, size_t doc_len, int32_t *tokens, int32_t cap);

@@ -108,7 +108,7 @@ export const SYNTH_RECORDS = Object.freeze([
 /**
  * Embedding records (tools/oracle/page.js's oracleEmbed): the encoders, Qwen3-Embedding's and
  * EmbeddingGemma's shapes, F32 and quantized, over ARCH_PROMPTS, each text embedded alone by llama.cpp's server code
- * (special tokens added, L2-normalized); and a BERT cross-encoder's rerank scores. Written to
+ * (special tokens added, L2-normalized); and a BERT cross-encoder's and a Qwen3-Reranker's rerank scores. Written to
  * tests/reference/oracle/embed/<name>.json by `node tools/oracle.mjs --embed-synth all`.
  */
 export const EMBED_RECORDS = Object.freeze([
@@ -117,6 +117,8 @@ export const EMBED_RECORDS = Object.freeze([
   ...['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `qwen3-embedding-${type}`, arch: 'qwen3', shape: 'embedding-tiny', seed: 1, type })),
   ...['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `gemma-embedding-${type}`, arch: 'gemma-embedding', shape: 'tiny', seed: 1, type })),
   { name: 'bert-rerank-F32', arch: 'bert', shape: 'rerank-tiny', seed: 1, type: 'F32', pooling: 'rank' },
+  // Qwen3-Reranker's shape: the rerank template, the last token, a softmax over "yes" / "no"
+  { name: 'qwen3-rerank-F32', arch: 'qwen3', shape: 'rerank-tiny', seed: 1, type: 'F32', pooling: 'rank' },
 ]);
 
 /** The reranking query and documents of the rerank record. */

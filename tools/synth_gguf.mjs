@@ -128,6 +128,9 @@ export const SHAPES = Object.freeze({
     'qwen3-0.6b': { D: 1024, F: 3072, L: 28, H: 16, KV: 8, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', nVocab: 151936 },
     // Qwen3-Embedding: qwen3 with last-token pooling (qwen3.pooling_type 3)
     'embedding-tiny': { D: 64, F: 160, L: 2, H: 4, KV: 2, hd: 32, ctx: 4096, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', pooling: 3 },
+    // Qwen3-Reranker as llama.cpp's converter writes it: rank pooling (4), cls.output [D, 2] (the
+    // lm_head rows of "yes" and "no"), classifier.output_labels, tokenizer.chat_template.rerank
+    'rerank-tiny': { D: 64, F: 160, L: 2, H: 4, KV: 2, hd: 32, ctx: 4096, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', pooling: 4, rankLabels: ['yes', 'no'] },
     // huggingface.co/Qwen/Qwen3-Embedding-0.6B/blob/main/config.json
     'qwen3-embedding-0.6b': { D: 1024, F: 3072, L: 28, H: 16, KV: 8, hd: 128, ctx: 32768, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', nVocab: 151669, pooling: 3 },
   },
@@ -391,6 +394,10 @@ function describeShape(arch, s, shapeName, seed) {
     key('attention.sliding_window', 'u32', s.window);
   }
   if (s.pooling != null) key('pooling_type', 'u32', s.pooling);
+  if (s.rankLabels) {
+    key('classifier.output_labels', 'arr:str', s.rankLabels);
+    kv.push(['tokenizer.chat_template.rerank', 'str', QWEN3_RERANK_TEMPLATE]);
+  }
   kv.push(...voc.kv);
 
   // scales (see SCALES above)
@@ -461,8 +468,14 @@ function describeShape(arch, s, shapeName, seed) {
   norm('output_norm.weight', D);
   if (arch === 'gpt2') bias('output_norm.bias', D);
   if (!s.tied) t('output.weight', [D, V], { std: outStd, zeroRows });
+  if (s.rankLabels) t('cls.output.weight', [D, s.rankLabels.length], { std: outStd });
   return { shape: s, nVocab: V, kv, tensors: T };
 }
+
+/** The "rerank" template llama.cpp's converter stores for Qwen3-Reranker ({query}, {document}). */
+export const QWEN3_RERANK_TEMPLATE = '<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the Instruct provided. Note that the answer can only be "yes" or "no".<|im_end|>\n'
+  + '<|im_start|>user\n<Instruct>: Given a web search query, retrieve relevant passages that answer the query\n<Query>: {query}\n<Document>: {document}<|im_end|>\n'
+  + '<|im_start|>assistant\n<think>\n\n</think>\n\n';
 
 /**
  * An encoder (llama.cpp's LLM_ARCH_BERT / NOMIC_BERT, src/models/bert.cpp): token_embd,

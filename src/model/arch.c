@@ -18,10 +18,11 @@ static const wlm_arch ARCHS[] = {
     /* Qwen2 / Qwen2.5: biases on Q, K and V; NEOX RoPE (rotate halves). */
     {.name = "qwen2", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_REQ},
-    /* Qwen3: no biases; RMSNorm of each Q and K head before RoPE; head size from key_length. */
+    /* Qwen3: no biases; RMSNorm of each Q and K head before RoPE; head size from key_length.
+     * Qwen3-Reranker: cls.output's two rows over the last token, softmax. */
     {.name = "qwen3", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_EITHER, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_OPT,
-     .qk_norm = WLM_T_REQ},
+     .qk_norm = WLM_T_REQ, .rank_last_softmax = 1},
     /* Gemma 3: GeGLU (tanh GELU), embeddings × sqrt(dim), norms after attention and after the
      * feed-forward, Q/K norms, sliding-window layers with their own RoPE base. Its converter
      * stores every RMSNorm weight as 1 + w, so the norms are applied as stored. */

@@ -474,6 +474,28 @@ static int get_rope_factors(wlm_model *m, const wlm_gguf *g, const char *name, c
     return WLM_OK;
 }
 
+/* A reranker's optional heads (llama.cpp's build_pooling, LLAMA_POOLING_TYPE_RANK): cls
+ * (dim × dim, + bias, then tanh) and cls.output (labels × dim, + bias) — an encoder's
+ * cross-encoder head, or a decoder's (Qwen3-Reranker: cls.output alone, the "yes"/"no" rows). */
+static int map_rank_head(wlm_model *m, const wlm_gguf *g, float **spare) {
+    wlm_weights *w = &m->w;
+    const int32_t D = m->hp.dim;
+    const wlm_gguf_tensor *t;
+    int rc;
+    if (wlm_gguf_find_tensor(g, "cls.weight") &&
+        ((rc = get_matrix(m, g, "cls.weight", D, D, &w->cls)) ||
+         (rc = get_vec(m, g, "cls.bias", D, WLM_T_OPT, spare, &w->cls_b))))
+        return rc;
+    if ((t = wlm_gguf_find_tensor(g, "cls.output.weight"))) {
+        const int64_t n = t->ne[1] >= 1 && t->ne[1] <= 65536 ? t->ne[1] : 1;
+        if ((rc = get_matrix(m, g, "cls.output.weight", n, D, &w->cls_out)) ||
+            (rc = get_vec(m, g, "cls.output.bias", (int32_t)n, WLM_T_OPT, spare, &w->cls_out_b)))
+            return rc;
+        m->hp.n_cls_out = (int32_t)n;
+    }
+    return WLM_OK;
+}
+
 /* An encoder's tensors outside the layers (llama.cpp's LLM_ARCH_BERT / NOMIC_BERT): optional
  * token_types (tokenizer.ggml.token_type_count rows when the key is there; row 0 is used),
  * token_embd_norm with its bias, and optional reranking heads: cls
@@ -496,18 +518,7 @@ static int map_encoder(wlm_model *m, const wlm_gguf *g, float **spare) {
     if ((rc = get_norm(m, g, "token_embd_norm.weight", D, spare, &w->embd_norm)) ||
         (rc = get_norm(m, g, "token_embd_norm.bias", D, spare, &w->embd_norm_b)))
         return rc;
-    if (wlm_gguf_find_tensor(g, "cls.weight") &&
-        ((rc = get_matrix(m, g, "cls.weight", D, D, &w->cls)) ||
-         (rc = get_vec(m, g, "cls.bias", D, WLM_T_OPT, spare, &w->cls_b))))
-        return rc;
-    if ((t = wlm_gguf_find_tensor(g, "cls.output.weight"))) {
-        const int64_t n = t->ne[1] >= 1 && t->ne[1] <= 65536 ? t->ne[1] : 1;
-        if ((rc = get_matrix(m, g, "cls.output.weight", n, D, &w->cls_out)) ||
-            (rc = get_vec(m, g, "cls.output.bias", (int32_t)n, WLM_T_OPT, spare, &w->cls_out_b)))
-            return rc;
-        m->hp.n_cls_out = (int32_t)n;
-    }
-    return WLM_OK;
+    return map_rank_head(m, g, spare);
 }
 
 static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa) {
@@ -567,7 +578,8 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
     } else if ((rc = get_norm(m, g, "output_norm.weight", D, &spare, &w->rms_final)) ||
                (rc = get_vec(m, g, "output_norm.bias", D,
                              a->norm == WLM_NORM_LAYER ? WLM_T_REQ : WLM_T_NO, &spare,
-                             &w->final_norm_b))) {
+                             &w->final_norm_b)) ||
+               (rc = map_rank_head(m, g, &spare))) {
         return rc;
     }
 

@@ -64,6 +64,10 @@ typedef struct wlm_arch {
                                  within n_swa / 2 either side) */
     int8_t dense_out;         /* 1: optional dense_2 / dense_3 projections applied after pooling
                                  (Sentence Transformers' Dense modules, EmbeddingGemma) */
+    int8_t rank_last_softmax; /* 1: a decoder reranker (Qwen3-Reranker: cls.output holds the
+                                 lm_head rows of "yes" and "no"): rank pooling reads the last
+                                 token and the scores are a softmax over cls.output's rows, as
+                                 llama.cpp's build_pooling / llm_graph_input_cls for qwen3 */
 } wlm_arch;
 
 /* The row of arch.c's table named `name` (len bytes), or NULL. */

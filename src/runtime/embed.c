@@ -7,6 +7,7 @@
  * reranker's pair) and keeps nothing between calls: the KV cache is only the pass's scratch.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,12 +27,60 @@ int wlm_model_embed_info(const wlm_model *model, wlm_embed_info *info) {
     return WLM_OK;
 }
 
+/* Every "{key}" of s (n bytes) replaced by v (vn bytes), as llama.cpp's string_replace_all: a
+ * new buffer (*out_len bytes + NUL) or NULL when out of memory. */
+static char *replace_all(const char *s, size_t n, const char *key, const char *v, size_t vn,
+                         size_t *out_len) {
+    const size_t kn = strlen(key);
+    size_t count = 0;
+    for (size_t i = 0; i + kn <= n;) {
+        if (memcmp(s + i, key, kn) == 0) count++, i += kn;
+        else i++;
+    }
+    if (vn > kn && count > (SIZE_MAX - n - 1) / (vn - kn)) return NULL;
+    const size_t len = n + count * vn - count * kn;
+    char *o = malloc(len + 1);
+    if (!o) return NULL;
+    size_t j = 0;
+    for (size_t i = 0; i < n;) {
+        if (i + kn <= n && memcmp(s + i, key, kn) == 0) {
+            if (vn) memcpy(o + j, v, vn);
+            j += vn, i += kn;
+        } else {
+            o[j++] = s[i++];
+        }
+    }
+    o[j] = 0;
+    *out_len = j;
+    return o;
+}
+
+/* A decoder reranker's input (Qwen3-Reranker): the file's tokenizer.chat_template.rerank with
+ * "{query}" and then "{document}" replaced, tokenized with its control tokens parsed and nothing
+ * added — llama.cpp's format_prompt_rerank when the model has a "rerank" template. */
+static int32_t tokenize_rerank_template(const wlm_tokenizer *t, const char *tpl, size_t tpl_len,
+                                        const char *query, size_t query_len, const char *doc,
+                                        size_t doc_len, int32_t *tokens, int32_t cap) {
+    size_t n1 = 0, n2 = 0;
+    char *s1 = replace_all(tpl, tpl_len, "{query}", query ? query : "", query_len, &n1);
+    char *s2 = s1 ? replace_all(s1, n1, "{document}", doc ? doc : "", doc_len, &n2) : NULL;
+    free(s1);
+    if (!s2) return WLM_ERR_NOMEM;
+    const int32_t n = wlm_tokenizer_encode(t, s2, n2, WLM_TOKENIZE_PARSE_SPECIAL, tokens, cap);
+    free(s2);
+    return n;
+}
+
 int32_t wlm_tokenize_pair(const wlm_model *model, const char *query, size_t query_len,
                           const char *doc, size_t doc_len, int32_t *tokens, int32_t cap) {
     if (!model || (!query && query_len) || (!doc && doc_len) || cap < 0 || (!tokens && cap))
         return WLM_ERR_INVALID_ARG;
     if (!model->has_tokenizer) return WLM_ERR_TOKENIZER;
     const wlm_tokenizer *t = &model->tok;
+    size_t tpl_len = 0;
+    const char *tpl = wlm_model_meta_string(model, "tokenizer.chat_template.rerank", &tpl_len);
+    if (tpl) return tokenize_rerank_template(t, tpl, tpl_len, query, query_len, doc, doc_len,
+                                             tokens, cap);
     /* llama.cpp's format_prompt_rerank: BOS if the vocabulary adds one, the query, EOS (or SEP
      * when there is no EOS) if it adds EOS, SEP if it adds SEP (WordPiece does), the document,
      * EOS if it adds EOS. For BERT: [CLS] query [SEP] document. */
@@ -80,7 +129,8 @@ static void normalize(float *v, int32_t n, int32_t norm) {
 }
 
 /* A reranker's head on one hidden state h (dim floats): tanh(cls·h + cls_b) when cls exists,
- * then cls_out·y + cls_out_b when cls.output exists (llama.cpp's LLAMA_POOLING_TYPE_RANK).
+ * then cls_out·y + cls_out_b when cls.output exists, then a softmax over those scores for a
+ * decoder reranker (arch rank_last_softmax) (llama.cpp's LLAMA_POOLING_TYPE_RANK).
  * tmp holds 2 × dim floats; the n_rank_out scores go to out. */
 static void rank_head(wlm_context *c, const float *h, float *tmp, float *out) {
     const wlm_weights *w = &c->model->w;
@@ -95,6 +145,14 @@ static void rank_head(wlm_context *c, const float *h, float *tmp, float *out) {
         const int32_t n = w->cls_out.rows;
         wlm_matmul(c, tmp + D, (size_t)n, &w->cls_out, y, (size_t)D, 1);
         for (int32_t i = 0; i < n; i++) out[i] = w->cls_out_b ? tmp[D + i] + w->cls_out_b[i] : tmp[D + i];
+        if (c->model->hp.arch->rank_last_softmax) { /* ggml_soft_max: max subtracted, sum in double */
+            float mx = out[0];
+            for (int32_t i = 1; i < n; i++) mx = out[i] > mx ? out[i] : mx;
+            double sum = 0.0;
+            for (int32_t i = 0; i < n; i++) sum += (double)(out[i] = expf(out[i] - mx));
+            const float inv = (float)(1.0 / sum);
+            for (int32_t i = 0; i < n; i++) out[i] *= inv;
+        }
     } else {
         memcpy(out, y, sizeof(float) * (size_t)D);
     }
@@ -215,8 +273,8 @@ int32_t wlm_embed(wlm_context *ctx, const int32_t *tokens, const int32_t *length
                 case WLM_POOLING_LAST:
                     if (pos == len - 1) memcpy(o, h, sizeof(float) * (size_t)D);
                     break;
-                case WLM_POOLING_RANK:
-                    if (pos == 0) rank_head(c, h, tmp, o);
+                case WLM_POOLING_RANK: /* the first token, or the last for a decoder reranker */
+                    if (pos == (p->arch->rank_last_softmax ? len - 1 : 0)) rank_head(c, h, tmp, o);
                     break;
                 }
                 if (++pos == len) s++, pos = 0;
