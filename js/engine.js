@@ -594,7 +594,11 @@ class Engine {
   async #fitModule(model, ctxParams, signal) {
     const source = await openModel(model, 'model', signal); // (a split GGUF's parts: js/split.js)
     try {
-      const need = modelBytes(source.size, await peekModelHeader(source.peek),
+      const header = await peekModelHeader(source.peek);
+      // a download without Content-Length: sized by its header's tensor directory, which also
+      // sets the heap buffer's first size (no doubling copies of a multi-GB model)
+      if (!source.size && header?.dataBytes) source.expected = header.dataBytes;
+      const need = modelBytes(source.size || header?.dataBytes || 0, header,
         { ...ctxParams, threads: this.#nThreads });
       // the caller's own module (options.wasm) is kept, whichever it is
       const own = !this.#options || this.#options.wasm !== undefined;

@@ -241,7 +241,7 @@ export function readModelHeader(bytes) {
   };
   const version = u32();
   if (version < 2 || version > 3) return null;
-  u64(); // tensors
+  const nTensors = u64();
   const nKv = u64();
   const kv = new Map();
   for (let i = 0; i < nKv; i++) {
@@ -261,6 +261,22 @@ export function readModelHeader(bytes) {
     } else if (SIZES[t]) kv.set(key, scalar(t));
     else return null;
   }
+  // The tensor directory: where the tensor data ends, i.e. the file's size, for a download that
+  // does not say it (no Content-Length); null when a type's block size is not in BLOCKS.
+  let dataEnd = 0;
+  for (let i = 0; i < nTensors && dataEnd !== null; i++) {
+    str();
+    const nDims = u32();
+    if (nDims < 1 || nDims > 4) return null;
+    let elems = 1, ne0 = 0;
+    for (let d = 0; d < nDims; d++) { const n = u64(); if (d === 0) ne0 = n; elems *= n; }
+    const block = BLOCKS[u32()];
+    const offset = u64();
+    dataEnd = block && ne0 % block[0] === 0 ? Math.max(dataEnd, offset + (elems / block[0]) * block[1]) : null;
+  }
+  const align = typeof kv.get('general.alignment') === 'number' ? kv.get('general.alignment') || 32 : 32;
+  const split = typeof kv.get('split.count') === 'number' && kv.get('split.count') > 1;
+  const dataBytes = dataEnd === null || split ? null : Math.ceil(pos / align) * align + dataEnd;
   const arch = kv.get('general.architecture');
   const num = (k, dflt) => {
     const v = kv.get(`${arch}.${k}`);
@@ -273,9 +289,17 @@ export function readModelHeader(bytes) {
     format: 'gguf', arch, nLayers: num('block_count', 0), dim, hidden: num('feed_forward_length', dim * 4),
     nHeads, nKvHeads: num('attention.head_count_kv', nHeads) || nHeads, headK,
     headV: num('attention.value_length', headK), ctx: num('context_length', 2048),
-    vocab: kv.get('tokenizer.ggml.tokens')?.length ?? 32000, headerBytes: pos,
+    vocab: kv.get('tokenizer.ggml.tokens')?.length ?? 32000, headerBytes: pos, dataBytes,
   });
 }
+
+/** ggml types' [elements, bytes] per block (ggml.c's type traits), the types our kernels read
+ *  and the plain ones: enough to size a file from its tensor directory. */
+const BLOCKS = {
+  0: [1, 4], 1: [1, 2], 2: [32, 18], 3: [32, 20], 6: [32, 22], 7: [32, 24], 8: [32, 34],
+  10: [256, 84], 11: [256, 110], 12: [256, 144], 13: [256, 176], 14: [256, 210], 24: [1, 1],
+  25: [1, 2], 26: [1, 4], 27: [1, 8], 28: [1, 8], 30: [1, 2],
+};
 
 /** `h`, or null when a number is out of any model's range (the file is then sized by its
  *  bytes alone, and C reports what is wrong with it). */

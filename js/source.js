@@ -219,7 +219,8 @@ export async function readIntoHeap(x, source, stage, onProgress, signal, lowByte
   try {
     checkAbort();
     const total = src.size;
-    buf = new HeapBuffer(x, src.known ? total : total || FILE_CHUNK, stage, lowBytes);
+    // src.expected: a size without Content-Length, from the model's header (js/engine.js)
+    buf = new HeapBuffer(x, src.known ? total : total || src.expected || FILE_CHUNK, stage, lowBytes);
     report(0, total);
     for await (const chunk of src.chunks()) {
       checkAbort();

@@ -86,6 +86,23 @@ test('memory64: the header gives the sizes the context really takes (within 10 %
   }
 });
 
+test('memory64: a GGUF header sizes its file by its tensor directory (a download without Content-Length)', async () => {
+  const files = [GGUF];
+  for (const [arch, type] of [['qwen3', 'Q4_K_M'], ['llama', 'Q8_0'], ['phi3', 'Q4_0'], ['gemma3', 'Q6_K']]) {
+    files.push(path.join(dir, `${arch}-${type}.gguf`));
+    synthesize({ arch, type, out: files.at(-1) });
+  }
+  for (const file of files) {
+    const bytes = fs.readFileSync(file);
+    const h = await peekModelHeader(async (n) => bytes.subarray(0, n));
+    assert.equal(h.dataBytes, bytes.byteLength, `${path.basename(file)}: the header's data end is the file's size`);
+  }
+  // cut inside the tensor directory: more bytes are asked for, as for the key/values
+  const g = fs.readFileSync(files[1]);
+  const cut = (await peekModelHeader(async (n) => g.subarray(0, n))).headerBytes - 8;
+  assert.throws(() => readModelHeader(g.subarray(0, cut)), (e) => e.constructor.name === 'NeedMore');
+});
+
 test('memory64: which module a model gets', () => {
   const GiB = 2 ** 30;
   const need = (total) => ({ weights: total - GiB / 2, kv: GiB / 4, scratch: GiB / 8, other: GiB / 8, total });
