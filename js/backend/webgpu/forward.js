@@ -6,9 +6,11 @@
 // (+ bias) → post-norm → residual → norm → feed-forward (SwiGLU / GeGLU / GELU MLP) → post-norm
 // → residual; then the final norm, the classifier and the soft-cap for the entries that want
 // logits. A batch runs in chunks of up to `chunk` entries, each one compute pass whose bind
-// groups were built once (the entry count is the grid's z). The KV cache is one buffer per
-// layer, positions 0..n_ctx-1 of one sequence. It does not sample: the logits go back to the
-// wasm engine (js/backend/webgpu/backend.js).
+// groups were built once (the entry count is the grid's z); a weight product runs the
+// matrix-vector kernel for one entry (decode), its batch form for a few, and the tiled
+// matrix-matrix kernel (wgsl_matmat.js) from MATMAT_MIN_ENT entries (prefill). The KV cache is
+// one buffer per layer, positions 0..n_ctx-1 of one sequence. It does not sample: the logits go
+// back to the wasm engine (js/backend/webgpu/backend.js).
 
 import { jsError } from '../../errors.js';
 import { attentionWgsl, embedWgsl, eltwiseWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeWgsl, WG } from './wgsl_ops.js';
