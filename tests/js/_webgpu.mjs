@@ -65,8 +65,10 @@ export function kernelKit(device, x) {
    * Runs `code` once: binding 0 the activations A (Float32Array), 1 the 16 parameter words, 2.. the
    * typed arrays of `extra`; returns [A, ...extra] as read back (ArrayBuffers).
    */
+  const pipes = new Map(); // code → pipeline: SwiftShader's compile is most of a kernel test's time
   async function run(code, { A, params, extra = [], grid }) {
-    const pipe = await makePipeline(device, code, 'test');
+    if (!pipes.has(code)) pipes.set(code, await makePipeline(device, code, 'test'));
+    const pipe = pipes.get(code);
     const mk = (data) => {
       const b = device.createBuffer({ size: Math.max(16, (data.byteLength + 3) & ~3), usage: STORAGE | COPY_SRC | COPY_DST, mappedAtCreation: true });
       new Uint8Array(b.getMappedRange()).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
