@@ -175,7 +175,7 @@ test('batching: a prompt below MATMAT_MIN_ENT in one pass equals it token by tok
       } else { // the tiled kernel adds each row in column order, matvec by lanes then a tree
         const { d, m } = diff(one, batch);
         t.diagnostic(`${ids.length} tokens in one pass vs one by one: max |diff| ${d.toExponential(2)}, max |logit| ${m.toFixed(2)}`);
-        assert.ok(d <= 1e-4 * (1 + m), `max |diff| ${d}`);
+        assert.ok(d <= 1e-5 * (1 + m), `max |diff| ${d}`); // measured 1.2e-5 over |logit| ≤ 27
         assert.equal(argmax(batch), argmax(one));
       }
     }
