@@ -9,18 +9,25 @@
 //
 //   npm run bench -- --backend webgpu [--shapes qwen2.5-0.5b,llama3.2-1b,phi3.5-mini]
 //       [--types Q4_K_M,Q8_0] [--runs 3] [--threads N] [--no-cpu] [--nctx 2048] [--probe-mib 512] [--json]
+//       [--gemm-only | --no-gemm] [--entries 32]
 //   (--shapes also takes ARCH/SHAPE of tools/synth_gguf.mjs, e.g. llama/tiny for a smoke run)
 //
 // In Node the GPU is Dawn's (the `webgpu` devDependency); without a GPU it runs on whatever
 // adapter Dawn finds (SwiftShader: numbers that mean nothing, flagged in the report).
+//
+// Prefill kernel rows (bench/webgpu_gemm.mjs; --gemm-only: these alone, --no-gemm: none): for
+// each shape and type, one layer's attn_q, ffn_up and ffn_down times a chunk of --entries (32)
+// activations through the tiled matrix-matrix kernel and the matrix-vector batch form, ms and
+// GFLOP/s side by side; in the JSON as `prefillKernelRows`.
 
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createEngine } from '../js/wasmlm.js';
-import { synthCached } from '../tools/synth_gguf.mjs';
+import { resolveShape, synthCached } from '../tools/synth_gguf.mjs';
 import { describeAdapter } from '../js/backend/webgpu/device.js';
+import { gemmRows } from './webgpu_gemm.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SHAPES = { 'qwen2.5-0.5b': 'qwen2', 'llama3.2-1b': 'llama', 'phi3.5-mini': 'phi3', 'qwen3-0.6b': 'qwen3', 'gemma3-1b': 'gemma3', gpt2: 'gpt2' };
@@ -29,7 +36,8 @@ const DECODE_TOKENS = 64;
 
 function parseArgs(argv) {
   const o = { shapes: ['qwen2.5-0.5b', 'llama3.2-1b', 'phi3.5-mini'], types: ['Q4_K_M', 'Q8_0'], runs: 3,
-    threads: Math.min(16, os.cpus().length), cpu: true, nCtx: 2048, json: false, probeMiB: 512 };
+    threads: Math.min(16, os.cpus().length), cpu: true, nCtx: 2048, json: false, probeMiB: 512,
+    engine: true, gemm: true, entries: 32 };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--backend') { if (argv[++i] !== 'webgpu') throw new Error('--backend: only webgpu is benchmarked here'); }
@@ -41,6 +49,9 @@ function parseArgs(argv) {
     else if (a === '--no-cpu') o.cpu = false;
     else if (a === '--probe-mib') o.probeMiB = Number(argv[++i]);
     else if (a === '--json') o.json = true;
+    else if (a === '--gemm-only') o.engine = false;
+    else if (a === '--no-gemm') o.gemm = false;
+    else if (a === '--entries') o.entries = Number(argv[++i]);
     else throw new Error(`bench/webgpu.mjs: unknown argument ${a}`);
   }
   for (const s of o.shapes) {
@@ -54,6 +65,7 @@ async function nodeGpu() {
   if (!process.env.VK_ICD_FILENAMES && fs.existsSync('/usr/lib/chromium/vk_swiftshader_icd.json') && !fs.existsSync('/dev/nvidia0')) {
     process.env.VK_ICD_FILENAMES = '/usr/lib/chromium/vk_swiftshader_icd.json';
   }
+  process.env.XDG_RUNTIME_DIR ??= os.tmpdir(); // else the Vulkan driver prints an error per device
   const { create } = await import('webgpu');
   return create([]);
 }
@@ -120,6 +132,30 @@ async function measure(engine, file, nCtx, runs) {
   return { info, prefill: median(pre), decode: median(dec) };
 }
 
+/** The prefill kernel rows (bench/webgpu_gemm.mjs) of every shape and type, logged as they come. */
+async function prefillKernels(gpu, o, log, software) {
+  const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
+  const device = await adapter.requestDevice({ requiredLimits: { maxBufferSize: adapter.limits.maxBufferSize, maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize } });
+  log(`# prefill kernels: one layer's matrices × ${o.entries} entries, tiled matrix-matrix vs matrix-vector batch form` +
+    (software ? ' (SOFTWARE adapter: CPU-emulated, not GPU speed; the rows show the path runs)' : ''));
+  const out = [];
+  try {
+    for (const shape of o.shapes) {
+      const [arch, shapeName] = SHAPES[shape] ? [SHAPES[shape], shape] : shape.split('/');
+      for (const type of o.types) {
+        for (const r of await gemmRows(device, shape, resolveShape(arch, shapeName), type, { entries: o.entries, runs: o.runs })) {
+          out.push(r);
+          log(`${shape} ${r.weightType} ${r.matrix} ${r.rows}×${r.cols} × ${r.entries}: tiled ${r.tiledMs.toFixed(3)} ms ` +
+            `(${r.tiledGflops.toPrecision(3)} GFLOP/s), matvec batch ${r.matvecMs.toFixed(3)} ms (${r.matvecGflops.toPrecision(3)} GFLOP/s), ×${r.speedup.toFixed(2)}`);
+        }
+      }
+    }
+  } finally {
+    device.destroy();
+  }
+  return out;
+}
+
 async function main() {
   const o = parseArgs(process.argv.slice(2));
   const log = o.json ? (...a) => console.error(...a) : console.log;
@@ -127,7 +163,7 @@ async function main() {
   const bw = await readBandwidth(gpu, o.probeMiB);
   log(`# adapter: ${bw.adapter.name}${bw.adapter.software ? ' (SOFTWARE: numbers mean nothing)' : ''}; read bandwidth ${bw.gbPerSec.toFixed(1)} GB/s`);
   const rows = [];
-  for (const shape of o.shapes) {
+  for (const shape of o.engine ? o.shapes : []) {
     for (const type of o.types) {
       const [arch, shapeName] = SHAPES[shape] ? [SHAPES[shape], shape] : shape.split('/');
       const file = synthCached({ arch, shape: shapeName, type });
@@ -161,8 +197,9 @@ async function main() {
         (row.gpuError ? ` · GPU error: ${row.gpuError}` : '') + (row.cpuError ? ` · CPU error: ${row.cpuError}` : ''));
     }
   }
+  const prefillKernelRows = o.gemm ? await prefillKernels(gpu, o, log, bw.adapter.software) : [];
   const report = { date: new Date().toISOString(), adapter: bw.adapter, readGBps: bw.gbPerSec, promptTokens: PROMPT_TOKENS,
-    decodeTokens: DECODE_TOKENS, nCtx: o.nCtx, runs: o.runs, load: os.loadavg(), cpus: os.cpus().length, rows };
+    decodeTokens: DECODE_TOKENS, nCtx: o.nCtx, runs: o.runs, load: os.loadavg(), cpus: os.cpus().length, rows, prefillKernelRows };
   fs.mkdirSync(path.join(HERE, 'out'), { recursive: true });
   const out = path.join(HERE, 'out', 'webgpu.json');
   fs.writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);

@@ -1,7 +1,8 @@
 // webgpu.test.mjs — the demo page's WebGPU mode in headless Chromium, whose WebGPU runs on
 // SwiftShader (--enable-unsafe-webgpu; the page is on http://127.0.0.1, a secure context): with
 // ?backend=webgpu the default model loads on the GPU in the page's worker, the statistics name
-// the backend, the adapter and the GPU memory, and greedy output is run.c's story; the backend
+// the backend, the adapter and the GPU memory, and greedy output is run.c's story (and after a
+// prompt long enough for the tiled prefill kernel, the CPU's greedy output); the backend
 // picker loads the model again on the CPU ('auto' keeps a software adapter on the CPU and says
 // why); and in a Chromium without a WebGPU adapter, choosing the GPU is an error that says what is missing
 // while the page keeps working.
@@ -56,6 +57,13 @@ test('?backend=webgpu: the model runs on the GPU in the worker; the picker moves
   const text = await generate10(page);
   assert.ok(text.length > 16 && reference.startsWith(text), `GPU greedy output is not a prefix of run.c's: ${JSON.stringify(text)}`);
   await screenshot(page, 'webgpu-page');
+  // a prompt of more than MATMAT_MIN_ENT tokens: its prefill runs through the tiled matrix-matrix
+  // kernel (wgsl_matmat.js); the CPU below continues it the same way
+  const prompt = reference.slice(0, reference.indexOf(' ', 100));
+  await page.locator('#prompt').fill(prompt);
+  const longer = await generate10(page);
+  assert.ok(longer.length > prompt.length + 8 && longer.startsWith(prompt), `GPU output after a long prompt: ${JSON.stringify(longer)}`);
+  await page.locator('#prompt').fill('Once upon a time');
   // Auto on a software adapter: the CPU, with the reason
   const auto = await loadAfter(page, () => page.locator('#backend').selectOption('auto'));
   assert.equal(auto.state, 'ready', auto.text);
@@ -63,6 +71,8 @@ test('?backend=webgpu: the model runs on the GPU in the worker; the picker moves
   assert.equal(await page.locator('#stat-gpu').textContent(), '—');
   assert.match(await page.locator('#backend-note').textContent(), /auto: the WebGPU adapter is a fallback one/);
   assert.equal(await generate10(page), text);
+  await page.locator('#prompt').fill(prompt);
+  assert.equal(await generate10(page), longer);
   assertNoProblems(/favicon\.ico/);
 });
 

@@ -7,8 +7,7 @@
 // ~n·2⁻²⁴ of it); each is stated where it is asserted.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dawn, wasmReference } from './_webgpu.mjs';
-import { makePipeline } from '../../js/backend/webgpu/forward.js';
+import { dawn, kernelKit, rng, wasmReference } from './_webgpu.mjs';
 import { attentionWgsl, eltwiseWgsl, embedWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, NONE, normWgsl, ropeWgsl, WG } from '../../js/backend/webgpu/wgsl_ops.js';
 import { GPU_TYPES } from '../../js/backend/webgpu/wgsl_quant.js';
 
@@ -16,82 +15,8 @@ const { adapter, skip: why } = await dawn();
 const skip = why || false;
 const device = adapter ? await adapter.requestDevice({ requiredFeatures: adapter.features.has('subgroups') ? ['subgroups'] : [] }) : null;
 const x = wasmReference();
-const STORAGE = 128, COPY_SRC = 4, COPY_DST = 8, MAP_READ = 1;
-
-/** Seeded uniform numbers in [-1, 1). */
-function rng(seed) {
-  let s = seed >>> 0;
-  return () => { s = (Math.imul(s, 1664525) + 1013904223) >>> 0; return s / 2 ** 31 - 1; };
-}
+const { run, weights } = kernelKit(device, x);
 const fbits = (v) => new Uint32Array(new Float32Array([v]).buffer)[0];
-
-/**
- * Runs `code` once: binding 0 the activations A (Float32Array), 1 the 16 parameter words, 2.. the
- * typed arrays of `extra`; returns [A, ...extra] as read back (ArrayBuffers).
- */
-async function run(code, { A, params, extra = [], grid }) {
-  const pipe = await makePipeline(device, code, 'test');
-  const mk = (data) => {
-    const b = device.createBuffer({ size: Math.max(16, (data.byteLength + 3) & ~3), usage: STORAGE | COPY_SRC | COPY_DST, mappedAtCreation: true });
-    new Uint8Array(b.getMappedRange()).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
-    b.unmap();
-    return b;
-  };
-  const bufs = [A, ...extra].map(mk);
-  const words = new Uint32Array(16);
-  words.set(params.map((v) => v >>> 0));
-  const pbuf = device.createBuffer({ size: 64, usage: 64 | COPY_DST });
-  device.queue.writeBuffer(pbuf, 0, words);
-  const entries = [{ binding: 0, resource: { buffer: bufs[0] } }, { binding: 1, resource: { buffer: pbuf } },
-    ...bufs.slice(1).map((b, i) => ({ binding: 2 + i, resource: { buffer: b } }))];
-  const enc = device.createCommandEncoder();
-  const pass = enc.beginComputePass();
-  pass.setPipeline(pipe);
-  pass.setBindGroup(0, device.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries }));
-  pass.dispatchWorkgroups(...grid);
-  pass.end();
-  const reads = bufs.map((b) => {
-    const r = device.createBuffer({ size: b.size, usage: MAP_READ | COPY_DST });
-    enc.copyBufferToBuffer(b, 0, r, 0, b.size);
-    return r;
-  });
-  device.queue.submit([enc.finish()]);
-  const out = [];
-  for (const r of reads) {
-    await r.mapAsync(1);
-    out.push(r.getMappedRange().slice(0));
-    r.destroy();
-  }
-  for (const b of [...bufs, pbuf]) b.destroy();
-  return out;
-}
-
-/** `rows` × `cols` weights of `type` from seeded floats, through the C quantizer: {bytes, deq}. */
-function weights(type, rows, cols, seed) {
-  const r = rng(seed);
-  const f = new Float32Array(rows * cols);
-  for (let i = 0; i < f.length; i++) f[i] = r() * (1 + (i % 7)) * 0.25; // uneven magnitudes per block
-  const src = x.wlmjs_malloc(f.byteLength) >>> 0;
-  new Float32Array(x.memory.buffer, src, f.length).set(f);
-  let bytes;
-  if (type === 0) {
-    bytes = new Uint8Array(f.buffer.slice(0));
-  } else {
-    const n = x.wlmjs_quantize_rows(type, src, 0, rows, cols);
-    assert.ok(n > 0, `type ${type}: no quantizer for rows of ${cols}`);
-    const dst = x.wlmjs_malloc(n) >>> 0;
-    x.wlmjs_quantize_rows(type, src, dst, rows, cols);
-    bytes = new Uint8Array(x.memory.buffer, dst, n).slice();
-    x.wlmjs_free(dst);
-  }
-  const q = x.wlmjs_malloc(bytes.length) >>> 0;
-  new Uint8Array(x.memory.buffer, q, bytes.length).set(bytes);
-  assert.equal(x.wlmjs_dequantize(type, q, src, rows * cols), rows * cols, `dequantize type ${type}`);
-  const deq = new Float32Array(x.memory.buffer, src, rows * cols).slice();
-  x.wlmjs_free(q);
-  x.wlmjs_free(src);
-  return { bytes, deq, rowBytes: bytes.length / rows };
-}
 
 const typeIds = Object.keys(GPU_TYPES).map(Number);
 

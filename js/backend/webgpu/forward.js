@@ -6,16 +6,19 @@
 // (+ bias) → post-norm → residual → norm → feed-forward (SwiGLU / GeGLU / GELU MLP) → post-norm
 // → residual; then the final norm, the classifier and the soft-cap for the entries that want
 // logits. A batch runs in chunks of up to `chunk` entries, each one compute pass whose bind
-// groups were built once (the entry count is the grid's z). The KV cache is one buffer per
-// layer, positions 0..n_ctx-1 of one sequence. It does not sample: the logits go back to the
-// wasm engine (js/backend/webgpu/backend.js).
+// groups were built once (the entry count is the grid's z); a weight product runs the
+// matrix-vector kernel for one entry (decode), its batch form for a few, and the tiled
+// matrix-matrix kernel (wgsl_matmat.js) from MATMAT_MIN_ENT entries (prefill). The KV cache is
+// one buffer per layer, positions 0..n_ctx-1 of one sequence. It does not sample: the logits go
+// back to the wasm engine (js/backend/webgpu/backend.js).
 
 import { jsError } from '../../errors.js';
 import { attentionWgsl, embedWgsl, eltwiseWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeWgsl, WG } from './wgsl_ops.js';
+import { MATMAT_MIN_ENT, matmatWgsl, TILE } from './wgsl_matmat.js';
 import { checkFits, USAGE } from './weights.js';
 
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
-const MATMAT_ENT = 4;   // entries per workgroup of the batch matvec (prefill)
+const MATMAT_ENT = 4;   // entries per workgroup of the batch matvec (small batches)
 
 /** A float's bits as u32, for the parameter words. */
 const fbits = (() => {
@@ -52,6 +55,7 @@ export class Pipelines {
     let p = this.#cache.get(key);
     if (!p) {
       const code = kind === 'matvec' ? matvecWgsl(arg[0], { subgroups: this.#subgroups, tpr: arg[1], ent: arg[2] })
+        : kind === 'matmat' ? matmatWgsl(arg)
         : kind === 'embed' ? embedWgsl(arg)
           : kind === 'norm' ? normWgsl()
             : kind === 'rope' ? ropeWgsl()
@@ -173,17 +177,22 @@ export class GpuForward {
     const S = { buffer: this.#step };
     const Vb = { buffer: w.vec };
 
-    // one entry (decode): a workgroup z per entry; more: MATMAT_ENT entries per workgroup z,
-    // each weight read once for them (the same sums in the same order)
+    // one entry (decode): a workgroup z per entry; 2 .. MATMAT_MIN_ENT − 1: MATMAT_ENT entries
+    // per workgroup z, each weight read once for them (the one-entry sums in the same order);
+    // more (prefill): the tiled matrix-matrix kernel (wgsl_matmat.js), TILE.TM rows × TILE.TN
+    // entries per workgroup, each weight decoded once per tile
     const matvec = (t, xOff, xE, yOff, yE, perWanted = false) => {
       const tpr = matvecThreadsPerRow(t[2]);
       const [gx, gy] = rowsGrid(Math.ceil(t[1] / (WG / tpr)));
+      const [tx, ty] = rowsGrid(Math.ceil(t[1] / TILE.TM));
       const count = (n, m) => (perWanted ? m : n);
       const params = [t[1], t[2], t[3], xOff, xE, yOff, yE, 0, 3 * B + (perWanted ? 1 : 0)];
       specs.push(['matvec', [t[0], tpr, 1], params, [{ buffer: bufOf(t) }],
         (n, m) => [gx, gy, count(n, m) === 1 ? 1 : 0]]);
       specs.push(['matvec', [t[0], tpr, MATMAT_ENT], params, [{ buffer: bufOf(t) }, S],
-        (n, m) => [gx, gy, count(n, m) > 1 ? Math.ceil(count(n, m) / MATMAT_ENT) : 0]]);
+        (n, m) => [gx, gy, count(n, m) > 1 && count(n, m) < MATMAT_MIN_ENT ? Math.ceil(count(n, m) / MATMAT_ENT) : 0]]);
+      specs.push(['matmat', t[0], params, [{ buffer: bufOf(t) }, S],
+        (n, m) => [tx, ty, count(n, m) >= MATMAT_MIN_ENT ? Math.ceil(count(n, m) / TILE.TN) : 0]]);
     };
     const norm = (len, xOff, xE, xH, yOff, yE, yH, wt, bt, rows = 1, idx = NONE, perWanted = false) => {
       specs.push(['norm', '', [len, xOff, xE, xH, yOff, yE, yH, vecOf(wt), bt ? vecOf(bt) : NONE,

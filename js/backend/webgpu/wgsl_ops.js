@@ -19,7 +19,7 @@ export const WG = 64;        // invocations per workgroup, every kernel
 export const MAX_HEAD = 256; // attention: largest head size (4 dims per invocation)
 export const NONE = 0xffffffff;
 
-const HEADER = /* wgsl */ `
+export const HEADER = /* wgsl */ `
 @group(0) @binding(0) var<storage, read_write> A: array<f32>;
 struct Params { u: array<vec4<u32>, 4> }
 @group(0) @binding(1) var<uniform> p: Params;

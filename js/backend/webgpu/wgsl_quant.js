@@ -3,8 +3,13 @@
 // of the weight buffer W (bound as array<u32>: the file's bytes as they are, quantized blocks
 // stay quantized in GPU memory). The layouts are ggml's, as src/kernels/quant.h documents them
 // field by field; each accessor is the per-element form of that type's to_float in
-// src/kernels/quant.c, the reference tests/js/webgpu_kernels.test.mjs compares it with. It does
-// not hold the kernels that use the accessors (wgsl_ops.js).
+// src/kernels/quant.c, the reference tests/js/webgpu_kernels.test.mjs compares it with. Each type
+// also has `w_get4(r0, k) -> vec4<f32>`, the four elements k .. k+3 of the row starting at byte r0
+// (k a multiple of 4, k + 3 below the row's length): the tile loader of the matrix-matrix kernels
+// (wgsl_matmat.js), which reads a block's scales once and its quants a 32-bit word at a time
+// (WGSL_WORDS) instead of a byte per element; tests/js/webgpu_matmat.test.mjs checks it against
+// C's to_float for every type. It does not hold the kernels that use the accessors (wgsl_ops.js,
+// wgsl_matmat.js).
 
 /** Byte and half-word readers over W, shared by every accessor. f16 bits are decoded by hand so
  *  that subnormal scales are exact whatever the GPU does with unpack2x16float. */
@@ -23,6 +28,24 @@ fn f16v(h: u32) -> f32 {
 fn rf16(o: u32) -> f32 { return f16v(rh(o)); }
 `;
 
+/** Word readers for w_get4: r4(o) the 4 bytes at any byte offset o (blocks of 18, 22, 34, 110
+ *  or 210 bytes leave rows and blocks 2-aligned only), and the four byte lanes of a word shifted
+ *  right by `sh` under `mask` (nibbles: sh 0 or 4, mask 0xf). */
+export const WGSL_WORDS = /* wgsl */ `
+fn r4(o: u32) -> u32 {
+  let s = (o & 3u) * 8u;
+  let lo = W[o >> 2u];
+  if (s == 0u) { return lo; }
+  return (lo >> s) | (W[(o >> 2u) + 1u] << (32u - s));
+}
+fn lanes(w: u32, sh: u32, mask: u32) -> vec4<u32> {
+  return (vec4<u32>(w, w >> 8u, w >> 16u, w >> 24u) >> vec4<u32>(sh)) & vec4<u32>(mask);
+}
+fn slanes(w: u32) -> vec4<f32> {
+  return vec4<f32>(vec4<i32>(i32(w << 24u), i32(w << 16u), i32(w << 8u), i32(w)) >> vec4<u32>(24u));
+}
+`;
+
 // Sub-expressions shared by the K-quants: Q4_K / Q5_K's packed 6-bit scale and min of sub-block j
 // (wlm_q4_K_scale_min), Q2_K / Q3_K's 2-bit levels (k2_level).
 const K_SCALE_MIN = /* wgsl */ `
@@ -37,16 +60,35 @@ fn k2_level(qs: u32, e: u32) -> u32 { return (rb(qs + 32u * (e / 128u) + e % 32u
 
 /**
  * GGUF type id → {name, blk (elements per block), bytes (per block), wgsl (w_get and what it
- * needs)}. Every type the CPU engine runs: F32, F16, BF16, the 32-element Q4_0 / Q4_1 / Q5_0 /
- * Q5_1 / Q8_0 and the 256-element K-quants Q2_K … Q6_K.
+ * needs), wgsl4 (w_get4, placed after wgsl and WGSL_WORDS)}. Every type the CPU engine runs:
+ * F32, F16, BF16, the 32-element Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 and the 256-element K-quants
+ * Q2_K … Q6_K.
  */
 export const GPU_TYPES = Object.freeze({
-  0: { name: 'F32', blk: 1, bytes: 4, wgsl: `fn w_get(b: u32, i: u32) -> f32 { return bitcast<f32>(W[b >> 2u]); }` },
-  1: { name: 'F16', blk: 1, bytes: 2, wgsl: `fn w_get(b: u32, i: u32) -> f32 { return rf16(b); }` },
-  30: { name: 'BF16', blk: 1, bytes: 2, wgsl: `fn w_get(b: u32, i: u32) -> f32 { return bitcast<f32>(rh(b) << 16u); }` },
+  0: { name: 'F32', blk: 1, bytes: 4, wgsl: `fn w_get(b: u32, i: u32) -> f32 { return bitcast<f32>(W[b >> 2u]); }`,
+    wgsl4: `fn w_get4(r0: u32, k: u32) -> vec4<f32> {
+  let o = (r0 >> 2u) + k;
+  return bitcast<vec4<f32>>(vec4<u32>(W[o], W[o + 1u], W[o + 2u], W[o + 3u]));
+}` },
+  1: { name: 'F16', blk: 1, bytes: 2, wgsl: `fn w_get(b: u32, i: u32) -> f32 { return rf16(b); }`,
+    wgsl4: `fn w_get4(r0: u32, k: u32) -> vec4<f32> {
+  let a = r4(r0 + 2u * k);
+  let c = r4(r0 + 2u * k + 4u);
+  return vec4<f32>(f16v(a & 0xffffu), f16v(a >> 16u), f16v(c & 0xffffu), f16v(c >> 16u));
+}` },
+  30: { name: 'BF16', blk: 1, bytes: 2, wgsl: `fn w_get(b: u32, i: u32) -> f32 { return bitcast<f32>(rh(b) << 16u); }`,
+    wgsl4: `fn w_get4(r0: u32, k: u32) -> vec4<f32> {
+  let a = r4(r0 + 2u * k);
+  let c = r4(r0 + 2u * k + 4u);
+  return bitcast<vec4<f32>>(vec4<u32>(a << 16u, a & 0xffff0000u, c << 16u, c & 0xffff0000u));
+}` },
   8: {
     name: 'Q8_0', blk: 32, bytes: 34, // d (f16), qs[32] int8: qs[i] * d
     wgsl: `fn w_get(b: u32, i: u32) -> f32 { return f32(rsb(b + 2u + i)) * rf16(b); }`,
+    wgsl4: `fn w_get4(r0: u32, k: u32) -> vec4<f32> {
+  let b = r0 + (k / 32u) * 34u;
+  return slanes(r4(b + 2u + k % 32u)) * rf16(b);
+}`,
   },
   2: {
     name: 'Q4_0', blk: 32, bytes: 18, // d, qs[16]: element j low nibble of qs[j], j+16 high; (q - 8) * d
@@ -54,12 +96,24 @@ export const GPU_TYPES = Object.freeze({
   let q = (rb(b + 2u + (i & 15u)) >> select(0u, 4u, i >= 16u)) & 0xfu;
   return f32(i32(q) - 8) * rf16(b);
 }`,
+    wgsl4: `fn w_get4(r0: u32, k: u32) -> vec4<f32> {
+  let b = r0 + (k / 32u) * 18u;
+  let i = k % 32u;
+  let q = lanes(r4(b + 2u + (i & 15u)), select(0u, 4u, i >= 16u), 0xfu);
+  return (vec4<f32>(q) - 8.0) * rf16(b);
+}`,
   },
   3: {
     name: 'Q4_1', blk: 32, bytes: 20, // d, m, qs[16]: q * d + m
     wgsl: `fn w_get(b: u32, i: u32) -> f32 {
   let q = (rb(b + 4u + (i & 15u)) >> select(0u, 4u, i >= 16u)) & 0xfu;
   return f32(q) * rf16(b) + rf16(b + 2u);
+}`,
+    wgsl4: `fn w_get4(r0: u32, k: u32) -> vec4<f32> {
+  let b = r0 + (k / 32u) * 20u;
+  let i = k % 32u;
+  let q = lanes(r4(b + 4u + (i & 15u)), select(0u, 4u, i >= 16u), 0xfu);
+  return vec4<f32>(q) * rf16(b) + rf16(b + 2u);
 }`,
   },
   6: {
@@ -69,6 +123,13 @@ export const GPU_TYPES = Object.freeze({
   let hi = (rb(b + 2u + (i >> 3u)) >> (i & 7u)) & 1u;
   return f32(i32(lo | (hi << 4u)) - 16) * rf16(b);
 }`,
+    wgsl4: `fn w_get4(r0: u32, k: u32) -> vec4<f32> {
+  let b = r0 + (k / 32u) * 22u;
+  let i = k % 32u;
+  let lo = lanes(r4(b + 6u + (i & 15u)), select(0u, 4u, i >= 16u), 0xfu);
+  let hi = (vec4<u32>(r4(b + 2u)) >> (vec4<u32>(0u, 1u, 2u, 3u) + i)) & vec4<u32>(1u);
+  return (vec4<f32>(lo | (hi << vec4<u32>(4u))) - 16.0) * rf16(b);
+}`,
   },
   7: {
     name: 'Q5_1', blk: 32, bytes: 24, // d, m, qh[4], qs[16]; q5 * d + m
@@ -77,6 +138,13 @@ export const GPU_TYPES = Object.freeze({
   let hi = (rb(b + 4u + (i >> 3u)) >> (i & 7u)) & 1u;
   return f32(lo | (hi << 4u)) * rf16(b) + rf16(b + 2u);
 }`,
+    wgsl4: `fn w_get4(r0: u32, k: u32) -> vec4<f32> {
+  let b = r0 + (k / 32u) * 24u;
+  let i = k % 32u;
+  let lo = lanes(r4(b + 8u + (i & 15u)), select(0u, 4u, i >= 16u), 0xfu);
+  let hi = (vec4<u32>(r4(b + 4u)) >> (vec4<u32>(0u, 1u, 2u, 3u) + i)) & vec4<u32>(1u);
+  return vec4<f32>(lo | (hi << vec4<u32>(4u))) * rf16(b) + rf16(b + 2u);
+}`,
   },
   10: {
     name: 'Q2_K', blk: 256, bytes: 84, // scales[16] (scale low nibble, min high), qs[64], d, dmin
@@ -84,6 +152,13 @@ export const GPU_TYPES = Object.freeze({
 fn w_get(b: u32, e: u32) -> f32 {
   let sc = rb(b + e / 16u);
   return rf16(b + 80u) * f32(sc & 0xfu) * f32(k2_level(b + 16u, e)) - rf16(b + 82u) * f32(sc >> 4u);
+}`,
+    wgsl4: `fn w_get4(r0: u32, k: u32) -> vec4<f32> {
+  let b = r0 + (k / 256u) * 84u;
+  let e = k % 256u;
+  let sc = rb(b + e / 16u);
+  let q = lanes(r4(b + 16u + 32u * (e / 128u) + e % 32u), 2u * (e % 128u / 32u), 3u);
+  return rf16(b + 80u) * f32(sc & 0xfu) * vec4<f32>(q) - rf16(b + 82u) * f32(sc >> 4u);
 }`,
   },
   11: {
@@ -99,6 +174,14 @@ fn w_get(b: u32, e: u32) -> f32 {
   let q = i32(k2_level(b + 32u, e) + 4u * hbit) - 4;
   return rf16(b + 108u) * f32(q3_scale(b + 96u, e / 16u)) * f32(q);
 }`,
+    wgsl4: `fn w_get4(r0: u32, k: u32) -> vec4<f32> {
+  let b = r0 + (k / 256u) * 110u;
+  let e = k % 256u;
+  let hbit = lanes(r4(b + e % 32u), e / 32u, 1u);
+  let lv = lanes(r4(b + 32u + 32u * (e / 128u) + e % 32u), 2u * (e % 128u / 32u), 3u);
+  let q = vec4<i32>(lv + 4u * hbit) - vec4<i32>(4);
+  return rf16(b + 108u) * f32(q3_scale(b + 96u, e / 16u)) * vec4<f32>(q);
+}`,
   },
   12: {
     name: 'Q4_K', blk: 256, bytes: 144, // d, dmin, scales[12], qs[128]; d*sc*q - dmin*m
@@ -107,6 +190,13 @@ fn w_get(b: u32, e: u32) -> f32 {
   let sm = k_scale_min(b + 4u, e / 32u);
   let q = (rb(b + 16u + 32u * (e / 64u) + e % 32u) >> (4u * (e / 32u % 2u))) & 0xfu;
   return rf16(b) * sm.x * f32(q) - rf16(b + 2u) * sm.y;
+}`,
+    wgsl4: `fn w_get4(r0: u32, k: u32) -> vec4<f32> {
+  let b = r0 + (k / 256u) * 144u;
+  let e = k % 256u;
+  let sm = k_scale_min(b + 4u, e / 32u);
+  let q = lanes(r4(b + 16u + 32u * (e / 64u) + e % 32u), 4u * (e / 32u % 2u), 0xfu);
+  return rf16(b) * sm.x * vec4<f32>(q) - rf16(b + 2u) * sm.y;
 }`,
   },
   13: {
@@ -117,6 +207,14 @@ fn w_get(b: u32, e: u32) -> f32 {
   let lo = (rb(b + 48u + 32u * (e / 64u) + e % 32u) >> (4u * (e / 32u % 2u))) & 0xfu;
   let hi = (rb(b + 16u + e % 32u) >> (e / 32u)) & 1u;
   return rf16(b) * sm.x * f32(lo | (hi << 4u)) - rf16(b + 2u) * sm.y;
+}`,
+    wgsl4: `fn w_get4(r0: u32, k: u32) -> vec4<f32> {
+  let b = r0 + (k / 256u) * 176u;
+  let e = k % 256u;
+  let sm = k_scale_min(b + 4u, e / 32u);
+  let lo = lanes(r4(b + 48u + 32u * (e / 64u) + e % 32u), 4u * (e / 32u % 2u), 0xfu);
+  let hi = lanes(r4(b + 16u + e % 32u), e / 32u, 1u);
+  return rf16(b) * sm.x * vec4<f32>(lo | (hi << vec4<u32>(4u))) - rf16(b + 2u) * sm.y;
 }`,
   },
   14: {
@@ -130,6 +228,17 @@ fn w_get(b: u32, e: u32) -> f32 {
   let hi = (rb(b + 128u + 32u * h + l) >> (2u * k)) & 3u;
   let sc = rsb(b + 192u + 8u * h + 2u * k + l / 16u);
   return rf16(b + 208u) * f32(sc) * f32(i32(lo | (hi << 4u)) - 32);
+}`,
+    wgsl4: `fn w_get4(r0: u32, k: u32) -> vec4<f32> {
+  let b = r0 + (k / 256u) * 210u;
+  let e = k % 256u;
+  let h = e / 128u;
+  let kq = e % 128u / 32u;
+  let l = e % 32u;
+  let lo = lanes(r4(b + 64u * h + l + 32u * (kq & 1u)), 4u * (kq >> 1u), 0xfu);
+  let hi = lanes(r4(b + 128u + 32u * h + l), 2u * kq, 3u);
+  let sc = rsb(b + 192u + 8u * h + 2u * kq + l / 16u);
+  return rf16(b + 208u) * f32(sc) * vec4<f32>(vec4<i32>(lo | (hi << vec4<u32>(4u))) - vec4<i32>(32));
 }`,
   },
 });

@@ -1,0 +1,87 @@
+// bench/webgpu_gemm.mjs — the prefill rows of bench/webgpu.mjs: one layer's weight matrices of a
+// published shape (attn_q D×D, ffn_up F×D, ffn_down D×F) times a prefill chunk of `entries`
+// activations, through the tiled matrix-matrix kernel (js/backend/webgpu/wgsl_matmat.js, what
+// the forward pass runs for batches of MATMAT_MIN_ENT entries and more) and through the
+// matrix-vector kernel's batch form (4 entries per workgroup: the prefill path before it), side
+// by side on one device. Each row: milliseconds per product (median of `runs`, each timing
+// `reps` dispatches in one submission, wall clock: no timestamp queries needed), GFLOP/s
+// (2·rows·cols·entries per product) and the tiled kernel's speed-up. The weight bytes are a
+// fixed pattern with finite scales (their values do not change the work).
+
+import { makePipeline } from '../js/backend/webgpu/forward.js';
+import { matvecThreadsPerRow, matvecWgsl, WG } from '../js/backend/webgpu/wgsl_ops.js';
+import { matmatWgsl, TILE } from '../js/backend/webgpu/wgsl_matmat.js';
+import { GPU_TYPES } from '../js/backend/webgpu/wgsl_quant.js';
+
+/** The GGUF weight types a file type's layer matrices hold (Q4_K_M: Q4_K and Q6_K). */
+export const MATRIX_TYPES = Object.freeze({ Q4_K_M: [12, 14], Q5_K_M: [13, 14], Q8_0: [8], Q4_0: [2], F16: [1], F32: [0], BF16: [30] });
+
+const median = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
+
+/** Milliseconds per dispatch of `pipe` with `bind` on `grid` (median of runs of reps). */
+async function timeKernel(device, pipe, bind, grid, { runs, reps }) {
+  const once = async (n) => {
+    const t0 = performance.now();
+    const enc = device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    pass.setPipeline(pipe);
+    pass.setBindGroup(0, bind);
+    for (let i = 0; i < n; i++) pass.dispatchWorkgroups(...grid);
+    pass.end();
+    device.queue.submit([enc.finish()]);
+    await device.queue.onSubmittedWorkDone();
+    return (performance.now() - t0) / n;
+  };
+  await once(1); // warm-up: pipeline creation and first-use costs
+  const t = [];
+  for (let r = 0; r < runs; r++) t.push(await once(reps));
+  return median(t);
+}
+
+/**
+ * Prefill rows for shape `s` (resolveShape's {D, F}) and the weight types of file type `type`:
+ * [{shape, fileType, weightType, matrix, rows, cols, entries, tiledMs, matvecMs, tiledGflops,
+ * matvecGflops, speedup}].
+ */
+export async function gemmRows(device, shape, s, type, { entries = 32, runs = 3, reps = 5 } = {}) {
+  const out = [];
+  const limit = Math.min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
+  for (const wt of MATRIX_TYPES[type] ?? []) {
+    const t = GPU_TYPES[wt];
+    for (const [matrix, rows, cols] of [['attn_q', s.D, s.D], ['ffn_up', s.F, s.D], ['ffn_down', s.D, s.F]]) {
+      if (cols % t.blk) continue;
+      const rowBytes = (cols / t.blk) * t.bytes;
+      const wBytes = (rows * rowBytes + 3) & ~3;
+      const aFloats = entries * (cols + rows);
+      if (wBytes > limit || aFloats * 4 > limit) continue;
+      const W = device.createBuffer({ size: wBytes, usage: 128, mappedAtCreation: true });
+      const wb = new Uint8Array(W.getMappedRange());
+      for (let i = 0; i < wb.length; i++) wb[i] = (i * 37) & 0x3b; // f16 / bf16 scales finite
+      W.unmap();
+      const A = device.createBuffer({ size: aFloats * 4, usage: 128 | 8, mappedAtCreation: true });
+      new Float32Array(A.getMappedRange()).fill(0.5);
+      A.unmap();
+      const S = device.createBuffer({ size: 16, usage: 128 | 8, mappedAtCreation: true });
+      new Uint32Array(S.getMappedRange()).set([entries, 0, 0, 0]);
+      S.unmap();
+      const P = device.createBuffer({ size: 64, usage: 64 | 8, mappedAtCreation: true });
+      new Uint32Array(P.getMappedRange()).set([rows, cols, rowBytes, 0, cols, entries * cols, rows, 0, 0]);
+      P.unmap();
+      const bindFor = (pipe) => device.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries: [
+        { binding: 0, resource: { buffer: A } }, { binding: 1, resource: { buffer: P } },
+        { binding: 2, resource: { buffer: W } }, { binding: 3, resource: { buffer: S } }] });
+      const maxX = device.limits.maxComputeWorkgroupsPerDimension;
+      const grid2 = (n) => { const x = Math.min(n, maxX); return [x, Math.ceil(n / x)]; };
+      const tiled = await makePipeline(device, matmatWgsl(wt), `bench matmat ${t.name}`);
+      const tpr = matvecThreadsPerRow(cols);
+      const mv = await makePipeline(device, matvecWgsl(wt, { tpr, ent: 4 }), `bench matvec ${t.name}`);
+      const tiledMs = await timeKernel(device, tiled, bindFor(tiled), [...grid2(Math.ceil(rows / TILE.TM)), Math.ceil(entries / TILE.TN)], { runs, reps });
+      const matvecMs = await timeKernel(device, mv, bindFor(mv), [...grid2(Math.ceil(rows / (WG / tpr))), Math.ceil(entries / 4)], { runs, reps });
+      for (const b of [W, A, S, P]) b.destroy();
+      const flop = 2 * rows * cols * entries;
+      out.push({ shape, fileType: type, weightType: t.name, matrix, rows, cols, entries, tiledMs, matvecMs,
+        tiledGflops: flop / tiledMs / 1e6, matvecGflops: flop / matvecMs / 1e6, speedup: matvecMs / tiledMs });
+    }
+  }
+  return out;
+}
