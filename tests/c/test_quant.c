@@ -1370,6 +1370,56 @@ static void test_matmat(void) {
     }
 }
 
+/* The batch kernels at the edges of their integer ranges (issue 25: the split form sums a
+ * block's products in int16 before widening): weights at the largest and smallest levels (every
+ * quant byte 0xFF, 0x7F, 0x80 or 0x00: Q4 / Q5 levels 15 / 31 and 0, Q8_0 quants 127, -128, -1
+ * and 0) against activations whose quants are all +127, all -127 or alternate, in both dot forms
+ * and against the scalar reference per entry, bitwise: a sum that wrapped or saturated in int16
+ * would show here (with these weights and activations every product has the same sign). */
+static void test_matmat_extremes(void) {
+    static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q5_0, WLM_TYPE_Q4_1,
+                                    WLM_TYPE_Q5_1};
+    static const unsigned char fill[4] = {0xFF, 0x7F, 0x80, 0x00};
+    enum { N = 256, ROWS = 4, NE = 8 };
+    for (size_t c = 0; c < sizeof types / sizeof types[0]; c++) {
+        const wlm_type_traits *t = wlm_type_get(types[c]);
+        const wlm_type_traits *vt = wlm_type_get(t->vec_dot_type);
+        const wlm_qmatmat_fn forms[2] = {wlm_quant_matmat_simd(types[c]),
+                                         wlm_quant_matmat_split(types[c])};
+        if (!forms[0]) continue;
+        const size_t rb = wlm_row_bytes(types[c], N), xs = wlm_row_bytes(t->vec_dot_type, N);
+        unsigned char *w = malloc(ROWS * rb), *xq = malloc(NE * xs);
+        /* scale (and Q4_1 / Q5_1's min) 1.0 at the block's start, the rest the row's byte */
+        const int nd = t->vec_dot_type == WLM_TYPE_Q8_1 ? 2 : 1;
+        for (int r = 0; r < ROWS; r++)
+            for (int b = 0; b < N / 32; b++) {
+                unsigned char *blk = w + (size_t)r * rb + (size_t)b * t->type_size;
+                memset(blk, fill[r], t->type_size);
+                for (int f = 0; f < nd; f++) blk[2 * f] = 0x00, blk[2 * f + 1] = 0x3C;
+            }
+        float x[N];
+        for (int e = 0; e < NE; e++) {
+            for (int j = 0; j < N; j++)
+                x[j] = e % 4 == 0 ? 1.0f : e % 4 == 1 ? -1.0f : e % 4 == 2 ? (j & 1 ? 1.0f : -1.0f) : gauss();
+            vt->from_float(x, xq + (size_t)e * xs, N);
+        }
+        float ref[NE * ROWS], o[NE * ROWS];
+        for (int e = 0; e < NE; e++)
+            t->matvec_ref(ref + e * ROWS, w, rb, xq + (size_t)e * xs, N, 0, ROWS);
+        for (int f = 0; f < 2; f++) {
+            if (!forms[f]) continue;
+            for (int i = 0; i < NE * ROWS; i++) o[i] = -7.25f;
+            forms[f](o, ROWS, w, rb, xq, xs, N, 0, ROWS, NE);
+            int bad = 0;
+            for (int i = 0; i < NE * ROWS; i++) bad += memcmp(&o[i], &ref[i], sizeof(float)) != 0;
+            CHECKF(bad == 0, "%s: %s form, extreme levels and activations: %d of %d results differ "
+                   "from the scalar reference (e.g. %.9g vs %.9g)", t->name, f ? "split" : "fused",
+                   bad, NE * ROWS, o[0], ref[0]);
+        }
+        free(w), free(xq);
+    }
+}
+
 /* The dot-form probe: both forms give the same checksum in the relaxed build; -1 for a form that
  * this build does not have, and for an unknown one. */
 static void test_dot_probe(void) {
@@ -1425,6 +1475,7 @@ int main(void) {
     test_simd128_bits();
     tu_section("matmat: the build's batch kernels give the per-entry matvec's bits");
     test_matmat();
+    test_matmat_extremes();
     tu_section("the relaxed build's dot forms: the probe");
     test_dot_probe();
     return TEST_FINISH();

