@@ -273,3 +273,21 @@ test('a 32 GB model (header and vectors only): its header loads in wasm32 and th
 test('gpuWeights takes \'stream\' or \'heap\'; another value is WLM_ERR_INVALID_ARG naming it', async () => {
   await assert.rejects(createEngine({ gpuWeights: 'copy' }), { code: 'WLM_ERR_INVALID_ARG', message: /gpuWeights must be 'stream' or 'heap', got "copy"/ });
 });
+
+test('residentPlan: one-row tensors packed after the header at the alignment, in tensor-info order; a type it cannot size is refused', () => {
+  const layout = { dataOffset: 96, alignment: 32, tensors: [
+    { name: 'a', ne: [10], type: 0, offset: 64 },          // 40 bytes
+    { name: 'm', ne: [32, 4], type: 8, offset: 128 },      // a Q8_0 matrix: 4 × 34 bytes, not resident
+    { name: 'b', ne: [3, 1], type: 1, offset: 0 },         // 6 bytes (F16), one row
+  ] };
+  const p = residentPlan(layout);
+  assert.deepEqual(p.resident, [
+    { name: 'a', start: 160, end: 200, at: 96 },
+    { name: 'b', start: 96, end: 102, at: 96 + 64 },
+  ]);
+  assert.equal(p.heapBytes, 96 + 64 + 32);
+  assert.deepEqual(p.byName.get('m'), { type: 8, ne: [32, 4], start: 224, end: 360 });
+  assert.deepEqual(p.last, { name: 'm', start: 224, end: 360 });
+  assert.throws(() => residentPlan({ ...layout, tensors: [{ name: 'q', ne: [32], type: 99, offset: 0 }] }), { code: 'WLM_ERR_UNSUPPORTED', message: /tensor q \(type 99\) has a type the GPU load does not read/ });
+  assert.throws(() => residentPlan({ ...layout, tensors: [{ name: 'r', ne: [33, 2], type: 8, offset: 0 }] }), { code: 'WLM_ERR_FORMAT', message: /33 columns are not whole Q8_0 blocks/ });
+});

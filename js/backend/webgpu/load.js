@@ -34,7 +34,13 @@ export async function isGguf(src) {
  */
 export async function loadStreamed({ x, src, adapter, adapterInfo, useSubgroups, kvType, newContext, freeContext, modelError, onProgress, signal }) {
   const layout = await peekLayout(src);
-  const plan = residentPlan(layout);
+  let plan;
+  try {
+    plan = residentPlan(layout);
+  } catch (e) { // a type the GPU load cannot size: the CPU may still read the file
+    if (e?.code === 'WLM_ERR_UNSUPPORTED') return { refused: `this model cannot run on the GPU yet: ${e.message}`, error: null };
+    throw e;
+  }
   let ptr = x.wlmjs_malloc(Math.max(4, plan.heapBytes)) >>> 0;
   if (!ptr) throw jsError('WLM_ERR_NOMEM', `cannot allocate ${plan.heapBytes} bytes of wasm memory for the model's header and vectors`);
   const slot = x.wlmjs_malloc(4) >>> 0;

@@ -49,7 +49,7 @@ export function residentPlan(layout) {
   for (const t of layout.tensors) {
     const bytes = tensorBytes(t);
     if (bytes < 0 && !resident(t)) { byName.set(t.name, { type: t.type, ne: t.ne, start: -1, end: -1 }); continue; }
-    if (bytes < 0) throw jsError('WLM_ERR_UNSUPPORTED', `tensor ${t.name} has type ${typeName(t.type)}, which the GPU load does not read`);
+    if (bytes < 0) throw jsError('WLM_ERR_UNSUPPORTED', `tensor ${t.name} (${typeName(t.type)}) has a type the GPU load does not read`);
     if (!Number.isSafeInteger(bytes)) throw jsError('WLM_ERR_FORMAT', `tensor ${t.name}: ${t.ne[0]} columns are not whole ${typeName(t.type)} blocks`);
     const start = dataOffset + t.offset;
     if (!Number.isSafeInteger(start + bytes)) throw jsError('WLM_ERR_FORMAT', `tensor ${t.name}: its offset is past 2^53 bytes`);
