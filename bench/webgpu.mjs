@@ -5,11 +5,15 @@
 // (64 greedy tokens) on the GPU and on the CPU engine (every core, up to --threads), and decode
 // as a share of the adapter's read bandwidth, measured here by a WGSL kernel that streams a
 // 512 MiB buffer (bytes per token = the model's weight bytes: each decode step reads every
-// weight once). Writes bench/out/webgpu.json; the table goes to stdout (--json: only the JSON).
+// weight once). Also each load's time and the wasm memory it left (wasm memory only grows: its
+// peak): the GPU load streams a GGUF's weights to the GPU (--gpu-weights heap: the whole file
+// through the wasm heap first, for comparison). Writes bench/out/webgpu.json; the table goes to
+// stdout (--json: only the JSON).
 //
 //   npm run bench -- --backend webgpu [--shapes qwen2.5-0.5b,llama3.2-1b,phi3.5-mini]
 //       [--types Q4_K_M,Q8_0] [--runs 3] [--threads N] [--no-cpu] [--nctx 2048] [--probe-mib 512] [--json]
-//       [--gemm-only | --no-gemm] [--entries 32]
+//       [--gemm-only | --no-gemm] [--entries 32] [--gpu-weights stream|heap] [--load-only]
+//   (--load-only: each load's time and wasm memory, no generation)
 //   (--shapes also takes ARCH/SHAPE of tools/synth_gguf.mjs, e.g. llama/tiny for a smoke run)
 //
 // In Node the GPU is Dawn's (the `webgpu` devDependency); without a GPU it runs on whatever
@@ -37,7 +41,7 @@ const DECODE_TOKENS = 64;
 function parseArgs(argv) {
   const o = { shapes: ['qwen2.5-0.5b', 'llama3.2-1b', 'phi3.5-mini'], types: ['Q4_K_M', 'Q8_0'], runs: 3,
     threads: Math.min(16, os.cpus().length), cpu: true, nCtx: 2048, json: false, probeMiB: 512,
-    engine: true, gemm: true, entries: 32 };
+    engine: true, gemm: true, entries: 32, gpuWeights: 'stream' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--backend') { if (argv[++i] !== 'webgpu') throw new Error('--backend: only webgpu is benchmarked here'); }
@@ -52,6 +56,8 @@ function parseArgs(argv) {
     else if (a === '--gemm-only') o.engine = false;
     else if (a === '--no-gemm') o.gemm = false;
     else if (a === '--entries') o.entries = Number(argv[++i]);
+    else if (a === '--gpu-weights') o.gpuWeights = argv[++i];
+    else if (a === '--load-only') o.loadOnly = true;
     else throw new Error(`bench/webgpu.mjs: unknown argument ${a}`);
   }
   for (const s of o.shapes) {
@@ -112,8 +118,12 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
 const median = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 
 /** Prefill and decode tokens/s of one engine on `file` (median of runs). */
-async function measure(engine, file, nCtx, runs) {
+async function measure(engine, file, nCtx, runs, loadOnly = false) {
+  const t0 = performance.now();
   const info = await engine.load({ model: file, nCtx });
+  const loadMs = performance.now() - t0;
+  const wasmBytes = engine.wasmMemoryBytes; // the load's peak
+  if (loadOnly) return { info, prefill: null, decode: null, loadMs, wasmBytes };
   const eos = info.eosId;
   const ids = [];
   const prompt = Array.from({ length: 400 }, (_, i) => `word${i % 37}`).join(' ');
@@ -129,7 +139,7 @@ async function measure(engine, file, nCtx, runs) {
     pre.push(res.prefillTokensPerSec);
     dec.push(res.decodeTokensPerSec);
   }
-  return { info, prefill: median(pre), decode: median(dec) };
+  return { info, prefill: median(pre), decode: median(dec), loadMs, wasmBytes };
 }
 
 /** The prefill kernel rows (bench/webgpu_gemm.mjs) of every shape and type, logged as they come. */
@@ -168,11 +178,12 @@ async function main() {
       const [arch, shapeName] = SHAPES[shape] ? [SHAPES[shape], shape] : shape.split('/');
       const file = synthCached({ arch, shape: shapeName, type });
       const row = { shape, type, file: path.basename(file) };
-      const g = await createEngine({ backend: 'webgpu', gpu, threads: 1 });
+      const g = await createEngine({ backend: 'webgpu', gpu, threads: 1, gpuWeights: o.gpuWeights });
       try {
-        const m = await measure(g, file, o.nCtx, o.runs);
-        Object.assign(row, { weightBytes: m.info.weightBytes, gpuBytes: m.info.gpuBytes, gpuPrefill: m.prefill, gpuDecode: m.decode,
-          decodeBandwidthShare: (m.decode * m.info.weightBytes) / (bw.gbPerSec * 1e9) });
+        const m = await measure(g, file, o.nCtx, o.runs, o.loadOnly);
+        Object.assign(row, { fileBytes: fs.statSync(file).size, gpuWeights: o.gpuWeights, gpuLoadMs: m.loadMs, gpuWasmBytes: m.wasmBytes,
+          weightBytes: m.info.weightBytes, gpuBytes: m.info.gpuBytes, gpuPrefill: m.prefill, gpuDecode: m.decode,
+          decodeBandwidthShare: m.decode == null ? null : (m.decode * m.info.weightBytes) / (bw.gbPerSec * 1e9) });
       } catch (e) {
         row.gpuError = e.message;
       } finally {
@@ -181,8 +192,8 @@ async function main() {
       if (o.cpu) {
         const c = await createEngine({ backend: 'cpu', threads: o.threads });
         try {
-          const m = await measure(c, file, o.nCtx, o.runs);
-          Object.assign(row, { cpuThreads: c.threads, cpuPrefill: m.prefill, cpuDecode: m.decode });
+          const m = await measure(c, file, o.nCtx, o.runs, o.loadOnly);
+          Object.assign(row, { cpuThreads: c.threads, cpuPrefill: m.prefill, cpuDecode: m.decode, cpuLoadMs: m.loadMs, cpuWasmBytes: m.wasmBytes });
         } catch (e) {
           row.cpuError = e.message;
         } finally {
@@ -190,10 +201,12 @@ async function main() {
         }
       }
       rows.push(row);
-      const f = (v) => (v == null ? '—' : v.toFixed(1));
+      const f = (v) => (v == null || !Number.isFinite(v) ? '—' : v.toFixed(1));
       log(`${shape} ${type}: GPU prefill ${f(row.gpuPrefill)} tok/s, decode ${f(row.gpuDecode)} tok/s ` +
-        `(${row.decodeBandwidthShare != null ? (100 * row.decodeBandwidthShare).toFixed(1) : '—'} % of read bandwidth)` +
-        (o.cpu ? ` · CPU ${row.cpuThreads ?? '?'} threads prefill ${f(row.cpuPrefill)}, decode ${f(row.cpuDecode)}` : '') +
+        `(${row.decodeBandwidthShare != null ? (100 * row.decodeBandwidthShare).toFixed(1) : '—'} % of read bandwidth), ` +
+        `load ${f(row.gpuLoadMs)} ms, wasm memory ${f(row.gpuWasmBytes / 2 ** 20)} MiB (${o.gpuWeights})` +
+        (o.cpu ? ` · CPU ${row.cpuThreads ?? '?'} threads prefill ${f(row.cpuPrefill)}, decode ${f(row.cpuDecode)}, ` +
+          `wasm memory ${f(row.cpuWasmBytes / 2 ** 20)} MiB` : '') +
         (row.gpuError ? ` · GPU error: ${row.gpuError}` : '') + (row.cpuError ? ` · CPU error: ${row.cpuError}` : ''));
     }
   }

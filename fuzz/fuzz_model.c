@@ -6,7 +6,11 @@
  * strings (from text through wlm_generate_begin_text when the file has a vocabulary; bounded
  * work: n_ctx <= 8, 3 tokens), a context shift must succeed or be refused with a message, and a
  * vocabulary that came with the file must tokenize and decode a fixed text. The seeds cover
- * every architecture of src/model/arch.c (fuzz/make-corpus.mjs).
+ * every architecture of src/model/arch.c (fuzz/make-corpus.mjs). A GGUF input is also loaded
+ * with WLM_LOAD_TENSORS_EXTERNAL (its bytes read as header + resident area, the WebGPU
+ * backend's streamed load): a model that loads must give its info, refuse a CPU context, and
+ * after wlm_model_commit_external either refuse everything (an error with a message) or give a
+ * deferred context and still refuse a CPU one.
  * Checks: no crash, leak, ASan/UBSan report or hang; only documented status codes; an error
  * always has a message.
  */
@@ -181,6 +185,51 @@ static void exercise(wlm_model *m, const uint8_t *data, size_t size) {
     wlm_context_free(ctx);
 }
 
+/* The same bytes as a WLM_LOAD_TENSORS_EXTERNAL buffer (header + resident area). */
+static void exercise_external(const uint8_t *data, size_t size) {
+    void *buf = fz_dup(data, size);
+    wlm_model *m = NULL;
+    int rc = wlm_model_load(buf, size, WLM_LOAD_TENSORS_EXTERNAL, &m);
+    FZ_CHECK(fz_known_status(rc) && rc != WLM_DONE, "external load returned %d", rc);
+    fz_check_msg(wlm_model_errmsg(m), rc != WLM_OK, "external wlm_model_load");
+    wlm_context_params cp;
+    wlm_context_params_default(&cp);
+    cp.n_ctx = 8;
+    wlm_context *ctx = NULL;
+    if (rc == WLM_OK) {
+        wlm_model_info info0;
+        FZ_CHECK(wlm_model_get_info(m, &info0) == WLM_OK, "wlm_model_get_info on an external model");
+        for (int commit = 0; commit < 2; commit++) {
+            wlm_model_info info;
+            if (wlm_model_get_info(m, &info) == WLM_OK && info.seq_len < 8) cp.n_ctx = info.seq_len;
+            cp.kv_cache = 1;
+            int rc2 = wlm_context_new(m, &cp, &ctx);
+            FZ_CHECK(rc2 == WLM_ERR_STATE, "a CPU context on an external model: %s", wlm_status_name(rc2));
+            wlm_context_free(ctx);
+            ctx = NULL;
+            cp.kv_cache = 2;
+            rc2 = wlm_context_new(m, &cp, &ctx);
+            FZ_CHECK(commit ? rc2 == WLM_OK || rc2 == WLM_ERR_NOMEM : rc2 == WLM_ERR_STATE,
+                     "a deferred context on an external model (%s): %s",
+                     commit ? "committed" : "not committed", wlm_status_name(rc2));
+            wlm_context_free(ctx);
+            ctx = NULL;
+            if (commit) break;
+            rc = wlm_model_commit_external(m);
+            FZ_CHECK(fz_known_status(rc) && rc != WLM_DONE, "commit returned %d", rc);
+            fz_check_msg(wlm_model_errmsg(m), rc != WLM_OK, "wlm_model_commit_external");
+            if (rc != WLM_OK) {
+                FZ_CHECK(wlm_context_new(m, &cp, &ctx) == WLM_ERR_STATE, "a context after a failed commit");
+                wlm_context_free(ctx);
+                ctx = NULL;
+                break;
+            }
+        }
+    }
+    wlm_model_free(m);
+    free(buf);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     void *buf = fz_dup(data, size);
     wlm_model *m = NULL;
@@ -202,5 +251,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     wlm_model_free(m);
     free(buf);
+    if (size >= 4 && memcmp(data, "GGUF", 4) == 0) exercise_external(data, size);
     return 0;
 }

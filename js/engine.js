@@ -29,7 +29,7 @@ import { chooseMemory, lowHeapBytes, modelBytes, peekModelHeader } from './memor
 import { moduleBuild } from './wasm.js';
 import { DOT_FORMS, dotFormAtStart, pickDotForm } from './dot_form.js';
 import { startRuntime } from './runtime.js';
-import { attachBackend, checkBackendOption } from './backend/select.js';
+import { attachBackend, checkBackendOption, streamToGpu } from './backend/select.js';
 
 /** wlm_generate_next's internal status in a deferred context: the step waits for its logits
  *  (WLM_NEED_LOGITS, src/model/model.h); the GPU backend supplies them. */
@@ -68,7 +68,7 @@ class Engine {
   #firstTokenMarked = false; // 'wasmlm:first-token' is marked once per engine
   #paramGrammar = new Map(); // wlm_gen_params* → the malloc'd grammar text it points at
   #lent = null;      // the handles lent to js/batch.js and js/embed.js (#lend)
-  #backendOpt;   // {backend, gpu, useSubgroups}: EngineOptions.backend / gpu / gpuSubgroups
+  #backendOpt;   // {backend, gpu, useSubgroups, gpuWeights}: EngineOptions.backend / gpu / gpuSubgroups / gpuWeights
   #gpu = null;       // the WebGpuBackend running the loaded model's forward pass, or null (CPU)
   #draft = null;     // the draft model of speculative decoding: {model, ctx, key, info} (loadDraft)
   #options = null;   // createEngine's options, to start the other module (memory64 at load())
@@ -95,8 +95,8 @@ class Engine {
   constructor(x, simd, nThreads, threadsStarting, build = simd ? 'simd128' : 'scalar',
     dot = { form: 'none', probe: null }, options = {}) {
     this.#options = options;
-    const { backend = 'auto', gpu = null, gpuSubgroups = true } = options ?? {};
-    this.#backendOpt = { backend, gpu, useSubgroups: gpuSubgroups !== false };
+    const { backend = 'auto', gpu = null, gpuSubgroups = true, gpuWeights = 'stream' } = options ?? {};
+    this.#backendOpt = { backend, gpu, useSubgroups: gpuSubgroups !== false, gpuWeights };
     this.#build = build;
     this.#dot = dot;
     this.#x = x;
@@ -497,41 +497,59 @@ class Engine {
       }
     };
     try {
-      // wasm32 while the model fits its 4 GB, else the memory64 module (js/memory64.js)
-      const { source, lowBytes } = await this.#fitModule(model, ctxParams, signal);
+      // wasm32 while the model fits its 4 GB, else the memory64 module (js/memory64.js); with
+      // backend 'webgpu' a GGUF's weights go to the GPU, not the heap (js/backend/webgpu/load.js)
+      const useBackend = backend ?? this.#backendOpt.backend;
+      const gpuStream = useBackend === 'webgpu' && tokenizer == null && this.#backendOpt.gpuWeights !== 'heap';
+      const { source, lowBytes } = await this.#fitModule(model, ctxParams, signal, gpuStream);
       x = this.#x;
-      const m = await read(source, 'model', lowBytes);
-      modelPtr = m.ptr;
-      // GGUF files carry their vocabulary; llama2.c checkpoints need a tokenizer.bin.
-      const t = tokenizer == null ? null : await read(tokenizer, 'tokenizer');
-      tokPtr = t ? t.ptr : 0;
-      if (!this.#x) throw jsError('WLM_ERR_STATE', 'the engine was freed during load()');
-      if (this.#threadsError) throw this.#threadsError;
+      const gs = tokenizer == null ? await streamToGpu({
+        x, source, kvType: ctxParams.kvType, kvCache: ctxParams.kvCache, memory64: x.memory64 === true,
+        ...this.#backendOpt, backend: useBackend, onProgress, signal,
+        newContext: (m) => this.#newContext(m, { ...ctxParams, deferred: true }),
+        freeContext: (c) => x.wlm_context_free(c),
+        modelError: (rc, m) => this.#error(rc, this.#readCString(x.wlm_model_errmsg(m))),
+      }).catch(async (e) => {
+        await source.close();
+        // fetch rejects with signal.reason, which may be anything: report an AbortError.
+        if (signal?.aborted && e?.name !== 'AbortError') throw abortError('Loading the model');
+        throw e;
+      }) : null;
+      if (gs?.model) model_ = gs.model;
+      else {
+        const m = await read(source, 'model', lowBytes);
+        modelPtr = m.ptr;
+        // GGUF files carry their vocabulary; llama2.c checkpoints need a tokenizer.bin.
+        const t = tokenizer == null ? null : await read(tokenizer, 'tokenizer');
+        tokPtr = t ? t.ptr : 0;
+        if (!this.#x) throw jsError('WLM_ERR_STATE', 'the engine was freed during load()');
+        if (this.#threadsError) throw this.#threadsError;
 
-      slot = x.wlmjs_malloc(4) >>> 0;
-      if (!slot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
-      new DataView(x.memory.buffer).setInt32(slot, 0, true);
-      const ptr = modelPtr;
-      modelPtr = 0; // owned by wlmjs_model_load from here, freed by it on failure too
-      let rc = x.wlmjs_model_load(ptr, m.size, slot);
-      model_ = this.#i32(slot) >>> 0;
-      if (rc !== 0) throw this.#error(rc, this.#readCString(x.wlm_model_errmsg(model_)));
-
-      if (t) { // refused (WLM_ERR_STATE) when the model file has its own vocabulary
-        rc = x.wlm_model_load_tokenizer(model_, tokPtr, t.size);
-        x.wlmjs_free(tokPtr);
-        tokPtr = 0;
+        slot = x.wlmjs_malloc(4) >>> 0;
+        if (!slot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
+        new DataView(x.memory.buffer).setInt32(slot, 0, true);
+        const ptr = modelPtr;
+        modelPtr = 0; // owned by wlmjs_model_load from here, freed by it on failure too
+        let rc = x.wlmjs_model_load(ptr, m.size, slot);
+        model_ = this.#i32(slot) >>> 0;
         if (rc !== 0) throw this.#error(rc, this.#readCString(x.wlm_model_errmsg(model_)));
-      } else if (x.wlmjs_model_info(model_, 8) !== 1) {
-        throw jsError('WLM_ERR_TOKENIZER',
-          'load(): this model file has no vocabulary: pass `tokenizer` (a llama2.c tokenizer.bin)');
+
+        if (t) { // refused (WLM_ERR_STATE) when the model file has its own vocabulary
+          rc = x.wlm_model_load_tokenizer(model_, tokPtr, t.size);
+          x.wlmjs_free(tokPtr);
+          tokPtr = 0;
+          if (rc !== 0) throw this.#error(rc, this.#readCString(x.wlm_model_errmsg(model_)));
+        } else if (x.wlmjs_model_info(model_, 8) !== 1) {
+          throw jsError('WLM_ERR_TOKENIZER',
+            'load(): this model file has no vocabulary: pass `tokenizer` (a llama2.c tokenizer.bin)');
+        }
       }
 
       if (this.#dot.form === 'auto') this.#dot = pickDotForm(x); // timed once, here (see there)
-      const be = await attachBackend({
+      const be = gs?.be ?? await attachBackend({
         x, model: model_, kvType: ctxParams.kvType, kvCache: ctxParams.kvCache, memory64: x.memory64 === true,
         ...this.#backendOpt,
-        backend: backend ?? this.#backendOpt.backend,
+        backend: useBackend, cpu: gs?.cpu,
         newContext: (deferred) => this.#newContext(model_, { ...ctxParams, deferred }),
         freeContext: (c) => x.wlm_context_free(c),
       });
@@ -590,16 +608,18 @@ class Engine {
    * scratch) and moves the engine to the module it needs (EngineOptions.memory64: 'auto' picks
    * wasm32 while it fits), re-instantiating it and its helper threads. Returns the opened
    * source (its first bytes peeked; a download's are kept, not fetched again) and the heap to keep below the weights.
+   * `gpuStream`: the weights stream to the GPU (backend 'webgpu'), the KV cache lives there: neither is counted.
    */
-  async #fitModule(model, ctxParams, signal) {
+  async #fitModule(model, ctxParams, signal, gpuStream = false) {
     const source = await openModel(model, 'model', signal); // (a split GGUF's parts: js/split.js)
     try {
       const header = await peekModelHeader(source.peek);
       // a download without Content-Length: sized by its header's tensor directory, which also
       // sets the heap buffer's first size (no doubling copies of a multi-GB model)
       if (!source.size && header?.dataBytes) source.expected = header.dataBytes;
-      const need = modelBytes(source.size || header?.dataBytes || 0, header,
+      let need = modelBytes(source.size || header?.dataBytes || 0, header,
         { ...ctxParams, threads: this.#nThreads });
+      if (gpuStream) need = { ...need, weights: 0, kv: 0, total: need.total - need.weights - need.kv }; // on the GPU
       // the caller's own module (options.wasm) is kept, whichever it is
       const own = !this.#options || this.#options.wasm !== undefined;
       const { memory64, error } = own ? { memory64: this.#x.memory64 === true, error: null }
@@ -1269,7 +1289,7 @@ export function createEngine(options = {}) {
  */
 export async function startEngine(options, compiled = null) {
   const { dotForm = 'auto' } = options;
-  checkBackendOption(options.backend);
+  checkBackendOption(options.backend, options.gpuWeights);
   if (dotForm !== 'auto' && !Object.hasOwn(DOT_FORMS, dotForm)) {
     throw jsError('WLM_ERR_INVALID_ARG', `dotForm must be 'auto', 'fused' or 'split', got ${dotForm}`);
   }

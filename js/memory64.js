@@ -32,6 +32,7 @@ export const WASM32_FIT = 0.97;
  *  checks this list against src/wasmlm.h and src/wasm_exports.c (tests/js/memory64.test.mjs). */
 export const OUT_SLOTS = Object.freeze({
   wlmjs_model_load: [2],
+  wlmjs_model_load_external: [2],
   wlmjs_context_new: [7],
   wlm_model_meta_string: [2],
   wlm_token_piece: [3],

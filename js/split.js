@@ -73,7 +73,9 @@ export function readGgufLayout(bytes, name = 'GGUF') {
   return { version, kvs, tensors, alignment, dataOffset: Math.ceil(pos / alignment) * alignment };
 }
 
-async function peekLayout(src) {
+/** readGgufLayout() of an opened source's header, peeking more until it is whole; also `head`,
+ *  the bytes peeked. Throws WLM_ERR_TRUNCATED / WLM_ERR_FORMAT. */
+export async function peekLayout(src) {
   for (let n = 1 << 20; ; n *= 4) {
     const bytes = await src.peek(n);
     try {

@@ -148,19 +148,29 @@ export interface EngineOptions {
   /**
    * Which backend runs the forward pass of the models this engine loads (preview; README,
    * "WebGPU backend"). 'cpu': the wasm engine's own (src/model/forward.c). 'webgpu': the GPU
-   * through WebGPU (js/backend/webgpu/): the weights are copied to GPU buffers (quantized types
-   * stay quantized), the KV cache lives in GPU memory, and each step's logits come back to the
-   * wasm engine, which keeps tokenizing, sampling, grammars, stop strings and the prompt cache.
+   * through WebGPU (js/backend/webgpu/): a GGUF's weight matrices stream from the source (URL,
+   * Blob, file path, split parts) to GPU buffers chunk by chunk, one buffer per matrix, quantized
+   * types staying quantized; the wasm heap receives only the header (key/values, vocabulary,
+   * tensor directory) and the float vectors (norms, biases, RoPE factors), so a model on the GPU
+   * is bounded by the adapter's limits, not by wasm32's 4 GB (see gpuWeights). The KV cache
+   * lives in GPU memory, and each step's logits come back to the wasm engine, which keeps
+   * tokenizing, sampling, grammars, stop strings and the prompt cache.
    * load() rejects with WasmlmError WLM_ERR_UNSUPPORTED naming what is missing (no WebGPU in the
    * runtime, no adapter, a weight type without GPU kernels, a buffer above the adapter's
-   * maxStorageBufferBindingSize / maxBufferSize) or WLM_ERR_NOMEM (GPU memory): never a silent
-   * fall-back. 'auto' (default): WebGPU only on a real adapter (not the fallback adapter, not a
+   * maxStorageBufferBindingSize / maxBufferSize, naming the tensor and the limit) or
+   * WLM_ERR_NOMEM (GPU memory), decided before any weight is read: never a silent fall-back.
+   * Once the weights stream, a failure is an error for either choice, with the engine left
+   * without a model and able to load again: WLM_ERR_TRUNCATED naming the tensor the file ends
+   * in, WLM_ERR_FORMAT (a NaN / Inf in a float weight, named), WLM_ERR_STATE (the device lost
+   * while streaming), an AbortError. 'auto' (default): WebGPU only on a real adapter (not the fallback adapter, not a
    * software rasterizer such as SwiftShader) for a model it can run, else the CPU; ModelInfo.backend
-   * says which runs and ModelInfo.backendReason why. LoadOptions.backend overrides it per load.
+   * says which runs and ModelInfo.backendReason why; the choice is made from the file's header,
+   * before its weights are read, so the CPU then reads the file as usual (a download is not
+   * fetched twice). LoadOptions.backend overrides it per load.
    * Not yet on the GPU (WLM_ERR_UNSUPPORTED there, a later step): generateBatch(), beamSearch(),
    * contextShift, nSeqMax > 1 sequences, kvCache: false ('auto' takes the CPU for the last),
-   * a model that needs the memory64 module (its weights are copied from the wasm32 heap),
-   * speculative decoding (GenerateParams.draft).
+   * 'auto' for a model that needs the memory64 module on the CPU (backend 'webgpu' streams it
+   * with the wasm32 module), speculative decoding (GenerateParams.draft).
    * The GPU device lost mid-generation ends that generation with WLM_ERR_STATE ("the GPU device
    * was lost"); load() again (either backend) to go on. Another value is WLM_ERR_INVALID_ARG.
    */
@@ -175,6 +185,15 @@ export interface EngineOptions {
   /** false: the WebGPU kernels do not use the adapter's subgroups feature even when it has
    *  one (the shared-memory reduction instead; for tests and comparisons). Default true. */
   gpuSubgroups?: boolean;
+  /**
+   * How a GGUF's weights reach the GPU with the WebGPU backend. 'stream' (default): from the
+   * source straight to GPU buffers (writeBuffer calls of at most 8 MB, a wait for the queue
+   * every 64 MB); the wasm heap holds the header, vocabulary and vectors, not the file. 'heap':
+   * the whole file is read into the wasm heap and the CPU model loaded first, then the weights
+   * copied to the GPU (the first form of the backend; for comparisons, and what a llama2.c
+   * checkpoint or a load with `tokenizer` always uses). Another value is WLM_ERR_INVALID_ARG.
+   */
+  gpuWeights?: 'stream' | 'heap';
   /**
    * Whether the engine runs a memory64 (wasm64) module, for models past wasm32's 4 GB of wasm
    * memory. 'auto' (default): load() reads the model's header first (GGUF key/values, or a

@@ -89,7 +89,7 @@ class WorkerEngine {
       }
       const ready = await engine.#request(Req.INIT,
         { options: { wasm, simd: options.simd, threads: options.threads, warmup: options.warmup, build,
-          dotForm: options.dotForm, backend: options.backend, gpuSubgroups: options.gpuSubgroups,
+          dotForm: options.dotForm, backend: options.backend, gpuSubgroups: options.gpuSubgroups, gpuWeights: options.gpuWeights,
           memory64: options.memory64 },
           compiled }).promise;
       if (ready?.protocol !== PROTOCOL_VERSION) {

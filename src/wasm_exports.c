@@ -41,6 +41,11 @@ API void wlmjs_free(void *p) { free(p); }
 API int wlmjs_model_load(void *data, size_t size, wlm_model **out) {
     return wlm_model_load(data, size, WLM_LOAD_OWN_BUFFER, out);
 }
+/* The same with WLM_LOAD_TENSORS_EXTERNAL: header + resident area, matrices on the GPU
+ * (js/backend/webgpu/stream.js); wlm_model_commit_external once the vectors are in. */
+API int wlmjs_model_load_external(void *data, size_t size, wlm_model **out) {
+    return wlm_model_load(data, size, WLM_LOAD_OWN_BUFFER | WLM_LOAD_TENSORS_EXTERNAL, out);
+}
 
 /* One field of wlm_model_info by number: 0 dim, 1 hidden_dim, 2 n_layers, 3 n_heads,
  * 4 n_kv_heads, 5 vocab_size, 6 seq_len, 7 shared_classifier, 8 has_tokenizer, 9 bos_id,

@@ -113,6 +113,19 @@ typedef struct wlm_model wlm_model;
                                     Without weights nothing can be evaluated:
                                     wlm_context_new gives WLM_ERR_STATE. A llama2.c file gives
                                     WLM_ERR_UNSUPPORTED. */
+#define WLM_LOAD_TENSORS_EXTERNAL 4u /* GGUF only: the weight matrices live elsewhere (another
+                                    backend's memory: js/backend/webgpu/ streams them to the
+                                    GPU). `data` is the file's header followed, in place of its
+                                    data section, by the "resident area": every one-row tensor
+                                    (ne[1..3] all 1: norms, biases, RoPE factors) in tensor-info
+                                    order, each at the next multiple of general.alignment, the
+                                    first where the data section starts; it may hold zeros until
+                                    wlm_model_commit_external(). What needs no weights works
+                                    after the load (tokenizer, metadata, info,
+                                    wlm_model_describe); wlm_context_new refuses
+                                    (WLM_ERR_STATE) until the commit, and then any context but a
+                                    deferred one (kv_cache 2: the forward pass runs elsewhere),
+                                    so the CPU never reads a matrix. */
 
 /*
  * Loads a model from a memory buffer (in wasm: bytes already placed in linear memory).
@@ -152,6 +165,15 @@ typedef struct wlm_model wlm_model;
  * shorter than the header implies; the message gives both sizes), WLM_ERR_UNSUPPORTED, NOMEM.
  */
 int wlm_model_load(const void *data, size_t size, unsigned flags, wlm_model **out);
+
+/*
+ * For a model loaded with WLM_LOAD_TENSORS_EXTERNAL, once its resident area (see there) holds
+ * the file's vectors: maps them (F16 ones converted to F32) and checks them (finite values,
+ * positive RoPE factors). Errors: WLM_ERR_STATE (not such a model, or committed already),
+ * WLM_ERR_FORMAT / WLM_ERR_UNSUPPORTED naming the tensor, WLM_ERR_NOMEM; after an error the
+ * model can only be freed.
+ */
+int wlm_model_commit_external(wlm_model *model);
 
 /*
  * Loads llama2.c's tokenizer.bin format into a loaded model: int32 max_token_length, then for

@@ -562,7 +562,8 @@ static int parse_tensor_info(cursor *c, wlm_gguf_tensor *t, size_t index) {
 
 /* Sizes and places one tensor's data, given the data section [data_offset, size). Unknown
  * types keep data NULL. */
-static int place_tensor(cursor *c, wlm_gguf *g, wlm_gguf_tensor *t, uint64_t data_offset) {
+static int place_tensor(cursor *c, wlm_gguf *g, wlm_gguf_tensor *t, uint64_t data_offset,
+                        unsigned flags, uint64_t *resident_at) {
     const wlm_type_traits *tr = wlm_type_get(t->type);
     name_buf name = printable(t->name);
     if (!tr->name || tr->block_size <= 0 || tr->type_size == 0) return WLM_OK; /* unknown */
@@ -579,19 +580,38 @@ static int place_tensor(cursor *c, wlm_gguf *g, wlm_gguf_tensor *t, uint64_t dat
         return fail(c->err, c->errlen, WLM_ERR_FORMAT,
                     "tensor %s: data offset %llu is not a multiple of the alignment %u", name.s,
                     (unsigned long long)t->offset, g->alignment);
+    uint64_t at = t->offset; /* where the bytes are, from the data section's start */
+    if (flags & WLM_GGUF_MATRICES_EXTERNAL) {
+        if (!wlm_gguf_tensor_resident(t)) { /* not in the buffer: only its extent is checked */
+            if (t->offset > UINT64_MAX - data_offset || nbytes > UINT64_MAX - data_offset - t->offset ||
+                nbytes > SIZE_MAX)
+                return fail(c->err, c->errlen, WLM_ERR_FORMAT,
+                            "tensor %s: data offset %llu + %llu bytes overflows", name.s,
+                            (unsigned long long)t->offset, (unsigned long long)nbytes);
+            t->nbytes = (size_t)nbytes;
+            t->external = 1;
+            return WLM_OK;
+        }
+        at = *resident_at;
+        *resident_at = (at + nbytes + g->alignment - 1) / g->alignment * g->alignment;
+    }
     const uint64_t avail = data_offset <= c->size ? c->size - data_offset : 0;
-    if (data_offset > c->size || t->offset > avail || nbytes > avail - t->offset)
+    if (data_offset > c->size || at > avail || nbytes > avail - at)
         return fail(c->err, c->errlen, WLM_ERR_TRUNCATED,
                     "truncated GGUF: tensor %s (%s, %llu bytes at data offset %llu, file offset "
                     "%llu) ends past the end of the file (%zu bytes)",
                     name.s, tr->name, (unsigned long long)nbytes, (unsigned long long)t->offset,
                     (unsigned long long)(data_offset + t->offset), c->size);
     t->nbytes = (size_t)nbytes;
-    t->data = c->base + (size_t)(data_offset + t->offset);
+    t->data = c->base + (size_t)(data_offset + at);
     return WLM_OK;
 }
 
-static int parse_all(cursor *c, wlm_gguf *g) {
+int wlm_gguf_tensor_resident(const wlm_gguf_tensor *t) {
+    return t->ne[1] == 1 && t->ne[2] == 1 && t->ne[3] == 1;
+}
+
+static int parse_all(cursor *c, wlm_gguf *g, unsigned flags) {
     uint64_t n_tensors = 0, n_kv = 0;
     int rc = parse_header(c, g, &n_tensors, &n_kv);
     if (rc != WLM_OK) return rc;
@@ -661,14 +681,20 @@ static int parse_all(cursor *c, wlm_gguf *g) {
     const uint64_t data_offset = ((uint64_t)c->pos + g->alignment - 1) / g->alignment *
                                  g->alignment;
     g->data_offset = data_offset <= c->size ? (size_t)data_offset : c->size;
+    uint64_t resident_at = 0;
     for (size_t i = 0; i < g->n_tensors; i++) {
-        rc = place_tensor(c, g, &g->tensors[i], data_offset);
+        rc = place_tensor(c, g, &g->tensors[i], data_offset, flags, &resident_at);
         if (rc != WLM_OK) return rc;
     }
     return WLM_OK;
 }
 
 int wlm_gguf_parse(wlm_gguf *g, const void *data, size_t size, char *err, size_t errlen) {
+    return wlm_gguf_parse_ex(g, data, size, 0, err, errlen);
+}
+
+int wlm_gguf_parse_ex(wlm_gguf *g, const void *data, size_t size, unsigned flags, char *err,
+                      size_t errlen) {
     if (err && errlen) err[0] = '\0';
     if (!g) return fail(err, errlen, WLM_ERR_INVALID_ARG, "wlm_gguf_parse: NULL result");
     memset(g, 0, sizeof *g);
@@ -676,7 +702,7 @@ int wlm_gguf_parse(wlm_gguf *g, const void *data, size_t size, char *err, size_t
     cursor c = {data, size, 0, err, errlen};
     g->base = data;
     g->size = size;
-    int rc = parse_all(&c, g);
+    int rc = parse_all(&c, g, flags);
     if (rc != WLM_OK) wlm_gguf_free(g);
     return rc;
 }

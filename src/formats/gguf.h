@@ -100,7 +100,10 @@ typedef struct wlm_gguf_tensor {
     uint64_t offset;                 /* relative to the data section, as stored */
     uint64_t n_elements;             /* ne[0] × ne[1] × ne[2] × ne[3] (overflow-checked) */
     size_t nbytes;                   /* data size; 0 when the type is unknown */
-    const void *data;                /* into the buffer; NULL when the type is unknown */
+    const void *data;                /* into the buffer; NULL when the type is unknown or the
+                                        tensor is external */
+    int external;                    /* WLM_GGUF_MATRICES_EXTERNAL: 1 for a tensor whose bytes
+                                        are not in the buffer (see wlm_gguf_parse_ex) */
 } wlm_gguf_tensor;
 
 typedef struct wlm_gguf {
@@ -129,6 +132,24 @@ typedef struct wlm_gguf {
  * empty (wlm_gguf_free on it is harmless).
  */
 int wlm_gguf_parse(wlm_gguf *g, const void *data, size_t size, char *err, size_t errlen);
+
+/*
+ * Flags for wlm_gguf_parse_ex. WLM_GGUF_MATRICES_EXTERNAL: the buffer holds the file's header
+ * and, instead of its data section, the "resident area": every tensor of one row (ne[1], ne[2]
+ * and ne[3] all 1: norms, biases, RoPE factors) in tensor-info order, each at the next multiple
+ * of the alignment from the data section's start (the first at data_offset). Every other tensor
+ * (the matrices, which another backend holds) is external: data NULL, external 1, its offset
+ * and size checked for alignment and overflow but not against the buffer (whoever streams the
+ * file checks that it is whole). js/backend/webgpu/stream.js builds such buffers.
+ */
+#define WLM_GGUF_MATRICES_EXTERNAL 1u
+
+/* wlm_gguf_parse with flags (above); wlm_gguf_parse is flags 0. */
+int wlm_gguf_parse_ex(wlm_gguf *g, const void *data, size_t size, unsigned flags, char *err,
+                      size_t errlen);
+
+/* 1 when t stays in the buffer under WLM_GGUF_MATRICES_EXTERNAL (one row: a vector). */
+int wlm_gguf_tensor_resident(const wlm_gguf_tensor *t);
 
 /* Frees the tables of *g (not the buffer) and zeroes it. NULL and empty structs are fine. */
 void wlm_gguf_free(wlm_gguf *g);

@@ -482,8 +482,9 @@ static int write_matrix(wlm_gguf_writer *w, const wlm_tensor *src, int32_t type,
 int wlm_quantize_write(const wlm_model *m, wlm_gguf_writer *w, const wlm_quantize_params *p,
                        char *err, size_t errlen) {
     if (!m || !w || !p) return fail(err, errlen, WLM_ERR_INVALID_ARG, "NULL argument");
-    if (!m->loaded || m->vocab_only || !m->w.layers)
-        return fail(err, errlen, WLM_ERR_STATE, "the model has no weights loaded");
+    if (!m->loaded || m->vocab_only || !m->w.layers || m->tensors_external)
+        return fail(err, errlen, WLM_ERR_STATE, "the model has no weights loaded (or holds them "
+                    "elsewhere: WLM_LOAD_TENSORS_EXTERNAL)");
     int rc = check_params(p, err, errlen);
     if (rc != WLM_OK) return rc;
 

@@ -57,7 +57,7 @@ static int get_matrix(wlm_model *m, const wlm_gguf *g, const char *name, int64_t
                              (long long)t->ne[3], (long long)cols, (long long)rows);
     const wlm_type_traits *tr = wlm_type_get(t->type);
     if (!tr->name || !tr->supported || !tr->to_float || !tr->matvec_ref || !tr->matvec_simd ||
-        !t->data)
+        (!t->data && !t->external))
         return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
                              "tensor %s has type %s, which is not supported", name,
                              type_desc(t->type, tbuf, sizeof tbuf));
@@ -70,6 +70,14 @@ static int get_matrix(wlm_model *m, const wlm_gguf *g, const char *name, int64_t
         return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
                              "tensor %s: %lld columns are not whole %s blocks of %d", name,
                              (long long)cols, tr->name, (int)tr->block_size);
+    if (t->external) { /* held by another backend: a placeholder view, never read here */
+        out->type = t->type;
+        out->rows = (int32_t)rows;
+        out->cols = (int32_t)cols;
+        out->row_bytes = row_bytes;
+        out->data = m->external_marks + (t - g->tensors);
+        return WLM_OK;
+    }
     /* F32 rows are read as float*, block types through 16-bit fields. */
     const uintptr_t align = t->type == WLM_TYPE_F32 ? 4 : 2;
     if ((uintptr_t)t->data % align != 0)
@@ -465,7 +473,7 @@ static int get_rope_factors(wlm_model *m, const wlm_gguf *g, const char *name, c
         return rc;
     }
     const float *f = t.data;
-    for (int32_t i = 0; i < n; i++)
+    for (int32_t i = 0; i < n && !m->tensors_pending; i++) /* (pending: not read in yet) */
         if (!(f[i] > 0.0f))
             return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
                                  "tensor %s: factor %d is %g, not positive", name, (int)i,
@@ -675,22 +683,8 @@ int wlm_model_copy_meta(wlm_model *m, const wlm_gguf *g) {
     return WLM_OK;
 }
 
-static int load(wlm_model *m, const wlm_gguf *g, int vocab_only) {
+static int load_weights(wlm_model *m, const wlm_gguf *g) {
     int rc;
-    if ((rc = wlm_model_copy_meta(m, g)) != WLM_OK) return rc;
-    const int has_vocab = wlm_gguf_find_kv(g, "tokenizer.ggml.tokens") != NULL;
-    if (vocab_only) {
-        if (!has_vocab)
-            return wlm_set_error(m->errmsg, WLM_ERR_TOKENIZER,
-                                 "this GGUF file has no vocabulary (tokenizer.ggml.tokens)");
-        rc = wlm_tokenizer_load_gguf(&m->tok, g, m->errmsg, WLM_ERRMSG_SIZE);
-        if (rc != WLM_OK) return rc;
-        m->has_tokenizer = 1;
-        m->vocab_only = 1;
-        m->hp.vocab_size = m->tok.vocab_size;
-        return WLM_OK;
-    }
-
     wlm_gguf_str arch;
     rc = wlm_gguf_get_str(g, "general.architecture", &arch, m->errmsg, WLM_ERRMSG_SIZE);
     if (rc != WLM_OK) return rc;
@@ -717,7 +711,26 @@ static int load(wlm_model *m, const wlm_gguf *g, int vocab_only) {
     }
     if (rc == WLM_OK) rc = map_weights(m, g, layer_swa);
     free(layer_swa);
-    if (rc != WLM_OK) return rc;
+    return rc;
+}
+
+static int load(wlm_model *m, const wlm_gguf *g, int vocab_only) {
+    int rc;
+    if ((rc = wlm_model_copy_meta(m, g)) != WLM_OK) return rc;
+    const int has_vocab = wlm_gguf_find_kv(g, "tokenizer.ggml.tokens") != NULL;
+    if (vocab_only) {
+        if (!has_vocab)
+            return wlm_set_error(m->errmsg, WLM_ERR_TOKENIZER,
+                                 "this GGUF file has no vocabulary (tokenizer.ggml.tokens)");
+        rc = wlm_tokenizer_load_gguf(&m->tok, g, m->errmsg, WLM_ERRMSG_SIZE);
+        if (rc != WLM_OK) return rc;
+        m->has_tokenizer = 1;
+        m->vocab_only = 1;
+        m->hp.vocab_size = m->tok.vocab_size;
+        return WLM_OK;
+    }
+
+    if ((rc = load_weights(m, g)) != WLM_OK) return rc;
 
     /* tokenizer/vocab_gguf.c reads the vocabulary through gguf.h and copies it. A file without
      * one can still take a llama2.c tokenizer.bin afterwards (wlm_model_load_tokenizer). */
@@ -736,18 +749,52 @@ static int load(wlm_model *m, const wlm_gguf *g, int vocab_only) {
     return WLM_OK;
 }
 
-int wlm_gguf_load_model(wlm_model *m, const unsigned char *data, size_t size, int vocab_only) {
+int wlm_gguf_load_model(wlm_model *m, const unsigned char *data, size_t size, int vocab_only,
+                        int external) {
     if (!vocab_only && ((uintptr_t)data & 3u) != 0)
         return wlm_set_error(m->errmsg, WLM_ERR_INVALID_ARG, "model buffer must be 4-byte aligned");
     wlm_gguf g;
-    int rc = wlm_gguf_parse(&g, data, size, m->errmsg, WLM_ERRMSG_SIZE);
+    int rc = wlm_gguf_parse_ex(&g, data, size, external ? WLM_GGUF_MATRICES_EXTERNAL : 0,
+                               m->errmsg, WLM_ERRMSG_SIZE);
     if (rc != WLM_OK) return rc;
+    if (external && !vocab_only) {
+        m->tensors_external = 1;
+        m->tensors_pending = 1;
+        m->external_buf = data;
+        m->external_size = size;
+        if (!(m->external_marks = calloc(g.n_tensors ? g.n_tensors : 1, 1))) {
+            wlm_gguf_free(&g);
+            return wlm_set_error(m->errmsg, WLM_ERR_NOMEM, "out of memory");
+        }
+    }
     rc = load(m, &g, vocab_only);
     if (rc != WLM_OK && m->has_tokenizer) {
         wlm_tokenizer_free(&m->tok);
         m->has_tokenizer = 0;
     }
     /* The weights and the tokenizer keep pointers into `data` only, never into g's tables. */
+    wlm_gguf_free(&g);
+    return rc;
+}
+
+int wlm_gguf_commit_external(wlm_model *m) {
+    wlm_gguf g;
+    int rc = wlm_gguf_parse_ex(&g, m->external_buf, m->external_size, WLM_GGUF_MATRICES_EXTERNAL,
+                               m->errmsg, WLM_ERRMSG_SIZE);
+    if (rc != WLM_OK) return rc;
+    /* map again, now reading the vectors: F16 ones converted, every value checked */
+    free(m->w.layers);
+    free(m->owned_floats);
+    m->owned_floats = NULL;
+    memset(&m->w, 0, sizeof m->w);
+    const wlm_arch *arch = m->hp.arch;
+    const int32_t vocab = m->hp.vocab_size;
+    memset(&m->hp, 0, sizeof m->hp);
+    m->hp.arch = arch;
+    m->tensors_pending = 0;
+    rc = load_weights(m, &g);
+    if (rc == WLM_OK && m->hp.vocab_size != vocab)
+        rc = wlm_set_error(m->errmsg, WLM_ERR_STATE, "the model changed while its tensors were read");
     wlm_gguf_free(&g);
     return rc;
 }

@@ -87,14 +87,18 @@ int wlm_model_load(const void *data, size_t size, unsigned flags, wlm_model **ou
     }
     if (flags & WLM_LOAD_OWN_BUFFER) m->owned_buffer = (void *)data;
     if (!data) return wlm_set_error(m->errmsg, WLM_ERR_INVALID_ARG, "model data is NULL");
-    if (flags & ~(WLM_LOAD_OWN_BUFFER | WLM_LOAD_VOCAB_ONLY))
+    if (flags & ~(WLM_LOAD_OWN_BUFFER | WLM_LOAD_VOCAB_ONLY | WLM_LOAD_TENSORS_EXTERNAL))
         return wlm_set_error(m->errmsg, WLM_ERR_INVALID_ARG, "unknown flags 0x%x", flags);
     const int gguf = size >= 4 && memcmp(data, "GGUF", 4) == 0;
     const int vocab_only = (flags & WLM_LOAD_VOCAB_ONLY) != 0;
     if (vocab_only && !gguf)
         return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
                              "WLM_LOAD_VOCAB_ONLY needs a GGUF file");
-    int rc = gguf ? wlm_gguf_load_model(m, data, size, vocab_only)
+    const int external = (flags & WLM_LOAD_TENSORS_EXTERNAL) != 0;
+    if (external && !gguf)
+        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                             "WLM_LOAD_TENSORS_EXTERNAL needs a GGUF file");
+    int rc = gguf ? wlm_gguf_load_model(m, data, size, vocab_only, external)
                   : wlm_llama2c_load(m, data, size);
     if (rc != WLM_OK) {
         /* Keep the message, drop any partial views. */
@@ -107,6 +111,18 @@ int wlm_model_load(const void *data, size_t size, unsigned flags, wlm_model **ou
     }
     m->loaded = 1;
     return WLM_OK;
+}
+
+int wlm_model_commit_external(wlm_model *model) {
+    if (!model) return WLM_ERR_INVALID_ARG;
+    model->errmsg[0] = '\0';
+    if (!model->loaded || !model->tensors_external || !model->tensors_pending)
+        return wlm_set_error(model->errmsg, WLM_ERR_STATE,
+                             "wlm_model_commit_external: the model was not loaded with "
+                             "WLM_LOAD_TENSORS_EXTERNAL, or is committed already");
+    int rc = wlm_gguf_commit_external(model);
+    if (rc != WLM_OK) model->loaded = 0; /* its vectors are bad: nothing may use it */
+    return rc;
 }
 
 int wlm_model_load_tokenizer(wlm_model *model, const void *data, size_t size) {
@@ -132,6 +148,7 @@ void wlm_model_free(wlm_model *model) {
     free(model->w.layers);
     free(model->owned_floats);
     free(model->owned_buffer);
+    free(model->external_marks);
     free(model);
 }
 

@@ -188,6 +188,14 @@ struct wlm_model {
     int has_tokenizer;
     int vocab_only;               /* WLM_LOAD_VOCAB_ONLY: a tokenizer and no weights (hp zero
                                      except vocab_size, so a context has n_ctx 0) */
+    int tensors_external;         /* WLM_LOAD_TENSORS_EXTERNAL: the matrices are held by another
+                                     backend; their views point at external_marks (one byte per
+                                     tensor, never read) and only deferred contexts are made */
+    int tensors_pending;          /* ... and the resident vectors are not read in yet
+                                     (wlm_model_commit_external clears it) */
+    unsigned char *external_marks;
+    const unsigned char *external_buf; /* the header + resident area buffer, and its size */
+    size_t external_size;
     wlm_tokenizer tok;
     /* The GGUF file's STRING key/values, copied at load (the GGUF tables do not outlive the
      * loader, and a vocab-only load may not keep the buffer): n_meta pairs of NUL-terminated
@@ -463,7 +471,11 @@ int wlm_eval_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq_i
 
 /* gguf_model.c: maps a GGUF file (any architecture of arch.c's table) to m (hp, w, tokenizer); message in
  * m->errmsg on error. With vocab_only, reads the tokenizer alone (vocab-only GGUFs). */
-int wlm_gguf_load_model(wlm_model *m, const unsigned char *data, size_t size, int vocab_only);
+int wlm_gguf_load_model(wlm_model *m, const unsigned char *data, size_t size, int vocab_only,
+                        int external);
+/* WLM_LOAD_TENSORS_EXTERNAL's second step (wlm_model_commit_external): maps the weights again,
+ * reading the resident vectors now in the buffer. */
+int wlm_gguf_commit_external(wlm_model *m);
 
 /* llama2c.c: parses a legacy checkpoint into m (hp, w); message in m->errmsg on error. */
 int wlm_llama2c_load(wlm_model *m, const unsigned char *data, size_t size);

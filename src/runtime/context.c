@@ -193,6 +193,14 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     if (model->vocab_only)
         return wlm_set_error(c->errmsg, WLM_ERR_STATE,
                              "the model was loaded with WLM_LOAD_VOCAB_ONLY: it has no weights");
+    if (model->tensors_external && (model->tensors_pending || !params || params->kv_cache != 2))
+        return wlm_set_error(c->errmsg, WLM_ERR_STATE,
+                             model->tensors_pending
+                                 ? "the model's weights are not read in yet "
+                                   "(WLM_LOAD_TENSORS_EXTERNAL without wlm_model_commit_external)"
+                                 : "the model's weight matrices are held by another backend "
+                                   "(WLM_LOAD_TENSORS_EXTERNAL): only a deferred context "
+                                   "(kv_cache 2) can use it, never the CPU forward pass");
     wlm_context_params defaults;
     wlm_context_params_default(&defaults);
     if (!params) params = &defaults;

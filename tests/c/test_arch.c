@@ -12,7 +12,11 @@
  * - context shift re-rotates K in the model's RoPE style (the shifted cache predicts what a
  *   fresh evaluation of the kept tokens predicts), and is refused with a message for learned
  *   positions and sliding windows; beam search and sampling run;
- * - a missing or misshapen tensor or key is an error naming it.
+ * - a missing or misshapen tensor or key is an error naming it;
+ * - WLM_LOAD_TENSORS_EXTERNAL (the WebGPU backend's streamed load): from the header alone the
+ *   model describes itself as the whole file does, refuses every context until committed and
+ *   then any but a deferred one; committed, its vectors equal the whole file's; a non-finite
+ *   vector or a zero RoPE factor fails the commit naming the tensor.
  * The llama.cpp oracle (tests/js/oracle.test.mjs) checks the same architectures against
  * llama.cpp itself on the synthesizer's files.
  */
@@ -21,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "formats/gguf.h"
 #include "formats/gguf_write.h"
 #include "kernels/quant.h"
 #include "model/model.h"
@@ -733,6 +738,130 @@ static void test_errors(void) {
     }
 }
 
+/* The buffer WLM_LOAD_TENSORS_EXTERNAL takes for `file`: its header, then every one-row tensor
+ * in tensor-info order at the next multiple of the alignment (zeros when !fill). */
+static unsigned char *external_buffer(const unsigned char *file, size_t size, int fill,
+                                      size_t *out_size) {
+    wlm_gguf g;
+    if (!CHECK(wlm_gguf_parse(&g, file, size, NULL, 0) == WLM_OK)) return NULL;
+    size_t at = 0;
+    for (size_t i = 0; i < g.n_tensors; i++)
+        if (wlm_gguf_tensor_resident(&g.tensors[i]))
+            at = (at + g.tensors[i].nbytes + g.alignment - 1) / g.alignment * g.alignment;
+    *out_size = g.data_offset + at;
+    unsigned char *buf = calloc(*out_size, 1);
+    memcpy(buf, file, g.data_offset);
+    at = 0;
+    for (size_t i = 0; i < g.n_tensors && fill; i++) {
+        const wlm_gguf_tensor *t = &g.tensors[i];
+        if (!wlm_gguf_tensor_resident(t)) continue;
+        memcpy(buf + g.data_offset + at, t->data, t->nbytes);
+        at = (at + t->nbytes + g.alignment - 1) / g.alignment * g.alignment;
+    }
+    wlm_gguf_free(&g);
+    return buf;
+}
+
+/* A deferred (kv_cache 2) or CPU context's status on m. */
+static int context_status(const wlm_model *m, int deferred, char *msg, size_t n) {
+    wlm_context_params cp;
+    wlm_context_params_default(&cp);
+    cp.n_ctx = 32;
+    cp.kv_cache = deferred ? 2 : 1;
+    wlm_context *c = NULL;
+    int rc = wlm_context_new(m, &cp, &c);
+    snprintf(msg, n, "%s", wlm_context_errmsg(c));
+    wlm_context_free(c);
+    return rc;
+}
+
+static void test_external(const char *arch, int32_t type) {
+    spec s = base_spec(arch);
+    s.type = type;
+    size_t size = 0, ext_size = 0;
+    unsigned char *file = build_model(&s, &size);
+    wlm_model *full = NULL, *m = NULL;
+    CHECK_STATUS(wlm_model_load(file, size, 0, &full), WLM_OK);
+    unsigned char *ext = external_buffer(file, size, 0, &ext_size);
+    CHECKF(ext_size < size / 4, "%s: resident buffer %zu bytes of %zu", arch, ext_size, size);
+    int rc = wlm_model_load(ext, ext_size, WLM_LOAD_TENSORS_EXTERNAL, &m);
+    CHECKF(rc == WLM_OK, "%s external load: %s", arch, wlm_model_errmsg(m));
+    char msg[WLM_ERRMSG_SIZE], a[1 << 14], b[1 << 14];
+    if (rc == WLM_OK) {
+        /* described as the whole file is, before any vector is read */
+        CHECK(wlm_model_describe(full, a, sizeof a) < (int64_t)sizeof a);
+        CHECK(wlm_model_describe(m, b, sizeof b) < (int64_t)sizeof b);
+        const char *ta = strstr(a, "\"tensors\""), *tb = strstr(b, "\"tensors\"");
+        CHECKF(ta && tb && ta - a == tb - b && memcmp(a, b, (size_t)(ta - a)) == 0,
+               "%s: the external model's description differs", arch);
+        CHECK_STATUS(context_status(m, 1, msg, sizeof msg), WLM_ERR_STATE);
+        CHECKF(strstr(msg, "not read in yet") != NULL, "%s", msg);
+        /* committed with the vectors in */
+        unsigned char *filled = external_buffer(file, size, 1, &ext_size);
+        memcpy(ext, filled, ext_size);
+        free(filled);
+        CHECK_STATUS(wlm_model_commit_external(m), WLM_OK);
+        CHECK_STATUS(wlm_model_commit_external(m), WLM_ERR_STATE);
+        CHECK_STATUS(context_status(m, 0, msg, sizeof msg), WLM_ERR_STATE);
+        CHECKF(strstr(msg, "another backend") != NULL, "%s", msg);
+        CHECK_STATUS(context_status(m, 1, msg, sizeof msg), WLM_OK);
+        const int D = s.dim;
+        for (int l = 0; l < s.layers; l++) {
+            const wlm_layer_weights *x = &full->w.layers[l], *y = &m->w.layers[l];
+            CHECKF(memcmp(x->rms_att, y->rms_att, sizeof(float) * (size_t)D) == 0 &&
+                       memcmp(x->rms_ffn, y->rms_ffn, sizeof(float) * (size_t)D) == 0,
+                   "%s layer %d: norms differ", arch, l);
+            CHECK((x->bq == NULL) == (y->bq == NULL));
+            if (x->bq) CHECK(memcmp(x->bq, y->bq, sizeof(float) * (size_t)s.heads * 4) == 0);
+            const wlm_tensor *mx[] = {&x->wq, &x->wqkv, &x->wo, &x->w2, &x->w3};
+            const wlm_tensor *my[] = {&y->wq, &y->wqkv, &y->wo, &y->w2, &y->w3};
+            for (int k = 0; k < 5; k++) {
+                CHECK((mx[k]->data == NULL) == (my[k]->data == NULL));
+                CHECK(mx[k]->type == my[k]->type && mx[k]->rows == my[k]->rows &&
+                      mx[k]->row_bytes == my[k]->row_bytes);
+            }
+            CHECK(y->wo.data != y->w2.data);
+        }
+        CHECK(memcmp(full->w.rms_final, m->w.rms_final, sizeof(float) * (size_t)D) == 0);
+        CHECK((m->w.wcls.data == m->w.token_embedding.data) == (s.tied != 0));
+        if (s.rope_factors)
+            CHECK(memcmp(full->w.rope_long, m->w.rope_long, sizeof(float) * (size_t)(s.dim / s.heads / 2)) == 0);
+        CHECK_EQ_INT(m->weight_bytes, full->weight_bytes);
+    }
+    wlm_model_free(m);
+    m = NULL;
+    /* a non-finite norm value, a zero RoPE factor: the commit names the tensor */
+    for (int bad = 0; bad < 1 + s.rope_factors; bad++) {
+        unsigned char *e = external_buffer(file, size, 0, &ext_size);
+        CHECK_STATUS(wlm_model_load(e, ext_size, WLM_LOAD_OWN_BUFFER | WLM_LOAD_TENSORS_EXTERNAL, &m), WLM_OK);
+        unsigned char *filled = external_buffer(file, size, 1, &ext_size);
+        memcpy(e, filled, ext_size);
+        free(filled);
+        wlm_gguf g;
+        CHECK(wlm_gguf_parse_ex(&g, e, ext_size, WLM_GGUF_MATRICES_EXTERNAL, NULL, 0) == WLM_OK);
+        const wlm_gguf_tensor *t = wlm_gguf_find_tensor(&g, bad ? "rope_factors_long.weight"
+                                                                 : "blk.1.ffn_norm.weight");
+        if (CHECK(t && t->data && t->type == WLM_TYPE_F32)) {
+            const float v = bad ? 0.0f : NAN;
+            memcpy((unsigned char *)t->data + 4, &v, 4);
+        }
+        wlm_gguf_free(&g);
+        rc = wlm_model_commit_external(m);
+        CHECKF(rc == WLM_ERR_FORMAT && strstr(wlm_model_errmsg(m), bad ? "rope_factors_long" : "blk.1.ffn_norm"),
+               "%s bad %d: %s %s", arch, bad, wlm_status_name(rc), wlm_model_errmsg(m));
+        CHECK_STATUS(context_status(m, 1, msg, sizeof msg), WLM_ERR_STATE);
+        wlm_model_free(m);
+        m = NULL;
+    }
+    /* the header cut short: TRUNCATED, as for a whole file */
+    rc = wlm_model_load(file, 64, WLM_LOAD_TENSORS_EXTERNAL, &m);
+    CHECK_STATUS(rc, WLM_ERR_TRUNCATED);
+    wlm_model_free(m);
+    free(ext);
+    wlm_model_free(full);
+    free(file);
+}
+
 int main(void) {
     const char *archs[] = {"llama", "qwen2", "qwen3", "gemma3", "phi3", "gpt2"};
     const int32_t types[] = {WLM_TYPE_F32, WLM_TYPE_Q4_0, WLM_TYPE_F16, WLM_TYPE_Q8_0};
@@ -748,5 +877,7 @@ int main(void) {
         test_generate(archs[a]);
     }
     test_errors();
+    for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
+        test_external(archs[a], a % 2 ? WLM_TYPE_F16 : WLM_TYPE_Q8_0);
     TEST_FINISH();
 }

@@ -1032,7 +1032,7 @@ static void test_vocab_only(const unsigned char *gguf, size_t gguf_size) {
         CHECK(info.vocab_size == 512 && info.has_tokenizer && info.n_layers == 0 && info.weight_bytes == 0);
     wlm_model_free(m);
     m = NULL;
-    CHECK_STATUS(wlm_model_load(gguf, gguf_size, 4u, &m), WLM_ERR_INVALID_ARG);
+    CHECK_STATUS(wlm_model_load(gguf, gguf_size, 8u, &m), WLM_ERR_INVALID_ARG);
     wlm_model_free(m);
 }
 

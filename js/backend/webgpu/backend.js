@@ -50,9 +50,22 @@ export class WebGpuBackend {
    * the device.
    */
   static async attach({ x, ctx, desc, adapter, adapterInfo, kvType, useSubgroups = true }) {
+    const b = await WebGpuBackend.open({ adapter, adapterInfo, useSubgroups });
+    try {
+      await b.start({ x, ctx, desc, kvType, weights: await uploadWeights(b.device, desc, x.memory) });
+    } catch (e) {
+      b.release();
+      throw e;
+    }
+    return b;
+  }
+
+  /**
+   * A backend with a device of `adapter` and no model yet (the streamed load, load.js, fills
+   * its weights first, then start()s it). Throws WLM_ERR_UNSUPPORTED when no device is given.
+   */
+  static async open({ adapter, adapterInfo, useSubgroups = true }) {
     const b = new WebGpuBackend();
-    b.#x = x;
-    b.#ctx = ctx;
     b.adapterInfo = adapterInfo;
     const { device, subgroups } = await requestDevice(adapter, {
       useSubgroups,
@@ -60,22 +73,26 @@ export class WebGpuBackend {
     });
     b.#device = device;
     b.subgroups = subgroups;
-    try {
-      const weights = await uploadWeights(device, desc, x.memory);
-      b.weightBytes = weights.bytes;
-      const f = (i) => x.wlmjs_deferred_field(ctx, i);
-      const sets = f(7), half = desc.hp.n_rot / 2;
-      const ropeFreq = new Float32Array(x.memory.buffer, f(6) >>> 0, sets * half).slice();
-      b.#fwd = await GpuForward.create(device, desc, weights, {
-        kvF16: kvType !== 'f32', nCtx: f(9), ropeFreq, ropeSets: sets, mscale: f(8),
-        pipelines: new Pipelines(device, { subgroups }),
-      });
-      b.#weights = weights;
-    } catch (e) {
-      b.release();
-      throw e;
-    }
     return b;
+  }
+
+  /**
+   * Builds the forward pass of `desc` over `weights` ({matrix, vec, vecOff, bytes}: uploadWeights
+   * or the streamed load's), for the deferred context `ctx` of the exports `x`. The backend owns
+   * the weights' buffers from here (release() destroys them), also when this throws.
+   */
+  async start({ x, ctx, desc, kvType, weights }) {
+    this.#x = x;
+    this.#ctx = ctx;
+    this.#weights = weights;
+    this.weightBytes = weights.bytes;
+    const f = (i) => x.wlmjs_deferred_field(ctx, i);
+    const sets = f(7), half = desc.hp.n_rot / 2;
+    const ropeFreq = new Float32Array(x.memory.buffer, f(6) >>> 0, sets * half).slice();
+    this.#fwd = await GpuForward.create(this.#device, desc, weights, {
+      kvF16: kvType !== 'f32', nCtx: f(9), ropeFreq, ropeSets: sets, mscale: f(8),
+      pipelines: new Pipelines(this.#device, { subgroups: this.subgroups }),
+    });
   }
 
   #weights = null;

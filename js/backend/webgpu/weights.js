@@ -3,9 +3,10 @@
 // heap address) and copies each weight matrix, as its bytes are (quantized blocks stay
 // quantized), into its own storage buffer, and every float vector (norms, biases) into one
 // shared buffer. It checks first that every type has GPU kernels and that every buffer fits the
-// adapter's limits, and names what does not. This first form reads the weights from the wasm
-// heap after the CPU load; streaming them from the file to the GPU without the heap copy is a
-// later step.
+// adapter's limits, and names what does not. This is the heap-copy form (the weights read from
+// the wasm heap after a whole-file CPU load: llama2.c files, EngineOptions gpuWeights 'heap');
+// a GGUF's matrices are streamed from the file to the GPU instead (stream.js, load.js), and only
+// its vectors come from the heap (uploadVectors).
 
 import { jsError } from '../../errors.js';
 import { GPU_TYPES, typeName } from './wgsl_quant.js';
@@ -58,7 +59,7 @@ export function checkFits(device, what, bytes) {
 
 /** A storage buffer holding bytes [addr, addr + size) of `heap` (a Uint8Array), padded to 4. */
 function uploadBytes(device, heap, addr, size, label) {
-  const buf = device.createBuffer({ label, size: Math.max(4, (size + 3) & ~3), usage: USAGE.STORAGE | USAGE.COPY_DST, mappedAtCreation: true });
+  const buf = device.createBuffer({ label, size: Math.max(4, Math.ceil(size / 4) * 4), usage: USAGE.STORAGE | USAGE.COPY_DST, mappedAtCreation: true });
   new Uint8Array(buf.getMappedRange(), 0, size).set(heap.subarray(addr, addr + size));
   buf.unmap();
   return buf;
@@ -77,14 +78,6 @@ export async function uploadWeights(device, desc, memory) {
     const size = t[1] * t[3];
     if (!matrix.has(t[4])) checkFits(device, `tensor ${name} (${typeName(t[0])}, ${t[1]}×${t[2]})`, size);
   }
-  // every float vector, packed, each at a multiple of 4 floats
-  const vecs = [];
-  const addVec = (v) => { if (v) vecs.push(v); };
-  for (const k of ['output_norm', 'output_norm_b']) addVec(desc.tensors[k]);
-  for (const l of desc.layers) for (const k of VECTORS) addVec(l[k]);
-  const vecOff = new Map();
-  let nf = 0;
-  for (const v of vecs) if (!vecOff.has(v[4])) { vecOff.set(v[4], nf); nf += (v[2] + 3) & ~3; }
   device.pushErrorScope('out-of-memory');
   const heap = new Uint8Array(memory.buffer);
   for (const [name, t] of matrices(desc)) {
@@ -93,16 +86,42 @@ export async function uploadWeights(device, desc, memory) {
     matrix.set(t[4], uploadBytes(device, heap, t[4], size, name));
     bytes += size;
   }
+  let vectors = null;
+  try {
+    vectors = await uploadVectors(device, desc, memory);
+  } finally {
+    const oom = await device.popErrorScope();
+    if (oom || !vectors) {
+      for (const b of matrix.values()) b.destroy();
+      vectors?.vec.destroy();
+      if (oom) throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for the weights (${bytes} bytes): ${oom.message}`);
+    }
+  }
+  return { matrix, vec: vectors.vec, vecOff: vectors.vecOff, bytes: bytes + vectors.bytes };
+}
+
+/**
+ * Every float vector of `desc` (norms, biases; F32 in the wasm heap, F16 ones converted by C)
+ * packed into one storage buffer, each at a multiple of 4 floats: {vec: GPUBuffer, vecOff:
+ * Map(addr → float offset in vec), bytes}. Throws WLM_ERR_NOMEM when the GPU runs out of memory.
+ */
+export async function uploadVectors(device, desc, memory) {
+  const vecs = [];
+  const addVec = (v) => { if (v) vecs.push(v); };
+  for (const k of ['output_norm', 'output_norm_b']) addVec(desc.tensors[k]);
+  for (const l of desc.layers) for (const k of VECTORS) addVec(l[k]);
+  const vecOff = new Map();
+  let nf = 0;
+  for (const v of vecs) if (!vecOff.has(v[4])) { vecOff.set(v[4], nf); nf += (v[2] + 3) & ~3; }
+  device.pushErrorScope('out-of-memory');
   const vec = device.createBuffer({ label: 'vectors', size: Math.max(16, nf * 4), usage: USAGE.STORAGE | USAGE.COPY_DST, mappedAtCreation: true });
   const vf = new Float32Array(vec.getMappedRange());
   for (const v of vecs) vf.set(new Float32Array(memory.buffer, v[4], v[2]), vecOff.get(v[4]));
   vec.unmap();
-  bytes += nf * 4;
   const oom = await device.popErrorScope();
   if (oom) {
-    for (const b of matrix.values()) b.destroy();
     vec.destroy();
-    throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for the weights (${bytes} bytes): ${oom.message}`);
+    throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for the weight vectors (${nf * 4} bytes): ${oom.message}`);
   }
-  return { matrix, vec, vecOff, bytes };
+  return { vec, vecOff, bytes: nf * 4 };
 }
