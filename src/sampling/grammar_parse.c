@@ -325,8 +325,6 @@ static int repeat_item(parser *p, uint32_t rule, uint32_t from, uint32_t min, ui
         if (rc == WLM_OK && len == 1 && x[0].type == GE_REF)
             rc = record_repeat(p, rule, from, min, max, x[0].value, first, at);
     }
-    if (rc == WLM_OK && max == min && min > 0 && len == 1 && x[0].type == GE_REF)
-        rc = record_repeat(p, rule, from, min, max, x[0].value, UINT32_MAX, at);
     free(x);
     return rc;
 }
@@ -607,7 +605,8 @@ static int check_left_recursion(parser *p) {
  * stack per copy that could come next: "\"" item{2228} "\"" with item ::= [a-z] | had 2228
  * stacks after every character, and each mask stepped them all through the vocabulary's trie
  * (fuzz_grammar found it: 36 s for one input). After the rewrite a copy is a character or
- * more, and that grammar has 2 stacks (tests/c/test_grammar.c).
+ * more, and that grammar has 2 stacks (tests/c/test_grammar.c). The same holds for k copies of
+ * a reference written one after the other ("item item item"), which are rewritten as x{k}.
  *
  * x' of a rule r (its "prime") holds, for each alternative X1..Xk, the alternatives
  * Xi' X(i+1)..Xk for every i up to the first item that cannot be empty (Xi itself, verbatim, for
@@ -727,8 +726,47 @@ static int prime_emit(parser *p, void *ctx, uint32_t r, int kind, uint32_t a, ui
     return rc;
 }
 
+static int cmp_rep(const void *a, const void *b) {
+    const prep *x = a, *y = b;
+    if (x->rule != y->rule) return x->rule < y->rule ? -1 : 1;
+    return x->from < y->from ? -1 : x->from > y->from;
+}
+
+/* Adds, as repetitions x{k}, the runs of k >= 2 references to the same nullable rule written
+ * one after the other (x{k} itself compiles to one, as does "x x x" by hand), except where a
+ * run overlaps a recorded x{m,n}. Leaves p->reps sorted by rule, then element. */
+static int add_nullable_runs(parser *p, const uint8_t *nullable) {
+    if (p->n_reps > 1) qsort(p->reps, p->n_reps, sizeof *p->reps, cmp_rep);
+    const uint32_t n_rec = p->n_reps;
+    uint32_t k = 0; /* the first recorded repetition of rule r or a later rule */
+    for (uint32_t r = 0; r < p->n_rules && p->status == WLM_OK; r++) {
+        while (k < n_rec && p->reps[k].rule < r) k++;
+        const prule *pr = &p->r[r];
+        for (uint32_t i = 0; i < pr->n;) {
+            const gel e = pr->el[i];
+            uint32_t j = i + 1;
+            if (e.type == GE_REF && nullable[e.value])
+                while (j < pr->n && pr->el[j].type == GE_REF && pr->el[j].value == e.value) j++;
+            if (j - i >= 2) {
+                int overlap = 0;
+                for (uint32_t q = k; q < n_rec && p->reps[q].rule == r; q++) {
+                    const prep *w = &p->reps[q];
+                    const uint32_t used = w->min + (w->opt != UINT32_MAX);
+                    if (w->from < j && i < w->from + used) overlap = 1;
+                }
+                if (!overlap && record_repeat(p, r, i, j - i, j - i, e.value, UINT32_MAX,
+                                              pr->def_at) != WLM_OK)
+                    return p->status;
+                pr = &p->r[r];
+            }
+            i = j;
+        }
+    }
+    if (p->n_reps > 1) qsort(p->reps, p->n_reps, sizeof *p->reps, cmp_rep);
+    return p->status;
+}
+
 static int rewrite_nullable_repeats(parser *p) {
-    if (p->n_reps == 0) return WLM_OK;
     const uint32_t n0 = p->n_rules;
     uint8_t *nullable = malloc(n0), *some = malloc(n0);
     prime_ctx c = {0};
@@ -740,6 +778,8 @@ static int rewrite_nullable_repeats(parser *p) {
     }
     compute_nullable(p, nullable);
     compute_some(p, some);
+    int rc = add_nullable_runs(p, nullable);
+    if (rc != WLM_OK || p->n_reps == 0) goto done;
     for (uint32_t r = 0; r < n0; r++) c.prime[r] = UINT32_MAX;
     /* the size first: the primes needed (closure over the work list) and the chains */
     uint64_t chain_rules = 0, chain_el = 0;
@@ -752,7 +792,6 @@ static int rewrite_nullable_repeats(parser *p) {
     }
     for (uint32_t k = 0; k < c.n_queue; k++)
         prime_walk(p, c.queue[k], nullable, some, prime_count, &c);
-    int rc = WLM_OK;
     if (p->total + c.n_el + chain_el > WLM_GRAM_MAX_ELEMENTS ||
         p->n_rules + c.n_queue + chain_rules > WLM_GRAM_MAX_RULES)
         goto done; /* kept as written */
@@ -766,7 +805,7 @@ static int rewrite_nullable_repeats(parser *p) {
         rc = prime_walk(p, c.queue[k], nullable, some, prime_emit, &c);
         if (rc == WLM_OK) rc = emit(p, c.out, GE_END, 0);
     }
-    /* the repetitions, last first (a rule's later ones sit at higher element indices) */
+    /* the repetitions, last first (sorted: a rule's later ones sit at higher indices) */
     for (uint32_t k = p->n_reps; k-- > 0 && rc == WLM_OK;) {
         const prep q = p->reps[k];
         if (!nullable[q.item]) continue;

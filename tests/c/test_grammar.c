@@ -638,6 +638,22 @@ static void test_nullable_repeats(void) {
     }
     wlm_gram_matcher_free(m1), wlm_gram_matcher_free(m2);
     wlm_gram_free(g1), wlm_gram_free(g2);
+    /* the same copies written out by hand: a run of references, rewritten the same way */
+    {
+        static char seq[2228 * 5 + 64];
+        char *q = seq;
+        q += sprintf(q, "root ::= \"\\\"\"");
+        for (int k = 0; k < 2228; k++) q += sprintf(q, " item");
+        sprintf(q, " \"\\\"\"\nitem ::= [roQ-z] |\n");
+        wlm_gram_matcher *m3 = matcher_for(seq, &tv, 7, &g1);
+        for (int k = 0; m3 && k < 3; k++) {
+            CHECKF(wlm_gram_matcher_n_stacks(m3) <= 2, "written out, step %d: %u stacks", k,
+                   wlm_gram_matcher_n_stacks(m3));
+            CHECK_STATUS(wlm_gram_accept_token(m3, k == 0 ? 0 : 1), WLM_OK);
+        }
+        wlm_gram_matcher_free(m3);
+        wlm_gram_free(g1);
+    }
     wlm_gram_vocab_free(tv.v);
     /* exactly 2228 letters, not 2229 */
     char *text = malloc(2232);
@@ -665,6 +681,8 @@ static void test_nullable_repeats(void) {
         {"root ::= x{2} | \"c\" x{1,2} \"c\"\nx ::= \"ab\"? | \"b\"+",
          "root ::= x x | \"c\" x x \"c\"\nx ::= \"ab\"? | \"b\"+"},
         {"root ::= x? x{2}\nx ::= (\"a\" | \"\") \"b\"?", "root ::= x x x\nx ::= (\"a\" | \"\") \"b\"?"},
+        {"root ::= x x x \"c\" x x | y y\nx ::= \"a\"? \"b\"?\ny ::= x \"c\"?",
+         "root ::= w? w? w? \"c\" w? w? | (w? \"c\"?) (w? \"c\"?)\nw ::= \"ab\" | \"a\" | \"b\""},
     };
     char s[8];
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
