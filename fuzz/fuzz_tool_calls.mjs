@@ -24,7 +24,9 @@ import { ToolCallParser } from '../js/tool_calls.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 export const REGRESSIONS = join(HERE, 'regressions', 'fuzz_tool_calls');
-const FORMATS = ['hermes', 'llama3', 'mistral', 'generic'];
+// 'mistral+start': mistral with startInCall (the prompt already ends with [TOOL_CALLS], as
+// js/chat_completion.js does for a prefilled call)
+const FORMATS = ['hermes', 'llama3', 'mistral', 'mistral+start', 'generic'];
 
 /** Seed inputs: well-formed and malformed outputs of each format. */
 export const CORPUS = [
@@ -84,7 +86,8 @@ export function mutate(r) {
 
 /** Parses `text` with its events, pushing the pieces of `splits` (cut points). */
 function parse(format, text, splits) {
-  const p = new ToolCallParser(format, { makeId: (i) => `id${i}` });
+  const startInCall = format.endsWith('+start');
+  const p = new ToolCallParser(format.replace('+start', ''), { makeId: (i) => `id${i}`, startInCall });
   const events = [];
   let from = 0;
   for (const at of [...splits, text.length]) {
@@ -134,7 +137,9 @@ export function check(text, r) {
         if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error(`${format}: no error, yet arguments ${c.arguments} are not an object`);
       }
     }
-    if (format !== 'generic' && used > text.length) throw new Error(`${format}: ${used} characters out of ${text.length} in`);
+    // (with startInCall the parser holds the marker, which comes back as content when no call follows)
+    const room = format === 'mistral+start' ? '[TOOL_CALLS]'.length : 0;
+    if (format !== 'generic' && used > text.length + room) throw new Error(`${format}: ${used} characters out of ${text.length} in`);
   }
 }
 

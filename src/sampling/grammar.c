@@ -401,6 +401,8 @@ int wlm_gram_can_continue(const wlm_gram_matcher *m) {
     return 0;
 }
 
+uint32_t wlm_gram_matcher_n_stacks(const wlm_gram_matcher *m) { return m ? m->n_cur : 0; }
+
 void wlm_gram_matcher_strip_space(wlm_gram_matcher *m, int on) {
     if (m) m->strip_space = on != 0;
 }

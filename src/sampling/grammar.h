@@ -96,6 +96,10 @@ int wlm_gram_is_complete(const wlm_gram_matcher *m);
 /* 1 when some text could still continue the parse (a stack waits for a character). */
 int wlm_gram_can_continue(const wlm_gram_matcher *m);
 
+/* Number of parser stacks in the current state (tests, diagnostics: the work of each step and
+ * of each trie node of a mask is proportional to it). */
+uint32_t wlm_gram_matcher_n_stacks(const wlm_gram_matcher *m);
+
 /* grammar_vocab.c — the glue with a model and context (wasmlm.h types). */
 #include "wasmlm.h"
 

@@ -585,6 +585,125 @@ static void test_matcher(void) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Repetitions of items that can match the empty string                                        */
+
+/* Feeds `text` byte by byte to grammars a and b: after each byte both agree on refusal,
+ * completeness and can_continue. Returns 1 when they agreed throughout. */
+static int same_language(const char *ga, const char *gb, const char *text) {
+    static const char *pieces[] = {"a"};
+    tvocab tv;
+    tvocab_make(&tv, pieces, 1);
+    wlm_gram *g1, *g2;
+    wlm_gram_matcher *m1 = matcher_for(ga, &tv, -1, &g1), *m2 = matcher_for(gb, &tv, -1, &g2);
+    int same = m1 && m2;
+    for (size_t k = 0; same; k++) {
+        same = wlm_gram_is_complete(m1) == wlm_gram_is_complete(m2) &&
+               wlm_gram_can_continue(m1) == wlm_gram_can_continue(m2);
+        if (!same || !text[k]) break;
+        const int r1 = wlm_gram_accept_bytes(m1, text + k, 1);
+        const int r2 = wlm_gram_accept_bytes(m2, text + k, 1);
+        same = r1 == r2;
+        if (r1 != WLM_OK) break;
+    }
+    wlm_gram_matcher_free(m1), wlm_gram_matcher_free(m2);
+    wlm_gram_free(g1), wlm_gram_free(g2);
+    wlm_gram_vocab_free(tv.v);
+    return same;
+}
+
+static void test_nullable_repeats(void) {
+    /* fuzz_grammar's slow input (36 s under the sanitizers): 2228 copies of an item that can
+     * be empty. Rewritten as up to 2228 non-empty copies it is the grammar with the class
+     * repeated {0,2228}: the same masks and the same 2 stacks (one per copy before: 2229). */
+    char a[256], b[256];
+    snprintf(a, sizeof a, "root ::= \"\\\"\" item{2228} \"\\\"\"\nitem ::= [roQ-z] |\n");
+    snprintf(b, sizeof b, "root ::= \"\\\"\" [roQ-z]{0,2228} \"\\\"\"\n");
+    static const char *pieces[] = {"\"", "r", "s", "a", "rs", "\"r", "z\"", "", "Q"};
+    tvocab tv;
+    tvocab_make(&tv, pieces, 9);
+    wlm_gram *g1, *g2;
+    wlm_gram_matcher *m1 = matcher_for(a, &tv, 7, &g1), *m2 = matcher_for(b, &tv, 7, &g2);
+    if (m1 && m2) {
+        static const int32_t walk[] = {0, 1, 4, 8, 2, 1, 6};
+        for (size_t k = 0; k < sizeof walk / sizeof *walk; k++) {
+            CHECK_EQ_INT(mask_bits(m1, &tv), mask_bits(m2, &tv));
+            CHECK_EQ_INT(wlm_gram_matcher_n_stacks(m1), wlm_gram_matcher_n_stacks(m2));
+            CHECKF(wlm_gram_matcher_n_stacks(m1) <= 2, "step %zu: %u stacks", k,
+                   wlm_gram_matcher_n_stacks(m1));
+            CHECK_STATUS(wlm_gram_accept_token(m1, walk[k]), WLM_OK);
+            CHECK_STATUS(wlm_gram_accept_token(m2, walk[k]), WLM_OK);
+        }
+        CHECK_EQ_INT(wlm_gram_is_complete(m1), 1);
+        CHECK_EQ_INT(mask_bits(m1, &tv), 1 << 7);
+    }
+    wlm_gram_matcher_free(m1), wlm_gram_matcher_free(m2);
+    wlm_gram_free(g1), wlm_gram_free(g2);
+    /* the same copies written out by hand: a run of references, rewritten the same way */
+    {
+        static char seq[2228 * 5 + 64];
+        char *q = seq;
+        q += sprintf(q, "root ::= \"\\\"\"");
+        for (int k = 0; k < 2228; k++) q += sprintf(q, " item");
+        sprintf(q, " \"\\\"\"\nitem ::= [roQ-z] |\n");
+        wlm_gram_matcher *m3 = matcher_for(seq, &tv, 7, &g1);
+        for (int k = 0; m3 && k < 3; k++) {
+            CHECKF(wlm_gram_matcher_n_stacks(m3) <= 2, "written out, step %d: %u stacks", k,
+                   wlm_gram_matcher_n_stacks(m3));
+            CHECK_STATUS(wlm_gram_accept_token(m3, k == 0 ? 0 : 1), WLM_OK);
+        }
+        wlm_gram_matcher_free(m3);
+        wlm_gram_free(g1);
+    }
+    wlm_gram_vocab_free(tv.v);
+    /* exactly 2228 letters, not 2229 */
+    char *text = malloc(2232);
+    if (text) {
+        memset(text, 'r', 2231);
+        text[0] = '"';
+        text[2229] = '"';
+        text[2230] = '\0';
+        CHECK_EQ_INT(accepts(a, text), 1);
+        text[2229] = 'r';
+        text[2231] = '\0';
+        CHECK_EQ_INT(accepts(a, text), 0);
+        free(text);
+    }
+
+    /* Against the same repetitions written out by hand (a sequence, which is not rewritten):
+     * every string over {a, b, c} up to 6 bytes gets the same answers after every byte. */
+    static const struct { const char *rep, *seq; } cases[] = {
+        {"root ::= x{2,4} \"c\"\nx ::= y \"b\"? | \"\"\ny ::= \"a\"? \"c\"?",
+         "root ::= x x x x \"c\"\nx ::= y \"b\"? | \"\"\ny ::= \"a\"? \"c\"?"},
+        {"root ::= (\"a\"? \"b\"?){3}", "root ::= (\"a\"? \"b\"?) (\"a\"? \"b\"?) (\"a\"? \"b\"?)"},
+        {"root ::= x{0,3} \"a\"\nx ::= y z\ny ::= \"a\"?\nz ::= w? \"c\"?\nw ::= \"b\"",
+         "root ::= x x x \"a\"\nx ::= y z\ny ::= \"a\"?\nz ::= w? \"c\"?\nw ::= \"b\""},
+        {"root ::= \"a\" x{3} \"b\"?\nx ::= \"\" | (\"\")", "root ::= \"a\" \"b\"?"},
+        {"root ::= x{2} | \"c\" x{1,2} \"c\"\nx ::= \"ab\"? | \"b\"+",
+         "root ::= x x | \"c\" x x \"c\"\nx ::= \"ab\"? | \"b\"+"},
+        {"root ::= x? x{2}\nx ::= (\"a\" | \"\") \"b\"?", "root ::= x x x\nx ::= (\"a\" | \"\") \"b\"?"},
+        {"root ::= x x x \"c\" x x | y y\nx ::= \"a\"? \"b\"?\ny ::= x \"c\"?",
+         "root ::= w? w? w? \"c\" w? w? | (w? \"c\"?) (w? \"c\"?)\nw ::= \"ab\" | \"a\" | \"b\""},
+    };
+    char s[8];
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        int bad = 0;
+        for (int len = 0; len <= 6 && !bad; len++) {
+            int n = 1;
+            for (int k = 0; k < len; k++) n *= 3;
+            for (int v = 0; v < n && !bad; v++) {
+                int x = v;
+                for (int k = 0; k < len; k++, x /= 3) s[k] = (char)('a' + x % 3);
+                s[len] = '\0';
+                if (!same_language(cases[c].rep, cases[c].seq, s)) {
+                    CHECKF(0, "'%s' vs '%s': differ on '%s'", cases[c].rep, cases[c].seq, s);
+                    bad = 1;
+                }
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* The sampler on designed logits                                                              */
 
 static void test_distribution(void) {
@@ -1202,6 +1321,7 @@ int main(int argc, char **argv) {
     tu_find_shared(argc, argv);
     test_parser();
     test_matcher();
+    test_nullable_repeats();
     test_distribution();
     size_t ms = 0, ts = 0;
     unsigned char *mb = tu_read_shared("models/stories260K.bin", &ms);
