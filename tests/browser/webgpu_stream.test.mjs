@@ -16,8 +16,11 @@ import { synthCached } from '../../tools/synth_gguf.mjs';
 const closers = [];
 after(async () => { for (const c of closers) await c(); });
 
-test('Chromium: a fetched GGUF streams to the GPU; logits bit for bit the heap copy\'s, wasm memory smaller by the file', async () => {
-  const file = synthCached({ arch: 'gpt2', type: 'Q8_0' });
+test('Chromium: a fetched GGUF streams to the GPU; logits bit for bit the heap copy\'s, wasm memory smaller by the file', async (t) => {
+  // 45 MB (qwen3 F32: the 151,669-row embedding), well above the slack a fresh module's memory
+  // has: the heap copy must grow the memory by about the file, which a small file (5 MB) does
+  // not once the heap buffer is sized exactly (no Content-Length: from the GGUF's directory)
+  const file = synthCached({ arch: 'qwen3', type: 'F32' });
   const size = fs.statSync(file).size;
   const server = await startTestServer({ files: { '/stream-test.gguf': file } });
   closers.push(() => server.close());
@@ -45,6 +48,7 @@ test('Chromium: a fetched GGUF streams to the GPU; logits bit for bit the heap c
   assert.equal(s.loaded, size);
   assert.ok(s.reports > 2, `${s.reports} progress reports`);
   assert.deepEqual(s.logits, h.logits);
-  assert.ok(h.grew - s.grew > 0.9 * size, `wasm memory grew by ${s.grew} streamed, ${h.grew} copied, for a ${size}-byte file`);
+  t.diagnostic(`wasm memory grew by ${s.grew} streamed, ${h.grew} copied, for a ${size}-byte file`);
+  assert.ok(h.grew - s.grew > 0.8 * size, `wasm memory grew by ${s.grew} streamed, ${h.grew} copied, for a ${size}-byte file`);
   browser.assertNoProblems(/favicon\.ico/);
 });
