@@ -13,7 +13,7 @@
 // one set of bind groups serves every batch size. Kernels never divide by the workgroup count.
 // Where `subgroups` is on (the adapter has the feature), matvec reduces with subgroupAdd.
 
-import { GPU_TYPES, WGSL_BYTES } from './wgsl_quant.js';
+import { F16V, GPU_TYPES, WGSL_BYTES } from './wgsl_quant.js';
 
 export const WG = 64;        // invocations per workgroup, every kernel
 export const MAX_HEAD = 256; // attention: largest head size (4 dims per invocation)
@@ -38,15 +38,6 @@ fn f2h(f: f32) -> u32 {
   if (a < 0x38800000u) { return sign | u32(round(bitcast<f32>(a) * 16777216.0)); }
   let e = a - 0x38000000u;
   return sign | ((e + 0xfffu + ((e >> 13u) & 1u)) >> 13u);
-}`;
-const F16V = /* wgsl */ `
-fn f16v(h: u32) -> f32 {
-  let s = select(1.0, -1.0, (h & 0x8000u) != 0u);
-  let e = (h >> 10u) & 0x1fu;
-  let m = h & 0x3ffu;
-  if (e == 0u) { return s * f32(m) * 5.9604644775390625e-8; }
-  if (e == 31u) { return bitcast<f32>(((h & 0x8000u) << 16u) | 0x7f800000u | (m << 13u)); }
-  return bitcast<f32>(((h & 0x8000u) << 16u) | ((e + 112u) << 23u) | (m << 13u));
 }`;
 
 /** Invocations per row of a matvec for rows of `cols` elements: short rows get one invocation

@@ -11,12 +11,8 @@
 // C's to_float for every type. It does not hold the kernels that use the accessors (wgsl_ops.js,
 // wgsl_matmat.js).
 
-/** Byte and half-word readers over W, shared by every accessor. f16 bits are decoded by hand so
- *  that subnormal scales are exact whatever the GPU does with unpack2x16float. */
-export const WGSL_BYTES = /* wgsl */ `
-fn rb(o: u32) -> u32 { return (W[o >> 2u] >> ((o & 3u) * 8u)) & 0xffu; }
-fn rsb(o: u32) -> i32 { return (i32(rb(o)) << 24u) >> 24u; }
-fn rh(o: u32) -> u32 { let w = W[o >> 2u]; return select(w & 0xffffu, w >> 16u, (o & 2u) != 0u); }
+/** f16 bits to f32, by hand (exact for subnormals whatever the GPU's unpack2x16float does). */
+export const F16V = /* wgsl */ `
 fn f16v(h: u32) -> f32 {
   let s = select(1.0, -1.0, (h & 0x8000u) != 0u);
   let e = (h >> 10u) & 0x1fu;
@@ -24,7 +20,15 @@ fn f16v(h: u32) -> f32 {
   if (e == 0u) { return s * f32(m) * 5.9604644775390625e-8; }
   if (e == 31u) { return bitcast<f32>(((h & 0x8000u) << 16u) | 0x7f800000u | (m << 13u)); }
   return bitcast<f32>(((h & 0x8000u) << 16u) | ((e + 112u) << 23u) | (m << 13u));
-}
+}`;
+
+/** Byte and half-word readers over W, shared by every accessor. f16 bits are decoded by hand so
+ *  that subnormal scales are exact whatever the GPU does with unpack2x16float. */
+export const WGSL_BYTES = /* wgsl */ `
+fn rb(o: u32) -> u32 { return (W[o >> 2u] >> ((o & 3u) * 8u)) & 0xffu; }
+fn rsb(o: u32) -> i32 { return (i32(rb(o)) << 24u) >> 24u; }
+fn rh(o: u32) -> u32 { let w = W[o >> 2u]; return select(w & 0xffffu, w >> 16u, (o & 2u) != 0u); }
+${F16V}
 fn rf16(o: u32) -> f32 { return f16v(rh(o)); }
 `;
 
