@@ -13,12 +13,12 @@
  */
 #include <float.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/model.h"
+#include "runtime/errors.h"
 
 typedef struct wlm_spec_state wlm_spec_state;
 
@@ -82,19 +82,8 @@ int wlm_spec_stats_get(const wlm_context *ctx, wlm_spec_stats *out) {
 
 /* ---- vocabulary check --------------------------------------------------------------------- */
 
-/* Writes a message into msg (when given) and returns WLM_ERR_TOKENIZER. */
-#if defined(__GNUC__) || defined(__clang__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static int say(char *msg, size_t size, const char *fmt, ...) {
-    if (msg && size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, size, fmt, ap);
-        va_end(ap);
-    }
-    return WLM_ERR_TOKENIZER;
-}
+/* A message into err (when given), returning WLM_ERR_TOKENIZER: runtime/errors.h's wlm_errorf. */
+#define say(err, errlen, ...) wlm_errorf((err), (errlen), WLM_ERR_TOKENIZER, __VA_ARGS__)
 
 int wlm_vocab_match(const wlm_model *target, const wlm_model *draft, char *msg, size_t msg_size) {
     if (msg && msg_size) msg[0] = '\0';

@@ -11,24 +11,16 @@
  * with two differences: words only (no regular expressions), and a trigger whose text does not
  * follow the grammar leaves it dormant instead of raising an error.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/model.h"
+#include "runtime/errors.h"
 #include "sampling/sampler.h"
 
-/* Writes a message into err (errlen bytes); returns WLM_ERR_INVALID_ARG. */
-static int invalid(char *err, size_t errlen, const char *fmt, ...) {
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return WLM_ERR_INVALID_ARG;
-}
+/* A message into err (when given), returning WLM_ERR_INVALID_ARG: runtime/errors.h's wlm_errorf. */
+#define invalid(err, errlen, ...) wlm_errorf((err), (errlen), WLM_ERR_INVALID_ARG, __VA_ARGS__)
 
 int wlm_grammar_lazy_check(const wlm_gen_params *p, int32_t vocab_size, char *err,
                            size_t errlen) {
