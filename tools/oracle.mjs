@@ -133,15 +133,20 @@ export const RERANK_DOCUMENTS = Object.freeze([
  * Serves o.model to tools/oracle/index.html (wllama) in a fresh headless Chromium, waits for the
  * page, and returns fn(page, modelUrl, wllama's version); everything is closed afterwards.
  */
-async function withOraclePage(o, fn) {
-  const web = await startServer({ port: 0, quiet: true, isolate: false });
-  const files = await serveFile(o.model);
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-oracle-'));
-  const browser = await chromium.launchPersistentContext(dir, {
+/** A headless Chromium for the oracle pages (wllama runs in it), with its profile in `dir`. */
+export function launchOracleBrowser(dir) {
+  return chromium.launchPersistentContext(dir, {
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
       '--disable-component-update', '--disable-sync'],
   });
+}
+
+async function withOraclePage(o, fn) {
+  const web = await startServer({ port: 0, quiet: true, isolate: false });
+  const files = await serveFile(o.model);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-oracle-'));
+  const browser = await launchOracleBrowser(dir);
   try {
     const page = await browser.newPage();
     if (o.verbose) page.on('console', (m) => process.stderr.write(`[page] ${m.text()}\n`));

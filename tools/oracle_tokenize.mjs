@@ -31,7 +31,7 @@ import os from 'node:os';
 import path from 'node:path';
 import http from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { launchOracleBrowser } from './oracle.mjs';
 import { startServer } from './serve.mjs';
 import { readGguf, ggufBytes, vocabGguf } from './vocab_gguf.mjs';
 import { partialUtf8Tokens } from './synth_gguf.mjs';
@@ -189,11 +189,7 @@ export async function runTokenizeOracle({ verbose = false } = {}) {
   const files = Object.keys(USER_DEFINED_TEXTS);
   const web = await startServer({ port: 0, quiet: true, isolate: false });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-oracle-tok-'));
-  const browser = await chromium.launchPersistentContext(dir, {
-    executablePath: process.env.CHROMIUM || '/usr/bin/chromium', headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  const browser = await launchOracleBrowser(dir);
   try {
     const page = await browser.newPage();
     if (verbose) page.on('console', (m) => process.stderr.write(`[page] ${m.text()}\n`));
