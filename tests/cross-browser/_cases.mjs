@@ -297,8 +297,25 @@ export function coreCases(engine, expect) {
 
   test(`${engine}: web/examples/minimal.html streams a story into its element`, options, async () => {
     await page.goto(`${server.origin}/web/examples/minimal.html`);
-    const [result] = await page.waitFor(() => window.__logs.find((args) => args[0]?.stopReason),
-      null, { what: 'the example\'s console.log(engine.lastResult)' });
+    // The poll answers from the example's document only: a script sent right after goto() could
+    // land in the page before it (the chat case's demo), whose logs never name a stop reason. On
+    // a timeout the message says how far the example got (CI once timed out here in Firefox).
+    let found = null;
+    for (let attempt = 0; !found; attempt++) {
+      const r = await page.waitFor(() => {
+        if (!location.pathname.endsWith('/minimal.html')) return { elsewhere: location.href };
+        const logged = window.__logs.find((args) => args[0]?.stopReason);
+        return logged ? { logged } : null;
+      }, null, {
+        what: 'the example\'s console.log(engine.lastResult)',
+        state: () => ({ at: location.href, story: document.getElementById('story')?.textContent.length,
+          tokens: window.__tokenMessages?.length, problems: window.__problems, logs: window.__logs }),
+      });
+      if (r.logged) found = r.logged;
+      else if (attempt < 50) await new Promise((resolve) => setTimeout(resolve, 100));
+      else assert.fail(`the page stayed at ${r.elsewhere}, not the example`);
+    }
+    const [result] = found;
     assert.ok(['max_tokens', 'eos'].includes(result.stopReason), JSON.stringify(result));
     assert.ok(result.nGenerated > 10, `${result.nGenerated} tokens`);
     const r = await page.evaluate(() => {

@@ -63,15 +63,19 @@ export async function launchBrowser(engine) {
     version: driver.version,
     goto: (url) => driver.goto(url),
     evaluate: (fn, arg = null) => driver.evaluate(String(fn), arg),
-    /** Resolves with fn(arg)'s first truthy value, polled in the page every 20 ms. */
-    waitFor(fn, arg = null, { timeout = STEP_TIMEOUT, what = String(fn) } = {}) {
+    /** Resolves with fn(arg)'s first truthy value, polled in the page every 20 ms. On a timeout
+     *  the error names `what` and, when given, what the function `state` returns in the page then. */
+    waitFor(fn, arg = null, { timeout = STEP_TIMEOUT, what = String(fn), state = null } = {}) {
       const poll = `async ({ arg, timeout, what }) => {
         const fn = (${fn});
+        const state = (${state ?? 'null'});
         const end = Date.now() + timeout;
         for (;;) {
           const value = await fn(arg);
           if (value) return value;
-          if (Date.now() > end) throw new Error('timed out after ' + timeout + ' ms waiting for ' + what);
+          if (Date.now() > end) {
+            throw new Error('timed out after ' + timeout + ' ms waiting for ' + what + (state ? '; the page then: ' + JSON.stringify(state()) : ''));
+          }
           await new Promise((resolve) => setTimeout(resolve, 20));
         }
       }`;
