@@ -25,11 +25,11 @@ import { readIntoHeap } from './source.js';
 import { draftKey, draftSpec, speculate, specStats } from './speculative.js';
 import { openModel } from './split.js';
 import { stopThreads } from './threads.js';
-import { chooseMemory, lowHeapBytes, modelBytes, peekModelHeader } from './memory64.js';
+import { chooseMemory, chooseMemoryForAuto, lowHeapBytes, modelBytes, peekModelHeader } from './memory64.js';
 import { moduleBuild } from './wasm.js';
 import { DOT_FORMS, dotFormAtStart, pickDotForm } from './dot_form.js';
 import { startRuntime } from './runtime.js';
-import { attachBackend, checkBackendOption, streamToGpu } from './backend/select.js';
+import { attachBackend, autoWouldUseGpu, checkBackendOption, streamToGpu } from './backend/select.js';
 
 /** wlm_generate_next's internal status in a deferred context: the step waits for its logits
  *  (WLM_NEED_LOGITS, src/model/model.h); the GPU backend supplies them. */
@@ -499,11 +499,12 @@ class Engine {
     try {
       // wasm32 while the model fits its 4 GB, else the memory64 module (js/memory64.js); with
       // backend 'webgpu' a GGUF's weights go to the GPU, not the heap (js/backend/webgpu/load.js)
-      const useBackend = backend ?? this.#backendOpt.backend;
-      const gpuStream = useBackend === 'webgpu' && tokenizer == null && this.#backendOpt.gpuWeights !== 'heap';
-      const { source, lowBytes } = await this.#fitModule(model, ctxParams, signal, gpuStream);
+      const useBackend = backend ?? this.#backendOpt.backend ?? 'auto';
+      const streamable = tokenizer == null && this.#backendOpt.gpuWeights !== 'heap';
+      const gpuStream = streamable && (useBackend === 'webgpu' || (useBackend === 'auto' ? 'auto' : false));
+      let { source, lowBytes, gpuFirst } = await this.#fitModule(model, ctxParams, signal, gpuStream);
       x = this.#x;
-      const gs = tokenizer == null ? await streamToGpu({
+      const toGpu = () => streamToGpu({
         x, source, kvType: ctxParams.kvType, kvCache: ctxParams.kvCache, memory64: x.memory64 === true,
         ...this.#backendOpt, backend: useBackend, onProgress, signal,
         newContext: (m) => this.#newContext(m, { ...ctxParams, deferred: true }),
@@ -514,7 +515,21 @@ class Engine {
         // fetch rejects with signal.reason, which may be anything: report an AbortError.
         if (signal?.aborted && e?.name !== 'AbortError') throw abortError('Loading the model');
         throw e;
-      }) : null;
+      });
+      let gs = tokenizer == null ? await toGpu() : null;
+      if (gpuFirst && gs?.cpu) {
+        // 'auto' kept wasm32 for the GPU, which refused the model before reading its weights:
+        // the CPU after all, in the module it needs there (memory64), the source opened again
+        await source.close();
+        try {
+          ({ source, lowBytes } = await this.#fitModule(model, ctxParams, signal, false));
+        } catch (e) {
+          if (e instanceof WasmlmError && e.code === 'WLM_ERR_NOMEM') e.message += `; nor does the GPU take it (${gs.cpu.reason})`;
+          throw e;
+        }
+        x = this.#x;
+        gs = { cpu: { ...gs.cpu, reason: `${gs.cpu.reason}; on the CPU it needs the ${x.memory64 ? 'memory64 module' : 'wasm32 module'}` } };
+      }
       if (gs?.model) model_ = gs.model;
       else {
         const m = await read(source, 'model', lowBytes);
@@ -608,7 +623,12 @@ class Engine {
    * scratch) and moves the engine to the module it needs (EngineOptions.memory64: 'auto' picks
    * wasm32 while it fits), re-instantiating it and its helper threads. Returns the opened
    * source (its first bytes peeked; a download's are kept, not fetched again) and the heap to keep below the weights.
-   * `gpuStream`: the weights stream to the GPU (backend 'webgpu'), the KV cache lives there: neither is counted.
+   * `gpuStream`: true: the weights stream to the GPU (backend 'webgpu'), the KV cache lives
+   * there: neither is counted; 'auto' (backend 'auto', a model without a separate tokenizer):
+   * when the model needs more than wasm32 on the CPU (the memory64 module, or an error where
+   * the runtime has none) but fits it with its weights and KV cache on the GPU, and 'auto' would
+   * take this runtime's GPU (autoWouldUseGpu), wasm32 is kept and `gpuFirst` is true: the
+   * caller streams to the GPU and, should the GPU refuse the model, calls this again for the CPU.
    */
   async #fitModule(model, ctxParams, signal, gpuStream = false) {
     const source = await openModel(model, 'model', signal); // (a split GGUF's parts: js/split.js)
@@ -619,11 +639,15 @@ class Engine {
       if (!source.size && header?.dataBytes) source.expected = header.dataBytes;
       let need = modelBytes(source.size || header?.dataBytes || 0, header,
         { ...ctxParams, threads: this.#nThreads });
-      if (gpuStream) need = { ...need, weights: 0, kv: 0, total: need.total - need.weights - need.kv }; // on the GPU
+      const onGpu = { ...need, weights: 0, kv: 0, total: need.total - need.weights - need.kv };
+      if (gpuStream === true) need = onGpu;
       // the caller's own module (options.wasm) is kept, whichever it is
       const own = !this.#options || this.#options.wasm !== undefined;
-      const { memory64, error } = own ? { memory64: this.#x.memory64 === true, error: null }
-        : chooseMemory(need, this.#options.memory64 ?? 'auto', ctxParams.nCtx);
+      const option = this.#options?.memory64 ?? 'auto';
+      const { memory64, error, gpuFirst = false } = own ? { memory64: this.#x.memory64 === true, error: null }
+        : gpuStream === 'auto' && header?.format === 'gguf'
+          ? await chooseMemoryForAuto(need, onGpu, option, ctxParams.nCtx, async () => (await autoWouldUseGpu(this.#backendOpt.gpu)).ok)
+          : chooseMemory(need, option, ctxParams.nCtx);
       if (error) throw error;
       if (memory64 !== (this.#x.memory64 === true)) {
         const rt = await startRuntime({ ...this.#options, memory64 });
@@ -642,7 +666,7 @@ class Engine {
         this.#lenSlot = 0;
         this.#build = moduleBuild(rt.x, rt.plan.build);
       }
-      return { source, lowBytes: memory64 ? lowHeapBytes(need, this.#x.memory.buffer.byteLength) : 0 };
+      return { source, lowBytes: memory64 ? lowHeapBytes(need, this.#x.memory.buffer.byteLength) : 0, gpuFirst };
     } catch (e) {
       await source.close();
       // a download aborted while its header was read rejects with signal.reason: an AbortError

@@ -396,6 +396,23 @@ export function chooseMemory(need, option, nCtx, support = memory64Support()) {
 }
 
 /**
+ * chooseMemory for backend 'auto' and a GGUF whose weights could stream to the GPU: `need` as on
+ * the CPU, `onGpu` the same without the weights and the KV cache (they then live on the GPU).
+ * When the CPU needs more than wasm32 (the memory64 module, or an error where the runtime has
+ * none) but `onGpu` fits wasm32, and `wouldUseGpu()` (async: whether 'auto' takes this runtime's
+ * GPU, js/backend/select.js autoWouldUseGpu) says yes, wasm32 is kept for the GPU: {memory64:
+ * false, error: null, gpuFirst: true}. Otherwise chooseMemory(need, ...) with gpuFirst false;
+ * the GPU is not asked when the CPU fits wasm32, or for an `option` other than 'auto'.
+ */
+export async function chooseMemoryForAuto(need, onGpu, option, nCtx, wouldUseGpu, support = memory64Support()) {
+  const cpu = chooseMemory(need, option, nCtx, support);
+  if (option !== 'auto' || !(cpu.memory64 || cpu.error)) return { ...cpu, gpuFirst: false };
+  const gpu = chooseMemory(onGpu, option, nCtx, support);
+  if (gpu.memory64 || gpu.error || !(await wouldUseGpu())) return { ...cpu, gpuFirst: false };
+  return { memory64: false, error: null, gpuFirst: true };
+}
+
+/**
  * For a memory64 module: the bytes of heap to keep below the weights (js/source.js allocates
  * that much, then the weights' buffer after it, then frees the first block, which the model's
  * and the context's allocations then come from). Everything but the weights, with room to

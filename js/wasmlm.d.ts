@@ -169,8 +169,10 @@ export interface EngineOptions {
    * fetched twice). LoadOptions.backend overrides it per load.
    * Not yet on the GPU (WLM_ERR_UNSUPPORTED there, a later step): generateBatch(), beamSearch(),
    * contextShift, nSeqMax > 1 sequences, kvCache: false ('auto' takes the CPU for the last),
-   * 'auto' for a model that needs the memory64 module on the CPU (backend 'webgpu' streams it
-   * with the wasm32 module), speculative decoding (GenerateParams.draft).
+   * speculative decoding (GenerateParams.draft). A GGUF that needs more than wasm32's 4 GB on the
+   * CPU goes with 'auto' to a real adapter in the wasm32 module (its weights and KV cache on the
+   * GPU); only when the GPU refuses it (before its weights are read) does load() move to the
+   * memory64 module, or, in a runtime without memory64, fail with WLM_ERR_NOMEM naming both.
    * The GPU device lost mid-generation ends that generation with WLM_ERR_STATE ("the GPU device
    * was lost"); load() again (either backend) to go on. Another value is WLM_ERR_INVALID_ARG.
    */

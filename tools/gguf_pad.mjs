@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // tools/gguf_pad.mjs — a copy of a GGUF file with an unused all-zero tensor (`wasmlm.pad`, F32,
-// one dimension) of about `padBytes` placed before every other tensor's data, so that the model's
+// one dimension; with `matrix`, matrices of rows of 256 of at most 1 GiB each, `wasmlm.pad`,
+// `wasmlm.pad.1`, ...: what the GPU load leaves unread, where a vector would go to the wasm heap,
+// and no tensor past wasm32's size_t) of about `padBytes` placed before every other tensor's data, so that the model's
 // own tensors lie past that offset (past 4 GB for the memory64 tests) while the file stays as
 // cheap as the model: the pad is a hole in a sparse file (ftruncate), taking no disk space on
 // file systems with holes. The engine ignores tensors that its architecture does not name, so the
@@ -20,15 +22,23 @@ const COPY = 16 << 20;
 
 /** Writes `out`; returns {padBytes, dataOffset, tensors: [{name, offset}]} (offsets from the
  *  start of the file, the pad's first). */
-export function padGguf(file, out, { padBytes = 2 ** 32 + (64 << 20) } = {}) {
+export function padGguf(file, out, { padBytes = 2 ** 32 + (64 << 20), matrix = false } = {}) {
   const g = readGguf(file);
   if (g.alignment !== undefined && g.alignment !== ALIGN) throw new Error(`${file}: alignment ${g.alignment}, only ${ALIGN} is supported`);
   const size = fs.statSync(file).size;
   const order = g.tensors.map((t, i) => ({ ...t, i })).sort((a, b) => a.offset - b.offset);
   order.forEach((t, k) => { t.span = (k + 1 < order.length ? order[k + 1].offset : size - g.dataOffset) - t.offset; });
   const tensors = order.sort((a, b) => a.i - b.i);
-  const nPad = Math.ceil(padBytes / 4 / 8) * 8; // F32 elements, a multiple of 32 bytes
-  const infos = [{ name: 'wasmlm.pad', ne: [nPad], type: 0, nbytes: nPad * 4 },
+  const row = matrix ? 256 : 8;
+  const nPad = Math.ceil(padBytes / 4 / row) * row; // F32 elements, a multiple of 32 bytes
+  const pads = [];
+  if (!matrix) pads.push({ name: 'wasmlm.pad', ne: [nPad], type: 0, nbytes: nPad * 4 });
+  const pieceRows = 2 ** 30 / 4 / row;
+  for (let rows = nPad / row, k = 0; matrix && rows > 0; k++, rows -= pieceRows) {
+    const n = Math.min(rows, pieceRows);
+    pads.push({ name: k ? `wasmlm.pad.${k}` : 'wasmlm.pad', ne: [row, n], type: 0, nbytes: n * row * 4 });
+  }
+  const infos = [...pads,
     ...tensors.map((t) => ({ name: t.name, ne: t.ne, type: t.type, nbytes: Math.ceil(t.span / ALIGN) * ALIGN }))];
   const head = ggufHeader(g.kv, infos);
   const fd = fs.openSync(file, 'r');

@@ -59,6 +59,24 @@ export async function streamToGpu({ x, source, newContext, freeContext, modelErr
   };
 }
 
+/**
+ * Whether 'auto' would give a model to this runtime's GPU, asked before the model is read: for a
+ * GGUF that only fits the wasm memory when its weights and KV cache are on the GPU (past wasm32's
+ * 4 GB; js/engine.js then keeps the wasm32 module and streams, rather than starting the memory64
+ * one, or failing where the runtime has no memory64). {ok: true} for a real (not fallback, not
+ * software) adapter, else {ok: false, why}. `gpu`: the option; as 'auto' elsewhere, Node's
+ * `webgpu` package is never imported for it. Whether the model's types and sizes suit the GPU is
+ * streamToGpu's to say (it refuses before a byte of the weights is read).
+ */
+export async function autoWouldUseGpu(gpu = null) {
+  const found = await findGpu(gpu, { importPackage: false });
+  if (!found.gpu) return { ok: false, why: found.why };
+  const { adapter, adapterInfo, why } = await requestAdapter(found.gpu);
+  if (!adapter) return { ok: false, why };
+  if (adapterInfo.software) return { ok: false, why: softwareReason(adapterInfo).replace(/^auto: /, '') };
+  return { ok: true, why: '' };
+}
+
 /** Throws WLM_ERR_INVALID_ARG for a `backend` option that is not one of BACKENDS, or a
  *  `gpuWeights` one not in GPU_WEIGHTS. */
 export function checkBackendOption(backend, gpuWeights) {

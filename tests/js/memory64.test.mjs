@@ -17,7 +17,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { createEngine } from '../../js/wasmlm.js';
 import {
-  OUT_SLOTS, POINTER_ARRAYS, chooseMemory, memory64Support, modelBytes, peekModelHeader, readModelHeader,
+  OUT_SLOTS, POINTER_ARRAYS, chooseMemory, chooseMemoryForAuto, memory64Support, modelBytes, peekModelHeader, readModelHeader,
 } from '../../js/memory64.js';
 import { exportSignatures } from '../../tools/wasm64/abi.mjs';
 import { padGguf } from '../../tools/gguf_pad.mjs';
@@ -117,6 +117,32 @@ test('memory64: which module a model gets', () => {
   assert.match(error.message, /the model \(4\.29 GB of weights\) is too large for the 4 GB wasm32 memory with nCtx 4096: it needs 4\.83 GB \(4\.29 GB of weights \+ 0\.27 GB KV cache \(nCtx 4096\) \+ 0\.27 GB scratch\), and this runtime has no WebAssembly memory64/);
   const over = chooseMemory(need(17 * GiB), 'auto', 0, yes);
   assert.match(over.error.message, /more than the 16 GiB a memory64 module can have/);
+});
+
+test("memory64: backend 'auto' keeps wasm32 for a GPU that would take a model too large for it on the CPU", async () => {
+  const GiB = 2 ** 30;
+  const need = (total, weights = total - GiB / 2) => ({ weights, kv: GiB / 4, scratch: GiB / 8, other: GiB / 8, total });
+  const onGpu = (n) => ({ ...n, weights: 0, kv: 0, total: n.total - n.weights - n.kv });
+  const yes = { ok: true, why: null };
+  const no = { ok: false, why: 'this runtime has no WebAssembly memory64' };
+  const asked = [];
+  const gpu = (answer) => async () => { asked.push(answer); return answer; };
+  const big = need(6 * GiB);
+  assert.deepEqual(await chooseMemoryForAuto(big, onGpu(big), 'auto', 0, gpu(true), yes), { memory64: false, error: null, gpuFirst: true });
+  assert.deepEqual(await chooseMemoryForAuto(big, onGpu(big), 'auto', 0, gpu(false), yes), { memory64: true, error: null, gpuFirst: false });
+  // no memory64: the GPU makes it loadable; without one, the CPU's error
+  assert.deepEqual(await chooseMemoryForAuto(big, onGpu(big), 'auto', 0, gpu(true), no), { memory64: false, error: null, gpuFirst: true });
+  assert.equal((await chooseMemoryForAuto(big, onGpu(big), 'auto', 0, gpu(false), no)).error.code, 'WLM_ERR_NOMEM');
+  assert.deepEqual(asked, [true, false, true, false]);
+  // the GPU is not asked when wasm32 fits, when the option forces a module, or when the model
+  // would not fit wasm32 even with its weights and KV cache on the GPU
+  const small = need(3 * GiB);
+  assert.deepEqual(await chooseMemoryForAuto(small, onGpu(small), 'auto', 0, gpu(true), yes), { memory64: false, error: null, gpuFirst: false });
+  assert.deepEqual(await chooseMemoryForAuto(big, onGpu(big), true, 0, gpu(true), yes), { memory64: true, error: null, gpuFirst: false });
+  assert.deepEqual(await chooseMemoryForAuto(big, onGpu(big), false, 0, gpu(true), yes), { memory64: false, error: null, gpuFirst: false });
+  const scratchy = need(6 * GiB, GiB); // 4.75 GiB of scratch and vocabulary: wasm32 cannot hold it
+  assert.deepEqual(await chooseMemoryForAuto(scratchy, onGpu(scratchy), 'auto', 0, gpu(true), yes), { memory64: true, error: null, gpuFirst: false });
+  assert.deepEqual(asked, [true, false, true, false]);
 });
 
 test('memory64: every export that writes a pointer or a size_t through a pointer is adapted', () => {

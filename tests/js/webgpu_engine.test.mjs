@@ -25,6 +25,11 @@ import { synthCached } from '../../tools/synth_gguf.mjs';
 import { ggufBytes, readGguf } from '../../tools/vocab_gguf.mjs';
 import { wasmReference } from './_webgpu.mjs';
 import { MATMAT_MIN_ENT } from '../../js/backend/webgpu/wgsl_matmat.js';
+import { memory64Support } from '../../js/memory64.js';
+import { padGguf } from '../../tools/gguf_pad.mjs';
+import os from 'node:os';
+import path from 'node:path';
+import { MODELS } from './_helpers.mjs';
 
 const { gpu, skip: why } = await dawn();
 const skip = why || false;
@@ -48,8 +53,9 @@ function diff(a, b) {
   return { d, m };
 }
 
-/** A GPU object whose adapter reports `limits` and whose device is reported to `onDevice`. */
-function wrappedGpu({ limits = null, onDevice = null } = {}) {
+/** A GPU object whose adapter reports `limits` (and `info`: e.g. a vendor that makes 'auto'
+ *  count SwiftShader as a real GPU) and whose device is reported to `onDevice`. */
+function wrappedGpu({ limits = null, info = null, onDevice = null } = {}) {
   const wrap = (target, extra) => new Proxy(target, {
     get(t, k) {
       if (k in extra) return extra[k];
@@ -63,6 +69,7 @@ function wrappedGpu({ limits = null, onDevice = null } = {}) {
       const fakeLimits = limits ? { ...Object.fromEntries(Object.keys(Object.getPrototypeOf(ad.limits)).map((k) => [k, ad.limits[k]])), ...limits } : null;
       return wrap(ad, {
         ...(fakeLimits ? { limits: fakeLimits } : {}),
+        ...(info ? { info, isFallbackAdapter: false } : {}),
         async requestDevice(d) {
           const dev = await ad.requestDevice(d);
           onDevice?.(dev);
@@ -280,6 +287,44 @@ test('backend webgpu without an adapter, or with buffers above its limits: a Was
     assert.equal(info.backend, 'cpu');
   } finally {
     await small.free();
+  }
+});
+
+test("auto and a GGUF past wasm32's 4 GB: a real GPU takes it in the wasm32 module; a GPU that refuses it leaves the CPU's choice", { skip }, async () => {
+  // stories260K with 4.3 GB of zeros in an unused matrix before its tensors (a sparse file): on
+  // the CPU it needs the memory64 module (an error in Node 20, which has none); on the GPU only
+  // its header and vectors are in wasm memory. SwiftShader stands in for a real adapter here.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-gpu4g-'));
+  const plain = path.join(MODELS, 'stories260K.gguf');
+  const padded = path.join(dir, 'stories260K-past4GB.gguf');
+  padGguf(plain, padded, { padBytes: 2 ** 32 + (16 << 20), matrix: true });
+  const real = { vendor: 'test', architecture: 'real', description: 'a real GPU (a stand-in)' };
+  const auto = await createEngine({ threads: 1, gpu: wrappedGpu({ info: real }) });
+  const ref = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+  const refusing = await createEngine({ threads: 1, gpu: wrappedGpu({ info: real, limits: { maxStorageBufferBindingSize: 4096 } }) });
+  try {
+    const info = await auto.load({ model: padded, nCtx: 64 });
+    assert.deepEqual([info.backend, info.memory64], ['webgpu', false], info.backendReason);
+    assert.match(info.backendReason, /^auto: a WebGPU adapter \(a real GPU/);
+    await ref.load({ model: plain, nCtx: 64 });
+    const ids = Array.from(await ref.tokenize(PROMPT));
+    assert.deepEqual(Array.from(await auto.evalTokens(ids)), Array.from(await ref.evalTokens(ids)), 'the padded model on the GPU: the logits of the plain one, bit for bit');
+    // the GPU refuses it (a buffer above its limits) before its weights are read: the CPU's
+    // module after all — memory64 where the runtime has it, else the CPU's error, which names both
+    if (memory64Support().ok) {
+      const r = await refusing.load({ model: padded, nCtx: 64 });
+      assert.deepEqual([r.backend, r.memory64], ['cpu', true]);
+      assert.match(r.backendReason, /^auto: .*4096.*; on the CPU it needs the memory64 module$/);
+    } else {
+      await assert.rejects(refusing.load({ model: padded, nCtx: 64 }),
+        { code: 'WLM_ERR_NOMEM', message: /too large for the 4 GB wasm32 memory.*; nor does the GPU take it \(auto: .*4096/ });
+    }
+    assert.equal((await refusing.load({ model: plain, nCtx: 64 })).backend, 'cpu', 'the engine loads again');
+  } finally {
+    await auto.free();
+    await ref.free();
+    await refusing.free();
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });
 

@@ -3,7 +3,7 @@
 // attention kernel's), the option checks, and a `gpu` that is not a GPU object.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { attachBackend, checkBackendOption } from '../../js/backend/select.js';
+import { attachBackend, autoWouldUseGpu, checkBackendOption } from '../../js/backend/select.js';
 import { describeAdapter, findGpu } from '../../js/backend/webgpu/device.js';
 import { unsupportedReason } from '../../js/backend/webgpu/weights.js';
 import { MAX_HEAD } from '../../js/backend/webgpu/wgsl_ops.js';
@@ -42,6 +42,17 @@ test('options: backend names and the gpu object are checked', async () => {
   const found = await findGpu(undefined, { importPackage: false });
   assert.equal(found.gpu, null);
   assert.match(found.why, /Node has no navigator\.gpu: pass `gpu`/);
+});
+
+test("autoWouldUseGpu: only a real adapter; no GPU object, no adapter or a software one say why", async () => {
+  const gpuOf = (ad) => ({ requestAdapter: async () => ad });
+  assert.deepEqual(await autoWouldUseGpu(gpuOf(adapter({ vendor: 'nvidia', description: 'NVIDIA H100 80GB HBM3' }))), { ok: true, why: '' });
+  const soft = await autoWouldUseGpu(gpuOf(adapter({ vendor: 'google', architecture: 'swiftshader', isFallbackAdapter: true })));
+  assert.equal(soft.ok, false);
+  assert.match(soft.why, /^the WebGPU adapter is a fallback one/);
+  assert.match((await autoWouldUseGpu(gpuOf(null))).why, /offers no adapter/);
+  assert.match((await autoWouldUseGpu({ requestAdapter: async () => { throw new Error('boom'); } })).why, /requestAdapter\(\) failed: boom/);
+  assert.match((await autoWouldUseGpu(null)).why, /Node has no navigator\.gpu/); // never imports Dawn
 });
 
 test('a model in the memory64 module stays on the CPU: auto says why, webgpu is refused', async () => {
