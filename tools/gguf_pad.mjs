@@ -9,7 +9,7 @@
 // copy computes exactly what the original does (tests/js/memory64.test.mjs checks that bitwise);
 // llama.cpp refuses it (it counts tensors). The data of the other tensors is copied as it is.
 //
-//   node tools/gguf_pad.mjs IN.gguf OUT.gguf [--pad 4.4G]
+//   node tools/gguf_pad.mjs IN.gguf OUT.gguf [--pad 4.4G] [--matrix]
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -76,10 +76,11 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   const files = [];
   for (let i = 0; i < a.length; i++) {
     if (a[i] === '--pad') o.padBytes = parseSize(a[++i]);
+    else if (a[i] === '--matrix') o.matrix = true;
     else if (!a[i].startsWith('--')) files.push(a[i]);
     else { console.error(`unknown argument ${a[i]}`); process.exit(2); }
   }
-  if (files.length !== 2) { console.error('usage: node tools/gguf_pad.mjs IN.gguf OUT.gguf [--pad 4.4G]'); process.exit(2); }
+  if (files.length !== 2) { console.error('usage: node tools/gguf_pad.mjs IN.gguf OUT.gguf [--pad 4.4G] [--matrix]'); process.exit(2); }
   const r = padGguf(files[0], files[1], o);
   console.log(`${files[1]}: ${fs.statSync(files[1]).size} bytes, ${r.padBytes} of them the pad`);
 }
