@@ -1,8 +1,11 @@
 // dot_form.js — which form of the relaxed build's int8 dot product an engine uses: the fused
 // relaxed_dot_i8x16_i7x16_add_s or the split i16x8 dot + dot_i16x8_s (bitwise the same lanes;
-// which is faster depends on the CPU and the JS engine). EngineOptions.dotForm 'auto' warms both
-// kernels at engine start and times them at the first load() (wlmjs_dot_probe). It does not
-// run models: js/engine.js passes the choice to each context.
+// which is faster depends on the CPU and the JS engine), chosen twice: for the matrix-vector
+// kernels (decode) and for the matrix-matrix ones (prefill, batches), whose split form also keeps
+// the level types' sums in int16 and so can win where the matrix-vector one loses (AMD Zen 4,
+// Node 24: fused for decode, split 1.1-1.34x faster for batches; bench/README.md). EngineOptions
+// .dotForm 'auto' warms the kernels at engine start and times them at the first load()
+// (wlmjs_dot_probe). It does not run models: js/engine.js passes the choice to each context.
 
 import { jsError } from './errors.js';
 
@@ -30,28 +33,34 @@ const DOT_SPLIT_MARGIN = 1.02;
  * machine: 0.57 ms a run against 0.23 ms tiered up) and picked the other form.
  */
 export function dotFormAtStart(x, dotForm) {
-  if (typeof x.wlmjs_dot_probe !== 'function' || x.wlmjs_dot_probe(DOT_FORMS.split, 0) < 0) {
-    return { form: 'none', probe: null };
+  if (typeof x.wlmjs_dot_probe !== 'function' || x.wlmjs_dot_probe(DOT_FORMS.split, 0, 0) < 0) {
+    return { form: 'none', formBatch: 'none', probe: null };
   }
   if (dotForm === 'auto') {
-    x.wlmjs_dot_probe(DOT_FORMS.fused, DOT_PROBE_WARMUP);
-    x.wlmjs_dot_probe(DOT_FORMS.split, DOT_PROBE_WARMUP);
+    for (const batch of [0, 1]) {
+      x.wlmjs_dot_probe(DOT_FORMS.fused, batch, DOT_PROBE_WARMUP >> batch);
+      x.wlmjs_dot_probe(DOT_FORMS.split, batch, DOT_PROBE_WARMUP >> batch);
+    }
   }
-  return { form: dotForm, probe: null };
+  return { form: dotForm, formBatch: dotForm, probe: null };
 }
 
+/** Iterations of one timed batch probe run (a 32 x 512 Q8_0 and a 128 x 512 Q5_0 matrix by 4
+ *  entries: about 0.4 ms on an AMD Zen 4 core). */
+const DOT_PROBE_BATCH_ITERS = 16;
+
 /**
- * 'auto': times both forms' kernels with wlmjs_dot_probe (src/kernels/quant.h: Q8_0
- * matrix-vector products on a 17 KiB matrix), alternating, until the fastest run of each is
- * stable (3 to DOT_PROBE_MAX_ROUNDS runs each), and takes the split form when its fastest run
- * beats the fused form's fastest by DOT_SPLIT_MARGIN: {form, probe: {fusedMs, splitMs, rounds,
- * ms}} (those minima, the rounds run, the whole probe's time).
+ * Times both forms' kernels of one kind with wlmjs_dot_probe (src/kernels/quant.h: `batch` 0,
+ * Q8_0 matrix-vector products on a 17 KiB matrix; 1, Q8_0 and Q5_0 matrix-matrix products by
+ * four entries, 62 KiB of weights), alternating, until the fastest run of each is stable (3 to
+ * DOT_PROBE_MAX_ROUNDS runs each): {form, fusedMs, splitMs, rounds}, form 'split' when its
+ * fastest run beats the fused form's fastest by DOT_SPLIT_MARGIN.
  */
-export function pickDotForm(x) {
-  const t0 = performance.now();
+function timeForms(x, batch) {
+  const iters = batch ? DOT_PROBE_BATCH_ITERS : DOT_PROBE_ITERS;
   const run = (form) => {
     const t = performance.now();
-    if (x.wlmjs_dot_probe(form, DOT_PROBE_ITERS) < 0) throw jsError('WLM_ERR_NOMEM', 'the dot-form probe could not allocate 17 KiB');
+    if (x.wlmjs_dot_probe(form, batch, iters) < 0) throw jsError('WLM_ERR_NOMEM', 'the dot-form probe could not allocate 66 KiB');
     return performance.now() - t;
   };
   // Until two rounds in a row improve neither minimum by 2 %: a kernel's first runs may still
@@ -63,6 +72,20 @@ export function pickDotForm(x) {
     fusedMs = Math.min(fusedMs, f);
     splitMs = Math.min(splitMs, s);
   }
-  const form = splitMs * DOT_SPLIT_MARGIN < fusedMs ? 'split' : 'fused';
-  return { form, probe: { fusedMs, splitMs, rounds, ms: performance.now() - t0 } };
+  return { form: splitMs * DOT_SPLIT_MARGIN < fusedMs ? 'split' : 'fused', fusedMs, splitMs, rounds };
+}
+
+/**
+ * 'auto': the form of the matrix-vector kernels and, timed apart, of the matrix-matrix ones
+ * (timeForms): {form, formBatch, probe: {fusedMs, splitMs, rounds, batchFusedMs, batchSplitMs,
+ * batchRounds, ms}} (the minima and rounds of each, the whole probe's time).
+ */
+export function pickDotForm(x) {
+  const t0 = performance.now();
+  const mv = timeForms(x, 0), mm = timeForms(x, 1);
+  return {
+    form: mv.form, formBatch: mm.form,
+    probe: { fusedMs: mv.fusedMs, splitMs: mv.splitMs, rounds: mv.rounds, batchFusedMs: mm.fusedMs,
+      batchSplitMs: mm.splitMs, batchRounds: mm.rounds, ms: performance.now() - t0 },
+  };
 }

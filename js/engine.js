@@ -54,7 +54,7 @@ class Engine {
   #gen = null;   // the generation in progress (identity token)
   #info = null;
   #build;
-  #dot;          // {form: 'fused' | 'split' | 'none' | 'auto', probe}: dotFormAtStart, then
+  #dot;          // {form, formBatch: 'fused' | 'split' | 'none' | 'auto', probe}: dotFormAtStart, then
                  // (for 'auto') pickDotForm at the first load
   #bos = -1;     // token ids from the model, for detokenize()
   #eos = -1;
@@ -88,7 +88,7 @@ class Engine {
    * that begins after they all run gets the pool (#syncPool); one that begins earlier runs on
    * this thread, with bitwise the same results. If they fail, later calls reject with why.
    * `build`: the module's kernels ('relaxed', 'simd128', 'scalar'), for ModelInfo.build.
-   * `dot`: the relaxed build's int8 dot form, {form, probe} of dotFormAtStart().
+   * `dot`: the relaxed build's int8 dot forms, {form, formBatch, probe} of dotFormAtStart().
    * The last argument: EngineOptions (backend, gpu, gpuSubgroups: every load()'s backend;
    * memory64, wasm: which module load() moves to).
    */
@@ -249,7 +249,8 @@ class Engine {
       new DataView(x.memory.buffer).setInt32(slot, 0, true);
       // kv_cache 2: a deferred context for the GPU backend (K/V on the GPU, none here)
       const rc = x.wlmjs_context_new(model, nCtx, deferred ? 2 : kvCache ? 1 : 0, this.#simd ? 1 : 0, nSeqMax, kvTypeId,
-        this.#dot.form === 'split' ? DOT_FORMS.split : DOT_FORMS.fused, slot);
+        this.#dot.form === 'split' ? DOT_FORMS.split : DOT_FORMS.fused,
+        this.#dot.formBatch === 'split' ? DOT_FORMS.split : DOT_FORMS.fused, slot);
       const ctx = this.#i32(slot) >>> 0;
       const rc2 = rc === 0 && this.#threads ? x.wlm_context_set_threadpool(ctx, this.#threads.pool) : 0;
       if (rc !== 0 || rc2 !== 0) { // (the pool's attention scratch may not fit)
@@ -588,7 +589,7 @@ class Engine {
         seqLen: f(6), sharedClassifier: f(7) === 1, weightBytes: f(11), nCtx: ctxParams.nCtx || f(6),
         simd: this.#simd, build: this.#build, threads: this.threads, kvType: ctxParams.kvType,
         memory64: x.memory64 === true,
-        dotForm: this.#dot.form, dotProbe: this.#dot.probe,
+        dotForm: this.#dot.form, dotFormBatch: this.#dot.formBatch, dotProbe: this.#dot.probe,
         contextBytes: x.memory64 ? x.wlm_context_memory(ctx) : x.wlm_context_memory(ctx) >>> 0, // (wasm64: past 4 GB)
         wasmMemoryBytes: x.memory.buffer.byteLength,
         name: this.#metaString(this.#model, 'general.name'),

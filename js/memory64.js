@@ -33,7 +33,7 @@ export const WASM32_FIT = 0.97;
 export const OUT_SLOTS = Object.freeze({
   wlmjs_model_load: [2],
   wlmjs_model_load_external: [2],
-  wlmjs_context_new: [7],
+  wlmjs_context_new: [8],
   wlm_model_meta_string: [2],
   wlm_token_piece: [3],
   wlm_token_text: [2],

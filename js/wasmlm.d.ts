@@ -137,12 +137,16 @@ export interface EngineOptions {
    * (x64 with AVX-VNNI: Intel from Alder Lake, AMD from Zen 5; arm64, e.g. every Apple M chip),
    * 5-6 on other x64 CPUs. 'split': an i16x8 relaxed dot, i32x4.dot_i16x8_s by ones and an add,
    * 3 instructions everywhere (which is faster depends on the CPU and the JS engine: on an AMD
-   * Zen 4, split in Chromium 156, fused in Node 24). 'auto' (default): at the first load(), both
-   * forms' kernels are timed on a 17 KiB Q8_0 matrix (alternating runs until the fastest of each
-   * is stable; 2-8 ms on an AMD Zen 4 core) and 'split' is taken where it is over 2 % faster,
-   * else 'fused'. ModelInfo.dotForm says which runs, ModelInfo.dotProbe what the timing measured.
-   * Accepted and ignored by the other builds (ModelInfo.dotForm 'none'); another value is
-   * WLM_ERR_INVALID_ARG.
+   * Zen 4, split in Chromium 156, fused in Node 24). 'fused' and 'split' set the form of every
+   * kernel. 'auto' (default): at the first load(), both forms are timed twice, alternating runs
+   * until the fastest of each is stable: the matrix-vector kernels (decode) on a 17 KiB Q8_0
+   * matrix, and apart from them the matrix-matrix kernels (prefill, batches, beams; their split
+   * form also keeps the Q4_0 / Q4_1 / Q5_0 / Q5_1 sums in int16, so it can win where the
+   * matrix-vector one loses: AMD Zen 4 in Node 24, 1.1-1.34x) on a 32 x 512 Q8_0 and a 128 x 512
+   * Q5_0 matrix by four entries; 'split' is taken for each where it is over 2 % faster, else 'fused'
+   * (4-15 ms in all on an AMD Zen 4 core). ModelInfo.dotForm and dotFormBatch say which run,
+   * ModelInfo.dotProbe what the timing measured. Accepted and ignored by the other builds
+   * (ModelInfo.dotForm 'none'); another value is WLM_ERR_INVALID_ARG.
    */
   dotForm?: 'auto' | 'fused' | 'split';
   /**
@@ -366,10 +370,14 @@ export interface ModelInfo {
   /** The relaxed build's int8 dot form in use (EngineOptions.dotForm resolved); 'none' in the
    *  other builds. */
   dotForm: 'fused' | 'split' | 'none';
+  /** The same for the matrix-matrix kernels (prefill, batches, beams). */
+  dotFormBatch: 'fused' | 'split' | 'none';
   /** What EngineOptions.dotForm 'auto' measured at the first load(): the fastest run of each form
-   *  (ms), the rounds run (one run of each; 3 to 10, until both minima are stable) and the
-   *  probe's whole time (ms); null when no probe ran (a form was given, or not the relaxed build). */
-  dotProbe: { fusedMs: number; splitMs: number; rounds: number; ms: number } | null;
+   *  (ms) and the rounds run (one run of each; 3 to 10, until both minima are stable), for the
+   *  matrix-vector kernels and (batch*) the matrix-matrix ones, and the probe's whole time (ms);
+   *  null when no probe ran (a form was given, or not the relaxed build). */
+  dotProbe: { fusedMs: number; splitMs: number; rounds: number; batchFusedMs: number;
+    batchSplitMs: number; batchRounds: number; ms: number } | null;
   /** The KV cache's element type (LoadOptions.kvType). */
   kvType: 'f16' | 'f32';
   /** The backend running the forward pass (EngineOptions.backend resolved). */

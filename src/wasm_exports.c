@@ -83,7 +83,8 @@ API wlm_threadpool *wlmjs_threadpool_new(int n, int *status) {
 /* ---- context ---- */
 /* Creates a context; writes the handle to *out (see wlm_context_new). */
 API int wlmjs_context_new(const wlm_model *m, int n_ctx, int kv_cache, int use_simd,
-                          int n_seq_max, int kv_type, int dot_form, wlm_context **out) {
+                          int n_seq_max, int kv_type, int dot_form, int dot_form_batch,
+                          wlm_context **out) {
     wlm_context_params p;
     wlm_context_params_default(&p);
     p.n_ctx = n_ctx;
@@ -92,6 +93,7 @@ API int wlmjs_context_new(const wlm_model *m, int n_ctx, int kv_cache, int use_s
     p.n_seq_max = n_seq_max;
     p.kv_type = kv_type;
     p.dot_form = dot_form;
+    p.dot_form_batch = dot_form_batch;
     return wlm_context_new(m, &p, out);
 }
 
@@ -360,9 +362,11 @@ API void wlmjs_probe_grammar_free(grammar_probe *p) {
 API int wlmjs_kernels(void) { return wlm_quant_have_relaxed() ? 2 : wlm_quant_have_simd(); }
 
 /* The relaxed build's dot-form probe (wlm_quant_dot_probe, kernels/quant.h): `iters` Q8_0
- * matrix-vector products in the form `form` (enum wlm_dot_form), timed by js/engine.js; -1 where
- * that form does not exist. */
-API double wlmjs_dot_probe(int form, int iters) { return wlm_quant_dot_probe(form, iters); }
+ * matrix-vector products (with `batch`: Q8_0 and Q5_0 matrix-matrix products) in the form `form`
+ * (enum wlm_dot_form), timed by js/dot_form.js; -1 where that form does not exist. */
+API double wlmjs_dot_probe(int form, int batch, int iters) {
+    return wlm_quant_dot_probe(form, batch, iters);
+}
 
 /* ---- machine probes for the benchmark (bench_probe.h; not used by js/wasmlm.js) ---- */
 /* Fills buf[0..bytes) with a pattern, committing every page. */

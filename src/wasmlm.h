@@ -321,6 +321,10 @@ typedef struct wlm_context_params {
     int32_t dot_form;     /* the relaxed-SIMD build's int8 dot products (enum wlm_dot_form):
                              WLM_DOT_FUSED (default) or WLM_DOT_SPLIT; the same results, only
                              the speed differs by machine. Other builds check it and ignore it. */
+    int32_t dot_form_batch; /* the same for the matrix-matrix products (prefill, batches,
+                             beams), whose split form also keeps the level types' (Q4_0, Q4_1,
+                             Q5_0, Q5_1) sums in int16: WLM_DOT_FUSED, WLM_DOT_SPLIT, or -1
+                             (default): dot_form's. The same results either way. */
 } wlm_context_params;
 
 /* How the relaxed-SIMD build (dist/wasmlm-relaxed*.wasm) computes its int8 dot products.
@@ -331,7 +335,9 @@ typedef struct wlm_context_params {
  * the CPU and the engine's code generator: on an AMD Zen 4, split decodes 1.08-1.23x faster in
  * Chromium 156 and 0.86-0.90x as fast in Node 24. Bitwise the same results (bench/README.md,
  * issue 14). js/wasmlm.js picks the faster one at an engine's first load by timing both
- * (EngineOptions.dotForm 'auto'). */
+ * (EngineOptions.dotForm 'auto'), for the matrix-vector kernels and apart from them for the
+ * matrix-matrix ones (dot_form_batch: on that Zen 4 in Node 24 split batches run 1.1-1.34x
+ * faster while fused decodes faster). */
 enum wlm_dot_form {
     WLM_DOT_FUSED = 0,
     WLM_DOT_SPLIT = 1,

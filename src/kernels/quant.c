@@ -1190,27 +1190,48 @@ size_t wlm_row_bytes(int32_t type, int64_t n) {
 
 /* ---- the dot-form probe (quant.h) ------------------------------------------------------------ */
 
-enum { PROBE_ROWS = 32, PROBE_COLS = 512, PROBE_NB = PROBE_COLS / WLM_QK8_0 };
+enum { PROBE_ROWS = 32, PROBE_COLS = 512, PROBE_NB = PROBE_COLS / WLM_QK8_0, PROBE_ENT = 4,
+       PROBE_ROWS5 = 128 };
 
-double wlm_quant_dot_probe(int32_t form, int32_t iters) {
+double wlm_quant_dot_probe(int32_t form, int32_t batch, int32_t iters) {
+    const int relaxed = wlm_quant_have_relaxed();
     wlm_qmatvec_fn mv = NULL;
-    if (form == WLM_DOT_FUSED && wlm_quant_have_relaxed()) mv = wlm_type_get(WLM_TYPE_Q8_0)->matvec_simd;
-    else if (form == WLM_DOT_SPLIT) mv = wlm_quant_matvec_split(WLM_TYPE_Q8_0);
-    if (!mv) return -1;
-    /* the matrix, then the activation, then the results (floats, 4-byte aligned at the end) */
-    const size_t wbytes = (size_t)PROBE_ROWS * PROBE_NB * sizeof(wlm_block_q8_0);
-    const size_t xbytes = PROBE_NB * sizeof(wlm_block_q8_0);
-    unsigned char *buf = malloc(wbytes + xbytes + 4 + PROBE_ROWS * sizeof(float));
+    wlm_qmatmat_fn mm8 = NULL, mm5 = NULL;
+    if (form == WLM_DOT_FUSED && relaxed) {
+        mv = wlm_type_get(WLM_TYPE_Q8_0)->matvec_simd;
+        mm8 = wlm_quant_matmat_simd(WLM_TYPE_Q8_0), mm5 = wlm_quant_matmat_simd(WLM_TYPE_Q5_0);
+    } else if (form == WLM_DOT_SPLIT) {
+        mv = wlm_quant_matvec_split(WLM_TYPE_Q8_0);
+        mm8 = wlm_quant_matmat_split(WLM_TYPE_Q8_0), mm5 = wlm_quant_matmat_split(WLM_TYPE_Q5_0);
+    }
+    if (!mv || (batch && (!mm8 || !mm5))) return -1;
+    /* the Q8_0 matrix and activations, the Q5_0 matrix, then the results (floats, 4-aligned) */
+    const size_t row8 = PROBE_NB * sizeof(wlm_block_q8_0), row5 = PROBE_NB * sizeof(wlm_block_q5_0);
+    const size_t w8 = (size_t)PROBE_ROWS * row8, xbytes = PROBE_ENT * row8;
+    const size_t w5 = batch ? (size_t)PROBE_ROWS5 * row5 : 0;
+    unsigned char *buf = malloc(w8 + xbytes + w5 + 4 + PROBE_ENT * PROBE_ROWS5 * sizeof(float));
     if (!buf) return -1;
     wlm_block_q8_0 *w = (wlm_block_q8_0 *)(void *)buf, *x = w + PROBE_ROWS * PROBE_NB;
-    float *out = (float *)(void *)(buf + ((wbytes + xbytes + 3) & ~(size_t)3));
-    for (int b = 0; b < PROBE_ROWS * PROBE_NB + PROBE_NB; b++) { /* |quants| <= 127 */
+    wlm_block_q5_0 *v = (wlm_block_q5_0 *)(void *)(buf + w8 + xbytes);
+    float *out = (float *)(void *)(buf + ((w8 + xbytes + w5 + 3) & ~(size_t)3));
+    for (int b = 0; b < (PROBE_ROWS + PROBE_ENT) * PROBE_NB; b++) { /* |quants| <= 127 */
         w[b].d = wlm_fp32_to_fp16(0.01f + 0.001f * (float)(b % 7));
         for (int i = 0; i < WLM_QK8_0; i++) w[b].qs[i] = (int8_t)((b * 37 + i * 11) % 255 - 127);
     }
+    for (int b = 0; batch && b < PROBE_ROWS5 * PROBE_NB; b++) {
+        v[b].d = wlm_fp32_to_fp16(0.02f + 0.001f * (float)(b % 5));
+        for (int i = 0; i < 4; i++) v[b].qh[i] = (uint8_t)(b * 29 + i * 71);
+        for (int i = 0; i < WLM_QK4_0 / 2; i++) v[b].qs[i] = (uint8_t)(b * 13 + i * 17);
+    }
     double sum = 0;
     for (int32_t it = 0; it < iters; it++) {
-        mv(out, w, PROBE_NB * sizeof(wlm_block_q8_0), x, PROBE_COLS, 0, PROBE_ROWS);
+        if (batch) {
+            mm8(out, PROBE_ROWS, w, row8, x, row8, PROBE_COLS, 0, PROBE_ROWS, PROBE_ENT);
+            sum += fabsf(out[it % (PROBE_ENT * PROBE_ROWS)]);
+            mm5(out, PROBE_ROWS5, v, row5, x, row8, PROBE_COLS, 0, PROBE_ROWS5, PROBE_ENT);
+        } else {
+            mv(out, w, row8, x, PROBE_COLS, 0, PROBE_ROWS);
+        }
         sum += fabsf(out[it % PROBE_ROWS]);
     }
     free(buf);

@@ -315,11 +315,14 @@ wlm_qmatmat_fn wlm_quant_matmat_split(int32_t type);
 
 /* The dot-form probe: `iters` matrix-vector products of a 32 x 512 Q8_0 matrix (17 KiB, in L1)
  * by one activation, with the relaxed kernels of the form `form` (WLM_DOT_FUSED, WLM_DOT_SPLIT);
- * the caller times it (js/engine.js: the faster form, at the first load). Returns a checksum of
- * the results, >= 0 (so nothing is optimised away; the same for both forms), or -1 where that
- * form does not exist (not the relaxed build, or an unknown form) or the 17 KiB cannot be
+ * with `batch`, instead `iters` times the matrix-matrix products of that matrix and of a
+ * 128 x 512 Q5_0 one (44 KiB) by four activations (the batch kernels, whose split form also keeps
+ * the level types' sums in int16: a form of its own, dot_form_batch). The caller times it
+ * (js/dot_form.js: the faster form, at the first load). Returns a checksum of the results, >= 0
+ * (so nothing is optimised away; the same for both forms), or -1 where that form does not exist
+ * (not the relaxed build, or an unknown form) or the memory (at most 66 KiB) cannot be
  * allocated. */
-double wlm_quant_dot_probe(int32_t form, int32_t iters);
+double wlm_quant_dot_probe(int32_t form, int32_t batch, int32_t iters);
 
 /* The 6-bit scale and min of sub-block j (0..7) of a Q4_K block's 12 packed bytes. */
 static inline void wlm_q4_K_scale_min(const uint8_t *s, int j, uint8_t *sc, uint8_t *m) {

@@ -104,8 +104,10 @@ void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor 
         j.qmm = c->use_simd ? wlm_quant_matmat_simd(t->type) : NULL;
         if (c->dot_split) { /* the same bits: types without split kernels keep matvec_simd */
             const wlm_qmatvec_fn mv = wlm_quant_matvec_split(t->type);
-            if (mv) j.qmv = mv, j.qmm = wlm_quant_matmat_split(t->type);
+            if (mv) j.qmv = mv;
         }
+        if (c->dot_split_batch && wlm_quant_matvec_split(t->type))
+            j.qmm = wlm_quant_matmat_split(t->type); /* (its leftover entries: split matvec) */
         j.x_stride = x_stride * sizeof(float);
         if (tr->vec_dot_type != WLM_TYPE_F32) { /* quantize each entry's activations once */
             const wlm_type_traits *vt = wlm_type_get(tr->vec_dot_type);

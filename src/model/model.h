@@ -310,6 +310,7 @@ struct wlm_context {
     const wlm_kernels *k;
     int use_simd;                 /* pick traits' matvec_simd over matvec_ref */
     int dot_split;                /* relaxed build, WLM_DOT_SPLIT: wlm_quant_matvec_split's kernels */
+    int dot_split_batch;          /* the same for the matrix-matrix ones (dot_form_batch) */
     wlm_threadpool *pool;         /* borrowed; NULL: matrix products on the calling thread */
     int32_t n_seq_max;
     int32_t max_blocks;           /* blocks per full sequence: ceil(n_ctx / BLOCK) */

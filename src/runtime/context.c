@@ -20,6 +20,7 @@ void wlm_context_params_default(wlm_context_params *params) {
     params->n_seq_max = 1;
     params->kv_type = WLM_KV_F16;
     params->dot_form = WLM_DOT_FUSED;
+    params->dot_form_batch = -1;
 }
 
 /* ---- KV block pool ------------------------------------------------------------------------ */
@@ -220,6 +221,12 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                              "dot_form %d is neither WLM_DOT_FUSED (%d) nor WLM_DOT_SPLIT (%d)",
                              (int)params->dot_form, WLM_DOT_FUSED, WLM_DOT_SPLIT);
+    if (params->dot_form_batch != -1 && params->dot_form_batch != WLM_DOT_FUSED &&
+        params->dot_form_batch != WLM_DOT_SPLIT)
+        return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                             "dot_form_batch %d is neither -1 (dot_form's), WLM_DOT_FUSED (%d) "
+                             "nor WLM_DOT_SPLIT (%d)",
+                             (int)params->dot_form_batch, WLM_DOT_FUSED, WLM_DOT_SPLIT);
     c->model = model;
     c->n_ctx = params->n_ctx ? params->n_ctx : p->seq_len;
     c->kv_cache = params->kv_cache != 0;
@@ -227,6 +234,9 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->use_simd = params->use_simd != 0;
     c->k = c->use_simd ? &wlm_kernels_simd : &wlm_kernels_ref;
     c->dot_split = c->use_simd && params->dot_form == WLM_DOT_SPLIT && wlm_quant_have_relaxed();
+    c->dot_split_batch = c->use_simd && wlm_quant_have_relaxed() &&
+                         (params->dot_form_batch == -1 ? params->dot_form : params->dot_form_batch) ==
+                             WLM_DOT_SPLIT;
     c->n_seq_max = params->n_seq_max;
     c->max_blocks = (c->n_ctx + BLOCK - 1) / BLOCK;
     c->last_logits = -1;

@@ -493,7 +493,7 @@ static void test_forward(const wlm_model *m) {
         wlm_context *c2 = NULL;
         wlm_context_params_default(&cp);
         CHECK(cp.n_ctx == 0 && cp.kv_cache == 1 && cp.use_simd == 1 && cp.kv_type == WLM_KV_F16 &&
-              cp.dot_form == WLM_DOT_FUSED);
+              cp.dot_form == WLM_DOT_FUSED && cp.dot_form_batch == -1);
         cp.kv_type = 2; /* neither F16 nor F32 */
         CHECK_STATUS(wlm_context_new(m, &cp, &c2), WLM_ERR_INVALID_ARG);
         CHECK(c2 && strstr(wlm_context_errmsg(c2), "kv_type 2") != NULL);
@@ -510,6 +510,16 @@ static void test_forward(const wlm_model *m) {
         wlm_context_free(c2);
         c2 = NULL;
         cp.dot_form = WLM_DOT_FUSED;
+        cp.dot_form_batch = -2; /* neither -1, fused nor split */
+        CHECK_STATUS(wlm_context_new(m, &cp, &c2), WLM_ERR_INVALID_ARG);
+        CHECK(c2 && strstr(wlm_context_errmsg(c2), "dot_form_batch -2") != NULL);
+        wlm_context_free(c2);
+        c2 = NULL;
+        cp.dot_form_batch = WLM_DOT_SPLIT;
+        CHECK_STATUS(wlm_context_new(m, &cp, &c2), WLM_OK);
+        wlm_context_free(c2);
+        c2 = NULL;
+        cp.dot_form_batch = -1;
         cp.n_ctx = 513;
         CHECK_STATUS(wlm_context_new(m, &cp, &c2), WLM_ERR_INVALID_ARG);
         wlm_context_free(c2);

@@ -1420,18 +1420,24 @@ static void test_matmat_extremes(void) {
     }
 }
 
-/* The dot-form probe: both forms give the same checksum in the relaxed build; -1 for a form that
- * this build does not have, and for an unknown one. */
+/* The dot-form probe, matrix-vector and batch: both forms give the same checksum in the relaxed
+ * build; -1 for a form that this build does not have, and for an unknown one. */
 static void test_dot_probe(void) {
-    const double f = wlm_quant_dot_probe(WLM_DOT_FUSED, 3), s = wlm_quant_dot_probe(WLM_DOT_SPLIT, 3);
-    if (wlm_quant_have_relaxed()) {
-        CHECKF(f != -1 && f == s, "dot probe: fused %.9g, split %.9g (the same expected)", f, s);
-        CHECKF(wlm_quant_dot_probe(WLM_DOT_SPLIT, 0) == 0, "dot probe: 0 iterations give 0");
-    } else {
-        CHECKF(f == -1 && s == -1, "dot probe without relaxed SIMD: fused %g, split %g (-1 expected)", f, s);
+    for (int batch = 0; batch < 2; batch++) {
+        const double f = wlm_quant_dot_probe(WLM_DOT_FUSED, batch, 3);
+        const double s = wlm_quant_dot_probe(WLM_DOT_SPLIT, batch, 3);
+        if (wlm_quant_have_relaxed()) {
+            CHECKF(f > 0 && f == s, "dot probe (batch %d): fused %.9g, split %.9g (the same expected)",
+                   batch, f, s);
+            CHECKF(wlm_quant_dot_probe(WLM_DOT_SPLIT, batch, 0) == 0, "dot probe: 0 iterations give 0");
+        } else {
+            CHECKF(f == -1 && s == -1,
+                   "dot probe (batch %d) without relaxed SIMD: fused %g, split %g (-1 expected)", batch,
+                   f, s);
+        }
+        CHECKF(wlm_quant_dot_probe(2, batch, 3) == -1 && wlm_quant_dot_probe(-1, batch, 3) == -1,
+               "dot probe: an unknown form gives -1");
     }
-    CHECKF(wlm_quant_dot_probe(2, 3) == -1 && wlm_quant_dot_probe(-1, 3) == -1,
-           "dot probe: an unknown form gives -1");
 }
 
 int main(void) {

@@ -3,7 +3,9 @@
 // chosen per engine. In Node 24 (relaxed build): forcing each form gives bitwise the same logits
 // (prefill through the batched products, then decode) and the same generated tokens on every
 // quantized weight type, in this thread and in a worker, and ModelInfo.dotForm says which form
-// ran; 'auto' times both (wlmjs_dot_probe) and picks one. In this Node (SIMD128 under Node 20)
+// ran; 'auto' times both (wlmjs_dot_probe), for the matrix-vector and apart from them for the
+// matrix-matrix kernels, picks one for each (ModelInfo.dotFormBatch: they may differ), and gives
+// the same bits. In this Node (SIMD128 under Node 20)
 // the option is accepted and ModelInfo.dotForm is 'none'; another value is WLM_ERR_INVALID_ARG.
 
 import { test, before, after } from 'node:test';
@@ -37,9 +39,10 @@ test('dotForm: accepted in every build, ModelInfo.dotForm says which form runs; 
       const info = await e.load({ model: MODEL, tokenizer: TOKENIZER });
       if (info.build === 'relaxed') {
         assert.ok(['fused', 'split'].includes(info.dotForm), String(dotForm));
-        if (dotForm === 'fused' || dotForm === 'split') assert.equal(info.dotForm, dotForm);
+        assert.ok(['fused', 'split'].includes(info.dotFormBatch), String(dotForm));
+        if (dotForm === 'fused' || dotForm === 'split') assert.deepEqual([info.dotForm, info.dotFormBatch], [dotForm, dotForm]);
       } else {
-        assert.equal(info.dotForm, 'none', `${info.build}, dotForm ${dotForm}`);
+        assert.deepEqual([info.dotForm, info.dotFormBatch], ['none', 'none'], `${info.build}, dotForm ${dotForm}`);
         assert.equal(info.dotProbe, null);
       }
     } finally { await e.free(); }
@@ -79,7 +82,7 @@ async function run(options, model, worker = false) {
       bits = Buffer.from(new Uint8Array([...new Uint8Array(pre.buffer), ...new Uint8Array(dec.buffer)])).toString('base64');
     }
     const r = await e.complete('Once upon a time', { maxTokens: 12, temperature: 0 });
-    return { build: info.build, dotForm: info.dotForm, dotProbe: info.dotProbe, bits,
+    return { build: info.build, dotForm: info.dotForm, dotFormBatch: info.dotFormBatch, dotProbe: info.dotProbe, bits,
              tokens: [r.text, r.nGenerated, r.logprob].join('|') };
   } finally { await e.free(); }
 }
@@ -94,7 +97,7 @@ for (const [type, model] of models) {
     const w = await run({ threads: 1, dotForm: 'split' }, model, true);
     const a = await run({ threads: 1 }, model);
     Object.assign(results[type], { threads: [t2.dotForm, t2.bits === f.bits],
-      worker: [w.dotForm, w.tokens === f.tokens], auto: [a.dotForm, a.dotProbe, a.tokens === f.tokens] });
+      worker: [w.dotForm, w.tokens === f.tokens], auto: [a.dotForm, a.dotFormBatch, a.dotProbe, a.tokens === f.tokens, a.bits === f.bits] });
   }
 }
 console.log(JSON.stringify(results));
@@ -111,10 +114,14 @@ console.log(JSON.stringify(results));
   const k = r.Q4_K;
   assert.deepEqual(k.threads, ['split', true], 'two threads, split form');
   assert.deepEqual(k.worker, ['split', true], 'a worker engine, split form');
-  const [form, probe, same] = k.auto;
+  const [form, formBatch, probe, same, sameBits] = k.auto;
   assert.ok(['fused', 'split'].includes(form), `auto picked ${form}`);
   assert.ok(same, 'auto: the same tokens');
-  assert.ok(probe && probe.fusedMs > 0 && probe.splitMs > 0 && probe.ms >= probe.fusedMs + probe.splitMs,
-    `the probe's timings: ${JSON.stringify(probe)}`);
+  // (on an AMD Zen 4 in Node 24: fused matrix-vector and split matrix-matrix kernels, mixed)
+  assert.ok(sameBits, `auto (${form}, batches ${formBatch}): the same logits bit for bit`);
+  assert.ok(probe && probe.fusedMs > 0 && probe.splitMs > 0 && probe.batchFusedMs > 0 && probe.batchSplitMs > 0 &&
+    probe.ms >= probe.fusedMs + probe.splitMs + probe.batchFusedMs + probe.batchSplitMs &&
+    probe.rounds >= 3 && probe.batchRounds >= 3, `the probe's timings: ${JSON.stringify(probe)}`);
   assert.equal(form, probe.splitMs * 1.02 < probe.fusedMs ? 'split' : 'fused', 'auto follows its timings');
+  assert.equal(formBatch, probe.batchSplitMs * 1.02 < probe.batchFusedMs ? 'split' : 'fused', 'auto follows its batch timings');
 });
