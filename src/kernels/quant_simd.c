@@ -84,6 +84,27 @@ static inline v128_t f16_hi_to_f32(v128_t w) {
 }
 
 
+/* The loop constants of the SIMD128 Q8_0 / Q4_0 / Q5_0 matrix-vector kernels, filled by their
+ * driver (ROWS4_DRIVER) and read through a pointer: V8 builds each v128.const anew at every use
+ * (three instructions) and LLVM puts one beside each use (see rx_consts in quant_relaxed.inc);
+ * loaded once per call they stay in registers. */
+typedef struct s128_consts {
+    v128_t m4;   /* 0x0F bytes */
+    v128_t m4w;  /* int16 0x000F */
+    v128_t bit;  /* bytes 1, 2, ..., 128, twice */
+    v128_t b16;  /* 0x10 bytes */
+    v128_t ff;   /* int16 0x00FF */
+    v128_t hi8;  /* int16 0xFF00 */
+} s128_consts;
+static void s128_consts_fill(s128_consts *k) {
+    k->m4 = wasm_i8x16_splat(0x0F);
+    k->m4w = wasm_i16x8_splat(0x000F);
+    k->bit = wasm_i64x2_splat(0x8040201008040201LL);
+    k->b16 = wasm_i8x16_splat(0x10);
+    k->ff = wasm_i16x8_splat(0x00FF);
+    k->hi8 = wasm_i16x8_splat((int16_t)0xFF00);
+}
+
 /* Even and odd int8 lanes of v, sign-extended to int16: elements 0,2,..,14 and 1,3,..,15. */
 static inline v128_t even_i8(v128_t v) { return wasm_i16x8_shr(wasm_i16x8_shl(v, 8), 8); }
 static inline v128_t odd_i8(v128_t v) { return wasm_i16x8_shr(v, 8); }
@@ -338,8 +359,8 @@ static inline v128_t step4_q4_0(v128_t acc, v128_t isum4, const float *d4, const
  * an even element in its low byte and an odd one in its high byte, so (v << 8) is 256 x the even
  * elements and (v & 0xFF00) 256 x the odd ones, one op each. |sum| <= 32 * 128 * 127 * 256 <
  * 2^31, so the block sum is exact and an arithmetic shift by 8 gives the dot product. */
-static inline v128_t q8_0_dot256(v128_t v, v128_t u, v128_t x0, v128_t x1, v128_t x2, v128_t x3) {
-    const v128_t hi = wasm_i16x8_splat((int16_t)0xFF00);
+static inline v128_t q8_0_dot256(v128_t v, v128_t u, v128_t x0, v128_t x1, v128_t x2, v128_t x3,
+                                 v128_t hi /* int16 0xFF00 */) {
     return wasm_i32x4_add(wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_shl(v, 8), x0),
                                          wasm_i32x4_dot_i16x8(wasm_v128_and(v, hi), x1)),
                           wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_shl(u, 8), x2),
@@ -349,8 +370,8 @@ static inline v128_t q8_0_dot256(v128_t v, v128_t u, v128_t x0, v128_t x1, v128_
 /* The dot product of 16 bytes of nibbles with the widened activation: per 16-bit lane k, the low
  * nibbles of bytes 2k and 2k+1 are elements 2k and 2k+1, the high nibbles elements 2k+16 and
  * 2k+17 — the widened order. Levels 0..15, without Q4_0's offset of 8. */
-static inline v128_t q4_dot(v128_t v, v128_t x0, v128_t x1, v128_t x2, v128_t x3) {
-    const v128_t m = wasm_i16x8_splat(0x000F);
+static inline v128_t q4_dot(v128_t v, v128_t x0, v128_t x1, v128_t x2, v128_t x3,
+                            v128_t m /* int16 0x000F */) {
     return wasm_i32x4_add(
         wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(v, m), x0),
                        wasm_i32x4_dot_i16x8(wasm_v128_and(wasm_u16x8_shr(v, 8), m), x1)),
@@ -386,12 +407,14 @@ static inline unsigned touch4(const void *w0, const void *w1, const void *w2, co
         wasm_v128_store(v, acc);                                                                   \
     } while (0)
 
-#define S128_Q8_0_P(w) q8_0_dot256(wasm_v128_load((w)->qs), wasm_v128_load((w)->qs + 16), x0, x1, x2, x3)
+#define S128_Q8_0_P(w) q8_0_dot256(wasm_v128_load((w)->qs), wasm_v128_load((w)->qs + 16), x0, x1, x2, x3, k_hi8)
 __attribute__((noinline)) static void q8_0_rows4(const wlm_block_q8_0 *w0, const wlm_block_q8_0 *w1,
                                                  const wlm_block_q8_0 *w2, const wlm_block_q8_0 *w3,
                                                  const int16_t *xs, const float *xd,
-                                                 const int32_t *xsum8, int nb, int pf, float *v) {
+                                                 const int32_t *xsum8, const s128_consts *k, int nb,
+                                                 int pf, float *v) {
     (void)xsum8;
+    const v128_t k_hi8 = wasm_v128_load(&k->hi8);
     S128_ROWS4_BODY(wlm_block_q8_0, xd,
                     wasm_i32x4_shr(hsum4_i32(S128_Q8_0_P(w0), S128_Q8_0_P(w1), S128_Q8_0_P(w2),
                                              S128_Q8_0_P(w3)), 8),
@@ -400,11 +423,13 @@ __attribute__((noinline)) static void q8_0_rows4(const wlm_block_q8_0 *w0, const
 #undef S128_Q8_0_P
 
 /* sum (q - 8) x = sum q x - 8 sum x */
-#define S128_Q4_0_P(w) q4_dot(wasm_v128_load((w)->qs), x0, x1, x2, x3)
+#define S128_Q4_0_P(w) q4_dot(wasm_v128_load((w)->qs), x0, x1, x2, x3, k_m4w)
 __attribute__((noinline)) static void q4_0_rows4(const wlm_block_q4_0 *w0, const wlm_block_q4_0 *w1,
                                                  const wlm_block_q4_0 *w2, const wlm_block_q4_0 *w3,
                                                  const int16_t *xs, const float *xd,
-                                                 const int32_t *xsum8, int nb, int pf, float *v) {
+                                                 const int32_t *xsum8, const s128_consts *k, int nb,
+                                                 int pf, float *v) {
+    const v128_t k_m4w = wasm_v128_load(&k->m4w);
     S128_ROWS4_BODY(wlm_block_q4_0, NULL,
                     wasm_i32x4_sub(hsum4_i32(S128_Q4_0_P(w0), S128_Q4_0_P(w1), S128_Q4_0_P(w2),
                                              S128_Q4_0_P(w3)),
@@ -485,8 +510,10 @@ __attribute__((noinline)) static void q4_0_rows4(const wlm_block_q4_0 *w0, const
         int16_t xs[XCHUNK] __attribute__((aligned(16)));                                           \
         float xd[XCHUNK / 32] __attribute__((aligned(16)));                                        \
         int32_t xsum8[XCHUNK / 32] __attribute__((aligned(16)));                                   \
+        s128_consts k;                                                                             \
+        s128_consts_fill(&k);                                                                      \
         ROWS4_LOOP(BLOCK, widen_q8_0(x + c0 / 32, nb, xs, xd, xsum8),                              \
-                   FN(w0, w1, w2, w3, xs, xd, xsum8, nb, pf, v));                                  \
+                   FN(w0, w1, w2, w3, xs, xd, xsum8, &k, nb, pf, v));                              \
     } while (0)
 
 static void s128_q8_0_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
@@ -538,36 +565,34 @@ void wlm_bf16_matvec_simd(float *out, const void *w, size_t row_bytes, const voi
  * nibbles of the 16 bytes (elements 0..15 low, 16..31 high) with bit 4 from qh, which a swizzle
  * spreads to one byte per element. */
 
-/* The 32 high bits of a Q5 block (at p) as 0x10 in bytes: elements 0..15 in *lo, 16..31 in
- * *hi. */
-static inline void q5_high_bits(const uint8_t *p, v128_t *lo, v128_t *hi) {
-    const v128_t h = wasm_v128_load32_splat(p);
-    const v128_t bit = wasm_i64x2_splat(0x8040201008040201LL);
+/* Dot of a Q5 block's 32 levels (nibbles qs, high bits qh: bit j as 0x10 on element j, spread by
+ * a swizzle) with the widened activation, the loop constants passed in (s128_consts; the
+ * swizzle indices stay constants: V8 skips its out-of-range fix-up for constant in-range ones). */
+static inline v128_t q5_dot_k(const uint8_t *qs, const uint8_t *qh, v128_t x0, v128_t x1,
+                              v128_t x2, v128_t x3, v128_t m4, v128_t bit, v128_t b16, v128_t ff) {
+    const v128_t h = wasm_v128_load32_splat(qh), v = wasm_v128_load(qs);
     const v128_t i0 = wasm_i8x16_make(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
     const v128_t i1 = wasm_i8x16_make(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
-    const v128_t b16 = wasm_i8x16_splat(0x10);
-    *lo = wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(wasm_i8x16_swizzle(h, i0), bit), bit), b16);
-    *hi = wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(wasm_i8x16_swizzle(h, i1), bit), bit), b16);
-}
-
-/* Dot of a Q5 block's 32 levels (nibbles qs, high bits at qh) with the widened activation. */
-static inline v128_t q5_dot(const uint8_t *qs, const uint8_t *qh, v128_t x0, v128_t x1, v128_t x2,
-                            v128_t x3) {
-    const v128_t m4 = wasm_i8x16_splat(0x0F);
-    const v128_t v = wasm_v128_load(qs);
-    v128_t hl, hh;
-    q5_high_bits(qh, &hl, &hh);
+    const v128_t hl = wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(wasm_i8x16_swizzle(h, i0), bit), bit), b16);
+    const v128_t hh = wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(wasm_i8x16_swizzle(h, i1), bit), bit), b16);
     const v128_t lo = wasm_v128_or(wasm_v128_and(v, m4), hl);
     const v128_t hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), m4), hh);
-    return wasm_i32x4_add(q6_dot(lo, x0, x1), q6_dot(hi, x2, x3));
+    return wasm_i32x4_add(
+        wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(lo, ff), x0),
+                       wasm_i32x4_dot_i16x8(wasm_u16x8_shr(lo, 8), x1)),
+        wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(hi, ff), x2),
+                       wasm_i32x4_dot_i16x8(wasm_u16x8_shr(hi, 8), x3)));
 }
 
 /* sum (q - 16) x = sum q x - 16 sum x = ... - 2 xsum8 */
-#define S128_Q5_0_P(w) q5_dot((w)->qs, (w)->qh, x0, x1, x2, x3)
+#define S128_Q5_0_P(w) q5_dot_k((w)->qs, (w)->qh, x0, x1, x2, x3, k_m4, k_bit, k_b16, k_ff)
 __attribute__((noinline)) static void q5_0_rows4(const wlm_block_q5_0 *w0, const wlm_block_q5_0 *w1,
                                                  const wlm_block_q5_0 *w2, const wlm_block_q5_0 *w3,
                                                  const int16_t *xs, const float *xd,
-                                                 const int32_t *xsum8, int nb, int pf, float *v) {
+                                                 const int32_t *xsum8, const s128_consts *k,
+                                                 int nb, int pf, float *v) {
+    const v128_t k_m4 = wasm_v128_load(&k->m4), k_bit = wasm_v128_load(&k->bit);
+    const v128_t k_b16 = wasm_v128_load(&k->b16), k_ff = wasm_v128_load(&k->ff);
     S128_ROWS4_BODY(wlm_block_q5_0, xd,
                     wasm_i32x4_sub(hsum4_i32(S128_Q5_0_P(w0), S128_Q5_0_P(w1), S128_Q5_0_P(w2),
                                              S128_Q5_0_P(w3)),
@@ -659,17 +684,18 @@ static void widen_q8_1(const wlm_block_q8_1 *x, int nb, int16_t *xs, float *xd, 
 static inline v128_t q4_1_dot_at(const wlm_block_q4_1 *w, const int16_t *xs) {
     const v128_t x0 = wasm_v128_load(xs), x1 = wasm_v128_load(xs + 8);
     const v128_t x2 = wasm_v128_load(xs + 16), x3 = wasm_v128_load(xs + 24);
-    return q4_dot(wasm_v128_load(w->qs), x0, x1, x2, x3);
+    return q4_dot(wasm_v128_load(w->qs), x0, x1, x2, x3, wasm_i16x8_splat(0x000F));
 }
 
-static inline v128_t q5_1_dot_at(const wlm_block_q5_1 *w, const int16_t *xs) {
+static inline v128_t q5_1_dot_at(const wlm_block_q5_1 *w, const int16_t *xs, v128_t m4, v128_t bit,
+                                 v128_t b16, v128_t ff) {
     const v128_t x0 = wasm_v128_load(xs), x1 = wasm_v128_load(xs + 8);
     const v128_t x2 = wasm_v128_load(xs + 16), x3 = wasm_v128_load(xs + 24);
-    return q5_dot(w->qs, w->qh, x0, x1, x2, x3);
+    return q5_dot_k(w->qs, w->qh, x0, x1, x2, x3, m4, bit, b16, ff);
 }
 
 #define Q4_1_DOT(w, b) q4_1_dot_at((w), xs + 32 * (b))
-#define Q5_1_DOT(w, b) q5_1_dot_at((w), xs + 32 * (b))
+#define Q5_1_DOT(w, b) q5_1_dot_at((w), xs + 32 * (b), k_m4, k_bit, k_b16, k_ff)
 
 __attribute__((noinline)) static void q4_1_rows2(const wlm_block_q4_1 *w0, const wlm_block_q4_1 *w1,
                                                  const int16_t *xs, const float *xd,
@@ -680,8 +706,10 @@ __attribute__((noinline)) static void q4_1_rows2(const wlm_block_q4_1 *w0, const
 
 __attribute__((noinline)) static void q5_1_rows2(const wlm_block_q5_1 *w0, const wlm_block_q5_1 *w1,
                                                  const int16_t *xs, const float *xd,
-                                                 const float *xsm, int nb, int pf, float *o0,
-                                                 float *o1) {
+                                                 const float *xsm, const s128_consts *k, int nb,
+                                                 int pf, float *o0, float *o1) {
+    const v128_t k_m4 = wasm_v128_load(&k->m4), k_bit = wasm_v128_load(&k->bit);
+    const v128_t k_b16 = wasm_v128_load(&k->b16), k_ff = wasm_v128_load(&k->ff);
     ROWS2_Q8_1_BODY(Q5_1_DOT, xd, xsm);
 }
 #undef Q4_1_DOT
@@ -704,8 +732,10 @@ static void s128_q4_1_matvec(float *out, const void *w, size_t row_bytes, const 
 static void s128_q5_1_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
                              int r0, int r1) {
     q8_1_wide a;
+    s128_consts k;
+    s128_consts_fill(&k);
     ROWS2_Q8_1_DRIVER(wlm_block_q5_1, widen_q8_1(x + c0 / 32, nb, a.xs, a.xd, a.xsm),
-                      q5_1_rows2(w0, w1, a.xs, a.xd, a.xsm, nb, pf, &v0, &v1));
+                      q5_1_rows2(w0, w1, a.xs, a.xd, a.xsm, &k, nb, pf, &v0, &v1));
 }
 
 /* ---- Q8_K activations: quantizer and widening -------------------------------------------- */
