@@ -59,7 +59,7 @@ async function open(file, { simd = true, nSeq = 16, nCtx = 512, threads = 1, bui
   let rc = x.wlmjs_model_load(ptr, bytes.length, slot);
   if (rc !== 0) throw new Error(`model load: status ${rc}`);
   const model = new Int32Array(x.memory.buffer)[slot >> 2];
-  rc = x.wlmjs_context_new(model, nCtx, 1, 1, nSeq, 1 /* WLM_KV_F16, the default */, 0 /* fused dots */, slot);
+  rc = x.wlmjs_context_new(model, nCtx, 1, 1, nSeq, 1 /* WLM_KV_F16, the default */, 0 /* fused dots */, -1 /* batches too */, slot);
   if (rc !== 0) throw new Error(`context: status ${rc}`);
   const ctx = new Int32Array(x.memory.buffer)[slot >> 2];
   const pool = threads > 1 ? await startThreads(x, module, threads) : null;

@@ -95,7 +95,7 @@ async function rawModule(files) {
     rc = x.wlm_model_load_tokenizer(model, put(tb), tb.length);
     if (rc !== 0) throw new Error(`tokenizer load: status ${rc}`);
   }
-  rc = x.wlmjs_context_new(model, 64, 1, 1, 1, 1, 0, slot); // n_ctx 64, KV cache, SIMD, 1 sequence, F16, fused dots
+  rc = x.wlmjs_context_new(model, 64, 1, 1, 1, 1, 0, -1, slot); // n_ctx 64, KV cache, SIMD, 1 sequence, F16, fused dots (batches too)
   if (rc !== 0) throw new Error(`context: status ${rc}`);
   const ctx = new Int32Array(x.memory.buffer)[slot >> 2];
   return { x, ctx, put, vocab: x.wlmjs_model_info(model, 5) };

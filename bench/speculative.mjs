@@ -157,7 +157,7 @@ async function verifyMs(modelFile, file, maxN, rounds) {
   const slot = x.wlmjs_malloc(8);
   if (x.wlmjs_model_load(ptr, bytes.length, slot) !== 0) throw new Error('model load failed');
   const model = new Int32Array(x.memory.buffer)[slot >> 2];
-  if (x.wlmjs_context_new(model, 256, 1, 1, 1, 1, 0, slot) !== 0) throw new Error('context failed');
+  if (x.wlmjs_context_new(model, 256, 1, 1, 1, 1, 0, -1, slot) !== 0) throw new Error('context failed');
   const ctx = new Int32Array(x.memory.buffer)[slot >> 2];
   const tok = x.wlmjs_malloc(4 * 64), want = x.wlmjs_malloc(64);
   const evalN = (ids, all) => {
