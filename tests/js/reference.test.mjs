@@ -20,6 +20,7 @@ test('model info matches stories260K', async () => {
     memory64: false, // a 1 MB model: wasm32 (js/memory64.js)
     // the relaxed build's int8 dot form, picked by timing both ('auto'); 'none' in the others
     dotForm: engine.info.build === 'relaxed' ? engine.info.dotForm : 'none',
+    dotFormBatch: engine.info.build === 'relaxed' ? engine.info.dotFormBatch : 'none',
     dotProbe: engine.info.build === 'relaxed' ? engine.info.dotProbe : null,
     contextBytes: engine.info.contextBytes, wasmMemoryBytes: engine.info.wasmMemoryBytes,
     // a llama2.c checkpoint has no GGUF metadata; tok512.bin writes BOS and EOS as llama2.c's
