@@ -111,9 +111,12 @@ static inline v128_t odd_i8(v128_t v) { return wasm_i16x8_shr(v, 8); }
 
 /* Dot of 16 levels (bytes, 0..255) with one widened group of 16 (even lanes, then odd): the
  * Q6_K, Q5_0/Q5_1 and Q2_K/Q3_K/Q5_K kernels build their levels as bytes for it. */
-static inline v128_t q6_dot(v128_t q, v128_t xe, v128_t xo) {
-    return wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(q, wasm_i16x8_splat(0x00FF)), xe),
+static inline v128_t q6_dot_m(v128_t q, v128_t xe, v128_t xo, v128_t ff /* int16 0x00FF */) {
+    return wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(q, ff), xe),
                           wasm_i32x4_dot_i16x8(wasm_u16x8_shr(q, 8), xo));
+}
+static inline v128_t q6_dot(v128_t q, v128_t xe, v128_t xo) {
+    return q6_dot_m(q, xe, xo, wasm_i16x8_splat(0x00FF));
 }
 
 
@@ -577,11 +580,7 @@ static inline v128_t q5_dot_k(const uint8_t *qs, const uint8_t *qh, v128_t x0, v
     const v128_t hh = wasm_v128_and(wasm_i8x16_eq(wasm_v128_and(wasm_i8x16_swizzle(h, i1), bit), bit), b16);
     const v128_t lo = wasm_v128_or(wasm_v128_and(v, m4), hl);
     const v128_t hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(v, 4), m4), hh);
-    return wasm_i32x4_add(
-        wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(lo, ff), x0),
-                       wasm_i32x4_dot_i16x8(wasm_u16x8_shr(lo, 8), x1)),
-        wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_v128_and(hi, ff), x2),
-                       wasm_i32x4_dot_i16x8(wasm_u16x8_shr(hi, 8), x3)));
+    return wasm_i32x4_add(q6_dot_m(lo, x0, x1, ff), q6_dot_m(hi, x2, x3, ff));
 }
 
 /* sum (q - 16) x = sum q x - 16 sum x = ... - 2 xsum8 */
