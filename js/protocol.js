@@ -32,6 +32,17 @@
 //   {type:'load_draft', options: DraftLoadOptions    progress* {progress}, result DraftInfo | null
 //          without onProgress/signal, or null}       (speculative decoding's draft model)
 //
+// Helper threads. A browser page starts the engine's helper Workers (js/thread.js) itself when
+// the init request's options say `helpersFromClient: true` (it can construct Workers): a Worker
+// that a worker constructs (a nested worker) can block its constructor forever in Firefox while
+// the page is debugged or automated (DevTools, WebDriver BiDi: both listen for new workers, and
+// registering a nested one waits on the page's thread). These messages carry no id:
+//   worker → client  {type:'helper_start', key, url, port}  start a module Worker at `url` and
+//                                                           send it {port} (port transferred):
+//                                                           the engine talks to it through it
+//   worker → client  {type:'helper_stop', key}             terminate that Worker
+//   client → worker  {type:'helper_error', key, message}   it failed to start (its error event)
+//
 // The payloads are the shapes of js/wasmlm.d.ts: `params` is GenerateParams / BatchParams
 // (or an array of them) / BeamParams as the caller gave it (a grammar as GBNF text, a
 // jsonSchema as an object or JSON text, converted in the worker) (a Map logitBias survives the
@@ -41,7 +52,7 @@
 // cloned without recompiling), which the worker uses when it picks that same file.
 
 /** Version of this message set; the worker echoes it in the 'init' result. */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 /** Request types (client → worker). */
 export const Req = Object.freeze({
@@ -60,6 +71,13 @@ export const Req = Object.freeze({
   RERANK: 'rerank',
   FREE: 'free',
   LOAD_DRAFT: 'load_draft',
+});
+
+/** Helper-thread messages (no id; see above). */
+export const Helper = Object.freeze({
+  START: 'helper_start',
+  STOP: 'helper_stop',
+  ERROR: 'helper_error',
 });
 
 /** Reply types (worker → client). RESULT and ERROR are terminal: one per request. */

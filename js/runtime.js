@@ -4,7 +4,7 @@
 // starts one, and load() another when a model needs the memory64 twin. No engine state here.
 
 import { jsError } from './errors.js';
-import { importsMemory, sharedMemory, startThreads } from './threads.js';
+import { SPAWN_HELPER, importsMemory, sharedMemory, startThreads } from './threads.js';
 import { isMemory64Module, sharedMemory64 } from './memory64.js';
 import { compilePlanned, instantiateWasm, planModule, settledPlan } from './wasm.js';
 
@@ -36,6 +36,6 @@ export async function startRuntime(options, compiled = null) {
   }
   const x = await instantiateWasm(module, name, memory);
   // The helpers start in the background: the engine is usable at once, load() waits for them.
-  const starting = threads > 1 ? startThreads(x, module, threads, jsError) : null;
+  const starting = threads > 1 ? startThreads(x, module, threads, jsError, options[SPAWN_HELPER]) : null;
   return { plan, x, threads, starting };
 }

@@ -6,7 +6,9 @@
 //
 // Message in: {module, memory, pool, stackTop}. Messages out: {type: 'running'} just before it
 // enters the pool's loop, {type: 'exit', status} when the loop returns, {type: 'error', message}
-// if instantiation fails.
+// if instantiation fails. A helper that a page started for an engine in a Worker (js/worker.js,
+// js/protocol.js Helper) first gets {port}: the engine's messages then come, and its own go,
+// through that MessagePort.
 
 const IS_NODE = typeof process === 'object' && process !== null &&
   typeof process.versions?.node === 'string' && typeof window === 'undefined';
@@ -31,5 +33,13 @@ if (IS_NODE) {
   const { parentPort } = await import('node:worker_threads');
   parentPort.once('message', (msg) => run(msg, (m) => parentPort.postMessage(m)));
 } else {
-  self.addEventListener('message', (e) => run(e.data, (m) => self.postMessage(m)), { once: true });
+  self.addEventListener('message', (e) => {
+    const port = e.data?.port;
+    if (!(port instanceof MessagePort)) {
+      run(e.data, (m) => self.postMessage(m));
+      return;
+    }
+    port.addEventListener('message', (m) => run(m.data, (r) => port.postMessage(r)), { once: true });
+    port.start();
+  }, { once: true });
 }

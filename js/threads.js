@@ -34,9 +34,16 @@ export async function coreCount() {
   return globalThis.navigator?.hardwareConcurrency ?? 1;
 }
 
-/** A helper running js/thread.js, as {post, onMessage, terminate} in Node and browsers. */
-async function spawnHelper() {
-  const url = new URL('./thread.js', import.meta.url);
+/**
+ * The key of an engine option (createEngine's options object, internal) that replaces how a
+ * helper is started: a function (url) → the helper as {post, onMessage, onError, terminate}, or
+ * its promise. js/worker.js sets it to start helpers through the page (js/protocol.js Helper).
+ */
+export const SPAWN_HELPER = Symbol('wasmlm.spawnHelper');
+
+/** A helper running js/thread.js (`url`), as {post, onMessage, onError, terminate} in Node and
+ *  browsers: a worker_thread, or a module Worker of this context. */
+async function spawnHelper(url) {
   if (IS_NODE) {
     const { Worker: NodeWorker } = await import('node:worker_threads');
     const w = new NodeWorker(url);
@@ -63,8 +70,10 @@ async function spawnHelper() {
  * Creates a pool of n threads (wlm_threadpool_new) and starts its n - 1 helpers, each on its
  * own 1 MiB stack in wasm memory; resolves when every helper runs the pool's loop. Returns
  * {n, pool, helpers, stacks}; throws (after cleaning up) when the pool or a helper fails.
+ * `spawn`: how a helper starts (see SPAWN_HELPER; default: a Worker / worker_thread of this
+ * context).
  */
-export async function startThreads(x, module, n, error = plainError) {
+export async function startThreads(x, module, n, error = plainError, spawn = spawnHelper) {
   const slot = x.wlmjs_malloc(4) >>> 0;
   if (!slot) throw error('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
   const pool = x.wlmjs_threadpool_new(n, slot) >>> 0;
@@ -81,7 +90,7 @@ export async function startThreads(x, module, n, error = plainError) {
       const stack = x.wlmjs_malloc(HELPER_STACK) >>> 0;
       if (!stack) throw error('WLM_ERR_NOMEM', 'cannot allocate a helper thread\'s stack');
       threads.stacks.push(stack);
-      const helper = await spawnHelper();
+      const helper = await spawn(new URL('./thread.js', import.meta.url));
       threads.helpers.push(helper);
       started.push(new Promise((resolve, reject) => {
         helper.onMessage((m) => {

@@ -7,7 +7,8 @@
 // It keeps no state besides the engine and the AbortControllers of running requests.
 
 import { startEngine } from './engine.js';
-import { PROTOCOL_VERSION, Req, Reply, serializeError } from './protocol.js';
+import { Helper, PROTOCOL_VERSION, Req, Reply, serializeError } from './protocol.js';
+import { SPAWN_HELPER } from './threads.js';
 // What engine.js imports, named here too so the worker requests its module graph at once.
 import './errors.js';
 import './params.js';
@@ -21,10 +22,36 @@ import './wasm.js';
 let enginePromise = null;
 let warmup = null; // what Engine.warmUp() returned after 'init' (null: not run)
 const running = new Map(); // request id → AbortController (load, generate)
+const helperErrors = new Map(); // key of a helper the client starts → its error listener
+let helperKeys = 0;
 
 /** Posts a reply to the client. */
 function post(msg, transfer = []) {
   self.postMessage(msg, transfer);
+}
+
+/**
+ * A helper thread (js/thread.js at `url`) that the client starts (js/protocol.js Helper), shaped
+ * as js/threads.js's helpers: the engine talks to it through a MessageChannel whose other end
+ * the client hands it.
+ */
+function helperFromClient(url) {
+  const key = ++helperKeys;
+  const { port1, port2 } = new MessageChannel();
+  post({ type: Helper.START, key, url: String(url), port: port2 }, [port2]);
+  return {
+    post: (m) => port1.postMessage(m),
+    onMessage: (fn) => {
+      port1.addEventListener('message', (e) => fn(e.data));
+      port1.start();
+    },
+    onError: (fn) => helperErrors.set(key, fn),
+    terminate: () => {
+      helperErrors.delete(key);
+      port1.close();
+      post({ type: Helper.STOP, key });
+    },
+  };
 }
 
 /** The engine created by 'init'; an error before it. */
@@ -52,7 +79,11 @@ async function handle(msg) {
   switch (type) {
     case Req.INIT: {
       const first = !enginePromise;
-      enginePromise ??= startEngine(msg.options ?? {}, msg.compiled ?? null);
+      if (!enginePromise) {
+        const { helpersFromClient = false, ...options } = msg.options ?? {};
+        if (helpersFromClient) options[SPAWN_HELPER] = helperFromClient;
+        enginePromise = startEngine(options, msg.compiled ?? null);
+      }
       const e = await enginePromise;
       post({ id, type: Reply.RESULT, value: { protocol: PROTOCOL_VERSION, threads: e.threads } });
       // Compile ahead while the page downloads the model (Engine.warmUp; opt-in, see
@@ -175,6 +206,10 @@ async function handle(msg) {
 
 self.addEventListener('message', (event) => {
   const msg = event.data;
+  if (msg?.type === Helper.ERROR) {
+    helperErrors.get(msg.key)?.(new Error(msg.message));
+    return;
+  }
   if (!msg || typeof msg.id !== 'number') return;
   handle(msg).catch((err) => post({ id: msg.id, type: Reply.ERROR, error: serializeError(err) }));
 });

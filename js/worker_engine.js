@@ -11,7 +11,7 @@ import { chatPrompt, splitChatParams } from './chat.js';
 import { chatCompletion } from './chat_completion.js';
 import { complete, completeBatch } from './engine.js';
 import { IS_NODE, baseURI, mark } from './platform.js';
-import { PROTOCOL_VERSION, Req, Reply } from './protocol.js';
+import { Helper, PROTOCOL_VERSION, Req, Reply } from './protocol.js';
 import { compilePlanned, planModule, settledPlan } from './wasm.js';
 
 /** Makes a load source cloneable and absolute (the worker has another base URL). */
@@ -29,6 +29,12 @@ function toTransferableSource(source) {
   return source; // ArrayBuffer, whole views and Blobs are cloned by postMessage
 }
 
+/**
+ * Whether this page starts the worker's helper threads itself (js/protocol.js Helper): wherever
+ * it can construct module Workers (browsers; a Node client's worker starts its own).
+ */
+const HELPERS_FROM_PAGE = !IS_NODE && typeof Worker === 'function';
+
 class WorkerEngine {
   #worker;
   #pending = new Map(); // id → {resolve, reject, onProgress, onToken}
@@ -37,6 +43,7 @@ class WorkerEngine {
   #freed = false;
   #info = null;
   #threads = 1;
+  #helpers = new Map();     // key → the helper Worker this page started for the worker
   #firstTokenMarked = false; // 'wasmlm:first-token' is marked once per engine
   #warmup = null;            // the worker's warm-up ({tokens, ms}), as its last load reply said
 
@@ -90,7 +97,7 @@ class WorkerEngine {
       const ready = await engine.#request(Req.INIT,
         { options: { wasm, simd: options.simd, threads: options.threads, warmup: options.warmup, build,
           dotForm: options.dotForm, backend: options.backend, gpuSubgroups: options.gpuSubgroups, gpuWeights: options.gpuWeights,
-          memory64: options.memory64 },
+          memory64: options.memory64, helpersFromClient: HELPERS_FROM_PAGE },
           compiled }).promise;
       if (ready?.protocol !== PROTOCOL_VERSION) {
         throw new Error(`wasmlm: js/worker.js speaks protocol ${ready?.protocol}, ` +
@@ -107,11 +114,42 @@ class WorkerEngine {
 
   #fail(err) {
     this.#failure = err;
+    for (const w of this.#helpers.values()) w.terminate();
+    this.#helpers.clear();
     for (const p of this.#pending.values()) p.reject(err);
     this.#pending.clear();
   }
 
+  /**
+   * Starts or stops a helper thread the worker asked for (js/protocol.js Helper): a module
+   * Worker of this page, which the worker talks to through the MessagePort it sent.
+   */
+  #helper(msg) {
+    if (msg.type === Helper.STOP) {
+      this.#helpers.get(msg.key)?.terminate();
+      this.#helpers.delete(msg.key);
+      return;
+    }
+    const failed = (message) => this.#worker.postMessage({ type: Helper.ERROR, key: msg.key, message });
+    if (this.#failure) return;
+    try {
+      const w = new Worker(msg.url, { type: 'module' });
+      this.#helpers.set(msg.key, w);
+      w.addEventListener('error', (e) => {
+        e.preventDefault?.();
+        failed(e.message || e.error?.message || 'error event');
+      });
+      w.postMessage({ port: msg.port }, [msg.port]);
+    } catch (e) {
+      failed(e?.message ?? String(e));
+    }
+  }
+
   #onMessage(msg) {
+    if (msg?.type === Helper.START || msg?.type === Helper.STOP) {
+      this.#helper(msg);
+      return;
+    }
     const p = this.#pending.get(msg?.id);
     if (!p) return;
     switch (msg.type) {

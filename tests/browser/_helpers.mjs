@@ -38,9 +38,11 @@ export const STEP_TIMEOUT = Number(process.env.WASMLM_STEP_TIMEOUT) || 120_000;
  *   (html, urlPath) => html, applied to every HTML page served from the repository (a path
  *   ending in / or .html), e.g. to put a recording script first in <head> in browsers whose
  *   driver cannot run a script before the page's own (tests/cross-browser/).
- * @returns {Promise<{origin: string, url: string, requests: {method: string, path: string}[],
- *   count: (path: string) => number, close: () => Promise<void>}>}
- *   url is the demo page; requests lists every request seen (path without the query).
+ * @returns {Promise<{origin: string, url: string,
+ *   requests: {method: string, path: string, at: number, done: boolean}[],
+ *   count: (path: string) => number, unfinished: () => string[], close: () => Promise<void>}>}
+ *   url is the demo page; requests lists every request seen (path without the query; `at` its
+ *   Date.now(), `done` once its response ended or its connection closed).
  */
 export async function startTestServer({ slowChunk = 32 * 1024, slowDelayMs = 40, prefix = '', isolate = true,
   files = {}, transformHtml = null } = {}) {
@@ -48,7 +50,9 @@ export async function startTestServer({ slowChunk = 32 * 1024, slowDelayMs = 40,
   const requests = [];
   const server = http.createServer((req, res) => {
     const { pathname } = new URL(req.url, 'http://localhost');
-    requests.push({ method: req.method, path: pathname });
+    const entry = { method: req.method, path: pathname, at: Date.now(), done: false };
+    requests.push(entry);
+    res.once('close', () => { entry.done = true; });
     if (prefix) {
       if (!pathname.startsWith(`${prefix}/`)) {
         res.writeHead(404, { 'Content-Type': 'text/plain' });
@@ -74,6 +78,8 @@ export async function startTestServer({ slowChunk = 32 * 1024, slowDelayMs = 40,
     url: `${origin}${prefix}/web/`,
     requests,
     count: (p) => requests.filter((r) => r.path === p && r.method === 'GET').length,
+    /** The requests whose responses have not ended, as 'GET /path (for N ms)'. */
+    unfinished: () => requests.filter((r) => !r.done).map((r) => `${r.method} ${r.path} (for ${Date.now() - r.at} ms)`),
     close: () => new Promise((resolve) => {
       server.close(() => resolve());
       server.closeAllConnections();

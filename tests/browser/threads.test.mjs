@@ -9,7 +9,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { writeSyntheticModel } from '../../tools/synth.mjs';
@@ -70,6 +70,72 @@ test('cross-origin isolated: the page uses every core, and 2 threads compute wha
       browser.assertNoProblems();
     } finally {
       await server.close();
+    }
+  });
+
+test('a worker engine\'s helper threads are Workers of the page; one that cannot start fails the load with why',
+  { timeout: 2 * STEP_TIMEOUT }, async () => {
+    // The page starts the helpers of an engine in a Worker (js/protocol.js Helper): a Worker
+    // constructed inside a worker can block forever in Firefox while DevTools or WebDriver BiDi
+    // listen for workers (docs/how-it-works.md, Threads). js/thread.js served broken here (the
+    // wrong MIME type for a module script): the page's helper Worker gets an error event, which
+    // must reach the engine in the worker and end the load with it.
+    const broken = path.join(dir, 'thread.js');
+    writeFileSync(broken, 'export {};\n');
+    const good = await startTestServer();
+    const bad = await startTestServer({ files: { '/js/thread.js': broken } });
+    try {
+      const { page } = browser;
+      const run = () => page.evaluate(async () => {
+        const created = [];
+        const NativeWorker = window.Worker;
+        window.Worker = class extends NativeWorker {
+          constructor(url, options) {
+            super(url, options);
+            const entry = { url: new URL(url, location.href).pathname, terminated: false };
+            created.push(entry);
+            const terminate = this.terminate.bind(this);
+            this.terminate = () => { entry.terminated = true; terminate(); };
+          }
+        };
+        try {
+          const { createWorkerEngine } = await import('../js/wasmlm.js');
+          const e = await createWorkerEngine({ threads: 2 });
+          let outcome;
+          try {
+            await e.load({ model: '/models/files/stories260K.bin', tokenizer: '/models/files/tok512.bin' });
+            let text = '';
+            for await (const t of e.generate('Once', { temperature: 0, maxTokens: 8 })) text += t.text;
+            outcome = { threads: e.threads, text };
+          } catch (err) {
+            outcome = { code: err.code, message: err.message };
+          }
+          const live = created.filter((w) => !w.terminated).map((w) => w.url);
+          await e.free();
+          return { ...outcome, live, after: created.filter((w) => !w.terminated).map((w) => w.url) };
+        } finally {
+          window.Worker = NativeWorker;
+        }
+      });
+      // (the demo's own engine, from dist/, loads first: its Workers are not counted)
+      await page.goto(good.url);
+      assert.equal((await loadOutcome(page)).state, 'ready');
+      const ok = await run();
+      assert.equal(ok.threads, 2, JSON.stringify(ok));
+      assert.ok(ok.text.length > 0, JSON.stringify(ok));
+      assert.deepEqual(ok.live, ['/js/worker.js', '/js/thread.js'], 'the engine\'s Worker and its helper, both the page\'s');
+      assert.deepEqual(ok.after, [], 'free() ended both');
+
+      await page.goto(bad.url);
+      assert.equal((await loadOutcome(page)).state, 'ready');
+      const failed = await run();
+      assert.equal(failed.threads, undefined, JSON.stringify(failed));
+      assert.match(failed.message, /helper thread/, JSON.stringify(failed));
+      assert.deepEqual(failed.live, ['/js/worker.js'], 'the helper that failed was terminated');
+      assert.deepEqual(failed.after, []);
+    } finally {
+      await good.close();
+      await bad.close();
     }
   });
 

@@ -27,6 +27,7 @@ import { ENGINES, launchBrowser, missing } from './_drivers.mjs';
  * output element (#story in the example, else #output) when the message arrived. A 'message'
  * listener added in the Worker's constructor runs before the engine's own: a page that streams
  * has appended every earlier token by then (tests/browser/_helpers.mjs recordTokenMessages).
+ * window.__workers: per Worker the page constructed, its script and its traffic (below).
  */
 function recorder() {
   const problems = [];
@@ -51,14 +52,39 @@ function recorder() {
   };
   const NativeWorker = window.Worker;
   if (typeof NativeWorker !== 'function') return;
+  // Per Worker the page starts: its script, when (ms since the page's start), the requests the
+  // page sent (the protocol's `type`s, js/protocol.js Req) and the replies and events it got,
+  // counted by type, and when it was terminated: what a timed-out wait reports (waitInPage).
+  const workers = [];
+  const byWorker = new WeakMap();
+  window.__workers = workers;
+  const count = (counts, type) => { counts[type] = (counts[type] ?? 0) + 1; };
   window.Worker = class extends NativeWorker {
     constructor(...args) {
       super(...args);
+      const w = { url: String(args[0]).replace(location.origin, ''), at: Math.round(performance.now()),
+        sent: {}, got: {}, last: null };
+      workers.push(w);
+      byWorker.set(this, w);
       this.addEventListener('message', (e) => {
+        count(w.got, e.data?.type ?? typeof e.data);
+        w.last = Math.round(performance.now());
         if (e.data?.type !== 'token') return;
         const out = document.getElementById('story') ?? document.getElementById('output');
         tokenMessages.push({ id: e.data.token.id, shown: out ? out.childNodes.length : -1 });
       });
+      this.addEventListener('error', (e) => count(w.got, `error event: ${e.message}`));
+      this.addEventListener('messageerror', () => count(w.got, 'messageerror event'));
+    }
+    postMessage(message, ...rest) {
+      const w = byWorker.get(this);
+      if (w) count(w.sent, message?.type ?? typeof message);
+      return super.postMessage(message, ...rest);
+    }
+    terminate() {
+      const w = byWorker.get(this);
+      if (w) w.terminated = Math.round(performance.now());
+      return super.terminate();
     }
   };
 }
@@ -118,10 +144,28 @@ export function coreCases(engine, expect) {
     const problems = await page.evaluate(() => window.__problems.splice(0));
     assert.deepEqual(problems, [], 'the page reported errors');
   }
+  /**
+   * page.waitFor(fn, null, {what}), and on a timeout the page's state then (the demo's state and
+   * status line, the Workers it started and their messages, the errors it recorded) and the
+   * requests the server has not finished.
+   */
+  async function waitInPage(fn, what) {
+    try {
+      return await page.waitFor(fn, null, {
+        what,
+        state: () => ({ state: document.body.dataset.state, status: document.getElementById('load-status')?.textContent,
+          cache: document.getElementById('load-status')?.dataset.cache, workers: window.__workers,
+          problems: window.__problems, ms: Math.round(performance.now()) }),
+      });
+    } catch (e) {
+      e.message += `; requests the server has not finished: ${JSON.stringify(server.unfinished())}`;
+      throw e;
+    }
+  }
   /** Waits for a load to end and its files to be stored; returns {state, text, error}. */
   async function loadOutcome() {
-    await page.waitFor(() => ['ready', 'error'].includes(document.body.dataset.state) &&
-      document.getElementById('load-status').dataset.cache !== 'saving', null, { what: 'the load to end' });
+    await waitInPage(() => ['ready', 'error'].includes(document.body.dataset.state) &&
+      document.getElementById('load-status').dataset.cache !== 'saving', 'the load to end');
     return page.evaluate(() => {
       const status = document.getElementById('load-status');
       return { state: document.body.dataset.state, text: status.textContent, error: status.dataset.error ?? null };
@@ -138,7 +182,7 @@ export function coreCases(engine, expect) {
     });
     await page.fill('#model-url', url);
     await page.click('#url-load');
-    await page.waitFor(() => window.__loadSeen, null, { what: 'the load to start' });
+    await waitInPage(() => window.__loadSeen, 'the load to start');
     return loadOutcome();
   }
   /**
@@ -157,8 +201,8 @@ export function coreCases(engine, expect) {
       window.__runObserver.observe(document.body, { attributes: true, attributeFilter: ['data-state'], attributeOldValue: true });
     });
     await page.click(selector);
-    return page.waitFor(() => window.__runSeen && ['ready', 'error'].includes(document.body.dataset.state) &&
-      document.body.dataset.state, null, { what: 'the run to end' });
+    return waitInPage(() => window.__runSeen && ['ready', 'error'].includes(document.body.dataset.state) &&
+      document.body.dataset.state, 'the run to end');
   }
   /** Sets a range input to `value` ('min', 'max' or a number) as a user would (input and change events). */
   const setRange = (selector, value) => page.evaluate(([s, v]) => {
@@ -192,6 +236,11 @@ export function coreCases(engine, expect) {
     const want = `/dist/${FILES[expect.build][threads > 1 ? 1 : 0]}`;
     const fetched = Object.values(FILES).flat().map((f) => `/dist/${f}`).filter((f) => server.count(f) > 0);
     assert.deepEqual(fetched, [want], 'the wasm modules fetched');
+    // The page itself starts the engine worker's helper threads (js/protocol.js Helper): a
+    // Worker constructed inside a worker can block forever in Firefox under WebDriver BiDi.
+    const live = await page.evaluate(() => window.__workers.filter((w) => w.terminated === undefined).map((w) => w.url));
+    assert.deepEqual(live.sort(), ['/dist/worker.js', ...Array(threads - 1).fill('/dist/thread.js')].sort(),
+      'the page\'s Workers: the engine\'s, and one per helper thread');
     await shot('ready');
     await assertNoProblems();
   });
@@ -309,7 +358,7 @@ export function coreCases(engine, expect) {
       }, null, {
         what: 'the example\'s console.log(engine.lastResult)',
         state: () => ({ at: location.href, story: document.getElementById('story')?.textContent.length,
-          tokens: window.__tokenMessages?.length, problems: window.__problems, logs: window.__logs }),
+          tokens: window.__tokenMessages?.length, workers: window.__workers, problems: window.__problems, logs: window.__logs }),
       });
       if (r.logged) found = r.logged;
       else if (attempt < 50) await new Promise((resolve) => setTimeout(resolve, 100));
