@@ -35,8 +35,9 @@
 // Helper threads. A browser page starts the engine's helper Workers (js/thread.js) itself when
 // the init request's options say `helpersFromClient: true` (it can construct Workers): a Worker
 // that a worker constructs (a nested worker) can block its constructor forever in Firefox while
-// the page is debugged or automated (DevTools, WebDriver BiDi: both listen for new workers, and
-// registering a nested one waits on the page's thread). These messages carry no id:
+// something listens for new workers (measured under a WebDriver BiDi session; DevTools registers
+// the same kind of listener): registering a nested worker then waits on the page's thread.
+// These messages carry no id:
 //   worker → client  {type:'helper_start', key, url, port}  start a module Worker at `url` and
 //                                                           send it {port} (port transferred):
 //                                                           the engine talks to it through it
