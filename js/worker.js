@@ -4,7 +4,8 @@
 // heap (progress messages), generation posts one 'token' message per token (batches too; beam
 // search one 'step' message per step) and yields between steps so an 'abort' request is seen
 // within one step.
-// It keeps no state besides the engine and the AbortControllers of running requests.
+// It keeps no state besides the engine, the AbortControllers of running requests, and the error
+// listeners of the helper threads the page starts for it (js/protocol.js Helper).
 
 import { startEngine } from './engine.js';
 import { Helper, PROTOCOL_VERSION, Req, Reply, serializeError } from './protocol.js';

@@ -3,8 +3,9 @@
 // js/protocol.js, tokens and progress into callbacks and iterators, and the worker's errors
 // back into WasmlmError / AbortError. To shorten the time to the first token it compiles the
 // wasm module here, in the page, while the worker starts, and hands the WebAssembly.Module to
-// the worker with the 'init' request (modules cross postMessage without being recompiled). It
-// runs no inference: js/engine.js does, inside the worker.
+// the worker with the 'init' request (modules cross postMessage without being recompiled). In a
+// browser it also constructs the worker's helper threads when the worker asks (js/protocol.js
+// Helper). It runs no inference: js/engine.js does, inside the worker and its helpers.
 
 import { abortError, deserializeError, jsError } from './errors.js';
 import { chatPrompt, splitChatParams } from './chat.js';
