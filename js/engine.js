@@ -503,11 +503,11 @@ class Engine {
       const useBackend = backend ?? this.#backendOpt.backend ?? 'auto';
       const streamable = tokenizer == null && this.#backendOpt.gpuWeights !== 'heap';
       const gpuStream = streamable && (useBackend === 'webgpu' || (useBackend === 'auto' ? 'auto' : false));
-      let { source, lowBytes, gpuFirst } = await this.#fitModule(model, ctxParams, signal, gpuStream);
+      let { source, lowBytes, gpuFirst, probed } = await this.#fitModule(model, ctxParams, signal, gpuStream);
       x = this.#x;
       const toGpu = () => streamToGpu({
         x, source, kvType: ctxParams.kvType, kvCache: ctxParams.kvCache, memory64: x.memory64 === true,
-        ...this.#backendOpt, backend: useBackend, onProgress, signal,
+        ...this.#backendOpt, backend: useBackend, probed, onProgress, signal,
         newContext: (m) => this.#newContext(m, { ...ctxParams, deferred: true }),
         freeContext: (c) => x.wlm_context_free(c),
         modelError: (rc, m) => this.#error(rc, this.#readCString(x.wlm_model_errmsg(m))),
@@ -629,10 +629,12 @@ class Engine {
    * when the model needs more than wasm32 on the CPU (the memory64 module, or an error where
    * the runtime has none) but fits it with its weights and KV cache on the GPU, and 'auto' would
    * take this runtime's GPU (autoWouldUseGpu), wasm32 is kept and `gpuFirst` is true: the
-   * caller streams to the GPU and, should the GPU refuse the model, calls this again for the CPU.
+   * caller streams to the GPU (with `probed`, the adapter autoWouldUseGpu got) and, should the
+   * GPU refuse the model, calls this again for the CPU.
    */
   async #fitModule(model, ctxParams, signal, gpuStream = false) {
     const source = await openModel(model, 'model', signal); // (a split GGUF's parts: js/split.js)
+    let probed = null; // autoWouldUseGpu's adapter, when it asked
     try {
       const header = await peekModelHeader(source.peek);
       // a download without Content-Length: sized by its header's tensor directory, which also
@@ -647,7 +649,11 @@ class Engine {
       const option = this.#options?.memory64 ?? 'auto';
       const { memory64, error, gpuFirst = false } = own ? { memory64: this.#x.memory64 === true, error: null }
         : gpuStream === 'auto' && header?.format === 'gguf'
-          ? await chooseMemoryForAuto(need, onGpu, option, ctxParams.nCtx, async () => (await autoWouldUseGpu(this.#backendOpt.gpu)).ok)
+          ? await chooseMemoryForAuto(need, onGpu, option, ctxParams.nCtx, async () => {
+            const r = await autoWouldUseGpu(this.#backendOpt.gpu);
+            probed = r.ok ? r : null; // its adapter goes on to streamToGpu
+            return r.ok;
+          })
           : chooseMemory(need, option, ctxParams.nCtx);
       if (error) throw error;
       if (memory64 !== (this.#x.memory64 === true)) {
@@ -667,7 +673,7 @@ class Engine {
         this.#lenSlot = 0;
         this.#build = moduleBuild(rt.x, rt.plan.build);
       }
-      return { source, lowBytes: memory64 ? lowHeapBytes(need, this.#x.memory.buffer.byteLength) : 0, gpuFirst };
+      return { source, lowBytes: memory64 ? lowHeapBytes(need, this.#x.memory.buffer.byteLength) : 0, gpuFirst, probed: gpuFirst ? probed : null };
     } catch (e) {
       await source.close();
       // a download aborted while its header was read rejects with signal.reason: an AbortError

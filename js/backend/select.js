@@ -23,14 +23,15 @@ const softwareReason = (info) => `auto: the WebGPU adapter is ${info.fallback ? 
  * opened model (js/split.js's openModel); `newContext(model)` makes a deferred context for the
  * model it loads; the other arguments as attachBackend's, plus
  * `gpuWeights` ('stream' | 'heap'), `modelError(rc, model)` (a C status as a WasmlmError),
- * `onProgress`, `signal`. Returns null when this path does not apply (backend 'cpu', a llama2.c
+ * `onProgress`, `signal`, and `probed`: autoWouldUseGpu's {adapter, adapterInfo} when it asked
+ * for this load already (the adapter is not requested again). Returns null when this path does not apply (backend 'cpu', a llama2.c
  * file, gpuWeights 'heap': the CPU load and attachBackend follow); {cpu: {reason, adapter}}
  * when 'auto' gives the model to the CPU (decided before its data is read: `source` is left
  * unread and open); else {model, be} with `be` as attachBackend returns it. Throws WasmlmError
  * for 'webgpu' when the GPU cannot take the model (as attachBackend), and for any failure once
  * the weights stream (a truncated file, a lost device, an abort), having freed what it made.
  */
-export async function streamToGpu({ x, source, newContext, freeContext, modelError, kvType, kvCache = true, backend = 'auto', gpu = null, useSubgroups = true, gpuWeights = 'stream', memory64 = false, onProgress, signal }) {
+export async function streamToGpu({ x, source, newContext, freeContext, modelError, kvType, kvCache = true, backend = 'auto', gpu = null, useSubgroups = true, gpuWeights = 'stream', memory64 = false, probed = null, onProgress, signal }) {
   if (backend === 'cpu' || gpuWeights === 'heap' || !(await isGguf(source))) return null;
   const want = backend === 'webgpu';
   const cpu = (why, adapter = null) => {
@@ -43,10 +44,14 @@ export async function streamToGpu({ x, source, newContext, freeContext, modelErr
       "the memory64 module, whose heap the GPU backend does not use (backend 'webgpu' streams the " +
       'weights to the GPU with the wasm32 module)');
   }
-  const found = await findGpu(gpu, { importPackage: want });
-  if (!found.gpu) return cpu(found.why);
-  const { adapter, adapterInfo, why } = await requestAdapter(found.gpu);
-  if (!adapter) return cpu(why);
+  let adapter = probed?.adapter, adapterInfo = probed?.adapterInfo;
+  if (!adapter) {
+    const found = await findGpu(gpu, { importPackage: want });
+    if (!found.gpu) return cpu(found.why);
+    let why;
+    ({ adapter, adapterInfo, why } = await requestAdapter(found.gpu));
+    if (!adapter) return cpu(why);
+  }
   if (!want && adapterInfo.software) return { cpu: { reason: softwareReason(adapterInfo), adapter: adapterInfo } };
   const r = await loadStreamed({ x, src: source, adapter, adapterInfo, useSubgroups, kvType, newContext, freeContext, modelError, onProgress, signal });
   if (r.refused) {
@@ -64,7 +69,8 @@ export async function streamToGpu({ x, source, newContext, freeContext, modelErr
  * GGUF that only fits the wasm memory when its weights and KV cache are on the GPU (past wasm32's
  * 4 GB; js/engine.js then keeps the wasm32 module and streams, rather than starting the memory64
  * one, or failing where the runtime has no memory64). {ok: true} for a real (not fallback, not
- * software) adapter, else {ok: false, why}. `gpu`: the option; as 'auto' elsewhere, Node's
+ * software) adapter, with it as {adapter, adapterInfo} for streamToGpu's `probed`, else
+ * {ok: false, why}. `gpu`: the option; as 'auto' elsewhere, Node's
  * `webgpu` package is never imported for it. Whether the model's types and sizes suit the GPU is
  * streamToGpu's to say (it refuses before a byte of the weights is read).
  */
@@ -74,7 +80,7 @@ export async function autoWouldUseGpu(gpu = null) {
   const { adapter, adapterInfo, why } = await requestAdapter(found.gpu);
   if (!adapter) return { ok: false, why };
   if (adapterInfo.software) return { ok: false, why: softwareReason(adapterInfo).replace(/^auto: /, '') };
-  return { ok: true, why: '' };
+  return { ok: true, why: '', adapter, adapterInfo };
 }
 
 /** Throws WLM_ERR_INVALID_ARG for a `backend` option that is not one of BACKENDS, or a

@@ -54,7 +54,8 @@ function diff(a, b) {
 }
 
 /** A GPU object whose adapter reports `limits` (and `info`: e.g. a vendor that makes 'auto'
- *  count SwiftShader as a real GPU) and whose device is reported to `onDevice`. */
+ *  count SwiftShader as a real GPU) and whose device is reported to `onDevice`; its `requests`
+ *  counts the adapters asked for. */
 function wrappedGpu({ limits = null, info = null, onDevice = null } = {}) {
   const wrap = (target, extra) => new Proxy(target, {
     get(t, k) {
@@ -64,7 +65,9 @@ function wrappedGpu({ limits = null, info = null, onDevice = null } = {}) {
     },
   });
   return {
+    requests: 0,
     async requestAdapter(o) {
+      this.requests++;
       const ad = await gpu.requestAdapter(o);
       const fakeLimits = limits ? { ...Object.fromEntries(Object.keys(Object.getPrototypeOf(ad.limits)).map((k) => [k, ad.limits[k]])), ...limits } : null;
       return wrap(ad, {
@@ -299,13 +302,15 @@ test("auto and a GGUF past wasm32's 4 GB: a real GPU takes it in the wasm32 modu
   const padded = path.join(dir, 'stories260K-past4GB.gguf');
   padGguf(plain, padded, { padBytes: 2 ** 32 + (16 << 20), matrix: true });
   const real = { vendor: 'test', architecture: 'real', description: 'a real GPU (a stand-in)' };
-  const auto = await createEngine({ threads: 1, gpu: wrappedGpu({ info: real }) });
+  const autoGpu = wrappedGpu({ info: real });
+  const auto = await createEngine({ threads: 1, gpu: autoGpu });
   const ref = await createEngine({ threads: 1, backend: 'webgpu', gpu });
   const refusing = await createEngine({ threads: 1, gpu: wrappedGpu({ info: real, limits: { maxStorageBufferBindingSize: 4096 } }) });
   try {
     const info = await auto.load({ model: padded, nCtx: 64 });
     assert.deepEqual([info.backend, info.memory64], ['webgpu', false], info.backendReason);
     assert.match(info.backendReason, /^auto: a WebGPU adapter \(a real GPU/);
+    assert.equal(autoGpu.requests, 1, 'one adapter: the probe\'s goes on to the streamed load');
     await ref.load({ model: plain, nCtx: 64 });
     const ids = Array.from(await ref.tokenize(PROMPT));
     assert.deepEqual(Array.from(await auto.evalTokens(ids)), Array.from(await ref.evalTokens(ids)), 'the padded model on the GPU: the logits of the plain one, bit for bit');

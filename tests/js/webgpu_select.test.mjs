@@ -46,7 +46,11 @@ test('options: backend names and the gpu object are checked', async () => {
 
 test("autoWouldUseGpu: only a real adapter; no GPU object, no adapter or a software one say why", async () => {
   const gpuOf = (ad) => ({ requestAdapter: async () => ad });
-  assert.deepEqual(await autoWouldUseGpu(gpuOf(adapter({ vendor: 'nvidia', description: 'NVIDIA H100 80GB HBM3' }))), { ok: true, why: '' });
+  const real = adapter({ vendor: 'nvidia', description: 'NVIDIA H100 80GB HBM3' });
+  const yes = await autoWouldUseGpu(gpuOf(real));
+  assert.deepEqual([yes.ok, yes.why], [true, '']);
+  assert.equal(yes.adapter, real, 'the adapter, for streamToGpu (not requested twice)');
+  assert.equal(yes.adapterInfo.name, 'NVIDIA H100 80GB HBM3');
   const soft = await autoWouldUseGpu(gpuOf(adapter({ vendor: 'google', architecture: 'swiftshader', isFallbackAdapter: true })));
   assert.equal(soft.ok, false);
   assert.match(soft.why, /^the WebGPU adapter is a fallback one/);
