@@ -11,7 +11,7 @@
 //        [--model FILE.gguf ...]   (instead of --shape/--models: any GGUF files)
 //        [--side NAME=DIR[@FILE.wasm][#DOTFORM] ...]  (more sides, each against base; FILE
 //          relative to DIR; DOTFORM the relaxed build's EngineOptions.dotForm: fused, split, auto)
-//        [--stat median|mean] [--clock cpu|wall] [--load-order swap|fixed] [--json]
+//        [--stat median|mean] [--clock cpu|wall] [--load-order swap|fixed] [--ctx N] [--threads N] [--json]
 //
 // Decode modes: `eval` = engine-only, single-token evalTokens calls after a prompt (the forward
 // pass and the JS call, no sampling); `gen` = generate() with greedy sampling, as bench.mjs's
@@ -37,6 +37,10 @@ if (!opt('--base') && !opts('--side').length) {
   process.exit(2);
 }
 const rounds = Number(opt('--rounds', 8));
+const nCtxOpt = Number(opt('--ctx', 0)); // 0: the model's (a 128K-context model's KV cache may not fit)
+// > 1 needs a threaded --module (wasmlm-mt.wasm, ...) and --clock wall (process CPU time counts
+// every thread's work: tok/s by it stays near one thread's)
+const nThreads = Number(opt('--threads', 1));
 const tokens = Number(opt('--tokens', 48));
 const promptLen = Number(opt('--prompt', 16));
 const moduleFile = opt('--module', 'wasmlm.wasm');
@@ -149,9 +153,9 @@ for (const m of models) {
     for (const e of engines) await e?.engine.free();
     for (const i of idx) {
       const s = sides[i];
-      const engine = await s.api.createEngine({ wasm: s.wasm, threads: 1,
+      const engine = await s.api.createEngine({ wasm: s.wasm, threads: nThreads,
         ...(s.dotForm ? { dotForm: s.dotForm } : {}) });
-      const info = await engine.load({ model: m.file });
+      const info = await engine.load({ model: m.file, nCtx: nCtxOpt });
       makeIds(info.vocabSize);
       const text = (await engine.detokenize?.(prompt.subarray(1))) ?? 'Once upon a time';
       // warm-up: both code paths once (the first run of a module is slower)
