@@ -28,20 +28,14 @@
  * done in column chunks (the 32-element types carry each row's running sum from chunk to chunk,
  * the K-quants add the chunks' sums). A multiple of 256 (the K-quant block). */
 #define XCHUNK 4096
-/* How far ahead (in blocks) the two-row loops (Q4_1 / Q5_1) touch their rows (a few KiB): see
- * ROWS2_LOOP. */
+/* How far ahead (in blocks) the two-row loops (Q4_1 / Q5_1, and in super-blocks the K-quants)
+ * touch their rows (a few KiB): see ROWS2_LOOP. */
 #define PREFETCH_BLOCKS 64
 /* ... and the four-row Q8_0 / Q4_0 / Q5_0 loops (four streams): 32 blocks. Measured with
  * tools/bench_relaxed_ab.sh (Q8_0, all of a stories110M token's matrices streamed, 21 paired
  * runs): relaxed 1.12x against 64, SIMD128 1.02x; Q4_0 1.02x / 1.01x. */
 #define PREFETCH_BLOCKS4 32
-/* ... and the K-quants' two-row loops, in super-blocks: 0, the block being read (the hardware
- * prefetcher follows the two streams). Measured on a 2-vCPU Zen 4 (2026-11-28,
- * tools/bench_relaxed_ab.sh main T 12 0 0, stories110M's matrices streamed, paired medians;
- * against 4): relaxed Q6_K 1.06x, Q4_K 1.08x; 1 ahead 1.05x / 1.11x; 2 ahead 1.05x / 1.08x;
- * 8 ahead 0.89x / 0.92x. Llama-3.2-1B Q4_K_M decode (bench/ab.mjs --ctx 256): relaxed 1.10x,
- * SIMD128 1.14x, relaxed on 2 threads 1.07x. */
-#define PREFETCH_SUPER_BLOCKS 0
+#define PREFETCH_SUPER_BLOCKS 4
 
 static inline float hsum_f32(v128_t v) {
     return (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
