@@ -24,8 +24,9 @@ const softwareReason = (info) => `auto: the WebGPU adapter is ${info.fallback ? 
  * model it loads; the other arguments as attachBackend's, plus
  * `gpuWeights` ('stream' | 'heap'), `modelError(rc, model)` (a C status as a WasmlmError),
  * `onProgress`, `signal`, and `probed`: autoWouldUseGpu's {adapter, adapterInfo} when it asked
- * for this load already (the adapter is not requested again). Returns null when this path does not apply (backend 'cpu', a llama2.c
- * file, gpuWeights 'heap': the CPU load and attachBackend follow); {cpu: {reason, adapter}}
+ * for this load already (the adapter is not requested again). Returns null when this path does
+ * not apply (backend 'cpu', a llama2.c file, gpuWeights 'heap': the CPU load and attachBackend
+ * follow); {cpu: {reason, adapter}}
  * when 'auto' gives the model to the CPU (decided before its data is read: `source` is left
  * unread and open); else {model, be} with `be` as attachBackend returns it. Throws WasmlmError
  * for 'webgpu' when the GPU cannot take the model (as attachBackend), and for any failure once
