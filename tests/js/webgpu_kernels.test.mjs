@@ -41,14 +41,14 @@ test('embed: every type decodes its rows as C\'s to_float (|diff| ≤ 1e-6 · ma
 });
 
 /** Checks matvec of `type` on rows × cols for 2 entries, accumulate off, one thread layout. */
-async function checkMatvec(type, rows, cols, { subgroups = false, tpr = matvecThreadsPerRow(cols) } = {}) {
+async function checkMatvec(type, rows, cols, { subgroups = false, tpr = matvecThreadsPerRow(cols), wide = true } = {}) {
   const { bytes, deq, rowBytes } = weights(type, rows, cols, 100 + type + cols);
   const r = rng(7);
   const n = 2, xOff = 8, yOff = xOff + n * cols + 4;
   const A = new Float32Array(yOff + n * rows);
   for (let i = 0; i < n * cols; i++) A[xOff + i] = r();
   const per = WG / tpr;
-  const [out] = await run(matvecWgsl(type, { subgroups, tpr }), {
+  const [out] = await run(matvecWgsl(type, { subgroups, tpr, wide }), {
     A, params: [rows, cols, rowBytes, xOff, cols, yOff, rows, 0], extra: [bytes], grid: [Math.ceil(rows / per), 1, n],
   });
   const got = new Float32Array(out);
@@ -62,14 +62,23 @@ async function checkMatvec(type, rows, cols, { subgroups = false, tpr = matvecTh
       }
       const g = got[yOff + e * rows + row];
       assert.ok(Math.abs(g - want) <= 1e-6 * abs * Math.log2(cols) + 1e-30,
-        `${GPU_TYPES[type].name} tpr ${tpr}${subgroups ? ' subgroups' : ''} entry ${e} row ${row}: ${g} vs ${want} (Σ|terms| ${abs})`);
+        `${GPU_TYPES[type].name} tpr ${tpr}${subgroups ? ' subgroups' : ''}${wide ? '' : ' narrow'} entry ${e} row ${row}: ${g} vs ${want} (Σ|terms| ${abs})`);
     }
   }
   return got;
 }
 
-test('matvec: every type against C\'s dequantization, dot in double (≤ 1e-6 · log2(cols) · Σ|w·x|)', { skip }, async () => {
-  for (const type of typeIds) await checkMatvec(type, 7, GPU_TYPES[type].blk === 256 ? 512 : 544);
+test('matvec: every type against C\'s dequantization, dot in double (≤ 1e-6 · log2(cols) · Σ|w·x|), four elements a step and one', { skip }, async () => {
+  for (const type of typeIds) {
+    const cols = GPU_TYPES[type].blk === 256 ? 512 : 544;
+    const wide = await checkMatvec(type, 7, cols);
+    const narrow = await checkMatvec(type, 7, cols, { wide: false });
+    // the two orders differ in rounding: equal everywhere would mean the wide path never ran
+    if (GPU_TYPES[type].blk === 256 || type === 8) assert.ok(wide.some((v, i) => v !== narrow[i]), `${GPU_TYPES[type].name}: the wide and narrow sums are not two computations`);
+  }
+  // rows of 6 and 66 elements (not multiples of 4): the wide kernel's one-element path
+  await checkMatvec(0, 5, 6, { tpr: 1 });
+  await checkMatvec(0, 3, 66, { tpr: 16 });
 });
 
 test('matvec: one invocation per row, a workgroup per row, and subgroupAdd give the same products', { skip }, async () => {

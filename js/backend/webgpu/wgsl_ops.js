@@ -13,7 +13,7 @@
 // one set of bind groups serves every batch size. Kernels never divide by the workgroup count.
 // Where `subgroups` is on (the adapter has the feature), matvec reduces with subgroupAdd.
 
-import { F16V, GPU_TYPES, WGSL_BYTES } from './wgsl_quant.js';
+import { F16V, GPU_TYPES, WGSL_BYTES, WGSL_WORDS } from './wgsl_quant.js';
 
 export const WG = 64;        // invocations per workgroup, every kernel
 export const MAX_HEAD = 256; // attention: largest head size (4 dims per invocation)
@@ -55,8 +55,14 @@ export function matvecThreadsPerRow(cols) {
  * the same order as with `ent` 1, so batching never changes a result. Params: 0 rows, 1 cols,
  * 2 row_bytes, 3 x_off, 4 x_estride, 5 y_off, 6 y_estride, 7 accumulate (1: add to out),
  * 8 count_slot (ent > 1).
+ * With `wide` (the default) an invocation takes four consecutive elements a step through the
+ * type's w_get4 (a block's scales decoded once per four elements, quants read a 32-bit word at a
+ * time) wherever cols is a multiple of 4: invocation `lane` sums elements 4·lane + 4·TPR·j + 0..3
+ * as a dot product of the four, so its partial sum differs from the one-element order in
+ * rounding only (tests/js/webgpu_kernels.test.mjs compares both with the C reference). `wide:
+ * false`, or cols not a multiple of 4: one element a step through w_get.
  */
-export function matvecWgsl(type, { subgroups = false, tpr = WG, ent = 1 } = {}) {
+export function matvecWgsl(type, { subgroups = false, tpr = WG, ent = 1, wide = true } = {}) {
   const t = GPU_TYPES[type];
   const sg = subgroups && tpr === WG;
   const E = ent;
@@ -89,6 +95,7 @@ export function matvecWgsl(type, { subgroups = false, tpr = WG, ent = 1 } = {}) 
 ${E > 1 ? '@group(0) @binding(3) var<storage, read> S: array<u32>;' : ''}
 ${WGSL_BYTES}
 ${t.wgsl}
+${wide ? `${WGSL_WORDS}\n${t.wgsl4}` : ''}
 const BLK = ${t.blk}u;
 const BLK_BYTES = ${t.bytes}u;
 const TPR = ${tpr}u;
@@ -110,11 +117,21 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<
   let xs = pu(4u);
   let x0 = pu(3u) + e0 * xs;
   var s: array<f32, ${E}>;
-  if (live) {
+  if (live) {${wide ? `
+    if (cols % 4u == 0u) {
+      for (var i = 4u * lane; i < cols; i += 4u * TPR) {
+        let w = w_get4(base, i);
+        for (var k = 0u; k < ne; k++) {
+          let a = x0 + k * xs + i;
+          s[k] += dot(w, vec4<f32>(A[a], A[a + 1u], A[a + 2u], A[a + 3u]));
+        }
+      }
+    } else {` : ''}
     for (var i = lane; i < cols; i += TPR) {
       let w = w_get(base + (i / BLK) * BLK_BYTES, i % BLK);
       for (var k = 0u; k < ne; k++) { s[k] += w * A[x0 + k * xs + i]; }
-    }
+    }${wide ? `
+    }` : ''}
   }
 ${reduce}
   if (live && lane == 0u) {
