@@ -12,17 +12,22 @@
 //
 //   npm run bench -- --backend webgpu [--shapes qwen2.5-0.5b,llama3.2-1b,phi3.5-mini]
 //       [--types Q4_K_M,Q8_0] [--runs 3] [--threads N] [--no-cpu] [--nctx 2048] [--probe-mib 512] [--json]
-//       [--gemm-only | --no-gemm] [--entries 32] [--gpu-weights stream|heap] [--load-only]
+//       [--gemm-only | --no-gemm] [--entries 32] [--gpu-weights stream|heap] [--load-only] [--profile]
 //   (--load-only: each load's time and wasm memory, no generation)
+//   (--profile: also each GPU row's decode step kernel by kernel: every kernel submitted alone and
+//    waited for, wall ms per token by kind — matvec per weight type, attention, norm, … — next to
+//    the plain step's ms; `gpuProfile` in the JSON)
 //   (--shapes also takes ARCH/SHAPE of tools/synth_gguf.mjs, e.g. llama/tiny for a smoke run)
 //
 // In Node the GPU is Dawn's (the `webgpu` devDependency); without a GPU it runs on whatever
 // adapter Dawn finds (SwiftShader: numbers that mean nothing, flagged in the report).
 //
-// Prefill kernel rows (bench/webgpu_gemm.mjs; --gemm-only: these alone, --no-gemm: none): for
-// each shape and type, one layer's attn_q, ffn_up and ffn_down times a chunk of --entries (32)
-// activations through the tiled matrix-matrix kernel and the matrix-vector batch form, ms and
-// GFLOP/s side by side; in the JSON as `prefillKernelRows`.
+// Kernel rows (bench/webgpu_gemm.mjs; --gemm-only: these alone, --no-gemm: none): for each shape
+// and type, one layer's attn_q, ffn_up and ffn_down times a chunk of --entries (32) activations
+// through the tiled matrix-matrix kernel and the matrix-vector batch form, ms and GFLOP/s side
+// by side (`prefillKernelRows` in the JSON); and the same matrices times one entry through the
+// matrix-vector kernel, four elements an invocation step against one, µs and weight GB/s
+// (`decodeKernelRows`).
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -31,7 +36,8 @@ import { fileURLToPath } from 'node:url';
 import { createEngine } from '../js/wasmlm.js';
 import { resolveShape, synthCached } from '../tools/synth_gguf.mjs';
 import { describeAdapter } from '../js/backend/webgpu/device.js';
-import { gemmRows } from './webgpu_gemm.mjs';
+import { GPU_PROFILE } from '../js/backend/webgpu/forward.js';
+import { decodeRows, gemmRows } from './webgpu_gemm.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SHAPES = { 'qwen2.5-0.5b': 'qwen2', 'llama3.2-1b': 'llama', 'phi3.5-mini': 'phi3', 'qwen3-0.6b': 'qwen3', 'gemma3-1b': 'gemma3', gpt2: 'gpt2' };
@@ -58,6 +64,7 @@ function parseArgs(argv) {
     else if (a === '--entries') o.entries = Number(argv[++i]);
     else if (a === '--gpu-weights') o.gpuWeights = argv[++i];
     else if (a === '--load-only') o.loadOnly = true;
+    else if (a === '--profile') o.profile = true;
     else throw new Error(`bench/webgpu.mjs: unknown argument ${a}`);
   }
   for (const s of o.shapes) {
@@ -142,28 +149,63 @@ async function measure(engine, file, nCtx, runs, loadOnly = false) {
   return { info, prefill: median(pre), decode: median(dec), loadMs, wasmBytes };
 }
 
-/** The prefill kernel rows (bench/webgpu_gemm.mjs) of every shape and type, logged as they come. */
-async function prefillKernels(gpu, o, log, software) {
+/**
+ * The decode step of `file` on the GPU kernel by kernel (GPU_PROFILE): a 32-token prompt, then
+ * 16 single-token steps; per kind {kind, msPerToken, perToken (dispatches)}, largest first.
+ */
+async function profileDecode(gpu, file, nCtx, gpuWeights) {
+  const map = new Map();
+  const e = await createEngine({ backend: 'webgpu', gpu, threads: 1, gpuWeights, [GPU_PROFILE]: map });
+  try {
+    const info = await e.load({ model: file, nCtx });
+    const vocab = info.vocabSize ?? 32000;
+    const id = (k) => 3 + (k % Math.max(1, Math.min(vocab, 1600) - 3));
+    await e.evalTokens(Int32Array.from({ length: 32 }, (_, i) => id(300 + 37 * i)));
+    map.clear();
+    const steps = 16;
+    for (let i = 0; i < steps; i++) await e.evalTokens(Int32Array.of(id(400 + 53 * i)));
+    return [...map].map(([kind, v]) => ({ kind, msPerToken: v.ms / steps, perToken: v.n / steps })).sort((a, b) => b.msPerToken - a.msPerToken);
+  } finally {
+    await e.free();
+  }
+}
+
+/**
+ * The kernel rows (bench/webgpu_gemm.mjs) of every shape and type, logged as they come:
+ * {prefill: gemmRows', decode: decodeRows'}.
+ */
+async function kernelRows(gpu, o, log, software) {
   const adapter = await gpu.requestAdapter({ powerPreference: 'high-performance' });
   const device = await adapter.requestDevice({ requiredLimits: { maxBufferSize: adapter.limits.maxBufferSize, maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize } });
-  log(`# prefill kernels: one layer's matrices × ${o.entries} entries, tiled matrix-matrix vs matrix-vector batch form` +
-    (software ? ' (SOFTWARE adapter: CPU-emulated, not GPU speed; the rows show the path runs)' : ''));
-  const out = [];
+  const note = software ? ' (SOFTWARE adapter: CPU-emulated, not GPU speed; the rows show the path runs)' : '';
+  const prefill = [], decode = [];
   try {
-    for (const shape of o.shapes) {
-      const [arch, shapeName] = SHAPES[shape] ? [SHAPES[shape], shape] : shape.split('/');
-      for (const type of o.types) {
-        for (const r of await gemmRows(device, shape, resolveShape(arch, shapeName), type, { entries: o.entries, runs: o.runs })) {
-          out.push(r);
-          log(`${shape} ${r.weightType} ${r.matrix} ${r.rows}×${r.cols} × ${r.entries}: tiled ${r.tiledMs.toFixed(3)} ms ` +
-            `(${r.tiledGflops.toPrecision(3)} GFLOP/s), matvec batch ${r.matvecMs.toFixed(3)} ms (${r.matvecGflops.toPrecision(3)} GFLOP/s), ×${r.speedup.toFixed(2)}`);
-        }
+    const each = async (fn) => {
+      for (const shape of o.shapes) {
+        const [arch, shapeName] = SHAPES[shape] ? [SHAPES[shape], shape] : shape.split('/');
+        for (const type of o.types) await fn(shape, resolveShape(arch, shapeName), type);
       }
-    }
+    };
+    log(`# prefill kernels: one layer's matrices × ${o.entries} entries, tiled matrix-matrix vs matrix-vector batch form${note}`);
+    await each(async (shape, s, type) => {
+      for (const r of await gemmRows(device, shape, s, type, { entries: o.entries, runs: o.runs })) {
+        prefill.push(r);
+        log(`${shape} ${r.weightType} ${r.matrix} ${r.rows}×${r.cols} × ${r.entries}: tiled ${r.tiledMs.toFixed(3)} ms ` +
+          `(${r.tiledGflops.toPrecision(3)} GFLOP/s), matvec batch ${r.matvecMs.toFixed(3)} ms (${r.matvecGflops.toPrecision(3)} GFLOP/s), ×${r.speedup.toFixed(2)}`);
+      }
+    });
+    log(`# decode kernels: one layer's matrices × 1 entry, matrix-vector four elements a step (w_get4) vs one (w_get)${note}`);
+    await each(async (shape, s, type) => {
+      for (const r of await decodeRows(device, shape, s, type, { runs: o.runs })) {
+        decode.push(r);
+        log(`${shape} ${r.weightType} ${r.matrix} ${r.rows}×${r.cols}: wide ${(1e3 * r.wideMs).toFixed(1)} µs ` +
+          `(${r.wideGBps.toPrecision(3)} GB/s), one element a step ${(1e3 * r.narrowMs).toFixed(1)} µs (${r.narrowGBps.toPrecision(3)} GB/s), ×${r.speedup.toFixed(2)}`);
+      }
+    });
   } finally {
     device.destroy();
   }
-  return out;
+  return { prefill, decode };
 }
 
 async function main() {
@@ -189,6 +231,12 @@ async function main() {
       } finally {
         await g.free();
       }
+      if (o.profile && !row.gpuError && !o.loadOnly) {
+        row.gpuProfile = await profileDecode(gpu, file, o.nCtx, o.gpuWeights);
+        const sum = row.gpuProfile.reduce((s, k) => s + k.msPerToken, 0);
+        log(`${shape} ${type}: decode step kernel by kernel (each submitted alone): ${sum.toFixed(2)} ms a token against ` +
+          `${(1e3 / row.gpuDecode).toFixed(2)} ms plain; ` + row.gpuProfile.map((k) => `${k.kind} ${k.msPerToken.toFixed(3)} (${k.perToken})`).join(', '));
+      }
       if (o.cpu) {
         const c = await createEngine({ backend: 'cpu', threads: o.threads });
         try {
@@ -210,9 +258,9 @@ async function main() {
         (row.gpuError ? ` · GPU error: ${row.gpuError}` : '') + (row.cpuError ? ` · CPU error: ${row.cpuError}` : ''));
     }
   }
-  const prefillKernelRows = o.gemm ? await prefillKernels(gpu, o, log, bw.adapter.software) : [];
+  const kernels = o.gemm ? await kernelRows(gpu, o, log, bw.adapter.software) : { prefill: [], decode: [] };
   const report = { date: new Date().toISOString(), adapter: bw.adapter, readGBps: bw.gbPerSec, promptTokens: PROMPT_TOKENS,
-    decodeTokens: DECODE_TOKENS, nCtx: o.nCtx, runs: o.runs, load: os.loadavg(), cpus: os.cpus().length, rows, prefillKernelRows };
+    decodeTokens: DECODE_TOKENS, nCtx: o.nCtx, runs: o.runs, load: os.loadavg(), cpus: os.cpus().length, rows, prefillKernelRows: kernels.prefill, decodeKernelRows: kernels.decode };
   fs.mkdirSync(path.join(HERE, 'out'), { recursive: true });
   const out = path.join(HERE, 'out', 'webgpu.json');
   fs.writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);

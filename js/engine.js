@@ -30,6 +30,7 @@ import { moduleBuild } from './wasm.js';
 import { DOT_FORMS, dotFormAtStart, pickDotForm } from './dot_form.js';
 import { startRuntime } from './runtime.js';
 import { attachBackend, autoWouldUseGpu, checkBackendOption, streamToGpu } from './backend/select.js';
+import { GPU_PROFILE } from './backend/webgpu/forward.js';
 
 /** wlm_generate_next's internal status in a deferred context: the step waits for its logits
  *  (WLM_NEED_LOGITS, src/model/model.h); the GPU backend supplies them. */
@@ -68,7 +69,7 @@ class Engine {
   #firstTokenMarked = false; // 'wasmlm:first-token' is marked once per engine
   #paramGrammar = new Map(); // wlm_gen_params* → the malloc'd grammar text it points at
   #lent = null;      // the handles lent to js/batch.js and js/embed.js (#lend)
-  #backendOpt;   // {backend, gpu, useSubgroups, gpuWeights}: EngineOptions.backend / gpu / gpuSubgroups / gpuWeights
+  #backendOpt;   // {backend, gpu, useSubgroups, gpuWeights, profile}: EngineOptions.backend / gpu / gpuSubgroups / gpuWeights, [GPU_PROFILE]
   #gpu = null;       // the WebGpuBackend running the loaded model's forward pass, or null (CPU)
   #draft = null;     // the draft model of speculative decoding: {model, ctx, key, info} (loadDraft)
   #options = null;   // createEngine's options, to start the other module (memory64 at load())
@@ -96,7 +97,7 @@ class Engine {
     dot = { form: 'none', probe: null }, options = {}) {
     this.#options = options;
     const { backend = 'auto', gpu = null, gpuSubgroups = true, gpuWeights = 'stream' } = options ?? {};
-    this.#backendOpt = { backend, gpu, useSubgroups: gpuSubgroups !== false, gpuWeights };
+    this.#backendOpt = { backend, gpu, useSubgroups: gpuSubgroups !== false, gpuWeights, profile: options?.[GPU_PROFILE] ?? null };
     this.#build = build;
     this.#dot = dot;
     this.#x = x;

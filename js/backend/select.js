@@ -32,7 +32,7 @@ const softwareReason = (info) => `auto: the WebGPU adapter is ${info.fallback ? 
  * for 'webgpu' when the GPU cannot take the model (as attachBackend), and for any failure once
  * the weights stream (a truncated file, a lost device, an abort), having freed what it made.
  */
-export async function streamToGpu({ x, source, newContext, freeContext, modelError, kvType, kvCache = true, backend = 'auto', gpu = null, useSubgroups = true, gpuWeights = 'stream', memory64 = false, probed = null, onProgress, signal }) {
+export async function streamToGpu({ x, source, newContext, freeContext, modelError, kvType, kvCache = true, backend = 'auto', gpu = null, useSubgroups = true, gpuWeights = 'stream', memory64 = false, probed = null, profile = null, onProgress, signal }) {
   if (backend === 'cpu' || gpuWeights === 'heap' || !(await isGguf(source))) return null;
   const want = backend === 'webgpu';
   const cpu = (why, adapter = null) => {
@@ -54,7 +54,7 @@ export async function streamToGpu({ x, source, newContext, freeContext, modelErr
     if (!adapter) return cpu(why);
   }
   if (!want && adapterInfo.software) return { cpu: { reason: softwareReason(adapterInfo), adapter: adapterInfo } };
-  const r = await loadStreamed({ x, src: source, adapter, adapterInfo, useSubgroups, kvType, newContext, freeContext, modelError, onProgress, signal });
+  const r = await loadStreamed({ x, src: source, adapter, adapterInfo, useSubgroups, profile, kvType, newContext, freeContext, modelError, onProgress, signal });
   if (r.refused) {
     if (want) throw r.error ?? jsError('WLM_ERR_UNSUPPORTED', `backend 'webgpu': ${r.refused}`);
     return cpu(r.refused, adapterInfo);
@@ -106,7 +106,7 @@ export function checkBackendOption(backend, gpuWeights) {
  * WebGPU, no adapter, an unsupported type, a buffer above the adapter's limits, GPU memory),
  * having freed what it created; 'auto' then takes the CPU and says why.
  */
-export async function attachBackend({ x, model, newContext, freeContext, kvType, kvCache = true, backend = 'auto', gpu = null, useSubgroups = true, memory64 = false, cpu: verdict = null }) {
+export async function attachBackend({ x, model, newContext, freeContext, kvType, kvCache = true, backend = 'auto', gpu = null, useSubgroups = true, memory64 = false, profile = null, cpu: verdict = null }) {
   const onCpu = (reason, adapter = null) => ({ backend: 'cpu', reason, adapter, gpu: null, ctx: newContext(false) });
   if (verdict) return onCpu(verdict.reason, verdict.adapter);
   if (backend === 'cpu') return onCpu("backend 'cpu' was asked for");
@@ -133,7 +133,7 @@ export async function attachBackend({ x, model, newContext, freeContext, kvType,
   const ctx = newContext(true);
   let b;
   try {
-    b = await WebGpuBackend.attach({ x, ctx, desc, adapter, adapterInfo, kvType, useSubgroups });
+    b = await WebGpuBackend.attach({ x, ctx, desc, adapter, adapterInfo, kvType, useSubgroups, profile });
   } catch (e) {
     freeContext(ctx);
     if (want) throw e;

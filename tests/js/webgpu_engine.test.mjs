@@ -25,6 +25,7 @@ import { synthCached } from '../../tools/synth_gguf.mjs';
 import { ggufBytes, readGguf } from '../../tools/vocab_gguf.mjs';
 import { wasmReference } from './_webgpu.mjs';
 import { MATMAT_MIN_ENT } from '../../js/backend/webgpu/wgsl_matmat.js';
+import { GPU_PROFILE } from '../../js/backend/webgpu/forward.js';
 import { memory64Support } from '../../js/memory64.js';
 import { padGguf } from '../../tools/gguf_pad.mjs';
 import os from 'node:os';
@@ -166,6 +167,33 @@ test('a prompt of several GPU passes (80 tokens, passes of 32) and the decode af
   } finally {
     await cpu.free();
     await g.free();
+  }
+});
+
+test('GPU_PROFILE (bench/webgpu.mjs --profile): each kernel submitted alone gives the same logits bit for bit, its time counted by kind', { skip }, async () => {
+  const file = synthCached({ arch: 'llama', type: 'Q4_K_M' });
+  const map = new Map();
+  const plain = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+  const prof = await createEngine({ threads: 1, backend: 'webgpu', gpu, [GPU_PROFILE]: map });
+  try {
+    await plain.load({ model: file });
+    const info = await prof.load({ model: file });
+    const ids = Array.from(await plain.tokenize(PROMPT));
+    assert.deepEqual(await prof.evalTokens(ids), await plain.evalTokens(ids));
+    const prefill = new Map([...map].map(([k, v]) => [k, v.n]));
+    assert.ok(prefill.get('attention') > 0 && prefill.get('norm') > 0, `kinds: ${[...map.keys()]}`);
+    map.clear();
+    assert.deepEqual(await prof.evalTokens([ids[1]]), await plain.evalTokens([ids[1]]));
+    // one decode step: per layer one attention; the matrices as matvec by weight type (this tiny
+    // shape's rows are too short for 256-element K-quant blocks: llama.cpp's fallbacks Q5_0, Q8_0)
+    const kinds = [...map.keys()];
+    assert.ok(kinds.includes('matvec Q5_0') && kinds.includes('matvec Q8_0'), `kinds: ${kinds}`);
+    assert.ok(!kinds.some((k) => k.startsWith('matmat')), 'a one-token step runs no tiled kernel');
+    assert.equal(map.get('attention').n, info.nLayers);
+    for (const [k, v] of map) assert.ok(v.ms >= 0 && v.n >= 1, `${k}: ${JSON.stringify(v)}`);
+  } finally {
+    await plain.free();
+    await prof.free();
   }
 });
 

@@ -40,6 +40,7 @@ export class WebGpuBackend {
   #device;
   #lost = null;      // why the device was lost, or null
   #released = false;
+  #profile = null;   // GPU_PROFILE's Map (forward.js), or null
   adapterInfo;
   weightBytes = 0;
 
@@ -49,8 +50,8 @@ export class WebGpuBackend {
    * Throws WasmlmError (UNSUPPORTED: a limit or kernel; NOMEM: GPU memory), having released
    * the device.
    */
-  static async attach({ x, ctx, desc, adapter, adapterInfo, kvType, useSubgroups = true }) {
-    const b = await WebGpuBackend.open({ adapter, adapterInfo, useSubgroups });
+  static async attach({ x, ctx, desc, adapter, adapterInfo, kvType, useSubgroups = true, profile = null }) {
+    const b = await WebGpuBackend.open({ adapter, adapterInfo, useSubgroups, profile });
     try {
       await b.start({ x, ctx, desc, kvType, weights: await uploadWeights(b.device, desc, x.memory) });
     } catch (e) {
@@ -64,9 +65,10 @@ export class WebGpuBackend {
    * A backend with a device of `adapter` and no model yet (the streamed load, load.js, fills
    * its weights first, then start()s it). Throws WLM_ERR_UNSUPPORTED when no device is given.
    */
-  static async open({ adapter, adapterInfo, useSubgroups = true }) {
+  static async open({ adapter, adapterInfo, useSubgroups = true, profile = null }) {
     const b = new WebGpuBackend();
     b.adapterInfo = adapterInfo;
+    b.#profile = profile;
     const { device, subgroups } = await requestDevice(adapter, {
       useSubgroups,
       onLost: (info) => { if (!b.#released) b.#lost = `${info.reason}: ${info.message}`; },
@@ -91,7 +93,7 @@ export class WebGpuBackend {
     const ropeFreq = new Float32Array(x.memory.buffer, f(6) >>> 0, sets * half).slice();
     this.#fwd = await GpuForward.create(this.#device, desc, weights, {
       kvF16: kvType !== 'f32', nCtx: f(9), ropeFreq, ropeSets: sets, mscale: f(8),
-      pipelines: new Pipelines(this.#device, { subgroups: this.subgroups }),
+      pipelines: new Pipelines(this.#device, { subgroups: this.subgroups }), profile: this.#profile,
     });
   }
 

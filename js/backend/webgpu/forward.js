@@ -16,9 +16,19 @@ import { jsError } from '../../errors.js';
 import { attentionWgsl, embedWgsl, eltwiseWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeWgsl, WG } from './wgsl_ops.js';
 import { MATMAT_MIN_ENT, matmatWgsl, TILE } from './wgsl_matmat.js';
 import { checkFits, USAGE } from './weights.js';
+import { GPU_TYPES } from './wgsl_quant.js';
 
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
 const MATMAT_ENT = 4;   // entries per workgroup of the batch matvec (small batches)
+
+/**
+ * EngineOptions key for a diagnostic, not part of the public API: a Map that, when given, makes
+ * every forward pass submit each kernel alone and wait for it, adding its wall time to the map
+ * under its kind (`matvec Q4_K`, `attention`, `eltwise add`, …) as {ms, n}. The sum is what the
+ * kernels take one at a time, each with a submission's round trip; bench/webgpu.mjs --profile
+ * prints it per token next to the plain decode time.
+ */
+export const GPU_PROFILE = Symbol.for('wasmlm.gpuProfile');
 
 /** A float's bits as u32, for the parameter words. */
 const fbits = (() => {
@@ -85,7 +95,8 @@ export class GpuForward {
                  // 3 chunk), then the entry count and the wanted count (matvec's batch form)
   #kv = [];      // per layer
   #params;
-  #ops = [];     // {pipeline, bind, grid(n, m) → [x, y, z] | null}
+  #ops = [];     // {pipeline, bind, grid(n, m) → [x, y, z] | null, kind}
+  #profile = null; // GPU_PROFILE's Map, or null
   #off;          // activation offsets (floats)
   #ropeFreq;     // Float32Array (n_sets × n_rot/2)
   #ropeSets;
@@ -99,8 +110,9 @@ export class GpuForward {
     return f;
   }
 
-  constructor(device, desc, weights, { kvF16, nCtx, ropeFreq, ropeSets, mscale, chunk = 32 }) {
+  constructor(device, desc, weights, { kvF16, nCtx, ropeFreq, ropeSets, mscale, chunk = 32, profile = null }) {
     this.device = device;
+    this.#profile = profile;
     this.desc = desc;
     this.#w = weights;
     this.#kvF16 = kvF16;
@@ -286,7 +298,9 @@ export class GpuForward {
       const entries = [{ binding: 0, resource: { buffer: this.#act } },
         { binding: 1, resource: { buffer: this.#params, offset: i * PARAM_SLOT, size: 64 } },
         ...s[3].map((r, j) => ({ binding: 2 + j, resource: r }))];
-      return { pipeline: pipes[i], bind: device.createBindGroup({ layout: pipes[i].getBindGroupLayout(0), entries }), grid: s[4] };
+      const kind = s[0] === 'matvec' || s[0] === 'matmat' ? `${s[0]} ${GPU_TYPES[s[1][0] ?? s[1]]?.name ?? ''}`
+        : s[0] === 'eltwise' ? `eltwise ${s[1]}` : s[0];
+      return { pipeline: pipes[i], bind: device.createBindGroup({ layout: pipes[i].getBindGroupLayout(0), entries }), grid: s[4], kind };
     });
   }
 
@@ -339,9 +353,10 @@ export class GpuForward {
         }
         device.queue.writeBuffer(this.#act, this.#off.cs * 4, cs);
       }
+      if (this.#profile) await this.#profileOps(n, m);
       const enc = device.createCommandEncoder();
       const pass = enc.beginComputePass();
-      for (const op of this.#ops) {
+      for (const op of this.#profile ? [] : this.#ops) {
         const g = op.grid(n, m);
         if (!g || g[2] === 0) continue;
         pass.setPipeline(op.pipeline);
@@ -365,6 +380,29 @@ export class GpuForward {
     const out = new Float32Array(this.#staging.getMappedRange(0, nWant * rowBytes).slice(0));
     this.#staging.unmap();
     return out;
+  }
+
+  /** GPU_PROFILE: runs the ops of one chunk (n entries, m wanted) one submission each. */
+  async #profileOps(n, m) {
+    const { device } = this;
+    await device.queue.onSubmittedWorkDone();
+    for (const op of this.#ops) {
+      const g = op.grid(n, m);
+      if (!g || g[2] === 0) continue;
+      const t0 = performance.now();
+      const enc = device.createCommandEncoder();
+      const pass = enc.beginComputePass();
+      pass.setPipeline(op.pipeline);
+      pass.setBindGroup(0, op.bind);
+      pass.dispatchWorkgroups(g[0], g[1], g[2]);
+      pass.end();
+      device.queue.submit([enc.finish()]);
+      await device.queue.onSubmittedWorkDone();
+      const e = this.#profile.get(op.kind) ?? { ms: 0, n: 0 };
+      e.ms += performance.now() - t0;
+      e.n++;
+      this.#profile.set(op.kind, e);
+    }
   }
 
   destroy() {

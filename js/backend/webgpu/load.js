@@ -32,7 +32,7 @@ export async function isGguf(src) {
  * streaming began (WLM_ERR_TRUNCATED naming the tensor, WLM_ERR_FORMAT, WLM_ERR_STATE for a lost
  * device, an AbortError) and for a header C refuses, having freed everything (GPU included).
  */
-export async function loadStreamed({ x, src, adapter, adapterInfo, useSubgroups, kvType, newContext, freeContext, modelError, onProgress, signal }) {
+export async function loadStreamed({ x, src, adapter, adapterInfo, useSubgroups, profile = null, kvType, newContext, freeContext, modelError, onProgress, signal }) {
   const layout = await peekLayout(src);
   let plan;
   try {
@@ -62,7 +62,7 @@ export async function loadStreamed({ x, src, adapter, adapterInfo, useSubgroups,
     const desc = describeModel(x, model);
     const why = modelUnsupported(desc);
     if (why) return refuse(`this model cannot run on the GPU yet: ${why}`);
-    b = await WebGpuBackend.open({ adapter, adapterInfo, useSubgroups });
+    b = await WebGpuBackend.open({ adapter, adapterInfo, useSubgroups, profile });
     try {
       weights = await createMatrixBuffers(b.device, desc, plan);
     } catch (e) {
