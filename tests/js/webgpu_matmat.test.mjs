@@ -18,7 +18,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dawn, kernelKit, rng, wasmReference } from './_webgpu.mjs';
 import { matmatWgsl, TILE } from '../../js/backend/webgpu/wgsl_matmat.js';
-import { GPU_TYPES, WGSL_BYTES, WGSL_WORDS } from '../../js/backend/webgpu/wgsl_quant.js';
+import { GPU_TYPES, W_SUB_GENERIC, WGSL_BYTES, WGSL_WORDS } from '../../js/backend/webgpu/wgsl_quant.js';
 import { HEADER } from '../../js/backend/webgpu/wgsl_ops.js';
 
 const { adapter, skip: why } = await dawn();
@@ -107,6 +107,44 @@ async function checkMatmat(type, rows, cols, n, { accumulate = false } = {}) {
   for (let i = 0; i < A.length; i++) if (!written.has(i)) assert.equal(got[i], A[i], `A[${i}] outside the outputs changed`);
   return worst;
 }
+
+test('w_sub (the matrix-vector kernel\'s 32-element sub-blocks): each vec4 the bits of w_get4 for every type, Q4_K, Q6_K and Q8_0 by their own code', { skip }, async () => {
+  const own = typeIds.filter((t) => GPU_TYPES[t].wgsl32);
+  assert.deepEqual(own.map((t) => GPU_TYPES[t].name).sort(), ['Q4_K', 'Q6_K', 'Q8_0']);
+  for (const type of typeIds) {
+    const rows = 3, cols = GPU_TYPES[type].blk === 256 ? 768 : 288; // whole sub-blocks
+    const { bytes, rowBytes } = weights(type, rows, cols, 60 + type);
+    const code = `${HEADER}
+@group(0) @binding(2) var<storage, read> W: array<u32>;
+${WGSL_BYTES}
+${WGSL_WORDS}
+${GPU_TYPES[type].wgsl}
+${GPU_TYPES[type].wgsl4}
+${GPU_TYPES[type].wgsl32 ?? W_SUB_GENERIC}
+@compute @workgroup_size(64)
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  let sb = wg.x * 64u + t;
+  if (32u * sb >= pu(0u)) { return; }
+  let r0 = wg.z * pu(1u);
+  let w = w_sub(r0, sb);
+  let o = 2u * (wg.z * pu(0u) + 32u * sb);
+  for (var i = 0u; i < 8u; i++) {
+    let v = w_get4(r0, 32u * sb + 4u * i);
+    for (var c = 0u; c < 4u; c++) { A[o + 8u * i + c] = w[i][c]; A[o + 8u * i + 4u + c] = v[c]; }
+  }
+}`;
+    const [out] = await run(code, { A: new Float32Array(2 * rows * cols), params: [cols, rowBytes], extra: [bytes], grid: [Math.ceil(cols / 32 / 64), 1, rows] });
+    const got = new Uint32Array(out);
+    let nonzero = 0;
+    for (let g = 0; g < rows * cols / 4; g++) {
+      for (let c = 0; c < 4; c++) {
+        assert.equal(got[8 * g + c], got[8 * g + 4 + c], `${GPU_TYPES[type].name} element ${4 * g + c}: w_sub ${got[8 * g + c]} vs w_get4 ${got[8 * g + 4 + c]}`);
+        if (got[8 * g + c] !== 0) nonzero++;
+      }
+    }
+    assert.ok(nonzero > rows * cols / 2, `${GPU_TYPES[type].name}: ${nonzero} of ${rows * cols} elements written`);
+  }
+});
 
 test('matmat: every type against C\'s dequantization, sums in double, ragged rows (70), entries (37), columns', { skip }, async (t) => {
   let worst = 0;

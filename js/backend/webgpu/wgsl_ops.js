@@ -13,7 +13,7 @@
 // one set of bind groups serves every batch size. Kernels never divide by the workgroup count.
 // Where `subgroups` is on (the adapter has the feature), matvec reduces with subgroupAdd.
 
-import { F16V, GPU_TYPES, WGSL_BYTES, WGSL_WORDS } from './wgsl_quant.js';
+import { F16V, GPU_TYPES, W_SUB_GENERIC, WGSL_BYTES, WGSL_WORDS } from './wgsl_quant.js';
 
 export const WG = 64;        // invocations per workgroup, every kernel
 export const MAX_HEAD = 256; // attention: largest head size (4 dims per invocation)
@@ -55,12 +55,13 @@ export function matvecThreadsPerRow(cols) {
  * the same order as with `ent` 1, so batching never changes a result. Params: 0 rows, 1 cols,
  * 2 row_bytes, 3 x_off, 4 x_estride, 5 y_off, 6 y_estride, 7 accumulate (1: add to out),
  * 8 count_slot (ent > 1).
- * With `wide` (the default) an invocation takes four consecutive elements a step through the
- * type's w_get4 (a block's scales decoded once per four elements, quants read a 32-bit word at a
- * time) wherever cols is a multiple of 4: invocation `lane` sums elements 4·lane + 4·TPR·j + 0..3
- * as a dot product of the four, so its partial sum differs from the one-element order in
- * rounding only (tests/js/webgpu_kernels.test.mjs compares both with the C reference). `wide:
- * false`, or cols not a multiple of 4: one element a step through w_get.
+ * With `wide` (the default) an invocation takes a 32-element sub-block a step through the type's
+ * w_sub (scales decoded once per sub-block, quants read a 32-bit word at a time) where cols is a
+ * multiple of 32: invocation `lane` adds sub-blocks lane, lane + TPR, … each as eight dot
+ * products of four; where cols is only a multiple of 4, four elements a step (w_get4). Each
+ * partial sum then differs from the one-element order in rounding only
+ * (tests/js/webgpu_kernels.test.mjs compares every form with the C reference). `wide: false`, or
+ * cols not a multiple of 4: one element a step through w_get.
  */
 export function matvecWgsl(type, { subgroups = false, tpr = WG, ent = 1, wide = true } = {}) {
   const t = GPU_TYPES[type];
@@ -95,7 +96,7 @@ export function matvecWgsl(type, { subgroups = false, tpr = WG, ent = 1, wide = 
 ${E > 1 ? '@group(0) @binding(3) var<storage, read> S: array<u32>;' : ''}
 ${WGSL_BYTES}
 ${t.wgsl}
-${wide ? `${WGSL_WORDS}\n${t.wgsl4}` : ''}
+${wide ? `${WGSL_WORDS}\n${t.wgsl4}\n${t.wgsl32 ?? W_SUB_GENERIC}` : ''}
 const BLK = ${t.blk}u;
 const BLK_BYTES = ${t.bytes}u;
 const TPR = ${tpr}u;
@@ -118,7 +119,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<
   let x0 = pu(3u) + e0 * xs;
   var s: array<f32, ${E}>;
   if (live) {${wide ? `
-    if (cols % 4u == 0u) {
+    if (cols % 32u == 0u) {
+      for (var sb = lane; sb < cols / 32u; sb += TPR) {
+        let w = w_sub(base, sb);
+        for (var k = 0u; k < ne; k++) {
+          let a = x0 + k * xs + 32u * sb;
+          for (var i = 0u; i < 8u; i++) {
+            let c = a + 4u * i;
+            s[k] += dot(w[i], vec4<f32>(A[c], A[c + 1u], A[c + 2u], A[c + 3u]));
+          }
+        }
+      }
+    } else if (cols % 4u == 0u) {
       for (var i = 4u * lane; i < cols; i += 4u * TPR) {
         let w = w_get4(base, i);
         for (var k = 0u; k < ne; k++) {

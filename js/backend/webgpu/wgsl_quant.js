@@ -64,7 +64,10 @@ fn k2_level(qs: u32, e: u32) -> u32 { return (rb(qs + 32u * (e / 128u) + e % 32u
 
 /**
  * GGUF type id → {name, blk (elements per block), bytes (per block), wgsl (w_get and what it
- * needs), wgsl4 (w_get4, placed after wgsl and WGSL_WORDS)}. Every type the CPU engine runs:
+ * needs), wgsl4 (w_get4, placed after wgsl and WGSL_WORDS), and for the types of Q4_K_M and Q8_0
+ * files wgsl32 (w_sub(r0, sb): the 32 elements of sub-block sb of the row at byte r0 as eight
+ * vec4, each the value w_get4 gives, its scales read once; W_SUB_GENERIC builds it from w_get4
+ * for the others)}. Every type the CPU engine runs:
  * F32, F16, BF16, the 32-element Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 and the 256-element K-quants
  * Q2_K … Q6_K.
  */
@@ -92,6 +95,13 @@ export const GPU_TYPES = Object.freeze({
     wgsl4: `fn w_get4(r0: u32, k: u32) -> vec4<f32> {
   let b = r0 + (k / 32u) * 34u;
   return slanes(r4(b + 2u + k % 32u)) * rf16(b);
+}`,
+    wgsl32: `fn w_sub(r0: u32, sb: u32) -> array<vec4<f32>, 8> {
+  let b = r0 + sb * 34u;
+  let d = rf16(b);
+  var o: array<vec4<f32>, 8>;
+  for (var i = 0u; i < 8u; i++) { o[i] = slanes(r4(b + 2u + 4u * i)) * d; }
+  return o;
 }`,
   },
   2: {
@@ -202,6 +212,19 @@ fn w_get(b: u32, e: u32) -> f32 {
   let q = lanes(r4(b + 16u + 32u * (e / 64u) + e % 32u), 4u * (e / 32u % 2u), 0xfu);
   return rf16(b) * sm.x * vec4<f32>(q) - rf16(b + 2u) * sm.y;
 }`,
+    // rows are whole 144-byte blocks and every matrix has its own binding: b is 4-aligned
+    wgsl32: `fn w_sub(r0: u32, sb: u32) -> array<vec4<f32>, 8> {
+  let b = r0 + (sb / 8u) * 144u;
+  let j = sb % 8u;
+  let sm = k_scale_min(b + 4u, j);
+  let d = rf16(b) * sm.x;
+  let m = rf16(b + 2u) * sm.y;
+  let q0 = (b + 16u + 32u * (j / 2u)) >> 2u;
+  let sh = 4u * (j % 2u);
+  var o: array<vec4<f32>, 8>;
+  for (var i = 0u; i < 8u; i++) { o[i] = d * vec4<f32>(lanes(W[q0 + i], sh, 0xfu)) - m; }
+  return o;
+}`,
   },
   13: {
     name: 'Q5_K', blk: 256, bytes: 176, // d, dmin, scales[12], qh[32], qs[128]
@@ -244,8 +267,34 @@ fn w_get(b: u32, e: u32) -> f32 {
   let sc = rsb(b + 192u + 8u * h + 2u * kq + l / 16u);
   return rf16(b + 208u) * f32(sc) * vec4<f32>(vec4<i32>(lo | (hi << vec4<u32>(4u))) - vec4<i32>(32));
 }`,
+    wgsl32: `fn w_sub(r0: u32, sb: u32) -> array<vec4<f32>, 8> {
+  let b = r0 + (sb / 8u) * 210u;
+  let j = sb % 8u;
+  let h = j / 4u;
+  let kq = j % 4u;
+  let d = rf16(b + 208u);
+  let s0 = d * f32(rsb(b + 192u + 8u * h + 2u * kq));
+  let s1 = d * f32(rsb(b + 193u + 8u * h + 2u * kq));
+  let lo0 = b + 64u * h + 32u * (kq & 1u);
+  let hi0 = b + 128u + 32u * h;
+  var o: array<vec4<f32>, 8>;
+  for (var i = 0u; i < 8u; i++) {
+    let lo = lanes(r4(lo0 + 4u * i), 4u * (kq >> 1u), 0xfu);
+    let hi = lanes(r4(hi0 + 4u * i), 2u * kq, 3u);
+    o[i] = select(s0, s1, i >= 4u) * vec4<f32>(vec4<i32>(lo | (hi << vec4<u32>(4u))) - vec4<i32>(32));
+  }
+  return o;
+}`,
   },
 });
+
+/** w_sub from eight w_get4 calls: the types without a wgsl32 of their own. */
+export const W_SUB_GENERIC = /* wgsl */ `
+fn w_sub(r0: u32, sb: u32) -> array<vec4<f32>, 8> {
+  var o: array<vec4<f32>, 8>;
+  for (var i = 0u; i < 8u; i++) { o[i] = w_get4(r0, 32u * sb + 4u * i); }
+  return o;
+}`;
 
 /** The name of GGUF type `id` for messages ('Q4_K'), or `type <id>`. */
 export function typeName(id) {
