@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dawn, kernelKit, rng, wasmReference } from './_webgpu.mjs';
-import { attentionWgsl, eltwiseWgsl, embedWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, NONE, normWgsl, ropeWgsl, WG } from '../../js/backend/webgpu/wgsl_ops.js';
+import { attentionCombineWgsl, attentionWgsl, eltwiseWgsl, embedWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, NONE, normWgsl, ropeWgsl, WG } from '../../js/backend/webgpu/wgsl_ops.js';
 import { GPU_TYPES } from '../../js/backend/webgpu/wgsl_quant.js';
 
 const { adapter, skip: why } = await dawn();
@@ -216,7 +216,7 @@ test('rope: interleaved pairs and NEOX halves with partial rotation (≤ 1e-6)',
   }
 });
 
-test('attention: GQA over F32 and F16 caches, a sliding window, more positions than a tile (≤ 1e-5)', { skip }, async () => {
+test('attention: GQA over F32 and F16 caches, a sliding window, more positions than a tile, split over the cache and combined (≤ 1e-5)', { skip }, async () => {
   const r = rng(9);
   const hs = 40, nHeads = 4, nKv = 2, gqa = 2, kvDim = nKv * hs, nCtx = 150;
   const kf = new Float32Array(2 * nCtx * kvDim).map(() => r());
@@ -235,29 +235,49 @@ test('attention: GQA over F32 and F16 caches, a sliding window, more positions t
     } else {
       kv = new Uint32Array(kf.buffer.slice(0));
     }
-    const A = new Float32Array(2 * nHeads * hs).map(() => r());
+    const q = new Float32Array(nHeads * hs).map(() => r());
     const scale = 1 / Math.sqrt(hs);
-    const [out] = await run(attentionWgsl(f16), {
-      A, params: [0, 0, nHeads * hs, 0, hs, kvDim, nCtx, gqa, 0, swa, fbits(scale)], extra: [kv, new Uint32Array([pos])], grid: [nHeads, 1, 1],
-    });
-    const got = new Float32Array(out);
     const len = pos + 1, start = swa && len > swa ? len - swa : 0;
-    for (let h = 0; h < nHeads; h++) { // wlm_attention_ref in double
-      const kh = Math.floor(h / gqa) * hs;
-      const sc = [];
-      for (let t = start; t < len; t++) {
-        let d = 0;
-        for (let i = 0; i < hs; i++) d += A[h * hs + i] * deq[t * kvDim + kh + i];
-        sc.push(d * scale);
+    // splits of 64 positions (3 for 150: some empty under the window), and one split of 192
+    const results = [];
+    for (const chunk of [64, 192]) {
+      const maxSplit = Math.ceil(nCtx / chunk), ns = Math.ceil(len / chunk), partOff = 2 * nHeads * hs;
+      const A = new Float32Array(partOff + nHeads * maxSplit * (hs + 2));
+      A.set(q);
+      const S = new Uint32Array([pos, ns]);
+      const [part] = await run(attentionWgsl(f16), {
+        A, params: [0, 0, 0, 0, hs, kvDim, nCtx, gqa, 0, swa, fbits(scale), chunk, partOff, 0, maxSplit], extra: [kv, S], grid: [nHeads, ns, 1],
+      });
+      const [out] = await run(attentionCombineWgsl(), {
+        A: new Float32Array(part), params: [nHeads * hs, 0, hs, partOff, 0, maxSplit, 1], extra: [S], grid: [nHeads, 1, 1],
+      });
+      results.push(new Float32Array(out));
+      if (ns === 1) { // one split: the combine returns acc / l of that split, bit for bit
+        const p = new Float32Array(part);
+        for (let h = 0; h < nHeads; h++) {
+          const b = partOff + h * maxSplit * (hs + 2);
+          for (let i = 0; i < hs; i++) assert.equal(results.at(-1)[nHeads * hs + h * hs + i], Math.fround(p[b + i] / p[b + hs + 1]));
+        }
       }
-      const m = Math.max(...sc);
-      const p = sc.map((s) => Math.exp(s - m));
-      const sum = p.reduce((a, b) => a + b, 0);
-      for (let i = 0; i < hs; i++) {
-        let o = 0;
-        for (let t = start; t < len; t++) o += (p[t - start] / sum) * deq[(nCtx + t) * kvDim + kh + i];
-        const g = got[nHeads * hs + h * hs + i];
-        assert.ok(Math.abs(g - o) <= 1e-5, `f16 ${f16} pos ${pos} window ${swa} head ${h} [${i}]: ${g} vs ${o}`);
+    }
+    for (const got of results) {
+      for (let h = 0; h < nHeads; h++) { // wlm_attention_ref in double
+        const kh = Math.floor(h / gqa) * hs;
+        const sc = [];
+        for (let t = start; t < len; t++) {
+          let d = 0;
+          for (let i = 0; i < hs; i++) d += q[h * hs + i] * deq[t * kvDim + kh + i];
+          sc.push(d * scale);
+        }
+        const m = Math.max(...sc);
+        const p = sc.map((v) => Math.exp(v - m));
+        const sum = p.reduce((a, b) => a + b, 0);
+        for (let i = 0; i < hs; i++) {
+          let o = 0;
+          for (let t = start; t < len; t++) o += (p[t - start] / sum) * deq[(nCtx + t) * kvDim + kh + i];
+          const g = got[nHeads * hs + h * hs + i];
+          assert.ok(Math.abs(g - o) <= 1e-5, `f16 ${f16} pos ${pos} window ${swa} head ${h} [${i}]: ${g} vs ${o}`);
+        }
       }
     }
   }

@@ -13,13 +13,14 @@
 // back to the wasm engine (js/backend/webgpu/backend.js).
 
 import { jsError } from '../../errors.js';
-import { attentionWgsl, embedWgsl, eltwiseWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeWgsl, WG } from './wgsl_ops.js';
+import { attentionCombineWgsl, attentionWgsl, embedWgsl, eltwiseWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeWgsl, WG } from './wgsl_ops.js';
 import { MATMAT_MIN_ENT, matmatWgsl, TILE } from './wgsl_matmat.js';
 import { checkFits, USAGE } from './weights.js';
 import { GPU_TYPES } from './wgsl_quant.js';
 
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
 const MATMAT_ENT = 4;   // entries per workgroup of the batch matvec (small batches)
+const ATT_MAX_SPLITS = 32; // attention: the most splits of the cache (each ≥ WG positions)
 
 /**
  * EngineOptions key for a diagnostic, not part of the public API: a Map that, when given, makes
@@ -71,6 +72,7 @@ export class Pipelines {
             : kind === 'rope' ? ropeWgsl()
               : kind === 'kv_store' ? kvStoreWgsl(arg)
                 : kind === 'attention' ? attentionWgsl(arg)
+                  : kind === 'attn_combine' ? attentionCombineWgsl()
                   : eltwiseWgsl(arg);
       p = makePipeline(this.#device, code, key);
       this.#cache.set(key, p);
@@ -92,11 +94,14 @@ export class GpuForward {
   #nCtx;
   #act;          // the activation buffer
   #step;         // u32: tokens [0, chunk), positions [chunk, 2 chunk), wanted entries [2 chunk,
-                 // 3 chunk), then the entry count and the wanted count (matvec's batch form)
+                 // 3 chunk), then the entry count and the wanted count (matvec's batch form),
+                 // then the attention splits of the pass
   #kv = [];      // per layer
   #params;
-  #ops = [];     // {pipeline, bind, grid(n, m) → [x, y, z] | null, kind}
+  #ops = [];     // {pipeline, bind, grid(n, m, ns) → [x, y, z] | null, kind}
   #profile = null; // GPU_PROFILE's Map, or null
+  #attChunk = WG;  // positions per attention split (a multiple of WG)
+  #attSplits = 1;  // splits of nCtx positions
   #off;          // activation offsets (floats)
   #ropeFreq;     // Float32Array (n_sets × n_rot/2)
   #ropeSets;
@@ -121,6 +126,9 @@ export class GpuForward {
     this.#ropeSets = ropeSets;
     this.#mscale = mscale;
     this.chunk = chunk;
+    // attention's split of the cache: tiles of WG positions, at most ATT_MAX_SPLITS splits
+    this.#attChunk = Math.max(WG, Math.ceil(nCtx / ATT_MAX_SPLITS / WG) * WG);
+    this.#attSplits = Math.ceil(nCtx / this.#attChunk);
   }
 
   /** Activation offsets for `B` entries: {name: float offset, total}. */
@@ -132,6 +140,7 @@ export class GpuForward {
       x: h.dim, xb: Math.max(h.dim, h.q_dim), xb2: h.dim, q: h.q_dim, k: h.kv_dim, v: h.kv_dim,
       qkv: fusedQkv ? h.q_dim + 2 * h.kv_dim : 0, hb: fusedUp ? 2 * h.hidden_dim : h.hidden_dim,
       hb2: h.hidden_dim, cs: this.#ropeSets * h.n_rot, logits: h.vocab_size,
+      att: h.n_heads * this.#attSplits * (h.head_size + 2),
     };
     const off = {};
     let at = 0;
@@ -181,7 +190,8 @@ export class GpuForward {
     const XS = Math.max(D, Q), HS = a.ffn === 'fused_gate_up' ? 2 * H : H;
     const V = h.vocab_size;
     const pad = (n) => (n + 3) & ~3;
-    const E = { x: pad(D), xb: pad(XS), xb2: pad(D), q: pad(Q), k: pad(KV), v: pad(KV), qkv: pad(Q + 2 * KV), hb: pad(HS), hb2: pad(H), logits: pad(V) };
+    const E = { x: pad(D), xb: pad(XS), xb2: pad(D), q: pad(Q), k: pad(KV), v: pad(KV), qkv: pad(Q + 2 * KV), hb: pad(HS), hb2: pad(H), logits: pad(V),
+      att: pad(h.n_heads * this.#attSplits * (hs + 2)) };
     const wg = (n) => Math.ceil(n / WG);
     const rowsGrid = (rows) => { const x = Math.min(rows, maxX); return [x, Math.ceil(rows / x)]; };
     const vecOf = (t) => w.vecOff.get(t[4]);
@@ -252,8 +262,12 @@ export class GpuForward {
       const kvBind = { buffer: this.#kv[li] };
       specs.push(['kv_store', this.#kvF16, [ko, vo, kE, KV, this.#nCtx, B], [kvBind, S],
         (n) => [wg(this.#kvF16 ? KV / 2 : KV), 1, n]]);
-      specs.push(['attention', this.#kvF16, [qo, qE, o.xb, E.xb, hs, KV, this.#nCtx, h.n_heads / h.n_kv_heads, B,
-        l.swa ? h.n_swa : 0, fbits(1 / Math.sqrt(hs))], [kvBind, S], (n) => [h.n_heads, 1, n]]);
+      // split over the cache (the splits this pass's longest entry needs: ns), then combined
+      specs.push(['attention', this.#kvF16, [qo, qE, 0, 0, hs, KV, this.#nCtx, h.n_heads / h.n_kv_heads, B,
+        l.swa ? h.n_swa : 0, fbits(1 / Math.sqrt(hs)), this.#attChunk, o.att, E.att, this.#attSplits], [kvBind, S],
+      (n, m, ns) => [h.n_heads, ns, n]]);
+      specs.push(['attn_combine', '', [o.xb, E.xb, hs, o.att, E.att, this.#attSplits, 3 * B + 2], [S],
+        (n) => [h.n_heads, 1, n]]);
       matvec(l.wo, o.xb, E.xb, o.xb2, E.xb2);
       addVec(o.xb2, E.xb2, l.bo, D);
       if (l.post_attn_norm) norm(D, o.xb2, E.xb2, 0, o.xb2, E.xb2, 0, l.post_attn_norm, null);
@@ -336,6 +350,10 @@ export class GpuForward {
       }
       step[3 * B] = n;
       step[3 * B + 1] = m;
+      let maxLen = 0;
+      for (let j = 0; j < n; j++) maxLen = Math.max(maxLen, positions[i0 + j] + 1);
+      const ns = Math.min(this.#attSplits, Math.ceil(maxLen / this.#attChunk));
+      step[3 * B + 2] = ns;
       device.queue.writeBuffer(this.#step, 0, step);
       if (this.desc.arch.rope !== 'none') {
         const cs = new Float32Array(this.#ropeSets * B * h.n_rot);
@@ -353,11 +371,11 @@ export class GpuForward {
         }
         device.queue.writeBuffer(this.#act, this.#off.cs * 4, cs);
       }
-      if (this.#profile) await this.#profileOps(n, m);
+      if (this.#profile) await this.#profileOps(n, m, ns);
       const enc = device.createCommandEncoder();
       const pass = enc.beginComputePass();
       for (const op of this.#profile ? [] : this.#ops) {
-        const g = op.grid(n, m);
+        const g = op.grid(n, m, ns);
         if (!g || g[2] === 0) continue;
         pass.setPipeline(op.pipeline);
         pass.setBindGroup(0, op.bind);
@@ -382,12 +400,13 @@ export class GpuForward {
     return out;
   }
 
-  /** GPU_PROFILE: runs the ops of one chunk (n entries, m wanted) one submission each. */
-  async #profileOps(n, m) {
+  /** GPU_PROFILE: runs the ops of one chunk (n entries, m wanted, ns attention splits) one
+   *  submission each. */
+  async #profileOps(n, m, ns) {
     const { device } = this;
     await device.queue.onSubmittedWorkDone();
     for (const op of this.#ops) {
-      const g = op.grid(n, m);
+      const g = op.grid(n, m, ns);
       if (!g || g[2] === 0) continue;
       const t0 = performance.now();
       const enc = device.createCommandEncoder();

@@ -4,7 +4,8 @@
 // batch reads each weight once per 4 entries, with the one-entry sums bit for bit), embed
 // (rows of the token or position table), norm (RMSNorm / LayerNorm, also per head), rope (pairs
 // or NEOX halves, cos/sin computed by the caller), kv_store and attention (GQA over the KV cache
-// in F32 or F16 elements, a sliding window, one pass with a running maximum: no score buffer),
+// in F32 or F16 elements, a sliding window, one pass with a running maximum: no score buffer;
+// split over the cache, then combined),
 // and the element-wise add, add_vec, scale, glu (SwiGLU, GeGLU, GELU) and softcap.
 //
 // Every kernel binds the activation buffer A (array<f32>, read_write: all activations live in it
@@ -288,11 +289,17 @@ ${f16 ? `  if (2u * i >= kv_dim) { return; }
 }
 
 /**
- * Attention of head x (workgroup x) of entry z at position pos = S[pos_off + z] over cached
- * positions start..pos (start = pos + 1 - n_swa on a window layer, else 0): softmax(q·k / √hs)
- * · v with K/V head x / gqa, as wlm_attention_ref, in tiles of WG positions with a running
- * maximum and sum (no score buffer; hs ≤ MAX_HEAD). Params: 0 q_off, 1 q_estride, 2 o_off,
- * 3 o_estride, 4 head_size, 5 kv_dim, 6 n_ctx, 7 gqa, 8 pos_off, 9 n_swa (0: none), 10 scale.
+ * Attention, first half (split over the cache as flash-decoding does, so that a decode step has
+ * heads × splits workgroups, not one per head): head x (workgroup x) of entry z at position
+ * pos = S[pos_off + z], over the cached positions of split y — [y·chunk, (y+1)·chunk) within
+ * start..pos (start = pos + 1 - n_swa on a window layer, else 0) — with K/V head x / gqa, in tiles
+ * of WG positions with a running maximum m and sum l of exp(q·k · scale − m) (no score buffer;
+ * hs ≤ MAX_HEAD). Writes the split's partial result: hs floats Σ exp(s − m)·v, then m, then l, at
+ * part_off + z·part_estride + (x·max_split + y)·(hs + 2); a split with no position writes
+ * m = −3e38, l = 0, zeros. Splits are fixed positions, not shares of the length: an entry's
+ * partials are the same whatever else the batch holds. attentionCombineWgsl finishes it.
+ * Params: 0 q_off, 1 q_estride, 4 head_size, 5 kv_dim, 6 n_ctx, 7 gqa, 8 pos_off, 9 n_swa (0:
+ * none), 10 scale, 11 chunk (a multiple of WG), 12 part_off, 13 part_estride, 14 max_split.
  */
 export function attentionWgsl(f16) {
   const per = MAX_HEAD / WG;
@@ -325,6 +332,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
   let len = S[pu(8u) + wg.z] + 1u;
   let n_swa = pu(9u);
   let start = select(0u, len - n_swa, n_swa > 0u && len > n_swa);
+  let lo = max(start, wg.y * pu(11u));
+  let hi = min(len, (wg.y + 1u) * pu(11u));
   let kh = (wg.x / pu(7u)) * hs;
   let vbase = pu(6u) * kv_dim + kh;
   let q0 = pu(0u) + wg.z * pu(1u) + wg.x * hs;
@@ -333,10 +342,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
   var m = -3.0e38;
   var l = 0.0;
   var acc: array<f32, ${per}>;
-  for (var t0 = start; t0 < len; t0 += ${WG}u) {
+  for (var t0 = lo; t0 < hi; t0 += ${WG}u) {
     let pos = t0 + t;
     var s = -3.0e38;
-    if (pos < len) {
+    if (pos < hi) {
       let kb = pos * kv_dim + kh;
       var dot = 0.0;
       for (var d = 0u; d < hs; d++) { dot += qs[d] * kv(kb + d); }
@@ -344,11 +353,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     }
     let mn = max(m, wreduce(t, s, true));
     let corr = exp(m - mn);
-    let e = select(0.0, exp(s - mn), pos < len);
+    let e = select(0.0, exp(s - mn), pos < hi);
     pr[t] = e;
     l = l * corr + wreduce(t, e, false);
     m = mn;
-    let nt = min(${WG}u, len - t0);
+    let nt = min(${WG}u, hi - t0);
     for (var k = 0u; k < ${per}u; k++) {
       let d = t + k * ${WG}u;
       if (d < hs) {
@@ -359,10 +368,47 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     }
     workgroupBarrier();
   }
-  let o0 = pu(2u) + wg.z * pu(3u) + wg.x * hs;
+  let o0 = pu(12u) + wg.z * pu(13u) + (wg.x * pu(14u) + wg.y) * (hs + 2u);
   for (var k = 0u; k < ${per}u; k++) {
     let d = t + k * ${WG}u;
-    if (d < hs) { A[o0 + d] = acc[k] / l; }
+    if (d < hs) { A[o0 + d] = acc[k]; }
+  }
+  if (t == 0u) {
+    A[o0 + hs] = m;
+    A[o0 + hs + 1u] = l;
+  }
+}`;
+}
+
+/**
+ * Attention, second half: head x of entry z from the partials of its S[n_split_slot] splits
+ * (attentionWgsl): with M the largest m, o = Σ exp(m − M)·acc / Σ exp(m − M)·l (a split without
+ * positions adds exact zeros; one split alone gives acc / l). Params: 0 o_off, 1 o_estride,
+ * 2 head_size, 3 part_off, 4 part_estride, 5 max_split, 6 n_split_slot (index into S).
+ */
+export function attentionCombineWgsl() {
+  return `${HEADER}
+@group(0) @binding(2) var<storage, read> S: array<u32>;
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  let hs = pu(2u);
+  let ns = S[pu(6u)];
+  let pb = pu(3u) + wg.z * pu(4u) + wg.x * pu(5u) * (hs + 2u);
+  var mx = -3.0e38;
+  for (var s = 0u; s < ns; s++) { mx = max(mx, A[pb + s * (hs + 2u) + hs]); }
+  var l = 0.0;
+  for (var s = 0u; s < ns; s++) {
+    let b = pb + s * (hs + 2u);
+    l += exp(A[b + hs] - mx) * A[b + hs + 1u];
+  }
+  let o0 = pu(0u) + wg.z * pu(1u) + wg.x * hs;
+  for (var d = t; d < hs; d += ${WG}u) {
+    var o = 0.0;
+    for (var s = 0u; s < ns; s++) {
+      let b = pb + s * (hs + 2u);
+      o += exp(A[b + hs] - mx) * A[b + d];
+    }
+    A[o0 + d] = o / l;
   }
 }`;
 }
