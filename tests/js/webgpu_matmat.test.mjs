@@ -33,16 +33,19 @@ const U = 2 ** -24;
 const colsOf = (type) => ({ 1: 99, 256: 768 })[GPU_TYPES[type].blk] ?? 288;
 const colsOfF32 = 100; // F32 rows must stay 4-byte aligned: 100, not 99
 
-test('w_get4: every type decodes each group of 4 as C\'s to_float (|diff| ≤ 1e-6 · max|w|), rows at odd 2-byte offsets included', { skip }, async () => {
-  for (const type of typeIds) {
-    const rows = 3, cols = type === 0 ? colsOfF32 : colsOf(type);
-    const { bytes, deq, rowBytes } = weights(type, rows, cols, 40 + type);
-    const code = `${HEADER}
+/** The weight binding W and the decoders of `type` (w_get, w_get4), for a test kernel. */
+const decoders = (type) => `${HEADER}
 @group(0) @binding(2) var<storage, read> W: array<u32>;
 ${WGSL_BYTES}
 ${WGSL_WORDS}
 ${GPU_TYPES[type].wgsl}
-${GPU_TYPES[type].wgsl4}
+${GPU_TYPES[type].wgsl4}`;
+
+test('w_get4: every type decodes each group of 4 as C\'s to_float (|diff| ≤ 1e-6 · max|w|), rows at odd 2-byte offsets included', { skip }, async () => {
+  for (const type of typeIds) {
+    const rows = 3, cols = type === 0 ? colsOfF32 : colsOf(type);
+    const { bytes, deq, rowBytes } = weights(type, rows, cols, 40 + type);
+    const code = `${decoders(type)}
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
   let k = 4u * (wg.x * 64u + t);
@@ -114,12 +117,7 @@ test('w_sub (the matrix-vector kernel\'s 32-element sub-blocks): each vec4 the b
   for (const type of typeIds) {
     const rows = 3, cols = GPU_TYPES[type].blk === 256 ? 768 : 288; // whole sub-blocks
     const { bytes, rowBytes } = weights(type, rows, cols, 60 + type);
-    const code = `${HEADER}
-@group(0) @binding(2) var<storage, read> W: array<u32>;
-${WGSL_BYTES}
-${WGSL_WORDS}
-${GPU_TYPES[type].wgsl}
-${GPU_TYPES[type].wgsl4}
+    const code = `${decoders(type)}
 ${GPU_TYPES[type].wgsl32 ?? W_SUB_GENERIC}
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
