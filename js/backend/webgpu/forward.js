@@ -203,12 +203,12 @@ export class GpuForward {
     // per workgroup z, each weight read once for them (the one-entry sums in the same order);
     // more (prefill): the tiled matrix-matrix kernel (wgsl_matmat.js), TILE.TM rows × TILE.TN
     // entries per workgroup, each weight decoded once per tile
-    const matvec = (t, xOff, xE, yOff, yE, perWanted = false) => {
+    const matvec = (t, xOff, xE, yOff, yE, perWanted = false, accumulate = false) => {
       const tpr = matvecThreadsPerRow(t[2]);
       const [gx, gy] = rowsGrid(Math.ceil(t[1] / (WG / tpr)));
       const [tx, ty] = rowsGrid(Math.ceil(t[1] / TILE.TM));
       const count = (n, m) => (perWanted ? m : n);
-      const params = [t[1], t[2], t[3], xOff, xE, yOff, yE, 0, 3 * B + (perWanted ? 1 : 0)];
+      const params = [t[1], t[2], t[3], xOff, xE, yOff, yE, accumulate ? 1 : 0, 3 * B + (perWanted ? 1 : 0)];
       specs.push(['matvec', [t[0], tpr, 1], params, [{ buffer: bufOf(t) }],
         (n, m) => [gx, gy, count(n, m) === 1 ? 1 : 0]]);
       specs.push(['matvec', [t[0], tpr, MATMAT_ENT], params, [{ buffer: bufOf(t) }, S],
@@ -268,10 +268,16 @@ export class GpuForward {
       (n, m, ns) => [h.n_heads, ns, n]]);
       specs.push(['attn_combine', '', [o.xb, E.xb, hs, o.att, E.att, this.#attSplits, 3 * B + 2], [S],
         (n) => [h.n_heads, 1, n]]);
-      matvec(l.wo, o.xb, E.xb, o.xb2, E.xb2);
-      addVec(o.xb2, E.xb2, l.bo, D);
-      if (l.post_attn_norm) norm(D, o.xb2, E.xb2, 0, o.xb2, E.xb2, 0, l.post_attn_norm, null);
-      add(o.x, E.x, o.xb2, E.xb2, D);
+      // the residual: x += W·v in the product's own write (x + Σ, the add kernel's sum bit for
+      // bit) where nothing comes between them, else through xb2 and the add kernel
+      if (!l.bo && !l.post_attn_norm) {
+        matvec(l.wo, o.xb, E.xb, o.x, E.x, false, true);
+      } else {
+        matvec(l.wo, o.xb, E.xb, o.xb2, E.xb2);
+        addVec(o.xb2, E.xb2, l.bo, D);
+        if (l.post_attn_norm) norm(D, o.xb2, E.xb2, 0, o.xb2, E.xb2, 0, l.post_attn_norm, null);
+        add(o.x, E.x, o.xb2, E.xb2, D);
+      }
 
       norm(D, o.x, E.x, 0, o.xb, E.xb, 0, l.ffn_norm, l.ffn_norm_b);
       const act = a.act === 'gelu' ? 1 : 0;
@@ -287,10 +293,14 @@ export class GpuForward {
         addVec(o.hb, E.hb, l.b_up, H);
         specs.push(['eltwise', 'glu', [o.hb, E.hb, 0, 0, H, 1, 0], [], (n) => [wg(H), 1, n]]);
       }
-      matvec(l.w2, o.hb, E.hb, o.xb, E.xb);
-      addVec(o.xb, E.xb, l.b_down, D);
-      if (l.post_ffn_norm) norm(D, o.xb, E.xb, 0, o.xb, E.xb, 0, l.post_ffn_norm, null);
-      add(o.x, E.x, o.xb, E.xb, D);
+      if (!l.b_down && !l.post_ffn_norm) {
+        matvec(l.w2, o.hb, E.hb, o.x, E.x, false, true);
+      } else {
+        matvec(l.w2, o.hb, E.hb, o.xb, E.xb);
+        addVec(o.xb, E.xb, l.b_down, D);
+        if (l.post_ffn_norm) norm(D, o.xb, E.xb, 0, o.xb, E.xb, 0, l.post_ffn_norm, null);
+        add(o.x, E.x, o.xb, E.xb, D);
+      }
     });
 
     // the entries that want logits: final norm gathered by S[2B + j], classifier, soft-cap
