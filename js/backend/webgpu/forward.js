@@ -224,6 +224,19 @@ export class GpuForward {
       if (vt) specs.push(['eltwise', 'add_vec', [yOff, yE, vecOf(vt), len], [Vb], (n) => [wg(len), 1, n]]);
     };
     const add = (yOff, yE, xOff, xE, len) => specs.push(['eltwise', 'add', [yOff, yE, xOff, xE, len], [], (n) => [wg(len), 1, n]]);
+    // x += (W·v + bias), post-normed: where neither bias nor post-norm comes between, in the
+    // product's own write (x + Σ, the add kernel's sum bit for bit); else through `tmp` and the
+    // add kernel
+    const residual = (t, vOff, vE, tmpOff, tmpE, bias, postNorm) => {
+      if (!bias && !postNorm) {
+        matvec(t, vOff, vE, o.x, E.x, false, true);
+        return;
+      }
+      matvec(t, vOff, vE, tmpOff, tmpE);
+      addVec(tmpOff, tmpE, bias, D);
+      if (postNorm) norm(D, tmpOff, tmpE, 0, tmpOff, tmpE, 0, postNorm, null);
+      add(o.x, E.x, tmpOff, tmpE, D);
+    };
     const rope = (xOff, xE, heads, set) => specs.push(['rope', '', [xOff, xE, hs, h.n_rot, a.rope === 'neox' ? 1 : 0,
       o.cs + set * B * h.n_rot, h.n_rot], [], (n) => [heads, 1, n]]);
 
@@ -268,16 +281,7 @@ export class GpuForward {
       (n, m, ns) => [h.n_heads, ns, n]]);
       specs.push(['attn_combine', '', [o.xb, E.xb, hs, o.att, E.att, this.#attSplits, 3 * B + 2], [S],
         (n) => [h.n_heads, 1, n]]);
-      // the residual: x += W·v in the product's own write (x + Σ, the add kernel's sum bit for
-      // bit) where nothing comes between them, else through xb2 and the add kernel
-      if (!l.bo && !l.post_attn_norm) {
-        matvec(l.wo, o.xb, E.xb, o.x, E.x, false, true);
-      } else {
-        matvec(l.wo, o.xb, E.xb, o.xb2, E.xb2);
-        addVec(o.xb2, E.xb2, l.bo, D);
-        if (l.post_attn_norm) norm(D, o.xb2, E.xb2, 0, o.xb2, E.xb2, 0, l.post_attn_norm, null);
-        add(o.x, E.x, o.xb2, E.xb2, D);
-      }
+      residual(l.wo, o.xb, E.xb, o.xb2, E.xb2, l.bo, l.post_attn_norm);
 
       norm(D, o.x, E.x, 0, o.xb, E.xb, 0, l.ffn_norm, l.ffn_norm_b);
       const act = a.act === 'gelu' ? 1 : 0;
@@ -293,14 +297,7 @@ export class GpuForward {
         addVec(o.hb, E.hb, l.b_up, H);
         specs.push(['eltwise', 'glu', [o.hb, E.hb, 0, 0, H, 1, 0], [], (n) => [wg(H), 1, n]]);
       }
-      if (!l.b_down && !l.post_ffn_norm) {
-        matvec(l.w2, o.hb, E.hb, o.x, E.x, false, true);
-      } else {
-        matvec(l.w2, o.hb, E.hb, o.xb, E.xb);
-        addVec(o.xb, E.xb, l.b_down, D);
-        if (l.post_ffn_norm) norm(D, o.xb, E.xb, 0, o.xb, E.xb, 0, l.post_ffn_norm, null);
-        add(o.x, E.x, o.xb, E.xb, D);
-      }
+      residual(l.w2, o.hb, E.hb, o.xb, E.xb, l.b_down, l.post_ffn_norm);
     });
 
     // the entries that want logits: final norm gathered by S[2B + j], classifier, soft-cap
