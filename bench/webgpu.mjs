@@ -26,8 +26,8 @@
 // and type, one layer's attn_q, ffn_up and ffn_down times a chunk of --entries (32) activations
 // through the tiled matrix-matrix kernel and the matrix-vector batch form, ms and GFLOP/s side
 // by side (`prefillKernelRows` in the JSON); and the same matrices times one entry through the
-// matrix-vector kernel, four elements an invocation step against one, µs and weight GB/s
-// (`decodeKernelRows`).
+// matrix-vector kernel, a 32-element sub-block an invocation step against one element, µs and
+// weight GB/s (`decodeKernelRows`).
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -194,7 +194,7 @@ async function kernelRows(gpu, o, log, software) {
           `(${r.tiledGflops.toPrecision(3)} GFLOP/s), matvec batch ${r.matvecMs.toFixed(3)} ms (${r.matvecGflops.toPrecision(3)} GFLOP/s), ×${r.speedup.toFixed(2)}`);
       }
     });
-    log(`# decode kernels: one layer's matrices × 1 entry, matrix-vector four elements a step (w_get4) vs one (w_get)${note}`);
+    log(`# decode kernels: one layer's matrices × 1 entry, matrix-vector by 32-element sub-blocks (w_sub) vs one element a step (w_get)${note}`);
     await each(async (shape, s, type) => {
       for (const r of await decodeRows(device, shape, s, type, { runs: o.runs })) {
         decode.push(r);

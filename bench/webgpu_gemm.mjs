@@ -6,9 +6,10 @@
 // by side on one device. Each row: milliseconds per product (median of `runs`, each timing
 // `reps` dispatches in one submission, wall clock: no timestamp queries needed), GFLOP/s
 // (2·rows·cols·entries per product) and the tiled kernel's speed-up. Decode rows (decodeRows): the
-// same matrices times one entry through the matrix-vector kernel, four elements an invocation
-// step (w_get4, what the forward pass runs) against one (w_get), ms and weight GB/s. The weight
-// bytes are a fixed pattern with finite scales (their values do not change the work).
+// same matrices times one entry through the matrix-vector kernel, a 32-element sub-block an
+// invocation step (w_sub, what the forward pass runs) against one element (w_get), ms and weight
+// GB/s. The weight bytes are a fixed pattern with finite scales (their values do not change the
+// work).
 
 import { makePipeline } from '../js/backend/webgpu/forward.js';
 import { matvecThreadsPerRow, matvecWgsl, WG } from '../js/backend/webgpu/wgsl_ops.js';
@@ -109,8 +110,8 @@ export async function gemmRows(device, shape, s, type, { entries = 32, runs = 3,
 
 /**
  * Decode rows for shape `s` and the weight types of file type `type`: each layer matrix times one
- * entry through the matrix-vector kernel as the forward pass runs it (`wide`: four elements an
- * invocation step through w_get4) and through its one-element form (w_get), ms per product and
+ * entry through the matrix-vector kernel as the forward pass runs it (`wide`: a 32-element
+ * sub-block an invocation step through w_sub) and through its one-element form (w_get), ms per product and
  * the weight bytes read per second: [{shape, fileType, weightType, matrix, rows, cols, wBytes,
  * wideMs, narrowMs, wideGBps, narrowGBps, speedup}].
  */

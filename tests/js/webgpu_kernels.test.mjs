@@ -68,7 +68,7 @@ async function checkMatvec(type, rows, cols, { subgroups = false, tpr = matvecTh
   return got;
 }
 
-test('matvec: every type against C\'s dequantization, dot in double (≤ 1e-6 · log2(cols) · Σ|w·x|), by sub-blocks, four elements and one', { skip }, async () => {
+test('matvec: every type against C\'s dequantization, dot in double (≤ 1e-6 · log2(cols) · Σ|w·x|), by sub-blocks and one element a step', { skip }, async () => {
   for (const type of typeIds) {
     const cols = GPU_TYPES[type].blk === 256 ? 512 : 544;
     const wide = await checkMatvec(type, 7, cols);
@@ -76,8 +76,7 @@ test('matvec: every type against C\'s dequantization, dot in double (≤ 1e-6 ·
     // the two orders differ in rounding: equal everywhere would mean the wide path never ran
     if (GPU_TYPES[type].blk === 256 || type === 8) assert.ok(wide.some((v, i) => v !== narrow[i]), `${GPU_TYPES[type].name}: the wide and narrow sums are not two computations`);
   }
-  // rows of 100 and 200 elements (multiples of 4, not of 32): four elements a step (w_get4);
-  // of 6 and 66 (not multiples of 4): one element a step
+  // rows of 100, 200, 6 and 66 elements (not multiples of 32): the wide kernel's one-element path
   await checkMatvec(0, 4, 100, { tpr: 1 });
   await checkMatvec(1, 3, 200, { tpr: 16 });
   await checkMatvec(0, 5, 6, { tpr: 1 });

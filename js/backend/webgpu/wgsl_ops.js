@@ -58,11 +58,10 @@ export function matvecThreadsPerRow(cols) {
  * 8 count_slot (ent > 1).
  * With `wide` (the default) an invocation takes a 32-element sub-block a step through the type's
  * w_sub (scales decoded once per sub-block, quants read a 32-bit word at a time) where cols is a
- * multiple of 32: invocation `lane` adds sub-blocks lane, lane + TPR, … each as eight dot
- * products of four; where cols is only a multiple of 4, four elements a step (w_get4). Each
- * partial sum then differs from the one-element order in rounding only
- * (tests/js/webgpu_kernels.test.mjs compares every form with the C reference). `wide: false`, or
- * cols not a multiple of 4: one element a step through w_get.
+ * multiple of 32 (every quantized row: blocks are 32 or 256 elements): invocation `lane` adds
+ * sub-blocks lane, lane + TPR, … each as eight dot products of four, a partial sum that differs
+ * from the one-element order in rounding only (tests/js/webgpu_kernels.test.mjs compares both
+ * forms with the C reference). `wide: false`, or other rows: one element a step through w_get.
  */
 export function matvecWgsl(type, { subgroups = false, tpr = WG, ent = 1, wide = true } = {}) {
   const t = GPU_TYPES[type];
@@ -129,14 +128,6 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<
             let c = a + 4u * i;
             s[k] += dot(w[i], vec4<f32>(A[c], A[c + 1u], A[c + 2u], A[c + 3u]));
           }
-        }
-      }
-    } else if (cols % 4u == 0u) {
-      for (var i = 4u * lane; i < cols; i += 4u * TPR) {
-        let w = w_get4(base, i);
-        for (var k = 0u; k < ne; k++) {
-          let a = x0 + k * xs + i;
-          s[k] += dot(w, vec4<f32>(A[a], A[a + 1u], A[a + 2u], A[a + 3u]));
         }
       }
     } else {` : ''}
