@@ -7,9 +7,9 @@
 #   1. the WebGPU tests (tests/js/webgpu_*.test.mjs) on the real adapter, while the published
 #      shapes are synthesized (tools/synth_gguf.mjs, in parallel; Phi-3.5-mini's at nice 19,
 #      on through stages 2 and 3);
-#   2. `bench/webgpu.mjs --profile` for Qwen2.5-0.5B and Llama-3.2-1B (Q4_K_M, Q8_0): GPU (and
-#      its decode step kernel by kernel) and our CPU
-#      path at 16 threads side by side, and the prefill kernel rows;
+#   2. `bench/webgpu.mjs --profile --spec 4` for Qwen2.5-0.5B and Llama-3.2-1B (Q4_K_M, Q8_0):
+#      GPU (its decode step kernel by kernel, and decode with prompt lookup) and our CPU path at
+#      16 threads side by side, and the prefill kernel rows;
 #   3. `bench/native.mjs`: ours against native llama-bench at 16 and 8 threads;
 #   4. `bench/webgpu.mjs` for Phi-3.5-mini.
 #
@@ -108,7 +108,7 @@ wait "${pids_small[@]}"
 say "synthesis of the small shapes done"
 
 # --- 2. GPU and CPU side by side, the 0.5B and 1B shapes ------------------------------------------
-timeout 180 "$N" bench/webgpu.mjs --backend webgpu --profile --shapes "$(wshapes "$SMALL")" --types "$TYPES_CSV" \
+timeout 240 "$N" bench/webgpu.mjs --backend webgpu --profile --spec "${SPEC:-4}" --shapes "$(wshapes "$SMALL")" --types "$TYPES_CSV" \
   --runs "$RUNS" --threads "$THREADS" --nctx "${NCTX:-2048}" > "$W/webgpu-small.log" 2>&1
 say "webgpu small: exit $?"
 snapshot

@@ -13,10 +13,14 @@
 //   npm run bench -- --backend webgpu [--shapes qwen2.5-0.5b,llama3.2-1b,phi3.5-mini]
 //       [--types Q4_K_M,Q8_0] [--runs 3] [--threads N] [--no-cpu] [--nctx 2048] [--probe-mib 512] [--json]
 //       [--gemm-only | --no-gemm] [--entries 32] [--gpu-weights stream|heap] [--load-only] [--profile]
+//       [--spec K]
 //   (--load-only: each load's time and wasm memory, no generation)
 //   (--profile: also each GPU row's decode step kernel by kernel: every kernel submitted alone and
 //    waited for, wall ms per token by kind — matvec per weight type, attention, norm, … — next to
 //    the plain step's ms; `gpuProfile` in the JSON)
+//   (--spec K: also decode with prompt lookup, draft {ngram: 3, maxTokens: K}, on both backends:
+//    tokens/s, and drafted / accepted / rounds — the synthetic weights' greedy text repeats
+//    itself, so the acceptance is high and stated; `gpuSpec` / `cpuSpec` in the JSON)
 //   (--shapes also takes ARCH/SHAPE of tools/synth_gguf.mjs, e.g. llama/tiny for a smoke run)
 //
 // In Node the GPU is Dawn's (the `webgpu` devDependency); without a GPU it runs on whatever
@@ -65,6 +69,7 @@ function parseArgs(argv) {
     else if (a === '--gpu-weights') o.gpuWeights = argv[++i];
     else if (a === '--load-only') o.loadOnly = true;
     else if (a === '--profile') o.profile = true;
+    else if (a === '--spec') o.spec = Number(argv[++i]);
     else throw new Error(`bench/webgpu.mjs: unknown argument ${a}`);
   }
   for (const s of o.shapes) {
@@ -124,8 +129,12 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>, @builtin(num_workgroups) nw
 /** Median of numbers. */
 const median = (v) => { const s = [...v].sort((a, b) => a - b); return s[Math.floor(s.length / 2)]; };
 
-/** Prefill and decode tokens/s of one engine on `file` (median of runs). */
-async function measure(engine, file, nCtx, runs, loadOnly = false) {
+/**
+ * Prefill and decode tokens/s of one engine on `file` (median of runs); with `spec` (K) also
+ * decode with prompt lookup (draft {ngram: 3, maxTokens: K}): spec {decode, drafted, accepted,
+ * rounds} (tokens/s median, the counts of the last run).
+ */
+async function measure(engine, file, nCtx, runs, loadOnly = false, spec = 0) {
   const t0 = performance.now();
   const info = await engine.load({ model: file, nCtx });
   const loadMs = performance.now() - t0;
@@ -134,19 +143,27 @@ async function measure(engine, file, nCtx, runs, loadOnly = false) {
   const eos = info.eosId;
   const ids = [];
   const prompt = Array.from({ length: 400 }, (_, i) => `word${i % 37}`).join(' ');
-  const pre = [], dec = [];
+  const pre = [], dec = [], sdec = [];
+  let stats = null;
   for (let r = 0; r < runs; r++) {
-    await engine.reset();
-    const params = { temperature: 0, maxTokens: DECODE_TOKENS, addBos: true, bannedTokens: eos >= 0 ? [eos] : [], cachePrompt: false };
-    const toks = await engine.tokenize(prompt);
-    const text = await engine.detokenize(toks.slice(0, PROMPT_TOKENS));
-    let n = 0;
-    for await (const t of engine.generate(text, params)) if (t.id >= 0) { n++; ids.push(t.id); }
-    const res = engine.lastResult;
-    pre.push(res.prefillTokensPerSec);
-    dec.push(res.decodeTokensPerSec);
+    for (const draft of spec ? [undefined, { ngram: 3, maxTokens: spec }] : [undefined]) {
+      await engine.reset();
+      const params = { temperature: 0, maxTokens: DECODE_TOKENS, addBos: true, bannedTokens: eos >= 0 ? [eos] : [], cachePrompt: false, draft };
+      const toks = await engine.tokenize(prompt);
+      const text = await engine.detokenize(toks.slice(0, PROMPT_TOKENS));
+      for await (const t of engine.generate(text, params)) if (t.id >= 0) ids.push(t.id);
+      const res = engine.lastResult;
+      if (draft) {
+        sdec.push(res.decodeTokensPerSec);
+        stats = { drafted: res.drafted, accepted: res.accepted, rounds: res.rounds };
+      } else {
+        pre.push(res.prefillTokensPerSec);
+        dec.push(res.decodeTokensPerSec);
+      }
+    }
   }
-  return { info, prefill: median(pre), decode: median(dec), loadMs, wasmBytes };
+  return { info, prefill: median(pre), decode: median(dec), loadMs, wasmBytes,
+    spec: spec ? { decode: median(sdec), ...stats } : null };
 }
 
 /**
@@ -222,7 +239,8 @@ async function main() {
       const row = { shape, type, file: path.basename(file) };
       const g = await createEngine({ backend: 'webgpu', gpu, threads: 1, gpuWeights: o.gpuWeights });
       try {
-        const m = await measure(g, file, o.nCtx, o.runs, o.loadOnly);
+        const m = await measure(g, file, o.nCtx, o.runs, o.loadOnly, o.spec);
+        if (m.spec) row.gpuSpec = m.spec;
         Object.assign(row, { fileBytes: fs.statSync(file).size, gpuWeights: o.gpuWeights, gpuLoadMs: m.loadMs, gpuWasmBytes: m.wasmBytes,
           weightBytes: m.info.weightBytes, gpuBytes: m.info.gpuBytes, gpuPrefill: m.prefill, gpuDecode: m.decode,
           decodeBandwidthShare: m.decode == null ? null : (m.decode * m.info.weightBytes) / (bw.gbPerSec * 1e9) });
@@ -240,7 +258,8 @@ async function main() {
       if (o.cpu) {
         const c = await createEngine({ backend: 'cpu', threads: o.threads });
         try {
-          const m = await measure(c, file, o.nCtx, o.runs, o.loadOnly);
+          const m = await measure(c, file, o.nCtx, o.runs, o.loadOnly, o.spec);
+          if (m.spec) row.cpuSpec = m.spec;
           Object.assign(row, { cpuThreads: c.threads, cpuPrefill: m.prefill, cpuDecode: m.decode, cpuLoadMs: m.loadMs, cpuWasmBytes: m.wasmBytes });
         } catch (e) {
           row.cpuError = e.message;
@@ -255,6 +274,8 @@ async function main() {
         `load ${f(row.gpuLoadMs)} ms, wasm memory ${f(row.gpuWasmBytes / 2 ** 20)} MiB (${o.gpuWeights})` +
         (o.cpu ? ` · CPU ${row.cpuThreads ?? '?'} threads prefill ${f(row.cpuPrefill)}, decode ${f(row.cpuDecode)}, ` +
           `wasm memory ${f(row.cpuWasmBytes / 2 ** 20)} MiB` : '') +
+        (row.gpuSpec ? ` · prompt lookup (k ${o.spec}): GPU decode ${f(row.gpuSpec.decode)} tok/s, ${row.gpuSpec.accepted} of ${row.gpuSpec.drafted} drafts accepted in ${row.gpuSpec.rounds} rounds` : '') +
+        (row.cpuSpec ? `; CPU ${f(row.cpuSpec.decode)} tok/s` : '') +
         (row.gpuError ? ` · GPU error: ${row.gpuError}` : '') + (row.cpuError ? ` · CPU error: ${row.cpuError}` : ''));
     }
   }

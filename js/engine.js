@@ -820,10 +820,6 @@ class Engine {
     if (spec && !spec.ngram && spec.model !== undefined && draftKey(spec.model) !== this.#draft?.key) {
       await this.loadDraft({ model: spec.model, nCtx: spec.nCtx, signal });
     }
-    if (spec && this.#gpu) {
-      throw jsError('WLM_ERR_UNSUPPORTED', 'draft: speculative decoding runs on the CPU backend only ' +
-        "(this model runs on WebGPU: load it with backend: 'cpu')");
-    }
     if (spec && !spec.ngram && !this.#draft) {
       throw jsError('WLM_ERR_STATE', 'draft: no draft model loaded (give draft.model, or call loadDraft() first)');
     }

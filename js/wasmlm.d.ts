@@ -172,8 +172,8 @@ export interface EngineOptions {
    * before its weights are read, so the CPU then reads the file as usual (a download is not
    * fetched twice). LoadOptions.backend overrides it per load.
    * Not yet on the GPU (WLM_ERR_UNSUPPORTED there, a later step): generateBatch(), beamSearch(),
-   * contextShift, nSeqMax > 1 sequences, kvCache: false ('auto' takes the CPU for the last),
-   * speculative decoding (GenerateParams.draft). A GGUF that needs more than wasm32's 4 GB on the
+   * nSeqMax > 1 sequences, kvCache: false ('auto' takes the CPU for the last). contextShift and
+   * speculative decoding (GenerateParams.draft) run there too. A GGUF that needs more than wasm32's 4 GB on the
    * CPU goes with 'auto' to a real adapter in the wasm32 module (its weights and KV cache on the
    * GPU); only when the GPU refuses it (before its weights are read) does load() move to the
    * memory64 module, or, in a runtime without memory64, fail with WLM_ERR_NOMEM naming both.
@@ -547,7 +547,8 @@ export interface GenerateParams {
   /**
    * When the sequence fills nCtx: false (default) ends with stopReason 'context_full'; true
    * shifts the context instead (keeps the first nKeep tokens, drops half of the rest, re-rotates
-   * the kept keys, as llama.cpp's context shift) and goes on. Needs kvCache.
+   * the kept keys, as llama.cpp's context shift) and goes on. Needs kvCache. On the WebGPU
+   * backend the cache's rows move on the GPU (the keys re-rotated there) before the next step.
    */
   contextShift?: boolean;
   /** Tokens kept at the start by a context shift: integer 0..nCtx-2, default 0 (1 keeps BOS). */
@@ -617,8 +618,12 @@ export interface GenerateParams {
  * repeat/presence/frequency penalties over the text including earlier drafts, logitBias,
  * bannedTokens), but the same seed gives other tokens than without a draft. Refused
  * (WLM_ERR_UNSUPPORTED): grammar / jsonSchema (the parse state would have to follow each
- * draft and back), nProbs > 0, and a model on the WebGPU backend (CPU only). Not a parameter
- * of generateBatch() or beamSearch().
+ * draft and back), nProbs > 0. Not a parameter of generateBatch() or beamSearch().
+ * On the WebGPU backend the model verifies on the GPU (its verification passes keep the
+ * one-token kernels, so greedy output is still plain greedy decoding's bit for bit) and a
+ * draft model runs on the CPU in the same wasm memory; prompt lookup costs nothing there, and
+ * the GPU's decode step, bound by per-step overheads rather than by the weights it reads,
+ * verifies several positions for about the price of one.
  * engine.lastResult reports drafted, accepted and rounds.
  */
 export interface DraftParams {

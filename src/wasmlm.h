@@ -927,8 +927,11 @@ int wlm_vocab_match(const wlm_model *target, const wlm_model *draft, char *msg, 
  * Errors: WLM_ERR_INVALID_ARG (params out of range, both or neither drafter, draft == ctx),
  * WLM_ERR_STATE (no single-sequence generation in progress, a context without KV cache, a
  * draft context without model or KV cache or in a generation), WLM_ERR_TOKENIZER (the
- * vocabularies differ: wlm_vocab_match's message), WLM_ERR_UNSUPPORTED (grammar, n_probs > 0),
- * WLM_ERR_NOMEM, and the draft's evaluation errors.
+ * vocabularies differ: wlm_vocab_match's message), WLM_ERR_UNSUPPORTED (grammar, n_probs > 0,
+ * a draft context with kv_cache 2), WLM_ERR_NOMEM, and the draft's evaluation errors.
+ * The target may be a context with kv_cache 2 (another backend runs its forward pass): each
+ * round's verification then waits for its logits as a plain step does (the backend is told to
+ * make them equal one-token evaluations bit for bit, js/backend/webgpu/).
  */
 int wlm_generate_speculate(wlm_context *ctx, const wlm_spec_params *params);
 

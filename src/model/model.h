@@ -369,6 +369,14 @@ struct wlm_context {
     int32_t *dfr_tok, *dfr_seq, *dfr_pos; /* (dfr_cap) the recorded batch, in entry order */
     int32_t dfr_cap;
     int32_t dfr_n;                /* entries waiting for their logits (0: none) */
+    int32_t dfr_shift[3];         /* a context shift the backend has yet to apply to its cache
+                                     (wlm_seq_shift_internal): n_keep, n_discard (0: none), and
+                                     the sequence's length before it; applied before the next
+                                     recorded batch runs, cleared with its logits */
+    int dfr_exact;                /* 1: the recorded batch's logits must equal one-token
+                                     evaluations bit for bit (a speculative round's
+                                     verification, whose greedy tokens must be plain greedy
+                                     decoding's); 0 after each record */
     int dfr_resume;               /* 1: wlm_generate_batch_next returned WLM_NEED_LOGITS */
     uint8_t dfr_want[WLM_MAX_SEQ];/* the sequences its sampling phase will draw for */
     struct wlm_spec_state *spec;  /* speculative decoding (speculative.c): NULL until the first
@@ -441,10 +449,15 @@ void wlm_gen_finish(wlm_context *c, int32_t i, wlm_token *out, int32_t reason);
 int wlm_gen_emit(wlm_context *c, int32_t i, int32_t next, wlm_token *out);
 
 /* speculative.c: frees the state (NULL is fine); ends speculation (a new generation begins
- * without it); and wlm_generate_next's body while speculation is on. */
+ * without it); and wlm_generate_next's body while speculation is on, which in a deferred
+ * context returns WLM_NEED_LOGITS when it recorded a round's verification; wlm_spec_awaiting
+ * says so, and wlm_spec_resume (called by wlm_generate_batch_resume once the logits are
+ * supplied) decides the round and emits its first token: wlm_generate_next's return value. */
 void wlm_spec_free(struct wlm_spec_state *s);
 void wlm_spec_end(wlm_context *c);
 int wlm_spec_next(wlm_context *c, wlm_token *out);
+int wlm_spec_awaiting(const wlm_context *c);
+int wlm_spec_resume(wlm_context *c, wlm_token *out);
 
 /* describe.c: the model as JSON (architecture row, hyperparameters, each weight as
  * [type, rows, cols, row_bytes, address]) into buf (cap bytes, NUL-terminated, truncated when

@@ -363,6 +363,9 @@ void wlm_context_reset(wlm_context *ctx) { wlm_context_reset_keep(ctx, 0); }
 void wlm_context_reset_keep(wlm_context *ctx, int32_t keep) {
     if (!ctx || !ctx->seqs) return;
     wlm_deferred_drop(ctx);
+    /* what is kept is within the exact prefix, before any shifted position: a shift the backend
+     * has not applied no longer matters */
+    ctx->dfr_shift[0] = ctx->dfr_shift[1] = ctx->dfr_shift[2] = 0;
     for (int32_t i = 0; i < ctx->n_seq_max; i++) {
         wlm_seq *s = &ctx->seqs[i];
         int32_t k = i == 0 && keep > 0 ? keep : 0;
@@ -482,12 +485,26 @@ int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t 
                              "context shift: n_keep %d and n_discard %d do not fit in the %d "
                              "tokens of sequence %d (need n_keep >= 0, n_discard >= 1)",
                              (int)n_keep, (int)n_discard, (int)s->n_past, (int)seq);
-    if (c->deferred)
-        return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
-                             "context shift is not supported by the WebGPU backend yet");
     /* Learned positions and sliding windows cannot be shifted (forward.c says why). */
     int rc = wlm_shift_supported(c->model, c->errmsg);
     if (rc != WLM_OK) return rc;
+    if (c->deferred) { /* the backend moves and re-rotates its rows before the next batch */
+        if (seq != 0)
+            return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
+                                 "context shift: this context's backend keeps sequence 0 only");
+        if (c->dfr_shift[1] > 0)
+            return wlm_set_error(c->errmsg, WLM_ERR_STATE,
+                                 "context shift: the previous shift has not reached the backend "
+                                 "yet (evaluate a batch first)");
+        c->dfr_shift[0] = n_keep;
+        c->dfr_shift[1] = n_discard;
+        c->dfr_shift[2] = s->n_past;
+        memmove(s->tokens + n_keep, s->tokens + n_keep + n_discard,
+                sizeof(int32_t) * (size_t)(s->n_past - n_keep - n_discard));
+        s->n_past -= n_discard;
+        if (s->exact > n_keep) s->exact = n_keep;
+        return WLM_OK;
+    }
     /* The moved rows are written in place: the sequence must own its blocks. */
     rc = wlm_kv_reserve(c, seq, n_keep, s->n_past);
     if (rc != WLM_OK) return rc;

@@ -30,6 +30,7 @@ int wlm_deferred_record(wlm_context *c, const int32_t *tokens, const int32_t *se
         s->tokens[s->n_past++] = tokens[i];
     }
     c->dfr_n = n;
+    c->dfr_exact = 0;
     return WLM_OK;
 }
 

@@ -75,9 +75,6 @@ static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n
     if (params->context_shift && !c->kv_cache)
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                              "%scontext_shift needs a context with a KV cache", who);
-    if (params->context_shift && c->deferred)
-        return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
-                             "%scontext_shift is not supported by the WebGPU backend yet", who);
     if (params->context_shift) { /* refused up front where the model cannot shift */
         char why[WLM_ERRMSG_SIZE];
         if ((rc = wlm_shift_supported(c->model, why)) != WLM_OK)
@@ -495,6 +492,7 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
 int wlm_generate_batch_resume(wlm_context *ctx, wlm_token *out) {
     if (!ctx || !out) return WLM_ERR_INVALID_ARG;
     ctx->errmsg[0] = '\0';
+    if (wlm_spec_awaiting(ctx)) return wlm_spec_resume(ctx, out); /* a speculative round */
     if (!ctx->dfr_resume || ctx->n_gen == 0)
         return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "no step is waiting for its logits");
     if (ctx->dfr_n > 0)

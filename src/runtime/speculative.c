@@ -46,6 +46,10 @@ struct wlm_spec_state {
     uint8_t *want;            /* (cap + 1) all 1: logits at every verified position */
     spec_entry *queue;        /* (cap + 1) */
     int32_t qn, qhead;
+    /* a deferred target (runtime/deferred.c): the round's verification is recorded and waits
+     * for its logits (wlm_spec_resume decides it) */
+    int awaiting;
+    int32_t aw_n0, aw_nd;     /* the round's n_past before it, and its drafts */
     wlm_spec_stats stats;
 };
 
@@ -70,8 +74,11 @@ void wlm_spec_free(wlm_spec_state *s) {
 void wlm_spec_end(wlm_context *c) {
     if (!c || !c->spec) return;
     c->spec->active = 0;
+    c->spec->awaiting = 0;
     c->spec->qn = c->spec->qhead = 0;
 }
+
+int wlm_spec_awaiting(const wlm_context *c) { return c && c->spec && c->spec->awaiting; }
 
 int wlm_spec_stats_get(const wlm_context *ctx, wlm_spec_stats *out) {
     if (!ctx || !out) return WLM_ERR_INVALID_ARG;
@@ -225,10 +232,11 @@ int wlm_generate_speculate(wlm_context *ctx, const wlm_spec_params *params) {
     if (!ctx->kv_cache)
         return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
                              "speculative decoding needs a context with a KV cache");
-    if (ctx->deferred || (p->draft && p->draft->deferred))
+    if (p->draft && p->draft->deferred)
         return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
-                             "speculative decoding runs on the CPU backend only (this context's "
-                             "forward pass is deferred to another backend, e.g. WebGPU)");
+                             "the draft context's forward pass is deferred to another backend "
+                             "(e.g. WebGPU): a draft model runs on the CPU (the target may be "
+                             "deferred)");
     wlm_generation *g = &ctx->gens[0];
     if (g->sampler.matcher)
         return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
@@ -264,6 +272,7 @@ int wlm_generate_speculate(wlm_context *ctx, const wlm_spec_params *params) {
     }
     wlm_spec_state *sp = ctx->spec;
     sp->active = 0;
+    sp->awaiting = 0;
     sp->qn = sp->qhead = 0;
     sp->draft = d;
     sp->n_draft = p->n_draft;
@@ -389,33 +398,15 @@ static void entry_probs(spec_entry *e, const float *z, int32_t n, int32_t t) {
     e->prob = expf(sane(z[t]) - mx) * (float)(1.0 / sum);
 }
 
-/* One round: draft, verify in one forward pass, decide the tokens into the queue. Returns 1
- * when it queued tokens, 0 when no round was possible (the caller takes a plain step), or a
- * negative status. */
-static int round_run(wlm_context *c) {
+/* A round's decision, once the logits of the pending token (at n_past n0) and its nd drafts are
+ * in the context: accepts drafts left to right by the rule, queues the tokens so decided, and
+ * drops the rejected positions. Returns 1, or a negative status. */
+static int round_decide(wlm_context *c, int32_t n0, int32_t nd) {
     wlm_spec_state *sp = c->spec;
     wlm_generation *g = &c->gens[0];
     wlm_seq *s = &c->seqs[0];
-    if (!g->active || g->done || c->gen_aborted || g->pending < 0) return 0;
-    int32_t k = sp->n_draft;
-    if (g->max_tokens > 0) {
-        const int32_t left = g->max_tokens - g->n_generated; /* tokens still to emit */
-        if (k > left - 1) k = left - 1;
-    }
-    const int32_t n0 = s->n_past;
-    if (k > c->n_ctx - n0 - 1) k = c->n_ctx - n0 - 1; /* room for the pending token + k */
-    if (k < 1) return 0;
-    /* the history the drafters see: the sequence and its pending token */
-    s->tokens[n0] = g->pending;
-    int32_t *tok = sp->tok;
-    tok[0] = g->pending;
+    const int32_t *tok = sp->tok;
     uint64_t *rng = &g->sampler.rng_state;
-    int32_t nd = sp->draft ? draft_model(sp, rng, s->tokens, n0 + 1, k, tok + 1)
-                           : draft_ngram(sp, s->tokens, n0 + 1, k, tok + 1);
-    if (nd < 0) return wlm_set_error(c->errmsg, nd, "draft model: %s", sp->draft->errmsg);
-    if (nd == 0) return 0;
-    int rc = wlm_eval_entries(c, tok, NULL, sp->want, nd + 1);
-    if (rc != WLM_OK) return rc;
     /* s->tokens[n0 .. n0 + nd] now hold tok[0 .. nd] */
     const int32_t vocab = sp->vocab;
     int32_t acc = 0;
@@ -477,19 +468,58 @@ static int round_run(wlm_context *c) {
     return 1;
 }
 
-int wlm_spec_next(wlm_context *c, wlm_token *out) {
+/* One round: draft, then verify in one forward pass (round_decide). Returns 1 when it queued
+ * tokens, 0 when no round was possible (the caller takes a plain step), WLM_NEED_LOGITS when the
+ * context is deferred (the verification was recorded: wlm_spec_resume decides it once the
+ * logits are supplied), or a negative status. */
+static int round_run(wlm_context *c) {
     wlm_spec_state *sp = c->spec;
     wlm_generation *g = &c->gens[0];
-    if (sp->active && sp->qhead == sp->qn) {
-        int rc = round_run(c);
-        if (rc < 0) {
-            g->active = 0;
-            memset(out, 0, sizeof *out);
-            out->piece = "";
-            out->id = -1;
-            return rc;
-        }
+    wlm_seq *s = &c->seqs[0];
+    if (!g->active || g->done || c->gen_aborted || g->pending < 0) return 0;
+    int32_t k = sp->n_draft;
+    if (g->max_tokens > 0) {
+        const int32_t left = g->max_tokens - g->n_generated; /* tokens still to emit */
+        if (k > left - 1) k = left - 1;
     }
+    const int32_t n0 = s->n_past;
+    if (k > c->n_ctx - n0 - 1) k = c->n_ctx - n0 - 1; /* room for the pending token + k */
+    if (k < 1) return 0;
+    /* the history the drafters see: the sequence and its pending token */
+    s->tokens[n0] = g->pending;
+    int32_t *tok = sp->tok;
+    tok[0] = g->pending;
+    uint64_t *rng = &g->sampler.rng_state;
+    int32_t nd = sp->draft ? draft_model(sp, rng, s->tokens, n0 + 1, k, tok + 1)
+                           : draft_ngram(sp, s->tokens, n0 + 1, k, tok + 1);
+    if (nd < 0) return wlm_set_error(c->errmsg, nd, "draft model: %s", sp->draft->errmsg);
+    if (nd == 0) return 0;
+    int rc = wlm_eval_entries(c, tok, NULL, sp->want, nd + 1);
+    if (rc != WLM_OK) return rc;
+    if (c->deferred) { /* the verification runs elsewhere: decided by wlm_spec_resume */
+        c->dfr_exact = 1; /* its logits as one token at a time's: greedy is plain greedy */
+        sp->awaiting = 1;
+        sp->aw_n0 = n0;
+        sp->aw_nd = nd;
+        return WLM_NEED_LOGITS;
+    }
+    return round_decide(c, n0, nd);
+}
+
+/* Ends the generation after a failed round: out says no token. */
+static int round_failed(wlm_context *c, wlm_token *out, int rc) {
+    c->gens[0].active = 0;
+    memset(out, 0, sizeof *out);
+    out->piece = "";
+    out->id = -1;
+    return rc;
+}
+
+/* Emits the next queued token, or takes a plain step when none is queued (ended meanwhile, no
+ * round possible); wlm_generate_next's return value. */
+static int emit_next(wlm_context *c, wlm_token *out) {
+    wlm_spec_state *sp = c->spec;
+    wlm_generation *g = &c->gens[0];
     if (sp->qhead < sp->qn && g->active && !g->done && !c->gen_aborted &&
         !(g->max_tokens > 0 && g->n_generated >= g->max_tokens)) {
         const spec_entry *e = &sp->queue[sp->qhead++];
@@ -506,7 +536,36 @@ int wlm_spec_next(wlm_context *c, wlm_token *out) {
         }
         return out->status;
     }
-    sp->qn = sp->qhead = 0; /* ended meanwhile, or no round possible: a plain step */
-    int rc = wlm_generate_batch_next(c, out);
-    return rc < 0 ? rc : out->status;
+    sp->qn = sp->qhead = 0;
+    int rc = wlm_generate_batch_next(c, out); /* deferred: may wait for logits too */
+    return rc < 0 || rc == WLM_NEED_LOGITS ? rc : out->status;
+}
+
+int wlm_spec_next(wlm_context *c, wlm_token *out) {
+    wlm_spec_state *sp = c->spec;
+    if (sp->awaiting) { /* the round that waited for its logits is dropped (as a plain step's) */
+        sp->awaiting = 0;
+        wlm_deferred_drop(c);
+    }
+    if (sp->active && sp->qhead == sp->qn) {
+        int rc = round_run(c);
+        if (rc == WLM_NEED_LOGITS) {
+            memset(out, 0, sizeof *out);
+            out->piece = "";
+            out->id = -1;
+            return rc;
+        }
+        if (rc < 0) return round_failed(c, out, rc);
+    }
+    return emit_next(c, out);
+}
+
+int wlm_spec_resume(wlm_context *c, wlm_token *out) {
+    wlm_spec_state *sp = c->spec;
+    if (c->dfr_n > 0)
+        return wlm_set_error(c->errmsg, WLM_ERR_STATE, "the round's logits were not supplied");
+    sp->awaiting = 0;
+    int rc = round_decide(c, sp->aw_n0, sp->aw_nd);
+    if (rc < 0) return round_failed(c, out, rc);
+    return emit_next(c, out);
 }

@@ -4,8 +4,9 @@
  * model (standing in for the other backend) and their logits copied in; generation must then
  * equal the ordinary context's token for token (greedy and sampled, stop strings, the prompt
  * cache), a step dropped while it waits for logits must leave the sequence where it was, logits
- * must be unreadable until supplied, the context must hold no KV memory, and what the deferred
- * mode does not support (batches, beams, forks, context shift) must be refused. Also checks
+ * must be unreadable until supplied, the context must hold no KV memory, context shift and
+ * speculative decoding must equal an ordinary context's, and what the deferred mode does not
+ * support (batches, beams, forks) must be refused. Also checks
  * wlm_model_describe's JSON (length contract, key fields) on stories260K.
  * Uses wasmlm.h plus model.h (the deferred fields are internal).
  */
@@ -42,6 +43,15 @@ static wlm_context *deferred_ctx(const wlm_model *m, int n_ctx, int n_seq) {
 static int supply(wlm_context *d, wlm_context *ref) {
     const int32_t n = d->dfr_n;
     if (n <= 0) return WLM_OK;
+    if (d->dfr_shift[1] > 0) { /* the shift first, as the GPU moves its rows first */
+        const int32_t end = d->dfr_shift[2];
+        if (ref->seqs[0].n_past > end) wlm_context_reset_keep(ref, end);
+        CHECKF(ref->seqs[0].n_past == end, "ref at %d, shift of %d", (int)ref->seqs[0].n_past,
+               (int)end);
+        int rc = wlm_seq_shift(ref, 0, d->dfr_shift[0], d->dfr_shift[1]);
+        if (rc != WLM_OK) return rc;
+        d->dfr_shift[0] = d->dfr_shift[1] = d->dfr_shift[2] = 0;
+    }
     const int32_t p0 = d->dfr_pos[0];
     if (ref->seqs[0].n_past > p0) wlm_context_reset_keep(ref, p0);
     CHECKF(ref->seqs[0].n_past == p0, "ref at %d, batch at %d", (int)ref->seqs[0].n_past, (int)p0);
@@ -60,11 +70,17 @@ static int supply(wlm_context *d, wlm_context *ref) {
 
 /* One generation on `c` (deferred when ref != NULL): ids into out (cap), returns the count;
  * *stop gets the stop reason, text appended to buf. */
-static int generate(wlm_context *c, wlm_context *ref, const char *prompt, const wlm_gen_params *p,
-                    int32_t *out, int cap, int32_t *stop, char *buf, size_t buf_cap) {
+static int generate_spec(wlm_context *c, wlm_context *ref, const char *prompt,
+                         const wlm_gen_params *p, const wlm_spec_params *sp, int32_t *out,
+                         int cap, int32_t *stop, char *buf, size_t buf_cap) {
     int rc = wlm_generate_begin_text(c, prompt, p);
     CHECK_STATUS(rc, WLM_OK);
     if (rc != WLM_OK) return 0;
+    if (sp) { /* as js/engine.js: speculation on before the prefill's logits come */
+        rc = wlm_generate_speculate(c, sp);
+        CHECK_STATUS(rc, WLM_OK);
+        if (rc != WLM_OK) return 0;
+    }
     if (ref) CHECK_STATUS(supply(c, ref), WLM_OK);
     int n = 0;
     buf[0] = '\0';
@@ -85,6 +101,11 @@ static int generate(wlm_context *c, wlm_context *ref, const char *prompt, const 
         }
         if (n < cap) out[n++] = t.id;
     }
+}
+
+static int generate(wlm_context *c, wlm_context *ref, const char *prompt, const wlm_gen_params *p,
+                    int32_t *out, int cap, int32_t *stop, char *buf, size_t buf_cap) {
+    return generate_spec(c, ref, prompt, p, NULL, out, cap, stop, buf, buf_cap);
 }
 
 static void test_generation_equal(const wlm_model *m) {
@@ -177,9 +198,6 @@ static void test_drop_and_refusals(const wlm_model *m) {
     const int32_t lens[] = {3, 2};
     wlm_gen_params ps[2] = {p, p};
     CHECK_STATUS(wlm_generate_batch_begin(d, 2, prompts, lens, ps), WLM_ERR_UNSUPPORTED);
-    p.context_shift = 1;
-    CHECK_STATUS(wlm_generate_begin(d, toks, 3, &p), WLM_ERR_UNSUPPORTED);
-    CHECK(strstr(wlm_context_errmsg(d), "WebGPU") != NULL);
     CHECK_STATUS(wlm_seq_fork(d, 0, 1), WLM_ERR_UNSUPPORTED);
     wlm_beam_params bp;
     wlm_beam_params_default(&bp);
@@ -188,6 +206,168 @@ static void test_drop_and_refusals(const wlm_model *m) {
 out:
     wlm_context_free(d);
     wlm_context_free(ref);
+}
+
+/* Context shift on a deferred context: C shifts its bookkeeping and leaves the rows to the
+ * backend (dfr_shift, applied by supply() before the next batch, as the GPU does); generation
+ * past n_ctx must equal an ordinary context's, and the prompt cache must trust only the kept
+ * prefix afterwards. */
+static void test_context_shift(const wlm_model *m) {
+    tu_section("context shift on a deferred context equals an ordinary one");
+    wlm_context *plain = tu_context(m, 40, 0, 1, WLM_KV_F16);
+    wlm_context *d = deferred_ctx(m, 40, 1);
+    wlm_context *ref = tu_context(m, 40, 0, 1, WLM_KV_F16);
+    if (!plain || !d || !ref) goto out;
+    for (int sampled = 0; sampled < 2; sampled++) {
+        wlm_gen_params p;
+        wlm_gen_params_default(&p);
+        p.max_tokens = 100; /* past n_ctx 40 several times */
+        p.seed = 9;
+        p.context_shift = 1;
+        p.n_keep = 5;
+        p.cache_prompt = 1;
+        if (!sampled) p.temperature = 0.0f;
+        p.banned = (const int32_t[]){2}; /* no end of text: every run reaches its 100 tokens */
+        p.n_banned = 1;
+        int32_t a[128], b[128], sa = -1, sb = -1;
+        char ta[4096], tb[4096];
+        int na = generate(plain, NULL, "Once upon a time", &p, a, 128, &sa, ta, sizeof ta);
+        int nb = generate(d, ref, "Once upon a time", &p, b, 128, &sb, tb, sizeof tb);
+        CHECKF(na == 100 && na == nb && memcmp(a, b, sizeof(int32_t) * (size_t)na) == 0,
+               "%s: %d vs %d tokens", sampled ? "sampled" : "greedy", na, nb);
+        CHECK(sa == sb && strcmp(ta, tb) == 0);
+        CHECK(wlm_context_n_past(plain) == wlm_context_n_past(d));
+        /* the next prompt may reuse only the kept prefix (at most n_keep) */
+        na = generate(plain, NULL, "Once upon a time there", &p, a, 8, &sa, ta, sizeof ta);
+        nb = generate(d, ref, "Once upon a time there", &p, b, 8, &sb, tb, sizeof tb);
+        CHECK(na == nb && memcmp(a, b, sizeof(int32_t) * (size_t)na) == 0);
+        CHECKF(wlm_generate_n_cached(d) == wlm_generate_n_cached(plain) &&
+                   wlm_generate_n_cached(d) <= 5,
+               "cached %d vs %d", (int)wlm_generate_n_cached(d), (int)wlm_generate_n_cached(plain));
+    }
+    /* the public call: recorded, not applied; a second one before a batch is refused; a reset
+     * forgets it */
+    wlm_context_reset(d);
+    const int32_t toks[] = {1, 403, 407, 261, 378, 300, 302, 303};
+    CHECK_STATUS(wlm_eval(d, toks, 8), WLM_OK);
+    CHECK_STATUS(supply(d, ref), WLM_OK);
+    CHECK_STATUS(wlm_seq_shift(d, 0, 2, 3), WLM_OK);
+    CHECK(d->dfr_shift[0] == 2 && d->dfr_shift[1] == 3 && d->dfr_shift[2] == 8);
+    CHECK(wlm_context_n_past(d) == 5);
+    CHECK_STATUS(wlm_seq_shift(d, 0, 1, 1), WLM_ERR_STATE);
+    wlm_context_reset(d);
+    CHECK(d->dfr_shift[1] == 0);
+out:
+    wlm_context_free(plain);
+    wlm_context_free(d);
+    wlm_context_free(ref);
+}
+
+/* Speculative decoding with a deferred target (the GPU backend's case): each round's
+ * verification is recorded, waits for its logits, then is decided. With the same logits it
+ * must give what an ordinary context's speculative decoding gives, token for token and round
+ * for round: prompt lookup (rejections: drafts copied from the prompt) and a draft model (an
+ * ordinary context of the same model: every draft accepted), greedy and sampled. */
+static void test_speculative(const wlm_model *m) {
+    tu_section("speculative decoding on a deferred target equals an ordinary one");
+    wlm_context *plain = tu_context(m, 256, 0, 1, WLM_KV_F16);
+    wlm_context *d = deferred_ctx(m, 256, 1);
+    wlm_context *ref = tu_context(m, 256, 0, 1, WLM_KV_F16);
+    wlm_context *draft_a = tu_context(m, 256, 0, 1, WLM_KV_F16);
+    wlm_context *draft_b = tu_context(m, 256, 0, 1, WLM_KV_F16);
+    if (!plain || !d || !ref || !draft_a || !draft_b) goto out;
+    /* copy-heavy: the story twice, so that prompt lookup finds what follows */
+    const char *prompt = "Once upon a time, there was a little girl named Lily. She loved to play "
+                         "outside. Once upon a time, there was a little girl named Lily. She";
+    for (int mode = 0; mode < 4; mode++) {
+        const int sampled = mode & 1, use_draft = mode >> 1;
+        wlm_gen_params p;
+        wlm_gen_params_default(&p);
+        p.max_tokens = 60;
+        p.seed = 5;
+        if (!sampled) p.temperature = 0.0f;
+        wlm_spec_params sa, sb;
+        wlm_spec_params_default(&sa);
+        sa.n_draft = 4;
+        if (use_draft) sa.draft = draft_a;
+        else sa.ngram = 3;
+        sb = sa;
+        if (use_draft) sb.draft = draft_b;
+        int32_t a[64], b[64], sta = -1, stb = -1;
+        char ta[4096], tb[4096];
+        int na = generate_spec(plain, NULL, prompt, &p, &sa, a, 64, &sta, ta, sizeof ta);
+        wlm_spec_stats xa, xb;
+        CHECK_STATUS(wlm_spec_stats_get(plain, &xa), WLM_OK);
+        int nb = generate_spec(d, ref, prompt, &p, &sb, b, 64, &stb, tb, sizeof tb);
+        CHECK_STATUS(wlm_spec_stats_get(d, &xb), WLM_OK);
+        const char *what = use_draft ? (sampled ? "draft, sampled" : "draft, greedy")
+                                     : (sampled ? "lookup, sampled" : "lookup, greedy");
+        CHECKF(na == nb && na > 0 && memcmp(a, b, sizeof(int32_t) * (size_t)na) == 0,
+               "%s: %d vs %d tokens", what, na, nb);
+        CHECK(sta == stb && strcmp(ta, tb) == 0);
+        CHECKF(xa.n_rounds == xb.n_rounds && xa.n_drafted == xb.n_drafted &&
+                   xa.n_accepted == xb.n_accepted && xb.n_rounds > 0,
+               "%s: rounds %d/%d drafted %d/%d accepted %d/%d", what, (int)xa.n_rounds,
+               (int)xb.n_rounds, (int)xa.n_drafted, (int)xb.n_drafted, (int)xa.n_accepted,
+               (int)xb.n_accepted);
+        if (!use_draft && !sampled) /* the lookup's drafts are not all right: rejections ran */
+            CHECKF(xb.n_accepted < xb.n_drafted, "accepted %d of %d", (int)xb.n_accepted,
+                   (int)xb.n_drafted);
+        CHECKF(wlm_context_n_past(plain) == wlm_context_n_past(d), "%s: n_past %d vs %d", what,
+               (int)wlm_context_n_past(plain), (int)wlm_context_n_past(d));
+    }
+    /* a round waiting for its logits: resume refuses before they come; an abort then drops the
+     * recorded positions (n_past back to the round's start), as for a plain step */
+    wlm_gen_params p;
+    wlm_gen_params_default(&p);
+    p.temperature = 0.0f;
+    p.max_tokens = 30;
+    wlm_spec_params sp;
+    wlm_spec_params_default(&sp);
+    sp.ngram = 2;
+    sp.n_draft = 4;
+    CHECK_STATUS(wlm_generate_begin_text(d, prompt, &p), WLM_OK);
+    CHECK_STATUS(wlm_generate_speculate(d, &sp), WLM_OK);
+    CHECK_STATUS(supply(d, ref), WLM_OK);
+    wlm_token t;
+    int rc = WLM_OK;
+    int32_t before = 0;
+    for (int i = 0; i < 30 && rc == WLM_OK; i++) { /* until a round is recorded */
+        before = wlm_context_n_past(d);
+        rc = wlm_generate_next(d, &t);
+        if (rc == WLM_NEED_LOGITS && d->dfr_n < 2) { /* a plain step: go on */
+            CHECK(d->dfr_exact == 0);
+            CHECK_STATUS(supply(d, ref), WLM_OK);
+            rc = wlm_generate_batch_resume(d, &t);
+            if (rc >= 0) rc = t.status;
+        }
+    }
+    CHECK_STATUS(rc, WLM_NEED_LOGITS);
+    CHECK(d->dfr_exact == 1); /* a verification: the GPU keeps its logits one-token exact */
+    CHECKF(d->dfr_n >= 2 && wlm_context_n_past(d) == before + d->dfr_n, "recorded %d at %d of %d",
+           (int)d->dfr_n, (int)before, (int)wlm_context_n_past(d));
+    CHECK_STATUS(wlm_generate_batch_resume(d, &t), WLM_ERR_STATE); /* logits not supplied */
+    wlm_generate_abort(d);
+    CHECK_STATUS(wlm_generate_next(d, &t), WLM_DONE);
+    CHECK(t.stop_reason == WLM_STOP_ABORTED);
+    CHECKF(wlm_context_n_past(d) == before, "n_past %d after the dropped round, want %d",
+           (int)wlm_context_n_past(d), (int)before);
+    /* a deferred draft context is refused */
+    wlm_context *d2 = deferred_ctx(m, 64, 1);
+    if (d2) {
+        CHECK_STATUS(wlm_generate_begin_text(plain, "Once", &p), WLM_OK);
+        wlm_spec_params_default(&sp);
+        sp.draft = d2;
+        CHECK_STATUS(wlm_generate_speculate(plain, &sp), WLM_ERR_UNSUPPORTED);
+        wlm_generate_abort(plain);
+        wlm_context_free(d2);
+    }
+out:
+    wlm_context_free(plain);
+    wlm_context_free(d);
+    wlm_context_free(ref);
+    wlm_context_free(draft_a);
+    wlm_context_free(draft_b);
 }
 
 static void test_describe(const wlm_model *m) {
@@ -215,6 +395,8 @@ int main(int argc, char **argv) {
     if (rc == WLM_OK) {
         test_generation_equal(m);
         test_drop_and_refusals(m);
+        test_speculative(m);
+        test_context_shift(m);
         test_describe(m);
     }
     wlm_model_free(m);

@@ -6,8 +6,10 @@
 // continuation (decode through matvec; the CPU's ids fed to both), and the greedy ids equal up to
 // the first near-tie; generate() with the sampler, stop strings and prompt-cache reuse running in
 // wasm; and the errors: no adapter, an unsupported option, a buffer above the adapter's limits,
-// device loss mid-generation (the engine then loads again), and what the backend refuses for now
-// (batches, beams, context shift).
+// device loss mid-generation (the engine then loads again), speculative decoding (prompt lookup
+// and a draft model on the CPU: greedy ids equal plain greedy decoding's), context shift (the
+// cache's rows moved and K re-rotated on the GPU), and what the backend refuses for now
+// (batches, beams).
 //
 // The reference for a quantized file is the CPU engine on the same file with every tensor
 // dequantized to F32 by C's to_float (dequantizedCopy): the GPU multiplies dequantized weights
@@ -25,7 +27,10 @@ import { synthCached } from '../../tools/synth_gguf.mjs';
 import { ggufBytes, readGguf } from '../../tools/vocab_gguf.mjs';
 import { wasmReference } from './_webgpu.mjs';
 import { MATMAT_MIN_ENT } from '../../js/backend/webgpu/wgsl_matmat.js';
-import { GPU_PROFILE } from '../../js/backend/webgpu/forward.js';
+import { GPU_PROFILE, GpuForward, Pipelines } from '../../js/backend/webgpu/forward.js';
+import { describeModel } from '../../js/backend/webgpu/backend.js';
+import { requestDevice } from '../../js/backend/webgpu/device.js';
+import { uploadWeights } from '../../js/backend/webgpu/weights.js';
 import { memory64Support } from '../../js/memory64.js';
 import { padGguf } from '../../tools/gguf_pad.mjs';
 import os from 'node:os';
@@ -222,6 +227,41 @@ test('batching: a prompt below MATMAT_MIN_ENT in one pass equals it token by tok
   }
 });
 
+test('GpuForward.run exact (a speculative verification): 12 entries in one pass equal one entry at a time bit for bit; without it the tiled kernel differs, within rounding', { skip }, async () => {
+  const x = wasmReference();
+  const bytes = fs.readFileSync(synthCached({ arch: 'llama', type: 'Q4_K_M' }));
+  const ptr = x.wlmjs_malloc(bytes.length) >>> 0, slot = x.wlmjs_malloc(8) >>> 0;
+  new Uint8Array(x.memory.buffer, ptr, bytes.length).set(bytes);
+  assert.equal(x.wlmjs_model_load(ptr, bytes.length, slot), 0);
+  const model = new Int32Array(x.memory.buffer, slot, 1)[0];
+  assert.equal(x.wlmjs_context_new(model, 64, 2, 1, 1, 0, 0, -1, slot), 0); // deferred, F16 KV
+  const ctx = new Int32Array(x.memory.buffer, slot, 1)[0];
+  const f = (i) => x.wlmjs_deferred_field(ctx, i);
+  const desc = describeModel(x, model);
+  const { device, subgroups } = await requestDevice(await gpu.requestAdapter());
+  try {
+    const sets = f(7);
+    const fwd = await GpuForward.create(device, desc, await uploadWeights(device, desc, x.memory), {
+      kvF16: true, nCtx: f(9), ropeFreq: new Float32Array(x.memory.buffer, f(6) >>> 0, sets * desc.hp.n_rot / 2).slice(),
+      ropeSets: sets, mscale: f(8), pipelines: new Pipelines(device, { subgroups }),
+    });
+    const n = 12, V = desc.hp.vocab_size;
+    assert.ok(n >= MATMAT_MIN_ENT);
+    const ids = Array.from({ length: n }, (_, i) => (i * 37 + 5) % V), pos = ids.map((_, i) => i), all = ids.map(() => true);
+    const one = new Float32Array(n * V);
+    for (let i = 0; i < n; i++) one.set(await fwd.run([ids[i]], [i], [true]), i * V);
+    assert.deepEqual(await fwd.run(ids, pos, all, { exact: true }), one);
+    const tiled = await fwd.run(ids, pos, all);
+    const { d, m } = diff(tiled, one);
+    // (measured 1.4e-3 over |logit| ≤ 31: a last-bit difference can round a K or V element of the
+    // F16 cache to the other binary16 neighbour)
+    assert.ok(d > 0 && d <= 1e-4 * (1 + m), `tiled against one at a time: max |diff| ${d}, max |logit| ${m}`);
+    fwd.destroy();
+  } finally {
+    device.destroy();
+  }
+});
+
 test('generate() on the GPU: the sampler, stop strings, a JSON Schema and prompt-cache reuse run in wasm, as on the CPU', { skip }, async () => {
   const file = synthCached({ arch: 'llama', type: 'F32' });
   const cpu = await createEngine({ threads: 1, backend: 'cpu' });
@@ -269,15 +309,87 @@ test('generate() on the GPU: the sampler, stop strings, a JSON Schema and prompt
   }
 });
 
-test('refused for now with WLM_ERR_UNSUPPORTED: generateBatch, beamSearch, contextShift, speculative decoding', { skip }, async () => {
+test("speculative decoding on the GPU: greedy ids are plain greedy decoding's (prompt lookup, a CPU draft model; verification bit for bit the one-token logits), sampled ones the CPU engine's", { skip }, async () => {
+  const file = synthCached({ arch: 'llama', type: 'F32' });
+  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+  try {
+    await cpu.load({ model: file, kvType: 'f32' });
+    await g.load({ model: file, kvType: 'f32' });
+    const run = async (e, params) => {
+      const ids = [];
+      for await (const t of e.generate(LONG_PROMPT, params)) ids.push(t.id);
+      return { ids, ...e.lastResult };
+    };
+    const greedy = { temperature: 0, maxTokens: 24 };
+    const plain = await run(g, greedy);
+    // maxTokens 9: verifications of up to 10 entries, past MATMAT_MIN_ENT (the tiled kernel's
+    // threshold), kept on the batch matvec by the exact flag
+    assert.ok(9 + 1 > MATMAT_MIN_ENT);
+    const lookup = await run(g, { ...greedy, draft: { ngram: 2, maxTokens: 9 } });
+    assert.deepEqual(lookup.ids, plain.ids);
+    assert.ok(lookup.rounds > 0 && lookup.drafted > 0, `rounds ${lookup.rounds}, drafted ${lookup.drafted}`);
+    const drafted = await run(g, { ...greedy, draft: { model: file, maxTokens: 9 } });
+    assert.deepEqual(drafted.ids, plain.ids);
+    assert.ok(drafted.accepted > 0 && drafted.rounds < plain.ids.length, `rounds ${drafted.rounds}, accepted ${drafted.accepted} of ${drafted.drafted}`);
+    // sampled: the same rounds and coins as the CPU engine's speculative decoding
+    const sampled = { temperature: 0.8, topK: 40, seed: 3, maxTokens: 16, draft: { ngram: 2, maxTokens: 4 } };
+    const a = await run(cpu, sampled), b = await run(g, sampled);
+    assert.deepEqual(b.ids, a.ids);
+    assert.equal(b.drafted, a.drafted);
+    assert.equal(b.accepted, a.accepted);
+    // an abort in the middle, then a plain generation goes on from a clean cache
+    const ac = new AbortController();
+    let n = 0;
+    await assert.rejects(async () => {
+      for await (const _ of g.generate(LONG_PROMPT, { ...greedy, draft: { ngram: 2 } }, { signal: ac.signal })) if (++n === 3) ac.abort();
+    }, { name: 'AbortError' });
+    assert.deepEqual((await run(g, greedy)).ids, plain.ids);
+  } finally {
+    await cpu.free();
+    await g.free();
+  }
+});
+
+for (const [arch, kvType] of [['llama', 'f32'], ['qwen2', 'f16']]) {
+  test(`context shift on the GPU (${arch}: ${arch === 'llama' ? 'pairs' : 'NEOX halves'}, ${kvType} cache): past nCtx the GPU's token probabilities follow the CPU engine's, greedy ids equal up to a near-tie`, { skip }, async (t) => {
+    const file = synthCached({ arch, type: 'F32' });
+    const cpu = await createEngine({ threads: 1, backend: 'cpu' });
+    const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+    try {
+      const nCtx = 40;
+      await cpu.load({ model: file, kvType, nCtx });
+      await g.load({ model: file, kvType, nCtx });
+      const params = { temperature: 0, maxTokens: 90, contextShift: true, nKeep: 4, nProbs: 2, bannedTokens: [cpu.info.eosId] };
+      const run = async (e) => {
+        const out = [];
+        for await (const tok of e.generate(PROMPT, params)) out.push(tok);
+        return out;
+      };
+      const a = await run(cpu), b = await run(g);
+      assert.equal(a.length, 90);
+      let i = 0;
+      for (; i < a.length && a[i].id === b[i].id; i++) {
+        assert.ok(Math.abs(a[i].prob - b[i].prob) <= 1e-3, `token ${i}: probability ${b[i].prob} on the GPU, ${a[i].prob} on the CPU`);
+      }
+      if (i < a.length) assert.ok(a[i].top[0].prob - a[i].top[1].prob < NEAR_TIE, `token ${i} differs without a near-tie`);
+      const nPrompt = (await cpu.tokenize(PROMPT)).length;
+      t.diagnostic(`${i} of ${a.length} tokens equal (the first shift at token ${nCtx - nPrompt})`);
+      assert.ok(i > nCtx - nPrompt + 20, `only ${i} tokens compared: the shifted cache is not exercised`);
+    } finally {
+      await cpu.free();
+      await g.free();
+    }
+  });
+}
+
+test('refused for now with WLM_ERR_UNSUPPORTED: generateBatch, beamSearch', { skip }, async () => {
   const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
   try {
     await g.load({ model: synthCached({ arch: 'llama', type: 'F32' }) });
     const drain = async (it) => { for await (const _ of it); };
     await assert.rejects(drain(g.generateBatch(['a', 'b'], { maxTokens: 2 })), { code: 'WLM_ERR_UNSUPPORTED', message: /WebGPU/ });
     await assert.rejects(g.beamSearch('a', { width: 2, maxTokens: 2 }), { code: 'WLM_ERR_UNSUPPORTED', message: /WebGPU/ });
-    await assert.rejects(drain(g.generate('a', { maxTokens: 2, contextShift: true })), { code: 'WLM_ERR_UNSUPPORTED', message: /context_?[sS]hift.*WebGPU/ });
-    await assert.rejects(drain(g.generate('a', { maxTokens: 2, draft: { ngram: 2 } })), { code: 'WLM_ERR_UNSUPPORTED', message: /CPU backend only/ });
     const ok = []; // and the engine still generates
     for await (const t of g.generate('a', { maxTokens: 2, temperature: 0 })) ok.push(t.id);
     assert.equal(ok.length, 2);

@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dawn, kernelKit, rng, wasmReference } from './_webgpu.mjs';
-import { attentionCombineWgsl, attentionWgsl, eltwiseWgsl, embedWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, NONE, normWgsl, ropeWgsl, WG } from '../../js/backend/webgpu/wgsl_ops.js';
+import { attentionCombineWgsl, attentionWgsl, eltwiseWgsl, embedWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, NONE, normWgsl, ropeWgsl, WG } from '../../js/backend/webgpu/wgsl_ops.js';
 import { GPU_TYPES } from '../../js/backend/webgpu/wgsl_quant.js';
 
 const { adapter, skip: why } = await dawn();
@@ -117,6 +117,80 @@ test('matvec: accumulate adds to what the output holds', { skip }, async () => {
     let want = 1;
     for (let i = 0; i < cols; i++) want += deq[row * cols + i];
     assert.ok(Math.abs(got[cols + row] - want) < 1e-4, `${got[cols + row]} vs ${want}`);
+  }
+});
+
+test('kv_shift: rows keep + discard .. end − 1 into OUT, K rotated as forward.c\'s rope_apply (pairs and NEOX halves, a partial n_rot; F32 and F16 as C rounds), V as it was', { skip }, async () => {
+  const hs = 8, nHeads = 2, kvDim = hs * nHeads, nRot = 4, half = nRot / 2, nCtx = 12;
+  const keep = 2, discard = 3, end = 11, moved = end - keep - discard;
+  const r = rng(21);
+  const cs = new Float32Array(2 * half);
+  for (let i = 0; i < half; i++) { // the angles of −discard positions
+    const ang = Math.fround(-discard * Math.fround(10000 ** (-2 * i / nRot)));
+    cs[i] = Math.fround(Math.cos(ang));
+    cs[half + i] = Math.fround(Math.sin(ang));
+  }
+  const f = Math.fround;
+  for (const f16 of [false, true]) {
+    for (const neox of [false, true]) {
+      const what = `${f16 ? 'F16' : 'F32'} ${neox ? 'NEOX' : 'pairs'}`;
+      const vals = Float32Array.from({ length: 2 * nCtx * kvDim }, () => r() * 4);
+      let kv, cache; // the cache's bits, and its elements as floats
+      if (f16) {
+        const src = x.wlmjs_malloc(vals.byteLength) >>> 0, dst = x.wlmjs_malloc(vals.length * 2) >>> 0, back = x.wlmjs_malloc(vals.byteLength) >>> 0;
+        new Float32Array(x.memory.buffer, src, vals.length).set(vals);
+        x.wlmjs_quantize_rows(1, src, dst, 1, vals.length);
+        kv = new Uint32Array(new Uint16Array(x.memory.buffer, dst, vals.length).slice().buffer);
+        x.wlmjs_dequantize(1, dst, back, vals.length);
+        cache = new Float32Array(x.memory.buffer, back, vals.length).slice();
+        for (const p of [src, dst, back]) x.wlmjs_free(p);
+      } else {
+        kv = new Uint32Array(vals.buffer.slice(0));
+        cache = vals;
+      }
+      const words = f16 ? kvDim / 2 : kvDim;
+      const A = new Float32Array(8 + 2 * half);
+      A.set(cs, 8);
+      const S = new Uint32Array([0, 0, keep, discard, end]);
+      const out = new Uint32Array(2 * moved * words);
+      const [, , got] = await run(kvShiftWgsl(f16), { A, params: [kvDim, nCtx, hs, nRot, neox ? 1 : 0, 8, 2], extra: [kv, out, S], grid: [1, 2, 1] });
+      const g = f16 ? new Uint16Array(got) : new Float32Array(got);
+      const want = new Float32Array(2 * moved * kvDim);
+      for (let row = 0; row < moved; row++) {
+        const k0 = (keep + discard + row) * kvDim;
+        for (let e = 0; e < kvDim; e++) {
+          const j = e % hs, h0 = e - j;
+          let v = cache[k0 + e];
+          if (j < nRot) {
+            const first = neox ? j < half : (j & 1) === 0;
+            const i = neox ? (first ? j : j - half) : j >> 1;
+            const ia = h0 + (neox ? i : 2 * i), ib = ia + (neox ? half : 1);
+            const a = cache[k0 + ia], b = cache[k0 + ib], c = cs[i], s = cs[half + i];
+            v = first ? f(f(a * c) - f(b * s)) : f(f(a * s) + f(b * c));
+          }
+          want[row * kvDim + e] = v;
+          want[(moved + row) * kvDim + e] = cache[(nCtx + keep + discard + row) * kvDim + e];
+        }
+      }
+      if (f16) { // C's rounding of the reference; a fused multiply-add on the GPU may move one
+        // product's last bit, so one step of binary16 is allowed on rotated K elements only
+        const src = x.wlmjs_malloc(want.byteLength) >>> 0, dst = x.wlmjs_malloc(want.length * 2) >>> 0;
+        new Float32Array(x.memory.buffer, src, want.length).set(want);
+        x.wlmjs_quantize_rows(1, src, dst, 1, want.length);
+        const wh = new Uint16Array(x.memory.buffer, dst, want.length).slice();
+        x.wlmjs_free(src);
+        x.wlmjs_free(dst);
+        for (let i = 0; i < wh.length; i++) {
+          const rotated = i < moved * kvDim && i % hs < nRot;
+          assert.ok(g[i] === wh[i] || (rotated && Math.abs(g[i] - wh[i]) === 1), `${what} [${i}]: ${g[i].toString(16)} vs ${wh[i].toString(16)}`);
+        }
+      } else {
+        for (let i = 0; i < want.length; i++) {
+          assert.ok(Math.abs(g[i] - want[i]) <= 2 ** -21 * Math.abs(want[i]) + 1e-30, `${what} [${i}]: ${g[i]} vs ${want[i]}`);
+          if (i >= moved * kvDim || i % hs >= nRot) assert.equal(g[i], want[i], `${what} [${i}] moved as it was`);
+        }
+      }
+    }
   }
 });
 

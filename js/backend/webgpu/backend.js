@@ -4,8 +4,11 @@
 // grammars, stop strings and prompt-cache reuse while every evaluation it records runs here;
 // supply() runs the recorded batch and writes its logits into the context. Device loss ends the
 // step with an error and marks the backend lost (the engine then refuses to use it until the
-// model is loaded again). Batches of sequences, beam search and context shift are refused by C
-// with WLM_ERR_UNSUPPORTED in a deferred context (a later step).
+// model is loaded again). Speculative decoding runs here too (C records each round's
+// verification; its logits come from the batch matvec, bit for bit the one-token ones), and
+// context shift (C shifts its bookkeeping and records the shift; the cache rows move here before
+// the next batch). Batches of sequences and beam search are refused by C with
+// WLM_ERR_UNSUPPORTED in a deferred context (a later step).
 
 import { jsError } from '../../errors.js';
 import { requestDevice } from './device.js';
@@ -129,9 +132,11 @@ export class WebGpuBackend {
     const rows = new Int32Array(x.memory.buffer, f(4) >>> 0, n).slice();
     if (seqs.some((s) => s !== 0)) throw jsError('WLM_ERR_UNSUPPORTED', 'WebGPU: only sequence 0 runs on the GPU yet');
     const want = Array.from(rows, (r) => r >= 0);
+    const exact = f(10) === 1; // a speculative verification: logits as one token at a time's
     let logits;
     try {
-      logits = await this.#fwd.run(tokens, positions, want);
+      if (f(11) > 0) await this.#fwd.shift(f(12), f(11), f(13)); // a context shift first
+      logits = await this.#fwd.run(tokens, positions, want, { exact });
     } catch (e) {
       if (this.#lost || /lost|destroyed/i.test(String(e?.message))) {
         this.#lost ??= String(e?.message ?? e);

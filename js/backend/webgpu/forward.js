@@ -9,11 +9,12 @@
 // groups were built once (the entry count is the grid's z); a weight product runs the
 // matrix-vector kernel for one entry (decode), its batch form for a few, and the tiled
 // matrix-matrix kernel (wgsl_matmat.js) from MATMAT_MIN_ENT entries (prefill). The KV cache is
-// one buffer per layer, positions 0..n_ctx-1 of one sequence. It does not sample: the logits go
-// back to the wasm engine (js/backend/webgpu/backend.js).
+// one buffer per layer, positions 0..n_ctx-1 of one sequence; a context shift (shift()) moves its
+// rows down with K re-rotated. It does not sample: the logits go back to the wasm engine
+// (js/backend/webgpu/backend.js).
 
 import { jsError } from '../../errors.js';
-import { attentionCombineWgsl, attentionWgsl, embedWgsl, eltwiseWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeWgsl, WG } from './wgsl_ops.js';
+import { attentionCombineWgsl, attentionWgsl, embedWgsl, eltwiseWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeWgsl, WG } from './wgsl_ops.js';
 import { MATMAT_MIN_ENT, matmatWgsl, TILE } from './wgsl_matmat.js';
 import { checkFits, USAGE } from './weights.js';
 import { GPU_TYPES } from './wgsl_quant.js';
@@ -71,6 +72,7 @@ export class Pipelines {
           : kind === 'norm' ? normWgsl()
             : kind === 'rope' ? ropeWgsl()
               : kind === 'kv_store' ? kvStoreWgsl(arg)
+                : kind === 'kv_shift' ? kvShiftWgsl(arg)
                 : kind === 'attention' ? attentionWgsl(arg)
                   : kind === 'attn_combine' ? attentionCombineWgsl()
                   : eltwiseWgsl(arg);
@@ -95,10 +97,11 @@ export class GpuForward {
   #act;          // the activation buffer
   #step;         // u32: tokens [0, chunk), positions [chunk, 2 chunk), wanted entries [2 chunk,
                  // 3 chunk), then the entry count and the wanted count (matvec's batch form),
-                 // then the attention splits of the pass
+                 // then the attention splits of the pass; from 3 chunk + 4 a context shift's
+                 // keep, discard, end (shift())
   #kv = [];      // per layer
   #params;
-  #ops = [];     // {pipeline, bind, grid(n, m, ns) → [x, y, z] | null, kind}
+  #ops = [];     // {pipeline, bind, grid(n, m, ns, mm) → [x, y, z] | null, kind}
   #profile = null; // GPU_PROFILE's Map, or null
   #attChunk = WG;  // positions per attention split (a multiple of WG)
   #attSplits = 1;  // splits of nCtx positions
@@ -108,6 +111,9 @@ export class GpuForward {
   #mscale;
   #staging = null;
   #destroyed = false;
+  #kvBytes = 0;        // one layer's cache
+  #pipelines = null;
+  #shiftOps = null;    // shift(): {scratch, params, binds[], pipeline}, built at the first shift
 
   static async create(device, desc, weights, opts) {
     const f = new GpuForward(device, desc, weights, opts);
@@ -150,6 +156,7 @@ export class GpuForward {
   }
 
   async #build(pipelines) {
+    this.#pipelines = pipelines;
     const { device, desc } = this;
     const h = desc.hp;
     const cap = Math.min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
@@ -163,11 +170,12 @@ export class GpuForward {
 
     device.pushErrorScope('out-of-memory');
     this.#act = device.createBuffer({ label: 'activations', size: this.#off.total * 4, usage: USAGE.STORAGE | USAGE.COPY_DST | USAGE.COPY_SRC });
-    this.#step = device.createBuffer({ label: 'step', size: (3 * B + 4) * 4, usage: USAGE.STORAGE | USAGE.COPY_DST });
+    this.#step = device.createBuffer({ label: 'step', size: (3 * B + 8) * 4, usage: USAGE.STORAGE | USAGE.COPY_DST });
     for (let l = 0; l < h.n_layers; l++) {
-      this.#kv.push(device.createBuffer({ label: `kv.${l}`, size: (kvBytes + 3) & ~3, usage: USAGE.STORAGE }));
+      this.#kv.push(device.createBuffer({ label: `kv.${l}`, size: (kvBytes + 3) & ~3, usage: USAGE.STORAGE | USAGE.COPY_DST }));
     }
-    this.bytes = this.#off.total * 4 + (3 * B + 4) * 4 + h.n_layers * kvBytes;
+    this.bytes = this.#off.total * 4 + (3 * B + 8) * 4 + h.n_layers * kvBytes;
+    this.#kvBytes = kvBytes;
     const oom = await device.popErrorScope();
     if (oom) {
       this.destroy();
@@ -202,7 +210,9 @@ export class GpuForward {
     // one entry (decode): a workgroup z per entry; 2 .. MATMAT_MIN_ENT − 1: MATMAT_ENT entries
     // per workgroup z, each weight read once for them (the one-entry sums in the same order);
     // more (prefill): the tiled matrix-matrix kernel (wgsl_matmat.js), TILE.TM rows × TILE.TN
-    // entries per workgroup, each weight decoded once per tile
+    // entries per workgroup, each weight decoded once per tile — unless the run is `exact`
+    // (run(): a speculative verification), which keeps the batch matvec for every count (the
+    // grids' fourth argument is the count from which the tiled kernel runs)
     const matvec = (t, xOff, xE, yOff, yE, perWanted = false, accumulate = false) => {
       const tpr = matvecThreadsPerRow(t[2]);
       const [gx, gy] = rowsGrid(Math.ceil(t[1] / (WG / tpr)));
@@ -212,9 +222,9 @@ export class GpuForward {
       specs.push(['matvec', [t[0], tpr, 1], params, [{ buffer: bufOf(t) }],
         (n, m) => [gx, gy, count(n, m) === 1 ? 1 : 0]]);
       specs.push(['matvec', [t[0], tpr, MATMAT_ENT], params, [{ buffer: bufOf(t) }, S],
-        (n, m) => [gx, gy, count(n, m) > 1 && count(n, m) < MATMAT_MIN_ENT ? Math.ceil(count(n, m) / MATMAT_ENT) : 0]]);
+        (n, m, ns, mm) => [gx, gy, count(n, m) > 1 && count(n, m) < mm ? Math.ceil(count(n, m) / MATMAT_ENT) : 0]]);
       specs.push(['matmat', t[0], params, [{ buffer: bufOf(t) }, S],
-        (n, m) => [tx, ty, count(n, m) >= MATMAT_MIN_ENT ? Math.ceil(count(n, m) / TILE.TN) : 0]]);
+        (n, m, ns, mm) => [tx, ty, count(n, m) >= mm ? Math.ceil(count(n, m) / TILE.TN) : 0]]);
     };
     const norm = (len, xOff, xE, xH, yOff, yE, yH, wt, bt, rows = 1, idx = NONE, perWanted = false) => {
       specs.push(['norm', '', [len, xOff, xE, xH, yOff, yE, yH, vecOf(wt), bt ? vecOf(bt) : NONE,
@@ -330,9 +340,12 @@ export class GpuForward {
   /**
    * Runs entries (token ids, positions) through the model; `want[i]` true for the entries whose
    * logits are returned, in entry order, as one Float32Array (rows of vocab_size). Positions are
-   * of the one sequence the cache holds; K/V of each entry's position are written.
+   * of the one sequence the cache holds; K/V of each entry's position are written. `exact`: the
+   * logits equal one-entry runs' bit for bit (the batch matvec for any count, not the tiled
+   * matrix-matrix kernel, whose sums run in another order) — a speculative verification, whose
+   * greedy tokens must be plain greedy decoding's.
    */
-  async run(tokens, positions, want) {
+  async run(tokens, positions, want, { exact = false } = {}) {
     if (this.#destroyed) throw jsError('WLM_ERR_STATE', 'WebGPU: the GPU forward pass was released');
     const { device } = this;
     const h = this.desc.hp;
@@ -378,11 +391,12 @@ export class GpuForward {
         }
         device.queue.writeBuffer(this.#act, this.#off.cs * 4, cs);
       }
-      if (this.#profile) await this.#profileOps(n, m, ns);
+      const mm = exact ? Infinity : MATMAT_MIN_ENT;
+      if (this.#profile) await this.#profileOps(n, m, ns, mm);
       const enc = device.createCommandEncoder();
       const pass = enc.beginComputePass();
       for (const op of this.#profile ? [] : this.#ops) {
-        const g = op.grid(n, m, ns);
+        const g = op.grid(n, m, ns, mm);
         if (!g || g[2] === 0) continue;
         pass.setPipeline(op.pipeline);
         pass.setBindGroup(0, op.bind);
@@ -407,13 +421,80 @@ export class GpuForward {
     return out;
   }
 
-  /** GPU_PROFILE: runs the ops of one chunk (n entries, m wanted, ns attention splits) one
-   *  submission each. */
-  async #profileOps(n, m, ns) {
+  /**
+   * A context shift of the cache (C has shifted its bookkeeping, wlm_seq_shift_internal): rows
+   * keep + discard .. end − 1 move to keep .., K re-rotated by −discard positions (kvShiftWgsl
+   * into a scratch buffer of one layer's cache size, allocated at the first shift, then copied
+   * back), every layer in one submission, ordered before the next run()'s.
+   */
+  async shift(keep, discard, end) {
+    if (this.#destroyed) throw jsError('WLM_ERR_STATE', 'WebGPU: the GPU forward pass was released');
+    const moved = end - keep - discard;
+    if (discard < 1 || moved < 1) return;
+    const { device, desc } = this;
+    const h = desc.hp, B = this.chunk, half = h.n_rot / 2;
+    if (!this.#shiftOps) {
+      device.pushErrorScope('out-of-memory');
+      const scratch = device.createBuffer({ label: 'kv shift', size: this.#kvBytes + 3 & ~3, usage: USAGE.STORAGE | USAGE.COPY_SRC });
+      const params = device.createBuffer({ label: 'kv shift params', size: h.n_layers * PARAM_SLOT, usage: USAGE.UNIFORM | USAGE.COPY_DST });
+      const oom = await device.popErrorScope();
+      if (oom) {
+        scratch.destroy();
+        params.destroy();
+        throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for a context shift's ${this.#kvBytes} bytes: ${oom.message}`);
+      }
+      const pipeline = await this.#pipelines.get('kv_shift', this.#kvF16);
+      const words = new Uint32Array(h.n_layers * PARAM_SLOT / 4);
+      this.#shiftOps = { scratch, params, pipeline, binds: this.desc.layers.map((l, li) => {
+        const set = this.#ropeSets > 1 && l.swa ? 1 : 0;
+        words.set([h.kv_dim, this.#nCtx, h.head_size, h.n_rot, this.desc.arch.rope === 'neox' ? 1 : 0,
+          this.#off.cs + set * B * h.n_rot, 3 * B + 4], li * PARAM_SLOT / 4);
+        return device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [
+          { binding: 0, resource: { buffer: this.#act } },
+          { binding: 1, resource: { buffer: params, offset: li * PARAM_SLOT, size: 64 } },
+          { binding: 2, resource: { buffer: this.#kv[li] } },
+          { binding: 3, resource: { buffer: scratch } },
+          { binding: 4, resource: { buffer: this.#step } }] });
+      }) };
+      device.queue.writeBuffer(params, 0, words);
+      this.bytes += scratch.size + params.size;
+    }
+    // cos/sin of −discard positions in each set (forward.c's wlm_rope_shift_prepare: the
+    // attention factor is already in K), where run() puts an entry's
+    const cs = new Float32Array(this.#ropeSets * B * h.n_rot);
+    for (let s = 0; s < this.#ropeSets; s++) {
+      for (let i = 0; i < half; i++) {
+        const ang = Math.fround(-discard * this.#ropeFreq[s * half + i]);
+        cs[s * B * h.n_rot + i] = Math.fround(Math.cos(ang));
+        cs[s * B * h.n_rot + half + i] = Math.fround(Math.sin(ang));
+      }
+    }
+    device.queue.writeBuffer(this.#act, this.#off.cs * 4, cs);
+    device.queue.writeBuffer(this.#step, (3 * B + 4) * 4, Uint32Array.of(keep, discard, end));
+    const { scratch, pipeline, binds } = this.#shiftOps;
+    const rowBytes = h.kv_dim * (this.#kvF16 ? 2 : 4);
+    const words = this.#kvF16 ? h.kv_dim / 2 : h.kv_dim;
+    const gy = Math.min(moved, device.limits.maxComputeWorkgroupsPerDimension);
+    const enc = device.createCommandEncoder();
+    binds.forEach((bind, l) => {
+      const pass = enc.beginComputePass();
+      pass.setPipeline(pipeline);
+      pass.setBindGroup(0, bind);
+      pass.dispatchWorkgroups(Math.ceil(words / WG), gy, 1);
+      pass.end();
+      enc.copyBufferToBuffer(scratch, 0, this.#kv[l], keep * rowBytes, moved * rowBytes);
+      enc.copyBufferToBuffer(scratch, moved * rowBytes, this.#kv[l], (this.#nCtx + keep) * rowBytes, moved * rowBytes);
+    });
+    device.queue.submit([enc.finish()]);
+  }
+
+  /** GPU_PROFILE: runs the ops of one chunk (n entries, m wanted, ns attention splits, the tiled
+   *  kernel from mm entries) one submission each. */
+  async #profileOps(n, m, ns, mm) {
     const { device } = this;
     await device.queue.onSubmittedWorkDone();
     for (const op of this.#ops) {
-      const g = op.grid(n, m, ns);
+      const g = op.grid(n, m, ns, mm);
       if (!g || g[2] === 0) continue;
       const t0 = performance.now();
       const enc = device.createCommandEncoder();
@@ -439,6 +520,8 @@ export class GpuForward {
     for (const b of this.#kv) b.destroy();
     this.#params?.destroy();
     this.#staging?.destroy();
+    this.#shiftOps?.scratch.destroy();
+    this.#shiftOps?.params.destroy();
   }
 }
 

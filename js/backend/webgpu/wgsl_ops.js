@@ -3,7 +3,8 @@
 // matvec (a weight matrix times each entry's activations, any weight type of wgsl_quant.js; a
 // batch reads each weight once per 4 entries, with the one-entry sums bit for bit), embed
 // (rows of the token or position table), norm (RMSNorm / LayerNorm, also per head), rope (pairs
-// or NEOX halves, cos/sin computed by the caller), kv_store and attention (GQA over the KV cache
+// or NEOX halves, cos/sin computed by the caller), kv_store, kv_shift (a context shift's rows,
+// K re-rotated) and attention (GQA over the KV cache
 // in F32 or F16 elements, a sliding window, one pass with a running maximum: no score buffer;
 // split over the cache, then combined),
 // and the element-wise add, add_vec, scale, glu (SwiGLU, GeGLU, GELU) and softcap.
@@ -276,6 +277,65 @@ ${f16 ? `  if (2u * i >= kv_dim) { return; }
     : `  if (i >= kv_dim) { return; }
   KV[krow + i] = bitcast<u32>(A[k0 + i]);
   KV[vrow + i] = bitcast<u32>(A[v0 + i]);`}
+}`;
+}
+
+/**
+ * A context shift's rows (wlm_seq_shift_internal keeps the bookkeeping in C): cache rows
+ * keep + discard .. end − 1 of one layer (S[args_off ..]: keep, discard, end), K rotated by the
+ * RoPE of −discard positions (its cos/sin at cs_off in A: n_rot/2 cosines, then the sines; the
+ * layer's set) and stored again as it was (F16 rounded to nearest even, as wlm_kv_store), V as it
+ * is, into OUT as rows 0 .. moved − 1 of K, then moved rows of V (moved = end − keep − discard);
+ * the caller copies them back to rows keep .. (the source and destination rows overlap, so they
+ * cannot be written in place by parallel invocations). Each invocation writes one word of one
+ * row (F16: two elements), reading each element's RoPE partner from the source: pairs (2i,
+ * 2i+1) or NEOX halves (i, i + n_rot/2) of each head, dims from n_rot on unrotated; the
+ * arithmetic is forward.c's rope_apply (a·c − b·s, a·s + b·c). Workgroups y stride over the rows.
+ * Params: 0 kv_dim, 1 n_ctx, 2 head_size, 3 n_rot, 4 neox, 5 cs_off, 6 args_off.
+ */
+export function kvShiftWgsl(f16) {
+  return `${HEADER}
+@group(0) @binding(2) var<storage, read> KV: array<u32>;
+@group(0) @binding(3) var<storage, read_write> OUT: array<u32>;
+@group(0) @binding(4) var<storage, read> S: array<u32>;
+${F16V}
+${F2H}
+fn kv(i: u32) -> f32 {
+${f16 ? '  let w = KV[i >> 1u]; return f16v(select(w & 0xffffu, w >> 16u, (i & 1u) != 0u));'
+    : '  return bitcast<f32>(KV[i]);'}
+}
+// element e of the K row starting at element r0, rotated
+fn rot(r0: u32, e: u32) -> f32 {
+  let j = e % pu(2u);
+  let x = kv(r0 + e);
+  if (j >= pu(3u)) { return x; }
+  let half = pu(3u) / 2u;
+  let neox = pu(4u) != 0u;
+  let first = select((j & 1u) == 0u, j < half, neox);
+  let i = select(j / 2u, select(j - half, j, first), neox);
+  let partner = select(select(e - 1u, e + 1u, first), select(e - half, e + half, first), neox);
+  let c = A[pu(5u) + i];
+  let s = A[pu(5u) + half + i];
+  let y = kv(r0 + partner);
+  if (first) { return x * c - y * s; }
+  return y * s + x * c;
+}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+        @builtin(local_invocation_index) t: u32) {
+  let kv_dim = pu(0u);
+  let keep = S[pu(6u)];
+  let moved = S[pu(6u) + 2u] - keep - S[pu(6u) + 1u];
+  let words = ${f16 ? 'kv_dim / 2u' : 'kv_dim'};
+  let w = wg.x * ${WG}u + t;
+  if (w >= words) { return; }
+  for (var r = wg.y; r < moved; r += nw.y) {
+    let src = keep + S[pu(6u) + 1u] + r;
+    let k0 = src * kv_dim;
+${f16 ? '    OUT[r * words + w] = f2h(rot(k0, 2u * w)) | (f2h(rot(k0, 2u * w + 1u)) << 16u);'
+    : '    OUT[r * words + w] = bitcast<u32>(rot(k0, w));'}
+    OUT[(moved + r) * words + w] = KV[((pu(1u) + src) * kv_dim) / ${f16 ? 2 : 1}u + w];
+  }
 }`;
 }
 
