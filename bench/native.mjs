@@ -6,7 +6,7 @@
 //
 //   node bench/native.mjs --llama-bench PATH [--shapes qwen2.5-0.5b] [--types Q4_K_M,Q8_0]
 //        [--threads 1,2] [--rounds 3] [--node PATH] [--base DIR] [--clock wall|cpu]
-//        [--dot-form auto|fused|split] [--json]
+//        [--dot-form auto|fused|split] [--read-ahead on|off] [--json]
 //
 // Ours: one fresh process per measurement (this file's --probe mode, run by --node: default
 // .tools/node24's Node 24, which picks the relaxed-SIMD module, else this Node), warmed up as
@@ -17,7 +17,8 @@
 // decodes (single-token evalTokens calls after the prompt, no sampling), means of the 3 (wall
 // clock, as llama-bench); context 2048. Native: `llama-bench -m FILE -p 64 -n 32 -t T -r 3 -o
 // json` (a warmup run, then its mean of 3 repetitions per test; llama.cpp's default context and
-// batch). --dot-form: the relaxed build's int8 dot form (EngineOptions.dotForm; default auto, the
+// batch). --read-ahead: EngineOptions.readAhead true or false (default on; 'auto' times it in
+// generate(), which this bench does not call). --dot-form: the relaxed build's int8 dot form (EngineOptions.dotForm; default auto, the
 // engine's timing probe at load, which a busy machine can tip either way: give split or fused to
 // compare like with like).
 // --clock cpu (one thread only) measures both sides in process CPU time instead, for a machine
@@ -48,7 +49,7 @@ const log = (m) => process.stderr.write(`${m}\n`);
 const median = (a) => { const s = [...a].sort((x, y) => x - y); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 
 export function parseNativeArgs(argv) {
-  const o = { llamaBench: null, shapes: ['qwen2.5-0.5b'], types: ['Q4_K_M', 'Q8_0'], threads: [1, 2], rounds: 3, node: null, base: null, clock: 'wall', dotForm: 'auto', json: false };
+  const o = { llamaBench: null, shapes: ['qwen2.5-0.5b'], types: ['Q4_K_M', 'Q8_0'], threads: [1, 2], rounds: 3, node: null, base: null, clock: 'wall', dotForm: 'auto', readAhead: 'on', json: false };
   for (let i = 0; i < argv.length; i++) {
     const v = () => { if (i + 1 >= argv.length) throw new Error(`${argv[i]} needs a value`); return argv[++i]; };
     if (argv[i] === '--llama-bench') o.llamaBench = v();
@@ -60,6 +61,7 @@ export function parseNativeArgs(argv) {
     else if (argv[i] === '--base') o.base = path.resolve(v());
     else if (argv[i] === '--clock') o.clock = v();
     else if (argv[i] === '--dot-form') o.dotForm = v();
+    else if (argv[i] === '--read-ahead') o.readAhead = v();
     else if (argv[i] === '--json') o.json = true;
     else throw new Error(`unknown argument ${argv[i]}`);
   }
@@ -71,6 +73,7 @@ export function parseNativeArgs(argv) {
   if (!Number.isInteger(o.rounds) || o.rounds < 1) throw new Error('--rounds: a positive integer');
   if (!['wall', 'cpu'].includes(o.clock)) throw new Error('--clock: wall or cpu');
   if (!['auto', 'fused', 'split'].includes(o.dotForm)) throw new Error('--dot-form: auto, fused or split');
+  if (!['on', 'off'].includes(o.readAhead)) throw new Error('--read-ahead: on or off');
   if (o.clock === 'cpu' && o.threads.some((t) => t !== 1)) throw new Error('--clock cpu measures one thread only (--threads 1)');
   if (o.base && !fs.existsSync(path.join(o.base, 'js/wasmlm.js'))) throw new Error(`--base ${o.base}: no js/wasmlm.js there`);
   o.node ??= fs.existsSync(NODE24) ? NODE24 : process.execPath;
@@ -90,10 +93,10 @@ function run(cmd, args) {
 }
 
 /** Child mode: our engine of checkout `dir` on one file; prints {prefill, decode, build} as JSON. */
-async function probe(dir, file, threads, nCtx, clock = 'wall', dotForm = 'auto') {
+async function probe(dir, file, threads, nCtx, clock = 'wall', dotForm = 'auto', readAhead = 'on') {
   const now = clock === 'cpu' ? () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; } : () => performance.now();
   const { createEngine } = await import(pathToFileURL(path.join(dir, 'js/wasmlm.js')).href);
-  const engine = await createEngine({ threads, dotForm });
+  const engine = await createEngine({ threads, dotForm, readAhead: readAhead === 'on' });
   const info = await engine.load({ model: file, nCtx });
   const vocab = info.vocabSize ?? 32000;
   const id = (k) => 3 + (k % Math.max(1, Math.min(vocab, 1600) - 3)); // fixed ids, as bench/ab.mjs
@@ -114,7 +117,7 @@ async function probe(dir, file, threads, nCtx, clock = 'wall', dotForm = 'auto')
   const gen = [];
   for (let k = 0; k < 3; k++) gen.push(await decodeOnce());
   const mean = (a) => a.reduce((x, y) => x + y, 0) / a.length;
-  const out = { prefill: (PROMPT * 1000) / mean(pre), decode: (GEN * 1000) / mean(gen), build: info.build, dotForm: info.dotForm };
+  const out = { prefill: (PROMPT * 1000) / mean(pre), decode: (GEN * 1000) / mean(gen), build: info.build, dotForm: info.dotForm, readAhead };
   await engine.free();
   return out;
 }
@@ -123,7 +126,7 @@ async function ours(o, f, threads, dir = path.join(HERE, '..')) {
   // --no-liftoff: every wasm function compiled by V8's optimizing tier before the first call, as
   // native code is compiled ahead (otherwise the background tier-up of the first calls lands in
   // the timed runs, and with --clock cpu its compile threads' CPU time too)
-  return JSON.parse(await run(o.node, ['--no-liftoff', fileURLToPath(import.meta.url), '--probe', dir, f.path, String(threads), String(f.nCtx), o.clock, o.dotForm]));
+  return JSON.parse(await run(o.node, ['--no-liftoff', fileURLToPath(import.meta.url), '--probe', dir, f.path, String(threads), String(f.nCtx), o.clock, o.dotForm, o.readAhead]));
 }
 
 /** Seconds of CPU time (user + system) of one llama-bench run, from bash's `times`. */
@@ -174,7 +177,7 @@ export async function benchNative(o) {
         }
         const m = (xs, k) => median(xs.map((x) => x[k]));
         const row = {
-          kind: 'native', clock: o.clock, dotForm: o.dotForm, oursDotForm: our[0].dotForm, shape, type, threads, rounds: o.rounds, fileBytes: f.bytes, oursBuild: our[0].build,
+          kind: 'native', clock: o.clock, dotForm: o.dotForm, readAhead: o.readAhead, oursDotForm: our[0].dotForm, shape, type, threads, rounds: o.rounds, fileBytes: f.bytes, oursBuild: our[0].build,
           llamaCommit: nat[0].commit, llamaBuild: nat[0].build, cpu: nat[0].cpu,
           ours: { prefill: m(our, 'prefill'), decode: m(our, 'decode'), prefillAll: our.map((x) => x.prefill), decodeAll: our.map((x) => x.decode) },
           native: { prefill: m(nat, 'prefill'), decode: m(nat, 'decode'), prefillAll: nat.map((x) => x.prefill), decodeAll: nat.map((x) => x.decode) },
@@ -206,8 +209,8 @@ export function renderNative(rows) {
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url) && process.argv[2] === '--probe') {
-  const [dir, file, threads, nCtx, clock, dotForm] = process.argv.slice(3);
-  process.stdout.write(JSON.stringify(await probe(dir, file, Number(threads), Number(nCtx), clock, dotForm)));
+  const [dir, file, threads, nCtx, clock, dotForm, readAhead] = process.argv.slice(3);
+  process.stdout.write(JSON.stringify(await probe(dir, file, Number(threads), Number(nCtx), clock, dotForm, readAhead)));
 } else if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   let o;
   try { o = parseNativeArgs(process.argv.slice(2)); } catch (e) { log(`bench/native.mjs: ${e.message}`); process.exit(2); }

@@ -9,6 +9,10 @@ import { STATUS, STOP_REASONS, abortError, jsError } from './errors.js';
 import { batchSequences, beamParams, utf8 } from './params.js';
 import { macrotask } from './platform.js';
 
+/** wlm_generate_batch_next's internal status in a deferred context (WLM_NEED_LOGITS,
+ *  src/model/model.h): the GPU backend supplies the step's logits, then it resumes. */
+const NEED_LOGITS = 2;
+
 /**
  * Engine.generateBatch(): yields each step's tokens (BatchToken, wasmlm.d.ts) as the sequences
  * produce them; engine.lastBatchResult holds the BatchResult when it ends, however it ends.
@@ -16,9 +20,6 @@ import { macrotask } from './platform.js';
 export async function* generateBatch(engine, c, prompts, params, signal) {
   c.needModel();
   c.needIdle('generate');
-  if (c.gpu) {
-    throw jsError('WLM_ERR_UNSUPPORTED', "generateBatch() is not supported by the WebGPU backend yet: load with backend 'cpu'");
-  }
   if (signal?.aborted) throw abortError('The generation');
   const x = c.x;
   const seqs = batchSequences(prompts, params);
@@ -62,7 +63,7 @@ export async function* generateBatch(engine, c, prompts, params, signal) {
     }
     if (c.gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
     const paramPtrs = seqs.map((s) => { const p = c.genParams(s.params); paramList.push(p); return p; });
-    c.ensureSeqMax(n);
+    await c.ensureSeqMax(n);
     c.syncPool();
     const ctx = c.ctx;
     const total = ids.reduce((a, t) => a + t.length, 0);
@@ -84,15 +85,18 @@ export async function* generateBatch(engine, c, prompts, params, signal) {
 
     const t0 = performance.now();
     let rc = x.wlmjs_generate_batch_begin(ctx, n, tokensPtr, countsPtr, paramsPtr);
-    result.prefillMs = performance.now() - t0;
     if (rc < 0) throw c.ctxError(rc);
     begun = true;
-    // Prompt tokens evaluated: a prompt equal to an earlier one is forked, not evaluated.
+    await c.supply(); // the GPU backend: the recorded prefill runs there
+    if (c.gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
+    result.prefillMs = performance.now() - t0;
+    // Prompt tokens evaluated: a prompt equal to an earlier one is forked, not evaluated (on the
+    // CPU; the GPU backend evaluates each, its cache rows being per sequence).
     const seen = new Set();
     ids.forEach((t, i) => {
       result.sequences[i].nPrompt = t.length;
       const key = t.join(',');
-      if (!seen.has(key)) result.nPrompt += t.length;
+      if (!seen.has(key) || c.gpu) result.nPrompt += t.length;
       seen.add(key);
     });
 
@@ -106,6 +110,11 @@ export async function* generateBatch(engine, c, prompts, params, signal) {
 
       const t1 = performance.now();
       rc = x.wlm_generate_batch_next(ctx, toks);
+      if (rc === NEED_LOGITS) { // GPU backend: the step's forward pass, then its sampling
+        await c.supply();
+        if (c.gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
+        rc = x.wlmjs_generate_resume(ctx, toks, 0);
+      }
       result.decodeMs += performance.now() - t1;
       if (rc < 0) throw c.ctxError(rc);
       result.steps++;
@@ -154,9 +163,6 @@ export async function* generateBatch(engine, c, prompts, params, signal) {
 export async function beamSearch(engine, c, prompt, params, { signal, onStep } = {}) {
   c.needModel();
   c.needIdle('start a beam search');
-  if (c.gpu) {
-    throw jsError('WLM_ERR_UNSUPPORTED', "beamSearch() is not supported by the WebGPU backend yet: load with backend 'cpu'");
-  }
   if (signal?.aborted) throw abortError('The beam search');
   const { width, maxTokens, lengthPenalty, addBos, grammar: grammarSpecOf } = beamParams(params);
   prompt = String(prompt);
@@ -197,7 +203,7 @@ export async function beamSearch(engine, c, prompt, params, { signal, onStep } =
   try {
     ids = await c.tokenize(prompt, { bos: !!addBos });
     if (c.gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during the beam search');
-    c.ensureSeqMax(2 * width);
+    await c.ensureSeqMax(2 * width);
     c.syncPool();
     promptPtr = c.heapInt32(ids);
     const grammar = c.grammarText(grammarSpecOf);
@@ -211,6 +217,7 @@ export async function beamSearch(engine, c, prompt, params, { signal, onStep } =
     }
     if (rc < 0) throw c.ctxError(rc);
     begun = true;
+    await c.supply(); // the GPU backend: the recorded prompt (then each step's batch) runs there
     for (;;) {
       await macrotask();
       if (c.gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during the beam search');
@@ -219,6 +226,8 @@ export async function beamSearch(engine, c, prompt, params, { signal, onStep } =
       if (rc < 0) throw c.ctxError(rc);
       steps++;
       if (rc === STATUS.WLM_DONE) break;
+      await c.supply();
+      if (c.gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during the beam search');
       if (onStep) {
         const stat = (k) => x.wlmjs_kv_stat(c.ctx, k);
         onStep({ step: steps, kvBytes: stat(2) * stat(0), kvBytesUnshared: stat(4) * stat(0) });

@@ -51,7 +51,7 @@ function poolingId(pooling, info) {
  */
 async function run(api, seqs, pooling, normalize, width, signal) {
   const x = api.x;
-  api.ensureSeqMax(Math.min(EMBED_BATCH, seqs.length));
+  await api.ensureSeqMax(Math.min(EMBED_BATCH, seqs.length));
   const out = [];
   for (let i0 = 0; i0 < seqs.length; i0 += EMBED_BATCH) {
     if (signal?.aborted) throw abortError('Embedding');

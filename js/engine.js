@@ -28,6 +28,7 @@ import { stopThreads } from './threads.js';
 import { chooseMemory, chooseMemoryForAuto, lowHeapBytes, modelBytes, peekModelHeader } from './memory64.js';
 import { moduleBuild } from './wasm.js';
 import { DOT_FORMS, dotFormAtStart, pickDotForm } from './dot_form.js';
+import { checkReadAhead, ReadAheadTuner } from './read_ahead.js';
 import { startRuntime } from './runtime.js';
 import { attachBackend, autoWouldUseGpu, checkBackendOption, streamToGpu } from './backend/select.js';
 import { GPU_PROFILE } from './backend/webgpu/forward.js';
@@ -55,6 +56,7 @@ class Engine {
   #gen = null;   // the generation in progress (identity token)
   #info = null;
   #build;
+  #readAhead;    // ReadAheadTuner (js/read_ahead.js): the kernels' read-ahead, timed per load
   #dot;          // {form, formBatch: 'fused' | 'split' | 'none' | 'auto', probe}: dotFormAtStart, then
                  // (for 'auto') pickDotForm at the first load
   #bos = -1;     // token ids from the model, for detokenize()
@@ -96,6 +98,7 @@ class Engine {
   constructor(x, simd, nThreads, threadsStarting, build = simd ? 'simd128' : 'scalar',
     dot = { form: 'none', probe: null }, options = {}) {
     this.#options = options;
+    this.#readAhead = new ReadAheadTuner(checkReadAhead(options?.readAhead));
     const { backend = 'auto', gpu = null, gpuSubgroups = true, gpuWeights = 'stream' } = options ?? {};
     this.#backendOpt = { backend, gpu, useSubgroups: gpuSubgroups !== false, gpuWeights, profile: options?.[GPU_PROFILE] ?? null };
     this.#build = build;
@@ -152,6 +155,7 @@ class Engine {
       ctxError: (rc) => e.#ctxError(rc),
       syncPool: () => e.#syncPool(),
       ensureSeqMax: (n) => e.#ensureSeqMax(n),
+      supply: () => e.#supply(),
       genParams: (params) => e.#genParams(params),
       freeParams: (p) => e.#freeParams(p),
       readToken: (tok, decoder, prev) => e.#readToken(tok, decoder, prev),
@@ -254,6 +258,7 @@ class Engine {
         this.#dot.formBatch === 'split' ? DOT_FORMS.split : DOT_FORMS.fused, slot);
       const ctx = this.#i32(slot) >>> 0;
       const rc2 = rc === 0 && this.#threads ? x.wlm_context_set_threadpool(ctx, this.#threads.pool) : 0;
+      if (rc === 0 && typeof x.wlm_context_set_read_ahead === 'function') x.wlm_context_set_read_ahead(ctx, this.#readAhead.current ? 1 : 0);
       if (rc !== 0 || rc2 !== 0) { // (the pool's attention scratch may not fit)
         const err = this.#error(rc || rc2, this.#readCString(x.wlm_context_errmsg(ctx)));
         x.wlm_context_free(ctx);
@@ -274,21 +279,26 @@ class Engine {
    * Makes sure the context holds at least `n` sequences, recreating it when it holds fewer
    * (the context is idle between generations, so nothing is lost). The old one is freed first,
    * so the KV cache never exists twice; if the new one cannot be made, the old size is restored
-   * and the error thrown. Requests above WLM_MAX_SEQ are left for C to refuse.
+   * and the error thrown. Requests above WLM_MAX_SEQ are left for C to refuse. With the GPU
+   * backend the context is a deferred one and the backend rebuilds its cache for n sequences
+   * (WebGpuBackend.resize).
    */
-  #ensureSeqMax(n) {
-    if (this.#gpu) throw jsError('WLM_ERR_UNSUPPORTED', 'the WebGPU backend runs one sequence (a later step adds batches)');
+  async #ensureSeqMax(n) {
     const cur = this.#ctxParams;
     if (!(n > cur.nSeqMax && n <= MAX_SEQ)) return;
     const x = this.#x;
+    const deferred = this.#gpu !== null;
     x.wlm_context_free(this.#ctx);
     this.#ctx = 0;
     this.#previewPrev = undefined;
     try {
-      this.#ctx = this.#newContext(this.#model, { ...cur, nSeqMax: n });
+      this.#ctx = this.#newContext(this.#model, { ...cur, nSeqMax: n, deferred });
+      if (deferred) await this.#gpu.resize(this.#ctx);
       this.#ctxParams = { ...cur, nSeqMax: n };
     } catch (e) {
-      this.#ctx = this.#newContext(this.#model, cur); // fits: it did a moment ago
+      if (this.#ctx) x.wlm_context_free(this.#ctx);
+      this.#ctx = this.#newContext(this.#model, { ...cur, deferred }); // fits: it did a moment ago
+      if (deferred) await this.#gpu.resize(this.#ctx);
       throw e;
     }
   }
@@ -485,6 +495,7 @@ class Engine {
     const ctxParams = contextParams({ nCtx, kvCache, nSeqMax, kvType });
     this.#busy = 'load';
     this.#unload();
+    this.#readAhead.reset(); // timed again for this model (its weights may fit the caches or not)
     let modelPtr = 0; // heap bytes not yet owned by a model
     let tokPtr = 0;
     let model_ = 0;
@@ -612,6 +623,13 @@ class Engine {
       if (model_) x.wlm_model_free(model_);
       this.#busy = null;
     }
+  }
+
+  /** The read-ahead the tuner chose, on every context (js/read_ahead.js). */
+  #applyReadAhead() {
+    const on = this.#readAhead.current ? 1 : 0;
+    if (this.#ctx) this.#x.wlm_context_set_read_ahead(this.#ctx, on);
+    if (this.#draft) this.#x.wlm_context_set_read_ahead(this.#draft.ctx, on);
   }
 
   /** With the GPU backend: runs the batch the context recorded and supplies its logits. */
@@ -846,6 +864,7 @@ class Engine {
       result.decodeTokensPerSec = result.decodeMs > 0 ? result.nGenerated / (result.decodeMs / 1e3) : 0;
       result.wasmMemoryBytes = x.memory.buffer.byteLength;
       if (spec) Object.assign(result, specStats(x, ctx));
+      if (!this.#gpu) result.readAhead = this.#readAhead.state;
       this.lastResult = { ...result };
     };
     try {
@@ -876,12 +895,18 @@ class Engine {
       // The token before each step's token, for the alternatives' text: the prompt's last
       // token matters only when it is BOS (an empty prompt with addBos).
       let prev = prompt === '' && params.addBos !== false ? this.#bos : -1;
+      // plain CPU decode steps time the kernels' read-ahead while 'auto' has not chosen
+      const tuneReadAhead = !this.#gpu && !spec && typeof x.wlm_context_set_read_ahead === 'function';
 
       for (;;) {
         await macrotask(); // let timers, messages and abort signals run between tokens
         if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
         if (signal?.aborted) throw abortError('The generation');
 
+        // read-ahead 'auto': the first plain CPU decode steps alternate it (js/read_ahead.js)
+        const timeStep = tuneReadAhead && this.#readAhead.tuning && result.nGenerated > 0;
+        const ahead = this.#readAhead.current;
+        if (timeStep) x.wlm_context_set_read_ahead(ctx, ahead ? 1 : 0);
         const t1 = performance.now();
         rc = x.wlm_generate_next(ctx, tok);
         if (rc === NEED_LOGITS) { // GPU backend: the step's forward pass, then its sampling
@@ -889,7 +914,9 @@ class Engine {
           if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
           rc = x.wlmjs_generate_resume(ctx, tok, 1);
         }
-        result.decodeMs += performance.now() - t1;
+        const stepMs = performance.now() - t1;
+        result.decodeMs += stepMs;
+        if (timeStep && rc === 0 && this.#readAhead.record(ahead, stepMs)) this.#applyReadAhead();
         if (rc < 0) throw this.#ctxError(rc);
 
         const { token, stopReason } = this.#readToken(tok, decoder, prev);
@@ -1318,6 +1345,7 @@ export function createEngine(options = {}) {
 export async function startEngine(options, compiled = null) {
   const { dotForm = 'auto' } = options;
   checkBackendOption(options.backend, options.gpuWeights);
+  checkReadAhead(options.readAhead);
   if (dotForm !== 'auto' && !Object.hasOwn(DOT_FORMS, dotForm)) {
     throw jsError('WLM_ERR_INVALID_ARG', `dotForm must be 'auto', 'fused' or 'split', got ${dotForm}`);
   }

@@ -150,6 +150,18 @@ export interface EngineOptions {
    */
   dotForm?: 'auto' | 'fused' | 'split';
   /**
+   * Whether the quantized matrix-vector kernels (decode) read their rows ahead of what they
+   * compute (wasm has no prefetch instruction: they touch one byte of each row stream some
+   * blocks ahead; src/kernels/quant_simd.c). The same results bit for bit either way; which is
+   * faster depends on the CPU (an Intel Xeon gained from it, an AMD Zen 4 lost 2-16 % of decode:
+   * bench/README.md 2026-11-28). 'auto' (default): after each load() the first CPU decode steps
+   * of generate() alternate the two (4 untimed, then 8 timed of each) and the faster is kept
+   * (off only when its median step is 2 % faster); true / false: always on / off.
+   * LastResult.readAhead says what was chosen. Another value is
+   * WLM_ERR_INVALID_ARG.
+   */
+  readAhead?: 'auto' | boolean;
+  /**
    * Which backend runs the forward pass of the models this engine loads (preview; README,
    * "WebGPU backend"). 'cpu': the wasm engine's own (src/model/forward.c). 'webgpu': the GPU
    * through WebGPU (js/backend/webgpu/): a GGUF's weight matrices stream from the source (URL,
@@ -171,14 +183,15 @@ export interface EngineOptions {
    * says which runs and ModelInfo.backendReason why; the choice is made from the file's header,
    * before its weights are read, so the CPU then reads the file as usual (a download is not
    * fetched twice). LoadOptions.backend overrides it per load.
-   * Not yet on the GPU (WLM_ERR_UNSUPPORTED there, a later step): generateBatch(), beamSearch(),
-   * nSeqMax > 1 sequences, kvCache: false ('auto' takes the CPU for the last). contextShift and
-   * speculative decoding (GenerateParams.draft) run there too. A GGUF that needs more than wasm32's 4 GB on the
+   * Not yet on the GPU (WLM_ERR_UNSUPPORTED there, a later step): embeddings, kvCache: false
+   * ('auto' takes the CPU for the last). generateBatch() and beamSearch() (nSeqMax sequences),
+   * contextShift and speculative decoding (GenerateParams.draft) run there too. A GGUF that needs more than wasm32's 4 GB on the
    * CPU goes with 'auto' to a real adapter in the wasm32 module (its weights and KV cache on the
    * GPU); only when the GPU refuses it (before its weights are read) does load() move to the
    * memory64 module, or, in a runtime without memory64, fail with WLM_ERR_NOMEM naming both.
    * The GPU device lost mid-generation ends that generation with WLM_ERR_STATE ("the GPU device
-   * was lost"); load() again (either backend) to go on. Another value is WLM_ERR_INVALID_ARG.
+   * was lost"), as does a GPU command that failed ("a GPU command failed": its results are never
+   * used); load() again (either backend) to go on. Another value is WLM_ERR_INVALID_ARG.
    */
   backend?: 'auto' | 'webgpu' | 'cpu';
   /**
@@ -321,7 +334,7 @@ export interface LoadOptions {
    * with exactly that many (between calls, so nothing is lost), so this only saves that
    * recreation. Costs little up front: the KV cache is paged, blocks of 16 positions are
    * allocated when a sequence first uses them (one full sequence is allocated at load) and kept
-   * for reuse afterwards.
+   * for reuse afterwards. On the WebGPU backend the GPU cache holds nSeqMax full sequences.
    */
   nSeqMax?: number;
   /**
@@ -792,6 +805,10 @@ export interface LastResult {
   decodeTokensPerSec: number;
   /** Size of the module's linear memory when the generation ended, in bytes. */
   wasmMemoryBytes: number;
+  /** The CPU backend's read-ahead of the matrix-vector kernels after this generation
+   *  (EngineOptions.readAhead): chosen null while 'auto' is still timing decode steps; onMs /
+   *  offMs the median step of each once 'auto' chose. Absent on the WebGPU backend. */
+  readAhead?: { mode: 'auto' | boolean; chosen: boolean | null; onMs: number | null; offMs: number | null };
   /** Speculative decoding (params.draft) only: tokens drafted and verified, how many of them
    *  were accepted (acceptance rate = accepted / drafted), and the verifying forward passes. */
   drafted?: number;
@@ -1128,7 +1145,8 @@ export interface Engine {
    * once: every step evaluates the last token of all running sequences in one batched forward
    * pass (each weight matrix read once for all of them), then samples each with its own sampler
    * (parameters, seed, penalties, stop strings, maxTokens); sequences finish independently.
-   * Prompts are tokenized, then prefilled together; repeated prompts share their KV blocks.
+   * Prompts are tokenized, then prefilled together; repeated prompts share their KV blocks (on
+   * the CPU; the WebGPU backend evaluates each, its cache holding nSeqMax sequences' rows).
    * Yields BatchTokens in sequence order within a step; each sequence ends with one item whose
    * stopReason is set. Abort and early break behave as in generate(); engine.lastBatchResult
    * is set at the end. At temperature 0, or with the same seeds, each sequence's tokens equal

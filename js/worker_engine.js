@@ -97,7 +97,7 @@ class WorkerEngine {
       }
       const ready = await engine.#request(Req.INIT,
         { options: { wasm, simd: options.simd, threads: options.threads, warmup: options.warmup, build,
-          dotForm: options.dotForm, backend: options.backend, gpuSubgroups: options.gpuSubgroups, gpuWeights: options.gpuWeights,
+          dotForm: options.dotForm, readAhead: options.readAhead, backend: options.backend, gpuSubgroups: options.gpuSubgroups, gpuWeights: options.gpuWeights,
           memory64: options.memory64, helpersFromClient: HELPERS_FROM_PAGE },
           compiled }).promise;
       if (ready?.protocol !== PROTOCOL_VERSION) {

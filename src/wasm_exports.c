@@ -454,10 +454,12 @@ API double wlmjs_model_describe(const wlm_model *m, char *buf, size_t cap) {
  * 5 the logits (rows of vocab_size floats), 6 the RoPE frequencies (n_rope_sets × n_rot/2
  * floats: forward.c's, LongRoPE factors chosen by n_ctx), 7 n_rope_sets, 8 the RoPE attention
  * factor, 9 n_ctx, 10 1 when the batch's logits must equal one-token evaluations bit for bit (a
- * speculative round's verification), else 0; a context shift to apply to the cache before the
- * batch runs: 11 n_discard (0: none), 12 n_keep, 13 the length before it (rows n_keep +
- * n_discard .. that length − 1 move down by n_discard, K re-rotated by −n_discard positions).
- * -1 for a bad handle or field. */
+ * speculative round's verification), else 0; 11 the context shifts to apply to the cache before
+ * the batch runs (int32 array address: for each of the n_seq_max sequences n_keep, n_discard
+ * (0: none), the length before it; rows n_keep + n_discard .. that length − 1 move down by
+ * n_discard, K re-rotated by −n_discard positions), 12 n_seq_max, 13 the forks to apply before
+ * the shifts (int32 array address: source, destination, rows 0..n−1, per fork, in order), 14
+ * their count. -1 for a bad handle or field. */
 API double wlmjs_deferred_field(const wlm_context *c, int field) {
     if (!c || !c->model) return -1;
     switch (field) {
@@ -472,9 +474,10 @@ API double wlmjs_deferred_field(const wlm_context *c, int field) {
     case 8: return (double)c->rope_mscale;
     case 9: return c->n_ctx;
     case 10: return c->dfr_exact;
-    case 11: return c->dfr_shift[1];
-    case 12: return c->dfr_shift[0];
-    case 13: return c->dfr_shift[2];
+    case 11: return (double)(uintptr_t)c->dfr_shift;
+    case 12: return c->n_seq_max;
+    case 13: return (double)(uintptr_t)c->dfr_fork;
+    case 14: return c->dfr_n_fork;
     default: return -1;
     }
 }
@@ -483,7 +486,8 @@ API double wlmjs_deferred_field(const wlm_context *c, int field) {
 API void wlmjs_deferred_supplied(wlm_context *c) {
     if (!c) return;
     c->dfr_n = 0;
-    c->dfr_shift[0] = c->dfr_shift[1] = c->dfr_shift[2] = 0;
+    memset(c->dfr_shift, 0, sizeof c->dfr_shift);
+    c->dfr_n_fork = 0;
 }
 /* After wlm_generate_next / wlm_generate_batch_next returned WLM_NEED_LOGITS (2) and the logits
  * were supplied: the step's sampling (wlm_generate_batch_resume), then wlm_generate_next's

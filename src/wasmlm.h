@@ -325,6 +325,12 @@ typedef struct wlm_context_params {
                              beams), whose split form also keeps the level types' (Q4_0, Q4_1,
                              Q5_0, Q5_1) sums in int16: WLM_DOT_FUSED, WLM_DOT_SPLIT, or -1
                              (default): dot_form's. The same results either way. */
+    int32_t read_ahead;   /* 1 (default): the quantized matrix-vector kernels (decode) touch
+                             each row stream some blocks ahead of what they compute (wasm has no
+                             prefetch instruction), which the Intel Xeon measured gained from;
+                             0: they do not, faster on an AMD Zen 4 (2-16 %, bench/README.md
+                             2026-11-28). The same results either way; wlm_context_set_read_ahead
+                             changes it between calls. */
 } wlm_context_params;
 
 /* How the relaxed-SIMD build (dist/wasmlm-relaxed*.wasm) computes its int8 dot products.
@@ -998,6 +1004,15 @@ int wlm_threadpool_work(wlm_threadpool *pool);
  * Errors: WLM_ERR_INVALID_ARG (ctx NULL).
  */
 int wlm_context_set_threadpool(wlm_context *ctx, wlm_threadpool *pool);
+
+/*
+ * Sets ctx's read_ahead (wlm_context_params): 1, the quantized matrix-vector kernels touch each
+ * row stream some blocks ahead; 0, they do not. May be changed between any two calls, in the
+ * middle of a generation too: results are bit for bit the same, only the speed differs (which
+ * is faster depends on the CPU; js/engine.js times both on the first decode steps).
+ * Errors: WLM_ERR_INVALID_ARG (ctx NULL, `on` not 0 or 1).
+ */
+int wlm_context_set_read_ahead(wlm_context *ctx, int32_t on);
 
 /* ------------------------------------------------------------------------------------------ */
 /* Embeddings and reranking (src/runtime/embed.c)                                              */

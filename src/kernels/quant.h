@@ -313,6 +313,14 @@ wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type);
 wlm_qmatvec_fn wlm_quant_matvec_split(int32_t type);
 wlm_qmatmat_fn wlm_quant_matmat_split(int32_t type);
 
+/* The same matrix-vector kernels without their read-ahead (quant_simd.c: the quantized loops
+ * touch each row stream some blocks ahead, which an Intel Xeon gained from and an AMD Zen 4 lost
+ * by), bit for bit their results: the traits' matvec_simd of the build's form (relaxed or
+ * SIMD128) and wlm_quant_matvec_split's. NULL in the scalar build and for types without one (F16,
+ * BF16). A context picks them with read_ahead 0. */
+wlm_qmatvec_fn wlm_quant_matvec_near(int32_t type);
+wlm_qmatvec_fn wlm_quant_matvec_split_near(int32_t type);
+
 /* The dot-form probe: `iters` matrix-vector products of a 32 x 512 Q8_0 matrix (17 KiB, in L1)
  * by one activation, with the relaxed kernels of the form `form` (WLM_DOT_FUSED, WLM_DOT_SPLIT);
  * with `batch`, instead `iters` times the matrix-matrix products of that matrix and of a

@@ -36,6 +36,21 @@
  * runs): relaxed 1.12x against 64, SIMD128 1.02x; Q4_0 1.02x / 1.01x. */
 #define PREFETCH_BLOCKS4 32
 #define PREFETCH_SUPER_BLOCKS 4
+/* Each quantized matrix-vector kernel NAME_at(..., ahead) has two entry points of the
+ * wlm_qmatvec_fn shape: NAME, which reads its rows ahead as above, and NAME_near, which does not
+ * (ahead 0: the same arithmetic, bit for bit). Which is faster depends on the CPU: on an AMD Zen 4
+ * every distance lost against none (2-16 %, bench/README.md 2026-11-28), on the Intel Xeon of
+ * 2026-11-23 it gained; a context picks (wlm_context_params.read_ahead, js/engine.js times both
+ * on the first decode steps). */
+#define MATVEC_ENTRIES(NAME) /* (unused: the relaxed build picks the SIMD128 ones by name only) */ \
+    __attribute__((unused)) static void NAME(float *out, const void *w, size_t row_bytes,         \
+                                             const void *xq, int n, int r0, int r1) {             \
+        NAME##_at(out, w, row_bytes, xq, n, r0, r1, 1);                                            \
+    }                                                                                              \
+    __attribute__((unused)) static void NAME##_near(float *out, const void *w, size_t row_bytes,  \
+                                                    const void *xq, int n, int r0, int r1) {      \
+        NAME##_at(out, w, row_bytes, xq, n, r0, r1, 0);                                            \
+    }
 
 static inline float hsum_f32(v128_t v) {
     return (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
@@ -468,7 +483,7 @@ __attribute__((noinline)) static void q4_0_rows4(const wlm_block_q4_0 *w0, const
                 const int r2 = r + half < r1 ? r + half : r;                                       \
                 const BLOCK *w0 = (const BLOCK *)(const void *)(wc + (size_t)r * row_bytes);       \
                 const BLOCK *w1 = (const BLOCK *)(const void *)(wc + (size_t)r2 * row_bytes);      \
-                const int pf = touch_distance(end, w1, nb, sizeof(BLOCK), PREFETCH_BLOCKS);        \
+                const int pf = touch_distance(end, w1, nb, sizeof(BLOCK), ahead ? PREFETCH_BLOCKS : 0);        \
                 float v0 = c0 ? out[r] : 0.0f, v1 = c0 ? out[r2] : 0.0f;                           \
                 CALL;                                                                              \
                 out[r] = v0;                                                                       \
@@ -499,7 +514,7 @@ __attribute__((noinline)) static void q4_0_rows4(const wlm_block_q4_0 *w0, const
                 const BLOCK *w1 = (const BLOCK *)(const void *)(wc + (size_t)rr[1] * row_bytes);   \
                 const BLOCK *w2 = (const BLOCK *)(const void *)(wc + (size_t)rr[2] * row_bytes);   \
                 const BLOCK *w3 = (const BLOCK *)(const void *)(wc + (size_t)rr[3] * row_bytes);   \
-                const int pf = touch_distance(end, w3, nb, sizeof(BLOCK), PREFETCH_BLOCKS4);        \
+                const int pf = touch_distance(end, w3, nb, sizeof(BLOCK), ahead ? PREFETCH_BLOCKS4 : 0);        \
                 float v[4] __attribute__((aligned(16)));                                           \
                 for (int k = 0; k < 4; k++) v[k] = c0 ? out[rr[k]] : 0.0f;                         \
                 CALL;                                                                              \
@@ -519,15 +534,17 @@ __attribute__((noinline)) static void q4_0_rows4(const wlm_block_q4_0 *w0, const
                    FN(w0, w1, w2, w3, xs, xd, xsum8, &k, nb, pf, v));                              \
     } while (0)
 
-static void s128_q8_0_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                           int r0, int r1) {
+static void s128_q8_0_matvec_at(float *out, const void *w, size_t row_bytes, const void *xq,
+                                int n, int r0, int r1, int ahead) {
     ROWS4_DRIVER(wlm_block_q8_0, q8_0_rows4);
 }
+MATVEC_ENTRIES(s128_q8_0_matvec)
 
-static void s128_q4_0_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                           int r0, int r1) {
+static void s128_q4_0_matvec_at(float *out, const void *w, size_t row_bytes, const void *xq,
+                                int n, int r0, int r1, int ahead) {
     ROWS4_DRIVER(wlm_block_q4_0, q4_0_rows4);
 }
+MATVEC_ENTRIES(s128_q4_0_matvec)
 
 /* ---- BF16 --------------------------------------------------------------------------------
  * A bfloat16 is the high half of a float: eight of them widen to two float vectors with one
@@ -600,10 +617,11 @@ __attribute__((noinline)) static void q5_0_rows4(const wlm_block_q5_0 *w0, const
 }
 #undef S128_Q5_0_P
 
-static void s128_q5_0_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                           int r0, int r1) {
+static void s128_q5_0_matvec_at(float *out, const void *w, size_t row_bytes, const void *xq,
+                                int n, int r0, int r1, int ahead) {
     ROWS4_DRIVER(wlm_block_q5_0, q5_0_rows4);
 }
+MATVEC_ENTRIES(s128_q5_0_matvec)
 
 
 /* ---- Q8_1 activations; Q4_1 and Q5_1 weights ---------------------------------------------
@@ -721,21 +739,23 @@ typedef struct q8_1_wide {
     float xsm[XCHUNK / 32] __attribute__((aligned(16)));
 } q8_1_wide;
 
-static void s128_q4_1_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                             int r0, int r1) {
+static void s128_q4_1_matvec_at(float *out, const void *w, size_t row_bytes, const void *xq,
+                                int n, int r0, int r1, int ahead) {
     q8_1_wide a;
     ROWS2_Q8_1_DRIVER(wlm_block_q4_1, widen_q8_1(x + c0 / 32, nb, a.xs, a.xd, a.xsm),
                       q4_1_rows2(w0, w1, a.xs, a.xd, a.xsm, nb, pf, &v0, &v1));
 }
+MATVEC_ENTRIES(s128_q4_1_matvec)
 
-static void s128_q5_1_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                             int r0, int r1) {
+static void s128_q5_1_matvec_at(float *out, const void *w, size_t row_bytes, const void *xq,
+                                int n, int r0, int r1, int ahead) {
     q8_1_wide a;
     s128_consts k;
     s128_consts_fill(&k);
     ROWS2_Q8_1_DRIVER(wlm_block_q5_1, widen_q8_1(x + c0 / 32, nb, a.xs, a.xd, a.xsm),
                       q5_1_rows2(w0, w1, a.xs, a.xd, a.xsm, &k, nb, pf, &v0, &v1));
 }
+MATVEC_ENTRIES(s128_q5_1_matvec)
 
 /* ---- Q8_K activations: quantizer and widening -------------------------------------------- */
 
@@ -1011,7 +1031,7 @@ __attribute__((noinline)) static void q6_K_rows2(const wlm_block_q6_K *w0, const
                 const int r2 = r + half < r1 ? r + half : r;                                       \
                 const BLOCK *w0 = (const BLOCK *)(const void *)(wc + (size_t)r * row_bytes);       \
                 const BLOCK *w1 = (const BLOCK *)(const void *)(wc + (size_t)r2 * row_bytes);      \
-                const int pf = touch_distance(end, w1, nb, sizeof(BLOCK), PREFETCH_SUPER_BLOCKS);  \
+                const int pf = touch_distance(end, w1, nb, sizeof(BLOCK), ahead ? PREFETCH_SUPER_BLOCKS : 0);  \
                 float v0, v1;                                                                      \
                 CALL;                                                                              \
                 out[r] = c0 ? out[r] + v0 : v0;                                                    \
@@ -1020,15 +1040,17 @@ __attribute__((noinline)) static void q6_K_rows2(const wlm_block_q6_K *w0, const
         }                                                                                          \
     } while (0)
 
-static void s128_q4_K_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                           int r0, int r1) {
+static void s128_q4_K_matvec_at(float *out, const void *w, size_t row_bytes, const void *xq,
+                                int n, int r0, int r1, int ahead) {
     ROWS2_K_DRIVER(wlm_block_q4_K, q4_K_rows2(w0, w1, xc, xs, xsub, nb, pf, &v0, &v1));
 }
+MATVEC_ENTRIES(s128_q4_K_matvec)
 
-static void s128_q6_K_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                           int r0, int r1) {
+static void s128_q6_K_matvec_at(float *out, const void *w, size_t row_bytes, const void *xq,
+                                int n, int r0, int r1, int ahead) {
     ROWS2_K_DRIVER(wlm_block_q6_K, q6_K_rows2(w0, w1, xc, xs, nb, pf, &v0, &v1));
 }
+MATVEC_ENTRIES(s128_q6_K_matvec)
 
 /* ---- Q2_K, Q3_K, Q5_K weights (Q8_K activations) ------------------------------------------
  * Each 16-element group's levels are built as 16 bytes (and/shift on the packed bits) and go
@@ -1196,20 +1218,23 @@ __attribute__((noinline)) static void q5_K_rows2(const wlm_block_q5_K *w0, const
     *o1 = s1;
 }
 
-static void s128_q2_K_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                           int r0, int r1) {
+static void s128_q2_K_matvec_at(float *out, const void *w, size_t row_bytes, const void *xq,
+                                int n, int r0, int r1, int ahead) {
     ROWS2_K_DRIVER(wlm_block_q2_K, q2_K_rows2(w0, w1, xc, xs, nb, pf, &v0, &v1));
 }
+MATVEC_ENTRIES(s128_q2_K_matvec)
 
-static void s128_q3_K_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                           int r0, int r1) {
+static void s128_q3_K_matvec_at(float *out, const void *w, size_t row_bytes, const void *xq,
+                                int n, int r0, int r1, int ahead) {
     ROWS2_K_DRIVER(wlm_block_q3_K, q3_K_rows2(w0, w1, xc, xs, nb, pf, &v0, &v1));
 }
+MATVEC_ENTRIES(s128_q3_K_matvec)
 
-static void s128_q5_K_matvec(float *out, const void *w, size_t row_bytes, const void *xq, int n,
-                           int r0, int r1) {
+static void s128_q5_K_matvec_at(float *out, const void *w, size_t row_bytes, const void *xq,
+                                int n, int r0, int r1, int ahead) {
     ROWS2_K_DRIVER(wlm_block_q5_K, q5_K_rows2(w0, w1, xc, xs, xsub, nb, pf, &v0, &v1));
 }
+MATVEC_ENTRIES(s128_q5_K_matvec)
 
 
 /* ---- the public quantized kernels: SIMD128 or, in the relaxed-SIMD build (-mrelaxed-simd,
@@ -1219,9 +1244,11 @@ static void s128_q5_K_matvec(float *out, const void *w, size_t row_bytes, const 
 #define WLM_QUANT_RELAXED 1
 #include "kernels/quant_relaxed.inc"
 #define PICK(t) rx_##t##_matvec
+#define PICK_NEAR(t) rx_##t##_matvec_near
 #else
 #define WLM_QUANT_RELAXED 0
 #define PICK(t) s128_##t##_matvec
+#define PICK_NEAR(t) s128_##t##_matvec_near
 #endif
 
 #if defined(WLM_QUANT_DOT_SPLIT)
@@ -1243,6 +1270,21 @@ wlm_qmatvec_fn wlm_quant_matvec_split(int32_t type) {
     default: return NULL;
     }
 }
+wlm_qmatvec_fn wlm_quant_matvec_split_near(int32_t type) {
+    switch (type) {
+    case WLM_TYPE_Q8_0: return rx_q8_0_matvec_near;
+    case WLM_TYPE_Q4_0: return rx_q4_0_matvec_near;
+    case WLM_TYPE_Q4_1: return rx_q4_1_matvec_near;
+    case WLM_TYPE_Q5_0: return rx_q5_0_matvec_near;
+    case WLM_TYPE_Q5_1: return rx_q5_1_matvec_near;
+    case WLM_TYPE_Q2_K: return rx_q2_K_matvec_near;
+    case WLM_TYPE_Q3_K: return rx_q3_K_matvec_near;
+    case WLM_TYPE_Q4_K: return rx_q4_K_matvec_near;
+    case WLM_TYPE_Q5_K: return rx_q5_K_matvec_near;
+    case WLM_TYPE_Q6_K: return rx_q6_K_matvec_near;
+    default: return NULL;
+    }
+}
 #else
 #define QUANT_ENTRY(t)                                                                             \
     void wlm_##t##_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n, \
@@ -1260,7 +1302,24 @@ QUANT_ENTRY(q4_K)
 QUANT_ENTRY(q5_K)
 QUANT_ENTRY(q6_K)
 #undef QUANT_ENTRY
+
+wlm_qmatvec_fn wlm_quant_matvec_near(int32_t type) {
+    switch (type) {
+    case WLM_TYPE_Q8_0: return PICK_NEAR(q8_0);
+    case WLM_TYPE_Q4_0: return PICK_NEAR(q4_0);
+    case WLM_TYPE_Q4_1: return PICK_NEAR(q4_1);
+    case WLM_TYPE_Q5_0: return PICK_NEAR(q5_0);
+    case WLM_TYPE_Q5_1: return PICK_NEAR(q5_1);
+    case WLM_TYPE_Q2_K: return PICK_NEAR(q2_K);
+    case WLM_TYPE_Q3_K: return PICK_NEAR(q3_K);
+    case WLM_TYPE_Q4_K: return PICK_NEAR(q4_K);
+    case WLM_TYPE_Q5_K: return PICK_NEAR(q5_K);
+    case WLM_TYPE_Q6_K: return PICK_NEAR(q6_K);
+    default: return NULL;
+    }
+}
 #undef PICK
+#undef PICK_NEAR
 
 wlm_qmatvec_fn wlm_quant_matvec_simd128(int32_t type) {
     switch (type) {
@@ -1366,6 +1425,11 @@ int wlm_quant_have_simd(void) { return 0; }
 
 wlm_qmatvec_fn wlm_quant_matvec_simd128(int32_t type) { return wlm_type_get(type)->matvec_simd; }
 
+wlm_qmatvec_fn wlm_quant_matvec_near(int32_t type) {
+    (void)type;
+    return NULL;
+}
+
 wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
     (void)type;
     return NULL;
@@ -1377,6 +1441,10 @@ int wlm_quant_have_relaxed(void) { return 0; }
 
 #if !defined(__wasm_relaxed_simd__) /* the relaxed build has them in quant_relaxed_split.c */
 wlm_qmatvec_fn wlm_quant_matvec_split(int32_t type) {
+    (void)type;
+    return NULL;
+}
+wlm_qmatvec_fn wlm_quant_matvec_split_near(int32_t type) {
     (void)type;
     return NULL;
 }

@@ -106,6 +106,11 @@ void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor 
             const wlm_qmatvec_fn mv = wlm_quant_matvec_split(t->type);
             if (mv) j.qmv = mv;
         }
+        if (c->use_simd && !c->read_ahead) { /* the same bits, no rows touched ahead */
+            const wlm_qmatvec_fn mv = c->dot_split ? wlm_quant_matvec_split_near(t->type)
+                                                   : wlm_quant_matvec_near(t->type);
+            if (mv) j.qmv = mv;
+        }
         if (c->dot_split_batch && wlm_quant_matvec_split(t->type))
             j.qmm = wlm_quant_matmat_split(t->type); /* (its leftover entries: split matvec) */
         j.x_stride = x_stride * sizeof(float);

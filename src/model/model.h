@@ -311,6 +311,8 @@ struct wlm_context {
     int use_simd;                 /* pick traits' matvec_simd over matvec_ref */
     int dot_split;                /* relaxed build, WLM_DOT_SPLIT: wlm_quant_matvec_split's kernels */
     int dot_split_batch;          /* the same for the matrix-matrix ones (dot_form_batch) */
+    int read_ahead;               /* wlm_context_params.read_ahead: 0 picks the matrix-vector
+                                     kernels without read-ahead (wlm_quant_matvec_near) */
     wlm_threadpool *pool;         /* borrowed; NULL: matrix products on the calling thread */
     int32_t n_seq_max;
     int32_t max_blocks;           /* blocks per full sequence: ceil(n_ctx / BLOCK) */
@@ -369,10 +371,17 @@ struct wlm_context {
     int32_t *dfr_tok, *dfr_seq, *dfr_pos; /* (dfr_cap) the recorded batch, in entry order */
     int32_t dfr_cap;
     int32_t dfr_n;                /* entries waiting for their logits (0: none) */
-    int32_t dfr_shift[3];         /* a context shift the backend has yet to apply to its cache
-                                     (wlm_seq_shift_internal): n_keep, n_discard (0: none), and
-                                     the sequence's length before it; applied before the next
-                                     recorded batch runs, cleared with its logits */
+    int32_t dfr_shift[WLM_MAX_SEQ][3]; /* per sequence, a context shift the backend has yet to
+                                     apply to its cache (wlm_seq_shift_internal): n_keep,
+                                     n_discard (0: none), and the sequence's length before it;
+                                     applied before the next recorded batch runs, cleared with
+                                     its logits */
+    int32_t dfr_fork[WLM_MAX_SEQ][3]; /* forks the backend has yet to apply (beam search,
+                                     wlm_seq_fork_internal): source, destination, the rows
+                                     0..n-1 to copy; at most one per destination (a later one
+                                     replaces it), applied in order before the shifts and the
+                                     next recorded batch, cleared with its logits */
+    int32_t dfr_n_fork;
     int dfr_exact;                /* 1: the recorded batch's logits must equal one-token
                                      evaluations bit for bit (a speculative round's
                                      verification, whose greedy tokens must be plain greedy

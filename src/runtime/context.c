@@ -21,6 +21,7 @@ void wlm_context_params_default(wlm_context_params *params) {
     params->kv_type = WLM_KV_F16;
     params->dot_form = WLM_DOT_FUSED;
     params->dot_form_batch = -1;
+    params->read_ahead = 1;
 }
 
 /* ---- KV block pool ------------------------------------------------------------------------ */
@@ -237,6 +238,7 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->dot_split_batch = c->use_simd && wlm_quant_have_relaxed() &&
                          (params->dot_form_batch == -1 ? params->dot_form : params->dot_form_batch) ==
                              WLM_DOT_SPLIT;
+    c->read_ahead = params->read_ahead != 0;
     c->n_seq_max = params->n_seq_max;
     c->max_blocks = (c->n_ctx + BLOCK - 1) / BLOCK;
     c->last_logits = -1;
@@ -339,6 +341,16 @@ int wlm_context_set_threadpool(wlm_context *ctx, wlm_threadpool *pool) {
     return WLM_OK;
 }
 
+int wlm_context_set_read_ahead(wlm_context *ctx, int32_t on) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    if (on != 0 && on != 1)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "read_ahead must be 0 or 1 (got %d)", (int)on);
+    ctx->read_ahead = on;
+    return WLM_OK;
+}
+
 size_t wlm_context_memory(const wlm_context *ctx) {
     if (!ctx) return 0;
     return ctx->bytes + (size_t)ctx->kv.n_alloc * ctx->kv.block_bytes +
@@ -365,7 +377,8 @@ void wlm_context_reset_keep(wlm_context *ctx, int32_t keep) {
     wlm_deferred_drop(ctx);
     /* what is kept is within the exact prefix, before any shifted position: a shift the backend
      * has not applied no longer matters */
-    ctx->dfr_shift[0] = ctx->dfr_shift[1] = ctx->dfr_shift[2] = 0;
+    memset(ctx->dfr_shift, 0, sizeof ctx->dfr_shift);
+    ctx->dfr_n_fork = 0;
     for (int32_t i = 0; i < ctx->n_seq_max; i++) {
         wlm_seq *s = &ctx->seqs[i];
         int32_t k = i == 0 && keep > 0 ? keep : 0;
@@ -431,6 +444,14 @@ int wlm_seq_clear(wlm_context *ctx, int32_t seq) {
 void wlm_seq_fork_internal(wlm_context *c, int32_t src, int32_t dst) {
     if (src == dst) return;
     wlm_seq *s = &c->seqs[src], *d = &c->seqs[dst];
+    if (c->deferred) { /* the backend copies the rows; one pending fork per destination */
+        int32_t i = 0;
+        while (i < c->dfr_n_fork && c->dfr_fork[i][1] != dst) i++;
+        if (i == c->dfr_n_fork) c->dfr_n_fork++;
+        c->dfr_fork[i][0] = src;
+        c->dfr_fork[i][1] = dst;
+        c->dfr_fork[i][2] = s->n_past;
+    }
     d->n_past = 0;
     seq_trim(c, d);
     for (int32_t i = 0; i < s->n_blocks; i++) {
@@ -489,16 +510,15 @@ int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t 
     int rc = wlm_shift_supported(c->model, c->errmsg);
     if (rc != WLM_OK) return rc;
     if (c->deferred) { /* the backend moves and re-rotates its rows before the next batch */
-        if (seq != 0)
-            return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
-                                 "context shift: this context's backend keeps sequence 0 only");
-        if (c->dfr_shift[1] > 0)
+        int32_t *sh = c->dfr_shift[seq];
+        if (sh[1] > 0)
             return wlm_set_error(c->errmsg, WLM_ERR_STATE,
-                                 "context shift: the previous shift has not reached the backend "
-                                 "yet (evaluate a batch first)");
-        c->dfr_shift[0] = n_keep;
-        c->dfr_shift[1] = n_discard;
-        c->dfr_shift[2] = s->n_past;
+                                 "context shift: sequence %d's previous shift has not reached the "
+                                 "backend yet (evaluate a batch first)",
+                                 (int)seq);
+        sh[0] = n_keep;
+        sh[1] = n_discard;
+        sh[2] = s->n_past;
         memmove(s->tokens + n_keep, s->tokens + n_keep + n_discard,
                 sizeof(int32_t) * (size_t)(s->n_past - n_keep - n_discard));
         s->n_past -= n_discard;

@@ -165,9 +165,6 @@ int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *co
     if (n_seqs > 1 && !ctx->kv_cache)
         return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
                              "a context without KV cache generates one sequence at a time");
-    if (n_seqs > 1 && ctx->deferred)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
-                             "batches of sequences are not supported by the WebGPU backend yet");
     int64_t total = 0;
     for (int32_t i = 0; i < n_seqs; i++) {
         char who[32] = "";
@@ -176,7 +173,8 @@ int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *co
         if (rc != WLM_OK) return rc;
         total += n_tokens[i];
     }
-    /* Prefill every distinct prompt in one batch; a repeated prompt forks its first copy. */
+    /* Prefill every distinct prompt in one batch; a repeated prompt forks its first copy (not in
+     * a deferred context, whose backend keeps each sequence's rows: every prompt is evaluated). */
     int32_t src[WLM_MAX_SEQ], entry[WLM_MAX_SEQ];
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)total * 2);
     uint8_t *want = calloc((size_t)total, 1);
@@ -188,7 +186,7 @@ int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *co
     int32_t m = 0;
     for (int32_t i = 0; i < n_seqs; i++) {
         src[i] = i;
-        for (int32_t j = 0; j < i; j++)
+        for (int32_t j = 0; j < i && !ctx->deferred; j++)
             if (src[j] == j && n_tokens[j] == n_tokens[i] &&
                 memcmp(prompts[j], prompts[i], sizeof(int32_t) * (size_t)n_tokens[i]) == 0) {
                 src[i] = j;

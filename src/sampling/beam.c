@@ -87,9 +87,6 @@ int wlm_beam_begin(wlm_context *ctx, const int32_t *prompt, int32_t n, const wlm
     if (!ctx->model || !ctx->seqs)
         return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
     if (!p) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "params is NULL");
-    if (ctx->deferred)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
-                             "beam search is not supported by the WebGPU backend yet");
     if (p->width < 1 || p->width > WLM_MAX_SEQ / 2)
         return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "beam width %d is outside 1..%d",
                              (int)p->width, WLM_MAX_SEQ / 2);

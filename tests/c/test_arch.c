@@ -612,6 +612,14 @@ static void test_arch(const char *arch, int variant, int32_t type) {
             free(t1);
         }
 #endif
+        /* the matrix-vector kernels without read-ahead (read_ahead 0): the same bits */
+        CHECK_STATUS(wlm_context_set_read_ahead(cs, 0), WLM_OK);
+        float *near = logits_one_by_one(cs, t, 8, s.vocab);
+        CHECKF(bitwise_equal(one, near, (size_t)8 * s.vocab, &at),
+               "%s simd %d: read_ahead 0 differs at position %zu", what, simd, at / (size_t)s.vocab);
+        CHECK_STATUS(wlm_context_set_read_ahead(cs, 2), WLM_ERR_INVALID_ARG);
+        CHECK_STATUS(wlm_context_set_read_ahead(cs, 1), WLM_OK);
+        free(near);
         free(one);
         free(bat);
         wlm_context_free(cs);

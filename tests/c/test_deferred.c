@@ -5,8 +5,8 @@
  * equal the ordinary context's token for token (greedy and sampled, stop strings, the prompt
  * cache), a step dropped while it waits for logits must leave the sequence where it was, logits
  * must be unreadable until supplied, the context must hold no KV memory, context shift and
- * speculative decoding must equal an ordinary context's, and what the deferred mode does not
- * support (batches, beams, forks) must be refused. Also checks
+ * speculative decoding, batches of sequences and beam search must equal an ordinary context's,
+ * and what the deferred mode does not support (wlm_seq_fork called directly) must be refused. Also checks
  * wlm_model_describe's JSON (length contract, key fields) on stories260K.
  * Uses wasmlm.h plus model.h (the deferred fields are internal).
  */
@@ -38,26 +38,64 @@ static wlm_context *deferred_ctx(const wlm_model *m, int n_ctx, int n_seq) {
     return c;
 }
 
+/* An ordinary context, a deferred one and the deferred one's stand-in backend (ref: supply()),
+ * each of n_ctx positions and n_seq sequences; NULL members after a failed check. */
+typedef struct trio {
+    wlm_context *plain, *d, *ref;
+} trio;
+
+static trio trio_new(const wlm_model *m, int n_ctx, int n_seq) {
+    trio t = {tu_context(m, n_ctx, n_seq, 1, WLM_KV_F16), deferred_ctx(m, n_ctx, n_seq),
+              tu_context(m, n_ctx, n_seq, 1, WLM_KV_F16)};
+    return t;
+}
+
+static void trio_free(trio *t) {
+    wlm_context_free(t->plain);
+    wlm_context_free(t->d);
+    wlm_context_free(t->ref);
+}
+
 /* Evaluates d's recorded batch on `ref` (an ordinary context kept at the same positions) and
  * copies the logits in: what js/backend/webgpu/backend.js's supply() does with the GPU. */
 static int supply(wlm_context *d, wlm_context *ref) {
     const int32_t n = d->dfr_n;
     if (n <= 0) return WLM_OK;
-    if (d->dfr_shift[1] > 0) { /* the shift first, as the GPU moves its rows first */
-        const int32_t end = d->dfr_shift[2];
-        if (ref->seqs[0].n_past > end) wlm_context_reset_keep(ref, end);
-        CHECKF(ref->seqs[0].n_past == end, "ref at %d, shift of %d", (int)ref->seqs[0].n_past,
-               (int)end);
-        int rc = wlm_seq_shift(ref, 0, d->dfr_shift[0], d->dfr_shift[1]);
+    for (int32_t i = 0; i < d->dfr_n_fork; i++) { /* forks first, then shifts, as the GPU */
+        const int32_t *fk = d->dfr_fork[i];
+        CHECKF(ref->seqs[fk[0]].n_past >= fk[2], "ref sequence %d at %d, fork of %d rows",
+               (int)fk[0], (int)ref->seqs[fk[0]].n_past, (int)fk[2]);
+        int rc = wlm_seq_fork(ref, fk[0], fk[1]);
+        if (rc == WLM_OK) rc = wlm_seq_truncate(ref, fk[1], fk[2]);
         if (rc != WLM_OK) return rc;
-        d->dfr_shift[0] = d->dfr_shift[1] = d->dfr_shift[2] = 0;
     }
-    const int32_t p0 = d->dfr_pos[0];
-    if (ref->seqs[0].n_past > p0) wlm_context_reset_keep(ref, p0);
-    CHECKF(ref->seqs[0].n_past == p0, "ref at %d, batch at %d", (int)ref->seqs[0].n_past, (int)p0);
+    d->dfr_n_fork = 0;
+    for (int32_t sq = 0; sq < d->n_seq_max; sq++) { /* shifts, as the GPU moves its rows */
+        int32_t *sh = d->dfr_shift[sq];
+        if (sh[1] <= 0) continue;
+        if (ref->seqs[sq].n_past > sh[2]) wlm_seq_truncate(ref, sq, sh[2]);
+        CHECKF(ref->seqs[sq].n_past == sh[2], "ref sequence %d at %d, shift of %d", (int)sq,
+               (int)ref->seqs[sq].n_past, (int)sh[2]);
+        int rc = wlm_seq_shift(ref, sq, sh[0], sh[1]);
+        if (rc != WLM_OK) return rc;
+        sh[0] = sh[1] = sh[2] = 0;
+    }
+    /* each sequence of the batch where its first entry is (ref computed the same tokens) */
+    for (int32_t i = n - 1; i >= 0; i--) {
+        const int32_t sq = d->dfr_seq[i], p = d->dfr_pos[i];
+        if (ref->seqs[sq].n_past > p) wlm_seq_truncate(ref, sq, p);
+    }
+    for (int32_t i = 0; i < n; i++) {
+        const int32_t sq = d->dfr_seq[i];
+        int first = 1;
+        for (int32_t j = 0; j < i; j++) first &= d->dfr_seq[j] != sq;
+        if (first)
+            CHECKF(ref->seqs[sq].n_past == d->dfr_pos[i], "ref sequence %d at %d, batch at %d",
+                   (int)sq, (int)ref->seqs[sq].n_past, (int)d->dfr_pos[i]);
+    }
     uint8_t *want = calloc((size_t)n, 1);
     for (int32_t i = 0; i < n; i++) want[i] = d->logit_row[i] >= 0;
-    int rc = wlm_eval_entries(ref, d->dfr_tok, NULL, want, n);
+    int rc = wlm_eval_entries(ref, d->dfr_tok, d->dfr_seq, want, n);
     free(want);
     if (rc != WLM_OK) return rc;
     const size_t V = (size_t)d->model->hp.vocab_size;
@@ -110,9 +148,8 @@ static int generate(wlm_context *c, wlm_context *ref, const char *prompt, const 
 
 static void test_generation_equal(const wlm_model *m) {
     tu_section("deferred generation equals the ordinary context's");
-    wlm_context *plain = tu_context(m, 128, 0, 1, WLM_KV_F16);
-    wlm_context *d = deferred_ctx(m, 128, 1);
-    wlm_context *ref = tu_context(m, 128, 0, 1, WLM_KV_F16);
+    trio ctxs = trio_new(m, 128, 1);
+    wlm_context *plain = ctxs.plain, *d = ctxs.d, *ref = ctxs.ref;
     if (!plain || !d || !ref) goto out;
     CHECK(d->deferred && d->kv.n_alloc == 0); /* no CPU KV blocks */
     CHECKF(wlm_context_memory(d) + 8 * d->kv.block_bytes <= wlm_context_memory(plain), /* 8 blocks */
@@ -152,9 +189,7 @@ static void test_generation_equal(const wlm_model *m) {
         }
     }
 out:
-    wlm_context_free(plain);
-    wlm_context_free(d);
-    wlm_context_free(ref);
+    trio_free(&ctxs);
 }
 
 static void test_drop_and_refusals(const wlm_model *m) {
@@ -193,19 +228,120 @@ static void test_drop_and_refusals(const wlm_model *m) {
     wlm_context_reset(d);
     CHECK(wlm_context_n_past(d) == 0 && d->dfr_n == 0);
 
-    const int32_t toks[] = {1, 403, 407};
-    const int32_t *prompts[] = {toks, toks};
-    const int32_t lens[] = {3, 2};
-    wlm_gen_params ps[2] = {p, p};
-    CHECK_STATUS(wlm_generate_batch_begin(d, 2, prompts, lens, ps), WLM_ERR_UNSUPPORTED);
     CHECK_STATUS(wlm_seq_fork(d, 0, 1), WLM_ERR_UNSUPPORTED);
-    wlm_beam_params bp;
-    wlm_beam_params_default(&bp);
-    bp.width = 1;
-    CHECK_STATUS(wlm_beam_begin(d, toks, 3, &bp), WLM_ERR_UNSUPPORTED);
 out:
     wlm_context_free(d);
     wlm_context_free(ref);
+}
+
+/* A batch of NS sequences from `prompts` (the last repeats the first: not forked in a deferred
+ * context) on c (deferred when ref != NULL): each sequence's ids into out[s] (cap 64), counts
+ * into n[s]. */
+#define NS 4
+static void batch_run(wlm_context *c, wlm_context *ref, const char *const *prompts,
+                      const wlm_gen_params *gp, int32_t out[NS][64], int *n) {
+    int32_t toks[NS][64], counts[NS];
+    const int32_t *pp[NS];
+    for (int s = 0; s < NS; s++) {
+        counts[s] = wlm_tokenize(c->model, prompts[s], strlen(prompts[s]), 1, toks[s], 64);
+        pp[s] = toks[s];
+        n[s] = 0;
+    }
+    CHECK_STATUS(wlm_generate_batch_begin(c, NS, pp, counts, gp), WLM_OK);
+    if (ref) CHECK_STATUS(supply(c, ref), WLM_OK);
+    wlm_token t[NS];
+    for (int step = 0; step < 200; step++) {
+        int rc = wlm_generate_batch_next(c, t);
+        if (ref && rc == WLM_NEED_LOGITS) {
+            CHECK_STATUS(supply(c, ref), WLM_OK);
+            rc = wlm_generate_batch_resume(c, t);
+        }
+        if (rc < 0) {
+            CHECK_STATUS(rc, WLM_OK);
+            return;
+        }
+        for (int s = 0; s < NS; s++)
+            if (t[s].status == WLM_OK && n[s] < 64) out[s][n[s]++] = t[s].id;
+        if (rc == WLM_DONE) return;
+    }
+}
+
+/* Batches of sequences on a deferred context (each sequence's rows kept by the backend, a
+ * repeated prompt evaluated again instead of forked) equal an ordinary context's, greedy and
+ * sampled, with context shifts of several sequences in one step. */
+static void test_batch(const wlm_model *m) {
+    tu_section("batches of sequences on a deferred context equal an ordinary one");
+    trio ctxs = trio_new(m, 48, NS);
+    wlm_context *plain = ctxs.plain, *d = ctxs.d, *ref = ctxs.ref;
+    if (!plain || !d || !ref) goto out;
+    const char *prompts[NS] = {"Once upon a time", "The little dog", "Lily and Ben were", "Once upon a time"};
+    for (int mode = 0; mode < 3; mode++) {
+        wlm_gen_params gp[NS];
+        for (int s = 0; s < NS; s++) {
+            wlm_gen_params_default(&gp[s]);
+            gp[s].max_tokens = mode == 2 ? 70 : 30; /* mode 2: past n_ctx 48, shifting */
+            gp[s].seed = 100 + (uint64_t)s;
+            gp[s].temperature = mode == 0 ? 0.0f : 0.9f;
+            gp[s].context_shift = mode == 2;
+            gp[s].n_keep = 3;
+            gp[s].banned = (const int32_t[]){2};
+            gp[s].n_banned = 1;
+        }
+        int32_t a[NS][64], b[NS][64];
+        int na[NS], nb[NS];
+        batch_run(plain, NULL, prompts, gp, a, na);
+        batch_run(d, ref, prompts, gp, b, nb);
+        for (int s = 0; s < NS; s++)
+            CHECKF(na[s] == nb[s] && na[s] >= 30 && memcmp(a[s], b[s], sizeof(int32_t) * (size_t)na[s]) == 0,
+                   "mode %d sequence %d: %d vs %d tokens", mode, s, na[s], nb[s]);
+        if (mode == 0) /* greedy: the repeated prompt gives the first one's tokens */
+            CHECK(na[3] == na[0] && memcmp(b[3], b[0], sizeof(int32_t) * (size_t)na[0]) == 0);
+    }
+out:
+    trio_free(&ctxs);
+}
+
+/* Beam search on a deferred context: each step's forks are recorded for the backend (applied
+ * by supply() before the step's batch, as the GPU copies the rows); the beams must equal an
+ * ordinary context's, token for token and score for score. */
+static void test_beam(const wlm_model *m) {
+    tu_section("beam search on a deferred context equals an ordinary one");
+    trio ctxs = trio_new(m, 64, 8);
+    wlm_context *plain = ctxs.plain, *d = ctxs.d, *ref = ctxs.ref;
+    if (!plain || !d || !ref) goto out;
+    int32_t prompt[16];
+    const int32_t n = wlm_tokenize(m, "Once upon a time", 16, 1, prompt, 16);
+    for (int width = 1; width <= 4; width += 3) {
+        wlm_beam_params bp;
+        wlm_beam_params_default(&bp);
+        bp.width = width;
+        bp.max_tokens = 24;
+        CHECK_STATUS(wlm_beam_begin(plain, prompt, n, &bp), WLM_OK);
+        while (wlm_beam_step(plain) == WLM_OK) {}
+        CHECK_STATUS(wlm_beam_begin(d, prompt, n, &bp), WLM_OK);
+        CHECK_STATUS(supply(d, ref), WLM_OK);
+        int steps = 0, rc;
+        while ((rc = wlm_beam_step(d)) == WLM_OK) {
+            CHECK(width == 1 || steps == 0 || d->dfr_n_fork > 0 || d->dfr_n == 0);
+            CHECK_STATUS(supply(d, ref), WLM_OK);
+            steps++;
+        }
+        CHECK_STATUS(rc, WLM_DONE);
+        CHECK(steps > 10);
+        CHECKF(wlm_beam_count(plain) == wlm_beam_count(d) && wlm_beam_count(d) == width,
+               "width %d: %d vs %d beams", width, (int)wlm_beam_count(plain), (int)wlm_beam_count(d));
+        for (int32_t i = 0; i < wlm_beam_count(d); i++) {
+            wlm_beam a, b;
+            CHECK_STATUS(wlm_beam_get(plain, i, &a), WLM_OK);
+            CHECK_STATUS(wlm_beam_get(d, i, &b), WLM_OK);
+            CHECKF(a.n_tokens == b.n_tokens && a.logprob == b.logprob && a.stop_reason == b.stop_reason &&
+                       memcmp(a.tokens, b.tokens, sizeof(int32_t) * (size_t)a.n_tokens) == 0,
+                   "width %d beam %d: %d tokens %g vs %d tokens %g", width, (int)i, (int)a.n_tokens,
+                   (double)a.logprob, (int)b.n_tokens, (double)b.logprob);
+        }
+    }
+out:
+    trio_free(&ctxs);
 }
 
 /* Context shift on a deferred context: C shifts its bookkeeping and leaves the rows to the
@@ -214,9 +350,8 @@ out:
  * prefix afterwards. */
 static void test_context_shift(const wlm_model *m) {
     tu_section("context shift on a deferred context equals an ordinary one");
-    wlm_context *plain = tu_context(m, 40, 0, 1, WLM_KV_F16);
-    wlm_context *d = deferred_ctx(m, 40, 1);
-    wlm_context *ref = tu_context(m, 40, 0, 1, WLM_KV_F16);
+    trio ctxs = trio_new(m, 40, 1);
+    wlm_context *plain = ctxs.plain, *d = ctxs.d, *ref = ctxs.ref;
     if (!plain || !d || !ref) goto out;
     for (int sampled = 0; sampled < 2; sampled++) {
         wlm_gen_params p;
@@ -252,15 +387,13 @@ static void test_context_shift(const wlm_model *m) {
     CHECK_STATUS(wlm_eval(d, toks, 8), WLM_OK);
     CHECK_STATUS(supply(d, ref), WLM_OK);
     CHECK_STATUS(wlm_seq_shift(d, 0, 2, 3), WLM_OK);
-    CHECK(d->dfr_shift[0] == 2 && d->dfr_shift[1] == 3 && d->dfr_shift[2] == 8);
+    CHECK(d->dfr_shift[0][0] == 2 && d->dfr_shift[0][1] == 3 && d->dfr_shift[0][2] == 8);
     CHECK(wlm_context_n_past(d) == 5);
     CHECK_STATUS(wlm_seq_shift(d, 0, 1, 1), WLM_ERR_STATE);
     wlm_context_reset(d);
-    CHECK(d->dfr_shift[1] == 0);
+    CHECK(d->dfr_shift[0][1] == 0);
 out:
-    wlm_context_free(plain);
-    wlm_context_free(d);
-    wlm_context_free(ref);
+    trio_free(&ctxs);
 }
 
 /* Speculative decoding with a deferred target (the GPU backend's case): each round's
@@ -270,9 +403,8 @@ out:
  * ordinary context of the same model: every draft accepted), greedy and sampled. */
 static void test_speculative(const wlm_model *m) {
     tu_section("speculative decoding on a deferred target equals an ordinary one");
-    wlm_context *plain = tu_context(m, 256, 0, 1, WLM_KV_F16);
-    wlm_context *d = deferred_ctx(m, 256, 1);
-    wlm_context *ref = tu_context(m, 256, 0, 1, WLM_KV_F16);
+    trio ctxs = trio_new(m, 256, 1);
+    wlm_context *plain = ctxs.plain, *d = ctxs.d, *ref = ctxs.ref;
     wlm_context *draft_a = tu_context(m, 256, 0, 1, WLM_KV_F16);
     wlm_context *draft_b = tu_context(m, 256, 0, 1, WLM_KV_F16);
     if (!plain || !d || !ref || !draft_a || !draft_b) goto out;
@@ -363,9 +495,7 @@ static void test_speculative(const wlm_model *m) {
         wlm_context_free(d2);
     }
 out:
-    wlm_context_free(plain);
-    wlm_context_free(d);
-    wlm_context_free(ref);
+    trio_free(&ctxs);
     wlm_context_free(draft_a);
     wlm_context_free(draft_b);
 }
@@ -397,6 +527,8 @@ int main(int argc, char **argv) {
         test_drop_and_refusals(m);
         test_speculative(m);
         test_context_shift(m);
+        test_batch(m);
+        test_beam(m);
         test_describe(m);
     }
     wlm_model_free(m);

@@ -1000,7 +1000,7 @@ static void test_quantizer_simd(void) {
 /* Matrix-vector kernels: reference vs dequantize-then-dot in double, SIMD vs reference.      */
 
 typedef struct {
-    int bad_exact, bad_act, bad_simd, bad_outside, bad_bits, bad_simd128;
+    int bad_exact, bad_act, bad_simd, bad_outside, bad_bits, bad_simd128, near_checked;
     double worst_simd;
 } mv_stats;
 
@@ -1072,6 +1072,15 @@ static void check_matvec(int32_t type, int rows, int n, int r0, int r1, size_t p
             split(o3 + 1, w, row_bytes, xq, n, r0, r1);
             if (memcmp(o2, o3, (size_t)(rows + 2) * sizeof(float)) != 0) st->bad_simd128++;
         }
+        /* without read-ahead (read_ahead 0): the same bits, both forms (SIMD builds) */
+        const wlm_qmatvec_fn near[2] = {wlm_quant_matvec_near(type), wlm_quant_matvec_split_near(type)};
+        for (int k = 0; k < 2; k++) {
+            if (!near[k]) continue;
+            for (int r = 0; r < rows + 2; r++) o3[r] = sentinel;
+            near[k](o3 + 1, w, row_bytes, xq, n, r0, r1);
+            if (memcmp(o2, o3, (size_t)(rows + 2) * sizeof(float)) != 0) st->bad_simd128++;
+            st->near_checked++;
+        }
         free(o3);
     }
     const int nb = n / t->block_size;
@@ -1129,7 +1138,7 @@ static void test_matvec_type(int32_t type) {
     static const int n16[] = {1, 7, 15, 16, 17, 33, 100, 288, 768, 4097};
     const int *ns = t->block_size == 1 ? n16 : t->block_size == 32 ? n32 : nK;
     const int count = t->block_size == 1 ? 10 : t->block_size == 32 ? 10 : 7;
-    mv_stats st = {0, 0, 0, 0, 0, 0, 0.0};
+    mv_stats st = {0, 0, 0, 0, 0, 0, 0, 0.0};
     int cases = 0;
     for (int i = 0; i < count; i++) {
         const int n = ns[i];
@@ -1150,8 +1159,12 @@ static void test_matvec_type(int32_t type) {
     CHECKF(st.bad_bits == 0, "%s: %d SIMD rows not bitwise equal to the reference", t->name,
            st.bad_bits);
     CHECKF(st.bad_simd128 == 0,
-           "%s: %d matrices where the kernel's (or its split dot form's) bits differ from SIMD128's",
+           "%s: %d matrices where the kernel's (or its split dot form's, or either one's without "
+           "read-ahead) bits differ from SIMD128's",
            t->name, st.bad_simd128);
+    /* the quantized types have kernels without read-ahead wherever there is SIMD */
+    if (wlm_quant_have_simd() && t->block_size > 1 && type != WLM_TYPE_BF16)
+        CHECKF(st.near_checked > 0, "%s: no kernel without read-ahead was compared", t->name);
     printf("%s: %d matrices; worst |simd - ref| / sum|terms| = %.3g\n", t->name, cases,
            st.worst_simd);
 }

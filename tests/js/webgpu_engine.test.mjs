@@ -8,8 +8,8 @@
 // wasm; and the errors: no adapter, an unsupported option, a buffer above the adapter's limits,
 // device loss mid-generation (the engine then loads again), speculative decoding (prompt lookup
 // and a draft model on the CPU: greedy ids equal plain greedy decoding's), context shift (the
-// cache's rows moved and K re-rotated on the GPU), and what the backend refuses for now
-// (batches, beams).
+// cache's rows moved and K re-rotated on the GPU), batches of sequences and beam search (each
+// sequence its block of the GPU cache).
 //
 // The reference for a quantized file is the CPU engine on the same file with every tensor
 // dequantized to F32 by C's to_float (dequantizedCopy): the GPU multiplies dequantized weights
@@ -89,6 +89,21 @@ function wrappedGpu({ limits = null, info = null, onDevice = null } = {}) {
   };
 }
 
+/** Runs fn(cpu, g) with a CPU engine and a WebGPU engine (one thread each) that both loaded
+ *  `file` with the load options `opts`; frees both after. */
+async function withPair(file, opts, fn) {
+  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+  try {
+    await cpu.load({ model: file, ...opts });
+    await g.load({ model: file, ...opts });
+    return await fn(cpu, g);
+  } finally {
+    await cpu.free();
+    await g.free();
+  }
+}
+
 /** `file` with every tensor dequantized to F32 by C (wlmjs_dequantize), written beside it once. */
 function dequantizedCopy(file) {
   const out = file.replace(/\.gguf$/, '-dequantized.gguf');
@@ -155,12 +170,7 @@ for (const { arch, type } of cases) {
 }
 
 test('a prompt of several GPU passes (80 tokens, passes of 32) and the decode after it', { skip }, async () => {
-  const file = synthCached({ arch: 'qwen3', type: 'F32' });
-  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
-  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
-  try {
-    await cpu.load({ model: file, kvType: 'f32' });
-    await g.load({ model: file, kvType: 'f32' });
+  await withPair(synthCached({ arch: 'qwen3', type: 'F32' }), { kvType: 'f32' }, async (cpu, g) => {
     const words = Array.from({ length: 60 }, (_, i) => `w${i * 7 % 23}`).join(' ');
     const ids = Array.from(await cpu.tokenize(words)).slice(0, 80);
     assert.equal(ids.length, 80);
@@ -169,10 +179,7 @@ test('a prompt of several GPU passes (80 tokens, passes of 32) and the decode af
       const { d, m } = diff(a, b);
       assert.ok(d <= 1e-3 * (1 + m), `${step.length} tokens: max |diff| ${d}`);
     }
-  } finally {
-    await cpu.free();
-    await g.free();
-  }
+  });
 });
 
 test('GPU_PROFILE (bench/webgpu.mjs --profile): each kernel submitted alone gives the same logits bit for bit, its time counted by kind', { skip }, async () => {
@@ -263,12 +270,7 @@ test('GpuForward.run exact (a speculative verification): 12 entries in one pass 
 });
 
 test('generate() on the GPU: the sampler, stop strings, a JSON Schema and prompt-cache reuse run in wasm, as on the CPU', { skip }, async () => {
-  const file = synthCached({ arch: 'llama', type: 'F32' });
-  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
-  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
-  try {
-    await cpu.load({ model: file, kvType: 'f32' });
-    await g.load({ model: file, kvType: 'f32' });
+  await withPair(synthCached({ arch: 'llama', type: 'F32' }), { kvType: 'f32' }, async (cpu, g) => {
     const run = async (e, prompt, params) => {
       const out = [];
       for await (const t of e.generate(prompt, params)) out.push(t.id);
@@ -303,19 +305,12 @@ test('generate() on the GPU: the sampler, stop strings, a JSON Schema and prompt
     await assert.rejects(async () => { for await (const _ of g.generate(PROMPT, p, { signal: ac.signal })) if (++n === 2) ac.abort(); }, { name: 'AbortError' });
     const again = await run(g, PROMPT, p);
     assert.deepEqual(again.ids, a.ids);
-  } finally {
-    await cpu.free();
-    await g.free();
-  }
+  });
 });
 
 test("speculative decoding on the GPU: greedy ids are plain greedy decoding's (prompt lookup, a CPU draft model; verification bit for bit the one-token logits), sampled ones the CPU engine's", { skip }, async () => {
   const file = synthCached({ arch: 'llama', type: 'F32' });
-  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
-  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
-  try {
-    await cpu.load({ model: file, kvType: 'f32' });
-    await g.load({ model: file, kvType: 'f32' });
+  await withPair(file, { kvType: 'f32' }, async (cpu, g) => {
     const run = async (e, params) => {
       const ids = [];
       for await (const t of e.generate(LONG_PROMPT, params)) ids.push(t.id);
@@ -345,21 +340,13 @@ test("speculative decoding on the GPU: greedy ids are plain greedy decoding's (p
       for await (const _ of g.generate(LONG_PROMPT, { ...greedy, draft: { ngram: 2 } }, { signal: ac.signal })) if (++n === 3) ac.abort();
     }, { name: 'AbortError' });
     assert.deepEqual((await run(g, greedy)).ids, plain.ids);
-  } finally {
-    await cpu.free();
-    await g.free();
-  }
+  });
 });
 
 for (const [arch, kvType] of [['llama', 'f32'], ['qwen2', 'f16']]) {
   test(`context shift on the GPU (${arch}: ${arch === 'llama' ? 'pairs' : 'NEOX halves'}, ${kvType} cache): past nCtx the GPU's token probabilities follow the CPU engine's, greedy ids equal up to a near-tie`, { skip }, async (t) => {
-    const file = synthCached({ arch, type: 'F32' });
-    const cpu = await createEngine({ threads: 1, backend: 'cpu' });
-    const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
-    try {
-      const nCtx = 40;
-      await cpu.load({ model: file, kvType, nCtx });
-      await g.load({ model: file, kvType, nCtx });
+    const nCtx = 40;
+    await withPair(synthCached({ arch, type: 'F32' }), { kvType, nCtx }, async (cpu, g) => {
       const params = { temperature: 0, maxTokens: 90, contextShift: true, nKeep: 4, nProbs: 2, bannedTokens: [cpu.info.eosId] };
       const run = async (e) => {
         const out = [];
@@ -376,26 +363,56 @@ for (const [arch, kvType] of [['llama', 'f32'], ['qwen2', 'f16']]) {
       const nPrompt = (await cpu.tokenize(PROMPT)).length;
       t.diagnostic(`${i} of ${a.length} tokens equal (the first shift at token ${nCtx - nPrompt})`);
       assert.ok(i > nCtx - nPrompt + 20, `only ${i} tokens compared: the shifted cache is not exercised`);
-    } finally {
-      await cpu.free();
-      await g.free();
-    }
+    });
   });
 }
 
-test('refused for now with WLM_ERR_UNSUPPORTED: generateBatch, beamSearch', { skip }, async () => {
-  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
-  try {
-    await g.load({ model: synthCached({ arch: 'llama', type: 'F32' }) });
-    const drain = async (it) => { for await (const _ of it); };
-    await assert.rejects(drain(g.generateBatch(['a', 'b'], { maxTokens: 2 })), { code: 'WLM_ERR_UNSUPPORTED', message: /WebGPU/ });
-    await assert.rejects(g.beamSearch('a', { width: 2, maxTokens: 2 }), { code: 'WLM_ERR_UNSUPPORTED', message: /WebGPU/ });
-    const ok = []; // and the engine still generates
+test('generateBatch on the GPU: each sequence its own block of the cache (a repeated prompt evaluated again), greedy and sampled, with context shifts, as the CPU engine', { skip }, async () => {
+  await withPair(synthCached({ arch: 'llama', type: 'F32' }), { kvType: 'f32', nCtx: 48 }, async (cpu, g) => {
+    const prompts = [PROMPT, 'The little dog ran', LONG_PROMPT, PROMPT];
+    const run = async (e, params) => {
+      const ids = prompts.map(() => []);
+      for await (const t of e.generateBatch(prompts, params)) if (!t.stopReason) ids[t.seq].push(t.id);
+      return { ids, ...e.lastBatchResult };
+    };
+    for (const params of [
+      { temperature: 0, maxTokens: 12 },
+      prompts.map((_, i) => ({ temperature: 0.8, topK: 40, seed: 10 + i, maxTokens: 12 })),
+      { temperature: 0, maxTokens: 50, contextShift: true, nKeep: 2, bannedTokens: [cpu.info.eosId] }, // past nCtx 48
+    ]) {
+      const a = await run(cpu, params), b = await run(g, params);
+      assert.deepEqual(b.ids, a.ids);
+      assert.ok(b.ids.every((s) => s.length === (Array.isArray(params) ? params[0] : params).maxTokens));
+    }
+    assert.equal(g.info.backend, 'webgpu');
+    // and a plain generation after it, on the recreated (four-sequence) context
+    const one = [];
+    for await (const t of g.generate(PROMPT, { temperature: 0, maxTokens: 12 })) one.push(t.id);
+    assert.deepEqual(one, (await run(g, { temperature: 0, maxTokens: 12 })).ids[0]);
+  });
+});
+
+test('beamSearch on the GPU: the beams (forked between the sequences\' blocks of the GPU cache each step) as the CPU engine\'s, scores within float rounding', { skip }, async () => {
+  await withPair(synthCached({ arch: 'llama', type: 'F32' }), { kvType: 'f32' }, async (cpu, g) => {
+    for (const width of [1, 3]) {
+      const a = await cpu.beamSearch(PROMPT, { width, maxTokens: 16 });
+      const b = await g.beamSearch(PROMPT, { width, maxTokens: 16 });
+      assert.equal(b.beams.length, a.beams.length);
+      b.beams.forEach((beam, i) => {
+        assert.deepEqual(beam.tokens, a.beams[i].tokens, `width ${width} beam ${i}`);
+        assert.ok(Math.abs(beam.logprob - a.beams[i].logprob) <= 1e-4 * (1 + Math.abs(a.beams[i].logprob)), `width ${width} beam ${i}: ${beam.logprob} vs ${a.beams[i].logprob}`);
+      });
+      assert.ok(b.steps > 5);
+    }
+    // an abort between steps, then the engine goes on: a generation after the search
+    const ac = new AbortController();
+    await assert.rejects(g.beamSearch(PROMPT, { width: 2, maxTokens: 16 }, { signal: ac.signal, onStep: ({ step }) => { if (step === 3) ac.abort(); } }),
+      { name: 'AbortError' });
+    assert.equal(g.lastBeamResult.aborted, true);
+    const ok = [];
     for await (const t of g.generate('a', { maxTokens: 2, temperature: 0 })) ok.push(t.id);
     assert.equal(ok.length, 2);
-  } finally {
-    await g.free();
-  }
+  });
 });
 
 test('backend choice: auto keeps a software adapter on the CPU and says why; a bad option is refused', { skip }, async () => {
@@ -489,6 +506,28 @@ test('device lost mid-generation: that generation ends with a clear error, the e
     const ids = [];
     for await (const t of g.generate(PROMPT, { maxTokens: 3, temperature: 0 })) ids.push(t.id);
     assert.equal(ids.length, 3);
+  } finally {
+    await g.free();
+  }
+});
+
+test('a GPU command that fails validation (an error no scope caught): the step is refused with a clear error, never its garbage; the engine loads again', { skip }, async () => {
+  let device = null;
+  const file = synthCached({ arch: 'gpt2', type: 'F32' });
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu: wrappedGpu({ onDevice: (d) => { device = d; } }) });
+  try {
+    await g.load({ model: file });
+    const buf = device.createBuffer({ size: 16, usage: 4 | 8 }); // COPY_SRC | COPY_DST
+    const enc = device.createCommandEncoder();
+    enc.copyBufferToBuffer(buf, 0, buf, 8, 4); // invalid: one buffer both ends
+    device.queue.submit([enc.finish()]);
+    await device.queue.onSubmittedWorkDone();
+    await new Promise((r) => setTimeout(r, 50)); // the error event is delivered asynchronously
+    await assert.rejects(async () => {
+      for await (const _ of g.generate(PROMPT, { maxTokens: 3, temperature: 0 }));
+    }, { code: 'WLM_ERR_STATE', message: /a GPU command failed \(.*same buffer.*load\(\) the model again/s });
+    const info = await g.load({ model: file, backend: 'cpu' });
+    assert.equal(info.backend, 'cpu');
   } finally {
     await g.free();
   }

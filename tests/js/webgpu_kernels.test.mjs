@@ -120,7 +120,7 @@ test('matvec: accumulate adds to what the output holds', { skip }, async () => {
   }
 });
 
-test('kv_shift: rows keep + discard .. end − 1 into OUT, K rotated as forward.c\'s rope_apply (pairs and NEOX halves, a partial n_rot; F32 and F16 as C rounds), V as it was', { skip }, async () => {
+test('kv_shift: a sequence\'s rows keep + discard .. end − 1 into OUT, K rotated as forward.c\'s rope_apply (pairs and NEOX halves, a partial n_rot; F32 and F16 as C rounds), V as it was', { skip }, async () => {
   const hs = 8, nHeads = 2, kvDim = hs * nHeads, nRot = 4, half = nRot / 2, nCtx = 12;
   const keep = 2, discard = 3, end = 11, moved = end - keep - discard;
   const r = rng(21);
@@ -134,7 +134,7 @@ test('kv_shift: rows keep + discard .. end − 1 into OUT, K rotated as forward.
   for (const f16 of [false, true]) {
     for (const neox of [false, true]) {
       const what = `${f16 ? 'F16' : 'F32'} ${neox ? 'NEOX' : 'pairs'}`;
-      const vals = Float32Array.from({ length: 2 * nCtx * kvDim }, () => r() * 4);
+      const vals = Float32Array.from({ length: 4 * nCtx * kvDim }, () => r() * 4); // 2 sequences
       let kv, cache; // the cache's bits, and its elements as floats
       if (f16) {
         const src = x.wlmjs_malloc(vals.byteLength) >>> 0, dst = x.wlmjs_malloc(vals.length * 2) >>> 0, back = x.wlmjs_malloc(vals.byteLength) >>> 0;
@@ -151,13 +151,14 @@ test('kv_shift: rows keep + discard .. end − 1 into OUT, K rotated as forward.
       const words = f16 ? kvDim / 2 : kvDim;
       const A = new Float32Array(8 + 2 * half);
       A.set(cs, 8);
-      const S = new Uint32Array([0, 0, keep, discard, end]);
+      const S = new Uint32Array([0, 0, keep, discard, end, 1]); // sequence 1's rows
+      const sb = 2 * nCtx * kvDim;
       const out = new Uint32Array(2 * moved * words);
       const [, , got] = await run(kvShiftWgsl(f16), { A, params: [kvDim, nCtx, hs, nRot, neox ? 1 : 0, 8, 2], extra: [kv, out, S], grid: [1, 2, 1] });
       const g = f16 ? new Uint16Array(got) : new Float32Array(got);
       const want = new Float32Array(2 * moved * kvDim);
       for (let row = 0; row < moved; row++) {
-        const k0 = (keep + discard + row) * kvDim;
+        const k0 = sb + (keep + discard + row) * kvDim;
         for (let e = 0; e < kvDim; e++) {
           const j = e % hs, h0 = e - j;
           let v = cache[k0 + e];
@@ -169,7 +170,7 @@ test('kv_shift: rows keep + discard .. end − 1 into OUT, K rotated as forward.
             v = first ? f(f(a * c) - f(b * s)) : f(f(a * s) + f(b * c));
           }
           want[row * kvDim + e] = v;
-          want[(moved + row) * kvDim + e] = cache[(nCtx + keep + discard + row) * kvDim + e];
+          want[(moved + row) * kvDim + e] = cache[sb + (nCtx + keep + discard + row) * kvDim + e];
         }
       }
       if (f16) { // C's rounding of the reference; a fused multiply-add on the GPU may move one
@@ -202,9 +203,9 @@ test('kv_store F16: the bits of C\'s wlm_fp32_to_fp16 (nearest even, overflow to
   const kvDim = 128, nCtx = 4;
   const A = new Float32Array(2 * kvDim);
   A.set(vals);
-  const kv = new Uint32Array(nCtx * kvDim); // 2 nCtx rows of kvDim halves
-  const pos = new Uint32Array([2]);
-  const [, kvOut] = await run(kvStoreWgsl(true), { A, params: [0, kvDim, 0, kvDim, nCtx, 0], extra: [kv, pos], grid: [1, 1, 1] });
+  const kv = new Uint32Array(2 * nCtx * kvDim); // 2 sequences of 2 nCtx rows of kvDim halves
+  const pos = new Uint32Array([2, 1]); // position 2 of sequence 1
+  const [, kvOut] = await run(kvStoreWgsl(true), { A, params: [0, kvDim, 0, kvDim, nCtx, 0, 1], extra: [kv, pos], grid: [1, 1, 1] });
   const halves = new Uint16Array(kvOut);
   const src = x.wlmjs_malloc(A.byteLength) >>> 0, dst = x.wlmjs_malloc(A.length * 2) >>> 0;
   new Float32Array(x.memory.buffer, src, A.length).set(A);
@@ -213,11 +214,12 @@ test('kv_store F16: the bits of C\'s wlm_fp32_to_fp16 (nearest even, overflow to
   x.wlmjs_free(src);
   x.wlmjs_free(dst);
   for (let i = 0; i < kvDim; i++) {
-    assert.equal(halves[2 * kvDim + i], want[i], `K ${A[i]}`);
-    assert.equal(halves[(nCtx + 2) * kvDim + i], want[kvDim + i], `V ${A[kvDim + i]}`);
+    assert.equal(halves[(2 * nCtx + 2) * kvDim + i], want[i], `K ${A[i]}`);
+    assert.equal(halves[(3 * nCtx + 2) * kvDim + i], want[kvDim + i], `V ${A[kvDim + i]}`);
   }
+  assert.ok(halves.subarray(0, 2 * nCtx * kvDim).every((v) => v === 0), 'sequence 0 untouched');
   // NaN stays NaN (C keeps the payload's top bits; any quiet NaN is fine for attention)
-  const [, nanKv] = await run(kvStoreWgsl(true), { A: new Float32Array(2 * kvDim).fill(NaN), params: [0, kvDim, 0, kvDim, nCtx, 0], extra: [kv, new Uint32Array([0])], grid: [1, 1, 1] });
+  const [, nanKv] = await run(kvStoreWgsl(true), { A: new Float32Array(2 * kvDim).fill(NaN), params: [0, kvDim, 0, kvDim, nCtx, 0, 1], extra: [kv, new Uint32Array([0, 0])], grid: [1, 1, 1] });
   const h = new Uint16Array(nanKv)[0];
   assert.ok((h & 0x7c00) === 0x7c00 && (h & 0x3ff) !== 0, `NaN → ${h.toString(16)}`);
 });
@@ -264,6 +266,52 @@ test('norm: RMSNorm, LayerNorm with bias, per head in place, and gathered rows (
   for (let h = 0; h < 4; h++) {
     const want = normRef(Array.from(A.subarray(h * 16, h * 16 + 16)), V, null, 1e-6, 0);
     for (let i = 0; i < 16; i++) assert.ok(Math.abs(got[h * 16 + i] - want[i]) <= 2e-6 * (Math.abs(want[i]) + 1));
+  }
+});
+
+test('matvec: a bias (param 9) joins each sum before it is stored or accumulated: fround(Σ + b), x + that; one entry and the batch form', { skip }, async () => {
+  const rows = 70, cols = 96, type = 8;
+  const { bytes, rowBytes } = weights(type, rows, cols, 41);
+  const r = rng(43);
+  const n = 5, xOff = 0, yOff = n * cols, bOff = yOff + n * rows;
+  const A = new Float32Array(bOff + rows);
+  for (let i = 0; i < n * cols; i++) A[i] = r();
+  for (let i = 0; i < rows; i++) A[bOff + i] = r() * 3;
+  for (let i = 0; i < n * rows; i++) A[yOff + i] = r(); // what accumulate adds to
+  const grid = (z) => [Math.ceil(rows / (WG / 1)), 1, z];
+  const S = new Uint32Array([0, 0, n, 0]);
+  for (const acc of [0, 1]) {
+    const plain = [rows, cols, rowBytes, xOff, cols, yOff, rows, 0, 2, 0];
+    const [p0] = await run(matvecWgsl(type, { tpr: 1 }), { A, params: plain, extra: [bytes], grid: grid(n) });
+    const sums = new Float32Array(p0).subarray(yOff, yOff + n * rows);
+    const withBias = [rows, cols, rowBytes, xOff, cols, yOff, rows, acc, 2, bOff + 1];
+    const [one] = await run(matvecWgsl(type, { tpr: 1 }), { A, params: withBias, extra: [bytes], grid: grid(n) });
+    const [four] = await run(matvecWgsl(type, { tpr: 1, ent: 4 }), { A, params: withBias, extra: [bytes, S], grid: grid(2) });
+    for (const [what, out] of [['one entry', one], ['batch form', four]]) {
+      const got = new Float32Array(out);
+      for (let e = 0; e < n; e++) {
+        for (let row = 0; row < rows; row++) {
+          const v = Math.fround(sums[e * rows + row] + A[bOff + row]);
+          const want = acc ? Math.fround(A[yOff + e * rows + row] + v) : v;
+          assert.equal(got[yOff + e * rows + row], want, `${what} accumulate ${acc} entry ${e} row ${row}`);
+        }
+      }
+    }
+  }
+});
+
+test('rope: Q\'s and K\'s heads in one dispatch (params 7–9) equal two dispatches bit for bit', { skip }, async () => {
+  const r = rng(51);
+  const hs = 16, nRot = 16, half = nRot / 2, nq = 4, nk = 2, n = 3, qE = nq * hs + 4, kE = nk * hs;
+  const qOff = 0, kOff = n * qE, cs = kOff + n * kE;
+  for (const neox of [0, 1]) {
+    const A = new Float32Array(cs + n * nRot).map(() => r());
+    for (let e = 0; e < n; e++) for (let i = 0; i < half; i++) { const a = 0.2 * i + e; A[cs + e * nRot + i] = Math.cos(a); A[cs + e * nRot + half + i] = Math.sin(a); }
+    const [q1] = await run(ropeWgsl(), { A, params: [qOff, qE, hs, nRot, neox, cs, nRot], grid: [nq, 1, n] });
+    const [both1] = await run(ropeWgsl(), { A: new Float32Array(q1), params: [kOff, kE, hs, nRot, neox, cs, nRot], grid: [nk, 1, n] });
+    const [both2] = await run(ropeWgsl(), { A, params: [qOff, qE, hs, nRot, neox, cs, nRot, kOff, nq, kE], grid: [nq + nk, 1, n] });
+    assert.deepEqual(new Float32Array(both2), new Float32Array(both1), `neox ${neox}`);
+    assert.ok(new Float32Array(both2).some((v, i) => v !== A[i] && i >= kOff && i < cs), 'K rotated');
   }
 });
 
@@ -317,9 +365,12 @@ test('attention: GQA over F32 and F16 caches, a sliding window, more positions t
       const maxSplit = Math.ceil(nCtx / chunk), ns = Math.ceil(len / chunk), partOff = 2 * nHeads * hs;
       const A = new Float32Array(partOff + nHeads * maxSplit * (hs + 2));
       A.set(q);
-      const S = new Uint32Array([pos, ns]);
+      const S = new Uint32Array([pos, ns, 1]); // the cache as sequence 1 of two (0: other values)
+      const kv2 = new Uint32Array(2 * kv.length);
+      kv2.fill(0x3c003c00, 0, kv.length); // 1.0 in F16 halves, a tiny float in F32
+      kv2.set(kv, kv.length);
       const [part] = await run(attentionWgsl(f16), {
-        A, params: [0, 0, 0, 0, hs, kvDim, nCtx, gqa, 0, swa, fbits(scale), chunk, partOff, 0, maxSplit], extra: [kv, S], grid: [nHeads, ns, 1],
+        A, params: [0, 0, 0, 0, hs, kvDim, nCtx, gqa, 0, swa, fbits(scale), chunk, partOff, 0, maxSplit, 2], extra: [kv2, S], grid: [nHeads, ns, 1],
       });
       const [out] = await run(attentionCombineWgsl(), {
         A: new Float32Array(part), params: [nHeads * hs, 0, hs, partOff, 0, maxSplit, 1], extra: [S], grid: [nHeads, 1, 1],

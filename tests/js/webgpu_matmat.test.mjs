@@ -157,3 +157,23 @@ test('matmat: tile edges — one row, one entry, exactly one tile, a row of 32 c
   await checkMatmat(0, 3, 4, 9);
   await checkMatmat(2, 65, 64, 8, { accumulate: true });
 });
+
+test('matmat: a bias (param 9) joins each sum before it is stored or accumulated: fround(Σ + b), x + that', { skip }, async () => {
+  const type = 12, rows = 70, cols = 256, n = 37;
+  const { bytes, rowBytes } = weights(type, rows, cols, 61);
+  const r = rng(63);
+  const yOff = n * cols, bOff = yOff + n * rows;
+  const A = new Float32Array(bOff + rows).map(() => r());
+  const S = new Uint32Array([0, 0, n, 0]);
+  const grid = [Math.ceil(rows / TILE.TM), 1, Math.ceil(n / TILE.TN)];
+  const [p0] = await run(matmatWgsl(type), { A, params: [rows, cols, rowBytes, 0, cols, yOff, rows, 0, 2, 0], extra: [bytes, S], grid });
+  const sums = new Float32Array(p0);
+  for (const acc of [0, 1]) {
+    const [out] = await run(matmatWgsl(type), { A, params: [rows, cols, rowBytes, 0, cols, yOff, rows, acc, 2, bOff + 1], extra: [bytes, S], grid });
+    const got = new Float32Array(out);
+    for (let i = 0; i < n * rows; i++) {
+      const v = Math.fround(sums[yOff + i] + A[bOff + (i % rows)]);
+      assert.equal(got[yOff + i], acc ? Math.fround(A[yOff + i] + v) : v, `accumulate ${acc} output ${i}`);
+    }
+  }
+});

@@ -7,8 +7,9 @@
 // model is loaded again). Speculative decoding runs here too (C records each round's
 // verification; its logits come from the batch matvec, bit for bit the one-token ones), and
 // context shift (C shifts its bookkeeping and records the shift; the cache rows move here before
-// the next batch). Batches of sequences and beam search are refused by C with
-// WLM_ERR_UNSUPPORTED in a deferred context (a later step).
+// the next batch), and batches of sequences (each sequence's block of the GPU cache; resize()
+// when the engine needs more of them), and beam search (its forks copied between the
+// sequences' blocks of the GPU cache before the step's batch).
 
 import { jsError } from '../../errors.js';
 import { requestDevice } from './device.js';
@@ -42,6 +43,7 @@ export class WebGpuBackend {
   #fwd;
   #device;
   #lost = null;      // why the device was lost, or null
+  #failed = null;    // the first GPU error no scope caught (a command that failed), or null
   #released = false;
   #profile = null;   // GPU_PROFILE's Map (forward.js), or null
   adapterInfo;
@@ -75,6 +77,7 @@ export class WebGpuBackend {
     const { device, subgroups } = await requestDevice(adapter, {
       useSubgroups,
       onLost: (info) => { if (!b.#released) b.#lost = `${info.reason}: ${info.message}`; },
+      onError: (msg) => { if (!b.#released) b.#failed ??= msg; },
     });
     b.#device = device;
     b.subgroups = subgroups;
@@ -88,19 +91,37 @@ export class WebGpuBackend {
    */
   async start({ x, ctx, desc, kvType, weights }) {
     this.#x = x;
-    this.#ctx = ctx;
     this.#weights = weights;
+    this.#desc = desc;
+    this.#kvType = kvType;
     this.weightBytes = weights.bytes;
+    this.#pipelines = new Pipelines(this.#device, { subgroups: this.subgroups });
+    await this.resize(ctx);
+  }
+
+  /**
+   * Takes the deferred context `ctx` (the first, or one the engine made with more sequences,
+   * Engine.generateBatch) and builds the forward pass for its n_seq_max sequences: a KV cache
+   * of that many sequences, the old pass (and its cache) released first. Throws as start().
+   */
+  async resize(ctx) {
+    const x = this.#x;
+    this.#ctx = ctx;
+    this.#fwd?.destroy();
+    this.#fwd = null;
     const f = (i) => x.wlmjs_deferred_field(ctx, i);
-    const sets = f(7), half = desc.hp.n_rot / 2;
+    const sets = f(7), half = this.#desc.hp.n_rot / 2;
     const ropeFreq = new Float32Array(x.memory.buffer, f(6) >>> 0, sets * half).slice();
-    this.#fwd = await GpuForward.create(this.#device, desc, weights, {
-      kvF16: kvType !== 'f32', nCtx: f(9), ropeFreq, ropeSets: sets, mscale: f(8),
-      pipelines: new Pipelines(this.#device, { subgroups: this.subgroups }), profile: this.#profile,
+    this.#fwd = await GpuForward.create(this.#device, this.#desc, this.#weights, {
+      kvF16: this.#kvType !== 'f32', nCtx: f(9), nSeq: f(12), ropeFreq, ropeSets: sets, mscale: f(8),
+      pipelines: this.#pipelines, profile: this.#profile,
     });
   }
 
   #weights = null;
+  #desc = null;
+  #kvType = 'f16';
+  #pipelines = null;
 
   /** GPU memory held: weights, KV cache, activations (bytes). */
   get gpuBytes() { return this.weightBytes + (this.#fwd?.bytes ?? 0); }
@@ -126,17 +147,24 @@ export class WebGpuBackend {
     const n = f(0);
     if (n <= 0) return;
     if (this.#lost) throw this.#lostError();
+    if (this.#failed) throw this.#failedError();
     const tokens = new Int32Array(x.memory.buffer, f(1) >>> 0, n).slice();
     const seqs = new Int32Array(x.memory.buffer, f(2) >>> 0, n).slice();
     const positions = new Int32Array(x.memory.buffer, f(3) >>> 0, n).slice();
     const rows = new Int32Array(x.memory.buffer, f(4) >>> 0, n).slice();
-    if (seqs.some((s) => s !== 0)) throw jsError('WLM_ERR_UNSUPPORTED', 'WebGPU: only sequence 0 runs on the GPU yet');
     const want = Array.from(rows, (r) => r >= 0);
     const exact = f(10) === 1; // a speculative verification: logits as one token at a time's
+    const shifts = new Int32Array(x.memory.buffer, f(11) >>> 0, 3 * f(12)).slice();
+    const forkRows = new Int32Array(x.memory.buffer, f(13) >>> 0, 3 * f(14)).slice();
     let logits;
     try {
-      if (f(11) > 0) await this.#fwd.shift(f(12), f(11), f(13)); // a context shift first
-      logits = await this.#fwd.run(tokens, positions, want, { exact });
+      const forks = [];
+      for (let i = 0; i < forkRows.length; i += 3) forks.push([forkRows[i], forkRows[i + 1], forkRows[i + 2]]);
+      await this.#fwd.fork(forks); // beam search's forks first, then the shifts
+      for (let s = 0; 3 * s < shifts.length; s++) { // context shifts first: keep, discard, end
+        if (shifts[3 * s + 1] > 0) await this.#fwd.shift(s, shifts[3 * s], shifts[3 * s + 1], shifts[3 * s + 2]);
+      }
+      logits = await this.#fwd.run(tokens, positions, want, { exact, seqs });
     } catch (e) {
       if (this.#lost || /lost|destroyed/i.test(String(e?.message))) {
         this.#lost ??= String(e?.message ?? e);
@@ -145,6 +173,7 @@ export class WebGpuBackend {
       throw e;
     }
     if (this.#lost) throw this.#lostError();
+    if (this.#failed) throw this.#failedError();
     const V = this.#fwd.desc.hp.vocab_size;
     const base = f(5) >>> 0; // context logits: row r at base + r * V floats
     const heap = new Float32Array(x.memory.buffer);
@@ -156,6 +185,14 @@ export class WebGpuBackend {
     }
     x.wlmjs_deferred_supplied(ctx);
   }
+
+  #failedError() {
+    return jsError('WLM_ERR_STATE', `WebGPU: a GPU command failed (${this.#failed}), so its results are not used; ` +
+      "load() the model again (backend 'webgpu' or 'cpu')");
+  }
+
+  /** The first GPU error no error scope caught, or null (then every later step is refused). */
+  get failed() { return this.#failed; }
 
   #lostError() {
     return jsError('WLM_ERR_STATE', `WebGPU: the GPU device was lost (${this.#lost}); load() the model again ` +

@@ -78,9 +78,11 @@ export async function requestAdapter(gpu) {
 /**
  * A device on `adapter` with its largest buffer limits and, when offered and not refused by
  * `useSubgroups: false`, the subgroups feature. `onLost(info)` runs when the device is lost
- * (not when destroy() is called by us: reason 'destroyed' is passed too; the caller decides).
+ * (not when destroy() is called by us: reason 'destroyed' is passed too; the caller decides);
+ * `onError(message)` for every error no error scope caught (a command that failed validation:
+ * its results are garbage, which the caller must not use).
  */
-export async function requestDevice(adapter, { useSubgroups = true, onLost } = {}) {
+export async function requestDevice(adapter, { useSubgroups = true, onLost, onError } = {}) {
   const features = [];
   if (useSubgroups && adapter.features.has('subgroups')) features.push('subgroups');
   const l = adapter.limits;
@@ -96,5 +98,10 @@ export async function requestDevice(adapter, { useSubgroups = true, onLost } = {
     throw jsError('WLM_ERR_UNSUPPORTED', `WebGPU: requestDevice() failed: ${e.message}`);
   }
   if (onLost) device.lost.then((info) => onLost(info));
+  if (onError) {
+    const handler = (ev) => onError(String(ev?.error?.message ?? ev));
+    if (typeof device.addEventListener === 'function') device.addEventListener('uncapturederror', handler);
+    else device.onuncapturederror = handler;
+  }
   return { device, subgroups: features.includes('subgroups') };
 }

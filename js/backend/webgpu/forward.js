@@ -9,8 +9,9 @@
 // groups were built once (the entry count is the grid's z); a weight product runs the
 // matrix-vector kernel for one entry (decode), its batch form for a few, and the tiled
 // matrix-matrix kernel (wgsl_matmat.js) from MATMAT_MIN_ENT entries (prefill). The KV cache is
-// one buffer per layer, positions 0..n_ctx-1 of one sequence; a context shift (shift()) moves its
-// rows down with K re-rotated. It does not sample: the logits go back to the wasm engine
+// one buffer per layer: for each of nSeq sequences, n_ctx K rows then n_ctx V rows (positions
+// 0..n_ctx-1); an entry's sequence picks its block; a context shift (shift()) moves a sequence's
+// rows down with K re-rotated, a fork (fork(), beam search) copies a sequence's rows to another. It does not sample: the logits go back to the wasm engine
 // (js/backend/webgpu/backend.js).
 
 import { jsError } from '../../errors.js';
@@ -20,6 +21,7 @@ import { checkFits, USAGE } from './weights.js';
 import { GPU_TYPES } from './wgsl_quant.js';
 
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
+const BIASES = ['bqkv', 'bq', 'bk', 'bv', 'bo', 'b_up', 'b_down']; // a layer's, added by matvec
 const MATMAT_ENT = 4;   // entries per workgroup of the batch matvec (small batches)
 const ATT_MAX_SPLITS = 32; // attention: the most splits of the cache (each ≥ WG positions)
 
@@ -98,7 +100,8 @@ export class GpuForward {
   #step;         // u32: tokens [0, chunk), positions [chunk, 2 chunk), wanted entries [2 chunk,
                  // 3 chunk), then the entry count and the wanted count (matvec's batch form),
                  // then the attention splits of the pass; from 3 chunk + 4 a context shift's
-                 // keep, discard, end (shift())
+                 // keep, discard, end, sequence (shift()); from 3 chunk + 8 the entries'
+                 // sequences
   #kv = [];      // per layer
   #params;
   #ops = [];     // {pipeline, bind, grid(n, m, ns, mm) → [x, y, z] | null, kind}
@@ -111,9 +114,11 @@ export class GpuForward {
   #mscale;
   #staging = null;
   #destroyed = false;
-  #kvBytes = 0;        // one layer's cache
+  #kvBytes = 0;        // one layer's cache of one sequence
+  #nSeq = 1;           // sequences the cache holds
   #pipelines = null;
   #shiftOps = null;    // shift(): {scratch, params, binds[], pipeline}, built at the first shift
+  #scratchBuf = null;  // #scratch()
 
   static async create(device, desc, weights, opts) {
     const f = new GpuForward(device, desc, weights, opts);
@@ -121,7 +126,8 @@ export class GpuForward {
     return f;
   }
 
-  constructor(device, desc, weights, { kvF16, nCtx, ropeFreq, ropeSets, mscale, chunk = 32, profile = null }) {
+  constructor(device, desc, weights, { kvF16, nCtx, nSeq = 1, ropeFreq, ropeSets, mscale, chunk = 32, profile = null }) {
+    this.#nSeq = nSeq;
     this.device = device;
     this.#profile = profile;
     this.desc = desc;
@@ -151,6 +157,11 @@ export class GpuForward {
     const off = {};
     let at = 0;
     for (const [k, n] of Object.entries(sizes)) { off[k] = at; at += B * ((n + 3) & ~3); }
+    // the biases, copied from the vectors once (matvec adds them as it stores its sums)
+    off.bias = at;
+    for (const l of this.desc.layers) {
+      for (const k of BIASES) if (l[k]) at += (l[k][2] + 3) & ~3;
+    }
     off.total = at;
     return off;
   }
@@ -166,15 +177,15 @@ export class GpuForward {
     checkFits(device, `the activations of ${B} entries`, this.#off.total * 4);
     const kvElem = this.#kvF16 ? 2 : 4;
     const kvBytes = 2 * this.#nCtx * h.kv_dim * kvElem;
-    checkFits(device, `the KV cache of one layer (nCtx ${this.#nCtx})`, kvBytes);
+    checkFits(device, `the KV cache of one layer (nCtx ${this.#nCtx}${this.#nSeq > 1 ? `, ${this.#nSeq} sequences` : ''})`, this.#nSeq * kvBytes);
 
     device.pushErrorScope('out-of-memory');
     this.#act = device.createBuffer({ label: 'activations', size: this.#off.total * 4, usage: USAGE.STORAGE | USAGE.COPY_DST | USAGE.COPY_SRC });
-    this.#step = device.createBuffer({ label: 'step', size: (3 * B + 8) * 4, usage: USAGE.STORAGE | USAGE.COPY_DST });
+    this.#step = device.createBuffer({ label: 'step', size: (4 * B + 8) * 4, usage: USAGE.STORAGE | USAGE.COPY_DST });
     for (let l = 0; l < h.n_layers; l++) {
-      this.#kv.push(device.createBuffer({ label: `kv.${l}`, size: (kvBytes + 3) & ~3, usage: USAGE.STORAGE | USAGE.COPY_DST }));
+      this.#kv.push(device.createBuffer({ label: `kv.${l}`, size: (this.#nSeq * kvBytes + 3) & ~3, usage: USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST }));
     }
-    this.bytes = this.#off.total * 4 + (3 * B + 8) * 4 + h.n_layers * kvBytes;
+    this.bytes = this.#off.total * 4 + (4 * B + 8) * 4 + h.n_layers * this.#nSeq * kvBytes;
     this.#kvBytes = kvBytes;
     const oom = await device.popErrorScope();
     if (oom) {
@@ -206,6 +217,15 @@ export class GpuForward {
     const bufOf = (t) => w.matrix.get(t[4]);
     const S = { buffer: this.#step };
     const Vb = { buffer: w.vec };
+    // bias vectors' places in A (o.bias ..), and the copies that put them there
+    const biasCopies = [];
+    let biasNext = o.bias;
+    const biasAt = (vt) => {
+      const at = biasNext;
+      biasNext += (vt[2] + 3) & ~3;
+      biasCopies.push([vecOf(vt), at, vt[2]]);
+      return at;
+    };
 
     // one entry (decode): a workgroup z per entry; 2 .. MATMAT_MIN_ENT − 1: MATMAT_ENT entries
     // per workgroup z, each weight read once for them (the one-entry sums in the same order);
@@ -213,12 +233,13 @@ export class GpuForward {
     // entries per workgroup, each weight decoded once per tile — unless the run is `exact`
     // (run(): a speculative verification), which keeps the batch matvec for every count (the
     // grids' fourth argument is the count from which the tiled kernel runs)
-    const matvec = (t, xOff, xE, yOff, yE, perWanted = false, accumulate = false) => {
+    const matvec = (t, xOff, xE, yOff, yE, perWanted = false, accumulate = false, bias = null) => {
       const tpr = matvecThreadsPerRow(t[2]);
       const [gx, gy] = rowsGrid(Math.ceil(t[1] / (WG / tpr)));
       const [tx, ty] = rowsGrid(Math.ceil(t[1] / TILE.TM));
       const count = (n, m) => (perWanted ? m : n);
-      const params = [t[1], t[2], t[3], xOff, xE, yOff, yE, accumulate ? 1 : 0, 3 * B + (perWanted ? 1 : 0)];
+      const params = [t[1], t[2], t[3], xOff, xE, yOff, yE, accumulate ? 1 : 0, 3 * B + (perWanted ? 1 : 0),
+        bias ? biasAt(bias) + 1 : 0];
       specs.push(['matvec', [t[0], tpr, 1], params, [{ buffer: bufOf(t) }],
         (n, m) => [gx, gy, count(n, m) === 1 ? 1 : 0]]);
       specs.push(['matvec', [t[0], tpr, MATMAT_ENT], params, [{ buffer: bufOf(t) }, S],
@@ -230,25 +251,22 @@ export class GpuForward {
       specs.push(['norm', '', [len, xOff, xE, xH, yOff, yE, yH, vecOf(wt), bt ? vecOf(bt) : NONE,
         a.norm === 'layer' ? 1 : 0, fbits(h.norm_eps), idx], [Vb, S], (n, m) => [rows, 1, perWanted ? m : n]]);
     };
-    const addVec = (yOff, yE, vt, len) => {
-      if (vt) specs.push(['eltwise', 'add_vec', [yOff, yE, vecOf(vt), len], [Vb], (n) => [wg(len), 1, n]]);
-    };
     const add = (yOff, yE, xOff, xE, len) => specs.push(['eltwise', 'add', [yOff, yE, xOff, xE, len], [], (n) => [wg(len), 1, n]]);
-    // x += (W·v + bias), post-normed: where neither bias nor post-norm comes between, in the
-    // product's own write (x + Σ, the add kernel's sum bit for bit); else through `tmp` and the
-    // add kernel
+    // x += (W·v + bias), post-normed: where no post-norm comes between, in the product's own
+    // write (x + (Σ + bias), the add_vec and add kernels' sums bit for bit); else through `tmp`
+    // and the add kernel
     const residual = (t, vOff, vE, tmpOff, tmpE, bias, postNorm) => {
-      if (!bias && !postNorm) {
-        matvec(t, vOff, vE, o.x, E.x, false, true);
+      if (!postNorm) {
+        matvec(t, vOff, vE, o.x, E.x, false, true, bias);
         return;
       }
-      matvec(t, vOff, vE, tmpOff, tmpE);
-      addVec(tmpOff, tmpE, bias, D);
-      if (postNorm) norm(D, tmpOff, tmpE, 0, tmpOff, tmpE, 0, postNorm, null);
+      matvec(t, vOff, vE, tmpOff, tmpE, false, false, bias);
+      norm(D, tmpOff, tmpE, 0, tmpOff, tmpE, 0, postNorm, null);
       add(o.x, E.x, tmpOff, tmpE, D);
     };
-    const rope = (xOff, xE, heads, set) => specs.push(['rope', '', [xOff, xE, hs, h.n_rot, a.rope === 'neox' ? 1 : 0,
-      o.cs + set * B * h.n_rot, h.n_rot], [], (n) => [heads, 1, n]]);
+    // Q's heads and K's in one dispatch (K from workgroup n_heads on)
+    const ropeQK = (qOff, qE, kOff, kE, set) => specs.push(['rope', '', [qOff, qE, hs, h.n_rot, a.rope === 'neox' ? 1 : 0,
+      o.cs + set * B * h.n_rot, h.n_rot, kOff, h.n_heads, kE], [], (n) => [h.n_heads + h.n_kv_heads, 1, n]]);
 
     // embedding
     const te = desc.tensors.token_embd;
@@ -261,33 +279,26 @@ export class GpuForward {
       norm(D, o.x, E.x, 0, o.xb, E.xb, 0, l.attn_norm, l.attn_norm_b);
       let qo, ko, vo, qE, kE;
       if (l.wqkv) {
-        matvec(l.wqkv, o.xb, E.xb, o.qkv, E.qkv);
-        addVec(o.qkv, E.qkv, l.bqkv, Q + 2 * KV);
+        matvec(l.wqkv, o.xb, E.xb, o.qkv, E.qkv, false, false, l.bqkv);
         qo = o.qkv; ko = o.qkv + Q; vo = o.qkv + Q + KV; qE = kE = E.qkv;
       } else {
-        matvec(l.wq, o.xb, E.xb, o.q, E.q);
-        matvec(l.wk, o.xb, E.xb, o.k, E.k);
-        matvec(l.wv, o.xb, E.xb, o.v, E.v);
-        addVec(o.q, E.q, l.bq, Q);
-        addVec(o.k, E.k, l.bk, KV);
-        addVec(o.v, E.v, l.bv, KV);
+        matvec(l.wq, o.xb, E.xb, o.q, E.q, false, false, l.bq);
+        matvec(l.wk, o.xb, E.xb, o.k, E.k, false, false, l.bk);
+        matvec(l.wv, o.xb, E.xb, o.v, E.v, false, false, l.bv);
         qo = o.q; ko = o.k; vo = o.v; qE = E.q; kE = E.k;
       }
       if (l.q_norm) {
         norm(hs, qo, qE, hs, qo, qE, hs, l.q_norm, null, h.n_heads);
         norm(hs, ko, kE, hs, ko, kE, hs, l.k_norm, null, h.n_kv_heads);
       }
-      if (a.rope !== 'none') {
-        rope(qo, qE, h.n_heads, set);
-        rope(ko, kE, h.n_kv_heads, set);
-      }
+      if (a.rope !== 'none') ropeQK(qo, qE, ko, kE, set);
       if (h.q_scale !== 1) specs.push(['eltwise', 'scale', [qo, qE, Q, fbits(h.q_scale)], [], (n) => [wg(Q), 1, n]]);
       const kvBind = { buffer: this.#kv[li] };
-      specs.push(['kv_store', this.#kvF16, [ko, vo, kE, KV, this.#nCtx, B], [kvBind, S],
+      specs.push(['kv_store', this.#kvF16, [ko, vo, kE, KV, this.#nCtx, B, 3 * B + 8], [kvBind, S],
         (n) => [wg(this.#kvF16 ? KV / 2 : KV), 1, n]]);
       // split over the cache (the splits this pass's longest entry needs: ns), then combined
       specs.push(['attention', this.#kvF16, [qo, qE, 0, 0, hs, KV, this.#nCtx, h.n_heads / h.n_kv_heads, B,
-        l.swa ? h.n_swa : 0, fbits(1 / Math.sqrt(hs)), this.#attChunk, o.att, E.att, this.#attSplits], [kvBind, S],
+        l.swa ? h.n_swa : 0, fbits(1 / Math.sqrt(hs)), this.#attChunk, o.att, E.att, this.#attSplits, 3 * B + 8], [kvBind, S],
       (n, m, ns) => [h.n_heads, ns, n]]);
       specs.push(['attn_combine', '', [o.xb, E.xb, hs, o.att, E.att, this.#attSplits, 3 * B + 2], [S],
         (n) => [h.n_heads, 1, n]]);
@@ -303,8 +314,7 @@ export class GpuForward {
         matvec(l.w3, o.xb, E.xb, o.hb, E.hb);
         specs.push(['eltwise', 'glu', [o.hb, E.hb, o.hb + H, E.hb, H, act, 1], [], (n) => [wg(H), 1, n]]);
       } else {
-        matvec(l.w3, o.xb, E.xb, o.hb, E.hb);
-        addVec(o.hb, E.hb, l.b_up, H);
+        matvec(l.w3, o.xb, E.xb, o.hb, E.hb, false, false, l.b_up);
         specs.push(['eltwise', 'glu', [o.hb, E.hb, 0, 0, H, 1, 0], [], (n) => [wg(H), 1, n]]);
       }
       residual(l.w2, o.hb, E.hb, o.xb, E.xb, l.b_down, l.post_ffn_norm);
@@ -318,6 +328,12 @@ export class GpuForward {
     }
     this.#logitStride = E.logits;
 
+    // the biases into their places in A, once
+    if (biasCopies.length) {
+      const enc = device.createCommandEncoder();
+      for (const [from, to, len] of biasCopies) enc.copyBufferToBuffer(w.vec, from * 4, this.#act, to * 4, ((len + 3) & ~3) * 4);
+      device.queue.submit([enc.finish()]);
+    }
     // parameters: one 256-byte slot each, in one uniform buffer
     this.#params = device.createBuffer({ label: 'params', size: specs.length * PARAM_SLOT, usage: USAGE.UNIFORM | USAGE.COPY_DST });
     const words = new Uint32Array(specs.length * PARAM_SLOT / 4);
@@ -343,9 +359,10 @@ export class GpuForward {
    * of the one sequence the cache holds; K/V of each entry's position are written. `exact`: the
    * logits equal one-entry runs' bit for bit (the batch matvec for any count, not the tiled
    * matrix-matrix kernel, whose sums run in another order) — a speculative verification, whose
-   * greedy tokens must be plain greedy decoding's.
+   * greedy tokens must be plain greedy decoding's. `seqs`: each entry's sequence (0..nSeq − 1;
+   * default all 0), whose cache rows it writes and attends to.
    */
-  async run(tokens, positions, want, { exact = false } = {}) {
+  async run(tokens, positions, want, { exact = false, seqs = null } = {}) {
     if (this.#destroyed) throw jsError('WLM_ERR_STATE', 'WebGPU: the GPU forward pass was released');
     const { device } = this;
     const h = this.desc.hp;
@@ -361,11 +378,12 @@ export class GpuForward {
     let row = 0;
     for (let i0 = 0; i0 < tokens.length; i0 += B) {
       const n = Math.min(B, tokens.length - i0);
-      const step = new Uint32Array(3 * B + 4);
+      const step = new Uint32Array(4 * B + 8);
       let m = 0;
       for (let j = 0; j < n; j++) {
         step[j] = tokens[i0 + j];
         step[B + j] = positions[i0 + j];
+        step[3 * B + 8 + j] = seqs ? seqs[i0 + j] : 0;
         if (want[i0 + j]) step[2 * B + m++] = j;
       }
       step[3 * B] = n;
@@ -422,26 +440,26 @@ export class GpuForward {
   }
 
   /**
-   * A context shift of the cache (C has shifted its bookkeeping, wlm_seq_shift_internal): rows
-   * keep + discard .. end − 1 move to keep .., K re-rotated by −discard positions (kvShiftWgsl
+   * A context shift of sequence `seq`'s cache (C has shifted its bookkeeping,
+   * wlm_seq_shift_internal): rows keep + discard .. end − 1 move to keep .., K re-rotated by
+   * −discard positions (kvShiftWgsl
    * into a scratch buffer of one layer's cache size, allocated at the first shift, then copied
    * back), every layer in one submission, ordered before the next run()'s.
    */
-  async shift(keep, discard, end) {
+  async shift(seq, keep, discard, end) {
     if (this.#destroyed) throw jsError('WLM_ERR_STATE', 'WebGPU: the GPU forward pass was released');
     const moved = end - keep - discard;
     if (discard < 1 || moved < 1) return;
     const { device, desc } = this;
     const h = desc.hp, B = this.chunk, half = h.n_rot / 2;
     if (!this.#shiftOps) {
+      const scratch = await this.#scratch();
       device.pushErrorScope('out-of-memory');
-      const scratch = device.createBuffer({ label: 'kv shift', size: this.#kvBytes + 3 & ~3, usage: USAGE.STORAGE | USAGE.COPY_SRC });
       const params = device.createBuffer({ label: 'kv shift params', size: h.n_layers * PARAM_SLOT, usage: USAGE.UNIFORM | USAGE.COPY_DST });
       const oom = await device.popErrorScope();
       if (oom) {
-        scratch.destroy();
         params.destroy();
-        throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for a context shift's ${this.#kvBytes} bytes: ${oom.message}`);
+        throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for a context shift's parameters: ${oom.message}`);
       }
       const pipeline = await this.#pipelines.get('kv_shift', this.#kvF16);
       const words = new Uint32Array(h.n_layers * PARAM_SLOT / 4);
@@ -457,7 +475,7 @@ export class GpuForward {
           { binding: 4, resource: { buffer: this.#step } }] });
       }) };
       device.queue.writeBuffer(params, 0, words);
-      this.bytes += scratch.size + params.size;
+      this.bytes += params.size;
     }
     // cos/sin of −discard positions in each set (forward.c's wlm_rope_shift_prepare: the
     // attention factor is already in K), where run() puts an entry's
@@ -470,7 +488,7 @@ export class GpuForward {
       }
     }
     device.queue.writeBuffer(this.#act, this.#off.cs * 4, cs);
-    device.queue.writeBuffer(this.#step, (3 * B + 4) * 4, Uint32Array.of(keep, discard, end));
+    device.queue.writeBuffer(this.#step, (3 * B + 4) * 4, Uint32Array.of(keep, discard, end, seq));
     const { scratch, pipeline, binds } = this.#shiftOps;
     const rowBytes = h.kv_dim * (this.#kvF16 ? 2 : 4);
     const words = this.#kvF16 ? h.kv_dim / 2 : h.kv_dim;
@@ -482,10 +500,52 @@ export class GpuForward {
       pass.setBindGroup(0, bind);
       pass.dispatchWorkgroups(Math.ceil(words / WG), gy, 1);
       pass.end();
-      enc.copyBufferToBuffer(scratch, 0, this.#kv[l], keep * rowBytes, moved * rowBytes);
-      enc.copyBufferToBuffer(scratch, moved * rowBytes, this.#kv[l], (this.#nCtx + keep) * rowBytes, moved * rowBytes);
+      const base = seq * 2 * this.#nCtx;
+      enc.copyBufferToBuffer(scratch, 0, this.#kv[l], (base + keep) * rowBytes, moved * rowBytes);
+      enc.copyBufferToBuffer(scratch, moved * rowBytes, this.#kv[l], (base + this.#nCtx + keep) * rowBytes, moved * rowBytes);
     });
     device.queue.submit([enc.finish()]);
+  }
+
+  /** The scratch buffer of one sequence's rows of one layer (shift(), fork()), made once. */
+  async #scratch() {
+    if (this.#scratchBuf) return this.#scratchBuf;
+    const { device } = this;
+    device.pushErrorScope('out-of-memory');
+    const b = device.createBuffer({ label: 'kv scratch', size: (this.#kvBytes + 3) & ~3, usage: USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST });
+    const oom = await device.popErrorScope();
+    if (oom) {
+      b.destroy();
+      throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for ${this.#kvBytes} bytes of KV scratch (a context shift or beam search): ${oom.message}`);
+    }
+    this.bytes += b.size;
+    return (this.#scratchBuf = b);
+  }
+
+  /**
+   * Forks, in order (beam search; C has forked its bookkeeping, wlm_seq_fork_internal): each
+   * [src, dst, n] copies rows 0..n−1 of sequence src's K and V to sequence dst in every layer,
+   * through the scratch buffer (WebGPU copies only between two buffers); one submission, ordered
+   * before the next run()'s.
+   */
+  async fork(forks) {
+    if (this.#destroyed) throw jsError('WLM_ERR_STATE', 'WebGPU: the GPU forward pass was released');
+    if (!forks.length) return;
+    const scratch = await this.#scratch();
+    const rowBytes = this.desc.hp.kv_dim * (this.#kvF16 ? 2 : 4);
+    const enc = this.device.createCommandEncoder();
+    for (const [src, dst, n] of forks) {
+      if (n < 1 || src === dst) continue;
+      const bytes = n * rowBytes, s0 = src * 2 * this.#nCtx * rowBytes, d0 = dst * 2 * this.#nCtx * rowBytes;
+      const v = this.#nCtx * rowBytes;
+      for (const kv of this.#kv) {
+        enc.copyBufferToBuffer(kv, s0, scratch, 0, bytes);
+        enc.copyBufferToBuffer(kv, s0 + v, scratch, bytes, bytes);
+        enc.copyBufferToBuffer(scratch, 0, kv, d0, bytes);
+        enc.copyBufferToBuffer(scratch, bytes, kv, d0 + v, bytes);
+      }
+    }
+    this.device.queue.submit([enc.finish()]);
   }
 
   /** GPU_PROFILE: runs the ops of one chunk (n entries, m wanted, ns attention splits, the tiled
@@ -520,7 +580,7 @@ export class GpuForward {
     for (const b of this.#kv) b.destroy();
     this.#params?.destroy();
     this.#staging?.destroy();
-    this.#shiftOps?.scratch.destroy();
+    this.#scratchBuf?.destroy();
     this.#shiftOps?.params.destroy();
   }
 }

@@ -114,7 +114,7 @@ export async function uploadVectors(device, desc, memory) {
   let nf = 0;
   for (const v of vecs) if (!vecOff.has(v[4])) { vecOff.set(v[4], nf); nf += (v[2] + 3) & ~3; }
   device.pushErrorScope('out-of-memory');
-  const vec = device.createBuffer({ label: 'vectors', size: Math.max(16, nf * 4), usage: USAGE.STORAGE | USAGE.COPY_DST, mappedAtCreation: true });
+  const vec = device.createBuffer({ label: 'vectors', size: Math.max(16, nf * 4), usage: USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, mappedAtCreation: true });
   const vf = new Float32Array(vec.getMappedRange());
   for (const v of vecs) vf.set(new Float32Array(memory.buffer, v[4], v[2]), vecOff.get(v[4]));
   vec.unmap();

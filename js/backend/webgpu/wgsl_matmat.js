@@ -20,7 +20,8 @@
 // Bindings and parameters are the matrix-vector batch form's (wgsl_ops.js matvecWgsl): A at 0,
 // the 16 parameter words at 1, the weights W at 2, the step buffer S at 3. Params: 0 rows, 1 cols,
 // 2 row_bytes, 3 x_off, 4 x_estride, 5 y_off, 6 y_estride, 7 accumulate (1: add to out),
-// 8 count_slot (the entry count is S[count_slot]). Grid: x, y the row tiles (tile g = y · nx + x,
+// 8 count_slot (the entry count is S[count_slot]), 9 bias (0: none; else 1 + the offset in A of
+// a bias vector added to each sum before it is stored or accumulated: out (+)= (Σ + bias)). Grid: x, y the row tiles (tile g = y · nx + x,
 // rows g·TM ..), z the entry tiles (entries z·TN ..).
 
 import { HEADER } from './wgsl_ops.js';
@@ -121,7 +122,9 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<
       let row = m0 + 4u * tm + i;
       if (row < rows) {
         let o = pu(5u) + (e0 + e) * ystr + row;
-        A[o] = select(0.0, A[o], pu(7u) != 0u) + acc[j][i];
+        var v = acc[j][i];
+        if (pu(9u) != 0u) { v = v + A[pu(9u) - 1u + row]; }
+        A[o] = select(0.0, A[o], pu(7u) != 0u) + v;
       }
     }
   }

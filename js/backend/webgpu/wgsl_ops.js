@@ -56,7 +56,9 @@ export function matvecThreadsPerRow(cols) {
  * count S[count_slot], and each weight is read once for all of them — every entry's sum runs in
  * the same order as with `ent` 1, so batching never changes a result. Params: 0 rows, 1 cols,
  * 2 row_bytes, 3 x_off, 4 x_estride, 5 y_off, 6 y_estride, 7 accumulate (1: add to out),
- * 8 count_slot (ent > 1).
+ * 8 count_slot (ent > 1), 9 bias (0: none; else 1 + the offset in A of a bias vector added to
+ * each sum before it is stored or accumulated, out (+)= (Σ + bias): the add_vec and add kernels'
+ * bits, one dispatch instead of three).
  * With `wide` (the default) an invocation takes a 32-element sub-block a step through the type's
  * w_sub (scales decoded once per sub-block, quants read a 32-bit word at a time) where cols is a
  * multiple of 32 (every quantized row: blocks are 32 or 256 elements): invocation `lane` adds
@@ -142,7 +144,9 @@ ${reduce}
   if (live && lane == 0u) {
     for (var k = 0u; k < ne; k++) {
       let o = pu(5u) + (e0 + k) * pu(6u) + row;
-      A[o] = select(0.0, A[o], pu(7u) != 0u) + s[k];
+      var v = s[k];
+      if (pu(9u) != 0u) { v = v + A[pu(9u) - 1u + row]; }
+      A[o] = select(0.0, A[o], pu(7u) != 0u) + v;
     }
   }
 }`;
@@ -229,14 +233,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
  * RoPE of head x (workgroup x) of entry z: pairs (2i, 2i+1) or, with neox, (i, i + n_rot/2),
  * rotated by the entry's cos/sin (A[cs_off + z·cs_estride + i], sin n_rot/2 further), as
  * wlm_rope_ref / wlm_rope_neox_ref. Params: 0 x_off, 1 x_estride, 2 head_size, 3 n_rot, 4 neox,
- * 5 cs_off, 6 cs_estride.
+ * 5 cs_off, 6 cs_estride; Q and K heads in one dispatch: 8 the first K head of the grid (0:
+ * none, every head at x_off), whose rows start at 7 k_off, 9 k_estride apart.
  */
 export function ropeWgsl() {
   return `${HEADER}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
   let half = pu(3u) / 2u;
-  let x0 = pu(0u) + wg.z * pu(1u) + wg.x * pu(2u);
+  let kh = pu(8u) != 0u && wg.x >= pu(8u); // a K head (heads pu(8) .. of the grid)
+  let x0 = select(pu(0u) + wg.z * pu(1u) + wg.x * pu(2u),
+                  pu(7u) + wg.z * pu(9u) + (wg.x - pu(8u)) * pu(2u), kh);
   let c0 = pu(5u) + wg.z * pu(6u);
   for (var i = t; i < half; i += ${WG}u) {
     let c = A[c0 + i];
@@ -253,9 +260,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
 
 /**
  * Writes each entry's K and V rows (kv_dim floats at k_off / v_off + z·estride) into the layer's
- * cache KV at the entry's position S[pos_off + z]: K rows first (n_ctx of them), then V rows;
- * F32 as bits or F16 rounded to nearest even (two per word), as wlm_kv_store. Params: 0 k_off,
- * 1 v_off, 2 estride, 3 kv_dim, 4 n_ctx, 5 pos_off.
+ * cache KV at the entry's position S[pos_off + z] of its sequence S[seq_off + z]: each sequence
+ * a block of n_ctx K rows, then n_ctx V rows; F32 as bits or F16 rounded to nearest even (two
+ * per word), as wlm_kv_store. Params: 0 k_off, 1 v_off, 2 estride, 3 kv_dim, 4 n_ctx, 5 pos_off,
+ * 6 seq_off.
  */
 export function kvStoreWgsl(f16) {
   return `${HEADER}
@@ -266,10 +274,11 @@ ${F2H}
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
   let kv_dim = pu(3u);
   let pos = S[pu(5u) + wg.z];
+  let sb = S[pu(6u) + wg.z] * 2u * pu(4u);
   let k0 = pu(0u) + wg.z * pu(2u);
   let v0 = pu(1u) + wg.z * pu(2u);
-  let vrow = (pu(4u) + pos) * kv_dim;
-  let krow = pos * kv_dim;
+  let vrow = (sb + pu(4u) + pos) * kv_dim;
+  let krow = (sb + pos) * kv_dim;
   let i = wg.x * ${WG}u + t;
 ${f16 ? `  if (2u * i >= kv_dim) { return; }
   KV[(krow >> 1u) + i] = f2h(A[k0 + 2u * i]) | (f2h(A[k0 + 2u * i + 1u]) << 16u);
@@ -282,7 +291,8 @@ ${f16 ? `  if (2u * i >= kv_dim) { return; }
 
 /**
  * A context shift's rows (wlm_seq_shift_internal keeps the bookkeeping in C): cache rows
- * keep + discard .. end − 1 of one layer (S[args_off ..]: keep, discard, end), K rotated by the
+ * keep + discard .. end − 1 of one sequence of one layer (S[args_off ..]: keep, discard, end,
+ * the sequence, whose block of the cache is as kv_store's), K rotated by the
  * RoPE of −discard positions (its cos/sin at cs_off in A: n_rot/2 cosines, then the sines; the
  * layer's set) and stored again as it was (F16 rounded to nearest even, as wlm_kv_store), V as it
  * is, into OUT as rows 0 .. moved − 1 of K, then moved rows of V (moved = end − keep − discard);
@@ -326,15 +336,16 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<
   let kv_dim = pu(0u);
   let keep = S[pu(6u)];
   let moved = S[pu(6u) + 2u] - keep - S[pu(6u) + 1u];
+  let sb = S[pu(6u) + 3u] * 2u * pu(1u);
   let words = ${f16 ? 'kv_dim / 2u' : 'kv_dim'};
   let w = wg.x * ${WG}u + t;
   if (w >= words) { return; }
   for (var r = wg.y; r < moved; r += nw.y) {
     let src = keep + S[pu(6u) + 1u] + r;
-    let k0 = src * kv_dim;
+    let k0 = (sb + src) * kv_dim;
 ${f16 ? '    OUT[r * words + w] = f2h(rot(k0, 2u * w)) | (f2h(rot(k0, 2u * w + 1u)) << 16u);'
     : '    OUT[r * words + w] = bitcast<u32>(rot(k0, w));'}
-    OUT[(moved + r) * words + w] = KV[((pu(1u) + src) * kv_dim) / ${f16 ? 2 : 1}u + w];
+    OUT[(moved + r) * words + w] = KV[((sb + pu(1u) + src) * kv_dim) / ${f16 ? 2 : 1}u + w];
   }
 }`;
 }
@@ -350,7 +361,8 @@ ${f16 ? '    OUT[r * words + w] = f2h(rot(k0, 2u * w)) | (f2h(rot(k0, 2u * w + 1
  * m = −3e38, l = 0, zeros. Splits are fixed positions, not shares of the length: an entry's
  * partials are the same whatever else the batch holds. attentionCombineWgsl finishes it.
  * Params: 0 q_off, 1 q_estride, 4 head_size, 5 kv_dim, 6 n_ctx, 7 gqa, 8 pos_off, 9 n_swa (0:
- * none), 10 scale, 11 chunk (a multiple of WG), 12 part_off, 13 part_estride, 14 max_split.
+ * none), 10 scale, 11 chunk (a multiple of WG), 12 part_off, 13 part_estride, 14 max_split,
+ * 15 seq_off (the entry's sequence S[seq_off + z] picks its block of the cache, as kv_store).
  */
 export function attentionWgsl(f16) {
   const per = MAX_HEAD / WG;
@@ -386,7 +398,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
   let lo = max(start, wg.y * pu(11u));
   let hi = min(len, (wg.y + 1u) * pu(11u));
   let kh = (wg.x / pu(7u)) * hs;
-  let vbase = pu(6u) * kv_dim + kh;
+  let sb = S[pu(15u) + wg.z] * 2u * pu(6u);
+  let vbase = (sb + pu(6u)) * kv_dim + kh;
   let q0 = pu(0u) + wg.z * pu(1u) + wg.x * hs;
   for (var d = t; d < hs; d += ${WG}u) { qs[d] = A[q0 + d]; }
   workgroupBarrier();
@@ -397,7 +410,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let pos = t0 + t;
     var s = -3.0e38;
     if (pos < hi) {
-      let kb = pos * kv_dim + kh;
+      let kb = (sb + pos) * kv_dim + kh;
       var dot = 0.0;
       for (var d = 0u; d < hs; d++) { dot += qs[d] * kv(kb + d); }
       s = dot * pf(10u);
