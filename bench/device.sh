@@ -10,7 +10,8 @@
 #   2. `bench/webgpu.mjs --profile --spec 4` for Qwen2.5-0.5B and Llama-3.2-1B (Q4_K_M, Q8_0):
 #      GPU (its decode step kernel by kernel, and decode with prompt lookup) and our CPU path at
 #      16 threads side by side, and the prefill kernel rows;
-#   3. `bench/native.mjs`: ours against native llama-bench at 16 and 8 threads;
+#   3. `bench/native.mjs`: ours against native llama-bench at 16 and 8 threads; then
+#      `bench/read_ahead.mjs`: decode with the kernels' read-ahead on and off (1 and 8 threads);
 #   4. `bench/webgpu.mjs` for Phi-3.5-mini.
 #
 # What travels (64 MiB at most), in the ignored folder .dev/ that bench/device_pack.sh fills,
@@ -132,6 +133,12 @@ snapshot
 snapshot
 fi
 
+# --- 3b. the matrix-vector kernels' read-ahead on this CPU (on / off, and what 'auto' picks) ----
+timeout 90 "$N" bench/read_ahead.mjs bench/out/gguf-real/llama-llama3.2-1b-s1-Q4_K_M.gguf --threads 1,8 --rounds 2 \
+  > "$W/read-ahead.jsonl" 2> "$W/read-ahead.log"
+say "read-ahead: exit $?"
+snapshot
+
 # --- 4. Phi-3.5-mini ---------------------------------------------------------------------------
 wait "${pids_phi[@]}"
 say "synthesis of the large shape done"
@@ -142,4 +149,4 @@ snapshot
 cp bench/out/webgpu.json "$W/webgpu-phi.json" 2>/dev/null
 say "end"
 snapshot
-for f in webgpu-small.log native-qwen.log native-llama.log webgpu-phi.log; do echo "== $f"; tail -n 25 "$W/$f" 2>/dev/null; done
+for f in webgpu-small.log native-qwen.log native-llama.log read-ahead.jsonl webgpu-phi.log; do echo "== $f"; tail -n 25 "$W/$f" 2>/dev/null; done
