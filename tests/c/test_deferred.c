@@ -234,6 +234,9 @@ out:
     wlm_context_free(ref);
 }
 
+/* tok512's end of text, banned where a run must reach its max_tokens */
+static const int32_t EOS_BAN[] = {2};
+
 /* A batch of NS sequences from `prompts` (the last repeats the first: not forked in a deferred
  * context) on c (deferred when ref != NULL): each sequence's ids into out[s] (cap 64), counts
  * into n[s]. */
@@ -284,7 +287,7 @@ static void test_batch(const wlm_model *m) {
             gp[s].temperature = mode == 0 ? 0.0f : 0.9f;
             gp[s].context_shift = mode == 2;
             gp[s].n_keep = 3;
-            gp[s].banned = (const int32_t[]){2};
+            gp[s].banned = EOS_BAN;
             gp[s].n_banned = 1;
         }
         int32_t a[NS][64], b[NS][64];
@@ -362,7 +365,7 @@ static void test_context_shift(const wlm_model *m) {
         p.n_keep = 5;
         p.cache_prompt = 1;
         if (!sampled) p.temperature = 0.0f;
-        p.banned = (const int32_t[]){2}; /* no end of text: every run reaches its 100 tokens */
+        p.banned = EOS_BAN; /* no end of text: every run reaches its 100 tokens */
         p.n_banned = 1;
         int32_t a[128], b[128], sa = -1, sb = -1;
         char ta[4096], tb[4096];

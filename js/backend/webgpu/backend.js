@@ -160,9 +160,9 @@ export class WebGpuBackend {
     try {
       const forks = [];
       for (let i = 0; i < forkRows.length; i += 3) forks.push([forkRows[i], forkRows[i + 1], forkRows[i + 2]]);
-      await this.#fwd.fork(forks); // beam search's forks first, then the shifts
-      for (let s = 0; 3 * s < shifts.length; s++) { // context shifts first: keep, discard, end
-        if (shifts[3 * s + 1] > 0) await this.#fwd.shift(s, shifts[3 * s], shifts[3 * s + 1], shifts[3 * s + 2]);
+      await this.#fwd.cache.fork(forks); // beam search's forks first, then the shifts
+      for (let s = 0; 3 * s < shifts.length; s++) { // context shifts: keep, discard, end
+        if (shifts[3 * s + 1] > 0) await this.#fwd.cache.shift(s, shifts[3 * s], shifts[3 * s + 1], shifts[3 * s + 2]);
       }
       logits = await this.#fwd.run(tokens, positions, want, { exact, seqs });
     } catch (e) {

@@ -8,16 +8,16 @@
 // logits. A batch runs in chunks of up to `chunk` entries, each one compute pass whose bind
 // groups were built once (the entry count is the grid's z); a weight product runs the
 // matrix-vector kernel for one entry (decode), its batch form for a few, and the tiled
-// matrix-matrix kernel (wgsl_matmat.js) from MATMAT_MIN_ENT entries (prefill). The KV cache is
-// one buffer per layer: for each of nSeq sequences, n_ctx K rows then n_ctx V rows (positions
-// 0..n_ctx-1); an entry's sequence picks its block; a context shift (shift()) moves a sequence's
-// rows down with K re-rotated, a fork (fork(), beam search) copies a sequence's rows to another. It does not sample: the logits go back to the wasm engine
+// matrix-matrix kernel (wgsl_matmat.js) from MATMAT_MIN_ENT entries (prefill). The KV cache
+// (kv_cache.js: a block of rows per sequence in one buffer per layer; its context shifts and
+// forks) is read and written at each entry's sequence and position. It does not sample: the logits go back to the wasm engine
 // (js/backend/webgpu/backend.js).
 
 import { jsError } from '../../errors.js';
 import { attentionCombineWgsl, attentionWgsl, embedWgsl, eltwiseWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeWgsl, WG } from './wgsl_ops.js';
 import { MATMAT_MIN_ENT, matmatWgsl, TILE } from './wgsl_matmat.js';
 import { checkFits, USAGE } from './weights.js';
+import { GpuKvCache } from './kv_cache.js';
 import { GPU_TYPES } from './wgsl_quant.js';
 
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
@@ -92,17 +92,16 @@ export class GpuForward {
   device;
   desc;
   chunk;         // entries per compute pass
-  bytes = 0;     // GPU bytes of activations, cache and parameters (weights not included)
+  #ownBytes = 0; // GPU bytes of the activations, step and parameter buffers
   #w;            // uploadWeights() result
   #kvF16;
   #nCtx;
   #act;          // the activation buffer
   #step;         // u32: tokens [0, chunk), positions [chunk, 2 chunk), wanted entries [2 chunk,
                  // 3 chunk), then the entry count and the wanted count (matvec's batch form),
-                 // then the attention splits of the pass; from 3 chunk + 4 a context shift's
-                 // keep, discard, end, sequence (shift()); from 3 chunk + 8 the entries'
+                 // then the attention splits of the pass; from 3 chunk + 4 the entries'
                  // sequences
-  #kv = [];      // per layer
+  cache = null;  // GpuKvCache (kv_cache.js)
   #params;
   #ops = [];     // {pipeline, bind, grid(n, m, ns, mm) → [x, y, z] | null, kind}
   #profile = null; // GPU_PROFILE's Map, or null
@@ -114,11 +113,10 @@ export class GpuForward {
   #mscale;
   #staging = null;
   #destroyed = false;
-  #kvBytes = 0;        // one layer's cache of one sequence
   #nSeq = 1;           // sequences the cache holds
-  #pipelines = null;
-  #shiftOps = null;    // shift(): {scratch, params, binds[], pipeline}, built at the first shift
-  #scratchBuf = null;  // #scratch()
+
+  /** GPU bytes held: activations, parameters and the KV cache (weights not included). */
+  get bytes() { return this.#ownBytes + (this.cache?.bytes ?? 0); }
 
   static async create(device, desc, weights, opts) {
     const f = new GpuForward(device, desc, weights, opts);
@@ -167,7 +165,6 @@ export class GpuForward {
   }
 
   async #build(pipelines) {
-    this.#pipelines = pipelines;
     const { device, desc } = this;
     const h = desc.hp;
     const cap = Math.min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
@@ -175,22 +172,17 @@ export class GpuForward {
     const B = this.chunk;
     this.#off = this.#layout(B);
     checkFits(device, `the activations of ${B} entries`, this.#off.total * 4);
-    const kvElem = this.#kvF16 ? 2 : 4;
-    const kvBytes = 2 * this.#nCtx * h.kv_dim * kvElem;
-    checkFits(device, `the KV cache of one layer (nCtx ${this.#nCtx}${this.#nSeq > 1 ? `, ${this.#nSeq} sequences` : ''})`, this.#nSeq * kvBytes);
+    this.cache = await GpuKvCache.create(device, desc, { nCtx: this.#nCtx, nSeq: this.#nSeq, f16: this.#kvF16,
+      ropeFreq: this.#ropeFreq, ropeSets: this.#ropeSets, pipelines });
 
     device.pushErrorScope('out-of-memory');
     this.#act = device.createBuffer({ label: 'activations', size: this.#off.total * 4, usage: USAGE.STORAGE | USAGE.COPY_DST | USAGE.COPY_SRC });
-    this.#step = device.createBuffer({ label: 'step', size: (4 * B + 8) * 4, usage: USAGE.STORAGE | USAGE.COPY_DST });
-    for (let l = 0; l < h.n_layers; l++) {
-      this.#kv.push(device.createBuffer({ label: `kv.${l}`, size: (this.#nSeq * kvBytes + 3) & ~3, usage: USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST }));
-    }
-    this.bytes = this.#off.total * 4 + (4 * B + 8) * 4 + h.n_layers * this.#nSeq * kvBytes;
-    this.#kvBytes = kvBytes;
+    this.#step = device.createBuffer({ label: 'step', size: (4 * B + 4) * 4, usage: USAGE.STORAGE | USAGE.COPY_DST });
+    this.#ownBytes = this.#off.total * 4 + (4 * B + 4) * 4;
     const oom = await device.popErrorScope();
     if (oom) {
       this.destroy();
-      throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for the KV cache and activations (${this.bytes} bytes; a smaller nCtx may fit): ${oom.message}`);
+      throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for the activations (${this.#ownBytes} bytes; a smaller nCtx may fit): ${oom.message}`);
     }
     await this.#program(pipelines);
   }
@@ -293,12 +285,12 @@ export class GpuForward {
       }
       if (a.rope !== 'none') ropeQK(qo, qE, ko, kE, set);
       if (h.q_scale !== 1) specs.push(['eltwise', 'scale', [qo, qE, Q, fbits(h.q_scale)], [], (n) => [wg(Q), 1, n]]);
-      const kvBind = { buffer: this.#kv[li] };
-      specs.push(['kv_store', this.#kvF16, [ko, vo, kE, KV, this.#nCtx, B, 3 * B + 8], [kvBind, S],
+      const kvBind = { buffer: this.cache.layers[li] };
+      specs.push(['kv_store', this.#kvF16, [ko, vo, kE, KV, this.#nCtx, B, 3 * B + 4], [kvBind, S],
         (n) => [wg(this.#kvF16 ? KV / 2 : KV), 1, n]]);
       // split over the cache (the splits this pass's longest entry needs: ns), then combined
       specs.push(['attention', this.#kvF16, [qo, qE, 0, 0, hs, KV, this.#nCtx, h.n_heads / h.n_kv_heads, B,
-        l.swa ? h.n_swa : 0, fbits(1 / Math.sqrt(hs)), this.#attChunk, o.att, E.att, this.#attSplits, 3 * B + 8], [kvBind, S],
+        l.swa ? h.n_swa : 0, fbits(1 / Math.sqrt(hs)), this.#attChunk, o.att, E.att, this.#attSplits, 3 * B + 4], [kvBind, S],
       (n, m, ns) => [h.n_heads, ns, n]]);
       specs.push(['attn_combine', '', [o.xb, E.xb, hs, o.att, E.att, this.#attSplits, 3 * B + 2], [S],
         (n) => [h.n_heads, 1, n]]);
@@ -339,7 +331,7 @@ export class GpuForward {
     const words = new Uint32Array(specs.length * PARAM_SLOT / 4);
     specs.forEach((s, i) => words.set(s[2].map((v) => v >>> 0), i * PARAM_SLOT / 4));
     device.queue.writeBuffer(this.#params, 0, words);
-    this.bytes += specs.length * PARAM_SLOT;
+    this.#ownBytes += specs.length * PARAM_SLOT;
     const pipes = await Promise.all(specs.map((s) => pipelines.get(s[0], s[1])));
     this.#ops = specs.map((s, i) => {
       const entries = [{ binding: 0, resource: { buffer: this.#act } },
@@ -378,12 +370,12 @@ export class GpuForward {
     let row = 0;
     for (let i0 = 0; i0 < tokens.length; i0 += B) {
       const n = Math.min(B, tokens.length - i0);
-      const step = new Uint32Array(4 * B + 8);
+      const step = new Uint32Array(4 * B + 4);
       let m = 0;
       for (let j = 0; j < n; j++) {
         step[j] = tokens[i0 + j];
         step[B + j] = positions[i0 + j];
-        step[3 * B + 8 + j] = seqs ? seqs[i0 + j] : 0;
+        step[3 * B + 4 + j] = seqs ? seqs[i0 + j] : 0;
         if (want[i0 + j]) step[2 * B + m++] = j;
       }
       step[3 * B] = n;
@@ -439,115 +431,6 @@ export class GpuForward {
     return out;
   }
 
-  /**
-   * A context shift of sequence `seq`'s cache (C has shifted its bookkeeping,
-   * wlm_seq_shift_internal): rows keep + discard .. end − 1 move to keep .., K re-rotated by
-   * −discard positions (kvShiftWgsl
-   * into a scratch buffer of one layer's cache size, allocated at the first shift, then copied
-   * back), every layer in one submission, ordered before the next run()'s.
-   */
-  async shift(seq, keep, discard, end) {
-    if (this.#destroyed) throw jsError('WLM_ERR_STATE', 'WebGPU: the GPU forward pass was released');
-    const moved = end - keep - discard;
-    if (discard < 1 || moved < 1) return;
-    const { device, desc } = this;
-    const h = desc.hp, B = this.chunk, half = h.n_rot / 2;
-    if (!this.#shiftOps) {
-      const scratch = await this.#scratch();
-      device.pushErrorScope('out-of-memory');
-      const params = device.createBuffer({ label: 'kv shift params', size: h.n_layers * PARAM_SLOT, usage: USAGE.UNIFORM | USAGE.COPY_DST });
-      const oom = await device.popErrorScope();
-      if (oom) {
-        params.destroy();
-        throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for a context shift's parameters: ${oom.message}`);
-      }
-      const pipeline = await this.#pipelines.get('kv_shift', this.#kvF16);
-      const words = new Uint32Array(h.n_layers * PARAM_SLOT / 4);
-      this.#shiftOps = { scratch, params, pipeline, binds: this.desc.layers.map((l, li) => {
-        const set = this.#ropeSets > 1 && l.swa ? 1 : 0;
-        words.set([h.kv_dim, this.#nCtx, h.head_size, h.n_rot, this.desc.arch.rope === 'neox' ? 1 : 0,
-          this.#off.cs + set * B * h.n_rot, 3 * B + 4], li * PARAM_SLOT / 4);
-        return device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [
-          { binding: 0, resource: { buffer: this.#act } },
-          { binding: 1, resource: { buffer: params, offset: li * PARAM_SLOT, size: 64 } },
-          { binding: 2, resource: { buffer: this.#kv[li] } },
-          { binding: 3, resource: { buffer: scratch } },
-          { binding: 4, resource: { buffer: this.#step } }] });
-      }) };
-      device.queue.writeBuffer(params, 0, words);
-      this.bytes += params.size;
-    }
-    // cos/sin of −discard positions in each set (forward.c's wlm_rope_shift_prepare: the
-    // attention factor is already in K), where run() puts an entry's
-    const cs = new Float32Array(this.#ropeSets * B * h.n_rot);
-    for (let s = 0; s < this.#ropeSets; s++) {
-      for (let i = 0; i < half; i++) {
-        const ang = Math.fround(-discard * this.#ropeFreq[s * half + i]);
-        cs[s * B * h.n_rot + i] = Math.fround(Math.cos(ang));
-        cs[s * B * h.n_rot + half + i] = Math.fround(Math.sin(ang));
-      }
-    }
-    device.queue.writeBuffer(this.#act, this.#off.cs * 4, cs);
-    device.queue.writeBuffer(this.#step, (3 * B + 4) * 4, Uint32Array.of(keep, discard, end, seq));
-    const { scratch, pipeline, binds } = this.#shiftOps;
-    const rowBytes = h.kv_dim * (this.#kvF16 ? 2 : 4);
-    const words = this.#kvF16 ? h.kv_dim / 2 : h.kv_dim;
-    const gy = Math.min(moved, device.limits.maxComputeWorkgroupsPerDimension);
-    const enc = device.createCommandEncoder();
-    binds.forEach((bind, l) => {
-      const pass = enc.beginComputePass();
-      pass.setPipeline(pipeline);
-      pass.setBindGroup(0, bind);
-      pass.dispatchWorkgroups(Math.ceil(words / WG), gy, 1);
-      pass.end();
-      const base = seq * 2 * this.#nCtx;
-      enc.copyBufferToBuffer(scratch, 0, this.#kv[l], (base + keep) * rowBytes, moved * rowBytes);
-      enc.copyBufferToBuffer(scratch, moved * rowBytes, this.#kv[l], (base + this.#nCtx + keep) * rowBytes, moved * rowBytes);
-    });
-    device.queue.submit([enc.finish()]);
-  }
-
-  /** The scratch buffer of one sequence's rows of one layer (shift(), fork()), made once. */
-  async #scratch() {
-    if (this.#scratchBuf) return this.#scratchBuf;
-    const { device } = this;
-    device.pushErrorScope('out-of-memory');
-    const b = device.createBuffer({ label: 'kv scratch', size: (this.#kvBytes + 3) & ~3, usage: USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST });
-    const oom = await device.popErrorScope();
-    if (oom) {
-      b.destroy();
-      throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for ${this.#kvBytes} bytes of KV scratch (a context shift or beam search): ${oom.message}`);
-    }
-    this.bytes += b.size;
-    return (this.#scratchBuf = b);
-  }
-
-  /**
-   * Forks, in order (beam search; C has forked its bookkeeping, wlm_seq_fork_internal): each
-   * [src, dst, n] copies rows 0..n−1 of sequence src's K and V to sequence dst in every layer,
-   * through the scratch buffer (WebGPU copies only between two buffers); one submission, ordered
-   * before the next run()'s.
-   */
-  async fork(forks) {
-    if (this.#destroyed) throw jsError('WLM_ERR_STATE', 'WebGPU: the GPU forward pass was released');
-    if (!forks.length) return;
-    const scratch = await this.#scratch();
-    const rowBytes = this.desc.hp.kv_dim * (this.#kvF16 ? 2 : 4);
-    const enc = this.device.createCommandEncoder();
-    for (const [src, dst, n] of forks) {
-      if (n < 1 || src === dst) continue;
-      const bytes = n * rowBytes, s0 = src * 2 * this.#nCtx * rowBytes, d0 = dst * 2 * this.#nCtx * rowBytes;
-      const v = this.#nCtx * rowBytes;
-      for (const kv of this.#kv) {
-        enc.copyBufferToBuffer(kv, s0, scratch, 0, bytes);
-        enc.copyBufferToBuffer(kv, s0 + v, scratch, bytes, bytes);
-        enc.copyBufferToBuffer(scratch, 0, kv, d0, bytes);
-        enc.copyBufferToBuffer(scratch, bytes, kv, d0 + v, bytes);
-      }
-    }
-    this.device.queue.submit([enc.finish()]);
-  }
-
   /** GPU_PROFILE: runs the ops of one chunk (n entries, m wanted, ns attention splits, the tiled
    *  kernel from mm entries) one submission each. */
   async #profileOps(n, m, ns, mm) {
@@ -577,11 +460,9 @@ export class GpuForward {
     this.#destroyed = true;
     this.#act?.destroy();
     this.#step?.destroy();
-    for (const b of this.#kv) b.destroy();
+    this.cache?.destroy();
     this.#params?.destroy();
     this.#staging?.destroy();
-    this.#scratchBuf?.destroy();
-    this.#shiftOps?.params.destroy();
   }
 }
 
