@@ -5,13 +5,9 @@
 // lastBeamResult). The memory rule of engine.js holds here too: views of wasm memory are made
 // right before use, never kept across a call into wasm.
 
-import { STATUS, STOP_REASONS, abortError, jsError } from './errors.js';
+import { NEED_LOGITS, STATUS, STOP_REASONS, abortError, jsError } from './errors.js';
 import { batchSequences, beamParams, utf8 } from './params.js';
 import { macrotask } from './platform.js';
-
-/** wlm_generate_batch_next's internal status in a deferred context (WLM_NEED_LOGITS,
- *  src/model/model.h): the GPU backend supplies the step's logits, then it resumes. */
-const NEED_LOGITS = 2;
 
 /**
  * Engine.generateBatch(): yields each step's tokens (BatchToken, wasmlm.d.ts) as the sequences

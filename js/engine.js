@@ -14,7 +14,7 @@
 // memory is a SharedArrayBuffer, which TextDecoder refuses in browsers: bytes handed to it go
 // through unshared() first.
 
-import { STATUS, STOP_REASONS, WasmlmError, abortError, jsError } from './errors.js';
+import { NEED_LOGITS, STATUS, STOP_REASONS, WasmlmError, abortError, jsError } from './errors.js';
 import { contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
 import { chatPrompt, splitChatParams } from './chat.js';
 import { chatCompletion } from './chat_completion.js';
@@ -33,9 +33,6 @@ import { startRuntime } from './runtime.js';
 import { attachBackend, autoWouldUseGpu, checkBackendOption, streamToGpu } from './backend/select.js';
 import { GPU_PROFILE } from './backend/webgpu/forward.js';
 
-/** wlm_generate_next's internal status in a deferred context: the step waits for its logits
- *  (WLM_NEED_LOGITS, src/model/model.h); the GPU backend supplies them. */
-const NEED_LOGITS = 2;
 
 /** `view`, or a copy of it when it views shared memory (TextDecoder rejects those). */
 function unshared(view) {

@@ -5,6 +5,10 @@
 // (through js/engine.js) and the argument checks (js/params.js) do.
 
 /** Status codes of enum wlm_status (src/wasmlm.h), by name. */
+/** wlm_generate_next / _batch_next's internal status in a deferred context (WLM_NEED_LOGITS,
+ *  src/model/model.h): the step waits for the logits the GPU backend supplies, then resumes. */
+export const NEED_LOGITS = 2;
+
 export const STATUS = Object.freeze({
   WLM_OK: 0,
   WLM_DONE: 1,

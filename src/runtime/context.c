@@ -519,34 +519,31 @@ int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t 
         sh[0] = n_keep;
         sh[1] = n_discard;
         sh[2] = s->n_past;
-        memmove(s->tokens + n_keep, s->tokens + n_keep + n_discard,
-                sizeof(int32_t) * (size_t)(s->n_past - n_keep - n_discard));
-        s->n_past -= n_discard;
-        if (s->exact > n_keep) s->exact = n_keep;
-        return WLM_OK;
-    }
-    /* The moved rows are written in place: the sequence must own its blocks. */
-    rc = wlm_kv_reserve(c, seq, n_keep, s->n_past);
-    if (rc != WLM_OK) return rc;
-    const wlm_hparams *p = &c->model->hp;
-    const int kv_dim = p->kv_dim;
-    const size_t row_bytes = (size_t)kv_dim * c->kv.elem_bytes;
-    const size_t v_off = (size_t)BLOCK * row_bytes;
-    wlm_rope_shift_prepare(c, n_discard); /* forward.c: cos/sin of -n_discard positions */
-    for (int32_t pos = n_keep + n_discard; pos < s->n_past; pos++) {
-        for (int32_t l = 0; l < p->n_layers; l++) {
-            unsigned char *src = wlm_kv_row(c, seq, l, pos);
-            unsigned char *dst = wlm_kv_row(c, seq, l, pos - n_discard);
-            memcpy(dst + v_off, src + v_off, row_bytes); /* V as it is */
-            kv_load(c, c->kt, src, kv_dim);              /* K rotated in float32 */
-            wlm_rope_shift_k(c, l, c->kt);               /* forward.c: the layer's RoPE */
-            wlm_kv_store(c, dst, c->kt, kv_dim);
+    } else {
+        /* The moved rows are written in place: the sequence must own its blocks. */
+        rc = wlm_kv_reserve(c, seq, n_keep, s->n_past);
+        if (rc != WLM_OK) return rc;
+        const wlm_hparams *p = &c->model->hp;
+        const int kv_dim = p->kv_dim;
+        const size_t row_bytes = (size_t)kv_dim * c->kv.elem_bytes;
+        const size_t v_off = (size_t)BLOCK * row_bytes;
+        wlm_rope_shift_prepare(c, n_discard); /* forward.c: cos/sin of -n_discard positions */
+        for (int32_t pos = n_keep + n_discard; pos < s->n_past; pos++) {
+            for (int32_t l = 0; l < p->n_layers; l++) {
+                unsigned char *src = wlm_kv_row(c, seq, l, pos);
+                unsigned char *dst = wlm_kv_row(c, seq, l, pos - n_discard);
+                memcpy(dst + v_off, src + v_off, row_bytes); /* V as it is */
+                kv_load(c, c->kt, src, kv_dim);              /* K rotated in float32 */
+                wlm_rope_shift_k(c, l, c->kt);               /* forward.c: the layer's RoPE */
+                wlm_kv_store(c, dst, c->kt, kv_dim);
+            }
         }
-        s->tokens[pos - n_discard] = s->tokens[pos];
     }
+    memmove(s->tokens + n_keep, s->tokens + n_keep + n_discard,
+            sizeof(int32_t) * (size_t)(s->n_past - n_keep - n_discard));
     s->n_past -= n_discard;
     if (s->exact > n_keep) s->exact = n_keep;
-    seq_trim(c, s);
+    seq_trim(c, s); /* (a deferred context holds no blocks: nothing to trim) */
     return WLM_OK;
 }
 

@@ -506,13 +506,18 @@ static int round_run(wlm_context *c) {
     return round_decide(c, n0, nd);
 }
 
-/* Ends the generation after a failed round: out says no token. */
-static int round_failed(wlm_context *c, wlm_token *out, int rc) {
-    c->gens[0].active = 0;
+/* out says no token (a step that waits for its logits, or failed); returns rc. */
+static int no_token(wlm_token *out, int rc) {
     memset(out, 0, sizeof *out);
     out->piece = "";
     out->id = -1;
     return rc;
+}
+
+/* Ends the generation after a failed round. */
+static int round_failed(wlm_context *c, wlm_token *out, int rc) {
+    c->gens[0].active = 0;
+    return no_token(out, rc);
 }
 
 /* Emits the next queued token, or takes a plain step when none is queued (ended meanwhile, no
@@ -549,12 +554,7 @@ int wlm_spec_next(wlm_context *c, wlm_token *out) {
     }
     if (sp->active && sp->qhead == sp->qn) {
         int rc = round_run(c);
-        if (rc == WLM_NEED_LOGITS) {
-            memset(out, 0, sizeof *out);
-            out->piece = "";
-            out->id = -1;
-            return rc;
-        }
+        if (rc == WLM_NEED_LOGITS) return no_token(out, rc);
         if (rc < 0) return round_failed(c, out, rc);
     }
     return emit_next(c, out);

@@ -14,7 +14,7 @@
 // (js/backend/webgpu/backend.js).
 
 import { jsError } from '../../errors.js';
-import { attentionCombineWgsl, attentionWgsl, embedWgsl, eltwiseWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeWgsl, WG } from './wgsl_ops.js';
+import { attentionCombineWgsl, attentionWgsl, embedWgsl, eltwiseWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeCosSin, ropeWgsl, WG } from './wgsl_ops.js';
 import { MATMAT_MIN_ENT, matmatWgsl, TILE } from './wgsl_matmat.js';
 import { checkFits, USAGE } from './weights.js';
 import { GpuKvCache } from './kv_cache.js';
@@ -388,16 +388,7 @@ export class GpuForward {
       if (this.desc.arch.rope !== 'none') {
         const cs = new Float32Array(this.#ropeSets * B * h.n_rot);
         for (let s = 0; s < this.#ropeSets; s++) {
-          for (let j = 0; j < n; j++) {
-            const at = (s * B + j) * h.n_rot;
-            for (let i = 0; i < half; i++) { // forward.c's rope_angles: float angle, cosf / sinf
-              const ang = Math.fround(positions[i0 + j] * this.#ropeFreq[s * half + i]);
-              let c = Math.fround(Math.cos(ang)), sn = Math.fround(Math.sin(ang));
-              if (this.#mscale !== 1) { c = Math.fround(c * this.#mscale); sn = Math.fround(sn * this.#mscale); }
-              cs[at + i] = c;
-              cs[at + half + i] = sn;
-            }
-          }
+          for (let j = 0; j < n; j++) ropeCosSin(cs, (s * B + j) * h.n_rot, positions[i0 + j], this.#ropeFreq, s, half, this.#mscale);
         }
         device.queue.writeBuffer(this.#act, this.#off.cs * 4, cs);
       }

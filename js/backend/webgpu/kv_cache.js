@@ -11,7 +11,7 @@
 // pass's activation layout.
 
 import { jsError } from '../../errors.js';
-import { WG } from './wgsl_ops.js';
+import { ropeCosSin, WG } from './wgsl_ops.js';
 import { checkFits, USAGE } from './weights.js';
 
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
@@ -131,13 +131,7 @@ export class GpuKvCache {
     // cos/sin of −discard positions in each set (forward.c's wlm_rope_shift_prepare: the
     // attention factor is already in K)
     const v = new Float32Array(this.#ropeSets * h.n_rot);
-    for (let s = 0; s < this.#ropeSets; s++) {
-      for (let i = 0; i < half; i++) {
-        const ang = Math.fround(-discard * this.#ropeFreq[s * half + i]);
-        v[s * h.n_rot + i] = Math.fround(Math.cos(ang));
-        v[s * h.n_rot + half + i] = Math.fround(Math.sin(ang));
-      }
-    }
+    for (let s = 0; s < this.#ropeSets; s++) ropeCosSin(v, s * h.n_rot, -discard, this.#ropeFreq, s, half);
     device.queue.writeBuffer(cs, 0, v);
     device.queue.writeBuffer(args, 0, Uint32Array.of(keep, discard, end, seq));
     const words = this.#f16 ? h.kv_dim / 2 : h.kv_dim;

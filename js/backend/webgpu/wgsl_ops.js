@@ -230,6 +230,22 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
 }
 
 /**
+ * The cos/sin ropeWgsl and kvShiftWgsl read, for position `pos` (any float; −n for a context
+ * shift) of RoPE set `set`: out[at + i] = cos, out[at + n_rot/2 + i] = sin of the float angle
+ * pos · freq[set · n_rot/2 + i], each times `mscale` when it is not 1 — forward.c's rope_angles
+ * (float angle, cosf / sinf), for i < n_rot/2.
+ */
+export function ropeCosSin(out, at, pos, freq, set, half, mscale = 1) {
+  for (let i = 0; i < half; i++) {
+    const ang = Math.fround(pos * freq[set * half + i]);
+    let c = Math.fround(Math.cos(ang)), s = Math.fround(Math.sin(ang));
+    if (mscale !== 1) { c = Math.fround(c * mscale); s = Math.fround(s * mscale); }
+    out[at + i] = c;
+    out[at + half + i] = s;
+  }
+}
+
+/**
  * RoPE of head x (workgroup x) of entry z: pairs (2i, 2i+1) or, with neox, (i, i + n_rot/2),
  * rotated by the entry's cos/sin (A[cs_off + z·cs_estride + i], sin n_rot/2 further), as
  * wlm_rope_ref / wlm_rope_neox_ref. Params: 0 x_off, 1 x_estride, 2 head_size, 3 n_rot, 4 neox,
