@@ -20,7 +20,7 @@ git show "$rev:src/kernels/quant_relaxed.inc" > "$B/old/kernels/quant_relaxed.in
   echo '#define WLM_QUANT_DOT_SPLIT 1'
   echo '#define RX_DOT(a, b, c) wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_relaxed_dot_i8x16_i7x16((a), (b)), wasm_i16x8_splat(1)), (c))'
   for f in wlm_f16_matvec_simd wlm_bf16_matvec_simd wlm_quantize_q8_0_simd wlm_quantize_q8_1_simd \
-           wlm_quantize_q8_K_simd wlm_quant_matvec_split wlm_quant_matmat_split; do
+           wlm_quantize_q8_K_simd wlm_quant_matvec_split wlm_quant_matvec_split_near wlm_quant_matmat_split; do
     echo "#define $f old_$f"
   done
   echo '#pragma clang diagnostic ignored "-Wunused-function"'
