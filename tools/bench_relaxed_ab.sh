@@ -20,7 +20,7 @@ rm -rf "$B" && mkdir -p "$B/old/kernels" "$B/bin"
 git show "$rev:src/kernels/quant_simd.c" > "$B/old/kernels/quant_simd.c"
 git show "$rev:src/kernels/quant_relaxed.inc" > "$B/old/kernels/quant_relaxed.inc"
 {
-  grep -ohE "\b(wlm_[a-zA-Z0-9_]*_simd(128)?|wlm_quant_have_[a-z]+)\b" "$B/old/kernels/quant_simd.c" |
+  grep -ohE "\b(wlm_[a-zA-Z0-9_]*_simd(128)?|wlm_quant_have_[a-z]+|wlm_quant_matvec_near)\b" "$B/old/kernels/quant_simd.c" |
     sort -u | sed 's/.*/#define & old_&/'
   echo '#include "kernels/quant_simd.c"'
 } > "$B/old.c"
