@@ -337,6 +337,16 @@ static void block_scales(const void *w, size_t stride, const float *xd, int nb, 
     }
 }
 
+/* o[g]: lane g of a, b, c, d (a 4 x 4 transpose of int32 lanes; the batch kernels' panels) */
+static inline void transpose4_i32(v128_t a, v128_t b, v128_t c, v128_t d, v128_t *o) {
+    const v128_t t0 = wasm_i32x4_shuffle(a, b, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(c, d, 0, 4, 1, 5);
+    const v128_t t2 = wasm_i32x4_shuffle(a, b, 2, 6, 3, 7), t3 = wasm_i32x4_shuffle(c, d, 2, 6, 3, 7);
+    o[0] = wasm_i64x2_shuffle(t0, t1, 0, 2);
+    o[1] = wasm_i64x2_shuffle(t0, t1, 1, 3);
+    o[2] = wasm_i64x2_shuffle(t2, t3, 0, 2);
+    o[3] = wasm_i64x2_shuffle(t2, t3, 1, 3);
+}
+
 /* Lanes (p0 + p2, q0 + q2, p1 + p3, q1 + q3) of two int32 vectors, and of two such pairs a =
  * pair(p0, p1), b = pair(p2, p3) the four totals: lane k the sum of pk's four lanes (exact). */
 static inline v128_t hpair_i32(v128_t p, v128_t q) {
@@ -1247,6 +1257,7 @@ MATVEC_ENTRIES(s128_q5_K_matvec)
 #define PICK_NEAR(t) rx_##t##_matvec_near
 #else
 #define WLM_QUANT_RELAXED 0
+#include "kernels/quant_s128_panel.inc"
 #define PICK(t) s128_##t##_matvec
 #define PICK_NEAR(t) s128_##t##_matvec_near
 #endif
@@ -1340,7 +1351,11 @@ wlm_qmatvec_fn wlm_quant_matvec_simd128(int32_t type) {
 #endif /* WLM_QUANT_DOT_SPLIT */
 
 wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
-#if WLM_QUANT_RELAXED
+#if !WLM_QUANT_RELAXED
+    if (type == WLM_TYPE_Q8_0) return s128_q8_0_matmat;
+    if (type == WLM_TYPE_Q4_0) return s128_q4_0_matmat;
+    if (type == WLM_TYPE_Q5_0) return s128_q5_0_matmat;
+#else
     if (type == WLM_TYPE_Q8_0) return rx_q8_0_matmat;
     if (type == WLM_TYPE_Q4_0) return rx_q4_0_matmat;
     if (type == WLM_TYPE_Q5_0) return rx_q5_0_matmat;
