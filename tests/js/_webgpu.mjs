@@ -1,8 +1,13 @@
-// _webgpu.mjs — WebGPU for the tests: Dawn (the `webgpu` package) on Chromium's SwiftShader
-// Vulkan driver, which tools/setup.sh installs with `chromium` (/usr/lib/chromium). The driver
-// is found through VK_ICD_FILENAMES, set here before Dawn starts unless the caller set it.
-// Where no adapter comes up, tests skip with the reason, except in CI (env CI set), where they
-// fail: CI installs what they need.
+// _webgpu.mjs — WebGPU for the tests: Dawn (the `webgpu` package) on a software Vulkan driver,
+// one of two: lavapipe (Mesa's, which tools/lavapipe.sh unpacks into .tools/lavapipe: it offers
+// shader-f16, and runs the engine tests about twice as fast) or SwiftShader (Chromium's, which
+// tools/setup.sh installs with `chromium`, /usr/lib/chromium). Both ICDs are listed in
+// VK_ICD_FILENAMES, set here before Dawn starts unless the caller set it (then Dawn's default
+// adapter of that list is used: bench/device.sh's real GPU), and Dawn picks one by name
+// (create(['adapter=…'])). Which: WASMLM_TEST_ADAPTER=lavapipe|swiftshader, else lavapipe where
+// it is unpacked. tools/test.sh runs the kernel tests on the other one too, so every WGSL kernel
+// runs on two independent compilers. Where no adapter comes up, tests skip with the reason,
+// except in CI (env CI set), where they fail: CI installs what they need, both drivers.
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -13,30 +18,58 @@ import { REPO } from './_helpers.mjs';
 import { makePipeline } from '../../js/backend/webgpu/forward.js';
 
 export const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
+export const LAVAPIPE_ICD = resolve(REPO, '.tools/lavapipe/lvp_icd.json');
+/** The two drivers: their ICD file, and the adapter name Dawn's `adapter=` option matches. */
+const DRIVERS = {
+  lavapipe: { icd: LAVAPIPE_ICD, adapter: 'llvmpipe', how: 'run tools/lavapipe.sh (as root the first time)' },
+  swiftshader: { icd: SWIFTSHADER_ICD, adapter: 'SwiftShader', how: 'run tools/setup.sh (chromium)' },
+};
+
+/** The driver the tests use: WASMLM_TEST_ADAPTER, else lavapipe where unpacked, else SwiftShader. */
+export function testDriver() {
+  const want = process.env.WASMLM_TEST_ADAPTER;
+  if (want) {
+    if (!DRIVERS[want]) throw new Error(`WASMLM_TEST_ADAPTER must be lavapipe or swiftshader, got ${want}`);
+    return want;
+  }
+  return fs.existsSync(LAVAPIPE_ICD) ? 'lavapipe' : 'swiftshader';
+}
 
 let found = null;
 
 /**
- * {gpu, adapter, skip}: a GPU object with an adapter, or skip = why there is none (and in CI a
- * thrown Error instead).
+ * {gpu, adapter, skip, driver}: a GPU object with an adapter of testDriver()'s driver (or of the
+ * caller's VK_ICD_FILENAMES: driver 'env'), or skip = why there is none (and in CI a thrown Error
+ * instead, also when lavapipe is missing: CI runs both).
  */
 export async function dawn() {
   if (found) return found;
-  if (!process.env.VK_ICD_FILENAMES && fs.existsSync(SWIFTSHADER_ICD)) process.env.VK_ICD_FILENAMES = SWIFTSHADER_ICD;
+  const callerIcd = !!process.env.VK_ICD_FILENAMES;
+  const driver = callerIcd ? 'env' : testDriver();
+  if (!callerIcd) {
+    const icds = Object.values(DRIVERS).map((d) => d.icd).filter((f) => fs.existsSync(f));
+    if (icds.length) process.env.VK_ICD_FILENAMES = icds.join(':');
+  }
   process.env.XDG_RUNTIME_DIR ??= os.tmpdir(); // else the driver prints an error for each device
   let skip = '';
   let gpu = null;
   let adapter = null;
+  const d = DRIVERS[driver];
   try {
     const { create } = await import('webgpu');
-    gpu = create([]);
-    adapter = await gpu.requestAdapter();
-    if (!adapter) skip = `Dawn found no Vulkan adapter (SwiftShader's ICD ${SWIFTSHADER_ICD} missing? run tools/setup.sh)`;
+    if (d && !fs.existsSync(d.icd)) {
+      skip = `no ${driver} Vulkan driver (${d.icd}): ${d.how}`;
+    } else {
+      gpu = create(d ? [`adapter=${d.adapter}`] : []);
+      adapter = await gpu.requestAdapter();
+      if (!adapter) skip = `Dawn found no Vulkan adapter${d ? ` named ${d.adapter} (${d.how})` : ` in VK_ICD_FILENAMES=${process.env.VK_ICD_FILENAMES}`}`;
+    }
   } catch (e) {
     skip = `the webgpu package did not load (npm ci): ${e.message}`;
   }
-  if (skip && process.env.CI) throw new Error(`WebGPU tests need Dawn + SwiftShader in CI: ${skip}`);
-  found = { gpu, adapter, skip };
+  if (process.env.CI && !callerIcd && !skip && !fs.existsSync(LAVAPIPE_ICD)) skip = `no lavapipe (${LAVAPIPE_ICD}): ${DRIVERS.lavapipe.how}`;
+  if (skip && process.env.CI) throw new Error(`WebGPU tests need Dawn with lavapipe and SwiftShader in CI: ${skip}`);
+  found = { gpu, adapter, skip, driver };
   return found;
 }
 

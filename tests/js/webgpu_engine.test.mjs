@@ -1,4 +1,4 @@
-// The WebGPU backend end to end, on Dawn + SwiftShader: for every architecture of the synthetic
+// The WebGPU backend end to end, on Dawn (lavapipe or SwiftShader, tests/js/_webgpu.mjs): for every architecture of the synthetic
 // tiny models (tools/synth_gguf.mjs) in F32, Q8_0 and Q4_K_M (and gpt2's in F16, BF16, Q4_0,
 // Q4_1, Q2_K, Q3_K, Q5_K_M: every weight type at least once), the GPU engine's logits against
 // the CPU engine's (on the dequantized file for a quantized one, see below), step by step over a
@@ -225,7 +225,9 @@ test('batching: a prompt below MATMAT_MIN_ENT in one pass equals it token by tok
       } else { // the tiled kernel adds each row in column order, matvec by lanes then a tree
         const { d, m } = diff(one, batch);
         t.diagnostic(`${ids.length} tokens in one pass vs one by one: max |diff| ${d.toExponential(2)}, max |logit| ${m.toFixed(2)}`);
-        assert.ok(d <= 1e-5 * (1 + m), `max |diff| ${d}`); // measured 1.2e-5 over |logit| ≤ 27
+        // measured over |logit| ≤ 27: max |diff| 1.2e-5 on SwiftShader, 3.3e-4 on lavapipe (its
+        // LLVM rounds the two kernels' multiply-adds its own way); the bound there is 1.1e-3
+        assert.ok(d <= 4e-5 * (1 + m), `max |diff| ${d}`);
         assert.equal(argmax(batch), argmax(one));
       }
     }

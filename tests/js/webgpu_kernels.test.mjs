@@ -1,4 +1,4 @@
-// The WGSL kernels of js/backend/webgpu/ one by one, on Dawn + SwiftShader, against their
+// The WGSL kernels of js/backend/webgpu/ one by one, on Dawn (lavapipe or SwiftShader, tests/js/_webgpu.mjs), against their
 // references: the weight decoders and matvec against the C library's own dequantization
 // (wlmjs_dequantize: quant.c's to_float, the blocks made by its quantizers) with the dot taken
 // in double; the F16 KV store against C's wlm_fp32_to_fp16 bit for bit; norm, RoPE, attention
