@@ -8,8 +8,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dawn, kernelKit, rng, wasmReference } from './_webgpu.mjs';
-import { attentionCombineWgsl, attentionWgsl, eltwiseWgsl, embedWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, NONE, normWgsl, ropeWgsl, WG } from '../../js/backend/webgpu/wgsl_ops.js';
-import { GPU_TYPES } from '../../js/backend/webgpu/wgsl_quant.js';
+import { attentionCombineWgsl, attentionWgsl, eltwiseWgsl, HEADER, embedWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, NONE, normWgsl, ropeWgsl, WG } from '../../js/backend/webgpu/wgsl_ops.js';
+import { F16X2, GPU_TYPES } from '../../js/backend/webgpu/wgsl_quant.js';
 
 const { adapter, skip: why } = await dawn();
 const skip = why || false;
@@ -224,6 +224,35 @@ test('kv_store F16: the bits of C\'s wlm_fp32_to_fp16 (nearest even, overflow to
   assert.ok((h & 0x7c00) === 0x7c00 && (h & 0x3ff) !== 0, `NaN → ${h.toString(16)}`);
 });
 
+test('f16x2 (the attention\'s F16 cache reads): all 65 536 halves decode as C\'s wlm_fp16_to_fp32, bit for bit (subnormals, ±0, ±∞; NaN as NaN)', { skip }, async () => {
+  const words = new Uint32Array(32768);
+  for (let i = 0; i < words.length; i++) words[i] = (2 * i) | ((2 * i + 1) << 16);
+  const code = `${HEADER}
+@group(0) @binding(2) var<storage, read> KV: array<u32>;
+${F16X2}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) g: vec3<u32>) {
+  let i = pu(0u) + g.x; // (the parameters bound, as the kit binds them)
+  if (i >= arrayLength(&KV)) { return; }
+  let v = f16x2(KV[i]);
+  A[2u * i] = v.x;
+  A[2u * i + 1u] = v.y;
+}`;
+  const [out] = await run(code, { A: new Float32Array(65536), params: [0], extra: [words], grid: [words.length / WG, 1, 1] });
+  const got = new Uint32Array(out);
+  const src = x.wlmjs_malloc(2 * 65536) >>> 0, dst = x.wlmjs_malloc(4 * 65536) >>> 0;
+  new Uint16Array(x.memory.buffer, src, 65536).set(Uint16Array.from({ length: 65536 }, (_, i) => i));
+  x.wlmjs_dequantize(1, src, dst, 65536); // F16 to_float: wlm_fp16_to_fp32
+  const want = new Uint32Array(x.memory.buffer, dst, 65536).slice();
+  const wantF = new Float32Array(want.buffer);
+  x.wlmjs_free(src);
+  x.wlmjs_free(dst);
+  for (let h = 0; h < 65536; h++) {
+    if (Number.isNaN(wantF[h])) assert.ok(Number.isNaN(new Float32Array(got.buffer)[h]), `half ${h.toString(16)}: NaN`);
+    else assert.equal(got[h], want[h], `half ${h.toString(16)}: ${new Float32Array(got.buffer)[h]} vs ${wantF[h]}`);
+  }
+});
+
 /** kernels_ref.c's rmsnorm / layernorm in double. */
 function normRef(xs, w, b, eps, layer) {
   const n = xs.length;
@@ -337,11 +366,12 @@ test('rope: interleaved pairs and NEOX halves with partial rotation (≤ 1e-6)',
   }
 });
 
-test('attention: GQA over F32 and F16 caches, a sliding window, more positions than a tile, split over the cache and combined (≤ 1e-5)', { skip }, async () => {
+test('attention: GQA over F32 and F16 caches, head sizes 40, 64 and 256, a sliding window, more positions than a tile, split over the cache and combined (≤ 1e-5)', { skip }, async () => {
   const r = rng(9);
-  const hs = 40, nHeads = 4, nKv = 2, gqa = 2, kvDim = nKv * hs, nCtx = 150;
+  for (const [hs, f16, pos, swa] of [[40, false, 137, 0], [40, true, 137, 0], [40, false, 100, 30], [40, false, 0, 0],
+    [64, true, 137, 0], [64, false, 66, 0], [256, false, 137, 0], [256, true, 70, 40]]) {
+  const nHeads = 4, nKv = 2, gqa = 2, kvDim = nKv * hs, nCtx = 150;
   const kf = new Float32Array(2 * nCtx * kvDim).map(() => r());
-  for (const [f16, pos, swa] of [[false, 137, 0], [true, 137, 0], [false, 100, 30], [false, 0, 0]]) {
     let kv;
     let deq = kf;
     if (f16) { // the cache's halves by C's rounding, and what they decode to
@@ -400,7 +430,7 @@ test('attention: GQA over F32 and F16 caches, a sliding window, more positions t
           let o = 0;
           for (let t = start; t < len; t++) o += (p[t - start] / sum) * deq[(nCtx + t) * kvDim + kh + i];
           const g = got[nHeads * hs + h * hs + i];
-          assert.ok(Math.abs(g - o) <= 1e-5, `f16 ${f16} pos ${pos} window ${swa} head ${h} [${i}]: ${g} vs ${o}`);
+          assert.ok(Math.abs(g - o) <= 1e-5, `hs ${hs} f16 ${f16} pos ${pos} window ${swa} head ${h} [${i}]: ${g} vs ${o}`);
         }
       }
     }

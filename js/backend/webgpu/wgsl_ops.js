@@ -15,10 +15,11 @@
 // one set of bind groups serves every batch size. Kernels never divide by the workgroup count.
 // Where `subgroups` is on (the adapter has the feature), matvec reduces with subgroupAdd.
 
-import { F16V, GPU_TYPES, W_SUB_GENERIC, WGSL_BYTES, WGSL_WORDS } from './wgsl_quant.js';
+import { F16V, F16X2, GPU_TYPES, W_SUB_GENERIC, WGSL_BYTES, WGSL_WORDS } from './wgsl_quant.js';
 
 export const WG = 64;        // invocations per workgroup, every kernel
-export const MAX_HEAD = 256; // attention: largest head size (4 dims per invocation)
+export const MAX_HEAD = 256; // attention: largest head size (4 value words per invocation)
+const ATT_SLICE = 8;         // attention: dimensions of one score slice (one invocation's share of a K row)
 export const NONE = 0xffffffff;
 
 export const HEADER = /* wgsl */ `
@@ -379,18 +380,31 @@ ${f16 ? '    OUT[r * words + w] = f2h(rot(k0, 2u * w)) | (f2h(rot(k0, 2u * w + 1
  * Params: 0 q_off, 1 q_estride, 4 head_size, 5 kv_dim, 6 n_ctx, 7 gqa, 8 pos_off, 9 n_swa (0:
  * none), 10 scale, 11 chunk (a multiple of WG), 12 part_off, 13 part_estride, 14 max_split,
  * 15 seq_off (the entry's sequence S[seq_off + z] picks its block of the cache, as kv_store).
+ *
+ * Per tile the loads are laid out for a GPU's memory system rather than one position per
+ * invocation: scores first, each position's K row cut into slices of 8 dimensions, one slice per
+ * invocation (a row's slices are adjacent invocations reading adjacent words; for head size 64,
+ * 8 positions a pass), the slices' partial dots summed in order by the position's own invocation;
+ * then the values, each invocation owning pairs of dimensions (a word of an F16 cache, two of
+ * an F32 one) and walking the tile's positions four loads at a time (head sizes are even). A score is thus summed slice by
+ * slice (Σ over slices of the in-order dot of 8 dimensions), a value in position order. F16
+ * halves are decoded two at a time (F16X2: the hardware's unpack2x16float, its subnormals
+ * rebuilt exactly whatever the GPU does with them).
  */
 export function attentionWgsl(f16) {
-  const per = MAX_HEAD / WG;
+  const per = MAX_HEAD / 2 / WG;     // value pairs an invocation owns, at most
+  const gmax = MAX_HEAD / ATT_SLICE; // score slices of a position, at most
   return `${HEADER}
 @group(0) @binding(2) var<storage, read> KV: array<u32>;
 @group(0) @binding(3) var<storage, read> S: array<u32>;
-${F16V}
-fn kv(i: u32) -> f32 {
-${f16 ? '  let w = KV[i >> 1u]; return f16v(select(w & 0xffffu, w >> 16u, (i & 1u) != 0u));'
-    : '  return bitcast<f32>(KV[i]);'}
+${F16X2}
+// elements 2i and 2i + 1 of the cache (head sizes and kv_dim are even): one word of F16 halves,
+// two F32 words
+fn kvw(i: u32) -> vec2<f32> {
+${f16 ? '  return f16x2(KV[i]);' : '  return vec2<f32>(bitcast<f32>(KV[2u * i]), bitcast<f32>(KV[2u * i + 1u]));'}
 }
 var<workgroup> qs: array<f32, ${MAX_HEAD}>;
+var<workgroup> part: array<f32, ${WG * gmax}>; // [position in the tile][slice]: partial dots
 var<workgroup> pr: array<f32, ${WG}>;
 var<workgroup> red: array<f32, ${WG}>;
 fn wreduce(t: u32, v: f32, is_max: bool) -> f32 {
@@ -404,6 +418,37 @@ fn wreduce(t: u32, v: f32, is_max: bool) -> f32 {
   workgroupBarrier();
   return r;
 }
+// q · K[row] over dimensions 8g .. 8g + 7 (< hs), in order; kb the row's first element. A whole
+// slice is eight loads issued together (four words of an F16 cache); a head size that is not a
+// multiple of 8 ends in a partial slice, read a pair at a time.
+fn kslice(kb: u32, g: u32, hs: u32) -> f32 {
+  let d0 = g * ${ATT_SLICE}u;
+  if (d0 + ${ATT_SLICE}u <= hs) {
+    let w0 = (kb + d0) >> 1u; // kb and d0 even: whole pairs
+    let a = kvw(w0);
+    let b = kvw(w0 + 1u);
+    let c = kvw(w0 + 2u);
+    let e = kvw(w0 + 3u);
+    let lo = vec4<f32>(a.x, a.y, b.x, b.y);
+    let hi = vec4<f32>(c.x, c.y, e.x, e.y);
+    var s = qs[d0] * lo.x;
+    s += qs[d0 + 1u] * lo.y;
+    s += qs[d0 + 2u] * lo.z;
+    s += qs[d0 + 3u] * lo.w;
+    s += qs[d0 + 4u] * hi.x;
+    s += qs[d0 + 5u] * hi.y;
+    s += qs[d0 + 6u] * hi.z;
+    s += qs[d0 + 7u] * hi.w;
+    return s;
+  }
+  var s = 0.0;
+  for (var d = d0; d < hs; d += 2u) {
+    let v = kvw((kb + d) >> 1u);
+    s += qs[d] * v.x;
+    s += qs[d + 1u] * v.y;
+  }
+  return s;
+}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
   let hs = pu(4u);
@@ -415,34 +460,54 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
   let hi = min(len, (wg.y + 1u) * pu(11u));
   let kh = (wg.x / pu(7u)) * hs;
   let sb = S[pu(15u) + wg.z] * 2u * pu(6u);
-  let vbase = (sb + pu(6u)) * kv_dim + kh;
   let q0 = pu(0u) + wg.z * pu(1u) + wg.x * hs;
   for (var d = t; d < hs; d += ${WG}u) { qs[d] = A[q0 + d]; }
+  let ng = (hs + ${ATT_SLICE - 1}u) / ${ATT_SLICE}u; // slices of a position
+  let pp = ${WG}u / ng;                               // positions a pass
+  let row_pairs = kv_dim / 2u;
+  let hs_pairs = hs / 2u;
+  let vbase = ((sb + pu(6u)) * kv_dim + kh) / 2u; // the V rows' first pair
   workgroupBarrier();
   var m = -3.0e38;
   var l = 0.0;
-  var acc: array<f32, ${per}>;
+  var acc: array<vec2<f32>, ${per}>;
   for (var t0 = lo; t0 < hi; t0 += ${WG}u) {
-    let pos = t0 + t;
+    let nt = min(${WG}u, hi - t0);
+    for (var b0 = 0u; b0 < nt; b0 += pp) {
+      let pl = b0 + t / ng;
+      if (t < pp * ng && pl < nt) { part[pl * ng + t % ng] = kslice((sb + t0 + pl) * kv_dim + kh, t % ng, hs); }
+    }
+    workgroupBarrier();
     var s = -3.0e38;
-    if (pos < hi) {
-      let kb = (sb + pos) * kv_dim + kh;
+    if (t < nt) {
       var dot = 0.0;
-      for (var d = 0u; d < hs; d++) { dot += qs[d] * kv(kb + d); }
+      for (var g = 0u; g < ng; g++) { dot += part[t * ng + g]; }
       s = dot * pf(10u);
     }
     let mn = max(m, wreduce(t, s, true));
     let corr = exp(m - mn);
-    let e = select(0.0, exp(s - mn), pos < hi);
+    let e = select(0.0, exp(s - mn), t < nt);
     pr[t] = e;
     l = l * corr + wreduce(t, e, false);
     m = mn;
-    let nt = min(${WG}u, hi - t0);
     for (var k = 0u; k < ${per}u; k++) {
-      let d = t + k * ${WG}u;
-      if (d < hs) {
+      let w = t + k * ${WG}u;
+      if (w < hs_pairs) {
         var a = acc[k] * corr;
-        for (var j = 0u; j < nt; j++) { a += pr[j] * kv(vbase + (t0 + j) * kv_dim + d); }
+        let r0 = vbase + t0 * row_pairs + w;
+        var j = 0u;
+        for (; j + 4u <= nt; j += 4u) { // four independent loads in flight
+          let r = r0 + j * row_pairs;
+          let v0 = kvw(r);
+          let v1 = kvw(r + row_pairs);
+          let v2 = kvw(r + 2u * row_pairs);
+          let v3 = kvw(r + 3u * row_pairs);
+          a += pr[j] * v0;
+          a += pr[j + 1u] * v1;
+          a += pr[j + 2u] * v2;
+          a += pr[j + 3u] * v3;
+        }
+        for (; j < nt; j++) { a += pr[j] * kvw(r0 + j * row_pairs); }
         acc[k] = a;
       }
     }
@@ -450,8 +515,11 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
   }
   let o0 = pu(12u) + wg.z * pu(13u) + (wg.x * pu(14u) + wg.y) * (hs + 2u);
   for (var k = 0u; k < ${per}u; k++) {
-    let d = t + k * ${WG}u;
-    if (d < hs) { A[o0 + d] = acc[k]; }
+    let w = t + k * ${WG}u;
+    if (w < hs_pairs) {
+      A[o0 + 2u * w] = acc[k].x;
+      A[o0 + 2u * w + 1u] = acc[k].y;
+    }
   }
   if (t == 0u) {
     A[o0 + hs] = m;

@@ -22,6 +22,17 @@ fn f16v(h: u32) -> f32 {
   return bitcast<f32>(((h & 0x8000u) << 16u) | ((e + 112u) << 23u) | (m << 13u));
 }`;
 
+/** Two f16 halves of a word (low half in x) to f32: unpack2x16float, the hardware's conversion,
+ *  with binary16 subnormals (exponent 0) rebuilt from their integer mantissa, since a GPU may
+ *  flush them (lavapipe and SwiftShader do not): exactly f16v of each half, without branches. */
+export const F16X2 = /* wgsl */ `
+fn f16x2(w: u32) -> vec2<f32> {
+  let h = vec2<u32>(w & 0xffffu, w >> 16u);
+  let sub = vec2<f32>(h & vec2<u32>(0x3ffu)) * 5.9604644775390625e-8;
+  let neg = (h & vec2<u32>(0x8000u)) != vec2<u32>(0u);
+  return select(unpack2x16float(w), select(sub, -sub, neg), (h & vec2<u32>(0x7c00u)) == vec2<u32>(0u));
+}`;
+
 /** Byte and half-word readers over W, shared by every accessor. f16 bits are decoded by hand so
  *  that subnormal scales are exact whatever the GPU does with unpack2x16float. */
 export const WGSL_BYTES = /* wgsl */ `
