@@ -15,9 +15,10 @@
 //       [--gemm-only | --no-gemm] [--entries 32] [--gpu-weights stream|heap] [--load-only] [--profile]
 //       [--spec K]
 //   (--load-only: each load's time and wasm memory, no generation)
-//   (--profile: also each GPU row's decode step kernel by kernel: every kernel submitted alone and
-//    waited for, wall ms per token by kind — matvec per weight type, attention, norm, … — next to
-//    the plain step's ms; `gpuProfile` in the JSON)
+//   (--profile: also each GPU row's decode step kernel by kernel: GPU timestamps around every
+//    kernel (each in a compute pass of its own, one submission), ms per token by kind — matvec per
+//    weight type, attention, norm, …, and '(between kernels)', the idle time from one kernel's end
+//    to the next one's start — next to the plain step's wall ms; `gpuProfile` in the JSON)
 //   (--spec K: also decode with prompt lookup, draft {ngram: 3, maxTokens: K}, on both backends:
 //    tokens/s, and drafted / accepted / rounds — the synthetic weights' greedy text repeats
 //    itself, so the acceptance is high and stated; `gpuSpec` / `cpuSpec` in the JSON)
@@ -85,7 +86,8 @@ async function nodeGpu() {
   }
   process.env.XDG_RUNTIME_DIR ??= os.tmpdir(); // else the Vulkan driver prints an error per device
   const { create } = await import('webgpu');
-  return create([]);
+  // --profile: GPU timestamps at full resolution (Dawn rounds them coarsely by default)
+  return create(process.argv.includes('--profile') ? ['disable-dawn-features=timestamp_quantization'] : []);
 }
 
 /** The adapter's read bandwidth (GB/s): a kernel summing a 512 MiB buffer as vec4<u32>, best of 5. */
@@ -252,7 +254,8 @@ async function main() {
       if (o.profile && !row.gpuError && !o.loadOnly) {
         row.gpuProfile = await profileDecode(gpu, file, o.nCtx, o.gpuWeights);
         const sum = row.gpuProfile.reduce((s, k) => s + k.msPerToken, 0);
-        log(`${shape} ${type}: decode step kernel by kernel (each submitted alone): ${sum.toFixed(2)} ms a token against ` +
+        log(`${shape} ${type}: decode step kernel by kernel (GPU timestamps, each kernel a pass of its own; '(between kernels)': ` +
+          `from one kernel's end to the next one's start): ${sum.toFixed(2)} ms a token against ` +
           `${(1e3 / row.gpuDecode).toFixed(2)} ms plain; ` + row.gpuProfile.map((k) => `${k.kind} ${k.msPerToken.toFixed(3)} (${k.perToken})`).join(', '));
       }
       if (o.cpu) {

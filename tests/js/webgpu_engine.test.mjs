@@ -182,7 +182,7 @@ test('a prompt of several GPU passes (80 tokens, passes of 32) and the decode af
   });
 });
 
-test('GPU_PROFILE (bench/webgpu.mjs --profile): each kernel submitted alone gives the same logits bit for bit, its time counted by kind', { skip }, async () => {
+test('GPU_PROFILE (bench/webgpu.mjs --profile): each kernel in a timestamped pass of its own gives the same logits bit for bit, its GPU time counted by kind, the gaps between kernels apart', { skip }, async () => {
   const file = synthCached({ arch: 'llama', type: 'Q4_K_M' });
   const map = new Map();
   const plain = await createEngine({ threads: 1, backend: 'webgpu', gpu });
@@ -203,6 +203,9 @@ test('GPU_PROFILE (bench/webgpu.mjs --profile): each kernel submitted alone give
     assert.ok(!kinds.some((k) => k.startsWith('matmat')), 'a one-token step runs no tiled kernel');
     assert.equal(map.get('attention').n, info.nLayers);
     for (const [k, v] of map) assert.ok(v.ms >= 0 && v.n >= 1, `${k}: ${JSON.stringify(v)}`);
+    const kernels = [...map].filter(([k]) => k !== '(between kernels)');
+    assert.equal(map.get('(between kernels)').n, kernels.reduce((a, [, v]) => a + v.n, 0) - 1);
+    assert.ok(kernels.reduce((a, [, v]) => a + v.ms, 0) > 0, 'the GPU took some time');
   } finally {
     await plain.free();
     await prof.free();

@@ -76,6 +76,7 @@ export class WebGpuBackend {
     b.#profile = profile;
     const { device, subgroups } = await requestDevice(adapter, {
       useSubgroups,
+      timestamps: !!profile,
       onLost: (info) => { if (!b.#released) b.#lost = `${info.reason}: ${info.message}`; },
       onError: (msg) => { if (!b.#released) b.#failed ??= msg; },
     });

@@ -77,14 +77,16 @@ export async function requestAdapter(gpu) {
 
 /**
  * A device on `adapter` with its largest buffer limits and, when offered and not refused by
- * `useSubgroups: false`, the subgroups feature. `onLost(info)` runs when the device is lost
+ * `useSubgroups: false`, the subgroups feature; with `timestamps` (GPU_PROFILE) also
+ * timestamp-query where offered. `onLost(info)` runs when the device is lost
  * (not when destroy() is called by us: reason 'destroyed' is passed too; the caller decides);
  * `onError(message)` for every error no error scope caught (a command that failed validation:
  * its results are garbage, which the caller must not use).
  */
-export async function requestDevice(adapter, { useSubgroups = true, onLost, onError } = {}) {
+export async function requestDevice(adapter, { useSubgroups = true, timestamps = false, onLost, onError } = {}) {
   const features = [];
   if (useSubgroups && adapter.features.has('subgroups')) features.push('subgroups');
+  if (timestamps && adapter.features.has('timestamp-query')) features.push('timestamp-query');
   const l = adapter.limits;
   const requiredLimits = {
     maxBufferSize: l.maxBufferSize,

@@ -27,10 +27,12 @@ const ATT_MAX_SPLITS = 32; // attention: the most splits of the cache (each ≥ 
 
 /**
  * EngineOptions key for a diagnostic, not part of the public API: a Map that, when given, makes
- * every forward pass submit each kernel alone and wait for it, adding its wall time to the map
- * under its kind (`matvec Q4_K`, `attention`, `eltwise add`, …) as {ms, n}. The sum is what the
- * kernels take one at a time, each with a submission's round trip; bench/webgpu.mjs --profile
- * prints it per token next to the plain decode time.
+ * every forward pass run each kernel in a compute pass of its own with GPU timestamps (the
+ * adapter's timestamp-query feature, requested for it; Dawn quantizes them unless created with
+ * 'disable-dawn-features=timestamp_quantization', as bench/webgpu.mjs --profile does), adding
+ * each kernel's GPU time to the map under its kind (`matvec Q4_K`, `attention`, `eltwise add`, …)
+ * as {ms, n}, and the gaps between one kernel's end and the next one's start under
+ * '(between kernels)'. The logits are the plain pass's, bit for bit.
  */
 export const GPU_PROFILE = Symbol.for('wasmlm.gpuProfile');
 
@@ -423,26 +425,47 @@ export class GpuForward {
   }
 
   /** GPU_PROFILE: runs the ops of one chunk (n entries, m wanted, ns attention splits, the tiled
-   *  kernel from mm entries) one submission each. */
+   *  kernel from mm entries), each in a compute pass of its own whose start and end the GPU
+   *  stamps (timestamp-query), all in one submission as a plain step is; adds each kernel's GPU
+   *  time to its kind and the time between one kernel's end and the next one's start (the
+   *  barrier and launch between dispatches) to '(between kernels)'. */
   async #profileOps(n, m, ns, mm) {
     const { device } = this;
-    await device.queue.onSubmittedWorkDone();
-    for (const op of this.#ops) {
+    if (!device.features.has('timestamp-query')) {
+      throw jsError('WLM_ERR_UNSUPPORTED', 'WebGPU: GPU_PROFILE needs the adapter\'s timestamp-query feature');
+    }
+    const ops = this.#ops.filter((op) => { const g = op.grid(n, m, ns, mm); return g && g[2] !== 0; });
+    const count = Math.min(2 * ops.length, 4096); // WebGPU's largest query set
+    const qs = device.createQuerySet({ type: 'timestamp', count });
+    const res = device.createBuffer({ size: 8 * count, usage: USAGE.QUERY_RESOLVE | USAGE.COPY_SRC });
+    const read = device.createBuffer({ size: 8 * count, usage: USAGE.MAP_READ | USAGE.COPY_DST });
+    const enc = device.createCommandEncoder();
+    ops.forEach((op, i) => {
+      const stamp = 2 * i + 1 < count;
+      const pass = enc.beginComputePass(stamp ? { timestampWrites: { querySet: qs, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 } } : {});
       const g = op.grid(n, m, ns, mm);
-      if (!g || g[2] === 0) continue;
-      const t0 = performance.now();
-      const enc = device.createCommandEncoder();
-      const pass = enc.beginComputePass();
       pass.setPipeline(op.pipeline);
       pass.setBindGroup(0, op.bind);
       pass.dispatchWorkgroups(g[0], g[1], g[2]);
       pass.end();
-      device.queue.submit([enc.finish()]);
-      await device.queue.onSubmittedWorkDone();
-      const e = this.#profile.get(op.kind) ?? { ms: 0, n: 0 };
-      e.ms += performance.now() - t0;
+    });
+    enc.resolveQuerySet(qs, 0, count, res, 0);
+    enc.copyBufferToBuffer(res, 0, read, 0, 8 * count);
+    device.queue.submit([enc.finish()]);
+    await read.mapAsync(1);
+    const t = new BigUint64Array(read.getMappedRange().slice(0));
+    read.unmap();
+    for (const b of [read, res]) b.destroy();
+    qs.destroy();
+    const add = (kind, ns) => {
+      const e = this.#profile.get(kind) ?? { ms: 0, n: 0 };
+      e.ms += Math.max(0, ns) / 1e6;
       e.n++;
-      this.#profile.set(op.kind, e);
+      this.#profile.set(kind, e);
+    };
+    for (let i = 0; 2 * i + 1 < count; i++) {
+      add(ops[i].kind, Number(t[2 * i + 1] - t[2 * i]));
+      if (i) add('(between kernels)', Number(t[2 * i] - t[2 * i - 1]));
     }
   }
 
