@@ -30,7 +30,7 @@ import { MATMAT_MIN_ENT } from '../../js/backend/webgpu/wgsl_matmat.js';
 import { GPU_PROFILE, GpuForward, Pipelines } from '../../js/backend/webgpu/forward.js';
 import { describeModel } from '../../js/backend/webgpu/backend.js';
 import { requestDevice } from '../../js/backend/webgpu/device.js';
-import { uploadWeights } from '../../js/backend/webgpu/weights.js';
+import { fuseMatrices, uploadWeights } from '../../js/backend/webgpu/weights.js';
 import { memory64Support } from '../../js/memory64.js';
 import { padGguf } from '../../tools/gguf_pad.mjs';
 import os from 'node:os';
@@ -269,6 +269,51 @@ test('GpuForward.run exact (a speculative verification): 12 entries in one pass 
     // F16 cache to the other binary16 neighbour)
     assert.ok(d > 0 && d <= 1e-4 * (1 + m), `tiled against one at a time: max |diff| ${d}, max |logit| ${m}`);
     fwd.destroy();
+  } finally {
+    device.destroy();
+  }
+});
+
+test('fuseMatrices: Q, K and V joined into one matrix, gate and up into another, give the same logits bit for bit (decode, a small batch, a prefill tile), with one matrix-vector dispatch instead of three and of two', { skip }, async (t) => {
+  const x = wasmReference();
+  const { device, subgroups } = await requestDevice(await gpu.requestAdapter());
+  let joined = 0;
+  try {
+    for (const [arch, type] of [['llama', 'Q8_0'], ['qwen2', 'Q8_0'], ['gemma3', 'F32'], ['llama', 'Q4_K_M']]) {
+      const bytes = fs.readFileSync(synthCached({ arch, type }));
+      const ptr = x.wlmjs_malloc(bytes.length) >>> 0, slot = x.wlmjs_malloc(8) >>> 0;
+      new Uint8Array(x.memory.buffer, ptr, bytes.length).set(bytes);
+      assert.equal(x.wlmjs_model_load(ptr, bytes.length, slot), 0);
+      const model = new Int32Array(x.memory.buffer, slot, 1)[0];
+      assert.equal(x.wlmjs_context_new(model, 64, 2, 1, 1, 0, 0, -1, slot), 0); // deferred, F16 KV
+      const ctx = new Int32Array(x.memory.buffer, slot, 1)[0];
+      const f = (i) => x.wlmjs_deferred_field(ctx, i);
+      const desc = describeModel(x, model);
+      const fused = fuseMatrices(desc, 1 << 30);
+      const nQkv = fused.layers.filter((l) => l.wqkv && !desc.layers[0].wqkv).length, nUp = fused.layers.filter((l) => l.w13).length;
+      t.diagnostic(`${arch} ${type}: Q/K/V joined in ${nQkv} of ${desc.layers.length} layers, gate/up in ${nUp}`);
+      if (type === 'Q8_0') assert.ok(nQkv === desc.layers.length && nUp === desc.layers.length, `${arch} ${type}: every layer joins`);
+      if (arch === 'qwen2') assert.ok(fused.layers.every((l) => Array.isArray(l.bqkv?.[0])), 'qwen2: its Q/K/V biases joined too');
+      joined += nQkv + nUp;
+      const sets = f(7);
+      const opts = { kvF16: true, nCtx: f(9), ropeFreq: new Float32Array(x.memory.buffer, f(6) >>> 0, sets * desc.hp.n_rot / 2).slice(),
+        ropeSets: sets, mscale: f(8), pipelines: new Pipelines(device, { subgroups }) };
+      const a = await GpuForward.create(device, desc, await uploadWeights(device, desc, x.memory), opts);
+      const b = await GpuForward.create(device, fused, await uploadWeights(device, fused, x.memory), opts);
+      const V = desc.hp.vocab_size;
+      const steps = [[[5], [0]], [[17], [1]], [[3, 9, 11, 2], [2, 3, 4, 5]],
+        [Array.from({ length: 12 }, (_, i) => (i * 37 + 5) % V), Array.from({ length: 12 }, (_, i) => 6 + i)]];
+      for (const [ids, pos] of steps) {
+        const want = ids.map(() => true);
+        assert.deepEqual(await b.run(ids, pos, want), await a.run(ids, pos, want), `${arch} ${type}: ${ids.length} entries`);
+      }
+      a.destroy();
+      b.destroy();
+      x.wlm_context_free(ctx);
+      x.wlm_model_free(model);
+      x.wlmjs_free(slot);
+    }
+    assert.ok(joined > 0);
   } finally {
     device.destroy();
   }

@@ -15,7 +15,7 @@ import { jsError } from '../../errors.js';
 import { requestDevice } from './device.js';
 import { GpuForward, Pipelines } from './forward.js';
 import { MAX_HEAD } from './wgsl_ops.js';
-import { unsupportedReason, uploadWeights } from './weights.js';
+import { fuseMatrices, unsupportedReason, uploadWeights } from './weights.js';
 
 /** The model's description (wlmjs_model_describe) as an object. */
 export function describeModel(x, model) {
@@ -58,7 +58,9 @@ export class WebGpuBackend {
   static async attach({ x, ctx, desc, adapter, adapterInfo, kvType, useSubgroups = true, profile = null }) {
     const b = await WebGpuBackend.open({ adapter, adapterInfo, useSubgroups, profile });
     try {
-      await b.start({ x, ctx, desc, kvType, weights: await uploadWeights(b.device, desc, x.memory) });
+      const l = b.device.limits;
+      const fused = fuseMatrices(desc, Math.min(l.maxStorageBufferBindingSize, l.maxBufferSize));
+      await b.start({ x, ctx, desc: fused, kvType, weights: await uploadWeights(b.device, fused, x.memory) });
     } catch (e) {
       b.release();
       throw e;

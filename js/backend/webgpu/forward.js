@@ -21,6 +21,8 @@ import { GpuKvCache } from './kv_cache.js';
 import { GPU_TYPES } from './wgsl_quant.js';
 
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
+/** A layer's bias entry as a list of vectors: none, one, or joined Q/K/V biases (fuseMatrices). */
+const vecList = (v) => (!v ? [] : Array.isArray(v[0]) ? v : [v]);
 const BIASES = ['bqkv', 'bq', 'bk', 'bv', 'bo', 'b_up', 'b_down']; // a layer's, added by matvec
 const MATMAT_ENT = 4;   // entries per workgroup of the batch matvec (small batches)
 const ATT_MAX_SPLITS = 32; // attention: the most splits of the cache (each ≥ WG positions)
@@ -147,7 +149,7 @@ export class GpuForward {
   #layout(B) {
     const h = this.desc.hp;
     const fusedQkv = this.desc.layers.some((l) => l.wqkv);
-    const fusedUp = this.desc.arch.ffn === 'fused_gate_up';
+    const fusedUp = this.desc.arch.ffn === 'fused_gate_up' || this.desc.layers.some((l) => l.w13);
     const sizes = {
       x: h.dim, xb: Math.max(h.dim, h.q_dim), xb2: h.dim, q: h.q_dim, k: h.kv_dim, v: h.kv_dim,
       qkv: fusedQkv ? h.q_dim + 2 * h.kv_dim : 0, hb: fusedUp ? 2 * h.hidden_dim : h.hidden_dim,
@@ -160,7 +162,7 @@ export class GpuForward {
     // the biases, copied from the vectors once (matvec adds them as it stores its sums)
     off.bias = at;
     for (const l of this.desc.layers) {
-      for (const k of BIASES) if (l[k]) at += (l[k][2] + 3) & ~3;
+      for (const k of BIASES) for (const v of vecList(l[k])) at += (v[2] + 3) & ~3;
     }
     off.total = at;
     return off;
@@ -200,7 +202,7 @@ export class GpuForward {
     const maxX = device.limits.maxComputeWorkgroupsPerDimension;
     const specs = []; // [kind, arg, params[], extra bindings[], grid]
     const D = h.dim, Q = h.q_dim, KV = h.kv_dim, H = h.hidden_dim, hs = h.head_size;
-    const XS = Math.max(D, Q), HS = a.ffn === 'fused_gate_up' ? 2 * H : H;
+    const XS = Math.max(D, Q), HS = a.ffn === 'fused_gate_up' || desc.layers.some((l) => l.w13) ? 2 * H : H;
     const V = h.vocab_size;
     const pad = (n) => (n + 3) & ~3;
     const E = { x: pad(D), xb: pad(XS), xb2: pad(D), q: pad(Q), k: pad(KV), v: pad(KV), qkv: pad(Q + 2 * KV), hb: pad(HS), hb2: pad(H), logits: pad(V),
@@ -214,10 +216,12 @@ export class GpuForward {
     // bias vectors' places in A (o.bias ..), and the copies that put them there
     const biasCopies = [];
     let biasNext = o.bias;
-    const biasAt = (vt) => {
+    const biasAt = (vt) => { // a vector, or joined Q/K/V biases (fuseMatrices) end to end
       const at = biasNext;
-      biasNext += (vt[2] + 3) & ~3;
-      biasCopies.push([vecOf(vt), at, vt[2]]);
+      for (const v of vecList(vt)) {
+        biasCopies.push([vecOf(v), biasNext, v[2]]);
+        biasNext += (v[2] + 3) & ~3;
+      }
       return at;
     };
 
@@ -300,7 +304,10 @@ export class GpuForward {
 
       norm(D, o.x, E.x, 0, o.xb, E.xb, 0, l.ffn_norm, l.ffn_norm_b);
       const act = a.act === 'gelu' ? 1 : 0;
-      if (a.ffn === 'gated') {
+      if (l.w13) { // gate and up joined (fuseMatrices): rows [gate; up] into hb, as fused_gate_up
+        matvec(l.w13, o.xb, E.xb, o.hb, E.hb);
+        specs.push(['eltwise', 'glu', [o.hb, E.hb, o.hb + H, E.hb, H, act, 1], [], (n) => [wg(H), 1, n]]);
+      } else if (a.ffn === 'gated') {
         matvec(l.w1, o.xb, E.xb, o.hb, E.hb);
         matvec(l.w3, o.xb, E.xb, o.hb2, E.hb2);
         specs.push(['eltwise', 'glu', [o.hb, E.hb, o.hb2, E.hb2, H, act, 1], [], (n) => [wg(H), 1, n]]);

@@ -12,7 +12,7 @@ import { jsError } from '../../errors.js';
 import { peekLayout } from '../../split.js';
 import { describeModel, modelUnsupported, WebGpuBackend } from './backend.js';
 import { createMatrixBuffers, residentPlan, streamTensors } from './stream.js';
-import { uploadVectors } from './weights.js';
+import { fuseMatrices, uploadVectors } from './weights.js';
 
 const GGUF_MAGIC = [0x47, 0x47, 0x55, 0x46];
 
@@ -63,8 +63,9 @@ export async function loadStreamed({ x, src, adapter, adapterInfo, useSubgroups,
     const why = modelUnsupported(desc);
     if (why) return refuse(`this model cannot run on the GPU yet: ${why}`);
     b = await WebGpuBackend.open({ adapter, adapterInfo, useSubgroups, profile });
+    const cap = Math.min(b.device.limits.maxStorageBufferBindingSize, b.device.limits.maxBufferSize);
     try {
-      weights = await createMatrixBuffers(b.device, desc, plan);
+      weights = await createMatrixBuffers(b.device, fuseMatrices(desc, cap), plan);
     } catch (e) {
       if (e?.code === 'WLM_ERR_UNSUPPORTED' || e?.code === 'WLM_ERR_NOMEM') return refuse(e.message, e);
       throw e;
@@ -77,13 +78,13 @@ export async function loadStreamed({ x, src, adapter, adapterInfo, useSubgroups,
     const rc2 = x.wlm_model_commit_external(model);
     if (rc2 !== 0) throw modelError(rc2, model);
     // described again: the commit placed the vectors (F16 ones converted anew); the matrices'
-    // placeholder addresses, the buffers' keys, are the same
+    // placeholder addresses, the buffers' keys, are the same, and so is what fuseMatrices joins
     const committed = describeModel(x, model);
     const vectors = await uploadVectors(b.device, committed, x.memory);
     ctx = newContext(model);
     const all = { matrix: weights.matrix, vec: vectors.vec, vecOff: vectors.vecOff, bytes: weights.bytes + vectors.bytes };
     weights = null; // the backend's from here
-    await b.start({ x, ctx, desc: committed, kvType, weights: all });
+    await b.start({ x, ctx, desc: fuseMatrices(committed, cap), kvType, weights: all });
     const out = { model, gpu: b, ctx };
     model = 0;
     ctx = 0;

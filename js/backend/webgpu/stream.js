@@ -123,11 +123,12 @@ export function firstNonFinite(type, bytes) {
  * write (the queue window).
  */
 class BufferWriter {
-  constructor(device, buffer, name, type, size, pace) {
-    Object.assign(this, { device, buffer, name, type, size, pace });
+  constructor(device, buffer, name, type, size, pace, base = 0) {
+    Object.assign(this, { device, buffer, name, type, size, pace, base });
     this.stage = new Uint8Array(Math.min(WRITE_CHUNK, roundUp(size, 4)));
     this.len = 0;     // bytes staged
-    this.at = 0;      // buffer offset of stage[0]
+    this.at = 0;      // offset of stage[0] in the tensor (at `base` in the buffer: a 4-aligned
+                      // part of a joined matrix, fuseMatrices, whose size is a multiple of 4)
   }
 
   async write(bytes, offset) {
@@ -149,7 +150,7 @@ class BufferWriter {
       throw jsError('WLM_ERR_FORMAT', `corrupt model: tensor ${this.name} has a non-finite value (NaN or Inf) at element ${this.at / per + bad}`);
     }
     if (last && n % 4) { this.stage.fill(0, n, roundUp(n, 4)); n = roundUp(n, 4); }
-    this.device.queue.writeBuffer(this.buffer, this.at, this.stage, 0, n);
+    this.device.queue.writeBuffer(this.buffer, this.base + this.at, this.stage, 0, n);
     this.at += n;
     this.len = 0;
     if (last) this.stage = null;
@@ -158,33 +159,43 @@ class BufferWriter {
 }
 
 /**
- * The GPU buffers of every weight matrix of `desc` (describeModel of the external model), one
- * per matrix (a tied classifier shares the embedding's), created and checked before any byte is
- * read: {matrix: Map(addr → GPUBuffer), targets: [{name, start, end, type, buffer}], bytes}.
- * `plan`: residentPlan(). Throws WLM_ERR_UNSUPPORTED (a buffer above the adapter's limits,
- * naming the tensor and the limit; a matrix the file does not hold as the description says),
- * WLM_ERR_NOMEM (GPU memory), having destroyed what it made.
+ * The GPU buffers of every weight matrix of `desc` (describeModel of the external model, perhaps
+ * through fuseMatrices), one per matrix (a tied classifier shares the embedding's; a joined
+ * matrix's parts lie end to end in one), created and checked before any byte is read:
+ * {matrix: Map(addr → GPUBuffer), targets: [{name, start, end, type, size, buffer, base}], bytes}
+ * (a target per tensor of the file; base: its offset in the buffer). `plan`: residentPlan().
+ * Throws WLM_ERR_UNSUPPORTED (a buffer above the adapter's limits, naming the tensor and the
+ * limit; a matrix the file does not hold as the description says), WLM_ERR_NOMEM (GPU memory),
+ * having destroyed what it made.
  */
 export async function createMatrixBuffers(device, desc, plan) {
-  const list = [];
+  const list = [];  // [{addr, label, size, parts: targets}]
   const seen = new Set();
   for (const [name, t] of matrices(desc)) {
     if (seen.has(t[4])) continue;
     seen.add(t[4]);
-    const file = plan.byName.get(`${name}.weight`);
     const size = t[1] * t[3];
-    if (!file || file.start < 0 || file.type !== t[0] || file.end - file.start !== size) {
-      throw jsError('WLM_ERR_UNSUPPORTED', `WebGPU: tensor ${name}.weight is not in the file as the model describes it (${typeName(t[0])}, ${size} bytes)`);
-    }
     checkFits(device, `tensor ${name} (${typeName(t[0])}, ${t[1]}×${t[2]})`, size);
-    list.push({ name: `${name}.weight`, addr: t[4], start: file.start, end: file.end, type: t[0], size });
+    const parts = [];
+    let base = 0;
+    for (const p of t[5] ?? [{ name, bytes: size }]) {
+      const file = plan.byName.get(`${p.name}.weight`);
+      if (!file || file.start < 0 || file.type !== t[0] || file.end - file.start !== p.bytes) {
+        throw jsError('WLM_ERR_UNSUPPORTED', `WebGPU: tensor ${p.name}.weight is not in the file as the model describes it (${typeName(t[0])}, ${p.bytes} bytes)`);
+      }
+      parts.push({ name: `${p.name}.weight`, start: file.start, end: file.end, type: t[0], size: p.bytes, base });
+      base += p.bytes;
+    }
+    list.push({ addr: t[4], label: `${name}.weight`, size, parts });
   }
   const matrix = new Map();
+  const targets = [];
   device.pushErrorScope('out-of-memory');
   let bytes = 0;
   for (const m of list) {
-    m.buffer = device.createBuffer({ label: m.name, size: Math.max(4, roundUp(m.size, 4)), usage: USAGE.STORAGE | USAGE.COPY_DST });
-    matrix.set(m.addr, m.buffer);
+    const buffer = device.createBuffer({ label: m.label, size: Math.max(4, roundUp(m.size, 4)), usage: USAGE.STORAGE | USAGE.COPY_DST });
+    matrix.set(m.addr, buffer);
+    for (const p of m.parts) targets.push({ ...p, buffer });
     bytes += m.size;
   }
   const oom = await device.popErrorScope();
@@ -192,7 +203,7 @@ export async function createMatrixBuffers(device, desc, plan) {
     for (const b of matrix.values()) b.destroy();
     throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for the weights (${bytes} bytes): ${oom.message}`);
   }
-  return { matrix, targets: list, bytes };
+  return { matrix, targets, bytes };
 }
 
 /**
@@ -222,7 +233,7 @@ export async function streamTensors({ x, device, src, plan, heapPtr, gpuTargets,
     } });
   }
   for (const g of gpuTargets) {
-    const w = new BufferWriter(device, g.buffer, g.name, g.type, g.size, pace);
+    const w = new BufferWriter(device, g.buffer, g.name, g.type, g.size, pace, g.base ?? 0);
     targets.push({ name: g.name, start: g.start, end: g.end, write: (bytes, offset) => w.write(bytes, offset) });
   }
   const router = new Router(targets);

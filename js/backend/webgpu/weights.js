@@ -13,10 +13,51 @@ import { GPU_TYPES, typeName } from './wgsl_quant.js';
 
 export const USAGE = Object.freeze({ MAP_READ: 1, COPY_SRC: 4, COPY_DST: 8, UNIFORM: 64, STORAGE: 128, QUERY_RESOLVE: 512 });
 
-const MATRICES = ['wq', 'wk', 'wv', 'wqkv', 'wo', 'w1', 'w2', 'w3'];
+const MATRICES = ['wq', 'wk', 'wv', 'wqkv', 'wo', 'w1', 'w2', 'w3', 'w13'];
 const VECTORS = ['attn_norm', 'attn_norm_b', 'bqkv', 'bq', 'bk', 'bv', 'q_norm', 'k_norm', 'bo',
   'post_attn_norm', 'ffn_norm', 'ffn_norm_b', 'b_up', 'b_down', 'post_ffn_norm'];
-const GGUF_NAMES = { wq: 'attn_q', wk: 'attn_k', wv: 'attn_v', wqkv: 'attn_qkv', wo: 'attn_output', w1: 'ffn_gate', w2: 'ffn_down', w3: 'ffn_up' };
+const GGUF_NAMES = { wq: 'attn_q', wk: 'attn_k', wv: 'attn_v', wqkv: 'attn_qkv', wo: 'attn_output', w1: 'ffn_gate', w2: 'ffn_down', w3: 'ffn_up', w13: 'ffn_gate_up' };
+
+/**
+ * `desc` with each layer's Q, K and V matrices joined into one `wqkv`, and its gate and up
+ * matrices into one `w13` (rows [gate; up], as Phi-3's fused ffn_up), where the parts share the
+ * weight type and row length and the joined matrix fits `maxBytes` (the device's binding limit):
+ * one matrix-vector dispatch instead of three (Q, K, V) and two (gate, up) in every forward
+ * pass. Every row is summed as it was (the kernels treat rows alike), so the logits keep their
+ * bits. A joined tensor is [type, rows, cols, row_bytes, the first part's address, parts], parts
+ * [{name, addr, bytes}] in row order, placed end to end in one buffer (createMatrixBuffers,
+ * uploadWeights); Q/K/V biases become `bqkv: [bq, bk, bv]`, which the forward pass copies end to
+ * end (so each but the last must be a multiple of 4 floats long). Layers that do not qualify are
+ * left as they are; the description is not modified.
+ */
+export function fuseMatrices(desc, maxBytes) {
+  const bytesOf = (t) => t[1] * t[3];
+  const join = (li, keys) => {
+    const ts = keys.map((k) => desc.layers[li][k]);
+    if (ts.some((t) => !t || !GPU_TYPES[t[0]] || t[5])) return null;
+    const [t0] = ts;
+    if (ts.some((t) => t[0] !== t0[0] || t[2] !== t0[2] || t[3] !== t0[3] || bytesOf(t) % 4)) return null;
+    const total = ts.reduce((a, t) => a + bytesOf(t), 0);
+    if (total > maxBytes) return null;
+    const parts = keys.map((k, j) => ({ name: `blk.${li}.${GGUF_NAMES[k]}`, addr: ts[j][4], bytes: bytesOf(ts[j]) }));
+    return [t0[0], ts.reduce((a, t) => a + t[1], 0), t0[2], t0[3], t0[4], parts];
+  };
+  const layers = desc.layers.map((l, li) => {
+    const out = { ...l };
+    const qkv = l.wqkv ? null : join(li, ['wq', 'wk', 'wv']);
+    const biases = [l.bq, l.bk, l.bv];
+    const nb = biases.filter(Boolean).length;
+    if (qkv && (nb === 0 || (nb === 3 && l.bq[2] % 4 === 0 && l.bk[2] % 4 === 0))) {
+      out.wqkv = qkv;
+      delete out.wq; delete out.wk; delete out.wv;
+      if (nb) { out.bqkv = biases; delete out.bq; delete out.bk; delete out.bv; }
+    }
+    const gu = desc.arch.ffn === 'gated' ? join(li, ['w1', 'w3']) : null;
+    if (gu) { out.w13 = gu; delete out.w1; delete out.w3; }
+    return out;
+  });
+  return { ...desc, layers };
+}
 
 /** Every weight matrix of the description as [name, tensor] (tensor: [type, rows, cols, row_bytes, addr]). */
 export function matrices(desc) {
@@ -57,10 +98,13 @@ export function checkFits(device, what, bytes) {
   }
 }
 
-/** A storage buffer holding bytes [addr, addr + size) of `heap` (a Uint8Array), padded to 4. */
-function uploadBytes(device, heap, addr, size, label) {
+/** A storage buffer of `size` bytes (padded to 4) holding the `ranges` [addr, bytes] of `heap`
+ *  (a Uint8Array) end to end. */
+function uploadBytes(device, heap, ranges, size, label) {
   const buf = device.createBuffer({ label, size: Math.max(4, Math.ceil(size / 4) * 4), usage: USAGE.STORAGE | USAGE.COPY_DST, mappedAtCreation: true });
-  new Uint8Array(buf.getMappedRange(), 0, size).set(heap.subarray(addr, addr + size));
+  const view = new Uint8Array(buf.getMappedRange(), 0, size);
+  let at = 0;
+  for (const [addr, n] of ranges) { view.set(heap.subarray(addr, addr + n), at); at += n; }
   buf.unmap();
   return buf;
 }
@@ -83,7 +127,8 @@ export async function uploadWeights(device, desc, memory) {
   for (const [name, t] of matrices(desc)) {
     if (matrix.has(t[4])) continue;
     const size = t[1] * t[3];
-    matrix.set(t[4], uploadBytes(device, heap, t[4], size, name));
+    // a joined matrix (fuseMatrices): its parts end to end
+    matrix.set(t[4], uploadBytes(device, heap, t[5] ? t[5].map((p) => [p.addr, p.bytes]) : [[t[4], size]], size, name));
     bytes += size;
   }
   let vectors = null;
@@ -107,7 +152,7 @@ export async function uploadWeights(device, desc, memory) {
  */
 export async function uploadVectors(device, desc, memory) {
   const vecs = [];
-  const addVec = (v) => { if (v) vecs.push(v); };
+  const addVec = (v) => { if (v && Array.isArray(v[0])) v.forEach(addVec); else if (v) vecs.push(v); }; // bqkv: [bq, bk, bv] once joined
   for (const k of ['output_norm', 'output_norm_b']) addVec(desc.tensors[k]);
   for (const l of desc.layers) for (const k of VECTORS) addVec(l[k]);
   const vecOff = new Map();
