@@ -1,11 +1,12 @@
 // The WebGPU backend's choices that need no GPU (js/backend/): which adapters 'auto' counts as
 // software, what makes a model unsupported (a weight type without kernels, a head size above the
-// attention kernel's), the option checks, and a `gpu` that is not a GPU object.
+// attention kernel's), which matrices are joined (fuseMatrices), the option checks, and a `gpu`
+// that is not a GPU object.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { attachBackend, autoWouldUseGpu, checkBackendOption } from '../../js/backend/select.js';
 import { describeAdapter, findGpu } from '../../js/backend/webgpu/device.js';
-import { unsupportedReason } from '../../js/backend/webgpu/weights.js';
+import { fuseMatrices, unsupportedReason } from '../../js/backend/webgpu/weights.js';
 import { MAX_HEAD } from '../../js/backend/webgpu/wgsl_ops.js';
 
 const limits = { maxBufferSize: 2 ** 30, maxStorageBufferBindingSize: 2 ** 27, maxComputeWorkgroupsPerDimension: 65535 };
@@ -69,4 +70,28 @@ test('a model in the memory64 module stays on the CPU: auto says why, webgpu is 
   await assert.rejects(attachBackend({ ...args, backend: 'webgpu' }),
     { code: 'WLM_ERR_UNSUPPORTED', message: /backend 'webgpu': the model needs the memory64/ });
   assert.deepEqual(made, [false]); // nothing created for the refusal
+});
+
+test('fuseMatrices joins Q/K/V and gate/up only where the parts share type and row length, fit the limit and (biases) lie end to end; the description is left as it was', () => {
+  // tensors: [type, rows, cols, row_bytes, addr] (a vector: one row); Q8_0 rows of 64 columns: 2 blocks, 68 bytes
+  const q8 = (rows, addr) => [8, rows, 64, 68, addr];
+  const layer = (o = {}) => ({ wq: q8(64, 1000), wk: q8(16, 2000), wv: q8(16, 3000), w1: q8(128, 4000), w3: q8(128, 5000), ...o });
+  const desc = { arch: { ffn: 'gated' }, layers: [layer(), layer({ wv: [12, 16, 256, 144, 3000] }), layer({ bq: [0, 1, 64, 256, 9], bk: [0, 1, 16, 64, 10], bv: [0, 1, 16, 64, 11] }),
+    layer({ bq: [0, 1, 64, 256, 9] }), layer({ bq: [0, 1, 62, 248, 9], bk: [0, 1, 16, 64, 10], bv: [0, 1, 16, 64, 11] })] };
+  const before = JSON.stringify(desc);
+  const f = fuseMatrices(desc, 1 << 20);
+  assert.equal(JSON.stringify(desc), before, 'the description is not modified');
+  const [a, b, c, d, e] = f.layers;
+  assert.deepEqual(a.wqkv.slice(0, 5), [8, 96, 64, 68, 1000]);
+  assert.deepEqual(a.wqkv[5], [{ name: 'blk.0.attn_q', addr: 1000, bytes: 64 * 68 }, { name: 'blk.0.attn_k', addr: 2000, bytes: 16 * 68 }, { name: 'blk.0.attn_v', addr: 3000, bytes: 16 * 68 }]);
+  assert.ok(!('wq' in a) && !('wk' in a) && !('wv' in a));
+  assert.deepEqual(a.w13.slice(0, 5), [8, 256, 64, 68, 4000]);
+  assert.deepEqual(a.w13[5].map((p) => p.name), ['blk.0.ffn_gate', 'blk.0.ffn_up']);
+  assert.ok(!b.wqkv && b.wq && b.w13, 'V of another type: Q/K/V stay apart, gate/up join');
+  assert.deepEqual(c.bqkv.map((v) => v[4]), [9, 10, 11], 'the three biases, in order');
+  assert.ok(!d.wqkv && d.bq, 'a Q bias alone: not joined');
+  assert.ok(!e.wqkv, 'a Q bias of 62 floats would not lie end to end with K\'s: not joined');
+  const small = fuseMatrices(desc, 90 * 68); // Q/K/V: 96 rows, gate/up: 256
+  assert.ok(small.layers.every((l) => !l.wqkv && !l.w13), 'past the limit: nothing joined');
+  assert.ok(fuseMatrices({ ...desc, arch: { ffn: 'mlp' } }, 1 << 20).layers.every((l) => !l.w13), 'gate/up only for gated feed-forwards');
 });
