@@ -274,7 +274,7 @@ test('GpuForward.run exact (a speculative verification): 12 entries in one pass 
   }
 });
 
-test('fuseMatrices: Q, K and V joined into one matrix, gate and up into another, give the same logits bit for bit (decode, a small batch, a prefill tile), with one matrix-vector dispatch instead of three and of two', { skip }, async (t) => {
+test('fuseMatrices: Q, K and V joined into one matrix, gate and up into another (decode and small batches: act(gate)·up in the matvec\'s own store), give the same logits bit for bit (decode, a small batch, a prefill tile)', { skip }, async (t) => {
   const x = wasmReference();
   const { device, subgroups } = await requestDevice(await gpu.requestAdapter());
   let joined = 0;

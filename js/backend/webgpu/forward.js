@@ -72,7 +72,7 @@ export class Pipelines {
     const key = `${kind}:${arg}`;
     let p = this.#cache.get(key);
     if (!p) {
-      const code = kind === 'matvec' ? matvecWgsl(arg[0], { subgroups: this.#subgroups, tpr: arg[1], ent: arg[2] })
+      const code = kind === 'matvec' ? matvecWgsl(arg[0], { subgroups: this.#subgroups, tpr: arg[1], ent: arg[2], glu: arg[3] === 'glu' })
         : kind === 'matmat' ? matmatWgsl(arg)
         : kind === 'embed' ? embedWgsl(arg)
           : kind === 'norm' ? normWgsl()
@@ -304,9 +304,19 @@ export class GpuForward {
 
       norm(D, o.x, E.x, 0, o.xb, E.xb, 0, l.ffn_norm, l.ffn_norm_b);
       const act = a.act === 'gelu' ? 1 : 0;
-      if (l.w13) { // gate and up joined (fuseMatrices): rows [gate; up] into hb, as fused_gate_up
-        matvec(l.w13, o.xb, E.xb, o.hb, E.hb);
-        specs.push(['eltwise', 'glu', [o.hb, E.hb, o.hb + H, E.hb, H, act, 1], [], (n) => [wg(H), 1, n]]);
+      if (l.w13) { // gate and up joined (fuseMatrices), rows [gate; up]
+        const t = l.w13, tpr = matvecThreadsPerRow(t[2]), wb = { buffer: bufOf(t) };
+        const [gx, gy] = rowsGrid(Math.ceil(H / (WG / tpr)));
+        const [tx, ty] = rowsGrid(Math.ceil(t[1] / TILE.TM));
+        // decode and small batches: act(gate) · up straight from the matvec's sums (its glu form)
+        const pg = [H, t[2], t[3], o.xb, E.xb, o.hb, E.hb, 0, 3 * B, 0, act];
+        specs.push(['matvec', [t[0], tpr, 1, 'glu'], pg, [wb], (n) => [gx, gy, n === 1 ? 1 : 0]]);
+        specs.push(['matvec', [t[0], tpr, MATMAT_ENT, 'glu'], pg, [wb, S],
+          (n, m, ns, mm) => [gx, gy, n > 1 && n < mm ? Math.ceil(n / MATMAT_ENT) : 0]]);
+        // prefill: the tiled kernel's 2H sums into hb, then the element-wise glu over its halves
+        specs.push(['matmat', t[0], [t[1], t[2], t[3], o.xb, E.xb, o.hb, E.hb, 0, 3 * B, 0], [wb, S],
+          (n, m, ns, mm) => [tx, ty, n >= mm ? Math.ceil(n / TILE.TN) : 0]]);
+        specs.push(['eltwise', 'glu', [o.hb, E.hb, o.hb + H, E.hb, H, act, 1], [], (n, m, ns, mm) => [wg(H), 1, n >= mm ? n : 0]]);
       } else if (a.ffn === 'gated') {
         matvec(l.w1, o.xb, E.xb, o.hb, E.hb);
         matvec(l.w3, o.xb, E.xb, o.hb2, E.hb2);
@@ -346,7 +356,7 @@ export class GpuForward {
       const entries = [{ binding: 0, resource: { buffer: this.#act } },
         { binding: 1, resource: { buffer: this.#params, offset: i * PARAM_SLOT, size: 64 } },
         ...s[3].map((r, j) => ({ binding: 2 + j, resource: r }))];
-      const kind = s[0] === 'matvec' || s[0] === 'matmat' ? `${s[0]} ${GPU_TYPES[s[1][0] ?? s[1]]?.name ?? ''}`
+      const kind = s[0] === 'matvec' || s[0] === 'matmat' ? `${s[0]}${s[1][3] === 'glu' ? '+glu' : ''} ${GPU_TYPES[s[1][0] ?? s[1]]?.name ?? ''}`
         : s[0] === 'eltwise' ? `eltwise ${s[1]}` : s[0];
       return { pipeline: pipes[i], bind: device.createBindGroup({ layout: pipes[i].getBindGroupLayout(0), entries }), grid: s[4], kind };
     });

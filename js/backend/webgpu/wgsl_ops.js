@@ -43,6 +43,23 @@ fn f2h(f: f32) -> u32 {
   return sign | ((e + 0xfffu + ((e >> 13u) & 1u)) >> 13u);
 }`;
 
+/** The gated feed-forward's activation, act = 0 SiLU, 1 GELU (ggml's: on binary16, as the CPU's
+ *  kernels_ref.c), shared by the element-wise glu kernel and the matvec's glu form so that both
+ *  give the same bits; tanh_safe also serves the soft-cap. Needs f2h (F2H) and f16v (F16V). */
+const GLU_ACT = /* wgsl */ `
+fn tanh_safe(x: f32) -> f32 { let c = clamp(x, -15.0, 15.0); let e = exp(2.0 * c); return (e - 1.0) / (e + 1.0); }
+fn gelu(x: f32) -> f32 {
+  if (x <= -10.0) { return 0.0; }
+  if (x >= 10.0) { return x; }
+  let v = f16v(f2h(x));
+  let y = 0.5 * v * (1.0 + tanh_safe(0.79788456080286535587989211986876 * v * (1.0 + 0.044715 * v * v)));
+  return f16v(f2h(y));
+}
+fn glu_act(v: f32, act: u32) -> f32 {
+  if (act == 0u) { return v * (1.0 / (1.0 + exp(-v))); }
+  return gelu(v);
+}`;
+
 /** Invocations per row of a matvec for rows of `cols` elements: short rows get one invocation
  *  each (a workgroup then covers WG rows), long rows a whole workgroup. */
 export function matvecThreadsPerRow(cols) {
@@ -66,35 +83,40 @@ export function matvecThreadsPerRow(cols) {
  * sub-blocks lane, lane + TPR, … each as eight dot products of four, a partial sum that differs
  * from the one-element order in rounding only (tests/js/webgpu_kernels.test.mjs compares both
  * forms with the C reference). `wide: false`, or other rows: one element a step through w_get.
+ * With `glu` (a gated feed-forward's gate and up joined, rows [gate; up]: fuseMatrices) output
+ * row r is act(Σ gate row r) · (Σ up row r + rows): both sums as the plain kernel makes them,
+ * act by param 10 (0 SiLU, 1 GELU) as the element-wise glu kernel computes it, so the result
+ * has the bits of the two products followed by that kernel; params 7 and 9 must be 0.
  */
-export function matvecWgsl(type, { subgroups = false, tpr = WG, ent = 1, wide = true } = {}) {
+export function matvecWgsl(type, { subgroups = false, tpr = WG, ent = 1, wide = true, glu = false } = {}) {
   const t = GPU_TYPES[type];
   const sg = subgroups && tpr === WG;
   const E = ent;
+  const NS = glu ? 2 * E : E; // sums an invocation keeps: per entry, the gate's then (glu) the up's
   const reduce = tpr === 1 ? '' : sg ? /* wgsl */ `
-  for (var k = 0u; k < ENT; k++) {
+  for (var k = 0u; k < NS; k++) {
     let ss = subgroupAdd(s[k]);
     if (sl == 0u) { red[k * ${WG}u + t / sn] = ss; }
   }
   workgroupBarrier();
   if (t == 0u) {
-    for (var k = 0u; k < ENT; k++) {
+    for (var k = 0u; k < NS; k++) {
       var total = 0.0;
       for (var j = 0u; j < (${WG}u + sn - 1u) / sn; j++) { total += red[k * ${WG}u + j]; }
       red[k * ${WG}u] = total;
     }
   }
   workgroupBarrier();
-  for (var k = 0u; k < ENT; k++) { s[k] = red[k * ${WG}u]; }` : /* wgsl */ `
-  for (var k = 0u; k < ENT; k++) { red[k * ${WG}u + t] = s[k]; }
+  for (var k = 0u; k < NS; k++) { s[k] = red[k * ${WG}u]; }` : /* wgsl */ `
+  for (var k = 0u; k < NS; k++) { red[k * ${WG}u + t] = s[k]; }
   workgroupBarrier();
   for (var h = ${tpr / 2}u; h > 0u; h >>= 1u) {
     if (lane < h) {
-      for (var k = 0u; k < ENT; k++) { red[k * ${WG}u + t] += red[k * ${WG}u + t + h]; }
+      for (var k = 0u; k < NS; k++) { red[k * ${WG}u + t] += red[k * ${WG}u + t + h]; }
     }
     workgroupBarrier();
   }
-  for (var k = 0u; k < ENT; k++) { s[k] = red[k * ${WG}u + t]; }`;
+  for (var k = 0u; k < NS; k++) { s[k] = red[k * ${WG}u + t]; }`;
   return `${sg ? 'enable subgroups;' : ''}${HEADER}
 @group(0) @binding(2) var<storage, read> W: array<u32>;
 ${E > 1 ? '@group(0) @binding(3) var<storage, read> S: array<u32>;' : ''}
@@ -105,7 +127,9 @@ const BLK = ${t.blk}u;
 const BLK_BYTES = ${t.bytes}u;
 const TPR = ${tpr}u;
 const ENT = ${E}u;
-var<workgroup> red: array<f32, ${WG * E}>;
+const NS = ${NS}u;
+var<workgroup> red: array<f32, ${WG * NS}>;
+${glu ? `${F2H}\n${GLU_ACT}` : ''}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
         @builtin(local_invocation_index) t: u32${sg ? `,
@@ -121,23 +145,31 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<
   let ne = ${E > 1 ? 'min(ENT, S[pu(8u)] - e0)' : '1u'};
   let xs = pu(4u);
   let x0 = pu(3u) + e0 * xs;
-  var s: array<f32, ${E}>;
+  var s: array<f32, ${NS}>;
+  let base_up = base + pu(0u) * pu(2u); // (glu) the up row, rows further
   if (live) {${wide ? `
     if (cols % 32u == 0u) {
       for (var sb = lane; sb < cols / 32u; sb += TPR) {
-        let w = w_sub(base, sb);
+        let w = w_sub(base, sb);${glu ? `
+        let wu = w_sub(base_up, sb);` : ''}
         for (var k = 0u; k < ne; k++) {
           let a = x0 + k * xs + 32u * sb;
           for (var i = 0u; i < 8u; i++) {
             let c = a + 4u * i;
-            s[k] += dot(w[i], vec4<f32>(A[c], A[c + 1u], A[c + 2u], A[c + 3u]));
+            let xv = vec4<f32>(A[c], A[c + 1u], A[c + 2u], A[c + 3u]);
+            s[k] += dot(w[i], xv);${glu ? `
+            s[ENT + k] += dot(wu[i], xv);` : ''}
           }
         }
       }
     } else {` : ''}
     for (var i = lane; i < cols; i += TPR) {
-      let w = w_get(base + (i / BLK) * BLK_BYTES, i % BLK);
-      for (var k = 0u; k < ne; k++) { s[k] += w * A[x0 + k * xs + i]; }
+      let w = w_get(base + (i / BLK) * BLK_BYTES, i % BLK);${glu ? `
+      let wu = w_get(base_up + (i / BLK) * BLK_BYTES, i % BLK);` : ''}
+      for (var k = 0u; k < ne; k++) {
+        s[k] += w * A[x0 + k * xs + i];${glu ? `
+        s[ENT + k] += wu * A[x0 + k * xs + i];` : ''}
+      }
     }${wide ? `
     }` : ''}
   }
@@ -145,9 +177,10 @@ ${reduce}
   if (live && lane == 0u) {
     for (var k = 0u; k < ne; k++) {
       let o = pu(5u) + (e0 + k) * pu(6u) + row;
-      var v = s[k];
+      var v = s[k];${glu ? `
+      A[o] = glu_act(v, pu(10u)) * s[ENT + k];` : `
       if (pu(9u) != 0u) { v = v + A[pu(9u) - 1u + row]; }
-      A[o] = select(0.0, A[o], pu(7u) != 0u) + v;
+      A[o] = select(0.0, A[o], pu(7u) != 0u) + v;`}
     }
   }
 }`;
@@ -587,8 +620,7 @@ export function eltwiseWgsl(op) {
     glu: `${idx}
   if (i >= pu(4u)) { return; }
   let g = pu(0u) + wg.z * pu(1u) + i;
-  var v = A[g];
-  if (pu(5u) == 0u) { v = v * (1.0 / (1.0 + exp(-v))); } else { v = gelu(v); }
+  var v = glu_act(A[g], pu(5u));
   if (pu(6u) != 0u) { v = v * A[pu(2u) + wg.z * pu(3u) + i]; }
   A[g] = v;`,
     softcap: `${idx}
@@ -601,14 +633,7 @@ export function eltwiseWgsl(op) {
 ${op === 'add_vec' ? '@group(0) @binding(2) var<storage, read> V: array<f32>;' : ''}
 ${F2H}
 ${F16V}
-fn tanh_safe(x: f32) -> f32 { let c = clamp(x, -15.0, 15.0); let e = exp(2.0 * c); return (e - 1.0) / (e + 1.0); }
-fn gelu(x: f32) -> f32 {
-  if (x <= -10.0) { return 0.0; }
-  if (x >= 10.0) { return x; }
-  let v = f16v(f2h(x));
-  let y = 0.5 * v * (1.0 + tanh_safe(0.79788456080286535587989211986876 * v * (1.0 + 0.044715 * v * v)));
-  return f16v(f2h(y));
-}
+${GLU_ACT}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {${body}
 }`;
