@@ -344,6 +344,27 @@ test('rope: Q\'s and K\'s heads in one dispatch (params 7–9) equal two dispatc
   }
 });
 
+test('rope with the cache store (params 10–14): A and the cache bit for bit as RoPE then kv_store, F16 and F32, both styles, partial rotation', { skip }, async () => {
+  const r = rng(57);
+  const hs = 16, nq = 4, nk = 2, n = 3, kvDim = nk * hs, nCtx = 8;
+  const qE = nq * hs + 4, kE = 2 * kvDim; // K and V rows interleaved per entry, as a joined QKV's are
+  const qOff = 0, kOff = n * qE, vOff = kOff + kvDim, cs = kOff + n * kE;
+  for (const [neox, nRot, f16] of [[0, 16, true], [1, 16, false], [1, 8, true], [0, 12, false]]) {
+    const half = nRot / 2;
+    const A = new Float32Array(cs + n * nRot + 16).map(() => r());
+    for (let e = 0; e < n; e++) for (let i = 0; i < half; i++) { const a = 0.3 * i + e; A[cs + e * nRot + i] = Math.cos(a); A[cs + e * nRot + half + i] = Math.sin(a); }
+    const S = new Uint32Array([5, 2, 7, 0, 1, 0]); // positions, then sequences (of two)
+    const kv = new Uint32Array(2 * 2 * nCtx * kvDim / (f16 ? 2 : 1));
+    const rope = [qOff, qE, hs, nRot, neox, cs, nRot, kOff, nq, kE];
+    const [a1] = await run(ropeWgsl(), { A, params: rope, grid: [nq + nk, 1, n] });
+    const [, kv1] = await run(kvStoreWgsl(f16), { A: new Float32Array(a1), params: [kOff, vOff, kE, kvDim, nCtx, 0, 3], extra: [kv, S], grid: [Math.ceil(kvDim / 64), 1, n] });
+    const [a2, kv2] = await run(ropeWgsl(f16 ? 'f16' : 'f32'), { A, params: [...rope, vOff, kvDim, nCtx, 0, 3], extra: [kv, S], grid: [nq + nk, 1, n] });
+    assert.deepEqual(new Float32Array(a2), new Float32Array(a1), `A: neox ${neox} n_rot ${nRot}`);
+    assert.deepEqual(new Uint32Array(kv2), new Uint32Array(kv1), `cache: neox ${neox} n_rot ${nRot} f16 ${f16}`);
+    assert.ok(new Uint32Array(kv2).some((v) => v !== 0), 'something stored');
+  }
+});
+
 test('rope: interleaved pairs and NEOX halves with partial rotation (≤ 1e-6)', { skip }, async () => {
   const r = rng(5);
   const hs = 32, nRot = 24, heads = 3, half = nRot / 2;

@@ -1,8 +1,8 @@
 // forward.js — the transformer on the GPU: one forward pass for every architecture row of
 // src/model/arch.c, read from the model's description (wlmjs_model_describe), in the order of
 // src/model/forward.c: embedding (+ learned position, × scale) → per layer: norm → Q/K/V
-// (fused or not, + biases) → per-head Q/K norms → RoPE (set 1 on sliding-window layers) → Q
-// scale → K/V into the layer's cache → attention (window on window layers) → output projection
+// (fused or not, + biases) → per-head Q/K norms → RoPE (set 1 on sliding-window layers) and
+// K/V into the layer's cache, in one dispatch → Q scale → attention (window on window layers) → output projection
 // (+ bias) → post-norm → residual → norm → feed-forward (SwiGLU / GeGLU / GELU MLP) → post-norm
 // → residual; then the final norm, the classifier and the soft-cap for the entries that want
 // logits. A batch runs in chunks of up to `chunk` entries, each one compute pass whose bind
@@ -76,7 +76,7 @@ export class Pipelines {
         : kind === 'matmat' ? matmatWgsl(arg)
         : kind === 'embed' ? embedWgsl(arg)
           : kind === 'norm' ? normWgsl()
-            : kind === 'rope' ? ropeWgsl()
+            : kind === 'rope' ? ropeWgsl(arg || null)
               : kind === 'kv_store' ? kvStoreWgsl(arg)
                 : kind === 'kv_shift' ? kvShiftWgsl(arg)
                 : kind === 'attention' ? attentionWgsl(arg)
@@ -262,9 +262,11 @@ export class GpuForward {
       norm(D, tmpOff, tmpE, 0, tmpOff, tmpE, 0, postNorm, null);
       add(o.x, E.x, tmpOff, tmpE, D);
     };
-    // Q's heads and K's in one dispatch (K from workgroup n_heads on)
-    const ropeQK = (qOff, qE, kOff, kE, set) => specs.push(['rope', '', [qOff, qE, hs, h.n_rot, a.rope === 'neox' ? 1 : 0,
-      o.cs + set * B * h.n_rot, h.n_rot, kOff, h.n_heads, kE], [], (n) => [h.n_heads + h.n_kv_heads, 1, n]]);
+    // Q's heads and K's in one dispatch (K from workgroup n_heads on), each K head's workgroup
+    // then storing that head of K and V into the layer's cache (kv_store's bits)
+    const ropeQKStore = (qOff, qE, kOff, kE, vOff, set, kvBind) => specs.push(['rope', this.#kvF16 ? 'f16' : 'f32',
+      [qOff, qE, hs, h.n_rot, a.rope === 'neox' ? 1 : 0, o.cs + set * B * h.n_rot, h.n_rot, kOff, h.n_heads, kE,
+        vOff, KV, this.#nCtx, B, 3 * B + 4], [kvBind, S], (n) => [h.n_heads + h.n_kv_heads, 1, n]]);
 
     // embedding
     const te = desc.tensors.token_embd;
@@ -289,11 +291,14 @@ export class GpuForward {
         norm(hs, qo, qE, hs, qo, qE, hs, l.q_norm, null, h.n_heads);
         norm(hs, ko, kE, hs, ko, kE, hs, l.k_norm, null, h.n_kv_heads);
       }
-      if (a.rope !== 'none') ropeQK(qo, qE, ko, kE, set);
-      if (h.q_scale !== 1) specs.push(['eltwise', 'scale', [qo, qE, Q, fbits(h.q_scale)], [], (n) => [wg(Q), 1, n]]);
       const kvBind = { buffer: this.cache.layers[li] };
-      specs.push(['kv_store', this.#kvF16, [ko, vo, kE, KV, this.#nCtx, B, 3 * B + 4], [kvBind, S],
-        (n) => [wg(this.#kvF16 ? KV / 2 : KV), 1, n]]);
+      if (a.rope !== 'none') {
+        ropeQKStore(qo, qE, ko, kE, vo, set, kvBind);
+      } else {
+        specs.push(['kv_store', this.#kvF16, [ko, vo, kE, KV, this.#nCtx, B, 3 * B + 4], [kvBind, S],
+          (n) => [wg(this.#kvF16 ? KV / 2 : KV), 1, n]]);
+      }
+      if (h.q_scale !== 1) specs.push(['eltwise', 'scale', [qo, qE, Q, fbits(h.q_scale)], [], (n) => [wg(Q), 1, n]]);
       // split over the cache (the splits this pass's longest entry needs: ns), then combined
       specs.push(['attention', this.#kvF16, [qo, qE, 0, 0, hs, KV, this.#nCtx, h.n_heads / h.n_kv_heads, B,
         l.swa ? h.n_swa : 0, fbits(1 / Math.sqrt(hs)), this.#attChunk, o.att, E.att, this.#attSplits, 3 * B + 4], [kvBind, S],

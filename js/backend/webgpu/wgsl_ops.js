@@ -285,9 +285,17 @@ export function ropeCosSin(out, at, pos, freq, set, half, mscale = 1) {
  * wlm_rope_ref / wlm_rope_neox_ref. Params: 0 x_off, 1 x_estride, 2 head_size, 3 n_rot, 4 neox,
  * 5 cs_off, 6 cs_estride; Q and K heads in one dispatch: 8 the first K head of the grid (0:
  * none, every head at x_off), whose rows start at 7 k_off, 9 k_estride apart.
+ * With `store` ('f16' | 'f32': the cache's element type) each K head's workgroup then writes
+ * that head of the entry's K (rotated) and V rows into the layer's cache KV (binding 2) as
+ * kvStoreWgsl does — the same bits, one dispatch fewer: params 10 v_off (V rows k_estride
+ * apart), 11 kv_dim, 12 n_ctx, 13 pos_off, 14 seq_off (into S, binding 3); head sizes even.
  */
-export function ropeWgsl() {
+export function ropeWgsl(store = null) {
+  const f16 = store === 'f16';
   return `${HEADER}
+${store ? `@group(0) @binding(2) var<storage, read_write> KV: array<u32>;
+@group(0) @binding(3) var<storage, read> S: array<u32>;
+${F2H}` : ''}
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
   let half = pu(3u) / 2u;
@@ -304,7 +312,25 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     let b = A[ib];
     A[ia] = a * c - b * s;
     A[ib] = a * s + b * c;
-  }
+  }${store ? `
+  storageBarrier(); // the head's rotated elements, from every invocation
+  if (kh) {
+    let hs = pu(2u);
+    let kv_dim = pu(11u);
+    let head = (wg.x - pu(8u)) * hs;
+    let pos = S[pu(13u) + wg.z];
+    let sb = S[pu(14u) + wg.z] * 2u * pu(12u);
+    let krow = (sb + pos) * kv_dim + head;
+    let vrow = (sb + pu(12u) + pos) * kv_dim + head;
+    let v0 = pu(10u) + wg.z * pu(9u) + head;
+${f16 ? `    for (var w = t; 2u * w < hs; w += ${WG}u) {
+      KV[(krow >> 1u) + w] = f2h(A[x0 + 2u * w]) | (f2h(A[x0 + 2u * w + 1u]) << 16u);
+      KV[(vrow >> 1u) + w] = f2h(A[v0 + 2u * w]) | (f2h(A[v0 + 2u * w + 1u]) << 16u);
+    }` : `    for (var i = t; i < hs; i += ${WG}u) {
+      KV[krow + i] = bitcast<u32>(A[x0 + i]);
+      KV[vrow + i] = bitcast<u32>(A[v0 + i]);
+    }`}
+  }` : ''}
 }`;
 }
 
