@@ -239,24 +239,33 @@ test('batching: a prompt below MATMAT_MIN_ENT in one pass equals it token by tok
   }
 });
 
-test('GpuForward.run exact (a speculative verification): 12 entries in one pass equal one entry at a time bit for bit; without it the tiled kernel differs, within rounding', { skip }, async () => {
-  const x = wasmReference();
-  const bytes = fs.readFileSync(synthCached({ arch: 'llama', type: 'Q4_K_M' }));
+/**
+ * A synthetic model loaded whole into the wasm instance `x` with a deferred context (F16 KV,
+ * 64 positions): {model, ctx, desc (describeModel), opts(device, subgroups): GpuForward.create's
+ * options from the context's fields}, for tests that drive GpuForward directly.
+ */
+function deferredModel(x, file) {
+  const bytes = fs.readFileSync(file);
   const ptr = x.wlmjs_malloc(bytes.length) >>> 0, slot = x.wlmjs_malloc(8) >>> 0;
   new Uint8Array(x.memory.buffer, ptr, bytes.length).set(bytes);
   assert.equal(x.wlmjs_model_load(ptr, bytes.length, slot), 0);
   const model = new Int32Array(x.memory.buffer, slot, 1)[0];
   assert.equal(x.wlmjs_context_new(model, 64, 2, 1, 1, 0, 0, -1, slot), 0); // deferred, F16 KV
   const ctx = new Int32Array(x.memory.buffer, slot, 1)[0];
+  x.wlmjs_free(slot);
   const f = (i) => x.wlmjs_deferred_field(ctx, i);
   const desc = describeModel(x, model);
+  const opts = (device, subgroups) => ({ kvF16: true, nCtx: f(9), ropeSets: f(7), mscale: f(8),
+    ropeFreq: new Float32Array(x.memory.buffer, f(6) >>> 0, f(7) * desc.hp.n_rot / 2).slice(), pipelines: new Pipelines(device, { subgroups }) });
+  return { model, ctx, desc, opts };
+}
+
+test('GpuForward.run exact (a speculative verification): 12 entries in one pass equal one entry at a time bit for bit; without it the tiled kernel differs, within rounding', { skip }, async () => {
+  const x = wasmReference();
+  const { desc, opts } = deferredModel(x, synthCached({ arch: 'llama', type: 'Q4_K_M' }));
   const { device, subgroups } = await requestDevice(await gpu.requestAdapter());
   try {
-    const sets = f(7);
-    const fwd = await GpuForward.create(device, desc, await uploadWeights(device, desc, x.memory), {
-      kvF16: true, nCtx: f(9), ropeFreq: new Float32Array(x.memory.buffer, f(6) >>> 0, sets * desc.hp.n_rot / 2).slice(),
-      ropeSets: sets, mscale: f(8), pipelines: new Pipelines(device, { subgroups }),
-    });
+    const fwd = await GpuForward.create(device, desc, await uploadWeights(device, desc, x.memory), opts(device, subgroups));
     const n = 12, V = desc.hp.vocab_size;
     assert.ok(n >= MATMAT_MIN_ENT);
     const ids = Array.from({ length: n }, (_, i) => (i * 37 + 5) % V), pos = ids.map((_, i) => i), all = ids.map(() => true);
@@ -280,24 +289,14 @@ test('fuseMatrices: Q, K and V joined into one matrix, gate and up into another 
   let joined = 0;
   try {
     for (const [arch, type] of [['llama', 'Q8_0'], ['qwen2', 'Q8_0'], ['gemma3', 'F32'], ['llama', 'Q4_K_M']]) {
-      const bytes = fs.readFileSync(synthCached({ arch, type }));
-      const ptr = x.wlmjs_malloc(bytes.length) >>> 0, slot = x.wlmjs_malloc(8) >>> 0;
-      new Uint8Array(x.memory.buffer, ptr, bytes.length).set(bytes);
-      assert.equal(x.wlmjs_model_load(ptr, bytes.length, slot), 0);
-      const model = new Int32Array(x.memory.buffer, slot, 1)[0];
-      assert.equal(x.wlmjs_context_new(model, 64, 2, 1, 1, 0, 0, -1, slot), 0); // deferred, F16 KV
-      const ctx = new Int32Array(x.memory.buffer, slot, 1)[0];
-      const f = (i) => x.wlmjs_deferred_field(ctx, i);
-      const desc = describeModel(x, model);
+      const { model, ctx, desc, opts: mkOpts } = deferredModel(x, synthCached({ arch, type }));
       const fused = fuseMatrices(desc, 1 << 30);
       const nQkv = fused.layers.filter((l) => l.wqkv && !desc.layers[0].wqkv).length, nUp = fused.layers.filter((l) => l.w13).length;
       t.diagnostic(`${arch} ${type}: Q/K/V joined in ${nQkv} of ${desc.layers.length} layers, gate/up in ${nUp}`);
       if (type === 'Q8_0') assert.ok(nQkv === desc.layers.length && nUp === desc.layers.length, `${arch} ${type}: every layer joins`);
       if (arch === 'qwen2') assert.ok(fused.layers.every((l) => Array.isArray(l.bqkv?.[0])), 'qwen2: its Q/K/V biases joined too');
       joined += nQkv + nUp;
-      const sets = f(7);
-      const opts = { kvF16: true, nCtx: f(9), ropeFreq: new Float32Array(x.memory.buffer, f(6) >>> 0, sets * desc.hp.n_rot / 2).slice(),
-        ropeSets: sets, mscale: f(8), pipelines: new Pipelines(device, { subgroups }) };
+      const opts = mkOpts(device, subgroups);
       const a = await GpuForward.create(device, desc, await uploadWeights(device, desc, x.memory), opts);
       const b = await GpuForward.create(device, fused, await uploadWeights(device, fused, x.memory), opts);
       const V = desc.hp.vocab_size;
@@ -311,7 +310,6 @@ test('fuseMatrices: Q, K and V joined into one matrix, gate and up into another 
       b.destroy();
       x.wlm_context_free(ctx);
       x.wlm_model_free(model);
-      x.wlmjs_free(slot);
     }
     assert.ok(joined > 0);
   } finally {
