@@ -9,7 +9,8 @@
 #      on through stages 2 and 3);
 #   2. `bench/webgpu.mjs --profile --spec 4` for Qwen2.5-0.5B and Llama-3.2-1B (Q4_K_M, Q8_0):
 #      GPU (its decode step kernel by kernel, and decode with prompt lookup) and our CPU path at
-#      16 threads side by side, and the prefill kernel rows;
+#      16 threads side by side, and the prefill kernel rows; then Llama-3.2-1B's decode step
+#      kernel by kernel after a 1024-token prompt;
 #   3. `bench/native.mjs`: ours against native llama-bench at 16 and 8 threads; then
 #      `bench/speculative.mjs` at 16 threads (does decode, memory-bound there, let a verification
 #      of 5 positions cost little more than one step? issue 25's ≥ 1.8× at 80 % acceptance);
@@ -119,6 +120,11 @@ timeout 240 "$N" bench/webgpu.mjs --backend webgpu --profile --spec "${SPEC:-4}"
 say "webgpu small: exit $?"
 snapshot
 cp bench/out/webgpu.json "$W/webgpu-small.json" 2>/dev/null
+# the same decode step after a 1024-token prompt: what attention (split over the cache) costs deep
+timeout 90 "$N" bench/webgpu.mjs --backend webgpu --profile --profile-depth 1024 --shapes llama3.2-1b --types Q4_K_M \
+  --runs 1 --no-cpu --no-gemm --nctx 2048 > "$W/webgpu-depth.log" 2>&1
+say "webgpu depth 1024: exit $?"
+snapshot
 
 # --- 3. ours against native llama-bench, many threads -------------------------------------------
 LB=
@@ -160,4 +166,4 @@ snapshot
 cp bench/out/webgpu.json "$W/webgpu-phi.json" 2>/dev/null
 say "end"
 snapshot
-for f in webgpu-small.log native-qwen.log native-llama.log speculative.jsonl read-ahead.jsonl webgpu-phi.log; do echo "== $f"; tail -n 25 "$W/$f" 2>/dev/null; done
+for f in webgpu-small.log webgpu-depth.log native-qwen.log native-llama.log speculative.jsonl read-ahead.jsonl webgpu-phi.log; do echo "== $f"; tail -n 25 "$W/$f" 2>/dev/null; done

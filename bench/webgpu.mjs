@@ -15,7 +15,8 @@
 //       [--gemm-only | --no-gemm] [--entries 32] [--gpu-weights stream|heap] [--load-only] [--profile]
 //       [--spec K]
 //   (--load-only: each load's time and wasm memory, no generation)
-//   (--profile: also each GPU row's decode step kernel by kernel: GPU timestamps around every
+//   (--profile [--profile-depth N]: also each GPU row's decode step after an N-token prompt
+//    (default 32) kernel by kernel: GPU timestamps around every
 //    kernel (each in a compute pass of its own, one submission), ms per token by kind — matvec per
 //    weight type, attention, norm, …, and '(between kernels)', the idle time from one kernel's end
 //    to the next one's start — next to the plain step's wall ms; `gpuProfile` in the JSON)
@@ -50,7 +51,7 @@ const PROMPT_TOKENS = 128;
 const DECODE_TOKENS = 64;
 
 function parseArgs(argv) {
-  const o = { shapes: ['qwen2.5-0.5b', 'llama3.2-1b', 'phi3.5-mini'], types: ['Q4_K_M', 'Q8_0'], runs: 3,
+  const o = { shapes: ['qwen2.5-0.5b', 'llama3.2-1b', 'phi3.5-mini'], types: ['Q4_K_M', 'Q8_0'], runs: 3, profileDepth: 32,
     threads: Math.min(16, os.cpus().length), cpu: true, nCtx: 2048, json: false, probeMiB: 512,
     engine: true, gemm: true, entries: 32, gpuWeights: 'stream' };
   for (let i = 0; i < argv.length; i++) {
@@ -70,6 +71,7 @@ function parseArgs(argv) {
     else if (a === '--gpu-weights') o.gpuWeights = argv[++i];
     else if (a === '--load-only') o.loadOnly = true;
     else if (a === '--profile') o.profile = true;
+    else if (a === '--profile-depth') o.profileDepth = Number(argv[++i]);
     else if (a === '--spec') o.spec = Number(argv[++i]);
     else throw new Error(`bench/webgpu.mjs: unknown argument ${a}`);
   }
@@ -169,17 +171,18 @@ async function measure(engine, file, nCtx, runs, loadOnly = false, spec = 0) {
 }
 
 /**
- * The decode step of `file` on the GPU kernel by kernel (GPU_PROFILE): a 32-token prompt, then
- * 16 single-token steps; per kind {kind, msPerToken, perToken (dispatches)}, largest first.
+ * The decode step of `file` on the GPU kernel by kernel (GPU_PROFILE): a `depth`-token prompt
+ * (--profile-depth, default 32), then 16 single-token steps; per kind {kind, msPerToken,
+ * perToken (dispatches)}, largest first.
  */
-async function profileDecode(gpu, file, nCtx, gpuWeights) {
+async function profileDecode(gpu, file, nCtx, gpuWeights, depth = 32) {
   const map = new Map();
   const e = await createEngine({ backend: 'webgpu', gpu, threads: 1, gpuWeights, [GPU_PROFILE]: map });
   try {
     const info = await e.load({ model: file, nCtx });
     const vocab = info.vocabSize ?? 32000;
     const id = (k) => 3 + (k % Math.max(1, Math.min(vocab, 1600) - 3));
-    await e.evalTokens(Int32Array.from({ length: 32 }, (_, i) => id(300 + 37 * i)));
+    await e.evalTokens(Int32Array.from({ length: depth }, (_, i) => id(300 + 37 * i)));
     map.clear();
     const steps = 16;
     for (let i = 0; i < steps; i++) await e.evalTokens(Int32Array.of(id(400 + 53 * i)));
@@ -252,9 +255,10 @@ async function main() {
         await g.free();
       }
       if (o.profile && !row.gpuError && !o.loadOnly) {
-        row.gpuProfile = await profileDecode(gpu, file, o.nCtx, o.gpuWeights);
+        row.gpuProfile = await profileDecode(gpu, file, o.nCtx, o.gpuWeights, o.profileDepth);
+        row.gpuProfileDepth = o.profileDepth;
         const sum = row.gpuProfile.reduce((s, k) => s + k.msPerToken, 0);
-        log(`${shape} ${type}: decode step kernel by kernel (GPU timestamps, each kernel a pass of its own; '(between kernels)': ` +
+        log(`${shape} ${type}: decode step after a ${o.profileDepth}-token prompt, kernel by kernel (GPU timestamps, each kernel a pass of its own; '(between kernels)': ` +
           `from one kernel's end to the next one's start): ${sum.toFixed(2)} ms a token against ` +
           `${(1e3 / row.gpuDecode).toFixed(2)} ms plain; ` + row.gpuProfile.map((k) => `${k.kind} ${k.msPerToken.toFixed(3)} (${k.perToken})`).join(', '));
       }
