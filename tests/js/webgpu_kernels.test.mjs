@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dawn, kernelKit, rng, wasmReference } from './_webgpu.mjs';
-import { attentionCombineWgsl, attentionWgsl, eltwiseWgsl, HEADER, embedWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, NONE, normWgsl, ropeWgsl, WG } from '../../js/backend/webgpu/wgsl_ops.js';
+import { attentionCombineWgsl, attentionSplit, attentionWgsl, eltwiseWgsl, HEADER, embedWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, NONE, normWgsl, ropeWgsl, WG } from '../../js/backend/webgpu/wgsl_ops.js';
 import { F16X2, GPU_TYPES } from '../../js/backend/webgpu/wgsl_quant.js';
 
 const { adapter, skip: why } = await dawn();
@@ -410,10 +410,11 @@ test('attention: GQA over F32 and F16 caches, head sizes 40, 64 and 256, a slidi
     const q = new Float32Array(nHeads * hs).map(() => r());
     const scale = 1 / Math.sqrt(hs);
     const len = pos + 1, start = swa && len > swa ? len - swa : 0;
-    // splits of 64 positions (3 for 150: some empty under the window), and one split of 192
+    // at most 3 splits (of 64 positions for these lengths: some empty under the window), and one
     const results = [];
-    for (const chunk of [64, 192]) {
-      const maxSplit = Math.ceil(nCtx / chunk), ns = Math.ceil(len / chunk), partOff = 2 * nHeads * hs;
+    for (const maxSplit of [3, 1]) {
+      const { chunk, splits: ns } = attentionSplit(len, maxSplit), partOff = 2 * nHeads * hs;
+      assert.ok(ns <= maxSplit && chunk % 64 === 0 && (maxSplit === 1 || len <= 64 || ns > 1));
       const A = new Float32Array(partOff + nHeads * maxSplit * (hs + 2));
       A.set(q);
       const S = new Uint32Array([pos, ns, 1]); // the cache as sequence 1 of two (0: other values)
@@ -421,7 +422,7 @@ test('attention: GQA over F32 and F16 caches, head sizes 40, 64 and 256, a slidi
       kv2.fill(0x3c003c00, 0, kv.length); // 1.0 in F16 halves, a tiny float in F32
       kv2.set(kv, kv.length);
       const [part] = await run(attentionWgsl(f16), {
-        A, params: [0, 0, 0, 0, hs, kvDim, nCtx, gqa, 0, swa, fbits(scale), chunk, partOff, 0, maxSplit, 2], extra: [kv2, S], grid: [nHeads, ns, 1],
+        A, params: [0, 0, 0, 0, hs, kvDim, nCtx, gqa, 0, swa, fbits(scale), 0, partOff, 0, maxSplit, 2], extra: [kv2, S], grid: [nHeads, ns, 1],
       });
       const [out] = await run(attentionCombineWgsl(), {
         A: new Float32Array(part), params: [nHeads * hs, 0, hs, partOff, 0, maxSplit, 1], extra: [S], grid: [nHeads, 1, 1],

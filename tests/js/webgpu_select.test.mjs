@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { attachBackend, autoWouldUseGpu, checkBackendOption } from '../../js/backend/select.js';
 import { describeAdapter, findGpu } from '../../js/backend/webgpu/device.js';
 import { fuseMatrices, unsupportedReason } from '../../js/backend/webgpu/weights.js';
-import { MAX_HEAD } from '../../js/backend/webgpu/wgsl_ops.js';
+import { attentionSplit, MAX_HEAD } from '../../js/backend/webgpu/wgsl_ops.js';
 
 const limits = { maxBufferSize: 2 ** 30, maxStorageBufferBindingSize: 2 ** 27, maxComputeWorkgroupsPerDimension: 65535 };
 const adapter = (info, features = []) => ({ info, limits, features: new Set(features) });
@@ -94,4 +94,17 @@ test('fuseMatrices joins Q/K/V and gate/up only where the parts share type and r
   const small = fuseMatrices(desc, 90 * 68); // Q/K/V: 96 rows, gate/up: 256
   assert.ok(small.layers.every((l) => !l.wqkv && !l.w13), 'past the limit: nothing joined');
   assert.ok(fuseMatrices({ ...desc, arch: { ffn: 'mlp' } }, 1 << 20).layers.every((l) => !l.w13), 'gate/up only for gated feed-forwards');
+});
+
+test('attentionSplit: an entry\'s splits follow from its length (ranges of 64·k positions, at most maxSplit), not from nCtx', () => {
+  assert.deepEqual(attentionSplit(1, 32), { chunk: 64, splits: 1 });
+  assert.deepEqual(attentionSplit(1000, 32), { chunk: 64, splits: 16 }); // in any nCtx: 16 workgroups a head
+  assert.deepEqual(attentionSplit(2048, 32), { chunk: 64, splits: 32 });
+  assert.deepEqual(attentionSplit(2049, 32), { chunk: 128, splits: 17 });
+  assert.deepEqual(attentionSplit(131072, 32), { chunk: 4096, splits: 32 });
+  assert.deepEqual(attentionSplit(150, 1), { chunk: 192, splits: 1 });
+  for (let len = 1; len < 9000; len += 37) {
+    const { chunk, splits } = attentionSplit(len, 32);
+    assert.ok(chunk % 64 === 0 && splits <= 32 && (splits - 1) * chunk < len && splits * chunk >= len, `len ${len}`);
+  }
 });

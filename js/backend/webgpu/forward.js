@@ -14,7 +14,7 @@
 // (js/backend/webgpu/backend.js).
 
 import { jsError } from '../../errors.js';
-import { attentionCombineWgsl, attentionWgsl, embedWgsl, eltwiseWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeCosSin, ropeWgsl, WG } from './wgsl_ops.js';
+import { attentionCombineWgsl, attentionSplit, attentionWgsl, embedWgsl, eltwiseWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeCosSin, ropeWgsl, WG } from './wgsl_ops.js';
 import { MATMAT_MIN_ENT, matmatWgsl, TILE } from './wgsl_matmat.js';
 import { checkFits, USAGE } from './weights.js';
 import { GpuKvCache } from './kv_cache.js';
@@ -109,8 +109,7 @@ export class GpuForward {
   #params;
   #ops = [];     // {pipeline, bind, grid(n, m, ns, mm) → [x, y, z] | null, kind}
   #profile = null; // GPU_PROFILE's Map, or null
-  #attChunk = WG;  // positions per attention split (a multiple of WG)
-  #attSplits = 1;  // splits of nCtx positions
+  #attSplits = 1;  // the most splits of an entry's cached positions (attentionSplit)
   #off;          // activation offsets (floats)
   #ropeFreq;     // Float32Array (n_sets × n_rot/2)
   #ropeSets;
@@ -141,8 +140,7 @@ export class GpuForward {
     this.#mscale = mscale;
     this.chunk = chunk;
     // attention's split of the cache: tiles of WG positions, at most ATT_MAX_SPLITS splits
-    this.#attChunk = Math.max(WG, Math.ceil(nCtx / ATT_MAX_SPLITS / WG) * WG);
-    this.#attSplits = Math.ceil(nCtx / this.#attChunk);
+    this.#attSplits = Math.min(ATT_MAX_SPLITS, Math.ceil(nCtx / WG));
   }
 
   /** Activation offsets for `B` entries: {name: float offset, total}. */
@@ -301,7 +299,7 @@ export class GpuForward {
       if (h.q_scale !== 1) specs.push(['eltwise', 'scale', [qo, qE, Q, fbits(h.q_scale)], [], (n) => [wg(Q), 1, n]]);
       // split over the cache (the splits this pass's longest entry needs: ns), then combined
       specs.push(['attention', this.#kvF16, [qo, qE, 0, 0, hs, KV, this.#nCtx, h.n_heads / h.n_kv_heads, B,
-        l.swa ? h.n_swa : 0, fbits(1 / Math.sqrt(hs)), this.#attChunk, o.att, E.att, this.#attSplits, 3 * B + 4], [kvBind, S],
+        l.swa ? h.n_swa : 0, fbits(1 / Math.sqrt(hs)), 0, o.att, E.att, this.#attSplits, 3 * B + 4], [kvBind, S],
       (n, m, ns) => [h.n_heads, ns, n]]);
       specs.push(['attn_combine', '', [o.xb, E.xb, hs, o.att, E.att, this.#attSplits, 3 * B + 2], [S],
         (n) => [h.n_heads, 1, n]]);
@@ -404,9 +402,8 @@ export class GpuForward {
       }
       step[3 * B] = n;
       step[3 * B + 1] = m;
-      let maxLen = 0;
-      for (let j = 0; j < n; j++) maxLen = Math.max(maxLen, positions[i0 + j] + 1);
-      const ns = Math.min(this.#attSplits, Math.ceil(maxLen / this.#attChunk));
+      let ns = 1; // the splits the pass's entries need, at most
+      for (let j = 0; j < n; j++) ns = Math.max(ns, attentionSplit(positions[i0 + j] + 1, this.#attSplits).splits);
       step[3 * B + 2] = ns;
       device.queue.writeBuffer(this.#step, 0, step);
       if (this.desc.arch.rope !== 'none') {

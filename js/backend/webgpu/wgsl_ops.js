@@ -434,11 +434,13 @@ ${f16 ? '    OUT[r * words + w] = f2h(rot(k0, 2u * w)) | (f2h(rot(k0, 2u * w + 1
  * of WG positions with a running maximum m and sum l of exp(q·k · scale − m) (no score buffer;
  * hs ≤ MAX_HEAD). Writes the split's partial result: hs floats Σ exp(s − m)·v, then m, then l, at
  * part_off + z·part_estride + (x·max_split + y)·(hs + 2); a split with no position writes
- * m = −3e38, l = 0, zeros. Splits are fixed positions, not shares of the length: an entry's
- * partials are the same whatever else the batch holds. attentionCombineWgsl finishes it.
+ * m = −3e38, l = 0, zeros. An entry's splits follow from its own length alone
+ * (attentionSplit: ranges of a multiple of WG positions, at most max_split of them, as short as
+ * that allows), so its partials are the same whatever else the batch holds, and a short sequence
+ * in a long context still has several splits. attentionCombineWgsl finishes it.
  * Params: 0 q_off, 1 q_estride, 4 head_size, 5 kv_dim, 6 n_ctx, 7 gqa, 8 pos_off, 9 n_swa (0:
- * none), 10 scale, 11 chunk (a multiple of WG), 12 part_off, 13 part_estride, 14 max_split,
- * 15 seq_off (the entry's sequence S[seq_off + z] picks its block of the cache, as kv_store).
+ * none), 10 scale, 12 part_off, 13 part_estride, 14 max_split, 15 seq_off (the entry's sequence
+ * S[seq_off + z] picks its block of the cache, as kv_store).
  *
  * Per tile the loads are laid out for a GPU's memory system rather than one position per
  * invocation: scores first, each position's K row cut into slices of 8 dimensions, one slice per
@@ -515,8 +517,10 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
   let len = S[pu(8u) + wg.z] + 1u;
   let n_swa = pu(9u);
   let start = select(0u, len - n_swa, n_swa > 0u && len > n_swa);
-  let lo = max(start, wg.y * pu(11u));
-  let hi = min(len, (wg.y + 1u) * pu(11u));
+  // this entry's splits: ranges of chunk positions (attentionSplit)
+  let chunk = ${WG}u * max(1u, (len + ${WG}u * pu(14u) - 1u) / (${WG}u * pu(14u)));
+  let lo = max(start, wg.y * chunk);
+  let hi = min(len, (wg.y + 1u) * chunk);
   let kh = (wg.x / pu(7u)) * hs;
   let sb = S[pu(15u) + wg.z] * 2u * pu(6u);
   let q0 = pu(0u) + wg.z * pu(1u) + wg.x * hs;
@@ -585,6 +589,18 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     A[o0 + hs + 1u] = l;
   }
 }`;
+}
+
+/**
+ * The splits of attention over an entry's `len` cached positions (attentionWgsl computes the same
+ * in WGSL): ranges of `chunk` = WG · ⌈len / (WG · maxSplit)⌉ positions (at least WG), `splits` =
+ * ⌈len / chunk⌉ ≤ maxSplit of them. A function of the length, not of nCtx: with nCtx 131072 a
+ * 1000-position sequence still gets 16 splits (fixed ranges of nCtx / 32 would give it one
+ * workgroup a head walking all 1000).
+ */
+export function attentionSplit(len, maxSplit) {
+  const chunk = WG * Math.max(1, Math.ceil(len / (WG * maxSplit)));
+  return { chunk, splits: Math.max(1, Math.ceil(len / chunk)) };
 }
 
 /**
