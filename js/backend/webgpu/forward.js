@@ -2,10 +2,10 @@
 // src/model/arch.c, read from the model's description (wlmjs_model_describe), in the order of
 // src/model/forward.c: embedding (+ learned position, × scale) → per layer: norm → Q/K/V
 // (fused or not, + biases) → per-head Q/K norms → RoPE (set 1 on sliding-window layers) and
-// K/V into the layer's cache, in one dispatch → Q scale → attention (window on window layers) → output projection
-// (+ bias) → post-norm → residual → norm → feed-forward (SwiGLU / GeGLU / GELU MLP) → post-norm
-// → residual; then the final norm, the classifier and the soft-cap for the entries that want
-// logits. A batch runs in chunks of up to `chunk` entries, each one compute pass whose bind
+// K/V into the layer's cache, in one dispatch → Q scale → attention (window on window layers) →
+// output projection (+ bias) → post-norm → residual → norm → feed-forward (SwiGLU / GeGLU / GELU
+// MLP) → post-norm → residual; then the final norm, the classifier and the soft-cap for the
+// entries that want logits. A batch runs in chunks of up to `chunk` entries, each one compute pass whose bind
 // groups were built once (the entry count is the grid's z); a weight product runs the
 // matrix-vector kernel for one entry (decode), its batch form for a few, and the tiled
 // matrix-matrix kernel (wgsl_matmat.js) from MATMAT_MIN_ENT entries (prefill). The KV cache
