@@ -2,8 +2,8 @@
 // one of two: lavapipe (Mesa's, which tools/lavapipe.sh unpacks into .tools/lavapipe: it offers
 // shader-f16, and runs the engine tests about twice as fast) or SwiftShader (Chromium's, which
 // tools/setup.sh installs with `chromium`, /usr/lib/chromium). Both ICDs are listed in
-// VK_ICD_FILENAMES, set here before Dawn starts unless the caller set it (then Dawn's default
-// adapter of that list is used: bench/device.sh's real GPU), and Dawn picks one by name
+// VK_ICD_FILENAMES, set here before Dawn starts unless the caller set it or VK_DRIVER_FILES (then
+// Dawn's default adapter of that list is used: bench/device.sh's real GPU), and Dawn picks one by name
 // (create(['adapter=…'])). Which: WASMLM_TEST_ADAPTER=lavapipe|swiftshader, else lavapipe where
 // it is unpacked. tools/test.sh runs the kernel tests on the other one too, so every WGSL kernel
 // runs on two independent compilers. Where no adapter comes up, tests skip with the reason,
@@ -38,13 +38,13 @@ export function testDriver() {
 let found = null;
 
 /**
- * {gpu, adapter, skip, driver}: a GPU object with an adapter of testDriver()'s driver (or of the
- * caller's VK_ICD_FILENAMES: driver 'env'), or skip = why there is none (and in CI a thrown Error
- * instead, also when lavapipe is missing: CI runs both).
+ * {gpu, adapter, skip, driver}: a GPU object with an adapter of testDriver()'s driver (or of
+ * the caller's VK_ICD_FILENAMES / VK_DRIVER_FILES: driver 'env'), or skip = why there is none
+ * (and in CI a thrown Error instead, also when lavapipe is missing: CI runs both).
  */
 export async function dawn() {
   if (found) return found;
-  const callerIcd = !!process.env.VK_ICD_FILENAMES;
+  const callerIcd = !!(process.env.VK_ICD_FILENAMES || process.env.VK_DRIVER_FILES); // bench/device.sh's GPU
   const driver = callerIcd ? 'env' : testDriver();
   if (!callerIcd) {
     const icds = Object.values(DRIVERS).map((d) => d.icd).filter((f) => fs.existsSync(f));
@@ -62,7 +62,7 @@ export async function dawn() {
     } else {
       gpu = create(d ? [`adapter=${d.adapter}`] : []);
       adapter = await gpu.requestAdapter();
-      if (!adapter) skip = `Dawn found no Vulkan adapter${d ? ` named ${d.adapter} (${d.how})` : ` in VK_ICD_FILENAMES=${process.env.VK_ICD_FILENAMES}`}`;
+      if (!adapter) skip = `Dawn found no Vulkan adapter${d ? ` named ${d.adapter} (${d.how})` : ` in ${process.env.VK_ICD_FILENAMES ? `VK_ICD_FILENAMES=${process.env.VK_ICD_FILENAMES}` : `VK_DRIVER_FILES=${process.env.VK_DRIVER_FILES}`}`}`;
     }
   } catch (e) {
     skip = `the webgpu package did not load (npm ci): ${e.message}`;
