@@ -143,11 +143,17 @@ export class GpuForward {
     this.#attSplits = Math.min(ATT_MAX_SPLITS, Math.ceil(nCtx / WG));
   }
 
+  /** Whether hb holds gate and up side by side (2 · hidden_dim a entry): Phi-3's fused ffn_up,
+   *  or gate/up joined by fuseMatrices. */
+  #upRowsDoubled() {
+    return this.desc.arch.ffn === 'fused_gate_up' || this.desc.layers.some((l) => l.w13);
+  }
+
   /** Activation offsets for `B` entries: {name: float offset, total}. */
   #layout(B) {
     const h = this.desc.hp;
     const fusedQkv = this.desc.layers.some((l) => l.wqkv);
-    const fusedUp = this.desc.arch.ffn === 'fused_gate_up' || this.desc.layers.some((l) => l.w13);
+    const fusedUp = this.#upRowsDoubled();
     const sizes = {
       x: h.dim, xb: Math.max(h.dim, h.q_dim), xb2: h.dim, q: h.q_dim, k: h.kv_dim, v: h.kv_dim,
       qkv: fusedQkv ? h.q_dim + 2 * h.kv_dim : 0, hb: fusedUp ? 2 * h.hidden_dim : h.hidden_dim,
@@ -200,7 +206,7 @@ export class GpuForward {
     const maxX = device.limits.maxComputeWorkgroupsPerDimension;
     const specs = []; // [kind, arg, params[], extra bindings[], grid]
     const D = h.dim, Q = h.q_dim, KV = h.kv_dim, H = h.hidden_dim, hs = h.head_size;
-    const XS = Math.max(D, Q), HS = a.ffn === 'fused_gate_up' || desc.layers.some((l) => l.w13) ? 2 * H : H;
+    const XS = Math.max(D, Q), HS = this.#upRowsDoubled() ? 2 * H : H;
     const V = h.vocab_size;
     const pad = (n) => (n + 3) & ~3;
     const E = { x: pad(D), xb: pad(XS), xb2: pad(D), q: pad(Q), k: pad(KV), v: pad(KV), qkv: pad(Q + 2 * KV), hb: pad(HS), hb2: pad(H), logits: pad(V),
@@ -229,19 +235,29 @@ export class GpuForward {
     // entries per workgroup, each weight decoded once per tile — unless the run is `exact`
     // (run(): a speculative verification), which keeps the batch matvec for every count (the
     // grids' fourth argument is the count from which the tiled kernel runs)
-    const matvec = (t, xOff, xE, yOff, yE, perWanted = false, accumulate = false, bias = null) => {
+    // `glu` (0 SiLU, 1 GELU; t a joined gate/up matrix, rows [gate; up], fuseMatrices): the
+    // matvec forms store act(gate) · up in rows/2 outputs themselves, the tiled kernel stores both
+    // halves and the element-wise glu kernel finishes them
+    const matvec = (t, xOff, xE, yOff, yE, perWanted = false, accumulate = false, bias = null, glu = null) => {
       const tpr = matvecThreadsPerRow(t[2]);
-      const [gx, gy] = rowsGrid(Math.ceil(t[1] / (WG / tpr)));
+      const rows = glu === null ? t[1] : t[1] / 2;
+      const [gx, gy] = rowsGrid(Math.ceil(rows / (WG / tpr)));
       const [tx, ty] = rowsGrid(Math.ceil(t[1] / TILE.TM));
       const count = (n, m) => (perWanted ? m : n);
       const params = [t[1], t[2], t[3], xOff, xE, yOff, yE, accumulate ? 1 : 0, 3 * B + (perWanted ? 1 : 0),
         bias ? biasAt(bias) + 1 : 0];
-      specs.push(['matvec', [t[0], tpr, 1], params, [{ buffer: bufOf(t) }],
+      const mv = glu === null ? params : [rows, ...params.slice(1), glu];
+      const form = glu === null ? [] : ['glu'];
+      specs.push(['matvec', [t[0], tpr, 1, ...form], mv, [{ buffer: bufOf(t) }],
         (n, m) => [gx, gy, count(n, m) === 1 ? 1 : 0]]);
-      specs.push(['matvec', [t[0], tpr, MATMAT_ENT], params, [{ buffer: bufOf(t) }, S],
+      specs.push(['matvec', [t[0], tpr, MATMAT_ENT, ...form], mv, [{ buffer: bufOf(t) }, S],
         (n, m, ns, mm) => [gx, gy, count(n, m) > 1 && count(n, m) < mm ? Math.ceil(count(n, m) / MATMAT_ENT) : 0]]);
       specs.push(['matmat', t[0], params, [{ buffer: bufOf(t) }, S],
         (n, m, ns, mm) => [tx, ty, count(n, m) >= mm ? Math.ceil(count(n, m) / TILE.TN) : 0]]);
+      if (glu !== null) {
+        specs.push(['eltwise', 'glu', [yOff, yE, yOff + rows, yE, rows, glu, 1], [],
+          (n, m, ns, mm) => [wg(rows), 1, count(n, m) >= mm ? count(n, m) : 0]]);
+      }
     };
     const norm = (len, xOff, xE, xH, yOff, yE, yH, wt, bt, rows = 1, idx = NONE, perWanted = false) => {
       specs.push(['norm', '', [len, xOff, xE, xH, yOff, yE, yH, vecOf(wt), bt ? vecOf(bt) : NONE,
@@ -307,19 +323,8 @@ export class GpuForward {
 
       norm(D, o.x, E.x, 0, o.xb, E.xb, 0, l.ffn_norm, l.ffn_norm_b);
       const act = a.act === 'gelu' ? 1 : 0;
-      if (l.w13) { // gate and up joined (fuseMatrices), rows [gate; up]
-        const t = l.w13, tpr = matvecThreadsPerRow(t[2]), wb = { buffer: bufOf(t) };
-        const [gx, gy] = rowsGrid(Math.ceil(H / (WG / tpr)));
-        const [tx, ty] = rowsGrid(Math.ceil(t[1] / TILE.TM));
-        // decode and small batches: act(gate) · up straight from the matvec's sums (its glu form)
-        const pg = [H, t[2], t[3], o.xb, E.xb, o.hb, E.hb, 0, 3 * B, 0, act];
-        specs.push(['matvec', [t[0], tpr, 1, 'glu'], pg, [wb], (n) => [gx, gy, n === 1 ? 1 : 0]]);
-        specs.push(['matvec', [t[0], tpr, MATMAT_ENT, 'glu'], pg, [wb, S],
-          (n, m, ns, mm) => [gx, gy, n > 1 && n < mm ? Math.ceil(n / MATMAT_ENT) : 0]]);
-        // prefill: the tiled kernel's 2H sums into hb, then the element-wise glu over its halves
-        specs.push(['matmat', t[0], [t[1], t[2], t[3], o.xb, E.xb, o.hb, E.hb, 0, 3 * B, 0], [wb, S],
-          (n, m, ns, mm) => [tx, ty, n >= mm ? Math.ceil(n / TILE.TN) : 0]]);
-        specs.push(['eltwise', 'glu', [o.hb, E.hb, o.hb + H, E.hb, H, act, 1], [], (n, m, ns, mm) => [wg(H), 1, n >= mm ? n : 0]]);
+      if (l.w13) { // gate and up joined (fuseMatrices)
+        matvec(l.w13, o.xb, E.xb, o.hb, E.hb, false, false, null, act);
       } else if (a.ffn === 'gated') {
         matvec(l.w1, o.xb, E.xb, o.hb, E.hb);
         matvec(l.w3, o.xb, E.xb, o.hb2, E.hb2);
