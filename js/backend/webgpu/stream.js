@@ -233,7 +233,7 @@ export async function streamTensors({ x, device, src, plan, heapPtr, gpuTargets,
     } });
   }
   for (const g of gpuTargets) {
-    const w = new BufferWriter(device, g.buffer, g.name, g.type, g.size, pace, g.base ?? 0);
+    const w = new BufferWriter(device, g.buffer, g.name, g.type, g.size, pace, g.base);
     targets.push({ name: g.name, start: g.start, end: g.end, write: (bytes, offset) => w.write(bytes, offset) });
   }
   const router = new Router(targets);

@@ -145,8 +145,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<
   let ne = ${E > 1 ? 'min(ENT, S[pu(8u)] - e0)' : '1u'};
   let xs = pu(4u);
   let x0 = pu(3u) + e0 * xs;
-  var s: array<f32, ${NS}>;
-  let base_up = base + pu(0u) * pu(2u); // (glu) the up row, rows further
+  var s: array<f32, ${NS}>;${glu ? `
+  let base_up = base + pu(0u) * pu(2u); // the up row, rows further` : ''}
   if (live) {${wide ? `
     if (cols % 32u == 0u) {
       for (var sb = lane; sb < cols / 32u; sb += TPR) {
