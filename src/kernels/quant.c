@@ -1141,6 +1141,21 @@ void wlm_q5_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void
     }
 }
 
+#define WLM_X4(v) {v, v, v, v}
+const wlm_simd_consts wlm_simd_k = {
+    .i16_one = {1, 1, 1, 1, 1, 1, 1, 1},
+    .f32_sign = WLM_X4(0x80000000u),
+    .f16_rebias = WLM_X4(0x70000000u),
+    .f32_2m112 = WLM_X4(0x1p-112f),
+    .f32_half_bits = WLM_X4(0x3f000000u),
+    .f32_half = WLM_X4(0.5f),
+    .f16_min_normal = WLM_X4(0x400),
+    .f16_exp_hi = WLM_X4(0x7C000000u),
+    .f16_normal_mask = WLM_X4(0x8FFFE000u),
+    .f16_normal_bias = WLM_X4(0x38000000u),
+};
+#undef WLM_X4
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 static const wlm_type_traits traits[WLM_TYPE_COUNT] = {

@@ -163,6 +163,25 @@ const wlm_type_traits *wlm_type_get(int32_t type);
 /* Bytes of a row of n elements of `type` (n must be a multiple of the block size), 0 if not. */
 size_t wlm_row_bytes(int32_t type, int64_t n);
 
+/* Vector constants of the SIMD kernels (quant_simd.c), in memory (quant.c): LLVM cannot fold a
+ * constant defined in another unit, so it loads one once per function and keeps it in a
+ * register, where a v128.const of the kernel's own would be rebuilt by V8 at every use (a 64-bit
+ * immediate, vmovq and an unpack: three x64 instructions; `node --print-wasm-code`). Each field
+ * is one 16-byte vector, named by its lanes. */
+typedef struct wlm_simd_consts {
+    int16_t i16_one[8];       /* int16 1s: the split int8 dot's widening */
+    uint32_t f32_sign[4];     /* 0x80000000 */
+    uint32_t f16_rebias[4];   /* 0x70000000: (h << 17 >> 4) + this = the float's bits x 2^112 */
+    float f32_2m112[4];       /* 2^-112 */
+    uint32_t f32_half_bits[4]; /* 0x3f000000: 0.5's bits, the subnormals' base */
+    float f32_half[4];        /* 0.5 */
+    int32_t f16_min_normal[4]; /* 0x400: the smallest normal half's magnitude */
+    uint32_t f16_exp_hi[4];   /* 0x7C000000: a half's exponent in the high half of a lane */
+    uint32_t f16_normal_mask[4]; /* 0x8FFFE000: f16_normal's sign and payload after >> 3 */
+    uint32_t f16_normal_bias[4]; /* 0x38000000: 112 << 23 */
+} wlm_simd_consts;
+extern const wlm_simd_consts wlm_simd_k;
+
 /* binary16 <-> binary32, exact (round to nearest even on the way down). */
 float wlm_fp16_to_fp32(wlm_fp16 h);
 wlm_fp16 wlm_fp32_to_fp16(float f);

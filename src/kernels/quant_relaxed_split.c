@@ -27,7 +27,12 @@
 #define WLM_QUANT_DOT_SPLIT 1
 #define RX_DOT(a, b, c)                                                                            \
     wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_relaxed_dot_i8x16_i7x16((a), (b)),              \
-                                        wasm_i16x8_splat(1)),                                      \
+                                        SIMD_K(i16_one)),                        \
+                   (c))
+#define RX_DOT2(a0, b0, a1, b1, c)                                                                 \
+    wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16((a0), (b0)), \
+                                                       wasm_i16x8_relaxed_dot_i8x16_i7x16((a1), (b1))), \
+                                        SIMD_K(i16_one)),                        \
                    (c))
 
 #define wlm_f16_matvec_simd wlm_split_unused_f16_matvec

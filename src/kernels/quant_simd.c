@@ -52,6 +52,9 @@
         NAME##_at(out, w, row_bytes, xq, n, r0, r1, 0);                                            \
     }
 
+/* One vector of wlm_simd_k (quant.h): a constant loaded from memory rather than built in place. */
+#define SIMD_K(field) wasm_v128_load(wlm_simd_k.field)
+
 static inline float hsum_f32(v128_t v) {
     return (wasm_f32x4_extract_lane(v, 0) + wasm_f32x4_extract_lane(v, 1)) +
            (wasm_f32x4_extract_lane(v, 2) + wasm_f32x4_extract_lane(v, 3));
@@ -86,15 +89,14 @@ static inline int touch_distance(const char *end, const void *row, int nb, size_
  * is slow on some x86 cores: normal numbers by rebiasing the exponent with a multiply by 2^-112,
  * subnormals as (0.5 + m * 2^-24) - 0.5. */
 static inline v128_t f16_hi_to_f32(v128_t w) {
-    const v128_t sign = wasm_v128_and(w, wasm_i32x4_splat((int32_t)0x80000000u));
+    const v128_t sign = wasm_v128_and(w, SIMD_K(f32_sign));
     const v128_t two_w = wasm_i32x4_add(w, w);
-    const v128_t norm =
-        wasm_f32x4_mul(wasm_i32x4_add(wasm_u32x4_shr(two_w, 4), wasm_i32x4_splat(0x70000000)),
-                       wasm_f32x4_splat(0x1p-112f));
+    const v128_t norm = wasm_f32x4_mul(wasm_i32x4_add(wasm_u32x4_shr(two_w, 4), SIMD_K(f16_rebias)),
+                                       SIMD_K(f32_2m112));
     const v128_t habs = wasm_u32x4_shr(two_w, 17);
     const v128_t denorm =
-        wasm_f32x4_sub(wasm_v128_or(habs, wasm_i32x4_splat(0x3f000000)), wasm_f32x4_splat(0.5f));
-    const v128_t is_denorm = wasm_i32x4_lt(habs, wasm_i32x4_splat(0x400));
+        wasm_f32x4_sub(wasm_v128_or(habs, SIMD_K(f32_half_bits)), SIMD_K(f32_half));
+    const v128_t is_denorm = wasm_i32x4_lt(habs, SIMD_K(f16_min_normal));
     return wasm_v128_or(wasm_v128_bitselect(denorm, norm, is_denorm), sign);
 }
 
@@ -141,17 +143,16 @@ static inline v128_t q6_dot(v128_t q, v128_t xe, v128_t xo) {
  * exponent and mantissa in place and keeps the sign; the mask drops the copies of the sign and
  * adding 112 << 23 rebiases the exponent. The shuffles with zero are punpck{l,h}wd. */
 static inline v128_t f16_normal(v128_t w) {
-    return wasm_i32x4_add(
-        wasm_v128_and(wasm_i32x4_shr(w, 3), wasm_i32x4_splat((int32_t)0x8FFFE000u)),
-        wasm_i32x4_splat(0x38000000));
+    return wasm_i32x4_add(wasm_v128_and(wasm_i32x4_shr(w, 3), SIMD_K(f16_normal_mask)),
+                          SIMD_K(f16_normal_bias));
 }
 /* f16_hi_to_f32 for block scales: normal halves (exponent neither 0 nor 31: nearly every scale)
  * by f16_normal's shift, mask and rebias, a vector with a zero, subnormal, Inf or NaN by the
  * exact conversion; the same floats, fewer operations. */
 static inline v128_t f16_scales_to_f32(v128_t h) {
-    const v128_t e = wasm_v128_and(h, wasm_i32x4_splat(0x7C000000));
-    const v128_t odd = wasm_v128_or(wasm_i32x4_eq(e, wasm_i32x4_splat(0)),
-                                    wasm_i32x4_eq(e, wasm_i32x4_splat(0x7C000000)));
+    const v128_t em = SIMD_K(f16_exp_hi);
+    const v128_t e = wasm_v128_and(h, em);
+    const v128_t odd = wasm_v128_or(wasm_i32x4_eq(e, wasm_i32x4_splat(0)), wasm_i32x4_eq(e, em));
     return wasm_v128_any_true(odd) ? f16_hi_to_f32(h) : f16_normal(h);
 }
 
