@@ -299,6 +299,14 @@ void wlm_q5_K_matvec_simd(float *out, const void *w, size_t row_bytes, const voi
 /* 1 when quant_simd.c was compiled with SIMD128, else 0 (the *_simd names are the refs). */
 int wlm_quant_have_simd(void);
 
+/* Columns a SIMD matrix-vector kernel takes in one pass (quant_simd.c's XCHUNK): longer rows go
+ * in chunks of this many, and a K-quant row's result is then the sum of its chunks' sums (the
+ * scalar reference sums all blocks in one run), so the K-quant kernels give the reference's bits
+ * for rows up to this long. The matrix-matrix kernels of the K-quants chunk their rows the same
+ * way (their bits are the matrix-vector kernel's); the 32-element types carry one running sum
+ * across chunks, so theirs do not depend on it. */
+#define WLM_QUANT_XCHUNK 16384
+
 /* 1 when quant_simd.c was compiled with relaxed SIMD (-mrelaxed-simd: the quantized kernels of
  * quant_relaxed.inc, bitwise the SIMD128 results), else 0. */
 int wlm_quant_have_relaxed(void);

@@ -24,10 +24,20 @@
 #if defined(__wasm_simd128__)
 #include <wasm_simd128.h>
 
-/* Columns of the activation widened at a time: 8 KB of int16 on the stack. Longer rows are
- * done in column chunks (the 32-element types carry each row's running sum from chunk to chunk,
- * the K-quants add the chunks' sums). A multiple of 256 (the K-quant block). */
-#define XCHUNK 4096
+/* Columns of a row that a matrix-vector kernel takes in one pass: the activation is prepared
+ * (widened, or its sums and signs taken) this many columns at a time, in a scratch on the stack
+ * (the SIMD128 kernels' int16 copy: 32 KB), and longer rows are done in column chunks (the
+ * 32-element types carry each row's running sum from chunk to chunk, the K-quants add the
+ * chunks' sums). Wide enough for the rows of the models people run (ffn_down of 7B-class models:
+ * 11008-14336 columns) to go in one pass: a chunked row is read in pieces, one pass over the
+ * matrix per chunk, which the CPU's prefetchers follow badly — with 4096, a Qwen2.5-0.5B
+ * ffn_down (896 x 4864, Q6_K) ran at a third of the speed of a 4096-column one per element
+ * (bench/README.md, 2026-11-28). A multiple of 256 (the K-quant block). */
+#define XCHUNK WLM_QUANT_XCHUNK
+/* The column chunk of the matrix-matrix kernels (batches, prefill), whose scratch holds the
+ * activations of several entries (a panel's group of 64: 256 KB of it at 4096 columns) and
+ * should stay in L2 while a row group's weights pass by. A multiple of 256, at most XCHUNK. */
+#define MM_XCHUNK 4096
 /* How far ahead (in blocks) the two-row loops (Q4_1 / Q5_1, and in super-blocks the K-quants)
  * touch their rows (a few KiB): see ROWS2_LOOP. */
 #define PREFETCH_BLOCKS 64

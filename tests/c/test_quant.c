@@ -750,7 +750,7 @@ static void test_roundtrip(int32_t type, double max_rel_rmse) {
  * the reference and the build's kernels, rows longer than one column chunk included. */
 static void test_q8_1_ggml(void) {
     tu_section("Q8_1 activations, Q4_1 / Q5_1 dot products: ggml's arithmetic, bitwise");
-    const int n = 4160, nb = n / 32, rows = 5;
+    const int n = WLM_QUANT_XCHUNK + 64, nb = n / 32, rows = 5;
     float *x = malloc((size_t)n * sizeof(float)), *row = malloc((size_t)n * sizeof(float));
     wlm_block_q8_1 *mine = malloc((size_t)nb * sizeof *mine), *want = malloc((size_t)nb * sizeof *want);
     for (int j = 0; j < n; j++) x[j] = gauss() * (j % 5 == 0 ? 3.0f : 1.0f);
@@ -826,13 +826,13 @@ static void test_q8_1_ggml(void) {
  * written out here: per block the exact integer sum (ggml splits it into the two halves; integers,
  * so any split), then sumf += sumi * (dx * dy) for Q8_0, sumi * dx * dy (left to right) for Q4_0,
  * (dx * dy) * sumi for Q5_0, x the weight block and y the activation's; blocks in order over the
- * whole row (4160 columns: past the kernels' 4096-column chunk). Reference and SIMD kernels must
+ * whole row (past the kernels' column chunk, WLM_QUANT_XCHUNK). Reference and SIMD kernels must
  * give these bits; and the Q4_0 association must matter somewhere, or the test could not tell. */
 static void test_q8_0_ggml(void) {
     tu_section("Q8_0 / Q4_0 / Q5_0 dot products: ggml's arithmetic, bitwise");
-    /* long rows (past the 4096-column chunk), and one-block rows, whose result is the block's
-     * float step alone (where the association shows most) */
-    static const int shapes[2][2] = {{4160, 7}, {32, 512}};
+    /* long rows (past the column chunk), and one-block rows, whose result is the block's float
+     * step alone (where the association shows most) */
+    static const int shapes[2][2] = {{WLM_QUANT_XCHUNK + 64, 7}, {32, 512}};
     for (int si = 0; si < 2; si++) {
         const int n = shapes[si][0], nb = n / 32, rows = shapes[si][1];
         float *x = malloc((size_t)n * sizeof(float)), *row = malloc((size_t)n * sizeof(float));
@@ -1119,8 +1119,9 @@ static void check_matvec(int32_t type, int rows, int n, int r0, int r1, size_t p
         const double ds = fabs((double)a - b);
         if (!(ds <= tol)) st->bad_simd++;
         /* K-quant kernels do the reference's float arithmetic per block, in block order: the
-         * same bits while a row fits one column chunk of the SIMD drivers (4096) */
-        if (t->block_size == 256 && n <= 4096 && memcmp(&a, &b, sizeof a) != 0) st->bad_bits++;
+         * same bits while a row fits one column chunk of the SIMD drivers */
+        if (t->block_size == 256 && n <= WLM_QUANT_XCHUNK && memcmp(&a, &b, sizeof a) != 0)
+            st->bad_bits++;
         /* Q8_0 / Q4_0 / Q5_0 (Q8_0 activations), Q4_1 / Q5_1 (Q8_1): ggml's arithmetic in its
          * order, as the reference, any length */
         if ((vdt == WLM_TYPE_Q8_0 || vdt == WLM_TYPE_Q8_1) && memcmp(&a, &b, sizeof a) != 0)
@@ -1133,8 +1134,8 @@ static void check_matvec(int32_t type, int rows, int n, int r0, int r1, size_t p
 
 static void test_matvec_type(int32_t type) {
     const wlm_type_traits *t = wlm_type_get(type);
-    static const int n32[] = {32, 64, 96, 128, 160, 288, 768, 2048, 4192, 8256};
-    static const int nK[] = {256, 512, 768, 1280, 2048, 4352, 8448};
+    static const int n32[] = {32, 64, 96, 128, 160, 288, 768, 4192, 8256, WLM_QUANT_XCHUNK + 96};
+    static const int nK[] = {256, 512, 768, 1280, 4352, 8448, WLM_QUANT_XCHUNK + 512};
     static const int n16[] = {1, 7, 15, 16, 17, 33, 100, 288, 768, 4097};
     const int *ns = t->block_size == 1 ? n16 : t->block_size == 32 ? n32 : nK;
     const int count = t->block_size == 1 ? 10 : t->block_size == 32 ? 10 : 7;
@@ -1264,7 +1265,8 @@ static void test_simd128_bits(void) {
                  {WLM_TYPE_Q5_0, {0, -1}},  {WLM_TYPE_Q5_1, {0, 2}},   {WLM_TYPE_Q2_K, {80, 82}},
                  {WLM_TYPE_Q3_K, {108, -1}}, {WLM_TYPE_Q4_K, {0, 2}},  {WLM_TYPE_Q5_K, {0, 2}},
                  {WLM_TYPE_Q6_K, {208, -1}}};
-    static const int ns32[] = {32, 416, 4160}, nsK[] = {256, 1536, 4352};
+    static const int ns32[] = {32, 416, 4160, WLM_QUANT_XCHUNK + 64};
+    static const int nsK[] = {256, 1536, 4352, WLM_QUANT_XCHUNK + 256};
     printf("relaxed-SIMD kernels compiled in: %d\n", wlm_quant_have_relaxed());
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const wlm_type_traits *t = wlm_type_get(cases[c].type);
@@ -1275,7 +1277,7 @@ static void test_simd128_bits(void) {
                "%s: a split-form kernel %s in a build %s relaxed SIMD", t->name,
                split ? "exists" : "is missing", wlm_quant_have_relaxed() ? "with" : "without");
         int bad = 0, bad_split = 0;
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             const int n = t->block_size == 32 ? ns32[k] : nsK[k], rows = 7;
             const size_t rb = wlm_row_bytes(cases[c].type, n);
             const int nb = n / t->block_size;
@@ -1316,8 +1318,10 @@ static void test_matmat(void) {
     static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q5_0, WLM_TYPE_Q4_K,
                                     WLM_TYPE_Q6_K, WLM_TYPE_Q4_1, WLM_TYPE_Q5_1, WLM_TYPE_Q2_K,
                                     WLM_TYPE_Q3_K, WLM_TYPE_Q5_K};
-    /* one block, a few, and past XCHUNK (4096 columns: a second column chunk) */
-    static const int ns32[] = {64, 768, 4160}, nsK[] = {256, 768, 4352};
+    /* one block, a few, past the matrix-matrix kernels' 4096-column chunk, and past the
+     * matrix-vector kernels' (WLM_QUANT_XCHUNK: the K-quants' chunk sums) */
+    static const int ns32[] = {64, 768, 4160, WLM_QUANT_XCHUNK + 64};
+    static const int nsK[] = {256, 768, 4352, WLM_QUANT_XCHUNK + 256};
     for (size_t c = 0; c < sizeof types / sizeof types[0]; c++) {
         const wlm_type_traits *t = wlm_type_get(types[c]);
         const wlm_type_traits *vt = wlm_type_get(t->vec_dot_type);
@@ -1329,7 +1333,7 @@ static void test_matmat(void) {
                "%s: the split form's matrix-matrix kernel %s", t->name, mms ? "exists" : "is missing");
         if (!mm) continue;
         int bad = 0, bad_split = 0, cases = 0;
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; k < 4; k++) {
             /* entries 1..9, and 67: past a group of the panel kernels' 64 (quant_relaxed.inc) */
             const int n = t->block_size == 32 ? ns32[k] : nsK[k], rows = 11, ne_max = 67;
             const size_t rb = wlm_row_bytes(types[c], n), xs = wlm_row_bytes(t->vec_dot_type, n) + 6;
