@@ -2,8 +2,9 @@
 // relaxed_dot_i8x16_i7x16_add_s or the split i16x8 dot + dot_i16x8_s (bitwise the same lanes;
 // which is faster depends on the CPU and the JS engine), chosen twice: for the matrix-vector
 // kernels (decode) and for the matrix-matrix ones (prefill, batches), whose split form also keeps
-// the level types' sums in int16 and so can win where the matrix-vector one loses (AMD Zen 4,
-// Node 24: fused for decode, split 1.1-1.34x faster for batches; bench/README.md). EngineOptions
+// the level types' sums in int16 (AMD Zen 4, Node 24: split 1.1-1.34x faster for batches, and
+// since 2026-11-28, its widening constant kept in a register, ~1.08x in the decode probe too,
+// where fused won before; bench/README.md). EngineOptions
 // .dotForm 'auto' warms the kernels at engine start and times them at the first load()
 // (wlmjs_dot_probe). It does not run models: js/engine.js passes the choice to each context.
 

@@ -235,8 +235,8 @@ wlm_fp16 wlm_fp32_to_fp16(float f);
  *   Q4_1/Q5_1  sum += (dw * dx) * (float)isum + m * s
  * (ggml_vec_dot_q8_0_q8_0, q4_0_q8_0, q5_0_q8_0, q4_1_q8_1, q5_1_q8_1: the functions llama.cpp's
  * wasm build runs — it compiles ggml's C fallbacks, not its wasm intrinsics). The K-quant SIMD
- * kernels give the references' bits for rows of up to 4096 columns (longer rows: column chunks
- * added, the order of those additions differs). F16 / BF16: float dot
+ * kernels give the references' bits for rows of up to WLM_QUANT_XCHUNK columns (longer rows:
+ * column chunks' sums added, the order of those additions differs). F16 / BF16: float dot
  * products, the SIMD versions with four-lane partial sums.
  */
 void wlm_quantize_q8_0_ref(const float *x, void *dst, int64_t n);

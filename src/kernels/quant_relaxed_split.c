@@ -10,7 +10,8 @@
  *          int8 dot (x64 AVX-VNNI vpdpbusd, arm64 sdot); on x64 without it, V8 emits pmaddubsw,
  *          pmaddwd by a ones vector it builds each time, and paddd (5-6 instructions).
  *   split  i32x4.add(i32x4.dot_i16x8_s(i16x8.relaxed_dot_i8x16_i7x16_s(a, b), ones), c), ones
- *          the int16 splat of 1, built once per loop: 3 instructions everywhere.
+ *          the int16 splat of 1, loaded from wlm_simd_k (a v128.const would be rebuilt at each
+ *          dot: LLVM places one beside each use): 3 instructions everywhere.
  * Bitwise the same lanes: each int16 lane of the inner dot is a sum of two products of an int8
  * and an int8 in 0..127, at most 2 x 128 x 127 = 32512 in magnitude, so it neither saturates nor
  * wraps (the instruction's result is deterministic there), and the outer sums are exact int32.
@@ -27,13 +28,15 @@
 #define WLM_QUANT_DOT_SPLIT 1
 #define RX_DOT(a, b, c)                                                                            \
     wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_relaxed_dot_i8x16_i7x16((a), (b)),              \
-                                        SIMD_K(i16_one)),                        \
+                                        SIMD_K(i16_one)),                                          \
                    (c))
+/* RX_DOT twice, the two inner dots added in int16 first (quant_relaxed.inc: 5-bit levels only) */
 #define RX_DOT2(a0, b0, a1, b1, c)                                                                 \
-    wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16((a0), (b0)), \
-                                                       wasm_i16x8_relaxed_dot_i8x16_i7x16((a1), (b1))), \
-                                        SIMD_K(i16_one)),                        \
-                   (c))
+    wasm_i32x4_add(                                                                                \
+        wasm_i32x4_dot_i16x8(wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16((a0), (b0)),        \
+                                            wasm_i16x8_relaxed_dot_i8x16_i7x16((a1), (b1))),       \
+                             SIMD_K(i16_one)),                                                     \
+        (c))
 
 #define wlm_f16_matvec_simd wlm_split_unused_f16_matvec
 #define wlm_bf16_matvec_simd wlm_split_unused_bf16_matvec

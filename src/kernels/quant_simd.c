@@ -5,7 +5,7 @@
  * to its scalar twin in quant.c.
  *
  * How the integer products go: the activation vector, already quantized to 8 bits, is widened
- * once per call to int16 on the stack (8 KB per 4096 columns), in the lane order that the
+ * once per call to int16 on the stack (2 bytes a column), in the lane order that the
  * weights' unpacking produces; each weight row is then unpacked to int16 with and/shift only
  * and multiplied with i32x4.dot_i16x8, giving exact int32 sums per block, and the block's float
  * scale is applied once per block. Two rows go through each call (they share the activation
