@@ -952,10 +952,13 @@ __attribute__((noinline)) static void q4_K_rows2(const wlm_block_q4_K *w0, const
 
 /* Two groups of 6-bit levels as bytes: the low and high nibbles of l with bits 0..1 / 4..5 of
  * h (already shifted for the step) on top. */
+static inline void q6_levels_m(v128_t l, v128_t h, v128_t m4 /* 0x0F bytes */,
+                               v128_t m30 /* 0x30 bytes */, v128_t *lo, v128_t *hi) {
+    *lo = wasm_v128_or(wasm_v128_and(l, m4), wasm_v128_and(wasm_i16x8_shl(h, 4), m30));
+    *hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l, 4), m4), wasm_v128_and(h, m30));
+}
 static inline void q6_levels(v128_t l, v128_t h, v128_t *lo, v128_t *hi) {
-    const v128_t m4 = wasm_i8x16_splat(0x0F), m2 = wasm_i8x16_splat(0x30);
-    *lo = wasm_v128_or(wasm_v128_and(l, m4), wasm_v128_and(wasm_i16x8_shl(h, 4), m2));
-    *hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l, 4), m4), wasm_v128_and(h, m2));
+    q6_levels_m(l, h, wasm_i8x16_splat(0x0F), wasm_i8x16_splat(0x30), lo, hi);
 }
 
 
