@@ -1142,6 +1142,7 @@ void wlm_q5_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void
 }
 
 #define WLM_X4(v) {v, v, v, v}
+#define WLM_X16(v) {v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v}
 const wlm_simd_consts wlm_simd_k = {
     .i16_one = {1, 1, 1, 1, 1, 1, 1, 1},
     .f32_sign = WLM_X4(0x80000000u),
@@ -1153,7 +1154,20 @@ const wlm_simd_consts wlm_simd_k = {
     .f16_exp_hi = WLM_X4(0x7C000000u),
     .f16_normal_mask = WLM_X4(0x8FFFE000u),
     .f16_normal_bias = WLM_X4(0x38000000u),
+    .u8_0f = WLM_X16(0x0F),
+    .u8_10 = WLM_X16(0x10),
+    .u8_80 = WLM_X16(0x80),
+    .u8_30 = WLM_X16(0x30),
+    .u8_03 = WLM_X16(0x03),
+    .u8_04 = WLM_X16(0x04),
+    .u8_bit = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128},
+    .u8_q5_s0 = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1},
+    .u8_q5_s1 = {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+    .u16_000f = {0x000F, 0x000F, 0x000F, 0x000F, 0x000F, 0x000F, 0x000F, 0x000F},
+    .u16_00ff = {0x00FF, 0x00FF, 0x00FF, 0x00FF, 0x00FF, 0x00FF, 0x00FF, 0x00FF},
+    .u16_ff00 = {0xFF00, 0xFF00, 0xFF00, 0xFF00, 0xFF00, 0xFF00, 0xFF00, 0xFF00},
 };
+#undef WLM_X16
 #undef WLM_X4
 
 /* ---- the table ---------------------------------------------------------------------------- */

@@ -167,9 +167,9 @@ size_t wlm_row_bytes(int32_t type, int64_t n);
  * constant defined in another unit, so it loads one once per function and keeps it in a
  * register, where a v128.const of the kernel's own would be rebuilt by V8 at every use (a 64-bit
  * immediate, vmovq and an unpack: three x64 instructions; `node --print-wasm-code`). Each field
- * is one 16-byte vector, named by its lanes. */
+ * is one 16-byte vector, named by its lanes, aligned (no load splits a cache line). */
 typedef struct wlm_simd_consts {
-    int16_t i16_one[8];       /* int16 1s: the split int8 dot's widening */
+    _Alignas(16) int16_t i16_one[8]; /* int16 1s: the split int8 dot's widening */
     uint32_t f32_sign[4];     /* 0x80000000 */
     uint32_t f16_rebias[4];   /* 0x70000000: (h << 17 >> 4) + this = the float's bits x 2^112 */
     float f32_2m112[4];       /* 2^-112 */
@@ -179,6 +179,18 @@ typedef struct wlm_simd_consts {
     uint32_t f16_exp_hi[4];   /* 0x7C000000: a half's exponent in the high half of a lane */
     uint32_t f16_normal_mask[4]; /* 0x8FFFE000: f16_normal's sign and payload after >> 3 */
     uint32_t f16_normal_bias[4]; /* 0x38000000: 112 << 23 */
+    uint8_t u8_0f[16];        /* 0x0F: a low nibble */
+    uint8_t u8_10[16];        /* 0x10: Q5's fifth bit */
+    uint8_t u8_80[16];        /* 0x80: Q8_0's offset in the batch panels */
+    uint8_t u8_30[16];        /* 0x30: Q6_K's top two bits */
+    uint8_t u8_03[16];        /* 0x03: Q2_K's and Q3_K's low two bits */
+    uint8_t u8_04[16];        /* 0x04: Q3_K's top bit */
+    uint8_t u8_bit[16];       /* 1, 2, 4, ..., 128, twice: bit j of a byte on lane j % 8 */
+    uint8_t u8_q5_s0[16];     /* byte indices 0 x 8, 1 x 8: a Q5 qh's bytes 0..1 spread */
+    uint8_t u8_q5_s1[16];     /* byte indices 2 x 8, 3 x 8: its bytes 2..3 */
+    uint16_t u16_000f[8];     /* 0x000F */
+    uint16_t u16_00ff[8];     /* 0x00FF: the even bytes */
+    uint16_t u16_ff00[8];     /* 0xFF00: the odd bytes */
 } wlm_simd_consts;
 extern const wlm_simd_consts wlm_simd_k;
 

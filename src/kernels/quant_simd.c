@@ -53,12 +53,12 @@
  * 2026-11-23 it gained; a context picks (wlm_context_params.read_ahead, js/engine.js times both
  * on the first decode steps). */
 #define MATVEC_ENTRIES(NAME) /* (unused: the relaxed build picks the SIMD128 ones by name only) */ \
-    __attribute__((unused)) static void NAME(float *out, const void *w, size_t row_bytes,         \
-                                             const void *xq, int n, int r0, int r1) {             \
+    __attribute__((unused)) static void NAME(float *out, const void *w, size_t row_bytes,          \
+                                             const void *xq, int n, int r0, int r1) {              \
         NAME##_at(out, w, row_bytes, xq, n, r0, r1, 1);                                            \
     }                                                                                              \
-    __attribute__((unused)) static void NAME##_near(float *out, const void *w, size_t row_bytes,  \
-                                                    const void *xq, int n, int r0, int r1) {      \
+    __attribute__((unused)) static void NAME##_near(float *out, const void *w, size_t row_bytes,   \
+                                                    const void *xq, int n, int r0, int r1) {       \
         NAME##_at(out, w, row_bytes, xq, n, r0, r1, 0);                                            \
     }
 
@@ -110,27 +110,6 @@ static inline v128_t f16_hi_to_f32(v128_t w) {
     return wasm_v128_or(wasm_v128_bitselect(denorm, norm, is_denorm), sign);
 }
 
-
-/* The loop constants of the SIMD128 Q8_0 / Q4_0 / Q5_0 matrix-vector kernels, filled by their
- * driver (ROWS4_DRIVER) and read through a pointer: V8 builds each v128.const anew at every use
- * (three instructions) and LLVM puts one beside each use (see rx_consts in quant_relaxed.inc);
- * loaded once per call they stay in registers. */
-typedef struct s128_consts {
-    v128_t m4;   /* 0x0F bytes */
-    v128_t m4w;  /* int16 0x000F */
-    v128_t bit;  /* bytes 1, 2, ..., 128, twice */
-    v128_t b16;  /* 0x10 bytes */
-    v128_t ff;   /* int16 0x00FF */
-    v128_t hi8;  /* int16 0xFF00 */
-} s128_consts;
-static void s128_consts_fill(s128_consts *k) {
-    k->m4 = wasm_i8x16_splat(0x0F);
-    k->m4w = wasm_i16x8_splat(0x000F);
-    k->bit = wasm_i64x2_splat(0x8040201008040201LL);
-    k->b16 = wasm_i8x16_splat(0x10);
-    k->ff = wasm_i16x8_splat(0x00FF);
-    k->hi8 = wasm_i16x8_splat((int16_t)0xFF00);
-}
 
 /* Even and odd int8 lanes of v, sign-extended to int16: elements 0,2,..,14 and 1,3,..,15. */
 static inline v128_t even_i8(v128_t v) { return wasm_i16x8_shr(wasm_i16x8_shl(v, 8), 8); }
@@ -450,10 +429,9 @@ static inline unsigned touch4(const void *w0, const void *w1, const void *w2, co
 __attribute__((noinline)) static void q8_0_rows4(const wlm_block_q8_0 *w0, const wlm_block_q8_0 *w1,
                                                  const wlm_block_q8_0 *w2, const wlm_block_q8_0 *w3,
                                                  const int16_t *xs, const float *xd,
-                                                 const int32_t *xsum8, const s128_consts *k, int nb,
-                                                 int pf, float *v) {
+                                                 const int32_t *xsum8, int nb, int pf, float *v) {
     (void)xsum8;
-    const v128_t k_hi8 = wasm_v128_load(&k->hi8);
+    const v128_t k_hi8 = SIMD_K(u16_ff00);
     S128_ROWS4_BODY(wlm_block_q8_0, xd,
                     wasm_i32x4_shr(hsum4_i32(S128_Q8_0_P(w0), S128_Q8_0_P(w1), S128_Q8_0_P(w2),
                                              S128_Q8_0_P(w3)), 8),
@@ -466,9 +444,8 @@ __attribute__((noinline)) static void q8_0_rows4(const wlm_block_q8_0 *w0, const
 __attribute__((noinline)) static void q4_0_rows4(const wlm_block_q4_0 *w0, const wlm_block_q4_0 *w1,
                                                  const wlm_block_q4_0 *w2, const wlm_block_q4_0 *w3,
                                                  const int16_t *xs, const float *xd,
-                                                 const int32_t *xsum8, const s128_consts *k, int nb,
-                                                 int pf, float *v) {
-    const v128_t k_m4w = wasm_v128_load(&k->m4w);
+                                                 const int32_t *xsum8, int nb, int pf, float *v) {
+    const v128_t k_m4w = SIMD_K(u16_000f);
     S128_ROWS4_BODY(wlm_block_q4_0, NULL,
                     wasm_i32x4_sub(hsum4_i32(S128_Q4_0_P(w0), S128_Q4_0_P(w1), S128_Q4_0_P(w2),
                                              S128_Q4_0_P(w3)),
@@ -549,10 +526,8 @@ __attribute__((noinline)) static void q4_0_rows4(const wlm_block_q4_0 *w0, const
         int16_t xs[XCHUNK] __attribute__((aligned(16)));                                           \
         float xd[XCHUNK / 32] __attribute__((aligned(16)));                                        \
         int32_t xsum8[XCHUNK / 32] __attribute__((aligned(16)));                                   \
-        s128_consts k;                                                                             \
-        s128_consts_fill(&k);                                                                      \
         ROWS4_LOOP(BLOCK, widen_q8_0(x + c0 / 32, nb, xs, xd, xsum8),                              \
-                   FN(w0, w1, w2, w3, xs, xd, xsum8, &k, nb, pf, v));                              \
+                   FN(w0, w1, w2, w3, xs, xd, xsum8, nb, pf, v));                                  \
     } while (0)
 
 static void s128_q8_0_matvec_at(float *out, const void *w, size_t row_bytes, const void *xq,
@@ -607,7 +582,7 @@ void wlm_bf16_matvec_simd(float *out, const void *w, size_t row_bytes, const voi
  * spreads to one byte per element. */
 
 /* Dot of a Q5 block's 32 levels (nibbles qs, high bits qh: bit j as 0x10 on element j, spread by
- * a swizzle) with the widened activation, the loop constants passed in (s128_consts; the
+ * a swizzle) with the widened activation, the loop constants passed in (wlm_simd_k's; the
  * swizzle indices stay constants: V8 skips its out-of-range fix-up for constant in-range ones). */
 static inline v128_t q5_dot_k(const uint8_t *qs, const uint8_t *qh, v128_t x0, v128_t x1,
                               v128_t x2, v128_t x3, v128_t m4, v128_t bit, v128_t b16, v128_t ff) {
@@ -626,10 +601,9 @@ static inline v128_t q5_dot_k(const uint8_t *qs, const uint8_t *qh, v128_t x0, v
 __attribute__((noinline)) static void q5_0_rows4(const wlm_block_q5_0 *w0, const wlm_block_q5_0 *w1,
                                                  const wlm_block_q5_0 *w2, const wlm_block_q5_0 *w3,
                                                  const int16_t *xs, const float *xd,
-                                                 const int32_t *xsum8, const s128_consts *k,
-                                                 int nb, int pf, float *v) {
-    const v128_t k_m4 = wasm_v128_load(&k->m4), k_bit = wasm_v128_load(&k->bit);
-    const v128_t k_b16 = wasm_v128_load(&k->b16), k_ff = wasm_v128_load(&k->ff);
+                                                 const int32_t *xsum8, int nb, int pf, float *v) {
+    const v128_t k_m4 = SIMD_K(u8_0f), k_bit = SIMD_K(u8_bit), k_b16 = SIMD_K(u8_10);
+    const v128_t k_ff = SIMD_K(u16_00ff);
     S128_ROWS4_BODY(wlm_block_q5_0, xd,
                     wasm_i32x4_sub(hsum4_i32(S128_Q5_0_P(w0), S128_Q5_0_P(w1), S128_Q5_0_P(w2),
                                              S128_Q5_0_P(w3)),
@@ -704,8 +678,8 @@ static void widen_q8_1(const wlm_block_q8_1 *x, int nb, int16_t *xs, float *xd, 
         float a0 = *o0, a1 = *o1;                                                                  \
         unsigned touched = 0;                                                                      \
         _Pragma("clang loop unroll(disable)") for (int b = 0; b < nb; b++, w0++, w1++) {           \
-            touched += touch_block(w0 + pf, sizeof *w0) + touch_block(w1 + pf, sizeof *w1);       \
-            const int32_t i0 = hsum_i32(DOT(w0, b)), i1 = hsum_i32(DOT(w1, b));                   \
+            touched += touch_block(w0 + pf, sizeof *w0) + touch_block(w1 + pf, sizeof *w1);        \
+            const int32_t i0 = hsum_i32(DOT(w0, b)), i1 = hsum_i32(DOT(w1, b));                    \
             a0 += sc0[b] * (float)i0 + mc0[b];                                                     \
             a1 += sc1[b] * (float)i1 + mc1[b];                                                     \
         }                                                                                          \
@@ -744,10 +718,10 @@ __attribute__((noinline)) static void q4_1_rows2(const wlm_block_q4_1 *w0, const
 
 __attribute__((noinline)) static void q5_1_rows2(const wlm_block_q5_1 *w0, const wlm_block_q5_1 *w1,
                                                  const int16_t *xs, const float *xd,
-                                                 const float *xsm, const s128_consts *k, int nb,
-                                                 int pf, float *o0, float *o1) {
-    const v128_t k_m4 = wasm_v128_load(&k->m4), k_bit = wasm_v128_load(&k->bit);
-    const v128_t k_b16 = wasm_v128_load(&k->b16), k_ff = wasm_v128_load(&k->ff);
+                                                 const float *xsm, int nb, int pf, float *o0,
+                                                 float *o1) {
+    const v128_t k_m4 = SIMD_K(u8_0f), k_bit = SIMD_K(u8_bit), k_b16 = SIMD_K(u8_10);
+    const v128_t k_ff = SIMD_K(u16_00ff);
     ROWS2_Q8_1_BODY(Q5_1_DOT, xd, xsm);
 }
 #undef Q4_1_DOT
@@ -771,10 +745,8 @@ MATVEC_ENTRIES(s128_q4_1_matvec)
 static void s128_q5_1_matvec_at(float *out, const void *w, size_t row_bytes, const void *xq,
                                 int n, int r0, int r1, int ahead) {
     q8_1_wide a;
-    s128_consts k;
-    s128_consts_fill(&k);
     ROWS2_Q8_1_DRIVER(wlm_block_q5_1, widen_q8_1(x + c0 / 32, nb, a.xs, a.xd, a.xsm),
-                      q5_1_rows2(w0, w1, a.xs, a.xd, a.xsm, &k, nb, pf, &v0, &v1));
+                      q5_1_rows2(w0, w1, a.xs, a.xd, a.xsm, nb, pf, &v0, &v1));
 }
 MATVEC_ENTRIES(s128_q5_1_matvec)
 
