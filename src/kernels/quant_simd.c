@@ -122,7 +122,7 @@ static inline v128_t q6_dot_m(v128_t q, v128_t xe, v128_t xo, v128_t ff /* int16
                           wasm_i32x4_dot_i16x8(wasm_u16x8_shr(q, 8), xo));
 }
 static inline v128_t q6_dot(v128_t q, v128_t xe, v128_t xo) {
-    return q6_dot_m(q, xe, xo, wasm_i16x8_splat(0x00FF));
+    return q6_dot_m(q, xe, xo, SIMD_K(u16_00ff));
 }
 
 
@@ -696,7 +696,7 @@ static void widen_q8_1(const wlm_block_q8_1 *x, int nb, int16_t *xs, float *xd, 
 static inline v128_t q4_1_dot_at(const wlm_block_q4_1 *w, const int16_t *xs) {
     const v128_t x0 = wasm_v128_load(xs), x1 = wasm_v128_load(xs + 8);
     const v128_t x2 = wasm_v128_load(xs + 16), x3 = wasm_v128_load(xs + 24);
-    return q4_dot(wasm_v128_load(w->qs), x0, x1, x2, x3, wasm_i16x8_splat(0x000F));
+    return q4_dot(wasm_v128_load(w->qs), x0, x1, x2, x3, SIMD_K(u16_000f));
 }
 
 static inline v128_t q5_1_dot_at(const wlm_block_q5_1 *w, const int16_t *xs, v128_t m4, v128_t bit,
@@ -815,7 +815,7 @@ static void widen_q8_K(const wlm_block_q8_K *x, int nb, int16_t *xs, int16_t *xs
         }
         /* pairs of 16-element sums; |sum| <= 32 * 128 fits int16 */
         const v128_t s0 = wasm_v128_load(x[b].bsums), s1 = wasm_v128_load(x[b].bsums + 8);
-        const v128_t ones = wasm_i16x8_splat(1);
+        const v128_t ones = SIMD_K(i16_one);
         wasm_v128_store(xsub, wasm_i16x8_narrow_i32x4(wasm_i32x4_dot_i16x8(s0, ones),
                                                       wasm_i32x4_dot_i16x8(s1, ones)));
     }
@@ -864,7 +864,7 @@ __attribute__((noinline)) static void q4_K_rows2(const wlm_block_q4_K *w0, const
                                                  const wlm_block_q8_K *x, const int16_t *xs,
                                                  const int16_t *xsub, int nb, int pf,
                                                  float *o0, float *o1) {
-    const v128_t m = wasm_i16x8_splat(0x000F);
+    const v128_t m = SIMD_K(u16_000f);
     float s0 = 0.0f, s1 = 0.0f;
     unsigned touched = 0;
     for (int b = 0; b < nb; b++, w0++, w1++, x++, xs += WLM_QK_K, xsub += 8) {
@@ -930,7 +930,7 @@ static inline void q6_levels_m(v128_t l, v128_t h, v128_t m4 /* 0x0F bytes */,
     *hi = wasm_v128_or(wasm_v128_and(wasm_u16x8_shr(l, 4), m4), wasm_v128_and(h, m30));
 }
 static inline void q6_levels(v128_t l, v128_t h, v128_t *lo, v128_t *hi) {
-    q6_levels_m(l, h, wasm_i8x16_splat(0x0F), wasm_i8x16_splat(0x30), lo, hi);
+    q6_levels_m(l, h, SIMD_K(u8_0f), SIMD_K(u8_30), lo, hi);
 }
 
 
@@ -956,7 +956,7 @@ static inline v128_t q6_K_scales16(const wlm_block_q6_K *w, const int16_t *bsums
 static inline v128_t q6_K_step16(const wlm_block_q6_K *w, const int16_t *sc, int t, int shift,
                                  v128_t xe, v128_t xo, v128_t ye, v128_t yo) {
     const int g = 8 * (t >> 2) + (t & 3), hoff = 32 * (t >> 2) + 16 * (t & 1);
-    const v128_t ff = wasm_i16x8_splat(0x00FF);
+    const v128_t ff = SIMD_K(u16_00ff);
     v128_t lo, hi;
     q6_levels(wasm_v128_load(w->ql + 16 * t), wasm_u16x8_shr(wasm_v128_load(w->qh + hoff), shift),
               &lo, &hi);
@@ -1070,7 +1070,7 @@ static inline int32_t scale_dot_bsums(v128_t s_lo16, v128_t s_hi16, const int16_
 
 /* The scaled level sums of one Q2_K block: sum over groups of (scale & 0xF) * dot. */
 static inline int32_t q2_K_block(const wlm_block_q2_K *w, const int16_t *xs) {
-    const v128_t m2 = wasm_i8x16_splat(0x03);
+    const v128_t m2 = SIMD_K(u8_03);
     v128_t a = wasm_i32x4_splat(0);
     for (int h = 0; h < 2; h++)
         for (int t = 0; t < 2; t++) {
@@ -1122,7 +1122,7 @@ static inline v128_t q3_K_scales(const uint8_t *s) {
  * in 0..7, the offset of 4 through the group sums. */
 static inline int32_t q3_K_block(const wlm_block_q3_K *w, const wlm_block_q8_K *x,
                                  const int16_t *xs) {
-    const v128_t m2 = wasm_i8x16_splat(0x03), m4 = wasm_i8x16_splat(0x04);
+    const v128_t m2 = SIMD_K(u8_03), m4 = SIMD_K(u8_04);
     const v128_t scv = q3_K_scales(w->scales);
     int8_t sc[16];
     wasm_v128_store(sc, scv);
@@ -1165,7 +1165,7 @@ __attribute__((noinline)) static void q3_K_rows2(const wlm_block_q3_K *w0, const
 /* A Q5_K block's sum over sub-blocks of scale * level dot (levels 0..31: nibble | bit << 4). */
 static inline int32_t q5_K_block(const wlm_block_q5_K *w, const uint8_t sc[8],
                                  const int16_t *xs) {
-    const v128_t m4 = wasm_i8x16_splat(0x0F), b4 = wasm_i8x16_splat(0x10);
+    const v128_t m4 = SIMD_K(u8_0f), b4 = SIMD_K(u8_10);
     const v128_t h0 = wasm_v128_load(w->qh), h1 = wasm_v128_load(w->qh + 16);
     v128_t a = wasm_i32x4_splat(0);
 #pragma clang loop unroll(disable)
