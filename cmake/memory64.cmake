@@ -31,7 +31,7 @@ set(m64warn -Wall -Wextra)
 if(WASMLM_WERROR)
   list(APPEND m64warn -Werror)
 endif()
-file(GLOB m64headers CONFIGURE_DEPENDS src/*.h src/*/*.h src/*/*.inc)
+file(GLOB m64headers CONFIGURE_DEPENDS src/*.h src/*/*.h src/*/*.inc src/kernels/quant_simd/*)
 
 # One object per (source, flavour): "st" single-threaded, "mt" atomics + bulk memory; "-relaxed"
 # adds relaxed SIMD (the kernels and the exports only, as the wasm32 relaxed modules do).

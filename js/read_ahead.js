@@ -1,5 +1,5 @@
 // read_ahead.js — whether the quantized matrix-vector kernels (decode) read their rows ahead of
-// what they compute (wlm_context_params.read_ahead, src/kernels/quant_simd.c: wasm has no
+// what they compute (wlm_context_params.read_ahead, src/kernels/quant_simd/common.h: wasm has no
 // prefetch instruction, so the loops touch one byte of each row stream some blocks ahead). The
 // results are bit for bit the same either way; the speed is not, and which is faster depends on
 // the CPU: an Intel Xeon gained from it, an AMD Zen 4 lost 2-16 % of decode (bench/README.md,

@@ -152,7 +152,7 @@ export interface EngineOptions {
   /**
    * Whether the quantized matrix-vector kernels (decode) read their rows ahead of what they
    * compute (wasm has no prefetch instruction: they touch one byte of each row stream some
-   * blocks ahead; src/kernels/quant_simd.c). The same results bit for bit either way; which is
+   * blocks ahead; src/kernels/quant_simd/common.h). The same results bit for bit either way; which is
    * faster depends on the CPU (an Intel Xeon gained from it, an AMD Zen 4 lost 2-16 % of decode:
    * bench/README.md 2026-11-28). 'auto' (default): after each load() the first CPU decode steps
    * of generate() alternate the two (4 untimed, then 8 timed of each) and the faster is kept

@@ -5,6 +5,18 @@
 # compiles tools/HARNESS.c, $B/old.c and the work tree's src/kernels/UNIT.c for each of UNITS
 # (with $RXFLAGS) with LLVM 19 and -mrelaxed-simd, links them at -O2 into one wasm module and
 # runs it under Node 24 (.tools/node24) with ARGS.
+#   ab_old_kernels B REV
+# puts REV's quant_simd.c and the files it includes (its parts in quant_simd/, or before
+# 2026-11-29 quant_relaxed.inc and quant_s128_panel.inc) under B/old/kernels; quant.h and the
+# other headers stay the work tree's, so both units read one table of constants.
+ab_old_kernels() {
+  local B=$1 rev=$2
+  rm -rf "$B/rev" && mkdir -p "$B/rev" "$B/old/kernels"
+  git archive "$rev" src/kernels | tar -x -C "$B/rev"
+  cp "$B/rev/src/kernels/quant_simd.c" "$B/old/kernels/"
+  find "$B/rev/src/kernels" -maxdepth 1 -name '*.inc' -exec cp {} "$B/old/kernels/" \;
+  if [[ -d "$B/rev/src/kernels/quant_simd" ]]; then cp -r "$B/rev/src/kernels/quant_simd" "$B/old/kernels/"; fi
+}
 ab_link_run() {
   local B=$1 harness=$2 units=$3
   shift 3

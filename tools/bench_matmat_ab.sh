@@ -13,8 +13,8 @@ rev=${1:-main}
 shift || true
 B=build/bench_matmat_ab
 rm -rf "$B" && mkdir -p "$B/old/kernels" "$B/bin"
-git show "$rev:src/kernels/quant_simd.c" > "$B/old/kernels/quant_simd.c"
-git show "$rev:src/kernels/quant_relaxed.inc" > "$B/old/kernels/quant_relaxed.inc"
+source tools/bench_ab_link.sh
+ab_old_kernels "$B" "$rev"
 # REV's split-form unit, as quant_relaxed_split.c builds it, with every public name prefixed old_
 {
   echo '#define WLM_QUANT_DOT_SPLIT 1'
@@ -26,5 +26,4 @@ git show "$rev:src/kernels/quant_relaxed.inc" > "$B/old/kernels/quant_relaxed.in
   echo '#pragma clang diagnostic ignored "-Wunused-function"'
   echo '#include "kernels/quant_simd.c"'
 } > "$B/old.c"
-source tools/bench_ab_link.sh
 ab_link_run "$B" bench_matmat_ab "quant_simd quant quant_relaxed_split kernels_simd kernels_ref" "$@"

@@ -17,12 +17,11 @@ rev=${1:-main}
 shift || true
 B=build/bench_ab
 rm -rf "$B" && mkdir -p "$B/old/kernels" "$B/bin"
-git show "$rev:src/kernels/quant_simd.c" > "$B/old/kernels/quant_simd.c"
-git show "$rev:src/kernels/quant_relaxed.inc" > "$B/old/kernels/quant_relaxed.inc"
+source tools/bench_ab_link.sh
+ab_old_kernels "$B" "$rev"
 {
-  grep -ohE "\b(wlm_[a-zA-Z0-9_]*_simd(128)?|wlm_quant_have_[a-z]+|wlm_quant_matvec_near)\b" "$B/old/kernels/quant_simd.c" |
+  grep -rohE "\b(wlm_[a-zA-Z0-9_]*_simd(128)?|wlm_quant_have_[a-z]+|wlm_quant_matvec_near)\b" "$B/old/kernels" |
     sort -u | sed 's/.*/#define & old_&/'
   echo '#include "kernels/quant_simd.c"'
 } > "$B/old.c"
-source tools/bench_ab_link.sh
 ab_link_run "$B" bench_relaxed_ab "quant_simd quant kernels_simd kernels_ref" "$@"

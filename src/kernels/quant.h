@@ -311,16 +311,16 @@ void wlm_q5_K_matvec_simd(float *out, const void *w, size_t row_bytes, const voi
 /* 1 when quant_simd.c was compiled with SIMD128, else 0 (the *_simd names are the refs). */
 int wlm_quant_have_simd(void);
 
-/* Columns a SIMD matrix-vector kernel takes in one pass (quant_simd.c's XCHUNK): longer rows go
- * in chunks of this many, and a K-quant row's result is then the sum of its chunks' sums (the
- * scalar reference sums all blocks in one run), so the K-quant kernels give the reference's bits
- * for rows up to this long. The matrix-matrix kernels of the K-quants chunk their rows the same
+/* Columns a SIMD matrix-vector kernel takes in one pass (XCHUNK of quant_simd/common.h): longer
+ * rows go in chunks of this many, and a K-quant row's result is then the sum of its chunks' sums
+ * (the scalar reference sums all blocks in one run), so the K-quant kernels give the reference's
+ * bits for rows up to this long. The matrix-matrix kernels of the K-quants chunk their rows the same
  * way (their bits are the matrix-vector kernel's); the 32-element types carry one running sum
  * across chunks, so theirs do not depend on it. */
 #define WLM_QUANT_XCHUNK 16384
 
 /* 1 when quant_simd.c was compiled with relaxed SIMD (-mrelaxed-simd: the quantized kernels of
- * quant_relaxed.inc, bitwise the SIMD128 results), else 0. */
+ * quant_simd/relaxed_*.inc, bitwise the SIMD128 results), else 0. */
 int wlm_quant_have_relaxed(void);
 
 /* The SIMD128 matrix-vector kernel of a weight type, in every build (in the relaxed-SIMD build
@@ -338,9 +338,10 @@ typedef void (*wlm_qmatmat_fn)(float *out, size_t out_stride, const void *w, siz
 
 /* The matrix-matrix kernel of a weight type in this build, or NULL where there is none (then a
  * batch runs matvec_simd per entry): the relaxed-SIMD build has Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1
- * ones (quant_relaxed.inc: two rows x four entries per step, ggml's float steps four lanes at once)
- * and Q2_K, Q3_K, Q4_K, Q5_K and Q6_K ones (one row x four entries); other types (F16, BF16) and
- * the SIMD128 and scalar builds have none. */
+ * ones (quant_simd/relaxed_blocks32.inc: panels of four rows, or two rows x four entries per
+ * step, ggml's float steps four lanes at once) and Q2_K, Q3_K, Q4_K, Q5_K and Q6_K ones (one row
+ * x four entries); the SIMD128 build has Q8_0, Q4_0 and Q5_0 panels (blocks32_panel.inc); other
+ * types (F16, BF16) and the scalar build have none. */
 wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type);
 
 /* The relaxed-SIMD build's kernels again with each int8 dot product in the split form

@@ -1,11 +1,11 @@
 /*
- * quant_relaxed_split.c — the relaxed-SIMD integer kernels (quant_relaxed.inc) a second time,
+ * quant_relaxed_split.c — the relaxed-SIMD integer kernels (quant_simd/relaxed_*.inc) a second time,
  * with each int8 dot product in the split form, for the machines where V8 lowers the fused
  * instruction to several (issue 14). Compiled only into the relaxed-SIMD modules
  * (dist/wasmlm-relaxed*.wasm, CMakeLists.txt), beside quant_simd.c, whose kernels keep the fused
  * form; a context picks one of the two (wlm_context_params.dot_form, src/model/forward.c).
  *
- * The two forms (RX_DOT in quant_relaxed.inc; a: 16 int8, b: 16 int8 in 0..127, c: 4 int32):
+ * The two forms (RX_DOT in quant_simd/relaxed.h; a: 16 int8, b: 16 int8 in 0..127, c: 4 int32):
  *   fused  i32x4.relaxed_dot_i8x16_i7x16_add_s(a, b, c): one instruction where the CPU has an
  *          int8 dot (x64 AVX-VNNI vpdpbusd, arm64 sdot); on x64 without it, V8 emits pmaddubsw,
  *          pmaddwd by a ones vector it builds each time, and paddd (5-6 instructions).
@@ -16,8 +16,8 @@
  * and an int8 in 0..127, at most 2 x 128 x 127 = 32512 in magnitude, so it neither saturates nor
  * wraps (the instruction's result is deterministic there), and the outer sums are exact int32.
  *
- * How: this file includes quant_simd.c, so quant_relaxed.inc sees the same static helpers
- * without moving them (two other branches edit both files), with WLM_QUANT_DOT_SPLIT set:
+ * How: this file includes quant_simd.c, so the relaxed kernels see the same static helpers,
+ * with WLM_QUANT_DOT_SPLIT set:
  * quant_simd.c then defines only the split kernels' getters, wlm_quant_matvec_split and
  * wlm_quant_matmat_split (quant.h). Its five other public functions are compiled here again
  * under the names below, which nothing calls (the linker drops them), and its SIMD128 kernels,
@@ -30,7 +30,7 @@
     wasm_i32x4_add(wasm_i32x4_dot_i16x8(wasm_i16x8_relaxed_dot_i8x16_i7x16((a), (b)),              \
                                         SIMD_K(i16_one)),                                          \
                    (c))
-/* RX_DOT twice, the two inner dots added in int16 first (quant_relaxed.inc: 5-bit levels only) */
+/* RX_DOT twice, the two inner dots added in int16 first (relaxed.h: 5-bit levels only) */
 #define RX_DOT2(a0, b0, a1, b1, c)                                                                 \
     wasm_i32x4_add(                                                                                \
         wasm_i32x4_dot_i16x8(wasm_i16x8_add(wasm_i16x8_relaxed_dot_i8x16_i7x16((a0), (b0)),        \

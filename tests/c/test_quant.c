@@ -1334,7 +1334,7 @@ static void test_matmat(void) {
         if (!mm) continue;
         int bad = 0, bad_split = 0, cases = 0;
         for (int k = 0; k < 4; k++) {
-            /* entries 1..9, and 67: past a group of the panel kernels' 64 (quant_relaxed.inc) */
+            /* entries 1..9, and 67: past a group of the panel kernels' 64 (relaxed_blocks32.inc) */
             const int n = t->block_size == 32 ? ns32[k] : nsK[k], rows = 11, ne_max = 67;
             const size_t rb = wlm_row_bytes(types[c], n), xs = wlm_row_bytes(t->vec_dot_type, n) + 6;
             unsigned char *w = malloc((size_t)rows * rb);
