@@ -1,28 +1,31 @@
 // engine.js — the in-thread engine: createEngine() starts the wasm module (js/runtime.js: plan,
 // compile, instantiate, helper threads) and returns an Engine whose methods (load, tokenize,
 // generate, chat, chatCompletion, …; see wasmlm.d.ts) call the C API of src/wasmlm.h through
-// the module's exports. Operations that stand on their own live beside it: batches and beam
-// search (js/batch.js) and embeddings (js/embed.js), on the handles the engine lends (#lend);
-// OpenAI's chat completions (js/chat_completion.js), speculative decoding (js/speculative.js),
-// the int8 dot form (js/dot_form.js), the memory64 choice (js/memory64.js), the GPU backend
-// (js/backend/). It does not parse model files or sample tokens: C does all that; this file
-// moves bytes and strings across the boundary and turns statuses into errors (C's field names
-// rewritten to the caller's by js/params.js).
+// the module's exports. Operations that stand on their own live beside it: one sequence's
+// generation (js/generate.js), batches and beam search (js/batch.js) and embeddings
+// (js/embed.js), on the handles the engine lends (#lend); token ids and text of the loaded model
+// (js/tokens.js); OpenAI's chat completions (js/chat_completion.js), speculative decoding
+// (js/speculative.js), the int8 dot form (js/dot_form.js), the memory64 choice
+// (js/memory64.js), the GPU backend (js/backend/). It does not parse model files or sample
+// tokens: C does all that; this file moves bytes and strings across the boundary and turns
+// statuses into errors (C's field names rewritten to the caller's by js/params.js).
 //
 // Memory rule: any call into wasm may grow memory, which detaches memory.buffer. Views of
 // wasm memory are created right before use and never kept across such a call. With threads the
 // memory is a SharedArrayBuffer, which TextDecoder refuses in browsers: bytes handed to it go
 // through unshared() first.
 
-import { NEED_LOGITS, STATUS, STOP_REASONS, WasmlmError, abortError, jsError } from './errors.js';
+import { WasmlmError, abortError, jsError } from './errors.js';
 import { contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
 import { chatPrompt, splitChatParams } from './chat.js';
 import { chatCompletion } from './chat_completion.js';
 import { embed, embedInfo, rerank } from './embed.js';
 import { beamSearch, generateBatch } from './batch.js';
-import { macrotask, mark } from './platform.js';
+import { mark } from './platform.js';
 import { readIntoHeap } from './source.js';
-import { draftKey, draftSpec, speculate, specStats } from './speculative.js';
+import { draftKey } from './speculative.js';
+import { generate } from './generate.js';
+import { metaString, ModelText, unshared } from './tokens.js';
 import { openModel } from './split.js';
 import { stopThreads } from './threads.js';
 import { chooseMemory, chooseMemoryForAuto, lowHeapBytes, modelBytes, peekModelHeader } from './memory64.js';
@@ -33,12 +36,6 @@ import { startRuntime } from './runtime.js';
 import { attachBackend, autoWouldUseGpu, checkBackendOption, streamToGpu } from './backend/select.js';
 import { GPU_PROFILE } from './backend/webgpu/forward.js';
 
-
-/** `view`, or a copy of it when it views shared memory (TextDecoder rejects those). */
-function unshared(view) {
-  return typeof SharedArrayBuffer === 'function' && view.buffer instanceof SharedArrayBuffer
-    ? view.slice() : view;
-}
 
 class Engine {
   #x;            // wasm exports; null once freed
@@ -56,13 +53,9 @@ class Engine {
   #readAhead;    // ReadAheadTuner (js/read_ahead.js): the kernels' read-ahead, timed per load
   #dot;          // {form, formBatch: 'fused' | 'split' | 'none' | 'auto', probe}: dotFormAtStart, then
                  // (for 'auto') pickDotForm at the first load
-  #bos = -1;     // token ids from the model, for detokenize()
-  #eos = -1;
   #ctxParams = null; // {nCtx, kvCache, nSeqMax} of the current context (recreated when a batch
                      // or a beam search needs more sequences)
-  #pieces = null;    // token id → standalone text of its piece, filled lazily (top alternatives)
-  #piecesAfterBos = null;
-  #lenSlot = 0;      // a 4-byte slot for wlm_token_piece's length
+  #text = null;      // the loaded model's ModelText (js/tokens.js): tokenize, pieces, strings
   #previewPrev;      // the token before the last one sequence 0 drew (for the alternatives'
                      // text), or undefined when no generation has drawn one on this context
   #firstTokenMarked = false; // 'wasmlm:first-token' is marked once per engine
@@ -130,10 +123,10 @@ class Engine {
   // ---- helpers ----
 
   /**
-   * The engine's handles lent to the files that hold some of its operations (js/batch.js:
-   * generateBatch, beamSearch; js/embed.js: embed, rerank): the module's exports, the context,
-   * the busy / generation marks and the helpers they need, live (getters), one object per
-   * engine. Not part of the API.
+   * The engine's handles lent to the files that hold some of its operations (js/generate.js:
+   * generate; js/batch.js: generateBatch, beamSearch; js/embed.js: embed, rerank): the module's
+   * exports, the context, the busy / generation marks and the helpers they need, live
+   * (getters), one object per engine. Not part of the API.
    */
   #lend() {
     const e = this;
@@ -147,6 +140,11 @@ class Engine {
       get busy() { return e.#busy; },
       set busy(v) { e.#busy = v; },
       set previewPrev(v) { e.#previewPrev = v; },
+      get draft() { return e.#draft; },
+      get readAhead() { return e.#readAhead; },
+      get firstTokenMarked() { return e.#firstTokenMarked; },
+      set firstTokenMarked(v) { e.#firstTokenMarked = v; },
+      applyReadAhead: () => e.#applyReadAhead(),
       needModel: () => e.#needModel(),
       needIdle: (what) => e.#needIdle(what),
       ctxError: (rc) => e.#ctxError(rc),
@@ -154,14 +152,14 @@ class Engine {
       ensureSeqMax: (n) => e.#ensureSeqMax(n),
       supply: () => e.#supply(),
       genParams: (params) => e.#genParams(params),
-      freeParams: (p) => e.#freeParams(p),
-      readToken: (tok, decoder, prev) => e.#readToken(tok, decoder, prev),
+      freeParams: (p, x) => e.#freeParams(p, x),
+      readToken: (tok, decoder, prev) => e.#text.readToken(tok, decoder, prev),
       heapInt32: (ids) => e.#heapInt32(ids),
       grammarText: (spec) => e.#grammarText(spec),
       cstring: (text) => e.#cstring(text),
-      decodeIds: (ids, prev) => e.#decodeIds(ids, prev),
+      decodeIds: (ids, prev) => e.#text.decodeIds(ids, prev),
       tokenize: (text, options) => e.tokenize(text, options),
-      tokenizePair: (query, doc) => e.#tokenizePair(query, doc),
+      tokenizePair: (query, doc) => e.#text.tokenizePair(query, doc),
     });
   }
 
@@ -224,8 +222,8 @@ class Engine {
     this.#model = 0;
     this.#info = null;
     this.#ctxParams = null;
-    this.#pieces = null;
-    this.#piecesAfterBos = null;
+    this.#text?.free();
+    this.#text = null;
     this.#previewPrev = undefined;
   }
 
@@ -358,123 +356,6 @@ class Engine {
     return this.#convertSchema(spec.schema, spec.strict);
   }
 
-  /** A string the model owns (returned with its length through the length slot), or null. */
-  #modelString(fn, ...args) {
-    const x = this.#x;
-    if (!this.#lenSlot) {
-      this.#lenSlot = x.wlmjs_malloc(4) >>> 0;
-      if (!this.#lenSlot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
-    }
-    const p = fn(...args, this.#lenSlot) >>> 0;
-    if (!p) return null;
-    return new TextDecoder().decode(unshared(new Uint8Array(x.memory.buffer, p, this.#i32(this.#lenSlot) >>> 0)));
-  }
-
-  /** GGUF string metadata of the loaded model (wlm_model_meta_string), or null. */
-  #metaString(model, key) {
-    const k = this.#cstring(key);
-    try {
-      return this.#modelString(this.#x.wlm_model_meta_string, model, k);
-    } finally {
-      this.#x.wlmjs_free(k);
-    }
-  }
-
-  /** The raw bytes of token `id`'s piece after token `prev` (wlm_token_piece), or null. */
-  #pieceBytes(prev, id) {
-    const x = this.#x;
-    if (!this.#lenSlot) {
-      this.#lenSlot = x.wlmjs_malloc(4) >>> 0;
-      if (!this.#lenSlot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
-    }
-    const p = x.wlm_token_piece(this.#model, prev, id, this.#lenSlot) >>> 0;
-    if (!p) return null;
-    return unshared(new Uint8Array(x.memory.buffer, p, this.#i32(this.#lenSlot) >>> 0));
-  }
-
-  /**
-   * The text of token `id` alone, following `prev` (only BOS matters: it drops the piece's
-   * leading space), for top alternatives: one non-streaming decode, so a piece holding part of
-   * a UTF-8 character gives U+FFFD. BOS and EOS give ''. Cached per model.
-   */
-  #pieceText(prev, id) {
-    const afterBos = prev === this.#bos;
-    const vocab = this.#info.vocabSize;
-    if (!this.#pieces) {
-      this.#pieces = new Array(vocab);
-      this.#piecesAfterBos = new Array(vocab);
-    }
-    const cache = afterBos ? this.#piecesAfterBos : this.#pieces;
-    let text = cache[id];
-    if (text === undefined) {
-      const bytes = id === this.#bos || id === this.#eos ? null : this.#pieceBytes(prev, id);
-      text = bytes ? new TextDecoder().decode(bytes) : '';
-      if (id >= 0 && id < vocab) cache[id] = text;
-    }
-    return text;
-  }
-
-  /** The text of `ids` following token `prev` (-1: none), decoded as one UTF-8 stream. */
-  #decodeIds(ids, prev = -1) {
-    const decoder = new TextDecoder();
-    let out = '';
-    for (const id of ids) {
-      if (!Number.isInteger(id)) throw jsError('WLM_ERR_INVALID_ARG', `token id ${id} is not an integer`);
-      const bytes = this.#pieceBytes(prev, id);
-      if (!bytes) {
-        throw jsError('WLM_ERR_INVALID_ARG',
-          `token id ${id} is outside the vocabulary (0..${this.#info.vocabSize - 1})`);
-      }
-      if (id !== this.#bos && id !== this.#eos) out += decoder.decode(bytes, { stream: true });
-      prev = id;
-    }
-    return out + decoder.decode();
-  }
-
-  /**
-   * Reads the wlm_token at `tok` into a Token object (see wasmlm.d.ts). `decoder` is the
-   * sequence's streaming TextDecoder; `prev` the token before this one (for the alternatives'
-   * text). Returns {status, token}; with WLM_DONE the token is the sequence's end item
-   * (id -1, the text released at the end, stopReason).
-   */
-  #readToken(tok, decoder, prev) {
-    const x = this.#x;
-    const status = x.wlmjs_token_status(tok);
-    const piecePtr = x.wlmjs_token_piece(tok) >>> 0;
-    const pieceLen = x.wlmjs_token_piece_len(tok) >>> 0;
-    let text = pieceLen ? decoder.decode(unshared(new Uint8Array(x.memory.buffer, piecePtr, pieceLen)),
-      { stream: true }) : '';
-    const nPast = x.wlmjs_token_n_past(tok);
-    if (status === STATUS.WLM_DONE) {
-      text += decoder.decode(); // flush an incomplete UTF-8 tail
-      const stopReason = STOP_REASONS[x.wlmjs_token_stop_reason(tok)] ?? 'none';
-      return { status, stopReason, token: { id: -1, text, prob: 0, logprob: 0, probSampled: 0, nPast } };
-    }
-    const token = {
-      id: x.wlmjs_token_id(tok),
-      text,
-      prob: x.wlmjs_token_prob(tok),
-      logprob: x.wlmjs_token_logprob(tok),
-      probSampled: x.wlmjs_token_prob_sampled(tok),
-      nPast,
-    };
-    const n = x.wlmjs_token_n_probs(tok);
-    if (n > 0) {
-      token.top = [];
-      for (let i = 0; i < n; i++) {
-        const id = x.wlmjs_token_top_id(tok, i);
-        token.top.push({
-          id,
-          text: this.#pieceText(prev, id),
-          prob: x.wlmjs_token_top_prob(tok, i),
-          logprob: x.wlmjs_token_top_logprob(tok, i),
-          probSampled: x.wlmjs_token_top_prob_sampled(tok, i),
-        });
-      }
-    }
-    return { status, stopReason: null, token };
-  }
-
   // ---- public API ----
 
   /**
@@ -590,9 +471,11 @@ class Engine {
       this.#gpu = be.gpu;
       model_ = 0; // owned by the engine now
       const f = (i) => x.wlmjs_model_info(this.#model, i);
-      this.#bos = f(9);
-      this.#eos = f(10);
-      const tokenText = (id) => (id >= 0 ? this.#modelString(x.wlm_token_text, this.#model, id) ?? '' : '');
+      const handle = this.#model;
+      const text = (this.#text = new ModelText(x, handle, {
+        error: (rc, message) => this.#error(rc, message),
+        modelMessage: () => this.#readCString(x.wlm_model_errmsg(handle)),
+      }));
       this.#info = Object.freeze({
         dim: f(0), hiddenDim: f(1), nLayers: f(2), nHeads: f(3), nKvHeads: f(4), vocabSize: f(5),
         seqLen: f(6), sharedClassifier: f(7) === 1, weightBytes: f(11), nCtx: ctxParams.nCtx || f(6),
@@ -601,11 +484,11 @@ class Engine {
         dotForm: this.#dot.form, dotFormBatch: this.#dot.formBatch, dotProbe: this.#dot.probe,
         contextBytes: x.memory64 ? x.wlm_context_memory(ctx) : x.wlm_context_memory(ctx) >>> 0, // (wasm64: past 4 GB)
         wasmMemoryBytes: x.memory.buffer.byteLength,
-        name: this.#metaString(this.#model, 'general.name'),
-        architecture: this.#metaString(this.#model, 'general.architecture'),
-        chatTemplate: this.#metaString(this.#model, 'tokenizer.chat_template'),
-        bosId: this.#bos, eosId: this.#eos, bosToken: tokenText(this.#bos), eosToken: tokenText(this.#eos),
-        addBos: this.#addsBos(),
+        name: text.meta('general.name'),
+        architecture: text.meta('general.architecture'),
+        chatTemplate: text.meta('tokenizer.chat_template'),
+        bosId: text.bos, eosId: text.eos, bosToken: text.tokenText(text.bos), eosToken: text.tokenText(text.eos),
+        addBos: text.addsBos(),
         backend: be.backend, backendReason: be.reason, gpuAdapter: be.adapter?.name ?? null,
         gpuBytes: be.gpu?.gpuBytes ?? 0,
         ...embedInfo(x, this.#model), // embeddingLength, pooling, generative, rankOutputs
@@ -686,7 +569,6 @@ class Engine {
         this.#threads = threads;
         this.#threadsStarting = null;
         this.#threadsError = null;
-        this.#lenSlot = 0;
         this.#build = moduleBuild(rt.x, rt.plan.build);
       }
       return { source, lowBytes: memory64 ? lowHeapBytes(need, this.#x.memory.buffer.byteLength) : 0, gpuFirst, probed: gpuFirst ? probed : null };
@@ -695,19 +577,6 @@ class Engine {
       // a download aborted while its header was read rejects with signal.reason: an AbortError
       if (signal?.aborted && e?.name !== 'AbortError') throw abortError('Loading the model');
       throw e;
-    }
-  }
-
-  /** Whether tokenizing with BOS adds it (the vocabulary's add_bos_token; llama2.c: always). */
-  #addsBos() {
-    const x = this.#x;
-    const ids = x.wlmjs_malloc(16) >>> 0;
-    if (!ids) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 16 bytes');
-    try {
-      const n = x.wlm_tokenize_ex(this.#model, 0, 0, 1, ids, 4); // WLM_TOKENIZE_ADD_SPECIAL
-      return n >= 1 && this.#i32(ids) === this.#bos;
-    } finally {
-      x.wlmjs_free(ids);
     }
   }
 
@@ -722,29 +591,7 @@ class Engine {
    */
   async tokenize(text, { bos = true, parseSpecial = false } = {}) {
     this.#needModel();
-    const x = this.#x;
-    const bytes = utf8(String(text));
-    let cap = bytes.length + 3; // one token per byte at most, plus BOS and the prefix space
-    const textPtr = x.wlmjs_malloc(bytes.length + 1) >>> 0;
-    let idsPtr = 0;
-    try {
-      if (!textPtr) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the text in wasm memory');
-      this.#u8().set(bytes, textPtr);
-      for (;;) {
-        idsPtr = x.wlmjs_malloc(cap * 4) >>> 0;
-        if (!idsPtr) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the token buffer');
-        const flags = (bos ? 1 : 0) | (parseSpecial ? 2 : 0); // WLM_TOKENIZE_ADD_SPECIAL, _PARSE_SPECIAL
-        const n = x.wlm_tokenize_ex(this.#model, textPtr, bytes.length, flags, idsPtr, cap);
-        if (n < 0) throw this.#error(n, this.#readCString(x.wlm_model_errmsg(this.#model)));
-        if (n <= cap) return new Int32Array(x.memory.buffer, idsPtr, n).slice();
-        x.wlmjs_free(idsPtr);
-        idsPtr = 0;
-        cap = n;
-      }
-    } finally {
-      if (idsPtr) x.wlmjs_free(idsPtr);
-      if (textPtr) x.wlmjs_free(textPtr);
-    }
+    return this.#text.tokenize(text, { bos, parseSpecial });
   }
 
   /**
@@ -755,7 +602,7 @@ class Engine {
    */
   async detokenize(ids) {
     this.#needModel();
-    return this.#decodeIds(Array.from(ids));
+    return this.#text.decodeIds(Array.from(ids));
   }
 
   /**
@@ -826,134 +673,7 @@ class Engine {
   }
 
   async *#generate(prompt, params, signal) {
-    this.#needModel();
-    this.#needIdle('generate');
-    if (signal?.aborted) throw abortError('The generation');
-    // speculative decoding (js/speculative.js): a draft model loaded on first use, or prompt lookup
-    const { draft, ...plainParams } = params;
-    const spec = draft === undefined ? null : draftSpec(draft);
-    if (spec && !spec.ngram && spec.model !== undefined && draftKey(spec.model) !== this.#draft?.key) {
-      await this.loadDraft({ model: spec.model, nCtx: spec.nCtx, signal });
-    }
-    if (spec && !spec.ngram && !this.#draft) {
-      throw jsError('WLM_ERR_STATE', 'draft: no draft model loaded (give draft.model, or call loadDraft() first)');
-    }
-    params = plainParams;
-    this.#needIdle('generate');
-    this.#syncPool();
-    const x = this.#x;
-    const ctx = this.#ctx;
-    const gen = {};
-    this.#busy = 'generate';
-    this.#gen = gen;
-    let paramsPtr = 0;
-    let promptPtr = 0;
-    let tok = 0;
-    let begun = false;
-    let finished = false;
-    const result = {
-      stopReason: 'aborted', text: '', nPrompt: 0, nCached: 0, nGenerated: 0, logprob: 0, prefillMs: 0,
-      decodeMs: 0, prefillTokensPerSec: 0, decodeTokensPerSec: 0, wasmMemoryBytes: 0,
-    };
-    const publish = () => {
-      const prefilled = result.nPrompt - result.nCached;
-      result.prefillTokensPerSec = result.prefillMs > 0 ? prefilled / (result.prefillMs / 1e3) : 0;
-      result.decodeTokensPerSec = result.decodeMs > 0 ? result.nGenerated / (result.decodeMs / 1e3) : 0;
-      result.wasmMemoryBytes = x.memory.buffer.byteLength;
-      if (spec) Object.assign(result, specStats(x, ctx));
-      if (!this.#gpu) result.readAhead = this.#readAhead.state;
-      this.lastResult = { ...result };
-    };
-    try {
-      if (prompt.includes('\0')) {
-        throw jsError('WLM_ERR_INVALID_ARG', 'the prompt contains a NUL character');
-      }
-      paramsPtr = this.#genParams(params);
-      promptPtr = this.#cstring(prompt);
-      tok = x.wlmjs_token_new() >>> 0;
-      if (!tok) throw jsError('WLM_ERR_NOMEM', 'cannot allocate a token slot');
-
-      const t0 = performance.now();
-      let rc = x.wlm_generate_begin_text(ctx, promptPtr, paramsPtr);
-      if (rc >= 0 && spec) { // the draft's prefill counts as prefill
-        begun = true; // a refusal below still ends the C generation (finally)
-        rc = speculate(x, ctx, this.#draft?.ctx ?? 0, spec);
-      }
-      result.prefillMs = performance.now() - t0;
-      if (rc < 0) throw this.#ctxError(rc);
-      begun = true;
-      if (this.#gpu) { // the prefill the context recorded runs on the GPU
-        await this.#supply();
-        result.prefillMs = performance.now() - t0;
-      }
-      result.nPrompt = x.wlm_context_n_past(ctx);
-      result.nCached = x.wlm_generate_n_cached(ctx);
-      const decoder = new TextDecoder();
-      // The token before each step's token, for the alternatives' text: the prompt's last
-      // token matters only when it is BOS (an empty prompt with addBos).
-      let prev = prompt === '' && params.addBos !== false ? this.#bos : -1;
-      // plain CPU decode steps time the kernels' read-ahead while 'auto' has not chosen
-      const tuneReadAhead = !this.#gpu && !spec && typeof x.wlm_context_set_read_ahead === 'function';
-
-      for (;;) {
-        await macrotask(); // let timers, messages and abort signals run between tokens
-        if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
-        if (signal?.aborted) throw abortError('The generation');
-
-        // read-ahead 'auto': the first plain CPU decode steps alternate it (js/read_ahead.js)
-        const timeStep = tuneReadAhead && this.#readAhead.tuning && result.nGenerated > 0;
-        const ahead = this.#readAhead.current;
-        if (timeStep) x.wlm_context_set_read_ahead(ctx, ahead ? 1 : 0);
-        const t1 = performance.now();
-        rc = x.wlm_generate_next(ctx, tok);
-        if (rc === NEED_LOGITS) { // GPU backend: the step's forward pass, then its sampling
-          await this.#supply();
-          if (this.#gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
-          rc = x.wlmjs_generate_resume(ctx, tok, 1);
-        }
-        const stepMs = performance.now() - t1;
-        result.decodeMs += stepMs;
-        if (timeStep && rc === 0 && this.#readAhead.record(ahead, stepMs)) this.#applyReadAhead();
-        if (rc < 0) throw this.#ctxError(rc);
-
-        const { token, stopReason } = this.#readToken(tok, decoder, prev);
-        if (rc === STATUS.WLM_DONE) {
-          result.stopReason = stopReason;
-          finished = true;
-          if (token.text) {
-            // Text released at the end (held back for a stop string that did not complete):
-            // not a token, but consumers building the text need it.
-            result.text += token.text;
-            yield token;
-          }
-          break;
-        }
-        this.#previewPrev = prev;
-        prev = token.id;
-        result.text += token.text;
-        if (result.nGenerated++ === 0 && !this.#firstTokenMarked) {
-          this.#firstTokenMarked = true;
-          mark('wasmlm:first-token');
-        }
-        result.logprob += token.logprob;
-        yield token;
-      }
-    } finally {
-      if (this.#gen === gen) {
-        // Ended early (abort, break, error): end the C generation so the context is idle
-        // (after wlm_generate_abort, wlm_generate_next returns WLM_DONE without evaluating).
-        if (begun && !finished) {
-          x.wlm_generate_abort(ctx);
-          x.wlm_generate_next(ctx, tok);
-        }
-        this.#gen = null;
-        this.#busy = null;
-      }
-      if (begun) publish();
-      if (tok) x.wlmjs_free(tok);
-      if (promptPtr) x.wlmjs_free(promptPtr);
-      if (paramsPtr) this.#freeParams(paramsPtr, x);
-    }
+    yield* generate(this, this.#lend(), prompt, params, signal);
   }
 
   /**
@@ -1072,7 +792,7 @@ class Engine {
       if (!tok) throw jsError('WLM_ERR_NOMEM', 'cannot allocate a token slot');
       const rc = x.wlm_sampler_preview(this.#ctx, 0, paramsPtr, tok);
       if (rc < 0) throw this.#ctxError(rc);
-      const { token } = this.#readToken(tok, new TextDecoder(), this.#previewPrev);
+      const { token } = this.#text.readToken(tok, new TextDecoder(), this.#previewPrev);
       return { id: token.id, prob: token.prob, logprob: token.logprob,
         probSampled: token.probSampled, top: token.top ?? [] };
     } finally {
@@ -1205,7 +925,7 @@ class Engine {
       ctx = this.#newContext(model_, { ...this.#ctxParams, kvCache: true, nCtx: draftCtx, nSeqMax: 1 });
       const info = Object.freeze({
         dim: f(0), nLayers: f(2), vocabSize: f(5), weightBytes: f(11), nCtx: draftCtx,
-        contextBytes: x.wlm_context_memory(ctx) >>> 0, name: this.#metaString(model_, 'general.name'),
+        contextBytes: x.wlm_context_memory(ctx) >>> 0, name: metaString(x, model_, 'general.name'),
       });
       this.#draft = { model: model_, ctx, key: draftKey(model), info };
       model_ = 0;
@@ -1259,29 +979,6 @@ class Engine {
     } finally {
       this.#busy = null;
       this.#previewPrev = undefined;
-    }
-  }
-
-  /** wlm_tokenize_pair: a reranker's input for (query, document). */
-  #tokenizePair(query, doc) {
-    const x = this.#x;
-    const q = utf8(query), d = utf8(doc);
-    const qp = x.wlmjs_malloc(q.length + 1) >>> 0, dp = x.wlmjs_malloc(d.length + 1) >>> 0;
-    let ids = 0;
-    try {
-      if (!qp || !dp) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the texts in wasm memory');
-      this.#u8().set(q, qp);
-      this.#u8().set(d, dp);
-      const n = x.wlm_tokenize_pair(this.#model, qp, q.length, dp, d.length, 0, 0);
-      if (n < 0) throw this.#error(n, 'cannot tokenize the query and document');
-      ids = x.wlmjs_malloc(Math.max(1, n) * 4) >>> 0;
-      if (!ids) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the token buffer');
-      x.wlm_tokenize_pair(this.#model, qp, q.length, dp, d.length, ids, n);
-      return new Int32Array(x.memory.buffer, ids, n).slice();
-    } finally {
-      if (ids) x.wlmjs_free(ids);
-      if (qp) x.wlmjs_free(qp);
-      if (dp) x.wlmjs_free(dp);
     }
   }
 
