@@ -14,9 +14,10 @@
  * sequences at different positions. The
  * projections are matrix-matrix products that read each weight tile once for the whole batch;
  * every entry's arithmetic is exactly the one-token computation, so batching never changes a
- * result. With a thread pool, each matrix product is split by rows and each entry's attention by
- * heads; every row and head is computed as on one thread, so threads never change a result
- * either. All arithmetic goes through the context's kernel table (scalar or SIMD128).
+ * result. With a thread pool, each matrix product is split by rows, attention by heads (a
+ * prefill's entries in one job), and the per-entry work between the products (activation
+ * quantization, Q/K norms, RoPE, KV rows, the feed-forward's activation) by entries; every row,
+ * head and entry is computed as on one thread, so threads never change a result either. All arithmetic goes through the context's kernel table (scalar or SIMD128).
  */
 #include <math.h>
 #include <string.h>
@@ -94,6 +95,54 @@ static void matmul_chunk(void *arg, int32_t i, int32_t n) {
 
 /* Products below this many multiply-adds stay on the calling thread. */
 #define PARALLEL_MIN_MACS (1u << 16)
+/* Per-entry work below this many elements (in all entries together) stays on it too. */
+#define PARALLEL_MIN_ELEMS (1u << 14)
+
+/* Work done entry by entry between the products (the activations quantized, the feed-forward's
+ * activation function, Q/K norms, RoPE and the KV cache's rows): fn(arg, b0, b1) for entries
+ * [b0, b1). In a prefill it is a few per cent of the work on one thread, and on many threads it
+ * would be what bounds the speed-up (Amdahl), so a batch of at least PARALLEL_MIN_ELEMS elements
+ * (`elems`) is split over the pool in contiguous ranges of entries. Each entry is computed
+ * exactly as alone, so threads change no result. */
+typedef void (*entries_fn)(const void *arg, int32_t b0, int32_t b1);
+typedef struct entries_job {
+    entries_fn fn;
+    const void *arg;
+    int32_t n;
+} entries_job;
+
+static void entries_chunk(void *arg, int32_t i, int32_t n) {
+    const entries_job *j = arg;
+    const int32_t b0 = (int32_t)((int64_t)j->n * i / n);
+    const int32_t b1 = (int32_t)((int64_t)j->n * (i + 1) / n);
+    if (b1 > b0) j->fn(j->arg, b0, b1);
+}
+
+static void for_entries(wlm_context *c, int32_t n, uint64_t elems, entries_fn fn, const void *arg) {
+    const int32_t threads = wlm_threadpool_size(c->pool);
+    if (threads > 1 && n > 1 && elems >= PARALLEL_MIN_ELEMS) {
+        entries_job j = {fn, arg, n};
+        wlm_pool_run(c->pool, entries_chunk, &j, threads < n ? threads : n);
+    } else {
+        fn(arg, 0, n);
+    }
+}
+
+/* The activations of entries [b0, b1) quantized to a product's vec_dot_type. */
+typedef struct quantize_job {
+    const wlm_type_traits *vt;
+    const float *x;
+    size_t x_stride; /* floats */
+    char *xq;
+    size_t xq_stride; /* bytes */
+    int32_t cols;
+} quantize_job;
+
+static void quantize_entries(const void *arg, int32_t b0, int32_t b1) {
+    const quantize_job *j = arg;
+    for (int32_t b = b0; b < b1; b++)
+        j->vt->from_float(j->x + (size_t)b * j->x_stride, j->xq + (size_t)b * j->xq_stride, j->cols);
+}
 
 void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
                 const float *x, size_t x_stride, int32_t n) {
@@ -115,10 +164,9 @@ void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor 
             j.qmm = wlm_quant_matmat_split(t->type); /* (its leftover entries: split matvec) */
         j.x_stride = x_stride * sizeof(float);
         if (tr->vec_dot_type != WLM_TYPE_F32) { /* quantize each entry's activations once */
-            const wlm_type_traits *vt = wlm_type_get(tr->vec_dot_type);
-            for (int32_t b = 0; b < n; b++)
-                vt->from_float(x + (size_t)b * x_stride, (char *)c->xq + (size_t)b * c->xq_stride,
-                               t->cols);
+            const quantize_job q = {wlm_type_get(tr->vec_dot_type), x, x_stride, (char *)c->xq,
+                                    c->xq_stride, t->cols};
+            for_entries(c, n, (uint64_t)n * (uint64_t)t->cols, quantize_entries, &q);
             j.x = c->xq;
             j.x_stride = c->xq_stride;
         }
@@ -131,49 +179,67 @@ void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor 
         matmul_rows(&j, 0, t->rows);
 }
 
-/* The heads of one entry's attention, as the pool's chunks see them. */
+/* Positions entry b attends to outside a window: its sequence's 0..pos (entries of the same
+ * sequence earlier in the batch are in the cache already: causal within the batch), or with
+ * ent_len (a non-causal pass holding whole sequences) all of them. */
+static int entry_len(const wlm_context *c, int32_t b) {
+    return c->ent_len ? c->ent_len[b] : c->ent_pos[b] + 1;
+}
+
+/* The attention of n entries of one sequence over one layer's KV cache (c->kb / c->vb set,
+ * `block` positions each), as the pool's chunks see it: entry e0 + b reads its query at q + b *
+ * q_stride and writes out + b * out_stride, over `len` positions, or entry_len's when len is 0. */
 typedef struct attention_job {
     wlm_context *c;
-    float *out;                   /* (n_heads * head_size) */
-    const float *q;               /* (n_heads * head_size) */
-    int len;                      /* positions attended to */
-    int block;                    /* positions per entry of c->kb / c->vb */
+    float *out;                   /* (n, n_heads * head_size) */
+    size_t out_stride;
+    const float *q;               /* (n, n_heads * head_size) */
+    size_t q_stride;
+    int32_t e0, n;
+    int len;
+    int max_len;                  /* the longest entry's: lays out the scratch */
+    int block;                    /* positions per pointer of c->kb / c->vb */
 } attention_job;
 
-/* Chunk i of n: heads [n_heads * i / n, n_heads * (i + 1) / n), with its own part of the
- * scratch. */
+/* Chunk i of n: heads [n_heads * i / n, n_heads * (i + 1) / n) of every entry, in entry order,
+ * with its own part of the scratch (laid out for max_len, so no two chunks share a float). */
 static void attention_chunk(void *arg, int32_t i, int32_t n) {
     const attention_job *j = arg;
     const wlm_context *c = j->c;
     const wlm_hparams *p = &c->model->hp;
     const int hs = p->head_size;
     const int h0 = (int)((int64_t)p->n_heads * i / n), h1 = (int)((int64_t)p->n_heads * (i + 1) / n);
-    float *scratch = c->att + wlm_attention_scratch(h0, j->len, hs);
-    if (c->kv.type == WLM_KV_F16)
-        c->k->attention_f16(j->out, j->q, (const uint16_t *const *)c->kb,
-                            (const uint16_t *const *)c->vb, j->block, j->len, h0, h1,
-                            p->n_heads / p->n_kv_heads, hs, p->kv_dim, scratch);
-    else
-        c->k->attention(j->out, j->q, (const float *const *)c->kb, (const float *const *)c->vb,
-                        j->block, j->len, h0, h1, p->n_heads / p->n_kv_heads, hs, p->kv_dim,
-                        scratch);
+    float *scratch = c->att + wlm_attention_scratch(h0, j->max_len, hs);
+    for (int32_t b = 0; b < j->n; b++) {
+        const int len = j->len ? j->len : entry_len(c, j->e0 + b);
+        float *out = j->out + (size_t)b * j->out_stride;
+        const float *q = j->q + (size_t)b * j->q_stride;
+        if (c->kv.type == WLM_KV_F16)
+            c->k->attention_f16(out, q, (const uint16_t *const *)c->kb,
+                                (const uint16_t *const *)c->vb, j->block, len, h0, h1,
+                                p->n_heads / p->n_kv_heads, hs, p->kv_dim, scratch);
+        else
+            c->k->attention(out, q, (const float *const *)c->kb, (const float *const *)c->vb,
+                            j->block, len, h0, h1, p->n_heads / p->n_kv_heads, hs, p->kv_dim,
+                            scratch);
+    }
 }
 
-/* Every head of one entry over len positions (c->kb / c->vb set, `block` positions each),
- * split over the pool's threads by heads when there is enough work: each head is computed
- * exactly as alone. */
-static void attention_heads(wlm_context *c, float *out, const float *q, int len, int block) {
+/* Every head of the job's entries, split over the pool's threads by heads when there is enough
+ * work (`positions`: the entries' lengths added up): each head of each entry is computed exactly
+ * as alone. One job for a whole prefill rather than one per entry: each job costs the pool a
+ * wake-up and a join, which on many threads outweighed a short entry's work. */
+static void attention_run(wlm_context *c, const attention_job *j, uint64_t positions) {
     const wlm_hparams *p = &c->model->hp;
-    attention_job j = {c, out, q, len, block};
     const int32_t threads = wlm_threadpool_size(c->pool);
     /* one chunk per thread, or per head when there are fewer heads than threads (12 heads on
      * 16 threads: 12 chunks, 4 threads idle, rather than all heads on one thread) */
     const int32_t chunks = threads < p->n_heads ? threads : p->n_heads;
-    const uint64_t macs = 2 * (uint64_t)p->n_heads * (uint64_t)p->head_size * (uint64_t)len;
+    const uint64_t macs = 2 * (uint64_t)p->n_heads * (uint64_t)p->head_size * positions;
     if (chunks > 1 && macs >= PARALLEL_MIN_MACS)
-        wlm_pool_run(c->pool, attention_chunk, &j, chunks);
+        wlm_pool_run(c->pool, attention_chunk, (void *)j, chunks);
     else
-        attention_chunk(&j, 0, 1);
+        attention_chunk((void *)j, 0, 1);
 }
 
 /* ---- RoPE ------------------------------------------------------------------------------------ */
@@ -278,14 +344,69 @@ static void add_bias(wlm_context *c, float *x, size_t stride, const float *bias,
     for (int32_t b = 0; b < n; b++) c->k->axpy(x + b * stride, 1.0f, bias, len);
 }
 
+/* Per-head Q/K norms, RoPE, the query scale and the two KV cache rows of entries [b0, b1) at
+ * one layer (each entry its own rows: the blocks were reserved before the pass). */
+typedef struct qk_job {
+    wlm_context *c;
+    const wlm_layer_weights *lw;
+    int32_t layer, rset;
+} qk_job;
+
+static void qk_entries(const void *arg, int32_t b0, int32_t b1) {
+    const qk_job *j = arg;
+    wlm_context *c = j->c;
+    const wlm_hparams *p = &c->model->hp;
+    const wlm_layer_weights *lw = j->lw;
+    const size_t Q = (size_t)p->q_dim, KV = (size_t)p->kv_dim;
+    const int hs = p->head_size;
+    for (int32_t b = b0; b < b1; b++) {
+        float *qb = c->q + b * Q, *kb = c->kt + b * KV;
+        if (lw->q_norm) { /* RMSNorm of every head of Q and of K (Qwen3, Gemma 3) */
+            for (int h = 0; h < p->n_heads; h++)
+                c->k->rmsnorm(qb + (size_t)h * hs, qb + (size_t)h * hs, lw->q_norm, hs, p->norm_eps);
+            for (int h = 0; h < p->n_kv_heads; h++)
+                c->k->rmsnorm(kb + (size_t)h * hs, kb + (size_t)h * hs, lw->k_norm, hs, p->norm_eps);
+        }
+        if (p->arch->rope != WLM_ROPE_NONE) {
+            rope_apply(c, qb, p->n_heads, b, j->rset);
+            rope_apply(c, kb, p->n_kv_heads, b, j->rset);
+        }
+        if (p->q_scale != 1.0f)
+            for (int i = 0; i < p->q_dim; i++) qb[i] *= p->q_scale;
+        unsigned char *row = wlm_kv_row(c, c->ent_seq[b], j->layer, c->ent_pos[b]);
+        wlm_kv_store(c, row, kb, p->kv_dim);
+        wlm_kv_store(c, row + WLM_KV_BLOCK * KV * c->kv.elem_bytes, c->vt + b * KV, p->kv_dim);
+    }
+}
+
+/* The feed-forward's activation of entries [b0, b1): act(g) * u in place of g (u NULL: act(g)),
+ * g and u at g + b * stride and u + b * stride. */
+typedef struct ffn_act_job {
+    const wlm_kernels *k;
+    float *g;
+    const float *u;
+    size_t stride;
+    int hidden;
+    int gelu;
+} ffn_act_job;
+
+static void ffn_act_entries(const void *arg, int32_t b0, int32_t b1) {
+    const ffn_act_job *j = arg;
+    for (int32_t b = b0; b < b1; b++) {
+        float *g = j->g + (size_t)b * j->stride;
+        const float *u = j->u ? j->u + (size_t)b * j->stride : NULL;
+        if (j->gelu) j->k->gelu(g, u, j->hidden);
+        else j->k->swiglu(g, u, j->hidden);
+    }
+}
+
 void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
                        const int32_t *logit_rows) {
     const wlm_hparams *p = &c->model->hp;
     const wlm_arch *a = p->arch;
     const wlm_weights *w = &c->model->w;
     const wlm_kernels *k = c->k;
-    const int dim = p->dim, hidden = p->hidden_dim, hs = p->head_size, kv_dim = p->kv_dim;
-    const int q_dim = p->q_dim, n_heads = p->n_heads;
+    const int dim = p->dim, hidden = p->hidden_dim, kv_dim = p->kv_dim, q_dim = p->q_dim;
     const size_t D = (size_t)dim, H = (size_t)hidden, KV = (size_t)kv_dim, Q = (size_t)q_dim;
     const size_t XS = Q > D ? Q : D;                          /* stride of xb */
     const size_t HS = a->ffn == WLM_FFN_FUSED_GATE_UP ? 2 * H : H; /* stride of hb */
@@ -341,44 +462,47 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         add_bias(c, c->q, Q, lw->bq, q_dim, n);
         add_bias(c, c->kt, KV, lw->bk, kv_dim, n);
         add_bias(c, c->vt, KV, lw->bv, kv_dim, n);
-        for (int32_t b = 0; b < n; b++) {
-            float *qb = c->q + b * Q, *kb = c->kt + b * KV;
-            if (lw->q_norm) { /* RMSNorm of every head of Q and of K (Qwen3, Gemma 3) */
-                for (int h = 0; h < n_heads; h++)
-                    k->rmsnorm(qb + (size_t)h * hs, qb + (size_t)h * hs, lw->q_norm, hs, p->norm_eps);
-                for (int h = 0; h < p->n_kv_heads; h++)
-                    k->rmsnorm(kb + (size_t)h * hs, kb + (size_t)h * hs, lw->k_norm, hs, p->norm_eps);
+        const qk_job qk = {c, lw, l, rset};
+        for_entries(c, n, (uint64_t)n * (Q + 2 * KV), qk_entries, &qk);
+        /* every entry attends to its own sequence's positions (entry_len); a window layer to
+         * the last n_swa, or around it in a non-causal pass. Entries of one sequence outside a
+         * window (a prefill) share the block pointers: one job for all of them. */
+        const int windowed = lw->swa && p->n_swa > 0;
+        int32_t one_seq = !windowed;
+        for (int32_t b = 1; b < n && one_seq; b++) one_seq = c->ent_seq[b] == c->ent_seq[0];
+        if (one_seq) {
+            const wlm_seq *s = &c->seqs[c->ent_seq[0]];
+            int max_len = 0;
+            uint64_t positions = 0;
+            for (int32_t b = 0; b < n; b++) {
+                const int len = entry_len(c, b);
+                if (len > max_len) max_len = len;
+                positions += (uint64_t)len;
             }
-            if (a->rope != WLM_ROPE_NONE) {
-                rope_apply(c, qb, n_heads, b, rset);
-                rope_apply(c, kb, p->n_kv_heads, b, rset);
+            const int nb = (max_len + WLM_KV_BLOCK - 1) / WLM_KV_BLOCK;
+            for (int i = 0; i < nb; i++) {
+                c->kb[i] = c->kv.base[s->blocks[i]] + layer_off;
+                c->vb[i] = (const unsigned char *)c->kb[i] + WLM_KV_BLOCK * KV * elem;
             }
-            if (p->q_scale != 1.0f)
-                for (int i = 0; i < q_dim; i++) qb[i] *= p->q_scale;
-            unsigned char *row = wlm_kv_row(c, c->ent_seq[b], l, c->ent_pos[b]);
-            wlm_kv_store(c, row, kb, kv_dim);
-            wlm_kv_store(c, row + WLM_KV_BLOCK * KV * elem, c->vt + b * KV, kv_dim);
+            const attention_job j = {c, c->xb, XS, c->q, Q, 0, n, 0, max_len, WLM_KV_BLOCK};
+            attention_run(c, &j, positions);
         }
-        /* every entry attends to its own sequence's positions 0..pos (entries of the same
-         * sequence earlier in the batch were written above: causal within the batch), or with
-         * ent_len (a non-causal pass holding whole sequences) to all of them; a window layer
-         * to the last n_swa */
-        for (int32_t b = 0; b < n; b++) {
+        for (int32_t b = 0; b < n && !one_seq; b++) {
             const wlm_seq *s = &c->seqs[c->ent_seq[b]];
-            int len = c->ent_len ? c->ent_len[b] : c->ent_pos[b] + 1;
-            int start = lw->swa && p->n_swa > 0 && len > p->n_swa ? len - p->n_swa : 0;
-            if (c->ent_len && lw->swa && p->n_swa > 0) { /* symmetric: pos ± n_swa / 2 */
+            int len = entry_len(c, b);
+            int start = windowed && len > p->n_swa ? len - p->n_swa : 0;
+            if (c->ent_len && windowed) { /* symmetric: pos ± n_swa / 2 */
                 const int half = p->n_swa / 2, pos = c->ent_pos[b];
                 start = pos > half ? pos - half : 0;
                 if (len > pos + half + 1) len = pos + half + 1;
             }
+            int block = WLM_KV_BLOCK;
             if (start == 0) {
                 const int nb = (len + WLM_KV_BLOCK - 1) / WLM_KV_BLOCK;
                 for (int i = 0; i < nb; i++) {
                     c->kb[i] = c->kv.base[s->blocks[i]] + layer_off;
                     c->vb[i] = (const unsigned char *)c->kb[i] + WLM_KV_BLOCK * KV * elem;
                 }
-                attention_heads(c, c->xb + b * XS, c->q + b * Q, len, WLM_KV_BLOCK);
             } else { /* one pointer per position of the window (blocks of one position) */
                 for (int t = start; t < len; t++) {
                     const unsigned char *r = c->kv.base[s->blocks[t / WLM_KV_BLOCK]] + layer_off +
@@ -386,8 +510,11 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
                     c->kb[t - start] = r;
                     c->vb[t - start] = r + WLM_KV_BLOCK * KV * elem;
                 }
-                attention_heads(c, c->xb + b * XS, c->q + b * Q, len - start, 1);
+                block = 1;
+                len -= start;
             }
+            const attention_job j = {c, c->xb + b * XS, XS, c->q + b * Q, Q, b, 1, len, len, block};
+            attention_run(c, &j, (uint64_t)len);
         }
         wlm_matmul(c, c->xb2, D, &lw->wo, c->xb, XS, n);
         add_bias(c, c->xb2, D, lw->bo, dim, n);
@@ -402,21 +529,17 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         if (a->ffn == WLM_FFN_GATED) { /* w2(act(w1 x) * w3 x) */
             wlm_matmul(c, c->hb, H, &lw->w1, c->xb, D, n);
             wlm_matmul(c, c->hb2, H, &lw->w3, c->xb, D, n);
-            for (int32_t b = 0; b < n; b++) {
-                if (a->act == WLM_ACT_GELU) k->gelu(c->hb + b * H, c->hb2 + b * H, hidden);
-                else k->swiglu(c->hb + b * H, c->hb2 + b * H, hidden);
-            }
+            const ffn_act_job act = {k, c->hb, c->hb2, H, hidden, a->act == WLM_ACT_GELU};
+            for_entries(c, n, (uint64_t)n * H, ffn_act_entries, &act);
         } else if (a->ffn == WLM_FFN_FUSED_GATE_UP) { /* w3 rows: gate, then up */
             wlm_matmul(c, c->hb, HS, &lw->w3, c->xb, D, n);
-            for (int32_t b = 0; b < n; b++) {
-                float *g = c->hb + b * HS;
-                if (a->act == WLM_ACT_GELU) k->gelu(g, g + H, hidden);
-                else k->swiglu(g, g + H, hidden);
-            }
+            const ffn_act_job act = {k, c->hb, c->hb + H, HS, hidden, a->act == WLM_ACT_GELU};
+            for_entries(c, n, (uint64_t)n * H, ffn_act_entries, &act);
         } else { /* w2(act(w3 x + b_up)) + b_down */
             wlm_matmul(c, c->hb, H, &lw->w3, c->xb, D, n);
             add_bias(c, c->hb, H, lw->b_up, hidden, n);
-            for (int32_t b = 0; b < n; b++) k->gelu(c->hb + b * H, NULL, hidden);
+            const ffn_act_job act = {k, c->hb, NULL, H, hidden, 1};
+            for_entries(c, n, (uint64_t)n * H, ffn_act_entries, &act);
         }
         wlm_matmul(c, c->xb, D, &lw->w2, c->hb, HS, n);
         add_bias(c, c->xb, D, lw->b_down, dim, n);
