@@ -344,6 +344,14 @@ typedef void (*wlm_qmatmat_fn)(float *out, size_t out_stride, const void *w, siz
  * types (F16, BF16) and the scalar build have none. */
 wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type);
 
+/* For a type whose matrix-matrix kernels (wlm_quant_matmat_simd and _split) work by panels
+ * (Q4_0, Q5_0, Q8_0): how many entries they prepare together (each entry's block sums and
+ * scales, once per call and group) before they stream them past each four-row panel, which stays
+ * in L1 — 64 in the relaxed build, 16 in SIMD128. A caller with at most that many entries gains
+ * nothing from cutting the rows into tiles (forward.c's tile_rows) and pays a preparation per
+ * tile. 0 for other types and in the scalar build. */
+int wlm_quant_matmat_group(int32_t type);
+
 /* The relaxed-SIMD build's kernels again with each int8 dot product in the split form
  * (quant_relaxed_split.c: i16x8 relaxed dot, then i32x4.dot_i16x8 by ones, then add — bitwise
  * the fused form's results, faster where V8 lowers the fused instruction to several, slower

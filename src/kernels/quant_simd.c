@@ -180,6 +180,15 @@ wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
 int wlm_quant_have_simd(void) { return 1; }
 
 int wlm_quant_have_relaxed(void) { return WLM_QUANT_RELAXED; }
+
+int wlm_quant_matmat_group(int32_t type) {
+    if (type != WLM_TYPE_Q4_0 && type != WLM_TYPE_Q5_0 && type != WLM_TYPE_Q8_0) return 0;
+#if WLM_QUANT_RELAXED
+    return RX_PANEL_G;
+#else
+    return S128_PANEL_G;
+#endif
+}
 #endif /* !WLM_QUANT_DOT_SPLIT */
 
 #else /* no SIMD128: the scalar references */
@@ -256,6 +265,11 @@ wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
 }
 
 int wlm_quant_have_relaxed(void) { return 0; }
+
+int wlm_quant_matmat_group(int32_t type) {
+    (void)type;
+    return 0;
+}
 
 #endif
 

@@ -71,7 +71,10 @@ static void matmul_rows(const matmul_job *j, int r0, int r1) {
         j->qmv(j->out, t->data, t->row_bytes, xq, cols, r0, r1);
         return;
     }
-    const int R = tile_rows(t->row_bytes, r1 - r0);
+    /* panel kernels up to their group of entries: the whole range in one call (their panel
+     * stays in L1 whatever the range; each call prepares the entries' sums and scales again) */
+    const int group = j->qmm ? wlm_quant_matmat_group(t->type) : 0;
+    const int R = group && j->n <= group ? r1 - r0 : tile_rows(t->row_bytes, r1 - r0);
     for (int a = r0; a < r1; a += R) {
         const int b = r1 - a < R ? r1 : a + R;
         if (j->qmm) { /* bitwise the per-entry products below */
