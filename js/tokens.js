@@ -1,9 +1,9 @@
-// tokens.js — token ids and text for js/engine.js, on one loaded model: text → ids (wlm_tokenize_ex,
-// and a reranker's (query, document) pair: wlm_tokenize_pair), ids → text as one UTF-8 stream,
-// a generated wlm_token read into a Token with the text of its alternatives, and the strings the
-// model owns (GGUF metadata, token texts). C tokenizes and detokenizes (src/tokenizer/); this
-// file moves bytes across the boundary. The memory rule of engine.js holds here: views of wasm
-// memory are made right before use, never kept across a call into wasm.
+// tokens.js — token ids and text for js/engine.js, on one loaded model: text → ids
+// (wlm_tokenize_ex, and a reranker's (query, document) pair: wlm_tokenize_pair), ids → text as
+// one UTF-8 stream, a generated wlm_token read into a Token with the text of its alternatives,
+// and the strings the model owns (GGUF metadata, token texts). C tokenizes and detokenizes
+// (src/tokenizer/); this file moves bytes across the boundary. The memory rule of engine.js holds
+// here: views of wasm memory are made right before use, never kept across a call into wasm.
 
 import { STATUS, STOP_REASONS, jsError } from './errors.js';
 import { utf8 } from './params.js';

@@ -20,7 +20,7 @@ rm -rf "$B" && mkdir -p "$B/old/kernels" "$B/bin"
 source tools/bench_ab_link.sh
 ab_old_kernels "$B" "$rev"
 {
-  grep -rohE "\b(wlm_[a-zA-Z0-9_]*_simd(128)?|wlm_quant_have_[a-z]+|wlm_quant_matvec_near)\b" "$B/old/kernels" |
+  grep -rohE "\b(wlm_[a-zA-Z0-9_]*_simd(128)?|wlm_quant_have_[a-z]+|wlm_quant_matvec_near|wlm_quant_matmat_group)\b" "$B/old/kernels" |
     sort -u | sed 's/.*/#define & old_&/'
   echo '#include "kernels/quant_simd.c"'
 } > "$B/old.c"

@@ -314,8 +314,8 @@ int wlm_quant_have_simd(void);
 /* Columns a SIMD matrix-vector kernel takes in one pass (XCHUNK of quant_simd/common.h): longer
  * rows go in chunks of this many, and a K-quant row's result is then the sum of its chunks' sums
  * (the scalar reference sums all blocks in one run), so the K-quant kernels give the reference's
- * bits for rows up to this long. The matrix-matrix kernels of the K-quants chunk their rows the same
- * way (their bits are the matrix-vector kernel's); the 32-element types carry one running sum
+ * bits for rows up to this long. The matrix-matrix kernels of the K-quants chunk their rows the
+ * same way (their bits are the matrix-vector kernel's); the 32-element types carry one running sum
  * across chunks, so theirs do not depend on it. */
 #define WLM_QUANT_XCHUNK 16384
 

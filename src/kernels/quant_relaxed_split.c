@@ -1,6 +1,6 @@
 /*
- * quant_relaxed_split.c — the relaxed-SIMD integer kernels (quant_simd/relaxed_*.inc) a second time,
- * with each int8 dot product in the split form, for the machines where V8 lowers the fused
+ * quant_relaxed_split.c — the relaxed-SIMD integer kernels (quant_simd/relaxed_*.inc) a second
+ * time, with each int8 dot product in the split form, for the machines where V8 lowers the fused
  * instruction to several (issue 14). Compiled only into the relaxed-SIMD modules
  * (dist/wasmlm-relaxed*.wasm, CMakeLists.txt), beside quant_simd.c, whose kernels keep the fused
  * form; a context picks one of the two (wlm_context_params.dot_form, src/model/forward.c).

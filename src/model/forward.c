@@ -17,7 +17,8 @@
  * result. With a thread pool, each matrix product is split by rows, attention by heads (a
  * prefill's entries in one job), and the per-entry work between the products (activation
  * quantization, Q/K norms, RoPE, KV rows, the feed-forward's activation) by entries; every row,
- * head and entry is computed as on one thread, so threads never change a result either. All arithmetic goes through the context's kernel table (scalar or SIMD128).
+ * head and entry is computed as on one thread, so threads never change a result either. All
+ * arithmetic goes through the context's kernel table (scalar or SIMD).
  */
 #include <math.h>
 #include <string.h>
