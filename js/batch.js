@@ -5,7 +5,8 @@
 // lastBeamResult). The memory rule of engine.js holds here too: views of wasm memory are made
 // right before use, never kept across a call into wasm.
 
-import { NEED_LOGITS, STATUS, STOP_REASONS, abortError, jsError } from './errors.js';
+import { STATUS, STOP_REASONS, abortError, jsError } from './errors.js';
+import { decodeStep } from './generate.js';
 import { batchSequences, beamParams, utf8 } from './params.js';
 import { macrotask } from './platform.js';
 
@@ -105,12 +106,8 @@ export async function* generateBatch(engine, c, prompts, params, signal) {
       if (signal?.aborted) throw abortError('The generation');
 
       const t1 = performance.now();
-      rc = x.wlm_generate_batch_next(ctx, toks);
-      if (rc === NEED_LOGITS) { // GPU backend: the step's forward pass, then its sampling
-        await c.supply();
-        if (c.gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
-        rc = x.wlmjs_generate_resume(ctx, toks, 0);
-      }
+      rc = await decodeStep(c, gen, () => x.wlm_generate_batch_next(ctx, toks),
+        () => x.wlmjs_generate_resume(ctx, toks, 0));
       result.decodeMs += performance.now() - t1;
       if (rc < 0) throw c.ctxError(rc);
       result.steps++;

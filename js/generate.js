@@ -12,6 +12,21 @@ import { mark, macrotask } from './platform.js';
 import { draftKey, draftSpec, speculate, specStats } from './speculative.js';
 
 /**
+ * One decode step of generation `gen`: `next()` (wlm_generate_next or _batch_next), and where it
+ * returns NEED_LOGITS (the GPU backend) the step's forward pass on the GPU, then `resume()`
+ * (wlmjs_generate_resume: the sampling). Returns the step's status. Shared with js/batch.js.
+ */
+export async function decodeStep(c, gen, next, resume) {
+  let rc = next();
+  if (rc === NEED_LOGITS) {
+    await c.supply();
+    if (c.gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
+    rc = resume();
+  }
+  return rc;
+}
+
+/**
  * Engine.generate(): yields each Token (wasmlm.d.ts) as it is sampled; the sequence's end
  * releases any text held back for a stop string. engine.lastResult holds the LastResult when
  * the iterator ends, however it ends (done, stop, abort, break, error).
@@ -96,12 +111,8 @@ export async function* generate(engine, c, prompt, params, signal) {
       const ahead = c.readAhead.current;
       if (timeStep) x.wlm_context_set_read_ahead(ctx, ahead ? 1 : 0);
       const t1 = performance.now();
-      rc = x.wlm_generate_next(ctx, tok);
-      if (rc === NEED_LOGITS) { // GPU backend: the step's forward pass, then its sampling
-        await c.supply();
-        if (c.gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
-        rc = x.wlmjs_generate_resume(ctx, tok, 1);
-      }
+      rc = await decodeStep(c, gen, () => x.wlm_generate_next(ctx, tok),
+        () => x.wlmjs_generate_resume(ctx, tok, 1));
       const stepMs = performance.now() - t1;
       result.decodeMs += stepMs;
       if (timeStep && rc === 0 && c.readAhead.record(ahead, stepMs)) c.applyReadAhead();
