@@ -148,8 +148,12 @@ static void quantize_entries(const void *arg, int32_t b0, int32_t b1) {
         j->vt->from_float(j->x + (size_t)b * j->x_stride, j->xq + (size_t)b * j->xq_stride, j->cols);
 }
 
-void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
-                const float *x, size_t x_stride, int32_t n) {
+/* wlm_matmul, where `same_input` says that x is the input of the previous product of this pass,
+ * unchanged (Q, K and V; the gate and up projections): if that product left x quantized to the
+ * vec_dot_type this one needs, c->xq is used as it is rather than quantized again. */
+static void matmul_ex(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
+                      const float *x, size_t x_stride, int32_t n, int same_input) {
+    if (!same_input) c->xq_type = WLM_TYPE_F32;
     matmul_job j = {c, out, out_stride, t, x, x_stride, n, NULL, NULL};
     if (t->type != WLM_TYPE_F32) {
         const wlm_type_traits *tr = wlm_type_get(t->type);
@@ -168,9 +172,12 @@ void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor 
             j.qmm = wlm_quant_matmat_split(t->type); /* (its leftover entries: split matvec) */
         j.x_stride = x_stride * sizeof(float);
         if (tr->vec_dot_type != WLM_TYPE_F32) { /* quantize each entry's activations once */
-            const quantize_job q = {wlm_type_get(tr->vec_dot_type), x, x_stride, (char *)c->xq,
-                                    c->xq_stride, t->cols};
-            for_entries(c, n, (uint64_t)n * (uint64_t)t->cols, quantize_entries, &q);
+            if (c->xq_type != tr->vec_dot_type) {
+                const quantize_job q = {wlm_type_get(tr->vec_dot_type), x, x_stride,
+                                        (char *)c->xq, c->xq_stride, t->cols};
+                for_entries(c, n, (uint64_t)n * (uint64_t)t->cols, quantize_entries, &q);
+                c->xq_type = tr->vec_dot_type;
+            }
             j.x = c->xq;
             j.x_stride = c->xq_stride;
         }
@@ -181,6 +188,11 @@ void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor 
         wlm_pool_run(c->pool, matmul_chunk, &j, threads);
     else
         matmul_rows(&j, 0, t->rows);
+}
+
+void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
+                const float *x, size_t x_stride, int32_t n) {
+    matmul_ex(c, out, out_stride, t, x, x_stride, n, 0);
 }
 
 /* Positions entry b attends to outside a window: its sequence's 0..pos (entries of the same
@@ -459,9 +471,9 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
                 memcpy(c->vt + b * KV, r + Q + KV, KV * sizeof(float));
             }
         } else {
-            wlm_matmul(c, c->q, Q, &lw->wq, c->xb, XS, n);
-            wlm_matmul(c, c->kt, KV, &lw->wk, c->xb, XS, n);
-            wlm_matmul(c, c->vt, KV, &lw->wv, c->xb, XS, n);
+            matmul_ex(c, c->q, Q, &lw->wq, c->xb, XS, n, 0);
+            matmul_ex(c, c->kt, KV, &lw->wk, c->xb, XS, n, 1);
+            matmul_ex(c, c->vt, KV, &lw->wv, c->xb, XS, n, 1);
         }
         add_bias(c, c->q, Q, lw->bq, q_dim, n);
         add_bias(c, c->kt, KV, lw->bk, kv_dim, n);
@@ -531,8 +543,8 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         if (lw->rms_ffn) norm_rows(c, c->xb, D, x, D, lw->rms_ffn, lw->ffn_norm_b, n);
         else memcpy(c->xb, x, (size_t)n * D * sizeof(float));
         if (a->ffn == WLM_FFN_GATED) { /* w2(act(w1 x) * w3 x) */
-            wlm_matmul(c, c->hb, H, &lw->w1, c->xb, D, n);
-            wlm_matmul(c, c->hb2, H, &lw->w3, c->xb, D, n);
+            matmul_ex(c, c->hb, H, &lw->w1, c->xb, D, n, 0);
+            matmul_ex(c, c->hb2, H, &lw->w3, c->xb, D, n, 1);
             const ffn_act_job act = {k, c->hb, c->hb2, H, hidden, a->act == WLM_ACT_GELU};
             for_entries(c, n, (uint64_t)n * H, ffn_act_entries, &act);
         } else if (a->ffn == WLM_FFN_FUSED_GATE_UP) { /* w3 rows: gate, then up */

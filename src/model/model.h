@@ -332,6 +332,8 @@ struct wlm_context {
                                      attention kernel's scratch, split by heads among threads */
     void *xq;                     /* (B, xq_stride bytes) activations in a vec_dot_type */
     size_t xq_stride;
+    int32_t xq_type;              /* the vec_dot_type xq holds the last product's input in
+                                     (forward.c's matmul_ex), WLM_TYPE_F32: none */
     int32_t n_rope_sets;          /* 1, or 2 with sliding-window layers (their own base) */
     float *rope_cos, *rope_sin;   /* (n_rope_sets, B, n_rot / 2) angles of each entry's position */
     float *rope_freq;             /* (n_rope_sets, n_rot / 2) radians per position of each pair */
