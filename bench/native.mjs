@@ -6,7 +6,7 @@
 //
 //   node bench/native.mjs --llama-bench PATH [--shapes qwen2.5-0.5b] [--types Q4_K_M,Q8_0]
 //        [--threads 1,2] [--rounds 3] [--node PATH] [--base DIR] [--clock wall|cpu]
-//        [--dot-form auto|fused|split] [--read-ahead on|off] [--json]
+//        [--dot-form auto|fused|split] [--read-ahead auto|on|off] [--json]
 //
 // Ours: one fresh process per measurement (this file's --probe mode, run by --node: default
 // .tools/node24's Node 24, which picks the relaxed-SIMD module, else this Node), warmed up as
@@ -17,8 +17,12 @@
 // decodes (single-token evalTokens calls after the prompt, no sampling), means of the 3 (wall
 // clock, as llama-bench); context 2048. Native: `llama-bench -m FILE -p 64 -n 32 -t T -r 3 -o
 // json` (a warmup run, then its mean of 3 repetitions per test; llama.cpp's default context and
-// batch). --read-ahead: EngineOptions.readAhead true or false (default on; 'auto' times it in
-// generate(), which this bench does not call). --dot-form: the relaxed build's int8 dot form (EngineOptions.dotForm; default auto, the
+// batch). --read-ahead: EngineOptions.readAhead; default auto, what a user gets: the engine
+// times the decode kernels' read-ahead on and off in its first generate() steps and keeps the
+// faster (js/read_ahead.js), so the probe first runs one greedy generate() long enough for that
+// choice (untimed), then measures with the setting chosen (in each round's line and the JSON); on or
+// off forces it (before 2026-11-29 this bench forced it on, which cost up to ~20 % of decode on
+// a Zen 4). --dot-form: the relaxed build's int8 dot form (EngineOptions.dotForm; default auto, the
 // engine's timing probe at load, which a busy machine can tip either way: give split or fused to
 // compare like with like).
 // --clock cpu (one thread only) measures both sides in process CPU time instead, for a machine
@@ -49,7 +53,7 @@ const log = (m) => process.stderr.write(`${m}\n`);
 const median = (a) => { const s = [...a].sort((x, y) => x - y); const m = s.length >> 1; return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2; };
 
 export function parseNativeArgs(argv) {
-  const o = { llamaBench: null, shapes: ['qwen2.5-0.5b'], types: ['Q4_K_M', 'Q8_0'], threads: [1, 2], rounds: 3, node: null, base: null, clock: 'wall', dotForm: 'auto', readAhead: 'on', json: false };
+  const o = { llamaBench: null, shapes: ['qwen2.5-0.5b'], types: ['Q4_K_M', 'Q8_0'], threads: [1, 2], rounds: 3, node: null, base: null, clock: 'wall', dotForm: 'auto', readAhead: 'auto', json: false };
   for (let i = 0; i < argv.length; i++) {
     const v = () => { if (i + 1 >= argv.length) throw new Error(`${argv[i]} needs a value`); return argv[++i]; };
     if (argv[i] === '--llama-bench') o.llamaBench = v();
@@ -73,7 +77,7 @@ export function parseNativeArgs(argv) {
   if (!Number.isInteger(o.rounds) || o.rounds < 1) throw new Error('--rounds: a positive integer');
   if (!['wall', 'cpu'].includes(o.clock)) throw new Error('--clock: wall or cpu');
   if (!['auto', 'fused', 'split'].includes(o.dotForm)) throw new Error('--dot-form: auto, fused or split');
-  if (!['on', 'off'].includes(o.readAhead)) throw new Error('--read-ahead: on or off');
+  if (!['auto', 'on', 'off'].includes(o.readAhead)) throw new Error('--read-ahead: auto, on or off');
   if (o.clock === 'cpu' && o.threads.some((t) => t !== 1)) throw new Error('--clock cpu measures one thread only (--threads 1)');
   if (o.base && !fs.existsSync(path.join(o.base, 'js/wasmlm.js'))) throw new Error(`--base ${o.base}: no js/wasmlm.js there`);
   o.node ??= fs.existsSync(NODE24) ? NODE24 : process.execPath;
@@ -93,11 +97,20 @@ function run(cmd, args) {
 }
 
 /** Child mode: our engine of checkout `dir` on one file; prints {prefill, decode, build} as JSON. */
-async function probe(dir, file, threads, nCtx, clock = 'wall', dotForm = 'auto', readAhead = 'on') {
+async function probe(dir, file, threads, nCtx, clock = 'wall', dotForm = 'auto', readAhead = 'auto') {
   const now = clock === 'cpu' ? () => { const u = process.cpuUsage(); return (u.user + u.system) / 1000; } : () => performance.now();
   const { createEngine } = await import(pathToFileURL(path.join(dir, 'js/wasmlm.js')).href);
-  const engine = await createEngine({ threads, dotForm, readAhead: readAhead === 'on' });
+  const engine = await createEngine({ threads, dotForm, readAhead: readAhead === 'auto' ? 'auto' : readAhead === 'on' });
   const info = await engine.load({ model: file, nCtx });
+  let chosen = readAhead === 'on';
+  if (readAhead === 'auto') {
+    // js/read_ahead.js decides within its first 4 + 2 x 8 decode steps; EOS banned so that none ends early
+    const banned = [info.eosId, info.bosId].filter((t) => Number.isInteger(t) && t >= 0);
+    for await (const _ of engine.generate('Once upon a time', { maxTokens: 32, temperature: 0, bannedTokens: banned })) { /* untimed */ }
+    const ra = engine.lastResult?.readAhead;
+    if (!ra || ra.chosen === null) throw new Error(`readAhead 'auto' made no choice in 32 decode steps (${JSON.stringify(ra)})`);
+    chosen = ra.chosen;
+  }
   const vocab = info.vocabSize ?? 32000;
   const id = (k) => 3 + (k % Math.max(1, Math.min(vocab, 1600) - 3)); // fixed ids, as bench/ab.mjs
   const prompt = Int32Array.from({ length: PROMPT }, (_, i) => (i === 0 ? 1 : id(300 + i * 37)));
@@ -117,7 +130,7 @@ async function probe(dir, file, threads, nCtx, clock = 'wall', dotForm = 'auto',
   const gen = [];
   for (let k = 0; k < 3; k++) gen.push(await decodeOnce());
   const mean = (a) => a.reduce((x, y) => x + y, 0) / a.length;
-  const out = { prefill: (PROMPT * 1000) / mean(pre), decode: (GEN * 1000) / mean(gen), build: info.build, dotForm: info.dotForm, readAhead };
+  const out = { prefill: (PROMPT * 1000) / mean(pre), decode: (GEN * 1000) / mean(gen), build: info.build, dotForm: info.dotForm, readAhead, readAheadOn: chosen };
   await engine.free();
   return out;
 }
@@ -171,7 +184,7 @@ export async function benchNative(o) {
             else if (side === 'base') bas.push(await ours(o, f, threads, o.base));
             else nat.push(o.clock === 'cpu' ? await nativeCpu(o, f) : await native(o, f, threads));
           }
-          log(`  ${shape} ${type} t${threads} round ${k + 1}: ours prefill ${our.at(-1).prefill.toFixed(1)} decode ${our.at(-1).decode.toFixed(1)}` +
+          log(`  ${shape} ${type} t${threads} round ${k + 1}: ours prefill ${our.at(-1).prefill.toFixed(1)} decode ${our.at(-1).decode.toFixed(1)} (read-ahead ${our.at(-1).readAheadOn ? 'on' : 'off'})` +
             (o.base ? ` | base prefill ${bas.at(-1).prefill.toFixed(1)} decode ${bas.at(-1).decode.toFixed(1)}` : '') +
             ` | native prefill ${nat.at(-1).prefill.toFixed(1)} decode ${nat.at(-1).decode.toFixed(1)} tok/s (load ${os.loadavg()[0].toFixed(2)})`);
         }
@@ -179,7 +192,7 @@ export async function benchNative(o) {
         const row = {
           kind: 'native', clock: o.clock, dotForm: o.dotForm, readAhead: o.readAhead, oursDotForm: our[0].dotForm, shape, type, threads, rounds: o.rounds, fileBytes: f.bytes, oursBuild: our[0].build,
           llamaCommit: nat[0].commit, llamaBuild: nat[0].build, cpu: nat[0].cpu,
-          ours: { prefill: m(our, 'prefill'), decode: m(our, 'decode'), prefillAll: our.map((x) => x.prefill), decodeAll: our.map((x) => x.decode) },
+          ours: { prefill: m(our, 'prefill'), decode: m(our, 'decode'), prefillAll: our.map((x) => x.prefill), decodeAll: our.map((x) => x.decode), readAheadOn: our.map((x) => x.readAheadOn) },
           native: { prefill: m(nat, 'prefill'), decode: m(nat, 'decode'), prefillAll: nat.map((x) => x.prefill), decodeAll: nat.map((x) => x.decode) },
           load1: { min: Math.min(...loads), max: Math.max(...loads) },
         };
