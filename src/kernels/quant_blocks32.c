@@ -1,8 +1,8 @@
 /*
  * quant_blocks32.c — the 32-element block formats: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (weights) and
  * Q8_1 (the activations of Q4_1 and Q5_1): their conversions (quant_formats.h) and scalar
- * reference kernels (quant.h); the SIMD twins are in quant_simd/blocks32*.inc and
- * relaxed_blocks32.inc. The type table is quant.c's.
+ * reference kernels (quant.h); the SIMD twins are in quant_simd/ (blocks32*.inc,
+ * relaxed_blocks32.inc). The type table is quant.c's.
  */
 #include <math.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * quant_kquants.c — the K-quants, 256-element super-blocks: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K
  * (weights) and Q8_K (their activations): conversions (quant_formats.h), ggml's quantizers
  * (the scale fits of quantize_row_q*_K_ref) and scalar reference kernels (quant.h); the SIMD
- * twins are in quant_simd/kquants.inc and relaxed_kquants.inc. The type table is quant.c's.
+ * twins are in quant_simd/ (kquants.inc, relaxed_kquants.inc). The type table is quant.c's.
  */
 #include <math.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * Q4_K, Q5_K and Q6_K, the matrix-matrix products (prefill, batches) where they pay, and the
  * Q8_0 / Q8_1 / Q8_K activation quantizers; this file composes them from quant_simd/ and picks,
  * per type, what the public names of quant.h return. Without -msimd128 every function forwards to
- * its scalar twin in quant.c.
+ * its scalar twin in quant_blocks32.c / quant_kquants.c (the float types': quant.c).
  *
  * The parts, by noun, in the order they build on each other:
  *   quant_simd/common.h            chunk sizes, read-ahead distances, horizontal sums, fp16

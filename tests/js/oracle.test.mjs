@@ -53,7 +53,7 @@ const SYNTH_AGREE_ARCH = { gemma3: { Q8_0: 0.4, Q4_K_M: 0.4 } };
 // Known disagreement, reported but not failing (node:test todo): record name -> reason. Empty since
 // 2026-11-24: gpt2 and phi3 in Q4_K_M (the only tiny files with Q4_1/Q5_1 matrices: the fused QKV,
 // whose 64-column rows fall back from Q5_K to Q5_1) differed from llama.cpp at every step by ~0.15
-// until their activations became Q8_1 with ggml's arithmetic (src/kernels/quant.c).
+// until their activations became Q8_1 with ggml's arithmetic (src/kernels/quant_blocks32.c).
 const SYNTH_TODO = {};
 // GELU architectures, F32: ggml evaluates GELU through a binary16 table (input and output rounded
 // to binary16; our kernel does the same), so an F32 difference of ~1e-6 upstream that moves a GELU

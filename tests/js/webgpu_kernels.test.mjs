@@ -1,6 +1,6 @@
 // The WGSL kernels of js/backend/webgpu/ one by one, on Dawn (lavapipe or SwiftShader, tests/js/_webgpu.mjs), against their
 // references: the weight decoders and matvec against the C library's own dequantization
-// (wlmjs_dequantize: quant.c's to_float, the blocks made by its quantizers) with the dot taken
+// (wlmjs_dequantize: the type table's to_float, the blocks made by its quantizers) with the dot taken
 // in double; the F16 KV store against C's wlm_fp32_to_fp16 bit for bit; norm, RoPE, attention
 // and the element-wise kernels against transcriptions of kernels_ref.c in double precision.
 // Tolerances are relative to the sum of the absolute terms (a float32 sum of n terms is within

@@ -1,7 +1,7 @@
 // The tiled matrix-matrix kernel (js/backend/webgpu/wgsl_matmat.js) and its tile loaders (each
 // type's w_get4 in wgsl_quant.js), on Dawn (lavapipe or SwiftShader, tests/js/_webgpu.mjs), against the C library: the weights are
-// made by C's quantizers and the reference is C's dequantization (wlmjs_dequantize: quant.c's
-// to_float) times the activations, summed in double, for every weight type, on ragged sizes —
+// made by C's quantizers and the reference is C's dequantization (wlmjs_dequantize: the type
+// table's to_float) times the activations, summed in double, for every weight type, on ragged sizes —
 // rows not a multiple of the tile's 64, entries not a multiple of its 32, columns not a multiple
 // of 256 (32-element blocks) nor of the 32-column slice (F32 / F16 / BF16), rows that start
 // 2 bytes into a word (18-, 22-, 34-, 110- and 210-byte blocks), strides unlike the row length.
