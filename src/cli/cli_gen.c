@@ -3,32 +3,24 @@
  * (-t -p -s -n -i -z -m) alone print what llama2.c's run.c prints, byte for byte; llama.cpp's
  * long flags add the whole sampler chain, stop strings, context shifting, per-token
  * log-probabilities (--json), batches (--n-samples, --prompts) and beam search (--beam).
- * This file parses and prints; the library does the work. Every argument is checked before
- * anything is printed: numbers must be whole (no trailing characters) and in range, run.c's
- * flags included (run.c itself clamps them silently), and the sampler's ranges are checked with
- * the library's own wlm_sampler_check (its messages name the field). Errors go to standard
- * error with exit code 1 and leave standard output empty.
+ * This file runs and prints (the options: cli_gen_args.c); the library does the work. Every
+ * argument is checked before anything is printed. Errors go to standard error with exit code 1
+ * and leave standard output empty.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "cli_chat.h"
-#include "sampling/sampler.h" /* internal: wlm_sampler_check, to validate before printing */
-#include "sampling/grammar.h" /* internal: wlm_gram_parse, to report a grammar early */
+#include "cli_gen.h"
 #include "wasmlm.h"
 
 int wlm_cli_generate(int argc, char **argv);
-void *wlm_cli_read_file(const char *path, size_t *size); /* cli.c */
-void wlm_cli_usage(FILE *f);                             /* cli.c */
-
 
 /* Ctrl-C ends the generation the way wlm_generate_abort does (sequences end "aborted" and are
  * printed); a second Ctrl-C kills. A handler can only reach a global, hence this one. */
@@ -39,365 +31,10 @@ static void on_sigint(int sig) {
     signal(sig, SIG_DFL);
 }
 
-/* Prints "wasmlm: <message>" on standard error; returns the exit code 1. */
-static int fail(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("wasmlm: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    return 1;
-}
-
 static long time_in_ms(void) {
     struct timespec t;
     timespec_get(&t, TIME_UTC);
     return t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-/* ------------------------------------------------------------------------------------------ */
-/* Options                                                                                     */
-
-typedef struct cli_opts {
-    const char *checkpoint, *tokenizer_path, *prompt, *prompts_file, *mode;
-    int tokenizer_given;
-    int steps;              /* run.c's -n: positions, prompt included; 0 = the context length */
-    int n_predict_given;
-    int n_predict;          /* --n-predict: new tokens, -1 = no limit */
-    int n_ctx;              /* --ctx-size; 0 (default) = the model's seq_len */
-    int keep_prompt;        /* --keep -1: n_keep = the prompt's length */
-    int json;
-    int n_samples;          /* --n-samples; 0 = not given */
-    int beam_given, beam_width;
-    float length_penalty;
-    int order;              /* --sampler-order, -1 = chosen by the flags used */
-    int llama_sampling;     /* a llama.cpp sampling flag was given */
-    int repeat_last_n_ctx;  /* --repeat-last-n -1: the context size */
-    int seed_random;        /* seed from the clock */
-    int threads;            /* --threads: threads for the matrix products, default 1 */
-    int32_t cache_type[2];  /* -ctk / -ctv: KV cache element type of K and V (one type for
-                               both), -1 = not given: run.c's F32 with run.c's sampler order,
-                               llama.cpp's F16 with llama.cpp's (see kv_type) */
-    const char *grammar_flag, *grammar_arg; /* --grammar / --grammar-file / -j / -jf and its
-                                               value (the last one given) */
-    char *grammar;          /* the GBNF text in use (owned), NULL = none */
-    wlm_threadpool *pool;   /* NULL for one thread */
-    int chat;               /* --chat / -cnv: a conversation on standard input (cli_chat.c) */
-    wlm_cli_chat_opts chat_opts; /* --chat-template, --system-prompt, --verbose-prompt */
-    wlm_gen_params gp;
-    wlm_logit_bias bias[WLM_MAX_LOGIT_BIAS];
-    /* speculative decoding (llama.cpp's -md / --draft-max / --draft-p-min; --lookup-ngram) */
-    const char *draft_path;
-    wlm_spec_params spec;   /* .draft set once the draft model's context exists */
-    wlm_model *draft_model;
-} cli_opts;
-
-/* Structured output (llama.cpp's flags), numbered apart from the others. */
-enum { O_GRAMMAR = 1000, O_GRAMMAR_FILE, O_SCHEMA, O_SCHEMA_FILE };
-
-enum {
-    O_T, O_P, O_S, O_N, O_I, O_Z, O_M, O_CTX, O_PROMPT, O_N_PREDICT, O_TEMP, O_TOP_K, O_TOP_P,
-    O_MIN_P, O_TYPICAL, O_REPEAT_PENALTY, O_REPEAT_LAST_N, O_PRESENCE, O_FREQUENCY, O_LOGIT_BIAS,
-    O_ORDER, O_SEED, O_STOP, O_KEEP, O_N_PROBS, O_BEAM, O_LENGTH_PENALTY, O_N_SAMPLES, O_PROMPTS,
-    O_THREADS, O_CACHE_K, O_CACHE_V, O_CHAT_TEMPLATE, O_SYSTEM, O_MODEL_DRAFT, O_DRAFT_MAX,
-    O_DRAFT_P_MIN, O_LOOKUP_NGRAM
-};
-
-/* Options that take a value. */
-static const struct {
-    const char *name;
-    int id;
-} value_opts[] = {
-    {"--grammar", O_GRAMMAR}, {"--grammar-file", O_GRAMMAR_FILE}, {"-j", O_SCHEMA},
-    {"--json-schema", O_SCHEMA}, {"-jf", O_SCHEMA_FILE}, {"--json-schema-file", O_SCHEMA_FILE},
-    {"-t", O_T}, {"-p", O_P}, {"-s", O_S}, {"-n", O_N}, {"-i", O_I}, {"-z", O_Z}, {"-m", O_M},
-    {"-c", O_CTX}, {"--ctx-size", O_CTX}, {"--prompt", O_PROMPT}, {"--n-predict", O_N_PREDICT},
-    {"--temp", O_TEMP}, {"--top-k", O_TOP_K}, {"--top-p", O_TOP_P}, {"--min-p", O_MIN_P},
-    {"--typical", O_TYPICAL}, {"--repeat-penalty", O_REPEAT_PENALTY},
-    {"--repeat-last-n", O_REPEAT_LAST_N}, {"--presence-penalty", O_PRESENCE},
-    {"--frequency-penalty", O_FREQUENCY}, {"--logit-bias", O_LOGIT_BIAS},
-    {"--sampler-order", O_ORDER}, {"--seed", O_SEED}, {"--stop", O_STOP}, {"--keep", O_KEEP},
-    {"--n-probs", O_N_PROBS}, {"--beam", O_BEAM}, {"--length-penalty", O_LENGTH_PENALTY},
-    {"--n-samples", O_N_SAMPLES}, {"--prompts", O_PROMPTS}, {"--threads", O_THREADS},
-    {"-ctk", O_CACHE_K}, {"--cache-type-k", O_CACHE_K}, {"-ctv", O_CACHE_V},
-    {"--cache-type-v", O_CACHE_V}, {"--chat-template", O_CHAT_TEMPLATE},
-    {"-sys", O_SYSTEM}, {"--system-prompt", O_SYSTEM},
-    {"-md", O_MODEL_DRAFT}, {"--model-draft", O_MODEL_DRAFT}, {"--draft-max", O_DRAFT_MAX},
-    {"--draft", O_DRAFT_MAX}, {"--draft-p-min", O_DRAFT_P_MIN}, {"--lookup-ngram", O_LOOKUP_NGRAM},
-};
-
-/* Parses a whole decimal integer; on error prints a message naming the flag and returns 1. */
-static int get_int(const char *flag, const char *v, int *out) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (end == v || *end != '\0' || isspace((unsigned char)v[0]) || errno != 0 || x < INT_MIN ||
-        x > INT_MAX)
-        return fail("%s: '%s' is not an integer", flag, v);
-    *out = (int)x;
-    return 0;
-}
-
-/* Parses a whole number (inf and nan pass through: the library rejects them by field name);
- * a finite value beyond float's range is an error. */
-static int get_float(const char *flag, const char *v, float *out) {
-    char *end;
-    errno = 0;
-    float x = strtof(v, &end);
-    if (end == v || *end != '\0' || isspace((unsigned char)v[0]))
-        return fail("%s: '%s' is not a number", flag, v);
-    if (errno == ERANGE && isinf(x)) return fail("%s: '%s' is out of range", flag, v);
-    *out = x;
-    return 0;
-}
-
-/* Parses a whole non-negative integer (a seed); on error prints why and returns 1. */
-static int get_seed(const char *flag, const char *v, int allow_minus_one, long long *out) {
-    char *end;
-    errno = 0;
-    long long s = strtoll(v, &end, 10);
-    if (end == v || *end != '\0' || isspace((unsigned char)v[0]) || errno != 0 ||
-        s < (allow_minus_one ? -1 : 0))
-        return fail(allow_minus_one
-                        ? "%s: expected an integer >= 0, or -1 for a random seed, got '%s'"
-                        : "%s: expected an integer >= 0 (0 = a seed from the clock), got '%s'",
-                    flag, v);
-    *out = s;
-    return 0;
-}
-
-/* llama.cpp's --logit-bias syntax: TOKEN+BIAS or TOKEN-BIAS, BIAS a number or inf
- * ("15043-inf" bans the token). Returns 0 on success. */
-static int parse_logit_bias(const char *v, wlm_logit_bias *out) {
-    char *end;
-    errno = 0;
-    long id = strtol(v, &end, 10);
-    if (end == v || errno != 0 || id < INT32_MIN || id > INT32_MAX || (*end != '+' && *end != '-'))
-        return 1;
-    const char sign = *end++;
-    if (*end == '\0' || *end == '+' || *end == '-' || isspace((unsigned char)*end)) return 1;
-    char *e2;
-    float x = strtof(end, &e2);
-    if (e2 == end || *e2 != '\0' || isnan(x)) return 1;
-    out->token = (int32_t)id;
-    out->bias = sign == '-' ? -x : x;
-    return 0;
-}
-
-/* Checks the sampling parameters with the library's own check; 1 after printing why not. */
-static int check_sampler(const cli_opts *o, int32_t vocab_size) {
-    char msg[256];
-    if (wlm_sampler_check(&o->gp, vocab_size, msg, sizeof msg) != WLM_OK) return fail("%s", msg);
-    return 0;
-}
-
-/* Fills *o from argv[1..argc) (argv[0] is the model). Returns 0, 1 after printing why not, or
- * 2 after printing the usage (-h, --help). */
-static int parse_args(int argc, char **argv, cli_opts *o) {
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            wlm_cli_usage(stdout);
-            return 2;
-        }
-        if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-            continue;
-        }
-        if (strcmp(a, "--context-shift") == 0) {
-            o->gp.context_shift = 1;
-            continue;
-        }
-        if (strcmp(a, "--chat") == 0 || strcmp(a, "-cnv") == 0 || strcmp(a, "--conversation") == 0) {
-            o->chat = 1;
-            continue;
-        }
-        if (strcmp(a, "--verbose-prompt") == 0) {
-            o->chat_opts.verbose_prompt = 1;
-            continue;
-        }
-        int id = -1;
-        for (size_t k = 0; k < sizeof value_opts / sizeof value_opts[0]; k++)
-            if (strcmp(a, value_opts[k].name) == 0) id = value_opts[k].id;
-        if (id < 0) return fail("unknown option '%s' (wasmlm --help lists the options)", a);
-        if (i + 1 >= argc) return fail("%s needs a value", a);
-        const char *v = argv[++i];
-        wlm_gen_params *gp = &o->gp;
-        int x = 0;
-        float f = 0.0f;
-        long long ll = 0;
-        switch (id) {
-        case O_GRAMMAR: case O_GRAMMAR_FILE: case O_SCHEMA: case O_SCHEMA_FILE:
-            if (o->grammar_flag)
-                return fail("%s: give one of --grammar, --grammar-file, -j, -jf (%s was given)",
-                            a, o->grammar_flag);
-            o->grammar_flag = a, o->grammar_arg = v;
-            break;
-        /* run.c's flags, with run.c's meanings; values run.c would clamp are errors here */
-        case O_T:
-            if (get_float(a, v, &f)) return 1;
-            if (!(f >= 0.0f) || isinf(f))
-                return fail("%s: the temperature must be a finite number >= 0, 0 = greedy "
-                            "(got %s)", a, v);
-            gp->temperature = f;
-            break;
-        case O_P: /* run.c: top-p applies only strictly inside (0, 1); 0 and 1 turn it off */
-            if (get_float(a, v, &f)) return 1;
-            if (!(f >= 0.0f && f <= 1.0f))
-                return fail("%s: top-p must be in [0, 1], 0 or 1 = off (got %s)", a, v);
-            gp->top_p = (f <= 0.0f || f >= 1.0f) ? 1.0f : f;
-            break;
-        case O_S: /* run.c: 0 = a seed from the clock */
-            if (get_seed(a, v, 0, &ll)) return 1;
-            gp->seed = (uint64_t)ll, o->seed_random = ll == 0;
-            break;
-        case O_N:
-            if (get_int(a, v, &x)) return 1;
-            if (x < 0) return fail("%s must be >= 0, 0 = the context length (got %d)", a, x);
-            o->steps = x;
-            break;
-        case O_I: case O_PROMPT: o->prompt = v; break;
-        case O_Z: o->tokenizer_path = v, o->tokenizer_given = 1; break;
-        case O_M: o->mode = v; break;
-        /* llama.cpp's flags */
-        case O_CTX:
-            if (get_int(a, v, &o->n_ctx)) return 1;
-            if (o->n_ctx < 0) return fail("%s must be >= 0, 0 = the model's (got %d)", a, o->n_ctx);
-            break;
-        case O_CACHE_K: case O_CACHE_V: {
-            int32_t t = strcmp(v, "f16") == 0 ? WLM_KV_F16 : strcmp(v, "f32") == 0 ? WLM_KV_F32 : -1;
-            if (t < 0) return fail("%s: '%s' is not a supported KV cache type (f16, f32)", a, v);
-            o->cache_type[id == O_CACHE_V] = t;
-            break;
-        }
-        case O_THREADS:
-            if (get_int(a, v, &o->threads)) return 1;
-            if (o->threads < 1 || o->threads > WLM_MAX_THREADS)
-                return fail("%s must be in 1..%d (got %d)", a, WLM_MAX_THREADS, o->threads);
-            break;
-        case O_N_PREDICT:
-            if (get_int(a, v, &o->n_predict)) return 1;
-            if (o->n_predict == 0 || o->n_predict < -1)
-                return fail("%s must be >= 1, or -1 for no limit (got %s)", a, v);
-            o->n_predict_given = 1;
-            break;
-        case O_TEMP: if (get_float(a, v, &gp->temperature)) return 1; o->llama_sampling = 1; break;
-        case O_TOP_K: if (get_int(a, v, &x)) return 1; gp->top_k = x, o->llama_sampling = 1; break;
-        case O_TOP_P: if (get_float(a, v, &gp->top_p)) return 1; o->llama_sampling = 1; break;
-        case O_MIN_P: if (get_float(a, v, &gp->min_p)) return 1; o->llama_sampling = 1; break;
-        case O_TYPICAL: if (get_float(a, v, &gp->typical_p)) return 1; o->llama_sampling = 1; break;
-        case O_REPEAT_PENALTY:
-            if (get_float(a, v, &gp->repeat_penalty)) return 1;
-            o->llama_sampling = 1;
-            break;
-        case O_REPEAT_LAST_N:
-            if (get_int(a, v, &x)) return 1;
-            o->repeat_last_n_ctx = x == -1;
-            gp->repeat_last_n = x == -1 ? 0 : x;
-            o->llama_sampling = 1;
-            break;
-        case O_PRESENCE:
-            if (get_float(a, v, &gp->presence_penalty)) return 1;
-            o->llama_sampling = 1;
-            break;
-        case O_FREQUENCY:
-            if (get_float(a, v, &gp->frequency_penalty)) return 1;
-            o->llama_sampling = 1;
-            break;
-        case O_LOGIT_BIAS:
-            if (gp->n_logit_bias >= WLM_MAX_LOGIT_BIAS)
-                return fail("%s: at most %d entries", a, WLM_MAX_LOGIT_BIAS);
-            if (parse_logit_bias(v, &o->bias[gp->n_logit_bias]))
-                return fail("%s: expected TOKEN+BIAS or TOKEN-BIAS (e.g. 15043+1, 15043-inf), "
-                            "got '%s'", a, v);
-            gp->n_logit_bias++;
-            o->llama_sampling = 1;
-            break;
-        case O_ORDER:
-            if (strcmp(v, "runc") == 0) o->order = WLM_ORDER_RUNC;
-            else if (strcmp(v, "llamacpp") == 0) o->order = WLM_ORDER_LLAMACPP;
-            else return fail("%s: expected runc or llamacpp, got '%s'", a, v);
-            break;
-        case O_SEED:
-            if (get_seed(a, v, 1, &ll)) return 1;
-            o->seed_random = ll == -1;
-            gp->seed = ll == -1 ? 0 : (uint64_t)ll;
-            break;
-        case O_STOP:
-            if (gp->n_stop >= WLM_MAX_STOP_STRINGS)
-                return fail("%s: at most %d stop strings", a, WLM_MAX_STOP_STRINGS);
-            if (v[0] == '\0' || strlen(v) >= WLM_MAX_STOP_LEN)
-                return fail("%s: a stop string has 1 to %d bytes (got %zu)", a,
-                            WLM_MAX_STOP_LEN - 1, strlen(v));
-            memcpy(gp->stop[gp->n_stop++], v, strlen(v) + 1);
-            break;
-        case O_KEEP:
-            if (get_int(a, v, &x)) return 1;
-            if (x < -1) return fail("%s must be >= 0, or -1 for the whole prompt (got %d)", a, x);
-            o->keep_prompt = x == -1;
-            gp->n_keep = x == -1 ? 0 : x;
-            break;
-        case O_N_PROBS: if (get_int(a, v, &x)) return 1; gp->n_probs = x; break;
-        case O_BEAM: if (get_int(a, v, &o->beam_width)) return 1; o->beam_given = 1; break;
-        case O_LENGTH_PENALTY: if (get_float(a, v, &o->length_penalty)) return 1; break;
-        case O_N_SAMPLES:
-            if (get_int(a, v, &o->n_samples)) return 1;
-            if (o->n_samples < 1 || o->n_samples > WLM_MAX_SEQ)
-                return fail("%s must be in 1..%d (got %d)", a, WLM_MAX_SEQ, o->n_samples);
-            break;
-        case O_PROMPTS: o->prompts_file = v; break;
-        case O_CHAT_TEMPLATE: o->chat_opts.template_name = v; break;
-        case O_SYSTEM: o->chat_opts.system = v; break;
-        case O_MODEL_DRAFT: o->draft_path = v; break;
-        case O_DRAFT_MAX:
-            if (get_int(a, v, &x)) return 1;
-            if (x < 1 || x > WLM_MAX_DRAFT)
-                return fail("%s must be in 1..%d (got %d)", a, WLM_MAX_DRAFT, x);
-            o->spec.n_draft = x;
-            break;
-        case O_DRAFT_P_MIN:
-            if (get_float(a, v, &f)) return 1;
-            if (!(f >= 0.0f && f <= 1.0f)) return fail("%s must be in [0, 1] (got %s)", a, v);
-            o->spec.p_min = f;
-            break;
-        case O_LOOKUP_NGRAM:
-            if (get_int(a, v, &x)) return 1;
-            if (x < 1 || x > WLM_MAX_NGRAM)
-                return fail("%s must be in 1..%d (got %d)", a, WLM_MAX_NGRAM, x);
-            o->spec.ngram = x;
-            break;
-        }
-    }
-    if (strcmp(o->mode, "generate") != 0)
-        return fail("mode '%s' is not supported (only generate)", o->mode);
-    if (o->prompt && o->prompts_file) return fail("give either a prompt (-i) or --prompts FILE");
-    if (o->chat && (o->prompt || o->prompts_file || o->json || o->n_samples || o->beam_given))
-        return fail("--chat reads the conversation from standard input: it does not combine "
-                    "with -i / --prompt, --prompts, --json, --n-samples or --beam");
-    if (!o->chat && (o->chat_opts.template_name || o->chat_opts.system))
-        return fail("--chat-template and --system-prompt need --chat");
-    if (o->draft_path && o->spec.ngram)
-        return fail("give either --model-draft or --lookup-ngram, not both");
-    if ((o->draft_path || o->spec.ngram) &&
-        (o->chat || o->json || o->n_samples || o->prompts_file || o->beam_given || o->grammar_flag))
-        return fail("speculative decoding (%s) decodes one plain sequence: it does not combine "
-                    "with --chat, --json, --n-samples, --prompts, --beam or a grammar",
-                    o->draft_path ? "--model-draft" : "--lookup-ngram");
-    if (o->cache_type[0] >= 0 && o->cache_type[1] >= 0 && o->cache_type[0] != o->cache_type[1])
-        return fail("-ctk and -ctv differ: K and V caches have one type (f16 or f32)");
-    if (o->beam_given) {
-        if (o->n_samples || o->prompts_file)
-            return fail("--beam searches one prompt: it does not combine with --n-samples or "
-                        "--prompts");
-        if (o->gp.n_stop || o->gp.context_shift)
-            return fail("--beam does not support --stop or --context-shift");
-    }
-    /* The sampler's ranges now, before the model is read (token ids of --logit-bias are checked
-     * against the vocabulary once it is known). */
-    if (o->order < 0) o->order = o->llama_sampling ? WLM_ORDER_LLAMACPP : WLM_ORDER_RUNC;
-    o->gp.order = o->order;
-    return check_sampler(o, INT32_MAX);
 }
 
 /* ------------------------------------------------------------------------------------------ */
@@ -596,7 +233,7 @@ static int new_context(const wlm_model *m, const cli_opts *o, int32_t n_seq, wlm
     cp.n_seq_max = n_seq;
     cp.kv_type = kv_type(o);
     if (wlm_context_new(m, &cp, ctx) != WLM_OK || wlm_context_set_threadpool(*ctx, o->pool) != WLM_OK) {
-        fail("%s", *ctx ? wlm_context_errmsg(*ctx) : "out of memory for the context");
+        wlm_cli_fail("%s", *ctx ? wlm_context_errmsg(*ctx) : "out of memory for the context");
         wlm_context_free(*ctx);
         *ctx = NULL;
         return 1;
@@ -609,24 +246,24 @@ static int new_context(const wlm_model *m, const cli_opts *o, int32_t n_seq, wlm
 static int load_draft(cli_opts *o, const wlm_model *target, const void *tok, size_t tok_size) {
     size_t size = 0;
     void *bytes = wlm_cli_read_file(o->draft_path, &size);
-    if (!bytes) return fail("cannot read %s: %s", o->draft_path, strerror(errno));
+    if (!bytes) return wlm_cli_fail("cannot read %s: %s", o->draft_path, strerror(errno));
     if (wlm_model_load(bytes, size, WLM_LOAD_OWN_BUFFER, &o->draft_model) != WLM_OK)
-        return fail("%s: %s", o->draft_path, wlm_model_errmsg(o->draft_model));
+        return wlm_cli_fail("%s: %s", o->draft_path, wlm_model_errmsg(o->draft_model));
     wlm_model_info info;
     wlm_model_get_info(o->draft_model, &info);
     if (!info.has_tokenizer) {
         size_t tsize = tok_size;
         void *tbytes = tok ? NULL : wlm_cli_read_file(o->tokenizer_path, &tsize);
         if (!tok && !tbytes)
-            return fail("cannot read %s (the draft model's tokenizer): %s", o->tokenizer_path,
+            return wlm_cli_fail("cannot read %s (the draft model's tokenizer): %s", o->tokenizer_path,
                         strerror(errno));
         int rc = wlm_model_load_tokenizer(o->draft_model, tok ? tok : tbytes, tsize);
         free(tbytes);
-        if (rc != WLM_OK) return fail("%s: %s", o->draft_path, wlm_model_errmsg(o->draft_model));
+        if (rc != WLM_OK) return wlm_cli_fail("%s: %s", o->draft_path, wlm_model_errmsg(o->draft_model));
     }
     char msg[256];
     if (wlm_vocab_match(target, o->draft_model, msg, sizeof msg) != WLM_OK)
-        return fail("--model-draft %s: %s", o->draft_path, msg);
+        return wlm_cli_fail("--model-draft %s: %s", o->draft_path, msg);
     return 0;
 }
 
@@ -659,7 +296,7 @@ static int run_single(const wlm_model *m, const cli_opts *o, const int32_t *toke
         if (o->keep_prompt) gp.n_keep = n;
         if (wlm_generate_begin(ctx, tokens, n, &gp) != WLM_OK ||
             ((spec.draft || spec.ngram) && wlm_generate_speculate(ctx, &spec) != WLM_OK)) {
-            fail("%s", wlm_context_errmsg(ctx));
+            wlm_cli_fail("%s", wlm_context_errmsg(ctx));
             goto out;
         }
     }
@@ -676,7 +313,7 @@ static int run_single(const wlm_model *m, const cli_opts *o, const int32_t *toke
             if (interrupted) wlm_generate_abort(ctx);
         }
         if (s < 0) {
-            fail("%s", wlm_context_errmsg(ctx));
+            wlm_cli_fail("%s", wlm_context_errmsg(ctx));
             goto out;
         }
         safe_print(tok.piece, tok.piece_len); /* text held back for a stop string that failed */
@@ -713,13 +350,13 @@ static int run_batch(const wlm_model *m, const cli_opts *o, int32_t n_seqs,
     seq_out *so = calloc((size_t)n_seqs, sizeof *so);
     wlm_token *out = calloc((size_t)n_seqs, sizeof *out);
     if (!gp || !so || !out) {
-        fail("out of memory");
+        wlm_cli_fail("out of memory");
         goto out;
     }
     for (int32_t i = 0; i < n_seqs; i++) {
         const int32_t max_new = max_new_tokens(o, n_tokens[i]);
         if (max_new < 0) {
-            fail("-n %d leaves nothing to generate after the %d-token prompt%s (use --n-predict)",
+            wlm_cli_fail("-n %d leaves nothing to generate after the %d-token prompt%s (use --n-predict)",
                  o->steps, (int)n_tokens[i], n_seqs > 1 ? " of a sequence" : "");
             goto out;
         }
@@ -730,7 +367,7 @@ static int run_batch(const wlm_model *m, const cli_opts *o, int32_t n_seqs,
         so[i].prev = prompts[i][n_tokens[i] - 1];
     }
     if (wlm_generate_batch_begin(ctx, n_seqs, prompts, n_tokens, gp) != WLM_OK) {
-        fail("%s", wlm_context_errmsg(ctx));
+        wlm_cli_fail("%s", wlm_context_errmsg(ctx));
         goto out;
     }
     const long start = time_in_ms();
@@ -768,7 +405,7 @@ static int run_batch(const wlm_model *m, const cli_opts *o, int32_t n_seqs,
         if (interrupted) wlm_generate_abort(ctx);
     }
     if (s < 0) {
-        fail("%s", s == WLM_ERR_NOMEM && !wlm_context_errmsg(ctx)[0] ? "out of memory"
+        wlm_cli_fail("%s", s == WLM_ERR_NOMEM && !wlm_context_errmsg(ctx)[0] ? "out of memory"
                                                                     : wlm_context_errmsg(ctx));
         goto out;
     }
@@ -808,18 +445,18 @@ static int run_beam(const wlm_model *m, const cli_opts *o, const int32_t *tokens
     if (bp.max_tokens == 0) /* no limit: the context's */
         bp.max_tokens = o->n_ctx - n + 1 > 1 ? o->n_ctx - n + 1 : 1;
     if (bp.max_tokens < 0) {
-        fail("-n %d leaves nothing to generate after the %d-token prompt (use --n-predict)",
+        wlm_cli_fail("-n %d leaves nothing to generate after the %d-token prompt (use --n-predict)",
              o->steps, (int)n);
         goto out;
     }
     if (wlm_beam_begin(ctx, tokens, n, &bp) != WLM_OK) {
-        fail("%s", wlm_context_errmsg(ctx));
+        wlm_cli_fail("%s", wlm_context_errmsg(ctx));
         goto out;
     }
     while ((s = wlm_beam_step(ctx)) == WLM_OK)
         if (interrupted) wlm_generate_abort(ctx);
     if (s < 0) {
-        fail("%s", wlm_context_errmsg(ctx));
+        wlm_cli_fail("%s", wlm_context_errmsg(ctx));
         goto out;
     }
     const int32_t count = wlm_beam_count(ctx);
@@ -832,7 +469,7 @@ static int run_beam(const wlm_model *m, const cli_opts *o, const int32_t *tokens
             size_t len = 0;
             const char *piece = wlm_token_piece(m, prev, b.tokens[k], &len);
             if (piece && append(&so, piece, len)) {
-                fail("out of memory");
+                wlm_cli_fail("out of memory");
                 goto out;
             }
             prev = b.tokens[k];
@@ -870,7 +507,7 @@ static int32_t *tokenize_prompt(const wlm_model *m, const char *text, int32_t *n
     int32_t need = wlm_tokenize(m, text, strlen(text), 1, NULL, 0);
     int32_t *ids = need >= 1 ? malloc(sizeof(int32_t) * (size_t)need) : NULL;
     if (!ids) {
-        fail("cannot tokenize the prompt: %s", wlm_status_name(need < 0 ? need : WLM_ERR_NOMEM));
+        wlm_cli_fail("cannot tokenize the prompt: %s", wlm_status_name(need < 0 ? need : WLM_ERR_NOMEM));
         return NULL;
     }
     wlm_tokenize(m, text, strlen(text), 1, ids, need);
@@ -897,55 +534,9 @@ static int32_t split_lines(char *buf, size_t size, const char **lines, int32_t c
     return n;
 }
 
-/* The grammar of --grammar / --grammar-file / -j / -jf into o->grammar, compiled once here so
- * that a mistake is reported (with its line and column) before the model is read. Returns 0,
- * or 1 after printing why not. */
-static int load_grammar(cli_opts *o) {
-    const char *flag = o->grammar_flag, *arg = o->grammar_arg;
-    if (!flag) return 0;
-    const int from_file = strcmp(flag, "--grammar-file") == 0 || strcmp(flag, "-jf") == 0 ||
-                          strcmp(flag, "--json-schema-file") == 0;
-    const int schema = strcmp(flag, "-j") == 0 || strcmp(flag, "--json-schema") == 0 ||
-                       strcmp(flag, "-jf") == 0 || strcmp(flag, "--json-schema-file") == 0;
-    size_t len = strlen(arg);
-    char *text = NULL;
-    if (from_file) {
-        text = wlm_cli_read_file(arg, &len);
-        if (!text) return fail("%s: cannot read %s: %s", flag, arg, strerror(errno));
-    }
-    const char *src = text ? text : arg;
-    const char *where = from_file ? arg : flag; /* messages name the file, or the flag */
-    char msg[512];
-    if (schema) {
-        size_t glen = 0;
-        int rc = wlm_json_schema_to_grammar(src, len, 0, &o->grammar, &glen, msg, sizeof msg);
-        free(text);
-        if (rc != WLM_OK) return fail("%s: %s", where, msg);
-        o->gp.grammar = o->grammar;
-        o->gp.grammar_len = glen;
-        return 0;
-    }
-    wlm_gram *g = NULL;
-    int rc = wlm_gram_parse(src, len, &g, msg, sizeof msg);
-    wlm_gram_free(g);
-    if (rc != WLM_OK) {
-        free(text);
-        return fail("%s: %s", where, msg);
-    }
-    if (!text) {
-        text = malloc(len + 1);
-        if (!text) return fail("out of memory");
-        memcpy(text, arg, len + 1);
-    }
-    o->grammar = text;
-    o->gp.grammar = o->grammar;
-    o->gp.grammar_len = len;
-    return 0;
-}
-
 int wlm_cli_generate(int argc, char **argv) {
     cli_opts *o = calloc(1, sizeof *o);
-    if (!o) return fail("out of memory");
+    if (!o) return wlm_cli_fail("out of memory");
     o->checkpoint = argv[0];
     o->tokenizer_path = "tokenizer.bin";
     o->mode = "generate";
@@ -968,7 +559,7 @@ int wlm_cli_generate(int argc, char **argv) {
     int32_t *ids[WLM_MAX_SEQ] = {NULL};     /* per prompt, owned */
     int32_t *prompts[WLM_MAX_SEQ] = {NULL}; /* per sequence, views of ids */
     int32_t n_tokens[WLM_MAX_SEQ], n_prompts = 1, n_seqs = 0, per_prompt = 1, n_ctx = 0;
-    switch (parse_args(argc, argv, o)) {
+    switch (wlm_cli_gen_parse(argc, argv, o)) {
     case 0: break;
     case 2: rc = 0; goto out;
     default: goto out;
@@ -977,15 +568,15 @@ int wlm_cli_generate(int argc, char **argv) {
     /* run.c's flags alone sample in run.c's order (parse_args chose it); a llama.cpp sampling
      * flag in llama.cpp's */
     if (o->seed_random) o->gp.seed = (unsigned int)time(NULL);
-    if (load_grammar(o)) goto out;
+    if (wlm_cli_gen_load_grammar(o)) goto out;
 
     mbytes = wlm_cli_read_file(o->checkpoint, &msize);
     if (!mbytes) {
-        fail("cannot read %s: %s", o->checkpoint, strerror(errno));
+        wlm_cli_fail("cannot read %s: %s", o->checkpoint, strerror(errno));
         goto out;
     }
     if (wlm_model_load(mbytes, msize, WLM_LOAD_OWN_BUFFER, &model) != WLM_OK) {
-        fail("%s: %s", o->checkpoint, wlm_model_errmsg(model));
+        wlm_cli_fail("%s: %s", o->checkpoint, wlm_model_errmsg(model));
         goto out;
     }
     wlm_model_info info;
@@ -994,11 +585,11 @@ int wlm_cli_generate(int argc, char **argv) {
     if (!info.has_tokenizer || o->tokenizer_given) {
         tbytes = wlm_cli_read_file(o->tokenizer_path, &tsize);
         if (!tbytes) {
-            fail("cannot read %s: %s", o->tokenizer_path, strerror(errno));
+            wlm_cli_fail("cannot read %s: %s", o->tokenizer_path, strerror(errno));
             goto out;
         }
         if (wlm_model_load_tokenizer(model, tbytes, tsize) != WLM_OK) {
-            fail("%s: %s", o->tokenizer_path, wlm_model_errmsg(model));
+            wlm_cli_fail("%s: %s", o->tokenizer_path, wlm_model_errmsg(model));
             goto out;
         }
     }
@@ -1008,13 +599,13 @@ int wlm_cli_generate(int argc, char **argv) {
     o->n_ctx = n_ctx; /* wlm_context_new checks it against the model */
     if (o->steps == 0 || (!o->gp.context_shift && o->steps > n_ctx)) o->steps = n_ctx;
     if (o->repeat_last_n_ctx) o->gp.repeat_last_n = n_ctx;
-    if (check_sampler(o, info.vocab_size)) goto out; /* --logit-bias ids against the vocabulary */
+    if (wlm_cli_gen_check_sampler(o, info.vocab_size)) goto out; /* --logit-bias ids against the vocabulary */
     if (o->draft_path && load_draft(o, model, tbytes, tsize)) goto out;
 
     if (o->chat) {
         wlm_context *ctx = NULL;
         if (o->threads > 1 && wlm_threadpool_new(o->threads, &o->pool) != WLM_OK) {
-            fail("--threads %d: cannot start the threads", o->threads);
+            wlm_cli_fail("--threads %d: cannot start the threads", o->threads);
             goto out;
         }
         if (new_context(model, o, 1, &ctx)) goto out;
@@ -1029,12 +620,12 @@ int wlm_cli_generate(int argc, char **argv) {
     if (o->prompts_file) {
         pbytes = wlm_cli_read_file(o->prompts_file, &psize);
         if (!pbytes) {
-            fail("cannot read %s: %s", o->prompts_file, strerror(errno));
+            wlm_cli_fail("cannot read %s: %s", o->prompts_file, strerror(errno));
             goto out;
         }
         n_prompts = split_lines(pbytes, psize, texts, WLM_MAX_SEQ);
         if (n_prompts <= 0) {
-            fail("--prompts %s: %s", o->prompts_file,
+            wlm_cli_fail("--prompts %s: %s", o->prompts_file,
                  n_prompts == 0 ? "no prompts (one per line)" : "more than 64 prompts");
             goto out;
         }
@@ -1043,7 +634,7 @@ int wlm_cli_generate(int argc, char **argv) {
     }
     per_prompt = o->n_samples ? o->n_samples : 1;
     if (n_prompts * per_prompt > WLM_MAX_SEQ) {
-        fail("%d prompts x %d samples is more than %d sequences", (int)n_prompts, (int)per_prompt,
+        wlm_cli_fail("%d prompts x %d samples is more than %d sequences", (int)n_prompts, (int)per_prompt,
              WLM_MAX_SEQ);
         goto out;
     }
@@ -1059,7 +650,7 @@ int wlm_cli_generate(int argc, char **argv) {
     }
 
     if (o->threads > 1 && wlm_threadpool_new(o->threads, &o->pool) != WLM_OK) {
-        fail("--threads %d: cannot start the threads", o->threads);
+        wlm_cli_fail("--threads %d: cannot start the threads", o->threads);
         goto out;
     }
     signal(SIGINT, on_sigint);
