@@ -416,6 +416,17 @@ static void ffn_act_entries(const void *arg, int32_t b0, int32_t b1) {
     }
 }
 
+/* c->kb / c->vb: the K and V rows of sequence s's blocks at one layer (layer_off bytes into
+ * each block) that cover positions 0..len-1, one pointer per block of WLM_KV_BLOCK positions. */
+static void layer_blocks(wlm_context *c, const wlm_seq *s, int len, size_t layer_off) {
+    const size_t v_off = WLM_KV_BLOCK * (size_t)c->model->hp.kv_dim * c->kv.elem_bytes;
+    const int nb = (len + WLM_KV_BLOCK - 1) / WLM_KV_BLOCK;
+    for (int i = 0; i < nb; i++) {
+        c->kb[i] = c->kv.base[s->blocks[i]] + layer_off;
+        c->vb[i] = (const unsigned char *)c->kb[i] + v_off;
+    }
+}
+
 void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
                        const int32_t *logit_rows) {
     const wlm_hparams *p = &c->model->hp;
@@ -495,11 +506,7 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
                 if (len > max_len) max_len = len;
                 positions += (uint64_t)len;
             }
-            const int nb = (max_len + WLM_KV_BLOCK - 1) / WLM_KV_BLOCK;
-            for (int i = 0; i < nb; i++) {
-                c->kb[i] = c->kv.base[s->blocks[i]] + layer_off;
-                c->vb[i] = (const unsigned char *)c->kb[i] + WLM_KV_BLOCK * KV * elem;
-            }
+            layer_blocks(c, s, max_len, layer_off);
             const attention_job j = {c, c->xb, XS, c->q, Q, 0, n, 0, max_len, WLM_KV_BLOCK};
             attention_run(c, &j, positions);
         }
@@ -514,11 +521,7 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
             }
             int block = WLM_KV_BLOCK;
             if (start == 0) {
-                const int nb = (len + WLM_KV_BLOCK - 1) / WLM_KV_BLOCK;
-                for (int i = 0; i < nb; i++) {
-                    c->kb[i] = c->kv.base[s->blocks[i]] + layer_off;
-                    c->vb[i] = (const unsigned char *)c->kb[i] + WLM_KV_BLOCK * KV * elem;
-                }
+                layer_blocks(c, s, len, layer_off);
             } else { /* one pointer per position of the window (blocks of one position) */
                 for (int t = start; t < len; t++) {
                     const unsigned char *r = c->kv.base[s->blocks[t / WLM_KV_BLOCK]] + layer_off +

@@ -1,7 +1,8 @@
 // wgsl_ops.js — the WGSL compute kernels of the forward pass, one builder per operation, each
-// the GPU form of a scalar reference in src/kernels/kernels_ref.c (or the type table's to_float, src/kernels/quant.c):
-// matvec (a weight matrix times each entry's activations, any weight type of wgsl_quant.js; a
-// batch reads each weight once per 4 entries, with the one-entry sums bit for bit), embed
+// the GPU form of a scalar reference in src/kernels/kernels_ref.c (or the type table's to_float,
+// src/kernels/quant.c): matvec (a weight matrix times each entry's activations, any weight type
+// of wgsl_quant.js; a batch reads each weight once per 4 entries, with the one-entry sums bit for
+// bit), embed
 // (rows of the token or position table), norm (RMSNorm / LayerNorm, also per head), rope (pairs
 // or NEOX halves, cos/sin computed by the caller), kv_store, kv_shift (a context shift's rows,
 // K re-rotated) and attention (GQA over the KV cache

@@ -3,9 +3,10 @@
 // of the weight buffer W (bound as array<u32>: the file's bytes as they are, quantized blocks
 // stay quantized in GPU memory). The layouts are ggml's, as src/kernels/quant.h documents them
 // field by field; each accessor is the per-element form of that type's to_float in
-// src/kernels/quant_blocks32.c or quant_kquants.c (F16 / BF16: quant.c), the reference tests/js/webgpu_kernels.test.mjs compares it with. Each type
-// also has `w_get4(r0, k) -> vec4<f32>`, the four elements k .. k+3 of the row starting at byte r0
-// (k a multiple of 4, k + 3 below the row's length): the tile loader of the matrix-matrix kernels
+// src/kernels/quant_blocks32.c or quant_kquants.c (F16 / BF16: quant.c), the reference
+// tests/js/webgpu_kernels.test.mjs compares it with. Each type also has
+// `w_get4(r0, k) -> vec4<f32>`, the four elements k .. k+3 of the row starting at byte r0 (k a
+// multiple of 4, k + 3 below the row's length): the tile loader of the matrix-matrix kernels
 // (wgsl_matmat.js), which reads a block's scales once and its quants a 32-bit word at a time
 // (WGSL_WORDS) instead of a byte per element; tests/js/webgpu_matmat.test.mjs checks it against
 // C's to_float for every type. It does not hold the kernels that use the accessors (wgsl_ops.js,
