@@ -27,6 +27,7 @@ import { synthCached } from '../../tools/synth_gguf.mjs';
 import { ggufBytes, readGguf } from '../../tools/vocab_gguf.mjs';
 import { wasmReference } from './_webgpu.mjs';
 import { MATMAT_MIN_ENT } from '../../js/backend/webgpu/wgsl_matmat.js';
+import { attentionSplit } from '../../js/backend/webgpu/wgsl_ops.js';
 import { GPU_PROFILE, GpuForward, Pipelines } from '../../js/backend/webgpu/forward.js';
 import { describeModel } from '../../js/backend/webgpu/backend.js';
 import { requestDevice } from '../../js/backend/webgpu/device.js';
@@ -241,16 +242,16 @@ test('batching: a prompt below MATMAT_MIN_ENT in one pass equals it token by tok
 
 /**
  * A synthetic model loaded whole into the wasm instance `x` with a deferred context (F16 KV,
- * 64 positions): {model, ctx, desc (describeModel), opts(device, subgroups): GpuForward.create's
+ * nCtx positions, default 64): {model, ctx, desc (describeModel), opts(device, subgroups): GpuForward.create's
  * options from the context's fields}, for tests that drive GpuForward directly.
  */
-function deferredModel(x, file) {
+function deferredModel(x, file, nCtx = 64) {
   const bytes = fs.readFileSync(file);
   const ptr = x.wlmjs_malloc(bytes.length) >>> 0, slot = x.wlmjs_malloc(8) >>> 0;
   new Uint8Array(x.memory.buffer, ptr, bytes.length).set(bytes);
   assert.equal(x.wlmjs_model_load(ptr, bytes.length, slot), 0);
   const model = new Int32Array(x.memory.buffer, slot, 1)[0];
-  assert.equal(x.wlmjs_context_new(model, 64, 2, 1, 1, 0, 0, -1, slot), 0); // deferred, F16 KV
+  assert.equal(x.wlmjs_context_new(model, nCtx, 2, 1, 1, 0, 0, -1, slot), 0); // deferred, F16 KV
   const ctx = new Int32Array(x.memory.buffer, slot, 1)[0];
   x.wlmjs_free(slot);
   const f = (i) => x.wlmjs_deferred_field(ctx, i);
@@ -278,6 +279,40 @@ test('GpuForward.run exact (a speculative verification): 12 entries in one pass 
     // F16 cache to the other binary16 neighbour)
     assert.ok(d > 0 && d <= 1e-4 * (1 + m), `tiled against one at a time: max |diff| ${d}, max |logit| ${m}`);
     fwd.destroy();
+  } finally {
+    device.destroy();
+  }
+});
+
+test('GpuForward records the next step while the GPU runs this one: submitted when it matches (decode steps, a batch\'s steps, across a change of attention splits), recorded afresh when not, the logits bit for bit those of recording each step', { skip }, async () => {
+  const x = wasmReference();
+  const { desc, opts } = deferredModel(x, synthCached({ arch: 'llama', type: 'Q4_K_M' }), 256);
+  const { device, subgroups } = await requestDevice(await gpu.requestAdapter());
+  try {
+    const w = await uploadWeights(device, desc, x.memory);
+    const ahead = await GpuForward.create(device, desc, w, opts(device, subgroups));
+    const fresh = await GpuForward.create(device, desc, w, { ...opts(device, subgroups), recordAhead: false });
+    const V = desc.hp.vocab_size;
+    const tok = (i) => (i * 37 + 5) % V;
+    // a 60-token prompt (two chunks, logits at the last), decode steps from position 60 to 69
+    // (positions 64 → 65 cached: attention's 1 → 2 splits), a batch of 3 entries of three
+    // positions wanting logits, two more such steps, then one decode step again
+    const steps = [[Array.from({ length: 60 }, (_, i) => tok(i)), Array.from({ length: 60 }, (_, i) => i), 'last']];
+    for (let p = 60; p < 70; p++) steps.push([[tok(p)], [p], 'all']);
+    for (let p = 70; p < 73; p++) steps.push([[tok(p), tok(p + 50), tok(p + 90)], [p, p + 10, p + 20], 'all']);
+    steps.push([[tok(99)], [93], 'all']);
+    assert.equal(attentionSplit(64, 4).splits, 1);
+    assert.equal(attentionSplit(65, 4).splits, 2);
+    for (const [ids, pos, which] of steps) {
+      const want = ids.map((_, i) => which === 'all' || i === ids.length - 1);
+      assert.deepEqual(await ahead.run(ids, pos, want), await fresh.run(ids, pos, want), `${ids.length} entries at ${pos[0]}`);
+    }
+    // hits: the 10 decode steps (the first after the prompt), the batch's 2nd and 3rd steps; the
+    // batch's first step and the last decode step (other shapes than predicted) were recorded afresh
+    assert.equal(ahead.recordedHits, 12);
+    assert.equal(fresh.recordedHits, 0);
+    ahead.destroy();
+    fresh.destroy();
   } finally {
     device.destroy();
   }

@@ -127,8 +127,10 @@ export class GpuForward {
     return f;
   }
 
-  constructor(device, desc, weights, { kvF16, nCtx, nSeq = 1, ropeFreq, ropeSets, mscale, chunk = 32, profile = null }) {
+  /** `recordAhead` false: every step's commands recorded when it runs (#encodeAhead; tests). */
+  constructor(device, desc, weights, { kvF16, nCtx, nSeq = 1, ropeFreq, ropeSets, mscale, chunk = 32, profile = null, recordAhead = true }) {
     this.#nSeq = nSeq;
+    this.#recordAhead = recordAhead && !profile;
     this.device = device;
     this.#profile = profile;
     this.desc = desc;
@@ -371,6 +373,52 @@ export class GpuForward {
   }
 
   #logitStride = 0;
+  #ahead = null; // {key, staging, cmd}: the next step's commands, recorded while this one ran
+  #recordAhead = true;
+  /** Chunks whose commands had been recorded ahead (#encodeAhead) and were submitted as they were. */
+  recordedHits = 0;
+
+  /**
+   * Records one chunk: its compute pass (n entries, m wanted, ns attention splits, the tiled
+   * kernel from mm entries; no kernels with `ops` false: GPU_PROFILE ran them) and the copies of
+   * its m logits rows to the readback buffer's rows row .. row + m − 1. Each step's tokens,
+   * positions and RoPE factors reach the GPU by writeBuffer, not in the commands, so what is
+   * recorded depends only on these arguments (and on the readback buffer).
+   */
+  #encode(n, m, ns, mm, row, ops = true) {
+    const enc = this.device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    for (const op of ops ? this.#ops : []) {
+      const g = op.grid(n, m, ns, mm);
+      if (!g || g[2] === 0) continue;
+      pass.setPipeline(op.pipeline);
+      pass.setBindGroup(0, op.bind);
+      pass.dispatchWorkgroups(g[0], g[1], g[2]);
+    }
+    pass.end();
+    const rowBytes = this.desc.hp.vocab_size * 4;
+    for (let r = 0; r < m; r++) { // logits rows are pad(V) floats apart in A
+      enc.copyBufferToBuffer(this.#act, (this.#off.logits + r * this.#logitStride) * 4, this.#staging, (row + r) * rowBytes, rowBytes);
+    }
+    return enc.finish();
+  }
+
+  /**
+   * The most likely next step after a run whose entries wanted logits at `positions` (of those
+   * entries): each of them one position further (a decode step after a prefill or a step; a
+   * batch's or beams' next step), recorded now, while the GPU computes this one, so that its
+   * recording (a few µs of Dawn's validation per dispatch, ~150 dispatches a step for a 16-layer
+   * model: milliseconds) is off the step's critical path. run() submits it when its arguments
+   * match, and records afresh otherwise (a miss costs only the recording).
+   */
+  #encodeAhead(positions, mm) {
+    const m = positions.length;
+    if (!this.#recordAhead || m === 0 || m > this.chunk || !this.#staging || this.#staging.size < m * this.desc.hp.vocab_size * 4) return;
+    let ns = 1;
+    for (const p of positions) ns = Math.max(ns, attentionSplit(p + 2, this.#attSplits).splits);
+    const key = `${m},${m},${ns},${mm}`;
+    this.#ahead = { key, staging: this.#staging, cmd: this.#encode(m, m, ns, mm, 0) };
+  }
 
   /**
    * Runs entries (token ids, positions) through the model; `want[i]` true for the entries whose
@@ -393,7 +441,11 @@ export class GpuForward {
       this.#staging?.destroy();
       this.#staging = device.createBuffer({ label: 'logits readback', size: nWant * rowBytes, usage: USAGE.MAP_READ | USAGE.COPY_DST });
     }
+    const ahead = this.#ahead;
+    this.#ahead = null;
     const half = h.n_rot / 2;
+    const mm = exact ? Infinity : MATMAT_MIN_ENT;
+    const wantPos = [];
     let row = 0;
     for (let i0 = 0; i0 < tokens.length; i0 += B) {
       const n = Math.min(B, tokens.length - i0);
@@ -403,7 +455,7 @@ export class GpuForward {
         step[j] = tokens[i0 + j];
         step[B + j] = positions[i0 + j];
         step[3 * B + 4 + j] = seqs ? seqs[i0 + j] : 0;
-        if (want[i0 + j]) step[2 * B + m++] = j;
+        if (want[i0 + j]) { step[2 * B + m++] = j; wantPos.push(positions[i0 + j]); }
       }
       step[3 * B] = n;
       step[3 * B + 1] = m;
@@ -418,31 +470,19 @@ export class GpuForward {
         }
         device.queue.writeBuffer(this.#act, this.#off.cs * 4, cs);
       }
-      const mm = exact ? Infinity : MATMAT_MIN_ENT;
       if (this.#profile) await this.#profileOps(n, m, ns, mm);
-      const enc = device.createCommandEncoder();
-      const pass = enc.beginComputePass();
-      for (const op of this.#profile ? [] : this.#ops) {
-        const g = op.grid(n, m, ns, mm);
-        if (!g || g[2] === 0) continue;
-        pass.setPipeline(op.pipeline);
-        pass.setBindGroup(0, op.bind);
-        pass.dispatchWorkgroups(g[0], g[1], g[2]);
-      }
-      pass.end();
-      if (m) {
-        for (let r = 0; r < m; r++) { // logits rows are pad(V) floats apart in A
-          enc.copyBufferToBuffer(this.#act, (this.#off.logits + r * this.#logitStride) * 4, this.#staging, (row + r) * rowBytes, rowBytes);
-        }
-        row += m;
-      }
-      device.queue.submit([enc.finish()]);
+      const recorded = ahead && row === 0 && i0 === 0 && ahead.key === `${n},${m},${ns},${mm}` && ahead.staging === this.#staging;
+      if (recorded) this.recordedHits++;
+      device.queue.submit([recorded ? ahead.cmd : this.#encode(n, m, ns, mm, row, !this.#profile)]);
+      row += m;
     }
     if (!nWant) {
       await device.queue.onSubmittedWorkDone();
       return new Float32Array(0);
     }
-    await this.#staging.mapAsync(1, 0, nWant * rowBytes);
+    const mapped = this.#staging.mapAsync(1, 0, nWant * rowBytes);
+    this.#encodeAhead(wantPos, mm);
+    await mapped;
     const out = new Float32Array(this.#staging.getMappedRange(0, nWant * rowBytes).slice(0));
     this.#staging.unmap();
     return out;
@@ -501,6 +541,7 @@ export class GpuForward {
     this.cache?.destroy();
     this.#params?.destroy();
     this.#staging?.destroy();
+    this.#ahead = null;
   }
 }
 
