@@ -159,7 +159,20 @@ export class WebGpuBackend {
     const exact = f(10) === 1; // a speculative verification: logits as one token at a time's
     const shifts = new Int32Array(x.memory.buffer, f(11) >>> 0, 3 * f(12)).slice();
     const forkRows = new Int32Array(x.memory.buffer, f(13) >>> 0, 3 * f(14)).slice();
-    let logits;
+    const V = this.#fwd.desc.hp.vocab_size;
+    // the wanted entries' rows, in entry order, copied from the mapped readback buffer into the
+    // context's logits (unless the device was lost or a command failed meanwhile)
+    const into = (got) => {
+      if (this.#lost || this.#failed) return;
+      const base = f(5) >>> 0; // context logits: row r at base + r * V floats
+      const heap = new Float32Array(x.memory.buffer);
+      let k = 0;
+      for (let i = 0; i < n; i++) {
+        if (rows[i] < 0) continue;
+        heap.set(got.subarray(k * V, (k + 1) * V), (base >>> 2) + rows[i] * V);
+        k++;
+      }
+    };
     try {
       const forks = [];
       for (let i = 0; i < forkRows.length; i += 3) forks.push([forkRows[i], forkRows[i + 1], forkRows[i + 2]]);
@@ -167,7 +180,7 @@ export class WebGpuBackend {
       for (let s = 0; 3 * s < shifts.length; s++) { // context shifts: keep, discard, end
         if (shifts[3 * s + 1] > 0) await this.#fwd.cache.shift(s, shifts[3 * s], shifts[3 * s + 1], shifts[3 * s + 2]);
       }
-      logits = await this.#fwd.run(tokens, positions, want, { exact, seqs });
+      await this.#fwd.run(tokens, positions, want, { exact, seqs, into });
     } catch (e) {
       if (this.#lost || /lost|destroyed/i.test(String(e?.message))) {
         this.#lost ??= String(e?.message ?? e);
@@ -177,15 +190,6 @@ export class WebGpuBackend {
     }
     if (this.#lost) throw this.#lostError();
     if (this.#failed) throw this.#failedError();
-    const V = this.#fwd.desc.hp.vocab_size;
-    const base = f(5) >>> 0; // context logits: row r at base + r * V floats
-    const heap = new Float32Array(x.memory.buffer);
-    let k = 0;
-    for (let i = 0; i < n; i++) {
-      if (rows[i] < 0) continue;
-      heap.set(logits.subarray(k * V, (k + 1) * V), (base >>> 2) + rows[i] * V);
-      k++;
-    }
     x.wlmjs_deferred_supplied(ctx);
   }
 

@@ -427,9 +427,12 @@ export class GpuForward {
    * logits equal one-entry runs' bit for bit (the batch matvec for any count, not the tiled
    * matrix-matrix kernel, whose sums run in another order) — a speculative verification, whose
    * greedy tokens must be plain greedy decoding's. `seqs`: each entry's sequence (0..nSeq − 1;
-   * default all 0), whose cache rows it writes and attends to.
+   * default all 0), whose cache rows it writes and attends to. `into`: a function given those
+   * rows as a view of the mapped readback buffer, valid only during the call (it copies them
+   * where they go: no copy of its own, no allocation of vocab_size floats a step); run() then
+   * returns an empty array.
    */
-  async run(tokens, positions, want, { exact = false, seqs = null } = {}) {
+  async run(tokens, positions, want, { exact = false, seqs = null, into = null } = {}) {
     if (this.#destroyed) throw jsError('WLM_ERR_STATE', 'WebGPU: the GPU forward pass was released');
     const { device } = this;
     const h = this.desc.hp;
@@ -483,9 +486,13 @@ export class GpuForward {
     const mapped = this.#staging.mapAsync(1, 0, nWant * rowBytes);
     this.#encodeAhead(wantPos, mm);
     await mapped;
-    const out = new Float32Array(this.#staging.getMappedRange(0, nWant * rowBytes).slice(0));
-    this.#staging.unmap();
-    return out;
+    const range = this.#staging.getMappedRange(0, nWant * rowBytes);
+    try {
+      if (into) into(new Float32Array(range));
+      return into ? new Float32Array(0) : new Float32Array(range.slice(0));
+    } finally {
+      this.#staging.unmap();
+    }
   }
 
   /** GPU_PROFILE: runs the ops of one chunk (n entries, m wanted, ns attention splits, the tiled
