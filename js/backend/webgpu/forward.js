@@ -474,7 +474,7 @@ export class GpuForward {
         device.queue.writeBuffer(this.#act, this.#off.cs * 4, cs);
       }
       if (this.#profile) await this.#profileOps(n, m, ns, mm);
-      const recorded = ahead && row === 0 && i0 === 0 && ahead.key === `${n},${m},${ns},${mm}` && ahead.staging === this.#staging;
+      const recorded = ahead && i0 === 0 && ahead.key === `${n},${m},${ns},${mm}` && ahead.staging === this.#staging;
       if (recorded) this.recordedHits++;
       device.queue.submit([recorded ? ahead.cmd : this.#encode(n, m, ns, mm, row, !this.#profile)]);
       row += m;
