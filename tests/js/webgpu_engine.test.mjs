@@ -295,8 +295,8 @@ test('GpuForward records the next step while the GPU runs this one: submitted wh
     const V = desc.hp.vocab_size;
     const tok = (i) => (i * 37 + 5) % V;
     // a 60-token prompt (two chunks, logits at the last), decode steps from position 60 to 69
-    // (positions 64 → 65 cached: attention's 1 → 2 splits), a batch of 3 entries of three
-    // positions wanting logits, two more such steps, then one decode step again
+    // (positions 64 → 65 cached: attention's 1 → 2 splits), three steps of a batch of three
+    // entries (positions p, p + 10, p + 20), each wanting logits, then one decode step again
     const steps = [[Array.from({ length: 60 }, (_, i) => tok(i)), Array.from({ length: 60 }, (_, i) => i), 'last']];
     for (let p = 60; p < 70; p++) steps.push([[tok(p)], [p], 'all']);
     for (let p = 70; p < 73; p++) steps.push([[tok(p), tok(p + 50), tok(p + 90)], [p, p + 10, p + 20], 'all']);
