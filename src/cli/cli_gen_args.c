@@ -75,6 +75,15 @@ static int get_int(const char *flag, const char *v, int *out) {
     return 0;
 }
 
+/* get_int for a count that must lie in 1..max. */
+static int get_count(const char *flag, const char *v, int max, int *out) {
+    int x = 0;
+    if (get_int(flag, v, &x)) return 1;
+    if (x < 1 || x > max) return wlm_cli_fail("%s must be in 1..%d (got %d)", flag, max, x);
+    *out = x;
+    return 0;
+}
+
 /* Parses a whole number (inf and nan pass through: the library rejects them by field name);
  * a finite value beyond float's range is an error. */
 static int get_float(const char *flag, const char *v, float *out) {
@@ -206,9 +215,7 @@ int wlm_cli_gen_parse(int argc, char **argv, cli_opts *o) {
             break;
         }
         case O_THREADS:
-            if (get_int(a, v, &o->threads)) return 1;
-            if (o->threads < 1 || o->threads > WLM_MAX_THREADS)
-                return wlm_cli_fail("%s must be in 1..%d (got %d)", a, WLM_MAX_THREADS, o->threads);
+            if (get_count(a, v, WLM_MAX_THREADS, &o->threads)) return 1;
             break;
         case O_N_PREDICT:
             if (get_int(a, v, &o->n_predict)) return 1;
@@ -276,19 +283,14 @@ int wlm_cli_gen_parse(int argc, char **argv, cli_opts *o) {
         case O_BEAM: if (get_int(a, v, &o->beam_width)) return 1; o->beam_given = 1; break;
         case O_LENGTH_PENALTY: if (get_float(a, v, &o->length_penalty)) return 1; break;
         case O_N_SAMPLES:
-            if (get_int(a, v, &o->n_samples)) return 1;
-            if (o->n_samples < 1 || o->n_samples > WLM_MAX_SEQ)
-                return wlm_cli_fail("%s must be in 1..%d (got %d)", a, WLM_MAX_SEQ, o->n_samples);
+            if (get_count(a, v, WLM_MAX_SEQ, &o->n_samples)) return 1;
             break;
         case O_PROMPTS: o->prompts_file = v; break;
         case O_CHAT_TEMPLATE: o->chat_opts.template_name = v; break;
         case O_SYSTEM: o->chat_opts.system = v; break;
         case O_MODEL_DRAFT: o->draft_path = v; break;
         case O_DRAFT_MAX:
-            if (get_int(a, v, &x)) return 1;
-            if (x < 1 || x > WLM_MAX_DRAFT)
-                return wlm_cli_fail("%s must be in 1..%d (got %d)", a, WLM_MAX_DRAFT, x);
-            o->spec.n_draft = x;
+            if (get_count(a, v, WLM_MAX_DRAFT, &o->spec.n_draft)) return 1;
             break;
         case O_DRAFT_P_MIN:
             if (get_float(a, v, &f)) return 1;
@@ -296,10 +298,7 @@ int wlm_cli_gen_parse(int argc, char **argv, cli_opts *o) {
             o->spec.p_min = f;
             break;
         case O_LOOKUP_NGRAM:
-            if (get_int(a, v, &x)) return 1;
-            if (x < 1 || x > WLM_MAX_NGRAM)
-                return wlm_cli_fail("%s must be in 1..%d (got %d)", a, WLM_MAX_NGRAM, x);
-            o->spec.ngram = x;
+            if (get_count(a, v, WLM_MAX_NGRAM, &o->spec.ngram)) return 1;
             break;
         }
     }
