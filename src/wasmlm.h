@@ -474,6 +474,11 @@ typedef struct wlm_kv_stats {
     int32_t blocks_shared;    /* blocks referenced by two or more sequences */
     int32_t block_refs;       /* sum over sequences of their block-table lengths: the blocks
                                  that copies without sharing would need */
+    /* hybrid models (Qwen3.5, LFM2): the recurrent layers' fixed-size state beside the cache */
+    size_t state_bytes;       /* one sequence's recurrent state (conv rows, DeltaNet matrices),
+                                 whatever its length; 0 for a plain transformer */
+    int32_t states;           /* sequences holding a state now */
+    size_t state_bytes_allocated; /* states and their snapshots in memory (bytes) */
 } wlm_kv_stats;
 
 /* Fills *out. Errors: WLM_ERR_INVALID_ARG. */

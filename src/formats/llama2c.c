@@ -126,6 +126,8 @@ int wlm_llama2c_load(wlm_model *m, const unsigned char *data, size_t size) {
     w->rms_final = rms_final;
     for (uint64_t l = 0; l < L; l++) {
         wlm_layer_weights *lw = &w->layers[l];
+        lw->mixer = WLM_MIX_ATTN;
+        lw->kv_slot = (int32_t)l; /* every layer has its KV cache */
         lw->rms_att = rms_att + l * D;
         lw->rms_ffn = rms_ffn + l * D;
         lw->wq = f32_tensor(wq + l * D * D, dim, dim);
@@ -141,6 +143,7 @@ int wlm_llama2c_load(wlm_model *m, const unsigned char *data, size_t size) {
     hp->dim = dim;
     hp->hidden_dim = hidden;
     hp->n_layers = n_layers;
+    hp->n_attn_layers = n_layers;
     hp->n_heads = n_heads;
     hp->n_kv_heads = n_kv_heads;
     hp->vocab_size = vocab;

@@ -72,6 +72,15 @@ static inline size_t wlm_attention_scratch(int heads, int n, int head_size) {
 typedef void (*wlm_matmat_fn)(float *out, size_t out_stride, const float *w, const float *x,
                               size_t x_stride, int n, int r0, int r1, int nb);
 
+/* One token of the gated delta rule (Yang, Kautz & Hatamizadeh 2024, "Gated Delta Networks";
+ * llama.cpp's Qwen3.5 recurrence) on one head's state S (d × d, row a for key dimension a,
+ * column b for value dimension b): S ← decay · S; r = Sᵀ k; S ← S + k (beta (v − r))ᵀ;
+ * out = Sᵀ q (the readout of the updated state). q, k, v, out: d floats; d <= 256. Every sum
+ * over a runs in order a = 0, 1, … with a rounded multiply then an add, so the SIMD kernel
+ * gives the reference's bits. */
+typedef void (*wlm_deltanet_fn)(float *S, const float *q, const float *k, const float *v,
+                                float decay, float beta, float *out, int d);
+
 typedef struct wlm_kernels {
     const char *name;         /* "scalar" or "simd128" */
     wlm_matvec_fn matvec;
@@ -88,6 +97,7 @@ typedef struct wlm_kernels {
                                  ggml's GGML_ROPE_TYPE_NEOX); same arguments as rope */
     wlm_layernorm_fn layernorm;
     wlm_gelu_fn gelu;
+    wlm_deltanet_fn deltanet;
 } wlm_kernels;
 
 void wlm_matvec_ref(float *out, const float *w, const float *x, int n, int r0, int r1);
@@ -113,6 +123,10 @@ void wlm_layernorm_ref(float *out, const float *x, const float *weight, const fl
                        float eps);
 void wlm_gelu_ref(float *h, const float *g, int n);
 float wlm_gelu1_ref(float x);
+void wlm_deltanet_ref(float *S, const float *q, const float *k, const float *v, float decay,
+                      float beta, float *out, int d);
+void wlm_deltanet_simd(float *S, const float *q, const float *k, const float *v, float decay,
+                       float beta, float *out, int d);
 
 void wlm_matvec_simd(float *out, const float *w, const float *x, int n, int r0, int r1);
 void wlm_matmat_simd(float *out, size_t out_stride, const float *w, const float *x,

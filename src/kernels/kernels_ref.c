@@ -177,9 +177,34 @@ void wlm_gelu_ref(float *h, const float *g, int n) {
     }
 }
 
+void wlm_deltanet_ref(float *S, const float *q, const float *k, const float *v, float decay,
+                      float beta, float *out, int d) {
+    float dv[256];
+    for (int b = 0; b < d; b++) out[b] = 0.0f;
+    for (int a = 0; a < d; a++) { /* decay, and r = Sᵀ k into out */
+        float *row = S + (size_t)a * (size_t)d;
+        for (int b = 0; b < d; b++) {
+            row[b] *= decay;
+            out[b] += row[b] * k[a];
+        }
+    }
+    for (int b = 0; b < d; b++) {
+        dv[b] = beta * (v[b] - out[b]);
+        out[b] = 0.0f;
+    }
+    for (int a = 0; a < d; a++) { /* S += k dvᵀ, and out = Sᵀ q */
+        float *row = S + (size_t)a * (size_t)d;
+        for (int b = 0; b < d; b++) {
+            row[b] += k[a] * dv[b];
+            out[b] += row[b] * q[a];
+        }
+    }
+}
+
 const wlm_kernels wlm_kernels_ref = {
     "scalar",
     wlm_matvec_ref, wlm_rmsnorm_ref, wlm_softmax_ref, wlm_rope_ref,
     wlm_swiglu_ref, wlm_dot_ref, wlm_axpy_ref, wlm_attention_ref, wlm_matmat_ref,
     wlm_attention_f16_ref, wlm_rope_neox_ref, wlm_layernorm_ref, wlm_gelu_ref,
+    wlm_deltanet_ref,
 };

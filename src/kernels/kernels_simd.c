@@ -740,6 +740,43 @@ void wlm_gelu_simd(float *h, const float *g, int n) {
     }
 }
 
+/* The delta rule, four value dimensions a vector: the reference's operations lane by lane
+ * (a rounded multiply, then the add), so the same bits. d a multiple of 4 takes the vector
+ * loops; any other d the reference. */
+void wlm_deltanet_simd(float *S, const float *q, const float *k, const float *v, float decay,
+                       float beta, float *out, int d) {
+    if (d % 4 != 0) {
+        wlm_deltanet_ref(S, q, k, v, decay, beta, out, d);
+        return;
+    }
+    float dv[256];
+    const v128_t dc = wasm_f32x4_splat(decay), bt = wasm_f32x4_splat(beta);
+    for (int b = 0; b < d; b += 4) wasm_v128_store(out + b, wasm_f32x4_splat(0.0f));
+    for (int a = 0; a < d; a++) {
+        float *row = S + (size_t)a * (size_t)d;
+        const v128_t ka = wasm_f32x4_splat(k[a]);
+        for (int b = 0; b < d; b += 4) {
+            const v128_t sv = wasm_f32x4_mul(wasm_v128_load(row + b), dc);
+            wasm_v128_store(row + b, sv);
+            wasm_v128_store(out + b, MULADD(wasm_v128_load(out + b), sv, ka));
+        }
+    }
+    for (int b = 0; b < d; b += 4) {
+        const v128_t r = wasm_v128_load(out + b);
+        wasm_v128_store(dv + b, wasm_f32x4_mul(bt, wasm_f32x4_sub(wasm_v128_load(v + b), r)));
+        wasm_v128_store(out + b, wasm_f32x4_splat(0.0f));
+    }
+    for (int a = 0; a < d; a++) {
+        float *row = S + (size_t)a * (size_t)d;
+        const v128_t ka = wasm_f32x4_splat(k[a]), qa = wasm_f32x4_splat(q[a]);
+        for (int b = 0; b < d; b += 4) {
+            const v128_t sv = MULADD(wasm_v128_load(row + b), ka, wasm_v128_load(dv + b));
+            wasm_v128_store(row + b, sv);
+            wasm_v128_store(out + b, MULADD(wasm_v128_load(out + b), sv, qa));
+        }
+    }
+}
+
 int wlm_kernels_have_simd(void) { return 1; }
 
 #else /* no SIMD128: forward to the reference kernels */
@@ -781,6 +818,10 @@ void wlm_layernorm_simd(float *out, const float *x, const float *weight, const f
     wlm_layernorm_ref(out, x, weight, bias, n, eps);
 }
 void wlm_gelu_simd(float *h, const float *g, int n) { wlm_gelu_ref(h, g, n); }
+void wlm_deltanet_simd(float *S, const float *q, const float *k, const float *v, float decay,
+                       float beta, float *out, int d) {
+    wlm_deltanet_ref(S, q, k, v, decay, beta, out, d);
+}
 int wlm_kernels_have_simd(void) { return 0; }
 
 #endif
@@ -794,4 +835,5 @@ const wlm_kernels wlm_kernels_simd = {
     wlm_matvec_simd, wlm_rmsnorm_simd, wlm_softmax_simd, wlm_rope_simd,
     wlm_swiglu_simd, wlm_dot_simd, wlm_axpy_simd, wlm_attention_simd, wlm_matmat_simd,
     wlm_attention_f16_simd, wlm_rope_neox_simd, wlm_layernorm_simd, wlm_gelu_simd,
+    wlm_deltanet_simd,
 };

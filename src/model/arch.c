@@ -38,6 +38,21 @@ static const wlm_arch ARCHS[] = {
     {.name = "gpt2", .norm = WLM_NORM_LAYER, .act = WLM_ACT_GELU, .ffn = WLM_FFN_PLAIN,
      .qkv = WLM_QKV_FUSED, .rope = WLM_ROPE_NONE, .qkv_bias = WLM_T_REQ, .out_bias = WLM_T_REQ,
      .ffn_bias = WLM_T_REQ, .pos_embd = 1},
+    /* Qwen3.5 / 3.6 (dense): Gated DeltaNet layers (a causal conv, then the delta rule on a
+     * matrix state per head, a gated RMSNorm) with gated attention every
+     * full_attention_interval-th layer (attn_q holds each head's query and its sigmoid gate;
+     * per-head Q/K norms; partial NEOX RoPE through multi-section IMROPE); the pre-feed-forward
+     * norm is named post_attention_norm. llama.cpp: src/models/qwen35.cpp. */
+    {.name = "qwen35", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qk_norm = WLM_T_REQ,
+     .layers = WLM_LAYERS_DELTANET, .attn_gate = 1, .rope_sections = 1,
+     .ffn_norm_name = "post_attention_norm"},
+    /* LFM2 / LFM2.5 (Liquid): gated short convolutions (B·x through a depthwise causal conv,
+     * times C) where the per-layer head_count_kv is 0, GQA attention with Q/K norms and NEOX
+     * RoPE elsewhere; the final norm is named token_embd_norm. llama.cpp: src/models/lfm2.cpp. */
+    {.name = "lfm2", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qk_norm = WLM_T_REQ,
+     .layers = WLM_LAYERS_SHORTCONV, .final_norm_name = "token_embd_norm"},
     /* EmbeddingGemma (gemma-embedding): Gemma 3's layers with bidirectional attention (its
      * sliding-window layers see n_swa / 2 positions either side), mean pooling, and optional
      * dense_2 / dense_3 projections of the pooled vector. */
@@ -64,5 +79,6 @@ const wlm_arch *wlm_arch_find(const char *name, size_t len) {
 }
 
 const char *wlm_arch_list(void) {
-    return "llama, qwen2, qwen3, gemma3, phi3, gpt2, gemma-embedding, bert, nomic-bert";
+    return "llama, qwen2, qwen3, qwen35, lfm2, gemma3, phi3, gpt2, gemma-embedding, bert, "
+           "nomic-bert";
 }

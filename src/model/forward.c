@@ -151,8 +151,8 @@ static void quantize_entries(const void *arg, int32_t b0, int32_t b1) {
 /* wlm_matmul, where `same_input` says that x is the input of the previous product of this pass,
  * unchanged (Q, K and V; the gate and up projections): if that product left x quantized to the
  * vec_dot_type this one needs, c->xq is used as it is rather than quantized again. */
-static void matmul_ex(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
-                      const float *x, size_t x_stride, int32_t n, int same_input) {
+void wlm_matmul_ex(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
+                   const float *x, size_t x_stride, int32_t n, int same_input) {
     if (!same_input) c->xq_type = WLM_TYPE_F32;
     matmul_job j = {c, out, out_stride, t, x, x_stride, n, NULL, NULL};
     if (t->type != WLM_TYPE_F32) {
@@ -192,7 +192,7 @@ static void matmul_ex(wlm_context *c, float *out, size_t out_stride, const wlm_t
 
 void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
                 const float *x, size_t x_stride, int32_t n) {
-    matmul_ex(c, out, out_stride, t, x, x_stride, n, 0);
+    wlm_matmul_ex(c, out, out_stride, t, x, x_stride, n, 0);
 }
 
 /* Positions entry b attends to outside a window: its sequence's 0..pos (entries of the same
@@ -267,6 +267,19 @@ static void attention_run(wlm_context *c, const attention_job *j, uint64_t posit
  * llama.cpp's get_rope_factors) and multiplied by the linear scaling's 1/factor: angle = pos *
  * theta_i, as ggml_rope_ext with freq_factors and freq_scale (no YaRN). Window layers use their
  * own base, unscaled and without factors (llama.cpp's rope_freq_base_train_swa). */
+/* Multi-section RoPE (ggml's IMROPE, Qwen3.5): pair i belongs to section s = i mod (sum of the
+ * four widths) and turns by the time, height or width position when s % 3 is 0, 1 or 2 and s
+ * is below three times that section's width, else by the fourth position. For text the first
+ * three are the token's position and the fourth is 0: such a pair does not turn (1 here). */
+static int rope_section_still(const wlm_hparams *p, int i) {
+    const int32_t *sec = p->rope_sections;
+    const int32_t sum = sec[0] + sec[1] + sec[2] + sec[3];
+    if (!p->arch->rope_sections || sum <= 0) return 0;
+    const int32_t s = i % sum;
+    return !((s % 3 == 0 && s < 3 * sec[0]) || (s % 3 == 1 && s < 3 * sec[1]) ||
+             (s % 3 == 2 && s < 3 * sec[2]));
+}
+
 void wlm_rope_init(wlm_context *c) {
     const wlm_model *m = c->model;
     const wlm_hparams *p = &m->hp;
@@ -277,6 +290,7 @@ void wlm_rope_init(wlm_context *c) {
         const float base = s == 0 ? p->rope_theta : p->rope_theta_swa;
         for (int i = 0; i < half; i++) {
             float theta = 1.0f / powf(base, (float)(2 * i) / (float)p->n_rot);
+            if (rope_section_still(p, i)) theta = 0.0f;
             if (s == 0) {
                 if (ff) theta /= ff[i];
                 if (p->rope_freq_scale != 1.0f) theta *= p->rope_freq_scale;
@@ -318,6 +332,11 @@ static void rope_apply(wlm_context *c, float *x, int n_heads, int32_t b, int32_t
 
 int wlm_shift_supported(const wlm_model *m, char *err) {
     const wlm_hparams *p = &m->hp;
+    if (p->n_rec_layers > 0)
+        return wlm_set_error(err, WLM_ERR_UNSUPPORTED,
+                             "context shift is not possible with %s: its recurrent layers keep a "
+                             "state that summarises every token so far, which cannot drop the "
+                             "discarded ones", p->arch->name);
     if (p->arch->pos_embd || p->arch->rope == WLM_ROPE_NONE)
         return wlm_set_error(err, WLM_ERR_UNSUPPORTED,
                              "context shift is not possible with %s: its positions are learned "
@@ -427,18 +446,114 @@ static void layer_blocks(wlm_context *c, const wlm_seq *s, int len, size_t layer
     }
 }
 
+/* An attention layer's mixer for the batch's n entries: Q/K/V from the normed input c->xb (+
+ * biases; a gated attention's query and gate rows), per-head norms, RoPE and the KV rows
+ * (qk_entries), attention over each entry's sequence (a window on window layers), the optional
+ * output gate, the output projection (+ bias, + post-norm) into c->xb2. */
+static void attention_mix(wlm_context *c, const wlm_layer_weights *lw, int l, int32_t n) {
+    const wlm_hparams *p = &c->model->hp;
+    const wlm_arch *a = p->arch;
+    const int dim = p->dim, kv_dim = p->kv_dim, q_dim = p->q_dim;
+    const size_t D = (size_t)dim, KV = (size_t)kv_dim, Q = (size_t)q_dim;
+    const size_t XS = Q > D ? Q : D; /* stride of xb */
+    const size_t QKV = Q + 2 * KV;
+    const size_t elem = c->kv.elem_bytes;
+    const size_t layer_off = (size_t)lw->kv_slot * 2 * WLM_KV_BLOCK * KV * elem;
+    const int32_t rset = c->n_rope_sets > 1 && lw->swa ? 1 : 0;
+    if (a->attn_gate) { /* each head's query rows, then its gate rows */
+        wlm_matmul_ex(c, c->qg, 2 * Q, &lw->wq, c->xb, XS, n, 0);
+        const size_t hs = (size_t)p->head_size;
+        for (int32_t b = 0; b < n; b++)
+            for (int h = 0; h < p->n_heads; h++) {
+                const float *r = c->qg + b * 2 * Q + 2 * hs * (size_t)h;
+                memcpy(c->q + b * Q + hs * (size_t)h, r, hs * sizeof(float));
+                memcpy(c->gate + b * Q + hs * (size_t)h, r + hs, hs * sizeof(float));
+            }
+        wlm_matmul_ex(c, c->kt, KV, &lw->wk, c->xb, XS, n, 1);
+        wlm_matmul_ex(c, c->vt, KV, &lw->wv, c->xb, XS, n, 1);
+    } else if (lw->wqkv.data) {
+        wlm_matmul(c, c->qkv, QKV, &lw->wqkv, c->xb, XS, n);
+        for (int32_t b = 0; b < n; b++) {
+            const float *r = c->qkv + b * QKV;
+            memcpy(c->q + b * Q, r, Q * sizeof(float));
+            memcpy(c->kt + b * KV, r + Q, KV * sizeof(float));
+            memcpy(c->vt + b * KV, r + Q + KV, KV * sizeof(float));
+        }
+    } else {
+        wlm_matmul_ex(c, c->q, Q, &lw->wq, c->xb, XS, n, 0);
+        wlm_matmul_ex(c, c->kt, KV, &lw->wk, c->xb, XS, n, 1);
+        wlm_matmul_ex(c, c->vt, KV, &lw->wv, c->xb, XS, n, 1);
+    }
+    add_bias(c, c->q, Q, lw->bq, q_dim, n);
+    add_bias(c, c->kt, KV, lw->bk, kv_dim, n);
+    add_bias(c, c->vt, KV, lw->bv, kv_dim, n);
+    const qk_job qk = {c, lw, l, rset};
+    for_entries(c, n, (uint64_t)n * (Q + 2 * KV), qk_entries, &qk);
+    /* every entry attends to its own sequence's positions (entry_len); a window layer to
+     * the last n_swa, or around it in a non-causal pass. Entries of one sequence outside a
+     * window (a prefill) share the block pointers: one job for all of them. */
+    const int windowed = lw->swa && p->n_swa > 0;
+    int32_t one_seq = !windowed;
+    for (int32_t b = 1; b < n && one_seq; b++) one_seq = c->ent_seq[b] == c->ent_seq[0];
+    if (one_seq) {
+        const wlm_seq *s = &c->seqs[c->ent_seq[0]];
+        int max_len = 0;
+        uint64_t positions = 0;
+        for (int32_t b = 0; b < n; b++) {
+            const int len = entry_len(c, b);
+            if (len > max_len) max_len = len;
+            positions += (uint64_t)len;
+        }
+        layer_blocks(c, s, max_len, layer_off);
+        const attention_job j = {c, c->xb, XS, c->q, Q, 0, n, 0, max_len, WLM_KV_BLOCK};
+        attention_run(c, &j, positions);
+    }
+    for (int32_t b = 0; b < n && !one_seq; b++) {
+        const wlm_seq *s = &c->seqs[c->ent_seq[b]];
+        int len = entry_len(c, b);
+        int start = windowed && len > p->n_swa ? len - p->n_swa : 0;
+        if (c->ent_len && windowed) { /* symmetric: pos ± n_swa / 2 */
+            const int half = p->n_swa / 2, pos = c->ent_pos[b];
+            start = pos > half ? pos - half : 0;
+            if (len > pos + half + 1) len = pos + half + 1;
+        }
+        int block = WLM_KV_BLOCK;
+        if (start == 0) {
+            layer_blocks(c, s, len, layer_off);
+        } else { /* one pointer per position of the window (blocks of one position) */
+            for (int t = start; t < len; t++) {
+                const unsigned char *r = c->kv.base[s->blocks[t / WLM_KV_BLOCK]] + layer_off +
+                                         (size_t)(t % WLM_KV_BLOCK) * KV * elem;
+                c->kb[t - start] = r;
+                c->vb[t - start] = r + WLM_KV_BLOCK * KV * elem;
+            }
+            block = 1;
+            len -= start;
+        }
+        const attention_job j = {c, c->xb + b * XS, XS, c->q + b * Q, Q, b, 1, len, len, block};
+        attention_run(c, &j, (uint64_t)len);
+    }
+    if (a->attn_gate) /* o ⊙ sigmoid(gate), per head */
+        for (int32_t b = 0; b < n; b++) {
+            float *o = c->xb + b * XS;
+            const float *gt = c->gate + b * Q;
+            for (int i = 0; i < q_dim; i++) o[i] *= 1.0f / (1.0f + expf(-gt[i]));
+        }
+    wlm_matmul(c, c->xb2, D, &lw->wo, c->xb, XS, n);
+    add_bias(c, c->xb2, D, lw->bo, dim, n);
+    if (lw->post_att_norm) norm_rows(c, c->xb2, D, c->xb2, D, lw->post_att_norm, NULL, n);
+}
+
 void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
                        const int32_t *logit_rows) {
     const wlm_hparams *p = &c->model->hp;
     const wlm_arch *a = p->arch;
     const wlm_weights *w = &c->model->w;
     const wlm_kernels *k = c->k;
-    const int dim = p->dim, hidden = p->hidden_dim, kv_dim = p->kv_dim, q_dim = p->q_dim;
-    const size_t D = (size_t)dim, H = (size_t)hidden, KV = (size_t)kv_dim, Q = (size_t)q_dim;
+    const int dim = p->dim, hidden = p->hidden_dim;
+    const size_t D = (size_t)dim, H = (size_t)hidden, Q = (size_t)p->q_dim;
     const size_t XS = Q > D ? Q : D;                          /* stride of xb */
     const size_t HS = a->ffn == WLM_FFN_FUSED_GATE_UP ? 2 * H : H; /* stride of hb */
-    const size_t QKV = Q + 2 * KV;
-    const size_t elem = c->kv.elem_bytes;
     float *x = c->x;
 
     const wlm_tensor *emb = &w->token_embedding, *pe = &w->pos_embedding;
@@ -466,78 +581,13 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
 
     for (int l = 0; l < p->n_layers; l++) {
         const wlm_layer_weights *lw = &w->layers[l];
-        const size_t layer_off = (size_t)l * 2 * WLM_KV_BLOCK * KV * elem;
-        const int32_t rset = c->n_rope_sets > 1 && lw->swa ? 1 : 0;
 
-        /* attention: projections for the whole batch (an encoder's input is not normed) */
+        /* the mixer: projections for the whole batch (an encoder's input is not normed) */
         if (lw->rms_att) norm_rows(c, c->xb, XS, x, D, lw->rms_att, lw->att_norm_b, n);
         else
             for (int32_t b = 0; b < n; b++) memcpy(c->xb + b * XS, x + b * D, D * sizeof(float));
-        if (lw->wqkv.data) {
-            wlm_matmul(c, c->qkv, QKV, &lw->wqkv, c->xb, XS, n);
-            for (int32_t b = 0; b < n; b++) {
-                const float *r = c->qkv + b * QKV;
-                memcpy(c->q + b * Q, r, Q * sizeof(float));
-                memcpy(c->kt + b * KV, r + Q, KV * sizeof(float));
-                memcpy(c->vt + b * KV, r + Q + KV, KV * sizeof(float));
-            }
-        } else {
-            matmul_ex(c, c->q, Q, &lw->wq, c->xb, XS, n, 0);
-            matmul_ex(c, c->kt, KV, &lw->wk, c->xb, XS, n, 1);
-            matmul_ex(c, c->vt, KV, &lw->wv, c->xb, XS, n, 1);
-        }
-        add_bias(c, c->q, Q, lw->bq, q_dim, n);
-        add_bias(c, c->kt, KV, lw->bk, kv_dim, n);
-        add_bias(c, c->vt, KV, lw->bv, kv_dim, n);
-        const qk_job qk = {c, lw, l, rset};
-        for_entries(c, n, (uint64_t)n * (Q + 2 * KV), qk_entries, &qk);
-        /* every entry attends to its own sequence's positions (entry_len); a window layer to
-         * the last n_swa, or around it in a non-causal pass. Entries of one sequence outside a
-         * window (a prefill) share the block pointers: one job for all of them. */
-        const int windowed = lw->swa && p->n_swa > 0;
-        int32_t one_seq = !windowed;
-        for (int32_t b = 1; b < n && one_seq; b++) one_seq = c->ent_seq[b] == c->ent_seq[0];
-        if (one_seq) {
-            const wlm_seq *s = &c->seqs[c->ent_seq[0]];
-            int max_len = 0;
-            uint64_t positions = 0;
-            for (int32_t b = 0; b < n; b++) {
-                const int len = entry_len(c, b);
-                if (len > max_len) max_len = len;
-                positions += (uint64_t)len;
-            }
-            layer_blocks(c, s, max_len, layer_off);
-            const attention_job j = {c, c->xb, XS, c->q, Q, 0, n, 0, max_len, WLM_KV_BLOCK};
-            attention_run(c, &j, positions);
-        }
-        for (int32_t b = 0; b < n && !one_seq; b++) {
-            const wlm_seq *s = &c->seqs[c->ent_seq[b]];
-            int len = entry_len(c, b);
-            int start = windowed && len > p->n_swa ? len - p->n_swa : 0;
-            if (c->ent_len && windowed) { /* symmetric: pos ± n_swa / 2 */
-                const int half = p->n_swa / 2, pos = c->ent_pos[b];
-                start = pos > half ? pos - half : 0;
-                if (len > pos + half + 1) len = pos + half + 1;
-            }
-            int block = WLM_KV_BLOCK;
-            if (start == 0) {
-                layer_blocks(c, s, len, layer_off);
-            } else { /* one pointer per position of the window (blocks of one position) */
-                for (int t = start; t < len; t++) {
-                    const unsigned char *r = c->kv.base[s->blocks[t / WLM_KV_BLOCK]] + layer_off +
-                                             (size_t)(t % WLM_KV_BLOCK) * KV * elem;
-                    c->kb[t - start] = r;
-                    c->vb[t - start] = r + WLM_KV_BLOCK * KV * elem;
-                }
-                block = 1;
-                len -= start;
-            }
-            const attention_job j = {c, c->xb + b * XS, XS, c->q + b * Q, Q, b, 1, len, len, block};
-            attention_run(c, &j, (uint64_t)len);
-        }
-        wlm_matmul(c, c->xb2, D, &lw->wo, c->xb, XS, n);
-        add_bias(c, c->xb2, D, lw->bo, dim, n);
-        if (lw->post_att_norm) norm_rows(c, c->xb2, D, c->xb2, D, lw->post_att_norm, NULL, n);
+        if (lw->mixer == WLM_MIX_ATTN) attention_mix(c, lw, l, n);
+        else wlm_recurrent_mix(c, lw, c->xb, XS, c->xb2, D, n); /* recurrent.c */
         for (size_t i = 0; i < (size_t)n * D; i++) x[i] += c->xb2[i];
         if (lw->attn_out_norm) /* encoders: LayerNorm of the stream after the residual add */
             norm_rows(c, x, D, x, D, lw->attn_out_norm, lw->attn_out_norm_b, n);
@@ -546,8 +596,8 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         if (lw->rms_ffn) norm_rows(c, c->xb, D, x, D, lw->rms_ffn, lw->ffn_norm_b, n);
         else memcpy(c->xb, x, (size_t)n * D * sizeof(float));
         if (a->ffn == WLM_FFN_GATED) { /* w2(act(w1 x) * w3 x) */
-            matmul_ex(c, c->hb, H, &lw->w1, c->xb, D, n, 0);
-            matmul_ex(c, c->hb2, H, &lw->w3, c->xb, D, n, 1);
+            wlm_matmul_ex(c, c->hb, H, &lw->w1, c->xb, D, n, 0);
+            wlm_matmul_ex(c, c->hb2, H, &lw->w3, c->xb, D, n, 1);
             const ffn_act_job act = {k, c->hb, c->hb2, H, hidden, a->act == WLM_ACT_GELU};
             for_entries(c, n, (uint64_t)n * H, ffn_act_entries, &act);
         } else if (a->ffn == WLM_FFN_FUSED_GATE_UP) { /* w3 rows: gate, then up */

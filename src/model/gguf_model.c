@@ -34,6 +34,14 @@
 
 /* ---- tensors --------------------------------------------------------------------------------- */
 
+/* 1 when the string holds `part`. */
+static int str_has(wlm_gguf_str s, const char *part) {
+    const size_t n = strlen(part);
+    for (size_t i = 0; i + n <= s.len; i++)
+        if (memcmp(s.ptr + i, part, n) == 0) return 1;
+    return 0;
+}
+
 /* Formats a tensor type for messages: "Q5_K (13)" or "99 (unknown)". */
 static const char *type_desc(int32_t type, char *buf, size_t n) {
     const wlm_type_traits *tr = wlm_type_get(type);
@@ -206,6 +214,159 @@ static int read_swa(wlm_model *m, const wlm_gguf *g, int32_t *layer_swa) {
                      &hp->rope_theta_swa);
 }
 
+/* attention.head_count_kv: a number, or (LFM2) one per layer, 0 marking a layer without
+ * attention; the attention layers must then agree on one count (n_kv_heads). */
+static int read_kv_heads(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
+    char k[96];
+    const wlm_gguf_kv *kv = wlm_gguf_find_kv(g, akey(k, sizeof k, hp->arch, "attention.head_count_kv"));
+    if (!kv || kv->type != WLM_GGUF_ARRAY)
+        return get_dim(m, g, k, 0, hp->n_heads, 1, MAX_HEADS, &hp->n_kv_heads);
+    if (hp->arch->layers != WLM_LAYERS_SHORTCONV)
+        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                             "%s is an array (per-layer KV head counts), which %s does not take",
+                             k, hp->arch->name);
+    if (kv->arr.n != (uint64_t)hp->n_layers)
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s has %llu entries, expected %d "
+                             "(block_count)", k, (unsigned long long)kv->arr.n, (int)hp->n_layers);
+    hp->n_kv_heads = 0;
+    for (int32_t l = 0; l < hp->n_layers; l++) {
+        int64_t v;
+        if (wlm_gguf_arr_i64(kv, (uint64_t)l, &v) != WLM_OK || v < 0 || v > MAX_HEADS)
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                 "%s[%d] is not a KV head count within 0..%d", k, (int)l, MAX_HEADS);
+        if (v == 0) continue;
+        if (hp->n_kv_heads && v != hp->n_kv_heads)
+            return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                                 "%s gives attention layers different KV head counts (%d and "
+                                 "%lld), which is not supported", k, (int)hp->n_kv_heads,
+                                 (long long)v);
+        hp->n_kv_heads = (int32_t)v;
+    }
+    if (hp->n_kv_heads == 0) hp->n_kv_heads = hp->n_heads; /* no attention layer at all */
+    return WLM_OK;
+}
+
+/* The hybrids' layer kinds and recurrent shapes (arch.c's `layers`), into mixer[n_layers]:
+ * - Qwen3.5: block_count counts nextn_predict_layers multi-token-prediction blocks at the end,
+ *   which plain decoding never runs (dropped here); attention.recurrent_layers (one flag per
+ *   layer, true = DeltaNet) when present, else layer l is attention when (l + 1) %
+ *   full_attention_interval == 0 (default 4); ssm.conv_kernel K, ssm.state_size D,
+ *   ssm.group_count HK, ssm.time_step_rank HV (a multiple of HK), ssm.inner_size = HV D;
+ *   rope.dimension_sections, 4 numbers (llama.cpp requires them).
+ * - LFM2: attention where the per-layer head_count_kv is not 0 (read_kv_heads), short
+ *   convolutions of shortconv.l_cache taps elsewhere.
+ * State per sequence: each recurrent layer keeps its conv's last K - 1 inputs, and DeltaNet
+ * its HV matrices of D × D. */
+#define MAX_CONV 16
+#define MAX_SSM_D 256 /* kernels' scratch (wlm_deltanet_fn) */
+static int read_hybrid(wlm_model *m, const wlm_gguf *g, int32_t *mixer) {
+    wlm_hparams *hp = &m->hp;
+    const wlm_arch *a = hp->arch;
+    char k[96];
+    int rc;
+    for (int32_t l = 0; l < hp->n_layers; l++) mixer[l] = WLM_MIX_ATTN;
+    if (a->layers == WLM_LAYERS_ATTN) {
+        hp->n_attn_layers = hp->n_layers;
+        return WLM_OK;
+    }
+    if (m->tensors_external)
+        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                             "%s's recurrent layers run on the CPU backend only (not yet on "
+                             "WebGPU)", a->name);
+    if (a->layers == WLM_LAYERS_DELTANET) {
+        int32_t nextn = 0, interval = 4;
+        if ((rc = get_dim(m, g, akey(k, sizeof k, a, "nextn_predict_layers"), 0, 0, 0,
+                          hp->n_layers - 1, &nextn)) ||
+            (rc = get_dim(m, g, akey(k, sizeof k, a, "full_attention_interval"), 0, 4, 1,
+                          MAX_LAYERS, &interval)))
+            return rc;
+        const wlm_gguf_kv *rl = wlm_gguf_find_kv(g, akey(k, sizeof k, a, "attention.recurrent_layers"));
+        if (rl) { /* one flag per block, the MTP blocks included */
+            if (rl->type != WLM_GGUF_ARRAY || rl->arr.n != (uint64_t)hp->n_layers)
+                return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                     "%s must be an array of %d flags (block_count)", k,
+                                     (int)hp->n_layers);
+        }
+        hp->n_layers -= nextn;
+        for (int32_t l = 0; l < hp->n_layers; l++) {
+            int64_t v = (l + 1) % interval != 0;
+            if (rl && wlm_gguf_arr_i64(rl, (uint64_t)l, &v) != WLM_OK)
+                return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                     "%s is not an array of booleans or integers", k);
+            mixer[l] = v ? WLM_MIX_DELTANET : WLM_MIX_ATTN;
+        }
+        int32_t inner = 0;
+        if ((rc = get_dim(m, g, akey(k, sizeof k, a, "ssm.conv_kernel"), 1, 0, 2, MAX_CONV,
+                          &hp->ssm_conv)) ||
+            (rc = get_dim(m, g, akey(k, sizeof k, a, "ssm.state_size"), 1, 0, 1, MAX_SSM_D,
+                          &hp->ssm_d)) ||
+            (rc = get_dim(m, g, akey(k, sizeof k, a, "ssm.group_count"), 1, 0, 1, MAX_HEADS,
+                          &hp->ssm_hk)) ||
+            (rc = get_dim(m, g, akey(k, sizeof k, a, "ssm.time_step_rank"), 1, 0, 1, MAX_HEADS,
+                          &hp->ssm_hv)) ||
+            (rc = get_dim(m, g, akey(k, sizeof k, a, "ssm.inner_size"), 0,
+                          hp->ssm_hv * hp->ssm_d, 1, MAX_HIDDEN, &inner)))
+            return rc;
+        if (hp->ssm_hv % hp->ssm_hk != 0 || inner != hp->ssm_hv * hp->ssm_d)
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                 "%s.ssm: time_step_rank %d must be a multiple of group_count %d "
+                                 "and inner_size %d equal time_step_rank × state_size %d",
+                                 a->name, (int)hp->ssm_hv, (int)hp->ssm_hk, (int)inner,
+                                 (int)hp->ssm_d);
+        hp->ssm_channels = 2 * hp->ssm_hk * hp->ssm_d + hp->ssm_hv * hp->ssm_d;
+        if (hp->ssm_channels > MAX_HIDDEN)
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                 "%s.ssm: %d conv channels exceed %d", a->name,
+                                 (int)hp->ssm_channels, MAX_HIDDEN);
+    } else { /* WLM_LAYERS_SHORTCONV: head_count_kv's zeros (read_kv_heads) */
+        const wlm_gguf_kv *kv = wlm_gguf_find_kv(g, akey(k, sizeof k, a, "attention.head_count_kv"));
+        for (int32_t l = 0; kv && kv->type == WLM_GGUF_ARRAY && l < hp->n_layers; l++) {
+            int64_t v = 1;
+            wlm_gguf_arr_i64(kv, (uint64_t)l, &v); /* checked by read_kv_heads */
+            mixer[l] = v == 0 ? WLM_MIX_SHORTCONV : WLM_MIX_ATTN;
+        }
+        if ((rc = get_dim(m, g, akey(k, sizeof k, a, "shortconv.l_cache"), 1, 0, 2, MAX_CONV,
+                          &hp->ssm_conv)))
+            return rc;
+        hp->ssm_channels = hp->dim;
+        /* Some third-party files keep LFM2's unadjusted feed_forward_length (12288 for a 1.2B
+         * whose feed-forward is 8192 wide): the width of the tensors is the one computed. */
+        const wlm_gguf_tensor *gate = wlm_gguf_find_tensor(g, "blk.0.ffn_gate.weight");
+        if (gate && gate->ne[1] >= 1 && gate->ne[1] <= MAX_HIDDEN) hp->hidden_dim = (int32_t)gate->ne[1];
+    }
+    if (a->rope_sections) {
+        const wlm_gguf_kv *sec = wlm_gguf_find_kv(g, akey(k, sizeof k, a, "rope.dimension_sections"));
+        if (!sec || sec->type != WLM_GGUF_ARRAY || sec->arr.n < 3 || sec->arr.n > 4)
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                 "%s must be an array of 3 or 4 section widths", k);
+        int64_t sum = 0;
+        for (uint64_t i = 0; i < sec->arr.n; i++) {
+            int64_t v;
+            if (wlm_gguf_arr_i64(sec, i, &v) != WLM_OK || v < 0 || v > MAX_DIM)
+                return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s[%d] is not a width in 0..%d",
+                                     k, (int)i, MAX_DIM);
+            hp->rope_sections[i] = (int32_t)v;
+            sum += v;
+        }
+        if (sum == 0)
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s adds up to 0", k);
+    }
+    /* KV slots and state offsets */
+    size_t off = 0;
+    for (int32_t l = 0; l < hp->n_layers; l++) {
+        if (mixer[l] == WLM_MIX_ATTN) {
+            hp->n_attn_layers++;
+            continue;
+        }
+        hp->n_rec_layers++;
+        off += (size_t)(hp->ssm_conv - 1) * (size_t)hp->ssm_channels;
+        if (mixer[l] == WLM_MIX_DELTANET)
+            off += (size_t)hp->ssm_hv * (size_t)hp->ssm_d * (size_t)hp->ssm_d;
+    }
+    hp->state_floats = off;
+    return WLM_OK;
+}
+
 static int read_hparams(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
     const wlm_arch *a = hp->arch;
     char k[96];
@@ -217,8 +378,7 @@ static int read_hparams(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
         (rc = get_dim(m, g, akey(k, sizeof k, a, "block_count"), 1, 0, 1, MAX_LAYERS, &hp->n_layers)) ||
         (rc = get_dim(m, g, akey(k, sizeof k, a, "attention.head_count"), 1, 0, 1, MAX_HEADS,
                       &hp->n_heads)) ||
-        (rc = get_dim(m, g, akey(k, sizeof k, a, "attention.head_count_kv"), 0, hp->n_heads, 1,
-                      MAX_HEADS, &hp->n_kv_heads)) ||
+        (rc = read_kv_heads(m, g, hp)) ||
         (rc = get_dim(m, g, akey(k, sizeof k, a, "context_length"), 1, 0, 1, MAX_SEQ, &hp->seq_len)) ||
         (rc = get_float(m, g, akey(k, sizeof k, a, "rope.freq_base"), 10000.0f, 0.0f, 0, 1e30f,
                         &hp->rope_theta)) ||
@@ -359,14 +519,79 @@ static uint64_t mat_bytes(const wlm_tensor *t) {
     return t->data ? (uint64_t)t->row_bytes * (uint64_t)t->rows : 0;
 }
 
+/* A (rows × cols) F32 or F16 tensor read as floats (F16 converted into *spare, advanced). */
+static int get_floats(wlm_model *m, const wlm_gguf *g, const char *name, int32_t rows,
+                      int32_t cols, float **spare, const float **out) {
+    wlm_tensor t = {0};
+    int rc = get_matrix(m, g, name, rows, cols, &t);
+    if (rc != WLM_OK) return rc;
+    if (t.type == WLM_TYPE_F32) {
+        *out = t.data;
+        return WLM_OK;
+    }
+    if (t.type != WLM_TYPE_F16) {
+        char tbuf[48];
+        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                             "tensor %s has type %s; only F32 and F16 are supported", name,
+                             type_desc(t.type, tbuf, sizeof tbuf));
+    }
+    wlm_type_get(WLM_TYPE_F16)->to_float(t.data, *spare, rows * cols);
+    *out = *spare;
+    *spare += (size_t)rows * (size_t)cols;
+    return WLM_OK;
+}
+
+/* A recurrent layer's tensors (read_hybrid's shapes):
+ * - DeltaNet: attn_qkv [dim, C] (C = 2 HK D + HV D), attn_gate [dim, HV D], ssm_beta and
+ *   ssm_alpha [dim, HV], ssm_out [HV D, dim], ssm_conv1d [K, C], ssm_dt.bias [HV], ssm_a [HV],
+ *   ssm_norm [D];
+ * - short conv: shortconv.in_proj [dim, 3 dim], shortconv.conv [L, dim],
+ *   shortconv.out_proj [dim, dim]. */
+static int map_recurrent(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) {
+    const wlm_hparams *hp = &m->hp;
+    wlm_layer_weights *lw = &m->w.layers[l];
+    const int32_t D = hp->dim, C = hp->ssm_channels, K = hp->ssm_conv;
+    char name[80];
+    int rc;
+    if (lw->mixer == WLM_MIX_SHORTCONV)
+        return (rc = get_matrix(m, g, blk(name, sizeof name, l, "shortconv.in_proj.weight"), 3 * D,
+                                D, &lw->ssm_in)) ||
+                       (rc = get_floats(m, g, blk(name, sizeof name, l, "shortconv.conv.weight"),
+                                        D, K, spare, &lw->conv_w)) ||
+                       (rc = get_matrix(m, g, blk(name, sizeof name, l, "shortconv.out_proj.weight"),
+                                        D, D, &lw->ssm_out))
+                   ? rc
+                   : WLM_OK;
+    const int32_t HV = hp->ssm_hv, VD = hp->ssm_hv * hp->ssm_d;
+    if ((rc = get_matrix(m, g, blk(name, sizeof name, l, "attn_qkv.weight"), C, D, &lw->ssm_in)) ||
+        (rc = get_matrix(m, g, blk(name, sizeof name, l, "attn_gate.weight"), VD, D,
+                         &lw->ssm_gate)) ||
+        (rc = get_matrix(m, g, blk(name, sizeof name, l, "ssm_beta.weight"), HV, D,
+                         &lw->ssm_beta)) ||
+        (rc = get_matrix(m, g, blk(name, sizeof name, l, "ssm_alpha.weight"), HV, D,
+                         &lw->ssm_alpha)) ||
+        (rc = get_matrix(m, g, blk(name, sizeof name, l, "ssm_out.weight"), D, VD, &lw->ssm_out)) ||
+        (rc = get_floats(m, g, blk(name, sizeof name, l, "ssm_conv1d.weight"), C, K, spare,
+                         &lw->conv_w)) ||
+        (rc = get_norm(m, g, blk(name, sizeof name, l, "ssm_dt.bias"), HV, spare, &lw->ssm_dt)) ||
+        (rc = get_norm(m, g, blk(name, sizeof name, l, "ssm_a"), HV, spare, &lw->ssm_a)) ||
+        (rc = get_norm(m, g, blk(name, sizeof name, l, "ssm_norm.weight"), hp->ssm_d, spare,
+                       &lw->ssm_norm)))
+        return rc;
+    return WLM_OK;
+}
+
+static int map_ffn(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare);
+
 static int map_layer(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) {
     const wlm_hparams *hp = &m->hp;
     const wlm_arch *a = hp->arch;
     wlm_layer_weights *lw = &m->w.layers[l];
-    const int32_t D = hp->dim, H = hp->hidden_dim, Q = hp->q_dim, KV = hp->kv_dim;
+    const int32_t D = hp->dim, Q = hp->q_dim, KV = hp->kv_dim;
     const int layer_bias = a->norm == WLM_NORM_LAYER ? WLM_T_REQ : WLM_T_NO;
-    char name[80];
+    char name[80], ffn_norm[48];
     int rc;
+    snprintf(ffn_norm, sizeof ffn_norm, "%s.weight", a->ffn_norm_name ? a->ffn_norm_name : "ffn_norm");
 
     if (a->encoder) { /* LayerNorms after the residual adds instead of before each branch */
         if ((rc = get_norm(m, g, blk(name, sizeof name, l, "attn_output_norm.weight"), D, spare,
@@ -382,14 +607,21 @@ static int map_layer(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) 
                               &lw->rms_att)) ||
                (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_norm.bias"), D, layer_bias,
                              spare, &lw->att_norm_b)) ||
-               (rc = get_norm(m, g, blk(name, sizeof name, l, "ffn_norm.weight"), D, spare,
+               (rc = get_norm(m, g, blk(name, sizeof name, l, ffn_norm), D, spare,
                               &lw->rms_ffn)) ||
                (rc = get_vec(m, g, blk(name, sizeof name, l, "ffn_norm.bias"), D, layer_bias,
                              spare, &lw->ffn_norm_b))) {
         return rc;
     }
 
-    /* attention: one fused attn_qkv (Q rows, then K, then V) or three matrices */
+    if (lw->mixer != WLM_MIX_ATTN) {
+        if ((rc = map_recurrent(m, g, l, spare))) return rc;
+        return map_ffn(m, g, l, spare);
+    }
+
+    /* attention: one fused attn_qkv (Q rows, then K, then V) or three matrices; a gated
+     * attention's attn_q holds each head's query then its gate */
+    const int32_t QR = a->attn_gate ? 2 * Q : Q;
     const int fused = a->qkv == WLM_QKV_FUSED ||
                       (a->qkv == WLM_QKV_EITHER &&
                        wlm_gguf_find_tensor(g, blk(name, sizeof name, l, "attn_qkv.weight")));
@@ -406,7 +638,7 @@ static int map_layer(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) 
             lw->bv = b + Q + KV;
         }
     } else {
-        if ((rc = get_matrix(m, g, blk(name, sizeof name, l, "attn_q.weight"), Q, D, &lw->wq)) ||
+        if ((rc = get_matrix(m, g, blk(name, sizeof name, l, "attn_q.weight"), QR, D, &lw->wq)) ||
             (rc = get_matrix(m, g, blk(name, sizeof name, l, "attn_k.weight"), KV, D, &lw->wk)) ||
             (rc = get_matrix(m, g, blk(name, sizeof name, l, "attn_v.weight"), KV, D, &lw->wv)) ||
             (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_q.bias"), Q, a->qkv_bias, spare,
@@ -435,7 +667,17 @@ static int map_layer(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) 
                              "layer %d has only one of attn_q_norm / attn_k_norm or of "
                              "post_attention_norm / post_ffw_norm", (int)l);
 
-    /* feed-forward */
+    return map_ffn(m, g, l, spare);
+}
+
+/* The feed-forward of layer l. */
+static int map_ffn(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) {
+    const wlm_hparams *hp = &m->hp;
+    const wlm_arch *a = hp->arch;
+    wlm_layer_weights *lw = &m->w.layers[l];
+    const int32_t D = hp->dim, H = hp->hidden_dim;
+    char name[80];
+    int rc;
     const int32_t up_rows = a->ffn == WLM_FFN_FUSED_GATE_UP ? 2 * H : H;
     if (a->ffn == WLM_FFN_GATED &&
         (rc = get_matrix(m, g, blk(name, sizeof name, l, "ffn_gate.weight"), H, D, &lw->w1)))
@@ -529,13 +771,16 @@ static int map_encoder(wlm_model *m, const wlm_gguf *g, float **spare) {
     return map_rank_head(m, g, spare);
 }
 
-static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa) {
+static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa,
+                       const int32_t *mixer) {
     wlm_hparams *hp = &m->hp;
     wlm_weights *w = &m->w;
     const wlm_arch *a = hp->arch;
     const int32_t D = hp->dim, L = hp->n_layers;
-    char k[96];
+    char k[96], final_norm[48];
     int rc;
+    snprintf(final_norm, sizeof final_norm, "%s.weight",
+             a->final_norm_name ? a->final_norm_name : "output_norm");
 
     /* The vocabulary size comes from the embedding's row count. */
     const wlm_gguf_tensor *emb = wlm_gguf_find_tensor(g, "token_embd.weight");
@@ -564,8 +809,10 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
      * elements of every one-dimensional F16 tensor of the file. */
     uint64_t n_f16 = 0;
     for (size_t i = 0; i < g->n_tensors; i++)
-        if (g->tensors[i].type == WLM_TYPE_F16 && g->tensors[i].ne[1] == 1 &&
-            g->tensors[i].ne[2] == 1 && g->tensors[i].ne[3] == 1)
+        if (g->tensors[i].type == WLM_TYPE_F16 && g->tensors[i].ne[2] == 1 &&
+            g->tensors[i].ne[3] == 1 &&
+            (g->tensors[i].ne[1] == 1 || (g->tensors[i].ne[0] <= MAX_CONV &&
+                                          str_has(g->tensors[i].name, "conv"))))
             n_f16 += (uint64_t)g->tensors[i].ne[0];
     float *spare = NULL;
     if (n_f16) {
@@ -577,13 +824,23 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
 
     w->layers = calloc((size_t)(uint32_t)L, sizeof *w->layers);
     if (!w->layers) return wlm_set_error(m->errmsg, WLM_ERR_NOMEM, "out of memory for %d layers", (int)L);
-    for (int32_t l = 0; l < L; l++) {
+    size_t state_off = 0;
+    for (int32_t l = 0, slot = 0; l < L; l++) {
+        wlm_layer_weights *lw = &w->layers[l];
+        lw->mixer = mixer[l];
+        lw->kv_slot = mixer[l] == WLM_MIX_ATTN ? slot++ : -1;
+        lw->state_off = state_off;
+        if (mixer[l] != WLM_MIX_ATTN) {
+            state_off += (size_t)(hp->ssm_conv - 1) * (size_t)hp->ssm_channels;
+            if (mixer[l] == WLM_MIX_DELTANET)
+                state_off += (size_t)hp->ssm_hv * (size_t)hp->ssm_d * (size_t)hp->ssm_d;
+        }
         if ((rc = map_layer(m, g, l, &spare))) return rc;
-        w->layers[l].swa = layer_swa[l];
+        lw->swa = layer_swa[l];
     }
     if (a->encoder) {
         if ((rc = map_encoder(m, g, &spare))) return rc;
-    } else if ((rc = get_norm(m, g, "output_norm.weight", D, &spare, &w->rms_final)) ||
+    } else if ((rc = get_norm(m, g, final_norm, D, &spare, &w->rms_final)) ||
                (rc = get_vec(m, g, "output_norm.bias", D,
                              a->norm == WLM_NORM_LAYER ? WLM_T_REQ : WLM_T_NO, &spare,
                              &w->final_norm_b)) ||
@@ -627,7 +884,10 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
     const uint64_t vec = (uint64_t)D * sizeof(float);
     for (int32_t l = 0; l < L; l++) {
         const wlm_layer_weights *lw = &w->layers[l];
-        const wlm_tensor *t[] = {&lw->wq, &lw->wk, &lw->wv, &lw->wqkv, &lw->wo, &lw->w1, &lw->w2, &lw->w3};
+        const wlm_tensor *t[] = {&lw->wq,      &lw->wk,       &lw->wv,        &lw->wqkv,
+                                 &lw->wo,      &lw->w1,       &lw->w2,        &lw->w3,
+                                 &lw->ssm_in,  &lw->ssm_gate, &lw->ssm_beta,  &lw->ssm_alpha,
+                                 &lw->ssm_out};
         for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) bytes += mat_bytes(t[i]);
         bytes += 2 * vec;
         if (lw->att_norm_b) bytes += 2 * vec;
@@ -637,6 +897,9 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
         if (lw->b_up) bytes += (uint64_t)hp->hidden_dim * sizeof(float) + vec;
         if (lw->q_norm) bytes += 2 * (uint64_t)hp->head_size * sizeof(float);
         if (lw->attn_out_norm) bytes += 4 * vec;
+        if (lw->conv_w)
+            bytes += (uint64_t)hp->ssm_channels * (uint64_t)hp->ssm_conv * sizeof(float);
+        if (lw->ssm_norm) bytes += (uint64_t)(2 * hp->ssm_hv + hp->ssm_d) * sizeof(float);
     }
     if (w->embd_norm) bytes += 2 * vec;
     if (w->type_embd.data) bytes += w->type_embd.row_bytes;
@@ -701,16 +964,23 @@ static int load_weights(wlm_model *m, const wlm_gguf *g) {
     }
     if ((rc = read_hparams(m, g, &m->hp))) return rc;
     int32_t *layer_swa = calloc((size_t)m->hp.n_layers, sizeof *layer_swa);
-    if (!layer_swa) return wlm_set_error(m->errmsg, WLM_ERR_NOMEM, "out of memory");
-    if (m->hp.arch->swa) rc = read_swa(m, g, layer_swa);
+    int32_t *mixer = calloc((size_t)m->hp.n_layers, sizeof *mixer);
+    if (!layer_swa || !mixer) {
+        free(layer_swa);
+        free(mixer);
+        return wlm_set_error(m->errmsg, WLM_ERR_NOMEM, "out of memory");
+    }
+    rc = read_hybrid(m, g, mixer);
+    if (rc == WLM_OK && m->hp.arch->swa) rc = read_swa(m, g, layer_swa);
     /* llama.cpp caps the logits of a Gemma 3 without sliding windows (final_logit_softcapping) */
     if (rc == WLM_OK && m->hp.arch->softcap && m->hp.n_swa == 0) {
         char k[96];
         rc = get_float(m, g, akey(k, sizeof k, m->hp.arch, "final_logit_softcapping"), 0.0f, 0.0f,
                        1, 1e30f, &m->hp.final_softcap);
     }
-    if (rc == WLM_OK) rc = map_weights(m, g, layer_swa);
+    if (rc == WLM_OK) rc = map_weights(m, g, layer_swa, mixer);
     free(layer_swa);
+    free(mixer);
     return rc;
 }
 

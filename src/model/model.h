@@ -29,6 +29,14 @@ enum { WLM_QKV_SEPARATE, WLM_QKV_FUSED, WLM_QKV_EITHER }; /* attn_q/k/v or one a
 enum { WLM_ROPE_NONE, WLM_ROPE_NORM, WLM_ROPE_NEOX }; /* no RoPE; pairs (2i, 2i+1); pairs
                                                    (i, i + n_rot/2) (ggml's GGML_ROPE_TYPE_NEOX) */
 enum { WLM_T_NO, WLM_T_OPT, WLM_T_REQ };        /* an optional tensor: absent, may be, must be */
+/* How the layers' mixers are chosen (wlm_arch.layers): every layer attention; Qwen3.5's Gated
+ * DeltaNet layers with gated attention every full_attention_interval-th layer (or as
+ * attention.recurrent_layers says); LFM2's short convolutions where the per-layer
+ * attention.head_count_kv is 0. */
+enum { WLM_LAYERS_ATTN, WLM_LAYERS_DELTANET, WLM_LAYERS_SHORTCONV };
+/* The mixer of one layer (wlm_layer_weights.mixer): softmax attention over the KV cache, or a
+ * recurrence with a fixed-size state per sequence (wlm_context's recurrent state). */
+enum { WLM_MIX_ATTN, WLM_MIX_DELTANET, WLM_MIX_SHORTCONV };
 
 typedef struct wlm_arch {
     const char *name;         /* general.architecture, and the prefix of its hyperparameter keys */
@@ -64,6 +72,16 @@ typedef struct wlm_arch {
                                  within n_swa / 2 either side) */
     int8_t dense_out;         /* 1: optional dense_2 / dense_3 projections applied after pooling
                                  (Sentence Transformers' Dense modules, EmbeddingGemma) */
+    int8_t layers;            /* WLM_LAYERS_*: which mixer each layer has (hybrids) */
+    int8_t attn_gate;         /* 1: attn_q holds, per head, the query then as many gate rows;
+                                 the attention output is multiplied by sigmoid(gate) (Qwen3.5) */
+    int8_t rope_sections;     /* 1: rope.dimension_sections (multi-section RoPE, ggml's IMROPE)
+                                 is required; for text every section but the fourth turns by the
+                                 position, the fourth by 0 */
+    const char *ffn_norm_name;   /* the pre-feed-forward norm, default "ffn_norm" (Qwen3.5:
+                                    "post_attention_norm") */
+    const char *final_norm_name; /* the final norm, default "output_norm" (LFM2:
+                                    "token_embd_norm") */
     int8_t rank_last_softmax; /* 1: a decoder reranker (Qwen3-Reranker: cls.output holds the
                                  lm_head rows of "yes" and "no"): rank pooling reads the last
                                  token and the scores are a softmax over cls.output's rows, as
@@ -110,6 +128,18 @@ typedef struct wlm_hparams {
                              WLM_POOLING_NONE when absent */
     int32_t n_cls_out;    /* rows of cls.output (a reranker's scores per text), 0 when absent */
     const wlm_arch *arch; /* the architecture's row of arch.c (llama2.c checkpoints: llama's) */
+    /* hybrids: the recurrent layers' shapes (0 when the model has none) */
+    int32_t n_attn_layers; /* layers with a KV cache (all of them in a plain transformer) */
+    int32_t n_rec_layers;  /* layers with a recurrent state */
+    int32_t ssm_conv;      /* DeltaNet: K, taps of the causal depthwise conv (ssm.conv_kernel);
+                              short conv: L (shortconv.l_cache) */
+    int32_t ssm_d;         /* DeltaNet: D, head size of its keys and values (ssm.state_size) */
+    int32_t ssm_hk;        /* DeltaNet: HK key heads (ssm.group_count) */
+    int32_t ssm_hv;        /* DeltaNet: HV value heads (ssm.time_step_rank), a multiple of HK */
+    int32_t ssm_channels;  /* conv channels: DeltaNet 2 HK D + HV D; short conv dim */
+    size_t state_floats;   /* recurrent state of one sequence, all layers: conv rows and
+                              DeltaNet matrices (floats) */
+    int32_t rope_sections[4]; /* rope.dimension_sections (IMROPE), zeros when absent */
 } wlm_hparams;
 
 /* A weight matrix: `rows` output features × `cols` input features, row-major, each row
@@ -149,6 +179,23 @@ typedef struct wlm_layer_weights {
     const float *attn_out_norm, *attn_out_norm_b;   /* (dim) encoders: LayerNorm of the stream
                                                        after the attention's residual add */
     const float *layer_out_norm, *layer_out_norm_b; /* (dim) and after the feed-forward's */
+    /* hybrids (the mixer is WLM_MIX_ATTN in every plain transformer) */
+    int32_t mixer;                /* WLM_MIX_* */
+    int32_t kv_slot;              /* attention: its index among the KV cache's layers; else -1 */
+    size_t state_off;             /* recurrent: its state's offset in a sequence's state
+                                     (floats): the conv rows ((ssm_conv - 1), ssm_channels), then
+                                     for DeltaNet HV matrices of (D, D) */
+    wlm_tensor ssm_in;            /* DeltaNet attn_qkv (2 HK D + HV D, dim): Q heads, K heads,
+                                     V heads; short conv in_proj (3 dim, dim): B, C, x */
+    wlm_tensor ssm_gate;          /* DeltaNet attn_gate (HV D, dim): the output gate z */
+    wlm_tensor ssm_beta;          /* DeltaNet (HV, dim) */
+    wlm_tensor ssm_alpha;         /* DeltaNet (HV, dim) */
+    wlm_tensor ssm_out;           /* DeltaNet (dim, HV D); short conv out_proj (dim, dim) */
+    const float *conv_w;          /* (ssm_channels, ssm_conv) taps per channel, the last one
+                                     weighing the current token */
+    const float *ssm_dt;          /* DeltaNet (HV) time-step bias */
+    const float *ssm_a;           /* DeltaNet (HV) A = -exp(A_log) */
+    const float *ssm_norm;        /* DeltaNet (D) gated RMSNorm weight, shared by the heads */
 } wlm_layer_weights;
 
 typedef struct wlm_weights {
@@ -229,12 +276,26 @@ typedef struct wlm_kv_pool {
     int32_t n_chunks, chunk_cap;
 } wlm_kv_pool;
 
+/* Snapshots of a recurrent state kept per sequence: slot 0 at the end of the last prompt,
+ * slot 1 before the last speculative verification. */
+#define WLM_STATE_SNAPS 2
+enum { WLM_SNAP_PROMPT, WLM_SNAP_SPEC };
+
 /* One sequence: its tokens and its table of KV blocks (position p is in blocks[p / BLOCK]). */
 typedef struct wlm_seq {
     int32_t n_past;               /* tokens with K/V in the cache */
     int32_t n_blocks;             /* entries of `blocks` in use */
     int32_t *blocks;              /* (max_blocks) */
     int32_t *tokens;              /* (n_ctx) */
+    float *state;                 /* recurrent models: (state_floats) the layers' state after
+                                     position n_past - 1 (zero at n_past 0); allocated on first
+                                     use, NULL before */
+    float *snap[WLM_STATE_SNAPS]; /* copies of the state taken at positions snap_pos[i] (-1:
+                                     none), where a later request may resume (the end of a
+                                     prompt, the start of a speculative round): a state cannot be
+                                     cut back, so truncation restores the latest snapshot at or
+                                     before the cut and replays the tokens after it */
+    int32_t snap_pos[WLM_STATE_SNAPS];
     int32_t exact;                /* K/V of positions < exact equal a fresh prefill of tokens[]:
                                      n_ctx until a context shift lowers it to its n_keep (later
                                      rows were computed over the discarded tokens) */
@@ -330,6 +391,13 @@ struct wlm_context {
     float *vt;                    /* (B, kv_dim) new values */
     float *att;                   /* wlm_attention_scratch(n_heads, n_ctx, head_size): the
                                      attention kernel's scratch, split by heads among threads */
+    float *qg;                    /* (B, 2 q_dim) gated attention's projection (query and gate
+                                     rows of each head), or NULL */
+    float *gate;                  /* (B, q_dim) its gates, or NULL */
+    float *rs_in;                 /* (B, ssm_in rows) a recurrent layer's input projection */
+    float *rs_z;                  /* (B, HV D) DeltaNet's output gate */
+    float *rs_ba;                 /* (B, 2 HV) DeltaNet's beta, then alpha (decay) per head */
+    float *rs_o;                  /* (B, max(HV D, dim)) the recurrence's output */
     void *xq;                     /* (B, xq_stride bytes) activations in a vec_dot_type */
     size_t xq_stride;
     int32_t xq_type;              /* the vec_dot_type xq holds the last product's input in
@@ -357,6 +425,7 @@ struct wlm_context {
     int32_t n_entries_cap, n_entries;
     int32_t last_logits;          /* entry whose logits wlm_logits returns, -1 before any */
     size_t bytes;                 /* scratch bytes (KV blocks counted separately) */
+    size_t state_bytes;           /* recurrent states and their snapshots allocated so far */
     /* generation: one state per sequence */
     wlm_generation *gens;         /* (n_seq_max) */
     int32_t n_gen;                /* sequences in the current generation (0 = none) */
@@ -432,12 +501,27 @@ void wlm_rope_shift_k(wlm_context *c, int32_t layer, float *k);
 void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
                 const float *x, size_t x_stride, int32_t n);
 
+/* forward.c: wlm_matmul, where `same_input` says x is the previous product's input, unchanged
+ * (its quantized form in c->xq is then reused). */
+void wlm_matmul_ex(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
+                   const float *x, size_t x_stride, int32_t n, int same_input);
+
+/* recurrent.c: a recurrent layer's mixer (lw->mixer DeltaNet or short conv) for the batch's n
+ * entries (c->ent_seq set; each sequence's state allocated): out(n, dim) from the normed input
+ * xb(n, ·), rows os / xs floats apart; advances each entry's sequence state by its token. */
+void wlm_recurrent_mix(wlm_context *c, const wlm_layer_weights *lw, const float *xb, size_t xs,
+                       float *out, size_t os, int32_t n);
+
 /* context.c: the K row of position `pos` of sequence `seq` in layer l, kv_dim elements of
  * c->kv.type (V is WLM_KV_BLOCK * kv_dim elements further). */
 void *wlm_kv_row(wlm_context *c, int32_t seq, int32_t layer, int32_t pos);
 
 /* context.c: stores n floats into a KV row of c->kv.type (F16: rounded to nearest even). */
 void wlm_kv_store(const wlm_context *c, void *row, const float *x, int32_t n);
+
+/* context.c (recurrent models): a copy of sequence seq's state at its n_past into snapshot
+ * `slot` (WLM_SNAP_*); out of memory leaves no snapshot (truncation then replays further). */
+void wlm_state_snapshot(wlm_context *c, int32_t seq, int slot);
 
 /* context.c: makes sure sequence `seq` owns (unshared) blocks for positions [from, to);
  * copies shared blocks (copy-on-write). WLM_ERR_NOMEM with a message on failure. */

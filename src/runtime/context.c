@@ -91,8 +91,9 @@ static void pool_release(wlm_kv_pool *p) {
 void *wlm_kv_row(wlm_context *c, int32_t seq, int32_t layer, int32_t pos) {
     const wlm_seq *s = &c->seqs[seq];
     const size_t kv_dim = (size_t)c->model->hp.kv_dim;
+    const size_t slot = (size_t)c->model->w.layers[layer].kv_slot; /* attention layers only */
     return c->kv.base[s->blocks[pos / BLOCK]] +
-           ((size_t)layer * 2 * BLOCK * kv_dim + (size_t)(pos % BLOCK) * kv_dim) * c->kv.elem_bytes;
+           (slot * 2 * BLOCK * kv_dim + (size_t)(pos % BLOCK) * kv_dim) * c->kv.elem_bytes;
 }
 
 void wlm_kv_store(const wlm_context *c, void *row, const float *x, int32_t n) {
@@ -136,6 +137,94 @@ static void seq_trim(wlm_context *c, wlm_seq *s) {
     while (s->n_blocks > keep) pool_drop(&c->kv, s->blocks[--s->n_blocks]);
 }
 
+/* ---- recurrent state (hybrid models) ------------------------------------------------------
+ * A sequence's recurrent state is that of the layers after its last token: it cannot be cut
+ * back to an earlier position as the KV cache can. So a sequence keeps snapshots (the state at
+ * the end of its last prompt, and before its last speculative verification), and a truncation
+ * restores the latest snapshot at or before the cut, then replays the tokens between it and
+ * the cut (the tokens are still in s->tokens): every truncation is exact, and the snapshots
+ * only shorten the replay. */
+
+static size_t state_bytes(const wlm_context *c) {
+    return c->model->hp.state_floats * sizeof(float);
+}
+
+/* Sequence s's state, allocated (zeroed) on first use; WLM_ERR_NOMEM with a message. */
+static int state_alloc(wlm_context *c, wlm_seq *s) {
+    if (s->state || !c->model->hp.state_floats) return WLM_OK;
+    s->state = calloc(1, state_bytes(c));
+    if (!s->state)
+        return wlm_set_error(c->errmsg, WLM_ERR_NOMEM,
+                             "out of memory for a sequence's recurrent state (%zu bytes)",
+                             state_bytes(c));
+    c->state_bytes += state_bytes(c);
+    return WLM_OK;
+}
+
+void wlm_state_snapshot(wlm_context *c, int32_t seq, int slot) {
+    wlm_seq *s = &c->seqs[seq];
+    if (!c->model->hp.state_floats || !s->state || c->deferred) return;
+    if (!s->snap[slot]) {
+        s->snap[slot] = malloc(state_bytes(c));
+        if (!s->snap[slot]) return;
+        c->state_bytes += state_bytes(c);
+    }
+    memcpy(s->snap[slot], s->state, state_bytes(c));
+    s->snap_pos[slot] = s->n_past;
+}
+
+/* Recomputes sequence seq's state from position `from` (its state, at n_past == from) up to
+ * `to`, over its stored tokens, without logits (c->logits and the entries' rows untouched). */
+static int state_replay(wlm_context *c, int32_t seq, int32_t from, int32_t to) {
+    static const int32_t no_logits[WLM_BATCH_CHUNK] = {-1, -1, -1, -1, -1, -1, -1, -1,
+                                                       -1, -1, -1, -1, -1, -1, -1, -1,
+                                                       -1, -1, -1, -1, -1, -1, -1, -1,
+                                                       -1, -1, -1, -1, -1, -1, -1, -1,
+                                                       -1, -1, -1, -1, -1, -1, -1, -1,
+                                                       -1, -1, -1, -1, -1, -1, -1, -1,
+                                                       -1, -1, -1, -1, -1, -1, -1, -1,
+                                                       -1, -1, -1, -1, -1, -1, -1, -1};
+    wlm_seq *s = &c->seqs[seq];
+    int rc = wlm_kv_reserve(c, seq, from, to); /* rows shared with a fork are copied first */
+    if (rc != WLM_OK) return rc;
+    s->n_past = from;
+    for (int32_t i0 = from; i0 < to; i0 += WLM_BATCH_CHUNK) {
+        const int32_t m = to - i0 < WLM_BATCH_CHUNK ? to - i0 : WLM_BATCH_CHUNK;
+        for (int32_t j = 0; j < m; j++) {
+            c->ent_seq[j] = seq;
+            c->ent_pos[j] = i0 + j;
+        }
+        wlm_forward_batch(c, s->tokens + i0, m, no_logits);
+        s->n_past = i0 + m;
+    }
+    return WLM_OK;
+}
+
+/* Cuts recurrent sequence s back to n < n_past: the latest snapshot at or before n, then the
+ * tokens up to n replayed; from position 0 without one. On failure (out of memory) the
+ * sequence stops where its state is right. */
+static void state_truncate(wlm_context *c, int32_t seq, int32_t n) {
+    wlm_seq *s = &c->seqs[seq];
+    int best = -1;
+    for (int i = 0; i < WLM_STATE_SNAPS; i++)
+        if (s->snap[i] && s->snap_pos[i] >= 0 && s->snap_pos[i] <= n &&
+            (best < 0 || s->snap_pos[i] > s->snap_pos[best]))
+            best = i;
+    for (int i = 0; i < WLM_STATE_SNAPS; i++) /* snapshots past the cut are of other tokens */
+        if (s->snap_pos[i] > n) s->snap_pos[i] = -1;
+    int32_t from = 0;
+    if (best >= 0) {
+        memcpy(s->state, s->snap[best], state_bytes(c));
+        from = s->snap_pos[best];
+    } else if (s->state) {
+        memset(s->state, 0, state_bytes(c));
+    }
+    s->n_past = from;
+    if (from < n && state_replay(c, seq, from, n) != WLM_OK) {
+        /* n_past stays where the replay stopped: the state there is right */
+    }
+}
+
 /* ---- handle ------------------------------------------------------------------------------- */
 
 static void context_release(wlm_context *c) {
@@ -143,6 +232,8 @@ static void context_release(wlm_context *c) {
         for (int32_t i = 0; i < c->n_seq_max; i++) {
             free(c->seqs[i].blocks);
             free(c->seqs[i].tokens);
+            free(c->seqs[i].state);
+            for (int j = 0; j < WLM_STATE_SNAPS; j++) free(c->seqs[i].snap[j]);
         }
     free(c->seqs);
     pool_release(&c->kv);
@@ -152,6 +243,12 @@ static void context_release(wlm_context *c) {
     free(c->hb);
     free(c->hb2);
     free(c->q);
+    free(c->qg);
+    free(c->gate);
+    free(c->rs_in);
+    free(c->rs_z);
+    free(c->rs_ba);
+    free(c->rs_o);
     free(c->qkv);
     free(c->kt);
     free(c->vt);
@@ -232,6 +329,10 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->n_ctx = params->n_ctx ? params->n_ctx : p->seq_len;
     c->kv_cache = params->kv_cache != 0;
     c->deferred = params->kv_cache == 2; /* another backend keeps K/V (runtime/deferred.c) */
+    if (c->deferred && p->n_rec_layers)
+        return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
+                             "%s's recurrent layers run on the CPU backend only (not yet on "
+                             "WebGPU)", p->arch->name);
     c->use_simd = params->use_simd != 0;
     c->k = c->use_simd ? &wlm_kernels_simd : &wlm_kernels_ref;
     c->dot_split = c->use_simd && params->dot_form == WLM_DOT_SPLIT && wlm_quant_have_relaxed();
@@ -252,6 +353,11 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     const uint64_t hs = p->arch->ffn == WLM_FFN_FUSED_GATE_UP ? 2 * hid : hid;
     uint64_t widest = hid > dim ? hid : dim;
     if (qd > widest) widest = qd;
+    /* hybrids: recurrent layers' projections and gated attention */
+    const uint64_t vd = (uint64_t)p->ssm_hv * (uint64_t)p->ssm_d; /* DeltaNet's HV D */
+    const int deltanet = p->ssm_hv > 0, shortconv = p->n_rec_layers > 0 && !deltanet;
+    const uint64_t rs_in = deltanet ? (uint64_t)p->ssm_channels : shortconv ? 3 * dim : 0;
+    if (vd > widest) widest = vd;
     if ((uint64_t)model->w.dense2.rows > widest) widest = (uint64_t)model->w.dense2.rows; /* dense_3's input */
     int fused_qkv = 0;
     for (int32_t l = 0; l < p->n_layers; l++) fused_qkv |= model->w.layers[l].wqkv.data != NULL;
@@ -270,6 +376,16 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->hb2 = alloc_n(B * hid, sizeof(float), &total);
     c->q = alloc_n(B * qd, sizeof(float), &total);
     c->qkv = fused_qkv ? alloc_n(B * (qd + 2 * kvd), sizeof(float), &total) : NULL;
+    if (p->arch->attn_gate) {
+        c->qg = alloc_n(B * 2 * qd, sizeof(float), &total);
+        c->gate = alloc_n(B * qd, sizeof(float), &total);
+    }
+    if (p->n_rec_layers) {
+        c->rs_in = alloc_n(B * rs_in, sizeof(float), &total);
+        c->rs_z = alloc_n(B * vd, sizeof(float), &total);
+        c->rs_ba = alloc_n(B * 2 * (uint64_t)p->ssm_hv, sizeof(float), &total);
+        c->rs_o = alloc_n(B * (vd > dim ? vd : dim), sizeof(float), &total);
+    }
     c->kt = alloc_n(B * kvd, sizeof(float), &total);
     c->vt = alloc_n(B * kvd, sizeof(float), &total);
     c->att = alloc_n(wlm_attention_scratch(p->n_heads, c->n_ctx, p->head_size), sizeof(float),
@@ -292,13 +408,15 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->seqs = alloc_n((uint64_t)c->n_seq_max, sizeof(wlm_seq), &total);
     c->gens = alloc_n((uint64_t)c->n_seq_max, sizeof(wlm_generation), &total);
     int ok = c->x && c->xb && c->xb2 && c->hb && c->hb2 && c->q && c->kt && c->vt && c->att &&
-             (c->qkv || !fused_qkv) &&
+             (c->qkv || !fused_qkv) && ((c->qg && c->gate) || !p->arch->attn_gate) &&
+             ((c->rs_in && c->rs_z && c->rs_ba && c->rs_o) || !p->n_rec_layers) &&
              c->xq && c->rope_cos && c->rope_sin && c->rope_freq && c->kb && c->vb &&
              c->ent_seq && c->ent_pos && c->logits && c->logit_row && c->seqs && c->gens;
     for (int32_t i = 0; ok && i < c->n_seq_max; i++) {
         c->seqs[i].blocks = alloc_n((uint64_t)c->max_blocks, sizeof(int32_t), &total);
         c->seqs[i].tokens = alloc_n((uint64_t)c->n_ctx, sizeof(int32_t), &total);
         c->seqs[i].exact = c->n_ctx;
+        for (int j = 0; j < WLM_STATE_SNAPS; j++) c->seqs[i].snap_pos[j] = -1;
         ok = c->seqs[i].blocks && c->seqs[i].tokens;
         c->gens[i].pending = -1;
     }
@@ -306,7 +424,9 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
      * computes them in F32), so kv_type does not apply. */
     c->kv.type = p->bidirectional ? WLM_KV_F32 : params->kv_type;
     c->kv.elem_bytes = c->kv.type == WLM_KV_F16 ? 2 : 4;
-    c->kv.block_bytes = (size_t)p->n_layers * 2 * BLOCK * (size_t)p->kv_dim * c->kv.elem_bytes;
+    /* K and V rows for the attention layers only (a hybrid's other layers keep a state) */
+    c->kv.block_bytes = (size_t)p->n_attn_layers * 2 * BLOCK * (size_t)p->kv_dim * c->kv.elem_bytes;
+    if (c->kv.block_bytes == 0) c->kv.block_bytes = 1; /* no attention layer: blocks of nothing */
     if (ok && !c->deferred) ok = pool_grow(&c->kv, c->max_blocks) == WLM_OK; /* one full sequence up front */
     if (!ok) {
         uint64_t kv_bytes = c->deferred ? 0 : (uint64_t)c->max_blocks * c->kv.block_bytes;
@@ -353,7 +473,7 @@ int wlm_context_set_read_ahead(wlm_context *ctx, int32_t on) {
 
 size_t wlm_context_memory(const wlm_context *ctx) {
     if (!ctx) return 0;
-    return ctx->bytes + (size_t)ctx->kv.n_alloc * ctx->kv.block_bytes +
+    return ctx->bytes + ctx->state_bytes + (size_t)ctx->kv.n_alloc * ctx->kv.block_bytes +
            (size_t)(ctx->logits_cap - 1) * (size_t)ctx->model->hp.vocab_size * sizeof(float);
 }
 
@@ -366,7 +486,12 @@ int wlm_kv_stats_get(const wlm_context *ctx, wlm_kv_stats *out) {
         out->blocks_used += ctx->kv.ref[i] > 0;
         out->blocks_shared += ctx->kv.ref[i] > 1;
     }
-    for (int32_t i = 0; i < ctx->n_seq_max; i++) out->block_refs += ctx->seqs[i].n_blocks;
+    for (int32_t i = 0; i < ctx->n_seq_max; i++) {
+        out->block_refs += ctx->seqs[i].n_blocks;
+        out->states += ctx->seqs[i].state != NULL;
+    }
+    out->state_bytes = ctx->model->hp.state_floats * sizeof(float);
+    out->state_bytes_allocated = ctx->state_bytes;
     return WLM_OK;
 }
 
@@ -384,7 +509,9 @@ void wlm_context_reset_keep(wlm_context *ctx, int32_t keep) {
         int32_t k = i == 0 && keep > 0 ? keep : 0;
         if (k > s->n_past) k = s->n_past;
         if (k > s->exact) k = s->exact;
-        s->n_past = k;
+        if (s->state && k > 0 && k < s->n_past) state_truncate(ctx, i, k); /* may stop short */
+        else s->n_past = k;
+        k = s->n_past;
         if (k == 0) s->exact = ctx->n_ctx;
         seq_trim(ctx, s);
         wlm_generation *g = &ctx->gens[i];
@@ -462,6 +589,11 @@ void wlm_seq_fork_internal(wlm_context *c, int32_t src, int32_t dst) {
     d->n_past = s->n_past;
     d->exact = s->exact;
     memcpy(d->tokens, s->tokens, sizeof(int32_t) * (size_t)s->n_past);
+    for (int j = 0; j < WLM_STATE_SNAPS; j++) d->snap_pos[j] = -1;
+    if (s->state && s->n_past > 0) { /* the state is copied, not shared */
+        if (state_alloc(c, d) == WLM_OK) memcpy(d->state, s->state, state_bytes(c));
+        else d->n_past = 0; /* out of memory: the copy starts over (its tokens are kept) */
+    }
 }
 
 int wlm_seq_fork(wlm_context *ctx, int32_t src, int32_t dst) {
@@ -481,7 +613,8 @@ int wlm_seq_fork(wlm_context *ctx, int32_t src, int32_t dst) {
 void wlm_seq_truncate_internal(wlm_context *c, int32_t seq, int32_t n) {
     wlm_seq *s = &c->seqs[seq];
     if (n >= s->n_past) return;
-    s->n_past = n < 0 ? 0 : n;
+    if (s->state && n > 0) state_truncate(c, seq, n); /* restore + replay: may stop short */
+    else s->n_past = n < 0 ? 0 : n;
     if (s->n_past == 0) s->exact = c->n_ctx;
     seq_trim(c, s); /* a kept block shared with another sequence is copied on its next write */
 }
@@ -530,6 +663,7 @@ int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t 
         wlm_rope_shift_prepare(c, n_discard); /* forward.c: cos/sin of -n_discard positions */
         for (int32_t pos = n_keep + n_discard; pos < s->n_past; pos++) {
             for (int32_t l = 0; l < p->n_layers; l++) {
+                if (c->model->w.layers[l].kv_slot < 0) continue; /* no KV cache */
                 unsigned char *src = wlm_kv_row(c, seq, l, pos);
                 unsigned char *dst = wlm_kv_row(c, seq, l, pos - n_discard);
                 memcpy(dst + v_off, src + v_off, row_bytes); /* V as it is */
@@ -600,8 +734,16 @@ static int run_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq
     for (int32_t i = 0; i < n; i++) added[SEQ(i)]++;
     for (int32_t sq = 0; sq < c->n_seq_max; sq++) {
         if (!added[sq]) continue;
-        int rc = wlm_kv_reserve(c, sq, c->seqs[sq].n_past, c->seqs[sq].n_past + added[sq]);
+        wlm_seq *s = &c->seqs[sq];
+        int rc = wlm_kv_reserve(c, sq, s->n_past, s->n_past + added[sq]);
+        if (rc == WLM_OK) rc = state_alloc(c, s);
         if (rc != WLM_OK) return rc;
+        if (s->state) { /* a recurrent state: empty at position 0; snapshots past n_past are
+                           of tokens about to be replaced */
+            if (s->n_past == 0) memset(s->state, 0, state_bytes(c));
+            for (int j = 0; j < WLM_STATE_SNAPS; j++)
+                if (s->snap_pos[j] > s->n_past) s->snap_pos[j] = -1;
+        }
     }
     int32_t next_pos[WLM_MAX_SEQ];
     for (int32_t sq = 0; sq < c->n_seq_max; sq++) next_pos[sq] = c->seqs[sq].n_past;

@@ -151,8 +151,9 @@ int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *co
     if (!ctx) return WLM_ERR_INVALID_ARG;
     ctx->errmsg[0] = '\0';
     wlm_deferred_drop(ctx); /* positions recorded but never computed are not a cache */
-    const int32_t keep = reusable_prefix(ctx, n_seqs, prompts, n_tokens, params);
+    int32_t keep = reusable_prefix(ctx, n_seqs, prompts, n_tokens, params);
     wlm_context_reset_keep(ctx, keep);
+    if (keep > 0) keep = ctx->seqs[0].n_past; /* a recurrent state may restart earlier */
     ctx->n_cached = keep;
     if (!ctx->model || !ctx->seqs)
         return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
@@ -205,6 +206,9 @@ int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *co
     free(tok);
     free(want);
     if (rc != WLM_OK) return rc;
+    /* a recurrent state cannot be cut back: keep it at the prompt's end, where the next
+     * request of a conversation is likely to resume (llama.cpp's context checkpoints) */
+    if (n_seqs == 1) wlm_state_snapshot(ctx, 0, WLM_SNAP_PROMPT);
     for (int32_t i = 0; i < n_seqs; i++) {
         if (src[i] != i) {
             wlm_seq_fork_internal(ctx, src[i], i);

@@ -494,6 +494,9 @@ static int round_run(wlm_context *c) {
                            : draft_ngram(sp, s->tokens, n0 + 1, k, tok + 1);
     if (nd < 0) return wlm_set_error(c->errmsg, nd, "draft model: %s", sp->draft->errmsg);
     if (nd == 0) return 0;
+    /* a recurrent state cannot drop rejected drafts: round_decide's truncation restores this
+     * copy and evaluates the accepted tokens again */
+    wlm_state_snapshot(c, 0, WLM_SNAP_SPEC);
     int rc = wlm_eval_entries(c, tok, NULL, sp->want, nd + 1);
     if (rc != WLM_OK) return rc;
     if (c->deferred) { /* the verification runs elsewhere: decided by wlm_spec_resume */

@@ -1,0 +1,864 @@
+/*
+ * test_hybrid.c — the hybrid architectures (qwen35: Gated DeltaNet + gated attention; lfm2:
+ * short convolutions + GQA attention) on small random GGUF models written here in memory, in
+ * F32, F16 and Q8_0, with several layer patterns:
+ * - the logits of every position equal those of a double-precision forward pass written below
+ *   from ../shared/reference/archs-2026.md (sections 1.3 and 2.3), state and all;
+ * - a batched prefill, 2 and 3 threads, and two sequences interleaved in one batch give logits
+ *   bitwise equal to one token at a time on one thread;
+ * - the recurrent state per sequence: a fork continues as the original would; a truncation
+ *   (restore a snapshot, replay) continues exactly as a fresh evaluation of the kept tokens; the
+ *   prompt cache of wlm_generate_begin and speculative decoding give plain decoding's tokens;
+ *   kv_stats counts the state; a context shift is refused naming the reason;
+ * - kinds that contradict the tensors, per-layer arrays of the wrong length and bad shapes are
+ *   errors naming the key or tensor.
+ * llama.cpp itself checks the same architectures in tests/js/oracle.test.mjs.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/gguf.h"
+#include "formats/gguf_write.h"
+#include "kernels/quant.h"
+#include "model/model.h"
+#include "runtime/threadpool.h"
+#include "wasmlm.h"
+#include "test_util.h"
+
+#if !defined(__EMSCRIPTEN__) || defined(__wasm_atomics__)
+#define HAVE_THREADS 1
+#else
+#define HAVE_THREADS 0
+#endif
+
+static int has(const char *arch, const char *a) { return strcmp(arch, a) == 0; }
+
+/* ---- the models ------------------------------------------------------------------------------ */
+
+typedef struct spec {
+    const char *arch;
+    int dim, hidden, heads, kv_heads, key_len, vocab, seq;
+    const char *pattern;        /* one letter per layer: 'A' attention, 'R' recurrent */
+    int explicit_kinds;         /* qwen35: attention.recurrent_layers (else the interval) */
+    int interval;               /* qwen35: full_attention_interval written (0: absent, 4) */
+    int conv;                   /* K (qwen35 ssm.conv_kernel) or L (lfm2 shortconv.l_cache) */
+    int d_state, hk, hv;        /* qwen35 DeltaNet */
+    int n_rot;                  /* qwen35 partial RoPE */
+    int32_t sections[4];        /* qwen35 rope.dimension_sections */
+    int tied;
+    int32_t type;
+    const char *omit;           /* leave this tensor out */
+    const char *misshape;       /* give this tensor one row too many */
+    const char *omit_key;       /* leave this key out */
+    int bad_array;              /* per-layer arrays one entry short */
+} spec;
+
+static int n_layers(const spec *s) { return (int)strlen(s->pattern); }
+static int rec(const spec *s, int l) { return s->pattern[l] == 'R'; }
+static int head_size(const spec *s) { return s->key_len ? s->key_len : s->dim / s->heads; }
+static int channels(const spec *s) {
+    return has(s->arch, "qwen35") ? 2 * s->hk * s->d_state + s->hv * s->d_state : s->dim;
+}
+
+static spec base_spec(const char *arch) {
+    spec s = {0};
+    s.arch = arch;
+    s.vocab = 96;
+    s.seq = 512;
+    s.tied = 1;
+    s.type = WLM_TYPE_F32;
+    if (has(arch, "qwen35")) { /* GQA 4/2, head 32 (q_dim 128 ≠ dim), HV = 2 HK */
+        s.dim = 64, s.hidden = 96, s.heads = 4, s.kv_heads = 2, s.key_len = 32;
+        s.pattern = "RRRARA", s.explicit_kinds = 1;
+        s.conv = 4, s.d_state = 16, s.hk = 2, s.hv = 4, s.n_rot = 8;
+        s.sections[0] = 2, s.sections[1] = 1, s.sections[2] = 1, s.sections[3] = 0;
+    } else { /* lfm2: head 16 = dim / heads */
+        s.dim = 64, s.hidden = 96, s.heads = 4, s.kv_heads = 2;
+        s.pattern = "RRARRA";
+        s.conv = 3;
+    }
+    return s;
+}
+
+enum { K_MAT, K_NORM, K_BIAS, K_CONV, K_A, K_DT };
+typedef struct tdesc {
+    char name[64];
+    int64_t cols, rows;
+    int kind;
+} tdesc;
+
+static int list_tensors(const spec *s, tdesc *t) {
+    const int D = s->dim, F = s->hidden, hs = head_size(s);
+    const int Q = hs * s->heads, KV = hs * s->kv_heads, C = channels(s);
+    const int q35 = has(s->arch, "qwen35");
+    int n = 0;
+#define T(nm, c, r, k) (snprintf(t[n].name, sizeof t[n].name, "%s", nm), t[n].cols = (c), t[n].rows = (r), t[n].kind = (k), n++)
+#define TL(l, nm, c, r, k) (snprintf(t[n].name, sizeof t[n].name, "blk.%d.%s", l, nm), t[n].cols = (c), t[n].rows = (r), t[n].kind = (k), n++)
+    T("token_embd.weight", D, s->vocab, K_MAT);
+    T(q35 ? "output_norm.weight" : "token_embd_norm.weight", D, 1, K_NORM);
+    if (!s->tied) T("output.weight", D, s->vocab, K_MAT);
+    for (int l = 0; l < n_layers(s); l++) {
+        TL(l, "attn_norm.weight", D, 1, K_NORM);
+        if (rec(s, l) && q35) {
+            TL(l, "attn_qkv.weight", D, C, K_MAT);
+            TL(l, "attn_gate.weight", D, s->hv * s->d_state, K_MAT);
+            TL(l, "ssm_beta.weight", D, s->hv, K_MAT);
+            TL(l, "ssm_alpha.weight", D, s->hv, K_MAT);
+            TL(l, "ssm_out.weight", s->hv * s->d_state, D, K_MAT);
+            TL(l, "ssm_conv1d.weight", s->conv, C, K_CONV);
+            TL(l, "ssm_dt.bias", s->hv, 1, K_DT);
+            TL(l, "ssm_a", s->hv, 1, K_A);
+            TL(l, "ssm_norm.weight", s->d_state, 1, K_NORM);
+        } else if (rec(s, l)) {
+            TL(l, "shortconv.in_proj.weight", D, 3 * D, K_MAT);
+            TL(l, "shortconv.conv.weight", s->conv, D, K_CONV);
+            TL(l, "shortconv.out_proj.weight", D, D, K_MAT);
+        } else {
+            TL(l, "attn_q.weight", D, q35 ? 2 * Q : Q, K_MAT);
+            TL(l, "attn_k.weight", D, KV, K_MAT);
+            TL(l, "attn_v.weight", D, KV, K_MAT);
+            TL(l, "attn_q_norm.weight", hs, 1, K_NORM);
+            TL(l, "attn_k_norm.weight", hs, 1, K_NORM);
+            TL(l, "attn_output.weight", Q, D, K_MAT);
+        }
+        TL(l, q35 ? "post_attention_norm.weight" : "ffn_norm.weight", D, 1, K_NORM);
+        TL(l, "ffn_gate.weight", D, F, K_MAT);
+        TL(l, "ffn_up.weight", D, F, K_MAT);
+        TL(l, "ffn_down.weight", F, D, K_MAT);
+    }
+#undef T
+#undef TL
+    return n;
+}
+
+/* The float values of tensor i (seeded by its index), as written before any quantization. */
+static float *tensor_values(const tdesc *t, int i) {
+    const size_t n = (size_t)t->cols * (size_t)t->rows;
+    float *v = malloc(n * sizeof(float));
+    tu_rng rng = {3000u + (uint32_t)i * 7919u};
+    const float amp = t->kind == K_MAT ? 2.2f / sqrtf((float)t->cols) : 0.0f;
+    for (size_t j = 0; j < n; j++) {
+        switch (t->kind) {
+        case K_MAT: v[j] = tu_rng_uniform(&rng, -amp, amp); break;
+        case K_NORM: v[j] = 1.0f + tu_rng_uniform(&rng, -0.2f, 0.2f); break;
+        case K_CONV: v[j] = tu_rng_uniform(&rng, -0.8f, 0.8f); break;
+        case K_A: v[j] = -expf(tu_rng_uniform(&rng, -1.5f, 0.5f)); break; /* -exp(A_log) */
+        case K_DT: v[j] = tu_rng_uniform(&rng, -1.0f, 1.0f); break;
+        default: v[j] = tu_rng_uniform(&rng, -0.3f, 0.3f); break;
+        }
+    }
+    return v;
+}
+
+static void key_u32(wlm_gguf_writer *w, const spec *s, const char *suffix, uint32_t v) {
+    char k[96];
+    snprintf(k, sizeof k, "%s.%s", s->arch, suffix);
+    if (s->omit_key && strcmp(s->omit_key, k) == 0) return;
+    wlm_gguf_add_u32(w, k, v);
+}
+
+/* The GGUF file of spec s, in memory (malloc'd), or NULL. */
+static unsigned char *build_model(const spec *s, size_t *size) {
+    const int L = n_layers(s), q35 = has(s->arch, "qwen35");
+    tdesc *t = calloc(16 + 16 * (size_t)L, sizeof *t);
+    const int nt = list_tensors(s, t);
+    wlm_gguf_writer w;
+    wlm_gguf_writer_init(&w, NULL);
+    char k[96];
+    wlm_gguf_add_str(&w, "general.architecture", s->arch);
+    key_u32(&w, s, "embedding_length", (uint32_t)s->dim);
+    key_u32(&w, s, "feed_forward_length", (uint32_t)s->hidden);
+    key_u32(&w, s, "block_count", (uint32_t)L);
+    key_u32(&w, s, "attention.head_count", (uint32_t)s->heads);
+    key_u32(&w, s, "context_length", (uint32_t)s->seq);
+    snprintf(k, sizeof k, "%s.attention.layer_norm_rms_epsilon", s->arch);
+    wlm_gguf_add_f32(&w, k, 1e-6f);
+    snprintf(k, sizeof k, "%s.rope.freq_base", s->arch);
+    wlm_gguf_add_f32(&w, k, q35 ? 1e7f : 1e6f);
+    const int n_arr = L - (s->bad_array != 0);
+    if (q35) {
+        key_u32(&w, s, "attention.head_count_kv", (uint32_t)s->kv_heads);
+        key_u32(&w, s, "attention.key_length", (uint32_t)s->key_len);
+        key_u32(&w, s, "attention.value_length", (uint32_t)s->key_len);
+        key_u32(&w, s, "rope.dimension_count", (uint32_t)s->n_rot);
+        key_u32(&w, s, "ssm.conv_kernel", (uint32_t)s->conv);
+        key_u32(&w, s, "ssm.state_size", (uint32_t)s->d_state);
+        key_u32(&w, s, "ssm.group_count", (uint32_t)s->hk);
+        key_u32(&w, s, "ssm.time_step_rank", (uint32_t)s->hv);
+        key_u32(&w, s, "ssm.inner_size", (uint32_t)(s->hv * s->d_state));
+        if (s->interval) key_u32(&w, s, "full_attention_interval", (uint32_t)s->interval);
+        snprintf(k, sizeof k, "%s.rope.dimension_sections", s->arch);
+        if (!s->omit_key || strcmp(s->omit_key, k) != 0)
+            wlm_gguf_add_arr(&w, k, WLM_GGUF_INT32, s->sections, 4);
+        if (s->explicit_kinds) {
+            uint8_t flags[64];
+            for (int l = 0; l < L; l++) flags[l] = (uint8_t)rec(s, l);
+            snprintf(k, sizeof k, "%s.attention.recurrent_layers", s->arch);
+            wlm_gguf_add_arr(&w, k, WLM_GGUF_BOOL, flags, (uint64_t)n_arr);
+        }
+    } else {
+        int32_t kvh[64];
+        for (int l = 0; l < L; l++) kvh[l] = rec(s, l) ? 0 : s->kv_heads;
+        snprintf(k, sizeof k, "%s.attention.head_count_kv", s->arch);
+        wlm_gguf_add_arr(&w, k, WLM_GGUF_INT32, kvh, (uint64_t)n_arr);
+        key_u32(&w, s, "shortconv.l_cache", (uint32_t)s->conv);
+    }
+    for (int i = 0; i < nt; i++) {
+        if (s->omit && strcmp(s->omit, t[i].name) == 0) continue;
+        const int64_t rows = t[i].rows + (s->misshape && strcmp(s->misshape, t[i].name) == 0);
+        const int64_t ne[2] = {t[i].cols, rows};
+        const int32_t type = t[i].kind == K_MAT ? s->type : WLM_TYPE_F32;
+        wlm_gguf_add_tensor(&w, t[i].name, rows == 1 ? 1 : 2, ne, type);
+    }
+    wlm_gguf_write_header(&w);
+    for (int i = 0; i < nt; i++) {
+        if (s->omit && strcmp(s->omit, t[i].name) == 0) continue;
+        const int64_t rows = t[i].rows + (s->misshape && strcmp(s->misshape, t[i].name) == 0);
+        tdesc tt = t[i];
+        tt.rows = rows;
+        float *v = tensor_values(&tt, i);
+        if (t[i].kind == K_MAT && s->type != WLM_TYPE_F32) {
+            const size_t rb = wlm_row_bytes(s->type, t[i].cols);
+            unsigned char *q = malloc(rb * (size_t)rows);
+            for (int64_t r = 0; r < rows; r++)
+                wlm_type_get(s->type)->from_float(v + r * t[i].cols, q + r * rb, t[i].cols);
+            wlm_gguf_write_data(&w, q, rb * (size_t)rows);
+            free(q);
+        } else {
+            wlm_gguf_write_data(&w, v, sizeof(float) * (size_t)(t[i].cols * rows));
+        }
+        free(v);
+    }
+    unsigned char *file = NULL;
+    if (wlm_gguf_writer_finish(&w) == WLM_OK) file = wlm_gguf_writer_take(&w, size);
+    else printf("writer: %s\n", wlm_gguf_writer_errmsg(&w));
+    wlm_gguf_writer_free(&w);
+    free(t);
+    return file;
+}
+
+/* ---- an independent reference in double, from the architectures' definitions --------------- */
+
+typedef struct ref_model {
+    const spec *s;
+    tdesc *t;
+    int nt;
+    float **v;
+} ref_model;
+
+static const float *rv(const ref_model *r, const char *name) {
+    for (int i = 0; i < r->nt; i++)
+        if (strcmp(r->t[i].name, name) == 0) return r->v[i];
+    return NULL;
+}
+static const float *rvl(const ref_model *r, int l, const char *name) {
+    char b[64];
+    snprintf(b, sizeof b, "blk.%d.%s", l, name);
+    return rv(r, b);
+}
+
+static void ref_load(ref_model *r, const spec *s) {
+    r->s = s;
+    r->t = calloc(16 + 16 * (size_t)n_layers(s), sizeof *r->t);
+    r->nt = list_tensors(s, r->t);
+    r->v = calloc((size_t)r->nt, sizeof *r->v);
+    for (int i = 0; i < r->nt; i++) {
+        r->v[i] = tensor_values(&r->t[i], i);
+        if (r->t[i].kind == K_MAT && s->type != WLM_TYPE_F32) { /* what the file holds */
+            const size_t rb = wlm_row_bytes(s->type, r->t[i].cols);
+            unsigned char *q = malloc(rb);
+            for (int64_t j = 0; j < r->t[i].rows; j++) {
+                float *row = r->v[i] + j * r->t[i].cols;
+                wlm_type_get(s->type)->from_float(row, q, r->t[i].cols);
+                wlm_type_get(s->type)->to_float(q, row, r->t[i].cols);
+            }
+            free(q);
+        }
+    }
+}
+static void ref_free(ref_model *r) {
+    for (int i = 0; i < r->nt; i++) free(r->v[i]);
+    free(r->v);
+    free(r->t);
+}
+
+/* The activation type the engine (as llama.cpp) multiplies a matrix of the test's type with:
+ * Q8_0 for the block types; F32 otherwise (the reference then rounds nothing). */
+static int32_t g_act_type = WLM_TYPE_F32;
+
+/* y = W x, W (rows, cols); x first rounded through g_act_type, as the engine's products. */
+static void dmat(double *y, const float *W, const double *x0, int rows, int cols) {
+    double xr[1024];
+    const double *x = x0;
+    if (g_act_type != WLM_TYPE_F32 && cols <= 1024 && cols % 32 == 0) {
+        float f[1024];
+        unsigned char q[1200];
+        for (int j = 0; j < cols; j++) f[j] = (float)x0[j];
+        wlm_type_get(g_act_type)->from_float(f, q, cols);
+        wlm_type_get(g_act_type)->to_float(q, f, cols);
+        for (int j = 0; j < cols; j++) xr[j] = f[j];
+        x = xr;
+    }
+    for (int i = 0; i < rows; i++) {
+        double a = 0;
+        for (int j = 0; j < cols; j++) a += (double)W[(size_t)i * cols + j] * x[j];
+        y[i] = a;
+    }
+}
+static void drms(double *y, const double *x, int n, const float *w) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    const double inv = 1.0 / sqrt(ss / n + 1e-6);
+    for (int i = 0; i < n; i++) y[i] = x[i] * inv * (w ? (double)w[i] : 1.0);
+}
+static double dsig(double x) { return 1.0 / (1.0 + exp(-x)); }
+static double dsilu(double x) { return x * dsig(x); }
+
+/* NEOX RoPE on the first n_rot dims of a head; pair i turns by pos unless a qwen35 section
+ * rule gives it the fourth (zero) position. */
+static void drope(double *h, int n_rot, double pos, double base, const int *sec) {
+    for (int i = 0; i < n_rot / 2; i++) {
+        double p = pos;
+        if (sec) {
+            const int sum = sec[0] + sec[1] + sec[2] + sec[3], t = i % sum;
+            const int moving = (t % 3 == 0 && t < 3 * sec[0]) || (t % 3 == 1 && t < 3 * sec[1]) ||
+                               (t % 3 == 2 && t < 3 * sec[2]);
+            if (!moving) p = 0;
+        }
+        const double th = p * pow(base, -2.0 * i / n_rot);
+        const double a = h[i], b = h[i + n_rot / 2];
+        h[i] = a * cos(th) - b * sin(th);
+        h[i + n_rot / 2] = a * sin(th) + b * cos(th);
+    }
+}
+
+/* logits (n, vocab) of the token sequence tok[0..n) */
+static void ref_forward(const ref_model *r, const int32_t *tok, int n, double *out) {
+    const spec *s = r->s;
+    const int D = s->dim, F = s->hidden, L = n_layers(s), hs = head_size(s), V = s->vocab;
+    const int H = s->heads, KVH = s->kv_heads, Q = hs * H, KV = hs * KVH, C = channels(s);
+    const int q35 = has(s->arch, "qwen35"), K = s->conv, Ds = s->d_state;
+    double *x = calloc((size_t)D, sizeof *x), *h = calloc((size_t)D, sizeof *h);
+    double *big = calloc((size_t)(4 * (Q + C + D + F) + 64), sizeof *big);
+    double *kc = calloc((size_t)L * n * KV, sizeof *kc), *vc = calloc((size_t)L * n * KV, sizeof *vc);
+    double *hist = calloc((size_t)L * n * C, sizeof *hist); /* conv inputs per layer, position */
+    double *S = calloc((size_t)L * (s->hv ? s->hv : 1) * Ds * Ds + 1, sizeof *S);
+    for (int p = 0; p < n; p++) {
+        const float *e = rv(r, "token_embd.weight") + (size_t)tok[p] * D;
+        for (int i = 0; i < D; i++) x[i] = e[i];
+        for (int l = 0; l < L; l++) {
+            drms(h, x, D, rvl(r, l, "attn_norm.weight"));
+            double *y = big, *t1 = big + D;
+            if (rec(s, l) && q35) {
+                double *m = t1, *z = m + C, *bt = z + s->hv * Ds, *al = bt + s->hv, *o = al + s->hv;
+                double *cv = o + s->hv * Ds;
+                dmat(m, rvl(r, l, "attn_qkv.weight"), h, C, D);
+                dmat(z, rvl(r, l, "attn_gate.weight"), h, s->hv * Ds, D);
+                dmat(bt, rvl(r, l, "ssm_beta.weight"), h, s->hv, D);
+                dmat(al, rvl(r, l, "ssm_alpha.weight"), h, s->hv, D);
+                double *hl = hist + ((size_t)l * n + p) * C;
+                for (int c = 0; c < C; c++) hl[c] = m[c];
+                const float *w = rvl(r, l, "ssm_conv1d.weight");
+                for (int c = 0; c < C; c++) {
+                    double a = 0;
+                    for (int j = 0; j < K; j++) {
+                        const int pp = p - K + 1 + j;
+                        if (pp >= 0) a += (double)w[(size_t)c * K + j] * hist[((size_t)l * n + pp) * C + c];
+                    }
+                    cv[c] = dsilu(a);
+                }
+                for (int hh = 0; hh < 2 * s->hk; hh++) { /* L2 norms of q and k heads */
+                    double ss = 0;
+                    for (int i = 0; i < Ds; i++) ss += cv[hh * Ds + i] * cv[hh * Ds + i];
+                    double nn = sqrt(ss);
+                    if (nn < 1e-6) nn = 1e-6;
+                    for (int i = 0; i < Ds; i++) cv[hh * Ds + i] /= nn;
+                    if (hh < s->hk)
+                        for (int i = 0; i < Ds; i++) cv[hh * Ds + i] /= sqrt((double)Ds);
+                }
+                const float *dt = rvl(r, l, "ssm_dt.bias"), *A = rvl(r, l, "ssm_a");
+                for (int j = 0; j < s->hv; j++) {
+                    const int kh = j % s->hk;
+                    const double *q = cv + kh * Ds, *k = cv + (s->hk + kh) * Ds;
+                    const double *v = cv + 2 * s->hk * Ds + j * Ds;
+                    const double beta = dsig(bt[j]);
+                    const double g = log1p(exp(al[j] + dt[j])) * A[j];
+                    double *Sj = S + ((size_t)l * s->hv + j) * Ds * Ds;
+                    double rr[256], d[256];
+                    for (int b = 0; b < Ds; b++) rr[b] = 0;
+                    for (int a = 0; a < Ds; a++)
+                        for (int b = 0; b < Ds; b++) {
+                            Sj[a * Ds + b] *= exp(g);
+                            rr[b] += Sj[a * Ds + b] * k[a];
+                        }
+                    for (int b = 0; b < Ds; b++) d[b] = beta * (v[b] - rr[b]);
+                    double *oj = o + j * Ds;
+                    for (int b = 0; b < Ds; b++) oj[b] = 0;
+                    for (int a = 0; a < Ds; a++)
+                        for (int b = 0; b < Ds; b++) {
+                            Sj[a * Ds + b] += k[a] * d[b];
+                            oj[b] += Sj[a * Ds + b] * q[a];
+                        }
+                    drms(oj, oj, Ds, rvl(r, l, "ssm_norm.weight"));
+                    for (int b = 0; b < Ds; b++) oj[b] *= dsilu(z[j * Ds + b]);
+                }
+                dmat(y, rvl(r, l, "ssm_out.weight"), o, D, s->hv * Ds);
+            } else if (rec(s, l)) {
+                double *bcx = t1, *u = bcx + 3 * D;
+                dmat(bcx, rvl(r, l, "shortconv.in_proj.weight"), h, 3 * D, D);
+                double *hl = hist + ((size_t)l * n + p) * C;
+                for (int c = 0; c < D; c++) hl[c] = bcx[c] * bcx[2 * D + c];
+                const float *w = rvl(r, l, "shortconv.conv.weight");
+                for (int c = 0; c < D; c++) {
+                    double a = 0;
+                    for (int j = 0; j < K; j++) {
+                        const int pp = p - K + 1 + j;
+                        if (pp >= 0) a += (double)w[(size_t)c * K + j] * hist[((size_t)l * n + pp) * C + c];
+                    }
+                    u[c] = bcx[D + c] * a;
+                }
+                dmat(y, rvl(r, l, "shortconv.out_proj.weight"), u, D, D);
+            } else {
+                double *qg = t1, *q = qg + 2 * Q, *k = q + Q, *v = k + KV, *o = v + KV;
+                dmat(qg, rvl(r, l, "attn_q.weight"), h, q35 ? 2 * Q : Q, D);
+                for (int hh = 0; hh < H; hh++)
+                    for (int i = 0; i < hs; i++) q[hh * hs + i] = qg[(q35 ? 2 : 1) * hh * hs + i];
+                dmat(k, rvl(r, l, "attn_k.weight"), h, KV, D);
+                dmat(v, rvl(r, l, "attn_v.weight"), h, KV, D);
+                const int n_rot = q35 ? s->n_rot : hs;
+                const double base = q35 ? 1e7 : 1e6;
+                for (int hh = 0; hh < H; hh++) {
+                    drms(q + hh * hs, q + hh * hs, hs, rvl(r, l, "attn_q_norm.weight"));
+                    drope(q + hh * hs, n_rot, p, base, q35 ? s->sections : NULL);
+                }
+                for (int hh = 0; hh < KVH; hh++) {
+                    drms(k + hh * hs, k + hh * hs, hs, rvl(r, l, "attn_k_norm.weight"));
+                    drope(k + hh * hs, n_rot, p, base, q35 ? s->sections : NULL);
+                }
+                double *kl = kc + (size_t)l * n * KV, *vl = vc + (size_t)l * n * KV;
+                memcpy(kl + (size_t)p * KV, k, sizeof(double) * KV);
+                memcpy(vl + (size_t)p * KV, v, sizeof(double) * KV);
+                double att[1024];
+                for (int hh = 0; hh < H; hh++) {
+                    const int kvh = hh / (H / KVH);
+                    double mx = -1e300, sum = 0;
+                    for (int t = 0; t <= p; t++) {
+                        double a = 0;
+                        for (int i = 0; i < hs; i++) a += q[hh * hs + i] * kl[(size_t)t * KV + kvh * hs + i];
+                        att[t] = a / sqrt((double)hs);
+                        if (att[t] > mx) mx = att[t];
+                    }
+                    for (int t = 0; t <= p; t++) sum += att[t] = exp(att[t] - mx);
+                    for (int i = 0; i < hs; i++) {
+                        double a = 0;
+                        for (int t = 0; t <= p; t++) a += att[t] / sum * vl[(size_t)t * KV + kvh * hs + i];
+                        o[hh * hs + i] = q35 ? a * dsig(qg[2 * hh * hs + hs + i]) : a;
+                    }
+                }
+                dmat(y, rvl(r, l, "attn_output.weight"), o, D, Q);
+            }
+            for (int i = 0; i < D; i++) x[i] += y[i];
+            drms(h, x, D, rvl(r, l, q35 ? "post_attention_norm.weight" : "ffn_norm.weight"));
+            double *g = big, *u = big + F, *f = big + 2 * F;
+            dmat(g, rvl(r, l, "ffn_gate.weight"), h, F, D);
+            dmat(u, rvl(r, l, "ffn_up.weight"), h, F, D);
+            for (int i = 0; i < F; i++) g[i] = dsilu(g[i]) * u[i];
+            dmat(f, rvl(r, l, "ffn_down.weight"), g, D, F);
+            for (int i = 0; i < D; i++) x[i] += f[i];
+        }
+        drms(h, x, D, rv(r, q35 ? "output_norm.weight" : "token_embd_norm.weight"));
+        const float *wo = s->tied ? rv(r, "token_embd.weight") : rv(r, "output.weight");
+        dmat(out + (size_t)p * V, wo, h, V, D);
+    }
+    free(x);
+    free(h);
+    free(big);
+    free(kc);
+    free(vc);
+    free(hist);
+    free(S);
+}
+
+/* ---- helpers --------------------------------------------------------------------------------- */
+
+static wlm_model *load_spec(const spec *s, int want, const char *needle, const char *what) {
+    size_t size = 0;
+    unsigned char *file = build_model(s, &size);
+    if (!CHECKF(file != NULL, "%s: no file", what)) return NULL;
+    wlm_model *m = NULL;
+    int rc = wlm_model_load(file, size, WLM_LOAD_OWN_BUFFER, &m);
+    CHECKF(rc == want, "%s: got %s (%s), want %s", what, wlm_status_name(rc), wlm_model_errmsg(m),
+           wlm_status_name(want));
+    if (needle)
+        CHECKF(strstr(wlm_model_errmsg(m), needle) != NULL, "%s: message \"%s\" lacks \"%s\"", what,
+               wlm_model_errmsg(m), needle);
+    if (rc != WLM_OK) {
+        wlm_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+static void prompt_tokens(int32_t *t, int n, int vocab, uint64_t seed) {
+    tu_rng rng = {seed};
+    for (int i = 0; i < n; i++) t[i] = (int32_t)(tu_rng_u64(&rng) % (uint64_t)vocab);
+}
+
+static float *logits_one_by_one(wlm_context *c, const int32_t *t, int n, int vocab) {
+    float *out = malloc(sizeof(float) * (size_t)n * vocab);
+    wlm_context_reset(c);
+    for (int i = 0; i < n; i++) {
+        int rc = wlm_eval(c, t + i, 1);
+        if (!CHECKF(rc == WLM_OK, "eval %d: %s", i, wlm_context_errmsg(c))) break;
+        memcpy(out + (size_t)i * vocab, wlm_logits(c), sizeof(float) * vocab);
+    }
+    return out;
+}
+
+static float *logits_batched(wlm_context *c, const int32_t *t, int n, int vocab) {
+    float *out = malloc(sizeof(float) * (size_t)n * vocab);
+    uint8_t *want = malloc((size_t)n);
+    memset(want, 1, (size_t)n);
+    wlm_context_reset(c);
+    int rc = wlm_eval_batch(c, t, NULL, want, n);
+    CHECKF(rc == WLM_OK, "batch: %s", wlm_context_errmsg(c));
+    for (int i = 0; rc == WLM_OK && i < n; i++)
+        memcpy(out + (size_t)i * vocab, wlm_logits_ith(c, i), sizeof(float) * vocab);
+    free(want);
+    return out;
+}
+
+static int same(const float *a, const float *b, size_t n, size_t *first) {
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof(float)) != 0) {
+            *first = i;
+            return 0;
+        }
+    return 1;
+}
+
+/* ---- tests ----------------------------------------------------------------------------------- */
+
+static void test_logits(spec s, const char *variant) {
+    char what[128];
+    snprintf(what, sizeof what, "%s %s %s", s.arch, variant, wlm_type_get(s.type)->name);
+    wlm_model *m = load_spec(&s, WLM_OK, NULL, what);
+    if (!m) return;
+    int n_rec = 0;
+    for (int l = 0; l < n_layers(&s); l++) {
+        n_rec += rec(&s, l);
+        CHECKF(m->w.layers[l].mixer == (rec(&s, l) ? (has(s.arch, "qwen35") ? WLM_MIX_DELTANET
+                                                                               : WLM_MIX_SHORTCONV)
+                                                    : WLM_MIX_ATTN),
+               "%s: layer %d has mixer %d", what, l, (int)m->w.layers[l].mixer);
+    }
+    const int N = 70; /* two batch chunks */
+    int32_t t[70];
+    prompt_tokens(t, N, s.vocab, 77);
+    wlm_context *c = tu_context(m, 0, 2, 1, WLM_KV_F32);
+    if (!c) {
+        wlm_model_free(m);
+        return;
+    }
+    /* the reference */
+    float *bat = logits_batched(c, t, N, s.vocab);
+    ref_model r;
+    ref_load(&r, &s);
+    double *ref = malloc(sizeof(double) * (size_t)N * s.vocab);
+    g_act_type = s.type == WLM_TYPE_Q8_0 ? WLM_TYPE_Q8_0 : WLM_TYPE_F32;
+    ref_forward(&r, t, N, ref);
+    g_act_type = WLM_TYPE_F32;
+    double worst = 0;
+    for (int p = 0; p < N; p++) {
+        double big = 0, d = 0;
+        for (int i = 0; i < s.vocab; i++) {
+            const double v = ref[(size_t)p * s.vocab + i];
+            if (fabs(v) > big) big = fabs(v);
+            const double e = fabs(v - bat[(size_t)p * s.vocab + i]);
+            if (e > d) d = e;
+        }
+        if (d / big > worst) worst = d / big;
+    }
+    /* Q8_0: the reference rounds the activations as the engine does; a value near a rounding
+     * boundary may still round the other way */
+    const double tol = s.type == WLM_TYPE_F32 || s.type == WLM_TYPE_F16 ? 2e-4 : 5e-2;
+    CHECKF(worst <= tol, "%s: logits differ from the reference by %.3g of the largest (tol %.3g)",
+           what, worst, tol);
+    printf("   %s: max |logit - reference| %.2e of the largest logit over %d positions\n", what,
+           worst, N);
+    free(ref);
+    ref_free(&r);
+
+    /* one by one, threads, two sequences in one batch: the same bits */
+    float *one = logits_one_by_one(c, t, N, s.vocab);
+    size_t at = 0;
+    CHECKF(same(one, bat, (size_t)N * s.vocab, &at), "%s: batched differs from one-by-one at %zu",
+           what, at / (size_t)s.vocab);
+#if HAVE_THREADS
+    for (int th = 2; th <= 3; th++) {
+        wlm_threadpool *pool = NULL;
+        if (wlm_threadpool_new(th, &pool) != WLM_OK) continue;
+        wlm_context_set_threadpool(c, pool);
+        float *tb = logits_batched(c, t, N, s.vocab);
+        CHECKF(same(one, tb, (size_t)N * s.vocab, &at), "%s: %d threads differ at %zu", what, th,
+               at / (size_t)s.vocab);
+        wlm_context_set_threadpool(c, NULL);
+        wlm_threadpool_free(pool);
+        free(tb);
+    }
+#endif
+    { /* sequences 0 and 1 interleaved in one batch, 1 with other tokens */
+        int32_t u[70], tok[140], seq[140];
+        prompt_tokens(u, N, s.vocab, 99);
+        float *ou = logits_one_by_one(c, u, N, s.vocab);
+        uint8_t want[140];
+        for (int i = 0; i < N; i++) {
+            tok[2 * i] = t[i], seq[2 * i] = 0;
+            tok[2 * i + 1] = u[i], seq[2 * i + 1] = 1;
+        }
+        memset(want, 1, sizeof want);
+        wlm_context_reset(c);
+        CHECK_STATUS(wlm_eval_batch(c, tok, seq, want, 2 * N), WLM_OK);
+        int ok = 1;
+        for (int i = 0; i < N && ok; i++)
+            ok = memcmp(wlm_logits_ith(c, 2 * i), one + (size_t)i * s.vocab,
+                        sizeof(float) * s.vocab) == 0 &&
+                 memcmp(wlm_logits_ith(c, 2 * i + 1), ou + (size_t)i * s.vocab,
+                        sizeof(float) * s.vocab) == 0;
+        CHECKF(ok, "%s: two interleaved sequences differ from each alone", what);
+        free(ou);
+    }
+    free(one);
+    free(bat);
+    wlm_context_free(c);
+    wlm_model_free(m);
+}
+
+/* Fork, truncation (snapshot or replay), the prompt cache and speculative decoding: every path
+ * that moves a recurrent state gives what a fresh evaluation gives. */
+static void test_state(const char *arch) {
+    spec s = base_spec(arch);
+    wlm_model *m = load_spec(&s, WLM_OK, NULL, arch);
+    if (!m) return;
+    wlm_context *c = tu_context(m, 0, 4, 1, WLM_KV_F32), *f = tu_context(m, 0, 1, 1, WLM_KV_F32);
+    int32_t t[80];
+    prompt_tokens(t, 80, s.vocab, 5);
+    const size_t V = (size_t)s.vocab;
+    if (c && f) {
+        /* truncation without a snapshot: replay from 0 */
+        CHECK_STATUS(wlm_eval(c, t, 50), WLM_OK);
+        CHECK_STATUS(wlm_seq_truncate(c, 0, 20), WLM_OK);
+        CHECK_EQ_INT(wlm_context_n_past(c), 20);
+        CHECK_STATUS(wlm_eval(c, t + 40, 5), WLM_OK);
+        int32_t mix[25];
+        memcpy(mix, t, 20 * sizeof(int32_t));
+        memcpy(mix + 20, t + 40, 5 * sizeof(int32_t));
+        wlm_context_reset(f);
+        CHECK_STATUS(wlm_eval(f, mix, 25), WLM_OK);
+        CHECKF(memcmp(wlm_logits(c), wlm_logits(f), V * sizeof(float)) == 0,
+               "%s: truncate + eval differs from a fresh evaluation", arch);
+
+        /* a fork continues as the original */
+        wlm_context_reset(c);
+        CHECK_STATUS(wlm_eval(c, t, 30), WLM_OK);
+        CHECK_STATUS(wlm_seq_fork(c, 0, 2), WLM_OK);
+        const int32_t one = t[31], seqs[1] = {2};
+        const uint8_t want1[1] = {1};
+        CHECK_STATUS(wlm_eval_batch(c, &one, seqs, want1, 1), WLM_OK);
+        wlm_context_reset(f);
+        CHECK_STATUS(wlm_eval(f, t, 30), WLM_OK);
+        CHECK_STATUS(wlm_eval(f, &one, 1), WLM_OK);
+        CHECKF(memcmp(wlm_logits(c), wlm_logits(f), V * sizeof(float)) == 0,
+               "%s: a forked sequence differs from the original continued", arch);
+        CHECK_EQ_INT(wlm_seq_n_past(c, 0), 30); /* the source untouched */
+
+        wlm_kv_stats st;
+        CHECK_STATUS(wlm_kv_stats_get(c, &st), WLM_OK);
+        size_t want_state = 0;
+        for (int l = 0; l < n_layers(&s); l++)
+            if (rec(&s, l))
+                want_state += sizeof(float) *
+                              ((size_t)(s.conv - 1) * (size_t)channels(&s) +
+                               (has(arch, "qwen35") ? (size_t)s.hv * s.d_state * s.d_state : 0));
+        CHECK(st.state_bytes == want_state);
+        CHECK_EQ_INT(st.states, 2);
+        CHECK(wlm_context_memory(c) >= st.state_bytes_allocated + 2 * want_state - want_state);
+
+        /* context shift: refused, naming the recurrent state */
+        CHECK_STATUS(wlm_seq_shift(c, 0, 2, 4), WLM_ERR_UNSUPPORTED);
+        CHECKF(strstr(wlm_context_errmsg(c), "recurrent") != NULL, "%s: shift message \"%s\"",
+               arch, wlm_context_errmsg(c));
+    }
+    if (c && f) { /* the prompt cache: a second prompt sharing a prefix (snapshot, replay) */
+        wlm_gen_params gp;
+        wlm_gen_params_default(&gp);
+        gp.temperature = 0;
+        gp.max_tokens = 6;
+        gp.cache_prompt = 1;
+        int32_t p2[60];
+        memcpy(p2, t, 30 * sizeof(int32_t));
+        prompt_tokens(p2 + 30, 30, s.vocab, 11);
+        int32_t got[3][8];
+        const int32_t *prompts[3] = {t, p2, t};
+        const int32_t lens[3] = {40, 60, 36};
+        for (int i = 0; i < 3; i++) { /* cached run, then a fresh context */
+            for (int fresh = 0; fresh <= 1; fresh++) {
+                wlm_context *x = fresh ? f : c;
+                if (fresh) wlm_context_reset(x);
+                CHECK_STATUS(wlm_generate_begin(x, prompts[i], lens[i], &gp), WLM_OK);
+                wlm_token tok;
+                int n = 0;
+                int32_t ids[8];
+                while (wlm_generate_next(x, &tok) == WLM_OK && n < 8) ids[n++] = tok.id;
+                if (!fresh) memcpy(got[i], ids, sizeof ids);
+                else
+                    CHECKF(n == 6 && memcmp(got[i], ids, 6 * sizeof(int32_t)) == 0,
+                           "%s: prompt %d with the prompt cache differs from a fresh context",
+                           arch, i);
+            }
+        }
+        CHECKF(wlm_generate_n_cached(c) == 0 || wlm_generate_n_cached(c) <= 36,
+               "%s: n_cached %d", arch, (int)wlm_generate_n_cached(c));
+
+        /* speculative decoding by prompt lookup: greedy gives plain greedy's tokens */
+        int32_t rep[48];
+        for (int i = 0; i < 48; i++) rep[i] = t[i % 12];
+        gp.max_tokens = 24;
+        gp.cache_prompt = 0;
+        int32_t plain[24], spec_ids[24];
+        int np = 0, ns = 0;
+        wlm_token tok;
+        CHECK_STATUS(wlm_generate_begin(f, rep, 48, &gp), WLM_OK);
+        while (np < 24 && wlm_generate_next(f, &tok) == WLM_OK) plain[np++] = tok.id;
+        CHECK_STATUS(wlm_generate_begin(c, rep, 48, &gp), WLM_OK);
+        wlm_spec_params sp;
+        wlm_spec_params_default(&sp);
+        sp.n_draft = 4;
+        sp.ngram = 3;
+        CHECK_STATUS(wlm_generate_speculate(c, &sp), WLM_OK);
+        while (ns < 24 && wlm_generate_next(c, &tok) == WLM_OK) spec_ids[ns++] = tok.id;
+        CHECKF(np == ns && memcmp(plain, spec_ids, sizeof(int32_t) * (size_t)np) == 0,
+               "%s: speculative decoding's %d tokens differ from plain decoding's %d", arch, ns, np);
+        wlm_spec_stats st;
+        CHECK_STATUS(wlm_spec_stats_get(c, &st), WLM_OK);
+        /* rejected drafts: the state restored and the accepted tokens replayed */
+        CHECKF(st.n_accepted < st.n_drafted, "%s: all %d drafts accepted: none rejected", arch,
+               (int)st.n_drafted);
+        printf("   %s: prompt lookup accepted %d of %d drafts in %d rounds\n", arch,
+               (int)st.n_accepted, (int)st.n_drafted, (int)st.n_rounds);
+        /* the model as its own draft: every draft accepted, nothing to roll back */
+        wlm_context *d = tu_context(m, 0, 1, 1, WLM_KV_F32);
+        if (d) {
+            CHECK_STATUS(wlm_generate_begin(c, rep, 48, &gp), WLM_OK);
+            sp.ngram = 0;
+            sp.draft = d;
+            CHECK_STATUS(wlm_generate_speculate(c, &sp), WLM_OK);
+            ns = 0;
+            while (ns < 24 && wlm_generate_next(c, &tok) == WLM_OK) spec_ids[ns++] = tok.id;
+            CHECKF(np == ns && memcmp(plain, spec_ids, sizeof(int32_t) * (size_t)np) == 0,
+                   "%s: self-drafted decoding differs from plain decoding", arch);
+            CHECK_STATUS(wlm_spec_stats_get(c, &st), WLM_OK);
+            CHECKF(st.n_drafted > 0 && st.n_accepted == st.n_drafted,
+                   "%s: the model as its own draft: %d of %d accepted", arch, (int)st.n_accepted,
+                   (int)st.n_drafted);
+            wlm_context_free(d);
+        }
+    }
+    wlm_context_free(c);
+    wlm_context_free(f);
+    wlm_model_free(m);
+}
+
+/* Beam search and sampled batches run (forks copy the state). */
+static void test_generate(const char *arch) {
+    spec s = base_spec(arch);
+    wlm_model *m = load_spec(&s, WLM_OK, NULL, arch);
+    if (!m) return;
+    wlm_context *c = tu_context(m, 0, 8, 1, WLM_KV_F16);
+    if (c) {
+        int32_t t[8];
+        prompt_tokens(t, 8, s.vocab, 3);
+        wlm_beam_params bp;
+        wlm_beam_params_default(&bp);
+        bp.width = 3;
+        bp.max_tokens = 4;
+        CHECK_STATUS(wlm_beam_begin(c, t, 8, &bp), WLM_OK);
+        int rc;
+        while ((rc = wlm_beam_step(c)) == WLM_OK) {}
+        CHECKF(rc == WLM_DONE && wlm_beam_count(c) >= 1, "%s: beam search %s", arch,
+               wlm_status_name(rc));
+    }
+    wlm_context_free(c);
+    wlm_model_free(m);
+}
+
+static void test_errors(void) {
+    struct { const char *arch, *omit, *misshape, *omit_key; int bad_array, want; const char *needle; } cases[] = {
+        {"qwen35", "blk.0.ssm_a", NULL, NULL, 0, WLM_ERR_FORMAT, "blk.0.ssm_a"},
+        {"qwen35", NULL, "blk.1.attn_qkv.weight", NULL, 0, WLM_ERR_FORMAT, "blk.1.attn_qkv.weight"},
+        {"qwen35", NULL, "blk.3.attn_q.weight", NULL, 0, WLM_ERR_FORMAT, "blk.3.attn_q.weight"},
+        {"qwen35", NULL, NULL, "qwen35.ssm.state_size", 0, WLM_ERR_FORMAT, "ssm.state_size"},
+        {"qwen35", NULL, NULL, "qwen35.rope.dimension_sections", 0, WLM_ERR_FORMAT,
+         "dimension_sections"},
+        {"qwen35", NULL, NULL, NULL, 1, WLM_ERR_FORMAT, "recurrent_layers"},
+        {"lfm2", "blk.0.shortconv.conv.weight", NULL, NULL, 0, WLM_ERR_FORMAT,
+         "blk.0.shortconv.conv.weight"},
+        {"lfm2", NULL, "blk.1.shortconv.in_proj.weight", NULL, 0, WLM_ERR_FORMAT, "in_proj"},
+        {"lfm2", NULL, NULL, "lfm2.shortconv.l_cache", 0, WLM_ERR_FORMAT, "l_cache"},
+        {"lfm2", NULL, NULL, NULL, 1, WLM_ERR_FORMAT, "head_count_kv"},
+        /* an attention layer marked as conv: its conv tensors are missing */
+        {"lfm2", "blk.2.attn_q.weight", NULL, NULL, 0, WLM_ERR_FORMAT, "blk.2.attn_q.weight"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        spec s = base_spec(cases[i].arch);
+        s.omit = cases[i].omit;
+        s.misshape = cases[i].misshape;
+        s.omit_key = cases[i].omit_key;
+        s.bad_array = cases[i].bad_array;
+        char what[96];
+        snprintf(what, sizeof what, "%s error case %zu", cases[i].arch, i);
+        wlm_model *m = load_spec(&s, cases[i].want, cases[i].needle, what);
+        wlm_model_free(m);
+    }
+    /* kinds from the interval (no recurrent_layers): layers 1 and 3 of 4 are attention */
+    spec s = base_spec("qwen35");
+    s.explicit_kinds = 0;
+    s.interval = 2;
+    s.pattern = "RARA";
+    wlm_model *m = load_spec(&s, WLM_OK, NULL, "qwen35 interval 2");
+    wlm_model_free(m);
+    s.interval = 0; /* default 4 */
+    s.pattern = "RRRARRRA";
+    m = load_spec(&s, WLM_OK, NULL, "qwen35 default interval");
+    if (m) CHECK(m->hp.n_attn_layers == 2 && m->hp.n_rec_layers == 6);
+    wlm_model_free(m);
+}
+
+int main(void) {
+    const char *archs[] = {"qwen35", "lfm2"};
+    const int32_t types[] = {WLM_TYPE_F32, WLM_TYPE_F16, WLM_TYPE_Q8_0};
+    for (size_t a = 0; a < 2; a++)
+        for (size_t ti = 0; ti < 3; ti++) {
+            spec s = base_spec(archs[a]);
+            s.type = types[ti];
+            test_logits(s, "base");
+        }
+    { /* other patterns: qwen35 untied with HV = HK and no section rule at play; lfm2 untied,
+         conv first and last */
+        spec s = base_spec("qwen35");
+        s.tied = 0, s.hv = 2, s.pattern = "ARRRRA", s.n_rot = 32;
+        s.sections[0] = 11, s.sections[1] = 11, s.sections[2] = 10, s.sections[3] = 0;
+        test_logits(s, "untied HV=HK");
+        s = base_spec("lfm2");
+        s.tied = 0, s.pattern = "RARR", s.conv = 4;
+        test_logits(s, "untied RARR");
+    }
+    for (size_t a = 0; a < 2; a++) {
+        test_state(archs[a]);
+        test_generate(archs[a]);
+    }
+    test_errors();
+    TEST_FINISH();
+}
