@@ -675,6 +675,64 @@ static void test_axpy(void) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* the delta rule (Gated DeltaNet's recurrence): SIMD vs scalar bitwise over several steps, and
+ * the scalar kernel against the definition in double                                          */
+
+static void test_deltanet(void) {
+    tu_section("deltanet");
+    const int dims[] = {4, 16, 12, 128, 6};
+    for (size_t di = 0; di < sizeof dims / sizeof dims[0]; di++) {
+        const int d = dims[di];
+        float *Sa = alloc_f((size_t)d * d), *Sb = alloc_f((size_t)d * d);
+        double *Sd = calloc((size_t)d * d, sizeof *Sd);
+        float *q = alloc_f(d), *k = alloc_f(d), *v = alloc_f(d), *oa = alloc_f(d + 1), *ob = alloc_f(d + 1);
+        memset(Sa, 0, sizeof(float) * (size_t)d * d);
+        memset(Sb, 0, sizeof(float) * (size_t)d * d);
+        int same = 1;
+        double worst = 0;
+        for (int step = 0; step < 6; step++) {
+            fill(q, d, -0.5f, 0.5f);
+            fill(k, d, -0.5f, 0.5f);
+            fill(v, d, -1.0f, 1.0f);
+            const float decay = tu_rng_uniform(&rng, 0.3f, 1.0f);
+            const float beta = tu_rng_uniform(&rng, 0.0f, 1.0f);
+            oa[d] = ob[d] = 777.0f;
+            wlm_deltanet_ref(Sa, q, k, v, decay, beta, oa, d);
+            wlm_deltanet_simd(Sb, q, k, v, decay, beta, ob, d);
+            same &= memcmp(oa, ob, sizeof(float) * (size_t)d) == 0 &&
+                    memcmp(Sa, Sb, sizeof(float) * (size_t)d * d) == 0;
+            CHECKF(oa[d] == 777.0f && ob[d] == 777.0f, "d=%d: wrote past the output", d);
+            /* the definition: S <- decay S; r = S^T k; S += k (beta (v - r))^T; o = S^T q */
+            double r[128], o[128];
+            for (int b = 0; b < d; b++) r[b] = 0;
+            for (int a = 0; a < d; a++)
+                for (int b = 0; b < d; b++) {
+                    Sd[a * d + b] *= decay;
+                    r[b] += Sd[a * d + b] * k[a];
+                }
+            for (int b = 0; b < d; b++) o[b] = 0;
+            for (int a = 0; a < d; a++)
+                for (int b = 0; b < d; b++) {
+                    Sd[a * d + b] += (double)k[a] * beta * (v[b] - r[b]);
+                    o[b] += Sd[a * d + b] * q[a];
+                }
+            for (int b = 0; b < d; b++)
+                if (fabs(o[b] - oa[b]) > worst) worst = fabs(o[b] - oa[b]);
+        }
+        CHECKF(same, "d=%d: SIMD state or output differs from the scalar kernel's bits", d);
+        CHECKF(worst < 1e-5, "d=%d: output off the definition by %.3g", d, worst);
+        free(Sa);
+        free(Sb);
+        free(Sd);
+        free(q);
+        free(k);
+        free(v);
+        free(oa);
+        free(ob);
+    }
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* attention (heads h0..h1 of a GQA layer, paged cache): SIMD vs scalar, against a
  * double-precision computation, and independent of the head range                              */
 
@@ -1014,5 +1072,6 @@ int main(void) {
     test_layernorm();
     test_gelu();
     test_axpy();
+    test_deltanet();
     return TEST_FINISH();
 }
