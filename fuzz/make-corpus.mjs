@@ -305,6 +305,64 @@ function archModel(arch, { dim = 16, hidden = 24, layers = 2, heads = 2, kvHeads
   return gguf([...kvs, ...extraKvs], tensors.filter((t) => t.name !== drop), { alignment: 32 });
 }
 
+// A tiny hybrid of src/model/arch.c (src/model/gguf_model.c read_hybrid): qwen35 (Gated
+// DeltaNet layers 'R' with the conv, delta-rule and gated-norm tensors, gated attention 'A'
+// whose attn_q holds query and gate rows, multi-section RoPE) or lfm2 (short convolutions where
+// the per-layer head_count_kv is 0). `kinds`: qwen35's attention.recurrent_layers (null: the
+// interval rule); `kvArr`: lfm2's per-layer KV heads (default from `pattern`).
+function hybridModel(arch, { pattern = 'RRA', dim = 16, hidden = 24, heads = 2, kvHeads = 1, seq = 8, vocab = 12,
+  type = GT.F32, output = false, kinds = undefined, kvArr = null, extraKvs = [], drop = null } = {}) {
+  const L = pattern.length, hs = arch === 'qwen35' ? 16 : dim / heads, q = hs * heads, kvDim = hs * kvHeads;
+  const D = type === GT.F32 ? 8 : 16, HK = 1, HV = 2, K = arch === 'qwen35' ? 4 : 3, C = arch === 'qwen35' ? 2 * HK * D + HV * D : dim;
+  const kvs = [
+    ['general.architecture', T.STR, arch],
+    [`${arch}.context_length`, T.U32, seq],
+    [`${arch}.embedding_length`, T.U32, dim],
+    [`${arch}.block_count`, T.U32, L],
+    [`${arch}.feed_forward_length`, T.U32, hidden],
+    [`${arch}.attention.head_count`, T.U32, heads],
+    [`${arch}.attention.layer_norm_rms_epsilon`, T.F32, 1e-6],
+  ];
+  if (arch === 'qwen35') {
+    kvs.push([`${arch}.attention.head_count_kv`, T.U32, kvHeads], [`${arch}.attention.key_length`, T.U32, hs],
+      [`${arch}.attention.value_length`, T.U32, hs], [`${arch}.rope.dimension_count`, T.U32, 4],
+      [`${arch}.rope.dimension_sections`, T.ARR, [T.I32, [1, 1, 0, 0]]], [`${arch}.ssm.conv_kernel`, T.U32, K],
+      [`${arch}.ssm.state_size`, T.U32, D], [`${arch}.ssm.group_count`, T.U32, HK],
+      [`${arch}.ssm.time_step_rank`, T.U32, HV], [`${arch}.ssm.inner_size`, T.U32, HV * D]);
+    const flags = kinds === undefined ? [...pattern].map((c) => (c === 'R' ? 1 : 0)) : kinds;
+    if (flags) kvs.push([`${arch}.attention.recurrent_layers`, T.ARR, [T.BOOL, flags]]);
+    else kvs.push([`${arch}.full_attention_interval`, T.U32, 3]);
+  } else {
+    kvs.push([`${arch}.attention.head_count_kv`, T.ARR, [T.I32, kvArr ?? [...pattern].map((c) => (c === 'R' ? 0 : kvHeads))]],
+      [`${arch}.shortconv.l_cache`, T.U32, K]);
+  }
+  const tensors = [];
+  const mat = (name, rows, cols) => tensors.push({ name, ne: [cols, rows], type, data: tensorData(type, rows, cols) });
+  const f32 = (name, rows, cols) => tensors.push({ name, ne: rows > 1 ? [cols, rows] : [cols], type: GT.F32, data: tensorData(GT.F32, rows, cols, true) });
+  mat('token_embd.weight', vocab, dim);
+  for (let l = 0; l < L; l++) {
+    const b = `blk.${l}.`;
+    f32(b + 'attn_norm.weight', 1, dim);
+    if (pattern[l] === 'R' && arch === 'qwen35') {
+      mat(b + 'attn_qkv.weight', C, dim); mat(b + 'attn_gate.weight', HV * D, dim);
+      mat(b + 'ssm_beta.weight', HV, dim); mat(b + 'ssm_alpha.weight', HV, dim); mat(b + 'ssm_out.weight', dim, HV * D);
+      f32(b + 'ssm_conv1d.weight', C, K); f32(b + 'ssm_dt.bias', 1, HV); f32(b + 'ssm_a', 1, HV); f32(b + 'ssm_norm.weight', 1, D);
+    } else if (pattern[l] === 'R') {
+      mat(b + 'shortconv.in_proj.weight', 3 * dim, dim); f32(b + 'shortconv.conv.weight', dim, K);
+      mat(b + 'shortconv.out_proj.weight', dim, dim);
+    } else {
+      mat(b + 'attn_q.weight', arch === 'qwen35' ? 2 * q : q, dim); mat(b + 'attn_k.weight', kvDim, dim);
+      mat(b + 'attn_v.weight', kvDim, dim); f32(b + 'attn_q_norm.weight', 1, hs); f32(b + 'attn_k_norm.weight', 1, hs);
+      mat(b + 'attn_output.weight', dim, q);
+    }
+    f32(b + (arch === 'qwen35' ? 'post_attention_norm.weight' : 'ffn_norm.weight'), 1, dim);
+    mat(b + 'ffn_gate.weight', hidden, dim); mat(b + 'ffn_up.weight', hidden, dim); mat(b + 'ffn_down.weight', dim, hidden);
+  }
+  f32(arch === 'qwen35' ? 'output_norm.weight' : 'token_embd_norm.weight', 1, dim);
+  if (output) mat('output.weight', vocab, dim);
+  return gguf([...kvs, ...extraKvs], tensors.filter((t) => t.name !== drop), { alignment: 32 });
+}
+
 // A tiny embedding model of src/model/arch.c: bert (learned positions, token types, Q/K/V and
 // MLP biases, post-LayerNorms; `rank`: cls and cls.output), nomic-bert (fused QKV, SwiGLU, RoPE)
 // or gemma-embedding (Gemma 3's layers, bidirectional, dense_2 / dense_3).
@@ -443,6 +501,17 @@ function embedModel(arch, { dim = 16, hidden = 24, layers = 2, heads = 2, seq = 
     extraKvs: [['gemma3.attention.sliding_window_pattern', T.ARR, [T.BOOL, [1, 0]]]] }));
   put('fuzz_model', 'tiny-qwen2-no-bias.gguf', archModel('qwen2', { drop: 'blk.1.attn_v.bias' }));
   put('fuzz_model', 'tiny-gpt2-no-positions.gguf', archModel('gpt2', { drop: 'position_embd.weight' }));
+  // hybrids: both kinds of layer, quantized, the interval rule, and kinds or arrays that
+  // contradict the tensors or the layer count
+  for (const arch of ['qwen35', 'lfm2']) {
+    put('fuzz_model', `tiny-${arch}.gguf`, hybridModel(arch));
+    put('fuzz_model', `tiny-${arch}-Q8_0-untied.gguf`, hybridModel(arch, { dim: 32, hidden: 64, type: GT.Q8_0, output: true, pattern: 'ARR' }));
+    put('fuzz_model', `tiny-${arch}-short-array.gguf`, arch === 'qwen35' ? hybridModel(arch, { kinds: [1, 1] }) : hybridModel(arch, { kvArr: [0, 1] }));
+    put('fuzz_model', `tiny-${arch}-kinds-contradict.gguf`, arch === 'qwen35' ? hybridModel(arch, { kinds: [1, 0, 1] }) : hybridModel(arch, { kvArr: [1, 0, 1] }));
+  }
+  put('fuzz_model', 'tiny-qwen35-interval.gguf', hybridModel('qwen35', { kinds: null }));
+  put('fuzz_model', 'tiny-qwen35-no-ssm-a.gguf', hybridModel('qwen35', { drop: 'blk.0.ssm_a' }));
+  put('fuzz_model', 'tiny-lfm2-all-conv.gguf', hybridModel('lfm2', { pattern: 'RR' }));
   // embedding models (src/runtime/embed.c)
   for (const arch of ['bert', 'nomic-bert', 'gemma-embedding']) put('fuzz_model', `tiny-${arch}.gguf`, embedModel(arch));
   put('fuzz_model', 'tiny-bert-rank.gguf', embedModel('bert', { rank: true }));

@@ -479,6 +479,7 @@ class Engine {
       this.#info = Object.freeze({
         dim: f(0), hiddenDim: f(1), nLayers: f(2), nHeads: f(3), nKvHeads: f(4), vocabSize: f(5),
         seqLen: f(6), sharedClassifier: f(7) === 1, weightBytes: f(11), nCtx: ctxParams.nCtx || f(6),
+        attnLayers: f(13), stateBytes: f(14),
         simd: this.#simd, build: this.#build, threads: this.threads, kvType: ctxParams.kvType,
         memory64: x.memory64 === true,
         dotForm: this.#dot.form, dotFormBatch: this.#dot.formBatch, dotProbe: this.#dot.probe,
@@ -812,6 +813,7 @@ class Engine {
     const f = (k) => x.wlmjs_kv_stat(this.#ctx, k);
     return {
       blockBytes: f(0), blocksAllocated: f(1), blocksUsed: f(2), blocksShared: f(3), blockRefs: f(4),
+      stateBytes: f(5), states: f(6), stateBytesAllocated: f(7),
       nSeqMax: this.#ctxParams.nSeqMax, nCtx: this.#info.nCtx,
       contextBytes: x.memory64 ? x.wlm_context_memory(this.#ctx) : x.wlm_context_memory(this.#ctx) >>> 0, wasmMemoryBytes: x.memory.buffer.byteLength,
     };

@@ -254,10 +254,11 @@ export function readModelHeader(bytes) {
       const n = u64();
       if (et === 8) { for (let k = 0; k < n; k++) str(); kv.set(key, { length: n }); }
       else if (SIZES[et]) {
-        // per-layer arrays (head_count_kv of some models): keep the largest value
-        let max = -Infinity;
-        for (let k = 0; k < n; k++) max = Math.max(max, scalar(et));
-        kv.set(key, { length: n, max });
+        // per-layer arrays (head_count_kv of some models, Qwen3.5's recurrent_layers): keep
+        // the largest value and how many are not 0
+        let max = -Infinity, nonzero = 0;
+        for (let k = 0; k < n; k++) { const v = scalar(et); max = Math.max(max, v); nonzero += v !== 0; }
+        kv.set(key, { length: n, max, nonzero });
       } else return null;
     } else if (SIZES[t]) kv.set(key, scalar(t));
     else return null;
@@ -286,12 +287,37 @@ export function readModelHeader(bytes) {
   const dim = num('embedding_length', 0);
   const nHeads = num('attention.head_count', 1) || 1;
   const headK = num('attention.key_length', dim / nHeads);
+  const nLayers = num('block_count', 0);
   return plausible({
-    format: 'gguf', arch, nLayers: num('block_count', 0), dim, hidden: num('feed_forward_length', dim * 4),
+    format: 'gguf', arch, nLayers, dim, hidden: num('feed_forward_length', dim * 4),
     nHeads, nKvHeads: num('attention.head_count_kv', nHeads) || nHeads, headK,
     headV: num('attention.value_length', headK), ctx: num('context_length', 2048),
     vocab: kv.get('tokenizer.ggml.tokens')?.length ?? 32000, headerBytes: pos, dataBytes,
+    ...hybridLayers(arch, nLayers, dim, kv, num),
   });
+}
+
+/**
+ * A hybrid model's layers (src/model/gguf_model.c read_hybrid): {attnLayers, stateBytes} — the
+ * layers with a KV cache, and one sequence's recurrent state in bytes (each recurrent layer's
+ * conv rows, and Qwen3.5's DeltaNet matrices). A plain transformer: every layer, no state.
+ */
+function hybridLayers(arch, nLayers, dim, kv, num) {
+  if (arch === 'qwen35') {
+    const layers = nLayers - num('nextn_predict_layers', 0);
+    const flags = kv.get(`${arch}.attention.recurrent_layers`);
+    const interval = num('full_attention_interval', 4) || 4;
+    const rec = flags?.nonzero ?? layers - Math.floor(layers / interval);
+    const K = num('ssm.conv_kernel', 4), D = num('ssm.state_size', 128);
+    const HK = num('ssm.group_count', 16), HV = num('ssm.time_step_rank', 16);
+    return { attnLayers: layers - rec, stateBytes: 4 * rec * ((K - 1) * (2 * HK * D + HV * D) + HV * D * D) };
+  }
+  if (arch === 'lfm2') {
+    const kvh = kv.get(`${arch}.attention.head_count_kv`);
+    const attn = typeof kvh === 'object' ? kvh.nonzero : nLayers;
+    return { attnLayers: attn, stateBytes: 4 * (nLayers - attn) * (num('shortconv.l_cache', 3) - 1) * dim };
+  }
+  return { attnLayers: nLayers, stateBytes: 0 };
 }
 
 /** ggml types' [elements, bytes] per block (ggml.c's type traits), the types our kernels read
@@ -334,7 +360,8 @@ export async function peekModelHeader(peek) {
 /**
  * What loading a model of `fileBytes` with header `h` will take in wasm memory, in bytes:
  * {weights, kv, scratch, other, total}. Mirrors wlm_context_new (src/runtime/context.c): the KV
- * cache of one full sequence of nCtx positions (0: the model's context length) in kvType, the
+ * cache of one full sequence of nCtx positions (0: the model's context length) in kvType (the
+ * attention layers' only, plus a hybrid's recurrent state and its snapshot, in `kv`), the
  * per-batch activations of WLM_BATCH_CHUNK (64) entries, the attention scratch, the logits;
  * `other` is the vocabulary's tables, the module's stack and data, and the helper threads'
  * stacks and scratch (`threads`). Without a header (h null) only the file is counted.
@@ -344,7 +371,10 @@ export function modelBytes(fileBytes, h, { nCtx = 0, kvType = 'f16', nSeqMax = 1
   if (!h) return { weights, kv: 0, scratch: 0, other: 32 << 20, total: weights + (32 << 20) };
   const ctx = nCtx || h.ctx;
   const elem = kvType === 'f32' ? 4 : 2;
-  const kv = h.nLayers * Math.ceil(ctx / 16) * 16 * h.nKvHeads * (h.headK + h.headV) * elem;
+  // the KV cache of the attention layers, and a hybrid's recurrent state with the snapshot
+  // at the prompt's end (runtime/context.c), per sequence
+  const kv = (h.attnLayers ?? h.nLayers) * Math.ceil(ctx / 16) * 16 * h.nKvHeads * (h.headK + h.headV) * elem +
+    2 * (h.stateBytes ?? 0);
   const B = 64; // WLM_BATCH_CHUNK
   const qd = h.nHeads * h.headK;
   const kvd = h.nKvHeads * Math.max(h.headK, h.headV);

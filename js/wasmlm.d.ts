@@ -371,6 +371,13 @@ export interface ModelInfo {
   sharedClassifier: boolean;
   /** Bytes of weights read per forward pass (all matrices and vectors). */
   weightBytes: number;
+  /** Layers with a KV cache: nLayers, or fewer in a hybrid (Qwen3.5's Gated DeltaNet layers,
+   *  LFM2's short convolutions keep a recurrent state instead). */
+  attnLayers: number;
+  /** A hybrid's recurrent state per sequence, in bytes, whatever the context length (0 for a
+   *  transformer). The state cannot be cut back to an earlier position: the engine keeps a
+   *  copy at the end of each prompt for the next turn of a chat. */
+  stateBytes: number;
   /** The context length in use, in tokens. */
   nCtx: number;
   /** The SIMD build and kernels are in use. */
@@ -970,11 +977,18 @@ export interface KvStats {
   blocksShared: number;
   /** Sum of the sequences' block-table lengths: the blocks private copies would need. */
   blockRefs: number;
+  /** A hybrid model's recurrent state per sequence, in bytes (0 for a transformer). */
+  stateBytes: number;
+  /** Sequences holding a recurrent state now. */
+  states: number;
+  /** Bytes of recurrent states and their snapshots (the prompt's end, a speculative round's
+   *  start) in memory, counted in contextBytes. */
+  stateBytesAllocated: number;
   /** Sequences the context holds (see LoadOptions.nSeqMax). */
   nSeqMax: number;
   /** The context length, in tokens. */
   nCtx: number;
-  /** Bytes the context has allocated (KV blocks + scratch). */
+  /** Bytes the context has allocated (KV blocks + recurrent states + scratch). */
   contextBytes: number;
   /** Size of the module's linear memory, in bytes. */
   wasmMemoryBytes: number;

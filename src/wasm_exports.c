@@ -49,8 +49,8 @@ API int wlmjs_model_load_external(void *data, size_t size, wlm_model **out) {
 
 /* One field of wlm_model_info by number: 0 dim, 1 hidden_dim, 2 n_layers, 3 n_heads,
  * 4 n_kv_heads, 5 vocab_size, 6 seq_len, 7 shared_classifier, 8 has_tokenizer, 9 bos_id,
- * 10 eos_id, 11 weight_bytes, 12 has_chat_template. Returns -1 for an unknown field or an
- * unloaded model. */
+ * 10 eos_id, 11 weight_bytes, 12 has_chat_template, 13 n_attn_layers, 14 state_bytes. Returns
+ * -1 for an unknown field or an unloaded model. */
 API double wlmjs_model_info(const wlm_model *m, int field) {
     wlm_model_info info;
     if (wlm_model_get_info(m, &info) != WLM_OK) return -1;
@@ -68,6 +68,8 @@ API double wlmjs_model_info(const wlm_model *m, int field) {
     case 10: return info.eos_id;
     case 11: return (double)info.weight_bytes;
     case 12: return info.has_chat_template;
+    case 13: return info.n_attn_layers;
+    case 14: return (double)info.state_bytes;
     default: return -1;
     }
 }
@@ -98,6 +100,7 @@ API int wlmjs_context_new(const wlm_model *m, int n_ctx, int kv_cache, int use_s
 }
 
 /* One field of wlm_kv_stats: 0 block_bytes, 1 blocks_allocated, 2 blocks_used,
+ * (5 state_bytes, 6 states, 7 state_bytes_allocated: hybrids' recurrent state) 
  * 3 blocks_shared, 4 block_refs; -1 for an unknown field or a bad handle. */
 API double wlmjs_kv_stat(const wlm_context *c, int field) {
     wlm_kv_stats st;
@@ -108,6 +111,9 @@ API double wlmjs_kv_stat(const wlm_context *c, int field) {
     case 2: return st.blocks_used;
     case 3: return st.blocks_shared;
     case 4: return st.block_refs;
+    case 5: return (double)st.state_bytes;
+    case 6: return st.states;
+    case 7: return (double)st.state_bytes_allocated;
     default: return -1;
     }
 }

@@ -61,10 +61,12 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
         (int)a->encoder);
     put(&o, "\"hp\":{\"dim\":%d,\"hidden_dim\":%d,\"n_layers\":%d,\"n_heads\":%d,"
             "\"n_kv_heads\":%d,\"vocab_size\":%d,\"seq_len\":%d,\"head_size\":%d,\"q_dim\":%d,"
-            "\"kv_dim\":%d,\"n_rot\":%d,\"n_swa\":%d,\"n_ctx_orig\":%d,\"bidirectional\":%d,",
+            "\"kv_dim\":%d,\"n_rot\":%d,\"n_swa\":%d,\"n_ctx_orig\":%d,\"bidirectional\":%d,"
+            "\"n_rec_layers\":%d,",
         (int)p->dim, (int)p->hidden_dim, (int)p->n_layers, (int)p->n_heads, (int)p->n_kv_heads,
         (int)p->vocab_size, (int)p->seq_len, (int)p->head_size, (int)p->q_dim, (int)p->kv_dim,
-        (int)p->n_rot, (int)p->n_swa, (int)p->n_ctx_orig, (int)p->bidirectional);
+        (int)p->n_rot, (int)p->n_swa, (int)p->n_ctx_orig, (int)p->bidirectional,
+        (int)p->n_rec_layers);
     /* %.9g: every float32 value round-trips */
     put(&o, "\"norm_eps\":%.9g,\"rope_theta\":%.9g,\"rope_freq_scale\":%.9g,"
             "\"rope_theta_swa\":%.9g,\"rope_attn_factor\":%.9g,\"q_scale\":%.9g,"

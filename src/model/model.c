@@ -173,6 +173,8 @@ int wlm_model_get_info(const wlm_model *model, wlm_model_info *info) {
     info->eos_id = model->has_tokenizer ? model->tok.eos_id : 2;
     info->has_chat_template = wlm_model_meta_string(model, "tokenizer.chat_template", NULL) != NULL;
     info->weight_bytes = model->weight_bytes;
+    info->n_attn_layers = model->hp.n_attn_layers;
+    info->state_bytes = model->hp.state_floats * sizeof(float);
     return WLM_OK;
 }
 

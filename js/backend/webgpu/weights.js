@@ -79,6 +79,9 @@ export function unsupportedReason(desc, { maxHead }) {
   if (desc.arch?.encoder || desc.hp?.bidirectional) {
     return `the GPU forward pass is causal only: ${desc.arch?.encoder ? 'an encoder' : 'bidirectional attention'} (${desc.arch?.name}) runs on the CPU`;
   }
+  if (desc.hp?.n_rec_layers > 0) {
+    return `${desc.arch?.name}'s recurrent layers (${desc.hp.n_rec_layers} of ${desc.hp.n_layers}) run on the CPU backend only (not yet on WebGPU)`;
+  }
   const missing = new Map();
   for (const [name, t] of matrices(desc)) if (!GPU_TYPES[t[0]] && !missing.has(t[0])) missing.set(t[0], name);
   if (missing.size) {
