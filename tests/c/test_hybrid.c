@@ -554,6 +554,8 @@ static void test_logits(spec s, const char *variant) {
                                                     : WLM_MIX_ATTN),
                "%s: layer %d has mixer %d", what, l, (int)m->w.layers[l].mixer);
     }
+    CHECK_EQ_INT(m->hp.n_rec_layers, n_rec);
+    CHECK_EQ_INT(m->hp.n_attn_layers, n_layers(&s) - n_rec);
     const int N = 70; /* two batch chunks */
     int32_t t[70];
     prompt_tokens(t, N, s.vocab, 77);
