@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // fuzz_tool_calls.mjs — fuzzes the tool-call parser (js/tool_calls.js, ToolCallParser), which
-// reads untrusted model output. It is JavaScript, so a libFuzzer harness cannot drive it; this
+// reads untrusted model output, in every format (the JSON ones, Qwen3.5's XML, LFM2's Python). It is JavaScript, so a libFuzzer harness cannot drive it; this
 // is the same loop in JS: inputs mutated from a corpus of well-formed and malformed outputs of
 // every format (byte flips, insertions of the formats' own tokens, cuts, splices, deep
 // nesting), each parsed whole and again split at random points, checking that
@@ -9,7 +9,8 @@
 //     streamed deltas add up to the non-streamed response);
 //   - every call has a non-empty name; with no error, every call's arguments are valid JSON and
 //     an object (the text was well-formed), and the content plus the calls' text never exceed
-//     the input.
+//     the input (where the parser builds the arguments' JSON itself — qwen3-coder, lfm2 — the
+//     content alone).
 // A failing input is written to fuzz/regressions/fuzz_tool_calls/<hash>.json and replayed first.
 //
 //   node fuzz/fuzz_tool_calls.mjs [-max_total_time=S] [-seed=N] [-runs=N]
@@ -24,9 +25,16 @@ import { ToolCallParser } from '../js/tool_calls.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 export const REGRESSIONS = join(HERE, 'regressions', 'fuzz_tool_calls');
-// 'mistral+start': mistral with startInCall (the prompt already ends with [TOOL_CALLS], as
+// 'mistral+start', 'lfm2+start': with startInCall (the prompt already ends with the marker, as
 // js/chat_completion.js does for a prefilled call)
-const FORMATS = ['hermes', 'llama3', 'mistral', 'mistral+start', 'generic'];
+const FORMATS = ['hermes', 'llama3', 'mistral', 'mistral+start', 'qwen3-coder', 'lfm2', 'lfm2+start', 'generic'];
+/** The tools qwen3-coder reads its parameters' types from (a string, an integer). */
+const TOOLS = [{ type: 'function', function: { name: 'calc', parameters: { type: 'object',
+  properties: { expr: { type: 'string' }, n: { type: 'integer' } } } } }];
+/** Formats whose arguments are JSON built by the parser (not the model's text): their length is
+ *  not bounded by the input's. */
+const BUILT_ARGS = new Set(['qwen3-coder', 'lfm2', 'lfm2+start']);
+const START_MARKER = { 'mistral+start': '[TOOL_CALLS]', 'lfm2+start': '<|tool_call_start|>' };
 
 /** Seed inputs: well-formed and malformed outputs of each format. */
 export const CORPUS = [
@@ -48,10 +56,19 @@ export const CORPUS = [
   '  {"response": 5} trailing',
   'plain text with no call at all, and a { brace and a < bracket',
   '',
+  'Checking.\n\n<tool_call>\n<function=calc>\n<parameter=expr>\n1+2\n</parameter>\n<parameter=n>\n3\n</parameter>\n</function>\n</tool_call>',
+  '<tool_call>\n<function=a>\n</function>\n</tool_call>\n<tool_call>\n<function=b>\n<parameter=x>\n{"y": [1, null]}\n</parameter>\n</function>\n</tool_call>',
+  '<tool_call>\n<function=calc>\n<parameter=expr>\nline one\n<b>two</b>\n</parameter>\n</function>',
+  '<tool_call>\n<function=calc>\n<parameter=n>\n1',
+  '<|tool_call_start|>[calc(expr="1+2", n=3), other(s=\'it\\\'s\', l=[1, [2, {"k": None}],], b=True)]<|tool_call_end|>Done.',
+  '<|tool_call_start|>[f()]',
+  '<|tool_call_start|>[f(a=1 b=2)]<|tool_call_end|>',
+  '<|tool_call_start|>{"name": "f", "arguments": {}}<|tool_call_end|>',
 ];
 const PIECES = ['<tool_call>', '</tool_call>', '<|python_tag|>', '[TOOL_CALLS]', '{"name"', '{ "name"', '"arguments"',
   '"parameters"', '{', '}', '[', ']', '"', '\\', ',', ':', ' ', '\n', 'true', 'null', '-0.5e', '\\u12', '\u00e9', '\ud83d\ude00',
-  '"tool_calls"', '"response"'];
+  '"tool_calls"', '"response"', '<function=calc>', '<parameter=expr>', '</parameter>', '</function>', '<function=',
+  '<parameter=', '<|tool_call_start|>', '<|tool_call_end|>', '[calc(', 'n=', ')', "'", 'True', 'None', '\\x4', '\\u00'];
 
 /** A small seeded generator (mulberry32). */
 export function rng(seed) {
@@ -87,7 +104,7 @@ export function mutate(r) {
 /** Parses `text` with its events, pushing the pieces of `splits` (cut points). */
 function parse(format, text, splits) {
   const startInCall = format.endsWith('+start');
-  const p = new ToolCallParser(format.replace('+start', ''), { makeId: (i) => `id${i}`, startInCall });
+  const p = new ToolCallParser(format.replace('+start', ''), { makeId: (i) => `id${i}`, startInCall, tools: TOOLS });
   const events = [];
   let from = 0;
   for (const at of [...splits, text.length]) {
@@ -138,7 +155,8 @@ export function check(text, r) {
       }
     }
     // (with startInCall the parser holds the marker, which comes back as content when no call follows)
-    const room = format === 'mistral+start' ? '[TOOL_CALLS]'.length : 0;
+    const room = START_MARKER[format]?.length ?? 0;
+    if (BUILT_ARGS.has(format)) used = res.content.length;
     if (format !== 'generic' && used > text.length + room) throw new Error(`${format}: ${used} characters out of ${text.length} in`);
   }
 }

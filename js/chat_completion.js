@@ -11,7 +11,7 @@
 
 import { abortError, jsError } from './errors.js';
 import { chatPrompt, splitChatParams } from './chat.js';
-import { MARKER_TOKENS, ToolCallParser, detectToolFormat, toolGrammar } from './tool_calls.js';
+import { MARKER_TOKENS, ToolCallParser, callMarker, detectToolFormat, toolGrammar } from './tool_calls.js';
 
 /** Request fields: OpenAI's that are supported, and ours (llama.cpp server's names). */
 const OPENAI_FIELDS = ['messages', 'model', 'tools', 'tool_choice', 'parallel_tool_calls', 'temperature',
@@ -372,11 +372,12 @@ async function prepare(engine, request) {
   let prefill = '';
   const markerIds = new Map();
   if (shown && !useTools) { // tool_choice 'none': the format's opening token (if one) is banned
-    const markers = await singleTokens(engine, [...MARKER_TOKENS[shown], shown === 'hermes' ? '<tool_call>' : '[TOOL_CALLS]']);
+    const markers = await singleTokens(engine, [...new Set([...MARKER_TOKENS[shown], callMarker(shown)].filter(Boolean))]);
     if (markers.size) gen.logitBias = { ...(gen.logitBias ?? {}), ...Object.fromEntries([...markers.values()].map((m) => [m.id, -Infinity])) };
   }
   if (useTools) {
-    const markers = await singleTokens(engine, [...new Set([...MARKER_TOKENS[format], '<tool_call>', '[TOOL_CALLS]', '<|python_tag|>'])]);
+    const markers = await singleTokens(engine, [...new Set([...MARKER_TOKENS[format], '<tool_call>', '[TOOL_CALLS]', '<|python_tag|>',
+      '<|tool_call_start|>', '<|tool_call_end|>'])]);
     for (const [t, m] of markers) if (m.text === '' && MARKER_TOKENS[format].includes(t)) markerIds.set(m.id, t);
     const convert = async (schema) => (await engine.jsonSchemaToGrammar(schema, { strict: false })).grammar;
     const g = await toolGrammar(format, tools, { mode: r.choice.mode, parallel: r.parallel, markers }, convert);
@@ -393,7 +394,7 @@ async function prepare(engine, request) {
   const makeId = () => (format === 'mistral' ? randomId(9, rnd) : `call_${randomId(24, rnd)}`);
   return {
     r, prompt: text + prefill, gen, format, markerIds, makeId,
-    parser: useTools ? new ToolCallParser(format, { makeId, startInCall: prefill !== '' }) : null,
+    parser: useTools ? new ToolCallParser(format, { makeId, startInCall: prefill !== '', tools: r.tools }) : null,
     id: `chatcmpl-${randomId(24)}`, created: Math.floor(Date.now() / 1000),
     model: r.model ?? info.name ?? 'wasmlm',
   };

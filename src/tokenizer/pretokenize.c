@@ -627,6 +627,11 @@ int64_t wlm_regex_match(const wlm_regex *re, const uint32_t *cps, size_t n, size
     "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 #define RE_QWEN2 RE_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+" \
     "[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+/* Qwen 3.5 / 3.6: the Qwen 2 expression with combining marks (\p{M}) counted with letters — a
+ * letter run takes them, the punctuation run does not — so "e" + U+0301 or a Devanagari vowel
+ * sign stays inside its word instead of starting a punctuation piece. */
+#define RE_QWEN35 RE_CONTRACTIONS "|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}| ?[^\\s\\p{L}" \
+    "\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 #define RE_BLOOM " ?[^(\\s|.,!?…。，、।۔،)]+"
 /* GPT-4o / Llama 4 / Tekken: letter runs split at case changes through lookaheads. */
 #define RE_UPPER_LOWER "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+"
@@ -663,6 +668,7 @@ static const pretok_def PRETOKS[] = {
      0, 0, {RE_GPT2}},
     {"qwen2 deepseek-r1-qwen kormo f2llmv2 megrez stablelm2 hunyuan grok-2 solar-open", 0, 0,
      {RE_QWEN2}},
+    {"qwen35", 0, 0, {RE_QWEN35}},
     {"poro-chat bloom gpt3-finnish", 0, 0, {RE_BLOOM}},
     {"viking", 0, 0, {RE_BLOOM, "\\p{N}"}},
     {"gpt-4o llama4", 0, 0,
@@ -680,8 +686,8 @@ const char *const wlm_pretok_names[] = {
     "gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0",
     "mellum", "modern-bert", "exaone4", "jina-v1-en", "jina-v2-code", "roberta-bpe", "mpt",
     "olmo", "jais", "trillion", "granite-docling", "qwen2", "deepseek-r1-qwen", "kormo",
-    "f2llmv2", "megrez", "stablelm2", "hunyuan", "grok-2", "solar-open", "poro-chat", "bloom",
-    "gpt3-finnish", "viking", "gpt-4o", "llama4", "tekken", NULL};
+    "f2llmv2", "megrez", "stablelm2", "hunyuan", "grok-2", "solar-open", "qwen35", "poro-chat",
+    "bloom", "gpt3-finnish", "viking", "gpt-4o", "llama4", "tekken", NULL};
 
 static int names_contain(const char *names, const char *s, size_t n) {
     for (const char *p = names; *p;) {

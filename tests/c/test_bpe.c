@@ -416,6 +416,79 @@ static void test_regex(void) {
           used == 4);
 }
 
+/* The pieces a pre-tokenizer cuts `text` into, joined by '|' (texts here hold no '|'). */
+static char *split_pieces(const char *pre, const char *text) {
+    wlm_pretok p;
+    char err[160] = "";
+    if (wlm_pretok_init(&p, pre, strlen(pre), err, sizeof err) != WLM_OK) return NULL;
+    uint32_t cps[64];
+    size_t cp_off[65], n = 0, len = strlen(text);
+    for (size_t i = 0; i < len && n < 64;) {
+        size_t used;
+        cp_off[n] = i;
+        cps[n++] = wlm_utf8_decode((const unsigned char *)text + i, len - i, &used);
+        i += used;
+    }
+    cp_off[n] = len;
+    uint32_t *lens = NULL;
+    size_t n_lens = 0, cap = 0;
+    wlm_regex_work w = {0};
+    char *out = malloc(2 * len + 2);
+    size_t o = 0, at = 0;
+    if (out && wlm_pretok_split(&p, cps, n, &lens, &n_lens, &cap, &w) == WLM_OK) {
+        for (size_t k = 0; k < n_lens; k++) {
+            if (k) out[o++] = '|';
+            size_t b = cp_off[at], e = cp_off[at + lens[k]];
+            memcpy(out + o, text + b, e - b);
+            o += e - b;
+            at += lens[k];
+        }
+        out[o] = '\0';
+    } else {
+        free(out);
+        out = NULL;
+    }
+    free(lens);
+    wlm_regex_work_free(&w);
+    wlm_pretok_free(&p);
+    return out;
+}
+
+/* Pre-tokenizer pieces, in order. The expected splits are V8's: the same expressions run by
+ * JavaScript's RegExp with the u flag (ECMAScript semantics, as llama.cpp's std::regex). qwen35
+ * differs from qwen2 only on combining marks (\p{M}): they stay in letter runs and out of
+ * punctuation runs. lfm2 is llama.cpp's llama3 expression (digits in threes). */
+static void test_pieces(void) {
+    tu_section("pre-tokenizer pieces: qwen35, qwen2, lfm2");
+    static const struct { const char *pre, *text, *want; } P[] = {
+        {"qwen35", "cafe\xcc\x81!", "cafe\xcc\x81|!"},                 /* e + U+0301 */
+        {"qwen2", "cafe\xcc\x81!", "cafe|\xcc\x81!"},
+        {"qwen35", "x!\xcc\x81y", "x|!\xcc\x81y"},
+        {"qwen2", "x!\xcc\x81y", "x|!\xcc\x81|y"},
+        {"qwen35", "\xcc\x81" "abc 12\xcc\x81", "\xcc\x81" "abc| |1|2|\xcc\x81"},
+        /* Thai ที่นี่ (vowel and tone marks are Mn) */
+        {"qwen35", "\xe0\xb8\x97\xe0\xb8\xb5\xe0\xb9\x88\xe0\xb8\x99\xe0\xb8\xb5\xe0\xb9\x88 ok",
+         "\xe0\xb8\x97\xe0\xb8\xb5\xe0\xb9\x88\xe0\xb8\x99\xe0\xb8\xb5\xe0\xb9\x88| ok"},
+        {"qwen2", "\xe0\xb8\x97\xe0\xb8\xb5\xe0\xb9\x88\xe0\xb8\x99\xe0\xb8\xb5\xe0\xb9\x88 ok",
+         "\xe0\xb8\x97|\xe0\xb8\xb5\xe0\xb9\x88|\xe0\xb8\x99|\xe0\xb8\xb5\xe0\xb9\x88| ok"},
+        /* Arabic مُحَمَّد with harakat: one piece */
+        {"qwen35", "\xd9\x85\xd9\x8f\xd8\xad\xd9\x8e\xd9\x85\xd9\x91\xd9\x8e\xd8\xaf",
+         "\xd9\x85\xd9\x8f\xd8\xad\xd9\x8e\xd9\x85\xd9\x91\xd9\x8e\xd8\xaf"},
+        {"qwen35", "don't\xcc\x81 WE'LL", "don|'t|\xcc\x81| WE|'LL"},
+        {"qwen35", "a\xcc\x81\r\n\r\n  b", "a\xcc\x81|\r\n\r\n| | b"},
+        {"qwen35", "\xe2\x9d\xa4\xef\xb8\x8f?", "\xe2\x9d\xa4\xef\xb8\x8f|?"}, /* ❤ + VS16 (Mn) */
+        {"qwen2", "\xe2\x9d\xa4\xef\xb8\x8f?", "\xe2\x9d\xa4\xef\xb8\x8f?"},
+        {"qwen35", "1234", "1|2|3|4"},
+        {"lfm2", "1234567 I'M", "123|456|7| I|'M"},
+    };
+    for (size_t i = 0; i < sizeof P / sizeof P[0]; i++) {
+        char *got = split_pieces(P[i].pre, P[i].text);
+        CHECKF(got && strcmp(got, P[i].want) == 0, "%s case %zu: got \"%s\", want \"%s\"",
+               P[i].pre, i, got ? got : "(error)", P[i].want);
+        free(got);
+    }
+}
+
 /* The step budget: a backtracking-heavy input ends with an error, quickly, never hangs. */
 static void test_budget(void) {
     tu_section("step budget");
@@ -462,6 +535,7 @@ int main(int argc, char **argv) {
     test_specials();
     test_bad();
     test_regex();
+    test_pieces();
     test_budget();
     return TEST_FINISH();
 }

@@ -48,3 +48,38 @@ export const MISTRAL_TOOLS_TEMPLATE = `{{- bos_token }}
 {{- '[SYSTEM_PROMPT]' + m.content + '[/SYSTEM_PROMPT]' }}
 {%- endif %}
 {%- endfor %}`;
+
+// LFM2 / LFM2.5 (Liquid AI): ChatML turns after <|startoftext|>; the tools as a JSON list in the
+// system turn after "List of tools: " (LFM2's templates put it between <|tool_list_start|> and
+// <|tool_list_end|>, LFM2.5-1.2B-Instruct's without them); the assistant's calls as a Python
+// list of keyword calls between <|tool_call_start|> and <|tool_call_end|> (strings quoted, other
+// values as JSON); tool results in a "tool" turn between <|tool_response_start|> and
+// <|tool_response_end|>. Written here after Liquid AI's documentation and LFM2.5-8B-A1B's
+// template (a copy is in llama.cpp's models/templates/); the vendors' files are under the LFM
+// Open License and are not copied into this repository.
+export const LFM2_TOOLS_TEMPLATE = `{{- bos_token -}}
+{%- set ns = namespace(system='') -%}
+{%- if messages[0].role == 'system' -%}{%- set ns.system = messages[0].content -%}{%- set messages = messages[1:] -%}{%- endif -%}
+{%- if tools -%}
+{%- set ns.system = ns.system + ('\\n' if ns.system else '') + 'List of tools: <|tool_list_start|>' + (tools | tojson) + '<|tool_list_end|>' -%}
+{%- endif -%}
+{%- if ns.system -%}{{- '<|im_start|>system\\n' + ns.system + '<|im_end|>\\n' -}}{%- endif -%}
+{%- for m in messages -%}
+{{- '<|im_start|>' + m.role + '\\n' -}}
+{%- if m.role == 'assistant' and m.tool_calls -%}
+{%- set calls = namespace(text=[]) -%}
+{%- for c in m.tool_calls -%}
+{%- set args = namespace(text=[]) -%}
+{%- for k, v in c.function.arguments | items -%}
+{%- if v is string -%}{%- set args.text = args.text + [k + '="' + v + '"'] -%}
+{%- else -%}{%- set args.text = args.text + [k + '=' + (v | tojson)] -%}{%- endif -%}
+{%- endfor -%}
+{%- set calls.text = calls.text + [c.function.name + '(' + (args.text | join(', ')) + ')'] -%}
+{%- endfor -%}
+{{- '<|tool_call_start|>[' + (calls.text | join(', ')) + ']<|tool_call_end|>' -}}
+{%- endif -%}
+{%- if m.role == 'tool' -%}{{- '<|tool_response_start|>' + m.content + '<|tool_response_end|>' -}}
+{%- elif m.content -%}{{- m.content -}}{%- endif -%}
+{{- '<|im_end|>\\n' -}}
+{%- endfor -%}
+{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}`;

