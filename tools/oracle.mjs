@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // tools/oracle.mjs — records llama.cpp's outputs on a GGUF file as reference data for our tests:
-// @wllama/wllama 3.8.1 (llama.cpp b11364 compiled to wasm) runs in headless Chromium
+// @wllama/wllama (3.13.0: llama.cpp b12211 compiled to wasm) runs in headless Chromium
 // (tools/oracle/page.js) and, for each prompt, a greedy continuation of --tokens tokens with the
 // top --probs next-token log-probabilities at every step (softmax of the raw logits). The JSON
 // names the file by size and sha256, so a test that regenerates a synthetic model can check that
@@ -171,7 +171,7 @@ export async function runOracleEmbed(o) {
       { model: modelUrl, texts: o.texts, pooling: o.pooling, nCtx: o.ctx ?? 512, rerank, verbose: !!o.verbose });
     return {
       generator: 'tools/oracle.mjs --embed-synth',
-      reference: `@wllama/wllama ${version} (llama.cpp compiled to wasm), headless Chromium, one thread, F32 KV`,
+      reference: `@wllama/wllama ${version} (llama.cpp ${r.llamaCpp} compiled to wasm), headless Chromium, one thread, F32 KV`,
       date: new Date().toISOString().slice(0, 10),
       note: o.note ?? undefined,
       model: { file: path.basename(o.model), size: fs.statSync(o.model).size, sha256: sha256File(o.model) },
@@ -244,7 +244,7 @@ export async function runOracle(o) {
       { model: modelUrl, prompts, maxTokens: o.tokens ?? 32, nProbs: o.probs ?? 10, nCtx: o.ctx ?? 512, kv: o.kv ?? 'f32', verbose: !!o.verbose });
     return {
       generator: 'tools/oracle.mjs',
-      reference: `@wllama/wllama ${version} (llama.cpp compiled to wasm), headless Chromium, one thread, greedy`,
+      reference: `@wllama/wllama ${version} (llama.cpp ${r.llamaCpp} compiled to wasm), headless Chromium, one thread, greedy`,
       date: new Date().toISOString().slice(0, 10),
       note: o.note ?? undefined,
       model: { file: path.basename(o.model), size: fs.statSync(o.model).size, sha256: sha256File(o.model) },

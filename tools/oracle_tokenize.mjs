@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // tools/oracle_tokenize.mjs — records how llama.cpp itself tokenizes texts with a vocabulary, as
-// test data: @wllama/wllama 3.8.1 (llama.cpp b11364 compiled to wasm) in headless Chromium.
+// test data: @wllama/wllama (3.13.0: llama.cpp b12211 compiled to wasm) in headless Chromium.
 // Written for the user-defined tokens (token type 4), which llama.cpp splits out of raw text even
 // when special tokens are not parsed, while control tokens stay text.
 //
@@ -207,9 +207,10 @@ export async function runTokenizeOracle({ verbose = false } = {}) {
       console.error(`${name}: ${texts.length} texts`);
     }
     const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'node_modules/@wllama/wllama/package.json'), 'utf8'));
+    const build = await page.evaluate(() => window.llamaCppVersion());
     return {
       generator: 'tools/oracle_tokenize.mjs',
-      reference: `@wllama/wllama ${pkg.version} (llama.cpp b11364 compiled to wasm), headless Chromium`,
+      reference: `@wllama/wllama ${pkg.version} (llama.cpp ${build} compiled to wasm), headless Chromium`,
       date: new Date().toISOString().slice(0, 10),
       method: 'common_tokenize(vocab, text, add_special=false, parse_special=false) through the ' +
         'server\'s text logit bias on a zero-weight model; ids sorted, with repeats',
