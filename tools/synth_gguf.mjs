@@ -632,12 +632,15 @@ export function loadQuantizer(file = process.env.WASMLM_QUANT_WASM || path.join(
       if (rc !== 0) throw new Error(`unknown or unavailable quantize type ${name}`);
       return { type, mix, fileType };
     },
-    /** The type wlm_quantize_gguf gives a tensor { name, ne } (F32 source). */
-    tensorType(q, t, nLayers, tied) {
-      const s = cstr(t.name);
-      const count = t.ne.reduce((a, b) => a * b, 1);
-      const r = x.wlmjs_quantize_tensor_type(q.type, q.mix, s.p, s.len, t.ne.length, t.ne[0], count, 0, nLayers, tied ? 1 : 0);
-      x.wlmjs_free(s.p);
+    /** The type wlm_quantize_gguf gives a tensor { name, ne } (F32 source) of a file of
+     *  architecture `arch` with `f` = { nLayers, tied, nAttnV } and, for an attn_v-like tensor,
+     *  `vIndex` of them before it (attnVOrder). */
+    tensorType(q, t, f, vIndex, arch) {
+      const s = cstr(t.name), a = cstr(arch);
+      const count = t.ne.reduce((x1, x2) => x1 * x2, 1);
+      const r = x.wlmjs_quantize_tensor_type(q.type, q.mix, s.p, s.len, t.ne.length, t.ne[0], count, 0,
+        f.nLayers, f.tied ? 1 : 0, f.nAttnV, vIndex, a.p, a.len);
+      x.wlmjs_free(s.p); x.wlmjs_free(a.p);
       return r;
     },
     /** Bytes of `rows` rows of `cols` elements in `type`. */
@@ -720,6 +723,18 @@ export function writeHeaderOnly(arch, shape, out, { seed = 1, type = 'F32', smal
   return { size: off };
 }
 
+/**
+ * The attn_v-like tensors of a list of names (quantize.c's wlm_quantize_attn_v_like: attn_v,
+ * attn_qkv, attn_kv_b), each with its place in llama.cpp's order (by block, then by name):
+ * Map name → index. The attn_v rule of llama.cpp's mixes counts these, not blocks.
+ */
+export function attnVOrder(names) {
+  const block = (n) => { const b = /^blk\.(\d+)\./.exec(n); return b ? Number(b[1]) : -1; };
+  const v = names.filter((n) => /attn_v\.weight|attn_qkv\.weight|attn_kv_b\.weight/.test(n));
+  v.sort((a, b) => block(a) - block(b) || (a < b ? -1 : a > b ? 1 : 0));
+  return new Map(v.map((n, i) => [n, i]));
+}
+
 /** writeQuantized's header and tensors: { m: the description, kv, tensors (with fill) }. */
 function quantizedPlan(arch, shape, { seed, type }) {
   const m = describe(arch, shape, { seed });
@@ -728,6 +743,9 @@ function quantizedPlan(arch, shape, { seed, type }) {
   let nLayers = 0;
   for (const t of m.tensors) { const b = /^blk\.(\d+)\./.exec(t.name); if (b) nLayers = Math.max(nLayers, Number(b[1]) + 1); }
   const tied = !m.tensors.some((t) => t.name === 'output.weight');
+  const vOrder = attnVOrder(m.tensors.map((t) => t.name));
+  const fileArch = m.kv.find((e) => e[0] === 'general.architecture')[2];
+  const info = { nLayers, tied, nAttnV: vOrder.size };
   const ours = [['general.alignment', 'u32', 32], ['general.file_type', 'u32', q.fileType], ['general.quantization_version', 'u32', 2]];
   if (arch === 'llama') { // `wasmlm quantize` loads a llama file as a model (quantize.c's add_metadata)
     const pick = (k) => { const e = m.kv.find((x) => x[0] === k); if (!e) throw new Error(`llama: ${k} missing`); return e; };
@@ -737,7 +755,7 @@ function quantizedPlan(arch, shape, { seed, type }) {
   const kv = [...ours, ...m.kv.filter(([k]) => !ours.some((e) => e[0] === k))];
   const tensors = m.tensors.map((t) => {
     const cols = t.ne[0], rows = t.ne.reduce((a, b) => a * b, 1) / cols;
-    const ty = Q.tensorType(q, t, nLayers, tied);
+    const ty = Q.tensorType(q, t, info, vOrder.get(t.name) ?? 0, fileArch);
     return {
       name: t.name, ne: t.ne, type: ty, nbytes: Q.bytes(ty, rows, cols),
       fill: (emit) => {
