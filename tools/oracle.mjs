@@ -94,12 +94,15 @@ export const ARCH_PROMPTS = Object.freeze([
 
 /**
  * The reference records of the synthetic models (tools/synth_gguf.mjs, seed 1): each
- * architecture's tiny shape in F32, Q8_0 and Q4_K_M, and SmolLM2-style llama (GPT-2
- * vocabulary). Written to tests/reference/oracle/<name>.json by `node tools/oracle.mjs --synth`.
+ * architecture's tiny shape in F32, Q8_0 and Q4_K_M, the hybrids' second tiny shape
+ * (tiny-untied: <arch>-untied-<type>), and SmolLM2-style llama (GPT-2 vocabulary). Written to
+ * tests/reference/oracle/<name>.json by `node tools/oracle.mjs --synth`.
  */
 export const SYNTH_RECORDS = Object.freeze([
-  ...['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2'].flatMap((arch) =>
+  ...['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2'].flatMap((arch) =>
     ['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `${arch}-${type}`, arch, shape: 'tiny', seed: 1, type }))),
+  ...['qwen35', 'lfm2'].flatMap((arch) =>
+    ['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `${arch}-untied-${type}`, arch, shape: 'tiny-untied', seed: 1, type }))),
   { name: 'smollm2-F32', arch: 'llama', shape: 'smollm2-tiny', seed: 1, type: 'F32' },
   // phi3 at context 8192 (> rope.scaling.original_context_length 4096): LongRoPE's long factors
   { name: 'phi3-F32-ctx8192', arch: 'phi3', shape: 'tiny', seed: 1, type: 'F32', ctx: 8192 },
