@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// bench/embed.mjs — embeddings throughput, wasmlm against @wllama/wllama 3.8.1 (llama.cpp in
+// bench/embed.mjs — embeddings throughput, wasmlm against @wllama/wllama (llama.cpp in
 // wasm), both in the same headless Chromium on the same synthetic GGUF files (tools/synth_gguf.mjs
 // shapes of published embedding models: all-MiniLM-L6 and bge-small (bert), Qwen3-Embedding-0.6B
 // (qwen3, last-token pooling)). One row per (shape, type, threads): a batch of 32 short texts

@@ -410,10 +410,14 @@ API int wlmjs_quantize_target(const char *name, int32_t *out) {
 }
 /* The type `wasmlm quantize` (wlm_quantize_gguf) writes a tensor in: its name (len bytes),
  * n_dims (1 or 2), ne0 elements per row and n_elements in all, its source type, in a file of
- * n_layers layers, tied when it has no output.weight; target from wlmjs_quantize_target. */
+ * n_layers layers, tied when it has no output.weight, with n_attn_v attn_v-like tensors of which
+ * attn_v_index come before this one (wlm_quantize_gguf_tensor_type), of architecture `arch`
+ * (arch_len bytes); target from wlmjs_quantize_target. */
 API int32_t wlmjs_quantize_tensor_type(int32_t type, int32_t mix, const char *name, size_t len,
                                        int32_t n_dims, double ne0, double n_elements,
-                                       int32_t src_type, int32_t n_layers, int32_t tied) {
+                                       int32_t src_type, int32_t n_layers, int32_t tied,
+                                       int32_t n_attn_v, int32_t attn_v_index, const char *arch,
+                                       size_t arch_len) {
     wlm_quantize_params p;
     wlm_quantize_params_default(&p);
     p.type = type;
@@ -428,7 +432,8 @@ API int32_t wlmjs_quantize_tensor_type(int32_t type, int32_t mix, const char *na
     if (n_dims > 1 && ne0 > 0) t.ne[1] = (int64_t)(n_elements / ne0);
     t.n_elements = (uint64_t)n_elements;
     t.type = src_type;
-    return wlm_quantize_gguf_tensor_type(&t, &p, n_layers, tied);
+    const wlm_quantize_file f = {n_layers, tied != 0, n_attn_v, wlm_quantize_qkv_as_v(arch, arch_len)};
+    return wlm_quantize_gguf_tensor_type(&t, &p, &f, attn_v_index);
 }
 /* Quantizes `rows` rows of `cols` floats at src into dst with the type's quantizer (the
  * from_float that wlm_quantize_gguf uses): rows × wlm_row_bytes(type, cols) bytes, returned;

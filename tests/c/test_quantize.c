@@ -1169,11 +1169,185 @@ static void test_any_architecture(void) {
     free(in_mem);
 }
 
+/* A GGUF in memory with these F32 tensors (values all 0.25) and general.architecture `arch`;
+ * parsed into *g, its bytes returned (free after wlm_gguf_free). */
+typedef struct {
+    const char *name;
+    uint32_t nd;
+    int64_t ne[2];
+} tensor_shape;
+static unsigned char *hybrid_file(const char *arch, const tensor_shape *t, size_t nt, wlm_gguf *g) {
+    wlm_gguf_writer w;
+    wlm_gguf_writer_init(&w, NULL);
+    wlm_gguf_add_str(&w, "general.architecture", arch);
+    for (size_t i = 0; i < nt; i++) wlm_gguf_add_tensor(&w, t[i].name, t[i].nd, t[i].ne, WLM_TYPE_F32);
+    wlm_gguf_write_header(&w);
+    for (size_t i = 0; i < nt; i++) {
+        const size_t n = (size_t)(t[i].ne[0] * (t[i].nd > 1 ? t[i].ne[1] : 1));
+        float *v = malloc(n * sizeof *v);
+        if (!v) break;
+        for (size_t k = 0; k < n; k++) v[k] = 0.25f;
+        wlm_gguf_write_data(&w, v, n * sizeof *v);
+        free(v);
+    }
+    size_t size = 0;
+    unsigned char *mem = wlm_gguf_writer_finish(&w) == WLM_OK ? wlm_gguf_writer_take(&w, &size) : NULL;
+    wlm_gguf_writer_free(&w);
+    char err[256] = "";
+    if (!mem || wlm_gguf_parse(g, mem, size, err, sizeof err) != WLM_OK) {
+        CHECKF(0, "%s test file: %s", arch, err);
+        free(mem);
+        return NULL;
+    }
+    return mem;
+}
+
+/* The types `mix` (or `type`) gives the tensors of g, written through wlm_quantize_gguf_write
+ * and read back (out[i] for tensor i), so the whole path is checked, not only the rule. */
+static int quantized_types(const wlm_gguf *g, int32_t type, int32_t mix, int32_t *out) {
+    wlm_quantize_params qp;
+    wlm_quantize_params_default(&qp);
+    qp.type = type;
+    qp.mix = mix;
+    wlm_gguf_writer w;
+    wlm_gguf_writer_init(&w, NULL);
+    char err[256] = "";
+    int rc = wlm_quantize_gguf_write(g, &w, &qp, err, sizeof err);
+    size_t size = 0;
+    unsigned char *mem = rc == WLM_OK ? wlm_gguf_writer_take(&w, &size) : NULL;
+    wlm_gguf_writer_free(&w);
+    wlm_gguf o;
+    if (!mem || wlm_gguf_parse(&o, mem, size, err, sizeof err) != WLM_OK) {
+        CHECKF(0, "quantize: %s", err);
+        free(mem);
+        return 0;
+    }
+    for (size_t i = 0; i < o.n_tensors; i++) out[i] = (int32_t)o.tensors[i].type;
+    wlm_gguf_free(&o);
+    free(mem);
+    return 1;
+}
+
+/* Hybrid architectures (llama.cpp b12211's llama-quant.cpp): the recurrent blocks' conv kernels
+ * and every 1-D tensor stay F32; the DeltaNet's attn_qkv takes the attn_v rule; the attn_v
+ * rule counts attn_v-like matrices, not blocks (lfm2's conv blocks have none); the other new
+ * matrices take the base type with the row-length fallback. Shapes: the tiny synthetic files
+ * (tools/synth_gguf.mjs) with a 256-wide embedding so that Q4_K and Q6_K fit whole rows. */
+static void test_hybrid_rules(void) {
+    tu_section("quantize: qwen35 and lfm2 tensors, as llama.cpp picks their types");
+    enum { D = 256, F = 512, V = 300, S = 16, HK = 2, HV = 4, C = 2 * HK * S + HV * S, HD = 32 };
+    const int32_t Q8 = WLM_TYPE_Q8_0, Q4K = WLM_TYPE_Q4_K, Q6K = WLM_TYPE_Q6_K, Q5_0 = WLM_TYPE_Q5_0,
+                  F32 = WLM_TYPE_F32;
+    /* qwen35, 4 blocks, DeltaNet at 0 and 2, attention at 1 and 3, tied */
+    const tensor_shape q[] = {
+        {"token_embd.weight", 2, {D, V}},                 /* 0 */
+        {"blk.0.attn_norm.weight", 1, {D, 1}},            /* 1 */
+        {"blk.0.attn_qkv.weight", 2, {D, C}},             /* 2 */
+        {"blk.0.attn_gate.weight", 2, {D, HV * S}},       /* 3 */
+        {"blk.0.ssm_conv1d.weight", 2, {4, C}},           /* 4 */
+        {"blk.0.ssm_dt.bias", 1, {HV, 1}},                /* 5 */
+        {"blk.0.ssm_a", 1, {HV, 1}},                      /* 6 */
+        {"blk.0.ssm_beta.weight", 2, {D, HV}},            /* 7 */
+        {"blk.0.ssm_alpha.weight", 2, {D, HV}},           /* 8 */
+        {"blk.0.ssm_norm.weight", 1, {S, 1}},             /* 9 */
+        {"blk.0.ssm_out.weight", 2, {HV * S, D}},         /* 10 */
+        {"blk.0.post_attention_norm.weight", 1, {D, 1}},  /* 11 */
+        {"blk.0.ffn_down.weight", 2, {F, D}},             /* 12 */
+        {"blk.1.attn_q.weight", 2, {D, 2 * 4 * HD}},      /* 13 */
+        {"blk.1.attn_k.weight", 2, {D, 2 * HD}},          /* 14 */
+        {"blk.1.attn_v.weight", 2, {D, 2 * HD}},          /* 15 */
+        {"blk.1.attn_q_norm.weight", 1, {HD, 1}},         /* 16 */
+        {"blk.1.attn_output.weight", 2, {4 * HD, D}},     /* 17 */
+        {"blk.1.ffn_down.weight", 2, {F, D}},             /* 18 */
+        {"blk.2.attn_qkv.weight", 2, {D, C}},             /* 19 */
+        {"blk.2.ffn_down.weight", 2, {F, D}},             /* 20 */
+        {"blk.3.attn_v.weight", 2, {D, 2 * HD}},          /* 21 */
+        {"blk.3.ffn_down.weight", 2, {F, D}},             /* 22 */
+        {"output_norm.weight", 1, {D, 1}},                /* 23 */
+    };
+    const size_t nq = sizeof q / sizeof q[0];
+    /* Q4_K_M: the attn_v-like ones are qkv 0, v 1, qkv 2, v 3 of 4: use_more_bits(i, 4) holds
+     * for i = 2 (i % 3 == 2) and i = 3 (>= 7·4/8); ffn_down by block, the same here. ssm_out's
+     * rows of 64 and attn_output's of 128 fall back to Q5_0; the tied embedding Q6_K. */
+    const int32_t want_q4m[] = {Q6K, F32, Q4K, Q4K, F32, F32, F32, Q4K, Q4K, F32, Q5_0, F32, Q4K,
+                                Q4K, Q4K, Q4K, F32, Q5_0, Q4K, Q6K, Q6K, Q6K, Q6K, F32};
+    int32_t got[32];
+    wlm_gguf g;
+    unsigned char *mem = hybrid_file("qwen35", q, nq, &g);
+    if (mem) {
+        if (quantized_types(&g, WLM_TYPE_F32, WLM_QUANT_MIX_Q4_K_M, got))
+            for (size_t i = 0; i < nq; i++)
+                CHECKF(got[i] == want_q4m[i], "qwen35 Q4_K_M %s: type %d, want %d", q[i].name,
+                       (int)got[i], (int)want_q4m[i]);
+        if (quantized_types(&g, WLM_TYPE_Q8_0, 0, got))
+            for (size_t i = 0; i < nq; i++) {
+                const int32_t want = want_q4m[i] == F32 ? F32 : Q8;
+                CHECKF(got[i] == want, "qwen35 Q8_0 %s: type %d, want %d", q[i].name, (int)got[i],
+                       (int)want);
+            }
+        /* the same file under another architecture name: attn_qkv takes the fused-QKV rule */
+        wlm_quantize_file f;
+        wlm_quantize_file_of(&g, &f);
+        CHECK(f.n_layers == 4 && f.tied && f.n_attn_v == 4 && f.qkv_as_v);
+        wlm_quantize_params qp;
+        wlm_quantize_params_default(&qp);
+        qp.mix = WLM_QUANT_MIX_Q4_K_M;
+        f.qkv_as_v = 0;
+        CHECK(wlm_quantize_gguf_tensor_type(&g.tensors[19], &qp, &f, 2) == WLM_TYPE_Q5_K);
+        f.qkv_as_v = 1;
+        CHECK(wlm_quantize_gguf_tensor_type(&g.tensors[19], &qp, &f, 2) == Q6K);
+        CHECK(wlm_quantize_gguf_tensor_type(&g.tensors[19], &qp, &f, 1) == Q4K);
+        wlm_gguf_free(&g);
+        free(mem);
+    }
+    CHECK(wlm_quantize_qkv_as_v("qwen35", 6) && !wlm_quantize_qkv_as_v("phi3", 4) &&
+          !wlm_quantize_qkv_as_v("qwen3", 5) && !wlm_quantize_qkv_as_v(NULL, 0));
+    CHECK(wlm_quantize_attn_v_like("blk.3.attn_v.weight", 19) &&
+          wlm_quantize_attn_v_like("blk.0.attn_qkv.weight", 21) &&
+          !wlm_quantize_attn_v_like("blk.0.attn_q.weight", 19) &&
+          !wlm_quantize_attn_v_like("blk.0.attn_v.bias", 17));
+
+    /* lfm2, 6 blocks, attention at 2 and 4 (the attn_v-like ones 0 and 1 of 2), untied */
+    const tensor_shape l[] = {
+        {"token_embd.weight", 2, {D, V}},                  /* 0 */
+        {"token_embd_norm.weight", 1, {D, 1}},             /* 1 */
+        {"blk.0.shortconv.in_proj.weight", 2, {D, 3 * D}}, /* 2 */
+        {"blk.0.shortconv.conv.weight", 2, {3, D}},        /* 3 */
+        {"blk.0.shortconv.out_proj.weight", 2, {D, D}},    /* 4 */
+        {"blk.0.ffn_down.weight", 2, {F, D}},              /* 5 */
+        {"blk.1.ffn_down.weight", 2, {F, D}},              /* 6 */
+        {"blk.2.attn_v.weight", 2, {D, 2 * HD}},           /* 7 */
+        {"blk.2.ffn_down.weight", 2, {F, D}},              /* 8 */
+        {"blk.3.ffn_down.weight", 2, {F, D}},              /* 9 */
+        {"blk.4.attn_v.weight", 2, {D, 2 * HD}},           /* 10 */
+        {"blk.4.ffn_down.weight", 2, {F, D}},              /* 11 */
+        {"blk.5.ffn_down.weight", 2, {F, D}},              /* 12 */
+        {"output.weight", 2, {D, V}},                      /* 13 */
+    };
+    const size_t nl = sizeof l / sizeof l[0];
+    /* attn_v: use_more_bits(0, 2) no, (1, 2) yes (a block rule would say the opposite: blocks
+     * 2 of 6 yes, 4 of 6 no); ffn_down by block over 6 (n/8 = 0, 7n/8 = 5): 2 and 5; the
+     * separate embedding the base type, the classifier Q6_K */
+    const int32_t want_l[] = {Q4K, F32, Q4K, F32, Q4K, Q4K, Q4K, Q4K, Q6K, Q4K, Q6K, Q4K, Q6K, Q6K};
+    mem = hybrid_file("lfm2", l, nl, &g);
+    if (mem) {
+        if (quantized_types(&g, WLM_TYPE_F32, WLM_QUANT_MIX_Q4_K_M, got))
+            for (size_t i = 0; i < nl; i++)
+                CHECKF(got[i] == want_l[i], "lfm2 Q4_K_M %s: type %d, want %d", l[i].name,
+                       (int)got[i], (int)want_l[i]);
+        if (quantized_types(&g, WLM_TYPE_Q4_0, 0, got))
+            CHECK(got[3] == F32 && got[1] == F32 && got[2] == WLM_TYPE_Q4_0 && got[7] == WLM_TYPE_Q4_0);
+        wlm_gguf_free(&g);
+        free(mem);
+    }
+}
+
 int main(int argc, char **argv) {
     tu_find_shared(argc, argv);
     test_writer();
     test_mix_rules();
     test_models();
     test_any_architecture();
+    test_hybrid_rules();
     return TEST_FINISH();
 }

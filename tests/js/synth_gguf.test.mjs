@@ -19,20 +19,27 @@ const sha256 = (file) => crypto.createHash('sha256').update(fs.readFileSync(file
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-synth-'));
 test.after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-// sha256 of `node tools/synth_gguf.mjs --arch A --out F` (tiny shape, seed 1), F32
+// sha256 of `node tools/synth_gguf.mjs --arch A [--shape S] --out F` (tiny shape unless named,
+// seed 1), F32
 const PINNED = {
   gpt2: '64a5602228d124c1da545c7c197f0abd860dbe49a563c9e38b4e2b242f9a46d9',
   phi3: '5ba5eb002ffa3f18763b5235aa77fc6c9bd7023ba57aade96c0ba067f362ca00',
+  qwen35: '4bcd8845db884022c1843fc2b035ea737845ba400b3058f32c56a840bc9296da',
+  'qwen35 tiny-untied': 'c2c7a4a2651e8fccbe39e03d4ab203056d8c3811b4ec1b49243cccbd14fce728',
+  lfm2: 'efb775be166023ae638bd70c157847674547ef3d67495cc2f49a9ac1377f42dd',
+  'lfm2 tiny-untied': 'e6f0774cb9c196873a7efdebeb323f1421a9504b4edec719b872030ceb426901',
 };
 
-for (const [arch, hash] of Object.entries(PINNED)) {
-  test(`synth_gguf: ${arch} tiny is deterministic (pinned sha256)`, () => {
-    const f = path.join(tmp, `${arch}.gguf`);
-    writeF32(arch, 'tiny', f, { seed: 1 });
+for (const [name, hash] of Object.entries(PINNED)) {
+  const [arch, shape = 'tiny'] = name.split(' ');
+  test(`synth_gguf: ${arch} ${shape} is deterministic (pinned sha256)`, () => {
+    const f = path.join(tmp, `${arch}-${shape}.gguf`);
+    writeF32(arch, shape, f, { seed: 1 });
     assert.equal(sha256(f), hash);
-    const g = path.join(tmp, `${arch}-seed2.gguf`);
-    writeF32(arch, 'tiny', g, { seed: 2 });
+    const g = path.join(tmp, `${arch}-${shape}-seed2.gguf`);
+    writeF32(arch, shape, g, { seed: 2 });
     assert.notEqual(sha256(g), hash, 'the seed changes the weights');
+    fs.rmSync(f); fs.rmSync(g);
   });
 }
 
@@ -40,13 +47,14 @@ for (const [arch, hash] of Object.entries(PINNED)) {
 // fallbacks give Q5_0, Q8_0, Q5_K, Q6_K matrices here): direct = two-step, byte for byte.
 // Checked once by hand on a mid shape (GPT-2 small, Q8_0 and Q4_K_M: identical; bench/README.md).
 const CLI = process.env.WASMLM_CLI || fileURLToPath(new URL('../../build/native/wasmlm', import.meta.url));
-for (const arch of ARCHS) {
-  test(`synth_gguf: ${arch} tiny, direct quantizing writer = F32 file + wasmlm quantize`, (t) => {
+// (and the hybrids' second tiny shapes: lfm2's attn_v rule counts its attention blocks only)
+for (const [arch, shape] of [...ARCHS.map((a) => [a, 'tiny']), ['qwen35', 'tiny-untied'], ['lfm2', 'tiny-untied']]) {
+  test(`synth_gguf: ${arch} ${shape}, direct quantizing writer = F32 file + wasmlm quantize`, (t) => {
     if (!fs.existsSync(CLI)) { t.skip(`${CLI} is missing (tools/build.sh builds it)`); return; }
     for (const type of ['Q8_0', 'Q4_0', 'Q4_K_M']) {
       const a = path.join(tmp, `${arch}-${type}-direct.gguf`), b = path.join(tmp, `${arch}-${type}-two-step.gguf`);
-      synthesize({ arch, type, out: a });
-      synthesize({ arch, type, out: b, twoStep: true, cli: CLI });
+      synthesize({ arch, shape, type, out: a });
+      synthesize({ arch, shape, type, out: b, twoStep: true, cli: CLI });
       assert.ok(!fs.existsSync(`${a}.f32.tmp`) && !fs.existsSync(`${b}.f32.tmp`), 'no intermediate left');
       const ga = readGguf(a);
       assert.ok(ga.tensors.some((x) => x.type !== 0), `${type}: some tensors are quantized`);
@@ -104,6 +112,63 @@ test('synth_gguf: per-architecture tensors (llama.cpp names and shapes)', () => 
   // llama tiny: Llama 3.2 style with rope_freqs
   assert.ok(names('llama').has('rope_freqs.weight'));
   for (const arch of ARCHS) assert.ok(names(arch).has('token_embd.weight'), arch);
+});
+
+test('synth_gguf: qwen35 and lfm2 (llama.cpp b12211 names, shapes and keys)', () => {
+  const kvOf = (m) => Object.fromEntries(m.kv.map(([k, , v]) => [k, v]));
+  // qwen35 tiny: DeltaNet at 0 and 2, gated attention at 1 and 3 (full_attention_interval 2)
+  let m = describe('qwen35', 'tiny'), n = new Map(m.tensors.map((t) => [t.name, t.ne])), q = resolveShape('qwen35', 'tiny');
+  let kv = kvOf(m);
+  const C = 2 * q.HK * q.S + q.HV * q.S;
+  assert.equal(kv['qwen35.full_attention_interval'], 2);
+  assert.deepEqual([...kv['qwen35.rope.dimension_sections']], [2, 1, 1, 0]);
+  assert.equal(kv['qwen35.rope.dimension_count'], q.hd / 4);
+  assert.equal(kv['qwen35.attention.key_length'], 32);
+  assert.equal(kv['qwen35.ssm.inner_size'], q.HV * q.S);
+  assert.ok(q.HV > q.HK, 'value heads read key head j mod HK');
+  assert.equal(kv['tokenizer.ggml.pre'], 'qwen35');
+  for (const l of [0, 2]) {
+    assert.deepEqual(n.get(`blk.${l}.attn_qkv.weight`), [q.D, C]);
+    assert.deepEqual(n.get(`blk.${l}.ssm_conv1d.weight`), [q.K, C]);
+    assert.deepEqual(n.get(`blk.${l}.ssm_a`), [q.HV]);
+    assert.deepEqual(n.get(`blk.${l}.ssm_dt.bias`), [q.HV]);
+    assert.deepEqual(n.get(`blk.${l}.ssm_alpha.weight`), [q.D, q.HV]);
+    assert.deepEqual(n.get(`blk.${l}.ssm_norm.weight`), [q.S]);
+    assert.deepEqual(n.get(`blk.${l}.ssm_out.weight`), [q.HV * q.S, q.D]);
+    assert.ok(!n.has(`blk.${l}.attn_q.weight`));
+    const a = m.tensors.find((t) => t.name === `blk.${l}.ssm_a`).gen.values;
+    assert.ok([...a].every((x) => x < 0), 'ssm_a = -exp(A_log) < 0');
+  }
+  for (const l of [1, 3]) {
+    assert.deepEqual(n.get(`blk.${l}.attn_q.weight`), [q.D, 2 * q.H * q.hd], 'query and gate per head');
+    assert.deepEqual(n.get(`blk.${l}.attn_output.weight`), [q.H * q.hd, q.D]);
+    assert.ok(n.has(`blk.${l}.post_attention_norm.weight`) && !n.has(`blk.${l}.attn_qkv.weight`));
+  }
+  assert.ok(!n.has('output.weight') && n.has('output_norm.weight'));
+  // qwen35 tiny-untied: the kinds from attention.recurrent_layers, HV = HK, an output.weight
+  m = describe('qwen35', 'tiny-untied'); n = new Map(m.tensors.map((t) => [t.name, t.ne])); kv = kvOf(m);
+  assert.deepEqual(kv['qwen35.attention.recurrent_layers'], [true, false, true, true, false]);
+  assert.ok(!('qwen35.full_attention_interval' in kv));
+  assert.ok(n.has('blk.3.attn_qkv.weight') && n.has('blk.4.attn_q.weight') && n.has('output.weight'));
+  // lfm2 tiny: 0 KV heads mark the conv blocks; token_embd_norm is the final norm
+  m = describe('lfm2', 'tiny'); n = new Map(m.tensors.map((t) => [t.name, t.ne])); q = resolveShape('lfm2', 'tiny'); kv = kvOf(m);
+  assert.deepEqual([...kv['lfm2.attention.head_count_kv']], [0, 0, 2, 0, 2, 0]);
+  assert.equal(kv['lfm2.shortconv.l_cache'], 3);
+  assert.equal(kv['tokenizer.ggml.pre'], 'lfm2');
+  assert.equal(kv['tokenizer.ggml.add_bos_token'], true);
+  for (const l of [0, 1, 3, 5]) {
+    assert.deepEqual(n.get(`blk.${l}.shortconv.in_proj.weight`), [q.D, 3 * q.D]);
+    assert.deepEqual(n.get(`blk.${l}.shortconv.conv.weight`), [3, q.D]);
+    assert.ok(!n.has(`blk.${l}.attn_q.weight`));
+  }
+  for (const l of [2, 4]) {
+    assert.deepEqual(n.get(`blk.${l}.attn_k.weight`), [q.D, 2 * q.hd]);
+    assert.deepEqual(n.get(`blk.${l}.attn_output.weight`), [q.D, q.D]);
+    assert.deepEqual(n.get(`blk.${l}.attn_q_norm.weight`), [q.hd]);
+  }
+  assert.ok(n.has('token_embd_norm.weight') && !n.has('output_norm.weight') && !n.has('output.weight'));
+  m = describe('lfm2', 'tiny-untied'); n = new Map(m.tensors.map((t) => [t.name, t.ne]));
+  assert.ok(n.has('output.weight') && n.has('blk.0.attn_q.weight') && n.has('blk.1.shortconv.conv.weight'));
 });
 
 test('synth_gguf: Llama 3 rope_freqs follow the three wavelength regimes', () => {

@@ -11,7 +11,8 @@ const WLLAMA_WASM = new URL('../../node_modules/@wllama/wllama/esm/wasm/wllama.w
 /**
  * @param {{model: string, prompts: string[], maxTokens: number, nProbs: number, nCtx: number,
  *   kv: 'f32'|'f16'}} o  kv: the KV cache's element type
- * @returns {Promise<{metadata: object, prompts: object[]}>}
+ * @returns {Promise<{metadata: object, prompts: object[], llamaCpp: string}>}  llamaCpp: the
+ *   build wllama carries, e.g. "b12211-7d7f028"
  */
 window.oracle = async ({ model, prompts, maxTokens, nProbs, nCtx, kv, verbose }) => {
   const wllama = new Wllama({ default: WLLAMA_WASM }, { suppressNativeLog: !verbose, allowOffline: false });
@@ -39,7 +40,7 @@ window.oracle = async ({ model, prompts, maxTokens, nProbs, nCtx, kv, verbose })
   for (let id = 0; id < (metadata.hparams?.nVocab ?? 0); id++) if (wllama.isTokenEOG(id)) eog.push(id);
   metadata.eog = eog;
   await wllama.exit();
-  return { metadata, prompts: out };
+  return { metadata, prompts: out, llamaCpp: Wllama.getLibllamaVersion() };
 };
 document.body.dataset.state = 'ready';
 
@@ -67,7 +68,7 @@ window.oracleEmbed = async ({ model, texts, pooling, nCtx, rerank, verbose }) =>
       embeddings.push(Array.from(r.data[0].embedding));
     }
   }
-  const out = { metadata: wllama.getModelMetadata(), embeddings };
+  const out = { metadata: wllama.getModelMetadata(), embeddings, llamaCpp: Wllama.getLibllamaVersion() };
   if (rerank) out.rerank = (await wllama.createRerank({ query: rerank.query, documents: rerank.documents })).results;
   await wllama.exit();
   return out;

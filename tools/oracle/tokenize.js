@@ -24,4 +24,6 @@ window.oracleTokenize = async ({ model, requests, verbose }) => {
   await wllama.exit();
   return out;
 };
+/** The llama.cpp build wllama carries, e.g. "b12211-7d7f028". */
+window.llamaCppVersion = () => Wllama.getLibllamaVersion();
 document.body.dataset.state = 'ready';
