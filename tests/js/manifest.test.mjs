@@ -1,9 +1,11 @@
 // manifest.test.mjs — models/manifest.json against the published sizes and sha256 that
-// independent public projects pin (../shared/reference/published-model-files.md, read here as
-// the markdown table it is): every entry has a size and a sha256 equal to the table's, or, where
-// the table has none, says why in `unverified`; its URL is the table's repository and file, at
-// resolve/main or at its pinned revision; the entries without a row (stories260K and the Llama 2
-// tokenizer.bin) carry the sha256 of the copies in ../shared/models.
+// independent public projects pin (../shared/reference/published-model-files.md, and for the
+// hybrids, Qwen3.5 and LFM2.5, the table in models/README.md; both read here as the markdown
+// tables they are): every entry has a size and a sha256 equal to the table's, or, where the
+// table has none, says why in `unverified`; its URL is the table's repository and file, at
+// resolve/main or at its pinned revision (the revision the table names, where it names one); the
+// entries without a row (stories260K and the Llama 2 tokenizer.bin) carry the sha256 of the
+// copies in ../shared/models.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,10 +16,12 @@ import { REPO, SHARED, MODELS } from './_helpers.mjs';
 
 const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'models/manifest.json'), 'utf8'));
 const TABLE = path.join(SHARED, 'reference/published-model-files.md');
+const README = path.join(REPO, 'models/README.md');
 
 /**
- * The table's rows: { id, repo, file (the name, or its tail after "…"), size, sha256 } with
- * size and sha256 null where the table gives none ("–"). "same repo" is the previous row's.
+ * The table's rows: { id, repo, file (the name, or its tail after "…"), size, sha256, revision }
+ * with size and sha256 null where the table gives none ("–"), revision the commit id written in
+ * the last cell (`…40 hex…`) or null. "same repo" is the previous row's. Only 5-cell rows count.
  */
 function publishedTable(markdown) {
   const rows = [];
@@ -25,7 +29,7 @@ function publishedTable(markdown) {
   for (const line of markdown.split('\n')) {
     const cells = line.split('|').slice(1, -1).map((c) => c.trim());
     if (cells.length !== 5 || cells[0] === 'id' || /^-+$/.test(cells[0])) continue;
-    const [id, where, bytes, sha] = cells;
+    const [id, where, bytes, sha, sources] = cells;
     const r = /(?:\*\*use\*\* )?([\w.-]+\/[\w.-]+) `([^`]+)`/.exec(where);
     const same = /^same repo, `([^`]+)`/.exec(where);
     if (r) repo = r[1];
@@ -34,19 +38,34 @@ function publishedTable(markdown) {
       id, repo: r || same ? repo : null, file,
       size: /^\d+$/.test(bytes) ? Number(bytes) : null,
       sha256: /^[0-9a-f]{64}$/.test(sha) ? sha : null,
+      revision: /`([0-9a-f]{40})`/.exec(sources)?.[1] ?? null,
     });
   }
   return rows;
 }
 
-const rows = publishedTable(fs.readFileSync(TABLE, 'utf8'));
+const sharedRows = publishedTable(fs.readFileSync(TABLE, 'utf8'));
+const hybridRows = publishedTable(fs.readFileSync(README, 'utf8'));
+const rows = [...sharedRows, ...hybridRows];
 const sha256Of = (file) => crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 
 test('the table parses: one row per published model, sizes and hashes where it has them', () => {
-  assert.ok(rows.length >= 20, `${rows.length} rows`);
-  const withHash = rows.filter((r) => r.sha256 && r.size);
+  assert.ok(sharedRows.length >= 20, `${sharedRows.length} rows`);
+  const withHash = sharedRows.filter((r) => r.sha256 && r.size);
   assert.ok(withHash.length >= 20, `${withHash.length} rows with size and sha256`);
-  assert.ok(rows.some((r) => r.id === 'gpt2-q8_0' && r.sha256 === null), 'gpt2-q8_0 has no published hash');
+  assert.ok(sharedRows.some((r) => r.id === 'gpt2-q8_0' && r.sha256 === null), 'gpt2-q8_0 has no published hash');
+});
+
+test('models/README.md\'s table of the hybrids parses: Qwen3.5 0.8B and 2B, LFM2.5 1.2B, Q4_K_M and Q8_0', () => {
+  assert.deepEqual(hybridRows.map((r) => r.id).sort(), [
+    'lfm2.5-1.2b-instruct-q4_k_m', 'lfm2.5-1.2b-instruct-q8_0',
+    'qwen3.5-0.8b-q4_k_m', 'qwen3.5-0.8b-q8_0', 'qwen3.5-2b-q4_k_m', 'qwen3.5-2b-q8_0',
+  ]);
+  for (const r of hybridRows) {
+    assert.ok(r.size && r.sha256 && r.revision && r.repo && r.file, `${r.id}: size, sha256, revision, repository, file`);
+  }
+  // no id twice across the two tables
+  assert.equal(new Set(rows.map((r) => r.id)).size, rows.length);
 });
 
 test('every manifest entry has the table\'s size and sha256, or says why it has none', () => {
@@ -91,6 +110,7 @@ test('every URL is the table\'s repository and file, at resolve/main or its pinn
     const m = /^https:\/\/huggingface\.co\/([\w.-]+\/[\w.-]+)\/resolve\/([^/]+)\/(.+)$/.exec(e.url);
     assert.ok(m, `${e.id}: ${e.url} is a Hugging Face resolve URL`);
     const [, repo, rev, file] = m;
+    if (row?.revision) assert.equal(e.revision, row.revision, `${e.id}: the revision the table names`);
     if (e.revision) {
       assert.match(e.revision, /^[0-9a-f]{40}$/, `${e.id}: revision is a commit id`);
       assert.equal(rev, e.revision, `${e.id}: the URL is pinned to the revision`);
