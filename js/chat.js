@@ -213,3 +213,22 @@ export async function chatPrompt(info, messages, options = {}) {
   if (addBos && info.bosToken && text.startsWith(info.bosToken)) text = text.slice(info.bosToken.length);
   return { text, addBos };
 }
+
+/**
+ * For a hybrid model (info.stateBytes > 0, whose recurrent state cannot be cut back): the prompt
+ * position where the conversation's last turn ends and the generation prompt begins, in tokens,
+ * or 0. GenerateParams.stateCheckpoint: the engine keeps its state there too, so the next turn
+ * resumes from it when the template renders this turn's answer otherwise than the model wrote
+ * it (Qwen3.5 drops the reasoning of earlier answers: the prompts diverge right after it).
+ * `tokenize(text, {bos, parseSpecial})` is the engine's; `text` the rendered prompt, `options`
+ * chatPrompt's. 0 when the model has no state, or the head is not a token prefix of the prompt.
+ */
+export async function chatCheckpoint(info, tokenize, messages, options, text, addBos) {
+  if (!(info.stateBytes > 0) || options.addGenerationPrompt === false) return 0;
+  const { text: head } = await chatPrompt(info, messages, { ...options, addGenerationPrompt: false });
+  if (head.length === 0 || head.length >= text.length || !text.startsWith(head)) return 0;
+  const [a, b] = [await tokenize(head, { bos: addBos, parseSpecial: true }), await tokenize(text, { bos: addBos, parseSpecial: true })];
+  if (a.length === 0 || a.length >= b.length) return 0;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return 0;
+  return a.length;
+}

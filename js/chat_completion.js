@@ -10,7 +10,7 @@
 // It does not sample or parse templates itself.
 
 import { abortError, jsError } from './errors.js';
-import { chatPrompt, splitChatParams } from './chat.js';
+import { chatCheckpoint, chatPrompt, splitChatParams } from './chat.js';
 import { MARKER_TOKENS, ToolCallParser, callMarker, detectToolFormat, toolGrammar } from './tool_calls.js';
 
 /** Request fields: OpenAI's that are supported, and ours (llama.cpp server's names). */
@@ -355,8 +355,9 @@ export async function chatCompletionPrompt(info, request) {
   const variables = { ...(r.chat.templateVariables ?? {}) };
   if (shown === 'generic') messages = genericMessages(messages, r.tools);
   else if (shown) variables.tools = r.tools; // the template lists them all; a named choice is the grammar's
-  const { text, addBos } = await chatPrompt(info, messages, { ...r.chat, templateVariables: variables });
-  return { text, addBos, format, shown, r, tools };
+  const chatOptions = { ...r.chat, templateVariables: variables };
+  const { text, addBos } = await chatPrompt(info, messages, chatOptions);
+  return { text, addBos, format, shown, r, tools, messages, chatOptions };
 }
 
 /**
@@ -366,9 +367,13 @@ export async function chatCompletionPrompt(info, request) {
 async function prepare(engine, request) {
   const info = engine.info;
   if (!info) throw jsError('WLM_ERR_STATE', 'no model loaded: call load() first');
-  const { text, addBos, format, shown, r, tools } = await chatCompletionPrompt(info, request);
+  const { text, addBos, format, shown, r, tools, messages, chatOptions } = await chatCompletionPrompt(info, request);
   const useTools = format !== null;
   const gen = { ...r.gen, cachePrompt: r.cachePrompt, addBos, parseSpecial: true };
+  if (r.cachePrompt) { // a hybrid's recurrent state kept where the conversation's last turn ends
+    const cp = await chatCheckpoint(info, engine.tokenize.bind(engine), messages, chatOptions, text, addBos);
+    if (cp > 0) gen.stateCheckpoint = cp;
+  }
   let prefill = '';
   const markerIds = new Map();
   if (shown && !useTools) { // tool_choice 'none': the format's opening token (if one) is banned

@@ -17,7 +17,7 @@
 
 import { WasmlmError, abortError, jsError } from './errors.js';
 import { contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
-import { chatPrompt, splitChatParams } from './chat.js';
+import { chatPrompt, chatCheckpoint, splitChatParams } from './chat.js';
 import { chatCompletion } from './chat_completion.js';
 import { embed, embedInfo, rerank } from './embed.js';
 import { beamSearch, generateBatch } from './batch.js';
@@ -694,7 +694,8 @@ class Engine {
     this.#needModel();
     const { chat, gen } = splitChatParams(params ?? {});
     const { text, addBos } = await chatPrompt(this.#info, messages, chat);
-    yield* this.#generate(text, { cachePrompt: true, ...gen, addBos, parseSpecial: true }, signal);
+    const stateCheckpoint = gen.cachePrompt === false ? 0 : await chatCheckpoint(this.#info, this.tokenize.bind(this), messages, chat, text, addBos);
+    yield* this.#generate(text, { cachePrompt: true, stateCheckpoint, ...gen, addBos, parseSpecial: true }, signal);
   }
 
   /**

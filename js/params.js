@@ -13,7 +13,7 @@ import { jsError } from './errors.js';
 const PARAM_FIELDS = {
   temperature: 0, topK: 1, topP: 2, repeatPenalty: 3, repeatLastN: 4, seed: 5, maxTokens: 6,
   addBos: 7, minP: 8, typicalP: 9, presencePenalty: 10, frequencyPenalty: 11, samplerOrder: 12,
-  nProbs: 13, contextShift: 14, nKeep: 15, cachePrompt: 16, parseSpecial: 17,
+  nProbs: 13, contextShift: 14, nKeep: 15, cachePrompt: 16, parseSpecial: 17, stateCheckpoint: 19,
 };
 const LIST_PARAMS = ['stop', 'logitBias', 'bannedTokens'];
 /** Structured output (GBNF text or a JSON Schema): converted by js/engine.js, not fields. */
@@ -21,7 +21,7 @@ const GRAMMAR_PARAMS = ['grammar', 'jsonSchema', 'jsonSchemaStrict', 'grammarLaz
 const MAX_TRIGGERS = 8;      // WLM_MAX_GRAMMAR_TRIGGERS
 /** Parameters that are C integers: a finite non-integer is a type error (NaN and ±Infinity go
  *  through to C, which names the field in its refusal). */
-const INT_PARAMS = new Set(['topK', 'repeatLastN', 'maxTokens', 'nProbs', 'nKeep']);
+const INT_PARAMS = new Set(['topK', 'repeatLastN', 'maxTokens', 'nProbs', 'nKeep', 'stateCheckpoint']);
 const BOOL_PARAMS = new Set(['addBos', 'contextShift', 'cachePrompt', 'parseSpecial']);
 /** enum wlm_sampler_order by name. */
 const SAMPLER_ORDERS = Object.freeze({ llamacpp: 0, runc: 1 });
@@ -50,7 +50,7 @@ const C_TO_JS = [
   [/\bpresence_penalty\b/g, 'presencePenalty'], [/\bfrequency_penalty\b/g, 'frequencyPenalty'],
   [/\bmax_tokens\b/g, 'maxTokens'], [/\bn_probs\b/g, 'nProbs'], [/\bn_keep\b/g, 'nKeep'],
   [/\bcontext_shift\b/g, 'contextShift'], [/\bcache_prompt\b/g, 'cachePrompt'],
-  [/\bgrammar_lazy\b/g, 'grammarLazy'], [/\bgrammar trigger (\d+)/g, 'grammarTriggers[$1]'],
+  [/\bgrammar_lazy\b/g, 'grammarLazy'], [/\bcheckpoint\b/g, 'stateCheckpoint'], [/\bgrammar trigger (\d+)/g, 'grammarTriggers[$1]'],
   [/\bparse_special\b/g, 'parseSpecial'], [/\blength_penalty\b/g, 'lengthPenalty'],
   [/\bn_ctx\b/g, 'nCtx'], [/\bn_seq_max\b/g, 'nSeqMax'], [/\bseq_len\b/g, 'seqLen'],
   [/\bgot -?nan\b/g, 'got NaN'], [/\bgot inf\b/g, 'got Infinity'], [/\bgot -inf\b/g, 'got -Infinity'],

@@ -578,8 +578,19 @@ export interface GenerateParams {
    * longest common prefix with this prompt, and prefill only the rest (llama.cpp server's
    * cache_prompt). Results are bitwise the same as without it; lastResult.nCached says how many
    * prompt tokens were reused. Default false for generate(), true for chat().
+   * A hybrid model's recurrent state (Qwen3.5, LFM2) cannot be cut back: it is resumed from a
+   * copy kept at the previous prompt's end or its stateCheckpoint (the latest at or before
+   * where the prompts diverge), the tokens after it prefilled again.
    */
   cachePrompt?: boolean;
+  /**
+   * Hybrid models: a prompt position (tokens, 0 < n < the prompt's length) where the recurrent
+   * state is copied during the prefill, beside the copy at the prompt's end, for a later prompt
+   * that diverges after it. chat() and chatCompletion() set it to where the conversation's last
+   * turn ends (templates that re-render an answer, dropping its reasoning, diverge right
+   * there). Default 0: none; ignored by transformers.
+   */
+  stateCheckpoint?: number;
   /** Control tokens written in the prompt ('<|im_start|>') become their ids (llama.cpp's
    *  parse_special); default false: plain text. chat() sets it. */
   parseSpecial?: boolean;

@@ -8,7 +8,7 @@
 // Helper). It runs no inference: js/engine.js does, inside the worker and its helpers.
 
 import { abortError, deserializeError, jsError } from './errors.js';
-import { chatPrompt, splitChatParams } from './chat.js';
+import { chatPrompt, chatCheckpoint, splitChatParams } from './chat.js';
 import { chatCompletion } from './chat_completion.js';
 import { complete, completeBatch } from './engine.js';
 import { IS_NODE, baseURI, mark } from './platform.js';
@@ -264,7 +264,8 @@ class WorkerEngine {
     if (!this.#info) throw jsError('WLM_ERR_STATE', 'no model loaded: call load() first');
     const { chat, gen } = splitChatParams(params ?? {});
     const { text, addBos } = await chatPrompt(this.#info, messages, chat);
-    yield* this.generate(text, { cachePrompt: true, ...gen, addBos, parseSpecial: true }, { signal });
+    const stateCheckpoint = gen.cachePrompt === false ? 0 : await chatCheckpoint(this.#info, this.tokenize.bind(this), messages, chat, text, addBos);
+    yield* this.generate(text, { cachePrompt: true, stateCheckpoint, ...gen, addBos, parseSpecial: true }, { signal });
   }
 
   /**

@@ -156,7 +156,8 @@ API int wlmjs_gen_params_add_ban(wlm_gen_params *p, int token) {
 /* Sets one field by number: 0 temperature, 1 top_k, 2 top_p, 3 repeat_penalty,
  * 4 repeat_last_n, 5 seed (an integer below 2^53), 6 max_tokens, 7 add_bos, 8 min_p,
  * 9 typical_p, 10 presence_penalty, 11 frequency_penalty, 12 order, 13 n_probs,
- * 14 context_shift, 15 n_keep, 16 cache_prompt, 17 parse_special, 18 grammar_lazy. Values are checked by wlm_generate_begin, not here (integers
+ * 14 context_shift, 15 n_keep, 16 cache_prompt, 17 parse_special, 18 grammar_lazy,
+ * 19 checkpoint. Values are checked by wlm_generate_begin, not here (integers
  * outside ±1e9 and NaN become -1, which the checks refuse). Returns WLM_ERR_INVALID_ARG for an
  * unknown field. */
 #define INT_FIELD(v) (((v) != (v) || (v) < -1e9 || (v) > 1e9) ? -1 : (int32_t)(v))
@@ -182,6 +183,7 @@ API int wlmjs_gen_params_set(wlm_gen_params *p, int field, double v) {
     case 16: p->cache_prompt = INT_FIELD(v); break;
     case 17: p->parse_special = INT_FIELD(v); break;
     case 18: p->grammar_lazy = INT_FIELD(v); break;
+    case 19: p->checkpoint = INT_FIELD(v); break;
     default: return WLM_ERR_INVALID_ARG;
     }
     return WLM_OK;

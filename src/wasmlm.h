@@ -580,6 +580,15 @@ typedef struct wlm_gen_params {
                                 rest (llama.cpp server's cache_prompt). The result is bitwise
                                 the same as a full prefill; a context shift limits the reusable
                                 part to its n_keep. Single-sequence generation only. */
+    int32_t checkpoint;      /* hybrid models (a recurrent state, which cannot be cut back):
+                                a prompt position, 0 < checkpoint < n_tokens, where the state is
+                                also copied during the prefill (beside the copy at the prompt's
+                                end), so that a later prompt that diverges after it resumes
+                                there instead of prefilling from 0 — chat templates that
+                                re-render the last answer differently (Qwen3.5 drops its
+                                reasoning) diverge right after the conversation's last turn.
+                                0 (default): none; ignored by transformers and outside
+                                (n_cached, n_tokens). Single-sequence generation only. */
     int32_t n_stop;          /* number of stop strings used from `stop` (<= 8) */
     char stop[WLM_MAX_STOP_STRINGS][WLM_MAX_STOP_LEN]; /* NUL-terminated, each < 64 bytes */
     const char *grammar;     /* GBNF text constraining the output (see "Grammars" below), or

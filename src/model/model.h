@@ -276,10 +276,11 @@ typedef struct wlm_kv_pool {
     int32_t n_chunks, chunk_cap;
 } wlm_kv_pool;
 
-/* Snapshots of a recurrent state kept per sequence: slot 0 at the end of the last prompt,
- * slot 1 before the last speculative verification. */
-#define WLM_STATE_SNAPS 2
-enum { WLM_SNAP_PROMPT, WLM_SNAP_SPEC };
+/* Snapshots of a recurrent state kept per sequence: at the end of the last prompt, at its
+ * checkpoint (wlm_gen_params.checkpoint: where a chat's last turn ends), and before the last
+ * speculative verification. */
+#define WLM_STATE_SNAPS 3
+enum { WLM_SNAP_PROMPT, WLM_SNAP_CHECKPOINT, WLM_SNAP_SPEC };
 
 /* One sequence: its tokens and its table of KV blocks (position p is in blocks[p / BLOCK]). */
 typedef struct wlm_seq {

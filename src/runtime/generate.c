@@ -80,6 +80,9 @@ static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n
         if ((rc = wlm_shift_supported(c->model, why)) != WLM_OK)
             return wlm_set_error(c->errmsg, rc, "%s%s", who, why);
     }
+    if (params->checkpoint < 0)
+        return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                             "%scheckpoint must be >= 0 (got %d)", who, (int)params->checkpoint);
     if (params->cache_prompt != 0 && params->cache_prompt != 1)
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                              "%scache_prompt must be 0 or 1 (got %d)", who,
@@ -202,7 +205,21 @@ int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *co
         want[m - 1] = 1;
         entry[i] = m - 1;
     }
-    int rc = wlm_eval_entries(ctx, tok, tok + total, want, m);
+    /* a recurrent state's checkpoint inside the part to prefill: two batches, the state
+     * copied between them (the same results: a batch computes each entry as alone) */
+    int32_t first = 0;
+    const int32_t cp = params[0].checkpoint;
+    if (n_seqs == 1 && ctx->model->hp.n_rec_layers > 0 && !ctx->deferred && cp > keep &&
+        cp < n_tokens[0])
+        first = cp - keep;
+    int rc = WLM_OK;
+    if (first > 0) {
+        rc = wlm_eval_entries(ctx, tok, tok + total, want, first);
+        if (rc == WLM_OK) wlm_state_snapshot(ctx, 0, WLM_SNAP_CHECKPOINT);
+    }
+    if (rc == WLM_OK) rc = wlm_eval_entries(ctx, tok + first, tok + total + first, want + first, m - first);
+    if (rc == WLM_OK && first > 0) /* the logits' entry numbers are those of the second batch */
+        for (int32_t i = 0; i < n_seqs; i++) entry[i] -= first;
     free(tok);
     free(want);
     if (rc != WLM_OK) return rc;

@@ -699,6 +699,9 @@ static void test_state(const char *arch) {
         gp.temperature = 0;
         gp.max_tokens = 6;
         gp.cache_prompt = 1;
+        gp.checkpoint = -1;
+        CHECK_STATUS(wlm_generate_begin(c, t, 40, &gp), WLM_ERR_INVALID_ARG);
+        gp.checkpoint = 30; /* the state kept at 30 too: the third prompt resumes there */
         int32_t p2[60];
         memcpy(p2, t, 30 * sizeof(int32_t));
         prompt_tokens(p2 + 30, 30, s.vocab, 11);
@@ -729,6 +732,7 @@ static void test_state(const char *arch) {
         for (int i = 0; i < 48; i++) rep[i] = t[i % 12];
         gp.max_tokens = 24;
         gp.cache_prompt = 0;
+        gp.checkpoint = 0;
         int32_t plain[24], spec_ids[24];
         int np = 0, ns = 0;
         wlm_token tok;
