@@ -520,6 +520,16 @@ API double wlmjs_dequantize(int32_t type, const void *src, float *dst, double n)
     return n;
 }
 
+/* One token of the gated delta rule on one head's d × d state S (in place) with the scalar
+ * kernel, wlm_deltanet_ref: the reference js/backend/webgpu/'s DeltaNet kernel is tested
+ * against. out: d floats; d <= 256. Returns 0, or -1 for d outside 1..256. */
+API int wlmjs_deltanet_ref(float *S, const float *q, const float *k, const float *v, float decay,
+                           float beta, float *out, int d) {
+    if (d < 1 || d > 256) return -1;
+    wlm_deltanet_ref(S, q, k, v, decay, beta, out, d);
+    return 0;
+}
+
 /* ---- speculative decoding (js/speculative.js) ---- */
 /* wlm_generate_speculate with its parameters as scalars: draft a context or NULL, n_draft,
  * ngram (0 = off), p_min. */
