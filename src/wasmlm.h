@@ -752,7 +752,9 @@ int wlm_generate_begin(wlm_context *ctx, const int32_t *tokens, int32_t n,
                        const wlm_gen_params *params);
 
 /* Prompt tokens whose KV cache the last wlm_generate_begin reused (params.cache_prompt); the
- * prefill evaluated the other n - wlm_generate_n_cached() tokens. 0 for a NULL context. */
+ * prefill evaluated the other n - wlm_generate_n_cached() tokens. A hybrid model resumes from a
+ * copy of its recurrent state (the previous prompt's end or checkpoint): the tokens between it
+ * and the common prefix's end are evaluated again and not counted here. 0 for a NULL context. */
 int32_t wlm_generate_n_cached(const wlm_context *ctx);
 
 /* Tokenizes `prompt` (BOS per params->add_bos) and calls wlm_generate_begin. An empty prompt

@@ -213,9 +213,11 @@ static void state_truncate(wlm_context *c, int32_t seq, int32_t n) {
     for (int i = 0; i < WLM_STATE_SNAPS; i++) /* snapshots past the cut are of other tokens */
         if (s->snap_pos[i] > n) s->snap_pos[i] = -1;
     int32_t from = 0;
+    c->last_restore = 0;
     if (best >= 0) {
         memcpy(s->state, s->snap[best], state_bytes(c));
         from = s->snap_pos[best];
+        c->last_restore = from;
     } else if (s->state) {
         memset(s->state, 0, state_bytes(c));
     }

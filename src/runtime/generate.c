@@ -155,9 +155,11 @@ int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *co
     ctx->errmsg[0] = '\0';
     wlm_deferred_drop(ctx); /* positions recorded but never computed are not a cache */
     int32_t keep = reusable_prefix(ctx, n_seqs, prompts, n_tokens, params);
+    ctx->last_restore = -1;
     wlm_context_reset_keep(ctx, keep);
     if (keep > 0) keep = ctx->seqs[0].n_past; /* a recurrent state may restart earlier */
-    ctx->n_cached = keep;
+    /* a recurrent state restored from a snapshot before `keep` recomputed the tokens after it */
+    ctx->n_cached = ctx->last_restore >= 0 && ctx->last_restore < keep ? ctx->last_restore : keep;
     if (!ctx->model || !ctx->seqs)
         return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
     if (!params || !prompts || !n_tokens)

@@ -63,7 +63,13 @@ const SYNTH_TODO = {};
 // concentrated in long prompts or past gemma3's window); and our engine against itself with every
 // GELU input scaled by (1 + 1e-6): gemma3 largest 6.0e-3 (90th 2.9e-3), gpt2 2.4e-3 (90th 8.5e-4)
 // — the same size, so this is the table's sensitivity, not a forward-pass error (that moves nats).
-const SYNTH_TOL_ARCH = { gemma3: { F32: 1e-2 }, gpt2: { F32: 5e-3 } };
+// Hybrids, quantized (measured 2026-12-06 on all 24 prompts): 84-95 % of steps agree within 1e-3
+// (median 1e-4, as F32), and the rest jump at one step and stay apart — an 8-bit activation that
+// rounds the other way, carried on by the recurrent state and the KV cache; largest 0.33-0.77
+// (lfm2's B·x and C·conv products of two quantized projections, and DeltaNet's readout through
+// the L2-normed q·k, amplify a flip more than a transformer's layers).
+const SYNTH_TOL_ARCH = { gemma3: { F32: 1e-2 }, gpt2: { F32: 5e-3 }, qwen35: { Q8_0: 1, Q4_K_M: 1 },
+  lfm2: { Q8_0: 1, Q4_K_M: 1 } };
 const SYNTH_TYPICAL_ARCH = { gemma3: { F32: 2e-3 } };
 if (process.env.WASMLM_ORACLE_TOL) for (const k of Object.keys(SYNTH_TOL)) SYNTH_TOL[k] = Number(process.env.WASMLM_ORACLE_TOL);
 const ORACLE_DIR = path.join(REPO, 'tests/reference/oracle');
