@@ -273,6 +273,10 @@ static int read_hybrid(wlm_model *m, const wlm_gguf *g, int32_t *mixer) {
         return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
                              "%s's recurrent layers run on the CPU backend only (not yet on "
                              "WebGPU)", a->name);
+    if (hp->bidirectional) /* LFM2's ColBERT variants: a centred conv, not implemented */
+        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                             "%s with bidirectional attention (%s.attention.causal false) is not "
+                             "supported", a->name, a->name);
     if (a->layers == WLM_LAYERS_DELTANET) {
         int32_t nextn = 0, interval = 4;
         if ((rc = get_dim(m, g, akey(k, sizeof k, a, "nextn_predict_layers"), 0, 0, 0,

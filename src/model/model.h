@@ -522,6 +522,10 @@ void *wlm_kv_row(wlm_context *c, int32_t seq, int32_t layer, int32_t pos);
 /* context.c: stores n floats into a KV row of c->kv.type (F16: rounded to nearest even). */
 void wlm_kv_store(const wlm_context *c, void *row, const float *x, int32_t n);
 
+/* context.c (recurrent models): sequence seq's state allocated and empty (position 0), its
+ * snapshots dropped; WLM_ERR_NOMEM with a message. Nothing for a transformer. */
+int wlm_state_reset(wlm_context *c, int32_t seq);
+
 /* context.c (recurrent models): a copy of sequence seq's state at its n_past into snapshot
  * `slot` (WLM_SNAP_*); out of memory leaves no snapshot (truncation then replays further). */
 void wlm_state_snapshot(wlm_context *c, int32_t seq, int slot);

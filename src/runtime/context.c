@@ -161,6 +161,15 @@ static int state_alloc(wlm_context *c, wlm_seq *s) {
     return WLM_OK;
 }
 
+int wlm_state_reset(wlm_context *c, int32_t seq) {
+    wlm_seq *s = &c->seqs[seq];
+    int rc = state_alloc(c, s);
+    if (rc != WLM_OK || !s->state) return rc;
+    memset(s->state, 0, state_bytes(c));
+    for (int j = 0; j < WLM_STATE_SNAPS; j++) s->snap_pos[j] = -1;
+    return WLM_OK;
+}
+
 void wlm_state_snapshot(wlm_context *c, int32_t seq, int slot) {
     wlm_seq *s = &c->seqs[seq];
     if (!c->model->hp.state_floats || !s->state || c->deferred) return;

@@ -239,7 +239,10 @@ int32_t wlm_embed(wlm_context *ctx, const int32_t *tokens, const int32_t *length
                (k == 0 || !p->bidirectional || group + lengths[t0 + k] <= B))
             group += lengths[t0 + k++];
         wlm_context_reset(c);
-        for (int32_t s = 0; s < k && rc == WLM_OK; s++) rc = wlm_kv_reserve(c, s, 0, lengths[t0 + s]);
+        for (int32_t s = 0; s < k && rc == WLM_OK; s++) {
+            rc = wlm_kv_reserve(c, s, 0, lengths[t0 + s]);
+            if (rc == WLM_OK) rc = wlm_state_reset(c, s); /* a hybrid's recurrent state, empty */
+        }
         int32_t s = 0, pos = 0;   /* the text and position of the next entry */
         for (int64_t e0 = 0; e0 < group && rc == WLM_OK; e0 += B) {
             const int32_t n = group - e0 < B ? (int32_t)(group - e0) : B;
