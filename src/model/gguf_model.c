@@ -124,13 +124,13 @@ static int get_matrix(wlm_model *m, const wlm_gguf *g, const char *name, int64_t
     return WLM_OK;
 }
 
-/* A norm vector of `dim` weights: F32 used in place, F16 converted into *spare (advanced by
- * dim). Other types are refused. GGUF stores norms with n_dims 1, whose ne[1] reads as 1, so
- * get_matrix checks them as 1 × dim. */
-static int get_norm(wlm_model *m, const wlm_gguf *g, const char *name, int32_t dim,
-                    float **spare, const float **out) {
+/* A (rows × cols) tensor of floats — a norm or bias vector (rows 1), a conv kernel: F32 used in
+ * place, F16 converted into *spare (advanced by rows × cols). Other types are refused. GGUF stores
+ * vectors with n_dims 1, whose ne[1] reads as 1, so get_matrix checks them as 1 × cols. */
+static int get_floats(wlm_model *m, const wlm_gguf *g, const char *name, int32_t rows,
+                      int32_t cols, float **spare, const float **out) {
     wlm_tensor t = {0};
-    int rc = get_matrix(m, g, name, 1, dim, &t);
+    int rc = get_matrix(m, g, name, rows, cols, &t);
     if (rc != WLM_OK) return rc;
     if (t.type == WLM_TYPE_F32) {
         *out = t.data;
@@ -139,13 +139,20 @@ static int get_norm(wlm_model *m, const wlm_gguf *g, const char *name, int32_t d
     if (t.type != WLM_TYPE_F16) {
         char tbuf[48];
         return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
-                             "norm tensor %s has type %s; only F32 and F16 norms are supported",
-                             name, type_desc(t.type, tbuf, sizeof tbuf));
+                             "%s tensor %s has type %s; only F32 and F16 are supported",
+                             rows == 1 ? "vector" : "float", name,
+                             type_desc(t.type, tbuf, sizeof tbuf));
     }
-    wlm_type_get(WLM_TYPE_F16)->to_float(t.data, *spare, dim);
+    wlm_type_get(WLM_TYPE_F16)->to_float(t.data, *spare, rows * cols);
     *out = *spare;
-    *spare += dim;
+    *spare += (size_t)rows * (size_t)cols;
     return WLM_OK;
+}
+
+/* A norm (or bias) vector of `dim` weights (get_floats). */
+static int get_norm(wlm_model *m, const wlm_gguf *g, const char *name, int32_t dim,
+                    float **spare, const float **out) {
+    return get_floats(m, g, name, 1, dim, spare, out);
 }
 
 /* ---- hyperparameters ------------------------------------------------------------------------- */
@@ -521,28 +528,6 @@ static const char *blk(char *buf, size_t n, int32_t l, const char *suffix) {
 
 static uint64_t mat_bytes(const wlm_tensor *t) {
     return t->data ? (uint64_t)t->row_bytes * (uint64_t)t->rows : 0;
-}
-
-/* A (rows × cols) F32 or F16 tensor read as floats (F16 converted into *spare, advanced). */
-static int get_floats(wlm_model *m, const wlm_gguf *g, const char *name, int32_t rows,
-                      int32_t cols, float **spare, const float **out) {
-    wlm_tensor t = {0};
-    int rc = get_matrix(m, g, name, rows, cols, &t);
-    if (rc != WLM_OK) return rc;
-    if (t.type == WLM_TYPE_F32) {
-        *out = t.data;
-        return WLM_OK;
-    }
-    if (t.type != WLM_TYPE_F16) {
-        char tbuf[48];
-        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
-                             "tensor %s has type %s; only F32 and F16 are supported", name,
-                             type_desc(t.type, tbuf, sizeof tbuf));
-    }
-    wlm_type_get(WLM_TYPE_F16)->to_float(t.data, *spare, rows * cols);
-    *out = *spare;
-    *spare += (size_t)rows * (size_t)cols;
-    return WLM_OK;
 }
 
 /* A recurrent layer's tensors (read_hybrid's shapes):

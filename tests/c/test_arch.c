@@ -32,6 +32,7 @@
 #include "runtime/threadpool.h"
 #include "wasmlm.h"
 #include "test_util.h"
+#include "test_models.h"
 
 #if !defined(__EMSCRIPTEN__) || defined(__wasm_atomics__)
 #define HAVE_THREADS 1
@@ -67,11 +68,9 @@ static int has(const char *arch, const char *a) { return strcmp(arch, a) == 0; }
 
 /* One tensor to write: name, shape (cols, rows), and how its values are drawn. */
 enum { K_MAT, K_NORM, K_BIAS, K_FACT };
-typedef struct tdesc {
-    char name[64];
-    int64_t cols, rows;
-    int kind;
-} tdesc;
+typedef tm_tensor tdesc;
+/* room for every tensor of spec s */
+#define TENSORS_MAX(s) (64 + 32 * (size_t)(s)->layers)
 
 static int list_tensors(const spec *s, tdesc *t) {
     const int D = s->dim, H = s->hidden, hs = s->key_len ? s->key_len : s->dim / s->heads;
@@ -79,8 +78,8 @@ static int list_tensors(const spec *s, tdesc *t) {
     const int gpt2 = has(s->arch, "gpt2"), gemma = has(s->arch, "gemma3"), phi3 = has(s->arch, "phi3");
     const int qwen2 = has(s->arch, "qwen2"), qwen3 = has(s->arch, "qwen3");
     int n = 0;
-#define T(nm, c, r, k) (snprintf(t[n].name, sizeof t[n].name, "%s", nm), t[n].cols = (c), t[n].rows = (r), t[n].kind = (k), n++)
-#define TL(l, nm, c, r, k) (snprintf(t[n].name, sizeof t[n].name, "blk.%d.%s", l, nm), t[n].cols = (c), t[n].rows = (r), t[n].kind = (k), n++)
+#define T(nm, c, r, k) (snprintf(t[n].name, sizeof t[n].name, "%s", nm), t[n].cols = (c), t[n].rows = (r), t[n].kind = (k), t[n].mat = (k) == K_MAT, n++)
+#define TL(l, nm, c, r, k) (snprintf(t[n].name, sizeof t[n].name, "blk.%d.%s", l, nm), t[n].cols = (c), t[n].rows = (r), t[n].kind = (k), t[n].mat = (k) == K_MAT, n++)
     T("token_embd.weight", D, s->vocab, K_MAT);
     if (gpt2) T("position_embd.weight", D, s->seq, K_MAT);
     T("output_norm.weight", D, 1, K_NORM);
@@ -159,7 +158,7 @@ static void key_f32(wlm_gguf_writer *w, const spec *s, const char *suffix, float
 
 /* The GGUF file of spec s, in memory (malloc'd), or NULL. */
 static unsigned char *build_model(const spec *s, size_t *size) {
-    tdesc *t = calloc(64 + 32 * (size_t)s->layers, sizeof *t);
+    tdesc *t = calloc(TENSORS_MAX(s), sizeof *t);
     const int nt = list_tensors(s, t);
     wlm_gguf_writer w;
     wlm_gguf_writer_init(&w, NULL);
@@ -184,36 +183,8 @@ static unsigned char *build_model(const spec *s, size_t *size) {
     if (s->softcap > 0) key_f32(&w, s, "final_logit_softcapping", s->softcap);
     if (s->attn_factor > 0) key_f32(&w, s, "rope.scaling.attn_factor", s->attn_factor);
     if (s->n_ctx_orig) key_u32(&w, s, "rope.scaling.original_context_length", (uint32_t)s->n_ctx_orig);
-    for (int i = 0; i < nt; i++) {
-        if (s->omit && strcmp(s->omit, t[i].name) == 0) continue;
-        const int64_t rows = t[i].rows + (s->misshape && strcmp(s->misshape, t[i].name) == 0);
-        const int64_t ne[2] = {t[i].cols, rows};
-        const int32_t type = t[i].kind == K_MAT ? s->type : WLM_TYPE_F32;
-        wlm_gguf_add_tensor(&w, t[i].name, rows == 1 ? 1 : 2, ne, type);
-    }
-    wlm_gguf_write_header(&w);
-    for (int i = 0; i < nt; i++) {
-        if (s->omit && strcmp(s->omit, t[i].name) == 0) continue;
-        const int64_t rows = t[i].rows + (s->misshape && strcmp(s->misshape, t[i].name) == 0);
-        tdesc tt = t[i];
-        tt.rows = rows;
-        float *v = tensor_values(&tt, i);
-        if (t[i].kind == K_MAT && s->type != WLM_TYPE_F32) {
-            const size_t rb = wlm_row_bytes(s->type, t[i].cols);
-            unsigned char *q = malloc(rb * (size_t)rows);
-            for (int64_t r = 0; r < rows; r++)
-                wlm_type_get(s->type)->from_float(v + r * t[i].cols, q + r * rb, t[i].cols);
-            wlm_gguf_write_data(&w, q, rb * (size_t)rows);
-            free(q);
-        } else {
-            wlm_gguf_write_data(&w, v, sizeof(float) * (size_t)(t[i].cols * rows));
-        }
-        free(v);
-    }
-    unsigned char *file = NULL;
-    if (wlm_gguf_writer_finish(&w) == WLM_OK) file = wlm_gguf_writer_take(&w, size);
-    else printf("writer: %s\n", wlm_gguf_writer_errmsg(&w));
-    wlm_gguf_writer_free(&w);
+    tm_write_tensors(&w, t, nt, s->type, s->omit, s->misshape, tensor_values);
+    unsigned char *file = tm_finish(&w, size);
     free(t);
     return file;
 }
@@ -223,43 +194,21 @@ static unsigned char *build_model(const spec *s, size_t *size) {
 typedef struct ref_model {
     const spec *s;
     tdesc *t;
-    int nt;
-    float **v;                    /* (nt) each tensor's values, dequantized as the file holds them */
+    tm_ref m;                     /* each tensor's values, as the file holds them */
 } ref_model;
 
-static const float *rv(const ref_model *r, const char *name) {
-    for (int i = 0; i < r->nt; i++)
-        if (strcmp(r->t[i].name, name) == 0) return r->v[i];
-    return NULL;
-}
+static const float *rv(const ref_model *r, const char *name) { return tm_rv(&r->m, name); }
 static const float *rvl(const ref_model *r, int l, const char *name) {
-    char b[64];
-    snprintf(b, sizeof b, "blk.%d.%s", l, name);
-    return rv(r, b);
+    return tm_rvl(&r->m, l, name);
 }
 
 static void ref_load(ref_model *r, const spec *s) {
     r->s = s;
-    r->t = calloc(64 + 32 * (size_t)s->layers, sizeof *r->t);
-    r->nt = list_tensors(s, r->t);
-    r->v = calloc((size_t)r->nt, sizeof *r->v);
-    for (int i = 0; i < r->nt; i++) {
-        r->v[i] = tensor_values(&r->t[i], i);
-        if (r->t[i].kind == K_MAT && s->type != WLM_TYPE_F32) { /* what the file holds */
-            const size_t rb = wlm_row_bytes(s->type, r->t[i].cols);
-            unsigned char *q = malloc(rb);
-            for (int64_t j = 0; j < r->t[i].rows; j++) {
-                float *row = r->v[i] + j * r->t[i].cols;
-                wlm_type_get(s->type)->from_float(row, q, r->t[i].cols);
-                wlm_type_get(s->type)->to_float(q, row, r->t[i].cols);
-            }
-            free(q);
-        }
-    }
+    r->t = calloc(TENSORS_MAX(s), sizeof *r->t);
+    tm_ref_load(&r->m, r->t, list_tensors(s, r->t), s->type, tensor_values);
 }
 static void ref_free(ref_model *r) {
-    for (int i = 0; i < r->nt; i++) free(r->v[i]);
-    free(r->v);
+    tm_ref_free(&r->m);
     free(r->t);
 }
 
@@ -445,19 +394,7 @@ static spec base_spec(const char *arch) {
 static wlm_model *load_spec(const spec *s, int want, const char *needle, const char *what) {
     size_t size = 0;
     unsigned char *file = build_model(s, &size);
-    if (!CHECKF(file != NULL, "%s: no file", what)) return NULL;
-    wlm_model *m = NULL;
-    int rc = wlm_model_load(file, size, WLM_LOAD_OWN_BUFFER, &m);
-    CHECKF(rc == want, "%s: got %s (%s), want %s", what, wlm_status_name(rc), wlm_model_errmsg(m),
-           wlm_status_name(want));
-    if (needle)
-        CHECKF(strstr(wlm_model_errmsg(m), needle) != NULL, "%s: message \"%s\" lacks \"%s\"", what,
-               wlm_model_errmsg(m), needle);
-    if (rc != WLM_OK) {
-        wlm_model_free(m);
-        return NULL;
-    }
-    return m;
+    return tm_load(file, size, want, needle, what);
 }
 
 static wlm_context *new_ctx_kv(const wlm_model *m, int n_ctx, int simd, int32_t kv_type) {
@@ -473,40 +410,8 @@ static void prompt_tokens(int32_t *t, int n, int vocab) {
     for (int i = 0; i < n; i++) t[i] = (int32_t)(tu_rng_u64(&rng) % (uint64_t)vocab);
 }
 
-/* Logits of every position, one token per call. */
-static float *logits_one_by_one(wlm_context *c, const int32_t *t, int n, int vocab) {
-    float *out = malloc(sizeof(float) * (size_t)n * vocab);
-    wlm_context_reset(c);
-    for (int i = 0; i < n; i++) {
-        int rc = wlm_eval(c, t + i, 1);
-        if (!CHECKF(rc == WLM_OK, "eval %d: %s", i, wlm_context_errmsg(c))) break;
-        memcpy(out + (size_t)i * vocab, wlm_logits(c), sizeof(float) * vocab);
-    }
-    return out;
-}
 
-/* Logits of every position from one batch. */
-static float *logits_batched(wlm_context *c, const int32_t *t, int n, int vocab) {
-    float *out = malloc(sizeof(float) * (size_t)n * vocab);
-    uint8_t *want = malloc((size_t)n);
-    memset(want, 1, (size_t)n);
-    wlm_context_reset(c);
-    int rc = wlm_eval_batch(c, t, NULL, want, n);
-    CHECKF(rc == WLM_OK, "batch: %s", wlm_context_errmsg(c));
-    for (int i = 0; rc == WLM_OK && i < n; i++)
-        memcpy(out + (size_t)i * vocab, wlm_logits_ith(c, i), sizeof(float) * vocab);
-    free(want);
-    return out;
-}
 
-static int bitwise_equal(const float *a, const float *b, size_t n, size_t *first) {
-    for (size_t i = 0; i < n; i++)
-        if (memcmp(&a[i], &b[i], sizeof(float)) != 0) {
-            *first = i;
-            return 0;
-        }
-    return 1;
-}
 
 /* Our logits against the double reference: the largest difference relative to the largest
  * |logit| of the position. */
@@ -566,7 +471,7 @@ static void test_arch(const char *arch, int variant, int32_t type) {
     prompt_tokens(t, 300, s.vocab);
     wlm_context *c = new_ctx(m, 0, 1);
     if (c) {
-        float *got = logits_batched(c, t, NR, s.vocab);
+        float *got = tm_logits_batched(c, t, NR, s.vocab);
         const double d = compare_ref(&s, got, NR, s.seq);
         /* F32/F16: float vs double rounding (a GELU input near a binary16 rounding boundary may
          * round the other way); quantized types: the engine also quantizes the activations to
@@ -588,10 +493,10 @@ static void test_arch(const char *arch, int variant, int32_t type) {
     for (int simd = 0; c && simd <= 1; simd++) {
         wlm_context *cs = new_ctx_kv(m, 0, simd, simd ? WLM_KV_F16 : WLM_KV_F32);
         if (!cs) break;
-        float *one = logits_one_by_one(cs, t, N, s.vocab);
-        float *bat = logits_batched(cs, t, N, s.vocab);
+        float *one = tm_logits_one_by_one(cs, t, N, s.vocab);
+        float *bat = tm_logits_batched(cs, t, N, s.vocab);
         size_t at = 0;
-        CHECKF(bitwise_equal(one, bat, (size_t)N * s.vocab, &at),
+        CHECKF(tm_same(one, bat, (size_t)N * s.vocab, &at),
                "%s simd %d: batched logits differ from one-by-one at position %zu", what, simd,
                at / (size_t)s.vocab);
 #if HAVE_THREADS
@@ -599,11 +504,11 @@ static void test_arch(const char *arch, int variant, int32_t type) {
             wlm_threadpool *pool = NULL;
             if (wlm_threadpool_new(th, &pool) != WLM_OK) continue;
             wlm_context_set_threadpool(cs, pool);
-            float *tb = logits_batched(cs, t, N, s.vocab);
-            float *t1 = logits_one_by_one(cs, t, 8, s.vocab);
-            CHECKF(bitwise_equal(one, tb, (size_t)N * s.vocab, &at),
+            float *tb = tm_logits_batched(cs, t, N, s.vocab);
+            float *t1 = tm_logits_one_by_one(cs, t, 8, s.vocab);
+            CHECKF(tm_same(one, tb, (size_t)N * s.vocab, &at),
                    "%s simd %d: %d threads differ at position %zu", what, simd, th, at / (size_t)s.vocab);
-            CHECKF(bitwise_equal(one, t1, (size_t)8 * s.vocab, &at),
+            CHECKF(tm_same(one, t1, (size_t)8 * s.vocab, &at),
                    "%s simd %d: %d threads one by one differ at position %zu", what, simd, th,
                    at / (size_t)s.vocab);
             wlm_context_set_threadpool(cs, NULL);
@@ -614,8 +519,8 @@ static void test_arch(const char *arch, int variant, int32_t type) {
 #endif
         /* the matrix-vector kernels without read-ahead (read_ahead 0): the same bits */
         CHECK_STATUS(wlm_context_set_read_ahead(cs, 0), WLM_OK);
-        float *near = logits_one_by_one(cs, t, 8, s.vocab);
-        CHECKF(bitwise_equal(one, near, (size_t)8 * s.vocab, &at),
+        float *near = tm_logits_one_by_one(cs, t, 8, s.vocab);
+        CHECKF(tm_same(one, near, (size_t)8 * s.vocab, &at),
                "%s simd %d: read_ahead 0 differs at position %zu", what, simd, at / (size_t)s.vocab);
         CHECK_STATUS(wlm_context_set_read_ahead(cs, 2), WLM_ERR_INVALID_ARG);
         CHECK_STATUS(wlm_context_set_read_ahead(cs, 1), WLM_OK);

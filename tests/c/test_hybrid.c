@@ -26,6 +26,7 @@
 #include "runtime/threadpool.h"
 #include "wasmlm.h"
 #include "test_util.h"
+#include "test_models.h"
 
 #if !defined(__EMSCRIPTEN__) || defined(__wasm_atomics__)
 #define HAVE_THREADS 1
@@ -83,19 +84,17 @@ static spec base_spec(const char *arch) {
 }
 
 enum { K_MAT, K_NORM, K_BIAS, K_CONV, K_A, K_DT };
-typedef struct tdesc {
-    char name[64];
-    int64_t cols, rows;
-    int kind;
-} tdesc;
+typedef tm_tensor tdesc;
+/* room for every tensor of spec s */
+#define TENSORS_MAX(s) (16 + 16 * (size_t)n_layers(s))
 
 static int list_tensors(const spec *s, tdesc *t) {
     const int D = s->dim, F = s->hidden, hs = head_size(s);
     const int Q = hs * s->heads, KV = hs * s->kv_heads, C = channels(s);
     const int q35 = has(s->arch, "qwen35");
     int n = 0;
-#define T(nm, c, r, k) (snprintf(t[n].name, sizeof t[n].name, "%s", nm), t[n].cols = (c), t[n].rows = (r), t[n].kind = (k), n++)
-#define TL(l, nm, c, r, k) (snprintf(t[n].name, sizeof t[n].name, "blk.%d.%s", l, nm), t[n].cols = (c), t[n].rows = (r), t[n].kind = (k), n++)
+#define T(nm, c, r, k) (snprintf(t[n].name, sizeof t[n].name, "%s", nm), t[n].cols = (c), t[n].rows = (r), t[n].kind = (k), t[n].mat = (k) == K_MAT, n++)
+#define TL(l, nm, c, r, k) (snprintf(t[n].name, sizeof t[n].name, "blk.%d.%s", l, nm), t[n].cols = (c), t[n].rows = (r), t[n].kind = (k), t[n].mat = (k) == K_MAT, n++)
     T("token_embd.weight", D, s->vocab, K_MAT);
     T(q35 ? "output_norm.weight" : "token_embd_norm.weight", D, 1, K_NORM);
     if (!s->tied) T("output.weight", D, s->vocab, K_MAT);
@@ -162,7 +161,7 @@ static void key_u32(wlm_gguf_writer *w, const spec *s, const char *suffix, uint3
 /* The GGUF file of spec s, in memory (malloc'd), or NULL. */
 static unsigned char *build_model(const spec *s, size_t *size) {
     const int L = n_layers(s), q35 = has(s->arch, "qwen35");
-    tdesc *t = calloc(16 + 16 * (size_t)L, sizeof *t);
+    tdesc *t = calloc(TENSORS_MAX(s), sizeof *t);
     const int nt = list_tensors(s, t);
     wlm_gguf_writer w;
     wlm_gguf_writer_init(&w, NULL);
@@ -205,36 +204,8 @@ static unsigned char *build_model(const spec *s, size_t *size) {
         wlm_gguf_add_arr(&w, k, WLM_GGUF_INT32, kvh, (uint64_t)n_arr);
         key_u32(&w, s, "shortconv.l_cache", (uint32_t)s->conv);
     }
-    for (int i = 0; i < nt; i++) {
-        if (s->omit && strcmp(s->omit, t[i].name) == 0) continue;
-        const int64_t rows = t[i].rows + (s->misshape && strcmp(s->misshape, t[i].name) == 0);
-        const int64_t ne[2] = {t[i].cols, rows};
-        const int32_t type = t[i].kind == K_MAT ? s->type : WLM_TYPE_F32;
-        wlm_gguf_add_tensor(&w, t[i].name, rows == 1 ? 1 : 2, ne, type);
-    }
-    wlm_gguf_write_header(&w);
-    for (int i = 0; i < nt; i++) {
-        if (s->omit && strcmp(s->omit, t[i].name) == 0) continue;
-        const int64_t rows = t[i].rows + (s->misshape && strcmp(s->misshape, t[i].name) == 0);
-        tdesc tt = t[i];
-        tt.rows = rows;
-        float *v = tensor_values(&tt, i);
-        if (t[i].kind == K_MAT && s->type != WLM_TYPE_F32) {
-            const size_t rb = wlm_row_bytes(s->type, t[i].cols);
-            unsigned char *q = malloc(rb * (size_t)rows);
-            for (int64_t r = 0; r < rows; r++)
-                wlm_type_get(s->type)->from_float(v + r * t[i].cols, q + r * rb, t[i].cols);
-            wlm_gguf_write_data(&w, q, rb * (size_t)rows);
-            free(q);
-        } else {
-            wlm_gguf_write_data(&w, v, sizeof(float) * (size_t)(t[i].cols * rows));
-        }
-        free(v);
-    }
-    unsigned char *file = NULL;
-    if (wlm_gguf_writer_finish(&w) == WLM_OK) file = wlm_gguf_writer_take(&w, size);
-    else printf("writer: %s\n", wlm_gguf_writer_errmsg(&w));
-    wlm_gguf_writer_free(&w);
+    tm_write_tensors(&w, t, nt, s->type, s->omit, s->misshape, tensor_values);
+    unsigned char *file = tm_finish(&w, size);
     free(t);
     return file;
 }
@@ -244,43 +215,21 @@ static unsigned char *build_model(const spec *s, size_t *size) {
 typedef struct ref_model {
     const spec *s;
     tdesc *t;
-    int nt;
-    float **v;
+    tm_ref m;                     /* each tensor's values, as the file holds them */
 } ref_model;
 
-static const float *rv(const ref_model *r, const char *name) {
-    for (int i = 0; i < r->nt; i++)
-        if (strcmp(r->t[i].name, name) == 0) return r->v[i];
-    return NULL;
-}
+static const float *rv(const ref_model *r, const char *name) { return tm_rv(&r->m, name); }
 static const float *rvl(const ref_model *r, int l, const char *name) {
-    char b[64];
-    snprintf(b, sizeof b, "blk.%d.%s", l, name);
-    return rv(r, b);
+    return tm_rvl(&r->m, l, name);
 }
 
 static void ref_load(ref_model *r, const spec *s) {
     r->s = s;
-    r->t = calloc(16 + 16 * (size_t)n_layers(s), sizeof *r->t);
-    r->nt = list_tensors(s, r->t);
-    r->v = calloc((size_t)r->nt, sizeof *r->v);
-    for (int i = 0; i < r->nt; i++) {
-        r->v[i] = tensor_values(&r->t[i], i);
-        if (r->t[i].kind == K_MAT && s->type != WLM_TYPE_F32) { /* what the file holds */
-            const size_t rb = wlm_row_bytes(s->type, r->t[i].cols);
-            unsigned char *q = malloc(rb);
-            for (int64_t j = 0; j < r->t[i].rows; j++) {
-                float *row = r->v[i] + j * r->t[i].cols;
-                wlm_type_get(s->type)->from_float(row, q, r->t[i].cols);
-                wlm_type_get(s->type)->to_float(q, row, r->t[i].cols);
-            }
-            free(q);
-        }
-    }
+    r->t = calloc(TENSORS_MAX(s), sizeof *r->t);
+    tm_ref_load(&r->m, r->t, list_tensors(s, r->t), s->type, tensor_values);
 }
 static void ref_free(ref_model *r) {
-    for (int i = 0; i < r->nt; i++) free(r->v[i]);
-    free(r->v);
+    tm_ref_free(&r->m);
     free(r->t);
 }
 
@@ -486,19 +435,7 @@ static void ref_forward(const ref_model *r, const int32_t *tok, int n, double *o
 static wlm_model *load_spec(const spec *s, int want, const char *needle, const char *what) {
     size_t size = 0;
     unsigned char *file = build_model(s, &size);
-    if (!CHECKF(file != NULL, "%s: no file", what)) return NULL;
-    wlm_model *m = NULL;
-    int rc = wlm_model_load(file, size, WLM_LOAD_OWN_BUFFER, &m);
-    CHECKF(rc == want, "%s: got %s (%s), want %s", what, wlm_status_name(rc), wlm_model_errmsg(m),
-           wlm_status_name(want));
-    if (needle)
-        CHECKF(strstr(wlm_model_errmsg(m), needle) != NULL, "%s: message \"%s\" lacks \"%s\"", what,
-               wlm_model_errmsg(m), needle);
-    if (rc != WLM_OK) {
-        wlm_model_free(m);
-        return NULL;
-    }
-    return m;
+    return tm_load(file, size, want, needle, what);
 }
 
 static void prompt_tokens(int32_t *t, int n, int vocab, uint64_t seed) {
@@ -506,38 +443,8 @@ static void prompt_tokens(int32_t *t, int n, int vocab, uint64_t seed) {
     for (int i = 0; i < n; i++) t[i] = (int32_t)(tu_rng_u64(&rng) % (uint64_t)vocab);
 }
 
-static float *logits_one_by_one(wlm_context *c, const int32_t *t, int n, int vocab) {
-    float *out = malloc(sizeof(float) * (size_t)n * vocab);
-    wlm_context_reset(c);
-    for (int i = 0; i < n; i++) {
-        int rc = wlm_eval(c, t + i, 1);
-        if (!CHECKF(rc == WLM_OK, "eval %d: %s", i, wlm_context_errmsg(c))) break;
-        memcpy(out + (size_t)i * vocab, wlm_logits(c), sizeof(float) * vocab);
-    }
-    return out;
-}
 
-static float *logits_batched(wlm_context *c, const int32_t *t, int n, int vocab) {
-    float *out = malloc(sizeof(float) * (size_t)n * vocab);
-    uint8_t *want = malloc((size_t)n);
-    memset(want, 1, (size_t)n);
-    wlm_context_reset(c);
-    int rc = wlm_eval_batch(c, t, NULL, want, n);
-    CHECKF(rc == WLM_OK, "batch: %s", wlm_context_errmsg(c));
-    for (int i = 0; rc == WLM_OK && i < n; i++)
-        memcpy(out + (size_t)i * vocab, wlm_logits_ith(c, i), sizeof(float) * vocab);
-    free(want);
-    return out;
-}
 
-static int same(const float *a, const float *b, size_t n, size_t *first) {
-    for (size_t i = 0; i < n; i++)
-        if (memcmp(&a[i], &b[i], sizeof(float)) != 0) {
-            *first = i;
-            return 0;
-        }
-    return 1;
-}
 
 /* ---- tests ----------------------------------------------------------------------------------- */
 
@@ -565,7 +472,7 @@ static void test_logits(spec s, const char *variant) {
         return;
     }
     /* the reference */
-    float *bat = logits_batched(c, t, N, s.vocab);
+    float *bat = tm_logits_batched(c, t, N, s.vocab);
     ref_model r;
     ref_load(&r, &s);
     double *ref = malloc(sizeof(double) * (size_t)N * s.vocab);
@@ -594,17 +501,17 @@ static void test_logits(spec s, const char *variant) {
     ref_free(&r);
 
     /* one by one, threads, two sequences in one batch: the same bits */
-    float *one = logits_one_by_one(c, t, N, s.vocab);
+    float *one = tm_logits_one_by_one(c, t, N, s.vocab);
     size_t at = 0;
-    CHECKF(same(one, bat, (size_t)N * s.vocab, &at), "%s: batched differs from one-by-one at %zu",
+    CHECKF(tm_same(one, bat, (size_t)N * s.vocab, &at), "%s: batched differs from one-by-one at %zu",
            what, at / (size_t)s.vocab);
 #if HAVE_THREADS
     for (int th = 2; th <= 3; th++) {
         wlm_threadpool *pool = NULL;
         if (wlm_threadpool_new(th, &pool) != WLM_OK) continue;
         wlm_context_set_threadpool(c, pool);
-        float *tb = logits_batched(c, t, N, s.vocab);
-        CHECKF(same(one, tb, (size_t)N * s.vocab, &at), "%s: %d threads differ at %zu", what, th,
+        float *tb = tm_logits_batched(c, t, N, s.vocab);
+        CHECKF(tm_same(one, tb, (size_t)N * s.vocab, &at), "%s: %d threads differ at %zu", what, th,
                at / (size_t)s.vocab);
         wlm_context_set_threadpool(c, NULL);
         wlm_threadpool_free(pool);
@@ -614,7 +521,7 @@ static void test_logits(spec s, const char *variant) {
     { /* sequences 0 and 1 interleaved in one batch, 1 with other tokens */
         int32_t u[70], tok[140], seq[140];
         prompt_tokens(u, N, s.vocab, 99);
-        float *ou = logits_one_by_one(c, u, N, s.vocab);
+        float *ou = tm_logits_one_by_one(c, u, N, s.vocab);
         uint8_t want[140];
         for (int i = 0; i < N; i++) {
             tok[2 * i] = t[i], seq[2 * i] = 0;

@@ -1,0 +1,166 @@
+/*
+ * test_models.h — small GGUF models written in memory for the architecture tests (test_arch.c,
+ * test_hybrid.c), and what they check them with: a list of tensors (name, shape, how its values
+ * are drawn) written with the library's GGUF writer in a weight type (matrices quantized, vectors
+ * F32), one tensor left out or given one row too many for the error cases; the same values as
+ * the file holds them for a double-precision reference; and the logits of a context one token at
+ * a time or in one batch. Header-only, as test_util.h: each test is one translation unit.
+ */
+#ifndef WASMLM_TEST_MODELS_H
+#define WASMLM_TEST_MODELS_H
+
+#include "formats/gguf_write.h"
+#include "kernels/quant.h"
+#include "wasmlm.h"
+#include "test_util.h"
+
+/* One tensor: its name, shape (cols, rows: GGUF's ne[0], ne[1]) and `kind`, the test's own
+ * code for how its values are drawn; `mat` 1 for a weight matrix (written in the model's type). */
+typedef struct tm_tensor {
+    char name[64];
+    int64_t cols, rows;
+    int kind;
+    int mat;
+} tm_tensor;
+
+/* The float values of tensor i (malloc'd, cols × rows), as written before any quantization. */
+typedef float *(*tm_values_fn)(const tm_tensor *t, int i);
+
+/* Adds the tensors' infos, writes the header and then their data: matrices in `type`, vectors
+ * F32; `omit` (a name, or NULL) is left out, `misshape` gets one row too many. */
+static inline void tm_write_tensors(wlm_gguf_writer *w, const tm_tensor *t, int nt, int32_t type,
+                                    const char *omit, const char *misshape, tm_values_fn values) {
+    for (int i = 0; i < nt; i++) {
+        if (omit && strcmp(omit, t[i].name) == 0) continue;
+        const int64_t rows = t[i].rows + (misshape && strcmp(misshape, t[i].name) == 0);
+        const int64_t ne[2] = {t[i].cols, rows};
+        wlm_gguf_add_tensor(w, t[i].name, rows == 1 ? 1 : 2, ne, t[i].mat ? type : WLM_TYPE_F32);
+    }
+    wlm_gguf_write_header(w);
+    for (int i = 0; i < nt; i++) {
+        if (omit && strcmp(omit, t[i].name) == 0) continue;
+        tm_tensor tt = t[i];
+        tt.rows += misshape && strcmp(misshape, t[i].name) == 0;
+        float *v = values(&tt, i);
+        if (t[i].mat && type != WLM_TYPE_F32) {
+            const size_t rb = wlm_row_bytes(type, tt.cols);
+            unsigned char *q = malloc(rb * (size_t)tt.rows);
+            for (int64_t r = 0; r < tt.rows; r++)
+                wlm_type_get(type)->from_float(v + r * tt.cols, q + r * rb, (int)tt.cols);
+            wlm_gguf_write_data(w, q, rb * (size_t)tt.rows);
+            free(q);
+        } else {
+            wlm_gguf_write_data(w, v, sizeof(float) * (size_t)(tt.cols * tt.rows));
+        }
+        free(v);
+    }
+}
+
+/* The writer's file (malloc'd) into *size, or NULL with the writer's message printed. */
+static inline unsigned char *tm_finish(wlm_gguf_writer *w, size_t *size) {
+    unsigned char *file = NULL;
+    if (wlm_gguf_writer_finish(w) == WLM_OK) file = wlm_gguf_writer_take(w, size);
+    else printf("writer: %s\n", wlm_gguf_writer_errmsg(w));
+    wlm_gguf_writer_free(w);
+    return file;
+}
+
+/* The values of every tensor as the file holds them (matrices through `type` and back). */
+typedef struct tm_ref {
+    const tm_tensor *t;
+    int nt;
+    float **v;
+} tm_ref;
+
+static inline void tm_ref_load(tm_ref *r, const tm_tensor *t, int nt, int32_t type,
+                               tm_values_fn values) {
+    r->t = t;
+    r->nt = nt;
+    r->v = calloc((size_t)nt, sizeof *r->v);
+    for (int i = 0; i < nt; i++) {
+        r->v[i] = values(&t[i], i);
+        if (!t[i].mat || type == WLM_TYPE_F32) continue;
+        const size_t rb = wlm_row_bytes(type, t[i].cols);
+        unsigned char *q = malloc(rb);
+        for (int64_t j = 0; j < t[i].rows; j++) {
+            float *row = r->v[i] + j * t[i].cols;
+            wlm_type_get(type)->from_float(row, q, (int)t[i].cols);
+            wlm_type_get(type)->to_float(q, row, (int)t[i].cols);
+        }
+        free(q);
+    }
+}
+
+static inline void tm_ref_free(tm_ref *r) {
+    for (int i = 0; i < r->nt; i++) free(r->v[i]);
+    free(r->v);
+}
+
+/* Tensor `name`'s values, or NULL; tm_rvl: blk.<l>.<name>. */
+static inline const float *tm_rv(const tm_ref *r, const char *name) {
+    for (int i = 0; i < r->nt; i++)
+        if (strcmp(r->t[i].name, name) == 0) return r->v[i];
+    return NULL;
+}
+static inline const float *tm_rvl(const tm_ref *r, int l, const char *name) {
+    char b[64];
+    snprintf(b, sizeof b, "blk.%d.%s", l, name);
+    return tm_rv(r, b);
+}
+
+/* Loads `file` (ownership passes to the model); checks the status is `want` and, with a
+ * needle, that the message holds it. The model, or NULL when it did not load. */
+static inline wlm_model *tm_load(unsigned char *file, size_t size, int want, const char *needle,
+                                 const char *what) {
+    if (!CHECKF(file != NULL, "%s: no file", what)) return NULL;
+    wlm_model *m = NULL;
+    int rc = wlm_model_load(file, size, WLM_LOAD_OWN_BUFFER, &m);
+    CHECKF(rc == want, "%s: got %s (%s), want %s", what, wlm_status_name(rc), wlm_model_errmsg(m),
+           wlm_status_name(want));
+    if (needle)
+        CHECKF(strstr(wlm_model_errmsg(m), needle) != NULL, "%s: message \"%s\" lacks \"%s\"", what,
+               wlm_model_errmsg(m), needle);
+    if (rc != WLM_OK) {
+        wlm_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* The logits of every position of t[0..n), one token per call (malloc'd, n × vocab). */
+static inline float *tm_logits_one_by_one(wlm_context *c, const int32_t *t, int n, int vocab) {
+    float *out = malloc(sizeof(float) * (size_t)n * vocab);
+    wlm_context_reset(c);
+    for (int i = 0; i < n; i++) {
+        int rc = wlm_eval(c, t + i, 1);
+        if (!CHECKF(rc == WLM_OK, "eval %d: %s", i, wlm_context_errmsg(c))) break;
+        memcpy(out + (size_t)i * vocab, wlm_logits(c), sizeof(float) * vocab);
+    }
+    return out;
+}
+
+/* The same from one batch. */
+static inline float *tm_logits_batched(wlm_context *c, const int32_t *t, int n, int vocab) {
+    float *out = malloc(sizeof(float) * (size_t)n * vocab);
+    uint8_t *want = malloc((size_t)n);
+    memset(want, 1, (size_t)n);
+    wlm_context_reset(c);
+    int rc = wlm_eval_batch(c, t, NULL, want, n);
+    CHECKF(rc == WLM_OK, "batch: %s", wlm_context_errmsg(c));
+    for (int i = 0; rc == WLM_OK && i < n; i++)
+        memcpy(out + (size_t)i * vocab, wlm_logits_ith(c, i), sizeof(float) * vocab);
+    free(want);
+    return out;
+}
+
+/* 1 when a and b hold the same bits; else 0 with the first differing index in *first. */
+static inline int tm_same(const float *a, const float *b, size_t n, size_t *first) {
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&a[i], &b[i], sizeof(float)) != 0) {
+            *first = i;
+            return 0;
+        }
+    return 1;
+}
+
+#endif
