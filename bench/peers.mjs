@@ -17,7 +17,7 @@
 // --wllama-split SIZE (e.g. 1G): wllama gets files larger than SIZE split in llama.cpp's format
 //   (tools/gguf_split.mjs; wllama reads each file through one ArrayBuffer, at most 2 GB).
 
-//   node bench/peers.mjs --real-shapes [--set 12|13|all] [--phi] [--shapes gpt2,qwen2.5-0.5b,…]
+//   node bench/peers.mjs --real-shapes [--set 12|13|42|all] [--phi] [--shapes gpt2,qwen2.5-0.5b,…]
 //                        [--types Q8_0,Q4_0,Q4_K_M] …
 //        the published (architecture, shape) pairs of bench/real_shapes.mjs — issue 12's
 //        SmolLM2-135M/360M and Llama-3.2-1B (llama), issue 13's GPT-2 small, Qwen2.5-0.5B,
