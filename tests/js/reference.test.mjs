@@ -15,6 +15,7 @@ test('model info matches stories260K', async () => {
   assert.deepEqual({ ...engine.info }, {
     dim: 64, hiddenDim: 172, nLayers: 5, nHeads: 8, nKvHeads: 4, vocabSize: 512, seqLen: 512,
     sharedClassifier: true, weightBytes: engine.info.weightBytes, nCtx: 512, simd: true, kvType: 'f32',
+    attnLayers: 5, stateBytes: 0, // a transformer: every layer has its KV cache, no recurrent state
     build: (await planModule({})).build, // 'relaxed' in Node >= 22, 'simd128' in Node 20
     threads: engine.threads,
     memory64: false, // a 1 MB model: wasm32 (js/memory64.js)
