@@ -502,6 +502,14 @@ API void wlmjs_deferred_supplied(wlm_context *c) {
     memset(c->dfr_shift, 0, sizeof c->dfr_shift);
     c->dfr_n_fork = 0;
 }
+/* The token ids of sequence `seq` of a context (int32 array address: positions 0..n_past − 1,
+ * the recorded batch's included), valid until the next call on the context; 0 for a bad handle
+ * or sequence. A deferred hybrid's backend replays them to rebuild a recurrent state it cannot
+ * cut back (js/backend/webgpu/backend.js). */
+API double wlmjs_seq_tokens(const wlm_context *c, int32_t seq) {
+    if (!c || !c->model || seq < 0 || seq >= c->n_seq_max) return 0;
+    return (double)(uintptr_t)c->seqs[seq].tokens;
+}
 /* After wlm_generate_next / wlm_generate_batch_next returned WLM_NEED_LOGITS (2) and the logits
  * were supplied: the step's sampling (wlm_generate_batch_resume), then wlm_generate_next's
  * return value (the status of out[0]) when `single`, else wlm_generate_batch_next's. */

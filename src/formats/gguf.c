@@ -608,7 +608,9 @@ static int place_tensor(cursor *c, wlm_gguf *g, wlm_gguf_tensor *t, uint64_t dat
 }
 
 int wlm_gguf_tensor_resident(const wlm_gguf_tensor *t) {
-    return t->ne[1] == 1 && t->ne[2] == 1 && t->ne[3] == 1;
+    if (t->ne[2] != 1 || t->ne[3] != 1) return 0;
+    return t->ne[1] == 1 || ((t->type == WLM_TYPE_F32 || t->type == WLM_TYPE_F16) &&
+                             t->ne[0] <= WLM_GGUF_RESIDENT_TAPS);
 }
 
 static int parse_all(cursor *c, wlm_gguf *g, unsigned flags) {

@@ -56,17 +56,19 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
     static const char *ffns[] = {"gated", "fused_gate_up", "plain"};
     static const char *ropes[] = {"none", "norm", "neox"};
     put(&o, "{\"arch\":{\"name\":\"%s\",\"norm\":\"%s\",\"act\":\"%s\",\"ffn\":\"%s\","
-            "\"rope\":\"%s\",\"pos_embd\":%d,\"swa\":%d,\"encoder\":%d},",
+            "\"rope\":\"%s\",\"pos_embd\":%d,\"swa\":%d,\"encoder\":%d,\"attn_gate\":%d},",
         a->name, norms[a->norm], acts[a->act], ffns[a->ffn], ropes[a->rope], a->pos_embd, a->swa,
-        (int)a->encoder);
+        (int)a->encoder, (int)a->attn_gate);
     put(&o, "\"hp\":{\"dim\":%d,\"hidden_dim\":%d,\"n_layers\":%d,\"n_heads\":%d,"
             "\"n_kv_heads\":%d,\"vocab_size\":%d,\"seq_len\":%d,\"head_size\":%d,\"q_dim\":%d,"
             "\"kv_dim\":%d,\"n_rot\":%d,\"n_swa\":%d,\"n_ctx_orig\":%d,\"bidirectional\":%d,"
-            "\"n_rec_layers\":%d,",
+            "\"n_rec_layers\":%d,\"n_attn_layers\":%d,\"ssm_conv\":%d,\"ssm_d\":%d,"
+            "\"ssm_hk\":%d,\"ssm_hv\":%d,\"ssm_channels\":%d,\"state_floats\":%zu,",
         (int)p->dim, (int)p->hidden_dim, (int)p->n_layers, (int)p->n_heads, (int)p->n_kv_heads,
         (int)p->vocab_size, (int)p->seq_len, (int)p->head_size, (int)p->q_dim, (int)p->kv_dim,
         (int)p->n_rot, (int)p->n_swa, (int)p->n_ctx_orig, (int)p->bidirectional,
-        (int)p->n_rec_layers);
+        (int)p->n_rec_layers, (int)p->n_attn_layers, (int)p->ssm_conv, (int)p->ssm_d,
+        (int)p->ssm_hk, (int)p->ssm_hv, (int)p->ssm_channels, p->state_floats);
     /* %.9g: every float32 value round-trips */
     put(&o, "\"norm_eps\":%.9g,\"rope_theta\":%.9g,\"rope_freq_scale\":%.9g,"
             "\"rope_theta_swa\":%.9g,\"rope_attn_factor\":%.9g,\"q_scale\":%.9g,"
@@ -89,7 +91,29 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
     put(&o, "},\"layers\":[");
     for (int32_t l = 0; l < p->n_layers; l++) {
         const wlm_layer_weights *lw = &w->layers[l];
-        put(&o, "%s{\"swa\":%d,", l ? "," : "", (int)lw->swa);
+        static const char *mixers[] = {"attn", "deltanet", "shortconv"};
+        put(&o, "%s{\"swa\":%d,\"mixer\":\"%s\",\"kv_slot\":%d,\"state_off\":%zu,", l ? "," : "",
+            (int)lw->swa, mixers[lw->mixer], (int)lw->kv_slot, lw->state_off);
+        /* a recurrent layer's (recurrent.c; null elsewhere): projections, conv kernel (channels
+         * × ssm_conv taps, one row here), DeltaNet's dt bias, A and head norm */
+        put_tensor(&o, "ssm_in", &lw->ssm_in);
+        put(&o, ",");
+        put_tensor(&o, "ssm_gate", &lw->ssm_gate);
+        put(&o, ",");
+        put_tensor(&o, "ssm_beta", &lw->ssm_beta);
+        put(&o, ",");
+        put_tensor(&o, "ssm_alpha", &lw->ssm_alpha);
+        put(&o, ",");
+        put_tensor(&o, "ssm_out", &lw->ssm_out);
+        put(&o, ",");
+        put_vec(&o, "conv_w", lw->conv_w, p->ssm_channels * p->ssm_conv);
+        put(&o, ",");
+        put_vec(&o, "ssm_dt", lw->ssm_dt, p->ssm_hv);
+        put(&o, ",");
+        put_vec(&o, "ssm_a", lw->ssm_a, p->ssm_hv);
+        put(&o, ",");
+        put_vec(&o, "ssm_norm", lw->ssm_norm, p->ssm_d);
+        put(&o, ",");
         put_vec(&o, "attn_norm", lw->rms_att, D);
         put(&o, ",");
         put_vec(&o, "attn_norm_b", lw->att_norm_b, D);

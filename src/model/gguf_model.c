@@ -132,6 +132,10 @@ static int get_floats(wlm_model *m, const wlm_gguf *g, const char *name, int32_t
     wlm_tensor t = {0};
     int rc = get_matrix(m, g, name, rows, cols, &t);
     if (rc != WLM_OK) return rc;
+    if (wlm_gguf_find_tensor(g, name)->external) /* (wlm_gguf_tensor_resident's rule) */
+        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                             "float tensor %s (%d × %d) is held outside the model's memory, where "
+                             "it cannot be read as floats", name, (int)rows, (int)cols);
     if (t.type == WLM_TYPE_F32) {
         *out = t.data;
         return WLM_OK;
@@ -276,10 +280,6 @@ static int read_hybrid(wlm_model *m, const wlm_gguf *g, int32_t *mixer) {
         hp->n_attn_layers = hp->n_layers;
         return WLM_OK;
     }
-    if (m->tensors_external)
-        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
-                             "%s's recurrent layers run on the CPU backend only (not yet on "
-                             "WebGPU)", a->name);
     if (hp->bidirectional) /* LFM2's ColBERT variants: a centred conv, not implemented */
         return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
                              "%s with bidirectional attention (%s.attention.causal false) is not "

@@ -340,10 +340,6 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->n_ctx = params->n_ctx ? params->n_ctx : p->seq_len;
     c->kv_cache = params->kv_cache != 0;
     c->deferred = params->kv_cache == 2; /* another backend keeps K/V (runtime/deferred.c) */
-    if (c->deferred && p->n_rec_layers)
-        return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
-                             "%s's recurrent layers run on the CPU backend only (not yet on "
-                             "WebGPU)", p->arch->name);
     c->use_simd = params->use_simd != 0;
     c->k = c->use_simd ? &wlm_kernels_simd : &wlm_kernels_ref;
     c->dot_split = c->use_simd && params->dot_form == WLM_DOT_SPLIT && wlm_quant_have_relaxed();

@@ -115,6 +115,7 @@ export class WebGpuBackend {
     const f = (i) => x.wlmjs_deferred_field(ctx, i);
     const sets = f(7), half = this.#desc.hp.n_rot / 2;
     const ropeFreq = new Float32Array(x.memory.buffer, f(6) >>> 0, sets * half).slice();
+    this.#stateLen = [];
     this.#fwd = await GpuForward.create(this.#device, this.#desc, this.#weights, {
       kvF16: this.#kvType !== 'f32', nCtx: f(9), nSeq: f(12), ropeFreq, ropeSets: sets, mscale: f(8),
       pipelines: this.#pipelines, profile: this.#profile,
@@ -123,6 +124,7 @@ export class WebGpuBackend {
 
   #weights = null;
   #desc = null;
+  #stateLen = [];    // a hybrid's sequences: the positions their GPU state holds (-1 / none: unknown)
   #kvType = 'f16';
   #pipelines = null;
 
@@ -151,11 +153,11 @@ export class WebGpuBackend {
     if (n <= 0) return;
     if (this.#lost) throw this.#lostError();
     if (this.#failed) throw this.#failedError();
-    const tokens = new Int32Array(x.memory.buffer, f(1) >>> 0, n).slice();
-    const seqs = new Int32Array(x.memory.buffer, f(2) >>> 0, n).slice();
-    const positions = new Int32Array(x.memory.buffer, f(3) >>> 0, n).slice();
+    let tokens = new Int32Array(x.memory.buffer, f(1) >>> 0, n).slice();
+    let seqs = new Int32Array(x.memory.buffer, f(2) >>> 0, n).slice();
+    let positions = new Int32Array(x.memory.buffer, f(3) >>> 0, n).slice();
     const rows = new Int32Array(x.memory.buffer, f(4) >>> 0, n).slice();
-    const want = Array.from(rows, (r) => r >= 0);
+    let want = Array.from(rows, (r) => r >= 0);
     const exact = f(10) === 1; // a speculative verification: logits as one token at a time's
     const shifts = new Int32Array(x.memory.buffer, f(11) >>> 0, 3 * f(12)).slice();
     const forkRows = new Int32Array(x.memory.buffer, f(13) >>> 0, 3 * f(14)).slice();
@@ -177,10 +179,13 @@ export class WebGpuBackend {
       const forks = [];
       for (let i = 0; i < forkRows.length; i += 3) forks.push([forkRows[i], forkRows[i + 1], forkRows[i + 2]]);
       await this.#fwd.cache.fork(forks); // beam search's forks first, then the shifts
+      for (const [src, dst, rows] of forks) if (src !== dst) this.#stateLen[dst] = this.#stateLen[src] === rows ? rows : -1;
       for (let s = 0; 3 * s < shifts.length; s++) { // context shifts: keep, discard, end
         if (shifts[3 * s + 1] > 0) await this.#fwd.cache.shift(s, shifts[3 * s], shifts[3 * s + 1], shifts[3 * s + 2]);
       }
+      if (this.#fwd.cache.state) ({ tokens, positions, seqs, want } = this.#stateReplay(tokens, positions, seqs, want));
       await this.#fwd.run(tokens, positions, want, { exact, seqs, into });
+      for (let i = 0; i < tokens.length; i++) this.#stateLen[seqs[i]] = positions[i] + 1;
     } catch (e) {
       if (this.#lost || /lost|destroyed/i.test(String(e?.message))) {
         this.#lost ??= String(e?.message ?? e);
@@ -191,6 +196,42 @@ export class WebGpuBackend {
     if (this.#lost) throw this.#lostError();
     if (this.#failed) throw this.#failedError();
     x.wlmjs_deferred_supplied(ctx);
+  }
+
+  /**
+   * A hybrid's recurrent state cannot be cut back as the KV cache can: each sequence's GPU state
+   * holds its first #stateLen[seq] positions. A batch whose first entry of a sequence is at
+   * position 0 empties that state first; one at any other position than the state's (C cut the
+   * sequence back: a prompt cache reused up to a divergence, a speculative round's rejected
+   * tokens; or the state is unknown) empties it and replays the sequence's tokens before that
+   * position, which C keeps (wlmjs_seq_tokens), as entries that want no logits (their K/V rows
+   * are written again with the same values). Returns the batch to run.
+   */
+  #stateReplay(tokens, positions, seqs, want) {
+    const x = this.#x, seen = new Set(), zero = [];
+    const pre = { tokens: [], positions: [], seqs: [] };
+    for (let i = 0; i < tokens.length; i++) {
+      const s = seqs[i];
+      if (seen.has(s)) continue;
+      seen.add(s);
+      const p = positions[i];
+      if (p === (this.#stateLen[s] ?? -1) && p > 0) continue;
+      zero.push(s);
+      if (p === 0) continue;
+      const addr = x.wlmjs_seq_tokens(this.#ctx, s) >>> 0;
+      if (!addr) throw jsError('WLM_ERR_STATE', `WebGPU: sequence ${s}'s tokens are not readable for its recurrent state's replay`);
+      const t = new Int32Array(x.memory.buffer, addr, p);
+      for (let j = 0; j < p; j++) { pre.tokens.push(t[j]); pre.positions.push(j); pre.seqs.push(s); }
+    }
+    for (const s of seen) this.#stateLen[s] = -1; // until the batch has run
+    this.#fwd.cache.zeroState(zero);
+    if (!pre.tokens.length) return { tokens, positions, seqs, want };
+    return {
+      tokens: Int32Array.from([...pre.tokens, ...tokens]),
+      positions: Int32Array.from([...pre.positions, ...positions]),
+      seqs: Int32Array.from([...pre.seqs, ...seqs]),
+      want: [...pre.tokens.map(() => false), ...want],
+    };
   }
 
   #failedError() {

@@ -5,7 +5,9 @@
 // K/V into the layer's cache, in one dispatch → Q scale → attention (window on window layers) →
 // output projection (+ bias) → post-norm → residual → norm → feed-forward (SwiGLU / GeGLU / GELU
 // MLP) → post-norm → residual; then the final norm, the classifier and the soft-cap for the
-// entries that want logits. A batch runs in chunks of up to `chunk` entries, each one compute pass whose bind
+// entries that want logits; a hybrid's recurrent layers (mixer 'deltanet' / 'shortconv', the
+// kernels of wgsl_recurrent.js on each sequence's state in cache.state) and gated attention
+// (attn_q's per-head query and gate rows) in recurrent.c's / forward.c's order. A batch runs in chunks of up to `chunk` entries, each one compute pass whose bind
 // groups were built once (the entry count is the grid's z); a weight product runs the
 // matrix-vector kernel for one entry (decode), its batch form for a few, and the tiled
 // matrix-matrix kernel (wgsl_matmat.js) from MATMAT_MIN_ENT entries (prefill). The KV cache
@@ -19,6 +21,7 @@ import { MATMAT_MIN_ENT, matmatWgsl, TILE } from './wgsl_matmat.js';
 import { checkFits, USAGE } from './weights.js';
 import { GpuKvCache } from './kv_cache.js';
 import { GPU_TYPES } from './wgsl_quant.js';
+import { convWgsl, deltanetWgsl, l2normWgsl, sigmoidGateWgsl, ssmGatesWgsl } from './wgsl_recurrent.js';
 
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
 /** A layer's bias entry as a list of vectors: none, one, or joined Q/K/V biases (fuseMatrices). */
@@ -81,6 +84,11 @@ export class Pipelines {
                 : kind === 'kv_shift' ? kvShiftWgsl(arg)
                 : kind === 'attention' ? attentionWgsl(arg)
                   : kind === 'attn_combine' ? attentionCombineWgsl()
+                  : kind === 'conv' ? convWgsl()
+                  : kind === 'l2norm' ? l2normWgsl()
+                  : kind === 'ssm_gates' ? ssmGatesWgsl()
+                  : kind === 'deltanet' ? deltanetWgsl()
+                  : kind === 'sigmoid_gate' ? sigmoidGateWgsl()
                   : eltwiseWgsl(arg);
       p = makePipeline(this.#device, code, key);
       this.#cache.set(key, p);
@@ -151,6 +159,19 @@ export class GpuForward {
     return this.desc.arch.ffn === 'fused_gate_up' || this.desc.layers.some((l) => l.w13);
   }
 
+  /** A hybrid's activations per entry (recurrent.c's scratch): qg, a gated attention's query
+   *  and gate rows (2 q_dim); rin, a recurrent layer's input projection (DeltaNet's q, k, v
+   *  heads: ssm_channels; LFM2's B, C, x: 3 dim); rba, DeltaNet's beta and decay (2 ssm_hv);
+   *  rz and ro, DeltaNet's output gate and the mixer's output (one stride: the delta-rule
+   *  kernel's zo_estride). */
+  #hybridSizes() {
+    const h = this.desc.hp, kinds = new Set(this.desc.layers.map((l) => l.mixer));
+    const VD = kinds.has('deltanet') ? h.ssm_hv * h.ssm_d : 0;
+    const rin = Math.max(kinds.has('deltanet') ? h.ssm_channels : 0, kinds.has('shortconv') ? 3 * h.dim : 0);
+    const ro = rin ? Math.max(VD, h.dim) : 0;
+    return { qg: this.desc.arch.attn_gate ? 2 * h.q_dim : 0, rin, rba: VD ? 2 * h.ssm_hv : 0, rz: VD ? ro : 0, ro };
+  }
+
   /** Activation offsets for `B` entries: {name: float offset, total}. */
   #layout(B) {
     const h = this.desc.hp;
@@ -161,6 +182,7 @@ export class GpuForward {
       qkv: fusedQkv ? h.q_dim + 2 * h.kv_dim : 0, hb: fusedUp ? 2 * h.hidden_dim : h.hidden_dim,
       hb2: h.hidden_dim, cs: this.#ropeSets * h.n_rot, logits: h.vocab_size,
       att: h.n_heads * this.#attSplits * (h.head_size + 2),
+      ...this.#hybridSizes(),
     };
     const off = {};
     let at = 0;
@@ -213,6 +235,7 @@ export class GpuForward {
     const pad = (n) => (n + 3) & ~3;
     const E = { x: pad(D), xb: pad(XS), xb2: pad(D), q: pad(Q), k: pad(KV), v: pad(KV), qkv: pad(Q + 2 * KV), hb: pad(HS), hb2: pad(H), logits: pad(V),
       att: pad(h.n_heads * this.#attSplits * (hs + 2)) };
+    for (const [k, n] of Object.entries(this.#hybridSizes())) E[k] = pad(n);
     const wg = (n) => Math.ceil(n / WG);
     const rowsGrid = (rows) => { const x = Math.min(rows, maxX); return [x, Math.ceil(rows / x)]; };
     const vecOf = (t) => w.vecOff.get(t[4]);
@@ -290,39 +313,35 @@ export class GpuForward {
     const pe = desc.tensors.position_embd;
     if (pe) specs.push(['embed', pe[0], [D, pe[3], B, o.x, E.x, 1, fbits(1)], [{ buffer: bufOf(pe) }, S], (n) => [wg(D), 1, n]]);
 
-    desc.layers.forEach((l, li) => {
-      const set = this.#ropeSets > 1 && l.swa ? 1 : 0;
-      norm(D, o.x, E.x, 0, o.xb, E.xb, 0, l.attn_norm, l.attn_norm_b);
-      let qo, ko, vo, qE, kE;
-      if (l.wqkv) {
-        matvec(l.wqkv, o.xb, E.xb, o.qkv, E.qkv, false, false, l.bqkv);
-        qo = o.qkv; ko = o.qkv + Q; vo = o.qkv + Q + KV; qE = kE = E.qkv;
-      } else {
-        matvec(l.wq, o.xb, E.xb, o.q, E.q, false, false, l.bq);
-        matvec(l.wk, o.xb, E.xb, o.k, E.k, false, false, l.bk);
-        matvec(l.wv, o.xb, E.xb, o.v, E.v, false, false, l.bv);
-        qo = o.q; ko = o.k; vo = o.v; qE = E.q; kE = E.k;
-      }
-      if (l.q_norm) {
-        norm(hs, qo, qE, hs, qo, qE, hs, l.q_norm, null, h.n_heads);
-        norm(hs, ko, kE, hs, ko, kE, hs, l.k_norm, null, h.n_kv_heads);
-      }
-      const kvBind = { buffer: this.cache.layers[li] };
-      if (a.rope !== 'none') {
-        ropeQKStore(qo, qE, ko, kE, vo, set, kvBind);
-      } else {
-        specs.push(['kv_store', this.#kvF16, [ko, vo, kE, KV, this.#nCtx, B, 3 * B + 4], [kvBind, S],
-          (n) => [wg(this.#kvF16 ? KV / 2 : KV), 1, n]]);
-      }
-      if (h.q_scale !== 1) specs.push(['eltwise', 'scale', [qo, qE, Q, fbits(h.q_scale)], [], (n) => [wg(Q), 1, n]]);
-      // split over the cache (the splits this pass's longest entry needs: ns), then combined
-      specs.push(['attention', this.#kvF16, [qo, qE, 0, 0, hs, KV, this.#nCtx, h.n_heads / h.n_kv_heads, B,
-        l.swa ? h.n_swa : 0, fbits(1 / Math.sqrt(hs)), 0, o.att, E.att, this.#attSplits, 3 * B + 4], [kvBind, S],
-      (n, m, ns) => [h.n_heads, ns, n]]);
-      specs.push(['attn_combine', '', [o.xb, E.xb, hs, o.att, E.att, this.#attSplits, 3 * B + 2], [S],
-        (n) => [h.n_heads, 1, n]]);
-      residual(l.wo, o.xb, E.xb, o.xb2, E.xb2, l.bo, l.post_attn_norm);
+    // a hybrid's recurrent layers (recurrent.c's order): the conv and the delta rule walk the
+    // chunk's entries in order over each entry's sequence state (R: cache.state)
+    const R = this.cache.state ? { buffer: this.cache.state } : null;
+    const SF = h.state_floats ?? 0;
+    const deltanet = (l) => {
+      const { ssm_d: Dk, ssm_hk: HK, ssm_hv: HV, ssm_channels: C } = h;
+      matvec(l.ssm_in, o.xb, E.xb, o.rin, E.rin);
+      matvec(l.ssm_gate, o.xb, E.xb, o.rz, E.rz);
+      matvec(l.ssm_beta, o.xb, E.xb, o.rba, E.rba);
+      matvec(l.ssm_alpha, o.xb, E.xb, o.rba + HV, E.rba);
+      specs.push(['conv', '', [o.rin, E.rin, o.rin, E.rin, C, h.ssm_conv, vecOf(l.conv_w), NONE, NONE, 1, l.state_off, SF, 3 * B, 3 * B + 4],
+        [R, Vb, S], (n) => [wg(C), 1, n ? 1 : 0]]);
+      const qscale = Math.fround(1 / Math.fround(Math.sqrt(Dk))); // 1.0f / sqrtf(D)
+      specs.push(['l2norm', '', [Dk, o.rin, E.rin, Dk, fbits(h.norm_eps), HK, fbits(qscale)], [], (n) => [2 * HK, 1, n]]);
+      specs.push(['ssm_gates', '', [o.rba, o.rba + HV, E.rba, HV, vecOf(l.ssm_dt), vecOf(l.ssm_a)], [Vb], (n) => [wg(HV), 1, n]]);
+      // the layer's state: the conv's K − 1 rows of C inputs, then each value head's D × D
+      specs.push(['deltanet', '', [o.rin, E.rin, Dk, HK, o.rba, E.rba, HV, o.rz, o.ro, E.ro, l.state_off + (h.ssm_conv - 1) * C, SF, vecOf(l.ssm_norm),
+        fbits(h.norm_eps), 3 * B, 3 * B + 4], [R, Vb, S], (n) => [HV, 1, n ? 1 : 0]]);
+      residual(l.ssm_out, o.ro, E.ro, o.xb2, E.xb2, null, null);
+    };
+    const shortconv = (l) => { // [B, C, x] = in_proj · h; y = C ⊙ conv(B ⊙ x)
+      matvec(l.ssm_in, o.xb, E.xb, o.rin, E.rin);
+      specs.push(['conv', '', [o.rin + 2 * D, E.rin, o.ro, E.ro, D, h.ssm_conv, vecOf(l.conv_w), o.rin, o.rin + D, 0, l.state_off, SF, 3 * B, 3 * B + 4],
+        [R, Vb, S], (n) => [wg(D), 1, n ? 1 : 0]]);
+      residual(l.ssm_out, o.ro, E.ro, o.xb2, E.xb2, null, null);
+    };
 
+    // a layer's feed-forward, after its mixer's residual
+    const ffn = (l) => {
       norm(D, o.x, E.x, 0, o.xb, E.xb, 0, l.ffn_norm, l.ffn_norm_b);
       const act = a.act === 'gelu' ? 1 : 0;
       if (l.w13) { // gate and up joined (fuseMatrices)
@@ -339,6 +358,58 @@ export class GpuForward {
         specs.push(['eltwise', 'glu', [o.hb, E.hb, 0, 0, H, 1, 0], [], (n) => [wg(H), 1, n]]);
       }
       residual(l.w2, o.hb, E.hb, o.xb, E.xb, l.b_down, l.post_ffn_norm);
+    };
+
+    desc.layers.forEach((l, li) => {
+      const set = this.#ropeSets > 1 && l.swa ? 1 : 0;
+      norm(D, o.x, E.x, 0, o.xb, E.xb, 0, l.attn_norm, l.attn_norm_b);
+      if (l.mixer === 'deltanet' || l.mixer === 'shortconv') {
+        (l.mixer === 'deltanet' ? deltanet : shortconv)(l);
+        ffn(l);
+        return;
+      }
+      let qo, ko, vo, qE, kE;
+      if (a.attn_gate) { // attn_q: per head the query rows, then as many gate rows
+        if (!l.q_norm) throw jsError('WLM_ERR_UNSUPPORTED', `WebGPU: ${a.name}'s gated attention needs per-head Q/K norms`);
+        matvec(l.wq, o.xb, E.xb, o.qg, E.qg);
+        matvec(l.wk, o.xb, E.xb, o.k, E.k, false, false, l.bk);
+        matvec(l.wv, o.xb, E.xb, o.v, E.v, false, false, l.bv);
+        qo = o.q; ko = o.k; vo = o.v; qE = E.q; kE = E.k;
+      } else if (l.wqkv) {
+        matvec(l.wqkv, o.xb, E.xb, o.qkv, E.qkv, false, false, l.bqkv);
+        qo = o.qkv; ko = o.qkv + Q; vo = o.qkv + Q + KV; qE = kE = E.qkv;
+      } else {
+        matvec(l.wq, o.xb, E.xb, o.q, E.q, false, false, l.bq);
+        matvec(l.wk, o.xb, E.xb, o.k, E.k, false, false, l.bk);
+        matvec(l.wv, o.xb, E.xb, o.v, E.v, false, false, l.bv);
+        qo = o.q; ko = o.k; vo = o.v; qE = E.q; kE = E.k;
+      }
+      if (a.attn_gate) { // the query rows normed out of qg into q (the head's gate rows stay)
+        norm(hs, o.qg, E.qg, 2 * hs, qo, qE, hs, l.q_norm, null, h.n_heads);
+        norm(hs, ko, kE, hs, ko, kE, hs, l.k_norm, null, h.n_kv_heads);
+      } else if (l.q_norm) {
+        norm(hs, qo, qE, hs, qo, qE, hs, l.q_norm, null, h.n_heads);
+        norm(hs, ko, kE, hs, ko, kE, hs, l.k_norm, null, h.n_kv_heads);
+      }
+      const kvBind = { buffer: this.cache.layers[l.kv_slot ?? li] };
+      if (a.rope !== 'none') {
+        ropeQKStore(qo, qE, ko, kE, vo, set, kvBind);
+      } else {
+        specs.push(['kv_store', this.#kvF16, [ko, vo, kE, KV, this.#nCtx, B, 3 * B + 4], [kvBind, S],
+          (n) => [wg(this.#kvF16 ? KV / 2 : KV), 1, n]]);
+      }
+      if (h.q_scale !== 1) specs.push(['eltwise', 'scale', [qo, qE, Q, fbits(h.q_scale)], [], (n) => [wg(Q), 1, n]]);
+      // split over the cache (the splits this pass's longest entry needs: ns), then combined
+      specs.push(['attention', this.#kvF16, [qo, qE, 0, 0, hs, KV, this.#nCtx, h.n_heads / h.n_kv_heads, B,
+        l.swa ? h.n_swa : 0, fbits(1 / Math.sqrt(hs)), 0, o.att, E.att, this.#attSplits, 3 * B + 4], [kvBind, S],
+      (n, m, ns) => [h.n_heads, ns, n]]);
+      specs.push(['attn_combine', '', [o.xb, E.xb, hs, o.att, E.att, this.#attSplits, 3 * B + 2], [S],
+        (n) => [h.n_heads, 1, n]]);
+      if (a.attn_gate) { // o ⊙ sigmoid(gate), per head
+        specs.push(['sigmoid_gate', '', [o.xb, E.xb, hs, o.qg + hs, E.qg, 2 * hs, hs], [], (n) => [wg(hs), h.n_heads, n]]);
+      }
+      residual(l.wo, o.xb, E.xb, o.xb2, E.xb2, l.bo, l.post_attn_norm);
+      ffn(l);
     });
 
     // the entries that want logits: final norm gathered by S[2B + j], classifier, soft-cap

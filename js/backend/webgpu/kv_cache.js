@@ -1,5 +1,6 @@
 // kv_cache.js — the KV cache in GPU memory, and what moves its rows without a forward pass.
-// Per layer one buffer: for each of nSeq sequences a block of nCtx K rows, then nCtx V rows
+// Per attention layer one buffer (a hybrid's by kv_slot; its recurrent state in one more buffer,
+// hp.state_floats floats a sequence, laid out as read_hybrid's): for each of nSeq sequences a block of nCtx K rows, then nCtx V rows
 // (kv_dim elements a row: F16 two to a word, rounded as wlm_kv_store, or F32), written and read
 // by forward.js's kv_store and attention kernels. shift() applies a context shift C has recorded
 // (wlm_seq_shift_internal): a sequence's rows keep + discard .. end − 1 move down to keep .., K
@@ -17,7 +18,9 @@ import { checkFits, USAGE } from './weights.js';
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
 
 export class GpuKvCache {
-  layers = [];   // GPUBuffer per layer
+  layers = [];   // GPUBuffer per attention layer, by its kv_slot
+  state = null;  // a hybrid's recurrent state: nSeq blocks of hp.state_floats floats (else null)
+  #stateScratch = null;
   bytes = 0;     // GPU bytes held: the layers, then the scratch and the shift's buffers once made
   #device;
   #desc;
@@ -41,11 +44,15 @@ export class GpuKvCache {
     const c = new GpuKvCache(device, desc, opts);
     const layerBytes = c.#nSeq * 2 * c.#nCtx * c.#rowBytes;
     checkFits(device, `the KV cache of one layer (nCtx ${c.#nCtx}${c.#nSeq > 1 ? `, ${c.#nSeq} sequences` : ''})`, layerBytes);
+    const nAttn = desc.hp.n_attn_layers ?? desc.hp.n_layers;
+    const stateBytes = c.#nSeq * (desc.hp.state_floats ?? 0) * 4;
+    if (stateBytes) checkFits(device, `the recurrent state${c.#nSeq > 1 ? ` of ${c.#nSeq} sequences` : ''}`, stateBytes);
     device.pushErrorScope('out-of-memory');
-    for (let l = 0; l < desc.hp.n_layers; l++) {
+    for (let l = 0; l < nAttn; l++) {
       c.layers.push(device.createBuffer({ label: `kv.${l}`, size: (layerBytes + 3) & ~3, usage: USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST }));
     }
-    c.bytes = desc.hp.n_layers * layerBytes;
+    if (stateBytes) c.state = device.createBuffer({ label: 'recurrent state', size: stateBytes, usage: USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST });
+    c.bytes = nAttn * layerBytes + stateBytes;
     const oom = await device.popErrorScope();
     if (oom) {
       c.destroy();
@@ -103,7 +110,7 @@ export class GpuKvCache {
     }
     const pipeline = await this.#pipelines.get('kv_shift', this.#f16);
     const words = new Uint32Array(h.n_layers * PARAM_SLOT / 4);
-    const binds = this.#desc.layers.map((l, li) => {
+    const binds = this.#desc.layers.filter((l) => (l.kv_slot ?? 0) >= 0).map((l, li) => { // li: the kv_slot
       const set = this.#ropeSets > 1 && l.swa ? 1 : 0;
       words.set([h.kv_dim, this.#nCtx, h.head_size, h.n_rot, this.#desc.arch.rope === 'neox' ? 1 : 0, set * h.n_rot, 0], li * PARAM_SLOT / 4);
       return device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [
@@ -158,6 +165,11 @@ export class GpuKvCache {
   async fork(forks) {
     if (!forks.some(([src, dst, n]) => n > 0 && src !== dst)) return;
     const scratch = await this.#scratchBuffer();
+    const stBytes = (this.#desc.hp.state_floats ?? 0) * 4;
+    if (this.state && !this.#stateScratch) {
+      this.#stateScratch = this.#device.createBuffer({ label: 'state scratch', size: stBytes, usage: USAGE.COPY_SRC | USAGE.COPY_DST });
+      this.bytes += stBytes;
+    }
     const enc = this.#device.createCommandEncoder();
     for (const [src, dst, n] of forks) {
       if (n < 1 || src === dst) continue;
@@ -168,13 +180,30 @@ export class GpuKvCache {
         enc.copyBufferToBuffer(scratch, 0, kv, dk, bytes);
         enc.copyBufferToBuffer(scratch, bytes, kv, dv, bytes);
       }
+      if (this.state) { // the recurrent state is copied, as C's fork copies it
+        enc.copyBufferToBuffer(this.state, src * stBytes, this.#stateScratch, 0, stBytes);
+        enc.copyBufferToBuffer(this.#stateScratch, 0, this.state, dst * stBytes, stBytes);
+      }
     }
+    this.#device.queue.submit([enc.finish()]);
+  }
+
+  /** Empties the recurrent state of each sequence of `seqs` (a hybrid's sequence starting at
+   *  position 0), ordered before the next forward pass's. */
+  zeroState(seqs) {
+    if (!this.state || !seqs.length) return;
+    const stBytes = this.#desc.hp.state_floats * 4;
+    const enc = this.#device.createCommandEncoder();
+    for (const s of seqs) enc.clearBuffer(this.state, s * stBytes, stBytes);
     this.#device.queue.submit([enc.finish()]);
   }
 
   destroy() {
     for (const b of this.layers) b.destroy();
     this.layers = [];
+    this.state?.destroy();
+    this.#stateScratch?.destroy();
+    this.state = this.#stateScratch = null;
     this.#scratch?.destroy();
     if (this.#shift) for (const b of [this.#shift.params, this.#shift.cs, this.#shift.args]) b.destroy();
     this.#scratch = this.#shift = null;

@@ -10,13 +10,21 @@
 
 import { jsError } from '../../errors.js';
 import { GPU_TYPES, typeName } from './wgsl_quant.js';
+import { MAX_SSM_HEAD } from './wgsl_recurrent.js';
 
 export const USAGE = Object.freeze({ MAP_READ: 1, COPY_SRC: 4, COPY_DST: 8, UNIFORM: 64, STORAGE: 128, QUERY_RESOLVE: 512 });
 
-const MATRICES = ['wq', 'wk', 'wv', 'wqkv', 'wo', 'w1', 'w2', 'w3', 'w13'];
+const MATRICES = ['wq', 'wk', 'wv', 'wqkv', 'wo', 'w1', 'w2', 'w3', 'w13', 'ssm_in', 'ssm_gate', 'ssm_beta', 'ssm_alpha', 'ssm_out'];
 const VECTORS = ['attn_norm', 'attn_norm_b', 'bqkv', 'bq', 'bk', 'bv', 'q_norm', 'k_norm', 'bo',
-  'post_attn_norm', 'ffn_norm', 'ffn_norm_b', 'b_up', 'b_down', 'post_ffn_norm'];
+  'post_attn_norm', 'ffn_norm', 'ffn_norm_b', 'b_up', 'b_down', 'post_ffn_norm', 'conv_w', 'ssm_dt', 'ssm_a', 'ssm_norm'];
 const GGUF_NAMES = { wq: 'attn_q', wk: 'attn_k', wv: 'attn_v', wqkv: 'attn_qkv', wo: 'attn_output', w1: 'ffn_gate', w2: 'ffn_down', w3: 'ffn_up', w13: 'ffn_gate_up' };
+/** A recurrent layer's matrices by mixer (src/model/gguf_model.c map_recurrent). */
+const SSM_NAMES = {
+  deltanet: { ssm_in: 'attn_qkv', ssm_gate: 'attn_gate', ssm_beta: 'ssm_beta', ssm_alpha: 'ssm_alpha', ssm_out: 'ssm_out' },
+  shortconv: { ssm_in: 'shortconv.in_proj', ssm_out: 'shortconv.out_proj' },
+};
+/** The GGUF name (without .weight) of matrix `k` of layer `l`. */
+const ggufName = (l, k) => SSM_NAMES[l.mixer]?.[k] ?? GGUF_NAMES[k];
 
 /**
  * `desc` with each layer's Q, K and V matrices joined into one `wqkv`, and its gate and up
@@ -44,7 +52,7 @@ export function fuseMatrices(desc, maxBytes) {
   };
   const layers = desc.layers.map((l, li) => {
     const out = { ...l };
-    const qkv = l.wqkv ? null : join(li, ['wq', 'wk', 'wv']);
+    const qkv = l.wqkv || desc.arch.attn_gate ? null : join(li, ['wq', 'wk', 'wv']); // (a gated attn_q holds gate rows too)
     const biases = [l.bq, l.bk, l.bv];
     const nb = biases.filter(Boolean).length;
     if (qkv && (nb === 0 || (nb === 3 && l.bq[2] % 4 === 0 && l.bk[2] % 4 === 0))) {
@@ -66,7 +74,7 @@ export function matrices(desc) {
     if (desc.tensors[k]) out.push([k === 'output' ? 'output' : `${k}`, desc.tensors[k]]);
   }
   desc.layers.forEach((l, i) => {
-    for (const k of MATRICES) if (l[k]) out.push([`blk.${i}.${GGUF_NAMES[k]}`, l[k]]);
+    for (const k of MATRICES) if (l[k]) out.push([`blk.${i}.${ggufName(l, k)}`, l[k]]);
   });
   return out;
 }
@@ -79,8 +87,8 @@ export function unsupportedReason(desc, { maxHead }) {
   if (desc.arch?.encoder || desc.hp?.bidirectional) {
     return `the GPU forward pass is causal only: ${desc.arch?.encoder ? 'an encoder' : 'bidirectional attention'} (${desc.arch?.name}) runs on the CPU`;
   }
-  if (desc.hp?.n_rec_layers > 0) {
-    return `${desc.arch?.name}'s recurrent layers (${desc.hp.n_rec_layers} of ${desc.hp.n_layers}) run on the CPU backend only (not yet on WebGPU)`;
+  if (desc.hp?.n_rec_layers > 0 && desc.hp.ssm_d > MAX_SSM_HEAD) {
+    return `${desc.arch?.name}'s DeltaNet head size ${desc.hp.ssm_d} is above the GPU kernel's ${MAX_SSM_HEAD}`;
   }
   const missing = new Map();
   for (const [name, t] of matrices(desc)) if (!GPU_TYPES[t[0]] && !missing.has(t[0])) missing.set(t[0], name);
