@@ -50,7 +50,7 @@ const C_TO_JS = [
   [/\bpresence_penalty\b/g, 'presencePenalty'], [/\bfrequency_penalty\b/g, 'frequencyPenalty'],
   [/\bmax_tokens\b/g, 'maxTokens'], [/\bn_probs\b/g, 'nProbs'], [/\bn_keep\b/g, 'nKeep'],
   [/\bcontext_shift\b/g, 'contextShift'], [/\bcache_prompt\b/g, 'cachePrompt'],
-  [/\bgrammar_lazy\b/g, 'grammarLazy'], [/\bcheckpoint\b/g, 'stateCheckpoint'], [/\bgrammar trigger (\d+)/g, 'grammarTriggers[$1]'],
+  [/\bgrammar_lazy\b/g, 'grammarLazy'], [/\bcheckpoint must be/g, 'stateCheckpoint must be'], [/\bgrammar trigger (\d+)/g, 'grammarTriggers[$1]'],
   [/\bparse_special\b/g, 'parseSpecial'], [/\blength_penalty\b/g, 'lengthPenalty'],
   [/\bn_ctx\b/g, 'nCtx'], [/\bn_seq_max\b/g, 'nSeqMax'], [/\bseq_len\b/g, 'seqLen'],
   [/\bgot -?nan\b/g, 'got NaN'], [/\bgot inf\b/g, 'got Infinity'], [/\bgot -inf\b/g, 'got -Infinity'],

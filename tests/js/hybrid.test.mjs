@@ -57,6 +57,8 @@ for (const arch of ['qwen35', 'lfm2']) {
       assert.ok(kv.contextBytes >= kv.stateBytesAllocated);
       await assert.rejects(collect(engine.generate('Once upon a time', { ...GREEDY, contextShift: true })),
         (e) => e.code === 'WLM_ERR_UNSUPPORTED' && /recurrent/.test(e.message));
+      await assert.rejects(collect(engine.generate('Once upon a time', { ...GREEDY, stateCheckpoint: -1 })),
+        (e) => e.code === 'WLM_ERR_INVALID_ARG' && /^stateCheckpoint must be >= 0/.test(e.message));
     } finally {
       engine.free();
     }
