@@ -165,3 +165,20 @@ export function kernelKit(device, x) {
   }
   return { run, weights };
 }
+
+/** The index of the largest logit. */
+export const argmax = (v) => { let b = 0; for (let i = 1; i < v.length; i++) if (v[i] > v[b]) b = i; return b; };
+
+/** The top-2 margin of logits v (how near a tie the greedy choice is). */
+export const margin = (v) => {
+  let a = -Infinity, b = -Infinity;
+  for (const x of v) { if (x > a) { b = a; a = x; } else if (x > b) b = x; }
+  return a - b;
+};
+
+/** max |a − b| and max |a|. */
+export function diff(a, b) {
+  let d = 0, m = 0;
+  for (let i = 0; i < a.length; i++) { d = Math.max(d, Math.abs(a[i] - b[i])); m = Math.max(m, Math.abs(a[i])); }
+  return { d, m };
+}

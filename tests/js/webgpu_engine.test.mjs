@@ -20,7 +20,7 @@
 // binary16 the largest). The kernels themselves are checked tightly in webgpu_kernels.test.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dawn } from './_webgpu.mjs';
+import { argmax, dawn, diff, margin } from './_webgpu.mjs';
 import { createEngine } from '../../js/wasmlm.js';
 import fs from 'node:fs';
 import { synthCached } from '../../tools/synth_gguf.mjs';
@@ -46,19 +46,7 @@ const PROMPT = 'Once upon a time there was';
 // MATMAT_MIN_ENT entries, which runs through the tiled matrix-matrix kernel (wgsl_matmat.js)
 const LONG_PROMPT = 'Once upon a time there was a little girl who lived in a village near the woods';
 
-const argmax = (v) => { let b = 0; for (let i = 1; i < v.length; i++) if (v[i] > v[b]) b = i; return b; };
-const margin = (v) => {
-  let a = -Infinity, b = -Infinity;
-  for (const x of v) { if (x > a) { b = a; a = x; } else if (x > b) b = x; }
-  return a - b;
-};
 
-/** max |a − b| and max |a|. */
-function diff(a, b) {
-  let d = 0, m = 0;
-  for (let i = 0; i < a.length; i++) { d = Math.max(d, Math.abs(a[i] - b[i])); m = Math.max(m, Math.abs(a[i])); }
-  return { d, m };
-}
 
 /** A GPU object whose adapter reports `limits` (and `info`: e.g. a vendor that makes 'auto'
  *  count SwiftShader as a real GPU) and whose device is reported to `onDevice`; its `requests`

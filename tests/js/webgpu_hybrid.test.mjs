@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dawn } from './_webgpu.mjs';
+import { argmax, dawn, diff, margin } from './_webgpu.mjs';
 import { createEngine } from '../../js/wasmlm.js';
 import { synthCached } from '../../tools/synth_gguf.mjs';
 import { MATMAT_MIN_ENT } from '../../js/backend/webgpu/wgsl_matmat.js';
@@ -24,17 +24,6 @@ const TOL = 1e-3;
 const LONG_PROMPT = 'Once upon a time there was a little girl who lived in a village near the woods';
 const QWEN35_TEMPLATE = fs.readFileSync(path.join(REPO, 'tests/reference/templates/qwen3.5-4b.jinja'), 'utf8');
 
-const argmax = (v) => { let b = 0; for (let i = 1; i < v.length; i++) if (v[i] > v[b]) b = i; return b; };
-const margin = (v) => {
-  let a = -Infinity, b = -Infinity;
-  for (const x of v) { if (x > a) { b = a; a = x; } else if (x > b) b = x; }
-  return a - b;
-};
-function diff(a, b) {
-  let d = 0, m = 0;
-  for (let i = 0; i < a.length; i++) { d = Math.max(d, Math.abs(a[i] - b[i])); m = Math.max(m, Math.abs(a[i])); }
-  return { d, m };
-}
 const collect = async (it) => { const out = []; for await (const t of it) out.push(t); return out; };
 
 async function withPair(file, opts, fn) {
