@@ -34,14 +34,6 @@
 
 /* ---- tensors --------------------------------------------------------------------------------- */
 
-/* 1 when the string holds `part`. */
-static int str_has(wlm_gguf_str s, const char *part) {
-    const size_t n = strlen(part);
-    for (size_t i = 0; i + n <= s.len; i++)
-        if (memcmp(s.ptr + i, part, n) == 0) return 1;
-    return 0;
-}
-
 /* Formats a tensor type for messages: "Q5_K (13)" or "99 (unknown)". */
 static const char *type_desc(int32_t type, char *buf, size_t n) {
     const wlm_type_traits *tr = wlm_type_get(type);
@@ -268,7 +260,7 @@ static int read_kv_heads(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
  *   convolutions of shortconv.l_cache taps elsewhere.
  * State per sequence: each recurrent layer keeps its conv's last K - 1 inputs, and DeltaNet
  * its HV matrices of D × D. */
-#define MAX_CONV 16
+#define MAX_CONV WLM_GGUF_RESIDENT_TAPS /* a conv kernel must stay resident (gguf.h) */
 #define MAX_SSM_D 256 /* kernels' scratch (wlm_deltanet_fn) */
 static int read_hybrid(wlm_model *m, const wlm_gguf *g, int32_t *mixer) {
     wlm_hparams *hp = &m->hp;
@@ -362,20 +354,20 @@ static int read_hybrid(wlm_model *m, const wlm_gguf *g, int32_t *mixer) {
         if (sum == 0)
             return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s adds up to 0", k);
     }
-    /* KV slots and state offsets */
-    size_t off = 0;
-    for (int32_t l = 0; l < hp->n_layers; l++) {
-        if (mixer[l] == WLM_MIX_ATTN) {
-            hp->n_attn_layers++;
-            continue;
-        }
-        hp->n_rec_layers++;
-        off += (size_t)(hp->ssm_conv - 1) * (size_t)hp->ssm_channels;
-        if (mixer[l] == WLM_MIX_DELTANET)
-            off += (size_t)hp->ssm_hv * (size_t)hp->ssm_d * (size_t)hp->ssm_d;
+    for (int32_t l = 0; l < hp->n_layers; l++) { /* (map_weights lays out KV slots and state) */
+        if (mixer[l] == WLM_MIX_ATTN) hp->n_attn_layers++;
+        else hp->n_rec_layers++;
     }
-    hp->state_floats = off;
     return WLM_OK;
+}
+
+/* Floats of one layer's recurrent state: its conv's last K - 1 inputs, and DeltaNet's HV
+ * matrices of D × D; 0 for attention. */
+static size_t layer_state_floats(const wlm_hparams *hp, int32_t mixer) {
+    if (mixer == WLM_MIX_ATTN) return 0;
+    size_t n = (size_t)(hp->ssm_conv - 1) * (size_t)hp->ssm_channels;
+    if (mixer == WLM_MIX_DELTANET) n += (size_t)hp->ssm_hv * (size_t)hp->ssm_d * (size_t)hp->ssm_d;
+    return n;
 }
 
 static int read_hparams(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
@@ -794,15 +786,13 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
         (rc = get_matrix(m, g, "position_embd.weight", hp->seq_len, D, &w->pos_embedding)))
         return rc;
 
-    /* F16 vectors (norms, biases) are converted once; one allocation holds them all: count the
-     * elements of every one-dimensional F16 tensor of the file. */
+    /* F16 vectors (norms, biases) and conv kernels are converted once; one allocation holds
+     * them all: count the elements of every F16 tensor of their shape (gguf.c's resident rule:
+     * one row, or rows of a few taps). */
     uint64_t n_f16 = 0;
     for (size_t i = 0; i < g->n_tensors; i++)
-        if (g->tensors[i].type == WLM_TYPE_F16 && g->tensors[i].ne[2] == 1 &&
-            g->tensors[i].ne[3] == 1 &&
-            (g->tensors[i].ne[1] == 1 || (g->tensors[i].ne[0] <= MAX_CONV &&
-                                          str_has(g->tensors[i].name, "conv"))))
-            n_f16 += (uint64_t)g->tensors[i].ne[0];
+        if (g->tensors[i].type == WLM_TYPE_F16 && wlm_gguf_tensor_resident(&g->tensors[i]))
+            n_f16 += g->tensors[i].n_elements;
     float *spare = NULL;
     if (n_f16) {
         if (n_f16 > SIZE_MAX / sizeof(float) ||
@@ -819,14 +809,11 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
         lw->mixer = mixer[l];
         lw->kv_slot = mixer[l] == WLM_MIX_ATTN ? slot++ : -1;
         lw->state_off = state_off;
-        if (mixer[l] != WLM_MIX_ATTN) {
-            state_off += (size_t)(hp->ssm_conv - 1) * (size_t)hp->ssm_channels;
-            if (mixer[l] == WLM_MIX_DELTANET)
-                state_off += (size_t)hp->ssm_hv * (size_t)hp->ssm_d * (size_t)hp->ssm_d;
-        }
+        state_off += layer_state_floats(hp, mixer[l]);
         if ((rc = map_layer(m, g, l, &spare))) return rc;
         lw->swa = layer_swa[l];
     }
+    hp->state_floats = state_off; /* one sequence's, all layers */
     if (a->encoder) {
         if ((rc = map_encoder(m, g, &spare))) return rc;
     } else if ((rc = get_norm(m, g, final_norm, D, &spare, &w->rms_final)) ||

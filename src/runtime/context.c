@@ -185,14 +185,8 @@ void wlm_state_snapshot(wlm_context *c, int32_t seq, int slot) {
 /* Recomputes sequence seq's state from position `from` (its state, at n_past == from) up to
  * `to`, over its stored tokens, without logits (c->logits and the entries' rows untouched). */
 static int state_replay(wlm_context *c, int32_t seq, int32_t from, int32_t to) {
-    static const int32_t no_logits[WLM_BATCH_CHUNK] = {-1, -1, -1, -1, -1, -1, -1, -1,
-                                                       -1, -1, -1, -1, -1, -1, -1, -1,
-                                                       -1, -1, -1, -1, -1, -1, -1, -1,
-                                                       -1, -1, -1, -1, -1, -1, -1, -1,
-                                                       -1, -1, -1, -1, -1, -1, -1, -1,
-                                                       -1, -1, -1, -1, -1, -1, -1, -1,
-                                                       -1, -1, -1, -1, -1, -1, -1, -1,
-                                                       -1, -1, -1, -1, -1, -1, -1, -1};
+    int32_t no_logits[WLM_BATCH_CHUNK];
+    for (int32_t i = 0; i < WLM_BATCH_CHUNK; i++) no_logits[i] = -1;
     wlm_seq *s = &c->seqs[seq];
     int rc = wlm_kv_reserve(c, seq, from, to); /* rows shared with a fork are copied first */
     if (rc != WLM_OK) return rc;

@@ -93,8 +93,8 @@ static int list_tensors(const spec *s, tdesc *t) {
     const int Q = hs * s->heads, KV = hs * s->kv_heads, C = channels(s);
     const int q35 = has(s->arch, "qwen35");
     int n = 0;
-#define T(nm, c, r, k) (snprintf(t[n].name, sizeof t[n].name, "%s", nm), t[n].cols = (c), t[n].rows = (r), t[n].kind = (k), t[n].mat = (k) == K_MAT, n++)
-#define TL(l, nm, c, r, k) (snprintf(t[n].name, sizeof t[n].name, "blk.%d.%s", l, nm), t[n].cols = (c), t[n].rows = (r), t[n].kind = (k), t[n].mat = (k) == K_MAT, n++)
+#define T(nm, c, r, k) (snprintf(t[n].name, sizeof t[n].name, "%s", nm), t[n].cols = (c), t[n].rows = (r), t[n].kind = (k), t[n].mat = (k) == K_MAT || ((k) == K_CONV && s->type == WLM_TYPE_F16), n++)
+#define TL(l, nm, c, r, k) (snprintf(t[n].name, sizeof t[n].name, "blk.%d.%s", l, nm), t[n].cols = (c), t[n].rows = (r), t[n].kind = (k), t[n].mat = (k) == K_MAT || ((k) == K_CONV && s->type == WLM_TYPE_F16), n++)
     T("token_embd.weight", D, s->vocab, K_MAT);
     T(q35 ? "output_norm.weight" : "token_embd_norm.weight", D, 1, K_NORM);
     if (!s->tied) T("output.weight", D, s->vocab, K_MAT);
