@@ -253,9 +253,10 @@ class WasmlmLanguageModel {
     const raw = !!options.includeRawChunks;
     let text = null, reasoning = null, finish, usage;
     const calls = new Map(); // index → {id, name, args}
+    let cancelled = false;
     const stream = new ReadableStream({
       async start(controller) {
-        const emit = (p) => controller.enqueue(p);
+        const emit = (p) => { if (!cancelled) controller.enqueue(p); };
         emit({ type: 'stream-start', warnings });
         let first = true;
         const endCall = (c) => {
@@ -264,6 +265,7 @@ class WasmlmLanguageModel {
         };
         try {
           for await (const chunk of chunks) {
+            if (cancelled) break; // ends the generation (the generator's return) before the engine is released
             if (raw) emit({ type: 'raw', rawValue: chunk });
             if (first) {
               emit({ type: 'response-metadata', id: chunk.id, timestamp: new Date(chunk.created * 1000), modelId: chunk.model });
@@ -278,7 +280,7 @@ class WasmlmLanguageModel {
               emit({ type: 'reasoning-delta', id: reasoning, delta: d.reasoning_content });
             }
             if (d.content) {
-              if (reasoning !== null) { emit({ type: 'reasoning-end', id: reasoning }); reasoning = false; }
+              if (reasoning) { emit({ type: 'reasoning-end', id: reasoning }); reasoning = false; }
               if (text === null) { text = 'text-0'; emit({ type: 'text-start', id: text }); }
               emit({ type: 'text-delta', id: text, delta: d.content });
             }
@@ -300,22 +302,23 @@ class WasmlmLanguageModel {
               if (ch.tool_call_error) emit({ type: 'error', error: new Error(`tool call: ${ch.tool_call_error}`) });
             }
           }
-          if (reasoning) emit({ type: 'reasoning-end', id: reasoning });
-          if (text) emit({ type: 'text-end', id: text });
-          for (const c of calls.values()) if (!c.ended) endCall(c);
-          emit({ type: 'finish', finishReason: finishReason(finish), usage: usageOf(usage) });
-          controller.close();
+          if (!cancelled) {
+            if (reasoning) emit({ type: 'reasoning-end', id: reasoning });
+            if (text) emit({ type: 'text-end', id: text });
+            for (const c of calls.values()) if (!c.ended) endCall(c);
+            emit({ type: 'finish', finishReason: finishReason(finish), usage: usageOf(usage) });
+            controller.close();
+          }
         } catch (err) {
-          if (err?.name === 'AbortError') controller.error(err);
-          else { emit({ type: 'error', error: err }); controller.close(); }
+          if (!cancelled) {
+            if (err?.name === 'AbortError') controller.error(err);
+            else { emit({ type: 'error', error: err }); controller.close(); }
+          }
         } finally {
-          release();
+          release(); // the generation has ended (its finally ran): the engine is free
         }
       },
-      async cancel() {
-        release();
-        await chunks.return?.();
-      },
+      cancel() { cancelled = true; },
     });
     return { stream, request: { body: req } };
   }
