@@ -31,9 +31,17 @@ const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
 export function paramOf(message) {
   const unknown = /^unknown field '([^']+)'/.exec(message);
   if (unknown) return unknown[1];
-  const lead = /^([a-z_]+(?:\[\d+\]|\.[a-z_]+)*)(?::| must| is| needs| cannot| names| only|\.)/.exec(message);
-  return lead ? lead[1] : null;
+  const lead = /^([a-z_]+)((?:\[\d+\]|\.[a-z_]+)*)[\s:]/.exec(message);
+  return lead && FIELDS.has(lead[1]) ? lead[1] + lead[2] : null;
 }
+
+/** Every top-level field of the three request bodies (chat_completion.js's and ours). */
+const FIELDS = new Set(['messages', 'model', 'tools', 'tool_choice', 'parallel_tool_calls', 'temperature', 'top_p', 'max_tokens',
+  'max_completion_tokens', 'stop', 'seed', 'logprobs', 'top_logprobs', 'response_format', 'stream', 'stream_options', 'n',
+  'frequency_penalty', 'presence_penalty', 'logit_bias', 'user', 'top_k', 'min_p', 'typical_p', 'repeat_penalty', 'repeat_last_n',
+  'cache_prompt', 'chat_template', 'chat_template_kwargs', 'prompt', 'echo', 'suffix', 'best_of', 'input', 'encoding_format',
+  'dimensions', 'functions', 'function_call', 'audio', 'modalities', 'prediction', 'reasoning_effort', 'service_tier', 'store',
+  'metadata', 'web_search_options', 'verbosity']);
 
 export const bad = (message, param = paramOf(message)) => new HttpError(400, message, { param });
 

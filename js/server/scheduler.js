@@ -59,8 +59,8 @@ export class Scheduler {
   #running = 0;      // jobs in the batch decoding now
   #loop = null;
   #idleWaiters = [];
-  /** Totals since start: {batches, sequences, maxBatch}. */
-  stats = { batches: 0, sequences: 0, maxBatch: 0 };
+  /** Totals since start: {batches, sequences, maxBatch, tokens (generated)}. */
+  stats = { batches: 0, sequences: 0, maxBatch: 0, tokens: 0 };
 
   /**
    * @param {object} engine  a loaded Engine (load()'s nSeqMax >= parallel avoids a context rebuild)
@@ -179,7 +179,10 @@ export class Scheduler {
   async #runOne(job) {
     const engine = this.#engine;
     try {
-      for await (const tok of engine.generate(job.prompt, job.params, { signal: job.signal })) job.channel.push(tok);
+      for await (const tok of engine.generate(job.prompt, job.params, { signal: job.signal })) {
+        this.stats.tokens++;
+        job.channel.push(tok);
+      }
       job.setResult(engine.lastResult);
       job.channel.end();
     } catch (err) {
@@ -214,6 +217,7 @@ export class Scheduler {
       if (live.size === 0) return;
       for await (const item of engine.generateBatch(jobs.map((j) => j.prompt), params, { signal: ctl.signal })) {
         const job = jobs[item.seq];
+        if (!item.stopReason) this.stats.tokens++;
         if (!live.has(job)) continue;
         const s = state[item.seq];
         const { seq, stopReason, ...tok } = item;

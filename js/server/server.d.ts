@@ -43,7 +43,8 @@ export interface WasmlmServer {
  * request; stream: server-sent events ending with `data: [DONE]`), POST /v1/completions
  * (prompt: one string; max_tokens default 16; echo; stream), POST /v1/embeddings (input: a
  * string or up to 2048 strings; encoding_format 'float' or 'base64'), GET /v1/models, GET
- * /health ({status: 'ok' | 'draining', waiting, running, batches, sequences, max_batch}; no key
+ * /health ({status: 'ok' | 'draining', waiting, running, batches, sequences, max_batch,
+ * tokens: generated since start}; no key
  * needed). The same paths without /v1 too. Errors are OpenAI's JSON {error: {message, type,
  * param, code}}: 400 for a malformed body (param names the field), 401, 404, 405, 413, 503
  * (queue full: code 'queue_full'; draining), 500. A client that disconnects aborts its
