@@ -208,6 +208,7 @@ export class Scheduler {
       else job.signal?.addEventListener('abort', f, { once: true });
       return f;
     });
+    let begun = false;
     const params = jobs.map((j) => Object.fromEntries(Object.entries(j.params).filter(([k]) => !SINGLE_ONLY.includes(k))));
     try {
       // Prompt lengths for usage (the batch reports them only when all have ended).
@@ -216,6 +217,7 @@ export class Scheduler {
       }
       if (live.size === 0) return;
       for await (const item of engine.generateBatch(jobs.map((j) => j.prompt), params, { signal: ctl.signal })) {
+        begun = true;
         const job = jobs[item.seq];
         if (!item.stopReason) this.stats.tokens++;
         if (!live.has(job)) continue;
@@ -234,7 +236,16 @@ export class Scheduler {
         }
       }
     } catch (err) {
-      if (!(err?.name === 'AbortError' && live.size === 0)) {
+      if (!begun && err?.name !== 'AbortError') {
+        // refused at begin (one prompt past the context, a grammar the engine rejects, …): C
+        // names only the first offending sequence, so each request runs alone and gets its own
+        // answer rather than another's error
+        jobs.forEach((j, i) => j.signal?.removeEventListener('abort', listeners[i]));
+        for (const job of [...live]) {
+          live.delete(job);
+          await this.#runOne(job);
+        }
+      } else if (!(err?.name === 'AbortError' && live.size === 0)) {
         for (const job of live) job.channel.end(err);
       }
     } finally {

@@ -208,6 +208,19 @@ test('--parallel 4: requests that arrive together are decoded in one batch, with
   assert.ok(afterStats.batches - before.batches < prompts.length, 'fewer batches than requests');
 });
 
+test('a request the engine refuses in a batch (a prompt past the context) fails alone; the others are answered', async () => {
+  const long = { model: 'm', messages: [{ role: 'user', content: 'hello '.repeat(5000) }], max_tokens: 4 };
+  const fine = { model: 'm', messages: USER, max_tokens: 4, temperature: 0 };
+  const alone = (await client.chat.completions.create(fine)).choices[0].message.content;
+  const [a, b, c] = await Promise.allSettled([client.chat.completions.create(fine), client.chat.completions.create(long),
+    client.chat.completions.create(fine)]);
+  assert.equal(a.value?.choices[0].message.content, alone, String(a.reason));
+  assert.equal(c.value?.choices[0].message.content, alone, String(c.reason));
+  assert.equal(b.status, 'rejected');
+  assert.equal(b.reason.status, 400, String(b.reason));
+  assert.match(b.reason.message, /context/i);
+});
+
 test('a client that disconnects ends its generation', async () => {
   const s = await serve(['--parallel', '1']);
   const ac = new AbortController();
