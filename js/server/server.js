@@ -138,9 +138,15 @@ export function createServer({ engine = null, embedEngine = null, modelId = 'was
     try {
       const out = await chatCompletion(scheduler.facade(ticket), { model: modelId, ...body }, { signal });
       if (!body?.stream) { sendJson(res, 200, out); return; }
+      // The role chunk, then the first token's: an engine refusal at the start (a prompt past
+      // the context, …) still gets its status code instead of an error event after a 200.
+      const it = out[Symbol.asyncIterator]();
+      const head = [await it.next()];
+      if (!head[0].done) head.push(await it.next());
       const events = sse(res);
       try {
-        for await (const chunk of out) events.write(chunk);
+        for (const step of head) if (!step.done) events.write(step.value);
+        if (!head.at(-1).done) for (let step = await it.next(); !step.done; step = await it.next()) events.write(step.value);
         events.done();
       } catch (err) {
         events.fail(err);

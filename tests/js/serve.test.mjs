@@ -219,6 +219,9 @@ test('a request the engine refuses in a batch (a prompt past the context) fails 
   assert.equal(b.status, 'rejected');
   assert.equal(b.reason.status, 400, String(b.reason));
   assert.match(b.reason.message, /context/i);
+  const streamed = await post(`${main.url}/v1/chat/completions`, { ...long, stream: true });
+  assert.equal(streamed.status, 400, 'a stream refused at its start gets a status, not an event after 200');
+  assert.equal((await streamed.json()).error.type, 'invalid_request_error');
 });
 
 test('a client that disconnects ends its generation', async () => {
