@@ -12,7 +12,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import OpenAI from 'openai';
 import { createEngine } from '../../js/wasmlm.js';
 import { synthCached } from '../../tools/synth_gguf.mjs';
@@ -195,6 +195,39 @@ test('malformed and oversized bodies get 4xx with OpenAI\'s error JSON, and the 
   assert.equal((await main.health()).status, 'ok');
 });
 
+test('mutated request bodies (seeded): every answer is 200 or a 4xx with OpenAI\'s error JSON, never 500', async () => {
+  let seed = 12345;
+  const rnd = () => { seed = (seed * 1103515245 + 12345) >>> 0; return seed / 2 ** 32; };
+  const pick = (a) => a[Math.floor(rnd() * a.length)];
+  const values = [null, true, 0, -1, 1.5, 1e300, 'x', '', [], [1, 'a'], {}, { type: 'function' }, [{ role: 'user' }], 'required'];
+  const base = () => ({ model: 'm', messages: [{ role: 'user', content: 'Hi' }], max_tokens: 3, temperature: 0.5,
+    tools: [TOOLS[2]], tool_choice: 'auto', stop: ['\n'], seed: 1 });
+  const counts = {};
+  for (let i = 0; i < 120; i++) {
+    const body = base();
+    for (let k = 0, n = 1 + Math.floor(rnd() * 3); k < n; k++) {
+      const r = rnd();
+      const key = pick([...Object.keys(body), 'stream', 'response_format', 'logit_bias', 'n', 'top_logprobs', 'logprobs', 'bogus']);
+      if (r < 0.3) delete body[key];
+      else if (r < 0.8) body[key] = pick(values);
+      else if (Array.isArray(body.messages) && body.messages[0] && typeof body.messages[0] === 'object') body.messages[0][pick(['role', 'content', 'name', 'tool_calls'])] = pick(values);
+    }
+    if (typeof body.max_tokens === 'number' && body.max_tokens > 3) body.max_tokens = 3;
+    if (body.max_tokens === undefined || body.max_tokens === null) body.max_tokens = 3;
+    const res = await post(`${main.url}/v1/chat/completions`, body);
+    counts[res.status] = (counts[res.status] ?? 0) + 1;
+    assert.ok(res.status === 200 || (res.status >= 400 && res.status < 500), `${res.status} for ${JSON.stringify(body)}`);
+    if (res.status !== 200) {
+      const j = await res.json();
+      assert.equal(typeof j.error?.message, 'string', JSON.stringify(body));
+    } else {
+      await res.text();
+    }
+  }
+  assert.ok(counts[400] > 20 && counts[200] > 5, JSON.stringify(counts));
+  assert.equal((await main.health()).status, 'ok');
+});
+
 test('--parallel 4: requests that arrive together are decoded in one batch, with the same greedy results', async () => {
   const prompts = ['Once upon a time', 'The quick brown fox', 'def f(x):', 'Hello'];
   const req = (content) => ({ model: 'm', messages: [{ role: 'user', content }], max_tokens: 12, temperature: 0 });
@@ -311,4 +344,25 @@ test('load: 64 concurrent streams all complete, twice, and the server\'s memory 
   assert.ok(h.max_batch >= 2 && h.max_batch <= 8, JSON.stringify(h));
   assert.ok(rss2 - rss1 < 64 * 1024, `RSS grew from ${rss1} kB to ${rss2} kB over the second round`);
   assert.ok(Date.now() - t0 < 240_000);
+});
+
+test('the command line: package.json\'s bin, --help, and bad options refused with the usage (exit 2)', () => {
+  const pkg = JSON.parse(fs.readFileSync(path.join(REPO, 'package.json'), 'utf8'));
+  const bin = path.join(REPO, pkg.bin.wasmlm);
+  assert.equal(bin, CLI);
+  assert.match(fs.readFileSync(bin, 'utf8'), /^#!\/usr\/bin\/env node\n/);
+  assert.ok(fs.statSync(bin).mode & 0o111, 'executable');
+  const run = (...args) => spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8' });
+  const help = run('--help');
+  assert.equal(help.status, 0);
+  assert.match(help.stdout, /usage: wasmlm serve MODEL/);
+  for (const [args, re] of [[['serve', MODEL, '--bogus'], /bogus/], [['serve'], /one MODEL/], [['run', MODEL], /unknown command 'run'/],
+    [['serve', MODEL, '--parallel', '0'], /--parallel must be an integer in 1\.\.64/], [['serve', MODEL, '--port', 'x'], /--port/]]) {
+    const r = run(...args);
+    assert.equal(r.status, 2, args.join(' '));
+    assert.match(r.stderr, re);
+  }
+  const missing = run('serve', path.join(REPO, 'no-such-model.gguf'), '--port', '0');
+  assert.equal(missing.status, 1);
+  assert.match(missing.stderr, /cannot load the model/);
 });
