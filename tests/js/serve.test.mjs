@@ -61,8 +61,14 @@ const reference = await createEngine({ threads: 1 });
 await reference.load({ model: MODEL });
 after(() => reference.free());
 const USER = [{ role: 'user', content: 'What is 6*7?' }];
-/** Qwen3's <|endoftext|> and <|im_end|> banned: a generation that must run to max_tokens. */
-const NO_END = { 151643: -100, 151645: -100 };
+/** Qwen3's end-of-generation tokens (llama.cpp's EOG set for its vocabulary) banned: a
+ *  generation that must run to max_tokens. */
+const NO_END = {};
+for (const t of ['<|endoftext|>', '<|im_end|>', '<|fim_pad|>', '<|repo_name|>', '<|file_sep|>']) {
+  const ids = await reference.tokenize(t, { bos: false, parseSpecial: true });
+  assert.equal(ids.length, 1, t);
+  NO_END[ids[0]] = -100;
+}
 
 test('openai client: chat completion, as Engine.chatCompletion answers the same request', async () => {
   const req = { model: 'qwen3-tiny-4k.gguf', messages: USER, max_tokens: 10, seed: 3, temperature: 0.8 };
@@ -327,7 +333,7 @@ test('load: 64 concurrent streams all complete, twice, and the server\'s memory 
   const s = await serve(['--parallel', '8', '--queue', '64']);
   const round = async () => Promise.all(Array.from({ length: 64 }, async (_, i) => {
     const res = await post(`${s.url}/v1/chat/completions`, { messages: [{ role: 'user', content: `Story ${i}` }], max_tokens: 16, seed: i,
-      stream: true, stream_options: { include_usage: true } });
+      logit_bias: NO_END, stream: true, stream_options: { include_usage: true } });
     assert.equal(res.status, 200);
     const ev = await sseEvents(res);
     assert.equal(ev.at(-1), '[DONE]');
