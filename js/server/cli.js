@@ -73,6 +73,9 @@ const opts = {
 const nCtx = int('ctx-size', o['ctx-size'], 0, 1 << 24);
 const threads = int('threads', o.threads, 1, 1024);
 if (opts.apiKey === '') fail('--api-key must not be empty');
+if (!opts.apiKey && !['127.0.0.1', 'localhost', '::1'].includes(opts.host)) {
+  process.stderr.write(`wasmlm: warning: listening on ${opts.host} without --api-key: anyone who can reach it may use it\n`);
+}
 
 const log = (m) => process.stderr.write(`wasmlm: ${m}\n`);
 async function loaded(file, extra = {}) {
