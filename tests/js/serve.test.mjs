@@ -245,6 +245,19 @@ test('--parallel 4: requests that arrive together are decoded in one batch, with
   assert.deepEqual(together, alone);
   assert.ok(afterStats.max_batch >= 2, JSON.stringify(afterStats));
   assert.ok(afterStats.batches - before.batches < prompts.length, 'fewer batches than requests');
+  // grammars (a required call, a lazy 'auto' one, a JSON schema) per sequence of a batch
+  const reqs = [
+    { model: 'm', messages: USER, tools: TOOLS, tool_choice: 'required', temperature: 0, max_tokens: 80 },
+    { model: 'm', messages: USER, tools: TOOLS, tool_choice: 'auto', temperature: 0, max_tokens: 40 },
+    { model: 'm', messages: USER, temperature: 0, max_tokens: 40, response_format: { type: 'json_object' } },
+  ];
+  const shape = (r) => ({ content: r.choices[0].message.content, finish: r.choices[0].finish_reason,
+    calls: r.choices[0].message.tool_calls?.map((c) => [c.function.name, c.function.arguments]) ?? null });
+  const one = [];
+  for (const q of reqs) one.push(shape(await client.chat.completions.create(q)));
+  const all = (await Promise.all(reqs.map((q) => client.chat.completions.create(q)))).map(shape);
+  assert.deepEqual(all, one);
+  assert.equal(one[0].finish, 'tool_calls');
 });
 
 test('a request the engine refuses in a batch (a prompt past the context) fails alone; the others are answered', async () => {
