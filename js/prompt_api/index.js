@@ -519,6 +519,30 @@ function checkValue(schema, value, path, root) {
   return null;
 }
 
+/**
+ * `stream` made async-iterable where the platform's ReadableStream is not (Safari, WebKitGTK):
+ * the Streams standard's values() and [Symbol.asyncIterator] on this one object, over a reader
+ * (`return()` — a for-await left early — cancels the stream, as the standard's iterator does).
+ */
+function asyncIterable(stream) {
+  if (typeof stream[Symbol.asyncIterator] === 'function') return stream;
+  const values = ({ preventCancel = false } = {}) => {
+    const reader = stream.getReader();
+    return {
+      next: () => reader.read().then((r) => { if (r.done) reader.releaseLock(); return r; }),
+      async return(value) {
+        if (!preventCancel) await reader.cancel(value);
+        reader.releaseLock();
+        return { done: true, value };
+      },
+      [Symbol.asyncIterator]() { return this; },
+    };
+  };
+  Object.defineProperty(stream, 'values', { value: values, configurable: true, writable: true });
+  Object.defineProperty(stream, Symbol.asyncIterator, { value: values, configurable: true, writable: true });
+  return stream;
+}
+
 // ---- events ------------------------------------------------------------------------------
 
 /** ProgressEvent where the platform has it (browsers), else an Event with its fields. */
@@ -723,7 +747,7 @@ export class LanguageModel extends EventTarget {
       error = e;
     }
     const cancel = new AbortController();
-    return new ReadableStream({
+    return asyncIterable(new ReadableStream({
       start: (controller) => {
         if (error) {
           controller.error(error);
@@ -735,7 +759,7 @@ export class LanguageModel extends EventTarget {
           (e) => { try { controller.error(e); } catch { /* cancelled */ } });
       },
       cancel: (reason) => cancel.abort(reason ?? domError('AbortError', 'the stream was cancelled')),
-    });
+    }));
   }
 
   /** Adds messages to the conversation without a response (measured and stored now, prefilled
