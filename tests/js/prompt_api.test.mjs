@@ -399,3 +399,20 @@ test('RegExp → GBNF: refused features, and grammars that compile', async () =>
   }
   await engine.free();
 });
+
+test('the typings: the explainer\'s style of code type-checks (tsc --noEmit)', async () => {
+  const { execFileSync } = await import('node:child_process');
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  const dir = `${REPO}/build/types-prompt-api`;
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(`${dir}/tsconfig.json`, JSON.stringify({
+    extends: '../../tests/types/tsconfig.json',
+    compilerOptions: { lib: ['es2022', 'dom', 'dom.iterable', 'dom.asynciterable'] },
+    files: ['../../tests/types/prompt_api.ts'],
+  }));
+  try {
+    execFileSync(process.execPath, [`${REPO}/node_modules/typescript/bin/tsc`, '-p', `${dir}/tsconfig.json`], { encoding: 'utf8', stdio: 'pipe' });
+  } catch (e) {
+    assert.fail(`tsc --noEmit:\n${e.stdout}${e.stderr}`);
+  }
+});
