@@ -146,13 +146,23 @@ class Parser {
     if (c === '[') return this.characterClass();
     if (c === '.') {
       this.i++;
-      return this.dotAll ? '[\\x00-\\U0010ffff]' : setText(LINE_TERMINATORS, true);
+      return this.dotAll ? (this.unicode ? '[\\x00-\\U0010ffff]' : '[\\x00-\\uffff]') : this.negated(LINE_TERMINATORS);
     }
     if (c === '\\') return this.atomEscape();
     if (c === '*' || c === '+' || c === '?') throw new SyntaxError('responseConstraint: nothing to repeat');
     if (c === '{' && /^\{\d+(,\d*)?\}/.test(this.src.slice(this.i))) throw new SyntaxError('responseConstraint: nothing to repeat');
     if ((c === ']' || c === '{' || c === '}') && this.unicode) throw new SyntaxError(`responseConstraint: a lone ${c} in a u-flag RegExp`);
-    return this.char(this.next());
+    const cp = this.next();
+    if (cp > 0xffff && !this.unicode && /^[*+?{]/.test(this.src.slice(this.i))) {
+      throw unsupported('a quantifier after a character outside the BMP without the u flag (it repeats half of it)');
+    }
+    return this.char(cp);
+  }
+
+  /** A negated set: without the u flag a class or . matches one UTF-16 unit, so characters
+   *  outside the BMP (two units) are excluded too. */
+  negated(ranges) {
+    return setText(this.unicode ? ranges : [...ranges, [0x10000, 0x10ffff]], true);
   }
 
   /** One literal code point (both ASCII cases with flag i). */
@@ -193,7 +203,7 @@ class Parser {
     const lower = c.toLowerCase();
     if (CLASS_ESCAPES[lower]) {
       this.i++;
-      return setText(CLASS_ESCAPES[lower], c !== lower);
+      return c !== lower ? this.negated(CLASS_ESCAPES[lower]) : setText(CLASS_ESCAPES[lower], false);
     }
     if ((c === 'p' || c === 'P') && this.unicode) throw unsupported('a Unicode property escape');
     return this.char(this.characterEscape());
@@ -291,15 +301,18 @@ class Parser {
       }
     }
     let set = ranges;
+    if (!this.unicode && set.some(([, b]) => b > 0xffff)) {
+      throw unsupported('a character outside the BMP in a class without the u flag (the class holds its halves)');
+    }
     if (this.ignoreCase) {
       if (set.some(([a, b]) => b > 0x7f && hasCasedLetters(a, b))) throw unsupported('the i flag on non-ASCII letters');
       set = foldAscii(set);
     }
     if (set.length === 0) {
       if (!negated) throw unsupported('an empty character class (it matches nothing)');
-      return '[\\x00-\\U0010ffff]'; // [^]: any character
+      return this.unicode ? '[\\x00-\\U0010ffff]' : '[\\x00-\\uffff]'; // [^]: any character
     }
-    return setText(set, negated);
+    return negated ? this.negated(set) : setText(set, false);
   }
 }
 

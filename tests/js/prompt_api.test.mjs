@@ -416,3 +416,59 @@ test('the typings: the explainer\'s style of code type-checks (tsc --noEmit)', a
     assert.fail(`tsc --noEmit:\n${e.stdout}${e.stderr}`);
   }
 });
+
+test('create(): a model that cannot be read is a NetworkError, one that is no model an OperationError; both may be retried', async () => {
+  await configure({ model: `${REPO}/build/no-such-model.gguf` });
+  assert.equal(await LanguageModel.availability(), 'available'); // a path: nothing to download
+  const missingFile = await LanguageModel.create().catch((e) => e);
+  assert.equal(missingFile.name, 'NetworkError', missingFile.message);
+  assert.equal(missingFile.cause?.code, 'WLM_ERR_IO');
+  await configure({ model: new Uint8Array(64) });
+  const notAModel = await LanguageModel.create().catch((e) => e);
+  assert.equal(notAModel.name, 'OperationError', notAModel.message);
+  assert.ok(notAModel.cause?.code, 'the WasmlmError is the cause');
+  await configure({ model: MODEL });
+  assert.ok(await LanguageModel.create());
+  // a session made before configure() replaced the model cannot go on
+  const old = await LanguageModel.create();
+  await configure({ model: MODEL });
+  await rejectsWith(old.prompt('x'), 'InvalidStateError');
+});
+
+test('RegExp → GBNF, fuzzed: random patterns JavaScript accepts convert to grammars that compile, or are refused by name', async () => {
+  let s = Number(process.env.WASMLM_FUZZ_SEED ?? 12345); // a seeded LCG: the same patterns every run
+  const rnd = (n) => { s = (s * 1103515245 + 12345) % 2 ** 31; return s % n; };
+  const pieces = ['a', 'b', 'Z', '0', '.', '\\d', '\\w', '\\s', '\\S', '[a-c]', '[^x]', '[\\d_]', '(', ')', '(?:', '|', '*', '+', '?',
+    '{2}', '{1,3}', '{2,}', '^', '$', '\\.', '\\\\', '\\n', '\\u00e9', '\\x41', '[', ']', '-', '{', '}', '\\b', '(?=a)', '\\1', 'é'];
+  const engine = await createEngine();
+  await engine.load({ model: MODEL });
+  const counts = { converted: 0, refused: 0, matched: 0 };
+  for (let i = 0; i < Number(process.env.WASMLM_FUZZ_N ?? 250); i++) {
+    const source = Array.from({ length: 1 + rnd(8) }, () => pieces[rnd(pieces.length)]).join('');
+    const flags = ['', 'i', 's', 'u', 'is'][rnd(5)];
+    let re;
+    try {
+      re = new RegExp(source, flags);
+    } catch {
+      continue; // not a pattern JavaScript accepts
+    }
+    let grammar;
+    try {
+      grammar = regExpToGrammar(re);
+    } catch (e) {
+      assert.ok(e.name === 'NotSupportedError' || e instanceof SyntaxError, `${re}: ${e.name}: ${e.message}`);
+      counts.refused++;
+      continue;
+    }
+    counts.converted++;
+    const r = await engine.complete('x', { grammar, maxTokens: 12, seed: i, temperature: 1 }).catch((e) => e);
+    assert.ok(!(r instanceof Error) || (r.code === 'WLM_ERR_INVALID_ARG' && /allows no token/.test(r.message)),
+      `${re} → ${JSON.stringify(grammar)}: ${r.message}`);
+    if (!(r instanceof Error) && r.stopReason === 'eos') {
+      assert.ok(new RegExp(`^(?:${re.source})$`, re.flags).test(r.text), `${re}: ${JSON.stringify(r.text)} (${JSON.stringify(grammar)})`);
+      counts.matched++;
+    }
+  }
+  assert.ok(counts.converted > 60 && counts.refused > 5 && counts.matched > 15, JSON.stringify(counts));
+  await engine.free();
+});
