@@ -158,8 +158,9 @@ export interface ConfigureOptions extends EngineOptions {
   /**
    * The model, as engine.load() takes it: a URL (in a page: through the model cache, js/cache.js,
    * kept in Cache Storage once loaded), a path (Node), a Blob or bytes, a split GGUF's parts, or
-   * the id of a published model in MODELS (its sha256 checked). Default DEFAULT_MODEL, unless
-   * `engine` is given (then its loaded model).
+   * the id of a published model in MODELS (its sha256 checked in a page). Default DEFAULT_MODEL,
+   * unless `engine` is given (then its loaded model). Node has no model cache: a URL or id is
+   * downloaded at every first create() of a process (give a path to keep it on disk).
    */
   model?: Source | Source[];
   /** An engine the page made (createEngine / createWorkerEngine); not freed by configure(). */
