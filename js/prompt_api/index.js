@@ -661,9 +661,6 @@ export class LanguageModel extends EventTarget {
         if (p === null || typeof p !== 'object' || typeof p[Symbol.iterator] !== 'function') throw new TypeError('initialPrompts: a sequence of messages is required');
         return p;
       })(), types, false);
-    if (options.initialPrompts !== undefined && initial.some((m) => m.prefix)) {
-      throw domError('SyntaxError', 'initialPrompts cannot hold a prefix message');
-    }
     if (signal?.aborted) throw abortReason(signal);
     if (optionsAvailability(core)) throw domError('NotSupportedError', 'these expectedInputs / expectedOutputs are not supported (text and tool use only)');
     let temperature, topK;
@@ -770,7 +767,6 @@ export class LanguageModel extends EventTarget {
       const signal = anySignal([this.#destroy.signal, signalOption(options, 'append()')]);
       if (signal.aborted) return Promise.reject(abortReason(signal));
       const messages = canonicalize(input, expectedTypes(this.#expectedInputs), this.#history.length > 0);
-      if (messages.some((m) => m.prefix)) throw domError('SyntaxError', 'append() cannot take a prefix message');
       const add = messages.map(chatMessage);
       return enqueue(signal, async () => {
         this.#live();
