@@ -390,6 +390,18 @@ function chatMessage(m) {
   return { role: m.role, content: m.content.map((c) => c.value).join('') };
 }
 
+/** Consecutive user or assistant messages (plain text, no tool calls) joined into one. */
+function joinRuns(messages) {
+  const out = [];
+  for (const m of messages) {
+    const last = out[out.length - 1];
+    const plain = (x) => (x.role === 'user' || x.role === 'assistant') && !x.tool_calls && typeof x.content === 'string';
+    if (last && last.role === m.role && plain(last) && plain(m)) out[out.length - 1] = { ...last, content: `${last.content}\n\n${m.content}` };
+    else out.push(m);
+  }
+  return out;
+}
+
 /** prompt()'s responseConstraint: {kind, schema | grammar, hint} or null. */
 function constraintOf(options) {
   const rc = options.responseConstraint;
@@ -851,8 +863,25 @@ export class LanguageModel extends EventTarget {
   async #usage(messages) {
     if (messages.length === 0) return 0;
     const engine = await this.#rt.ready;
-    const { text, addBos } = await chatCompletionPrompt(engine.info, this.#request(messages));
+    const { text, addBos } = await this.#render(engine, messages);
     return (await engine.tokenize(text, { bos: addBos, parseSpecial: true })).length;
+  }
+
+  /**
+   * The conversation rendered by the template: {text, addBos, request}. A template that refuses
+   * two user (or assistant) messages in a row — "roles must alternate", as Gemma's and Mistral's
+   * raise — gets them joined into one, separated by a blank line; `request` is what rendered.
+   */
+  async #render(engine, messages, extra = {}) {
+    const request = this.#request(messages, extra);
+    try {
+      return { ...(await chatCompletionPrompt(engine.info, request)), request };
+    } catch (e) {
+      const joined = joinRuns(messages);
+      if (e?.code !== 'WLM_ERR_FORMAT' || joined.length === messages.length) throw e;
+      const retry = this.#request(joined, extra);
+      return { ...(await chatCompletionPrompt(engine.info, retry)), request: retry };
+    }
   }
 
   /** The chat-completion request of a conversation (what the template sees). */
@@ -927,7 +956,7 @@ export class LanguageModel extends EventTarget {
   /** One response without tool calls: the conversation rendered (+ the assistant prefix), then
    *  generate() with the constraint's grammar. Returns the text after the prefix. */
   async #generate(engine, add, prefix, constraint, onChunk, signal) {
-    const { text, addBos } = await chatCompletionPrompt(engine.info, this.#request([...this.#history, ...add]));
+    const { text, addBos } = await this.#render(engine, [...this.#history, ...add]);
     const params = { ...this.#genParams(), cachePrompt: true, addBos, parseSpecial: true };
     if (constraint?.grammar) params.grammar = constraint.grammar;
     let checks = false;
@@ -957,7 +986,7 @@ export class LanguageModel extends EventTarget {
     const extra = {};
     for (const [k, v] of Object.entries(config.params)) extra[PARAM_KEYS[k]] = v;
     for (let round = 0; ; round++) {
-      const request = this.#request([...this.#history, ...add, ...turn], {
+      const { request } = await this.#render(engine, [...this.#history, ...add, ...turn], {
         ...extra, stream: true, temperature: Math.min(this.#temperature, 2), top_k: this.#topK, top_p: 1,
         tool_choice: round < MAX_TOOL_ROUNDS ? 'auto' : 'none',
       });

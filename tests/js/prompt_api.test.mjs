@@ -472,3 +472,17 @@ test('RegExp → GBNF, fuzzed: random patterns JavaScript accepts convert to gra
   assert.ok(counts.converted > 60 && counts.refused > 5 && counts.matched > 15, JSON.stringify(counts));
   await engine.free();
 });
+
+test('a template that wants alternating roles (Gemma 3) gets runs of user messages joined', async () => {
+  await configure({ model: toolModel('gemma3'), params: { maxTokens: 8, seed: 1 } });
+  const session = await LanguageModel.create({ initialPrompts: [{ role: 'system', content: 'You are a mediator.' }] });
+  const result = await session.prompt([
+    { role: 'user', content: 'Marketing: We need more budget for advertising campaigns.' },
+    { role: 'user', content: 'Finance: We need to cut costs and advertising is on the list.' },
+    { role: 'assistant', content: "Let's explore a compromise that satisfies both departments." },
+  ]);
+  assert.equal(typeof result, 'string');
+  assert.ok(session.contextUsage > 0);
+  assert.ok(await session.prompt('And now?'));
+  await configure({ model: MODEL });
+});
