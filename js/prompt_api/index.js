@@ -213,15 +213,16 @@ function cacheableUrl(model) {
 /** The shared engine, loading it on first use; `onProgress(fraction)` follows the download. */
 function getRuntime(onProgress) {
   if (!runtime) {
-    const rt = { engine: null, owned: !config.engine, progress: new Set(), done: false, stale: false, downloading: false };
+    const cfg = config; // as configured now, whatever a configure() during the load sets
+    const rt = { engine: null, owned: !cfg.engine, progress: new Set(), done: false, stale: false, downloading: false };
     const report = (f) => { for (const fn of rt.progress) fn(f); };
     rt.ready = (async () => {
-      const engine = config.engine ?? await (config.worker ? createWorkerEngine(config.engineOptions) : createEngine(config.engineOptions));
+      const engine = cfg.engine ?? await (cfg.worker ? createWorkerEngine(cfg.engineOptions) : createEngine(cfg.engineOptions));
       try {
-        if (config.model !== null) await loadModel(engine, config.model, config.load, report, rt);
+        if (cfg.model !== null) await loadModel(engine, cfg.model, cfg.load, report, rt);
         if (!engine.info) throw domError('OperationError', 'configure(): the given engine has no model loaded and no model was named');
       } catch (e) {
-        if (!config.engine) await engine.free().catch(() => {});
+        if (!cfg.engine) await engine.free().catch(() => {});
         throw e;
       }
       rt.engine = engine;
