@@ -11,7 +11,8 @@
 
 import { abortError, jsError } from './errors.js';
 import { chatCheckpoint, chatPrompt, splitChatParams } from './chat.js';
-import { MARKER_TOKENS, ToolCallParser, callMarker, detectToolFormat, toolGrammar } from './tool_calls.js';
+import { MARKER_TOKENS, callMarker, detectToolFormat, toolGrammar } from './tool_calls.js';
+import { ChatOutputParser, REASONING_MARKERS, detectReasoningFormat, promptOpensThinking } from './reasoning.js';
 
 /** Request fields: OpenAI's that are supported, and ours (llama.cpp server's names). */
 const OPENAI_FIELDS = ['messages', 'model', 'tools', 'tool_choice', 'parallel_tool_calls', 'temperature',
@@ -354,10 +355,15 @@ export async function chatCompletionPrompt(info, request) {
   let messages = r.messages;
   const variables = { ...(r.chat.templateVariables ?? {}) };
   if (shown === 'generic') messages = genericMessages(messages, r.tools);
-  else if (shown) variables.tools = r.tools; // the template lists them all; a named choice is the grammar's
+  else if (shown) {
+    variables.tools = r.tools; // the template lists them all; a named choice is the grammar's
+    // SmolLM3's template lists xml_tools (or tools) with `tool | string`, Python's str(dict),
+    // which @huggingface/jinja has no filter for on an object: they go as their JSON text
+    if (/\bxml_tools\b/.test(String(template))) variables.tools = r.tools.map((t) => JSON.stringify(t));
+  }
   const chatOptions = { ...r.chat, templateVariables: variables };
   const { text, addBos } = await chatPrompt(info, messages, chatOptions);
-  return { text, addBos, format, shown, r, tools, messages, chatOptions };
+  return { text, addBos, format, shown, r, tools, messages, chatOptions, template };
 }
 
 /**
@@ -367,7 +373,8 @@ export async function chatCompletionPrompt(info, request) {
 async function prepare(engine, request) {
   const info = engine.info;
   if (!info) throw jsError('WLM_ERR_STATE', 'no model loaded: call load() first');
-  const { text, addBos, format, shown, r, tools, messages, chatOptions } = await chatCompletionPrompt(info, request);
+  const { text, addBos, format, shown, r, tools, messages, chatOptions, template } = await chatCompletionPrompt(info, request);
+  const reasoning = detectReasoningFormat(template);
   const useTools = format !== null;
   const gen = { ...r.gen, cachePrompt: r.cachePrompt, addBos, parseSpecial: true };
   if (r.cachePrompt) { // a hybrid's recurrent state kept where the conversation's last turn ends
@@ -376,7 +383,8 @@ async function prepare(engine, request) {
   }
   let prefill = '';
   const markerIds = new Map();
-  if (shown && !useTools) { // tool_choice 'none': the format's opening token (if one) is banned
+  if (shown && !useTools && shown !== 'harmony') { // tool_choice 'none': the format's opening token (if one) is banned
+    // (harmony's markers frame every message: nothing is banned, and a call is read as content)
     const markers = await singleTokens(engine, [...new Set([...MARKER_TOKENS[shown], callMarker(shown)].filter(Boolean))]);
     if (markers.size) gen.logitBias = { ...(gen.logitBias ?? {}), ...Object.fromEntries([...markers.values()].map((m) => [m.id, -Infinity])) };
   }
@@ -386,7 +394,7 @@ async function prepare(engine, request) {
     for (const [t, m] of markers) if (m.text === '' && MARKER_TOKENS[format].includes(t)) markerIds.set(m.id, t);
     const convert = async (schema) => (await engine.jsonSchemaToGrammar(schema, { strict: false })).grammar;
     const g = await toolGrammar(format, tools, { mode: r.choice.mode, parallel: r.parallel, markers }, convert);
-    gen.grammar = g.grammar;
+    if (g.grammar !== null) gen.grammar = g.grammar;
     if (g.lazy) {
       gen.grammarLazy = true;
       gen.grammarTriggers = g.triggers;
@@ -397,9 +405,22 @@ async function prepare(engine, request) {
   const rnd = seed !== undefined ? seededRandom(seed) : Math.random;
   // Mistral's templates want 9 letters and digits; OpenAI's ids are call_ and 24 more
   const makeId = () => (format === 'mistral' ? randomId(9, rnd) : `call_${randomId(24, rnd)}`);
+  // a thinking model's reasoning (reasoning.js): its markers seen as text where they are control
+  // tokens, and the output parsed into reasoning, content and calls
+  if (reasoning) {
+    for (const [t, m] of await singleTokens(engine, REASONING_MARKERS[reasoning])) if (m.text === '') markerIds.set(m.id, t);
+  }
+  let parser = null, early = [];
+  if (useTools || reasoning) {
+    // (a grammar from the first token, tool_choice 'required' or a response_format, leaves no
+    // room for reasoning: the answer is what it holds)
+    const constrained = (gen.grammar != null && !gen.grammarLazy) || gen.jsonSchema != null;
+    parser = new ChatOutputParser(reasoning, { open: reasoning === 'think' && !constrained && promptOpensThinking(text + prefill),
+      toolFormat: useTools ? format : null, makeId, startInCall: prefill !== '', tools: r.tools });
+    if (reasoning === 'harmony' && prefill) early = parser.push(prefill); // (the call's header)
+  }
   return {
-    r, prompt: text + prefill, gen, format, markerIds, makeId,
-    parser: useTools ? new ToolCallParser(format, { makeId, startInCall: prefill !== '', tools: r.tools }) : null,
+    r, prompt: text + prefill, gen, format, markerIds, makeId, parser, early,
     id: `chatcmpl-${randomId(24)}`, created: Math.floor(Date.now() / 1000),
     model: r.model ?? info.name ?? 'wasmlm',
   };
@@ -439,13 +460,15 @@ async function complete(engine, p, signal) {
   }
   if (signal?.aborted) throw abortError('The chat completion');
   let content, calls = [], error = null;
+  let reasoning = '';
   if (p.parser) {
     p.parser.finish();
-    ({ content, calls, error } = p.parser.result());
+    ({ content, calls, error, reasoning } = p.parser.result());
   } else {
     content = engine.lastResult.text;
   }
   const message = { role: 'assistant', content: calls.length && content === '' ? null : content, refusal: null };
+  if (reasoning) message.reasoning_content = reasoning;
   if (calls.length) message.tool_calls = calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
   const choice = { index: 0, message, logprobs: p.r.logprobs ? { content: lp, refusal: null } : null,
     finish_reason: finishReason(engine.lastResult.stopReason, calls.length) };
@@ -465,6 +488,7 @@ async function* stream(engine, p, signal) {
     const out = [];
     for (const e of evs) {
       if (e.type === 'content') out.push({ content: e.text });
+      else if (e.type === 'reasoning') out.push({ reasoning_content: e.text });
       else if (e.type === 'call') {
         nCalls++;
         out.push({ tool_calls: [{ index: e.index, id: e.id, type: 'function', function: { name: e.name, arguments: '' } }] });
@@ -473,6 +497,7 @@ async function* stream(engine, p, signal) {
     return out;
   };
   yield chunk({ role: 'assistant', content: '' });
+  for (const d of deltas(p.early)) yield chunk(d);
   for await (const tok of tokens(engine, p, signal)) {
     const ds = deltas(events(p, tok.text));
     const lp = p.r.logprobs && tok.id >= 0 ? { content: [logprobEntry(tok)], refusal: null } : undefined;
