@@ -129,10 +129,19 @@ export interface ChatCompletion {
     index: number;
     message: {
       role: 'assistant';
-      /** The text outside tool calls; null when the turn is only calls. */
+      /** The text outside tool calls (and outside the reasoning); null when the turn is only
+       *  calls. */
       content: string | null;
       refusal: null;
       tool_calls?: ChatCompletionMessageToolCall[];
+      /**
+       * A thinking model's reasoning, apart from the answer (the DeepSeek / llama.cpp server
+       * field; js/reasoning.js): the text of its <think>…</think> block (Qwen3, Qwen3.5, SmolLM3;
+       * whitespace around it dropped) or of its harmony analysis channel (gpt-oss). Present only
+       * when the template has such a syntax and the model wrote some. A tool call written inside
+       * the reasoning is not a call.
+       */
+      reasoning_content?: string;
     };
     logprobs: { content: ChatCompletionTokenLogprob[] | null; refusal: null } | null;
     finish_reason: ChatCompletionFinishReason;
@@ -171,7 +180,8 @@ export interface ChatCompletionChunk {
   model: string;
   choices: {
     index: number;
-    delta: { role?: 'assistant'; content?: string | null; tool_calls?: ChatCompletionChunkToolCall[] };
+    /** reasoning_content: a piece of the reasoning (see ChatCompletion's message), in order. */
+    delta: { role?: 'assistant'; content?: string | null; reasoning_content?: string; tool_calls?: ChatCompletionChunkToolCall[] };
     logprobs?: { content: ChatCompletionTokenLogprob[] | null; refusal: null } | null;
     finish_reason: ChatCompletionFinishReason | null;
     /** As ChatCompletion's, on the last chunk. */
