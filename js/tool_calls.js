@@ -207,9 +207,13 @@ export async function toolGrammar(format, tools, { mode, parallel, markers }, co
   const triggers = [];
   let prefill = '';
   if (format === 'hermes') {
-    root = `root ::= tc${parallel ? ' ("\\n" tc)*' : ''}\ntc ::= ${gbnfLiteral(`${markerText}\n`)} call "\\n</tool_call>"`;
+    // <tool_call> a control token (SmolLM3): the grammar cannot write it, so one call per
+    // answer, the prompt prefilled with it when a call is required
+    const several = parallel && markerText !== '';
+    root = `root ::= tc${several ? ' ("\\n" tc)*' : ''}\ntc ::= ${gbnfLiteral(`${markerText}\n`)} call "\\n</tool_call>"`;
     if (tok) triggers.push(tok.id);
     triggers.push(marker);
+    if (mode === 'required' && markerText === '') prefill = marker;
   } else if (format === 'llama3') {
     root = `root ::= call${parallel ? ' ("\\n" call)*' : ''}`;
     if (tok && tok.text === '') triggers.push(tok.id); // <|python_tag|>: the grammar starts after it
@@ -604,8 +608,8 @@ class JsonCallParser {
     this.#argsKeys = FORMATS[format].argsKeys;
     this.#makeId = makeId ?? ((i) => `call_${i}`);
     if (format === 'generic') this.#mode = 'generic';
-    if (startInCall && format === 'mistral') {
-      this.#buf = '[TOOL_CALLS]';
+    if (startInCall && (format === 'mistral' || format === 'hermes')) { // (the prompt ends with the marker)
+      this.#buf = this.#markers[0];
       this.#mode = 'start';
     }
   }

@@ -282,3 +282,71 @@ test('harmony on gpt-oss\'s vocabulary: a named tool call held to its schema (th
     engine.free();
   }
 });
+
+test('SmolLM3\'s template on a vocabulary with its control tokens: <think> and <tool_call> seen, calls held to the schemas, reasoning apart', async () => {
+  const engine = await createEngine({ threads: 1 });
+  try {
+    await engine.load({ model: toolModel('smollm3-like') });
+    const id = async (t) => {
+      const ids = await engine.tokenize(t, { bos: false, parseSpecial: true });
+      assert.equal(ids.length, 1, t);
+      assert.equal(await engine.detokenize(ids), '', `${t} is a control token`);
+      return ids[0];
+    };
+    const [think, endThink, tc] = [await id('<think>'), await id('</think>'), await id('<tool_call>')];
+    const messages = [{ role: 'user', content: 'Weather in Lima?' }];
+    const base = { messages, tools: TOOLS, chat_template: SMOLLM3_TEMPLATE, temperature: 1, max_tokens: 80 };
+    // required (the prompt prefilled with the control <tool_call>) and a named tool
+    let done = 0;
+    for (const seed of [1, 2, 3, 4]) {
+      const named = seed % 2 === 0 ? 'get_weather' : null;
+      const r = await engine.chatCompletion({ ...base, seed, tool_choice: named ? { type: 'function', function: { name: named } } : 'required' });
+      const c = r.choices[0];
+      if (c.finish_reason === 'length') continue;
+      assert.equal(c.finish_reason, 'tool_calls', JSON.stringify(c));
+      assert.equal(c.tool_call_error, undefined);
+      assert.equal(c.message.tool_calls.length, 1);
+      if (named) assert.equal(c.message.tool_calls[0].function.name, named);
+      const args = JSON.parse(c.message.tool_calls[0].function.arguments);
+      assert.ok(args !== null && typeof args === 'object' && !Array.isArray(args));
+      done++;
+    }
+    assert.ok(done >= 2, `only ${done} of 4 required calls completed`);
+    // auto: the control <tool_call> favoured, the lazy grammar woken by it
+    let calls = 0;
+    for (const seed of [1, 2, 3]) {
+      const r = await engine.chatCompletion({ ...base, seed, logit_bias: { [tc]: 12 }, chat_template_kwargs: { enable_thinking: false } });
+      const c = r.choices[0];
+      if (c.finish_reason !== 'tool_calls') continue;
+      assert.equal(c.tool_call_error, undefined);
+      JSON.parse(c.message.tool_calls[0].function.arguments);
+      calls++;
+    }
+    assert.ok(calls >= 1, 'no call in 3 tries with <tool_call> favoured');
+    // thinking on, <think> and </think> favoured: the streamed split against the whole text
+    // (the control tokens given their texts) split at once
+    let opened = 0;
+    for (const seed of [1, 2, 3, 4]) {
+      const toks = [];
+      let reasoning = '', content = '';
+      for await (const t of engine.chat(messages, { chatTemplate: SMOLLM3_TEMPLATE, seed, temperature: 1, maxTokens: 40,
+        logitBias: { [think]: 14, [endThink]: 9 } })) {
+        toks.push(t);
+        reasoning += t.reasoning ?? '';
+        content += t.content ?? '';
+      }
+      const whole = toks.map((t) => (t.id === think ? '<think>' : t.id === endThink ? '</think>' : t.text)).join('');
+      let want = ['', whole];
+      if (whole.trimStart().startsWith('<think>')) {
+        opened++;
+        const body = whole.trimStart().slice(7), i = body.indexOf('</think>');
+        want = [(i < 0 ? body : body.slice(0, i)).trim(), i < 0 ? '' : body.slice(i + 8).trimStart()];
+      }
+      assert.deepEqual([reasoning, content], want, `seed ${seed}: ${JSON.stringify(whole)}`);
+      assert.deepEqual([engine.lastResult.reasoning, engine.lastResult.content], want);
+    }
+    assert.ok(opened >= 1, 'no answer opened with <think>');
+  } finally {
+    engine.free();
+  }
+});
