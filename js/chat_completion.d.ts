@@ -56,8 +56,10 @@ export interface ChatCompletionTool {
  * typical_p, repeat_penalty, repeat_last_n, cache_prompt (default true: reuse the KV cache of
  * the conversation so far), chat_template (Jinja source instead of the model's), and
  * chat_template_kwargs (more template variables, e.g. {enable_thinking: false}).
+ * reasoning_effort ('low' | 'medium' | 'high') is the template variable of that name (gpt-oss's
+ * template writes it in the system message); an error with a template that has none.
  * Refused with an error naming the field: functions, function_call, audio, modalities,
- * prediction, reasoning_effort, service_tier, store, metadata, web_search_options, verbosity,
+ * prediction, service_tier, store, metadata, web_search_options, verbosity,
  * n > 1, and any unknown field. tool_choice 'none' leaves the tools out of the prompt.
  */
 export interface ChatCompletionRequest {
@@ -93,6 +95,7 @@ export interface ChatCompletionRequest {
   cache_prompt?: boolean;
   chat_template?: string;
   chat_template_kwargs?: Record<string, unknown>;
+  reasoning_effort?: 'low' | 'medium' | 'high';
 }
 
 /** One token's log-probability (every generated token, tool-call text included). */

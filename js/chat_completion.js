@@ -18,7 +18,7 @@ import { ChatOutputParser, REASONING_MARKERS, detectReasoningFormat, promptOpens
 const OPENAI_FIELDS = ['messages', 'model', 'tools', 'tool_choice', 'parallel_tool_calls', 'temperature',
   'top_p', 'max_tokens', 'max_completion_tokens', 'stop', 'seed', 'logprobs', 'top_logprobs',
   'response_format', 'stream', 'stream_options', 'n', 'frequency_penalty', 'presence_penalty', 'logit_bias',
-  'user'];
+  'user', 'reasoning_effort'];
 const EXTRA_FIELDS = { top_k: 'topK', min_p: 'minP', typical_p: 'typicalP', repeat_penalty: 'repeatPenalty',
   repeat_last_n: 'repeatLastN' };
 /** Their ranges (C's, src/wasmlm.h), checked here so that the error names the request's field. */
@@ -30,7 +30,7 @@ const REFUSED = {
   functions: 'the legacy `functions` API is not supported: use `tools`',
   function_call: 'the legacy `function_call` is not supported: use `tool_choice`',
   audio: 'audio output is not supported', modalities: 'only text output is supported',
-  prediction: 'predicted outputs are not supported', reasoning_effort: 'reasoning_effort is not supported',
+  prediction: 'predicted outputs are not supported',
   service_tier: 'service_tier has no meaning here', store: 'stored completions are not supported',
   metadata: 'metadata is not supported (nothing is stored)', web_search_options: 'web search is not supported',
   verbosity: 'verbosity is not supported',
@@ -235,6 +235,12 @@ export function checkRequest(req) {
     if (!isObject(req.chat_template_kwargs)) throw bad('chat_template_kwargs must be an object');
     chat.templateVariables = { ...req.chat_template_kwargs };
   }
+  if (req.reasoning_effort != null) {
+    if (!['low', 'medium', 'high'].includes(req.reasoning_effort)) {
+      throw bad(`reasoning_effort must be 'low', 'medium' or 'high', got ${JSON.stringify(req.reasoning_effort)}`);
+    }
+    chat.reasoningEffort = req.reasoning_effort;
+  }
   const cachePrompt = bool(req, 'cache_prompt') ?? true;
   return { messages, tools, choice, gen, chat, cachePrompt, stream, includeUsage, logprobs, topLogprobs, parallel,
     model: req.model };
@@ -354,6 +360,14 @@ export async function chatCompletionPrompt(info, request) {
   if (r.choice.name) tools = tools.filter((t) => t.function.name === r.choice.name);
   let messages = r.messages;
   const variables = { ...(r.chat.templateVariables ?? {}) };
+  // reasoning_effort: the template variable of that name (gpt-oss's "Reasoning: low|medium|high")
+  if (r.chat.reasoningEffort !== undefined) {
+    if (!/\breasoning_effort\b/.test(String(template))) {
+      throw bad('reasoning_effort: this model\'s chat template has no reasoning effort (gpt-oss\'s has); ' +
+        'a template with a thinking switch takes chat_template_kwargs such as {enable_thinking: false}');
+    }
+    variables.reasoning_effort ??= r.chat.reasoningEffort;
+  }
   if (shown === 'generic') messages = genericMessages(messages, r.tools);
   else if (shown) {
     variables.tools = r.tools; // the template lists them all; a named choice is the grammar's
@@ -361,7 +375,8 @@ export async function chatCompletionPrompt(info, request) {
     // which @huggingface/jinja has no filter for on an object: they go as their JSON text
     if (/\bxml_tools\b/.test(String(template))) variables.tools = r.tools.map((t) => JSON.stringify(t));
   }
-  const chatOptions = { ...r.chat, templateVariables: variables };
+  const { reasoningEffort, ...chatRest } = r.chat;
+  const chatOptions = { ...chatRest, templateVariables: variables };
   const { text, addBos } = await chatPrompt(info, messages, chatOptions);
   return { text, addBos, format, shown, r, tools, messages, chatOptions, template };
 }

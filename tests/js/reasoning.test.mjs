@@ -32,7 +32,7 @@ const SMOLLM3_TEMPLATE = read('smollm3-3b.jinja');
 /** A short template after OpenAI's harmony format (gpt-oss's own template is not in the npm
  *  package): system and user messages, an assistant's final answer or its calls, tool results
  *  from functions.NAME, and the generation prompt <|start|>assistant. */
-export const HARMONY_TEMPLATE = `{{- '<|start|>system<|message|>You are ChatGPT.\\nReasoning: medium\\n\\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>' }}
+export const HARMONY_TEMPLATE = `{{- '<|start|>system<|message|>You are ChatGPT.\\nReasoning: ' + (reasoning_effort or 'medium') + '\\n\\n# Valid channels: analysis, commentary, final. Channel must be included for every message.<|end|>' }}
 {%- if tools %}{{- '<|start|>developer<|message|># Tools\\n\\n## functions\\n\\nnamespace functions {\\n' }}
 {%- for t in tools %}{{- '\\n// ' + (t.function.description or '') + '\\ntype ' + t.function.name + ' = (_: ' + (t.function.parameters | tojson) + ') => any;\\n' }}{%- endfor %}
 {{- '\\n} // namespace functions<|end|>' }}{%- endif %}
@@ -140,6 +140,15 @@ test('harmony grammars: a named or only tool prefilled to <|message|>, several p
   assert.match(g.grammar, /^root ::= "to=functions\." call\n/);
 });
 
+test('reasoning_effort: the template variable where the template has one (harmony), checked', async () => {
+  const info = { chatTemplate: HARMONY_TEMPLATE, bosToken: '', eosToken: '', addBos: false };
+  const messages = [{ role: 'user', content: 'Hi' }];
+  assert.match((await chatCompletionPrompt(info, { messages })).text, /Reasoning: medium\n/);
+  assert.match((await chatCompletionPrompt(info, { messages, reasoning_effort: 'high' })).text, /Reasoning: high\n/);
+  await assert.rejects(chatCompletionPrompt(info, { messages, reasoning_effort: 'max' }), /reasoning_effort must be/);
+  assert.ok((await chatCompletionPrompt(info, { messages })).text.endsWith('<|start|>user<|message|>Hi<|end|><|start|>assistant'));
+});
+
 test('fuzz: the corpus split at random points, and 300 mutated inputs from seed 1', () => {
   for (const text of CORPUS) check(text, rng(7));
   const res = fuzz({ seed: 1, runs: 300 });
@@ -161,6 +170,7 @@ test('SmolLM3\'s template through @huggingface/jinja: the thinking switch and th
   assert.match(q.text, /## Custom Instructions\n\nBe brief\.\n\n<\|im_start\|>user/);
   assert.ok(q.text.endsWith('<think>\n\n</think>\n'));
   // tools: listed as JSON in <tools>, and the calls in hermes' syntax
+  await assert.rejects(chatCompletionPrompt(info, { messages: user, reasoning_effort: 'low' }), /no reasoning effort/);
   q = await chatCompletionPrompt(info, { messages: user, tools: TOOLS });
   assert.equal(q.format, 'hermes');
   assert.ok(q.text.includes(`<tools>\n${TOOLS.map((t) => JSON.stringify(t)).join('\n')}\n</tools>`));
