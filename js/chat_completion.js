@@ -428,7 +428,9 @@ async function prepare(engine, request) {
   let parser = null, early = [];
   if (useTools || reasoning) {
     // (a grammar from the first token, tool_choice 'required' or a response_format, leaves no
-    // room for reasoning: the answer is what it holds)
+    // room for reasoning: the answer is what it holds. Known limit: with 'auto' and an open
+    // <think>, a trigger written inside the reasoning still wakes the lazy grammar — C's lazy
+    // grammar has no "only after </think>" — and the call it then holds is reasoning, not a call)
     const constrained = (gen.grammar != null && !gen.grammarLazy) || gen.jsonSchema != null;
     parser = new ChatOutputParser(reasoning, { open: reasoning === 'think' && !constrained && promptOpensThinking(text + prefill),
       toolFormat: useTools ? format : null, makeId, startInCall: prefill !== '', tools: r.tools });
