@@ -87,6 +87,7 @@ function emit(events, type, text) {
 class ThinkParser {
   #state;          // 'start' (before the answer shows whether it opens with <think>), 'reasoning', 'content'
   #buf = '';       // held text
+  #lead = '';      // 'start': the whitespace before it
   #fresh = true;   // at the start of the reasoning, or right after </think>: whitespace is dropped
   #reasoning = '';
   #content = '';
@@ -112,10 +113,14 @@ class ThinkParser {
       const b = this.#buf;
       if (this.#state === 'start') {
         const t = b.trimStart();
-        if (t.startsWith('<think>')) { this.#state = 'reasoning'; this.#buf = t.slice(7); continue; }
+        this.#lead += b.slice(0, b.length - t.length); // (kept apart: each push trims only new text)
+        this.#buf = t;
+        if (t.startsWith('<think>')) { this.#state = 'reasoning'; this.#buf = t.slice(7); this.#lead = ''; continue; }
         if (!final && '<think>'.startsWith(t)) break; // (whitespace, or a part of the tag)
         this.#state = 'content';
         this.#fresh = false;
+        this.#buf = this.#lead + t;
+        this.#lead = '';
         continue;
       }
       if (this.#state === 'reasoning') {
@@ -278,7 +283,7 @@ class HarmonyParser {
       if (this.#state === 'between') { // after <|end|>: <|start|> opens the next message
         const t = b.trimStart();
         if (t.startsWith(H.start)) { this.#buf = t.slice(H.start.length); this.#state = 'header'; continue; }
-        if (t === '' || (!final && H.start.startsWith(t))) { if (final) this.#buf = ''; break; }
+        if (t === '' || (!final && H.start.startsWith(t))) { this.#buf = final ? '' : t; break; } // (whitespace dropped)
         this.#buf = t; // text without a header: content
         this.#kind = 'content';
         this.#state = 'body';
