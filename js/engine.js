@@ -15,10 +15,10 @@
 // memory is a SharedArrayBuffer, which TextDecoder refuses in browsers: bytes handed to it go
 // through unshared() first.
 
-import { withReasoning } from './reasoning.js';
 import { WasmlmError, abortError, jsError } from './errors.js';
 import { contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
 import { chatPrompt, chatCheckpoint, splitChatParams } from './chat.js';
+import { withReasoning } from './reasoning.js';
 import { chatCompletion } from './chat_completion.js';
 import { embed, embedInfo, rerank } from './embed.js';
 import { beamSearch, generateBatch } from './batch.js';

@@ -7,9 +7,9 @@
 // browser it also constructs the worker's helper threads when the worker asks (js/protocol.js
 // Helper). It runs no inference: js/engine.js does, inside the worker and its helpers.
 
-import { withReasoning } from './reasoning.js';
 import { abortError, deserializeError, jsError } from './errors.js';
 import { chatPrompt, chatCheckpoint, splitChatParams } from './chat.js';
+import { withReasoning } from './reasoning.js';
 import { chatCompletion } from './chat_completion.js';
 import { complete, completeBatch } from './engine.js';
 import { IS_NODE, baseURI, mark } from './platform.js';
