@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // tools/synth_gguf.mjs — synthetic GGUF models of every architecture wasmlm targets (llama, qwen2,
-// qwen3, gemma3, phi3, gpt2, and the hybrids qwen35 and lfm2): the tensor names, shapes and
+// qwen3, gemma3, phi3, gpt2, smollm3, and the hybrids qwen35 and lfm2): the tensor names, shapes and
 // hyperparameter keys llama.cpp (b11364, as wllama 3.8.1 ships it; the hybrids b12211, wllama
 // 3.13.0) reads for that architecture, a real vocabulary, and seeded
 // random weights. For tests (the `tiny` shape of each architecture) and benchmarks (the exact
@@ -44,6 +44,8 @@
 //   ffn_up [D, 2F] (gate then up), ffn_down [F, D]; global rope_factors_long/rope_factors_short
 //   [n_rot/2]; keys rope.dimension_count, rope.scaling.original_context_length,
 //   rope.scaling.attn_factor (the converter's √(1 + ln(ctx/orig)/ln(orig))), attention.sliding_window.
+// - smollm3: llama's tensors and keys (rope.dimension_count = head size, no rope_freqs); the
+//   NoPE layers are not in the file (llama.cpp: every layer l with (l + 1) % 4 == 0).
 // - gpt2: position_embd [D, ctx], LayerNorm weight and bias (attn_norm, ffn_norm, output_norm),
 //   attn_qkv [D, 3D] + bias, attn_output [D, D] + bias, ffn_up [D, F] + bias, ffn_down [F, D]
 //   + bias; key attention.layer_norm_epsilon.
@@ -94,7 +96,7 @@ import { splitmix32 } from './synth.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHARED_VOCAB = path.resolve(ROOT, '../shared/models/vocab');
-export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2']);
+export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'smollm3']);
 /** The embedding-only architectures (no next-token classifier): the encoders of describeEncoder
  *  and EmbeddingGemma (describeGemmaEmbedding). */
 export const EMBED_ARCHS = Object.freeze(['bert', 'nomic-bert', 'gemma-embedding']);
@@ -136,6 +138,15 @@ export const SHAPES = Object.freeze({
     'llama3.2-1b': { D: 2048, F: 8192, L: 16, H: 32, KV: 8, hd: 64, ctx: 131072, theta: 500000, eps: 1e-5, tied: true, vocab: 'llama3', nVocab: 128256, ropeScaling: LLAMA3_ROPE },
     // Llama-3.1-8B (memory64 benchmark: its Q4_K_M is 4.9 GB, past wasm32's 4 GB)
     'llama3.1-8b': { D: 4096, F: 14336, L: 32, H: 32, KV: 8, hd: 128, ctx: 131072, theta: 500000, eps: 1e-5, tied: false, vocab: 'llama3', nVocab: 128256, ropeScaling: LLAMA3_ROPE },
+  },
+  // SmolLM3 (llama.cpp's LLM_ARCH_SMOLLM3; archs-2026.md "smollm3"): Llama's tensors, NORM RoPE,
+  // no RoPE on every 4th layer (3, 7, …; hard-coded, no key). tiny: 5 layers so layer 3 is NoPE
+  // and layer 4 rotates again, GQA, tied, Llama 3.1's vocabulary (SmolLM3's is Llama 3's BPE with
+  // its own special tokens, also 128256 entries).
+  smollm3: {
+    tiny: { D: 64, F: 192, L: 5, H: 4, KV: 2, ctx: 4096, theta: 5e6, eps: 1e-6, tied: true, vocab: 'llama3' },
+    // huggingface.co/HuggingFaceTB/SmolLM3-3B/blob/main/config.json
+    'smollm3-3b': { D: 2048, F: 11008, L: 36, H: 16, KV: 4, ctx: 65536, theta: 5e6, eps: 1e-6, tied: true, vocab: 'llama3', nVocab: 128256 },
   },
   qwen2: {
     tiny: { D: 64, F: 160, L: 2, H: 4, KV: 2, ctx: 4096, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen' },
@@ -432,7 +443,7 @@ function describeShape(arch, s, shapeName, seed) {
     key('rope.freq_base', 'f32', s.theta);
     key('attention.layer_norm_rms_epsilon', 'f32', s.eps);
   } else key('attention.layer_norm_epsilon', 'f32', s.eps);
-  if (arch === 'llama' || arch === 'phi3') key('rope.dimension_count', 'u32', rot);
+  if (arch === 'llama' || arch === 'phi3' || arch === 'smollm3') key('rope.dimension_count', 'u32', rot);
   if (hd !== D / H || arch === 'qwen3' || arch === 'gemma3') {
     key('attention.key_length', 'u32', hd);
     key('attention.value_length', 'u32', hd);

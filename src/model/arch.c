@@ -15,6 +15,11 @@ static const wlm_arch ARCHS[] = {
     {.name = "llama", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NORM, .qkv_bias = WLM_T_OPT,
      .out_bias = WLM_T_OPT, .rope_freqs = 1},
+    /* SmolLM3: Llama's block, except that every 4th layer (l + 1 = 4, 8, ...) applies no RoPE
+     * (NoPE); llama.cpp: src/models/smollm3.cpp, hparams.n_no_rope_layer_step = 4. */
+    {.name = "smollm3", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NORM, .qkv_bias = WLM_T_OPT,
+     .out_bias = WLM_T_OPT, .nope_step = 4},
     /* Qwen2 / Qwen2.5: biases on Q, K and V; NEOX RoPE (rotate halves). */
     {.name = "qwen2", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_REQ},
@@ -79,6 +84,6 @@ const wlm_arch *wlm_arch_find(const char *name, size_t len) {
 }
 
 const char *wlm_arch_list(void) {
-    return "llama, qwen2, qwen3, qwen35, lfm2, gemma3, phi3, gpt2, gemma-embedding, bert, "
+    return "llama, smollm3, qwen2, qwen3, qwen35, lfm2, gemma3, phi3, gpt2, gemma-embedding, bert, "
            "nomic-bert";
 }

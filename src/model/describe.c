@@ -92,8 +92,9 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
     for (int32_t l = 0; l < p->n_layers; l++) {
         const wlm_layer_weights *lw = &w->layers[l];
         static const char *mixers[] = {"attn", "deltanet", "shortconv"};
-        put(&o, "%s{\"swa\":%d,\"mixer\":\"%s\",\"kv_slot\":%d,\"state_off\":%zu,", l ? "," : "",
-            (int)lw->swa, mixers[lw->mixer], (int)lw->kv_slot, lw->state_off);
+        put(&o, "%s{\"swa\":%d,\"no_rope\":%d,\"mixer\":\"%s\",\"kv_slot\":%d,\"state_off\":%zu,",
+            l ? "," : "", (int)lw->swa, (int)lw->no_rope, mixers[lw->mixer], (int)lw->kv_slot,
+            lw->state_off);
         /* a recurrent layer's (recurrent.c; null elsewhere): projections, conv kernel (channels
          * × ssm_conv taps, one row here), DeltaNet's dt bias, A and head norm */
         put_tensor(&o, "ssm_in", &lw->ssm_in);

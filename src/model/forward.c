@@ -354,6 +354,7 @@ void wlm_rope_shift_prepare(wlm_context *c, int32_t n) {
 }
 
 void wlm_rope_shift_k(wlm_context *c, int32_t layer, float *k) {
+    if (c->model->w.layers[layer].no_rope) return; /* a NoPE layer's K holds no position */
     const int32_t s = c->n_rope_sets > 1 && c->model->w.layers[layer].swa ? 1 : 0;
     rope_apply(c, k, c->model->hp.n_kv_heads, 0, s);
 }
@@ -402,7 +403,7 @@ static void qk_entries(const void *arg, int32_t b0, int32_t b1) {
             for (int h = 0; h < p->n_kv_heads; h++)
                 c->k->rmsnorm(kb + (size_t)h * hs, kb + (size_t)h * hs, lw->k_norm, hs, p->norm_eps);
         }
-        if (p->arch->rope != WLM_ROPE_NONE) {
+        if (p->arch->rope != WLM_ROPE_NONE && !lw->no_rope) {
             rope_apply(c, qb, p->n_heads, b, j->rset);
             rope_apply(c, kb, p->n_kv_heads, b, j->rset);
         }

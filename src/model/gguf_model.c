@@ -812,6 +812,7 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
         state_off += layer_state_floats(hp, mixer[l]);
         if ((rc = map_layer(m, g, l, &spare))) return rc;
         lw->swa = layer_swa[l];
+        lw->no_rope = a->nope_step > 0 && (l + 1) % a->nope_step == 0;
     }
     hp->state_floats = state_off; /* one sequence's, all layers */
     if (a->encoder) {

@@ -82,6 +82,9 @@ typedef struct wlm_arch {
                                     "post_attention_norm") */
     const char *final_norm_name; /* the final norm, default "output_norm" (LFM2:
                                     "token_embd_norm") */
+    int8_t nope_step;         /* n > 0: layer l applies no RoPE to Q and K when (l + 1) % n == 0
+                                 (SmolLM3's NoPE layers: llama.cpp's n_no_rope_layer_step, 4,
+                                 hard-coded, no GGUF key); 0: every layer rotates */
     int8_t rank_last_softmax; /* 1: a decoder reranker (Qwen3-Reranker: cls.output holds the
                                  lm_head rows of "yes" and "no"): rank pooling reads the last
                                  token and the scores are a softmax over cls.output's rows, as
@@ -176,6 +179,8 @@ typedef struct wlm_layer_weights {
     const float *b_up, *b_down;   /* (hidden_dim), (dim) or NULL */
     const float *post_ffn_norm;   /* (dim) or NULL */
     int32_t swa;                  /* 1: a sliding-window layer (window n_swa, RoPE set 1) */
+    int32_t no_rope;              /* 1: Q and K of this layer are not rotated (a NoPE layer,
+                                     wlm_arch.nope_step) */
     const float *attn_out_norm, *attn_out_norm_b;   /* (dim) encoders: LayerNorm of the stream
                                                        after the attention's residual add */
     const float *layer_out_norm, *layer_out_norm_b; /* (dim) and after the feed-forward's */

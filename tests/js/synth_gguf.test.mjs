@@ -28,6 +28,7 @@ const PINNED = {
   'qwen35 tiny-untied': 'c2c7a4a2651e8fccbe39e03d4ab203056d8c3811b4ec1b49243cccbd14fce728',
   lfm2: 'efb775be166023ae638bd70c157847674547ef3d67495cc2f49a9ac1377f42dd',
   'lfm2 tiny-untied': 'e6f0774cb9c196873a7efdebeb323f1421a9504b4edec719b872030ceb426901',
+  smollm3: '43d0324107e11619e99d105e645cbf653dbc5a950347f7ec3a9f0f93bcb2bbb9',
 };
 
 for (const [name, hash] of Object.entries(PINNED)) {
@@ -111,6 +112,14 @@ test('synth_gguf: per-architecture tensors (llama.cpp names and shapes)', () => 
   assert.ok(n.has('output_norm.bias') && n.has('blk.0.ffn_down.bias'));
   // llama tiny: Llama 3.2 style with rope_freqs
   assert.ok(names('llama').has('rope_freqs.weight'));
+  // smollm3: Llama's tensors, no rope_freqs (llama.cpp passes none), rope.dimension_count = head
+  // size (its graph asserts it), no key for the NoPE layers; 5 layers, so layer 3 is one
+  n = names('smollm3'); q = s('smollm3');
+  assert.ok(!n.has('rope_freqs.weight') && !n.has('output.weight') && n.has('blk.4.ffn_gate.weight'));
+  assert.deepEqual(n.get('blk.0.attn_k.weight'), [q.D, q.KV * q.hd]);
+  const skv = Object.fromEntries(describe('smollm3', 'tiny').kv.map(([k, , v]) => [k, v]));
+  assert.equal(skv['smollm3.rope.dimension_count'], q.hd);
+  assert.ok(q.L >= 5 && !Object.keys(skv).some((k) => /rope_layer|no_rope/.test(k)));
   for (const arch of ARCHS) assert.ok(names(arch).has('token_embd.weight'), arch);
 });
 
