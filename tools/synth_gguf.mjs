@@ -94,7 +94,7 @@ import { splitmix32 } from './synth.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHARED_VOCAB = path.resolve(ROOT, '../shared/models/vocab');
-export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2']);
+export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'qwen3moe']);
 /** The embedding-only architectures (no next-token classifier): the encoders of describeEncoder
  *  and EmbeddingGemma (describeGemmaEmbedding). */
 export const EMBED_ARCHS = Object.freeze(['bert', 'nomic-bert', 'gemma-embedding']);
@@ -153,6 +153,17 @@ export const SHAPES = Object.freeze({
     'rerank-tiny': { D: 64, F: 160, L: 2, H: 4, KV: 2, hd: 32, ctx: 4096, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', pooling: 4, rankLabels: ['yes', 'no'] },
     // huggingface.co/Qwen/Qwen3-Embedding-0.6B/blob/main/config.json
     'qwen3-embedding-0.6b': { D: 1024, F: 3072, L: 28, H: 16, KV: 8, hd: 128, ctx: 32768, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', nVocab: 151669, pooling: 3 },
+  },
+  // Qwen3 MoE: qwen3's attention, every feed-forward a mixture of E experts of width Fe, K used
+  // (F is the dense feed_forward_length the file states and llama.cpp does not use). tiny: 6
+  // experts, 2 used, the router scaled so that the choice changes from token to token (not 8
+  // experts: llama.cpp's quantizer has Mixtral rules for exactly 8).
+  qwen3moe: {
+    tiny: { D: 64, F: 160, L: 2, H: 4, KV: 2, hd: 32, ctx: 4096, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', E: 6, K: 2, Fe: 32 },
+    // huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json (archs-2026.md, qwen3moe)
+    'qwen3-30b-a3b': { D: 2048, F: 6144, L: 48, H: 32, KV: 4, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', nVocab: 151936, E: 128, K: 8, Fe: 768 },
+    // its first 12 layers: a quarter of the weights (benchmarks on hosts that cannot hold ~18 GB)
+    'qwen3-30b-a3b-l12': { D: 2048, F: 6144, L: 12, H: 32, KV: 4, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', nVocab: 151936, E: 128, K: 8, Fe: 768 },
   },
   // Encoders (describeEncoder): pooling is <arch>.pooling_type (1 mean, 2 cls, 4 rank)
   bert: {
@@ -433,11 +444,16 @@ function describeShape(arch, s, shapeName, seed) {
     key('attention.layer_norm_rms_epsilon', 'f32', s.eps);
   } else key('attention.layer_norm_epsilon', 'f32', s.eps);
   if (arch === 'llama' || arch === 'phi3') key('rope.dimension_count', 'u32', rot);
-  if (hd !== D / H || arch === 'qwen3' || arch === 'gemma3') {
+  if (hd !== D / H || arch === 'qwen3' || arch === 'gemma3' || arch === 'qwen3moe') {
     key('attention.key_length', 'u32', hd);
     key('attention.value_length', 'u32', hd);
   }
   if (arch === 'gemma3') key('attention.sliding_window', 'u32', s.window);
+  if (s.E) {
+    key('expert_count', 'u32', s.E);
+    key('expert_used_count', 'u32', s.K);
+    key('expert_feed_forward_length', 'u32', s.Fe);
+  }
   if (arch === 'phi3') {
     key('rope.scaling.original_context_length', 'u32', s.origCtx);
     key('rope.scaling.attn_factor', 'f32', Math.sqrt(1 + Math.log(s.ctx / s.origCtx) / Math.log(s.origCtx)));
@@ -493,7 +509,7 @@ function describeShape(arch, s, shapeName, seed) {
         bias(`${b}attn_k.bias`, KV * hd, 0.5);
         bias(`${b}attn_v.bias`, KV * hd, 0.5);
       }
-      if (arch === 'qwen3' || arch === 'gemma3') {
+      if (arch === 'qwen3' || arch === 'gemma3' || arch === 'qwen3moe') {
         norm(`${b}attn_q_norm.weight`, hd, 1.5);
         norm(`${b}attn_k_norm.weight`, hd, 1.5);
       }
@@ -503,6 +519,14 @@ function describeShape(arch, s, shapeName, seed) {
     if (arch === 'gemma3') norm(`${b}post_attention_norm.weight`, D, post);
     norm(`${b}ffn_norm.weight`, D);
     if (arch === 'gpt2') bias(`${b}ffn_norm.bias`, D);
+    if (s.E) { // router logits of spread ~2 (the choice changes between tokens); the k experts'
+      // weights add up to 1, so each expert is scaled like a dense feed-forward of width Fe
+      t(`${b}ffn_gate_inp.weight`, [D, s.E], { std: 2 * inv(D) });
+      t(`${b}ffn_gate_exps.weight`, [D, s.Fe, s.E], { std: upStd });
+      t(`${b}ffn_up_exps.weight`, [D, s.Fe, s.E], { std: upStd });
+      t(`${b}ffn_down_exps.weight`, [s.Fe, D, s.E], { std: 2 * BLOCK_GAIN * embedRms * inv(s.Fe) });
+      continue;
+    }
     if (arch === 'phi3') t(`${b}ffn_up.weight`, [D, 2 * F], { std: upStd });
     else if (arch === 'gpt2') {
       t(`${b}ffn_up.weight`, [D, F], { std: upStd });

@@ -23,6 +23,12 @@ static const wlm_arch ARCHS[] = {
     {.name = "qwen3", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_EITHER, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_OPT,
      .qk_norm = WLM_T_REQ, .rank_last_softmax = 1},
+    /* Qwen3 MoE (Qwen3-30B-A3B, 235B-A22B): qwen3's attention; every feed-forward a mixture
+     * of experts: softmax router, top k, weights renormalised to sum 1, SwiGLU experts, no
+     * biases, no shared expert. llama.cpp: src/models/qwen3moe.cpp. */
+    {.name = "qwen3moe", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_EITHER, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_OPT,
+     .qk_norm = WLM_T_REQ, .moe = WLM_T_REQ, .moe_gating = WLM_MOE_SOFTMAX, .moe_norm_w = 1},
     /* Gemma 3: GeGLU (tanh GELU), embeddings × sqrt(dim), norms after attention and after the
      * feed-forward, Q/K norms, sliding-window layers with their own RoPE base. Its converter
      * stores every RMSNorm weight as 1 + w, so the norms are applied as stored. */
@@ -79,6 +85,6 @@ const wlm_arch *wlm_arch_find(const char *name, size_t len) {
 }
 
 const char *wlm_arch_list(void) {
-    return "llama, qwen2, qwen3, qwen35, lfm2, gemma3, phi3, gpt2, gemma-embedding, bert, "
+    return "llama, qwen2, qwen3, qwen3moe, qwen35, lfm2, gemma3, phi3, gpt2, gemma-embedding, bert, "
            "nomic-bert";
 }

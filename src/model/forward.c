@@ -5,7 +5,7 @@
  * pairs or NEOX halves, one frequency set per kind of layer) → grouped-query attention over the
  * paged KV cache (F32 or F16 elements; a sliding window on window layers) → output projection
  * (+ bias) → optional post-norm → residual → norm → feed-forward (SwiGLU, GeGLU, or a GELU MLP
- * with biases) → optional post-norm → residual; then the final norm, the classifier and the
+ * with biases; or a mixture of experts, moe.c) → optional post-norm → residual; then the final norm, the classifier and the
  * optional logit soft-cap for the entries that want logits. llama2.c's forward() is the special
  * case "llama". Encoders (BERT, nomic-bert; arch.c's `encoder`) take token type 0 and a
  * LayerNorm after the embedding, no norm before each branch but one after each residual add,
@@ -148,6 +148,26 @@ static void quantize_entries(const void *arg, int32_t b0, int32_t b1) {
         j->vt->from_float(j->x + (size_t)b * j->x_stride, j->xq + (size_t)b * j->xq_stride, j->cols);
 }
 
+/* The quantized kernels of a product with j->t (not F32): matrix-vector and, where there is
+ * one, matrix-matrix; every choice gives the same bits. */
+static void matmul_kernels(const wlm_context *c, matmul_job *j) {
+    const int32_t type = j->t->type;
+    const wlm_type_traits *tr = wlm_type_get(type);
+    j->qmv = c->use_simd ? tr->matvec_simd : tr->matvec_ref;
+    j->qmm = c->use_simd ? wlm_quant_matmat_simd(type) : NULL;
+    if (c->dot_split) { /* the same bits: types without split kernels keep matvec_simd */
+        const wlm_qmatvec_fn mv = wlm_quant_matvec_split(type);
+        if (mv) j->qmv = mv;
+    }
+    if (c->use_simd && !c->read_ahead) { /* the same bits, no rows touched ahead */
+        const wlm_qmatvec_fn mv = c->dot_split ? wlm_quant_matvec_split_near(type)
+                                               : wlm_quant_matvec_near(type);
+        if (mv) j->qmv = mv;
+    }
+    if (c->dot_split_batch && wlm_quant_matvec_split(type))
+        j->qmm = wlm_quant_matmat_split(type); /* (its leftover entries: split matvec) */
+}
+
 /* wlm_matmul, where `same_input` says that x is the input of the previous product of this pass,
  * unchanged (Q, K and V; the gate and up projections): if that product left x quantized to the
  * vec_dot_type this one needs, c->xq is used as it is rather than quantized again. */
@@ -157,19 +177,7 @@ void wlm_matmul_ex(wlm_context *c, float *out, size_t out_stride, const wlm_tens
     matmul_job j = {c, out, out_stride, t, x, x_stride, n, NULL, NULL};
     if (t->type != WLM_TYPE_F32) {
         const wlm_type_traits *tr = wlm_type_get(t->type);
-        j.qmv = c->use_simd ? tr->matvec_simd : tr->matvec_ref;
-        j.qmm = c->use_simd ? wlm_quant_matmat_simd(t->type) : NULL;
-        if (c->dot_split) { /* the same bits: types without split kernels keep matvec_simd */
-            const wlm_qmatvec_fn mv = wlm_quant_matvec_split(t->type);
-            if (mv) j.qmv = mv;
-        }
-        if (c->use_simd && !c->read_ahead) { /* the same bits, no rows touched ahead */
-            const wlm_qmatvec_fn mv = c->dot_split ? wlm_quant_matvec_split_near(t->type)
-                                                   : wlm_quant_matvec_near(t->type);
-            if (mv) j.qmv = mv;
-        }
-        if (c->dot_split_batch && wlm_quant_matvec_split(t->type))
-            j.qmm = wlm_quant_matmat_split(t->type); /* (its leftover entries: split matvec) */
+        matmul_kernels(c, &j);
         j.x_stride = x_stride * sizeof(float);
         if (tr->vec_dot_type != WLM_TYPE_F32) { /* quantize each entry's activations once */
             if (c->xq_type != tr->vec_dot_type) {
@@ -193,6 +201,71 @@ void wlm_matmul_ex(wlm_context *c, float *out, size_t out_stride, const wlm_tens
 void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
                 const float *x, size_t x_stride, int32_t n) {
     wlm_matmul_ex(c, out, out_stride, t, x, x_stride, n, 0);
+}
+
+/* wlm_matmul_segs: the products as one list of rows, segment after segment; chunk i of n takes
+ * an even-aligned 1/n of them (every segment has an even row count, so each piece of a segment
+ * starts on an even row, as matmul_rows needs). */
+#define SEG_GROUP 64
+typedef struct segs_job {
+    matmul_job j[SEG_GROUP];
+    int64_t first[SEG_GROUP + 1]; /* each segment's first row in the list */
+    int32_t n;
+} segs_job;
+
+static void segs_chunk(void *arg, int32_t i, int32_t n) {
+    const segs_job *s = arg;
+    const int64_t rows = s->first[s->n];
+    const int64_t r0 = (rows * i / n) & ~(int64_t)1;
+    const int64_t r1 = i + 1 == n ? rows : (rows * (i + 1) / n) & ~(int64_t)1;
+    for (int32_t k = 0; k < s->n; k++) {
+        const int64_t a = r0 > s->first[k] ? r0 : s->first[k];
+        const int64_t b = r1 < s->first[k + 1] ? r1 : s->first[k + 1];
+        if (b > a) matmul_rows(&s->j[k], (int)(a - s->first[k]), (int)(b - s->first[k]));
+    }
+}
+
+void wlm_matmul_segs(wlm_context *c, const wlm_matmul_seg *seg, int32_t n_seg, void *xq,
+                     size_t xq_stride) {
+    segs_job s;
+    /* the rows of xq last quantized: their input, type and count (n 0: none yet) */
+    const float *qx = NULL;
+    int32_t qvt = WLM_TYPE_F32, qn = 0;
+    size_t xq_row = 0;
+    const int32_t threads = wlm_threadpool_size(c->pool);
+    c->xq_type = WLM_TYPE_F32; /* the next wlm_matmul_ex quantizes its input again */
+    for (int32_t g = 0; g < n_seg; g += SEG_GROUP) {
+        s.n = n_seg - g < SEG_GROUP ? n_seg - g : SEG_GROUP;
+        s.first[0] = 0;
+        uint64_t macs = 0;
+        for (int32_t k = 0; k < s.n; k++) {
+            const wlm_matmul_seg *q = &seg[g + k];
+            matmul_job *j = &s.j[k];
+            *j = (matmul_job){c, q->out, q->out_stride, &q->t, q->x, q->x_stride, q->n, NULL, NULL};
+            s.first[k + 1] = s.first[k] + q->t.rows;
+            macs += (uint64_t)q->t.rows * (uint64_t)q->t.cols * (uint64_t)q->n;
+            if (q->t.type == WLM_TYPE_F32) continue;
+            matmul_kernels(c, j);
+            j->x_stride = q->x_stride * sizeof(float);
+            const int32_t vt = wlm_type_get(q->t.type)->vec_dot_type;
+            if (vt == WLM_TYPE_F32) continue;
+            if (!(qn && qx == q->x && qvt == vt)) { /* quantized into the next free rows */
+                xq_row += (size_t)qn;
+                const quantize_job qj = {wlm_type_get(vt), q->x, q->x_stride,
+                                         (char *)xq + xq_row * xq_stride, xq_stride, q->t.cols};
+                for_entries(c, q->n, (uint64_t)q->n * (uint64_t)q->t.cols, quantize_entries, &qj);
+                qx = q->x;
+                qvt = vt;
+                qn = q->n;
+            }
+            j->x = (const char *)xq + xq_row * xq_stride;
+            j->x_stride = xq_stride;
+        }
+        if (threads > 1 && macs >= PARALLEL_MIN_MACS && s.first[s.n] >= 2 * threads)
+            wlm_pool_run(c->pool, segs_chunk, &s, threads);
+        else
+            segs_chunk(&s, 0, 1);
+    }
 }
 
 /* Positions entry b attends to outside a window: its sequence's 0..pos (entries of the same
@@ -595,7 +668,9 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         /* feed-forward */
         if (lw->rms_ffn) norm_rows(c, c->xb, D, x, D, lw->rms_ffn, lw->ffn_norm_b, n);
         else memcpy(c->xb, x, (size_t)n * D * sizeof(float));
-        if (a->ffn == WLM_FFN_GATED) { /* w2(act(w1 x) * w3 x) */
+        if (lw->ffn_kind == WLM_FFN_KIND_MOE) { /* moe.c: the chosen experts, grouped */
+            wlm_moe_ffn(c, lw, c->xb, c->xb, n);
+        } else if (a->ffn == WLM_FFN_GATED) { /* w2(act(w1 x) * w3 x) */
             wlm_matmul_ex(c, c->hb, H, &lw->w1, c->xb, D, n, 0);
             wlm_matmul_ex(c, c->hb2, H, &lw->w3, c->xb, D, n, 1);
             const ffn_act_job act = {k, c->hb, c->hb2, H, hidden, a->act == WLM_ACT_GELU};
@@ -610,8 +685,10 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
             const ffn_act_job act = {k, c->hb, NULL, H, hidden, 1};
             for_entries(c, n, (uint64_t)n * H, ffn_act_entries, &act);
         }
-        wlm_matmul(c, c->xb, D, &lw->w2, c->hb, HS, n);
-        add_bias(c, c->xb, D, lw->b_down, dim, n);
+        if (lw->ffn_kind != WLM_FFN_KIND_MOE) {
+            wlm_matmul(c, c->xb, D, &lw->w2, c->hb, HS, n);
+            add_bias(c, c->xb, D, lw->b_down, dim, n);
+        }
         if (lw->post_ffn_norm) norm_rows(c, c->xb, D, c->xb, D, lw->post_ffn_norm, NULL, n);
         for (size_t i = 0; i < (size_t)n * D; i++) x[i] += c->xb[i];
         if (lw->layer_out_norm)
