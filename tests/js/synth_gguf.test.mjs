@@ -28,6 +28,7 @@ const PINNED = {
   'qwen35 tiny-untied': 'c2c7a4a2651e8fccbe39e03d4ab203056d8c3811b4ec1b49243cccbd14fce728',
   lfm2: 'efb775be166023ae638bd70c157847674547ef3d67495cc2f49a9ac1377f42dd',
   'lfm2 tiny-untied': 'e6f0774cb9c196873a7efdebeb323f1421a9504b4edec719b872030ceb426901',
+  qwen3moe: 'a0f918be6bda0194d6b2efbda25996b5325125b95691eccd615c04905cac41d6',
 };
 
 for (const [name, hash] of Object.entries(PINNED)) {
@@ -169,6 +170,34 @@ test('synth_gguf: qwen35 and lfm2 (llama.cpp b12211 names, shapes and keys)', ()
   assert.ok(n.has('token_embd_norm.weight') && !n.has('output_norm.weight') && !n.has('output.weight'));
   m = describe('lfm2', 'tiny-untied'); n = new Map(m.tensors.map((t) => [t.name, t.ne]));
   assert.ok(n.has('output.weight') && n.has('blk.0.attn_q.weight') && n.has('blk.1.shortconv.conv.weight'));
+});
+
+test('synth_gguf: qwen3moe (llama.cpp names, 3-D expert shapes and keys)', () => {
+  const kvOf = (m) => Object.fromEntries(m.kv.map(([k, , v]) => [k, v]));
+  for (const shape of ['tiny', 'qwen3-30b-a3b']) {
+    const m = describe('qwen3moe', shape), q = resolveShape('qwen3moe', shape), kv = kvOf(m);
+    const n = new Map(m.tensors.map((t) => [t.name, t.ne]));
+    assert.equal(kv['qwen3moe.expert_count'], q.E);
+    assert.equal(kv['qwen3moe.expert_used_count'], q.K);
+    assert.equal(kv['qwen3moe.expert_feed_forward_length'], q.Fe);
+    assert.equal(kv['qwen3moe.attention.key_length'], q.hd);
+    for (let l = 0; l < q.L; l++) {
+      assert.deepEqual(n.get(`blk.${l}.ffn_gate_inp.weight`), [q.D, q.E]);
+      assert.deepEqual(n.get(`blk.${l}.ffn_gate_exps.weight`), [q.D, q.Fe, q.E]);
+      assert.deepEqual(n.get(`blk.${l}.ffn_up_exps.weight`), [q.D, q.Fe, q.E]);
+      assert.deepEqual(n.get(`blk.${l}.ffn_down_exps.weight`), [q.Fe, q.D, q.E]);
+      assert.deepEqual(n.get(`blk.${l}.attn_q_norm.weight`), [q.hd]);
+      assert.ok(!n.has(`blk.${l}.ffn_gate.weight`) && !n.has(`blk.${l}.ffn_down.weight`));
+    }
+    if (shape !== 'tiny') { // Qwen3-30B-A3B: 30.5 B parameters, 3.3 B active
+      const count = (t) => t.ne.reduce((a, b) => a * b, 1);
+      const total = m.tensors.reduce((a, t) => a + count(t), 0);
+      const experts = m.tensors.filter((t) => /_exps\./.test(t.name)).reduce((a, t) => a + count(t), 0);
+      const active = total - experts + experts * q.K / q.E;
+      assert.ok(Math.abs(total / 1e9 - 30.5) < 0.1, `${total} parameters`);
+      assert.ok(Math.abs(active / 1e9 - 3.3) < 0.1, `${active} active parameters`);
+    }
+  }
 });
 
 test('synth_gguf: Llama 3 rope_freqs follow the three wavelength regimes', () => {
