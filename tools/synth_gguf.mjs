@@ -149,6 +149,10 @@ export const SHAPES = Object.freeze({
   },
   qwen3: {
     tiny: { D: 64, F: 160, L: 2, H: 4, KV: 2, hd: 32, ctx: 4096, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen' },
+    // the dense twin of qwen3moe's qwen3-30b-a3b-l6: the same attention, vocabulary and layers,
+    // a feed-forward of 8 × 768 = the 8 active experts' rows (the same active weight bytes but the
+    // F32 router's 1 MB a layer), for MoE decode against dense decode of the same bytes
+    'qwen3-a3b-dense-l6': { D: 2048, F: 6144, L: 6, H: 32, KV: 4, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', nVocab: 151936 },
     // huggingface.co/Qwen/Qwen3-0.6B/blob/main/config.json
     'qwen3-0.6b': { D: 1024, F: 3072, L: 28, H: 16, KV: 8, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', nVocab: 151936 },
     // Qwen3-Embedding: qwen3 with last-token pooling (qwen3.pooling_type 3)
@@ -167,8 +171,9 @@ export const SHAPES = Object.freeze({
     tiny: { D: 64, F: 160, L: 2, H: 4, KV: 2, hd: 32, ctx: 4096, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', E: 6, K: 2, Fe: 32 },
     // huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json (archs-2026.md, qwen3moe)
     'qwen3-30b-a3b': { D: 2048, F: 6144, L: 48, H: 32, KV: 4, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', nVocab: 151936, E: 128, K: 8, Fe: 768 },
-    // its first 12 layers: a quarter of the weights (benchmarks on hosts that cannot hold ~18 GB)
-    'qwen3-30b-a3b-l12': { D: 2048, F: 6144, L: 12, H: 32, KV: 4, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', nVocab: 151936, E: 128, K: 8, Fe: 768 },
+    // its first 6 layers (an eighth of the experts; Q4_K_M ~2.6 GB, inside wasm32's 4 GB where
+    // the whole model's ~18 GB is not): decode per layer is the published model's
+    'qwen3-30b-a3b-l6': { D: 2048, F: 6144, L: 6, H: 32, KV: 4, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', nVocab: 151936, E: 128, K: 8, Fe: 768 },
   },
   // Encoders (describeEncoder): pooling is <arch>.pooling_type (1 mean, 2 cls, 4 rank)
   bert: {
