@@ -313,7 +313,7 @@ function hybridLayers(arch, nLayers, dim, kv, num) {
     const HK = num('ssm.group_count', 16), HV = num('ssm.time_step_rank', 16);
     return { attnLayers: layers - rec, stateBytes: 4 * rec * ((K - 1) * (2 * HK * D + HV * D) + HV * D * D) };
   }
-  if (arch === 'lfm2') {
+  if (arch === 'lfm2' || arch === 'lfm2moe') {
     const kvh = kv.get(`${arch}.attention.head_count_kv`);
     const attn = typeof kvh === 'object' ? kvh.nonzero : nLayers;
     return { attnLayers: attn, stateBytes: 4 * (nLayers - attn) * (num('shortconv.l_cache', 3) - 1) * dim };

@@ -99,7 +99,7 @@ import { splitmix32 } from './synth.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHARED_VOCAB = path.resolve(ROOT, '../shared/models/vocab');
-export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'qwen3moe']);
+export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'qwen3moe', 'lfm2moe']);
 /** The embedding-only architectures (no next-token classifier): the encoders of describeEncoder
  *  and EmbeddingGemma (describeGemmaEmbedding). */
 export const EMBED_ARCHS = Object.freeze(['bert', 'nomic-bert', 'gemma-embedding']);
@@ -232,6 +232,16 @@ export const SHAPES = Object.freeze({
     'lfm2.5-1.2b': { D: 2048, F: 8192, L: 16, H: 32, kv: [0, 0, 8, 0, 0, 8, 0, 0, 8, 0, 8, 0, 8, 0, 8, 0], ctx: 128000, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3 },
     // LFM2-350M / LFM2.5-350M (archs-2026.md §2.5)
     'lfm2-350m': { D: 1024, F: 4608, L: 16, H: 16, kv: [0, 0, 8, 0, 0, 8, 0, 0, 8, 0, 8, 0, 8, 0, 8, 0], ctx: 128000, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3 },
+  },
+  // LFM2-MoE (describeLfm2 with experts): lfm2's layers; from `dense` on, mixtures of E experts
+  // of width Fe, K used, sigmoid scores (expert_gating_func 2) with exp_probs_b. tiny: conv and
+  // attention blocks both MoE and dense (block 0 dense), untied.
+  lfm2moe: {
+    tiny: { D: 64, F: 192, L: 4, H: 4, kv: [0, 2, 0, 2], ctx: 4096, theta: 1e6, eps: 1e-5, tied: false, vocab: 'lfm2', Lc: 3, E: 6, K: 2, Fe: 32, dense: 1 },
+    // LFM2-8B-A1B (Liquid's blog and Lfm2MoeConfig: 24 layers, 6 attention, 32 experts × 1792,
+    // top 4, the first two dense of 7168; the attention blocks' places are this file's choice);
+    // Llama 3.1's vocabulary (LFM2's 65536 has no npm package)
+    'lfm2-8b-a1b': { D: 2048, F: 7168, L: 24, H: 32, kv: [0, 0, 8, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 8, 0, 0], ctx: 128000, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3, E: 32, K: 4, Fe: 1792, dense: 2 },
   },
   gpt2: {
     tiny: { D: 64, F: 256, L: 2, H: 4, ctx: 512, eps: 1e-5, tied: true, vocab: 'gpt2' },
@@ -402,7 +412,7 @@ export function describe(arch, shapeName = 'tiny', { seed = 1 } = {}) {
   if (arch === 'gemma-embedding') return describeGemmaEmbedding(shapeName, { seed });
   if (EMBED_ARCHS.includes(arch)) return describeEncoder(arch, shapeName, { seed });
   if (arch === 'qwen35') return describeQwen35(resolveShape(arch, shapeName), shapeName, seed);
-  if (arch === 'lfm2') return describeLfm2(resolveShape(arch, shapeName), shapeName, seed);
+  if (arch === 'lfm2' || arch === 'lfm2moe') return describeLfm2(resolveShape(arch, shapeName), shapeName, seed, arch);
   return describeShape(arch, resolveShape(arch, shapeName), shapeName, seed);
 }
 
@@ -654,8 +664,7 @@ function describeQwen35(s, shapeName, seed) {
  * in_proj gives B, C and x of unit scale, its taps are 1/√L-scale, so out_proj is scaled like
  * attn_output over D inputs of unit RMS.
  */
-function describeLfm2(s, shapeName, seed) {
-  const arch = 'lfm2';
+function describeLfm2(s, shapeName, seed, arch = 'lfm2') {
   const { D, F, L, H, hd } = s;
   if (H * hd !== D) throw new Error(`lfm2 ${shapeName}: llama.cpp needs head_count · head size = embedding_length`);
   const voc = vocabulary(s.vocab, s.nVocab || 0);
@@ -666,6 +675,13 @@ function describeLfm2(s, shapeName, seed) {
   key('rope.freq_base', 'f32', s.theta);
   key('attention.layer_norm_rms_epsilon', 'f32', s.eps);
   key('shortconv.l_cache', 'u32', s.Lc);
+  if (s.E) {
+    key('expert_count', 'u32', s.E);
+    key('expert_used_count', 'u32', s.K);
+    key('expert_feed_forward_length', 'u32', s.Fe);
+    key('expert_gating_func', 'u32', 2); // sigmoid
+    key('leading_dense_block_count', 'u32', s.dense);
+  }
   kv.push(...voc.kv);
 
   const inv = (n) => 1 / Math.sqrt(n);
@@ -696,6 +712,15 @@ function describeLfm2(s, shapeName, seed) {
       t(`${b}attn_output.weight`, [D, D], { std: oStd });
     }
     norm(`${b}ffn_norm.weight`, D);
+    if (s.E && l >= s.dense) { // sigmoid scores of spread ~2, a choice-only bias of ±0.5; the k
+      // renormalised weights add up to 1, so each expert is scaled like a dense feed-forward
+      t(`${b}ffn_gate_inp.weight`, [D, s.E], { std: 2 * inv(D) });
+      t(`${b}ffn_gate_exps.weight`, [D, s.Fe, s.E], { std: upStd });
+      t(`${b}ffn_up_exps.weight`, [D, s.Fe, s.E], { std: upStd });
+      t(`${b}ffn_down_exps.weight`, [s.Fe, D, s.E], { std: 2 * BLOCK_GAIN * embStd * inv(s.Fe) });
+      t(`${b}exp_probs_b.bias`, [s.E], { mean: 0, std: 0.5 });
+      continue;
+    }
     t(`${b}ffn_gate.weight`, [D, F], { std: upStd });
     t(`${b}ffn_up.weight`, [D, F], { std: upStd });
     t(`${b}ffn_down.weight`, [F, D], { std: downStd });

@@ -59,6 +59,15 @@ static const wlm_arch ARCHS[] = {
     {.name = "lfm2", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qk_norm = WLM_T_REQ,
      .layers = WLM_LAYERS_SHORTCONV, .final_norm_name = "token_embd_norm"},
+    /* LFM2-8B-A1B, LFM2-24B-A2B (lfm2moe): LFM2's layers; the feed-forwards from
+     * leading_dense_block_count on are mixtures of experts: sigmoid router scores, the top k of
+     * the scores plus exp_probs_b (the bias steers the choice only), the k unbiased scores
+     * renormalised, SwiGLU experts (gating from expert_gating_func, llama.cpp's 2 = sigmoid).
+     * llama.cpp: src/models/lfm2.cpp, llama_model_lfm2moe. */
+    {.name = "lfm2moe", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qk_norm = WLM_T_REQ,
+     .layers = WLM_LAYERS_SHORTCONV, .final_norm_name = "token_embd_norm", .moe = WLM_T_REQ,
+     .moe_gating = WLM_MOE_SIGMOID, .moe_norm_w = 1, .moe_probs_bias = WLM_T_REQ},
     /* EmbeddingGemma (gemma-embedding): Gemma 3's layers with bidirectional attention (its
      * sliding-window layers see n_swa / 2 positions either side), mean pooling, and optional
      * dense_2 / dense_3 projections of the pooled vector. */
@@ -85,6 +94,6 @@ const wlm_arch *wlm_arch_find(const char *name, size_t len) {
 }
 
 const char *wlm_arch_list(void) {
-    return "llama, qwen2, qwen3, qwen3moe, qwen35, lfm2, gemma3, phi3, gpt2, gemma-embedding, bert, "
+    return "llama, qwen2, qwen3, qwen3moe, qwen35, lfm2, lfm2moe, gemma3, phi3, gpt2, gemma-embedding, bert, "
            "nomic-bert";
 }
