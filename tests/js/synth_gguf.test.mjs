@@ -29,6 +29,7 @@ const PINNED = {
   lfm2: 'efb775be166023ae638bd70c157847674547ef3d67495cc2f49a9ac1377f42dd',
   'lfm2 tiny-untied': 'e6f0774cb9c196873a7efdebeb323f1421a9504b4edec719b872030ceb426901',
   qwen3moe: 'a0f918be6bda0194d6b2efbda25996b5325125b95691eccd615c04905cac41d6',
+  lfm2moe: 'c0865ead4ff70a5703e1ffffe6260934bb4c8a50c8b32f01680fa6431f79bfe2',
 };
 
 for (const [name, hash] of Object.entries(PINNED)) {
@@ -196,6 +197,30 @@ test('synth_gguf: qwen3moe (llama.cpp names, 3-D expert shapes and keys)', () =>
       const active = total - experts + experts * q.K / q.E;
       assert.ok(Math.abs(total / 1e9 - 30.5) < 0.1, `${total} parameters`);
       assert.ok(Math.abs(active / 1e9 - 3.3) < 0.1, `${active} active parameters`);
+    }
+  }
+});
+
+test('synth_gguf: lfm2moe (dense leading blocks, then experts with exp_probs_b)', () => {
+  const kvOf = (m) => Object.fromEntries(m.kv.map(([k, , v]) => [k, v]));
+  for (const shape of ['tiny', 'lfm2-8b-a1b']) {
+    const m = describe('lfm2moe', shape), q = resolveShape('lfm2moe', shape), kv = kvOf(m);
+    const n = new Map(m.tensors.map((t) => [t.name, t.ne]));
+    assert.equal(kv['lfm2moe.expert_count'], q.E);
+    assert.equal(kv['lfm2moe.expert_used_count'], q.K);
+    assert.equal(kv['lfm2moe.expert_gating_func'], 2);
+    assert.equal(kv['lfm2moe.leading_dense_block_count'], q.dense);
+    for (let l = 0; l < q.L; l++) {
+      if (l < q.dense) {
+        assert.deepEqual(n.get(`blk.${l}.ffn_gate.weight`), [q.D, q.F]);
+        assert.ok(!n.has(`blk.${l}.ffn_gate_inp.weight`));
+      } else {
+        assert.deepEqual(n.get(`blk.${l}.ffn_gate_inp.weight`), [q.D, q.E]);
+        assert.deepEqual(n.get(`blk.${l}.ffn_down_exps.weight`), [q.Fe, q.D, q.E]);
+        assert.deepEqual(n.get(`blk.${l}.exp_probs_b.bias`), [q.E]);
+        assert.ok(!n.has(`blk.${l}.ffn_gate.weight`));
+      }
+      assert.equal(n.has(`blk.${l}.shortconv.conv.weight`), q.kv[l] === 0);
     }
   }
 });
