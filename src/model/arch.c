@@ -29,6 +29,17 @@ static const wlm_arch ARCHS[] = {
     {.name = "qwen3moe", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_EITHER, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_OPT,
      .qk_norm = WLM_T_REQ, .moe = WLM_T_REQ, .moe_gating = WLM_MOE_SOFTMAX, .moe_norm_w = 1},
+    /* gpt-oss (OpenAI gpt-oss-20b / 120b; llama.cpp's LLM_ARCH_OPENAI_MOE, src/models/openai-moe):
+     * Q/K/V/O biases, NEOX RoPE with YaRN, attention sinks, sliding-window layers on even blocks
+     * (sliding_window_pattern 2) turning as the others; every feed-forward a mixture after
+     * post_attention_norm: router with a bias, top k of the raw logits, a softmax over those k,
+     * experts with biases and the clamped SwiGLU (α 1.702, limit 7). */
+    {.name = "gpt-oss", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_REQ,
+     .out_bias = WLM_T_REQ, .swa = 1, .swa_period = 2, .swa_rope_same = 1,
+     .attn_sinks = WLM_T_REQ, .ffn_norm_name = "post_attention_norm", .moe = WLM_T_REQ,
+     .moe_gating = WLM_MOE_SOFTMAX_CHOSEN, .moe_act = WLM_MOE_ACT_SWIGLU_OAI,
+     .moe_router_bias = WLM_T_REQ, .moe_exp_bias = WLM_T_REQ},
     /* Gemma 3: GeGLU (tanh GELU), embeddings × sqrt(dim), norms after attention and after the
      * feed-forward, Q/K norms, sliding-window layers with their own RoPE base. Its converter
      * stores every RMSNorm weight as 1 + w, so the norms are applied as stored. */
@@ -94,6 +105,6 @@ const wlm_arch *wlm_arch_find(const char *name, size_t len) {
 }
 
 const char *wlm_arch_list(void) {
-    return "llama, qwen2, qwen3, qwen3moe, qwen35, lfm2, lfm2moe, gemma3, phi3, gpt2, gemma-embedding, bert, "
+    return "llama, qwen2, qwen3, qwen3moe, gpt-oss, qwen35, lfm2, lfm2moe, gemma3, phi3, gpt2, gemma-embedding, bert, "
            "nomic-bert";
 }

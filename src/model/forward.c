@@ -288,7 +288,40 @@ typedef struct attention_job {
     int len;
     int max_len;                  /* the longest entry's: lays out the scratch */
     int block;                    /* positions per pointer of c->kb / c->vb */
+    const float *sinks;           /* (n_heads) attention sink logits, or NULL */
 } attention_job;
+
+/* Attention sinks (gpt-oss): head h's softmax has one more logit, sinks[h], in its normaliser
+ * and no value, so its output is the plain attention's times Z / (Z + e^sink) = 1 / (1 +
+ * e^(sink - lse)), lse = log Σ_t e^(s_t) over the head's scores. The kernel leaves each head's
+ * softmax weights p_t = e^(s_t - lse) in its scratch (kernels.h), so lse = s_t - log p_t at
+ * the heaviest position t, whose score is computed again here (one dot product a head). Every
+ * head of every entry alone, so batches and threads keep their bits. */
+static void apply_sinks(const wlm_context *c, const attention_job *j, float *out, const float *q,
+                        int len, int h0, int h1, const float *scratch) {
+    const wlm_hparams *p = &c->model->hp;
+    const int hs = p->head_size, kv_mul = p->n_heads / p->n_kv_heads;
+    const float scale = sqrtf((float)hs); /* as the kernels divide by it */
+    for (int h = h0; h < h1; h++) {
+        const float *pr = scratch + (size_t)(h - h0) * (size_t)len;
+        int t = 0;
+        for (int u = 1; u < len; u++) t = pr[u] > pr[t] ? u : t;
+        const size_t row = (size_t)(t % j->block) * (size_t)p->kv_dim + (size_t)(h / kv_mul) * hs;
+        const float *qh = q + (size_t)h * hs;
+        float s = 0.0f;
+        if (c->kv.type == WLM_KV_F16) {
+            const uint16_t *k = (const uint16_t *)c->kb[t / j->block] + row;
+            for (int i = 0; i < hs; i++) s += qh[i] * wlm_fp16_to_fp32(k[i]);
+        } else {
+            const float *k = (const float *)c->kb[t / j->block] + row;
+            for (int i = 0; i < hs; i++) s += qh[i] * k[i];
+        }
+        const float lse = s / scale - logf(pr[t]);
+        const float f = 1.0f / (1.0f + expf(j->sinks[h] - lse));
+        float *oh = out + (size_t)h * hs;
+        for (int i = 0; i < hs; i++) oh[i] *= f;
+    }
+}
 
 /* Chunk i of n: heads [n_heads * i / n, n_heads * (i + 1) / n) of every entry, in entry order,
  * with its own part of the scratch (laid out for max_len, so no two chunks share a float). */
@@ -311,6 +344,7 @@ static void attention_chunk(void *arg, int32_t i, int32_t n) {
             c->k->attention(out, q, (const float *const *)c->kb, (const float *const *)c->vb,
                             j->block, len, h0, h1, p->n_heads / p->n_kv_heads, hs, p->kv_dim,
                             scratch);
+        if (j->sinks) apply_sinks(c, j, out, q, len, h0, h1, scratch);
     }
 }
 
@@ -361,17 +395,36 @@ void wlm_rope_init(wlm_context *c) {
     if (m->w.rope_long) ff = c->n_ctx > p->n_ctx_orig ? m->w.rope_long : m->w.rope_short;
     for (int32_t s = 0; s < c->n_rope_sets; s++) {
         const float base = s == 0 ? p->rope_theta : p->rope_theta_swa;
+        const int scaled = s == 0 || p->arch->swa_rope_same;
+        /* YaRN's correction dims (ggml_rope_yarn_corr_dims): pairs below lo keep the unscaled
+         * frequency, above hi the scaled one, a linear ramp between */
+        float lo = 0.0f, hi = 0.0f;
+        if (p->rope_yarn) {
+            const float n = (float)p->n_rot, two_log_base = 2.0f * logf(base);
+            const float orig = (float)p->n_ctx_orig, two_pi = 6.28318530717958647692f;
+            lo = floorf(n * logf(orig / (p->yarn_beta_fast * two_pi)) / two_log_base);
+            hi = ceilf(n * logf(orig / (p->yarn_beta_slow * two_pi)) / two_log_base);
+            if (lo < 0.0f) lo = 0.0f;
+            if (hi > n - 1.0f) hi = n - 1.0f;
+        }
         for (int i = 0; i < half; i++) {
             float theta = 1.0f / powf(base, (float)(2 * i) / (float)p->n_rot);
             if (rope_section_still(p, i)) theta = 0.0f;
-            if (s == 0) {
+            if (scaled) {
                 if (ff) theta /= ff[i];
-                if (p->rope_freq_scale != 1.0f) theta *= p->rope_freq_scale;
+                if (p->rope_yarn) { /* ramp 1: unscaled (extrapolated), 0: scaled */
+                    const float y = ((float)i - lo) / fmaxf(0.001f, hi - lo);
+                    const float ramp = 1.0f - fminf(1.0f, fmaxf(0.0f, y));
+                    theta = theta * p->rope_freq_scale * (1.0f - ramp) + theta * ramp;
+                } else if (p->rope_freq_scale != 1.0f) {
+                    theta *= p->rope_freq_scale;
+                }
             }
             c->rope_freq[(size_t)s * half + i] = theta;
         }
     }
     c->rope_mscale = p->rope_attn_factor;
+    if (p->rope_yarn) c->rope_mscale *= 1.0f + 0.1f * logf(1.0f / p->rope_freq_scale);
 }
 
 /* The cos/sin of `pos` for every RoPE set, into entry slot b of c->rope_cos / rope_sin. */
@@ -578,7 +631,8 @@ static void attention_mix(wlm_context *c, const wlm_layer_weights *lw, int l, in
             positions += (uint64_t)len;
         }
         layer_blocks(c, s, max_len, layer_off);
-        const attention_job j = {c, c->xb, XS, c->q, Q, 0, n, 0, max_len, WLM_KV_BLOCK};
+        const attention_job j = {c, c->xb, XS, c->q, Q, 0, n, 0, max_len, WLM_KV_BLOCK,
+                                 lw->attn_sinks};
         attention_run(c, &j, positions);
     }
     for (int32_t b = 0; b < n && !one_seq; b++) {
@@ -603,7 +657,8 @@ static void attention_mix(wlm_context *c, const wlm_layer_weights *lw, int l, in
             block = 1;
             len -= start;
         }
-        const attention_job j = {c, c->xb + b * XS, XS, c->q + b * Q, Q, b, 1, len, len, block};
+        const attention_job j = {c, c->xb + b * XS, XS, c->q + b * Q, Q, b, 1, len, len, block,
+                                 lw->attn_sinks};
         attention_run(c, &j, (uint64_t)len);
     }
     if (a->attn_gate) /* o ⊙ sigmoid(gate), per head */

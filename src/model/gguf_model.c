@@ -223,11 +223,13 @@ static int read_swa(wlm_model *m, const wlm_gguf *g, int32_t *layer_swa) {
             layer_swa[l] = v != 0;
         }
     } else {
-        int32_t period = 6;
-        if ((rc = get_dim(m, g, k, 0, 6, 1, MAX_LAYERS, &period))) return rc;
+        const int32_t def = a->swa_period ? a->swa_period : 6;
+        int32_t period = def;
+        if ((rc = get_dim(m, g, k, 0, def, 1, MAX_LAYERS, &period))) return rc;
         for (int32_t l = 0; l < hp->n_layers; l++) layer_swa[l] = l % period < period - 1;
     }
-    return get_float(m, g, akey(k, sizeof k, a, "rope.freq_base_swa"), 10000.0f, 0.0f, 0, 1e30f,
+    return get_float(m, g, akey(k, sizeof k, a, "rope.freq_base_swa"),
+                     a->swa_rope_same ? hp->rope_theta : 10000.0f, 0.0f, 0, 1e30f,
                      &hp->rope_theta_swa);
 }
 
@@ -541,6 +543,13 @@ static int read_hparams(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
             return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s is not a string", k);
         if (wlm_gguf_str_eq(scaling->str, "none")) {
             hp->rope_freq_scale = 1.0f;
+        } else if (wlm_gguf_str_eq(scaling->str, "yarn")) { /* YaRN: see wlm_hparams.rope_yarn */
+            hp->rope_yarn = factor != 1.0f;
+            if ((rc = get_float(m, g, akey(k, sizeof k, a, "rope.scaling.yarn_beta_fast"), 32.0f,
+                                0.0f, 0, 1e6f, &hp->yarn_beta_fast)) ||
+                (rc = get_float(m, g, akey(k, sizeof k, a, "rope.scaling.yarn_beta_slow"), 1.0f,
+                                0.0f, 0, 1e6f, &hp->yarn_beta_slow)))
+                return rc;
         } else if (!wlm_gguf_str_eq(scaling->str, "linear") && factor != 1.0f) {
             char t[24];
             size_t n = scaling->str.len < sizeof t - 1 ? scaling->str.len : sizeof t - 1;
@@ -550,7 +559,8 @@ static int read_hparams(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
             t[n] = '\0';
             return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
                                  "RoPE scaling type \"%s\" (%s.rope.scaling.factor %g) is not "
-                                 "supported (only none and linear)", t, a->name, (double)factor);
+                                 "supported (only none, linear and yarn)", t, a->name,
+                                 (double)factor);
         }
     }
     if ((rc = get_float(m, g, akey(k, sizeof k, a, "rope.scaling.attn_factor"), 1.0f, 0.0f, 0,
@@ -700,7 +710,9 @@ static int map_layer(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) 
         (rc = get_vec(m, g, blk(name, sizeof name, l, "post_attention_norm.weight"), D,
                       a->post_norms, spare, &lw->post_att_norm)) ||
         (rc = get_vec(m, g, blk(name, sizeof name, l, "post_ffw_norm.weight"), D, a->post_norms,
-                      spare, &lw->post_ffn_norm)))
+                      spare, &lw->post_ffn_norm)) ||
+        (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_sinks.weight"), hp->n_heads,
+                      a->attn_sinks, spare, &lw->attn_sinks)))
         return rc;
     if ((lw->q_norm == NULL) != (lw->k_norm == NULL) ||
         (lw->post_att_norm == NULL) != (lw->post_ffn_norm == NULL))

@@ -91,6 +91,13 @@ typedef struct wlm_arch {
                                     "post_attention_norm") */
     const char *final_norm_name; /* the final norm, default "output_norm" (LFM2:
                                     "token_embd_norm") */
+    int8_t attn_sinks;        /* WLM_T_*: attn_sinks.weight, one logit per head added to each
+                                 softmax's normaliser, with no value (gpt-oss) */
+    int8_t swa_period;        /* attention.sliding_window_pattern's default (0: 6, Gemma 3's;
+                                 gpt-oss: 2, even layers windowed) */
+    int8_t swa_rope_same;     /* 1: window layers turn as the others do (their base defaults to
+                                 rope.freq_base, with the same scaling; gpt-oss), else by their
+                                 own unscaled base (default 10000, Gemma 3) */
     /* mixture of experts (moe.c): the feed-forward of every layer from hp.n_dense_lead on */
     int8_t moe;               /* WLM_T_*: expert_count > 1 allowed (OPT) or required (REQ) */
     int8_t moe_gating;        /* WLM_MOE_* (the default when <arch>.expert_gating_func is absent) */
@@ -130,6 +137,11 @@ typedef struct wlm_hparams {
     float rope_theta_swa; /* RoPE base of the sliding-window layers (Gemma 3: 10000) */
     float rope_attn_factor; /* rope.scaling.attn_factor: cos and sin are multiplied by it (ggml's
                              attn_factor; Phi-3.5's LongRoPE), 1 when absent */
+    int32_t rope_yarn;    /* 1: YaRN (rope.scaling.type yarn): each pair's frequency blends the
+                             scaled and the unscaled one by its ramp between the correction
+                             dims of yarn_beta_fast / _slow, and cos and sin are multiplied by
+                             1 + 0.1 ln(factor) (ggml's rope_yarn, ext_factor 1) */
+    float yarn_beta_fast, yarn_beta_slow;
     int32_t n_ctx_orig;   /* rope.scaling.original_context_length: LongRoPE uses its long
                              factors when a context is longer (default seq_len) */
     int32_t n_swa;        /* sliding window: a window layer attends to positions pos - n_swa + 1
@@ -222,6 +234,7 @@ typedef struct wlm_layer_weights {
     const float *ssm_dt;          /* DeltaNet (HV) time-step bias */
     const float *ssm_a;           /* DeltaNet (HV) A = -exp(A_log) */
     const float *ssm_norm;        /* DeltaNet (D) gated RMSNorm weight, shared by the heads */
+    const float *attn_sinks;      /* (n_heads) attention sink logits, or NULL */
     /* the feed-forward's kind; a mixture of experts (moe.c) reads the fields below instead of
      * w1 / w2 / w3. Each exp_* tensor describes expert 0's matrix; expert e's is the same view
      * e · rows · row_bytes bytes further (GGUF's 3-D [cols, rows, n_expert] tensors hold the
