@@ -1,4 +1,4 @@
-// moe.test.mjs — mixtures of experts (src/model/moe.c: qwen3moe, lfm2moe) through the JS engine,
+// moe.test.mjs — mixtures of experts (src/model/moe.c: qwen3moe, lfm2moe, gpt-oss) through the JS engine,
 // on the synthesizer's tiny models (tools/synth_gguf.mjs, cached under build/synth; llama.cpp's
 // numbers on the same files are tests/js/oracle.test.mjs's, the double-precision reference
 // tests/c/test_moe.c's): info counts the experts and reads only the chosen ones per token; a
@@ -36,7 +36,7 @@ async function engine(threads) {
 }
 const one = await engine(1), two = await engine(2);
 
-for (const arch of ['qwen3moe', 'lfm2moe']) {
+for (const arch of ['qwen3moe', 'lfm2moe', 'gpt-oss']) {
   const file = synthCached({ arch, shape: 'tiny' });
   const s = resolveShape(arch, 'tiny');
 

@@ -30,6 +30,7 @@ const PINNED = {
   'lfm2 tiny-untied': 'e6f0774cb9c196873a7efdebeb323f1421a9504b4edec719b872030ceb426901',
   qwen3moe: 'a0f918be6bda0194d6b2efbda25996b5325125b95691eccd615c04905cac41d6',
   lfm2moe: 'c0865ead4ff70a5703e1ffffe6260934bb4c8a50c8b32f01680fa6431f79bfe2',
+  'gpt-oss': 'd4b911114e256f56c5fe2ead6f61b06693da550319a31fd1e6d0c63b16f93dcc',
 };
 
 for (const [name, hash] of Object.entries(PINNED)) {
@@ -221,6 +222,32 @@ test('synth_gguf: lfm2moe (dense leading blocks, then experts with exp_probs_b)'
         assert.ok(!n.has(`blk.${l}.ffn_gate.weight`));
       }
       assert.equal(n.has(`blk.${l}.shortconv.conv.weight`), q.kv[l] === 0);
+    }
+  }
+});
+
+test('synth_gguf: gpt-oss (biases, sinks, YaRN keys; gpt-oss-20b: 20.9 B parameters, 3.6 B active)', () => {
+  const kvOf = (m) => Object.fromEntries(m.kv.map(([k, , v]) => [k, v]));
+  for (const shape of ['tiny', 'gpt-oss-20b']) {
+    const m = describe('gpt-oss', shape), q = resolveShape('gpt-oss', shape), kv = kvOf(m);
+    const n = new Map(m.tensors.map((t) => [t.name, t.ne]));
+    assert.equal(kv['gpt-oss.rope.scaling.type'], 'yarn');
+    assert.equal(kv['gpt-oss.attention.sliding_window'], q.window);
+    for (let l = 0; l < q.L; l++) {
+      assert.deepEqual(n.get(`blk.${l}.attn_sinks.weight`), [q.H]);
+      assert.deepEqual(n.get(`blk.${l}.attn_q.bias`), [q.H * q.hd]);
+      assert.deepEqual(n.get(`blk.${l}.ffn_gate_inp.bias`), [q.E]);
+      assert.deepEqual(n.get(`blk.${l}.ffn_up_exps.bias`), [q.Fe, q.E]);
+      assert.deepEqual(n.get(`blk.${l}.ffn_down_exps.bias`), [q.D, q.E]);
+      assert.ok(n.has(`blk.${l}.post_attention_norm.weight`) && !n.has(`blk.${l}.ffn_norm.weight`));
+    }
+    if (shape !== 'tiny') {
+      const count = (t) => t.ne.reduce((a, b) => a * b, 1);
+      const total = m.tensors.reduce((a, t) => a + count(t), 0);
+      const experts = m.tensors.filter((t) => /_exps\./.test(t.name)).reduce((a, t) => a + count(t), 0);
+      const active = total - experts + experts * q.K / q.E - (q.nVocab - 1) * q.D; // one embedding row
+      assert.ok(Math.abs(total / 1e9 - 20.9) < 0.1, `${total} parameters`);
+      assert.ok(Math.abs(active / 1e9 - 3.6) < 0.1, `${active} active parameters`);
     }
   }
 });
