@@ -153,6 +153,9 @@ export const SHAPES = Object.freeze({
     // the dense twin of qwen3moe's qwen3-30b-a3b-l6: the same attention, vocabulary and layers,
     // a feed-forward of 8 × 768 = the 8 active experts' rows (the same active weight bytes but the
     // F32 router's 1 MB a layer), for MoE decode against dense decode of the same bytes
+    // gpt-oss-20b-l2's dense twin: its attention (with q width 4096 and biases, but no sinks,
+    // windows or YaRN: qwen3 has none) and a feed-forward of 4 × 2880, the 4 active experts'
+    'gpt-oss-20b-dense-l2': { D: 2880, F: 11520, L: 2, H: 64, KV: 8, hd: 64, ctx: 131072, theta: 150000, eps: 1e-5, tied: false, vocab: 'gptoss', nVocab: 201088 },
     'qwen3-a3b-dense-l6': { D: 2048, F: 6144, L: 6, H: 32, KV: 4, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', nVocab: 151936 },
     // huggingface.co/Qwen/Qwen3-0.6B/blob/main/config.json
     'qwen3-0.6b': { D: 1024, F: 3072, L: 28, H: 16, KV: 8, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', nVocab: 151936 },
@@ -242,6 +245,8 @@ export const SHAPES = Object.freeze({
     // LFM2-8B-A1B (Liquid's blog and Lfm2MoeConfig: 24 layers, 6 attention, 32 experts × 1792,
     // top 4, the first two dense of 7168; the attention blocks' places are this file's choice);
     // Llama 3.1's vocabulary (LFM2's 65536 has no npm package)
+    // its first 8 blocks (2 dense, 6 MoE; attention at 2 and 6), for benchmarks inside wasm32
+    'lfm2-8b-a1b-l8': { D: 2048, F: 7168, L: 8, H: 32, kv: [0, 0, 8, 0, 0, 0, 8, 0], ctx: 128000, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3, E: 32, K: 4, Fe: 1792, dense: 2 },
     'lfm2-8b-a1b': { D: 2048, F: 7168, L: 24, H: 32, kv: [0, 0, 8, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 8, 0, 0], ctx: 128000, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3, E: 32, K: 4, Fe: 1792, dense: 2 },
   },
   // gpt-oss (describeGptOss): H·hd ≠ D, Q/K/V/O biases, sinks, windows of `window` on even
