@@ -372,8 +372,10 @@ static void attention_run(wlm_context *c, const attention_job *j, uint64_t posit
  * divided by frequency factor i (rope_freqs.weight, or LongRoPE's long factors when the context
  * is longer than rope.scaling.original_context_length and its short ones otherwise, as
  * llama.cpp's get_rope_factors) and multiplied by the linear scaling's 1/factor: angle = pos *
- * theta_i, as ggml_rope_ext with freq_factors and freq_scale (no YaRN). Window layers use their
- * own base, unscaled and without factors (llama.cpp's rope_freq_base_train_swa). */
+ * theta_i, as ggml_rope_ext with freq_factors and freq_scale; with YaRN (hp.rope_yarn) the
+ * scaled and unscaled frequencies blended by ggml's ramp. Window layers use their own base,
+ * unscaled and without factors (llama.cpp's rope_freq_base_train_swa), unless the architecture
+ * turns them as the others (swa_rope_same: gpt-oss). */
 /* Multi-section RoPE (ggml's IMROPE, Qwen3.5): pair i belongs to section s = i mod (sum of the
  * four widths) and turns by the time, height or width position when s % 3 is 0, 1 or 2 and s
  * is below three times that section's width, else by the fourth position. For text the first

@@ -197,9 +197,10 @@ static int get_float(wlm_model *m, const wlm_gguf *g, const char *key, float def
     return WLM_OK;
 }
 
-/* Gemma 3's sliding-window layers, as llama.cpp derives them: with attention.sliding_window
- * > 0, layer l is a window layer unless l % P == P - 1 (P = attention.sliding_window_pattern,
- * default 6; an array of per-layer flags instead of P is taken as it is). */
+/* Sliding-window layers, as llama.cpp derives them: with attention.sliding_window > 0, layer l
+ * is a window layer unless l % P == P - 1 (P = attention.sliding_window_pattern, default the
+ * row's swa_period: Gemma 3's 6, gpt-oss's 2; an array of per-layer flags instead of P is taken
+ * as it is). */
 static int read_swa(wlm_model *m, const wlm_gguf *g, int32_t *layer_swa) {
     const wlm_arch *a = m->hp.arch;
     wlm_hparams *hp = &m->hp;
