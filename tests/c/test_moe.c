@@ -4,8 +4,9 @@
  * - the logits of every position equal those of a double-precision forward pass written below
  *   from ../shared/reference/archs-2026.md (qwen3moe: softmax router, top k, renormalised
  *   weights, SwiGLU experts), whose choice of experts is checked to change from token to token;
- * - a batched prefill (70 entries: two chunks), 2 and 3 threads, and two sequences interleaved
- *   in one batch give logits bitwise equal to one token at a time on one thread;
+ * - a batched prefill (70 entries: two chunks), 2 and 3 threads (a prefill, and with the wider
+ *   shape decode steps too, split among them), and two sequences interleaved in one batch give
+ *   logits bitwise equal to one token at a time on one thread;
  * - the loader: expert tensors of the wrong shape or expert count, a missing router, and bad
  *   expert_count / expert_used_count values are errors naming the tensor or key; the bytes read
  *   per token count k experts, not all of them.
@@ -459,6 +460,14 @@ int main(void) {
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         spec s = base_spec("qwen3moe");
         s.type = types[i];
+        test_logits(s);
+    }
+    /* wider: a decode step's expert products (3 of 10 experts, 256 × 256) are big enough for
+     * the pool to split them among threads, so one token at a time is checked split too */
+    for (size_t i = 0; i < 2; i++) {
+        spec s = base_spec("qwen3moe");
+        s.dim = 256, s.ff_exp = 256, s.experts = 10, s.used = 3, s.key_len = 64, s.layers = 2;
+        s.type = types[i * 2];
         test_logits(s);
     }
     test_errors();
