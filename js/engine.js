@@ -480,7 +480,7 @@ class Engine {
       this.#info = Object.freeze({
         dim: f(0), hiddenDim: f(1), nLayers: f(2), nHeads: f(3), nKvHeads: f(4), vocabSize: f(5),
         seqLen: f(6), sharedClassifier: f(7) === 1, weightBytes: f(11), nCtx: ctxParams.nCtx || f(6),
-        attnLayers: f(13), stateBytes: f(14),
+        attnLayers: f(13), stateBytes: f(14), nExpert: f(15), nExpertUsed: f(16),
         simd: this.#simd, build: this.#build, threads: this.threads, kvType: ctxParams.kvType,
         memory64: x.memory64 === true,
         dotForm: this.#dot.form, dotFormBatch: this.#dot.formBatch, dotProbe: this.#dot.probe,

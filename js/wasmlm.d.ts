@@ -369,8 +369,13 @@ export interface ModelInfo {
   seqLen: number;
   /** The output layer reuses the token embedding. */
   sharedClassifier: boolean;
-  /** Bytes of weights read per forward pass (all matrices and vectors). */
+  /** Bytes of weights read per forward pass (all matrices and vectors; of a mixture of experts,
+   *  the router and the nExpertUsed chosen experts' matrices: its active weights). */
   weightBytes: number;
+  /** A mixture of experts' experts per MoE layer (0 for a dense model). */
+  nExpert: number;
+  /** Experts each token uses (top k), 0 for a dense model. */
+  nExpertUsed: number;
   /** Layers with a KV cache: nLayers, or fewer in a hybrid (Qwen3.5's Gated DeltaNet layers,
    *  LFM2's short convolutions keep a recurrent state instead). */
   attnLayers: number;
