@@ -526,6 +526,8 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
     int want[WLM_MAX_SEQ] = {0};
     int32_t joining[WLM_MAX_SEQ], n_join = 0, n_join_tok = 0; /* sequences added since the last
                                                                  step: their prompts go too */
+    int32_t carried[WLM_MAX_SEQ], n_carried = 0; /* sequences that sample from the logits of
+                                                    wlm_generate_batch_begin's prefill */
     /* Phase 1: stop conditions known before evaluating; collect the tokens to evaluate. */
     for (int32_t i = 0; i < n; i++) {
         wlm_generation *g = &ctx->gens[i];
@@ -561,7 +563,9 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
         if (joined(ctx, i)) { /* added by wlm_generate_batch_add: prefill its prompt */
             joining[n_join++] = i;
             n_join_tok += g->n_prompt;
-        } else if (g->pending >= 0) { /* decode: feed the token emitted by the previous step */
+        } else if (g->pending < 0) { /* begun: samples its first token from begin's logits */
+            carried[n_carried++] = i;
+        } else { /* decode: feed the token emitted by the previous step */
             if (ctx->seqs[i].n_past >= ctx->n_ctx) {
                 const int32_t n_past = ctx->seqs[i].n_past;
                 const int32_t n_discard = (n_past - g->n_keep) / 2;
@@ -583,6 +587,14 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
         }
         want[i] = 1;
     }
+    if (n_join > 0) /* this step's evaluation replaces the logits begin left: sample from them
+                       first (each sequence's draw depends only on its own logits and sampler) */
+        for (int32_t k = 0; k < n_carried; k++) {
+            const int32_t i = carried[k];
+            int rc = sample_seq(ctx, i, &out[i]);
+            if (rc != WLM_OK) return rc;
+            want[i] = 0;
+        }
     if (n_join > 0) { /* one pass: the decode tokens, then each joining prompt (logits at its
                          last token); every entry's result is what it would be alone */
         const int32_t total = m + n_join_tok;
@@ -652,14 +664,17 @@ int wlm_generate_batch_resume(wlm_context *ctx, wlm_token *out) {
     return sample_phase(ctx, out, want);
 }
 
-/* Phase 2 of a step: samples every sequence i with want[i] (still generating). */
+/* Phase 2 of a step: samples every sequence i with want[i] (still generating). Every other
+ * out[i] was filled by phase 1 (WLM_DONE, or a token sampled before a joining prompt's
+ * evaluation: the deferred path's resume is given next's out array). */
 static int sample_phase(wlm_context *ctx, wlm_token *out, const int *want) {
     const int32_t n = ctx->n_gen;
     int any = 0;
     for (int32_t i = 0; i < n; i++) {
-        if (!want[i]) continue;
-        int rc = sample_seq(ctx, i, &out[i]);
-        if (rc != WLM_OK) return rc;
+        if (want[i]) {
+            int rc = sample_seq(ctx, i, &out[i]);
+            if (rc != WLM_OK) return rc;
+        }
         any |= out[i].status == WLM_OK;
     }
     return any ? WLM_OK : WLM_DONE;

@@ -371,6 +371,22 @@ static void test_batch_join(const wlm_model *m) {
                "joined sequence %d: %d tokens, alone %d (or different ids)", i, g->cnt, a->cnt);
         CHECK_EQ_INT(g->reason, a->reason);
     }
+    /* added right after begin, before any step: begin's sequence samples from its prefill's
+     * logits, which the joining prompt's evaluation replaces */
+    memset(got, 0, sizeof got);
+    const int32_t *p2 = toks[2];
+    CHECK_STATUS(wlm_generate_batch_begin(c, 1, &p2, &n[2], &gp[2]), WLM_OK);
+    CHECK_STATUS(wlm_generate_batch_add(c, toks[3], n[3], &gp[3]), 1);
+    who[0] = &got[2];
+    who[1] = &got[3];
+    steps = 0;
+    while ((rc = join_step(c, out, who, 2)) == WLM_OK && steps++ < 1000) {}
+    CHECK_STATUS(rc, WLM_DONE);
+    for (int i = 2; i < 4; i++)
+        CHECKF(got[i].cnt == alone[i].cnt &&
+                   memcmp(got[i].ids, alone[i].ids, sizeof(int32_t) * (size_t)alone[i].cnt) == 0,
+               "sequence %d added before the first step: %d tokens, alone %d", i, got[i].cnt,
+               alone[i].cnt);
     wlm_generate_abort(c);
     CHECK_STATUS(wlm_generate_batch_next(c, out), WLM_DONE);
     CHECK_STATUS(wlm_generate_batch_add(c, toks[0], n[0], &gp[0]), WLM_ERR_STATE);
