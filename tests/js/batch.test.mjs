@@ -267,7 +267,7 @@ test('openBatch: a cancelled sequence leaves at once and a waiting one takes its
   assert.equal(r.ids.length, 10);
   assert.equal((await drain(waiting)).error?.name, 'AbortError');
   const rn = await drain(next);
-  nextDone = rn.stopReason === 'length';
+  nextDone = rn.stopReason === 'max_tokens';
   assert.ok(nextDone, JSON.stringify(rn));
   assert.equal(next.result.nGenerated, 8);
   await batch.close();

@@ -299,6 +299,7 @@ test('continuous batching: a request arriving mid-batch joins it, ends while the
   assert.deepEqual([r.usage.prompt_tokens, r.usage.completion_tokens], [ref.usage.prompt_tokens, ref.usage.completion_tokens]);
   assert.ok(await a.chunk(), 'A is still streaming after B has ended');
   const h = await main.health();
+  assert.equal(h.running, 1, 'A still decodes');
   assert.equal(h.batches - before.batches, 1, 'B joined A\'s batch rather than waiting for it to end');
   assert.ok(h.max_batch >= 2);
   a.ac.abort();
@@ -324,6 +325,7 @@ test('continuous batching: a client that disconnects frees its slot at once; the
   assert.equal(r.choices[0].message.content, ref.choices[0].message.content);
   assert.ok(await b.chunk(), 'B is still streaming');
   h = await s.health();
+  assert.equal(h.running, 1, 'B still decodes');
   assert.equal(h.batches, 1, 'one batch throughout');
   assert.equal(h.sequences, 3);
   b.ac.abort();
