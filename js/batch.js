@@ -391,7 +391,8 @@ export class ContinuousBatch {
   /** Ends one sequence's reader; frees its parameters. */
   #finish(seq, error = null) {
     seq.signal?.removeEventListener('abort', seq.onAbort);
-    if (seq.paramsPtr) { this.#c.freeParams(seq.paramsPtr); seq.paramsPtr = 0; }
+    if (seq.paramsPtr && this.#c.x) this.#c.freeParams(seq.paramsPtr); // (gone with a freed engine)
+    seq.paramsPtr = 0;
     seq.queue.end(error);
   }
 
@@ -503,7 +504,7 @@ export class ContinuousBatch {
         c.gen = null;
         c.busy = null;
       }
-      x.wlmjs_free(this.#toks);
+      if (c.x === x) x.wlmjs_free(this.#toks);
     }
   }
 }
