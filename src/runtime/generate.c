@@ -603,7 +603,8 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
         if (!all || !w) {
             free(all);
             free(w);
-            return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM, "out of memory for the joining prompts");
+            return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM,
+                                 "out of memory for the joining prompts");
         }
         memcpy(all, tok, sizeof(int32_t) * (size_t)m);
         memcpy(all + total, seq, sizeof(int32_t) * (size_t)m);

@@ -2,7 +2,8 @@
  * test_batch.c — sequences, batches, beams and context shift on stories260K: batched prefill
  * and multi-sequence batches give logits bitwise equal to one-token-at-a-time evaluation;
  * forked sequences share KV blocks and copy on write; batched generation equals each sequence
- * generated alone, and so does a sequence added to a running batch or ended in it; beam search (W = 1 is greedy; W = 4 finds a total log-probability at least
+ * generated alone, and so does a sequence added to a running batch or ended in it (continuous
+ * batching); beam search (W = 1 is greedy; W = 4 finds a total log-probability at least
  * greedy's; every reported log-probability equals a recomputation); context full and context
  * shift (the shifted keys equal keys computed at the new positions). Everything runs with the
  * default F16 KV cache, and the bitwise and shift checks again with the F32 cache.
@@ -238,7 +239,8 @@ static void test_batch_generation(const wlm_model *m) {
     /* parameter errors name the sequence */
     gp[2].top_p = 2.0f;
     CHECK_STATUS(wlm_generate_batch_begin(c, NS, pp, n, gp), WLM_ERR_INVALID_ARG);
-    CHECKF(strstr(wlm_context_errmsg(c), "sequence 2") != NULL, "message: %s", wlm_context_errmsg(c));
+    CHECKF(strstr(wlm_context_errmsg(c), "sequence 2") != NULL, "message: %s",
+           wlm_context_errmsg(c));
     CHECK_STATUS(wlm_generate_batch_begin(c, NS + 1, pp, n, gp), WLM_ERR_INVALID_ARG);
     wlm_context_free(one);
     wlm_context_free(c);
@@ -293,7 +295,8 @@ static void test_batch_join(const wlm_model *m) {
     wlm_context *c = new_ctx(m, 256, SLOTS, 1);
     if (!one || !c) goto out;
     for (int i = 0; i < NP; i++) {
-        alone[i].cnt = run_single(one, toks[i], n[i], &gp[i], alone[i].ids, JOIN_CAP, &alone[i].reason);
+        alone[i].cnt =
+            run_single(one, toks[i], n[i], &gp[i], alone[i].ids, JOIN_CAP, &alone[i].reason);
         CHECK(alone[i].cnt > 3);
     }
     /* errors before any batch */
@@ -326,7 +329,8 @@ static void test_batch_join(const wlm_model *m) {
     gp[3].top_p = 3.0f;
     wlm_generate_batch_end(c, 2); /* (frees slot 2 for the check; prompt 2 joins again below) */
     CHECK_STATUS(wlm_generate_batch_add(c, toks[3], n[3], &gp[3]), WLM_ERR_INVALID_ARG);
-    CHECKF(strstr(wlm_context_errmsg(c), "sequence 2") != NULL, "message: %s", wlm_context_errmsg(c));
+    CHECKF(strstr(wlm_context_errmsg(c), "sequence 2") != NULL, "message: %s",
+           wlm_context_errmsg(c));
     gp[3].top_p = 0.9f;
     CHECK_STATUS(wlm_generate_batch_add(c, toks[3], 0, &gp[3]), WLM_ERR_INVALID_ARG);
     CHECK_STATUS(wlm_generate_batch_add(c, toks[2], n[2], &gp[2]), 2);
@@ -367,7 +371,8 @@ static void test_batch_join(const wlm_model *m) {
     /* everything equals the sequence alone (the one ended early: a prefix of it) */
     for (int i = 0; i <= NP; i++) {
         const join_seq *a = &alone[i < NP ? i : 0], *g = &got[i];
-        CHECKF(g->ended && g->cnt == a->cnt && memcmp(g->ids, a->ids, sizeof(int32_t) * (size_t)a->cnt) == 0,
+        CHECKF(g->ended && g->cnt == a->cnt &&
+                   memcmp(g->ids, a->ids, sizeof(int32_t) * (size_t)a->cnt) == 0,
                "joined sequence %d: %d tokens, alone %d (or different ids)", i, g->cnt, a->cnt);
         CHECK_EQ_INT(g->reason, a->reason);
     }
