@@ -61,15 +61,18 @@ test('openBatch (continuous batching) through the worker equals the in-thread en
     const long = b.add('Lily', { temperature: 0, maxTokens: 0, logitBias: { 2: -Infinity } });
     const got = [];
     await assert.rejects(async () => { for await (const t of long) { got.push(t); if (got.length === 5) long.cancel(); } }, { name: 'AbortError' });
-    const out = { a: [...first, ...rest], b: other, r0: s0.result, r1: s1.result, cancelled: got.length, stats: b.stats.sequences };
+    const out = { a: [...first, ...rest], b: other, r0: s0.result, r1: s1.result, cancelled: got, stats: b.stats.sequences };
     await b.close();
     return out;
   };
   const a = await run(remote);
   const l = await run(local);
-  for (const k of Object.keys(l)) assert.deepEqual(a[k], l[k], k);
+  // the cancel reaches the worker a message later: a few more tokens of the same sequence
+  assert.equal(l.cancelled.length, 5);
+  assert.ok(a.cancelled.length >= 5);
+  assert.deepEqual(a.cancelled.slice(0, 5), l.cancelled);
+  for (const k of ['a', 'b', 'r0', 'r1', 'stats']) assert.deepEqual(a[k], l[k], k);
   assert.equal(a.stats, 3);
-  assert.equal(a.cancelled, 5);
   assert.equal(a.r0.nGenerated, a.a.length - 1);
   // the worker's engine is idle again
   assert.equal((await remote.completeBatch('a', { temperature: 0, maxTokens: 2 })).nGenerated, 2);
