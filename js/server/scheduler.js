@@ -12,7 +12,7 @@
 // facade engine (facade()): chatCompletion renders the prompt, builds the grammar and reads tool
 // calls as it does on a plain Engine, and its generate() call lands here.
 
-import { abortError, jsError } from '../errors.js';
+import { abortError } from '../errors.js';
 
 /** Thrown by reserve() when `queue` requests already wait: the server answers 503. */
 export class QueueFullError extends Error {
