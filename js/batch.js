@@ -1,6 +1,7 @@
 // batch.js — several sequences at once on one engine: generateBatch() (the sequences of a batch
-// decoded together, one token each per step: wlm_generate_batch_begin / _next) and beamSearch()
-// (wlm_beam_begin / wlm_beam_step). Each runs on the handles an Engine lends it (`c`, see
+// decoded together, one token each per step: wlm_generate_batch_begin / _next), openBatch()'s
+// ContinuousBatch (sequences join and leave a running batch: wlm_generate_batch_add / _end) and
+// beamSearch() (wlm_beam_begin / wlm_beam_step). Each runs on the handles an Engine lends it (`c`, see
 // Engine's #lend in js/engine.js) and publishes its result on the engine (lastBatchResult,
 // lastBeamResult). The memory rule of engine.js holds here too: views of wasm memory are made
 // right before use, never kept across a call into wasm.
@@ -248,3 +249,262 @@ export async function beamSearch(engine, c, prompt, params, { signal, onStep } =
   }
 }
 
+
+/** A push-to-pull queue of one sequence's items: the batch pushes, the sequence's reader pulls. */
+class ItemQueue {
+  #items = [];
+  #wake = null;
+  #done = false;
+  #error = null;
+  push(item) { this.#items.push(item); this.#notify(); }
+  end(error = null) { if (!this.#done) { this.#done = true; this.#error = error; this.#notify(); } }
+  get ended() { return this.#done; }
+  #notify() { const w = this.#wake; this.#wake = null; w?.(); }
+  async *[Symbol.asyncIterator]() {
+    for (;;) {
+      if (this.#items.length) { yield this.#items.shift(); continue; }
+      if (this.#done) { if (this.#error) throw this.#error; return; }
+      await new Promise((resolve) => { this.#wake = resolve; });
+    }
+  }
+}
+
+/**
+ * Engine.openBatch(): continuous batching (llama-server's) on one engine. Sequences join the
+ * running batch between two steps (add: wlm_generate_batch_add, or wlm_generate_batch_begin for
+ * the first; the new prompt is prefilled in the next step's forward pass beside the other
+ * sequences' decode tokens) and leave it at once when cancelled (wlm_generate_batch_end: its KV
+ * cache freed, its slot taken by the next waiting sequence). One step runs per macrotask while
+ * any sequence generates; with none, the batch waits for add() or close(). The engine is busy
+ * from openBatch() to close(). A sequence's tokens are those it generates alone (generate()
+ * without the prompt cache): bitwise, greedy or seeded.
+ */
+export class ContinuousBatch {
+  #engine; #c; #gen; #max; #signal; #onAbort;
+  #toks = 0;
+  #begun = false;
+  #closed = false;
+  #failed = null;
+  #pending = [];        // sequences added, not yet in the batch
+  #live = new Map();    // slot -> sequence in the batch
+  #wake = null;
+  #loop;
+  /** Totals: {sequences (admitted), steps, maxLive (most sequences in one step), tokens}. */
+  stats = { sequences: 0, steps: 0, maxLive: 0, tokens: 0 };
+
+  /** Use Engine.openBatch(). */
+  constructor(engine, c, maxSequences, signal) {
+    this.#engine = engine;
+    this.#c = c;
+    this.#max = maxSequences;
+    this.#signal = signal;
+    this.#gen = {};
+    c.busy = 'continuous batch';
+    c.gen = this.#gen;
+    c.previewPrev = undefined;
+    this.#toks = c.x.wlmjs_tokens_new(maxSequences) >>> 0;
+    if (!this.#toks) {
+      c.gen = null;
+      c.busy = null;
+      throw jsError('WLM_ERR_NOMEM', 'cannot allocate the token slots');
+    }
+    if (signal) {
+      this.#onAbort = () => this.close();
+      signal.addEventListener('abort', this.#onAbort, { once: true });
+    }
+    this.#loop = this.#run();
+  }
+
+  /** Sequences in the batch now, and added ones waiting for a slot. */
+  get live() { return this.#live.size; }
+  get waiting() { return this.#pending.length; }
+  /** The most sequences decoded together (the context's slots). */
+  get maxSequences() { return this.#max; }
+
+  /**
+   * Adds a sequence: `prompt` (text, tokenized with params.addBos / parseSpecial) and its
+   * GenerateParams (cachePrompt, stateCheckpoint and draft do not apply). It joins at the next
+   * step if a slot is free, else when one frees, in order. Returns a BatchSequence: an async
+   * iterable of its BatchTokens (the last with stopReason set; seq is its slot) that throws the
+   * AbortError when cancelled (cancel(), `signal`, close()) and a per-sequence error (a prompt
+   * past the context, a bad parameter) without disturbing the others.
+   */
+  add(prompt, params = {}, { signal } = {}) {
+    if (this.#closed || this.#failed) {
+      throw this.#failed ?? jsError('WLM_ERR_STATE', 'the batch is closed');
+    }
+    prompt = String(prompt);
+    if (params === null || typeof params !== 'object') {
+      throw jsError('WLM_ERR_INVALID_ARG', `generation parameters must be an object, got ${params}`);
+    }
+    const queue = new ItemQueue();
+    const seq = {
+      queue, prompt, params, slot: -1, cancelled: false, ids: null, paramsPtr: 0,
+      decoder: new TextDecoder(), prev: -1,
+      result: { stopReason: 'aborted', text: '', nPrompt: 0, nGenerated: 0, logprob: 0 },
+      signal, onAbort: null,
+    };
+    const handle = {
+      [Symbol.asyncIterator]: () => queue[Symbol.asyncIterator](),
+      cancel: () => this.#cancel(seq),
+      /** {stopReason, text, nPrompt, nGenerated, logprob}: final once the iterator has ended. */
+      get result() { return { ...seq.result }; },
+      /** The sequence's slot in the batch (BatchToken.seq), -1 before it joins. */
+      get slot() { return seq.slot; },
+    };
+    if (prompt.includes('\0')) {
+      queue.end(jsError('WLM_ERR_INVALID_ARG', 'the prompt contains a NUL character'));
+      return handle;
+    }
+    if (signal?.aborted) { queue.end(abortError('The generation')); return handle; }
+    if (signal) {
+      seq.onAbort = () => this.#cancel(seq);
+      signal.addEventListener('abort', seq.onAbort, { once: true });
+    }
+    seq.ids = this.#c.tokenize(prompt, { bos: params.addBos ?? true, parseSpecial: params.parseSpecial ?? false });
+    seq.ids.catch(() => {}); // reported through the queue when it is admitted
+    this.#pending.push(seq);
+    this.#notify();
+    return handle;
+  }
+
+  /** Ends every sequence (AbortError for those still running) and the batch; resolves when the
+   * engine is idle again. Idempotent. */
+  async close() {
+    if (!this.#closed) {
+      this.#closed = true;
+      this.#notify();
+    }
+    await this.#loop;
+  }
+
+  #notify() { const w = this.#wake; this.#wake = null; w?.(); }
+
+  #cancel(seq) {
+    if (seq.queue.ended) return;
+    seq.cancelled = true;
+    const i = this.#pending.indexOf(seq);
+    if (i >= 0) { this.#pending.splice(i, 1); this.#finish(seq, abortError('The generation')); }
+    this.#notify(); // a sequence in the batch leaves before the next step (#run)
+  }
+
+  /** Ends one sequence's reader; frees its parameters. */
+  #finish(seq, error = null) {
+    seq.signal?.removeEventListener('abort', seq.onAbort);
+    if (seq.paramsPtr && this.#c.x) this.#c.freeParams(seq.paramsPtr); // (gone with a freed engine)
+    seq.paramsPtr = 0;
+    seq.queue.end(error);
+  }
+
+  #check() {
+    if (this.#c.gen !== this.#gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
+  }
+
+  /** Puts a waiting sequence into the batch; its own errors end it alone. */
+  async #admit(seq) {
+    const c = this.#c, x = c.x;
+    let ids;
+    try {
+      ids = await seq.ids;
+      this.#check();
+      if (seq.cancelled) { this.#finish(seq, abortError('The generation')); return; }
+      seq.paramsPtr = c.genParams(seq.params);
+    } catch (err) {
+      this.#check();
+      this.#finish(seq, err);
+      return;
+    }
+    const tokensPtr = c.heapInt32(ids);
+    let rc;
+    try {
+      if (!this.#begun) {
+        const cell = x.wlmjs_malloc(8) >>> 0;
+        if (!cell) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 8 bytes of wasm memory');
+        new Int32Array(x.memory.buffer, cell, 2).set([ids.length, seq.paramsPtr]);
+        rc = x.wlmjs_generate_batch_begin(c.ctx, 1, tokensPtr, cell, cell + 4);
+        x.wlmjs_free(cell);
+      } else {
+        rc = x.wlm_generate_batch_add(c.ctx, tokensPtr, ids.length, seq.paramsPtr);
+      }
+    } finally {
+      x.wlmjs_free(tokensPtr);
+    }
+    if (rc < 0) { this.#finish(seq, c.ctxError(rc)); return; }
+    if (!this.#begun) {
+      this.#begun = true;
+      await c.supply(); // the GPU backend: the recorded prefill runs there
+      this.#check();
+    }
+    seq.slot = rc;
+    seq.prev = ids[ids.length - 1];
+    seq.result.nPrompt = ids.length;
+    this.#live.set(rc, seq);
+    this.stats.sequences++;
+  }
+
+  async #run() {
+    const c = this.#c, x = c.x, gen = this.#gen;
+    try {
+      for (;;) {
+        if (this.#closed) break;
+        for (const [slot, seq] of this.#live) { // cancelled: leave now, the slot freed
+          if (!seq.cancelled) continue;
+          const rc = x.wlm_generate_batch_end(c.ctx, slot);
+          if (rc < 0) throw c.ctxError(rc);
+          this.#live.delete(slot);
+          this.#finish(seq, abortError('The generation'));
+        }
+        while (this.#pending.length && this.#live.size < this.#max) await this.#admit(this.#pending.shift());
+        if (this.#live.size === 0) {
+          if (this.#pending.length) continue;
+          await new Promise((resolve) => { this.#wake = resolve; });
+          continue;
+        }
+        await macrotask();
+        this.#check();
+        if (this.#closed) break;
+        if ([...this.#live.values()].some((s) => s.cancelled)) continue;
+        this.stats.maxLive = Math.max(this.stats.maxLive, this.#live.size);
+        const rc = await decodeStep(c, gen, () => x.wlm_generate_batch_next(c.ctx, this.#toks),
+          () => x.wlmjs_generate_resume(c.ctx, this.#toks, 0));
+        if (rc < 0) throw c.ctxError(rc);
+        this.stats.steps++;
+        const ended = [];
+        for (const [slot, seq] of this.#live) { // read the whole step before anyone reads on
+          const { token, stopReason } = c.readToken(x.wlmjs_token_at(this.#toks, slot) >>> 0, seq.decoder, seq.prev);
+          const r = seq.result;
+          r.text += token.text;
+          if (stopReason) {
+            r.stopReason = stopReason;
+            ended.push(slot);
+          } else {
+            seq.prev = token.id;
+            r.nGenerated++;
+            r.logprob += token.logprob;
+            this.stats.tokens++;
+          }
+          seq.queue.push({ ...token, seq: slot, stopReason });
+        }
+        for (const slot of ended) { this.#finish(this.#live.get(slot)); this.#live.delete(slot); }
+      }
+    } catch (err) {
+      this.#failed = err;
+    } finally {
+      const err = this.#failed ?? abortError('The generation');
+      for (const seq of [...this.#live.values(), ...this.#pending]) this.#finish(seq, err);
+      this.#live.clear();
+      this.#pending.length = 0;
+      this.#closed = true;
+      this.#signal?.removeEventListener('abort', this.#onAbort);
+      if (c.gen === gen) {
+        if (this.#begun) { // end the C batch so the context is idle
+          x.wlm_generate_abort(c.ctx);
+          x.wlm_generate_batch_next(c.ctx, this.#toks);
+        }
+        c.gen = null;
+        c.busy = null;
+      }
+      if (c.x === x) x.wlmjs_free(this.#toks);
+    }
+  }
+}

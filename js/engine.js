@@ -21,7 +21,7 @@ import { chatPrompt, chatCheckpoint, splitChatParams } from './chat.js';
 import { withReasoning } from './reasoning.js';
 import { chatCompletion } from './chat_completion.js';
 import { embed, embedInfo, rerank } from './embed.js';
-import { beamSearch, generateBatch } from './batch.js';
+import { ContinuousBatch, beamSearch, generateBatch } from './batch.js';
 import { mark } from './platform.js';
 import { readIntoHeap } from './source.js';
 import { draftKey } from './speculative.js';
@@ -742,6 +742,32 @@ class Engine {
 
   async *#generateBatch(prompts, params, signal) {
     yield* generateBatch(this, this.#lend(), prompts, params, signal);
+  }
+
+  /**
+   * Continuous batching: opens a batch that sequences join and leave while it decodes
+   * (batch.add(prompt, params) → a BatchSequence, an async iterable of its BatchTokens with
+   * cancel()), at most maxSequences at once (default: the context's nSeqMax; more wait for a
+   * slot). The engine is busy until batch.close() (or `signal`). See ContinuousBatch in
+   * wasmlm.d.ts.
+   * @param {{maxSequences?: number, signal?: AbortSignal}} [options]
+   * @returns {Promise<import('./wasmlm.d.ts').ContinuousBatch>}
+   */
+  async openBatch({ maxSequences, signal, ...rest } = {}) {
+    const unknown = Object.keys(rest);
+    if (unknown.length) throw jsError('WLM_ERR_INVALID_ARG', `openBatch(): unknown option ${unknown.map((k) => `'${k}'`).join(', ')} (maxSequences, signal)`);
+    const c = this.#lend();
+    c.needModel();
+    c.needIdle('open a batch');
+    if (signal?.aborted) throw abortError('The batch');
+    const n = maxSequences ?? this.#ctxParams.nSeqMax;
+    if (!Number.isInteger(n) || n < 1 || n > MAX_SEQ) {
+      throw jsError('WLM_ERR_INVALID_ARG', `maxSequences must be an integer in 1..${MAX_SEQ}, got ${maxSequences}`);
+    }
+    await this.#ensureSeqMax(n);
+    c.needIdle('open a batch');
+    c.syncPool();
+    return new ContinuousBatch(this, c, n, signal);
   }
 
   /**

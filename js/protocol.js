@@ -5,7 +5,7 @@
 // Every request the client posts is {id, type, ...} with a fresh integer id, and gets exactly
 // one terminal reply, {id, type: 'result', value} or {id, type: 'error', error}. Before that,
 // a request may get any number of non-terminal replies carrying the same id: 'progress' (load),
-// 'token' (generate, generate_batch) and 'step' (beam_search). An 'abort' request
+// 'token' (generate, generate_batch, batch_add) and 'step' (beam_search). An 'abort' request
 // {id, type: 'abort', target} asks the worker to abort request `target`; it gets its own
 // terminal reply (value: true if `target` was running).
 //
@@ -18,6 +18,13 @@
 //                                                    (error {error, lastResult} when aborted)
 //   {type:'generate_batch', prompts, params}         token* {token: BatchToken}, result BatchResult
 //                                                    (error {error, lastBatchResult} when aborted)
+//   {type:'open_batch', options:{maxSequences}}      result {batch, maxSequences} (continuous
+//                                                    batching: Engine.openBatch; `batch` names it)
+//   {type:'batch_add', batch, prompt, params}        token* {token: BatchToken, live, waiting,
+//                                                    stats, nPrompt}, result {result, live,
+//                                                    waiting, stats}; an 'abort' of this request
+//                                                    cancels the sequence
+//   {type:'batch_close', batch}                      result true
 //   {type:'beam_search', prompt, params}             step* {step: BeamStep}, result BeamResult
 //                                                    (error {error, lastBeamResult} when aborted)
 //   {type:'kv_stats'}                                result KvStats
@@ -53,7 +60,7 @@
 // cloned without recompiling), which the worker uses when it picks that same file.
 
 /** Version of this message set; the worker echoes it in the 'init' result. */
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 
 /** Request types (client → worker). */
 export const Req = Object.freeze({
@@ -61,6 +68,9 @@ export const Req = Object.freeze({
   LOAD: 'load',
   GENERATE: 'generate',
   GENERATE_BATCH: 'generate_batch',
+  OPEN_BATCH: 'open_batch',
+  BATCH_ADD: 'batch_add',
+  BATCH_CLOSE: 'batch_close',
   BEAM_SEARCH: 'beam_search',
   KV_STATS: 'kv_stats',
   PREVIEW: 'preview',

@@ -921,6 +921,45 @@ export interface BatchResult {
   wasmMemoryBytes: number;
 }
 
+/** A batch open for continuous batching (Engine.openBatch()). */
+export interface ContinuousBatch {
+  /**
+   * Queues a sequence: `prompt` tokenized with params.addBos / parseSpecial, generated with
+   * `params` (GenerateParams; cachePrompt, stateCheckpoint, contextShift's cache reuse and draft do
+   * not apply to a batch). Never throws for the prompt or params: their errors (a prompt
+   * past the context, a bad parameter: C's message starts with "sequence N: ") come from the
+   * sequence's iterator alone. Throws WLM_ERR_STATE once the batch is closed (or the error
+   * that ended it).
+   * @param options.signal cancels this sequence (as cancel())
+   */
+  add(prompt: string, params?: GenerateParams, options?: { signal?: AbortSignal }): BatchSequence;
+  /** Ends every sequence (their iterators throw an AbortError) and the batch; resolves once
+   *  the engine is idle. Idempotent. */
+  close(): Promise<void>;
+  /** Sequences in the batch now. */
+  readonly live: number;
+  /** Sequences added and waiting for a slot. */
+  readonly waiting: number;
+  /** The most sequences decoded together. */
+  readonly maxSequences: number;
+  /** Totals since openBatch(): sequences admitted, decode steps, the most sequences in one
+   *  step, tokens generated. */
+  readonly stats: { sequences: number; steps: number; maxLive: number; tokens: number };
+}
+
+/** One sequence of a ContinuousBatch: an async iterable of its BatchTokens (seq is its slot;
+ *  the last item has stopReason set, as in generateBatch()). The iterator throws an AbortError
+ *  when the sequence is cancelled, and the sequence's own error (WasmlmError) otherwise. */
+export interface BatchSequence extends AsyncIterable<BatchToken> {
+  /** Ends the sequence now: it leaves the batch before the next step, its KV cache freed. */
+  cancel(): void;
+  /** The slot it decodes in (BatchToken.seq), -1 before it joins. */
+  readonly slot: number;
+  /** Its summary so far; final once the iterator has ended. stopReason 'aborted' until it
+   *  ends by itself. */
+  readonly result: { stopReason: StopReason; text: string; nPrompt: number; nGenerated: number; logprob: number };
+}
+
 /** Parameters of beamSearch() (wlm_beam_params). */
 export interface BeamParams {
   /** Beams kept per step: integer 1..32, default 4. Needs 2 × width sequences (the context is
@@ -1210,6 +1249,24 @@ export interface Engine {
    */
   generateBatch(prompts: string | string[], params?: BatchParams | BatchParams[],
                 options?: { signal?: AbortSignal }): AsyncIterableIterator<BatchToken>;
+
+  /**
+   * Continuous batching (llama-server's; wlm_generate_batch_add / wlm_generate_batch_end):
+   * opens a batch that sequences join and leave while it decodes. batch.add() queues a
+   * sequence; it joins the running batch at the next step when fewer than maxSequences
+   * decode (its prompt is prefilled in that step's forward pass beside the others' tokens),
+   * else when a slot frees. A sequence that ends, is cancelled or whose signal aborts leaves at
+   * once, its KV cache freed and its slot given to the next waiting one. Each sequence's tokens
+   * equal generate()'s for its prompt and parameters without the prompt cache, bit for bit
+   * (greedy and seeded sampling). One step per macrotask while any sequence runs. The engine
+   * is busy (generate(), generateBatch(), … reject with WLM_ERR_STATE) until close().
+   * @param options.maxSequences sequences decoded together, 1..64 (default: the context's
+   *   nSeqMax; the context is recreated with more when needed)
+   * @param options.signal closes the batch when it aborts
+   * @throws WLM_ERR_INVALID_ARG (an unknown option, maxSequences out of range), WLM_ERR_STATE
+   *   (the engine is busy or has no model)
+   */
+  openBatch(options?: { maxSequences?: number; signal?: AbortSignal }): Promise<ContinuousBatch>;
 
   /** Runs generateBatch() to the end and returns its BatchResult; onToken per item. */
   completeBatch(prompts: string | string[], params?: BatchParams | BatchParams[],

@@ -11,7 +11,7 @@ import { startEngine } from './engine.js';
 import { Helper, PROTOCOL_VERSION, Req, Reply, serializeError } from './protocol.js';
 import { SPAWN_HELPER } from './threads.js';
 // What engine.js imports, named here too so the worker requests its module graph at once.
-import './errors.js';
+import { jsError } from './errors.js';
 import './params.js';
 import './platform.js';
 import './source.js';
@@ -23,6 +23,7 @@ import './wasm.js';
 let enginePromise = null;
 let warmup = null; // what Engine.warmUp() returned after 'init' (null: not run)
 const running = new Map(); // request id → AbortController (load, generate)
+const batches = new Map(); // open_batch request id → its ContinuousBatch (Engine.openBatch)
 const helperErrors = new Map(); // key of a helper the client starts → its error listener
 let helperKeys = 0;
 
@@ -138,6 +139,31 @@ async function handle(msg) {
         post({ id, type: Reply.ERROR, error: serializeError(err), [key]: e[key] !== before ? e[key] : undefined });
         return;
       }
+      break;
+    }
+    case Req.OPEN_BATCH: {
+      const e = await engine();
+      const b = await e.openBatch({ maxSequences: msg.options?.maxSequences });
+      batches.set(id, b);
+      value = { batch: id, maxSequences: b.maxSequences };
+      break;
+    }
+    case Req.BATCH_ADD: {
+      const b = batches.get(msg.batch);
+      if (!b) throw jsError('WLM_ERR_STATE', 'the batch is closed');
+      const snap = () => ({ live: b.live, waiting: b.waiting, stats: { ...b.stats } });
+      value = await abortable(id, async (signal) => {
+        const seq = b.add(msg.prompt, msg.params, { signal });
+        for await (const token of seq) post({ id, type: Reply.TOKEN, token, nPrompt: seq.result.nPrompt, ...snap() });
+        return { result: seq.result, ...snap() };
+      });
+      break;
+    }
+    case Req.BATCH_CLOSE: {
+      const b = batches.get(msg.batch);
+      batches.delete(msg.batch);
+      await b?.close();
+      value = true;
       break;
     }
     case Req.BEAM_SEARCH: {

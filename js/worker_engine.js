@@ -156,7 +156,7 @@ class WorkerEngine {
     if (!p) return;
     switch (msg.type) {
       case Reply.PROGRESS: p.onProgress?.(msg.progress); break;
-      case Reply.TOKEN: p.onToken?.(msg.token); break;
+      case Reply.TOKEN: p.onToken?.(msg.token, msg); break;
       case Reply.STEP: p.onStep?.(msg.step); break;
       case Reply.RESULT:
         this.#pending.delete(msg.id);
@@ -289,6 +289,86 @@ class WorkerEngine {
     const list = typeof prompts === 'string' ? prompts : Array.from(prompts ?? [], String);
     return this.#stream(Req.GENERATE_BATCH, { prompts: list, params: params ?? {} }, signal,
       (v) => { this.lastBatchResult = v; });
+  }
+
+  /**
+   * Same contract as Engine.openBatch (ContinuousBatch in wasmlm.d.ts): the batch lives in the
+   * worker; each add() is one request whose 'token' replies feed its BatchSequence (posted at
+   * once, so the sequence joins whether or not it is read yet); cancel() aborts that request.
+   * live, waiting and stats are the worker's as of the last message.
+   */
+  async openBatch({ maxSequences, signal, ...rest } = {}) {
+    const unknown = Object.keys(rest);
+    if (unknown.length) throw jsError('WLM_ERR_INVALID_ARG', `openBatch(): unknown option ${unknown.map((k) => `'${k}'`).join(', ')} (maxSequences, signal)`);
+    if (signal?.aborted) throw abortError('The batch');
+    const opened = await this.#request(Req.OPEN_BATCH, { options: { maxSequences } }).promise;
+    const bid = opened.batch;
+    let snap = { live: 0, waiting: 0, stats: { sequences: 0, steps: 0, maxLive: 0, tokens: 0 } };
+    const update = (m) => { if (m?.stats) snap = { live: m.live, waiting: m.waiting, stats: m.stats }; };
+    let closed = false;
+    let closing = null;
+    const close = () => {
+      if (!closing) {
+        closed = true;
+        signal?.removeEventListener('abort', onAbort);
+        closing = this.#freed || this.#failure ? Promise.resolve()
+          : this.#request(Req.BATCH_CLOSE, { batch: bid }).promise.then(() => {});
+      }
+      return closing;
+    };
+    const onAbort = () => { close().catch(() => {}); };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const add = (prompt, params = {}, { signal: seqSignal } = {}) => {
+      if (closed) throw jsError('WLM_ERR_STATE', 'the batch is closed');
+      const r = { stopReason: 'aborted', text: '', nPrompt: 0, nGenerated: 0, logprob: 0 };
+      let slot = -1;
+      const queue = [];
+      let wake = null;
+      let settled = false;
+      let error = seqSignal?.aborted ? abortError('The generation') : null;
+      let cancel = () => {};
+      if (!error) {
+        const { id, promise } = this.#request(Req.BATCH_ADD, { batch: bid, prompt: String(prompt), params: params ?? {} }, {
+          onToken: (t, m) => {
+            update(m);
+            slot = t.seq;
+            r.nPrompt = m.nPrompt;
+            r.text += t.text;
+            if (t.stopReason) r.stopReason = t.stopReason;
+            else { r.nGenerated++; r.logprob += t.logprob; }
+            queue.push(t);
+            wake?.();
+          },
+        });
+        promise.then((v) => { update(v); Object.assign(r, v.result); }, (e) => { error = e; })
+          .finally(() => { settled = true; seqSignal?.removeEventListener('abort', cancel); wake?.(); });
+        cancel = () => { if (!settled) this.#abort(id); };
+        seqSignal?.addEventListener('abort', cancel, { once: true });
+      } else {
+        settled = true;
+      }
+      return {
+        async *[Symbol.asyncIterator]() {
+          for (;;) {
+            if (queue.length) { yield queue.shift(); continue; }
+            if (settled) break;
+            await new Promise((res) => { wake = res; });
+            wake = null;
+          }
+          if (error) throw error;
+        },
+        cancel: () => cancel(),
+        get slot() { return slot; },
+        get result() { return { ...r }; },
+      };
+    };
+    return {
+      add, close,
+      get live() { return snap.live; },
+      get waiting() { return snap.waiting; },
+      get maxSequences() { return opened.maxSequences; },
+      get stats() { return { ...snap.stats }; },
+    };
   }
 
   /**

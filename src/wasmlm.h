@@ -795,10 +795,49 @@ int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *co
  * One step for every sequence still generating: out[0..n_seqs) receive one wlm_token each
  * (out[i].seq == i; status WLM_OK with a token, or WLM_DONE when sequence i has ended, at this
  * step or before — its text held back for a stop string is released with the first WLM_DONE).
- * Returns WLM_OK while any sequence produced a token, WLM_DONE once all have ended.
+ * n_seqs is the batch's size: that of wlm_generate_batch_begin, raised to s + 1 by each
+ * wlm_generate_batch_add that returned a slot s past it (at most n_seq_max; give out
+ * n_seq_max entries when sequences may be added). A sequence added since the previous step has
+ * its prompt prefilled in this step's forward pass and its first token sampled.
+ * Returns WLM_OK while any sequence produced a token, WLM_DONE once all have ended (the batch
+ * still runs: a sequence added afterwards generates at the next step).
  * Errors: WLM_ERR_STATE (no batch begun), WLM_ERR_NOMEM.
  */
 int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out);
+
+/*
+ * Continuous batching (llama-server's): adds a sequence to the running batch between two steps.
+ * Its prompt (n >= 1 ids, the caller decides about BOS; copied) and params (copied, as for
+ * wlm_generate_batch_begin; the single-sequence options cache_prompt, checkpoint and speculative
+ * decoding do not apply) start it; the next wlm_generate_batch_next evaluates the whole prompt in
+ * the same forward pass as the other sequences' decode tokens (one pass, not a prefill pass of
+ * its own that would stall them; each entry's result is independent of the others in a pass),
+ * and samples its first token there. Its tokens are bitwise those it would generate alone
+ * (wlm_generate_begin), or in a batch begun with it: the pass computes each entry as alone, the
+ * sampler and its seed are its own, its KV cache and recurrent state start empty.
+ * It takes the lowest slot not generating (never begun, ended by wlm_generate_batch_end, or
+ * finished: that sequence's cache is dropped) and returns that slot, the sequence's index in
+ * out[] of the following steps (out[slot].seq == slot).
+ * Errors (negative; the context's message says which): WLM_ERR_STATE when no batch runs (none
+ * begun, a beam search, wlm_generate_abort called), when a deferred context's step waits for
+ * its logits, or when no slot is free (all n_seq_max sequences are generating);
+ * WLM_ERR_INVALID_ARG / WLM_ERR_CONTEXT_FULL for the prompt and params, as
+ * wlm_generate_batch_begin (the message names "sequence <slot>"). The batch is unchanged on error.
+ */
+int32_t wlm_generate_batch_add(wlm_context *ctx, const int32_t *tokens, int32_t n,
+                               const wlm_gen_params *params);
+
+/*
+ * Ends sequence `seq` (0 .. the batch's size - 1) of the running batch now, between two steps:
+ * it generates no more (it reports WLM_DONE with WLM_STOP_ABORTED if it was still generating,
+ * else its own stop reason; text held back for a stop string is dropped), its KV blocks go
+ * back to the pool and its recurrent state is emptied (the sequence's cache is gone), and its
+ * slot is free for wlm_generate_batch_add. The other sequences are untouched. Ending an ended
+ * sequence again only frees its cache.
+ * Errors: WLM_ERR_STATE (no batch running, or a deferred step waits for its logits),
+ * WLM_ERR_INVALID_ARG (seq is not a sequence of the batch).
+ */
+int wlm_generate_batch_end(wlm_context *ctx, int32_t seq);
 
 /*
  * The distribution a sampler chain leaves on the logits sequence `seq` last sampled from (the

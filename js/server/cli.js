@@ -17,7 +17,7 @@ Serves MODEL (a .gguf file or URL) with OpenAI's API: POST /v1/chat/completions,
   --host HOST              address to listen on (default 127.0.0.1)
   --port N                 port (default 8080; 0: any free port)
   --api-key KEY            require "Authorization: Bearer KEY" (or set WASMLM_API_KEY)
-  -np, --parallel N        requests decoded together in one batch (1..64, default 1)
+  -np, --parallel N        requests decoded together, continuous batching (1..64, default 1)
   --queue N                requests that may wait beyond those (default 64; 503 beyond)
   --max-body BYTES         largest request body (default 1048576; 413 beyond)
   -c, --ctx-size N         context length per sequence (default: the model's)

@@ -1,23 +1,18 @@
 // scheduler.js — one engine shared by the server's requests (`wasmlm serve --parallel N`): a
-// bounded queue of generations, taken N at a time and decoded together in one batch
-// (Engine.generateBatch: one forward pass over every live sequence per step, js/batch.js), or
-// alone through Engine.generate (which keeps the KV cache of the previous prompt) when only one
-// waits. Requests that arrive within `gatherMs` of each other start together.
-//
-// What the engine cannot do yet, and this file therefore does not: admit a sequence into a
-// batch that is already decoding (continuous batching). wlm_generate_batch_begin fixes the
-// batch's sequences; a request that arrives while a batch decodes waits until every sequence
-// of that batch has ended. Nor can one sequence of a batch be ended alone: a client that
-// disconnects from a batch stops receiving at once, but its sequence decodes on (to its stop
-// or max_tokens) unless every sequence of the batch has been abandoned, which aborts the
-// batch. Both need C entry points (a batch_add(ctx, prompt, params) -> seq and a per-sequence
-// abort) that src/wasmlm.h does not have.
+// bounded queue of generations decoded together by continuous batching (llama-server's): with
+// N > 1 the engine holds one open batch (Engine.openBatch, js/batch.js: one forward pass over
+// every live sequence per step) while any request runs; a request joins it at the next step as
+// soon as fewer than N sequences decode, and a request whose client disconnects leaves it at
+// once (wlm_generate_batch_end: its slot and KV cache freed for the next waiting request). With
+// N = 1 each request runs alone through Engine.generate, which keeps the KV cache of the
+// previous prompt. The batch is closed when nothing runs or waits, so the engine is idle
+// between bursts (and for SIGTERM's drain).
 //
 // Each generation is handed to chatCompletion() (js/chat_completion.js) through a per-request
 // facade engine (facade()): chatCompletion renders the prompt, builds the grammar and reads tool
 // calls as it does on a plain Engine, and its generate() call lands here.
 
-import { abortError, jsError } from '../errors.js';
+import { abortError } from '../errors.js';
 
 /** Thrown by reserve() when `queue` requests already wait: the server answers 503. */
 export class QueueFullError extends Error {
@@ -58,6 +53,7 @@ export class Scheduler {
   #waiting = [];     // jobs ready to start, in arrival order
   #running = 0;      // jobs in the batch decoding now
   #loop = null;
+  #wakeLoop = null;  // wakes the batch loop: a job queued or ended
   #idleWaiters = [];
   /** Totals since start: {batches, sequences, maxBatch, tokens (generated)}. */
   stats = { batches: 0, sequences: 0, maxBatch: 0, tokens: 0 };
@@ -145,34 +141,66 @@ export class Scheduler {
   }
 
   #pump() {
+    this.#wakeLoop?.();
     if (this.#loop) return;
     this.#loop = (async () => {
-      while (this.#waiting.length) {
-        if (this.#gatherMs > 0 && this.#waiting.length < this.#parallel) {
-          await new Promise((r) => setTimeout(r, this.#gatherMs));
+      if (this.#parallel === 1) {
+        while (this.#waiting.length) {
+          const job = this.#waiting.shift();
+          this.#start(job);
+          this.stats.batches++;
+          try { await this.#runOne(job); } finally { this.#running = 0; }
         }
-        const jobs = this.#waiting.splice(0, this.#parallel);
-        if (jobs.length === 0) continue;
-        for (const j of jobs) { j.started = true; j.ticket.release(); }
-        this.#running = jobs.length;
-        this.stats.batches++;
-        this.stats.sequences += jobs.length;
-        this.stats.maxBatch = Math.max(this.stats.maxBatch, jobs.length);
-        try {
-          if (jobs.length === 1) await this.#runOne(jobs[0]);
-          else await this.#runBatch(jobs);
-        } catch (err) { // the engine failed outside any one job: every job still open gets it
-          for (const j of jobs) j.channel.end(err);
-        } finally {
-          for (const j of jobs) j.signal?.removeEventListener('abort', j.onAbort);
-          this.#running = 0;
+        return;
+      }
+      if (this.#gatherMs > 0 && this.#waiting.length < this.#parallel) {
+        await new Promise((r) => setTimeout(r, this.#gatherMs)); // the first step takes them together
+      }
+      if (!this.#waiting.length) return;
+      let batch;
+      try {
+        batch = await this.#engine.openBatch({ maxSequences: this.#parallel });
+      } catch (err) { // the engine cannot batch (no KV cache, freed, …): every waiting job gets it
+        for (const j of this.#waiting.splice(0)) { j.ticket.release(); j.signal?.removeEventListener('abort', j.onAbort); j.channel.end(err); }
+        return;
+      }
+      this.stats.batches++;
+      const open = new Set();
+      try {
+        for (;;) {
+          while (this.#waiting.length && this.#running < this.#parallel) {
+            const job = this.#waiting.shift();
+            this.#start(job);
+            const run = this.#runInBatch(batch, job).finally(() => {
+              open.delete(run);
+              this.#running--;
+              this.#wakeLoop?.();
+            });
+            open.add(run);
+          }
+          if (open.size === 0 && !this.#waiting.length) break;
+          await new Promise((resolve) => { this.#wakeLoop = resolve; });
+          this.#wakeLoop = null;
         }
+      } finally {
+        await batch.close();
+        await Promise.allSettled([...open]);
       }
     })().finally(() => {
       this.#loop = null;
       if (this.#waiting.length) this.#pump();
       else this.#checkIdle();
     });
+  }
+
+  /** A job leaves the queue and starts decoding. */
+  #start(job) {
+    job.started = true;
+    job.ticket.release();
+    job.signal?.removeEventListener('abort', job.onAbort);
+    this.#running++;
+    this.stats.sequences++;
+    this.stats.maxBatch = Math.max(this.stats.maxBatch, this.#running);
   }
 
   /** One sequence alone: Engine.generate (prompt cache, every option). */
@@ -191,68 +219,30 @@ export class Scheduler {
     }
   }
 
-  /** Several sequences in one Engine.generateBatch: one forward pass per step for all. */
-  async #runBatch(jobs) {
-    const engine = this.#engine;
-    const ctl = new AbortController();
-    const live = new Set(jobs);
-    const state = jobs.map(() => ({ text: '', nGenerated: 0, logprob: 0, nPrompt: 0 }));
-    const leave = (job) => {
-      if (!live.delete(job)) return;
-      job.channel.end(abortError('The generation'));
-      if (live.size === 0) ctl.abort(); // nobody listens any more: end the batch
-    };
-    const listeners = jobs.map((job) => {
-      const f = () => leave(job);
-      if (job.signal?.aborted) f();
-      else job.signal?.addEventListener('abort', f, { once: true });
-      return f;
-    });
-    let begun = false;
-    const params = jobs.map((j) => Object.fromEntries(Object.entries(j.params).filter(([k]) => !SINGLE_ONLY.includes(k))));
+  /** One sequence in the open batch: it joins at the next step; its client's abort ends it. */
+  async #runInBatch(batch, job) {
+    const params = Object.fromEntries(Object.entries(job.params).filter(([k]) => !SINGLE_ONLY.includes(k)));
+    let seq;
     try {
-      // Prompt lengths for usage (the batch reports them only when all have ended).
-      for (const [i, j] of jobs.entries()) {
-        state[i].nPrompt = (await engine.tokenize(j.prompt, { bos: j.params.addBos ?? true, parseSpecial: j.params.parseSpecial ?? false })).length;
-      }
-      if (live.size === 0) return;
-      for await (const item of engine.generateBatch(jobs.map((j) => j.prompt), params, { signal: ctl.signal })) {
-        begun = true;
-        const job = jobs[item.seq];
-        if (!item.stopReason) this.stats.tokens++;
-        if (!live.has(job)) continue;
-        const s = state[item.seq];
-        const { seq, stopReason, ...tok } = item;
+      seq = batch.add(job.prompt, params, { signal: job.signal });
+      for await (const item of seq) {
+        const { seq: _slot, stopReason, ...tok } = item;
         if (stopReason) {
-          if (tok.text) { s.text += tok.text; job.channel.push(tok); } // text held back for a stop string
-          live.delete(job);
-          job.setResult({ stopReason, text: s.text, nPrompt: s.nPrompt, nCached: 0, nGenerated: s.nGenerated, logprob: s.logprob });
-          job.channel.end();
+          if (tok.text) job.channel.push(tok); // text held back for a stop string
         } else {
-          s.text += tok.text;
-          s.nGenerated++;
-          s.logprob += tok.logprob ?? 0;
+          this.stats.tokens++;
           job.channel.push(tok);
         }
       }
+      const r = seq.result;
+      job.setResult({ stopReason: r.stopReason, text: r.text, nPrompt: r.nPrompt, nCached: 0, nGenerated: r.nGenerated, logprob: r.logprob });
+      job.channel.end();
     } catch (err) {
-      if (!begun && err?.name !== 'AbortError') {
-        // refused at begin (one prompt past the context, a grammar the engine rejects, …): C
-        // names only the first offending sequence, so each request runs alone and gets its own
-        // answer rather than another's error
-        jobs.forEach((j, i) => j.signal?.removeEventListener('abort', listeners[i]));
-        for (const job of [...live]) {
-          live.delete(job);
-          await this.#runOne(job);
-        }
-      } else if (!(err?.name === 'AbortError' && live.size === 0)) {
-        for (const job of live) job.channel.end(err);
+      if (seq) {
+        const r = seq.result;
+        job.setResult({ stopReason: 'aborted', text: r.text, nPrompt: r.nPrompt, nCached: 0, nGenerated: r.nGenerated, logprob: r.logprob });
       }
-    } finally {
-      jobs.forEach((j, i) => j.signal?.removeEventListener('abort', listeners[i]));
-      for (const job of live) { // should not happen: the batch ended without ending this sequence
-        job.channel.end(jsError('WLM_ERR_STATE', 'the batch ended before this sequence did'));
-      }
+      job.channel.end(err);
     }
   }
 }

@@ -14,7 +14,8 @@ export interface ServerOptions {
   embedModelId?: string | null;
   /** Required as `Authorization: Bearer <key>` on every route but /health (401 without it). */
   apiKey?: string | null;
-  /** Requests decoded together in one batch, 1..64 (default 1). */
+  /** Requests decoded together (continuous batching: one joins the running batch at its next
+   *  step, one whose client disconnects leaves it at once), 1..64 (default 1). */
   parallel?: number;
   /** Requests that may wait beyond those being decoded (default 64); more get 503. */
   queue?: number;

@@ -2,7 +2,10 @@
  * generate.c — the step-wise generation API for one sequence or a batch: begin (validate,
  * prefill every distinct prompt in one batch, fork sequences whose prompt repeats an earlier
  * one), next (evaluate every sequence's previous token in one batched forward pass, sample each
- * with its own sampler, check each one's stop conditions), abort. Text that might be the start
+ * with its own sampler, check each one's stop conditions), abort; and continuous batching: add
+ * a sequence to the running batch (its prompt is prefilled in the next step's forward pass,
+ * beside the other sequences' decode tokens) and end one sequence (its slot and KV blocks
+ * freed). Text that might be the start
  * of a stop string is held back until it is known not to be one, so a stop string is never
  * emitted. When a sequence fills the context it stops, or shifts (wlm_seq_shift) if asked.
  */
@@ -429,6 +432,88 @@ int wlm_gen_emit(wlm_context *c, int32_t i, int32_t next, wlm_token *out) {
 
 static int sample_phase(wlm_context *ctx, wlm_token *out, const int *want);
 
+/* Sequence i was added to the running batch and its prompt (in its token array, n_prompt ids)
+ * awaits the next step's prefill. */
+static int joined(const wlm_context *c, int32_t i) {
+    const wlm_generation *g = &c->gens[i];
+    return g->active && g->pending < 0 && g->n_generated == 0 && c->seqs[i].n_past == 0;
+}
+
+/* Checks shared by wlm_generate_batch_add and _end: a batch runs and no step waits. */
+static int batch_running(wlm_context *c, const char *what) {
+    if (!c->model || !c->seqs)
+        return wlm_set_error(c->errmsg, WLM_ERR_STATE, "%s: context has no model", what);
+    if (c->n_gen == 0 || c->beam.active)
+        return wlm_set_error(c->errmsg, WLM_ERR_STATE,
+                             "%s: no batch is running (begin one with wlm_generate_batch_begin)",
+                             what);
+    if (c->dfr_resume || c->dfr_n > 0)
+        return wlm_set_error(c->errmsg, WLM_ERR_STATE,
+                             "%s: a step is waiting for its logits (supply them and resume first)",
+                             what);
+    return WLM_OK;
+}
+
+/* Frees sequence i's cache: its KV blocks go back to the pool, its recurrent state restarts. */
+static void seq_release(wlm_context *c, int32_t i) {
+    wlm_seq *s = &c->seqs[i];
+    wlm_seq_truncate_internal(c, i, 0);
+    for (int j = 0; j < WLM_STATE_SNAPS; j++) s->snap_pos[j] = -1;
+    memset(c->dfr_shift[i], 0, sizeof c->dfr_shift[i]); /* a shift of the sequence that left */
+}
+
+int32_t wlm_generate_batch_add(wlm_context *ctx, const int32_t *tokens, int32_t n,
+                               const wlm_gen_params *params) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    int rc = batch_running(ctx, "wlm_generate_batch_add");
+    if (rc != WLM_OK) return rc;
+    if (ctx->gen_aborted)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "wlm_generate_batch_add: the batch was aborted (wlm_generate_abort)");
+    if (!ctx->kv_cache)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "a context without KV cache generates one sequence at a time");
+    if (!params) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "params is NULL");
+    int32_t slot = 0; /* the lowest slot not generating, else a new one */
+    while (slot < ctx->n_gen && ctx->gens[slot].active) slot++;
+    if (slot == ctx->n_seq_max)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "wlm_generate_batch_add: no slot is free: all %d sequences of the "
+                             "context (n_seq_max) are generating",
+                             (int)ctx->n_seq_max);
+    char who[48];
+    snprintf(who, sizeof who, "sequence %d: ", (int)slot);
+    rc = setup_seq(ctx, slot, tokens, n, params, who);
+    if (rc != WLM_OK) return rc;
+    seq_release(ctx, slot);
+    memcpy(ctx->seqs[slot].tokens, tokens, sizeof(int32_t) * (size_t)n); /* the next step's */
+    wlm_generation *g = &ctx->gens[slot];
+    g->active = 1;
+    g->logit_entry = -1;
+    if (slot == ctx->n_gen) ctx->n_gen++;
+    return slot;
+}
+
+int wlm_generate_batch_end(wlm_context *ctx, int32_t seq) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    int rc = batch_running(ctx, "wlm_generate_batch_end");
+    if (rc != WLM_OK) return rc;
+    if (seq < 0 || seq >= ctx->n_gen)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "wlm_generate_batch_end: sequence %d is not in the batch (0..%d)",
+                             (int)seq, (int)ctx->n_gen - 1);
+    wlm_generation *g = &ctx->gens[seq];
+    if (g->active || !g->done) g->stop_reason = WLM_STOP_ABORTED;
+    g->active = 0;
+    g->done = 1;
+    g->pending = -1;
+    g->held_len = 0; /* text held back for a stop string is dropped with the sequence */
+    seq_release(ctx, seq);
+    return WLM_OK;
+}
+
 int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
     if (!ctx || !out) return WLM_ERR_INVALID_ARG;
     ctx->errmsg[0] = '\0';
@@ -439,6 +524,10 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
     if (ctx->dfr_resume) wlm_deferred_drop(ctx); /* the step that waited for logits is dropped */
     int32_t tok[WLM_MAX_SEQ], seq[WLM_MAX_SEQ], m = 0;
     int want[WLM_MAX_SEQ] = {0};
+    int32_t joining[WLM_MAX_SEQ], n_join = 0, n_join_tok = 0; /* sequences added since the last
+                                                                 step: their prompts go too */
+    int32_t carried[WLM_MAX_SEQ], n_carried = 0; /* sequences that sample from the logits of
+                                                    wlm_generate_batch_begin's prefill */
     /* Phase 1: stop conditions known before evaluating; collect the tokens to evaluate. */
     for (int32_t i = 0; i < n; i++) {
         wlm_generation *g = &ctx->gens[i];
@@ -471,7 +560,12 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
             wlm_gen_finish(ctx, i, o, WLM_STOP_EOS);
             continue;
         }
-        if (g->pending >= 0) { /* decode: feed the token emitted by the previous step */
+        if (joined(ctx, i)) { /* added by wlm_generate_batch_add: prefill its prompt */
+            joining[n_join++] = i;
+            n_join_tok += g->n_prompt;
+        } else if (g->pending < 0) { /* begun: samples its first token from begin's logits */
+            carried[n_carried++] = i;
+        } else { /* decode: feed the token emitted by the previous step */
             if (ctx->seqs[i].n_past >= ctx->n_ctx) {
                 const int32_t n_past = ctx->seqs[i].n_past;
                 const int32_t n_discard = (n_past - g->n_keep) / 2;
@@ -492,6 +586,53 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
             m++;
         }
         want[i] = 1;
+    }
+    if (n_join > 0) /* this step's evaluation replaces the logits begin left: sample from them
+                       first (each sequence's draw depends only on its own logits and sampler) */
+        for (int32_t k = 0; k < n_carried; k++) {
+            const int32_t i = carried[k];
+            int rc = sample_seq(ctx, i, &out[i]);
+            if (rc != WLM_OK) return rc;
+            want[i] = 0;
+        }
+    if (n_join > 0) { /* one pass: the decode tokens, then each joining prompt (logits at its
+                         last token); every entry's result is what it would be alone */
+        const int32_t total = m + n_join_tok;
+        int32_t *all = malloc(sizeof(int32_t) * (size_t)total * 2);
+        uint8_t *w = malloc((size_t)total);
+        if (!all || !w) {
+            free(all);
+            free(w);
+            return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM,
+                                 "out of memory for the joining prompts");
+        }
+        memcpy(all, tok, sizeof(int32_t) * (size_t)m);
+        memcpy(all + total, seq, sizeof(int32_t) * (size_t)m);
+        memset(w, 1, (size_t)m);
+        int32_t e = m;
+        for (int32_t k = 0; k < n_join; k++) {
+            const int32_t i = joining[k], np = ctx->gens[i].n_prompt;
+            memcpy(all + e, ctx->seqs[i].tokens, sizeof(int32_t) * (size_t)np);
+            for (int32_t t = 0; t < np; t++) {
+                all[total + e + t] = i;
+                w[e + t] = t == np - 1;
+            }
+            e += np;
+            ctx->gens[i].logit_entry = e - 1;
+        }
+        int rc = wlm_eval_entries(ctx, all, all + total, w, total);
+        free(all);
+        free(w);
+        m = 0; /* evaluated */
+        if (rc != WLM_OK) {
+            for (int32_t i = 0; i < n; i++) ctx->gens[i].active = 0;
+            return rc;
+        }
+        if (ctx->deferred) {
+            for (int32_t i = 0; i < n; i++) ctx->dfr_want[i] = (uint8_t)want[i];
+            ctx->dfr_resume = 1;
+            return WLM_NEED_LOGITS;
+        }
     }
     if (m > 0) {
         uint8_t w[WLM_MAX_SEQ];
@@ -524,14 +665,17 @@ int wlm_generate_batch_resume(wlm_context *ctx, wlm_token *out) {
     return sample_phase(ctx, out, want);
 }
 
-/* Phase 2 of a step: samples every sequence i with want[i] (still generating). */
+/* Phase 2 of a step: samples every sequence i with want[i] (still generating). Every other
+ * out[i] was filled by phase 1 (WLM_DONE, or a token sampled before a joining prompt's
+ * evaluation: the deferred path's resume is given next's out array). */
 static int sample_phase(wlm_context *ctx, wlm_token *out, const int *want) {
     const int32_t n = ctx->n_gen;
     int any = 0;
     for (int32_t i = 0; i < n; i++) {
-        if (!want[i]) continue;
-        int rc = sample_seq(ctx, i, &out[i]);
-        if (rc != WLM_OK) return rc;
+        if (want[i]) {
+            int rc = sample_seq(ctx, i, &out[i]);
+            if (rc != WLM_OK) return rc;
+        }
         any |= out[i].status == WLM_OK;
     }
     return any ? WLM_OK : WLM_DONE;
@@ -549,7 +693,9 @@ int wlm_generate_next(wlm_context *ctx, wlm_token *out) {
                                  ? "no generation in progress: call wlm_generate_begin first"
                                  : "a batch is in progress: use wlm_generate_batch_next");
     }
-    if (ctx->spec) return wlm_spec_next(ctx, out); /* speculative.c: plain steps when it is off */
+    if (ctx->spec && !joined(ctx, 0)) /* speculative.c: plain steps when it is off (a sequence
+                                         added to the batch is prefilled by a plain step) */
+        return wlm_spec_next(ctx, out);
     int rc = wlm_generate_batch_next(ctx, out);
     return rc < 0 || rc == WLM_NEED_LOGITS ? rc : out->status;
 }

@@ -2,7 +2,8 @@
  * test_batch.c — sequences, batches, beams and context shift on stories260K: batched prefill
  * and multi-sequence batches give logits bitwise equal to one-token-at-a-time evaluation;
  * forked sequences share KV blocks and copy on write; batched generation equals each sequence
- * generated alone; beam search (W = 1 is greedy; W = 4 finds a total log-probability at least
+ * generated alone, and so does a sequence added to a running batch or ended in it (continuous
+ * batching); beam search (W = 1 is greedy; W = 4 finds a total log-probability at least
  * greedy's; every reported log-probability equals a recomputation); context full and context
  * shift (the shifted keys equal keys computed at the new positions). Everything runs with the
  * default F16 KV cache, and the bitwise and shift checks again with the F32 cache.
@@ -238,8 +239,163 @@ static void test_batch_generation(const wlm_model *m) {
     /* parameter errors name the sequence */
     gp[2].top_p = 2.0f;
     CHECK_STATUS(wlm_generate_batch_begin(c, NS, pp, n, gp), WLM_ERR_INVALID_ARG);
-    CHECKF(strstr(wlm_context_errmsg(c), "sequence 2") != NULL, "message: %s", wlm_context_errmsg(c));
+    CHECKF(strstr(wlm_context_errmsg(c), "sequence 2") != NULL, "message: %s",
+           wlm_context_errmsg(c));
     CHECK_STATUS(wlm_generate_batch_begin(c, NS + 1, pp, n, gp), WLM_ERR_INVALID_ARG);
+    wlm_context_free(one);
+    wlm_context_free(c);
+}
+
+
+/* Continuous batching: sequences added to a running batch (wlm_generate_batch_add) and ended
+ * in it (wlm_generate_batch_end) generate bitwise what they generate alone. */
+enum { JOIN_CAP = 400 };
+typedef struct {
+    int32_t ids[JOIN_CAP];
+    int cnt, ended;
+    int32_t reason;
+} join_seq;
+
+/* One batch step into the per-slot records of `who` (slot -> record, NULL: untracked). */
+static int join_step(wlm_context *c, wlm_token *out, join_seq **who, int n_slots) {
+    int rc = wlm_generate_batch_next(c, out);
+    if (rc < 0) return rc;
+    for (int i = 0; i < n_slots; i++) {
+        join_seq *r = who[i];
+        if (!r || r->ended) continue;
+        CHECK_EQ_INT(out[i].seq, i);
+        if (out[i].status == WLM_OK) {
+            if (r->cnt < JOIN_CAP) r->ids[r->cnt++] = out[i].id;
+        } else {
+            r->ended = 1;
+            r->reason = out[i].stop_reason;
+        }
+    }
+    return rc;
+}
+
+static void test_batch_join(const wlm_model *m) {
+    tu_section("continuous batching: added and ended sequences == each alone");
+    enum { NP = N_PROMPTS, SLOTS = 3 };
+    int32_t toks[NP][64], n[NP];
+    wlm_gen_params gp[NP];
+    for (int i = 0; i < NP; i++) {
+        n[i] = tokenize(m, PROMPTS[i], toks[i], 64);
+        wlm_gen_params_default(&gp[i]);
+        gp[i].max_tokens = 25 + 6 * i;
+        gp[i].seed = 77 + (uint64_t)i;
+        gp[i].temperature = i == 1 ? 0.0f : 0.8f; /* greedy and seeded sampling */
+        gp[i].top_k = i == 2 ? 12 : 0;
+    }
+    snprintf(gp[3].stop[0], WLM_MAX_STOP_LEN, "%s", "and");
+    gp[3].n_stop = 1;
+    /* each alone */
+    join_seq alone[NP];
+    wlm_context *one = new_ctx(m, 256, 1, 1);
+    wlm_context *c = new_ctx(m, 256, SLOTS, 1);
+    if (!one || !c) goto out;
+    for (int i = 0; i < NP; i++) {
+        alone[i].cnt =
+            run_single(one, toks[i], n[i], &gp[i], alone[i].ids, JOIN_CAP, &alone[i].reason);
+        CHECK(alone[i].cnt > 3);
+    }
+    /* errors before any batch */
+    wlm_token out[SLOTS];
+    CHECK_STATUS(wlm_generate_batch_add(c, toks[0], n[0], &gp[0]), WLM_ERR_STATE);
+    CHECKF(strstr(wlm_context_errmsg(c), "no batch") != NULL, "message: %s", wlm_context_errmsg(c));
+    CHECK_STATUS(wlm_generate_batch_end(c, 0), WLM_ERR_STATE);
+
+    join_seq got[NP + 1];
+    memset(got, 0, sizeof got);
+    join_seq *who[SLOTS] = {NULL, NULL, NULL};
+    const int32_t *p0 = toks[0];
+    CHECK_STATUS(wlm_generate_batch_begin(c, 1, &p0, &n[0], &gp[0]), WLM_OK);
+    who[0] = &got[0];
+    for (int k = 0; k < 2; k++) CHECK_STATUS(join_step(c, out, who, 1), WLM_OK);
+    /* prompt 1 joins at slot 1: its first token comes with the next step */
+    CHECK_STATUS(wlm_generate_batch_add(c, toks[1], n[1], &gp[1]), 1);
+    who[1] = &got[1];
+    CHECK_STATUS(join_step(c, out, who, 2), WLM_OK);
+    CHECK_EQ_INT(got[1].cnt, 1);
+    CHECK_EQ_INT(got[0].cnt, 3);
+    CHECK_EQ_INT(wlm_seq_n_past(c, 1), n[1]); /* prefilled; its token is evaluated next step */
+    for (int k = 0; k < 2; k++) CHECK_STATUS(join_step(c, out, who, 2), WLM_OK);
+    /* prompt 2 at slot 2; then the context is full */
+    CHECK_STATUS(wlm_generate_batch_add(c, toks[2], n[2], &gp[2]), 2);
+    who[2] = &got[2];
+    CHECK_STATUS(wlm_generate_batch_add(c, toks[3], n[3], &gp[3]), WLM_ERR_STATE);
+    CHECKF(strstr(wlm_context_errmsg(c), "no slot") != NULL, "message: %s", wlm_context_errmsg(c));
+    /* bad input names the slot and changes nothing */
+    gp[3].top_p = 3.0f;
+    wlm_generate_batch_end(c, 2); /* (frees slot 2 for the check; prompt 2 joins again below) */
+    CHECK_STATUS(wlm_generate_batch_add(c, toks[3], n[3], &gp[3]), WLM_ERR_INVALID_ARG);
+    CHECKF(strstr(wlm_context_errmsg(c), "sequence 2") != NULL, "message: %s",
+           wlm_context_errmsg(c));
+    gp[3].top_p = 0.9f;
+    CHECK_STATUS(wlm_generate_batch_add(c, toks[3], 0, &gp[3]), WLM_ERR_INVALID_ARG);
+    CHECK_STATUS(wlm_generate_batch_add(c, toks[2], n[2], &gp[2]), 2);
+    CHECK_STATUS(wlm_generate_batch_end(c, 3), WLM_ERR_INVALID_ARG);
+    CHECK_STATUS(wlm_generate_batch_end(c, -1), WLM_ERR_INVALID_ARG);
+    for (int k = 0; k < 3; k++) CHECK_STATUS(join_step(c, out, who, 3), WLM_OK);
+    /* slot 1 leaves mid-way: its cache is freed at once, and prompt 3 takes its slot */
+    wlm_kv_stats before, after;
+    wlm_kv_stats_get(c, &before);
+    CHECK(!got[1].ended && got[1].cnt == 6);
+    CHECK_STATUS(wlm_generate_batch_end(c, 1), WLM_OK);
+    wlm_kv_stats_get(c, &after);
+    CHECK_EQ_INT(wlm_seq_n_past(c, 1), 0);
+    CHECKF(after.block_refs < before.block_refs, "block refs %d -> %d", (int)before.block_refs,
+           (int)after.block_refs);
+    CHECK_STATUS(join_step(c, out, who, 3), WLM_OK); /* slot 1 reports its end */
+    CHECK(got[1].ended && got[1].reason == WLM_STOP_ABORTED && got[1].cnt == 6);
+    CHECK(memcmp(got[1].ids, alone[1].ids, sizeof(int32_t) * 6) == 0); /* alone's, so far */
+    CHECK_STATUS(wlm_generate_batch_add(c, toks[3], n[3], &gp[3]), 1);
+    who[1] = &got[3];
+    int rc, steps = 0;
+    while ((rc = join_step(c, out, who, 3)) == WLM_OK && steps++ < 1000) {
+        if (got[0].ended && who[0] == &got[0]) { /* a finished slot is reused: prompt 0 again */
+            CHECK_STATUS(wlm_generate_batch_add(c, toks[0], n[0], &gp[0]), 0);
+            who[0] = &got[NP];
+        }
+    }
+    CHECK_STATUS(rc, WLM_DONE);
+    CHECK(who[0] == &got[NP]);
+    /* after the batch's WLM_DONE it still runs: one more joins */
+    memset(&got[1], 0, sizeof got[1]);
+    CHECK_STATUS(wlm_generate_batch_add(c, toks[1], n[1], &gp[1]), 0);
+    who[0] = &got[1];
+    who[1] = who[2] = NULL;
+    steps = 0;
+    while ((rc = join_step(c, out, who, 1)) == WLM_OK && steps++ < 1000) {}
+    CHECK_STATUS(rc, WLM_DONE);
+    /* everything equals the sequence alone (the one ended early: a prefix of it) */
+    for (int i = 0; i <= NP; i++) {
+        const join_seq *a = &alone[i < NP ? i : 0], *g = &got[i];
+        CHECKF(g->ended && g->cnt == a->cnt &&
+                   memcmp(g->ids, a->ids, sizeof(int32_t) * (size_t)a->cnt) == 0,
+               "joined sequence %d: %d tokens, alone %d (or different ids)", i, g->cnt, a->cnt);
+        CHECK_EQ_INT(g->reason, a->reason);
+    }
+    /* added right after begin, before any step: begin's sequence samples from its prefill's
+     * logits, which the joining prompt's evaluation replaces */
+    memset(got, 0, sizeof got);
+    const int32_t *p2 = toks[2];
+    CHECK_STATUS(wlm_generate_batch_begin(c, 1, &p2, &n[2], &gp[2]), WLM_OK);
+    CHECK_STATUS(wlm_generate_batch_add(c, toks[3], n[3], &gp[3]), 1);
+    who[0] = &got[2];
+    who[1] = &got[3];
+    steps = 0;
+    while ((rc = join_step(c, out, who, 2)) == WLM_OK && steps++ < 1000) {}
+    CHECK_STATUS(rc, WLM_DONE);
+    for (int i = 2; i < 4; i++)
+        CHECKF(got[i].cnt == alone[i].cnt &&
+                   memcmp(got[i].ids, alone[i].ids, sizeof(int32_t) * (size_t)alone[i].cnt) == 0,
+               "sequence %d added before the first step: %d tokens, alone %d", i, got[i].cnt,
+               alone[i].cnt);
+    wlm_generate_abort(c);
+    CHECK_STATUS(wlm_generate_batch_next(c, out), WLM_DONE);
+    CHECK_STATUS(wlm_generate_batch_add(c, toks[0], n[0], &gp[0]), WLM_ERR_STATE);
+out:
     wlm_context_free(one);
     wlm_context_free(c);
 }
@@ -600,6 +756,7 @@ int main(int argc, char **argv) {
         test_multi_sequence(m);
         test_fork(m);
         test_batch_generation(m);
+        test_batch_join(m);
         test_beam(m);
         test_context_full_and_shift(m);
         test_cache_prompt(m);

@@ -9,6 +9,7 @@
  * - the recurrent state per sequence: a fork continues as the original would; a truncation
  *   (restore a snapshot, replay) continues exactly as a fresh evaluation of the kept tokens; the
  *   prompt cache of wlm_generate_begin and speculative decoding give plain decoding's tokens;
+ *   a sequence added to a running batch (continuous batching) generates what it does alone;
  *   kv_stats counts the state; a context shift is refused naming the reason;
  * - kinds that contradict the tensors, per-layer arrays of the wrong length and bad shapes are
  *   errors naming the key or tensor.
@@ -684,6 +685,73 @@ static void test_state(const char *arch) {
     wlm_model_free(m);
 }
 
+/* Generation alone: the ids (at most cap), or -1. */
+static int gen_alone(wlm_context *c, const int32_t *t, int n, const wlm_gen_params *gp,
+                     int32_t *ids, int cap) {
+    wlm_token o;
+    int k = 0, rc;
+    if (wlm_generate_begin(c, t, n, gp) != WLM_OK) return -1;
+    while ((rc = wlm_generate_next(c, &o)) == WLM_OK)
+        if (k < cap) ids[k++] = o.id;
+    return rc == WLM_DONE ? k : -1;
+}
+
+/* Continuous batching with recurrent states: a sequence added to a running batch (into a slot
+ * another sequence left, whose state it must not inherit) generates what it generates alone,
+ * greedy and seeded-sampled. */
+static void test_join(wlm_model *m, const spec *s, const char *arch) {
+    wlm_context *c = tu_context(m, 0, 2, 1, WLM_KV_F32), *one = tu_context(m, 0, 1, 1, WLM_KV_F32);
+    int32_t t[3][12], ids[3][16], got[3][16];
+    int n_ids[3], cnt[3] = {0, 0, 0};
+    wlm_gen_params gp[3];
+    for (int i = 0; i < 3; i++) {
+        prompt_tokens(t[i], 12, s->vocab, 11 + (uint64_t)i);
+        wlm_gen_params_default(&gp[i]);
+        gp[i].max_tokens = 10;
+        gp[i].temperature = i == 0 ? 0.0f : 1.0f;
+        gp[i].seed = 5 + (uint64_t)i;
+        gp[i].add_bos = 0;
+    }
+    if (!c || !one) goto out;
+    for (int i = 0; i < 3; i++) {
+        n_ids[i] = gen_alone(one, t[i], 9 + i, &gp[i], ids[i], 16);
+        CHECKF(n_ids[i] >= 1, "%s: sequence %d alone gave %d tokens", arch, i, n_ids[i]);
+    }
+    const int32_t *p0 = t[0];
+    int32_t n0 = 9;
+    CHECK_STATUS(wlm_generate_batch_begin(c, 1, &p0, &n0, &gp[0]), WLM_OK);
+    wlm_token out[2];
+    int who[2] = {0, -1}, rc = WLM_OK, steps = 0, added = 0;
+    while (rc == WLM_OK && steps++ < 100) {
+        rc = wlm_generate_batch_next(c, out);
+        if (rc < 0) break;
+        for (int i = 0; i < 2; i++) {
+            if (who[i] < 0) continue;
+            if (out[i].status == WLM_OK && cnt[who[i]] < 16) got[who[i]][cnt[who[i]]++] = out[i].id;
+            if (out[i].status != WLM_OK) who[i] = -1;
+        }
+        if (steps == 2) { /* joins mid-way */
+            CHECK_STATUS(wlm_generate_batch_add(c, t[1], 10, &gp[1]), 1);
+            who[1] = 1, added++, rc = WLM_OK;
+        } else if (steps == 4) { /* leaves, and another takes its slot (and its state's memory) */
+            CHECK_STATUS(wlm_generate_batch_end(c, 1), WLM_OK);
+            CHECK_STATUS(wlm_generate_batch_add(c, t[2], 11, &gp[2]), 1);
+            CHECK(memcmp(got[1], ids[1], sizeof(int32_t) * (size_t)cnt[1]) == 0);
+            cnt[1] = n_ids[1]; /* (compared so far; not compared again) */
+            memcpy(got[1], ids[1], sizeof(int32_t) * (size_t)n_ids[1]);
+            who[1] = 2, added++, rc = WLM_OK;
+        }
+    }
+    CHECKF(rc == WLM_DONE && added == 2, "%s: join run ended with %s", arch, wlm_status_name(rc));
+    for (int i = 0; i < 3; i++)
+        CHECKF(cnt[i] == n_ids[i] && memcmp(got[i], ids[i], sizeof(int32_t) * (size_t)cnt[i]) == 0,
+               "%s: sequence %d joined gave %d tokens, alone %d (or different ids)", arch, i,
+               cnt[i], n_ids[i]);
+out:
+    wlm_context_free(c);
+    wlm_context_free(one);
+}
+
 /* Beam search and sampled batches run (forks copy the state). */
 static void test_generate(const char *arch) {
     spec s = base_spec(arch);
@@ -704,6 +772,7 @@ static void test_generate(const char *arch) {
                wlm_status_name(rc));
     }
     wlm_context_free(c);
+    test_join(m, &s, arch);
     wlm_model_free(m);
 }
 

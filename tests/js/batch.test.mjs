@@ -195,3 +195,88 @@ test('parseSpecial: a batch reads control tokens in its prompts as generate() do
     await e.free();
   }
 });
+
+/** Reads a BatchSequence to its end: {ids, text, stopReason, error}. */
+async function drain(seq, onItem) {
+  const ids = [];
+  let text = '', stopReason = null;
+  try {
+    for await (const t of seq) {
+      onItem?.(t);
+      text += t.text;
+      if (t.stopReason) stopReason = t.stopReason;
+      else ids.push(t.id);
+    }
+  } catch (error) {
+    return { ids, text, stopReason, error };
+  }
+  return { ids, text, stopReason, error: null };
+}
+
+test('openBatch (continuous batching): sequences that join a running batch generate what they generate alone', async () => {
+  const prompts = ['Once upon a time', 'The dog', 'Lily wanted', 'One day'];
+  const params = [{ temperature: 0, maxTokens: 40 }, { temperature: 0.9, seed: 11, maxTokens: 30 },
+    { temperature: 0.7, topK: 20, seed: 5, maxTokens: 35 }, { temperature: 0, maxTokens: 20, stop: ['.'] }];
+  const alone = [];
+  for (let i = 0; i < prompts.length; i++) {
+    const toks = await collect(engine.generate(prompts[i], { ...params[i], cachePrompt: false }));
+    alone.push({ ids: toks.filter((t) => t.id >= 0).map((t) => t.id), text: engine.lastResult.text, stopReason: engine.lastResult.stopReason });
+  }
+  const batch = await engine.openBatch({ maxSequences: 2 });
+  await assert.rejects(engine.completeBatch('a', { maxTokens: 2 }), { code: 'WLM_ERR_STATE' }); // busy
+  const first = batch.add(prompts[0], params[0]);
+  const got = [];
+  // the second joins once the first has produced 5 tokens: the batch is running then
+  let n0 = 0;
+  let joined = null;
+  const p0 = drain(first, () => { if (++n0 === 5) joined = drain(batch.add(prompts[1], params[1])); });
+  // two more than the 2 slots: they wait for a free slot, in order
+  const p2 = drain(batch.add(prompts[2], params[2]));
+  const p3 = drain(batch.add(prompts[3], params[3]));
+  got.push(await p0);
+  while (!joined) await new Promise((r) => setTimeout(r, 1));
+  got.push(await joined, await p2, await p3);
+  // a bad parameter fails that sequence alone; the batch still serves
+  const bad = await drain(batch.add('x', { topP: 2 }));
+  assert.equal(bad.error?.code, 'WLM_ERR_INVALID_ARG');
+  const again = await drain(batch.add(prompts[0], params[0]));
+  assert.equal(batch.stats.maxLive, 2);
+  await batch.close();
+  for (let i = 0; i < prompts.length; i++) {
+    assert.equal(got[i].error, null, String(got[i].error));
+    assert.deepEqual(got[i].ids, alone[i].ids, `sequence ${i}`);
+    assert.equal(got[i].text, alone[i].text);
+    assert.equal(got[i].stopReason, alone[i].stopReason);
+  }
+  assert.deepEqual(again.ids, alone[0].ids);
+  // the engine is idle again
+  assert.equal((await engine.completeBatch('a', { temperature: 0, maxTokens: 2 })).nGenerated, 2);
+});
+
+test('openBatch: a cancelled sequence leaves at once and a waiting one takes its slot', async () => {
+  const batch = await engine.openBatch({ maxSequences: 1 });
+  const long = batch.add('Once upon a time', { temperature: 0, maxTokens: 0, logitBias: { 2: -Infinity } });
+  const ac = new AbortController();
+  const waiting = batch.add('The dog', { temperature: 0, maxTokens: 8 }, { signal: ac.signal });
+  const next = batch.add('The dog', { temperature: 0, maxTokens: 8 });
+  ac.abort(); // leaves the queue before it runs
+  let n = 0;
+  let nextDone = false;
+  const r = await drain(long, () => { if (++n === 10) long.cancel(); });
+  assert.equal(r.error?.name, 'AbortError');
+  assert.equal(r.ids.length, 10);
+  assert.equal((await drain(waiting)).error?.name, 'AbortError');
+  const rn = await drain(next);
+  nextDone = rn.stopReason === 'max_tokens';
+  assert.ok(nextDone, JSON.stringify(rn));
+  assert.equal(next.result.nGenerated, 8);
+  await batch.close();
+  await assert.rejects(async () => batch.add('x'), { code: 'WLM_ERR_STATE' });
+  // close() ends running sequences with AbortError
+  const b2 = await engine.openBatch({ maxSequences: 2 });
+  const s = b2.add('Once', { maxTokens: 0, logitBias: { 2: -Infinity } });
+  const pr = drain(s, () => { b2.close(); });
+  assert.equal((await pr).error?.name, 'AbortError');
+  await b2.close();
+  await assert.rejects(engine.openBatch({ bogus: 1 }), { code: 'WLM_ERR_INVALID_ARG', message: /bogus/ });
+});

@@ -4,7 +4,9 @@
 // tests/reference/oracle/embed/bert-F32.json), models, health; errors as OpenAI's JSON (400
 // naming the field for malformed bodies, 401, 404, 413, 503 with a full queue) after which the
 // server still serves; --parallel N decoding requests together (batched greedy results equal to
-// the same requests one at a time); a disconnect ending its generation; SIGTERM draining; and a
+// the same requests one at a time); continuous batching (a request arriving mid-batch joins it
+// and ends while another stream runs; a disconnect frees its slot for the next queued request);
+// a disconnect ending its generation; SIGTERM draining; and a
 // loopback load test of 64 concurrent streams, bounded in time, with the server's memory bounded.
 // The chat model is tests/js/_tool_models.mjs's tiny random llama with Qwen3's template.
 
@@ -274,6 +276,65 @@ test('a request the engine refuses in a batch (a prompt past the context) fails 
   const streamed = await post(`${main.url}/v1/chat/completions`, { ...long, stream: true });
   assert.equal(streamed.status, 400, 'a stream refused at its start gets a status, not an event after 200');
   assert.equal((await streamed.json()).error.type, 'invalid_request_error');
+});
+
+/** A streamed completion that runs until aborted (its end tokens banned): {ac, reader, read()}. */
+async function endless(url, prompt = 'Once') {
+  const ac = new AbortController();
+  const res = await fetch(`${url}/v1/completions`, { method: 'POST', signal: ac.signal, headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ prompt, max_tokens: 3500, stream: true, logit_bias: NO_END }) });
+  assert.equal(res.status, 200);
+  const reader = res.body.getReader();
+  return { ac, reader, chunk: async () => { const r = await reader.read(); return r.done ? null : r.value; } };
+}
+
+test('continuous batching: a request arriving mid-batch joins it, ends while the other stream is still open, and equals its result alone', async () => {
+  const req = { model: 'm', messages: [{ role: 'user', content: 'The quick brown fox' }], max_tokens: 12, temperature: 0 };
+  const ref = await reference.chatCompletion(req);
+  const before = await main.health();
+  const a = await endless(main.url);
+  for (let got = 0; got < 3;) if (await a.chunk()) got++; // A decodes
+  const r = await client.chat.completions.create(req); // arrives while A's batch runs
+  assert.equal(r.choices[0].message.content, ref.choices[0].message.content);
+  assert.deepEqual([r.usage.prompt_tokens, r.usage.completion_tokens], [ref.usage.prompt_tokens, ref.usage.completion_tokens]);
+  assert.ok(await a.chunk(), 'A is still streaming after B has ended');
+  const h = await main.health();
+  assert.equal(h.running, 1, 'A still decodes');
+  assert.equal(h.batches - before.batches, 1, 'B joined A\'s batch rather than waiting for it to end');
+  assert.ok(h.max_batch >= 2);
+  a.ac.abort();
+  for (let i = 0; i < 200 && (await main.health()).running > 0; i++) await new Promise((res) => setTimeout(res, 25));
+  assert.equal((await main.health()).running, 0);
+});
+
+test('continuous batching: a client that disconnects frees its slot at once; the next queued request starts', async () => {
+  const s = await serve(['--parallel', '2', '--queue', '4']);
+  const c = s.client();
+  const req = { model: 'm', messages: USER, max_tokens: 6, temperature: 0 };
+  const ref = await reference.chatCompletion(req);
+  const a = await endless(s.url), b = await endless(s.url, 'Twice');
+  await a.chunk();
+  await b.chunk();
+  const third = c.chat.completions.create(req); // no slot: it waits
+  let h;
+  for (let i = 0; i < 200; i++) { h = await s.health(); if (h.waiting >= 1) break; await new Promise((res) => setTimeout(res, 10)); }
+  assert.equal(h.waiting, 1, JSON.stringify(h));
+  assert.equal(h.running, 2);
+  a.ac.abort(); // A's slot frees at the next step; the third takes it while B runs on
+  const r = await third;
+  assert.equal(r.choices[0].message.content, ref.choices[0].message.content);
+  assert.ok(await b.chunk(), 'B is still streaming');
+  h = await s.health();
+  assert.equal(h.running, 1, 'B still decodes');
+  assert.equal(h.batches, 1, 'one batch throughout');
+  assert.equal(h.sequences, 3);
+  b.ac.abort();
+  for (let i = 0; i < 200; i++) { h = await s.health(); if (h.running === 0 && h.waiting === 0) break; await new Promise((res) => setTimeout(res, 25)); }
+  assert.equal(h.running, 0);
+  const t0 = h.tokens;
+  await new Promise((res) => setTimeout(res, 300));
+  assert.equal((await s.health()).tokens, t0, 'no token after every client left');
+  await s.stop();
 });
 
 test('a client that disconnects ends its generation', async () => {

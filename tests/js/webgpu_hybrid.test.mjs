@@ -6,7 +6,8 @@
 // greedy ids equal up to a near-tie; generate() with prompt-cache reuse (a prompt extending the
 // last one resumes on the GPU state; a divergence makes the backend replay the kept tokens);
 // a chat of two turns (Qwen3.5's template, whose second prompt diverges inside the first);
-// generateBatch (each sequence its state block) and beam search (forks copy the state).
+// generateBatch (each sequence its state block) and beam search (forks copy the state);
+// openBatch (sequences joining and leaving a running batch on the GPU).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -90,6 +91,34 @@ for (const arch of ['qwen35', 'lfm2']) {
     });
   });
 }
+
+test('openBatch on the GPU (continuous batching, deferred: a joining prompt in a step\'s batch; a slot reused from position 0, its state zeroed) as the CPU engine', { skip }, async () => {
+  for (const arch of ['qwen35', 'lfm2']) {
+    await withPair(synthCached({ arch, shape: 'tiny' }), { kvType: 'f32', nSeqMax: 2 }, async (cpu, g) => {
+      const run = async (e) => {
+        const b = await e.openBatch({ maxSequences: 2 });
+        const p = { temperature: 0, maxTokens: 8 };
+        const ids = (seq) => collect(seq).then((ts) => ts.filter((t) => !t.stopReason).map((t) => t.id));
+        const first = b.add('Once upon a time', p);
+        const it = first[Symbol.asyncIterator]();
+        const head = [(await it.next()).value.id, (await it.next()).value.id]; // running
+        const other = b.add('The little dog ran', { ...p, maxTokens: 0 }); // joins
+        const got = [];
+        await assert.rejects(async () => {
+          for await (const t of other) { got.push(t.id); if (got.length === 3) other.cancel(); } // leaves
+        }, { name: 'AbortError' });
+        const out = { a: [...head, ...(await ids({ [Symbol.asyncIterator]: () => it }))] };
+        out.b = got;
+        out.c = await ids(b.add(LONG_PROMPT, p)); // the freed slot, from position 0
+        await b.close();
+        return out;
+      };
+      const a = await run(cpu).catch((e) => e);
+      assert.equal(a.b?.length, 3, String(a));
+      assert.deepEqual(await run(g), a, arch);
+    });
+  }
+});
 
 test('qwen35 chat of two turns on the GPU (Qwen3.5\'s template: the second prompt diverges inside the first, the GPU replays) as the CPU engine', { skip }, async () => {
   await withPair(synthCached({ arch: 'qwen35', shape: 'tiny' }), { kvType: 'f32' }, async (cpu, g) => {

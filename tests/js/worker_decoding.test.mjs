@@ -47,6 +47,38 @@ test('generateBatch and completeBatch equal the in-thread engine', async () => {
   assert.equal((await remote.kvStats()).nSeqMax, 3);
 });
 
+test('openBatch (continuous batching) through the worker equals the in-thread engine; cancel crosses as an abort', async () => {
+  const params = [{ temperature: 0.8, seed: 3, maxTokens: 25, nProbs: 2 }, { temperature: 0, maxTokens: 15 }];
+  const run = async (e) => {
+    const b = await e.openBatch({ maxSequences: 2 });
+    const s0 = b.add('Once upon a time', params[0]);
+    const first = [];
+    const it = s0[Symbol.asyncIterator]();
+    for (let i = 0; i < 3; i++) first.push((await it.next()).value); // the batch runs
+    const s1 = b.add('The dog', params[1]); // joins it
+    const rest = await collect({ [Symbol.asyncIterator]: () => it });
+    const other = await collect(s1);
+    const long = b.add('Lily', { temperature: 0, maxTokens: 0, logitBias: { 2: -Infinity } });
+    const got = [];
+    await assert.rejects(async () => { for await (const t of long) { got.push(t); if (got.length === 5) long.cancel(); } }, { name: 'AbortError' });
+    const out = { a: [...first, ...rest], b: other, r0: s0.result, r1: s1.result, cancelled: got, stats: b.stats.sequences };
+    await b.close();
+    return out;
+  };
+  const a = await run(remote);
+  const l = await run(local);
+  // the cancel reaches the worker a message later: a few more tokens of the same sequence
+  assert.equal(l.cancelled.length, 5);
+  assert.ok(a.cancelled.length >= 5);
+  assert.deepEqual(a.cancelled.slice(0, 5), l.cancelled);
+  for (const k of ['a', 'b', 'r0', 'r1', 'stats']) assert.deepEqual(a[k], l[k], k);
+  assert.equal(a.stats, 3);
+  assert.equal(a.r0.nGenerated, a.a.length - 1);
+  // the worker's engine is idle again
+  assert.equal((await remote.completeBatch('a', { temperature: 0, maxTokens: 2 })).nGenerated, 2);
+  await assert.rejects(remote.openBatch({ maxSequences: 0 }), { code: 'WLM_ERR_INVALID_ARG' });
+});
+
 test('beamSearch equals the in-thread engine; onStep crosses as messages', async () => {
   const steps = [];
   const a = await remote.beamSearch('Once upon a time', { width: 3, maxTokens: 30 }, { onStep: (s) => steps.push(s) });
