@@ -8,8 +8,9 @@
 // commented source to parse, before the first token (bench/README.md, 2026-11-24 ttft4).
 // The sources stay as they are (no build step for the library: js/wasmlm.js is imported as it
 // is by Node, tests and other pages); only web/index.html loads the bundles. @huggingface/jinja
-// stays outside (imported when a chat template is first rendered; the page's import map names
-// it), as do the node:* imports the library only makes in Node.
+// and hash-wasm stay outside (imported when a chat template is first rendered, when the model
+// store first downloads; the page's import map names them), as do the node:* imports the library
+// only makes in Node.
 // The URLs the bundled code resolves against import.meta.url keep working from dist/: the wasm
 // modules ('../dist/x.wasm'), './worker.js' and './thread.js' (these bundles), the model files
 // ('../models/files/', from web/ or dist/ alike).
@@ -56,7 +57,7 @@ export async function buildBundles(root = REPO_ROOT) {
       target: 'es2022',
       minify: true,
       sourcemap: 'linked',
-      external: ['@huggingface/jinja', 'node:*'],
+      external: ['@huggingface/jinja', 'hash-wasm', 'node:*'],
       metafile: true,
       write: false,
       logLevel: 'warning',
