@@ -302,7 +302,9 @@ async function downloadPart(part, { onProgress, signal }) {
     try {
       if (await useStore(part)) {
         // Stored while it streams (resumable, verified); a file the engine then refuses is
-        // deleted again (discard()).
+        // deleted again (discard()). The browser is asked once to keep the storage (Firefox shows
+        // a prompt; Chromium decides by itself) — large files are costly to download again.
+        store.persist({ reason: 'large model files stay when the disk runs low' }).catch(() => {});
         const m = await store.download(url, {
           sha256: part.sha256, size: part.size, name: part.name, signal,
           onProgress: (p) => onProgress?.({ ...p, total: p.total || part.size || 0, from }),
