@@ -90,8 +90,11 @@ export function newMeta({ key, url, id = null, name, sha256 = null, size = null,
  * @param {(needed: number) => Promise<void>} [o.checkQuota]  throws before bytes are fetched
  *   when `needed` more bytes do not fit
  * @param {typeof fetch} [o.fetch]
+ * @param {() => boolean} [o.live]  false once the page is going away: from then on nothing is
+ *   written (a page being unloaded may run on after another page of the origin took the file over)
  */
 export async function downloadInto({ backend, meta, onProgress, signal, checkQuota, fetch: fetchFn = globalThis.fetch,
+  live = () => true,
   retries = DOWNLOAD_DEFAULTS.retries, stallMs = DOWNLOAD_DEFAULTS.stallMs, maxRestarts = DOWNLOAD_DEFAULTS.maxRestarts,
   backoffMs = DOWNLOAD_DEFAULTS.backoffMs, backoffMaxMs = DOWNLOAD_DEFAULTS.backoffMaxMs }) {
   const { key, url } = meta;
@@ -129,22 +132,28 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
   };
 
   async function saveMeta() {
+    if (!live()) throw abortError(signal);
     meta.updatedAt = new Date().toISOString();
     await backend.writeMeta(key, meta);
   }
 
-  /** Closes the open segment: its bytes become part of what a reload keeps. */
-  async function commit() {
+  /** Closes the open segment: its bytes become part of what a reload keeps (once the metadata
+   *  says so: `save` false leaves that to the caller's next write). */
+  async function commit(save = true) {
     if (!writer) return;
     const w = writer;
     writer = null;
-    if (segFill === 0) { await w.abort(); return; }
+    if (segFill === 0 || !live()) {
+      await w.abort();
+      if (!live()) throw abortError(signal);
+      return;
+    }
     await w.close();
     meta.segments.push(segFill);
     meta.done += segFill;
     meta.hashState = hasher.state();
     segFill = 0;
-    await saveMeta();
+    if (save) await saveMeta();
   }
 
   /** Discards everything stored: the file starts over at byte 0. */
@@ -162,6 +171,7 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
 
   async function write(chunk) {
     for (let at = 0; at < chunk.byteLength;) {
+      if (!live()) throw abortError(signal);
       if (!writer) writer = await backend.openSegment(key, meta.segments.length);
       const take = chunk.subarray(at, at + Math.min(chunk.byteLength - at, segmentBytes - segFill));
       await writer.write(take);
@@ -270,11 +280,12 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
         signal?.removeEventListener('abort', onAbort);
       }
     }
-    await commit();
+    await commit(false); // the metadata is written once, complete, below
   } catch (e) {
     // Keep what arrived (a resume starts from it), unless the error says the part is wrong.
     if (writer) {
-      if (e?.code === 'WLM_ERR_CHECKSUM') await writer.abort(); else await commit().catch(() => writer?.abort());
+      if (e?.code === 'WLM_ERR_CHECKSUM' || !live()) await writer.abort();
+      else await commit().catch(() => writer?.abort());
     }
     if (e?.name === 'QuotaExceededError') throw quotaError(url, total - pos, null, e);
     throw e;
@@ -339,9 +350,8 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
         meta.size = length;
         if (checkQuota) await checkQuota(total).catch((e) => { res.body?.cancel().catch(() => {}); throw e; });
       }
-      meta.etag = etag;
+      meta.etag = etag; // written with the first committed segment
       meta.lastModified = lastModified;
-      await saveMeta();
       return;
     }
     res.body?.cancel().catch(() => {});

@@ -56,6 +56,20 @@ async function keyOf(href) {
 /** Downloads in flight in this realm, by key (Web Locks share them across tabs; this, within one). */
 const inFlight = new Map();
 
+// A page being unloaded can run on for a moment after its Web Locks are released (Firefox: a
+// reload's new page took a file over while the old one still retried). From 'pagehide' on, this
+// realm's downloads stop and write nothing more (download.js's `live`); what they committed
+// before stays, and the next page resumes from it.
+let unloading = false;
+const running = new Set(); // AbortControllers of this realm's downloads
+if (typeof globalThis.addEventListener === 'function' && typeof globalThis.document !== 'undefined') {
+  globalThis.addEventListener('pagehide', () => {
+    unloading = true;
+    for (const c of running) c.abort(new DOMException('The page is being unloaded.', 'AbortError'));
+  });
+  globalThis.addEventListener('pageshow', () => { unloading = false; }); // back from the bfcache
+}
+
 export class ModelStore {
   #opts;
   #backend = null;
@@ -285,16 +299,23 @@ export class ModelStore {
     const o = this.#opts;
     const resumedFrom = meta.done;
     const started = meta;
+    const stop = new AbortController();
+    const onAbort = () => stop.abort(signal.reason);
+    if (signal?.aborted) onAbort(); else signal?.addEventListener('abort', onAbort, { once: true });
+    running.add(stop);
     meta = await downloadInto({
-      backend: b, meta, onProgress, signal, fetch: o.fetch, retries: o.retries, stallMs: o.stallMs,
+      backend: b, meta, onProgress, signal: stop.signal, fetch: o.fetch, live: () => !unloading, retries: o.retries, stallMs: o.stallMs,
       maxRestarts: o.maxRestarts, backoffMs: o.backoffMs, backoffMaxMs: o.backoffMaxMs,
       checkQuota: async (needed) => {
         const { available } = await this.estimate();
         if (available != null && needed > available) throw quotaError(href, needed, available);
       },
     }).catch(async (e) => {
-      if (started.done === 0) await b.remove(key).catch(() => {}); // nothing stored: no entry either
+      if (started.done === 0 && !unloading) await b.remove(key).catch(() => {}); // nothing stored: no entry either
       throw e;
+    }).finally(() => {
+      running.delete(stop);
+      signal?.removeEventListener('abort', onAbort);
     });
     const blob = await b.blob(key, meta.segments.length);
     if (meta.verified && o.crossOrigin) crossOriginPut(meta.actualSha256, blob, this.#nav); // in the background; never throws

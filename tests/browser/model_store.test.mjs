@@ -2,7 +2,8 @@
 // Firefox (firefox-esr, puppeteer-core over WebDriver BiDi), on the real Origin Private File
 // System, Web Locks and BroadcastChannel, against tests/js/_flaky_server.mjs (a loopback server
 // that misbehaves on purpose, seeded). In each browser:
-//   - 120 randomized downloads (64 KB – 1 MB) through every fault: each finished file's sha256,
+//   - 120 randomized downloads (64 KB – 1 MB) through every fault, and 20 more on the Cache Storage
+//     backend (where OPFS is missing): each finished file's sha256,
 //     computed here by crypto.subtle over the stored Blob (not by the store's own hasher), equals
 //     the original (or, unpinned, one whole version the server sent); each failure is a
 //     WasmlmError naming the file, and the store then hands out nothing for it;
@@ -104,62 +105,64 @@ for (const engine of ['chromium', 'firefox']) {
   const exe = engine === 'chromium' ? CHROMIUM : FIREFOX;
   const skip = fs.existsSync(exe) ? false : `${exe} is not installed`;
 
-  test(`${engine}: ${N} randomized downloads into OPFS through every fault`, { skip, timeout: 20 * STEP_TIMEOUT }, async () => {
-    const b = await launch(engine);
-    try {
-      const page = await b.first();
-      await open(page);
-      srv.setFaults(FAULTS);
-      srv.reseed(engine === 'chromium' ? 5 : 6);
-      const files = Array.from({ length: N }, (_, i) => {
-        const size = 64 * 1024 + ((i * 104729) % (960 * 1024)) + (i % 7);
-        const f = srv.addFile(`${engine}-${i}.bin`, randomBytes(size, 50_000 + i));
-        return { ...f, pinned: i % 4 !== 0, pinSize: i % 3 !== 0 };
-      });
-      const results = [];
-      for (let at = 0; at < N; at += 20) {
-        results.push(...await page.evaluate(async ({ files, STORE }) => {
-          const store = new window.cache.ModelStore(STORE);
-          const hex = async (blob) => Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', await blob.arrayBuffer())),
-            (x) => x.toString(16).padStart(2, '0')).join('');
-          const out = [];
-          for (const f of files) {
-            try {
-              const m = await store.download(f.url, { sha256: f.pinned ? f.sha256 : null, size: f.pinSize ? f.size : null });
-              out.push({ ok: true, sha: await hex(m.blob), named: m.sha256, kind: m.from, verified: m.verified });
-            } catch (e) {
-              out.push({ ok: false, name: e?.name, code: e?.code, message: String(e?.message ?? e),
-                handedOut: (await store.get(f.url)) !== null });
+  for (const [backend, n] of [['opfs', N], ['cache', 20]]) {
+    test(`${engine}: ${n} randomized downloads into ${backend === 'opfs' ? 'OPFS' : 'Cache Storage'} through every fault`, { skip, timeout: 20 * STEP_TIMEOUT }, async () => {
+      const b = await launch(engine);
+      try {
+        const page = await b.first();
+        await open(page);
+        srv.setFaults(FAULTS);
+        srv.reseed((engine === 'chromium' ? 5 : 6) + (backend === 'cache' ? 100 : 0));
+        const files = Array.from({ length: n }, (_, i) => {
+          const size = 64 * 1024 + ((i * 104729) % (960 * 1024)) + (i % 7);
+          const f = srv.addFile(`${engine}-${backend}-${i}.bin`, randomBytes(size, 50_000 + i));
+          return { ...f, pinned: i % 4 !== 0, pinSize: i % 3 !== 0 };
+        });
+        const results = [];
+        for (let at = 0; at < n; at += 20) {
+          results.push(...await page.evaluate(async ({ files, STORE }) => {
+            const store = new window.cache.ModelStore(STORE);
+            const hex = async (blob) => Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', await blob.arrayBuffer())),
+              (x) => x.toString(16).padStart(2, '0')).join('');
+            const out = [];
+            for (const f of files) {
+              try {
+                const m = await store.download(f.url, { sha256: f.pinned ? f.sha256 : null, size: f.pinSize ? f.size : null });
+                out.push({ ok: true, sha: await hex(m.blob), named: m.sha256, kind: m.from, verified: m.verified });
+              } catch (e) {
+                out.push({ ok: false, name: e?.name, code: e?.code, message: String(e?.message ?? e),
+                  handedOut: (await store.get(f.url)) !== null });
+              }
             }
-          }
-          return out;
-        }, { files: files.slice(at, at + 20), STORE }));
-      }
-      srv.setFaults({});
-      let ok = 0;
-      results.forEach((r, i) => {
-        const f = files[i];
-        if (r.ok) {
-          ok++;
-          assert.equal(r.kind, 'opfs');
-          assert.equal(r.sha, r.named, `${i}: the digest the store names is that of its bytes`);
-          if (f.pinned) assert.equal(r.sha, f.sha256, `${i}: the pinned file`);
-          else assert.ok(r.sha === f.sha256 || f.versions.includes(r.sha), `${i}: one whole version, not a mix`);
-          assert.equal(r.verified, f.pinned);
-        } else {
-          assert.equal(r.name, 'WasmlmError', `${i}: ${r.message}`);
-          assert.ok(['WLM_ERR_IO', 'WLM_ERR_CHECKSUM'].includes(r.code), r.code);
-          assert.ok(r.message.includes(path.basename(pathOf(f.url))) || r.message.includes(f.url), r.message);
-          assert.equal(r.handedOut, false, `${i}: a failed file is not handed out`);
+            return out;
+          }, { files: files.slice(at, at + 20), STORE: { ...STORE, backend } }));
         }
-      });
-      const faults = new Set(files.flatMap((f) => srv.stats(pathOf(f.url)).faults).filter(Boolean));
-      assert.ok(faults.size >= 9, `faults seen: ${[...faults]}`);
-      assert.ok(ok >= N * 0.8, `${ok} of ${N} finished`);
-    } finally {
-      await b.close();
-    }
-  });
+        srv.setFaults({});
+        let ok = 0;
+        results.forEach((r, i) => {
+          const f = files[i];
+          if (r.ok) {
+            ok++;
+            assert.equal(r.kind, backend);
+            assert.equal(r.sha, r.named, `${i}: the digest the store names is that of its bytes`);
+            if (f.pinned) assert.equal(r.sha, f.sha256, `${i}: the pinned file`);
+            else assert.ok(r.sha === f.sha256 || f.versions.includes(r.sha), `${i}: one whole version, not a mix`);
+            assert.equal(r.verified, f.pinned);
+          } else {
+            assert.equal(r.name, 'WasmlmError', `${i}: ${r.message}`);
+            assert.ok(['WLM_ERR_IO', 'WLM_ERR_CHECKSUM'].includes(r.code), r.code);
+            assert.ok(r.message.includes(path.basename(pathOf(f.url))) || r.message.includes(f.url), r.message);
+            assert.equal(r.handedOut, false, `${i}: a failed file is not handed out`);
+          }
+        });
+        const faults = new Set(files.flatMap((f) => srv.stats(pathOf(f.url)).faults).filter(Boolean));
+        if (n >= 100) assert.ok(faults.size >= 9, `faults seen: ${[...faults]}`);
+        assert.ok(ok >= n * 0.8, `${ok} of ${n} finished`);
+      } finally {
+        await b.close();
+      }
+    });
+  }
 
   test(`${engine}: a reload mid-download resumes from the stored bytes; two tabs share one transfer; quota`, { skip, timeout: 4 * STEP_TIMEOUT }, async () => {
     const b = await launch(engine);
@@ -189,12 +192,15 @@ for (const engine of ['chromium', 'firefox']) {
         const m = await new window.cache.ModelStore(STORE).download(f.url, { sha256: f.sha256, size: f.size });
         const hex = Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', await m.blob.arrayBuffer())),
           (x) => x.toString(16).padStart(2, '0')).join('');
-        return { hex, resumedFrom: m.resumedFrom };
+        return { hex, resumedFrom: m.resumedFrom, fromCache: m.fromCache, shared: m.shared ?? null };
       }, { f, STORE });
       const st = srv.stats(pathOf(f.url));
-      assert.equal(st.ranges.length, 2);
-      assert.equal(st.ranges[1], stored.done, 'the request after the reload starts at the stored bytes');
-      assert.equal(r.resumedFrom, stored.done);
+      // (Firefox: the unloading page may retry once before it is gone, under its Web Lock, so
+      // the store can hold a little more by the time the new download gets the lock.)
+      assert.equal(st.ranges[0], null);
+      assert.ok(st.ranges.slice(1).every((x) => x > 0), `never from byte 0 again: ${st.ranges}`);
+      assert.ok(r.resumedFrom >= stored.done, `${r.resumedFrom} ≥ ${stored.done}`);
+      assert.equal(st.ranges.at(-1), r.resumedFrom, `the request after the reload starts at the stored bytes: ${JSON.stringify({ st, r, stored })}`);
       assert.equal(r.hex, f.sha256);
 
       // Two tabs at once: one transfer.
