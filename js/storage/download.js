@@ -230,11 +230,12 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
                 : `the connection broke off: ${e?.message ?? e}`);
             }
             if (r.done) break;
-            arm();
+            clearTimeout(timer); // (a slow disk is not a stalled server)
             if (total && pos + r.value.byteLength > total) {
               throw new Restart(`the server sent more than the file's ${total} bytes`, 'protocol');
             }
             await write(r.value);
+            arm();
             if (pos > progressBefore) failures = 0;
             report();
           }
