@@ -26,6 +26,9 @@ export const DOWNLOAD_DEFAULTS = Object.freeze({
   retries: 6, stallMs: 30_000, maxRestarts: 2, backoffMs: 500, backoffMaxMs: 15_000, segmentBytes: 16 << 20,
 });
 
+/** Bytes read from the network per step (the BYOB reader's buffer). */
+const READ_BYTES = 1 << 20;
+
 function abortError(signal) {
   const r = signal?.reason;
   return r instanceof Error && r.name === 'AbortError' ? r : new DOMException('The download was aborted.', 'AbortError');
@@ -188,6 +191,7 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
   await saveMeta();
 
   let pending = null; // a 200 response to use as it is after a restart
+  let readBuffer = new ArrayBuffer(READ_BYTES);
   try {
     for (;;) {
       if (signal?.aborted) throw abortError(signal);
@@ -218,12 +222,19 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
         }
         await accept(res);
         if (!res.body) throw new Retry('the response has no body');
-        const reader = res.body.getReader();
+        // A BYOB reader fills one reused buffer (a byte stream: Chromium, Firefox, Node), so a
+        // multi-GB download leaves no trail of chunk buffers for the garbage collector; else the
+        // stream's own chunks.
+        let byob = null;
+        try { byob = res.body.getReader({ mode: 'byob' }); } catch { /* not a byte stream */ }
+        const reader = byob ?? res.body.getReader();
         try {
           for (;;) {
             let r;
             try {
-              r = await reader.read();
+              if (byob && readBuffer.byteLength === 0) readBuffer = new ArrayBuffer(READ_BYTES); // lost to a failed read
+              r = byob ? await byob.read(new Uint8Array(readBuffer)) : await reader.read();
+              if (byob && r.value) readBuffer = r.value.buffer; // the buffer comes back transferred
             } catch (e) {
               if (signal?.aborted) throw abortError(signal);
               throw new Retry(stall.signal.reason instanceof Retry ? stall.signal.reason.message
