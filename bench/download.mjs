@@ -9,7 +9,7 @@
 // a Blob's bytes live). The file is synthetic (a seeded 1 MiB block, each copy XORed with its
 // index), generated as it is served: nothing on disk but the browser's copy.
 //
-//   node bench/download.mjs [--sizes 1G,4G] [--paths old,new] [--rounds 1]
+//   node bench/download.mjs [--sizes 1G,4G] [--paths old,new] [--rounds 1] [--segment 16M]
 //   node bench/download.mjs --sizes 8M        # a quick check that it runs
 //
 // One JSON line per size, path and round on stdout: {size, path, round, ok, readyMs, mbPerSec,
@@ -39,6 +39,7 @@ const parseSize = (s) => {
 const sizes = opt('sizes', '1G,4G').split(',').map(parseSize);
 const paths = opt('paths', 'old,new').split(',');
 const rounds = Number(opt('rounds', '1'));
+const segmentBytes = opt('segment', null) && parseSize(opt('segment')); // the store's segment size (default 16M)
 
 const base = Buffer.alloc(BLOCK);
 { let x = 0x9e3779b9; for (let i = 0; i < BLOCK; i += 4) { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; base.writeUInt32LE(x >>> 0, i); } }
@@ -131,7 +132,7 @@ async function run(size, which, round, sha) {
       }
     })();
     const url = `${origin}/synthetic/${size}.bin`;
-    const out = await page.evaluate(async ({ url, sha, size, which }) => {
+    const out = await page.evaluate(async ({ url, sha, size, which, segmentBytes }) => {
       const t0 = performance.now();
       try {
         if (which === 'old') {
@@ -140,19 +141,20 @@ async function run(size, which, round, sha) {
           if (!saved.stored) throw new Error(`not stored: ${saved.reason} ${saved.error?.message ?? ''}`);
           if (m.blob.size !== size) throw new Error('wrong size');
         } else {
-          const m = await window.cache.downloadModel(url, { sha256: sha, size });
+          const store = segmentBytes ? new window.cache.ModelStore({ segmentBytes }) : window.cache.modelStore();
+          const m = await store.download(url, { sha256: sha, size });
           if (m.blob.size !== size || !m.verified) throw new Error('not verified');
         }
         return { ok: true, readyMs: performance.now() - t0 };
       } catch (e) {
         return { ok: false, readyMs: performance.now() - t0, error: String(e?.message ?? e) };
       }
-    }, { url, sha, size, which });
+    }, { url, sha, size, which, segmentBytes });
     polling = false;
     await poller;
     const r1 = (x) => Math.round(x * 10) / 10;
     return {
-      size, path: which, round, ok: out.ok, readyMs: Math.round(out.readyMs),
+      size, path: which, round, ...(which === 'new' && segmentBytes ? { segmentBytes } : {}), ok: out.ok, readyMs: Math.round(out.readyMs),
       mbPerSec: out.ok ? r1(size / (1 << 20) / (out.readyMs / 1000)) : null,
       peakRendererMB: r1(peak.renderer), peakAllMB: r1(peak.all), peakJsHeapMB: r1(peak.heap),
       ...(out.error ? { error: out.error } : {}),
