@@ -177,7 +177,8 @@ export class ModelStore {
     if (sha256 && this.#opts.crossOrigin) {
       const file = await crossOriginGet(sha256, this.#nav);
       if (file) {
-        const href = absolute(urlOrId);
+        let href = String(urlOrId);
+        try { href = absolute(urlOrId); } catch { /* an id */ }
         return { blob: file, url: href, id: null, name: lastSegment(href), size: file.size, sha256: sha256.toLowerCase(),
           verified: true, storedAt: null, from: 'cross-origin', fromCache: true, resumedFrom: 0 };
       }
@@ -258,22 +259,26 @@ export class ModelStore {
     }
     const b = await this.#store();
     const key = await keyOf(href);
-    let run = inFlight.get(key);
-    const listeners = run?.listeners ?? new Set();
-    if (onProgress) listeners.add(onProgress);
+    // Calls for the same file with the same pin share one download; another pin waits its turn
+    // (the lock) and then finds, checks or replaces what the first stored.
+    const share = `${key}\n${sha256?.toLowerCase() ?? ''}\n${size ?? ''}`;
+    let run = inFlight.get(share);
     if (!run) {
-      run = { listeners, promise: null };
+      const listeners = new Set();
       const emit = (p) => { for (const l of listeners) l(p); };
+      run = { listeners, promise: null };
       run.promise = withFileLock(key, (broadcast) => this.#downloadLocked(b, key, href,
         { sha256, size, id, name: name ?? lastSegment(href), signal, onProgress: (p) => { emit(p); broadcast?.(p); } }),
       { signal, onWaitProgress: emit, locks: this.#opts.locks });
-      inFlight.set(key, run);
-      run.promise.then(() => inFlight.delete(key), () => inFlight.delete(key));
+      if (onProgress) listeners.add(onProgress);
+      inFlight.set(share, run);
+      run.promise.then(() => inFlight.delete(share), () => inFlight.delete(share));
       return run.promise;
     }
     // Another call of this realm downloads it: share, and let this signal stop only this wait.
+    if (onProgress) run.listeners.add(onProgress);
     return new Promise((resolve, reject) => {
-      const onAbort = () => { listeners.delete(onProgress); reject(signal.reason); };
+      const onAbort = () => { run.listeners.delete(onProgress); reject(signal.reason); };
       signal?.addEventListener('abort', onAbort, { once: true });
       run.promise.then(resolve, reject).finally(() => signal?.removeEventListener('abort', onAbort));
     });

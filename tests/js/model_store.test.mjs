@@ -276,3 +276,14 @@ test('parseContentRange', () => {
   assert.equal(parseContentRange(null), null);
   assert.equal(sha256(Buffer.from('')), 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
 });
+
+test('concurrent calls with different pins take turns: the wrong pin fails, the right one is stored once', async () => {
+  const f = file(200_000);
+  const s = store();
+  const [a, b] = await Promise.allSettled([s.download(f.url, { sha256: 'cd'.repeat(32) }), s.download(f.url, { sha256: f.sha256 })]);
+  assert.equal(a.status, 'rejected');
+  assert.equal(a.reason.mismatch, 'sha256');
+  assert.equal(b.status, 'fulfilled');
+  assert.equal(await sha256OfBlob(b.value.blob), f.sha256);
+  assert.equal(srv.stats(pathOf(f.url)).requests, 2, 'one after the other');
+});
