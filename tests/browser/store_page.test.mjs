@@ -3,8 +3,8 @@
 // holds and a Resume button; Resume continues it with a Range request from the stored bytes (the
 // server's record) to a verified file, listed with its size, date and "verified"; Remove deletes
 // it from OPFS. web/sources.js sends a file over BYTES_MAX to the store and finds it there the
-// next time; discard() (the engine refused it) deletes it. The page is served by tools/serve.mjs's handler behind tests/js/_flaky_server.mjs
-// (which serves the model file, with Range).
+// next time; discard() (the engine refused it) deletes it. The page is served by tools/serve.mjs's
+// handler behind tests/js/_flaky_server.mjs (which serves the model file, with Range).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
