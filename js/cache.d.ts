@@ -160,6 +160,10 @@ export interface StoreOptions {
   /** Bytes per stored segment (default 16 MiB): a reload or closed tab loses at most the segment
    *  being written; the Cache Storage backend holds one segment in memory. */
   segmentBytes?: number;
+  /** OPFS: write segments in a worker through createSyncAccessHandle() (in place, no swap file;
+   *  js/storage/opfs_worker.js, dist/opfs_worker.js in the page's bundles) where one starts.
+   *  Default true; false: createWritable() on this thread. */
+  syncWrites?: boolean;
   /** Look files pinned by sha256 up in, and offer verified ones to, the Cross-Origin Storage API
    *  (navigator.crossOriginStorage) where the browser has it. Default true. */
   crossOrigin?: boolean;
@@ -257,6 +261,9 @@ export class ModelStore {
   constructor(options?: StoreOptions);
   /** The backend in use, chosen on first use. */
   kind(): Promise<'opfs' | 'cache' | 'memory'>;
+  /** How OPFS segments are written: 'sync' (the worker) or 'stream' (createWritable); null for
+   *  the other backends. */
+  writer(): Promise<'sync' | 'stream' | null>;
   /** A stored file from the store, else downloaded into it. */
   download(url: string | URL, options?: StoreDownloadOptions): Promise<StoredModel>;
   /** The complete stored file of a URL or manifest id, or null (never a partial file). With

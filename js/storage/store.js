@@ -18,7 +18,7 @@ import { withFileLock } from './locks.js';
 import { DOWNLOAD_DEFAULTS, downloadInto, newMeta, quotaError } from './download.js';
 import { createHasher } from './integrity.js';
 
-const OPTIONS = ['backend', 'segmentBytes', 'crossOrigin', 'storage', 'caches', 'locks', 'navigator', 'fetch',
+const OPTIONS = ['backend', 'segmentBytes', 'syncWrites', 'crossOrigin', 'storage', 'caches', 'locks', 'navigator', 'fetch',
   'retries', 'stallMs', 'maxRestarts', 'backoffMs', 'backoffMaxMs'];
 const DOWNLOAD_OPTIONS = ['sha256', 'size', 'id', 'name', 'onProgress', 'signal'];
 
@@ -82,6 +82,8 @@ export class ModelStore {
    *   Storage, else memory
    * @param {number} [options.segmentBytes]  bytes per stored segment (default 16 MiB): what a
    *   reload may lose, and what the Cache Storage backend holds in memory
+   * @param {boolean} [options.syncWrites]  OPFS: write segments in a worker through
+   *   createSyncAccessHandle() where one starts (default true); false: createWritable()
    * @param {boolean} [options.crossOrigin]  use the Cross-Origin Storage API where it exists
    *   (default true)
    * @param {number} [options.retries]  attempts in a row without progress before failing (6)
@@ -96,7 +98,7 @@ export class ModelStore {
     const nav = options.navigator ?? globalThis.navigator;
     this.#nav = nav;
     this.#opts = {
-      backend: 'auto', segmentBytes: DOWNLOAD_DEFAULTS.segmentBytes, crossOrigin: true,
+      backend: 'auto', segmentBytes: DOWNLOAD_DEFAULTS.segmentBytes, syncWrites: true, crossOrigin: true,
       storage: nav?.storage, caches: globalThis.caches, locks: nav?.locks, fetch: (...a) => globalThis.fetch(...a),
       retries: DOWNLOAD_DEFAULTS.retries, stallMs: DOWNLOAD_DEFAULTS.stallMs, maxRestarts: DOWNLOAD_DEFAULTS.maxRestarts,
       backoffMs: DOWNLOAD_DEFAULTS.backoffMs, backoffMaxMs: DOWNLOAD_DEFAULTS.backoffMaxMs, ...options,
@@ -119,7 +121,7 @@ export class ModelStore {
       if ((backend === 'auto' || backend === 'opfs') && opfsAvailable(storage)) {
         try {
           await storage.getDirectory();
-          return new OpfsBackend(storage);
+          return new OpfsBackend(storage, { sync: this.#opts.syncWrites });
         } catch (e) {
           if (backend === 'opfs') throw new WasmlmError(`the Origin Private File System is unavailable here: ${e?.message ?? e}`, 'WLM_ERR_UNSUPPORTED');
         }
@@ -135,6 +137,13 @@ export class ModelStore {
 
   /** Where files are kept: 'opfs' | 'cache' | 'memory' (resolves once the backend is chosen). */
   async kind() { return (await this.#store()).kind; }
+
+  /** How OPFS segments are written: 'sync' (a worker's sync access handles) or 'stream'
+   *  (createWritable()); null for the other backends. */
+  async writer() {
+    const b = await this.#store();
+    return typeof b.writer === 'function' ? b.writer() : null;
+  }
 
   /** The key of a URL or manifest id: the URL's, else that of a stored file with this id. */
   async #find(urlOrId) {

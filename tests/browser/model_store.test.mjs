@@ -2,8 +2,9 @@
 // Firefox (firefox-esr, puppeteer-core over WebDriver BiDi), on the real Origin Private File
 // System, Web Locks and BroadcastChannel, against tests/js/_flaky_server.mjs (a loopback server
 // that misbehaves on purpose, seeded). In each browser:
-//   - 120 randomized downloads (64 KB – 1 MB) through every fault, and 20 more on the Cache Storage
-//     backend (where OPFS is missing): each finished file's sha256,
+//   - 120 randomized downloads (64 KB – 1 MB) through every fault into OPFS, written by a worker's
+//     sync access handles; 20 more with createWritable() instead, 20 on the Cache Storage backend
+//     (where OPFS is missing): each finished file's sha256,
 //     computed here by crypto.subtle over the stored Blob (not by the store's own hasher), equals
 //     the original (or, unpinned, one whole version the server sent); each failure is a
 //     WasmlmError naming the file, and the store then hands out nothing for it;
@@ -105,37 +106,39 @@ for (const engine of ['chromium', 'firefox']) {
   const exe = engine === 'chromium' ? CHROMIUM : FIREFOX;
   const skip = fs.existsSync(exe) ? false : `${exe} is not installed`;
 
-  for (const [backend, n] of [['opfs', N], ['cache', 20]]) {
-    test(`${engine}: ${n} randomized downloads into ${backend === 'opfs' ? 'OPFS' : 'Cache Storage'} through every fault`, { skip, timeout: 20 * STEP_TIMEOUT }, async () => {
+  for (const [backend, n, writer] of [['opfs', N, 'sync'], ['opfs', 20, 'stream'], ['cache', 20, null]]) {
+    const where = backend === 'cache' ? 'Cache Storage' : `OPFS (${writer === 'sync' ? 'a worker\'s sync access handles' : 'createWritable'})`;
+    test(`${engine}: ${n} randomized downloads into ${where} through every fault`, { skip, timeout: 20 * STEP_TIMEOUT }, async () => {
       const b = await launch(engine);
       try {
         const page = await b.first();
         await open(page);
         srv.setFaults(FAULTS);
-        srv.reseed((engine === 'chromium' ? 5 : 6) + (backend === 'cache' ? 100 : 0));
+        srv.reseed((engine === 'chromium' ? 5 : 6) + (backend === 'cache' ? 100 : writer === 'stream' ? 200 : 0));
         const files = Array.from({ length: n }, (_, i) => {
           const size = 64 * 1024 + ((i * 104729) % (960 * 1024)) + (i % 7);
-          const f = srv.addFile(`${engine}-${backend}-${i}.bin`, randomBytes(size, 50_000 + i));
+          const f = srv.addFile(`${engine}-${backend}-${writer}-${i}.bin`, randomBytes(size, 50_000 + i));
           return { ...f, pinned: i % 4 !== 0, pinSize: i % 3 !== 0 };
         });
         const results = [];
         for (let at = 0; at < n; at += 20) {
           results.push(...await page.evaluate(async ({ files, STORE }) => {
             const store = new window.cache.ModelStore(STORE);
+            const writer = await store.writer();
             const hex = async (blob) => Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', await blob.arrayBuffer())),
               (x) => x.toString(16).padStart(2, '0')).join('');
             const out = [];
             for (const f of files) {
               try {
                 const m = await store.download(f.url, { sha256: f.pinned ? f.sha256 : null, size: f.pinSize ? f.size : null });
-                out.push({ ok: true, sha: await hex(m.blob), named: m.sha256, kind: m.from, verified: m.verified });
+                out.push({ ok: true, sha: await hex(m.blob), named: m.sha256, kind: m.from, verified: m.verified, writer });
               } catch (e) {
                 out.push({ ok: false, name: e?.name, code: e?.code, message: String(e?.message ?? e),
                   handedOut: (await store.get(f.url)) !== null });
               }
             }
             return out;
-          }, { files: files.slice(at, at + 20), STORE: { ...STORE, backend } }));
+          }, { files: files.slice(at, at + 20), STORE: { ...STORE, backend, syncWrites: writer === 'sync' } }));
         }
         srv.setFaults({});
         let ok = 0;
@@ -144,6 +147,7 @@ for (const engine of ['chromium', 'firefox']) {
           if (r.ok) {
             ok++;
             assert.equal(r.kind, backend);
+            assert.equal(r.writer, writer);
             assert.equal(r.sha, r.named, `${i}: the digest the store names is that of its bytes`);
             if (f.pinned) assert.equal(r.sha, f.sha256, `${i}: the pinned file`);
             else assert.ok(r.sha === f.sha256 || f.versions.includes(r.sha), `${i}: one whole version, not a mix`);
