@@ -304,11 +304,18 @@ export class ModelStore {
         return this.#result(meta, blob, b.kind, { shared: true });
       }
     }
-    if (meta && (meta.complete || meta.url !== href || (meta.sha256 ?? null) !== pin || (meta.pinnedSize ?? null) !== (size ?? null))) {
+    // A partial file is continued unless the caller's pin or size contradicts what it was started
+    // with (or learnt); a pin or size the caller adds is adopted.
+    if (meta && (meta.complete || meta.url !== href || (pin && meta.sha256 && meta.sha256 !== pin) ||
+        (size != null && meta.size != null && meta.size !== size))) {
       await b.remove(key);
       meta = null;
     }
-    if (meta) Object.assign(meta, { id: id ?? meta.id, name });
+    if (meta) {
+      Object.assign(meta, { id: id ?? meta.id, name });
+      if (pin) meta.sha256 = pin;
+      if (size != null) Object.assign(meta, { size, pinnedSize: size });
+    }
     else meta = newMeta({ key, url: href, id, name, sha256: pin, size, segmentBytes: this.#opts.segmentBytes });
     const o = this.#opts;
     const resumedFrom = meta.done;

@@ -287,3 +287,27 @@ test('concurrent calls with different pins take turns: the wrong pin fails, the 
   assert.equal(await sha256OfBlob(b.value.blob), f.sha256);
   assert.equal(srv.stats(pathOf(f.url)).requests, 2, 'one after the other');
 });
+
+test('a partial download is continued by a call that adds the size or the pin it lacked, and dropped by one that contradicts them', async () => {
+  const f = file(500_000);
+  const s = store();
+  const ac = new AbortController();
+  srv.setThrottle({ bytes: 16 * 1024, ms: 5 });
+  await assert.rejects(s.download(f.url, { signal: ac.signal, onProgress: (p) => { if (p.loaded > 150_000) ac.abort(); } }),
+    { name: 'AbortError' });
+  srv.setThrottle(null);
+  const [entry] = await s.list();
+  const m = await s.download(f.url, { sha256: f.sha256, size: f.size });
+  assert.equal(m.resumedFrom, entry.done);
+  assert.equal(m.verified, true);
+  assert.deepEqual(srv.stats(pathOf(f.url)).ranges, [null, entry.done]);
+
+  const g = file(500_000);
+  const ac2 = new AbortController();
+  srv.setThrottle({ bytes: 16 * 1024, ms: 5 });
+  await assert.rejects(s.download(g.url, { size: g.size, signal: ac2.signal, onProgress: (p) => { if (p.loaded > 150_000) ac2.abort(); } }),
+    { name: 'AbortError' });
+  srv.setThrottle(null);
+  await assert.rejects(s.download(g.url, { size: g.size + 1 }), { code: 'WLM_ERR_CHECKSUM', mismatch: 'size' });
+  assert.deepEqual(srv.stats(pathOf(g.url)).ranges.slice(0, 2), [null, null], 'another size: started over');
+});
