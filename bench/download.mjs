@@ -11,6 +11,7 @@
 //
 //   node bench/download.mjs [--sizes 1G,4G] [--paths old,new] [--rounds 1] [--segment 16M]
 //   node bench/download.mjs --sizes 8M        # a quick check that it runs
+//   --paths read: the network path's floor (the body read with a BYOB reader and hashed, not stored)
 //
 // One JSON line per size, path and round on stdout: {size, path, round, ok, readyMs, mbPerSec,
 // peakRendererMB, peakAllMB, peakJsHeapMB, error}.
@@ -140,6 +141,22 @@ async function run(size, which, round, sha) {
           const saved = await m.save();
           if (!saved.stored) throw new Error(`not stored: ${saved.reason} ${saved.error?.message ?? ''}`);
           if (m.blob.size !== size) throw new Error('wrong size');
+        } else if (which === 'read') {
+          // The floor of the network path: the body read (BYOB, one reused buffer) and hashed, nothing stored.
+          const { createHasher } = await import('/js/storage/integrity.js');
+          const h = await createHasher();
+          const r = await fetch(url, { cache: 'no-store' });
+          const reader = r.body.getReader({ mode: 'byob' });
+          let buf = new ArrayBuffer(1 << 20);
+          let n = 0;
+          for (;;) {
+            const { done, value } = await reader.read(new Uint8Array(buf));
+            if (done) break;
+            h.update(value);
+            n += value.byteLength;
+            buf = value.buffer;
+          }
+          if (n !== size || h.hex() !== sha) throw new Error('wrong bytes');
         } else {
           const store = segmentBytes ? new window.cache.ModelStore({ segmentBytes }) : window.cache.modelStore();
           const m = await store.download(url, { sha256: sha, size });
