@@ -9,7 +9,7 @@
 // a Blob's bytes live). The file is synthetic (a seeded 1 MiB block, each copy XORed with its
 // index), generated as it is served: nothing on disk but the browser's copy.
 //
-//   node bench/download.mjs [--sizes 1G,4G] [--paths old,new] [--rounds 1] [--segment 16M]
+//   node bench/download.mjs [--sizes 1G,4G] [--paths old,new] [--rounds 1] [--segment 16M] [--writer sync|stream]
 //   node bench/download.mjs --sizes 8M        # a quick check that it runs
 //   --paths read: the network path's floor (the body read with a BYOB reader and hashed, not stored)
 //
@@ -41,6 +41,7 @@ const sizes = opt('sizes', '1G,4G').split(',').map(parseSize);
 const paths = opt('paths', 'old,new').split(',');
 const rounds = Number(opt('rounds', '1'));
 const segmentBytes = opt('segment', null) && parseSize(opt('segment')); // the store's segment size (default 16M)
+const syncWrites = opt('writer', 'sync') !== 'stream'; // --writer stream: createWritable() instead of the worker
 
 const base = Buffer.alloc(BLOCK);
 { let x = 0x9e3779b9; for (let i = 0; i < BLOCK; i += 4) { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; base.writeUInt32LE(x >>> 0, i); } }
@@ -133,7 +134,7 @@ async function run(size, which, round, sha) {
       }
     })();
     const url = `${origin}/synthetic/${size}.bin`;
-    const out = await page.evaluate(async ({ url, sha, size, which, segmentBytes }) => {
+    const out = await page.evaluate(async ({ url, sha, size, which, segmentBytes, syncWrites }) => {
       const t0 = performance.now();
       try {
         if (which === 'old') {
@@ -158,7 +159,8 @@ async function run(size, which, round, sha) {
           }
           if (n !== size || h.hex() !== sha) throw new Error('wrong bytes');
         } else {
-          const store = segmentBytes ? new window.cache.ModelStore({ segmentBytes }) : window.cache.modelStore();
+          const store = segmentBytes || !syncWrites
+            ? new window.cache.ModelStore({ ...(segmentBytes ? { segmentBytes } : {}), syncWrites }) : window.cache.modelStore();
           const m = await store.download(url, { sha256: sha, size });
           if (m.blob.size !== size || !m.verified) throw new Error('not verified');
         }
@@ -166,12 +168,13 @@ async function run(size, which, round, sha) {
       } catch (e) {
         return { ok: false, readyMs: performance.now() - t0, error: String(e?.message ?? e) };
       }
-    }, { url, sha, size, which, segmentBytes });
+    }, { url, sha, size, which, segmentBytes, syncWrites });
     polling = false;
     await poller;
     const r1 = (x) => Math.round(x * 10) / 10;
     return {
-      size, path: which, round, ...(which === 'new' && segmentBytes ? { segmentBytes } : {}), ok: out.ok, readyMs: Math.round(out.readyMs),
+      size, path: which, round, ...(which === 'new' && segmentBytes ? { segmentBytes } : {}),
+      ...(which === 'new' ? { writer: syncWrites ? 'sync' : 'stream' } : {}), ok: out.ok, readyMs: Math.round(out.readyMs),
       mbPerSec: out.ok ? r1(size / (1 << 20) / (out.readyMs / 1000)) : null,
       peakRendererMB: r1(peak.renderer), peakAllMB: r1(peak.all), peakJsHeapMB: r1(peak.heap),
       ...(out.error ? { error: out.error } : {}),
