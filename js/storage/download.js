@@ -43,7 +43,8 @@ function checksumError(message, url, expected, actual, mismatch) {
 /** Thrown inside a transfer: the response cannot be used, the stored part stays (retry). */
 class Retry extends Error {}
 /** The stored part cannot be continued: it is discarded and the file starts over. `kind`:
- *  'changed' (other validators or size: another version of the file), 'norange' (the server
+ *  'changed' (other validators or size: another version of the file), 'size' (not the size the
+ *  caller pinned: the address may point at another file), 'norange' (the server
  *  answered a Range request with the whole file), 'protocol' (a response that breaks HTTP's
  *  rules: a 206 for other bytes, a body past the file's end). */
 class Restart extends Error {
@@ -269,9 +270,9 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
               err.partial = true;
               throw err;
             }
-            throw checksumError(`${meta.name}: ${e.kind === 'changed' ? 'the file changed on the server while it downloaded'
-              : 'the server sent responses that do not fit together'} (last: ${e.message}), ${restarts} times; ` +
-              'the partial download was deleted', url, null, null, e.kind === 'changed' && /bytes on the server, expected/.test(e.message) ? 'size' : e.kind);
+            throw checksumError(`${meta.name}: ${e.kind === 'protocol' ? 'the server sent responses that do not fit together'
+              : e.kind === 'size' ? 'the server\'s file is not the size pinned' : 'the file changed on the server while it downloaded'} (last: ${e.message}), ${restarts} times; ` +
+              'the partial download was deleted', url, null, null, e.kind === 'size' ? 'size' : e.kind === 'protocol' ? 'protocol' : 'changed');
           }
           await reset();
           if (e.response) pending = e.response;
@@ -351,7 +352,7 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
       if (length != null && pinnedSize != null && length !== pinnedSize) {
         res.body?.cancel().catch(() => {});
         // The published file has another size: with a pinned size that is not the file asked for.
-        throw new Restart(`it is ${length} bytes on the server, expected ${pinnedSize}`, 'changed');
+        throw new Restart(`it is ${length} bytes on the server, expected ${pinnedSize}`, 'size');
       }
       if (length != null && total && length !== total) {
         res.body?.cancel().catch(() => {});
