@@ -10,8 +10,18 @@
 //
 // Without Cache Storage (Node; a page served over plain http from a host other than localhost)
 // every file is downloaded and nothing is kept: ModelCache.available is false and save() says so.
+//
+// The model store (js/storage/: OPFS, else Cache Storage; resumable, verified while it streams,
+// shared between tabs) is the path for large files; this module re-exports it:
+//
+//   import { downloadModel, listModels, deleteModel } from 'wasmlm/cache';
+//   const m = await downloadModel(url, { sha256, size, onProgress: ({ loaded, total, secondsLeft }) => {} });
+//   await engine.load({ model: m.blob });              // stored, complete and verified
 
 import { WasmlmError } from './errors.js';
+import { ModelStore } from './storage/store.js';
+
+export { ModelStore } from './storage/store.js';
 
 /** The Cache Storage bucket this module uses unless told otherwise. */
 export const CACHE_NAME = 'wasmlm-models-v1';
@@ -325,4 +335,61 @@ export async function fetchModel(url, { cache = new ModelCache(), sha256 = null,
     sha256, size, onProgress, signal, httpCache: cache.available ? 'no-store' : undefined,
   });
   return { blob, url: href, fromCache: false, save: () => cache.put(href, blob, { sha256 }) };
+}
+
+// ---- The model store (js/storage/): resumable downloads into OPFS, verified, managed, shared
+// between tabs. The functions below use one default ModelStore; a page that wants other options
+// makes its own.
+
+
+let defaultStore = null;
+/** The ModelStore the functions below use (created on first use with the default options). */
+export function modelStore() {
+  defaultStore ??= new ModelStore();
+  return defaultStore;
+}
+
+/**
+ * A model file from the store, else downloaded into it (resuming a partial download, Range
+ * requests, retries with backoff), its sha256 checked while it streams; resolves once it is
+ * stored complete and verified. See ModelStore.download() in cache.d.ts.
+ */
+export function downloadModel(url, options) {
+  return modelStore().download(url, options);
+}
+
+/**
+ * Every stored model file: the store's (complete or partial), then the files an older version
+ * kept in Cache Storage (ModelCache, `store: 'cache-v1'`).
+ */
+export async function listModels({ store = modelStore(), cache = new ModelCache() } = {}) {
+  const legacy = (await cache.list().catch(() => [])).map((e) => ({
+    url: e.url, id: null, name: e.name, size: e.size, done: e.size, complete: true, verified: Boolean(e.sha256),
+    sha256: e.sha256, storedAt: e.storedAt, updatedAt: e.storedAt, store: 'cache-v1',
+  }));
+  return [...await store.list(), ...legacy];
+}
+
+/** Whether a complete file is stored for a URL or manifest id (the store, or the older cache). */
+export async function isCached(urlOrId, { store = modelStore(), cache = new ModelCache() } = {}) {
+  if (await store.has(urlOrId)) return true;
+  try { return Boolean(await cache.match(urlOrId)); } catch { return false; }
+}
+
+/** Deletes a stored file (complete or partial; also an older Cache Storage copy); true if any. */
+export async function deleteModel(urlOrId, { store = modelStore(), cache = new ModelCache() } = {}) {
+  const a = await store.delete(urlOrId);
+  let b = false;
+  try { b = await cache.delete(urlOrId); } catch { /* not a URL */ }
+  return a || b;
+}
+
+/** {usage, quota, available} in bytes (navigator.storage.estimate(); nulls where unknown). */
+export function storageEstimate() {
+  return modelStore().estimate();
+}
+
+/** Asks once for persistent storage (navigator.storage.persist()); see ModelStore.persist(). */
+export function persistStorage(options) {
+  return modelStore().persist(options);
 }

@@ -65,7 +65,8 @@ export type WasmlmErrorCode =
   | 'WLM_ERR_CONTEXT_FULL'  // -7: the prompt does not fit in the context window
   | 'WLM_ERR_STATE'         // -8: call out of order (no model, engine busy or freed)
   | 'WLM_ERR_IO'            // JS only (status null): a download or file read failed
-  | 'WLM_ERR_CHECKSUM';     // js/cache.js only (status null): sha256 or size differs from the expected one
+  | 'WLM_ERR_CHECKSUM'      // js/cache.js only (status null): sha256 or size differs from the expected one
+  | 'WLM_ERR_QUOTA';        // js/cache.js's model store only (status null): the file does not fit the storage quota
 
 /**
  * An error reported by the engine.

@@ -15,6 +15,9 @@
 //   worker_engine.js createWorkerEngine(): the same interface, the engine in worker.js
 //   protocol.js      the messages between worker_engine.js and worker.js
 //   cache.js         downloads with checksums and Cache Storage (its own entry, wasmlm/cache)
+//   storage/         the model store cache.js exports: resumable, verified downloads into OPFS
+//                    (store.js, download.js, integrity.js, opfs.js, cache_storage.js, memory.js,
+//                    cross_origin.js, locks.js)
 //
 //   chat.js          chat templates: messages → prompt text (@huggingface/jinja), Engine.chat
 //

@@ -3,13 +3,15 @@
 //                   library it runs (js/wasmlm.js and what it imports, js/cache.js)
 //   dist/worker.js  js/worker.js: the worker engine's worker (js/engine.js and its imports)
 //   dist/thread.js  js/thread.js: one helper thread (js/threads.js starts it as ./thread.js)
+//   dist/opfs_worker.js  js/storage/opfs_worker.js: the model store's OPFS writer (./opfs_worker.js)
 // Why: a cold page load is CPU-bound on a small machine, and ~40 separate modules cost the
 // renderer, the browser process and the network service a request each, plus ~230 KB of
 // commented source to parse, before the first token (bench/README.md, 2026-11-24 ttft4).
 // The sources stay as they are (no build step for the library: js/wasmlm.js is imported as it
 // is by Node, tests and other pages); only web/index.html loads the bundles. @huggingface/jinja
-// stays outside (imported when a chat template is first rendered; the page's import map names
-// it), as do the node:* imports the library only makes in Node.
+// and hash-wasm stay outside (imported when a chat template is first rendered, when the model
+// store first downloads; the page's import map names them), as do the node:* imports the library
+// only makes in Node.
 // The URLs the bundled code resolves against import.meta.url keep working from dist/: the wasm
 // modules ('../dist/x.wasm'), './worker.js' and './thread.js' (these bundles), the model files
 // ('../models/files/', from web/ or dist/ alike).
@@ -24,7 +26,8 @@ import { fileURLToPath } from 'node:url';
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The bundles: output file in dist/ → entry point (relative to the root). */
-export const BUNDLES = { 'demo.js': 'web/page.js', 'worker.js': 'js/worker.js', 'thread.js': 'js/thread.js' };
+export const BUNDLES = { 'demo.js': 'web/page.js', 'worker.js': 'js/worker.js', 'thread.js': 'js/thread.js',
+  'opfs_worker.js': 'js/storage/opfs_worker.js' };
 
 /** Whether `root` is a checkout whose page loads these bundles (an older one does not). */
 export function hasBundles(root = REPO_ROOT) {
@@ -56,7 +59,7 @@ export async function buildBundles(root = REPO_ROOT) {
       target: 'es2022',
       minify: true,
       sourcemap: 'linked',
-      external: ['@huggingface/jinja', 'node:*'],
+      external: ['@huggingface/jinja', 'hash-wasm', 'node:*'],
       metafile: true,
       write: false,
       logLevel: 'warning',

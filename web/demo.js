@@ -42,7 +42,7 @@ import { $, app, setState, showError } from './demo/state.js';
 import { SLIDERS, syncSliderOutputs, applyPreset, syncStopError } from './demo/controls.js';
 import { syncOutputFormat } from './demo/output-format.js';
 import { fetchManifest, loadManifest, selectedEntry, showEntryNote, loadModel, takeLocalFiles } from './demo/models.js';
-import { renderCacheList, removeCached } from './demo/cache-list.js';
+import { renderCacheList, removeCached, resumeCached } from './demo/cache-list.js';
 import { schedulePreview } from './demo/chart.js';
 import { showTokenDetail, activateToken, onOutputKey } from './demo/output.js';
 import { generate, stop } from './demo/generate.js';
@@ -182,10 +182,11 @@ function wireControls() {
   $('cache-panel').addEventListener('toggle', () => { if ($('cache-panel').open) renderCacheList(); });
   $('cache-list').addEventListener('click', (event) => {
     const button = event.target.closest('button[data-url]');
-    if (button) removeCached(button.dataset.url);
+    if (button?.dataset.action === 'resume') resumeCached(button.dataset.url);
+    else if (button) removeCached(button.dataset.url);
   });
   $('cache-clear').addEventListener('click', async () => {
-    await app.sources.cache.clear();
+    await app.sources.clearStored();
     await renderCacheList();
     document.querySelector('#cache-panel summary').focus();
   });

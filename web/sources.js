@@ -2,16 +2,61 @@
 // model from models/manifest.json (the page's own models/files/ copy first, then the published
 // URL), URLs typed in, or local files (a GGUF alone; a llama2.c checkpoint with its tokenizer).
 // Downloads, checksums and Cache Storage are js/cache.js's; this file only chooses and names.
+// Files larger than BYTES_MAX go to the model store (js/storage/: OPFS, resumable, verified while
+// they stream) where it persists; smaller ones into memory and then Cache Storage, as before.
 //
 // A plan is { label, parts: [Part], verified, entryId? (a manifest entry's id) }, one Part per
 // file, model first:
 //   Part = { stage: 'model'|'tokenizer', name, candidates: [url], sha256, size, verified }
 //        | { stage, name, file: File }
 
-import { ModelCache, download, fileName } from '../js/cache.js';
+import { ModelCache, download, fileName, listModels, deleteModel, modelStore } from '../js/cache.js';
 
 /** The demo's model cache (js/cache.js's default bucket, 'wasmlm-models-v1'). */
 export const cache = new ModelCache();
+
+/** The demo's model store (js/cache.js's default ModelStore). */
+export const store = modelStore();
+
+/** Whether the model store keeps files here (OPFS or Cache Storage, not memory). */
+export async function storePersists() {
+  try {
+    return (await store.kind()) !== 'memory';
+  } catch {
+    return false;
+  }
+}
+
+/** Every stored file: the store's (complete or partial), then Cache Storage's. */
+export function listStored() {
+  return listModels({ store, cache });
+}
+
+/** Deletes a stored file (store and Cache Storage); true if there was one. */
+export function deleteStored(url) {
+  return deleteModel(url, { store, cache });
+}
+
+/** Deletes every stored file; resolves with how many there were. */
+export async function clearStored() {
+  let n = 0;
+  for (const e of await store.list()) if (await store.delete(e.url)) n++;
+  return n + await cache.clear();
+}
+
+/**
+ * Resumes a partial download of the store (the list's Resume button) with the pin it started
+ * with. onProgress as the store's.
+ */
+export function resumeStored(entry, { onProgress, signal } = {}) {
+  return store.download(entry.url, { sha256: entry.complete ? null : entry.sha256, size: entry.size ?? null,
+    id: entry.id, name: entry.name, onProgress, signal });
+}
+
+/** Whether a part goes to the model store (a large file, where the store persists). */
+async function useStore(part) {
+  return part.size != null && part.size > BYTES_MAX && await storePersists();
+}
 
 /**
  * Opens the cache's Cache Storage bucket without waiting: the first open of a browser profile's
@@ -190,6 +235,16 @@ async function fetchPartNow(part, { onProgress, signal }) {
     onProgress?.({ loaded: part.file.size, total: part.file.size, bytesPerSec: 0, from: 'a local file' });
     return { data: part.file, size: part.file.size, from: 'a local file', fromCache: false };
   }
+  if (await useStore(part)) {
+    for (const url of part.candidates) {
+      const hit = await store.get(url, { sha256: part.sha256 }).catch(() => null);
+      if (hit) {
+        onProgress?.({ loaded: hit.size, total: hit.size, bytesPerSec: 0, from: 'the browser cache' });
+        return { data: hit.blob, size: hit.size, url, from: 'the browser cache', fromCache: true };
+      }
+    }
+    return downloadPart(part, { onProgress, signal });
+  }
   // The candidates are looked up together (the first found, in order, is taken). On a profile
   // where this page never stored a file (neverStored()) the download starts beside the lookup
   // instead of after it: a fresh profile's Cache Storage answers its first match ~100 ms late,
@@ -245,6 +300,22 @@ async function downloadPart(part, { onProgress, signal }) {
     const url = part.candidates[i];
     const from = describeOrigin(url);
     try {
+      if (await useStore(part)) {
+        // Stored while it streams (resumable, verified); a file the engine then refuses is
+        // deleted again (discard()). The browser is asked once to keep the storage (Firefox shows
+        // a prompt; Chromium decides by itself) — large files are costly to download again.
+        store.persist({ reason: 'large model files stay when the disk runs low' }).catch(() => {});
+        const m = await store.download(url, {
+          sha256: part.sha256, size: part.size, name: part.name, signal,
+          onProgress: (p) => onProgress?.({ ...p, total: p.total || part.size || 0, from }),
+        });
+        noteStored();
+        return {
+          data: m.blob, size: m.size, url, from, fromCache: m.fromCache,
+          save: async () => ({ stored: true }),
+          discard: m.fromCache ? undefined : () => store.delete(url),
+        };
+      }
       const data = await download(url, {
         sha256: part.sha256,
         size: part.size,

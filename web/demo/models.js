@@ -288,8 +288,9 @@ export async function loadModel(plan, { engine: started = null } = {}) {
   const enginePromise = started ?? app.createWorkerEngine();
   enginePromise.catch(() => {}); // awaited below; a failed download must not leave it unhandled
   let adopted = false;
+  let fetched = [];
   try {
-    const fetched = await Promise.all(plan.parts.map((part) => app.sources.fetchPart(part, {
+    fetched = await Promise.all(plan.parts.map((part) => app.sources.fetchPart(part, {
       signal: controller.signal,
       onProgress: (p) => { if (seq === app.loadSeq) view.download(part.stage, p); },
     }).catch((err) => { controller.abort(); throw err; })));
@@ -365,6 +366,8 @@ export async function loadModel(plan, { engine: started = null } = {}) {
     view.stop();
     if (seq !== app.loadSeq) return;
     if (err?.name === 'AbortError') return;
+    // Files the model store kept while they downloaded, which the engine then refused: not kept.
+    if (err?.code === 'WLM_ERR_FORMAT' || err?.code === 'WLM_ERR_TRUNCATED') for (const f of fetched) f.discard?.().catch(() => {});
     bar.max = 1;
     bar.value = app.loaded ? 1 : 0;
     const { kind, text } = explainLoadError(err);

@@ -1,0 +1,313 @@
+// model_store.test.mjs — the model store (js/storage/) in Node, on its memory backend, against
+// tests/js/_flaky_server.mjs, a loopback server that misbehaves on purpose: 240 randomized
+// downloads through every fault (each finished file's sha256 equals the original — or, with no
+// pin, one whole version the server sent — and each failure is a WasmlmError that says what went
+// wrong), then one case per rule: resume from the stored bytes after an abort (the server's Range
+// starts and byte counts), a server that ignores Range, a file that changes, stalls, a short body,
+// the sha256 pin, the quota check before any request, one transfer for concurrent callers, the
+// hash state lost, Cross-Origin Storage, and the management functions of wasmlm/cache. The same
+// rules in Chromium and Firefox, on OPFS and with reloads and two tabs: tests/browser/model_store.test.mjs.
+
+import { test, before, after, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { startFlakyServer, randomBytes, sha256 } from './_flaky_server.mjs';
+import { ModelStore, listModels, isCached, deleteModel, ModelCache } from '../../js/cache.js';
+import { MemoryBackend } from '../../js/storage/memory.js';
+import { sha256OfBlob } from '../../js/storage/integrity.js';
+import { parseContentRange } from '../../js/storage/download.js';
+import { WasmlmError } from '../../js/wasmlm.js';
+
+let srv;
+const SEG = 64 * 1024;
+const fast = { stallMs: 200, backoffMs: 2, backoffMaxMs: 20 };
+const store = (o = {}) => new ModelStore({ backend: new MemoryBackend(), segmentBytes: SEG, ...fast, ...o });
+let n = 0;
+const file = (size, seed = ++n) => srv.addFile(`t${seed}.bin`, randomBytes(size, seed));
+const pathOf = (url) => new URL(url).pathname;
+
+before(async () => { srv = await startFlakyServer({ seed: 11, stallMs: 2000 }); });
+after(() => srv.close());
+afterEach(() => { srv.clearQueue(); srv.setFaults({}); srv.setThrottle(null); });
+
+test('240 randomized downloads through every fault: right bytes or a clear error, never a mixed file', { timeout: 120_000 }, async () => {
+  srv.setFaults({ drop: 0.2, norange: 0.05, change: 0.05, badlength: 0.05, shortlength: 0.05, badrange: 0.05, long: 0.05, stall: 0.02, error: 0.05 });
+  srv.reseed(Number(process.env.WASMLM_FLAKY_SEED) || 1234); // another seed: WASMLM_FLAKY_SEED
+  const s = store({ retries: 10, maxRestarts: 4, stallMs: 150 });
+  const seen = { ok: 0, failed: 0, faults: new Set(), codes: {} };
+  for (let i = 0; i < 240; i++) {
+    const size = 64 * 1024 + ((i * 7919) % (1 << 20)) + (i % 5); // 64 KB … 1.1 MB, odd sizes too
+    const f = file(size, 10_000 + i);
+    const pinned = i % 4 !== 0;
+    try {
+      const m = await s.download(f.url, { sha256: pinned ? f.sha256 : null, size: i % 3 ? f.size : null });
+      const actual = await sha256OfBlob(m.blob);
+      assert.equal(actual, m.sha256, 'the result names the digest of its bytes');
+      if (pinned) assert.equal(actual, f.sha256, `download ${i}: the pinned file`);
+      else assert.ok(actual === f.sha256 || f.versions.includes(actual), `download ${i}: one whole version, not a mix: ${JSON.stringify(srv.stats(pathOf(f.url)))} ${m.blob.size} of ${f.size}`);
+      seen.ok++;
+    } catch (e) {
+      assert.ok(e instanceof WasmlmError, `download ${i}: ${e?.stack ?? e}`);
+      assert.ok(['WLM_ERR_IO', 'WLM_ERR_CHECKSUM'].includes(e.code), e.code);
+      assert.match(e.message, /t\d+\.bin/, 'the error names the file');
+      assert.equal(await s.get(f.url), null, 'a failed file is not returned');
+      seen.failed++;
+      seen.codes[`${e.code}/${e.mismatch ?? (e.partial ? 'partial' : '')}`] = (seen.codes[`${e.code}/${e.mismatch ?? ''}`] ?? 0) + 1;
+    }
+    for (const x of srv.stats(pathOf(f.url)).faults) if (x) seen.faults.add(x);
+  }
+  srv.setFaults({});
+  assert.deepEqual([...seen.faults].sort(), ['badlength', 'badrange', 'change', 'drop', 'error', 'long', 'norange', 'shortlength', 'stall']);
+  assert.ok(seen.ok >= 200, `${seen.ok} finished, ${seen.failed} failed: ${JSON.stringify(seen.codes)}`);
+});
+
+test('an aborted download keeps its bytes; the next one resumes with a Range request from them', async () => {
+  const f = file(600_000);
+  srv.setThrottle({ bytes: 16 * 1024, ms: 5 });
+  const s = store();
+  const ac = new AbortController();
+  const progress = [];
+  await assert.rejects(s.download(f.url, { sha256: f.sha256, signal: ac.signal, onProgress: (p) => {
+    progress.push(p);
+    if (p.loaded >= 200_000) ac.abort();
+  } }), { name: 'AbortError' });
+  srv.setThrottle(null);
+  const [entry] = (await s.list()).filter((e) => e.url === f.url);
+  assert.equal(entry.complete, false);
+  assert.ok(entry.done >= 200_000 && entry.done < f.size, `${entry.done} bytes stored`);
+  assert.equal(await s.get(f.url), null, 'a partial file is never handed out');
+  assert.equal(await s.has(f.url), false);
+  const p0 = progress.at(-1);
+  assert.ok(p0.total === f.size && p0.bytesPerSec > 0 && p0.secondsLeft > 0, JSON.stringify(p0));
+
+  const reports = [];
+  const m = await s.download(f.url, { sha256: f.sha256, onProgress: (p) => reports.push(p) });
+  const st = srv.stats(pathOf(f.url));
+  assert.deepEqual(st.ranges, [null, entry.done], 'the second request starts at the stored bytes');
+  assert.equal(m.resumedFrom, entry.done);
+  assert.equal(reports[0].resumedFrom, entry.done);
+  assert.equal(await sha256OfBlob(m.blob), f.sha256);
+  assert.equal(m.verified, true);
+  assert.equal(m.fromCache, false);
+  const again = await s.download(f.url, { sha256: f.sha256 });
+  assert.equal(again.fromCache, true);
+  assert.equal(srv.stats(pathOf(f.url)).requests, 2, 'a stored file makes no request');
+});
+
+test('a drop resumes at once from the byte it stopped at; a server that ignores Range restarts from 0', async () => {
+  const f = file(300_000);
+  srv.queue('drop', 'norange');
+  const m = await store().download(f.url, { sha256: f.sha256 });
+  const st = srv.stats(pathOf(f.url));
+  assert.equal(st.ranges.length, 2);
+  assert.ok(st.ranges[1] > 0, 'the second request asks for the rest');
+  assert.deepEqual(st.faults, ['drop', 'norange']);
+  assert.equal(await sha256OfBlob(m.blob), f.sha256);
+});
+
+test('a server that always ignores Range and keeps dropping fails, saying so, and keeps nothing', async () => {
+  const f = file(300_000);
+  srv.queue('drop', ...Array(6).fill('norangedrop'));
+  const s = store({ retries: 2 });
+  await assert.rejects(s.download(f.url, { sha256: f.sha256 }), (e) => {
+    assert.equal(e.code, 'WLM_ERR_IO');
+    assert.match(e.message, /broke off 3 times and the server cannot resume it \(it ignores Range requests/);
+    return true;
+  });
+  assert.deepEqual(await s.list(), []);
+});
+
+test('a file that changes on the server between requests starts over, then fails as changed', async () => {
+  const f = file(300_000);
+  srv.queue('drop', 'change', null);
+  const m = await store().download(f.url, { sha256: f.sha256 });
+  assert.equal(await sha256OfBlob(m.blob), f.sha256, 'one restart, then the whole file');
+  assert.equal(srv.stats(pathOf(f.url)).ranges[2], null, 'the restart asks for the whole file');
+
+  const g = file(300_000);
+  srv.queue('drop', 'change', 'drop', 'change', 'drop', 'change');
+  const s = store({ maxRestarts: 2 });
+  await assert.rejects(s.download(g.url, { sha256: g.sha256 }), (e) => {
+    assert.equal(e.code, 'WLM_ERR_CHECKSUM');
+    assert.equal(e.mismatch, 'changed');
+    assert.match(e.message, /changed on the server.*partial download was deleted/);
+    return true;
+  });
+  assert.deepEqual((await s.list()).filter((x) => x.url === g.url), [], 'nothing of it stays');
+});
+
+test('stalls, short bodies, wrong lengths, bad ranges and 503s are retried to the right bytes', async () => {
+  for (const fault of ['stall', 'shortlength', 'badlength', 'badrange', 'long', 'error']) {
+    const f = file(200_000);
+    srv.queue('drop', fault, fault);
+    const m = await store().download(f.url, { sha256: f.sha256 });
+    assert.equal(await sha256OfBlob(m.blob), f.sha256, fault);
+    assert.deepEqual(srv.stats(pathOf(f.url)).faults.slice(0, 3), ['drop', fault, fault]);
+  }
+});
+
+test('retries give up with a clear error and keep the stored part for the next try', async () => {
+  const f = file(300_000);
+  srv.queue(...Array(4).fill('error'));
+  const s = store({ retries: 3 });
+  await assert.rejects(s.download(f.url, { sha256: f.sha256 }), (e) => {
+    assert.equal(e.code, 'WLM_ERR_IO');
+    assert.equal(e.partial, true);
+    assert.match(e.message, /failed after 4 attempts \(HTTP 503\)/);
+    return true;
+  });
+  const m = await s.download(f.url, { sha256: f.sha256 });
+  assert.equal(await sha256OfBlob(m.blob), f.sha256);
+  await assert.rejects(s.download(`${srv.origin}/f/missing.bin`), { code: 'WLM_ERR_IO', httpStatus: 404 });
+});
+
+test('a sha256 mismatch deletes the file and names both digests', async () => {
+  const f = file(100_000);
+  const s = store();
+  const wrong = 'ab'.repeat(32);
+  await assert.rejects(s.download(f.url, { sha256: wrong }), (e) => {
+    assert.equal(e.code, 'WLM_ERR_CHECKSUM');
+    assert.equal(e.mismatch, 'sha256');
+    assert.equal(e.expected, wrong);
+    assert.equal(e.actual, f.sha256);
+    assert.match(e.message, /deleted/);
+    return true;
+  });
+  assert.deepEqual(await s.list(), []);
+});
+
+test('a file larger than the quota left fails before any request, naming both sizes', async () => {
+  const f = file(100_000);
+  const storage = { estimate: async () => ({ usage: 950_000, quota: 1_000_000 }) };
+  const s = store({ storage });
+  await assert.rejects(s.download(f.url, { size: f.size }), (e) => {
+    assert.equal(e.code, 'WLM_ERR_QUOTA');
+    assert.equal(e.needed, f.size);
+    assert.equal(e.available, 50_000);
+    assert.match(e.message, /needs 0\.1 MB more.*0\.1 MB more|needs 0\.1 MB more.*0\.05? MB/);
+    return true;
+  });
+  assert.equal(srv.stats(pathOf(f.url)).requests, 0, 'not one request');
+  // Without a known size, the first response's length is checked before its body is read.
+  const big = file(16 << 20);
+  await assert.rejects(s.download(big.url), { code: 'WLM_ERR_QUOTA', needed: big.size });
+  assert.equal(srv.stats(pathOf(big.url)).requests, 1);
+  assert.ok(srv.stats(pathOf(big.url)).bytes < big.size, 'the body was not read');
+  assert.deepEqual(await s.list(), []);
+});
+
+test('concurrent calls for one file share one transfer', async () => {
+  const f = file(400_000);
+  const s = store();
+  const [a, b] = await Promise.all([s.download(f.url, { sha256: f.sha256 }), s.download(f.url, { sha256: f.sha256 })]);
+  assert.equal(srv.stats(pathOf(f.url)).requests, 1);
+  assert.equal(await sha256OfBlob(a.blob), f.sha256);
+  assert.equal(b.blob.size, f.size);
+});
+
+test('a lost hash state is rebuilt from the stored bytes', async () => {
+  const f = file(400_000);
+  const backend = new MemoryBackend();
+  const s = store({ backend });
+  const ac = new AbortController();
+  srv.setThrottle({ bytes: 16 * 1024, ms: 5 });
+  await assert.rejects(s.download(f.url, { sha256: f.sha256, signal: ac.signal,
+    onProgress: (p) => { if (p.loaded > 150_000) ac.abort(); } }), { name: 'AbortError' });
+  srv.setThrottle(null);
+  const [key] = await backend.keys();
+  const meta = await backend.readMeta(key);
+  await backend.writeMeta(key, { ...meta, hashState: 'bm90IGEgc3RhdGU=' });
+  const m = await s.download(f.url, { sha256: f.sha256 });
+  assert.equal(m.resumedFrom, meta.done);
+  assert.equal(await sha256OfBlob(m.blob), f.sha256);
+});
+
+test('Cross-Origin Storage: a verified file is offered to it, and served from it to another store', async () => {
+  const files = new Map();
+  const handle = (hash) => ({
+    getFile: async () => files.get(hash),
+    createWritable: async () => { const parts = []; return { write: async (b) => parts.push(b), close: async () => files.set(hash, new Blob(parts)) }; },
+  });
+  const navigator = { crossOriginStorage: { async requestFileHandles([h], { create = false } = {}) {
+    assert.equal(h.algorithm, 'SHA-256');
+    if (!create && !files.has(h.value)) throw new DOMException('no such file', 'NotFoundError');
+    return [handle(h.value)];
+  } } };
+  const f = file(100_000);
+  await store({ navigator }).download(f.url, { sha256: f.sha256 });
+  for (let i = 0; i < 50 && !files.has(f.sha256); i++) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(files.has(f.sha256));
+  const m = await store({ navigator }).download(f.url, { sha256: f.sha256 });
+  assert.equal(m.from, 'cross-origin');
+  assert.equal(srv.stats(pathOf(f.url)).requests, 1, 'the second store made no request');
+  assert.equal(await sha256OfBlob(m.blob), f.sha256);
+});
+
+test('wasmlm/cache: listModels, isCached (URL or id), deleteModel, options checked', async () => {
+  const f = file(100_000);
+  const s = store();
+  const cache = new ModelCache(); // no Cache Storage in Node: no older entries
+  await s.download(f.url, { sha256: f.sha256, id: 'tiny' });
+  const list = await listModels({ store: s, cache });
+  assert.equal(list.length, 1);
+  assert.deepEqual({ ...list[0], storedAt: null, updatedAt: null }, {
+    url: f.url, id: 'tiny', name: pathOf(f.url).slice(3), size: f.size, done: f.size, complete: true, verified: true,
+    sha256: f.sha256, storedAt: null, updatedAt: null, store: 'memory' });
+  assert.ok(!Number.isNaN(Date.parse(list[0].storedAt)));
+  assert.equal(await isCached('tiny', { store: s, cache }), true);
+  assert.equal(await isCached(f.url, { store: s, cache }), true);
+  assert.equal(await isCached('other', { store: s, cache }), false);
+  assert.equal(await deleteModel('tiny', { store: s, cache }), true);
+  assert.equal(await isCached(f.url, { store: s, cache }), false);
+  assert.equal(await deleteModel('tiny', { store: s, cache }), false);
+  assert.throws(() => new ModelStore({ segmentbytes: 1 }), { code: 'WLM_ERR_INVALID_ARG', message: /unknown option segmentbytes/ });
+  await assert.rejects(s.download(f.url, { sha: 'x' }), { code: 'WLM_ERR_INVALID_ARG', message: /unknown option sha/ });
+  assert.deepEqual(await s.estimate(), { usage: null, quota: null, available: null });
+  const asked = [];
+  const p = store({ storage: { persisted: async () => false, persist: async () => { asked.push(1); return true; } } });
+  assert.deepEqual(await p.persist({ reason: 'models are large' }), { persisted: true, asked: true, reason: 'models are large' });
+  assert.deepEqual(await p.persist(), { persisted: false, asked: false, reason: null });
+  assert.equal(asked.length, 1, 'asked once');
+});
+
+test('parseContentRange', () => {
+  assert.deepEqual(parseContentRange('bytes 5-9/10'), { start: 5, end: 9, total: 10 });
+  assert.deepEqual(parseContentRange('bytes 0-0/*'), { start: 0, end: 0, total: null });
+  assert.equal(parseContentRange('bytes */10'), null);
+  assert.equal(parseContentRange(null), null);
+  assert.equal(sha256(Buffer.from('')), 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855');
+});
+
+test('concurrent calls with different pins take turns: the wrong pin fails, the right one is stored once', async () => {
+  const f = file(200_000);
+  const s = store();
+  const [a, b] = await Promise.allSettled([s.download(f.url, { sha256: 'cd'.repeat(32) }), s.download(f.url, { sha256: f.sha256 })]);
+  assert.equal(a.status, 'rejected');
+  assert.equal(a.reason.mismatch, 'sha256');
+  assert.equal(b.status, 'fulfilled');
+  assert.equal(await sha256OfBlob(b.value.blob), f.sha256);
+  assert.equal(srv.stats(pathOf(f.url)).requests, 2, 'one after the other');
+});
+
+test('a partial download is continued by a call that adds the size or the pin it lacked, and dropped by one that contradicts them', async () => {
+  const f = file(500_000);
+  const s = store();
+  const ac = new AbortController();
+  srv.setThrottle({ bytes: 16 * 1024, ms: 5 });
+  await assert.rejects(s.download(f.url, { signal: ac.signal, onProgress: (p) => { if (p.loaded > 150_000) ac.abort(); } }),
+    { name: 'AbortError' });
+  srv.setThrottle(null);
+  const [entry] = await s.list();
+  const m = await s.download(f.url, { sha256: f.sha256, size: f.size });
+  assert.equal(m.resumedFrom, entry.done);
+  assert.equal(m.verified, true);
+  assert.deepEqual(srv.stats(pathOf(f.url)).ranges, [null, entry.done]);
+
+  const g = file(500_000);
+  const ac2 = new AbortController();
+  srv.setThrottle({ bytes: 16 * 1024, ms: 5 });
+  await assert.rejects(s.download(g.url, { size: g.size, signal: ac2.signal, onProgress: (p) => { if (p.loaded > 150_000) ac2.abort(); } }),
+    { name: 'AbortError' });
+  srv.setThrottle(null);
+  await assert.rejects(s.download(g.url, { size: g.size + 1 }), { code: 'WLM_ERR_CHECKSUM', mismatch: 'size' });
+  assert.deepEqual(srv.stats(pathOf(g.url)).ranges.slice(0, 2), [null, null], 'another size: started over');
+});
