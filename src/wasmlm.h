@@ -404,6 +404,25 @@ int32_t wlm_context_n_past(const wlm_context *ctx);
  */
 int wlm_eval(wlm_context *ctx, const int32_t *tokens, int32_t n);
 
+/*
+ * Appends n embedding rows (embd: n × n_embd floats, row-major; n_embd must be the model's dim)
+ * to sequence `seq` in place of tokens: positions n_past .. n_past+n-1, each row taken as the
+ * input of the first layer as it is (no token lookup, no Gemma sqrt(dim) scaling: llama.cpp's
+ * embeddings input), and computes the logits of the last row. An image's rows from
+ * wlm_image_encode go here, between the tokens around them. non_causal 1: the rows attend to
+ * each other both ways (and to everything before them; a sliding-window layer looks back its
+ * window from each row and forward to the image's end), as llama.cpp decodes a Gemma 3 image;
+ * then n <= 64 (one batch). non_causal 0: causal like tokens (Idefics3 / SmolVLM). The sequence
+ * records no token for these positions, so a later wlm_generate_begin's prompt-cache match stops
+ * before them. The rows are read during the call only.
+ * Errors: WLM_ERR_INVALID_ARG (NULL embd, n < 1, n_embd != dim, a non-finite value, bad seq),
+ * WLM_ERR_UNSUPPORTED (an embedding model, a context without KV cache or deferred, a recurrent
+ * hybrid, a non-causal image over 64 rows), WLM_ERR_CONTEXT_FULL (nothing evaluated),
+ * WLM_ERR_STATE (a generation in progress), WLM_ERR_NOMEM.
+ */
+int wlm_eval_embd(wlm_context *ctx, int32_t seq, const float *embd, int32_t n, int32_t n_embd,
+                  int32_t non_causal);
+
 /* The logits after the last wlm_eval: vocab_size float32, owned by the context, valid until the
  * next call that evaluates or resets. NULL before any evaluation. The sampler never modifies
  * them (penalties and filters work on a copy). */
@@ -1189,6 +1208,35 @@ int wlm_image_encode(wlm_vision *vision, const uint8_t *rgb, int32_t width, int3
 
 /* Frees e->embd and zeroes *e. NULL is a no-op. */
 void wlm_image_embd_free(wlm_image_embd *e);
+
+/* llama.cpp's default media marker: where an image goes in a raw prompt. */
+#define WLM_MEDIA_MARKER "<__media__>"
+
+/*
+ * Appends an encoded image to sequence `seq` of ctx the way llama.cpp's mtmd lays it out for
+ * the mmproj's projector: gemma3 — the text "<start_of_image>", the rows (non-causal among
+ * themselves: wlm_eval_embd's non_causal 1), "<end_of_image>"; idefics3 — for each tile
+ * "<fake_token_around_image><row_R_col_C>" then its rows, "\n" after each row of tiles but the
+ * last, then (after "\n\n" when there are tiles) "<fake_token_around_image><global-img>", the
+ * overview's rows, "<fake_token_around_image>". Each wrapper text is tokenized with special
+ * tokens parsed (a vocabulary without them spells them as text, as llama.cpp does). Logits: the
+ * last position's. Errors: WLM_ERR_INVALID_ARG (no loaded vision model, no image, rows of
+ * another width than the model's: an mmproj of another model), wlm_eval_embd's and
+ * wlm_eval_batch's errors; message in wlm_context_errmsg. Positions already evaluated stay.
+ */
+int wlm_eval_image(wlm_context *ctx, int32_t seq, const wlm_vision *vision, const wlm_image_embd *image);
+
+/*
+ * Evaluates a raw prompt with images: the text is cut at each WLM_MEDIA_MARKER, each piece
+ * tokenized on its own (special tokens parsed; BOS and the vocabulary's other add_special tokens
+ * before the first piece only) and evaluated, and each marker replaced by the next image
+ * (wlm_eval_image). Logits: the last position's. Errors: WLM_ERR_INVALID_ARG when the number
+ * of markers differs from n_images (the message gives both), when there are images but no
+ * loaded vision model, bad arguments; the evaluation's errors otherwise.
+ */
+int wlm_eval_media_prompt(wlm_context *ctx, int32_t seq, const wlm_vision *vision,
+                          const char *prompt, size_t len, const wlm_image_embd *images,
+                          int32_t n_images);
 
 #ifdef __cplusplus
 }

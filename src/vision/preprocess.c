@@ -1,9 +1,12 @@
 /*
  * preprocess.c — an 8-bit RGB image → the encoder's normalised S×S pieces, the way llama.cpp
  * b12211's mtmd does it per projector (reference: /work/shared/reference/vision-mmproj.md §4,
- * settled against b12211's outputs): Gemma 3 letterboxes with half-pixel bilinear resampling
- * (values kept as float); Idefics3 cuts the image refined to a multiple of S into S×S tiles and
- * adds a stretched overview, resampling with Pillow's Lanczos-3 (each pass rounded to 8 bits).
+ * settled against b12211's outputs): Gemma 3 letterboxes (aspect kept, centred on black);
+ * Idefics3 cuts the image refined to a multiple of S into S×S tiles and adds a stretched
+ * overview, resampling with Pillow's Lanczos-3. Both resample the way Pillow does (separable,
+ * the filter widened by the scale factor when downscaling, each pass rounded to 8 bits); Gemma 3
+ * with Pillow's bilinear (triangle) filter, which tests/c/vision_oracle.c found to match b12211
+ * exactly (the reference notes' half-pixel float bilinear does not when downscaling).
  * Decoding the image file is not done here (the JS side decodes; the CLI too).
  */
 #include <math.h>
@@ -13,39 +16,7 @@
 #include "runtime/errors.h"
 #include "vision/vision.h"
 
-void wlm_resize_bilinear(const float *src, int sw, int sh, float *dst, int dw, int dh) {
-    const float xs = (float)sw / (float)dw, ys = (float)sh / (float)dh;
-    for (int y = 0; y < dh; y++) {
-        const float sy = ((float)y + 0.5f) * ys - 0.5f;
-        const float fy0 = floorf(sy);
-        const float fy = sy - fy0;
-        int y0 = (int)fy0, y1 = y0 + 1;
-        if (y0 < 0) y0 = 0;
-        if (y1 < 0) y1 = 0;
-        if (y0 > sh - 1) y0 = sh - 1;
-        if (y1 > sh - 1) y1 = sh - 1;
-        for (int x = 0; x < dw; x++) {
-            const float sx = ((float)x + 0.5f) * xs - 0.5f;
-            const float fx0 = floorf(sx);
-            const float fx = sx - fx0;
-            int x0 = (int)fx0, x1 = x0 + 1;
-            if (x0 < 0) x0 = 0;
-            if (x1 < 0) x1 = 0;
-            if (x0 > sw - 1) x0 = sw - 1;
-            if (x1 > sw - 1) x1 = sw - 1;
-            for (int c = 0; c < 3; c++) {
-                const float a = src[((size_t)y0 * sw + x0) * 3 + c];
-                const float b = src[((size_t)y0 * sw + x1) * 3 + c];
-                const float d = src[((size_t)y1 * sw + x0) * 3 + c];
-                const float e = src[((size_t)y1 * sw + x1) * 3 + c];
-                const float top = a + (b - a) * fx, bot = d + (e - d) * fx;
-                dst[((size_t)y * dw + x) * 3 + c] = top + (bot - top) * fy;
-            }
-        }
-    }
-}
-
-/* ---- Pillow's Lanczos-3 (libImaging/Resample.c: precompute_coeffs, 8-bit passes) ---------- */
+/* ---- Pillow's resampling (libImaging/Resample.c: precompute_coeffs, 8-bit passes) ------------- */
 
 #define LZ_PRECISION 22 /* 32 - 8 - 2: Pillow's fixed-point coefficient bits */
 
@@ -57,11 +28,22 @@ static double sinc(double x) {
 
 static double lanczos3(double x) { return -3.0 <= x && x < 3.0 ? sinc(x) * sinc(x / 3.0) : 0.0; }
 
+static double triangle(double x) { /* Pillow's bilinear filter */
+    if (x < 0.0) x = -x;
+    return x < 1.0 ? 1.0 - x : 0.0;
+}
+
+typedef struct lz_filter {
+    double (*fn)(double);
+    double support;
+} lz_filter;
+static const lz_filter LANCZOS3 = {lanczos3, 3.0}, TRIANGLE = {triangle, 1.0};
+
 /* Per output pixel: the first input index, the tap count and ksize fixed-point weights. Returns
  * ksize, or 0 when out of memory. */
-static int lz_coeffs(int in, int out, int **bounds, int32_t **kk) {
+static int lz_coeffs(const lz_filter *f, int in, int out, int **bounds, int32_t **kk) {
     double scale = (double)in / out, fscale = scale < 1.0 ? 1.0 : scale;
-    const double support = 3.0 * fscale;
+    const double support = f->support * fscale;
     const int ksize = (int)ceil(support) * 2 + 1;
     double *pre = malloc((size_t)ksize * sizeof *pre);
     *bounds = malloc((size_t)out * 2 * sizeof **bounds);
@@ -81,7 +63,7 @@ static int lz_coeffs(int in, int out, int **bounds, int32_t **kk) {
         if (xmax > ksize) xmax = ksize;
         double ww = 0.0;
         for (int x = 0; x < xmax; x++) {
-            pre[x] = lanczos3((x + xmin - center + 0.5) * ss);
+            pre[x] = f->fn((x + xmin - center + 0.5) * ss);
             ww += pre[x];
         }
         int32_t *k = *kk + (size_t)xx * (size_t)ksize;
@@ -102,10 +84,11 @@ static uint8_t clip8(int64_t v) {
 }
 
 /* One separable pass along x (horizontal) or y. Returns 0 when out of memory. */
-static int lz_pass(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh, int horiz) {
+static int lz_pass(const lz_filter *f, const uint8_t *src, int sw, int sh, uint8_t *dst, int dw,
+                   int dh, int horiz) {
     int *bounds;
     int32_t *kk;
-    const int ksize = lz_coeffs(horiz ? sw : sh, horiz ? dw : dh, &bounds, &kk);
+    const int ksize = lz_coeffs(f, horiz ? sw : sh, horiz ? dw : dh, &bounds, &kk);
     if (!ksize) return 0;
     for (int y = 0; y < dh; y++)
         for (int x = 0; x < dw; x++) {
@@ -127,16 +110,26 @@ static int lz_pass(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int
     return 1;
 }
 
-int wlm_resize_lanczos3(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh,
-                        uint8_t *tmp) {
+static int pillow_resize(const lz_filter *f, const uint8_t *src, int sw, int sh, uint8_t *dst,
+                         int dw, int dh, uint8_t *tmp) {
     /* Pillow skips a pass whose size does not change */
     if (sw == dw && sh == dh) {
         memcpy(dst, src, (size_t)sw * sh * 3);
         return 1;
     }
-    if (sw == dw) return lz_pass(src, sw, sh, dst, dw, dh, 0);
-    if (sh == dh) return lz_pass(src, sw, sh, dst, dw, dh, 1);
-    return lz_pass(src, sw, sh, tmp, dw, sh, 1) && lz_pass(tmp, dw, sh, dst, dw, dh, 0);
+    if (sw == dw) return lz_pass(f, src, sw, sh, dst, dw, dh, 0);
+    if (sh == dh) return lz_pass(f, src, sw, sh, dst, dw, dh, 1);
+    return lz_pass(f, src, sw, sh, tmp, dw, sh, 1) && lz_pass(f, tmp, dw, sh, dst, dw, dh, 0);
+}
+
+int wlm_resize_lanczos3(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh,
+                        uint8_t *tmp) {
+    return pillow_resize(&LANCZOS3, src, sw, sh, dst, dw, dh, tmp);
+}
+
+int wlm_resize_bilinear_pillow(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh,
+                               uint8_t *tmp) {
+    return pillow_resize(&TRIANGLE, src, sw, sh, dst, dw, dh, tmp);
 }
 
 /* ---- per projector ------------------------------------------------------------------------ */
@@ -170,39 +163,32 @@ static int lanczos(wlm_vision *v, const uint8_t *src, int sw, int sh, uint8_t *d
 
 static int preprocess_gemma3(wlm_vision *v, const uint8_t *rgb, int w, int h, float *out) {
     const int S = v->image_size;
-    const size_t n = (size_t)S * S;
-    float *img = malloc((size_t)w * h * 3 * sizeof *img);
-    float *canvas = calloc(n * 3, sizeof *canvas); /* black */
-    if (!img || !canvas) {
-        free(img), free(canvas);
-        return wlm_errorf(v->errmsg, sizeof v->errmsg, WLM_ERR_NOMEM, "image: out of memory");
-    }
-    for (size_t i = 0; i < (size_t)w * h * 3; i++) img[i] = rgb[i];
+    uint8_t *canvas = calloc((size_t)S * S * 3, 1); /* black */
+    if (!canvas) return wlm_errorf(v->errmsg, sizeof v->errmsg, WLM_ERR_NOMEM, "image: out of memory");
     if (w == S && h == S) {
-        memcpy(canvas, img, n * 3 * sizeof *img);
-    } else {
+        memcpy(canvas, rgb, (size_t)S * S * 3);
+    } else { /* letterbox: the aspect kept, centred */
         const float sx = (float)S / (float)w, sy = (float)S / (float)h, sc = sx < sy ? sx : sy;
         int nw = (int)ceilf((float)w * sc), nh = (int)ceilf((float)h * sc);
         if (nw > S) nw = S;
         if (nh > S) nh = S;
         if (nw < 1) nw = 1;
         if (nh < 1) nh = 1;
-        float *r = malloc((size_t)nw * nh * 3 * sizeof *r);
-        if (!r) {
-            free(img), free(canvas);
+        uint8_t *r = malloc((size_t)nw * nh * 3), *tmp = malloc((size_t)nw * h * 3);
+        const int ok = r && tmp && wlm_resize_bilinear_pillow(rgb, w, h, r, nw, nh, tmp);
+        if (ok) {
+            const int ox = (S - nw) / 2, oy = (S - nh) / 2;
+            for (int y = 0; y < nh; y++)
+                memcpy(canvas + ((size_t)(y + oy) * S + (size_t)ox) * 3, r + (size_t)y * nw * 3,
+                       (size_t)nw * 3);
+        }
+        free(r), free(tmp);
+        if (!ok) {
+            free(canvas);
             return wlm_errorf(v->errmsg, sizeof v->errmsg, WLM_ERR_NOMEM, "image: out of memory");
         }
-        wlm_resize_bilinear(img, w, h, r, nw, nh);
-        const int ox = (S - nw) / 2, oy = (S - nh) / 2;
-        for (int y = 0; y < nh; y++)
-            memcpy(canvas + ((size_t)(y + oy) * S + (size_t)ox) * 3, r + (size_t)y * nw * 3,
-                   (size_t)nw * 3 * sizeof *r);
-        free(r);
     }
-    for (size_t i = 0; i < n; i++)
-        for (int c = 0; c < 3; c++)
-            out[c * n + i] = (canvas[i * 3 + c] / 255.0f - v->mean[c]) / v->std[c];
-    free(img);
+    normalise_u8(v, canvas, out);
     free(canvas);
     return WLM_OK;
 }

@@ -27,7 +27,8 @@ enum wlm_vision_merge {
 
 /* How an image is resampled to the encoder's square. */
 enum wlm_vision_resize {
-    WLM_RESIZE_BILINEAR = 1,     /* half-pixel centres, clamped neighbours, float output */
+    WLM_RESIZE_BILINEAR = 1,     /* Pillow's bilinear (triangle filter, antialiased when
+                                    downscaling), 8-bit after each pass */
     WLM_RESIZE_LANCZOS3 = 2      /* Pillow's separable Lanczos-3, 8-bit after each pass */
 };
 
@@ -106,16 +107,16 @@ struct wlm_vision {
 
 /* ---- preprocessing (preprocess.c) -------------------------------------------------------- */
 
-/* Bilinear resampling of an interleaved float RGB image (sw × sh) to dw × dh, half-pixel
- * centres (source x = (x + 0.5)·sw/dw − 0.5), neighbours clamped at the edges. */
-void wlm_resize_bilinear(const float *src, int sw, int sh, float *dst, int dw, int dh);
-
 /* Pillow's Lanczos-3 resampling of an interleaved 8-bit RGB image (sw × sh) to dw × dh:
  * separable, horizontal pass then vertical, each rounded to 8 bits with Pillow's 22-bit
  * fixed-point coefficients; a pass whose size does not change is skipped. tmp: at least
  * dw·sh·3 bytes. Returns 1, or 0 when out of memory (for the coefficients). */
 int wlm_resize_lanczos3(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh,
                         uint8_t *tmp);
+/* The same with Pillow's bilinear (triangle) filter: support 1, widened by the scale factor
+ * when downscaling (an area average), 8-bit after each pass. */
+int wlm_resize_bilinear_pillow(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh,
+                               uint8_t *tmp);
 
 /* How an image of w × h pixels is cut: pieces = cols·rows tiles (row-major) + 1 overview; cols =
  * rows = 0 when the projector has no tiles. */

@@ -350,12 +350,17 @@ static void check_model(const spec *p, const int (*sizes)[2], int n_sizes, doubl
 
 static void test_resampling(void) {
     tu_section("resampling");
-    const float src[6] = {0, 10, 20, 100, 110, 120}; /* 2×1 RGB */
-    float dst[12];
-    wlm_resize_bilinear(src, 2, 1, dst, 4, 1);
-    const float want[4] = {0, 25, 75, 100}; /* half-pixel: x = -0.25, 0.25, 0.75, 1.25 */
-    for (int i = 0; i < 4; i++) CHECK_NEAR(dst[i * 3], want[i], 1e-5);
-    CHECK_NEAR(dst[1 * 3 + 2], 20 + 0.25f * 100, 1e-4);
+    /* Pillow's bilinear, upscaling 2 → 4: half-pixel centres, edges clamped */
+    const unsigned char src[6] = {0, 10, 20, 100, 110, 120}; /* 2×1 RGB */
+    unsigned char dst[12], t0[12];
+    CHECK(wlm_resize_bilinear_pillow(src, 2, 1, dst, 4, 1, t0));
+    const int want[4] = {0, 25, 75, 100}; /* x = -0.25, 0.25, 0.75, 1.25 */
+    for (int i = 0; i < 4; i++) CHECK_EQ_INT(dst[i * 3], want[i]);
+    CHECK_EQ_INT(dst[1 * 3 + 2], 45);
+    /* downscaling 4 → 2: the triangle widened to support 2, weights (.75, .75, .25) / 1.75 */
+    const unsigned char four[12] = {0, 0, 0, 100, 0, 0, 200, 0, 0, 255, 0, 0};
+    CHECK(wlm_resize_bilinear_pillow(four, 4, 1, dst, 2, 1, t0));
+    CHECKF(dst[0] == 71 && dst[3] == 209, "bilinear 4 → 2: %d %d", dst[0], dst[3]);
 
     /* Lanczos-3: identity, constants, and a float64 twin of Pillow's filter within 1 level */
     unsigned char *img = test_image(37, 23, 7), *out = malloc(64 * 64 * 3), *tmp = malloc(64 * 64 * 3);
