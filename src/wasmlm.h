@@ -1238,6 +1238,19 @@ int wlm_eval_media_prompt(wlm_context *ctx, int32_t seq, const wlm_vision *visio
                           const char *prompt, size_t len, const wlm_image_embd *images,
                           int32_t n_images);
 
+/*
+ * Begins a generation (wlm_generate_next then runs it as usual) on sequence 0 of a raw prompt
+ * with images: the context is reset, the prompt evaluated as wlm_eval_media_prompt does (its
+ * text always with special tokens parsed and the vocabulary's BOS first, as llama.cpp's mtmd;
+ * params' add_bos and parse_special are not used), then the generation starts from its last
+ * position (cache_prompt is forced on: nothing but the last token is evaluated twice). Images
+ * take one position per row; sampling penalties see only tokens. Errors: those of
+ * wlm_eval_media_prompt and wlm_generate_begin; message in wlm_context_errmsg.
+ */
+int wlm_generate_begin_media(wlm_context *ctx, const wlm_vision *vision, const char *prompt,
+                             size_t len, const wlm_image_embd *images, int32_t n_images,
+                             const wlm_gen_params *params);
+
 #ifdef __cplusplus
 }
 #endif

@@ -168,7 +168,8 @@ export function mmprojBytes({ shape = 'gemma3-tiny', type = 'F16', seed = 1 } = 
 /**
  * The files tests/c/vision_oracle.c needs for the records in recordsDir (tools/oracle.mjs
  * --vision-synth): per record NAME.mmproj.gguf and NAME.model.gguf (a link to the synthetic text
- * model, tools/synth_gguf.mjs's cache), and per image img-WxH-sSEED.rgb (raw RGB bytes). Checks
+ * model, tools/synth_gguf.mjs's cache), and per image img-WxH-sSEED.rgb (raw RGB bytes) and .ppm
+ * (the same as a binary PPM, for the native CLI's --image). Checks
  * that each image's PNG is the one llama.cpp was given (its sha256 in the record).
  */
 export async function writeFixture(recordsDir, outDir) {
@@ -184,6 +185,7 @@ export async function writeFixture(recordsDir, outDir) {
     fs.writeFileSync(path.join(outDir, `${name}.mmproj.gguf`), bytes);
     const a = rec.model.synth, arg = (k) => a[a.indexOf(k) + 1];
     const model = synthCached({ arch: arg('--arch'), shape: arg('--shape'), seed: Number(arg('--seed')), type: arg('--type'), sha256: rec.model.sha256 });
+    if (createHash('sha256').update(fs.readFileSync(model)).digest('hex') !== rec.model.sha256) throw new Error(`${f}: the text model synthesized now differs from the record's`);
     const link = path.join(outDir, `${name}.model.gguf`);
     fs.rmSync(link, { force: true });
     fs.symlinkSync(path.resolve(model), link);
@@ -193,6 +195,7 @@ export async function writeFixture(recordsDir, outDir) {
         const sha = createHash('sha256').update(await pngBytes(rgb, w, h)).digest('hex');
         if (sha !== c.pngSha256[i]) throw new Error(`${f}: image ${w}x${h} differs from the one llama.cpp saw`);
         fs.writeFileSync(path.join(outDir, `img-${w}x${h}-s${m.seed}.rgb`), rgb);
+        fs.writeFileSync(path.join(outDir, `img-${w}x${h}-s${m.seed}.ppm`), Buffer.concat([Buffer.from(`P6\n${w} ${h}\n255\n`), rgb]));
       }
     }
   }

@@ -114,3 +114,34 @@ int wlm_eval_media_prompt(wlm_context *ctx, int32_t seq, const wlm_vision *v, co
     }
     return rc;
 }
+
+int wlm_generate_begin_media(wlm_context *ctx, const wlm_vision *v, const char *prompt, size_t len,
+                             const wlm_image_embd *images, int32_t n_images,
+                             const wlm_gen_params *params) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    if (!params) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "params is NULL");
+    if (!ctx->model || !ctx->seqs) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
+    wlm_context_reset(ctx);
+    int rc = wlm_eval_media_prompt(ctx, 0, v, prompt, len, images, n_images);
+    if (rc != WLM_OK) return rc;
+    /* the sequence now holds the prompt, WLM_TOKEN_EMBD at the image rows, and ends with a
+     * token (every wrapper does); begin a generation on it as a cached prompt: only its last
+     * token is evaluated again, for the logits that start the generation */
+    const wlm_seq *s = &ctx->seqs[0];
+    const int32_t n = s->n_past;
+    if (n < 1) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "the prompt is empty");
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)n);
+    wlm_gen_params *gp = malloc(sizeof *gp);
+    if (!tok || !gp) {
+        free(tok), free(gp);
+        return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM, "out of memory for the prompt");
+    }
+    memcpy(tok, s->tokens, sizeof(int32_t) * (size_t)n);
+    *gp = *params;
+    gp->cache_prompt = 1;
+    rc = wlm_generate_begin(ctx, tok, n, gp);
+    free(tok);
+    free(gp);
+    return rc;
+}

@@ -90,7 +90,7 @@ static void run_record(const char *rdir, const char *fdir, const char *name) {
         wlm_model_info mi;
         wlm_model_get_info(model, &mi);
         double worst = 0;
-        int picks = 0, ties = 0;
+        int picks = 0, ties = 0, gen_checked = 0;
         for (uint32_t ci = 0; ci < cases->n; ci++) {
             const wlm_json *c = &cases->items[ci], *imgs = wlm_json_get(c, "images");
             const wlm_json *prompt = wlm_json_get(c, "prompt"), *toks = wlm_json_get(c, "tokens");
@@ -136,12 +136,31 @@ static void run_record(const char *rdir, const char *fdir, const char *name) {
                 }
                 rc = wlm_eval(ctx, &want, 1);
             }
+            /* the same through wlm_generate_begin_media, greedy: llama.cpp's ids up to the first
+             * near-tie (or an end-of-generation token, where we stop and it did not) */
+            wlm_gen_params gp;
+            wlm_gen_params_default(&gp);
+            gp.temperature = 0.0f;
+            gp.max_tokens = (int32_t)toks->n;
+            rc = wlm_generate_begin_media(ctx, vision, prompt->str, prompt->len, e, (int32_t)ni, &gp);
+            CHECKF(rc == WLM_OK, "%s case %u: wlm_generate_begin_media: %s", name, ci, wlm_context_errmsg(ctx));
+            for (uint32_t st = 0; rc == WLM_OK && st < toks->n; st++) {
+                const wlm_json *tp = &top->items[st];
+                if (tp->n > 1 && tp->items[0].items[1].num - tp->items[1].items[1].num <= 2 * TOL) break;
+                wlm_token tok;
+                if (wlm_generate_next(ctx, &tok) != WLM_OK) break;
+                if (!CHECKF(tok.id == (int)toks->items[st].num, "%s case %u: generated step %u: %d, llama.cpp %d",
+                            name, ci, st, (int)tok.id, (int)toks->items[st].num))
+                    break;
+                gen_checked++;
+            }
+            wlm_context_reset(ctx);
             if (getenv("VISION_ORACLE_VERBOSE")) printf("  case %u: worst so far %.5f\n", ci, worst);
             for (uint32_t i = 0; i < ni; i++) wlm_image_embd_free(&e[i]);
         }
         CHECKF(worst <= TOL, "%s: a log-probability differs from llama.cpp's by %.4f", name, worst);
-        printf("%s: %u cases, greedy picks checked %d (near-ties %d), worst log-prob error %.5f\n",
-               name, cases->n, picks, ties, worst);
+        printf("%s: %u cases, greedy picks checked %d (near-ties %d), worst log-prob error %.5f, "
+               "%d generated tokens equal\n", name, cases->n, picks, ties, worst, gen_checked);
     }
     wlm_context_free(ctx);
     wlm_vision_free(vision);
