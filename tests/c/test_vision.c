@@ -336,6 +336,7 @@ static void check_model(const spec *p, const int (*sizes)[2], int n_sizes, doubl
             if (c0 < worst) worst = c0;
             if (c1 < worst_simd) worst_simd = c1;
         }
+        if (getenv("VISION_TEST_VERBOSE")) printf("%s %s %dx%d: worst cosine %.7f\n", p->proj, wlm_type_get(p->wtype)->name, w, h, worst);
         CHECKF(worst >= min_cos && worst_simd >= min_cos, "%s %s %dx%d: worst cosine %.7f (simd %.7f)",
                p->proj, wlm_type_get(p->wtype)->name, w, h, worst, worst_simd);
         free(pix), free(ref), free(img);
