@@ -140,6 +140,10 @@ export const VISION_RECORDS = Object.freeze([
   ...['F32', 'F16', 'Q8_0'].map((type) => ({ name: `idefics3-${type}`, shape: 'idefics3-tiny', type, seed: 1,
     text: { arch: 'llama', shape: 'smolvlm-tiny', seed: 1, type: 'F32' },
     sizes: [[64, 64], [100, 60], [30, 130], [150, 150], [20, 20]] })),
+  // flat images: the same path without the resampling's part in it
+  ...['F32', 'F16'].map((type) => ({ name: `idefics3-${type}-flat`, shape: 'idefics3-tiny', type, seed: 1,
+    text: { arch: 'llama', shape: 'smolvlm-tiny', seed: 1, type: 'F32' }, image: 'flat',
+    sizes: [[64, 64], [100, 60], [30, 130], [150, 150], [20, 20]] })),
 ]);
 
 /** The prompts of a vision record: one image per size, then two images in one prompt. */
@@ -151,7 +155,8 @@ export function visionCases(rec) {
 
 /** Runs llama.cpp's image path on a vision record: the reference record. */
 export async function runOracleVision(rec, o = {}) {
-  const { mmprojBytes, testImage, pngBytes } = await import('./synth_mmproj.mjs');
+  const { mmprojBytes, recordImage, pngBytes } = await import('./synth_mmproj.mjs');
+  const kind = rec.image ?? 'test';
   const model = synthCached(rec.text);
   const dir = path.join(REPO, 'build/synth');
   fs.mkdirSync(dir, { recursive: true });
@@ -160,7 +165,7 @@ export async function runOracleVision(rec, o = {}) {
   const cases = visionCases(rec);
   const pngs = new Map();
   for (const c of cases) for (const [w, h] of c.images) {
-    if (!pngs.has(`${w}x${h}`)) pngs.set(`${w}x${h}`, await pngBytes(testImage(w, h, rec.seed), w, h));
+    if (!pngs.has(`${w}x${h}`)) pngs.set(`${w}x${h}`, await pngBytes(recordImage(kind, w, h, rec.seed), w, h));
   }
   return withOraclePage({ ...o, model, mmproj }, async (page, modelUrl, version) => {
     const r = await page.evaluate((x) => window.oracleVision(x), {
@@ -174,7 +179,8 @@ export async function runOracleVision(rec, o = {}) {
       date: new Date().toISOString().slice(0, 10),
       model: { file: path.basename(model), size: fs.statSync(model).size, sha256: sha256File(model), synth: synthArgs(rec.text) },
       mmproj: { tool: 'tools/synth_mmproj.mjs', shape: rec.shape, type: rec.type, seed: rec.seed, size: fs.statSync(mmproj).size, sha256: sha256File(mmproj) },
-      images: 'tools/synth_mmproj.mjs testImage(w, h, seed) as PNG (pngBytes)',
+      images: `tools/synth_mmproj.mjs ${kind === 'flat' ? 'flatImage(w, h)' : 'testImage(w, h, seed)'} as PNG (pngBytes)`,
+      imageKind: kind,
       tokens: o.tokens ?? 16,
       probs: o.probs ?? 5,
       ctx: o.ctx ?? 1024,

@@ -191,11 +191,13 @@ export async function writeFixture(recordsDir, outDir) {
     fs.symlinkSync(path.resolve(model), link);
     for (const c of rec.cases) {
       for (const [i, [w, h]] of c.images.entries()) {
-        const rgb = testImage(w, h, m.seed);
+        const kind = rec.imageKind ?? 'test';
+        const rgb = recordImage(kind, w, h, m.seed);
         const sha = createHash('sha256').update(await pngBytes(rgb, w, h)).digest('hex');
         if (sha !== c.pngSha256[i]) throw new Error(`${f}: image ${w}x${h} differs from the one llama.cpp saw`);
-        fs.writeFileSync(path.join(outDir, `img-${w}x${h}-s${m.seed}.rgb`), rgb);
-        fs.writeFileSync(path.join(outDir, `img-${w}x${h}-s${m.seed}.ppm`), Buffer.concat([Buffer.from(`P6\n${w} ${h}\n255\n`), rgb]));
+        const base = path.join(outDir, imageFileName(kind, w, h, m.seed));
+        fs.writeFileSync(`${base}.rgb`, rgb);
+        fs.writeFileSync(`${base}.ppm`, Buffer.concat([Buffer.from(`P6\n${w} ${h}\n255\n`), rgb]));
       }
     }
   }
@@ -241,6 +243,24 @@ export function testImage(w, h, seed = 1) {
     }
   }
   return rgb;
+}
+
+/** A flat image (every pixel RGB 100, 150, 200): every resampling gives it back unchanged, so a
+ *  record made with it checks everything but the resampling. */
+export function flatImage(w, h) {
+  const rgb = new Uint8Array(w * h * 3);
+  for (let i = 0; i < w * h; i++) rgb.set([100, 150, 200], 3 * i);
+  return rgb;
+}
+
+/** The image of a record: its kind ('test': testImage, 'flat': flatImage), size and seed. */
+export function recordImage(kind, w, h, seed) {
+  return kind === 'flat' ? flatImage(w, h) : testImage(w, h, seed);
+}
+
+/** The fixture's file name (without extension) of a record's image. */
+export function imageFileName(kind, w, h, seed) {
+  return kind === 'flat' ? `img-${w}x${h}-flat` : `img-${w}x${h}-s${seed}`;
 }
 
 /** PNG bytes (8-bit RGB, no alpha) of an RGB image, with pngjs. */
