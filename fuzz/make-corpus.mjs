@@ -13,6 +13,7 @@
 //   OUT/fuzz_encode/         each test text of vocab/*.inp, plus hand-picked byte strings
 //   OUT/fuzz_bpe/            the same texts, plus regex-engine seeds (pattern NUL text)
 //   OUT/fuzz_wordpiece/      the same texts, plus BERT's special tokens, accents, CJK, controls
+//   OUT/fuzz_mmproj/         synthetic mmproj files (tools/synth_mmproj.mjs), cut and edited copies
 //   OUT/fuzz_gguf_vocab/     vocab/*.gguf, stories260K.gguf, cut copies, tiny vocabularies
 //                            (byte tokens, user-defined and control tokens, a phi-3 name, no byte
 //                            tokens, another tokenizer model, every GGUF value type)
@@ -764,6 +765,28 @@ function tokenizerBin(pieces, maxLen) {
   ];
   put('fuzz_gguf_vocab', 'all-types.gguf', gguf([...vocabKvs(llamaVocab({ bytes: false })), ...allTypes],
     [{ name: 'odd.weight', ne: [4, 2], type: 99, data: Buffer.alloc(0) }, { name: 'token_embd.weight', ne: [32, 2], type: GT.Q8_0, data: tensorData(GT.Q8_0, 2, 32) }], { alignment: 64 }));
+}
+
+// ---- fuzz_mmproj: tools/synth_mmproj.mjs's files of both projectors in F32, F16 and Q8_0, cut
+// copies, and a few edited keys (another projector type, a text model's architecture)
+{
+  const { mmprojBytes, MMPROJ_SHAPES } = await import('../tools/synth_mmproj.mjs');
+  for (const shape of Object.keys(MMPROJ_SHAPES)) {
+    for (const type of ['F32', 'F16', 'Q8_0']) {
+      const b = mmprojBytes({ shape, type, seed: 1 });
+      put('fuzz_mmproj', `${shape}-${type}.gguf`, b);
+      if (type === 'Q8_0') for (const [n, c] of cuts(b, [24, 512, 4096, 0.5])) put('fuzz_mmproj', `${shape}-${type}.gguf.${n}`, c);
+    }
+    const b = mmprojBytes({ shape, type: 'F16', seed: 2 });
+    const swap = (from, to) => { // same-length edits of a string value keep every offset valid
+      const i = b.indexOf(Buffer.from(from));
+      const c = Buffer.from(b);
+      if (i >= 0) Buffer.from(to).copy(c, i);
+      return c;
+    };
+    put('fuzz_mmproj', `${shape}-proj-other.gguf`, swap(MMPROJ_SHAPES[shape].proj === 'gemma3' ? 'gemma3' : 'idefics3', MMPROJ_SHAPES[shape].proj === 'gemma3' ? 'lfm2vl' : 'qwen2vl_'));
+    put('fuzz_mmproj', `${shape}-arch-llama.gguf`, swap('clip', 'lama'));
+  }
 }
 
 // Small GGUFs exercise the vocabulary path of fuzz_model too, and vice versa.

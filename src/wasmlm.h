@@ -407,6 +407,25 @@ int32_t wlm_context_n_past(const wlm_context *ctx);
  */
 int wlm_eval(wlm_context *ctx, const int32_t *tokens, int32_t n);
 
+/*
+ * Appends n embedding rows (embd: n × n_embd floats, row-major; n_embd must be the model's dim)
+ * to sequence `seq` in place of tokens: positions n_past .. n_past+n-1, each row taken as the
+ * input of the first layer as it is (no token lookup, no Gemma sqrt(dim) scaling: llama.cpp's
+ * embeddings input), and computes the logits of the last row. An image's rows from
+ * wlm_image_encode go here, between the tokens around them. non_causal 1: the rows attend to
+ * each other both ways (and to everything before them; a sliding-window layer looks back its
+ * window from each row and forward to the image's end), as llama.cpp decodes a Gemma 3 image;
+ * then n <= 64 (one batch). non_causal 0: causal like tokens (Idefics3 / SmolVLM). The sequence
+ * records no token for these positions, so a later wlm_generate_begin's prompt-cache match stops
+ * before them. The rows are read during the call only.
+ * Errors: WLM_ERR_INVALID_ARG (NULL embd, n < 1, n_embd != dim, a non-finite value, bad seq),
+ * WLM_ERR_UNSUPPORTED (an embedding model, a context without KV cache or deferred, a recurrent
+ * hybrid, a non-causal image over 64 rows), WLM_ERR_CONTEXT_FULL (nothing evaluated),
+ * WLM_ERR_STATE (a generation in progress), WLM_ERR_NOMEM.
+ */
+int wlm_eval_embd(wlm_context *ctx, int32_t seq, const float *embd, int32_t n, int32_t n_embd,
+                  int32_t non_causal);
+
 /* The logits after the last wlm_eval: vocab_size float32, owned by the context, valid until the
  * next call that evaluates or resets. NULL before any evaluation. The sampler never modifies
  * them (penalties and filters work on a copy). */
@@ -1145,6 +1164,134 @@ int32_t wlm_embed(wlm_context *ctx, const int32_t *tokens, const int32_t *length
  */
 int32_t wlm_tokenize_pair(const wlm_model *model, const char *query, size_t query_len,
                           const char *doc, size_t doc_len, int32_t *tokens, int32_t cap);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Images in (src/vision/): llama.cpp's mmproj files                                          */
+
+/*
+ * A vision encoder + projector: the second GGUF of a llama.cpp vision-language pair (the
+ * "mmproj", general.architecture "clip"). It turns an image into rows of the text model's
+ * embedding width, which take the place of tokens in the sequence. Supported projector types
+ * (clip.projector_type): "gemma3" (Gemma 3: SigLIP, 4×4 average pooling, RMS norm, linear; one
+ * letterboxed S×S piece, bilinear) and "idefics3" (SmolVLM / Idefics3: SigLIP, pixel shuffle,
+ * linear; tiles of the image refined to multiples of S plus an overview, Lanczos-3). The
+ * arithmetic follows llama.cpp's tools/mtmd (clip.cpp, models/siglip.cpp, mtmd.cpp), the
+ * resampling llama.cpp b12211's outputs (docs/how-it-works.md, "Images").
+ */
+typedef struct wlm_vision wlm_vision;
+
+/*
+ * Loads an mmproj GGUF from memory. flags: 0 or WLM_LOAD_OWN_BUFFER (then the handle frees
+ * `data` with free(), on failure too). The matrices are views into `data`, which must stay alive
+ * and unchanged until wlm_vision_free() and be 4-byte aligned; vectors are copied as floats.
+ * *out receives a handle even on failure (unless its allocation fails: NULL) so that
+ * wlm_vision_errmsg() says what went wrong; free it either way.
+ * Errors: WLM_ERR_INVALID_ARG (out NULL, unknown flags, data NULL or unaligned), the GGUF
+ * reader's WLM_ERR_FORMAT / WLM_ERR_TRUNCATED, WLM_ERR_FORMAT naming a missing or misshapen key
+ * or tensor (general.architecture other than "clip": "is this the text model?"),
+ * WLM_ERR_UNSUPPORTED naming the projector type when it is not one of the above (or the file has
+ * no vision encoder, or a tensor has a type the kernels lack), WLM_ERR_NOMEM.
+ */
+int wlm_vision_load(const void *data, size_t size, unsigned flags, wlm_vision **out);
+
+/* Frees the handle (and the buffer with WLM_LOAD_OWN_BUFFER). NULL is a no-op. */
+void wlm_vision_free(wlm_vision *vision);
+
+/* The last error message of this handle ("" when none); valid until the next call on it. */
+const char *wlm_vision_errmsg(const wlm_vision *vision);
+
+typedef struct wlm_vision_info {
+    const char *projector; /* "gemma3", "idefics3" (static string) */
+    int32_t image_size;    /* S: the encoder's square side in pixels */
+    int32_t patch_size;    /* P */
+    int32_t n_embd;        /* encoder width */
+    int32_t n_ff;          /* encoder MLP width */
+    int32_t n_layers;
+    int32_t n_heads;
+    int32_t proj_dim;      /* width of the image embeddings: must equal the text model's dim */
+    int32_t scale_factor;  /* pooling kernel (gemma3) or pixel-shuffle factor (idefics3) */
+    int32_t longest_edge;  /* idefics3: the refined image's longest edge; 0: no tiles */
+    int32_t piece_tokens;  /* embeddings per S×S piece: (S / P / scale_factor)^2 */
+} wlm_vision_info;
+
+/* Fills *info. Errors: WLM_ERR_INVALID_ARG, WLM_ERR_STATE (the handle did not load). */
+int wlm_vision_get_info(const wlm_vision *vision, wlm_vision_info *info);
+
+/* The largest image wlm_image_encode takes: each side, and pixels in all. */
+#define WLM_IMAGE_MAX_SIDE 16384
+#define WLM_IMAGE_MAX_PIXELS (1 << 26)
+
+/* An encoded image: the rows that stand for it in the text model's sequence. */
+typedef struct wlm_image_embd {
+    int32_t n_tokens;      /* rows of embd: n_pieces × tokens_per_piece */
+    int32_t n_embd;        /* floats per row (the projector's width, wlm_vision_info.proj_dim) */
+    int32_t n_pieces;      /* gemma3: 1; idefics3: grid_cols × grid_rows tiles + 1 overview */
+    int32_t tokens_per_piece;
+    int32_t grid_cols;     /* idefics3's tiles per row and rows of tiles; 0 without tiles */
+    int32_t grid_rows;
+    float *embd;           /* (n_tokens, n_embd) row-major; pieces in order: tiles row by row,
+                              then the overview. Owned: release with wlm_image_embd_free. */
+} wlm_image_embd;
+
+/*
+ * Encodes one image given as 8-bit RGB pixels (width × height × 3 bytes, row-major, R G B; the
+ * caller decodes the file and drops alpha) into *out: preprocessing as llama.cpp does it for the
+ * projector (resampling, letterbox or tiles, mean / std normalisation), the vision tower and
+ * the projector. pool: NULL or a thread pool that splits the matrix products by rows and the
+ * per-token work by tokens (results do not depend on it). use_simd: 1 the SIMD kernels, 0 the
+ * scalar references. These are the embeddings llama.cpp feeds the text model (no Gemma
+ * sqrt(dim) scaling: that applies to token embeddings only).
+ * Errors: WLM_ERR_INVALID_ARG (NULL arguments, width or height < 1 or > WLM_IMAGE_MAX_SIDE, more
+ * than WLM_IMAGE_MAX_PIXELS pixels), WLM_ERR_STATE (the handle did not load), WLM_ERR_NOMEM;
+ * message in wlm_vision_errmsg. On error *out is zeroed.
+ */
+int wlm_image_encode(wlm_vision *vision, const uint8_t *rgb, int32_t width, int32_t height,
+                     wlm_threadpool *pool, int32_t use_simd, wlm_image_embd *out);
+
+/* Frees e->embd and zeroes *e. NULL is a no-op. */
+void wlm_image_embd_free(wlm_image_embd *e);
+
+/* llama.cpp's default media marker: where an image goes in a raw prompt. */
+#define WLM_MEDIA_MARKER "<__media__>"
+
+/*
+ * Appends an encoded image to sequence `seq` of ctx the way llama.cpp's mtmd lays it out for
+ * the mmproj's projector: gemma3 — the text "<start_of_image>", the rows (non-causal among
+ * themselves: wlm_eval_embd's non_causal 1), "<end_of_image>"; idefics3 — for each tile
+ * "<fake_token_around_image><row_R_col_C>" then its rows, "\n" after each row of tiles but the
+ * last, then (after "\n\n" when there are tiles) "<fake_token_around_image><global-img>", the
+ * overview's rows, "<fake_token_around_image>". Each wrapper text is tokenized with special
+ * tokens parsed (a vocabulary without them spells them as text, as llama.cpp does). Logits: the
+ * last position's. Errors: WLM_ERR_INVALID_ARG (no loaded vision model, no image, rows of
+ * another width than the model's: an mmproj of another model), wlm_eval_embd's and
+ * wlm_eval_batch's errors; message in wlm_context_errmsg. Positions already evaluated stay.
+ */
+int wlm_eval_image(wlm_context *ctx, int32_t seq, const wlm_vision *vision, const wlm_image_embd *image);
+
+/*
+ * Evaluates a raw prompt with images: the text is cut at each WLM_MEDIA_MARKER, each piece
+ * tokenized on its own (special tokens parsed; BOS and the vocabulary's other add_special tokens
+ * before the first piece only) and evaluated, and each marker replaced by the next image
+ * (wlm_eval_image). Logits: the last position's. Errors: WLM_ERR_INVALID_ARG when the number
+ * of markers differs from n_images (the message gives both), when there are images but no
+ * loaded vision model, bad arguments; the evaluation's errors otherwise.
+ */
+int wlm_eval_media_prompt(wlm_context *ctx, int32_t seq, const wlm_vision *vision,
+                          const char *prompt, size_t len, const wlm_image_embd *images,
+                          int32_t n_images);
+
+/*
+ * Begins a generation (wlm_generate_next then runs it as usual) on sequence 0 of a raw prompt
+ * with images: the context is reset, the prompt evaluated as wlm_eval_media_prompt does (its
+ * text always with special tokens parsed and the vocabulary's BOS first, as llama.cpp's mtmd;
+ * params' add_bos and parse_special are not used), then the generation starts from its last
+ * position (cache_prompt is forced on: nothing but the last token is evaluated twice). Images
+ * take one position per row; sampling penalties see only tokens. Errors: those of
+ * wlm_eval_media_prompt and wlm_generate_begin; message in wlm_context_errmsg.
+ */
+int wlm_generate_begin_media(wlm_context *ctx, const wlm_vision *vision, const char *prompt,
+                             size_t len, const wlm_image_embd *images, int32_t n_images,
+                             const wlm_gen_params *params);
 
 #ifdef __cplusplus
 }

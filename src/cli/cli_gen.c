@@ -338,6 +338,117 @@ out:
     return rc;
 }
 
+/* ---- images (--mmproj, --image) ------------------------------------------------------------ */
+
+/* A binary PPM (P6, maxval 255) into malloc'd RGB bytes. The native CLI reads no PNG or JPEG
+ * (the JS API decodes those); returns NULL after printing why. */
+static unsigned char *read_ppm(const char *path, int *w, int *h) {
+    size_t size = 0;
+    unsigned char *b = wlm_cli_read_file(path, &size);
+    if (!b) {
+        wlm_cli_fail("cannot read %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    size_t at = 2;
+    long v[3] = {0, 0, 0};
+    int ok = size >= 2 && b[0] == 'P' && b[1] == '6';
+    for (int k = 0; ok && k < 3; k++) {
+        while (at < size && (b[at] == ' ' || b[at] == '\t' || b[at] == '\n' || b[at] == '\r' || b[at] == '#')) {
+            if (b[at] == '#') while (at < size && b[at] != '\n') at++;
+            else at++;
+        }
+        if (at >= size || b[at] < '0' || b[at] > '9') ok = 0;
+        while (ok && at < size && b[at] >= '0' && b[at] <= '9' && v[k] < 1000000) v[k] = v[k] * 10 + (b[at++] - '0');
+    }
+    at++; /* the single whitespace byte before the pixels */
+    if (!ok || v[2] != 255 || v[0] < 1 || v[1] < 1 || v[0] > WLM_IMAGE_MAX_SIDE || v[1] > WLM_IMAGE_MAX_SIDE ||
+        at > size || size - at < (size_t)v[0] * (size_t)v[1] * 3) {
+        free(b);
+        wlm_cli_fail("%s: not a binary PPM image (P6, 8 bits, whole; at most %d pixels a side): the "
+                     "native CLI reads PPM only (convert a PNG or JPEG with e.g. `convert in.png "
+                     "out.ppm`; the JS API decodes PNG and JPEG itself)", path, WLM_IMAGE_MAX_SIDE);
+        return NULL;
+    }
+    memmove(b, b + at, (size_t)v[0] * (size_t)v[1] * 3);
+    *w = (int)v[0];
+    *h = (int)v[1];
+    return b;
+}
+
+/* One plain sequence with images: the mmproj, each --image encoded, the prompt's <__media__>
+ * markers (or, without any, the images before the prompt) replaced by them
+ * (wlm_generate_begin_media), the continuation printed. */
+static int run_media(const wlm_model *m, const cli_opts *o) {
+    int rc = 1;
+    size_t vsize = 0;
+    void *vbytes = wlm_cli_read_file(o->mmproj_path, &vsize);
+    wlm_vision *vision = NULL;
+    wlm_context *ctx = NULL;
+    wlm_image_embd img[8];
+    memset(img, 0, sizeof img);
+    char *prompt = NULL;
+    if (!vbytes) {
+        wlm_cli_fail("cannot read %s: %s", o->mmproj_path, strerror(errno));
+        return 1;
+    }
+    if (wlm_vision_load(vbytes, vsize, WLM_LOAD_OWN_BUFFER, &vision) != WLM_OK) {
+        wlm_cli_fail("%s: %s", o->mmproj_path, wlm_vision_errmsg(vision));
+        goto out;
+    }
+    for (int i = 0; i < o->n_images; i++) {
+        int w = 0, h = 0;
+        unsigned char *rgb = read_ppm(o->image_paths[i], &w, &h);
+        if (!rgb) goto out;
+        const int s = wlm_image_encode(vision, rgb, w, h, o->pool, 1, &img[i]);
+        free(rgb);
+        if (s != WLM_OK) {
+            wlm_cli_fail("%s: %s", o->image_paths[i], wlm_vision_errmsg(vision));
+            goto out;
+        }
+    }
+    const char *text = o->prompt ? o->prompt : "";
+    const size_t ml = strlen(WLM_MEDIA_MARKER), tl = strlen(text);
+    prompt = malloc(tl + (size_t)o->n_images * (ml + 1) + 1);
+    if (!prompt) {
+        wlm_cli_fail("out of memory");
+        goto out;
+    }
+    prompt[0] = 0;
+    if (!strstr(text, WLM_MEDIA_MARKER)) /* llama.cpp's mtmd-cli: the images first */
+        for (int i = 0; i < o->n_images; i++) strcat(prompt, WLM_MEDIA_MARKER "\n");
+    strcat(prompt, text);
+    if (new_context(m, o, 1, &ctx)) goto out;
+    wlm_gen_params gp = o->gp;
+    gp.max_tokens = o->n_predict_given && o->n_predict > 0 ? o->n_predict : 0;
+    if (!o->n_predict_given) gp.max_tokens = o->steps;
+    if (wlm_generate_begin_media(ctx, vision, prompt, strlen(prompt), img, o->n_images, &gp) != WLM_OK) {
+        wlm_cli_fail("%s", wlm_context_errmsg(ctx));
+        goto out;
+    }
+    fputs(text, stdout);
+    fflush(stdout);
+    wlm_token tok;
+    int s;
+    while ((s = wlm_generate_next(ctx, &tok)) == WLM_OK) {
+        safe_print(tok.piece, tok.piece_len);
+        fflush(stdout);
+        if (interrupted) wlm_generate_abort(ctx);
+    }
+    if (s < 0) {
+        wlm_cli_fail("%s", wlm_context_errmsg(ctx));
+        goto out;
+    }
+    safe_print(tok.piece, tok.piece_len);
+    printf("\n");
+    rc = 0;
+out:
+    for (int i = 0; i < 8; i++) wlm_image_embd_free(&img[i]);
+    free(prompt);
+    wlm_context_free(ctx);
+    wlm_vision_free(vision);
+    return rc;
+}
+
 /* n_seqs sequences decoded together (a batch of one for --json without --n-samples/--prompts).
  * --json: token lines as they come and a final line per sequence when it ends; plain: "[i] "
  * and the sequence's text (prompt and continuation) when it ends. */
@@ -601,6 +712,17 @@ int wlm_cli_generate(int argc, char **argv) {
     if (o->repeat_last_n_ctx) o->gp.repeat_last_n = n_ctx;
     if (wlm_cli_gen_check_sampler(o, info.vocab_size)) goto out; /* --logit-bias ids against the vocabulary */
     if (o->draft_path && load_draft(o, model, tbytes, tsize)) goto out;
+
+    if (o->mmproj_path) {
+        if (o->threads > 1 && wlm_threadpool_new(o->threads, &o->pool) != WLM_OK) {
+            wlm_cli_fail("--threads %d: cannot start the threads", o->threads);
+            goto out;
+        }
+        signal(SIGINT, on_sigint);
+        rc = run_media(model, o);
+        signal(SIGINT, SIG_DFL);
+        goto out;
+    }
 
     if (o->chat) {
         wlm_context *ctx = NULL;

@@ -43,6 +43,10 @@ typedef struct cli_opts {
     const char *draft_path;
     wlm_spec_params spec;   /* .draft set once the draft model's context exists */
     wlm_model *draft_model;
+    /* images (llama.cpp's --mmproj / --image): the mmproj file and up to 8 binary PPM images */
+    const char *mmproj_path;
+    const char *image_paths[8];
+    int n_images;
 } cli_opts;
 
 /* ---- cli_gen_args.c ----------------------------------------------------------------------- */

@@ -37,7 +37,7 @@ enum {
     O_MIN_P, O_TYPICAL, O_REPEAT_PENALTY, O_REPEAT_LAST_N, O_PRESENCE, O_FREQUENCY, O_LOGIT_BIAS,
     O_ORDER, O_SEED, O_STOP, O_KEEP, O_N_PROBS, O_BEAM, O_LENGTH_PENALTY, O_N_SAMPLES, O_PROMPTS,
     O_THREADS, O_CACHE_K, O_CACHE_V, O_CHAT_TEMPLATE, O_SYSTEM, O_MODEL_DRAFT, O_DRAFT_MAX,
-    O_DRAFT_P_MIN, O_LOOKUP_NGRAM
+    O_DRAFT_P_MIN, O_LOOKUP_NGRAM, O_MMPROJ, O_IMAGE
 };
 
 /* Options that take a value. */
@@ -61,6 +61,7 @@ static const struct {
     {"-sys", O_SYSTEM}, {"--system-prompt", O_SYSTEM},
     {"-md", O_MODEL_DRAFT}, {"--model-draft", O_MODEL_DRAFT}, {"--draft-max", O_DRAFT_MAX},
     {"--draft", O_DRAFT_MAX}, {"--draft-p-min", O_DRAFT_P_MIN}, {"--lookup-ngram", O_LOOKUP_NGRAM},
+    {"--mmproj", O_MMPROJ}, {"--image", O_IMAGE},
 };
 
 /* Parses a whole decimal integer; on error prints a message naming the flag and returns 1. */
@@ -300,6 +301,12 @@ int wlm_cli_gen_parse(int argc, char **argv, cli_opts *o) {
         case O_LOOKUP_NGRAM:
             if (get_count(a, v, WLM_MAX_NGRAM, &o->spec.ngram)) return 1;
             break;
+        case O_MMPROJ: o->mmproj_path = v; break;
+        case O_IMAGE:
+            if (o->n_images == (int)(sizeof o->image_paths / sizeof o->image_paths[0]))
+                return wlm_cli_fail("--image: at most %d images", o->n_images);
+            o->image_paths[o->n_images++] = v;
+            break;
         }
     }
     if (strcmp(o->mode, "generate") != 0)
@@ -317,6 +324,12 @@ int wlm_cli_gen_parse(int argc, char **argv, cli_opts *o) {
         return wlm_cli_fail("speculative decoding (%s) decodes one plain sequence: it does not combine "
                     "with --chat, --json, --n-samples, --prompts, --beam or a grammar",
                     o->draft_path ? "--model-draft" : "--lookup-ngram");
+    if (o->n_images && !o->mmproj_path)
+        return wlm_cli_fail("--image needs the model's --mmproj file (its vision encoder)");
+    if (o->mmproj_path && (o->chat || o->json || o->n_samples || o->prompts_file || o->beam_given ||
+                           o->draft_path || o->spec.ngram))
+        return wlm_cli_fail("--mmproj generates one plain sequence: it does not combine with --chat, "
+                            "--json, --n-samples, --prompts, --beam or speculative decoding");
     if (o->cache_type[0] >= 0 && o->cache_type[1] >= 0 && o->cache_type[0] != o->cache_type[1])
         return wlm_cli_fail("-ctk and -ctv differ: K and V caches have one type (f16 or f32)");
     if (o->beam_given) {

@@ -642,7 +642,10 @@ static void attention_mix(wlm_context *c, const wlm_layer_weights *lw, int l, in
         const wlm_seq *s = &c->seqs[c->ent_seq[b]];
         int len = entry_len(c, b);
         int start = windowed && len > p->n_swa ? len - p->n_swa : 0;
-        if (c->ent_len && windowed) { /* symmetric: pos ± n_swa / 2 */
+        if (c->ent_len && windowed && c->image_batch) { /* back n_swa, forward to ent_len */
+            const int lo = c->ent_pos[b] + 1 - p->n_swa;
+            start = lo > 0 ? lo : 0;
+        } else if (c->ent_len && windowed) { /* symmetric: pos ± n_swa / 2 */
             const int half = p->n_swa / 2, pos = c->ent_pos[b];
             start = pos > half ? pos - half : 0;
             if (len > pos + half + 1) len = pos + half + 1;
@@ -691,7 +694,10 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
     const wlm_type_traits *emb_tr = wlm_type_get(emb->type);
     for (int32_t b = 0; b < n; b++) {
         float *xr = x + (size_t)b * D;
-        emb_tr->to_float((const char *)emb->data + (size_t)tokens[b] * emb->row_bytes, xr, dim);
+        if (c->in_embd) /* rows given in place of tokens (an image: wlm_eval_embd) */
+            memcpy(xr, c->in_embd + (size_t)b * D, D * sizeof(float));
+        else
+            emb_tr->to_float((const char *)emb->data + (size_t)tokens[b] * emb->row_bytes, xr, dim);
         if (w->type_embd.data) { /* BERT: + token type 0's row, then the position's (llama.cpp) */
             float *tmp = c->xb2 + (size_t)b * D;
             wlm_type_get(w->type_embd.type)->to_float(w->type_embd.data, tmp, dim);
@@ -703,7 +709,7 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
                                                  (size_t)c->ent_pos[b] * pe->row_bytes, tmp, dim);
             for (int i = 0; i < dim; i++) xr[i] += tmp[i];
         }
-        if (p->embd_scale != 1.0f)
+        if (p->embd_scale != 1.0f && !c->in_embd)
             for (int i = 0; i < dim; i++) xr[i] *= p->embd_scale;
         /* RoPE angles of this entry's position, shared by every layer and head of a set */
         if (a->rope != WLM_ROPE_NONE) rope_angles(c, b, (float)c->ent_pos[b], c->rope_mscale);

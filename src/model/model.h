@@ -420,6 +420,9 @@ typedef struct wlm_beam_state {
 /* Largest number of batch entries one forward pass computes; longer batches run in chunks
  * (a non-causal model's context holds n_ctx entries instead: see batch_cap). */
 #define WLM_BATCH_CHUNK 64
+/* The id a sequence records for a position whose input was an embedding row (wlm_eval_embd):
+ * no token, so prompt-cache matching never reuses it. */
+#define WLM_TOKEN_EMBD (-1)
 
 struct wlm_context {
     const wlm_model *model;
@@ -483,6 +486,13 @@ struct wlm_context {
                                      for a non-causal model, whose sequences pass whole) */
     int32_t *ent_len;             /* (B) non-causal passes (embed.c): positions entry i attends to
                                      (its whole sequence); NULL: causal, pos + 1 */
+    const float *in_embd;         /* wlm_eval_embd: when set, entry i's input is row i of this
+                                     (n, dim) array instead of its token's embedding (no Gemma
+                                     sqrt(dim) scale: llama.cpp scales token embeddings only) */
+    int32_t image_batch;          /* wlm_eval_embd's non-causal image: with ent_len, a window
+                                     layer looks back n_swa from each entry's own position (as a
+                                     causal pass) and forward to ent_len (llama.cpp's SWA mask
+                                     with causal attention off), not the symmetric window */
     float *hidden;                /* embed.c: when set, wlm_forward_batch writes every entry's
                                      final hidden state here ((n, dim), after the output norm when
                                      the model has one) instead of logits */

@@ -377,7 +377,8 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->n_rope_sets = any_swa && p->n_swa > 0 ? 2 : 1;
     /* block pointers: one per block of a full sequence, or one per position of a window */
     c->kb_cap = c->max_blocks;
-    const int32_t win = p->bidirectional ? p->n_swa + 1 : p->n_swa; /* symmetric: ± n_swa / 2 */
+    /* symmetric: ± n_swa / 2; an image batch (wlm_eval_embd) reaches forward to its end */
+    const int32_t win = p->bidirectional ? p->n_swa + 1 : p->n_swa + WLM_BATCH_CHUNK - 1;
     if (c->n_rope_sets > 1 && win > c->kb_cap) c->kb_cap = win < c->n_ctx ? win : c->n_ctx;
     size_t total = 0;
     /* mixture of experts (moe.c): one row per (entry, chosen expert) */
@@ -874,6 +875,68 @@ int wlm_eval(wlm_context *ctx, const int32_t *tokens, int32_t n) {
     ctx->errmsg[0] = '\0';
     if (!ctx->model) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
     return wlm_eval_entries(ctx, tokens, NULL, NULL, n); /* all on sequence 0 */
+}
+
+int wlm_eval_embd(wlm_context *ctx, int32_t seq, const float *embd, int32_t n, int32_t n_embd,
+                  int32_t non_causal) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    wlm_context *c = ctx;
+    int rc = check_seq(c, seq, "wlm_eval_embd");
+    if (rc == WLM_OK) rc = busy(c);
+    if (rc != WLM_OK) return rc;
+    const wlm_hparams *p = &c->model->hp;
+    if (!embd || n < 1 || n_embd != p->dim || (non_causal != 0 && non_causal != 1))
+        return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                             "wlm_eval_embd: %s (rows %d of width %d; the model's width is %d, "
+                             "non_causal %d)", !embd ? "embd is NULL" : "bad arguments", (int)n,
+                             (int)n_embd, (int)p->dim, (int)non_causal);
+    if (p->bidirectional || !c->model->w.wcls.data)
+        return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
+                             "%s is an embedding model: it takes no image rows", p->arch->name);
+    if (!c->kv_cache || c->deferred || p->state_floats)
+        return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
+                             "image rows need a CPU context with a KV cache and a transformer "
+                             "(not %s)", p->state_floats ? "a recurrent hybrid" : "this context");
+    if (non_causal && n > WLM_BATCH_CHUNK)
+        return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
+                             "a non-causal image of %d rows does not fit one batch of %d",
+                             (int)n, WLM_BATCH_CHUNK);
+    wlm_seq *s = &c->seqs[seq];
+    if (n > c->n_ctx - s->n_past)
+        return wlm_set_error(c->errmsg, WLM_ERR_CONTEXT_FULL,
+                             "%d image rows do not fit: %d of the context's %d positions are used",
+                             (int)n, (int)s->n_past, (int)c->n_ctx);
+    for (size_t i = 0; i < (size_t)n * (size_t)n_embd; i++)
+        if (!isfinite(embd[i]))
+            return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
+                                 "wlm_eval_embd: row %d holds a non-finite value", (int)(i / (size_t)n_embd));
+    int32_t *len = non_causal ? malloc(sizeof(int32_t) * WLM_BATCH_CHUNK) : NULL;
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)n * 2); /* ids, then sequence ids */
+    uint8_t *want = calloc((size_t)n, 1);
+    if (!tok || !want || (non_causal && !len)) {
+        free(len), free(tok), free(want);
+        return wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "out of memory for the image rows");
+    }
+    for (int32_t i = 0; i < n; i++) tok[i] = WLM_TOKEN_EMBD, tok[n + i] = seq;
+    want[n - 1] = 1;
+    /* run_entries in chunks of WLM_BATCH_CHUNK (a non-causal image is one chunk): the rows of
+     * each chunk are the input; every row sees the image up to its end when non-causal */
+    const int32_t end = s->n_past + n;
+    for (int32_t i = 0; non_causal && i < n; i++) len[i] = end;
+    c->ent_len = len;
+    c->image_batch = non_causal;
+    rc = WLM_OK;
+    for (int32_t i0 = 0; i0 < n && rc == WLM_OK; i0 += WLM_BATCH_CHUNK) {
+        const int32_t m = n - i0 < WLM_BATCH_CHUNK ? n - i0 : WLM_BATCH_CHUNK;
+        c->in_embd = embd + (size_t)i0 * (size_t)n_embd;
+        rc = run_entries(c, tok + i0, tok + n + i0, want + i0, m);
+    }
+    c->in_embd = NULL;
+    c->ent_len = NULL;
+    c->image_batch = 0;
+    free(len), free(tok), free(want);
+    return rc;
 }
 
 const float *wlm_logits_ith(const wlm_context *ctx, int32_t i) {

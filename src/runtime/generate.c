@@ -56,7 +56,8 @@ static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                              "%sthe prompt is empty: give at least one token (BOS)", who);
     for (int32_t j = 0; j < n; j++)
-        if (tokens[j] < 0 || tokens[j] >= hp->vocab_size)
+        if ((tokens[j] < 0 || tokens[j] >= hp->vocab_size) &&
+            !(tokens[j] == WLM_TOKEN_EMBD && i == 0 && j < c->n_cached)) /* cached image rows */
             return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                                  "%sprompt token %d at index %d is outside the vocabulary 0..%d",
                                  who, (int)tokens[j], (int)j, (int)hp->vocab_size - 1);

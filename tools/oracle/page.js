@@ -73,3 +73,46 @@ window.oracleEmbed = async ({ model, texts, pooling, nCtx, rerank, verbose }) =>
   await wllama.exit();
   return out;
 };
+
+/**
+ * Images through llama.cpp's mtmd (b12211): loads a text GGUF and its mmproj (wllama tells them
+ * apart by general.architecture "clip"), and for each case runs a raw greedy completion of a
+ * prompt whose <__media__> markers (wllama's per-process marker,
+ * getLoadedContextInfo().media_marker) llama-server's code replaces by the images' embeddings.
+ * wllama's createCompletion sends files only for chats, but its glue takes them for a raw
+ * completion too (wllama-context.h create_completion_task: task.cli_files), so the request is
+ * made here the way createCompletion makes it, with the PNG bytes as files.
+ * @param {{model: string, mmproj: string, cases: {prompt: string, images: string[]}[],
+ *   maxTokens: number, nProbs: number, nCtx: number, verbose?: boolean}} o
+ */
+window.oracleVision = async ({ model, mmproj, cases, maxTokens, nProbs, nCtx, verbose }) => {
+  const wllama = new Wllama({ default: WLLAMA_WASM }, { suppressNativeLog: !verbose, allowOffline: false });
+  const blob = async (url) => {
+    const res = await fetch(new URL(url, location.href));
+    if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
+    return new File([await res.blob()], url.split('/').pop());
+  };
+  await wllama.loadModel([await blob(model), await blob(mmproj)], { n_threads: 1, n_gpu_layers: 0,
+    n_ctx: nCtx, seed: 1, cache_type_k: 'f32', cache_type_v: 'f32', flash_attn: false });
+  const info = wllama.getLoadedContextInfo();
+  const marker = info.media_marker;
+  const out = [];
+  for (const c of cases) {
+    const options = { prompt: c.prompt.split('<__media__>').join(marker), max_tokens: maxTokens,
+      temperature: 0, n_probs: nProbs, logprobs: nProbs, cache_prompt: false, ignore_eos: true, seed: 1 };
+    const files = c.images.map((b64) => Uint8Array.from(atob(b64), (ch) => ch.charCodeAt(0)));
+    const started = await wllama.proxy.wllamaAction('completion', { _name: 'cmpl_req', is_chat: false,
+      is_asr: false, data_json: JSON.stringify(options), files });
+    if (!started.success) throw new Error('llama.cpp refused the completion');
+    const r = await wllama.getResponse(options, false, started.req_id);
+    const steps = r.choices?.[0]?.logprobs?.content ?? [];
+    out.push({
+      nPrompt: r.usage?.prompt_tokens,
+      tokens: steps.map((s) => s.id),
+      top: steps.map((s) => s.top_logprobs.map((t) => [t.id, t.logprob])),
+    });
+  }
+  const metadata = wllama.getModelMetadata();
+  await wllama.exit();
+  return { metadata, info, cases: out, llamaCpp: Wllama.getLibllamaVersion() };
+};

@@ -1,0 +1,147 @@
+/*
+ * sequence.c — where an encoded image goes in the text model's sequence, as llama.cpp's mtmd
+ * (mtmd.cpp: mtmd_tokenize and the per-projector image wrappers) lays it out: a prompt is cut
+ * at the media markers, each text piece tokenized on its own (special tokens parsed, BOS only
+ * before the first), and each image replaced by its projector's begin / end tokens around its
+ * rows — Gemma 3: <start_of_image> rows <end_of_image>, the rows non-causal among themselves;
+ * Idefics3: per tile <fake_token_around_image><row_r_col_c> rows, "\n" after each tile row but
+ * the last, then "\n\n"<fake_token_around_image><global-img> overview <fake_token_around_image>
+ * (reference: /work/shared/reference/vision-mmproj.md §7). The wrapper texts are tokenized with
+ * the model's vocabulary (special tokens parsed), so a vocabulary without those tokens spells
+ * them as text, as llama.cpp does.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "vision/vision.h"
+
+/* Tokenizes text (special tokens parsed; flags adds ADD_SPECIAL) and evaluates it on seq. */
+static int eval_text(wlm_context *c, int32_t seq, const char *text, size_t len, unsigned flags) {
+    int32_t n = wlm_tokenize_ex(c->model, text, len, flags | WLM_TOKENIZE_PARSE_SPECIAL, NULL, 0);
+    if (n < 0) return wlm_set_error(c->errmsg, n, "media prompt: the text could not be tokenized");
+    if (n == 0) return WLM_OK;
+    int32_t *t = malloc(sizeof(int32_t) * (size_t)n);
+    if (!t) return wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "media prompt: out of memory");
+    wlm_tokenize_ex(c->model, text, len, flags | WLM_TOKENIZE_PARSE_SPECIAL, t, n);
+    int32_t *seqs = malloc(sizeof(int32_t) * (size_t)n);
+    int rc = WLM_ERR_NOMEM;
+    if (seqs) {
+        for (int32_t i = 0; i < n; i++) seqs[i] = seq;
+        rc = wlm_eval_batch(c, t, seqs, NULL, n);
+    } else {
+        wlm_set_error(c->errmsg, rc, "media prompt: out of memory");
+    }
+    free(t);
+    free(seqs);
+    return rc;
+}
+
+static int eval_str(wlm_context *c, int32_t seq, const char *s) {
+    return eval_text(c, seq, s, strlen(s), 0);
+}
+
+int wlm_eval_image(wlm_context *ctx, int32_t seq, const wlm_vision *v, const wlm_image_embd *e) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    if (!v || !v->loaded || !e || !e->embd)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "wlm_eval_image: %s", !v || !v->loaded ? "no loaded vision model" : "no image");
+    if (!ctx->model) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
+    if (e->n_embd != ctx->model->hp.dim)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "the image's rows are %d wide but the text model's embeddings are %d: "
+                             "this mmproj belongs to another model", (int)e->n_embd,
+                             (int)ctx->model->hp.dim);
+    const int32_t T = e->tokens_per_piece, D = e->n_embd;
+    int rc;
+    if (v->row->merge == WLM_MERGE_AVG_POOL) { /* gemma3 */
+        if ((rc = eval_str(ctx, seq, "<start_of_image>")) ||
+            (rc = wlm_eval_embd(ctx, seq, e->embd, e->n_tokens, D, 1)))
+            return rc;
+        return eval_str(ctx, seq, "<end_of_image>");
+    }
+    /* idefics3 */
+    for (int32_t r = 0; r < e->grid_rows; r++) {
+        for (int32_t col = 0; col < e->grid_cols; col++) {
+            char tag[96];
+            snprintf(tag, sizeof tag, "<fake_token_around_image><row_%d_col_%d>", (int)r + 1, (int)col + 1);
+            const float *rows = e->embd + (size_t)(r * e->grid_cols + col) * (size_t)T * (size_t)D;
+            if ((rc = eval_str(ctx, seq, tag)) || (rc = wlm_eval_embd(ctx, seq, rows, T, D, 0)))
+                return rc;
+        }
+        if (r + 1 < e->grid_rows && (rc = eval_str(ctx, seq, "\n"))) return rc;
+    }
+    const float *overview = e->embd + (size_t)(e->n_pieces - 1) * (size_t)T * (size_t)D;
+    if (e->grid_rows && (rc = eval_str(ctx, seq, "\n\n"))) return rc;
+    if ((rc = eval_str(ctx, seq, "<fake_token_around_image><global-img>")) ||
+        (rc = wlm_eval_embd(ctx, seq, overview, T, D, 0)))
+        return rc;
+    return eval_str(ctx, seq, "<fake_token_around_image>");
+}
+
+int wlm_eval_media_prompt(wlm_context *ctx, int32_t seq, const wlm_vision *v, const char *prompt,
+                          size_t len, const wlm_image_embd *images, int32_t n_images) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    if (!prompt || n_images < 0 || (n_images > 0 && !images))
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "wlm_eval_media_prompt: bad arguments");
+    const size_t ml = strlen(WLM_MEDIA_MARKER);
+    int32_t markers = 0;
+    for (size_t i = 0; i + ml <= len; i++)
+        if (!memcmp(prompt + i, WLM_MEDIA_MARKER, ml)) markers++, i += ml - 1;
+    if (markers != n_images)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "the prompt has %d %s marker%s but %d image%s %s given", (int)markers,
+                             WLM_MEDIA_MARKER, markers == 1 ? "" : "s", (int)n_images,
+                             n_images == 1 ? "" : "s", n_images == 1 ? "was" : "were");
+    if (n_images > 0 && (!v || !v->loaded))
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "the prompt has images but no vision model (mmproj) is loaded");
+    size_t at = 0;
+    int32_t img = 0;
+    int rc = WLM_OK;
+    for (int first = 1; rc == WLM_OK; first = 0) {
+        size_t next = at;
+        while (next + ml <= len && memcmp(prompt + next, WLM_MEDIA_MARKER, ml)) next++;
+        const int last = next + ml > len;
+        if (last) next = len;
+        rc = eval_text(ctx, seq, prompt + at, next - at, first ? WLM_TOKENIZE_ADD_SPECIAL : 0);
+        if (rc || last) break;
+        rc = wlm_eval_image(ctx, seq, v, &images[img++]);
+        at = next + ml;
+    }
+    return rc;
+}
+
+int wlm_generate_begin_media(wlm_context *ctx, const wlm_vision *v, const char *prompt, size_t len,
+                             const wlm_image_embd *images, int32_t n_images,
+                             const wlm_gen_params *params) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    if (!params) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "params is NULL");
+    if (!ctx->model || !ctx->seqs) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
+    wlm_context_reset(ctx);
+    int rc = wlm_eval_media_prompt(ctx, 0, v, prompt, len, images, n_images);
+    if (rc != WLM_OK) return rc;
+    /* the sequence now holds the prompt, WLM_TOKEN_EMBD at the image rows, and ends with a
+     * token (every wrapper does); begin a generation on it as a cached prompt: only its last
+     * token is evaluated again, for the logits that start the generation */
+    const wlm_seq *s = &ctx->seqs[0];
+    const int32_t n = s->n_past;
+    if (n < 1) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "the prompt is empty");
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)n);
+    wlm_gen_params *gp = malloc(sizeof *gp);
+    if (!tok || !gp) {
+        free(tok), free(gp);
+        return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM, "out of memory for the prompt");
+    }
+    memcpy(tok, s->tokens, sizeof(int32_t) * (size_t)n);
+    *gp = *params;
+    gp->cache_prompt = 1;
+    rc = wlm_generate_begin(ctx, tok, n, gp);
+    free(tok);
+    free(gp);
+    return rc;
+}

@@ -1,0 +1,143 @@
+/*
+ * vision.h — internal: the image side of a vision-language model, as llama.cpp's mtmd reads it
+ * from an "mmproj" GGUF (general.architecture "clip"): the projector table (one row per
+ * clip.projector_type, as data), the loaded encoder (SigLIP-style ViT weights as views into the
+ * file), the preprocessing steps (resampling, letterboxing, Idefics3's tiles, normalisation) and
+ * the encoder + projector pass. The public side (wlm_vision_load, wlm_image_encode, ...) is in
+ * wasmlm.h. Sources: llama.cpp tools/mtmd (clip.cpp, clip-impl.h, mtmd.cpp, models/siglip.cpp)
+ * and /work/shared/reference/vision-mmproj.md, which settles the resampling details against
+ * llama.cpp b12211's outputs.
+ */
+#ifndef WASMLM_VISION_H
+#define WASMLM_VISION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "formats/gguf.h"
+#include "kernels/kernels.h"
+#include "model/model.h"
+#include "wasmlm.h"
+
+/* How a projector turns the encoder's patch grid into fewer tokens. */
+enum wlm_vision_merge {
+    WLM_MERGE_AVG_POOL = 1,      /* k×k average pooling (Gemma 3) */
+    WLM_MERGE_PIXEL_SHUFFLE = 2  /* s×s blocks concatenated, (dy, dx) order, dx fastest */
+};
+
+/* How an image is resampled to the encoder's square. */
+enum wlm_vision_resize {
+    WLM_RESIZE_BILINEAR = 1,     /* Pillow's bilinear (triangle filter, antialiased when
+                                    downscaling), 8-bit after each pass */
+    WLM_RESIZE_LANCZOS3 = 2      /* Pillow's separable Lanczos-3, 8-bit after each pass */
+};
+
+/* One supported projector type: everything the loader, the preprocessing and the encoder need
+ * to know about it, as data (cf. model/arch.c for the text architectures). */
+typedef struct wlm_projector_row {
+    const char *name;            /* clip.projector_type */
+    int32_t merge;               /* enum wlm_vision_merge */
+    int32_t resize;              /* enum wlm_vision_resize */
+    int32_t letterbox;           /* 1: aspect kept, pasted centred on black (Gemma 3); 0: stretched */
+    int32_t tiles;               /* 1: Idefics3's grid of S×S tiles + overview when
+                                    clip.vision.preproc_image_size > 0 */
+    int32_t default_scale;       /* clip.vision.projector.scale_factor when absent; 0: required */
+    const char *norm;            /* RMS norm of each merged token before the projection, or NULL */
+    const char *proj;            /* the projection matrix (no bias) */
+    int32_t proj_transposed;     /* 1: stored [D_text, in] (ne0 = D_text), applied as x·M */
+} wlm_projector_row;
+
+/* The row of a projector type name, or NULL. */
+const wlm_projector_row *wlm_projector_find(const char *name, size_t len);
+/* "gemma3, idefics3": the supported names, for error messages (static string). */
+const char *wlm_projector_names(void);
+
+/* Encoder MLP activation. */
+enum wlm_vision_act { WLM_VACT_GELU = 0, WLM_VACT_GELU_QUICK = 1, WLM_VACT_SILU = 2 };
+
+typedef struct wlm_vision_layer {
+    const float *ln1_w, *ln1_b;  /* (W) pre-attention LayerNorm */
+    wlm_tensor q, k, v, o;       /* (W, W) */
+    const float *q_b, *k_b, *v_b, *o_b; /* (W) */
+    const float *ln2_w, *ln2_b;  /* (W) pre-MLP LayerNorm */
+    wlm_tensor up;               /* (F, W) */
+    wlm_tensor down;             /* (W, F) */
+    const float *up_b;           /* (F) */
+    const float *down_b;         /* (W) */
+} wlm_vision_layer;
+
+/* Upper bounds the loader enforces, so that memory stays proportional to what a real model
+ * needs and no size computation overflows. */
+#define WLM_VISION_MAX_IMAGE_SIZE 4096  /* S */
+#define WLM_VISION_MAX_PATCHES 16384    /* N = (S/P)^2 */
+#define WLM_VISION_MAX_WIDTH 16384      /* W, F and D_text */
+#define WLM_VISION_MAX_LAYERS 256
+#define WLM_VISION_MAX_GRID 16          /* Idefics3 tiles per side (ceil(L/S)) */
+
+struct wlm_vision {
+    const wlm_projector_row *row;
+    int32_t image_size;          /* S */
+    int32_t patch_size;          /* P */
+    int32_t n_embd;              /* W */
+    int32_t n_ff;                /* F */
+    int32_t n_layers;
+    int32_t n_heads;
+    int32_t proj_dim;            /* D_text: the projection's output width */
+    int32_t scale;               /* pooling kernel k or pixel-shuffle factor s */
+    int32_t longest_edge;        /* Idefics3's L (0: no tiles) */
+    int32_t act;                 /* enum wlm_vision_act */
+    float eps;                   /* LayerNorm eps (and Gemma 3's projector RMS norm eps) */
+    float mean[3], std[3];       /* RGB normalisation */
+
+    wlm_tensor patch;            /* (W, 3·P·P): conv kernel, each row in (c, ky, kx) order */
+    const float *patch_b;        /* (W) */
+    const float *pos;            /* (N, W) learned positions, raster order */
+    wlm_vision_layer *layers;    /* (n_layers) */
+    const float *post_w, *post_b; /* (W) final LayerNorm */
+    const float *mm_norm;        /* (W) or NULL */
+    wlm_tensor proj;             /* (D_text, W) or (D_text, W·s²) */
+
+    wlm_gguf gguf;
+    void *buffer;                /* owned when loaded with WLM_LOAD_OWN_BUFFER */
+    void **owned;                /* float copies of vectors, the transposed projection */
+    int32_t n_owned, cap_owned;
+    int32_t loaded;              /* 1 once wlm_vision_load succeeded */
+    char errmsg[512];
+};
+
+/* ---- preprocessing (preprocess.c) -------------------------------------------------------- */
+
+/* Pillow's Lanczos-3 resampling of an interleaved 8-bit RGB image (sw × sh) to dw × dh:
+ * separable, horizontal pass then vertical, each rounded to 8 bits with Pillow's 22-bit
+ * fixed-point coefficients; a pass whose size does not change is skipped. tmp: at least
+ * dw·sh·3 bytes. Returns 1, or 0 when out of memory (for the coefficients). */
+int wlm_resize_lanczos3(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh,
+                        uint8_t *tmp);
+/* The same with Pillow's bilinear (triangle) filter: support 1, widened by the scale factor
+ * when downscaling (an area average), 8-bit after each pass. */
+int wlm_resize_bilinear_pillow(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh,
+                               uint8_t *tmp);
+
+/* How an image of w × h pixels is cut: pieces = cols·rows tiles (row-major) + 1 overview; cols =
+ * rows = 0 when the projector has no tiles. */
+void wlm_vision_grid(const struct wlm_vision *v, int w, int h, int *cols, int *rows);
+
+/*
+ * The normalised S×S pieces of an image: out holds n_pieces × 3 × S × S floats, each piece three
+ * planes R, G, B, row-major. rgb: w × h × 3 bytes. Returns WLM_OK or a negative status (NOMEM)
+ * with a message in v->errmsg. Gemma 3: one piece (letterboxed). Idefics3: the tiles, then the
+ * overview.
+ */
+int wlm_vision_preprocess(struct wlm_vision *v, const uint8_t *rgb, int w, int h, float *out);
+
+/* ---- encoder (encoder.c) ---------------------------------------------------------------- */
+
+/* Tokens one S×S piece yields: (S/P/scale)². */
+int32_t wlm_vision_piece_tokens(const struct wlm_vision *v);
+
+/* One piece (3 × S × S floats, normalised) through the encoder and the projector:
+ * out = piece_tokens × proj_dim floats. use_simd picks the kernel set. WLM_OK or NOMEM. */
+int wlm_vision_encode_piece(struct wlm_vision *v, const float *pixels, float *out,
+                            wlm_threadpool *pool, int use_simd);
+
+#endif

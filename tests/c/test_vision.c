@@ -1,0 +1,563 @@
+/*
+ * test_vision.c — the mmproj loader, the image preprocessing and the vision encoder + projectors
+ * (src/vision/) against independent references written here in double precision: random-weight
+ * mmproj files of both projector types (gemma3, idefics3) and three weight types (F32, F16,
+ * Q8_0) are synthesized in memory with the GGUF writer, encoded by the library (scalar and SIMD
+ * kernels, with and without threads) and by a plain float64 SigLIP + projector that follows
+ * /work/shared/reference/vision-mmproj.md §5-6 from the dequantized weights. Also: resampling
+ * (exact bilinear values; Pillow's Lanczos-3 against a float64 twin), tile counts, and the
+ * loader's and encoder's errors (each named).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/gguf_write.h"
+#include "kernels/quant.h"
+#include "test_util.h"
+#include "vision/vision.h"
+#include "wasmlm.h"
+
+#define PI 3.14159265358979323846
+
+/* ---- a synthetic mmproj ------------------------------------------------------------------ */
+
+typedef struct spec {
+    const char *proj;      /* clip.projector_type */
+    int S, P, W, F, layers, heads, scale, L, D;
+    int32_t wtype;         /* type of the block matrices and the projection */
+    int gelu;              /* clip.use_gelu */
+    const char *arch;      /* general.architecture (normally "clip") */
+    const char *drop;      /* a tensor left out, or NULL */
+    int omit_scale;        /* 1: no clip.vision.projector.scale_factor key */
+} spec;
+
+typedef struct tens {
+    char name[64];
+    int nd;
+    int64_t ne[4];
+    int32_t type;
+    float *f;              /* values as float (before the type's rounding) */
+    int64_t n;
+} tens;
+
+typedef struct synth {
+    tens t[256];
+    int n;
+} synth;
+
+static tens *add(synth *s, tu_rng *r, const char *name, int nd, int64_t a, int64_t b, int64_t c,
+                 int64_t d, int32_t type, float scale, float offset) {
+    tens *t = &s->t[s->n++];
+    snprintf(t->name, sizeof t->name, "%s", name);
+    t->nd = nd;
+    t->ne[0] = a, t->ne[1] = b, t->ne[2] = c, t->ne[3] = d;
+    t->type = type;
+    t->n = a * b * c * d;
+    t->f = malloc((size_t)t->n * sizeof *t->f);
+    for (int64_t i = 0; i < t->n; i++) t->f[i] = offset + scale * tu_rng_uniform(r, -1.0f, 1.0f);
+    return t;
+}
+
+/* The file's bytes (malloc'd), *size of them. */
+static unsigned char *write_mmproj(const spec *p, synth *s, size_t *size) {
+    tu_rng r = {12345u + (uint64_t)p->W * 7 + (uint64_t)p->wtype};
+    const int64_t W = p->W, F = p->F, P = p->P, G = p->S / p->P, N = G * G;
+    const float ws = 1.0f / sqrtf((float)W);
+    s->n = 0;
+    add(s, &r, "v.patch_embd.weight", 4, P, P, 3, W, WLM_TYPE_F16, 0.1f, 0);
+    add(s, &r, "v.patch_embd.bias", 1, W, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
+    add(s, &r, "v.position_embd.weight", 2, W, N, 1, 1, WLM_TYPE_F32, 0.3f, 0);
+    char nm[96];
+    for (int l = 0; l < p->layers; l++) {
+#define N_(x) (snprintf(nm, sizeof nm, "v.blk.%d.%s", l, x), nm)
+        add(s, &r, N_("ln1.weight"), 1, W, 1, 1, 1, WLM_TYPE_F32, 0.2f, 1.0f);
+        add(s, &r, N_("ln1.bias"), 1, W, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
+        const char *m[4] = {"attn_q", "attn_k", "attn_v", "attn_out"};
+        for (int i = 0; i < 4; i++) {
+            char b[24];
+            snprintf(b, sizeof b, "%s.weight", m[i]);
+            add(s, &r, N_(b), 2, W, W, 1, 1, p->wtype, 2.0f * ws, 0);
+            snprintf(b, sizeof b, "%s.bias", m[i]);
+            add(s, &r, N_(b), 1, W, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
+        }
+        add(s, &r, N_("ln2.weight"), 1, W, 1, 1, 1, WLM_TYPE_F32, 0.2f, 1.0f);
+        add(s, &r, N_("ln2.bias"), 1, W, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
+        add(s, &r, N_("ffn_up.weight"), 2, W, F, 1, 1, p->wtype, 2.0f * ws, 0);
+        add(s, &r, N_("ffn_up.bias"), 1, F, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
+        add(s, &r, N_("ffn_down.weight"), 2, F, W, 1, 1, p->wtype, 2.0f / sqrtf((float)F), 0);
+        add(s, &r, N_("ffn_down.bias"), 1, W, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
+#undef N_
+    }
+    add(s, &r, "v.post_ln.weight", 1, W, 1, 1, 1, WLM_TYPE_F32, 0.2f, 1.0f);
+    add(s, &r, "v.post_ln.bias", 1, W, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
+    if (!strcmp(p->proj, "idefics3")) {
+        const int64_t in = W * p->scale * p->scale;
+        add(s, &r, "mm.model.fc.weight", 2, in, p->D, 1, 1, p->wtype, 1.0f / sqrtf((float)in), 0);
+    } else {
+        add(s, &r, "mm.soft_emb_norm.weight", 1, W, 1, 1, 1, WLM_TYPE_F32, 0.2f, 1.0f);
+        add(s, &r, "mm.input_projection.weight", 2, p->D, W, 1, 1,
+            p->wtype == WLM_TYPE_Q8_0 ? WLM_TYPE_F16 : p->wtype, ws, 0);
+    }
+
+    wlm_gguf_writer w;
+    wlm_gguf_writer_init(&w, NULL);
+    wlm_gguf_add_str(&w, "general.architecture", p->arch ? p->arch : "clip");
+    wlm_gguf_add_str(&w, "general.type", "mmproj");
+    wlm_gguf_add_bool(&w, "clip.has_vision_encoder", 1);
+    wlm_gguf_add_str(&w, "clip.projector_type", p->proj);
+    wlm_gguf_add_bool(&w, "clip.use_gelu", p->gelu);
+    wlm_gguf_add_u32(&w, "clip.vision.image_size", (uint32_t)p->S);
+    wlm_gguf_add_u32(&w, "clip.vision.patch_size", (uint32_t)p->P);
+    wlm_gguf_add_u32(&w, "clip.vision.embedding_length", (uint32_t)W);
+    wlm_gguf_add_u32(&w, "clip.vision.feed_forward_length", (uint32_t)F);
+    wlm_gguf_add_u32(&w, "clip.vision.block_count", (uint32_t)p->layers);
+    wlm_gguf_add_u32(&w, "clip.vision.attention.head_count", (uint32_t)p->heads);
+    wlm_gguf_add_f32(&w, "clip.vision.attention.layer_norm_epsilon", 1e-6f);
+    wlm_gguf_add_u32(&w, "clip.vision.projection_dim", (uint32_t)p->D);
+    const float mean[3] = {0.5f, 0.4f, 0.3f}, std[3] = {0.5f, 0.6f, 0.7f};
+    wlm_gguf_add_arr(&w, "clip.vision.image_mean", WLM_GGUF_FLOAT32, mean, 3);
+    wlm_gguf_add_arr(&w, "clip.vision.image_std", WLM_GGUF_FLOAT32, std, 3);
+    if (!p->omit_scale) wlm_gguf_add_u32(&w, "clip.vision.projector.scale_factor", (uint32_t)p->scale);
+    if (p->L) wlm_gguf_add_u32(&w, "clip.vision.preproc_image_size", (uint32_t)p->L);
+    for (int i = 0; i < s->n; i++)
+        if (!p->drop || strcmp(p->drop, s->t[i].name))
+            wlm_gguf_add_tensor(&w, s->t[i].name, (uint32_t)s->t[i].nd, s->t[i].ne, s->t[i].type);
+    wlm_gguf_write_header(&w);
+    for (int i = 0; i < s->n; i++) {
+        tens *t = &s->t[i];
+        if (p->drop && !strcmp(p->drop, t->name)) continue;
+        const wlm_type_traits *tr = wlm_type_get(t->type);
+        const size_t bytes = (size_t)(t->n / tr->block_size) * tr->type_size;
+        void *q = malloc(bytes);
+        if (t->type == WLM_TYPE_F32) memcpy(q, t->f, bytes);
+        else tr->from_float(t->f, q, t->n);
+        tr->to_float(q, t->f, t->n); /* the reference uses the stored values */
+        wlm_gguf_write_data(&w, q, bytes);
+        free(q);
+    }
+    int rc = wlm_gguf_writer_finish(&w);
+    unsigned char *buf = rc == WLM_OK ? wlm_gguf_writer_take(&w, size) : NULL;
+    wlm_gguf_writer_free(&w);
+    return buf;
+}
+
+static void synth_free(synth *s) {
+    for (int i = 0; i < s->n; i++) free(s->t[i].f);
+    s->n = 0;
+}
+
+static const float *T(const synth *s, const char *name) {
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->t[i].name, name)) return s->t[i].f;
+    return NULL;
+}
+
+/* ---- the float64 reference encoder ------------------------------------------------------- */
+
+static void ref_ln(double *x, const float *w, const float *b, int n, double eps) {
+    double m = 0, v = 0;
+    for (int i = 0; i < n; i++) m += x[i];
+    m /= n;
+    for (int i = 0; i < n; i++) v += (x[i] - m) * (x[i] - m);
+    v /= n;
+    for (int i = 0; i < n; i++) x[i] = (x[i] - m) / sqrt(v + eps) * w[i] + b[i];
+}
+
+/* y (rows) = M (rows × cols, row-major) · x + b */
+static void ref_lin(double *y, const float *M, const double *x, const float *b, int rows, int cols) {
+    for (int r = 0; r < rows; r++) {
+        double acc = b ? b[r] : 0;
+        for (int c = 0; c < cols; c++) acc += (double)M[(size_t)r * cols + c] * x[c];
+        y[r] = acc;
+    }
+}
+
+static void ref_encode(const spec *p, const synth *s, const float *pix, double *out) {
+    const int S = p->S, P = p->P, G = S / P, N = G * G, W = p->W, F = p->F, K = 3 * P * P;
+    const int hd = W / p->heads;
+    double *x = calloc((size_t)N * W, sizeof *x), *h = calloc((size_t)N * W, sizeof *h);
+    double *q = calloc((size_t)N * W, sizeof *q), *k = calloc((size_t)N * W, sizeof *k);
+    double *v = calloc((size_t)N * W, sizeof *v), *a = calloc((size_t)N * W, sizeof *a);
+    double *f = calloc((size_t)F, sizeof *f), *patch = calloc((size_t)K, sizeof *patch);
+    double *sc = calloc((size_t)N, sizeof *sc), *tmp = calloc((size_t)W, sizeof *tmp);
+    for (int py = 0; py < G; py++)
+        for (int px = 0; px < G; px++) {
+            int i = 0;
+            for (int c = 0; c < 3; c++)
+                for (int ky = 0; ky < P; ky++)
+                    for (int kx = 0; kx < P; kx++)
+                        patch[i++] = pix[((size_t)c * S + py * P + ky) * S + px * P + kx];
+            const int t = py * G + px;
+            ref_lin(x + (size_t)t * W, T(s, "v.patch_embd.weight"), patch, T(s, "v.patch_embd.bias"), W, K);
+            for (int c = 0; c < W; c++) x[(size_t)t * W + c] += T(s, "v.position_embd.weight")[(size_t)t * W + c];
+        }
+    char nm[96];
+#define L_(x) (snprintf(nm, sizeof nm, "v.blk.%d.%s", l, x), T(s, nm))
+    for (int l = 0; l < p->layers; l++) {
+        for (int t = 0; t < N; t++) {
+            memcpy(h + (size_t)t * W, x + (size_t)t * W, (size_t)W * sizeof *h);
+            ref_ln(h + (size_t)t * W, L_("ln1.weight"), L_("ln1.bias"), W, 1e-6);
+            ref_lin(q + (size_t)t * W, L_("attn_q.weight"), h + (size_t)t * W, L_("attn_q.bias"), W, W);
+            ref_lin(k + (size_t)t * W, L_("attn_k.weight"), h + (size_t)t * W, L_("attn_k.bias"), W, W);
+            ref_lin(v + (size_t)t * W, L_("attn_v.weight"), h + (size_t)t * W, L_("attn_v.bias"), W, W);
+        }
+        for (int t = 0; t < N; t++)
+            for (int hh = 0; hh < p->heads; hh++) {
+                double mx = -1e300, sum = 0;
+                for (int u = 0; u < N; u++) {
+                    double d = 0;
+                    for (int c = 0; c < hd; c++)
+                        d += q[(size_t)t * W + hh * hd + c] * k[(size_t)u * W + hh * hd + c];
+                    sc[u] = d / sqrt((double)hd);
+                    if (sc[u] > mx) mx = sc[u];
+                }
+                for (int u = 0; u < N; u++) sum += sc[u] = exp(sc[u] - mx);
+                for (int c = 0; c < hd; c++) {
+                    double o = 0;
+                    for (int u = 0; u < N; u++) o += sc[u] / sum * v[(size_t)u * W + hh * hd + c];
+                    a[(size_t)t * W + hh * hd + c] = o;
+                }
+            }
+        for (int t = 0; t < N; t++) {
+            ref_lin(tmp, L_("attn_out.weight"), a + (size_t)t * W, L_("attn_out.bias"), W, W);
+            for (int c = 0; c < W; c++) x[(size_t)t * W + c] += tmp[c];
+            memcpy(h, x + (size_t)t * W, (size_t)W * sizeof *h);
+            ref_ln(h, L_("ln2.weight"), L_("ln2.bias"), W, 1e-6);
+            ref_lin(f, L_("ffn_up.weight"), h, L_("ffn_up.bias"), F, W);
+            for (int c = 0; c < F; c++)
+                f[c] = p->gelu ? 0.5 * f[c] * (1 + tanh(0.7978845608028654 * (f[c] + 0.044715 * f[c] * f[c] * f[c])))
+                               : f[c] / (1 + exp(-1.702 * f[c]));
+            ref_lin(tmp, L_("ffn_down.weight"), f, L_("ffn_down.bias"), W, F);
+            for (int c = 0; c < W; c++) x[(size_t)t * W + c] += tmp[c];
+        }
+    }
+#undef L_
+    for (int t = 0; t < N; t++) ref_ln(x + (size_t)t * W, T(s, "v.post_ln.weight"), T(s, "v.post_ln.bias"), W, 1e-6);
+    const int sf = p->scale, g = G / sf;
+    for (int R = 0; R < g; R++)
+        for (int C = 0; C < g; C++) {
+            double *o = out + ((size_t)R * g + C) * p->D;
+            if (!strcmp(p->proj, "idefics3")) {
+                double *cat = calloc((size_t)W * sf * sf, sizeof *cat);
+                for (int dy = 0; dy < sf; dy++)
+                    for (int dx = 0; dx < sf; dx++)
+                        for (int c = 0; c < W; c++)
+                            cat[c + W * (dx + sf * dy)] = x[((size_t)(R * sf + dy) * G + C * sf + dx) * W + c];
+                ref_lin(o, T(s, "mm.model.fc.weight"), cat, NULL, p->D, W * sf * sf);
+                free(cat);
+            } else {
+                double ms = 0;
+                for (int c = 0; c < W; c++) {
+                    double m = 0;
+                    for (int dy = 0; dy < sf; dy++)
+                        for (int dx = 0; dx < sf; dx++)
+                            m += x[((size_t)(R * sf + dy) * G + C * sf + dx) * W + c];
+                    tmp[c] = m / (sf * sf);
+                    ms += tmp[c] * tmp[c];
+                }
+                const double rs = 1.0 / sqrt(ms / W + 1e-6);
+                for (int c = 0; c < W; c++) tmp[c] *= rs * T(s, "mm.soft_emb_norm.weight")[c];
+                const float *M = T(s, "mm.input_projection.weight"); /* [D, W]: x·M */
+                for (int d = 0; d < p->D; d++) {
+                    double acc = 0;
+                    for (int c = 0; c < W; c++) acc += tmp[c] * M[(size_t)c * p->D + d];
+                    o[d] = acc;
+                }
+            }
+        }
+    free(x), free(h), free(q), free(k), free(v), free(a), free(f), free(patch), free(sc), free(tmp);
+}
+
+static double cosine(const float *a, const double *b, int n) {
+    double ab = 0, aa = 0, bb = 0;
+    for (int i = 0; i < n; i++) ab += a[i] * b[i], aa += (double)a[i] * a[i], bb += b[i] * b[i];
+    return ab / sqrt(aa * bb + 1e-300);
+}
+
+static unsigned char *test_image(int w, int h, uint64_t seed) {
+    tu_rng r = {seed};
+    unsigned char *img = malloc((size_t)w * h * 3);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++)
+            for (int c = 0; c < 3; c++) /* smooth gradient + noise: resampling matters */
+                img[((size_t)y * w + x) * 3 + c] =
+                    (unsigned char)((x * 255 / (w > 1 ? w - 1 : 1) + y * 97 / (h > 1 ? h - 1 : 1) * (c + 1) +
+                                     (int)tu_rng_uniform(&r, 0, 40)) % 256);
+    return img;
+}
+
+/* Encodes images of several sizes with the library and the reference, checks token counts and
+ * per-token cosines; SIMD vs scalar, threads vs none. */
+static void check_model(const spec *p, const int (*sizes)[2], int n_sizes, double min_cos) {
+    synth s;
+    size_t size = 0;
+    unsigned char *file = write_mmproj(p, &s, &size);
+    if (!CHECK(file != NULL)) return;
+    wlm_vision *v = NULL;
+    int rc = wlm_vision_load(file, size, WLM_LOAD_OWN_BUFFER, &v);
+    if (!CHECKF(rc == WLM_OK, "%s %s: %s", p->proj, wlm_type_get(p->wtype)->name, wlm_vision_errmsg(v))) {
+        wlm_vision_free(v);
+        synth_free(&s);
+        return;
+    }
+    wlm_vision_info info;
+    CHECK_EQ_INT(wlm_vision_get_info(v, &info), WLM_OK);
+    CHECK(!strcmp(info.projector, p->proj));
+    const int g = p->S / p->P / p->scale;
+    CHECK_EQ_INT(info.piece_tokens, g * g);
+    CHECK_EQ_INT(info.proj_dim, p->D);
+    wlm_threadpool *pool = NULL;
+    const int prc = wlm_threadpool_new(3, &pool); /* a wasm build without threads: none */
+    CHECKF(prc == WLM_OK || prc == WLM_ERR_UNSUPPORTED, "wlm_threadpool_new: %s", wlm_status_name(prc));
+    for (int i = 0; i < n_sizes; i++) {
+        const int w = sizes[i][0], h = sizes[i][1];
+        unsigned char *img = test_image(w, h, (uint64_t)(w * 131 + h));
+        wlm_image_embd e, e_simd, e_mt;
+        CHECK_EQ_INT(wlm_image_encode(v, img, w, h, NULL, 0, &e), WLM_OK);
+        CHECK_EQ_INT(wlm_image_encode(v, img, w, h, NULL, 1, &e_simd), WLM_OK);
+        CHECK_EQ_INT(wlm_image_encode(v, img, w, h, pool, 1, &e_mt), WLM_OK);
+        int cols = 0, rows = 0;
+        wlm_vision_grid(v, w, h, &cols, &rows);
+        CHECK_EQ_INT(e.n_pieces, cols * rows + 1);
+        CHECK_EQ_INT(e.n_tokens, e.n_pieces * g * g);
+        CHECK_EQ_INT(e.n_embd, p->D);
+        CHECK(e_mt.n_tokens == e_simd.n_tokens && e_mt.embd && e_simd.embd &&
+              !memcmp(e_mt.embd, e_simd.embd, (size_t)e.n_tokens * p->D * sizeof(float)));
+        /* reference on the library's preprocessed pieces (preprocessing is checked apart) */
+        float *pix = malloc((size_t)e.n_pieces * 3 * p->S * p->S * sizeof *pix);
+        CHECK_EQ_INT(wlm_vision_preprocess(v, img, w, h, pix), WLM_OK);
+        double *ref = malloc((size_t)e.n_tokens * p->D * sizeof *ref);
+        for (int k = 0; k < e.n_pieces; k++)
+            ref_encode(p, &s, pix + (size_t)k * 3 * p->S * p->S, ref + (size_t)k * g * g * p->D);
+        double worst = 1, worst_simd = 1;
+        for (int t = 0; t < e.n_tokens; t++) {
+            const double c0 = cosine(e.embd + (size_t)t * p->D, ref + (size_t)t * p->D, p->D);
+            const double c1 = cosine(e_simd.embd + (size_t)t * p->D, ref + (size_t)t * p->D, p->D);
+            if (c0 < worst) worst = c0;
+            if (c1 < worst_simd) worst_simd = c1;
+        }
+        if (getenv("VISION_TEST_VERBOSE")) printf("%s %s %dx%d: worst cosine %.7f\n", p->proj, wlm_type_get(p->wtype)->name, w, h, worst);
+        CHECKF(worst >= min_cos && worst_simd >= min_cos, "%s %s %dx%d: worst cosine %.7f (simd %.7f)",
+               p->proj, wlm_type_get(p->wtype)->name, w, h, worst, worst_simd);
+        free(pix), free(ref), free(img);
+        wlm_image_embd_free(&e), wlm_image_embd_free(&e_simd), wlm_image_embd_free(&e_mt);
+    }
+    wlm_threadpool_free(pool);
+    wlm_vision_free(v);
+    synth_free(&s);
+}
+
+/* ---- preprocessing ------------------------------------------------------------------------ */
+
+static void test_resampling(void) {
+    tu_section("resampling");
+    /* Pillow's bilinear, upscaling 2 → 4: half-pixel centres, edges clamped */
+    const unsigned char src[6] = {0, 10, 20, 100, 110, 120}; /* 2×1 RGB */
+    unsigned char dst[12], t0[12];
+    CHECK(wlm_resize_bilinear_pillow(src, 2, 1, dst, 4, 1, t0));
+    const int want[4] = {0, 25, 75, 100}; /* x = -0.25, 0.25, 0.75, 1.25 */
+    for (int i = 0; i < 4; i++) CHECK_EQ_INT(dst[i * 3], want[i]);
+    CHECK_EQ_INT(dst[1 * 3 + 2], 45);
+    /* downscaling 4 → 2: the triangle widened to support 2, weights (.75, .75, .25) / 1.75 */
+    const unsigned char four[12] = {0, 0, 0, 100, 0, 0, 200, 0, 0, 255, 0, 0};
+    CHECK(wlm_resize_bilinear_pillow(four, 4, 1, dst, 2, 1, t0));
+    CHECKF(dst[0] == 71 && dst[3] == 209, "bilinear 4 → 2: %d %d", dst[0], dst[3]);
+
+    /* Lanczos-3: identity, constants, and a float64 twin of Pillow's filter within 1 level */
+    unsigned char *img = test_image(37, 23, 7), *out = malloc(64 * 64 * 3), *tmp = malloc(64 * 64 * 3);
+    CHECK(wlm_resize_lanczos3(img, 37, 23, out, 37, 23, tmp) && !memcmp(out, img, 37 * 23 * 3));
+    unsigned char flat[30 * 20 * 3];
+    memset(flat, 77, sizeof flat);
+    CHECK(wlm_resize_lanczos3(flat, 30, 20, out, 13, 41, tmp));
+    int all77 = 1;
+    for (int i = 0; i < 13 * 41 * 3; i++) all77 &= out[i] == 77;
+    CHECK(all77);
+    const int sizes[3][2] = {{16, 11}, {64, 50}, {37, 9}};
+    for (int k = 0; k < 3; k++) {
+        const int dw = sizes[k][0], dh = sizes[k][1];
+        CHECK(wlm_resize_lanczos3(img, 37, 23, out, dw, dh, tmp));
+        /* float64 twin: horizontal pass rounded to 8 bits, then vertical */
+        double *hp = malloc((size_t)dw * 23 * 3 * sizeof *hp);
+        int worst = 0;
+        for (int pass = 0; pass < 2; pass++) {
+            const int in = pass ? 23 : 37, on = pass ? dh : dw;
+            const double scale = (double)in / on, fs = scale < 1 ? 1 : scale, sup = 3 * fs;
+            for (int o = 0; o < on; o++) {
+                const double center = (o + 0.5) * scale;
+                int lo = (int)(center - sup + 0.5), hi = (int)(center + sup + 0.5);
+                if (lo < 0) lo = 0;
+                if (hi > in) hi = in;
+                double wsum = 0, wts[64];
+                for (int i = lo; i < hi; i++) {
+                    const double xx = (i - center + 0.5) / fs;
+                    double l = 1;
+                    if (xx != 0) l = sin(PI * xx) / (PI * xx) * sin(PI * xx / 3) / (PI * xx / 3);
+                    if (xx <= -3 || xx >= 3) l = 0;
+                    wts[i - lo] = l;
+                    wsum += l;
+                }
+                const int other = pass ? dw : 23;
+                for (int j = 0; j < other; j++)
+                    for (int c = 0; c < 3; c++) {
+                        double acc = 0;
+                        for (int i = lo; i < hi; i++)
+                            acc += wts[i - lo] / wsum *
+                                   (pass ? hp[((size_t)i * dw + j) * 3 + c] : img[((size_t)j * 37 + i) * 3 + c]);
+                        acc = floor(acc + 0.5);
+                        acc = acc < 0 ? 0 : acc > 255 ? 255 : acc;
+                        if (!pass) {
+                            hp[((size_t)j * dw + o) * 3 + c] = acc;
+                        } else {
+                            const int d = abs((int)acc - out[((size_t)o * dw + j) * 3 + c]);
+                            if (d > worst) worst = d;
+                        }
+                    }
+            }
+        }
+        CHECKF(worst <= 1, "lanczos %dx%d: off by %d levels", dw, dh, worst);
+        free(hp);
+    }
+    free(img), free(out), free(tmp);
+}
+
+static void test_gemma3_letterbox(void) {
+    tu_section("gemma3 letterbox");
+    spec p = {.proj = "gemma3", .S = 28, .P = 7, .W = 32, .F = 64, .layers = 1, .heads = 4,
+              .scale = 2, .D = 24, .wtype = WLM_TYPE_F32, .gelu = 1};
+    synth s;
+    size_t size;
+    unsigned char *file = write_mmproj(&p, &s, &size);
+    wlm_vision *v = NULL;
+    CHECK_EQ_INT(wlm_vision_load(file, size, WLM_LOAD_OWN_BUFFER, &v), WLM_OK);
+    /* 14×7 → scale 2 → 28×14 pasted at y = 7 on black: rows 0..6 and 21..27 are black, i.e.
+     * (0 - mean) / std after normalisation */
+    unsigned char *img = test_image(14, 7, 3);
+    float *pix = malloc(3 * 28 * 28 * sizeof *pix);
+    CHECK_EQ_INT(wlm_vision_preprocess(v, img, 14, 7, pix), WLM_OK);
+    CHECK_NEAR(pix[0], (0 - 0.5f) / 0.5f, 1e-6);
+    CHECK_NEAR(pix[28 * 28 + 27 * 28 + 5], (0 - 0.4f) / 0.6f, 1e-6);
+    CHECK(fabsf(pix[10 * 28 + 5] - (0 - 0.5f) / 0.5f) > 1e-3 || img[0] == 0);
+    /* an S×S image is used as is */
+    unsigned char *sq = test_image(28, 28, 4);
+    CHECK_EQ_INT(wlm_vision_preprocess(v, sq, 28, 28, pix), WLM_OK);
+    CHECK_NEAR(pix[2 * 28 * 28 + 3 * 28 + 4], (sq[(3 * 28 + 4) * 3 + 2] / 255.0f - 0.3f) / 0.7f, 1e-6);
+    free(img), free(sq), free(pix);
+    wlm_vision_free(v);
+    synth_free(&s);
+}
+
+static void test_idefics3_grid(void) {
+    tu_section("idefics3 grid");
+    spec p = {.proj = "idefics3", .S = 32, .P = 8, .W = 32, .F = 64, .layers = 1, .heads = 2,
+              .scale = 2, .L = 64, .D = 24, .wtype = WLM_TYPE_F32, .gelu = 1};
+    synth s;
+    size_t size;
+    unsigned char *file = write_mmproj(&p, &s, &size);
+    wlm_vision *v = NULL;
+    CHECK_EQ_INT(wlm_vision_load(file, size, WLM_LOAD_OWN_BUFFER, &v), WLM_OK);
+    int c, r;
+    wlm_vision_grid(v, 50, 30, &c, &r); /* scale 1.28: 64 × 38.4 → 2 × 2 */
+    CHECK(c == 2 && r == 2);
+    wlm_vision_grid(v, 10, 100, &c, &r); /* scale 0.64: 6.4 × 64 → 1 × 2 */
+    CHECK(c == 1 && r == 2);
+    wlm_vision_grid(v, 64, 64, &c, &r);
+    CHECK(c == 2 && r == 2);
+    wlm_vision_free(v);
+    synth_free(&s);
+}
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+static void expect_load_error(const spec *p, int status, const char *needle) {
+    synth s;
+    size_t size;
+    unsigned char *file = write_mmproj(p, &s, &size);
+    wlm_vision *v = NULL;
+    const int rc = wlm_vision_load(file, size, WLM_LOAD_OWN_BUFFER, &v);
+    CHECKF(rc == status && strstr(wlm_vision_errmsg(v), needle), "got %s '%s', want %s with '%s'",
+           wlm_status_name(rc), wlm_vision_errmsg(v), wlm_status_name(status), needle);
+    wlm_vision_info info;
+    CHECK_EQ_INT(wlm_vision_get_info(v, &info), WLM_ERR_STATE);
+    unsigned char px[3] = {1, 2, 3};
+    wlm_image_embd e;
+    CHECK_EQ_INT(wlm_image_encode(v, px, 1, 1, NULL, 0, &e), WLM_ERR_STATE);
+    wlm_vision_free(v);
+    synth_free(&s);
+}
+
+static void test_errors(void) {
+    tu_section("errors");
+    const spec base = {.proj = "gemma3", .S = 28, .P = 7, .W = 32, .F = 64, .layers = 1,
+                       .heads = 4, .scale = 2, .D = 24, .wtype = WLM_TYPE_F32, .gelu = 1};
+    spec p = base;
+    p.proj = "qwen2.5vl";
+    expect_load_error(&p, WLM_ERR_UNSUPPORTED, "projector type 'qwen2.5vl' is not supported");
+    p = base;
+    p.arch = "llama";
+    expect_load_error(&p, WLM_ERR_FORMAT, "'llama', expected 'clip'");
+    p = base;
+    p.drop = "v.blk.0.attn_k.weight";
+    expect_load_error(&p, WLM_ERR_FORMAT, "'v.blk.0.attn_k.weight' is missing");
+    p = base;
+    p.scale = 3; /* a 4×4 grid is not divisible by 3 */
+    expect_load_error(&p, WLM_ERR_FORMAT, "scale factor 3");
+    p = base;
+    p.proj = "idefics3";
+    p.omit_scale = 1; /* idefics3 has no default */
+    expect_load_error(&p, WLM_ERR_FORMAT, "scale_factor is missing");
+
+    /* truncated files: an error, never a crash */
+    synth s;
+    size_t size;
+    unsigned char *file = write_mmproj(&base, &s, &size);
+    int failures = 0;
+    for (size_t cut = 0; cut < size; cut += size / 97 + 1) {
+        unsigned char *b = malloc(cut + 4);
+        memcpy(b, file, cut);
+        wlm_vision *v = NULL;
+        if (wlm_vision_load(b, cut, WLM_LOAD_OWN_BUFFER, &v) == WLM_OK) failures++;
+        wlm_vision_free(v);
+    }
+    CHECKF(failures == 0, "%d truncated files loaded", failures);
+
+    wlm_vision *v = NULL;
+    CHECK_EQ_INT(wlm_vision_load(file, size, 0, &v), WLM_OK);
+    wlm_image_embd e;
+    unsigned char px[12] = {0};
+    CHECK_EQ_INT(wlm_image_encode(v, px, 0, 4, NULL, 0, &e), WLM_ERR_INVALID_ARG);
+    CHECK(strstr(wlm_vision_errmsg(v), "0×4") != NULL);
+    CHECK_EQ_INT(wlm_image_encode(v, px, WLM_IMAGE_MAX_SIDE + 1, 1, NULL, 0, &e), WLM_ERR_INVALID_ARG);
+    CHECK_EQ_INT(wlm_image_encode(v, px, 10000, 10000, NULL, 0, &e), WLM_ERR_INVALID_ARG);
+    CHECK_EQ_INT(wlm_image_encode(v, NULL, 2, 2, NULL, 0, &e), WLM_ERR_INVALID_ARG);
+    CHECK(e.embd == NULL && e.n_tokens == 0);
+    CHECK_EQ_INT(wlm_vision_load(file, size, 8, &v), WLM_ERR_INVALID_ARG);
+    wlm_vision_free(v);
+    free(file);
+    synth_free(&s);
+    wlm_vision_free(NULL);
+    wlm_image_embd_free(NULL);
+}
+
+int main(void) {
+    test_resampling();
+    test_gemma3_letterbox();
+    test_idefics3_grid();
+    test_errors();
+    const int g3sizes[][2] = {{28, 28}, {20, 13}, {9, 31}, {60, 45}};
+    const int idsizes[][2] = {{50, 30}, {32, 32}, {13, 70}};
+    const int32_t types[3] = {WLM_TYPE_F32, WLM_TYPE_F16, WLM_TYPE_Q8_0};
+    /* F32 / F16 weights: the float products differ from float64 only by rounding; Q8_0 also
+     * quantizes the activations (as ggml does), which costs more */
+    const double tol[3] = {0.99999, 0.99999, 0.999};
+    for (int i = 0; i < 3; i++) {
+        tu_section(wlm_type_get(types[i])->name);
+        spec g = {.proj = "gemma3", .S = 28, .P = 7, .W = 32, .F = 64, .layers = 2, .heads = 4,
+                  .scale = 2, .D = 24, .wtype = types[i], .gelu = 1};
+        check_model(&g, g3sizes, 4, tol[i]);
+        spec d = {.proj = "idefics3", .S = 32, .P = 8, .W = 32, .F = 64, .layers = 2, .heads = 2,
+                  .scale = 2, .L = 64, .D = 24, .wtype = types[i], .gelu = i != 1};
+        check_model(&d, idsizes, 3, tol[i]);
+    }
+    return TEST_FINISH();
+}

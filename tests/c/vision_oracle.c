@@ -1,0 +1,192 @@
+/*
+ * vision_oracle.c — images through the whole path (wlm_image_encode, wlm_eval_media_prompt,
+ * the text model) against llama.cpp itself: the records of tools/oracle.mjs --vision-synth
+ * (tests/reference/oracle/vision/NAME.json: @wllama/wllama 3.13.0 = llama.cpp b12211 on
+ * synthetic gemma3 / idefics3 mmproj files in F32, F16 and Q8_0 with their synthetic text
+ * models, images of several sizes and aspect ratios, one and two images per prompt). For each
+ * case: the prompt's position count (llama.cpp's prompt_tokens: text tokens plus image rows),
+ * and at every step of the recorded greedy continuation (fed back token by token, so one
+ * near-tie does not derail the rest) the log-probabilities of llama.cpp's top entries within
+ * the record's tolerance (below: tight for gemma3 F32 / F16, loose for the known gaps) and our
+ * greedy pick equal to llama.cpp's wherever its top-2 margin exceeds twice that.
+ *
+ *   vision_oracle RECORDS_DIR FIXTURE_DIR     (FIXTURE_DIR: tools/synth_mmproj.mjs --fixture)
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "formats/json.h"
+#include "test_util.h"
+#include "wasmlm.h"
+
+/* Log-probability tolerance per record. The text model is F32 on both sides (F32 KV cache).
+ * gemma3 F32 / F16: the image rows differ by float rounding only (measured worst 0.015).
+ * Known gaps, kept loose so that the test still catches a broken path (a wrong layout, order or
+ * resampling measures 3-35): gemma3 Q8_0 (worst 0.52, and 0.38 with flat images: the encoder's
+ * Q8_0 products differ from llama.cpp's somewhere, not found yet; activations kept in float or
+ * truncated instead of rounded were no closer) and idefics3 (worst 1.1-1.4 in every weight type).
+ * The idefics3 gap is its resampling alone: the *-flat records (one colour, which every
+ * resampling gives back unchanged) agree to 0.006 and are checked tightly. Tried for the tiles
+ * and all further off: Pillow's bicubic and bilinear, float Lanczos, llama.cpp's own bicubic and
+ * (n-1)/n bilinear, align-corners and top-left coordinates, one-step refinement. */
+static double tolerance(const char *name) {
+    if (!strcmp(name, "gemma3-F32") || !strcmp(name, "gemma3-F16") || strstr(name, "-flat")) return 0.05;
+    if (!strcmp(name, "gemma3-Q8_0")) return 0.6;
+    return 1.5;
+}
+
+static unsigned char *read_file(const char *path, size_t *size) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *b = malloc((size_t)n + 1);
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    if (b) b[n] = 0;
+    *size = (size_t)n;
+    return b;
+}
+
+static int num(const wlm_json *o, const char *k) {
+    const wlm_json *v = wlm_json_get(o, k);
+    return v && v->type == WLM_JSON_NUMBER ? (int)v->num : -1;
+}
+
+static void run_record(const char *rdir, const char *fdir, const char *name) {
+    const double TOL = tolerance(name);
+    char path[1024];
+    size_t size;
+    snprintf(path, sizeof path, "%s/%s.json", rdir, name);
+    char *text = (char *)read_file(path, &size);
+    if (!CHECKF(text != NULL, "no record %s", path)) return;
+    wlm_json_doc *doc = NULL;
+    char err[256];
+    if (!CHECKF(wlm_json_parse(text, size, &doc, err, sizeof err) == WLM_OK, "%s: %s", path, err)) {
+        free(text);
+        return;
+    }
+    const wlm_json *rec = wlm_json_root(doc), *cases = wlm_json_get(rec, "cases");
+    const int seed = num(wlm_json_get(rec, "mmproj"), "seed"), n_ctx = num(rec, "ctx");
+    const wlm_json *kind = wlm_json_get(rec, "imageKind");
+    const int flat = kind && kind->type == WLM_JSON_STRING && !strcmp(kind->str, "flat");
+
+    snprintf(path, sizeof path, "%s/%s.model.gguf", fdir, name);
+    unsigned char *mb = read_file(path, &size);
+    wlm_model *model = NULL;
+    int rc = mb ? wlm_model_load(mb, size, WLM_LOAD_OWN_BUFFER, &model) : WLM_ERR_INVALID_ARG;
+    CHECKF(rc == WLM_OK, "%s: %s", path, model ? wlm_model_errmsg(model) : "missing");
+    snprintf(path, sizeof path, "%s/%s.mmproj.gguf", fdir, name);
+    unsigned char *vb = read_file(path, &size);
+    wlm_vision *vision = NULL;
+    rc = vb ? wlm_vision_load(vb, size, WLM_LOAD_OWN_BUFFER, &vision) : WLM_ERR_INVALID_ARG;
+    CHECKF(rc == WLM_OK, "%s: %s", path, vision ? wlm_vision_errmsg(vision) : "missing");
+    wlm_context_params cp;
+    wlm_context_params_default(&cp);
+    cp.n_ctx = n_ctx;
+    cp.kv_type = WLM_KV_F32;
+    wlm_context *ctx = NULL;
+    if (rc == WLM_OK && CHECK(wlm_context_new(model, &cp, &ctx) == WLM_OK) && cases) {
+        wlm_model_info mi;
+        wlm_model_get_info(model, &mi);
+        double worst = 0;
+        int picks = 0, ties = 0, gen_checked = 0;
+        for (uint32_t ci = 0; ci < cases->n; ci++) {
+            const wlm_json *c = &cases->items[ci], *imgs = wlm_json_get(c, "images");
+            const wlm_json *prompt = wlm_json_get(c, "prompt"), *toks = wlm_json_get(c, "tokens");
+            const wlm_json *top = wlm_json_get(c, "top");
+            wlm_image_embd e[4] = {0};
+            uint32_t ni = imgs->n < 4 ? imgs->n : 4;
+            for (uint32_t i = 0; i < ni; i++) {
+                const int w = (int)imgs->items[i].items[0].num, h = (int)imgs->items[i].items[1].num;
+                if (flat) snprintf(path, sizeof path, "%s/img-%dx%d-flat.rgb", fdir, w, h);
+                else snprintf(path, sizeof path, "%s/img-%dx%d-s%d.rgb", fdir, w, h, seed);
+                unsigned char *rgb = read_file(path, &size);
+                CHECKF(rgb && size == (size_t)w * h * 3, "image %s", path);
+                if (rgb) CHECK_EQ_INT(wlm_image_encode(vision, rgb, w, h, NULL, 1, &e[i]), WLM_OK);
+                free(rgb);
+            }
+            wlm_context_reset(ctx);
+            rc = wlm_eval_media_prompt(ctx, 0, vision, prompt->str, prompt->len, e, (int32_t)ni);
+            CHECKF(rc == WLM_OK, "%s case %u: %s", name, ci, wlm_context_errmsg(ctx));
+            CHECKF(wlm_context_n_past(ctx) == num(c, "nPrompt"), "%s case %u: %d positions, llama.cpp %d",
+                   name, ci, (int)wlm_context_n_past(ctx), num(c, "nPrompt"));
+            for (uint32_t st = 0; rc == WLM_OK && st < toks->n; st++) {
+                const float *lg = wlm_logits(ctx);
+                if (!CHECK(lg != NULL)) break;
+                double mx = -INFINITY, sum = 0;
+                int best = 0;
+                for (int32_t t = 0; t < mi.vocab_size; t++)
+                    if (lg[t] > mx) mx = lg[t], best = t;
+                for (int32_t t = 0; t < mi.vocab_size; t++) sum += exp((double)lg[t] - mx);
+                const double lse = mx + log(sum);
+                const wlm_json *tp = &top->items[st];
+                for (uint32_t k = 0; k < tp->n; k++) {
+                    const int id = (int)tp->items[k].items[0].num;
+                    const double d = fabs((double)lg[id] - lse - tp->items[k].items[1].num);
+                    if (d > worst) worst = d;
+                }
+                const int want = (int)toks->items[st].num;
+                const double margin = tp->n > 1 ? tp->items[0].items[1].num - tp->items[1].items[1].num : 1e9;
+                if (margin > 2 * TOL) {
+                    picks++;
+                    CHECKF(best == want, "%s case %u step %u: greedy %d, llama.cpp %d (margin %.3f)",
+                           name, ci, st, best, want, margin);
+                } else {
+                    ties++;
+                }
+                rc = wlm_eval(ctx, &want, 1);
+            }
+            /* the same through wlm_generate_begin_media, greedy: llama.cpp's ids up to the first
+             * near-tie (or an end-of-generation token, where we stop and it did not) */
+            wlm_gen_params gp;
+            wlm_gen_params_default(&gp);
+            gp.temperature = 0.0f;
+            gp.max_tokens = (int32_t)toks->n;
+            rc = wlm_generate_begin_media(ctx, vision, prompt->str, prompt->len, e, (int32_t)ni, &gp);
+            CHECKF(rc == WLM_OK, "%s case %u: wlm_generate_begin_media: %s", name, ci, wlm_context_errmsg(ctx));
+            for (uint32_t st = 0; rc == WLM_OK && st < toks->n; st++) {
+                const wlm_json *tp = &top->items[st];
+                if (tp->n > 1 && tp->items[0].items[1].num - tp->items[1].items[1].num <= 2 * TOL) break;
+                wlm_token tok;
+                if (wlm_generate_next(ctx, &tok) != WLM_OK) break;
+                if (!CHECKF(tok.id == (int)toks->items[st].num, "%s case %u: generated step %u: %d, llama.cpp %d",
+                            name, ci, st, (int)tok.id, (int)toks->items[st].num))
+                    break;
+                gen_checked++;
+            }
+            wlm_context_reset(ctx);
+            if (getenv("VISION_ORACLE_VERBOSE")) printf("  case %u: worst so far %.5f\n", ci, worst);
+            for (uint32_t i = 0; i < ni; i++) wlm_image_embd_free(&e[i]);
+        }
+        CHECKF(worst <= TOL, "%s: a log-probability differs from llama.cpp's by %.4f", name, worst);
+        printf("%s: %u cases, greedy picks checked %d (near-ties %d), worst log-prob error %.5f, "
+               "%d generated tokens equal\n", name, cases->n, picks, ties, worst, gen_checked);
+    }
+    wlm_context_free(ctx);
+    wlm_vision_free(vision);
+    wlm_model_free(model);
+    wlm_json_free(doc);
+    free(text);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 3) {
+        fprintf(stderr, "usage: vision_oracle RECORDS_DIR FIXTURE_DIR\n");
+        return 2;
+    }
+    static const char *const names[] = {"gemma3-F32", "gemma3-F16", "gemma3-Q8_0",
+                                        "idefics3-F32", "idefics3-F16", "idefics3-Q8_0",
+                                        "idefics3-F32-flat", "idefics3-F16-flat"};
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
+        if (argc > 3 && strcmp(argv[3], names[i])) continue;
+        tu_section(names[i]);
+        run_record(argv[1], argv[2], names[i]);
+    }
+    return TEST_FINISH();
+}
