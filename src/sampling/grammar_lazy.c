@@ -10,8 +10,9 @@
  * trigger words/patterns, the text from the trigger on fed to the grammar); the code is ours,
  * with two differences: words only (no regular expressions), and a trigger whose text does not
  * follow the grammar leaves it dormant instead of raising an error. Where llama.cpp anchors its
- * trigger patterns after the reasoning's end ("[\s\S]*?</think>\s*" before the trigger when
- * the prompt forces thinking open), this file arms the trigger search with markers instead:
+ * whole-output trigger patterns after the reasoning (common/chat.cpp: "[\s\S]*?(</think>\s*)"
+ * before the call when the prompt forces thinking open, an optional leading
+ * "<think>[\s\S]*?</think>" otherwise), this file arms the trigger search with markers: the
  * triggers count only after an arming marker (and before a disarming one), the text read in order.
  */
 #include <stdio.h>
