@@ -16,7 +16,8 @@
  * same tokens fed to wlm_sampler_accept with two trigger words ("\"" and "ab") and one trigger
  * token (byte '{'): it wakes only once a trigger has been generated, and, awake, refuses
  * exactly what the grammar's own check refuses; then again armed (grammar_arms: the word "()"
- * and the token '!', disarmed by the word "))"): it never wakes before an arm was generated.
+ * and the token '!', disarmed by the word "))"): it never wakes before an arm was generated;
+ * and once more starting armed, "))" disarming only as the text's first non-whitespace.
  */
 #include <string.h>
 
@@ -116,11 +117,12 @@ static void lazy_pass(const wlm_gram *g, const uint8_t *steps, size_t n_steps, i
         p.n_grammar_disarms = 1;
         p.grammar_disarms[0].token = -1;
         strcpy(p.grammar_disarms[0].word, "))");
+        p.grammar_start_armed = arming == 2 ? 2 : 0;
     }
     FZ_CHECK(wlm_grammar_lazy_check(&p, V, NULL, 0) == WLM_OK, "lazy check refused valid triggers");
     FZ_CHECK(wlm_sampler_set_lazy(&s, &p) == WLM_OK && !wlm_sampler_grammar_active(&s), "lazy set-up");
     int seen = 0; /* a trigger has been generated (a word possibly across tokens) */
-    int armed = !arming; /* an arm has been generated (a word possibly across tokens) */
+    int armed = arming != 1; /* an arm has been generated (a word possibly across tokens) */
     char last = 0;
     for (size_t k = 0; k < n_steps; k++) {
         const int32_t t = steps[k] % V;
@@ -222,6 +224,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     wlm_gram_matcher_free(m);
     lazy_pass(g, steps, n_steps, 0);
     lazy_pass(g, steps, n_steps, 1);
+    lazy_pass(g, steps, n_steps, 2);
     wlm_gram_free(g);
     return 0;
 }

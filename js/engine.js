@@ -661,7 +661,7 @@ class Engine {
             if (rc !== 0) throw this.#error(rc, `grammar ${disarm ? 'disarm' : 'arm'} ${JSON.stringify(t)} rejected`);
           }
         }
-        if (spec.startArmed) x.wlmjs_gen_params_set(p, 20, 1);
+        if (spec.startArmed) x.wlmjs_gen_params_set(p, 20, spec.startArmed);
       }
       return p;
     } catch (e) {

@@ -212,15 +212,15 @@ function markerList(v, name, max) {
 /**
  * A lazy grammar's options (grammarLazy, grammarTriggers, and its arming: grammarArms,
  * grammarDisarms, grammarStartArmed; src/wasmlm.h "Lazy grammars"): {lazy: boolean, triggers,
- * arms, disarms: (number|string)[], startArmed: boolean} — token ids and words (1..63 bytes of
- * UTF-8).
+ * arms, disarms: (number|string)[], startArmed: 0 | 1 | 2 (C's grammar_start_armed)} — token
+ * ids and words (1..63 bytes of UTF-8).
  */
 function lazySpec({ grammarLazy, grammarTriggers, grammarArms, grammarDisarms, grammarStartArmed }, grammar) {
   if (grammarLazy !== undefined && typeof grammarLazy !== 'boolean') {
     throw jsError('WLM_ERR_INVALID_ARG', `grammarLazy must be a boolean, got ${typeof grammarLazy}`);
   }
-  if (grammarStartArmed !== undefined && typeof grammarStartArmed !== 'boolean') {
-    throw jsError('WLM_ERR_INVALID_ARG', `grammarStartArmed must be a boolean, got ${typeof grammarStartArmed}`);
+  if (grammarStartArmed !== undefined && typeof grammarStartArmed !== 'boolean' && grammarStartArmed !== 'lead') {
+    throw jsError('WLM_ERR_INVALID_ARG', `grammarStartArmed must be a boolean or 'lead', got ${JSON.stringify(grammarStartArmed)}`);
   }
   const triggers = markerList(grammarTriggers, 'grammarTriggers', MAX_TRIGGERS);
   const arms = markerList(grammarArms, 'grammarArms', MAX_ARMS);
@@ -234,7 +234,7 @@ function lazySpec({ grammarLazy, grammarTriggers, grammarArms, grammarDisarms, g
   if (disarms.length && !arms.length) {
     throw jsError('WLM_ERR_INVALID_ARG', 'grammarDisarms need at least one of grammarArms');
   }
-  return { lazy: !!grammarLazy, triggers, arms, disarms, startArmed: !!grammarStartArmed };
+  return { lazy: !!grammarLazy, triggers, arms, disarms, startArmed: grammarStartArmed === 'lead' ? 2 : grammarStartArmed ? 1 : 0 };
 }
 
 /**

@@ -637,16 +637,18 @@ export interface GenerateParams {
    * arming word ends. So a call marker the model writes inside its reasoning does not wake the
    * grammar. At most 4 each (words 1..63 bytes); grammarDisarms needs grammarArms; all need
    * grammarLazy. chatCompletion sets them: "</think>" (and its control token) when the prompt
-   * ends inside an open <think>; also disarmed by "<think>", starting armed, when the model may
-   * open one itself; gpt-oss: armed by "<|channel|>", disarmed by "<|message|>" (a call's
-   * recipient is in a message's header, never its text).
+   * ends inside an open <think>; also disarmed by a leading "<think>" (grammarStartArmed
+   * 'lead') when the model may open one itself; gpt-oss: armed by "<|channel|>", disarmed by
+   * "<|message|>" (a call's recipient is in a message's header, never its text).
    */
   grammarArms?: (number | string)[];
   /** Markers that disarm a lazy grammar's trigger search (see grammarArms), at most 4. */
   grammarDisarms?: (number | string)[];
   /** With grammarArms: true starts the search armed (default false: disarmed, the prompt
-   *  leaves the reasoning open). */
-  grammarStartArmed?: boolean;
+   *  leaves the reasoning open); 'lead' armed, grammarDisarms then counting only as the
+   *  generated text's first non-whitespace (a reasoning block the model may open itself, as
+   *  llama.cpp's optional leading "<think>…</think>"). */
+  grammarStartArmed?: boolean | 'lead';
   /** Speculative decoding (generate(), complete() and chat() only): see DraftParams. */
   draft?: DraftParams;
 }

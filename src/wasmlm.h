@@ -607,7 +607,9 @@ typedef struct wlm_gen_params {
     int32_t n_grammar_disarms; /* entries used in grammar_disarms, 0..4 (0: once armed, armed) */
     wlm_grammar_trigger grammar_disarms[WLM_MAX_GRAMMAR_ARMS];    /* e.g. "<think>" */
     int32_t grammar_start_armed; /* with arms: 0 (default) the search starts disarmed (the
-                                    prompt leaves the reasoning open), 1 armed */
+                                    prompt leaves the reasoning open), 1 armed, 2 armed and
+                                    the disarms count only as the generated text's first
+                                    non-whitespace (a reasoning the model may open itself) */
 } wlm_gen_params;
 
 /* Defaults as commented above (run.c's temperature 1.0 and top-p 0.9; every other stage off). */
@@ -666,15 +668,16 @@ void wlm_gen_params_default(wlm_gen_params *params);
  * order: a trigger word counts only when it begins after the end of the word that armed the
  * search, and while armed the earliest of a trigger and a disarming word (by first byte; a
  * trigger on a tie) is taken. Uses: a prompt ending in an open <think>: arms "</think>" (and
- * its token when it is a control token, whose piece is empty); a model that opens <think>
- * itself: the same, disarms "<think>", start armed; gpt-oss's harmony: arms "<|channel|>",
+ * its token when it is a control token, whose piece is empty); a model that may open <think>
+ * itself: the same, disarms "<think>", grammar_start_armed 2 (llama.cpp's optional leading
+ * "<think>…</think>": a <think> later in the answer is text); gpt-oss's harmony: arms "<|channel|>",
  * disarms "<|message|>", so that only a message header, never a message's text, holds a call.
  * Errors (from begin): WLM_ERR_INVALID_ARG when grammar_lazy is not 0 or 1, when it is 1
  * without a grammar or without triggers, n_grammar_triggers outside 0..8, a trigger token
  * outside the vocabulary, a trigger word empty or not NUL-terminated within 64 bytes; the same
  * for arms and disarms (n_grammar_arms / n_grammar_disarms outside 0..4), arms or disarms or
- * grammar_start_armed 1 without grammar_lazy, grammar_start_armed not 0 or 1, disarms without
- * arms.
+ * grammar_start_armed 1 or 2 without grammar_lazy, grammar_start_armed not 0, 1 or 2,
+ * disarms without arms.
  * Batches: per sequence. Beam search has no lazy grammars; wlm_sampler_preview replays the
  * triggers over the tokens the sequence generated.
  */

@@ -67,8 +67,8 @@ int wlm_grammar_lazy_check(const wlm_gen_params *p, int32_t vocab_size, char *er
     if (p->n_grammar_disarms < 0 || p->n_grammar_disarms > WLM_MAX_GRAMMAR_ARMS)
         return invalid(err, errlen, "n_grammar_disarms must be in 0..%d (got %d)",
                              WLM_MAX_GRAMMAR_ARMS, (int)p->n_grammar_disarms);
-    if (p->grammar_start_armed != 0 && p->grammar_start_armed != 1)
-        return invalid(err, errlen, "grammar_start_armed must be 0 or 1 (got %d)",
+    if (p->grammar_start_armed < 0 || p->grammar_start_armed > 2)
+        return invalid(err, errlen, "grammar_start_armed must be 0, 1 or 2 (got %d)",
                              (int)p->grammar_start_armed);
     if (!p->grammar_lazy) {
         if (p->n_grammar_arms || p->n_grammar_disarms || p->grammar_start_armed)
@@ -118,6 +118,8 @@ int wlm_sampler_set_lazy(wlm_sampler *s, const wlm_gen_params *p) {
     s->n_disarms = p->n_grammar_disarms;
     s->max_disarm = copy_list(s->disarms, p->grammar_disarms, s->n_disarms);
     s->armed = s->n_arms == 0 || p->grammar_start_armed;
+    s->lead_disarm = p->grammar_start_armed == 2;
+    s->seen_text = 0;
     s->recent_len = 0;
     s->dormant = 1;
     return WLM_OK;
@@ -134,6 +136,19 @@ static int wake(wlm_sampler *s, const char *text, size_t n) {
     s->dormant = 0;
     s->recent_len = 0;
     return 1;
+}
+
+static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+static int all_ws(const char *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!is_ws(p[i])) return 0;
+    return 1;
+}
+
+/* Whether a disarm counts here (grammar_start_armed 2: only as the generated text's first
+ * non-whitespace, `before` the n bytes in front of it since the search's start). */
+static int disarm_counts(const wlm_sampler *s, const char *before, size_t n) {
+    return !s->lead_disarm || (!s->seen_text && all_ws(before, n));
 }
 
 static int has_token(const wlm_grammar_trigger *list, int32_t n, int32_t t) {
@@ -172,8 +187,10 @@ int wlm_sampler_accept(wlm_sampler *s, int32_t t, const char *piece, size_t len)
         s->recent_len = 0;
         return WLM_OK;
     }
-    if (s->armed && has_token(s->disarms, s->n_disarms, t)) {
+    if (s->armed && has_token(s->disarms, s->n_disarms, t) &&
+        disarm_counts(s, s->recent, s->recent_len)) {
         s->armed = 0;
+        s->seen_text = 1;
         s->recent_len = 0;
         return WLM_OK;
     }
@@ -207,7 +224,8 @@ int wlm_sampler_accept(wlm_sampler *s, int32_t t, const char *piece, size_t len)
             continue;
         }
         const size_t at = earliest(s->triggers, s->n_triggers, s->recent, from, need, &wl);
-        const size_t dat = earliest(s->disarms, s->n_disarms, s->recent, from, need, &dl);
+        size_t dat = earliest(s->disarms, s->n_disarms, s->recent, from, need, &dl);
+        if (dat < need && !disarm_counts(s, s->recent + from, dat - from)) dat = need;
         if (at < need && at <= dat) {
             int rc = wake(s, s->recent + at, need - at);
             if (rc < 0) return rc;
@@ -217,7 +235,20 @@ int wlm_sampler_accept(wlm_sampler *s, int32_t t, const char *piece, size_t len)
         }
         if (dat == need) break;
         s->armed = 0;
+        s->seen_text = 1;
         from = dat + dl;
+    }
+    if (s->lead_disarm && !s->seen_text) {
+        /* decided once the text (after whitespace) can no longer begin with a disarm */
+        size_t i = from;
+        while (i < need && is_ws(s->recent[i])) i++;
+        int pending = i == need;
+        for (int32_t k = 0; k < s->n_disarms && !pending; k++) {
+            if (s->disarms[k].token >= 0) continue;
+            const size_t wl = strlen(s->disarms[k].word);
+            pending = need - i < wl && memcmp(s->recent + i, s->disarms[k].word, need - i) == 0;
+        }
+        if (!pending) s->seen_text = 1;
     }
     /* keep the bytes that may still begin a word of the current state: fewer than its longest */
     size_t longest = s->armed ? (s->max_word > s->max_disarm ? s->max_word : s->max_disarm)

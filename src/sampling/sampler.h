@@ -117,6 +117,8 @@ typedef struct wlm_sampler {
     wlm_grammar_trigger arms[WLM_MAX_GRAMMAR_ARMS], disarms[WLM_MAX_GRAMMAR_ARMS];
     size_t max_arm, max_disarm;  /* longest arming / disarming word, bytes */
     int armed;                   /* 1 while triggers count */
+    int lead_disarm;             /* grammar_start_armed 2: disarms count only at the start */
+    int seen_text;               /* (lead_disarm) the start is past: text or a disarm seen */
     char *recent;                /* the generated text's last bytes that may begin a trigger
                                     word (< max_word of them) plus the latest piece; owned */
     size_t recent_len, recent_cap;

@@ -1232,7 +1232,8 @@ static const char *const ARM_PIECES[] = {
     /* 8 */ "x",  /* 9 */ "\n",  /* 10 */ "{}",  /* 11 */ "<|channel|>",  /* 12 */ "<|message|>",
     /* 13 */ "to=functions.",  /* 14 */ "f",  /* 15 */ "</think>\n\n<tool_call>",
     /* 16 */ "<tool_call></think>",  /* 17 */ "analysis",  /* 18 */ "commentary ",
-    /* 19 */ "<think>",  /* 20 */ "<tool_call>x<tool_call>{",  /* 21 */ "<|end|>"};
+    /* 19 */ "<think>",  /* 20 */ "<tool_call>x<tool_call>{",  /* 21 */ "<|end|>",
+    /* 22 */ "<thi",  /* 23 */ ""  /* control <think> */};
 #define ARM_V ((int32_t)(sizeof ARM_PIECES / sizeof *ARM_PIECES))
 
 typedef struct arm_setup {
@@ -1334,16 +1335,39 @@ static void test_lazy_arming(void) {
         strict.grammar = "root ::= \"<tool_call>{\" [a-z]* \"}\"";
         CHECK_EQ_INT(arm_run(&tv, &strict, twice, 1), 0);
     }
-    /* a model that opens <think> itself: start armed, "<think>" disarms, "</think>" re-arms */
+    /* a model that may open <think> itself: start armed, "<think>" disarms only as the answer's
+     * first non-whitespace (start 2), "</think>" re-arms */
     arm_setup self = think;
-    self.n_disarm = 1;
+    self.n_disarm = 2;
     self.disarm[0] = arm_word("<think>");
-    self.start_armed = 1;
+    self.disarm[1] = arm_token(23);
+    self.start_armed = 2;
     {
-        static const int32_t direct[] = {2};
-        CHECK_EQ_INT(arm_run(&tv, &self, direct, 1), 0);
-        static const int32_t thinking[] = {19, 8, 2, 8, 1, 9, 2};
-        CHECK_EQ_INT(arm_run(&tv, &self, thinking, 7), 6);
+        static const struct {
+            int32_t ids[8];
+            int n, woke;
+            const char *what;
+        } lead[] = {
+            {{2}, 1, 0, "a call first"},
+            {{19, 8, 2, 8, 1, 9, 2}, 7, 6, "<think>, a marker inside, </think>, a marker"},
+            {{9, 9, 19, 2, 1, 2}, 6, 5, "whitespace, then <think>"},
+            {{22, 5, 2, 1, 2}, 5, 4, "<think> split across tokens"},
+            {{23, 3, 8, 0, 3}, 5, 4, "control <think>, <tool_call>, </think>, <tool_call>"},
+            {{8, 19, 2}, 3, 2, "a <think> after text is text: the marker wakes"},
+            {{9, 22, 8, 2}, 4, 3, "a partial <think> that is not one"},
+            {{19, 1, 19, 2}, 4, 3, "a second <think> after </think> is text"},
+            {{8, 23, 3}, 3, 2, "a control <think> after text"},
+        };
+        for (size_t i = 0; i < sizeof lead / sizeof *lead; i++) {
+            int w = arm_run(&tv, &self, lead[i].ids, lead[i].n);
+            CHECKF(w == lead[i].woke, "leading disarm, %s: woke after %d, expected %d",
+                   lead[i].what, w, lead[i].woke);
+        }
+        /* start 1: a disarm counts anywhere */
+        arm_setup any = self;
+        any.start_armed = 1;
+        static const int32_t later[] = {8, 19, 2, 1, 2};
+        CHECK_EQ_INT(arm_run(&tv, &any, later, 5), 4);
     }
     /* harmony: "<|channel|>" arms, "<|message|>" disarms: only a header holds a call */
     arm_setup harmony = {.grammar = "root ::= \"to=functions.f\" \" \"? \"{}\"", .n_trig = 1,
@@ -1368,7 +1392,8 @@ static void test_lazy_arming(void) {
             {1, 5, 0, 0, -1, "n_grammar_arms must be in 0..4"},
             {1, 1, 5, 0, -1, "n_grammar_disarms must be in 0..4"},
             {1, 0, 1, 1, -1, "grammar_disarms need at least one of grammar_arms"},
-            {1, 1, 0, 2, -1, "grammar_start_armed must be 0 or 1"},
+            {1, 1, 0, 3, -1, "grammar_start_armed must be 0, 1 or 2"},
+            {1, 1, 0, -1, -1, "grammar_start_armed must be 0, 1 or 2"},
             {0, 1, 0, 0, -1, "need grammar_lazy 1"},
             {0, 0, 0, 1, -1, "need grammar_lazy 1"},
             {1, 1, 0, 0, ARM_V, "grammar arm 0: token"},

@@ -371,7 +371,7 @@ test('generate() with grammarArms: triggers count only after the arming word (it
   await bad({ ...lazy, grammarArms: Array(5).fill('x') }, /grammarArms: at most 4/);
   await bad({ ...lazy, grammarArms: ['x'], grammarDisarms: [''] }, /grammarDisarms: the word "" is 0 bytes/);
   await bad({ ...lazy, grammarArms: [null] }, /grammarArms: null is neither a token id nor a word/);
-  await bad({ ...lazy, grammarArms: ['x'], grammarStartArmed: 1 }, /grammarStartArmed must be a boolean/);
+  await bad({ ...lazy, grammarArms: ['x'], grammarStartArmed: 1 }, /grammarStartArmed must be a boolean or 'lead'/);
   await bad({ ...lazy, grammarArms: [10 ** 7] }, /grammarArms\[0\]: token 10000000 is outside the vocabulary/);
   await bad({ ...lazy, grammarArms: ['x'], grammarDisarms: [10 ** 7] }, /grammarDisarms\[0\]: token 10000000 is outside the vocabulary/);
 });
