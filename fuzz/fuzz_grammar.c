@@ -15,7 +15,9 @@
  * Then the same grammar as a lazy grammar (src/sampling/grammar_lazy.c, through a sampler): the
  * same tokens fed to wlm_sampler_accept with two trigger words ("\"" and "ab") and one trigger
  * token (byte '{'): it wakes only once a trigger has been generated, and, awake, refuses
- * exactly what the grammar's own check refuses.
+ * exactly what the grammar's own check refuses; then again armed (grammar_arms: the word "()"
+ * and the token '!', disarmed by the word "))"): it never wakes before an arm was generated;
+ * and once more starting armed, "))" disarming only as the text's first non-whitespace.
  */
 #include <string.h>
 
@@ -89,7 +91,7 @@ static int has_ab(const char *p, size_t n) {
 }
 
 /* The lazy pass (see the top): g's matcher dormant in a sampler until a trigger. */
-static void lazy_pass(const wlm_gram *g, const uint8_t *steps, size_t n_steps) {
+static void lazy_pass(const wlm_gram *g, const uint8_t *steps, size_t n_steps, int arming) {
     const int32_t eog = V - 1;
     wlm_gram_matcher *m = NULL;
     if (wlm_gram_matcher_new(g, g_vocab, &eog, 1, &m) != WLM_OK) return;
@@ -107,9 +109,20 @@ static void lazy_pass(const wlm_gram *g, const uint8_t *steps, size_t n_steps) {
     p.grammar_triggers[1].token = -1;
     strcpy(p.grammar_triggers[1].word, "ab");
     p.grammar_triggers[2].token = '{';
+    if (arming) {
+        p.n_grammar_arms = 2;
+        p.grammar_arms[0].token = -1;
+        strcpy(p.grammar_arms[0].word, "()");
+        p.grammar_arms[1].token = '!';
+        p.n_grammar_disarms = 1;
+        p.grammar_disarms[0].token = -1;
+        strcpy(p.grammar_disarms[0].word, "))");
+        p.grammar_start_armed = arming == 2 ? 2 : 0;
+    }
     FZ_CHECK(wlm_grammar_lazy_check(&p, V, NULL, 0) == WLM_OK, "lazy check refused valid triggers");
     FZ_CHECK(wlm_sampler_set_lazy(&s, &p) == WLM_OK && !wlm_sampler_grammar_active(&s), "lazy set-up");
     int seen = 0; /* a trigger has been generated (a word possibly across tokens) */
+    int armed = arming != 1; /* an arm has been generated (a word possibly across tokens) */
     char last = 0;
     for (size_t k = 0; k < n_steps; k++) {
         const int32_t t = steps[k] % V;
@@ -132,6 +145,10 @@ static void lazy_pass(const wlm_gram *g, const uint8_t *steps, size_t n_steps) {
             has_ab(piece, pl))
             seen = 1;
         FZ_CHECK(!wlm_sampler_grammar_active(&s) || seen, "woke without a trigger at step %d", (int)k);
+        if (t == '!' || (pl && last == '(' && piece[0] == ')')) armed = 1;
+        for (size_t i = 0; i + 1 < pl; i++)
+            if (piece[i] == '(' && piece[i + 1] == ')') armed = 1;
+        FZ_CHECK(!wlm_sampler_grammar_active(&s) || armed, "woke before an arm at step %d", (int)k);
         if (pl) last = piece[pl - 1];
     }
     wlm_sampler_free(&s);
@@ -205,7 +222,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         }
     }
     wlm_gram_matcher_free(m);
-    lazy_pass(g, steps, n_steps);
+    lazy_pass(g, steps, n_steps, 0);
+    lazy_pass(g, steps, n_steps, 1);
+    lazy_pass(g, steps, n_steps, 2);
     wlm_gram_free(g);
     return 0;
 }

@@ -142,9 +142,9 @@ export interface ChatCompletion {
        * field; js/reasoning.js): the text of its <think>…</think> block (Qwen3, Qwen3.5, SmolLM3;
        * whitespace around it dropped) or of its harmony analysis channel (gpt-oss). Present only
        * when the template has such a syntax and the model wrote some. A tool call written inside
-       * the reasoning is not a call (with tool_choice 'auto' and a prompt that leaves <think>
-       * open, as Qwen3.5's with thinking on, a call marker inside the reasoning still wakes the
-       * lazy grammar: the call it holds stays reasoning).
+       * the reasoning is not a call, and with tool_choice 'auto' a call marker written there does
+       * not wake the tool-call grammar (its triggers are armed only after </think>, or in a
+       * harmony message's header: GenerateParams.grammarArms).
        */
       reasoning_content?: string;
     };

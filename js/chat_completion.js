@@ -12,7 +12,7 @@
 import { abortError, jsError } from './errors.js';
 import { chatCheckpoint, chatPrompt, splitChatParams } from './chat.js';
 import { MARKER_TOKENS, callMarker, detectToolFormat, toolGrammar } from './tool_calls.js';
-import { ChatOutputParser, REASONING_MARKERS, detectReasoningFormat, promptOpensThinking } from './reasoning.js';
+import { ChatOutputParser, REASONING_MARKERS, detectReasoningFormat, lazyArming, promptOpensThinking } from './reasoning.js';
 
 /** Request fields: OpenAI's that are supported, and ours (llama.cpp server's names). */
 const OPENAI_FIELDS = ['messages', 'model', 'tools', 'tool_choice', 'parallel_tool_calls', 'temperature',
@@ -422,17 +422,21 @@ async function prepare(engine, request) {
   const makeId = () => (format === 'mistral' ? randomId(9, rnd) : `call_${randomId(24, rnd)}`);
   // a thinking model's reasoning (reasoning.js): its markers seen as text where they are control
   // tokens, and the output parsed into reasoning, content and calls
+  const open = reasoning === 'think' && promptOpensThinking(text + prefill);
   if (reasoning) {
-    for (const [t, m] of await singleTokens(engine, REASONING_MARKERS[reasoning])) if (m.text === '') markerIds.set(m.id, t);
+    const rmarkers = await singleTokens(engine, REASONING_MARKERS[reasoning]);
+    for (const [t, m] of rmarkers) if (m.text === '') markerIds.set(m.id, t);
+    // 'auto': the lazy grammar's triggers count only outside the reasoning (a call marker
+    // written inside it is reasoning, as the parser reads it): armed by </think> (harmony: in a
+    // message's header)
+    if (gen.grammarLazy) Object.assign(gen, lazyArming(reasoning, { open, markers: rmarkers }));
   }
   let parser = null, early = [];
   if (useTools || reasoning) {
     // (a grammar from the first token, tool_choice 'required' or a response_format, leaves no
-    // room for reasoning: the answer is what it holds. Known limit: with 'auto' and an open
-    // <think>, a trigger written inside the reasoning still wakes the lazy grammar — C's lazy
-    // grammar has no "only after </think>" — and the call it then holds is reasoning, not a call)
+    // room for reasoning: the answer is what it holds)
     const constrained = (gen.grammar != null && !gen.grammarLazy) || gen.jsonSchema != null;
-    parser = new ChatOutputParser(reasoning, { open: reasoning === 'think' && !constrained && promptOpensThinking(text + prefill),
+    parser = new ChatOutputParser(reasoning, { open: open && !constrained,
       toolFormat: useTools ? format : null, makeId, startInCall: prefill !== '', tools: r.tools });
     if (reasoning === 'harmony' && prefill) early = parser.push(prefill); // (the call's header)
   }

@@ -653,6 +653,15 @@ class Engine {
           if (wp) x.wlmjs_free(wp);
           if (rc !== 0) throw this.#error(rc, `grammar trigger ${JSON.stringify(t)} rejected`);
         }
+        for (const [disarm, list] of [[0, spec.arms], [1, spec.disarms]]) { // (wasmlm.h, "Arming")
+          for (const t of list) {
+            const wp = typeof t === 'string' ? this.#cstring(t) : 0;
+            const rc = x.wlmjs_gen_params_add_arm(p, disarm, typeof t === 'string' ? -1 : t, wp);
+            if (wp) x.wlmjs_free(wp);
+            if (rc !== 0) throw this.#error(rc, `grammar ${disarm ? 'disarm' : 'arm'} ${JSON.stringify(t)} rejected`);
+          }
+        }
+        if (spec.startArmed) x.wlmjs_gen_params_set(p, 20, spec.startArmed);
       }
       return p;
     } catch (e) {

@@ -17,8 +17,10 @@ const PARAM_FIELDS = {
 };
 const LIST_PARAMS = ['stop', 'logitBias', 'bannedTokens'];
 /** Structured output (GBNF text or a JSON Schema): converted by js/engine.js, not fields. */
-const GRAMMAR_PARAMS = ['grammar', 'jsonSchema', 'jsonSchemaStrict', 'grammarLazy', 'grammarTriggers'];
+const GRAMMAR_PARAMS = ['grammar', 'jsonSchema', 'jsonSchemaStrict', 'grammarLazy', 'grammarTriggers',
+  'grammarArms', 'grammarDisarms', 'grammarStartArmed'];
 const MAX_TRIGGERS = 8;      // WLM_MAX_GRAMMAR_TRIGGERS
+const MAX_ARMS = 4;          // WLM_MAX_GRAMMAR_ARMS
 /** Parameters that are C integers: a finite non-integer is a type error (NaN and ±Infinity go
  *  through to C, which names the field in its refusal). */
 const INT_PARAMS = new Set(['topK', 'repeatLastN', 'maxTokens', 'nProbs', 'nKeep', 'stateCheckpoint']);
@@ -51,6 +53,9 @@ const C_TO_JS = [
   [/\bmax_tokens\b/g, 'maxTokens'], [/\bn_probs\b/g, 'nProbs'], [/\bn_keep\b/g, 'nKeep'],
   [/\bcontext_shift\b/g, 'contextShift'], [/\bcache_prompt\b/g, 'cachePrompt'],
   [/\bgrammar_lazy\b/g, 'grammarLazy'], [/\bcheckpoint must be/g, 'stateCheckpoint must be'], [/\bgrammar trigger (\d+)/g, 'grammarTriggers[$1]'],
+  [/\bgrammar arm (\d+)/g, 'grammarArms[$1]'], [/\bgrammar disarm (\d+)/g, 'grammarDisarms[$1]'],
+  [/\bgrammar_arms\b/g, 'grammarArms'], [/\bgrammar_disarms\b/g, 'grammarDisarms'],
+  [/\bgrammar_start_armed\b/g, 'grammarStartArmed'],
   [/\bparse_special\b/g, 'parseSpecial'], [/\blength_penalty\b/g, 'lengthPenalty'],
   [/\bn_ctx\b/g, 'nCtx'], [/\bn_seq_max\b/g, 'nSeqMax'], [/\bseq_len\b/g, 'seqLen'],
   [/\bgot -?nan\b/g, 'got NaN'], [/\bgot inf\b/g, 'got Infinity'], [/\bgot -inf\b/g, 'got -Infinity'],
@@ -182,39 +187,54 @@ export function genParamsSpec(params) {
   return { fields, stops: stops.map(String), bias, banned: bannedIds, grammar, ...lazySpec(params, grammar) };
 }
 
-/**
- * A lazy grammar's options (grammarLazy, grammarTriggers; src/wasmlm.h "Lazy grammars"):
- * {lazy: boolean, triggers: (number|string)[]} — token ids and words (1..63 bytes of UTF-8).
- */
-function lazySpec({ grammarLazy, grammarTriggers }, grammar) {
-  if (grammarLazy !== undefined && typeof grammarLazy !== 'boolean') {
-    throw jsError('WLM_ERR_INVALID_ARG', `grammarLazy must be a boolean, got ${typeof grammarLazy}`);
-  }
-  const triggers = grammarTriggers == null ? [] : grammarTriggers;
-  if (!Array.isArray(triggers)) {
-    throw jsError('WLM_ERR_INVALID_ARG', 'grammarTriggers must be an array of token ids and words');
-  }
-  if (triggers.length > MAX_TRIGGERS) {
-    throw jsError('WLM_ERR_INVALID_ARG', `grammarTriggers: at most ${MAX_TRIGGERS} (got ${triggers.length})`);
-  }
-  for (const t of triggers) {
+/** A list of token ids and words (grammarTriggers, grammarArms, grammarDisarms), checked. */
+function markerList(v, name, max) {
+  const list = v == null ? [] : v;
+  if (!Array.isArray(list)) throw jsError('WLM_ERR_INVALID_ARG', `${name} must be an array of token ids and words`);
+  if (list.length > max) throw jsError('WLM_ERR_INVALID_ARG', `${name}: at most ${max} (got ${list.length})`);
+  for (const t of list) {
     if (typeof t === 'number') {
-      tokenIdArg(t, 'grammarTriggers');
-      if (t < 0) throw jsError('WLM_ERR_INVALID_ARG', `grammarTriggers: ${t} is not a token id`);
+      tokenIdArg(t, name);
+      if (t < 0) throw jsError('WLM_ERR_INVALID_ARG', `${name}: ${t} is not a token id`);
     } else if (typeof t === 'string') {
       const n = utf8(t).length;
       if (n < 1 || n > MAX_STOP_BYTES || t.includes('\0')) {
-        throw jsError('WLM_ERR_INVALID_ARG', `grammarTriggers: the word ${JSON.stringify(t)} is ${n} bytes ` +
+        throw jsError('WLM_ERR_INVALID_ARG', `${name}: the word ${JSON.stringify(t)} is ${n} bytes ` +
           `of UTF-8; each must be 1 to ${MAX_STOP_BYTES} bytes, without NUL`);
       }
     } else {
-      throw jsError('WLM_ERR_INVALID_ARG', `grammarTriggers: ${String(t)} is neither a token id nor a word`);
+      throw jsError('WLM_ERR_INVALID_ARG', `${name}: ${String(t)} is neither a token id nor a word`);
     }
   }
+  return list;
+}
+
+/**
+ * A lazy grammar's options (grammarLazy, grammarTriggers, and its arming: grammarArms,
+ * grammarDisarms, grammarStartArmed; src/wasmlm.h "Lazy grammars"): {lazy: boolean, triggers,
+ * arms, disarms: (number|string)[], startArmed: 0 | 1 | 2 (C's grammar_start_armed)} — token
+ * ids and words (1..63 bytes of UTF-8).
+ */
+function lazySpec({ grammarLazy, grammarTriggers, grammarArms, grammarDisarms, grammarStartArmed }, grammar) {
+  if (grammarLazy !== undefined && typeof grammarLazy !== 'boolean') {
+    throw jsError('WLM_ERR_INVALID_ARG', `grammarLazy must be a boolean, got ${typeof grammarLazy}`);
+  }
+  if (grammarStartArmed !== undefined && typeof grammarStartArmed !== 'boolean' && grammarStartArmed !== 'lead') {
+    throw jsError('WLM_ERR_INVALID_ARG', `grammarStartArmed must be a boolean or 'lead', got ${JSON.stringify(grammarStartArmed)}`);
+  }
+  const triggers = markerList(grammarTriggers, 'grammarTriggers', MAX_TRIGGERS);
+  const arms = markerList(grammarArms, 'grammarArms', MAX_ARMS);
+  const disarms = markerList(grammarDisarms, 'grammarDisarms', MAX_ARMS);
   if (grammarLazy && (!grammar || triggers.length === 0)) {
     throw jsError('WLM_ERR_INVALID_ARG', 'grammarLazy needs a grammar (or jsonSchema) and at least one of grammarTriggers');
   }
-  return { lazy: !!grammarLazy, triggers };
+  if (!grammarLazy && (arms.length || disarms.length || grammarStartArmed)) {
+    throw jsError('WLM_ERR_INVALID_ARG', 'grammarArms, grammarDisarms and grammarStartArmed need grammarLazy: true');
+  }
+  if (disarms.length && !arms.length) {
+    throw jsError('WLM_ERR_INVALID_ARG', 'grammarDisarms need at least one of grammarArms');
+  }
+  return { lazy: !!grammarLazy, triggers, arms, disarms, startArmed: grammarStartArmed === 'lead' ? 2 : grammarStartArmed ? 1 : 0 };
 }
 
 /**

@@ -54,6 +54,31 @@ export function promptOpensThinking(prompt) {
   return /<think>\s*$/.test(String(prompt));
 }
 
+/**
+ * How a tool call's lazy grammar is armed for a reasoning format (GenerateParams.grammarArms,
+ * src/wasmlm.h "Arming"), so that a call marker written inside the reasoning does not wake it
+ * (the parser reads such a call as reasoning; llama.cpp anchors its trigger patterns after
+ * </think> for the same reason). think, the prompt ending in an open <think> (`open`): armed by
+ * </think>. think otherwise (the model may open <think> itself): starts armed, a <think> as the
+ * answer's first non-whitespace disarms (a later one is content, as the parser reads it) and
+ * </think> arms again. harmony: armed by <|channel|>, disarmed by <|message|> (a call's
+ * recipient is in a message's header, never in its text: an analysis message's words are not a
+ * call). `markers`: marker text → {id} for those that are one token; their ids are added to the
+ * words (a control token's piece is empty, so only its id is ever seen).
+ * @param {ReasoningFormat|null} format
+ * @param {{open?: boolean, markers?: Map<string, {id: number}>}} [options]
+ * @returns {{grammarArms?: (number|string)[], grammarDisarms?: (number|string)[], grammarStartArmed?: 'lead'}}
+ */
+export function lazyArming(format, { open = false, markers = new Map() } = {}) {
+  const both = (t) => (markers.has(t) ? [markers.get(t).id, t] : [t]);
+  if (format === 'think') {
+    return open ? { grammarArms: both('</think>') }
+      : { grammarArms: both('</think>'), grammarDisarms: both('<think>'), grammarStartArmed: 'lead' };
+  }
+  if (format === 'harmony') return { grammarArms: both('<|channel|>'), grammarDisarms: both('<|message|>') };
+  return {};
+}
+
 const WS = /\s/;
 /** The length of the longest suffix of `s` that is a proper prefix of one of `words`. */
 function partialSuffix(s, words) {

@@ -635,6 +635,26 @@ export interface GenerateParams {
   grammarLazy?: boolean;
   /** The triggers of a lazy grammar: token ids and words, at most 8. */
   grammarTriggers?: (number | string)[];
+  /**
+   * Arming a lazy grammar (src/wasmlm.h "Arming"; llama.cpp anchors its trigger patterns after
+   * "</think>" for the same reason): with grammarArms, the triggers count only once one of them
+   * (a token id, or a word in the generated text, possibly across tokens) has been generated,
+   * and until one of grammarDisarms is; a trigger word counts only when it begins after the
+   * arming word ends. So a call marker the model writes inside its reasoning does not wake the
+   * grammar. At most 4 each (words 1..63 bytes); grammarDisarms needs grammarArms; all need
+   * grammarLazy. chatCompletion sets them: "</think>" (and its control token) when the prompt
+   * ends inside an open <think>; also disarmed by a leading "<think>" (grammarStartArmed
+   * 'lead') when the model may open one itself; gpt-oss: armed by "<|channel|>", disarmed by
+   * "<|message|>" (a call's recipient is in a message's header, never its text).
+   */
+  grammarArms?: (number | string)[];
+  /** Markers that disarm a lazy grammar's trigger search (see grammarArms), at most 4. */
+  grammarDisarms?: (number | string)[];
+  /** With grammarArms: true starts the search armed (default false: disarmed, the prompt
+   *  leaves the reasoning open); 'lead' armed, grammarDisarms then counting only as the
+   *  generated text's first non-whitespace (a reasoning block the model may open itself, as
+   *  llama.cpp's optional leading "<think>…</think>"). */
+  grammarStartArmed?: boolean | 'lead';
   /** Speculative decoding (generate(), complete() and chat() only): see DraftParams. */
   draft?: DraftParams;
 }

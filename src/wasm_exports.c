@@ -160,7 +160,7 @@ API int wlmjs_gen_params_add_ban(wlm_gen_params *p, int token) {
  * 4 repeat_last_n, 5 seed (an integer below 2^53), 6 max_tokens, 7 add_bos, 8 min_p,
  * 9 typical_p, 10 presence_penalty, 11 frequency_penalty, 12 order, 13 n_probs,
  * 14 context_shift, 15 n_keep, 16 cache_prompt, 17 parse_special, 18 grammar_lazy,
- * 19 checkpoint. Values are checked by wlm_generate_begin, not here (integers
+ * 19 checkpoint, 20 grammar_start_armed. Values are checked by wlm_generate_begin, not here (integers
  * outside ±1e9 and NaN become -1, which the checks refuse). Returns WLM_ERR_INVALID_ARG for an
  * unknown field. */
 #define INT_FIELD(v) (((v) != (v) || (v) < -1e9 || (v) > 1e9) ? -1 : (int32_t)(v))
@@ -187,6 +187,7 @@ API int wlmjs_gen_params_set(wlm_gen_params *p, int field, double v) {
     case 17: p->parse_special = INT_FIELD(v); break;
     case 18: p->grammar_lazy = INT_FIELD(v); break;
     case 19: p->checkpoint = INT_FIELD(v); break;
+    case 20: p->grammar_start_armed = INT_FIELD(v); break;
     default: return WLM_ERR_INVALID_ARG;
     }
     return WLM_OK;
@@ -228,6 +229,26 @@ API int wlmjs_gen_params_add_trigger(wlm_gen_params *p, int token, const char *w
     }
     t->token = token < 0 ? -1 : token;
     p->n_grammar_triggers++;
+    return WLM_OK;
+}
+
+/* Appends a lazy grammar's arming marker (disarm 0: to grammar_arms) or disarming marker
+ * (disarm 1: to grammar_disarms) (wasmlm.h, "Arming"): token >= 0 a token id, or token -1 and a
+ * NUL-terminated word. WLM_ERR_INVALID_ARG when that list has 4 already, or the word is
+ * missing, empty or 64 bytes or longer; ids are checked by begin. */
+API int wlmjs_gen_params_add_arm(wlm_gen_params *p, int disarm, int token, const char *word) {
+    if (!p) return WLM_ERR_INVALID_ARG;
+    int32_t *n = disarm ? &p->n_grammar_disarms : &p->n_grammar_arms;
+    if (*n < 0 || *n >= WLM_MAX_GRAMMAR_ARMS) return WLM_ERR_INVALID_ARG;
+    wlm_grammar_trigger *t = disarm ? &p->grammar_disarms[*n] : &p->grammar_arms[*n];
+    memset(t, 0, sizeof *t);
+    if (token < 0) {
+        size_t len = word ? strlen(word) : 0;
+        if (len == 0 || len >= WLM_MAX_STOP_LEN) return WLM_ERR_INVALID_ARG;
+        memcpy(t->word, word, len + 1);
+    }
+    t->token = token < 0 ? -1 : token;
+    (*n)++;
     return WLM_OK;
 }
 

@@ -518,8 +518,10 @@ int wlm_kv_stats_get(const wlm_context *ctx, wlm_kv_stats *out);
 #define WLM_MAX_PROBS 20          /* most alternatives reported per token (n_probs) */
 #define WLM_MAX_LOGIT_BIAS 1024   /* most logit-bias / banned entries per generation */
 #define WLM_MAX_GRAMMAR_TRIGGERS 8 /* most triggers of a lazy grammar (grammar_lazy) */
+#define WLM_MAX_GRAMMAR_ARMS 4     /* most arming / disarming markers of a lazy grammar */
 
-/* A trigger of a lazy grammar (wlm_gen_params.grammar_lazy): a token id, or a text. */
+/* A trigger of a lazy grammar (wlm_gen_params.grammar_lazy): a token id, or a text. The same
+ * form names the markers that arm and disarm its trigger search (grammar_arms, grammar_disarms). */
 typedef struct wlm_grammar_trigger {
     int32_t token;                 /* a token id that wakes the grammar, or -1: `word` does */
     char word[WLM_MAX_STOP_LEN];   /* (token -1) NUL-terminated text, 1..63 bytes, that wakes
@@ -621,6 +623,15 @@ typedef struct wlm_gen_params {
                                 lazy (see "Lazy grammars" below): dormant until a trigger */
     int32_t n_grammar_triggers; /* entries used in grammar_triggers, 0..8 */
     wlm_grammar_trigger grammar_triggers[WLM_MAX_GRAMMAR_TRIGGERS];
+    int32_t n_grammar_arms;  /* entries used in grammar_arms, 0 (default: the triggers count
+                                everywhere) ..4; see "Arming" under "Lazy grammars" below */
+    wlm_grammar_trigger grammar_arms[WLM_MAX_GRAMMAR_ARMS];       /* e.g. "</think>" */
+    int32_t n_grammar_disarms; /* entries used in grammar_disarms, 0..4 (0: once armed, armed) */
+    wlm_grammar_trigger grammar_disarms[WLM_MAX_GRAMMAR_ARMS];    /* e.g. "<think>" */
+    int32_t grammar_start_armed; /* with arms: 0 (default) the search starts disarmed (the
+                                    prompt leaves the reasoning open), 1 armed, 2 armed and
+                                    the disarms count only as the generated text's first
+                                    non-whitespace (a reasoning the model may open itself) */
 } wlm_gen_params;
 
 /* Defaults as commented above (run.c's temperature 1.0 and top-p 0.9; every other stage off). */
@@ -671,9 +682,24 @@ void wlm_gen_params_default(wlm_gen_params *params);
  * therefore begin with the trigger word (or the trigger token's text). If that text does not
  * follow the grammar, the grammar stays dormant and the search goes on after it: the text is
  * then free, never an error. Triggers are searched in generated text only, never the prompt.
+ * Arming (n_grammar_arms > 0: a trigger written inside the reasoning is not a call, as
+ * llama.cpp's trigger patterns anchored after "</think>" when the prompt forces thinking open):
+ * the triggers count only while the search is armed. It starts disarmed (grammar_start_armed
+ * 1: armed); one of grammar_arms generated (a token, or a word in the generated text, as
+ * triggers are found) arms it, one of grammar_disarms disarms it. The generated text is read in
+ * order: a trigger word counts only when it begins after the end of the word that armed the
+ * search, and while armed the earliest of a trigger and a disarming word (by first byte; a
+ * trigger on a tie) is taken. Uses: a prompt ending in an open <think>: arms "</think>" (and
+ * its token when it is a control token, whose piece is empty); a model that may open <think>
+ * itself: the same, disarms "<think>", grammar_start_armed 2 (llama.cpp's optional leading
+ * "<think>…</think>": a <think> later in the answer is text); gpt-oss's harmony: arms "<|channel|>",
+ * disarms "<|message|>", so that only a message header, never a message's text, holds a call.
  * Errors (from begin): WLM_ERR_INVALID_ARG when grammar_lazy is not 0 or 1, when it is 1
  * without a grammar or without triggers, n_grammar_triggers outside 0..8, a trigger token
- * outside the vocabulary, a trigger word empty or not NUL-terminated within 64 bytes.
+ * outside the vocabulary, a trigger word empty or not NUL-terminated within 64 bytes; the same
+ * for arms and disarms (n_grammar_arms / n_grammar_disarms outside 0..4), arms or disarms or
+ * grammar_start_armed 1 or 2 without grammar_lazy, grammar_start_armed not 0, 1 or 2,
+ * disarms without arms.
  * Batches: per sequence. Beam search has no lazy grammars; wlm_sampler_preview replays the
  * triggers over the tokens the sequence generated.
  */

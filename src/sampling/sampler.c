@@ -744,6 +744,9 @@ void wlm_sampler_set_grammar(wlm_sampler *s, wlm_gram *g, wlm_gram_matcher *m) {
     s->n_allowed = -1;
     s->dormant = 0; /* a new grammar is active until wlm_sampler_set_lazy says otherwise */
     s->n_triggers = 0;
+    s->n_arms = s->n_disarms = 0;
+    s->armed = 1;
+    s->lead_disarm = s->seen_text = 0;
     s->recent_len = 0;
 }
 

@@ -113,6 +113,12 @@ typedef struct wlm_sampler {
     int32_t n_triggers;
     wlm_grammar_trigger triggers[WLM_MAX_GRAMMAR_TRIGGERS]; /* copied by wlm_sampler_set_lazy */
     size_t max_word;             /* longest trigger word, bytes */
+    int32_t n_arms, n_disarms;   /* arming (wasmlm.h, "Arming"): 0 arms, always armed */
+    wlm_grammar_trigger arms[WLM_MAX_GRAMMAR_ARMS], disarms[WLM_MAX_GRAMMAR_ARMS];
+    size_t max_arm, max_disarm;  /* longest arming / disarming word, bytes */
+    int armed;                   /* 1 while triggers count */
+    int lead_disarm;             /* grammar_start_armed 2: disarms count only at the start */
+    int seen_text;               /* (lead_disarm) the start is past: text or a disarm seen */
     char *recent;                /* the generated text's last bytes that may begin a trigger
                                     word (< max_word of them) plus the latest piece; owned */
     size_t recent_len, recent_cap;
@@ -146,9 +152,10 @@ void wlm_sampler_set_grammar(wlm_sampler *s, wlm_gram *g, wlm_gram_matcher *m);
 /*
  * Lazy grammars (grammar_lazy.c; the rules are in wasmlm.h, "Lazy grammars").
  * wlm_grammar_lazy_check validates p's grammar_lazy, n_grammar_triggers and triggers (token ids
- * in 0..vocab_size-1): WLM_ERR_INVALID_ARG with a message in err. wlm_sampler_set_lazy makes s's
- * grammar (set first with wlm_sampler_set_grammar) dormant until one of p's triggers (copied);
- * it does nothing when p->grammar_lazy is 0. Errors: WLM_ERR_NOMEM.
+ * in 0..vocab_size-1), and the arming fields likewise: WLM_ERR_INVALID_ARG with a message in
+ * err. wlm_sampler_set_lazy makes s's grammar (set first with wlm_sampler_set_grammar) dormant
+ * until one of p's triggers (copied, with the arms and disarms) while armed; it does nothing
+ * when p->grammar_lazy is 0. Errors: WLM_ERR_NOMEM.
  * wlm_sampler_accept advances s over the token it sampled: the active grammar's parse over t
  * (its status: WLM_ERR_INVALID_ARG if refused), or, while dormant, the trigger search over
  * piece (len bytes, the token's text), which may wake the grammar (WLM_OK either way; NOMEM).

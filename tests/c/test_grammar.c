@@ -12,6 +12,9 @@
  *   outputs match, ended by EOS; outputs cut by max_tokens are valid prefixes. Batches equal
  *   each sequence alone; beams follow the grammar; wlm_sampler_preview only offers allowed
  *   tokens.
+ * - Lazy grammars armed by a marker (a call marker inside an open <think> leaves the grammar
+ *   dormant, one after </think> wakes it; harmony's header window): scripted token streams over
+ *   a small vocabulary with control tokens, markers split across tokens and sharing one.
  * - The Llama 2 vocabulary (32 000 tokens): a JSON document tokenized and accepted token by
  *   token, the mask agreeing with the per-token check; with -v, the cost per token.
  */
@@ -1219,6 +1222,222 @@ static void test_lazy(wlm_model *model) {
 }
 
 /* ------------------------------------------------------------------------------------------ */
+/* Lazy grammars armed by a marker (grammar_lazy.c, "Arming"): scripted token streams          */
+
+/* Scripted vocabulary: control tokens have empty pieces (SmolLM3's </think> and <tool_call>). */
+static const char *const ARM_PIECES[] = {
+    /* 0 */ "",  /* control </think> */      /* 1 */ "</think>",
+    /* 2 */ "<tool_call>",                    /* 3 */ "",  /* control <tool_call> */
+    /* 4 */ "</thi",  /* 5 */ "nk>",          /* 6 */ "<tool_",  /* 7 */ "call>",
+    /* 8 */ "x",  /* 9 */ "\n",  /* 10 */ "{}",  /* 11 */ "<|channel|>",  /* 12 */ "<|message|>",
+    /* 13 */ "to=functions.",  /* 14 */ "f",  /* 15 */ "</think>\n\n<tool_call>",
+    /* 16 */ "<tool_call></think>",  /* 17 */ "analysis",  /* 18 */ "commentary ",
+    /* 19 */ "<think>",  /* 20 */ "<tool_call>x<tool_call>{",  /* 21 */ "<|end|>",
+    /* 22 */ "<thi",  /* 23 */ ""  /* control <think> */};
+#define ARM_V ((int32_t)(sizeof ARM_PIECES / sizeof *ARM_PIECES))
+
+typedef struct arm_setup {
+    const char *grammar;
+    int32_t n_trig, n_arm, n_disarm, start_armed;
+    wlm_grammar_trigger trig[4], arm[4], disarm[4];
+} arm_setup;
+
+/* Feeds ids[0..n) to a dormant lazy sampler; returns the index of the token after which the
+ * grammar became active, or -1 when it stayed dormant. */
+static int arm_run(const tvocab *tv, const arm_setup *a, const int32_t *ids, int n) {
+    wlm_gram *g = NULL;
+    wlm_gram_matcher *m = matcher_for(a->grammar, tv, -1, &g);
+    if (!m) return -2;
+    wlm_sampler s;
+    memset(&s, 0, sizeof s);
+    wlm_sampler_set_grammar(&s, g, m);
+    wlm_gen_params p;
+    wlm_gen_params_default(&p);
+    p.grammar = a->grammar;
+    p.grammar_len = strlen(a->grammar);
+    p.grammar_lazy = 1;
+    p.n_grammar_triggers = a->n_trig;
+    memcpy(p.grammar_triggers, a->trig, sizeof a->trig);
+    p.n_grammar_arms = a->n_arm;
+    memcpy(p.grammar_arms, a->arm, sizeof a->arm);
+    p.n_grammar_disarms = a->n_disarm;
+    memcpy(p.grammar_disarms, a->disarm, sizeof a->disarm);
+    p.grammar_start_armed = a->start_armed;
+    char err[256] = "";
+    CHECKF(wlm_grammar_lazy_check(&p, tv->n, err, sizeof err) == WLM_OK, "check: %s", err);
+    CHECK_STATUS(wlm_sampler_set_lazy(&s, &p), WLM_OK);
+    int woke = -1;
+    for (int k = 0; k < n && woke < 0; k++) {
+        CHECK_STATUS(wlm_sampler_accept(&s, ids[k], tv->piece[ids[k]], tv->len[ids[k]]), WLM_OK);
+        if (wlm_sampler_grammar_active(&s)) woke = k;
+    }
+    wlm_sampler_free(&s);
+    return woke;
+}
+
+static wlm_grammar_trigger arm_word(const char *w) {
+    wlm_grammar_trigger t;
+    memset(&t, 0, sizeof t);
+    t.token = -1;
+    strcpy(t.word, w);
+    return t;
+}
+static wlm_grammar_trigger arm_token(int32_t id) {
+    wlm_grammar_trigger t;
+    memset(&t, 0, sizeof t);
+    t.token = id;
+    return t;
+}
+
+static void test_lazy_arming(void) {
+    tvocab tv;
+    tvocab_make(&tv, ARM_PIECES, ARM_V);
+    /* a prompt ending in an open <think>: "</think>" (word, and the control token 0) arms */
+    arm_setup think = {.grammar = "root ::= \"<tool_call>\"? ( \"x\" | \"\\n\" )* \"{\" [a-z]* \"}\"",
+                       .n_trig = 2, .n_arm = 2};
+    think.trig[0] = arm_word("<tool_call>");
+    think.trig[1] = arm_token(3);
+    think.arm[0] = arm_word("</think>");
+    think.arm[1] = arm_token(0);
+    static const struct {
+        int32_t ids[8];
+        int n, woke;
+        const char *what;
+    } cases[] = {
+        {{8, 2, 8, 10}, 4, -1, "a call marker inside the reasoning"},
+        {{8, 2, 8, 1, 9, 2}, 6, 5, "the marker after </think> (text)"},
+        {{3, 8, 0, 9, 3}, 5, 4, "control tokens: <tool_call> inside, </think>, <tool_call>"},
+        {{3, 8, 0}, 3, -1, "a control trigger before the control </think>"},
+        {{4, 5, 6, 7}, 4, 3, "</think> and the marker split across tokens"},
+        {{4, 6, 7, 5}, 4, -1, "a marker in the middle of a split </think>"},
+        {{6, 1, 7}, 3, -1, "a marker begun before </think> and ended after it"},
+        {{15}, 1, 0, "</think> and the marker in one token"},
+        {{16, 8}, 2, -1, "the marker before </think> in one token"},
+        {{16, 2}, 2, 1, "the marker before </think> in one token, then after it"},
+        {{1, 1, 2}, 3, 2, "</think> twice (armed stays armed)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        int w = arm_run(&tv, &think, cases[i].ids, cases[i].n);
+        CHECKF(w == cases[i].woke, "arming, %s: woke after %d, expected %d", cases[i].what, w,
+               cases[i].woke);
+    }
+    /* without arms the same markers wake at once (the default, unchanged) */
+    arm_setup plain = think;
+    plain.n_arm = 0;
+    {
+        static const int32_t ids[] = {8, 2, 8};
+        CHECK_EQ_INT(arm_run(&tv, &plain, ids, 3), 1);
+        static const int32_t ctl[] = {8, 3, 8};
+        CHECK_EQ_INT(arm_run(&tv, &plain, ctl, 3), 1);
+        /* a refused trigger word: the search goes on after it, in the same piece */
+        static const int32_t twice[] = {20};
+        arm_setup strict = plain;
+        strict.grammar = "root ::= \"<tool_call>{\" [a-z]* \"}\"";
+        CHECK_EQ_INT(arm_run(&tv, &strict, twice, 1), 0);
+    }
+    /* a model that may open <think> itself: start armed, "<think>" disarms only as the answer's
+     * first non-whitespace (start 2), "</think>" re-arms */
+    arm_setup self = think;
+    self.n_disarm = 2;
+    self.disarm[0] = arm_word("<think>");
+    self.disarm[1] = arm_token(23);
+    self.start_armed = 2;
+    {
+        static const struct {
+            int32_t ids[8];
+            int n, woke;
+            const char *what;
+        } lead[] = {
+            {{2}, 1, 0, "a call first"},
+            {{19, 8, 2, 8, 1, 9, 2}, 7, 6, "<think>, a marker inside, </think>, a marker"},
+            {{9, 9, 19, 2, 1, 2}, 6, 5, "whitespace, then <think>"},
+            {{22, 5, 2, 1, 2}, 5, 4, "<think> split across tokens"},
+            {{23, 3, 8, 0, 3}, 5, 4, "control <think>, <tool_call>, </think>, <tool_call>"},
+            {{8, 19, 2}, 3, 2, "a <think> after text is text: the marker wakes"},
+            {{9, 22, 8, 2}, 4, 3, "a partial <think> that is not one"},
+            {{19, 1, 19, 2}, 4, 3, "a second <think> after </think> is text"},
+            {{8, 23, 3}, 3, 2, "a control <think> after text"},
+        };
+        for (size_t i = 0; i < sizeof lead / sizeof *lead; i++) {
+            int w = arm_run(&tv, &self, lead[i].ids, lead[i].n);
+            CHECKF(w == lead[i].woke, "leading disarm, %s: woke after %d, expected %d",
+                   lead[i].what, w, lead[i].woke);
+        }
+        /* start 1: a disarm counts anywhere */
+        arm_setup any = self;
+        any.start_armed = 1;
+        static const int32_t later[] = {8, 19, 2, 1, 2};
+        CHECK_EQ_INT(arm_run(&tv, &any, later, 5), 4);
+    }
+    /* harmony: "<|channel|>" arms, "<|message|>" disarms: only a header holds a call */
+    arm_setup harmony = {.grammar = "root ::= \"to=functions.f\" \" \"? \"{}\"", .n_trig = 1,
+                         .n_arm = 1, .n_disarm = 1};
+    harmony.trig[0] = arm_word("to=functions.");
+    harmony.arm[0] = arm_word("<|channel|>");
+    harmony.disarm[0] = arm_word("<|message|>");
+    {
+        static const int32_t body[] = {11, 17, 12, 8, 13, 14, 10, 21};
+        CHECK_EQ_INT(arm_run(&tv, &harmony, body, 8), -1);
+        static const int32_t header[] = {11, 17, 12, 13, 21, 11, 18, 13, 14};
+        CHECK_EQ_INT(arm_run(&tv, &harmony, header, 9), 7);
+        static const int32_t first[] = {13, 11, 13};
+        CHECK_EQ_INT(arm_run(&tv, &harmony, first, 3), 2);
+    }
+    /* errors, named */
+    {
+        static const struct {
+            int lazy, n_arm, n_disarm, start, arm_token;
+            const char *msg;
+        } bad[] = {
+            {1, 5, 0, 0, -1, "n_grammar_arms must be in 0..4"},
+            {1, 1, 5, 0, -1, "n_grammar_disarms must be in 0..4"},
+            {1, 0, 1, 1, -1, "grammar_disarms need at least one of grammar_arms"},
+            {1, 1, 0, 3, -1, "grammar_start_armed must be 0, 1 or 2"},
+            {1, 1, 0, -1, -1, "grammar_start_armed must be 0, 1 or 2"},
+            {0, 1, 0, 0, -1, "need grammar_lazy 1"},
+            {0, 0, 0, 1, -1, "need grammar_lazy 1"},
+            {1, 1, 0, 0, ARM_V, "grammar arm 0: token"},
+            {1, 1, 0, 0, -3, "grammar arm 0: token must be an id or -1"},
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+            wlm_gen_params p;
+            wlm_gen_params_default(&p);
+            p.grammar = "root ::= \"x\"";
+            p.grammar_len = strlen(p.grammar);
+            p.grammar_lazy = bad[i].lazy;
+            p.n_grammar_triggers = bad[i].lazy;
+            p.grammar_triggers[0] = arm_word("x");
+            p.n_grammar_arms = bad[i].n_arm;
+            p.n_grammar_disarms = bad[i].n_disarm;
+            p.grammar_start_armed = bad[i].start;
+            for (int k = 0; k < WLM_MAX_GRAMMAR_ARMS; k++) {
+                p.grammar_arms[k] = arm_word("</think>");
+                p.grammar_disarms[k] = arm_word("<think>");
+            }
+            p.grammar_arms[0].token = bad[i].arm_token;
+            char err[256] = "";
+            CHECK_STATUS(wlm_grammar_lazy_check(&p, ARM_V, err, sizeof err), WLM_ERR_INVALID_ARG);
+            CHECKF(strstr(err, bad[i].msg) != NULL, "arming error %d: %s", (int)i, err);
+        }
+        wlm_gen_params p; /* an empty disarming word */
+        wlm_gen_params_default(&p);
+        p.grammar = "root ::= \"x\"";
+        p.grammar_len = strlen(p.grammar);
+        p.grammar_lazy = 1;
+        p.n_grammar_triggers = 1;
+        p.grammar_triggers[0] = arm_word("x");
+        p.n_grammar_arms = 1;
+        p.grammar_arms[0] = arm_word("a");
+        p.n_grammar_disarms = 1;
+        p.grammar_disarms[0] = arm_word("");
+        char err[256] = "";
+        CHECK_STATUS(wlm_grammar_lazy_check(&p, ARM_V, err, sizeof err), WLM_ERR_INVALID_ARG);
+        CHECKF(strstr(err, "grammar disarm 0: the word is empty") != NULL, "%s", err);
+    }
+    wlm_gram_vocab_free(tv.v);
+}
+
+/* ------------------------------------------------------------------------------------------ */
 /* The Llama 2 vocabulary                                                                      */
 
 static double now_us(void) {
@@ -1323,6 +1542,7 @@ int main(int argc, char **argv) {
     test_matcher();
     test_nullable_repeats();
     test_distribution();
+    test_lazy_arming();
     size_t ms = 0, ts = 0;
     unsigned char *mb = tu_read_shared("models/stories260K.bin", &ms);
     unsigned char *tb = tu_read_shared("models/tok512.bin", &ts);

@@ -340,6 +340,42 @@ test('generate() with grammarLazy: free until a trigger, held after it; the opti
   await bad({ grammarLazy: true, grammarTriggers: [10 ** 7] }, /grammarTriggers\[0\]: token 10000000 is outside the vocabulary/);
 });
 
+test('generate() with grammarArms: triggers count only after the arming word (its first byte after the word\'s end); the options are checked', async () => {
+  const engine = await engineFor('qwen3');
+  const grammar = 'root ::= "<tool_call>" [0-9] [0-9] "!"';
+  const [tc] = await engine.tokenize('<tool_call>', { bos: false, parseSpecial: true });
+  const [et] = await engine.tokenize('</think>', { bos: false, parseSpecial: true });
+  const logitBias = { [tc]: 9, [et]: 8 };
+  let base, free, arm = -1, at = -1;
+  // a seed whose free text has <tool_call> before </think> and again after it
+  for (let seed = 1; seed <= 40 && at < 0; seed++) {
+    base = { seed, maxTokens: 40, temperature: 1, addBos: false, parseSpecial: true, logitBias };
+    free = await engine.complete('Hi', base);
+    arm = free.text.indexOf('</think>');
+    at = arm > 0 && free.text.slice(0, arm).includes('<tool_call>') ? free.text.indexOf('<tool_call>', arm + 8) : -1;
+  }
+  assert.ok(at > 0, `no seed wrote <tool_call>, </think>, <tool_call>: ${JSON.stringify(free.text)}`);
+  for (const arms of [['</think>'], [et]]) {
+    const lazy = await engine.complete('Hi', { ...base, grammar, grammarLazy: true, grammarTriggers: [tc, '<tool_call>'], grammarArms: arms });
+    assert.equal(lazy.text.slice(0, at), free.text.slice(0, at), 'the same free text up to the first trigger after </think>');
+    assert.match(lazy.text.slice(at), /^<tool_call>[0-9]{2}!$/);
+    assert.equal(lazy.stopReason, 'eos');
+  }
+  // never armed ("zzzz" is never written): the free text, as without a grammar
+  const never = await engine.complete('Hi', { ...base, grammar, grammarLazy: true, grammarTriggers: [tc], grammarArms: ['zzzz'] });
+  assert.equal(never.text, free.text);
+  const bad = (params, re) => assert.rejects(engine.complete('Hi', { ...base, grammar, ...params }), re);
+  const lazy = { grammarLazy: true, grammarTriggers: [tc] };
+  await bad({ grammarArms: ['x'] }, /grammarArms, grammarDisarms and grammarStartArmed need grammarLazy: true/);
+  await bad({ ...lazy, grammarDisarms: ['x'] }, /grammarDisarms need at least one of grammarArms/);
+  await bad({ ...lazy, grammarArms: Array(5).fill('x') }, /grammarArms: at most 4/);
+  await bad({ ...lazy, grammarArms: ['x'], grammarDisarms: [''] }, /grammarDisarms: the word "" is 0 bytes/);
+  await bad({ ...lazy, grammarArms: [null] }, /grammarArms: null is neither a token id nor a word/);
+  await bad({ ...lazy, grammarArms: ['x'], grammarStartArmed: 1 }, /grammarStartArmed must be a boolean or 'lead'/);
+  await bad({ ...lazy, grammarArms: [10 ** 7] }, /grammarArms\[0\]: token 10000000 is outside the vocabulary/);
+  await bad({ ...lazy, grammarArms: ['x'], grammarDisarms: [10 ** 7] }, /grammarDisarms\[0\]: token 10000000 is outside the vocabulary/);
+});
+
 test('logprobs: one entry per generated token, top_logprobs alternatives, probabilities ≤ 1', async () => {
   const engine = await engineFor('qwen3');
   const r = await engine.chatCompletion({ messages: USER, seed: 1, max_tokens: 6, logprobs: true, top_logprobs: 3 });

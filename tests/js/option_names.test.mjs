@@ -43,6 +43,8 @@ const GENERATION = [
   [{ logitBias: { 9999: 1 } }, 'logitBias'],
   [{ logitBias: { 3: NaN } }, 'logitBias'],
   [{ bannedTokens: [9999] }, 'bannedTokens[0]'],
+  [{ grammar: 'root ::= "a"', grammarLazy: true, grammarTriggers: ['a'], grammarArms: [9999] }, 'grammarArms[0]'],
+  [{ grammar: 'root ::= "a"', grammarLazy: true, grammarTriggers: ['a'], grammarArms: ['b'], grammarDisarms: ['c', 9999] }, 'grammarDisarms[1]'],
 ];
 
 for (const [params, name] of GENERATION) {

@@ -15,7 +15,7 @@ import { createRequire } from 'node:module';
 import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ChatOutputParser, detectReasoningFormat, promptOpensThinking } from '../../js/reasoning.js';
+import { ChatOutputParser, detectReasoningFormat, lazyArming, promptOpensThinking } from '../../js/reasoning.js';
 import { detectToolFormat } from '../../js/tool_calls.js';
 import { chatCompletionPrompt } from '../../js/chat_completion.js';
 import { createEngine } from '../../js/wasmlm.js';
@@ -175,6 +175,16 @@ test('SmolLM3\'s template through @huggingface/jinja: the thinking switch and th
   assert.equal(q.format, 'hermes');
   assert.ok(q.text.includes(`<tools>\n${TOOLS.map((t) => JSON.stringify(t)).join('\n')}\n</tools>`));
   assert.match(q.text, /<tool_call>\n\{"name": <function-name>, "arguments": <args-json-object>\}\n<\/tool_call>\n\n<\|im_end\|>\n<\|im_start\|>user\nHi/);
+});
+
+test('lazyArming: a tool call\'s lazy grammar armed after </think>, or in a harmony header', () => {
+  const markers = new Map([['</think>', { id: 7 }], ['<think>', { id: 6 }]]);
+  assert.deepEqual(lazyArming('think', { open: true, markers }), { grammarArms: [7, '</think>'] });
+  assert.deepEqual(lazyArming('think', { open: false }),
+    { grammarArms: ['</think>'], grammarDisarms: ['<think>'], grammarStartArmed: 'lead' });
+  assert.deepEqual(lazyArming('harmony', { markers: new Map([['<|channel|>', { id: 3 }]]) }),
+    { grammarArms: [3, '<|channel|>'], grammarDisarms: ['<|message|>'] });
+  assert.deepEqual(lazyArming(null), {});
 });
 
 // ---- on models -------------------------------------------------------------------------------
@@ -356,6 +366,88 @@ test('SmolLM3\'s template on a vocabulary with its control tokens: <think> and <
       assert.deepEqual([engine.lastResult.reasoning, engine.lastResult.content], want);
     }
     assert.ok(opened >= 1, 'no answer opened with <think>');
+  } finally {
+    engine.free();
+  }
+});
+
+test('tool_choice auto with the prompt\'s <think> open (Qwen3.5, thinking on): a call marker inside the reasoning is not forced into a call, one after </think> is', async () => {
+  const engine = await createEngine({ threads: 1 });
+  try {
+    await engine.load({ model: toolModel('qwen3') });
+    const one = async (t) => {
+      const ids = await engine.tokenize(t, { bos: false, parseSpecial: true });
+      assert.equal(ids.length, 1, t);
+      return ids[0];
+    };
+    const [tc, endThink] = [await one('<tool_call>'), await one('</think>')];
+    const req = { messages: [{ role: 'user', content: 'Weather in Lima?' }], tools: TOOLS, chat_template: QWEN35_TEMPLATE,
+      temperature: 1, max_tokens: 40, parallel_tool_calls: false };
+    assert.ok((await chatCompletionPrompt(engine.info, req)).text.endsWith('<think>\n'), 'the prompt leaves <think> open');
+    // <tool_call> favoured, </think> never written: the marker over and over, free (a woken
+    // grammar would hold "<tool_call>" to "\n<function=" and end the answer after one call)
+    for (const seed of [1, 2]) {
+      const r = await engine.chatCompletion({ ...req, seed, logit_bias: { [tc]: 12 } });
+      const raw = engine.lastResult.text, c = r.choices[0];
+      assert.ok(!raw.includes('</think>'), raw);
+      assert.ok(raw.includes('<tool_call><tool_call>'), `seed ${seed}: the marker was held to the grammar: ${JSON.stringify(raw)}`);
+      assert.equal(c.finish_reason, 'length');
+      assert.equal(c.message.tool_calls, undefined);
+      assert.ok(c.message.reasoning_content.includes('<tool_call><tool_call>'));
+    }
+    // </think> favoured too: markers inside the reasoning stay free; the first one after
+    // </think> wakes the grammar, and the call completes
+    let calls = 0, inside = 0;
+    for (const seed of [1, 2, 3, 4, 5, 6]) {
+      const r = await engine.chatCompletion({ ...req, seed, max_tokens: 80, logit_bias: { [tc]: 12, [endThink]: 11 } });
+      const raw = engine.lastResult.text, c = r.choices[0];
+      const cut = raw.indexOf('</think>');
+      if (cut < 0) continue;
+      const before = raw.slice(0, cut), after = raw.slice(cut + 8);
+      if (before.includes('<tool_call><tool_call>')) inside++;
+      const at = after.indexOf('<tool_call>');
+      if (at < 0) continue;
+      // from the first marker after </think> on, the grammar's text: one call, then the end
+      const held = after.slice(at), head = '<tool_call>\n<function=';
+      assert.ok(held.startsWith(head) || head.startsWith(held), `seed ${seed}: ${JSON.stringify(after)}`);
+      if (c.finish_reason !== 'tool_calls') { assert.equal(c.finish_reason, 'length'); continue; }
+      assert.match(held, /<\/function>\n<\/tool_call>$/);
+      assert.equal(c.tool_call_error, undefined);
+      assert.equal(c.message.tool_calls.length, 1);
+      assert.equal(c.message.reasoning_content ?? '', before.trim());
+      calls++;
+    }
+    assert.ok(calls >= 1, 'no call after </think> in 6 tries');
+    assert.ok(inside >= 1, 'no marker inside the reasoning in 6 tries');
+  } finally {
+    engine.free();
+  }
+});
+
+test('SmolLM3 (control tokens, the model opens <think> itself): a <tool_call> inside its reasoning is not forced into a call, one after the control </think> is', async () => {
+  const engine = await createEngine({ threads: 1 });
+  try {
+    await engine.load({ model: toolModel('smollm3-like') });
+    const id = async (t) => (await engine.tokenize(t, { bos: false, parseSpecial: true }))[0];
+    const [think, endThink, tc] = [await id('<think>'), await id('</think>'), await id('<tool_call>')];
+    const base = { messages: [{ role: 'user', content: 'Weather in Lima?' }], tools: TOOLS, chat_template: SMOLLM3_TEMPLATE,
+      temperature: 1, max_tokens: 80, parallel_tool_calls: false, logit_bias: { [think]: 12, [tc]: 12, [endThink]: 11 } };
+    let inside = 0, callAfter = 0;
+    for (let seed = 1; seed <= 24 && !(inside && callAfter); seed++) {
+      const r = await engine.chatCompletion({ ...base, seed });
+      const c = r.choices[0], reasoning = c.message.reasoning_content ?? '';
+      // a woken grammar would have held the marker to '\n{"name": …' and ended the answer there
+      assert.doesNotMatch(reasoning, /<tool_call>\n\{"name"/, `seed ${seed}: a call held inside the reasoning`);
+      if (!reasoning.includes('<tool_call>')) continue;
+      inside++;
+      if (c.finish_reason !== 'tool_calls') continue;
+      assert.equal(c.tool_call_error, undefined);
+      assert.equal(c.message.tool_calls.length, 1);
+      JSON.parse(c.message.tool_calls[0].function.arguments);
+      callAfter++;
+    }
+    assert.ok(inside >= 1, 'no <tool_call> inside the reasoning in 24 tries');
+    assert.ok(callAfter >= 1, 'no answer with a <tool_call> inside its reasoning and a call after </think> in 24 tries');
   } finally {
     engine.free();
   }
