@@ -40,7 +40,7 @@ static int writer_fail(const wlm_gguf_writer *w, char *err, size_t errlen) {
 static const int32_t targets[] = {WLM_TYPE_F32,  WLM_TYPE_F16,  WLM_TYPE_BF16, WLM_TYPE_Q8_0,
                                   WLM_TYPE_Q4_0, WLM_TYPE_Q4_1, WLM_TYPE_Q5_0, WLM_TYPE_Q5_1,
                                   WLM_TYPE_Q2_K, WLM_TYPE_Q3_K, WLM_TYPE_Q4_K, WLM_TYPE_Q5_K,
-                                  WLM_TYPE_Q6_K};
+                                  WLM_TYPE_Q6_K, WLM_TYPE_MXFP4};
 
 /* llama.cpp's mixes: name, llama_ftype, and the type of the matrices no rule singles out. */
 static const struct {
@@ -174,6 +174,7 @@ static uint32_t file_type(int32_t type, int32_t mix) {
     case WLM_TYPE_Q5_K: return 16; /* MOSTLY_Q5_K_S */
     case WLM_TYPE_Q6_K: return 18;
     case WLM_TYPE_BF16: return 32;
+    case WLM_TYPE_MXFP4: return 38; /* MOSTLY_MXFP4_MOE, the only MXFP4 file type */
     default: return 0;
     }
 }
@@ -191,7 +192,7 @@ int wlm_quantize_check_type(int32_t target, char *err, size_t errlen) {
     if (!is_target(target))
         return fail(err, errlen, WLM_ERR_INVALID_ARG,
                     "type %d is not a quantize target (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, "
-                    "Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)",
+                    "Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4)",
                     (int)target);
     return check_one(target, err, errlen);
 }

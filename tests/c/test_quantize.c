@@ -827,6 +827,7 @@ static void test_models(void) {
             {WLM_TYPE_Q5_1, 0, 0, 0.35},       {WLM_TYPE_Q2_K, 0, WLM_TYPE_Q4_0, 0.6},
             {WLM_TYPE_Q3_K, 0, WLM_TYPE_Q4_0, 0.6}, {WLM_TYPE_Q4_K, 0, WLM_TYPE_Q5_0, 0.35},
             {WLM_TYPE_Q5_K, 0, WLM_TYPE_Q5_1, 0.35}, {WLM_TYPE_Q6_K, 0, WLM_TYPE_Q8_0, 0.08},
+            {WLM_TYPE_MXFP4, 0, 0, 0.6},
             {0, WLM_QUANT_MIX_Q3_K_M, 0, 0.55}, {0, WLM_QUANT_MIX_Q4_K_M, 0, 0.35},
             {0, WLM_QUANT_MIX_Q5_K_M, 0, 0.35},
         };
@@ -868,7 +869,8 @@ static void test_models(void) {
                     {WLM_TYPE_F16, 1},   {WLM_TYPE_BF16, 32}, {WLM_TYPE_Q4_1, 3},
                     {WLM_TYPE_Q5_0, 8},  {WLM_TYPE_Q5_1, 9},  {WLM_TYPE_Q2_K, 10},
                     {WLM_TYPE_Q3_K, 11}, {WLM_TYPE_Q4_K, 14}, {WLM_TYPE_Q5_K, 16},
-                    {WLM_TYPE_Q6_K, 18}, {WLM_TYPE_Q8_0, 7},  {WLM_TYPE_Q4_0, 2}};
+                    {WLM_TYPE_Q6_K, 18}, {WLM_TYPE_Q8_0, 7},  {WLM_TYPE_Q4_0, 2},
+                    {WLM_TYPE_MXFP4, 38}};
                 uint32_t want_ft = (uint32_t)mix;
                 for (size_t i = 0; !mix && i < sizeof ftypes / sizeof ftypes[0]; i++)
                     if (ftypes[i][0] == (uint32_t)type) want_ft = ftypes[i][1];
