@@ -373,11 +373,11 @@ typedef void (*wlm_qmatmat_fn)(float *out, size_t out_stride, const void *w, siz
                                const void *xq, size_t x_stride, int n, int r0, int r1, int ne);
 
 /* The matrix-matrix kernel of a weight type in this build, or NULL where there is none (then a
- * batch runs matvec_simd per entry): the relaxed-SIMD build has Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1
- * ones (quant_simd/relaxed_blocks32.inc: panels of four rows, or two rows x four entries per
- * step, ggml's float steps four lanes at once) and Q2_K, Q3_K, Q4_K, Q5_K and Q6_K ones (one row
- * x four entries); the SIMD128 build has Q8_0, Q4_0 and Q5_0 panels (blocks32_panel.inc); other
- * types (F16, BF16) and the scalar build have none. */
+ * batch runs matvec_simd per entry): the relaxed-SIMD build has Q8_0, Q4_0, Q5_0, Q4_1, Q5_1 and
+ * MXFP4 ones (quant_simd/relaxed_blocks32.inc: panels of four rows, or two rows x four entries
+ * per step, ggml's float steps four lanes at once) and Q2_K, Q3_K, Q4_K, Q5_K and Q6_K ones (one
+ * row x four entries); the SIMD128 build has Q8_0, Q4_0 and Q5_0 panels (blocks32_panel.inc);
+ * other types (F16, BF16; MXFP4 in SIMD128) and the scalar build have none. */
 wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type);
 
 /* For a type whose matrix-matrix kernels (wlm_quant_matmat_simd and _split) work by panels

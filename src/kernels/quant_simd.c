@@ -176,6 +176,7 @@ wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
     if (type == WLM_TYPE_Q2_K) return rx_q2_K_matmat;
     if (type == WLM_TYPE_Q3_K) return rx_q3_K_matmat;
     if (type == WLM_TYPE_Q5_K) return rx_q5_K_matmat;
+    if (type == WLM_TYPE_MXFP4) return rx_mxfp4_matmat;
 #endif
     (void)type;
     return NULL;

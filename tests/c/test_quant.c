@@ -1441,7 +1441,7 @@ static void test_simd128_bits(void) {
 static void test_matmat(void) {
     static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q5_0, WLM_TYPE_Q4_K,
                                     WLM_TYPE_Q6_K, WLM_TYPE_Q4_1, WLM_TYPE_Q5_1, WLM_TYPE_Q2_K,
-                                    WLM_TYPE_Q3_K, WLM_TYPE_Q5_K};
+                                    WLM_TYPE_Q3_K, WLM_TYPE_Q5_K, WLM_TYPE_MXFP4};
     /* one block, a few, past the matrix-matrix kernels' 4096-column chunk, and past the
      * matrix-vector kernels' (WLM_QUANT_XCHUNK: the K-quants' chunk sums) */
     static const int ns32[] = {64, 768, 4160, WLM_QUANT_XCHUNK + 64};
@@ -1487,6 +1487,9 @@ static void test_matmat(void) {
                     const uint16_t h = (uint16_t)(0x1C00 + tu_rng_u64(&rng) % 0x2000);
                     memcpy(w + (size_t)b * t->type_size + doff + 2 * f, &h, 2);
                 }
+            if (ty == WLM_TYPE_MXFP4) /* E8M0 exponents 100..131 (no Inf: none or NaN sums) */
+                for (int b = 0; b < rows * (n / t->block_size); b++)
+                    w[(size_t)b * t->type_size] = (unsigned char)(100 + tu_rng_u64(&rng) % 32);
             unsigned char *xq = malloc(xs * ne_max);
             float *x = malloc((size_t)n * sizeof(float));
             for (int e = 0; e < ne_max; e++) {
