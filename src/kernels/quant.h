@@ -3,7 +3,7 @@
  * data is used in place, and the type-traits table (block size, bytes per block, dequantize,
  * quantize, and the matrix-vector kernels of each kernel set). A matrix-vector product with a
  * quantized weight first quantizes the activation vector once into the type's `vec_dot_type`
- * (Q8_0 blocks for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants; F16 and BF16
+ * (Q8_0 blocks for Q4_0/Q5_0/Q8_0/MXFP4, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants; F16 and BF16
  * take the float vector) and then runs integer dot products. Q8_1 is Q8_0 plus s = fp16(d * sum
  * of the quants), d the unrounded scale: the min term of Q4_1/Q5_1 is m * s, as ggml computes it.
  * Layouts follow ggml (ggml-common.h); the static_asserts pin them.
