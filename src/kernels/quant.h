@@ -376,12 +376,12 @@ typedef void (*wlm_qmatmat_fn)(float *out, size_t out_stride, const void *w, siz
  * batch runs matvec_simd per entry): the relaxed-SIMD build has Q8_0, Q4_0, Q5_0, Q4_1, Q5_1 and
  * MXFP4 ones (quant_simd/relaxed_blocks32.inc: panels of four rows, or two rows x four entries
  * per step, ggml's float steps four lanes at once) and Q2_K, Q3_K, Q4_K, Q5_K and Q6_K ones (one
- * row x four entries); the SIMD128 build has Q8_0, Q4_0 and Q5_0 panels (blocks32_panel.inc);
- * other types (F16, BF16; MXFP4 in SIMD128) and the scalar build have none. */
+ * row x four entries); the SIMD128 build has Q8_0, Q4_0, Q5_0 and MXFP4 panels
+ * (blocks32_panel.inc); other types (F16, BF16) and the scalar build have none. */
 wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type);
 
 /* For a type whose matrix-matrix kernels (wlm_quant_matmat_simd and _split) work by panels
- * (Q4_0, Q5_0, Q8_0): how many entries they prepare together (each entry's block sums and
+ * (Q4_0, Q5_0, Q8_0; MXFP4 in SIMD128): how many entries they prepare together (each entry's block sums and
  * scales, once per call and group) before they stream them past each four-row panel, which stays
  * in L1 — 64 in the relaxed build, 16 in SIMD128. A caller with at most that many entries gains
  * nothing from cutting the rows into tiles (forward.c's tile_rows) and pays a preparation per

@@ -165,6 +165,7 @@ wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
     if (type == WLM_TYPE_Q8_0) return s128_q8_0_matmat;
     if (type == WLM_TYPE_Q4_0) return s128_q4_0_matmat;
     if (type == WLM_TYPE_Q5_0) return s128_q5_0_matmat;
+    if (type == WLM_TYPE_MXFP4) return s128_mxfp4_matmat;
 #else
     if (type == WLM_TYPE_Q8_0) return rx_q8_0_matmat;
     if (type == WLM_TYPE_Q4_0) return rx_q4_0_matmat;
@@ -188,10 +189,13 @@ int wlm_quant_have_simd(void) { return 1; }
 int wlm_quant_have_relaxed(void) { return WLM_QUANT_RELAXED; }
 
 int wlm_quant_matmat_group(int32_t type) {
-    if (type != WLM_TYPE_Q4_0 && type != WLM_TYPE_Q5_0 && type != WLM_TYPE_Q8_0) return 0;
 #if WLM_QUANT_RELAXED
+    if (type != WLM_TYPE_Q4_0 && type != WLM_TYPE_Q5_0 && type != WLM_TYPE_Q8_0) return 0;
     return RX_PANEL_G;
 #else
+    if (type != WLM_TYPE_Q4_0 && type != WLM_TYPE_Q5_0 && type != WLM_TYPE_Q8_0 &&
+        type != WLM_TYPE_MXFP4)
+        return 0;
     return S128_PANEL_G;
 #endif
 }
