@@ -1435,8 +1435,8 @@ static void test_simd128_bits(void) {
     }
 }
 
-/* The build's matrix-matrix kernels (relaxed SIMD: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1 and the
- * K-quants) against the matrix-vector kernel per entry, bitwise: batch sizes around the
+/* The build's matrix-matrix kernels (relaxed SIMD: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, MXFP4 and the
+ * K-quants; SIMD128: Q8_0, Q4_0, Q5_0, MXFP4) against the matrix-vector kernel per entry, bitwise: batch sizes around the
  * four-entry step, odd row ranges, rows over several column chunks, arbitrary quant bytes. */
 static void test_matmat(void) {
     static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q5_0, WLM_TYPE_Q4_K,
