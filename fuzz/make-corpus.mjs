@@ -7,8 +7,8 @@
 //   OUT/fuzz_model/          stories260K.bin / .gguf, cut and header-patched copies, tiny
 //                            llama2.c checkpoints (shared and separate classifier, GQA) and tiny
 //                            GGUF llamas in every supported weight type (F32, F16, Q8_0, Q4_0,
-//                            Q4_K, Q6_K, BF16, Q4_1/Q5_0/Q5_1, Q2_K/Q3_K/Q5_K, a mix), with and
-//                            without output.weight and a vocabulary
+//                            Q4_K, Q6_K, BF16, Q4_1/Q5_0/Q5_1, Q2_K/Q3_K/Q5_K, MXFP4, a mix), with
+//                            and without output.weight and a vocabulary
 //   OUT/fuzz_tokenizer_bin/  tok512.bin, tokenizer.bin, cut copies, tiny tokenizer.bin files
 //   OUT/fuzz_encode/         each test text of vocab/*.inp, plus hand-picked byte strings
 //   OUT/fuzz_bpe/            the same texts, plus regex-engine seeds (pattern NUL text)
@@ -92,9 +92,10 @@ function llama2c({ dim, hidden, layers, heads, kvHeads, vocab, seq, shared = tru
 
 // ---- GGUF writer -------------------------------------------------------------------------
 const T = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STR: 8, ARR: 9, U64: 10, I64: 11, F64: 12 };
-const GT = { F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q5_0: 6, Q5_1: 7, Q8_0: 8, Q2_K: 10, Q3_K: 11, Q4_K: 12, Q5_K: 13, Q6_K: 14, BF16: 30 };
+const GT = { F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q5_0: 6, Q5_1: 7, Q8_0: 8, Q2_K: 10, Q3_K: 11, Q4_K: 12, Q5_K: 13, Q6_K: 14, BF16: 30, MXFP4: 39 };
 const BLOCK = { [GT.F32]: [1, 4], [GT.F16]: [1, 2], [GT.Q4_0]: [32, 18], [GT.Q8_0]: [32, 34], [GT.Q4_K]: [256, 144], [GT.Q6_K]: [256, 210],
-  [GT.BF16]: [1, 2], [GT.Q4_1]: [32, 20], [GT.Q5_0]: [32, 22], [GT.Q5_1]: [32, 24], [GT.Q2_K]: [256, 84], [GT.Q3_K]: [256, 110], [GT.Q5_K]: [256, 176] };
+  [GT.BF16]: [1, 2], [GT.Q4_1]: [32, 20], [GT.Q5_0]: [32, 22], [GT.Q5_1]: [32, 24], [GT.Q2_K]: [256, 84], [GT.Q3_K]: [256, 110], [GT.Q5_K]: [256, 176],
+  [GT.MXFP4]: [32, 17] };
 const bf16 = (x) => { const b = Buffer.alloc(4); b.writeFloatLE(x); return b.readUInt16LE(2); }; // truncated: fine for seeds
 
 class Bytes {
@@ -172,6 +173,7 @@ function tensorData(type, rows, cols, norm = false) {
       case GT.Q5_K: b.writeUInt16LE(fp16(0.002), o); b.writeUInt16LE(fp16(0.001), o + 2); break;
       case GT.Q2_K: b.writeUInt16LE(fp16(0.004), o + 80); b.writeUInt16LE(fp16(0.002), o + 82); break;
       case GT.Q3_K: b.writeUInt16LE(fp16(0.001), o + 108); break;
+      case GT.MXFP4: b[o] = 119; break; // E8M0: steps of 2^-9, weights up to 12 · 2^-9
     }
   }
   return b;
@@ -524,6 +526,7 @@ function embedModel(arch, { dim = 16, hidden = 24, layers = 2, heads = 2, seq = 
   put('fuzz_model', 'tiny-Q4_K.gguf', ggufModel({ ...kq, types: { emb: GT.Q4_K, attn: GT.Q4_K, ffn: GT.Q4_K, down: GT.Q8_0, out: GT.Q6_K } }));
   put('fuzz_model', 'tiny-Q6_K.gguf', ggufModel({ ...kq, types: { emb: GT.Q6_K, attn: GT.Q6_K, ffn: GT.Q6_K, down: GT.Q4_0 }, output: false }));
   put('fuzz_model', 'tiny-BF16.gguf', ggufModel({ ...small, types: { emb: GT.BF16, attn: GT.BF16, ffn: GT.BF16 } }));
+  put('fuzz_model', 'tiny-MXFP4.gguf', ggufModel({ ...small, types: { emb: GT.MXFP4, attn: GT.MXFP4, ffn: GT.MXFP4, out: GT.Q8_0 } }));
   put('fuzz_model', 'tiny-Q4_1-Q5_0-Q5_1.gguf', ggufModel({ ...small, types: { emb: GT.Q4_1, attn: GT.Q5_0, ffn: GT.Q5_1, out: GT.Q5_0 } }));
   put('fuzz_model', 'tiny-Q2_K-Q3_K-Q5_K.gguf', ggufModel({ ...kq, types: { emb: GT.Q5_K, attn: GT.Q3_K, ffn: GT.Q2_K, down: GT.Q5_1, out: GT.Q3_K } }));
   put('fuzz_model', 'tiny-Q4_K-hidden256.gguf', ggufModel({ ...kq, hidden: 256, heads: 4, kvHeads: 4, types: { emb: GT.F32, attn: GT.Q4_K, ffn: GT.Q6_K, down: GT.Q4_K } }));

@@ -435,7 +435,8 @@ API int wlmjs_quantize_target(const char *name, int32_t *out) {
     return 0;
 }
 /* The type `wasmlm quantize` (wlm_quantize_gguf) writes a tensor in: its name (len bytes),
- * n_dims (1 or 2), ne0 elements per row and n_elements in all, its source type, in a file of
+ * n_dims (1 or 2; 3 or more: stacked matrices, taken as ne[2] > 1 as expert tensors have it,
+ * which MXFP4_MOE's rule reads), ne0 elements per row and n_elements in all, its source type, in a file of
  * n_layers layers, tied when it has no output.weight, with n_attn_v attn_v-like tensors of which
  * attn_v_index come before this one (wlm_quantize_gguf_tensor_type), of architecture `arch`
  * (arch_len bytes); target from wlmjs_quantize_target. */
@@ -456,6 +457,7 @@ API int32_t wlmjs_quantize_tensor_type(int32_t type, int32_t mix, const char *na
     for (int i = 0; i < WLM_GGUF_MAX_DIMS; i++) t.ne[i] = 1;
     t.ne[0] = (int64_t)ne0;
     if (n_dims > 1 && ne0 > 0) t.ne[1] = (int64_t)(n_elements / ne0);
+    if (n_dims > 2) t.ne[2] = 2; /* stacked matrices; only MXFP4_MOE's ne[2] > 1 reads it */
     t.n_elements = (uint64_t)n_elements;
     t.type = src_type;
     const wlm_quantize_file f = {n_layers, tied != 0, n_attn_v, wlm_quantize_qkv_as_v(arch, arch_len)};

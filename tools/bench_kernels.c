@@ -1,7 +1,7 @@
 /*
  * bench_kernels.c — micro-benchmark of the matrix-vector kernels of every weight type (F32, F16,
- * BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) on the stories110M / Llama
- * matrix shapes, as wlm_matmul runs them:
+ * BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4) on the stories110M /
+ * Llama matrix shapes, as wlm_matmul runs them:
  * quantize the activation once, then the product over all rows. Prints GB/s of weight bytes
  * for the scalar reference and the SIMD128 kernel, and the F32 SIMD kernel's time over this
  * type's (how much faster than F32 the same matrix goes), plus a sequential-read baseline.
@@ -234,7 +234,7 @@ int main(int argc, char **argv) {
     static const int32_t types[] = {WLM_TYPE_F32,  WLM_TYPE_F16,  WLM_TYPE_BF16, WLM_TYPE_Q8_0,
                                     WLM_TYPE_Q4_0, WLM_TYPE_Q4_1, WLM_TYPE_Q5_0, WLM_TYPE_Q5_1,
                                     WLM_TYPE_Q2_K, WLM_TYPE_Q3_K, WLM_TYPE_Q4_K, WLM_TYPE_Q5_K,
-                                    WLM_TYPE_Q6_K};
+                                    WLM_TYPE_Q6_K, WLM_TYPE_MXFP4};
     static const int shapes[][2] = {{768, 768}, {2048, 768}, {768, 2048}, {32000, 768}};
     const int ntypes = (int)(sizeof types / sizeof types[0]), nshapes = 4;
 

@@ -103,11 +103,14 @@ export const ARCH_PROMPTS = Object.freeze([
 export const SYNTH_RECORDS = Object.freeze([
   ...['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'smollm3', 'qwen3moe', 'lfm2moe'].flatMap((arch) =>
     ['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `${arch}-${type}`, arch, shape: 'tiny', seed: 1, type }))),
-  // gpt-oss: F32 and Q8_0 (its published experts are MXFP4, not written here)
-  ...['F32', 'Q8_0'].map((type) => ({ name: `gpt-oss-${type}`, arch: 'gpt-oss', shape: 'tiny', seed: 1, type })),
+  // gpt-oss: F32, Q8_0 and llama.cpp's MXFP4_MOE (the published files' kind: MXFP4 experts, the
+  // other matrices Q8_0)
+  ...['F32', 'Q8_0', 'MXFP4_MOE'].map((type) => ({ name: `gpt-oss-${type}`, arch: 'gpt-oss', shape: 'tiny', seed: 1, type })),
   ...['qwen35', 'lfm2'].flatMap((arch) =>
     ['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `${arch}-untied-${type}`, arch, shape: 'tiny-untied', seed: 1, type }))),
   { name: 'smollm2-F32', arch: 'llama', shape: 'smollm2-tiny', seed: 1, type: 'F32' },
+  // every weight matrix MXFP4 (llama.cpp multiplies it with Q8_0 activations, as we do)
+  { name: 'llama-MXFP4', arch: 'llama', shape: 'tiny', seed: 1, type: 'MXFP4' },
   // phi3 at context 8192 (> rope.scaling.original_context_length 4096): LongRoPE's long factors
   { name: 'phi3-F32-ctx8192', arch: 'phi3', shape: 'tiny', seed: 1, type: 'F32', ctx: 8192 },
 ]);

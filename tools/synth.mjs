@@ -10,11 +10,11 @@
 //        [--tokenizer ../shared/models/tokenizer.bin] [--cli build/native/wasmlm]
 //   node tools/synth.mjs --list
 //
-// GGUF: types F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, and
-// llama.cpp's per-tensor mixes Q3_K_M, Q4_K_M, Q5_K_M (norms stay F32; a matrix whose rows are
-// not whole blocks — K-quants need multiples of 256, stories15M's dim is 288 — falls back as in
-// llama.cpp: Q2_K/Q3_K to Q4_0, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, else F16; the CLI
-// says so). The vocabulary is the real Llama 2 tokenizer.bin's, so llama.cpp-based runtimes
+// GGUF: types F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+// MXFP4, and llama.cpp's per-tensor mixes Q3_K_M, Q4_K_M, Q5_K_M, MXFP4_MOE (norms stay F32; a
+// matrix whose rows are not whole blocks — K-quants need multiples of 256, stories15M's dim is
+// 288 — falls back as in llama.cpp: Q2_K/Q3_K to Q4_0, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0,
+// else F16; the CLI says so). The vocabulary is the real Llama 2 tokenizer.bin's, so llama.cpp-based runtimes
 // (wllama) load the files too. The CLI is built with CMake into build/native when it is missing
 // (WASMLM_CLI or --cli pick another binary). The CLI memory-maps the checkpoint and streams
 // the GGUF, so neither file is ever held in this process or in the CLI's heap.
@@ -43,7 +43,7 @@ export const DEFAULT_TOKENIZER = path.resolve(ROOT, '../shared/models/tokenizer.
 export const DEFAULT_CLI = path.join(ROOT, 'build/native/wasmlm');
 /** Weight types and llama.cpp mixes `--format gguf` can write (ggml's / llama.cpp's names). */
 export const GGUF_TYPES = Object.freeze(['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1', 'Q5_0',
-  'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'Q3_K_M', 'Q4_K_M', 'Q5_K_M']);
+  'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'MXFP4', 'Q3_K_M', 'Q4_K_M', 'Q5_K_M', 'MXFP4_MOE']);
 
 /** Shapes of published models (karpathy/tinyllamas, TinyLlama-1.1B), seq_len as the file says
  *  except for the stories models, which are given a 1024 context so the KV-cache benchmark can

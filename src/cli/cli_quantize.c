@@ -2,8 +2,9 @@
  * cli_quantize.c — `wasmlm quantize IN OUT TYPE [-z tokenizer.bin] [--name NAME]`, the native
  * CLI's converter: a llama2.c checkpoint (with its tokenizer.bin, whose vocabulary goes into the
  * file) or a GGUF of any architecture in (llama through the model loader; any other is copied
- * key/value by key/value and tensor by tensor, its weight matrices converted), a GGUF v3 file of TYPE (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
- * Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, or llama.cpp's mixes Q3_K_M, Q4_K_M, Q5_K_M) out. The input
+ * key/value by key/value and tensor by tensor, its weight matrices converted), a GGUF v3 file of
+ * TYPE (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, MXFP4, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, or
+ * llama.cpp's mixes Q3_K_M, Q4_K_M, Q5_K_M, MXFP4_MOE) out. The input
  * is memory-mapped, so a multi-gigabyte checkpoint is never copied into the heap; the output is
  * streamed to OUT.tmp and renamed to OUT when complete. The work is quantize.c's.
  */
@@ -37,10 +38,10 @@ static void usage(void) {
             "  IN    a llama2.c checkpoint (needs -z: its vocabulary goes into OUT) or a GGUF\n"
             "  OUT   the GGUF v3 file to write (via OUT.tmp, renamed when complete)\n"
             "  TYPE  the type of the weight matrices: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,\n"
-            "        Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K; or a llama.cpp mix of types per tensor:\n"
-            "        Q3_K_M, Q4_K_M, Q5_K_M. Norms stay F32; rows that are not whole blocks fall\n"
-            "        back as in llama.cpp (Q2_K/Q3_K to Q4_0, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K\n"
-            "        to Q8_0), else to F16\n"
+            "        Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4; or a llama.cpp mix of types per\n"
+            "        tensor: Q3_K_M, Q4_K_M, Q5_K_M, MXFP4_MOE (experts MXFP4, the rest Q8_0).\n"
+            "        Norms stay F32; rows that are not whole blocks fall back as in llama.cpp\n"
+            "        (Q2_K/Q3_K to Q4_0, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0), else to F16\n"
             "  --name NAME  general.name (default: the GGUF's, or IN's file name)\n");
 }
 
@@ -218,7 +219,7 @@ int wlm_cli_quantize(int argc, char **argv) {
     if (type < 0) {
         fprintf(stderr,
                 "wasmlm quantize: unknown type '%s' (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, "
-                "Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q3_K_M, Q4_K_M, Q5_K_M)\n",
+                "Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4, Q3_K_M, Q4_K_M, Q5_K_M, MXFP4_MOE)\n",
                 pos[2]);
         return 1;
     }

@@ -2,7 +2,7 @@
  * quant.c — the type-traits table (wlm_type_get, wlm_row_bytes), binary16 and bfloat16
  * conversions, the float types' rows of the table, the SIMD kernels' constant table
  * (wlm_simd_k) and the dot-form probe. The ggml block formats' conversions and scalar reference
- * kernels are in quant_blocks32.c (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q8_1) and quant_kquants.c
+ * kernels are in quant_blocks32.c (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, MXFP4, Q8_1) and quant_kquants.c
  * (Q2_K..Q6_K, Q8_K); their SIMD twins in quant_simd.c.
  */
 #include <math.h>
@@ -152,6 +152,8 @@ const wlm_simd_consts wlm_simd_k = {
     .u16_000f = {0x000F, 0x000F, 0x000F, 0x000F, 0x000F, 0x000F, 0x000F, 0x000F},
     .u16_00ff = {0x00FF, 0x00FF, 0x00FF, 0x00FF, 0x00FF, 0x00FF, 0x00FF, 0x00FF},
     .u16_ff00 = {0xFF00, 0xFF00, 0xFF00, 0xFF00, 0xFF00, 0xFF00, 0xFF00, 0xFF00},
+    .i8_mxfp4 = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12},
+    .u8_mxfp4_12 = {12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0},
 };
 #undef WLM_X16
 #undef WLM_X4
@@ -189,6 +191,8 @@ static const wlm_type_traits traits[WLM_TYPE_COUNT] = {
     [WLM_TYPE_Q8_K] = {"Q8_K", 256, 292, 0, 0, wlm_q8_K_to_float, wlm_quantize_q8_K_simd, NULL, NULL},
     [WLM_TYPE_BF16] = {"BF16", 1, 2, 1, WLM_TYPE_F32, bf16_to_float, bf16_from_float,
                        wlm_bf16_matvec_ref, wlm_bf16_matvec_simd},
+    [WLM_TYPE_MXFP4] = {"MXFP4", 32, 17, 1, WLM_TYPE_Q8_0, wlm_mxfp4_to_float,
+                        wlm_mxfp4_from_float, wlm_mxfp4_matvec_ref, wlm_mxfp4_matvec_simd},
 };
 
 const wlm_type_traits *wlm_type_get(int32_t type) {

@@ -3,7 +3,7 @@
  * data is used in place, and the type-traits table (block size, bytes per block, dequantize,
  * quantize, and the matrix-vector kernels of each kernel set). A matrix-vector product with a
  * quantized weight first quantizes the activation vector once into the type's `vec_dot_type`
- * (Q8_0 blocks for Q4_0/Q5_0/Q8_0, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants; F16 and BF16
+ * (Q8_0 blocks for Q4_0/Q5_0/Q8_0/MXFP4, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants; F16 and BF16
  * take the float vector) and then runs integer dot products. Q8_1 is Q8_0 plus s = fp16(d * sum
  * of the quants), d the unrounded scale: the min term of Q4_1/Q5_1 is m * s, as ggml computes it.
  * Layouts follow ggml (ggml-common.h); the static_asserts pin them.
@@ -32,12 +32,14 @@ enum wlm_type {
     WLM_TYPE_Q6_K = 14,
     WLM_TYPE_Q8_K = 15,
     WLM_TYPE_BF16 = 30,
+    WLM_TYPE_MXFP4 = 39,
     WLM_TYPE_COUNT = 40
 };
 
 #define WLM_QK8_0 32
 #define WLM_QK4_0 32
 #define WLM_QK_K 256
+#define WLM_QK_MXFP4 32
 
 typedef uint16_t wlm_fp16; /* IEEE 754 binary16 bits */
 
@@ -115,6 +117,14 @@ typedef struct {
     wlm_fp16 d;                 /* super-block scale */
 } wlm_block_q6_K;
 
+/* MXFP4 (OCP Microscaling FP4, E2M1 elements with a shared E8M0 exponent; ggml's block_mxfp4):
+ * value of element j = wlm_mxfp4_kvalues[code] * wlm_e8m0_to_fp32_half(e), code the low nibble
+ * of qs[j] (j < 16) or the high nibble of qs[j - 16]. */
+typedef struct {
+    uint8_t e;                  /* E8M0 shared exponent: 2^(e - 127) */
+    uint8_t qs[WLM_QK_MXFP4 / 2]; /* element j: low nibble of qs[j]; element j+16: high nibble */
+} wlm_block_mxfp4;
+
 typedef struct {
     float d;                    /* scale */
     int8_t qs[WLM_QK_K];        /* quants */
@@ -133,6 +143,22 @@ _Static_assert(sizeof(wlm_block_q5_1) == 24, "ggml block_q5_1 layout");
 _Static_assert(sizeof(wlm_block_q2_K) == 84, "ggml block_q2_K layout");
 _Static_assert(sizeof(wlm_block_q3_K) == 110, "ggml block_q3_K layout");
 _Static_assert(sizeof(wlm_block_q5_K) == 176, "ggml block_q5_K layout");
+_Static_assert(sizeof(wlm_block_mxfp4) == 17, "ggml block_mxfp4 layout");
+
+/* The E2M1 values doubled, by 4-bit code (ggml's kvalues_mxfp4): 0, 0.5, 1, 1.5, 2, 3, 4, 6 and
+ * their negatives, times 2, so that they are integers (the int8 dot products take them as they
+ * are) and the block scale is halved to match (wlm_e8m0_to_fp32_half). */
+extern const int8_t wlm_mxfp4_kvalues[16];
+
+/* Half the E8M0 scale 2^(e - 127), i.e. 2^(e - 128), as ggml's ggml_e8m0_to_fp32_half: the
+ * float with bits (e - 1) << 23 for e >= 2, and for e = 0 and 1 the subnormals 2^-128 and 2^-127
+ * (bits 0x00200000 << e). e = 255 gives 2^127 (ggml reads no NaN code). Exact. */
+static inline float wlm_e8m0_to_fp32_half(uint8_t e) {
+    const uint32_t u = e < 2 ? 0x00200000u << e : (uint32_t)(e - 1) << 23;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
 
 /*
  * A weight matrix-vector product for one weight type: out[r] = dot(row r of w, x) for r in
@@ -191,6 +217,8 @@ typedef struct wlm_simd_consts {
     uint16_t u16_000f[8];     /* 0x000F */
     uint16_t u16_00ff[8];     /* 0x00FF: the even bytes */
     uint16_t u16_ff00[8];     /* 0xFF00: the odd bytes */
+    int8_t i8_mxfp4[16];      /* wlm_mxfp4_kvalues: an MXFP4 code's int8 value, by swizzle */
+    uint8_t u8_mxfp4_12[16];  /* the same plus 12 (0..24): the relaxed dots' unsigned operand */
 } wlm_simd_consts;
 extern const wlm_simd_consts wlm_simd_k;
 
@@ -233,6 +261,9 @@ wlm_fp16 wlm_fp32_to_fp16(float f);
  * - Q8_1 (activations for Q4_1 / Q5_1): Q8_0's d and quants, plus s = fp16((float)(sum of the
  *   quants) * d) with d = max|x| / 127 before its rounding to fp16 (ggml's quantize_row_q8_1_ref,
  *   which llama.cpp's wasm build runs).
+ * - MXFP4: per block of 32 e = floor(log2(max |x|)) - 2 + 127 (0 for an all-zero block; clamped
+ *   to 0..254), then each element the code whose value K[code] * 2^(e - 128) is nearest (the
+ *   lowest code on a tie), ggml's quantize_row_mxfp4_ref.
  * - Q8_K (activations for the K-quants): d = -max/127 in float where max is the element of
  *   largest magnitude, q = round(x / d) (half to even), plus the sums of each 16 quants.
  * The SIMD quantizers of Q8_0 and Q8_K write exactly the reference's bytes for finite input.
@@ -245,8 +276,9 @@ wlm_fp16 wlm_fp32_to_fp16(float f);
  *   Q4_0       sum += ((float)isum * dw) * dx
  *   Q5_0       sum += (dw * dx) * (float)isum
  *   Q4_1/Q5_1  sum += (dw * dx) * (float)isum + m * s
- * (ggml_vec_dot_q8_0_q8_0, q4_0_q8_0, q5_0_q8_0, q4_1_q8_1, q5_1_q8_1: the functions llama.cpp's
- * wasm build runs — it compiles ggml's C fallbacks, not its wasm intrinsics). The K-quant SIMD
+ *   MXFP4      sum += (dx * dw) * (float)isum, dw = 2^(e - 128), isum over K[code] * q
+ * (ggml_vec_dot_q8_0_q8_0, q4_0_q8_0, q5_0_q8_0, q4_1_q8_1, q5_1_q8_1, mxfp4_q8_0: the functions
+ * llama.cpp's wasm build runs — it compiles ggml's C fallbacks, not its wasm intrinsics). The K-quant SIMD
  * kernels give the references' bits for rows of up to WLM_QUANT_XCHUNK columns (longer rows:
  * column chunks' sums added, the order of those additions differs). F16 / BF16: float dot
  * products, the SIMD versions with four-lane partial sums.
@@ -282,6 +314,8 @@ void wlm_q3_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void
                          int r0, int r1);
 void wlm_q5_K_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
                          int r0, int r1);
+void wlm_mxfp4_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1);
 
 void wlm_f16_matvec_simd(float *out, const void *w, size_t row_bytes, const void *x, int n,
                          int r0, int r1);
@@ -307,6 +341,8 @@ void wlm_q3_K_matvec_simd(float *out, const void *w, size_t row_bytes, const voi
                           int r0, int r1);
 void wlm_q5_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
                           int r0, int r1);
+void wlm_mxfp4_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                           int r0, int r1);
 
 /* 1 when quant_simd.c was compiled with SIMD128, else 0 (the *_simd names are the refs). */
 int wlm_quant_have_simd(void);
@@ -337,15 +373,15 @@ typedef void (*wlm_qmatmat_fn)(float *out, size_t out_stride, const void *w, siz
                                const void *xq, size_t x_stride, int n, int r0, int r1, int ne);
 
 /* The matrix-matrix kernel of a weight type in this build, or NULL where there is none (then a
- * batch runs matvec_simd per entry): the relaxed-SIMD build has Q8_0, Q4_0, Q5_0, Q4_1 and Q5_1
- * ones (quant_simd/relaxed_blocks32.inc: panels of four rows, or two rows x four entries per
- * step, ggml's float steps four lanes at once) and Q2_K, Q3_K, Q4_K, Q5_K and Q6_K ones (one row
- * x four entries); the SIMD128 build has Q8_0, Q4_0 and Q5_0 panels (blocks32_panel.inc); other
- * types (F16, BF16) and the scalar build have none. */
+ * batch runs matvec_simd per entry): the relaxed-SIMD build has Q8_0, Q4_0, Q5_0, Q4_1, Q5_1 and
+ * MXFP4 ones (quant_simd/relaxed_blocks32.inc: panels of four rows, or two rows x four entries
+ * per step, ggml's float steps four lanes at once) and Q2_K, Q3_K, Q4_K, Q5_K and Q6_K ones (one
+ * row x four entries); the SIMD128 build has Q8_0, Q4_0, Q5_0 and MXFP4 panels
+ * (blocks32_panel.inc); other types (F16, BF16) and the scalar build have none. */
 wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type);
 
 /* For a type whose matrix-matrix kernels (wlm_quant_matmat_simd and _split) work by panels
- * (Q4_0, Q5_0, Q8_0): how many entries they prepare together (each entry's block sums and
+ * (Q4_0, Q5_0, Q8_0; MXFP4 in SIMD128): how many entries they prepare together (each entry's block sums and
  * scales, once per call and group) before they stream them past each four-row panel, which stays
  * in L1 — 64 in the relaxed build, 16 in SIMD128. A caller with at most that many entries gains
  * nothing from cutting the rows into tiles (forward.c's tile_rows) and pays a preparation per

@@ -1,7 +1,7 @@
 /*
- * quant_blocks32.c — the 32-element block formats: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (weights) and
- * Q8_1 (the activations of Q4_1 and Q5_1): their conversions (quant_formats.h) and scalar
- * reference kernels (quant.h); the SIMD twins are in quant_simd/ (blocks32*.inc,
+ * quant_blocks32.c — the 32-element block formats: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, MXFP4
+ * (weights) and Q8_1 (the activations of Q4_1 and Q5_1): their conversions (quant_formats.h)
+ * and scalar reference kernels (quant.h); the SIMD twins are in quant_simd/ (blocks32*.inc,
  * relaxed_blocks32.inc). The type table is quant.c's.
  */
 #include <math.h>
@@ -322,6 +322,83 @@ void wlm_q5_1_matvec_ref(float *out, const void *w, size_t row_bytes, const void
             for (int j = 0; j < 32; j++) isum += q5_level(row[b].qs, row[b].qh, j) * x[b].qs[j];
             sum += (wlm_fp16_to_fp32(row[b].d) * wlm_fp16_to_fp32(x[b].d)) * (float)isum +
                    wlm_fp16_to_fp32(row[b].m) * wlm_fp16_to_fp32(x[b].s);
+        }
+        out[r] = sum;
+    }
+}
+
+/* ---- MXFP4 --------------------------------------------------------------------------------- */
+
+const int8_t wlm_mxfp4_kvalues[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+void wlm_mxfp4_to_float(const void *src, float *dst, int64_t n) {
+    const wlm_block_mxfp4 *b = src;
+    for (int64_t i = 0; i < n / WLM_QK_MXFP4; i++, dst += WLM_QK_MXFP4) {
+        const float d = wlm_e8m0_to_fp32_half(b[i].e);
+        for (int j = 0; j < WLM_QK_MXFP4 / 2; j++) {
+            dst[j] = (float)wlm_mxfp4_kvalues[b[i].qs[j] & 0xF] * d;
+            dst[j + WLM_QK_MXFP4 / 2] = (float)wlm_mxfp4_kvalues[b[i].qs[j] >> 4] * d;
+        }
+    }
+}
+
+/* The code whose value K[code] * d is nearest to v, the lowest code on a tie (ggml's
+ * best_index_mxfp4: a strict < over the codes in order; NaN gives code 0). */
+static uint8_t mxfp4_best_code(float v, float d) {
+    uint8_t best = 0;
+    float best_err = fabsf((float)wlm_mxfp4_kvalues[0] * d - v);
+    for (uint8_t i = 1; i < 16; i++) {
+        const float err = fabsf((float)wlm_mxfp4_kvalues[i] * d - v);
+        if (err < best_err) {
+            best = i;
+            best_err = err;
+        }
+    }
+    return best;
+}
+
+/* ggml's quantize_row_mxfp4_ref: e = floor(log2(amax)) - 2 + 127, so that the block's largest
+ * magnitude is 8 to 16 steps 2^(e - 128) (the top codes are 8 and 12). ggml converts that float to
+ * uint8_t directly (undefined outside 0..255: amax below 2^-125 or, never for finite floats,
+ * above); here it is clamped to 0..254 first. Inf gives 254 and its codes +-12 (NaN: 0). */
+void wlm_mxfp4_from_float(const float *x, void *dst, int64_t n) {
+    wlm_block_mxfp4 *y = dst;
+    for (int64_t i = 0; i < n / WLM_QK_MXFP4; i++, x += WLM_QK_MXFP4) {
+        float amax = 0.0f;
+        for (int j = 0; j < WLM_QK_MXFP4; j++)
+            if (amax < fabsf(x[j])) amax = fabsf(x[j]);
+        int e = 0;
+        if (amax > 0.0f) {
+            const float l = floorf(log2f(amax)) - 2.0f + 127.0f;
+            e = l >= 254.0f ? 254 : l <= 0.0f ? 0 : (int)l;
+        }
+        y[i].e = (uint8_t)e;
+        const float d = wlm_e8m0_to_fp32_half(y[i].e);
+        for (int j = 0; j < WLM_QK_MXFP4 / 2; j++)
+            y[i].qs[j] = (uint8_t)(mxfp4_best_code(x[j], d) |
+                                   (mxfp4_best_code(x[j + WLM_QK_MXFP4 / 2], d) << 4));
+    }
+}
+
+/* Per block, in block order: sum += (dx * dw) * (float)isum with dw = 2^(e - 128) and isum the
+ * exact sum of K[code] * q over the block, ggml's ggml_vec_dot_mxfp4_q8_0 (C fallback, which
+ * llama.cpp's wasm build runs) operation for operation; the SIMD kernels give these bits too. */
+void wlm_mxfp4_matvec_ref(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                          int r0, int r1) {
+    const wlm_block_q8_0 *x = xq;
+    const int nb = n / WLM_QK_MXFP4;
+    for (int r = r0; r < r1; r++) {
+        const wlm_block_mxfp4 *row =
+            (const wlm_block_mxfp4 *)(const void *)((const char *)w + (size_t)r * row_bytes);
+        float sum = 0.0f;
+        for (int b = 0; b < nb; b++) {
+            const float d = wlm_fp16_to_fp32(x[b].d) * wlm_e8m0_to_fp32_half(row[b].e);
+            int32_t isum = 0;
+            for (int j = 0; j < WLM_QK_MXFP4 / 2; j++) {
+                isum += wlm_mxfp4_kvalues[row[b].qs[j] & 0xF] * x[b].qs[j];
+                isum += wlm_mxfp4_kvalues[row[b].qs[j] >> 4] * x[b].qs[j + WLM_QK_MXFP4 / 2];
+            }
+            sum += d * (float)isum;
         }
         out[r] = sum;
     }

@@ -47,7 +47,7 @@ static inline int8_t round_i8(float v) {
     return (int8_t)r;
 }
 
-/* 32-element blocks (quant_blocks32.c) */
+/* 32-element blocks (quant_blocks32.c; MXFP4 included) */
 void wlm_q8_0_to_float(const void *src, float *dst, int64_t n);
 void wlm_q8_1_to_float(const void *src, float *dst, int64_t n);
 void wlm_q4_0_to_float(const void *src, float *dst, int64_t n);
@@ -58,6 +58,8 @@ void wlm_q5_0_to_float(const void *src, float *dst, int64_t n);
 void wlm_q5_0_from_float(const float *x, void *dst, int64_t n);
 void wlm_q5_1_to_float(const void *src, float *dst, int64_t n);
 void wlm_q5_1_from_float(const float *x, void *dst, int64_t n);
+void wlm_mxfp4_to_float(const void *src, float *dst, int64_t n);
+void wlm_mxfp4_from_float(const float *x, void *dst, int64_t n);
 
 /* K-quants, 256-element super-blocks (quant_kquants.c) */
 void wlm_q8_K_to_float(const void *src, float *dst, int64_t n);

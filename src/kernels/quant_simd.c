@@ -1,7 +1,7 @@
 /*
  * quant_simd.c — the SIMD kernels of the quantized weight types, one compilation unit per build:
- * the matrix-vector products (decode) of F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K,
- * Q4_K, Q5_K and Q6_K, the matrix-matrix products (prefill, batches) where they pay, and the
+ * the matrix-vector products (decode) of F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, MXFP4, Q2_K,
+ * Q3_K, Q4_K, Q5_K and Q6_K, the matrix-matrix products (prefill, batches) where they pay, and the
  * Q8_0 / Q8_1 / Q8_K activation quantizers; this file composes them from quant_simd/ and picks,
  * per type, what the public names of quant.h return. Without -msimd128 every function forwards to
  * its scalar twin in quant_blocks32.c / quant_kquants.c (the float types': quant.c).
@@ -11,7 +11,7 @@
  *                                  conversions, the constants' table access (SIMD_K)
  *   quant_simd/float.inc           F16 and BF16 weights (float activations)
  *   quant_simd/activations.inc     the Q8_0 / Q8_1 / Q8_K quantizers and SIMD128's int16 copies
- *   quant_simd/blocks32.inc        SIMD128: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1 (32-element blocks), and
+ *   quant_simd/blocks32.inc        SIMD128: Q8_0, Q4_0, Q5_0, MXFP4, Q4_1, Q5_1 (32-element), and
  *                                  the row loops every quantized kernel drives its rows with
  *   quant_simd/kquants.inc         SIMD128: Q2_K .. Q6_K (256-element super-blocks)
  *   quant_simd/blocks32_panel.inc  SIMD128 modules only: the matrix-matrix panels of Q8_0 / Q4_0
@@ -83,6 +83,7 @@ wlm_qmatvec_fn wlm_quant_matvec_split(int32_t type) {
     case WLM_TYPE_Q4_K: return rx_q4_K_matvec;
     case WLM_TYPE_Q5_K: return rx_q5_K_matvec;
     case WLM_TYPE_Q6_K: return rx_q6_K_matvec;
+    case WLM_TYPE_MXFP4: return rx_mxfp4_matvec;
     default: return NULL;
     }
 }
@@ -98,6 +99,7 @@ wlm_qmatvec_fn wlm_quant_matvec_split_near(int32_t type) {
     case WLM_TYPE_Q4_K: return rx_q4_K_matvec_near;
     case WLM_TYPE_Q5_K: return rx_q5_K_matvec_near;
     case WLM_TYPE_Q6_K: return rx_q6_K_matvec_near;
+    case WLM_TYPE_MXFP4: return rx_mxfp4_matvec_near;
     default: return NULL;
     }
 }
@@ -117,6 +119,7 @@ QUANT_ENTRY(q3_K)
 QUANT_ENTRY(q4_K)
 QUANT_ENTRY(q5_K)
 QUANT_ENTRY(q6_K)
+QUANT_ENTRY(mxfp4)
 #undef QUANT_ENTRY
 
 wlm_qmatvec_fn wlm_quant_matvec_near(int32_t type) {
@@ -131,6 +134,7 @@ wlm_qmatvec_fn wlm_quant_matvec_near(int32_t type) {
     case WLM_TYPE_Q4_K: return PICK_NEAR(q4_K);
     case WLM_TYPE_Q5_K: return PICK_NEAR(q5_K);
     case WLM_TYPE_Q6_K: return PICK_NEAR(q6_K);
+    case WLM_TYPE_MXFP4: return PICK_NEAR(mxfp4);
     default: return NULL;
     }
 }
@@ -149,6 +153,7 @@ wlm_qmatvec_fn wlm_quant_matvec_simd128(int32_t type) {
     case WLM_TYPE_Q4_K: return s128_q4_K_matvec;
     case WLM_TYPE_Q5_K: return s128_q5_K_matvec;
     case WLM_TYPE_Q6_K: return s128_q6_K_matvec;
+    case WLM_TYPE_MXFP4: return s128_mxfp4_matvec;
     default: return wlm_type_get(type)->matvec_simd;
     }
 }
@@ -160,6 +165,7 @@ wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
     if (type == WLM_TYPE_Q8_0) return s128_q8_0_matmat;
     if (type == WLM_TYPE_Q4_0) return s128_q4_0_matmat;
     if (type == WLM_TYPE_Q5_0) return s128_q5_0_matmat;
+    if (type == WLM_TYPE_MXFP4) return s128_mxfp4_matmat;
 #else
     if (type == WLM_TYPE_Q8_0) return rx_q8_0_matmat;
     if (type == WLM_TYPE_Q4_0) return rx_q4_0_matmat;
@@ -171,6 +177,7 @@ wlm_qmatmat_fn wlm_quant_matmat_simd(int32_t type) {
     if (type == WLM_TYPE_Q2_K) return rx_q2_K_matmat;
     if (type == WLM_TYPE_Q3_K) return rx_q3_K_matmat;
     if (type == WLM_TYPE_Q5_K) return rx_q5_K_matmat;
+    if (type == WLM_TYPE_MXFP4) return rx_mxfp4_matmat;
 #endif
     (void)type;
     return NULL;
@@ -182,10 +189,13 @@ int wlm_quant_have_simd(void) { return 1; }
 int wlm_quant_have_relaxed(void) { return WLM_QUANT_RELAXED; }
 
 int wlm_quant_matmat_group(int32_t type) {
-    if (type != WLM_TYPE_Q4_0 && type != WLM_TYPE_Q5_0 && type != WLM_TYPE_Q8_0) return 0;
 #if WLM_QUANT_RELAXED
+    if (type != WLM_TYPE_Q4_0 && type != WLM_TYPE_Q5_0 && type != WLM_TYPE_Q8_0) return 0;
     return RX_PANEL_G;
 #else
+    if (type != WLM_TYPE_Q4_0 && type != WLM_TYPE_Q5_0 && type != WLM_TYPE_Q8_0 &&
+        type != WLM_TYPE_MXFP4)
+        return 0;
     return S128_PANEL_G;
 #endif
 }
@@ -249,6 +259,10 @@ void wlm_q3_K_matvec_simd(float *out, const void *w, size_t row_bytes, const voi
 void wlm_q5_K_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
                           int r0, int r1) {
     wlm_q5_K_matvec_ref(out, w, row_bytes, xq, n, r0, r1);
+}
+void wlm_mxfp4_matvec_simd(float *out, const void *w, size_t row_bytes, const void *xq, int n,
+                           int r0, int r1) {
+    wlm_mxfp4_matvec_ref(out, w, row_bytes, xq, n, r0, r1);
 }
 int wlm_quant_have_simd(void) { return 0; }
 

@@ -40,7 +40,7 @@ static int writer_fail(const wlm_gguf_writer *w, char *err, size_t errlen) {
 static const int32_t targets[] = {WLM_TYPE_F32,  WLM_TYPE_F16,  WLM_TYPE_BF16, WLM_TYPE_Q8_0,
                                   WLM_TYPE_Q4_0, WLM_TYPE_Q4_1, WLM_TYPE_Q5_0, WLM_TYPE_Q5_1,
                                   WLM_TYPE_Q2_K, WLM_TYPE_Q3_K, WLM_TYPE_Q4_K, WLM_TYPE_Q5_K,
-                                  WLM_TYPE_Q6_K};
+                                  WLM_TYPE_Q6_K, WLM_TYPE_MXFP4};
 
 /* llama.cpp's mixes: name, llama_ftype, and the type of the matrices no rule singles out. */
 static const struct {
@@ -50,6 +50,7 @@ static const struct {
     {"Q3_K_M", WLM_QUANT_MIX_Q3_K_M, WLM_TYPE_Q3_K},
     {"Q4_K_M", WLM_QUANT_MIX_Q4_K_M, WLM_TYPE_Q4_K},
     {"Q5_K_M", WLM_QUANT_MIX_Q5_K_M, WLM_TYPE_Q5_K},
+    {"MXFP4_MOE", WLM_QUANT_MIX_MXFP4_MOE, WLM_TYPE_Q8_0},
 };
 
 void wlm_quantize_params_default(wlm_quantize_params *p) {
@@ -125,6 +126,7 @@ static int32_t mix_rule_type(int32_t mix, int kind, int layer, int n_layers, int
     const int mi = mix_index(mix);
     if (mi < 0) return -1;
     int32_t t = mixes[mi].base;
+    if (mix == WLM_QUANT_MIX_MXFP4_MOE) return t; /* 2-D matrices: Q8_0, the classifier too */
     if (kind == WLM_QUANT_OUTPUT || (kind == WLM_QUANT_TOKEN_EMBD && tied)) {
         /* the classifier: Q6_K when its rows are whole K blocks, else Q8_0 (no fallback) */
         return cols % WLM_QK_K == 0 ? WLM_TYPE_Q6_K : WLM_TYPE_Q8_0;
@@ -174,6 +176,7 @@ static uint32_t file_type(int32_t type, int32_t mix) {
     case WLM_TYPE_Q5_K: return 16; /* MOSTLY_Q5_K_S */
     case WLM_TYPE_Q6_K: return 18;
     case WLM_TYPE_BF16: return 32;
+    case WLM_TYPE_MXFP4: return 38; /* MOSTLY_MXFP4_MOE, the only MXFP4 file type */
     default: return 0;
     }
 }
@@ -191,7 +194,7 @@ int wlm_quantize_check_type(int32_t target, char *err, size_t errlen) {
     if (!is_target(target))
         return fail(err, errlen, WLM_ERR_INVALID_ARG,
                     "type %d is not a quantize target (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, "
-                    "Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K)",
+                    "Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4)",
                     (int)target);
     return check_one(target, err, errlen);
 }
@@ -200,7 +203,8 @@ int wlm_quantize_check_type(int32_t target, char *err, size_t errlen) {
 static int check_params(const wlm_quantize_params *p, char *err, size_t errlen) {
     if (p->mix && mix_index(p->mix) < 0)
         return fail(err, errlen, WLM_ERR_INVALID_ARG,
-                    "mix %d is not one of llama.cpp's Q3_K_M (12), Q4_K_M (15), Q5_K_M (17)",
+                    "mix %d is not one of llama.cpp's Q3_K_M (12), Q4_K_M (15), Q5_K_M (17), "
+                    "MXFP4_MOE (38)",
                     (int)p->mix);
     return p->mix ? WLM_OK : wlm_quantize_check_type(p->type, err, errlen);
 }
@@ -662,7 +666,9 @@ static int32_t gguf_tensor_type(const wlm_gguf_tensor *t, const wlm_quantize_par
                                 const wlm_quantize_file *f, int v_index, int32_t *wanted) {
     *wanted = t->type;
     if (!is_quantizable(t)) return t->type;
-    if (p->mix) {
+    if (p->mix == WLM_QUANT_MIX_MXFP4_MOE && t->n_dims >= 3 && t->ne[2] > 1) {
+        *wanted = WLM_TYPE_MXFP4; /* stacked expert matrices (llama.cpp: ne[2] > 1) */
+    } else if (p->mix) {
         const int role = role_of(&t->name, f->qkv_as_v);
         const int v = role == WLM_QUANT_ATTN_V;
         *wanted = mix_rule_type(p->mix, role, v ? v_index : layer_of(&t->name),

@@ -1,8 +1,8 @@
 /*
  * quantize.h — internal: writes a loaded model (llama2.c checkpoint or GGUF) as a GGUF v3 file
  * of architecture "llama", its weight matrices converted to one type (F32, F16, BF16, Q8_0,
- * Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) or to one of llama.cpp's per-tensor
- * mixes (Q3_K_M, Q4_K_M, Q5_K_M): each row is dequantized to float with the source type's
+ * Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, MXFP4) or to one of llama.cpp's
+ * per-tensor mixes (Q3_K_M, Q4_K_M, Q5_K_M, MXFP4_MOE): each row is dequantized to float with the source type's
  * to_float, then encoded with the target's from_float (rows already of the target type are
  * copied as they are). Norm vectors stay F32. Used by the CLI's `wasmlm quantize`
  * (cli_quantize.c) and the tests; the container itself is gguf_write.c's.
@@ -10,8 +10,8 @@
  * What the file holds:
  * - general.architecture "llama", general.name, general.alignment 32, general.file_type
  *   (llama.cpp's llama_ftype: 0 F32, 1 F16, 2 Q4_0, 3 Q4_1, 7 Q8_0, 8 Q5_0, 9 Q5_1, 10 Q2_K,
- *   11 Q3_K_S (pure Q3_K), 14 Q4_K_S (pure Q4_K), 16 Q5_K_S (pure Q5_K), 18 Q6_K, 32 BF16; the
- *   mixes 12 Q3_K_M, 15 Q4_K_M, 17 Q5_K_M),
+ *   11 Q3_K_S (pure Q3_K), 14 Q4_K_S (pure Q4_K), 16 Q5_K_S (pure Q5_K), 18 Q6_K, 32 BF16,
+ *   38 MOSTLY_MXFP4_MOE for MXFP4; the mixes 12 Q3_K_M, 15 Q4_K_M, 17 Q5_K_M, 38 MXFP4_MOE),
  *   general.quantization_version 2;
  * - llama.context_length, embedding_length, block_count, feed_forward_length,
  *   attention.head_count, attention.head_count_kv, rope.dimension_count, rope.freq_base,
@@ -29,8 +29,13 @@
  * The Q and K rows are written as stored: GGUF "llama" files use llama2.c's adjacent-pair RoPE
  * layout (see gguf_model.c), so no permutation either way.
  *
+ * MXFP4 as a type means every weight matrix MXFP4 (for tests and dense models; general.file_type
+ * 38 all the same). The mix MXFP4_MOE is llama.cpp's own rule (llama-quant.cpp, MOSTLY_MXFP4_MOE):
+ * the stacked expert matrices (3-D, ne[2] > 1; wlm_quantize_gguf only) MXFP4, every other
+ * matrix Q8_0, the classifier included (so a dense model comes out all Q8_0, as llama.cpp's).
+ *
  * Block types need rows whose length is a multiple of the block (32 for Q8_0/Q4_0/Q4_1/Q5_0/
- * Q5_1, 256 for the K-quants). A matrix whose rows are not falls back as llama.cpp's
+ * Q5_1/MXFP4, 256 for the K-quants). A matrix whose rows are not falls back as llama.cpp's
  * tensor_type_fallback does: Q2_K and Q3_K to Q4_0, Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0;
  * when that does not fit either (and for the 32-element types, which llama.cpp refuses), to
  * F16. The params' log callback is told which tensors.
@@ -74,7 +79,8 @@ enum wlm_quant_mix {
     WLM_QUANT_MIX_NONE = 0,
     WLM_QUANT_MIX_Q3_K_M = 12,
     WLM_QUANT_MIX_Q4_K_M = 15,
-    WLM_QUANT_MIX_Q5_K_M = 17
+    WLM_QUANT_MIX_Q5_K_M = 17,
+    WLM_QUANT_MIX_MXFP4_MOE = 38 /* experts (3-D, ne[2] > 1) MXFP4, every other matrix Q8_0 */
 };
 
 /* The roles of the weight matrices, which the mixes' rules tell apart. */

@@ -29,8 +29,8 @@ file(WRITE "${WORK}/text.txt" "Once upon a time, Lily saw a big dog.\nIt was hap
 execute_process(COMMAND ${CLI} tokenize ${tok} INPUT_FILE "${WORK}/text.txt"
                 OUTPUT_VARIABLE want RESULT_VARIABLE rc)
 check("rc;EQUAL;0" "tokenize tok512.bin")
-foreach(type IN ITEMS F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K
-                       Q3_K_M Q4_K_M Q5_K_M)
+foreach(type IN ITEMS F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K MXFP4
+                       Q3_K_M Q4_K_M Q5_K_M MXFP4_MOE)
   quantize(err rc ${bin} "${WORK}/s-${type}.gguf" ${type} -z ${tok})
   check("rc;EQUAL;0" "quantize to ${type}: ${err}")
   check("EXISTS;${WORK}/s-${type}.gguf" "${type}: output exists")

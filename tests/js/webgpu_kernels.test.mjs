@@ -40,6 +40,44 @@ test('embed: every type decodes its rows as C\'s to_float (|diff| ≤ 1e-6 · ma
   }
 });
 
+// MXFP4: every 4-bit code under every exponent byte, one 32-element row per exponent (row e:
+// exponent e, element j code j or 31 - j), through the embed kernel (w_get; the matrix-matrix
+// tile loader's w_get4 is compared with C's to_float in webgpu_matmat.test.mjs): against the E2M1 definition
+// (sign bit 3, exponent bits 2..1 with bias 1, mantissa bit 0) times 2^(e - 127), computed here
+// in double and independent of both the C table and the WGSL arithmetic. Exact where the value
+// is a normal float; e = 0 / 1 (values below 2^-124, subnormal) may read as 0 on a GPU that
+// flushes subnormals, which WGSL allows; where the value overflows f32 (8 · 2^125 and up) the
+// CPU's is ±Infinity, and the GPU's must be too or at least out of the finite range's top.
+test('MXFP4: every code × every exponent decoded on the GPU against the E2M1 definition', { skip }, async () => {
+  const rows = 256, cols = 32;
+  const bytes = new Uint8Array(rows * 17);
+  for (let e = 0; e < rows; e++) {
+    bytes[e * 17] = e;
+    for (let j = 0; j < 16; j++) bytes[e * 17 + 1 + j] = j | ((15 - j) << 4);
+  }
+  const e2m1 = (c) => {
+    const ex = (c >> 1) & 3, m = c & 1, v = ex === 0 ? 0.5 * m : 2 ** (ex - 1) * (1 + 0.5 * m);
+    return c & 8 ? -v : v;
+  };
+  const ids = new Uint32Array(rows).map((_, i) => i);
+  const A = new Float32Array(rows * cols);
+  const [out] = await run(embedWgsl(39), { A, params: [cols, 17, 0, 0, cols, 0, fbits(1)], extra: [bytes, ids], grid: [1, 1, rows] });
+  const got = new Float32Array(out);
+  let flushed = 0;
+  for (let e = 0; e < rows; e++) {
+    for (let j = 0; j < cols; j++) {
+      const code = j < 16 ? j : 15 - (j - 16);
+      const want = Math.fround(e2m1(code) * 2 ** (e - 127)); // ±Infinity past f32's range
+      const g = got[e * cols + j];
+      const what = `e ${e} code ${code}: ${g} vs ${want}`;
+      if (e < 2 && g === 0 && want !== 0) { flushed++; continue; }
+      if (!Number.isFinite(want)) assert.ok(!Number.isFinite(g) || Math.abs(g) >= 2 ** 127, what);
+      else assert.ok(g === want, what); // === : code 8 (-0) reads as 0 on both sides
+    }
+  }
+  assert.ok(flushed <= 2 * 28, `at most the subnormal rows flushed (${flushed})`);
+});
+
 /** Checks matvec of `type` on rows × cols for 2 entries, accumulate off, one thread layout. */
 async function checkMatvec(type, rows, cols, { subgroups = false, tpr = matvecThreadsPerRow(cols), wide = true } = {}) {
   const { bytes, deq, rowBytes } = weights(type, rows, cols, 100 + type + cols);

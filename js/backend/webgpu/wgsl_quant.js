@@ -74,14 +74,27 @@ fn k_scale_min(s: u32, j: u32) -> vec2<f32> {
 const K2_LEVEL = /* wgsl */ `
 fn k2_level(qs: u32, e: u32) -> u32 { return (rb(qs + 32u * (e / 128u) + e % 32u) >> (2u * (e % 128u / 32u))) & 3u; }`;
 
+// MXFP4's element value K[code] (wlm_mxfp4_kvalues: the E2M1 values doubled, 0 1 2 3 4 6 8 12 and
+// their negatives, computed from the code's bits rather than a table) and half its block scale,
+// 2^(e - 128) as ggml_e8m0_to_fp32_half has it: bits (e - 1) << 23, and for e = 0 / 1 the
+// subnormals 2^-128 / 2^-127 (bits 0x00200000 << e), which a GPU may flush to zero (WGSL allows
+// it): weights below 2^-124 in magnitude, the only ones such blocks hold, may then read as 0.
+const MXFP4_FNS = /* wgsl */ `
+fn mx_k(q: u32) -> f32 {
+  let m = q & 7u;
+  let v = f32(select(m, (2u + (m & 1u)) << ((m >> 1u) - 1u), m >= 4u));
+  return select(v, -v, (q & 8u) != 0u);
+}
+fn e8m0_half(e: u32) -> f32 { return bitcast<f32>(select(0x00200000u << e, (e - 1u) << 23u, e >= 2u)); }`;
+
 /**
  * GGUF type id → {name, blk (elements per block), bytes (per block), wgsl (w_get and what it
  * needs), wgsl4 (w_get4, placed after wgsl and WGSL_WORDS), and for the types of Q4_K_M and Q8_0
  * files wgsl32 (w_sub(r0, sb): the 32 elements of sub-block sb of the row at byte r0 as eight
  * vec4, each the value w_get4 gives, its scales read once; W_SUB_GENERIC builds it from w_get4
  * for the others)}. Every type the CPU engine runs:
- * F32, F16, BF16, the 32-element Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 and the 256-element K-quants
- * Q2_K … Q6_K.
+ * F32, F16, BF16, the 32-element Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 / MXFP4 and the 256-element
+ * K-quants Q2_K … Q6_K.
  */
 export const GPU_TYPES = Object.freeze({
   0: { name: 'F32', blk: 1, bytes: 4, wgsl: `fn w_get(b: u32, i: u32) -> f32 { return bitcast<f32>(W[b >> 2u]); }`,
@@ -170,6 +183,19 @@ export const GPU_TYPES = Object.freeze({
   let lo = lanes(r4(b + 8u + (i & 15u)), select(0u, 4u, i >= 16u), 0xfu);
   let hi = (vec4<u32>(r4(b + 4u)) >> (vec4<u32>(0u, 1u, 2u, 3u) + i)) & vec4<u32>(1u);
   return vec4<f32>(lo | (hi << vec4<u32>(4u))) * rf16(b) + rf16(b + 2u);
+}`,
+  },
+  39: {
+    name: 'MXFP4', blk: 32, bytes: 17, // e (E8M0), qs[16] (codes as Q4_0's nibbles); K[code] * 2^(e - 128)
+    wgsl: `${MXFP4_FNS}
+fn w_get(b: u32, i: u32) -> f32 {
+  return mx_k((rb(b + 1u + (i & 15u)) >> select(0u, 4u, i >= 16u)) & 0xfu) * e8m0_half(rb(b));
+}`,
+    wgsl4: `fn w_get4(r0: u32, k: u32) -> vec4<f32> {
+  let b = r0 + (k / 32u) * 17u;
+  let i = k % 32u;
+  let q = lanes(r4(b + 1u + (i & 15u)), select(0u, 4u, i >= 16u), 0xfu);
+  return vec4<f32>(mx_k(q.x), mx_k(q.y), mx_k(q.z), mx_k(q.w)) * e8m0_half(rb(b));
 }`,
   },
   10: {
