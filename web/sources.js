@@ -100,7 +100,8 @@ export function memoryPlan(entry, support = memory64Support()) {
   return { memory64, bytes, refused };
 }
 
-/** The plan for a manifest entry; `memory64` and `refused` as memoryPlan() says. */
+/** The plan for a manifest entry; `memory64` and `refused` as memoryPlan() says; `nCtx` the
+ *  entry's context length for the page (null: the model's own). */
 export function planFromEntry(entry) {
   const part = (spec, stage) => ({
     stage,
@@ -113,7 +114,8 @@ export function planFromEntry(entry) {
   const parts = [part(entry, 'model')];
   if (entry.tokenizer) parts.push(part(entry.tokenizer, 'tokenizer'));
   const { memory64, refused } = memoryPlan(entry);
-  return { label: entry.id, entryId: entry.id, parts, verified: parts.every((p) => p.verified), memory64, refused };
+  return { label: entry.id, entryId: entry.id, parts, verified: parts.every((p) => p.verified), memory64, refused,
+    nCtx: entry.nCtx ?? null };
 }
 
 /** llama.cpp's split GGUF part names (gguf-split): PREFIX-00001-of-00003.gguf. */

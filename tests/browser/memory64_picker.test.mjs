@@ -4,7 +4,8 @@
 // memory64 (Safari; here Chromium whose WebAssembly.validate() refuses the page's memory64
 // probe, the one js/memory64.js memory64Support() makes) marks them as not loadable and refuses
 // them with the reason before any download, whether picked or opened with ?model=. The model
-// loaded before stays loaded.
+// loaded before stays loaded. And an entry's nCtx (gpt-oss-20b's: its full context's KV cache
+// would not fit beside its file) is the context the page loads it with.
 //
 //   node --test tests/browser/
 
@@ -12,7 +13,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { REPO, STEP_TIMEOUT, startTestServer, launch, loadOutcome, waitForState } from './_helpers.mjs';
+import { REPO, MODELS, STEP_TIMEOUT, startTestServer, launch, loadOutcome, loadAfter, waitForState } from './_helpers.mjs';
 
 const MANIFEST = JSON.parse(fs.readFileSync(path.join(REPO, 'models', 'manifest.json'), 'utf8'));
 const entry = (id) => MANIFEST.models.find((m) => m.id === id);
@@ -70,6 +71,33 @@ test('Chromium with memory64: the models past 4 GB are marked "needs 64-bit memo
     // an unverified entry is shown with its listed size
     assert.match(l['gpt-oss-20b-mxfp4'], /^gpt-oss-20b-mxfp4 · about 12\.10? GB · unverified · needs 64-bit memory$/);
     assert.equal(await page.locator('#model option[value="gpt-oss-20b-mxfp4"]').getAttribute('data-memory64'), 'yes');
+    plain.assertNoProblems();
+  });
+
+test('an entry\'s nCtx is the context the page loads it with (the model\'s own without one)',
+  { timeout: STEP_TIMEOUT }, async () => {
+    // gpt-oss-20b's entry is unverified (no size or sha256 to check): its file is served here as
+    // stories260K.gguf (2048 positions), and the manifest's nCtx for it (32768 for the real one:
+    // tests/js/manifest.test.mjs) as 1024
+    const { page } = plain;
+    const file = entry('gpt-oss-20b-mxfp4').file;
+    const models = MANIFEST.models.map((m) => (m.id === 'gpt-oss-20b-mxfp4' ? { ...m, nCtx: 1024 } : m));
+    await page.route('**/models/manifest.json', (route) => route.fulfill({
+      status: 200, contentType: 'application/json', body: JSON.stringify({ ...MANIFEST, models }),
+    }));
+    await page.route(`**/models/files/${file}`, (route) => route.fulfill({
+      status: 200, contentType: 'application/octet-stream', body: fs.readFileSync(path.join(MODELS, 'stories260K.gguf')),
+    }));
+    try {
+      await page.goto(`${server.url}?model=stories260K-gguf`);
+      assert.equal((await loadOutcome(page)).state, 'ready');
+      assert.match(await page.locator('#model-info').textContent(), /context 2048/, 'no nCtx: the model\'s own');
+      const out = await loadAfter(page, () => page.locator('#model').selectOption('gpt-oss-20b-mxfp4'));
+      assert.equal(out.state, 'ready', out.text);
+      assert.match(await page.locator('#model-info').textContent(), /context 1024/);
+    } finally {
+      await page.unrouteAll();
+    }
     plain.assertNoProblems();
   });
 

@@ -162,4 +162,8 @@ test('an unverified entry may carry listedSize (the size it is shown with, never
   // Qwen3-30B-A3B at a quantization whose file leaves room under 16 GiB (issue 43: about 11-14 GB)
   assert.ok(listed['qwen3-30b-a3b-q2_k'] >= 11e9 && listed['qwen3-30b-a3b-q2_k'] <= 14e9);
   assert.ok(Math.abs(listed['gpt-oss-20b-mxfp4'] - 12.1e9) < 0.1e9, 'gpt-oss-20b: 12.1 GB');
+  for (const e of manifest.models.filter((x) => x.nCtx !== undefined)) {
+    assert.ok(Number.isInteger(e.nCtx) && e.nCtx >= 256, `${e.id}: nCtx a context length`);
+  }
+  assert.equal(manifest.models.find((e) => e.id === 'gpt-oss-20b-mxfp4').nCtx, 32768);
 });

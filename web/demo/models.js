@@ -329,6 +329,7 @@ export async function loadModel(plan, { engine: started = null } = {}) {
       model: app.sources.modelData(plan, fetched), // (a split GGUF: its parts' list)
       tokenizer: tokenizer?.data,
       backend: $('backend').value,
+      ...(plan.nCtx ? { nCtx: plan.nCtx } : {}), // the manifest's context for a model whose full one does not fit
       signal: controller.signal,
       onProgress: (p) => { if (seq === app.loadSeq) view.engine(p); },
     });
