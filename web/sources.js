@@ -5,7 +5,8 @@
 // Files larger than BYTES_MAX go to the model store (js/storage/: OPFS, resumable, verified while
 // they stream) where it persists; smaller ones into memory and then Cache Storage, as before.
 //
-// A plan is { label, parts: [Part], verified, entryId? (a manifest entry's id) }, one Part per
+// A plan is { label, parts: [Part], verified, entryId? (a manifest entry's id), and for an entry
+// memory64, refused (memoryPlan()) and nCtx }, one Part per
 // file, model first:
 //   Part = { stage: 'model'|'tokenizer', name, candidates: [url], sha256, size, verified }
 //        | { stage, name, file: File }
