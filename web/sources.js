@@ -5,12 +5,14 @@
 // Files larger than BYTES_MAX go to the model store (js/storage/: OPFS, resumable, verified while
 // they stream) where it persists; smaller ones into memory and then Cache Storage, as before.
 //
-// A plan is { label, parts: [Part], verified, entryId? (a manifest entry's id) }, one Part per
+// A plan is { label, parts: [Part], verified, entryId? (a manifest entry's id), and for an entry
+// memory64, refused (memoryPlan()) and nCtx }, one Part per
 // file, model first:
 //   Part = { stage: 'model'|'tokenizer', name, candidates: [url], sha256, size, verified }
 //        | { stage, name, file: File }
 
 import { ModelCache, download, fileName, listModels, deleteModel, modelStore } from '../js/cache.js';
+import { WASM32_BYTES, WASM32_FIT, modelBytes, memory64Support } from '../js/memory64.js';
 
 /** The demo's model cache (js/cache.js's default bucket, 'wasmlm-models-v1'). */
 export const cache = new ModelCache();
@@ -78,7 +80,29 @@ export function describeOrigin(url) {
   return u.origin === location.origin ? 'this server' : u.host;
 }
 
-/** The plan for a manifest entry. */
+/**
+ * Whether a manifest entry needs the memory64 modules, before anything is downloaded: its file
+ * (the pinned `size`, else the publisher's `listedSize`) with what js/memory64.js modelBytes()
+ * counts for a model whose header is not read yet, against the engine's own threshold
+ * (chooseMemory: WASM32_FIT of wasm32's 4 GB). The KV cache is not known before the header: a
+ * model just under the threshold may still need memory64 at load, where the engine decides with
+ * the header. `support`: memory64Support() (tests pass another).
+ * @returns {{memory64: boolean, bytes: number|null, refused: string|null}} refused: why this
+ *   runtime cannot load it (no memory64), or null.
+ */
+export function memoryPlan(entry, support = memory64Support()) {
+  const bytes = entry.size ?? entry.listedSize ?? null;
+  const memory64 = bytes !== null && modelBytes(bytes + (entry.tokenizer?.size ?? 0), null).total > WASM32_BYTES * WASM32_FIT;
+  const refused = memory64 && !support.ok
+    ? `${entry.id} needs 64-bit memory (WebAssembly memory64: its ${(bytes / 1e9).toFixed(1)} GB file is more than ` +
+      `the 4 GB a wasm32 instance holds), and ${support.why.replace(/^this runtime/, 'this browser')}. ` +
+      'Nothing was downloaded: choose a model under 4 GB, or open this page in a browser with memory64.'
+    : null;
+  return { memory64, bytes, refused };
+}
+
+/** The plan for a manifest entry; `memory64` and `refused` as memoryPlan() says; `nCtx` the
+ *  entry's context length for the page (null: the model's own). */
 export function planFromEntry(entry) {
   const part = (spec, stage) => ({
     stage,
@@ -90,7 +114,9 @@ export function planFromEntry(entry) {
   });
   const parts = [part(entry, 'model')];
   if (entry.tokenizer) parts.push(part(entry.tokenizer, 'tokenizer'));
-  return { label: entry.id, entryId: entry.id, parts, verified: parts.every((p) => p.verified) };
+  const { memory64, refused } = memoryPlan(entry);
+  return { label: entry.id, entryId: entry.id, parts, verified: parts.every((p) => p.verified), memory64, refused,
+    nCtx: entry.nCtx ?? null };
 }
 
 /** llama.cpp's split GGUF part names (gguf-split): PREFIX-00001-of-00003.gguf. */
@@ -208,6 +234,7 @@ const inFlight = new Set();
  * A prefetch nobody adopts is simply dropped (never an unhandled rejection).
  */
 export function prefetch(plan) {
+  if (plan.refused) return; // this browser cannot run it: nothing is downloaded
   for (const part of plan.parts) {
     if (part.file || prefetched.has(partKey(part)) || inFlight.has(partKey(part))) continue;
     const controller = new AbortController();

@@ -57,12 +57,20 @@ test('the table parses: one row per published model, sizes and hashes where it h
 });
 
 test('models/README.md\'s table of the hybrids parses: Qwen3.5 0.8B and 2B, LFM2.5 1.2B, Q4_K_M and Q8_0', () => {
-  // the hybrids, pinned; SmolLM3's rows have no published size or hash (its entries say why)
-  assert.deepEqual(hybridRows.filter((r) => !r.id.startsWith('smollm3-')).map((r) => r.id).sort(), [
+  // the hybrids, pinned; the rows without a published size or hash (SmolLM3, Gemma 4, the MoE
+  // models, gpt-oss) are checked below and by the next test (their entries say why)
+  assert.deepEqual(hybridRows.filter((r) => r.sha256).map((r) => r.id).sort(), [
     'lfm2.5-1.2b-instruct-q4_k_m', 'lfm2.5-1.2b-instruct-q8_0',
     'qwen3.5-0.8b-q4_k_m', 'qwen3.5-0.8b-q8_0', 'qwen3.5-2b-q4_k_m', 'qwen3.5-2b-q8_0',
   ]);
-  for (const r of hybridRows.filter((x) => !x.id.startsWith('smollm3-'))) {
+  assert.deepEqual(hybridRows.filter((r) => !r.sha256).map((r) => r.id).sort(), [
+    'gemma-4-e2b-it-q4_k_m', 'gemma-4-e2b-it-q8_0', 'gpt-oss-20b-mxfp4', 'lfm2-8b-a1b-q4_k_m',
+    'qwen3-30b-a3b-q2_k', 'smollm3-3b-q4_k_m', 'smollm3-3b-q8_0',
+  ]);
+  for (const r of hybridRows.filter((x) => !x.sha256)) {
+    assert.ok(r.repo && r.file && r.size === null && r.revision === null, `${r.id}: repository and file, no size, sha256 or revision`);
+  }
+  for (const r of hybridRows.filter((x) => x.sha256)) {
     assert.ok(r.size && r.sha256 && r.revision && r.repo && r.file, `${r.id}: size, sha256, revision, repository, file`);
   }
   // no id twice across the two tables
@@ -134,4 +142,28 @@ test('a tokenizer URL on GitHub is pinned to a commit', () => {
     assert.match(e.tokenizer.url, /^https:\/\/raw\.githubusercontent\.com\/karpathy\/llama2\.c\/([0-9a-f]{40})\/tokenizer\.bin$/, e.id);
     assert.ok(e.tokenizer.url.includes(e.tokenizer.revision), e.id);
   }
+});
+
+test('an unverified entry may carry listedSize (the size it is shown with, never checked); the ones past wasm32 have one', async () => {
+  const { WASM32_BYTES, WASM32_FIT } = await import('../../js/memory64.js');
+  for (const e of manifest.models) {
+    if (e.listedSize === undefined) continue;
+    assert.equal(e.verified, false, `${e.id}: listedSize only on unverified entries (a verified one has size)`);
+    assert.equal(e.size, null, `${e.id}: listedSize, not size: a size would be checked on download`);
+    assert.ok(Number.isSafeInteger(e.listedSize) && e.listedSize > 0, `${e.id}: listedSize in bytes`);
+  }
+  // the memory64 models of issue 43, and Gemma 4 E2B, at the sizes their listings give
+  const listed = Object.fromEntries(manifest.models.map((e) => [e.id, e.size ?? e.listedSize ?? null]));
+  const past = (id) => listed[id] > WASM32_BYTES * WASM32_FIT;
+  for (const id of ['gpt-oss-20b-mxfp4', 'qwen3-30b-a3b-q2_k', 'lfm2-8b-a1b-q4_k_m', 'gemma-4-e2b-it-q8_0']) {
+    assert.ok(past(id), `${id}: ${listed[id]} bytes, past wasm32's 4 GB`);
+  }
+  assert.ok(!past('gemma-4-e2b-it-q4_k_m') && listed['gemma-4-e2b-it-q4_k_m'] > 2e9, 'Gemma 4 E2B Q4_K_M fits wasm32');
+  // Qwen3-30B-A3B at a quantization whose file leaves room under 16 GiB (issue 43: about 11-14 GB)
+  assert.ok(listed['qwen3-30b-a3b-q2_k'] >= 11e9 && listed['qwen3-30b-a3b-q2_k'] <= 14e9);
+  assert.ok(Math.abs(listed['gpt-oss-20b-mxfp4'] - 12.1e9) < 0.1e9, 'gpt-oss-20b: 12.1 GB');
+  for (const e of manifest.models.filter((x) => x.nCtx !== undefined)) {
+    assert.ok(Number.isInteger(e.nCtx) && e.nCtx >= 256, `${e.id}: nCtx a context length`);
+  }
+  assert.equal(manifest.models.find((e) => e.id === 'gpt-oss-20b-mxfp4').nCtx, 32768);
 });

@@ -96,13 +96,25 @@ export async function loadManifest(manifest = fetchManifest()) {
   const select = $('model');
   select.replaceChildren(...models.map((m) => {
     const plan = app.sources.planFromEntry(m);
-    const size = m.size ? fmtBytes(m.size + (m.tokenizer?.size ?? 0)) : 'size unknown';
-    const option = new Option(`${m.id} · ${size}${plan.verified ? '' : ' · unverified'}`, m.id);
+    const option = new Option(`${m.id} · ${entrySize(m)}${plan.verified ? '' : ' · unverified'}${memoryMark(plan)}`, m.id);
     option.title = m.name;
+    if (plan.memory64) option.dataset.memory64 = plan.refused ? 'refused' : 'yes';
     return option;
   }));
   select.value = app.sources.defaultEntry(models).id;
   showEntryNote();
+}
+
+/** An entry's size for the picker: the pinned size, else the publisher's listed one ("about"). */
+function entrySize(m) {
+  if (m.size) return fmtBytes(m.size + (m.tokenizer?.size ?? 0));
+  return m.listedSize ? `about ${fmtBytes(m.listedSize)}` : 'size unknown';
+}
+
+/** The picker's mark for a model past wasm32's 4 GB (web/sources.js memoryPlan()). */
+function memoryMark(plan) {
+  if (!plan.memory64) return '';
+  return plan.refused ? ' · needs 64-bit memory (not in this browser)' : ' · needs 64-bit memory';
 }
 
 export function selectedEntry() {
@@ -127,11 +139,15 @@ export function showEntryNote() {
   }
   const plan = app.sources.planFromEntry(entry);
   const format = entry.format === 'gguf' ? 'GGUF' : 'llama2.c checkpoint + tokenizer';
-  const size = entry.size ? fmtBytes(entry.size + (entry.tokenizer?.size ?? 0)) : 'size unknown';
   const check = plan.verified ? 'sha256 checked on download'
     : 'unverified: the manifest has no sha256 for it, so it is loaded unchecked';
-  $('model-note').textContent = `${entry.name}. ${format} · ${size} · ${check}.`;
+  const memory = !plan.memory64 ? ''
+    : plan.refused ? ` Needs 64-bit memory (WebAssembly memory64), which this browser does not have: it cannot be loaded here.`
+      : ' Needs 64-bit memory: it loads on the memory64 modules (more than 4 GB of wasm memory).';
+  $('model-note').textContent = `${entry.name}. ${format} · ${entrySize(entry)} · ${check}.${memory}`;
   $('model-note').dataset.verified = String(plan.verified);
+  if (plan.memory64) $('model-note').dataset.memory64 = plan.refused ? 'refused' : 'yes';
+  else delete $('model-note').dataset.memory64;
 }
 
 /** The shortest time between two redraws of the load's progress (ms). */
@@ -264,6 +280,17 @@ function showBackend(info) {
 }
 
 export async function loadModel(plan, { engine: started = null } = {}) {
+  if (plan.refused) {
+    // A model this browser cannot run (no memory64): refused with the reason before any
+    // download; the model loaded before, if any, stays loaded.
+    started?.then((e) => e.free(), () => {}).catch(() => {});
+    ++app.loadSeq;
+    app.loadController?.abort();
+    syncPicker();
+    const kept = app.loaded ? ` ${app.loaded.label} is still loaded: Generate uses it.` : '';
+    showError(`Could not load ${plan.label}: ${plan.refused}${kept}`, 'memory64');
+    return;
+  }
   app.lastPlan = plan; // the backend picker loads it again
   const seq = ++app.loadSeq;
   app.loadController?.abort();
@@ -302,6 +329,7 @@ export async function loadModel(plan, { engine: started = null } = {}) {
       model: app.sources.modelData(plan, fetched), // (a split GGUF: its parts' list)
       tokenizer: tokenizer?.data,
       backend: $('backend').value,
+      ...(plan.nCtx ? { nCtx: plan.nCtx } : {}), // the manifest's context for a model whose full one does not fit
       signal: controller.signal,
       onProgress: (p) => { if (seq === app.loadSeq) view.engine(p); },
     });
