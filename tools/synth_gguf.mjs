@@ -94,7 +94,7 @@ import { splitmix32 } from './synth.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHARED_VOCAB = path.resolve(ROOT, '../shared/models/vocab');
-export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2']);
+export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'gemma4']);
 /** The embedding-only architectures (no next-token classifier): the encoders of describeEncoder
  *  and EmbeddingGemma (describeGemmaEmbedding). */
 export const EMBED_ARCHS = Object.freeze(['bert', 'nomic-bert', 'gemma-embedding']);
@@ -108,6 +108,7 @@ const VOCABS = {
   gpt2: { gguf: 'ggml-vocab-gpt-2.gguf' },
   phi3: { gguf: 'ggml-vocab-phi-3.gguf' },
   bert: { gguf: 'ggml-vocab-bert-bge.gguf' },
+  spm: { gguf: 'ggml-vocab-llama-spm.gguf' },
 };
 
 // Llama 3.1/3.2's RoPE scaling (rope_scaling.rope_type "llama3").
@@ -211,6 +212,21 @@ export const SHAPES = Object.freeze({
     'lfm2.5-1.2b': { D: 2048, F: 8192, L: 16, H: 32, kv: [0, 0, 8, 0, 0, 8, 0, 0, 8, 0, 8, 0, 8, 0, 8, 0], ctx: 128000, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3 },
     // LFM2-350M / LFM2.5-350M (archs-2026.md §2.5)
     'lfm2-350m': { D: 1024, F: 4608, L: 16, H: 16, kv: [0, 0, 8, 0, 0, 8, 0, 0, 8, 0, 8, 0, 8, 0, 8, 0], ctx: 128000, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3 },
+  },
+  // Gemma 4 (dense; describeGemma4): swa, one flag per block (true: sliding, head hdSwa, RoPE
+  // rotSwa with thetaSwa); full blocks head hd with proportional RoPE (rope_freqs: the first
+  // partial·hd/2 pairs turn); F and kv per block; shared, the last blocks reading an earlier
+  // block's KV cache; vEqK, full blocks without attn_v (V = K); P, the per-layer-embedding width;
+  // outScale, a layer_output_scale on every block. tiny: 8 blocks, sliding 16-wide heads and
+  // full 32-wide ones, KV heads 2 or 1, n_ff 96..192, blocks 6 (sliding) and 7 (full) reading
+  // the caches of 4 and 5, block 5 V = K, P 16, window 8; the llama SPM vocabulary (32000: the
+  // real 262144-token "gemma4" vocabulary has no package; the tokenizer is not under test here).
+  gemma4: {
+    tiny: { D: 64, F: [96, 96, 128, 128, 160, 160, 192, 192], L: 8, H: 4, kv: [2, 2, 1, 2, 2, 1, 2, 1], hd: 32, hdSwa: 16, rotSwa: 16, partial: 0.25, ctx: 4096, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'spm', window: 8, swa: [true, true, false, true, true, false, true, false], shared: 2, vEqK: true, P: 16, outScale: true, softcap: 30 },
+    // Gemma 4 E2B, text part (../shared/reference/archs-2026.md "gemma4"): 35 blocks, full
+    // every 5th (4, 9, …, 34), 20 KV-shared, n_ff doubled on blocks 15–34; the Gemma 3
+    // vocabulary padded to 262144 (the real "gemma4" one has the same size)
+    'gemma4-e2b': { D: 1536, F: Array.from({ length: 35 }, (_, l) => (l < 15 ? 6144 : 12288)), L: 35, H: 8, kv: Array(35).fill(1), hd: 512, hdSwa: 256, rotSwa: 256, partial: 0.25, ctx: 131072, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 512, swa: Array.from({ length: 35 }, (_, l) => l % 5 !== 4), shared: 20, vEqK: false, P: 256, outScale: true, softcap: 30 },
   },
   gpt2: {
     tiny: { D: 64, F: 256, L: 2, H: 4, ctx: 512, eps: 1e-5, tied: true, vocab: 'gpt2' },
@@ -368,6 +384,7 @@ export function resolveShape(arch, shape = 'tiny') {
   const s = table[shape];
   if (!s) throw new Error(`unknown shape ${shape} for ${arch} (one of ${Object.keys(table).join(', ')})`);
   const KV = s.KV ?? (s.kv ? Math.max(...s.kv) : s.H);
+  if (Array.isArray(s.F)) return { ...s, KV, hd: s.hd, rot: s.rot ?? s.hd };
   const hd = s.hd ?? s.D / s.H;
   return { ...s, KV, hd, rot: s.rot ?? hd };
 }
@@ -382,6 +399,7 @@ export function describe(arch, shapeName = 'tiny', { seed = 1 } = {}) {
   if (EMBED_ARCHS.includes(arch)) return describeEncoder(arch, shapeName, { seed });
   if (arch === 'qwen35') return describeQwen35(resolveShape(arch, shapeName), shapeName, seed);
   if (arch === 'lfm2') return describeLfm2(resolveShape(arch, shapeName), shapeName, seed);
+  if (arch === 'gemma4') return describeGemma4(resolveShape(arch, shapeName), shapeName, seed);
   return describeShape(arch, resolveShape(arch, shapeName), shapeName, seed);
 }
 
@@ -667,6 +685,96 @@ function describeLfm2(s, shapeName, seed) {
     t(`${b}ffn_down.weight`, [F, D], { std: downStd });
   }
   norm('token_embd_norm.weight', D);
+  if (!s.tied) t('output.weight', [D, V], { std: outStd, zeroRows });
+  return { shape: s, nVocab: V, kv, tensors: T };
+}
+
+/**
+ * Gemma 4, dense (llama.cpp's LLM_ARCH_GEMMA4, src/models/gemma4-iswa.cpp; archs-2026.md
+ * "gemma4"): keys feed_forward_length and attention.head_count_kv as i32 arrays per block,
+ * key_length/value_length (full blocks) and key_length_swa/value_length_swa, rope.dimension_count
+ * (= hd: proportional RoPE) and rope.dimension_count_swa, rope.freq_base and freq_base_swa,
+ * attention.sliding_window and sliding_window_pattern (bool per block), shared_kv_layers,
+ * embedding_length_per_layer_input, final_logit_softcapping. Tensors: rope_freqs [hd/2] (1 for
+ * the first partial·hd/2 pairs, 1e30 after: they never turn), per_layer_token_embd [P·L, V],
+ * per_layer_model_proj [D, P·L], per_layer_proj_norm [P]; per block as gemma3's (Gemma 4's norms
+ * multiply by w as stored) but with that block's head size, KV heads and n_ff, no attn_k/attn_v/
+ * attn_k_norm on shared blocks, no attn_v on full blocks with vEqK, and inp_gate [D, P],
+ * proj [P, D], post_norm [D], layer_output_scale [1]. Scales: gemma3's; the per-layer input's
+ * table has RMS 1/√P (× √P in the graph), its branch is post-normed to half a block's gain, and
+ * each block's output scale is in [0.6, 1).
+ */
+function describeGemma4(s, shapeName, seed) {
+  const arch = 'gemma4';
+  const { D, L, H, hd, hdSwa, P } = s;
+  const voc = vocabulary(s.vocab, s.nVocab || 0);
+  const V = voc.n;
+  const kv = commonKeys(arch, { ...s, F: 0 }, shapeName, seed, V).filter(([k]) => k !== `${arch}.feed_forward_length`);
+  const key = (k, t, v) => kv.push([`${arch}.${k}`, t, v]);
+  key('feed_forward_length', 'arr:i32', Int32Array.from(s.F));
+  key('attention.head_count_kv', 'arr:i32', Int32Array.from(s.kv));
+  key('rope.freq_base', 'f32', s.theta);
+  key('rope.freq_base_swa', 'f32', s.thetaSwa);
+  key('attention.layer_norm_rms_epsilon', 'f32', s.eps);
+  key('attention.key_length', 'u32', hd);
+  key('attention.value_length', 'u32', hd);
+  key('attention.key_length_swa', 'u32', hdSwa);
+  key('attention.value_length_swa', 'u32', hdSwa);
+  key('rope.dimension_count', 'u32', hd);
+  key('rope.dimension_count_swa', 'u32', s.rotSwa);
+  key('attention.sliding_window', 'u32', s.window);
+  key('attention.sliding_window_pattern', 'arr:bool', s.swa);
+  key('attention.shared_kv_layers', 'u32', s.shared);
+  key('embedding_length_per_layer_input', 'u32', P);
+  key('final_logit_softcapping', 'f32', s.softcap);
+  kv.push(...voc.kv);
+
+  const inv = (n) => 1 / Math.sqrt(n);
+  const outStd = LOGIT_STD * inv(D);
+  const embStd = s.tied ? outStd : inv(D);
+  const embedRms = embStd * Math.sqrt(D);
+  const qkStd = 1.5 * inv(D), vStd = inv(D);
+  const post = BLOCK_GAIN * embedRms;
+  const T = [];
+  const t = (name, ne, gen) => T.push({ name, ne, gen });
+  const norm = (name, n, mean = 1) => t(name, [n], { mean, std: 0.1 * mean });
+  const zeroRows = partialUtf8Tokens(voc.kv);
+  t('token_embd.weight', [D, V], { std: embStd, zeroRows: s.tied ? zeroRows : null });
+  const turning = Math.round(s.partial * hd / 2);
+  t('rope_freqs.weight', [hd / 2], { values: Float32Array.from({ length: hd / 2 }, (_, i) => (i < turning ? 1 : 1e30)) });
+  if (P) {
+    t('per_layer_token_embd.weight', [P * L, V], { std: inv(P) });
+    t('per_layer_model_proj.weight', [D, P * L], { std: inv(D) });
+    norm('per_layer_proj_norm.weight', P);
+  }
+  const firstShared = L - s.shared;
+  const r = rng(seed, 'layer_output_scale');
+  for (let l = 0; l < L; l++) {
+    const b = `blk.${l}.`, h = s.swa[l] ? hdSwa : hd, KV = s.kv[l], F = s.F[l];
+    norm(`${b}attn_norm.weight`, D);
+    t(`${b}attn_q.weight`, [D, H * h], { std: qkStd });
+    norm(`${b}attn_q_norm.weight`, h, 1.5);
+    if (l < firstShared) {
+      t(`${b}attn_k.weight`, [D, KV * h], { std: qkStd });
+      norm(`${b}attn_k_norm.weight`, h, 1.5);
+      if (s.swa[l] || !s.vEqK) t(`${b}attn_v.weight`, [D, KV * h], { std: vStd });
+    }
+    // V is RMS-normed per head (RMS 1): the output projection sees H·h inputs of RMS ~1
+    t(`${b}attn_output.weight`, [H * h, D], { std: inv(H * h) });
+    norm(`${b}post_attention_norm.weight`, D, post);
+    norm(`${b}ffn_norm.weight`, D);
+    t(`${b}ffn_gate.weight`, [D, F], { std: inv(D) });
+    t(`${b}ffn_up.weight`, [D, F], { std: inv(D) });
+    t(`${b}ffn_down.weight`, [F, D], { std: inv(F) });
+    norm(`${b}post_ffw_norm.weight`, D, post);
+    if (P) {
+      t(`${b}inp_gate.weight`, [D, P], { std: inv(D) });
+      t(`${b}proj.weight`, [P, D], { std: inv(P) });
+      norm(`${b}post_norm.weight`, D, post / 2);
+    }
+    if (s.outScale) t(`${b}layer_output_scale.weight`, [1], { values: Float32Array.of(0.6 + 0.4 * r()) });
+  }
+  norm('output_norm.weight', D);
   if (!s.tied) t('output.weight', [D, V], { std: outStd, zeroRows });
   return { shape: s, nVocab: V, kv, tensors: T };
 }
