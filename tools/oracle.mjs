@@ -99,7 +99,7 @@ export const ARCH_PROMPTS = Object.freeze([
  * tests/reference/oracle/<name>.json by `node tools/oracle.mjs --synth`.
  */
 export const SYNTH_RECORDS = Object.freeze([
-  ...['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2'].flatMap((arch) =>
+  ...['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'gemma4'].flatMap((arch) =>
     ['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `${arch}-${type}`, arch, shape: 'tiny', seed: 1, type }))),
   ...['qwen35', 'lfm2'].flatMap((arch) =>
     ['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `${arch}-untied-${type}`, arch, shape: 'tiny-untied', seed: 1, type }))),

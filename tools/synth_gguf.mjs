@@ -700,7 +700,8 @@ function describeLfm2(s, shapeName, seed) {
  * per_layer_model_proj [D, P·L], per_layer_proj_norm [P]; per block as gemma3's (Gemma 4's norms
  * multiply by w as stored) but with that block's head size, KV heads and n_ff, no attn_k/attn_v/
  * attn_k_norm on shared blocks, no attn_v on full blocks with vEqK, and inp_gate [D, P],
- * proj [P, D], post_norm [D], layer_output_scale [1]. Scales: gemma3's; the per-layer input's
+ * proj [P, D], post_norm [D], layer_output_scale [1]. Scales: gemma3's, but Q/K norm gains
+ * 1.5 / hd^(1/4) for the attention scale of 1; the per-layer input's
  * table has RMS 1/√P (× √P in the graph), its branch is post-normed to half a block's gain, and
  * each block's output scale is in [0.6, 1).
  */
@@ -753,10 +754,13 @@ function describeGemma4(s, shapeName, seed) {
     const b = `blk.${l}.`, h = s.swa[l] ? hdSwa : hd, KV = s.kv[l], F = s.F[l];
     norm(`${b}attn_norm.weight`, D);
     t(`${b}attn_q.weight`, [D, H * h], { std: qkStd });
-    norm(`${b}attn_q_norm.weight`, h, 1.5);
+    // attention scale 1: gains of 1.5 / h^(1/4) give q·k the spread qwen3's 1.5 gains give
+    // with the usual 1/√h (a sharper softmax would make the tiny model chaotic)
+    const qk = 1.5 / Math.sqrt(Math.sqrt(h));
+    norm(`${b}attn_q_norm.weight`, h, qk);
     if (l < firstShared) {
       t(`${b}attn_k.weight`, [D, KV * h], { std: qkStd });
-      norm(`${b}attn_k_norm.weight`, h, 1.5);
+      norm(`${b}attn_k_norm.weight`, h, qk);
       if (s.swa[l] || !s.vEqK) t(`${b}attn_v.weight`, [D, KV * h], { std: vStd });
     }
     // V is RMS-normed per head (RMS 1): the output projection sees H·h inputs of RMS ~1
