@@ -16,7 +16,7 @@
 // positions (the files say 8192 / 131072; the KV cache would otherwise dominate the memory).
 //
 //   node bench/bench.mjs --only shapes [--shapes smollm2-135m,...] [--types Q8_0,Q4_K_M] [--runs N]
-//   node bench/real_shapes.mjs [--set 12|13|42|all] [--phi] [--shapes …] [--types …] [--runs N]
+//   node bench/real_shapes.mjs [--set 12|13|42|43|all] [--phi] [--shapes …] [--types …] [--runs N]
 //
 // --shapes takes shape names (smollm2-135m, qwen2.5-0.5b, gpt2, …; `node tools/synth_gguf.mjs
 // --list`); --set picks issue 12's or 13's rows (default: issue 12's, as before). Files are cached
@@ -47,14 +47,18 @@ export const REAL_PAIRS = Object.freeze([
   { arch: 'qwen35', shape: 'qwen3.5-0.8b', name: 'Qwen3.5-0.8B', issue: 42 },
   { arch: 'qwen35', shape: 'qwen3.5-2b', name: 'Qwen3.5-2B', issue: 42 },
   { arch: 'lfm2', shape: 'lfm2.5-1.2b', name: 'LFM2.5-1.2B', issue: 42 },
+  // issue 43, Gemma 4 (dense): E2B's text decoder, 5.1 B parameters with its per-layer
+  // embeddings (2.3 B of them in per_layer_token_embd, read one row per token)
+  { arch: 'gemma4', shape: 'gemma4-e2b', name: 'Gemma-4-E2B', issue: 43,
+    noFit: { Q8_0: 'the ~5.4 GB Q8_0 file does not fit the 4 GB wasm32 memory (the memory64 module takes it; not measured here)' } },
   { arch: 'phi3', shape: 'phi3.5-mini', name: 'Phi-3.5-mini', issue: 13, flag: '--phi',
     noFit: { Q8_0: 'the 4.06 GB file and a 2048-position KV cache do not fit the 4 GB wasm32 memory (tests/js/wasm32_limit.test.mjs)' } },
 ].map(Object.freeze));
 export const REAL_SHAPES = Object.freeze(REAL_PAIRS.map((p) => p.shape));
 export const REAL_TYPES = Object.freeze(['Q8_0', 'Q4_0', 'Q4_K_M']);
-/** Shapes of a set: '12', '13', '42' or 'all' (flagged pairs only with `phi`). */
+/** Shapes of a set: '12', '13', '42', '43' or 'all' (flagged pairs only with `phi`). */
 export function realShapeSet(set = '12', { phi = false } = {}) {
-  if (!['12', '13', '42', 'all'].includes(String(set))) throw new Error(`unknown set ${set} (12, 13, 42, all)`);
+  if (!['12', '13', '42', '43', 'all'].includes(String(set))) throw new Error(`unknown set ${set} (12, 13, 42, 43, all)`);
   return REAL_PAIRS.filter((p) => (set === 'all' || String(p.issue) === String(set)) && (!p.flag || phi)).map((p) => p.shape);
 }
 /** The pair of a shape name. */
