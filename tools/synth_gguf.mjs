@@ -219,10 +219,11 @@ export const SHAPES = Object.freeze({
   // block's KV cache; vEqK, full blocks without attn_v (V = K); P, the per-layer-embedding width;
   // outScale, a layer_output_scale on every block. tiny: 8 blocks, sliding 16-wide heads and
   // full 32-wide ones, KV heads 2 or 1, n_ff 96..192, blocks 6 (sliding) and 7 (full) reading
-  // the caches of 4 and 5, block 5 V = K, P 16, window 8; the llama SPM vocabulary (32000: the
-  // real 262144-token "gemma4" vocabulary has no package; the tokenizer is not under test here).
+  // the caches of 4 and 5, block 5 V = K, P 16, window 8, three suppressed tokens (greedy
+  // choices of the model without them); the llama SPM vocabulary (32000: the tokenizer is not
+  // under test here; tools/oracle_tokenize.mjs checks the gemma4 tokenizer model).
   gemma4: {
-    tiny: { D: 64, F: [96, 96, 128, 128, 160, 160, 192, 192], L: 8, H: 4, kv: [2, 2, 1, 2, 2, 1, 2, 1], hd: 32, hdSwa: 16, rotSwa: 16, partial: 0.25, ctx: 4096, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'spm', window: 8, swa: [true, true, false, true, true, false, true, false], shared: 2, vEqK: true, P: 16, outScale: true, softcap: 30 },
+    tiny: { D: 64, F: [96, 96, 128, 128, 160, 160, 192, 192], L: 8, H: 4, kv: [2, 2, 1, 2, 2, 1, 2, 1], hd: 32, hdSwa: 16, rotSwa: 16, partial: 0.25, ctx: 4096, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'spm', window: 8, swa: [true, true, false, true, true, false, true, false], shared: 2, vEqK: true, P: 16, outScale: true, softcap: 30, suppress: [16031, 13844, 25886] },
     // Gemma 4 E2B, text part (../shared/reference/archs-2026.md "gemma4"): 35 blocks, full
     // every 5th (4, 9, …, 34), 20 KV-shared, n_ff doubled on blocks 15–34; the Gemma 3
     // vocabulary padded to 262144 (the real "gemma4" one has the same size)
@@ -729,6 +730,7 @@ function describeGemma4(s, shapeName, seed) {
   key('embedding_length_per_layer_input', 'u32', P);
   key('final_logit_softcapping', 'f32', s.softcap);
   kv.push(...voc.kv);
+  if (s.suppress) kv.push(['tokenizer.ggml.suppress_tokens', 'arr:i32', Int32Array.from(s.suppress)]);
 
   const inv = (n) => 1 / Math.sqrt(n);
   const outStd = LOGIT_STD * inv(D);

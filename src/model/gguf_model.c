@@ -1191,6 +1191,29 @@ static int load_weights(wlm_model *m, const wlm_gguf *g) {
     return rc;
 }
 
+/* tokenizer.ggml.suppress_tokens (an array of token ids, Gemma 4): their logits are -inf, as
+ * llama.cpp's; ids outside the vocabulary are skipped, as there. */
+static int read_suppress(wlm_model *m, const wlm_gguf *g) {
+    const char *key = "tokenizer.ggml.suppress_tokens";
+    const wlm_gguf_kv *kv = wlm_gguf_find_kv(g, key);
+    if (!kv) return WLM_OK;
+    if (kv->type != WLM_GGUF_ARRAY)
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s is not an array of token ids", key);
+    if (kv->arr.n == 0) return WLM_OK;
+    if (kv->arr.n > (uint64_t)m->hp.vocab_size)
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s holds %llu ids, more than the %d tokens",
+                             key, (unsigned long long)kv->arr.n, (int)m->hp.vocab_size);
+    if (!(m->suppress = malloc(sizeof(int32_t) * (size_t)kv->arr.n)))
+        return wlm_set_error(m->errmsg, WLM_ERR_NOMEM, "out of memory");
+    for (uint64_t i = 0; i < kv->arr.n; i++) {
+        int64_t id;
+        if (wlm_gguf_arr_i64(kv, i, &id) != WLM_OK)
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s is not an array of token ids", key);
+        if (id >= 0 && id < m->hp.vocab_size) m->suppress[m->n_suppress++] = (int32_t)id;
+    }
+    return WLM_OK;
+}
+
 static int load(wlm_model *m, const wlm_gguf *g, int vocab_only) {
     int rc;
     if ((rc = wlm_model_copy_meta(m, g)) != WLM_OK) return rc;
@@ -1223,7 +1246,7 @@ static int load(wlm_model *m, const wlm_gguf *g, int vocab_only) {
         }
         m->has_tokenizer = 1;
     }
-    return WLM_OK;
+    return read_suppress(m, g);
 }
 
 int wlm_gguf_load_model(wlm_model *m, const unsigned char *data, size_t size, int vocab_only,

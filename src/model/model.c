@@ -133,6 +133,9 @@ int wlm_model_load(const void *data, size_t size, unsigned flags, wlm_model **ou
         free(m->w.layers);
         free(m->owned_floats);
         m->owned_floats = NULL;
+        free(m->suppress);
+        m->suppress = NULL;
+        m->n_suppress = 0;
         memset(&m->w, 0, sizeof m->w);
         memset(&m->hp, 0, sizeof m->hp);
         return rc;
@@ -177,6 +180,7 @@ void wlm_model_free(wlm_model *model) {
     free(model->meta_len);
     free(model->w.layers);
     free(model->owned_floats);
+    free(model->suppress);
     free(model->owned_buffer);
     free(model->external_marks);
     free(model);

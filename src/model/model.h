@@ -287,6 +287,9 @@ struct wlm_model {
     const unsigned char *external_buf; /* the header + resident area buffer, and its size */
     size_t external_size;
     wlm_tokenizer tok;
+    int32_t *suppress;            /* (n_suppress) tokenizer.ggml.suppress_tokens: ids whose logits
+                                     are always -inf (Gemma 4), or NULL */
+    int32_t n_suppress;
     /* The GGUF file's STRING key/values, copied at load (the GGUF tables do not outlive the
      * loader, and a vocab-only load may not keep the buffer): n_meta pairs of NUL-terminated
      * key and value in meta_blob, at meta_off[2i] and meta_off[2i+1]; value i is meta_len[i]
