@@ -55,7 +55,7 @@ static int special_id(const wlm_gguf *g, const char *key, int32_t n, int32_t *id
 static const char *const EOG_PIECES[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
     "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
-    "</s>", "<eos>", NULL};
+    "</s>", "<eos>", "<turn|>", "<|tool_response>", NULL}; /* (the last two: Gemma 4's) */
 
 static const struct {
     const char *key, *key_old;     /* the id keys that make a text search unnecessary */
