@@ -47,6 +47,19 @@ export const REAL_PAIRS = Object.freeze([
   { arch: 'qwen35', shape: 'qwen3.5-0.8b', name: 'Qwen3.5-0.8B', issue: 42 },
   { arch: 'qwen35', shape: 'qwen3.5-2b', name: 'Qwen3.5-2B', issue: 42 },
   { arch: 'lfm2', shape: 'lfm2.5-1.2b', name: 'LFM2.5-1.2B', issue: 42 },
+  // issue 43: SmolLM3-3B (NoPE every 4th layer); Llama 3.1's vocabulary, the same size as its own
+  { arch: 'smollm3', shape: 'smollm3-3b', name: 'SmolLM3-3B', issue: 43 },
+  // issue 43's mixtures of experts: Qwen3-30B-A3B's first 6 of 48 layers (its whole Q4_K_M is
+  // ~18 GB), and a dense qwen3 of the same 6 layers whose feed-forward is as wide as the 8
+  // active experts together (the same active weight bytes): the goal is MoE decode within 1.3×
+  // the dense twin's time. gpt-oss-20b's first 2 of 24 blocks (experts in Q8_0 / Q4_K_M here,
+  // MXFP4 in the published file) and its dense twin; LFM2-8B-A1B's first 8 of 24 blocks.
+  { arch: 'qwen3moe', shape: 'qwen3-30b-a3b-l6', name: 'Qwen3-30B-A3B (6 of 48 layers)', issue: 43,
+    noFit: { Q8_0: 'its 4.6 GB Q8_0 file does not fit the 4 GB wasm32 memory (Q4_K_M: 2.6 GB)' } },
+  { arch: 'qwen3', shape: 'qwen3-a3b-dense-l6', name: 'dense twin of Qwen3-30B-A3B-l6 (same active bytes)', issue: 43 },
+  { arch: 'gpt-oss', shape: 'gpt-oss-20b-l2', name: 'gpt-oss-20b (2 of 24 blocks)', issue: 43 },
+  { arch: 'qwen3', shape: 'gpt-oss-20b-dense-l2', name: 'dense twin of gpt-oss-20b-l2 (same active expert bytes)', issue: 43 },
+  { arch: 'lfm2moe', shape: 'lfm2-8b-a1b-l8', name: 'LFM2-8B-A1B (8 of 24 blocks)', issue: 43 },
   // issue 43, Gemma 4 (dense): E2B's text decoder, 5.1 B parameters with its per-layer
   // embeddings (2.3 B of them in per_layer_token_embd, read one row per token)
   { arch: 'gemma4', shape: 'gemma4-e2b', name: 'Gemma-4-E2B', issue: 43,
@@ -171,7 +184,7 @@ export async function benchRealShapes({ shapes = realShapeSet('12'), types = ['Q
           kind: 'realShape', arch: f.arch, shape, type, nCtx: f.nCtx, threads: t, runs, fileBytes: f.bytes, loadavg: os.loadavg(),
           loadMs: median(rs.map((r) => r.loadMs)), prefillTokPerSec: median(rs.map((r) => r.prefillTokPerSec)),
           decodeTokPerSec: median(rs.map((r) => r.decodeTokPerSec)), maxRssBytes: Math.max(...rs.map((r) => r.maxRssBytes)),
-          wasmMemoryBytes: rs[0].wasmMemoryBytes,
+          wasmMemoryBytes: rs[0].wasmMemoryBytes, weightBytes: rs[0].weightBytes, // read per token: a mixture's active bytes
         };
         log(`  ${shape} ${type} ${t} thread${t > 1 ? 's' : ''}: load ${row.loadMs.toFixed(0)} ms, prefill ${row.prefillTokPerSec.toFixed(1)} tok/s, ` +
           `decode ${row.decodeTokPerSec.toFixed(1)} tok/s, peak RSS ${(row.maxRssBytes / 1e6).toFixed(0)} MB (file ${(f.bytes / 1e6).toFixed(0)} MB)`);

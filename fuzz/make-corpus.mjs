@@ -363,6 +363,71 @@ function hybridModel(arch, { pattern = 'RRA', dim = 16, hidden = 24, heads = 2, 
   return gguf([...kvs, ...extraKvs], tensors.filter((t) => t.name !== drop), { alignment: 32 });
 }
 
+// A tiny mixture of experts of src/model/arch.c (src/model/moe.c; gguf_model.c read_moe /
+// map_moe): qwen3moe, qwen3's attention with every feed-forward a router ffn_gate_inp [dim, E]
+// and stacked experts ffn_{gate,up}_exps [dim, F, E], ffn_down_exps [F, dim, E]. `experts`
+// overrides the tensors' third dimension (a count that contradicts expert_count), `used`
+// expert_used_count.
+function moeModel({ arch = 'qwen3moe', dim = 16, hidden = 24, layers = 2, heads = 2, kvHeads = 1, seq = 8, vocab = 12, E = 4, used = 2, F = 8,
+  experts = null, type = GT.F32, extraKvs = [], drop = null } = {}) {
+  // gpt-oss: biases, sinks, a window of 2 on even layers, YaRN, post_attention_norm; lfm2moe:
+  // a conv block then attention, block 0 dense, exp_probs_b
+  const oss = arch === 'gpt-oss', lfm = arch === 'lfm2moe';
+  const hs = lfm ? dim / heads : 8, q = hs * heads, kvDim = hs * kvHeads, EX = experts ?? E;
+  const kvs = [
+    ['general.architecture', T.STR, arch],
+    [`${arch}.context_length`, T.U32, seq], [`${arch}.embedding_length`, T.U32, dim],
+    [`${arch}.block_count`, T.U32, layers], [`${arch}.feed_forward_length`, T.U32, hidden],
+    [`${arch}.attention.head_count`, T.U32, heads], [`${arch}.attention.head_count_kv`, T.U32, kvHeads],
+    [`${arch}.attention.key_length`, T.U32, hs], [`${arch}.attention.value_length`, T.U32, hs],
+    [`${arch}.attention.layer_norm_rms_epsilon`, T.F32, 1e-6], [`${arch}.expert_count`, T.U32, E],
+    [`${arch}.expert_used_count`, T.U32, used], [`${arch}.expert_feed_forward_length`, T.U32, F],
+  ];
+  if (oss) kvs.push([`${arch}.attention.sliding_window`, T.U32, 2], [`${arch}.rope.scaling.type`, T.STR, 'yarn'],
+    [`${arch}.rope.scaling.factor`, T.F32, 32], [`${arch}.rope.scaling.original_context_length`, T.U32, 4]);
+  if (lfm) {
+    kvs.splice(kvs.findIndex((k) => k[0] === `${arch}.attention.head_count_kv`), 1,
+      [`${arch}.attention.head_count_kv`, T.ARR, [T.I32, Array.from({ length: layers }, (_, l) => (l % 2 ? kvHeads : 0))]]);
+    kvs.push([`${arch}.shortconv.l_cache`, T.U32, 3], [`${arch}.leading_dense_block_count`, T.U32, 1],
+      [`${arch}.expert_gating_func`, T.U32, 2]);
+  }
+  const tensors = [];
+  const mat = (name, rows, cols) => tensors.push({ name, ne: [cols, rows], type, data: tensorData(type, rows, cols) });
+  const exps = (name, rows, cols) => tensors.push({ name, ne: [cols, rows, EX], type, data: tensorData(type, rows * EX, cols) });
+  const f32 = (name, rows, cols) => tensors.push({ name, ne: rows > 1 ? [cols, rows] : [cols], type: GT.F32, data: tensorData(GT.F32, rows, cols, true) });
+  mat('token_embd.weight', vocab, dim);
+  for (let l = 0; l < layers; l++) {
+    const b = `blk.${l}.`;
+    f32(b + 'attn_norm.weight', 1, dim);
+    if (lfm && l % 2 === 0) {
+      mat(b + 'shortconv.in_proj.weight', 3 * dim, dim); f32(b + 'shortconv.conv.weight', dim, 3);
+      mat(b + 'shortconv.out_proj.weight', dim, dim);
+    } else {
+      mat(b + 'attn_q.weight', q, dim); mat(b + 'attn_k.weight', kvDim, dim); mat(b + 'attn_v.weight', kvDim, dim);
+      if (oss) {
+        f32(b + 'attn_q.bias', 1, q); f32(b + 'attn_k.bias', 1, kvDim); f32(b + 'attn_v.bias', 1, kvDim);
+        f32(b + 'attn_output.bias', 1, dim); f32(b + 'attn_sinks.weight', 1, heads);
+      } else {
+        f32(b + 'attn_q_norm.weight', 1, hs); f32(b + 'attn_k_norm.weight', 1, hs);
+      }
+      mat(b + 'attn_output.weight', dim, q);
+    }
+    f32(b + (oss ? 'post_attention_norm.weight' : 'ffn_norm.weight'), 1, dim);
+    if (lfm && l === 0) {
+      mat(b + 'ffn_gate.weight', hidden, dim); mat(b + 'ffn_up.weight', hidden, dim); mat(b + 'ffn_down.weight', dim, hidden);
+      continue;
+    }
+    f32(b + 'ffn_gate_inp.weight', E, dim);
+    if (oss) f32(b + 'ffn_gate_inp.bias', 1, E);
+    if (lfm) f32(b + 'exp_probs_b.bias', 1, E);
+    exps(b + 'ffn_gate_exps.weight', F, dim); exps(b + 'ffn_up_exps.weight', F, dim); exps(b + 'ffn_down_exps.weight', dim, F);
+    if (oss) { f32(b + 'ffn_gate_exps.bias', EX, F); f32(b + 'ffn_up_exps.bias', EX, F); f32(b + 'ffn_down_exps.bias', EX, dim); }
+  }
+  f32(lfm ? 'token_embd_norm.weight' : 'output_norm.weight', 1, dim);
+  if (oss) mat('output.weight', vocab, dim);
+  return gguf([...kvs, ...extraKvs], tensors.filter((t) => t.name !== drop), { alignment: 32 });
+}
+
 // A tiny Gemma 4 (src/model/gguf_model.c read_per_layer): sliding 'S' and full 'F' layers with
 // their own head sizes (8 and 16), per-layer feed_forward_length and head_count_kv arrays, the
 // last `shared` layers reading an earlier layer's KV cache, V = K on full layers, per-layer
@@ -579,6 +644,17 @@ function embedModel(arch, { dim = 16, hidden = 24, layers = 2, heads = 2, seq = 
   put('fuzz_model', 'tiny-gemma4-shared-has-k.gguf', gemma4Model({ extra: [['blk.4.attn_k.weight', 9, 16]] }));
   put('fuzz_model', 'tiny-gemma4-moe.gguf', gemma4Model({ extra: [['blk.0.ffn_gate_inp.weight', 4, 16]] }));
   put('fuzz_model', 'tiny-gemma4-no-ple.gguf', gemma4Model({ drop: 'blk.1.proj.weight' }));
+  // mixtures of experts: F32 and quantized experts, and counts or shapes that contradict
+  put('fuzz_model', 'tiny-qwen3moe.gguf', moeModel());
+  put('fuzz_model', 'tiny-qwen3moe-Q8_0.gguf', moeModel({ dim: 32, F: 32, heads: 4, kvHeads: 2, type: GT.Q8_0 }));
+  put('fuzz_model', 'tiny-qwen3moe-all-used.gguf', moeModel({ E: 3, used: 3 }));
+  put('fuzz_model', 'tiny-qwen3moe-experts-short.gguf', moeModel({ experts: 3 }));
+  put('fuzz_model', 'tiny-qwen3moe-used-above-count.gguf', moeModel({ used: 5 }));
+  put('fuzz_model', 'tiny-qwen3moe-no-router.gguf', moeModel({ drop: 'blk.1.ffn_gate_inp.weight' }));
+  put('fuzz_model', 'tiny-lfm2moe.gguf', moeModel({ arch: 'lfm2moe', layers: 3 }));
+  put('fuzz_model', 'tiny-lfm2moe-no-probs-bias.gguf', moeModel({ arch: 'lfm2moe', layers: 3, drop: 'blk.1.exp_probs_b.bias' }));
+  put('fuzz_model', 'tiny-gpt-oss.gguf', moeModel({ arch: 'gpt-oss', layers: 3 }));
+  put('fuzz_model', 'tiny-gpt-oss-no-sinks.gguf', moeModel({ arch: 'gpt-oss', layers: 3, drop: 'blk.2.attn_sinks.weight' }));
   // embedding models (src/runtime/embed.c)
   for (const arch of ['bert', 'nomic-bert', 'gemma-embedding']) put('fuzz_model', `tiny-${arch}.gguf`, embedModel(arch));
   put('fuzz_model', 'tiny-bert-rank.gguf', embedModel('bert', { rank: true }));

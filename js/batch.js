@@ -56,7 +56,7 @@ export async function* generateBatch(engine, c, prompts, params, signal) {
       if (s.prompt.includes('\0')) {
         throw jsError('WLM_ERR_INVALID_ARG', `prompt ${s.promptIndex} contains a NUL character`);
       }
-      ids.push(await c.tokenize(s.prompt, { bos: s.params.addBos ?? true }));
+      ids.push(await c.tokenize(s.prompt, { bos: s.params.addBos ?? true, parseSpecial: s.params.parseSpecial ?? false }));
     }
     if (c.gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
     const paramPtrs = seqs.map((s) => { const p = c.genParams(s.params); paramList.push(p); return p; });

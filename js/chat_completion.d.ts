@@ -56,8 +56,10 @@ export interface ChatCompletionTool {
  * typical_p, repeat_penalty, repeat_last_n, cache_prompt (default true: reuse the KV cache of
  * the conversation so far), chat_template (Jinja source instead of the model's), and
  * chat_template_kwargs (more template variables, e.g. {enable_thinking: false}).
+ * reasoning_effort ('low' | 'medium' | 'high') is the template variable of that name (gpt-oss's
+ * template writes it in the system message); an error with a template that has none.
  * Refused with an error naming the field: functions, function_call, audio, modalities,
- * prediction, reasoning_effort, service_tier, store, metadata, web_search_options, verbosity,
+ * prediction, service_tier, store, metadata, web_search_options, verbosity,
  * n > 1, and any unknown field. tool_choice 'none' leaves the tools out of the prompt.
  */
 export interface ChatCompletionRequest {
@@ -93,6 +95,7 @@ export interface ChatCompletionRequest {
   cache_prompt?: boolean;
   chat_template?: string;
   chat_template_kwargs?: Record<string, unknown>;
+  reasoning_effort?: 'low' | 'medium' | 'high';
 }
 
 /** One token's log-probability (every generated token, tool-call text included). */
@@ -129,10 +132,21 @@ export interface ChatCompletion {
     index: number;
     message: {
       role: 'assistant';
-      /** The text outside tool calls; null when the turn is only calls. */
+      /** The text outside tool calls (and outside the reasoning); null when the turn is only
+       *  calls. */
       content: string | null;
       refusal: null;
       tool_calls?: ChatCompletionMessageToolCall[];
+      /**
+       * A thinking model's reasoning, apart from the answer (the DeepSeek / llama.cpp server
+       * field; js/reasoning.js): the text of its <think>…</think> block (Qwen3, Qwen3.5, SmolLM3;
+       * whitespace around it dropped) or of its harmony analysis channel (gpt-oss). Present only
+       * when the template has such a syntax and the model wrote some. A tool call written inside
+       * the reasoning is not a call (with tool_choice 'auto' and a prompt that leaves <think>
+       * open, as Qwen3.5's with thinking on, a call marker inside the reasoning still wakes the
+       * lazy grammar: the call it holds stays reasoning).
+       */
+      reasoning_content?: string;
     };
     logprobs: { content: ChatCompletionTokenLogprob[] | null; refusal: null } | null;
     finish_reason: ChatCompletionFinishReason;
@@ -171,7 +185,8 @@ export interface ChatCompletionChunk {
   model: string;
   choices: {
     index: number;
-    delta: { role?: 'assistant'; content?: string | null; tool_calls?: ChatCompletionChunkToolCall[] };
+    /** reasoning_content: a piece of the reasoning (see ChatCompletion's message), in order. */
+    delta: { role?: 'assistant'; content?: string | null; reasoning_content?: string; tool_calls?: ChatCompletionChunkToolCall[] };
     logprobs?: { content: ChatCompletionTokenLogprob[] | null; refusal: null } | null;
     finish_reason: ChatCompletionFinishReason | null;
     /** As ChatCompletion's, on the last chunk. */

@@ -11,13 +11,14 @@
 
 import { abortError, jsError } from './errors.js';
 import { chatCheckpoint, chatPrompt, splitChatParams } from './chat.js';
-import { MARKER_TOKENS, ToolCallParser, callMarker, detectToolFormat, toolGrammar } from './tool_calls.js';
+import { MARKER_TOKENS, callMarker, detectToolFormat, toolGrammar } from './tool_calls.js';
+import { ChatOutputParser, REASONING_MARKERS, detectReasoningFormat, promptOpensThinking } from './reasoning.js';
 
 /** Request fields: OpenAI's that are supported, and ours (llama.cpp server's names). */
 const OPENAI_FIELDS = ['messages', 'model', 'tools', 'tool_choice', 'parallel_tool_calls', 'temperature',
   'top_p', 'max_tokens', 'max_completion_tokens', 'stop', 'seed', 'logprobs', 'top_logprobs',
   'response_format', 'stream', 'stream_options', 'n', 'frequency_penalty', 'presence_penalty', 'logit_bias',
-  'user'];
+  'user', 'reasoning_effort'];
 const EXTRA_FIELDS = { top_k: 'topK', min_p: 'minP', typical_p: 'typicalP', repeat_penalty: 'repeatPenalty',
   repeat_last_n: 'repeatLastN' };
 /** Their ranges (C's, src/wasmlm.h), checked here so that the error names the request's field. */
@@ -29,7 +30,7 @@ const REFUSED = {
   functions: 'the legacy `functions` API is not supported: use `tools`',
   function_call: 'the legacy `function_call` is not supported: use `tool_choice`',
   audio: 'audio output is not supported', modalities: 'only text output is supported',
-  prediction: 'predicted outputs are not supported', reasoning_effort: 'reasoning_effort is not supported',
+  prediction: 'predicted outputs are not supported',
   service_tier: 'service_tier has no meaning here', store: 'stored completions are not supported',
   metadata: 'metadata is not supported (nothing is stored)', web_search_options: 'web search is not supported',
   verbosity: 'verbosity is not supported',
@@ -234,6 +235,12 @@ export function checkRequest(req) {
     if (!isObject(req.chat_template_kwargs)) throw bad('chat_template_kwargs must be an object');
     chat.templateVariables = { ...req.chat_template_kwargs };
   }
+  if (req.reasoning_effort != null) {
+    if (!['low', 'medium', 'high'].includes(req.reasoning_effort)) {
+      throw bad(`reasoning_effort must be 'low', 'medium' or 'high', got ${JSON.stringify(req.reasoning_effort)}`);
+    }
+    chat.reasoningEffort = req.reasoning_effort;
+  }
   const cachePrompt = bool(req, 'cache_prompt') ?? true;
   return { messages, tools, choice, gen, chat, cachePrompt, stream, includeUsage, logprobs, topLogprobs, parallel,
     model: req.model };
@@ -353,11 +360,25 @@ export async function chatCompletionPrompt(info, request) {
   if (r.choice.name) tools = tools.filter((t) => t.function.name === r.choice.name);
   let messages = r.messages;
   const variables = { ...(r.chat.templateVariables ?? {}) };
+  // reasoning_effort: the template variable of that name (gpt-oss's "Reasoning: low|medium|high")
+  if (r.chat.reasoningEffort !== undefined) {
+    if (!/\breasoning_effort\b/.test(String(template))) {
+      throw bad('reasoning_effort: this model\'s chat template has no reasoning effort (gpt-oss\'s has); ' +
+        'a template with a thinking switch takes chat_template_kwargs such as {enable_thinking: false}');
+    }
+    variables.reasoning_effort ??= r.chat.reasoningEffort;
+  }
   if (shown === 'generic') messages = genericMessages(messages, r.tools);
-  else if (shown) variables.tools = r.tools; // the template lists them all; a named choice is the grammar's
-  const chatOptions = { ...r.chat, templateVariables: variables };
+  else if (shown) {
+    variables.tools = r.tools; // the template lists them all; a named choice is the grammar's
+    // SmolLM3's template lists xml_tools (or tools) with `tool | string`, Python's str(dict),
+    // which @huggingface/jinja has no filter for on an object: they go as their JSON text
+    if (/\bxml_tools\b/.test(String(template))) variables.tools = r.tools.map((t) => JSON.stringify(t));
+  }
+  const { reasoningEffort, ...chatRest } = r.chat;
+  const chatOptions = { ...chatRest, templateVariables: variables };
   const { text, addBos } = await chatPrompt(info, messages, chatOptions);
-  return { text, addBos, format, shown, r, tools, messages, chatOptions };
+  return { text, addBos, format, shown, r, tools, messages, chatOptions, template };
 }
 
 /**
@@ -367,7 +388,8 @@ export async function chatCompletionPrompt(info, request) {
 async function prepare(engine, request) {
   const info = engine.info;
   if (!info) throw jsError('WLM_ERR_STATE', 'no model loaded: call load() first');
-  const { text, addBos, format, shown, r, tools, messages, chatOptions } = await chatCompletionPrompt(info, request);
+  const { text, addBos, format, shown, r, tools, messages, chatOptions, template } = await chatCompletionPrompt(info, request);
+  const reasoning = detectReasoningFormat(template);
   const useTools = format !== null;
   const gen = { ...r.gen, cachePrompt: r.cachePrompt, addBos, parseSpecial: true };
   if (r.cachePrompt) { // a hybrid's recurrent state kept where the conversation's last turn ends
@@ -376,7 +398,8 @@ async function prepare(engine, request) {
   }
   let prefill = '';
   const markerIds = new Map();
-  if (shown && !useTools) { // tool_choice 'none': the format's opening token (if one) is banned
+  if (shown && !useTools && shown !== 'harmony') { // tool_choice 'none': the format's opening token (if one) is banned
+    // (harmony's markers frame every message: nothing is banned, and a call is read as content)
     const markers = await singleTokens(engine, [...new Set([...MARKER_TOKENS[shown], callMarker(shown)].filter(Boolean))]);
     if (markers.size) gen.logitBias = { ...(gen.logitBias ?? {}), ...Object.fromEntries([...markers.values()].map((m) => [m.id, -Infinity])) };
   }
@@ -386,7 +409,7 @@ async function prepare(engine, request) {
     for (const [t, m] of markers) if (m.text === '' && MARKER_TOKENS[format].includes(t)) markerIds.set(m.id, t);
     const convert = async (schema) => (await engine.jsonSchemaToGrammar(schema, { strict: false })).grammar;
     const g = await toolGrammar(format, tools, { mode: r.choice.mode, parallel: r.parallel, markers }, convert);
-    gen.grammar = g.grammar;
+    if (g.grammar !== null) gen.grammar = g.grammar;
     if (g.lazy) {
       gen.grammarLazy = true;
       gen.grammarTriggers = g.triggers;
@@ -397,9 +420,24 @@ async function prepare(engine, request) {
   const rnd = seed !== undefined ? seededRandom(seed) : Math.random;
   // Mistral's templates want 9 letters and digits; OpenAI's ids are call_ and 24 more
   const makeId = () => (format === 'mistral' ? randomId(9, rnd) : `call_${randomId(24, rnd)}`);
+  // a thinking model's reasoning (reasoning.js): its markers seen as text where they are control
+  // tokens, and the output parsed into reasoning, content and calls
+  if (reasoning) {
+    for (const [t, m] of await singleTokens(engine, REASONING_MARKERS[reasoning])) if (m.text === '') markerIds.set(m.id, t);
+  }
+  let parser = null, early = [];
+  if (useTools || reasoning) {
+    // (a grammar from the first token, tool_choice 'required' or a response_format, leaves no
+    // room for reasoning: the answer is what it holds. Known limit: with 'auto' and an open
+    // <think>, a trigger written inside the reasoning still wakes the lazy grammar — C's lazy
+    // grammar has no "only after </think>" — and the call it then holds is reasoning, not a call)
+    const constrained = (gen.grammar != null && !gen.grammarLazy) || gen.jsonSchema != null;
+    parser = new ChatOutputParser(reasoning, { open: reasoning === 'think' && !constrained && promptOpensThinking(text + prefill),
+      toolFormat: useTools ? format : null, makeId, startInCall: prefill !== '', tools: r.tools });
+    if (reasoning === 'harmony' && prefill) early = parser.push(prefill); // (the call's header)
+  }
   return {
-    r, prompt: text + prefill, gen, format, markerIds, makeId,
-    parser: useTools ? new ToolCallParser(format, { makeId, startInCall: prefill !== '', tools: r.tools }) : null,
+    r, prompt: text + prefill, gen, format, markerIds, makeId, parser, early,
     id: `chatcmpl-${randomId(24)}`, created: Math.floor(Date.now() / 1000),
     model: r.model ?? info.name ?? 'wasmlm',
   };
@@ -439,13 +477,15 @@ async function complete(engine, p, signal) {
   }
   if (signal?.aborted) throw abortError('The chat completion');
   let content, calls = [], error = null;
+  let reasoning = '';
   if (p.parser) {
     p.parser.finish();
-    ({ content, calls, error } = p.parser.result());
+    ({ content, calls, error, reasoning } = p.parser.result());
   } else {
     content = engine.lastResult.text;
   }
   const message = { role: 'assistant', content: calls.length && content === '' ? null : content, refusal: null };
+  if (reasoning) message.reasoning_content = reasoning;
   if (calls.length) message.tool_calls = calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } }));
   const choice = { index: 0, message, logprobs: p.r.logprobs ? { content: lp, refusal: null } : null,
     finish_reason: finishReason(engine.lastResult.stopReason, calls.length) };
@@ -465,6 +505,7 @@ async function* stream(engine, p, signal) {
     const out = [];
     for (const e of evs) {
       if (e.type === 'content') out.push({ content: e.text });
+      else if (e.type === 'reasoning') out.push({ reasoning_content: e.text });
       else if (e.type === 'call') {
         nCalls++;
         out.push({ tool_calls: [{ index: e.index, id: e.id, type: 'function', function: { name: e.name, arguments: '' } }] });
@@ -473,6 +514,7 @@ async function* stream(engine, p, signal) {
     return out;
   };
   yield chunk({ role: 'assistant', content: '' });
+  for (const d of deltas(p.early)) yield chunk(d);
   for await (const tok of tokens(engine, p, signal)) {
     const ds = deltas(events(p, tok.text));
     const lp = p.r.logprobs && tok.id >= 0 ? { content: [logprobEntry(tok)], refusal: null } : undefined;

@@ -18,6 +18,7 @@
 import { WasmlmError, abortError, jsError } from './errors.js';
 import { contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
 import { chatPrompt, chatCheckpoint, splitChatParams } from './chat.js';
+import { withReasoning } from './reasoning.js';
 import { chatCompletion } from './chat_completion.js';
 import { embed, embedInfo, rerank } from './embed.js';
 import { beamSearch, generateBatch } from './batch.js';
@@ -479,7 +480,7 @@ class Engine {
       this.#info = Object.freeze({
         dim: f(0), hiddenDim: f(1), nLayers: f(2), nHeads: f(3), nKvHeads: f(4), vocabSize: f(5),
         seqLen: f(6), sharedClassifier: f(7) === 1, weightBytes: f(11), nCtx: ctxParams.nCtx || f(6),
-        attnLayers: f(13), stateBytes: f(14),
+        attnLayers: f(13), stateBytes: f(14), nExpert: f(15), nExpertUsed: f(16),
         simd: this.#simd, build: this.#build, threads: this.threads, kvType: ctxParams.kvType,
         memory64: x.memory64 === true,
         dotForm: this.#dot.form, dotFormBatch: this.#dot.formBatch, dotProbe: this.#dot.probe,
@@ -695,7 +696,10 @@ class Engine {
     const { chat, gen } = splitChatParams(params ?? {});
     const { text, addBos } = await chatPrompt(this.#info, messages, chat);
     const stateCheckpoint = gen.cachePrompt === false ? 0 : await chatCheckpoint(this.#info, this.tokenize.bind(this), messages, chat, text, addBos);
-    yield* this.#generate(text, { cachePrompt: true, stateCheckpoint, ...gen, addBos, parseSpecial: true }, signal);
+    // a thinking model's reasoning apart (reasoning.js): each token's `reasoning` and `content`
+    const template = chat.chatTemplate ?? this.#info.chatTemplate;
+    yield* withReasoning(this, template, text, this.#generate(text, { cachePrompt: true, stateCheckpoint, ...gen, addBos, parseSpecial: true }, signal),
+      (r) => { this.lastResult = { ...this.lastResult, ...r }; }, gen);
   }
 
   /**

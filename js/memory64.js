@@ -294,6 +294,7 @@ export function readModelHeader(bytes) {
     headV: num('attention.value_length', headK), ctx: num('context_length', 2048),
     vocab: kv.get('tokenizer.ggml.tokens')?.length ?? 32000, headerBytes: pos, dataBytes,
     ...hybridLayers(arch, nLayers, dim, kv, num),
+    ...experts(num),
   });
 }
 
@@ -313,7 +314,7 @@ function hybridLayers(arch, nLayers, dim, kv, num) {
     const HK = num('ssm.group_count', 16), HV = num('ssm.time_step_rank', 16);
     return { attnLayers: layers - rec, stateBytes: 4 * rec * ((K - 1) * (2 * HK * D + HV * D) + HV * D * D) };
   }
-  if (arch === 'lfm2') {
+  if (arch === 'lfm2' || arch === 'lfm2moe') {
     const kvh = kv.get(`${arch}.attention.head_count_kv`);
     const attn = typeof kvh === 'object' ? kvh.nonzero : nLayers;
     return { attnLayers: attn, stateBytes: 4 * (nLayers - attn) * (num('shortconv.l_cache', 3) - 1) * dim };
@@ -330,6 +331,16 @@ function hybridLayers(arch, nLayers, dim, kv, num) {
     return { attnLayers: own, stateBytes: 0, kvElems: 2 * kvh * (swa * hdSwa + (own - swa) * hd) };
   }
   return { attnLayers: nLayers, stateBytes: 0 };
+}
+
+/** A mixture of experts' shape (gguf_model.c read_moe): {nExpert, nExpertUsed, expertFf}, all 0
+ *  for a dense model. Its weights are the file's; its scratch is one row per (entry, chosen
+ *  expert) (runtime/context.c). */
+function experts(num) {
+  const nExpert = num('expert_count', 0);
+  if (!(nExpert > 1)) return { nExpert: 0, nExpertUsed: 0, expertFf: 0 };
+  const nExpertUsed = num('expert_used_count', 1) || 1;
+  return { nExpert, nExpertUsed, expertFf: num('expert_feed_forward_length', Math.floor(num('feed_forward_length', 0) / nExpertUsed)) };
 }
 
 /** ggml types' [elements, bytes] per block (ggml.c's type traits), the types our kernels read
@@ -393,11 +404,15 @@ export function modelBytes(fileBytes, h, { nCtx = 0, kvType = 'f16', nSeqMax = 1
   const kvd = h.nKvHeads * Math.max(h.headK, h.headV);
   const fused = h.arch === 'phi3'; // fused QKV and gate+up matrices
   const hs = fused ? 2 * h.hidden : h.hidden;
-  const widest = Math.max(h.dim, h.hidden, qd);
+  const widest = Math.max(h.dim, h.hidden, qd, h.expertFf ?? 0);
+  // a mixture of experts: router scores, and per (entry, chosen expert) its input, gate, up
+  // and output rows and twice its quantized input
+  const R = B * (h.nExpertUsed ?? 0);
+  const moe = h.nExpert > 1 ? B * h.nExpert + 3 * R + h.nExpert + R * (2 * h.dim + 2 * h.expertFf) + 2 * R * (widest + 256) : 0;
   // floats: x, xb, xb2, hb, hb2, q, (qkv), kt, vt per batch entry; xq's quantized rows; the
   // attention scratch; logits; RoPE tables; per sequence its tokens and block table
   const floats = B * (2 * h.dim + Math.max(qd, h.dim) + hs + h.hidden + qd + (fused ? qd + 2 * kvd : 0) + 2 * kvd) +
-    B * (widest + 256) + h.nHeads * (ctx + 2 * h.headK) + h.vocab + 2 * B * h.headK;
+    B * (widest + 256) + h.nHeads * (ctx + 2 * h.headK) + h.vocab + 2 * B * h.headK + moe;
   const seqs = Math.max(1, nSeqMax);
   const scratch = 4 * floats + seqs * (4 * ctx + ctx / 4);
   const other = (24 << 20) + 64 * h.vocab + h.headerBytes + threads * ((1 << 20) + 4 * h.nHeads * (ctx + 2 * h.headK));

@@ -14,6 +14,9 @@
 //            for the other types of the tool's schema)
 //   lfm2     LFM2 / LFM2.5: <|tool_call_start|>[name(key="v", n=1), …]<|tool_call_end|>, a
 //            Python list of calls with keyword arguments (Python literals)
+//   harmony  gpt-oss: a message <|start|>assistant<|channel|>commentary to=functions.NAME
+//            <|constrain|>json<|message|>{…}<|call|> (parsed by reasoning.js's ChatOutputParser,
+//            with the reasoning of the analysis channel), one call per answer
 //   generic  any other template (Gemma 3, Phi-3.5, plain Llama 3): the tools are described in a
 //            system message and the whole answer is one JSON object, {"tool_calls": [{"name",
 //            "arguments"}, …]} or {"response": "…"} (llama.cpp's generic format, our wording)
@@ -26,7 +29,7 @@
 // fuzz/fuzz_tool_calls.mjs hunt for. Every scan is iterative (no recursion on nesting depth)
 // and linear in the text held.
 
-/** @typedef {'hermes' | 'llama3' | 'mistral' | 'qwen3-coder' | 'lfm2' | 'generic'} ToolFormat */
+/** @typedef {'hermes' | 'llama3' | 'mistral' | 'qwen3-coder' | 'lfm2' | 'harmony' | 'generic'} ToolFormat */
 
 /** Per format: the texts that open a call region, and the keys of the arguments. */
 const FORMATS = Object.freeze({
@@ -35,12 +38,15 @@ const FORMATS = Object.freeze({
   mistral: { markers: ['[TOOL_CALLS]'], argsKeys: ['arguments', 'parameters'] },
   'qwen3-coder': { markers: ['<tool_call>'] },
   lfm2: { markers: ['<|tool_call_start|>'], end: '<|tool_call_end|>' },
+  harmony: { markers: [] },
   generic: { markers: [], argsKeys: ['arguments', 'parameters'] },
 });
 
 /** Control tokens whose text the parser must see (their pieces decode to nothing). */
-export const MARKER_TOKENS = Object.freeze({ llama3: ['<|python_tag|>'], mistral: ['[TOOL_CALLS]'], hermes: [],
-  'qwen3-coder': [], lfm2: ['<|tool_call_start|>', '<|tool_call_end|>'], generic: [] });
+export const MARKER_TOKENS = Object.freeze({ llama3: ['<|python_tag|>'], mistral: ['[TOOL_CALLS]'],
+  hermes: ['<tool_call>', '</tool_call>'], // (control tokens in SmolLM3's vocabulary, plain text in Qwen's)
+  'qwen3-coder': [], lfm2: ['<|tool_call_start|>', '<|tool_call_end|>'],
+  harmony: ['<|start|>', '<|channel|>', '<|message|>', '<|end|>', '<|constrain|>', '<|call|>', '<|return|>'], generic: [] });
 
 /** The text that opens a call of `format` (what tool_choice 'none' bans), or null. */
 export function callMarker(format) {
@@ -49,7 +55,7 @@ export function callMarker(format) {
 
 /**
  * The tool-call syntax of a chat template, from the text it writes (as llama.cpp's
- * common_chat_templates_apply picks a handler): qwen3-coder when it writes <function=…> and
+ * common_chat_templates_apply picks a handler): harmony for gpt-oss's channels, qwen3-coder when it writes <function=…> and
  * <parameter=…> (checked first: it writes <tool_call> too), lfm2 for LFM2's tool markers or its
  * "List of tools: " system line (LFM2.5-1.2B-Instruct's template has only that), hermes when it
  * writes <tool_call>, mistral for [TOOL_CALLS], llama3 for <|python_tag|> or an ipython role,
@@ -59,6 +65,7 @@ export function callMarker(format) {
  */
 export function detectToolFormat(template) {
   const t = String(template ?? '');
+  if (t.includes('<|channel|>') && t.includes('<|message|>')) return 'harmony';
   if (t.includes('<function=') && t.includes('<parameter=')) return 'qwen3-coder';
   if (t.includes('<|tool_call_start|>') || t.includes('<|tool_list_start|>') ||
       (t.includes('List of tools: ') && t.includes('<|im_start|>'))) return 'lfm2';
@@ -173,6 +180,7 @@ export function callSchema(format, tools) {
  * @returns {Promise<{grammar: string, lazy: boolean, triggers: (number|string)[], prefill: string}>}
  */
 export async function toolGrammar(format, tools, { mode, parallel, markers }, convert) {
+  if (format === 'harmony') return harmonyGrammar(tools, { mode }, convert);
   if (format === 'qwen3-coder' || format === 'lfm2') return markupGrammar(format, tools, { mode, parallel, markers }, convert);
   if (format === 'generic') {
     const call = callSchema('generic', tools);
@@ -199,9 +207,13 @@ export async function toolGrammar(format, tools, { mode, parallel, markers }, co
   const triggers = [];
   let prefill = '';
   if (format === 'hermes') {
-    root = `root ::= tc${parallel ? ' ("\\n" tc)*' : ''}\ntc ::= ${gbnfLiteral(`${markerText}\n`)} call "\\n</tool_call>"`;
+    // <tool_call> a control token (SmolLM3): the grammar cannot write it, so one call per
+    // answer, the prompt prefilled with it when a call is required
+    const several = parallel && markerText !== '';
+    root = `root ::= tc${several ? ' ("\\n" tc)*' : ''}\ntc ::= ${gbnfLiteral(`${markerText}\n`)} call "\\n</tool_call>"`;
     if (tok) triggers.push(tok.id);
     triggers.push(marker);
+    if (mode === 'required' && markerText === '') prefill = marker;
   } else if (format === 'llama3') {
     root = `root ::= call${parallel ? ' ("\\n" call)*' : ''}`;
     if (tok && tok.text === '') triggers.push(tok.id); // <|python_tag|>: the grammar starts after it
@@ -214,6 +226,37 @@ export async function toolGrammar(format, tools, { mode, parallel, markers }, co
     if (mode === 'required' && markerText === '') prefill = marker;
   }
   return { grammar: `${root}\n${body}`, lazy: mode !== 'required', triggers: mode === 'required' ? [] : triggers, prefill };
+}
+
+/**
+ * gpt-oss (harmony): a call is the message `<|start|>assistant<|channel|>commentary
+ * to=functions.NAME <|constrain|>json<|message|>{…}<|call|>`. Its frame's markers are text to a
+ * grammar (llama.cpp's o200k_harmony fix-up makes <|channel|>, <|message|>, <|start|> and
+ * <|constrain|> user-defined tokens, tokenizer/vocab_gguf.c), and <|call|> ends the generation
+ * (an end-of-generation token, allowed once the grammar is complete). 'auto': lazy, woken by
+ * "to=functions." in a header, then the name, " <|constrain|>json<|message|>" and the arguments'
+ * JSON for that tool. 'required': the prompt is prefilled up to the name (one tool: up to
+ * <|message|>), so the answer is the call (no analysis first). One call per answer: <|call|>
+ * ends it.
+ */
+async function harmonyGrammar(tools, { mode }, convert) {
+  const frame = (name) => `${name} <|constrain|>json<|message|>`;
+  if (mode === 'required' && tools.length === 1) {
+    return { grammar: await convert(argumentsSchema(tools[0].function.parameters)), lazy: false, triggers: [],
+      prefill: `<|channel|>commentary to=functions.${frame(tools[0].function.name)}` };
+  }
+  const rules = [], alts = [];
+  for (const [i, t] of tools.entries()) {
+    const g = await convert(argumentsSchema(t.function.parameters));
+    const defined = definedRules(g);
+    rules.push(renameRules(g, (w) => (defined.has(w) ? `t${i}-${w}` : undefined)).trim());
+    alts.push(`${gbnfLiteral(frame(t.function.name))} t${i}-root`);
+  }
+  const body = `call ::= ${alts.join(' | ')}\n${rules.join('\n')}`;
+  if (mode === 'required') {
+    return { grammar: `root ::= call\n${body}`, lazy: false, triggers: [], prefill: '<|channel|>commentary to=functions.' };
+  }
+  return { grammar: `root ::= "to=functions." call\n${body}`, lazy: true, triggers: ['to=functions.'], prefill: '' };
 }
 
 /** Whether a parameter's schema asks for a string (its value is then written as it is). */
@@ -565,8 +608,8 @@ class JsonCallParser {
     this.#argsKeys = FORMATS[format].argsKeys;
     this.#makeId = makeId ?? ((i) => `call_${i}`);
     if (format === 'generic') this.#mode = 'generic';
-    if (startInCall && format === 'mistral') {
-      this.#buf = '[TOOL_CALLS]';
+    if (startInCall && (format === 'mistral' || format === 'hermes')) { // (the prompt ends with the marker)
+      this.#buf = this.#markers[0];
       this.#mode = 'start';
     }
   }

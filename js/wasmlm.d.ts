@@ -369,8 +369,13 @@ export interface ModelInfo {
   seqLen: number;
   /** The output layer reuses the token embedding. */
   sharedClassifier: boolean;
-  /** Bytes of weights read per forward pass (all matrices and vectors). */
+  /** Bytes of weights read per forward pass (all matrices and vectors; of a mixture of experts,
+   *  the router and the nExpertUsed chosen experts' matrices: its active weights). */
   weightBytes: number;
+  /** A mixture of experts' experts per MoE layer (0 for a dense model). */
+  nExpert: number;
+  /** Experts each token uses (top k), 0 for a dense model. */
+  nExpertUsed: number;
   /** Layers with a KV cache: nLayers, or fewer in a hybrid (Qwen3.5's Gated DeltaNet layers,
    *  LFM2's short convolutions keep a recurrent state instead). */
   attnLayers: number;
@@ -780,6 +785,21 @@ export interface Token {
 }
 
 /**
+ * A token of chat(): a Token plus, where the template has a reasoning syntax (js/reasoning.js:
+ * <think>…</think> for Qwen3 / Qwen3.5 / SmolLM3 / DeepSeek-R1, harmony channels for gpt-oss),
+ * the parts of the text released at this step that are reasoning and answer. The parser holds
+ * text that may be a tag (or whitespace next to one) until the text decides it, so these can be
+ * '' on a token and released on a later one; a last item with id -1 releases what it held at
+ * the end. Concatenated over the turn they equal lastResult.reasoning and lastResult.content:
+ * the reasoning without its tags and surrounding whitespace, the answer after it. Without a
+ * reasoning syntax in the template, chat() yields plain Tokens (neither field).
+ */
+export interface ChatToken extends Token {
+  reasoning?: string;
+  content?: string;
+}
+
+/**
  * What previewDistribution() returns: the sampler chain of the given parameters applied again
  * to the logits the last generated token was drawn from (wlm_sampler_preview).
  */
@@ -827,6 +847,10 @@ export interface LastResult {
    *  (EngineOptions.readAhead): chosen null while 'auto' is still timing decode steps; onMs /
    *  offMs the median step of each once 'auto' chose. Absent on the WebGPU backend. */
   readAhead?: { mode: 'auto' | boolean; chosen: boolean | null; onMs: number | null; offMs: number | null };
+  /** chat() with a template that has a reasoning syntax (see ChatToken): the turn's reasoning
+   *  and its answer apart (text keeps the whole output). */
+  reasoning?: string;
+  content?: string;
   /** Speculative decoding (params.draft) only: tokens drafted and verified, how many of them
    *  were accepted (acceptance rate = accepted / drafted), and the verifying forward passes. */
   drafted?: number;
@@ -1135,13 +1159,14 @@ export interface Engine {
    * a later turn prefills only its new tokens (lastResult.nCached). Append
    * {role: 'assistant', content: lastResult.text} and the next user message to continue.
    * A worker engine renders the template in the calling thread (a page without a bundler maps
-   * '@huggingface/jinja' in an import map; see README).
+   * '@huggingface/jinja' in an import map; see README). A thinking model's reasoning comes
+   * apart from its answer (ChatToken's reasoning and content; lastResult.reasoning / .content).
    * @throws (from the iterator) WasmlmError WLM_ERR_UNSUPPORTED (no template), WLM_ERR_FORMAT
    *   (the template does not parse, or raises), WLM_ERR_INVALID_ARG (messages or parameters),
    *   and what generate() throws.
    */
   chat(messages: ChatMessage[], params?: ChatParams,
-       options?: { signal?: AbortSignal }): AsyncIterableIterator<Token>;
+       options?: { signal?: AbortSignal }): AsyncIterableIterator<ChatToken>;
 
   /**
    * OpenAI's chat completion (README "Tool calls and the OpenAI chat API"; the request's

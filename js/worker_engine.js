@@ -9,6 +9,7 @@
 
 import { abortError, deserializeError, jsError } from './errors.js';
 import { chatPrompt, chatCheckpoint, splitChatParams } from './chat.js';
+import { withReasoning } from './reasoning.js';
 import { chatCompletion } from './chat_completion.js';
 import { complete, completeBatch } from './engine.js';
 import { IS_NODE, baseURI, mark } from './platform.js';
@@ -265,7 +266,10 @@ class WorkerEngine {
     const { chat, gen } = splitChatParams(params ?? {});
     const { text, addBos } = await chatPrompt(this.#info, messages, chat);
     const stateCheckpoint = gen.cachePrompt === false ? 0 : await chatCheckpoint(this.#info, this.tokenize.bind(this), messages, chat, text, addBos);
-    yield* this.generate(text, { cachePrompt: true, stateCheckpoint, ...gen, addBos, parseSpecial: true }, { signal });
+    // a thinking model's reasoning apart (reasoning.js): each token's `reasoning` and `content`
+    const template = chat.chatTemplate ?? this.#info.chatTemplate;
+    yield* withReasoning(this, template, text, this.generate(text, { cachePrompt: true, stateCheckpoint, ...gen, addBos, parseSpecial: true }, { signal }),
+      (r) => { this.lastResult = { ...this.lastResult, ...r }; }, gen);
   }
 
   /**

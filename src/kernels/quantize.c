@@ -572,6 +572,7 @@ static int is_quantizable(const wlm_gguf_tensor *t) {
     return ends_with(s, n, "weight") && t->n_dims >= 2 && !contains(s, n, "_norm.weight") &&
            !eq(&t->name, "position_embd.weight") && !eq(&t->name, "token_types.weight") &&
            !contains(s, n, "ssm_conv1d") && !contains(s, n, "shortconv.conv.weight") &&
+           !contains(s, n, "ffn_gate_inp.weight") &&
            t->ne[0] > 0 && t->n_elements > 0;
 }
 /* The block of "blk.N.…", or -1 (llama.cpp orders the tensors it quantizes by this, then by
@@ -609,7 +610,10 @@ static int role_of(const wlm_gguf_str *name, int qkv_as_v) {
     if (ends_with(s, n, ".attn_v.weight")) return WLM_QUANT_ATTN_V;
     if (ends_with(s, n, ".attn_qkv.weight")) return qkv_as_v ? WLM_QUANT_ATTN_V : WLM_QUANT_ATTN_QKV;
     if (ends_with(s, n, ".attn_output.weight")) return WLM_QUANT_ATTN_OUTPUT;
-    if (ends_with(s, n, ".ffn_down.weight")) return WLM_QUANT_FFN_DOWN;
+    /* ffn_down and the experts' ffn_down_exps (llama.cpp: any name holding "ffn_down"; its
+     * layer is the block's in both) */
+    if (ends_with(s, n, ".ffn_down.weight") || ends_with(s, n, ".ffn_down_exps.weight"))
+        return WLM_QUANT_FFN_DOWN;
     return WLM_QUANT_OTHER;
 }
 

@@ -143,8 +143,12 @@ int wlm_quantize_write(const wlm_model *m, wlm_gguf_writer *w, const wlm_quantiz
  * llama_model_quantize does: a tensor is converted when its name ends in "weight", it has at
  * least 2 dimensions, and it is not a norm ("_norm.weight") nor learned positions or BERT's
  * token types (position_embd.weight, token_types.weight: llama.cpp adds them to the embedding
- * as they are); everything else (norms, biases, rope_freqs / rope_factors_*, position
- * embeddings, token types) keeps its type and bytes. A mix picks types by role from the tensor name (
+ * as they are) nor a mixture of experts' router (ffn_gate_inp.weight); everything else (norms,
+ * biases, routers, rope_freqs / rope_factors_*, position embeddings, token types) keeps its type
+ * and bytes. A 3-D expert tensor [cols, rows, n_expert] is converted row by row like a matrix of
+ * rows · n_expert rows (each expert's rows in turn, as llama.cpp), and ffn_down_exps takes
+ * ffn_down's rule. (llama.cpp's rules for exactly 8 experts, Mixtral's attn_k / attn_v in Q8_0
+ * and attn_output in Q5_K, are not applied.) A mix picks types by role from the tensor name (
  * output.weight — or token_embd.weight when there is no output.weight — attn_v, attn_qkv,
  * attn_output, ffn_down; see wlm_quantize_mix_tensor_type) and the layer from "blk.N.". p->src
  * is not used. A tensor whose type cannot be read gives WLM_ERR_UNSUPPORTED naming it. */

@@ -15,6 +15,11 @@ static const wlm_arch ARCHS[] = {
     {.name = "llama", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NORM, .qkv_bias = WLM_T_OPT,
      .out_bias = WLM_T_OPT, .rope_freqs = 1},
+    /* SmolLM3: Llama's block, except that every 4th layer (l + 1 = 4, 8, ...) applies no RoPE
+     * (NoPE); llama.cpp: src/models/smollm3.cpp, hparams.n_no_rope_layer_step = 4. */
+    {.name = "smollm3", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NORM, .qkv_bias = WLM_T_OPT,
+     .out_bias = WLM_T_OPT, .nope_step = 4},
     /* Qwen2 / Qwen2.5: biases on Q, K and V; NEOX RoPE (rotate halves). */
     {.name = "qwen2", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_REQ},
@@ -23,6 +28,23 @@ static const wlm_arch ARCHS[] = {
     {.name = "qwen3", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_EITHER, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_OPT,
      .qk_norm = WLM_T_REQ, .rank_last_softmax = 1},
+    /* Qwen3 MoE (Qwen3-30B-A3B, 235B-A22B): qwen3's attention; every feed-forward a mixture
+     * of experts: softmax router, top k, weights renormalised to sum 1, SwiGLU experts, no
+     * biases, no shared expert. llama.cpp: src/models/qwen3moe.cpp. */
+    {.name = "qwen3moe", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_EITHER, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_OPT,
+     .qk_norm = WLM_T_REQ, .moe = WLM_T_REQ, .moe_gating = WLM_MOE_SOFTMAX, .moe_norm_w = 1},
+    /* gpt-oss (OpenAI gpt-oss-20b / 120b; llama.cpp's LLM_ARCH_OPENAI_MOE, src/models/openai-moe):
+     * Q/K/V/O biases, NEOX RoPE with YaRN, attention sinks, sliding-window layers on even blocks
+     * (sliding_window_pattern 2) turning as the others; every feed-forward a mixture after
+     * post_attention_norm: router with a bias, top k of the raw logits, a softmax over those k,
+     * experts with biases and the clamped SwiGLU (α 1.702, limit 7). */
+    {.name = "gpt-oss", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_REQ,
+     .out_bias = WLM_T_REQ, .swa = 1, .swa_period = 2, .swa_rope_same = 1,
+     .attn_sinks = WLM_T_REQ, .ffn_norm_name = "post_attention_norm", .moe = WLM_T_REQ,
+     .moe_gating = WLM_MOE_SOFTMAX_CHOSEN, .moe_act = WLM_MOE_ACT_SWIGLU_OAI,
+     .moe_router_bias = WLM_T_REQ, .moe_exp_bias = WLM_T_REQ},
     /* Gemma 3: GeGLU (tanh GELU), embeddings × sqrt(dim), norms after attention and after the
      * feed-forward, Q/K norms, sliding-window layers with their own RoPE base. Its converter
      * stores every RMSNorm weight as 1 + w, so the norms are applied as stored. */
@@ -63,6 +85,15 @@ static const wlm_arch ARCHS[] = {
     {.name = "lfm2", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qk_norm = WLM_T_REQ,
      .layers = WLM_LAYERS_SHORTCONV, .final_norm_name = "token_embd_norm"},
+    /* LFM2-8B-A1B, LFM2-24B-A2B (lfm2moe): LFM2's layers; the feed-forwards from
+     * leading_dense_block_count on are mixtures of experts: sigmoid router scores, the top k of
+     * the scores plus exp_probs_b (the bias steers the choice only), the k unbiased scores
+     * renormalised, SwiGLU experts (gating from expert_gating_func, llama.cpp's 2 = sigmoid).
+     * llama.cpp: src/models/lfm2.cpp, llama_model_lfm2moe. */
+    {.name = "lfm2moe", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qk_norm = WLM_T_REQ,
+     .layers = WLM_LAYERS_SHORTCONV, .final_norm_name = "token_embd_norm", .moe = WLM_T_REQ,
+     .moe_gating = WLM_MOE_SIGMOID, .moe_norm_w = 1, .moe_probs_bias = WLM_T_REQ},
     /* EmbeddingGemma (gemma-embedding): Gemma 3's layers with bidirectional attention (its
      * sliding-window layers see n_swa / 2 positions either side), mean pooling, and optional
      * dense_2 / dense_3 projections of the pooled vector. */
@@ -89,6 +120,6 @@ const wlm_arch *wlm_arch_find(const char *name, size_t len) {
 }
 
 const char *wlm_arch_list(void) {
-    return "llama, qwen2, qwen3, qwen35, lfm2, gemma3, gemma4, phi3, gpt2, gemma-embedding, "
-           "bert, nomic-bert";
+    return "llama, smollm3, qwen2, qwen3, qwen3moe, gpt-oss, qwen35, lfm2, lfm2moe, gemma3, gemma4, "
+           "phi3, gpt2, gemma-embedding, bert, nomic-bert";
 }

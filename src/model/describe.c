@@ -73,10 +73,15 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
     /* %.9g: every float32 value round-trips */
     put(&o, "\"norm_eps\":%.9g,\"rope_theta\":%.9g,\"rope_freq_scale\":%.9g,"
             "\"rope_theta_swa\":%.9g,\"rope_attn_factor\":%.9g,\"q_scale\":%.9g,"
-            "\"embd_scale\":%.9g,\"final_softcap\":%.9g},",
+            "\"embd_scale\":%.9g,\"final_softcap\":%.9g,",
         (double)p->norm_eps, (double)p->rope_theta, (double)p->rope_freq_scale,
         (double)p->rope_theta_swa, (double)p->rope_attn_factor, (double)p->q_scale,
         (double)p->embd_scale, (double)p->final_softcap);
+    /* a mixture of experts (moe.c; zeros without) */
+    put(&o, "\"n_expert\":%d,\"n_expert_used\":%d,\"expert_ff\":%d,\"n_dense_lead\":%d,"
+            "\"moe_gating\":%d,\"moe_norm_w\":%d,\"moe_w_scale\":%.9g},",
+        (int)p->n_expert, (int)p->n_expert_used, (int)p->expert_ff, (int)p->n_dense_lead,
+        (int)p->moe_gating, (int)p->moe_norm_w, (double)p->moe_w_scale);
     const wlm_weights *w = &m->w;
     const int32_t D = p->dim, H = p->hidden_dim, hs = p->head_size;
     put(&o, "\"tensors\":{");
@@ -93,8 +98,9 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
     for (int32_t l = 0; l < p->n_layers; l++) {
         const wlm_layer_weights *lw = &w->layers[l];
         static const char *mixers[] = {"attn", "deltanet", "shortconv"};
-        put(&o, "%s{\"swa\":%d,\"mixer\":\"%s\",\"kv_slot\":%d,\"state_off\":%zu,", l ? "," : "",
-            (int)lw->swa, mixers[lw->mixer], (int)lw->kv_slot, lw->state_off);
+        put(&o, "%s{\"swa\":%d,\"no_rope\":%d,\"mixer\":\"%s\",\"kv_slot\":%d,\"state_off\":%zu,",
+            l ? "," : "", (int)lw->swa, (int)lw->no_rope, mixers[lw->mixer], (int)lw->kv_slot,
+            lw->state_off);
         /* a recurrent layer's (recurrent.c; null elsewhere): projections, conv kernel (channels
          * × ssm_conv taps, one row here), DeltaNet's dt bias, A and head norm */
         put_tensor(&o, "ssm_in", &lw->ssm_in);
@@ -164,6 +170,28 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
         put_vec(&o, "b_down", lw->b_down, D);
         put(&o, ",");
         put_vec(&o, "post_ffn_norm", lw->post_ffn_norm, D);
+        /* a mixture of experts' (null elsewhere): the router, and each stacked expert tensor as
+         * one matrix of n_expert × its rows (expert e's rows from e × rows) */
+        put(&o, ",\"ffn_kind\":\"%s\",", lw->ffn_kind == WLM_FFN_KIND_MOE ? "moe" : "dense");
+        put_tensor(&o, "moe_router", &lw->moe_router);
+        put(&o, ",");
+        put_vec(&o, "moe_router_b", lw->moe_router_b, p->n_expert);
+        put(&o, ",");
+        put_vec(&o, "moe_probs_b", lw->moe_probs_b, p->n_expert);
+        const wlm_tensor *ex[] = {&lw->exp_gate, &lw->exp_up, &lw->exp_down};
+        static const char *ex_names[] = {"exp_gate", "exp_up", "exp_down"};
+        for (int i = 0; i < 3; i++) {
+            wlm_tensor all = *ex[i];
+            all.rows *= p->n_expert;
+            put(&o, ",");
+            put_tensor(&o, ex_names[i], &all);
+        }
+        put(&o, ",");
+        put_vec(&o, "exp_gate_b", lw->exp_gate_b, p->n_expert * p->expert_ff);
+        put(&o, ",");
+        put_vec(&o, "exp_up_b", lw->exp_up_b, p->n_expert * p->expert_ff);
+        put(&o, ",");
+        put_vec(&o, "exp_down_b", lw->exp_down_b, p->n_expert * D);
         put(&o, "}");
     }
     put(&o, "],\"rope_factors\":{");

@@ -5,7 +5,7 @@
  * pairs or NEOX halves, one frequency set per kind of layer) → grouped-query attention over the
  * paged KV cache (F32 or F16 elements; a sliding window on window layers) → output projection
  * (+ bias) → optional post-norm → residual → norm → feed-forward (SwiGLU, GeGLU, or a GELU MLP
- * with biases) → optional post-norm → residual; then the final norm, the classifier and the
+ * with biases; or a mixture of experts, moe.c) → optional post-norm → residual; then the final norm, the classifier and the
  * optional logit soft-cap for the entries that want logits. llama2.c's forward() is the special
  * case "llama". Encoders (BERT, nomic-bert; arch.c's `encoder`) take token type 0 and a
  * LayerNorm after the embedding, no norm before each branch but one after each residual add,
@@ -148,6 +148,26 @@ static void quantize_entries(const void *arg, int32_t b0, int32_t b1) {
         j->vt->from_float(j->x + (size_t)b * j->x_stride, j->xq + (size_t)b * j->xq_stride, j->cols);
 }
 
+/* The quantized kernels of a product with j->t (not F32): matrix-vector and, where there is
+ * one, matrix-matrix; every choice gives the same bits. */
+static void matmul_kernels(const wlm_context *c, matmul_job *j) {
+    const int32_t type = j->t->type;
+    const wlm_type_traits *tr = wlm_type_get(type);
+    j->qmv = c->use_simd ? tr->matvec_simd : tr->matvec_ref;
+    j->qmm = c->use_simd ? wlm_quant_matmat_simd(type) : NULL;
+    if (c->dot_split) { /* the same bits: types without split kernels keep matvec_simd */
+        const wlm_qmatvec_fn mv = wlm_quant_matvec_split(type);
+        if (mv) j->qmv = mv;
+    }
+    if (c->use_simd && !c->read_ahead) { /* the same bits, no rows touched ahead */
+        const wlm_qmatvec_fn mv = c->dot_split ? wlm_quant_matvec_split_near(type)
+                                               : wlm_quant_matvec_near(type);
+        if (mv) j->qmv = mv;
+    }
+    if (c->dot_split_batch && wlm_quant_matvec_split(type))
+        j->qmm = wlm_quant_matmat_split(type); /* (its leftover entries: split matvec) */
+}
+
 /* wlm_matmul, where `same_input` says that x is the input of the previous product of this pass,
  * unchanged (Q, K and V; the gate and up projections): if that product left x quantized to the
  * vec_dot_type this one needs, c->xq is used as it is rather than quantized again. */
@@ -157,19 +177,7 @@ void wlm_matmul_ex(wlm_context *c, float *out, size_t out_stride, const wlm_tens
     matmul_job j = {c, out, out_stride, t, x, x_stride, n, NULL, NULL};
     if (t->type != WLM_TYPE_F32) {
         const wlm_type_traits *tr = wlm_type_get(t->type);
-        j.qmv = c->use_simd ? tr->matvec_simd : tr->matvec_ref;
-        j.qmm = c->use_simd ? wlm_quant_matmat_simd(t->type) : NULL;
-        if (c->dot_split) { /* the same bits: types without split kernels keep matvec_simd */
-            const wlm_qmatvec_fn mv = wlm_quant_matvec_split(t->type);
-            if (mv) j.qmv = mv;
-        }
-        if (c->use_simd && !c->read_ahead) { /* the same bits, no rows touched ahead */
-            const wlm_qmatvec_fn mv = c->dot_split ? wlm_quant_matvec_split_near(t->type)
-                                                   : wlm_quant_matvec_near(t->type);
-            if (mv) j.qmv = mv;
-        }
-        if (c->dot_split_batch && wlm_quant_matvec_split(t->type))
-            j.qmm = wlm_quant_matmat_split(t->type); /* (its leftover entries: split matvec) */
+        matmul_kernels(c, &j);
         j.x_stride = x_stride * sizeof(float);
         if (tr->vec_dot_type != WLM_TYPE_F32) { /* quantize each entry's activations once */
             if (c->xq_type != tr->vec_dot_type) {
@@ -195,6 +203,71 @@ void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor 
     wlm_matmul_ex(c, out, out_stride, t, x, x_stride, n, 0);
 }
 
+/* wlm_matmul_segs: the products as one list of rows, segment after segment; chunk i of n takes
+ * an even-aligned 1/n of them (every segment has an even row count, so each piece of a segment
+ * starts on an even row, as matmul_rows needs). */
+#define SEG_GROUP 64
+typedef struct segs_job {
+    matmul_job j[SEG_GROUP];
+    int64_t first[SEG_GROUP + 1]; /* each segment's first row in the list */
+    int32_t n;
+} segs_job;
+
+static void segs_chunk(void *arg, int32_t i, int32_t n) {
+    const segs_job *s = arg;
+    const int64_t rows = s->first[s->n];
+    const int64_t r0 = (rows * i / n) & ~(int64_t)1;
+    const int64_t r1 = i + 1 == n ? rows : (rows * (i + 1) / n) & ~(int64_t)1;
+    for (int32_t k = 0; k < s->n; k++) {
+        const int64_t a = r0 > s->first[k] ? r0 : s->first[k];
+        const int64_t b = r1 < s->first[k + 1] ? r1 : s->first[k + 1];
+        if (b > a) matmul_rows(&s->j[k], (int)(a - s->first[k]), (int)(b - s->first[k]));
+    }
+}
+
+void wlm_matmul_segs(wlm_context *c, const wlm_matmul_seg *seg, int32_t n_seg, void *xq,
+                     size_t xq_stride) {
+    segs_job s;
+    /* the rows of xq last quantized: their input, type and count (n 0: none yet) */
+    const float *qx = NULL;
+    int32_t qvt = WLM_TYPE_F32, qn = 0;
+    size_t xq_row = 0;
+    const int32_t threads = wlm_threadpool_size(c->pool);
+    c->xq_type = WLM_TYPE_F32; /* the next wlm_matmul_ex quantizes its input again */
+    for (int32_t g = 0; g < n_seg; g += SEG_GROUP) {
+        s.n = n_seg - g < SEG_GROUP ? n_seg - g : SEG_GROUP;
+        s.first[0] = 0;
+        uint64_t macs = 0;
+        for (int32_t k = 0; k < s.n; k++) {
+            const wlm_matmul_seg *q = &seg[g + k];
+            matmul_job *j = &s.j[k];
+            *j = (matmul_job){c, q->out, q->out_stride, &q->t, q->x, q->x_stride, q->n, NULL, NULL};
+            s.first[k + 1] = s.first[k] + q->t.rows;
+            macs += (uint64_t)q->t.rows * (uint64_t)q->t.cols * (uint64_t)q->n;
+            if (q->t.type == WLM_TYPE_F32) continue;
+            matmul_kernels(c, j);
+            j->x_stride = q->x_stride * sizeof(float);
+            const int32_t vt = wlm_type_get(q->t.type)->vec_dot_type;
+            if (vt == WLM_TYPE_F32) continue;
+            if (!(qn && qx == q->x && qvt == vt)) { /* quantized into the next free rows */
+                xq_row += (size_t)qn;
+                const quantize_job qj = {wlm_type_get(vt), q->x, q->x_stride,
+                                         (char *)xq + xq_row * xq_stride, xq_stride, q->t.cols};
+                for_entries(c, q->n, (uint64_t)q->n * (uint64_t)q->t.cols, quantize_entries, &qj);
+                qx = q->x;
+                qvt = vt;
+                qn = q->n;
+            }
+            j->x = (const char *)xq + xq_row * xq_stride;
+            j->x_stride = xq_stride;
+        }
+        if (threads > 1 && macs >= PARALLEL_MIN_MACS && s.first[s.n] >= 2 * threads)
+            wlm_pool_run(c->pool, segs_chunk, &s, threads);
+        else
+            segs_chunk(&s, 0, 1);
+    }
+}
+
 /* Positions entry b attends to outside a window: its sequence's 0..pos (entries of the same
  * sequence earlier in the batch are in the cache already: causal within the batch), or with
  * ent_len (a non-causal pass holding whole sequences) all of them. */
@@ -216,7 +289,40 @@ typedef struct attention_job {
     int len;
     int max_len;                  /* the longest entry's: lays out the scratch */
     int block;                    /* positions per pointer of c->kb / c->vb */
+    const float *sinks;           /* (n_heads) attention sink logits, or NULL */
 } attention_job;
+
+/* Attention sinks (gpt-oss): head h's softmax has one more logit, sinks[h], in its normaliser
+ * and no value, so its output is the plain attention's times Z / (Z + e^sink) = 1 / (1 +
+ * e^(sink - lse)), lse = log Σ_t e^(s_t) over the head's scores. The kernel leaves each head's
+ * softmax weights p_t = e^(s_t - lse) in its scratch (kernels.h), so lse = s_t - log p_t at
+ * the heaviest position t, whose score is computed again here (one dot product a head). Every
+ * head of every entry alone, so batches and threads keep their bits. */
+static void apply_sinks(const wlm_context *c, const attention_job *j, float *out, const float *q,
+                        int len, int h0, int h1, const float *scratch) {
+    const wlm_hparams *p = &c->model->hp;
+    const int hs = p->head_size, kv_mul = p->n_heads / p->n_kv_heads;
+    const float scale = sqrtf((float)hs); /* as the kernels divide by it */
+    for (int h = h0; h < h1; h++) {
+        const float *pr = scratch + (size_t)(h - h0) * (size_t)len;
+        int t = 0;
+        for (int u = 1; u < len; u++) t = pr[u] > pr[t] ? u : t;
+        const size_t row = (size_t)(t % j->block) * (size_t)p->kv_dim + (size_t)(h / kv_mul) * hs;
+        const float *qh = q + (size_t)h * hs;
+        float s = 0.0f;
+        if (c->kv.type == WLM_KV_F16) {
+            const uint16_t *k = (const uint16_t *)c->kb[t / j->block] + row;
+            for (int i = 0; i < hs; i++) s += qh[i] * wlm_fp16_to_fp32(k[i]);
+        } else {
+            const float *k = (const float *)c->kb[t / j->block] + row;
+            for (int i = 0; i < hs; i++) s += qh[i] * k[i];
+        }
+        const float lse = s / scale - logf(pr[t]);
+        const float f = 1.0f / (1.0f + expf(j->sinks[h] - lse));
+        float *oh = out + (size_t)h * hs;
+        for (int i = 0; i < hs; i++) oh[i] *= f;
+    }
+}
 
 /* Chunk i of n: heads [n_heads * i / n, n_heads * (i + 1) / n) of every entry, in entry order,
  * with its own part of the scratch (laid out for max_len, so no two chunks share a float). */
@@ -240,6 +346,7 @@ static void attention_chunk(void *arg, int32_t i, int32_t n) {
             c->k->attention(out, q, (const float *const *)c->kb, (const float *const *)c->vb,
                             j->block, len, h0, h1, p->n_heads / lw->n_kv_heads, hs, lw->kv_dim,
                             scratch);
+        if (j->sinks) apply_sinks(c, j, out, q, len, h0, h1, scratch);
     }
 }
 
@@ -267,8 +374,10 @@ static void attention_run(wlm_context *c, const attention_job *j, uint64_t posit
  * divided by frequency factor i (rope_freqs.weight, or LongRoPE's long factors when the context
  * is longer than rope.scaling.original_context_length and its short ones otherwise, as
  * llama.cpp's get_rope_factors) and multiplied by the linear scaling's 1/factor: angle = pos *
- * theta_i, as ggml_rope_ext with freq_factors and freq_scale (no YaRN). Window layers use their
- * own base, unscaled and without factors (llama.cpp's rope_freq_base_train_swa). */
+ * theta_i, as ggml_rope_ext with freq_factors and freq_scale; with YaRN (hp.rope_yarn) the
+ * scaled and unscaled frequencies blended by ggml's ramp. Window layers use their own base,
+ * unscaled and without factors (llama.cpp's rope_freq_base_train_swa), unless the architecture
+ * turns them as the others (swa_rope_same: gpt-oss). */
 /* Multi-section RoPE (ggml's IMROPE, Qwen3.5): pair i belongs to section s = i mod (sum of the
  * four widths) and turns by the time, height or width position when s % 3 is 0, 1 or 2 and s
  * is below three times that section's width, else by the fourth position. For text the first
@@ -295,17 +404,36 @@ void wlm_rope_init(wlm_context *c) {
     for (int32_t s = 0; s < c->n_rope_sets; s++) {
         const float base = s == 0 ? p->rope_theta : p->rope_theta_swa;
         const int n_rot = rope_set_n_rot(p, s), half = n_rot / 2;
+        const int scaled = s == 0 || p->arch->swa_rope_same;
+        /* YaRN's correction dims (ggml_rope_yarn_corr_dims): pairs below lo keep the unscaled
+         * frequency, above hi the scaled one, a linear ramp between */
+        float lo = 0.0f, hi = 0.0f;
+        if (p->rope_yarn) {
+            const float n = (float)n_rot, two_log_base = 2.0f * logf(base);
+            const float orig = (float)p->n_ctx_orig, two_pi = 6.28318530717958647692f;
+            lo = floorf(n * logf(orig / (p->yarn_beta_fast * two_pi)) / two_log_base);
+            hi = ceilf(n * logf(orig / (p->yarn_beta_slow * two_pi)) / two_log_base);
+            if (lo < 0.0f) lo = 0.0f;
+            if (hi > n - 1.0f) hi = n - 1.0f;
+        }
         for (int i = 0; i < half; i++) {
             float theta = 1.0f / powf(base, (float)(2 * i) / (float)n_rot);
             if (rope_section_still(p, i)) theta = 0.0f;
-            if (s == 0) {
+            if (scaled) {
                 if (ff) theta /= ff[i];
-                if (p->rope_freq_scale != 1.0f) theta *= p->rope_freq_scale;
+                if (p->rope_yarn) { /* ramp 1: unscaled (extrapolated), 0: scaled */
+                    const float y = ((float)i - lo) / fmaxf(0.001f, hi - lo);
+                    const float ramp = 1.0f - fminf(1.0f, fmaxf(0.0f, y));
+                    theta = theta * p->rope_freq_scale * (1.0f - ramp) + theta * ramp;
+                } else if (p->rope_freq_scale != 1.0f) {
+                    theta *= p->rope_freq_scale;
+                }
             }
             c->rope_freq[(size_t)s * (size_t)c->rope_half + i] = theta;
         }
     }
     c->rope_mscale = p->rope_attn_factor;
+    if (p->rope_yarn) c->rope_mscale *= 1.0f + 0.1f * logf(1.0f / p->rope_freq_scale);
 }
 
 /* The cos/sin of `pos` for every RoPE set, into entry slot b of c->rope_cos / rope_sin. */
@@ -365,6 +493,7 @@ void wlm_rope_shift_prepare(wlm_context *c, int32_t n) {
 
 void wlm_rope_shift_k(wlm_context *c, int32_t layer, float *k) {
     const wlm_layer_weights *lw = &c->model->w.layers[layer];
+    if (lw->no_rope) return; /* a NoPE layer's K holds no position */
     const int32_t s = c->n_rope_sets > 1 && lw->swa ? 1 : 0;
     rope_apply(c, lw, k, lw->n_kv_heads, 0, s);
 }
@@ -410,7 +539,8 @@ static void qk_entries(const void *arg, int32_t b0, int32_t b1) {
         if (lw->q_norm) /* RMSNorm of every head of Q (Qwen3, Gemma 3) */
             for (int h = 0; h < p->n_heads; h++)
                 c->k->rmsnorm(qb + (size_t)h * hs, qb + (size_t)h * hs, lw->q_norm, hs, p->norm_eps);
-        if (p->arch->rope != WLM_ROPE_NONE) rope_apply(c, lw, qb, p->n_heads, b, j->rset);
+        if (p->arch->rope != WLM_ROPE_NONE && !lw->no_rope)
+            rope_apply(c, lw, qb, p->n_heads, b, j->rset);
         if (lw->q_scale != 1.0f)
             for (int i = 0; i < lw->q_dim; i++) qb[i] *= lw->q_scale;
         if (!lw->kv_own) continue; /* shared KV: the source layer wrote the rows */
@@ -420,7 +550,8 @@ static void qk_entries(const void *arg, int32_t b0, int32_t b1) {
         if (lw->v_norm) /* Gemma 4: RMSNorm of every V head, no gain */
             for (int h = 0; h < lw->n_kv_heads; h++)
                 c->k->rmsnorm(vb + (size_t)h * hs, vb + (size_t)h * hs, lw->v_norm, hs, p->norm_eps);
-        if (p->arch->rope != WLM_ROPE_NONE) rope_apply(c, lw, kb, lw->n_kv_heads, b, j->rset);
+        if (p->arch->rope != WLM_ROPE_NONE && !lw->no_rope)
+            rope_apply(c, lw, kb, lw->n_kv_heads, b, j->rset);
         unsigned char *row = wlm_kv_row(c, c->ent_seq[b], j->layer, c->ent_pos[b]);
         wlm_kv_store(c, row, kb, lw->kv_dim);
         wlm_kv_store(c, row + WLM_KV_BLOCK * (size_t)lw->kv_dim * c->kv.elem_bytes, vb, lw->kv_dim);
@@ -523,7 +654,8 @@ static void attention_mix(wlm_context *c, const wlm_layer_weights *lw, int l, in
             positions += (uint64_t)len;
         }
         layer_blocks(c, s, max_len, layer_off, kv_dim);
-        const attention_job j = {c, lw, c->xb, XS, c->q, Q, 0, n, 0, max_len, WLM_KV_BLOCK};
+        const attention_job j = {c, lw, c->xb, XS, c->q, Q, 0, n, 0, max_len, WLM_KV_BLOCK,
+                                 lw->attn_sinks};
         attention_run(c, &j, positions);
     }
     for (int32_t b = 0; b < n && !one_seq; b++) {
@@ -548,7 +680,8 @@ static void attention_mix(wlm_context *c, const wlm_layer_weights *lw, int l, in
             block = 1;
             len -= start;
         }
-        const attention_job j = {c, lw, c->xb + b * XS, XS, c->q + b * Q, Q, b, 1, len, len, block};
+        const attention_job j = {c, lw, c->xb + b * XS, XS, c->q + b * Q, Q, b, 1, len, len, block,
+                                 lw->attn_sinks};
         attention_run(c, &j, (uint64_t)len);
     }
     if (a->attn_gate) /* o ⊙ sigmoid(gate), per head */
@@ -656,7 +789,9 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         const int hidden = lw->hidden;
         if (lw->rms_ffn) norm_rows(c, c->xb, D, x, D, lw->rms_ffn, lw->ffn_norm_b, n);
         else memcpy(c->xb, x, (size_t)n * D * sizeof(float));
-        if (a->ffn == WLM_FFN_GATED) { /* w2(act(w1 x) * w3 x) */
+        if (lw->ffn_kind == WLM_FFN_KIND_MOE) { /* moe.c: the chosen experts, grouped */
+            wlm_moe_ffn(c, lw, c->xb, c->xb, n);
+        } else if (a->ffn == WLM_FFN_GATED) { /* w2(act(w1 x) * w3 x) */
             wlm_matmul_ex(c, c->hb, H, &lw->w1, c->xb, D, n, 0);
             wlm_matmul_ex(c, c->hb2, H, &lw->w3, c->xb, D, n, 1);
             const ffn_act_job act = {k, c->hb, c->hb2, H, hidden, a->act == WLM_ACT_GELU};
@@ -671,8 +806,10 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
             const ffn_act_job act = {k, c->hb, NULL, H, hidden, 1};
             for_entries(c, n, (uint64_t)n * H, ffn_act_entries, &act);
         }
-        wlm_matmul(c, c->xb, D, &lw->w2, c->hb, HS, n);
-        add_bias(c, c->xb, D, lw->b_down, dim, n);
+        if (lw->ffn_kind != WLM_FFN_KIND_MOE) {
+            wlm_matmul(c, c->xb, D, &lw->w2, c->hb, HS, n);
+            add_bias(c, c->xb, D, lw->b_down, dim, n);
+        }
         if (lw->post_ffn_norm) norm_rows(c, c->xb, D, c->xb, D, lw->post_ffn_norm, NULL, n);
         for (size_t i = 0; i < (size_t)n * D; i++) x[i] += c->xb[i];
         if (lw->layer_out_norm)

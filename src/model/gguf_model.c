@@ -44,17 +44,25 @@ static const char *type_desc(int32_t type, char *buf, size_t n) {
 
 /* Looks up `name` and checks it is a matrix of `rows` × `cols` (GGUF: ne[0] = cols, ne[1] =
  * rows) of a supported type, aligned, with finite values when F32/F16/BF16. */
-static int get_matrix(wlm_model *m, const wlm_gguf *g, const char *name, int64_t rows,
-                      int64_t cols, wlm_tensor *out) {
+static int get_matrices(wlm_model *m, const wlm_gguf *g, const char *name, int64_t n_mat,
+                        int64_t rows, int64_t cols, wlm_tensor *out) {
     char tbuf[48];
     const wlm_gguf_tensor *t = wlm_gguf_find_tensor(g, name);
     if (!t) return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "GGUF model lacks tensor %s", name);
-    if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != 1 || t->ne[3] != 1)
+    if (t->ne[0] != cols || t->ne[1] != rows || t->ne[2] != n_mat || t->ne[3] != 1) {
+        if (n_mat > 1)
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                 "tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, "
+                                 "%lld, %lld] (GGUF order: columns, rows, experts)",
+                                 name, (long long)t->ne[0], (long long)t->ne[1],
+                                 (long long)t->ne[2], (long long)t->ne[3], (long long)cols,
+                                 (long long)rows, (long long)n_mat);
         return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
                              "tensor %s has shape [%lld, %lld, %lld, %lld], expected [%lld, %lld] "
                              "(GGUF order: columns, rows)",
                              name, (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2],
                              (long long)t->ne[3], (long long)cols, (long long)rows);
+    }
     const wlm_type_traits *tr = wlm_type_get(t->type);
     if (!tr->name || !tr->supported || !tr->to_float || !tr->matvec_ref || !tr->matvec_simd ||
         (!t->data && !t->external))
@@ -66,7 +74,7 @@ static int get_matrix(wlm_model *m, const wlm_gguf *g, const char *name, int64_t
                              "tensor %s has type %s, whose activation type cannot be produced",
                              name, tr->name);
     const size_t row_bytes = wlm_row_bytes(t->type, cols);
-    if (row_bytes == 0 || (uint64_t)row_bytes * (uint64_t)rows != t->nbytes)
+    if (row_bytes == 0 || (uint64_t)row_bytes * (uint64_t)rows * (uint64_t)n_mat != t->nbytes)
         return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
                              "tensor %s: %lld columns are not whole %s blocks of %d", name,
                              (long long)cols, tr->name, (int)tr->block_size);
@@ -114,6 +122,12 @@ static int get_matrix(wlm_model *m, const wlm_gguf *g, const char *name, int64_t
     out->row_bytes = row_bytes;
     out->data = t->data;
     return WLM_OK;
+}
+
+/* A matrix `name` of rows × cols (get_matrices' checks, one matrix). */
+static int get_matrix(wlm_model *m, const wlm_gguf *g, const char *name, int64_t rows,
+                      int64_t cols, wlm_tensor *out) {
+    return get_matrices(m, g, name, 1, rows, cols, out);
 }
 
 /* A (rows × cols) tensor of floats — a norm or bias vector (rows 1), a conv kernel: F32 used in
@@ -225,9 +239,10 @@ static int get_float(wlm_model *m, const wlm_gguf *g, const char *key, float def
     return WLM_OK;
 }
 
-/* Gemma 3's sliding-window layers, as llama.cpp derives them: with attention.sliding_window
- * > 0, layer l is a window layer unless l % P == P - 1 (P = attention.sliding_window_pattern,
- * default 6; an array of per-layer flags instead of P is taken as it is). */
+/* Sliding-window layers, as llama.cpp derives them: with attention.sliding_window > 0, layer l
+ * is a window layer unless l % P == P - 1 (P = attention.sliding_window_pattern, default the
+ * row's swa_period: Gemma 3's 6, gpt-oss's 2; an array of per-layer flags instead of P is taken
+ * as it is). */
 static int read_swa(wlm_model *m, const wlm_gguf *g, int32_t *layer_swa) {
     const wlm_arch *a = m->hp.arch;
     wlm_hparams *hp = &m->hp;
@@ -251,11 +266,13 @@ static int read_swa(wlm_model *m, const wlm_gguf *g, int32_t *layer_swa) {
             layer_swa[l] = v != 0;
         }
     } else {
-        int32_t period = 6;
-        if ((rc = get_dim(m, g, k, 0, 6, 1, MAX_LAYERS, &period))) return rc;
+        const int32_t def = a->swa_period ? a->swa_period : 6;
+        int32_t period = def;
+        if ((rc = get_dim(m, g, k, 0, def, 1, MAX_LAYERS, &period))) return rc;
         for (int32_t l = 0; l < hp->n_layers; l++) layer_swa[l] = l % period < period - 1;
     }
-    return get_float(m, g, akey(k, sizeof k, a, "rope.freq_base_swa"), 10000.0f, 0.0f, 0, 1e30f,
+    return get_float(m, g, akey(k, sizeof k, a, "rope.freq_base_swa"),
+                     a->swa_rope_same ? hp->rope_theta : 10000.0f, 0.0f, 0, 1e30f,
                      &hp->rope_theta_swa);
 }
 
@@ -495,6 +512,56 @@ static size_t layer_state_floats(const wlm_hparams *hp, int32_t mixer) {
     return n;
 }
 
+/* A mixture of experts (arch.c's moe): expert_count E, expert_used_count k (1..E),
+ * expert_feed_forward_length (default feed_forward_length / k, as llama.cpp's qwen3moe),
+ * leading_dense_block_count (layers before it keep a dense feed-forward), expert_gating_func
+ * (llama.cpp's values; default the architecture's), expert_weights_scale (default 1),
+ * expert_weights_norm (default the architecture's). */
+#define MAX_EXPERTS 512 /* llama.cpp's LLAMA_MAX_EXPERTS */
+static int read_moe(wlm_model *m, const wlm_gguf *g, uint32_t experts) {
+    wlm_hparams *hp = &m->hp;
+    const wlm_arch *a = hp->arch;
+    char k[96];
+    int rc;
+    if (experts <= 1) {
+        if (a->moe == WLM_T_REQ)
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                 "%s.expert_count must be 2..%d (%s is a mixture of experts)",
+                                 a->name, MAX_EXPERTS, a->name);
+        return WLM_OK;
+    }
+    if (a->moe == WLM_T_NO)
+        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                             "mixture-of-experts %s models (%s.expert_count %u) are not supported",
+                             a->name, a->name, experts);
+    if (experts > MAX_EXPERTS)
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s.expert_count = %u is outside 2..%d",
+                             a->name, experts, MAX_EXPERTS);
+    hp->n_expert = (int32_t)experts;
+    int32_t gating = a->moe_gating, norm_w = a->moe_norm_w;
+    if ((rc = get_dim(m, g, akey(k, sizeof k, a, "expert_used_count"), 1, 0, 1, hp->n_expert,
+                      &hp->n_expert_used)) ||
+        (rc = get_dim(m, g, akey(k, sizeof k, a, "expert_feed_forward_length"), 0,
+                      hp->hidden_dim / hp->n_expert_used, 1, MAX_HIDDEN, &hp->expert_ff)) ||
+        (rc = get_dim(m, g, akey(k, sizeof k, a, "leading_dense_block_count"), 0, 0, 0,
+                      hp->n_layers, &hp->n_dense_lead)) ||
+        (rc = get_dim(m, g, akey(k, sizeof k, a, "expert_gating_func"), 0, gating, 1, 3,
+                      &gating)) ||
+        (rc = wlm_gguf_get_bool_or(g, akey(k, sizeof k, a, "expert_weights_norm"), norm_w,
+                                   &norm_w, m->errmsg, WLM_ERRMSG_SIZE)) ||
+        (rc = get_float(m, g, akey(k, sizeof k, a, "expert_weights_scale"), 1.0f, 0.0f, 1, 1e6f,
+                        &hp->moe_w_scale)))
+        return rc;
+    /* the products split experts by pairs of rows (wlm_matmul_segs) */
+    if (hp->expert_ff % 2 != 0 || hp->dim % 2 != 0)
+        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                             "%s: an expert's width %d and embedding_length %d must be even",
+                             a->name, (int)hp->expert_ff, (int)hp->dim);
+    hp->moe_gating = gating;
+    hp->moe_norm_w = norm_w != 0;
+    return WLM_OK;
+}
+
 static int read_hparams(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
     const wlm_arch *a = hp->arch;
     char k[96];
@@ -522,11 +589,7 @@ static int read_hparams(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
         return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
                              "attention.head_count %d is not a multiple of head_count_kv %d",
                              (int)hp->n_heads, (int)hp->n_kv_heads);
-    /* Variants that forward.c does not implement. */
-    if (experts > 1)
-        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
-                             "mixture-of-experts models (%s.expert_count %u) are not supported",
-                             a->name, experts);
+    if ((rc = read_moe(m, g, experts))) return rc;
 
     /* Embeddings: causal attention (encoders default to bidirectional) and the pooling the
      * file asks for (llama.cpp's enum llama_pooling_type: none, mean, cls, last, rank). */
@@ -607,6 +670,13 @@ static int read_hparams(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
             return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s is not a string", k);
         if (wlm_gguf_str_eq(scaling->str, "none")) {
             hp->rope_freq_scale = 1.0f;
+        } else if (wlm_gguf_str_eq(scaling->str, "yarn")) { /* YaRN: see wlm_hparams.rope_yarn */
+            hp->rope_yarn = factor != 1.0f;
+            if ((rc = get_float(m, g, akey(k, sizeof k, a, "rope.scaling.yarn_beta_fast"), 32.0f,
+                                0.0f, 0, 1e6f, &hp->yarn_beta_fast)) ||
+                (rc = get_float(m, g, akey(k, sizeof k, a, "rope.scaling.yarn_beta_slow"), 1.0f,
+                                0.0f, 0, 1e6f, &hp->yarn_beta_slow)))
+                return rc;
         } else if (!wlm_gguf_str_eq(scaling->str, "linear") && factor != 1.0f) {
             char t[24];
             size_t n = scaling->str.len < sizeof t - 1 ? scaling->str.len : sizeof t - 1;
@@ -616,7 +686,8 @@ static int read_hparams(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
             t[n] = '\0';
             return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
                                  "RoPE scaling type \"%s\" (%s.rope.scaling.factor %g) is not "
-                                 "supported (only none and linear)", t, a->name, (double)factor);
+                                 "supported (only none, linear and yarn)", t, a->name,
+                                 (double)factor);
         }
     }
     if ((rc = get_float(m, g, akey(k, sizeof k, a, "rope.scaling.attn_factor"), 1.0f, 0.0f, 0,
@@ -823,7 +894,9 @@ static int map_layer(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) 
         (rc = get_vec(m, g, blk(name, sizeof name, l, "post_attention_norm.weight"), D,
                       a->post_norms, spare, &lw->post_att_norm)) ||
         (rc = get_vec(m, g, blk(name, sizeof name, l, "post_ffw_norm.weight"), D, a->post_norms,
-                      spare, &lw->post_ffn_norm)))
+                      spare, &lw->post_ffn_norm)) ||
+        (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_sinks.weight"), hp->n_heads,
+                      a->attn_sinks, spare, &lw->attn_sinks)))
         return rc;
     if ((!a->per_layer && (lw->q_norm == NULL) != (lw->k_norm == NULL)) ||
         (lw->post_att_norm == NULL) != (lw->post_ffn_norm == NULL))
@@ -835,6 +908,55 @@ static int map_layer(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) 
 }
 
 /* The feed-forward of layer l. */
+/* Per-expert bias rows `name` [cols, E], F32 only (the F16 spare holds vectors and taps, not
+ * these), into *out (NULL when absent and optional). */
+static int get_expert_bias(wlm_model *m, const wlm_gguf *g, const char *name, int32_t cols,
+                           int need, float **spare, const float **out) {
+    *out = NULL;
+    if (need == WLM_T_NO || (need == WLM_T_OPT && !wlm_gguf_find_tensor(g, name))) return WLM_OK;
+    const wlm_gguf_tensor *t = wlm_gguf_find_tensor(g, name);
+    if (t && t->type != WLM_TYPE_F32) {
+        char tbuf[48];
+        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                             "expert bias %s has type %s; only F32 is supported", name,
+                             type_desc(t->type, tbuf, sizeof tbuf));
+    }
+    return get_floats(m, g, name, m->hp.n_expert, cols, spare, out);
+}
+
+/* A mixture-of-experts feed-forward (read_moe's shapes): ffn_gate_inp [dim, E] (+ bias),
+ * exp_probs_b.bias [E], ffn_gate_exps / ffn_up_exps [dim, F_exp, E], ffn_down_exps
+ * [F_exp, dim, E] (+ biases [F_exp, E], [dim, E]), as the architecture's row says. */
+static int map_moe(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) {
+    const wlm_hparams *hp = &m->hp;
+    const wlm_arch *a = hp->arch;
+    wlm_layer_weights *lw = &m->w.layers[l];
+    const int32_t D = hp->dim, E = hp->n_expert, F = hp->expert_ff;
+    char name[80];
+    int rc;
+    lw->ffn_kind = WLM_FFN_KIND_MOE;
+    if ((rc = get_matrix(m, g, blk(name, sizeof name, l, "ffn_gate_inp.weight"), E, D,
+                         &lw->moe_router)) ||
+        (rc = get_vec(m, g, blk(name, sizeof name, l, "ffn_gate_inp.bias"), E,
+                      a->moe_router_bias, spare, &lw->moe_router_b)) ||
+        (rc = get_vec(m, g, blk(name, sizeof name, l, "exp_probs_b.bias"), E, a->moe_probs_bias,
+                      spare, &lw->moe_probs_b)) ||
+        (rc = get_matrices(m, g, blk(name, sizeof name, l, "ffn_gate_exps.weight"), E, F, D,
+                           &lw->exp_gate)) ||
+        (rc = get_matrices(m, g, blk(name, sizeof name, l, "ffn_up_exps.weight"), E, F, D,
+                           &lw->exp_up)) ||
+        (rc = get_matrices(m, g, blk(name, sizeof name, l, "ffn_down_exps.weight"), E, D, F,
+                           &lw->exp_down)) ||
+        (rc = get_expert_bias(m, g, blk(name, sizeof name, l, "ffn_gate_exps.bias"), F,
+                              a->moe_exp_bias, spare, &lw->exp_gate_b)) ||
+        (rc = get_expert_bias(m, g, blk(name, sizeof name, l, "ffn_up_exps.bias"), F,
+                              a->moe_exp_bias, spare, &lw->exp_up_b)) ||
+        (rc = get_expert_bias(m, g, blk(name, sizeof name, l, "ffn_down_exps.bias"), D,
+                              a->moe_exp_bias, spare, &lw->exp_down_b)))
+        return rc;
+    return WLM_OK;
+}
+
 static int map_ffn(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) {
     const wlm_hparams *hp = &m->hp;
     const wlm_arch *a = hp->arch;
@@ -846,6 +968,7 @@ static int map_ffn(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) {
         return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
                              "%s layer %d is a mixture-of-experts layer (%s), which is not "
                              "supported yet (the dense Gemma 4 models are)", a->name, (int)l, name);
+    if (hp->n_expert > 0 && l >= hp->n_dense_lead) return map_moe(m, g, l, spare);
     const int32_t up_rows = a->ffn == WLM_FFN_FUSED_GATE_UP ? 2 * H : H;
     if (a->ffn == WLM_FFN_GATED &&
         (rc = get_matrix(m, g, blk(name, sizeof name, l, "ffn_gate.weight"), H, D, &lw->w1)))
@@ -1020,6 +1143,7 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
         lw->state_off = state_off;
         state_off += layer_state_floats(hp, mixer[l]);
         if ((rc = map_layer(m, g, l, &spare))) return rc;
+        lw->no_rope = a->nope_step > 0 && (l + 1) % a->nope_step == 0;
     }
     if (shape) hp->n_attn_layers = first_shared; /* the layers with a KV cache of their own */
     hp->state_floats = state_off; /* one sequence's, all layers */
@@ -1079,7 +1203,8 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
     else if (!a->encoder && (rc = get_matrix(m, g, "output.weight", V, D, &w->wcls))) return rc;
 
     /* Bytes read per token: every layer matrix and vector, the final norm, the classifier and
-     * one embedding row (the whole table is already counted when it is the classifier). */
+     * one embedding row (the whole table is already counted when it is the classifier); of a
+     * mixture of experts, the router and k experts (the active weights). */
     uint64_t bytes = 0;
     const uint64_t vec = (uint64_t)D * sizeof(float);
     for (int32_t l = 0; l < L; l++) {
@@ -1090,6 +1215,13 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
                                  &lw->ssm_out,  &lw->ple_gate, &lw->ple_proj};
         for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) bytes += mat_bytes(t[i]);
         if (lw->ple_norm) bytes += vec;
+        if (lw->ffn_kind == WLM_FFN_KIND_MOE) { /* the router and k experts' matrices */
+            const uint64_t k = (uint64_t)hp->n_expert_used;
+            bytes += mat_bytes(&lw->moe_router) +
+                     k * (mat_bytes(&lw->exp_gate) + mat_bytes(&lw->exp_up) +
+                          mat_bytes(&lw->exp_down));
+            if (lw->exp_gate_b) bytes += k * (uint64_t)(2 * hp->expert_ff + D) * sizeof(float);
+        }
         bytes += 2 * vec;
         if (lw->att_norm_b) bytes += 2 * vec;
         if (lw->post_att_norm) bytes += 2 * vec;

@@ -209,6 +209,8 @@ int wlm_model_get_info(const wlm_model *model, wlm_model_info *info) {
     info->weight_bytes = model->weight_bytes;
     info->n_attn_layers = model->hp.n_attn_layers;
     info->state_bytes = model->hp.state_floats * sizeof(float);
+    info->n_expert = model->hp.n_expert;
+    info->n_expert_used = model->hp.n_expert_used;
     return WLM_OK;
 }
 

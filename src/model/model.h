@@ -37,6 +37,15 @@ enum { WLM_LAYERS_ATTN, WLM_LAYERS_DELTANET, WLM_LAYERS_SHORTCONV };
 /* The mixer of one layer (wlm_layer_weights.mixer): softmax attention over the KV cache, or a
  * recurrence with a fixed-size state per sequence (wlm_context's recurrent state). */
 enum { WLM_MIX_ATTN, WLM_MIX_DELTANET, WLM_MIX_SHORTCONV };
+/* The feed-forward of one layer (wlm_layer_weights.ffn_kind): the architecture's dense one
+ * (wlm_arch.ffn), or a mixture of experts (moe.c). */
+enum { WLM_FFN_KIND_DENSE, WLM_FFN_KIND_MOE };
+/* How a mixture of experts turns its router's logits z into expert weights (llama.cpp's
+ * llama_expert_gating_func_type, same values): softmax over all experts, sigmoid of each, or
+ * (gpt-oss) the top k of the raw logits with a softmax over those k. */
+enum { WLM_MOE_SOFTMAX = 1, WLM_MOE_SIGMOID = 2, WLM_MOE_SOFTMAX_CHOSEN = 3 };
+/* An expert's activation: SiLU(gate) · up, or gpt-oss's clamped SwiGLU (α 1.702, limit 7). */
+enum { WLM_MOE_ACT_SILU, WLM_MOE_ACT_SWIGLU_OAI };
 
 typedef struct wlm_arch {
     const char *name;         /* general.architecture, and the prefix of its hyperparameter keys */
@@ -89,6 +98,24 @@ typedef struct wlm_arch {
                                  layer's KV cache, V = K where attn_v is absent, RMSNorm (no gain)
                                  of V, attention scale 1, per-layer embeddings and
                                  layer_output_scale, and the logit soft-cap always */
+    int8_t nope_step;         /* n > 0: layer l applies no RoPE to Q and K when (l + 1) % n == 0
+                                 (SmolLM3's NoPE layers: llama.cpp's n_no_rope_layer_step, 4,
+                                 hard-coded, no GGUF key); 0: every layer rotates */
+    int8_t attn_sinks;        /* WLM_T_*: attn_sinks.weight, one logit per head added to each
+                                 softmax's normaliser, with no value (gpt-oss) */
+    int8_t swa_period;        /* attention.sliding_window_pattern's default (0: 6, Gemma 3's;
+                                 gpt-oss: 2, even layers windowed) */
+    int8_t swa_rope_same;     /* 1: window layers turn as the others do (their base defaults to
+                                 rope.freq_base, with the same scaling; gpt-oss), else by their
+                                 own unscaled base (default 10000, Gemma 3) */
+    /* mixture of experts (moe.c): the feed-forward of every layer from hp.n_dense_lead on */
+    int8_t moe;               /* WLM_T_*: expert_count > 1 allowed (OPT) or required (REQ) */
+    int8_t moe_gating;        /* WLM_MOE_* (the default when <arch>.expert_gating_func is absent) */
+    int8_t moe_norm_w;        /* 1: the k chosen weights are divided by their sum (norm_topk_prob) */
+    int8_t moe_act;           /* WLM_MOE_ACT_* */
+    int8_t moe_router_bias;   /* WLM_T_*: ffn_gate_inp.bias added to the router's logits */
+    int8_t moe_probs_bias;    /* WLM_T_*: exp_probs_b.bias added to the scores for the choice only */
+    int8_t moe_exp_bias;      /* WLM_T_*: ffn_{gate,up,down}_exps.bias per expert */
     int8_t rank_last_softmax; /* 1: a decoder reranker (Qwen3-Reranker: cls.output holds the
                                  lm_head rows of "yes" and "no"): rank pooling reads the last
                                  token and the scores are a softmax over cls.output's rows, as
@@ -120,6 +147,11 @@ typedef struct wlm_hparams {
     float rope_theta_swa; /* RoPE base of the sliding-window layers (Gemma 3: 10000) */
     float rope_attn_factor; /* rope.scaling.attn_factor: cos and sin are multiplied by it (ggml's
                              attn_factor; Phi-3.5's LongRoPE), 1 when absent */
+    int32_t rope_yarn;    /* 1: YaRN (rope.scaling.type yarn): each pair's frequency blends the
+                             scaled and the unscaled one by its ramp between the correction
+                             dims of yarn_beta_fast / _slow, and cos and sin are multiplied by
+                             1 + 0.1 ln(factor) (ggml's rope_yarn, ext_factor 1) */
+    float yarn_beta_fast, yarn_beta_slow;
     int32_t n_ctx_orig;   /* rope.scaling.original_context_length: LongRoPE uses its long
                              factors when a context is longer (default seq_len) */
     int32_t n_swa;        /* sliding window: a window layer attends to positions pos - n_swa + 1
@@ -159,6 +191,15 @@ typedef struct wlm_hparams {
                               none */
     size_t kv_elems;       /* K and V elements of one position over every layer owning a cache:
                               sum of 2 kv_dim (a KV block is WLM_KV_BLOCK of these) */
+    /* mixture of experts (0 when the model has none) */
+    int32_t n_expert;      /* experts per MoE layer (expert_count) */
+    int32_t n_expert_used; /* k, experts chosen per token (expert_used_count) */
+    int32_t expert_ff;     /* F_exp, each expert's hidden width (expert_feed_forward_length) */
+    int32_t n_dense_lead;  /* leading layers with a dense feed-forward (leading_dense_block_count) */
+    int32_t moe_gating;    /* WLM_MOE_* (expert_gating_func, else the architecture's) */
+    int32_t moe_norm_w;    /* 1: the chosen weights divided by their sum (expert_weights_norm,
+                              else the architecture's) */
+    float moe_w_scale;     /* expert weights multiplied by it (expert_weights_scale), 1 = none */
 } wlm_hparams;
 
 /* A weight matrix: `rows` output features × `cols` input features, row-major, each row
@@ -195,6 +236,8 @@ typedef struct wlm_layer_weights {
     const float *b_up, *b_down;   /* (hidden_dim), (dim) or NULL */
     const float *post_ffn_norm;   /* (dim) or NULL */
     int32_t swa;                  /* 1: a sliding-window layer (window n_swa, RoPE set 1) */
+    int32_t no_rope;              /* 1: Q and K of this layer are not rotated (a NoPE layer,
+                                     wlm_arch.nope_step) */
     const float *attn_out_norm, *attn_out_norm_b;   /* (dim) encoders: LayerNorm of the stream
                                                        after the attention's residual add */
     const float *layer_out_norm, *layer_out_norm_b; /* (dim) and after the feed-forward's */
@@ -235,6 +278,19 @@ typedef struct wlm_layer_weights {
     wlm_tensor ple_gate;          /* (n_ple, dim) per-layer embedding's inp_gate, data NULL when none */
     wlm_tensor ple_proj;          /* (dim, n_ple) its proj */
     const float *ple_norm;        /* (dim) its post_norm */
+    const float *attn_sinks;      /* (n_heads) attention sink logits, or NULL */
+    /* the feed-forward's kind; a mixture of experts (moe.c) reads the fields below instead of
+     * w1 / w2 / w3. Each exp_* tensor describes expert 0's matrix; expert e's is the same view
+     * e · rows · row_bytes bytes further (GGUF's 3-D [cols, rows, n_expert] tensors hold the
+     * experts back to back, each row quantized on its own). */
+    int32_t ffn_kind;             /* WLM_FFN_KIND_* */
+    wlm_tensor moe_router;        /* (n_expert, dim) ffn_gate_inp */
+    const float *moe_router_b;    /* (n_expert) or NULL */
+    const float *moe_probs_b;     /* (n_expert) exp_probs_b: added to the scores for the choice */
+    wlm_tensor exp_gate, exp_up;  /* (expert_ff, dim) per expert */
+    wlm_tensor exp_down;          /* (dim, expert_ff) per expert */
+    const float *exp_gate_b, *exp_up_b; /* (n_expert, expert_ff) or NULL */
+    const float *exp_down_b;      /* (n_expert, dim) or NULL */
 } wlm_layer_weights;
 
 typedef struct wlm_weights {
@@ -455,6 +511,17 @@ struct wlm_context {
                                      or NULL */
     float *ple_h;                 /* (B, n_ple) a layer's gated per-layer input, and (n_ple
                                      n_layers) a token's per_layer_token_embd row; or NULL */
+    /* mixture of experts (moe.c), NULL without: R = B · n_expert_used rows, one per (entry,
+     * chosen expert), grouped by expert */
+    float *moe_logits;            /* (B, n_expert) router logits, then scores */
+    int32_t *moe_ids;             /* (B, k) chosen experts, best first */
+    float *moe_w;                 /* (B, k) their weights */
+    int32_t *moe_row;             /* (B, k) the grouped row of each (entry, slot) */
+    int32_t *moe_first;           /* (n_expert + 1) each expert's first grouped row */
+    float *moe_x;                 /* (R, dim) inputs gathered by expert */
+    float *moe_h, *moe_h2;        /* (R, expert_ff) gate, up activations */
+    float *moe_y;                 /* (R, dim) expert outputs */
+    void *moe_xq;                 /* (2 R, xq_stride bytes) their quantized inputs */
     void *xq;                     /* (B, xq_stride bytes) activations in a vec_dot_type */
     size_t xq_stride;
     int32_t xq_type;              /* the vec_dot_type xq holds the last product's input in
@@ -565,6 +632,27 @@ void wlm_matmul(wlm_context *c, float *out, size_t out_stride, const wlm_tensor 
  * (its quantized form in c->xq is then reused). */
 void wlm_matmul_ex(wlm_context *c, float *out, size_t out_stride, const wlm_tensor *t,
                    const float *x, size_t x_stride, int32_t n, int same_input);
+
+/* forward.c: several products at once, split by rows over the pool as one job (moe.c: every
+ * expert a batch needs, each on its own rows): seg[i].out(n, t.rows) = seg[i].x(n, t.cols) ·
+ * seg[i].tᵀ, each row computed exactly as wlm_matmul would. Inputs are quantized to each
+ * weight's vec_dot_type into xq (rows xq_stride bytes apart, one row per input row of every
+ * segment, twice that at most: a segment whose x and vec_dot_type equal the previous one's
+ * reuses its rows). Every t.rows must be even. */
+typedef struct wlm_matmul_seg {
+    float *out;
+    size_t out_stride;
+    wlm_tensor t;
+    const float *x;
+    size_t x_stride;
+    int32_t n;
+} wlm_matmul_seg;
+void wlm_matmul_segs(wlm_context *c, const wlm_matmul_seg *seg, int32_t n_seg, void *xq,
+                     size_t xq_stride);
+
+/* moe.c: the mixture-of-experts feed-forward of layer lw for the batch's n entries:
+ * out(n, dim) from the normed input x(n, dim) (rows dim floats apart; out may be x). */
+void wlm_moe_ffn(wlm_context *c, const wlm_layer_weights *lw, float *x, float *out, int32_t n);
 
 /* recurrent.c: a recurrent layer's mixer (lw->mixer DeltaNet or short conv) for the batch's n
  * entries (c->ent_seq set; each sequence's state allocated): out(n, dim) from the normed input

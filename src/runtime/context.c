@@ -260,6 +260,16 @@ static void context_release(wlm_context *c) {
     free(c->vt);
     free(c->att);
     free(c->xq);
+    free(c->moe_logits);
+    free(c->moe_ids);
+    free(c->moe_w);
+    free(c->moe_row);
+    free(c->moe_first);
+    free(c->moe_x);
+    free(c->moe_h);
+    free(c->moe_h2);
+    free(c->moe_y);
+    free(c->moe_xq);
     free(c->rope_cos);
     free(c->rope_sin);
     free(c->rope_freq);
@@ -373,6 +383,21 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     const int32_t win = p->bidirectional ? p->n_swa + 1 : p->n_swa; /* symmetric: ± n_swa / 2 */
     if (c->n_rope_sets > 1 && win > c->kb_cap) c->kb_cap = win < c->n_ctx ? win : c->n_ctx;
     size_t total = 0;
+    /* mixture of experts (moe.c): one row per (entry, chosen expert) */
+    const uint64_t n_exp = (uint64_t)p->n_expert, R = B * (uint64_t)p->n_expert_used;
+    const uint64_t ff_exp = (uint64_t)p->expert_ff;
+    if (ff_exp > widest) widest = ff_exp;
+    if (n_exp) {
+        c->moe_logits = alloc_n(B * n_exp, sizeof(float), &total);
+        c->moe_ids = alloc_n(R, sizeof(int32_t), &total);
+        c->moe_w = alloc_n(R, sizeof(float), &total);
+        c->moe_row = alloc_n(R, sizeof(int32_t), &total);
+        c->moe_first = alloc_n(n_exp + 1, sizeof(int32_t), &total);
+        c->moe_x = alloc_n(R * dim, sizeof(float), &total);
+        c->moe_h = alloc_n(R * ff_exp, sizeof(float), &total);
+        c->moe_h2 = alloc_n(R * ff_exp, sizeof(float), &total);
+        c->moe_y = alloc_n(R * dim, sizeof(float), &total);
+    }
     c->x = alloc_n(B * dim, sizeof(float), &total);
     c->xb = alloc_n(B * xs, sizeof(float), &total);
     c->xb2 = alloc_n(B * dim, sizeof(float), &total);
@@ -404,6 +429,7 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
      * rounded to 16 bytes so every row stays aligned. */
     c->xq_stride = (size_t)((widest + 256) * sizeof(float) + 15) & ~(size_t)15;
     c->xq = alloc_n(B * c->xq_stride, 1, &total);
+    if (n_exp) c->moe_xq = alloc_n(2 * R * c->xq_stride, 1, &total);
     c->rope_cos = alloc_n((uint64_t)c->n_rope_sets * B * half, sizeof(float), &total);
     c->rope_sin = alloc_n((uint64_t)c->n_rope_sets * B * half, sizeof(float), &total);
     c->rope_freq = alloc_n((uint64_t)c->n_rope_sets * half, sizeof(float), &total);
@@ -422,7 +448,9 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
              ((c->rs_in && c->rs_z && c->rs_ba && c->rs_o) || !p->n_rec_layers) &&
              ((c->ple && c->ple_h) || !p->n_ple) &&
              c->xq && c->rope_cos && c->rope_sin && c->rope_freq && c->kb && c->vb &&
-             c->ent_seq && c->ent_pos && c->logits && c->logit_row && c->seqs && c->gens;
+             c->ent_seq && c->ent_pos && c->logits && c->logit_row && c->seqs && c->gens &&
+             (!n_exp || (c->moe_logits && c->moe_ids && c->moe_w && c->moe_row && c->moe_first &&
+                         c->moe_x && c->moe_h && c->moe_h2 && c->moe_y && c->moe_xq));
     for (int32_t i = 0; ok && i < c->n_seq_max; i++) {
         c->seqs[i].blocks = alloc_n((uint64_t)c->max_blocks, sizeof(int32_t), &total);
         c->seqs[i].tokens = alloc_n((uint64_t)c->n_ctx, sizeof(int32_t), &total);

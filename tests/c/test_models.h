@@ -21,26 +21,35 @@ typedef struct tm_tensor {
     int64_t cols, rows;
     int kind;
     int mat;
+    int64_t experts; /* > 1: a 3-D tensor [cols, rows / experts, experts] (a mixture of
+                        experts' stacked matrices); 0 or 1: 2-D */
 } tm_tensor;
 
 /* The float values of tensor i (malloc'd, cols × rows), as written before any quantization. */
 typedef float *(*tm_values_fn)(const tm_tensor *t, int i);
 
+/* Rows of tensor t as written: one more per matrix when it is the misshapen one. */
+static inline int64_t tm_rows_written(const tm_tensor *t, const char *misshape) {
+    const int64_t ex = t->experts > 1 ? t->experts : 1;
+    return t->rows + (misshape && strcmp(misshape, t->name) == 0 ? ex : 0);
+}
 /* Adds the tensors' infos, writes the header and then their data: matrices in `type`, vectors
- * F32; `omit` (a name, or NULL) is left out, `misshape` gets one row too many. */
+ * F32; `omit` (a name, or NULL) is left out, `misshape` gets one row too many (per expert). */
 static inline void tm_write_tensors(wlm_gguf_writer *w, const tm_tensor *t, int nt, int32_t type,
                                     const char *omit, const char *misshape, tm_values_fn values) {
     for (int i = 0; i < nt; i++) {
         if (omit && strcmp(omit, t[i].name) == 0) continue;
-        const int64_t rows = t[i].rows + (misshape && strcmp(misshape, t[i].name) == 0);
-        const int64_t ne[2] = {t[i].cols, rows};
-        wlm_gguf_add_tensor(w, t[i].name, rows == 1 ? 1 : 2, ne, t[i].mat ? type : WLM_TYPE_F32);
+        const int64_t rows = tm_rows_written(&t[i], misshape);
+        const int64_t ex = t[i].experts > 1 ? t[i].experts : 1;
+        const int64_t ne[3] = {t[i].cols, rows / ex, ex};
+        wlm_gguf_add_tensor(w, t[i].name, ex > 1 ? 3 : rows == 1 ? 1 : 2, ne,
+                            t[i].mat ? type : WLM_TYPE_F32);
     }
     wlm_gguf_write_header(w);
     for (int i = 0; i < nt; i++) {
         if (omit && strcmp(omit, t[i].name) == 0) continue;
         tm_tensor tt = t[i];
-        tt.rows += misshape && strcmp(misshape, t[i].name) == 0;
+        tt.rows = tm_rows_written(&t[i], misshape);
         float *v = values(&tt, i);
         if (t[i].mat && type != WLM_TYPE_F32) {
             const size_t rb = wlm_row_bytes(type, tt.cols);

@@ -176,3 +176,22 @@ test('a batch without KV cache is refused', async () => {
   await assert.rejects(e.completeBatch(['a', 'b'], { maxTokens: 3 }), { code: 'WLM_ERR_STATE' });
   await e.free();
 });
+
+test('parseSpecial: a batch reads control tokens in its prompts as generate() does', async () => {
+  const { createEngine } = await import('../../js/wasmlm.js');
+  const { toolModel } = await import('./_tool_models.mjs');
+  const e = await createEngine({ threads: 1 });
+  try {
+    await e.load({ model: toolModel('qwen3'), nSeqMax: 2 });
+    const prompts = ['<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n', '<|im_start|>user\nWhat is 6*7?<|im_end|>\n'];
+    const params = { maxTokens: 6, temperature: 0, parseSpecial: true, addBos: false };
+    const alone = [];
+    for (const p of prompts) alone.push((await collect(e.generate(p, params))).map((t) => t.id));
+    const batch = await collect(e.generateBatch(prompts, params));
+    const ids = prompts.map((_, i) => batch.filter((t) => t.seq === i && !t.stopReason).map((t) => t.id));
+    assert.deepEqual(ids, alone);
+    assert.equal(e.lastBatchResult.sequences[0].nPrompt, (await e.tokenize(prompts[0], { bos: false, parseSpecial: true })).length);
+  } finally {
+    await e.free();
+  }
+});

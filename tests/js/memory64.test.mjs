@@ -65,7 +65,7 @@ test('memory64: the header gives the sizes the context really takes (within 10 %
   assert.equal(readModelHeader(fs.readFileSync(path.join(REPO, 'README.md')).subarray(0, 4096)), null);
   const engine = await createEngine({ threads: 1, memory64: false });
   const files = [GGUF];
-  for (const arch of ['phi3', 'qwen3', 'gemma3']) { // fused matrices; head size from key_length; windows
+  for (const arch of ['phi3', 'qwen3', 'gemma3', 'qwen3moe']) { // fused matrices; head size from key_length; windows; experts
     files.push(path.join(dir, `${arch}.gguf`));
     synthesize({ arch, type: 'F32', out: files.at(-1) });
   }

@@ -28,6 +28,10 @@ const PINNED = {
   'qwen35 tiny-untied': 'c2c7a4a2651e8fccbe39e03d4ab203056d8c3811b4ec1b49243cccbd14fce728',
   lfm2: 'efb775be166023ae638bd70c157847674547ef3d67495cc2f49a9ac1377f42dd',
   'lfm2 tiny-untied': 'e6f0774cb9c196873a7efdebeb323f1421a9504b4edec719b872030ceb426901',
+  smollm3: '43d0324107e11619e99d105e645cbf653dbc5a950347f7ec3a9f0f93bcb2bbb9',
+  qwen3moe: 'a0f918be6bda0194d6b2efbda25996b5325125b95691eccd615c04905cac41d6',
+  lfm2moe: 'c0865ead4ff70a5703e1ffffe6260934bb4c8a50c8b32f01680fa6431f79bfe2',
+  'gpt-oss': 'd4b911114e256f56c5fe2ead6f61b06693da550319a31fd1e6d0c63b16f93dcc',
 };
 
 for (const [name, hash] of Object.entries(PINNED)) {
@@ -111,6 +115,14 @@ test('synth_gguf: per-architecture tensors (llama.cpp names and shapes)', () => 
   assert.ok(n.has('output_norm.bias') && n.has('blk.0.ffn_down.bias'));
   // llama tiny: Llama 3.2 style with rope_freqs
   assert.ok(names('llama').has('rope_freqs.weight'));
+  // smollm3: Llama's tensors, no rope_freqs (llama.cpp passes none), rope.dimension_count = head
+  // size (its graph asserts it), no key for the NoPE layers; 5 layers, so layer 3 is one
+  n = names('smollm3'); q = s('smollm3');
+  assert.ok(!n.has('rope_freqs.weight') && !n.has('output.weight') && n.has('blk.4.ffn_gate.weight'));
+  assert.deepEqual(n.get('blk.0.attn_k.weight'), [q.D, q.KV * q.hd]);
+  const skv = Object.fromEntries(describe('smollm3', 'tiny').kv.map(([k, , v]) => [k, v]));
+  assert.equal(skv['smollm3.rope.dimension_count'], q.hd);
+  assert.ok(q.L >= 5 && !Object.keys(skv).some((k) => /rope_layer|no_rope/.test(k)));
   for (const arch of ARCHS) assert.ok(names(arch).has('token_embd.weight'), arch);
 });
 
@@ -169,6 +181,84 @@ test('synth_gguf: qwen35 and lfm2 (llama.cpp b12211 names, shapes and keys)', ()
   assert.ok(n.has('token_embd_norm.weight') && !n.has('output_norm.weight') && !n.has('output.weight'));
   m = describe('lfm2', 'tiny-untied'); n = new Map(m.tensors.map((t) => [t.name, t.ne]));
   assert.ok(n.has('output.weight') && n.has('blk.0.attn_q.weight') && n.has('blk.1.shortconv.conv.weight'));
+});
+
+test('synth_gguf: qwen3moe (llama.cpp names, 3-D expert shapes and keys)', () => {
+  const kvOf = (m) => Object.fromEntries(m.kv.map(([k, , v]) => [k, v]));
+  for (const shape of ['tiny', 'qwen3-30b-a3b']) {
+    const m = describe('qwen3moe', shape), q = resolveShape('qwen3moe', shape), kv = kvOf(m);
+    const n = new Map(m.tensors.map((t) => [t.name, t.ne]));
+    assert.equal(kv['qwen3moe.expert_count'], q.E);
+    assert.equal(kv['qwen3moe.expert_used_count'], q.K);
+    assert.equal(kv['qwen3moe.expert_feed_forward_length'], q.Fe);
+    assert.equal(kv['qwen3moe.attention.key_length'], q.hd);
+    for (let l = 0; l < q.L; l++) {
+      assert.deepEqual(n.get(`blk.${l}.ffn_gate_inp.weight`), [q.D, q.E]);
+      assert.deepEqual(n.get(`blk.${l}.ffn_gate_exps.weight`), [q.D, q.Fe, q.E]);
+      assert.deepEqual(n.get(`blk.${l}.ffn_up_exps.weight`), [q.D, q.Fe, q.E]);
+      assert.deepEqual(n.get(`blk.${l}.ffn_down_exps.weight`), [q.Fe, q.D, q.E]);
+      assert.deepEqual(n.get(`blk.${l}.attn_q_norm.weight`), [q.hd]);
+      assert.ok(!n.has(`blk.${l}.ffn_gate.weight`) && !n.has(`blk.${l}.ffn_down.weight`));
+    }
+    if (shape !== 'tiny') { // Qwen3-30B-A3B: 30.5 B parameters, 3.3 B active
+      const count = (t) => t.ne.reduce((a, b) => a * b, 1);
+      const total = m.tensors.reduce((a, t) => a + count(t), 0);
+      const experts = m.tensors.filter((t) => /_exps\./.test(t.name)).reduce((a, t) => a + count(t), 0);
+      const active = total - experts + experts * q.K / q.E;
+      assert.ok(Math.abs(total / 1e9 - 30.5) < 0.1, `${total} parameters`);
+      assert.ok(Math.abs(active / 1e9 - 3.3) < 0.1, `${active} active parameters`);
+    }
+  }
+});
+
+test('synth_gguf: lfm2moe (dense leading blocks, then experts with exp_probs_b)', () => {
+  const kvOf = (m) => Object.fromEntries(m.kv.map(([k, , v]) => [k, v]));
+  for (const shape of ['tiny', 'lfm2-8b-a1b']) {
+    const m = describe('lfm2moe', shape), q = resolveShape('lfm2moe', shape), kv = kvOf(m);
+    const n = new Map(m.tensors.map((t) => [t.name, t.ne]));
+    assert.equal(kv['lfm2moe.expert_count'], q.E);
+    assert.equal(kv['lfm2moe.expert_used_count'], q.K);
+    assert.equal(kv['lfm2moe.expert_gating_func'], 2);
+    assert.equal(kv['lfm2moe.leading_dense_block_count'], q.dense);
+    for (let l = 0; l < q.L; l++) {
+      if (l < q.dense) {
+        assert.deepEqual(n.get(`blk.${l}.ffn_gate.weight`), [q.D, q.F]);
+        assert.ok(!n.has(`blk.${l}.ffn_gate_inp.weight`));
+      } else {
+        assert.deepEqual(n.get(`blk.${l}.ffn_gate_inp.weight`), [q.D, q.E]);
+        assert.deepEqual(n.get(`blk.${l}.ffn_down_exps.weight`), [q.Fe, q.D, q.E]);
+        assert.deepEqual(n.get(`blk.${l}.exp_probs_b.bias`), [q.E]);
+        assert.ok(!n.has(`blk.${l}.ffn_gate.weight`));
+      }
+      assert.equal(n.has(`blk.${l}.shortconv.conv.weight`), q.kv[l] === 0);
+    }
+  }
+});
+
+test('synth_gguf: gpt-oss (biases, sinks, YaRN keys; gpt-oss-20b: 20.9 B parameters, 3.6 B active)', () => {
+  const kvOf = (m) => Object.fromEntries(m.kv.map(([k, , v]) => [k, v]));
+  for (const shape of ['tiny', 'gpt-oss-20b']) {
+    const m = describe('gpt-oss', shape), q = resolveShape('gpt-oss', shape), kv = kvOf(m);
+    const n = new Map(m.tensors.map((t) => [t.name, t.ne]));
+    assert.equal(kv['gpt-oss.rope.scaling.type'], 'yarn');
+    assert.equal(kv['gpt-oss.attention.sliding_window'], q.window);
+    for (let l = 0; l < q.L; l++) {
+      assert.deepEqual(n.get(`blk.${l}.attn_sinks.weight`), [q.H]);
+      assert.deepEqual(n.get(`blk.${l}.attn_q.bias`), [q.H * q.hd]);
+      assert.deepEqual(n.get(`blk.${l}.ffn_gate_inp.bias`), [q.E]);
+      assert.deepEqual(n.get(`blk.${l}.ffn_up_exps.bias`), [q.Fe, q.E]);
+      assert.deepEqual(n.get(`blk.${l}.ffn_down_exps.bias`), [q.D, q.E]);
+      assert.ok(n.has(`blk.${l}.post_attention_norm.weight`) && !n.has(`blk.${l}.ffn_norm.weight`));
+    }
+    if (shape !== 'tiny') {
+      const count = (t) => t.ne.reduce((a, b) => a * b, 1);
+      const total = m.tensors.reduce((a, t) => a + count(t), 0);
+      const experts = m.tensors.filter((t) => /_exps\./.test(t.name)).reduce((a, t) => a + count(t), 0);
+      const active = total - experts + experts * q.K / q.E - (q.nVocab - 1) * q.D; // one embedding row
+      assert.ok(Math.abs(total / 1e9 - 20.9) < 0.1, `${total} parameters`);
+      assert.ok(Math.abs(active / 1e9 - 3.6) < 0.1, `${active} active parameters`);
+    }
+  }
 });
 
 test('synth_gguf: Llama 3 rope_freqs follow the three wavelength regimes', () => {

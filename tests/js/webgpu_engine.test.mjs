@@ -119,7 +119,7 @@ function dequantizedCopy(file) {
 }
 
 const cases = [];
-for (const arch of ['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2']) {
+for (const arch of ['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'smollm3']) {
   for (const type of ['F32', 'Q8_0', 'Q4_K_M']) cases.push({ arch, type });
 }
 // the other weight types, on the smallest vocabulary (gpt2's 50k; its 256-wide feed-forward rows
@@ -414,8 +414,8 @@ test("speculative decoding on the GPU: greedy ids are plain greedy decoding's (p
   });
 });
 
-for (const [arch, kvType] of [['llama', 'f32'], ['qwen2', 'f16']]) {
-  test(`context shift on the GPU (${arch}: ${arch === 'llama' ? 'pairs' : 'NEOX halves'}, ${kvType} cache): past nCtx the GPU's token probabilities follow the CPU engine's, greedy ids equal up to a near-tie`, { skip }, async (t) => {
+for (const [arch, kvType] of [['llama', 'f32'], ['qwen2', 'f16'], ['smollm3', 'f32']]) {
+  test(`context shift on the GPU (${arch}: ${{ llama: 'pairs', qwen2: 'NEOX halves', smollm3: 'pairs, every 4th layer unturned (NoPE)' }[arch]}, ${kvType} cache): past nCtx the GPU's token probabilities follow the CPU engine's, greedy ids equal up to a near-tie`, { skip }, async (t) => {
     const nCtx = 40;
     await withPair(synthCached({ arch, type: 'F32' }), { kvType, nCtx }, async (cpu, g) => {
       const params = { temperature: 0, maxTokens: 90, contextShift: true, nKeep: 4, nProbs: 2, bannedTokens: [cpu.info.eosId] };

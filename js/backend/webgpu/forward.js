@@ -392,7 +392,7 @@ export class GpuForward {
         norm(hs, ko, kE, hs, ko, kE, hs, l.k_norm, null, h.n_kv_heads);
       }
       const kvBind = { buffer: this.cache.layers[l.kv_slot ?? li] };
-      if (a.rope !== 'none') {
+      if (a.rope !== 'none' && !l.no_rope) { // (a NoPE layer, SmolLM3's every 4th: stored as it is)
         ropeQKStore(qo, qE, ko, kE, vo, set, kvBind);
       } else {
         specs.push(['kv_store', this.#kvF16, [ko, vo, kE, KV, this.#nCtx, B, 3 * B + 4], [kvBind, S],

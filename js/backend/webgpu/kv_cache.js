@@ -112,7 +112,8 @@ export class GpuKvCache {
     const words = new Uint32Array(h.n_layers * PARAM_SLOT / 4);
     const binds = this.#desc.layers.filter((l) => (l.kv_slot ?? 0) >= 0).map((l, li) => { // li: the kv_slot
       const set = this.#ropeSets > 1 && l.swa ? 1 : 0;
-      words.set([h.kv_dim, this.#nCtx, h.head_size, h.n_rot, this.#desc.arch.rope === 'neox' ? 1 : 0, set * h.n_rot, 0], li * PARAM_SLOT / 4);
+      // (n_rot 0 on a NoPE layer: its K rows move without turning)
+      words.set([h.kv_dim, this.#nCtx, h.head_size, l.no_rope ? 0 : h.n_rot, this.#desc.arch.rope === 'neox' ? 1 : 0, set * h.n_rot, 0], li * PARAM_SLOT / 4);
       return device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [
         { binding: 0, resource: { buffer: cs } }, // kvShiftWgsl reads its cos/sin as "A"
         { binding: 1, resource: { buffer: params, offset: li * PARAM_SLOT, size: 64 } },
