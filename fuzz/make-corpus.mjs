@@ -431,6 +431,64 @@ function moeModel({ arch = 'qwen3moe', dim = 16, hidden = 24, layers = 2, heads 
   return gguf([...kvs, ...extraKvs], tensors.filter((t) => t.name !== drop), { alignment: 32 });
 }
 
+// A tiny Gemma 4 (src/model/gguf_model.c read_per_layer): sliding 'S' and full 'F' layers with
+// their own head sizes (8 and 16), per-layer feed_forward_length and head_count_kv arrays, the
+// last `shared` layers reading an earlier layer's KV cache, V = K on full layers, per-layer
+// embeddings (P 4) and layer_output_scale. `ffKey` / `kvKey`: the keys' arrays alone (a wrong
+// length), `pattern` / `shared` contradicting each other, and `extra` (tensors added: a shared
+// layer's misshapen attn_k, an MoE router) or `drop` make the error seeds.
+function gemma4Model({ pattern = 'SSFSF', shared = 2, dim = 16, heads = 2, seq = 8, vocab = 12, ff = null, kvArr = null,
+  ffKey = null, kvKey = null, type = GT.F32, extra = [], extraKvs = [], drop = null } = {}) {
+  const L = pattern.length, P = 4, hd = (l) => (pattern[l] === 'S' ? 8 : 16);
+  const ffs = ff ?? [...pattern].map((_, l) => 16 + 8 * (l % 2)), kvs_ = kvArr ?? [...pattern].map(() => 1);
+  const kvs = [
+    ['general.architecture', T.STR, 'gemma4'],
+    ['gemma4.context_length', T.U32, seq],
+    ['gemma4.embedding_length', T.U32, dim],
+    ['gemma4.block_count', T.U32, L],
+    ['gemma4.feed_forward_length', T.ARR, [T.I32, ffKey ?? ffs]],
+    ['gemma4.attention.head_count', T.U32, heads],
+    ['gemma4.attention.head_count_kv', T.ARR, [T.I32, kvKey ?? kvs_]],
+    ['gemma4.attention.layer_norm_rms_epsilon', T.F32, 1e-6],
+    ['gemma4.attention.key_length', T.U32, 16], ['gemma4.attention.value_length', T.U32, 16],
+    ['gemma4.attention.key_length_swa', T.U32, 8], ['gemma4.attention.value_length_swa', T.U32, 8],
+    ['gemma4.rope.dimension_count_swa', T.U32, 8], ['gemma4.rope.freq_base_swa', T.F32, 10000],
+    ['gemma4.attention.sliding_window', T.U32, 4],
+    ['gemma4.attention.sliding_window_pattern', T.ARR, [T.BOOL, [...pattern].map((c) => (c === 'S' ? 1 : 0))]],
+    ['gemma4.attention.shared_kv_layers', T.U32, shared],
+    ['gemma4.embedding_length_per_layer_input', T.U32, P],
+    ['gemma4.final_logit_softcapping', T.F32, 30],
+  ];
+  const tensors = [];
+  const mat = (name, rows, cols) => { // rows not of whole 32-blocks stay F32
+    const ty = cols % 32 ? GT.F32 : type;
+    tensors.push({ name, ne: [cols, rows], type: ty, data: tensorData(ty, rows, cols) });
+  };
+  const f32 = (name, n) => tensors.push({ name, ne: [n], type: GT.F32, data: tensorData(GT.F32, 1, n, true) });
+  mat('token_embd.weight', vocab, dim);
+  f32('rope_freqs.weight', 8);
+  mat('per_layer_token_embd.weight', vocab, P * L); mat('per_layer_model_proj.weight', P * L, dim);
+  f32('per_layer_proj_norm.weight', P);
+  for (let l = 0; l < L; l++) {
+    const b = `blk.${l}.`, h = hd(l), own = l < L - shared;
+    f32(b + 'attn_norm.weight', dim);
+    mat(b + 'attn_q.weight', heads * h, dim); f32(b + 'attn_q_norm.weight', h);
+    if (own) {
+      mat(b + 'attn_k.weight', kvs_[l] * h, dim); f32(b + 'attn_k_norm.weight', h);
+      if (pattern[l] === 'S') mat(b + 'attn_v.weight', kvs_[l] * h, dim);
+    }
+    mat(b + 'attn_output.weight', dim, heads * h);
+    f32(b + 'post_attention_norm.weight', dim); f32(b + 'ffn_norm.weight', dim);
+    mat(b + 'ffn_gate.weight', ffs[l], dim); mat(b + 'ffn_up.weight', ffs[l], dim); mat(b + 'ffn_down.weight', dim, ffs[l]);
+    f32(b + 'post_ffw_norm.weight', dim);
+    mat(b + 'inp_gate.weight', P, dim); mat(b + 'proj.weight', dim, P); f32(b + 'post_norm.weight', dim);
+    f32(b + 'layer_output_scale.weight', 1);
+  }
+  f32('output_norm.weight', dim);
+  for (const [name, rows, cols] of extra) mat(name, rows, cols);
+  return gguf([...kvs, ...extraKvs], tensors.filter((t) => t.name !== drop), { alignment: 32 });
+}
+
 // A tiny embedding model of src/model/arch.c: bert (learned positions, token types, Q/K/V and
 // MLP biases, post-LayerNorms; `rank`: cls and cls.output), nomic-bert (fused QKV, SwiGLU, RoPE)
 // or gemma-embedding (Gemma 3's layers, bidirectional, dense_2 / dense_3).
@@ -581,6 +639,15 @@ function embedModel(arch, { dim = 16, hidden = 24, layers = 2, heads = 2, seq = 
   put('fuzz_model', 'tiny-qwen35-interval.gguf', hybridModel('qwen35', { kinds: null }));
   put('fuzz_model', 'tiny-qwen35-no-ssm-a.gguf', hybridModel('qwen35', { drop: 'blk.0.ssm_a' }));
   put('fuzz_model', 'tiny-lfm2-all-conv.gguf', hybridModel('lfm2', { pattern: 'RR' }));
+  // Gemma 4: a good one (F32, Q8_0), then per-layer arrays of the wrong length and contradicting tensors
+  put('fuzz_model', 'tiny-gemma4.gguf', gemma4Model());
+  put('fuzz_model', 'tiny-gemma4-Q8_0.gguf', gemma4Model({ dim: 32, type: GT.Q8_0, ff: [32, 64, 32, 64, 32] }));
+  put('fuzz_model', 'tiny-gemma4-ff-short.gguf', gemma4Model({ ffKey: [16, 24] }));
+  put('fuzz_model', 'tiny-gemma4-kv-long.gguf', gemma4Model({ kvKey: [1, 1, 1, 1, 1, 1] }));
+  put('fuzz_model', 'tiny-gemma4-shared-kind.gguf', gemma4Model({ pattern: 'SFSFS', shared: 2 }));
+  put('fuzz_model', 'tiny-gemma4-shared-has-k.gguf', gemma4Model({ extra: [['blk.4.attn_k.weight', 9, 16]] }));
+  put('fuzz_model', 'tiny-gemma4-moe.gguf', gemma4Model({ extra: [['blk.0.ffn_gate_inp.weight', 4, 16]] }));
+  put('fuzz_model', 'tiny-gemma4-no-ple.gguf', gemma4Model({ drop: 'blk.1.proj.weight' }));
   // mixtures of experts: F32 and quantized experts, and counts or shapes that contradict
   put('fuzz_model', 'tiny-qwen3moe.gguf', moeModel());
   put('fuzz_model', 'tiny-qwen3moe-Q8_0.gguf', moeModel({ dim: 32, F: 32, heads: 4, kvHeads: 2, type: GT.Q8_0 }));

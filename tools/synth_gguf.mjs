@@ -102,7 +102,7 @@ import { splitmix32 } from './synth.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHARED_VOCAB = path.resolve(ROOT, '../shared/models/vocab');
-export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'smollm3', 'qwen3moe', 'lfm2moe', 'gpt-oss']);
+export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'smollm3', 'qwen3moe', 'lfm2moe', 'gpt-oss', 'gemma4']);
 /** The embedding-only architectures (no next-token classifier): the encoders of describeEncoder
  *  and EmbeddingGemma (describeGemmaEmbedding). */
 export const EMBED_ARCHS = Object.freeze(['bert', 'nomic-bert', 'gemma-embedding']);
@@ -121,6 +121,7 @@ const VOCABS = {
     ...Array.from({ length: 36 }, (_, i) => `<row_${Math.floor(i / 6) + 1}_col_${(i % 6) + 1}>`)] },
   phi3: { gguf: 'ggml-vocab-phi-3.gguf' },
   bert: { gguf: 'ggml-vocab-bert-bge.gguf' },
+  spm: { gguf: 'ggml-vocab-llama-spm.gguf' },
 };
 
 // Llama 3.1/3.2's RoPE scaling (rope_scaling.rope_type "llama3").
@@ -277,6 +278,22 @@ export const SHAPES = Object.freeze({
     // the first 2 of 24 blocks for benchmarks (the whole model's Q8_0 is ~22 GB)
     'gpt-oss-20b': { D: 2880, F: 2880, L: 24, H: 64, KV: 8, hd: 64, ctx: 131072, origCtx: 4096, factor: 32, theta: 150000, eps: 1e-5, tied: false, vocab: 'gptoss', nVocab: 201088, window: 128, E: 32, K: 4, Fe: 2880 },
     'gpt-oss-20b-l2': { D: 2880, F: 2880, L: 2, H: 64, KV: 8, hd: 64, ctx: 131072, origCtx: 4096, factor: 32, theta: 150000, eps: 1e-5, tied: false, vocab: 'gptoss', nVocab: 201088, window: 128, E: 32, K: 4, Fe: 2880 },
+  },
+  // Gemma 4 (dense; describeGemma4): swa, one flag per block (true: sliding, head hdSwa, RoPE
+  // rotSwa with thetaSwa); full blocks head hd with proportional RoPE (rope_freqs: the first
+  // partial·hd/2 pairs turn); F and kv per block; shared, the last blocks reading an earlier
+  // block's KV cache; vEqK, full blocks without attn_v (V = K); P, the per-layer-embedding width;
+  // outScale, a layer_output_scale on every block. tiny: 8 blocks, sliding 16-wide heads and
+  // full 32-wide ones, KV heads 2 or 1, n_ff 96..192, blocks 6 (sliding) and 7 (full) reading
+  // the caches of 4 and 5, block 5 V = K, P 16, window 8, three suppressed tokens (greedy
+  // choices of the model without them); the llama SPM vocabulary (32000: the tokenizer is not
+  // under test here; tools/oracle_tokenize.mjs checks the gemma4 tokenizer model).
+  gemma4: {
+    tiny: { D: 64, F: [96, 96, 128, 128, 160, 160, 192, 192], L: 8, H: 4, kv: [2, 2, 1, 2, 2, 1, 2, 1], hd: 32, hdSwa: 16, rotSwa: 16, partial: 0.25, ctx: 4096, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'spm', window: 8, swa: [true, true, false, true, true, false, true, false], shared: 2, vEqK: true, P: 16, outScale: true, softcap: 30, suppress: [16031, 13844, 25886] },
+    // Gemma 4 E2B, text part (../shared/reference/archs-2026.md "gemma4"): 35 blocks, full
+    // every 5th (4, 9, …, 34), 20 KV-shared, n_ff doubled on blocks 15–34; the Gemma 3
+    // vocabulary padded to 262144 (the real "gemma4" one has the same size)
+    'gemma4-e2b': { D: 1536, F: Array.from({ length: 35 }, (_, l) => (l < 15 ? 6144 : 12288)), L: 35, H: 8, kv: Array(35).fill(1), hd: 512, hdSwa: 256, rotSwa: 256, partial: 0.25, ctx: 131072, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 512, swa: Array.from({ length: 35 }, (_, l) => l % 5 !== 4), shared: 20, vEqK: false, P: 256, outScale: true, softcap: 30 },
   },
   gpt2: {
     tiny: { D: 64, F: 256, L: 2, H: 4, ctx: 512, eps: 1e-5, tied: true, vocab: 'gpt2' },
@@ -440,6 +457,7 @@ export function resolveShape(arch, shape = 'tiny') {
   const s = table[shape];
   if (!s) throw new Error(`unknown shape ${shape} for ${arch} (one of ${Object.keys(table).join(', ')})`);
   const KV = s.KV ?? (s.kv ? Math.max(...s.kv) : s.H);
+  if (Array.isArray(s.F)) return { ...s, KV, hd: s.hd, rot: s.rot ?? s.hd };
   const hd = s.hd ?? s.D / s.H;
   return { ...s, KV, hd, rot: s.rot ?? hd };
 }
@@ -454,6 +472,7 @@ export function describe(arch, shapeName = 'tiny', { seed = 1 } = {}) {
   if (EMBED_ARCHS.includes(arch)) return describeEncoder(arch, shapeName, { seed });
   if (arch === 'qwen35') return describeQwen35(resolveShape(arch, shapeName), shapeName, seed);
   if (arch === 'gpt-oss') return describeGptOss(resolveShape(arch, shapeName), shapeName, seed);
+  if (arch === 'gemma4') return describeGemma4(resolveShape(arch, shapeName), shapeName, seed);
   if (arch === 'lfm2' || arch === 'lfm2moe') return describeLfm2(resolveShape(arch, shapeName), shapeName, seed, arch);
   return describeShape(arch, resolveShape(arch, shapeName), shapeName, seed);
 }
@@ -836,6 +855,101 @@ function describeGptOss(s, shapeName, seed) {
   }
   norm('output_norm.weight', D);
   t('output.weight', [D, V], { std: outStd, zeroRows });
+  return { shape: s, nVocab: V, kv, tensors: T };
+}
+
+/**
+ * Gemma 4, dense (llama.cpp's LLM_ARCH_GEMMA4, src/models/gemma4-iswa.cpp; archs-2026.md
+ * "gemma4"): keys feed_forward_length and attention.head_count_kv as i32 arrays per block,
+ * key_length/value_length (full blocks) and key_length_swa/value_length_swa, rope.dimension_count
+ * (= hd: proportional RoPE) and rope.dimension_count_swa, rope.freq_base and freq_base_swa,
+ * attention.sliding_window and sliding_window_pattern (bool per block), shared_kv_layers,
+ * embedding_length_per_layer_input, final_logit_softcapping. Tensors: rope_freqs [hd/2] (1 for
+ * the first partial·hd/2 pairs, 1e30 after: they never turn), per_layer_token_embd [P·L, V],
+ * per_layer_model_proj [D, P·L], per_layer_proj_norm [P]; per block as gemma3's (Gemma 4's norms
+ * multiply by w as stored) but with that block's head size, KV heads and n_ff, no attn_k/attn_v/
+ * attn_k_norm on shared blocks, no attn_v on full blocks with vEqK, and inp_gate [D, P],
+ * proj [P, D], post_norm [D], layer_output_scale [1]. Scales: gemma3's, but Q/K norm gains
+ * 1.5 / hd^(1/4) for the attention scale of 1; the per-layer input's
+ * table has RMS 1/√P (× √P in the graph), its branch is post-normed to half a block's gain, and
+ * each block's output scale is in [0.6, 1).
+ */
+function describeGemma4(s, shapeName, seed) {
+  const arch = 'gemma4';
+  const { D, L, H, hd, hdSwa, P } = s;
+  const voc = vocabulary(s.vocab, s.nVocab || 0);
+  const V = voc.n;
+  const kv = commonKeys(arch, { ...s, F: 0 }, shapeName, seed, V).filter(([k]) => k !== `${arch}.feed_forward_length`);
+  const key = (k, t, v) => kv.push([`${arch}.${k}`, t, v]);
+  key('feed_forward_length', 'arr:i32', Int32Array.from(s.F));
+  key('attention.head_count_kv', 'arr:i32', Int32Array.from(s.kv));
+  key('rope.freq_base', 'f32', s.theta);
+  key('rope.freq_base_swa', 'f32', s.thetaSwa);
+  key('attention.layer_norm_rms_epsilon', 'f32', s.eps);
+  key('attention.key_length', 'u32', hd);
+  key('attention.value_length', 'u32', hd);
+  key('attention.key_length_swa', 'u32', hdSwa);
+  key('attention.value_length_swa', 'u32', hdSwa);
+  key('rope.dimension_count', 'u32', hd);
+  key('rope.dimension_count_swa', 'u32', s.rotSwa);
+  key('attention.sliding_window', 'u32', s.window);
+  key('attention.sliding_window_pattern', 'arr:bool', s.swa);
+  key('attention.shared_kv_layers', 'u32', s.shared);
+  key('embedding_length_per_layer_input', 'u32', P);
+  key('final_logit_softcapping', 'f32', s.softcap);
+  kv.push(...voc.kv);
+  if (s.suppress) kv.push(['tokenizer.ggml.suppress_tokens', 'arr:i32', Int32Array.from(s.suppress)]);
+
+  const inv = (n) => 1 / Math.sqrt(n);
+  const outStd = LOGIT_STD * inv(D);
+  const embStd = s.tied ? outStd : inv(D);
+  const embedRms = embStd * Math.sqrt(D);
+  const qkStd = 1.5 * inv(D), vStd = inv(D);
+  const post = BLOCK_GAIN * embedRms;
+  const T = [];
+  const t = (name, ne, gen) => T.push({ name, ne, gen });
+  const norm = (name, n, mean = 1) => t(name, [n], { mean, std: 0.1 * mean });
+  const zeroRows = partialUtf8Tokens(voc.kv);
+  t('token_embd.weight', [D, V], { std: embStd, zeroRows: s.tied ? zeroRows : null });
+  const turning = Math.round(s.partial * hd / 2);
+  t('rope_freqs.weight', [hd / 2], { values: Float32Array.from({ length: hd / 2 }, (_, i) => (i < turning ? 1 : 1e30)) });
+  if (P) {
+    t('per_layer_token_embd.weight', [P * L, V], { std: inv(P) });
+    t('per_layer_model_proj.weight', [D, P * L], { std: inv(D) });
+    norm('per_layer_proj_norm.weight', P);
+  }
+  const firstShared = L - s.shared;
+  const r = rng(seed, 'layer_output_scale');
+  for (let l = 0; l < L; l++) {
+    const b = `blk.${l}.`, h = s.swa[l] ? hdSwa : hd, KV = s.kv[l], F = s.F[l];
+    norm(`${b}attn_norm.weight`, D);
+    t(`${b}attn_q.weight`, [D, H * h], { std: qkStd });
+    // attention scale 1: gains of 1.5 / h^(1/4) give q·k the spread qwen3's 1.5 gains give
+    // with the usual 1/√h (a sharper softmax would make the tiny model chaotic)
+    const qk = 1.5 / Math.sqrt(Math.sqrt(h));
+    norm(`${b}attn_q_norm.weight`, h, qk);
+    if (l < firstShared) {
+      t(`${b}attn_k.weight`, [D, KV * h], { std: qkStd });
+      norm(`${b}attn_k_norm.weight`, h, qk);
+      if (s.swa[l] || !s.vEqK) t(`${b}attn_v.weight`, [D, KV * h], { std: vStd });
+    }
+    // V is RMS-normed per head (RMS 1): the output projection sees H·h inputs of RMS ~1
+    t(`${b}attn_output.weight`, [H * h, D], { std: inv(H * h) });
+    norm(`${b}post_attention_norm.weight`, D, post);
+    norm(`${b}ffn_norm.weight`, D);
+    t(`${b}ffn_gate.weight`, [D, F], { std: inv(D) });
+    t(`${b}ffn_up.weight`, [D, F], { std: inv(D) });
+    t(`${b}ffn_down.weight`, [F, D], { std: inv(F) });
+    norm(`${b}post_ffw_norm.weight`, D, post);
+    if (P) {
+      t(`${b}inp_gate.weight`, [D, P], { std: inv(D) });
+      t(`${b}proj.weight`, [P, D], { std: inv(P) });
+      norm(`${b}post_norm.weight`, D, post / 2);
+    }
+    if (s.outScale) t(`${b}layer_output_scale.weight`, [1], { values: Float32Array.of(0.6 + 0.4 * r()) });
+  }
+  norm('output_norm.weight', D);
+  if (!s.tied) t('output.weight', [D, V], { std: outStd, zeroRows });
   return { shape: s, nVocab: V, kv, tensors: T };
 }
 

@@ -42,7 +42,7 @@ function findDir(src) {
 export function vocabKv({ source, pre, name = null }) {
   return vocabGguf({ source, pre, name, kvOnly: true });
 }
-export function vocabGguf({ source, pre, name = null, tinyModel = false, kvOnly = false }) {
+export function vocabGguf({ source, pre, name = null, tinyModel = false, kvOnly = false, model = null }) {
 const dir = findDir(source);
 const tok = JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8'));
 const cfgPath = join(dir, 'tokenizer_config.json');
@@ -82,10 +82,14 @@ const content = (v) => (v == null ? null : typeof v === 'string' ? v : v.content
 const kv = [];
 kv.push(['general.architecture', 'str', 'llama']);
 kv.push(['general.name', 'str', name || cfg.name_or_path || source]);
-kv.push(['tokenizer.ggml.model', 'str', spm ? 'llama' : 'gpt2']);
+// model 'gemma4': a SentencePiece-converted BPE written as Gemma 4's files are, BPE merges over
+// raw UTF-8 (llama.cpp's "gemma4" tokenizer model) instead of SentencePiece scores
+const gemma4 = model === 'gemma4';
+if (gemma4 && !spm) throw new Error(`${source}: model gemma4 needs a SentencePiece-style BPE (byte_fallback)`);
+kv.push(['tokenizer.ggml.model', 'str', gemma4 ? 'gemma4' : spm ? 'llama' : 'gpt2']);
 kv.push(['tokenizer.ggml.pre', 'str', pre]);
 kv.push(['tokenizer.ggml.tokens', 'strs', tokens]);
-if (spm) {
+if (spm && !gemma4) {
   // SentencePiece BPE merges the best-scoring piece first: the merge rank, negated
   const scores = new Float32Array(n).fill(-1e9);
   merges.forEach((m, r) => {
@@ -96,7 +100,7 @@ if (spm) {
   kv.push(['tokenizer.ggml.scores', 'f32s', scores]);
 }
 kv.push(['tokenizer.ggml.token_type', 'i32s', Int32Array.from(types)]);
-if (!spm) kv.push(['tokenizer.ggml.merges', 'strs', merges]);
+if (!spm || gemma4) kv.push(['tokenizer.ggml.merges', 'strs', merges]);
 for (const [field, key] of [['bos_token', 'bos'], ['eos_token', 'eos'], ['unk_token', 'unknown'],
   ['pad_token', 'padding']]) {
   const c = content(cfg[field]);
@@ -104,7 +108,7 @@ for (const [field, key] of [['bos_token', 'bos'], ['eos_token', 'eos'], ['unk_to
 }
 if (typeof cfg.add_bos_token === 'boolean') kv.push(['tokenizer.ggml.add_bos_token', 'bool', cfg.add_bos_token]);
 if (typeof cfg.add_eos_token === 'boolean') kv.push(['tokenizer.ggml.add_eos_token', 'bool', cfg.add_eos_token]);
-if (spm) kv.push(['tokenizer.ggml.add_space_prefix', 'bool', false]);
+if (spm && !gemma4) kv.push(['tokenizer.ggml.add_space_prefix', 'bool', false]);
 let tmpl = cfg.chat_template;
 if (Array.isArray(tmpl)) tmpl = (tmpl.find((t) => t.name === 'default') || tmpl[0] || {}).template;
 if (typeof tmpl === 'string') kv.push(['tokenizer.chat_template', 'str', tmpl]);
@@ -135,7 +139,7 @@ if (tinyModel) {
 
 // ---- the file ----------------------------------------------------------------------------------
 const bytes = ggufBytes(kv, tensors.map(([tname, ne, data]) => ({ name: tname, ne, type: 0, data })));
-bytes.summary = `${n} tokens, ${merges.length} merges, pre ${pre}, model ${spm ? 'llama' : 'gpt2'}` +
+bytes.summary = `${n} tokens, ${merges.length} merges, pre ${pre}, model ${gemma4 ? 'gemma4' : spm ? 'llama' : 'gpt2'}` +
   `${typeof tmpl === 'string' ? ', chat template' : ''}${tinyModel ? ', tiny model' : ''}`;
 return bytes;
 }

@@ -51,6 +51,16 @@ static const wlm_arch ARCHS[] = {
     {.name = "gemma3", .norm = WLM_NORM_RMS, .act = WLM_ACT_GELU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qk_norm = WLM_T_REQ,
      .post_norms = WLM_T_REQ, .embd_scale = 1, .swa = 1, .gemma_attn_scale = 1, .softcap = 1},
+    /* Gemma 4 (dense layers; llama.cpp: src/models/gemma4-iswa.cpp): Gemma 3's block with
+     * per-layer shapes (arch.per_layer: sliding and full layers with their own head sizes, KV
+     * heads, RoPE widths and bases, proportional RoPE through rope_freqs on the full layers,
+     * per-layer n_ff, shared-KV layers, V = K without attn_v, V's RMSNorm, attention scale 1,
+     * per-layer embeddings, layer_output_scale), norms applied as stored (its converter keeps
+     * Hugging Face's w) and the logit soft-cap. Its MoE layers (26B-A4B) are refused. */
+    {.name = "gemma4", .norm = WLM_NORM_RMS, .act = WLM_ACT_GELU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qk_norm = WLM_T_REQ,
+     .post_norms = WLM_T_REQ, .embd_scale = 1, .swa = 1, .softcap = 1, .rope_freqs = 1,
+     .per_layer = 1},
     /* Phi-3 / 3.5: fused attn_qkv (or separate), ffn_up holding gate and up, NEOX RoPE with
      * LongRoPE factors. */
     {.name = "phi3", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_FUSED_GATE_UP,
@@ -110,6 +120,6 @@ const wlm_arch *wlm_arch_find(const char *name, size_t len) {
 }
 
 const char *wlm_arch_list(void) {
-    return "llama, smollm3, qwen2, qwen3, qwen3moe, gpt-oss, qwen35, lfm2, lfm2moe, gemma3, phi3, gpt2, gemma-embedding, bert, "
-           "nomic-bert";
+    return "llama, smollm3, qwen2, qwen3, qwen3moe, gpt-oss, qwen35, lfm2, lfm2moe, gemma3, gemma4, "
+           "phi3, gpt2, gemma-embedding, bert, nomic-bert";
 }

@@ -56,9 +56,10 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
     static const char *ffns[] = {"gated", "fused_gate_up", "plain"};
     static const char *ropes[] = {"none", "norm", "neox"};
     put(&o, "{\"arch\":{\"name\":\"%s\",\"norm\":\"%s\",\"act\":\"%s\",\"ffn\":\"%s\","
-            "\"rope\":\"%s\",\"pos_embd\":%d,\"swa\":%d,\"encoder\":%d,\"attn_gate\":%d},",
+            "\"rope\":\"%s\",\"pos_embd\":%d,\"swa\":%d,\"encoder\":%d,\"attn_gate\":%d,"
+            "\"per_layer\":%d},",
         a->name, norms[a->norm], acts[a->act], ffns[a->ffn], ropes[a->rope], a->pos_embd, a->swa,
-        (int)a->encoder, (int)a->attn_gate);
+        (int)a->encoder, (int)a->attn_gate, (int)a->per_layer);
     put(&o, "\"hp\":{\"dim\":%d,\"hidden_dim\":%d,\"n_layers\":%d,\"n_heads\":%d,"
             "\"n_kv_heads\":%d,\"vocab_size\":%d,\"seq_len\":%d,\"head_size\":%d,\"q_dim\":%d,"
             "\"kv_dim\":%d,\"n_rot\":%d,\"n_swa\":%d,\"n_ctx_orig\":%d,\"bidirectional\":%d,"

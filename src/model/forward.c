@@ -280,6 +280,7 @@ static int entry_len(const wlm_context *c, int32_t b) {
  * q_stride and writes out + b * out_stride, over `len` positions, or entry_len's when len is 0. */
 typedef struct attention_job {
     wlm_context *c;
+    const wlm_layer_weights *lw;  /* the layer: its head size, KV heads and cache rows */
     float *out;                   /* (n, n_heads * head_size) */
     size_t out_stride;
     const float *q;               /* (n, n_heads * head_size) */
@@ -329,7 +330,8 @@ static void attention_chunk(void *arg, int32_t i, int32_t n) {
     const attention_job *j = arg;
     const wlm_context *c = j->c;
     const wlm_hparams *p = &c->model->hp;
-    const int hs = p->head_size;
+    const wlm_layer_weights *lw = j->lw;
+    const int hs = lw->head_size;
     const int h0 = (int)((int64_t)p->n_heads * i / n), h1 = (int)((int64_t)p->n_heads * (i + 1) / n);
     float *scratch = c->att + wlm_attention_scratch(h0, j->max_len, hs);
     for (int32_t b = 0; b < j->n; b++) {
@@ -339,10 +341,10 @@ static void attention_chunk(void *arg, int32_t i, int32_t n) {
         if (c->kv.type == WLM_KV_F16)
             c->k->attention_f16(out, q, (const uint16_t *const *)c->kb,
                                 (const uint16_t *const *)c->vb, j->block, len, h0, h1,
-                                p->n_heads / p->n_kv_heads, hs, p->kv_dim, scratch);
+                                p->n_heads / lw->n_kv_heads, hs, lw->kv_dim, scratch);
         else
             c->k->attention(out, q, (const float *const *)c->kb, (const float *const *)c->vb,
-                            j->block, len, h0, h1, p->n_heads / p->n_kv_heads, hs, p->kv_dim,
+                            j->block, len, h0, h1, p->n_heads / lw->n_kv_heads, hs, lw->kv_dim,
                             scratch);
         if (j->sinks) apply_sinks(c, j, out, q, len, h0, h1, scratch);
     }
@@ -358,7 +360,7 @@ static void attention_run(wlm_context *c, const attention_job *j, uint64_t posit
     /* one chunk per thread, or per head when there are fewer heads than threads (12 heads on
      * 16 threads: 12 chunks, 4 threads idle, rather than all heads on one thread) */
     const int32_t chunks = threads < p->n_heads ? threads : p->n_heads;
-    const uint64_t macs = 2 * (uint64_t)p->n_heads * (uint64_t)p->head_size * positions;
+    const uint64_t macs = 2 * (uint64_t)p->n_heads * (uint64_t)j->lw->head_size * positions;
     if (chunks > 1 && macs >= PARALLEL_MIN_MACS)
         wlm_pool_run(c->pool, attention_chunk, (void *)j, chunks);
     else
@@ -389,20 +391,25 @@ static int rope_section_still(const wlm_hparams *p, int i) {
              (s % 3 == 2 && s < 3 * sec[2]));
 }
 
+/* The rotated width of RoPE set s: the sliding layers' own (Gemma 4) for set 1, else n_rot. */
+static int rope_set_n_rot(const wlm_hparams *p, int32_t s) {
+    return s == 1 && p->n_rot_swa ? p->n_rot_swa : p->n_rot;
+}
+
 void wlm_rope_init(wlm_context *c) {
     const wlm_model *m = c->model;
     const wlm_hparams *p = &m->hp;
-    const int half = p->n_rot / 2;
     const float *ff = m->w.rope_freqs;
     if (m->w.rope_long) ff = c->n_ctx > p->n_ctx_orig ? m->w.rope_long : m->w.rope_short;
     for (int32_t s = 0; s < c->n_rope_sets; s++) {
         const float base = s == 0 ? p->rope_theta : p->rope_theta_swa;
+        const int n_rot = rope_set_n_rot(p, s), half = n_rot / 2;
         const int scaled = s == 0 || p->arch->swa_rope_same;
         /* YaRN's correction dims (ggml_rope_yarn_corr_dims): pairs below lo keep the unscaled
          * frequency, above hi the scaled one, a linear ramp between */
         float lo = 0.0f, hi = 0.0f;
         if (p->rope_yarn) {
-            const float n = (float)p->n_rot, two_log_base = 2.0f * logf(base);
+            const float n = (float)n_rot, two_log_base = 2.0f * logf(base);
             const float orig = (float)p->n_ctx_orig, two_pi = 6.28318530717958647692f;
             lo = floorf(n * logf(orig / (p->yarn_beta_fast * two_pi)) / two_log_base);
             hi = ceilf(n * logf(orig / (p->yarn_beta_slow * two_pi)) / two_log_base);
@@ -410,7 +417,7 @@ void wlm_rope_init(wlm_context *c) {
             if (hi > n - 1.0f) hi = n - 1.0f;
         }
         for (int i = 0; i < half; i++) {
-            float theta = 1.0f / powf(base, (float)(2 * i) / (float)p->n_rot);
+            float theta = 1.0f / powf(base, (float)(2 * i) / (float)n_rot);
             if (rope_section_still(p, i)) theta = 0.0f;
             if (scaled) {
                 if (ff) theta /= ff[i];
@@ -422,7 +429,7 @@ void wlm_rope_init(wlm_context *c) {
                     theta *= p->rope_freq_scale;
                 }
             }
-            c->rope_freq[(size_t)s * half + i] = theta;
+            c->rope_freq[(size_t)s * (size_t)c->rope_half + i] = theta;
         }
     }
     c->rope_mscale = p->rope_attn_factor;
@@ -431,11 +438,12 @@ void wlm_rope_init(wlm_context *c) {
 
 /* The cos/sin of `pos` for every RoPE set, into entry slot b of c->rope_cos / rope_sin. */
 static void rope_angles(wlm_context *c, int32_t b, float pos, float mscale) {
-    const int half = c->model->hp.n_rot / 2;
+    const size_t stride = (size_t)c->rope_half;
     for (int32_t s = 0; s < c->n_rope_sets; s++) {
-        const float *fr = c->rope_freq + (size_t)s * half;
-        float *cs = c->rope_cos + ((size_t)s * (size_t)c->batch_cap + b) * half;
-        float *sn = c->rope_sin + ((size_t)s * (size_t)c->batch_cap + b) * half;
+        const int half = rope_set_n_rot(&c->model->hp, s) / 2;
+        const float *fr = c->rope_freq + (size_t)s * stride;
+        float *cs = c->rope_cos + ((size_t)s * (size_t)c->batch_cap + b) * stride;
+        float *sn = c->rope_sin + ((size_t)s * (size_t)c->batch_cap + b) * stride;
         for (int i = 0; i < half; i++) {
             float val = pos * fr[i];
             cs[i] = cosf(val);
@@ -448,14 +456,16 @@ static void rope_angles(wlm_context *c, int32_t b, float pos, float mscale) {
     }
 }
 
-/* Rotates n_heads heads of x by entry slot b's angles of RoPE set s, in the model's style. */
-static void rope_apply(wlm_context *c, float *x, int n_heads, int32_t b, int32_t s) {
+/* Rotates n_heads heads of x (layer lw's head size and rotated width) by entry slot b's angles
+ * of RoPE set s, in the model's style. */
+static void rope_apply(wlm_context *c, const wlm_layer_weights *lw, float *x, int n_heads,
+                       int32_t b, int32_t s) {
     const wlm_hparams *p = &c->model->hp;
-    const int half = p->n_rot / 2;
-    const float *cs = c->rope_cos + ((size_t)s * (size_t)c->batch_cap + b) * half;
-    const float *sn = c->rope_sin + ((size_t)s * (size_t)c->batch_cap + b) * half;
-    if (p->arch->rope == WLM_ROPE_NEOX) c->k->rope_neox(x, n_heads, p->head_size, p->n_rot, cs, sn);
-    else if (p->arch->rope == WLM_ROPE_NORM) c->k->rope(x, n_heads, p->head_size, p->n_rot, cs, sn);
+    const size_t stride = (size_t)c->rope_half;
+    const float *cs = c->rope_cos + ((size_t)s * (size_t)c->batch_cap + b) * stride;
+    const float *sn = c->rope_sin + ((size_t)s * (size_t)c->batch_cap + b) * stride;
+    if (p->arch->rope == WLM_ROPE_NEOX) c->k->rope_neox(x, n_heads, lw->head_size, lw->n_rot, cs, sn);
+    else if (p->arch->rope == WLM_ROPE_NORM) c->k->rope(x, n_heads, lw->head_size, lw->n_rot, cs, sn);
 }
 
 int wlm_shift_supported(const wlm_model *m, char *err) {
@@ -482,9 +492,10 @@ void wlm_rope_shift_prepare(wlm_context *c, int32_t n) {
 }
 
 void wlm_rope_shift_k(wlm_context *c, int32_t layer, float *k) {
-    if (c->model->w.layers[layer].no_rope) return; /* a NoPE layer's K holds no position */
-    const int32_t s = c->n_rope_sets > 1 && c->model->w.layers[layer].swa ? 1 : 0;
-    rope_apply(c, k, c->model->hp.n_kv_heads, 0, s);
+    const wlm_layer_weights *lw = &c->model->w.layers[layer];
+    if (lw->no_rope) return; /* a NoPE layer's K holds no position */
+    const int32_t s = c->n_rope_sets > 1 && lw->swa ? 1 : 0;
+    rope_apply(c, lw, k, lw->n_kv_heads, 0, s);
 }
 
 /* ---- the pass -------------------------------------------------------------------------------- */
@@ -521,25 +532,29 @@ static void qk_entries(const void *arg, int32_t b0, int32_t b1) {
     wlm_context *c = j->c;
     const wlm_hparams *p = &c->model->hp;
     const wlm_layer_weights *lw = j->lw;
-    const size_t Q = (size_t)p->q_dim, KV = (size_t)p->kv_dim;
-    const int hs = p->head_size;
+    const size_t Q = (size_t)p->q_dim, KV = (size_t)p->kv_dim; /* strides of q, kt, vt */
+    const int hs = lw->head_size;
     for (int32_t b = b0; b < b1; b++) {
-        float *qb = c->q + b * Q, *kb = c->kt + b * KV;
-        if (lw->q_norm) { /* RMSNorm of every head of Q and of K (Qwen3, Gemma 3) */
+        float *qb = c->q + b * Q, *kb = c->kt + b * KV, *vb = c->vt + b * KV;
+        if (lw->q_norm) /* RMSNorm of every head of Q (Qwen3, Gemma 3) */
             for (int h = 0; h < p->n_heads; h++)
                 c->k->rmsnorm(qb + (size_t)h * hs, qb + (size_t)h * hs, lw->q_norm, hs, p->norm_eps);
-            for (int h = 0; h < p->n_kv_heads; h++)
+        if (p->arch->rope != WLM_ROPE_NONE && !lw->no_rope)
+            rope_apply(c, lw, qb, p->n_heads, b, j->rset);
+        if (lw->q_scale != 1.0f)
+            for (int i = 0; i < lw->q_dim; i++) qb[i] *= lw->q_scale;
+        if (!lw->kv_own) continue; /* shared KV: the source layer wrote the rows */
+        if (lw->k_norm) /* and of K */
+            for (int h = 0; h < lw->n_kv_heads; h++)
                 c->k->rmsnorm(kb + (size_t)h * hs, kb + (size_t)h * hs, lw->k_norm, hs, p->norm_eps);
-        }
-        if (p->arch->rope != WLM_ROPE_NONE && !lw->no_rope) {
-            rope_apply(c, qb, p->n_heads, b, j->rset);
-            rope_apply(c, kb, p->n_kv_heads, b, j->rset);
-        }
-        if (p->q_scale != 1.0f)
-            for (int i = 0; i < p->q_dim; i++) qb[i] *= p->q_scale;
+        if (lw->v_norm) /* Gemma 4: RMSNorm of every V head, no gain */
+            for (int h = 0; h < lw->n_kv_heads; h++)
+                c->k->rmsnorm(vb + (size_t)h * hs, vb + (size_t)h * hs, lw->v_norm, hs, p->norm_eps);
+        if (p->arch->rope != WLM_ROPE_NONE && !lw->no_rope)
+            rope_apply(c, lw, kb, lw->n_kv_heads, b, j->rset);
         unsigned char *row = wlm_kv_row(c, c->ent_seq[b], j->layer, c->ent_pos[b]);
-        wlm_kv_store(c, row, kb, p->kv_dim);
-        wlm_kv_store(c, row + WLM_KV_BLOCK * KV * c->kv.elem_bytes, c->vt + b * KV, p->kv_dim);
+        wlm_kv_store(c, row, kb, lw->kv_dim);
+        wlm_kv_store(c, row + WLM_KV_BLOCK * (size_t)lw->kv_dim * c->kv.elem_bytes, vb, lw->kv_dim);
     }
 }
 
@@ -566,8 +581,9 @@ static void ffn_act_entries(const void *arg, int32_t b0, int32_t b1) {
 
 /* c->kb / c->vb: the K and V rows of sequence s's blocks at one layer (layer_off bytes into
  * each block) that cover positions 0..len-1, one pointer per block of WLM_KV_BLOCK positions. */
-static void layer_blocks(wlm_context *c, const wlm_seq *s, int len, size_t layer_off) {
-    const size_t v_off = WLM_KV_BLOCK * (size_t)c->model->hp.kv_dim * c->kv.elem_bytes;
+static void layer_blocks(wlm_context *c, const wlm_seq *s, int len, size_t layer_off,
+                         int32_t kv_dim) {
+    const size_t v_off = WLM_KV_BLOCK * (size_t)kv_dim * c->kv.elem_bytes;
     const int nb = (len + WLM_KV_BLOCK - 1) / WLM_KV_BLOCK;
     for (int i = 0; i < nb; i++) {
         c->kb[i] = c->kv.base[s->blocks[i]] + layer_off;
@@ -582,12 +598,13 @@ static void layer_blocks(wlm_context *c, const wlm_seq *s, int len, size_t layer
 static void attention_mix(wlm_context *c, const wlm_layer_weights *lw, int l, int32_t n) {
     const wlm_hparams *p = &c->model->hp;
     const wlm_arch *a = p->arch;
-    const int dim = p->dim, kv_dim = p->kv_dim, q_dim = p->q_dim;
-    const size_t D = (size_t)dim, KV = (size_t)kv_dim, Q = (size_t)q_dim;
+    const int dim = p->dim, kv_dim = lw->kv_dim, q_dim = lw->q_dim; /* this layer's widths */
+    const size_t D = (size_t)dim, Q = (size_t)p->q_dim, KV = (size_t)p->kv_dim; /* strides */
     const size_t XS = Q > D ? Q : D; /* stride of xb */
     const size_t QKV = Q + 2 * KV;
     const size_t elem = c->kv.elem_bytes;
-    const size_t layer_off = (size_t)lw->kv_slot * 2 * WLM_KV_BLOCK * KV * elem;
+    const size_t layer_off = lw->kv_off * elem;
+    const size_t LKV = (size_t)kv_dim; /* the cache's row length at this layer */
     const int32_t rset = c->n_rope_sets > 1 && lw->swa ? 1 : 0;
     if (a->attn_gate) { /* each head's query rows, then its gate rows */
         wlm_matmul_ex(c, c->qg, 2 * Q, &lw->wq, c->xb, XS, n, 0);
@@ -610,8 +627,11 @@ static void attention_mix(wlm_context *c, const wlm_layer_weights *lw, int l, in
         }
     } else {
         wlm_matmul_ex(c, c->q, Q, &lw->wq, c->xb, XS, n, 0);
-        wlm_matmul_ex(c, c->kt, KV, &lw->wk, c->xb, XS, n, 1);
-        wlm_matmul_ex(c, c->vt, KV, &lw->wv, c->xb, XS, n, 1);
+        if (lw->kv_own) wlm_matmul_ex(c, c->kt, KV, &lw->wk, c->xb, XS, n, 1);
+        if (lw->v_is_k) /* Gemma 4 without attn_v: V is K's projection, before K's norm */
+            for (int32_t b = 0; b < n; b++)
+                memcpy(c->vt + b * KV, c->kt + b * KV, LKV * sizeof(float));
+        else if (lw->kv_own) wlm_matmul_ex(c, c->vt, KV, &lw->wv, c->xb, XS, n, 1);
     }
     add_bias(c, c->q, Q, lw->bq, q_dim, n);
     add_bias(c, c->kt, KV, lw->bk, kv_dim, n);
@@ -633,8 +653,8 @@ static void attention_mix(wlm_context *c, const wlm_layer_weights *lw, int l, in
             if (len > max_len) max_len = len;
             positions += (uint64_t)len;
         }
-        layer_blocks(c, s, max_len, layer_off);
-        const attention_job j = {c, c->xb, XS, c->q, Q, 0, n, 0, max_len, WLM_KV_BLOCK,
+        layer_blocks(c, s, max_len, layer_off, kv_dim);
+        const attention_job j = {c, lw, c->xb, XS, c->q, Q, 0, n, 0, max_len, WLM_KV_BLOCK,
                                  lw->attn_sinks};
         attention_run(c, &j, positions);
     }
@@ -652,18 +672,18 @@ static void attention_mix(wlm_context *c, const wlm_layer_weights *lw, int l, in
         }
         int block = WLM_KV_BLOCK;
         if (start == 0) {
-            layer_blocks(c, s, len, layer_off);
+            layer_blocks(c, s, len, layer_off, kv_dim);
         } else { /* one pointer per position of the window (blocks of one position) */
             for (int t = start; t < len; t++) {
                 const unsigned char *r = c->kv.base[s->blocks[t / WLM_KV_BLOCK]] + layer_off +
-                                         (size_t)(t % WLM_KV_BLOCK) * KV * elem;
+                                         (size_t)(t % WLM_KV_BLOCK) * LKV * elem;
                 c->kb[t - start] = r;
-                c->vb[t - start] = r + WLM_KV_BLOCK * KV * elem;
+                c->vb[t - start] = r + WLM_KV_BLOCK * LKV * elem;
             }
             block = 1;
             len -= start;
         }
-        const attention_job j = {c, c->xb + b * XS, XS, c->q + b * Q, Q, b, 1, len, len, block,
+        const attention_job j = {c, lw, c->xb + b * XS, XS, c->q + b * Q, Q, b, 1, len, len, block,
                                  lw->attn_sinks};
         attention_run(c, &j, (uint64_t)len);
     }
@@ -678,14 +698,55 @@ static void attention_mix(wlm_context *c, const wlm_layer_weights *lw, int l, in
     if (lw->post_att_norm) norm_rows(c, c->xb2, D, c->xb2, D, lw->post_att_norm, NULL, n);
 }
 
+/* Gemma 4's per-layer inputs of n entries into c->ple (L rows of P per entry), as llama.cpp's
+ * build_inp_per_layer and project_per_layer_inputs: A = per_layer_token_embd[token] · sqrt(P),
+ * B = per_layer_model_proj · x · (1 / sqrt(dim)) with each of its L rows RMSNorm'ed by
+ * per_layer_proj_norm, then (B + A) · (1 / sqrt(2)). x is the scaled embedding (c->x). */
+static void ple_inputs(wlm_context *c, const int32_t *tokens, int32_t n) {
+    const wlm_hparams *p = &c->model->hp;
+    const wlm_weights *w = &c->model->w;
+    const int P = p->n_ple;
+    const size_t PL = (size_t)P * (size_t)p->n_layers, D = (size_t)p->dim;
+    wlm_matmul(c, c->ple, PL, &w->ple_model_proj, c->x, D, n);
+    const float proj_scale = 1.0f / sqrtf((float)p->dim), tok_scale = sqrtf((float)P);
+    const float in_scale = 1.0f / sqrtf(2.0f);
+    const wlm_type_traits *tr = wlm_type_get(w->ple_embd.type);
+    float *A = c->ple_h; /* the token's whole table row (P·L floats) */
+    for (int32_t b = 0; b < n; b++) {
+        float *row = c->ple + (size_t)b * PL;
+        tr->to_float((const char *)w->ple_embd.data + (size_t)tokens[b] * w->ple_embd.row_bytes, A,
+                     (int)PL);
+        for (int32_t l = 0; l < p->n_layers; l++) {
+            float *bl = row + (size_t)l * (size_t)P;
+            for (int i = 0; i < P; i++) bl[i] *= proj_scale;
+            c->k->rmsnorm(bl, bl, w->ple_proj_norm, P, p->norm_eps);
+        }
+        for (size_t i = 0; i < PL; i++) row[i] = (row[i] + A[i] * tok_scale) * in_scale;
+    }
+}
+
+/* Gemma 4's per-layer embedding at layer l, for n entries: x += RMSNorm(proj · (gelu(inp_gate
+ * · x) ⊙ ple_l), post_norm), with ggml's GELU (wlm_gelu_fn). */
+static void ple_layer(wlm_context *c, const wlm_layer_weights *lw, int32_t l, int32_t n) {
+    const wlm_hparams *p = &c->model->hp;
+    const int P = p->n_ple;
+    const size_t PL = (size_t)P * (size_t)p->n_layers, D = (size_t)p->dim;
+    wlm_matmul(c, c->ple_h, (size_t)P, &lw->ple_gate, c->x, D, n);
+    for (int32_t b = 0; b < n; b++)
+        c->k->gelu(c->ple_h + (size_t)b * P, c->ple + (size_t)b * PL + (size_t)l * P, P);
+    wlm_matmul(c, c->xb, D, &lw->ple_proj, c->ple_h, (size_t)P, n);
+    norm_rows(c, c->xb, D, c->xb, D, lw->ple_norm, NULL, n);
+    for (size_t i = 0; i < (size_t)n * D; i++) c->x[i] += c->xb[i];
+}
+
 void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
                        const int32_t *logit_rows) {
     const wlm_hparams *p = &c->model->hp;
     const wlm_arch *a = p->arch;
     const wlm_weights *w = &c->model->w;
     const wlm_kernels *k = c->k;
-    const int dim = p->dim, hidden = p->hidden_dim;
-    const size_t D = (size_t)dim, H = (size_t)hidden, Q = (size_t)p->q_dim;
+    const int dim = p->dim;
+    const size_t D = (size_t)dim, H = (size_t)p->hidden_dim, Q = (size_t)p->q_dim;
     const size_t XS = Q > D ? Q : D;                          /* stride of xb */
     const size_t HS = a->ffn == WLM_FFN_FUSED_GATE_UP ? 2 * H : H; /* stride of hb */
     float *x = c->x;
@@ -715,6 +776,7 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         if (a->rope != WLM_ROPE_NONE) rope_angles(c, b, (float)c->ent_pos[b], c->rope_mscale);
     }
     if (w->embd_norm) norm_rows(c, x, D, x, D, w->embd_norm, w->embd_norm_b, n);
+    if (p->n_ple) ple_inputs(c, tokens, n);
 
     for (int l = 0; l < p->n_layers; l++) {
         const wlm_layer_weights *lw = &w->layers[l];
@@ -729,7 +791,8 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         if (lw->attn_out_norm) /* encoders: LayerNorm of the stream after the residual add */
             norm_rows(c, x, D, x, D, lw->attn_out_norm, lw->attn_out_norm_b, n);
 
-        /* feed-forward */
+        /* feed-forward (of this layer's width) */
+        const int hidden = lw->hidden;
         if (lw->rms_ffn) norm_rows(c, c->xb, D, x, D, lw->rms_ffn, lw->ffn_norm_b, n);
         else memcpy(c->xb, x, (size_t)n * D * sizeof(float));
         if (lw->ffn_kind == WLM_FFN_KIND_MOE) { /* moe.c: the chosen experts, grouped */
@@ -757,6 +820,9 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         for (size_t i = 0; i < (size_t)n * D; i++) x[i] += c->xb[i];
         if (lw->layer_out_norm)
             norm_rows(c, x, D, x, D, lw->layer_out_norm, lw->layer_out_norm_b, n);
+        if (lw->ple_gate.data) ple_layer(c, lw, l, n);
+        if (lw->out_scale) /* Gemma 4: the whole stream scaled */
+            for (size_t i = 0; i < (size_t)n * D; i++) x[i] *= lw->out_scale[0];
     }
 
     /* embeddings (embed.c): every entry's final hidden state, after the output norm if any */

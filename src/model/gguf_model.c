@@ -186,6 +186,48 @@ static int get_dim(wlm_model *m, const wlm_gguf *g, const char *key, int require
     return WLM_OK;
 }
 
+/* A dimension key that may be (arch->per_layer) one number per layer: its largest value, each
+ * checked within lo..hi; into per[n_layers] when per is not NULL (a number: every layer's). */
+static int get_layer_dims(wlm_model *m, const wlm_gguf *g, const char *key, int required,
+                          int32_t def, int32_t lo, int32_t hi, int32_t *max, int32_t *per) {
+    const wlm_hparams *hp = &m->hp;
+    const wlm_gguf_kv *kv = wlm_gguf_find_kv(g, key);
+    if (!kv || kv->type != WLM_GGUF_ARRAY || !hp->arch->per_layer) {
+        int rc = get_dim(m, g, key, required, def, lo, hi, max);
+        for (int32_t l = 0; rc == WLM_OK && per && l < hp->n_layers; l++) per[l] = *max;
+        return rc;
+    }
+    if (hp->n_layers <= 0 || kv->arr.n != (uint64_t)hp->n_layers)
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s has %llu entries, expected %d "
+                             "(block_count)", key, (unsigned long long)kv->arr.n,
+                             (int)hp->n_layers);
+    *max = lo;
+    for (int32_t l = 0; l < hp->n_layers; l++) {
+        int64_t v;
+        if (wlm_gguf_arr_i64(kv, (uint64_t)l, &v) != WLM_OK || v < lo || v > hi)
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s[%d] is not a number within %d..%d",
+                                 key, (int)l, (int)lo, (int)hi);
+        if (per) per[l] = (int32_t)v;
+        if (v > *max) *max = (int32_t)v;
+    }
+    return WLM_OK;
+}
+
+/* WLM_OK unless `key` is an array (get_layer_dims checked it) with an entry other than v:
+ * query heads may not vary by layer (no published Gemma 4 does it). */
+static int same_per_layer(wlm_model *m, const wlm_gguf *g, const char *key, int32_t v) {
+    const wlm_gguf_kv *kv = wlm_gguf_find_kv(g, key);
+    for (uint64_t l = 0; kv && kv->type == WLM_GGUF_ARRAY && l < kv->arr.n; l++) {
+        int64_t x = v;
+        wlm_gguf_arr_i64(kv, l, &x);
+        if (x != v)
+            return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                                 "%s differs between layers (%lld and %d), which is not supported",
+                                 key, (long long)x, (int)v);
+    }
+    return WLM_OK;
+}
+
 /* An optional float key within (lo, hi) (lo excluded unless lo_ok). */
 static int get_float(wlm_model *m, const wlm_gguf *g, const char *key, float def, float lo,
                      int lo_ok, float hi, float *out) {
@@ -241,6 +283,8 @@ static int read_kv_heads(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
     const wlm_gguf_kv *kv = wlm_gguf_find_kv(g, akey(k, sizeof k, hp->arch, "attention.head_count_kv"));
     if (!kv || kv->type != WLM_GGUF_ARRAY)
         return get_dim(m, g, k, 0, hp->n_heads, 1, MAX_HEADS, &hp->n_kv_heads);
+    if (hp->arch->per_layer) /* Gemma 4: per layer (read_per_layer), the largest here */
+        return get_layer_dims(m, g, k, 0, hp->n_heads, 1, MAX_HEADS, &hp->n_kv_heads, NULL);
     if (hp->arch->layers != WLM_LAYERS_SHORTCONV)
         return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
                              "%s is an array (per-layer KV head counts), which %s does not take",
@@ -378,6 +422,87 @@ static int read_hybrid(wlm_model *m, const wlm_gguf *g, int32_t *mixer) {
     return WLM_OK;
 }
 
+/* Gemma 4's per-layer shapes (arch->per_layer; llama.cpp's LLM_ARCH_GEMMA4 hparams), after
+ * read_swa: n_ff[l] and n_kvh[l] from feed_forward_length and attention.head_count_kv (numbers
+ * or per-layer arrays); the sliding layers' head size attention.key_length_swa (=
+ * value_length_swa) and rotated width rope.dimension_count_swa; attention.shared_kv_layers S
+ * (the last S layers read the cache of layer L - S - 2 when sliding, L - S - 1 when full, which
+ * must be of the same kind); embedding_length_per_layer_input P (required, 0: none). head[l]:
+ * each layer's head size. hp's head_size, q_dim, kv_dim become the largest of any layer. */
+static int read_per_layer(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa,
+                          int32_t *n_ff, int32_t *n_kvh, int32_t *head) {
+    wlm_hparams *hp = &m->hp;
+    const wlm_arch *a = hp->arch;
+    const int32_t L = hp->n_layers;
+    char k[96];
+    int rc;
+    int32_t mx = 0, hs = hp->head_size, vs = 0;
+    if ((rc = get_layer_dims(m, g, akey(k, sizeof k, a, "feed_forward_length"), 1, 0, 1, MAX_HIDDEN,
+                             &mx, n_ff)) ||
+        (rc = get_layer_dims(m, g, akey(k, sizeof k, a, "attention.head_count_kv"), 0, hp->n_heads,
+                             1, MAX_HEADS, &mx, n_kvh)))
+        return rc;
+    for (int32_t l = 0; l < L; l++)
+        if (hp->n_heads % n_kvh[l] != 0)
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                 "%s[%d] = %d does not divide attention.head_count %d", k, (int)l,
+                                 (int)n_kvh[l], (int)hp->n_heads);
+    if (hp->n_swa <= 0)
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s needs %s.attention.sliding_window > 0",
+                             a->name, a->name);
+    if ((rc = get_dim(m, g, akey(k, sizeof k, a, "attention.key_length_swa"), 0, hp->head_size, 2,
+                      MAX_DIM, &hs)) ||
+        (rc = get_dim(m, g, akey(k, sizeof k, a, "attention.value_length_swa"), 0, hs, 2, MAX_DIM,
+                      &vs)) ||
+        (rc = get_dim(m, g, akey(k, sizeof k, a, "rope.dimension_count_swa"), 0, hs, 2, MAX_DIM,
+                      &hp->n_rot_swa)) ||
+        (rc = get_dim(m, g, akey(k, sizeof k, a, "attention.shared_kv_layers"), 0, 0, 0, L - 1,
+                      &hp->n_shared_kv)) ||
+        (rc = get_dim(m, g, akey(k, sizeof k, a, "embedding_length_per_layer_input"), 1, 0, 0,
+                      MAX_DIM, &hp->n_ple)) ||
+        (rc = get_float(m, g, akey(k, sizeof k, a, "final_logit_softcapping"), 0.0f, 0.0f, 1,
+                        1e30f, &hp->final_softcap)))
+        return rc;
+    if (vs != hs || hs % 2 != 0 || (uint64_t)hs * (uint64_t)hp->n_heads > MAX_HIDDEN)
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                             "%s.attention.key_length_swa %d and value_length_swa %d must be equal, "
+                             "even, and head_count × it at most %d", a->name, (int)hs, (int)vs,
+                             MAX_HIDDEN);
+    if (hp->n_rot_swa % 2 != 0 || hp->n_rot_swa > hs)
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                             "%s.rope.dimension_count_swa %d must be even and within 2..%d (the "
+                             "sliding layers' head size)", a->name, (int)hp->n_rot_swa, (int)hs);
+    if ((uint64_t)hp->n_ple * (uint64_t)L > MAX_HIDDEN)
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                             "%s.embedding_length_per_layer_input %d × %d layers exceeds %d",
+                             a->name, (int)hp->n_ple, (int)L, MAX_HIDDEN);
+    const int32_t first_shared = L - hp->n_shared_kv;
+    for (int32_t l = first_shared; l < L; l++) { /* llama.cpp's fixed rule */
+        const int32_t src = first_shared - (layer_swa[l] ? 2 : 1);
+        if (src < 0 || layer_swa[src] != layer_swa[l])
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                 "%s.attention.shared_kv_layers %d: layer %d (%s) would read the "
+                                 "KV cache of layer %d, which is not a %s layer", a->name,
+                                 (int)hp->n_shared_kv, (int)l, layer_swa[l] ? "sliding" : "full",
+                                 (int)src, layer_swa[l] ? "sliding" : "full");
+        if (n_kvh[l] != n_kvh[src])
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                 "%s.attention.head_count_kv: layer %d has %d KV heads but reads "
+                                 "the KV cache of layer %d, which has %d", a->name, (int)l,
+                                 (int)n_kvh[l], (int)src, (int)n_kvh[src]);
+    }
+    hp->head_size_swa = hs;
+    int32_t hmax = hp->head_size > hs ? hp->head_size : hs, kvmax = 0;
+    for (int32_t l = 0; l < L; l++) {
+        head[l] = layer_swa[l] ? hs : hp->head_size;
+        if (n_kvh[l] * head[l] > kvmax) kvmax = n_kvh[l] * head[l];
+    }
+    hp->head_size = hmax;
+    hp->q_dim = hmax * hp->n_heads;
+    hp->kv_dim = kvmax;
+    return WLM_OK;
+}
+
 /* Floats of one layer's recurrent state: its conv's last K - 1 inputs, and DeltaNet's HV
  * matrices of D × D; 0 for attention. */
 static size_t layer_state_floats(const wlm_hparams *hp, int32_t mixer) {
@@ -443,11 +568,12 @@ static int read_hparams(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
     int rc;
     uint32_t experts = 0;
     if ((rc = get_dim(m, g, akey(k, sizeof k, a, "embedding_length"), 1, 0, 1, MAX_DIM, &hp->dim)) ||
-        (rc = get_dim(m, g, akey(k, sizeof k, a, "feed_forward_length"), 1, 0, 1, MAX_HIDDEN,
-                      &hp->hidden_dim)) ||
         (rc = get_dim(m, g, akey(k, sizeof k, a, "block_count"), 1, 0, 1, MAX_LAYERS, &hp->n_layers)) ||
-        (rc = get_dim(m, g, akey(k, sizeof k, a, "attention.head_count"), 1, 0, 1, MAX_HEADS,
-                      &hp->n_heads)) ||
+        (rc = get_layer_dims(m, g, akey(k, sizeof k, a, "feed_forward_length"), 1, 0, 1, MAX_HIDDEN,
+                             &hp->hidden_dim, NULL)) ||
+        (rc = get_layer_dims(m, g, akey(k, sizeof k, a, "attention.head_count"), 1, 0, 1,
+                             MAX_HEADS, &hp->n_heads, NULL)) ||
+        (rc = same_per_layer(m, g, k, hp->n_heads)) ||
         (rc = read_kv_heads(m, g, hp)) ||
         (rc = get_dim(m, g, akey(k, sizeof k, a, "context_length"), 1, 0, 1, MAX_SEQ, &hp->seq_len)) ||
         (rc = get_float(m, g, akey(k, sizeof k, a, "rope.freq_base"), 10000.0f, 0.0f, 0, 1e30f,
@@ -635,11 +761,65 @@ static int map_recurrent(wlm_model *m, const wlm_gguf *g, int32_t l, float **spa
 
 static int map_ffn(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare);
 
+/* Gemma 4's attention projections of layer l (map_weights set its shapes): attn_q [E, H·hd];
+ * where the layer has its own KV, attn_k [E, kv·hd] with attn_k_norm [hd] and attn_v (absent:
+ * V = K); a shared-KV layer uses none of the three (llama.cpp loads them as optional: their
+ * shapes are checked when present). Then the per-layer embedding's inp_gate [E, P], proj [P, E],
+ * post_norm [E] (P > 0) and the optional layer_output_scale [1]. */
+static int map_per_layer_attn(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) {
+    const wlm_hparams *hp = &m->hp;
+    wlm_layer_weights *lw = &m->w.layers[l];
+    const int32_t D = hp->dim, P = hp->n_ple;
+    char name[80];
+    int rc;
+    if ((rc = get_matrix(m, g, blk(name, sizeof name, l, "attn_q.weight"), lw->q_dim, D, &lw->wq)))
+        return rc;
+    if (!lw->kv_own) { /* a file may still carry them: checked as llama.cpp does, then unused */
+        wlm_tensor unused = {0};
+        const float *unused_norm = NULL;
+        if ((wlm_gguf_find_tensor(g, blk(name, sizeof name, l, "attn_k.weight")) &&
+             (rc = get_matrix(m, g, name, lw->kv_dim, D, &unused))) ||
+            (wlm_gguf_find_tensor(g, blk(name, sizeof name, l, "attn_v.weight")) &&
+             (rc = get_matrix(m, g, name, lw->kv_dim, D, &unused))) ||
+            (wlm_gguf_find_tensor(g, blk(name, sizeof name, l, "attn_k_norm.weight")) &&
+             (rc = get_norm(m, g, name, lw->head_size, spare, &unused_norm))))
+            return rc;
+    } else {
+        if ((rc = get_matrix(m, g, blk(name, sizeof name, l, "attn_k.weight"), lw->kv_dim, D,
+                             &lw->wk)) ||
+            (rc = get_norm(m, g, blk(name, sizeof name, l, "attn_k_norm.weight"), lw->head_size,
+                           spare, &lw->k_norm)))
+            return rc;
+        lw->v_is_k = !wlm_gguf_find_tensor(g, blk(name, sizeof name, l, "attn_v.weight"));
+        if (!lw->v_is_k &&
+            (rc = get_matrix(m, g, name, lw->kv_dim, D, &lw->wv)))
+            return rc;
+    }
+    if (wlm_gguf_find_tensor(g, blk(name, sizeof name, l, "layer_output_scale.weight")) &&
+        (rc = get_norm(m, g, name, 1, spare, &lw->out_scale)))
+        return rc;
+    if (P == 0) {
+        if (wlm_gguf_find_tensor(g, blk(name, sizeof name, l, "inp_gate.weight")))
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                 "tensor %s: per-layer embeddings need %s."
+                                 "embedding_length_per_layer_input > 0", name, hp->arch->name);
+        return WLM_OK;
+    }
+    if ((rc = get_matrix(m, g, blk(name, sizeof name, l, "inp_gate.weight"), P, D, &lw->ple_gate)) ||
+        (rc = get_matrix(m, g, blk(name, sizeof name, l, "proj.weight"), D, P, &lw->ple_proj)) ||
+        (rc = get_norm(m, g, blk(name, sizeof name, l, "post_norm.weight"), D, spare,
+                       &lw->ple_norm)))
+        return rc;
+    return WLM_OK;
+}
+
 static int map_layer(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) {
     const wlm_hparams *hp = &m->hp;
     const wlm_arch *a = hp->arch;
     wlm_layer_weights *lw = &m->w.layers[l];
-    const int32_t D = hp->dim, Q = hp->q_dim, KV = hp->kv_dim;
+    const int32_t D = hp->dim; /* this layer's widths: Gemma 4's own, else the model's */
+    const int32_t Q = lw->q_dim ? lw->q_dim : hp->q_dim, KV = lw->kv_dim ? lw->kv_dim : hp->kv_dim;
+    const int32_t HS = lw->head_size ? lw->head_size : hp->head_size;
     const int layer_bias = a->norm == WLM_NORM_LAYER ? WLM_T_REQ : WLM_T_NO;
     char name[80], ffn_norm[48];
     int rc;
@@ -689,6 +869,8 @@ static int map_layer(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) 
             lw->bk = b + Q;
             lw->bv = b + Q + KV;
         }
+    } else if (a->per_layer) {
+        if ((rc = map_per_layer_attn(m, g, l, spare))) return rc;
     } else {
         if ((rc = get_matrix(m, g, blk(name, sizeof name, l, "attn_q.weight"), QR, D, &lw->wq)) ||
             (rc = get_matrix(m, g, blk(name, sizeof name, l, "attn_k.weight"), KV, D, &lw->wk)) ||
@@ -701,10 +883,11 @@ static int map_layer(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) 
                           &lw->bv)))
             return rc;
     }
-    if ((rc = get_vec(m, g, blk(name, sizeof name, l, "attn_q_norm.weight"), hp->head_size,
-                      a->qk_norm, spare, &lw->q_norm)) ||
-        (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_k_norm.weight"), hp->head_size,
-                      a->qk_norm, spare, &lw->k_norm)) ||
+    if ((rc = get_vec(m, g, blk(name, sizeof name, l, "attn_q_norm.weight"), HS, a->qk_norm,
+                      spare, &lw->q_norm)) ||
+        (!a->per_layer && /* (map_per_layer_attn reads it where the layer has K) */
+         (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_k_norm.weight"), HS, a->qk_norm,
+                       spare, &lw->k_norm))) ||
         (rc = get_matrix(m, g, blk(name, sizeof name, l, "attn_output.weight"), D, Q, &lw->wo)) ||
         (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_output.bias"), D, a->out_bias, spare,
                       &lw->bo)) ||
@@ -715,7 +898,7 @@ static int map_layer(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) 
         (rc = get_vec(m, g, blk(name, sizeof name, l, "attn_sinks.weight"), hp->n_heads,
                       a->attn_sinks, spare, &lw->attn_sinks)))
         return rc;
-    if ((lw->q_norm == NULL) != (lw->k_norm == NULL) ||
+    if ((!a->per_layer && (lw->q_norm == NULL) != (lw->k_norm == NULL)) ||
         (lw->post_att_norm == NULL) != (lw->post_ffn_norm == NULL))
         return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
                              "layer %d has only one of attn_q_norm / attn_k_norm or of "
@@ -778,9 +961,13 @@ static int map_ffn(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) {
     const wlm_hparams *hp = &m->hp;
     const wlm_arch *a = hp->arch;
     wlm_layer_weights *lw = &m->w.layers[l];
-    const int32_t D = hp->dim, H = hp->hidden_dim;
+    const int32_t D = hp->dim, H = lw->hidden ? lw->hidden : hp->hidden_dim;
     char name[80];
     int rc;
+    if (a->per_layer && wlm_gguf_find_tensor(g, blk(name, sizeof name, l, "ffn_gate_inp.weight")))
+        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
+                             "%s layer %d is a mixture-of-experts layer (%s), which is not "
+                             "supported yet (the dense Gemma 4 models are)", a->name, (int)l, name);
     if (hp->n_expert > 0 && l >= hp->n_dense_lead) return map_moe(m, g, l, spare);
     const int32_t up_rows = a->ffn == WLM_FFN_FUSED_GATE_UP ? 2 * H : H;
     if (a->ffn == WLM_FFN_GATED &&
@@ -876,7 +1063,7 @@ static int map_encoder(wlm_model *m, const wlm_gguf *g, float **spare) {
 }
 
 static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa,
-                       const int32_t *mixer) {
+                       const int32_t *mixer, const int32_t *shape) {
     wlm_hparams *hp = &m->hp;
     wlm_weights *w = &m->w;
     const wlm_arch *a = hp->arch;
@@ -916,27 +1103,49 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
     for (size_t i = 0; i < g->n_tensors; i++)
         if (g->tensors[i].type == WLM_TYPE_F16 && wlm_gguf_tensor_resident(&g->tensors[i]))
             n_f16 += g->tensors[i].n_elements;
-    float *spare = NULL;
+    if (shape) n_f16 += (uint64_t)hp->head_size; /* + Gemma 4's gain of ones for V's norm */
+    float *spare = NULL, *unit = NULL;
     if (n_f16) {
         if (n_f16 > SIZE_MAX / sizeof(float) ||
             !(m->owned_floats = calloc((size_t)n_f16, sizeof(float))))
             return wlm_set_error(m->errmsg, WLM_ERR_NOMEM, "out of memory for the norm weights");
         spare = m->owned_floats;
     }
+    if (shape) {
+        unit = spare;
+        for (int32_t i = 0; i < hp->head_size; i++) unit[i] = 1.0f;
+        spare += hp->head_size;
+    }
 
     w->layers = calloc((size_t)(uint32_t)L, sizeof *w->layers);
     if (!w->layers) return wlm_set_error(m->errmsg, WLM_ERR_NOMEM, "out of memory for %d layers", (int)L);
     size_t state_off = 0;
+    const int32_t first_shared = L - hp->n_shared_kv;
     for (int32_t l = 0, slot = 0; l < L; l++) {
         wlm_layer_weights *lw = &w->layers[l];
         lw->mixer = mixer[l];
-        lw->kv_slot = mixer[l] == WLM_MIX_ATTN ? slot++ : -1;
+        lw->swa = layer_swa[l];
+        if (shape) { /* Gemma 4 (read_per_layer): this layer's own shapes and KV source */
+            lw->head_size = shape[2 * L + l];
+            lw->n_kv_heads = shape[L + l];
+            lw->q_dim = lw->head_size * hp->n_heads;
+            lw->kv_dim = lw->head_size * lw->n_kv_heads;
+            lw->n_rot = lw->swa ? hp->n_rot_swa : hp->n_rot;
+            lw->hidden = shape[l];
+            lw->q_scale = sqrtf((float)lw->head_size); /* the kernel's 1/sqrt(hs): scale 1 */
+            lw->kv_own = l < first_shared;
+            lw->kv_src = lw->kv_own ? l : first_shared - (lw->swa ? 2 : 1);
+            lw->v_norm = lw->kv_own ? unit : NULL;
+        }
+        if (mixer[l] != WLM_MIX_ATTN) lw->kv_slot = -1;
+        else if (shape && !lw->kv_own) lw->kv_slot = w->layers[lw->kv_src].kv_slot;
+        else lw->kv_slot = slot++;
         lw->state_off = state_off;
         state_off += layer_state_floats(hp, mixer[l]);
         if ((rc = map_layer(m, g, l, &spare))) return rc;
-        lw->swa = layer_swa[l];
         lw->no_rope = a->nope_step > 0 && (l + 1) % a->nope_step == 0;
     }
+    if (shape) hp->n_attn_layers = first_shared; /* the layers with a KV cache of their own */
     hp->state_floats = state_off; /* one sequence's, all layers */
     if (a->encoder) {
         if ((rc = map_encoder(m, g, &spare))) return rc;
@@ -946,6 +1155,21 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
                              &w->final_norm_b)) ||
                (rc = map_rank_head(m, g, &spare))) {
         return rc;
+    }
+
+    /* Gemma 4's per-layer embeddings: per_layer_token_embd [P·L, V], per_layer_model_proj
+     * [E, P·L], per_layer_proj_norm [P]. */
+    if (shape && hp->n_ple > 0) {
+        const int32_t PL = hp->n_ple * L;
+        if ((rc = get_matrix(m, g, "per_layer_token_embd.weight", V, PL, &w->ple_embd)) ||
+            (rc = get_matrix(m, g, "per_layer_model_proj.weight", PL, D, &w->ple_model_proj)) ||
+            (rc = get_norm(m, g, "per_layer_proj_norm.weight", hp->n_ple, &spare,
+                           &w->ple_proj_norm)))
+            return rc;
+    } else if (shape && wlm_gguf_find_tensor(g, "per_layer_token_embd.weight")) {
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                             "tensor per_layer_token_embd.weight: per-layer embeddings need "
+                             "%s.embedding_length_per_layer_input > 0", a->name);
     }
 
     /* RoPE frequency factors: Llama 3.1+ (rope_freqs.weight), Phi-3's LongRoPE pair. */
@@ -988,8 +1212,9 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
         const wlm_tensor *t[] = {&lw->wq,      &lw->wk,       &lw->wv,        &lw->wqkv,
                                  &lw->wo,      &lw->w1,       &lw->w2,        &lw->w3,
                                  &lw->ssm_in,  &lw->ssm_gate, &lw->ssm_beta,  &lw->ssm_alpha,
-                                 &lw->ssm_out};
+                                 &lw->ssm_out,  &lw->ple_gate, &lw->ple_proj};
         for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) bytes += mat_bytes(t[i]);
+        if (lw->ple_norm) bytes += vec;
         if (lw->ffn_kind == WLM_FFN_KIND_MOE) { /* the router and k experts' matrices */
             const uint64_t k = (uint64_t)hp->n_expert_used;
             bytes += mat_bytes(&lw->moe_router) +
@@ -1010,6 +1235,7 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
         if (lw->ssm_norm) bytes += (uint64_t)(2 * hp->ssm_hv + hp->ssm_d) * sizeof(float);
     }
     if (w->embd_norm) bytes += 2 * vec;
+    bytes += mat_bytes(&w->ple_model_proj) + (w->ple_embd.data ? w->ple_embd.row_bytes : 0);
     if (w->type_embd.data) bytes += w->type_embd.row_bytes;
     bytes += vec * (w->final_norm_b ? 2 : 1);
     bytes += mat_bytes(&w->wcls);
@@ -1071,25 +1297,53 @@ static int load_weights(wlm_model *m, const wlm_gguf *g) {
                              wlm_arch_list());
     }
     if ((rc = read_hparams(m, g, &m->hp))) return rc;
-    int32_t *layer_swa = calloc((size_t)m->hp.n_layers, sizeof *layer_swa);
-    int32_t *mixer = calloc((size_t)m->hp.n_layers, sizeof *mixer);
-    if (!layer_swa || !mixer) {
+    const size_t L = (size_t)m->hp.n_layers;
+    int32_t *layer_swa = calloc(L, sizeof *layer_swa);
+    int32_t *mixer = calloc(L, sizeof *mixer);
+    int32_t *shape = m->hp.arch->per_layer ? calloc(3 * L, sizeof *shape) : NULL;
+    if (!layer_swa || !mixer || (m->hp.arch->per_layer && !shape)) {
         free(layer_swa);
         free(mixer);
+        free(shape);
         return wlm_set_error(m->errmsg, WLM_ERR_NOMEM, "out of memory");
     }
     rc = read_hybrid(m, g, mixer);
     if (rc == WLM_OK && m->hp.arch->swa) rc = read_swa(m, g, layer_swa);
+    if (rc == WLM_OK && shape) rc = read_per_layer(m, g, layer_swa, shape, shape + L, shape + 2 * L);
     /* llama.cpp caps the logits of a Gemma 3 without sliding windows (final_logit_softcapping) */
-    if (rc == WLM_OK && m->hp.arch->softcap && m->hp.n_swa == 0) {
+    if (rc == WLM_OK && m->hp.arch->softcap && m->hp.n_swa == 0 && !shape) {
         char k[96];
         rc = get_float(m, g, akey(k, sizeof k, m->hp.arch, "final_logit_softcapping"), 0.0f, 0.0f,
                        1, 1e30f, &m->hp.final_softcap);
     }
-    if (rc == WLM_OK) rc = map_weights(m, g, layer_swa, mixer);
+    if (rc == WLM_OK) rc = map_weights(m, g, layer_swa, mixer, shape);
     free(layer_swa);
     free(mixer);
+    free(shape);
     return rc;
+}
+
+/* tokenizer.ggml.suppress_tokens (an array of token ids, Gemma 4): their logits are -inf, as
+ * llama.cpp's; ids outside the vocabulary are skipped, as there. */
+static int read_suppress(wlm_model *m, const wlm_gguf *g) {
+    const char *key = "tokenizer.ggml.suppress_tokens";
+    const wlm_gguf_kv *kv = wlm_gguf_find_kv(g, key);
+    if (!kv) return WLM_OK;
+    if (kv->type != WLM_GGUF_ARRAY)
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s is not an array of token ids", key);
+    if (kv->arr.n == 0) return WLM_OK;
+    if (kv->arr.n > (uint64_t)m->hp.vocab_size)
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s holds %llu ids, more than the %d tokens",
+                             key, (unsigned long long)kv->arr.n, (int)m->hp.vocab_size);
+    if (!(m->suppress = malloc(sizeof(int32_t) * (size_t)kv->arr.n)))
+        return wlm_set_error(m->errmsg, WLM_ERR_NOMEM, "out of memory");
+    for (uint64_t i = 0; i < kv->arr.n; i++) {
+        int64_t id;
+        if (wlm_gguf_arr_i64(kv, i, &id) != WLM_OK)
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s is not an array of token ids", key);
+        if (id >= 0 && id < m->hp.vocab_size) m->suppress[m->n_suppress++] = (int32_t)id;
+    }
+    return WLM_OK;
 }
 
 static int load(wlm_model *m, const wlm_gguf *g, int vocab_only) {
@@ -1124,7 +1378,7 @@ static int load(wlm_model *m, const wlm_gguf *g, int vocab_only) {
         }
         m->has_tokenizer = 1;
     }
-    return WLM_OK;
+    return read_suppress(m, g);
 }
 
 int wlm_gguf_load_model(wlm_model *m, const unsigned char *data, size_t size, int vocab_only,

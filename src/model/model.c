@@ -74,6 +74,34 @@ const char *wlm_stop_reason_name(int reason) {
     }
 }
 
+void wlm_layer_shapes_finish(wlm_model *m) {
+    wlm_hparams *p = &m->hp;
+    size_t off = 0;
+    for (int32_t l = 0; m->w.layers && l < p->n_layers; l++) {
+        wlm_layer_weights *lw = &m->w.layers[l];
+        if (lw->head_size == 0) { /* a loader without per-layer shapes: the model's */
+            lw->head_size = p->head_size;
+            lw->n_kv_heads = p->n_kv_heads;
+            lw->q_dim = p->q_dim;
+            lw->kv_dim = p->kv_dim;
+            lw->n_rot = p->n_rot;
+            lw->hidden = p->hidden_dim;
+            lw->q_scale = p->q_scale;
+            lw->kv_own = lw->mixer == WLM_MIX_ATTN;
+            lw->kv_src = l;
+        }
+        if (lw->mixer != WLM_MIX_ATTN) continue;
+        if (lw->kv_own) {
+            lw->kv_off = off;
+            off += 2 * (size_t)WLM_KV_BLOCK * (size_t)lw->kv_dim;
+        } else { /* an earlier layer's cache (the loader checked that it owns one) */
+            lw->kv_off = m->w.layers[lw->kv_src].kv_off;
+            lw->kv_slot = m->w.layers[lw->kv_src].kv_slot;
+        }
+    }
+    p->kv_elems = off / WLM_KV_BLOCK;
+}
+
 int wlm_model_load(const void *data, size_t size, unsigned flags, wlm_model **out) {
     if (!out) {
         if (flags & WLM_LOAD_OWN_BUFFER) free((void *)data);
@@ -105,10 +133,14 @@ int wlm_model_load(const void *data, size_t size, unsigned flags, wlm_model **ou
         free(m->w.layers);
         free(m->owned_floats);
         m->owned_floats = NULL;
+        free(m->suppress);
+        m->suppress = NULL;
+        m->n_suppress = 0;
         memset(&m->w, 0, sizeof m->w);
         memset(&m->hp, 0, sizeof m->hp);
         return rc;
     }
+    wlm_layer_shapes_finish(m);
     m->loaded = 1;
     return WLM_OK;
 }
@@ -122,6 +154,7 @@ int wlm_model_commit_external(wlm_model *model) {
                              "WLM_LOAD_TENSORS_EXTERNAL, or is committed already");
     int rc = wlm_gguf_commit_external(model);
     if (rc != WLM_OK) model->loaded = 0; /* its vectors are bad: nothing may use it */
+    else wlm_layer_shapes_finish(model);
     return rc;
 }
 
@@ -147,6 +180,7 @@ void wlm_model_free(wlm_model *model) {
     free(model->meta_len);
     free(model->w.layers);
     free(model->owned_floats);
+    free(model->suppress);
     free(model->owned_buffer);
     free(model->external_marks);
     free(model);

@@ -91,6 +91,13 @@ typedef struct wlm_arch {
                                     "post_attention_norm") */
     const char *final_norm_name; /* the final norm, default "output_norm" (LFM2:
                                     "token_embd_norm") */
+    int8_t per_layer;         /* 1: Gemma 4's per-layer shapes (llama.cpp: src/models/gemma4-iswa.cpp):
+                                 sliding and full layers with their own head size, KV heads, RoPE
+                                 width and base (rope_freqs on the full layers only), n_ff per
+                                 layer, the last shared_kv_layers layers reading an earlier
+                                 layer's KV cache, V = K where attn_v is absent, RMSNorm (no gain)
+                                 of V, attention scale 1, per-layer embeddings and
+                                 layer_output_scale, and the logit soft-cap always */
     int8_t nope_step;         /* n > 0: layer l applies no RoPE to Q and K when (l + 1) % n == 0
                                  (SmolLM3's NoPE layers: llama.cpp's n_no_rope_layer_step, 4,
                                  hard-coded, no GGUF key); 0: every layer rotates */
@@ -172,6 +179,18 @@ typedef struct wlm_hparams {
     size_t state_floats;   /* recurrent state of one sequence, all layers: conv rows and
                               DeltaNet matrices (floats) */
     int32_t rope_sections[4]; /* rope.dimension_sections (IMROPE), zeros when absent */
+    /* per-layer shapes (arch->per_layer, Gemma 4): head_size, q_dim, kv_dim, n_kv_heads and
+     * hidden_dim above are then the largest of any layer (buffers are sized by them); each
+     * layer's own are in its wlm_layer_weights */
+    int32_t head_size_swa; /* head size of the sliding layers (attention.key_length_swa; = head_size
+                              otherwise) */
+    int32_t n_rot_swa;     /* rotated width of the sliding layers (rope.dimension_count_swa; =
+                              n_rot otherwise); RoPE set 1's */
+    int32_t n_shared_kv;   /* the last n_shared_kv layers keep no K/V of their own */
+    int32_t n_ple;         /* per-layer-embedding width P (embedding_length_per_layer_input), 0:
+                              none */
+    size_t kv_elems;       /* K and V elements of one position over every layer owning a cache:
+                              sum of 2 kv_dim (a KV block is WLM_KV_BLOCK of these) */
     /* mixture of experts (0 when the model has none) */
     int32_t n_expert;      /* experts per MoE layer (expert_count) */
     int32_t n_expert_used; /* k, experts chosen per token (expert_used_count) */
@@ -239,6 +258,26 @@ typedef struct wlm_layer_weights {
     const float *ssm_dt;          /* DeltaNet (HV) time-step bias */
     const float *ssm_a;           /* DeltaNet (HV) A = -exp(A_log) */
     const float *ssm_norm;        /* DeltaNet (D) gated RMSNorm weight, shared by the heads */
+    /* this layer's shapes: the model's (hp) in every architecture but Gemma 4's */
+    int32_t head_size, n_kv_heads; /* its head size and KV heads (n_heads query heads) */
+    int32_t q_dim, kv_dim;        /* n_heads × head_size, n_kv_heads × head_size */
+    int32_t n_rot;                /* its rotated width (RoPE set 1's on sliding layers) */
+    int32_t hidden;               /* its feed-forward width (rows of w1 / w3) */
+    float q_scale;                /* Q multiplied by it before attention (hp q_scale; Gemma 4:
+                                     sqrt(head_size), for an attention scale of 1) */
+    int32_t kv_own;               /* 1: computes and stores its own K and V; 0 (shared KV): only
+                                     Q, attending to the cache of the layer kv_src */
+    int32_t kv_src;               /* the layer whose cache it reads (itself when kv_own) */
+    size_t kv_off;                /* elements into a KV block where its K rows begin (position
+                                     slot s at + s kv_dim; V WLM_KV_BLOCK kv_dim further): kv_src's */
+    int32_t v_is_k;               /* 1: no attn_v; V is K's projection, before K's norm (Gemma 4) */
+    const float *v_norm;          /* (head_size) all ones: RMSNorm of each V head without gain
+                                     (Gemma 4), or NULL */
+    const float *out_scale;       /* (1) layer_output_scale: the stream is multiplied by it after
+                                     the layer, or NULL */
+    wlm_tensor ple_gate;          /* (n_ple, dim) per-layer embedding's inp_gate, data NULL when none */
+    wlm_tensor ple_proj;          /* (dim, n_ple) its proj */
+    const float *ple_norm;        /* (dim) its post_norm */
     const float *attn_sinks;      /* (n_heads) attention sink logits, or NULL */
     /* the feed-forward's kind; a mixture of experts (moe.c) reads the fields below instead of
      * w1 / w2 / w3. Each exp_* tensor describes expert 0's matrix; expert e's is the same view
@@ -278,6 +317,10 @@ typedef struct wlm_weights {
     wlm_tensor dense2;            /* (d2, dim) after pooling: h = dense3 · (dense2 · h), no bias or
                                      activation (llama.cpp's build_dense_out); data NULL when none */
     wlm_tensor dense3;            /* (dim, d2) */
+    /* per-layer embeddings (Gemma 4, hp n_ple P > 0; data NULL otherwise) */
+    wlm_tensor ple_embd;          /* (vocab_size, P n_layers) per_layer_token_embd */
+    wlm_tensor ple_model_proj;    /* (P n_layers, dim) per_layer_model_proj */
+    const float *ple_proj_norm;   /* (P) per_layer_proj_norm */
 } wlm_weights;
 
 struct wlm_model {
@@ -300,6 +343,9 @@ struct wlm_model {
     const unsigned char *external_buf; /* the header + resident area buffer, and its size */
     size_t external_size;
     wlm_tokenizer tok;
+    int32_t *suppress;            /* (n_suppress) tokenizer.ggml.suppress_tokens: ids whose logits
+                                     are always -inf (Gemma 4), or NULL */
+    int32_t n_suppress;
     /* The GGUF file's STRING key/values, copied at load (the GGUF tables do not outlive the
      * loader, and a vocab-only load may not keep the buffer): n_meta pairs of NUL-terminated
      * key and value in meta_blob, at meta_off[2i] and meta_off[2i+1]; value i is meta_len[i]
@@ -311,17 +357,23 @@ struct wlm_model {
     char errmsg[WLM_ERRMSG_SIZE];
 };
 
+/* model.c, after a loader: fills each layer's shapes the loader left 0 with the model's (every
+ * architecture but Gemma 4's), lays out the KV cache (kv_off of each layer owning one; a
+ * shared-KV layer takes its source's kv_off and kv_slot) and sets hp kv_elems. */
+void wlm_layer_shapes_finish(wlm_model *m);
+
 /* Copies every STRING key/value of g into the model (gguf_model.c). */
 int wlm_model_copy_meta(wlm_model *m, const wlm_gguf *g);
 
 /* Paged KV cache: a pool of blocks of WLM_KV_BLOCK positions, elements of `type` (F32 or F16,
- * elem_bytes each). Block b holds, for each layer l, K rows then V rows, counted in elements:
- * base(b) + l * 2 * BLOCK * kv_dim (K, position slot s at + s * kv_dim) and + BLOCK * kv_dim
- * further (V). Blocks are reference-counted; ref 0 = on the free list. */
+ * elem_bytes each). Block b holds, for each layer l owning a cache, K rows then V rows, counted
+ * in elements: base(b) + layer l's kv_off (K, position slot s at + s * kv_dim) and + BLOCK *
+ * kv_dim further (V), kv_dim being that layer's. Blocks are reference-counted; ref 0 = on the
+ * free list. */
 typedef struct wlm_kv_pool {
     int32_t type;                 /* enum wlm_kv_type */
     size_t elem_bytes;            /* 4 (F32) or 2 (F16) */
-    size_t block_bytes;           /* n_layers * 2 * WLM_KV_BLOCK * kv_dim * elem_bytes */
+    size_t block_bytes;           /* WLM_KV_BLOCK * hp kv_elems * elem_bytes */
     unsigned char **base;         /* (cap) block memory */
     int32_t *ref;                 /* (cap) sequences referencing the block */
     int32_t *free_ids;            /* (cap) stack of free block ids */
@@ -458,6 +510,10 @@ struct wlm_context {
     float *rs_z;                  /* (B, HV D) DeltaNet's output gate */
     float *rs_ba;                 /* (B, 2 HV) DeltaNet's beta, then alpha (decay) per head */
     float *rs_o;                  /* (B, max(HV D, dim)) the recurrence's output */
+    float *ple;                   /* (B, n_ple n_layers) each entry's per-layer inputs (Gemma 4),
+                                     or NULL */
+    float *ple_h;                 /* (B, n_ple) a layer's gated per-layer input, and (n_ple
+                                     n_layers) a token's per_layer_token_embd row; or NULL */
     /* mixture of experts (moe.c), NULL without: R = B · n_expert_used rows, one per (entry,
      * chosen expert), grouped by expert */
     float *moe_logits;            /* (B, n_expert) router logits, then scores */
@@ -474,8 +530,9 @@ struct wlm_context {
     int32_t xq_type;              /* the vec_dot_type xq holds the last product's input in
                                      (forward.c's matmul_ex), WLM_TYPE_F32: none */
     int32_t n_rope_sets;          /* 1, or 2 with sliding-window layers (their own base) */
-    float *rope_cos, *rope_sin;   /* (n_rope_sets, B, n_rot / 2) angles of each entry's position */
-    float *rope_freq;             /* (n_rope_sets, n_rot / 2) radians per position of each pair */
+    float *rope_cos, *rope_sin;   /* (n_rope_sets, B, rope_half) angles of each entry's position */
+    float *rope_freq;             /* (n_rope_sets, rope_half) radians per position of each pair */
+    int32_t rope_half;            /* max(n_rot, n_rot_swa) / 2: the tables' row length */
     float rope_mscale;            /* cos and sin are multiplied by it (rope_attn_factor) */
     const void **kb, **vb;        /* (kb_cap) block pointers of one sequence and layer (to float
                                      or uint16_t elements, as kv.type); a sliding-window layer
@@ -613,8 +670,9 @@ void wlm_moe_ffn(wlm_context *c, const wlm_layer_weights *lw, float *x, float *o
 void wlm_recurrent_mix(wlm_context *c, const wlm_layer_weights *lw, const float *xb, size_t xs,
                        float *out, size_t os, int32_t n);
 
-/* context.c: the K row of position `pos` of sequence `seq` in layer l, kv_dim elements of
- * c->kv.type (V is WLM_KV_BLOCK * kv_dim elements further). */
+/* context.c: the K row of position `pos` of sequence `seq` in layer l (of the layer whose
+ * cache it reads), the layer's kv_dim elements of c->kv.type (V is WLM_KV_BLOCK * kv_dim
+ * elements further). */
 void *wlm_kv_row(wlm_context *c, int32_t seq, int32_t layer, int32_t pos);
 
 /* context.c: stores n floats into a KV row of c->kv.type (F16: rounded to nearest even). */

@@ -90,10 +90,9 @@ static void pool_release(wlm_kv_pool *p) {
 
 void *wlm_kv_row(wlm_context *c, int32_t seq, int32_t layer, int32_t pos) {
     const wlm_seq *s = &c->seqs[seq];
-    const size_t kv_dim = (size_t)c->model->hp.kv_dim;
-    const size_t slot = (size_t)c->model->w.layers[layer].kv_slot; /* attention layers only */
+    const wlm_layer_weights *lw = &c->model->w.layers[layer]; /* attention layers only */
     return c->kv.base[s->blocks[pos / BLOCK]] +
-           (slot * 2 * BLOCK * kv_dim + (size_t)(pos % BLOCK) * kv_dim) * c->kv.elem_bytes;
+           (lw->kv_off + (size_t)(pos % BLOCK) * (size_t)lw->kv_dim) * c->kv.elem_bytes;
 }
 
 void wlm_kv_store(const wlm_context *c, void *row, const float *x, int32_t n) {
@@ -254,6 +253,8 @@ static void context_release(wlm_context *c) {
     free(c->rs_z);
     free(c->rs_ba);
     free(c->rs_o);
+    free(c->ple);
+    free(c->ple_h);
     free(c->qkv);
     free(c->kt);
     free(c->vt);
@@ -359,7 +360,9 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
      * activations hold n_ctx entries. */
     c->batch_cap = p->bidirectional && c->n_ctx > WLM_BATCH_CHUNK ? c->n_ctx : WLM_BATCH_CHUNK;
     const uint64_t B = (uint64_t)c->batch_cap, dim = (uint64_t)p->dim, hid = (uint64_t)p->hidden_dim;
-    const uint64_t kvd = (uint64_t)p->kv_dim, half = (uint64_t)p->n_rot / 2;
+    const uint64_t kvd = (uint64_t)p->kv_dim;
+    const uint64_t half = (uint64_t)(p->n_rot_swa > p->n_rot ? p->n_rot_swa : p->n_rot) / 2;
+    c->rope_half = (int32_t)half;
     const uint64_t qd = (uint64_t)p->q_dim, xs = qd > dim ? qd : dim;
     const uint64_t hs = p->arch->ffn == WLM_FFN_FUSED_GATE_UP ? 2 * hid : hid;
     uint64_t widest = hid > dim ? hid : dim;
@@ -413,6 +416,12 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
         c->rs_ba = alloc_n(B * 2 * (uint64_t)p->ssm_hv, sizeof(float), &total);
         c->rs_o = alloc_n(B * (vd > dim ? vd : dim), sizeof(float), &total);
     }
+    if (p->n_ple) { /* Gemma 4's per-layer inputs */
+        c->ple = alloc_n(B * (uint64_t)p->n_ple * (uint64_t)p->n_layers, sizeof(float), &total);
+        const uint64_t pl = (uint64_t)p->n_ple * (uint64_t)p->n_layers;
+        c->ple_h = alloc_n(B * (uint64_t)p->n_ple > pl ? B * (uint64_t)p->n_ple : pl,
+                           sizeof(float), &total);
+    }
     c->kt = alloc_n(B * kvd, sizeof(float), &total);
     c->vt = alloc_n(B * kvd, sizeof(float), &total);
     c->att = alloc_n(wlm_attention_scratch(p->n_heads, c->n_ctx, p->head_size), sizeof(float),
@@ -438,6 +447,7 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     int ok = c->x && c->xb && c->xb2 && c->hb && c->hb2 && c->q && c->kt && c->vt && c->att &&
              (c->qkv || !fused_qkv) && ((c->qg && c->gate) || !p->arch->attn_gate) &&
              ((c->rs_in && c->rs_z && c->rs_ba && c->rs_o) || !p->n_rec_layers) &&
+             ((c->ple && c->ple_h) || !p->n_ple) &&
              c->xq && c->rope_cos && c->rope_sin && c->rope_freq && c->kb && c->vb &&
              c->ent_seq && c->ent_pos && c->logits && c->logit_row && c->seqs && c->gens &&
              (!n_exp || (c->moe_logits && c->moe_ids && c->moe_w && c->moe_row && c->moe_first &&
@@ -454,8 +464,9 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
      * computes them in F32), so kv_type does not apply. */
     c->kv.type = p->bidirectional ? WLM_KV_F32 : params->kv_type;
     c->kv.elem_bytes = c->kv.type == WLM_KV_F16 ? 2 : 4;
-    /* K and V rows for the attention layers only (a hybrid's other layers keep a state) */
-    c->kv.block_bytes = (size_t)p->n_attn_layers * 2 * BLOCK * (size_t)p->kv_dim * c->kv.elem_bytes;
+    /* K and V rows for the attention layers owning a cache only (a hybrid's other layers keep
+     * a state; Gemma 4's shared-KV layers read an earlier layer's) */
+    c->kv.block_bytes = (size_t)BLOCK * p->kv_elems * c->kv.elem_bytes;
     if (c->kv.block_bytes == 0) c->kv.block_bytes = 1; /* no attention layer: blocks of nothing */
     if (ok && !c->deferred) ok = pool_grow(&c->kv, c->max_blocks) == WLM_OK; /* one full sequence up front */
     if (!ok) {
@@ -687,13 +698,14 @@ int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t 
         rc = wlm_kv_reserve(c, seq, n_keep, s->n_past);
         if (rc != WLM_OK) return rc;
         const wlm_hparams *p = &c->model->hp;
-        const int kv_dim = p->kv_dim;
-        const size_t row_bytes = (size_t)kv_dim * c->kv.elem_bytes;
-        const size_t v_off = (size_t)BLOCK * row_bytes;
         wlm_rope_shift_prepare(c, n_discard); /* forward.c: cos/sin of -n_discard positions */
         for (int32_t pos = n_keep + n_discard; pos < s->n_past; pos++) {
             for (int32_t l = 0; l < p->n_layers; l++) {
-                if (c->model->w.layers[l].kv_slot < 0) continue; /* no KV cache */
+                const wlm_layer_weights *lw = &c->model->w.layers[l];
+                if (lw->kv_slot < 0 || !lw->kv_own) continue; /* no KV cache of its own */
+                const int kv_dim = lw->kv_dim;
+                const size_t row_bytes = (size_t)kv_dim * c->kv.elem_bytes;
+                const size_t v_off = (size_t)BLOCK * row_bytes;
                 unsigned char *src = wlm_kv_row(c, seq, l, pos);
                 unsigned char *dst = wlm_kv_row(c, seq, l, pos - n_discard);
                 memcpy(dst + v_off, src + v_off, row_bytes); /* V as it is */

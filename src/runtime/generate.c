@@ -48,6 +48,19 @@ static int reserve(char **buf, size_t *cap, size_t need) {
 
 /* Validates the non-sampler fields of one sequence's parameters and prompt and prepares its
  * generation state (stop strings, sampler). `who` prefixes messages ("" or "sequence 3: "). */
+/* The model's tokenizer.ggml.suppress_tokens (Gemma 4) added to a sampler's banned tokens: they
+ * are never sampled, while their raw logits (and so the reported probabilities, llama.cpp's
+ * n_probs) stay as computed — what llama.cpp b12211 does. WLM_ERR_NOMEM or WLM_OK. */
+static int ban_suppressed(wlm_sampler *s, const wlm_model *m) {
+    if (m->n_suppress == 0) return WLM_OK;
+    int32_t *b = realloc(s->banned, sizeof(int32_t) * (size_t)(s->n_banned + m->n_suppress));
+    if (!b) return WLM_ERR_NOMEM;
+    memcpy(b + s->n_banned, m->suppress, sizeof(int32_t) * (size_t)m->n_suppress);
+    s->banned = b;
+    s->n_banned += m->n_suppress;
+    return WLM_OK;
+}
+
 static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n,
                      const wlm_gen_params *params, const char *who) {
     const wlm_hparams *hp = &c->model->hp;
@@ -111,6 +124,7 @@ static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n
                              "%sthe prompt is %d tokens; the context holds %d", who, (int)n,
                              (int)c->n_ctx);
     rc = wlm_sampler_init(&g->sampler, hp->vocab_size, params);
+    if (rc == WLM_OK) rc = ban_suppressed(&g->sampler, c->model);
     if (rc != WLM_OK) return wlm_set_error(c->errmsg, rc, "%sout of memory for the sampler", who);
     if (params->grammar) { /* compiled here, owned by the sampler (grammar_vocab.c) */
         wlm_gram *gram;
@@ -726,6 +740,7 @@ int wlm_sampler_preview(wlm_context *ctx, int32_t seq, const wlm_gen_params *par
     wlm_sampler s;
     memset(&s, 0, sizeof s);
     rc = wlm_sampler_init(&s, vocab, params);
+    if (rc == WLM_OK) rc = ban_suppressed(&s, ctx->model);
     if (rc != WLM_OK) {
         wlm_sampler_free(&s);
         return wlm_set_error(ctx->errmsg, rc, "out of memory for the sampler");

@@ -64,6 +64,25 @@ size_t wlm_bpe_decoded(const wlm_tokenizer *t, int32_t i, char *out) {
         if (out) memcpy(out, p, n);
         return n;
     }
+    if (t->spm_bpe) { /* Gemma 4: "▁" is a space, <0xNN> its byte, the rest raw UTF-8 */
+        if (t->type[i] == WLM_TOKEN_BYTE) {
+            unsigned v = 0;
+            if (n != 6 || sscanf((const char *)p, "<0x%2X>", &v) != 1) return 0;
+            if (out) out[0] = (char)v;
+            return 1;
+        }
+        if (t->type[i] != WLM_TOKEN_NORMAL) return 0;
+        for (size_t k = 0; k < n;) {
+            if (k + 3 <= n && p[k] == 0xE2 && p[k + 1] == 0x96 && p[k + 2] == 0x81) {
+                if (out) out[o] = ' ';
+                o++, k += 3;
+                continue;
+            }
+            if (out) out[o] = (char)p[k];
+            o++, k++;
+        }
+        return o;
+    }
     if (t->type[i] != WLM_TOKEN_NORMAL) return 0;
     for (size_t k = 0; k < n;) {
         size_t used;
@@ -292,7 +311,9 @@ int wlm_bpe_encode_fragment(const wlm_tokenizer *t, const char *s, size_t n, wlm
     size_t n_cps = 0;
     for (size_t i = 0; i < n;) {
         size_t used;
-        w->cps[n_cps++] = wlm_utf8_decode((const unsigned char *)s + i, n - i, &used);
+        uint32_t cp = wlm_utf8_decode((const unsigned char *)s + i, n - i, &used);
+        if (t->spm_bpe && cp == ' ') cp = 0x2581; /* Gemma 4: spaces escaped to "▁" */
+        w->cps[n_cps++] = cp;
         i += used;
     }
     int rc = wlm_pretok_split(&t->pre, w->cps, n_cps, &w->lens, &w->n_lens, &w->cap_lens, &w->re);
@@ -304,9 +325,16 @@ int wlm_bpe_encode_fragment(const wlm_tokenizer *t, const char *s, size_t n, wlm
          * each byte as its stand-in (at most 2 bytes of UTF-8) */
         if (grow((void **)&w->word, &w->cap_word, 8 * len, 1)) return WLM_ERR_NOMEM;
         size_t m = 0;
+        int newlines = 1; /* a run of newlines only */
         for (size_t j = 0; j < len; j++) {
             char u[4];
             size_t ul = wlm_utf8_encode(w->cps[off + j], u);
+            newlines &= w->cps[off + j] == '\n';
+            if (t->spm_bpe) { /* raw UTF-8 */
+                memcpy(w->word + m, u, ul);
+                m += ul;
+                continue;
+            }
             for (size_t b = 0; b < ul; b++) {
                 unsigned char c = (unsigned char)u[b];
                 memcpy(w->word + m, t->byte_enc[c], t->byte_enc_len[c]);
@@ -314,6 +342,13 @@ int wlm_bpe_encode_fragment(const wlm_tokenizer *t, const char *s, size_t n, wlm
             }
         }
         off += len;
+        if (t->spm_bpe && newlines) { /* Gemma 4: a newline run that is a token stays whole */
+            const int32_t id = wlm_tokenizer_lookup(t, w->word, m);
+            if (id >= 0) {
+                if ((rc = wlm_id_vec_push(out, id)) != WLM_OK) return rc;
+                continue;
+            }
+        }
         if ((rc = bpe_word(t, w, m, out)) != WLM_OK) return rc;
     }
     return WLM_OK;

@@ -674,6 +674,9 @@ static const pretok_def PRETOKS[] = {
     {"gpt-4o llama4", 0, 0,
      {RE_UPPER_LOWER RE_CONTRACTIONS "?|" RE_UPPER RE_CONTRACTIONS "?|\\p{N}{1,3}| ?[^\\s\\p{L}"
       "\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"}},
+    /* Gemma 4 (tokenizer.ggml.model "gemma4" forces it): runs of newlines and runs of anything
+     * else; llama.cpp turns its add_bos on whatever the file says */
+    {"gemma4", 0, 1, {"[^\\n]+|[\\n]+"}},
     {"tekken", 1, 1,
      {RE_UPPER_LOWER "|" RE_UPPER "|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!"
       "\\S)|\\s+"}},
@@ -687,7 +690,7 @@ const char *const wlm_pretok_names[] = {
     "mellum", "modern-bert", "exaone4", "jina-v1-en", "jina-v2-code", "roberta-bpe", "mpt",
     "olmo", "jais", "trillion", "granite-docling", "qwen2", "deepseek-r1-qwen", "kormo",
     "f2llmv2", "megrez", "stablelm2", "hunyuan", "grok-2", "solar-open", "qwen35", "poro-chat",
-    "bloom", "gpt3-finnish", "viking", "gpt-4o", "llama4", "tekken", NULL};
+    "bloom", "gpt3-finnish", "viking", "gpt-4o", "llama4", "gemma4", "tekken", NULL};
 
 static int names_contain(const char *names, const char *s, size_t n) {
     for (const char *p = names; *p;) {

@@ -99,6 +99,11 @@ typedef struct wlm_tokenizer {
     int32_t n_merges;
     char byte_enc[256][4];     /* GPT-2's stand-in code point of each byte, as UTF-8 */
     uint8_t byte_enc_len[256];
+    int spm_bpe;               /* tokenizer.ggml.model "gemma4" (llama.cpp's SPM-style BPE,
+                                  LLAMA_VOCAB_PRE_TYPE_GEMMA4): spaces escaped to "▁" before the
+                                  pre-tokenizer, symbols are raw UTF-8 characters (no byte
+                                  mapping), a run of newlines that is a token stays whole; tokens
+                                  decode with "▁" as a space and <0xNN> as its byte */
 } wlm_tokenizer;
 
 /* A growable array of token ids (the encoders' output). */

@@ -55,7 +55,7 @@ static int special_id(const wlm_gguf *g, const char *key, int32_t n, int32_t *id
 static const char *const EOG_PIECES[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
     "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "<|end_of_text|>", "<end_of_utterance>",
-    "</s>", "<eos>", NULL};
+    "</s>", "<eos>", "<turn|>", "<|tool_response>", NULL}; /* (the last two: Gemma 4's) */
 
 static const struct {
     const char *key, *key_old;     /* the id keys that make a text search unnecessary */
@@ -294,12 +294,15 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
     if (model->type != WLM_GGUF_STRING)
         return fail(err, errlen, WLM_ERR_FORMAT, "tokenizer.ggml.model has type %s, not STRING",
                     wlm_gguf_type_name(model->type));
-    int bpe = wlm_gguf_str_eq(model->str, "gpt2"), wpm = wlm_gguf_str_eq(model->str, "bert");
+    /* "gemma4": llama.cpp's BPE over raw UTF-8 with the gemma4 pre-tokenizer (spm_bpe) */
+    const int spm_bpe = wlm_gguf_str_eq(model->str, "gemma4");
+    int bpe = wlm_gguf_str_eq(model->str, "gpt2") || spm_bpe, wpm = wlm_gguf_str_eq(model->str, "bert");
     if (!bpe && !wpm && !wlm_gguf_str_eq(model->str, "llama")) {
         wlm_printable(name, sizeof name, model->str.ptr, model->str.len);
         return fail(err, errlen, WLM_ERR_UNSUPPORTED,
                     "tokenizer model \"%s\" is not supported (only \"llama\", SentencePiece BPE, "
-                    "\"gpt2\", byte-level BPE, and \"bert\", WordPiece)", name);
+                    "\"gpt2\", byte-level BPE, \"gemma4\", BPE over UTF-8, and \"bert\", "
+                    "WordPiece)", name);
     }
 
     const wlm_gguf_kv *tokens, *scores = NULL, *types = NULL;
@@ -382,9 +385,10 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
          * generation stops at BOS). Ids given by keys must lie inside the vocabulary. */
         wlm_gguf_str pre = {0};
         int has_pre;
-        if ((rc = opt_str(g, "tokenizer.ggml.pre", &pre, &has_pre, err, errlen)) ||
-            (rc = wlm_pretok_init(&t->pre, pre.ptr, pre.len, err, errlen)))
-            goto fail;
+        if ((rc = opt_str(g, "tokenizer.ggml.pre", &pre, &has_pre, err, errlen))) goto fail;
+        if (spm_bpe) pre.ptr = "gemma4", pre.len = 6; /* llama.cpp sets it whatever the file says */
+        if ((rc = wlm_pretok_init(&t->pre, pre.ptr, pre.len, err, errlen))) goto fail;
+        t->spm_bpe = spm_bpe;
         t->bos_id = t->eos_id = -1;
         t->unk_id = -1;
         if ((rc = bpe_special_id(g, "tokenizer.ggml.bos_token_id", n, &t->bos_id, err, errlen)) ||
@@ -437,6 +441,7 @@ int wlm_tokenizer_load_gguf(wlm_tokenizer *t, const wlm_gguf *g, char *err, size
                                    err, errlen)))
         goto fail;
     if (wpm) add_bos = 1, add_eos = 0, add_space = 0; /* llama.cpp's WPM ignores these keys */
+    if (spm_bpe) add_bos = 1; /* llama.cpp's "workaround for Gemma 4" */
     if ((add_bos && t->bos_id < 0) || (add_eos && t->eos_id < 0)) {
         rc = fail(err, errlen, WLM_ERR_FORMAT, "tokenizer.ggml.add_%s_token is true but the "
                   "vocabulary has no %s (tokenizer.ggml.%s_token_id)", add_bos && t->bos_id < 0

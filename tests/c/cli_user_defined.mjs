@@ -9,7 +9,8 @@
 // Also checks that the record covers every such vocabulary and that each vocabulary file is the
 // one llama.cpp read (size and sha256).
 // With RECORD (a file of tests/reference/tokenize/ written by `tools/oracle_tokenize.mjs --set`,
-// e.g. pretok.json: the qwen35 and lfm2 pre-tokenizers, from llama.cpp b12211) it checks that
+// e.g. pretok.json: the qwen35 and lfm2 pre-tokenizers and the gemma4 tokenizer model, from
+// llama.cpp b12211) it checks that
 // record's vocabularies and texts the same way, without the coverage check.
 //
 //   node tests/c/cli_user_defined.mjs CLI SHARED WORK [RECORD]

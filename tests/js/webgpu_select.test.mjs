@@ -29,6 +29,8 @@ test('unsupportedReason names a weight type without GPU kernels and the tensor h
   assert.match(unsupportedReason({ ...desc, hp: { head_size: 512 }, layers: [{ ...desc.layers[0], wv: t(13) }] }, { maxHead: MAX_HEAD }),
     /head size 512 is above the GPU attention kernel's 256/);
   const ok = { ...desc, layers: [{ ...desc.layers[0], wv: t(13) }] };
+  assert.match(unsupportedReason({ ...ok, arch: { name: 'gemma4', encoder: 0, per_layer: 1 } }, { maxHead: MAX_HEAD }),
+    /gemma4's per-layer shapes .* run on the CPU only/);
   assert.match(unsupportedReason({ ...ok, arch: { name: 'bert', encoder: 1 } }, { maxHead: MAX_HEAD }),
     /causal only: an encoder \(bert\) runs on the CPU/);
   assert.match(unsupportedReason({ ...ok, arch: { name: 'gemma-embedding', encoder: 0 }, hp: { head_size: 64, bidirectional: 1 } }, { maxHead: MAX_HEAD }),

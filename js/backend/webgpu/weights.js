@@ -87,6 +87,10 @@ export function unsupportedReason(desc, { maxHead }) {
   if (desc.arch?.encoder || desc.hp?.bidirectional) {
     return `the GPU forward pass is causal only: ${desc.arch?.encoder ? 'an encoder' : 'bidirectional attention'} (${desc.arch?.name}) runs on the CPU`;
   }
+  if (desc.arch?.per_layer) {
+    return `${desc.arch.name}'s per-layer shapes (head sizes, KV heads and feed-forward widths by layer, ` +
+      'layers sharing an earlier KV cache, per-layer embeddings) run on the CPU only for now';
+  }
   if (desc.hp?.n_rec_layers > 0 && desc.hp.ssm_d > MAX_SSM_HEAD) {
     return `${desc.arch?.name}'s DeltaNet head size ${desc.hp.ssm_d} is above the GPU kernel's ${MAX_SSM_HEAD}`;
   }
