@@ -71,7 +71,12 @@ test('openBatch (continuous batching) through the worker equals the in-thread en
   assert.equal(l.cancelled.length, 5);
   assert.ok(a.cancelled.length >= 5);
   assert.deepEqual(a.cancelled.slice(0, 5), l.cancelled);
-  for (const k of ['a', 'b', 'r0', 'r1', 'stats']) assert.deepEqual(a[k], l[k], k);
+  // the worker's batch runs ahead of its reader, so the first sequence may have ended (its slot
+  // free) before the second joins: the second's slot depends on timing, its tokens do not
+  const unslot = (x) => JSON.parse(JSON.stringify(x, (key, v) => (key === 'seq' || key === 'slot' ? undefined : v)));
+  for (const k of ['a', 'r0', 'stats']) assert.deepEqual(a[k], l[k], k);
+  for (const k of ['b', 'r1']) assert.deepEqual(unslot(a[k]), unslot(l[k]), k);
+  assert.equal(new Set(a.b.map((t) => t.seq)).size, 1);
   assert.equal(a.stats, 3);
   assert.equal(a.r0.nGenerated, a.a.length - 1);
   // the worker's engine is idle again
