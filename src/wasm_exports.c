@@ -577,3 +577,93 @@ API int wlmjs_embed_info(const wlm_model *m, int field) {
     default: return -1;
     }
 }
+
+/* ---- images in (src/vision/) ---- */
+/* Loads an mmproj GGUF (wlm_vision_load with WLM_LOAD_OWN_BUFFER: data malloc'd by wlmjs_malloc,
+ * freed by the handle, on failure too). Returns the handle (NULL only when its own allocation
+ * failed) and writes the status to *status (an int slot). Free the handle either way. */
+API wlm_vision *wlmjs_vision_load(void *data, size_t size, int *status) {
+    wlm_vision *v = NULL;
+    *status = wlm_vision_load(data, size, WLM_LOAD_OWN_BUFFER, &v);
+    return v;
+}
+/* One field of wlm_vision_info by number: 0 image_size, 1 patch_size, 2 n_embd, 3 n_ff,
+ * 4 n_layers, 5 n_heads, 6 proj_dim, 7 scale_factor, 8 longest_edge, 9 piece_tokens; -1 for an
+ * unknown field or a handle that did not load. */
+API double wlmjs_vision_info(const wlm_vision *v, int field) {
+    wlm_vision_info i;
+    if (wlm_vision_get_info(v, &i) != WLM_OK) return -1;
+    switch (field) {
+    case 0: return i.image_size;
+    case 1: return i.patch_size;
+    case 2: return i.n_embd;
+    case 3: return i.n_ff;
+    case 4: return i.n_layers;
+    case 5: return i.n_heads;
+    case 6: return i.proj_dim;
+    case 7: return i.scale_factor;
+    case 8: return i.longest_edge;
+    case 9: return i.piece_tokens;
+    default: return -1;
+    }
+}
+/* The projector's name (static string), or "" for a handle that did not load. */
+API const char *wlmjs_vision_projector(const wlm_vision *v) {
+    wlm_vision_info i;
+    return wlm_vision_get_info(v, &i) == WLM_OK ? i.projector : "";
+}
+/* Encodes an image (wlm_image_encode) into a malloc'd wlm_image_embd. Returns it (NULL on
+ * error) and writes the status to *status (an int slot); the message is wlm_vision_errmsg's.
+ * Release with wlmjs_image_embd_free. */
+API wlm_image_embd *wlmjs_image_encode(wlm_vision *v, const uint8_t *rgb, int32_t width, int32_t height,
+                                       wlm_threadpool *pool, int32_t use_simd, int *status) {
+    wlm_image_embd *e = calloc(1, sizeof *e);
+    if (!e) {
+        *status = WLM_ERR_NOMEM;
+        return NULL;
+    }
+    *status = wlm_image_encode(v, rgb, width, height, pool, use_simd, e);
+    if (*status != WLM_OK) {
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+/* One field of an encoded image: 0 n_tokens, 1 n_embd, 2 n_pieces, 3 tokens_per_piece,
+ * 4 grid_cols, 5 grid_rows; -1 for NULL or an unknown field. */
+API int wlmjs_image_embd_field(const wlm_image_embd *e, int field) {
+    if (!e) return -1;
+    switch (field) {
+    case 0: return e->n_tokens;
+    case 1: return e->n_embd;
+    case 2: return e->n_pieces;
+    case 3: return e->tokens_per_piece;
+    case 4: return e->grid_cols;
+    case 5: return e->grid_rows;
+    default: return -1;
+    }
+}
+/* Frees an image of wlmjs_image_encode (its rows and the struct). NULL is a no-op. */
+API void wlmjs_image_embd_free(wlm_image_embd *e) {
+    if (!e) return;
+    wlm_image_embd_free(e);
+    free(e);
+}
+/* wlm_generate_begin_media with the images given as an array of n pointers (from
+ * wlmjs_image_encode; the same image may appear twice). Returns the status. */
+API int wlmjs_generate_begin_media(wlm_context *c, const wlm_vision *v, const char *prompt, size_t len,
+                                   const wlm_image_embd *const *images, int32_t n, const wlm_gen_params *p) {
+    if (n < 0 || n > 1024 || (n > 0 && !images)) return wlm_generate_begin_media(c, v, prompt, len, NULL, -1, p);
+    wlm_image_embd *arr = n ? malloc((size_t)n * sizeof *arr) : NULL;
+    if (n && !arr) return WLM_ERR_NOMEM;
+    for (int32_t i = 0; i < n; i++) {
+        if (!images[i]) {
+            free(arr);
+            return wlm_generate_begin_media(c, v, prompt, len, NULL, -1, p);
+        }
+        arr[i] = *images[i]; /* shallow: the rows stay the caller's */
+    }
+    int rc = wlm_generate_begin_media(c, v, prompt, len, arr, n, p);
+    free(arr);
+    return rc;
+}
