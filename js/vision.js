@@ -6,7 +6,8 @@
 // encoded again. It does not encode: C does (wlm_image_encode, src/vision/).
 //
 // Decoding: in Node the well-kept libraries pngjs (PNG) and jpeg-js (JPEG); in a page (or a
-// worker) createImageBitmap and an OffscreenCanvas. Before decoding, the declared size is read
+// worker) createImageBitmap, read back unpremultiplied through a WebGL 2 texture (a 2D canvas
+// where WebGL 2 is missing: exact for opaque pixels only). Before decoding, the declared size is read
 // from the file's header and refused past IMAGE_MAX_SIDE / IMAGE_MAX_PIXELS (the limits of
 // wlm_image_encode), so a tiny file that declares a huge image costs nothing.
 
@@ -20,6 +21,8 @@ export const IMAGE_MAX_PIXELS = 2 ** 26;
 
 const isNode = typeof process !== 'undefined' && !!process.versions?.node && typeof window === 'undefined';
 const bad = (msg) => jsError('WLM_ERR_INVALID_ARG', msg);
+// Node's decoders, by a specifier that bundlers leave alone (pages never take this branch)
+const nodeImport = (name) => import(name);
 
 /** Markers in a prompt. */
 export function countMarkers(prompt) {
@@ -90,7 +93,7 @@ function rgbaToRgb(src, w, h, shift = 0) {
 
 async function decodeNode(bytes, head, what) {
   if (head.format === 'png') {
-    const mod = await import('pngjs');
+    const mod = await nodeImport('pngjs');
     const { PNG } = mod.default ?? mod;
     let png;
     try {
@@ -103,7 +106,7 @@ async function decodeNode(bytes, head, what) {
     return { width: png.width, height: png.height, rgb: rgbaToRgb(png.data, png.width, png.height, png.depth === 16 ? 8 : 0) };
   }
   if (head.format === 'jpeg') {
-    const mod = await import('jpeg-js');
+    const mod = await nodeImport('jpeg-js');
     const jpeg = mod.default ?? mod;
     let img;
     try {
@@ -118,7 +121,7 @@ async function decodeNode(bytes, head, what) {
   throw bad(`${what}: not a PNG or JPEG image (Node decodes these two; in a page the browser decodes any format it knows)`);
 }
 
-/** In a page or worker: createImageBitmap → OffscreenCanvas → RGBA → RGB (alpha dropped). */
+/** In a page or worker: createImageBitmap → RGBA (WebGL 2 or a 2D canvas) → RGB (alpha dropped). */
 async function decodeBitmap(source, what) {
   if (typeof createImageBitmap !== 'function' || typeof OffscreenCanvas !== 'function') {
     throw bad(`${what}: decoding needs createImageBitmap and OffscreenCanvas here`);
@@ -132,11 +135,47 @@ async function decodeBitmap(source, what) {
     }
   }
   checkSize(bmp.width, bmp.height, what);
-  const canvas = new OffscreenCanvas(bmp.width, bmp.height);
-  const g = canvas.getContext('2d', { willReadFrequently: true });
-  g.drawImage(bmp, 0, 0);
-  const data = g.getImageData(0, 0, bmp.width, bmp.height).data;
+  const data = readWebGl(bmp) ?? read2d(bmp);
   return { width: bmp.width, height: bmp.height, rgb: rgbaToRgb(data, bmp.width, bmp.height) };
+}
+
+/** A 2D canvas stores premultiplied colour: semi-transparent pixels lose precision, and fully
+ *  transparent ones their colour. The fallback where WebGL 2 is missing. */
+function read2d(bmp) {
+  const g = new OffscreenCanvas(bmp.width, bmp.height).getContext('2d', { willReadFrequently: true });
+  g.drawImage(bmp, 0, 0);
+  return g.getImageData(0, 0, bmp.width, bmp.height).data;
+}
+
+/** The bitmap's RGBA as decoded (not premultiplied): uploaded to a WebGL 2 texture without
+ *  premultiplication and read back from a framebuffer. null where WebGL 2 is missing. */
+function readWebGl(bmp) {
+  let gl = null;
+  try {
+    gl = new OffscreenCanvas(1, 1).getContext('webgl2', { premultipliedAlpha: false });
+  } catch { /* none */ }
+  if (!gl) return null;
+  try {
+    const tex = gl.createTexture();
+    gl.bindTexture(gl.TEXTURE_2D, tex);
+    gl.pixelStorei(gl.UNPACK_PREMULTIPLY_ALPHA_WEBGL, false);
+    gl.pixelStorei(gl.UNPACK_COLORSPACE_CONVERSION_WEBGL, gl.NONE);
+    gl.pixelStorei(gl.UNPACK_FLIP_Y_WEBGL, false);
+    gl.texImage2D(gl.TEXTURE_2D, 0, gl.RGBA8, gl.RGBA, gl.UNSIGNED_BYTE, bmp);
+    const fb = gl.createFramebuffer();
+    gl.bindFramebuffer(gl.FRAMEBUFFER, fb);
+    gl.framebufferTexture2D(gl.FRAMEBUFFER, gl.COLOR_ATTACHMENT0, gl.TEXTURE_2D, tex, 0);
+    if (gl.checkFramebufferStatus(gl.FRAMEBUFFER) !== gl.FRAMEBUFFER_COMPLETE) return null;
+    const out = new Uint8Array(bmp.width * bmp.height * 4);
+    gl.pixelStorei(gl.PACK_ALIGNMENT, 1);
+    gl.readPixels(0, 0, bmp.width, bmp.height, gl.RGBA, gl.UNSIGNED_BYTE, out);
+    if (gl.getError() !== gl.NO_ERROR) return null;
+    gl.deleteFramebuffer(fb);
+    gl.deleteTexture(tex);
+    return out;
+  } finally {
+    gl.getExtension('WEBGL_lose_context')?.loseContext();
+  }
 }
 
 function asBytes(v) {

@@ -12,11 +12,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import jpeg from 'jpeg-js';
 import pngjs from 'pngjs';
-import { createEngine, WasmlmError } from '../../js/wasmlm.js';
+import { createEngine, createWorkerEngine, WasmlmError } from '../../js/wasmlm.js';
 import { decodeImage, imageHeader, IMAGE_MAX_PIXELS, MEDIA_MARKER } from '../../js/vision.js';
 import { mmprojBytes, pngBytes, testImage } from '../../tools/synth_mmproj.mjs';
 import { synthCached } from '../../tools/synth_gguf.mjs';
-import { REPO } from './_helpers.mjs';
+import { REPO, webWorkerLike } from './_helpers.mjs';
 
 const RECORDS = path.join(REPO, 'tests/reference/oracle/vision');
 const BUILT = fs.existsSync(path.join(REPO, 'dist/wasmlm.wasm'));
@@ -248,4 +248,32 @@ test('vision: fuzz of the decoding path (malformed PNG / JPEG, huge declared siz
     }
   }
   assert.ok(decoded > 0 && refused > 0, `decoded ${decoded}, refused ${refused}`);
+});
+
+test('vision: the worker engine: load\'s mmproj (a file path) and images (bytes, a data: URL) across the boundary', { skip: !BUILT && 'not built', timeout: 300000 }, async () => {
+  const rec = record('gemma3-F32');
+  const dir = fs.mkdtempSync(path.join(REPO, 'build/tmp-vision-'));
+  const mm = path.join(dir, 'mmproj.gguf');
+  fs.writeFileSync(mm, mmprojOf(rec));
+  const png = await pngBytes(testImage(80, 50, 1), 80, 50);
+  const url = `data:image/png;base64,${Buffer.from(png).toString('base64')}`;
+  const prompt = `Look at this: ${MEDIA_MARKER} It shows`;
+  const params = { temperature: 0, maxTokens: 5 };
+  const w = await createWorkerEngine({ worker: await webWorkerLike() });
+  const { engine } = await loaded('gemma3-F32');
+  try {
+    const info = await w.load({ model: textModel(rec), mmproj: mm, nCtx: rec.ctx, kvType: 'f32', backend: 'cpu' });
+    assert.equal(info.vision.projector, 'gemma3');
+    const a = await w.complete(prompt, { ...params, images: [png] });
+    const b = await engine.complete(prompt, { ...params, images: [url] });
+    assert.equal(a.text, b.text);
+    assert.equal(a.nPrompt, rec.cases[1].nPrompt);
+    assert.equal(a.imagesEncoded, 1);
+    assert.equal((await w.complete(prompt, { ...params, images: [url] })).imagesReused, 1);
+    await assert.rejects(w.complete(prompt, { ...params, images: [] }), isInvalid(/1 media marker .* 0 images were given/));
+  } finally {
+    await w.free();
+    await engine.free();
+    fs.rmSync(dir, { recursive: true });
+  }
 });
