@@ -14,13 +14,18 @@ import jpeg from 'jpeg-js';
 import pngjs from 'pngjs';
 import { createEngine, createWorkerEngine, WasmlmError } from '../../js/wasmlm.js';
 import { decodeImage, imageHeader, IMAGE_MAX_PIXELS, MEDIA_MARKER } from '../../js/vision.js';
-import { mmprojBytes, pngBytes, testImage } from '../../tools/synth_mmproj.mjs';
+import { mmprojBytes, pngBytes, recordImage, testImage } from '../../tools/synth_mmproj.mjs';
 import { synthCached } from '../../tools/synth_gguf.mjs';
 import { REPO, webWorkerLike } from './_helpers.mjs';
 
 const RECORDS = path.join(REPO, 'tests/reference/oracle/vision');
 const BUILT = fs.existsSync(path.join(REPO, 'dist/wasmlm.wasm'));
-const TOL = 0.05; // gemma3 F32 / F16: tests/c/vision_oracle.c's tolerance for these records
+/** tests/c/vision_oracle.c's tolerance per record: tight for gemma3 F32 / F16 and the flat
+ *  idefics3 records; loose for its known gaps (gemma3 Q8_0; idefics3's resampling of real images),
+ *  where a broken layout, order or resampling still measures 3-35. */
+const tolerance = (name) => (/^gemma3-F(32|16)$|-flat$/.test(name) ? 0.05 : name === 'gemma3-Q8_0' ? 0.6 : 1.5);
+const RECORD_NAMES = ['gemma3-F32', 'gemma3-F16', 'gemma3-Q8_0', 'idefics3-F32', 'idefics3-F16', 'idefics3-Q8_0',
+  'idefics3-F32-flat', 'idefics3-F16-flat'];
 
 const record = (name) => JSON.parse(fs.readFileSync(path.join(RECORDS, `${name}.json`), 'utf8'));
 const synthArg = (rec, k) => rec.model.synth[rec.model.synth.indexOf(k) + 1];
@@ -57,16 +62,17 @@ function logSoftmax(logits) {
 
 const isInvalid = (re) => (e) => e instanceof WasmlmError && e.code === 'WLM_ERR_INVALID_ARG' && re.test(e.message);
 
-for (const name of ['gemma3-F32', 'gemma3-F16']) {
+for (const name of RECORD_NAMES) {
+  const TOL = tolerance(name);
   test(`vision: ${name}: the records of llama.cpp through generate(prompt, {images}) (PNG bytes)`, { skip: !BUILT && 'not built', timeout: 600000 }, async (t) => {
     const { engine, rec } = await loaded(name);
     try {
-      assert.equal(engine.info.vision.projector, 'gemma3');
+      assert.equal(engine.info.vision.projector, name.split('-')[0]);
       assert.equal(engine.info.vision.projDim, engine.info.dim);
       let worst = 0, checked = 0, ties = 0;
       for (const [ci, c] of rec.cases.entries()) {
         const images = [];
-        for (const [w, h] of c.images) images.push(await pngBytes(testImage(w, h, rec.mmproj.seed), w, h));
+        for (const [w, h] of c.images) images.push(await pngBytes(recordImage(rec.imageKind ?? 'test', w, h, rec.mmproj.seed), w, h));
         // step 0 through generate(); then llama.cpp's tokens fed back one by one (evalTokens
         // continues after the generation), so that one near-tie does not derail the rest
         const first = (await collectTop(engine.generate(c.prompt, { images, temperature: 0, maxTokens: 1, nProbs: 20 })));
@@ -85,7 +91,7 @@ for (const name of ['gemma3-F32', 'gemma3-F16']) {
       }
       t.diagnostic(`worst log-probability error ${worst.toFixed(5)}, greedy picks checked ${checked}, near-ties ${ties}`);
       assert.ok(worst <= TOL, `${name}: a log-probability differs from llama.cpp's by ${worst}`);
-      assert.ok(checked > 60, `only ${checked} greedy picks checked (near-ties ${ties})`);
+      assert.ok(checked >= (TOL >= 1 ? 1 : TOL > 0.1 ? 10 : 60), `only ${checked} greedy picks checked (near-ties ${ties})`);
     } finally {
       await engine.free();
     }
