@@ -26,7 +26,7 @@ import { mark } from './platform.js';
 import { readIntoHeap } from './source.js';
 import { draftKey } from './speculative.js';
 import { generate } from './generate.js';
-import { decodeImage, extractImages, imageKey } from './vision.js';
+import { decodeImage, extractImages, imageKey, MEDIA_MARKER } from './vision.js';
 import { metaString, ModelText, unshared } from './tokens.js';
 import { openModel } from './split.js';
 import { stopThreads } from './threads.js';
@@ -73,6 +73,7 @@ class Engine {
   #vision = 0;       // wlm_vision* of load()'s mmproj, or 0
   #images = new Map(); // encoded images (wlmjs_image_encode), key (js/vision.js imageKey) → pointer, oldest first
   #imageStats = { encoded: 0, reused: 0 }; // images encoded / taken from #images, since load()
+  #media = null;     // the last media prompt in sequence 0: {pieces, keys, ends, tokens} (#beginMedia)
 
   /** The result of the last generation, or null. See LastResult in wasmlm.d.ts. */
   lastResult = null;
@@ -170,6 +171,7 @@ class Engine {
       tokenizePair: (query, doc) => e.#text.tokenizePair(query, doc),
       get vision() { return e.#vision; },
       encodeImages: (images, signal) => e.#encodeImages(images, signal),
+      beginMedia: (prompt, promptPtr, enc, paramsPtr, cachePrompt) => e.#beginMedia(prompt, promptPtr, enc, paramsPtr, cachePrompt),
     });
   }
 
@@ -573,6 +575,49 @@ class Engine {
     if (this.#vision) x.wlm_vision_free(this.#vision);
     this.#vision = 0;
     this.#imageStats = { encoded: 0, reused: 0 };
+    this.#media = null;
+  }
+
+  /**
+   * Begins a generation on a prompt with images (wlmjs_generate_begin_media_cached). With
+   * `cachePrompt`, the KV cache of the last media prompt is kept up to the end of the last image
+   * both share with the same text before it (same pieces, same image keys), provided sequence
+   * 0 still holds it (its token ids equal those recorded then; image rows hold no id, and only
+   * this path writes them); the rest is evaluated. Returns {rc, kept: positions reused}.
+   */
+  #beginMedia(prompt, promptPtr, enc, paramsPtr, cachePrompt) {
+    const x = this.#x, ctx = this.#ctx, n = enc.ptrs.length;
+    const pieces = prompt.split(MEDIA_MARKER).slice(0, n);
+    const rec = this.#media;
+    this.#media = null;
+    let skip = 0;
+    if (cachePrompt && rec) {
+      while (skip < n && skip < rec.keys.length && rec.keys[skip] === enc.keys[skip] && rec.pieces[skip] === pieces[skip]) skip++;
+      const keep = skip > 0 ? rec.ends[skip - 1] : 0;
+      const addr = skip > 0 ? x.wlmjs_seq_tokens(ctx, 0) >>> 0 : 0;
+      if (skip > 0 && (x.wlm_seq_n_past(ctx, 0) < keep || !addr ||
+          !new Int32Array(x.memory.buffer, addr, keep).every((t, i) => t === rec.tokens[i]))) skip = 0;
+    }
+    const ends = new Int32Array(Math.max(1, n));
+    if (skip > 0) ends.set(rec.ends.subarray(0, skip));
+    const endsPtr = this.#heapInt32(ends), arr = this.#heapInt32(enc.ptrs);
+    const slot = x.wlmjs_malloc(4) >>> 0;
+    try {
+      if (!slot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
+      const rc = x.wlmjs_generate_begin_media_cached(ctx, this.#vision, promptPtr, utf8(prompt).length, arr, n, paramsPtr,
+        skip > 0 ? rec.ends[skip - 1] : 0, skip, endsPtr, slot);
+      const kept = this.#i32(slot);
+      if (rc >= 0 && n > 0) {
+        const got = Int32Array.from(new Int32Array(x.memory.buffer, endsPtr, n));
+        const addr = x.wlmjs_seq_tokens(ctx, 0) >>> 0;
+        if (addr) this.#media = { pieces, keys: enc.keys, ends: got, tokens: Int32Array.from(new Int32Array(x.memory.buffer, addr, got[n - 1])) };
+      }
+      return { rc, kept };
+    } finally {
+      x.wlmjs_free(endsPtr);
+      x.wlmjs_free(arr);
+      if (slot) x.wlmjs_free(slot);
+    }
   }
 
   /**
@@ -586,7 +631,7 @@ class Engine {
     if (images.length && !this.#vision) {
       throw jsError('WLM_ERR_STATE', 'images need a vision model: load({ model, mmproj }) with the model\'s mmproj file');
     }
-    const ptrs = [];
+    const ptrs = [], keys = [];
     let encoded = 0, reused = 0;
     for (const [i, img] of images.entries()) {
       const d = await decodeImage(img, `images[${i}]`, { signal });
@@ -614,6 +659,7 @@ class Engine {
       }
       this.#images.set(key, p);
       ptrs.push(p);
+      keys.push(key);
     }
     // keep the IMAGE_CACHE newest, and every image of this call
     for (const [k, p] of this.#images) {
@@ -624,7 +670,7 @@ class Engine {
     }
     this.#imageStats.encoded += encoded;
     this.#imageStats.reused += reused;
-    return { ptrs, encoded, reused };
+    return { ptrs, keys, encoded, reused };
   }
 
   /** The read-ahead the tuner chose, on every context (js/read_ahead.js). */

@@ -67,7 +67,6 @@ export async function* generate(engine, c, prompt, params, signal) {
   c.gen = gen;
   let paramsPtr = 0;
   let promptPtr = 0;
-  let imagesPtr = 0;
   let tok = 0;
   let begun = false;
   let finished = false;
@@ -97,14 +96,14 @@ export async function* generate(engine, c, prompt, params, signal) {
       result.imagesEncoded = enc.encoded;
       result.imagesReused = enc.reused;
       result.imageMs = performance.now() - t0;
-      imagesPtr = c.heapInt32(enc.ptrs);
     }
     promptPtr = c.cstring(prompt);
     tok = x.wlmjs_token_new() >>> 0;
     if (!tok) throw jsError('WLM_ERR_NOMEM', 'cannot allocate a token slot');
 
-    let rc = enc ? x.wlmjs_generate_begin_media(ctx, c.vision, promptPtr, new TextEncoder().encode(prompt).length,
-      imagesPtr, enc.ptrs.length, paramsPtr) : x.wlm_generate_begin_text(ctx, promptPtr, paramsPtr);
+    let media = null; // (images: the KV cache of the last media prompt's shared start is kept)
+    if (enc) media = c.beginMedia(prompt, promptPtr, enc, paramsPtr, params.cachePrompt === true);
+    let rc = media ? media.rc : x.wlm_generate_begin_text(ctx, promptPtr, paramsPtr);
     if (rc >= 0 && spec) { // the draft's prefill counts as prefill
       begun = true; // a refusal below still ends the C generation (finally)
       rc = speculate(x, ctx, c.draft?.ctx ?? 0, spec);
@@ -117,7 +116,7 @@ export async function* generate(engine, c, prompt, params, signal) {
       result.prefillMs = performance.now() - t0;
     }
     result.nPrompt = x.wlm_context_n_past(ctx);
-    result.nCached = x.wlm_generate_n_cached(ctx);
+    result.nCached = media ? media.kept : x.wlm_generate_n_cached(ctx);
     const decoder = new TextDecoder();
     // The token before each step's token, for the alternatives' text: the prompt's last
     // token matters only when it is BOS (an empty prompt with addBos).
@@ -178,7 +177,6 @@ export async function* generate(engine, c, prompt, params, signal) {
     if (begun) publish();
     if (tok) x.wlmjs_free(tok);
     if (promptPtr) x.wlmjs_free(promptPtr);
-    if (imagesPtr) x.wlmjs_free(imagesPtr);
     if (paramsPtr) c.freeParams(paramsPtr, x);
   }
 }

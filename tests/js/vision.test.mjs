@@ -195,14 +195,27 @@ test('vision: chatCompletion with an image_url data: URL = generate on the rende
     assert.equal(n, 3);
     assert.equal(engine.lastResult.imagesEncoded, 0);
     assert.equal(engine.lastResult.imagesReused, 1);
+    // ... and its positions are not evaluated again: the KV cache is kept through the image
+    // (16 rows and its wrapper tokens), and the answer is the one a fresh prefill gives
+    const warm = engine.lastResult;
+    assert.ok(warm.nCached > 20 && warm.nCached < warm.nPrompt, `nCached ${warm.nCached} of ${warm.nPrompt}`);
+    for await (const t of engine.chat(follow, { chatTemplate: TEMPLATE, temperature: 0, maxTokens: 3, cachePrompt: false })) void t;
+    const cold = engine.lastResult;
+    assert.equal(cold.nCached, 0);
+    assert.equal(cold.nPrompt, warm.nPrompt);
+    assert.equal(cold.text, warm.text);
+    assert.ok(Math.abs(cold.logprob - warm.logprob) < 1e-3, `logprob ${warm.logprob} cached, ${cold.logprob} fresh`);
     // Blob and raw bytes as image parts ({type: 'image'}), the same pixels: still not encoded
     const viaBlob = await engine.chatCompletion({ messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this? ' },
       { type: 'image', image: new Blob([png]) }] }], chat_template: TEMPLATE, temperature: 0, max_tokens: 6 });
     assert.equal(viaBlob.choices[0].message.content, res.choices[0].message.content);
     assert.equal(engine.lastResult.imagesEncoded, 0);
-    // a different image is encoded
-    await engine.complete(`${MEDIA_MARKER}`, { images: [await pngBytes(testImage(37, 90, 1), 37, 90)], maxTokens: 1 });
+    // a different image is encoded, and the cache is not kept through it (the same text before it)
+    const other = await pngBytes(testImage(37, 90, 1), 37, 90);
+    for await (const t of engine.chat([{ role: 'user', content: [{ type: 'text', text: 'What is this? ' }, { type: 'image', image: other }] }],
+      { chatTemplate: TEMPLATE, temperature: 0, maxTokens: 1 })) void t;
     assert.equal(engine.lastResult.imagesEncoded, 1);
+    assert.equal(engine.lastResult.nCached, 0);
   } finally {
     await engine.free();
   }
