@@ -694,9 +694,10 @@ export interface GenerateParams {
    * differs from images.length (WLM_ERR_INVALID_ARG, naming both), no mmproj loaded
    * (WLM_ERR_STATE), an image that does not decode (see ImageInput). An image is encoded once
    * and kept (the 8 most recent; keyed by a SHA-256 of its pixels): asking again about it
-   * does not encode it again (LastResult.imagesEncoded / imagesReused). The context is
-   * evaluated from the start on this path (the KV cache of a previous prompt is not reused).
-   * chat() and chatCompletion() take images as content parts instead.
+   * does not encode it again (LastResult.imagesEncoded / imagesReused). With cachePrompt
+   * (chat()'s default) the KV cache of the last prompt with images is kept through the images
+   * this one shares with it (the same text before them and the same pixels): only the rest is
+   * evaluated (LastResult.nCached). chat() and chatCompletion() take images as content parts.
    */
   images?: ImageInput[];
 }
