@@ -546,7 +546,7 @@ class Engine {
       if (rc !== 0) {
         const msg = v ? this.#readCString(x.wlm_vision_errmsg(v)) : '';
         if (v) x.wlm_vision_free(v);
-        throw this.#error(rc, `mmproj: ${msg || 'cannot load'}`);
+        throw this.#error(rc, /^mmproj\b/.test(msg) ? msg : `mmproj: ${msg || 'cannot load'}`);
       }
       this.#vision = v;
       const g = (i) => x.wlmjs_vision_info(v, i);
