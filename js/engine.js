@@ -26,7 +26,7 @@ import { mark } from './platform.js';
 import { readIntoHeap } from './source.js';
 import { draftKey } from './speculative.js';
 import { generate } from './generate.js';
-import { decodeImage, extractImages, imageKey, MEDIA_MARKER } from './vision.js';
+import { decodeImage, extractImages, imageKey, joinTextParts, MEDIA_MARKER } from './vision.js';
 import { metaString, ModelText, unshared } from './tokens.js';
 import { openModel } from './split.js';
 import { stopThreads } from './threads.js';
@@ -860,10 +860,11 @@ class Engine {
   async *chat(messages, params = {}, { signal } = {}) {
     this.#needModel();
     const { chat, gen } = splitChatParams(params ?? {});
+    // image parts: media markers in the rendered text, the images to generate (js/vision.js)
     const { messages: flat, images } = extractImages(messages);
-    if (images.length) { // image parts: media markers in the rendered text (js/vision.js)
+    messages = joinTextParts(flat);
+    if (images.length) {
       if (gen.images !== undefined) throw jsError('WLM_ERR_INVALID_ARG', 'chat(): give images as content parts, not as `images`');
-      messages = flat.map((m) => (Array.isArray(m?.content) ? { ...m, content: m.content.map((p) => p?.text ?? '').join('') } : m));
       gen.images = images;
     }
     const { text, addBos } = await chatPrompt(this.#info, messages, chat);

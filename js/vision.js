@@ -331,3 +331,23 @@ export function extractImages(messages) {
   }
   return { messages: out, images };
 }
+
+/**
+ * Messages whose content is an array of text parts (image parts already made markers by
+ * extractImages) → the same with the texts joined, as chatCompletion joins them. Another part
+ * type is refused, naming it.
+ */
+export function joinTextParts(messages) {
+  if (!Array.isArray(messages)) return messages;
+  return messages.map((m, i) => {
+    if (!m || typeof m !== 'object' || !Array.isArray(m.content)) return m;
+    const content = m.content.map((p, j) => {
+      if (!p || typeof p !== 'object' || p.type !== 'text' || typeof p.text !== 'string') {
+        throw bad(`messages[${i}].content[${j}]: only {type: 'text', text} and image parts ({type: 'image_url', image_url: {url}}, ` +
+          `{type: 'image', image}) are supported${p && typeof p.type === 'string' ? ` (got type '${p.type}')` : ''}`);
+      }
+      return p.text;
+    }).join('');
+    return { ...m, content };
+  });
+}
