@@ -276,7 +276,8 @@ export async function imageKey({ width, height, rgb }) {
  * An OpenAI content part that holds an image → the image in a form decodeImage takes, or
  * undefined when the part is not an image. Accepted: {type: 'image_url', image_url: {url} or a
  * URL string} (data:, blob:, http(s):), and as extensions {type: 'image', image} (bytes, Blob,
- * ImageBitmap, raw pixels). Unknown keys are refused, naming them.
+ * ImageBitmap, raw pixels, a URL). Never a file path: a request body (wasmlm serve) must not
+ * read the server's files. Unknown keys are refused, naming them.
  */
 export function imagePart(p, where) {
   if (!p || typeof p !== 'object') return undefined;
@@ -284,16 +285,21 @@ export function imagePart(p, where) {
     const extra = Object.keys(p).filter((k) => k !== 'type' && k !== 'image_url');
     if (extra.length) throw bad(`${where}: unknown key ${extra.join(', ')} in an image_url part`);
     const u = p.image_url;
-    if (typeof u === 'string') return u;
-    if (!u || typeof u !== 'object' || typeof u.url !== 'string') throw bad(`${where}.image_url: {url: string} is required`);
-    const extraU = Object.keys(u).filter((k) => k !== 'url' && k !== 'detail');
+    if (typeof u !== 'string' && (!u || typeof u !== 'object' || typeof u.url !== 'string')) throw bad(`${where}.image_url: {url: string} is required`);
+    const extraU = typeof u === 'string' ? [] : Object.keys(u).filter((k) => k !== 'url' && k !== 'detail');
     if (extraU.length) throw bad(`${where}.image_url: unknown key ${extraU.join(', ')}`);
-    return u.url;
+    const url = typeof u === 'string' ? u : u.url;
+    // a URL only: never a file path (a request body must not read the server's files)
+    if (!/^(data|blob|https?):/i.test(url)) throw bad(`${where}.image_url.url: a data:, blob: or http(s): URL is required`);
+    return url;
   }
   if (p.type === 'image') {
     const extra = Object.keys(p).filter((k) => k !== 'type' && k !== 'image');
     if (extra.length) throw bad(`${where}: unknown key ${extra.join(', ')} in an image part`);
     if (p.image == null) throw bad(`${where}.image is required`);
+    if (typeof p.image === 'string' && !/^(data|blob|https?):/i.test(p.image)) { // never a file path (see above)
+      throw bad(`${where}.image: a string must be a data:, blob: or http(s): URL`);
+    }
     return p.image;
   }
   return undefined;

@@ -161,6 +161,8 @@ test('vision: clear errors (no mmproj, marker count, undecodable bytes, unsuppor
     await assert.rejects(engine.complete(`${MEDIA_MARKER}`, { images: img }), isInvalid(/array/));
     await assert.rejects(engine.chatCompletion({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x', extra: 1 } }] }] }),
       isInvalid(/unknown key extra/));
+    await assert.rejects(engine.chatCompletion({ messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: '/etc/passwd' } }] }] }),
+      isInvalid(/a data:, blob: or http\(s\): URL is required/));
     await assert.rejects(collectTop(engine.chat([{ role: 'user', content: [{ type: 'input_audio', input_audio: {} }] }], { chatTemplate: TEMPLATE })),
       isInvalid(/content\[0\]: only .*got type 'input_audio'/));
     // the engine still works after every refusal
