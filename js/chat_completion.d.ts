@@ -20,7 +20,8 @@ export interface ChatCompletionContentPartText { type: 'text'; text: string }
 /**
  * An image part (user messages; needs load()'s mmproj): OpenAI's {type: 'image_url', image_url:
  * {url, detail?}} with a data:, blob: or http(s): URL (detail is ignored), or this library's
- * {type: 'image', image} with any ImageInput (bytes, Blob, ImageBitmap, raw pixels). It becomes
+ * {type: 'image', image} with any ImageInput (bytes, Blob, ImageBitmap, raw pixels; a string only as
+ * a URL: parts never read files, so a request body cannot read a server's). It becomes
  * llama.cpp's media marker in the rendered prompt, then the image's tokens. Other keys are
  * refused, naming them.
  */
