@@ -177,7 +177,7 @@ const TEMPLATE = "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ 'model
   '{{ m.content }}<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}';
 
 test('vision: chatCompletion with an image_url data: URL = generate on the rendered prompt; a second question does not encode again', { skip: !BUILT && 'not built', timeout: 300000 }, async () => {
-  const { engine } = await loaded('gemma3-F32', { nCtx: 1024 });
+  const { engine } = await loaded('gemma3-F32', { nCtx: 1024, mmproj: new Blob([mmprojOf(record('gemma3-F32'))]) }); // (a Blob)
   try {
     const png = await pngBytes(testImage(80, 50, 1), 80, 50);
     const url = `data:image/png;base64,${Buffer.from(png).toString('base64')}`;
@@ -299,4 +299,26 @@ test('vision: the worker engine: load\'s mmproj (a file path) and images (bytes,
     await engine.free();
     fs.rmSync(dir, { recursive: true });
   }
+});
+
+const HAS64 = fs.existsSync(path.join(REPO, 'dist/wasmlm64.wasm')) && WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 5, 3, 1, 4, 1]));
+test('vision: the memory64 module gives what the wasm32 one does (the image pointer arrays and slots adapted)', { skip: !HAS64 && 'no memory64 module or runtime', timeout: 300000 }, async () => {
+  const rec = record('gemma3-F32');
+  const png = await pngBytes(testImage(80, 50, 1), 80, 50), png2 = await pngBytes(testImage(37, 90, 1), 37, 90);
+  const prompt = `First ${MEDIA_MARKER} then ${MEDIA_MARKER} and`;
+  const out = [];
+  for (const memory64 of [false, true]) {
+    const e = await createEngine({ threads: 1, memory64 });
+    try {
+      const info = await e.load({ model: textModel(rec), mmproj: mmprojOf(rec), nCtx: rec.ctx, kvType: 'f32', backend: 'cpu' });
+      assert.equal(info.memory64, memory64);
+      const a = await e.complete(prompt, { images: [png, png2], temperature: 0, maxTokens: 6, nProbs: 3 });
+      const b = await e.complete(`${prompt} more`, { images: [png, png2], temperature: 0, maxTokens: 3, cachePrompt: true });
+      out.push({ a: a.text, nPrompt: a.nPrompt, lp: a.logprob, b: b.text, nCached: b.nCached });
+    } finally {
+      await e.free();
+    }
+  }
+  assert.deepEqual(out[1], out[0]);
+  assert.equal(out[0].nPrompt, rec.cases[5].nPrompt);
 });
