@@ -225,6 +225,30 @@ test('vision: chatCompletion with an image_url data: URL = generate on the rende
   }
 });
 
+// SmolVLM's template (HuggingFaceTB/SmolVLM-Instruct): it renders typed content only
+const SMOLVLM_TEMPLATE = "<|im_start|>{% for message in messages %}{{message['role'] | capitalize}}{% if message['content'][0]['type'] == 'image' %}{{':'}}{% else %}{{': '}}{% endif %}" +
+  "{% for line in message['content'] %}{% if line['type'] == 'text' %}{{line['text']}}{% elif line['type'] == 'image' %}{{ '<image>' }}{% endif %}{% endfor %}<end_of_utterance>\n" +
+  "{% endfor %}{% if add_generation_prompt %}{{ 'Assistant:' }}{% endif %}";
+
+test('vision: idefics3 through chat() with a template that takes typed content only (SmolVLM\'s)', { skip: !BUILT && 'not built', timeout: 300000 }, async () => {
+  const { engine, rec } = await loaded('idefics3-F32-flat');
+  try {
+    const png = await pngBytes(recordImage('flat', 80, 50, 1), 80, 50);
+    const params = { temperature: 0, maxTokens: 5 };
+    let text = '';
+    for await (const t of engine.chat([{ role: 'user', content: [{ type: 'image', image: png }, { type: 'text', text: 'What is this?' }] }],
+      { chatTemplate: SMOLVLM_TEMPLATE, ...params })) text += t.text;
+    const chat = engine.lastResult;
+    const raw = await engine.complete(`<|im_start|>User: ${MEDIA_MARKER}What is this?<end_of_utterance>\nAssistant:`, { images: [png], ...params });
+    assert.equal(text, raw.text);
+    assert.equal(chat.nPrompt, raw.nPrompt);
+    assert.ok(raw.nPrompt > 3 * engine.info.vision.pieceTokens, `${raw.nPrompt} positions: tiles and overview`);
+    void rec;
+  } finally {
+    await engine.free();
+  }
+});
+
 test('vision: fuzz of the decoding path (malformed PNG / JPEG, huge declared sizes refused before decoding)', async () => {
   const rgb = testImage(24, 16, 3);
   const png = Buffer.from(await pngBytes(rgb, 24, 16));
