@@ -72,7 +72,6 @@ class Engine {
   #options = null;   // createEngine's options, to start the other module (memory64 at load())
   #vision = 0;       // wlm_vision* of load()'s mmproj, or 0
   #images = new Map(); // encoded images (wlmjs_image_encode), key (js/vision.js imageKey) → pointer, oldest first
-  #imageStats = { encoded: 0, reused: 0 }; // images encoded / taken from #images, since load()
   #media = null;     // the last media prompt in sequence 0: {pieces, keys, ends, tokens} (#beginMedia)
 
   /** The result of the last generation, or null. See LastResult in wasmlm.d.ts. */
@@ -574,7 +573,6 @@ class Engine {
     this.#images.clear();
     if (this.#vision) x.wlm_vision_free(this.#vision);
     this.#vision = 0;
-    this.#imageStats = { encoded: 0, reused: 0 };
     this.#media = null;
   }
 
@@ -668,8 +666,6 @@ class Engine {
       x.wlmjs_image_embd_free(p);
       this.#images.delete(k);
     }
-    this.#imageStats.encoded += encoded;
-    this.#imageStats.reused += reused;
     return { ptrs, keys, encoded, reused };
   }
 
