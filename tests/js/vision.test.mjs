@@ -329,7 +329,8 @@ const HAS64 = fs.existsSync(path.join(REPO, 'dist/wasmlm64.wasm')) && WebAssembl
 test('vision: the memory64 module gives what the wasm32 one does (the image pointer arrays and slots adapted)', { skip: !HAS64 && 'no memory64 module or runtime', timeout: 300000 }, async () => {
   const rec = record('gemma3-F32');
   const png = await pngBytes(testImage(80, 50, 1), 80, 50), png2 = await pngBytes(testImage(37, 90, 1), 37, 90);
-  const prompt = `First ${MEDIA_MARKER} then ${MEDIA_MARKER} and`;
+  const prompt = rec.cases[5].prompt; // 'First <__media__> then <__media__> and the difference is'
+  assert.deepEqual(rec.cases[5].images, [[80, 50], [37, 90]]);
   const out = [];
   for (const memory64 of [false, true]) {
     const e = await createEngine({ threads: 1, memory64 });
@@ -345,4 +346,5 @@ test('vision: the memory64 module gives what the wasm32 one does (the image poin
   }
   assert.deepEqual(out[1], out[0]);
   assert.equal(out[0].nPrompt, rec.cases[5].nPrompt);
+  assert.ok(out[0].nCached > 32, `the second prompt kept ${out[0].nCached} positions (both images)`);
 });
