@@ -98,7 +98,7 @@ export async function renderChatTemplate(template, messages, options = {}) {
   try {
     return compiled.render({
       ...(options.variables ?? {}),
-      messages: msgs,
+      messages: typedContent(compiled, template) ? msgs.map(typed) : msgs,
       add_generation_prompt: options.addGenerationPrompt ?? true,
       bos_token: options.bosToken ?? '',
       eos_token: options.eosToken ?? '',
@@ -107,6 +107,31 @@ export async function renderChatTemplate(template, messages, options = {}) {
     throw new Error(`chat template failed to render: ${e?.message ?? e}`, { cause: e });
   }
 }
+
+/**
+ * Whether a template renders only typed content ([{type: 'text', text}] parts, as SmolVLM's and
+ * other vision models' do) and drops a string's: a probe message rendered both ways, as
+ * llama.cpp's template capabilities (minja's requires_typed_content) are found. Cached.
+ */
+function typedContent(compiled, source) {
+  let v = TYPED.get(source);
+  if (v === undefined) {
+    const probe = '<__wasmlm_probe__>';
+    const render = (content) => {
+      try {
+        return compiled.render({ messages: [{ role: 'user', content }], add_generation_prompt: false, bos_token: '', eos_token: '' });
+      } catch {
+        return '';
+      }
+    };
+    v = !render(probe).includes(probe) && render([{ type: 'text', text: probe }]).includes(probe);
+    if (TYPED.size > 32) TYPED.clear();
+    TYPED.set(source, v);
+  }
+  return v;
+}
+const TYPED = new Map(); // template source → typedContent
+const typed = (m) => (typeof m.content === 'string' ? { ...m, content: [{ type: 'text', text: m.content }] } : m);
 
 /**
  * Length of the longest common prefix of two token sequences.

@@ -14,8 +14,20 @@
 // lazily, from the moment the model writes the format's opening (e.g. <tool_call>), so text
 // before a call is free (generic form: the whole answer, which is JSON).
 
-/** A text part of a message's content (other part types are refused). */
+/** A text part of a message's content. */
 export interface ChatCompletionContentPartText { type: 'text'; text: string }
+
+/**
+ * An image part (user messages; needs load()'s mmproj): OpenAI's {type: 'image_url', image_url:
+ * {url, detail?}} with a data:, blob: or http(s): URL (detail is ignored), or this library's
+ * {type: 'image', image} with any ImageInput (bytes, Blob, ImageBitmap, raw pixels; a string only as
+ * a URL: parts never read files, so a request body cannot read a server's). It becomes
+ * llama.cpp's media marker in the rendered prompt, then the image's tokens. Other keys are
+ * refused, naming them.
+ */
+export type ChatCompletionContentPartImage =
+  | { type: 'image_url'; image_url: { url: string; detail?: 'auto' | 'low' | 'high' } | string }
+  | { type: 'image'; image: import('./wasmlm.js').ImageInput };
 
 /** A tool call in an assistant message of the request (OpenAI's shape; arguments as JSON text). */
 export interface ChatCompletionMessageToolCall {
@@ -28,11 +40,11 @@ export interface ChatCompletionMessageToolCall {
  * A message of the request. Roles: 'system' (or 'developer', treated as 'system'), 'user',
  * 'assistant' (content may be null when it has tool_calls), 'tool' (the result of the call
  * tool_call_id; its function's name is found from the earlier call). Content: a string, null,
- * or text parts (joined). Other fields (audio, function_call, …) are errors naming them.
+ * or text parts (joined) and, in user messages, image parts. Other fields (audio, function_call, …) are errors naming them.
  */
 export type ChatCompletionMessageParam =
   | { role: 'system' | 'developer'; content: string | ChatCompletionContentPartText[]; name?: string }
-  | { role: 'user'; content: string | ChatCompletionContentPartText[]; name?: string }
+  | { role: 'user'; content: string | (ChatCompletionContentPartText | ChatCompletionContentPartImage)[]; name?: string }
   | { role: 'assistant'; content?: string | ChatCompletionContentPartText[] | null; name?: string;
       tool_calls?: ChatCompletionMessageToolCall[]; refusal?: string | null }
   | { role: 'tool'; content: string | ChatCompletionContentPartText[]; tool_call_id: string; name?: string };

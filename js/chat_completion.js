@@ -9,6 +9,7 @@
 // lastResult: the in-thread Engine and the WorkerEngine (whose generate() runs in the worker).
 // It does not sample or parse templates itself.
 
+import { extractImages } from './vision.js';
 import { abortError, jsError } from './errors.js';
 import { chatCheckpoint, chatPrompt, splitChatParams } from './chat.js';
 import { MARKER_TOKENS, callMarker, detectToolFormat, toolGrammar } from './tool_calls.js';
@@ -66,7 +67,7 @@ function contentText(m, i) {
   if (!Array.isArray(c)) throw bad(`messages[${i}].content must be a string, null or an array of text parts`);
   return c.map((p, j) => {
     if (!isObject(p) || p.type !== 'text' || typeof p.text !== 'string') {
-      throw bad(`messages[${i}].content[${j}]: only {type: 'text', text} parts are supported` +
+      throw bad(`messages[${i}].content[${j}]: only {type: 'text', text} and image ({type: 'image_url', image_url: {url}}) parts are supported` +
         (isObject(p) && typeof p.type === 'string' ? ` (got type '${p.type}')` : ''));
     }
     return p.text;
@@ -388,10 +389,14 @@ export async function chatCompletionPrompt(info, request) {
 async function prepare(engine, request) {
   const info = engine.info;
   if (!info) throw jsError('WLM_ERR_STATE', 'no model loaded: call load() first');
+  // image parts → media markers in the rendered text, the images to generate() (js/vision.js)
+  const { messages: flat, images } = extractImages(request?.messages);
+  if (images.length) request = { ...request, messages: flat };
   const { text, addBos, format, shown, r, tools, messages, chatOptions, template } = await chatCompletionPrompt(info, request);
   const reasoning = detectReasoningFormat(template);
   const useTools = format !== null;
   const gen = { ...r.gen, cachePrompt: r.cachePrompt, addBos, parseSpecial: true };
+  if (images.length) gen.images = images;
   if (r.cachePrompt) { // a hybrid's recurrent state kept where the conversation's last turn ends
     const cp = await chatCheckpoint(info, engine.tokenize.bind(engine), messages, chatOptions, text, addBos);
     if (cp > 0) gen.stateCheckpoint = cp;

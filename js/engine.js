@@ -26,6 +26,7 @@ import { mark } from './platform.js';
 import { readIntoHeap } from './source.js';
 import { draftKey } from './speculative.js';
 import { generate } from './generate.js';
+import { decodeImage, extractImages, imageKey, joinTextParts, MEDIA_MARKER } from './vision.js';
 import { metaString, ModelText, unshared } from './tokens.js';
 import { openModel } from './split.js';
 import { stopThreads } from './threads.js';
@@ -37,6 +38,9 @@ import { startRuntime } from './runtime.js';
 import { attachBackend, autoWouldUseGpu, checkBackendOption, streamToGpu } from './backend/select.js';
 import { GPU_PROFILE } from './backend/webgpu/forward.js';
 
+
+/** Encoded images an engine keeps for later prompts (a second question about the same image). */
+const IMAGE_CACHE = 8;
 
 class Engine {
   #x;            // wasm exports; null once freed
@@ -66,6 +70,9 @@ class Engine {
   #gpu = null;       // the WebGpuBackend running the loaded model's forward pass, or null (CPU)
   #draft = null;     // the draft model of speculative decoding: {model, ctx, key, info} (loadDraft)
   #options = null;   // createEngine's options, to start the other module (memory64 at load())
+  #vision = 0;       // wlm_vision* of load()'s mmproj, or 0
+  #images = new Map(); // encoded images (wlmjs_image_encode), key (js/vision.js imageKey) → pointer, oldest first
+  #media = null;     // the last media prompt in sequence 0: {pieces, keys, ends, tokens} (#beginMedia)
 
   /** The result of the last generation, or null. See LastResult in wasmlm.d.ts. */
   lastResult = null;
@@ -161,6 +168,9 @@ class Engine {
       decodeIds: (ids, prev) => e.#text.decodeIds(ids, prev),
       tokenize: (text, options) => e.tokenize(text, options),
       tokenizePair: (query, doc) => e.#text.tokenizePair(query, doc),
+      get vision() { return e.#vision; },
+      encodeImages: (images, signal) => e.#encodeImages(images, signal),
+      beginMedia: (prompt, promptPtr, enc, paramsPtr, cachePrompt) => e.#beginMedia(prompt, promptPtr, enc, paramsPtr, cachePrompt),
     });
   }
 
@@ -219,6 +229,7 @@ class Engine {
     this.#unloadDraft();
     if (this.#ctx) x.wlm_context_free(this.#ctx);
     if (this.#model) x.wlm_model_free(this.#model);
+    this.#unloadVision(x);
     this.#ctx = 0;
     this.#model = 0;
     this.#info = null;
@@ -366,7 +377,7 @@ class Engine {
    * @param {import('./wasmlm.d.ts').LoadOptions} options
    * @returns {Promise<import('./wasmlm.d.ts').ModelInfo>}
    */
-  async load({ model, tokenizer, nCtx, kvCache, nSeqMax, kvType, onProgress, signal, backend } = {}) {
+  async load({ model, tokenizer, mmproj, nCtx, kvCache, nSeqMax, kvType, onProgress, signal, backend } = {}) {
     let x = this.#exports();
     this.#needIdle('load a model');
     if (model == null) throw jsError('WLM_ERR_INVALID_ARG', 'load(): `model` is required');
@@ -472,6 +483,13 @@ class Engine {
       this.#gpu = be.gpu;
       model_ = 0; // owned by the engine now
       const f = (i) => x.wlmjs_model_info(this.#model, i);
+      let vision = null;
+      try {
+        vision = mmproj == null ? null : await this.#loadVision(x, await read(mmproj, 'mmproj'), f(0), be.gpu !== null);
+      } catch (e) {
+        this.#unload();
+        throw e;
+      }
       const handle = this.#model;
       const text = (this.#text = new ModelText(x, handle, {
         error: (rc, message) => this.#error(rc, message),
@@ -494,6 +512,7 @@ class Engine {
         backend: be.backend, backendReason: be.reason, gpuAdapter: be.adapter?.name ?? null,
         gpuBytes: be.gpu?.gpuBytes ?? 0,
         ...embedInfo(x, this.#model), // embeddingLength, pooling, generative, rankOutputs
+        vision,
       });
       mark('wasmlm:model-loaded');
       return this.#info;
@@ -505,6 +524,149 @@ class Engine {
       if (model_) x.wlm_model_free(model_);
       this.#busy = null;
     }
+  }
+
+  /**
+   * Loads an mmproj (its bytes already in the heap, {ptr, size}, owned by wlmjs_vision_load from
+   * here) beside the text model of width `dim`; returns ModelInfo.vision. Throws the loader's
+   * message (a projector we do not support is named there), or when the projector's width is
+   * not the model's (an mmproj of another model).
+   */
+  async #loadVision(x, m, dim, onGpu) {
+    const slot = x.wlmjs_malloc(4) >>> 0;
+    if (!slot) {
+      x.wlmjs_free(m.ptr);
+      throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
+    }
+    try {
+      new DataView(x.memory.buffer).setInt32(slot, 0, true);
+      const v = x.wlmjs_vision_load(m.ptr, m.size, slot) >>> 0;
+      const rc = this.#i32(slot);
+      if (rc !== 0) {
+        const msg = v ? this.#readCString(x.wlm_vision_errmsg(v)) : '';
+        if (v) x.wlm_vision_free(v);
+        throw this.#error(rc, /^mmproj\b/.test(msg) ? msg : `mmproj: ${msg || 'cannot load'}`);
+      }
+      this.#vision = v;
+      const g = (i) => x.wlmjs_vision_info(v, i);
+      const info = Object.freeze({
+        projector: this.#readCString(x.wlmjs_vision_projector(v)), imageSize: g(0), patchSize: g(1),
+        nEmbd: g(2), nLayers: g(4), nHeads: g(5), projDim: g(6), scaleFactor: g(7), longestEdge: g(8),
+        pieceTokens: g(9), bytes: m.size,
+      });
+      if (info.projDim !== dim) {
+        throw jsError('WLM_ERR_INVALID_ARG', `mmproj: its projector gives rows of ${info.projDim} floats but the ` +
+          `model's width is ${dim}: an mmproj of another model`);
+      }
+      if (onGpu) {
+        throw jsError('WLM_ERR_UNSUPPORTED', "mmproj: images run on the CPU backend only for now: load with backend: 'cpu'");
+      }
+      return info;
+    } finally {
+      x.wlmjs_free(slot);
+    }
+  }
+
+  /** Frees the vision model and the encoded images. */
+  #unloadVision(x = this.#x) {
+    for (const p of this.#images.values()) x.wlmjs_image_embd_free(p);
+    this.#images.clear();
+    if (this.#vision) x.wlm_vision_free(this.#vision);
+    this.#vision = 0;
+    this.#media = null;
+  }
+
+  /**
+   * Begins a generation on a prompt with images (wlmjs_generate_begin_media_cached). With
+   * `cachePrompt`, the KV cache of the last media prompt is kept up to the end of the last image
+   * both share with the same text before it (same pieces, same image keys), provided sequence
+   * 0 still holds it (its token ids equal those recorded then; image rows hold no id, and only
+   * this path writes them); the rest is evaluated. Returns {rc, kept: positions reused}.
+   */
+  #beginMedia(prompt, promptPtr, enc, paramsPtr, cachePrompt) {
+    const x = this.#x, ctx = this.#ctx, n = enc.ptrs.length;
+    const pieces = prompt.split(MEDIA_MARKER).slice(0, n);
+    const rec = this.#media;
+    this.#media = null;
+    let skip = 0;
+    if (cachePrompt && rec) {
+      while (skip < n && skip < rec.keys.length && rec.keys[skip] === enc.keys[skip] && rec.pieces[skip] === pieces[skip]) skip++;
+      const keep = skip > 0 ? rec.ends[skip - 1] : 0;
+      const addr = skip > 0 ? x.wlmjs_seq_tokens(ctx, 0) >>> 0 : 0;
+      if (skip > 0 && (x.wlm_seq_n_past(ctx, 0) < keep || !addr ||
+          !new Int32Array(x.memory.buffer, addr, keep).every((t, i) => t === rec.tokens[i]))) skip = 0;
+    }
+    const ends = new Int32Array(Math.max(1, n));
+    if (skip > 0) ends.set(rec.ends.subarray(0, skip));
+    const endsPtr = this.#heapInt32(ends), arr = this.#heapInt32(enc.ptrs);
+    const slot = x.wlmjs_malloc(4) >>> 0;
+    try {
+      if (!slot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
+      const rc = x.wlmjs_generate_begin_media_cached(ctx, this.#vision, promptPtr, utf8(prompt).length, arr, n, paramsPtr,
+        skip > 0 ? rec.ends[skip - 1] : 0, skip, endsPtr, slot);
+      const kept = this.#i32(slot);
+      if (rc >= 0 && n > 0) {
+        const got = Int32Array.from(new Int32Array(x.memory.buffer, endsPtr, n));
+        const addr = x.wlmjs_seq_tokens(ctx, 0) >>> 0;
+        if (addr) this.#media = { pieces, keys: enc.keys, ends: got, tokens: Int32Array.from(new Int32Array(x.memory.buffer, addr, got[n - 1])) };
+      }
+      return { rc, kept };
+    } finally {
+      x.wlmjs_free(endsPtr);
+      x.wlmjs_free(arr);
+      if (slot) x.wlmjs_free(slot);
+    }
+  }
+
+  /**
+   * Images (any form js/vision.js decodeImage takes) → their encodings' pointers, in order:
+   * decoded, keyed by their pixels, encoded once (wlmjs_image_encode) and kept for the next
+   * prompt (the IMAGE_CACHE newest, and those of this call). Returns {ptrs, encoded, reused}.
+   */
+  async #encodeImages(images, signal) {
+    const x = this.#x;
+    if (!Array.isArray(images)) throw jsError('WLM_ERR_INVALID_ARG', 'images must be an array');
+    if (images.length && !this.#vision) {
+      throw jsError('WLM_ERR_STATE', 'images need a vision model: load({ model, mmproj }) with the model\'s mmproj file');
+    }
+    const ptrs = [], keys = [];
+    let encoded = 0, reused = 0;
+    for (const [i, img] of images.entries()) {
+      const d = await decodeImage(img, `images[${i}]`, { signal });
+      const key = await imageKey(d);
+      if (this.#x !== x || !this.#vision) throw jsError('WLM_ERR_STATE', 'the model went away while images were decoded');
+      let p = this.#images.get(key);
+      if (p) {
+        this.#images.delete(key); // the newest again
+        reused++;
+      } else {
+        this.#syncPool();
+        const rgb = x.wlmjs_malloc(d.rgb.length) >>> 0;
+        const slot = x.wlmjs_malloc(4) >>> 0;
+        try {
+          if (!rgb || !slot) throw jsError('WLM_ERR_NOMEM', `images[${i}]: cannot allocate ${d.rgb.length} bytes`);
+          new Uint8Array(x.memory.buffer, rgb, d.rgb.length).set(d.rgb);
+          p = x.wlmjs_image_encode(this.#vision, rgb, d.width, d.height, this.#threads?.pool ?? 0, this.#simd ? 1 : 0, slot) >>> 0;
+          const rc = this.#i32(slot);
+          if (rc !== 0) throw this.#error(rc, `images[${i}]: ${this.#readCString(x.wlm_vision_errmsg(this.#vision))}`);
+        } finally {
+          if (rgb) x.wlmjs_free(rgb);
+          if (slot) x.wlmjs_free(slot);
+        }
+        encoded++;
+      }
+      this.#images.set(key, p);
+      ptrs.push(p);
+      keys.push(key);
+    }
+    // keep the IMAGE_CACHE newest, and every image of this call
+    for (const [k, p] of this.#images) {
+      if (this.#images.size <= Math.max(IMAGE_CACHE, images.length)) break;
+      if (ptrs.includes(p)) continue;
+      x.wlmjs_image_embd_free(p);
+      this.#images.delete(k);
+    }
+    return { ptrs, keys, encoded, reused };
   }
 
   /** The read-ahead the tuner chose, on every context (js/read_ahead.js). */
@@ -703,6 +865,13 @@ class Engine {
   async *chat(messages, params = {}, { signal } = {}) {
     this.#needModel();
     const { chat, gen } = splitChatParams(params ?? {});
+    // image parts: media markers in the rendered text, the images to generate (js/vision.js)
+    const { messages: flat, images } = extractImages(messages);
+    messages = joinTextParts(flat);
+    if (images.length) {
+      if (gen.images !== undefined) throw jsError('WLM_ERR_INVALID_ARG', 'chat(): give images as content parts, not as `images`');
+      gen.images = images;
+    }
     const { text, addBos } = await chatPrompt(this.#info, messages, chat);
     const stateCheckpoint = gen.cachePrompt === false ? 0 : await chatCheckpoint(this.#info, this.tokenize.bind(this), messages, chat, text, addBos);
     // a thinking model's reasoning apart (reasoning.js): each token's `reasoning` and `content`

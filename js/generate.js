@@ -10,6 +10,7 @@
 import { NEED_LOGITS, STATUS, abortError, jsError } from './errors.js';
 import { mark, macrotask } from './platform.js';
 import { draftKey, draftSpec, speculate, specStats } from './speculative.js';
+import { checkMarkers } from './vision.js';
 
 /**
  * One decode step of generation `gen`: `next()` (wlm_generate_next or _batch_next), and where it
@@ -36,8 +37,20 @@ export async function* generate(engine, c, prompt, params, signal) {
   c.needIdle('generate');
   if (signal?.aborted) throw abortError('The generation');
   // speculative decoding (js/speculative.js): a draft model loaded on first use, or prompt lookup
-  const { draft, ...plainParams } = params;
+  const { draft, images, ...plainParams } = params;
   const spec = draft === undefined ? null : draftSpec(draft);
+  if (images !== undefined) { // a raw prompt with media markers (js/vision.js)
+    if (!Array.isArray(images)) throw jsError('WLM_ERR_INVALID_ARG', 'images must be an array of images');
+    if (images.length && !c.vision) {
+      throw jsError('WLM_ERR_STATE', 'images need a vision model: load({ model, mmproj }) with the model\'s mmproj file');
+    }
+    checkMarkers(prompt, images.length);
+    // C puts the vocabulary's BOS first on this path (as llama.cpp's mtmd): a BOS the text
+    // already starts with (a chat template's, addBos false) is that one, not a second
+    const bos = c.info.bosToken;
+    if (params.addBos === false && c.info.addBos && bos && prompt.startsWith(bos)) prompt = prompt.slice(bos.length);
+    if (spec) throw jsError('WLM_ERR_UNSUPPORTED', 'draft: speculative decoding does not take images yet');
+  }
   if (spec && !spec.ngram && spec.model !== undefined && draftKey(spec.model) !== c.draft?.key) {
     await engine.loadDraft({ model: spec.model, nCtx: spec.nCtx, signal });
   }
@@ -75,12 +88,22 @@ export async function* generate(engine, c, prompt, params, signal) {
       throw jsError('WLM_ERR_INVALID_ARG', 'the prompt contains a NUL character');
     }
     paramsPtr = c.genParams(params);
+    let enc = null;
+    const t0 = performance.now();
+    if (images !== undefined) {
+      enc = await c.encodeImages(images, signal); // decoded, and encoded unless seen before
+      if (c.gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
+      result.imagesEncoded = enc.encoded;
+      result.imagesReused = enc.reused;
+      result.imageMs = performance.now() - t0;
+    }
     promptPtr = c.cstring(prompt);
     tok = x.wlmjs_token_new() >>> 0;
     if (!tok) throw jsError('WLM_ERR_NOMEM', 'cannot allocate a token slot');
 
-    const t0 = performance.now();
-    let rc = x.wlm_generate_begin_text(ctx, promptPtr, paramsPtr);
+    let media = null; // (images: the KV cache of the last media prompt's shared start is kept)
+    if (enc) media = c.beginMedia(prompt, promptPtr, enc, paramsPtr, params.cachePrompt === true);
+    let rc = media ? media.rc : x.wlm_generate_begin_text(ctx, promptPtr, paramsPtr);
     if (rc >= 0 && spec) { // the draft's prefill counts as prefill
       begun = true; // a refusal below still ends the C generation (finally)
       rc = speculate(x, ctx, c.draft?.ctx ?? 0, spec);
@@ -93,7 +116,7 @@ export async function* generate(engine, c, prompt, params, signal) {
       result.prefillMs = performance.now() - t0;
     }
     result.nPrompt = x.wlm_context_n_past(ctx);
-    result.nCached = x.wlm_generate_n_cached(ctx);
+    result.nCached = media ? media.kept : x.wlm_generate_n_cached(ctx);
     const decoder = new TextDecoder();
     // The token before each step's token, for the alternatives' text: the prompt's last
     // token matters only when it is BOS (an empty prompt with addBos).

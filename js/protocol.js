@@ -12,8 +12,8 @@
 //   client → worker                                  worker → client (same id)
 //   {type:'init', options:{wasm?, simd?, threads?},  result {protocol, threads}
 //          compiled?: {file, module}}
-//   {type:'load', model, tokenizer, nCtx, kvCache,   progress* {progress:{stage,loaded,total}},
-//          nSeqMax}                                  result ModelInfo
+//   {type:'load', model, tokenizer, mmproj, nCtx,    progress* {progress:{stage,loaded,total}},
+//          kvCache, nSeqMax}                         result ModelInfo
 //   {type:'generate', prompt, params}                token* {token: Token}, result LastResult
 //                                                    (error {error, lastResult} when aborted)
 //   {type:'generate_batch', prompts, params}         token* {token: BatchToken}, result BatchResult

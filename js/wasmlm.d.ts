@@ -324,6 +324,13 @@ export interface LoadOptions {
    *  checkpoint; must be omitted with a GGUF file, which carries its vocabulary (else
    *  WLM_ERR_STATE). */
   tokenizer?: Source;
+  /** The model's vision encoder + projector: llama.cpp's "mmproj" GGUF (general.architecture
+   *  "clip"), any Source. Projectors: 'gemma3' (Gemma 3) and 'idefics3' (SmolVLM); another is
+   *  refused naming it (WLM_ERR_UNSUPPORTED), a file whose projector width is not the model's
+   *  (an mmproj of another model) is WLM_ERR_INVALID_ARG. CPU backend only for now (with
+   *  backend 'webgpu' load() refuses it). Then generate(prompt, {images}), chat() and
+   *  chatCompletion() take images; see ModelInfo.vision. */
+  mmproj?: Source;
   /** Context length in tokens; 0 (default) = the model's seqLen. At most seqLen. */
   nCtx?: number;
   /** Keep keys/values per position (default true). false recomputes the whole sequence at every
@@ -456,7 +463,46 @@ export interface ModelInfo {
   /** Scores per (query, document) pair with a reranker's head (tensors cls / cls.output);
    *  0 when the model has none (rerank() then rejects). */
   rankOutputs: number;
+  /** The vision model of load()'s mmproj, or null. */
+  vision: VisionInfo | null;
 }
+
+/** The loaded mmproj (src/wasmlm.h wlm_vision_info). */
+export interface VisionInfo {
+  /** 'gemma3' or 'idefics3'. */
+  projector: string;
+  /** The encoder's square side S in pixels, and its patch side. */
+  imageSize: number;
+  patchSize: number;
+  /** Encoder width, blocks, heads. */
+  nEmbd: number;
+  nLayers: number;
+  nHeads: number;
+  /** Width of the image rows: the text model's dim. */
+  projDim: number;
+  /** Pooling kernel (gemma3) or pixel-shuffle factor (idefics3). */
+  scaleFactor: number;
+  /** idefics3: the resized image's longest edge (tiles of S); 0 without tiles. */
+  longestEdge: number;
+  /** Rows per S×S piece (Gemma 3: 256 for the real model). */
+  pieceTokens: number;
+  /** Bytes of the mmproj file. */
+  bytes: number;
+}
+
+/**
+ * An image, in any of these forms: encoded bytes (PNG or JPEG in Node; in a page any format the
+ * browser decodes), a Blob / File, an ImageBitmap (pages), raw pixels {width, height, data}
+ * (8-bit RGB or RGBA, row-major: an ImageData), or a URL string: data:, blob:, http(s):, and in
+ * Node a file path. Decoded to 8-bit RGB as llama.cpp's stb_image gives it: grey replicated,
+ * alpha dropped (not composited onto a background), 16-bit samples cut to their high byte.
+ * Node decodes with pngjs / jpeg-js, pages with createImageBitmap + OffscreenCanvas (JPEG
+ * decoders differ from stb_image's by small amounts). Refused with WLM_ERR_INVALID_ARG naming
+ * it: undecodable bytes, and before decoding a declared size over 16384 pixels a side or 2^26
+ * pixels in all (the limits of wlm_image_encode).
+ */
+export type ImageInput = Uint8Array | ArrayBuffer | ArrayBufferView | Blob | ImageBitmap | string |
+  { width: number; height: number; data: Uint8Array | Uint8ClampedArray };
 
 /** How a text's hidden states become one vector (llama.cpp's pooling types): 'none' one vector
  *  per token, 'mean' their average, 'cls' the first token's, 'last' the last token's, 'rank' a
@@ -657,6 +703,23 @@ export interface GenerateParams {
   grammarStartArmed?: boolean | 'lead';
   /** Speculative decoding (generate(), complete() and chat() only): see DraftParams. */
   draft?: DraftParams;
+  /**
+   * Images in a raw prompt (generate() and complete(); needs load()'s mmproj): each media
+   * marker `<__media__>` (llama.cpp's default) in the prompt is replaced by the next image,
+   * wrapped in the model's own image tokens (Gemma 3: <start_of_image> … <end_of_image>;
+   * Idefics3: tiles and overview with their <fake_token_around_image>/<row_r_col_c>/<global-img>
+   * tokens), one position per image row. The prompt is tokenized with special tokens parsed and
+   * the vocabulary's BOS first, as llama.cpp's mtmd does (addBos and parseSpecial do not apply;
+   * a BOS the text starts with while addBos is false is that BOS). Errors: a marker count that
+   * differs from images.length (WLM_ERR_INVALID_ARG, naming both), no mmproj loaded
+   * (WLM_ERR_STATE), an image that does not decode (see ImageInput). An image is encoded once
+   * and kept (the 8 most recent; keyed by a SHA-256 of its pixels): asking again about it
+   * does not encode it again (LastResult.imagesEncoded / imagesReused). With cachePrompt
+   * (chat()'s default) the KV cache of the last prompt with images is kept through the images
+   * this one shares with it (the same text before them and the same pixels): only the rest is
+   * evaluated (LastResult.nCached). chat() and chatCompletion() take images as content parts.
+   */
+  images?: ImageInput[];
 }
 
 /**
@@ -730,8 +793,12 @@ export interface DraftInfo {
 export interface ChatMessage {
   /** 'system', 'user', 'assistant', 'tool', or whatever the template knows. */
   role: string;
-  /** The message's text (content parts are not supported). */
-  content: string;
+  /** The message's text, or content parts: {type: 'text', text}, and with load()'s mmproj
+   *  {type: 'image_url', image_url: {url} | url} (data:, blob:, http(s): URLs) and
+   *  {type: 'image', image: ImageInput}. Each image part becomes the media marker in the text
+   *  the template renders (as llama.cpp's server does), the text parts are joined. */
+  content: string | ({ type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string; detail?: string } | string } |
+    { type: 'image'; image: ImageInput })[];
   [field: string]: unknown;
 }
 
@@ -877,6 +944,11 @@ export interface LastResult {
   drafted?: number;
   accepted?: number;
   rounds?: number;
+  /** With images (GenerateParams.images): those encoded for this prompt, those taken from the
+   *  engine's encoded images, and the milliseconds decoding and encoding took (in prefillMs). */
+  imagesEncoded?: number;
+  imagesReused?: number;
+  imageMs?: number;
 }
 
 /** Parameters of one prompt of generateBatch(): GenerateParams plus the number of samples. */

@@ -104,6 +104,7 @@ async function handle(msg) {
       value = await abortable(id, (signal) => e.load({
         model: msg.model,
         tokenizer: msg.tokenizer,
+        mmproj: msg.mmproj,
         nCtx: msg.nCtx,
         kvCache: msg.kvCache,
         nSeqMax: msg.nSeqMax,

@@ -193,12 +193,12 @@ class WorkerEngine {
   }
 
   /** Same contract as the in-thread Engine.load (see wasmlm.d.ts). */
-  async load({ model, tokenizer, nCtx = 0, kvCache = true, nSeqMax = 1, kvType = 'f16', onProgress, signal, backend } = {}) {
+  async load({ model, tokenizer, mmproj, nCtx = 0, kvCache = true, nSeqMax = 1, kvType = 'f16', onProgress, signal, backend } = {}) {
     if (signal?.aborted) throw abortError('Loading');
     this.#info = null;
     const { id, promise } = this.#request(Req.LOAD, {
-      model: toTransferableSource(model), tokenizer: toTransferableSource(tokenizer), nCtx, kvCache,
-      nSeqMax, kvType, backend,
+      model: toTransferableSource(model), tokenizer: toTransferableSource(tokenizer),
+      mmproj: toTransferableSource(mmproj), nCtx, kvCache, nSeqMax, kvType, backend,
     }, { onProgress });
     const onAbort = () => this.#abort(id);
     signal?.addEventListener('abort', onAbort, { once: true });

@@ -600,3 +600,176 @@ API int wlmjs_embed_info(const wlm_model *m, int field) {
     default: return -1;
     }
 }
+
+/* ---- images in (src/vision/) ---- */
+/* Loads an mmproj GGUF (wlm_vision_load with WLM_LOAD_OWN_BUFFER: data malloc'd by wlmjs_malloc,
+ * freed by the handle, on failure too). Returns the handle (NULL only when its own allocation
+ * failed) and writes the status to *status (an int slot). Free the handle either way. */
+API wlm_vision *wlmjs_vision_load(void *data, size_t size, int *status) {
+    wlm_vision *v = NULL;
+    *status = wlm_vision_load(data, size, WLM_LOAD_OWN_BUFFER, &v);
+    return v;
+}
+/* One field of wlm_vision_info by number: 0 image_size, 1 patch_size, 2 n_embd, 3 n_ff,
+ * 4 n_layers, 5 n_heads, 6 proj_dim, 7 scale_factor, 8 longest_edge, 9 piece_tokens; -1 for an
+ * unknown field or a handle that did not load. */
+API double wlmjs_vision_info(const wlm_vision *v, int field) {
+    wlm_vision_info i;
+    if (wlm_vision_get_info(v, &i) != WLM_OK) return -1;
+    switch (field) {
+    case 0: return i.image_size;
+    case 1: return i.patch_size;
+    case 2: return i.n_embd;
+    case 3: return i.n_ff;
+    case 4: return i.n_layers;
+    case 5: return i.n_heads;
+    case 6: return i.proj_dim;
+    case 7: return i.scale_factor;
+    case 8: return i.longest_edge;
+    case 9: return i.piece_tokens;
+    default: return -1;
+    }
+}
+/* The projector's name (static string), or "" for a handle that did not load. */
+API const char *wlmjs_vision_projector(const wlm_vision *v) {
+    wlm_vision_info i;
+    return wlm_vision_get_info(v, &i) == WLM_OK ? i.projector : "";
+}
+/* Encodes an image (wlm_image_encode) into a malloc'd wlm_image_embd. Returns it (NULL on
+ * error) and writes the status to *status (an int slot); the message is wlm_vision_errmsg's.
+ * Release with wlmjs_image_embd_free. */
+API wlm_image_embd *wlmjs_image_encode(wlm_vision *v, const uint8_t *rgb, int32_t width, int32_t height,
+                                       wlm_threadpool *pool, int32_t use_simd, int *status) {
+    wlm_image_embd *e = calloc(1, sizeof *e);
+    if (!e) {
+        *status = WLM_ERR_NOMEM;
+        return NULL;
+    }
+    *status = wlm_image_encode(v, rgb, width, height, pool, use_simd, e);
+    if (*status != WLM_OK) {
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+/* One field of an encoded image: 0 n_tokens, 1 n_embd, 2 n_pieces, 3 tokens_per_piece,
+ * 4 grid_cols, 5 grid_rows; -1 for NULL or an unknown field. */
+API int wlmjs_image_embd_field(const wlm_image_embd *e, int field) {
+    if (!e) return -1;
+    switch (field) {
+    case 0: return e->n_tokens;
+    case 1: return e->n_embd;
+    case 2: return e->n_pieces;
+    case 3: return e->tokens_per_piece;
+    case 4: return e->grid_cols;
+    case 5: return e->grid_rows;
+    default: return -1;
+    }
+}
+/* Frees an image of wlmjs_image_encode (its rows and the struct). NULL is a no-op. */
+API void wlmjs_image_embd_free(wlm_image_embd *e) {
+    if (!e) return;
+    wlm_image_embd_free(e);
+    free(e);
+}
+/* wlm_generate_begin_media with the images given as an array of n pointers (from
+ * wlmjs_image_encode; the same image may appear twice). Returns the status. */
+API int wlmjs_generate_begin_media(wlm_context *c, const wlm_vision *v, const char *prompt, size_t len,
+                                   const wlm_image_embd *const *images, int32_t n, const wlm_gen_params *p) {
+    if (n < 0 || n > 1024 || (n > 0 && !images)) return wlm_generate_begin_media(c, v, prompt, len, NULL, -1, p);
+    wlm_image_embd *arr = n ? malloc((size_t)n * sizeof *arr) : NULL;
+    if (n && !arr) return WLM_ERR_NOMEM;
+    for (int32_t i = 0; i < n; i++) {
+        if (!images[i]) {
+            free(arr);
+            return wlm_generate_begin_media(c, v, prompt, len, NULL, -1, p);
+        }
+        arr[i] = *images[i]; /* shallow: the rows stay the caller's */
+    }
+    int rc = wlm_generate_begin_media(c, v, prompt, len, arr, n, p);
+    free(arr);
+    return rc;
+}
+
+/* Tokenizes a text piece of a media prompt (special tokens parsed; flags may add ADD_SPECIAL)
+ * and evaluates it on sequence 0, as src/vision/sequence.c does. */
+static int media_text(wlm_context *c, const char *text, size_t len, unsigned flags) {
+    int32_t n = wlm_tokenize_ex(c->model, text, len, flags | WLM_TOKENIZE_PARSE_SPECIAL, NULL, 0);
+    if (n < 0) return wlm_set_error(c->errmsg, n, "media prompt: the text could not be tokenized");
+    if (n == 0) return WLM_OK;
+    int32_t *t = malloc(sizeof(int32_t) * 2 * (size_t)n);
+    if (!t) return wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "media prompt: out of memory");
+    wlm_tokenize_ex(c->model, text, len, flags | WLM_TOKENIZE_PARSE_SPECIAL, t, n);
+    for (int32_t i = 0; i < n; i++) t[n + i] = 0;
+    int rc = wlm_eval_batch(c, t, t + n, NULL, n);
+    free(t);
+    return rc;
+}
+
+/* wlm_generate_begin_media that reuses the KV cache of an earlier media prompt: sequence 0
+ * keeps its first `keep` positions, which the caller (js/engine.js) knows to hold this prompt's
+ * text up to and with its first `skip` images (it compares the pieces and the images' keys, and
+ * checks the cached token ids); evaluation resumes at the text after image `skip` - 1. When the
+ * cache no longer holds `keep` exact positions, or skip is 0, the whole prompt is evaluated
+ * from position 0 (as wlm_generate_begin_media). ends: n ints; ends[j] receives the position
+ * after image j's last token (those before `skip` are left as the caller gave them). Then the
+ * generation begins on the whole sequence as a cached prompt. Returns the status; *kept (an
+ * int slot) receives the positions reused. */
+API int wlmjs_generate_begin_media_cached(wlm_context *c, const wlm_vision *v, const char *prompt, size_t len,
+                                          const wlm_image_embd *const *images, int32_t n, const wlm_gen_params *p,
+                                          int32_t keep, int32_t skip, int32_t *ends, int32_t *kept) {
+    *kept = 0;
+    if (!c || !c->model || !c->seqs || !p || !prompt || n < 0 || n > 1024 || skip < 0 || skip > n ||
+        (n > 0 && (!images || !ends)))
+        return wlmjs_generate_begin_media(c, v, prompt, len, images, n, p);
+    for (int32_t i = 0; i < n; i++)
+        if (!images[i]) return wlmjs_generate_begin_media(c, v, prompt, len, NULL, -1, p);
+    c->errmsg[0] = '\0';
+    const size_t ml = strlen(WLM_MEDIA_MARKER);
+    int32_t markers = 0;
+    for (size_t i = 0; i + ml <= len; i++)
+        if (!memcmp(prompt + i, WLM_MEDIA_MARKER, ml)) markers++, i += ml - 1;
+    if (markers != n || (n > 0 && (!v || wlmjs_vision_info(v, 6) < 0))) /* its message */
+        return wlmjs_generate_begin_media(c, v, prompt, len, images, n, p);
+    const wlm_seq *s0 = &c->seqs[0];
+    if (skip > 0 && (keep < 1 || keep > s0->n_past || keep > s0->exact)) skip = 0;
+    wlm_context_reset_keep(c, skip > 0 ? keep : 0);
+    if (skip > 0 && s0->n_past != keep) {
+        wlm_context_reset(c);
+        skip = 0;
+    }
+    *kept = skip > 0 ? keep : 0;
+    size_t at = 0;
+    int32_t img = 0;
+    int rc = WLM_OK;
+    for (int first = 1; rc == WLM_OK; first = 0) {
+        size_t next = at;
+        while (next + ml <= len && memcmp(prompt + next, WLM_MEDIA_MARKER, ml)) next++;
+        const int last = next + ml > len;
+        if (last) next = len;
+        if (img >= skip) rc = media_text(c, prompt + at, next - at, first ? WLM_TOKENIZE_ADD_SPECIAL : 0);
+        if (rc || last) break;
+        if (img >= skip) {
+            rc = wlm_eval_image(c, 0, v, images[img]);
+            ends[img] = s0->n_past;
+        }
+        img++;
+        at = next + ml;
+    }
+    if (rc != WLM_OK) return rc;
+    const int32_t m = s0->n_past;
+    if (m < 1) return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG, "the prompt is empty");
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)m);
+    wlm_gen_params *gp = malloc(sizeof *gp);
+    if (!tok || !gp) {
+        free(tok), free(gp);
+        return wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "out of memory for the prompt");
+    }
+    memcpy(tok, s0->tokens, sizeof(int32_t) * (size_t)m);
+    *gp = *p;
+    gp->cache_prompt = 1;
+    rc = wlm_generate_begin(c, tok, m, gp);
+    free(tok);
+    free(gp);
+    return rc;
+}

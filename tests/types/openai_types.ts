@@ -37,4 +37,18 @@ export async function f(): Promise<void> {
   for await (const ch of s) { const x: OpenAI.Chat.Completions.ChatCompletionChunk = ch; void x; }
   void o;
 }
+// An image part as OpenAI's client writes it is ours; images in load / generate / chat.
+const vreq = {
+  model: 'x',
+  messages: [{ role: 'user', content: [{ type: 'text', text: 'What is it?' }, { type: 'image_url', image_url: { url: 'data:image/png;base64,AA==', detail: 'low' } }] }],
+} satisfies OpenAI.Chat.Completions.ChatCompletionCreateParamsNonStreaming;
+export const v: ChatCompletionRequest = vreq;
+export async function g(bytes: Uint8Array, blob: Blob): Promise<void> {
+  const info = await engine.load({ model: 'm.gguf', mmproj: 'mmproj.gguf' });
+  const p: string | undefined = info.vision?.projector;
+  const r = await engine.complete('<__media__> caption:', { images: [bytes, blob, { width: 1, height: 1, data: new Uint8Array(3) }] });
+  const n: number | undefined = r.imagesEncoded;
+  for await (const t of engine.chat([{ role: 'user', content: [{ type: 'image', image: blob }, { type: 'text', text: 'hi' }] }])) void t;
+  void p; void n;
+}
 export type { W };
