@@ -2,8 +2,8 @@
  * preprocess.c — an 8-bit RGB image → the encoder's normalised S×S pieces, the way llama.cpp
  * b12211's mtmd does it per projector (reference: /work/shared/reference/vision-mmproj.md §4,
  * settled against b12211's outputs): Gemma 3 letterboxes (aspect kept, centred on black);
- * Idefics3 cuts the image refined to a multiple of S into S×S tiles and adds a stretched
- * overview, resampling with Pillow's Lanczos-3. Both resample the way Pillow does (separable,
+ * Idefics3 cuts the image refined to a multiple of S into S×S tiles and adds an overview (the
+ * refined image shrunk to S×S), resampling with Pillow's Lanczos-3. Both resample the way Pillow does (separable,
  * the filter widened by the scale factor when downscaling, each pass rounded to 8 bits); Gemma 3
  * with Pillow's bilinear (triangle) filter, which tests/c/vision_oracle.c found to match b12211
  * exactly (the reference notes' half-pixel float bilinear does not when downscaling).
@@ -235,9 +235,14 @@ static int preprocess_tiles(wlm_vision *v, const uint8_t *rgb, int w, int h, flo
                 normalise_u8(v, piece, out);
                 out += 3 * n;
             }
+        /* the overview is the refined image shrunk to S×S, not the original resampled once
+         * (b12211: from the original it is 0.2-1.5 off in log-probability wherever the
+         * refined image was an upscale; from the refined one it agrees to 0.01) */
+        rc = lanczos(v, r, rw, rh, piece, S, S);
         free(r);
+    } else {
+        rc = lanczos(v, rgb, w, h, piece, S, S); /* the overview */
     }
-    rc = lanczos(v, rgb, w, h, piece, S, S); /* the overview */
     if (!rc) normalise_u8(v, piece, out);
     free(piece);
     return rc;

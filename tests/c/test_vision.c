@@ -5,7 +5,8 @@
  * Q8_0) are synthesized in memory with the GGUF writer, encoded by the library (scalar and SIMD
  * kernels, with and without threads) and by a plain float64 SigLIP + projector that follows
  * /work/shared/reference/vision-mmproj.md §5-6 from the dequantized weights. Also: resampling
- * (exact bilinear values; Pillow's Lanczos-3 against a float64 twin), tile counts, and the
+ * (exact bilinear values; Pillow's Lanczos-3 against a float64 twin), tile counts, Idefics3's
+ * pieces (tiles of the refined image, the overview shrunk from it), and the
  * loader's and encoder's errors (each named).
  */
 #include <math.h>
@@ -463,6 +464,40 @@ static void test_idefics3_grid(void) {
     CHECK(c == 1 && r == 2);
     wlm_vision_grid(v, 64, 64, &c, &r);
     CHECK(c == 2 && r == 2);
+
+    /* the pieces of a 20×24 image (scale 2.67: 53.3 × 64 → 2 × 2 tiles of the 64×64 refined
+     * image, itself Lanczos to 54×64 then stretched), and the overview: that refined image shrunk
+     * to 32×32 (as llama.cpp b12211), not the original resampled once */
+    const int w = 20, h = 24, S = 32, n = S * S;
+    const float mean[3] = {0.5f, 0.4f, 0.3f}, sd[3] = {0.5f, 0.6f, 0.7f}; /* write_mmproj's */
+    unsigned char *img = test_image(w, h, 5), *a = malloc(54 * 64 * 3), *ref = malloc(64 * 64 * 3);
+    unsigned char *ov = malloc(n * 3), *tmp = malloc(64 * 64 * 3);
+    float *pix = malloc(5 * 3 * (size_t)n * sizeof *pix);
+    CHECK_EQ_INT(wlm_vision_preprocess(v, img, w, h, pix), WLM_OK);
+    CHECK(wlm_resize_lanczos3(img, w, h, a, 54, 64, tmp) && wlm_resize_lanczos3(a, 54, 64, ref, 64, 64, tmp));
+    int bad_tile = 0, bad_ov = 0;
+    for (int t = 0; t < 4; t++) /* tile t = (row t / 2, column t % 2), planes R, G, B */
+        for (int y = 0; y < S; y++)
+            for (int x = 0; x < S; x++)
+                for (int ch = 0; ch < 3; ch++) {
+                    const unsigned char u = ref[(((t / 2) * S + y) * 64 + (t % 2) * S + x) * 3 + ch];
+                    const float want = ((float)u / 255.0f - mean[ch]) / sd[ch];
+                    bad_tile += fabsf(pix[(size_t)t * 3 * n + (size_t)ch * n + y * S + x] - want) > 1e-6f;
+                }
+    CHECK(wlm_resize_lanczos3(ref, 64, 64, ov, S, S, tmp));
+    for (int i = 0; i < n; i++)
+        for (int ch = 0; ch < 3; ch++)
+            bad_ov += fabsf(pix[4 * 3 * (size_t)n + (size_t)ch * n + i] -
+                            ((float)ov[i * 3 + ch] / 255.0f - mean[ch]) / sd[ch]) > 1e-6f;
+    CHECK_EQ_INT(bad_tile, 0);
+    CHECK_EQ_INT(bad_ov, 0);
+    /* and the original resampled once differs (the check above can fail) */
+    CHECK(wlm_resize_lanczos3(img, w, h, ov, S, S, tmp));
+    int differ = 0;
+    for (int i = 0; i < n; i++)
+        differ += fabsf(pix[4 * 3 * (size_t)n + i] - ((float)ov[i * 3] / 255.0f - 0.5f) / 0.5f) > 1e-6f;
+    CHECK(differ > 0);
+    free(img), free(a), free(ref), free(ov), free(tmp), free(pix);
     wlm_vision_free(v);
     synth_free(&s);
 }
