@@ -6,6 +6,7 @@
 // lastBeamResult). The memory rule of engine.js holds here too: views of wasm memory are made
 // right before use, never kept across a call into wasm.
 
+import { Channel } from './channel.js';
 import { STATUS, STOP_REASONS, abortError, jsError } from './errors.js';
 import { decodeStep } from './generate.js';
 import { batchSequences, beamParams, utf8 } from './params.js';
@@ -249,26 +250,6 @@ export async function beamSearch(engine, c, prompt, params, { signal, onStep } =
   }
 }
 
-
-/** A push-to-pull queue of one sequence's items: the batch pushes, the sequence's reader pulls. */
-class ItemQueue {
-  #items = [];
-  #wake = null;
-  #done = false;
-  #error = null;
-  push(item) { this.#items.push(item); this.#notify(); }
-  end(error = null) { if (!this.#done) { this.#done = true; this.#error = error; this.#notify(); } }
-  get ended() { return this.#done; }
-  #notify() { const w = this.#wake; this.#wake = null; w?.(); }
-  async *[Symbol.asyncIterator]() {
-    for (;;) {
-      if (this.#items.length) { yield this.#items.shift(); continue; }
-      if (this.#done) { if (this.#error) throw this.#error; return; }
-      await new Promise((resolve) => { this.#wake = resolve; });
-    }
-  }
-}
-
 /**
  * Engine.openBatch(): continuous batching (llama-server's) on one engine. Sequences join the
  * running batch between two steps (add: wlm_generate_batch_add, or wlm_generate_batch_begin for
@@ -337,7 +318,7 @@ export class ContinuousBatch {
     if (params === null || typeof params !== 'object') {
       throw jsError('WLM_ERR_INVALID_ARG', `generation parameters must be an object, got ${params}`);
     }
-    const queue = new ItemQueue();
+    const queue = new Channel();
     const seq = {
       queue, prompt, params, slot: -1, cancelled: false, ids: null, paramsPtr: 0,
       decoder: new TextDecoder(), prev: -1,

@@ -12,6 +12,7 @@
 // facade engine (facade()): chatCompletion renders the prompt, builds the grammar and reads tool
 // calls as it does on a plain Engine, and its generate() call lands here.
 
+import { Channel } from '../channel.js';
 import { abortError } from '../errors.js';
 
 /** Thrown by reserve() when `queue` requests already wait: the server answers 503. */
@@ -25,24 +26,6 @@ export class QueueFullError extends Error {
 /** Options that only a single-sequence generation takes (js/params.js; C ignores them in a batch). */
 const SINGLE_ONLY = ['cachePrompt', 'stateCheckpoint', 'contextShift', 'nKeep', 'draft'];
 
-/** A push-to-pull channel: the scheduler pushes a job's tokens, its request pulls them. */
-class Channel {
-  #items = [];
-  #wake = null;
-  #done = false;
-  #error = null;
-  push(item) { this.#items.push(item); this.#notify(); }
-  end(error = null) { if (!this.#done) { this.#done = true; this.#error = error; this.#notify(); } }
-  get ended() { return this.#done; }
-  #notify() { const w = this.#wake; this.#wake = null; w?.(); }
-  async *[Symbol.asyncIterator]() {
-    for (;;) {
-      if (this.#items.length) { yield this.#items.shift(); continue; }
-      if (this.#done) { if (this.#error) throw this.#error; return; }
-      await new Promise((resolve) => { this.#wake = resolve; });
-    }
-  }
-}
 
 export class Scheduler {
   #engine;

@@ -20,10 +20,10 @@ import { REPO, webWorkerLike } from './_helpers.mjs';
 
 const RECORDS = path.join(REPO, 'tests/reference/oracle/vision');
 const BUILT = fs.existsSync(path.join(REPO, 'dist/wasmlm.wasm'));
-/** tests/c/vision_oracle.c's tolerance per record: tight for gemma3 F32 / F16 and the flat
- *  idefics3 records; loose for its known gaps (gemma3 Q8_0; idefics3's resampling of real images),
- *  where a broken layout, order or resampling still measures 3-35. */
-const tolerance = (name) => (/^gemma3-F(32|16)$|-flat$/.test(name) ? 0.05 : name === 'gemma3-Q8_0' ? 0.6 : 1.5);
+/** tests/c/vision_oracle.c's tolerance per record: 0.05 for F32 / F16 (measured worst 0.015; an
+ *  Idefics3 overview resampled from the original instead of the refined image measures 1.1-1.4),
+ *  0.6 for Q8_0 matrices (8-bit activation rounding amplifies float differences: 0.44-0.52). */
+const tolerance = (name) => (/Q8_0/.test(name) ? 0.6 : 0.05);
 const RECORD_NAMES = ['gemma3-F32', 'gemma3-F16', 'gemma3-Q8_0', 'idefics3-F32', 'idefics3-F16', 'idefics3-Q8_0',
   'idefics3-F32-flat', 'idefics3-F16-flat'];
 
