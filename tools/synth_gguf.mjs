@@ -298,6 +298,9 @@ export const SHAPES = Object.freeze({
     // router's logits spread ~2 so the choice changes between tokens, ffn_down_exps.scale on
     // even blocks only, V = K and one KV head on the full blocks, no per-layer embeddings
     'tiny-moe': { D: 64, F: [96, 96, 128, 128], L: 4, H: 4, kv: [2, 2, 1, 2], hd: 32, hdSwa: 16, rotSwa: 16, partial: 0.25, ctx: 4096, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'spm', window: 8, swa: [true, true, false, true], shared: 0, vEqK: true, P: 0, outScale: true, softcap: 30, E: 6, K: 2, Fe: 32, downScale: [true, false, true, false] },
+    // tiny-moe with ffn_gate_exps + ffn_up_exps holding the fused tensor's values (its logits
+    // must be tiny-moe's bits)
+    'tiny-moe-split': { D: 64, F: [96, 96, 128, 128], L: 4, H: 4, kv: [2, 2, 1, 2], hd: 32, hdSwa: 16, rotSwa: 16, partial: 0.25, ctx: 4096, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'spm', window: 8, swa: [true, true, false, true], shared: 0, vEqK: true, P: 0, outScale: true, softcap: 30, E: 6, K: 2, Fe: 32, downScale: [true, false, true, false], split: true },
     // Gemma 4 26B-A4B, text part (archs-2026.md "gemma4"; huggingface.co/google/gemma-4-26B-A4B):
     // 30 blocks, full every 6th (5, 11, …), 8 KV heads sliding / 2 full (V = K there), dense
     // n_ff 2112 beside 128 experts of 704, 8 used; its first 6 blocks (decode per block is the
@@ -967,7 +970,10 @@ function describeGemma4(s, shapeName, seed) {
       norm(`${b}pre_ffw_norm_2.weight`, D);
       norm(`${b}post_ffw_norm_1.weight`, D, 0.7);
       norm(`${b}post_ffw_norm_2.weight`, D, 0.7);
-      t(`${b}ffn_gate_up_exps.weight`, [D, 2 * s.Fe, s.E], { std: inv(D) });
+      if (s.split) { // the same values as the fused tensor, as two (llama.cpp reads only the fused)
+        t(`${b}ffn_gate_exps.weight`, [D, s.Fe, s.E], { std: inv(D), halfOf: `${b}ffn_gate_up_exps.weight`, half: 0 });
+        t(`${b}ffn_up_exps.weight`, [D, s.Fe, s.E], { std: inv(D), halfOf: `${b}ffn_gate_up_exps.weight`, half: 1 });
+      } else t(`${b}ffn_gate_up_exps.weight`, [D, 2 * s.Fe, s.E], { std: inv(D) });
       t(`${b}ffn_down_exps.weight`, [s.Fe, D, s.E], { std: inv(s.Fe) });
       if (s.downScale[l]) norm(`${b}ffn_down_exps.scale`, s.E, 1, 0.3);
     }
@@ -1072,6 +1078,13 @@ function generate(seed, t, emit, buf = null) {
   const { name, ne, gen } = t;
   const row = ne[0], count = ne.reduce((a, b) => a * b, 1), nRows = count / row;
   if (gen.values) { emit(gen.values, nRows); return; }
+  if (gen.halfOf) { // half h of each expert's rows of the fused tensor gen.halfOf (same values)
+    const [cols, F, E] = ne, all = new Float32Array(cols * 2 * F * E), out = new Float32Array(count);
+    uniformStream(seed, gen.halfOf)(all, all.length, gen.mean || 0, gen.std * Math.sqrt(3));
+    for (let e = 0; e < E; e++) out.set(all.subarray((2 * e + gen.half) * F * cols, (2 * e + gen.half + 1) * F * cols), e * F * cols);
+    emit(out, nRows);
+    return;
+  }
   const fill = uniformStream(seed, name);
   const a = gen.std * Math.sqrt(3), mean = gen.mean || 0;
   const per = Math.max(1, Math.floor(CHUNK / row));

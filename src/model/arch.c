@@ -51,7 +51,7 @@ static const wlm_arch ARCHS[] = {
     {.name = "gemma3", .norm = WLM_NORM_RMS, .act = WLM_ACT_GELU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qk_norm = WLM_T_REQ,
      .post_norms = WLM_T_REQ, .embd_scale = 1, .swa = 1, .gemma_attn_scale = 1, .softcap = 1},
-    /* Gemma 4 (dense layers; llama.cpp: src/models/gemma4-iswa.cpp): Gemma 3's block with
+    /* Gemma 4 (llama.cpp: src/models/gemma4-iswa.cpp): Gemma 3's block with
      * per-layer shapes (arch.per_layer: sliding and full layers with their own head sizes, KV
      * heads, RoPE widths and bases, proportional RoPE through rope_freqs on the full layers,
      * per-layer n_ff, shared-KV layers, V = K without attn_v, V's RMSNorm, attention scale 1,

@@ -5,7 +5,8 @@
  * pairs or NEOX halves, one frequency set per kind of layer) → grouped-query attention over the
  * paged KV cache (F32 or F16 elements; a sliding window on window layers) → output projection
  * (+ bias) → optional post-norm → residual → norm → feed-forward (SwiGLU, GeGLU, or a GELU MLP
- * with biases; or a mixture of experts, moe.c) → optional post-norm → residual; then the final norm, the classifier and the
+ * with biases; or a mixture of experts, moe.c, alone or beside the dense one as Gemma 4's) →
+ * optional post-norm → residual; then the final norm, the classifier and the
  * optional logit soft-cap for the entries that want logits. llama2.c's forward() is the special
  * case "llama". Encoders (BERT, nomic-bert; arch.c's `encoder`) take token type 0 and a
  * LayerNorm after the embedding, no norm before each branch but one after each residual add,
