@@ -671,6 +671,7 @@ function embedModel(arch, { dim = 16, hidden = 24, layers = 2, heads = 2, seq = 
   put('fuzz_model', 'tiny-gemma4-moe-in-scale-short.gguf', gemma4Model({ moe: { ...g4moe, inScale: 15 } }));
   put('fuzz_model', 'tiny-gemma4-moe-out-scale-long.gguf', gemma4Model({ moe: { ...g4moe, outScale: 5 } }));
   put('fuzz_model', 'tiny-gemma4-moe-no-pre-norm.gguf', gemma4Model({ moe: g4moe, drop: 'blk.2.pre_ffw_norm_2.weight' }));
+  put('fuzz_model', 'tiny-gemma4-moe-no-experts.gguf', gemma4Model({ moe: g4moe, drop: 'blk.1.ffn_gate_up_exps.weight' }));
   put('fuzz_model', 'tiny-gemma4-moe-no-scale.gguf', gemma4Model({ moe: g4moe, drop: 'blk.1.ffn_gate_inp.scale' }));
   put('fuzz_model', 'tiny-gemma4-no-ple.gguf', gemma4Model({ drop: 'blk.1.proj.weight' }));
   // mixtures of experts: F32 and quantized experts, and counts or shapes that contradict

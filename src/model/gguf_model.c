@@ -950,8 +950,14 @@ static int map_moe(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) {
                       a->moe_out_scale, spare, &lw->exp_out_scale)))
         return rc;
     const wlm_gguf_tensor *gu =
-        a->moe_gate_up ? wlm_gguf_find_tensor(g, blk(name, sizeof name, l, "ffn_gate_up_exps.weight"))
-                       : NULL;
+        a->moe_gate_up
+            ? wlm_gguf_find_tensor(g, blk(name, sizeof name, l, "ffn_gate_up_exps.weight"))
+            : NULL;
+    if (a->moe_gate_up && !gu &&
+        !wlm_gguf_find_tensor(g, blk(name, sizeof name, l, "ffn_gate_exps.weight")))
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                             "GGUF model lacks tensor blk.%d.ffn_gate_up_exps.weight (or "
+                             "ffn_gate_exps + ffn_up_exps)", (int)l);
     if (gu) { /* fused: expert e's gate rows, then its up rows; both views of the one tensor */
         if ((rc = get_matrices(m, g, name, E, 2 * (int64_t)F, D, &lw->exp_gate))) return rc;
         lw->exp_gu_stride = 2 * (size_t)F * lw->exp_gate.row_bytes;

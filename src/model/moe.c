@@ -2,8 +2,8 @@
  * moe.c — the mixture-of-experts feed-forward, a layer's ffn_kind (WLM_FFN_KIND_MOE) consumed by
  * forward.c's one pass. As llama.cpp's build_moe_ffn (src/llama-graph.cpp) computes it, for
  * each entry's normed input u:
- *   z = router · u (+ router bias) (Gemma 4: router · (RMSNorm(x) / sqrt(dim) ⊙ ffn_gate_inp.scale)
- *   of the stream x, without gain); scores s = softmax(z), sigmoid(z), or z itself (gating);
+ *   z = router · u (+ router bias) (Gemma 4: router · (RMSNorm(x) / sqrt(dim) ⊙
+ *   ffn_gate_inp.scale) of the stream x, the norm without gain); scores s = softmax(z), sigmoid(z), or z itself (gating);
  *   the k best of s (+ exp_probs_b, which steers the choice only), best first, ties to the lower
  *   expert; weights w_j = s of the chosen (a softmax over the k chosen logits for gpt-oss's
  *   gating), divided by their sum (clamped below at 2^-14) when the architecture normalizes,
@@ -97,7 +97,8 @@ static void expert_act(const wlm_context *c, float *g, const float *u, int F, in
  * back to back). */
 static wlm_tensor expert(const wlm_tensor *t, int32_t e, size_t stride) {
     wlm_tensor v = *t;
-    v.data = (const char *)t->data + (size_t)e * (stride ? stride : (size_t)t->rows * t->row_bytes);
+    v.data = (const char *)t->data +
+             (size_t)e * (stride ? stride : (size_t)t->rows * t->row_bytes);
     return v;
 }
 
@@ -147,9 +148,11 @@ void wlm_moe_ffn(wlm_context *c, const wlm_layer_weights *lw, float *x, const fl
     for (int e = 0; e < E; e++) {
         const int32_t r0 = first[e], m = first[e + 1] - r0;
         if (m == 0) continue;
-        seg[ns++] = (wlm_matmul_seg){c->moe_h + (size_t)r0 * FS, FS, expert(&lw->exp_gate, e, lw->exp_gu_stride),
+        seg[ns++] = (wlm_matmul_seg){c->moe_h + (size_t)r0 * FS, FS,
+                                     expert(&lw->exp_gate, e, lw->exp_gu_stride),
                                      c->moe_x + (size_t)r0 * D, D, m};
-        seg[ns++] = (wlm_matmul_seg){c->moe_h2 + (size_t)r0 * FS, FS, expert(&lw->exp_up, e, lw->exp_gu_stride),
+        seg[ns++] = (wlm_matmul_seg){c->moe_h2 + (size_t)r0 * FS, FS,
+                                     expert(&lw->exp_up, e, lw->exp_gu_stride),
                                      c->moe_x + (size_t)r0 * D, D, m};
         if (ns == (int32_t)(sizeof seg / sizeof seg[0])) {
             wlm_matmul_segs(c, seg, ns, c->moe_xq, c->xq_stride);
