@@ -304,7 +304,8 @@ export const SHAPES = Object.freeze({
     // Gemma 4 26B-A4B, text part (archs-2026.md "gemma4"; huggingface.co/google/gemma-4-26B-A4B):
     // 30 blocks, full every 6th (5, 11, …), 8 KV heads sliding / 2 full (V = K there), dense
     // n_ff 2112 beside 128 experts of 704, 8 used; its first 6 blocks (decode per block is the
-    // published model's; the whole one is ~17 GB at Q4_K_M)
+    // published model's; the whole one, gemma4-26b-a4b, is ~17 GB at Q4_K_M)
+    'gemma4-26b-a4b': { D: 2816, F: Array(30).fill(2112), L: 30, H: 16, kv: Array.from({ length: 30 }, (_, l) => (l % 6 === 5 ? 2 : 8)), hd: 512, hdSwa: 256, rotSwa: 256, partial: 0.25, ctx: 262144, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 1024, swa: Array.from({ length: 30 }, (_, l) => l % 6 !== 5), shared: 0, vEqK: true, P: 0, outScale: true, softcap: 30, E: 128, K: 8, Fe: 704, downScale: Array(30).fill(true) },
     'gemma4-26b-a4b-l6': { D: 2816, F: Array(6).fill(2112), L: 6, H: 16, kv: [8, 8, 8, 8, 8, 2], hd: 512, hdSwa: 256, rotSwa: 256, partial: 0.25, ctx: 262144, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 1024, swa: [true, true, true, true, true, false], shared: 0, vEqK: true, P: 0, outScale: true, softcap: 30, E: 128, K: 8, Fe: 704, downScale: Array(6).fill(true) },
     'gemma4-e2b': { D: 1536, F: Array.from({ length: 35 }, (_, l) => (l < 15 ? 6144 : 12288)), L: 35, H: 8, kv: Array(35).fill(1), hd: 512, hdSwa: 256, rotSwa: 256, partial: 0.25, ctx: 131072, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 512, swa: Array.from({ length: 35 }, (_, l) => l % 5 !== 4), shared: 20, vEqK: false, P: 256, outScale: true, softcap: 30 },
   },
