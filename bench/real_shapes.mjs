@@ -64,6 +64,10 @@ export const REAL_PAIRS = Object.freeze([
   // embeddings (2.3 B of them in per_layer_token_embd, read one row per token)
   { arch: 'gemma4', shape: 'gemma4-e2b', name: 'Gemma-4-E2B', issue: 43,
     noFit: { Q8_0: 'the ~5.4 GB Q8_0 file does not fit the 4 GB wasm32 memory (the memory64 module takes it; not measured here)' } },
+  // Gemma 4 26B-A4B's first 6 of 30 blocks (5 sliding + 1 full: 128 experts of 704, 8 used,
+  // beside a dense 2112-wide feed-forward; ~5.6 B parameters with the 262144-row embedding)
+  { arch: 'gemma4', shape: 'gemma4-26b-a4b-l6', name: 'Gemma-4-26B-A4B (6 of 30 blocks)', issue: 43,
+    noFit: { Q8_0: 'the ~6 GB Q8_0 file does not fit the 4 GB wasm32 memory (Q4_K_M: ~3.4 GB)' } },
   { arch: 'phi3', shape: 'phi3.5-mini', name: 'Phi-3.5-mini', issue: 13, flag: '--phi',
     noFit: { Q8_0: 'the 4.06 GB file and a 2048-position KV cache do not fit the 4 GB wasm32 memory (tests/js/wasm32_limit.test.mjs)' } },
 ].map(Object.freeze));

@@ -436,9 +436,13 @@ function moeModel({ arch = 'qwen3moe', dim = 16, hidden = 24, layers = 2, heads 
 // last `shared` layers reading an earlier layer's KV cache, V = K on full layers, per-layer
 // embeddings (P 4) and layer_output_scale. `ffKey` / `kvKey`: the keys' arrays alone (a wrong
 // length), `pattern` / `shared` contradicting each other, and `extra` (tensors added: a shared
-// layer's misshapen attn_k, an MoE router) or `drop` make the error seeds.
+// layer's misshapen attn_k, an MoE router) or `drop` make the error seeds. `moe` (26B-A4B's
+// kind: every layer a mixture beside its dense feed-forward): {E, K, F, split (separate
+// gate/up instead of the fused ffn_gate_up_exps), scale (ffn_down_exps.scale), and the
+// wrong shapes gu (the fused tensor's rows), inScale (ffn_gate_inp.scale's length), outScale
+// (ffn_down_exps.scale's length)}.
 function gemma4Model({ pattern = 'SSFSF', shared = 2, dim = 16, heads = 2, seq = 8, vocab = 12, ff = null, kvArr = null,
-  ffKey = null, kvKey = null, type = GT.F32, extra = [], extraKvs = [], drop = null } = {}) {
+  ffKey = null, kvKey = null, type = GT.F32, extra = [], extraKvs = [], drop = null, moe = null } = {}) {
   const L = pattern.length, P = 4, hd = (l) => (pattern[l] === 'S' ? 8 : 16);
   const ffs = ff ?? [...pattern].map((_, l) => 16 + 8 * (l % 2)), kvs_ = kvArr ?? [...pattern].map(() => 1);
   const kvs = [
@@ -459,6 +463,8 @@ function gemma4Model({ pattern = 'SSFSF', shared = 2, dim = 16, heads = 2, seq =
     ['gemma4.embedding_length_per_layer_input', T.U32, P],
     ['gemma4.final_logit_softcapping', T.F32, 30],
   ];
+  if (moe) kvs.push(['gemma4.expert_count', T.U32, moe.E], ['gemma4.expert_used_count', T.U32, moe.K],
+    ['gemma4.expert_feed_forward_length', T.U32, moe.F]);
   const tensors = [];
   const mat = (name, rows, cols) => { // rows not of whole 32-blocks stay F32
     const ty = cols % 32 ? GT.F32 : type;
@@ -481,6 +487,16 @@ function gemma4Model({ pattern = 'SSFSF', shared = 2, dim = 16, heads = 2, seq =
     f32(b + 'post_attention_norm.weight', dim); f32(b + 'ffn_norm.weight', dim);
     mat(b + 'ffn_gate.weight', ffs[l], dim); mat(b + 'ffn_up.weight', ffs[l], dim); mat(b + 'ffn_down.weight', dim, ffs[l]);
     f32(b + 'post_ffw_norm.weight', dim);
+    if (moe) {
+      const { E, F } = moe;
+      const exps = (name, rows, cols) => tensors.push({ name, ne: [cols, rows, E], type: GT.F32, data: tensorData(GT.F32, rows * E, cols) });
+      mat(b + 'ffn_gate_inp.weight', E, dim); f32(b + 'ffn_gate_inp.scale', moe.inScale ?? dim);
+      f32(b + 'pre_ffw_norm_2.weight', dim); f32(b + 'post_ffw_norm_1.weight', dim); f32(b + 'post_ffw_norm_2.weight', dim);
+      if (moe.split) { exps(b + 'ffn_gate_exps.weight', F, dim); exps(b + 'ffn_up_exps.weight', F, dim); }
+      else exps(b + 'ffn_gate_up_exps.weight', moe.gu ?? 2 * F, dim);
+      exps(b + 'ffn_down_exps.weight', dim, F);
+      if (moe.scale) f32(b + 'ffn_down_exps.scale', moe.outScale ?? E);
+    }
     mat(b + 'inp_gate.weight', P, dim); mat(b + 'proj.weight', dim, P); f32(b + 'post_norm.weight', dim);
     f32(b + 'layer_output_scale.weight', 1);
   }
@@ -646,7 +662,17 @@ function embedModel(arch, { dim = 16, hidden = 24, layers = 2, heads = 2, seq = 
   put('fuzz_model', 'tiny-gemma4-kv-long.gguf', gemma4Model({ kvKey: [1, 1, 1, 1, 1, 1] }));
   put('fuzz_model', 'tiny-gemma4-shared-kind.gguf', gemma4Model({ pattern: 'SFSFS', shared: 2 }));
   put('fuzz_model', 'tiny-gemma4-shared-has-k.gguf', gemma4Model({ extra: [['blk.4.attn_k.weight', 9, 16]] }));
-  put('fuzz_model', 'tiny-gemma4-moe.gguf', gemma4Model({ extra: [['blk.0.ffn_gate_inp.weight', 4, 16]] }));
+  put('fuzz_model', 'tiny-gemma4-router-no-count.gguf', gemma4Model({ extra: [['blk.0.ffn_gate_inp.weight', 4, 16]] }));
+  // its mixture-of-experts layers (26B-A4B): fused and separate experts, then wrong shapes
+  const g4moe = { E: 4, K: 2, F: 8, scale: true };
+  put('fuzz_model', 'tiny-gemma4-moe.gguf', gemma4Model({ moe: g4moe }));
+  put('fuzz_model', 'tiny-gemma4-moe-split.gguf', gemma4Model({ moe: { ...g4moe, split: true, scale: false } }));
+  put('fuzz_model', 'tiny-gemma4-moe-gate-up-short.gguf', gemma4Model({ moe: { ...g4moe, gu: 15 } }));
+  put('fuzz_model', 'tiny-gemma4-moe-in-scale-short.gguf', gemma4Model({ moe: { ...g4moe, inScale: 15 } }));
+  put('fuzz_model', 'tiny-gemma4-moe-out-scale-long.gguf', gemma4Model({ moe: { ...g4moe, outScale: 5 } }));
+  put('fuzz_model', 'tiny-gemma4-moe-no-pre-norm.gguf', gemma4Model({ moe: g4moe, drop: 'blk.2.pre_ffw_norm_2.weight' }));
+  put('fuzz_model', 'tiny-gemma4-moe-no-experts.gguf', gemma4Model({ moe: g4moe, drop: 'blk.1.ffn_gate_up_exps.weight' }));
+  put('fuzz_model', 'tiny-gemma4-moe-no-scale.gguf', gemma4Model({ moe: g4moe, drop: 'blk.1.ffn_gate_inp.scale' }));
   put('fuzz_model', 'tiny-gemma4-no-ple.gguf', gemma4Model({ drop: 'blk.1.proj.weight' }));
   // mixtures of experts: F32 and quantized experts, and counts or shapes that contradict
   put('fuzz_model', 'tiny-qwen3moe.gguf', moeModel());

@@ -111,6 +111,8 @@ export const SYNTH_RECORDS = Object.freeze([
   { name: 'smollm2-F32', arch: 'llama', shape: 'smollm2-tiny', seed: 1, type: 'F32' },
   // every weight matrix MXFP4 (llama.cpp multiplies it with Q8_0 activations, as we do)
   { name: 'llama-MXFP4', arch: 'llama', shape: 'tiny', seed: 1, type: 'MXFP4' },
+  // Gemma 4's mixture-of-experts kind (26B-A4B: experts beside the dense feed-forward)
+  ...['F32', 'Q8_0'].map((type) => ({ name: `gemma4-moe-${type}`, arch: 'gemma4', shape: 'tiny-moe', seed: 1, type })),
   // phi3 at context 8192 (> rope.scaling.original_context_length 4096): LongRoPE's long factors
   { name: 'phi3-F32-ctx8192', arch: 'phi3', shape: 'tiny', seed: 1, type: 'F32', ctx: 8192 },
 ]);

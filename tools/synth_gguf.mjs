@@ -293,6 +293,20 @@ export const SHAPES = Object.freeze({
     // Gemma 4 E2B, text part (../shared/reference/archs-2026.md "gemma4"): 35 blocks, full
     // every 5th (4, 9, …, 34), 20 KV-shared, n_ff doubled on blocks 15–34; the Gemma 3
     // vocabulary padded to 262144 (the real "gemma4" one has the same size)
+    // tiny-moe: the 26B-A4B kind (archs-2026.md "gemma4", MoE layer): every block a mixture of
+    // 6 experts (2 used, width 32, a fused ffn_gate_up_exps) beside its dense feed-forward, the
+    // router's logits spread ~2 so the choice changes between tokens, ffn_down_exps.scale on
+    // even blocks only, V = K and one KV head on the full blocks, no per-layer embeddings
+    'tiny-moe': { D: 64, F: [96, 96, 128, 128], L: 4, H: 4, kv: [2, 2, 1, 2], hd: 32, hdSwa: 16, rotSwa: 16, partial: 0.25, ctx: 4096, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'spm', window: 8, swa: [true, true, false, true], shared: 0, vEqK: true, P: 0, outScale: true, softcap: 30, E: 6, K: 2, Fe: 32, downScale: [true, false, true, false] },
+    // tiny-moe with ffn_gate_exps + ffn_up_exps holding the fused tensor's values (its logits
+    // must be tiny-moe's bits)
+    'tiny-moe-split': { D: 64, F: [96, 96, 128, 128], L: 4, H: 4, kv: [2, 2, 1, 2], hd: 32, hdSwa: 16, rotSwa: 16, partial: 0.25, ctx: 4096, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'spm', window: 8, swa: [true, true, false, true], shared: 0, vEqK: true, P: 0, outScale: true, softcap: 30, E: 6, K: 2, Fe: 32, downScale: [true, false, true, false], split: true },
+    // Gemma 4 26B-A4B, text part (archs-2026.md "gemma4"; huggingface.co/google/gemma-4-26B-A4B):
+    // 30 blocks, full every 6th (5, 11, …), 8 KV heads sliding / 2 full (V = K there), dense
+    // n_ff 2112 beside 128 experts of 704, 8 used; its first 6 blocks (decode per block is the
+    // published model's; the whole one, gemma4-26b-a4b, is ~17 GB at Q4_K_M)
+    'gemma4-26b-a4b': { D: 2816, F: Array(30).fill(2112), L: 30, H: 16, kv: Array.from({ length: 30 }, (_, l) => (l % 6 === 5 ? 2 : 8)), hd: 512, hdSwa: 256, rotSwa: 256, partial: 0.25, ctx: 262144, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 1024, swa: Array.from({ length: 30 }, (_, l) => l % 6 !== 5), shared: 0, vEqK: true, P: 0, outScale: true, softcap: 30, E: 128, K: 8, Fe: 704, downScale: Array(30).fill(true) },
+    'gemma4-26b-a4b-l6': { D: 2816, F: Array(6).fill(2112), L: 6, H: 16, kv: [8, 8, 8, 8, 8, 2], hd: 512, hdSwa: 256, rotSwa: 256, partial: 0.25, ctx: 262144, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 1024, swa: [true, true, true, true, true, false], shared: 0, vEqK: true, P: 0, outScale: true, softcap: 30, E: 128, K: 8, Fe: 704, downScale: Array(6).fill(true) },
     'gemma4-e2b': { D: 1536, F: Array.from({ length: 35 }, (_, l) => (l < 15 ? 6144 : 12288)), L: 35, H: 8, kv: Array(35).fill(1), hd: 512, hdSwa: 256, rotSwa: 256, partial: 0.25, ctx: 131072, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 512, swa: Array.from({ length: 35 }, (_, l) => l % 5 !== 4), shared: 20, vEqK: false, P: 256, outScale: true, softcap: 30 },
   },
   gpt2: {
@@ -872,7 +886,11 @@ function describeGptOss(s, shapeName, seed) {
  * proj [P, D], post_norm [D], layer_output_scale [1]. Scales: gemma3's, but Q/K norm gains
  * 1.5 / hd^(1/4) for the attention scale of 1; the per-layer input's
  * table has RMS 1/√P (× √P in the graph), its branch is post-normed to half a block's gain, and
- * each block's output scale is in [0.6, 1).
+ * each block's output scale is in [0.6, 1). With E (the 26B-A4B kind) every block also has
+ * expert_count / expert_used_count / expert_feed_forward_length and ffn_gate_inp [D, E],
+ * ffn_gate_inp.scale [D], pre_ffw_norm_2, post_ffw_norm_1, post_ffw_norm_2 [D],
+ * ffn_gate_up_exps [D, 2·Fe, E] (each expert's gate rows then its up rows), ffn_down_exps
+ * [Fe, D, E] and, where downScale says, ffn_down_exps.scale [E].
  */
 function describeGemma4(s, shapeName, seed) {
   const arch = 'gemma4';
@@ -899,6 +917,11 @@ function describeGemma4(s, shapeName, seed) {
   key('final_logit_softcapping', 'f32', s.softcap);
   kv.push(...voc.kv);
   if (s.suppress) kv.push(['tokenizer.ggml.suppress_tokens', 'arr:i32', Int32Array.from(s.suppress)]);
+  if (s.E) {
+    key('expert_count', 'u32', s.E);
+    key('expert_used_count', 'u32', s.K);
+    key('expert_feed_forward_length', 'u32', s.Fe);
+  }
 
   const inv = (n) => 1 / Math.sqrt(n);
   const outStd = LOGIT_STD * inv(D);
@@ -908,7 +931,7 @@ function describeGemma4(s, shapeName, seed) {
   const post = BLOCK_GAIN * embedRms;
   const T = [];
   const t = (name, ne, gen) => T.push({ name, ne, gen });
-  const norm = (name, n, mean = 1) => t(name, [n], { mean, std: 0.1 * mean });
+  const norm = (name, n, mean = 1, rel = 0.1) => t(name, [n], { mean, std: rel * mean });
   const zeroRows = partialUtf8Tokens(voc.kv);
   t('token_embd.weight', [D, V], { std: embStd, zeroRows: s.tied ? zeroRows : null });
   const turning = Math.round(s.partial * hd / 2);
@@ -940,6 +963,21 @@ function describeGemma4(s, shapeName, seed) {
     t(`${b}ffn_gate.weight`, [D, F], { std: inv(D) });
     t(`${b}ffn_up.weight`, [D, F], { std: inv(D) });
     t(`${b}ffn_down.weight`, [F, D], { std: inv(F) });
+    if (s.E) { // beside the dense branch: the router (input RMSNorm(x)/√D ⊙ scale, so logits
+      // of spread ~2 take a weight std of 2), the experts' input norm, both branches' output
+      // norms (the sum is post-normed again below), GELU experts in one fused gate_up tensor
+      t(`${b}ffn_gate_inp.weight`, [D, s.E], { std: 2 });
+      norm(`${b}ffn_gate_inp.scale`, D);
+      norm(`${b}pre_ffw_norm_2.weight`, D);
+      norm(`${b}post_ffw_norm_1.weight`, D, 0.7);
+      norm(`${b}post_ffw_norm_2.weight`, D, 0.7);
+      if (s.split) { // the same values as the fused tensor, as two (llama.cpp reads only the fused)
+        t(`${b}ffn_gate_exps.weight`, [D, s.Fe, s.E], { std: inv(D), halfOf: `${b}ffn_gate_up_exps.weight`, half: 0 });
+        t(`${b}ffn_up_exps.weight`, [D, s.Fe, s.E], { std: inv(D), halfOf: `${b}ffn_gate_up_exps.weight`, half: 1 });
+      } else t(`${b}ffn_gate_up_exps.weight`, [D, 2 * s.Fe, s.E], { std: inv(D) });
+      t(`${b}ffn_down_exps.weight`, [s.Fe, D, s.E], { std: inv(s.Fe) });
+      if (s.downScale[l]) norm(`${b}ffn_down_exps.scale`, s.E, 1, 0.3);
+    }
     norm(`${b}post_ffw_norm.weight`, D, post);
     if (P) {
       t(`${b}inp_gate.weight`, [D, P], { std: inv(D) });
@@ -1041,6 +1079,13 @@ function generate(seed, t, emit, buf = null) {
   const { name, ne, gen } = t;
   const row = ne[0], count = ne.reduce((a, b) => a * b, 1), nRows = count / row;
   if (gen.values) { emit(gen.values, nRows); return; }
+  if (gen.halfOf) { // half h of each expert's rows of the fused tensor gen.halfOf (same values)
+    const [cols, F, E] = ne, all = new Float32Array(cols * 2 * F * E), out = new Float32Array(count);
+    uniformStream(seed, gen.halfOf)(all, all.length, gen.mean || 0, gen.std * Math.sqrt(3));
+    for (let e = 0; e < E; e++) out.set(all.subarray((2 * e + gen.half) * F * cols, (2 * e + gen.half + 1) * F * cols), e * F * cols);
+    emit(out, nRows);
+    return;
+  }
   const fill = uniformStream(seed, name);
   const a = gen.std * Math.sqrt(3), mean = gen.mean || 0;
   const per = Math.max(1, Math.floor(CHUNK / row));

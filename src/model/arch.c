@@ -51,16 +51,22 @@ static const wlm_arch ARCHS[] = {
     {.name = "gemma3", .norm = WLM_NORM_RMS, .act = WLM_ACT_GELU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qk_norm = WLM_T_REQ,
      .post_norms = WLM_T_REQ, .embd_scale = 1, .swa = 1, .gemma_attn_scale = 1, .softcap = 1},
-    /* Gemma 4 (dense layers; llama.cpp: src/models/gemma4-iswa.cpp): Gemma 3's block with
+    /* Gemma 4 (llama.cpp: src/models/gemma4-iswa.cpp): Gemma 3's block with
      * per-layer shapes (arch.per_layer: sliding and full layers with their own head sizes, KV
      * heads, RoPE widths and bases, proportional RoPE through rope_freqs on the full layers,
      * per-layer n_ff, shared-KV layers, V = K without attn_v, V's RMSNorm, attention scale 1,
      * per-layer embeddings, layer_output_scale), norms applied as stored (its converter keeps
-     * Hugging Face's w) and the logit soft-cap. Its MoE layers (26B-A4B) are refused. */
+     * Hugging Face's w) and the logit soft-cap. With expert_count (26B-A4B) every layer is a
+     * mixture of experts beside its dense feed-forward (moe_dense_branch): the router reads
+     * RMSNorm(x) / sqrt(dim) ⊙ ffn_gate_inp.scale, a softmax over all experts, the k best
+     * renormalised, GELU experts (fused ffn_gate_up_exps or separate), each expert's output
+     * times ffn_down_exps.scale, no biases. */
     {.name = "gemma4", .norm = WLM_NORM_RMS, .act = WLM_ACT_GELU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qk_norm = WLM_T_REQ,
      .post_norms = WLM_T_REQ, .embd_scale = 1, .swa = 1, .softcap = 1, .rope_freqs = 1,
-     .per_layer = 1},
+     .per_layer = 1, .moe = WLM_T_OPT, .moe_gating = WLM_MOE_SOFTMAX, .moe_norm_w = 1,
+     .moe_act = WLM_MOE_ACT_GELU, .moe_router_in = WLM_MOE_IN_STREAM_SCALED, .moe_gate_up = 1,
+     .moe_out_scale = WLM_T_OPT, .moe_dense_branch = 1},
     /* Phi-3 / 3.5: fused attn_qkv (or separate), ffn_up holding gate and up, NEOX RoPE with
      * LongRoPE factors. */
     {.name = "phi3", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_FUSED_GATE_UP,

@@ -5,7 +5,8 @@
  * pairs or NEOX halves, one frequency set per kind of layer) → grouped-query attention over the
  * paged KV cache (F32 or F16 elements; a sliding window on window layers) → output projection
  * (+ bias) → optional post-norm → residual → norm → feed-forward (SwiGLU, GeGLU, or a GELU MLP
- * with biases; or a mixture of experts, moe.c) → optional post-norm → residual; then the final norm, the classifier and the
+ * with biases; or a mixture of experts, moe.c, alone or beside the dense one as Gemma 4's) →
+ * optional post-norm → residual; then the final norm, the classifier and the
  * optional logit soft-cap for the entries that want logits. llama2.c's forward() is the special
  * case "llama". Encoders (BERT, nomic-bert; arch.c's `encoder`) take token type 0 and a
  * LayerNorm after the embedding, no norm before each branch but one after each residual add,
@@ -795,8 +796,10 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         const int hidden = lw->hidden;
         if (lw->rms_ffn) norm_rows(c, c->xb, D, x, D, lw->rms_ffn, lw->ffn_norm_b, n);
         else memcpy(c->xb, x, (size_t)n * D * sizeof(float));
-        if (lw->ffn_kind == WLM_FFN_KIND_MOE) { /* moe.c: the chosen experts, grouped */
-            wlm_moe_ffn(c, lw, c->xb, c->xb, n);
+        /* a MoE layer: the experts alone, or (moe_dense_branch) beside the dense feed-forward */
+        const int experts_only = lw->ffn_kind == WLM_FFN_KIND_MOE && !lw->moe_post_norm_1;
+        if (experts_only) { /* moe.c: the chosen experts, grouped */
+            wlm_moe_ffn(c, lw, c->xb, x, c->xb, n);
         } else if (a->ffn == WLM_FFN_GATED) { /* w2(act(w1 x) * w3 x) */
             wlm_matmul_ex(c, c->hb, H, &lw->w1, c->xb, D, n, 0);
             wlm_matmul_ex(c, c->hb2, H, &lw->w3, c->xb, D, n, 1);
@@ -812,9 +815,18 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
             const ffn_act_job act = {k, c->hb, NULL, H, hidden, 1};
             for_entries(c, n, (uint64_t)n * H, ffn_act_entries, &act);
         }
-        if (lw->ffn_kind != WLM_FFN_KIND_MOE) {
+        if (!experts_only) {
             wlm_matmul(c, c->xb, D, &lw->w2, c->hb, HS, n);
             add_bias(c, c->xb, D, lw->b_down, dim, n);
+        }
+        if (lw->ffn_kind == WLM_FFN_KIND_MOE && !experts_only) {
+            /* Gemma 4: RMSNorm(dense, post_ffw_norm_1) + RMSNorm(moe(RMSNorm(x,
+             * pre_ffw_norm_2)), post_ffw_norm_2); c->xb2 is free after the mixer's add */
+            norm_rows(c, c->xb, D, c->xb, D, lw->moe_post_norm_1, NULL, n);
+            norm_rows(c, c->xb2, D, x, D, lw->moe_pre_norm, NULL, n);
+            wlm_moe_ffn(c, lw, c->xb2, x, c->xb2, n);
+            norm_rows(c, c->xb2, D, c->xb2, D, lw->moe_post_norm_2, NULL, n);
+            for (size_t i = 0; i < (size_t)n * D; i++) c->xb[i] += c->xb2[i];
         }
         if (lw->post_ffn_norm) norm_rows(c, c->xb, D, c->xb, D, lw->post_ffn_norm, NULL, n);
         for (size_t i = 0; i < (size_t)n * D; i++) x[i] += c->xb[i];

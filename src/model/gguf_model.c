@@ -924,6 +924,8 @@ static int get_expert_bias(wlm_model *m, const wlm_gguf *g, const char *name, in
     return get_floats(m, g, name, m->hp.n_expert, cols, spare, out);
 }
 
+static int map_dense_ffn(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare);
+
 /* A mixture-of-experts feed-forward (read_moe's shapes): ffn_gate_inp [dim, E] (+ bias),
  * exp_probs_b.bias [E], ffn_gate_exps / ffn_up_exps [dim, F_exp, E], ffn_down_exps
  * [F_exp, dim, E] (+ biases [F_exp, E], [dim, E]), as the architecture's row says. */
@@ -941,11 +943,42 @@ static int map_moe(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) {
                       a->moe_router_bias, spare, &lw->moe_router_b)) ||
         (rc = get_vec(m, g, blk(name, sizeof name, l, "exp_probs_b.bias"), E, a->moe_probs_bias,
                       spare, &lw->moe_probs_b)) ||
-        (rc = get_matrices(m, g, blk(name, sizeof name, l, "ffn_gate_exps.weight"), E, F, D,
-                           &lw->exp_gate)) ||
-        (rc = get_matrices(m, g, blk(name, sizeof name, l, "ffn_up_exps.weight"), E, F, D,
-                           &lw->exp_up)) ||
-        (rc = get_matrices(m, g, blk(name, sizeof name, l, "ffn_down_exps.weight"), E, D, F,
+        (rc = get_vec(m, g, blk(name, sizeof name, l, "ffn_gate_inp.scale"), D,
+                      a->moe_router_in == WLM_MOE_IN_STREAM_SCALED ? WLM_T_REQ : WLM_T_NO,
+                      spare, &lw->moe_in_scale)) ||
+        (rc = get_vec(m, g, blk(name, sizeof name, l, "ffn_down_exps.scale"), E,
+                      a->moe_out_scale, spare, &lw->exp_out_scale)))
+        return rc;
+    const wlm_gguf_tensor *gu =
+        a->moe_gate_up
+            ? wlm_gguf_find_tensor(g, blk(name, sizeof name, l, "ffn_gate_up_exps.weight"))
+            : NULL;
+    if (a->moe_gate_up && !gu &&
+        !wlm_gguf_find_tensor(g, blk(name, sizeof name, l, "ffn_gate_exps.weight")))
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                             "GGUF model lacks tensor blk.%d.ffn_gate_up_exps.weight (or "
+                             "ffn_gate_exps + ffn_up_exps)", (int)l);
+    if (gu) { /* fused: expert e's gate rows, then its up rows; both views of the one tensor */
+        if ((rc = get_matrices(m, g, name, E, 2 * (int64_t)F, D, &lw->exp_gate))) return rc;
+        lw->exp_gu_stride = 2 * (size_t)F * lw->exp_gate.row_bytes;
+        lw->exp_gate.rows = F;
+        lw->exp_up = lw->exp_gate;
+        if (!gu->external) /* (an external tensor's view is a placeholder, never read here) */
+            lw->exp_up.data = (const char *)lw->exp_gate.data + (size_t)F * lw->exp_gate.row_bytes;
+    } else if ((rc = get_matrices(m, g, blk(name, sizeof name, l, "ffn_gate_exps.weight"), E, F,
+                                  D, &lw->exp_gate)) ||
+               (rc = get_matrices(m, g, blk(name, sizeof name, l, "ffn_up_exps.weight"), E, F, D,
+                                  &lw->exp_up)))
+        return rc;
+    if (a->moe_dense_branch && /* the dense feed-forward beside the experts, and their norms */
+        ((rc = get_vec(m, g, blk(name, sizeof name, l, "pre_ffw_norm_2.weight"), D, WLM_T_REQ,
+                       spare, &lw->moe_pre_norm)) ||
+         (rc = get_vec(m, g, blk(name, sizeof name, l, "post_ffw_norm_1.weight"), D, WLM_T_REQ,
+                       spare, &lw->moe_post_norm_1)) ||
+         (rc = get_vec(m, g, blk(name, sizeof name, l, "post_ffw_norm_2.weight"), D, WLM_T_REQ,
+                       spare, &lw->moe_post_norm_2))))
+        return rc;
+    if ((rc = get_matrices(m, g, blk(name, sizeof name, l, "ffn_down_exps.weight"), E, D, F,
                            &lw->exp_down)) ||
         (rc = get_expert_bias(m, g, blk(name, sizeof name, l, "ffn_gate_exps.bias"), F,
                               a->moe_exp_bias, spare, &lw->exp_gate_b)) ||
@@ -954,21 +987,29 @@ static int map_moe(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) {
         (rc = get_expert_bias(m, g, blk(name, sizeof name, l, "ffn_down_exps.bias"), D,
                               a->moe_exp_bias, spare, &lw->exp_down_b)))
         return rc;
-    return WLM_OK;
+    return a->moe_dense_branch ? map_dense_ffn(m, g, l, spare) : WLM_OK;
 }
 
 static int map_ffn(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) {
+    const wlm_hparams *hp = &m->hp;
+    char name[80];
+    if (hp->n_expert > 0 && l >= hp->n_dense_lead) return map_moe(m, g, l, spare);
+    if (hp->n_expert == 0 && hp->arch->moe != WLM_T_NO &&
+        wlm_gguf_find_tensor(g, blk(name, sizeof name, l, "ffn_gate_inp.weight")))
+        return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                             "%s layer %d has a router (%s) but %s.expert_count is absent or "
+                             "below 2", hp->arch->name, (int)l, name, hp->arch->name);
+    return map_dense_ffn(m, g, l, spare);
+}
+
+/* A layer's dense feed-forward: ffn_gate, ffn_up, ffn_down (+ biases) of its width. */
+static int map_dense_ffn(wlm_model *m, const wlm_gguf *g, int32_t l, float **spare) {
     const wlm_hparams *hp = &m->hp;
     const wlm_arch *a = hp->arch;
     wlm_layer_weights *lw = &m->w.layers[l];
     const int32_t D = hp->dim, H = lw->hidden ? lw->hidden : hp->hidden_dim;
     char name[80];
     int rc;
-    if (a->per_layer && wlm_gguf_find_tensor(g, blk(name, sizeof name, l, "ffn_gate_inp.weight")))
-        return wlm_set_error(m->errmsg, WLM_ERR_UNSUPPORTED,
-                             "%s layer %d is a mixture-of-experts layer (%s), which is not "
-                             "supported yet (the dense Gemma 4 models are)", a->name, (int)l, name);
-    if (hp->n_expert > 0 && l >= hp->n_dense_lead) return map_moe(m, g, l, spare);
     const int32_t up_rows = a->ffn == WLM_FFN_FUSED_GATE_UP ? 2 * H : H;
     if (a->ffn == WLM_FFN_GATED &&
         (rc = get_matrix(m, g, blk(name, sizeof name, l, "ffn_gate.weight"), H, D, &lw->w1)))
@@ -1103,7 +1144,10 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
     for (size_t i = 0; i < g->n_tensors; i++)
         if (g->tensors[i].type == WLM_TYPE_F16 && wlm_gguf_tensor_resident(&g->tensors[i]))
             n_f16 += g->tensors[i].n_elements;
-    if (shape) n_f16 += (uint64_t)hp->head_size; /* + Gemma 4's gain of ones for V's norm */
+    /* + a gain of ones: Gemma 4's for V's norm (head_size) and its router's input (dim) */
+    const int32_t n_unit = shape || (hp->n_expert && a->moe_router_in == WLM_MOE_IN_STREAM_SCALED)
+                               ? (hp->head_size > D ? hp->head_size : D) : 0;
+    n_f16 += (uint64_t)n_unit;
     float *spare = NULL, *unit = NULL;
     if (n_f16) {
         if (n_f16 > SIZE_MAX / sizeof(float) ||
@@ -1111,10 +1155,10 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
             return wlm_set_error(m->errmsg, WLM_ERR_NOMEM, "out of memory for the norm weights");
         spare = m->owned_floats;
     }
-    if (shape) {
+    if (n_unit) {
         unit = spare;
-        for (int32_t i = 0; i < hp->head_size; i++) unit[i] = 1.0f;
-        spare += hp->head_size;
+        for (int32_t i = 0; i < n_unit; i++) unit[i] = 1.0f;
+        spare += n_unit;
     }
 
     w->layers = calloc((size_t)(uint32_t)L, sizeof *w->layers);
@@ -1143,6 +1187,8 @@ static int map_weights(wlm_model *m, const wlm_gguf *g, const int32_t *layer_swa
         lw->state_off = state_off;
         state_off += layer_state_floats(hp, mixer[l]);
         if ((rc = map_layer(m, g, l, &spare))) return rc;
+        if (lw->ffn_kind == WLM_FFN_KIND_MOE && a->moe_router_in == WLM_MOE_IN_STREAM_SCALED)
+            lw->moe_in_norm = unit;
         lw->no_rope = a->nope_step > 0 && (l + 1) % a->nope_step == 0;
     }
     if (shape) hp->n_attn_layers = first_shared; /* the layers with a KV cache of their own */

@@ -44,8 +44,12 @@ enum { WLM_FFN_KIND_DENSE, WLM_FFN_KIND_MOE };
  * llama_expert_gating_func_type, same values): softmax over all experts, sigmoid of each, or
  * (gpt-oss) the top k of the raw logits with a softmax over those k. */
 enum { WLM_MOE_SOFTMAX = 1, WLM_MOE_SIGMOID = 2, WLM_MOE_SOFTMAX_CHOSEN = 3 };
-/* An expert's activation: SiLU(gate) · up, or gpt-oss's clamped SwiGLU (α 1.702, limit 7). */
-enum { WLM_MOE_ACT_SILU, WLM_MOE_ACT_SWIGLU_OAI };
+/* An expert's activation: SiLU(gate) · up, gpt-oss's clamped SwiGLU (α 1.702, limit 7), or
+ * GELU(gate) · up with ggml's GELU (the kernels' gelu; Gemma 4). */
+enum { WLM_MOE_ACT_SILU, WLM_MOE_ACT_SWIGLU_OAI, WLM_MOE_ACT_GELU };
+/* What the router of a mixture of experts reads: the feed-forward's normed input, or (Gemma 4)
+ * RMSNorm of the stream without gain, times 1/sqrt(dim), times ffn_gate_inp.scale. */
+enum { WLM_MOE_IN_FFN, WLM_MOE_IN_STREAM_SCALED };
 
 typedef struct wlm_arch {
     const char *name;         /* general.architecture, and the prefix of its hyperparameter keys */
@@ -116,6 +120,17 @@ typedef struct wlm_arch {
     int8_t moe_router_bias;   /* WLM_T_*: ffn_gate_inp.bias added to the router's logits */
     int8_t moe_probs_bias;    /* WLM_T_*: exp_probs_b.bias added to the scores for the choice only */
     int8_t moe_exp_bias;      /* WLM_T_*: ffn_{gate,up,down}_exps.bias per expert */
+    int8_t moe_router_in;     /* WLM_MOE_IN_*: the router's input (ffn_gate_inp.scale [dim]
+                                 required with WLM_MOE_IN_STREAM_SCALED) */
+    int8_t moe_gate_up;       /* 1: the experts' gate and up may instead be one fused
+                                 ffn_gate_up_exps [dim, 2 F_exp, E] (each expert's first F_exp
+                                 rows the gate, the next F_exp the up) */
+    int8_t moe_out_scale;     /* WLM_T_*: ffn_down_exps.scale [E], each expert's output
+                                 multiplied by its entry before the weighting */
+    int8_t moe_dense_branch;  /* 1: a MoE layer keeps its dense feed-forward beside the experts:
+                                 f = RMSNorm(dense(u), post_ffw_norm_1) + RMSNorm(moe(e),
+                                 post_ffw_norm_2), u = RMSNorm(x, ffn_norm), e = RMSNorm(x,
+                                 pre_ffw_norm_2) (Gemma 4's 26B-A4B) */
     int8_t rank_last_softmax; /* 1: a decoder reranker (Qwen3-Reranker: cls.output holds the
                                  lm_head rows of "yes" and "no"): rank pooling reads the last
                                  token and the scores are a softmax over cls.output's rows, as
@@ -287,7 +302,18 @@ typedef struct wlm_layer_weights {
     wlm_tensor moe_router;        /* (n_expert, dim) ffn_gate_inp */
     const float *moe_router_b;    /* (n_expert) or NULL */
     const float *moe_probs_b;     /* (n_expert) exp_probs_b: added to the scores for the choice */
-    wlm_tensor exp_gate, exp_up;  /* (expert_ff, dim) per expert */
+    wlm_tensor exp_gate, exp_up;  /* (expert_ff, dim) per expert; with a fused
+                                     ffn_gate_up_exps both are views of it (up F_exp rows
+                                     further) and experts lie exp_gu_stride bytes apart */
+    size_t exp_gu_stride;         /* bytes from one expert's gate (and up) to the next's */
+    const float *moe_in_norm;     /* (dim) all ones: the router reads RMSNorm(stream) without
+                                     gain (WLM_MOE_IN_STREAM_SCALED), or NULL */
+    const float *moe_in_scale;    /* (dim) ffn_gate_inp.scale, or NULL */
+    const float *exp_out_scale;   /* (n_expert) ffn_down_exps.scale, or NULL */
+    const float *moe_pre_norm;    /* (dim) pre_ffw_norm_2: the experts' input norm (dense
+                                     branch layers), or NULL */
+    const float *moe_post_norm_1; /* (dim) post_ffw_norm_1: the dense branch's output norm */
+    const float *moe_post_norm_2; /* (dim) post_ffw_norm_2: the experts' output norm */
     wlm_tensor exp_down;          /* (dim, expert_ff) per expert */
     const float *exp_gate_b, *exp_up_b; /* (n_expert, expert_ff) or NULL */
     const float *exp_down_b;      /* (n_expert, dim) or NULL */
@@ -661,8 +687,10 @@ void wlm_matmul_segs(wlm_context *c, const wlm_matmul_seg *seg, int32_t n_seg, v
                      size_t xq_stride);
 
 /* moe.c: the mixture-of-experts feed-forward of layer lw for the batch's n entries:
- * out(n, dim) from the normed input x(n, dim) (rows dim floats apart; out may be x). */
-void wlm_moe_ffn(wlm_context *c, const wlm_layer_weights *lw, float *x, float *out, int32_t n);
+ * out(n, dim) from the normed input x(n, dim) (rows dim floats apart; out may be x); stream
+ * (n, dim), the residual stream, is the router's input under WLM_MOE_IN_STREAM_SCALED. */
+void wlm_moe_ffn(wlm_context *c, const wlm_layer_weights *lw, float *x, const float *stream,
+                 float *out, int32_t n);
 
 /* recurrent.c: a recurrent layer's mixer (lw->mixer DeltaNet or short conv) for the batch's n
  * entries (c->ent_seq set; each sequence's state allocated): out(n, dim) from the normed input

@@ -1,4 +1,5 @@
-// moe.test.mjs — mixtures of experts (src/model/moe.c: qwen3moe, lfm2moe, gpt-oss) through the JS engine,
+// moe.test.mjs — mixtures of experts (src/model/moe.c: qwen3moe, lfm2moe, gpt-oss, Gemma 4's
+// 26B-A4B kind: gemma4 tiny-moe) through the JS engine,
 // on the synthesizer's tiny models (tools/synth_gguf.mjs, cached under build/synth; llama.cpp's
 // numbers on the same files are tests/js/oracle.test.mjs's, the double-precision reference
 // tests/c/test_moe.c's): info counts the experts and reads only the chosen ones per token; a
@@ -6,6 +7,8 @@
 // the bits of 1 (the prefill's expert products are split among the threads); the GPU backend
 // leaves the model to the CPU with the reason, from the header (streamed load) and from the
 // loaded model's description (gpuWeights 'heap'), and backend 'webgpu' is an error naming it.
+// Gemma 4's experts as one fused ffn_gate_up_exps or as ffn_gate_exps + ffn_up_exps holding the
+// same values give the same bits.
 
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -36,9 +39,9 @@ async function engine(threads) {
 }
 const one = await engine(1), two = await engine(2);
 
-for (const arch of ['qwen3moe', 'lfm2moe', 'gpt-oss']) {
-  const file = synthCached({ arch, shape: 'tiny' });
-  const s = resolveShape(arch, 'tiny');
+for (const [arch, shape] of [['qwen3moe', 'tiny'], ['lfm2moe', 'tiny'], ['gpt-oss', 'tiny'], ['gemma4', 'tiny-moe']]) {
+  const file = synthCached({ arch, shape });
+  const s = resolveShape(arch, shape);
 
   test(`${arch}: info counts the experts; a token reads k of them`, async () => {
     const info = await one.load({ model: file, nCtx: 256 });
@@ -70,7 +73,8 @@ for (const arch of ['qwen3moe', 'lfm2moe', 'gpt-oss']) {
     assert.equal(g2.text, g1.text);
   });
 
-  test(`${arch}: the GPU backend leaves a mixture of experts to the CPU, saying why`, async () => {
+  // (Gemma 4 is CPU-only whatever its feed-forward: tests/js/webgpu_select.test.mjs)
+  if (arch !== 'gemma4') test(`${arch}: the GPU backend leaves a mixture of experts to the CPU, saying why`, async () => {
     const e = await createEngine({ threads: 1, gpu: fakeGpu() });
     engines.push(e);
     let info = await e.load({ model: file, nCtx: 64 }); // streamed: decided from the header
@@ -87,3 +91,14 @@ for (const arch of ['qwen3moe', 'lfm2moe', 'gpt-oss']) {
       (err) => err.code === 'WLM_ERR_UNSUPPORTED' && /mixture of experts/.test(err.message));
   });
 }
+
+test('gemma4: fused ffn_gate_up_exps and separate ffn_gate_exps + ffn_up_exps give the same bits', async () => {
+  const ids = [];
+  const logits = [];
+  for (const shape of ['tiny-moe', 'tiny-moe-split']) {
+    await one.load({ model: synthCached({ arch: 'gemma4', shape }), nCtx: 256 });
+    if (!ids.length) ids.push(...await one.tokenize(PROMPT));
+    logits.push(Buffer.from(Float32Array.from(await one.evalTokens(ids)).buffer));
+  }
+  assert.deepEqual(logits[1], logits[0]);
+});

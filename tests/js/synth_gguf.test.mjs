@@ -235,6 +235,42 @@ test('synth_gguf: lfm2moe (dense leading blocks, then experts with exp_probs_b)'
   }
 });
 
+test('synth_gguf: gemma4 MoE (experts beside the dense feed-forward; 26B-A4B: 25.2 B parameters, 3.8 B active)', () => {
+  const kvOf = (m) => Object.fromEntries(m.kv.map(([k, , v]) => [k, v]));
+  for (const shape of ['tiny-moe', 'tiny-moe-split', 'gemma4-26b-a4b']) {
+    const m = describe('gemma4', shape), q = resolveShape('gemma4', shape), kv = kvOf(m);
+    const n = new Map(m.tensors.map((t) => [t.name, t.ne]));
+    assert.equal(kv['gemma4.expert_count'], q.E);
+    assert.equal(kv['gemma4.expert_used_count'], q.K);
+    assert.equal(kv['gemma4.expert_feed_forward_length'], q.Fe);
+    for (let l = 0; l < q.L; l++) {
+      const b = `blk.${l}.`, h = q.swa[l] ? q.hdSwa : q.hd;
+      assert.deepEqual(n.get(`${b}ffn_gate_inp.weight`), [q.D, q.E]);
+      assert.deepEqual(n.get(`${b}ffn_gate_inp.scale`), [q.D]);
+      for (const x of ['pre_ffw_norm_2', 'post_ffw_norm_1', 'post_ffw_norm_2', 'post_ffw_norm']) assert.deepEqual(n.get(`${b}${x}.weight`), [q.D]);
+      assert.deepEqual(n.get(`${b}ffn_gate.weight`), [q.D, q.F[l]], 'the dense branch stays');
+      if (q.split) {
+        assert.deepEqual(n.get(`${b}ffn_gate_exps.weight`), [q.D, q.Fe, q.E]);
+        assert.deepEqual(n.get(`${b}ffn_up_exps.weight`), [q.D, q.Fe, q.E]);
+        assert.ok(!n.has(`${b}ffn_gate_up_exps.weight`));
+      } else assert.deepEqual(n.get(`${b}ffn_gate_up_exps.weight`), [q.D, 2 * q.Fe, q.E]);
+      assert.deepEqual(n.get(`${b}ffn_down_exps.weight`), [q.Fe, q.D, q.E]);
+      assert.equal(n.has(`${b}ffn_down_exps.scale`), q.downScale[l]);
+      assert.deepEqual(n.get(`${b}attn_k.weight`), [q.D, q.kv[l] * h]);
+      assert.equal(n.has(`${b}attn_v.weight`), q.swa[l], 'V = K on the full layers');
+    }
+    if (shape === 'gemma4-26b-a4b') { // published: 25.2 B parameters, 3.8 B active (tied output)
+      const count = (t) => t.ne.reduce((a, b) => a * b, 1);
+      const total = m.tensors.reduce((a, t) => a + count(t), 0);
+      const experts = m.tensors.filter((t) => /_exps\.weight/.test(t.name)).reduce((a, t) => a + count(t), 0);
+      const active = total - experts + experts * q.K / q.E;
+      assert.ok(Math.abs(total / 1e9 - 25.2) < 0.1, `${total} parameters`);
+      assert.ok(Math.abs(active / 1e9 - 3.8) < 0.1, `${active} active parameters`);
+      assert.deepEqual(q.kv.slice(0, 6), [8, 8, 8, 8, 8, 2], 'fewer KV heads on the full layers');
+    }
+  }
+});
+
 test('synth_gguf: gpt-oss (biases, sinks, YaRN keys; gpt-oss-20b: 20.9 B parameters, 3.6 B active)', () => {
   const kvOf = (m) => Object.fromEntries(m.kv.map(([k, , v]) => [k, v]));
   for (const shape of ['tiny', 'gpt-oss-20b']) {
