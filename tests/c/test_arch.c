@@ -204,11 +204,7 @@ static void ref_load(ref_model *r, const spec *s) {
 
 /* y = W x, W (rows, cols) */
 static void dmat(double *y, const float *W, const double *x, int rows, int cols) {
-    for (int i = 0; i < rows; i++) {
-        double a = 0;
-        for (int j = 0; j < cols; j++) a += (double)W[(size_t)i * cols + j] * x[j];
-        y[i] = a;
-    }
+    tm_dmat(y, W, x, rows, cols, WLM_TYPE_F32);
 }
 static void dnorm(double *y, const double *x, int n, const float *w, const float *b, int layer,
                   double eps) {

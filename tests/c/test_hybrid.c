@@ -229,30 +229,10 @@ static void ref_load(ref_model *r, const spec *s) {
 static int32_t g_act_type = WLM_TYPE_F32;
 
 /* y = W x, W (rows, cols); x first rounded through g_act_type, as the engine's products. */
-static void dmat(double *y, const float *W, const double *x0, int rows, int cols) {
-    double xr[1024];
-    const double *x = x0;
-    if (g_act_type != WLM_TYPE_F32 && cols <= 1024 && cols % 32 == 0) {
-        float f[1024];
-        unsigned char q[1200];
-        for (int j = 0; j < cols; j++) f[j] = (float)x0[j];
-        wlm_type_get(g_act_type)->from_float(f, q, cols);
-        wlm_type_get(g_act_type)->to_float(q, f, cols);
-        for (int j = 0; j < cols; j++) xr[j] = f[j];
-        x = xr;
-    }
-    for (int i = 0; i < rows; i++) {
-        double a = 0;
-        for (int j = 0; j < cols; j++) a += (double)W[(size_t)i * cols + j] * x[j];
-        y[i] = a;
-    }
+static void dmat(double *y, const float *W, const double *x, int rows, int cols) {
+    tm_dmat(y, W, x, rows, cols, g_act_type);
 }
-static void drms(double *y, const double *x, int n, const float *w) {
-    double ss = 0;
-    for (int i = 0; i < n; i++) ss += x[i] * x[i];
-    const double inv = 1.0 / sqrt(ss / n + 1e-6);
-    for (int i = 0; i < n; i++) y[i] = x[i] * inv * (w ? (double)w[i] : 1.0);
-}
+static void drms(double *y, const double *x, int n, const float *w) { tm_drms(y, x, n, w, 1e-6); }
 static double dsig(double x) { return 1.0 / (1.0 + exp(-x)); }
 static double dsilu(double x) { return x * dsig(x); }
 
@@ -380,23 +360,9 @@ static void ref_forward(const ref_model *r, const int32_t *tok, int n, double *o
                 double *kl = kc + (size_t)l * n * KV, *vl = vc + (size_t)l * n * KV;
                 memcpy(kl + (size_t)p * KV, k, sizeof(double) * KV);
                 memcpy(vl + (size_t)p * KV, v, sizeof(double) * KV);
-                double att[1024];
-                for (int hh = 0; hh < H; hh++) {
-                    const int kvh = hh / (H / KVH);
-                    double mx = -1e300, sum = 0;
-                    for (int t = 0; t <= p; t++) {
-                        double a = 0;
-                        for (int i = 0; i < hs; i++) a += q[hh * hs + i] * kl[(size_t)t * KV + kvh * hs + i];
-                        att[t] = a / sqrt((double)hs);
-                        if (att[t] > mx) mx = att[t];
-                    }
-                    for (int t = 0; t <= p; t++) sum += att[t] = exp(att[t] - mx);
-                    for (int i = 0; i < hs; i++) {
-                        double a = 0;
-                        for (int t = 0; t <= p; t++) a += att[t] / sum * vl[(size_t)t * KV + kvh * hs + i];
-                        o[hh * hs + i] = q35 ? a * dsig(qg[2 * hh * hs + hs + i]) : a;
-                    }
-                }
+                tm_dattend(o, q, kl, vl, p, H, KVH, hs);
+                for (int hh = 0; q35 && hh < H; hh++) /* the output gate */
+                    for (int i = 0; i < hs; i++) o[hh * hs + i] *= dsig(qg[2 * hh * hs + hs + i]);
                 dmat(y, rvl(r, l, "attn_output.weight"), o, D, Q);
             }
             for (int i = 0; i < D; i++) x[i] += y[i];

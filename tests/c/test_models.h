@@ -1,11 +1,12 @@
 /*
  * test_models.h — small GGUF models written in memory for the architecture tests (test_arch.c,
- * test_hybrid.c), and what they check them with: a list of tensors (name, shape, how its values
+ * test_hybrid.c, test_moe.c), and what they check them with: a list of tensors (name, shape, how its values
  * are drawn) written with the library's GGUF writer in a weight type (matrices quantized, vectors
  * F32), one tensor left out or given one row too many for the error cases; the same values as
  * the file holds them for a double-precision reference; and the logits of a context one token at
  * a time or in one batch, and the checks every model gets (against a reference, on threads, two
- * sequences in one batch). Header-only, as test_util.h: each test is one translation unit.
+ * sequences in one batch) and the double-precision pieces their references share (a product,
+ * RMSNorm, causal attention, top k; test_speculative.c's sampler reference uses the last). Header-only, as test_util.h: each test is one translation unit.
  */
 #ifndef WASMLM_TEST_MODELS_H
 #define WASMLM_TEST_MODELS_H
@@ -182,6 +183,62 @@ static inline int tm_same(const float *a, const float *b, size_t n, size_t *firs
             return 0;
         }
     return 1;
+}
+
+/* y = W x in double, W (rows, cols) row-major; x first rounded through the block type `act`
+ * (Q8_0: the engine, as llama.cpp, quantizes the activations of a product with a quantized
+ * matrix) unless act is WLM_TYPE_F32 or cols is not a multiple of 32 up to 1024. */
+static inline void tm_dmat(double *y, const float *W, const double *x0, int rows, int cols,
+                           int32_t act) {
+    double xr[1024];
+    const double *x = x0;
+    if (act != WLM_TYPE_F32 && cols <= 1024 && cols % 32 == 0) {
+        float f[1024];
+        unsigned char q[1200];
+        for (int j = 0; j < cols; j++) f[j] = (float)x0[j];
+        wlm_type_get(act)->from_float(f, q, cols);
+        wlm_type_get(act)->to_float(q, f, cols);
+        for (int j = 0; j < cols; j++) xr[j] = f[j];
+        x = xr;
+    }
+    for (int i = 0; i < rows; i++) {
+        double a = 0;
+        for (int j = 0; j < cols; j++) a += (double)W[(size_t)i * cols + j] * x[j];
+        y[i] = a;
+    }
+}
+
+/* RMSNorm in double: y = x / sqrt(mean(x²) + eps), times w when w is not NULL. */
+static inline void tm_drms(double *y, const double *x, int n, const float *w, double eps) {
+    double ss = 0;
+    for (int i = 0; i < n; i++) ss += x[i] * x[i];
+    const double inv = 1.0 / sqrt(ss / n + eps);
+    for (int i = 0; i < n; i++) y[i] = x[i] * inv * (w ? (double)w[i] : 1.0);
+}
+
+/* Causal attention in double of position p: o (H heads × hs) from the queries q (H × hs) and
+ * the cached keys and values kl, vl (positions 0..p, each KVH heads × hs), softmax of q·k /
+ * sqrt(hs); query head h reads KV head h / (H / KVH) (grouped-query attention). p < 1024. */
+static inline void tm_dattend(double *o, const double *q, const double *kl, const double *vl, int p,
+                              int H, int KVH, int hs) {
+    const int KV = KVH * hs;
+    double att[1024];
+    for (int hh = 0; hh < H; hh++) {
+        const int kvh = hh / (H / KVH);
+        double mx = -1e300, sum = 0;
+        for (int t = 0; t <= p; t++) {
+            double a = 0;
+            for (int i = 0; i < hs; i++) a += q[hh * hs + i] * kl[(size_t)t * KV + kvh * hs + i];
+            att[t] = a / sqrt((double)hs);
+            if (att[t] > mx) mx = att[t];
+        }
+        for (int t = 0; t <= p; t++) sum += att[t] = exp(att[t] - mx);
+        for (int i = 0; i < hs; i++) {
+            double a = 0;
+            for (int t = 0; t <= p; t++) a += att[t] / sum * vl[(size_t)t * KV + kvh * hs + i];
+            o[hh * hs + i] = a;
+        }
+    }
 }
 
 /* The largest difference between got and ref (n positions × vocab logits) relative to the
