@@ -1,12 +1,13 @@
 /*
  * test_models.h — small GGUF models written in memory for the architecture tests (test_arch.c,
- * test_hybrid.c, test_moe.c), and what they check them with: a list of tensors (name, shape, how its values
- * are drawn) written with the library's GGUF writer in a weight type (matrices quantized, vectors
- * F32), one tensor left out or given one row too many for the error cases; the same values as
- * the file holds them for a double-precision reference; and the logits of a context one token at
- * a time or in one batch, and the checks every model gets (against a reference, on threads, two
- * sequences in one batch) and the double-precision pieces their references share (a product,
- * RMSNorm, causal attention, top k; test_speculative.c's sampler reference uses the last). Header-only, as test_util.h: each test is one translation unit.
+ * test_hybrid.c, test_moe.c), and what they check them with: a list of tensors (name, shape,
+ * how its values are drawn) written with the library's GGUF writer in a weight type (matrices
+ * quantized, vectors F32), one tensor left out or given one row too many for the error cases;
+ * the same values as the file holds them for a double-precision reference; the logits of a
+ * context one token at a time or in one batch; the checks every model gets (against the
+ * reference, on threads, two sequences in one batch); and the double-precision pieces the
+ * references share (a product, RMSNorm, causal attention, top k, which test_speculative.c's
+ * sampler reference uses too). Header-only, as test_util.h: each test is one translation unit.
  */
 #ifndef WASMLM_TEST_MODELS_H
 #define WASMLM_TEST_MODELS_H
