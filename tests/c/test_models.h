@@ -320,7 +320,8 @@ static inline void tm_check_interleaved(wlm_context *c, const int32_t *t, const 
     CHECK_STATUS(wlm_eval_batch(c, tok, seq, want, 2 * n), WLM_OK);
     int ok = 1;
     for (int i = 0; i < n && ok; i++)
-        ok = memcmp(wlm_logits_ith(c, 2 * i), one + (size_t)i * vocab, sizeof(float) * vocab) == 0 &&
+        ok = memcmp(wlm_logits_ith(c, 2 * i), one + (size_t)i * vocab,
+                    sizeof(float) * vocab) == 0 &&
              memcmp(wlm_logits_ith(c, 2 * i + 1), ou + (size_t)i * vocab,
                     sizeof(float) * vocab) == 0;
     CHECKF(ok, "%s: two interleaved sequences differ from each alone", what);
