@@ -34,11 +34,6 @@
 #include "test_util.h"
 #include "test_models.h"
 
-#if !defined(__EMSCRIPTEN__) || defined(__wasm_atomics__)
-#define HAVE_THREADS 1
-#else
-#define HAVE_THREADS 0
-#endif
 
 /* ---- the models ------------------------------------------------------------------------------ */
 
@@ -193,7 +188,6 @@ static unsigned char *build_model(const spec *s, size_t *size) {
 
 typedef struct ref_model {
     const spec *s;
-    tdesc *t;
     tm_ref m;                     /* each tensor's values, as the file holds them */
 } ref_model;
 
@@ -203,22 +197,14 @@ static const float *rvl(const ref_model *r, int l, const char *name) {
 }
 
 static void ref_load(ref_model *r, const spec *s) {
+    tdesc *t = calloc(TENSORS_MAX(s), sizeof *t);
     r->s = s;
-    r->t = calloc(TENSORS_MAX(s), sizeof *r->t);
-    tm_ref_load(&r->m, r->t, list_tensors(s, r->t), s->type, tensor_values);
-}
-static void ref_free(ref_model *r) {
-    tm_ref_free(&r->m);
-    free(r->t);
+    tm_ref_load_owned(&r->m, t, list_tensors(s, t), s->type, tensor_values);
 }
 
 /* y = W x, W (rows, cols) */
 static void dmat(double *y, const float *W, const double *x, int rows, int cols) {
-    for (int i = 0; i < rows; i++) {
-        double a = 0;
-        for (int j = 0; j < cols; j++) a += (double)W[(size_t)i * cols + j] * x[j];
-        y[i] = a;
-    }
+    tm_dmat(y, W, x, rows, cols, WLM_TYPE_F32);
 }
 static void dnorm(double *y, const double *x, int n, const float *w, const float *b, int layer,
                   double eps) {
@@ -422,20 +408,10 @@ static double compare_ref(const spec *s, const float *ours, int n, int n_ctx) {
     prompt_tokens(t, n, s->vocab);
     double *ref = malloc(sizeof(double) * (size_t)n * s->vocab);
     ref_forward(&r, t, n, n_ctx, ref);
-    double worst = 0;
-    for (int p = 0; p < n; p++) {
-        double big = 0, d = 0;
-        for (int i = 0; i < s->vocab; i++) {
-            const double v = ref[(size_t)p * s->vocab + i];
-            if (fabs(v) > big) big = fabs(v);
-            const double e = fabs(v - ours[(size_t)p * s->vocab + i]);
-            if (e > d) d = e;
-        }
-        if (d / big > worst) worst = d / big;
-    }
+    const double worst = tm_worst_diff(ref, ours, n, s->vocab);
     free(t);
     free(ref);
-    ref_free(&r);
+    tm_ref_free(&r.m);
     return worst;
 }
 
@@ -499,24 +475,9 @@ static void test_arch(const char *arch, int variant, int32_t type) {
         CHECKF(tm_same(one, bat, (size_t)N * s.vocab, &at),
                "%s simd %d: batched logits differ from one-by-one at position %zu", what, simd,
                at / (size_t)s.vocab);
-#if HAVE_THREADS
-        for (int th = 2; th <= 3; th++) {
-            wlm_threadpool *pool = NULL;
-            if (wlm_threadpool_new(th, &pool) != WLM_OK) continue;
-            wlm_context_set_threadpool(cs, pool);
-            float *tb = tm_logits_batched(cs, t, N, s.vocab);
-            float *t1 = tm_logits_one_by_one(cs, t, 8, s.vocab);
-            CHECKF(tm_same(one, tb, (size_t)N * s.vocab, &at),
-                   "%s simd %d: %d threads differ at position %zu", what, simd, th, at / (size_t)s.vocab);
-            CHECKF(tm_same(one, t1, (size_t)8 * s.vocab, &at),
-                   "%s simd %d: %d threads one by one differ at position %zu", what, simd, th,
-                   at / (size_t)s.vocab);
-            wlm_context_set_threadpool(cs, NULL);
-            wlm_threadpool_free(pool);
-            free(tb);
-            free(t1);
-        }
-#endif
+        char what_simd[160];
+        snprintf(what_simd, sizeof what_simd, "%s simd %d", what, simd);
+        tm_check_threads(cs, t, N, s.vocab, one, 8, what_simd);
         /* the matrix-vector kernels without read-ahead (read_ahead 0): the same bits */
         CHECK_STATUS(wlm_context_set_read_ahead(cs, 0), WLM_OK);
         float *near = tm_logits_one_by_one(cs, t, 8, s.vocab);

@@ -29,11 +29,6 @@
 #include "test_util.h"
 #include "test_models.h"
 
-#if !defined(__EMSCRIPTEN__) || defined(__wasm_atomics__)
-#define HAVE_THREADS 1
-#else
-#define HAVE_THREADS 0
-#endif
 
 static int has(const char *arch, const char *a) { return strcmp(arch, a) == 0; }
 
@@ -215,7 +210,6 @@ static unsigned char *build_model(const spec *s, size_t *size) {
 
 typedef struct ref_model {
     const spec *s;
-    tdesc *t;
     tm_ref m;                     /* each tensor's values, as the file holds them */
 } ref_model;
 
@@ -225,13 +219,9 @@ static const float *rvl(const ref_model *r, int l, const char *name) {
 }
 
 static void ref_load(ref_model *r, const spec *s) {
+    tdesc *t = calloc(TENSORS_MAX(s), sizeof *t);
     r->s = s;
-    r->t = calloc(TENSORS_MAX(s), sizeof *r->t);
-    tm_ref_load(&r->m, r->t, list_tensors(s, r->t), s->type, tensor_values);
-}
-static void ref_free(ref_model *r) {
-    tm_ref_free(&r->m);
-    free(r->t);
+    tm_ref_load_owned(&r->m, t, list_tensors(s, t), s->type, tensor_values);
 }
 
 /* The activation type the engine (as llama.cpp) multiplies a matrix of the test's type with:
@@ -239,30 +229,10 @@ static void ref_free(ref_model *r) {
 static int32_t g_act_type = WLM_TYPE_F32;
 
 /* y = W x, W (rows, cols); x first rounded through g_act_type, as the engine's products. */
-static void dmat(double *y, const float *W, const double *x0, int rows, int cols) {
-    double xr[1024];
-    const double *x = x0;
-    if (g_act_type != WLM_TYPE_F32 && cols <= 1024 && cols % 32 == 0) {
-        float f[1024];
-        unsigned char q[1200];
-        for (int j = 0; j < cols; j++) f[j] = (float)x0[j];
-        wlm_type_get(g_act_type)->from_float(f, q, cols);
-        wlm_type_get(g_act_type)->to_float(q, f, cols);
-        for (int j = 0; j < cols; j++) xr[j] = f[j];
-        x = xr;
-    }
-    for (int i = 0; i < rows; i++) {
-        double a = 0;
-        for (int j = 0; j < cols; j++) a += (double)W[(size_t)i * cols + j] * x[j];
-        y[i] = a;
-    }
+static void dmat(double *y, const float *W, const double *x, int rows, int cols) {
+    tm_dmat(y, W, x, rows, cols, g_act_type);
 }
-static void drms(double *y, const double *x, int n, const float *w) {
-    double ss = 0;
-    for (int i = 0; i < n; i++) ss += x[i] * x[i];
-    const double inv = 1.0 / sqrt(ss / n + 1e-6);
-    for (int i = 0; i < n; i++) y[i] = x[i] * inv * (w ? (double)w[i] : 1.0);
-}
+static void drms(double *y, const double *x, int n, const float *w) { tm_drms(y, x, n, w, 1e-6); }
 static double dsig(double x) { return 1.0 / (1.0 + exp(-x)); }
 static double dsilu(double x) { return x * dsig(x); }
 
@@ -390,23 +360,9 @@ static void ref_forward(const ref_model *r, const int32_t *tok, int n, double *o
                 double *kl = kc + (size_t)l * n * KV, *vl = vc + (size_t)l * n * KV;
                 memcpy(kl + (size_t)p * KV, k, sizeof(double) * KV);
                 memcpy(vl + (size_t)p * KV, v, sizeof(double) * KV);
-                double att[1024];
-                for (int hh = 0; hh < H; hh++) {
-                    const int kvh = hh / (H / KVH);
-                    double mx = -1e300, sum = 0;
-                    for (int t = 0; t <= p; t++) {
-                        double a = 0;
-                        for (int i = 0; i < hs; i++) a += q[hh * hs + i] * kl[(size_t)t * KV + kvh * hs + i];
-                        att[t] = a / sqrt((double)hs);
-                        if (att[t] > mx) mx = att[t];
-                    }
-                    for (int t = 0; t <= p; t++) sum += att[t] = exp(att[t] - mx);
-                    for (int i = 0; i < hs; i++) {
-                        double a = 0;
-                        for (int t = 0; t <= p; t++) a += att[t] / sum * vl[(size_t)t * KV + kvh * hs + i];
-                        o[hh * hs + i] = q35 ? a * dsig(qg[2 * hh * hs + hs + i]) : a;
-                    }
-                }
+                tm_dattend(o, q, kl, vl, p, H, KVH, hs);
+                for (int hh = 0; q35 && hh < H; hh++) /* the output gate */
+                    for (int i = 0; i < hs; i++) o[hh * hs + i] *= dsig(qg[2 * hh * hs + hs + i]);
                 dmat(y, rvl(r, l, "attn_output.weight"), o, D, Q);
             }
             for (int i = 0; i < D; i++) x[i] += y[i];
@@ -480,17 +436,7 @@ static void test_logits(spec s, const char *variant) {
     g_act_type = s.type == WLM_TYPE_Q8_0 ? WLM_TYPE_Q8_0 : WLM_TYPE_F32;
     ref_forward(&r, t, N, ref);
     g_act_type = WLM_TYPE_F32;
-    double worst = 0;
-    for (int p = 0; p < N; p++) {
-        double big = 0, d = 0;
-        for (int i = 0; i < s.vocab; i++) {
-            const double v = ref[(size_t)p * s.vocab + i];
-            if (fabs(v) > big) big = fabs(v);
-            const double e = fabs(v - bat[(size_t)p * s.vocab + i]);
-            if (e > d) d = e;
-        }
-        if (d / big > worst) worst = d / big;
-    }
+    const double worst = tm_worst_diff(ref, bat, N, s.vocab);
     /* Q8_0: the reference rounds the activations as the engine does; a value near a rounding
      * boundary may still round the other way */
     const double tol = s.type == WLM_TYPE_F32 || s.type == WLM_TYPE_F16 ? 2e-4 : 5e-2;
@@ -499,47 +445,17 @@ static void test_logits(spec s, const char *variant) {
     printf("   %s: max |logit - reference| %.2e of the largest logit over %d positions\n", what,
            worst, N);
     free(ref);
-    ref_free(&r);
+    tm_ref_free(&r.m);
 
     /* one by one, threads, two sequences in one batch: the same bits */
     float *one = tm_logits_one_by_one(c, t, N, s.vocab);
     size_t at = 0;
     CHECKF(tm_same(one, bat, (size_t)N * s.vocab, &at), "%s: batched differs from one-by-one at %zu",
            what, at / (size_t)s.vocab);
-#if HAVE_THREADS
-    for (int th = 2; th <= 3; th++) {
-        wlm_threadpool *pool = NULL;
-        if (wlm_threadpool_new(th, &pool) != WLM_OK) continue;
-        wlm_context_set_threadpool(c, pool);
-        float *tb = tm_logits_batched(c, t, N, s.vocab);
-        CHECKF(tm_same(one, tb, (size_t)N * s.vocab, &at), "%s: %d threads differ at %zu", what, th,
-               at / (size_t)s.vocab);
-        wlm_context_set_threadpool(c, NULL);
-        wlm_threadpool_free(pool);
-        free(tb);
-    }
-#endif
-    { /* sequences 0 and 1 interleaved in one batch, 1 with other tokens */
-        int32_t u[70], tok[140], seq[140];
-        prompt_tokens(u, N, s.vocab, 99);
-        float *ou = tm_logits_one_by_one(c, u, N, s.vocab);
-        uint8_t want[140];
-        for (int i = 0; i < N; i++) {
-            tok[2 * i] = t[i], seq[2 * i] = 0;
-            tok[2 * i + 1] = u[i], seq[2 * i + 1] = 1;
-        }
-        memset(want, 1, sizeof want);
-        wlm_context_reset(c);
-        CHECK_STATUS(wlm_eval_batch(c, tok, seq, want, 2 * N), WLM_OK);
-        int ok = 1;
-        for (int i = 0; i < N && ok; i++)
-            ok = memcmp(wlm_logits_ith(c, 2 * i), one + (size_t)i * s.vocab,
-                        sizeof(float) * s.vocab) == 0 &&
-                 memcmp(wlm_logits_ith(c, 2 * i + 1), ou + (size_t)i * s.vocab,
-                        sizeof(float) * s.vocab) == 0;
-        CHECKF(ok, "%s: two interleaved sequences differ from each alone", what);
-        free(ou);
-    }
+    tm_check_threads(c, t, N, s.vocab, one, 0, what);
+    int32_t u[70]; /* sequence 1, with other tokens */
+    prompt_tokens(u, N, s.vocab, 99);
+    tm_check_interleaved(c, t, u, N, s.vocab, one, what);
     free(one);
     free(bat);
     wlm_context_free(c);

@@ -18,6 +18,7 @@
 #include "kernels/quant.h"
 #include "kernels/quantize.h"
 #include "test_util.h"
+#include "test_models.h"
 
 #define P_MIN 1e-4 /* chi-square p-value below which a distribution is rejected */
 #define MAX_GEN 256
@@ -430,15 +431,7 @@ static void ref_dist(const chain_ref *cr, const float *logits, const int32_t *hi
     }
     /* top-k by z descending, then id */
     int32_t keep[64];
-    for (int32_t j = 0; j < cr->top_k; j++) {
-        int32_t best = -1;
-        for (int32_t t = 0; t < vocab; t++) {
-            int taken = 0;
-            for (int32_t q = 0; q < j; q++) taken |= keep[q] == t;
-            if (!taken && (best < 0 || z[t] > z[best])) best = t;
-        }
-        keep[j] = best;
-    }
+    tm_top_k(z, vocab, cr->top_k, keep);
     double mx = z[keep[0]], sum = 0;
     for (int32_t t = 0; t < vocab; t++) p[t] = 0;
     for (int32_t j = 0; j < cr->top_k; j++) sum += exp((z[keep[j]] - mx) / cr->temperature);
