@@ -691,85 +691,10 @@ API int wlmjs_generate_begin_media(wlm_context *c, const wlm_vision *v, const ch
     return rc;
 }
 
-/* Tokenizes a text piece of a media prompt (special tokens parsed; flags may add ADD_SPECIAL)
- * and evaluates it on sequence 0, as src/vision/sequence.c does. */
-static int media_text(wlm_context *c, const char *text, size_t len, unsigned flags) {
-    int32_t n = wlm_tokenize_ex(c->model, text, len, flags | WLM_TOKENIZE_PARSE_SPECIAL, NULL, 0);
-    if (n < 0) return wlm_set_error(c->errmsg, n, "media prompt: the text could not be tokenized");
-    if (n == 0) return WLM_OK;
-    int32_t *t = malloc(sizeof(int32_t) * 2 * (size_t)n);
-    if (!t) return wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "media prompt: out of memory");
-    wlm_tokenize_ex(c->model, text, len, flags | WLM_TOKENIZE_PARSE_SPECIAL, t, n);
-    for (int32_t i = 0; i < n; i++) t[n + i] = 0;
-    int rc = wlm_eval_batch(c, t, t + n, NULL, n);
-    free(t);
-    return rc;
-}
-
-/* wlm_generate_begin_media that reuses the KV cache of an earlier media prompt: sequence 0
- * keeps its first `keep` positions, which the caller (js/engine.js) knows to hold this prompt's
- * text up to and with its first `skip` images (it compares the pieces and the images' keys, and
- * checks the cached token ids); evaluation resumes at the text after image `skip` - 1. When the
- * cache no longer holds `keep` exact positions, or skip is 0, the whole prompt is evaluated
- * from position 0 (as wlm_generate_begin_media). ends: n ints; ends[j] receives the position
- * after image j's last token (those before `skip` are left as the caller gave them). Then the
- * generation begins on the whole sequence as a cached prompt. Returns the status; *kept (an
- * int slot) receives the positions reused. */
+/* wlm_generate_begin_media_cached (the images an array of n pointers from wlmjs_image_encode;
+ * keep, skip, ends and *kept as it documents). Returns the status. */
 API int wlmjs_generate_begin_media_cached(wlm_context *c, const wlm_vision *v, const char *prompt, size_t len,
                                           const wlm_image_embd *const *images, int32_t n, const wlm_gen_params *p,
                                           int32_t keep, int32_t skip, int32_t *ends, int32_t *kept) {
-    *kept = 0;
-    if (!c || !c->model || !c->seqs || !p || !prompt || n < 0 || n > 1024 || skip < 0 || skip > n ||
-        (n > 0 && (!images || !ends)))
-        return wlmjs_generate_begin_media(c, v, prompt, len, images, n, p);
-    for (int32_t i = 0; i < n; i++)
-        if (!images[i]) return wlmjs_generate_begin_media(c, v, prompt, len, NULL, -1, p);
-    c->errmsg[0] = '\0';
-    const size_t ml = strlen(WLM_MEDIA_MARKER);
-    int32_t markers = 0;
-    for (size_t i = 0; i + ml <= len; i++)
-        if (!memcmp(prompt + i, WLM_MEDIA_MARKER, ml)) markers++, i += ml - 1;
-    if (markers != n || (n > 0 && (!v || wlmjs_vision_info(v, 6) < 0))) /* its message */
-        return wlmjs_generate_begin_media(c, v, prompt, len, images, n, p);
-    const wlm_seq *s0 = &c->seqs[0];
-    if (skip > 0 && (keep < 1 || keep > s0->n_past || keep > s0->exact)) skip = 0;
-    wlm_context_reset_keep(c, skip > 0 ? keep : 0);
-    if (skip > 0 && s0->n_past != keep) {
-        wlm_context_reset(c);
-        skip = 0;
-    }
-    *kept = skip > 0 ? keep : 0;
-    size_t at = 0;
-    int32_t img = 0;
-    int rc = WLM_OK;
-    for (int first = 1; rc == WLM_OK; first = 0) {
-        size_t next = at;
-        while (next + ml <= len && memcmp(prompt + next, WLM_MEDIA_MARKER, ml)) next++;
-        const int last = next + ml > len;
-        if (last) next = len;
-        if (img >= skip) rc = media_text(c, prompt + at, next - at, first ? WLM_TOKENIZE_ADD_SPECIAL : 0);
-        if (rc || last) break;
-        if (img >= skip) {
-            rc = wlm_eval_image(c, 0, v, images[img]);
-            ends[img] = s0->n_past;
-        }
-        img++;
-        at = next + ml;
-    }
-    if (rc != WLM_OK) return rc;
-    const int32_t m = s0->n_past;
-    if (m < 1) return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG, "the prompt is empty");
-    int32_t *tok = malloc(sizeof(int32_t) * (size_t)m);
-    wlm_gen_params *gp = malloc(sizeof *gp);
-    if (!tok || !gp) {
-        free(tok), free(gp);
-        return wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "out of memory for the prompt");
-    }
-    memcpy(tok, s0->tokens, sizeof(int32_t) * (size_t)m);
-    *gp = *p;
-    gp->cache_prompt = 1;
-    rc = wlm_generate_begin(c, tok, m, gp);
-    free(tok);
-    free(gp);
-    return rc;
+    return wlm_generate_begin_media_cached(c, v, prompt, len, images, n, p, keep, skip, ends, kept);
 }

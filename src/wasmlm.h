@@ -1320,6 +1320,25 @@ int wlm_generate_begin_media(wlm_context *ctx, const wlm_vision *vision, const c
                              size_t len, const wlm_image_embd *images, int32_t n_images,
                              const wlm_gen_params *params);
 
+/*
+ * wlm_generate_begin_media that reuses the KV cache of an earlier media prompt (a second
+ * question about the same images): sequence 0 keeps its first `keep` positions, which the caller
+ * knows to hold this prompt's text up to and with its first `skip` images (js/engine.js compares
+ * the text pieces and the images' pixel hashes and checks the cached token ids); evaluation
+ * resumes at the text after image skip - 1. When sequence 0 no longer holds `keep` positions
+ * exactly, or skip is 0, the whole prompt is evaluated from position 0 (as
+ * wlm_generate_begin_media). images: n_images pointers (the same image may appear twice; the rows
+ * stay the caller's). ends: n_images ints; ends[j] receives the position after image j's last
+ * token (those before `skip` are left as given). *kept receives the positions reused. Then the
+ * generation begins on the whole sequence as a cached prompt. Errors: those of
+ * wlm_generate_begin_media; WLM_ERR_INVALID_ARG for a NULL image, kept or ends, skip outside
+ * 0..n_images; message in wlm_context_errmsg.
+ */
+int wlm_generate_begin_media_cached(wlm_context *ctx, const wlm_vision *vision, const char *prompt,
+                                    size_t len, const wlm_image_embd *const *images,
+                                    int32_t n_images, const wlm_gen_params *params, int32_t keep,
+                                    int32_t skip, int32_t *ends, int32_t *kept);
+
 #ifdef __cplusplus
 }
 #endif

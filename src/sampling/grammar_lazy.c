@@ -256,7 +256,7 @@ int wlm_sampler_accept(wlm_sampler *s, int32_t t, const char *piece, size_t len)
     size_t keep = need - from;
     if (longest == 0) keep = 0;
     else if (keep > longest - 1) keep = longest - 1;
-    memmove(s->recent, s->recent + need - keep, keep);
+    if (keep) memmove(s->recent, s->recent + need - keep, keep);
     s->recent_len = keep;
     return WLM_OK;
 }

@@ -81,12 +81,20 @@ int wlm_eval_image(wlm_context *ctx, int32_t seq, const wlm_vision *v, const wlm
     return eval_str(ctx, seq, "<fake_token_around_image>");
 }
 
-int wlm_eval_media_prompt(wlm_context *ctx, int32_t seq, const wlm_vision *v, const char *prompt,
-                          size_t len, const wlm_image_embd *images, int32_t n_images) {
-    if (!ctx) return WLM_ERR_INVALID_ARG;
-    ctx->errmsg[0] = '\0';
-    if (!prompt || n_images < 0 || (n_images > 0 && !images))
-        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "wlm_eval_media_prompt: bad arguments");
+/* The images of a media prompt: a contiguous array or an array of pointers (one is NULL). */
+typedef struct {
+    const wlm_image_embd *arr;
+    const wlm_image_embd *const *ptrs;
+} media_images;
+
+static const wlm_image_embd *media_image(media_images im, int32_t i) {
+    return im.ptrs ? im.ptrs[i] : &im.arr[i];
+}
+
+/* Checks a media prompt against its images: one WLM_MEDIA_MARKER per image, a loaded vision
+ * model when there are images. Returns the status, with the message in ctx's errmsg. */
+static int media_check(wlm_context *ctx, const wlm_vision *v, const char *prompt, size_t len,
+                       int32_t n_images) {
     const size_t ml = strlen(WLM_MEDIA_MARKER);
     int32_t markers = 0;
     for (size_t i = 0; i + ml <= len; i++)
@@ -99,6 +107,16 @@ int wlm_eval_media_prompt(wlm_context *ctx, int32_t seq, const wlm_vision *v, co
     if (n_images > 0 && (!v || !v->loaded))
         return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
                              "the prompt has images but no vision model (mmproj) is loaded");
+    return WLM_OK;
+}
+
+/* Evaluates a checked media prompt on seq: the text pieces and images from image `skip` on (the
+ * text before image `skip` and the images before it are taken as already in the sequence; skip 0
+ * evaluates everything, BOS first). ends (NULL, or one int per image) receives the position after
+ * each evaluated image's last token. */
+static int media_eval(wlm_context *ctx, int32_t seq, const wlm_vision *v, const char *prompt,
+                      size_t len, media_images im, int32_t skip, int32_t *ends) {
+    const size_t ml = strlen(WLM_MEDIA_MARKER);
     size_t at = 0;
     int32_t img = 0;
     int rc = WLM_OK;
@@ -107,11 +125,49 @@ int wlm_eval_media_prompt(wlm_context *ctx, int32_t seq, const wlm_vision *v, co
         while (next + ml <= len && memcmp(prompt + next, WLM_MEDIA_MARKER, ml)) next++;
         const int last = next + ml > len;
         if (last) next = len;
-        rc = eval_text(ctx, seq, prompt + at, next - at, first ? WLM_TOKENIZE_ADD_SPECIAL : 0);
+        if (img >= skip)
+            rc = eval_text(ctx, seq, prompt + at, next - at, first ? WLM_TOKENIZE_ADD_SPECIAL : 0);
         if (rc || last) break;
-        rc = wlm_eval_image(ctx, seq, v, &images[img++]);
+        if (img >= skip) {
+            rc = wlm_eval_image(ctx, seq, v, media_image(im, img));
+            if (ends) ends[img] = ctx->seqs[seq].n_past;
+        }
+        img++;
         at = next + ml;
     }
+    return rc;
+}
+
+int wlm_eval_media_prompt(wlm_context *ctx, int32_t seq, const wlm_vision *v, const char *prompt,
+                          size_t len, const wlm_image_embd *images, int32_t n_images) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    if (!prompt || n_images < 0 || (n_images > 0 && !images))
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "wlm_eval_media_prompt: bad arguments");
+    int rc = media_check(ctx, v, prompt, len, n_images);
+    if (rc != WLM_OK) return rc;
+    return media_eval(ctx, seq, v, prompt, len, (media_images){images, NULL}, 0, NULL);
+}
+
+/* Begins a generation on sequence 0 as it stands (the prompt, WLM_TOKEN_EMBD at the image rows,
+ * ending with a token: every wrapper does) as a cached prompt: only its last token is evaluated
+ * again, for the logits that start the generation. */
+static int begin_on_sequence(wlm_context *ctx, const wlm_gen_params *params) {
+    const wlm_seq *s = &ctx->seqs[0];
+    const int32_t n = s->n_past;
+    if (n < 1) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "the prompt is empty");
+    int32_t *tok = malloc(sizeof(int32_t) * (size_t)n);
+    wlm_gen_params *gp = malloc(sizeof *gp);
+    if (!tok || !gp) {
+        free(tok), free(gp);
+        return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM, "out of memory for the prompt");
+    }
+    memcpy(tok, s->tokens, sizeof(int32_t) * (size_t)n);
+    *gp = *params;
+    gp->cache_prompt = 1;
+    int rc = wlm_generate_begin(ctx, tok, n, gp);
+    free(tok);
+    free(gp);
     return rc;
 }
 
@@ -125,23 +181,35 @@ int wlm_generate_begin_media(wlm_context *ctx, const wlm_vision *v, const char *
     wlm_context_reset(ctx);
     int rc = wlm_eval_media_prompt(ctx, 0, v, prompt, len, images, n_images);
     if (rc != WLM_OK) return rc;
-    /* the sequence now holds the prompt, WLM_TOKEN_EMBD at the image rows, and ends with a
-     * token (every wrapper does); begin a generation on it as a cached prompt: only its last
-     * token is evaluated again, for the logits that start the generation */
-    const wlm_seq *s = &ctx->seqs[0];
-    const int32_t n = s->n_past;
-    if (n < 1) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "the prompt is empty");
-    int32_t *tok = malloc(sizeof(int32_t) * (size_t)n);
-    wlm_gen_params *gp = malloc(sizeof *gp);
-    if (!tok || !gp) {
-        free(tok), free(gp);
-        return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM, "out of memory for the prompt");
+    return begin_on_sequence(ctx, params);
+}
+
+int wlm_generate_begin_media_cached(wlm_context *ctx, const wlm_vision *v, const char *prompt,
+                                    size_t len, const wlm_image_embd *const *images,
+                                    int32_t n_images, const wlm_gen_params *params, int32_t keep,
+                                    int32_t skip, int32_t *ends, int32_t *kept) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    if (kept) *kept = 0;
+    if (!params) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "params is NULL");
+    if (!ctx->model || !ctx->seqs) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
+    if (!prompt || !kept || n_images < 0 || skip < 0 || skip > n_images ||
+        (n_images > 0 && (!images || !ends)))
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "wlm_generate_begin_media_cached: bad arguments");
+    for (int32_t i = 0; i < n_images; i++)
+        if (!images[i])
+            return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "wlm_generate_begin_media_cached: image %d is NULL", (int)i);
+    int rc = media_check(ctx, v, prompt, len, n_images);
+    if (rc != WLM_OK) return rc;
+    const wlm_seq *s0 = &ctx->seqs[0];
+    if (skip > 0 && (keep < 1 || keep > s0->n_past || keep > s0->exact)) skip = 0;
+    wlm_context_reset_keep(ctx, skip > 0 ? keep : 0);
+    if (skip > 0 && s0->n_past != keep) {
+        wlm_context_reset(ctx);
+        skip = 0;
     }
-    memcpy(tok, s->tokens, sizeof(int32_t) * (size_t)n);
-    *gp = *params;
-    gp->cache_prompt = 1;
-    rc = wlm_generate_begin(ctx, tok, n, gp);
-    free(tok);
-    free(gp);
-    return rc;
+    *kept = skip > 0 ? keep : 0;
+    rc = media_eval(ctx, 0, v, prompt, len, (media_images){NULL, images}, skip, ends);
+    if (rc != WLM_OK) return rc;
+    return begin_on_sequence(ctx, params);
 }

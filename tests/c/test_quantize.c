@@ -1413,7 +1413,9 @@ static void test_mxfp4_moe(void) {
                    "%s: the MXFP4 quantizer's bytes", t[i].name);
         }
         free(want);
+        wlm_gguf_free(&out);
     }
+    wlm_gguf_free(&src);
     free(mem);
     free(in_mem);
 }

@@ -566,6 +566,7 @@ static void test_errors(void) {
     CHECK_EQ_INT(wlm_image_encode(v, px, 10000, 10000, NULL, 0, &e), WLM_ERR_INVALID_ARG);
     CHECK_EQ_INT(wlm_image_encode(v, NULL, 2, 2, NULL, 0, &e), WLM_ERR_INVALID_ARG);
     CHECK(e.embd == NULL && e.n_tokens == 0);
+    wlm_vision_free(v);
     CHECK_EQ_INT(wlm_vision_load(file, size, 8, &v), WLM_ERR_INVALID_ARG);
     wlm_vision_free(v);
     free(file);
