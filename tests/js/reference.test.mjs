@@ -32,6 +32,8 @@ test('model info matches stories260K', async () => {
     backend: 'cpu', backendReason: engine.info.backendReason, gpuAdapter: null, gpuBytes: 0,
     // embeddings (js/embed.js): a generative model without pooling_type
     embeddingLength: 64, pooling: 'none', generative: true, rankOutputs: 0,
+    nExpert: 0, nExpertUsed: 0, // a dense model: no mixture of experts
+    vision: null, // no mmproj loaded
   });
   assert.match(engine.info.backendReason, /^auto: Node has no navigator\.gpu/);
   assert.ok(engine.info.weightBytes > 1_000_000 && engine.info.weightBytes < 1_056_540);
