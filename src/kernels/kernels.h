@@ -105,6 +105,7 @@ void wlm_matmat_ref(float *out, size_t out_stride, const float *w, const float *
                     size_t x_stride, int n, int r0, int r1, int nb);
 void wlm_rmsnorm_ref(float *out, const float *x, const float *weight, int n, float eps);
 void wlm_softmax_ref(float *x, int n);
+void wlm_softmax_ggml(float *x, int n);
 void wlm_rope_ref(float *x, int n_heads, int head_size, int n_rot, const float *cos_t,
                   const float *sin_t);
 void wlm_swiglu_ref(float *h, const float *g, int n);

@@ -137,6 +137,17 @@ void wlm_rope_neox_ref(float *x, int n_heads, int head_size, int n_rot, const fl
     }
 }
 
+/* ggml_soft_max's order on one row: the max subtracted, exp, the sum in double, one scale
+ * (the MoE router's softmax, a decoder reranker's scores). n >= 1. */
+void wlm_softmax_ggml(float *x, int n) {
+    float mx = x[0];
+    for (int i = 1; i < n; i++) mx = x[i] > mx ? x[i] : mx;
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += (double)(x[i] = expf(x[i] - mx));
+    const float inv = (float)(1.0 / sum);
+    for (int i = 0; i < n; i++) x[i] *= inv;
+}
+
 /* ggml_norm's order: the mean and the variance summed in double, then (x - mean) scaled by
  * 1 / sqrt(var + eps), then the weight and the bias (llama.cpp's build_norm). */
 void wlm_layernorm_ref(float *out, const float *x, const float *weight, const float *bias, int n,

@@ -32,13 +32,8 @@ static void route(const wlm_hparams *p, const wlm_layer_weights *lw, float *z, i
     const int E = p->n_expert, K = p->n_expert_used;
     if (lw->moe_router_b)
         for (int e = 0; e < E; e++) z[e] += lw->moe_router_b[e];
-    if (p->moe_gating == WLM_MOE_SOFTMAX) { /* as ggml_soft_max: a double sum, one scale */
-        float mx = z[0];
-        for (int e = 1; e < E; e++) mx = z[e] > mx ? z[e] : mx;
-        double sum = 0.0;
-        for (int e = 0; e < E; e++) sum += (double)(z[e] = expf(z[e] - mx));
-        const float inv = (float)(1.0 / sum);
-        for (int e = 0; e < E; e++) z[e] *= inv;
+    if (p->moe_gating == WLM_MOE_SOFTMAX) {
+        wlm_softmax_ggml(z, E);
     } else if (p->moe_gating == WLM_MOE_SIGMOID) {
         for (int e = 0; e < E; e++) z[e] = 1.0f / (1.0f + expf(-z[e]));
     }
@@ -59,12 +54,7 @@ static void route(const wlm_hparams *p, const wlm_layer_weights *lw, float *z, i
         ids[j] = best;
         w[j] = z[best];
     }
-    if (p->moe_gating == WLM_MOE_SOFTMAX_CHOSEN) { /* w[0] is the largest */
-        double sum = 0.0;
-        for (int j = 0; j < K; j++) sum += (double)(w[j] = expf(w[j] - z[ids[0]]));
-        const float inv = (float)(1.0 / sum);
-        for (int j = 0; j < K; j++) w[j] *= inv;
-    }
+    if (p->moe_gating == WLM_MOE_SOFTMAX_CHOSEN) wlm_softmax_ggml(w, K);
     if (p->moe_norm_w) {
         float sum = 0.0f;
         for (int j = 0; j < K; j++) sum += w[j];

@@ -145,14 +145,7 @@ static void rank_head(wlm_context *c, const float *h, float *tmp, float *out) {
         const int32_t n = w->cls_out.rows;
         wlm_matmul(c, tmp + D, (size_t)n, &w->cls_out, y, (size_t)D, 1);
         for (int32_t i = 0; i < n; i++) out[i] = w->cls_out_b ? tmp[D + i] + w->cls_out_b[i] : tmp[D + i];
-        if (c->model->hp.arch->rank_last_softmax) { /* ggml_soft_max: max subtracted, sum in double */
-            float mx = out[0];
-            for (int32_t i = 1; i < n; i++) mx = out[i] > mx ? out[i] : mx;
-            double sum = 0.0;
-            for (int32_t i = 0; i < n; i++) sum += (double)(out[i] = expf(out[i] - mx));
-            const float inv = (float)(1.0 / sum);
-            for (int32_t i = 0; i < n; i++) out[i] *= inv;
-        }
+        if (c->model->hp.arch->rank_last_softmax) wlm_softmax_ggml(out, n);
     } else {
         memcpy(out, y, sizeof(float) * (size_t)D);
     }
