@@ -197,6 +197,9 @@ export const SHAPES = Object.freeze({
     'qwen3-30b-a3b': { D: 2048, F: 6144, L: 48, H: 32, KV: 4, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', nVocab: 151936, E: 128, K: 8, Fe: 768 },
     // its first 6 layers (an eighth of the experts; Q4_K_M ~2.6 GB, inside wasm32's 4 GB where
     // the whole model's ~18 GB is not): decode per layer is the published model's
+    // rows of 256 (whole K-quant blocks, unlike tiny's 64) and GPT-2's 50257-token vocabulary:
+    // the random-code fixtures' check of every K-quant layout (tests/js/big_models.test.mjs)
+    'tiny-k': { D: 256, F: 512, L: 2, H: 4, KV: 2, hd: 64, ctx: 4096, theta: 1e6, eps: 1e-6, tied: false, vocab: 'gpt2', E: 4, K: 2, Fe: 256 },
     'qwen3-30b-a3b-l6': { D: 2048, F: 6144, L: 6, H: 32, KV: 4, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', nVocab: 151936, E: 128, K: 8, Fe: 768 },
   },
   // Encoders (describeEncoder): pooling is <arch>.pooling_type (1 mean, 2 cls, 4 rank)
