@@ -10,7 +10,14 @@
 //
 //   node tools/synth_gguf.mjs --arch ARCH [--shape tiny|NAME] --out FILE.gguf [--seed N]
 //        [--type F32|Q8_0|Q4_0|Q4_K_M|…] [--two-step [--cli build/native/wasmlm]] [--header-only]
+//        [--random-codes]
 //   node tools/synth_gguf.mjs --list
+//
+// --random-codes (writeRandomCodes): a speed/memory fixture of a published shape in seconds per
+// GB instead of hours — the same header, tensor names, shapes and types as --type's file, each
+// quantized block random codes under the scales the quantizer gives the seeded values (the file
+// says so in general.description); its outputs are noise. bench/big_models.mjs loads whole
+// gpt-oss-20b (--type MXFP4_MOE, 12.1 GB) and Qwen3-30B-A3B (--type Q3_K_M, 14.7 GB) made so.
 //
 // Streamed, one chunk of rows at a time (a multi-GB shape never sits in memory). F32 is written
 // as generated. Any other --type is quantized as it is written (writeQuantized, since
@@ -277,7 +284,8 @@ export const SHAPES = Object.freeze({
   // (shorter than the test prompts), 4 blocks.
   'gpt-oss': {
     tiny: { D: 64, F: 64, L: 4, H: 4, KV: 2, hd: 32, ctx: 4096, origCtx: 4096, factor: 32, theta: 150000, eps: 1e-5, tied: false, vocab: 'gptoss', window: 8, E: 6, K: 2, Fe: 64 },
-    // gpt-oss-20b (archs-2026.md) with its experts in Q8_0 or F32 here (MXFP4 is not written);
+    // gpt-oss-20b (archs-2026.md); --type MXFP4_MOE gives the published layout (experts MXFP4,
+    // the other matrices Q8_0, vectors and routers F32: 12.1 GB, as gpt-oss-20b-mxfp4.gguf);
     // the first 2 of 24 blocks for benchmarks (the whole model's Q8_0 is ~22 GB)
     'gpt-oss-20b': { D: 2880, F: 2880, L: 24, H: 64, KV: 8, hd: 64, ctx: 131072, origCtx: 4096, factor: 32, theta: 150000, eps: 1e-5, tied: false, vocab: 'gptoss', nVocab: 201088, window: 128, E: 32, K: 4, Fe: 2880 },
     'gpt-oss-20b-l2': { D: 2880, F: 2880, L: 2, H: 64, KV: 8, hd: 64, ctx: 131072, origCtx: 4096, factor: 32, theta: 150000, eps: 1e-5, tied: false, vocab: 'gptoss', nVocab: 201088, window: 128, E: 32, K: 4, Fe: 2880 },
@@ -1452,6 +1460,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     else if (a[i] === '--cli') o.cli = v();
     else if (a[i] === '--two-step') o.twoStep = true;
     else if (a[i] === '--header-only') o.headerOnly = true;
+    else if (a[i] === '--random-codes') o.randomCodes = true;
     else if (a[i] === '--list') o.list = true;
     else { console.error(`unknown argument ${a[i]}`); process.exit(2); }
   }
@@ -1465,13 +1474,19 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     process.exit(0);
   }
   if (!o.arch || !o.out || !Number.isInteger(o.seed)) {
-    console.error('usage: node tools/synth_gguf.mjs --arch ARCH [--shape tiny|NAME] --out FILE.gguf [--seed N] [--type TYPE] [--two-step] [--header-only] | --list');
+    console.error('usage: node tools/synth_gguf.mjs --arch ARCH [--shape tiny|NAME] --out FILE.gguf [--seed N] [--type TYPE] [--two-step] [--header-only] [--random-codes] | --list');
     process.exit(2);
   }
   const t0 = Date.now();
   if (o.headerOnly) {
     const { size } = writeHeaderOnly(o.arch, o.shape, o.out, o);
     console.log(`${o.out}: ${o.arch} ${o.shape} ${o.type}, the header and ${size} bytes (sparse; data all zero)`);
+    process.exit(0);
+  }
+  if (o.randomCodes) {
+    if (o.type === 'F32') { console.error('--random-codes needs a quantized --type (Q8_0, Q3_K_M, MXFP4_MOE, …)'); process.exit(2); }
+    const { size } = writeRandomCodes(o.arch, o.shape, o.out, o);
+    console.log(`${o.out}: ${o.arch} ${o.shape} ${o.type}, ${size} bytes of random codes (a speed/memory fixture, not a model), ${Date.now() - t0} ms`);
     process.exit(0);
   }
   const m = synthesize(o);
