@@ -11,7 +11,7 @@
 // checks). Each measurement is a fresh Node 24 process (child mode below), so its peak resident
 // memory (getrusage's maxRSS, Node itself included) is that model's alone.
 //
-//   node bench/big_models.mjs [--models gpt-oss-20b,qwen3-30b-a3b] [--threads 2] [--ctx 4096]
+//   node bench/big_models.mjs [--models gpt-oss-20b,qwen3-30b-a3b] [--threads 2|auto,…] [--ctx 4096]
 //        [--tokens 16] [--prompt 32] [--runs 1] [--clean] [--json] [--tiny]
 //
 // Rows (JSON, also written to bench/out/big_models.json): fileBytes; weightBytes (the tensors'
@@ -21,7 +21,8 @@
 // rssAfterLoad; peakGoalBytes = 1.1 × (weights + KV) and withinPeakGoal; memory64 (which module
 // ran); finite (the prompt's logits are all finite); and, for a quiet machine only, loadMs,
 // prefillTokPerSec (one evalTokens call of --prompt tokens) and decodeTokPerSec (greedy,
-// --tokens new tokens), with decodeGoalTokPerSec where a goal is set (gpt-oss-20b, 2 threads).
+// --tokens new tokens), with decodeGoalTokPerSec where a goal is set (gpt-oss-20b, 2 threads;
+// `auto`, the engine's own choice, is 2 on a 2-vCPU machine).
 // Files are kept in bench/out/big/ (12 + 15 GB: check `df`), written on first use; --clean
 // deletes each after its rows. --tiny: the same path on the tiny shapes (a check of the script).
 // Needs ~16 GB of free memory for the Qwen row (`free -g`), one row at a time.
@@ -85,7 +86,7 @@ export function weightBytesOf(file) {
 async function probe({ file, threads, nCtx, tokens, promptTokens, memory64 }) {
   const { createEngine } = await import('../js/wasmlm.js');
   const { peekModelHeader, modelBytes } = await import('../js/memory64.js');
-  const engine = await createEngine({ threads, memory64 });
+  const engine = await createEngine({ ...(threads === 'auto' ? {} : { threads }), memory64 });
   await engine.threadsReady;
   const t0 = performance.now();
   const info = await engine.load({ model: file, nCtx });
@@ -208,7 +209,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     for (let i = 0; i < a.length; i++) {
       const v = () => { if (i + 1 >= a.length) throw new Error(`${a[i]} needs a value`); return a[++i]; };
       if (a[i] === '--models') o.models = v().split(',');
-      else if (a[i] === '--threads') o.threads = v().split(',').map(Number);
+      else if (a[i] === '--threads') o.threads = v().split(',').map((t) => (t === 'auto' ? t : Number(t)));
       else if (a[i] === '--ctx') o.nCtx = Number(v());
       else if (a[i] === '--tokens') o.tokens = Number(v());
       else if (a[i] === '--prompt') o.promptTokens = Number(v());
