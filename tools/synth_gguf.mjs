@@ -1291,9 +1291,9 @@ export const RANDOM_CODES_NOTE = 'speed/memory fixture: quantized blocks of rand
  * (d, dmin, sub-block scales, MXFP4's exponent: CODE_BLOCKS) of a template block picked at random
  * and random bytes for its codes, so values have the magnitudes writeQuantized's would (random
  * uniform codes under the scales of uniform values) and every value is finite. F32/F16 tensors
- * (norms, biases, routers) are generated as writeQuantized writes them. Streamed a few MB at a
- * time (~1 GB/s of codes in JS, not the quantizer's ~10 MB/s): gpt-oss-20b's 12 GB in about a
- * minute plus the disk's time. The file says what it is (RANDOM_CODES_NOTE in general.description
+ * (norms, biases, routers) are generated as writeQuantized writes them. Streamed 4 MB at a
+ * time: gpt-oss-20b's 12.1 GB took 2–3 min on a busy 2-vCPU machine, 20 s of it CPU (the
+ * quantizing writer does ~10 MB/s), with a peak RSS of 0.5 GB (the vocabulary's tables). The file says what it is (RANDOM_CODES_NOTE in general.description
  * and wasmlm.fixture, "random codes" in general.name). Same arguments → same bytes.
  * Returns { m: the description, size: file bytes, tensors: [{ name, ne, type, nbytes }] }.
  */
@@ -1321,8 +1321,9 @@ function fillRandomCodes(Q, t, type, [bb, be, scaleRanges], seed, emit) {
   if (cols % be) throw new Error(`${t.name}: rows of ${cols} are not whole blocks of ${be}`);
   // the template: the first rows of the tensor's own random values, quantized
   const tRows = Math.min(rows, 8);
-  const vals = new Float32Array(tRows * cols);
-  uniformStream(seed, t.name)(vals, vals.length, t.gen.mean || 0, (t.gen.std ?? 0) * Math.sqrt(3));
+  let vals = new Float32Array(tRows * cols);
+  if (t.gen.values) vals = t.gen.values.subarray(0, vals.length);
+  else uniformStream(seed, t.gen.halfOf ?? t.name)(vals, vals.length, t.gen.mean || 0, t.gen.std * Math.sqrt(3));
   const c = Q.converter(type, cols, vals.length);
   let tmpl;
   try { tmpl = Buffer.from(c.convert(vals, tRows)); } finally { c.free(); }
@@ -1349,9 +1350,9 @@ function fillRandomCodes(Q, t, type, [bb, be, scaleRanges], seed, emit) {
       W = (W ^ (W >>> 19) ^ (s ^ (s >>> 8))) >>> 0;
       buf[i] = W & 255;
     }
-    // each block's scales from a template block (the generator's low bits pick it)
+    // each block takes the scales of a template block, picked by two of its own random bytes
     for (let b = 0, nb = bytes / bb; b < nb; b++) {
-      const o = b * bb, src = ((buf[o + bb - 1] * 251 + buf[o]) % nTmpl) * bb; // code bytes before overwrite: random
+      const o = b * bb, src = ((buf[o + bb - 1] * 251 + buf[o]) % nTmpl) * bb;
       for (let k = 0; k < ranges.length; k++) buf[o + ranges[k]] = tmpl[src + ranges[k]];
     }
     x = X; y = Y; z = Z; w = W;
