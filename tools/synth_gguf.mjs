@@ -10,7 +10,14 @@
 //
 //   node tools/synth_gguf.mjs --arch ARCH [--shape tiny|NAME] --out FILE.gguf [--seed N]
 //        [--type F32|Q8_0|Q4_0|Q4_K_M|…] [--two-step [--cli build/native/wasmlm]] [--header-only]
+//        [--random-codes]
 //   node tools/synth_gguf.mjs --list
+//
+// --random-codes (writeRandomCodes): a speed/memory fixture of a published shape in seconds per
+// GB instead of hours — the same header, tensor names, shapes and types as --type's file, each
+// quantized block random codes under the scales the quantizer gives the seeded values (the file
+// says so in general.description); its outputs are noise. bench/big_models.mjs loads whole
+// gpt-oss-20b (--type MXFP4_MOE, 12.1 GB) and Qwen3-30B-A3B (--type Q3_K_M, 14.7 GB) made so.
 //
 // Streamed, one chunk of rows at a time (a multi-GB shape never sits in memory). F32 is written
 // as generated. Any other --type is quantized as it is written (writeQuantized, since
@@ -197,6 +204,9 @@ export const SHAPES = Object.freeze({
     'qwen3-30b-a3b': { D: 2048, F: 6144, L: 48, H: 32, KV: 4, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', nVocab: 151936, E: 128, K: 8, Fe: 768 },
     // its first 6 layers (an eighth of the experts; Q4_K_M ~2.6 GB, inside wasm32's 4 GB where
     // the whole model's ~18 GB is not): decode per layer is the published model's
+    // rows of 256 (whole K-quant blocks, unlike tiny's 64) and GPT-2's 50257-token vocabulary:
+    // the random-code fixtures' check of every K-quant layout (tests/js/big_models.test.mjs)
+    'tiny-k': { D: 256, F: 512, L: 2, H: 4, KV: 2, hd: 64, ctx: 4096, theta: 1e6, eps: 1e-6, tied: false, vocab: 'gpt2', E: 4, K: 2, Fe: 256 },
     'qwen3-30b-a3b-l6': { D: 2048, F: 6144, L: 6, H: 32, KV: 4, hd: 128, ctx: 40960, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', nVocab: 151936, E: 128, K: 8, Fe: 768 },
   },
   // Encoders (describeEncoder): pooling is <arch>.pooling_type (1 mean, 2 cls, 4 rank)
@@ -274,7 +284,8 @@ export const SHAPES = Object.freeze({
   // (shorter than the test prompts), 4 blocks.
   'gpt-oss': {
     tiny: { D: 64, F: 64, L: 4, H: 4, KV: 2, hd: 32, ctx: 4096, origCtx: 4096, factor: 32, theta: 150000, eps: 1e-5, tied: false, vocab: 'gptoss', window: 8, E: 6, K: 2, Fe: 64 },
-    // gpt-oss-20b (archs-2026.md) with its experts in Q8_0 or F32 here (MXFP4 is not written);
+    // gpt-oss-20b (archs-2026.md); --type MXFP4_MOE gives the published layout (experts MXFP4,
+    // the other matrices Q8_0, vectors and routers F32: 12.1 GB, as gpt-oss-20b-mxfp4.gguf);
     // the first 2 of 24 blocks for benchmarks (the whole model's Q8_0 is ~22 GB)
     'gpt-oss-20b': { D: 2880, F: 2880, L: 24, H: 64, KV: 8, hd: 64, ctx: 131072, origCtx: 4096, factor: 32, theta: 150000, eps: 1e-5, tied: false, vocab: 'gptoss', nVocab: 201088, window: 128, E: 32, K: 4, Fe: 2880 },
     'gpt-oss-20b-l2': { D: 2880, F: 2880, L: 2, H: 64, KV: 8, hd: 64, ctx: 131072, origCtx: 4096, factor: 32, theta: 150000, eps: 1e-5, tied: false, vocab: 'gptoss', nVocab: 201088, window: 128, E: 32, K: 4, Fe: 2880 },
@@ -1250,6 +1261,107 @@ export function writeHeaderOnly(arch, shape, out, { seed = 1, type = 'F32', smal
 }
 
 /**
+ * The blocks of the quantized types writeRandomCodes fills (ggml's layouts, src/kernels/quant.h):
+ * type → [bytes per block, elements per block, [[from, to) byte ranges of the block's scales]].
+ * Every other byte of a block is a quant code, any value of which is valid and finite.
+ */
+const CODE_BLOCKS = new Map([
+  [2, [18, 32, [[0, 2]]]], // Q4_0: d, qs
+  [3, [20, 32, [[0, 4]]]], // Q4_1: d, m, qs
+  [6, [22, 32, [[0, 2]]]], // Q5_0: d, qh, qs
+  [7, [24, 32, [[0, 4]]]], // Q5_1: d, m, qh, qs
+  [8, [34, 32, [[0, 2]]]], // Q8_0: d, qs
+  [10, [84, 256, [[0, 16], [80, 84]]]], // Q2_K: scales, qs, d, dmin
+  [11, [110, 256, [[96, 110]]]], // Q3_K: hmask, qs, scales, d
+  [12, [144, 256, [[0, 16]]]], // Q4_K: d, dmin, scales, qs
+  [13, [176, 256, [[0, 16]]]], // Q5_K: d, dmin, scales, qh, qs
+  [14, [210, 256, [[192, 210]]]], // Q6_K: ql, qh, scales, d
+  [39, [17, 32, [[0, 1]]]], // MXFP4: e, qs
+]);
+/** What writeRandomCodes' files say about themselves (general.description and wasmlm.fixture). */
+export const RANDOM_CODES_NOTE = 'speed/memory fixture: quantized blocks of random codes with the scales of the '
+  + 'seeded random values, not a model; its outputs are noise (tools/synth_gguf.mjs writeRandomCodes)';
+
+/**
+ * A speed and memory fixture of a published shape, fast: the header, tensor types and vectors of
+ * writeQuantized's file (the same llama.cpp mix rules, `type` a target name such as Q3_K_M or
+ * MXFP4_MOE), but each quantized matrix filled with random codes instead of quantized values.
+ * Per matrix, a template of up to 8 rows of its seeded random values (describe()'s scale) is
+ * quantized by the project's quantizer; every block of the matrix then takes the scale bytes
+ * (d, dmin, sub-block scales, MXFP4's exponent: CODE_BLOCKS) of a template block picked at random
+ * and random bytes for its codes, so values have the magnitudes writeQuantized's would (random
+ * uniform codes under the scales of uniform values) and every value is finite. F32/F16 tensors
+ * (norms, biases, routers) are generated as writeQuantized writes them. Streamed 4 MB at a
+ * time: gpt-oss-20b's 12.1 GB took 2–3 min on a busy 2-vCPU machine, 20 s of it CPU (the
+ * quantizing writer does ~10 MB/s), with a peak RSS of 0.5 GB (the vocabulary's tables). The file says what it is (RANDOM_CODES_NOTE in general.description
+ * and wasmlm.fixture, "random codes" in general.name). Same arguments → same bytes.
+ * Returns { m: the description, size: file bytes, tensors: [{ name, ne, type, nbytes }] }.
+ */
+export function writeRandomCodes(arch, shape, out, { seed = 1, type = 'Q8_0' } = {}) {
+  const { m, kv: kv0, tensors: plan } = quantizedPlan(arch, shape, { seed, type });
+  const kv = kv0.map((e) => (e[0] === 'general.name' ? [e[0], e[1], `${e[2]} random codes ${type}`] : e));
+  kv.splice(kv.findIndex((e) => e[0] === 'general.name') + 1, 0, ['general.description', 'str', RANDOM_CODES_NOTE],
+    ['wasmlm.fixture', 'str', 'random-codes']);
+  const Q = loadQuantizer();
+  const desc = new Map(m.tensors.map((t) => [t.name, t]));
+  const tensors = plan.map((p) => {
+    const layout = CODE_BLOCKS.get(p.type);
+    if (!layout) return p; // F32, F16, BF16: as writeQuantized writes them
+    const t = desc.get(p.name);
+    return { ...p, fill: (emit) => fillRandomCodes(Q, t, p.type, layout, seed, emit) };
+  });
+  writeGguf(out, kv, tensors);
+  return { m, size: fs.statSync(out).size, tensors: tensors.map(({ name, ne, type: ty, nbytes }) => ({ name, ne, type: ty, nbytes })) };
+}
+
+const CODE_CHUNK = 4 << 20; // bytes of blocks per emitted chunk
+
+function fillRandomCodes(Q, t, type, [bb, be, scaleRanges], seed, emit) {
+  const cols = t.ne[0], rows = t.ne.reduce((a, b) => a * b, 1) / cols;
+  if (cols % be) throw new Error(`${t.name}: rows of ${cols} are not whole blocks of ${be}`);
+  // the template: the first rows of the tensor's own random values, quantized
+  const tRows = Math.min(rows, 8);
+  let vals = new Float32Array(tRows * cols);
+  if (t.gen.values) vals = t.gen.values.subarray(0, vals.length);
+  else uniformStream(seed, t.gen.halfOf ?? t.name)(vals, vals.length, t.gen.mean || 0, t.gen.std * Math.sqrt(3));
+  const c = Q.converter(type, cols, vals.length);
+  let tmpl;
+  try { tmpl = Buffer.from(c.convert(vals, tRows)); } finally { c.free(); }
+  const nTmpl = tmpl.length / bb;
+  const rowBytes = (cols / be) * bb, perChunk = Math.max(1, Math.floor(CODE_CHUNK / rowBytes));
+  const buf = Buffer.alloc(Math.min(perChunk, rows) * rowBytes);
+  const words = new Uint32Array(buf.buffer, buf.byteOffset, buf.length >> 2); // Buffer.alloc: not pooled, offset 0
+  const ranges = scaleRanges.flatMap(([from, to]) => Array.from({ length: to - from }, (_, k) => from + k));
+  const sm = splitmix32((seed ^ fnv1a(`${t.name}#codes`)) >>> 0);
+  let x = sm(), y = sm(), z = sm(), w = sm() || 1;
+  for (let r0 = 0; r0 < rows;) {
+    const n = Math.min(perChunk, rows - r0), bytes = n * rowBytes;
+    const nw = (bytes + 3) >> 2;
+    let X = x, Y = y, Z = z, W = w;
+    for (let i = 0; i < nw && i < words.length; i++) { // xorshift128, as uniformStream
+      const s = X ^ (X << 11);
+      X = Y; Y = Z; Z = W;
+      W = (W ^ (W >>> 19) ^ (s ^ (s >>> 8))) >>> 0;
+      words[i] = W;
+    }
+    for (let i = words.length * 4; i < bytes; i++) { // a tail of < 4 bytes
+      const s = X ^ (X << 11);
+      X = Y; Y = Z; Z = W;
+      W = (W ^ (W >>> 19) ^ (s ^ (s >>> 8))) >>> 0;
+      buf[i] = W & 255;
+    }
+    // each block takes the scales of a template block, picked by two of its own random bytes
+    for (let b = 0, nb = bytes / bb; b < nb; b++) {
+      const o = b * bb, src = ((buf[o + bb - 1] * 251 + buf[o]) % nTmpl) * bb;
+      for (let k = 0; k < ranges.length; k++) buf[o + ranges[k]] = tmpl[src + ranges[k]];
+    }
+    x = X; y = Y; z = Z; w = W;
+    emit(bytes === buf.length ? buf : buf.subarray(0, bytes));
+    r0 += n;
+  }
+}
+
+/**
  * The attn_v-like tensors of a list of names (quantize.c's wlm_quantize_attn_v_like: attn_v,
  * attn_qkv, attn_kv_b), each with its place in llama.cpp's order (by block, then by name):
  * Map name → index. The attn_v rule of llama.cpp's mixes counts these, not blocks.
@@ -1349,6 +1461,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     else if (a[i] === '--cli') o.cli = v();
     else if (a[i] === '--two-step') o.twoStep = true;
     else if (a[i] === '--header-only') o.headerOnly = true;
+    else if (a[i] === '--random-codes') o.randomCodes = true;
     else if (a[i] === '--list') o.list = true;
     else { console.error(`unknown argument ${a[i]}`); process.exit(2); }
   }
@@ -1362,13 +1475,19 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     process.exit(0);
   }
   if (!o.arch || !o.out || !Number.isInteger(o.seed)) {
-    console.error('usage: node tools/synth_gguf.mjs --arch ARCH [--shape tiny|NAME] --out FILE.gguf [--seed N] [--type TYPE] [--two-step] [--header-only] | --list');
+    console.error('usage: node tools/synth_gguf.mjs --arch ARCH [--shape tiny|NAME] --out FILE.gguf [--seed N] [--type TYPE] [--two-step] [--header-only] [--random-codes] | --list');
     process.exit(2);
   }
   const t0 = Date.now();
   if (o.headerOnly) {
     const { size } = writeHeaderOnly(o.arch, o.shape, o.out, o);
     console.log(`${o.out}: ${o.arch} ${o.shape} ${o.type}, the header and ${size} bytes (sparse; data all zero)`);
+    process.exit(0);
+  }
+  if (o.randomCodes) {
+    if (o.type === 'F32') { console.error('--random-codes needs a quantized --type (Q8_0, Q3_K_M, MXFP4_MOE, …)'); process.exit(2); }
+    const { size } = writeRandomCodes(o.arch, o.shape, o.out, o);
+    console.log(`${o.out}: ${o.arch} ${o.shape} ${o.type}, ${size} bytes of random codes (a speed/memory fixture, not a model), ${Date.now() - t0} ms`);
     process.exit(0);
   }
   const m = synthesize(o);
