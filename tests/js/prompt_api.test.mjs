@@ -52,7 +52,7 @@ test('the built-in model table is models/manifest.json\'s', () => {
 });
 
 test('configure() checks its options', async () => {
-  await assert.rejects(configure({ params: { temperature: 1 } }), /unknown params key "temperature"/);
+  await assert.rejects(configure({ params: { temperature: 1 } }), /configure\(\): params: unknown option "temperature"/);
   await assert.rejects(configure({ load: { model: 'x' } }), /load\.model is not allowed/);
   await assert.rejects(configure({ model: 42 }), TypeError);
   await assert.rejects(configure({ engine: {} }), TypeError);
