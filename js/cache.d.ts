@@ -28,7 +28,8 @@ export interface DownloadProgress {
   bytesPerSec: number;
 }
 
-/** Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key and the known ones (js/options.js). */
+/** Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key and the known
+ *  ones (js/options.js). */
 export interface DownloadOptions {
   onProgress?: (progress: DownloadProgress) => void;
   signal?: AbortSignal;
@@ -154,7 +155,8 @@ export interface StoreProgress {
   attempt: number;
 }
 
-/** Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key and the known ones (js/options.js). */
+/** Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key and the known
+ *  ones (js/options.js). */
 export interface StoreOptions {
   /** 'auto' (default): OPFS where navigator.storage.getDirectory() works, else Cache Storage,
    *  else memory (Node: nothing persists). */
@@ -186,7 +188,8 @@ export interface StoreOptions {
   fetch?: typeof fetch;
 }
 
-/** Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key and the known ones (js/options.js). */
+/** Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key and the known
+ *  ones (js/options.js). */
 export interface StoreDownloadOptions {
   /** Expected sha256 (hex). Checked before the file is marked complete; a mismatch deletes it. */
   sha256?: string | null;
@@ -298,25 +301,29 @@ export function storageEstimate(): Promise<{ usage: number | null; quota: number
 /** modelStore().persist(). */
 export function persistStorage(options?: PersistOptions): Promise<{ persisted: boolean; asked: boolean; reason: string | null }>;
 
-/** ModelCache's constructor options. Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key and the known ones (js/options.js). */
+/** ModelCache's constructor options. Unknown keys are rejected
+ *  (WLM_ERR_INVALID_ARG naming the key and the known ones: js/options.js). */
 export interface ModelCacheOptions {
   /** The CacheStorage to use (default globalThis.caches). */
   caches?: CacheStorage;
 }
 
-/** ModelCache.match() and ModelStore.get() options. Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key and the known ones (js/options.js). */
+/** ModelCache.match() and ModelStore.get() options. Unknown keys are rejected
+ *  (WLM_ERR_INVALID_ARG naming the key and the known ones: js/options.js). */
 export interface CacheMatchOptions {
   /** The expected sha256 (hex): a stored file with another digest is not returned. */
   sha256?: string | null;
 }
 
-/** ModelCache.put() options. Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key and the known ones (js/options.js). */
+/** ModelCache.put() options. Unknown keys are rejected
+ *  (WLM_ERR_INVALID_ARG naming the key and the known ones: js/options.js). */
 export interface CachePutOptions {
   sha256?: string | null;
   name?: string | null;
 }
 
-/** fetchModel() options: download()'s but httpCache and as, plus the cache. Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key and the known ones (js/options.js). */
+/** fetchModel() options: download()'s but httpCache and as, plus the cache. Unknown keys are rejected
+ *  (WLM_ERR_INVALID_ARG naming the key and the known ones: js/options.js). */
 export interface FetchModelOptions {
   cache?: ModelCache;
   sha256?: string | null;
@@ -325,13 +332,15 @@ export interface FetchModelOptions {
   signal?: AbortSignal;
 }
 
-/** listModels(), isCached() and deleteModel() options. Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key and the known ones (js/options.js). */
+/** listModels(), isCached() and deleteModel() options. Unknown keys are rejected
+ *  (WLM_ERR_INVALID_ARG naming the key and the known ones: js/options.js). */
 export interface StoreLookupOptions {
   store?: ModelStore;
   cache?: ModelCache;
 }
 
-/** ModelStore.persist() and persistStorage() options. Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key and the known ones (js/options.js). */
+/** ModelStore.persist() and persistStorage() options. Unknown keys are rejected
+ *  (WLM_ERR_INVALID_ARG naming the key and the known ones: js/options.js). */
 export interface PersistOptions {
   reason?: string | null;
 }

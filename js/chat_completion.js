@@ -11,7 +11,7 @@
 
 import { extractImages } from './vision.js';
 import { abortError, jsError } from './errors.js';
-import { checkOptions } from './options.js';
+import { KNOWN, checkOptions } from './options.js';
 import { chatCheckpoint, chatPrompt, splitChatParams } from './chat.js';
 import { MARKER_TOKENS, callMarker, detectToolFormat, toolGrammar } from './tool_calls.js';
 import { ChatOutputParser, REASONING_MARKERS, detectReasoningFormat, lazyArming, promptOpensThinking } from './reasoning.js';
@@ -233,6 +233,10 @@ export function checkRequest(req) {
   }
   if (req.response_format != null) {
     if (choice.mode !== 'none') throw bad('response_format cannot be combined with tools (unless tool_choice is \'none\')');
+    checkOptions('chatCompletion(): response_format', req.response_format, KNOWN.ResponseFormat, { noun: 'field' });
+    if (isObject(req.response_format.json_schema)) {
+      checkOptions('chatCompletion(): response_format.json_schema', req.response_format.json_schema, KNOWN.ResponseFormatJsonSchema, { noun: 'field' });
+    }
     Object.assign(gen, splitChatParams({ responseFormat: req.response_format }).gen);
   }
   const chat = {};

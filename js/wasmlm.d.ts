@@ -103,7 +103,8 @@ export class WasmlmError extends Error {
 
 /**
  * Options of createEngine().
- * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
  */
 export interface EngineOptions {
   /**
@@ -280,7 +281,10 @@ export interface EngineOptions {
 
 /**
  * Options of createWorkerEngine().
- * Unknown keys are rejected in the page, before the worker starts: WasmlmError WLM_ERR_INVALID_ARG 'createWorkerEngine(): unknown option "x" (known: …)' (js/options.js). The engine's methods reject unknown keys with the same messages as the in-thread engine's (checked in the page, or in the worker and carried back).
+ * Unknown keys are rejected in the page, before the worker starts: WasmlmError
+ * WLM_ERR_INVALID_ARG 'createWorkerEngine(): unknown option "x" (known: …)' (js/options.js).
+ * The engine's methods reject unknown keys with the same messages as the in-thread engine's
+ * (checked in the page, or in the worker and carried back).
  */
 export interface WorkerEngineOptions extends EngineOptions {
   /**
@@ -316,7 +320,8 @@ export interface LoadProgress {
 
 /**
  * Arguments of load().
- * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
  */
 export interface LoadOptions {
   /** The model file: a llama2.c checkpoint or a GGUF file (detected from its bytes). A split
@@ -521,7 +526,8 @@ export type Pooling = 'none' | 'mean' | 'cls' | 'last' | 'rank';
 
 /**
  * Options of Engine.embed.
- * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
  */
 export interface EmbedOptions {
   /** Overrides the model's pooling (ModelInfo.pooling). 'rank' is rerank()'s. */
@@ -575,11 +581,11 @@ export type SamplerOrder = 'llamacpp' | 'runc';
  *  3. logitBias, bannedTokens;
  *  4. temperature 0: greedy (argmax after 1–3; the filters are skipped);
  *  5. topK, 6. typicalP, 7. topP, 8. minP, 9. temperature, 10. the draw — in samplerOrder.
- * Unknown names are rejected (WLM_ERR_INVALID_ARG: 'generate(): unknown option "x" (known: …)',
- * the call's name first: complete(), chat(), …), as are values of the wrong type (a string
+ * Unknown names are rejected ('generate(): unknown option "x" (known: …)', the call's name
+ * first: complete(), chat(), …), as are values of the wrong type (a string
  * for a number, a fraction for an integer field) and, by C, values out of range or NaN (the
- * message names the C field, e.g. min_p).
- * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ * message names the C field, e.g. min_p). The unknown-key check is js/options.js's (the key,
+ * the known ones, a near miss); a key whose value is undefined counts as absent.
  */
 export interface GenerateParams {
   /** >= 0, finite; 0 = greedy (argmax). Default 1.0. */
@@ -759,7 +765,8 @@ export interface GenerateParams {
  * the GPU's decode step, bound by per-step overheads rather than by the weights it reads,
  * verifies several positions for about the price of one.
  * engine.lastResult reports drafted, accepted and rounds.
- * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
  */
 export interface DraftParams {
   /** The draft model: a source as LoadOptions.model, loaded on first use (and kept: the same
@@ -780,7 +787,8 @@ export interface DraftParams {
 
 /**
  * Engine.loadDraft() options.
- * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
  */
 export interface DraftLoadOptions {
   /** The draft model file (as LoadOptions.model). */
@@ -822,7 +830,8 @@ export interface ChatMessage {
 
 /**
  * chat() parameters: generation parameters plus how the prompt is made.
- * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
  */
 export interface ChatParams extends GenerateParams {
   /** Jinja source to use instead of the file's tokenizer.chat_template (required when the file
@@ -986,7 +995,8 @@ export interface LastResult {
 
 /**
  * Parameters of one prompt of generateBatch(): GenerateParams plus the number of samples.
- * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
  */
 export interface BatchParams extends GenerateParams {
   /**
@@ -1091,7 +1101,8 @@ export interface BatchSequence extends AsyncIterable<BatchToken> {
 
 /**
  * Parameters of beamSearch() (wlm_beam_params).
- * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
  */
 export interface BeamParams {
   /** Beams kept per step: integer 1..32, default 4. Needs 2 × width sequences (the context is
@@ -1125,7 +1136,8 @@ export interface BeamStep {
 
 /**
  * Options of beamSearch().
- * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
  */
 export interface BeamSearchOptions {
   /** Ends the search between two steps: beamSearch() rejects with an AbortError, and
@@ -1604,4 +1616,5 @@ export function createWorkerEngine(options?: WorkerEngineOptions): Promise<Engin
  * @returns the prompt text, special tokens written as text
  * @throws Error when the template does not parse or raises; TypeError for bad messages
  */
-export function renderChatTemplate(template: string, messages: ChatMessage[], options?: RenderChatTemplateOptions): Promise<string>;
+export function renderChatTemplate(template: string, messages: ChatMessage[],
+                                   options?: RenderChatTemplateOptions): Promise<string>;

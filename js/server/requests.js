@@ -30,8 +30,11 @@ const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
  * "unknown field 'x'", "temperature must be …"), or null.
  */
 export function paramOf(message) {
-  const unknown = /^unknown field '([^']+)'/.exec(message)?.[1] ?? unknownKeyOf(message);
+  const unknown = /^unknown field '([^']+)'/.exec(message)?.[1];
   if (unknown) return unknown;
+  // js/options.js's refusals by chatCompletion(): a top-level field, or one of an object field
+  const where = /^chatCompletion\(\)(?:: ([a-z_.]+))?: unknown field/.exec(message);
+  if (where) return (where[1] ? `${where[1]}.` : '') + unknownKeyOf(message);
   const lead = /^([a-z_]+)((?:\[\d+\]|\.[a-z_]+)*)[\s:]/.exec(message);
   return lead && FIELDS.has(lead[1]) ? lead[1] + lead[2] : null;
 }

@@ -199,7 +199,9 @@ test('chatCompletion: unknown non-OpenAI extras refused by name, OpenAI\'s ignor
   await refuses(() => engine.chatCompletion({ messages, stream: true, stream_options: { includeUsage: true } }),
     'chatCompletion(): stream_options', 'includeUsage', ['include_usage', 'include_obfuscation'], { noun: 'field' });
   await refuses(() => engine.chatCompletion({ messages, chat_template: chatTemplate, response_format: { type: 'json_object', strict: true } }),
-    'responseFormat', 'strict', 'ResponseFormat');
+    'chatCompletion(): response_format', 'strict', 'ResponseFormat', { noun: 'field' });
+  await refuses(() => engine.chatCompletion({ messages, chat_template: chatTemplate, response_format: { type: 'json_schema', json_schema: { schema: {}, nme: 'x' } } }),
+    'chatCompletion(): response_format.json_schema', 'nme', 'ResponseFormatJsonSchema', { noun: 'field' });
   const r = await engine.chatCompletion({ messages, chat_template: chatTemplate, max_tokens: 2, prompt_cache_key: 'k',
     safety_identifier: 'u', prompt_cache_retention: 'in_memory', user: 'u' });
   assert.equal(r.object, 'chat.completion');
