@@ -91,6 +91,12 @@ test('availability(), params() and create() options', async () => {
   assert.equal(mode.samplingMode, 'most-predictable');
   assert.equal(mode.temperature, 0);
   assert.equal((await LanguageModel.create()).samplingMode, 'balanced');
+  // WebIDL dictionaries ignore members they do not declare (unlike wasmlm's own options, which
+  // js/options.js refuses): a misspelt member is no error, as in Chrome
+  assert.equal((await LanguageModel.create({ temprature: 0.5, topK: 5 })).temperature, 1);
+  assert.equal(await LanguageModel.availability({ expectedInput: [{ type: 'audio' }] }), 'available');
+  await assert.rejects(configure({ model: MODEL, params: { maxToken: 3 } }), { name: 'TypeError',
+    message: /^configure\(\): params: unknown option "maxToken" \(did you mean "maxTokens"\?\)/ });
 });
 
 test('create(): downloadprogress 0 then 1; contextUsage is the template\'s tokens', async () => {
