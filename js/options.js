@@ -49,6 +49,8 @@ export const KNOWN = Object.freeze({
   FetchModelOptions: ['cache', 'sha256', 'size', 'onProgress', 'signal'],
   StoreLookupOptions: ['store', 'cache'],
   PersistOptions: ['reason'],
+  // js/prompt_api/index.d.ts (configure(): ours; the spec's own dictionaries are not checked)
+  ConfigureOptions: [...ENGINE, 'model', 'engine', 'worker', 'load', 'params'],
   // js/ai_sdk/index.d.ts
   WasmlmModelOptions: ['engine', 'load', 'modelId'],
   // js/server/server.d.ts

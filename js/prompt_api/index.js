@@ -39,7 +39,7 @@ import { createEngine, createWorkerEngine } from '../wasmlm.js';
 import { chatCompletionPrompt } from '../chat_completion.js';
 import { ModelCache, fetchModel } from '../cache.js';
 import { regExpToGrammar } from './regexp.js';
-import { checkOptions } from '../options.js';
+import { KNOWN, checkOptions } from '../options.js';
 
 /** The published models configure() knows by id: entries of models/manifest.json (same url,
  *  size and sha256; tests/js/prompt_api.test.mjs checks it). */
@@ -162,6 +162,8 @@ let tail = Promise.resolve();
  */
 export async function configure(options = {}) {
   if (options === null || typeof options !== 'object') throw new TypeError('configure(): an options object is required');
+  const typeError = { error: (m) => new TypeError(m) };
+  checkOptions('configure()', options, KNOWN.ConfigureOptions, typeError);
   const { model, engine, worker, load = {}, params = {}, ...engineOptions } = options;
   if (engine !== undefined && engine !== null && (typeof engine !== 'object' || typeof engine.generate !== 'function')) {
     throw new TypeError('configure(): engine must be a wasmlm Engine (createEngine / createWorkerEngine)');
@@ -174,8 +176,9 @@ export async function configure(options = {}) {
   for (const k of ['model', 'tokenizer', 'onProgress', 'signal']) {
     if (k in load) throw new TypeError(`configure(): load.${k} is not allowed (the model is configure()'s own option)`);
   }
+  checkOptions('configure(): load', load, KNOWN.LoadOptions, typeError);
   if (params === null || typeof params !== 'object') throw new TypeError('configure(): params must be an object');
-  checkOptions('configure(): params', params, Object.keys(PARAM_KEYS), { error: (m) => new TypeError(m) });
+  checkOptions('configure(): params', params, Object.keys(PARAM_KEYS), typeError);
   if (model !== undefined && !isModelSource(model)) {
     throw new TypeError('configure(): model must be a manifest id, a URL, a path (Node), a Blob or bytes');
   }

@@ -97,6 +97,8 @@ test('availability(), params() and create() options', async () => {
   assert.equal(await LanguageModel.availability({ expectedInput: [{ type: 'audio' }] }), 'available');
   await assert.rejects(configure({ model: MODEL, params: { maxToken: 3 } }), { name: 'TypeError',
     message: /^configure\(\): params: unknown option "maxToken" \(did you mean "maxTokens"\?\)/ });
+  await assert.rejects(configure({ modle: MODEL }), { name: 'TypeError', message: /^configure\(\): unknown option "modle" \(did you mean "model"\?\)/ });
+  await assert.rejects(configure({ model: MODEL, load: { nctx: 64 } }), { name: 'TypeError', message: /^configure\(\): load: unknown option "nctx"/ });
 });
 
 test('create(): downloadprogress 0 then 1; contextUsage is the template\'s tokens', async () => {
