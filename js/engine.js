@@ -16,7 +16,7 @@
 // through unshared() first.
 
 import { WasmlmError, abortError, jsError } from './errors.js';
-import { checkBatch, checkChat, checkOptions } from './options.js';
+import { checkBatch, checkChat, checkOptions, lazily, rejecting } from './options.js';
 import { contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
 import { chatPrompt, chatCheckpoint, splitChatParams } from './chat.js';
 import { withReasoning } from './reasoning.js';
@@ -783,8 +783,8 @@ class Engine {
    * @returns {AsyncGenerator<import('./wasmlm.d.ts').Token, void, void>}
    */
   generate(prompt, params = {}, options = {}) {
-    const { signal } = checkOptions('generate()', options, 'CallOptions') ?? {};
-    return this.#generate(String(prompt), params ?? {}, signal);
+    // the options are checked on the first next(), where the generation's other errors come
+    return lazily(() => this.#generate(String(prompt), params ?? {}, (checkOptions('generate()', options, 'CallOptions') ?? {}).signal));
   }
 
   /**
@@ -896,8 +896,7 @@ class Engine {
    * @param {{signal?: AbortSignal}} [options]
    */
   chatCompletion(request, options = {}) {
-    const { signal } = checkOptions('chatCompletion()', options, 'CallOptions') ?? {};
-    return chatCompletion(this, request, { signal });
+    return rejecting(() => chatCompletion(this, request, { signal: (checkOptions('chatCompletion()', options, 'CallOptions') ?? {}).signal }));
   }
 
   /**
@@ -923,8 +922,7 @@ class Engine {
    * @returns {AsyncGenerator<import('./wasmlm.d.ts').BatchToken, void, void>}
    */
   generateBatch(prompts, params = {}, options = {}) {
-    const { signal } = checkBatch('generateBatch()', params, options, 'CallOptions');
-    return this.#generateBatch(prompts, params ?? {}, signal);
+    return lazily(() => this.#generateBatch(prompts, params ?? {}, checkBatch('generateBatch()', params, options, 'CallOptions').signal));
   }
 
   async *#generateBatch(prompts, params, signal) {

@@ -130,3 +130,18 @@ export function checkBatch(where, params, options, optionsKnown) {
   for (const p of Array.isArray(params) ? params : [params]) checkOptions(where, p, 'BatchParams');
   return optionsKnown ? checkOptions(where, options, optionsKnown) ?? {} : {};
 }
+
+/** The async iterator `start()` returns, started on the first next(): the checks `start` runs
+ *  first throw from iterating, as a generator's other errors do, not from the call. */
+export async function* lazily(start) {
+  yield* start();
+}
+
+/** `start()`'s promise, or a rejected one when it throws (its checks) synchronously. */
+export function rejecting(start) {
+  try {
+    return start();
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}

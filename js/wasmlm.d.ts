@@ -1068,7 +1068,7 @@ export interface ContinuousBatch {
    * not apply to a batch). Never throws for the prompt or params: their errors (a prompt
    * past the context, a bad parameter: C's message starts with "sequence N: ") come from the
    * sequence's iterator alone. Throws WLM_ERR_STATE once the batch is closed (or the error
-   * that ended it).
+   * that ended it), and WLM_ERR_INVALID_ARG for an unknown key of `options` (js/options.js).
    * @param options.signal cancels this sequence (as cancel())
    */
   add(prompt: string, params?: GenerateParams, options?: CallOptions): BatchSequence;

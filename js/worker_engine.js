@@ -8,7 +8,7 @@
 // Helper). It runs no inference: js/engine.js does, inside the worker and its helpers.
 
 import { abortError, deserializeError, jsError } from './errors.js';
-import { checkBatch, checkChat, checkOptions } from './options.js';
+import { checkBatch, checkChat, checkOptions, lazily, rejecting } from './options.js';
 import { chatPrompt, chatCheckpoint, splitChatParams } from './chat.js';
 import { withReasoning } from './reasoning.js';
 import { chatCompletion } from './chat_completion.js';
@@ -250,6 +250,10 @@ class WorkerEngine {
 
   /** Same contract as Engine.generate: tokens arrive one message each from the worker. */
   generate(prompt, params = {}, options = {}) {
+    return lazily(() => this.#generate(prompt, params, options)); // checked on the first next()
+  }
+
+  #generate(prompt, params, options) {
     checkOptions('generate()', params, 'GenerateParams');
     const { signal } = checkOptions('generate()', options, 'CallOptions') ?? {};
     if (params?.draft?.model !== undefined) { // a relative URL resolves against the page, not the worker
@@ -289,16 +293,17 @@ class WorkerEngine {
    * @param {{signal?: AbortSignal}} [options]
    */
   chatCompletion(request, options = {}) {
-    const { signal } = checkOptions('chatCompletion()', options, 'CallOptions') ?? {};
-    return chatCompletion(this, request, { signal });
+    return rejecting(() => chatCompletion(this, request, { signal: (checkOptions('chatCompletion()', options, 'CallOptions') ?? {}).signal }));
   }
 
   /** Same contract as Engine.generateBatch: one message per BatchToken. */
   generateBatch(prompts, params = {}, options = {}) {
-    const { signal } = checkBatch('generateBatch()', params, options, 'CallOptions');
-    const list = typeof prompts === 'string' ? prompts : Array.from(prompts ?? [], String);
-    return this.#stream(Req.GENERATE_BATCH, { prompts: list, params: params ?? {} }, signal,
-      (v) => { this.lastBatchResult = v; });
+    return lazily(() => { // checked on the first next()
+      const { signal } = checkBatch('generateBatch()', params, options, 'CallOptions');
+      const list = typeof prompts === 'string' ? prompts : Array.from(prompts ?? [], String);
+      return this.#stream(Req.GENERATE_BATCH, { prompts: list, params: params ?? {} }, signal,
+        (v) => { this.lastBatchResult = v; });
+    });
   }
 
   /**

@@ -171,6 +171,26 @@ for (const [label, call, where, key, known] of CALLS) {
   });
 }
 
+/** Iterators refuse when iterated and promises reject: nothing throws at the call itself. */
+async function refusesOnUse(e) {
+  const messages = [{ role: 'user', content: 'hi' }];
+  const calls = [
+    () => e.generate('Once', { bogus: 1 }), () => e.generate('Once', {}, { bogus: 1 }),
+    () => e.generateBatch(['Once'], { bogus: 1 }), () => e.generateBatch(['Once'], {}, { bogus: 1 }),
+    () => e.chat(messages, { bogus: 1 }), () => e.chatCompletion({ messages }, { bogus: 1 }),
+    () => e.chatCompletion({ messages, bogus: 1 }), () => e.complete('Once', { bogus: 1 }),
+    () => e.beamSearch('Once', { bogus: 1 }), () => e.load({ bogus: 1 }), () => e.tokenize('x', { bogus: 1 }),
+  ];
+  for (const call of calls) {
+    const r = call(); // must not throw
+    await assert.rejects(typeof r.then === 'function' ? r : collect(r), /unknown (option|field) "bogus"/, String(call));
+  }
+}
+
+test('the engine refuses on use: iterating a generator, awaiting a promise', async () => {
+  await refusesOnUse(engine);
+});
+
 test('the worker engine: the same refusals, the same messages', async () => {
   const w = await createWorkerEngine({ worker: await webWorkerLike() });
   try {
@@ -178,6 +198,7 @@ test('the worker engine: the same refusals, the same messages', async () => {
     for (const [label, call, where, key, known] of CALLS) {
       await refuses(() => call(w), where, key, known).catch((e) => { e.message = `worker ${label}: ${e.message}`; throw e; });
     }
+    await refusesOnUse(w);
     await w.complete('Once', { maxTokens: 2 }); // still usable
   } finally {
     await w.free();
