@@ -8,6 +8,7 @@
 
 import { Channel } from './channel.js';
 import { STATUS, STOP_REASONS, abortError, jsError } from './errors.js';
+import { checkOptions } from './options.js';
 import { decodeStep } from './generate.js';
 import { batchSequences, beamParams, utf8 } from './params.js';
 import { macrotask } from './platform.js';
@@ -310,7 +311,8 @@ export class ContinuousBatch {
    * AbortError when cancelled (cancel(), `signal`, close()) and a per-sequence error (a prompt
    * past the context, a bad parameter) without disturbing the others.
    */
-  add(prompt, params = {}, { signal } = {}) {
+  add(prompt, params = {}, options = {}) {
+    const { signal } = checkOptions('add()', options, 'CallOptions') ?? {};
     if (this.#closed || this.#failed) {
       throw this.#failed ?? jsError('WLM_ERR_STATE', 'the batch is closed');
     }

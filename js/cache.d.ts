@@ -28,6 +28,8 @@ export interface DownloadProgress {
   bytesPerSec: number;
 }
 
+/** Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key and the known
+ *  ones (js/options.js). */
 export interface DownloadOptions {
   onProgress?: (progress: DownloadProgress) => void;
   signal?: AbortSignal;
@@ -79,14 +81,14 @@ export interface CachedFile {
  * Node, `available` is false and every method does nothing.
  */
 export class ModelCache {
-  constructor(name?: string, options?: { caches?: CacheStorage });
+  constructor(name?: string, options?: ModelCacheOptions);
   readonly name: string;
   readonly available: boolean;
   /** The stored file, or null. With `sha256`, an entry stored under another checksum is
    *  deleted and counts as a miss. */
-  match(url: string | URL, options?: { sha256?: string | null }): Promise<Blob | null>;
+  match(url: string | URL, options?: CacheMatchOptions): Promise<Blob | null>;
   /** Stores a file; never throws for a full quota (see PutResult). */
-  put(url: string | URL, blob: Blob, options?: { sha256?: string | null; name?: string | null }): Promise<PutResult>;
+  put(url: string | URL, blob: Blob, options?: CachePutOptions): Promise<PutResult>;
   list(): Promise<CachedFile[]>;
   /** true if a file was stored under `url`. */
   delete(url: string | URL): Promise<boolean>;
@@ -110,7 +112,7 @@ export interface FetchedModel {
  * @throws as download().
  */
 export function fetchModel(url: string | URL,
-  options?: Omit<DownloadOptions, 'httpCache'> & { cache?: ModelCache }): Promise<FetchedModel>;
+  options?: FetchModelOptions): Promise<FetchedModel>;
 
 /** Hex sha256 of bytes or a Blob (crypto.subtle). */
 export function sha256Hex(data: Blob | ArrayBuffer | ArrayBufferView): Promise<string>;
@@ -153,6 +155,8 @@ export interface StoreProgress {
   attempt: number;
 }
 
+/** Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key and the known
+ *  ones (js/options.js). */
 export interface StoreOptions {
   /** 'auto' (default): OPFS where navigator.storage.getDirectory() works, else Cache Storage,
    *  else memory (Node: nothing persists). */
@@ -184,6 +188,8 @@ export interface StoreOptions {
   fetch?: typeof fetch;
 }
 
+/** Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key and the known
+ *  ones (js/options.js). */
 export interface StoreDownloadOptions {
   /** Expected sha256 (hex). Checked before the file is marked complete; a mismatch deletes it. */
   sha256?: string | null;
@@ -268,7 +274,7 @@ export class ModelStore {
   download(url: string | URL, options?: StoreDownloadOptions): Promise<StoredModel>;
   /** The complete stored file of a URL or manifest id, or null (never a partial file). With
    *  `sha256`, a file stored under another digest is deleted and counts as a miss. */
-  get(urlOrId: string | URL, options?: { sha256?: string | null }): Promise<StoredModel | null>;
+  get(urlOrId: string | URL, options?: CacheMatchOptions): Promise<StoredModel | null>;
   has(urlOrId: string | URL): Promise<boolean>;
   list(): Promise<StoreEntry[]>;
   /** Deletes a complete or partial file; true if there was one. */
@@ -277,7 +283,7 @@ export class ModelStore {
   estimate(): Promise<{ usage: number | null; quota: number | null; available: number | null }>;
   /** Asks navigator.storage.persist() once per store (asked: whether it asked now). `reason` is
    *  returned for the page to show; browsers take none. */
-  persist(options?: { reason?: string | null }): Promise<{ persisted: boolean; asked: boolean; reason: string | null }>;
+  persist(options?: PersistOptions): Promise<{ persisted: boolean; asked: boolean; reason: string | null }>;
 }
 
 /** The ModelStore the functions below use (default options). */
@@ -285,12 +291,56 @@ export function modelStore(): ModelStore;
 /** modelStore().download(). */
 export function downloadModel(url: string | URL, options?: StoreDownloadOptions): Promise<StoredModel>;
 /** The store's files (complete or partial), then those ModelCache kept ('cache-v1'). */
-export function listModels(options?: { store?: ModelStore; cache?: ModelCache }): Promise<StoreEntry[]>;
+export function listModels(options?: StoreLookupOptions): Promise<StoreEntry[]>;
 /** Whether a complete file is stored for a URL or manifest id (the store, or ModelCache). */
-export function isCached(urlOrId: string | URL, options?: { store?: ModelStore; cache?: ModelCache }): Promise<boolean>;
+export function isCached(urlOrId: string | URL, options?: StoreLookupOptions): Promise<boolean>;
 /** Deletes the file of a URL or manifest id from the store and from ModelCache; true if any. */
-export function deleteModel(urlOrId: string | URL, options?: { store?: ModelStore; cache?: ModelCache }): Promise<boolean>;
+export function deleteModel(urlOrId: string | URL, options?: StoreLookupOptions): Promise<boolean>;
 /** modelStore().estimate(). */
 export function storageEstimate(): Promise<{ usage: number | null; quota: number | null; available: number | null }>;
 /** modelStore().persist(). */
-export function persistStorage(options?: { reason?: string | null }): Promise<{ persisted: boolean; asked: boolean; reason: string | null }>;
+export function persistStorage(options?: PersistOptions): Promise<{ persisted: boolean; asked: boolean; reason: string | null }>;
+
+/** ModelCache's constructor options. Unknown keys are rejected
+ *  (WLM_ERR_INVALID_ARG naming the key and the known ones: js/options.js). */
+export interface ModelCacheOptions {
+  /** The CacheStorage to use (default globalThis.caches). */
+  caches?: CacheStorage;
+}
+
+/** ModelCache.match() and ModelStore.get() options. Unknown keys are rejected
+ *  (WLM_ERR_INVALID_ARG naming the key and the known ones: js/options.js). */
+export interface CacheMatchOptions {
+  /** The expected sha256 (hex): a stored file with another digest is not returned. */
+  sha256?: string | null;
+}
+
+/** ModelCache.put() options. Unknown keys are rejected
+ *  (WLM_ERR_INVALID_ARG naming the key and the known ones: js/options.js). */
+export interface CachePutOptions {
+  sha256?: string | null;
+  name?: string | null;
+}
+
+/** fetchModel() options: download()'s but httpCache and as, plus the cache. Unknown keys are rejected
+ *  (WLM_ERR_INVALID_ARG naming the key and the known ones: js/options.js). */
+export interface FetchModelOptions {
+  cache?: ModelCache;
+  sha256?: string | null;
+  size?: number | null;
+  onProgress?: (progress: DownloadProgress) => void;
+  signal?: AbortSignal;
+}
+
+/** listModels(), isCached() and deleteModel() options. Unknown keys are rejected
+ *  (WLM_ERR_INVALID_ARG naming the key and the known ones: js/options.js). */
+export interface StoreLookupOptions {
+  store?: ModelStore;
+  cache?: ModelCache;
+}
+
+/** ModelStore.persist() and persistStorage() options. Unknown keys are rejected
+ *  (WLM_ERR_INVALID_ARG naming the key and the known ones: js/options.js). */
+export interface PersistOptions {
+  reason?: string | null;
+}

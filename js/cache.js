@@ -19,6 +19,7 @@
 //   await engine.load({ model: m.blob });              // stored, complete and verified
 
 import { WasmlmError } from './errors.js';
+import { checkOptions } from './options.js';
 import { ModelStore } from './storage/store.js';
 
 export { ModelStore } from './storage/store.js';
@@ -92,7 +93,8 @@ function abortError() {
  *   another size, it is not the published file the caller pins; 'sha256' — same size, other
  *   bytes: replaced upstream or damaged on the way); DOMException 'AbortError'.
  */
-export async function download(url, { onProgress, signal, sha256 = null, size = null, httpCache, as = 'blob' } = {}) {
+export async function download(url, options = {}) {
+  const { onProgress, signal, sha256 = null, size = null, httpCache, as = 'blob' } = checkOptions('download()', options, 'DownloadOptions') ?? {};
   if (as !== 'blob' && as !== 'bytes') {
     throw new WasmlmError(`download(): as must be 'blob' or 'bytes', not ${JSON.stringify(as)}`, 'WLM_ERR_INVALID_ARG');
   }
@@ -213,7 +215,8 @@ export class ModelCache {
    * @param {string} [name]  the bucket (default CACHE_NAME)
    * @param {{caches?: CacheStorage}} [options]  another CacheStorage (tests)
    */
-  constructor(name = CACHE_NAME, { caches: storage = globalThis.caches } = {}) {
+  constructor(name = CACHE_NAME, options = {}) {
+    const { caches: storage = globalThis.caches } = checkOptions('new ModelCache()', options, 'ModelCacheOptions') ?? {};
     this.#name = name;
     this.#storage = storage ?? null;
   }
@@ -233,7 +236,8 @@ export class ModelCache {
    * (the published file changed) is deleted and counts as a miss.
    * @returns {Promise<Blob|null>}
    */
-  async match(url, { sha256 = null } = {}) {
+  async match(url, options = {}) {
+    const { sha256 = null } = checkOptions('match()', options, 'CacheMatchOptions') ?? {};
     if (!this.available) return null;
     const key = absoluteUrl(url);
     const cache = await this.#open();
@@ -253,7 +257,8 @@ export class ModelCache {
    * @returns {Promise<{stored: true} | {stored: false, reason: 'unavailable'|'quota'|'error', error?: Error}>}
    *   'quota': the origin's storage quota is exhausted (QuotaExceededError).
    */
-  async put(url, blob, { sha256 = null, name = null } = {}) {
+  async put(url, blob, options = {}) {
+    const { sha256 = null, name = null } = checkOptions('put()', options, 'CachePutOptions') ?? {};
     if (!this.available) return { stored: false, reason: 'unavailable' };
     const key = absoluteUrl(url);
     const headers = {
@@ -324,7 +329,9 @@ export class ModelCache {
  *   save: () => Promise<{stored: boolean, reason?: string, error?: Error}>}>}
  *   save() resolves {stored: true} at once for a file that came from the cache.
  */
-export async function fetchModel(url, { cache = new ModelCache(), sha256 = null, size = null, onProgress, signal } = {}) {
+export async function fetchModel(url, options = {}) {
+  checkOptions('fetchModel()', options, 'FetchModelOptions');
+  const { cache = new ModelCache(), sha256 = null, size = null, onProgress, signal } = options ?? {};
   const href = absoluteUrl(url);
   const hit = await cache.match(href, { sha256 });
   if (hit) {
@@ -362,7 +369,9 @@ export function downloadModel(url, options) {
  * Every stored model file: the store's (complete or partial), then the files an older version
  * kept in Cache Storage (ModelCache, `store: 'cache-v1'`).
  */
-export async function listModels({ store = modelStore(), cache = new ModelCache() } = {}) {
+export async function listModels(options = {}) {
+  checkOptions('listModels()', options, 'StoreLookupOptions');
+  const { store = modelStore(), cache = new ModelCache() } = options ?? {};
   const legacy = (await cache.list().catch(() => [])).map((e) => ({
     url: e.url, id: null, name: e.name, size: e.size, done: e.size, complete: true, verified: Boolean(e.sha256),
     sha256: e.sha256, storedAt: e.storedAt, updatedAt: e.storedAt, store: 'cache-v1',
@@ -371,13 +380,17 @@ export async function listModels({ store = modelStore(), cache = new ModelCache(
 }
 
 /** Whether a complete file is stored for a URL or manifest id (the store, or the older cache). */
-export async function isCached(urlOrId, { store = modelStore(), cache = new ModelCache() } = {}) {
+export async function isCached(urlOrId, options = {}) {
+  checkOptions('isCached()', options, 'StoreLookupOptions');
+  const { store = modelStore(), cache = new ModelCache() } = options ?? {};
   if (await store.has(urlOrId)) return true;
   try { return Boolean(await cache.match(urlOrId)); } catch { return false; }
 }
 
 /** Deletes a stored file (complete or partial; also an older Cache Storage copy); true if any. */
-export async function deleteModel(urlOrId, { store = modelStore(), cache = new ModelCache() } = {}) {
+export async function deleteModel(urlOrId, options = {}) {
+  checkOptions('deleteModel()', options, 'StoreLookupOptions');
+  const { store = modelStore(), cache = new ModelCache() } = options ?? {};
   const a = await store.delete(urlOrId);
   let b = false;
   try { b = await cache.delete(urlOrId); } catch { /* not a URL */ }

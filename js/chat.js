@@ -12,6 +12,7 @@
 // package in node_modules.
 
 import { jsError } from './errors.js';
+import { checkOptions } from './options.js';
 
 /** chat() options that shape the prompt; every other one is a generation parameter. */
 export const CHAT_OPTIONS = Object.freeze(['chatTemplate', 'templateVariables', 'addGenerationPrompt']);
@@ -87,6 +88,7 @@ export function checkMessages(messages) {
  */
 export async function renderChatTemplate(template, messages, options = {}) {
   if (typeof template !== 'string' || template === '') throw new TypeError('chat template: a non-empty string is required');
+  checkOptions('renderChatTemplate()', options, 'RenderChatTemplateOptions');
   const msgs = checkMessages(messages);
   const { Template } = await loadJinja();
   let compiled;
@@ -176,6 +178,7 @@ function responseFormatParams({ responseFormat: rf, grammar, jsonSchema }) {
   if (rf.type !== 'text' && (grammar != null || jsonSchema != null)) {
     throw jsError('WLM_ERR_INVALID_ARG', 'give either responseFormat or grammar / jsonSchema, not both');
   }
+  checkOptions('responseFormat', rf, 'ResponseFormat');
   if (rf.type === 'text') return {};
   if (rf.type === 'json_object') return { jsonSchema: { type: 'object' } };
   if (rf.type === 'json_schema') {
@@ -183,6 +186,7 @@ function responseFormatParams({ responseFormat: rf, grammar, jsonSchema }) {
     if (js === null || typeof js !== 'object' || js.schema === undefined) {
       throw jsError('WLM_ERR_INVALID_ARG', "responseFormat {type: 'json_schema'} needs json_schema: {schema, name?, strict?}");
     }
+    checkOptions('responseFormat.json_schema', js, 'ResponseFormatJsonSchema');
     return { jsonSchema: js.schema, jsonSchemaStrict: js.strict !== false };
   }
   throw jsError('WLM_ERR_INVALID_ARG', `responseFormat.type must be 'text', 'json_object' or ` +

@@ -70,9 +70,15 @@ export interface ChatCompletionTool {
  * chat_template_kwargs (more template variables, e.g. {enable_thinking: false}).
  * reasoning_effort ('low' | 'medium' | 'high') is the template variable of that name (gpt-oss's
  * template writes it in the system message); an error with a template that has none.
+ * Accepted and ignored (OpenAI's service's identifiers and cache hints; the prompt cache here is
+ * the engine's own, cache_prompt): prompt_cache_key, prompt_cache_retention,
+ * prompt_cache_options, safety_identifier, stream_options.include_obfuscation.
  * Refused with an error naming the field: functions, function_call, audio, modalities,
- * prediction, service_tier, store, metadata, web_search_options, verbosity,
- * n > 1, and any unknown field. tool_choice 'none' leaves the tools out of the prompt.
+ * prediction, service_tier, store, metadata, web_search_options, verbosity, moderation,
+ * n > 1. Any other field (neither OpenAI's nor ours above) is rejected: WasmlmError
+ * WLM_ERR_INVALID_ARG 'chatCompletion(): unknown field "x" (known: …)' (js/options.js); so are
+ * unknown keys of stream_options and response_format (and its json_schema).
+ * tool_choice 'none' leaves the tools out of the prompt.
  */
 export interface ChatCompletionRequest {
   messages: ChatCompletionMessageParam[];
@@ -91,9 +97,9 @@ export interface ChatCompletionRequest {
   response_format?:
     | { type: 'text' }
     | { type: 'json_object' }
-    | { type: 'json_schema'; json_schema: { schema: object | boolean; name?: string; strict?: boolean } };
+    | { type: 'json_schema'; json_schema: { schema: object | boolean; name?: string; description?: string; strict?: boolean } };
   stream?: boolean;
-  stream_options?: { include_usage?: boolean };
+  stream_options?: { include_usage?: boolean; include_obfuscation?: boolean };
   n?: 1;
   frequency_penalty?: number;
   presence_penalty?: number;
@@ -108,6 +114,10 @@ export interface ChatCompletionRequest {
   chat_template?: string;
   chat_template_kwargs?: Record<string, unknown>;
   reasoning_effort?: 'low' | 'medium' | 'high';
+  prompt_cache_key?: string;
+  prompt_cache_retention?: string | null;
+  prompt_cache_options?: object;
+  safety_identifier?: string;
 }
 
 /** One token's log-probability (every generated token, tool-call text included). */

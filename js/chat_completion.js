@@ -11,6 +11,7 @@
 
 import { extractImages } from './vision.js';
 import { abortError, jsError } from './errors.js';
+import { KNOWN, checkOptions } from './options.js';
 import { chatCheckpoint, chatPrompt, splitChatParams } from './chat.js';
 import { MARKER_TOKENS, callMarker, detectToolFormat, toolGrammar } from './tool_calls.js';
 import { ChatOutputParser, REASONING_MARKERS, detectReasoningFormat, lazyArming, promptOpensThinking } from './reasoning.js';
@@ -19,13 +20,20 @@ import { ChatOutputParser, REASONING_MARKERS, detectReasoningFormat, lazyArming,
 const OPENAI_FIELDS = ['messages', 'model', 'tools', 'tool_choice', 'parallel_tool_calls', 'temperature',
   'top_p', 'max_tokens', 'max_completion_tokens', 'stop', 'seed', 'logprobs', 'top_logprobs',
   'response_format', 'stream', 'stream_options', 'n', 'frequency_penalty', 'presence_penalty', 'logit_bias',
-  'user', 'reasoning_effort'];
+  'user', 'reasoning_effort',
+  // accepted and ignored: identifiers and cache hints of OpenAI's service (the prompt cache here
+  // is the engine's own, cachePrompt / cache_prompt)
+  'prompt_cache_key', 'prompt_cache_retention', 'prompt_cache_options', 'safety_identifier'];
+/** stream_options: include_usage; include_obfuscation is accepted and ignored (no padding is sent). */
+const STREAM_OPTIONS = ['include_usage', 'include_obfuscation'];
 const EXTRA_FIELDS = { top_k: 'topK', min_p: 'minP', typical_p: 'typicalP', repeat_penalty: 'repeatPenalty',
   repeat_last_n: 'repeatLastN' };
 /** Their ranges (C's, src/wasmlm.h), checked here so that the error names the request's field. */
 const EXTRA_RANGES = { top_k: { int: true, min: 0 }, min_p: { min: 0, max: 1 }, typical_p: { min: Number.MIN_VALUE, max: 1 },
   repeat_penalty: { min: Number.MIN_VALUE }, repeat_last_n: { int: true, min: 0 } };
 const OTHER_EXTRAS = ['cache_prompt', 'chat_template', 'chat_template_kwargs'];
+/** Every field a request may have (ChatCompletionRequest in chat_completion.d.ts). */
+export const REQUEST_FIELDS = [...OPENAI_FIELDS, ...Object.keys(EXTRA_FIELDS), ...OTHER_EXTRAS];
 /** OpenAI fields refused with a reason (rather than as unknown). */
 const REFUSED = {
   functions: 'the legacy `functions` API is not supported: use `tools`',
@@ -34,7 +42,7 @@ const REFUSED = {
   prediction: 'predicted outputs are not supported',
   service_tier: 'service_tier has no meaning here', store: 'stored completions are not supported',
   metadata: 'metadata is not supported (nothing is stored)', web_search_options: 'web search is not supported',
-  verbosity: 'verbosity is not supported',
+  verbosity: 'verbosity is not supported', moderation: 'moderation is not supported',
 };
 
 const bad = (message) => jsError('WLM_ERR_INVALID_ARG', message);
@@ -171,12 +179,9 @@ function checkToolChoice(req, tools) {
 export function checkRequest(req) {
   if (!isObject(req)) throw bad('chatCompletion(): the request must be an object');
   for (const k of Object.keys(req)) {
-    if (req[k] === undefined) continue;
-    if (REFUSED[k]) throw bad(`${k}: ${REFUSED[k]}`);
-    if (!OPENAI_FIELDS.includes(k) && !(k in EXTRA_FIELDS) && !OTHER_EXTRAS.includes(k)) {
-      throw bad(`unknown field '${k}' (supported: ${[...OPENAI_FIELDS, ...Object.keys(EXTRA_FIELDS), ...OTHER_EXTRAS].join(', ')})`);
-    }
+    if (req[k] !== undefined && REFUSED[k]) throw bad(`${k}: ${REFUSED[k]}`);
   }
+  checkOptions('chatCompletion()', req, REQUEST_FIELDS, { noun: 'field' });
   if (req.model !== undefined && typeof req.model !== 'string') throw bad('model must be a string');
   if (req.user !== undefined && typeof req.user !== 'string') throw bad('user must be a string');
   const n = num(req, 'n', { int: true, min: 1 });
@@ -223,11 +228,15 @@ export function checkRequest(req) {
   if (req.stream_options != null) {
     if (!stream) throw bad('stream_options needs stream: true');
     if (!isObject(req.stream_options)) throw bad('stream_options must be an object {include_usage}');
-    for (const k of Object.keys(req.stream_options)) if (k !== 'include_usage') throw bad(`stream_options.${k} is not supported`);
+    checkOptions('chatCompletion(): stream_options', req.stream_options, STREAM_OPTIONS, { noun: 'field' });
     includeUsage = bool(req.stream_options, 'include_usage') ?? false;
   }
   if (req.response_format != null) {
     if (choice.mode !== 'none') throw bad('response_format cannot be combined with tools (unless tool_choice is \'none\')');
+    checkOptions('chatCompletion(): response_format', req.response_format, KNOWN.ResponseFormat, { noun: 'field' });
+    if (isObject(req.response_format.json_schema)) {
+      checkOptions('chatCompletion(): response_format.json_schema', req.response_format.json_schema, KNOWN.ResponseFormatJsonSchema, { noun: 'field' });
+    }
     Object.assign(gen, splitChatParams({ responseFormat: req.response_format }).gen);
   }
   const chat = {};

@@ -16,6 +16,7 @@
 // through unshared() first.
 
 import { WasmlmError, abortError, jsError } from './errors.js';
+import { checkBatch, checkChat, checkOptions, lazily, rejecting } from './options.js';
 import { contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
 import { chatPrompt, chatCheckpoint, splitChatParams } from './chat.js';
 import { withReasoning } from './reasoning.js';
@@ -361,7 +362,8 @@ class Engine {
    * @param {{strict?: boolean}} [options]
    * @returns {Promise<{grammar: string, warnings: string[]}>}
    */
-  async jsonSchemaToGrammar(schema, { strict = true } = {}) {
+  async jsonSchemaToGrammar(schema, options = {}) {
+    const { strict = true } = checkOptions('jsonSchemaToGrammar()', options, 'GrammarOptions') ?? {};
     this.#exports();
     const spec = grammarSpec({ jsonSchema: schema, jsonSchemaStrict: strict });
     if (!spec) throw jsError('WLM_ERR_INVALID_ARG', 'jsonSchemaToGrammar(): no schema');
@@ -377,7 +379,9 @@ class Engine {
    * @param {import('./wasmlm.d.ts').LoadOptions} options
    * @returns {Promise<import('./wasmlm.d.ts').ModelInfo>}
    */
-  async load({ model, tokenizer, mmproj, nCtx, kvCache, nSeqMax, kvType, onProgress, signal, backend } = {}) {
+  async load(options = {}) {
+    const { model, tokenizer, mmproj, nCtx, kvCache, nSeqMax, kvType, onProgress, signal, backend } =
+      checkOptions('load()', options, 'LoadOptions') ?? {};
     let x = this.#exports();
     this.#needIdle('load a model');
     if (model == null) throw jsError('WLM_ERR_INVALID_ARG', 'load(): `model` is required');
@@ -753,7 +757,8 @@ class Engine {
    *   ("<|im_start|>") become their ids (default false: plain text)
    * @returns {Promise<Int32Array>}
    */
-  async tokenize(text, { bos = true, parseSpecial = false } = {}) {
+  async tokenize(text, options = {}) {
+    const { bos = true, parseSpecial = false } = checkOptions('tokenize()', options, 'TokenizeOptions') ?? {};
     this.#needModel();
     return this.#text.tokenize(text, { bos, parseSpecial });
   }
@@ -777,8 +782,9 @@ class Engine {
    * @param {{signal?: AbortSignal}} [options]
    * @returns {AsyncGenerator<import('./wasmlm.d.ts').Token, void, void>}
    */
-  generate(prompt, params = {}, { signal } = {}) {
-    return this.#generate(String(prompt), params ?? {}, signal);
+  generate(prompt, params = {}, options = {}) {
+    // the options are checked on the first next(), where the generation's other errors come
+    return lazily(() => this.#generate(String(prompt), params ?? {}, (checkOptions('generate()', options, 'CallOptions') ?? {}).signal));
   }
 
   /**
@@ -862,7 +868,8 @@ class Engine {
    * @param {{signal?: AbortSignal}} [options]
    * @returns {AsyncGenerator<import('./wasmlm.d.ts').Token, void, void>}
    */
-  async *chat(messages, params = {}, { signal } = {}) {
+  async *chat(messages, params = {}, options = {}) {
+    const { signal } = checkChat(params, options);
     this.#needModel();
     const { chat, gen } = splitChatParams(params ?? {});
     // image parts: media markers in the rendered text, the images to generate (js/vision.js)
@@ -888,8 +895,8 @@ class Engine {
    * @param {import('./wasmlm.d.ts').ChatCompletionRequest} request
    * @param {{signal?: AbortSignal}} [options]
    */
-  chatCompletion(request, { signal } = {}) {
-    return chatCompletion(this, request, { signal });
+  chatCompletion(request, options = {}) {
+    return rejecting(() => chatCompletion(this, request, { signal: (checkOptions('chatCompletion()', options, 'CallOptions') ?? {}).signal }));
   }
 
   /**
@@ -899,8 +906,8 @@ class Engine {
    * @param {{signal?: AbortSignal, onToken?: (t: import('./wasmlm.d.ts').Token) => void}} [options]
    * @returns {Promise<import('./wasmlm.d.ts').LastResult>}
    */
-  async complete(prompt, params = {}, { signal, onToken } = {}) {
-    return complete(this, prompt, params, signal, onToken);
+  async complete(prompt, params = {}, options = {}) {
+    return complete(this, prompt, params, options);
   }
 
   /**
@@ -914,8 +921,8 @@ class Engine {
    * @param {{signal?: AbortSignal}} [options]
    * @returns {AsyncGenerator<import('./wasmlm.d.ts').BatchToken, void, void>}
    */
-  generateBatch(prompts, params = {}, { signal } = {}) {
-    return this.#generateBatch(prompts, params ?? {}, signal);
+  generateBatch(prompts, params = {}, options = {}) {
+    return lazily(() => this.#generateBatch(prompts, params ?? {}, checkBatch('generateBatch()', params, options, 'CallOptions').signal));
   }
 
   async *#generateBatch(prompts, params, signal) {
@@ -931,9 +938,8 @@ class Engine {
    * @param {{maxSequences?: number, signal?: AbortSignal}} [options]
    * @returns {Promise<import('./wasmlm.d.ts').ContinuousBatch>}
    */
-  async openBatch({ maxSequences, signal, ...rest } = {}) {
-    const unknown = Object.keys(rest);
-    if (unknown.length) throw jsError('WLM_ERR_INVALID_ARG', `openBatch(): unknown option ${unknown.map((k) => `'${k}'`).join(', ')} (maxSequences, signal)`);
+  async openBatch(options = {}) {
+    const { maxSequences, signal } = checkOptions('openBatch()', options, 'OpenBatchOptions') ?? {};
     const c = this.#lend();
     c.needModel();
     c.needIdle('open a batch');
@@ -955,8 +961,8 @@ class Engine {
    * @param {{signal?: AbortSignal, onToken?: (t: import('./wasmlm.d.ts').BatchToken) => void}} [options]
    * @returns {Promise<import('./wasmlm.d.ts').BatchResult>}
    */
-  async completeBatch(prompts, params = {}, { signal, onToken } = {}) {
-    return completeBatch(this, prompts, params, signal, onToken);
+  async completeBatch(prompts, params = {}, options = {}) {
+    return completeBatch(this, prompts, params, options);
   }
 
   /**
@@ -968,7 +974,8 @@ class Engine {
    * @param {{signal?: AbortSignal, onStep?: (s: import('./wasmlm.d.ts').BeamStep) => void}} [options]
    * @returns {Promise<import('./wasmlm.d.ts').BeamResult>}
    */
-  async beamSearch(prompt, params = {}, { signal, onStep } = {}) {
+  async beamSearch(prompt, params = {}, options = {}) {
+    const { signal, onStep } = checkOptions('beamSearch()', options, 'BeamSearchOptions') ?? {};
     return beamSearch(this, this.#lend(), prompt, params, { signal, onStep });
   }
 
@@ -981,6 +988,7 @@ class Engine {
    * @returns {Promise<import('./wasmlm.d.ts').PreviewResult>}
    */
   async previewDistribution(params = {}) {
+    checkOptions('previewDistribution()', params, 'GenerateParams');
     this.#needModel();
     if (this.#busy === 'load' || this.#busy === 'beam search') {
       throw jsError('WLM_ERR_STATE', `cannot preview the sampler while a ${this.#busy} is in progress`);
@@ -1100,7 +1108,7 @@ class Engine {
     this.#needIdle('load a draft model');
     this.#unloadDraft();
     if (options == null) return null;
-    const { model, tokenizer, nCtx = 0, onProgress, signal } = options;
+    const { model, tokenizer, nCtx = 0, onProgress, signal } = checkOptions('loadDraft()', options, 'DraftLoadOptions');
     if (model == null) throw jsError('WLM_ERR_INVALID_ARG', 'loadDraft(): `model` is required');
     if (!Number.isInteger(nCtx) || nCtx < 0) {
       throw jsError('WLM_ERR_INVALID_ARG', `loadDraft(): nCtx must be an integer >= 0, got ${nCtx}`);
@@ -1165,6 +1173,7 @@ class Engine {
    * @returns {Promise<Float32Array[]>}
    */
   async embed(texts, options = {}) {
+    checkOptions('embed()', options, 'EmbedOptions');
     return this.#embedding('compute embeddings', (api) => embed(api, texts, options));
   }
 
@@ -1173,6 +1182,7 @@ class Engine {
    * @returns {Promise<{index: number, score: number}[]>}
    */
   async rerank(query, documents, options = {}) {
+    checkOptions('rerank()', options, 'CallOptions');
     return this.#embedding('rerank', (api) => rerank(api, query, documents, options));
   }
 
@@ -1223,12 +1233,15 @@ class Engine {
   }
 }
 
-export async function complete(engine, prompt, params, signal, onToken) {
+export async function complete(engine, prompt, params, options) {
+  checkOptions('complete()', params, 'GenerateParams');
+  const { signal, onToken } = checkOptions('complete()', options, 'CompleteOptions') ?? {};
   for await (const token of engine.generate(prompt, params, { signal })) onToken?.(token);
   return { ...engine.lastResult };
 }
 
-export async function completeBatch(engine, prompts, params, signal, onToken) {
+export async function completeBatch(engine, prompts, params, options) {
+  const { signal, onToken } = checkBatch('completeBatch()', params, options, 'CompleteOptions');
   for await (const token of engine.generateBatch(prompts, params, { signal })) onToken?.(token);
   return engine.lastBatchResult;
 }
@@ -1239,6 +1252,11 @@ export async function completeBatch(engine, prompts, params, signal, onToken) {
  * @returns {Promise<import('./wasmlm.d.ts').Engine>}
  */
 export function createEngine(options = {}) {
+  try {
+    checkOptions('createEngine()', options, 'EngineOptions');
+  } catch (e) {
+    return Promise.reject(e);
+  }
   return startEngine(options ?? {});
 }
 

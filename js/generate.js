@@ -11,6 +11,7 @@ import { NEED_LOGITS, STATUS, abortError, jsError } from './errors.js';
 import { mark, macrotask } from './platform.js';
 import { draftKey, draftSpec, speculate, specStats } from './speculative.js';
 import { checkMarkers } from './vision.js';
+import { checkOptions } from './options.js';
 
 /**
  * One decode step of generation `gen`: `next()` (wlm_generate_next or _batch_next), and where it
@@ -33,6 +34,7 @@ export async function decodeStep(c, gen, next, resume) {
  * the iterator ends, however it ends (done, stop, abort, break, error).
  */
 export async function* generate(engine, c, prompt, params, signal) {
+  checkOptions('generate()', params, 'GenerateParams');
   c.needModel();
   c.needIdle('generate');
   if (signal?.aborted) throw abortError('The generation');

@@ -7,6 +7,7 @@
 // memory: js/engine.js writes what this file returns.
 
 import { jsError } from './errors.js';
+import { checkOptions } from './options.js';
 
 /** Generation parameters: JS name → wlmjs_gen_params_set field number. The list-valued ones
  *  (stop, logitBias, bannedTokens) are appended through their own accessors. */
@@ -127,14 +128,7 @@ export function genParamsSpec(params) {
   if (params === null || typeof params !== 'object') {
     throw jsError('WLM_ERR_INVALID_ARG', `generation parameters must be an object, got ${params}`);
   }
-  for (const [key, v] of Object.entries(params)) {
-    if (v !== undefined && !(key in PARAM_FIELDS) && !LIST_PARAMS.includes(key) &&
-        !GRAMMAR_PARAMS.includes(key)) {
-      const hint = key === 'nSamples' ? ' (nSamples is a generateBatch() parameter)' : '';
-      throw jsError('WLM_ERR_INVALID_ARG', `unknown generation parameter '${key}'${hint} ` +
-        `(known: ${[...Object.keys(PARAM_FIELDS), ...LIST_PARAMS, ...GRAMMAR_PARAMS].join(', ')})`);
-    }
-  }
+  checkOptions('generation parameters', params, [...Object.keys(PARAM_FIELDS), ...LIST_PARAMS, ...GRAMMAR_PARAMS]);
   const values = { seed: randomSeed() };
   for (const [k, v] of Object.entries(params)) {
     if (v !== undefined && !LIST_PARAMS.includes(k) && !GRAMMAR_PARAMS.includes(k)) values[k] = v;
@@ -315,12 +309,7 @@ export function beamParams(params) {
   if (typeof params !== 'object') {
     throw jsError('WLM_ERR_INVALID_ARG', `beam search parameters must be an object, got ${params}`);
   }
-  const known = Object.keys(BEAM_DEFAULTS);
-  for (const key of Object.keys(params)) {
-    if (!known.includes(key)) {
-      throw jsError('WLM_ERR_INVALID_ARG', `unknown beam search parameter '${key}' (known: ${known.join(', ')})`);
-    }
-  }
+  checkOptions('beamSearch()', params, 'BeamParams');
   const d = BEAM_DEFAULTS;
   const { width = d.width, maxTokens = d.maxTokens, lengthPenalty = d.lengthPenalty, addBos = d.addBos } = params;
   for (const [key, v] of [['width', width], ['maxTokens', maxTokens]]) {

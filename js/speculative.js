@@ -7,10 +7,10 @@
 // This file touches no model bytes and keeps no state.
 
 import { jsError } from './errors.js';
+import { checkOptions } from './options.js';
 
 const MAX_DRAFT = 32; // WLM_MAX_DRAFT
 const MAX_NGRAM = 8;  // WLM_MAX_NGRAM
-const DRAFT_KEYS = ['model', 'maxTokens', 'pMin', 'nCtx', 'ngram'];
 
 function intIn(v, lo, hi, what) {
   if (!Number.isInteger(v) || v < lo || v > hi) {
@@ -29,11 +29,7 @@ export function draftSpec(draft) {
   if (draft === null || typeof draft !== 'object' || Array.isArray(draft)) {
     throw jsError('WLM_ERR_INVALID_ARG', `draft must be an object ({model, maxTokens} or {ngram}), got ${String(draft)}`);
   }
-  for (const k of Object.keys(draft)) {
-    if (draft[k] !== undefined && !DRAFT_KEYS.includes(k)) {
-      throw jsError('WLM_ERR_INVALID_ARG', `unknown draft parameter '${k}' (known: ${DRAFT_KEYS.join(', ')})`);
-    }
-  }
+  checkOptions('draft', draft, 'DraftParams');
   const nDraft = draft.maxTokens === undefined ? 8 : intIn(draft.maxTokens, 1, MAX_DRAFT, 'maxTokens');
   const ngram = draft.ngram === undefined ? 0 : intIn(draft.ngram, 1, MAX_NGRAM, 'ngram');
   if (ngram && (draft.model !== undefined || draft.pMin !== undefined || draft.nCtx !== undefined)) {

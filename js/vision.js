@@ -12,6 +12,7 @@
 // wlm_image_encode), so a tiny file that declares a huge image costs nothing.
 
 import { jsError } from './errors.js';
+import { checkOptions } from './options.js';
 
 /** llama.cpp's default media marker (mtmd_default_marker): where an image goes in a raw prompt. */
 export const MEDIA_MARKER = '<__media__>';
@@ -187,8 +188,7 @@ function asBytes(v) {
 
 /** Raw pixels {width, height, data} (RGB or RGBA bytes, e.g. an ImageData), checked. */
 function rawPixels(v, what) {
-  const extra = Object.keys(v).filter((k) => !['width', 'height', 'data', 'colorSpace'].includes(k));
-  if (extra.length) throw bad(`${what}: unknown key${extra.length > 1 ? 's' : ''} ${extra.join(', ')} (raw pixels are {width, height, data})`);
+  checkOptions(what, v, ['width', 'height', 'data', 'colorSpace'], { noun: 'key', keepUndefined: true });
   const { width: w, height: h } = v;
   if (!Number.isInteger(w) || !Number.isInteger(h)) throw bad(`${what}: width and height must be integers`);
   checkSize(w, h, what);
@@ -282,20 +282,17 @@ export async function imageKey({ width, height, rgb }) {
 export function imagePart(p, where) {
   if (!p || typeof p !== 'object') return undefined;
   if (p.type === 'image_url') {
-    const extra = Object.keys(p).filter((k) => k !== 'type' && k !== 'image_url');
-    if (extra.length) throw bad(`${where}: unknown key ${extra.join(', ')} in an image_url part`);
+    checkOptions(where, p, ['type', 'image_url'], { noun: 'key', keepUndefined: true });
     const u = p.image_url;
     if (typeof u !== 'string' && (!u || typeof u !== 'object' || typeof u.url !== 'string')) throw bad(`${where}.image_url: {url: string} is required`);
-    const extraU = typeof u === 'string' ? [] : Object.keys(u).filter((k) => k !== 'url' && k !== 'detail');
-    if (extraU.length) throw bad(`${where}.image_url: unknown key ${extraU.join(', ')}`);
+    if (typeof u !== 'string') checkOptions(`${where}.image_url`, u, ['url', 'detail'], { noun: 'key', keepUndefined: true });
     const url = typeof u === 'string' ? u : u.url;
     // a URL only: never a file path (a request body must not read the server's files)
     if (!/^(data|blob|https?):/i.test(url)) throw bad(`${where}.image_url.url: a data:, blob: or http(s): URL is required`);
     return url;
   }
   if (p.type === 'image') {
-    const extra = Object.keys(p).filter((k) => k !== 'type' && k !== 'image');
-    if (extra.length) throw bad(`${where}: unknown key ${extra.join(', ')} in an image part`);
+    checkOptions(where, p, ['type', 'image'], { noun: 'key', keepUndefined: true });
     if (p.image == null) throw bad(`${where}.image is required`);
     if (typeof p.image === 'string' && !/^(data|blob|https?):/i.test(p.image)) { // never a file path (see above)
       throw bad(`${where}.image: a string must be a data:, blob: or http(s): URL`);

@@ -9,6 +9,7 @@ import { WasmlmError, jsError } from './errors.js';
 import { IS_NODE, fetchOk, locate } from './platform.js';
 import { MAX_THREADS, coreCount, threadsUnavailable } from './threads.js';
 import { isMemory64Module, memory64Support, wrapExports64 } from './memory64.js';
+import { checkOptions } from './options.js';
 
 // Smallest module using a v128 instruction (from wasm-feature-detect): validates iff SIMD128.
 // Both probes are exported for tests/js/startup.test.mjs: web/index.html inlines their bytes.
@@ -263,6 +264,7 @@ export function adoptCompiled(file, module) {
  * will use, so that they find it compiled. Resolves when it is (rejects as they would).
  */
 export async function preload(options = {}) {
+  checkOptions('preload()', options, 'EngineOptions');
   await compilePlanned(await planModule(options ?? {}));
 }
 

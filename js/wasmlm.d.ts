@@ -101,7 +101,11 @@ export class WasmlmError extends Error {
   readonly column?: number;
 }
 
-/** Options of createEngine(). */
+/**
+ * Options of createEngine().
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ */
 export interface EngineOptions {
   /**
    * The wasm module: a URL / path, its bytes, or a compiled WebAssembly.Module.
@@ -275,7 +279,13 @@ export interface EngineOptions {
   threads?: number | 'auto';
 }
 
-/** Options of createWorkerEngine(). */
+/**
+ * Options of createWorkerEngine().
+ * Unknown keys are rejected in the page, before the worker starts: WasmlmError
+ * WLM_ERR_INVALID_ARG 'createWorkerEngine(): unknown option "x" (known: …)' (js/options.js).
+ * The engine's methods reject unknown keys with the same messages as the in-thread engine's
+ * (checked in the page, or in the worker and carried back).
+ */
 export interface WorkerEngineOptions extends EngineOptions {
   /**
    * A Worker running js/worker.js (default: `new Worker(new URL('./worker.js',
@@ -308,7 +318,11 @@ export interface LoadProgress {
   total: number;
 }
 
-/** Arguments of load(). */
+/**
+ * Arguments of load().
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ */
 export interface LoadOptions {
   /** The model file: a llama2.c checkpoint or a GGUF file (detected from its bytes). A split
    *  GGUF (llama.cpp's gguf-split: NAME-00001-of-0000N.gguf, …) is a list of its parts (paths,
@@ -510,7 +524,11 @@ export type ImageInput = Uint8Array | ArrayBuffer | ArrayBufferView | Blob | Ima
  *  last token's). */
 export type Pooling = 'none' | 'mean' | 'cls' | 'last' | 'rank';
 
-/** Options of Engine.embed. */
+/**
+ * Options of Engine.embed.
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ */
 export interface EmbedOptions {
   /** Overrides the model's pooling (ModelInfo.pooling). 'rank' is rerank()'s. */
   pooling?: 'none' | 'mean' | 'cls' | 'last';
@@ -563,9 +581,11 @@ export type SamplerOrder = 'llamacpp' | 'runc';
  *  3. logitBias, bannedTokens;
  *  4. temperature 0: greedy (argmax after 1–3; the filters are skipped);
  *  5. topK, 6. typicalP, 7. topP, 8. minP, 9. temperature, 10. the draw — in samplerOrder.
- * Unknown names are rejected (WLM_ERR_INVALID_ARG), as are values of the wrong type (a string
+ * Unknown names are rejected ('generate(): unknown option "x" (known: …)', the call's name
+ * first: complete(), chat(), …), as are values of the wrong type (a string
  * for a number, a fraction for an integer field) and, by C, values out of range or NaN (the
- * message names the C field, e.g. min_p).
+ * message names the C field, e.g. min_p). The unknown-key check is js/options.js's (the key,
+ * the known ones, a near miss); a key whose value is undefined counts as absent.
  */
 export interface GenerateParams {
   /** >= 0, finite; 0 = greedy (argmax). Default 1.0. */
@@ -745,6 +765,8 @@ export interface GenerateParams {
  * the GPU's decode step, bound by per-step overheads rather than by the weights it reads,
  * verifies several positions for about the price of one.
  * engine.lastResult reports drafted, accepted and rounds.
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
  */
 export interface DraftParams {
   /** The draft model: a source as LoadOptions.model, loaded on first use (and kept: the same
@@ -763,7 +785,11 @@ export interface DraftParams {
   nCtx?: number;
 }
 
-/** Engine.loadDraft() options. */
+/**
+ * Engine.loadDraft() options.
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ */
 export interface DraftLoadOptions {
   /** The draft model file (as LoadOptions.model). */
   model: string | URL | ArrayBuffer | ArrayBufferView | Blob;
@@ -802,7 +828,11 @@ export interface ChatMessage {
   [field: string]: unknown;
 }
 
-/** chat() parameters: generation parameters plus how the prompt is made. */
+/**
+ * chat() parameters: generation parameters plus how the prompt is made.
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ */
 export interface ChatParams extends GenerateParams {
   /** Jinja source to use instead of the file's tokenizer.chat_template (required when the file
    *  has none). */
@@ -821,7 +851,19 @@ export interface ChatParams extends GenerateParams {
   responseFormat?:
     | { type: 'text' }
     | { type: 'json_object' }
-    | { type: 'json_schema'; json_schema: { schema: object | boolean | string; name?: string; strict?: boolean } };
+    | { type: 'json_schema'; json_schema: ResponseFormatJsonSchema };
+}
+
+/**
+ * responseFormat's json_schema (OpenAI's): the schema, and name / description (accepted,
+ * unused). Unknown keys are rejected, as are responseFormat's own other than type and
+ * json_schema (js/options.js).
+ */
+export interface ResponseFormatJsonSchema {
+  schema: object | boolean | string;
+  name?: string;
+  description?: string;
+  strict?: boolean;
 }
 
 /** One candidate of Token.top. */
@@ -951,7 +993,11 @@ export interface LastResult {
   imageMs?: number;
 }
 
-/** Parameters of one prompt of generateBatch(): GenerateParams plus the number of samples. */
+/**
+ * Parameters of one prompt of generateBatch(): GenerateParams plus the number of samples.
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ */
 export interface BatchParams extends GenerateParams {
   /**
    * Sequences generated from this prompt, integer >= 1 (default 1). Sample i uses seed
@@ -1022,10 +1068,10 @@ export interface ContinuousBatch {
    * not apply to a batch). Never throws for the prompt or params: their errors (a prompt
    * past the context, a bad parameter: C's message starts with "sequence N: ") come from the
    * sequence's iterator alone. Throws WLM_ERR_STATE once the batch is closed (or the error
-   * that ended it).
+   * that ended it), and WLM_ERR_INVALID_ARG for an unknown key of `options` (js/options.js).
    * @param options.signal cancels this sequence (as cancel())
    */
-  add(prompt: string, params?: GenerateParams, options?: { signal?: AbortSignal }): BatchSequence;
+  add(prompt: string, params?: GenerateParams, options?: CallOptions): BatchSequence;
   /** Ends every sequence (their iterators throw an AbortError) and the batch; resolves once
    *  the engine is idle. Idempotent. */
   close(): Promise<void>;
@@ -1053,7 +1099,11 @@ export interface BatchSequence extends AsyncIterable<BatchToken> {
   readonly result: { stopReason: StopReason; text: string; nPrompt: number; nGenerated: number; logprob: number };
 }
 
-/** Parameters of beamSearch() (wlm_beam_params). */
+/**
+ * Parameters of beamSearch() (wlm_beam_params).
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ */
 export interface BeamParams {
   /** Beams kept per step: integer 1..32, default 4. Needs 2 × width sequences (the context is
    *  recreated with more when needed). */
@@ -1084,7 +1134,11 @@ export interface BeamStep {
   kvBytesUnshared: number;
 }
 
-/** Options of beamSearch(). */
+/**
+ * Options of beamSearch().
+ * Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming the key, the known ones
+ * and a near miss (js/options.js); a key whose value is undefined counts as absent.
+ */
 export interface BeamSearchOptions {
   /** Ends the search between two steps: beamSearch() rejects with an AbortError, and
    *  engine.lastBeamResult holds the hypotheses so far (aborted: true; beams still live when
@@ -1163,6 +1217,53 @@ export interface KvStats {
 }
 
 /**
+ * The last argument of generate(), chat(), chatCompletion(), generateBatch(), rerank() and
+ * ContinuousBatch.add(). Unknown keys are rejected (js/options.js).
+ */
+export interface CallOptions {
+  /** Aborts the call: it rejects (or its iterator throws) with an AbortError. */
+  signal?: AbortSignal;
+}
+
+/** The last argument of complete() and completeBatch(). Unknown keys are rejected (js/options.js). */
+export interface CompleteOptions<T extends Token = Token> {
+  /** Aborts the call. */
+  signal?: AbortSignal;
+  /** Called with each token as it is generated. */
+  onToken?: (token: T) => void;
+}
+
+/** openBatch() options. Unknown keys are rejected (js/options.js). */
+export interface OpenBatchOptions {
+  /** Sequences decoded together, 1..64 (default: the context's nSeqMax). */
+  maxSequences?: number;
+  /** Closes the batch when it aborts. */
+  signal?: AbortSignal;
+}
+
+/** tokenize() options. Unknown keys are rejected (js/options.js). */
+export interface TokenizeOptions {
+  /** Add the vocabulary's BOS (and other leading special tokens it adds). Default true. */
+  bos?: boolean;
+  /** Control tokens written in the text become their ids. Default false. */
+  parseSpecial?: boolean;
+}
+
+/** jsonSchemaToGrammar() options. Unknown keys are rejected (js/options.js). */
+export interface GrammarOptions {
+  /** false: keywords the grammar cannot hold are warnings, not errors. Default true. */
+  strict?: boolean;
+}
+
+/** renderChatTemplate() options. Unknown keys are rejected (js/options.js). */
+export interface RenderChatTemplateOptions {
+  bosToken?: string;
+  eosToken?: string;
+  addGenerationPrompt?: boolean;
+  variables?: Record<string, unknown>;
+}
+
+/**
  * An inference engine: one model and one context (KV cache, up to nSeqMax sequences). While a
  * generation, batch or beam search runs, only tokenize(), detokenize() and kvStats() may be
  * called; load(), generate(), generateBatch(), beamSearch(), evalTokens() and reset() reject
@@ -1226,7 +1327,7 @@ export interface Engine {
    *   their ids (default false: they are plain text)
    * @throws WasmlmError WLM_ERR_STATE without a model.
    */
-  tokenize(text: string, options?: { bos?: boolean; parseSpecial?: boolean }): Promise<Int32Array>;
+  tokenize(text: string, options?: TokenizeOptions): Promise<Int32Array>;
 
   /**
    * Embeddings of texts for semantic search, clustering and retrieval: each text is tokenized
@@ -1256,7 +1357,7 @@ export interface Engine {
    * @returns every document's {index, score}, highest score first (ties: lower index first).
    * @throws WasmlmError WLM_ERR_INVALID_ARG when the model has no ranking head; AbortError.
    */
-  rerank(query: string, documents: string[], options?: { signal?: AbortSignal }): Promise<RerankResult[]>;
+  rerank(query: string, documents: string[], options?: CallOptions): Promise<RerankResult[]>;
 
   /**
    * The text of a token sequence: the pieces run.c prints (leading space dropped after BOS,
@@ -1278,7 +1379,7 @@ export interface Engine {
    *   busy).
    */
   generate(prompt: string, params?: GenerateParams,
-           options?: { signal?: AbortSignal }): AsyncIterableIterator<Token>;
+           options?: CallOptions): AsyncIterableIterator<Token>;
 
   /**
    * One assistant turn of a conversation. Renders `messages` with the model's chat template
@@ -1298,7 +1399,7 @@ export interface Engine {
    *   and what generate() throws.
    */
   chat(messages: ChatMessage[], params?: ChatParams,
-       options?: { signal?: AbortSignal }): AsyncIterableIterator<ChatToken>;
+       options?: CallOptions): AsyncIterableIterator<ChatToken>;
 
   /**
    * OpenAI's chat completion (README "Tool calls and the OpenAI chat API"; the request's
@@ -1312,16 +1413,16 @@ export interface Engine {
    *   wrong types or ranges, a tool_choice naming no tool), and what chat() throws.
    */
   chatCompletion(request: ChatCompletionRequest & { stream?: false },
-                 options?: { signal?: AbortSignal }): Promise<ChatCompletion>;
+                 options?: CallOptions): Promise<ChatCompletion>;
   chatCompletion(request: ChatCompletionRequest & { stream: true },
-                 options?: { signal?: AbortSignal }): Promise<AsyncIterableIterator<ChatCompletionChunk>>;
+                 options?: CallOptions): Promise<AsyncIterableIterator<ChatCompletionChunk>>;
 
   /**
    * Runs generate() to the end; returns its LastResult (text included). onToken is called per
    * Token as it arrives. Rejects as generate()'s iterator throws.
    */
   complete(prompt: string, params?: GenerateParams,
-           options?: { signal?: AbortSignal; onToken?: (token: Token) => void }): Promise<LastResult>;
+           options?: CompleteOptions): Promise<LastResult>;
 
   /**
    * Generates after several prompts, or several samples of one prompt (params.nSamples), at
@@ -1342,7 +1443,7 @@ export interface Engine {
    *   whose length differs from the prompts'; WLM_ERR_STATE when kvCache is false.
    */
   generateBatch(prompts: string | string[], params?: BatchParams | BatchParams[],
-                options?: { signal?: AbortSignal }): AsyncIterableIterator<BatchToken>;
+                options?: CallOptions): AsyncIterableIterator<BatchToken>;
 
   /**
    * Continuous batching (llama-server's; wlm_generate_batch_add / wlm_generate_batch_end):
@@ -1360,11 +1461,11 @@ export interface Engine {
    * @throws WLM_ERR_INVALID_ARG (an unknown option, maxSequences out of range), WLM_ERR_STATE
    *   (the engine is busy or has no model)
    */
-  openBatch(options?: { maxSequences?: number; signal?: AbortSignal }): Promise<ContinuousBatch>;
+  openBatch(options?: OpenBatchOptions): Promise<ContinuousBatch>;
 
   /** Runs generateBatch() to the end and returns its BatchResult; onToken per item. */
   completeBatch(prompts: string | string[], params?: BatchParams | BatchParams[],
-                options?: { signal?: AbortSignal; onToken?: (token: BatchToken) => void }): Promise<BatchResult>;
+                options?: CompleteOptions<BatchToken>): Promise<BatchResult>;
 
   /**
    * Beam search: the prompt is evaluated once; each step extends every live beam by its 2W
@@ -1402,7 +1503,7 @@ export interface Engine {
    * WLM_ERR_UNSUPPORTED with line / column). Needs no model.
    */
   jsonSchemaToGrammar(schema: object | boolean | string,
-                      options?: { strict?: boolean }): Promise<{ grammar: string; warnings: string[] }>;
+                      options?: GrammarOptions): Promise<{ grammar: string; warnings: string[] }>;
 
   /** The KV cache's occupancy and the context's memory now; allowed while a generation runs.
    *  @throws WasmlmError WLM_ERR_STATE without a model. */
@@ -1515,7 +1616,5 @@ export function createWorkerEngine(options?: WorkerEngineOptions): Promise<Engin
  * @returns the prompt text, special tokens written as text
  * @throws Error when the template does not parse or raises; TypeError for bad messages
  */
-export function renderChatTemplate(template: string, messages: ChatMessage[], options?: {
-  bosToken?: string; eosToken?: string; addGenerationPrompt?: boolean;
-  variables?: Record<string, unknown>;
-}): Promise<string>;
+export function renderChatTemplate(template: string, messages: ChatMessage[],
+                                   options?: RenderChatTemplateOptions): Promise<string>;

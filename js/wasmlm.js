@@ -10,6 +10,7 @@
 //   source.js        a model or tokenizer source (bytes, Blob, path, URL) into the wasm heap
 //   split.js         a split GGUF's parts (gguf-split) read as one model source
 //   memory64.js      models past 4 GB: what a model needs, wasm32 or the memory64 module, its ABI
+//   options.js       every options object's known keys; unknown keys refused, named
 //   params.js        the caller's options checked and converted for C, C's messages renamed
 //   engine.js        createEngine(): the Engine that runs in this thread
 //   worker_engine.js createWorkerEngine(): the same interface, the engine in worker.js
@@ -35,6 +36,7 @@ export { renderChatTemplate } from './chat.js';
 
 // The files the ones above import, named here too so a browser requests the whole module graph
 // at once instead of one level per round trip (part of the time to the first token).
+import './options.js';
 import './params.js';
 import './platform.js';
 import './protocol.js';

@@ -8,6 +8,7 @@
 // Helper). It runs no inference: js/engine.js does, inside the worker and its helpers.
 
 import { abortError, deserializeError, jsError } from './errors.js';
+import { checkBatch, checkChat, checkOptions, lazily, rejecting } from './options.js';
 import { chatPrompt, chatCheckpoint, splitChatParams } from './chat.js';
 import { withReasoning } from './reasoning.js';
 import { chatCompletion } from './chat_completion.js';
@@ -193,7 +194,9 @@ class WorkerEngine {
   }
 
   /** Same contract as the in-thread Engine.load (see wasmlm.d.ts). */
-  async load({ model, tokenizer, mmproj, nCtx = 0, kvCache = true, nSeqMax = 1, kvType = 'f16', onProgress, signal, backend } = {}) {
+  async load(options = {}) {
+    const { model, tokenizer, mmproj, nCtx = 0, kvCache = true, nSeqMax = 1, kvType = 'f16', onProgress, signal, backend } =
+      checkOptions('load()', options, 'LoadOptions') ?? {};
     if (signal?.aborted) throw abortError('Loading');
     this.#info = null;
     const { id, promise } = this.#request(Req.LOAD, {
@@ -212,7 +215,8 @@ class WorkerEngine {
   }
 
   /** Same contract as Engine.tokenize. */
-  async tokenize(text, { bos = true, parseSpecial = false } = {}) {
+  async tokenize(text, options = {}) {
+    const { bos = true, parseSpecial = false } = checkOptions('tokenize()', options, 'TokenizeOptions') ?? {};
     return this.#request(Req.TOKENIZE, { text: String(text), options: { bos, parseSpecial } }).promise;
   }
 
@@ -222,14 +226,15 @@ class WorkerEngine {
   }
 
   /** Same contract as Engine.jsonSchemaToGrammar (converted in the worker's module). */
-  async jsonSchemaToGrammar(schema, { strict = true } = {}) {
+  async jsonSchemaToGrammar(schema, options = {}) {
+    const { strict = true } = checkOptions('jsonSchemaToGrammar()', options, 'GrammarOptions') ?? {};
     return this.#request(Req.JSON_SCHEMA_TO_GRAMMAR, { schema, options: { strict } }).promise;
   }
 
   /** Same contract as Engine.loadDraft: the draft model is loaded into the worker's engine. */
   async loadDraft(options) {
     if (options == null) return this.#request(Req.LOAD_DRAFT, { options: null }).promise;
-    const { model, tokenizer, nCtx, onProgress, signal } = options;
+    const { model, tokenizer, nCtx, onProgress, signal } = checkOptions('loadDraft()', options, 'DraftLoadOptions');
     if (signal?.aborted) throw abortError('Loading the draft model');
     const { id, promise } = this.#request(Req.LOAD_DRAFT, {
       options: { model: toTransferableSource(model), tokenizer: toTransferableSource(tokenizer), nCtx },
@@ -244,7 +249,13 @@ class WorkerEngine {
   }
 
   /** Same contract as Engine.generate: tokens arrive one message each from the worker. */
-  generate(prompt, params = {}, { signal } = {}) {
+  generate(prompt, params = {}, options = {}) {
+    return lazily(() => this.#generate(prompt, params, options)); // checked on the first next()
+  }
+
+  #generate(prompt, params, options) {
+    checkOptions('generate()', params, 'GenerateParams');
+    const { signal } = checkOptions('generate()', options, 'CallOptions') ?? {};
     if (params?.draft?.model !== undefined) { // a relative URL resolves against the page, not the worker
       params = { ...params, draft: { ...params.draft, model: toTransferableSource(params.draft.model) } };
     }
@@ -261,7 +272,8 @@ class WorkerEngine {
    * Same contract as Engine.chat. The template is rendered here, in the caller's thread (so a
    * page's import map resolves @huggingface/jinja), and the worker generates from the text.
    */
-  async *chat(messages, params = {}, { signal } = {}) {
+  async *chat(messages, params = {}, options = {}) {
+    const { signal } = checkChat(params, options);
     if (!this.#info) throw jsError('WLM_ERR_STATE', 'no model loaded: call load() first');
     const { chat, gen } = splitChatParams(params ?? {});
     const { text, addBos } = await chatPrompt(this.#info, messages, chat);
@@ -280,15 +292,18 @@ class WorkerEngine {
    * @param {import('./wasmlm.d.ts').ChatCompletionRequest} request
    * @param {{signal?: AbortSignal}} [options]
    */
-  chatCompletion(request, { signal } = {}) {
-    return chatCompletion(this, request, { signal });
+  chatCompletion(request, options = {}) {
+    return rejecting(() => chatCompletion(this, request, { signal: (checkOptions('chatCompletion()', options, 'CallOptions') ?? {}).signal }));
   }
 
   /** Same contract as Engine.generateBatch: one message per BatchToken. */
-  generateBatch(prompts, params = {}, { signal } = {}) {
-    const list = typeof prompts === 'string' ? prompts : Array.from(prompts ?? [], String);
-    return this.#stream(Req.GENERATE_BATCH, { prompts: list, params: params ?? {} }, signal,
-      (v) => { this.lastBatchResult = v; });
+  generateBatch(prompts, params = {}, options = {}) {
+    return lazily(() => { // checked on the first next()
+      const { signal } = checkBatch('generateBatch()', params, options, 'CallOptions');
+      const list = typeof prompts === 'string' ? prompts : Array.from(prompts ?? [], String);
+      return this.#stream(Req.GENERATE_BATCH, { prompts: list, params: params ?? {} }, signal,
+        (v) => { this.lastBatchResult = v; });
+    });
   }
 
   /**
@@ -297,9 +312,8 @@ class WorkerEngine {
    * once, so the sequence joins whether or not it is read yet); cancel() aborts that request.
    * live, waiting and stats are the worker's as of the last message.
    */
-  async openBatch({ maxSequences, signal, ...rest } = {}) {
-    const unknown = Object.keys(rest);
-    if (unknown.length) throw jsError('WLM_ERR_INVALID_ARG', `openBatch(): unknown option ${unknown.map((k) => `'${k}'`).join(', ')} (maxSequences, signal)`);
+  async openBatch(options = {}) {
+    const { maxSequences, signal } = checkOptions('openBatch()', options, 'OpenBatchOptions') ?? {};
     if (signal?.aborted) throw abortError('The batch');
     const opened = await this.#request(Req.OPEN_BATCH, { options: { maxSequences } }).promise;
     const bid = opened.batch;
@@ -318,7 +332,8 @@ class WorkerEngine {
     };
     const onAbort = () => { close().catch(() => {}); };
     signal?.addEventListener('abort', onAbort, { once: true });
-    const add = (prompt, params = {}, { signal: seqSignal } = {}) => {
+    const add = (prompt, params = {}, options = {}) => {
+      const { signal: seqSignal } = checkOptions('add()', options, 'CallOptions') ?? {};
       if (closed) throw jsError('WLM_ERR_STATE', 'the batch is closed');
       const r = { stopReason: 'aborted', text: '', nPrompt: 0, nGenerated: 0, logprob: 0 };
       let slot = -1;
@@ -412,17 +427,19 @@ class WorkerEngine {
   }
 
   /** Same contract as Engine.complete. */
-  async complete(prompt, params = {}, { signal, onToken } = {}) {
-    return complete(this, prompt, params, signal, onToken);
+  async complete(prompt, params = {}, options = {}) {
+    return complete(this, prompt, params, options);
   }
 
   /** Same contract as Engine.completeBatch. */
-  async completeBatch(prompts, params = {}, { signal, onToken } = {}) {
-    return completeBatch(this, prompts, params, signal, onToken);
+  async completeBatch(prompts, params = {}, options = {}) {
+    return completeBatch(this, prompts, params, options);
   }
 
   /** Same contract as Engine.beamSearch; onStep is called per 'step' message. */
-  async beamSearch(prompt, params = {}, { signal, onStep } = {}) {
+  async beamSearch(prompt, params = {}, options = {}) {
+    checkOptions('beamSearch()', params, 'BeamParams');
+    const { signal, onStep } = checkOptions('beamSearch()', options, 'BeamSearchOptions') ?? {};
     if (signal?.aborted) throw abortError('The beam search');
     const { id, promise } = this.#request(Req.BEAM_SEARCH, { prompt: String(prompt), params: params ?? {} },
       { onStep });
@@ -437,12 +454,14 @@ class WorkerEngine {
   }
 
   /** Same contract as Engine.embed (abort through options.signal). */
-  async embed(texts, { signal, ...options } = {}) {
+  async embed(texts, allOptions = {}) {
+    const { signal, ...options } = checkOptions('embed()', allOptions, 'EmbedOptions') ?? {};
     return this.#abortable(Req.EMBED, { texts: typeof texts === 'string' ? texts : Array.from(texts ?? [], String), options }, signal);
   }
 
   /** Same contract as Engine.rerank (abort through options.signal). */
-  async rerank(query, documents, { signal, ...options } = {}) {
+  async rerank(query, documents, allOptions = {}) {
+    const { signal, ...options } = checkOptions('rerank()', allOptions, 'CallOptions') ?? {};
     return this.#abortable(Req.RERANK, { query: String(query), documents: Array.from(documents ?? [], String), options }, signal);
   }
 
@@ -491,6 +510,7 @@ class WorkerEngine {
  * @returns {Promise<import('./wasmlm.d.ts').Engine>}
  */
 export async function createWorkerEngine(options = {}) {
+  checkOptions('createWorkerEngine()', options, 'WorkerEngineOptions');
   let worker = options.worker;
   if (!worker) {
     if (typeof Worker !== 'function') {

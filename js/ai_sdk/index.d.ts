@@ -9,7 +9,8 @@
 import type { EmbeddingModelV4, LanguageModelV4 } from '@ai-sdk/provider';
 import type { Engine, EngineOptions, LoadOptions, Source } from '../wasmlm.js';
 
-/** Options of wasmlm() and wasmlm.textEmbeddingModel(); unknown keys are a TypeError naming them. */
+/** Options of wasmlm() and wasmlm.textEmbeddingModel(); unknown keys are a TypeError naming them
+ *  (js/options.js's message: 'wasmlm(): unknown option "x" (known: engine, load, modelId)'). */
 export interface WasmlmModelOptions {
   /** createEngine()'s options (the engine is created on the first call), or an Engine to use
    *  (created by the caller; the model is loaded into it on the first call). */

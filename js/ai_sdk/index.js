@@ -14,8 +14,8 @@
 
 import { InvalidPromptError, UnsupportedFunctionalityError, NoSuchModelError } from '@ai-sdk/provider';
 import { createEngine } from '../engine.js';
+import { KNOWN, checkOptions as checkKeys } from '../options.js';
 
-const OPTION_KEYS = ['engine', 'load', 'modelId'];
 const PROVIDER = 'wasmlm';
 
 /** One engine's calls in turn: run(fn) resolves with fn's result once the calls before it ended. */
@@ -36,9 +36,7 @@ function lockOf(engine) {
 
 function checkOptions(options, what) {
   if (options === null || typeof options !== 'object') throw new TypeError(`${what}: options must be an object`);
-  for (const k of Object.keys(options)) {
-    if (!OPTION_KEYS.includes(k)) throw new TypeError(`${what}: unknown option '${k}' (known: ${OPTION_KEYS.join(', ')})`);
-  }
+  checkKeys(what, options, KNOWN.WasmlmModelOptions, { error: (m) => new TypeError(m), keepUndefined: true });
   if (options.load !== undefined && (options.load === null || typeof options.load !== 'object' || 'model' in options.load)) {
     throw new TypeError(`${what}: options.load must be load()'s options without 'model' (the model is the first argument)`);
   }

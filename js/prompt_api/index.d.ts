@@ -153,7 +153,12 @@ export declare class LanguageModel extends EventTarget {
   destroy(reason?: unknown): void;
 }
 
-/** configure() options: ours and, for an engine made here, EngineOptions (threads, backend, …). */
+/**
+ * configure() options: ours and, for an engine made here, EngineOptions (threads, backend, …).
+ * Unlike the spec's dictionaries above (WebIDL: unknown members are ignored, as in Chrome),
+ * unknown keys here, in `load` and in `params` are a TypeError naming the key and the known ones
+ * (js/options.js).
+ */
 export interface ConfigureOptions extends EngineOptions {
   /**
    * The model, as engine.load() takes it: a URL (in a page: through the model cache, js/cache.js,

@@ -99,7 +99,7 @@ const app = createServer({
   embedEngine: generative ? embed?.engine ?? null : main.engine,
   modelId: o.alias ?? basename(model),
   embedModelId: embed ? basename(o['embedding-model']) : null,
-  parallel, ...opts,
+  parallel, apiKey: opts.apiKey, queue: opts.queue, maxBody: opts.maxBody, drainMs: opts.drainMs, // port, host: listen()'s
 });
 let url;
 try {

@@ -4,6 +4,7 @@
 // are checked by chat_completion.js's checkRequest, so both endpoints accept the same values.
 
 import { checkRequest } from '../chat_completion.js';
+import { unknownKeyOf } from '../options.js';
 
 /** An error the server answers with `status` and OpenAI's error object. */
 export class HttpError extends Error {
@@ -29,8 +30,11 @@ const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
  * "unknown field 'x'", "temperature must be …"), or null.
  */
 export function paramOf(message) {
-  const unknown = /^unknown field '([^']+)'/.exec(message);
-  if (unknown) return unknown[1];
+  const unknown = /^unknown field '([^']+)'/.exec(message)?.[1];
+  if (unknown) return unknown;
+  // js/options.js's refusals by chatCompletion(): a top-level field, or one of an object field
+  const where = /^chatCompletion\(\)(?:: ([a-z_.]+))?: unknown field/.exec(message);
+  if (where) return (where[1] ? `${where[1]}.` : '') + unknownKeyOf(message);
   const lead = /^([a-z_]+)((?:\[\d+\]|\.[a-z_]+)*)[\s:]/.exec(message);
   return lead && FIELDS.has(lead[1]) ? lead[1] + lead[2] : null;
 }
@@ -41,7 +45,8 @@ const FIELDS = new Set(['messages', 'model', 'tools', 'tool_choice', 'parallel_t
   'frequency_penalty', 'presence_penalty', 'logit_bias', 'user', 'top_k', 'min_p', 'typical_p', 'repeat_penalty', 'repeat_last_n',
   'cache_prompt', 'chat_template', 'chat_template_kwargs', 'prompt', 'echo', 'suffix', 'best_of', 'input', 'encoding_format',
   'dimensions', 'functions', 'function_call', 'audio', 'modalities', 'prediction', 'reasoning_effort', 'service_tier', 'store',
-  'metadata', 'web_search_options', 'verbosity']);
+  'metadata', 'web_search_options', 'verbosity', 'moderation', 'prompt_cache_key', 'prompt_cache_retention',
+  'prompt_cache_options', 'safety_identifier']);
 
 export const bad = (message, param = paramOf(message)) => new HttpError(400, message, { param });
 

@@ -4,6 +4,8 @@
 import type { Server } from 'node:http';
 import type { Engine } from '../wasmlm.js';
 
+/** createServer()'s options. Unknown keys are rejected: WasmlmError WLM_ERR_INVALID_ARG naming
+ *  the key and the known ones (js/options.js). */
 export interface ServerOptions {
   /** A loaded Engine with a text-generation model (load it with nSeqMax >= parallel), or null. */
   engine?: Engine | null;

@@ -17,6 +17,7 @@ import { timingSafeEqual, createHash, randomBytes } from 'node:crypto';
 import { chatCompletion } from '../chat_completion.js';
 import { Scheduler, QueueFullError, serialize } from './scheduler.js';
 import { HttpError, bad, errorBody, checkCompletion, checkEmbedding } from './requests.js';
+import { checkOptions } from '../options.js';
 
 const JSON_HEADERS = { 'Content-Type': 'application/json; charset=utf-8' };
 
@@ -111,8 +112,9 @@ function sse(res) {
  * @param {number} [o.drainMs]  close(): how long requests in progress may take before they are aborted (default 30 s)
  * @returns {{server: http.Server, scheduler: Scheduler|null, listen: (port?: number, host?: string) => Promise<string>, close: () => Promise<void>}}
  */
-export function createServer({ engine = null, embedEngine = null, modelId = 'wasmlm', embedModelId = null, apiKey = null,
-  parallel = 1, queue = 64, maxBody = 1 << 20, drainMs = 30_000, gatherMs = 2 } = {}) {
+export function createServer(options = {}) {
+  const { engine = null, embedEngine = null, modelId = 'wasmlm', embedModelId = null, apiKey = null,
+    parallel = 1, queue = 64, maxBody = 1 << 20, drainMs = 30_000, gatherMs = 2 } = checkOptions('createServer()', options, 'ServerOptions') ?? {};
   const scheduler = engine ? new Scheduler(engine, { parallel, queue, gatherMs }) : null;
   const embedQueue = serialize();
   let embedWaiting = 0;

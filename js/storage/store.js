@@ -17,17 +17,13 @@ import { crossOriginGet, crossOriginPut } from './cross_origin.js';
 import { withFileLock } from './locks.js';
 import { DOWNLOAD_DEFAULTS, downloadInto, newMeta, quotaError } from './download.js';
 import { createHasher } from './integrity.js';
+import { KNOWN, checkOptions } from '../options.js';
 
-const OPTIONS = ['backend', 'segmentBytes', 'syncWrites', 'crossOrigin', 'storage', 'caches', 'locks', 'navigator', 'fetch',
-  'retries', 'stallMs', 'maxRestarts', 'backoffMs', 'backoffMaxMs'];
-const DOWNLOAD_OPTIONS = ['sha256', 'size', 'id', 'name', 'onProgress', 'signal'];
+const OPTIONS = KNOWN.StoreOptions;
+const DOWNLOAD_OPTIONS = KNOWN.StoreDownloadOptions;
 
 function checkKeys(obj, allowed, where) {
-  const unknown = Object.keys(obj ?? {}).filter((k) => !allowed.includes(k));
-  if (unknown.length) {
-    throw new WasmlmError(`${where}: unknown option${unknown.length > 1 ? 's' : ''} ${unknown.join(', ')} ` +
-      `(known: ${allowed.join(', ')})`, 'WLM_ERR_INVALID_ARG');
-  }
+  checkOptions(where, obj, allowed, { keepUndefined: true });
 }
 
 function baseURI() {
@@ -170,7 +166,8 @@ export class ModelStore {
    * The stored file for a URL or manifest id, complete and verified, or null (never a partial
    * file). With `sha256`, a file stored under another checksum is deleted and counts as a miss.
    */
-  async get(urlOrId, { sha256 = null } = {}) {
+  async get(urlOrId, options = {}) {
+    const { sha256 = null } = checkOptions('get()', options, 'CacheMatchOptions') ?? {};
     const b = await this.#store();
     const { key, meta } = await this.#find(urlOrId);
     if (meta?.complete) {
@@ -243,7 +240,8 @@ export class ModelStore {
    * (navigator.storage.persist()). `reason` is for the caller to show first: browsers take none.
    * @returns {Promise<{persisted: boolean, asked: boolean, reason: string|null}>}
    */
-  async persist({ reason = null } = {}) {
+  async persist(options = {}) {
+    const { reason = null } = checkOptions('persist()', options, 'PersistOptions') ?? {};
     const s = this.#opts.storage;
     if (typeof s?.persist !== 'function') return { persisted: false, asked: false, reason };
     if (await s.persisted?.()) return { persisted: true, asked: false, reason };

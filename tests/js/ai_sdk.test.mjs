@@ -39,7 +39,7 @@ test('the model is a LanguageModelV4 of provider wasmlm', () => {
   assert.equal(model.provider, 'wasmlm');
   assert.equal(model.modelId, 'qwen3-tiny-4k.gguf');
   assert.deepEqual(model.supportedUrls, {});
-  assert.throws(() => wasmlm(MODEL, { nCtx: 5 }), /unknown option 'nCtx'/);
+  assert.throws(() => wasmlm(MODEL, { nCtx: 5 }), /wasmlm\(\): unknown option "nCtx" \(known: engine, load, modelId\)/);
   assert.throws(() => wasmlm(MODEL, { load: { model: 'x' } }), /without 'model'/);
   assert.throws(() => wasmlm.imageModel('x'), (e) => e.name === 'AI_NoSuchModelError');
 });
@@ -138,7 +138,7 @@ test('warnings for unsupported settings; unsupported content is an error', async
   assert.match(withTools.warnings[0].feature, /web_search/);
   await assert.rejects(model.doGenerate({ prompt: [{ role: 'user', content: [{ type: 'file', mediaType: 'image/png', data: new Uint8Array(4) }] }] }),
     (e) => UnsupportedFunctionalityError.isInstance(e));
-  await assert.rejects(generateText({ model, prompt: 'Hi', maxOutputTokens: 2, providerOptions: { wasmlm: { bogus: 1 } } }), /unknown field 'bogus'/);
+  await assert.rejects(generateText({ model, prompt: 'Hi', maxOutputTokens: 2, providerOptions: { wasmlm: { bogus: 1 } } }), /chatCompletion\(\): unknown field "bogus"/);
 });
 
 test('abort: an aborted generation rejects with AbortError and the engine serves the next call', async () => {

@@ -126,7 +126,7 @@ const BAD = [
   [{ lengthPenalty: -1 }, /\blengthPenalty\b/],
   [{ lengthPenalty: NaN }, /\blengthPenalty\b/],
   [{ lengthPenalty: '1' }, /lengthPenalty must be a number/],
-  [{ temperature: 0 }, /unknown beam search parameter 'temperature'/],
+  [{ temperature: 0 }, /beamSearch\(\): unknown option "temperature" \(known: width, /],
 ];
 for (const [params, message] of BAD) {
   test(`beamSearch rejects ${JSON.stringify(params, (k, v) => (Number.isNaN(v) ? 'NaN' : v))}`, async () => {

@@ -18,9 +18,9 @@ const CONVERSATION = [
 ];
 
 /** Renders CONVERSATION with a package's template and special tokens. */
-async function render(pkg, options = {}) {
+async function render(pkg, { messages = CONVERSATION, ...options } = {}) {
   const c = config(pkg);
-  return renderChatTemplate(c.chat_template, options.messages ?? CONVERSATION, {
+  return renderChatTemplate(c.chat_template, messages, {
     bosToken: c.bos_token ?? '', eosToken: c.eos_token ?? '', ...options,
   });
 }
@@ -120,7 +120,7 @@ test('chat: no template is a clear error; info carries the template and the spec
     await assert.rejects(collect(engine.chat([{ role: 'user', content: 'x' }], { chatTemplate: '{% if %}' })),
       (e) => e.code === 'WLM_ERR_FORMAT' && /does not parse/.test(e.message));
     await assert.rejects(collect(engine.chat([{ role: 'user', content: 'x' }], { ...GREEDY, topQ: 1 })),
-      /unknown generation parameter 'topQ'/);
+      /chat\(\): unknown option "topQ" \(did you mean "topK"\?\)/);
   } finally {
     engine.free();
   }

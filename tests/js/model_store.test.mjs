@@ -259,8 +259,8 @@ test('wasmlm/cache: listModels, isCached (URL or id), deleteModel, options check
   assert.equal(await deleteModel('tiny', { store: s, cache }), true);
   assert.equal(await isCached(f.url, { store: s, cache }), false);
   assert.equal(await deleteModel('tiny', { store: s, cache }), false);
-  assert.throws(() => new ModelStore({ segmentbytes: 1 }), { code: 'WLM_ERR_INVALID_ARG', message: /unknown option segmentbytes/ });
-  await assert.rejects(s.download(f.url, { sha: 'x' }), { code: 'WLM_ERR_INVALID_ARG', message: /unknown option sha/ });
+  assert.throws(() => new ModelStore({ segmentbytes: 1 }), { code: 'WLM_ERR_INVALID_ARG', message: /new ModelStore\(\): unknown option "segmentbytes" \(did you mean "segmentBytes"\?\)/ });
+  await assert.rejects(s.download(f.url, { sha: 'x' }), { code: 'WLM_ERR_INVALID_ARG', message: /download\(\): unknown option "sha"/ });
   assert.deepEqual(await s.estimate(), { usage: null, quota: null, available: null });
   const asked = [];
   const p = store({ storage: { persisted: async () => false, persist: async () => { asked.push(1); return true; } } });

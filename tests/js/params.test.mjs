@@ -21,7 +21,7 @@ const BAD = [
   [{ repeatPenalty: 0 }, /\brepeatPenalty\b/],
   [{ repeatLastN: -1 }, /\brepeatLastN\b/],
   [{ maxTokens: -5 }, /\bmaxTokens\b/],
-  [{ top_p: 0.5 }, /unknown generation parameter 'top_p'/],
+  [{ top_p: 0.5 }, /unknown option "top_p" \(did you mean "topP"\?\)/],
   [{ temperature: '0.5' }, /temperature must be a number/],
   [{ seed: -1 }, /seed/],
   [{ seed: 1.5 }, /seed/],

@@ -52,7 +52,7 @@ test('the built-in model table is models/manifest.json\'s', () => {
 });
 
 test('configure() checks its options', async () => {
-  await assert.rejects(configure({ params: { temperature: 1 } }), /unknown params key "temperature"/);
+  await assert.rejects(configure({ params: { temperature: 1 } }), /configure\(\): params: unknown option "temperature"/);
   await assert.rejects(configure({ load: { model: 'x' } }), /load\.model is not allowed/);
   await assert.rejects(configure({ model: 42 }), TypeError);
   await assert.rejects(configure({ engine: {} }), TypeError);
@@ -91,6 +91,14 @@ test('availability(), params() and create() options', async () => {
   assert.equal(mode.samplingMode, 'most-predictable');
   assert.equal(mode.temperature, 0);
   assert.equal((await LanguageModel.create()).samplingMode, 'balanced');
+  // WebIDL dictionaries ignore members they do not declare (unlike wasmlm's own options, which
+  // js/options.js refuses): a misspelt member is no error, as in Chrome
+  assert.equal((await LanguageModel.create({ temprature: 0.5, topK: 5 })).temperature, 1);
+  assert.equal(await LanguageModel.availability({ expectedInput: [{ type: 'audio' }] }), 'available');
+  await assert.rejects(configure({ model: MODEL, params: { maxToken: 3 } }), { name: 'TypeError',
+    message: /^configure\(\): params: unknown option "maxToken" \(did you mean "maxTokens"\?\)/ });
+  await assert.rejects(configure({ modle: MODEL }), { name: 'TypeError', message: /^configure\(\): unknown option "modle" \(did you mean "model"\?\)/ });
+  await assert.rejects(configure({ model: MODEL, load: { nctx: 64 } }), { name: 'TypeError', message: /^configure\(\): load: unknown option "nctx"/ });
 });
 
 test('create(): downloadprogress 0 then 1; contextUsage is the template\'s tokens', async () => {

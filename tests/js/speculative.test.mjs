@@ -77,7 +77,7 @@ test('draft.model loads on first use and is kept; sampling is reproducible by se
 test('refusals name what is wrong; the engine stays usable', async () => {
   const bad = [
     [{ ngram: 0 }, /ngram/], [{ ngram: 9 }, /ngram/], [{ maxTokens: 33 }, /maxTokens/],
-    [{ ngram: 2, model: GGUF }, /not both/], [{ pMin: 2 }, /pMin/], [{ speed: 1 }, /unknown draft parameter 'speed'/],
+    [{ ngram: 2, model: GGUF }, /not both/], [{ pMin: 2 }, /pMin/], [{ speed: 1 }, /draft: unknown option "speed"/],
     [5, /must be an object/],
   ];
   for (const [draft, re] of bad) {
