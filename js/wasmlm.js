@@ -27,19 +27,19 @@
 //                          kernels), forward.js (the GPU forward pass), backend.js (the seam to
 //                          the C engine's deferred context, src/runtime/deferred.c)
 
-export { WasmlmError } from './errors.js';
-export { createEngine } from './engine.js';
-export { createWorkerEngine } from './worker_engine.js';
-export { adoptCompiled, preload } from './wasm.js';
-export { renderChatTemplate } from './chat.js';
+export { WasmlmError } from './runtime/errors.js';
+export { createEngine } from './engine/engine.js';
+export { createWorkerEngine } from './worker/worker_engine.js';
+export { adoptCompiled, preload } from './runtime/wasm.js';
+export { renderChatTemplate } from './chat/chat.js';
 
 // The files the ones above import, named here too so a browser requests the whole module graph
 // at once instead of one level per round trip (part of the time to the first token).
-import './params.js';
-import './platform.js';
-import './protocol.js';
-import './source.js';
-import './split.js';
-import './memory64.js';
-import './threads.js';
-import './wasm.js';
+import './engine/params.js';
+import './runtime/platform.js';
+import './worker/protocol.js';
+import './models/source.js';
+import './models/split.js';
+import './runtime/memory64.js';
+import './runtime/threads.js';
+import './runtime/wasm.js';

@@ -1,9 +1,9 @@
 // tools/bundle.mjs — the demo page's scripts as three minified bundles in dist/ (esbuild):
 //   dist/demo.js    web/page.js: the page (web/demo.js, web/demo/*, web/sources.js) and the
-//                   library it runs (js/wasmlm.js and what it imports, js/cache.js)
-//   dist/worker.js  js/worker.js: the worker engine's worker (js/engine.js and its imports)
-//   dist/thread.js  js/thread.js: one helper thread (js/threads.js starts it as ./thread.js)
-//   dist/opfs_worker.js  js/storage/opfs_worker.js: the model store's OPFS writer (./opfs_worker.js)
+//                   library it runs (js/wasmlm.js and what it imports, js/models/cache.js)
+//   dist/worker.js  js/worker/worker.js: the worker engine's worker (js/engine/engine.js and its imports)
+//   dist/thread.js  js/runtime/thread.js: one helper thread (js/runtime/threads.js starts it as ./thread.js)
+//   dist/opfs_worker.js  js/models/storage/opfs_worker.js: the model store's OPFS writer (./opfs_worker.js)
 // Why: a cold page load is CPU-bound on a small machine, and ~40 separate modules cost the
 // renderer, the browser process and the network service a request each, plus ~230 KB of
 // commented source to parse, before the first token (bench/README.md, 2026-11-24 ttft4).
@@ -26,8 +26,8 @@ import { fileURLToPath } from 'node:url';
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The bundles: output file in dist/ → entry point (relative to the root). */
-export const BUNDLES = { 'demo.js': 'web/page.js', 'worker.js': 'js/worker.js', 'thread.js': 'js/thread.js',
-  'opfs_worker.js': 'js/storage/opfs_worker.js' };
+export const BUNDLES = { 'demo.js': 'web/page.js', 'worker.js': 'js/worker/worker.js', 'thread.js': 'js/runtime/thread.js',
+  'opfs_worker.js': 'js/models/storage/opfs_worker.js' };
 
 /** Whether `root` is a checkout whose page loads these bundles (an older one does not). */
 export function hasBundles(root = REPO_ROOT) {
