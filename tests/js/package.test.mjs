@@ -54,8 +54,8 @@ test('npm pack ships the library and nothing from tests/ or bench/', async () =>
     'js/backend/webgpu/forward.js']) {
     assert.ok(files.includes(expected), `${expected} is in the package (got ${files.join(', ')})`);
   }
-  // js/ and its layers (js/backend/webgpu/)
-  const allowed = /^(package\.json|README\.md|LICENSE(\.\w+)?|js\/([\w-]+\/)*[\w.-]+\.(js|d\.ts)|dist\/[\w.-]+\.wasm|src\/wasmlm\.h)$/;
+  // js/ and its layers (js/backend/webgpu/), and js/README.md, their map
+  const allowed = /^(package\.json|README\.md|LICENSE(\.\w+)?|js\/([\w-]+\/)*[\w.-]+\.(js|d\.ts)|js\/README\.md|dist\/[\w.-]+\.wasm|src\/wasmlm\.h)$/;
   assert.deepEqual(files.filter((f) => !allowed.test(f)), [], 'nothing else');
   assert.deepEqual(files.filter((f) => /^(tests|bench|build|fuzz|tools|web|models|node_modules)\//.test(f)), []);
 });
