@@ -16,8 +16,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SHAPES, fileBytes, writeSyntheticModel } from '../tools/synth.mjs';
-import { sharedMemory, startThreads, stopThreads } from '../js/threads.js';
-import { relaxedSupport } from '../js/wasm.js';
+import { sharedMemory, startThreads, stopThreads } from '../js/runtime/threads.js';
+import { relaxedSupport } from '../js/runtime/wasm.js';
 import { ensureGguf } from './models.mjs';
 
 /** --build's default: the build createEngine would pick here (relaxed where the runtime passes
@@ -43,7 +43,7 @@ async function ensureModel(shape) {
 }
 
 /** One module instance with one model and a context for `nSeq` sequences; with threads > 1 the
- *  threaded module and a pool of that many threads (js/threads.js). */
+ *  threaded module and a pool of that many threads (js/runtime/threads.js). */
 async function open(file, { simd = true, nSeq = 16, nCtx = 512, threads = 1, build = 'simd128' } = {}) {
   const stem = build === 'relaxed' ? 'wasmlm-relaxed' : 'wasmlm';
   const name = !simd ? 'wasmlm-scalar.wasm' : threads > 1 ? `${stem}-mt.wasm` : `${stem}.wasm`;

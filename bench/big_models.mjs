@@ -15,7 +15,7 @@
 //        [--tokens 16] [--prompt 32] [--runs 1] [--clean] [--json] [--tiny]
 //
 // Rows (JSON, also written to bench/out/big_models.json): fileBytes; weightBytes (the tensors'
-// data, from the header); kvBytes (the KV cache of nCtx positions, js/memory64.js modelBytes —
+// data, from the header); kvBytes (the KV cache of nCtx positions, js/runtime/memory64.js modelBytes —
 // the estimate load() sizes the memory with, within 10 % of the context's bytes) and
 // kvAllocatedBytes (the engine's KV blocks after the run); wasmMemoryBytes; maxRssBytes and
 // rssAfterLoad; peakGoalBytes = 1.1 × (weights + KV) and withinPeakGoal; memory64 (which module

@@ -1,7 +1,7 @@
 // bench/download.mjs — model downloads in headless Chromium from a local server: today's path
-// (js/cache.js fetchModel(): the file into memory as a Blob, its sha256 over the whole, then one
+// (js/models/cache.js fetchModel(): the file into memory as a Blob, its sha256 over the whole, then one
 // Cache Storage entry on save()) against the model store (downloadModel(): OPFS segments written
-// from the network stream, sha256 while it streams; js/storage/). Per file size and path: the
+// from the network stream, sha256 while it streams; js/models/storage/). Per file size and path: the
 // time from the call to the verified, stored file handed back as a Blob ("ready"; the engine's
 // read of that Blob is the same for both paths), and the peak memory above the page's baseline,
 // polled every 100 ms: the renderer process's RSS and JS heap (CDP: SystemInfo.getProcessInfo,
@@ -72,7 +72,7 @@ const server = http.createServer(async (req, res) => {
   const m = /^\/synthetic\/(\d+)\.bin$/.exec(req.url.split('?')[0]);
   if (req.url.startsWith('/bench.html')) {
     res.writeHead(200, { 'Content-Type': 'text/html' });
-    res.end('<!doctype html><meta charset="utf-8"><script type="module">import * as c from "/js/cache.js"; window.cache = c; window.ready = true;</script>');
+    res.end('<!doctype html><meta charset="utf-8"><script type="module">import * as c from "/js/models/cache.js"; window.cache = c; window.ready = true;</script>');
     return;
   }
   if (!m) { handler(req, res); return; }
@@ -144,7 +144,7 @@ async function run(size, which, round, sha) {
           if (m.blob.size !== size) throw new Error('wrong size');
         } else if (which === 'read') {
           // The floor of the network path: the body read (BYOB, one reused buffer) and hashed, nothing stored.
-          const { createHasher } = await import('/js/storage/integrity.js');
+          const { createHasher } = await import('/js/models/storage/integrity.js');
           const h = await createHasher();
           const r = await fetch(url, { cache: 'no-store' });
           const reader = r.body.getReader({ mode: 'byob' });

@@ -19,7 +19,7 @@
 // json` (a warmup run, then its mean of 3 repetitions per test; llama.cpp's default context and
 // batch). --read-ahead: EngineOptions.readAhead; default auto, what a user gets: the engine
 // times the decode kernels' read-ahead on and off in its first generate() steps and keeps the
-// faster (js/read_ahead.js), so the probe first runs one greedy generate() long enough for that
+// faster (js/runtime/read_ahead.js), so the probe first runs one greedy generate() long enough for that
 // choice (untimed), then measures with the setting chosen (in each round's line and the JSON); on or
 // off forces it (before 2026-11-29 this bench forced it on, which cost up to ~20 % of decode on
 // a Zen 4). --dot-form: the relaxed build's int8 dot form (EngineOptions.dotForm; default auto, the
@@ -104,7 +104,7 @@ async function probe(dir, file, threads, nCtx, clock = 'wall', dotForm = 'auto',
   const info = await engine.load({ model: file, nCtx });
   let chosen = readAhead === 'on';
   if (readAhead === 'auto') {
-    // js/read_ahead.js decides within its first 4 + 2 x 8 decode steps; EOS banned so that none ends early
+    // js/runtime/read_ahead.js decides within its first 4 + 2 x 8 decode steps; EOS banned so that none ends early
     const banned = [info.eosId, info.bosId].filter((t) => Number.isInteger(t) && t >= 0);
     for await (const _ of engine.generate('Once upon a time', { maxTokens: 32, temperature: 0, bannedTokens: banned })) { /* untimed */ }
     const ra = engine.lastResult?.readAhead;

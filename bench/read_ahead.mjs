@@ -1,5 +1,5 @@
 // bench/read_ahead.mjs — the quantized matrix-vector kernels with and without their read-ahead
-// (EngineOptions.readAhead true / false; js/read_ahead.js), decode tokens/s side by side on one
+// (EngineOptions.readAhead true / false; js/runtime/read_ahead.js), decode tokens/s side by side on one
 // machine, and what readAhead 'auto' chooses there (issue 25: an Intel Xeon gained from the
 // read-ahead, an AMD Zen 4 loses by it). Each measurement is a fresh engine: load, 8 warm-up
 // tokens, then 48 greedy tokens after a short prompt (EOS banned); rounds alternate on and off;

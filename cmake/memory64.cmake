@@ -1,12 +1,12 @@
 # cmake/memory64.cmake — the memory64 (wasm64) twins of the SIMD128 and relaxed-SIMD modules,
 # single- and multi-threaded: dist/wasmlm64.wasm, wasmlm64-mt.wasm, wasmlm64-relaxed.wasm,
-# wasmlm64-relaxed-mt.wasm (js/memory64.js picks one at load() when a model does not fit wasm32's
+# wasmlm64-relaxed-mt.wasm (js/runtime/memory64.js picks one at load() when a model does not fit wasm32's
 # 4 GB). Included by CMakeLists.txt in the Emscripten build. WASMLM_EM64 is the toolchain that
 # tools/wasm64/toolchain.sh prepares (tools/build.sh passes it): every file is compiled by its
 # patched emcc with LLVM 19 (-sMEMORY64=1), the modules are linked by LLVM 19's wasm-ld against
 # its wasm64 libraries and optimised by the npm binaryen's wasm-opt; then
 # tools/wasm64/abi.mjs appends the custom section `wasmlm.abi` (each export's parameter and
-# result types), from which js/memory64.js converts pointers and sizes (i64, BigInt in JS).
+# result types), from which js/runtime/memory64.js converts pointers and sizes (i64, BigInt in JS).
 # Without WASMLM_EM64 nothing is defined and build/wasm/memory64-status.txt says why.
 # WASMLM_MEMORY64_MODULES (default all four) limits which are built, e.g. "64;64-mt" in CI.
 
@@ -105,7 +105,7 @@ foreach(variant IN LISTS WASMLM_MEMORY64_MODULES)
     list(APPEND objs "${obj}")
   endforeach()
   set(memflags "")
-  if(base STREQUAL "mt")   # the engine's shared memory, imported (js/threads.js)
+  if(base STREQUAL "mt")   # the engine's shared memory, imported (js/runtime/threads.js)
     set(memflags --import-memory --shared-memory)
   endif()
   set(out "${CMAKE_SOURCE_DIR}/dist/wasmlm${variant}.wasm")

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// fuzz_reasoning.mjs — fuzzes the reasoning parsers (js/reasoning.js, ChatOutputParser: <think>
+// fuzz_reasoning.mjs — fuzzes the reasoning parsers (js/chat/reasoning.js, ChatOutputParser: <think>
 // blocks, alone and in front of each tool-call format, and gpt-oss's harmony messages with their
 // calls), which read untrusted model output. The loop of fuzz_tool_calls.mjs: inputs mutated
 // from a corpus (byte flips, insertions of the formats' own markers, cuts, splices), each parsed
@@ -19,7 +19,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ChatOutputParser } from '../js/reasoning.js';
+import { ChatOutputParser } from '../js/chat/reasoning.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 export const REGRESSIONS = join(HERE, 'regressions', 'fuzz_reasoning');

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// fuzz_tool_calls.mjs — fuzzes the tool-call parser (js/tool_calls.js, ToolCallParser), which
+// fuzz_tool_calls.mjs — fuzzes the tool-call parser (js/chat/tool_calls.js, ToolCallParser), which
 // reads untrusted model output, in every format (the JSON ones, Qwen3.5's XML, LFM2's Python). It is JavaScript, so a libFuzzer harness cannot drive it; this
 // is the same loop in JS: inputs mutated from a corpus of well-formed and malformed outputs of
 // every format (byte flips, insertions of the formats' own tokens, cuts, splices, deep
@@ -21,12 +21,12 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ToolCallParser } from '../js/tool_calls.js';
+import { ToolCallParser } from '../js/chat/tool_calls.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 export const REGRESSIONS = join(HERE, 'regressions', 'fuzz_tool_calls');
 // 'mistral+start', 'lfm2+start': with startInCall (the prompt already ends with the marker, as
-// js/chat_completion.js does for a prefilled call)
+// js/chat/chat_completion.js does for a prefilled call)
 const FORMATS = ['hermes', 'llama3', 'mistral', 'mistral+start', 'qwen3-coder', 'lfm2', 'lfm2+start', 'generic'];
 /** The tools qwen3-coder reads its parameters' types from (a string, an integer). */
 const TOOLS = [{ type: 'function', function: { name: 'calc', parameters: { type: 'object',

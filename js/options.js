@@ -2,13 +2,13 @@
 // callee does not know is refused, naming it, the keys it knows, and a near miss ("did you mean
 // nCtx?"), so that a typo ({ nctx: 64 }, { thread: 1 }) is an error, not a silent default.
 // The known keys of each options interface live here, under the interface's name in
-// js/wasmlm.d.ts (js/chat_completion.d.ts, js/cache.d.ts, js/server/server.d.ts,
+// js/wasmlm.d.ts (js/chat/chat_completion.d.ts, js/models/cache.d.ts, js/server/server.d.ts,
 // js/ai_sdk/index.d.ts, js/prompt_api/index.d.ts); tests/js/options.test.mjs holds the two to
 // each other. A key whose value is undefined counts as absent (as for an omitted optional
 // member), except where a caller passes keepUndefined. Not checked here: the Prompt API's own
 // dictionaries (WebIDL ignores unknown members: js/prompt_api/index.js).
 
-import { jsError } from './errors.js';
+import { jsError } from './runtime/errors.js';
 
 const ENGINE = ['wasm', 'simd', 'build', 'dotForm', 'readAhead', 'backend', 'gpu', 'gpuSubgroups',
   'gpuWeights', 'memory64', 'threads'];
@@ -40,7 +40,7 @@ export const KNOWN = Object.freeze({
   RenderChatTemplateOptions: ['bosToken', 'eosToken', 'addGenerationPrompt', 'variables'],
   ResponseFormat: ['type', 'json_schema'],
   ResponseFormatJsonSchema: ['name', 'description', 'schema', 'strict'],
-  // js/cache.d.ts
+  // js/models/cache.d.ts
   DownloadOptions: ['onProgress', 'signal', 'sha256', 'size', 'httpCache', 'as'],
   StoreOptions: ['backend', 'segmentBytes', 'syncWrites', 'crossOrigin', 'retries', 'stallMs', 'maxRestarts',
     'backoffMs', 'backoffMaxMs', 'storage', 'caches', 'locks', 'navigator', 'fetch'],

@@ -38,9 +38,9 @@
 //   et al. 2023, arXiv:2309.06180); context shift as llama.cpp's (RoPE re-rotation of kept keys).
 // - Beam search: Hugging Face transformers' BeamSearchScorer with early stopping.
 
-import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from './chat_completion.js';
+import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest } from './chat/chat_completion.js';
 // Engine.chatCompletion's types: OpenAI's request, response and stream chunk (chat_completion.d.ts).
-export type * from './chat_completion.js';
+export type * from './chat/chat_completion.js';
 
 /** A place to load bytes from. */
 export type Source =
@@ -65,8 +65,8 @@ export type WasmlmErrorCode =
   | 'WLM_ERR_CONTEXT_FULL'  // -7: the prompt does not fit in the context window
   | 'WLM_ERR_STATE'         // -8: call out of order (no model, engine busy or freed)
   | 'WLM_ERR_IO'            // JS only (status null): a download or file read failed
-  | 'WLM_ERR_CHECKSUM'      // js/cache.js only (status null): sha256 or size differs from the expected one
-  | 'WLM_ERR_QUOTA';        // js/cache.js's model store only (status null): the file does not fit the storage quota
+  | 'WLM_ERR_CHECKSUM'      // js/models/cache.js only (status null): sha256 or size differs from the expected one
+  | 'WLM_ERR_QUOTA';        // js/models/cache.js's model store only (status null): the file does not fit the storage quota
 
 /**
  * An error reported by the engine.
@@ -223,7 +223,7 @@ export interface EngineOptions {
    * memory. 'auto' (default): load() reads the model's header first (GGUF key/values, or a
    * llama2.c checkpoint's 28 bytes; a download's first chunks are kept, not fetched again) and estimates what the model will
    * take: the file (weights) + the KV cache of one sequence of nCtx positions in kvType + the
-   * activations, logits and vocabulary tables (js/memory64.js, modelBytes: within ~10 % of
+   * activations, logits and vocabulary tables (js/runtime/memory64.js, modelBytes: within ~10 % of
    * ModelInfo.contextBytes). While that fits 97 % of 4 GB the engine runs wasm32's build;
    * otherwise it moves to that build's memory64 twin (dist/wasmlm64.wasm, wasmlm64-mt.wasm,
    * wasmlm64-relaxed.wasm, wasmlm64-relaxed-mt.wasm), re-instantiating the module and its
@@ -249,7 +249,7 @@ export interface EngineOptions {
    * sampling stay on the engine's thread.
    * Results are bitwise identical for every thread count. With more than one thread the engine
    * loads the threaded build (dist/wasmlm-mt.wasm: SIMD128, atomics, a shared memory of up to
-   * 4 GiB) and starts `threads - 1` helpers running js/thread.js (Node worker_threads, or
+   * 4 GiB) and starts `threads - 1` helpers running js/runtime/thread.js (Node worker_threads, or
    * module Workers in a browser) on the same memory; free() stops them. Idle helpers spin for
    * about a millisecond after each product, then sleep.
    *
@@ -288,7 +288,7 @@ export interface EngineOptions {
  */
 export interface WorkerEngineOptions extends EngineOptions {
   /**
-   * A Worker running js/worker.js (default: `new Worker(new URL('./worker.js',
+   * A Worker running js/worker/worker.js (default: `new Worker(new URL('./worker/worker.js',
    * import.meta.url), {type: 'module'})`). Anything with postMessage, addEventListener
    * ('message' | 'error') and terminate works, e.g. an adapter around a Node worker_threads
    * Worker. Relative `wasm`, `model` and `tokenizer` strings are resolved against
@@ -328,7 +328,7 @@ export interface LoadOptions {
    *  GGUF (llama.cpp's gguf-split: NAME-00001-of-0000N.gguf, …) is a list of its parts (paths,
    *  URLs, Blobs or bytes, in any order: each part's split.no decides), or the first part's path
    *  or URL alone (the others are named beside it); the parts are streamed into one buffer
-   *  behind a merged header (js/split.js), each downloaded once. A set that is not one whole split
+   *  behind a merged header (js/models/split.js), each downloaded once. A set that is not one whole split
    *  model (a part missing, repeated, or of another split) is WLM_ERR_INVALID_ARG; a part
    *  that cannot be read, WLM_ERR_IO. The model is streamed into wasm memory chunk by chunk
    *  after its header was read (to size it: EngineOptions.memory64; a download's first chunks
@@ -915,7 +915,7 @@ export interface Token {
 }
 
 /**
- * A token of chat(): a Token plus, where the template has a reasoning syntax (js/reasoning.js:
+ * A token of chat(): a Token plus, where the template has a reasoning syntax (js/chat/reasoning.js:
  * <think>…</think> for Qwen3 / Qwen3.5 / SmolLM3 / DeepSeek-R1, harmony channels for gpt-oss),
  * the parts of the text released at this step that are reasoning and answer. The parser holds
  * text that may be a tag (or whitespace next to one) until the text decides it, so these can be
@@ -1598,7 +1598,7 @@ export function preload(options?: EngineOptions): Promise<void>;
 export function adoptCompiled(file: string, module: Promise<WebAssembly.Module> | WebAssembly.Module): void;
 
 /**
- * Creates an engine whose work runs in a module Web Worker (js/worker.js), so the page stays
+ * Creates an engine whose work runs in a module Web Worker (js/worker/worker.js), so the page stays
  * responsive; same interface as createEngine() minus the low-level methods. Unless `wasm` is
  * given, the module is picked, fetched and compiled in the calling thread while the worker
  * script starts, and handed to the worker (a WebAssembly.Module crosses postMessage without

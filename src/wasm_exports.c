@@ -389,13 +389,13 @@ API void wlmjs_probe_grammar_free(grammar_probe *p) {
 
 /* Public API functions exported as they are (the linker keeps them via tools/exports.txt). */
 
-/* Which kernels this module runs (js/wasm.js reports it as ModelInfo.build): 2 relaxed SIMD
+/* Which kernels this module runs (js/runtime/wasm.js reports it as ModelInfo.build): 2 relaxed SIMD
  * (dist/wasmlm-relaxed*.wasm), 1 SIMD128, 0 scalar. */
 API int wlmjs_kernels(void) { return wlm_quant_have_relaxed() ? 2 : wlm_quant_have_simd(); }
 
 /* The relaxed build's dot-form probe (wlm_quant_dot_probe, kernels/quant.h): `iters` Q8_0
  * matrix-vector products (with `batch`: Q8_0 and Q5_0 matrix-matrix products) in the form `form`
- * (enum wlm_dot_form), timed by js/dot_form.js; -1 where that form does not exist. */
+ * (enum wlm_dot_form), timed by js/runtime/dot_form.js; -1 where that form does not exist. */
 API double wlmjs_dot_probe(int form, int batch, int iters) {
     return wlm_quant_dot_probe(form, batch, iters);
 }
@@ -564,7 +564,7 @@ API int wlmjs_deltanet_ref(float *S, const float *q, const float *k, const float
     return 0;
 }
 
-/* ---- speculative decoding (js/speculative.js) ---- */
+/* ---- speculative decoding (js/engine/speculative.js) ---- */
 /* wlm_generate_speculate with its parameters as scalars: draft a context or NULL, n_draft,
  * ngram (0 = off), p_min. */
 API int wlmjs_generate_speculate(wlm_context *c, wlm_context *draft, int n_draft, int ngram,

@@ -1117,7 +1117,7 @@ int wlm_context_set_threadpool(wlm_context *ctx, wlm_threadpool *pool);
  * Sets ctx's read_ahead (wlm_context_params): 1, the quantized matrix-vector kernels touch each
  * row stream some blocks ahead; 0, they do not. May be changed between any two calls, in the
  * middle of a generation too: results are bit for bit the same, only the speed differs (which
- * is faster depends on the CPU; js/engine.js times both on the first decode steps).
+ * is faster depends on the CPU; js/engine/engine.js times both on the first decode steps).
  * Errors: WLM_ERR_INVALID_ARG (ctx NULL, `on` not 0 or 1).
  */
 int wlm_context_set_read_ahead(wlm_context *ctx, int32_t on);
@@ -1323,7 +1323,7 @@ int wlm_generate_begin_media(wlm_context *ctx, const wlm_vision *vision, const c
 /*
  * wlm_generate_begin_media that reuses the KV cache of an earlier media prompt (a second
  * question about the same images): sequence 0 keeps its first `keep` positions, which the caller
- * knows to hold this prompt's text up to and with its first `skip` images (js/engine.js compares
+ * knows to hold this prompt's text up to and with its first `skip` images (js/engine/engine.js compares
  * the text pieces and the images' pixel hashes and checks the cached token ids); evaluation
  * resumes at the text after image skip - 1. When sequence 0 no longer holds `keep` positions
  * exactly, or skip is 0, the whole prompt is evaluated from position 0 (as

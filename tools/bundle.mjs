@@ -1,9 +1,9 @@
 // tools/bundle.mjs — the demo page's scripts as three minified bundles in dist/ (esbuild):
 //   dist/demo.js    web/page.js: the page (web/demo.js, web/demo/*, web/sources.js) and the
-//                   library it runs (js/wasmlm.js and what it imports, js/cache.js)
-//   dist/worker.js  js/worker.js: the worker engine's worker (js/engine.js and its imports)
-//   dist/thread.js  js/thread.js: one helper thread (js/threads.js starts it as ./thread.js)
-//   dist/opfs_worker.js  js/storage/opfs_worker.js: the model store's OPFS writer (./opfs_worker.js)
+//                   library it runs (js/wasmlm.js and what it imports, js/models/cache.js)
+//   dist/worker.js  js/worker/worker.js: the worker engine's worker (js/engine/engine.js and its imports)
+//   dist/thread.js  js/runtime/thread.js: one helper thread (js/runtime/threads.js starts it as ./thread.js)
+//   dist/opfs_worker.js  js/models/storage/opfs_worker.js: the model store's OPFS writer (./opfs_worker.js)
 // Why: a cold page load is CPU-bound on a small machine, and ~40 separate modules cost the
 // renderer, the browser process and the network service a request each, plus ~230 KB of
 // commented source to parse, before the first token (bench/README.md, 2026-11-24 ttft4).
@@ -13,8 +13,9 @@
 // store first downloads; the page's import map names them), as do the node:* imports the library
 // only makes in Node.
 // The URLs the bundled code resolves against import.meta.url keep working from dist/: the wasm
-// modules ('../dist/x.wasm'), './worker.js' and './thread.js' (these bundles), the model files
-// ('../models/files/', from web/ or dist/ alike).
+// modules (js/runtime/wasm.js's '../../dist/x.wasm', re-pointed to '../dist/x.wasm' in the
+// bundles, which sit one folder deep), './worker.js' and './thread.js' (these bundles), the model
+// files ('../models/files/', from web/ or dist/ alike).
 //
 //   node tools/bundle.mjs            # writes the bundles (tools/build.sh runs it)
 //   import { ensureBundles } from './tools/bundle.mjs'   // tools/serve.mjs: rebuilt when stale
@@ -26,8 +27,36 @@ import { fileURLToPath } from 'node:url';
 const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 /** The bundles: output file in dist/ → entry point (relative to the root). */
-export const BUNDLES = { 'demo.js': 'web/page.js', 'worker.js': 'js/worker.js', 'thread.js': 'js/thread.js',
-  'opfs_worker.js': 'js/storage/opfs_worker.js' };
+export const BUNDLES = { 'demo.js': 'web/page.js', 'worker.js': 'js/worker/worker.js', 'thread.js': 'js/runtime/thread.js',
+  'opfs_worker.js': 'js/models/storage/opfs_worker.js' };
+
+/** The entries' paths in a checkout from before js/ had layer folders (one a benchmark serves
+ *  with --root, e.g. bench/ttft.mjs). */
+const FLAT_ENTRIES = { 'js/worker/worker.js': 'js/worker.js', 'js/runtime/thread.js': 'js/thread.js',
+  'js/models/storage/opfs_worker.js': 'js/storage/opfs_worker.js' };
+
+/** `entry` in `root`: its path there (relative to root). */
+function entryIn(root, entry) {
+  return !fs.existsSync(path.join(root, entry)) && FLAT_ENTRIES[entry] && fs.existsSync(path.join(root, FLAT_ENTRIES[entry]))
+    ? FLAT_ENTRIES[entry] : entry;
+}
+
+/**
+ * js/runtime/wasm.js finds the wasm modules at '../../dist/' from its own folder; bundled, its
+ * code runs from dist/ (one folder deep), where the same files are '../dist/'. Throws when the
+ * file has no such URL (so that a change there cannot leave the bundles pointing elsewhere).
+ */
+const distUrlPlugin = {
+  name: 'wasmlm-dist-url',
+  setup(build) {
+    build.onLoad({ filter: /[\\/]js[\\/]runtime[\\/]wasm\.js$/ }, async (args) => {
+      const source = await fs.promises.readFile(args.path, 'utf8');
+      const contents = source.replaceAll('`../../dist/', '`../dist/');
+      if (contents === source) throw new Error(`${args.path}: no \`../../dist/ URL to re-point for the bundles`);
+      return { contents, loader: 'js' };
+    });
+  },
+};
 
 /** Whether `root` is a checkout whose page loads these bundles (an older one does not). */
 export function hasBundles(root = REPO_ROOT) {
@@ -51,7 +80,7 @@ export async function buildBundles(root = REPO_ROOT) {
   for (const [out, entry] of Object.entries(BUNDLES)) {
     const result = await esbuild.build({
       absWorkingDir: root,
-      entryPoints: [path.join(root, entry)],
+      entryPoints: [path.join(root, entryIn(root, entry))],
       outfile: path.join(root, 'dist', out),
       bundle: true,
       format: 'esm',
@@ -60,6 +89,7 @@ export async function buildBundles(root = REPO_ROOT) {
       minify: true,
       sourcemap: 'linked',
       external: ['@huggingface/jinja', 'hash-wasm', 'node:*'],
+      plugins: [distUrlPlugin],
       metafile: true,
       write: false,
       logLevel: 'warning',

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """tools/render_reference.py — chat templates rendered by Python's Jinja2 as Hugging Face
-transformers' apply_chat_template renders them, as test data for js/chat.js and
-js/chat_completion.js (which render with @huggingface/jinja, another implementation).
+transformers' apply_chat_template renders them, as test data for js/chat/chat.js and
+js/chat/chat_completion.js (which render with @huggingface/jinja, another implementation).
 
 transformers (utils/chat_template_utils.py) compiles a template in an ImmutableSandboxedEnvironment
 with trim_blocks and lstrip_blocks, the loopcontrols extension, a `tojson` filter that is
@@ -25,7 +25,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, 'tests', 'reference', 'templates', 'jinja2.json')
 
-# The conversations in the shape transformers takes and js/chat_completion.js hands its template:
+# The conversations in the shape transformers takes and js/chat/chat_completion.js hands its template:
 # tool-call arguments as objects, '' for the content of a turn that only calls, a tool message
 # named after its call (tests/js/template_reference.test.mjs turns them into OpenAI's shape).
 TOOLS = [

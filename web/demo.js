@@ -1,6 +1,6 @@
 // web/demo.js — the demo page: chooses a model (the manifest's published models, a URL, or local
 // files), loads it into a worker engine with a download progress bar and the browser cache
-// (js/cache.js via web/sources.js), and streams a generation token by token, each token coloured
+// (js/models/cache.js via web/sources.js), and streams a generation token by token, each token coloured
 // by its probability, with live statistics. It holds no inference logic (that is js/wasmlm.js)
 // and builds no HTML from strings: generated text goes into the page as text nodes only.
 //
@@ -18,8 +18,8 @@
 // body[data-mode] is 'completion' or 'chat' (web/demo/chat.js describes what chat mode exposes).
 //
 // web/index.html loads this module in one bundle with the rest of the page and the library
-// (web/page.js → dist/demo.js, tools/bundle.mjs); the library (js/worker_engine.js, js/wasm.js,
-// js/cache.js through ./sources.js) is still imported dynamically, so that this file also runs
+// (web/page.js → dist/demo.js, tools/bundle.mjs); the library (js/worker/worker_engine.js, js/runtime/wasm.js,
+// js/models/cache.js through ./sources.js) is still imported dynamically, so that this file also runs
 // unbundled and says why when it cannot load it. index.html's first script has already started the
 // worker engine, the model list and the default model's download (for the time to the first
 // token); main() takes them over. User Timing marks: 'wasmlm-demo:worker-started' (that script)
@@ -223,9 +223,9 @@ async function main() {
   const manifest = window.wasmlmManifest ?? fetchManifest();
   manifest.catch(() => {}); // awaited below
   const libraryFailed = (err) => {
-    throw new Error(`could not load the wasmlm library (js/worker_engine.js, js/wasm.js): ${describeError(err)}`, { cause: err });
+    throw new Error(`could not load the wasmlm library (js/worker/worker_engine.js, js/runtime/wasm.js): ${describeError(err)}`, { cause: err });
   };
-  const library = window.wasmlmLibrary ?? Promise.all([import('../js/worker_engine.js'), import('../js/wasm.js')])
+  const library = window.wasmlmLibrary ?? Promise.all([import('../js/worker/worker_engine.js'), import('../js/runtime/wasm.js')])
     .then(([{ createWorkerEngine }, { preload }]) => ({ createWorkerEngine, preload }));
   library.then((lib) => { app.createWorkerEngine = lib.createWorkerEngine; }, () => {});
   const engine = window.wasmlmEngine

@@ -4,8 +4,8 @@
 // engine and the wasm module's compile (js/wasmlm.js) and the default model's download
 // (./sources.js), the same module instances the page then uses.
 
-export { createWorkerEngine } from '../js/worker_engine.js';
-export { adoptCompiled, preload } from '../js/wasm.js';
+export { createWorkerEngine } from '../js/worker/worker_engine.js';
+export { adoptCompiled, preload } from '../js/runtime/wasm.js';
 export { defaultEntry, planFromEntry, prefetch } from './sources.js';
 import './demo.js';
 

@@ -1,8 +1,8 @@
 // web/sources.js — where the demo's model files come from, as "plans" the page loads: a published
 // model from models/manifest.json (the page's own models/files/ copy first, then the published
 // URL), URLs typed in, or local files (a GGUF alone; a llama2.c checkpoint with its tokenizer).
-// Downloads, checksums and Cache Storage are js/cache.js's; this file only chooses and names.
-// Files larger than BYTES_MAX go to the model store (js/storage/: OPFS, resumable, verified while
+// Downloads, checksums and Cache Storage are js/models/cache.js's; this file only chooses and names.
+// Files larger than BYTES_MAX go to the model store (js/models/storage/: OPFS, resumable, verified while
 // they stream) where it persists; smaller ones into memory and then Cache Storage, as before.
 //
 // A plan is { label, parts: [Part], verified, entryId? (a manifest entry's id), and for an entry
@@ -11,13 +11,13 @@
 //   Part = { stage: 'model'|'tokenizer', name, candidates: [url], sha256, size, verified }
 //        | { stage, name, file: File }
 
-import { ModelCache, download, fileName, listModels, deleteModel, modelStore } from '../js/cache.js';
-import { WASM32_BYTES, WASM32_FIT, modelBytes, memory64Support } from '../js/memory64.js';
+import { ModelCache, download, fileName, listModels, deleteModel, modelStore } from '../js/models/cache.js';
+import { WASM32_BYTES, WASM32_FIT, modelBytes, memory64Support } from '../js/runtime/memory64.js';
 
-/** The demo's model cache (js/cache.js's default bucket, 'wasmlm-models-v1'). */
+/** The demo's model cache (js/models/cache.js's default bucket, 'wasmlm-models-v1'). */
 export const cache = new ModelCache();
 
-/** The demo's model store (js/cache.js's default ModelStore). */
+/** The demo's model store (js/models/cache.js's default ModelStore). */
 export const store = modelStore();
 
 /** Whether the model store keeps files here (OPFS or Cache Storage, not memory). */
@@ -82,7 +82,7 @@ export function describeOrigin(url) {
 
 /**
  * Whether a manifest entry needs the memory64 modules, before anything is downloaded: its file
- * (the pinned `size`, else the publisher's `listedSize`) with what js/memory64.js modelBytes()
+ * (the pinned `size`, else the publisher's `listedSize`) with what js/runtime/memory64.js modelBytes()
  * counts for a model whose header is not read yet, against the engine's own threshold
  * (chooseMemory: WASM32_FIT of wasm32's 4 GB). The KV cache is not known before the header: a
  * model just under the threshold may still need memory64 at load, where the engine decides with
@@ -123,7 +123,7 @@ export function planFromEntry(entry) {
 const SPLIT_NAME = /-(\d{5})-of-(\d{5})\.gguf$/;
 
 /** A split GGUF's parts are stages 'model', 'model 2', 'model 3', …: one progress line each,
- *  handed to engine.load() as one list (js/split.js merges them). */
+ *  handed to engine.load() as one list (js/models/split.js merges them). */
 const modelStage = (i) => (i ? `model ${i + 1}` : 'model');
 
 /** The plan for URLs typed into the page (no checksum to check). Several model URLs (separated

@@ -4,7 +4,7 @@
 // for `ai`'s generateText, streamText, generateObject, tool loops, embed and embedMany.
 //
 // A call's options become an OpenAI chat-completions request for Engine.chatCompletion
-// (js/chat_completion.js), which renders the chat template, holds tool calls and JSON output to
+// (js/chat/chat_completion.js), which renders the chat template, holds tool calls and JSON output to
 // a grammar (the tools' and the response format's JSON Schemas) and reports usage and finish
 // reasons; this file maps the AI SDK's prompt, tools, tool choice and settings onto that
 // request and its response and chunks back onto the AI SDK's content and stream parts.
@@ -13,7 +13,7 @@
 // one engine run one at a time.
 
 import { InvalidPromptError, UnsupportedFunctionalityError, NoSuchModelError } from '@ai-sdk/provider';
-import { createEngine } from '../engine.js';
+import { createEngine } from '../engine/engine.js';
 import { KNOWN, checkOptions as checkKeys } from '../options.js';
 
 const PROVIDER = 'wasmlm';

@@ -7,8 +7,8 @@
 // (streamToGpu: they then stream to the GPU, js/backend/webgpu/load.js), for a llama2.c file
 // (or EngineOptions gpuWeights 'heap') after the CPU load (attachBackend: copied from the heap).
 
-import { jsError } from '../errors.js';
-import { peekLayout } from '../split.js';
+import { jsError } from '../runtime/errors.js';
+import { peekLayout } from '../models/split.js';
 import { findGpu, requestAdapter } from './webgpu/device.js';
 import { describeModel, modelUnsupported, WebGpuBackend } from './webgpu/backend.js';
 import { isGguf, loadStreamed } from './webgpu/load.js';
@@ -27,7 +27,7 @@ const softwareReason = (info) => `auto: the WebGPU adapter is ${info.fallback ? 
 
 /**
  * The streamed GPU load of a GGUF model, before anything of it is in wasm memory. `source`: the
- * opened model (js/split.js's openModel); `newContext(model)` makes a deferred context for the
+ * opened model (js/models/split.js's openModel); `newContext(model)` makes a deferred context for the
  * model it loads; the other arguments as attachBackend's, plus
  * `gpuWeights` ('stream' | 'heap'), `modelError(rc, model)` (a C status as a WasmlmError),
  * `onProgress`, `signal`, and `probed`: autoWouldUseGpu's {adapter, adapterInfo} when it asked
@@ -79,7 +79,7 @@ export async function streamToGpu({ x, source, newContext, freeContext, modelErr
 /**
  * Whether 'auto' would give a model to this runtime's GPU, asked before the model is read: for a
  * GGUF that only fits the wasm memory when its weights and KV cache are on the GPU (past wasm32's
- * 4 GB; js/engine.js then keeps the wasm32 module and streams, rather than starting the memory64
+ * 4 GB; js/engine/engine.js then keeps the wasm32 module and streams, rather than starting the memory64
  * one, or failing where the runtime has no memory64). {ok: true} for a real (not fallback, not
  * software) adapter, with it as {adapter, adapterInfo} for streamToGpu's `probed`, else
  * {ok: false, why}. `gpu`: the option; as 'auto' elsewhere, Node's

@@ -161,7 +161,7 @@ export declare class LanguageModel extends EventTarget {
  */
 export interface ConfigureOptions extends EngineOptions {
   /**
-   * The model, as engine.load() takes it: a URL (in a page: through the model cache, js/cache.js,
+   * The model, as engine.load() takes it: a URL (in a page: through the model cache, js/models/cache.js,
    * kept in Cache Storage once loaded), a path (Node), a Blob or bytes, a split GGUF's parts, or
    * the id of a published model in MODELS (its sha256 checked in a page). Default DEFAULT_MODEL,
    * unless `engine` is given (then its loaded model). Node has no model cache: a URL or id is

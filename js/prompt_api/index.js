@@ -7,10 +7,10 @@
 // How the spec's steps map onto the engine:
 //  - One engine for every session, made on the first create() (a worker engine in a page, so the
 //    page stays responsive; in-process in Node), or the one configure() was given. Its download
-//    is the model cache's (js/cache.js: Cache Storage in a page, the sha256 checked), reported as
+//    is the model cache's (js/models/cache.js: Cache Storage in a page, the sha256 checked), reported as
 //    the spec's downloadprogress events (0 first, 1 last, fractions between).
 //  - A session is its conversation, OpenAI-style messages. Each prompt renders the whole
-//    conversation with the model's chat template (chatCompletionPrompt, js/chat_completion.js) and
+//    conversation with the model's chat template (chatCompletionPrompt, js/chat/chat_completion.js) and
 //    generates with cachePrompt, so the KV cache of the previous turn — or of the session it was
 //    cloned from — is reused for the common prefix and only the new tokens are prefilled.
 //    append() validates, measures and stores the messages; their prefill happens with the next
@@ -36,8 +36,8 @@
 // rejects with NotSupportedError), output types other than text and tool calls.
 
 import { createEngine, createWorkerEngine } from '../wasmlm.js';
-import { chatCompletionPrompt } from '../chat_completion.js';
-import { ModelCache, fetchModel } from '../cache.js';
+import { chatCompletionPrompt } from '../chat/chat_completion.js';
+import { ModelCache, fetchModel } from '../models/cache.js';
 import { regExpToGrammar } from './regexp.js';
 import { KNOWN, checkOptions } from '../options.js';
 

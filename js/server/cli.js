@@ -6,7 +6,7 @@
 
 import { parseArgs } from 'node:util';
 import { basename } from 'node:path';
-import { createEngine } from '../engine.js';
+import { createEngine } from '../engine/engine.js';
 import { createServer } from './server.js';
 
 const USAGE = `usage: wasmlm serve MODEL [options]

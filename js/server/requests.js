@@ -1,9 +1,9 @@
-// requests.js — the server's request bodies other than chat (js/chat_completion.js checks
+// requests.js — the server's request bodies other than chat (js/chat/chat_completion.js checks
 // those): OpenAI's /v1/completions and /v1/embeddings, field by field, every error naming the
 // field (HttpError, with OpenAI's error JSON, errorBody()). The sampling fields of a completion
 // are checked by chat_completion.js's checkRequest, so both endpoints accept the same values.
 
-import { checkRequest } from '../chat_completion.js';
+import { checkRequest } from '../chat/chat_completion.js';
 import { unknownKeyOf } from '../options.js';
 
 /** An error the server answers with `status` and OpenAI's error object. */

@@ -1,6 +1,6 @@
 // scheduler.js — one engine shared by the server's requests (`wasmlm serve --parallel N`): a
 // bounded queue of generations decoded together by continuous batching (llama-server's): with
-// N > 1 the engine holds one open batch (Engine.openBatch, js/batch.js: one forward pass over
+// N > 1 the engine holds one open batch (Engine.openBatch, js/engine/batch.js: one forward pass over
 // every live sequence per step) while any request runs; a request joins it at the next step as
 // soon as fewer than N sequences decode, and a request whose client disconnects leaves it at
 // once (wlm_generate_batch_end: its slot and KV cache freed for the next waiting request). With
@@ -8,12 +8,12 @@
 // previous prompt. The batch is closed when nothing runs or waits, so the engine is idle
 // between bursts (and for SIGTERM's drain).
 //
-// Each generation is handed to chatCompletion() (js/chat_completion.js) through a per-request
+// Each generation is handed to chatCompletion() (js/chat/chat_completion.js) through a per-request
 // facade engine (facade()): chatCompletion renders the prompt, builds the grammar and reads tool
 // calls as it does on a plain Engine, and its generate() call lands here.
 
-import { Channel } from '../channel.js';
-import { abortError } from '../errors.js';
+import { Channel } from '../engine/channel.js';
+import { abortError } from '../runtime/errors.js';
 
 /** Thrown by reserve() when `queue` requests already wait: the server answers 503. */
 export class QueueFullError extends Error {
@@ -23,7 +23,7 @@ export class QueueFullError extends Error {
   }
 }
 
-/** Options that only a single-sequence generation takes (js/params.js; C ignores them in a batch). */
+/** Options that only a single-sequence generation takes (js/engine/params.js; C ignores them in a batch). */
 const SINGLE_ONLY = ['cachePrompt', 'stateCheckpoint', 'contextShift', 'nKeep', 'draft'];
 
 

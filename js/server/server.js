@@ -1,5 +1,5 @@
 // server.js — `wasmlm serve`: llama-server's OpenAI-compatible HTTP endpoints over node:http.
-//   POST /v1/chat/completions  chatCompletion() (js/chat_completion.js): tools, response_format,
+//   POST /v1/chat/completions  chatCompletion() (js/chat/chat_completion.js): tools, response_format,
 //                              stream (server-sent events, then `data: [DONE]`)
 //   POST /v1/completions       raw text completion (prompt → text)
 //   POST /v1/embeddings        Engine.embed, with an embedding model (the main one or --embedding-model)
@@ -14,7 +14,7 @@
 
 import http from 'node:http';
 import { timingSafeEqual, createHash, randomBytes } from 'node:crypto';
-import { chatCompletion } from '../chat_completion.js';
+import { chatCompletion } from '../chat/chat_completion.js';
 import { Scheduler, QueueFullError, serialize } from './scheduler.js';
 import { HttpError, bad, errorBody, checkCompletion, checkEmbedding } from './requests.js';
 import { checkOptions } from '../options.js';

@@ -410,7 +410,7 @@ wlm_qmatvec_fn wlm_quant_matvec_split_near(int32_t type);
  * with `batch`, instead `iters` times the matrix-matrix products of that matrix and of a
  * 128 x 512 Q5_0 one (44 KiB) by four activations (the batch kernels, whose split form also keeps
  * the level types' sums in int16: a form of its own, dot_form_batch). The caller times it
- * (js/dot_form.js: the faster form, at the first load). Returns a checksum of the results, >= 0
+ * (js/runtime/dot_form.js: the faster form, at the first load). Returns a checksum of the results, >= 0
  * (so nothing is optimised away; the same for both forms), or -1 where that form does not exist
  * (not the relaxed build, or an unknown form) or the memory (at most 66 KiB) cannot be
  * allocated. */

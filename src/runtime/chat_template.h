@@ -4,7 +4,7 @@
  * approach of llama.cpp's llm_chat_detect_template; the rules here are this project's own),
  * and each family's formatter writes what the family's reference Jinja template renders for a
  * conversation of system / user / assistant messages. The JS API renders the real template
- * with @huggingface/jinja instead (js/chat.js); tests check both agree. Internal.
+ * with @huggingface/jinja instead (js/chat/chat.js); tests check both agree. Internal.
  */
 #ifndef WASMLM_CHAT_TEMPLATE_H
 #define WASMLM_CHAT_TEMPLATE_H

@@ -224,7 +224,7 @@ export function setValue(page, selector, value) {
 
 /**
  * Before the page's scripts run (call before page.goto), gives every Worker a first 'message'
- * listener that logs the engine protocol's token replies (js/protocol.js Reply.TOKEN: one
+ * listener that logs the engine protocol's token replies (js/worker/protocol.js Reply.TOKEN: one
  * message per token) in window.__tokenMessages as {id, shown}: the token id and how many child
  * nodes the element `container` (a selector) had when the message arrived. Registered before the
  * engine's own listener, it runs first: a page that streams has appended every earlier token by

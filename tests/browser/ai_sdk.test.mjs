@@ -1,6 +1,6 @@
 // ai_sdk.test.mjs — `wasmlm/ai-sdk` with the `ai` package in a page (headless Chromium), as an
 // application bundles it: esbuild bundles `ai`, `zod`, `@ai-sdk/provider` and js/ai_sdk/index.js
-// into build/ai-sdk-page/bundle.js, leaving the engine (js/engine.js) to load as the page's own
+// into build/ai-sdk-page/bundle.js, leaving the engine (js/engine/engine.js) to load as the page's own
 // module so that it finds dist/*.wasm beside it. The page runs generateText, streamText,
 // generateObject with a zod schema, a two-step tool loop and embedMany; the models are the tiny
 // random llama with Qwen3's template (tests/js/_tool_models.mjs) and the synthetic BERT whose
@@ -28,7 +28,7 @@ before(async () => {
     bundle: true, format: 'esm', platform: 'browser', outfile: path.join(DIR, 'bundle.js'), logLevel: 'error',
     plugins: [{
       name: 'engine-external',
-      setup(b) { b.onResolve({ filter: /^\.\.\/engine\.js$/ }, () => ({ path: '/js/engine.js', external: true })); },
+      setup(b) { b.onResolve({ filter: /^\.\.\/engine\/engine\.js$/ }, () => ({ path: '/js/engine/engine.js', external: true })); },
     }],
   });
   fs.writeFileSync(path.join(DIR, 'index.html'), '<!doctype html><meta charset="utf-8"><title>ai-sdk</title><link rel="icon" href="data:,">\n' +

@@ -51,7 +51,7 @@ test('Chromium runs the relaxed build by default, bitwise the SIMD128 logits; si
         'and no SIMD128 build');
       const r = await page.evaluate(async (types) => {
         const { createEngine, createWorkerEngine } = await import('../js/wasmlm.js');
-        const { relaxedSupport } = await import('../js/wasm.js');
+        const { relaxedSupport } = await import('../js/runtime/wasm.js');
         const prompt = [1, 403, 407, 261, 378, 500, 7, 99, 260, 311];
         const res = { support: relaxedSupport(), types: {} };
         const logits = async (make, model) => {

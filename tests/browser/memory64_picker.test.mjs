@@ -1,8 +1,8 @@
 // memory64_picker.test.mjs — the demo page's picker and the models past wasm32's 4 GB, in
 // headless Chromium: it marks them "needs 64-bit memory" (the manifest's size or listedSize
-// against the engine's own threshold, js/memory64.js), and in a browser without WebAssembly
+// against the engine's own threshold, js/runtime/memory64.js), and in a browser without WebAssembly
 // memory64 (Safari; here Chromium whose WebAssembly.validate() refuses the page's memory64
-// probe, the one js/memory64.js memory64Support() makes) marks them as not loadable and refuses
+// probe, the one js/runtime/memory64.js memory64Support() makes) marks them as not loadable and refuses
 // them with the reason before any download, whether picked or opened with ?model=. The model
 // loaded before stays loaded. And an entry's nCtx (gpt-oss-20b's: its full context's KV cache
 // would not fit beside its file) is the context the page loads it with.

@@ -1,4 +1,4 @@
-// model_store.test.mjs — the model store (js/storage/) in headless Chromium (playwright-core) and
+// model_store.test.mjs — the model store (js/models/storage/) in headless Chromium (playwright-core) and
 // Firefox (firefox-esr, puppeteer-core over WebDriver BiDi), on the real Origin Private File
 // System, Web Locks and BroadcastChannel, against tests/js/_flaky_server.mjs (a loopback server
 // that misbehaves on purpose, seeded). In each browser:
@@ -50,7 +50,7 @@ before(async () => {
     if (req.url.split('?')[0] === '/store-test.html') {
       res.writeHead(200, { 'Content-Type': 'text/html' });
       res.end(`<!doctype html><meta charset="utf-8"><title>store</title><script type="module">
-        import * as cache from '/js/cache.js';
+        import * as cache from '/js/models/cache.js';
         import { createEngine } from '/js/wasmlm.js';
         window.cache = cache; window.createEngine = createEngine; window.ready = true;
       </script>`);

@@ -1,4 +1,4 @@
-// store_page.test.mjs — the demo page over the model store (js/storage/,
+// store_page.test.mjs — the demo page over the model store (js/models/storage/,
 // web/demo/cache-list.js) in headless Chromium: a partial download in OPFS is listed with what it
 // holds and a Resume button; Resume continues it with a Range request from the stored bytes (the
 // server's record) to a verified file, listed with its size, date and "verified"; Remove deletes
@@ -33,7 +33,7 @@ test('the cache list shows a partial download, resumes it from its stored bytes,
   const f = srv.addFile('big-model.bin', randomBytes(3 << 20, 5));
   srv.setThrottle({ bytes: 32 * 1024, ms: 10 });
   const stored = await page.evaluate(async (f) => {
-    const { ModelStore } = await import('/js/cache.js');
+    const { ModelStore } = await import('/js/models/cache.js');
     const ac = new AbortController();
     const store = new ModelStore({ segmentBytes: 256 * 1024 });
     await store.download(f.url, { sha256: f.sha256, size: f.size, signal: ac.signal,
@@ -57,7 +57,7 @@ test('the cache list shows a partial download, resumes it from its stored bytes,
 
   await page.getByRole('button', { name: 'Remove big-model.bin from the cache' }).click();
   await page.waitForFunction(() => ![...document.querySelectorAll('#cache-list li')].some((li) => li.textContent.includes('big-model.bin')));
-  const left = await page.evaluate(async () => (await (await import('/js/cache.js')).modelStore().list()).length);
+  const left = await page.evaluate(async () => (await (await import('/js/models/cache.js')).modelStore().list()).length);
   assert.equal(left, 0, 'nothing left in OPFS');
   browser.assertNoProblems();
 });

@@ -75,15 +75,15 @@ test('cross-origin isolated: the page uses every core, and 2 threads compute wha
 
 test('a worker engine\'s helper threads are Workers of the page; one that cannot start fails the load with why',
   { timeout: 2 * STEP_TIMEOUT }, async () => {
-    // The page starts the helpers of an engine in a Worker (js/protocol.js Helper): a Worker
+    // The page starts the helpers of an engine in a Worker (js/worker/protocol.js Helper): a Worker
     // constructed inside a worker can block forever in Firefox while DevTools or WebDriver BiDi
-    // listen for workers (docs/how-it-works.md, Threads). js/thread.js served broken here (the
+    // listen for workers (docs/how-it-works.md, Threads). js/runtime/thread.js served broken here (the
     // wrong MIME type for a module script): the page's helper Worker gets an error event, which
     // must reach the engine in the worker and end the load with it.
     const broken = path.join(dir, 'thread.js');
     writeFileSync(broken, 'export {};\n');
     const good = await startTestServer();
-    const bad = await startTestServer({ files: { '/js/thread.js': broken } });
+    const bad = await startTestServer({ files: { '/js/runtime/thread.js': broken } });
     try {
       const { page } = browser;
       const run = () => page.evaluate(async () => {
@@ -123,7 +123,7 @@ test('a worker engine\'s helper threads are Workers of the page; one that cannot
       const ok = await run();
       assert.equal(ok.threads, 2, JSON.stringify(ok));
       assert.ok(ok.text.length > 0, JSON.stringify(ok));
-      assert.deepEqual(ok.live, ['/js/worker.js', '/js/thread.js'], 'the engine\'s Worker and its helper, both the page\'s');
+      assert.deepEqual(ok.live, ['/js/worker/worker.js', '/js/runtime/thread.js'], 'the engine\'s Worker and its helper, both the page\'s');
       assert.deepEqual(ok.after, [], 'free() ended both');
 
       await page.goto(bad.url);
@@ -131,7 +131,7 @@ test('a worker engine\'s helper threads are Workers of the page; one that cannot
       const failed = await run();
       assert.equal(failed.threads, undefined, JSON.stringify(failed));
       assert.match(failed.message, /helper thread/, JSON.stringify(failed));
-      assert.deepEqual(failed.live, ['/js/worker.js'], 'the helper that failed was terminated');
+      assert.deepEqual(failed.live, ['/js/worker/worker.js'], 'the helper that failed was terminated');
       assert.deepEqual(failed.after, []);
     } finally {
       await good.close();

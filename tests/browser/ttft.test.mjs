@@ -8,7 +8,7 @@
 // and fetches it itself (compiled in the page while the worker starts, then posted to it).
 // index.html's first script starts the worker, the compile and the model's download before the
 // page's modules run (the wasm module's download before the page's bundle is evaluated: the
-// script picks it as js/wasm.js would, the library adopts it); each file is still requested
+// script picks it as js/runtime/wasm.js would, the library adopts it); each file is still requested
 // once. The page's scripts are three bundles
 // (dist/demo.js, dist/worker.js, dist/thread.js; tools/bundle.mjs): no source module is fetched,
 // nor the chat-template library before a chat model is chosen.
@@ -92,7 +92,7 @@ async function coldRun(t, { isolate }) {
     assert.deepEqual(server.requests.filter((q) => /^\/dist\/.*\.wasm$/.test(q.path)).map((q) => q.path), [`/dist/${want}`],
       'nothing fetched the other builds');
 
-    // index.html's first script picks the module as js/wasm.js does and starts its download and
+    // index.html's first script picks the module as js/runtime/wasm.js does and starts its download and
     // compile before it even asks for the page's bundle (dist/demo.js), which then adopts it
     // (adoptCompiled): the request is not held back until the bundle has arrived and run.
     assert.equal(r.bundle.length, 1, 'the bundle is fetched once');

@@ -1,4 +1,4 @@
-// vision.test.mjs — images in a page (headless Chromium): js/vision.js decodes through
+// vision.test.mjs — images in a page (headless Chromium): js/vision/vision.js decodes through
 // createImageBitmap + OffscreenCanvas (PNG: the very pixels the C test reads; PNG with alpha:
 // alpha dropped, as stb_image does; an ImageBitmap and raw ImageData as given), and the engine
 // with a synthetic Gemma 3 pair and its mmproj loaded from URLs generates after an image (a
@@ -40,7 +40,7 @@ test('vision in a page: createImageBitmap decoding equals the pixels; generation
   for (let i = 0; i < w * h; i++) p.data.set([rgb[3 * i], rgb[3 * i + 1], rgb[3 * i + 2], 255 - (i % 200)], 4 * i);
   const rgba = pngjs.PNG.sync.write(p);
   const got = await page.evaluate(async ({ png, rgba }) => {
-    const v = await import('/js/vision.js');
+    const v = await import('/js/vision/vision.js');
     const hex = (a) => Array.from(a, (x) => x.toString(16).padStart(2, '0')).join('');
     const bytes = Uint8Array.from(atob(png), (c) => c.charCodeAt(0));
     const a = await v.decodeImage(bytes);

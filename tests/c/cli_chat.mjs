@@ -14,7 +14,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { renderChatTemplate } from '../../js/chat.js';
+import { renderChatTemplate } from '../../js/chat/chat.js';
 import { vocabGguf } from '../../tools/vocab_gguf.mjs';
 
 const [cli, shared, work] = process.argv.slice(2);

@@ -114,7 +114,7 @@ static int generate_spec(wlm_context *c, wlm_context *ref, const char *prompt,
     int rc = wlm_generate_begin_text(c, prompt, p);
     CHECK_STATUS(rc, WLM_OK);
     if (rc != WLM_OK) return 0;
-    if (sp) { /* as js/engine.js: speculation on before the prefill's logits come */
+    if (sp) { /* as js/engine/engine.js: speculation on before the prefill's logits come */
         rc = wlm_generate_speculate(c, sp);
         CHECK_STATUS(rc, WLM_OK);
         if (rc != WLM_OK) return 0;

@@ -23,7 +23,7 @@ import { ENGINES, launchBrowser, missing } from './_drivers.mjs';
  * Runs in the page before its own scripts. window.__problems: uncaught errors, unhandled
  * rejections and console.error calls (the tests fail on any); window.__logs: console.log's
  * arguments as JSON; window.__tokenMessages: {id, shown} per token message of any Worker (the
- * engine protocol's Reply.TOKEN, js/protocol.js), `shown` being the number of child nodes of the
+ * engine protocol's Reply.TOKEN, js/worker/protocol.js), `shown` being the number of child nodes of the
  * output element (#story in the example, else #output) when the message arrived. A 'message'
  * listener added in the Worker's constructor runs before the engine's own: a page that streams
  * has appended every earlier token by then (tests/browser/_helpers.mjs recordTokenMessages).
@@ -53,7 +53,7 @@ function recorder() {
   const NativeWorker = window.Worker;
   if (typeof NativeWorker !== 'function') return;
   // Per Worker the page starts: its script, when (ms since the page's start), the requests the
-  // page sent (the protocol's `type`s, js/protocol.js Req) and the replies and events it got,
+  // page sent (the protocol's `type`s, js/worker/protocol.js Req) and the replies and events it got,
   // counted by type, and when it was terminated: what a timed-out wait reports (waitInPage).
   const workers = [];
   const byWorker = new WeakMap();
@@ -90,7 +90,7 @@ function recorder() {
 }
 const RECORDER = `<script>(${recorder})();</script>`;
 
-/** The build names of js/wasm.js and their files in dist/ (one thread, threaded). */
+/** The build names of js/runtime/wasm.js and their files in dist/ (one thread, threaded). */
 const FILES = { relaxed: ['wasmlm-relaxed.wasm', 'wasmlm-relaxed-mt.wasm'], simd128: ['wasmlm.wasm', 'wasmlm-mt.wasm'] };
 /** How the page's #model-info names a build (web/demo/models.js). */
 const LABEL = { relaxed: 'relaxed SIMD', simd128: 'SIMD128', scalar: 'scalar' };
@@ -222,7 +222,7 @@ export function coreCases(engine, expect) {
       isolated: self.crossOriginIsolated, sab: typeof SharedArrayBuffer === 'function',
       cores: navigator.hardwareConcurrency, info: document.getElementById('model-info').textContent,
       threads: document.getElementById('stat-threads').textContent,
-      relaxed: (await import(new URL('../js/wasm.js', location.href).href)).relaxedSupport(),
+      relaxed: (await import(new URL('../js/runtime/wasm.js', location.href).href)).relaxedSupport(),
     }));
     const threads = expect.sharedMemory ? Math.max(1, Math.min(4, env.cores)) : 1;
     t.diagnostic(`${page.version}: ${env.info.split(' · ').slice(-2).join(', ')} ` +
@@ -236,7 +236,7 @@ export function coreCases(engine, expect) {
     const want = `/dist/${FILES[expect.build][threads > 1 ? 1 : 0]}`;
     const fetched = Object.values(FILES).flat().map((f) => `/dist/${f}`).filter((f) => server.count(f) > 0);
     assert.deepEqual(fetched, [want], 'the wasm modules fetched');
-    // The page itself starts the engine worker's helper threads (js/protocol.js Helper): a
+    // The page itself starts the engine worker's helper threads (js/worker/protocol.js Helper): a
     // Worker constructed inside a worker can block forever in Firefox under WebDriver BiDi.
     const live = await page.evaluate(() => window.__workers.filter((w) => w.terminated === undefined).map((w) => w.url));
     assert.deepEqual(live.sort(), ['/dist/worker.js', ...Array(threads - 1).fill('/dist/thread.js')].sort(),

@@ -1,5 +1,5 @@
 // _flaky_server.mjs — a test HTTP server on 127.0.0.1 that misbehaves on purpose, for the model
-// store's downloads (js/storage/download.js): per request, a seeded RNG picks a fault from the
+// store's downloads (js/models/storage/download.js): per request, a seeded RNG picks a fault from the
 // rates it is given —
 //   drop       the body stops at a random offset and the connection is destroyed
 //   norange    a Range request gets the whole file as a 200 (the server ignores Range)

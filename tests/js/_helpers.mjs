@@ -51,7 +51,7 @@ export function runcVisible(text) {
 }
 
 /**
- * A worker_threads Worker running js/worker.js (through _worker_shim.mjs), shaped like a Web
+ * A worker_threads Worker running js/worker/worker.js (through _worker_shim.mjs), shaped like a Web
  * Worker for createWorkerEngine({worker}). `raw` is the worker_threads Worker.
  */
 export async function webWorkerLike() {

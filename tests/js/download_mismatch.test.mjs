@@ -1,5 +1,5 @@
 // download_mismatch.test.mjs — a download that is not the file the manifest pins is a clear
-// error in both downloaders, js/cache.js (the page) and models/fetch.mjs (the command line), and
+// error in both downloaders, js/models/cache.js (the page) and models/fetch.mjs (the command line), and
 // which one it is: 'partial' (the transfer broke off: fewer bytes than the file has), 'size' (the
 // server's file has another size: refused from Content-Length before any byte is read, or after
 // the body when no length was sent), 'sha256' (same size, other bytes). A 127.0.0.1 server plays
@@ -12,7 +12,7 @@ import fs from 'node:fs';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { download } from '../../js/cache.js';
+import { download } from '../../js/models/cache.js';
 import { downloadFile, fetchEntry } from '../../models/fetch.mjs';
 import { MODEL } from './_helpers.mjs';
 
@@ -49,12 +49,12 @@ after(() => {
 
 const pinned = { sha256: SHA, size: BYTES.length };
 
-test('js/cache.js: the pinned file downloads', async () => {
+test('js/models/cache.js: the pinned file downloads', async () => {
   const b = await download(`${base}/good`, pinned);
   assert.equal(b.size, BYTES.length);
 });
 
-test('js/cache.js: a transfer that breaks off midway is a partial download (WLM_ERR_IO, partial)', async () => {
+test('js/models/cache.js: a transfer that breaks off midway is a partial download (WLM_ERR_IO, partial)', async () => {
   await assert.rejects(download(`${base}/cut`, pinned), (err) => {
     assert.equal(err.code, 'WLM_ERR_IO');
     assert.equal(err.partial, true);
@@ -63,7 +63,7 @@ test('js/cache.js: a transfer that breaks off midway is a partial download (WLM_
   });
 });
 
-test('js/cache.js: fewer bytes than pinned, cleanly ended, is a partial download (WLM_ERR_CHECKSUM)', async () => {
+test('js/models/cache.js: fewer bytes than pinned, cleanly ended, is a partial download (WLM_ERR_CHECKSUM)', async () => {
   await assert.rejects(download(`${base}/short-chunked`, pinned), (err) => {
     assert.equal(err.code, 'WLM_ERR_CHECKSUM');
     assert.equal(err.mismatch, 'partial');
@@ -74,7 +74,7 @@ test('js/cache.js: fewer bytes than pinned, cleanly ended, is a partial download
   });
 });
 
-test('js/cache.js: a server file of another size is refused from Content-Length, before the body', async () => {
+test('js/models/cache.js: a server file of another size is refused from Content-Length, before the body', async () => {
   let progressed = 0;
   await assert.rejects(download(`${base}/longer`, { ...pinned, onProgress: (p) => { progressed = p.loaded; } }), (err) => {
     assert.equal(err.code, 'WLM_ERR_CHECKSUM');
@@ -89,7 +89,7 @@ test('js/cache.js: a server file of another size is refused from Content-Length,
   await assert.rejects(download(`${base}/longer-chunked`, pinned), { code: 'WLM_ERR_CHECKSUM', mismatch: 'size' });
 });
 
-test('js/cache.js: same size, other bytes is a sha256 mismatch', async () => {
+test('js/models/cache.js: same size, other bytes is a sha256 mismatch', async () => {
   await assert.rejects(download(`${base}/other`, pinned), (err) => {
     assert.equal(err.code, 'WLM_ERR_CHECKSUM');
     assert.equal(err.mismatch, 'sha256');

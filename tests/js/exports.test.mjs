@@ -40,7 +40,7 @@ for (const file of ['dist/wasmlm.wasm', 'dist/wasmlm-scalar.wasm', 'dist/wasmlm-
     const mod = new WebAssembly.Module(fs.readFileSync(new URL(file, root)));
     const exported = new Set(WebAssembly.Module.exports(mod).map((e) => e.name));
     for (const name of list) assert.ok(exported.has(name), `${file} lacks ${name}`);
-    // helpers (js/thread.js) move their stack pointer with stackRestore
+    // helpers (js/runtime/thread.js) move their stack pointer with stackRestore
     if (threaded) assert.ok(exported.has('stackRestore') && !exported.has('memory'));
     assert.deepEqual(WebAssembly.Module.imports(mod).map((i) => `${i.module}.${i.name}`).sort(),
       threaded ? ['env.emscripten_notify_memory_growth', 'env.memory'] : ['env.emscripten_notify_memory_growth']);

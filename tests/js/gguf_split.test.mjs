@@ -2,7 +2,7 @@
 // PREFIX-0000i-of-0000N.gguf, all key/values in the first, split.no / split.count /
 // split.tensors.count in each, and every tensor's bytes exactly once, in order, at most
 // max-size of tensor data per part. (That llama.cpp loads such a set: bench/README.md, wllama.)
-// The engine loads such a set (js/split.js) with the same logits as the whole file.
+// The engine loads such a set (js/models/split.js) with the same logits as the whole file.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -66,7 +66,7 @@ test('gguf_split: sizes', () => {
   assert.throws(() => parseSize('1T'));
 });
 
-// The engine loads a split model from its parts (js/split.js): a list of paths, Blobs or URLs
+// The engine loads a split model from its parts (js/models/split.js): a list of paths, Blobs or URLs
 // in any order, or the first part's name alone; the logits are bitwise the unsplit file's.
 test('gguf_split: load() reads the parts as one model, from paths, the first name, Blobs and URLs', async () => {
   const { createEngine } = await import('../../js/wasmlm.js');

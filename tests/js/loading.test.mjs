@@ -178,7 +178,7 @@ test('load from Blob, ArrayBuffer, Uint8Array view and file: URL', async () => {
   });
   await assertWorks();
   assert.ok(progress.filter((p) => p.stage === 'model').every((p) => p.total === MODEL_BYTES.length));
-  // Read in one step (js/source.js reads a Blob 16 MB at a time, not in Blob.stream()'s 64 KB
+  // Read in one step (js/models/source.js reads a Blob 16 MB at a time, not in Blob.stream()'s 64 KB
   // chunks: an await and a progress report, in a worker a message to the page, each).
   assert.deepEqual(progress.filter((p) => p.stage === 'model').map((p) => p.loaded), [0, MODEL_BYTES.length]);
   // A view into a larger buffer: only the view's bytes count.

@@ -145,7 +145,7 @@ test('a tokenizer URL on GitHub is pinned to a commit', () => {
 });
 
 test('an unverified entry may carry listedSize (the size it is shown with, never checked); the ones past wasm32 have one', async () => {
-  const { WASM32_BYTES, WASM32_FIT } = await import('../../js/memory64.js');
+  const { WASM32_BYTES, WASM32_FIT } = await import('../../js/runtime/memory64.js');
   for (const e of manifest.models) {
     if (e.listedSize === undefined) continue;
     assert.equal(e.verified, false, `${e.id}: listedSize only on unverified entries (a verified one has size)`);

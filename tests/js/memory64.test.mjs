@@ -1,5 +1,5 @@
 // memory64.test.mjs — the memory64 (wasm64) modules and the choice between them and wasm32 at
-// load() (js/memory64.js). Under Node 24 (tools/test.sh runs this file there too) the memory64
+// load() (js/runtime/memory64.js). Under Node 24 (tools/test.sh runs this file there too) the memory64
 // modules must give bitwise the logits of wasm32's, and a model past 4 GB must load: stories260K
 // with 4.3 GB of zeros in front of its tensors (tools/gguf_pad.mjs: a sparse file, an unused
 // tensor the engine skips), so every weight lies past 4 GB in the file and in wasm memory and
@@ -18,7 +18,7 @@ import { promisify } from 'node:util';
 import { createEngine } from '../../js/wasmlm.js';
 import {
   OUT_SLOTS, POINTER_ARRAYS, chooseMemory, chooseMemoryForAuto, memory64Support, modelBytes, peekModelHeader, readModelHeader,
-} from '../../js/memory64.js';
+} from '../../js/runtime/memory64.js';
 import { exportSignatures } from '../../tools/wasm64/abi.mjs';
 import { padGguf } from '../../tools/gguf_pad.mjs';
 import { synthesize, writeHeaderOnly } from '../../tools/synth_gguf.mjs';

@@ -1,4 +1,4 @@
-// model_store.test.mjs — the model store (js/storage/) in Node, on its memory backend, against
+// model_store.test.mjs — the model store (js/models/storage/) in Node, on its memory backend, against
 // tests/js/_flaky_server.mjs, a loopback server that misbehaves on purpose: 240 randomized
 // downloads through every fault (each finished file's sha256 equals the original — or, with no
 // pin, one whole version the server sent — and each failure is a WasmlmError that says what went
@@ -11,10 +11,10 @@
 import { test, before, after, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { startFlakyServer, randomBytes, sha256 } from './_flaky_server.mjs';
-import { ModelStore, listModels, isCached, deleteModel, ModelCache } from '../../js/cache.js';
-import { MemoryBackend } from '../../js/storage/memory.js';
-import { sha256OfBlob } from '../../js/storage/integrity.js';
-import { parseContentRange } from '../../js/storage/download.js';
+import { ModelStore, listModels, isCached, deleteModel, ModelCache } from '../../js/models/cache.js';
+import { MemoryBackend } from '../../js/models/storage/memory.js';
+import { sha256OfBlob } from '../../js/models/storage/integrity.js';
+import { parseContentRange } from '../../js/models/storage/download.js';
 import { WasmlmError } from '../../js/wasmlm.js';
 
 let srv;

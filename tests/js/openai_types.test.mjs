@@ -1,7 +1,7 @@
 // tests/js/openai_types.test.mjs — wasmlm's chat-completion objects against the `openai` npm
 // package's TypeScript types (a devDependency used only here), with tsc --noEmit (the
 // `typescript` devDependency): tests/types/openai_types.ts checks that our declared types
-// (js/chat_completion.d.ts) are assignable to OpenAI's ChatCompletion / ChatCompletionChunk and
+// (js/chat/chat_completion.d.ts) are assignable to OpenAI's ChatCompletion / ChatCompletionChunk and
 // that an OpenAI SDK request is one of ours; and the objects of real runs (a plain answer, tool
 // calls, logprobs, every chunk of a stream with usage) are written as literals that must
 // `satisfy` OpenAI's types — so a field we return with a wrong type or name fails, and so does

@@ -1,6 +1,6 @@
 // option_names.test.mjs — every refusal of an option names it as the caller spelled it (topP,
 // maxTokens, nCtx), not as C calls the field (top_p, max_tokens, n_ctx): C checks the ranges and
-// words the message, js/params.js renames its fields. For each option C checks, through every
+// words the message, js/engine/params.js renames its fields. For each option C checks, through every
 // entry point that passes it (generate, generateBatch, previewDistribution, beamSearch, load,
 // and the worker engine), the message has the option's name and no snake_case word at all.
 

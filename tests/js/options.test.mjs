@@ -40,7 +40,7 @@ function interfaces(text) {
   return out;
 }
 
-const DTS = ['js/wasmlm.d.ts', 'js/chat_completion.d.ts', 'js/cache.d.ts', 'js/server/server.d.ts', 'js/ai_sdk/index.d.ts',
+const DTS = ['js/wasmlm.d.ts', 'js/chat/chat_completion.d.ts', 'js/models/cache.d.ts', 'js/server/server.d.ts', 'js/ai_sdk/index.d.ts',
   'js/prompt_api/index.d.ts'];
 const declared = Object.assign({}, ...DTS.map((f) => interfaces(readFileSync(resolve(REPO, f), 'utf8'))));
 const members = (name) => {

@@ -48,14 +48,14 @@ test('npm pack ships the library and nothing from tests/ or bench/', async () =>
     { cwd: REPO, env: { ...process.env, npm_config_loglevel: 'silent', npm_config_update_notifier: 'false' } });
   const [packed] = JSON.parse(stdout);
   const files = packed.files.map((f) => f.path).sort();
-  for (const expected of ['package.json', 'README.md', 'js/wasmlm.js', 'js/wasmlm.d.ts', 'js/worker.js',
-    'js/protocol.js', 'js/cache.js', 'js/cache.d.ts', 'js/threads.js', 'js/thread.js', 'dist/wasmlm.wasm',
+  for (const expected of ['package.json', 'README.md', 'js/wasmlm.js', 'js/wasmlm.d.ts', 'js/worker/worker.js',
+    'js/worker/protocol.js', 'js/models/cache.js', 'js/models/cache.d.ts', 'js/runtime/threads.js', 'js/runtime/thread.js', 'dist/wasmlm.wasm',
     'dist/wasmlm-scalar.wasm', 'dist/wasmlm-mt.wasm', 'src/wasmlm.h', 'js/backend/select.js',
     'js/backend/webgpu/forward.js']) {
     assert.ok(files.includes(expected), `${expected} is in the package (got ${files.join(', ')})`);
   }
-  // js/ and its layers (js/backend/webgpu/)
-  const allowed = /^(package\.json|README\.md|LICENSE(\.\w+)?|js\/([\w-]+\/)*[\w.-]+\.(js|d\.ts)|dist\/[\w.-]+\.wasm|src\/wasmlm\.h)$/;
+  // js/ and its layers (js/backend/webgpu/), and js/README.md, their map
+  const allowed = /^(package\.json|README\.md|LICENSE(\.\w+)?|js\/([\w-]+\/)*[\w.-]+\.(js|d\.ts)|js\/README\.md|dist\/[\w.-]+\.wasm|src\/wasmlm\.h)$/;
   assert.deepEqual(files.filter((f) => !allowed.test(f)), [], 'nothing else');
   assert.deepEqual(files.filter((f) => /^(tests|bench|build|fuzz|tools|web|models|node_modules)\//.test(f)), []);
 });

@@ -1,5 +1,5 @@
 // read_ahead.test.mjs — EngineOptions.readAhead (issue 25): the quantized matrix-vector kernels
-// with and without their read-ahead (wlm_context_params.read_ahead, js/read_ahead.js). Forcing
+// with and without their read-ahead (wlm_context_params.read_ahead, js/runtime/read_ahead.js). Forcing
 // each gives bitwise the same logits (prefill, then decode) and tokens on the quantized weight
 // types; 'auto' times the two over the first decode steps after a load() and keeps the faster,
 // as its own timings say (LastResult.readAhead), timing again after the next load(); the
@@ -11,7 +11,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createEngine, WasmlmError } from '../../js/wasmlm.js';
-import { READ_AHEAD_MARGIN, READ_AHEAD_SAMPLES, READ_AHEAD_WARMUP, ReadAheadTuner } from '../../js/read_ahead.js';
+import { READ_AHEAD_MARGIN, READ_AHEAD_SAMPLES, READ_AHEAD_WARMUP, ReadAheadTuner } from '../../js/runtime/read_ahead.js';
 import { writeSyntheticGguf } from '../../tools/synth.mjs';
 import { TOKENIZER } from './_helpers.mjs';
 

@@ -1,4 +1,4 @@
-// tests/js/reasoning.test.mjs — a thinking model's reasoning apart from its answer (js/reasoning.js)
+// tests/js/reasoning.test.mjs — a thinking model's reasoning apart from its answer (js/chat/reasoning.js)
 // and the chat templates of SmolLM3 and gpt-oss: which reasoning syntax each real template is
 // recognised as; the parsers on hand-written outputs of <think> blocks (Qwen3 / Qwen3.5 /
 // SmolLM3) and harmony messages (gpt-oss), a tool call inside the reasoning never parsed as a
@@ -15,9 +15,9 @@ import { createRequire } from 'node:module';
 import { readFileSync, writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ChatOutputParser, detectReasoningFormat, lazyArming, promptOpensThinking } from '../../js/reasoning.js';
-import { detectToolFormat } from '../../js/tool_calls.js';
-import { chatCompletionPrompt } from '../../js/chat_completion.js';
+import { ChatOutputParser, detectReasoningFormat, lazyArming, promptOpensThinking } from '../../js/chat/reasoning.js';
+import { detectToolFormat } from '../../js/chat/tool_calls.js';
+import { chatCompletionPrompt } from '../../js/chat/chat_completion.js';
 import { createEngine } from '../../js/wasmlm.js';
 import { vocabGguf } from '../../tools/vocab_gguf.mjs';
 import { CORPUS, check, fuzz, rng } from '../../fuzz/fuzz_reasoning.mjs';
@@ -129,7 +129,7 @@ test('harmony: analysis is the reasoning, final the content, to=functions.NAME a
 
 test('harmony grammars: a named or only tool prefilled to <|message|>, several prefilled to the name, auto lazy on "to=functions."', async () => {
   const convert = async () => 'root ::= "{}"';
-  const { toolGrammar } = await import('../../js/tool_calls.js');
+  const { toolGrammar } = await import('../../js/chat/tool_calls.js');
   let g = await toolGrammar('harmony', [TOOLS[0]], { mode: 'required', markers: new Map() }, convert);
   assert.deepEqual([g.lazy, g.prefill], [false, '<|channel|>commentary to=functions.calculator <|constrain|>json<|message|>']);
   g = await toolGrammar('harmony', TOOLS, { mode: 'required', markers: new Map() }, convert);

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { planModule } from '../../js/wasm.js';
+import { planModule } from '../../js/runtime/wasm.js';
 import { REFERENCE, collect, loadedEngine, referenceText, runcVisible } from './_helpers.mjs';
 
 // run.c keeps its KV cache in float32: so does this engine, for logits equal to 1e-4.
@@ -18,7 +18,7 @@ test('model info matches stories260K', async () => {
     attnLayers: 5, stateBytes: 0, // a transformer: every layer has its KV cache, no recurrent state
     build: (await planModule({})).build, // 'relaxed' in Node >= 22, 'simd128' in Node 20
     threads: engine.threads,
-    memory64: false, // a 1 MB model: wasm32 (js/memory64.js)
+    memory64: false, // a 1 MB model: wasm32 (js/runtime/memory64.js)
     // the relaxed build's int8 dot form, picked by timing both ('auto'); 'none' in the others
     dotForm: engine.info.build === 'relaxed' ? engine.info.dotForm : 'none',
     dotFormBatch: engine.info.build === 'relaxed' ? engine.info.dotFormBatch : 'none',
@@ -30,7 +30,7 @@ test('model info matches stories260K', async () => {
     eosToken: '\n</s>\n', addBos: true,
     // the default backend 'auto' in Node without a `gpu`: the CPU, saying why
     backend: 'cpu', backendReason: engine.info.backendReason, gpuAdapter: null, gpuBytes: 0,
-    // embeddings (js/embed.js): a generative model without pooling_type
+    // embeddings (js/engine/embed.js): a generative model without pooling_type
     embeddingLength: 64, pooling: 'none', generative: true, rankOutputs: 0,
     nExpert: 0, nExpertUsed: 0, // a dense model: no mixture of experts
     vision: null, // no mmproj loaded

@@ -1,5 +1,5 @@
 // speculative.test.mjs — speculative decoding through the JS API (GenerateParams.draft,
-// Engine.loadDraft, js/speculative.js): greedy output identical to plain greedy decoding with
+// Engine.loadDraft, js/engine/speculative.js): greedy output identical to plain greedy decoding with
 // a draft model (the same weights as GGUF: every draft accepted) and with prompt lookup, on one
 // thread, two threads and the worker engine; lastResult's drafted / accepted; sampled output
 // reproducible by seed; the refusals. The exactness of sampled speculative decoding is proven

@@ -3,7 +3,7 @@
 // every later engine, createEngine({threads}) returns before its helper threads run (the first
 // forward passes may run without them, with the same results), and an engine freed while its
 // helpers start frees cleanly. adoptCompiled() hands the library a compile started before it was
-// loaded (web/index.html's first script, whose inlined probes must be js/wasm.js's).
+// loaded (web/index.html's first script, whose inlined probes must be js/runtime/wasm.js's).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +12,7 @@ import { createEngine, preload } from '../../js/wasmlm.js';
 import fs from 'node:fs';
 import {
   RELAXED_PROBE, RELAXED_PROBE_ANSWER, SIMD_PROBE, adoptCompiled, compilePlanned, planModule, relaxedSupport,
-} from '../../js/wasm.js';
+} from '../../js/runtime/wasm.js';
 import { MODEL, TOKENIZER } from './_helpers.mjs';
 
 const cores = os.availableParallelism();
@@ -70,7 +70,7 @@ test('adoptCompiled: a plan picking the adopted file takes its module; a failed 
   assert.throws(() => adoptCompiled('x.wasm', module), { code: 'WLM_ERR_INVALID_ARG', message: /x\.wasm/ });
 });
 
-test("web/index.html's first script inlines js/wasm.js's probes and known answer", () => {
+test("web/index.html's first script inlines js/runtime/wasm.js's probes and known answer", () => {
   const html = fs.readFileSync(new URL('../../web/index.html', import.meta.url), 'utf8');
   const b64 = (bytes) => Buffer.from(bytes).toString('base64');
   assert.ok(html.includes(`bytes('${b64(SIMD_PROBE)}')`), 'the SIMD128 probe');

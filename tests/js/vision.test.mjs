@@ -1,4 +1,4 @@
-// vision.test.mjs — images through the JS API (js/vision.js, Engine.load's mmproj, generate's
+// vision.test.mjs — images through the JS API (js/vision/vision.js, Engine.load's mmproj, generate's
 // images, chat / chatCompletion image parts) against llama.cpp itself: the records of
 // tools/oracle.mjs --vision-synth (tests/reference/oracle/vision/: llama.cpp b12211's greedy
 // continuations and top log-probabilities on synthetic gemma3 pairs, the images given to it as
@@ -13,7 +13,7 @@ import path from 'node:path';
 import jpeg from 'jpeg-js';
 import pngjs from 'pngjs';
 import { createEngine, createWorkerEngine, WasmlmError } from '../../js/wasmlm.js';
-import { decodeImage, imageHeader, IMAGE_MAX_PIXELS, MEDIA_MARKER } from '../../js/vision.js';
+import { decodeImage, imageHeader, IMAGE_MAX_PIXELS, MEDIA_MARKER } from '../../js/vision/vision.js';
 import { mmprojBytes, pngBytes, recordImage, testImage } from '../../tools/synth_mmproj.mjs';
 import { synthCached } from '../../tools/synth_gguf.mjs';
 import { REPO, webWorkerLike } from './_helpers.mjs';

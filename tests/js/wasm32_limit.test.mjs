@@ -16,7 +16,7 @@ import { MODEL, TOKENIZER } from './_helpers.mjs';
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-wasm32-'));
 test.after(() => fs.rmSync(tmp, { recursive: true, force: true }));
 
-// js/source.js when the file cannot be allocated; js/engine.js when the file fits but not the
+// js/models/source.js when the file cannot be allocated; js/engine/engine.js when the file fits but not the
 // KV cache and scratch of the context with it
 const TOO_LARGE = /the model \(\d+\.\d\d GB( of weights)?\) is too large for the 4 GB wasm32 memory/;
 

@@ -32,7 +32,7 @@ import { GPU_PROFILE, GpuForward, Pipelines } from '../../js/backend/webgpu/forw
 import { describeModel } from '../../js/backend/webgpu/backend.js';
 import { requestDevice } from '../../js/backend/webgpu/device.js';
 import { fuseMatrices, uploadWeights } from '../../js/backend/webgpu/weights.js';
-import { memory64Support } from '../../js/memory64.js';
+import { memory64Support } from '../../js/runtime/memory64.js';
 import { padGguf } from '../../tools/gguf_pad.mjs';
 import os from 'node:os';
 import path from 'node:path';

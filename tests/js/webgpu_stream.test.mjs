@@ -23,7 +23,7 @@ import { dawn } from './_webgpu.mjs';
 import { createEngine } from '../../js/wasmlm.js';
 import { synthCached, writeHeaderOnly } from '../../tools/synth_gguf.mjs';
 import { splitGguf } from '../../tools/gguf_split.mjs';
-import { readGgufLayout } from '../../js/split.js';
+import { readGgufLayout } from '../../js/models/split.js';
 import { firstNonFinite, residentPlan, Router } from '../../js/backend/webgpu/stream.js';
 
 const { gpu, skip: why } = await dawn();

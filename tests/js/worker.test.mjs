@@ -1,4 +1,4 @@
-// worker.test.mjs — createWorkerEngine() against the real js/worker.js, run in a Node
+// worker.test.mjs — createWorkerEngine() against the real js/worker/worker.js, run in a Node
 // worker_threads Worker through _worker_shim.mjs (Node has no Web Workers; the browser tests
 // cover the real thing). Checks the Engine interface across the boundary and the protocol's
 // "exactly one terminal reply per request".
@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createWorkerEngine, WasmlmError } from '../../js/wasmlm.js';
-import { Req, Reply } from '../../js/protocol.js';
+import { Req, Reply } from '../../js/worker/protocol.js';
 import { MODEL, TOKENIZER, collect, referenceText, webWorkerLike } from './_helpers.mjs';
 
 const GREEDY = referenceText('stories260K_run.c_greedy_OnceUponATime_404.txt')

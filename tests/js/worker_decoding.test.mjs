@@ -1,5 +1,5 @@
 // worker_decoding.test.mjs — the decoding features through createWorkerEngine() and the real
-// js/worker.js (in a worker_threads Worker, see _worker_shim.mjs): sampler fields and top
+// js/worker/worker.js (in a worker_threads Worker, see _worker_shim.mjs): sampler fields and top
 // alternatives, batches, beam search and kvStats give exactly what the in-thread engine gives;
 // aborts keep their summaries; the protocol's one-terminal-reply rule holds for the new
 // requests.
@@ -7,7 +7,7 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createWorkerEngine, WasmlmError } from '../../js/wasmlm.js';
-import { PROTOCOL_VERSION, Req, Reply } from '../../js/protocol.js';
+import { PROTOCOL_VERSION, Req, Reply } from '../../js/worker/protocol.js';
 import { MODEL, TOKENIZER, collect, loadedEngine, webWorkerLike } from './_helpers.mjs';
 
 const local = await loadedEngine();

@@ -1,5 +1,5 @@
 // openai_types.ts — type-level check (tsc --noEmit, run by tests/js/openai_types.test.mjs) that
-// wasmlm's chat-completion types (js/chat_completion.d.ts, through js/wasmlm.d.ts) fit the
+// wasmlm's chat-completion types (js/chat/chat_completion.d.ts, through js/wasmlm.d.ts) fit the
 // `openai` package's: a value of ours must be usable where OpenAI's client code expects theirs,
 // and a request written for OpenAI's SDK (the subset we support) must be one of ours.
 // tsconfig.json here checks this file alone; the test adds the captured objects.

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // tools/wasm64/abi.mjs — appends to a wasm module the custom section `wasmlm.abi`: one line per
 // exported function, "name PARAMS RESULT", a letter per value type (i i32, j i64, f f32, d f64,
-// v v128; RESULT '-' for none, PARAMS '-' for no parameter). js/memory64.js reads it with
+// v v128; RESULT '-' for none, PARAMS '-' for no parameter). js/runtime/memory64.js reads it with
 // WebAssembly.Module.customSections() to pass i64 parameters (pointers and sizes in the memory64
 // modules) as BigInt and return i64 results as Numbers, without a hand-kept table: an export
 // added to tools/exports.txt is described by the build that adds it. Run by

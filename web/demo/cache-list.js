@@ -1,5 +1,5 @@
 // web/demo/cache-list.js — the "Cached models" list: the files the model store keeps (OPFS:
-// large models, resumable; js/storage/) and those in Cache Storage, with their sizes, when they
+// large models, resumable; js/models/storage/) and those in Cache Storage, with their sizes, when they
 // were stored and whether they matched a published checksum; removing one or all, and resuming a
 // partial download.
 

@@ -2,7 +2,7 @@
 // a conversation in #output (one bubble per message; the assistant's tokens streamed into its
 // bubble with the same colours and inspector as a completion), a system prompt, Send, Stop,
 // Regenerate (the last assistant turn again) and Clear. engine.chat() renders the template
-// (js/chat.js) and reuses the KV cache of the previous turn: the statistics say how many prompt
+// (js/chat/chat.js) and reuses the KV cache of the previous turn: the statistics say how many prompt
 // tokens it reused (lastResult.nCached).
 //
 // For tests: body[data-mode] ('completion' | 'chat'); #output holds one

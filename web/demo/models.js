@@ -37,7 +37,7 @@ export function explainLoadError(err) {
           'Access-Control-Allow-Origin).',
       };
     case 'WLM_ERR_CHECKSUM':
-      // js/cache.js says which: a transfer cut short, a file of another size, other bytes
+      // js/models/cache.js says which: a transfer cut short, a file of another size, other bytes
       if (err.mismatch === 'partial') {
         return {
           kind: 'partial',
@@ -443,7 +443,7 @@ export async function takeLocalFiles(fileList) {
   const files = [...fileList];
   if (files.length === 0) return;
   const pending = app.localPending;
-  // several GGUF files dropped together: the parts of a split model (js/split.js orders them)
+  // several GGUF files dropped together: the parts of a split model (js/models/split.js orders them)
   const ggufs = [];
   for (const file of files) if (await app.sources.classifyFile(file) === 'gguf') ggufs.push(file);
   if (ggufs.length > 1) {

@@ -1,6 +1,6 @@
 // web/demo/tools.js — the chat mode's Tools panel: two demo tools that run in the page (a
 // calculator and a clock) offered to the model through engine.chatCompletion (OpenAI's chat API,
-// js/chat_completion.js). A turn with tools on: the reply streams; each tool call the model makes
+// js/chat/chat_completion.js). A turn with tools on: the reply streams; each tool call the model makes
 // is shown (name and arguments), run here, its result shown and fed back as a `tool` message,
 // and the model is asked again until it answers in text (at most MAX_ROUNDS rounds of calls;
 // the last round has tool_choice 'none'). It does not render templates or parse calls: the

@@ -11,7 +11,7 @@
 // when the engine needs more of them), and beam search (its forks copied between the
 // sequences' blocks of the GPU cache before the step's batch).
 
-import { jsError } from '../../errors.js';
+import { jsError } from '../../runtime/errors.js';
 import { requestDevice } from './device.js';
 import { GpuForward, Pipelines } from './forward.js';
 import { MAX_HEAD } from './wgsl_ops.js';

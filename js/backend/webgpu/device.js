@@ -4,7 +4,7 @@
 // shader-f16, the buffer limits a model must fit in), and requests a device with the adapter's
 // largest buffer limits and the features the kernels can use. It runs no kernel.
 
-import { jsError } from '../../errors.js';
+import { jsError } from '../../runtime/errors.js';
 
 /** Adapters that are not a real GPU: WebGPU's fallback adapter, or a CPU rasterizer. */
 const SOFTWARE = /swiftshader|llvmpipe|lavapipe|softpipe|warp|microsoft basic render|cpu/i;

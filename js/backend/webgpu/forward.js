@@ -15,7 +15,7 @@
 // forks) is read and written at each entry's sequence and position. It does not sample: the logits go back to the wasm engine
 // (js/backend/webgpu/backend.js).
 
-import { jsError } from '../../errors.js';
+import { jsError } from '../../runtime/errors.js';
 import { attentionCombineWgsl, attentionSplit, attentionWgsl, embedWgsl, eltwiseWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeCosSin, ropeWgsl, WG } from './wgsl_ops.js';
 import { MATMAT_MIN_ENT, matmatWgsl, TILE } from './wgsl_matmat.js';
 import { checkFits, USAGE } from './weights.js';

@@ -11,7 +11,7 @@
 // shift's own small buffers (its cos/sin and arguments), so nothing here depends on the forward
 // pass's activation layout.
 
-import { jsError } from '../../errors.js';
+import { jsError } from '../../runtime/errors.js';
 import { ropeCosSin, WG } from './wgsl_ops.js';
 import { checkFits, USAGE } from './weights.js';
 

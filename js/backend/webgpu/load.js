@@ -8,8 +8,8 @@
 // peak wasm heap is the header + vectors + the deferred context's scratch, not the file.
 // It does not choose the backend (js/backend/select.js does) or parse the file's values (C does).
 
-import { jsError } from '../../errors.js';
-import { peekLayout } from '../../split.js';
+import { jsError } from '../../runtime/errors.js';
+import { peekLayout } from '../../models/split.js';
 import { describeModel, modelUnsupported, WebGpuBackend } from './backend.js';
 import { createMatrixBuffers, residentPlan, streamTensors } from './stream.js';
 import { fuseMatrices, uploadVectors } from './weights.js';
@@ -23,7 +23,7 @@ export async function isGguf(src) {
 }
 
 /**
- * Loads the GGUF `src` (an opened source, js/source.js / js/split.js; closed here) with its
+ * Loads the GGUF `src` (an opened source, js/models/source.js / js/models/split.js; closed here) with its
  * matrices on a device of `adapter`. `x`: the engine's exports (wasm32); `newContext(model)`
  * makes the model's deferred context, `freeContext(ctx)` frees one; `modelError(rc, model)` turns a C
  * status into a WasmlmError. Returns {refused: why} when the GPU cannot take the model, decided

@@ -1,15 +1,15 @@
 // stream.js — a GGUF model's weights from its source straight to GPU buffers, never whole in
-// wasm memory. The file is read once, in order (js/source.js: a download, a Blob, a Node file;
-// js/split.js: a split GGUF's parts as one stream); its bytes are routed as they pass: the
+// wasm memory. The file is read once, in order (js/models/source.js: a download, a Blob, a Node file;
+// js/models/split.js: a split GGUF's parts as one stream); its bytes are routed as they pass: the
 // header is already in the heap (peeked), each one-row tensor (norms, biases, RoPE factors) goes
 // to the heap's "resident area" the C model reads (WLM_LOAD_TENSORS_EXTERNAL, src/wasmlm.h), and
 // each weight matrix to its own GPU storage buffer, in bounded queue.writeBuffer() chunks. It
-// does not parse the file (js/split.js's readGgufLayout does) or decide which backend runs.
+// does not parse the file (js/models/split.js's readGgufLayout does) or decide which backend runs.
 //
 // Offsets are Numbers (exact below 2^53; readGgufLayout refuses larger ones): nothing here is
 // 32-bit, so a model past 4 GB streams like a small one.
 
-import { abortError, jsError } from '../../errors.js';
+import { abortError, jsError } from '../../runtime/errors.js';
 import { GPU_TYPES, typeName } from './wgsl_quant.js';
 import { checkFits, matrices, USAGE } from './weights.js';
 

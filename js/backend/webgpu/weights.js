@@ -8,7 +8,7 @@
 // a GGUF's matrices are streamed from the file to the GPU instead (stream.js, load.js), and only
 // its vectors come from the heap (uploadVectors).
 
-import { jsError } from '../../errors.js';
+import { jsError } from '../../runtime/errors.js';
 import { GPU_TYPES, typeName } from './wgsl_quant.js';
 import { MAX_SSM_HEAD } from './wgsl_recurrent.js';
 

@@ -33,7 +33,7 @@
  * wlm_qmatvec_fn shape: NAME, which reads its rows ahead as above, and NAME_near, which does not
  * (ahead 0: the same arithmetic, bit for bit). Which is faster depends on the CPU: on an AMD Zen 4
  * every distance lost against none (2-16 %, bench/README.md 2026-11-28), on the Intel Xeon of
- * 2026-11-23 it gained; a context picks (wlm_context_params.read_ahead, js/engine.js times both
+ * 2026-11-23 it gained; a context picks (wlm_context_params.read_ahead, js/engine/engine.js times both
  * on the first decode steps). */
 #define MATVEC_ENTRIES(NAME) /* (unused: the relaxed build picks the SIMD128 ones by name only) */ \
     __attribute__((unused)) static void NAME(float *out, const void *w, size_t row_bytes,          \

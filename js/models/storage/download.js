@@ -1,0 +1,396 @@
+// storage/download.js — one file from the network into a store backend (opfs.js, cache_storage.js,
+// memory.js), resumable: HTTP Range requests continue where the stored bytes end, after a dropped
+// connection (at once, with backoff), a reload or a closed tab (from the metadata the last
+// committed segment wrote). Every response is checked before its bytes are written, so a stored
+// file is never a mix of two versions:
+//   - a 206 must start at the byte asked for, and its total (Content-Range) must equal the size
+//     known so far; ETag / Last-Modified must equal the ones recorded when the file started;
+//   - a 200 to a Range request (the server ignores Range) starts the file over from its byte 0;
+//   - a body longer than the file is refused before its extra bytes are written; a short one is
+//     a dropped connection (resumed).
+// A changed file (other validators or size) discards the stored part and starts over, up to
+// `maxRestarts` times, then fails. The sha256 is computed while the bytes arrive (integrity.js)
+// and checked against the caller's pin before the file is marked complete; a mismatch deletes it.
+//
+// Metadata (meta.json; store.js reads it): {v, key, url, id, name, size (known so far),
+// pinnedSize (the caller's), etag, lastModified,
+// sha256 (the pin), actualSha256, segments: [bytes of each committed segment], done (their sum),
+// hashState (the hasher's state after `done` bytes, base64), complete, verified, storedAt,
+// updatedAt}.
+
+import { WasmlmError } from '../../runtime/errors.js';
+import { createHasher, rehash } from './integrity.js';
+
+/** Defaults of the options below (ms and counts). */
+export const DOWNLOAD_DEFAULTS = Object.freeze({
+  retries: 6, stallMs: 30_000, maxRestarts: 2, backoffMs: 500, backoffMaxMs: 15_000, segmentBytes: 16 << 20,
+});
+
+/** Bytes read from the network per step (the BYOB reader's buffer). */
+const READ_BYTES = 1 << 20;
+
+function abortError(signal) {
+  const r = signal?.reason;
+  return r instanceof Error && r.name === 'AbortError' ? r : new DOMException('The download was aborted.', 'AbortError');
+}
+
+function checksumError(message, url, expected, actual, mismatch) {
+  const err = new WasmlmError(message, 'WLM_ERR_CHECKSUM', null, { url });
+  Object.assign(err, { expected, actual, mismatch });
+  return err;
+}
+
+/** Thrown inside a transfer: the response cannot be used, the stored part stays (retry). */
+class Retry extends Error {}
+/** The stored part cannot be continued: it is discarded and the file starts over. `kind`:
+ *  'changed' (other validators or size: another version of the file), 'size' (not the size the
+ *  caller pinned: the address may point at another file), 'norange' (the server
+ *  answered a Range request with the whole file), 'protocol' (a response that breaks HTTP's
+ *  rules: a 206 for other bytes, a body past the file's end). */
+class Restart extends Error {
+  constructor(message, kind, response = null) { super(message); this.kind = kind; this.response = response; }
+}
+
+/** bytes a-b/T → {start, end, total|null}, or null. */
+export function parseContentRange(value) {
+  const m = /^\s*bytes\s+(\d+)-(\d+)\/(\d+|\*)\s*$/i.exec(value ?? '');
+  if (!m) return null;
+  return { start: Number(m[1]), end: Number(m[2]), total: m[3] === '*' ? null : Number(m[3]) };
+}
+
+/** Waits `ms`, or rejects when `signal` aborts. */
+function sleep(ms, signal) {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) { reject(abortError(signal)); return; }
+    const t = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
+    const onAbort = () => { clearTimeout(t); reject(abortError(signal)); };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/** A fresh metadata object for `url`. */
+export function newMeta({ key, url, id = null, name, sha256 = null, size = null, segmentBytes }) {
+  return {
+    v: 1, key, url, id, name, size, pinnedSize: size, etag: null, lastModified: null, sha256: sha256?.toLowerCase() ?? null,
+    actualSha256: null, segmentBytes, segments: [], done: 0, hashState: null, complete: false, verified: false,
+    storedAt: null, updatedAt: new Date().toISOString(),
+  };
+}
+
+/**
+ * Downloads `meta.url` into `backend` under `meta.key`, from the `meta.done` bytes already
+ * committed there. Resolves with the completed metadata; rejects with WasmlmError 'WLM_ERR_IO'
+ * (retries exhausted: `partial` true and the stored part kept for a later resume; an HTTP error
+ * status: `httpStatus`), 'WLM_ERR_CHECKSUM' (mismatch 'sha256' | 'size' | 'changed'; the stored
+ * part is deleted), 'WLM_ERR_QUOTA' (from `checkQuota`, or the storage filled up: the part is
+ * kept), or an AbortError (the part is kept).
+ *
+ * @param {object} o
+ * @param {object} o.backend   a store backend
+ * @param {object} o.meta      the file's metadata (newMeta(), or as stored)
+ * @param {(p: {loaded: number, total: number, bytesPerSec: number, secondsLeft: number|null,
+ *   resumedFrom: number, attempt: number}) => void} [o.onProgress]
+ * @param {AbortSignal} [o.signal]
+ * @param {(needed: number) => Promise<void>} [o.checkQuota]  throws before bytes are fetched
+ *   when `needed` more bytes do not fit
+ * @param {typeof fetch} [o.fetch]
+ * @param {() => boolean} [o.live]  false once the page is going away: from then on nothing is
+ *   written (a page being unloaded may run on after another page of the origin took the file over)
+ */
+export async function downloadInto({ backend, meta, onProgress, signal, checkQuota, fetch: fetchFn = globalThis.fetch,
+  live = () => true,
+  retries = DOWNLOAD_DEFAULTS.retries, stallMs = DOWNLOAD_DEFAULTS.stallMs, maxRestarts = DOWNLOAD_DEFAULTS.maxRestarts,
+  backoffMs = DOWNLOAD_DEFAULTS.backoffMs, backoffMaxMs = DOWNLOAD_DEFAULTS.backoffMaxMs }) {
+  const { key, url } = meta;
+  const segmentBytes = meta.segmentBytes || DOWNLOAD_DEFAULTS.segmentBytes;
+  const pinnedSize = meta.pinnedSize ?? null; // the caller's size (meta.size: the size learnt so far)
+
+  let hasher = null;
+  let pos = meta.done;              // bytes written (committed + in the open segment)
+  let writer = null;                // the open segment
+  let segFill = 0;                  // its bytes
+  let total = meta.size ?? 0;       // 0: unknown yet
+  let restarts = 0;                 // 'changed' / 'protocol' restarts
+  let norange = 0;                  // restarts because the server ignored Range
+  let failures = 0;                 // consecutive failed attempts without progress
+  let attempt = 0;
+  const t0 = performance.now();
+  let bytesThisSession = 0;
+
+  // What is stored must be what the metadata says: segments all present with their sizes.
+  if (meta.done > 0) {
+    const sizes = await backend.segmentSizes(key, meta.segments.length);
+    if (sizes.some((s, i) => s !== meta.segments[i])) await reset();
+  } else {
+    await backend.truncate(key, 0);
+  }
+  hasher = await createHasher(meta.hashState);
+  if (meta.done > 0 && !hasher.resumed) await rehash(hasher, await backend.blob(key, meta.segments.length));
+  const resumedFrom = meta.done;
+
+  const report = () => {
+    const secs = (performance.now() - t0) / 1000;
+    const rate = secs > 0 ? bytesThisSession / secs : 0;
+    onProgress?.({ loaded: pos, total, bytesPerSec: rate, secondsLeft: total && rate > 0 ? (total - pos) / rate : null,
+      resumedFrom, attempt });
+  };
+
+  async function saveMeta() {
+    if (!live()) throw abortError(signal);
+    meta.updatedAt = new Date().toISOString();
+    await backend.writeMeta(key, meta);
+  }
+
+  /** Closes the open segment: its bytes become part of what a reload keeps (once the metadata
+   *  says so: `save` false leaves that to the caller's next write). */
+  async function commit(save = true) {
+    if (!writer) return;
+    const w = writer;
+    writer = null;
+    if (segFill === 0 || !live()) {
+      await w.abort();
+      if (!live()) throw abortError(signal);
+      return;
+    }
+    await w.close();
+    meta.segments.push(segFill);
+    meta.done += segFill;
+    meta.hashState = hasher.state();
+    segFill = 0;
+    if (save) await saveMeta();
+  }
+
+  /** Discards everything stored: the file starts over at byte 0. */
+  async function reset() {
+    await writer?.abort();
+    writer = null;
+    segFill = 0;
+    await backend.truncate(key, 0);
+    Object.assign(meta, { segments: [], done: 0, hashState: null, etag: null, lastModified: null, size: pinnedSize });
+    pos = 0;
+    total = pinnedSize ?? 0;
+    if (hasher) hasher.reset();
+    await saveMeta();
+  }
+
+  async function write(chunk) {
+    for (let at = 0; at < chunk.byteLength;) {
+      if (!live()) throw abortError(signal);
+      if (!writer) writer = await backend.openSegment(key, meta.segments.length);
+      const take = chunk.subarray(at, at + Math.min(chunk.byteLength - at, segmentBytes - segFill));
+      await writer.write(take);
+      hasher.update(take);
+      segFill += take.byteLength;
+      pos += take.byteLength;
+      bytesThisSession += take.byteLength;
+      at += take.byteLength;
+      if (segFill >= segmentBytes) await commit();
+    }
+  }
+
+  if (checkQuota && total) await checkQuota(total - pos);
+  await saveMeta();
+
+  let pending = null; // a 200 response to use as it is after a restart
+  let readBuffer = new ArrayBuffer(READ_BYTES);
+  try {
+    for (;;) {
+      if (signal?.aborted) throw abortError(signal);
+      if (total && pos === total) break;
+      attempt++;
+      const progressBefore = pos;
+      const stall = new AbortController();
+      const onAbort = () => stall.abort(signal.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      let timer = null;
+      const arm = () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => stall.abort(new Retry(`no data for ${stallMs} ms`)), stallMs);
+      };
+      try {
+        arm();
+        let res = pending;
+        pending = null;
+        if (!res) {
+          const headers = pos > 0 ? { Range: `bytes=${pos}-` } : {};
+          try {
+            res = await fetchFn(url, { headers, signal: stall.signal, cache: 'no-store' });
+          } catch (e) {
+            if (signal?.aborted) throw abortError(signal);
+            throw new Retry(stall.signal.reason instanceof Retry ? stall.signal.reason.message
+              : `the request failed: ${e?.cause?.code || e?.message || e}`);
+          }
+        }
+        await accept(res);
+        if (!res.body) throw new Retry('the response has no body');
+        // A BYOB reader fills one reused buffer (a byte stream: Chromium, Firefox, Node), so a
+        // multi-GB download leaves no trail of chunk buffers for the garbage collector; else the
+        // stream's own chunks.
+        let byob = null;
+        try { byob = res.body.getReader({ mode: 'byob' }); } catch { /* not a byte stream */ }
+        const reader = byob ?? res.body.getReader();
+        try {
+          for (;;) {
+            let r;
+            try {
+              if (byob && readBuffer.byteLength === 0) readBuffer = new ArrayBuffer(READ_BYTES); // lost to a failed read
+              r = byob ? await byob.read(new Uint8Array(readBuffer)) : await reader.read();
+              if (byob && r.value) readBuffer = r.value.buffer; // the buffer comes back transferred
+            } catch (e) {
+              if (signal?.aborted) throw abortError(signal);
+              throw new Retry(stall.signal.reason instanceof Retry ? stall.signal.reason.message
+                : `the connection broke off: ${e?.message ?? e}`);
+            }
+            if (r.done) break;
+            clearTimeout(timer); // (a slow disk is not a stalled server)
+            if (total && pos + r.value.byteLength > total) {
+              throw new Restart(`the server sent more than the file's ${total} bytes`, 'protocol');
+            }
+            await write(r.value);
+            arm();
+            if (pos > progressBefore) failures = 0;
+            report();
+          }
+        } finally {
+          reader.cancel().catch(() => {});
+        }
+        if (!total) { total = pos; meta.size = pos; } // no length given: the body was the file
+        if (pos < total) throw new Retry(`the response ended after ${pos} of ${total} bytes`);
+      } catch (e) {
+        if (e instanceof Restart) {
+          if (e.kind === 'norange' ? ++norange > retries : ++restarts > maxRestarts) {
+            e.response?.body?.cancel().catch(() => {});
+            await writer?.abort();
+            writer = null;
+            await backend.remove(key).catch(() => {});
+            if (e.kind === 'norange') {
+              const err = new WasmlmError(`the download of ${url} broke off ${norange} times and the server cannot ` +
+                'resume it (it ignores Range requests: 200 instead of 206); the partial download was deleted',
+              'WLM_ERR_IO', null, { url });
+              err.partial = true;
+              throw err;
+            }
+            throw checksumError(`${meta.name}: ${e.kind === 'protocol' ? 'the server sent responses that do not fit together'
+              : e.kind === 'size' ? 'the server\'s file is not the size pinned' : 'the file changed on the server while it downloaded'} (last: ${e.message}), ${restarts} times; ` +
+              'the partial download was deleted', url, null, null, e.kind === 'size' ? 'size' : e.kind === 'protocol' ? 'protocol' : 'changed');
+          }
+          await reset();
+          if (e.response) pending = e.response;
+          continue;
+        }
+        if (!(e instanceof Retry)) throw e;
+        failures++;
+        if (failures > retries) {
+          const err = new WasmlmError(`the download of ${url} failed after ${attempt} attempts (${e.message}); ` +
+            `${pos} of ${total || '?'} bytes are stored and the next try resumes from them`, 'WLM_ERR_IO', null, { url });
+          err.partial = true;
+          throw err;
+        }
+        const wait = Math.min(backoffMaxMs, backoffMs * 2 ** (failures - 1)) * (0.5 + Math.random() / 2);
+        await sleep(wait, signal);
+      } finally {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+      }
+    }
+    await commit(false); // the metadata is written once, complete, below
+  } catch (e) {
+    // Keep what arrived (a resume starts from it), unless the error says the part is wrong.
+    if (writer) {
+      if (e?.code === 'WLM_ERR_CHECKSUM' || !live()) await writer.abort();
+      else await commit().catch(() => writer?.abort());
+    }
+    if (e?.name === 'QuotaExceededError') throw quotaError(url, total - pos, null, e);
+    throw e;
+  }
+
+  const actual = hasher.hex();
+  if (meta.sha256 && actual !== meta.sha256) {
+    await backend.remove(key).catch(() => {});
+    throw checksumError(`${meta.name} does not match its checksum: expected sha256 ${meta.sha256}, got ${actual} ` +
+      '(the file was replaced at the source, or damaged on the way); the downloaded file was deleted',
+    url, meta.sha256, actual, 'sha256');
+  }
+  Object.assign(meta, { actualSha256: actual, complete: true, verified: Boolean(meta.sha256), hashState: null,
+    storedAt: new Date().toISOString(), size: pos });
+  await saveMeta();
+  report();
+  return meta;
+
+  /** Checks a response against what is known; throws Retry, Restart or a fatal error. */
+  async function accept(res) {
+    const etag = res.headers.get('etag');
+    const lastModified = res.headers.get('last-modified');
+    if (res.status === 206) {
+      const range = parseContentRange(res.headers.get('content-range'));
+      if (!range || range.start !== pos) {
+        res.body?.cancel().catch(() => {});
+        throw new Restart(`a 206 response for bytes ${range ? `${range.start}-` : '(no Content-Range)'} instead of ${pos}-`, 'protocol');
+      }
+      if (range.total != null && total && range.total !== total) {
+        res.body?.cancel().catch(() => {});
+        throw new Restart(`its size is now ${range.total} bytes, not ${total}`, 'changed');
+      }
+      if (changed(etag, lastModified)) {
+        res.body?.cancel().catch(() => {});
+        throw new Restart(`its ${meta.etag ? 'ETag' : 'Last-Modified'} changed`, 'changed');
+      }
+      if (range.total != null && !total) { total = range.total; meta.size = total; }
+      const len = Number(res.headers.get('content-length'));
+      if (res.headers.get('content-length') !== null && total && Number.isSafeInteger(len) && pos + len > total) {
+        res.body?.cancel().catch(() => {});
+        throw new Restart(`a Content-Length of ${len} past the file's end`, 'protocol');
+      }
+      return;
+    }
+    if (res.status === 200) {
+      const encoding = res.headers.get('content-encoding');
+      const len = Number(res.headers.get('content-length'));
+      const length = (!encoding || encoding === 'identity') && res.headers.get('content-length') !== null &&
+        Number.isSafeInteger(len) ? len : null;
+      if (pos > 0) throw new Restart('the server ignored the Range request (200 instead of 206)', 'norange', res);
+      if (length != null && pinnedSize != null && length !== pinnedSize) {
+        res.body?.cancel().catch(() => {});
+        // The published file has another size: with a pinned size that is not the file asked for.
+        throw new Restart(`it is ${length} bytes on the server, expected ${pinnedSize}`, 'size');
+      }
+      if (length != null && total && length !== total) {
+        res.body?.cancel().catch(() => {});
+        throw new Restart(`its size is now ${length} bytes, not ${total}`, 'changed');
+      }
+      if (length != null && !total) {
+        total = length;
+        meta.size = length;
+        if (checkQuota) await checkQuota(total).catch((e) => { res.body?.cancel().catch(() => {}); throw e; });
+      }
+      meta.etag = etag; // written with the first committed segment
+      meta.lastModified = lastModified;
+      return;
+    }
+    res.body?.cancel().catch(() => {});
+    if (res.status === 416) throw new Restart('the server refused the range (416): the file is shorter now', 'changed');
+    if (res.status === 408 || res.status === 429 || res.status >= 500) throw new Retry(`HTTP ${res.status}`);
+    throw new WasmlmError(`cannot download ${url}: HTTP ${res.status}${res.statusText ? ` ${res.statusText}` : ''}`,
+      'WLM_ERR_IO', null, { url, httpStatus: res.status });
+  }
+
+  /** Whether a response's validators differ from the ones recorded when the file started. */
+  function changed(etag, lastModified) {
+    if (meta.etag || etag) return meta.etag !== etag;
+    if (meta.lastModified || lastModified) return meta.lastModified !== lastModified;
+    return false;
+  }
+}
+
+/** WLM_ERR_QUOTA with `needed` and `available` (bytes; available null when unknown). */
+export function quotaError(url, needed, available, cause) {
+  const mb = (b) => `${(b / 1e6).toFixed(1)} MB`;
+  const err = new WasmlmError(available != null
+    ? `not enough storage for ${url}: it needs ${mb(needed)} more, and the browser lets this site store ${mb(available)} more; ` +
+      'nothing was downloaded (free space, or delete stored models)'
+    : `the storage filled up while ${url} downloaded (${mb(needed)} were still to come); the bytes stored so far are kept`,
+  'WLM_ERR_QUOTA', null, { url, ...(cause ? { cause } : {}) });
+  err.needed = needed;
+  err.available = available;
+  return err;
+}

@@ -1,0 +1,488 @@
+// memory64.js — the memory64 (wasm64) modules, for models past wasm32's 4 GB: whether the
+// runtime has memory64, how many bytes a model needs before it is read (weights + KV cache +
+// scratch, from the file's header), and the adapter that makes a wasm64 instance look like a
+// wasm32 one to js/engine/engine.js. It does not read models (js/models/source.js) nor pick builds
+// (js/runtime/wasm.js, which names the files).
+//
+// The adapter. In the wasm64 modules pointers and size_t are i64, i.e. BigInt in JS. The
+// exports are wrapped from each module's own `wasmlm.abi` section (tools/wasm64/abi.mjs: every
+// export's parameter and result types): i64 parameters take Numbers (converted to BigInt) and
+// i64 results come back as Numbers. The few exports that write a pointer or a size_t through a
+// pointer the caller passes (OUT_SLOTS), or read an array of pointers (POINTER_ARRAYS), get an
+// 8-byte scratch slot and copy the value into the caller's 4-byte slot, so the caller's layouts
+// stay wasm32's. That works because every pointer JS sees stays below 4 GB: js/models/source.js puts
+// the model's weights above the heap that every other allocation comes from (lowHeapBytes()
+// reserves it), and the adapter throws rather than let a pointer above 4 GB reach JS, where
+// `p >>> 0` would wrap it.
+
+import { jsError } from './errors.js';
+
+/** The custom section tools/wasm64/abi.mjs writes. */
+export const ABI_SECTION = 'wasmlm.abi';
+/** wasm32's address space, and the most V8 gives a memory64 memory (16 GiB: 262144 pages). */
+export const WASM32_BYTES = 2 ** 32;
+export const WASM64_BYTES = 2 ** 34;
+/** The share of wasm32's 4 GB a model may be estimated to need and still be given wasm32: the
+ *  estimate (modelBytes) is within ~1 % of the context's actual bytes, the rest is the heap's
+ *  fragmentation and what the estimate leaves out. */
+export const WASM32_FIT = 0.97;
+
+/** Exports that write a pointer or a size_t into a slot the caller passes: name → the slots'
+ *  parameter indexes. (wlmjs_threadpool_new's slot holds an int: the same in both.) A test
+ *  checks this list against src/wasmlm.h and src/wasm_exports.c (tests/js/memory64.test.mjs). */
+export const OUT_SLOTS = Object.freeze({
+  wlmjs_model_load: [2],
+  wlmjs_model_load_external: [2],
+  wlmjs_context_new: [8],
+  wlm_model_meta_string: [2],
+  wlm_token_piece: [3],
+  wlm_token_text: [2],
+  wlm_json_schema_to_grammar: [3, 4],
+});
+/** Exports that read an array of pointers: name → [the array's parameter, its count's]. */
+export const POINTER_ARRAYS = Object.freeze({
+  wlmjs_generate_batch_begin: [4, 1],
+  wlmjs_generate_begin_media: [4, 5],
+  wlmjs_generate_begin_media_cached: [4, 5],
+});
+/** i64 results that are sizes, not pointers: never checked against 4 GB. */
+const SIZE_RESULTS = new Set(['wlm_context_memory', 'wlmjs_token_piece_len']);
+
+// A module declaring a 64-bit memory (limits flag 0x04, 1 page): validates iff memory64.
+const MEMORY64_PROBE = new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 5, 3, 1, 4, 1]);
+
+/** Whether this runtime runs memory64 modules: {ok, why}. */
+export function memory64Support() {
+  if (supportCache) return supportCache;
+  let ok = false;
+  try {
+    ok = WebAssembly.validate(MEMORY64_PROBE);
+  } catch {
+    ok = false;
+  }
+  supportCache = Object.freeze({
+    ok,
+    why: ok ? null : 'this runtime has no WebAssembly memory64 (Chromium >= 133, Firefox >= 134 and ' +
+      'Node >= 24 have it; Safari and Node 20 do not)',
+  });
+  return supportCache;
+}
+let supportCache = null;
+
+/** Whether a compiled module is one of the memory64 builds (it carries the ABI section). */
+export function isMemory64Module(module) {
+  return WebAssembly.Module.customSections(module, ABI_SECTION).length > 0;
+}
+
+/** The threaded memory64 build's memory: 16 MiB to start, growable to 16 GiB. */
+export function sharedMemory64() {
+  return new WebAssembly.Memory({ initial: 256n, maximum: BigInt(WASM64_BYTES / 65536), shared: true, address: 'i64' });
+}
+
+/** name → {params: 'ij…', result: 'j' | 'i' | … | '-'} from a module's ABI section. */
+export function moduleAbi(module) {
+  const [section] = WebAssembly.Module.customSections(module, ABI_SECTION);
+  const abi = new Map();
+  if (!section) return abi;
+  for (const line of new TextDecoder().decode(section).split('\n')) {
+    const [name, params, result] = line.split(' ');
+    if (name) abi.set(name, { params: params === '-' ? '' : params, result });
+  }
+  return abi;
+}
+
+const toBig = (v) => (typeof v === 'bigint' ? v : BigInt(v ?? 0));
+
+function above4GB(name, what, v) {
+  return jsError('WLM_ERR_NOMEM', `${name}: ${what} ${v} is above 4 GB in the memory64 module; ` +
+    'the heap below the weights is full (a smaller nCtx needs less)');
+}
+
+/**
+ * The exports of a memory64 instance as js/engine/engine.js uses wasm32's (see the file's comment).
+ * `module` is the compiled module (for its ABI section). The scratch slots are malloc'd here,
+ * once: this must run before anything large is allocated (right after _initialize).
+ */
+export function wrapExports64(exports, module) {
+  const abi = moduleAbi(module);
+  const out = { memory64: true };
+  let scratch = 0; // 8 slots of 8 bytes for OUT_SLOTS
+  let arrays = { ptr: 0, n: 0 }; // a malloc'd i64 array for POINTER_ARRAYS, grown on demand
+  const view = () => new DataView(exports.memory.buffer);
+  for (const [name, value] of Object.entries(exports)) {
+    const sig = abi.get(name);
+    if (typeof value !== 'function' || !sig) {
+      out[name] = value;
+      continue;
+    }
+    const { params, result } = sig;
+    const big = [...params].map((c, i) => (c === 'j' ? i : -1)).filter((i) => i >= 0);
+    const checkPtr = result === 'j' && !SIZE_RESULTS.has(name);
+    let fn = big.length === 0 ? value : (...args) => {
+      for (const i of big) args[i] = toBig(args[i]);
+      return value(...args);
+    };
+    if (result === 'j') {
+      const call = fn;
+      fn = (...args) => {
+        const r = Number(call(...args));
+        if (checkPtr && r >= WASM32_BYTES) throw above4GB(name, 'the pointer returned', r);
+        return r;
+      };
+    }
+    const slots = OUT_SLOTS[name];
+    const array = POINTER_ARRAYS[name];
+    if (slots) {
+      const call = fn;
+      fn = (...args) => {
+        const callerSlots = slots.map((i) => Number(args[i] ?? 0));
+        slots.forEach((i, k) => {
+          if (!callerSlots[k]) return; // NULL stays NULL
+          view().setBigUint64(scratch + 8 * k, 0n, true);
+          args[i] = scratch + 8 * k;
+        });
+        const r = call(...args);
+        const dv = view();
+        slots.forEach((i, k) => {
+          if (!callerSlots[k]) return;
+          const v = Number(dv.getBigUint64(scratch + 8 * k, true));
+          if (v >= WASM32_BYTES) throw above4GB(name, 'the value written', v);
+          dv.setUint32(callerSlots[k], v, true);
+        });
+        return r;
+      };
+    } else if (array) {
+      const [at, countAt] = array;
+      const call = fn;
+      fn = (...args) => {
+        const n = Math.max(0, Number(args[countAt]) | 0);
+        const src = Number(args[at] ?? 0);
+        if (src && n) {
+          if (arrays.n < n) {
+            if (arrays.ptr) exports.wlmjs_free(BigInt(arrays.ptr));
+            arrays = { ptr: Number(exports.wlmjs_malloc(BigInt(8 * n))), n };
+            if (!arrays.ptr || arrays.ptr >= WASM32_BYTES) {
+              arrays = { ptr: 0, n: 0 };
+              throw jsError('WLM_ERR_NOMEM', `${name}: cannot allocate ${n} pointers`);
+            }
+          }
+          const dv = view();
+          for (let k = 0; k < n; k++) dv.setBigUint64(arrays.ptr + 8 * k, BigInt(dv.getUint32(src + 4 * k, true)), true);
+          args[at] = arrays.ptr;
+        }
+        return call(...args);
+      };
+    }
+    out[name] = fn;
+  }
+  // The one allocation that may lie above 4 GB: the weights' buffer (js/models/source.js), unchecked.
+  out.mallocHigh = (n) => Number(exports.wlmjs_malloc(BigInt(n)));
+  if (typeof out._initialize === 'function') {
+    const init = out._initialize;
+    out._initialize = () => {
+      init();
+      scratch = out.wlmjs_malloc(8 * 8);
+      if (!scratch) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 64 bytes');
+    };
+  }
+  return out;
+}
+
+// ---- what a model needs ----
+
+const GGUF_MAGIC = 0x46554747; // "GGUF" little-endian
+
+/** Thrown by the header reader when it needs more bytes than it was given. */
+class NeedMore extends Error {}
+
+/**
+ * The hyperparameters that size a model's context, from the first bytes of its file: a GGUF
+ * header (v2/v3: general.architecture, ARCH.block_count, embedding_length, feed_forward_length,
+ * attention.head_count(_kv), attention.key_length / value_length, context_length, the vocabulary
+ * size), or a llama2.c checkpoint's 7-int header. Returns {format, arch, nLayers, dim, hidden,
+ * nHeads, nKvHeads, headK, headV, ctx, vocab, headerBytes}; null when `bytes` is neither format;
+ * throws NeedMore when the header continues past `bytes`.
+ */
+export function readModelHeader(bytes) {
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (bytes.byteLength < 28) throw new NeedMore();
+  if (dv.getUint32(0, true) !== GGUF_MAGIC) {
+    const h = Array.from({ length: 7 }, (_, i) => dv.getInt32(4 * i, true));
+    const [dim, hidden, nLayers, nHeads, nKvHeads, vocab, ctx] = h;
+    // a plausible checkpoint only (web/sources.js classifies local files the same way): other
+    // bytes are C's to refuse, with its format error
+    if (!(dim > 0 && nHeads > 0 && dim % nHeads === 0 && nKvHeads > 0 && nHeads % nKvHeads === 0 &&
+      hidden > 0 && vocab !== 0 && Math.abs(vocab) <= 1 << 22 && ctx > 0)) return null;
+    const hs = dim / nHeads;
+    return plausible({ format: 'llama2c', arch: 'llama', nLayers, dim, hidden, nHeads, nKvHeads, headK: hs, headV: hs,
+      ctx, vocab: Math.abs(vocab), headerBytes: 28 });
+  }
+  let pos = 4;
+  const need = (n) => { if (pos + n > bytes.byteLength) throw new NeedMore(); };
+  const u32 = () => { need(4); const v = dv.getUint32(pos, true); pos += 4; return v; };
+  const u64 = () => { need(8); const v = Number(dv.getBigUint64(pos, true)); pos += 8; return v; };
+  const str = () => { const n = u64(); need(n); const s = new TextDecoder().decode(bytes.subarray(pos, pos + n)); pos += n; return s; };
+  const SIZES = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+  const scalar = (t) => {
+    need(SIZES[t]);
+    let v;
+    switch (t) {
+      case 0: case 7: v = dv.getUint8(pos); break;
+      case 1: v = dv.getInt8(pos); break;
+      case 2: v = dv.getUint16(pos, true); break;
+      case 3: v = dv.getInt16(pos, true); break;
+      case 4: v = dv.getUint32(pos, true); break;
+      case 5: v = dv.getInt32(pos, true); break;
+      case 6: v = dv.getFloat32(pos, true); break;
+      case 10: v = Number(dv.getBigUint64(pos, true)); break;
+      case 11: v = Number(dv.getBigInt64(pos, true)); break;
+      case 12: v = dv.getFloat64(pos, true); break;
+      default: return null;
+    }
+    pos += SIZES[t];
+    return v;
+  };
+  const version = u32();
+  if (version < 2 || version > 3) return null;
+  const nTensors = u64();
+  const nKv = u64();
+  const kv = new Map();
+  for (let i = 0; i < nKv; i++) {
+    const key = str();
+    const t = u32();
+    if (t === 8) kv.set(key, str());
+    else if (t === 9) {
+      const et = u32();
+      const n = u64();
+      if (et === 8) { for (let k = 0; k < n; k++) str(); kv.set(key, { length: n }); }
+      else if (SIZES[et]) {
+        // per-layer arrays (head_count_kv of some models, Qwen3.5's recurrent_layers): keep
+        // the largest value and how many are not 0
+        let max = -Infinity, nonzero = 0;
+        for (let k = 0; k < n; k++) { const v = scalar(et); max = Math.max(max, v); nonzero += v !== 0; }
+        kv.set(key, { length: n, max, nonzero });
+      } else return null;
+    } else if (SIZES[t]) kv.set(key, scalar(t));
+    else return null;
+  }
+  // The tensor directory: where the tensor data ends, i.e. the file's size, for a download that
+  // does not say it (no Content-Length); null when a type's block size is not in BLOCKS.
+  let dataEnd = 0;
+  for (let i = 0; i < nTensors && dataEnd !== null; i++) {
+    str();
+    const nDims = u32();
+    if (nDims < 1 || nDims > 4) return null;
+    let elems = 1, ne0 = 0;
+    for (let d = 0; d < nDims; d++) { const n = u64(); if (d === 0) ne0 = n; elems *= n; }
+    const block = BLOCKS[u32()];
+    const offset = u64();
+    dataEnd = block && ne0 % block[0] === 0 ? Math.max(dataEnd, offset + (elems / block[0]) * block[1]) : null;
+  }
+  const align = typeof kv.get('general.alignment') === 'number' ? kv.get('general.alignment') || 32 : 32;
+  const split = typeof kv.get('split.count') === 'number' && kv.get('split.count') > 1;
+  const dataBytes = dataEnd === null || split ? null : Math.ceil(pos / align) * align + dataEnd;
+  const arch = kv.get('general.architecture');
+  const num = (k, dflt) => {
+    const v = kv.get(`${arch}.${k}`);
+    return typeof v === 'number' ? v : v?.max ?? dflt;
+  };
+  const dim = num('embedding_length', 0);
+  const nHeads = num('attention.head_count', 1) || 1;
+  const headK = num('attention.key_length', dim / nHeads);
+  const nLayers = num('block_count', 0);
+  return plausible({
+    format: 'gguf', arch, nLayers, dim, hidden: num('feed_forward_length', dim * 4),
+    nHeads, nKvHeads: num('attention.head_count_kv', nHeads) || nHeads, headK,
+    headV: num('attention.value_length', headK), ctx: num('context_length', 2048),
+    vocab: kv.get('tokenizer.ggml.tokens')?.length ?? 32000, headerBytes: pos, dataBytes,
+    ...hybridLayers(arch, nLayers, dim, kv, num),
+    ...experts(num),
+  });
+}
+
+/**
+ * A hybrid model's layers (src/model/gguf_model.c read_hybrid): {attnLayers, stateBytes} — the
+ * layers with a KV cache, and one sequence's recurrent state in bytes (each recurrent layer's
+ * conv rows, and Qwen3.5's DeltaNet matrices); Gemma 4 adds kvElems, K and V elements of one
+ * position over its layers (they differ by layer). A plain transformer: every layer, no state.
+ */
+function hybridLayers(arch, nLayers, dim, kv, num) {
+  if (arch === 'qwen35') {
+    const layers = nLayers - num('nextn_predict_layers', 0);
+    const flags = kv.get(`${arch}.attention.recurrent_layers`);
+    const interval = num('full_attention_interval', 4) || 4;
+    const rec = flags?.nonzero ?? layers - Math.floor(layers / interval);
+    const K = num('ssm.conv_kernel', 4), D = num('ssm.state_size', 128);
+    const HK = num('ssm.group_count', 16), HV = num('ssm.time_step_rank', 16);
+    return { attnLayers: layers - rec, stateBytes: 4 * rec * ((K - 1) * (2 * HK * D + HV * D) + HV * D * D) };
+  }
+  if (arch === 'lfm2' || arch === 'lfm2moe') {
+    const kvh = kv.get(`${arch}.attention.head_count_kv`);
+    const attn = typeof kvh === 'object' ? kvh.nonzero : nLayers;
+    return { attnLayers: attn, stateBytes: 4 * (nLayers - attn) * (num('shortconv.l_cache', 3) - 1) * dim };
+  }
+  if (arch === 'gemma4') {
+    // Gemma 4: the last shared_kv_layers layers keep no cache; the others hold K and V of their
+    // kind's head size (key_length_swa on sliding layers, key_length on full ones). Which of the
+    // own layers slide is estimated from the pattern's share of sliding layers.
+    const own = nLayers - num('attention.shared_kv_layers', 0);
+    const pat = kv.get(`${arch}.attention.sliding_window_pattern`);
+    const swa = Math.round(own * (typeof pat === 'object' && pat.length ? pat.nonzero / pat.length : 5 / 6));
+    const hd = num('attention.key_length', 256), hdSwa = num('attention.key_length_swa', hd);
+    const kvh = num('attention.head_count_kv', 1) || 1;
+    return { attnLayers: own, stateBytes: 0, kvElems: 2 * kvh * (swa * hdSwa + (own - swa) * hd) };
+  }
+  return { attnLayers: nLayers, stateBytes: 0 };
+}
+
+/** A mixture of experts' shape (gguf_model.c read_moe): {nExpert, nExpertUsed, expertFf}, all 0
+ *  for a dense model. Its weights are the file's; its scratch is one row per (entry, chosen
+ *  expert) (runtime/context.c). */
+function experts(num) {
+  const nExpert = num('expert_count', 0);
+  if (!(nExpert > 1)) return { nExpert: 0, nExpertUsed: 0, expertFf: 0 };
+  const nExpertUsed = num('expert_used_count', 1) || 1;
+  return { nExpert, nExpertUsed, expertFf: num('expert_feed_forward_length', Math.floor(num('feed_forward_length', 0) / nExpertUsed)) };
+}
+
+/** ggml types' [elements, bytes] per block (ggml.c's type traits), the types our kernels read
+ *  and the plain ones: enough to size a file from its tensor directory. */
+const BLOCKS = {
+  0: [1, 4], 1: [1, 2], 2: [32, 18], 3: [32, 20], 6: [32, 22], 7: [32, 24], 8: [32, 34],
+  10: [256, 84], 11: [256, 110], 12: [256, 144], 13: [256, 176], 14: [256, 210], 24: [1, 1],
+  25: [1, 2], 26: [1, 4], 27: [1, 8], 28: [1, 8], 30: [1, 2],
+};
+
+/** `h`, or null when a number is out of any model's range (the file is then sized by its
+ *  bytes alone, and C reports what is wrong with it). */
+function plausible(h) {
+  const ok = (v, max) => Number.isFinite(v) && v >= 0 && v <= max;
+  return ok(h.nLayers, 4096) && ok(h.dim, 1 << 17) && ok(h.hidden, 1 << 20) && ok(h.nHeads, 4096) &&
+    ok(h.nKvHeads, 4096) && ok(h.headK, 1 << 14) && ok(h.headV, 1 << 14) && ok(h.ctx, 1 << 24) &&
+    ok(h.vocab, 1 << 22) ? h : null;
+}
+
+/**
+ * The header of a model source as readModelHeader() returns it, reading the first bytes
+ * through `peek(n)` (resolves to at least the first n bytes, or fewer at the end of the file),
+ * with more asked for while the header continues (64 KiB, then 4x, at most 256 MB); null when the format is
+ * not recognised.
+ */
+export async function peekModelHeader(peek) {
+  // 64 KiB first: a llama2.c header is 28 bytes, a GGUF one with a large vocabulary a few MB; a
+  // download is peeked from its first chunks, which are then copied in with the rest
+  for (let n = 64 << 10; ; n *= 4) {
+    const bytes = await peek(n);
+    try {
+      return readModelHeader(bytes);
+    } catch (e) {
+      if (!(e instanceof NeedMore)) throw e;
+      if (bytes.byteLength < n || n >= 256 << 20) return null; // a truncated file: C says why
+    }
+  }
+}
+
+/**
+ * What loading a model of `fileBytes` with header `h` will take in wasm memory, in bytes:
+ * {weights, kv, scratch, other, total}. Mirrors wlm_context_new (src/runtime/context.c): the KV
+ * cache of one full sequence of nCtx positions (0: the model's context length) in kvType (the
+ * attention layers' only, plus a hybrid's recurrent state and its snapshot, in `kv`), the
+ * per-batch activations of WLM_BATCH_CHUNK (64) entries, the attention scratch, the logits;
+ * `other` is the vocabulary's tables, the module's stack and data, and the helper threads'
+ * stacks and scratch (`threads`). Without a header (h null) only the file is counted.
+ */
+export function modelBytes(fileBytes, h, { nCtx = 0, kvType = 'f16', nSeqMax = 1, threads = 1 } = {}) {
+  const weights = fileBytes;
+  if (!h) return { weights, kv: 0, scratch: 0, other: 32 << 20, total: weights + (32 << 20) };
+  const ctx = nCtx || h.ctx;
+  const elem = kvType === 'f32' ? 4 : 2;
+  // the KV cache of the attention layers, and a hybrid's recurrent state with the snapshot
+  // at the prompt's end (runtime/context.c), per sequence
+  const kvElems = h.kvElems ?? (h.attnLayers ?? h.nLayers) * h.nKvHeads * (h.headK + h.headV); // per position
+  const kv = Math.ceil(ctx / 16) * 16 * kvElems * elem +
+    2 * (h.stateBytes ?? 0);
+  const B = 64; // WLM_BATCH_CHUNK
+  const qd = h.nHeads * h.headK;
+  const kvd = h.nKvHeads * Math.max(h.headK, h.headV);
+  const fused = h.arch === 'phi3'; // fused QKV and gate+up matrices
+  const hs = fused ? 2 * h.hidden : h.hidden;
+  const widest = Math.max(h.dim, h.hidden, qd, h.expertFf ?? 0);
+  // a mixture of experts: router scores, and per (entry, chosen expert) its input, gate, up
+  // and output rows and twice its quantized input
+  const R = B * (h.nExpertUsed ?? 0);
+  const moe = h.nExpert > 1 ? B * h.nExpert + 3 * R + h.nExpert + R * (2 * h.dim + 2 * h.expertFf) + 2 * R * (widest + 256) : 0;
+  // floats: x, xb, xb2, hb, hb2, q, (qkv), kt, vt per batch entry; xq's quantized rows; the
+  // attention scratch; logits; RoPE tables; per sequence its tokens and block table
+  const floats = B * (2 * h.dim + Math.max(qd, h.dim) + hs + h.hidden + qd + (fused ? qd + 2 * kvd : 0) + 2 * kvd) +
+    B * (widest + 256) + h.nHeads * (ctx + 2 * h.headK) + h.vocab + 2 * B * h.headK + moe;
+  const seqs = Math.max(1, nSeqMax);
+  const scratch = 4 * floats + seqs * (4 * ctx + ctx / 4);
+  const other = (24 << 20) + 64 * h.vocab + h.headerBytes + threads * ((1 << 20) + 4 * h.nHeads * (ctx + 2 * h.headK));
+  return { weights, kv, scratch, other, total: weights + kv + scratch + other };
+}
+
+const gb = (b) => `${(b / 1e9).toFixed(2)} GB`;
+
+/** "4.06 GB of weights + 0.81 GB KV cache (nCtx 4096) + 0.05 GB scratch": the parts of a
+ *  modelBytes() result, for messages. */
+export function describeBytes(need, nCtx) {
+  return `${gb(need.weights)} of weights + ${gb(need.kv)} KV cache${nCtx ? ` (nCtx ${nCtx})` : ''} + ` +
+    `${gb(need.scratch + need.other)} scratch`;
+}
+
+/**
+ * Which module a model needs: {memory64: bool, error: WasmlmError | null}. `option` is
+ * EngineOptions.memory64 ('auto' | true | false). 'auto': wasm32 while `need.total` fits
+ * WASM32_FIT of 4 GB, else memory64 where the runtime has it, else an error naming the sizes;
+ * true / false: that one (a model that does not fit fails in C, with its sizes). Past 16 GiB
+ * nothing fits: an error. `support`: memory64Support() (the tests pass another).
+ */
+export function chooseMemory(need, option, nCtx, support = memory64Support()) {
+  const what = describeBytes(need, nCtx);
+  if (option === false) return { memory64: false, error: null }; // wasm32 whatever it needs: C says
+  if (need.total > WASM64_BYTES * WASM32_FIT) {
+    return { memory64: true, error: jsError('WLM_ERR_NOMEM',
+      `the model needs ${gb(need.total)} of wasm memory (${what}): more than the 16 GiB a memory64 ` +
+      'module can have here; a smaller nCtx or a smaller quantization may fit') };
+  }
+  if (option === true) return { memory64: true, error: null };
+  if (need.total <= WASM32_BYTES * WASM32_FIT) return { memory64: false, error: null };
+  if (support.ok) return { memory64: true, error: null };
+  if (need.total <= WASM32_BYTES) return { memory64: false, error: null }; // may still fit: C decides
+  return { memory64: false, error: jsError('WLM_ERR_NOMEM',
+    `the model (${gb(need.weights)} of weights) is too large for the 4 GB wasm32 memory with ` +
+    `${nCtx ? `nCtx ${nCtx}` : 'its context length'}: it needs ${gb(need.total)} (${what}), and ` +
+    `${support.why}; a smaller nCtx or a smaller quantization may fit`) };
+}
+
+/**
+ * chooseMemory for backend 'auto' and a GGUF whose weights could stream to the GPU: `need` as on
+ * the CPU, `onGpu` the same without the weights and the KV cache (they then live on the GPU).
+ * When the CPU needs more than wasm32 (the memory64 module, or an error where the runtime has
+ * none) but `onGpu` fits wasm32, and `wouldUseGpu()` (async: whether 'auto' takes this runtime's
+ * GPU, js/backend/select.js autoWouldUseGpu) says yes, wasm32 is kept for the GPU: {memory64:
+ * false, error: null, gpuFirst: true}. Otherwise chooseMemory(need, ...) with gpuFirst false;
+ * the GPU is not asked when the CPU fits wasm32, or for an `option` other than 'auto'.
+ */
+export async function chooseMemoryForAuto(need, onGpu, option, nCtx, wouldUseGpu, support = memory64Support()) {
+  const cpu = chooseMemory(need, option, nCtx, support);
+  if (option !== 'auto' || !(cpu.memory64 || cpu.error)) return { ...cpu, gpuFirst: false };
+  const gpu = chooseMemory(onGpu, option, nCtx, support);
+  if (gpu.memory64 || gpu.error || !(await wouldUseGpu())) return { ...cpu, gpuFirst: false };
+  return { memory64: false, error: null, gpuFirst: true };
+}
+
+/**
+ * For a memory64 module: the bytes of heap to keep below the weights (js/models/source.js allocates
+ * that much, then the weights' buffer after it, then frees the first block, which the model's
+ * and the context's allocations then come from). Everything but the weights, with room to
+ * spare, when that fits below 4 GB; else everything but the weights and the KV cache: the KV
+ * cache (one calloc, never seen by JS) then lands above the weights, and only the scratch,
+ * the vocabulary and JS's own small blocks stay below.
+ */
+export function lowHeapBytes(need, heapTop) {
+  const small = Math.ceil((need.scratch + need.other) * 1.25) + (64 << 20);
+  const all = small + Math.ceil(need.kv * 1.05);
+  const room = WASM32_BYTES - (64 << 20) - heapTop;
+  return Math.max(0, all <= room ? all : Math.min(small, room));
+}
