@@ -15,14 +15,15 @@
 #                 threads, e.g. Chrome: dist/wasmlm-relaxed-mt.wasm; dist/wasmlm-mt.wasm where
 #                 the relaxed modules cannot be built)
 #   --only M      only module M (a name like wasmlm-mt.wasm, or dist/wasmlm-mt.wasm); repeatable
-#   --if-needed   do nothing when the modules asked for exist, are recorded complete and are
-#                 newer than every source file
-# A module is recorded complete in build/wasm/modules-ok.txt (name, size, mtime; rewritten by
-# rename) only after its link succeeded; its record is dropped before it is relinked. Every
-# run first deletes a dist module without a matching record (what a killed link leaves), so a
-# truncated .wasm is never accepted by --if-needed nor kept by make; tools/serve.mjs --build
-# serves a module only once it is recorded. (A checkout without the record file, built before
-# it existed, has its modules recorded as they are.)
+#   --if-needed   do nothing when the modules asked for exist and are newer than every source
+#                 file
+# A module is listed in build/wasm/modules-pending.txt (rewritten by rename) while it is being
+# linked; every run first deletes the dist module of a leftover line (a build killed mid-link,
+# whose truncated .wasm make would otherwise keep and --if-needed accept), so make relinks it.
+# (Emscripten and CMake write dist/ themselves; the record stands in for a temporary name.)
+# Each run announces the modules it builds ("tools/build.sh: building: dist/A.wasm ...") and
+# each once linked ("tools/build.sh: built dist/A.wasm (K/N)"): tools/serve.mjs --build holds
+# a module's requests until then.
 # tools/setup.sh installs the toolchain.
 set -euo pipefail
 exec 1>&2   # the build log goes to stderr, so `npm run bench -- --json` stays parseable
@@ -190,6 +191,7 @@ fi
 # libraries, cached in build/emscripten64/): prepared once, else the reason is printed and the
 # wasm32 modules build alone. WASMLM_MEMORY64_MODULES="64;64-mt" builds two of the four.
 m64=()
+((progressive)) && echo "tools/build.sh: the memory64 modules' toolchain (tools/wasm64/toolchain.sh: ~2 min the first time; log: build/wasm64-toolchain.log)"
 if em64=$(bash tools/wasm64/toolchain.sh 2>build/wasm64-toolchain.log); then
   m64=(-DWASMLM_EM64="$em64")
   [[ -n "${WASMLM_MEMORY64_MODULES:-}" ]] && m64+=(-DWASMLM_MEMORY64_MODULES="$WASMLM_MEMORY64_MODULES")
@@ -201,10 +203,8 @@ configure "${m64[@]}"
 # The relaxed-SIMD modules and LLVM 19's SIMD128 kernels, when CMake found their toolchain (else
 # it says what is missing).
 relaxed_status=$(cat build/wasm/relaxed-status.txt 2>/dev/null || echo "no status")
-relaxed_targets=()
 if [[ "$relaxed_status" == ok ]]; then
   modules+=(dist/wasmlm-relaxed.wasm dist/wasmlm-relaxed-mt.wasm)
-  relaxed_targets=(wasmlm_module_relaxed wasmlm_module_relaxed_mt)
   echo "tools/build.sh: the SIMD128 and relaxed-SIMD modules' kernels are compiled by LLVM 19"
 else
   rm -f dist/wasmlm-relaxed.wasm dist/wasmlm-relaxed-mt.wasm   # never a stale one
