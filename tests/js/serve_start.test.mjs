@@ -146,7 +146,7 @@ function buildFixture() {
   fs.writeFileSync(path.join(root, 'bin/emcmake'), '#!/bin/sh\nexec "$@"\n', { mode: 0o755 });
   fs.writeFileSync(path.join(root, 'module.bin'), MODULE_BYTES);
   fs.writeFileSync(path.join(root, 'bin/cmake'), `#!${process.execPath}
-import fs from 'node:fs';
+const fs = require('node:fs');   // CommonJS: an extensionless script
 const a = process.argv.slice(2);
 fs.appendFileSync('calls.log', 'cmake ' + a.join(' ') + '\\n');
 if (a[0] === '-S') {
