@@ -13,7 +13,8 @@
 #                 `npm start` (tools/serve.mjs --build) runs, so the page can start after one.
 #   --first       only the module the page loads first on a typical browser (relaxed SIMD and
 #                 threads, e.g. Chrome: dist/wasmlm-relaxed-mt.wasm; dist/wasmlm-mt.wasm where
-#                 the relaxed modules cannot be built)
+#                 the relaxed modules cannot be built; with ISOLATE=0, no threads: the one
+#                 without -mt)
 #   --only M      only module M (a name like wasmlm-mt.wasm, or dist/wasmlm-mt.wasm); repeatable
 #   --if-needed   do nothing when the modules asked for exist and are newer than every source
 #                 file
@@ -111,8 +112,13 @@ ordered() {
 }
 relaxed_ok() { [[ "$(cat build/wasm/relaxed-status.txt 2>/dev/null)" == ok ]]; }
 # the module the page loads first on a typical browser (js/wasm.js planModule: relaxed SIMD
-# where it runs, threads where the page is cross-origin isolated, as tools/serve.mjs makes it)
-first_module() { if relaxed_ok; then echo dist/wasmlm-relaxed-mt.wasm; else echo dist/wasmlm-mt.wasm; fi; }
+# where it runs, threads where the page is cross-origin isolated, as tools/serve.mjs makes it
+# unless ISOLATE=0, which `ISOLATE=0 npm start` passes on to here too)
+first_module() {
+  local t=-mt
+  [[ "${ISOLATE:-}" == 0 ]] && t=
+  if relaxed_ok; then echo "dist/wasmlm-relaxed$t.wasm"; else echo "dist/wasmlm$t.wasm"; fi
+}
 
 modules=(dist/wasmlm.wasm dist/wasmlm-scalar.wasm dist/wasmlm-mt.wasm)
 if ((if_needed)); then

@@ -169,7 +169,7 @@ for (const t of targets) {
   fs.appendFileSync(file, all.subarray(all.length >> 1));
 }
 `, { mode: 0o755 });
-  const env = { ...process.env, PATH: `${path.join(root, 'bin')}:${process.env.PATH}` };
+  const env = { ...process.env, PATH: `${path.join(root, 'bin')}:${process.env.PATH}`, ISOLATE: '' };
   const build = async (args, extraEnv = {}) => {
     fs.writeFileSync(path.join(root, 'calls.log'), '');
     try {
@@ -233,6 +233,11 @@ test('tools/build.sh --progressive: the first module first, each announced when 
   assert.equal(r.code, 0, r.log);
   assert.match(r.calls, /--target wasmlm_module_relaxed_mt\n/);
   assert.doesNotMatch(r.calls, /toolchain/);
+  // ISOLATE=0 (npm start without threads): the page's first module is the one-thread one
+  fs.rmSync(path.join(root, 'dist/wasmlm-relaxed.wasm'));
+  r = await build(['--first', '--if-needed'], { ISOLATE: '0' });
+  assert.equal(r.code, 0, r.log);
+  assert.match(r.calls, /--target wasmlm_module_relaxed\n/);
   r = await build(['--only', 'nope.wasm']);
   assert.equal(r.code, 1);
   assert.match(r.log, /--only needs a module name such as wasmlm-mt\.wasm, got 'nope\.wasm'/);
