@@ -7,8 +7,9 @@
 #                 the npm binaryen are installed wasmlm-relaxed.wasm, wasmlm-relaxed-mt.wasm, and
 #                 there the SIMD128 modules' kernels are LLVM 19's too; and the memory64 modules
 #                 wasmlm64*.wasm where tools/wasm64/toolchain.sh can prepare their toolchain)
-#   --progressive the modules of --wasm-only, one at a time, the page's first module first
-#                 (--first) and before the memory64 toolchain is prepared; each prints
+#   --progressive the modules of --wasm-only, one at a time: the page's first module first
+#                 (--first), then the other wasm32 ones (the SIMD128 threaded one next), then
+#                 the memory64 toolchain is prepared and their modules built; each prints
 #                 "tools/build.sh: built dist/NAME.wasm (K/N)" when it is complete. What
 #                 `npm start` (tools/serve.mjs --build) runs, so the page can start after one.
 #   --first       only the module the page loads first on a typical browser (relaxed SIMD and
@@ -185,6 +186,13 @@ if ((first || ${#only[@]} || progressive)); then
     echo "tools/build.sh: building: ${expect[*]}"
     build_modules 1 "$expected" "${only[0]}"
     echo "tools/build.sh: ${only[0]} is built: the page can start; the other $((expected - 1)) modules follow"
+    # the other wasm32 modules, one at a time, before the memory64 toolchain
+    k=2
+    for m in "${expect[@]:1}"; do
+      [[ "$m" == dist/wasmlm64* ]] && continue
+      build_modules "$k" "$expected" "$m"
+      k=$((k + 1))
+    done
   else
     echo "tools/build.sh: building: ${only[*]}"
     build_modules 1 "${#only[@]}" "${only[@]}"
@@ -228,13 +236,13 @@ else
   echo "tools/build.sh: $(cat build/wasm/memory64-status.txt 2>/dev/null || echo 'memory64: no status')"
 fi
 if ((progressive)); then
-  # the rest, one module at a time, each announced when complete
+  # the memory64 modules, one at a time (the others are built: k - 1 of them)
   rest=()
-  for m in $(ordered "${modules[@]}"); do [[ "$m" == "${only[0]}" ]] || rest+=("$m"); done
+  for m in "${modules[@]}"; do [[ "$m" == dist/wasmlm64* ]] && rest+=("$m"); done
   echo "tools/build.sh: building: ${rest[*]}"
-  k=2
+  n=$((k - 1 + ${#rest[@]}))
   for m in "${rest[@]}"; do
-    build_modules "$k" "$((${#rest[@]} + 1))" "$m"
+    build_modules "$k" "$n" "$m"
     k=$((k + 1))
   done
 elif ((wasm_only)); then

@@ -131,8 +131,8 @@ test('startServer rejects a malformed build option', async () => {
  *  missing, as make skips an output newer than its inputs, even a truncated one. Every cmake
  *  and toolchain call is logged to calls.log. STUB_FAIL names a target whose link fails. */
 const MODULE_BYTES = bytes(64 << 10, 3);
-function buildFixture() {
-  const root = path.join(dir, 'build-sh');
+function buildFixture(name = 'build-sh') {
+  const root = path.join(dir, name);
   for (const d of ['tools/wasm64', 'bin', 'src', 'cmake', 'dist']) fs.mkdirSync(path.join(root, d), { recursive: true });
   fs.copyFileSync(path.join(REPO, 'tools/build.sh'), path.join(root, 'tools/build.sh'));
   fs.writeFileSync(path.join(root, 'tools/bundle.mjs'), '// stub: no bundles\n');
@@ -142,7 +142,8 @@ function buildFixture() {
   const old = new Date(Date.now() - 3600e3);
   for (const f of ['tools/exports.txt', 'CMakeLists.txt', 'src/a.c']) fs.utimesSync(path.join(root, f), old, old);
   fs.writeFileSync(path.join(root, 'tools/wasm64/toolchain.sh'),
-    'echo toolchain >> calls.log\necho "missing a stub toolchain" >&2\nexit 1\n');
+    'echo toolchain >> calls.log\nif [ -n "$STUB_M64" ]; then echo "$PWD/em64"; exit 0; fi\n' +
+    'echo "missing a stub toolchain" >&2\nexit 1\n');
   fs.writeFileSync(path.join(root, 'bin/emcmake'), '#!/bin/sh\nexec "$@"\n', { mode: 0o755 });
   fs.writeFileSync(path.join(root, 'module.bin'), MODULE_BYTES);
   fs.writeFileSync(path.join(root, 'bin/cmake'), `#!${process.execPath}
@@ -155,7 +156,8 @@ if (a[0] === '-S') {
   fs.writeFileSync('build/wasm/CMakeCache.txt', 'WASMLM_MEMORY64_MODULES:STRING=64;64-mt\\n');
   const em64 = a.find((x) => x.startsWith('-DWASMLM_EM64='));
   if (em64 !== undefined || !fs.existsSync('build/wasm/memory64-status.txt')) {
-    fs.writeFileSync('build/wasm/memory64-status.txt', 'the memory64 modules are not built: no toolchain\\n');
+    fs.writeFileSync('build/wasm/memory64-status.txt', em64?.length > '-DWASMLM_EM64='.length ? 'ok\\n'
+      : 'the memory64 modules are not built: no toolchain\\n');
   }
   process.exit(0);
 }
@@ -193,16 +195,19 @@ test('tools/build.sh --progressive: the first module first, each announced when 
   assert.deepEqual(lines, [
     `tools/build.sh: building: ${W32.join(' ')} dist/wasmlm64.wasm dist/wasmlm64-mt.wasm`,
     'tools/build.sh: built dist/wasmlm-relaxed-mt.wasm (1/7)',
-    `tools/build.sh: building: ${W32.slice(1).join(' ')}`,
-    'tools/build.sh: built dist/wasmlm-mt.wasm (2/5)',
-    'tools/build.sh: built dist/wasmlm.wasm (3/5)',
-    'tools/build.sh: built dist/wasmlm-relaxed.wasm (4/5)',
-    'tools/build.sh: built dist/wasmlm-scalar.wasm (5/5)',
+    'tools/build.sh: built dist/wasmlm-mt.wasm (2/7)',
+    'tools/build.sh: built dist/wasmlm.wasm (3/7)',
+    'tools/build.sh: built dist/wasmlm-relaxed.wasm (4/7)',
+    'tools/build.sh: built dist/wasmlm-scalar.wasm (5/7)',
+    'tools/build.sh: building: ',   // no memory64 toolchain here: none of those
   ]);
-  // the first module is linked alone, before the memory64 toolchain is asked for
-  const calls = r.calls.split('\n').filter((l) => l === 'toolchain' || l.includes('--build'));
-  assert.equal(calls[0], `cmake --build build/wasm -j${calls[0].match(/-j(\d+)/)[1]} --target wasmlm_module_relaxed_mt`);
-  assert.equal(calls[1], 'toolchain');
+  // one module per cmake call, the page's first first, all before the memory64 toolchain
+  const calls = r.calls.split('\n').filter((l) => l === 'toolchain' || l.includes('--build'))
+    .map((l) => l.replace(/ -j\d+ /, ' '));
+  assert.deepEqual(calls, [
+    ...W32.map((m) => `cmake --build build/wasm --target wasmlm_module${m.slice('dist/wasmlm'.length, -'.wasm'.length).replaceAll('-', '_')}`),
+    'toolchain',
+  ]);
   for (const m of W32) assert.ok(fs.readFileSync(path.join(root, m)).equals(MODULE_BYTES), m);
   assert.equal(fs.readFileSync(path.join(root, 'build/wasm/modules-pending.txt'), 'utf8'), '');
 
@@ -241,4 +246,19 @@ test('tools/build.sh --progressive: the first module first, each announced when 
   r = await build(['--only', 'nope.wasm']);
   assert.equal(r.code, 1);
   assert.match(r.log, /--only needs a module name such as wasmlm-mt\.wasm, got 'nope\.wasm'/);
+});
+
+test('tools/build.sh --progressive: the memory64 modules last, once their toolchain is there', async () => {
+  const { root, build } = buildFixture('build-sh-m64');
+  const r = await build(['--wasm-only', '--progressive'], { STUB_M64: '1' });
+  assert.equal(r.code, 0, r.log);
+  const lines = r.log.split('\n').filter((l) => /^tools\/build\.sh: (building:|built)/.test(l));
+  assert.deepEqual(lines.slice(-3), [
+    'tools/build.sh: building: dist/wasmlm64.wasm dist/wasmlm64-mt.wasm',
+    'tools/build.sh: built dist/wasmlm64.wasm (6/7)',
+    'tools/build.sh: built dist/wasmlm64-mt.wasm (7/7)',
+  ]);
+  const calls = r.calls.split('\n').filter((l) => l === 'toolchain' || l.includes('--build')).map((l) => l.split(' ').at(-1));
+  assert.deepEqual(calls.slice(-3), ['toolchain', 'wasmlm_module64', 'wasmlm_module64_mt']);
+  for (const m of ['dist/wasmlm64.wasm', 'dist/wasmlm64-mt.wasm']) assert.ok(fs.readFileSync(path.join(root, m)).equals(MODULE_BYTES), m);
 });
