@@ -10,9 +10,10 @@
 // them out.
 //
 // With --build (what `npm start` runs) it listens at once and runs `tools/build.sh --wasm-only
-// --if-needed --progressive` beside it: the module the page loads first is built first (~1 of
-// the ~4.5 min that all nine take on 2 cores), "serving at URL; building the other N modules in
-// the background" is printed when it is done, and the others follow. Until the build has said
+// --if-needed --progressive` beside it: the module the page loads first is built first (on a
+// fresh clone ~1.5-2 min on 2 busy cores, where all nine take ~4.5 min or more), "serving at
+// URL; building the other N modules in the background" is printed when it is done, and the
+// others follow (the SIMD128 threaded one next, the memory64 ones last). Until the build has said
 // which modules it builds, and while a module is one of those not yet built (or absent), a
 // request for /dist/*.wasm waits; it then gets the complete file (build.sh announces a module
 // only after its link succeeded). When the build fails, those requests get a 500 whose body is
@@ -67,6 +68,8 @@ export async function startServer({ port, root = REPO_ROOT, quiet = false, isola
       !(build && typeof build === 'object' && typeof build.command === 'string')) {
     throw new TypeError('build must be true, false or {command, args}');
   }
+  const unknownKeys = build && typeof build === 'object' ? Object.keys(build).filter((k) => k !== 'command' && k !== 'args') : [];
+  if (unknownKeys.length) throw new TypeError(`build: unknown option ${unknownKeys.join(', ')} (command, args)`);
   const builder = build ? startBuilder({ root, quiet, ...(build === true ? {} : build) }) : null;
   const handler = createHandler(root, quiet, { isolate, builder });
   const server = http.createServer(handler);
@@ -78,7 +81,10 @@ export async function startServer({ port, root = REPO_ROOT, quiet = false, isola
     try {
       bound = await listen(server, port + i);
     } catch (err) {
-      if (err.code !== 'EADDRINUSE' || i === attempts - 1) throw err;
+      if (err.code !== 'EADDRINUSE' || i === attempts - 1) {
+        builder?.stop();   // no server: no build beside it
+        throw err;
+      }
       if (!quiet) console.error(`port ${port + i} is busy, trying ${port + i + 1}`);
     }
   }

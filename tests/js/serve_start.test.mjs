@@ -124,6 +124,7 @@ test('npm start: a builder that cannot run is reported, and a module without a f
 
 test('startServer rejects a malformed build option', async () => {
   await assert.rejects(startServer({ port: 0, quiet: true, build: 'yes' }), /build must be true, false or \{command, args\}/);
+  await assert.rejects(startServer({ port: 0, quiet: true, build: { command: 'true', argv: [] } }), /build: unknown option argv \(command, args\)/);
 });
 
 /** A copy of tools/build.sh in a directory of its own, with stub emcmake/cmake on the PATH: the
