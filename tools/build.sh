@@ -112,7 +112,7 @@ ordered() {
   return 0
 }
 relaxed_ok() { [[ "$(cat build/wasm/relaxed-status.txt 2>/dev/null)" == ok ]]; }
-# the module the page loads first on a typical browser (js/wasm.js planModule: relaxed SIMD
+# the module the page loads first on a typical browser (js/runtime/wasm.js planModule: relaxed SIMD
 # where it runs, threads where the page is cross-origin isolated, as tools/serve.mjs makes it
 # unless ISOLATE=0, which `ISOLATE=0 npm start` passes on to here too)
 first_module() {
