@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/bench_memory64.sh [REV] [-- ARGS for bench_memory64.mjs]
 # The quantized kernels as wasm32 and as wasm64, side by side in one Node 24: what the memory64
-# modules lose in the kernels alone (bench/README.md, 2026-11-27 mem64perf). Builds
+# modules lose in the kernels alone (docs/how-it-works.md, mem64perf). Builds
 # tools/bench_memory64.c with the work tree's kernels (quant_simd.c and its parts,
 # kernels_simd.c, quant.c and its block formats, quantize.c, kernels_ref.c) twice by LLVM 19, as the modules are:
 # wasm32 by emcc driving LLVM 19 (the wasm32 modules' kernels), wasm64 by tools/wasm64's patched

@@ -9,7 +9,7 @@
 # RXFLAGS="-DX" adds flags to the work tree's compilation (variants behind an #ifdef).
 # Linked at -O2, nearest the modules' -O3 (which this harness cannot run: minified import names);
 # until 2026-11-24 16:25 it linked at -O1, which slowed the fused relaxed dot and overstated the
-# split form (bench/README, dotform). Confirm a kernel change end to end with bench/ab.mjs.
+# split form (docs/how-it-works.md, dotform). Confirm a kernel change end to end with bench/ab.mjs.
 # Not a test; needs what tools/build.sh needs for the relaxed modules.
 set -euo pipefail
 cd "$(dirname "$0")/.."

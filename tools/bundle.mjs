@@ -6,7 +6,7 @@
 //   dist/opfs_worker.js  js/models/storage/opfs_worker.js: the model store's OPFS writer (./opfs_worker.js)
 // Why: a cold page load is CPU-bound on a small machine, and ~40 separate modules cost the
 // renderer, the browser process and the network service a request each, plus ~230 KB of
-// commented source to parse, before the first token (bench/README.md, 2026-11-24 ttft4).
+// commented source to parse, before the first token (docs/how-it-works.md, ttft4).
 // The sources stay as they are (no build step for the library: js/wasmlm.js is imported as it
 // is by Node, tests and other pages); only web/index.html loads the bundles. @huggingface/jinja
 // and hash-wasm stay outside (imported when a chat template is first rendered, when the model

@@ -95,7 +95,7 @@
 // vocabulary). Phi-3.5-mini Q4_K_M (2.39 GB, written directly: 10 min 43 s, 153 MB RSS on a busy
 // machine) loads and generates in wllama 3.8.1 in Chromium 156 (its memory64 build) and in our
 // engine (Node, Chromium); its Q8_0 file (4.06 GB) does not fit wasm32 with a 2048-position
-// context (bench/README.md, 2026-11-24 phi35).
+// context (docs/how-it-works.md, phi35).
 // Non-llama files are quantized by wlm_quantize_gguf (src/kernels/quantize.c): every key and
 // tensor copied, weight matrices converted by llama.cpp's rules.
 

@@ -275,7 +275,7 @@ async function fetchPartNow(part, { onProgress, signal }) {
   // The candidates are looked up together (the first found, in order, is taken). On a profile
   // where this page never stored a file (neverStored()) the download starts beside the lookup
   // instead of after it: a fresh profile's Cache Storage answers its first match ~100 ms late,
-  // which was on the critical path of a cold load (bench/README.md, ttft5). Should the lookup
+  // which was on the critical path of a cold load (docs/how-it-works.md, ttft5). Should the lookup
   // hit after all (another page of this origin stored it), the download is aborted.
   const lookup = Promise.all(part.candidates.map((url) => cache.match(url, { sha256: part.sha256 })));
   let early = null;

@@ -20,7 +20,7 @@ const DOT_PROBE_MAX_ROUNDS = 10;
 const DOT_PROBE_WARMUP = 60;
 /** The split form must be this much faster (time ratio) to be picked: ties go to the fused
  *  form, one instruction on CPUs with an int8 dot (where the split costs 3). 2 %, not more: the
- *  probe's ratio is about half the end-to-end one (bench/README.md, 2026-11-24 dotform: Chromium
+ *  probe's ratio is about half the end-to-end one (docs/how-it-works.md, dotform: Chromium
  *  156 probe 1.04-1.07, decode 1.09-1.14; Node 24 probe 0.94, decode 0.86-0.90). */
 const DOT_SPLIT_MARGIN = 1.02;
 

@@ -198,7 +198,7 @@ export function progressView(label, parts) {
   };
   // At most one redraw per PROGRESS_INTERVAL_MS: each one is a frame (style, layout, paint,
   // raster, compositing in the browser and GPU processes: ~10 ms of CPU in all on a small
-  // machine), and at 60 per second they took CPU from the load itself (bench/README.md, ttft4).
+  // machine), and at 60 per second they took CPU from the load itself (docs/how-it-works.md, ttft4).
   const schedule = () => {
     if (frame || timer) return;
     const wait = lastDraw + PROGRESS_INTERVAL_MS - performance.now();
