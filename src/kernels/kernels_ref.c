@@ -18,12 +18,17 @@ void wlm_matvec_ref(float *out, const float *w, const float *x, int n, int r0, i
     }
 }
 
+/* ggml's ggml_compute_forward_rms_norm_f32 (then ggml_mul by the weight), operation for
+ * operation: each square rounded to float and added in order to a double sum, mean =
+ * (float)(sum / n), scale = 1 / sqrtf(mean + eps) in float, out = weight * (scale * x). A float
+ * sum is ~1 ulp off the double one now and then, and that ulp can move a Q8_0 activation that
+ * sits on a rounding tie of the next product to the other level (gemma4 tiny Q4_K_M: one such
+ * tie in the BOS token's layer-2 attention input moved every prompt by ~0.2 nats). */
 void wlm_rmsnorm_ref(float *out, const float *x, const float *weight, int n, float eps) {
-    float ss = 0.0f;
-    for (int j = 0; j < n; j++) ss += x[j] * x[j];
-    ss /= (float)n;
-    ss += eps;
-    ss = 1.0f / sqrtf(ss);
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) sum += (double)(x[j] * x[j]);
+    const float mean = (float)(sum / (double)n);
+    const float ss = 1.0f / sqrtf(mean + eps);
     for (int j = 0; j < n; j++) out[j] = weight[j] * (ss * x[j]);
 }
 

@@ -207,21 +207,15 @@ void wlm_matmat_simd(float *out, size_t out_stride, const float *w, const float 
 
 float wlm_dot_simd(const float *a, const float *b, int n) { return row_dot(a, b, n); }
 
+/* The reference's bits (ggml's order): the squares summed one by one in double (the sum is
+ * ~n adds; the scaling below is the vector part). */
 void wlm_rmsnorm_simd(float *out, const float *x, const float *weight, int n, float eps) {
-    v128_t a0 = wasm_f32x4_splat(0), a1 = a0;
-    int j = 0;
-    for (; j + 8 <= n; j += 8) {
-        v128_t v0 = wasm_v128_load(x + j), v1 = wasm_v128_load(x + j + 4);
-        a0 = wasm_f32x4_add(a0, wasm_f32x4_mul(v0, v0));
-        a1 = wasm_f32x4_add(a1, wasm_f32x4_mul(v1, v1));
-    }
-    float ss = hsum(wasm_f32x4_add(a0, a1));
-    for (; j < n; j++) ss += x[j] * x[j];
-    ss /= (float)n;
-    ss += eps;
-    ss = 1.0f / sqrtf(ss);
+    double sum = 0.0;
+    for (int j = 0; j < n; j++) sum += (double)(x[j] * x[j]);
+    const float mean = (float)(sum / (double)n);
+    const float ss = 1.0f / sqrtf(mean + eps);
     v128_t s = wasm_f32x4_splat(ss);
-    j = 0;
+    int j = 0;
     for (; j + 4 <= n; j += 4)
         wasm_v128_store(out + j, wasm_f32x4_mul(wasm_v128_load(weight + j),
                                                 wasm_f32x4_mul(s, wasm_v128_load(x + j))));

@@ -231,6 +231,20 @@ static void test_rmsnorm(void) {
                 }
             }
             CHECKF(bad == 0, "n=%d off=%d: %d elements off, first %d", n, off, bad, first);
+            /* bitwise ggml's arithmetic (ggml_compute_forward_rms_norm_f32, then ggml_mul): the
+             * float squares added in order to a double, mean and scale in float, y = x * scale,
+             * then y * w; the SIMD kernel gives the same bits */
+            double gsum = 0.0;
+            for (int i = 0; i < n; i++) gsum += (double)(float)(px[i] * px[i]);
+            const float gmean = (float)(gsum / (double)n), gscale = 1.0f / sqrtf(gmean + eps);
+            int nbits = 0;
+            for (int i = 0; i < n; i++) {
+                float y = px[i] * gscale;
+                y = y * pw[i];
+                nbits += memcmp(&y, &p1[i], sizeof y) != 0;
+            }
+            CHECKF(nbits == 0, "n=%d off=%d: %d elements not ggml's bits", n, off, nbits);
+            CHECKF(memcmp(p1, p2, sizeof(float) * n) == 0, "n=%d off=%d: simd != ref bits", n, off);
             /* out may alias x: same result in place. */
             memcpy(ax + PAD, px, sizeof(float) * n);
             wlm_rmsnorm_ref(ax + PAD, ax + PAD, pw, n, eps);
