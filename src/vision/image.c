@@ -24,11 +24,20 @@ int wlm_image_encode(wlm_vision *v, const uint8_t *rgb, int32_t width, int32_t h
         return wlm_errorf(v->errmsg, sizeof v->errmsg, WLM_ERR_INVALID_ARG,
                           "image: %d×%d pixels is outside 1..%d a side and %d in all", (int)width,
                           (int)height, WLM_IMAGE_MAX_SIDE, WLM_IMAGE_MAX_PIXELS);
-    int cols, rows;
+    if (wlm_vision_needs_tiles(v, width, height)) {
+        int mw, mh;
+        wlm_smart_resize(width, height, v->patch_size * v->scale, 0, 2 * v->max_pixels, &mw, &mh);
+        return wlm_errorf(v->errmsg, sizeof v->errmsg, WLM_ERR_UNSUPPORTED,
+                          "image: %d×%d pixels is large enough that llama.cpp's %s preprocessing "
+                          "cuts it into tiles, which wasmlm does not do yet; scale it down to "
+                          "about %d×%d or less", (int)width, (int)height, v->row->name, mw, mh);
+    }
+    int cols, rows, pw, ph;
     wlm_vision_grid(v, width, height, &cols, &rows);
-    const int32_t pieces = cols * rows + 1, tpp = wlm_vision_piece_tokens(v);
-    const int32_t S = v->image_size, D = v->proj_dim;
-    const size_t psz = (size_t)3 * S * S;
+    wlm_vision_piece_size(v, width, height, &pw, &ph);
+    const int32_t s = v->scale, pieces = cols * rows + 1;
+    const int32_t tpp = (pw / v->patch_size / s) * (ph / v->patch_size / s), D = v->proj_dim;
+    const size_t psz = (size_t)3 * pw * ph;
     float *pix = malloc((size_t)pieces * psz * sizeof *pix);
     float *embd = malloc((size_t)pieces * tpp * D * sizeof *embd);
     if (!pix || !embd) {
@@ -37,8 +46,8 @@ int wlm_image_encode(wlm_vision *v, const uint8_t *rgb, int32_t width, int32_t h
     }
     int rc = wlm_vision_preprocess(v, rgb, width, height, pix);
     for (int32_t p = 0; !rc && p < pieces; p++)
-        rc = wlm_vision_encode_piece(v, pix + (size_t)p * psz, embd + (size_t)p * tpp * D, pool,
-                                     use_simd);
+        rc = wlm_vision_encode_piece(v, pix + (size_t)p * psz, pw, ph, embd + (size_t)p * tpp * D,
+                                     pool, use_simd);
     free(pix);
     if (rc) {
         free(embd);

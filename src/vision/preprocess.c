@@ -145,6 +145,51 @@ void wlm_vision_grid(const wlm_vision *v, int w, int h, int *cols, int *rows) {
     if (*rows < 1) *rows = 1;
 }
 
+void wlm_smart_resize(int w, int h, int align, int min_pixels, int max_pixels, int *ow, int *oh) {
+    /* float throughout, as mtmd's img_tool::calc_size_preserved_ratio */
+    const float f = (float)align;
+    int hb = (int)roundf((float)h / f) * align, wb = (int)roundf((float)w / f) * align;
+    if (hb < align) hb = align;
+    if (wb < align) wb = align;
+    if ((int64_t)hb * wb > max_pixels) {
+        const float beta = sqrtf((float)((int64_t)h * w) / (float)max_pixels);
+        hb = (int)floorf(((float)h / beta) / f) * align;
+        wb = (int)floorf(((float)w / beta) / f) * align;
+        if (hb < align) hb = align;
+        if (wb < align) wb = align;
+    } else if ((int64_t)hb * wb < min_pixels) {
+        const float beta = sqrtf((float)min_pixels / (float)((int64_t)h * w));
+        hb = (int)ceilf(((float)h * beta) / f) * align;
+        wb = (int)ceilf(((float)w * beta) / f) * align;
+    }
+    *ow = wb;
+    *oh = hb;
+}
+
+void wlm_vision_piece_size(const wlm_vision *v, int w, int h, int *pw, int *ph) {
+    if (!v->row->dyn_min_tokens) {
+        *pw = *ph = v->image_size;
+        return;
+    }
+    wlm_smart_resize(w, h, v->patch_size * v->scale, v->min_pixels, v->max_pixels, pw, ph);
+}
+
+int wlm_vision_needs_tiles(const wlm_vision *v, int w, int h) {
+    if (!v->row->dyn_min_tokens) return 0;
+    const int a = v->patch_size * v->scale;
+    int64_t hb = (int64_t)llround((double)h / a) * a, wb = (int64_t)llround((double)w / a) * a;
+    if (hb < a) hb = a;
+    if (wb < a) wb = a;
+    return hb * wb > 2 * (int64_t)v->max_pixels;
+}
+
+/* out (3 planes n pixels) = normalise(img), img interleaved 8-bit RGB of n pixels. */
+static void normalise_n(const wlm_vision *v, const uint8_t *img, size_t n, float *out) {
+    for (size_t i = 0; i < n; i++)
+        for (int c = 0; c < 3; c++)
+            out[c * n + i] = ((float)img[i * 3 + c] / 255.0f - v->mean[c]) / v->std[c];
+}
+
 /* out (3 planes S×S) = normalise(img), img interleaved 8-bit or float RGB. */
 static void normalise_u8(const wlm_vision *v, const uint8_t *img, float *out) {
     const size_t n = (size_t)v->image_size * v->image_size;
@@ -248,7 +293,19 @@ static int preprocess_tiles(wlm_vision *v, const uint8_t *rgb, int w, int h, flo
     return rc;
 }
 
+/* LFM2: one piece, the image stretched with Pillow's bilinear to its smart-resized size. */
+static int preprocess_dynamic(wlm_vision *v, const uint8_t *rgb, int w, int h, float *out) {
+    int pw, ph;
+    wlm_vision_piece_size(v, w, h, &pw, &ph);
+    uint8_t *r = malloc((size_t)pw * ph * 3), *tmp = malloc((size_t)pw * h * 3);
+    const int ok = r && tmp && wlm_resize_bilinear_pillow(rgb, w, h, r, pw, ph, tmp);
+    if (ok) normalise_n(v, r, (size_t)pw * ph, out);
+    free(r), free(tmp);
+    return ok ? WLM_OK : wlm_errorf(v->errmsg, sizeof v->errmsg, WLM_ERR_NOMEM, "image: out of memory");
+}
+
 int wlm_vision_preprocess(wlm_vision *v, const uint8_t *rgb, int w, int h, float *out) {
+    if (v->row->dyn_min_tokens) return preprocess_dynamic(v, rgb, w, h, out);
     return v->row->letterbox ? preprocess_gemma3(v, rgb, w, h, out)
                              : preprocess_tiles(v, rgb, w, h, out);
 }

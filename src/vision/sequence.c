@@ -4,6 +4,7 @@
  * at the media markers, each text piece tokenized on its own (special tokens parsed, BOS only
  * before the first), and each image replaced by its projector's begin / end tokens around its
  * rows — Gemma 3: <start_of_image> rows <end_of_image>, the rows non-causal among themselves;
+ * LFM2 (one piece): <|image_start|> rows <|image_end|>, causal;
  * Idefics3: per tile <fake_token_around_image><row_r_col_c> rows, "\n" after each tile row but
  * the last, then "\n\n"<fake_token_around_image><global-img> overview <fake_token_around_image>
  * (reference: /work/shared/reference/vision-mmproj.md §7). The wrapper texts are tokenized with
@@ -56,11 +57,11 @@ int wlm_eval_image(wlm_context *ctx, int32_t seq, const wlm_vision *v, const wlm
                              (int)ctx->model->hp.dim);
     const int32_t T = e->tokens_per_piece, D = e->n_embd;
     int rc;
-    if (v->row->merge == WLM_MERGE_AVG_POOL) { /* gemma3 */
-        if ((rc = eval_str(ctx, seq, "<start_of_image>")) ||
-            (rc = wlm_eval_embd(ctx, seq, e->embd, e->n_tokens, D, 1)))
+    if (v->row->img_begin) { /* one piece between the row's begin and end texts */
+        if ((rc = eval_str(ctx, seq, v->row->img_begin)) ||
+            (rc = wlm_eval_embd(ctx, seq, e->embd, e->n_tokens, D, v->row->non_causal)))
             return rc;
-        return eval_str(ctx, seq, "<end_of_image>");
+        return eval_str(ctx, seq, v->row->img_end);
     }
     /* idefics3 */
     for (int32_t r = 0; r < e->grid_rows; r++) {
