@@ -147,6 +147,12 @@ export const VISION_RECORDS = Object.freeze([
   ...['F32', 'F16', 'Q8_0'].map((type) => ({ name: `idefics3-${type}`, shape: 'idefics3-tiny', type, seed: 1,
     text: { arch: 'llama', shape: 'smolvlm-tiny', seed: 1, type: 'F32' },
     sizes: [[64, 64], [100, 60], [30, 130], [150, 150], [20, 20]] })),
+  // LFM2-VL: one smart-resized piece per image (64 → 64×64 kept, 90×50 → 88×48, 30×130 →
+  // 32×128, 200×150 → 144×104 by the area bound, 41×37 → 72×64 by the lower bound), the
+  // positions resized to each patch grid; no size here reaches llama.cpp's tiling
+  ...['F32', 'F16', 'Q8_0'].map((type) => ({ name: `lfm2-${type}`, shape: 'lfm2-tiny', type, seed: 1,
+    text: { arch: 'lfm2', shape: 'tiny', seed: 1, type: 'F32' },
+    sizes: [[64, 64], [90, 50], [30, 130], [200, 150], [41, 37]] })),
   // flat images: the same path without the resampling's part in it
   ...['F32', 'F16'].map((type) => ({ name: `idefics3-${type}-flat`, shape: 'idefics3-tiny', type, seed: 1,
     text: { arch: 'llama', shape: 'smolvlm-tiny', seed: 1, type: 'F32' }, image: 'flat',

@@ -906,10 +906,12 @@ int wlm_eval_embd(wlm_context *ctx, int32_t seq, const float *embd, int32_t n, i
     if (p->bidirectional || !c->model->w.wcls.data)
         return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
                              "%s is an embedding model: it takes no image rows", p->arch->name);
-    if (!c->kv_cache || c->deferred || p->state_floats)
+    /* a recurrent hybrid (LFM2) takes causal rows: its conv / recurrent state runs over them
+     * as over tokens; rows that see each other both ways have no meaning there */
+    if (!c->kv_cache || c->deferred || (p->state_floats && non_causal))
         return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
-                             "image rows need a CPU context with a KV cache and a transformer "
-                             "(not %s)", p->state_floats ? "a recurrent hybrid" : "this context");
+                             "image rows need a CPU context with a KV cache%s",
+                             p->state_floats ? " and, on a recurrent hybrid, causal rows" : "");
     if (non_causal && n > WLM_BATCH_CHUNK)
         return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
                              "a non-causal image of %d rows does not fit one batch of %d",

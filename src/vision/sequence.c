@@ -30,7 +30,18 @@ static int eval_text(wlm_context *c, int32_t seq, const char *text, size_t len, 
     int rc = WLM_ERR_NOMEM;
     if (seqs) {
         for (int32_t i = 0; i < n; i++) seqs[i] = seq;
-        rc = wlm_eval_batch(c, t, seqs, NULL, n);
+        if (c->model->hp.state_floats) {
+            /* a recurrent hybrid: the state before the piece's last token is kept, so that a
+             * generation can start again from there (begin_on_sequence evaluates the prompt's
+             * last token anew; the image rows before it cannot be replayed) */
+            rc = n > 1 ? wlm_eval_batch(c, t, seqs, NULL, n - 1) : WLM_OK;
+            if (rc == WLM_OK) {
+                wlm_state_snapshot(c, seq, WLM_SNAP_PROMPT);
+                rc = wlm_eval_batch(c, t + n - 1, seqs, NULL, 1);
+            }
+        } else {
+            rc = wlm_eval_batch(c, t, seqs, NULL, n);
+        }
     } else {
         wlm_set_error(c->errmsg, rc, "media prompt: out of memory");
     }

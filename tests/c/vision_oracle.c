@@ -185,7 +185,8 @@ int main(int argc, char **argv) {
     }
     static const char *const names[] = {"gemma3-F32", "gemma3-F16", "gemma3-Q8_0",
                                         "idefics3-F32", "idefics3-F16", "idefics3-Q8_0",
-                                        "idefics3-F32-flat", "idefics3-F16-flat"};
+                                        "idefics3-F32-flat", "idefics3-F16-flat",
+                                        "lfm2-F32", "lfm2-F16", "lfm2-Q8_0"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         if (argc > 3 && strcmp(argv[3], names[i])) continue;
         tu_section(names[i]);
