@@ -416,12 +416,13 @@ int wlm_eval(wlm_context *ctx, const int32_t *tokens, int32_t n);
  * wlm_image_encode go here, between the tokens around them. non_causal 1: the rows attend to
  * each other both ways (and to everything before them; a sliding-window layer looks back its
  * window from each row and forward to the image's end), as llama.cpp decodes a Gemma 3 image;
- * then n <= 64 (one batch). non_causal 0: causal like tokens (Idefics3 / SmolVLM). The sequence
+ * then n <= 64 (one batch). non_causal 0: causal like tokens (Idefics3 / SmolVLM, LFM2-VL; the
+ * only kind a recurrent hybrid such as LFM2 takes). The sequence
  * records no token for these positions, so a later wlm_generate_begin's prompt-cache match stops
  * before them. The rows are read during the call only.
  * Errors: WLM_ERR_INVALID_ARG (NULL embd, n < 1, n_embd != dim, a non-finite value, bad seq),
- * WLM_ERR_UNSUPPORTED (an embedding model, a context without KV cache or deferred, a recurrent
- * hybrid, a non-causal image over 64 rows), WLM_ERR_CONTEXT_FULL (nothing evaluated),
+ * WLM_ERR_UNSUPPORTED (an embedding model, a context without KV cache or deferred, non-causal
+ * rows on a recurrent hybrid, a non-causal image over 64 rows), WLM_ERR_CONTEXT_FULL (nothing evaluated),
  * WLM_ERR_STATE (a generation in progress), WLM_ERR_NOMEM.
  */
 int wlm_eval_embd(wlm_context *ctx, int32_t seq, const float *embd, int32_t n, int32_t n_embd,
@@ -1200,8 +1201,12 @@ int32_t wlm_tokenize_pair(const wlm_model *model, const char *query, size_t quer
  * "mmproj", general.architecture "clip"). It turns an image into rows of the text model's
  * embedding width, which take the place of tokens in the sequence. Supported projector types
  * (clip.projector_type): "gemma3" (Gemma 3: SigLIP, 4×4 average pooling, RMS norm, linear; one
- * letterboxed S×S piece, bilinear) and "idefics3" (SmolVLM / Idefics3: SigLIP, pixel shuffle,
- * linear; tiles of the image refined to multiples of S plus an overview, Lanczos-3). The
+ * letterboxed S×S piece, bilinear), "idefics3" (SmolVLM / Idefics3: SigLIP, pixel shuffle,
+ * linear; tiles of the image refined to multiples of S plus an overview, Lanczos-3) and "lfm2"
+ * (LFM2-VL: SigLIP2 NaFlex, one piece of the image's own aspect smart-resized with bilinear to
+ * sides that are multiples of P·s within 64..256 tokens, the learned positions resized to its
+ * patch grid, pixel unshuffle, LayerNorm, a 2-layer GELU MLP; images large enough that
+ * llama.cpp would tile them are refused with WLM_ERR_UNSUPPORTED, tiling not implemented). The
  * arithmetic follows llama.cpp's tools/mtmd (clip.cpp, models/siglip.cpp, mtmd.cpp), the
  * resampling llama.cpp b12211's outputs (docs/how-it-works.md, "Images").
  */
@@ -1269,7 +1274,9 @@ typedef struct wlm_image_embd {
  * scalar references. These are the embeddings llama.cpp feeds the text model (no Gemma
  * sqrt(dim) scaling: that applies to token embeddings only).
  * Errors: WLM_ERR_INVALID_ARG (NULL arguments, width or height < 1 or > WLM_IMAGE_MAX_SIDE, more
- * than WLM_IMAGE_MAX_PIXELS pixels), WLM_ERR_STATE (the handle did not load), WLM_ERR_NOMEM;
+ * than WLM_IMAGE_MAX_PIXELS pixels), WLM_ERR_UNSUPPORTED (lfm2: an image llama.cpp would cut
+ * into tiles, i.e. its sides rounded to multiples of P·s cover more than twice 256 tokens' area;
+ * the message names a size that fits), WLM_ERR_STATE (the handle did not load), WLM_ERR_NOMEM;
  * message in wlm_vision_errmsg. On error *out is zeroed.
  */
 int wlm_image_encode(wlm_vision *vision, const uint8_t *rgb, int32_t width, int32_t height,
@@ -1287,7 +1294,8 @@ void wlm_image_embd_free(wlm_image_embd *e);
  * themselves: wlm_eval_embd's non_causal 1), "<end_of_image>"; idefics3 — for each tile
  * "<fake_token_around_image><row_R_col_C>" then its rows, "\n" after each row of tiles but the
  * last, then (after "\n\n" when there are tiles) "<fake_token_around_image><global-img>", the
- * overview's rows, "<fake_token_around_image>". Each wrapper text is tokenized with special
+ * overview's rows, "<fake_token_around_image>"; lfm2 — "<|image_start|>", the rows (causal),
+ * "<|image_end|>". Each wrapper text is tokenized with special
  * tokens parsed (a vocabulary without them spells them as text, as llama.cpp does). Logits: the
  * last position's. Errors: WLM_ERR_INVALID_ARG (no loaded vision model, no image, rows of
  * another width than the model's: an mmproj of another model), wlm_eval_embd's and
