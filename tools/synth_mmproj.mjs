@@ -36,6 +36,10 @@ export const MMPROJ_SHAPES = Object.freeze({
   // LayerNorm + 2-layer MLP (hidden Fp) to the lfm2 text model's width
   'lfm2-tiny': { proj: 'lfm2', S: 64, P: 4, W: 64, F: 128, L: 2, H: 4, k: 2, Fp: 64, D: 64,
     mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], text: { arch: 'lfm2', shape: 'tiny' } },
+  // LFM2-VL's real patch geometry (P 16, s 2: 512-pixel tiles of 256 tokens) on a tiny tower, for
+  // the images llama.cpp cuts into tiles
+  'lfm2-p16': { proj: 'lfm2', S: 256, P: 16, W: 32, F: 64, L: 1, H: 2, k: 2, Fp: 64, D: 64,
+    mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], text: { arch: 'lfm2', shape: 'tiny' } },
 });
 
 const GT = { F32: 0, F16: 1, Q8_0: 8 };

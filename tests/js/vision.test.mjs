@@ -23,9 +23,10 @@ const BUILT = fs.existsSync(path.join(REPO, 'dist/wasmlm.wasm'));
 /** tests/c/vision_oracle.c's tolerance per record: 0.05 for F32 / F16 (measured worst 0.015; an
  *  Idefics3 overview resampled from the original instead of the refined image measures 1.1-1.4),
  *  0.6 for Q8_0 matrices (8-bit activation rounding amplifies float differences: 0.44-0.52). */
-const tolerance = (name) => (/Q8_0/.test(name) ? 0.6 : 0.05);
+// lfm2-p16: 0.070 measured, over the others' 0.05 (tests/c/vision_oracle.c says what was tried)
+const tolerance = (name) => (/Q8_0/.test(name) ? 0.6 : /lfm2-p16/.test(name) ? 0.1 : 0.05);
 const RECORD_NAMES = ['gemma3-F32', 'gemma3-F16', 'gemma3-Q8_0', 'idefics3-F32', 'idefics3-F16', 'idefics3-Q8_0',
-  'idefics3-F32-flat', 'idefics3-F16-flat'];
+  'idefics3-F32-flat', 'idefics3-F16-flat', 'lfm2-F32', 'lfm2-F16', 'lfm2-Q8_0', 'lfm2-F32-flat', 'lfm2-p16-F32'];
 
 const record = (name) => JSON.parse(fs.readFileSync(path.join(RECORDS, `${name}.json`), 'utf8'));
 const synthArg = (rec, k) => rec.model.synth[rec.model.synth.indexOf(k) + 1];
