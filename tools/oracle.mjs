@@ -163,7 +163,7 @@ export const VISION_RECORDS = Object.freeze([
   // vocabulary (mtmd looks <|img_thumbnail|> up as a token: "Invalid token")
   { name: 'lfm2-p16-F32', shape: 'lfm2-p16', type: 'F32', seed: 1, ctx: 2048,
     text: { arch: 'lfm2', shape: 'tiny', seed: 1, type: 'F32' },
-    sizes: [[300, 200], [1100, 300], [300, 1100]] },
+    sizes: [[300, 200], [1100, 300], [300, 1100], [500, 400]] },
   // flat images: the same path without the resampling's part in it
   ...['F32', 'F16'].map((type) => ({ name: `idefics3-${type}-flat`, shape: 'idefics3-tiny', type, seed: 1,
     text: { arch: 'llama', shape: 'smolvlm-tiny', seed: 1, type: 'F32' }, image: 'flat',

@@ -146,9 +146,11 @@ void wlm_vision_grid(const wlm_vision *v, int w, int h, int *cols, int *rows) {
 }
 
 void wlm_smart_resize(int w, int h, int align, int min_pixels, int max_pixels, int *ow, int *oh) {
-    /* float throughout, as mtmd's img_tool::calc_size_preserved_ratio */
+    /* as mtmd's img_tool::calc_size_preserved_ratio: the first rounding half to even (Python's
+     * round, as transformers' smart_resize: b12211 makes 500×400 at 32 → 512×384), the
+     * scaled sizes in float */
     const float f = (float)align;
-    int hb = (int)roundf((float)h / f) * align, wb = (int)roundf((float)w / f) * align;
+    int hb = (int)rint((double)h / align) * align, wb = (int)rint((double)w / align) * align;
     if (hb < align) hb = align;
     if (wb < align) wb = align;
     if ((int64_t)hb * wb > max_pixels) {
@@ -177,7 +179,7 @@ void wlm_vision_piece_size(const wlm_vision *v, int w, int h, int *pw, int *ph) 
 int wlm_vision_needs_tiles(const wlm_vision *v, int w, int h) {
     if (!v->row->dyn_min_tokens) return 0;
     const int a = v->patch_size * v->scale;
-    int64_t hb = (int64_t)llround((double)h / a) * a, wb = (int64_t)llround((double)w / a) * a;
+    int64_t hb = (int64_t)rint((double)h / a) * a, wb = (int64_t)rint((double)w / a) * a;
     if (hb < a) hb = a;
     if (wb < a) wb = a;
     return hb * wb > 2 * (int64_t)v->max_pixels;

@@ -144,9 +144,8 @@ void wlm_vision_grid(const struct wlm_vision *v, int w, int h, int *cols, int *r
  * (dyn_min_tokens > 0) the smart-resized size (wlm_smart_resize). */
 void wlm_vision_piece_size(const struct wlm_vision *v, int w, int h, int *pw, int *ph);
 
-/* llama.cpp's calc_size_preserved_ratio with pixel bounds (transformers' smart_resize, in float
- * as mtmd computes it): each side rounded (half away from zero) to a multiple of align (at least
- * align); when the area exceeds max_pixels both sides are scaled by 1/sqrt(w·h / max) and
+/* llama.cpp's calc_size_preserved_ratio with pixel bounds (transformers' smart_resize): each
+ * side rounded (half to even, as Python) to a multiple of align (at least align); when the area exceeds max_pixels both sides are scaled by 1/sqrt(w·h / max) and
  * floored to multiples, when under min_pixels scaled up and ceiled. */
 void wlm_smart_resize(int w, int h, int align, int min_pixels, int max_pixels, int *ow, int *oh);
 

@@ -647,6 +647,10 @@ static void test_lfm2_pieces(void) {
     CHECK(w == 832 && h == 288);  /* beta = sqrt(405504/262144) = 1.2437 */
     wlm_smart_resize(100, 60, 32, 64 * 1024, 256 * 1024, &w, &h); /* 96×64 < 65536: up */
     CHECK(w == 352 && h == 224);  /* beta = sqrt(65536/6000) = 3.305 */
+    wlm_smart_resize(500, 400, 32, 64 * 1024, 256 * 1024, &w, &h); /* 12.5 → 12: half to even */
+    CHECK(w == 512 && h == 384);
+    wlm_smart_resize(720, 720, 32, 64 * 1024, 256 * 1024, &w, &h); /* 22.5 → 22, then > 256 */
+    CHECK(w == 512 && h == 512);
     wlm_smart_resize(90, 50, 8, 4096, 16384, &w, &h);
     CHECK(w == 88 && h == 48);
     /* pixel unshuffle of a 4 × 2 grid of 2-vectors by 2: token (0, C) = (0, 2C), (0, 2C+1),
