@@ -174,6 +174,35 @@ test('vision: clear errors (no mmproj, marker count, undecodable bytes, unsuppor
   }
 });
 
+test('vision: lfm2 refuses an image llama.cpp would tile (naming a size that fits), then works; a second prompt over the same image on the hybrid model', { skip: !BUILT && 'not built', timeout: 300000 }, async () => {
+  const rec = record('lfm2-p16-F32');
+  const engine = await createEngine({ threads: 1 });
+  try {
+    await engine.load({ model: textModel(rec), mmproj: mmprojOf(rec), nCtx: rec.ctx, kvType: 'f32', backend: 'cpu' });
+    assert.equal(engine.info.vision.projector, 'lfm2');
+    // 800×700: the sides rounded to multiples of 32 cover 800·704 > 2 · 256 · 32² pixels
+    const big = await pngBytes(testImage(800, 700, 1), 800, 700);
+    await assert.rejects(engine.complete(`${MEDIA_MARKER} hi`, { images: [big], maxTokens: 1 }),
+      (e) => e instanceof WasmlmError && e.code === 'WLM_ERR_UNSUPPORTED' && /800×700 .*tiles.* about \d+×\d+/.test(e.message));
+    // the record's first case, twice (the second reuses what the first left: a recurrent state
+    // cannot be cut back over image rows, so it is evaluated again — with the same result)
+    const c = rec.cases[0];
+    const png = await pngBytes(testImage(...c.images[0], rec.mmproj.seed), ...c.images[0]);
+    const runs = [];
+    for (let k = 0; k < 2; k++) {
+      const ids = [];
+      for await (const t of engine.generate(c.prompt, { images: [png], maxTokens: 4, temperature: 0 })) if (t.id >= 0) ids.push(t.id);
+      assert.equal(engine.lastResult.nPrompt, c.nPrompt, `run ${k}: prompt positions`);
+      runs.push(ids);
+    }
+    assert.equal(runs[0].length, 4);
+    assert.equal(runs[0][0], c.tokens[0], 'the first token is llama.cpp\'s');
+    assert.deepEqual(runs[1], runs[0], 'the second run over the cached prompt gives the same tokens');
+  } finally {
+    await engine.free();
+  }
+});
+
 const TEMPLATE = "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ 'model' if m.role == 'assistant' else m.role }}\n" +
   '{{ m.content }}<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}';
 
