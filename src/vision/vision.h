@@ -85,7 +85,6 @@ typedef struct wlm_vision_layer {
 #define WLM_VISION_MAX_WIDTH 16384      /* W, F and D_text */
 #define WLM_VISION_MAX_LAYERS 256
 #define WLM_VISION_MAX_GRID 16          /* Idefics3 tiles per side (ceil(L/S)) */
-#define WLM_VISION_MAX_DYN_TOKENS 4096  /* a dynamic piece's merged tokens */
 
 struct wlm_vision {
     const wlm_projector_row *row;
