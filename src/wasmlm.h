@@ -1204,9 +1204,11 @@ int32_t wlm_tokenize_pair(const wlm_model *model, const char *query, size_t quer
  * letterboxed S×S piece, bilinear), "idefics3" (SmolVLM / Idefics3: SigLIP, pixel shuffle,
  * linear; tiles of the image refined to multiples of S plus an overview, Lanczos-3) and "lfm2"
  * (LFM2-VL: SigLIP2 NaFlex, one piece of the image's own aspect smart-resized with bilinear to
- * sides that are multiples of P·s within 64..256 tokens, the learned positions resized to its
- * patch grid, pixel unshuffle, LayerNorm, a 2-layer GELU MLP; images large enough that
- * llama.cpp would tile them are refused with WLM_ERR_UNSUPPORTED, tiling not implemented). The
+ * sides that are multiples of P·s within 64..256 tokens, the learned positions resized to each
+ * piece's patch grid, pixel unshuffle, LayerNorm, a 2-layer GELU MLP; an image of more pixels
+ * than twice 256 tokens' area (2·256·(P·s)²) is cut as llama.cpp does:
+ * 512-pixel tiles of the image stretched to a grid of 2..10 (the closest aspect), then a
+ * smart-resized thumbnail). The
  * arithmetic follows llama.cpp's tools/mtmd (clip.cpp, models/siglip.cpp, mtmd.cpp), the
  * resampling llama.cpp b12211's outputs (docs/how-it-works.md, "Images").
  */
@@ -1255,12 +1257,15 @@ int wlm_vision_get_info(const wlm_vision *vision, wlm_vision_info *info);
 
 /* An encoded image: the rows that stand for it in the text model's sequence. */
 typedef struct wlm_image_embd {
-    int32_t n_tokens;      /* rows of embd: n_pieces × tokens_per_piece */
+    int32_t n_tokens;      /* rows of embd: (n_pieces - 1) × tokens_per_piece + last_tokens */
     int32_t n_embd;        /* floats per row (the projector's width, wlm_vision_info.proj_dim) */
-    int32_t n_pieces;      /* gemma3: 1; idefics3: grid_cols × grid_rows tiles + 1 overview */
-    int32_t tokens_per_piece;
-    int32_t grid_cols;     /* idefics3's tiles per row and rows of tiles; 0 without tiles */
+    int32_t n_pieces;      /* gemma3: 1; idefics3, lfm2: grid_cols × grid_rows tiles + 1
+                              overview (lfm2 without tiles: 1) */
+    int32_t tokens_per_piece; /* rows of each tile (of the one piece when there are no tiles) */
+    int32_t grid_cols;     /* tiles per row and rows of tiles; 0 without tiles */
     int32_t grid_rows;
+    int32_t last_tokens;   /* rows of the last piece (the overview / lfm2's thumbnail): equal
+                              to tokens_per_piece except for lfm2's tiled images */
     float *embd;           /* (n_tokens, n_embd) row-major; pieces in order: tiles row by row,
                               then the overview. Owned: release with wlm_image_embd_free. */
 } wlm_image_embd;
@@ -1274,9 +1279,7 @@ typedef struct wlm_image_embd {
  * scalar references. These are the embeddings llama.cpp feeds the text model (no Gemma
  * sqrt(dim) scaling: that applies to token embeddings only).
  * Errors: WLM_ERR_INVALID_ARG (NULL arguments, width or height < 1 or > WLM_IMAGE_MAX_SIDE, more
- * than WLM_IMAGE_MAX_PIXELS pixels), WLM_ERR_UNSUPPORTED (lfm2: an image llama.cpp would cut
- * into tiles, i.e. its sides rounded to multiples of P·s cover more than twice 256 tokens' area;
- * the message names a size that fits), WLM_ERR_STATE (the handle did not load), WLM_ERR_NOMEM;
+ * than WLM_IMAGE_MAX_PIXELS pixels), WLM_ERR_STATE (the handle did not load), WLM_ERR_NOMEM;
  * message in wlm_vision_errmsg. On error *out is zeroed.
  */
 int wlm_image_encode(wlm_vision *vision, const uint8_t *rgb, int32_t width, int32_t height,
@@ -1295,7 +1298,8 @@ void wlm_image_embd_free(wlm_image_embd *e);
  * "<fake_token_around_image><row_R_col_C>" then its rows, "\n" after each row of tiles but the
  * last, then (after "\n\n" when there are tiles) "<fake_token_around_image><global-img>", the
  * overview's rows, "<fake_token_around_image>"; lfm2 — "<|image_start|>", the rows (causal),
- * "<|image_end|>". Each wrapper text is tokenized with special
+ * "<|image_end|>", or with tiles "<|image_start|>", per tile "<|img_row_R_col_C|>" and its rows,
+ * "<|img_thumbnail|>" and the thumbnail's rows, "<|image_end|>". Each wrapper text is tokenized with special
  * tokens parsed (a vocabulary without them spells them as text, as llama.cpp does). Logits: the
  * last position's. Errors: WLM_ERR_INVALID_ARG (no loaded vision model, no image, rows of
  * another width than the model's: an mmproj of another model), wlm_eval_embd's and

@@ -153,6 +153,12 @@ export const VISION_RECORDS = Object.freeze([
   ...['F32', 'F16', 'Q8_0'].map((type) => ({ name: `lfm2-${type}`, shape: 'lfm2-tiny', type, seed: 1,
     text: { arch: 'lfm2', shape: 'tiny', seed: 1, type: 'F32' },
     sizes: [[64, 64], [90, 50], [30, 130], [200, 150], [41, 37]] })),
+  // LFM2-VL's tiles: 800×700 → 2×2 tiles of 512 + a 544×448 thumbnail, 600×1000 → 2×3; 1300×400
+  // (520000 pixels, under 2·256·32²) stays one piece
+  // (a text model whose vocabulary has LFM2-VL's image tokens)
+  { name: 'lfm2-tiles-F32', shape: 'lfm2-p16', type: 'F32', seed: 1, ctx: 4096,
+    text: { arch: 'lfm2', shape: 'vl-tiny', seed: 1, type: 'F32' },
+    sizes: [[800, 700], [300, 200], [1300, 400], [600, 1000]] },
   // flat images: everything but the resampling
   { name: 'lfm2-F32-flat', shape: 'lfm2-tiny', type: 'F32', seed: 1, image: 'flat',
     text: { arch: 'lfm2', shape: 'tiny', seed: 1, type: 'F32' },

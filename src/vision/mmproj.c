@@ -41,7 +41,8 @@ static const wlm_projector_row PROJECTORS[] = {
      .norm = NULL, .in_norm_w = "mm.input_norm.weight", .in_norm_b = "mm.input_norm.bias",
      .proj = "mm.1.weight", .proj_transposed = 0, .proj_b = "mm.1.bias", .proj2 = "mm.2.weight",
      .proj2_b = "mm.2.bias", .img_begin = "<|image_start|>", .img_end = "<|image_end|>",
-     .non_causal = 0},
+     .non_causal = 0, .tile_size = 512, .min_tiles = 2, .max_tiles = 10,
+     .tile_fmt = "<|img_row_%d_col_%d|>", .thumb_begin = "<|img_thumbnail|>"},
 };
 #define N_PROJECTORS (sizeof PROJECTORS / sizeof PROJECTORS[0])
 

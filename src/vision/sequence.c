@@ -68,10 +68,25 @@ int wlm_eval_image(wlm_context *ctx, int32_t seq, const wlm_vision *v, const wlm
                              (int)ctx->model->hp.dim);
     const int32_t T = e->tokens_per_piece, D = e->n_embd;
     int rc;
-    if (v->row->img_begin) { /* one piece between the row's begin and end texts */
-        if ((rc = eval_str(ctx, seq, v->row->img_begin)) ||
-            (rc = wlm_eval_embd(ctx, seq, e->embd, e->n_tokens, D, v->row->non_causal)))
+    if (v->row->img_begin) { /* between the row's begin and end texts: one piece, or tiles + thumbnail */
+        if ((rc = eval_str(ctx, seq, v->row->img_begin))) return rc;
+        if (e->n_pieces > 1 && v->row->tile_fmt) {
+            for (int32_t p = 0; p < e->n_pieces - 1; p++) {
+                char tag[64];
+                snprintf(tag, sizeof tag, v->row->tile_fmt, (int)(p / e->grid_cols) + 1,
+                         (int)(p % e->grid_cols) + 1);
+                if ((rc = eval_str(ctx, seq, tag)) ||
+                    (rc = wlm_eval_embd(ctx, seq, e->embd + (size_t)p * (size_t)T * (size_t)D, T, D,
+                                        v->row->non_causal)))
+                    return rc;
+            }
+            if ((rc = eval_str(ctx, seq, v->row->thumb_begin)) ||
+                (rc = wlm_eval_embd(ctx, seq, e->embd + (size_t)(e->n_pieces - 1) * (size_t)T * (size_t)D,
+                                    e->last_tokens, D, v->row->non_causal)))
+                return rc;
+        } else if ((rc = wlm_eval_embd(ctx, seq, e->embd, e->n_tokens, D, v->row->non_causal))) {
             return rc;
+        }
         return eval_str(ctx, seq, v->row->img_end);
     }
     /* idefics3 */

@@ -46,6 +46,9 @@ typedef struct wlm_projector_row {
                                     and dyn_max_tokens merged tokens; the learned positions
                                     resized to its patch grid (SigLIP2 NaFlex). 0: S×S pieces */
     int32_t dyn_max_tokens;
+    int32_t tile_size;           /* > 0 (dynamic rows): large images are cut into tiles of this
+                                    many pixels a side + a thumbnail (LFM2-VL: 512) */
+    int32_t min_tiles, max_tiles; /* the grid's tile count bounds (2, 10) */
     int32_t default_scale;       /* clip.vision.projector.scale_factor when absent; 0: required */
     const char *norm;            /* RMS norm of each merged token before the projection, or NULL */
     const char *in_norm_w, *in_norm_b; /* LayerNorm (eps 1e-5) of each merged token before the
@@ -54,8 +57,10 @@ typedef struct wlm_projector_row {
     int32_t proj_transposed;     /* 1: stored [D_text, in] (ne0 = D_text), applied as x·M */
     const char *proj_b;          /* its bias, or NULL */
     const char *proj2, *proj2_b; /* a second matrix + bias after a GELU (a 2-layer MLP), or NULL */
-    const char *img_begin, *img_end; /* one-piece rows: the text around the image's rows in the
-                                    sequence (mtmd's img_beg / img_end); NULL for tiled rows */
+    const char *img_begin, *img_end; /* the text around the image in the sequence (mtmd's
+                                    img_beg / img_end); NULL: Idefics3's own layout */
+    const char *tile_fmt;        /* before each tile: a printf format of (row, col), from 1 */
+    const char *thumb_begin;     /* before the thumbnail of a tiled image */
     int32_t non_causal;          /* 1: the image's rows attend to each other both ways */
 } wlm_projector_row;
 
@@ -148,9 +153,15 @@ void wlm_vision_piece_size(const struct wlm_vision *v, int w, int h, int *pw, in
  * floored to multiples, when under min_pixels scaled up and ceiled. */
 void wlm_smart_resize(int w, int h, int align, int min_pixels, int max_pixels, int *ow, int *oh);
 
-/* 1 when llama.cpp's LFM2 preprocessing would cut a w × h image into tiles (each side rounded to
- * a multiple of P·s, the area above twice max_pixels), which this library does not do yet. */
+/* 1 when llama.cpp's LFM2 preprocessing cuts a w × h image into tiles: w·h above twice
+ * max_pixels (b12211's outputs: the image's own area, not its sides rounded to P·s). */
 int wlm_vision_needs_tiles(const struct wlm_vision *v, int w, int h);
+
+/* The pixel size of piece i (0-based; tiles first, row-major, the overview last) of an image
+ * whose grid is cols × rows: tiles S × S (Idefics3) or tile_size² (lfm2), the last piece
+ * wlm_vision_piece_size's. */
+void wlm_vision_piece_dims(const struct wlm_vision *v, int w, int h, int cols, int rows, int i,
+                           int *pw, int *ph);
 
 /* ggml_interpolate's bilinear + antialias mode (PyTorch's bilinear, align_corners false,
  * antialias true: a triangle filter widened by the scale when shrinking, weights normalised per

@@ -375,22 +375,28 @@ static void check_model(const spec *p, const int (*sizes)[2], int n_sizes, doubl
         CHECK_EQ_INT(wlm_image_encode(v, img, w, h, NULL, 0, &e), WLM_OK);
         CHECK_EQ_INT(wlm_image_encode(v, img, w, h, NULL, 1, &e_simd), WLM_OK);
         CHECK_EQ_INT(wlm_image_encode(v, img, w, h, pool, 1, &e_mt), WLM_OK);
-        int cols = 0, rows = 0, pw = 0, ph = 0;
+        int cols = 0, rows = 0, pw = 0, ph = 0, lw = 0, lh = 0;
         wlm_vision_grid(v, w, h, &cols, &rows);
-        wlm_vision_piece_size(v, w, h, &pw, &ph);
+        wlm_vision_piece_dims(v, w, h, cols, rows, 0, &pw, &ph);
+        wlm_vision_piece_dims(v, w, h, cols, rows, cols * rows, &lw, &lh);
         const int tpp = (pw / p->P / p->scale) * (ph / p->P / p->scale);
+        const int last = (lw / p->P / p->scale) * (lh / p->P / p->scale);
         CHECK_EQ_INT(e.n_pieces, cols * rows + 1);
-        CHECK_EQ_INT(e.n_tokens, e.n_pieces * tpp);
-        CHECK_EQ_INT(e.tokens_per_piece, tpp);
+        CHECK_EQ_INT(e.n_tokens, (e.n_pieces - 1) * tpp + last);
+        CHECK_EQ_INT(e.tokens_per_piece, e.n_pieces > 1 ? tpp : last);
+        CHECK_EQ_INT(e.last_tokens, last);
         CHECK_EQ_INT(e.n_embd, p->D);
         CHECK(e_mt.n_tokens == e_simd.n_tokens && e_mt.embd && e_simd.embd &&
               !memcmp(e_mt.embd, e_simd.embd, (size_t)e.n_tokens * p->D * sizeof(float)));
         /* reference on the library's preprocessed pieces (preprocessing is checked apart) */
-        float *pix = malloc((size_t)e.n_pieces * 3 * pw * ph * sizeof *pix);
+        float *pix = malloc(((size_t)(e.n_pieces - 1) * 3 * pw * ph + (size_t)3 * lw * lh) * sizeof *pix);
         CHECK_EQ_INT(wlm_vision_preprocess(v, img, w, h, pix), WLM_OK);
         double *ref = malloc((size_t)e.n_tokens * p->D * sizeof *ref);
-        for (int k = 0; k < e.n_pieces; k++)
-            ref_encode(p, &s, pix + (size_t)k * 3 * pw * ph, pw, ph, ref + (size_t)k * tpp * p->D);
+        for (int k = 0; k < e.n_pieces; k++) {
+            const int lastp = k == e.n_pieces - 1;
+            ref_encode(p, &s, pix + (size_t)k * 3 * pw * ph, lastp ? lw : pw, lastp ? lh : ph,
+                       ref + (size_t)k * tpp * p->D);
+        }
         double worst = 1, worst_simd = 1;
         for (int t = 0; t < e.n_tokens; t++) {
             const double c0 = cosine(e.embd + (size_t)t * p->D, ref + (size_t)t * p->D, p->D);
@@ -651,6 +657,8 @@ static void test_lfm2_pieces(void) {
     CHECK(w == 512 && h == 384);
     wlm_smart_resize(720, 720, 32, 64 * 1024, 256 * 1024, &w, &h); /* 22.5 → 22, then > 256 */
     CHECK(w == 512 && h == 512);
+    wlm_smart_resize(800, 700, 32, 64 * 1024, 256 * 1024, &w, &h); /* the thumbnail */
+    CHECK(w == 544 && h == 448);
     wlm_smart_resize(90, 50, 8, 4096, 16384, &w, &h);
     CHECK(w == 88 && h == 48);
     /* pixel unshuffle of a 4 × 2 grid of 2-vectors by 2: token (0, C) = (0, 2C), (0, 2C+1),
@@ -706,6 +714,15 @@ int main(void) {
         spec l = {.proj = "lfm2", .S = 64, .P = 4, .W = 32, .F = 64, .layers = 2, .heads = 2,
                   .scale = 2, .D = 24, .wtype = types[i], .gelu = 1, .omit_scale = i == 2};
         check_model(&l, lfsizes, 4, tol[i]);
+    }
+    /* lfm2 at LFM2-VL's P 16 / s 2: 800×700 (560000 pixels > 2·256·32²) → 2×2 tiles of 512 +
+     * a 544×448 thumbnail; 1300×400 (520000) stays one 896×256 piece */
+    {
+        tu_section("lfm2 tiles");
+        const int tsizes[][2] = {{800, 700}, {1300, 400}};
+        spec t = {.proj = "lfm2", .S = 256, .P = 16, .W = 32, .F = 64, .layers = 1, .heads = 2,
+                  .scale = 2, .D = 24, .wtype = WLM_TYPE_F16, .gelu = 1};
+        check_model(&t, tsizes, 2, tol[1]);
     }
     return TEST_FINISH();
 }
