@@ -326,8 +326,7 @@ export interface LoadOptions {
   tokenizer?: Source;
   /** The model's vision encoder + projector: llama.cpp's "mmproj" GGUF (general.architecture
    *  "clip"), any Source. Projectors: 'gemma3' (Gemma 3), 'idefics3' (SmolVLM) and 'lfm2'
-   *  (LFM2-VL; an image large enough that llama.cpp would tile it is refused, WLM_ERR_UNSUPPORTED,
-   *  naming a size that fits); another is
+   *  (LFM2-VL); another is
    *  refused naming it (WLM_ERR_UNSUPPORTED), a file whose projector width is not the model's
    *  (an mmproj of another model) is WLM_ERR_INVALID_ARG. CPU backend only for now (with
    *  backend 'webgpu' load() refuses it). Then generate(prompt, {images}), chat() and

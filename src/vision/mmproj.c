@@ -35,7 +35,9 @@ static const wlm_projector_row PROJECTORS[] = {
      * bilinear to sides that are multiples of P·s within 64..256 merged tokens (llama.cpp's
      * set_limit_image_tokens(64, 256)), the positions resized to its patch grid; pixel unshuffle
      * by s (2 when the key is absent), an optional LayerNorm (eps 1e-5), then mm.1 → GELU → mm.2,
-     * both with biases. */
+     * both with biases. Above 2·256·(P·s)² pixels: 512-pixel tiles (a grid of 2..10) + a
+     * smart-resized thumbnail, each tile after <|img_row_R_col_C|>, the thumbnail after
+     * <|img_thumbnail|>. */
     {.name = "lfm2", .merge = WLM_MERGE_PIXEL_SHUFFLE, .resize = WLM_RESIZE_BILINEAR,
      .letterbox = 0, .tiles = 0, .dyn_min_tokens = 64, .dyn_max_tokens = 256, .default_scale = 2,
      .norm = NULL, .in_norm_w = "mm.input_norm.weight", .in_norm_b = "mm.input_norm.bias",

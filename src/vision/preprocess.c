@@ -6,7 +6,9 @@
  * refined image shrunk to S×S), resampling with Pillow's Lanczos-3. Both resample the way Pillow does (separable,
  * the filter widened by the scale factor when downscaling, each pass rounded to 8 bits); Gemma 3
  * with Pillow's bilinear (triangle) filter, which tests/c/vision_oracle.c found to match b12211
- * exactly (the reference notes' half-pixel float bilinear does not when downscaling).
+ * exactly (the reference notes' half-pixel float bilinear does not when downscaling). LFM2-VL
+ * stretches the image (Pillow's bilinear) to its smart-resized size, and cuts large images into
+ * 512-pixel tiles of a grid + a thumbnail.
  * Decoding the image file is not done here (the JS side decodes; the CLI too).
  */
 #include <math.h>
