@@ -863,7 +863,7 @@ function tokenizerBin(pieces, maxLen) {
     [{ name: 'odd.weight', ne: [4, 2], type: 99, data: Buffer.alloc(0) }, { name: 'token_embd.weight', ne: [32, 2], type: GT.Q8_0, data: tensorData(GT.Q8_0, 2, 32) }], { alignment: 64 }));
 }
 
-// ---- fuzz_mmproj: tools/synth_mmproj.mjs's files of both projectors in F32, F16 and Q8_0, cut
+// ---- fuzz_mmproj: tools/synth_mmproj.mjs's files of every projector in F32, F16 and Q8_0, cut
 // copies, and a few edited keys (another projector type, a text model's architecture)
 {
   const { mmprojBytes, MMPROJ_SHAPES } = await import('../tools/synth_mmproj.mjs');
@@ -880,7 +880,8 @@ function tokenizerBin(pieces, maxLen) {
       if (i >= 0) Buffer.from(to).copy(c, i);
       return c;
     };
-    put('fuzz_mmproj', `${shape}-proj-other.gguf`, swap(MMPROJ_SHAPES[shape].proj === 'gemma3' ? 'gemma3' : 'idefics3', MMPROJ_SHAPES[shape].proj === 'gemma3' ? 'lfm2vl' : 'qwen2vl_'));
+    const other = { gemma3: ['gemma3', 'lfm2vl'], idefics3: ['idefics3', 'qwen2vl_'], lfm2: ['lfm2', 'lfm3'] }[MMPROJ_SHAPES[shape].proj];
+    put('fuzz_mmproj', `${shape}-proj-other.gguf`, swap(other[0], other[1]));
     put('fuzz_mmproj', `${shape}-arch-llama.gguf`, swap('clip', 'lama'));
   }
 }

@@ -339,7 +339,8 @@ export interface LoadOptions {
    *  WLM_ERR_STATE). */
   tokenizer?: Source;
   /** The model's vision encoder + projector: llama.cpp's "mmproj" GGUF (general.architecture
-   *  "clip"), any Source. Projectors: 'gemma3' (Gemma 3) and 'idefics3' (SmolVLM); another is
+   *  "clip"), any Source. Projectors: 'gemma3' (Gemma 3), 'idefics3' (SmolVLM) and 'lfm2'
+   *  (LFM2-VL); another is
    *  refused naming it (WLM_ERR_UNSUPPORTED), a file whose projector width is not the model's
    *  (an mmproj of another model) is WLM_ERR_INVALID_ARG. CPU backend only for now (with
    *  backend 'webgpu' load() refuses it). Then generate(prompt, {images}), chat() and
@@ -483,7 +484,7 @@ export interface ModelInfo {
 
 /** The loaded mmproj (src/wasmlm.h wlm_vision_info). */
 export interface VisionInfo {
-  /** 'gemma3' or 'idefics3'. */
+  /** 'gemma3', 'idefics3' or 'lfm2'. */
   projector: string;
   /** The encoder's square side S in pixels, and its patch side. */
   imageSize: number;
@@ -494,11 +495,12 @@ export interface VisionInfo {
   nHeads: number;
   /** Width of the image rows: the text model's dim. */
   projDim: number;
-  /** Pooling kernel (gemma3) or pixel-shuffle factor (idefics3). */
+  /** Pooling kernel (gemma3) or pixel-shuffle factor (idefics3, lfm2). */
   scaleFactor: number;
   /** idefics3: the resized image's longest edge (tiles of S); 0 without tiles. */
   longestEdge: number;
-  /** Rows per S×S piece (Gemma 3: 256 for the real model). */
+  /** Rows per S×S piece (Gemma 3: 256 for the real model; lfm2's one piece per image has its
+   *  own size: 64..256 rows, depending on the image). */
   pieceTokens: number;
   /** Bytes of the mmproj file. */
   bytes: number;

@@ -653,7 +653,7 @@ API wlm_image_embd *wlmjs_image_encode(wlm_vision *v, const uint8_t *rgb, int32_
     return e;
 }
 /* One field of an encoded image: 0 n_tokens, 1 n_embd, 2 n_pieces, 3 tokens_per_piece,
- * 4 grid_cols, 5 grid_rows; -1 for NULL or an unknown field. */
+ * 4 grid_cols, 5 grid_rows, 6 last_tokens; -1 for NULL or an unknown field. */
 API int wlmjs_image_embd_field(const wlm_image_embd *e, int field) {
     if (!e) return -1;
     switch (field) {
@@ -663,6 +663,7 @@ API int wlmjs_image_embd_field(const wlm_image_embd *e, int field) {
     case 3: return e->tokens_per_piece;
     case 4: return e->grid_cols;
     case 5: return e->grid_rows;
+    case 6: return e->last_tokens;
     default: return -1;
     }
 }

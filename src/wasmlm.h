@@ -416,12 +416,13 @@ int wlm_eval(wlm_context *ctx, const int32_t *tokens, int32_t n);
  * wlm_image_encode go here, between the tokens around them. non_causal 1: the rows attend to
  * each other both ways (and to everything before them; a sliding-window layer looks back its
  * window from each row and forward to the image's end), as llama.cpp decodes a Gemma 3 image;
- * then n <= 64 (one batch). non_causal 0: causal like tokens (Idefics3 / SmolVLM). The sequence
+ * then n <= 64 (one batch). non_causal 0: causal like tokens (Idefics3 / SmolVLM, LFM2-VL; the
+ * only kind a recurrent hybrid such as LFM2 takes). The sequence
  * records no token for these positions, so a later wlm_generate_begin's prompt-cache match stops
  * before them. The rows are read during the call only.
  * Errors: WLM_ERR_INVALID_ARG (NULL embd, n < 1, n_embd != dim, a non-finite value, bad seq),
- * WLM_ERR_UNSUPPORTED (an embedding model, a context without KV cache or deferred, a recurrent
- * hybrid, a non-causal image over 64 rows), WLM_ERR_CONTEXT_FULL (nothing evaluated),
+ * WLM_ERR_UNSUPPORTED (an embedding model, a context without KV cache or deferred, non-causal
+ * rows on a recurrent hybrid, a non-causal image over 64 rows), WLM_ERR_CONTEXT_FULL (nothing evaluated),
  * WLM_ERR_STATE (a generation in progress), WLM_ERR_NOMEM.
  */
 int wlm_eval_embd(wlm_context *ctx, int32_t seq, const float *embd, int32_t n, int32_t n_embd,
@@ -1200,8 +1201,14 @@ int32_t wlm_tokenize_pair(const wlm_model *model, const char *query, size_t quer
  * "mmproj", general.architecture "clip"). It turns an image into rows of the text model's
  * embedding width, which take the place of tokens in the sequence. Supported projector types
  * (clip.projector_type): "gemma3" (Gemma 3: SigLIP, 4×4 average pooling, RMS norm, linear; one
- * letterboxed S×S piece, bilinear) and "idefics3" (SmolVLM / Idefics3: SigLIP, pixel shuffle,
- * linear; tiles of the image refined to multiples of S plus an overview, Lanczos-3). The
+ * letterboxed S×S piece, bilinear), "idefics3" (SmolVLM / Idefics3: SigLIP, pixel shuffle,
+ * linear; tiles of the image refined to multiples of S plus an overview, Lanczos-3) and "lfm2"
+ * (LFM2-VL: SigLIP2 NaFlex, one piece of the image's own aspect smart-resized with bilinear to
+ * sides that are multiples of P·s within 64..256 tokens, the learned positions resized to each
+ * piece's patch grid, pixel unshuffle, LayerNorm, a 2-layer GELU MLP; an image of more pixels
+ * than twice 256 tokens' area (2·256·(P·s)²) is cut as llama.cpp does:
+ * 512-pixel tiles of the image stretched to a grid of 2..10 (the closest aspect), then a
+ * smart-resized thumbnail). The
  * arithmetic follows llama.cpp's tools/mtmd (clip.cpp, models/siglip.cpp, mtmd.cpp), the
  * resampling llama.cpp b12211's outputs (docs/how-it-works.md, "Images").
  */
@@ -1250,12 +1257,15 @@ int wlm_vision_get_info(const wlm_vision *vision, wlm_vision_info *info);
 
 /* An encoded image: the rows that stand for it in the text model's sequence. */
 typedef struct wlm_image_embd {
-    int32_t n_tokens;      /* rows of embd: n_pieces × tokens_per_piece */
+    int32_t n_tokens;      /* rows of embd: (n_pieces - 1) × tokens_per_piece + last_tokens */
     int32_t n_embd;        /* floats per row (the projector's width, wlm_vision_info.proj_dim) */
-    int32_t n_pieces;      /* gemma3: 1; idefics3: grid_cols × grid_rows tiles + 1 overview */
-    int32_t tokens_per_piece;
-    int32_t grid_cols;     /* idefics3's tiles per row and rows of tiles; 0 without tiles */
+    int32_t n_pieces;      /* gemma3: 1; idefics3, lfm2: grid_cols × grid_rows tiles + 1
+                              overview (lfm2 without tiles: 1) */
+    int32_t tokens_per_piece; /* rows of each tile (of the one piece when there are no tiles) */
+    int32_t grid_cols;     /* tiles per row and rows of tiles; 0 without tiles */
     int32_t grid_rows;
+    int32_t last_tokens;   /* rows of the last piece (the overview / lfm2's thumbnail): equal
+                              to tokens_per_piece except for lfm2's tiled images */
     float *embd;           /* (n_tokens, n_embd) row-major; pieces in order: tiles row by row,
                               then the overview. Owned: release with wlm_image_embd_free. */
 } wlm_image_embd;
@@ -1287,7 +1297,9 @@ void wlm_image_embd_free(wlm_image_embd *e);
  * themselves: wlm_eval_embd's non_causal 1), "<end_of_image>"; idefics3 — for each tile
  * "<fake_token_around_image><row_R_col_C>" then its rows, "\n" after each row of tiles but the
  * last, then (after "\n\n" when there are tiles) "<fake_token_around_image><global-img>", the
- * overview's rows, "<fake_token_around_image>". Each wrapper text is tokenized with special
+ * overview's rows, "<fake_token_around_image>"; lfm2 — "<|image_start|>", the rows (causal),
+ * "<|image_end|>", or with tiles "<|image_start|>", per tile "<|img_row_R_col_C|>" and its rows,
+ * "<|img_thumbnail|>" and the thumbnail's rows, "<|image_end|>". Each wrapper text is tokenized with special
  * tokens parsed (a vocabulary without them spells them as text, as llama.cpp does). Logits: the
  * last position's. Errors: WLM_ERR_INVALID_ARG (no loaded vision model, no image, rows of
  * another width than the model's: an mmproj of another model), wlm_eval_embd's and

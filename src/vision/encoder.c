@@ -129,7 +129,7 @@ static int matmul(venc *e, float *out, const wlm_tensor *t, const float *x, int3
 
 /* ---- per-token work ----------------------------------------------------------------------- */
 
-enum { OP_LN, OP_BIAS, OP_BIAS_ACT, OP_RESID };
+enum { OP_LN, OP_LN_EPS5, OP_BIAS, OP_BIAS_ACT, OP_BIAS_GELU, OP_RESID };
 
 typedef struct tok_job {
     const venc *e;
@@ -155,8 +155,17 @@ static void tok_chunk(void *arg, int32_t i, int32_t n) {
         case OP_LN:
             j->e->k->layernorm(x, j->y + (size_t)b * j->len, j->w, j->b, j->len, j->e->v->eps);
             break;
+        case OP_LN_EPS5: /* the projector's nn.LayerNorm default (llama.cpp: ggml_norm 1e-5) */
+            j->e->k->layernorm(x, j->y + (size_t)b * j->len, j->w, j->b, j->len, 1e-5f);
+            break;
+        case OP_BIAS_GELU: /* the projector's MLP: always GELU, whatever the tower uses */
+            if (j->b)
+                for (int32_t c = 0; c < j->len; c++) x[c] += j->b[c];
+            j->e->k->gelu(x, NULL, j->len);
+            break;
         case OP_BIAS:
-            for (int32_t c = 0; c < j->len; c++) x[c] += j->b[c];
+            if (j->b)
+                for (int32_t c = 0; c < j->len; c++) x[c] += j->b[c];
             break;
         case OP_BIAS_ACT:
             for (int32_t c = 0; c < j->len; c++) x[c] += j->b[c];
@@ -209,34 +218,88 @@ int32_t wlm_vision_piece_tokens(const wlm_vision *v) {
     return g * g;
 }
 
-int wlm_vision_encode_piece(wlm_vision *v, const float *pixels, float *out, wlm_threadpool *pool,
-                            int use_simd) {
+void wlm_resize_positions(const float *src, int n, int c, float *dst, int gw, int gh) {
+    /* ggml_compute_forward_upscale_f32, bilinear | antialias: float arithmetic in its order */
+    const float sf0 = (float)gw / (float)n, sf1 = (float)gh / (float)n, off = 0.5f;
+    const float support0 = fmaxf(1.0f, 1.0f / sf0), inv0 = 1.0f / support0;
+    const float support1 = fmaxf(1.0f, 1.0f / sf1), inv1 = 1.0f / support1;
+    for (int i1 = 0; i1 < gh; i1++) {
+        const float y = ((float)i1 + off) / sf1;
+        int64_t y0 = (int64_t)(y - support1 + off), y1 = (int64_t)(y + support1 + off);
+        if (y0 < 0) y0 = 0;
+        if (y1 > n) y1 = n;
+        for (int i0 = 0; i0 < gw; i0++) {
+            const float x = ((float)i0 + off) / sf0;
+            int64_t x0 = (int64_t)(x - support0 + off), x1 = (int64_t)(x + support0 + off);
+            if (x0 < 0) x0 = 0;
+            if (x1 > n) x1 = n;
+            float *o = dst + ((size_t)i1 * gw + (size_t)i0) * (size_t)c;
+            for (int ch = 0; ch < c; ch++) {
+                float val = 0.0f, total = 0.0f;
+                for (int64_t sy = y0; sy < y1; sy++) {
+                    const float wy = fmaxf(1.0f - fabsf(((float)sy - y + off) * inv1), 0.0f);
+                    for (int64_t sx = x0; sx < x1; sx++) {
+                        const float wx = fmaxf(1.0f - fabsf(((float)sx - x + off) * inv0), 0.0f);
+                        const float wgt = wx * wy;
+                        if (wgt <= 0.0f) continue;
+                        val += src[((size_t)sy * (size_t)n + (size_t)sx) * (size_t)c + (size_t)ch] * wgt;
+                        total += wgt;
+                    }
+                }
+                o[ch] = total > 0.0f ? val / total : val;
+            }
+        }
+    }
+}
+
+void wlm_pixel_unshuffle(const float *src, int gw, int gh, int c, int s, float *dst) {
+    const int gx = gw / s, gy = gh / s;
+    for (int R = 0; R < gy; R++)
+        for (int C = 0; C < gx; C++) {
+            float *o = dst + ((size_t)R * gx + (size_t)C) * (size_t)c * (size_t)(s * s);
+            for (int dy = 0; dy < s; dy++)
+                for (int dx = 0; dx < s; dx++)
+                    memcpy(o + (size_t)(dy * s + dx) * (size_t)c,
+                           src + ((size_t)(R * s + dy) * (size_t)gw + (size_t)(C * s + dx)) * (size_t)c,
+                           (size_t)c * sizeof *o);
+        }
+}
+
+int wlm_vision_encode_piece(wlm_vision *v, const float *pixels, int pw, int ph, float *out,
+                            wlm_threadpool *pool, int use_simd) {
     venc e = {v, use_simd ? &wlm_kernels_simd : &wlm_kernels_ref, pool, use_simd,
               wlm_threadpool_size(pool), NULL, 0};
     if (e.threads < 1) e.threads = 1;
-    const int32_t S = v->image_size, P = v->patch_size, G = S / P, N = G * G, W = v->n_embd;
+    const int32_t P = v->patch_size, GW = pw / P, GH = ph / P, N = GW * GH, W = v->n_embd;
     const int32_t F = v->n_ff, K = 3 * P * P;
+    const int32_t s = v->scale, Hd = v->proj2.rows ? v->proj.rows : 0;
     const size_t nw = (size_t)N * W;
-    const size_t big = (size_t)N * (size_t)(F > K ? (F > W ? F : W) : (K > W ? K : W));
+    size_t widest = (size_t)(F > K ? (F > W ? F : W) : (K > W ? K : W));
+    if ((size_t)Hd > widest * (size_t)(s * s)) widest = ((size_t)Hd + (size_t)(s * s) - 1) / (size_t)(s * s);
+    const size_t big = (size_t)N * widest;
     const size_t per = wlm_attention_scratch(v->n_heads, N, W / v->n_heads);
+    const int G0 = v->image_size / P; /* the learned positions' side */
+    const int resize_pos = v->row->dyn_min_tokens && (GW != G0 || GH != G0);
     float *x = malloc(nw * sizeof *x), *h = malloc(nw * sizeof *h), *q = malloc(nw * sizeof *q);
     float *kk = malloc(nw * sizeof *kk), *vv = malloc(nw * sizeof *vv);
     float *f = malloc(big * sizeof *f);
     float *scratch = malloc((size_t)e.threads * per * sizeof *scratch);
+    float *pos = resize_pos ? malloc(nw * sizeof *pos) : NULL;
     int rc = WLM_ERR_NOMEM;
-    if (!x || !h || !q || !kk || !vv || !f || !scratch) goto done;
+    if (!x || !h || !q || !kk || !vv || !f || !scratch || (resize_pos && !pos)) goto done;
+    if (resize_pos) wlm_resize_positions(v->pos, G0, W, pos, GW, GH);
 
     /* patches: row p = (c, ky, kx) of patch p, raster order */
-    for (int32_t py = 0; py < G; py++)
-        for (int32_t px = 0; px < G; px++) {
-            float *row = f + ((size_t)py * G + px) * K;
+    for (int32_t py = 0; py < GH; py++)
+        for (int32_t px = 0; px < GW; px++) {
+            float *row = f + ((size_t)py * GW + px) * K;
             for (int c = 0; c < 3; c++)
                 for (int32_t ky = 0; ky < P; ky++)
                     for (int32_t kx = 0; kx < P; kx++)
-                        *row++ = pixels[((size_t)c * S + (size_t)(py * P + ky)) * S + (size_t)(px * P + kx)];
+                        *row++ = pixels[((size_t)c * ph + (size_t)(py * P + ky)) * pw + (size_t)(px * P + kx)];
         }
     if ((rc = matmul(&e, x, &v->patch, f, N))) goto done;
-    per_token(&e, OP_RESID, x, v->pos, NULL, v->patch_b, W, N);
+    per_token(&e, OP_RESID, x, resize_pos ? pos : v->pos, NULL, v->patch_b, W, N);
 
     for (int32_t l = 0; l < v->n_layers; l++) {
         const wlm_vision_layer *L = &v->layers[l];
@@ -259,39 +322,44 @@ int wlm_vision_encode_piece(wlm_vision *v, const float *pixels, float *out, wlm_
     }
     per_token(&e, OP_LN, h, x, v->post_w, v->post_b, W, N);
 
-    /* the projector: merge the G×G grid into g×g tokens, then project */
-    const int32_t s = v->scale, g = G / s, T = g * g;
+    /* the projector: merge the GW×GH grid into gx×gy tokens, then project */
+    const int32_t gx = GW / s, gy = GH / s, T = gx * gy;
     if (v->row->merge == WLM_MERGE_AVG_POOL) {
-        for (int32_t R = 0; R < g; R++)
-            for (int32_t C = 0; C < g; C++) {
-                float *o = x + ((size_t)R * g + C) * W;
+        for (int32_t R = 0; R < gy; R++)
+            for (int32_t C = 0; C < gx; C++) {
+                float *o = x + ((size_t)R * gx + C) * W;
                 memset(o, 0, (size_t)W * sizeof *o);
                 for (int32_t dy = 0; dy < s; dy++)
                     for (int32_t dx = 0; dx < s; dx++) {
-                        const float *p = h + ((size_t)(R * s + dy) * G + (size_t)(C * s + dx)) * W;
+                        const float *p = h + ((size_t)(R * s + dy) * GW + (size_t)(C * s + dx)) * W;
                         for (int32_t c = 0; c < W; c++) o[c] += p[c];
                     }
                 for (int32_t c = 0; c < W; c++) o[c] /= (float)(s * s);
                 if (v->mm_norm) e.k->rmsnorm(o, o, v->mm_norm, W, v->eps);
             }
     } else { /* pixel shuffle: token (R, C) = patches (R·s + dy, C·s + dx), dx fastest */
-        for (int32_t R = 0; R < g; R++)
-            for (int32_t C = 0; C < g; C++) {
-                float *o = f + ((size_t)R * g + C) * (size_t)W * s * s;
-                for (int32_t dy = 0; dy < s; dy++)
-                    for (int32_t dx = 0; dx < s; dx++)
-                        memcpy(o + (size_t)(dy * s + dx) * W,
-                               h + ((size_t)(R * s + dy) * G + (size_t)(C * s + dx)) * W,
-                               (size_t)W * sizeof *o);
-            }
-        memcpy(x, f, (size_t)T * W * s * s * sizeof *x);
+        wlm_pixel_unshuffle(h, GW, GH, W, s, x);
     }
-    rc = matmul(&e, out, &v->proj, x, T);
+    const int32_t in = v->row->merge == WLM_MERGE_AVG_POOL ? W : W * s * s;
+    if (v->in_norm_w) {
+        per_token(&e, OP_LN_EPS5, x, x, v->in_norm_w, v->in_norm_b, in, T);
+    } else if (v->in_norm_b) {
+        per_token(&e, OP_BIAS, x, NULL, NULL, v->in_norm_b, in, T);
+    }
+    if (!v->proj2.rows) {
+        rc = matmul(&e, out, &v->proj, x, T);
+        goto done;
+    }
+    /* 2-layer MLP: (in → hidden) + bias, GELU, (hidden → D) + bias */
+    if ((rc = matmul(&e, f, &v->proj, x, T))) goto done;
+    per_token(&e, OP_BIAS_GELU, f, NULL, NULL, v->proj_b, Hd, T);
+    if ((rc = matmul(&e, out, &v->proj2, f, T))) goto done;
+    per_token(&e, OP_BIAS, out, NULL, NULL, v->proj2_b, v->proj_dim, T);
 done:
     if (rc == WLM_ERR_NOMEM)
         wlm_errorf(v->errmsg, sizeof v->errmsg, rc, "image: out of memory in the vision encoder");
     else if (rc)
         wlm_errorf(v->errmsg, sizeof v->errmsg, rc, "image: a weight type the encoder cannot use");
-    free(x), free(h), free(q), free(kk), free(vv), free(f), free(scratch), free(e.xq);
+    free(x), free(h), free(q), free(kk), free(vv), free(f), free(scratch), free(pos), free(e.xq);
     return rc;
 }

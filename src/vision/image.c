@@ -26,25 +26,32 @@ int wlm_image_encode(wlm_vision *v, const uint8_t *rgb, int32_t width, int32_t h
                           (int)height, WLM_IMAGE_MAX_SIDE, WLM_IMAGE_MAX_PIXELS);
     int cols, rows;
     wlm_vision_grid(v, width, height, &cols, &rows);
-    const int32_t pieces = cols * rows + 1, tpp = wlm_vision_piece_tokens(v);
-    const int32_t S = v->image_size, D = v->proj_dim;
-    const size_t psz = (size_t)3 * S * S;
-    float *pix = malloc((size_t)pieces * psz * sizeof *pix);
-    float *embd = malloc((size_t)pieces * tpp * D * sizeof *embd);
+    const int32_t P = v->patch_size, s = v->scale, pieces = cols * rows + 1, D = v->proj_dim;
+    /* the pieces' sizes: every tile alike, the last piece (overview / thumbnail) its own */
+    int tw, th, lw, lh;
+    wlm_vision_piece_dims(v, width, height, cols, rows, 0, &tw, &th);
+    wlm_vision_piece_dims(v, width, height, cols, rows, pieces - 1, &lw, &lh);
+    const int32_t tpp = (tw / P / s) * (th / P / s), last = (lw / P / s) * (lh / P / s);
+    const int32_t n_tokens = (pieces - 1) * tpp + last;
+    const size_t tsz = (size_t)3 * tw * th, lsz = (size_t)3 * lw * lh;
+    float *pix = malloc(((size_t)(pieces - 1) * tsz + lsz) * sizeof *pix);
+    float *embd = malloc((size_t)n_tokens * D * sizeof *embd);
     if (!pix || !embd) {
         free(pix), free(embd);
         return wlm_errorf(v->errmsg, sizeof v->errmsg, WLM_ERR_NOMEM, "image: out of memory");
     }
     int rc = wlm_vision_preprocess(v, rgb, width, height, pix);
-    for (int32_t p = 0; !rc && p < pieces; p++)
-        rc = wlm_vision_encode_piece(v, pix + (size_t)p * psz, embd + (size_t)p * tpp * D, pool,
-                                     use_simd);
+    for (int32_t p = 0; !rc && p < pieces; p++) {
+        const int lastp = p == pieces - 1;
+        rc = wlm_vision_encode_piece(v, pix + (size_t)p * tsz, lastp ? lw : tw, lastp ? lh : th,
+                                     embd + (size_t)p * tpp * D, pool, use_simd);
+    }
     free(pix);
     if (rc) {
         free(embd);
         return rc;
     }
-    *out = (wlm_image_embd){pieces * tpp, D, pieces, tpp, cols, rows, embd};
+    *out = (wlm_image_embd){n_tokens, D, pieces, pieces > 1 ? tpp : last, cols, rows, last, embd};
     v->errmsg[0] = 0;
     return WLM_OK;
 }

@@ -24,12 +24,27 @@ static const wlm_projector_row PROJECTORS[] = {
      * mm.input_projection stored as [D_text, W] and applied as x·M. One letterboxed piece. */
     {.name = "gemma3", .merge = WLM_MERGE_AVG_POOL, .resize = WLM_RESIZE_BILINEAR,
      .letterbox = 1, .tiles = 0, .default_scale = 4, .norm = "mm.soft_emb_norm.weight",
-     .proj = "mm.input_projection.weight", .proj_transposed = 1},
+     .proj = "mm.input_projection.weight", .proj_transposed = 1,
+     .img_begin = "<start_of_image>", .img_end = "<end_of_image>", .non_causal = 1},
     /* Idefics3 / SmolVLM: pixel shuffle by s, then mm.model.fc [W·s², D_text]; tiles of the
      * refined image plus a stretched overview, Lanczos-3 resampling. */
     {.name = "idefics3", .merge = WLM_MERGE_PIXEL_SHUFFLE, .resize = WLM_RESIZE_LANCZOS3,
      .letterbox = 0, .tiles = 1, .default_scale = 0, .norm = NULL, .proj = "mm.model.fc.weight",
      .proj_transposed = 0},
+    /* LFM2-VL (SigLIP2 NaFlex): one piece of the image's own aspect, smart-resized with Pillow's
+     * bilinear to sides that are multiples of P·s within 64..256 merged tokens (llama.cpp's
+     * set_limit_image_tokens(64, 256)), the positions resized to its patch grid; pixel unshuffle
+     * by s (2 when the key is absent), an optional LayerNorm (eps 1e-5), then mm.1 → GELU → mm.2,
+     * both with biases. Above 2·256·(P·s)² pixels: 512-pixel tiles (a grid of 2..10) + a
+     * smart-resized thumbnail, each tile after <|img_row_R_col_C|>, the thumbnail after
+     * <|img_thumbnail|>. */
+    {.name = "lfm2", .merge = WLM_MERGE_PIXEL_SHUFFLE, .resize = WLM_RESIZE_BILINEAR,
+     .letterbox = 0, .tiles = 0, .dyn_min_tokens = 64, .dyn_max_tokens = 256, .default_scale = 2,
+     .norm = NULL, .in_norm_w = "mm.input_norm.weight", .in_norm_b = "mm.input_norm.bias",
+     .proj = "mm.1.weight", .proj_transposed = 0, .proj_b = "mm.1.bias", .proj2 = "mm.2.weight",
+     .proj2_b = "mm.2.bias", .img_begin = "<|image_start|>", .img_end = "<|image_end|>",
+     .non_causal = 0, .tile_size = 512, .min_tiles = 2, .max_tiles = 10,
+     .tile_fmt = "<|img_row_%d_col_%d|>", .thumb_begin = "<|img_thumbnail|>"},
 };
 #define N_PROJECTORS (sizeof PROJECTORS / sizeof PROJECTORS[0])
 
@@ -40,7 +55,7 @@ const wlm_projector_row *wlm_projector_find(const char *name, size_t len) {
     return NULL;
 }
 
-const char *wlm_projector_names(void) { return "gemma3, idefics3"; }
+const char *wlm_projector_names(void) { return "gemma3, idefics3, lfm2"; }
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -93,6 +108,13 @@ static int load_vec(wlm_vision *v, const char *name, int64_t n, const float **ou
                        name, (long long)i);
     *out = f;
     return WLM_OK;
+}
+
+/* A vector that may be absent: *out NULL then. */
+static int load_vec_opt(wlm_vision *v, const char *name, int64_t n, const float **out) {
+    *out = NULL;
+    if (!name || !wlm_gguf_find_tensor(&v->gguf, name)) return WLM_OK;
+    return load_vec(v, name, n, out);
 }
 
 /* A matrix (ne0 = cols, ne1 = rows) as a view. */
@@ -209,6 +231,16 @@ static int load_hparams(wlm_vision *v) {
     if (v->longest_edge && (v->longest_edge + S - 1) / S > WLM_VISION_MAX_GRID)
         return ERR(WLM_ERR_UNSUPPORTED, "mmproj: preproc_image_size %d gives more than %d tiles a side",
                    v->longest_edge, WLM_VISION_MAX_GRID);
+    if (v->row->dyn_min_tokens) {
+        /* the area bounds of a dynamic piece: tokens × (P·s)² pixels */
+        const int64_t area = (int64_t)P * v->scale * P * v->scale;
+        const int64_t hi = (int64_t)v->row->dyn_max_tokens * area;
+        if (hi > (int64_t)WLM_VISION_MAX_PATCHES * P * P || hi > INT32_MAX / 4)
+            return ERR(WLM_ERR_UNSUPPORTED, "mmproj: patch_size %d and scale factor %d give pieces "
+                       "of more than %d patches", P, v->scale, WLM_VISION_MAX_PATCHES);
+        v->min_pixels = (int32_t)(v->row->dyn_min_tokens * area);
+        v->max_pixels = (int32_t)hi;
+    }
     return WLM_OK;
 }
 
@@ -286,9 +318,28 @@ static int load_tensors(wlm_vision *v) {
     if (!t) return ERR(WLM_ERR_FORMAT, "mmproj: tensor '%s' is missing", r->proj);
     const int64_t D = r->proj_transposed ? t->ne[0] : t->ne[1];
     if (D < 1 || D > WLM_VISION_MAX_WIDTH)
-        return ERR(WLM_ERR_FORMAT, "mmproj: tensor '%s' gives a text width of %lld", r->proj,
-                   (long long)D);
+        return ERR(WLM_ERR_FORMAT, "mmproj: tensor '%s' gives a %s width of %lld", r->proj,
+                   r->proj2 ? "hidden" : "text", (long long)D);
     v->proj_dim = (int32_t)D;
+    if ((rc = load_vec_opt(v, r->in_norm_w, in, &v->in_norm_w)) ||
+        (rc = load_vec_opt(v, r->in_norm_b, in, &v->in_norm_b)))
+        return rc;
+    if (r->proj2) { /* a 2-layer MLP: (hidden, in) then (D_text, hidden), both with biases */
+        if ((rc = load_mat(v, r->proj, in, D, &v->proj)) ||
+            (rc = load_vec(v, r->proj_b, D, &v->proj_b)))
+            return rc;
+        const wlm_gguf_tensor *t2 = wlm_gguf_find_tensor(&v->gguf, r->proj2);
+        if (!t2) return ERR(WLM_ERR_FORMAT, "mmproj: tensor '%s' is missing", r->proj2);
+        const int64_t D2 = t2->ne[1];
+        if (D2 < 1 || D2 > WLM_VISION_MAX_WIDTH)
+            return ERR(WLM_ERR_FORMAT, "mmproj: tensor '%s' gives a text width of %lld", r->proj2,
+                       (long long)D2);
+        if ((rc = load_mat(v, r->proj2, D, D2, &v->proj2)) ||
+            (rc = load_vec(v, r->proj2_b, D2, &v->proj2_b)))
+            return rc;
+        v->proj_dim = (int32_t)D2;
+        return WLM_OK;
+    }
     if (!r->proj_transposed) return load_mat(v, r->proj, in, D, &v->proj);
     /* stored (in rows of D): transposed once to D rows of `in`, the element type kept where it
      * has one element per block (F32, F16, BF16), else as float */

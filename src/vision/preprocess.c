@@ -6,7 +6,9 @@
  * refined image shrunk to S×S), resampling with Pillow's Lanczos-3. Both resample the way Pillow does (separable,
  * the filter widened by the scale factor when downscaling, each pass rounded to 8 bits); Gemma 3
  * with Pillow's bilinear (triangle) filter, which tests/c/vision_oracle.c found to match b12211
- * exactly (the reference notes' half-pixel float bilinear does not when downscaling).
+ * exactly (the reference notes' half-pixel float bilinear does not when downscaling). LFM2-VL
+ * stretches the image (Pillow's bilinear) to its smart-resized size, and cuts large images into
+ * 512-pixel tiles of a grid + a thumbnail.
  * Decoding the image file is not done here (the JS side decodes; the CLI too).
  */
 #include <math.h>
@@ -134,8 +136,48 @@ int wlm_resize_bilinear_pillow(const uint8_t *src, int sw, int sh, uint8_t *dst,
 
 /* ---- per projector ------------------------------------------------------------------------ */
 
+/* LFM2's grid (mtmd's lfm2 get_grid_layout, transformers' find_closest_aspect_ratio): of the
+ * cols × rows with min_tiles <= cols·rows <= max_tiles, in order of area, the one whose aspect
+ * is closest to the image's; on a tie the later one when the image's area exceeds half the
+ * tiles'. */
+static void lfm2_grid(const wlm_projector_row *r, int w, int h, int *cols, int *rows) {
+    int rc[128][2], n = 0; /* the candidates in mtmd's order, each once, then sorted by area */
+    for (int k = r->min_tiles; k <= r->max_tiles; k++)
+        for (int c = 1; c <= k; c++)
+            for (int rr = 1; rr <= k; rr++) {
+                if (c * rr < r->min_tiles || c * rr > r->max_tiles) continue;
+                int seen = 0;
+                for (int i = 0; i < n && !seen; i++) seen = rc[i][0] == c && rc[i][1] == rr;
+                if (!seen && n < 128) rc[n][0] = c, rc[n][1] = rr, n++;
+            }
+    for (int i = 1; i < n; i++) /* insertion sort: stable */
+        for (int j = i; j > 0 && rc[j][0] * rc[j][1] < rc[j - 1][0] * rc[j - 1][1]; j--) {
+            const int c = rc[j][0], rr = rc[j][1];
+            rc[j][0] = rc[j - 1][0], rc[j][1] = rc[j - 1][1];
+            rc[j - 1][0] = c, rc[j - 1][1] = rr;
+        }
+    const float aspect = (float)w / (float)h, area = (float)((int64_t)w * h);
+    float best = 3.4e38f;
+    int bc = 1, br = 1;
+    for (int i = 0; i < n; i++) {
+        const float d = fabsf(aspect - (float)rc[i][0] / (float)rc[i][1]);
+        if (d < best) {
+            best = d, bc = rc[i][0], br = rc[i][1];
+        } else if (d == best && area > 0.5f * (float)r->tile_size * (float)r->tile_size *
+                                           (float)(rc[i][0] * rc[i][1])) {
+            bc = rc[i][0], br = rc[i][1];
+        }
+    }
+    *cols = bc;
+    *rows = br;
+}
+
 void wlm_vision_grid(const wlm_vision *v, int w, int h, int *cols, int *rows) {
     *cols = *rows = 0;
+    if (v->row->tile_size > 0) {
+        if (wlm_vision_needs_tiles(v, w, h)) lfm2_grid(v->row, w, h, cols, rows);
+        return;
+    }
     if (!v->row->tiles || v->longest_edge <= 0) return;
     const double L = v->longest_edge, S = v->image_size;
     const double sw = L / w, sh = L / h, scale = sw < sh ? sw : sh;
@@ -143,6 +185,60 @@ void wlm_vision_grid(const wlm_vision *v, int w, int h, int *cols, int *rows) {
     *rows = (int)ceil(h * scale / S);
     if (*cols < 1) *cols = 1;
     if (*rows < 1) *rows = 1;
+}
+
+void wlm_smart_resize(int w, int h, int align, int min_pixels, int max_pixels, int *ow, int *oh) {
+    /* as mtmd's img_tool::calc_size_preserved_ratio: the first rounding half to even (Python's
+     * round, as transformers' smart_resize: b12211 makes 500×400 at 32 → 512×384), the
+     * scaled sizes in float */
+    const float f = (float)align;
+    int hb = (int)rint((double)h / align) * align, wb = (int)rint((double)w / align) * align;
+    if (hb < align) hb = align;
+    if (wb < align) wb = align;
+    if ((int64_t)hb * wb > max_pixels) {
+        const float beta = sqrtf((float)((int64_t)h * w) / (float)max_pixels);
+        hb = (int)floorf(((float)h / beta) / f) * align;
+        wb = (int)floorf(((float)w / beta) / f) * align;
+        if (hb < align) hb = align;
+        if (wb < align) wb = align;
+    } else if ((int64_t)hb * wb < min_pixels) {
+        const float beta = sqrtf((float)min_pixels / (float)((int64_t)h * w));
+        hb = (int)ceilf(((float)h * beta) / f) * align;
+        wb = (int)ceilf(((float)w * beta) / f) * align;
+    }
+    *ow = wb;
+    *oh = hb;
+}
+
+void wlm_vision_piece_size(const wlm_vision *v, int w, int h, int *pw, int *ph) {
+    if (!v->row->dyn_min_tokens) {
+        *pw = *ph = v->image_size;
+        return;
+    }
+    wlm_smart_resize(w, h, v->patch_size * v->scale, v->min_pixels, v->max_pixels, pw, ph);
+}
+
+void wlm_vision_piece_dims(const wlm_vision *v, int w, int h, int cols, int rows, int i, int *pw,
+                           int *ph) {
+    if (i < cols * rows) {
+        *pw = *ph = v->row->tile_size > 0 ? v->row->tile_size : v->image_size;
+        return;
+    }
+    wlm_vision_piece_size(v, w, h, pw, ph);
+}
+
+int wlm_vision_needs_tiles(const wlm_vision *v, int w, int h) {
+    /* b12211: the image's own pixels against twice max_pixels (800×700 = 560000 is tiled at
+     * P·s 32, 1300×400 = 520000 is not, though its sides rounded to 32 cover 545792) */
+    if (!v->row->dyn_min_tokens || v->row->tile_size <= 0) return 0;
+    return (int64_t)w * h > 2 * (int64_t)v->max_pixels;
+}
+
+/* out (3 planes n pixels) = normalise(img), img interleaved 8-bit RGB of n pixels. */
+static void normalise_n(const wlm_vision *v, const uint8_t *img, size_t n, float *out) {
+    for (size_t i = 0; i < n; i++)
+        for (int c = 0; c < 3; c++)
+            out[c * n + i] = ((float)img[i * 3 + c] / 255.0f - v->mean[c]) / v->std[c];
 }
 
 /* out (3 planes S×S) = normalise(img), img interleaved 8-bit or float RGB. */
@@ -248,7 +344,38 @@ static int preprocess_tiles(wlm_vision *v, const uint8_t *rgb, int w, int h, flo
     return rc;
 }
 
+/* LFM2: the tiles of a large image (the image stretched with Pillow's bilinear to the grid's
+ * size, cut row by row), then one piece stretched to its smart-resized size (the thumbnail, or
+ * the whole image when there are no tiles). */
+static int preprocess_dynamic(wlm_vision *v, const uint8_t *rgb, int w, int h, float *out) {
+    int cols, rows, pw, ph;
+    wlm_vision_grid(v, w, h, &cols, &rows);
+    if (cols > 0) {
+        const int T = v->row->tile_size, rw = cols * T, rh = rows * T;
+        uint8_t *r = malloc((size_t)rw * rh * 3), *tmp = malloc((size_t)rw * h * 3);
+        uint8_t *tile = malloc((size_t)T * T * 3);
+        const int ok = r && tmp && tile && wlm_resize_bilinear_pillow(rgb, w, h, r, rw, rh, tmp);
+        for (int ty = 0; ok && ty < rows; ty++)
+            for (int tx = 0; tx < cols; tx++) {
+                for (int y = 0; y < T; y++)
+                    memcpy(tile + (size_t)y * T * 3, r + ((size_t)(ty * T + y) * rw + (size_t)tx * T) * 3,
+                           (size_t)T * 3);
+                normalise_n(v, tile, (size_t)T * T, out);
+                out += (size_t)3 * T * T;
+            }
+        free(r), free(tmp), free(tile);
+        if (!ok) return wlm_errorf(v->errmsg, sizeof v->errmsg, WLM_ERR_NOMEM, "image: out of memory");
+    }
+    wlm_vision_piece_size(v, w, h, &pw, &ph);
+    uint8_t *r = malloc((size_t)pw * ph * 3), *tmp = malloc((size_t)pw * h * 3);
+    const int ok = r && tmp && wlm_resize_bilinear_pillow(rgb, w, h, r, pw, ph, tmp);
+    if (ok) normalise_n(v, r, (size_t)pw * ph, out);
+    free(r), free(tmp);
+    return ok ? WLM_OK : wlm_errorf(v->errmsg, sizeof v->errmsg, WLM_ERR_NOMEM, "image: out of memory");
+}
+
 int wlm_vision_preprocess(wlm_vision *v, const uint8_t *rgb, int w, int h, float *out) {
+    if (v->row->dyn_min_tokens) return preprocess_dynamic(v, rgb, w, h, out);
     return v->row->letterbox ? preprocess_gemma3(v, rgb, w, h, out)
                              : preprocess_tiles(v, rgb, w, h, out);
 }

@@ -4,6 +4,7 @@
  * at the media markers, each text piece tokenized on its own (special tokens parsed, BOS only
  * before the first), and each image replaced by its projector's begin / end tokens around its
  * rows — Gemma 3: <start_of_image> rows <end_of_image>, the rows non-causal among themselves;
+ * LFM2 (one piece): <|image_start|> rows <|image_end|>, causal;
  * Idefics3: per tile <fake_token_around_image><row_r_col_c> rows, "\n" after each tile row but
  * the last, then "\n\n"<fake_token_around_image><global-img> overview <fake_token_around_image>
  * (reference: /work/shared/reference/vision-mmproj.md §7). The wrapper texts are tokenized with
@@ -29,7 +30,18 @@ static int eval_text(wlm_context *c, int32_t seq, const char *text, size_t len, 
     int rc = WLM_ERR_NOMEM;
     if (seqs) {
         for (int32_t i = 0; i < n; i++) seqs[i] = seq;
-        rc = wlm_eval_batch(c, t, seqs, NULL, n);
+        if (c->model->hp.state_floats) {
+            /* a recurrent hybrid: the state before the piece's last token is kept, so that a
+             * generation can start again from there (begin_on_sequence evaluates the prompt's
+             * last token anew; the image rows before it cannot be replayed) */
+            rc = n > 1 ? wlm_eval_batch(c, t, seqs, NULL, n - 1) : WLM_OK;
+            if (rc == WLM_OK) {
+                wlm_state_snapshot(c, seq, WLM_SNAP_PROMPT);
+                rc = wlm_eval_batch(c, t + n - 1, seqs, NULL, 1);
+            }
+        } else {
+            rc = wlm_eval_batch(c, t, seqs, NULL, n);
+        }
     } else {
         wlm_set_error(c->errmsg, rc, "media prompt: out of memory");
     }
@@ -56,11 +68,26 @@ int wlm_eval_image(wlm_context *ctx, int32_t seq, const wlm_vision *v, const wlm
                              (int)ctx->model->hp.dim);
     const int32_t T = e->tokens_per_piece, D = e->n_embd;
     int rc;
-    if (v->row->merge == WLM_MERGE_AVG_POOL) { /* gemma3 */
-        if ((rc = eval_str(ctx, seq, "<start_of_image>")) ||
-            (rc = wlm_eval_embd(ctx, seq, e->embd, e->n_tokens, D, 1)))
+    if (v->row->img_begin) { /* between the row's begin and end texts: one piece, or tiles + thumbnail */
+        if ((rc = eval_str(ctx, seq, v->row->img_begin))) return rc;
+        if (e->n_pieces > 1 && v->row->tile_fmt) {
+            for (int32_t p = 0; p < e->n_pieces - 1; p++) {
+                char tag[64];
+                snprintf(tag, sizeof tag, v->row->tile_fmt, (int)(p / e->grid_cols) + 1,
+                         (int)(p % e->grid_cols) + 1);
+                if ((rc = eval_str(ctx, seq, tag)) ||
+                    (rc = wlm_eval_embd(ctx, seq, e->embd + (size_t)p * (size_t)T * (size_t)D, T, D,
+                                        v->row->non_causal)))
+                    return rc;
+            }
+            if ((rc = eval_str(ctx, seq, v->row->thumb_begin)) ||
+                (rc = wlm_eval_embd(ctx, seq, e->embd + (size_t)(e->n_pieces - 1) * (size_t)T * (size_t)D,
+                                    e->last_tokens, D, v->row->non_causal)))
+                return rc;
+        } else if ((rc = wlm_eval_embd(ctx, seq, e->embd, e->n_tokens, D, v->row->non_causal))) {
             return rc;
-        return eval_str(ctx, seq, "<end_of_image>");
+        }
+        return eval_str(ctx, seq, v->row->img_end);
     }
     /* idefics3 */
     for (int32_t r = 0; r < e->grid_rows; r++) {

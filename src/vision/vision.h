@@ -41,10 +41,27 @@ typedef struct wlm_projector_row {
     int32_t letterbox;           /* 1: aspect kept, pasted centred on black (Gemma 3); 0: stretched */
     int32_t tiles;               /* 1: Idefics3's grid of S×S tiles + overview when
                                     clip.vision.preproc_image_size > 0 */
+    int32_t dyn_min_tokens;      /* > 0: one piece of the image's own aspect (LFM2's smart
+                                    resize): sides multiples of P·scale, between dyn_min_tokens
+                                    and dyn_max_tokens merged tokens; the learned positions
+                                    resized to its patch grid (SigLIP2 NaFlex). 0: S×S pieces */
+    int32_t dyn_max_tokens;
+    int32_t tile_size;           /* > 0 (dynamic rows): large images are cut into tiles of this
+                                    many pixels a side + a thumbnail (LFM2-VL: 512) */
+    int32_t min_tiles, max_tiles; /* the grid's tile count bounds (2, 10) */
     int32_t default_scale;       /* clip.vision.projector.scale_factor when absent; 0: required */
     const char *norm;            /* RMS norm of each merged token before the projection, or NULL */
-    const char *proj;            /* the projection matrix (no bias) */
+    const char *in_norm_w, *in_norm_b; /* LayerNorm (eps 1e-5) of each merged token before the
+                                    projection, each optional in the file; NULL: none */
+    const char *proj;            /* the projection matrix */
     int32_t proj_transposed;     /* 1: stored [D_text, in] (ne0 = D_text), applied as x·M */
+    const char *proj_b;          /* its bias, or NULL */
+    const char *proj2, *proj2_b; /* a second matrix + bias after a GELU (a 2-layer MLP), or NULL */
+    const char *img_begin, *img_end; /* the text around the image in the sequence (mtmd's
+                                    img_beg / img_end); NULL: Idefics3's own layout */
+    const char *tile_fmt;        /* before each tile: a printf format of (row, col), from 1 */
+    const char *thumb_begin;     /* before the thumbnail of a tiled image */
+    int32_t non_causal;          /* 1: the image's rows attend to each other both ways */
 } wlm_projector_row;
 
 /* The row of a projector type name, or NULL. */
@@ -95,7 +112,12 @@ struct wlm_vision {
     wlm_vision_layer *layers;    /* (n_layers) */
     const float *post_w, *post_b; /* (W) final LayerNorm */
     const float *mm_norm;        /* (W) or NULL */
-    wlm_tensor proj;             /* (D_text, W) or (D_text, W·s²) */
+    const float *in_norm_w, *in_norm_b; /* (W·s²) or NULL */
+    wlm_tensor proj;             /* (D_text, W) or (D_text, W·s²); with proj2: (hidden, W·s²) */
+    const float *proj_b;         /* (proj.rows) or NULL */
+    wlm_tensor proj2;            /* (D_text, hidden) when the row has a second matrix */
+    const float *proj2_b;        /* (D_text) or NULL */
+    int32_t min_pixels, max_pixels; /* dynamic pieces: the area bounds, tokens × (P·s)² */
 
     wlm_gguf gguf;
     void *buffer;                /* owned when loaded with WLM_LOAD_OWN_BUFFER */
@@ -122,9 +144,38 @@ int wlm_resize_bilinear_pillow(const uint8_t *src, int sw, int sh, uint8_t *dst,
  * rows = 0 when the projector has no tiles. */
 void wlm_vision_grid(const struct wlm_vision *v, int w, int h, int *cols, int *rows);
 
+/* The pixel size (*pw × *ph) of each piece of a w × h image: S × S, or for a dynamic row
+ * (dyn_min_tokens > 0) the smart-resized size (wlm_smart_resize). */
+void wlm_vision_piece_size(const struct wlm_vision *v, int w, int h, int *pw, int *ph);
+
+/* llama.cpp's calc_size_preserved_ratio with pixel bounds (transformers' smart_resize): each
+ * side rounded (half to even, as Python) to a multiple of align (at least align); when the area exceeds max_pixels both sides are scaled by 1/sqrt(w·h / max) and
+ * floored to multiples, when under min_pixels scaled up and ceiled. */
+void wlm_smart_resize(int w, int h, int align, int min_pixels, int max_pixels, int *ow, int *oh);
+
+/* 1 when llama.cpp's LFM2 preprocessing cuts a w × h image into tiles: w·h above twice
+ * max_pixels (b12211's outputs: the image's own area, not its sides rounded to P·s). */
+int wlm_vision_needs_tiles(const struct wlm_vision *v, int w, int h);
+
+/* The pixel size of piece i (0-based; tiles first, row-major, the overview last) of an image
+ * whose grid is cols × rows: tiles S × S (Idefics3) or tile_size² (lfm2), the last piece
+ * wlm_vision_piece_size's. */
+void wlm_vision_piece_dims(const struct wlm_vision *v, int w, int h, int cols, int rows, int i,
+                           int *pw, int *ph);
+
+/* ggml_interpolate's bilinear + antialias mode (PyTorch's bilinear, align_corners false,
+ * antialias true: a triangle filter widened by the scale when shrinking, weights normalised per
+ * output, all in float) of a square n × n grid of c-float vectors to gw × gh (raster order). */
+void wlm_resize_positions(const float *src, int n, int c, float *dst, int gw, int gh);
+
+/* Pixel unshuffle of a gw × gh grid of c-float vectors by s (gw, gh multiples of s): token
+ * (R, C) of the (gw/s) × (gh/s) result, raster order, is patches (R·s + dy, C·s + dx) concatenated
+ * in (dy, dx) order, dx fastest (llama.cpp's build_patch_merge_permute). */
+void wlm_pixel_unshuffle(const float *src, int gw, int gh, int c, int s, float *dst);
+
 /*
- * The normalised S×S pieces of an image: out holds n_pieces × 3 × S × S floats, each piece three
- * planes R, G, B, row-major. rgb: w × h × 3 bytes. Returns WLM_OK or a negative status (NOMEM)
+ * The normalised pieces of an image: out holds n_pieces × 3 × pw × ph floats (wlm_vision_piece_size),
+ * each piece three planes R, G, B, row-major. rgb: w × h × 3 bytes. Returns WLM_OK or a negative status (NOMEM)
  * with a message in v->errmsg. Gemma 3: one piece (letterboxed). Idefics3: the tiles, then the
  * overview.
  */
@@ -135,9 +186,10 @@ int wlm_vision_preprocess(struct wlm_vision *v, const uint8_t *rgb, int w, int h
 /* Tokens one S×S piece yields: (S/P/scale)². */
 int32_t wlm_vision_piece_tokens(const struct wlm_vision *v);
 
-/* One piece (3 × S × S floats, normalised) through the encoder and the projector:
- * out = piece_tokens × proj_dim floats. use_simd picks the kernel set. WLM_OK or NOMEM. */
-int wlm_vision_encode_piece(struct wlm_vision *v, const float *pixels, float *out,
+/* One piece (3 × pw × ph floats, normalised; pw, ph multiples of P·scale) through the encoder
+ * and the projector: out = (pw/P/scale)·(ph/P/scale) × proj_dim floats. use_simd picks the
+ * kernel set. WLM_OK or NOMEM. */
+int wlm_vision_encode_piece(struct wlm_vision *v, const float *pixels, int pw, int ph, float *out,
                             wlm_threadpool *pool, int use_simd);
 
 #endif

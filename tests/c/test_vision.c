@@ -20,6 +20,7 @@
 #include "wasmlm.h"
 
 #define PI 3.14159265358979323846
+#define LFM2_HIDDEN 64 /* the synthetic lfm2 projector's MLP width */
 
 /* ---- a synthetic mmproj ------------------------------------------------------------------ */
 
@@ -95,6 +96,14 @@ static unsigned char *write_mmproj(const spec *p, synth *s, size_t *size) {
     if (!strcmp(p->proj, "idefics3")) {
         const int64_t in = W * p->scale * p->scale;
         add(s, &r, "mm.model.fc.weight", 2, in, p->D, 1, 1, p->wtype, 1.0f / sqrtf((float)in), 0);
+    } else if (!strcmp(p->proj, "lfm2")) {
+        const int64_t in = W * p->scale * p->scale, hd = LFM2_HIDDEN;
+        add(s, &r, "mm.input_norm.weight", 1, in, 1, 1, 1, WLM_TYPE_F32, 0.2f, 1.0f);
+        add(s, &r, "mm.input_norm.bias", 1, in, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
+        add(s, &r, "mm.1.weight", 2, in, hd, 1, 1, p->wtype, 2.0f / sqrtf((float)in), 0);
+        add(s, &r, "mm.1.bias", 1, hd, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
+        add(s, &r, "mm.2.weight", 2, hd, p->D, 1, 1, p->wtype, 2.0f / sqrtf((float)hd), 0);
+        add(s, &r, "mm.2.bias", 1, p->D, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
     } else {
         add(s, &r, "mm.soft_emb_norm.weight", 1, W, 1, 1, 1, WLM_TYPE_F32, 0.2f, 1.0f);
         add(s, &r, "mm.input_projection.weight", 2, p->D, W, 1, 1,
@@ -174,25 +183,63 @@ static void ref_lin(double *y, const float *M, const double *x, const float *b, 
     }
 }
 
-static void ref_encode(const spec *p, const synth *s, const float *pix, double *out) {
-    const int S = p->S, P = p->P, G = S / P, N = G * G, W = p->W, F = p->F, K = 3 * P * P;
+/* PyTorch's bilinear antialiased resize of an n × n grid of c-vectors to gw × gh, written
+ * separably in double (weights tri((src + 0.5 - (dst + 0.5) / scale) / support), support
+ * max(1, 1/scale), normalised per output): the reference of wlm_resize_positions. */
+static void ref_resize_positions(const float *src, int n, int c, double *dst, int gw, int gh) {
+    double *wx = calloc((size_t)gw * n, sizeof *wx), *wy = calloc((size_t)gh * n, sizeof *wy);
+    for (int pass = 0; pass < 2; pass++) {
+        const int out = pass ? gh : gw;
+        double *w = pass ? wy : wx;
+        const double sc = (double)out / n, sup = sc < 1 ? 1 / sc : 1;
+        for (int o = 0; o < out; o++) {
+            const double centre = (o + 0.5) / sc;
+            double tot = 0;
+            for (int i = 0; i < n; i++) {
+                const double d = fabs((i + 0.5 - centre) / sup);
+                tot += w[(size_t)o * n + i] = d < 1 ? 1 - d : 0;
+            }
+            for (int i = 0; i < n; i++) w[(size_t)o * n + i] /= tot;
+        }
+    }
+    for (int y = 0; y < gh; y++)
+        for (int x = 0; x < gw; x++)
+            for (int ch = 0; ch < c; ch++) {
+                double acc = 0;
+                for (int sy = 0; sy < n; sy++)
+                    for (int sx = 0; sx < n; sx++)
+                        acc += wy[(size_t)y * n + sy] * wx[(size_t)x * n + sx] * src[((size_t)sy * n + sx) * c + ch];
+                dst[((size_t)y * gw + x) * c + ch] = acc;
+            }
+    free(wx), free(wy);
+}
+
+static void ref_encode(const spec *p, const synth *s, const float *pix, int pw, int ph, double *out) {
+    const int P = p->P, GW = pw / P, GH = ph / P, N = GW * GH, W = p->W, F = p->F, K = 3 * P * P;
+    const int G0 = p->S / P;
+    double *pos = malloc((size_t)N * W * sizeof *pos);
+    if (GW == G0 && GH == G0)
+        for (size_t i = 0; i < (size_t)N * W; i++) pos[i] = T(s, "v.position_embd.weight")[i];
+    else
+        ref_resize_positions(T(s, "v.position_embd.weight"), G0, W, pos, GW, GH);
     const int hd = W / p->heads;
     double *x = calloc((size_t)N * W, sizeof *x), *h = calloc((size_t)N * W, sizeof *h);
     double *q = calloc((size_t)N * W, sizeof *q), *k = calloc((size_t)N * W, sizeof *k);
     double *v = calloc((size_t)N * W, sizeof *v), *a = calloc((size_t)N * W, sizeof *a);
     double *f = calloc((size_t)F, sizeof *f), *patch = calloc((size_t)K, sizeof *patch);
     double *sc = calloc((size_t)N, sizeof *sc), *tmp = calloc((size_t)W, sizeof *tmp);
-    for (int py = 0; py < G; py++)
-        for (int px = 0; px < G; px++) {
+    for (int py = 0; py < GH; py++)
+        for (int px = 0; px < GW; px++) {
             int i = 0;
             for (int c = 0; c < 3; c++)
                 for (int ky = 0; ky < P; ky++)
                     for (int kx = 0; kx < P; kx++)
-                        patch[i++] = pix[((size_t)c * S + py * P + ky) * S + px * P + kx];
-            const int t = py * G + px;
+                        patch[i++] = pix[((size_t)c * ph + py * P + ky) * pw + px * P + kx];
+            const int t = py * GW + px;
             ref_lin(x + (size_t)t * W, T(s, "v.patch_embd.weight"), patch, T(s, "v.patch_embd.bias"), W, K);
-            for (int c = 0; c < W; c++) x[(size_t)t * W + c] += T(s, "v.position_embd.weight")[(size_t)t * W + c];
+            for (int c = 0; c < W; c++) x[(size_t)t * W + c] += pos[(size_t)t * W + c];
         }
+    free(pos);
     char nm[96];
 #define L_(x) (snprintf(nm, sizeof nm, "v.blk.%d.%s", l, x), T(s, nm))
     for (int l = 0; l < p->layers; l++) {
@@ -235,17 +282,27 @@ static void ref_encode(const spec *p, const synth *s, const float *pix, double *
     }
 #undef L_
     for (int t = 0; t < N; t++) ref_ln(x + (size_t)t * W, T(s, "v.post_ln.weight"), T(s, "v.post_ln.bias"), W, 1e-6);
-    const int sf = p->scale, g = G / sf;
-    for (int R = 0; R < g; R++)
-        for (int C = 0; C < g; C++) {
-            double *o = out + ((size_t)R * g + C) * p->D;
-            if (!strcmp(p->proj, "idefics3")) {
-                double *cat = calloc((size_t)W * sf * sf, sizeof *cat);
+    const int sf = p->scale, gx = GW / sf, gy = GH / sf, G = GW;
+    for (int R = 0; R < gy; R++)
+        for (int C = 0; C < gx; C++) {
+            double *o = out + ((size_t)R * gx + C) * p->D;
+            if (strcmp(p->proj, "gemma3")) {
+                const int in = W * sf * sf;
+                double *cat = calloc((size_t)in, sizeof *cat);
                 for (int dy = 0; dy < sf; dy++)
                     for (int dx = 0; dx < sf; dx++)
                         for (int c = 0; c < W; c++)
                             cat[c + W * (dx + sf * dy)] = x[((size_t)(R * sf + dy) * G + C * sf + dx) * W + c];
-                ref_lin(o, T(s, "mm.model.fc.weight"), cat, NULL, p->D, W * sf * sf);
+                if (!strcmp(p->proj, "idefics3")) {
+                    ref_lin(o, T(s, "mm.model.fc.weight"), cat, NULL, p->D, in);
+                } else { /* lfm2: LayerNorm (1e-5), mm.1, GELU (tanh), mm.2 */
+                    double hid[LFM2_HIDDEN];
+                    ref_ln(cat, T(s, "mm.input_norm.weight"), T(s, "mm.input_norm.bias"), in, 1e-5);
+                    ref_lin(hid, T(s, "mm.1.weight"), cat, T(s, "mm.1.bias"), LFM2_HIDDEN, in);
+                    for (int c = 0; c < LFM2_HIDDEN; c++)
+                        hid[c] = 0.5 * hid[c] * (1 + tanh(0.7978845608028654 * (hid[c] + 0.044715 * hid[c] * hid[c] * hid[c])));
+                    ref_lin(o, T(s, "mm.2.weight"), hid, T(s, "mm.2.bias"), p->D, LFM2_HIDDEN);
+                }
                 free(cat);
             } else {
                 double ms = 0;
@@ -305,8 +362,8 @@ static void check_model(const spec *p, const int (*sizes)[2], int n_sizes, doubl
     wlm_vision_info info;
     CHECK_EQ_INT(wlm_vision_get_info(v, &info), WLM_OK);
     CHECK(!strcmp(info.projector, p->proj));
-    const int g = p->S / p->P / p->scale;
-    CHECK_EQ_INT(info.piece_tokens, g * g);
+    const int g0 = p->S / p->P / p->scale;
+    CHECK_EQ_INT(info.piece_tokens, g0 * g0);
     CHECK_EQ_INT(info.proj_dim, p->D);
     wlm_threadpool *pool = NULL;
     const int prc = wlm_threadpool_new(3, &pool); /* a wasm build without threads: none */
@@ -318,19 +375,28 @@ static void check_model(const spec *p, const int (*sizes)[2], int n_sizes, doubl
         CHECK_EQ_INT(wlm_image_encode(v, img, w, h, NULL, 0, &e), WLM_OK);
         CHECK_EQ_INT(wlm_image_encode(v, img, w, h, NULL, 1, &e_simd), WLM_OK);
         CHECK_EQ_INT(wlm_image_encode(v, img, w, h, pool, 1, &e_mt), WLM_OK);
-        int cols = 0, rows = 0;
+        int cols = 0, rows = 0, pw = 0, ph = 0, lw = 0, lh = 0;
         wlm_vision_grid(v, w, h, &cols, &rows);
+        wlm_vision_piece_dims(v, w, h, cols, rows, 0, &pw, &ph);
+        wlm_vision_piece_dims(v, w, h, cols, rows, cols * rows, &lw, &lh);
+        const int tpp = (pw / p->P / p->scale) * (ph / p->P / p->scale);
+        const int last = (lw / p->P / p->scale) * (lh / p->P / p->scale);
         CHECK_EQ_INT(e.n_pieces, cols * rows + 1);
-        CHECK_EQ_INT(e.n_tokens, e.n_pieces * g * g);
+        CHECK_EQ_INT(e.n_tokens, (e.n_pieces - 1) * tpp + last);
+        CHECK_EQ_INT(e.tokens_per_piece, e.n_pieces > 1 ? tpp : last);
+        CHECK_EQ_INT(e.last_tokens, last);
         CHECK_EQ_INT(e.n_embd, p->D);
         CHECK(e_mt.n_tokens == e_simd.n_tokens && e_mt.embd && e_simd.embd &&
               !memcmp(e_mt.embd, e_simd.embd, (size_t)e.n_tokens * p->D * sizeof(float)));
         /* reference on the library's preprocessed pieces (preprocessing is checked apart) */
-        float *pix = malloc((size_t)e.n_pieces * 3 * p->S * p->S * sizeof *pix);
+        float *pix = malloc(((size_t)(e.n_pieces - 1) * 3 * pw * ph + (size_t)3 * lw * lh) * sizeof *pix);
         CHECK_EQ_INT(wlm_vision_preprocess(v, img, w, h, pix), WLM_OK);
         double *ref = malloc((size_t)e.n_tokens * p->D * sizeof *ref);
-        for (int k = 0; k < e.n_pieces; k++)
-            ref_encode(p, &s, pix + (size_t)k * 3 * p->S * p->S, ref + (size_t)k * g * g * p->D);
+        for (int k = 0; k < e.n_pieces; k++) {
+            const int lastp = k == e.n_pieces - 1;
+            ref_encode(p, &s, pix + (size_t)k * 3 * pw * ph, lastp ? lw : pw, lastp ? lh : ph,
+                       ref + (size_t)k * tpp * p->D);
+        }
         double worst = 1, worst_simd = 1;
         for (int t = 0; t < e.n_tokens; t++) {
             const double c0 = cosine(e.embd + (size_t)t * p->D, ref + (size_t)t * p->D, p->D);
@@ -575,13 +641,62 @@ static void test_errors(void) {
     wlm_image_embd_free(NULL);
 }
 
+/* LFM2's pieces: smart-resize sizes worked by hand, the tiles it refuses, pixel unshuffle and
+ * the position resize against their references (exact / 1e-5). */
+static void test_lfm2_pieces(void) {
+    tu_section("lfm2 pieces");
+    int w, h;
+    /* P·s = 32, 64..256 tokens (LFM2-VL-450M) */
+    wlm_smart_resize(704, 704, 32, 64 * 1024, 256 * 1024, &w, &h); /* 484 tokens: beta 1.375 */
+    CHECK(w == 512 && h == 512);
+    wlm_smart_resize(1056, 384, 32, 64 * 1024, 256 * 1024, &w, &h); /* 33×12 → 396 > 256 */
+    CHECK(w == 832 && h == 288);  /* beta = sqrt(405504/262144) = 1.2437 */
+    wlm_smart_resize(100, 60, 32, 64 * 1024, 256 * 1024, &w, &h); /* 96×64 < 65536: up */
+    CHECK(w == 352 && h == 224);  /* beta = sqrt(65536/6000) = 3.305 */
+    wlm_smart_resize(500, 400, 32, 64 * 1024, 256 * 1024, &w, &h); /* 12.5 → 12: half to even */
+    CHECK(w == 512 && h == 384);
+    wlm_smart_resize(720, 720, 32, 64 * 1024, 256 * 1024, &w, &h); /* 22.5 → 22, then > 256 */
+    CHECK(w == 512 && h == 512);
+    wlm_smart_resize(800, 700, 32, 64 * 1024, 256 * 1024, &w, &h); /* the thumbnail */
+    CHECK(w == 544 && h == 448);
+    wlm_smart_resize(90, 50, 8, 4096, 16384, &w, &h);
+    CHECK(w == 88 && h == 48);
+    /* pixel unshuffle of a 4 × 2 grid of 2-vectors by 2: token (0, C) = (0, 2C), (0, 2C+1),
+     * (1, 2C), (1, 2C+1) */
+    float g[16], u[16];
+    for (int i = 0; i < 16; i++) g[i] = (float)i;
+    wlm_pixel_unshuffle(g, 4, 2, 2, 2, u);
+    const float want[16] = {0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15};
+    CHECK(!memcmp(u, want, sizeof want));
+    /* position resize: up, down, mixed, against the separable float64 reference */
+    tu_rng r = {77};
+    const int n = 6, c = 3;
+    float src[6 * 6 * 3];
+    for (int i = 0; i < n * n * c; i++) src[i] = tu_rng_uniform(&r, -1, 1);
+    const int dims[][2] = {{9, 4}, {3, 3}, {6, 6}, {11, 13}, {2, 17}};
+    for (int d = 0; d < 5; d++) {
+        const int gw = dims[d][0], gh = dims[d][1];
+        float *o = malloc((size_t)gw * gh * c * sizeof *o);
+        double *ref = malloc((size_t)gw * gh * c * sizeof *ref);
+        wlm_resize_positions(src, n, c, o, gw, gh);
+        ref_resize_positions(src, n, c, ref, gw, gh);
+        double worst = 0;
+        for (int i = 0; i < gw * gh * c; i++)
+            if (fabs(o[i] - ref[i]) > worst) worst = fabs(o[i] - ref[i]);
+        CHECKF(worst < 1e-5, "resize_positions 6x6 -> %dx%d: max error %g", gw, gh, worst);
+        free(o), free(ref);
+    }
+}
+
 int main(void) {
     test_resampling();
     test_gemma3_letterbox();
     test_idefics3_grid();
     test_errors();
+    test_lfm2_pieces();
     const int g3sizes[][2] = {{28, 28}, {20, 13}, {9, 31}, {60, 45}};
     const int idsizes[][2] = {{50, 30}, {32, 32}, {13, 70}};
+    const int lfsizes[][2] = {{90, 50}, {64, 64}, {30, 130}, {200, 150}};
     const int32_t types[3] = {WLM_TYPE_F32, WLM_TYPE_F16, WLM_TYPE_Q8_0};
     /* F32 / F16 weights: the float products differ from float64 only by rounding; Q8_0 also
      * quantizes the activations (as ggml does), which costs more */
@@ -594,6 +709,20 @@ int main(void) {
         spec d = {.proj = "idefics3", .S = 32, .P = 8, .W = 32, .F = 64, .layers = 2, .heads = 2,
                   .scale = 2, .L = 64, .D = 24, .wtype = types[i], .gelu = i != 1};
         check_model(&d, idsizes, 3, tol[i]);
+        /* lfm2: 16×16 learned positions; 90×50 → 88×48 (x up, y down), 64×64 kept (no
+         * resize), 30×130 → 32×128 (x down, y up), 200×150 → 144×104 (the area bound) */
+        spec l = {.proj = "lfm2", .S = 64, .P = 4, .W = 32, .F = 64, .layers = 2, .heads = 2,
+                  .scale = 2, .D = 24, .wtype = types[i], .gelu = 1, .omit_scale = i == 2};
+        check_model(&l, lfsizes, 4, tol[i]);
+    }
+    /* lfm2 at LFM2-VL's P 16 / s 2: 800×700 (560000 pixels > 2·256·32²) → 2×2 tiles of 512 +
+     * a 544×448 thumbnail; 1300×400 (520000) stays one 896×256 piece */
+    {
+        tu_section("lfm2 tiles");
+        const int tsizes[][2] = {{800, 700}, {1300, 400}};
+        spec t = {.proj = "lfm2", .S = 256, .P = 16, .W = 32, .F = 64, .layers = 1, .heads = 2,
+                  .scale = 2, .D = 24, .wtype = WLM_TYPE_F16, .gelu = 1};
+        check_model(&t, tsizes, 2, tol[1]);
     }
     return TEST_FINISH();
 }
