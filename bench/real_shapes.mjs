@@ -16,7 +16,7 @@
 // positions (the files say 8192 / 131072; the KV cache would otherwise dominate the memory).
 //
 //   node bench/bench.mjs --only shapes [--shapes smollm2-135m,...] [--types Q8_0,Q4_K_M] [--runs N]
-//   node bench/real_shapes.mjs [--set 12|13|42|43|all] [--phi] [--shapes …] [--types …] [--runs N]
+//   node bench/real_shapes.mjs [--set 12|13|42|43|all] [--phi] [--shapes …] [--types …] [--runs N] [--threads 1,2]
 //
 // --shapes takes shape names (smollm2-135m, qwen2.5-0.5b, gpt2, …; `node tools/synth_gguf.mjs
 // --list`); --set picks issue 12's or 13's rows (default: issue 12's, as before). Files are cached
@@ -221,7 +221,7 @@ export function parseRealArgs(argv) {
     else if (argv[i] === '--types') o.types = argv[++i].split(',').map((t) => t.toUpperCase());
     else if (argv[i] === '--runs') o.runs = Number(argv[++i]);
     else if (argv[i] === '--probe') o.probe = argv[++i];
-    else if (argv[i] === '--threads') o.threads = Number(argv[++i]);
+    else if (argv[i] === '--threads') o.threads = argv[++i].split(',').map(Number); // e.g. 1,2
     else if (argv[i] === '--ctx') o.ctx = Number(argv[++i]);
     else throw new Error(`unknown argument ${argv[i]}`);
   }
@@ -233,7 +233,7 @@ export function parseRealArgs(argv) {
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const o = parseRealArgs(process.argv.slice(2));
-  if (o.probe) process.stdout.write(JSON.stringify(await probe(o.probe, o.threads ?? 1, o.ctx ?? REAL_CTX)));
+  if (o.probe) process.stdout.write(JSON.stringify(await probe(o.probe, o.threads?.[0] ?? 1, o.ctx ?? REAL_CTX)));
   else {
     const rows = await benchRealShapes(o);
     fs.mkdirSync(path.join(HERE, 'out'), { recursive: true });
