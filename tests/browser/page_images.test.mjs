@@ -1,0 +1,149 @@
+// page_images.test.mjs — images in the demo page's chat (web/demo/chat.js): a vision pair (a
+// synthetic Gemma 3 text GGUF given a chat template here, and its synthetic mmproj of
+// tools/synth_mmproj.mjs) chosen together in the local-file input is recognised as model +
+// projector (web/sources.js classifyFile: general.architecture "clip") and loaded with vision;
+// a PNG made here with pngjs is attached with the Attach button's picker (a thumbnail with a
+// Remove control), sent with Enter, and the reply's token ids are those of the engine's own
+// chat() in Node on the same messages (greedy). An undecodable image is refused in the error
+// area and the typed message stays; the same text model without its projector shows no attach
+// control.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pngjs from 'pngjs';
+import { synthCached } from '../../tools/synth_gguf.mjs';
+import { mmprojBytes, testImage } from '../../tools/synth_mmproj.mjs';
+import { ggufHeader, readGguf } from '../../tools/vocab_gguf.mjs';
+import { createEngine } from '../../js/wasmlm.js';
+import { launch, startTestServer, loadAfter, setValue, waitForState, STEP_TIMEOUT } from './_helpers.mjs';
+
+/** Gemma's turn format (the image parts become media markers inside the user's text). */
+const TEMPLATE = "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ 'model' if m.role == 'assistant' else m.role }}\n" +
+  '{{ m.content }}<end_of_turn>\n{% endfor %}{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}';
+
+/** A GGUF file's bytes with tokenizer.chat_template added (the tensor data copied as it is). */
+function withTemplate(file, template) {
+  const g = readGguf(file);
+  const bytes = fs.readFileSync(file);
+  const dataBytes = bytes.length - g.dataOffset;
+  const ends = [...g.tensors.map((t) => t.offset).slice(1), dataBytes];
+  const tensors = g.tensors.map((t, i) => ({ ...t, nbytes: ends[i] - t.offset })); // (padded: the same offsets)
+  const kv = [...g.kv.filter(([k]) => k !== 'tokenizer.chat_template'), ['tokenizer.chat_template', 'str', template]];
+  return Buffer.concat([ggufHeader(kv, tensors, g.alignment), bytes.subarray(g.dataOffset)]);
+}
+
+let server, browser, page, dir;
+const files = {};
+
+before(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-page-images-'));
+  files.text = path.join(dir, 'gemma3-tiny-chat.gguf');
+  fs.writeFileSync(files.text, withTemplate(synthCached({ arch: 'gemma3', shape: 'tiny', seed: 1, type: 'F32' }), TEMPLATE));
+  files.mmproj = path.join(dir, 'mmproj-gemma3-tiny.gguf');
+  fs.writeFileSync(files.mmproj, mmprojBytes({ shape: 'gemma3-tiny', type: 'F32', seed: 1 }));
+  const w = 80, h = 50, rgb = testImage(w, h, 1);
+  const png = new pngjs.PNG({ width: w, height: h });
+  for (let i = 0; i < w * h; i++) png.data.set([rgb[3 * i], rgb[3 * i + 1], rgb[3 * i + 2], 255], 4 * i);
+  files.png = path.join(dir, 'picture.png');
+  fs.writeFileSync(files.png, pngjs.PNG.sync.write(png));
+  files.broken = path.join(dir, 'broken.png');
+  fs.writeFileSync(files.broken, Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4]));
+  server = await startTestServer();
+  browser = await launch();
+  page = browser.page;
+  await page.goto(server.url);
+  await waitForState(page, 'ready', 'error');
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('a text-only model with a chat template: chat, and no attach control', { timeout: STEP_TIMEOUT * 2 }, async () => {
+  const out = await loadAfter(page, () => page.locator('#model-files').setInputFiles(files.text));
+  assert.equal(out.state, 'ready', out.text);
+  await page.locator('#mode-chat').check();
+  assert.equal(await page.locator('#chat-form').isVisible(), true);
+  assert.equal(await page.locator('#chat-attach-row').isHidden(), true, 'no vision: the attach row is hidden');
+  assert.equal(await page.locator('#chat-attach').isVisible(), false);
+  assert.doesNotMatch(await page.locator('#model-info').textContent(), /vision/);
+});
+
+test('a vision pair from the file input: attach a PNG, send, the reply is Node\'s chat() with the same image', { timeout: STEP_TIMEOUT * 4 }, async () => {
+  // both files at once (the projector first: the page tells them apart by their headers)
+  const out = await loadAfter(page, () => page.locator('#model-files').setInputFiles([files.mmproj, files.text]));
+  assert.equal(out.state, 'ready', out.text);
+  assert.match(out.text, /gemma3-tiny-chat\.gguf \+ mmproj-gemma3-tiny\.gguf ready/);
+  assert.match(await page.locator('#model-info').textContent(), /vision: gemma3 projector/);
+  await page.locator('#mode-chat').check();
+  const attach = page.locator('#chat-attach');
+  assert.equal(await attach.isVisible(), true, 'vision: the attach button is shown');
+  assert.equal(await attach.isEnabled(), true);
+  // focusable by keyboard: Tab from the message reaches it
+  await page.locator('#chat-input').focus();
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement?.id), 'chat-attach');
+
+  // an undecodable image: refused in the error area, the typed text untouched, nothing attached
+  await page.locator('#chat-input').fill('What is in the picture?');
+  await page.locator('#chat-images').setInputFiles(files.broken);
+  await page.waitForFunction(() => document.getElementById('run-error').textContent !== '', null, { polling: 'raf' });
+  assert.match(await page.locator('#run-error').textContent(), /Image not attached: broken\.png cannot be decoded/);
+  assert.equal(await page.locator('#run-error').getAttribute('data-kind'), 'image');
+  assert.equal(await page.locator('#chat-input').inputValue(), 'What is in the picture?');
+  assert.equal(await page.locator('#chat-attachments li').count(), 0);
+
+  // attached, shown, removable; attached again
+  await page.locator('#chat-images').setInputFiles(files.png);
+  await page.locator('#chat-attachments li').first().waitFor();
+  assert.equal(await page.locator('#chat-attachments li img').getAttribute('alt'), 'picture.png (80×50)');
+  assert.equal(await page.locator('#run-error').textContent(), '', 'a good image clears the error');
+  await page.locator('#chat-attachments li button').click();
+  assert.equal(await page.locator('#chat-attachments li').count(), 0);
+  await page.locator('#chat-images').setInputFiles(files.png);
+  await page.locator('#chat-attachments li').first().waitFor();
+  assert.match(await page.locator('#chat-attach-count').textContent(), /1 image attached/);
+
+  // greedy, no penalties, 6 tokens
+  await setValue(page, '#temperature', 0);
+  await setValue(page, '#repeat-penalty', 1);
+  await setValue(page, '#presence-penalty', 0);
+  await setValue(page, '#frequency-penalty', 0);
+  await setValue(page, '#max-tokens', 6);
+  await page.locator('#seed').fill('1');
+  await page.locator('#chat-input').press('Enter');
+  await page.waitForFunction(() => document.querySelector('#output > .msg.assistant')?.dataset.status &&
+    document.querySelector('#output > .msg.assistant').dataset.status !== 'streaming', null, { polling: 'raf' });
+  assert.equal(await waitForState(page, 'ready', 'error'), 'ready', await page.locator('#run-error').textContent());
+  const ids = await page.evaluate(() => [...document.querySelectorAll('#output > .msg.assistant .tok')].map((t) => Number(t.dataset.id)));
+  assert.equal(await page.locator('#output > .msg.user img.msg-image').count(), 1, 'the image in the user bubble');
+  assert.equal(await page.locator('#chat-attachments li').count(), 0, 'sent: the attachments are cleared');
+  assert.equal(await page.locator('#chat-input').inputValue(), '');
+  const nCtx = await page.evaluate(() => Number(document.getElementById('model-info').textContent.match(/context (\d+)/)[1]));
+
+  const engine = await createEngine({ threads: 1 });
+  try {
+    await engine.load({ model: fs.readFileSync(files.text), mmproj: fs.readFileSync(files.mmproj), nCtx, backend: 'cpu' });
+    const url = `data:image/png;base64,${fs.readFileSync(files.png).toString('base64')}`;
+    const messages = [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }, { type: 'text', text: 'What is in the picture?' }] }];
+    const want = [];
+    for await (const t of engine.chat(messages, { temperature: 0, repeatPenalty: 1, maxTokens: 6 })) if (t.id >= 0) want.push(t.id);
+    assert.ok(want.length > 0);
+    assert.equal(engine.lastResult.imagesEncoded, 1);
+    assert.deepEqual(ids, want, 'the page\'s reply = Node\'s chat() with the same image');
+    // (the image counts: without it, the reply differs)
+    const noImage = [];
+    for await (const t of engine.chat([{ role: 'user', content: 'What is in the picture?' }], { temperature: 0, repeatPenalty: 1, maxTokens: 6 })) {
+      if (t.id >= 0) noImage.push(t.id);
+    }
+    assert.notDeepEqual(noImage, want, 'the reply depends on the image');
+  } finally {
+    await engine.free();
+  }
+  browser.assertNoProblems();
+});
