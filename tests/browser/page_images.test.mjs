@@ -4,9 +4,10 @@
 // projector (web/sources.js classifyFile: general.architecture "clip") and loaded with vision;
 // a PNG made here with pngjs is attached with the Attach button's picker (a thumbnail with a
 // Remove control), sent with Enter, and the reply's token ids are those of the engine's own
-// chat() in Node on the same messages (greedy). An undecodable image is refused in the error
-// area and the typed message stays; the same text model without its projector shows no attach
-// control.
+// chat() in Node on the same messages (greedy; without the image Node's reply differs). An
+// undecodable image, and one whose header declares too many pixels, are refused in the error
+// area and the typed message stays; a drop and a paste onto the message attach too; the same
+// text model without its projector shows no attach control.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -145,5 +146,38 @@ test('a vision pair from the file input: attach a PNG, send, the reply is Node\'
   } finally {
     await engine.free();
   }
+
+  // a drop and a paste onto the message attach too; an image that declares too many pixels is refused
+  await page.locator('#chat-input').fill('Next question');
+  const huge = Buffer.alloc(33);
+  Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 13]).copy(huge);
+  huge.write('IHDR', 12, 'latin1');
+  huge.writeUInt32BE(20000, 16);
+  huge.writeUInt32BE(20000, 20);
+  const after = await page.evaluate(async ({ png, huge }) => {
+    const file = (b64, name) => new File([Uint8Array.from(atob(b64), (c) => c.charCodeAt(0))], name, { type: 'image/png' });
+    const input = document.getElementById('chat-input');
+    const list = document.getElementById('chat-attachments');
+    const until = (f) => new Promise((resolve) => { const tick = () => (f() ? resolve() : requestAnimationFrame(tick)); tick(); });
+    const drop = new DataTransfer();
+    drop.items.add(file(png, 'dropped.png'));
+    input.dispatchEvent(new DragEvent('drop', { dataTransfer: drop, bubbles: true, cancelable: true }));
+    await until(() => list.children.length === 1);
+    const paste = new DataTransfer();
+    paste.items.add(file(png, 'pasted.png'));
+    const event = new ClipboardEvent('paste', { clipboardData: paste, bubbles: true, cancelable: true });
+    input.dispatchEvent(event);
+    await until(() => list.children.length === 2);
+    const big = new DataTransfer();
+    big.items.add(file(huge, 'huge.png'));
+    input.dispatchEvent(new DragEvent('drop', { dataTransfer: big, bubbles: true, cancelable: true }));
+    await until(() => document.getElementById('run-error').textContent !== '');
+    return { names: [...list.children].map((li) => li.dataset.name), pasteTaken: event.defaultPrevented,
+      error: document.getElementById('run-error').textContent, text: input.value };
+  }, { png: fs.readFileSync(files.png).toString('base64'), huge: huge.toString('base64') });
+  assert.deepEqual(after.names, ['dropped.png', 'pasted.png']);
+  assert.equal(after.pasteTaken, true, 'a pasted image is not pasted as text');
+  assert.match(after.error, /huge\.png is too large: 20000×20000 pixels/);
+  assert.equal(after.text, 'Next question', 'the typed message stays');
   browser.assertNoProblems();
 });
