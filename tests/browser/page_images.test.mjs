@@ -6,7 +6,8 @@
 // Remove control), sent with Enter, and the reply's token ids are those of the engine's own
 // chat() in Node on the same messages (greedy; without the image Node's reply differs). An
 // undecodable image, and one whose header declares too many pixels, are refused in the error
-// area and the typed message stays; a drop and a paste onto the message attach too; the same
+// area and the typed message stays; a drop and a paste onto the message attach too; a failed
+// turn with images gives them and the text back; the same
 // text model without its projector shows no attach control.
 
 import { test, before, after } from 'node:test';
@@ -179,5 +180,16 @@ test('a vision pair from the file input: attach a PNG, send, the reply is Node\'
   assert.equal(after.pasteTaken, true, 'a pasted image is not pasted as text');
   assert.match(after.error, /huge\.png is too large: 20000×20000 pixels/);
   assert.equal(after.text, 'Next question', 'the typed message stays');
+
+  // a turn with images that fails (a system prompt longer than the context) gives the text and
+  // the images back, and leaves nothing of itself in the conversation
+  await page.locator('#chat-system').fill('word '.repeat(nCtx + 8));
+  await page.locator('#chat-input').press('Enter');
+  await page.waitForFunction(() => document.getElementById('run-error').textContent.startsWith('Chat failed'), null, { polling: 'raf' });
+  assert.equal(await waitForState(page, 'ready', 'error'), 'error');
+  assert.equal(await page.locator('#chat-input').inputValue(), 'Next question');
+  assert.deepEqual(await page.locator('#chat-attachments li').evaluateAll((lis) => lis.map((li) => li.dataset.name)), ['dropped.png', 'pasted.png']);
+  assert.deepEqual(await page.locator('#output > .msg').evaluateAll((ms) => ms.map((m) => m.dataset.role)), ['user', 'assistant']);
+  await page.locator('#chat-system').fill('');
   browser.assertNoProblems();
 });

@@ -15,7 +15,8 @@
 // checked (web/sources.js checkImageFile: decodable, not too large: else the reason in
 // #run-error, the typed message untouched) and shown in #chat-attachments (<li data-name> with
 // a thumbnail and a Remove button). Send puts them into the user message as OpenAI image_url
-// parts (data: URLs), before its text; a turn that fails gives the text and the images back.
+// parts (data: URLs), before its text; a turn with images that fails gives the text and the
+// images back (and leaves nothing of itself in the conversation).
 
 import { fmtBytes, fmtMs, fmtRate, describeError } from './format.js';
 import { $, app, setState, showError, clearError } from './state.js';
@@ -194,7 +195,7 @@ function showUserParts(body, parts) {
 }
 
 /** Sends the message in #chat-input (with the attached images) and streams the reply. A turn
- *  that fails gives the typed text and the images back, for another try. */
+ *  with images that fails gives the typed text and the images back, for another try. */
 export async function sendChat() {
   if (!canRun()) return;
   const input = $('chat-input');
@@ -225,8 +226,9 @@ export async function sendChat() {
   if (Array.isArray(content)) showUserParts(body, content);
   else body.append(document.createTextNode(content));
   const ok = await reply();
-  if (!ok && conversation.at(-1) === message) {
-    // nothing of this turn stays: the message goes back into the input, its images with it
+  if (!ok && images.length && conversation.at(-1) === message) {
+    // nothing of a failed turn with images stays (every later turn would send them again): the
+    // message goes back into the input, its images with it (a text-only turn stays, as before)
     conversation.pop();
     msg.remove();
     if (!input.value) input.value = typed;
