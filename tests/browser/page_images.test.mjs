@@ -12,6 +12,7 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -20,7 +21,7 @@ import { synthCached } from '../../tools/synth_gguf.mjs';
 import { mmprojBytes, testImage } from '../../tools/synth_mmproj.mjs';
 import { ggufHeader, readGguf } from '../../tools/vocab_gguf.mjs';
 import { createEngine } from '../../js/wasmlm.js';
-import { launch, startTestServer, loadAfter, setValue, waitForState, STEP_TIMEOUT } from './_helpers.mjs';
+import { REPO, launch, startTestServer, loadAfter, loadOutcome, setValue, waitForState, STEP_TIMEOUT } from './_helpers.mjs';
 
 /** Gemma's turn format (the image parts become media markers inside the user's text). */
 const TEMPLATE = "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ 'model' if m.role == 'assistant' else m.role }}\n" +
@@ -39,6 +40,8 @@ function withTemplate(file, template) {
 
 let server, browser, page, dir;
 const files = {};
+/** Node's reply to the image question (the second test), for the third. */
+let nodeReply = null;
 
 before(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-page-images-'));
@@ -53,7 +56,20 @@ before(async () => {
   fs.writeFileSync(files.png, pngjs.PNG.sync.write(png));
   files.broken = path.join(dir, 'broken.png');
   fs.writeFileSync(files.broken, Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4]));
-  server = await startTestServer();
+  // the manifest as published, and a vision entry whose files this server has (models/files/)
+  const manifest = JSON.parse(fs.readFileSync(path.join(REPO, 'models/manifest.json'), 'utf8'));
+  const pin = (file) => ({ size: fs.statSync(file).size, sha256: crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex'), verified: true });
+  manifest.models.push({
+    id: 'tiny-vision', name: 'a synthetic Gemma 3 with its mmproj', format: 'gguf', file: 'gemma3-tiny-chat.gguf',
+    url: 'https://huggingface.co/none/none/resolve/main/gemma3-tiny-chat.gguf', revision: null, ...pin(files.text),
+    checksumSource: 'checked: made by the test',
+    mmproj: { file: 'mmproj-gemma3-tiny.gguf', url: 'https://huggingface.co/none/none/resolve/main/mmproj-gemma3-tiny.gguf',
+      revision: null, ...pin(files.mmproj), checksumSource: 'checked: made by the test' },
+  });
+  files.manifest = path.join(dir, 'manifest.json');
+  fs.writeFileSync(files.manifest, JSON.stringify(manifest));
+  server = await startTestServer({ files: { '/models/manifest.json': files.manifest,
+    '/models/files/gemma3-tiny-chat.gguf': files.text, '/models/files/mmproj-gemma3-tiny.gguf': files.mmproj } });
   browser = await launch();
   page = browser.page;
   await page.goto(server.url);
@@ -138,6 +154,7 @@ test('a vision pair from the file input: attach a PNG, send, the reply is Node\'
     assert.ok(want.length > 0);
     assert.equal(engine.lastResult.imagesEncoded, 1);
     assert.deepEqual(ids, want, 'the page\'s reply = Node\'s chat() with the same image');
+    nodeReply = want;
     // (the image counts: without it, the reply differs)
     const noImage = [];
     for await (const t of engine.chat([{ role: 'user', content: 'What is in the picture?' }], { temperature: 0, repeatPenalty: 1, maxTokens: 6 })) {
@@ -191,5 +208,31 @@ test('a vision pair from the file input: attach a PNG, send, the reply is Node\'
   assert.deepEqual(await page.locator('#chat-attachments li').evaluateAll((lis) => lis.map((li) => li.dataset.name)), ['dropped.png', 'pasted.png']);
   assert.deepEqual(await page.locator('#output > .msg').evaluateAll((ms) => ms.map((m) => m.dataset.role)), ['user', 'assistant']);
   await page.locator('#chat-system').fill('');
+  browser.assertNoProblems();
+});
+
+test('a manifest entry with an mmproj: both downloaded, checked and loaded; the image reply is Node\'s', { timeout: STEP_TIMEOUT * 4 }, async () => {
+  assert.ok(nodeReply, 'the previous test ran');
+  await page.goto(`${server.url}?model=tiny-vision`);
+  const out = await loadOutcome(page);
+  assert.equal(out.state, 'ready', out.text);
+  assert.doesNotMatch(out.text, /unverified/);
+  assert.match(await page.locator('#model-note').textContent(), /GGUF \+ vision projector \(mmproj\)/);
+  assert.match(await page.locator('#model-info').textContent(), /vision: gemma3 projector/);
+  await page.locator('#mode-chat').check();
+  await page.locator('#chat-images').setInputFiles(files.png);
+  await page.locator('#chat-attachments li').first().waitFor();
+  await setValue(page, '#temperature', 0);
+  await setValue(page, '#repeat-penalty', 1);
+  await setValue(page, '#presence-penalty', 0);
+  await setValue(page, '#frequency-penalty', 0);
+  await setValue(page, '#max-tokens', 6);
+  await page.locator('#chat-input').fill('What is in the picture?');
+  await page.locator('#chat-send').click();
+  await page.waitForFunction(() => document.querySelector('#output > .msg.assistant')?.dataset.status &&
+    document.querySelector('#output > .msg.assistant').dataset.status !== 'streaming', null, { polling: 'raf' });
+  assert.equal(await waitForState(page, 'ready', 'error'), 'ready', await page.locator('#run-error').textContent());
+  const ids = await page.evaluate(() => [...document.querySelectorAll('#output > .msg.assistant .tok')].map((t) => Number(t.dataset.id)));
+  assert.deepEqual(ids, nodeReply);
   browser.assertNoProblems();
 });
