@@ -21,7 +21,7 @@ import { synthCached } from '../../tools/synth_gguf.mjs';
 import { mmprojBytes, testImage } from '../../tools/synth_mmproj.mjs';
 import { ggufHeader, readGguf } from '../../tools/vocab_gguf.mjs';
 import { createEngine } from '../../js/wasmlm.js';
-import { REPO, launch, startTestServer, loadAfter, loadOutcome, setValue, waitForState, STEP_TIMEOUT } from './_helpers.mjs';
+import { REPO, launch, startTestServer, loadAfter, loadOutcome, setValue, waitForState, screenshot, STEP_TIMEOUT } from './_helpers.mjs';
 
 /** Gemma's turn format (the image parts become media markers inside the user's text). */
 const TEMPLATE = "{{ bos_token }}{% for m in messages %}<start_of_turn>{{ 'model' if m.role == 'assistant' else m.role }}\n" +
@@ -126,6 +126,7 @@ test('a vision pair from the file input: attach a PNG, send, the reply is Node\'
   await page.locator('#chat-images').setInputFiles(files.png);
   await page.locator('#chat-attachments li').first().waitFor();
   assert.match(await page.locator('#chat-attach-count').textContent(), /1 image attached/);
+  await screenshot(page, 'page-images-attached');
 
   // greedy, no penalties, 6 tokens
   await setValue(page, '#temperature', 0);
