@@ -35,7 +35,8 @@
 //   output.js      the output text: token spans, colours, the token inspector
 //   chart.js       the probability chart and its preview after a slider moves
 //   stats.js       the statistics panel
-//   chat.js        chat mode: the conversation, system prompt, Send, Regenerate, Clear
+//   chat.js        chat mode: the conversation, system prompt, images (a vision model), Send,
+//                  Regenerate, Clear
 
 import { describeError } from './demo/format.js';
 import { $, app, setState, showError } from './demo/state.js';
