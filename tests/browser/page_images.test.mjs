@@ -2,7 +2,7 @@
 // synthetic Gemma 3 text GGUF given a chat template here, and its synthetic mmproj of
 // tools/synth_mmproj.mjs) chosen together in the local-file input is recognised as model +
 // projector (web/sources.js classifyFile: general.architecture "clip") and loaded with vision;
-// a PNG made here with pngjs is attached with the Attach button's picker (a thumbnail with a
+// (the projector alone first waits for its text model); a PNG made here with pngjs is attached with the Attach button's picker (a thumbnail with a
 // Remove control), sent with Enter, and the reply's token ids are those of the engine's own
 // chat() in Node on the same messages (greedy; without the image Node's reply differs). An
 // undecodable image, and one whose header declares too many pixels, are refused in the error
@@ -93,8 +93,17 @@ test('a text-only model with a chat template: chat, and no attach control', { ti
 });
 
 test('a vision pair from the file input: attach a PNG, send, the reply is Node\'s chat() with the same image', { timeout: STEP_TIMEOUT * 4 }, async () => {
+  // the projector alone waits for its text model, which then loads with it
+  await page.locator('#model-files').setInputFiles(files.mmproj);
+  await page.waitForFunction(() => /is a vision projector \(mmproj\): now choose or drop the text GGUF/.test(document.getElementById('local-pending').textContent),
+    null, { polling: 'raf' });
+  assert.equal(await page.evaluate(() => document.body.dataset.state), 'ready', 'nothing loaded yet');
+  let out = await loadAfter(page, () => page.locator('#model-files').setInputFiles(files.text));
+  assert.equal(out.state, 'ready', out.text);
+  assert.match(out.text, /gemma3-tiny-chat\.gguf \+ mmproj-gemma3-tiny\.gguf ready/);
+  assert.equal(await page.locator('#local-pending').textContent(), '');
   // both files at once (the projector first: the page tells them apart by their headers)
-  const out = await loadAfter(page, () => page.locator('#model-files').setInputFiles([files.mmproj, files.text]));
+  out = await loadAfter(page, () => page.locator('#model-files').setInputFiles([files.mmproj, files.text]));
   assert.equal(out.state, 'ready', out.text);
   assert.match(out.text, /gemma3-tiny-chat\.gguf \+ mmproj-gemma3-tiny\.gguf ready/);
   assert.match(await page.locator('#model-info').textContent(), /vision: gemma3 projector/);
