@@ -1,14 +1,15 @@
 // page_images.test.mjs — images in the demo page's chat (web/demo/chat.js): a vision pair (a
 // synthetic Gemma 3 text GGUF given a chat template here, and its synthetic mmproj of
-// tools/synth_mmproj.mjs) chosen together in the local-file input is recognised as model +
-// projector (web/sources.js classifyFile: general.architecture "clip") and loaded with vision;
-// (the projector alone first waits for its text model); a PNG made here with pngjs is attached with the Attach button's picker (a thumbnail with a
-// Remove control), sent with Enter, and the reply's token ids are those of the engine's own
-// chat() in Node on the same messages (greedy; without the image Node's reply differs). An
-// undecodable image, and one whose header declares too many pixels, are refused in the error
-// area and the typed message stays; a drop and a paste onto the message attach too; a failed
-// turn with images gives them and the text back; the same
-// text model without its projector shows no attach control.
+// tools/synth_mmproj.mjs) chosen in the local-file input, together or the projector first, is
+// recognised as model + projector (web/sources.js classifyFile: general.architecture "clip")
+// and loaded with vision; a PNG made here with pngjs is attached with the Attach button's
+// picker (a thumbnail with a Remove control), sent with Enter, and the reply's token ids are
+// those of the engine's own chat() in Node on the same messages (greedy; without the image
+// Node's reply differs). An undecodable image, and one whose header declares too many pixels,
+// are refused in the error area and the typed message stays; a drop and a paste onto the
+// message attach too; a failed turn with images gives them and the text back; the same text
+// model without its projector shows no attach control; a manifest entry with an mmproj loads
+// both files, checked, and answers as Node does.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
