@@ -80,9 +80,8 @@ function renderAttachments() {
 
 /**
  * Attaches image files (the Attach button's picker, a drop or a paste onto the message) to the
- * next message; a file that is not a decodable image, or is too large, is left out and the
- * reason shown in the error area (the typed message stays as it is). Other files are ignored
- * only when they are not images at all and came with images.
+ * next message; a file that is not a decodable image (any other file too), or is too large, is
+ * left out and the reason shown in the error area (the typed message stays as it is).
  */
 export async function attachImages(fileList) {
   const files = [...fileList];
