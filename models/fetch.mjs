@@ -127,7 +127,7 @@ function mismatchError(message, mismatch) {
 }
 
 /**
- * Fetches a manifest entry's model and tokenizer into `dir`, skipping files already present
+ * Fetches a manifest entry's model, tokenizer and vision projector (mmproj) into `dir`, skipping files already present
  * and matching (or, without a known sha256, present at all unless `force`).
  *
  * @param {object} entry      a manifest entry
@@ -140,7 +140,7 @@ function mismatchError(message, mismatch) {
  */
 export async function fetchEntry(entry, { dir = DEFAULT_DIR, force = false, log = console.error, signal } = {}) {
   const results = [];
-  for (const spec of [entry, entry.tokenizer].filter(Boolean)) {
+  for (const spec of [entry, entry.tokenizer, entry.mmproj].filter(Boolean)) {
     const dest = path.join(dir, spec.file);
     if (!force && fs.existsSync(dest)) {
       const digest = await sha256File(dest);

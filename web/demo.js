@@ -35,7 +35,8 @@
 //   output.js      the output text: token spans, colours, the token inspector
 //   chart.js       the probability chart and its preview after a slider moves
 //   stats.js       the statistics panel
-//   chat.js        chat mode: the conversation, system prompt, Send, Regenerate, Clear
+//   chat.js        chat mode: the conversation, system prompt, images (a vision model), Send,
+//                  Regenerate, Clear
 
 import { describeError } from './demo/format.js';
 import { $, app, setState, showError } from './demo/state.js';
@@ -46,7 +47,7 @@ import { renderCacheList, removeCached, resumeCached } from './demo/cache-list.j
 import { schedulePreview } from './demo/chart.js';
 import { showTokenDetail, activateToken, onOutputKey } from './demo/output.js';
 import { generate, stop } from './demo/generate.js';
-import { currentMode, setMode, sendChat, regenerate, clearChat } from './demo/chat.js';
+import { currentMode, setMode, sendChat, regenerate, clearChat, attachImages, visionAvailable } from './demo/chat.js';
 import { runEmbed } from './demo/embed.js';
 
 /** Ctrl+Enter and Enter in the seed and stop fields: a completion, in chat mode Send, in
@@ -108,6 +109,20 @@ function wireControls() {
     }
   });
   $('chat-stop').addEventListener('click', stop);
+  // Images for a vision model: the Attach button's picker, and a paste onto the message (a drop
+  // onto it: below, with the model files' drop zone).
+  $('chat-attach').addEventListener('click', () => $('chat-images').click());
+  $('chat-images').addEventListener('change', async () => {
+    const picker = $('chat-images');
+    await attachImages(picker.files);
+    picker.value = ''; // the same image again is a change too
+  });
+  $('chat-input').addEventListener('paste', (event) => {
+    const images = [...(event.clipboardData?.files ?? [])].filter((f) => f.type.startsWith('image/'));
+    if (!images.length || !visionAvailable()) return; // text is pasted as text
+    event.preventDefault();
+    attachImages(images);
+  });
   // Embeddings mode.
   $('embed-form').addEventListener('submit', (event) => {
     event.preventDefault();
@@ -165,17 +180,21 @@ function wireControls() {
   zone.addEventListener('dragleave', (event) => {
     if (!zone.contains(event.relatedTarget)) zone.classList.remove('over');
   });
-  // Anywhere on the page, a dropped file must not replace the page; only the zone takes it.
+  // Anywhere on the page, a dropped file must not replace the page; only the zone takes it, and
+  // for a vision model the message (and the attach row under it) takes images.
+  const chatDrop = (event) => visionAvailable() && !$('chat-form').hidden &&
+    (event.target === $('chat-input') || $('chat-attach-row').contains(event.target));
   document.addEventListener('dragover', (event) => {
     if (!hasFiles(event)) return;
     event.preventDefault();
-    event.dataTransfer.dropEffect = zone.contains(event.target) && !input.disabled ? 'copy' : 'none';
+    event.dataTransfer.dropEffect = (zone.contains(event.target) && !input.disabled) || chatDrop(event) ? 'copy' : 'none';
   });
   document.addEventListener('drop', (event) => {
     if (!hasFiles(event)) return;
     event.preventDefault();
     zone.classList.remove('over');
     if (zone.contains(event.target) && !input.disabled) takeLocalFiles(event.dataTransfer.files);
+    else if (chatDrop(event)) attachImages(event.dataTransfer.files);
   });
 
   // The cache list.

@@ -1,6 +1,7 @@
 // web/sources.js — where the demo's model files come from, as "plans" the page loads: a published
 // model from models/manifest.json (the page's own models/files/ copy first, then the published
-// URL), URLs typed in, or local files (a GGUF alone; a llama2.c checkpoint with its tokenizer).
+// URL), URLs typed in, or local files (a GGUF alone; a llama2.c checkpoint with its tokenizer; a
+// text GGUF with its vision projector, an mmproj GGUF: general.architecture "clip").
 // Downloads, checksums and Cache Storage are js/models/cache.js's; this file only chooses and names.
 // Files larger than BYTES_MAX go to the model store (js/models/storage/: OPFS, resumable, verified while
 // they stream) where it persists; smaller ones into memory and then Cache Storage, as before.
@@ -8,11 +9,12 @@
 // A plan is { label, parts: [Part], verified, entryId? (a manifest entry's id), and for an entry
 // memory64, refused (memoryPlan()) and nCtx }, one Part per
 // file, model first:
-//   Part = { stage: 'model'|'tokenizer', name, candidates: [url], sha256, size, verified }
+//   Part = { stage: 'model'|'tokenizer'|'mmproj', name, candidates: [url], sha256, size, verified }
 //        | { stage, name, file: File }
 
 import { ModelCache, download, fileName, listModels, deleteModel, modelStore } from '../js/models/cache.js';
 import { WASM32_BYTES, WASM32_FIT, modelBytes, memory64Support } from '../js/runtime/memory64.js';
+import { IMAGE_MAX_PIXELS, IMAGE_MAX_SIDE, imageHeader } from '../js/vision/vision.js';
 
 /** The demo's model cache (js/models/cache.js's default bucket, 'wasmlm-models-v1'). */
 export const cache = new ModelCache();
@@ -92,7 +94,8 @@ export function describeOrigin(url) {
  */
 export function memoryPlan(entry, support = memory64Support()) {
   const bytes = entry.size ?? entry.listedSize ?? null;
-  const memory64 = bytes !== null && modelBytes(bytes + (entry.tokenizer?.size ?? 0), null).total > WASM32_BYTES * WASM32_FIT;
+  const extra = (entry.tokenizer?.size ?? 0) + (entry.mmproj?.size ?? entry.mmproj?.listedSize ?? 0);
+  const memory64 = bytes !== null && modelBytes(bytes + extra, null).total > WASM32_BYTES * WASM32_FIT;
   const refused = memory64 && !support.ok
     ? `${entry.id} needs 64-bit memory (WebAssembly memory64: its ${(bytes / 1e9).toFixed(1)} GB file is more than ` +
       `the 4 GB a wasm32 instance holds), and ${support.why.replace(/^this runtime/, 'this browser')}. ` +
@@ -114,6 +117,7 @@ export function planFromEntry(entry) {
   });
   const parts = [part(entry, 'model')];
   if (entry.tokenizer) parts.push(part(entry.tokenizer, 'tokenizer'));
+  if (entry.mmproj) parts.push(part(entry.mmproj, 'mmproj')); // a vision model's projector
   const { memory64, refused } = memoryPlan(entry);
   return { label: entry.id, entryId: entry.id, parts, verified: parts.every((p) => p.verified), memory64, refused,
     nCtx: entry.nCtx ?? null };
@@ -144,13 +148,15 @@ export function planFromUrls(modelUrl, tokenizerUrl) {
   return { label: fileName(urls[0]) + (urls.length > 1 ? ` (+${urls.length - 1} parts)` : ''), parts, verified: false, fromUrl: true };
 }
 
-/** The plan for local files: the model (a File, or a split GGUF's parts), and a tokenizer when
- *  the model needs one. */
-export function planFromFiles(model, tokenizer) {
+/** The plan for local files: the model (a File, or a split GGUF's parts), a tokenizer when
+ *  the model needs one, and a vision model's mmproj GGUF (or null). */
+export function planFromFiles(model, tokenizer, mmproj = null) {
   const files = Array.isArray(model) ? model : [model];
   const parts = files.map((f, i) => ({ stage: modelStage(i), name: f.name, file: f }));
   if (tokenizer) parts.push({ stage: 'tokenizer', name: tokenizer.name, file: tokenizer });
-  return { label: files[0].name + (files.length > 1 ? ` (+${files.length - 1} parts)` : ''), parts, verified: true, local: true };
+  if (mmproj) parts.push({ stage: 'mmproj', name: mmproj.name, file: mmproj });
+  const label = files[0].name + (files.length > 1 ? ` (+${files.length - 1} parts)` : '') + (mmproj ? ` + ${mmproj.name}` : '');
+  return { label, parts, verified: true, local: true };
 }
 
 /** The model data of a plan's fetched parts (fetchPart results, in the plan's order): one
@@ -160,15 +166,73 @@ export function modelData(plan, fetched) {
   return data.length === 1 ? data[0] : data;
 }
 
+/** The GGUF header's bytes read to find general.architecture: at most this much (a key that
+ *  comes after a large vocabulary array is not looked for past it). */
+const GGUF_HEAD_MAX = 64 << 20;
+
 /**
- * What a local file looks like from its first 28 bytes: 'gguf' (GGUF magic), 'checkpoint' (a
+ * general.architecture of a GGUF file (a File or Blob) from its header, or null when the
+ * header is not a GGUF v2/v3 one, is malformed, or does not have the key (within
+ * GGUF_HEAD_MAX bytes). Reads the key/value section as src/gguf.c does: after the magic, the
+ * version (u32), the tensor count (u64) and the key count (u64), each key a u64-length string,
+ * a u32 type and the value (arrays: an element type, a u64 count, the elements). Never throws.
+ */
+export async function ggufArchitecture(file) {
+  const SIZES = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+  const STRING = 8, ARRAY = 9;
+  class Short extends Error {}
+  for (let want = 64 << 10; ; want *= 4) {
+    const n = Math.min(want, file.size, GGUF_HEAD_MAX);
+    const dv = new DataView(await file.slice(0, n).arrayBuffer());
+    let o = 0;
+    const need = (k) => { if (o + k > dv.byteLength) throw new Short(); };
+    const u32 = () => { need(4); o += 4; return dv.getUint32(o - 4, true); };
+    const u64 = () => { need(8); o += 8; const v = dv.getBigUint64(o - 8, true); if (v > BigInt(GGUF_HEAD_MAX)) throw new RangeError('length'); return Number(v); };
+    const str = () => { const len = u64(); need(len); o += len; return new TextDecoder().decode(new Uint8Array(dv.buffer, o - len, len)); };
+    const skip = (type) => {
+      if (type === STRING) { const len = u64(); need(len); o += len; return; }
+      if (type === ARRAY) {
+        const t = u32();
+        const count = u64();
+        if (SIZES[t]) { need(count * SIZES[t]); o += count * SIZES[t]; } else for (let i = 0; i < count; i++) skip(t);
+        return;
+      }
+      if (!SIZES[type]) throw new RangeError('type');
+      need(SIZES[type]);
+      o += SIZES[type];
+    };
+    try {
+      if (u32() !== 0x46554747) return null; // "GGUF"
+      const version = u32();
+      if (version !== 2 && version !== 3) return null;
+      u64(); // tensors
+      const nKv = u64();
+      for (let i = 0; i < nKv; i++) {
+        const key = str();
+        const type = u32();
+        if (key === 'general.architecture') return type === STRING ? str() : null;
+        skip(type);
+      }
+      return null;
+    } catch (err) {
+      if (!(err instanceof Short) || n >= file.size || n >= GGUF_HEAD_MAX) return null;
+    }
+  }
+}
+
+/**
+ * What a local file looks like from its first 28 bytes: 'gguf' (GGUF magic; 'mmproj' when its
+ * header's general.architecture is "clip": a vision model's projector, as src/vision/mmproj.c
+ * recognises one), 'checkpoint' (a
  * plausible llama2.c header: dim, hidden_dim, n_layers, n_heads, n_kv_heads, vocab_size,
  * seq_len), 'tokenizer' (a llama2.c tokenizer.bin starts with a small max_token_length and a
  * float score), else 'unknown' (the engine will say what is wrong with it).
  */
 export async function classifyFile(file) {
   const head = new DataView(await file.slice(0, 28).arrayBuffer());
-  if (head.byteLength >= 4 && head.getUint32(0, true) === 0x46554747) return 'gguf'; // "GGUF"
+  if (head.byteLength >= 4 && head.getUint32(0, true) === 0x46554747) { // "GGUF"
+    return await ggufArchitecture(file) === 'clip' ? 'mmproj' : 'gguf';
+  }
   if (head.byteLength < 12) return 'unknown';
   const h = Array.from({ length: Math.floor(head.byteLength / 4) }, (_, i) => head.getInt32(i * 4, true));
   if (h.length === 7) {
@@ -365,4 +429,54 @@ async function downloadPart(part, { onProgress, signal }) {
     }
   }
   throw new Error(`${part.name}: no URL to load it from`);
+}
+
+/** The largest image file the chat takes (bytes): its data: URL travels with every later turn. */
+export const IMAGE_BYTES_MAX = 32 << 20;
+
+/**
+ * Checks an image file before it is attached to a chat message: at most IMAGE_BYTES_MAX bytes,
+ * a declared size (PNG / JPEG header, js/vision/vision.js imageHeader) within the engine's limits
+ * (IMAGE_MAX_SIDE a side, IMAGE_MAX_PIXELS in all), and decodable by this browser
+ * (createImageBitmap, as the engine decodes it). Resolves to {width, height}; rejects with an
+ * Error whose message says what is wrong, naming the file.
+ */
+export async function checkImageFile(file) {
+  const name = file.name || 'the image';
+  const tooBig = (w, h) => w > IMAGE_MAX_SIDE || h > IMAGE_MAX_SIDE || w * h > IMAGE_MAX_PIXELS;
+  if (file.size > IMAGE_BYTES_MAX) {
+    throw new Error(`${name} is too large: ${(file.size / 2 ** 20).toFixed(1)} MiB, over the ${IMAGE_BYTES_MAX / 2 ** 20} MiB an attached image may have`);
+  }
+  if (file.size === 0) throw new Error(`${name} is empty`);
+  let head;
+  try {
+    head = imageHeader(new Uint8Array(await file.arrayBuffer()), name);
+  } catch (err) {
+    throw new Error(`${name} cannot be decoded: ${err.message.replace(`${name}: `, '')}`, { cause: err });
+  }
+  if (head.format && tooBig(head.width, head.height)) {
+    throw new Error(`${name} is too large: ${head.width}×${head.height} pixels, over the limit of ${IMAGE_MAX_SIDE} a side and ${IMAGE_MAX_PIXELS} in all`);
+  }
+  let bitmap;
+  try {
+    bitmap = await createImageBitmap(file);
+  } catch (err) {
+    throw new Error(`${name} cannot be decoded as an image by this browser (${file.type || 'unknown type'})`, { cause: err });
+  }
+  const { width, height } = bitmap;
+  bitmap.close();
+  if (tooBig(width, height)) {
+    throw new Error(`${name} is too large: ${width}×${height} pixels, over the limit of ${IMAGE_MAX_SIDE} a side and ${IMAGE_MAX_PIXELS} in all`);
+  }
+  return { width, height };
+}
+
+/** A file's bytes as a data: URL (an OpenAI image_url part's url). */
+export function dataUrl(file) {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error ?? new Error(`cannot read ${file.name}`));
+    reader.readAsDataURL(file);
+  });
 }

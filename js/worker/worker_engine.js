@@ -12,6 +12,7 @@ import { checkBatch, checkChat, checkOptions, lazily, rejecting } from '../optio
 import { chatPrompt, chatCheckpoint, splitChatParams } from '../chat/chat.js';
 import { withReasoning } from '../chat/reasoning.js';
 import { chatCompletion } from '../chat/chat_completion.js';
+import { extractImages, joinTextParts } from '../vision/vision.js';
 import { complete, completeBatch } from '../engine/engine.js';
 import { IS_NODE, baseURI, mark } from '../runtime/platform.js';
 import { Helper, PROTOCOL_VERSION, Req, Reply } from './protocol.js';
@@ -276,6 +277,14 @@ class WorkerEngine {
     const { signal } = checkChat(params, options);
     if (!this.#info) throw jsError('WLM_ERR_STATE', 'no model loaded: call load() first');
     const { chat, gen } = splitChatParams(params ?? {});
+    // image parts: media markers in the rendered text, the images to generate (as Engine.chat;
+    // Blobs, bytes and ImageBitmaps travel to the worker, which decodes them)
+    const { messages: flat, images } = extractImages(messages);
+    messages = joinTextParts(flat);
+    if (images.length) {
+      if (gen.images !== undefined) throw jsError('WLM_ERR_INVALID_ARG', 'chat(): give images as content parts, not as `images`');
+      gen.images = images;
+    }
     const { text, addBos } = await chatPrompt(this.#info, messages, chat);
     const stateCheckpoint = gen.cachePrompt === false ? 0 : await chatCheckpoint(this.#info, this.tokenize.bind(this), messages, chat, text, addBos);
     // a thinking model's reasoning apart (reasoning.js): each token's `reasoning` and `content`

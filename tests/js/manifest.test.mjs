@@ -167,3 +167,55 @@ test('an unverified entry may carry listedSize (the size it is shown with, never
   }
   assert.equal(manifest.models.find((e) => e.id === 'gpt-oss-20b-mxfp4').nCtx, 32768);
 });
+
+/**
+ * What is wrong with an entry's optional `mmproj` (a vision model's projector, loaded with the
+ * model: web/sources.js planFromEntry, models/fetch.mjs), as a list of problems (empty: fine).
+ * Pinned as a model is (size and sha256, verified), or unverified with the reason and at most
+ * a listedSize (never a size, which would be checked); a GGUF entry only, its file a .gguf.
+ */
+function mmprojProblems(e) {
+  const m = e.mmproj;
+  if (m === undefined) return [];
+  const bad = [];
+  if (!m || typeof m !== 'object') return [`${e.id}: mmproj is an object`];
+  const known = ['file', 'url', 'revision', 'size', 'sha256', 'verified', 'checksumSource', 'unverified', 'listedSize'];
+  for (const k of Object.keys(m)) if (!known.includes(k)) bad.push(`${e.id}: mmproj.${k} is not a manifest key`);
+  if (e.format !== 'gguf') bad.push(`${e.id}: an mmproj goes with a GGUF model`);
+  if (typeof m.file !== 'string' || !/\.gguf$/.test(m.file)) bad.push(`${e.id}: mmproj.file is a .gguf name`);
+  const u = typeof m.url === 'string' && /^https:\/\/huggingface\.co\/([\w.-]+\/[\w.-]+)\/resolve\/([^/]+)\/(.+)$/.exec(m.url);
+  if (!u) bad.push(`${e.id}: mmproj.url is a Hugging Face resolve URL`);
+  else if (path.posix.basename(u[3]) !== m.file) bad.push(`${e.id}: mmproj.url names mmproj.file`);
+  if (m.verified === true) {
+    if (!(Number.isSafeInteger(m.size) && m.size > 0)) bad.push(`${e.id}: a verified mmproj has a size`);
+    if (!/^[0-9a-f]{64}$/.test(m.sha256 ?? '')) bad.push(`${e.id}: a verified mmproj has a sha256`);
+    if (typeof m.checksumSource !== 'string' || !/^(published|checked): /.test(m.checksumSource)) bad.push(`${e.id}: mmproj.checksumSource`);
+    if (m.listedSize !== undefined) bad.push(`${e.id}: listedSize only on an unverified mmproj`);
+  } else if (m.verified === false) {
+    if (m.sha256 !== null) bad.push(`${e.id}: an unverified mmproj has no sha256 (null)`);
+    if (m.size !== null) bad.push(`${e.id}: an unverified mmproj has no size (null): listedSize, never checked`);
+    if (!(typeof m.unverified === 'string' && m.unverified.length > 20)) bad.push(`${e.id}: an unverified mmproj says why`);
+    if (m.listedSize !== undefined && !(Number.isSafeInteger(m.listedSize) && m.listedSize > 0)) bad.push(`${e.id}: mmproj.listedSize in bytes`);
+  } else bad.push(`${e.id}: mmproj.verified is true or false`);
+  return bad;
+}
+
+test('an entry\'s optional mmproj (a vision model\'s projector) is pinned, or unverified with why; the checks refuse a bad one', () => {
+  for (const e of manifest.models) assert.deepEqual(mmprojProblems(e), [], e.id);
+  // the check itself, on entries made here
+  const base = { id: 'x', format: 'gguf' };
+  const url = (f) => `https://huggingface.co/ggml-org/x-GGUF/resolve/main/${f}`;
+  const pinned = { file: 'mmproj-x.gguf', url: url('mmproj-x.gguf'), revision: null, size: 5, sha256: 'a'.repeat(64),
+    verified: true, checksumSource: 'published: a table' };
+  const listed = { file: 'mmproj-x.gguf', url: url('mmproj-x.gguf'), revision: null, size: null, sha256: null,
+    verified: false, listedSize: 851000000, unverified: 'no public sha256 of this file was found' };
+  assert.deepEqual(mmprojProblems({ ...base, mmproj: pinned }), []);
+  assert.deepEqual(mmprojProblems({ ...base, mmproj: listed }), []);
+  assert.deepEqual(mmprojProblems({ ...base, format: 'llama2c', mmproj: pinned }), ['x: an mmproj goes with a GGUF model']);
+  assert.deepEqual(mmprojProblems({ ...base, mmproj: { ...listed, size: 851000000 } }),
+    ['x: an unverified mmproj has no size (null): listedSize, never checked']);
+  assert.deepEqual(mmprojProblems({ ...base, mmproj: { ...listed, sha256: 'b'.repeat(64) } }), ['x: an unverified mmproj has no sha256 (null)']);
+  assert.deepEqual(mmprojProblems({ ...base, mmproj: { ...pinned, sha256: null } }), ['x: a verified mmproj has a sha256']);
+  assert.deepEqual(mmprojProblems({ ...base, mmproj: { ...pinned, url: url('other.gguf') } }), ['x: mmproj.url names mmproj.file']);
+  assert.deepEqual(mmprojProblems({ ...base, mmproj: { ...pinned, sha: 1 } }), ['x: mmproj.sha is not a manifest key']);
+});

@@ -9,6 +9,14 @@
 // <div class="msg user|assistant" data-role> per message, an assistant bubble with
 // data-status ('streaming' | 'done' | 'aborted' | 'error'); #stat-cached[data-n] the reused
 // tokens of the last turn.
+//
+// Images: a model loaded with its vision projector (info.vision) shows #chat-attach-row: the
+// Attach button (a file picker), and images dropped or pasted onto the message; each one is
+// checked (web/sources.js checkImageFile: decodable, not too large: else the reason in
+// #run-error, the typed message untouched) and shown in #chat-attachments (<li data-name> with
+// a thumbnail and a Remove button). Send puts them into the user message as OpenAI image_url
+// parts (data: URLs), before its text; a turn with images that fails gives the text and the
+// images back (and leaves nothing of itself in the conversation).
 
 import { fmtBytes, fmtMs, fmtRate, describeError } from './format.js';
 import { $, app, setState, showError, clearError } from './state.js';
@@ -21,6 +29,80 @@ import { openaiParams, toolTurn, toolsOn } from './tools.js';
 /** The conversation: {role: 'user'|'assistant'|'tool', content, tool_calls?, tool_call_id?} in
  *  order (the system prompt apart; tool turns: web/demo/tools.js). */
 const conversation = [];
+
+/** The images attached to the next message: {file, thumb (an object URL), width, height}. */
+const attachments = [];
+
+/** Whether the loaded model takes images: it was loaded with its vision projector (mmproj). */
+export function visionAvailable() {
+  return Boolean(app.info?.vision);
+}
+
+/** Shows the attach controls for a vision model only; a text-only model drops the attachments. */
+export function syncAttach() {
+  const on = visionAvailable();
+  $('chat-attach-row').hidden = !on;
+  if (!on) clearAttachments();
+}
+
+function clearAttachments() {
+  for (const a of attachments) URL.revokeObjectURL(a.thumb);
+  attachments.length = 0;
+  renderAttachments();
+}
+
+function renderAttachments() {
+  const list = $('chat-attachments');
+  list.replaceChildren(...attachments.map((a, i) => {
+    const li = document.createElement('li');
+    li.dataset.name = a.file.name;
+    const img = document.createElement('img');
+    img.src = a.thumb;
+    img.alt = `${a.file.name} (${a.width}×${a.height})`;
+    const remove = document.createElement('button');
+    remove.type = 'button';
+    remove.className = 'remove secondary';
+    remove.textContent = '×';
+    remove.setAttribute('aria-label', `Remove ${a.file.name}`);
+    remove.addEventListener('click', () => {
+      URL.revokeObjectURL(a.thumb);
+      attachments.splice(i, 1);
+      renderAttachments();
+      $('chat-input').focus();
+    });
+    li.append(img, remove);
+    return li;
+  }));
+  list.hidden = attachments.length === 0;
+  $('chat-attach-count').textContent = attachments.length
+    ? `${attachments.length} image${attachments.length === 1 ? '' : 's'} attached` : '';
+}
+
+/**
+ * Attaches image files (the Attach button's picker, a drop or a paste onto the message) to the
+ * next message; a file that is not a decodable image (any other file too), or is too large, is
+ * left out and the reason shown in the error area (the typed message stays as it is).
+ */
+export async function attachImages(fileList) {
+  const files = [...fileList];
+  if (!files.length) return;
+  if (!visionAvailable()) {
+    showError('This model takes no images: load a vision model with its projector (mmproj) to attach them.', 'image');
+    return;
+  }
+  clearError();
+  const errors = [];
+  for (const file of files) {
+    try {
+      const { width, height } = await app.sources.checkImageFile(file);
+      attachments.push({ file, thumb: URL.createObjectURL(file), width, height });
+    } catch (err) {
+      errors.push(err.message);
+    }
+  }
+  renderAttachments();
+  if (errors.length) showError(`Image not attached: ${errors.join('; ')}.`, 'image');
+}
 
 /** Whether the loaded model can chat: its file has a chat template. */
 export function chatAvailable() {
@@ -38,6 +120,7 @@ export function currentMode() {
  * otherwise (a model without one goes back to completion). Called after each load.
  */
 export function syncMode() {
+  syncAttach();
   const chat = $('mode-chat');
   const note = $('mode-note');
   if (chatAvailable()) {
@@ -60,6 +143,7 @@ export function syncMode() {
 /** Switches between completion and chat: the prompt form or the chat form, and #output's text. */
 export function setMode(mode) {
   if (mode === 'chat' && !chatAvailable()) mode = 'completion';
+  syncAttach();
   if (currentMode() === mode && document.body.dataset.mode) return;
   document.body.dataset.mode = mode;
   $(`mode-${mode}`).checked = true;
@@ -71,7 +155,8 @@ export function setMode(mode) {
   if (mode === 'chat') {
     // The text of earlier turns (their tokens' probabilities are not kept).
     for (const m of conversation) {
-      if (m.content) bubble(m.role).body.append(document.createTextNode(m.content));
+      if (Array.isArray(m.content)) showUserParts(bubble(m.role).body, m.content);
+      else if (m.content) bubble(m.role).body.append(document.createTextNode(m.content));
       for (const c of m.tool_calls ?? []) {
         bubble('call', `Tool call: ${c.function.name}`).body.append(document.createTextNode(`${c.function.name}(${c.function.arguments})`));
       }
@@ -95,19 +180,63 @@ function bubble(role, label) {
   return { msg, body };
 }
 
-/** Sends the message in #chat-input and streams the reply. */
+/** A user message's content parts into its bubble: the images as thumbnails, then the text. */
+function showUserParts(body, parts) {
+  for (const p of parts) {
+    if (p.type === 'image_url') {
+      const img = document.createElement('img');
+      img.className = 'msg-image';
+      img.src = p.image_url.url;
+      img.alt = 'Attached image';
+      body.append(img);
+    } else if (p.type === 'text') body.append(document.createTextNode(p.text));
+  }
+}
+
+/** Sends the message in #chat-input (with the attached images) and streams the reply. A turn
+ *  with images that fails gives the typed text and the images back, for another try. */
 export async function sendChat() {
   if (!canRun()) return;
   const input = $('chat-input');
   const text = input.value.trim();
-  if (!text) {
+  const images = visionAvailable() ? attachments.splice(0) : [];
+  if (!text && !images.length) {
     input.focus();
     return;
   }
+  let content = text;
+  if (images.length) {
+    try {
+      const urls = await Promise.all(images.map((a) => app.sources.dataUrl(a.file)));
+      content = [...urls.map((url) => ({ type: 'image_url', image_url: { url } })), ...(text ? [{ type: 'text', text }] : [])];
+    } catch (err) {
+      attachments.unshift(...images);
+      renderAttachments();
+      showError(`Could not read the image: ${describeError(err)}`, 'image');
+      return;
+    }
+  }
+  const typed = input.value;
   input.value = '';
-  conversation.push({ role: 'user', content: text });
-  bubble('user').body.append(document.createTextNode(text));
-  await reply();
+  renderAttachments();
+  const message = { role: 'user', content };
+  conversation.push(message);
+  const { msg, body } = bubble('user');
+  if (Array.isArray(content)) showUserParts(body, content);
+  else body.append(document.createTextNode(content));
+  const ok = await reply();
+  if (!ok && images.length && conversation.at(-1) === message) {
+    // nothing of a failed turn with images stays (every later turn would send them again): the
+    // message goes back into the input, its images with it (a text-only turn stays, as before)
+    conversation.pop();
+    msg.remove();
+    if (!input.value) input.value = typed;
+    attachments.unshift(...images);
+    renderAttachments();
+    setState(document.body.dataset.state);
+  } else {
+    for (const a of images) URL.revokeObjectURL(a.thumb);
+  }
 }
 
 /** Drops the last assistant turn and generates it again. */
@@ -157,7 +286,7 @@ export function hasConversation() {
 // setState() (state.js) enables Regenerate and Clear through these.
 app.chat = { canRegenerate, hasConversation };
 
-/** Streams the assistant's reply to the conversation into a new bubble. */
+/** Streams the assistant's reply to the conversation into a new bubble; false when it failed. */
 async function reply() {
   const engine = app.engine;
   clearError();
@@ -241,7 +370,7 @@ async function reply() {
     stopStat.dataset.reason = failure ? 'error' : stopReason;
     if (failure) showError(`Chat failed: ${describeError(failure)}`, 'generation');
     else setState('ready');
-    return;
+    return !failure;
   }
   try {
     for await (const tok of engine.chat(messages, params, { signal: controller.signal })) {
@@ -294,4 +423,5 @@ async function reply() {
   stopStat.dataset.reason = failure ? 'error' : stopReason;
   if (failure) showError(`Chat failed: ${describeError(failure)}`, 'generation');
   else setState('ready');
+  return !failure;
 }

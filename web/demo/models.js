@@ -107,8 +107,9 @@ export async function loadManifest(manifest = fetchManifest()) {
 
 /** An entry's size for the picker: the pinned size, else the publisher's listed one ("about"). */
 function entrySize(m) {
-  if (m.size) return fmtBytes(m.size + (m.tokenizer?.size ?? 0));
-  return m.listedSize ? `about ${fmtBytes(m.listedSize)}` : 'size unknown';
+  if (m.size && (!m.mmproj || m.mmproj.size)) return fmtBytes(m.size + (m.tokenizer?.size ?? 0) + (m.mmproj?.size ?? 0));
+  const listed = (m.size ?? m.listedSize) && (m.size ?? m.listedSize) + (m.mmproj ? m.mmproj.size ?? m.mmproj.listedSize ?? NaN : 0);
+  return listed ? `about ${fmtBytes(listed)}` : 'size unknown';
 }
 
 /** The picker's mark for a model past wasm32's 4 GB (web/sources.js memoryPlan()). */
@@ -138,7 +139,8 @@ export function showEntryNote() {
     return;
   }
   const plan = app.sources.planFromEntry(entry);
-  const format = entry.format === 'gguf' ? 'GGUF' : 'llama2.c checkpoint + tokenizer';
+  const format = entry.format !== 'gguf' ? 'llama2.c checkpoint + tokenizer'
+    : entry.mmproj ? 'GGUF + vision projector (mmproj): takes images in chat' : 'GGUF';
   const check = plan.verified ? 'sha256 checked on download'
     : 'unverified: the manifest has no sha256 for it, so it is loaded unchecked';
   const memory = !plan.memory64 ? ''
@@ -325,9 +327,11 @@ export async function loadModel(plan, { engine: started = null } = {}) {
     if (seq !== app.loadSeq) return;
 
     const tokenizer = fetched[plan.parts.findIndex((p) => p.stage === 'tokenizer')];
+    const mmproj = fetched[plan.parts.findIndex((p) => p.stage === 'mmproj')];
     const info = await engine.load({
       model: app.sources.modelData(plan, fetched), // (a split GGUF: its parts' list)
       tokenizer: tokenizer?.data,
+      ...(mmproj ? { mmproj: mmproj.data } : {}), // a vision model's projector (chat takes images)
       backend: $('backend').value,
       ...(plan.nCtx ? { nCtx: plan.nCtx } : {}), // the manifest's context for a model whose full one does not fit
       signal: controller.signal,
@@ -378,6 +382,7 @@ export async function loadModel(plan, { engine: started = null } = {}) {
       `vocab ${info.vocabSize}`, `context ${info.nCtx}`,
       { relaxed: 'relaxed SIMD', simd128: 'SIMD128', scalar: 'scalar' }[info.build] ?? info.build,
       `${info.threads} thread${info.threads > 1 ? 's' : ''}`,
+      ...(info.vision ? [`vision: ${info.vision.projector} projector`] : []),
     ].join(' · ');
     setStat('context', `0 / ${info.nCtx}`);
     syncMode();
@@ -437,24 +442,38 @@ function showSaved(saved) {
 
 /**
  * Takes files from the picker or a drop: a GGUF (or an unrecognised file, for the engine to
- * judge) loads at once; a llama2.c checkpoint waits for its tokenizer and the other way round.
+ * judge) loads at once; a llama2.c checkpoint waits for its tokenizer and the other way round;
+ * a vision projector (an mmproj GGUF, general.architecture "clip") loads with the text GGUF
+ * chosen with it, or waits for it.
  */
 export async function takeLocalFiles(fileList) {
   const files = [...fileList];
   if (files.length === 0) return;
   const pending = app.localPending;
+  const kinds = new Map();
+  for (const file of files) kinds.set(file, await app.sources.classifyFile(file));
+  // a vision model's projector (an mmproj GGUF): it waits for its text GGUF, or goes with the one
+  // dropped beside it
+  const mmprojs = files.filter((f) => kinds.get(f) === 'mmproj');
+  if (mmprojs.length > 1) {
+    $('local-pending').textContent = `${mmprojs.map((f) => f.name).join(' and ')} are all vision projectors (mmproj): ` +
+      'choose one, with its text model.';
+    return;
+  }
+  if (mmprojs.length) pending.mmproj = mmprojs[0];
   // several GGUF files dropped together: the parts of a split model (js/models/split.js orders them)
-  const ggufs = [];
-  for (const file of files) if (await app.sources.classifyFile(file) === 'gguf') ggufs.push(file);
+  const ggufs = files.filter((f) => kinds.get(f) === 'gguf');
   if (ggufs.length > 1) {
     ggufs.sort((a, b) => a.name.localeCompare(b.name)); // (for the label: the engine orders them itself)
-    app.localPending = { model: null, tokenizer: null, kind: null };
+    const mmproj = pending.mmproj ?? null;
+    app.localPending = { model: null, tokenizer: null, kind: null, mmproj: null };
     $('local-pending').textContent = '';
-    await loadModel(app.sources.planFromFiles(ggufs, null));
+    await loadModel(app.sources.planFromFiles(ggufs, null, mmproj));
     return;
   }
   for (const file of files) {
-    const kind = await app.sources.classifyFile(file);
+    const kind = kinds.get(file);
+    if (kind === 'mmproj') continue;
     // An unrecognised file next to a checkpoint is taken as its tokenizer; the engine judges.
     const asTokenizer = kind === 'tokenizer' ||
       (kind === 'unknown' && pending.kind === 'checkpoint' && !pending.tokenizer);
@@ -465,11 +484,14 @@ export async function takeLocalFiles(fileList) {
     }
   }
   const note = $('local-pending');
-  const { model, tokenizer, kind } = pending;
+  const { model, tokenizer, kind, mmproj = null } = pending;
   if (model && (kind !== 'checkpoint' || tokenizer)) {
-    app.localPending = { model: null, tokenizer: null, kind: null };
+    app.localPending = { model: null, tokenizer: null, kind: null, mmproj: null };
     note.textContent = '';
-    await loadModel(app.sources.planFromFiles(model, kind === 'checkpoint' ? tokenizer : null));
+    await loadModel(app.sources.planFromFiles(model, kind === 'checkpoint' ? tokenizer : null, kind === 'gguf' ? mmproj : null));
+  } else if (mmproj && !model) {
+    note.textContent = `${mmproj.name} (${fmtBytes(mmproj.size)}) is a vision projector (mmproj): now choose or drop ` +
+      'the text GGUF it goes with (or both together).';
   } else if (model) {
     note.textContent = `${model.name} (${fmtBytes(model.size)}) is a llama2.c checkpoint: now choose or drop its tokenizer.bin.`;
   } else if (tokenizer) {

@@ -16,7 +16,7 @@ export const app = {
   lastPlan: null,    // the plan of the last load started (the backend picker loads it again)
   loadController: null,
   genController: null,
-  localPending: { model: null, tokenizer: null, kind: null },
+  localPending: { model: null, tokenizer: null, kind: null, mmproj: null },
   activeToken: null, // the token span that takes the output's Tab stop (roving tabindex)
   tokenTops: new WeakMap(), // token span → its top alternatives (Token.top)
   lastParams: null,  // the parameters of the last generation (previews start from them)
@@ -42,6 +42,7 @@ export function setState(state) {
   const idle = !busy && state !== 'loading' && Boolean(app.info);
   $('chat-send').disabled = !idle || !app.info?.chatTemplate;
   $('chat-stop').disabled = !busy;
+  $('chat-attach').disabled = !idle || !app.info?.vision; // (shown for a vision model only: chat.js)
   $('chat-regenerate').disabled = !idle || !app.info?.chatTemplate || !app.chat?.canRegenerate();
   $('chat-clear').disabled = busy || !app.chat?.hasConversation();
   // Embeddings mode (embed.js); an encoder (info.generative false) can only embed
