@@ -57,7 +57,7 @@ export const KNOWN = Object.freeze({
   WasmlmModelOptions: ['engine', 'load', 'modelId'],
   // js/server/server.d.ts
   ServerOptions: ['engine', 'embedEngine', 'modelId', 'embedModelId', 'apiKey', 'parallel', 'queue', 'maxBody',
-    'drainMs', 'gatherMs'],
+    'drainMs', 'gatherMs', 'remoteImages'],
 });
 
 /** Levenshtein distance of a and b, at most `cap` + 1. */

@@ -224,14 +224,15 @@ export interface EngineOptions {
    * llama2.c checkpoint's 28 bytes; a download's first chunks are kept, not fetched again) and estimates what the model will
    * take: the file (weights) + the KV cache of one sequence of nCtx positions in kvType + the
    * activations, logits and vocabulary tables (js/runtime/memory64.js, modelBytes: within ~10 % of
-   * ModelInfo.contextBytes). While that fits 97 % of 4 GB the engine runs wasm32's build;
+   * ModelInfo.contextBytes), plus load()'s mmproj (its file and its encoder's scratch, from its
+   * header: visionBytes). While that fits 97 % of 4 GB the engine runs wasm32's build;
    * otherwise it moves to that build's memory64 twin (dist/wasmlm64.wasm, wasmlm64-mt.wasm,
    * wasmlm64-relaxed.wasm, wasmlm64-relaxed-mt.wasm), re-instantiating the module and its
    * helper threads before reading the model, and back for a later model that fits. Runtimes
    * with memory64: Chromium >= 133, Firefox >= 134, Node >= 24, up to 16 GiB of wasm memory
    * (V8's limit); where the runtime has none (Safari, Node 20) a model that does not fit is
-   * WLM_ERR_NOMEM before anything is read, naming the sizes (weights, KV cache, scratch) and
-   * the reason. `true`: the memory64 build from the start (WLM_ERR_UNSUPPORTED without
+   * WLM_ERR_NOMEM before anything is read, naming the sizes (weights, KV cache, scratch, the
+   * mmproj), the files (with an mmproj: both) and the reason. `true`: the memory64 build from the start (WLM_ERR_UNSUPPORTED without
    * memory64 or with `build: 'scalar'`); `false`: always wasm32 (a model that does not fit
    * fails in C, with its sizes). In the memory64 modules the weights lie above the heap the
    * model's tables, the scratch and JS's blocks come from, which is sized from the estimate
@@ -344,7 +345,8 @@ export interface LoadOptions {
    *  refused naming it (WLM_ERR_UNSUPPORTED), a file whose projector width is not the model's
    *  (an mmproj of another model) is WLM_ERR_INVALID_ARG. CPU backend only for now (with
    *  backend 'webgpu' load() refuses it). Then generate(prompt, {images}), chat() and
-   *  chatCompletion() take images; see ModelInfo.vision. */
+   *  chatCompletion() take images; see ModelInfo.vision. Counted with the model when the
+   *  engine picks wasm32 or memory64 (EngineOptions.memory64). */
   mmproj?: Source;
   /** Context length in tokens; 0 (default) = the model's seqLen. At most seqLen. */
   nCtx?: number;

@@ -35,8 +35,11 @@ export interface WasmlmModelOptions {
  * see ChatCompletionRequest). abortSignal aborts the generation. Finish reasons: 'stop',
  * 'length', 'tool-calls' (raw: OpenAI's name). Usage: prompt tokens (cacheRead: reused from the
  * KV cache), completion tokens. Calls on one engine run one at a time (a stream holds the
- * engine until it ends or is cancelled). User content other than text (files, images) throws
- * UnsupportedFunctionalityError.
+ * engine until it ends or is cancelled). Images: user file parts of an image media type (ai's
+ * `{type: 'image', image}` and `{type: 'file', mediaType: 'image/png', data}`: bytes, base64, a
+ * data: or http(s) URL — supportedUrls declares data: and http(s) image URLs, which the engine
+ * decodes or fetches itself) become the request's image parts, for a model loaded with its
+ * mmproj (`load: {mmproj}`); without one, and for other files, UnsupportedFunctionalityError.
  */
 export interface WasmlmLanguageModel extends LanguageModelV4 {
   readonly specificationVersion: 'v4';

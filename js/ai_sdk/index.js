@@ -11,6 +11,12 @@
 // Settings the engine has no use for are reported as warnings (type 'unsupported'), as the
 // specification asks. The engine is created and the model loaded on the first call; calls on
 // one engine run one at a time.
+//
+// Images: a user message's file parts of an image media type (`{type: 'file', mediaType:
+// 'image/png', data}`) become the request's image parts (js/vision/vision.js: bytes, a data: URL,
+// an http(s) URL the engine fetches), for a model loaded with its mmproj (options.load.mmproj);
+// without one the call throws UnsupportedFunctionalityError before generating. supportedUrls
+// declares data: and http(s) image URLs: the AI SDK hands them over as they are.
 
 import { InvalidPromptError, UnsupportedFunctionalityError, NoSuchModelError } from '@ai-sdk/provider';
 import { createEngine } from '../engine/engine.js';
@@ -79,6 +85,33 @@ function toolOutputText(output) {
   }
 }
 
+/** Whether a media type is an image's ('image', 'image/png', 'image/*'). */
+const isImage = (mediaType) => typeof mediaType === 'string' && /^image(\/|$)/i.test(mediaType);
+
+/**
+ * A user file part → the request's image part ({type: 'image', image: bytes} or {type:
+ * 'image_url', image_url: {url}}). Other files throw UnsupportedFunctionalityError. `data` is
+ * the specification's tagged union ({type: 'data' | 'url' | 'reference' | 'text'}); bare bytes,
+ * a base64 string or a URL (earlier shapes) are taken too.
+ */
+function imageOf(p) {
+  if (!isImage(p.mediaType)) {
+    throw new UnsupportedFunctionalityError({ functionality: `user content of type '${p.type}' (${p.mediaType ?? ''}): wasmlm reads text and images` });
+  }
+  let d = p.data;
+  if (d instanceof Uint8Array || typeof d === 'string') d = { type: 'data', data: d };
+  else if (d instanceof URL) d = { type: 'url', url: d };
+  if (d?.type === 'data' && d.data instanceof Uint8Array) return { type: 'image', image: d.data };
+  if (d?.type === 'data' && typeof d.data === 'string') {
+    const mt = p.mediaType.includes('/') && !p.mediaType.endsWith('/*') ? p.mediaType : 'application/octet-stream'; // (the bytes say which format)
+    return { type: 'image_url', image_url: { url: d.data.startsWith('data:') ? d.data : `data:${mt};base64,${d.data}` } };
+  }
+  if (d?.type === 'url' && (d.url instanceof URL || typeof d.url === 'string')) {
+    return { type: 'image_url', image_url: { url: d.originalUrl ?? String(d.url instanceof URL ? d.url.href : d.url) } };
+  }
+  throw new UnsupportedFunctionalityError({ functionality: `an image given as '${d?.type ?? typeof d}' (wasmlm takes bytes, base64 and URLs)` });
+}
+
 function toMessages(prompt, warnings) {
   const out = [];
   for (const m of prompt) {
@@ -86,12 +119,16 @@ function toMessages(prompt, warnings) {
       case 'system':
         out.push({ role: 'system', content: m.content });
         break;
-      case 'user':
-        out.push({ role: 'user', content: m.content.map((p) => {
-          if (p.type === 'text') return p.text;
-          throw new UnsupportedFunctionalityError({ functionality: `user content of type '${p.type}' (${p.mediaType ?? ''}): wasmlm reads text only` });
-        }).join('') });
+      case 'user': {
+        const parts = m.content.map((p) => {
+          if (p.type === 'text') return { type: 'text', text: p.text };
+          if (p.type === 'file') return imageOf(p);
+          throw new UnsupportedFunctionalityError({ functionality: `user content of type '${p.type}'` });
+        });
+        // text only: one string, as before; with images, the parts in order
+        out.push({ role: 'user', content: parts.every((p) => p.type === 'text') ? parts.map((p) => p.text).join('') : parts });
         break;
+      }
       case 'assistant': {
         let text = '';
         const calls = [];
@@ -180,6 +217,15 @@ function toRequest(options, modelId, stream) {
   return { req, warnings };
 }
 
+/** Throws UnsupportedFunctionalityError when the request has images and the model no mmproj. */
+function needVision(engine, req) {
+  if (engine.info?.vision) return;
+  if (req.messages.some((m) => Array.isArray(m.content) && m.content.some((p) => p.type === 'image' || p.type === 'image_url'))) {
+    throw new UnsupportedFunctionalityError({
+      functionality: 'image input: this model was loaded without its mmproj (wasmlm(model, { load: { mmproj: FILE } }))' });
+  }
+}
+
 const FINISH = { stop: 'stop', length: 'length', tool_calls: 'tool-calls' };
 const finishReason = (raw) => ({ unified: FINISH[raw] ?? 'other', raw: raw ?? undefined });
 
@@ -202,7 +248,8 @@ function usageOf(u) {
 class WasmlmLanguageModel {
   specificationVersion = 'v4';
   provider = PROVIDER;
-  supportedUrls = {};
+  /** Image URLs handed to the engine as they are (it decodes data: URLs and fetches http(s) ones). */
+  supportedUrls = { 'image/*': [/^data:image\//i, /^https?:\/\//i] };
   #engine;
 
   constructor(model, options) {
@@ -216,6 +263,7 @@ class WasmlmLanguageModel {
   async doGenerate(options) {
     const { req, warnings } = toRequest(options, this.modelId, false);
     const engine = await this.#engine();
+    needVision(engine, req);
     const r = await lockOf(engine)(() => engine.chatCompletion(req, { signal: options.abortSignal }));
     const choice = r.choices[0];
     const content = [];
@@ -235,6 +283,7 @@ class WasmlmLanguageModel {
   async doStream(options) {
     const { req, warnings } = toRequest(options, this.modelId, true);
     const engine = await this.#engine();
+    needVision(engine, req);
     const signal = options.abortSignal;
     let release, acquired;
     const turn = new Promise((resolve) => { release = resolve; });

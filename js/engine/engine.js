@@ -31,7 +31,7 @@ import { decodeImage, extractImages, imageKey, joinTextParts, MEDIA_MARKER } fro
 import { metaString, ModelText, unshared } from './tokens.js';
 import { openModel } from '../models/split.js';
 import { stopThreads } from '../runtime/threads.js';
-import { chooseMemory, chooseMemoryForAuto, lowHeapBytes, modelBytes, peekModelHeader } from '../runtime/memory64.js';
+import { chooseMemory, chooseMemoryForAuto, lowHeapBytes, modelBytes, peekModelHeader, visionBytes } from '../runtime/memory64.js';
 import { moduleBuild } from '../runtime/wasm.js';
 import { DOT_FORMS, dotFormAtStart, pickDotForm } from '../runtime/dot_form.js';
 import { checkReadAhead, ReadAheadTuner } from '../runtime/read_ahead.js';
@@ -394,6 +394,7 @@ class Engine {
     let tokPtr = 0;
     let model_ = 0;
     let slot = 0;
+    let mm = null; // the mmproj opened and its header peeked: sized with the model, read after it
     const read = async (source, stage, lowBytes = 0) => {
       try {
         return await readIntoHeap(x, source, stage, onProgress, signal, lowBytes);
@@ -409,7 +410,8 @@ class Engine {
       const useBackend = backend ?? this.#backendOpt.backend ?? 'auto';
       const streamable = tokenizer == null && this.#backendOpt.gpuWeights !== 'heap';
       const gpuStream = streamable && (useBackend === 'webgpu' || (useBackend === 'auto' ? 'auto' : false));
-      let { source, lowBytes, gpuFirst, probed } = await this.#fitModule(model, ctxParams, signal, gpuStream);
+      if (mmproj != null) mm = await this.#peekMmproj(mmproj, signal);
+      let { source, lowBytes, gpuFirst, probed } = await this.#fitModule(model, ctxParams, signal, gpuStream, mm);
       x = this.#x;
       const toGpu = () => streamToGpu({
         x, source, kvType: ctxParams.kvType, kvCache: ctxParams.kvCache, memory64: x.memory64 === true,
@@ -429,7 +431,7 @@ class Engine {
         // the CPU after all, in the module it needs there (memory64), the source opened again
         await source.close();
         try {
-          ({ source, lowBytes } = await this.#fitModule(model, ctxParams, signal, false));
+          ({ source, lowBytes } = await this.#fitModule(model, ctxParams, signal, false, mm));
         } catch (e) {
           if (e instanceof WasmlmError && e.code === 'WLM_ERR_NOMEM') e.message += `; nor does the GPU take it (${gs.cpu.reason})`;
           throw e;
@@ -489,7 +491,9 @@ class Engine {
       const f = (i) => x.wlmjs_model_info(this.#model, i);
       let vision = null;
       try {
-        vision = mmproj == null ? null : await this.#loadVision(x, await read(mmproj, 'mmproj'), f(0), be.gpu !== null);
+        const src = mm?.source;
+        mm = null; // read (and closed) by read()
+        vision = mmproj == null ? null : await this.#loadVision(x, await read(src, 'mmproj'), f(0), be.gpu !== null);
       } catch (e) {
         this.#unload();
         throw e;
@@ -526,7 +530,21 @@ class Engine {
       if (modelPtr) x.wlmjs_free(modelPtr);
       if (tokPtr) x.wlmjs_free(tokPtr);
       if (model_) x.wlm_model_free(model_);
+      if (mm) await mm.source.close();
       this.#busy = null;
+    }
+  }
+
+  /** An mmproj source opened (js/models/source.js) and its header read: {source, header}, for
+   *  #fitModule to size it with the model; the caller reads or closes the source. */
+  async #peekMmproj(mmproj, signal) {
+    const source = await openModel(mmproj, 'mmproj', signal);
+    try {
+      return { source, header: await peekModelHeader(source.peek) };
+    } catch (e) {
+      await source.close();
+      if (signal?.aborted && e?.name !== 'AbortError') throw abortError('Loading the mmproj');
+      throw e;
     }
   }
 
@@ -699,7 +717,7 @@ class Engine {
    * caller streams to the GPU (with `probed`, the adapter autoWouldUseGpu got) and, should the
    * GPU refuse the model, calls this again for the CPU.
    */
-  async #fitModule(model, ctxParams, signal, gpuStream = false) {
+  async #fitModule(model, ctxParams, signal, gpuStream = false, mm = null) {
     const source = await openModel(model, 'model', signal); // (a split GGUF's parts: js/models/split.js)
     let probed = null; // autoWouldUseGpu's adapter, when it asked
     try {
@@ -707,8 +725,12 @@ class Engine {
       // a download without Content-Length: sized by its header's tensor directory, which also
       // sets the heap buffer's first size (no doubling copies of a multi-GB model)
       if (!source.size && header?.dataBytes) source.expected = header.dataBytes;
+      // an mmproj (load()'s): its file and its encoder's scratch, on the heap whichever backend
+      const vision = mm ? visionBytes(mm.source.size || mm.header?.dataBytes || 0, mm.header,
+        { threads: this.#nThreads, textDim: header?.dim ?? 0 }) : null;
+      const names = mm ? { model: source.name, mmproj: mm.source.name } : null;
       let need = modelBytes(source.size || header?.dataBytes || 0, header,
-        { ...ctxParams, threads: this.#nThreads });
+        { ...ctxParams, threads: this.#nThreads, vision });
       const onGpu = { ...need, weights: 0, kv: 0, total: need.total - need.weights - need.kv };
       if (gpuStream === true) need = onGpu;
       // the caller's own module (options.wasm) is kept, whichever it is
@@ -720,8 +742,8 @@ class Engine {
             const r = await autoWouldUseGpu(this.#backendOpt.gpu);
             probed = r.ok ? r : null; // its adapter goes on to streamToGpu
             return r.ok;
-          })
-          : chooseMemory(need, option, ctxParams.nCtx);
+          }, undefined, names)
+          : chooseMemory(need, option, ctxParams.nCtx, undefined, names);
       if (error) throw error;
       if (memory64 !== (this.#x.memory64 === true)) {
         const rt = await startRuntime({ ...this.#options, memory64 });

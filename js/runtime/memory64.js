@@ -282,6 +282,7 @@ export function readModelHeader(bytes) {
   const split = typeof kv.get('split.count') === 'number' && kv.get('split.count') > 1;
   const dataBytes = dataEnd === null || split ? null : Math.ceil(pos / align) * align + dataEnd;
   const arch = kv.get('general.architecture');
+  if (arch === 'clip') return visionHeader(kv, pos, dataBytes);
   const num = (k, dflt) => {
     const v = kv.get(`${arch}.${k}`);
     return typeof v === 'number' ? v : v?.max ?? dflt;
@@ -345,6 +346,67 @@ function experts(num) {
   return { nExpert, nExpertUsed, expertFf: num('expert_feed_forward_length', Math.floor(num('feed_forward_length', 0) / nExpertUsed)) };
 }
 
+/**
+ * An mmproj's header (general.architecture 'clip', src/vision/mmproj.c load_hparams): {format:
+ * 'gguf', arch: 'clip', vision: {projector, imageSize, patchSize, width, ff, layers, heads,
+ * scale, longestEdge}, headerBytes, dataBytes}; null when a size is missing or out of the
+ * loader's bounds (C then says what is wrong). A text model's fields are absent: modelBytes()
+ * counts such a file by its bytes alone.
+ */
+function visionHeader(kv, headerBytes, dataBytes) {
+  const n = (k) => (typeof kv.get(`clip.vision.${k}`) === 'number' ? kv.get(`clip.vision.${k}`) : 0);
+  const projector = kv.get('clip.projector_type') ?? kv.get('clip.vision.projector_type');
+  const v = { projector: typeof projector === 'string' ? projector : null, imageSize: n('image_size'), patchSize: n('patch_size'),
+    width: n('embedding_length'), ff: n('feed_forward_length'), layers: n('block_count'), heads: n('attention.head_count'),
+    scale: n('projector.scale_factor') || (projector === 'gemma3' ? 4 : projector === 'lfm2' ? 2 : 1),
+    longestEdge: n('preproc_image_size') };
+  const ok = (x, lo, hi) => Number.isInteger(x) && x >= lo && x <= hi;
+  if (!(ok(v.imageSize, 1, 4096) && ok(v.patchSize, 1, 4096) && ok(v.width, 1, 16384) && ok(v.ff, 1, 16384) &&
+    ok(v.layers, 1, 256) && ok(v.heads, 1, 16384) && ok(v.scale, 1, 64) && ok(v.longestEdge, 0, 16 * 4096))) return null;
+  return { format: 'gguf', arch: 'clip', vision: v, headerBytes, dataBytes };
+}
+
+/** The bytes of a decoded image the encoder's estimate allows for (a 4096 × 4096 RGB image,
+ *  copied into the heap and resampled once): a larger one needs its own room. */
+export const VISION_IMAGE_ALLOWANCE = 2 * 3 * 4096 * 4096;
+
+/**
+ * What an mmproj adds to a model's wasm memory, in bytes: {weights: its file (its matrices are
+ * read in place), scratch, total}. `scratch` mirrors src/vision/: the loader's float copies (the
+ * learned positions, Gemma 3's transposed projection: at most 4 bytes an element), one
+ * piece's encoder activations (encoder.c wlm_vision_encode_piece: x, h, q, k, v and the resized
+ * positions, N·W floats each; the widest rows N·max(F, 3P², W) floats and as much again for
+ * their quantized copy; each thread's attention scratch, heads·(N + 2·head size) floats), the
+ * pieces' pixels and the image's rows (image.c: every tile's 3·side² floats, tokens·textDim
+ * floats), the encoded images the engine keeps (8 of them, js/engine/engine.js IMAGE_CACHE) and
+ * VISION_IMAGE_ALLOWANCE for the decoded image. N is the largest piece's patches: (S/P)² (Gemma 3,
+ * Idefics3), LFM2-VL's up to 256 tokens of s² patches, its 512-pixel tiles'. `h`: readModelHeader's
+ * of the mmproj (null: only the file and 64 MB). `textDim`: the text model's width (the rows'
+ * width; 0: the encoder's).
+ */
+export function visionBytes(fileBytes, h, { threads = 1, textDim = 0 } = {}) {
+  const v = h?.vision;
+  if (!v) return { weights: fileBytes, scratch: 64 << 20, total: fileBytes + (64 << 20) };
+  const { imageSize: S, patchSize: P, width: W, ff: F, heads, scale: s } = v;
+  const N0 = (S / P) ** 2;
+  // the largest piece: LFM2's dynamic pieces (≤ 256 tokens of s² patches, 512-pixel tiles)
+  const lfm2 = v.projector === 'lfm2';
+  const N = Math.max(N0, lfm2 ? Math.max(256 * s * s, (512 / P) ** 2) : 0);
+  const D = textDim || W;
+  const widest = Math.max(F, 3 * P * P, W);
+  const hd = W / heads;
+  const encoder = 4 * (6 * N * W + 2 * N * widest + Math.max(1, threads) * heads * (N + 2 * hd));
+  // pieces and tokens of the largest image: Idefics3's grid of ceil(L/S)² tiles + overview,
+  // LFM2's 10 tiles + thumbnail, else one
+  const grid = v.longestEdge ? Math.ceil(v.longestEdge / S) ** 2 : lfm2 ? 10 : 0;
+  const side = lfm2 ? Math.max(S, 512) : S;
+  const tokens = (grid + 1) * Math.ceil(N / (s * s));
+  const image = 4 * ((grid + 1) * 3 * side * side + tokens * D);
+  const loader = 4 * N0 * W + (v.projector === 'gemma3' ? 4 * W * D : 0); // positions; Gemma's projection transposed
+  const scratch = loader + encoder + image + 8 * 4 * tokens * D + VISION_IMAGE_ALLOWANCE + (8 << 20);
+  return { weights: fileBytes, scratch, total: fileBytes + scratch };
+}
+
 /** ggml types' [elements, bytes] per block (ggml.c's type traits), the types our kernels read
  *  and the plain ones: enough to size a file from its tensor directory. */
 const BLOCKS = {
@@ -389,11 +451,13 @@ export async function peekModelHeader(peek) {
  * attention layers' only, plus a hybrid's recurrent state and its snapshot, in `kv`), the
  * per-batch activations of WLM_BATCH_CHUNK (64) entries, the attention scratch, the logits;
  * `other` is the vocabulary's tables, the module's stack and data, and the helper threads'
- * stacks and scratch (`threads`). Without a header (h null) only the file is counted.
+ * stacks and scratch (`threads`); `vision` the mmproj's (visionBytes(): its file and its
+ * encoder's scratch, 0 without one). Without a header (h null) only the file is counted.
  */
-export function modelBytes(fileBytes, h, { nCtx = 0, kvType = 'f16', nSeqMax = 1, threads = 1 } = {}) {
+export function modelBytes(fileBytes, h, { nCtx = 0, kvType = 'f16', nSeqMax = 1, threads = 1, vision = null } = {}) {
   const weights = fileBytes;
-  if (!h) return { weights, kv: 0, scratch: 0, other: 32 << 20, total: weights + (32 << 20) };
+  const vis = vision ? vision.total : 0;
+  if (!h || h.arch === 'clip') return { weights, kv: 0, scratch: 0, other: 32 << 20, vision: vis, total: weights + (32 << 20) + vis };
   const ctx = nCtx || h.ctx;
   const elem = kvType === 'f32' ? 4 : 2;
   // the KV cache of the attention layers, and a hybrid's recurrent state with the snapshot
@@ -418,7 +482,7 @@ export function modelBytes(fileBytes, h, { nCtx = 0, kvType = 'f16', nSeqMax = 1
   const seqs = Math.max(1, nSeqMax);
   const scratch = 4 * floats + seqs * (4 * ctx + ctx / 4);
   const other = (24 << 20) + 64 * h.vocab + h.headerBytes + threads * ((1 << 20) + 4 * h.nHeads * (ctx + 2 * h.headK));
-  return { weights, kv, scratch, other, total: weights + kv + scratch + other };
+  return { weights, kv, scratch, other, vision: vis, total: weights + kv + scratch + other + vis };
 }
 
 const gb = (b) => `${(b / 1e9).toFixed(2)} GB`;
@@ -427,7 +491,13 @@ const gb = (b) => `${(b / 1e9).toFixed(2)} GB`;
  *  modelBytes() result, for messages. */
 export function describeBytes(need, nCtx) {
   return `${gb(need.weights)} of weights + ${gb(need.kv)} KV cache${nCtx ? ` (nCtx ${nCtx})` : ''} + ` +
-    `${gb(need.scratch + need.other)} scratch`;
+    `${gb(need.scratch + need.other)} scratch${need.vision ? ` + ${gb(need.vision)} mmproj (its file and its encoder's scratch)` : ''}`;
+}
+
+/** "the model" / "the model a.gguf with its mmproj b.gguf" for messages; names: {model, mmproj}. */
+function modelWords(names) {
+  if (!names?.mmproj) return names?.model ? `the model ${names.model}` : 'the model';
+  return `the model ${names.model ?? ''}${names.model ? ' ' : ''}with its mmproj ${names.mmproj}`;
 }
 
 /**
@@ -435,14 +505,15 @@ export function describeBytes(need, nCtx) {
  * EngineOptions.memory64 ('auto' | true | false). 'auto': wasm32 while `need.total` fits
  * WASM32_FIT of 4 GB, else memory64 where the runtime has it, else an error naming the sizes;
  * true / false: that one (a model that does not fit fails in C, with its sizes). Past 16 GiB
- * nothing fits: an error. `support`: memory64Support() (the tests pass another).
+ * nothing fits: an error. `support`: memory64Support() (the tests pass another). `names`:
+ * {model, mmproj}, the files the errors name (optional).
  */
-export function chooseMemory(need, option, nCtx, support = memory64Support()) {
+export function chooseMemory(need, option, nCtx, support = memory64Support(), names = null) {
   const what = describeBytes(need, nCtx);
   if (option === false) return { memory64: false, error: null }; // wasm32 whatever it needs: C says
   if (need.total > WASM64_BYTES * WASM32_FIT) {
     return { memory64: true, error: jsError('WLM_ERR_NOMEM',
-      `the model needs ${gb(need.total)} of wasm memory (${what}): more than the 16 GiB a memory64 ` +
+      `${modelWords(names)} needs ${gb(need.total)} of wasm memory (${what}): more than the 16 GiB a memory64 ` +
       'module can have here; a smaller nCtx or a smaller quantization may fit') };
   }
   if (option === true) return { memory64: true, error: null };
@@ -450,7 +521,7 @@ export function chooseMemory(need, option, nCtx, support = memory64Support()) {
   if (support.ok) return { memory64: true, error: null };
   if (need.total <= WASM32_BYTES) return { memory64: false, error: null }; // may still fit: C decides
   return { memory64: false, error: jsError('WLM_ERR_NOMEM',
-    `the model (${gb(need.weights)} of weights) is too large for the 4 GB wasm32 memory with ` +
+    `${modelWords(names)} (${gb(need.weights)} of weights${need.vision ? ` + ${gb(need.vision)} mmproj` : ''}) is too large for the 4 GB wasm32 memory with ` +
     `${nCtx ? `nCtx ${nCtx}` : 'its context length'}: it needs ${gb(need.total)} (${what}), and ` +
     `${support.why}; a smaller nCtx or a smaller quantization may fit`) };
 }
@@ -464,10 +535,10 @@ export function chooseMemory(need, option, nCtx, support = memory64Support()) {
  * false, error: null, gpuFirst: true}. Otherwise chooseMemory(need, ...) with gpuFirst false;
  * the GPU is not asked when the CPU fits wasm32, or for an `option` other than 'auto'.
  */
-export async function chooseMemoryForAuto(need, onGpu, option, nCtx, wouldUseGpu, support = memory64Support()) {
-  const cpu = chooseMemory(need, option, nCtx, support);
+export async function chooseMemoryForAuto(need, onGpu, option, nCtx, wouldUseGpu, support = memory64Support(), names = null) {
+  const cpu = chooseMemory(need, option, nCtx, support, names);
   if (option !== 'auto' || !(cpu.memory64 || cpu.error)) return { ...cpu, gpuFirst: false };
-  const gpu = chooseMemory(onGpu, option, nCtx, support);
+  const gpu = chooseMemory(onGpu, option, nCtx, support, names);
   if (gpu.memory64 || gpu.error || !(await wouldUseGpu())) return { ...cpu, gpuFirst: false };
   return { memory64: false, error: null, gpuFirst: true };
 }
@@ -481,7 +552,7 @@ export async function chooseMemoryForAuto(need, onGpu, option, nCtx, wouldUseGpu
  * the vocabulary and JS's own small blocks stay below.
  */
 export function lowHeapBytes(need, heapTop) {
-  const small = Math.ceil((need.scratch + need.other) * 1.25) + (64 << 20);
+  const small = Math.ceil((need.scratch + need.other + (need.vision ?? 0)) * 1.25) + (64 << 20);
   const all = small + Math.ceil(need.kv * 1.05);
   const room = WASM32_BYTES - (64 << 20) - heapTop;
   return Math.max(0, all <= room ? all : Math.min(small, room));

@@ -12,7 +12,7 @@ import { createServer } from './server.js';
 const USAGE = `usage: wasmlm serve MODEL [options]
 
 Serves MODEL (a .gguf file or URL) with OpenAI's API: POST /v1/chat/completions,
-/v1/completions, /v1/embeddings; GET /v1/models, /health.
+/v1/completions, /v1/embeddings; GET /v1/models, /props, /health.
 
   --host HOST              address to listen on (default 127.0.0.1)
   --port N                 port (default 8080; 0: any free port)
@@ -22,6 +22,8 @@ Serves MODEL (a .gguf file or URL) with OpenAI's API: POST /v1/chat/completions,
   --max-body BYTES         largest request body (default 1048576; 413 beyond)
   -c, --ctx-size N         context length per sequence (default: the model's)
   -t, --threads N          threads of the engine (default: the engine's choice)
+  --mmproj FILE            the model's mmproj GGUF: images in chat messages (image_url parts)
+  --allow-remote-images    fetch http(s) image URLs (default: data: URLs only; 400 for others)
   --embedding-model FILE   a second model for /v1/embeddings
   -a, --alias NAME         the model id /v1/models reports (default: MODEL's file name)
   --drain-timeout SECONDS  on SIGTERM, how long requests may still run (default 30)
@@ -49,7 +51,7 @@ try {
       host: { type: 'string' }, port: { type: 'string' }, 'api-key': { type: 'string' },
       parallel: { type: 'string' }, queue: { type: 'string' }, 'max-body': { type: 'string' },
       'ctx-size': { type: 'string', short: 'c' }, threads: { type: 'string', short: 't' },
-      'embedding-model': { type: 'string' }, alias: { type: 'string', short: 'a' },
+      'embedding-model': { type: 'string' }, mmproj: { type: 'string' }, 'allow-remote-images': { type: 'boolean' }, alias: { type: 'string', short: 'a' },
       'drain-timeout': { type: 'string' }, help: { type: 'boolean', short: 'h' },
     },
   });
@@ -86,7 +88,8 @@ async function loaded(file, extra = {}) {
 
 let main, embed = null;
 try {
-  main = await loaded(model, { nSeqMax: parallel });
+  // images run on the CPU backend only (js/engine/engine.js): an mmproj keeps the model there
+  main = await loaded(model, { nSeqMax: parallel, ...(o.mmproj ? { mmproj: o.mmproj, backend: 'cpu' } : {}) });
   if (o['embedding-model']) embed = await loaded(o['embedding-model']);
 } catch (err) {
   log(`cannot load the model: ${err.message}`);
@@ -99,6 +102,7 @@ const app = createServer({
   embedEngine: generative ? embed?.engine ?? null : main.engine,
   modelId: o.alias ?? basename(model),
   embedModelId: embed ? basename(o['embedding-model']) : null,
+  remoteImages: o['allow-remote-images'] === true,
   parallel, apiKey: opts.apiKey, queue: opts.queue, maxBody: opts.maxBody, drainMs: opts.drainMs, // port, host: listen()'s
 });
 let url;
@@ -108,7 +112,7 @@ try {
   log(`cannot listen on ${opts.host}:${opts.port}: ${err.message}`);
   process.exit(1);
 }
-process.stdout.write(`wasmlm: serving ${basename(model)} on ${url} (parallel ${parallel}, queue ${opts.queue})\n`);
+process.stdout.write(`wasmlm: serving ${basename(model)}${o.mmproj ? ` with ${basename(o.mmproj)}` : ''} on ${url} (parallel ${parallel}, queue ${opts.queue})\n`);
 
 let stopping = false;
 async function stop(signal) {

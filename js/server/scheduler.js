@@ -11,6 +11,11 @@
 // Each generation is handed to chatCompletion() (js/chat/chat_completion.js) through a per-request
 // facade engine (facade()): chatCompletion renders the prompt, builds the grammar and reads tool
 // calls as it does on a plain Engine, and its generate() call lands here.
+//
+// A generation with images (chatCompletion's image parts: params.images) runs alone through
+// Engine.generate, as with N = 1: a batch has no image rows. With N > 1 the open batch takes no
+// one past it in the queue: it is closed once its sequences end, the image request runs, and a
+// new batch opens for the requests after it (arrival order kept).
 
 import { Channel } from '../engine/channel.js';
 import { abortError } from '../runtime/errors.js';
@@ -25,6 +30,8 @@ export class QueueFullError extends Error {
 
 /** Options that only a single-sequence generation takes (js/engine/params.js; C ignores them in a batch). */
 const SINGLE_ONLY = ['cachePrompt', 'stateCheckpoint', 'contextShift', 'nKeep', 'draft'];
+/** A job that runs alone (Engine.generate): one with images. */
+const alone = (job) => Array.isArray(job?.params?.images) && job.params.images.length > 0;
 
 
 export class Scheduler {
@@ -136,6 +143,13 @@ export class Scheduler {
         }
         return;
       }
+      if (alone(this.#waiting[0])) { // images: alone, between batches
+        const job = this.#waiting.shift();
+        this.#start(job);
+        this.stats.batches++;
+        try { await this.#runOne(job); } finally { this.#running--; }
+        return; // (the finally below pumps the rest)
+      }
       if (this.#gatherMs > 0 && this.#waiting.length < this.#parallel) {
         await new Promise((r) => setTimeout(r, this.#gatherMs)); // the first step takes them together
       }
@@ -151,7 +165,7 @@ export class Scheduler {
       const open = new Set();
       try {
         for (;;) {
-          while (this.#waiting.length && this.#running < this.#parallel) {
+          while (this.#waiting.length && this.#running < this.#parallel && !alone(this.#waiting[0])) {
             const job = this.#waiting.shift();
             this.#start(job);
             const run = this.#runInBatch(batch, job).finally(() => {
@@ -161,7 +175,7 @@ export class Scheduler {
             });
             open.add(run);
           }
-          if (open.size === 0 && !this.#waiting.length) break;
+          if (open.size === 0 && (!this.#waiting.length || alone(this.#waiting[0]))) break;
           await new Promise((resolve) => { this.#wakeLoop = resolve; });
           this.#wakeLoop = null;
         }

@@ -27,6 +27,10 @@ export interface ServerOptions {
   drainMs?: number;
   /** How long the first request of a new batch waits for others to join it, ms (default 2). */
   gatherMs?: number;
+  /** Fetch http(s) image URLs of image_url parts, as llama-server does (default false: such a
+   *  part gets 400 naming this option, since the server would fetch any address a client
+   *  names). data: URLs are always decoded; images need `engine` loaded with an mmproj. */
+  remoteImages?: boolean;
 }
 
 export interface WasmlmServer {
@@ -48,7 +52,11 @@ export interface WasmlmServer {
  * string or up to 2048 strings; encoding_format 'float' or 'base64'), GET /v1/models, GET
  * /health ({status: 'ok' | 'draining', waiting, running, batches, sequences, max_batch,
  * tokens: generated since start}; no key
- * needed). The same paths without /v1 too. Errors are OpenAI's JSON {error: {message, type,
+ * needed), GET /props (llama-server's: model_alias, n_ctx, total_slots, modalities {vision,
+ * audio}). /v1/models lists the model's capabilities: 'completion', and 'multimodal' when its
+ * engine has an mmproj. Chat messages may hold image parts ({type: 'image_url', image_url:
+ * {url: 'data:image/png;base64,…'}}) when the engine was loaded with an mmproj (else 400); a
+ * request with images runs alone, between batches. The same paths without /v1 too. Errors are OpenAI's JSON {error: {message, type,
  * param, code}}: 400 for a malformed body (param names the field), 401, 404, 405, 413, 503
  * (queue full: code 'queue_full'; draining), 500. A client that disconnects aborts its
  * generation (in a batch: its tokens stop; its sequence decodes on unless the whole batch was

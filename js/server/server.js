@@ -3,8 +3,13 @@
 //                              stream (server-sent events, then `data: [DONE]`)
 //   POST /v1/completions       raw text completion (prompt → text)
 //   POST /v1/embeddings        Engine.embed, with an embedding model (the main one or --embedding-model)
-//   GET  /v1/models            the served models
+//   GET  /v1/models            the served models (capabilities: 'multimodal' with an mmproj)
+//   GET  /props                llama-server's: the model, its context, modalities {vision, audio}
 //   GET  /health               {status: 'ok'} (no API key needed)
+// Images (OpenAI's image_url parts) need the engine loaded with an mmproj (`--mmproj`): data:
+// URLs are decoded; http(s) URLs are refused (400 naming remoteImages / --allow-remote-images)
+// unless the server was started to fetch them, since the server would fetch any address a
+// client names (its own network included); other schemes are refused.
 // Generations go through one Scheduler (js/server/scheduler.js): at most `parallel` decoded
 // together in one batch, at most `queue` more waiting (503 beyond). Every refused request gets
 // OpenAI's error JSON ({error: {message, type, param, code}}): 400 naming the bad field, 401
@@ -18,6 +23,7 @@ import { chatCompletion } from '../chat/chat_completion.js';
 import { Scheduler, QueueFullError, serialize } from './scheduler.js';
 import { HttpError, bad, errorBody, checkCompletion, checkEmbedding } from './requests.js';
 import { checkOptions } from '../options.js';
+import { imagePart } from '../vision/vision.js';
 
 const JSON_HEADERS = { 'Content-Type': 'application/json; charset=utf-8' };
 
@@ -110,11 +116,12 @@ function sse(res) {
  * @param {number} [o.queue]  requests that may wait beyond those (default 64)
  * @param {number} [o.maxBody]  bytes of a request body at most (default 1 MiB)
  * @param {number} [o.drainMs]  close(): how long requests in progress may take before they are aborted (default 30 s)
+ * @param {boolean} [o.remoteImages]  fetch http(s) image URLs (default false: 400)
  * @returns {{server: http.Server, scheduler: Scheduler|null, listen: (port?: number, host?: string) => Promise<string>, close: () => Promise<void>}}
  */
 export function createServer(options = {}) {
   const { engine = null, embedEngine = null, modelId = 'wasmlm', embedModelId = null, apiKey = null,
-    parallel = 1, queue = 64, maxBody = 1 << 20, drainMs = 30_000, gatherMs = 2 } = checkOptions('createServer()', options, 'ServerOptions') ?? {};
+    parallel = 1, queue = 64, maxBody = 1 << 20, drainMs = 30_000, gatherMs = 2, remoteImages = false } = checkOptions('createServer()', options, 'ServerOptions') ?? {};
   const scheduler = engine ? new Scheduler(engine, { parallel, queue, gatherMs }) : null;
   const embedQueue = serialize();
   let embedWaiting = 0;
@@ -134,8 +141,37 @@ export function createServer(options = {}) {
     if (!scheduler) throw bad('this server has no text-generation model (it serves an embedding model: use /v1/embeddings)', 'model');
   };
 
+  /** The image parts of a chat request checked before anything runs: a vision model loaded,
+   *  data: URLs (http(s) with remoteImages). Malformed parts are chatCompletion's to refuse. */
+  const checkImages = (messages) => {
+    if (!Array.isArray(messages)) return;
+    messages.forEach((m, i) => {
+      if (!Array.isArray(m?.content)) return;
+      m.content.forEach((p, j) => {
+        if (p?.type !== 'image_url' && p?.type !== 'image') return;
+        const where = `messages[${i}].content[${j}]`;
+        if (!engine.info?.vision) {
+          throw bad(`${where}: this server's model reads no images: start it with the model's mmproj (wasmlm serve MODEL --mmproj FILE)`, 'messages');
+        }
+        let url;
+        try {
+          url = imagePart(p, where);
+        } catch {
+          return; // chatCompletion names what is wrong
+        }
+        if (typeof url !== 'string') return;
+        if (/^https?:/i.test(url) && !remoteImages) {
+          throw bad(`${where}: an http(s) image URL is not fetched by this server (it would fetch any address a client names): ` +
+            'send the image as a data: URL, or start the server with --allow-remote-images (createServer\'s remoteImages: true)', 'messages');
+        }
+        if (!/^(data|https?):/i.test(url)) throw bad(`${where}: an image must be a data: URL${remoteImages ? ' or an http(s) URL' : ''}`, 'messages');
+      });
+    });
+  };
+
   async function chat(req, res, body, signal) {
     needEngine();
+    checkImages(body.messages);
     const ticket = scheduler.reserve();
     try {
       const out = await chatCompletion(scheduler.facade(ticket), { model: modelId, ...body }, { signal });
@@ -222,8 +258,10 @@ export function createServer(options = {}) {
     sendJson(res, 200, { object: 'list', data, model: r.model ?? embedModelId ?? modelId, usage: { prompt_tokens: tokens, total_tokens: tokens } });
   }
 
+  const vision = () => !!engine?.info?.vision;
   const models = () => ({ object: 'list', data: [
-    ...(engine ? [{ id: modelId, object: 'model', created, owned_by: 'wasmlm' }] : []),
+    ...(engine ? [{ id: modelId, object: 'model', created, owned_by: 'wasmlm',
+      capabilities: ['completion', ...(vision() ? ['multimodal'] : [])] }] : []),
     ...(embedEngine && embedEngine !== engine ? [{ id: embedModelId ?? modelId, object: 'model', created, owned_by: 'wasmlm' }] : []),
   ] });
 
@@ -251,6 +289,13 @@ export function createServer(options = {}) {
     if (path === '/v1/models' || path === '/models') {
       if (req.method !== 'GET') return sendError(res, new HttpError(405, `${req.method} ${path}: use GET`), { Allow: 'GET' });
       return sendJson(res, 200, models());
+    }
+    if (path === '/props' || path === '/v1/props') {
+      if (req.method !== 'GET') return sendError(res, new HttpError(405, `${req.method} ${path}: use GET`), { Allow: 'GET' });
+      const info = (engine ?? embedEngine)?.info;
+      return sendJson(res, 200, { model_alias: engine ? modelId : embedModelId ?? modelId, model_path: engine ? modelId : embedModelId ?? modelId,
+        n_ctx: info?.nCtx ?? null, total_slots: parallel, modalities: { vision: vision(), audio: false },
+        vision: info?.vision ? { projector: info.vision.projector, image_size: info.vision.imageSize } : null, remote_images: remoteImages });
     }
     const handler = POST[path];
     if (!handler) return sendError(res, new HttpError(404, `no such endpoint: ${req.method} ${path}`, { code: 'not_found' }));

@@ -38,7 +38,7 @@ test('the model is a LanguageModelV4 of provider wasmlm', () => {
   assert.equal(model.specificationVersion, 'v4');
   assert.equal(model.provider, 'wasmlm');
   assert.equal(model.modelId, 'qwen3-tiny-4k.gguf');
-  assert.deepEqual(model.supportedUrls, {});
+  assert.deepEqual(Object.keys(model.supportedUrls), ['image/*']); // (images need an mmproj: tests/js/ai_sdk_vision.test.mjs)
   assert.throws(() => wasmlm(MODEL, { nCtx: 5 }), /wasmlm\(\): unknown option "nCtx" \(known: engine, load, modelId\)/);
   assert.throws(() => wasmlm(MODEL, { load: { model: 'x' } }), /without 'model'/);
   assert.throws(() => wasmlm.imageModel('x'), (e) => e.name === 'AI_NoSuchModelError');
