@@ -500,8 +500,10 @@ typedef struct wlm_beam_state {
 #define WLM_BATCH_CHUNK 64
 /* The same for a model with mixture-of-experts layers: each expert sees about n k / n_expert of
  * a pass's n entries, and its matrix products amortize unpacking and reading its weights over
- * those (8 of 64 for gpt-oss-20b's 32 experts, k 4); larger passes give each expert more. */
-#define WLM_BATCH_CHUNK_MOE 256
+ * those (8 of 64 for gpt-oss-20b's 32 experts, k 4); larger passes give each expert more. 256
+ * gained a little more than 128 but doubled the activations again, which took a 3.8 GB file
+ * (Gemma 4 26B-A4B, 6 of 30 blocks) out of wasm32. */
+#define WLM_BATCH_CHUNK_MOE 128
 /* The id a sequence records for a position whose input was an embedding row (wlm_eval_embd):
  * no token, so prompt-cache matching never reuses it. */
 #define WLM_TOKEN_EMBD (-1)

@@ -328,7 +328,7 @@ static void test_logits(spec s) {
     tm_check_interleaved(c, t, u, N, s.vocab, one, what);
     free(one);
     free(bat);
-    { /* 300 positions: two passes of WLM_BATCH_CHUNK_MOE entries, the bits of one by one */
+    { /* 300 positions: three passes of WLM_BATCH_CHUNK_MOE entries, the bits of one by one */
         enum { NL = 300 };
         int32_t tl[NL];
         prompt_tokens(tl, NL, s.vocab, 55);
