@@ -449,7 +449,8 @@ export async function peekModelHeader(peek) {
  * {weights, kv, scratch, other, total}. Mirrors wlm_context_new (src/runtime/context.c): the KV
  * cache of one full sequence of nCtx positions (0: the model's context length) in kvType (the
  * attention layers' only, plus a hybrid's recurrent state and its snapshot, in `kv`), the
- * per-batch activations of WLM_BATCH_CHUNK (64) entries, the attention scratch, the logits;
+ * per-batch activations of WLM_BATCH_CHUNK (64) entries (WLM_BATCH_CHUNK_MOE, 128, with
+ * experts), the attention scratch, the logits;
  * `other` is the vocabulary's tables, the module's stack and data, and the helper threads'
  * stacks and scratch (`threads`); `vision` the mmproj's (visionBytes(): its file and its
  * encoder's scratch, 0 without one). Without a header (h null) only the file is counted.
@@ -465,7 +466,7 @@ export function modelBytes(fileBytes, h, { nCtx = 0, kvType = 'f16', nSeqMax = 1
   const kvElems = h.kvElems ?? (h.attnLayers ?? h.nLayers) * h.nKvHeads * (h.headK + h.headV); // per position
   const kv = Math.ceil(ctx / 16) * 16 * kvElems * elem +
     2 * (h.stateBytes ?? 0);
-  const B = 64; // WLM_BATCH_CHUNK
+  const B = h.nExpert > 1 ? 128 : 64; // WLM_BATCH_CHUNK_MOE with experts, else WLM_BATCH_CHUNK
   const qd = h.nHeads * h.headK;
   const kvd = h.nKvHeads * Math.max(h.headK, h.headV);
   const fused = h.arch === 'phi3'; // fused QKV and gate+up matrices

@@ -498,6 +498,12 @@ typedef struct wlm_beam_state {
 /* Largest number of batch entries one forward pass computes; longer batches run in chunks
  * (a non-causal model's context holds n_ctx entries instead: see batch_cap). */
 #define WLM_BATCH_CHUNK 64
+/* The same for a model with mixture-of-experts layers: each expert sees about n k / n_expert of
+ * a pass's n entries, and its matrix products amortize unpacking and reading its weights over
+ * those (8 of 64 for gpt-oss-20b's 32 experts, k 4); larger passes give each expert more. 256
+ * gained a little more than 128 but doubled the activations again, which took a 3.8 GB file
+ * (Gemma 4 26B-A4B, 6 of 30 blocks) out of wasm32. */
+#define WLM_BATCH_CHUNK_MOE 128
 /* The id a sequence records for a position whose input was an embedding row (wlm_eval_embd):
  * no token, so prompt-cache matching never reuses it. */
 #define WLM_TOKEN_EMBD (-1)
@@ -565,8 +571,10 @@ struct wlm_context {
                                      lists one row per position of its window instead */
     int32_t kb_cap;
     int32_t *ent_seq, *ent_pos;   /* (B) */
-    int32_t batch_cap;            /* B: entries one forward pass holds (WLM_BATCH_CHUNK; n_ctx
-                                     for a non-causal model, whose sequences pass whole) */
+    int32_t batch_cap;            /* B: entries one forward pass holds (chunk; n_ctx for a
+                                     non-causal model, whose sequences pass whole) */
+    int32_t chunk;                /* entries per pass of a longer causal batch: WLM_BATCH_CHUNK,
+                                     or WLM_BATCH_CHUNK_MOE with experts (<= batch_cap) */
     int32_t *ent_len;             /* (B) non-causal passes (embed.c): positions entry i attends to
                                      (its whole sequence); NULL: causal, pos + 1 */
     const float *in_embd;         /* wlm_eval_embd: when set, entry i's input is row i of this
@@ -638,7 +646,7 @@ int wlm_set_error(char *buf, int status, const char *fmt, ...)
 #endif
     ;
 
-/* forward.c: runs the transformer for n <= WLM_BATCH_CHUNK entries (c->ent_seq/ent_pos set,
+/* forward.c: runs the transformer for n <= c->batch_cap entries (c->ent_seq/ent_pos set,
  * KV blocks for every position already owned by its sequence); writes K/V rows and, for
  * entries with logit_rows[i] >= 0, the logits into that row of c->logits. */
 void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,

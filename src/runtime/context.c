@@ -184,14 +184,14 @@ void wlm_state_snapshot(wlm_context *c, int32_t seq, int slot) {
 /* Recomputes sequence seq's state from position `from` (its state, at n_past == from) up to
  * `to`, over its stored tokens, without logits (c->logits and the entries' rows untouched). */
 static int state_replay(wlm_context *c, int32_t seq, int32_t from, int32_t to) {
-    int32_t no_logits[WLM_BATCH_CHUNK];
-    for (int32_t i = 0; i < WLM_BATCH_CHUNK; i++) no_logits[i] = -1;
+    int32_t no_logits[WLM_BATCH_CHUNK_MOE];
+    for (int32_t i = 0; i < WLM_BATCH_CHUNK_MOE; i++) no_logits[i] = -1;
     wlm_seq *s = &c->seqs[seq];
     int rc = wlm_kv_reserve(c, seq, from, to); /* rows shared with a fork are copied first */
     if (rc != WLM_OK) return rc;
     s->n_past = from;
-    for (int32_t i0 = from; i0 < to; i0 += WLM_BATCH_CHUNK) {
-        const int32_t m = to - i0 < WLM_BATCH_CHUNK ? to - i0 : WLM_BATCH_CHUNK;
+    for (int32_t i0 = from; i0 < to; i0 += c->chunk) {
+        const int32_t m = to - i0 < c->chunk ? to - i0 : c->chunk;
         for (int32_t j = 0; j < m; j++) {
             c->ent_seq[j] = seq;
             c->ent_pos[j] = i0 + j;
@@ -365,7 +365,8 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
 
     /* A non-causal model's sequences pass whole (every token attends to every other), so its
      * activations hold n_ctx entries. */
-    c->batch_cap = p->bidirectional && c->n_ctx > WLM_BATCH_CHUNK ? c->n_ctx : WLM_BATCH_CHUNK;
+    c->chunk = p->n_expert > 1 ? WLM_BATCH_CHUNK_MOE : WLM_BATCH_CHUNK;
+    c->batch_cap = p->bidirectional && c->n_ctx > c->chunk ? c->n_ctx : c->chunk;
     const uint64_t B = (uint64_t)c->batch_cap, dim = (uint64_t)p->dim, hid = (uint64_t)p->hidden_dim;
     const uint64_t kvd = (uint64_t)p->kv_dim;
     const uint64_t half = (uint64_t)(p->n_rot_swa > p->n_rot ? p->n_rot_swa : p->n_rot) / 2;
@@ -745,7 +746,7 @@ int wlm_seq_shift(wlm_context *ctx, int32_t seq, int32_t n_keep, int32_t n_disca
 
 /* ---- evaluation --------------------------------------------------------------------------- */
 
-/* Evaluates entries (tokens[i] appended to sequence SEQ(i)) in chunks of WLM_BATCH_CHUNK. */
+/* Evaluates entries (tokens[i] appended to sequence SEQ(i)) in chunks of c->chunk. */
 #define SEQ(i) (seq_ids ? seq_ids[i] : 0)
 static int run_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq_ids,
                        const uint8_t *want, int32_t n) {
@@ -796,8 +797,8 @@ static int run_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq
     }
     int32_t next_pos[WLM_MAX_SEQ];
     for (int32_t sq = 0; sq < c->n_seq_max; sq++) next_pos[sq] = c->seqs[sq].n_past;
-    for (int32_t i0 = 0; i0 < n; i0 += WLM_BATCH_CHUNK) {
-        const int32_t m = n - i0 < WLM_BATCH_CHUNK ? n - i0 : WLM_BATCH_CHUNK;
+    for (int32_t i0 = 0; i0 < n; i0 += c->chunk) {
+        const int32_t m = n - i0 < c->chunk ? n - i0 : c->chunk;
         for (int32_t j = 0; j < m; j++) {
             const int32_t sq = SEQ(i0 + j);
             c->ent_seq[j] = sq;

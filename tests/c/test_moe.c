@@ -280,7 +280,7 @@ static void test_logits(spec s) {
                "%s: weight_bytes %zu does not count %d of %d experts", what, info.weight_bytes,
                s.used, s.experts);
     }
-    const int N = 70; /* two batch chunks */
+    const int N = 70; /* one pass (WLM_BATCH_CHUNK_MOE); the passes below */
     int32_t t[70];
     prompt_tokens(t, N, s.vocab, 77);
     wlm_context *c = tu_context(m, 0, 2, 1, WLM_KV_F32);
@@ -328,6 +328,17 @@ static void test_logits(spec s) {
     tm_check_interleaved(c, t, u, N, s.vocab, one, what);
     free(one);
     free(bat);
+    { /* 300 positions: three passes of WLM_BATCH_CHUNK_MOE entries, the bits of one by one */
+        enum { NL = 300 };
+        int32_t tl[NL];
+        prompt_tokens(tl, NL, s.vocab, 55);
+        float *b2 = tm_logits_batched(c, tl, NL, s.vocab);
+        float *o2 = tm_logits_one_by_one(c, tl, NL, s.vocab);
+        CHECKF(b2 && o2 && tm_same(o2, b2, (size_t)NL * s.vocab, &at),
+               "%s: a batch of %d differs from one-by-one at %zu", what, NL, at / (size_t)s.vocab);
+        free(b2);
+        free(o2);
+    }
     wlm_context_free(c);
     wlm_model_free(m);
 }
