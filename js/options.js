@@ -91,10 +91,15 @@ export function nearMiss(key, known) {
   return best;
 }
 
+/** Keys that belong to another call: named in the refusal when no known key is a near miss. */
+const ELSEWHERE = Object.freeze({ nSamples: 'generateBatch()' });
+
 /** The message for `key` unknown to `where`: the one format of every refusal. */
 export function unknownKeyMessage(where, key, known, noun = 'option') {
   const hint = nearMiss(key, known);
-  return `${where}: unknown ${noun} "${key}"${hint ? ` (did you mean "${hint}"?)` : ''} (known: ${known.join(', ')})`;
+  const other = !hint && Object.hasOwn(ELSEWHERE, key) && ELSEWHERE[key] !== where ? ELSEWHERE[key] : null;
+  return `${where}: unknown ${noun} "${key}"${hint ? ` (did you mean "${hint}"?)` : ''}` +
+    `${other ? ` (${key} is a ${other} parameter)` : ''} (known: ${known.join(', ')})`;
 }
 
 /** The key an unknownKeyMessage() names, or null (for callers that report the key apart). */
