@@ -13,6 +13,7 @@
 
 import { jsError } from '../runtime/errors.js';
 import { checkOptions } from '../options.js';
+import { extractImages, joinTextParts } from '../vision/vision.js';
 
 /** chat() options that shape the prompt; every other one is a generation parameter. */
 export const CHAT_OPTIONS = Object.freeze(['chatTemplate', 'templateVariables', 'addGenerationPrompt']);
@@ -260,4 +261,24 @@ export async function chatCheckpoint(info, tokenize, messages, options, text, ad
   if (a.length === 0 || a.length >= b.length) return 0;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return 0;
   return a.length;
+}
+
+/**
+ * One chat() request prepared, the same for Engine and WorkerEngine: the parameters split into
+ * the template's and the generation's, image parts turned into media markers in the text and the
+ * generation's `images` (js/vision/vision.js), the template rendered, and the prompt-cache
+ * checkpoint found (0 with cachePrompt: false). `tokenize(text, opts)` is the engine's.
+ * Returns { text, addBos, gen, stateCheckpoint, template } (template: the one rendered).
+ */
+export async function chatRequest(info, tokenize, messages, params) {
+  const { chat, gen } = splitChatParams(params ?? {});
+  const { messages: flat, images } = extractImages(messages);
+  const joined = joinTextParts(flat);
+  if (images.length) {
+    if (gen.images !== undefined) throw jsError('WLM_ERR_INVALID_ARG', 'chat(): give images as content parts, not as `images`');
+    gen.images = images;
+  }
+  const { text, addBos } = await chatPrompt(info, joined, chat);
+  const stateCheckpoint = gen.cachePrompt === false ? 0 : await chatCheckpoint(info, tokenize, joined, chat, text, addBos);
+  return { text, addBos, gen, stateCheckpoint, template: chat.chatTemplate ?? info.chatTemplate };
 }

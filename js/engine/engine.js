@@ -18,7 +18,7 @@
 import { WasmlmError, abortError, jsError } from '../runtime/errors.js';
 import { checkBatch, checkChat, checkOptions, lazily, rejecting } from '../options.js';
 import { contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
-import { chatPrompt, chatCheckpoint, splitChatParams } from '../chat/chat.js';
+import { chatRequest } from '../chat/chat.js';
 import { withReasoning } from '../chat/reasoning.js';
 import { chatCompletion } from '../chat/chat_completion.js';
 import { embed, embedInfo, rerank } from './embed.js';
@@ -27,7 +27,7 @@ import { mark } from '../runtime/platform.js';
 import { readIntoHeap } from '../models/source.js';
 import { draftKey } from './speculative.js';
 import { generate } from './generate.js';
-import { decodeImage, extractImages, imageKey, joinTextParts, MEDIA_MARKER } from '../vision/vision.js';
+import { decodeImage, imageKey, MEDIA_MARKER } from '../vision/vision.js';
 import { metaString, ModelText, unshared } from './tokens.js';
 import { openModel } from '../models/split.js';
 import { stopThreads } from '../runtime/threads.js';
@@ -893,18 +893,9 @@ class Engine {
   async *chat(messages, params = {}, options = {}) {
     const { signal } = checkChat(params, options);
     this.#needModel();
-    const { chat, gen } = splitChatParams(params ?? {});
-    // image parts: media markers in the rendered text, the images to generate (js/vision/vision.js)
-    const { messages: flat, images } = extractImages(messages);
-    messages = joinTextParts(flat);
-    if (images.length) {
-      if (gen.images !== undefined) throw jsError('WLM_ERR_INVALID_ARG', 'chat(): give images as content parts, not as `images`');
-      gen.images = images;
-    }
-    const { text, addBos } = await chatPrompt(this.#info, messages, chat);
-    const stateCheckpoint = gen.cachePrompt === false ? 0 : await chatCheckpoint(this.#info, this.tokenize.bind(this), messages, chat, text, addBos);
+    // image parts as media markers and images, the template rendered, the cache checkpoint
+    const { text, addBos, gen, stateCheckpoint, template } = await chatRequest(this.#info, this.tokenize.bind(this), messages, params);
     // a thinking model's reasoning apart (reasoning.js): each token's `reasoning` and `content`
-    const template = chat.chatTemplate ?? this.#info.chatTemplate;
     yield* withReasoning(this, template, text, this.#generate(text, { cachePrompt: true, stateCheckpoint, ...gen, addBos, parseSpecial: true }, signal),
       (r) => { this.lastResult = { ...this.lastResult, ...r }; }, gen);
   }

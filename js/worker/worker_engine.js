@@ -9,10 +9,9 @@
 
 import { abortError, deserializeError, jsError } from '../runtime/errors.js';
 import { checkBatch, checkChat, checkOptions, lazily, rejecting } from '../options.js';
-import { chatPrompt, chatCheckpoint, splitChatParams } from '../chat/chat.js';
+import { chatRequest } from '../chat/chat.js';
 import { withReasoning } from '../chat/reasoning.js';
 import { chatCompletion } from '../chat/chat_completion.js';
-import { extractImages, joinTextParts } from '../vision/vision.js';
 import { complete, completeBatch } from '../engine/engine.js';
 import { IS_NODE, baseURI, mark } from '../runtime/platform.js';
 import { Helper, PROTOCOL_VERSION, Req, Reply } from './protocol.js';
@@ -276,19 +275,10 @@ class WorkerEngine {
   async *chat(messages, params = {}, options = {}) {
     const { signal } = checkChat(params, options);
     if (!this.#info) throw jsError('WLM_ERR_STATE', 'no model loaded: call load() first');
-    const { chat, gen } = splitChatParams(params ?? {});
-    // image parts: media markers in the rendered text, the images to generate (as Engine.chat;
-    // Blobs, bytes and ImageBitmaps travel to the worker, which decodes them)
-    const { messages: flat, images } = extractImages(messages);
-    messages = joinTextParts(flat);
-    if (images.length) {
-      if (gen.images !== undefined) throw jsError('WLM_ERR_INVALID_ARG', 'chat(): give images as content parts, not as `images`');
-      gen.images = images;
-    }
-    const { text, addBos } = await chatPrompt(this.#info, messages, chat);
-    const stateCheckpoint = gen.cachePrompt === false ? 0 : await chatCheckpoint(this.#info, this.tokenize.bind(this), messages, chat, text, addBos);
+    // image parts as media markers and images (Blobs, bytes and ImageBitmaps travel to the
+    // worker, which decodes them), the template rendered, the cache checkpoint
+    const { text, addBos, gen, stateCheckpoint, template } = await chatRequest(this.#info, this.tokenize.bind(this), messages, params);
     // a thinking model's reasoning apart (reasoning.js): each token's `reasoning` and `content`
-    const template = chat.chatTemplate ?? this.#info.chatTemplate;
     yield* withReasoning(this, template, text, this.generate(text, { cachePrompt: true, stateCheckpoint, ...gen, addBos, parseSpecial: true }, { signal }),
       (r) => { this.lastResult = { ...this.lastResult, ...r }; }, gen);
   }
