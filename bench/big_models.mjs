@@ -30,12 +30,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { writeRandomCodes } from '../tools/synth_gguf.mjs';
 import { readGguf } from '../tools/vocab_gguf.mjs';
 import { PARAGRAPH } from './models.mjs';
-import { rerunUnderNode24 } from './node24.mjs';
+import { rerunUnderNode24, runProbe } from './child.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const BIG_DIR = path.join(HERE, 'out/big');
@@ -120,16 +119,7 @@ async function probe({ file, threads, nCtx, tokens, promptTokens, memory64 }) {
   return out;
 }
 
-function runChild(args) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--probe', JSON.stringify(args)],
-      { stdio: ['ignore', 'pipe', 'inherit'] });
-    let s = '';
-    child.stdout.on('data', (d) => { s += d; });
-    child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(s)) : reject(new Error(`probe ${JSON.stringify(args)} exited with ${code}`))));
-  });
-}
+const runChild = (args) => runProbe(import.meta.url, args);
 
 const median = (xs) => { const s = [...xs].sort((a, b) => a - b); return s[s.length >> 1]; };
 

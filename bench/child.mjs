@@ -1,6 +1,7 @@
-// bench/node24.mjs — the memory64 benchmarks (memory64.mjs, big_models.mjs) need a Node whose
-// WebAssembly has memory64 (Node ≥ 24). Under an older Node they run themselves again under the
-// Node 24 that tools/setup.sh installs into .tools/node24, and exit with its status.
+// bench/child.mjs — the child processes of the memory64 benchmarks (memory64.mjs, big_models.mjs):
+// a measurement in a fresh process of its own (so its peak RSS is its own), and, under a Node
+// whose WebAssembly lacks memory64 (< 24), the whole script again under the Node 24 that
+// tools/setup.sh installs into .tools/node24.
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -23,4 +24,16 @@ export async function rerunUnderNode24(scriptUrl, args) {
   const child = spawn(NODE24, [fileURLToPath(scriptUrl), ...args], { stdio: 'inherit' });
   child.on('close', (code) => process.exit(code ?? 1));
   return true;
+}
+
+/** Runs `scriptUrl --probe JSON(args)` in a fresh Node process; resolves to the JSON it prints. */
+export function runProbe(scriptUrl, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [fileURLToPath(scriptUrl), '--probe', JSON.stringify(args)],
+      { stdio: ['ignore', 'pipe', 'inherit'] });
+    let s = '';
+    child.stdout.on('data', (d) => { s += d; });
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(s)) : reject(new Error(`probe ${JSON.stringify(args)} exited with ${code}`))));
+  });
 }
