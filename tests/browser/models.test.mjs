@@ -88,7 +88,7 @@ test('first load of stories260K comes from the server and is cached', { timeout:
   // The manifest's models with their sizes; the one without a published checksum marked.
   const options = await page.locator('#model option').allTextContents();
   assert.ok(options.some((o) => /^stories260K · 1\.1 MB$/.test(o)), options.join(' | '));
-  for (const id of ['stories15M', 'stories42M', 'stories110M', 'tinyllama-1.1b-chat-q4_0']) {
+  for (const id of ['stories15M', 'stories42M', 'stories110M', 'tinyllama-1.1b-chat-q4_0', 'smolvlm-256m-instruct-q8_0']) {
     assert.ok(options.some((o) => new RegExp(`^${id} · [0-9.]+ [MG]B$`).test(o)), `${id}: ${options.join(' | ')}`);
   }
   assert.ok(options.some((o) => o === 'gpt2-q8_0 · size unknown · unverified'), options.join(' | '));

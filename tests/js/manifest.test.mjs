@@ -45,7 +45,10 @@ function publishedTable(markdown) {
 }
 
 const sharedRows = publishedTable(fs.readFileSync(TABLE, 'utf8'));
-const hybridRows = publishedTable(fs.readFileSync(README, 'utf8'));
+const readmeRows = publishedTable(fs.readFileSync(README, 'utf8'));
+/** models/README.md's rows of vision projectors: "<model id> mmproj", pinning that entry's mmproj. */
+const mmprojRows = readmeRows.filter((r) => / mmproj$/.test(r.id));
+const hybridRows = readmeRows.filter((r) => !/ mmproj$/.test(r.id));
 const rows = [...sharedRows, ...hybridRows];
 const sha256Of = (file) => crypto.createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 
@@ -56,12 +59,13 @@ test('the table parses: one row per published model, sizes and hashes where it h
   assert.ok(sharedRows.some((r) => r.id === 'gpt2-q8_0' && r.sha256 === null), 'gpt2-q8_0 has no published hash');
 });
 
-test('models/README.md\'s table of the hybrids parses: Qwen3.5 0.8B and 2B, LFM2.5 1.2B, Q4_K_M and Q8_0', () => {
+test('models/README.md\'s tables parse: Qwen3.5 0.8B and 2B, LFM2.5 1.2B (Q4_K_M, Q8_0), the vision pairs', () => {
   // the hybrids, pinned; the rows without a published size or hash (SmolLM3, Gemma 4, the MoE
   // models, gpt-oss) are checked below and by the next test (their entries say why)
   assert.deepEqual(hybridRows.filter((r) => r.sha256).map((r) => r.id).sort(), [
-    'lfm2.5-1.2b-instruct-q4_k_m', 'lfm2.5-1.2b-instruct-q8_0',
+    'gemma-3-4b-it-q4_k_m', 'lfm2.5-1.2b-instruct-q4_k_m', 'lfm2.5-1.2b-instruct-q8_0',
     'qwen3.5-0.8b-q4_k_m', 'qwen3.5-0.8b-q8_0', 'qwen3.5-2b-q4_k_m', 'qwen3.5-2b-q8_0',
+    'smolvlm-256m-instruct-q8_0',
   ]);
   assert.deepEqual(hybridRows.filter((r) => !r.sha256).map((r) => r.id).sort(), [
     'gemma-4-e2b-it-q4_k_m', 'gemma-4-e2b-it-q8_0', 'gpt-oss-20b-mxfp4', 'lfm2-8b-a1b-q4_k_m',
@@ -71,7 +75,9 @@ test('models/README.md\'s table of the hybrids parses: Qwen3.5 0.8B and 2B, LFM2
     assert.ok(r.repo && r.file && r.size === null && r.revision === null, `${r.id}: repository and file, no size, sha256 or revision`);
   }
   for (const r of hybridRows.filter((x) => x.sha256)) {
-    assert.ok(r.size && r.sha256 && r.revision && r.repo && r.file, `${r.id}: size, sha256, revision, repository, file`);
+    // SmolVLM's sources name no revision (resolve/main); every other pinned row names one
+    const revision = r.id === 'smolvlm-256m-instruct-q8_0' || r.revision;
+    assert.ok(r.size && r.sha256 && revision && r.repo && r.file, `${r.id}: size, sha256, revision, repository, file`);
   }
   // no id twice across the two tables
   assert.equal(new Set(rows.map((r) => r.id)).size, rows.length);
@@ -199,6 +205,28 @@ function mmprojProblems(e) {
   } else bad.push(`${e.id}: mmproj.verified is true or false`);
   return bad;
 }
+
+test('the vision pairs\' projectors are the table\'s files: repository, file, size, sha256, revision', () => {
+  assert.deepEqual(mmprojRows.map((r) => r.id).sort(), ['gemma-3-4b-it-q4_k_m mmproj', 'smolvlm-256m-instruct-q8_0 mmproj']);
+  for (const r of mmprojRows) {
+    const id = r.id.replace(/ mmproj$/, '');
+    const e = manifest.models.find((x) => x.id === id);
+    assert.ok(e?.mmproj, `${id}: an entry with an mmproj`);
+    const m = e.mmproj;
+    assert.equal(m.size, r.size, `${id}: mmproj size`);
+    assert.equal(m.sha256, r.sha256, `${id}: mmproj sha256`);
+    assert.equal(m.verified, true, `${id}: mmproj verified`);
+    assert.equal(m.revision, r.revision, `${id}: mmproj revision`);
+    assert.equal(m.url, `https://huggingface.co/${r.repo}/resolve/${r.revision ?? 'main'}/${r.file}`, `${id}: mmproj url`);
+    assert.equal(m.file, r.file, `${id}: mmproj file`);
+    // the projector comes from the model's own repository and revision
+    assert.equal(m.revision, e.revision, `${id}: the model's revision`);
+  }
+  // every entry with a verified mmproj has its row
+  for (const e of manifest.models.filter((x) => x.mmproj?.verified)) {
+    assert.ok(mmprojRows.some((r) => r.id === `${e.id} mmproj`), `${e.id}: its mmproj row in models/README.md`);
+  }
+});
 
 test('an entry\'s optional mmproj (a vision model\'s projector) is pinned, or unverified with why; the checks refuse a bad one', () => {
   for (const e of manifest.models) assert.deepEqual(mmprojProblems(e), [], e.id);
