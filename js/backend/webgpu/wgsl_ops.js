@@ -8,7 +8,7 @@
 // K re-rotated) and attention (GQA over the KV cache
 // in F32 or F16 elements, a sliding window, one pass with a running maximum: no score buffer;
 // split over the cache, then combined),
-// and the element-wise add, add_vec, scale, glu (SwiGLU, GeGLU, GELU) and softcap.
+// and the element-wise add, add_vec, scale, scale_by, glu (SwiGLU, GeGLU, GELU) and softcap.
 //
 // Every kernel binds the activation buffer A (array<f32>, read_write: all activations live in it
 // at offsets, so no kernel aliases two bindings) at 0 and its parameters at 1 (16 u32 words read
@@ -267,12 +267,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
 /**
  * The cos/sin ropeWgsl and kvShiftWgsl read, for position `pos` (any float; −n for a context
  * shift) of RoPE set `set`: out[at + i] = cos, out[at + n_rot/2 + i] = sin of the float angle
- * pos · freq[set · n_rot/2 + i], each times `mscale` when it is not 1 — forward.c's rope_angles
- * (float angle, cosf / sinf), for i < n_rot/2.
+ * pos · freq[set · stride + i], each times `mscale` when it is not 1 — forward.c's rope_angles
+ * (float angle, cosf / sinf), for i < half = the set's n_rot/2. `stride`: frequencies per set in
+ * `freq` (the context's rope_half, the widest set's n_rot/2: Gemma 4's sets differ), default half.
  */
-export function ropeCosSin(out, at, pos, freq, set, half, mscale = 1) {
+export function ropeCosSin(out, at, pos, freq, set, half, mscale = 1, stride = half) {
   for (let i = 0; i < half; i++) {
-    const ang = Math.fround(pos * freq[set * half + i]);
+    const ang = Math.fround(pos * freq[set * stride + i]);
     let c = Math.fround(Math.cos(ang)), s = Math.fround(Math.sin(ang));
     if (mscale !== 1) { c = Math.fround(c * mscale); s = Math.fround(s * mscale); }
     out[at + i] = c;
@@ -642,6 +643,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
  *   add      A[y + i] += A[x + i]                 params 0 y_off, 1 y_estride, 2 x_off, 3 x_estride, 4 len
  *   add_vec  A[y + i] += V[v_off + i]             params 0 y_off, 1 y_estride, 2 v_off, 3 len
  *   scale    A[y + i] *= s                        params 0 y_off, 1 y_estride, 2 len, 3 s (f32)
+ *   scale_by A[y + i] *= V[v_off]                 params 0 y_off, 1 y_estride, 2 v_off, 3 len
+ *                                                 (Gemma 4's layer_output_scale)
  *   glu      A[g + i] = act(A[g + i]) (· A[u + i]) params 0 g_off, 1 g_estride, 2 u_off, 3 u_estride,
  *                                                 4 len, 5 act (0 SiLU, 1 GELU), 6 gated
  *   softcap  A[y + i] = c · tanh(A[y + i] / c)    params 0 y_off, 1 y_estride, 2 len, 3 c (f32)
@@ -660,6 +663,9 @@ export function eltwiseWgsl(op) {
     scale: `${idx}
   if (i >= pu(2u)) { return; }
   A[pu(0u) + wg.z * pu(1u) + i] *= pf(3u);`,
+    scale_by: `${idx}
+  if (i >= pu(3u)) { return; }
+  A[pu(0u) + wg.z * pu(1u) + i] *= V[pu(2u)];`,
     glu: `${idx}
   if (i >= pu(4u)) { return; }
   let g = pu(0u) + wg.z * pu(1u) + i;
@@ -673,7 +679,7 @@ export function eltwiseWgsl(op) {
   }[op];
   if (!body) throw new Error(`eltwiseWgsl: unknown op ${op}`);
   return `${HEADER}
-${op === 'add_vec' ? '@group(0) @binding(2) var<storage, read> V: array<f32>;' : ''}
+${op === 'add_vec' || op === 'scale_by' ? '@group(0) @binding(2) var<storage, read> V: array<f32>;' : ''}
 ${F2H}
 ${F16V}
 ${GLU_ACT}
