@@ -16,7 +16,7 @@
 // (js/backend/webgpu/backend.js).
 
 import { jsError } from '../../runtime/errors.js';
-import { attentionCombineWgsl, attentionSplit, attentionWgsl, embedWgsl, eltwiseWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeCosSin, ropeWgsl, WG } from './wgsl_ops.js';
+import { ATT_HEAD, attentionCombineWgsl, attentionSplit, attentionWgsl, embedWgsl, eltwiseWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeCosSin, ropeWgsl, WG } from './wgsl_ops.js';
 import { MATMAT_MIN_ENT, matmatWgsl, TILE } from './wgsl_matmat.js';
 import { checkFits, USAGE } from './weights.js';
 import { GpuKvCache } from './kv_cache.js';
@@ -83,7 +83,7 @@ export class Pipelines {
             : kind === 'rope' ? ropeWgsl(arg || null)
               : kind === 'kv_store' ? kvStoreWgsl(arg)
                 : kind === 'kv_shift' ? kvShiftWgsl(arg)
-                : kind === 'attention' ? attentionWgsl(arg)
+                : kind === 'attention' ? attentionWgsl(...[arg].flat()) // [f16, max head] for the wide form
                   : kind === 'attn_combine' ? attentionCombineWgsl()
                   : kind === 'conv' ? convWgsl()
                   : kind === 'l2norm' ? l2normWgsl()
@@ -426,7 +426,8 @@ export class GpuForward {
       }
       if (sh.qScale !== 1) specs.push(['eltwise', 'scale', [qo, qE, LQ, fbits(sh.qScale)], [], (n) => [wg(LQ), 1, n]]);
       // split over the cache (the splits this pass's longest entry needs: ns), then combined
-      specs.push(['attention', this.#kvF16, [qo, qE, 0, 0, hs, LKV, this.#nCtx, h.n_heads / nkv, B,
+      // (heads above ATT_HEAD, Gemma 4's full layers: the kernel's wide form)
+      specs.push(['attention', hs > ATT_HEAD ? [this.#kvF16, MAX_HEAD] : this.#kvF16, [qo, qE, 0, 0, hs, LKV, this.#nCtx, h.n_heads / nkv, B,
         l.swa ? h.n_swa : 0, fbits(1 / Math.sqrt(hs)), 0, o.att, E.att, this.#attSplits, 3 * B + 4], [kvBind, S],
       (n, m, ns) => [h.n_heads, ns, n]]);
       specs.push(['attn_combine', '', [o.xb, E.xb, hs, o.att, E.att, this.#attSplits, 3 * B + 2], [S],

@@ -19,8 +19,10 @@
 import { F16V, F16X2, GPU_TYPES, W_SUB_GENERIC, WGSL_BYTES, WGSL_WORDS } from './wgsl_quant.js';
 
 export const WG = 64;        // invocations per workgroup, every kernel
-export const MAX_HEAD = 256; // attention: largest head size (4 value words per invocation)
+export const ATT_HEAD = 256; // attention: largest head size of the narrow form (4 value words per invocation)
+export const MAX_HEAD = 512; // attention: largest head size, the wide form's (Gemma 4's full layers)
 const ATT_SLICE = 8;         // attention: dimensions of one score slice (one invocation's share of a K row)
+const ATT_SLICE_WIDE = 16;   // the wide form's: 32 slices of a 512 head keep its workgroup memory at 10.5 KiB
 export const NONE = 0xffffffff;
 
 export const HEADER = /* wgsl */ `
@@ -454,9 +456,43 @@ ${f16 ? '    OUT[r * words + w] = f2h(rot(k0, 2u * w)) | (f2h(rot(k0, 2u * w + 1
  * halves are decoded two at a time (F16X2: the hardware's unpack2x16float, its subnormals
  * rebuilt exactly whatever the GPU does with them).
  */
-export function attentionWgsl(f16) {
-  const per = MAX_HEAD / 2 / WG;     // value pairs an invocation owns, at most
-  const gmax = MAX_HEAD / ATT_SLICE; // score slices of a position, at most
+const WIDE_KSLICE = /* wgsl */ `
+// q · K[row] over dimensions 16g .. 16g + 15 (< hs), in order, eight loads at a time (the wide
+// form: a score is then summed 16 dimensions a slice)
+fn kslice(kb: u32, g: u32, hs: u32) -> f32 {
+  let d0 = g * ${ATT_SLICE_WIDE}u;
+  let end = min(d0 + ${ATT_SLICE_WIDE}u, hs);
+  var s = 0.0;
+  var d = d0;
+  for (; d + 8u <= end; d += 8u) {
+    let w0 = (kb + d) >> 1u;
+    let a = kvw(w0);
+    let b = kvw(w0 + 1u);
+    let c = kvw(w0 + 2u);
+    let e = kvw(w0 + 3u);
+    s += qs[d] * a.x;
+    s += qs[d + 1u] * a.y;
+    s += qs[d + 2u] * b.x;
+    s += qs[d + 3u] * b.y;
+    s += qs[d + 4u] * c.x;
+    s += qs[d + 5u] * c.y;
+    s += qs[d + 6u] * e.x;
+    s += qs[d + 7u] * e.y;
+  }
+  for (; d < end; d += 2u) {
+    let v = kvw((kb + d) >> 1u);
+    s += qs[d] * v.x;
+    s += qs[d + 1u] * v.y;
+  }
+  return s;
+}
+`;
+
+export function attentionWgsl(f16, maxHead = ATT_HEAD) {
+  const wide = maxHead > ATT_HEAD;
+  const slice = wide ? ATT_SLICE_WIDE : ATT_SLICE;
+  const per = maxHead / 2 / WG;     // value pairs an invocation owns, at most
+  const gmax = maxHead / slice;     // score slices of a position, at most
   return `${HEADER}
 @group(0) @binding(2) var<storage, read> KV: array<u32>;
 @group(0) @binding(3) var<storage, read> S: array<u32>;
@@ -466,7 +502,7 @@ ${F16X2}
 fn kvw(i: u32) -> vec2<f32> {
 ${f16 ? '  return f16x2(KV[i]);' : '  return vec2<f32>(bitcast<f32>(KV[2u * i]), bitcast<f32>(KV[2u * i + 1u]));'}
 }
-var<workgroup> qs: array<f32, ${MAX_HEAD}>;
+var<workgroup> qs: array<f32, ${maxHead}>;
 var<workgroup> part: array<f32, ${WG * gmax}>; // [position in the tile][slice]: partial dots
 var<workgroup> pr: array<f32, ${WG}>;
 var<workgroup> red: array<f32, ${WG}>;
@@ -481,7 +517,7 @@ fn wreduce(t: u32, v: f32, is_max: bool) -> f32 {
   workgroupBarrier();
   return r;
 }
-// q · K[row] over dimensions 8g .. 8g + 7 (< hs), in order; kb the row's first element. A whole
+${wide ? WIDE_KSLICE : `// q · K[row] over dimensions 8g .. 8g + 7 (< hs), in order; kb the row's first element. A whole
 // slice is eight loads issued together (four words of an F16 cache); a head size that is not a
 // multiple of 8 ends in a partial slice, read a pair at a time.
 fn kslice(kb: u32, g: u32, hs: u32) -> f32 {
@@ -512,7 +548,7 @@ fn kslice(kb: u32, g: u32, hs: u32) -> f32 {
   }
   return s;
 }
-@compute @workgroup_size(${WG})
+`}@compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
   let hs = pu(4u);
   let kv_dim = pu(5u);
@@ -527,7 +563,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
   let sb = S[pu(15u) + wg.z] * 2u * pu(6u);
   let q0 = pu(0u) + wg.z * pu(1u) + wg.x * hs;
   for (var d = t; d < hs; d += ${WG}u) { qs[d] = A[q0 + d]; }
-  let ng = (hs + ${ATT_SLICE - 1}u) / ${ATT_SLICE}u; // slices of a position
+  let ng = (hs + ${slice - 1}u) / ${slice}u; // slices of a position
   let pp = ${WG}u / ng;                               // positions a pass
   let row_pairs = kv_dim / 2u;
   let hs_pairs = hs / 2u;
