@@ -7,7 +7,11 @@
 // MLP) → post-norm → residual; then the final norm, the classifier and the soft-cap for the
 // entries that want logits; a hybrid's recurrent layers (mixer 'deltanet' / 'shortconv', the
 // kernels of wgsl_recurrent.js on each sequence's state in cache.state) and gated attention
-// (attn_q's per-head query and gate rows) in recurrent.c's / forward.c's order. A batch runs in chunks of up to `chunk` entries, each one compute pass whose bind
+// (attn_q's per-head query and gate rows) in recurrent.c's / forward.c's order. Each layer's
+// head size, KV heads, widths and KV sharing are its own (per_layer.js layerShape: Gemma 4's
+// differ by layer; a KV-shared layer computes only Q and attends to its source's cache), and
+// Gemma 4's per-layer embeddings and output scale are steps of the same pass (pleSpecs).
+// A batch runs in chunks of up to `chunk` entries, each one compute pass whose bind
 // groups were built once (the entry count is the grid's z); a weight product runs the
 // matrix-vector kernel for one entry (decode), its batch form for a few, and the tiled
 // matrix-matrix kernel (wgsl_matmat.js) from MATMAT_MIN_ENT entries (prefill). The KV cache
