@@ -17,7 +17,8 @@
 // bit differs can round to the other binary16 neighbour); the
 // GPU's KV cache holds no buffer for the KV-shared layers and sizes each other layer's by its own
 // row; generateBatch (each sequence its block of every layer's cache) and beam search (forks
-// copying each layer's rows at its own width) as the CPU engine.
+// copying each layer's rows at its own width) as the CPU engine; 26B-A4B's kind (MoE layers)
+// refused by backend 'webgpu' with the reason.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -153,5 +154,18 @@ test('gemma4: generateBatch (each sequence its block of every layer\'s cache) an
   } finally {
     await cpu.free();
     await g.free();
+  }
+});
+
+test('gemma4 tiny-moe (26B-A4B\'s kind): backend webgpu refuses its mixture-of-experts layers, naming them, streamed or from the loaded model\'s description', { skip }, async () => {
+  const file = synthCached({ arch: 'gemma4', shape: 'tiny-moe' });
+  for (const gpuWeights of [undefined, 'heap']) {
+    const w = await createEngine({ threads: 1, gpu, backend: 'webgpu', ...(gpuWeights ? { gpuWeights } : {}) });
+    try {
+      await assert.rejects(w.load({ model: file, nCtx: 64 }),
+        (err) => err.code === 'WLM_ERR_UNSUPPORTED' && /mixture[ -]of[ -]experts/.test(err.message), gpuWeights ?? 'streamed');
+    } finally {
+      await w.free();
+    }
   }
 });
