@@ -408,6 +408,7 @@ export class GpuForward {
         matvec(l.wq, o.xb, E.xb, o.q, E.q, false, false, l.bq);
         if (kvOwn) matvec(l.wk, o.xb, E.xb, o.k, E.k, false, false, l.bk);
         // (V = K, Gemma 4's full layers without attn_v: V's norm below reads K's projection)
+        if (kvOwn && l.v_is_k && !l.v_norm) throw jsError('WLM_ERR_UNSUPPORTED', `WebGPU: ${a.name}: V = K without V's norm`);
         if (kvOwn && !l.v_is_k) matvec(l.wv, o.xb, E.xb, o.v, E.v, false, false, l.bv);
         qo = o.q; ko = o.k; vo = o.v; qE = E.q; kE = E.k;
       }
