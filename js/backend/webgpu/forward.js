@@ -124,7 +124,7 @@ export class GpuForward {
   #profile = null; // GPU_PROFILE's Map, or null
   #attSplits = 1;  // the most splits of an entry's cached positions (attentionSplit)
   #off;          // activation offsets (floats)
-  #ropeFreq;     // Float32Array (n_sets × n_rot/2)
+  #ropeFreq;     // Float32Array (n_sets × the context's rope_half: per_layer.js ropeHalf)
   #ropeSets;
   #csStride;     // floats of one entry's cos/sin of one RoPE set: the widest set's n_rot
   #mscale;
