@@ -306,6 +306,12 @@ export const SHAPES = Object.freeze({
   // under test here; tools/oracle_tokenize.mjs checks the gemma4 tokenizer model).
   gemma4: {
     tiny: { D: 64, F: [96, 96, 128, 128, 160, 160, 192, 192], L: 8, H: 4, kv: [2, 2, 1, 2, 2, 1, 2, 1], hd: 32, hdSwa: 16, rotSwa: 16, partial: 0.25, ctx: 4096, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'spm', window: 8, swa: [true, true, false, true, true, false, true, false], shared: 2, vEqK: true, P: 16, outScale: true, softcap: 30, suppress: [16031, 13844, 25886] },
+    // tiny-e2b: the other layer pattern (E2B's kind): every block its own attn_v (no V = K),
+    // E2B's heads (512-wide full with 64 of 256 pairs turning, 256-wide sliding: the WebGPU
+    // attention kernel's wide form), one KV head, the last three blocks KV-shared
+    // (3 and 4 sliding reading block 1's cache, 5 full reading block 2's), n_ff doubled on the
+    // shared blocks, P 8, window 4 (the WebGPU backend's tests: tests/js/webgpu_gemma4.test.mjs)
+    'tiny-e2b': { D: 64, F: [96, 96, 96, 192, 192, 192], L: 6, H: 2, kv: [1, 1, 1, 1, 1, 1], hd: 512, hdSwa: 256, rotSwa: 256, partial: 0.25, ctx: 4096, theta: 1e6, thetaSwa: 1e4, eps: 1e-6, tied: true, vocab: 'spm', window: 4, swa: [true, true, false, true, true, false], shared: 3, vEqK: false, P: 8, outScale: true, softcap: 30 },
     // Gemma 4 E2B, text part (../shared/reference/archs-2026.md "gemma4"): 35 blocks, full
     // every 5th (4, 9, …, 34), 20 KV-shared, n_ff doubled on blocks 15–34; the Gemma 3
     // vocabulary padded to 262144 (the real "gemma4" one has the same size)

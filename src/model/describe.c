@@ -78,6 +78,9 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
         (double)p->rope_theta_swa, (double)p->rope_attn_factor, (double)p->q_scale,
         (double)p->embd_scale, (double)p->final_softcap);
     /* a mixture of experts (moe.c; zeros without) */
+    /* per-layer shapes (Gemma 4; the hp fields above are then each layer's largest) */
+    put(&o, "\"head_size_swa\":%d,\"n_rot_swa\":%d,\"n_shared_kv\":%d,\"n_ple\":%d,",
+        (int)p->head_size_swa, (int)p->n_rot_swa, (int)p->n_shared_kv, (int)p->n_ple);
     put(&o, "\"n_expert\":%d,\"n_expert_used\":%d,\"expert_ff\":%d,\"n_dense_lead\":%d,"
             "\"moe_gating\":%d,\"moe_norm_w\":%d,\"moe_w_scale\":%.9g},",
         (int)p->n_expert, (int)p->n_expert_used, (int)p->expert_ff, (int)p->n_dense_lead,
@@ -94,6 +97,14 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
     put_vec(&o, "output_norm_b", w->final_norm_b, D);
     put(&o, ",");
     put_tensor(&o, "output", &w->wcls);
+    /* Gemma 4's per-layer embeddings (null without): the table (vocab_size, n_ple n_layers),
+     * its projection of the embedding (n_ple n_layers, dim) and that projection's norm (n_ple) */
+    put(&o, ",");
+    put_tensor(&o, "ple_embd", &w->ple_embd);
+    put(&o, ",");
+    put_tensor(&o, "ple_model_proj", &w->ple_model_proj);
+    put(&o, ",");
+    put_vec(&o, "ple_proj_norm", w->ple_proj_norm, p->n_ple);
     put(&o, "},\"layers\":[");
     for (int32_t l = 0; l < p->n_layers; l++) {
         const wlm_layer_weights *lw = &w->layers[l];
@@ -101,6 +112,26 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
         put(&o, "%s{\"swa\":%d,\"no_rope\":%d,\"mixer\":\"%s\",\"kv_slot\":%d,\"state_off\":%zu,",
             l ? "," : "", (int)lw->swa, (int)lw->no_rope, mixers[lw->mixer], (int)lw->kv_slot,
             lw->state_off);
+        /* this layer's shapes (the model's but in Gemma 4): head size, KV heads, Q and KV
+         * widths, rotated width, feed-forward width, Q's scale; whether it keeps K/V of its own
+         * (else it reads layer kv_src's cache, kv_slot), and whether V is K's projection. Its
+         * V norm (head_size ones), output scale (one float) and per-layer embedding's gate
+         * (n_ple, dim), projection (dim, n_ple) and norm (dim), null when absent */
+        put(&o, "\"head_size\":%d,\"n_kv_heads\":%d,\"q_dim\":%d,\"kv_dim\":%d,\"n_rot\":%d,"
+                "\"hidden\":%d,\"q_scale\":%.9g,\"kv_own\":%d,\"kv_src\":%d,\"v_is_k\":%d,",
+            (int)lw->head_size, (int)lw->n_kv_heads, (int)lw->q_dim, (int)lw->kv_dim,
+            (int)lw->n_rot, (int)lw->hidden, (double)lw->q_scale, (int)lw->kv_own,
+            (int)lw->kv_src, (int)lw->v_is_k);
+        put_vec(&o, "v_norm", lw->v_norm, lw->head_size);
+        put(&o, ",");
+        put_vec(&o, "out_scale", lw->out_scale, 1);
+        put(&o, ",");
+        put_tensor(&o, "ple_gate", &lw->ple_gate);
+        put(&o, ",");
+        put_tensor(&o, "ple_proj", &lw->ple_proj);
+        put(&o, ",");
+        put_vec(&o, "ple_norm", lw->ple_norm, D);
+        put(&o, ",");
         /* a recurrent layer's (recurrent.c; null elsewhere): projections, conv kernel (channels
          * × ssm_conv taps, one row here), DeltaNet's dt bias, A and head norm */
         put_tensor(&o, "ssm_in", &lw->ssm_in);
@@ -145,9 +176,9 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
             put_vec(&o, "bv", lw->bv, p->kv_dim);
             put(&o, ",");
         }
-        put_vec(&o, "q_norm", lw->q_norm, hs);
+        put_vec(&o, "q_norm", lw->q_norm, lw->head_size ? lw->head_size : hs);
         put(&o, ",");
-        put_vec(&o, "k_norm", lw->k_norm, hs);
+        put_vec(&o, "k_norm", lw->k_norm, lw->head_size ? lw->head_size : hs);
         put(&o, ",");
         put_tensor(&o, "wo", &lw->wo);
         put(&o, ",");

@@ -16,6 +16,7 @@ import { resolve } from 'node:path';
 import assert from 'node:assert/strict';
 import { REPO } from './_helpers.mjs';
 import { makePipeline } from '../../js/backend/webgpu/forward.js';
+import { ggufBytes, readGguf } from '../../tools/vocab_gguf.mjs';
 
 export const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
 export const LAVAPIPE_ICD = resolve(REPO, '.tools/lavapipe/lvp_icd.json');
@@ -181,4 +182,30 @@ export function diff(a, b) {
   let d = 0, m = 0;
   for (let i = 0; i < a.length; i++) { d = Math.max(d, Math.abs(a[i] - b[i])); m = Math.max(m, Math.abs(a[i])); }
   return { d, m };
+}
+
+/** `file` with every tensor dequantized to F32 by C (wlmjs_dequantize), written beside it once:
+ *  the CPU reference of a quantized file's GPU run (webgpu_engine.test.mjs explains why). */
+export function dequantizedCopy(file) {
+  const out = file.replace(/\.gguf$/, '-dequantized.gguf');
+  if (fs.existsSync(out) && fs.statSync(out).mtimeMs >= fs.statSync(file).mtimeMs) return out;
+  const g = readGguf(file);
+  const bytes = fs.readFileSync(file);
+  const x = wasmReference();
+  const tensors = g.tensors.map((t) => {
+    const n = t.ne.reduce((a, b) => a * b, 1);
+    const at = g.dataOffset + t.offset;
+    if (t.type === 0) return { name: t.name, ne: t.ne, type: 0, data: bytes.subarray(at, at + n * 4) };
+    const next = g.tensors.filter((u) => u.offset > t.offset).reduce((m, u) => Math.min(m, u.offset), bytes.length - g.dataOffset);
+    const src = x.wlmjs_malloc(next - t.offset) >>> 0, dst = x.wlmjs_malloc(n * 4) >>> 0;
+    new Uint8Array(x.memory.buffer, src, next - t.offset).set(bytes.subarray(at, g.dataOffset + next));
+    assert.equal(x.wlmjs_dequantize(t.type, src, dst, n), n, `dequantize ${t.name}`);
+    const data = Buffer.from(new Float32Array(x.memory.buffer, dst, n).slice().buffer);
+    x.wlmjs_free(src);
+    x.wlmjs_free(dst);
+    return { name: t.name, ne: t.ne, type: 0, data };
+  });
+  const kv = g.kv.filter(([k]) => k !== 'general.file_type');
+  fs.writeFileSync(out, ggufBytes(kv, tensors, g.alignment));
+  return out;
 }

@@ -4,7 +4,7 @@
 // llama.cpp's numbers on the same files are tests/js/oracle.test.mjs's): the KV cache's block
 // holds only the layers that own a cache, at their own widths; a batch of prompts and two
 // threads give what one prompt on one thread gives, bit for bit; context shift is refused
-// (sliding windows). (The WebGPU backend's refusal: tests/js/webgpu_select.test.mjs.)
+// (sliding windows). (The same files on the WebGPU backend: tests/js/webgpu_gemma4.test.mjs.)
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -23,7 +23,7 @@ function kvElems(s) {
 }
 
 for (const type of ['F32', 'Q8_0']) {
-  test(`gemma4 ${type}: per-layer KV block, batch and threads bitwise, CPU only, no context shift`, async () => {
+  test(`gemma4 ${type}: per-layer KV block, batch and threads bitwise on the CPU (auto in Node), no context shift`, async () => {
     const file = synthCached({ arch: 'gemma4', shape: 'tiny', type });
     const s = resolveShape('gemma4', 'tiny');
     const one = await createEngine({ threads: 1 });

@@ -24,8 +24,7 @@ import { argmax, dawn, diff, margin } from './_webgpu.mjs';
 import { createEngine } from '../../js/wasmlm.js';
 import fs from 'node:fs';
 import { synthCached } from '../../tools/synth_gguf.mjs';
-import { ggufBytes, readGguf } from '../../tools/vocab_gguf.mjs';
-import { wasmReference } from './_webgpu.mjs';
+import { dequantizedCopy, wasmReference } from './_webgpu.mjs';
 import { MATMAT_MIN_ENT } from '../../js/backend/webgpu/wgsl_matmat.js';
 import { attentionSplit } from '../../js/backend/webgpu/wgsl_ops.js';
 import { GPU_PROFILE, GpuForward, Pipelines } from '../../js/backend/webgpu/forward.js';
@@ -91,31 +90,6 @@ async function withPair(file, opts, fn) {
     await cpu.free();
     await g.free();
   }
-}
-
-/** `file` with every tensor dequantized to F32 by C (wlmjs_dequantize), written beside it once. */
-function dequantizedCopy(file) {
-  const out = file.replace(/\.gguf$/, '-dequantized.gguf');
-  if (fs.existsSync(out) && fs.statSync(out).mtimeMs >= fs.statSync(file).mtimeMs) return out;
-  const g = readGguf(file);
-  const bytes = fs.readFileSync(file);
-  const x = wasmReference();
-  const tensors = g.tensors.map((t) => {
-    const n = t.ne.reduce((a, b) => a * b, 1);
-    const at = g.dataOffset + t.offset;
-    if (t.type === 0) return { name: t.name, ne: t.ne, type: 0, data: bytes.subarray(at, at + n * 4) };
-    const next = g.tensors.filter((u) => u.offset > t.offset).reduce((m, u) => Math.min(m, u.offset), bytes.length - g.dataOffset);
-    const src = x.wlmjs_malloc(next - t.offset) >>> 0, dst = x.wlmjs_malloc(n * 4) >>> 0;
-    new Uint8Array(x.memory.buffer, src, next - t.offset).set(bytes.subarray(at, g.dataOffset + next));
-    assert.equal(x.wlmjs_dequantize(t.type, src, dst, n), n, `dequantize ${t.name}`);
-    const data = Buffer.from(new Float32Array(x.memory.buffer, dst, n).slice().buffer);
-    x.wlmjs_free(src);
-    x.wlmjs_free(dst);
-    return { name: t.name, ne: t.ne, type: 0, data };
-  });
-  const kv = g.kv.filter(([k]) => k !== 'general.file_type');
-  fs.writeFileSync(out, ggufBytes(kv, tensors, g.alignment));
-  return out;
 }
 
 const cases = [];

@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dawn, kernelKit, rng, wasmReference } from './_webgpu.mjs';
-import { attentionCombineWgsl, attentionSplit, attentionWgsl, eltwiseWgsl, HEADER, embedWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, NONE, normWgsl, ropeWgsl, WG } from '../../js/backend/webgpu/wgsl_ops.js';
+import { ATT_HEAD, attentionCombineWgsl, attentionSplit, attentionWgsl, eltwiseWgsl, HEADER, MAX_HEAD, embedWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, NONE, normWgsl, ropeWgsl, WG } from '../../js/backend/webgpu/wgsl_ops.js';
 import { F16X2, GPU_TYPES } from '../../js/backend/webgpu/wgsl_quant.js';
 
 const { adapter, skip: why } = await dawn();
@@ -425,10 +425,11 @@ test('rope: interleaved pairs and NEOX halves with partial rotation (≤ 1e-6)',
   }
 });
 
-test('attention: GQA over F32 and F16 caches, head sizes 40, 64 and 256, a sliding window, more positions than a tile, split over the cache and combined (≤ 1e-5)', { skip }, async () => {
+test('attention: GQA over F32 and F16 caches, head sizes 40, 64 and 256, and 40, 250 and 512 in the wide form (16-wide score slices, Gemma 4\'s full layers), a sliding window, more positions than a tile, split over the cache and combined (≤ 1e-5)', { skip }, async () => {
   const r = rng(9);
-  for (const [hs, f16, pos, swa] of [[40, false, 137, 0], [40, true, 137, 0], [40, false, 100, 30], [40, false, 0, 0],
-    [64, true, 137, 0], [64, false, 66, 0], [256, false, 137, 0], [256, true, 70, 40]]) {
+  for (const [hs, f16, pos, swa, wide] of [[40, false, 137, 0], [40, true, 137, 0], [40, false, 100, 30], [40, false, 0, 0],
+    [64, true, 137, 0], [64, false, 66, 0], [256, false, 137, 0], [256, true, 70, 40],
+    [512, false, 137, 0, true], [512, true, 70, 40, true], [250, true, 100, 0, true], [40, false, 66, 0, true]]) {
   const nHeads = 4, nKv = 2, gqa = 2, kvDim = nKv * hs, nCtx = 150;
   const kf = new Float32Array(2 * nCtx * kvDim).map(() => r());
     let kv;
@@ -459,7 +460,7 @@ test('attention: GQA over F32 and F16 caches, head sizes 40, 64 and 256, a slidi
       const kv2 = new Uint32Array(2 * kv.length);
       kv2.fill(0x3c003c00, 0, kv.length); // 1.0 in F16 halves, a tiny float in F32
       kv2.set(kv, kv.length);
-      const [part] = await run(attentionWgsl(f16), {
+      const [part] = await run(attentionWgsl(f16, wide ? MAX_HEAD : ATT_HEAD), {
         A, params: [0, 0, 0, 0, hs, kvDim, nCtx, gqa, 0, swa, fbits(scale), 0, partOff, 0, maxSplit, 2], extra: [kv2, S], grid: [nHeads, ns, 1],
       });
       const [out] = await run(attentionCombineWgsl(), {
@@ -490,14 +491,14 @@ test('attention: GQA over F32 and F16 caches, head sizes 40, 64 and 256, a slidi
           let o = 0;
           for (let t = start; t < len; t++) o += (p[t - start] / sum) * deq[(nCtx + t) * kvDim + kh + i];
           const g = got[nHeads * hs + h * hs + i];
-          assert.ok(Math.abs(g - o) <= 1e-5, `hs ${hs} f16 ${f16} pos ${pos} window ${swa} head ${h} [${i}]: ${g} vs ${o}`);
+          assert.ok(Math.abs(g - o) <= 1e-5, `hs ${hs}${wide ? ' (wide)' : ''} f16 ${f16} pos ${pos} window ${swa} head ${h} [${i}]: ${g} vs ${o}`);
         }
       }
     }
   }
 });
 
-test('element-wise: add, add_vec, scale, SwiGLU, GeGLU (GELU on binary16 as ggml), GELU alone, soft-cap', { skip }, async () => {
+test('element-wise: add, add_vec, scale, scale_by, SwiGLU, GeGLU (GELU on binary16 as ggml), GELU alone, soft-cap', { skip }, async () => {
   const r = rng(21);
   const n = 100;
   const base = () => new Float32Array(2 * n).map(() => r() * 6);
@@ -517,6 +518,10 @@ test('element-wise: add, add_vec, scale, SwiGLU, GeGLU (GELU on binary16 as ggml
   const Vv = new Float32Array(n).map(() => r());
   const [av] = await run(eltwiseWgsl('add_vec'), { A, params: [0, 0, 0, n], extra: [Vv], grid: [2, 1, 1] });
   for (let i = 0; i < n; i++) assert.ok(Math.abs(new Float32Array(av)[i] - (A[i] + Vv[i])) < 1e-6);
+  // scale_by (Gemma 4's layer_output_scale): two entries n apart times V[3], one float product
+  // each, bit for bit forward.c's x[i] *= out_scale[0]
+  const [sb] = await run(eltwiseWgsl('scale_by'), { A, params: [0, n, 3, n], extra: [Vv], grid: [2, 1, 2] });
+  assert.deepEqual(new Float32Array(sb), A.map((a) => Math.fround(a * Vv[3])));
   // GELU: wlm_gelu1_ref rounds its input and output to binary16: within one binary16 step
   const G = new Float32Array(2 * n).map((_, i) => (i < n ? (i - n / 2) / 4 : r()));
   for (const gated of [0, 1]) {

@@ -26,11 +26,15 @@ test('unsupportedReason names a weight type without GPU kernels and the tensor h
     layers: [{ wq: t(12), wk: t(12), wv: t(99), wo: t(14), w1: t(12), w2: t(14), w3: t(12) }] };
   assert.equal(unsupportedReason({ ...desc, layers: [{ ...desc.layers[0], wv: t(13) }] }, { maxHead: MAX_HEAD }), '');
   assert.match(unsupportedReason(desc, { maxHead: MAX_HEAD }), /no GPU kernels for weight type type 99 \(blk\.0\.attn_v\)/);
-  assert.match(unsupportedReason({ ...desc, hp: { head_size: 512 }, layers: [{ ...desc.layers[0], wv: t(13) }] }, { maxHead: MAX_HEAD }),
-    /head size 512 is above the GPU attention kernel's 256/);
+  assert.equal(MAX_HEAD, 512); // (Gemma 4's full layers: the attention kernel's wide form)
+  assert.equal(unsupportedReason({ ...desc, hp: { head_size: 512 }, layers: [{ ...desc.layers[0], wv: t(13) }] }, { maxHead: MAX_HEAD }), '');
+  assert.match(unsupportedReason({ ...desc, hp: { head_size: 640 }, layers: [{ ...desc.layers[0], wv: t(13) }] }, { maxHead: MAX_HEAD }),
+    /head size 640 is above the GPU attention kernel's 512/);
   const ok = { ...desc, layers: [{ ...desc.layers[0], wv: t(13) }] };
-  assert.match(unsupportedReason({ ...ok, arch: { name: 'gemma4', encoder: 0, per_layer: 1 } }, { maxHead: MAX_HEAD }),
-    /gemma4's per-layer shapes .* run on the CPU only/);
+  // Gemma 4's per-layer shapes run on the GPU (webgpu_gemma4.test.mjs); its MoE layers do not
+  assert.equal(unsupportedReason({ ...ok, arch: { name: 'gemma4', encoder: 0, per_layer: 1 } }, { maxHead: MAX_HEAD }), '');
+  assert.match(unsupportedReason({ ...ok, arch: { name: 'gemma4', encoder: 0, per_layer: 1 }, layers: [{ ...ok.layers[0], ffn_kind: 'moe' }] }, { maxHead: MAX_HEAD }),
+    /gemma4's mixture-of-experts layers .* run on the CPU only/);
   assert.match(unsupportedReason({ ...ok, arch: { name: 'bert', encoder: 1 } }, { maxHead: MAX_HEAD }),
     /causal only: an encoder \(bert\) runs on the CPU/);
   assert.match(unsupportedReason({ ...ok, arch: { name: 'gemma-embedding', encoder: 0 }, hp: { head_size: 64, bidirectional: 1 } }, { maxHead: MAX_HEAD }),

@@ -15,6 +15,7 @@ import { jsError } from '../../runtime/errors.js';
 import { requestDevice } from './device.js';
 import { GpuForward, Pipelines } from './forward.js';
 import { MAX_HEAD } from './wgsl_ops.js';
+import { ropeHalf } from './per_layer.js';
 import { fuseMatrices, unsupportedReason, uploadWeights } from './weights.js';
 
 /** The model's description (wlmjs_model_describe) as an object. */
@@ -113,7 +114,7 @@ export class WebGpuBackend {
     this.#fwd?.destroy();
     this.#fwd = null;
     const f = (i) => x.wlmjs_deferred_field(ctx, i);
-    const sets = f(7), half = this.#desc.hp.n_rot / 2;
+    const sets = f(7), half = ropeHalf(this.#desc.hp); // (the context's rope_half)
     const ropeFreq = new Float32Array(x.memory.buffer, f(6) >>> 0, sets * half).slice();
     this.#stateLen = [];
     this.#fwd = await GpuForward.create(this.#device, this.#desc, this.#weights, {

@@ -7,7 +7,11 @@
 // MLP) → post-norm → residual; then the final norm, the classifier and the soft-cap for the
 // entries that want logits; a hybrid's recurrent layers (mixer 'deltanet' / 'shortconv', the
 // kernels of wgsl_recurrent.js on each sequence's state in cache.state) and gated attention
-// (attn_q's per-head query and gate rows) in recurrent.c's / forward.c's order. A batch runs in chunks of up to `chunk` entries, each one compute pass whose bind
+// (attn_q's per-head query and gate rows) in recurrent.c's / forward.c's order. Each layer's
+// head size, KV heads, widths and KV sharing are its own (per_layer.js layerShape: Gemma 4's
+// differ by layer; a KV-shared layer computes only Q and attends to its source's cache), and
+// Gemma 4's per-layer embeddings and output scale are steps of the same pass (pleSpecs).
+// A batch runs in chunks of up to `chunk` entries, each one compute pass whose bind
 // groups were built once (the entry count is the grid's z); a weight product runs the
 // matrix-vector kernel for one entry (decode), its batch form for a few, and the tiled
 // matrix-matrix kernel (wgsl_matmat.js) from MATMAT_MIN_ENT entries (prefill). The KV cache
@@ -16,12 +20,13 @@
 // (js/backend/webgpu/backend.js).
 
 import { jsError } from '../../runtime/errors.js';
-import { attentionCombineWgsl, attentionSplit, attentionWgsl, embedWgsl, eltwiseWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeCosSin, ropeWgsl, WG } from './wgsl_ops.js';
+import { ATT_HEAD, attentionCombineWgsl, attentionSplit, attentionWgsl, embedWgsl, eltwiseWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeCosSin, ropeWgsl, WG } from './wgsl_ops.js';
 import { MATMAT_MIN_ENT, matmatWgsl, TILE } from './wgsl_matmat.js';
 import { checkFits, USAGE } from './weights.js';
 import { GpuKvCache } from './kv_cache.js';
 import { GPU_TYPES } from './wgsl_quant.js';
 import { convWgsl, deltanetWgsl, l2normWgsl, sigmoidGateWgsl, ssmGatesWgsl } from './wgsl_recurrent.js';
+import { layerShape, pleSizes, pleSpecs, ropeHalf, ropeSetRot } from './per_layer.js';
 
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
 /** A layer's bias entry as a list of vectors: none, one, or joined Q/K/V biases (fuseMatrices). */
@@ -82,7 +87,7 @@ export class Pipelines {
             : kind === 'rope' ? ropeWgsl(arg || null)
               : kind === 'kv_store' ? kvStoreWgsl(arg)
                 : kind === 'kv_shift' ? kvShiftWgsl(arg)
-                : kind === 'attention' ? attentionWgsl(arg)
+                : kind === 'attention' ? attentionWgsl(...[arg].flat()) // [f16, max head] for the wide form
                   : kind === 'attn_combine' ? attentionCombineWgsl()
                   : kind === 'conv' ? convWgsl()
                   : kind === 'l2norm' ? l2normWgsl()
@@ -119,8 +124,9 @@ export class GpuForward {
   #profile = null; // GPU_PROFILE's Map, or null
   #attSplits = 1;  // the most splits of an entry's cached positions (attentionSplit)
   #off;          // activation offsets (floats)
-  #ropeFreq;     // Float32Array (n_sets × n_rot/2)
+  #ropeFreq;     // Float32Array (n_sets × the context's rope_half: per_layer.js ropeHalf)
   #ropeSets;
+  #csStride;     // floats of one entry's cos/sin of one RoPE set: the widest set's n_rot
   #mscale;
   #staging = null;
   #destroyed = false;
@@ -147,6 +153,7 @@ export class GpuForward {
     this.#nCtx = nCtx;
     this.#ropeFreq = ropeFreq;
     this.#ropeSets = ropeSets;
+    this.#csStride = 2 * ropeHalf(desc.hp);
     this.#mscale = mscale;
     this.chunk = chunk;
     // attention's split of the cache: tiles of WG positions, at most ATT_MAX_SPLITS splits
@@ -180,9 +187,9 @@ export class GpuForward {
     const sizes = {
       x: h.dim, xb: Math.max(h.dim, h.q_dim), xb2: h.dim, q: h.q_dim, k: h.kv_dim, v: h.kv_dim,
       qkv: fusedQkv ? h.q_dim + 2 * h.kv_dim : 0, hb: fusedUp ? 2 * h.hidden_dim : h.hidden_dim,
-      hb2: h.hidden_dim, cs: this.#ropeSets * h.n_rot, logits: h.vocab_size,
+      hb2: h.hidden_dim, cs: this.#ropeSets * this.#csStride, logits: h.vocab_size,
       att: h.n_heads * this.#attSplits * (h.head_size + 2),
-      ...this.#hybridSizes(),
+      ...this.#hybridSizes(), ...pleSizes(h),
     };
     const off = {};
     let at = 0;
@@ -235,7 +242,8 @@ export class GpuForward {
     const pad = (n) => (n + 3) & ~3;
     const E = { x: pad(D), xb: pad(XS), xb2: pad(D), q: pad(Q), k: pad(KV), v: pad(KV), qkv: pad(Q + 2 * KV), hb: pad(HS), hb2: pad(H), logits: pad(V),
       att: pad(h.n_heads * this.#attSplits * (hs + 2)) };
-    for (const [k, n] of Object.entries(this.#hybridSizes())) E[k] = pad(n);
+    for (const [k, n] of Object.entries({ ...this.#hybridSizes(), ...pleSizes(h) })) E[k] = pad(n);
+    const CS = this.#csStride;
     const wg = (n) => Math.ceil(n / WG);
     const rowsGrid = (rows) => { const x = Math.min(rows, maxX); return [x, Math.ceil(rows / x)]; };
     const vecOf = (t) => w.vecOff.get(t[4]);
@@ -302,10 +310,14 @@ export class GpuForward {
       add(o.x, E.x, tmpOff, tmpE, D);
     };
     // Q's heads and K's in one dispatch (K from workgroup n_heads on), each K head's workgroup
-    // then storing that head of K and V into the layer's cache (kv_store's bits)
-    const ropeQKStore = (qOff, qE, kOff, kE, vOff, set, kvBind) => specs.push(['rope', this.#kvF16 ? 'f16' : 'f32',
-      [qOff, qE, hs, h.n_rot, a.rope === 'neox' ? 1 : 0, o.cs + set * B * h.n_rot, h.n_rot, kOff, h.n_heads, kE,
-        vOff, KV, this.#nCtx, B, 3 * B + 4], [kvBind, S], (n) => [h.n_heads + h.n_kv_heads, 1, n]]);
+    // then storing that head of K and V into the layer's cache (kv_store's bits); `sh` the
+    // layer's shapes (layerShape). A layer without K/V of its own (shared KV): Q's heads alone
+    const ropeQKStore = (qOff, qE, kOff, kE, vOff, set, kvBind, sh) => specs.push(sh.kvOwn
+      ? ['rope', this.#kvF16 ? 'f16' : 'f32',
+        [qOff, qE, sh.hs, sh.nRot, a.rope === 'neox' ? 1 : 0, o.cs + set * B * CS, CS, kOff, h.n_heads, kE,
+          vOff, sh.KV, this.#nCtx, B, 3 * B + 4], [kvBind, S], (n) => [h.n_heads + sh.nkv, 1, n]]
+      : ['rope', '', [qOff, qE, sh.hs, sh.nRot, a.rope === 'neox' ? 1 : 0, o.cs + set * B * CS, CS, 0, 0, 0], [],
+        (n) => [h.n_heads, 1, n]]);
 
     // embedding
     const te = desc.tensors.token_embd;
@@ -342,6 +354,7 @@ export class GpuForward {
 
     // a layer's feed-forward, after its mixer's residual
     const ffn = (l) => {
+      const H = layerShape(h, l).H; // (Gemma 4: the layer's own width)
       norm(D, o.x, E.x, 0, o.xb, E.xb, 0, l.ffn_norm, l.ffn_norm_b);
       const act = a.act === 'gelu' ? 1 : 0;
       if (l.w13) { // gate and up joined (fuseMatrices)
@@ -360,6 +373,16 @@ export class GpuForward {
       residual(l.w2, o.hb, E.hb, o.xb, E.xb, l.b_down, l.post_ffn_norm);
     };
 
+    // Gemma 4's per-layer embeddings (per_layer.js; nothing for other models)
+    const ple = pleSpecs(desc, {
+      matvec, norm, residual, add,
+      scale: (y, yE, len, v) => specs.push(['eltwise', 'scale', [y, yE, len, fbits(v)], [], (n) => [wg(len), 1, n]]),
+      scaleBy: (y, yE, len, v) => specs.push(['eltwise', 'scale_by', [y, yE, vecOf(v), len], [Vb], (n) => [wg(len), 1, n]]),
+      embed: (t, len, y, yE, sc) => specs.push(['embed', t[0], [len, t[3], 0, y, yE, 0, fbits(sc)], [{ buffer: bufOf(t) }, S], (n) => [wg(len), 1, n]]),
+      glu: (g, gE, u, uE, len, act) => specs.push(['eltwise', 'glu', [g, gE, u, uE, len, act, 1], [], (n) => [wg(len), 1, n]]),
+    }, o, E);
+    ple.inputs();
+
     desc.layers.forEach((l, li) => {
       const set = this.#ropeSets > 1 && l.swa ? 1 : 0;
       norm(D, o.x, E.x, 0, o.xb, E.xb, 0, l.attn_norm, l.attn_norm_b);
@@ -368,6 +391,9 @@ export class GpuForward {
         ffn(l);
         return;
       }
+      // this layer's shapes (layerShape: the model's, but in Gemma 4)
+      const sh = layerShape(h, l);
+      const { hs, nkv, kvOwn } = sh, LQ = sh.Q, LKV = sh.KV;
       let qo, ko, vo, qE, kE;
       if (a.attn_gate) { // attn_q: per head the query rows, then as many gate rows
         if (!l.q_norm) throw jsError('WLM_ERR_UNSUPPORTED', `WebGPU: ${a.name}'s gated attention needs per-head Q/K norms`);
@@ -377,30 +403,36 @@ export class GpuForward {
         qo = o.q; ko = o.k; vo = o.v; qE = E.q; kE = E.k;
       } else if (l.wqkv) {
         matvec(l.wqkv, o.xb, E.xb, o.qkv, E.qkv, false, false, l.bqkv);
-        qo = o.qkv; ko = o.qkv + Q; vo = o.qkv + Q + KV; qE = kE = E.qkv;
+        qo = o.qkv; ko = o.qkv + LQ; vo = o.qkv + LQ + LKV; qE = kE = E.qkv;
       } else {
         matvec(l.wq, o.xb, E.xb, o.q, E.q, false, false, l.bq);
-        matvec(l.wk, o.xb, E.xb, o.k, E.k, false, false, l.bk);
-        matvec(l.wv, o.xb, E.xb, o.v, E.v, false, false, l.bv);
+        if (kvOwn) matvec(l.wk, o.xb, E.xb, o.k, E.k, false, false, l.bk);
+        // (V = K, Gemma 4's full layers without attn_v: V's norm below reads K's projection)
+        if (kvOwn && l.v_is_k && !l.v_norm) throw jsError('WLM_ERR_UNSUPPORTED', `WebGPU: ${a.name}: V = K without V's norm`);
+        if (kvOwn && !l.v_is_k) matvec(l.wv, o.xb, E.xb, o.v, E.v, false, false, l.bv);
         qo = o.q; ko = o.k; vo = o.v; qE = E.q; kE = E.k;
       }
       if (a.attn_gate) { // the query rows normed out of qg into q (the head's gate rows stay)
         norm(hs, o.qg, E.qg, 2 * hs, qo, qE, hs, l.q_norm, null, h.n_heads);
-        norm(hs, ko, kE, hs, ko, kE, hs, l.k_norm, null, h.n_kv_heads);
+        norm(hs, ko, kE, hs, ko, kE, hs, l.k_norm, null, nkv);
       } else if (l.q_norm) {
         norm(hs, qo, qE, hs, qo, qE, hs, l.q_norm, null, h.n_heads);
-        norm(hs, ko, kE, hs, ko, kE, hs, l.k_norm, null, h.n_kv_heads);
       }
+      if (kvOwn && l.v_norm) { // Gemma 4: RMSNorm of each V head without gain (of K's projection where V = K)
+        norm(hs, l.v_is_k ? ko : vo, kE, hs, vo, kE, hs, l.v_norm, null, nkv);
+      }
+      if (kvOwn && l.k_norm && !a.attn_gate) norm(hs, ko, kE, hs, ko, kE, hs, l.k_norm, null, nkv);
       const kvBind = { buffer: this.cache.layers[l.kv_slot ?? li] };
       if (a.rope !== 'none' && !l.no_rope) { // (a NoPE layer, SmolLM3's every 4th: stored as it is)
-        ropeQKStore(qo, qE, ko, kE, vo, set, kvBind);
-      } else {
-        specs.push(['kv_store', this.#kvF16, [ko, vo, kE, KV, this.#nCtx, B, 3 * B + 4], [kvBind, S],
-          (n) => [wg(this.#kvF16 ? KV / 2 : KV), 1, n]]);
+        ropeQKStore(qo, qE, ko, kE, vo, set, kvBind, sh);
+      } else if (kvOwn) {
+        specs.push(['kv_store', this.#kvF16, [ko, vo, kE, LKV, this.#nCtx, B, 3 * B + 4], [kvBind, S],
+          (n) => [wg(this.#kvF16 ? LKV / 2 : LKV), 1, n]]);
       }
-      if (h.q_scale !== 1) specs.push(['eltwise', 'scale', [qo, qE, Q, fbits(h.q_scale)], [], (n) => [wg(Q), 1, n]]);
+      if (sh.qScale !== 1) specs.push(['eltwise', 'scale', [qo, qE, LQ, fbits(sh.qScale)], [], (n) => [wg(LQ), 1, n]]);
       // split over the cache (the splits this pass's longest entry needs: ns), then combined
-      specs.push(['attention', this.#kvF16, [qo, qE, 0, 0, hs, KV, this.#nCtx, h.n_heads / h.n_kv_heads, B,
+      // (heads above ATT_HEAD, Gemma 4's full layers: the kernel's wide form)
+      specs.push(['attention', hs > ATT_HEAD ? [this.#kvF16, MAX_HEAD] : this.#kvF16, [qo, qE, 0, 0, hs, LKV, this.#nCtx, h.n_heads / nkv, B,
         l.swa ? h.n_swa : 0, fbits(1 / Math.sqrt(hs)), 0, o.att, E.att, this.#attSplits, 3 * B + 4], [kvBind, S],
       (n, m, ns) => [h.n_heads, ns, n]]);
       specs.push(['attn_combine', '', [o.xb, E.xb, hs, o.att, E.att, this.#attSplits, 3 * B + 2], [S],
@@ -410,6 +442,7 @@ export class GpuForward {
       }
       residual(l.wo, o.xb, E.xb, o.xb2, E.xb2, l.bo, l.post_attn_norm);
       ffn(l);
+      ple.layer(l, li);
     });
 
     // the entries that want logits: final norm gathered by S[2B + j], classifier, soft-cap
@@ -517,7 +550,6 @@ export class GpuForward {
     }
     const ahead = this.#ahead;
     this.#ahead = null;
-    const half = h.n_rot / 2;
     const mm = exact ? Infinity : MATMAT_MIN_ENT;
     const wantPos = [];
     let row = 0;
@@ -538,9 +570,11 @@ export class GpuForward {
       step[3 * B + 2] = ns;
       device.queue.writeBuffer(this.#step, 0, step);
       if (this.desc.arch.rope !== 'none') {
-        const cs = new Float32Array(this.#ropeSets * B * h.n_rot);
+        const CS = this.#csStride; // each set its own rotated width (Gemma 4), CS floats apart
+        const cs = new Float32Array(this.#ropeSets * B * CS);
         for (let s = 0; s < this.#ropeSets; s++) {
-          for (let j = 0; j < n; j++) ropeCosSin(cs, (s * B + j) * h.n_rot, positions[i0 + j], this.#ropeFreq, s, half, this.#mscale);
+          const half = ropeSetRot(h, s) / 2;
+          for (let j = 0; j < n; j++) ropeCosSin(cs, (s * B + j) * CS, positions[i0 + j], this.#ropeFreq, s, half, this.#mscale, CS / 2);
         }
         device.queue.writeBuffer(this.#act, this.#off.cs * 4, cs);
       }

@@ -1,7 +1,9 @@
 // kv_cache.js — the KV cache in GPU memory, and what moves its rows without a forward pass.
 // Per attention layer one buffer (a hybrid's by kv_slot; its recurrent state in one more buffer,
 // hp.state_floats floats a sequence, laid out as read_hybrid's): for each of nSeq sequences a block of nCtx K rows, then nCtx V rows
-// (kv_dim elements a row: F16 two to a word, rounded as wlm_kv_store, or F32), written and read
+// (the writing layer's kv_dim elements a row — per_layer.js kvSlots: Gemma 4's sliding and full
+// layers differ, and its KV-shared layers have no buffer of their own, reading their source
+// layer's —: F16 two to a word, rounded as wlm_kv_store, or F32), written and read
 // by forward.js's kv_store and attention kernels. shift() applies a context shift C has recorded
 // (wlm_seq_shift_internal): a sequence's rows keep + discard .. end − 1 move down to keep .., K
 // re-rotated by the RoPE of −discard positions (kvShiftWgsl); fork() applies beam search's
@@ -14,6 +16,7 @@
 import { jsError } from '../../runtime/errors.js';
 import { ropeCosSin, WG } from './wgsl_ops.js';
 import { checkFits, USAGE } from './weights.js';
+import { kvSlots, ropeHalf, ropeSetRot } from './per_layer.js';
 
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
 
@@ -27,8 +30,9 @@ export class GpuKvCache {
   #nCtx;
   #nSeq;
   #f16;
-  #rowBytes;     // one row: kv_dim elements
-  #ropeFreq;     // Float32Array (ropeSets × n_rot/2)
+  #slots;        // per buffer: {kvDim, hs, nRot, set, noRope} of the layer writing it (kvSlots)
+  #rowBytes;     // per buffer: bytes of one row (its kvDim elements)
+  #ropeFreq;     // Float32Array (ropeSets × the context's rope_half: per_layer.js ropeHalf)
   #ropeSets;
   #pipelines;
   #scratch = null;
@@ -42,17 +46,19 @@ export class GpuKvCache {
    */
   static async create(device, desc, opts) {
     const c = new GpuKvCache(device, desc, opts);
-    const layerBytes = c.#nSeq * 2 * c.#nCtx * c.#rowBytes;
-    checkFits(device, `the KV cache of one layer (nCtx ${c.#nCtx}${c.#nSeq > 1 ? `, ${c.#nSeq} sequences` : ''})`, layerBytes);
-    const nAttn = desc.hp.n_attn_layers ?? desc.hp.n_layers;
+    const nAttn = c.#slots.length;
+    const layerBytes = (s) => c.#nSeq * 2 * c.#nCtx * c.#rowBytes[s];
+    const widest = c.#rowBytes.reduce((a, r, s) => (r > c.#rowBytes[a] ? s : a), 0);
+    if (nAttn) checkFits(device, `the KV cache of one layer (nCtx ${c.#nCtx}${c.#nSeq > 1 ? `, ${c.#nSeq} sequences` : ''})`, layerBytes(widest));
     const stateBytes = c.#nSeq * (desc.hp.state_floats ?? 0) * 4;
     if (stateBytes) checkFits(device, `the recurrent state${c.#nSeq > 1 ? ` of ${c.#nSeq} sequences` : ''}`, stateBytes);
     device.pushErrorScope('out-of-memory');
     for (let l = 0; l < nAttn; l++) {
-      c.layers.push(device.createBuffer({ label: `kv.${l}`, size: (layerBytes + 3) & ~3, usage: USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST }));
+      c.layers.push(device.createBuffer({ label: `kv.${l}`, size: (layerBytes(l) + 3) & ~3, usage: USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST }));
+      c.bytes += layerBytes(l);
     }
     if (stateBytes) c.state = device.createBuffer({ label: 'recurrent state', size: stateBytes, usage: USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST });
-    c.bytes = nAttn * layerBytes + stateBytes;
+    c.bytes += stateBytes;
     const oom = await device.popErrorScope();
     if (oom) {
       c.destroy();
@@ -67,22 +73,23 @@ export class GpuKvCache {
     this.#nCtx = nCtx;
     this.#nSeq = nSeq;
     this.#f16 = f16;
-    this.#rowBytes = desc.hp.kv_dim * (f16 ? 2 : 4);
+    this.#slots = kvSlots(desc, ropeSets);
+    this.#rowBytes = this.#slots.map((s) => s.kvDim * (f16 ? 2 : 4));
     this.#ropeFreq = ropeFreq;
     this.#ropeSets = ropeSets;
     this.#pipelines = pipelines;
   }
 
-  /** Byte offsets of sequence `seq`'s first K row and first V row in a layer's buffer. */
-  #block(seq) {
-    const k = seq * 2 * this.#nCtx * this.#rowBytes;
-    return [k, k + this.#nCtx * this.#rowBytes];
+  /** Byte offsets of sequence `seq`'s first K row and first V row in buffer `l`. */
+  #block(seq, l) {
+    const r = this.#rowBytes[l], k = seq * 2 * this.#nCtx * r;
+    return [k, k + this.#nCtx * r];
   }
 
-  /** The scratch buffer (one sequence's K and V rows of one layer), made once. */
+  /** The scratch buffer (one sequence's K and V rows of the widest layer), made once. */
   async #scratchBuffer() {
     if (this.#scratch) return this.#scratch;
-    const bytes = 2 * this.#nCtx * this.#rowBytes;
+    const bytes = 2 * this.#nCtx * Math.max(4, ...this.#rowBytes);
     this.#device.pushErrorScope('out-of-memory');
     const b = this.#device.createBuffer({ label: 'kv scratch', size: (bytes + 3) & ~3, usage: USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST });
     const oom = await this.#device.popErrorScope();
@@ -100,8 +107,9 @@ export class GpuKvCache {
     const device = this.#device, h = this.#desc.hp;
     const scratch = await this.#scratchBuffer();
     device.pushErrorScope('out-of-memory');
-    const params = device.createBuffer({ label: 'kv shift params', size: h.n_layers * PARAM_SLOT, usage: USAGE.UNIFORM | USAGE.COPY_DST });
-    const cs = device.createBuffer({ label: 'kv shift cos/sin', size: Math.max(16, this.#ropeSets * h.n_rot * 4), usage: USAGE.STORAGE | USAGE.COPY_DST });
+    const CS = 2 * ropeHalf(h); // one set's cos/sin
+    const params = device.createBuffer({ label: 'kv shift params', size: Math.max(1, this.#slots.length) * PARAM_SLOT, usage: USAGE.UNIFORM | USAGE.COPY_DST });
+    const cs = device.createBuffer({ label: 'kv shift cos/sin', size: Math.max(16, this.#ropeSets * CS * 4), usage: USAGE.STORAGE | USAGE.COPY_DST });
     const args = device.createBuffer({ label: 'kv shift args', size: 16, usage: USAGE.STORAGE | USAGE.COPY_DST });
     const oom = await device.popErrorScope();
     if (oom) {
@@ -109,11 +117,10 @@ export class GpuKvCache {
       throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for a context shift's parameters: ${oom.message}`);
     }
     const pipeline = await this.#pipelines.get('kv_shift', this.#f16);
-    const words = new Uint32Array(h.n_layers * PARAM_SLOT / 4);
-    const binds = this.#desc.layers.filter((l) => (l.kv_slot ?? 0) >= 0).map((l, li) => { // li: the kv_slot
-      const set = this.#ropeSets > 1 && l.swa ? 1 : 0;
+    const words = new Uint32Array(Math.max(1, this.#slots.length) * PARAM_SLOT / 4);
+    const binds = this.#slots.map((sl, li) => { // li: the kv_slot
       // (n_rot 0 on a NoPE layer: its K rows move without turning)
-      words.set([h.kv_dim, this.#nCtx, h.head_size, l.no_rope ? 0 : h.n_rot, this.#desc.arch.rope === 'neox' ? 1 : 0, set * h.n_rot, 0], li * PARAM_SLOT / 4);
+      words.set([sl.kvDim, this.#nCtx, sl.hs, sl.noRope ? 0 : sl.nRot, this.#desc.arch.rope === 'neox' ? 1 : 0, sl.set * CS, 0], li * PARAM_SLOT / 4);
       return device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [
         { binding: 0, resource: { buffer: cs } }, // kvShiftWgsl reads its cos/sin as "A"
         { binding: 1, resource: { buffer: params, offset: li * PARAM_SLOT, size: 64 } },
@@ -134,19 +141,19 @@ export class GpuKvCache {
   async shift(seq, keep, discard, end) {
     const moved = end - keep - discard;
     if (discard < 1 || moved < 1) return;
-    const device = this.#device, h = this.#desc.hp, half = h.n_rot / 2;
+    const device = this.#device, h = this.#desc.hp, CS = 2 * ropeHalf(h);
     const { cs, args, pipeline, binds, scratch } = await this.#shiftOps();
     // cos/sin of −discard positions in each set (forward.c's wlm_rope_shift_prepare: the
-    // attention factor is already in K)
-    const v = new Float32Array(this.#ropeSets * h.n_rot);
-    for (let s = 0; s < this.#ropeSets; s++) ropeCosSin(v, s * h.n_rot, -discard, this.#ropeFreq, s, half);
+    // attention factor is already in K), each set its own rotated width, CS floats apart
+    const v = new Float32Array(this.#ropeSets * CS);
+    for (let s = 0; s < this.#ropeSets; s++) ropeCosSin(v, s * CS, -discard, this.#ropeFreq, s, ropeSetRot(h, s) / 2, 1, CS / 2);
     device.queue.writeBuffer(cs, 0, v);
     device.queue.writeBuffer(args, 0, Uint32Array.of(keep, discard, end, seq));
-    const words = this.#f16 ? h.kv_dim / 2 : h.kv_dim;
     const gy = Math.min(moved, device.limits.maxComputeWorkgroupsPerDimension);
-    const [k0, v0] = this.#block(seq), r = this.#rowBytes;
     const enc = device.createCommandEncoder();
     binds.forEach((bind, l) => {
+      const kvDim = this.#slots[l].kvDim, words = this.#f16 ? kvDim / 2 : kvDim;
+      const [k0, v0] = this.#block(seq, l), r = this.#rowBytes[l];
       const pass = enc.beginComputePass();
       pass.setPipeline(pipeline);
       pass.setBindGroup(0, bind);
@@ -174,13 +181,13 @@ export class GpuKvCache {
     const enc = this.#device.createCommandEncoder();
     for (const [src, dst, n] of forks) {
       if (n < 1 || src === dst) continue;
-      const bytes = n * this.#rowBytes, [sk, sv] = this.#block(src), [dk, dv] = this.#block(dst);
-      for (const kv of this.layers) {
+      this.layers.forEach((kv, l) => {
+        const bytes = n * this.#rowBytes[l], [sk, sv] = this.#block(src, l), [dk, dv] = this.#block(dst, l);
         enc.copyBufferToBuffer(kv, sk, scratch, 0, bytes);
         enc.copyBufferToBuffer(kv, sv, scratch, bytes, bytes);
         enc.copyBufferToBuffer(scratch, 0, kv, dk, bytes);
         enc.copyBufferToBuffer(scratch, bytes, kv, dv, bytes);
-      }
+      });
       if (this.state) { // the recurrent state is copied, as C's fork copies it
         enc.copyBufferToBuffer(this.state, src * stBytes, this.#stateScratch, 0, stBytes);
         enc.copyBufferToBuffer(this.#stateScratch, 0, this.state, dst * stBytes, stBytes);

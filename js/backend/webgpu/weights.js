@@ -14,10 +14,16 @@ import { MAX_SSM_HEAD } from './wgsl_recurrent.js';
 
 export const USAGE = Object.freeze({ MAP_READ: 1, COPY_SRC: 4, COPY_DST: 8, UNIFORM: 64, STORAGE: 128, QUERY_RESOLVE: 512 });
 
-const MATRICES = ['wq', 'wk', 'wv', 'wqkv', 'wo', 'w1', 'w2', 'w3', 'w13', 'ssm_in', 'ssm_gate', 'ssm_beta', 'ssm_alpha', 'ssm_out'];
+const MATRICES = ['wq', 'wk', 'wv', 'wqkv', 'wo', 'w1', 'w2', 'w3', 'w13', 'ssm_in', 'ssm_gate', 'ssm_beta', 'ssm_alpha', 'ssm_out',
+  'ple_gate', 'ple_proj'];
 const VECTORS = ['attn_norm', 'attn_norm_b', 'bqkv', 'bq', 'bk', 'bv', 'q_norm', 'k_norm', 'bo',
-  'post_attn_norm', 'ffn_norm', 'ffn_norm_b', 'b_up', 'b_down', 'post_ffn_norm', 'conv_w', 'ssm_dt', 'ssm_a', 'ssm_norm'];
-const GGUF_NAMES = { wq: 'attn_q', wk: 'attn_k', wv: 'attn_v', wqkv: 'attn_qkv', wo: 'attn_output', w1: 'ffn_gate', w2: 'ffn_down', w3: 'ffn_up', w13: 'ffn_gate_up' };
+  'post_attn_norm', 'ffn_norm', 'ffn_norm_b', 'b_up', 'b_down', 'post_ffn_norm', 'conv_w', 'ssm_dt', 'ssm_a', 'ssm_norm',
+  'v_norm', 'out_scale', 'ple_norm'];
+const GGUF_NAMES = { wq: 'attn_q', wk: 'attn_k', wv: 'attn_v', wqkv: 'attn_qkv', wo: 'attn_output', w1: 'ffn_gate', w2: 'ffn_down', w3: 'ffn_up', w13: 'ffn_gate_up',
+  ple_gate: 'inp_gate', ple_proj: 'proj' };
+/** The model's matrices outside the layers: description key → GGUF name (without .weight). */
+const GLOBAL_MATRICES = { token_embd: 'token_embd', position_embd: 'position_embd', output: 'output',
+  ple_embd: 'per_layer_token_embd', ple_model_proj: 'per_layer_model_proj' };
 /** A recurrent layer's matrices by mixer (src/model/gguf_model.c map_recurrent). */
 const SSM_NAMES = {
   deltanet: { ssm_in: 'attn_qkv', ssm_gate: 'attn_gate', ssm_beta: 'ssm_beta', ssm_alpha: 'ssm_alpha', ssm_out: 'ssm_out' },
@@ -70,9 +76,7 @@ export function fuseMatrices(desc, maxBytes) {
 /** Every weight matrix of the description as [name, tensor] (tensor: [type, rows, cols, row_bytes, addr]). */
 export function matrices(desc) {
   const out = [];
-  for (const k of ['token_embd', 'position_embd', 'output']) {
-    if (desc.tensors[k]) out.push([k === 'output' ? 'output' : `${k}`, desc.tensors[k]]);
-  }
+  for (const [k, name] of Object.entries(GLOBAL_MATRICES)) if (desc.tensors[k]) out.push([name, desc.tensors[k]]);
   desc.layers.forEach((l, i) => {
     for (const k of MATRICES) if (l[k]) out.push([`blk.${i}.${ggufName(l, k)}`, l[k]]);
   });
@@ -80,16 +84,17 @@ export function matrices(desc) {
 }
 
 /**
- * Why this model cannot run on the GPU, or '' when it can: a weight type without kernels, or a
- * head size above the attention kernel's limit.
+ * Why this model cannot run on the GPU, or '' when it can: an encoder, Gemma 4's
+ * mixture-of-experts layers, a weight type without kernels, or a head size (the largest of any
+ * layer's) above the attention kernel's limit.
  */
 export function unsupportedReason(desc, { maxHead }) {
   if (desc.arch?.encoder || desc.hp?.bidirectional) {
     return `the GPU forward pass is causal only: ${desc.arch?.encoder ? 'an encoder' : 'bidirectional attention'} (${desc.arch?.name}) runs on the CPU`;
   }
-  if (desc.arch?.per_layer) {
-    return `${desc.arch.name}'s per-layer shapes (head sizes, KV heads and feed-forward widths by layer, ` +
-      'layers sharing an earlier KV cache, per-layer embeddings) run on the CPU only for now';
+  if (desc.arch?.per_layer && desc.layers?.some((l) => l.ffn_kind === 'moe')) {
+    return `${desc.arch.name}'s mixture-of-experts layers (the experts beside the dense feed-forward, each ` +
+      'branch post-normed, the router reading the scaled RMSNorm of the stream) run on the CPU only for now';
   }
   if (desc.hp?.n_rec_layers > 0 && desc.hp.ssm_d > MAX_SSM_HEAD) {
     return `${desc.arch?.name}'s DeltaNet head size ${desc.hp.ssm_d} is above the GPU kernel's ${MAX_SSM_HEAD}`;
@@ -168,15 +173,19 @@ export async function uploadWeights(device, desc, memory) {
 export async function uploadVectors(device, desc, memory) {
   const vecs = [];
   const addVec = (v) => { if (v && Array.isArray(v[0])) v.forEach(addVec); else if (v) vecs.push(v); }; // bqkv: [bq, bk, bv] once joined
-  for (const k of ['output_norm', 'output_norm_b']) addVec(desc.tensors[k]);
+  for (const k of ['output_norm', 'output_norm_b', 'ple_proj_norm']) addVec(desc.tensors[k]);
   for (const l of desc.layers) for (const k of VECTORS) addVec(l[k]);
+  // one copy per address, as long as its longest view (Gemma 4's V-norm ones serve head sizes
+  // of 256 and 512)
+  const len = new Map();
+  for (const v of vecs) len.set(v[4], Math.max(len.get(v[4]) ?? 0, v[2]));
   const vecOff = new Map();
   let nf = 0;
-  for (const v of vecs) if (!vecOff.has(v[4])) { vecOff.set(v[4], nf); nf += (v[2] + 3) & ~3; }
+  for (const [addr, n] of len) { vecOff.set(addr, nf); nf += (n + 3) & ~3; }
   device.pushErrorScope('out-of-memory');
   const vec = device.createBuffer({ label: 'vectors', size: Math.max(16, nf * 4), usage: USAGE.STORAGE | USAGE.COPY_SRC | USAGE.COPY_DST, mappedAtCreation: true });
   const vf = new Float32Array(vec.getMappedRange());
-  for (const v of vecs) vf.set(new Float32Array(memory.buffer, v[4], v[2]), vecOff.get(v[4]));
+  for (const [addr, n] of len) vf.set(new Float32Array(memory.buffer, addr, n), vecOff.get(addr));
   vec.unmap();
   const oom = await device.popErrorScope();
   if (oom) {

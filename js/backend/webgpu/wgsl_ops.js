@@ -8,7 +8,7 @@
 // K re-rotated) and attention (GQA over the KV cache
 // in F32 or F16 elements, a sliding window, one pass with a running maximum: no score buffer;
 // split over the cache, then combined),
-// and the element-wise add, add_vec, scale, glu (SwiGLU, GeGLU, GELU) and softcap.
+// and the element-wise add, add_vec, scale, scale_by, glu (SwiGLU, GeGLU, GELU) and softcap.
 //
 // Every kernel binds the activation buffer A (array<f32>, read_write: all activations live in it
 // at offsets, so no kernel aliases two bindings) at 0 and its parameters at 1 (16 u32 words read
@@ -19,8 +19,10 @@
 import { F16V, F16X2, GPU_TYPES, W_SUB_GENERIC, WGSL_BYTES, WGSL_WORDS } from './wgsl_quant.js';
 
 export const WG = 64;        // invocations per workgroup, every kernel
-export const MAX_HEAD = 256; // attention: largest head size (4 value words per invocation)
+export const ATT_HEAD = 256; // attention: largest head size of the narrow form (4 value words per invocation)
+export const MAX_HEAD = 512; // attention: largest head size, the wide form's (Gemma 4's full layers)
 const ATT_SLICE = 8;         // attention: dimensions of one score slice (one invocation's share of a K row)
+const ATT_SLICE_WIDE = 16;   // the wide form's: 32 slices of a 512 head keep its workgroup memory at 10.5 KiB
 export const NONE = 0xffffffff;
 
 export const HEADER = /* wgsl */ `
@@ -267,12 +269,13 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
 /**
  * The cos/sin ropeWgsl and kvShiftWgsl read, for position `pos` (any float; −n for a context
  * shift) of RoPE set `set`: out[at + i] = cos, out[at + n_rot/2 + i] = sin of the float angle
- * pos · freq[set · n_rot/2 + i], each times `mscale` when it is not 1 — forward.c's rope_angles
- * (float angle, cosf / sinf), for i < n_rot/2.
+ * pos · freq[set · stride + i], each times `mscale` when it is not 1 — forward.c's rope_angles
+ * (float angle, cosf / sinf), for i < half = the set's n_rot/2. `stride`: frequencies per set in
+ * `freq` (the context's rope_half, the widest set's n_rot/2: Gemma 4's sets differ), default half.
  */
-export function ropeCosSin(out, at, pos, freq, set, half, mscale = 1) {
+export function ropeCosSin(out, at, pos, freq, set, half, mscale = 1, stride = half) {
   for (let i = 0; i < half; i++) {
-    const ang = Math.fround(pos * freq[set * half + i]);
+    const ang = Math.fround(pos * freq[set * stride + i]);
     let c = Math.fround(Math.cos(ang)), s = Math.fround(Math.sin(ang));
     if (mscale !== 1) { c = Math.fround(c * mscale); s = Math.fround(s * mscale); }
     out[at + i] = c;
@@ -453,9 +456,43 @@ ${f16 ? '    OUT[r * words + w] = f2h(rot(k0, 2u * w)) | (f2h(rot(k0, 2u * w + 1
  * halves are decoded two at a time (F16X2: the hardware's unpack2x16float, its subnormals
  * rebuilt exactly whatever the GPU does with them).
  */
-export function attentionWgsl(f16) {
-  const per = MAX_HEAD / 2 / WG;     // value pairs an invocation owns, at most
-  const gmax = MAX_HEAD / ATT_SLICE; // score slices of a position, at most
+const WIDE_KSLICE = /* wgsl */ `
+// q · K[row] over dimensions 16g .. 16g + 15 (< hs), in order, eight loads at a time (the wide
+// form: a score is then summed 16 dimensions a slice)
+fn kslice(kb: u32, g: u32, hs: u32) -> f32 {
+  let d0 = g * ${ATT_SLICE_WIDE}u;
+  let end = min(d0 + ${ATT_SLICE_WIDE}u, hs);
+  var s = 0.0;
+  var d = d0;
+  for (; d + 8u <= end; d += 8u) {
+    let w0 = (kb + d) >> 1u;
+    let a = kvw(w0);
+    let b = kvw(w0 + 1u);
+    let c = kvw(w0 + 2u);
+    let e = kvw(w0 + 3u);
+    s += qs[d] * a.x;
+    s += qs[d + 1u] * a.y;
+    s += qs[d + 2u] * b.x;
+    s += qs[d + 3u] * b.y;
+    s += qs[d + 4u] * c.x;
+    s += qs[d + 5u] * c.y;
+    s += qs[d + 6u] * e.x;
+    s += qs[d + 7u] * e.y;
+  }
+  for (; d < end; d += 2u) {
+    let v = kvw((kb + d) >> 1u);
+    s += qs[d] * v.x;
+    s += qs[d + 1u] * v.y;
+  }
+  return s;
+}
+`;
+
+export function attentionWgsl(f16, maxHead = ATT_HEAD) {
+  const wide = maxHead > ATT_HEAD;
+  const slice = wide ? ATT_SLICE_WIDE : ATT_SLICE;
+  const per = maxHead / 2 / WG;     // value pairs an invocation owns, at most
+  const gmax = maxHead / slice;     // score slices of a position, at most
   return `${HEADER}
 @group(0) @binding(2) var<storage, read> KV: array<u32>;
 @group(0) @binding(3) var<storage, read> S: array<u32>;
@@ -465,7 +502,7 @@ ${F16X2}
 fn kvw(i: u32) -> vec2<f32> {
 ${f16 ? '  return f16x2(KV[i]);' : '  return vec2<f32>(bitcast<f32>(KV[2u * i]), bitcast<f32>(KV[2u * i + 1u]));'}
 }
-var<workgroup> qs: array<f32, ${MAX_HEAD}>;
+var<workgroup> qs: array<f32, ${maxHead}>;
 var<workgroup> part: array<f32, ${WG * gmax}>; // [position in the tile][slice]: partial dots
 var<workgroup> pr: array<f32, ${WG}>;
 var<workgroup> red: array<f32, ${WG}>;
@@ -480,7 +517,7 @@ fn wreduce(t: u32, v: f32, is_max: bool) -> f32 {
   workgroupBarrier();
   return r;
 }
-// q · K[row] over dimensions 8g .. 8g + 7 (< hs), in order; kb the row's first element. A whole
+${wide ? WIDE_KSLICE : `// q · K[row] over dimensions 8g .. 8g + 7 (< hs), in order; kb the row's first element. A whole
 // slice is eight loads issued together (four words of an F16 cache); a head size that is not a
 // multiple of 8 ends in a partial slice, read a pair at a time.
 fn kslice(kb: u32, g: u32, hs: u32) -> f32 {
@@ -511,7 +548,7 @@ fn kslice(kb: u32, g: u32, hs: u32) -> f32 {
   }
   return s;
 }
-@compute @workgroup_size(${WG})
+`}@compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
   let hs = pu(4u);
   let kv_dim = pu(5u);
@@ -526,7 +563,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
   let sb = S[pu(15u) + wg.z] * 2u * pu(6u);
   let q0 = pu(0u) + wg.z * pu(1u) + wg.x * hs;
   for (var d = t; d < hs; d += ${WG}u) { qs[d] = A[q0 + d]; }
-  let ng = (hs + ${ATT_SLICE - 1}u) / ${ATT_SLICE}u; // slices of a position
+  let ng = (hs + ${slice - 1}u) / ${slice}u; // slices of a position
   let pp = ${WG}u / ng;                               // positions a pass
   let row_pairs = kv_dim / 2u;
   let hs_pairs = hs / 2u;
@@ -642,6 +679,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
  *   add      A[y + i] += A[x + i]                 params 0 y_off, 1 y_estride, 2 x_off, 3 x_estride, 4 len
  *   add_vec  A[y + i] += V[v_off + i]             params 0 y_off, 1 y_estride, 2 v_off, 3 len
  *   scale    A[y + i] *= s                        params 0 y_off, 1 y_estride, 2 len, 3 s (f32)
+ *   scale_by A[y + i] *= V[v_off]                 params 0 y_off, 1 y_estride, 2 v_off, 3 len
+ *                                                 (Gemma 4's layer_output_scale)
  *   glu      A[g + i] = act(A[g + i]) (· A[u + i]) params 0 g_off, 1 g_estride, 2 u_off, 3 u_estride,
  *                                                 4 len, 5 act (0 SiLU, 1 GELU), 6 gated
  *   softcap  A[y + i] = c · tanh(A[y + i] / c)    params 0 y_off, 1 y_estride, 2 len, 3 c (f32)
@@ -660,6 +699,9 @@ export function eltwiseWgsl(op) {
     scale: `${idx}
   if (i >= pu(2u)) { return; }
   A[pu(0u) + wg.z * pu(1u) + i] *= pf(3u);`,
+    scale_by: `${idx}
+  if (i >= pu(3u)) { return; }
+  A[pu(0u) + wg.z * pu(1u) + i] *= V[pu(2u)];`,
     glu: `${idx}
   if (i >= pu(4u)) { return; }
   let g = pu(0u) + wg.z * pu(1u) + i;
@@ -673,7 +715,7 @@ export function eltwiseWgsl(op) {
   }[op];
   if (!body) throw new Error(`eltwiseWgsl: unknown op ${op}`);
   return `${HEADER}
-${op === 'add_vec' ? '@group(0) @binding(2) var<storage, read> V: array<f32>;' : ''}
+${op === 'add_vec' || op === 'scale_by' ? '@group(0) @binding(2) var<storage, read> V: array<f32>;' : ''}
 ${F2H}
 ${F16V}
 ${GLU_ACT}

@@ -1,0 +1,171 @@
+// Gemma 4 on the WebGPU backend (Dawn: lavapipe or SwiftShader, tests/js/_webgpu.mjs), against the
+// CPU engine on the synthesizer's random-weight gemma4 files (tools/synth_gguf.mjs), two layer
+// patterns: 'tiny' (sliding 16-wide and full 32-wide heads, KV heads 2 or 1 and n_ff by layer, V =
+// K on the full layers, the last two layers reading layers 4's and 5's caches, per-layer
+// embeddings of 16, window 8) and 'tiny-e2b' (E2B's kind: attn_v everywhere, E2B's 256 / 512-wide
+// heads — the attention kernel's wide form —, three KV-shared layers, per-layer embeddings of 8,
+// window 4); every layer with its
+// layer_output_scale, the logits soft-capped, full layers turning by proportional RoPE
+// (rope_freqs). F32, Q8_0 and Q4_K_M; the reference for a quantized file is the CPU on its
+// dequantized copy (webgpu_engine.test.mjs says why). The logits over an 18-token prefill (the
+// tiled matrix-matrix kernel, past the window) and 6 greedy decode steps within the other GPU
+// tests' tolerance (1e-3 relative to 1 + max |logit|; measured ≤ 4.8e-4 on lavapipe, 7.6e-4 on
+// SwiftShader), the greedy ids equal up to a near-tie, with an F32 KV cache; with an F16 one
+// within 3e-3 (measured ≤ 1.5e-3 on lavapipe, 1.7e-3 on SwiftShader: these models' scale-1
+// attention over RMS-normed K and V is sensitive to binary16 rounding — the CPU's own F16 cache
+// moves its logits by up to 4e-3 relative to its F32 one — and a K or V element whose last float
+// bit differs can round to the other binary16 neighbour); the
+// GPU's KV cache holds no buffer for the KV-shared layers and sizes each other layer's by its own
+// row; generateBatch (each sequence its block of every layer's cache) and beam search (forks
+// copying each layer's rows at its own width) as the CPU engine; 26B-A4B's kind (MoE layers)
+// refused by backend 'webgpu' with the reason.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { argmax, dawn, dequantizedCopy, diff, margin, wasmReference } from './_webgpu.mjs';
+import { createEngine } from '../../js/wasmlm.js';
+import { synthCached } from '../../tools/synth_gguf.mjs';
+import { MATMAT_MIN_ENT } from '../../js/backend/webgpu/wgsl_matmat.js';
+import { GpuForward, Pipelines } from '../../js/backend/webgpu/forward.js';
+import { describeModel } from '../../js/backend/webgpu/backend.js';
+import { requestDevice } from '../../js/backend/webgpu/device.js';
+import { uploadWeights } from '../../js/backend/webgpu/weights.js';
+import { ropeHalf } from '../../js/backend/webgpu/per_layer.js';
+
+const { gpu, skip: why } = await dawn();
+const skip = why || false;
+const NEAR_TIE = 0.01;
+const TOL = 1e-3;
+const LONG_PROMPT = 'Once upon a time there was a little girl who lived in a village near the woods';
+
+const cases = [];
+for (const type of ['F32', 'Q8_0', 'Q4_K_M']) cases.push({ shape: 'tiny', type });
+for (const type of ['F32', 'Q8_0']) cases.push({ shape: 'tiny-e2b', type });
+
+for (const { shape, type } of cases) {
+  test(`gemma4 ${shape} ${type}: GPU logits match the CPU's over a prefill and 6 decode steps, greedy ids equal up to a near-tie`, { skip }, async (t) => {
+    const file = synthCached({ arch: 'gemma4', shape, type });
+    const cpu = await createEngine({ threads: 1, backend: 'cpu' });
+    const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+    try {
+      await cpu.load({ model: type === 'F32' ? file : dequantizedCopy(file), kvType: 'f32' });
+      const info = await g.load({ model: file, kvType: 'f32' });
+      assert.equal(info.backend, 'webgpu', info.backendReason);
+      let ids = Array.from(await cpu.tokenize(LONG_PROMPT));
+      assert.ok(ids.length >= MATMAT_MIN_ENT, `${ids.length} prompt tokens: the tiled kernel is not used`);
+      let steps = 0;
+      for (let step = 0; step < 7; step++) {
+        const a = await cpu.evalTokens(ids);
+        const b = await g.evalTokens(ids);
+        const { d, m } = diff(a, b);
+        assert.ok(d <= TOL * (1 + m), `step ${step}: max |diff| ${d} > ${TOL} · (1 + ${m})`);
+        t.diagnostic(`step ${step}: max |diff| / (1 + max |logit|) ${(d / (1 + m)).toExponential(2)}`);
+        steps++;
+        if (margin(a) < NEAR_TIE) break;
+        assert.equal(argmax(b), argmax(a), `step ${step}: greedy ids differ`);
+        ids = [argmax(a)];
+      }
+      assert.ok(steps >= 2, `only ${steps} step before a near-tie`);
+    } finally {
+      await cpu.free();
+      await g.free();
+    }
+  });
+}
+
+test('gemma4 tiny: with an F16 KV cache, the GPU logits match the CPU\'s (F16 too) over a prefill and 6 decode steps', { skip }, async (t) => {
+  const file = synthCached({ arch: 'gemma4', shape: 'tiny' });
+  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+  try {
+    await cpu.load({ model: file, kvType: 'f16' });
+    assert.equal((await g.load({ model: file, kvType: 'f16' })).backend, 'webgpu');
+    let ids = Array.from(await cpu.tokenize(LONG_PROMPT));
+    for (let step = 0; step < 7; step++) {
+      const a = await cpu.evalTokens(ids);
+      const b = await g.evalTokens(ids);
+      const { d, m } = diff(a, b);
+      assert.ok(d <= 3e-3 * (1 + m), `step ${step}: max |diff| ${d} > 3e-3 · (1 + ${m})`);
+      t.diagnostic(`step ${step}: max |diff| / (1 + max |logit|) ${(d / (1 + m)).toExponential(2)}`);
+      if (margin(a) < NEAR_TIE) break;
+      assert.equal(argmax(b), argmax(a), `step ${step}: greedy ids differ`);
+      ids = [argmax(a)];
+    }
+  } finally {
+    await cpu.free();
+    await g.free();
+  }
+});
+
+test('gemma4: the GPU KV cache has one buffer per layer that owns K/V (none for the KV-shared ones), each sized by that layer\'s own KV heads × head size', { skip }, async () => {
+  const x = wasmReference();
+  for (const shape of ['tiny', 'tiny-e2b']) {
+    const bytes = fs.readFileSync(synthCached({ arch: 'gemma4', shape }));
+    const ptr = x.wlmjs_malloc(bytes.length) >>> 0, slot = x.wlmjs_malloc(8) >>> 0;
+    new Uint8Array(x.memory.buffer, ptr, bytes.length).set(bytes);
+    assert.equal(x.wlmjs_model_load(ptr, bytes.length, slot), 0);
+    const model = new Int32Array(x.memory.buffer, slot, 1)[0];
+    const nCtx = 64;
+    assert.equal(x.wlmjs_context_new(model, nCtx, 2, 1, 1, 0, 0, -1, slot), 0); // deferred, F16 KV
+    const ctx = new Int32Array(x.memory.buffer, slot, 1)[0];
+    x.wlmjs_free(slot);
+    const f = (i) => x.wlmjs_deferred_field(ctx, i);
+    const desc = describeModel(x, model);
+    const { device, subgroups } = await requestDevice(await gpu.requestAdapter());
+    try {
+      const fwd = await GpuForward.create(device, desc, await uploadWeights(device, desc, x.memory), {
+        kvF16: true, nCtx, ropeSets: f(7), mscale: f(8), pipelines: new Pipelines(device, { subgroups }),
+        ropeFreq: new Float32Array(x.memory.buffer, f(6) >>> 0, f(7) * ropeHalf(desc.hp)).slice() });
+      const own = desc.layers.filter((l) => l.kv_own);
+      assert.equal(own.length, desc.hp.n_layers - desc.hp.n_shared_kv);
+      assert.ok(desc.hp.n_shared_kv > 0);
+      assert.equal(fwd.cache.layers.length, own.length, `${shape}: a buffer per owning layer`);
+      own.forEach((l) => assert.equal(fwd.cache.layers[l.kv_slot].size, 2 * nCtx * l.n_kv_heads * l.head_size * 2, `${shape}: slot ${l.kv_slot}`));
+      if (shape === 'tiny-e2b') assert.deepEqual(new Set(own.map((l) => l.kv_dim)), new Set([256, 512]), 'row widths differ by layer');
+      // a shared layer reads its source's slot: the sliding ones L − S − 2's, the full ones L − S − 1's
+      const first = desc.hp.n_layers - desc.hp.n_shared_kv;
+      desc.layers.slice(first).forEach((l) => assert.equal(l.kv_slot, desc.layers[first - (l.swa ? 2 : 1)].kv_slot));
+      fwd.destroy();
+    } finally {
+      device.destroy();
+      x.wlm_context_free(ctx);
+      x.wlm_model_free(model);
+    }
+  }
+});
+
+test('gemma4: generateBatch (each sequence its block of every layer\'s cache) and beam search (forks copying each layer\'s rows at its own width) on the GPU as the CPU engine', { skip }, async () => {
+  const file = synthCached({ arch: 'gemma4', shape: 'tiny' });
+  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+  try {
+    await cpu.load({ model: file, kvType: 'f32' });
+    assert.equal((await g.load({ model: file, kvType: 'f32' })).backend, 'webgpu');
+    const prompts = ['Once upon a time', 'The little dog ran', LONG_PROMPT];
+    const run = async (e) => {
+      const ids = prompts.map(() => []);
+      for await (const t of e.generateBatch(prompts, { temperature: 0, maxTokens: 8 })) if (!t.stopReason) ids[t.seq].push(t.id);
+      return ids;
+    };
+    assert.deepEqual(await run(g), await run(cpu));
+    const a = await cpu.beamSearch('Once upon a time', { width: 3, maxTokens: 6 });
+    const b = await g.beamSearch('Once upon a time', { width: 3, maxTokens: 6 });
+    assert.deepEqual(b.beams.map((x) => x.tokens), a.beams.map((x) => x.tokens));
+  } finally {
+    await cpu.free();
+    await g.free();
+  }
+});
+
+test('gemma4 tiny-moe (26B-A4B\'s kind): backend webgpu refuses its mixture-of-experts layers, naming them, streamed or from the loaded model\'s description', { skip }, async () => {
+  const file = synthCached({ arch: 'gemma4', shape: 'tiny-moe' });
+  for (const gpuWeights of [undefined, 'heap']) {
+    const w = await createEngine({ threads: 1, gpu, backend: 'webgpu', ...(gpuWeights ? { gpuWeights } : {}) });
+    try {
+      await assert.rejects(w.load({ model: file, nCtx: 64 }),
+        (err) => err.code === 'WLM_ERR_UNSUPPORTED' && /mixture[ -]of[ -]experts/.test(err.message), gpuWeights ?? 'streamed');
+    } finally {
+      await w.free();
+    }
+  }
+});
