@@ -187,10 +187,10 @@ void wlm_state_snapshot(wlm_context *c, int32_t seq, int slot) {
  * after its entry j < n - 1. Two ways (model.h's WLM_ROLL_*): the snapshot before the pass, then
  * the j + 1 kept tokens replayed (one more forward pass, reading every weight once), or a copy
  * of the state after each entry but the last, written by the pass itself, taken as it is (n - 1
- * state copies a round, whatever is accepted). The record is llama.cpp's idea too (its recurrent
- * memory keeps n_rs_seq per-token state rows a sequence, written by the graph, and a partial
- * seq_rm picks one: src/llama-memory-recurrent.cpp); here the copies are whole-state buffers
- * swapped in, so taking one costs a pointer swap. */
+ * state copies a round, whatever is accepted). The record is what llama.cpp's current recurrent
+ * memory does (n_rs_seq per-token state rows a sequence, written by the graph; a partial seq_rm
+ * picks one: src/llama-memory-recurrent.cpp); here the copies are whole-state buffers swapped
+ * in, so taking one costs a pointer swap. */
 
 int wlm_state_roll_choose(const wlm_context *c, int32_t n) {
     if (c->roll_mode != WLM_ROLL_AUTO) return c->roll_mode;

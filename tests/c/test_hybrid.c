@@ -607,7 +607,7 @@ static void test_state(const char *arch) {
 static int gen_alone(wlm_context *c, const int32_t *t, int n, const wlm_gen_params *gp,
                      int32_t *ids, int cap);
 
-/* ---- speculative rollback (context.c's WLM_ROLL_*) -------------------------------------------- */
+/* ---- speculative rollback (context.c's WLM_ROLL_*) ------------------------------------------ */
 
 /* One verification of n entries after a prefix of n0 tokens, then the sequence cut to keep
  * entries 0..j (a rejection of draft j + 1; j = n - 1: all kept), then 3 more tokens: the logits
@@ -645,7 +645,8 @@ static int roll_case(wlm_context *c, wlm_context *f, int mode, const int32_t *t,
     wlm_context_reset(f);
     ok &= CHECKF(wlm_eval(f, all, keep + 3) == WLM_OK, "%s: fresh evaluation", what);
     ok &= CHECKF(memcmp(wlm_logits(c), wlm_logits(f), V * sizeof(float)) == 0,
-                 "%s: the continuation after keeping %d differs from a fresh evaluation", what, keep);
+                 "%s: the continuation after keeping %d differs from a fresh evaluation", what,
+                 keep);
     return ok;
 }
 
@@ -753,13 +754,15 @@ static void test_rollback(const char *arch) {
         CHECKF(np >= 10, "%s: plain greedy gave %d tokens (ends at EOS or 40)", arch, np);
         for (int mi = 0; mi < 2; mi++) {
             wlm_spec_stats lookup = {0}, drafted = {0};
-            snprintf(what, sizeof what, "%s, prompt %d, strategy %d, prompt lookup", arch, p, modes[mi]);
+            snprintf(what, sizeof what, "%s, prompt %d, strategy %d, prompt lookup", arch, p,
+                     modes[mi]);
             roll_generate(c, NULL, modes[mi], prompt, 48, plain, np, what, &lookup);
-            snprintf(what, sizeof what, "%s, prompt %d, strategy %d, Q8_0 draft", arch, p, modes[mi]);
+            snprintf(what, sizeof what, "%s, prompt %d, strategy %d, Q8_0 draft", arch, p,
+                     modes[mi]);
             roll_generate(c, d, modes[mi], prompt, 48, plain, np, what, &drafted);
             if (mi == 0)
-                printf("   %s, prompt %d: prompt lookup accepted %d of %d drafts, the Q8_0 draft %d "
-                       "of %d\n", arch, p, (int)lookup.n_accepted, (int)lookup.n_drafted,
+                printf("   %s, prompt %d: prompt lookup accepted %d of %d drafts, the Q8_0 "
+                       "draft %d of %d\n", arch, p, (int)lookup.n_accepted, (int)lookup.n_drafted,
                        (int)drafted.n_accepted, (int)drafted.n_drafted);
             /* rounds with a rejection ran (else nothing was rolled back) */
             CHECKF(lookup.n_accepted + drafted.n_accepted < lookup.n_drafted + drafted.n_drafted,
