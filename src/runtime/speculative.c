@@ -355,6 +355,10 @@ static int32_t draft_model(wlm_spec_state *sp, uint64_t *rng, const int32_t *his
     if (k < 1) return 0;
     int rc = draft_sync(sp, hist, len);
     if (rc <= 0) return rc;
+    /* a recurrent draft: its state here, where the next round's draft_sync cuts back to at the
+     * earliest (the drafts after it are evaluated one by one, so there is no verification pass
+     * to keep each position's copy); without it that cut would replay from position 0 */
+    wlm_state_snapshot(d, 0, WLM_SNAP_SPEC);
     const int32_t vocab = sp->vocab;
     int32_t nd = 0;
     for (int32_t j = 0; j < k; j++) {

@@ -650,9 +650,11 @@ static int roll_case(wlm_context *c, wlm_context *f, int mode, const int32_t *t,
     return ok;
 }
 
-/* Greedy speculative decoding under strategy `mode`: the ids of plain greedy decoding. */
+/* Greedy speculative decoding under strategy `mode`: the ids of plain greedy decoding; a
+ * recurrent draft model's cut back to a round's start restores its snapshot there. */
 static void roll_generate(wlm_context *c, wlm_context *d, int mode, const int32_t *prompt, int n,
-                          const int32_t *plain, int np, const char *what, wlm_spec_stats *sum) {
+                          const int32_t *plain, int np, const char *what, wlm_spec_stats *sum,
+                          int *draft_cuts) {
     wlm_gen_params gp;
     wlm_gen_params_default(&gp);
     gp.temperature = 0;
@@ -666,12 +668,19 @@ static void roll_generate(wlm_context *c, wlm_context *d, int mode, const int32_
     sp.ngram = d ? 0 : 2;
     sp.draft = d;
     CHECK_STATUS(wlm_generate_speculate(c, &sp), WLM_OK);
+    if (d) d->last_restore = -1;
     int32_t ids[48];
     int ns = 0;
     wlm_token tok;
     while (ns < 48 && wlm_generate_next(c, &tok) == WLM_OK) ids[ns++] = tok.id;
     CHECKF(ns == np && memcmp(ids, plain, sizeof(int32_t) * (size_t)np) == 0,
            "%s: %d tokens, plain greedy %d (or different ids)", what, ns, np);
+    if (d && d->last_restore >= 0) { /* the draft was cut back (a rejection): to its snapshot
+                                         at the round's start, not from position 0 */
+        CHECKF(d->last_restore > n, "%s: the draft's last cut restored position %d", what,
+               (int)d->last_restore);
+        (*draft_cuts)++;
+    }
     wlm_spec_stats st;
     CHECK_STATUS(wlm_spec_stats_get(c, &st), WLM_OK);
     sum->n_rounds += st.n_rounds;
@@ -742,6 +751,7 @@ static void test_rollback(const char *arch) {
                      : WLM_ROLL_REPLAY);
 
     /* generation: prompt lookup on a repetitive prompt, and the Q8_0 draft */
+    int draft_cuts = 0;
     int32_t rep[48];
     for (int i = 0; i < 48; i++) rep[i] = t[i % 10];
     for (int p = 0; p < 2; p++) {
@@ -758,10 +768,10 @@ static void test_rollback(const char *arch) {
             wlm_spec_stats lookup = {0}, drafted = {0};
             snprintf(what, sizeof what, "%s, prompt %d, strategy %d, prompt lookup", arch, p,
                      modes[mi]);
-            roll_generate(c, NULL, modes[mi], prompt, 48, plain, np, what, &lookup);
+            roll_generate(c, NULL, modes[mi], prompt, 48, plain, np, what, &lookup, &draft_cuts);
             snprintf(what, sizeof what, "%s, prompt %d, strategy %d, Q8_0 draft", arch, p,
                      modes[mi]);
-            roll_generate(c, d, modes[mi], prompt, 48, plain, np, what, &drafted);
+            roll_generate(c, d, modes[mi], prompt, 48, plain, np, what, &drafted, &draft_cuts);
             if (mi == 0)
                 printf("   %s, prompt %d: prompt lookup accepted %d of %d drafts, the Q8_0 "
                        "draft %d of %d\n", arch, p, (int)lookup.n_accepted, (int)lookup.n_drafted,
@@ -771,6 +781,7 @@ static void test_rollback(const char *arch) {
                    "%s: no draft rejected", what);
         }
     }
+    CHECKF(draft_cuts > 0, "%s: the draft model was never cut back", arch);
 out:
     free(ver[0]);
     free(ver[1]);
