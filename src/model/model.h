@@ -605,6 +605,8 @@ struct wlm_context {
     int32_t roll_pos0;            /* roll_slot[i] holds the state after position roll_pos0 + i */
     int32_t roll_n;               /* recorded positions (the verified entries but the last) */
     int32_t roll_end;             /* the sequence's n_past when the record was complete */
+    uint32_t roll_stamp;          /* n_passes then: the record holds only while no pass ran */
+    uint32_t n_passes;            /* forward passes run (forward.c counts them) */
     int roll_rec;                 /* 1 while the verification's forward pass records */
     float **roll_slot;            /* (roll_cap) states of state_floats each, allocated on use */
     int32_t roll_cap;

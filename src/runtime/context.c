@@ -240,7 +240,10 @@ int wlm_state_roll_begin(wlm_context *c, int32_t seq, int32_t n) {
     return WLM_ROLL_REPLAY;
 }
 
-void wlm_state_roll_recorded(wlm_context *c) { c->roll_rec = 0; }
+void wlm_state_roll_recorded(wlm_context *c) {
+    c->roll_rec = 0;
+    c->roll_stamp = c->n_passes;
+}
 
 void wlm_state_roll_drop(wlm_context *c) {
     c->roll_rec = 0;
@@ -249,12 +252,13 @@ void wlm_state_roll_drop(wlm_context *c) {
 }
 
 /* Sequence seq cut back to n from the record, when it holds the state after position n - 1 and
- * the sequence is where the record left it: the copy swapped in. Returns 1 when done. */
+ * the sequence is where the record left it (no forward pass since, the same length): the copy
+ * swapped in. Returns 1 when done. */
 static int roll_take(wlm_context *c, int32_t seq, int32_t n) {
     wlm_seq *s = &c->seqs[seq];
     const int32_t i = n - 1 - c->roll_pos0;
-    if (c->roll_rec || c->roll_n < 1 || c->roll_seq != seq || s->n_past != c->roll_end || i < 0 ||
-        i >= c->roll_n)
+    if (c->roll_rec || c->roll_n < 1 || c->roll_seq != seq || c->roll_stamp != c->n_passes ||
+        s->n_past != c->roll_end || i < 0 || i >= c->roll_n)
         return 0;
     float *t = s->state;
     s->state = c->roll_slot[i];
