@@ -6,6 +6,9 @@
 //        [--k 2,4,6] [--tokens 128] [--reps 3] [--threads 1] [--target-type Q8_0|F32|...]
 //   node bench/speculative.mjs --verify FILE.gguf [--k 7] [--build relaxed|simd128]
 //        (only the verification cost of another model)
+//   node bench/speculative.mjs --rollback [--tiny] [--k 8] [--keep 1,3,5,7,9] [--rounds 12]
+//        [--reps 3] [--build relaxed|simd128]
+//        (issue 42: the two rollbacks of a hybrid's recurrent state, below)
 //
 // The pair (written once into bench/out/, then reused): the target is a synthetic llama2.c
 // model of --shape (seeded random weights, tools/synth.mjs's value ranges) in which only the
@@ -20,6 +23,22 @@
 // - the same with draft: {maxTokens: k} for each noise and k: tokens/s, acceptance, speed-up;
 // - prompt lookup (draft: {ngram: 3}) on a copy-heavy prompt: the target's own greedy text
 //   after a seed prompt, then the seed prompt again (the model then repeats itself);
+// --rollback: a hybrid target's recurrent state cannot drop rejected drafts; a round either
+// snapshots it before the verification and, on a rejection, restores it and replays the kept
+// tokens (strategy 1, "replay"), or keeps a copy of the state after each verified position and
+// takes the kept one (strategy 2, "positions"): docs/how-it-works.md, speculative rollback. On
+// the real_shapes files of Qwen3.5-0.8B and LFM2.5-1.2B (Q4_K_M; --tiny: the synthesizer's tiny
+// qwen35 and lfm2 at Q8_0, to check that it runs), raw wasm ABI, one thread:
+// - `rollback setup`: state and weight bytes, the strategy the default (auto) takes for k;
+// - `rollback round`, per strategy and per kept count (--keep: the pending token and keep - 1
+//   accepted drafts of k; keep = k + 1: all accepted, nothing rolled back): the median ms of one
+//   verification of k + 1 positions plus its rollback (wlmjs_spec_round, as speculative.c runs
+//   them without drafting or deciding), --rounds consecutive rounds a group, groups alternating
+//   the strategies --reps times; tokPerSec = keep / round time (the tokens a round yields),
+//   against plainTokPerSec (one-token decode steps); `decide` names the faster strategy. The
+//   drafting and the decision are the same under both strategies, so the round is where they
+//   differ; the acceptance is forced by keep, as random weights give no real acceptance (prompt
+//   lookup drafts nothing on these files: their greedy text never repeats the prompt).
 // - the cost model: one target decode step (1), one draft step (c_d), one verification pass
 //   of k + 1 positions with logits at each (c_v(k)), timed on the raw wasm ABI; predicted
 //   speed-up at per-token acceptance a: E / (k·c_d + c_v(k)), E = (1 - a^(k+1)) / (1 - a)
@@ -33,6 +52,8 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { createEngine } from '../js/wasmlm.js';
 import { SHAPES, tensorList, splitmix32 } from '../tools/synth.mjs';
+import { synthCached } from '../tools/synth_gguf.mjs';
+import { ensureRealGguf } from './real_shapes.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..');
@@ -180,7 +201,100 @@ async function verifyMs(modelFile, file, maxN, rounds) {
   return Object.fromEntries(Object.entries(ms).map(([n, v]) => [n, median(v)]));
 }
 
+/** A module instance of dist/`file` (one thread) with a model and a context of nCtx positions. */
+async function rawContext(modelFile, file, nCtx) {
+  const module = await WebAssembly.compile(fs.readFileSync(path.join(REPO, 'dist', file)));
+  const instance = await WebAssembly.instantiate(module, { env: { emscripten_notify_memory_growth() {} } });
+  const x = instance.exports;
+  x._initialize();
+  const bytes = fs.readFileSync(modelFile);
+  const ptr = x.wlmjs_malloc(bytes.length);
+  new Uint8Array(x.memory.buffer).set(bytes, ptr);
+  const slot = x.wlmjs_malloc(8);
+  if (x.wlmjs_model_load(ptr, bytes.length, slot) !== 0) throw new Error(`${modelFile}: model load failed`);
+  const model = new Int32Array(x.memory.buffer)[slot >> 2];
+  if (x.wlmjs_context_new(model, nCtx, 1, 1, 1, 1, 0, -1, slot) !== 0) throw new Error('context failed');
+  const ctx = new Int32Array(x.memory.buffer)[slot >> 2];
+  const tok = x.wlmjs_malloc(4 * 4096);
+  const put = (ids) => { new Int32Array(x.memory.buffer, tok, ids.length).set(ids); return tok; };
+  return { x, model, ctx, put };
+}
+
+const STRATEGY = { 1: 'replay', 2: 'positions' };
+
+async function rollbackBench() {
+  const tiny = args.includes('--tiny');
+  const k = Number(opt('k', '8'));
+  const keeps = opt('keep', Array.from({ length: Math.ceil((k + 1) / 2) }, (_, i) => 1 + 2 * i).concat(k + 1).filter((v, i, a) => a.indexOf(v) === i).join(','))
+    .split(',').map(Number).filter((v) => v >= 1 && v <= k + 1);
+  const rounds = Number(opt('rounds', tiny ? '3' : '12'));
+  const repsR = tiny ? 1 : reps;
+  const file = opt('build', 'relaxed') === 'relaxed' ? 'wasmlm-relaxed.wasm' : 'wasmlm.wasm';
+  const targets = tiny
+    ? [['qwen35', 'tiny'], ['lfm2', 'tiny']].map(([arch, shape]) => ({ name: `${arch} ${shape}`, type: 'Q8_0',
+      path: synthCached({ arch, shape, seed: 1, type: 'Q8_0' }) }))
+    : [['qwen3.5-0.8b', 'Qwen3.5-0.8B'], ['lfm2.5-1.2b', 'LFM2.5-1.2B']].map(([shape, name]) => ({ name, type: 'Q4_K_M',
+      path: ensureRealGguf(shape, 'Q4_K_M').path }));
+  const prefix = 32;
+  const nCtx = prefix + (rounds + 2) * (k + 1) + 64;
+  const load = () => os.loadavg().map((v) => v.toFixed(2)).join(' ');
+  emit({ what: 'rollback setup', k, keeps, rounds, reps: repsR, build: file, threads: 1,
+    cpu: os.cpus()[0]?.model, vcpus: os.cpus().length, node: process.version, load: load() });
+  for (const t of targets) {
+    const { x, model, ctx, put } = await rawContext(t.path, file, nCtx);
+    const vocab = x.wlmjs_model_info(model, 5);
+    const rand = splitmix32(7);
+    const ids = (n) => Array.from({ length: n }, () => 3 + (rand() % (vocab - 3)));
+    const prompt = ids(prefix);
+    emit({ what: 'rollback setup', model: t.name, type: t.type, file: path.basename(t.path),
+      stateBytes: x.wlmjs_model_info(model, 14), weightBytes: x.wlmjs_model_info(model, 11),
+      copiesBytes: k * x.wlmjs_model_info(model, 14), autoStrategy: STRATEGY[x.wlmjs_spec_rollback(ctx, 0, k + 1)] });
+    // one-token decode steps: the plain rate
+    const plainMs = [];
+    for (let r = 0; r < repsR; r++) {
+      x.wlm_context_reset(ctx);
+      if (x.wlm_eval_batch(ctx, put(prompt), 0, 0, prompt.length) !== 0) throw new Error('prefill failed');
+      for (let i = 0; i < rounds; i++) {
+        const t0 = performance.now();
+        if (x.wlm_eval_batch(ctx, put(ids(1)), 0, 0, 1) !== 0) throw new Error('decode failed');
+        plainMs.push(performance.now() - t0);
+      }
+    }
+    const plainTokPerSec = 1000 / median(plainMs);
+    for (const keep of keeps) {
+      const ms = { 1: [], 2: [] };
+      for (let r = 0; r < repsR; r++) {
+        for (const mode of r % 2 ? [2, 1] : [1, 2]) { // A B, then B A
+          x.wlmjs_spec_rollback(ctx, mode, k + 1);
+          x.wlm_context_reset(ctx);
+          if (x.wlm_eval_batch(ctx, put(prompt), 0, 0, prompt.length) !== 0) throw new Error('prefill failed');
+          for (let i = 0; i < rounds; i++) {
+            const round = ids(k + 1);
+            const t0 = performance.now();
+            const took = x.wlmjs_spec_round(ctx, put(round), k + 1, keep);
+            ms[mode].push(performance.now() - t0);
+            if (took !== mode) throw new Error(`round: strategy ${took}, asked ${mode}`);
+          }
+        }
+      }
+      const row = {};
+      for (const mode of [1, 2]) {
+        const m = median(ms[mode]);
+        row[STRATEGY[mode]] = { roundMs: +m.toFixed(2), tokPerSec: +(keep * 1000 / m).toFixed(2) };
+      }
+      emit({ what: 'rollback round', model: t.name, k, keep, acceptedDrafts: keep - 1, rolledBack: keep <= k,
+        plainTokPerSec: +plainTokPerSec.toFixed(2), ...row,
+        decide: row.replay.roundMs <= row.positions.roundMs ? 'replay' : 'positions',
+        positionsOverReplay: +(row.positions.roundMs / row.replay.roundMs).toFixed(3), load: load() });
+    }
+    x.wlm_context_free(ctx);
+    x.wlm_model_free(model);
+  }
+  emit({ what: 'done', loadAfter: load() });
+}
+
 async function main() {
+  if (args.includes('--rollback')) return rollbackBench();
   const verifyOnly = opt('verify', null); // --verify FILE: only the verification cost of FILE
   if (verifyOnly) {
     const tv = await verifyMs(verifyOnly, opt('build', 'relaxed') === 'relaxed' ? 'wasmlm-relaxed.wasm' : 'wasmlm.wasm',

@@ -584,6 +584,36 @@ API int wlmjs_spec_stat(const wlm_context *c, int field) {
     return field == 0 ? st.n_rounds : field == 1 ? st.n_drafted : field == 2 ? st.n_accepted : -1;
 }
 
+/* The rollback strategy of a recurrent target's speculative verifications (context.c's
+ * WLM_ROLL_*: 0 auto, 1 snapshot and replay, 2 a copy per verified position), for
+ * bench/speculative.mjs --rollback only (not an API: the default is auto): mode 0..2 sets it,
+ * -1 leaves it. Returns the strategy a verification of n entries takes now (1 or 2; 0 for a
+ * model without a recurrent state), or WLM_ERR_INVALID_ARG. */
+API int wlmjs_spec_rollback(wlm_context *c, int mode, int n) {
+    if (!c || !c->model || mode < -1 || mode > WLM_ROLL_POSITIONS || n < 1)
+        return WLM_ERR_INVALID_ARG;
+    if (mode >= 0) c->roll_mode = mode;
+    return c->model->hp.state_floats ? wlm_state_roll_choose(c, n) : 0;
+}
+/* One speculative round's verification and rollback as speculative.c runs them, without the
+ * drafting and the decision, for bench/speculative.mjs --rollback: sequence 0's n tokens tok
+ * evaluated with logits at every position (the rollback prepared by its strategy), then the
+ * sequence cut to keep of them (1..n: the pending token and keep - 1 accepted drafts). Returns
+ * the strategy taken (as wlmjs_spec_rollback; 0 for no recurrent state), or a negative status. */
+API int wlmjs_spec_round(wlm_context *c, const int32_t *tok, int n, int keep) {
+    if (!c || !c->seqs || !tok || n < 1 || n > WLM_MAX_DRAFT + 1 || keep < 1 || keep > n)
+        return WLM_ERR_INVALID_ARG;
+    uint8_t want[WLM_MAX_DRAFT + 1];
+    memset(want, 1, sizeof want);
+    const int32_t n0 = c->seqs[0].n_past;
+    const int took = wlm_state_roll_begin(c, 0, n);
+    int rc = wlm_eval_batch(c, tok, NULL, want, n);
+    wlm_state_roll_recorded(c);
+    if (rc == WLM_OK) wlm_seq_truncate_internal(c, 0, n0 + keep);
+    wlm_state_roll_drop(c);
+    return rc == WLM_OK ? took : rc;
+}
+
 /* ---- embeddings ---- */
 /* One field of wlm_embed_info by number: 0 n_embd, 1 pooling, 2 causal, 3 generative,
  * 4 n_rank_out. Returns -1 for an unknown field or an unloaded model. wlm_embed and

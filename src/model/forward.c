@@ -742,6 +742,7 @@ static void ple_layer(wlm_context *c, const wlm_layer_weights *lw, int32_t l, in
 
 void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
                        const int32_t *logit_rows) {
+    c->n_passes++; /* a speculative rollback record is of the passes before this one */
     const wlm_hparams *p = &c->model->hp;
     const wlm_arch *a = p->arch;
     const wlm_weights *w = &c->model->w;

@@ -597,6 +597,19 @@ struct wlm_context {
     size_t state_bytes;           /* recurrent states and their snapshots allocated so far */
     int32_t last_restore;         /* the position the last truncation of a recurrent state
                                      restored (a snapshot's, or 0), before its replay; -1: none */
+    /* a speculative verification's rollback of a recurrent state (context.c's "rollback"):
+     * WLM_ROLL_POSITIONS keeps the state after each verified position, so a rejection picks one
+     * with no replay; WLM_ROLL_REPLAY restores the snapshot taken before and replays */
+    int32_t roll_mode;            /* WLM_ROLL_*: WLM_ROLL_AUTO (0) unless a benchmark sets it */
+    int32_t roll_seq;             /* the sequence with a record, -1: none */
+    int32_t roll_pos0;            /* roll_slot[i] holds the state after position roll_pos0 + i */
+    int32_t roll_n;               /* recorded positions (the verified entries but the last) */
+    int32_t roll_end;             /* the sequence's n_past when the record was complete */
+    uint32_t roll_stamp;          /* n_passes then: the record holds only while no pass ran */
+    uint32_t n_passes;            /* forward passes run (forward.c counts them) */
+    int roll_rec;                 /* 1 while the verification's forward pass records */
+    float **roll_slot;            /* (roll_cap) states of state_floats each, allocated on use */
+    int32_t roll_cap;
     /* generation: one state per sequence */
     wlm_generation *gens;         /* (n_seq_max) */
     int32_t n_gen;                /* sequences in the current generation (0 = none) */
@@ -721,6 +734,35 @@ int wlm_state_reset(wlm_context *c, int32_t seq);
 /* context.c (recurrent models): a copy of sequence seq's state at its n_past into snapshot
  * `slot` (WLM_SNAP_*); out of memory leaves no snapshot (truncation then replays further). */
 void wlm_state_snapshot(wlm_context *c, int32_t seq, int slot);
+
+/* The rollback of a speculative verification on a recurrent state (context.c). WLM_ROLL_REPLAY:
+ * a snapshot before the verification (WLM_SNAP_SPEC); a rejection restores it and replays the
+ * accepted tokens. WLM_ROLL_POSITIONS: the verification's forward pass keeps a copy of the state
+ * after each of its positions but the last (recurrent.c writes them), and a rejection takes the
+ * copy of the last kept position: no replay. WLM_ROLL_AUTO picks by wlm_state_roll_choose. */
+enum { WLM_ROLL_AUTO, WLM_ROLL_REPLAY, WLM_ROLL_POSITIONS };
+/* The strategy WLM_ROLL_AUTO takes for a verification of n entries: WLM_ROLL_POSITIONS when its
+ * n - 1 copies of the state take at most 1 / WLM_ROLL_WEIGHT_RATIO of the model's weight bytes
+ * (copying them then costs less than the replay's pass over the weights) and at most
+ * WLM_ROLL_MAX_BYTES, else WLM_ROLL_REPLAY; c->roll_mode when it is not AUTO. */
+#define WLM_ROLL_WEIGHT_RATIO 2
+#define WLM_ROLL_MAX_BYTES ((size_t)256 << 20)
+int wlm_state_roll_choose(const wlm_context *c, int32_t n);
+/* Before a verification of n entries of sequence seq from its n_past: the snapshot, or the
+ * record armed (its copies allocated; out of memory falls back to the snapshot). Nothing for a
+ * transformer or a deferred context. Returns the strategy taken (WLM_ROLL_*; AUTO: nothing). */
+int wlm_state_roll_begin(wlm_context *c, int32_t seq, int32_t n);
+/* After the verification's forward pass: recording stops (the record stays until dropped). */
+void wlm_state_roll_recorded(wlm_context *c);
+/* The record dropped (after the round's truncation, or a failed pass). */
+void wlm_state_roll_drop(wlm_context *c);
+/* recurrent.c: where entry b's state copy of the layer at state offset `off` goes, or NULL when
+ * the pass records none for it. */
+static inline float *wlm_roll_dst(const wlm_context *c, int32_t b, size_t off) {
+    if (!c->roll_rec || c->ent_seq[b] != c->roll_seq) return NULL;
+    const int32_t i = c->ent_pos[b] - c->roll_pos0;
+    return i >= 0 && i < c->roll_n ? c->roll_slot[i] + off : NULL;
+}
 
 /* context.c: makes sure sequence `seq` owns (unshared) blocks for positions [from, to);
  * copies shared blocks (copy-on-write). WLM_ERR_NOMEM with a message on failure. */

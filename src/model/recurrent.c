@@ -6,9 +6,11 @@
  * batched matrix products as attention's; the recurrence runs entry by entry in batch order (a
  * sequence's entries are in position order), on each entry's sequence state, so a batch gives
  * each entry exactly what it would alone. DeltaNet's recurrence is split over the pool by value
- * heads, each head computed as on one thread. What llama.cpp computes is written out in
- * ../shared/reference/archs-2026.md (sections 1.3 and 2.3); src/models/qwen35.cpp and lfm2.cpp
- * of llama.cpp are the authority.
+ * heads, each head computed as on one thread. A speculative verification may ask for a copy of
+ * the state after each of its entries (wlm_roll_dst, context.c's rollback): each part is copied
+ * where it was updated (the conv rows in the entry loop, a thread's heads by that thread). What
+ * llama.cpp computes is written out in ../shared/reference/archs-2026.md (sections 1.3 and 2.3);
+ * src/models/qwen35.cpp and lfm2.cpp of llama.cpp are the authority.
  */
 #include <math.h>
 #include <string.h>
@@ -84,6 +86,10 @@ static void deltanet_heads(void *arg, int32_t i, int32_t nchunks) {
             const float *zh = z + (size_t)h * (size_t)D;
             for (int e = 0; e < D; e++) oh[e] *= siluf(zh[e]);
         }
+        float *keep = wlm_roll_dst(c, b, lw->state_off + conv_floats); /* a verified position */
+        if (keep)
+            memcpy(keep + (size_t)h0 * D * D, state + (size_t)h0 * D * D,
+                   sizeof(float) * (size_t)(h1 - h0) * D * D);
     }
 }
 
@@ -101,6 +107,8 @@ static void deltanet(wlm_context *c, const wlm_layer_weights *lw, const float *x
         float *m = c->rs_in + (size_t)b * (size_t)C;
         float *rows = c->seqs[c->ent_seq[b]].state + lw->state_off;
         conv_step(m, m, rows, lw->conv_w, p->ssm_conv, C);
+        float *keep = wlm_roll_dst(c, b, lw->state_off); /* a verified position's conv rows */
+        if (keep) memcpy(keep, rows, sizeof(float) * (size_t)(p->ssm_conv - 1) * (size_t)C);
         for (int i = 0; i < C; i++) m[i] = siluf(m[i]);
         for (int h = 0; h < HK; h++) {
             l2norm(m + (size_t)h * D, D, p->norm_eps, qscale);        /* q, scaled */
@@ -134,7 +142,10 @@ static void shortconv(wlm_context *c, const wlm_layer_weights *lw, const float *
         float *bcx = c->rs_in + (size_t)b * D3;
         float *u = c->rs_o + (size_t)b * (size_t)D;
         for (int i = 0; i < D; i++) u[i] = bcx[i] * bcx[2 * (size_t)D + i];
-        conv_step(u, u, c->seqs[c->ent_seq[b]].state + lw->state_off, lw->conv_w, p->ssm_conv, D);
+        float *rows = c->seqs[c->ent_seq[b]].state + lw->state_off;
+        conv_step(u, u, rows, lw->conv_w, p->ssm_conv, D);
+        float *keep = wlm_roll_dst(c, b, lw->state_off); /* a verified position's conv rows */
+        if (keep) memcpy(keep, rows, sizeof(float) * (size_t)(p->ssm_conv - 1) * (size_t)D);
         for (int i = 0; i < D; i++) u[i] *= bcx[(size_t)D + i];
     }
     wlm_matmul_ex(c, out, os, &lw->ssm_out, c->rs_o, (size_t)D, n, 0);

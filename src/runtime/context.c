@@ -181,6 +181,94 @@ void wlm_state_snapshot(wlm_context *c, int32_t seq, int slot) {
     s->snap_pos[slot] = s->n_past;
 }
 
+/* ---- rollback of a speculative verification ----------------------------------------------
+ * A verification of n entries (the pending token and n - 1 drafts) moves the state n positions;
+ * a rejection keeps the pending token and the j accepted drafts, so the state wanted is the one
+ * after its entry j < n - 1. Two ways (model.h's WLM_ROLL_*): the snapshot before the pass, then
+ * the j + 1 kept tokens replayed (one more forward pass, reading every weight once), or a copy
+ * of the state after each entry but the last, written by the pass itself, taken as it is (n - 1
+ * state copies a round, whatever is accepted). The record is what llama.cpp's current recurrent
+ * memory does (n_rs_seq per-token state rows a sequence, written by the graph; a partial seq_rm
+ * picks one: src/llama-memory-recurrent.cpp); here the copies are whole-state buffers swapped
+ * in, so taking one costs a pointer swap. */
+
+int wlm_state_roll_choose(const wlm_context *c, int32_t n) {
+    if (c->roll_mode != WLM_ROLL_AUTO) return c->roll_mode;
+    const uint64_t copies = (uint64_t)(n > 1 ? n - 1 : 0) * state_bytes(c);
+    return copies <= (uint64_t)WLM_ROLL_MAX_BYTES &&
+                   copies * WLM_ROLL_WEIGHT_RATIO <= (uint64_t)c->model->weight_bytes
+               ? WLM_ROLL_POSITIONS
+               : WLM_ROLL_REPLAY;
+}
+
+int wlm_state_roll_begin(wlm_context *c, int32_t seq, int32_t n) {
+    wlm_seq *s = &c->seqs[seq];
+    c->roll_rec = 0;
+    c->roll_n = 0;
+    c->roll_seq = -1;
+    if (!c->model->hp.state_floats || !s->state || c->deferred || n < 2) return WLM_ROLL_AUTO;
+    if (wlm_state_roll_choose(c, n) == WLM_ROLL_POSITIONS) {
+        const int32_t need = n - 1;
+        if (need > c->roll_cap) {
+            float **grown = realloc(c->roll_slot, sizeof(float *) * (size_t)need);
+            if (grown) {
+                for (int32_t i = c->roll_cap; i < need; i++) grown[i] = NULL;
+                c->roll_slot = grown;
+                c->roll_cap = need;
+            }
+        }
+        int32_t have = 0;
+        while (have < need && have < c->roll_cap) {
+            if (!c->roll_slot[have]) {
+                c->roll_slot[have] = malloc(state_bytes(c));
+                if (!c->roll_slot[have]) break;
+                c->state_bytes += state_bytes(c);
+            }
+            have++;
+        }
+        if (have == need) {
+            c->roll_seq = seq;
+            c->roll_pos0 = s->n_past;
+            c->roll_n = need;
+            c->roll_end = s->n_past + n;
+            c->roll_rec = 1;
+            return WLM_ROLL_POSITIONS;
+        }
+        /* out of memory for the copies: the snapshot instead */
+    }
+    wlm_state_snapshot(c, seq, WLM_SNAP_SPEC);
+    return WLM_ROLL_REPLAY;
+}
+
+void wlm_state_roll_recorded(wlm_context *c) {
+    c->roll_rec = 0;
+    c->roll_stamp = c->n_passes;
+}
+
+void wlm_state_roll_drop(wlm_context *c) {
+    c->roll_rec = 0;
+    c->roll_n = 0;
+    c->roll_seq = -1;
+}
+
+/* Sequence seq cut back to n from the record, when it holds the state after position n - 1 and
+ * the sequence is where the record left it (no forward pass since, the same length): the copy
+ * swapped in. Returns 1 when done. */
+static int roll_take(wlm_context *c, int32_t seq, int32_t n) {
+    wlm_seq *s = &c->seqs[seq];
+    const int32_t i = n - 1 - c->roll_pos0;
+    if (c->roll_rec || c->roll_n < 1 || c->roll_seq != seq || c->roll_stamp != c->n_passes ||
+        s->n_past != c->roll_end || i < 0 || i >= c->roll_n)
+        return 0;
+    float *t = s->state;
+    s->state = c->roll_slot[i];
+    c->roll_slot[i] = t;
+    s->n_past = n;
+    c->last_restore = n;
+    wlm_state_roll_drop(c); /* the other copies are of positions no longer the sequence's */
+    return 1;
+}
+
 /* Recomputes sequence seq's state from position `from` (its state, at n_past == from) up to
  * `to`, over its stored tokens, without logits (c->logits and the entries' rows untouched). */
 static int state_replay(wlm_context *c, int32_t seq, int32_t from, int32_t to) {
@@ -202,19 +290,21 @@ static int state_replay(wlm_context *c, int32_t seq, int32_t from, int32_t to) {
     return WLM_OK;
 }
 
-/* Cuts recurrent sequence s back to n < n_past: the latest snapshot at or before n, then the
+/* Cuts recurrent sequence s back to n < n_past: the rollback record's copy of the state after
+ * position n - 1 where it has one (no replay), else the latest snapshot at or before n, then the
  * tokens up to n replayed; from position 0 without one. On failure (out of memory), or where
  * image rows lie between the snapshot and n (they are not kept, so not replayable), the
  * sequence stops earlier, where its state is right: callers read n_past. */
 static void state_truncate(wlm_context *c, int32_t seq, int32_t n) {
     wlm_seq *s = &c->seqs[seq];
+    for (int i = 0; i < WLM_STATE_SNAPS; i++) /* snapshots past the cut are of other tokens */
+        if (s->snap_pos[i] > n) s->snap_pos[i] = -1;
+    if (roll_take(c, seq, n)) return;
     int best = -1;
     for (int i = 0; i < WLM_STATE_SNAPS; i++)
         if (s->snap[i] && s->snap_pos[i] >= 0 && s->snap_pos[i] <= n &&
             (best < 0 || s->snap_pos[i] > s->snap_pos[best]))
             best = i;
-    for (int i = 0; i < WLM_STATE_SNAPS; i++) /* snapshots past the cut are of other tokens */
-        if (s->snap_pos[i] > n) s->snap_pos[i] = -1;
     int32_t from = 0;
     c->last_restore = 0;
     if (best >= 0) {
@@ -247,6 +337,8 @@ static void context_release(wlm_context *c) {
             for (int j = 0; j < WLM_STATE_SNAPS; j++) free(c->seqs[i].snap[j]);
         }
     free(c->seqs);
+    for (int32_t i = 0; i < c->roll_cap; i++) free(c->roll_slot[i]);
+    free(c->roll_slot);
     pool_release(&c->kv);
     free(c->x);
     free(c->xb);
@@ -310,6 +402,7 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     wlm_context *c = calloc(1, sizeof *c);
     *out = c;
     if (!c) return WLM_ERR_NOMEM;
+    c->roll_seq = -1;
     if (!model) return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG, "model is NULL");
     if (!model->loaded) return wlm_set_error(c->errmsg, WLM_ERR_STATE, "the model did not load");
     if (model->vocab_only)

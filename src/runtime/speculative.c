@@ -355,6 +355,10 @@ static int32_t draft_model(wlm_spec_state *sp, uint64_t *rng, const int32_t *his
     if (k < 1) return 0;
     int rc = draft_sync(sp, hist, len);
     if (rc <= 0) return rc;
+    /* a recurrent draft: its state here, where the next round's draft_sync cuts back to at the
+     * earliest (the drafts after it are evaluated one by one, so there is no verification pass
+     * to keep each position's copy); without it that cut would replay from position 0 */
+    wlm_state_snapshot(d, 0, WLM_SNAP_SPEC);
     const int32_t vocab = sp->vocab;
     int32_t nd = 0;
     for (int32_t j = 0; j < k; j++) {
@@ -462,6 +466,7 @@ static int round_decide(wlm_context *c, int32_t n0, int32_t nd) {
         acc++;
     }
     wlm_seq_truncate_internal(c, 0, n0 + 1 + acc); /* the pending token and accepted drafts */
+    wlm_state_roll_drop(c);
     sp->stats.n_rounds++;
     sp->stats.n_drafted += nd;
     sp->stats.n_accepted += acc;
@@ -494,11 +499,16 @@ static int round_run(wlm_context *c) {
                            : draft_ngram(sp, s->tokens, n0 + 1, k, tok + 1);
     if (nd < 0) return wlm_set_error(c->errmsg, nd, "draft model: %s", sp->draft->errmsg);
     if (nd == 0) return 0;
-    /* a recurrent state cannot drop rejected drafts: round_decide's truncation restores this
-     * copy and evaluates the accepted tokens again */
-    wlm_state_snapshot(c, 0, WLM_SNAP_SPEC);
+    /* a recurrent state cannot drop rejected drafts: round_decide's truncation takes the
+     * state of the last accepted position (context.c's rollback: a copy the pass keeps of each
+     * position's, or the snapshot taken here and the accepted tokens evaluated again) */
+    wlm_state_roll_begin(c, 0, nd + 1);
     int rc = wlm_eval_entries(c, tok, NULL, sp->want, nd + 1);
-    if (rc != WLM_OK) return rc;
+    wlm_state_roll_recorded(c);
+    if (rc != WLM_OK) {
+        wlm_state_roll_drop(c);
+        return rc;
+    }
     if (c->deferred) { /* the verification runs elsewhere: decided by wlm_spec_resume */
         c->dfr_exact = 1; /* its logits as one token at a time's: greedy is plain greedy */
         sp->awaiting = 1;

@@ -10,6 +10,9 @@
  *   (restore a snapshot, replay) continues exactly as a fresh evaluation of the kept tokens; the
  *   prompt cache of wlm_generate_begin and speculative decoding give plain decoding's tokens;
  *   a sequence added to a running batch (continuous batching) generates what it does alone;
+ * - speculative rollback, both strategies (a copy of each verified position's state, or the
+ *   snapshot and a replay): a rejection at every position continues as a fresh evaluation, and
+ *   greedy speculative decoding (prompt lookup, a Q8_0 draft) gives plain greedy's tokens;
  *   kv_stats counts the state; a context shift is refused naming the reason;
  * - kinds that contradict the tensors, per-layer arrays of the wrong length and bad shapes are
  *   errors naming the key or tensor.
@@ -601,6 +604,221 @@ static void test_state(const char *arch) {
     wlm_model_free(m);
 }
 
+static int gen_alone(wlm_context *c, const int32_t *t, int n, const wlm_gen_params *gp,
+                     int32_t *ids, int cap);
+
+/* ---- speculative rollback (context.c's WLM_ROLL_*) ------------------------------------------ */
+
+/* One verification of n entries after a prefix of n0 tokens, then the sequence cut to keep
+ * entries 0..j (a rejection of draft j + 1; j = n - 1: all kept), then 3 more tokens: the logits
+ * of the verification and of the continuation equal a fresh evaluation of the kept tokens, and
+ * the cut took the strategy asked for (a copy at the cut, or the snapshot at n0 and a replay).
+ * Returns 0 on a failed check. */
+static int roll_case(wlm_context *c, wlm_context *f, int mode, const int32_t *t, int n0, int n,
+                     int j, float *ver, const char *what) {
+    const size_t V = (size_t)c->model->hp.vocab_size;
+    wlm_context_reset(c);
+    c->roll_mode = mode;
+    int ok = CHECKF(wlm_eval(c, t, n0) == WLM_OK, "%s: prefix", what);
+    uint8_t want[96];
+    memset(want, 1, sizeof want);
+    const int took = wlm_state_roll_begin(c, 0, n);
+    ok &= CHECKF(took == mode, "%s: strategy %d taken for %d", what, took, mode);
+    ok &= CHECKF(wlm_eval_batch(c, t + n0, NULL, want, n) == WLM_OK, "%s: verification", what);
+    wlm_state_roll_recorded(c);
+    memcpy(ver, c->logits, sizeof(float) * V * (size_t)n); /* one row per entry, in order */
+    const int keep = n0 + 1 + j;
+    wlm_seq_truncate_internal(c, 0, keep);
+    wlm_state_roll_drop(c);
+    ok &= CHECKF(wlm_seq_n_past(c, 0) == keep, "%s: n_past %d, want %d", what,
+                 (int)wlm_seq_n_past(c, 0), keep);
+    if (j < n - 1) { /* a cut: by the record, or from the snapshot with a replay */
+        const int want_restore = mode == WLM_ROLL_POSITIONS ? keep : n0;
+        ok &= CHECKF(c->last_restore == want_restore, "%s: keep %d restored at %d, want %d", what,
+                     keep, (int)c->last_restore, want_restore);
+    }
+    int32_t more[3] = {(int32_t)(t[keep] + 1) % 96, 7, 11};
+    ok &= CHECKF(wlm_eval(c, more, 3) == WLM_OK, "%s: continuation", what);
+    int32_t all[200];
+    memcpy(all, t, sizeof(int32_t) * (size_t)keep);
+    memcpy(all + keep, more, sizeof more);
+    wlm_context_reset(f);
+    ok &= CHECKF(wlm_eval(f, all, keep + 3) == WLM_OK, "%s: fresh evaluation", what);
+    ok &= CHECKF(memcmp(wlm_logits(c), wlm_logits(f), V * sizeof(float)) == 0,
+                 "%s: the continuation after keeping %d differs from a fresh evaluation", what,
+                 keep);
+    return ok;
+}
+
+/* Greedy speculative decoding under strategy `mode`: the ids of plain greedy decoding; a
+ * recurrent draft model's cut back to a round's start restores its snapshot there. */
+static void roll_generate(wlm_context *c, wlm_context *d, int mode, const int32_t *prompt, int n,
+                          const int32_t *plain, int np, const char *what, wlm_spec_stats *sum,
+                          int *draft_cuts) {
+    wlm_gen_params gp;
+    wlm_gen_params_default(&gp);
+    gp.temperature = 0;
+    gp.max_tokens = 40;
+    gp.add_bos = 0;
+    c->roll_mode = mode;
+    CHECK_STATUS(wlm_generate_begin(c, prompt, n, &gp), WLM_OK);
+    wlm_spec_params sp;
+    wlm_spec_params_default(&sp);
+    sp.n_draft = 6;
+    sp.ngram = d ? 0 : 2;
+    sp.draft = d;
+    CHECK_STATUS(wlm_generate_speculate(c, &sp), WLM_OK);
+    if (d) d->last_restore = -1;
+    int32_t ids[48];
+    int ns = 0;
+    wlm_token tok;
+    while (ns < 48 && wlm_generate_next(c, &tok) == WLM_OK) ids[ns++] = tok.id;
+    CHECKF(ns == np && memcmp(ids, plain, sizeof(int32_t) * (size_t)np) == 0,
+           "%s: %d tokens, plain greedy %d (or different ids)", what, ns, np);
+    if (d && d->last_restore >= 0) { /* the draft was cut back (a rejection): to its snapshot
+                                         at the round's start, not from position 0 */
+        CHECKF(d->last_restore > n, "%s: the draft's last cut restored position %d", what,
+               (int)d->last_restore);
+        (*draft_cuts)++;
+    }
+    wlm_spec_stats st;
+    CHECK_STATUS(wlm_spec_stats_get(c, &st), WLM_OK);
+    sum->n_rounds += st.n_rounds;
+    sum->n_drafted += st.n_drafted;
+    sum->n_accepted += st.n_accepted;
+    c->roll_mode = WLM_ROLL_AUTO;
+}
+
+/* Both rollback strategies: a rejection at every position of a verification gives a fresh
+ * evaluation's state (one thread, and 3 threads over a pass long enough to split DeltaNet's
+ * heads); the verification's logits do not depend on the strategy; greedy speculative decoding
+ * with prompt lookup and with a draft model (the target quantized to Q8_0, which disagrees at
+ * times) gives plain greedy decoding's tokens under each. */
+static void test_rollback(const char *arch) {
+    spec s = base_spec(arch);
+    wlm_model *m = load_spec(&s, WLM_OK, NULL, arch);
+    spec sq = s;
+    sq.type = WLM_TYPE_Q8_0;
+    wlm_model *mq = load_spec(&sq, WLM_OK, NULL, arch);
+    wlm_context *c = m ? tu_context(m, 0, 1, 1, WLM_KV_F32) : NULL;
+    wlm_context *f = m ? tu_context(m, 0, 1, 1, WLM_KV_F32) : NULL;
+    wlm_context *d = mq ? tu_context(mq, 0, 1, 1, WLM_KV_F32) : NULL;
+    wlm_threadpool *pool = NULL;
+    float *ver[2] = {malloc(sizeof(float) * 96 * (size_t)s.vocab),
+                     malloc(sizeof(float) * 96 * (size_t)s.vocab)};
+    if (!c || !f || !d || !ver[0] || !ver[1]) goto out;
+    int32_t t[160];
+    prompt_tokens(t, 160, s.vocab, 23);
+    const int modes[2] = {WLM_ROLL_REPLAY, WLM_ROLL_POSITIONS};
+    char what[96];
+    int cases = 0, ok = 1;
+    for (int j = 0; j < 9; j++) { /* k = 8 drafts: rejected at 0..7, or all accepted */
+        for (int mi = 0; mi < 2; mi++) {
+            snprintf(what, sizeof what, "%s, strategy %d, kept %d of 9", arch, modes[mi], j + 1);
+            ok &= roll_case(c, f, modes[mi], t, 30, 9, j, ver[mi], what);
+            cases++;
+        }
+        ok &= CHECKF(memcmp(ver[0], ver[1], sizeof(float) * 9 * (size_t)s.vocab) == 0,
+                     "%s: the verification's logits depend on the strategy", arch);
+    }
+    /* a long pass on 3 threads: DeltaNet's heads split over the pool, each thread's copies */
+    if (wlm_threadpool_new(3, &pool) == WLM_OK) {
+        wlm_context_set_threadpool(c, pool);
+        for (int j = 0; j < 80; j += 79 / 3) {
+            for (int mi = 0; mi < 2; mi++) {
+                snprintf(what, sizeof what, "%s, 3 threads, strategy %d, kept %d of 80", arch,
+                         modes[mi], j + 1);
+                ok &= roll_case(c, f, modes[mi], t, 20, 80, j, ver[mi], what);
+                cases++;
+            }
+            ok &= CHECKF(memcmp(ver[0], ver[1], sizeof(float) * 80 * (size_t)s.vocab) == 0,
+                         "%s: 3 threads: the verification's logits depend on the strategy", arch);
+        }
+        wlm_context_set_threadpool(c, NULL);
+    }
+    printf("   %s: %d rollbacks, each strategy a fresh evaluation's state%s\n", arch, cases,
+           ok ? "" : " (FAILED)");
+    /* a record left behind (a round that failed before its cut) is not taken once other passes
+     * ran, even with the sequence back at the same length */
+    {
+        uint8_t want[9];
+        memset(want, 1, sizeof want);
+        wlm_context_reset(c);
+        c->roll_mode = WLM_ROLL_POSITIONS;
+        CHECK_STATUS(wlm_eval(c, t, 30), WLM_OK);
+        CHECK_EQ_INT(wlm_state_roll_begin(c, 0, 9), WLM_ROLL_POSITIONS);
+        CHECK_STATUS(wlm_eval_batch(c, t + 30, NULL, want, 9), WLM_OK);
+        wlm_state_roll_recorded(c);
+        wlm_context_reset(c);
+        CHECK_STATUS(wlm_eval(c, t + 1, 39), WLM_OK); /* other tokens, the same length */
+        wlm_seq_truncate_internal(c, 0, 33);
+        CHECKF(c->last_restore != 33, "%s: a stale record was taken", arch);
+        CHECK_STATUS(wlm_eval(c, t + 100, 3), WLM_OK);
+        int32_t all[36];
+        memcpy(all, t + 1, 33 * sizeof(int32_t));
+        memcpy(all + 33, t + 100, 3 * sizeof(int32_t));
+        wlm_context_reset(f);
+        CHECK_STATUS(wlm_eval(f, all, 36), WLM_OK);
+        CHECKF(memcmp(wlm_logits(c), wlm_logits(f), sizeof(float) * (size_t)s.vocab) == 0,
+               "%s: after a stale record, a cut differs from a fresh evaluation", arch);
+        wlm_state_roll_drop(c);
+        c->roll_mode = WLM_ROLL_AUTO;
+    }
+    /* the record's memory: n - 1 states of the longest pass, counted */
+    const int32_t longest = pool ? 79 : 8; /* (wasm without threads: no pool) */
+    CHECK(c->roll_cap >= longest &&
+          c->state_bytes >= (size_t)longest * m->hp.state_floats * sizeof(float));
+    /* AUTO: copies for a small state, the snapshot when they would outweigh the weights */
+    c->roll_mode = WLM_ROLL_AUTO;
+    CHECK_EQ_INT(wlm_state_roll_choose(c, 9),
+                 (uint64_t)8 * m->hp.state_floats * sizeof(float) * WLM_ROLL_WEIGHT_RATIO <=
+                         m->weight_bytes
+                     ? WLM_ROLL_POSITIONS
+                     : WLM_ROLL_REPLAY);
+
+    /* generation: prompt lookup on a repetitive prompt, and the Q8_0 draft */
+    int draft_cuts = 0;
+    int32_t rep[48];
+    for (int i = 0; i < 48; i++) rep[i] = t[i % 10];
+    for (int p = 0; p < 2; p++) {
+        const int32_t *prompt = p ? t : rep;
+        wlm_gen_params gp;
+        wlm_gen_params_default(&gp);
+        gp.temperature = 0;
+        gp.max_tokens = 40;
+        gp.add_bos = 0;
+        int32_t plain[48];
+        const int np = gen_alone(f, prompt, 48, &gp, plain, 48);
+        CHECKF(np >= 10, "%s: plain greedy gave %d tokens (ends at EOS or 40)", arch, np);
+        for (int mi = 0; mi < 2; mi++) {
+            wlm_spec_stats lookup = {0}, drafted = {0};
+            snprintf(what, sizeof what, "%s, prompt %d, strategy %d, prompt lookup", arch, p,
+                     modes[mi]);
+            roll_generate(c, NULL, modes[mi], prompt, 48, plain, np, what, &lookup, &draft_cuts);
+            snprintf(what, sizeof what, "%s, prompt %d, strategy %d, Q8_0 draft", arch, p,
+                     modes[mi]);
+            roll_generate(c, d, modes[mi], prompt, 48, plain, np, what, &drafted, &draft_cuts);
+            if (mi == 0)
+                printf("   %s, prompt %d: prompt lookup accepted %d of %d drafts, the Q8_0 "
+                       "draft %d of %d\n", arch, p, (int)lookup.n_accepted, (int)lookup.n_drafted,
+                       (int)drafted.n_accepted, (int)drafted.n_drafted);
+            /* rounds with a rejection ran (else nothing was rolled back) */
+            CHECKF(lookup.n_accepted + drafted.n_accepted < lookup.n_drafted + drafted.n_drafted,
+                   "%s: no draft rejected", what);
+        }
+    }
+    CHECKF(draft_cuts > 0, "%s: the draft model was never cut back", arch);
+out:
+    free(ver[0]);
+    free(ver[1]);
+    wlm_threadpool_free(pool);
+    wlm_context_free(c);
+    wlm_context_free(f);
+    wlm_context_free(d);
+    wlm_model_free(m);
+    wlm_model_free(mq);
+}
+
 /* Generation alone: the ids (at most cap), or -1. */
 static int gen_alone(wlm_context *c, const int32_t *t, int n, const wlm_gen_params *gp,
                      int32_t *ids, int cap) {
@@ -755,6 +973,7 @@ int main(void) {
     }
     for (size_t a = 0; a < 2; a++) {
         test_state(archs[a]);
+        test_rollback(archs[a]);
         test_generate(archs[a]);
     }
     test_errors();

@@ -2,14 +2,18 @@
 // Engine.loadDraft, js/engine/speculative.js): greedy output identical to plain greedy decoding with
 // a draft model (the same weights as GGUF: every draft accepted) and with prompt lookup, on one
 // thread, two threads and the worker engine; lastResult's drafted / accepted; sampled output
-// reproducible by seed; the refusals. The exactness of sampled speculative decoding is proven
-// in C (tests/c/test_speculative.c: chi-square on joint frequencies).
+// reproducible by seed; the refusals; the hybrids (qwen35, lfm2: a recurrent state rolled back
+// after a rejection) with a draft model that disagrees at times. The exactness of sampled
+// speculative decoding is proven in C (tests/c/test_speculative.c: chi-square on joint
+// frequencies); both rollback strategies of a recurrent state in tests/c/test_hybrid.c.
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { resolve } from 'node:path';
 import { createWorkerEngine, WasmlmError } from '../../js/wasmlm.js';
 import { MODEL, MODELS, TOKENIZER, collect, loadedEngine, webWorkerLike } from './_helpers.mjs';
+import { createEngine } from '../../js/wasmlm.js';
+import { synthCached } from '../../tools/synth_gguf.mjs';
 
 const GGUF = resolve(MODELS, 'stories260K.gguf'); // the same weights, with the vocabulary inside
 const COPY = 'Lily and Tom went to the park. Lily and Tom went to the park. Lily and';
@@ -127,3 +131,36 @@ test('the worker engine: loadDraft and draft through the protocol', async () => 
     await w.free();
   }
 });
+
+// The synthesizer's tiny hybrids (F32, build/synth), the Q8_0 quantization of the same weights as
+// the draft: it mostly agrees, so rounds accept some drafts and reject others, and each rejection
+// rolls the recurrent state back (the default strategy: a copy of the state per verified
+// position, for these small states).
+for (const arch of ['qwen35', 'lfm2']) {
+  test(`${arch}: a recurrent target, drafts rejected and rolled back: the tokens of plain greedy decoding`, async () => {
+    const target = synthCached({ arch, shape: 'tiny' });
+    const draft = synthCached({ arch, shape: 'tiny', type: 'Q8_0' });
+    const e = await createEngine({ threads: 1 });
+    try {
+      await e.load({ model: target });
+      await e.loadDraft({ model: draft });
+      let drafted = 0, accepted = 0, rounds = 0, partial = 0;
+      for (const prompt of PROMPTS) {
+        const plain = await ids(e, prompt, { temperature: 0, maxTokens: 40 });
+        for (const maxTokens of [3, 8]) {
+          const spec = await ids(e, prompt, { temperature: 0, maxTokens: 40, draft: { maxTokens } });
+          assert.deepEqual(spec.ids, plain.ids, `${prompt} k ${maxTokens}`);
+          assert.equal(spec.text, plain.text);
+          drafted += spec.result.drafted;
+          accepted += spec.result.accepted;
+          rounds += spec.result.rounds;
+          // a round that rejected after accepting some: a rollback to the middle of a verification
+          if (spec.result.accepted > 0 && spec.result.accepted < spec.result.drafted) partial++;
+        }
+      }
+      assert.ok(accepted > 0 && accepted < drafted && partial > 0, `${arch}: ${accepted} of ${drafted} in ${rounds} rounds`);
+    } finally {
+      await e.free();
+    }
+  });
+}
