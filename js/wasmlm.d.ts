@@ -1207,9 +1207,14 @@ export interface KvStats {
   stateBytes: number;
   /** Sequences holding a recurrent state now. */
   states: number;
-  /** Bytes of recurrent states and their snapshots (the prompt's end, a speculative round's
-   *  start) in memory, counted in contextBytes. */
+  /** Bytes of recurrent states and their snapshots (the prompt's end, a chat checkpoint, a
+   *  speculative round's start) in memory, counted in contextBytes; with the WebGPU backend
+   *  in GPU memory (every sequence's state block, and each snapshot once taken), counted in
+   *  gpuBytes. */
   stateBytesAllocated: number;
+  /** Bytes of GPU memory the model holds now with the WebGPU backend (ModelInfo.gpuBytes plus
+   *  what was made since: snapshots, scratch buffers), else 0. */
+  gpuBytes: number;
   /** Sequences the context holds (see LoadOptions.nSeqMax). */
   nSeqMax: number;
   /** The context length, in tokens. */

@@ -498,7 +498,14 @@ API double wlmjs_model_describe(const wlm_model *m, char *buf, size_t cap) {
  * (0: none), the length before it; rows n_keep + n_discard .. that length − 1 move down by
  * n_discard, K re-rotated by −n_discard positions), 12 n_seq_max, 13 the forks to apply before
  * the shifts (int32 array address: source, destination, rows 0..n−1, per fork, in order), 14
- * their count. -1 for a bad handle or field. */
+ * their count; 15 a hybrid's restores (int32 array address: for each of the n_seq_max
+ * sequences a snapshot slot (-1: the empty state) and the position it holds (-1: none pending):
+ * before the sequence's next entries its state is restored and the stored tokens
+ * (wlmjs_seq_tokens) from that position up to the entries' first replayed; the backend writes
+ * -1 over the position once done), 16 its snapshots to take (int32 array address: for each
+ * sequence, field 17 slots: the position at which its state is copied into the slot, -1: none;
+ * the backend writes -1 over each it took), 17 the slots per sequence. -1 for a bad handle or
+ * field. */
 API double wlmjs_deferred_field(const wlm_context *c, int field) {
     if (!c || !c->model) return -1;
     switch (field) {
@@ -517,6 +524,9 @@ API double wlmjs_deferred_field(const wlm_context *c, int field) {
     case 12: return c->n_seq_max;
     case 13: return (double)(uintptr_t)c->dfr_fork;
     case 14: return c->dfr_n_fork;
+    case 15: return (double)(uintptr_t)c->dfr_restore;
+    case 16: return (double)(uintptr_t)c->dfr_snap;
+    case 17: return WLM_STATE_SNAPS;
     default: return -1;
     }
 }

@@ -1041,9 +1041,11 @@ class Engine {
     this.#needModel();
     const x = this.#x;
     const f = (k) => x.wlmjs_kv_stat(this.#ctx, k);
+    const gpu = this.#gpu?.stateStats; // the WebGPU backend: a hybrid's states and snapshots are GPU memory
     return {
       blockBytes: f(0), blocksAllocated: f(1), blocksUsed: f(2), blocksShared: f(3), blockRefs: f(4),
-      stateBytes: f(5), states: f(6), stateBytesAllocated: f(7),
+      stateBytes: f(5), states: gpu ? gpu.states : f(6), stateBytesAllocated: gpu ? gpu.bytes : f(7),
+      gpuBytes: this.#gpu?.gpuBytes ?? 0,
       nSeqMax: this.#ctxParams.nSeqMax, nCtx: this.#info.nCtx,
       contextBytes: x.memory64 ? x.wlm_context_memory(this.#ctx) : x.wlm_context_memory(this.#ctx) >>> 0, wasmMemoryBytes: x.memory.buffer.byteLength,
     };

@@ -637,6 +637,16 @@ struct wlm_context {
                                      replaces it), applied in order before the shifts and the
                                      next recorded batch, cleared with its logits */
     int32_t dfr_n_fork;
+    int32_t dfr_restore[WLM_MAX_SEQ][2]; /* a hybrid's sequences (deferred.c): a recurrent state
+                                     the backend restores before the sequence's next entries:
+                                     snapshot slot (-1: the empty state) and the position it
+                                     holds (-1: none pending); the backend replays the stored
+                                     tokens from there up to the entries' first position, and
+                                     marks it applied (position -1) */
+    int32_t dfr_snap[WLM_MAX_SEQ][WLM_STATE_SNAPS]; /* per sequence and snapshot slot, the
+                                     position whose state the backend copies into that slot
+                                     when its sequence reaches it (-1: none pending; the backend
+                                     marks a copy it took -1): a slot restores only once taken */
     int dfr_exact;                /* 1: the recorded batch's logits must equal one-token
                                      evaluations bit for bit (a speculative round's
                                      verification, whose greedy tokens must be plain greedy
@@ -805,6 +815,21 @@ int wlm_deferred_record(wlm_context *c, const int32_t *tokens, const int32_t *se
 /* deferred.c: forgets a recorded batch whose logits never came (reset, abort): its sequences
  * go back to their positions before it. */
 void wlm_deferred_drop(wlm_context *c);
+/* deferred.c (a deferred hybrid, whose states and their snapshots live in the backend): no
+ * restore or snapshot pending (context creation). */
+void wlm_deferred_state_init(wlm_context *c);
+/* deferred.c: asks the backend for a copy of sequence seq's state at position pos (its n_past,
+ * or a position of the batch just recorded) in snapshot `slot`; snap_pos says it from now on. */
+void wlm_deferred_snapshot(wlm_context *c, int32_t seq, int slot, int32_t pos);
+/* deferred.c: forgets sequence seq's snapshots past position n and a restore pending from past
+ * n (n -1: all of them; a fork's destination). */
+void wlm_deferred_state_forget(wlm_context *c, int32_t seq, int32_t n);
+/* deferred.c: cuts recurrent sequence seq back to n < n_past (state_truncate's deferred half):
+ * the latest snapshot the backend holds at or before n (or the empty state) restored and the
+ * tokens from there to n replayed by the backend before the sequence's next entries; n_past
+ * becomes n (earlier where image rows lie between, which are not replayable), last_restore the
+ * snapshot's position. */
+void wlm_deferred_state_truncate(wlm_context *c, int32_t seq, int32_t n);
 /* deferred.c: frees the recorded batch's arrays (context_release). */
 void wlm_deferred_release(wlm_context *c);
 /* generate.c: the sampling phase of a wlm_generate_batch_next that returned WLM_NEED_LOGITS,

@@ -171,7 +171,11 @@ int wlm_state_reset(wlm_context *c, int32_t seq) {
 
 void wlm_state_snapshot(wlm_context *c, int32_t seq, int slot) {
     wlm_seq *s = &c->seqs[seq];
-    if (!c->model->hp.state_floats || !s->state || c->deferred) return;
+    if (c->deferred) { /* the backend copies it when the sequence's state reaches n_past */
+        wlm_deferred_snapshot(c, seq, slot, s->n_past);
+        return;
+    }
+    if (!c->model->hp.state_floats || !s->state) return;
     if (!s->snap[slot]) {
         s->snap[slot] = malloc(state_bytes(c));
         if (!s->snap[slot]) return;
@@ -296,6 +300,10 @@ static int state_replay(wlm_context *c, int32_t seq, int32_t from, int32_t to) {
  * image rows lie between the snapshot and n (they are not kept, so not replayable), the
  * sequence stops earlier, where its state is right: callers read n_past. */
 static void state_truncate(wlm_context *c, int32_t seq, int32_t n) {
+    if (c->deferred) { /* the state and its snapshots are the backend's: it restores, replays */
+        wlm_deferred_state_truncate(c, seq, n);
+        return;
+    }
     wlm_seq *s = &c->seqs[seq];
     for (int i = 0; i < WLM_STATE_SNAPS; i++) /* snapshots past the cut are of other tokens */
         if (s->snap_pos[i] > n) s->snap_pos[i] = -1;
@@ -324,6 +332,11 @@ static void state_truncate(wlm_context *c, int32_t seq, int32_t n) {
     if (from < n && state_replay(c, seq, from, n) != WLM_OK) {
         /* n_past stays where the replay stopped: the state there is right */
     }
+}
+
+/* Whether sequence s has a recurrent state to cut back (here, or a deferred hybrid's backend). */
+static int has_state(const wlm_context *c, const wlm_seq *s) {
+    return s->state || (c->deferred && c->model->hp.state_floats);
 }
 
 /* ---- handle ------------------------------------------------------------------------------- */
@@ -445,6 +458,7 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->n_ctx = params->n_ctx ? params->n_ctx : p->seq_len;
     c->kv_cache = params->kv_cache != 0;
     c->deferred = params->kv_cache == 2; /* another backend keeps K/V (runtime/deferred.c) */
+    wlm_deferred_state_init(c);
     c->use_simd = params->use_simd != 0;
     c->k = c->use_simd ? &wlm_kernels_simd : &wlm_kernels_ref;
     c->dot_split = c->use_simd && params->dot_form == WLM_DOT_SPLIT && wlm_quant_have_relaxed();
@@ -651,7 +665,7 @@ void wlm_context_reset_keep(wlm_context *ctx, int32_t keep) {
         int32_t k = i == 0 && keep > 0 ? keep : 0;
         if (k > s->n_past) k = s->n_past;
         if (k > s->exact) k = s->exact;
-        if (s->state && k > 0 && k < s->n_past) state_truncate(ctx, i, k); /* may stop short */
+        if (has_state(ctx, s) && k > 0 && k < s->n_past) state_truncate(ctx, i, k); /* may stop short */
         else s->n_past = k;
         k = s->n_past;
         if (k == 0) s->exact = ctx->n_ctx;
@@ -720,6 +734,7 @@ void wlm_seq_fork_internal(wlm_context *c, int32_t src, int32_t dst) {
         c->dfr_fork[i][0] = src;
         c->dfr_fork[i][1] = dst;
         c->dfr_fork[i][2] = s->n_past;
+        wlm_deferred_state_forget(c, dst, -1); /* the copy keeps no snapshot, as below */
     }
     d->n_past = 0;
     seq_trim(c, d);
@@ -755,7 +770,7 @@ int wlm_seq_fork(wlm_context *ctx, int32_t src, int32_t dst) {
 void wlm_seq_truncate_internal(wlm_context *c, int32_t seq, int32_t n) {
     wlm_seq *s = &c->seqs[seq];
     if (n >= s->n_past) return;
-    if (s->state && n > 0) state_truncate(c, seq, n); /* restore + replay: may stop short */
+    if (has_state(c, s) && n > 0) state_truncate(c, seq, n); /* restore + replay: may stop short */
     else s->n_past = n < 0 ? 0 : n;
     if (s->n_past == 0) s->exact = c->n_ctx;
     seq_trim(c, s); /* a kept block shared with another sequence is copied on its next write */

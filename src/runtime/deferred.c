@@ -6,6 +6,15 @@
  * Everything after the logits (sampler chain, grammars, stop strings, prompt-cache reuse) stays
  * this library's. It does not run any arithmetic, and it keeps no KV cache: the other backend
  * does (positions 0..n_past-1 of each sequence, overwritten from n_past on).
+ *
+ * A hybrid's recurrent state lives there too, with its snapshots (the CPU's WLM_SNAP_* slots,
+ * context.c): this side keeps their positions (snap_pos) and tells the backend what to do with
+ * the state before a sequence's next entries run. dfr_snap asks it to copy the state into a
+ * slot when the sequence reaches a position (the end of a prompt, a chat checkpoint inside
+ * it, the start of a speculative round); dfr_restore, after a cut back, to restore a slot it
+ * took (or empty the state) and replay the stored tokens from there, as context.c's
+ * state_truncate does on the CPU. The backend marks what it did (-1), so a slot whose copy was
+ * not taken is never restored.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +33,7 @@ int wlm_deferred_record(wlm_context *c, const int32_t *tokens, const int32_t *se
     for (int32_t i = 0; i < n; i++) {
         const int32_t sq = seq_ids ? seq_ids[i] : 0;
         wlm_seq *s = &c->seqs[sq];
+        wlm_deferred_state_forget(c, sq, s->n_past); /* snapshots of the tokens replaced */
         c->dfr_tok[i] = tokens[i];
         c->dfr_seq[i] = sq;
         c->dfr_pos[i] = s->n_past;
@@ -45,7 +55,50 @@ void wlm_deferred_drop(wlm_context *c) {
         for (int32_t i = 0; i < c->dfr_n; i++) {
             wlm_seq *s = &c->seqs[c->dfr_seq[i]];
             if (s->n_past > c->dfr_pos[i]) s->n_past = c->dfr_pos[i];
+            wlm_deferred_state_forget(c, c->dfr_seq[i], s->n_past);
         }
     c->dfr_n = 0;
     c->dfr_resume = 0;
+}
+
+void wlm_deferred_state_init(wlm_context *c) {
+    memset(c->dfr_restore, 0xff, sizeof c->dfr_restore); /* -1: none */
+    memset(c->dfr_snap, 0xff, sizeof c->dfr_snap);
+}
+
+void wlm_deferred_snapshot(wlm_context *c, int32_t seq, int slot, int32_t pos) {
+    if (!c->model->hp.state_floats) return;
+    c->seqs[seq].snap_pos[slot] = pos;
+    c->dfr_snap[seq][slot] = pos;
+}
+
+void wlm_deferred_state_forget(wlm_context *c, int32_t seq, int32_t n) {
+    if (!c->model->hp.state_floats) return;
+    wlm_seq *s = &c->seqs[seq];
+    for (int j = 0; j < WLM_STATE_SNAPS; j++) {
+        if (s->snap_pos[j] > n) s->snap_pos[j] = -1;
+        if (c->dfr_snap[seq][j] > n) c->dfr_snap[seq][j] = -1;
+    }
+    if (c->dfr_restore[seq][1] > n) c->dfr_restore[seq][0] = c->dfr_restore[seq][1] = -1;
+}
+
+void wlm_deferred_state_truncate(wlm_context *c, int32_t seq, int32_t n) {
+    wlm_seq *s = &c->seqs[seq];
+    int best = -1; /* the latest snapshot at or before n that the backend has taken */
+    for (int j = 0; j < WLM_STATE_SNAPS; j++)
+        if (s->snap_pos[j] >= 0 && s->snap_pos[j] <= n && c->dfr_snap[seq][j] < 0 &&
+            (best < 0 || s->snap_pos[j] > s->snap_pos[best]))
+            best = j;
+    const int32_t from = best >= 0 ? s->snap_pos[best] : 0;
+    wlm_deferred_state_forget(c, seq, n); /* snapshots past the cut are of other tokens */
+    /* image rows (WLM_TOKEN_EMBD) cannot be replayed: the state stops before the first one */
+    for (int32_t i = from; i < n; i++)
+        if (s->tokens[i] < 0) {
+            n = i;
+            break;
+        }
+    c->dfr_restore[seq][0] = best;
+    c->dfr_restore[seq][1] = from;
+    c->last_restore = from;
+    s->n_past = n;
 }

@@ -226,12 +226,14 @@ int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *co
         entry[i] = m - 1;
     }
     /* a recurrent state's checkpoint inside the part to prefill: two batches, the state
-     * copied between them (the same results: a batch computes each entry as alone) */
-    int32_t first = 0;
+     * copied between them (the same results: a batch computes each entry as alone); in a
+     * deferred context one batch, the backend copying the state when it reaches cp */
+    int32_t first = 0, dfr_cp = 0;
     const int32_t cp = params[0].checkpoint;
-    if (n_seqs == 1 && ctx->model->hp.n_rec_layers > 0 && !ctx->deferred && cp > keep &&
-        cp < n_tokens[0])
-        first = cp - keep;
+    if (n_seqs == 1 && ctx->model->hp.n_rec_layers > 0 && cp > keep && cp < n_tokens[0]) {
+        if (ctx->deferred) dfr_cp = cp;
+        else first = cp - keep;
+    }
     int rc = WLM_OK;
     if (first > 0) {
         rc = wlm_eval_entries(ctx, tok, tok + total, want, first);
@@ -243,6 +245,7 @@ int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *co
     free(tok);
     free(want);
     if (rc != WLM_OK) return rc;
+    if (dfr_cp > 0) wlm_deferred_snapshot(ctx, 0, WLM_SNAP_CHECKPOINT, dfr_cp);
     /* a recurrent state cannot be cut back: keep it at the prompt's end, where the next
      * request of a conversation is likely to resume (llama.cpp's context checkpoints) */
     if (n_seqs == 1) wlm_state_snapshot(ctx, 0, WLM_SNAP_PROMPT);

@@ -14,6 +14,9 @@
  *   snapshot and a replay): a rejection at every position continues as a fresh evaluation, and
  *   greedy speculative decoding (prompt lookup, a Q8_0 draft) gives plain greedy's tokens;
  *   kv_stats counts the state; a context shift is refused naming the reason;
+ * - a deferred context (the WebGPU backend's, runtime/deferred.c) keeps the same snapshot slots
+ *   as orders to its backend: which positions to copy, which copy to restore after a cut back
+ *   (only one the backend took), forgotten past a cut, a dropped batch and a fork;
  * - kinds that contradict the tensors, per-layer arrays of the wrong length and bad shapes are
  *   errors naming the key or tensor.
  * llama.cpp itself checks the same architectures in tests/js/oracle.test.mjs.
@@ -910,6 +913,97 @@ static void test_generate(const char *arch) {
     wlm_model_free(m);
 }
 
+/* A deferred context's orders to its backend about the recurrent state (deferred.c): the
+ * positions whose state it copies into each snapshot slot (dfr_snap, -1 once the backend marks
+ * it taken) and, after a cut back, the slot to restore and replay from (dfr_restore). Here the
+ * test plays the backend: it marks what it took and "supplies" each batch. */
+static void test_deferred_state(const char *arch) {
+    spec s = base_spec(arch);
+    wlm_model *m = load_spec(&s, WLM_OK, NULL, arch);
+    if (!m) return;
+    wlm_context_params cp;
+    wlm_context_params_default(&cp);
+    cp.n_seq_max = 2;
+    cp.kv_cache = 2;
+    wlm_context *d = NULL;
+    CHECK_STATUS(wlm_context_new(m, &cp, &d), WLM_OK);
+    int32_t t[40], u[40];
+    prompt_tokens(t, 40, s.vocab, 9);
+    memcpy(u, t, sizeof u);
+    for (int i = 20; i < 40; i++) u[i] = (t[i] + 1) % s.vocab; /* diverges at 20 */
+    wlm_gen_params p;
+    wlm_gen_params_default(&p);
+    p.temperature = 0;
+    p.cache_prompt = 1;
+    const int P = WLM_SNAP_PROMPT, C = WLM_SNAP_CHECKPOINT;
+    if (d) {
+        /* a prompt of 30 with its checkpoint at 10: one batch, both copies asked for */
+        p.checkpoint = 10;
+        CHECK_STATUS(wlm_generate_begin(d, t, 30, &p), WLM_OK);
+        CHECK_EQ_INT(d->dfr_n, 30);
+        CHECK_EQ_INT(d->dfr_snap[0][C], 10);
+        CHECK_EQ_INT(d->dfr_snap[0][P], 30);
+        CHECK_EQ_INT(d->dfr_restore[0][1], -1);
+        d->dfr_snap[0][P] = -1; /* the backend took only the prompt's end */
+        d->dfr_n = 0;
+
+        /* diverging at 20: the checkpoint at 10 was not taken, the prompt's end is past the
+         * cut: the empty state, replayed from 0 (nothing counts as cached) */
+        p.checkpoint = 0;
+        CHECK_STATUS(wlm_generate_begin(d, u, 30, &p), WLM_OK);
+        CHECK_EQ_INT(d->dfr_restore[0][0], -1);
+        CHECK_EQ_INT(d->dfr_restore[0][1], 0);
+        CHECK_EQ_INT(wlm_generate_n_cached(d), 0);
+        CHECK_EQ_INT(d->dfr_pos[0], 20); /* the batch starts at the cut: the backend replays */
+        CHECK_EQ_INT(d->dfr_snap[0][P], 30);
+        d->dfr_restore[0][1] = -1;
+        d->dfr_snap[0][C] = d->dfr_snap[0][P] = -1; /* both taken (the replay passes 10) */
+        d->dfr_n = 0;
+
+        /* diverging at 20 again (t's tail): the checkpoint at 10 is restored, 10..19 replayed */
+        CHECK_STATUS(wlm_generate_begin(d, t, 36, &p), WLM_OK);
+        CHECK_EQ_INT(d->dfr_restore[0][0], C);
+        CHECK_EQ_INT(d->dfr_restore[0][1], 10);
+        CHECK_EQ_INT(wlm_generate_n_cached(d), 10);
+        CHECK_EQ_INT(d->dfr_pos[0], 20);
+        CHECK_EQ_INT(d->seqs[0].snap_pos[P], 36);
+        d->dfr_restore[0][1] = -1;
+        d->dfr_snap[0][P] = -1;
+        d->dfr_n = 0;
+
+        /* an extension: the state goes on from 36 (nothing to restore) */
+        CHECK_STATUS(wlm_generate_begin(d, t, 40, &p), WLM_OK);
+        CHECK_EQ_INT(d->dfr_restore[0][1], -1);
+        CHECK_EQ_INT(wlm_generate_n_cached(d), 36);
+        CHECK_EQ_INT(d->dfr_pos[0], 36);
+        CHECK_EQ_INT(d->dfr_snap[0][P], 40);
+
+        /* the batch dropped (never supplied): the copy asked for past where the sequence went
+         * back is forgotten */
+        wlm_context_reset_keep(d, 38);
+        CHECK_EQ_INT(wlm_context_n_past(d), 36);
+        CHECK_EQ_INT(d->dfr_snap[0][P], -1);
+        CHECK_EQ_INT(d->seqs[0].snap_pos[P], -1);
+        CHECK_EQ_INT(d->seqs[0].snap_pos[C], 10);
+
+        /* a cut back to 25: the checkpoint restored (as the CPU's truncation restores it) */
+        wlm_seq_truncate_internal(d, 0, 25);
+        CHECK_EQ_INT(wlm_context_n_past(d), 25);
+        CHECK_EQ_INT(d->dfr_restore[0][0], C);
+        CHECK_EQ_INT(d->dfr_restore[0][1], 10);
+
+        /* a fork's destination keeps no copy and no restore */
+        d->dfr_restore[1][0] = P, d->dfr_restore[1][1] = 5;
+        d->dfr_snap[1][C] = d->seqs[1].snap_pos[C] = 7;
+        wlm_seq_fork_internal(d, 0, 1);
+        CHECK_EQ_INT(d->dfr_restore[1][1], -1);
+        CHECK_EQ_INT(d->dfr_snap[1][C], -1);
+        CHECK_EQ_INT(d->seqs[1].snap_pos[C], -1);
+    }
+    wlm_context_free(d);
+    wlm_model_free(m);
+}
+
 static void test_errors(void) {
     struct { const char *arch, *omit, *misshape, *omit_key; int bad_array, want; const char *needle; } cases[] = {
         {"qwen35", "blk.0.ssm_a", NULL, NULL, 0, WLM_ERR_FORMAT, "blk.0.ssm_a"},
@@ -975,7 +1069,8 @@ int main(void) {
         test_state(archs[a]);
         test_rollback(archs[a]);
         test_generate(archs[a]);
+        test_deferred_state(archs[a]);
     }
     test_errors();
-    TEST_FINISH();
+    return TEST_FINISH();
 }

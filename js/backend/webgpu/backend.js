@@ -9,11 +9,13 @@
 // context shift (C shifts its bookkeeping and records the shift; the cache rows move here before
 // the next batch), and batches of sequences (each sequence's block of the GPU cache; resize()
 // when the engine needs more of them), and beam search (its forks copied between the
-// sequences' blocks of the GPU cache before the step's batch).
+// sequences' blocks of the GPU cache before the step's batch). A hybrid's recurrent state
+// snapshots (state_snapshots.js) are taken and restored as C asks (src/runtime/deferred.c).
 
 import { jsError } from '../../runtime/errors.js';
 import { requestDevice } from './device.js';
 import { GpuForward, Pipelines } from './forward.js';
+import { GpuStateSnapshots } from './state_snapshots.js';
 import { MAX_HEAD } from './wgsl_ops.js';
 import { ropeHalf } from './per_layer.js';
 import { fuseMatrices, unsupportedReason, uploadWeights } from './weights.js';
@@ -117,20 +119,35 @@ export class WebGpuBackend {
     const sets = f(7), half = ropeHalf(this.#desc.hp); // (the context's rope_half)
     const ropeFreq = new Float32Array(x.memory.buffer, f(6) >>> 0, sets * half).slice();
     this.#stateLen = [];
+    this.#snaps?.destroy();
+    this.#snaps = null;
     this.#fwd = await GpuForward.create(this.#device, this.#desc, this.#weights, {
       kvF16: this.#kvType !== 'f32', nCtx: f(9), nSeq: f(12), ropeFreq, ropeSets: sets, mscale: f(8),
       pipelines: this.#pipelines, profile: this.#profile,
     });
+    const st = this.#fwd.cache.state;
+    if (st) this.#snaps = new GpuStateSnapshots(this.#device, st, this.#desc.hp.state_floats * 4, f(17));
   }
 
   #weights = null;
   #desc = null;
   #stateLen = [];    // a hybrid's sequences: the positions their GPU state holds (-1 / none: unknown)
+  #snaps = null;     // a hybrid's state snapshots (GpuStateSnapshots), else null
   #kvType = 'f16';
   #pipelines = null;
 
-  /** GPU memory held: weights, KV cache, activations (bytes). */
-  get gpuBytes() { return this.weightBytes + (this.#fwd?.bytes ?? 0); }
+  /** GPU memory held: weights, KV cache, activations, a hybrid's state snapshots (bytes). */
+  get gpuBytes() { return this.weightBytes + (this.#fwd?.bytes ?? 0) + (this.#snaps?.bytes ?? 0); }
+
+  /**
+   * A hybrid's recurrent states in GPU memory: {states: sequences with a state block,
+   * bytes: their blocks and the snapshots taken so far}; zeros for a transformer.
+   */
+  get stateStats() {
+    const st = this.#fwd?.cache.state;
+    if (!st) return { states: 0, bytes: 0 };
+    return { states: this.#x.wlmjs_deferred_field(this.#ctx, 12), bytes: st.size + (this.#snaps?.bytes ?? 0) };
+  }
 
   /** Entries per compute pass. */
   get chunk() { return this.#fwd?.chunk ?? 0; }
@@ -164,28 +181,39 @@ export class WebGpuBackend {
     const forkRows = new Int32Array(x.memory.buffer, f(13) >>> 0, 3 * f(14)).slice();
     const V = this.#fwd.desc.hp.vocab_size;
     // the wanted entries' rows, in entry order, copied from the mapped readback buffer into the
-    // context's logits (unless the device was lost or a command failed meanwhile)
+    // context's logits (unless the device was lost or a command failed meanwhile); a batch run
+    // in parts (a snapshot taken between them) hands them over part by part
+    const wanted = [];
+    for (let i = 0; i < n; i++) if (rows[i] >= 0) wanted.push(rows[i]);
+    let k = 0;
     const into = (got) => {
       if (this.#lost || this.#failed) return;
       const base = f(5) >>> 0; // context logits: row r at base + r * V floats
       const heap = new Float32Array(x.memory.buffer);
-      let k = 0;
-      for (let i = 0; i < n; i++) {
-        if (rows[i] < 0) continue;
-        heap.set(got.subarray(k * V, (k + 1) * V), (base >>> 2) + rows[i] * V);
-        k++;
-      }
+      for (let r = 0; (r + 1) * V <= got.length; r++, k++) heap.set(got.subarray(r * V, (r + 1) * V), (base >>> 2) + wanted[k] * V);
     };
     try {
       const forks = [];
       for (let i = 0; i < forkRows.length; i += 3) forks.push([forkRows[i], forkRows[i + 1], forkRows[i + 2]]);
       await this.#fwd.cache.fork(forks); // beam search's forks first, then the shifts
-      for (const [src, dst, rows] of forks) if (src !== dst) this.#stateLen[dst] = this.#stateLen[src] === rows ? rows : -1;
+      for (const [src, dst, rows] of forks) if (src !== dst) this.#stateLen[dst] = this.#stateLen[src] === rows && !this.#restorePending(src) ? rows : -1;
       for (let s = 0; 3 * s < shifts.length; s++) { // context shifts: keep, discard, end
         if (shifts[3 * s + 1] > 0) await this.#fwd.cache.shift(s, shifts[3 * s], shifts[3 * s + 1], shifts[3 * s + 2]);
       }
-      if (this.#fwd.cache.state) ({ tokens, positions, seqs, want } = this.#stateReplay(tokens, positions, seqs, want));
-      await this.#fwd.run(tokens, positions, want, { exact, seqs, into });
+      if (this.#fwd.cache.state) {
+        let takes;
+        ({ tokens, positions, seqs, want, takes } = await this.#statePlan(tokens, positions, seqs, want));
+        let a = 0; // the batch in parts, each snapshot taken where its sequence's state reaches it
+        for (let t = 0; t <= takes.length; t++) {
+          const at = t < takes.length ? takes[t][0] : tokens.length;
+          if (at > a) await this.#fwd.run(tokens.subarray(a, at), positions.subarray(a, at), want.slice(a, at), { exact, seqs: seqs.subarray(a, at), into });
+          a = at;
+          if (t < takes.length) this.#takeSnapshots(takes.filter((e) => e[0] === at));
+          while (t + 1 < takes.length && takes[t + 1][0] === at) t++;
+        }
+      } else {
+        await this.#fwd.run(tokens, positions, want, { exact, seqs, into });
+      }
       for (let i = 0; i < tokens.length; i++) this.#stateLen[seqs[i]] = positions[i] + 1;
     } catch (e) {
       if (this.#lost || /lost|destroyed/i.test(String(e?.message))) {
@@ -199,40 +227,95 @@ export class WebGpuBackend {
     x.wlmjs_deferred_supplied(ctx);
   }
 
+  /** Int32Array views of C's pending restores (2 per sequence: slot, position) and snapshots
+   *  to take (WLM_STATE_SNAPS per sequence: position), over the current wasm memory, and the
+   *  slots per sequence (wlmjs_deferred_field 15, 16, 17). */
+  #stateOrders() {
+    const x = this.#x, f = (i) => x.wlmjs_deferred_field(this.#ctx, i);
+    const nSeq = f(12), slots = f(17);
+    return { slots, restores: new Int32Array(x.memory.buffer, f(15) >>> 0, 2 * nSeq), snaps: new Int32Array(x.memory.buffer, f(16) >>> 0, slots * nSeq) };
+  }
+
+  /** Whether C asked for sequence s's state to be restored before its next entries. */
+  #restorePending(s) { return this.#stateOrders().restores[2 * s + 1] >= 0; }
+
   /**
    * A hybrid's recurrent state cannot be cut back as the KV cache can: each sequence's GPU state
-   * holds its first #stateLen[seq] positions. A batch whose first entry of a sequence is at
-   * position 0 empties that state first; one at any other position than the state's (C cut the
-   * sequence back: a prompt cache reused up to a divergence, a speculative round's rejected
-   * tokens; or the state is unknown) empties it and replays the sequence's tokens before that
-   * position, which C keeps (wlmjs_seq_tokens), as entries that want no logits (their K/V rows
-   * are written again with the same values). Returns the batch to run.
+   * holds its first #stateLen[seq] positions, and C keeps snapshots of it (deferred.c). For each
+   * sequence of the batch, at its first entry's position p: where C cut it back it names a
+   * snapshot (or the empty state) to restore, and the stored tokens (wlmjs_seq_tokens) from the
+   * snapshot's position to p are replayed, as entries that want no logits (their K/V rows are
+   * written again with the same values); where the state holds p it goes on; otherwise (p 0, a
+   * fork whose state did not follow, anything unknown) it is emptied and replayed from 0. The
+   * snapshots C asks for are placed where their sequence's state reaches their position in
+   * that batch: `takes`, [entry index, seq, slot, position], by index (the snapshot is taken
+   * once the entries before that index ran). Returns the batch to run, and its takes.
    */
-  #stateReplay(tokens, positions, seqs, want) {
-    const x = this.#x, seen = new Set(), zero = [];
+  async #statePlan(tokens, positions, seqs, want) {
+    const x = this.#x, { slots, restores, snaps } = this.#stateOrders();
+    const first = new Map(); // sequence → its first entry's position
+    for (let i = 0; i < tokens.length; i++) if (!first.has(seqs[i])) first.set(seqs[i], positions[i]);
+    const zero = [], back = [], start = new Map();
     const pre = { tokens: [], positions: [], seqs: [] };
-    for (let i = 0; i < tokens.length; i++) {
-      const s = seqs[i];
-      if (seen.has(s)) continue;
-      seen.add(s);
-      const p = positions[i];
-      if (p === (this.#stateLen[s] ?? -1) && p > 0) continue;
-      zero.push(s);
-      if (p === 0) continue;
+    for (const [s, p] of first) {
+      const slot = restores[2 * s], from = restores[2 * s + 1];
+      let at = 0; // where the state starts for this batch
+      if (from >= 0) { // C cut the sequence back
+        restores[2 * s + 1] = -1; // done (a replay from 0 where the copy is not there)
+        if (slot >= 0 && from <= p && this.#snaps.holds(s, slot, from)) { back.push([s, slot]); at = from; }
+      } else if (p > 0 && p === (this.#stateLen[s] ?? -1)) {
+        at = p;
+      }
+      if (at === 0) zero.push(s);
+      start.set(s, at);
+      if (at === p) continue;
       const addr = x.wlmjs_seq_tokens(this.#ctx, s) >>> 0;
       if (!addr) throw jsError('WLM_ERR_STATE', `WebGPU: sequence ${s}'s tokens are not readable for its recurrent state's replay`);
       const t = new Int32Array(x.memory.buffer, addr, p);
-      for (let j = 0; j < p; j++) { pre.tokens.push(t[j]); pre.positions.push(j); pre.seqs.push(s); }
+      for (let j = at; j < p; j++) { pre.tokens.push(t[j]); pre.positions.push(j); pre.seqs.push(s); }
     }
-    for (const s of seen) this.#stateLen[s] = -1; // until the batch has run
+    for (const s of first.keys()) this.#stateLen[s] = -1; // until the batch has run
     this.#fwd.cache.zeroState(zero);
-    if (!pre.tokens.length) return { tokens, positions, seqs, want };
-    return {
+    if (back.length) {
+      const enc = this.#device.createCommandEncoder();
+      for (const [s, slot] of back) this.#snaps.restore(enc, s, slot);
+      this.#device.queue.submit([enc.finish()]);
+    }
+    const out = !pre.tokens.length ? { tokens, positions, seqs, want } : {
       tokens: Int32Array.from([...pre.tokens, ...tokens]),
       positions: Int32Array.from([...pre.positions, ...positions]),
       seqs: Int32Array.from([...pre.seqs, ...seqs]),
       want: [...pre.tokens.map(() => false), ...want],
     };
+    let takes = [];
+    for (let s = 0; s * slots < snaps.length; s++) {
+      for (let j = 0; j < slots; j++) {
+        const pos = snaps[s * slots + j];
+        if (pos < 0) continue;
+        if (!first.has(s)) { // a sequence not in the batch: its state as it is now
+          if (pos === (this.#stateLen[s] ?? -1) && restores[2 * s + 1] < 0) takes.push([0, s, j, pos]);
+          continue;
+        }
+        if (pos === start.get(s)) { takes.push([0, s, j, pos]); continue; }
+        for (let i = 0; i < out.tokens.length; i++) {
+          if (out.seqs[i] === s && out.positions[i] === pos - 1) { takes.push([i + 1, s, j, pos]); break; }
+        }
+      }
+    }
+    const failed = await this.#snaps.reserve(takes.map(([, s, j]) => [s, j]));
+    if (failed.length) takes = takes.filter(([, s, j]) => !failed.some(([fs, fj]) => fs === s && fj === j));
+    takes.sort((a, b) => a[0] - b[0]);
+    return { ...out, takes };
+  }
+
+  /** Takes the snapshots [index, seq, slot, position] (their sequences' states are there now)
+   *  and marks them taken for C. */
+  #takeSnapshots(takes) {
+    const enc = this.#device.createCommandEncoder();
+    for (const [, s, j, pos] of takes) this.#snaps.take(enc, s, j, pos);
+    this.#device.queue.submit([enc.finish()]);
+    const { slots, snaps } = this.#stateOrders();
+    for (const [, s, j] of takes) snaps[s * slots + j] = -1;
   }
 
   #failedError() {
@@ -253,6 +336,7 @@ export class WebGpuBackend {
     if (this.#released) return;
     this.#released = true;
     this.#fwd?.destroy();
+    this.#snaps?.destroy();
     if (this.#weights) {
       for (const b of this.#weights.matrix.values()) b.destroy();
       this.#weights.vec.destroy();
