@@ -753,5 +753,5 @@ int main(void) {
     test_errors();
     for (size_t a = 0; a < sizeof archs / sizeof archs[0]; a++)
         test_external(archs[a], a % 2 ? WLM_TYPE_F16 : WLM_TYPE_Q8_0);
-    TEST_FINISH();
+    return TEST_FINISH();
 }
