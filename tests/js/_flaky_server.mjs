@@ -11,6 +11,7 @@
 //   long       a 206 without Content-Length, with bytes past the file's end
 //   stall      some bytes, then nothing for `stallMs`, then the connection is destroyed
 //   error      HTTP 503
+//   expired    HTTP 403 (a signed URL that expired; /r/<name> redirects to /f/<name>?sig=n)
 // Range: bytes=N- and bytes=N-M. It counts, per path, the requests, their Range starts (and ends:
 // null for an open-ended one) and the body bytes it wrote, so tests can
 // assert what was transferred. Other paths can be handed to `fallback` (e.g. tools/serve.mjs's
@@ -44,7 +45,7 @@ export function randomBytes(n, seed) {
 
 export const sha256 = (bytes) => crypto.createHash('sha256').update(bytes).digest('hex');
 
-export const FAULTS = ['drop', 'norange', 'norangedrop', 'change', 'badlength', 'shortlength', 'badrange', 'long', 'stall', 'error'];
+export const FAULTS = ['drop', 'norange', 'norangedrop', 'change', 'badlength', 'shortlength', 'badrange', 'long', 'stall', 'error', 'expired'];
 
 /**
  * @param {object} [o]
@@ -67,6 +68,7 @@ export async function startFlakyServer({ seed = 1, faults = {}, stallMs = 1000, 
   const later = (ms) => new Promise((r) => { const t = setTimeout(() => { timers.delete(t); r(); }, ms); timers.add(t); });
 
   let script = [];
+  let signed = 0;
   function pick() {
     if (script.length) return script.shift();
     let x = random();
@@ -114,6 +116,7 @@ export async function startFlakyServer({ seed = 1, faults = {}, stallMs = 1000, 
     let body = f.bytes;
     let etag = f.etag;
     if (fault === 'error') { res.writeHead(503, common); res.end(); return; }
+    if (fault === 'expired') { res.writeHead(403, common); res.end(); return; }
     if (fault === 'change') {
       const v = f.versions[Math.floor(random() * f.versions.length)];
       body = v.bytes;
@@ -161,7 +164,11 @@ export async function startFlakyServer({ seed = 1, faults = {}, stallMs = 1000, 
 
   const server = http.createServer((req, res) => {
     const path = req.url.split('?')[0];
-    if (path.startsWith('/f/')) {
+    if (path.startsWith('/r/')) { // a redirect to /f/, signed like a CDN's (?sig=n)
+      stat(path).requests++;
+      res.writeHead(302, { Location: `/f/${path.slice(3)}?sig=${++signed}`, 'Content-Length': '0' });
+      res.end();
+    } else if (path.startsWith('/f/')) {
       serveFile(req, res, decodeURIComponent(path.slice(3))).catch(() => res.destroy());
     } else if (fallback) {
       fallback(req, res);

@@ -120,6 +120,27 @@ test('requestBytes: a file asked for in bounded ranges, each byte once; a change
   assert.throws(() => store({ requestBytes: -1 }), { code: 'WLM_ERR_INVALID_ARG' });
 });
 
+test('requestBytes: ranges go where the URL redirected (one redirect a file), and back to the URL when that address fails', async () => {
+  const f = file(1_000_000);
+  const via = f.url.replace('/f/', '/r/');
+  const m = await store({ requestBytes: 300_000 }).download(via, { sha256: f.sha256 });
+  assert.equal(await sha256OfBlob(m.blob), f.sha256);
+  assert.equal(srv.stats(pathOf(via)).requests, 1, 'one redirect');
+  assert.deepEqual(srv.stats(pathOf(f.url)).ranges, [0, 300_000, 600_000, 900_000]);
+
+  const g = file(1_000_000);
+  const viaG = g.url.replace('/f/', '/r/');
+  srv.queue(null, 'expired');
+  const m2 = await store({ requestBytes: 300_000 }).download(viaG, { sha256: g.sha256 });
+  assert.equal(await sha256OfBlob(m2.blob), g.sha256);
+  assert.equal(srv.stats(pathOf(viaG)).requests, 2, 'the expired address: redirected again');
+  assert.deepEqual(srv.stats(pathOf(g.url)).ranges, [0, 300_000, 300_000, 600_000, 900_000]);
+  // Not redirected, a 403 is the answer: no retry.
+  const h = file(10_000);
+  srv.queue('expired');
+  await assert.rejects(store({ requestBytes: 300_000 }).download(h.url), { code: 'WLM_ERR_IO', httpStatus: 403 });
+});
+
 test('a drop resumes at once from the byte it stopped at; a server that ignores Range restarts from 0', async () => {
   const f = file(300_000);
   srv.queue('drop', 'norange');

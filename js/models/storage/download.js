@@ -215,6 +215,10 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
   if (checkQuota && total) await checkQuota(total - pos);
   await saveMeta();
 
+  // Where ranges are asked for: the URL, or where it redirected a range to (a CDN's signed URL,
+  // as huggingface.co's /resolve/ gives: one redirect per file, not per range), until that fails.
+  let target = url;
+
   /** A request for the bytes from `at`: bounded to `requestBytes` (and the file's end, when
    *  known), or open-ended. Its own AbortController, tied to `signal`; `res` once it answered. */
   function request(at) {
@@ -223,9 +227,10 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
     if (signal?.aborted) onAbort(); else signal?.addEventListener('abort', onAbort, { once: true });
     const end = requestBytes > 0 && (total || at === 0) ? (total ? Math.min(total, at + requestBytes) : requestBytes) : null;
     const headers = end !== null ? { Range: `bytes=${at}-${end - 1}` } : at > 0 ? { Range: `bytes=${at}-` } : {};
-    const promise = fetchFn(url, { headers, signal: ctl.signal, cache: 'no-store' });
+    const promise = fetchFn(target, { headers, signal: ctl.signal, cache: 'no-store' });
     promise.catch(() => {}); // (awaited when used; a request sent ahead may never be)
-    return { at, ctl, promise, res: null, openEnded: end === null, release: () => signal?.removeEventListener('abort', onAbort) };
+    return { at, ctl, promise, res: null, openEnded: end === null, redirectedTo: target !== url,
+      release: () => signal?.removeEventListener('abort', onAbort) };
   }
   /** Abandons a request that will not be read. */
   function drop(req) {
@@ -263,11 +268,19 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
             res = req.res = await req.promise;
           } catch (e) {
             if (signal?.aborted) throw abortError(signal);
+            if (req.redirectedTo) target = url;
             throw new Retry(req.ctl.signal.reason instanceof Retry ? req.ctl.signal.reason.message
               : `the request failed: ${e?.cause?.code || e?.message || e}`);
           }
         }
+        if (req.redirectedTo && res.status !== 206 && res.status !== 200) {
+          // The redirect's URL no longer serves (a signed URL expired): back to the URL itself.
+          res.body?.cancel().catch(() => {});
+          target = url;
+          throw new Retry(`HTTP ${res.status} from the address ${url} redirected to`);
+        }
         const limit = await accept(res); // where this response's bytes end (null: not known)
+        if (requestBytes > 0 && res.status === 206 && res.redirected && res.url) target = res.url;
         if (!res.body) throw new Retry('the response has no body');
         if (requestAhead && requestBytes > 0 && res.status === 206 && total && limit < total) ahead = request(limit);
         // A BYOB reader fills one reused buffer (a byte stream: Chromium, Firefox, Node), so a
