@@ -12,6 +12,7 @@
 //   - a reload in the middle of a download: the next download's Range request starts at the
 //     bytes the stored segments hold (the server's record of the requests);
 //   - two tabs that load one model at once: one transfer (the server's byte count), both verified;
+//   - ranges through a redirect: one redirect a file, and again after the address fails (a 403);
 //   - a storage estimate smaller than the file: the quota error before any request;
 //   - a split GGUF downloaded with faults, part by part, loaded by the engine from the stored
 //     Blobs: logits bitwise equal to the whole file's, and a partial file is never handed out.
@@ -227,6 +228,21 @@ for (const engine of ['chromium', 'firefox']) {
       assert.equal(srv.stats(pathOf(g.url)).requests, 1, 'one request for two tabs');
       assert.equal(srv.stats(pathOf(g.url)).bytes, g.size, 'one transfer of the file');
       assert.deepEqual(both.map((x) => x.fromCache).sort(), [false, true]);
+
+      // Ranges (the next asked for while one is read) go where the URL redirected: one redirect;
+      // an address that fails (403, as an expired signed URL) sends them back through the URL.
+      const d = srv.addFile(`${engine}-redirect.bin`, randomBytes(1_000_000, 80));
+      const via = d.url.replace('/f/', '/r/');
+      srv.queue(null, 'expired');
+      const hexes = await page.evaluate(async ({ via, d, STORE }) => {
+        const m = await new window.cache.ModelStore({ ...STORE, requestBytes: 250_007 }).download(via, { sha256: d.sha256 });
+        return Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', await m.blob.arrayBuffer())),
+          (x) => x.toString(16).padStart(2, '0')).join('');
+      }, { via, d, STORE });
+      assert.equal(hexes, d.sha256);
+      assert.equal(srv.stats(pathOf(via)).requests, 2, 'one redirect, and one more after the 403');
+      assert.deepEqual(srv.stats(pathOf(d.url)).ranges, [0, 250_007, 250_007, 500_014, 750_021]);
+      assert.deepEqual(srv.stats(pathOf(d.url)).faults, [null, 'expired', null, null, null]);
 
       // A quota smaller than the file: the error before any request.
       const q = srv.addFile(`${engine}-quota.bin`, randomBytes(300_000, 79));
