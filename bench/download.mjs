@@ -12,7 +12,8 @@
 //   node bench/download.mjs [--sizes 1G,4G] [--paths old,new] [--rounds 1] [--segment 16M] [--writer sync|stream]
 //                           [--request 8M]   (the store's requestBytes; 0: one open-ended request, as before issue 46)
 //   node bench/download.mjs --sizes 8M        # a quick check that it runs
-//   --paths read: the network path's floor (the body read with a BYOB reader and hashed, not stored)
+//   --paths read: the network path's floor (the body read with a BYOB reader and hashed, not stored,
+//                 in the store's ranges)
 //
 // One JSON line per size, path and round on stdout: {size, path, round, ok, readyMs, mbPerSec,
 // peakRendererMB, peakRendererAnonMB (RssAnon + RssShmem: without the browser binary's pages),
@@ -207,19 +208,27 @@ async function run(size, which, round, sha) {
           if (!saved.stored) throw new Error(`not stored: ${saved.reason} ${saved.error?.message ?? ''}`);
           if (m.blob.size !== size) throw new Error('wrong size');
         } else if (which === 'read') {
-          // The floor of the network path: the body read (BYOB, one reused buffer) and hashed, nothing stored.
+          // The floor of the network path: the body read (BYOB, one reused buffer) and hashed, nothing
+          // stored; in the store's ranges (the next asked for while one is read; --request 0: one request).
           const { createHasher } = await import('/js/models/storage/integrity.js');
+          const { DOWNLOAD_DEFAULTS } = await import('/js/models/storage/download.js');
           const h = await createHasher();
-          const r = await fetch(url, { cache: 'no-store' });
-          const reader = r.body.getReader({ mode: 'byob' });
+          const step = requestBytes ?? DOWNLOAD_DEFAULTS.requestBytes;
+          const get = (at) => fetch(url, { cache: 'no-store', headers: step ? { Range: `bytes=${at}-${Math.min(size, at + step) - 1}` } : {} });
           let buf = new ArrayBuffer(1 << 20);
           let n = 0;
-          for (;;) {
-            const { done, value } = await reader.read(new Uint8Array(buf));
-            if (done) break;
-            h.update(value);
-            n += value.byteLength;
-            buf = value.buffer;
+          let next = get(0);
+          while (next) {
+            const r = await next;
+            next = step && n + step < size ? get(n + step) : null;
+            const reader = r.body.getReader({ mode: 'byob' });
+            for (;;) {
+              const { done, value } = await reader.read(new Uint8Array(buf));
+              if (value) buf = value.buffer;
+              if (done) break;
+              h.update(value);
+              n += value.byteLength;
+            }
           }
           if (n !== size || h.hex() !== sha) throw new Error('wrong bytes');
         } else {
@@ -239,7 +248,7 @@ async function run(size, which, round, sha) {
     const r1 = (x) => Math.round(x * 10) / 10;
     return {
       size, path: which, round, ...(which === 'new' && segmentBytes ? { segmentBytes } : {}),
-      ...(which === 'new' && requestBytes != null ? { requestBytes } : {}),
+      ...(which !== 'old' && requestBytes != null ? { requestBytes } : {}),
       ...(which === 'new' ? { writer: syncWrites ? 'sync' : 'stream' } : {}), ok: out.ok, readyMs: Math.round(out.readyMs),
       mbPerSec: out.ok ? r1(size / (1 << 20) / (out.readyMs / 1000)) : null,
       peakRendererMB: r1(peak.renderer), peakRendererAnonMB: r1(peak.rendererAnon), peakAllMB: r1(peak.all), peakJsHeapMB: r1(peak.heap),
