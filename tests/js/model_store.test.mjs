@@ -240,6 +240,12 @@ test('a file larger than the quota left fails before any request, naming both si
   await assert.rejects(s.download(big.url), { code: 'WLM_ERR_QUOTA', needed: big.size });
   assert.equal(srv.stats(pathOf(big.url)).requests, 1);
   assert.ok(srv.stats(pathOf(big.url)).bytes < big.size, 'the body was not read');
+  // In ranges: the first range's Content-Range total, before its body.
+  const big2 = file(16 << 20);
+  const ranged = store({ storage, requestBytes: 1 << 20 });
+  await assert.rejects(ranged.download(big2.url), { code: 'WLM_ERR_QUOTA', needed: big2.size });
+  assert.deepEqual(srv.stats(pathOf(big2.url)).ranges, [0], 'no range after the first');
+  assert.deepEqual(await ranged.list(), []);
   assert.deepEqual(await s.list(), []);
 });
 
