@@ -4,12 +4,13 @@
 // committed segment wrote).
 //
 // In a browser the file is asked for in bounded ranges of `requestBytes` (8 MiB; the next one
-// sent while the last is read), not in one request: Chromium's fetch() reads a response body into the page's
-// memory as fast as the network delivers it, whatever the reader takes (Blink's
+// sent while the last is read), not in one request: Chromium's fetch() reads a response body
+// into the page's memory as fast as the network delivers it, whatever the reader takes (Blink's
 // BufferingBytesConsumer, for any response without Cache-Control: no-store), so one request for
 // a whole file held up to ~100 MB in the renderer whenever the hash and the disk fell behind a
 // fast network. A bounded range caps that at the bytes asked for and not yet read: two ranges.
-// A server that ignores Range answers the first one with the whole file (a 200), read as it comes.
+// A server that ignores Range answers the first one with the whole file (a 200), read as it
+// comes. Ranges go to where the URL redirected (a CDN), back to the URL if that address fails.
 //
 // Every response is checked before its bytes are written, so a stored file is never a mix of two
 // versions:
