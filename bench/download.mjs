@@ -10,11 +10,14 @@
 // index), generated as it is served: nothing on disk but the browser's copy.
 //
 //   node bench/download.mjs [--sizes 1G,4G] [--paths old,new] [--rounds 1] [--segment 16M] [--writer sync|stream]
+//                           [--request 8M]   (the store's requestBytes; 0: one open-ended request, as before issue 46)
 //   node bench/download.mjs --sizes 8M        # a quick check that it runs
-//   --paths read: the network path's floor (the body read with a BYOB reader and hashed, not stored)
+//   --paths read: the network path's floor (the body read with a BYOB reader and hashed, not stored,
+//                 in the store's ranges)
 //
 // One JSON line per size, path and round on stdout: {size, path, round, ok, readyMs, mbPerSec,
-// peakRendererMB, peakAllMB, peakJsHeapMB, error}.
+// peakRendererMB, peakRendererAnonMB (RssAnon + RssShmem: without the browser binary's pages),
+// peakAllMB, peakJsHeapMB, error}.
 
 import http from 'node:http';
 import crypto from 'node:crypto';
@@ -23,7 +26,7 @@ import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
+import { spawn } from 'node:child_process';
 import { createHandler } from '../tools/serve.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -42,6 +45,7 @@ const paths = opt('paths', 'old,new').split(',');
 const rounds = Number(opt('rounds', '1'));
 const segmentBytes = opt('segment', null) && parseSize(opt('segment')); // the store's segment size (default 16M)
 const syncWrites = opt('writer', 'sync') !== 'stream'; // --writer stream: createWritable() instead of the worker
+const requestBytes = opt('request', null) && parseSize(opt('request')); // bytes per HTTP request (0: one open-ended request)
 
 const base = Buffer.alloc(BLOCK);
 { let x = 0x9e3779b9; for (let i = 0; i < BLOCK; i += 4) { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; base.writeUInt32LE(x >>> 0, i); } }
@@ -77,13 +81,14 @@ const server = http.createServer(async (req, res) => {
   }
   if (!m) { handler(req, res); return; }
   const size = Number(m[1]);
-  const r = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
+  const r = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? ''); // bytes=N- or bytes=N-M
   const start = r ? Number(r[1]) : 0;
+  const end = r && r[2] ? Math.min(size, Number(r[2]) + 1) : size;
   const head = { 'Content-Type': 'application/octet-stream', 'Accept-Ranges': 'bytes', ETag: `"syn-${size}"`,
-    'Content-Length': String(size - start) };
-  if (r) head['Content-Range'] = `bytes ${start}-${size - 1}/${size}`;
+    'Content-Length': String(end - start) };
+  if (r) head['Content-Range'] = `bytes ${start}-${end - 1}/${size}`;
   res.writeHead(r ? 206 : 200, head);
-  for (const b of bytes(size, start)) {
+  for (const b of bytes(size, start, end)) {
     if (res.destroyed) return;
     if (!res.write(b)) await new Promise((ok) => res.once('drain', ok));
   }
@@ -92,26 +97,85 @@ const server = http.createServer(async (req, res) => {
 await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
 const origin = `http://127.0.0.1:${server.address().port}`;
 
-const rssMB = (pid) => {
-  try { return Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024; } catch { return 0; }
+/** A process's resident MB (VmRSS), and of that its anonymous and shared memory (RssAnon +
+ *  RssShmem: what it allocated, without the pages of the browser's own binary and libraries it
+ *  touched, which stay shared and reclaimable). */
+const rssMB = (pid, fields = ['VmRSS']) => {
+  try {
+    const text = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+    return fields.reduce((n, f) => n + Number(new RegExp(`${f}:\\s+(\\d+)`).exec(text)?.[1] ?? 0), 0) / 1024;
+  } catch { return 0; }
 };
+const ANON = ['RssAnon', 'RssShmem'];
+
+/**
+ * Chromium driven over the DevTools protocol directly (a WebSocket; nothing else attached). Not
+ * Playwright: it enables the Network domain on every page, and the inspector then keeps response
+ * bodies of up to 10 MB each (200 MB in all) in the renderer, a cost no user's page has (a
+ * download in bounded Range requests measured 230 MB above the page under Playwright).
+ */
+async function launch(dir) {
+  const child = spawn(CHROMIUM, ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run',
+    '--disable-background-networking', `--user-data-dir=${dir}`, '--remote-debugging-port=0', 'about:blank'],
+  { stdio: 'ignore', detached: true });
+  const portFile = path.join(dir, 'DevToolsActivePort');
+  let endpoint = null;
+  for (let i = 0; i < 300 && !endpoint; i++) {
+    await new Promise((ok) => setTimeout(ok, 100));
+    const text = await fsp.readFile(portFile, 'utf8').catch(() => '');
+    const [port, wsPath] = text.split('\n');
+    if (port && wsPath) endpoint = `ws://127.0.0.1:${port}${wsPath}`;
+  }
+  if (!endpoint) { try { process.kill(-child.pid); } catch { /* gone */ } throw new Error(`${CHROMIUM} did not start`); }
+  const ws = new WebSocket(endpoint);
+  await new Promise((ok, fail) => { ws.onopen = ok; ws.onerror = () => fail(new Error('no DevTools connection')); });
+  let next = 1;
+  const pending = new Map();
+  ws.onmessage = ({ data }) => {
+    const m = JSON.parse(data);
+    const p = m.id && pending.get(m.id);
+    if (!p) return;
+    pending.delete(m.id);
+    if (m.error) p.reject(new Error(m.error.message)); else p.resolve(m.result);
+  };
+  const send = (method, params = {}, sessionId) => new Promise((resolve, reject) => {
+    const id = next++;
+    pending.set(id, { resolve, reject });
+    ws.send(JSON.stringify({ id, method, params, ...(sessionId ? { sessionId } : {}) }));
+  });
+  const { targetInfos } = await send('Target.getTargets');
+  const { targetId } = targetInfos.find((t) => t.type === 'page') ?? await send('Target.createTarget', { url: 'about:blank' });
+  const { sessionId } = await send('Target.attachToTarget', { targetId, flatten: true });
+  const page = (method, params) => send(method, params, sessionId);
+  /** `fn(arg)` in the page, awaited; its JSON-able result. */
+  const evaluate = async (fn, arg) => {
+    const r = await page('Runtime.evaluate', { expression: `(${fn})(${JSON.stringify(arg)})`, awaitPromise: true, returnByValue: true });
+    if (r.exceptionDetails) throw new Error(r.exceptionDetails.exception?.description ?? r.exceptionDetails.text);
+    return r.result.value;
+  };
+  const exited = new Promise((ok) => child.once('exit', ok));
+  const close = async () => {
+    send('Browser.close').catch(() => {});
+    await Promise.race([exited, new Promise((ok) => setTimeout(ok, 5000))]);
+    ws.close();
+    try { process.kill(-child.pid, 'SIGKILL'); } catch { /* already gone */ }
+  };
+  return { browser: send, page, evaluate, close };
+}
 
 async function run(size, which, round, sha) {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'wasmlm-bench-dl-'));
-  const context = await chromium.launchPersistentContext(dir, {
-    executablePath: CHROMIUM, headless: true,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
-  });
+  const chrome = await launch(dir);
   try {
-    const page = context.pages()[0] ?? await context.newPage();
-    await page.goto(`${origin}/bench.html`);
-    await page.waitForFunction(() => window.ready === true);
-    const cdp = await context.newCDPSession(page);
-    await cdp.send('Performance.enable');
-    const browserCdp = await context.browser()?.newBrowserCDPSession?.().catch(() => null);
+    await chrome.page('Page.navigate', { url: `${origin}/bench.html` });
+    for (let i = 0; !await chrome.evaluate(() => window.ready === true).catch(() => false); i++) {
+      if (i > 300) throw new Error('the page did not load');
+      await new Promise((ok) => setTimeout(ok, 100));
+    }
+    await chrome.page('Performance.enable');
     const pids = async () => {
       try {
-        const { processInfo } = await browserCdp.send('SystemInfo.getProcessInfo');
+        const { processInfo } = await chrome.browser('SystemInfo.getProcessInfo');
         return { renderer: processInfo.filter((p) => p.type === 'renderer').map((p) => p.id), all: processInfo.map((p) => p.id) };
       } catch {
         return { renderer: [], all: [] };
@@ -119,12 +183,13 @@ async function run(size, which, round, sha) {
     };
     const sample = async () => {
       const p = await pids();
-      const { metrics } = await cdp.send('Performance.getMetrics');
+      const { metrics } = await chrome.page('Performance.getMetrics');
       const heap = metrics.find((x) => x.name === 'JSHeapUsedSize')?.value ?? 0;
-      return { renderer: p.renderer.reduce((n, id) => n + rssMB(id), 0), all: p.all.reduce((n, id) => n + rssMB(id), 0), heap: heap / (1 << 20) };
+      return { renderer: p.renderer.reduce((n, id) => n + rssMB(id), 0), rendererAnon: p.renderer.reduce((n, id) => n + rssMB(id, ANON), 0),
+        all: p.all.reduce((n, id) => n + rssMB(id), 0), heap: heap / (1 << 20) };
     };
     const base0 = await sample();
-    const peak = { renderer: 0, all: 0, heap: 0 };
+    const peak = { renderer: 0, rendererAnon: 0, all: 0, heap: 0 };
     let polling = true;
     const poller = (async () => {
       while (polling) {
@@ -134,7 +199,7 @@ async function run(size, which, round, sha) {
       }
     })();
     const url = `${origin}/synthetic/${size}.bin`;
-    const out = await page.evaluate(async ({ url, sha, size, which, segmentBytes, syncWrites }) => {
+    const out = await chrome.evaluate(async ({ url, sha, size, which, segmentBytes, syncWrites, requestBytes }) => {
       const t0 = performance.now();
       try {
         if (which === 'old') {
@@ -143,24 +208,33 @@ async function run(size, which, round, sha) {
           if (!saved.stored) throw new Error(`not stored: ${saved.reason} ${saved.error?.message ?? ''}`);
           if (m.blob.size !== size) throw new Error('wrong size');
         } else if (which === 'read') {
-          // The floor of the network path: the body read (BYOB, one reused buffer) and hashed, nothing stored.
+          // The floor of the network path: the body read (BYOB, one reused buffer) and hashed, nothing
+          // stored; in the store's ranges (the next asked for while one is read; --request 0: one request).
           const { createHasher } = await import('/js/models/storage/integrity.js');
+          const { DOWNLOAD_DEFAULTS } = await import('/js/models/storage/download.js');
           const h = await createHasher();
-          const r = await fetch(url, { cache: 'no-store' });
-          const reader = r.body.getReader({ mode: 'byob' });
+          const step = requestBytes ?? DOWNLOAD_DEFAULTS.requestBytes;
+          const get = (at) => fetch(url, { cache: 'no-store', headers: step ? { Range: `bytes=${at}-${Math.min(size, at + step) - 1}` } : {} });
           let buf = new ArrayBuffer(1 << 20);
           let n = 0;
-          for (;;) {
-            const { done, value } = await reader.read(new Uint8Array(buf));
-            if (done) break;
-            h.update(value);
-            n += value.byteLength;
-            buf = value.buffer;
+          let next = get(0);
+          while (next) {
+            const r = await next;
+            next = step && n + step < size ? get(n + step) : null;
+            const reader = r.body.getReader({ mode: 'byob' });
+            for (;;) {
+              const { done, value } = await reader.read(new Uint8Array(buf));
+              if (value) buf = value.buffer;
+              if (done) break;
+              h.update(value);
+              n += value.byteLength;
+            }
           }
           if (n !== size || h.hex() !== sha) throw new Error('wrong bytes');
         } else {
-          const store = segmentBytes || !syncWrites
-            ? new window.cache.ModelStore({ ...(segmentBytes ? { segmentBytes } : {}), syncWrites }) : window.cache.modelStore();
+          const store = segmentBytes || !syncWrites || requestBytes != null
+            ? new window.cache.ModelStore({ ...(segmentBytes ? { segmentBytes } : {}), ...(requestBytes != null ? { requestBytes } : {}), syncWrites })
+            : window.cache.modelStore();
           const m = await store.download(url, { sha256: sha, size });
           if (m.blob.size !== size || !m.verified) throw new Error('not verified');
         }
@@ -168,20 +242,21 @@ async function run(size, which, round, sha) {
       } catch (e) {
         return { ok: false, readyMs: performance.now() - t0, error: String(e?.message ?? e) };
       }
-    }, { url, sha, size, which, segmentBytes, syncWrites });
+    }, { url, sha, size, which, segmentBytes, syncWrites, requestBytes });
     polling = false;
     await poller;
     const r1 = (x) => Math.round(x * 10) / 10;
     return {
       size, path: which, round, ...(which === 'new' && segmentBytes ? { segmentBytes } : {}),
+      ...(which !== 'old' && requestBytes != null ? { requestBytes } : {}),
       ...(which === 'new' ? { writer: syncWrites ? 'sync' : 'stream' } : {}), ok: out.ok, readyMs: Math.round(out.readyMs),
       mbPerSec: out.ok ? r1(size / (1 << 20) / (out.readyMs / 1000)) : null,
-      peakRendererMB: r1(peak.renderer), peakAllMB: r1(peak.all), peakJsHeapMB: r1(peak.heap),
+      peakRendererMB: r1(peak.renderer), peakRendererAnonMB: r1(peak.rendererAnon), peakAllMB: r1(peak.all), peakJsHeapMB: r1(peak.heap),
       ...(out.error ? { error: out.error } : {}),
     };
   } finally {
-    await context.close();
-    await fsp.rm(dir, { recursive: true, force: true });
+    await chrome.close();
+    await fsp.rm(dir, { recursive: true, force: true, maxRetries: 5 });
   }
 }
 

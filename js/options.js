@@ -42,7 +42,7 @@ export const KNOWN = Object.freeze({
   ResponseFormatJsonSchema: ['name', 'description', 'schema', 'strict'],
   // js/models/cache.d.ts
   DownloadOptions: ['onProgress', 'signal', 'sha256', 'size', 'httpCache', 'as'],
-  StoreOptions: ['backend', 'segmentBytes', 'syncWrites', 'crossOrigin', 'retries', 'stallMs', 'maxRestarts',
+  StoreOptions: ['backend', 'segmentBytes', 'syncWrites', 'requestBytes', 'crossOrigin', 'retries', 'stallMs', 'maxRestarts',
     'backoffMs', 'backoffMaxMs', 'storage', 'caches', 'locks', 'navigator', 'fetch'],
   StoreDownloadOptions: ['sha256', 'size', 'id', 'name', 'onProgress', 'signal'],
   ModelCacheOptions: ['caches'],

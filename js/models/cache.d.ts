@@ -168,6 +168,11 @@ export interface StoreOptions {
    *  js/models/storage/opfs_worker.js, dist/opfs_worker.js in the page's bundles) where one starts.
    *  Default true; false: createWritable() on this thread. */
   syncWrites?: boolean;
+  /** Bytes asked for per HTTP request (Range: bytes=N-M; the next request is sent while one is
+   *  read). Default 8 MiB in a browser, 0 in Node. Bounds what the browser holds of a download
+   *  that the disk and the hash have not taken yet (Chromium's fetch() reads a body ahead without
+   *  limit): about two requests' worth. 0: one open-ended request (bytes=N-) per attempt. */
+  requestBytes?: number;
   /** Look files pinned by sha256 up in, and offer verified ones to, the Cross-Origin Storage API
    *  (navigator.crossOriginStorage) where the browser has it. Default true. */
   crossOrigin?: boolean;

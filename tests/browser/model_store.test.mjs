@@ -3,14 +3,16 @@
 // System, Web Locks and BroadcastChannel, against tests/js/_flaky_server.mjs (a loopback server
 // that misbehaves on purpose, seeded). In each browser:
 //   - 120 randomized downloads (64 KB – 1 MB) through every fault into OPFS, written by a worker's
-//     sync access handles; 20 more with createWritable() instead, 20 on the Cache Storage backend
-//     (where OPFS is missing): each finished file's sha256,
+//     sync access handles (every other 20 in bounded ranges of ~250 KB, each asked for while the
+//     last is read; the others in one range of 8 MiB, the default); 20 more with createWritable()
+//     instead, 20 on the Cache Storage backend (where OPFS is missing): each finished file's sha256,
 //     computed here by crypto.subtle over the stored Blob (not by the store's own hasher), equals
 //     the original (or, unpinned, one whole version the server sent); each failure is a
 //     WasmlmError naming the file, and the store then hands out nothing for it;
 //   - a reload in the middle of a download: the next download's Range request starts at the
 //     bytes the stored segments hold (the server's record of the requests);
 //   - two tabs that load one model at once: one transfer (the server's byte count), both verified;
+//   - ranges through a redirect: one redirect a file, and again after the address fails (a 403);
 //   - a storage estimate smaller than the file: the quota error before any request;
 //   - a split GGUF downloaded with faults, part by part, loaded by the engine from the stored
 //     Blobs: logits bitwise equal to the whole file's, and a partial file is never handed out.
@@ -138,7 +140,9 @@ for (const engine of ['chromium', 'firefox']) {
               }
             }
             return out;
-          }, { files: files.slice(at, at + 20), STORE: { ...STORE, backend, syncWrites: writer === 'sync' } }));
+          }, { files: files.slice(at, at + 20), STORE: { ...STORE, backend, syncWrites: writer === 'sync',
+            // every other batch in ranges of ~250 KB (1–4 a file), the next asked for while one is read
+            ...(at % 40 === 0 ? { requestBytes: 250_007 } : {}) } }));
         }
         srv.setFaults({});
         let ok = 0;
@@ -201,7 +205,7 @@ for (const engine of ['chromium', 'firefox']) {
       const st = srv.stats(pathOf(f.url));
       // (Firefox: the unloading page may retry once before it is gone, under its Web Lock, so
       // the store can hold a little more by the time the new download gets the lock.)
-      assert.equal(st.ranges[0], null);
+      assert.equal(st.ranges[0], 0, 'a bounded range from byte 0 (a browser\'s default)');
       assert.ok(st.ranges.slice(1).every((x) => x > 0), `never from byte 0 again: ${st.ranges}`);
       assert.ok(r.resumedFrom >= stored.done, `${r.resumedFrom} ≥ ${stored.done}`);
       assert.equal(st.ranges.at(-1), r.resumedFrom, `the request after the reload starts at the stored bytes: ${JSON.stringify({ st, r, stored })}`);
@@ -224,6 +228,21 @@ for (const engine of ['chromium', 'firefox']) {
       assert.equal(srv.stats(pathOf(g.url)).requests, 1, 'one request for two tabs');
       assert.equal(srv.stats(pathOf(g.url)).bytes, g.size, 'one transfer of the file');
       assert.deepEqual(both.map((x) => x.fromCache).sort(), [false, true]);
+
+      // Ranges (the next asked for while one is read) go where the URL redirected: one redirect;
+      // an address that fails (403, as an expired signed URL) sends them back through the URL.
+      const d = srv.addFile(`${engine}-redirect.bin`, randomBytes(1_000_000, 80));
+      const via = d.url.replace('/f/', '/r/');
+      srv.queue(null, 'expired');
+      const hexes = await page.evaluate(async ({ via, d, STORE }) => {
+        const m = await new window.cache.ModelStore({ ...STORE, requestBytes: 250_007 }).download(via, { sha256: d.sha256 });
+        return Array.from(new Uint8Array(await crypto.subtle.digest('SHA-256', await m.blob.arrayBuffer())),
+          (x) => x.toString(16).padStart(2, '0')).join('');
+      }, { via, d, STORE });
+      assert.equal(hexes, d.sha256);
+      assert.equal(srv.stats(pathOf(via)).requests, 2, 'one redirect, and one more after the 403');
+      assert.deepEqual(srv.stats(pathOf(d.url)).ranges, [0, 250_007, 250_007, 500_014, 750_021]);
+      assert.deepEqual(srv.stats(pathOf(d.url)).faults, [null, 'expired', null, null, null]);
 
       // A quota smaller than the file: the error before any request.
       const q = srv.addFile(`${engine}-quota.bin`, randomBytes(300_000, 79));

@@ -11,7 +11,9 @@
 //   long       a 206 without Content-Length, with bytes past the file's end
 //   stall      some bytes, then nothing for `stallMs`, then the connection is destroyed
 //   error      HTTP 503
-// It counts, per path, the requests, their Range starts and the body bytes it wrote, so tests can
+//   expired    HTTP 403 (a signed URL that expired; /r/<name> redirects to /f/<name>?sig=n)
+// Range: bytes=N- and bytes=N-M. It counts, per path, the requests, their Range starts (and ends:
+// null for an open-ended one) and the body bytes it wrote, so tests can
 // assert what was transferred. Other paths can be handed to `fallback` (e.g. tools/serve.mjs's
 // handler, for a page under test). Not a test file: node --test runs *.test.mjs only.
 
@@ -43,7 +45,7 @@ export function randomBytes(n, seed) {
 
 export const sha256 = (bytes) => crypto.createHash('sha256').update(bytes).digest('hex');
 
-export const FAULTS = ['drop', 'norange', 'norangedrop', 'change', 'badlength', 'shortlength', 'badrange', 'long', 'stall', 'error'];
+export const FAULTS = ['drop', 'norange', 'norangedrop', 'change', 'badlength', 'shortlength', 'badrange', 'long', 'stall', 'error', 'expired'];
 
 /**
  * @param {object} [o]
@@ -66,6 +68,7 @@ export async function startFlakyServer({ seed = 1, faults = {}, stallMs = 1000, 
   const later = (ms) => new Promise((r) => { const t = setTimeout(() => { timers.delete(t); r(); }, ms); timers.add(t); });
 
   let script = [];
+  let signed = 0;
   function pick() {
     if (script.length) return script.shift();
     let x = random();
@@ -89,7 +92,7 @@ export async function startFlakyServer({ seed = 1, faults = {}, stallMs = 1000, 
 
   function stat(path) {
     let s = stats.get(path);
-    if (!s) { s = { requests: 0, bytes: 0, ranges: [], faults: [] }; stats.set(path, s); }
+    if (!s) { s = { requests: 0, bytes: 0, ranges: [], ends: [], faults: [] }; stats.set(path, s); }
     return s;
   }
 
@@ -98,10 +101,13 @@ export async function startFlakyServer({ seed = 1, faults = {}, stallMs = 1000, 
     res.path = req.url.split('?')[0];
     const s = stat(res.path);
     s.requests++;
-    const m = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
+    const m = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
     let start = m ? Number(m[1]) : null;
+    const last = m?.[2] ? Number(m[2]) : null; // a bounded range's last byte
     s.ranges.push(start);
+    s.ends.push(last);
     if (!f) { res.writeHead(404); res.end(); return; }
+    if (start !== null && last !== null && last < start) { res.writeHead(416); res.end(); return; }
     const fault = pick();
     s.faults.push(fault);
     const faulty = fault !== null;
@@ -110,6 +116,7 @@ export async function startFlakyServer({ seed = 1, faults = {}, stallMs = 1000, 
     let body = f.bytes;
     let etag = f.etag;
     if (fault === 'error') { res.writeHead(503, common); res.end(); return; }
+    if (fault === 'expired') { res.writeHead(403, common); res.end(); return; }
     if (fault === 'change') {
       const v = f.versions[Math.floor(random() * f.versions.length)];
       body = v.bytes;
@@ -122,16 +129,17 @@ export async function startFlakyServer({ seed = 1, faults = {}, stallMs = 1000, 
       return;
     }
     const from = start ?? 0;
-    let part = body.subarray(from);
+    let part = body.subarray(from, start !== null && last !== null ? last + 1 : body.length);
     const head = { ...common, ETag: etag, 'Last-Modified': f.lastModified };
     let status = start === null ? 200 : 206;
-    if (status === 206) head['Content-Range'] = `bytes ${from}-${body.length - 1}/${body.length}`;
+    if (status === 206) head['Content-Range'] = `bytes ${from}-${from + part.length - 1}/${body.length}`;
     if (fault === 'badrange' && status === 206) {
       head['Content-Range'] = random() < 0.5
-        ? `bytes ${Math.max(0, from - 1 - Math.floor(random() * 100))}-${body.length - 1}/${body.length}`
-        : `bytes ${from}-${body.length}/${body.length + 1}`;
+        ? `bytes ${Math.max(0, from - 1 - Math.floor(random() * 100))}-${from + part.length - 1}/${body.length}`
+        : `bytes ${from}-${from + part.length}/${body.length + 1}`;
     }
     if (fault === 'long' && status === 206) { // (a whole-file 200 without a length is the file, whatever it holds)
+      // bytes past the range asked for (past the file's end, when that was asked for)
       res.writeHead(status, head); // no Content-Length: chunked
       await send(res, Buffer.concat([part, randomBytes(1 + Math.floor(random() * 5000), 7)]));
       res.end();
@@ -156,7 +164,11 @@ export async function startFlakyServer({ seed = 1, faults = {}, stallMs = 1000, 
 
   const server = http.createServer((req, res) => {
     const path = req.url.split('?')[0];
-    if (path.startsWith('/f/')) {
+    if (path.startsWith('/r/')) { // a redirect to /f/, signed like a CDN's (?sig=n)
+      stat(path).requests++;
+      res.writeHead(302, { Location: `/f/${path.slice(3)}?sig=${++signed}`, 'Content-Length': '0' });
+      res.end();
+    } else if (path.startsWith('/f/')) {
       serveFile(req, res, decodeURIComponent(path.slice(3))).catch(() => res.destroy());
     } else if (fallback) {
       fallback(req, res);

@@ -32,12 +32,16 @@ afterEach(() => { srv.clearQueue(); srv.setFaults({}); srv.setThrottle(null); })
 test('240 randomized downloads through every fault: right bytes or a clear error, never a mixed file', { timeout: 120_000 }, async () => {
   srv.setFaults({ drop: 0.2, norange: 0.05, change: 0.05, badlength: 0.05, shortlength: 0.05, badrange: 0.05, long: 0.05, stall: 0.02, error: 0.05 });
   srv.reseed(Number(process.env.WASMLM_FLAKY_SEED) || 1234); // another seed: WASMLM_FLAKY_SEED
-  const s = store({ retries: 10, maxRestarts: 4, stallMs: 150 });
+  // Every other download in bounded ranges that cut across segments (in Node none is asked for
+  // ahead: the browser tests do that), the others in one open-ended request per attempt.
+  const ranged = store({ retries: 10, maxRestarts: 4, stallMs: 150, requestBytes: 100_003 });
+  const open = store({ retries: 10, maxRestarts: 4, stallMs: 150, requestBytes: 0 });
   const seen = { ok: 0, failed: 0, faults: new Set(), codes: {} };
   for (let i = 0; i < 240; i++) {
     const size = 64 * 1024 + ((i * 7919) % (1 << 20)) + (i % 5); // 64 KB … 1.1 MB, odd sizes too
     const f = file(size, 10_000 + i);
     const pinned = i % 4 !== 0;
+    const s = i % 2 ? ranged : open;
     try {
       const m = await s.download(f.url, { sha256: pinned ? f.sha256 : null, size: i % 3 ? f.size : null });
       const actual = await sha256OfBlob(m.blob);
@@ -91,6 +95,50 @@ test('an aborted download keeps its bytes; the next one resumes with a Range req
   const again = await s.download(f.url, { sha256: f.sha256 });
   assert.equal(again.fromCache, true);
   assert.equal(srv.stats(pathOf(f.url)).requests, 2, 'a stored file makes no request');
+});
+
+test('requestBytes: a file asked for in bounded ranges, each byte once; a change between them starts over; 0 (Node\'s default): one request', async () => {
+  const f = file(1_000_000);
+  const m = await store({ requestBytes: 300_000 }).download(f.url, { sha256: f.sha256 });
+  assert.equal(await sha256OfBlob(m.blob), f.sha256);
+  let st = srv.stats(pathOf(f.url));
+  assert.deepEqual(st.ranges, [0, 300_000, 600_000, 900_000]);
+  assert.deepEqual(st.ends, [299_999, 599_999, 899_999, 999_999], 'the last range stops at the file\'s end');
+  assert.equal(st.bytes, f.size, 'no byte sent twice');
+
+  const g = file(1_000_000);
+  srv.queue(null, 'change');
+  const m2 = await store({ requestBytes: 300_000 }).download(g.url, { sha256: g.sha256 });
+  assert.equal(await sha256OfBlob(m2.blob), g.sha256);
+  st = srv.stats(pathOf(g.url));
+  assert.equal(st.ranges.indexOf(0, 1) > 0, true, `another version in the second range: started over from 0 (${st.ranges})`);
+
+  const h = file(1_000_000);
+  const m3 = await store().download(h.url, { sha256: h.sha256 });
+  assert.equal(await sha256OfBlob(m3.blob), h.sha256);
+  assert.deepEqual(srv.stats(pathOf(h.url)).ranges, [null]);
+  assert.throws(() => store({ requestBytes: -1 }), { code: 'WLM_ERR_INVALID_ARG' });
+});
+
+test('requestBytes: ranges go where the URL redirected (one redirect a file), and back to the URL when that address fails', async () => {
+  const f = file(1_000_000);
+  const via = f.url.replace('/f/', '/r/');
+  const m = await store({ requestBytes: 300_000 }).download(via, { sha256: f.sha256 });
+  assert.equal(await sha256OfBlob(m.blob), f.sha256);
+  assert.equal(srv.stats(pathOf(via)).requests, 1, 'one redirect');
+  assert.deepEqual(srv.stats(pathOf(f.url)).ranges, [0, 300_000, 600_000, 900_000]);
+
+  const g = file(1_000_000);
+  const viaG = g.url.replace('/f/', '/r/');
+  srv.queue(null, 'expired');
+  const m2 = await store({ requestBytes: 300_000 }).download(viaG, { sha256: g.sha256 });
+  assert.equal(await sha256OfBlob(m2.blob), g.sha256);
+  assert.equal(srv.stats(pathOf(viaG)).requests, 2, 'the expired address: redirected again');
+  assert.deepEqual(srv.stats(pathOf(g.url)).ranges, [0, 300_000, 300_000, 600_000, 900_000]);
+  // Not redirected, a 403 is the answer: no retry.
+  const h = file(10_000);
+  srv.queue('expired');
+  await assert.rejects(store({ requestBytes: 300_000 }).download(h.url), { code: 'WLM_ERR_IO', httpStatus: 403 });
 });
 
 test('a drop resumes at once from the byte it stopped at; a server that ignores Range restarts from 0', async () => {
@@ -192,6 +240,12 @@ test('a file larger than the quota left fails before any request, naming both si
   await assert.rejects(s.download(big.url), { code: 'WLM_ERR_QUOTA', needed: big.size });
   assert.equal(srv.stats(pathOf(big.url)).requests, 1);
   assert.ok(srv.stats(pathOf(big.url)).bytes < big.size, 'the body was not read');
+  // In ranges: the first range's Content-Range total, before its body.
+  const big2 = file(16 << 20);
+  const ranged = store({ storage, requestBytes: 1 << 20 });
+  await assert.rejects(ranged.download(big2.url), { code: 'WLM_ERR_QUOTA', needed: big2.size });
+  assert.deepEqual(srv.stats(pathOf(big2.url)).ranges, [0], 'no range after the first');
+  assert.deepEqual(await ranged.list(), []);
   assert.deepEqual(await s.list(), []);
 });
 

@@ -1,10 +1,22 @@
 // storage/download.js — one file from the network into a store backend (opfs.js, cache_storage.js,
 // memory.js), resumable: HTTP Range requests continue where the stored bytes end, after a dropped
 // connection (at once, with backoff), a reload or a closed tab (from the metadata the last
-// committed segment wrote). Every response is checked before its bytes are written, so a stored
-// file is never a mix of two versions:
+// committed segment wrote).
+//
+// In a browser the file is asked for in bounded ranges of `requestBytes` (8 MiB; the next one
+// sent while the last is read), not in one request: Chromium's fetch() reads a response body
+// into the page's memory as fast as the network delivers it, whatever the reader takes (Blink's
+// BufferingBytesConsumer, for any response without Cache-Control: no-store), so one request for
+// a whole file held up to ~100 MB in the renderer whenever the hash and the disk fell behind a
+// fast network. A bounded range caps that at the bytes asked for and not yet read: two ranges.
+// A server that ignores Range answers the first one with the whole file (a 200), read as it
+// comes. Ranges go to where the URL redirected (a CDN), back to the URL if that address fails.
+//
+// Every response is checked before its bytes are written, so a stored file is never a mix of two
+// versions:
 //   - a 206 must start at the byte asked for, and its total (Content-Range) must equal the size
-//     known so far; ETag / Last-Modified must equal the ones recorded when the file started;
+//     known so far (the pinned size, if any); ETag / Last-Modified must equal the ones recorded
+//     when the file started (from its first response); it may not send past its own range;
 //   - a 200 to a Range request (the server ignores Range) starts the file over from its byte 0;
 //   - a body longer than the file is refused before its extra bytes are written; a short one is
 //     a dropped connection (resumed).
@@ -21,9 +33,17 @@
 import { WasmlmError } from '../../runtime/errors.js';
 import { createHasher, rehash } from './integrity.js';
 
-/** Defaults of the options below (ms and counts). */
+/** Whether this is a browser, whose fetch() reads a response body ahead of its reader (Chromium:
+ *  without limit), rather than Node, whose fetch (undici) holds back an unread body — and throws
+ *  an uncatchable AssertionError when the server closes the connection of a body not read yet
+ *  (nodejs/undici#5360, in Node 24's undici) — so that Node neither needs bounded ranges nor may
+ *  ask for one ahead. */
+const READS_AHEAD = typeof globalThis.process?.versions?.node !== 'string';
+
+/** Defaults of the options below (ms, bytes and counts). */
 export const DOWNLOAD_DEFAULTS = Object.freeze({
   retries: 6, stallMs: 30_000, maxRestarts: 2, backoffMs: 500, backoffMaxMs: 15_000, segmentBytes: 16 << 20,
+  requestBytes: READS_AHEAD ? 8 << 20 : 0, requestAhead: READS_AHEAD,
 });
 
 /** Bytes read from the network per step (the BYOB reader's buffer). */
@@ -96,11 +116,16 @@ export function newMeta({ key, url, id = null, name, sha256 = null, size = null,
  * @param {typeof fetch} [o.fetch]
  * @param {() => boolean} [o.live]  false once the page is going away: from then on nothing is
  *   written (a page being unloaded may run on after another page of the origin took the file over)
+ * @param {number} [o.requestBytes]  bytes asked for per request (Range: bytes=N-M); 0: one
+ *   open-ended request (bytes=N-) per attempt (default: 8 MiB in a browser, 0 in Node)
+ * @param {boolean} [o.requestAhead]  ask for the next range while one is read (hides a round
+ *   trip per range; default: true in a browser, false in Node)
  */
 export async function downloadInto({ backend, meta, onProgress, signal, checkQuota, fetch: fetchFn = globalThis.fetch,
   live = () => true,
   retries = DOWNLOAD_DEFAULTS.retries, stallMs = DOWNLOAD_DEFAULTS.stallMs, maxRestarts = DOWNLOAD_DEFAULTS.maxRestarts,
-  backoffMs = DOWNLOAD_DEFAULTS.backoffMs, backoffMaxMs = DOWNLOAD_DEFAULTS.backoffMaxMs }) {
+  backoffMs = DOWNLOAD_DEFAULTS.backoffMs, backoffMaxMs = DOWNLOAD_DEFAULTS.backoffMaxMs,
+  requestBytes = DOWNLOAD_DEFAULTS.requestBytes, requestAhead = DOWNLOAD_DEFAULTS.requestAhead }) {
   const { key, url } = meta;
   const segmentBytes = meta.segmentBytes || DOWNLOAD_DEFAULTS.segmentBytes;
   const pinnedSize = meta.pinnedSize ?? null; // the caller's size (meta.size: the size learnt so far)
@@ -191,38 +216,74 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
   if (checkQuota && total) await checkQuota(total - pos);
   await saveMeta();
 
-  let pending = null; // a 200 response to use as it is after a restart
+  // Where ranges are asked for: the URL, or where it redirected a range to (a CDN's signed URL,
+  // as huggingface.co's /resolve/ gives: one redirect per file, not per range), until that fails.
+  let target = url;
+
+  /** A request for the bytes from `at`: bounded to `requestBytes` (and the file's end, when
+   *  known), or open-ended. Its own AbortController, tied to `signal`; `res` once it answered. */
+  function request(at) {
+    const ctl = new AbortController();
+    const onAbort = () => ctl.abort(signal.reason);
+    if (signal?.aborted) onAbort(); else signal?.addEventListener('abort', onAbort, { once: true });
+    const end = requestBytes > 0 && (total || at === 0) ? (total ? Math.min(total, at + requestBytes) : requestBytes) : null;
+    const headers = end !== null ? { Range: `bytes=${at}-${end - 1}` } : at > 0 ? { Range: `bytes=${at}-` } : {};
+    const promise = fetchFn(target, { headers, signal: ctl.signal, cache: 'no-store' });
+    promise.catch(() => {}); // (awaited when used; a request sent ahead may never be)
+    return { at, ctl, promise, res: null, openEnded: end === null, redirectedTo: target !== url,
+      release: () => signal?.removeEventListener('abort', onAbort) };
+  }
+  /** Abandons a request that will not be read. */
+  function drop(req) {
+    if (!req) return;
+    req.release();
+    req.ctl.abort(new Retry('not needed'));
+    req.promise.then((r) => r.body?.cancel().catch(() => {}), () => {});
+  }
+
+  let pending = null; // a request whose 200 response is used as it is after a restart
+  let ahead = null;   // the next range, asked for while this one is read
+  let fresh = true;   // false: the loop goes on with the next range, not a new attempt
   let readBuffer = new ArrayBuffer(READ_BYTES);
   try {
     for (;;) {
       if (signal?.aborted) throw abortError(signal);
       if (total && pos === total) break;
-      attempt++;
+      if (fresh) attempt++;
+      fresh = true;
       const progressBefore = pos;
-      const stall = new AbortController();
-      const onAbort = () => stall.abort(signal.reason);
-      signal?.addEventListener('abort', onAbort, { once: true });
+      let req = pending ?? (ahead?.at === pos ? ahead : null);
+      if (ahead && ahead !== req) drop(ahead);
+      pending = ahead = null;
       let timer = null;
       const arm = () => {
         clearTimeout(timer);
-        timer = setTimeout(() => stall.abort(new Retry(`no data for ${stallMs} ms`)), stallMs);
+        timer = setTimeout(() => req.ctl.abort(new Retry(`no data for ${stallMs} ms`)), stallMs);
       };
       try {
+        req ??= request(pos);
         arm();
-        let res = pending;
-        pending = null;
+        let res = req.res;
         if (!res) {
-          const headers = pos > 0 ? { Range: `bytes=${pos}-` } : {};
           try {
-            res = await fetchFn(url, { headers, signal: stall.signal, cache: 'no-store' });
+            res = req.res = await req.promise;
           } catch (e) {
             if (signal?.aborted) throw abortError(signal);
-            throw new Retry(stall.signal.reason instanceof Retry ? stall.signal.reason.message
+            if (req.redirectedTo) target = url;
+            throw new Retry(req.ctl.signal.reason instanceof Retry ? req.ctl.signal.reason.message
               : `the request failed: ${e?.cause?.code || e?.message || e}`);
           }
         }
-        await accept(res);
+        if (req.redirectedTo && res.status !== 206 && res.status !== 200) {
+          // The redirect's URL no longer serves (a signed URL expired): back to the URL itself.
+          res.body?.cancel().catch(() => {});
+          target = url;
+          throw new Retry(`HTTP ${res.status} from the address ${url} redirected to`);
+        }
+        const limit = await accept(res); // where this response's bytes end (null: not known)
+        if (requestBytes > 0 && res.status === 206 && res.redirected && res.url) target = res.url;
         if (!res.body) throw new Retry('the response has no body');
+        if (requestAhead && requestBytes > 0 && res.status === 206 && total && limit < total) ahead = request(limit);
         // A BYOB reader fills one reused buffer (a byte stream: Chromium, Firefox, Node), so a
         // multi-GB download leaves no trail of chunk buffers for the garbage collector; else the
         // stream's own chunks.
@@ -238,13 +299,15 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
               if (byob && r.value) readBuffer = r.value.buffer; // the buffer comes back transferred
             } catch (e) {
               if (signal?.aborted) throw abortError(signal);
-              throw new Retry(stall.signal.reason instanceof Retry ? stall.signal.reason.message
+              throw new Retry(req.ctl.signal.reason instanceof Retry ? req.ctl.signal.reason.message
                 : `the connection broke off: ${e?.message ?? e}`);
             }
             if (r.done) break;
             clearTimeout(timer); // (a slow disk is not a stalled server)
-            if (total && pos + r.value.byteLength > total) {
-              throw new Restart(`the server sent more than the file's ${total} bytes`, 'protocol');
+            const end = limit ?? total;
+            if (end && pos + r.value.byteLength > end) {
+              throw new Restart(end === total ? `the server sent more than the file's ${total} bytes`
+                : `the server sent more than the range it announced (to byte ${end - 1})`, 'protocol');
             }
             await write(r.value);
             arm();
@@ -254,9 +317,13 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
         } finally {
           reader.cancel().catch(() => {});
         }
-        if (!total) { total = pos; meta.size = pos; } // no length given: the body was the file
-        if (pos < total) throw new Retry(`the response ended after ${pos} of ${total} bytes`);
+        // No length given: the body was the file (or its rest, asked for open-ended).
+        if (!total && (res.status === 200 || req.openEnded)) { total = pos; meta.size = pos; }
+        if (pos < (limit ?? total)) throw new Retry(`the response ended after ${pos} of ${total} bytes`);
+        fresh = false; // a range read whole: the next one (or the end)
       } catch (e) {
+        drop(ahead);
+        ahead = null;
         if (e instanceof Restart) {
           if (e.kind === 'norange' ? ++norange > retries : ++restarts > maxRestarts) {
             e.response?.body?.cancel().catch(() => {});
@@ -275,7 +342,7 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
               'the partial download was deleted', url, null, null, e.kind === 'size' ? 'size' : e.kind === 'protocol' ? 'protocol' : 'changed');
           }
           await reset();
-          if (e.response) pending = e.response;
+          if (e.response) pending = req;
           continue;
         }
         if (!(e instanceof Retry)) throw e;
@@ -290,11 +357,13 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
         await sleep(wait, signal);
       } finally {
         clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
+        if (req !== pending) req?.release();
       }
     }
     await commit(false); // the metadata is written once, complete, below
   } catch (e) {
+    drop(ahead);
+    drop(pending);
     // Keep what arrived (a resume starts from it), unless the error says the part is wrong.
     if (writer) {
       if (e?.code === 'WLM_ERR_CHECKSUM' || !live()) await writer.abort();
@@ -317,31 +386,41 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
   report();
   return meta;
 
-  /** Checks a response against what is known; throws Retry, Restart or a fatal error. */
+  /** Checks a response against what is known; throws Retry, Restart or a fatal error. Returns
+   *  the byte its body must end at (a 206: its range's end + 1; a 200: the file's size, or null
+   *  when not known). */
   async function accept(res) {
     const etag = res.headers.get('etag');
     const lastModified = res.headers.get('last-modified');
     if (res.status === 206) {
       const range = parseContentRange(res.headers.get('content-range'));
-      if (!range || range.start !== pos) {
-        res.body?.cancel().catch(() => {});
-        throw new Restart(`a 206 response for bytes ${range ? `${range.start}-` : '(no Content-Range)'} instead of ${pos}-`, 'protocol');
+      const refuse = (restart) => { res.body?.cancel().catch(() => {}); throw restart; };
+      if (!range || range.start !== pos || range.end < range.start || (range.total != null && range.end >= range.total)) {
+        refuse(new Restart(`a 206 response for bytes ${range ? `${range.start}-${range.end}` : '(no Content-Range)'} instead of ${pos}-`, 'protocol'));
+      }
+      if (range.total != null && pos === 0 && pinnedSize != null && range.total !== pinnedSize) {
+        // The published file has another size: with a pinned size that is not the file asked for.
+        refuse(new Restart(`it is ${range.total} bytes on the server, expected ${pinnedSize}`, 'size'));
       }
       if (range.total != null && total && range.total !== total) {
-        res.body?.cancel().catch(() => {});
-        throw new Restart(`its size is now ${range.total} bytes, not ${total}`, 'changed');
+        refuse(new Restart(`its size is now ${range.total} bytes, not ${total}`, 'changed'));
       }
-      if (changed(etag, lastModified)) {
-        res.body?.cancel().catch(() => {});
-        throw new Restart(`its ${meta.etag ? 'ETag' : 'Last-Modified'} changed`, 'changed');
+      if (pos === 0) { // the file's first response: its validators are the ones later ranges must carry
+        meta.etag = etag; // written with the first committed segment
+        meta.lastModified = lastModified;
+      } else if (changed(etag, lastModified)) {
+        refuse(new Restart(`its ${meta.etag ? 'ETag' : 'Last-Modified'} changed`, 'changed'));
       }
-      if (range.total != null && !total) { total = range.total; meta.size = total; }
+      if (range.total != null && !total) {
+        total = range.total;
+        meta.size = total;
+        if (checkQuota) await checkQuota(total).catch((e) => refuse(e));
+      }
       const len = Number(res.headers.get('content-length'));
-      if (res.headers.get('content-length') !== null && total && Number.isSafeInteger(len) && pos + len > total) {
-        res.body?.cancel().catch(() => {});
-        throw new Restart(`a Content-Length of ${len} past the file's end`, 'protocol');
+      if (res.headers.get('content-length') !== null && Number.isSafeInteger(len) && pos + len > range.end + 1) {
+        refuse(new Restart(`a Content-Length of ${len} past the range's end`, 'protocol'));
       }
-      return;
+      return range.end + 1;
     }
     if (res.status === 200) {
       const encoding = res.headers.get('content-encoding');
@@ -365,7 +444,7 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
       }
       meta.etag = etag; // written with the first committed segment
       meta.lastModified = lastModified;
-      return;
+      return total || null;
     }
     res.body?.cancel().catch(() => {});
     if (res.status === 416) throw new Restart('the server refused the range (416): the file is shorter now', 'changed');

@@ -80,6 +80,9 @@ export class ModelStore {
    *   reload may lose, and what the Cache Storage backend holds in memory
    * @param {boolean} [options.syncWrites]  OPFS: write segments in a worker through
    *   createSyncAccessHandle() where one starts (default true); false: createWritable()
+   * @param {number} [options.requestBytes]  bytes asked for per HTTP request (default 8 MiB in a
+   *   browser, the next one sent while one is read; 0 in Node): bounds what the browser reads
+   *   ahead of the disk; 0: one open-ended request per attempt (download.js)
    * @param {boolean} [options.crossOrigin]  use the Cross-Origin Storage API where it exists
    *   (default true)
    * @param {number} [options.retries]  attempts in a row without progress before failing (6)
@@ -94,7 +97,8 @@ export class ModelStore {
     const nav = options.navigator ?? globalThis.navigator;
     this.#nav = nav;
     this.#opts = {
-      backend: 'auto', segmentBytes: DOWNLOAD_DEFAULTS.segmentBytes, syncWrites: true, crossOrigin: true,
+      backend: 'auto', segmentBytes: DOWNLOAD_DEFAULTS.segmentBytes, requestBytes: DOWNLOAD_DEFAULTS.requestBytes,
+      syncWrites: true, crossOrigin: true,
       storage: nav?.storage, caches: globalThis.caches, locks: nav?.locks, fetch: (...a) => globalThis.fetch(...a),
       retries: DOWNLOAD_DEFAULTS.retries, stallMs: DOWNLOAD_DEFAULTS.stallMs, maxRestarts: DOWNLOAD_DEFAULTS.maxRestarts,
       backoffMs: DOWNLOAD_DEFAULTS.backoffMs, backoffMaxMs: DOWNLOAD_DEFAULTS.backoffMaxMs, ...options,
@@ -105,6 +109,9 @@ export class ModelStore {
     }
     if (!(Number.isSafeInteger(this.#opts.segmentBytes) && this.#opts.segmentBytes > 0)) {
       throw new WasmlmError('new ModelStore(): segmentBytes must be a positive integer', 'WLM_ERR_INVALID_ARG');
+    }
+    if (!(Number.isSafeInteger(this.#opts.requestBytes) && this.#opts.requestBytes >= 0)) {
+      throw new WasmlmError('new ModelStore(): requestBytes must be an integer ≥ 0 (0: one open-ended request)', 'WLM_ERR_INVALID_ARG');
     }
   }
 
@@ -324,7 +331,7 @@ export class ModelStore {
     running.add(stop);
     meta = await downloadInto({
       backend: b, meta, onProgress, signal: stop.signal, fetch: o.fetch, live: () => !unloading, retries: o.retries, stallMs: o.stallMs,
-      maxRestarts: o.maxRestarts, backoffMs: o.backoffMs, backoffMaxMs: o.backoffMaxMs,
+      maxRestarts: o.maxRestarts, backoffMs: o.backoffMs, backoffMaxMs: o.backoffMaxMs, requestBytes: o.requestBytes,
       checkQuota: async (needed) => {
         const { available } = await this.estimate();
         if (available != null && needed > available) throw quotaError(href, needed, available);
