@@ -184,10 +184,11 @@ export async function createMatrixBuffers(device, desc, plan) {
     let base = 0;
     for (const p of t[5] ?? [{ name, bytes: size }]) {
       const file = plan.byName.get(`${p.name}.weight`);
-      if (!file || file.start < 0 || file.type !== t[0] || file.end - file.start !== p.bytes) {
+      const skip = p.skip ?? 0; // (a piece of an expert tensor: expertPieces)
+      if (!file || file.start < 0 || file.type !== t[0] || (p.skip === undefined ? file.end - file.start !== p.bytes : skip + p.bytes > file.end - file.start)) {
         throw jsError('WLM_ERR_UNSUPPORTED', `WebGPU: tensor ${p.name}.weight is not in the file as the model describes it (${typeName(t[0])}, ${p.bytes} bytes)`);
       }
-      parts.push({ name: `${p.name}.weight`, start: file.start, end: file.end, type: t[0], size: p.bytes, base });
+      parts.push({ name: `${p.name}.weight`, start: file.start + skip, end: file.start + skip + p.bytes, type: t[0], size: p.bytes, base });
       base += p.bytes;
     }
     list.push({ addr: t[4], label: `${name}.weight`, size, parts });
