@@ -30,11 +30,13 @@ export function tensorBytes(t) {
 }
 
 /** Tensors that stay in wasm memory, src/formats/gguf.c's rule (wlm_gguf_tensor_resident): one
- *  row (ne[1..3] all 1), or an F32/F16 tensor of two dimensions whose rows are at most
- *  RESIDENT_TAPS long (a hybrid's conv kernels). */
+ *  row (ne[1..3] all 1), an F32/F16 tensor of two dimensions whose rows are at most
+ *  RESIDENT_TAPS long (a hybrid's conv kernels), or an F32 one named *_exps.bias (a mixture of
+ *  experts' bias rows, one per expert: gpt-oss's). */
 const RESIDENT_TAPS = 16;
 const resident = (t) => t.ne.slice(2).every((d) => d === 1) &&
-  ((t.ne[1] ?? 1) === 1 || ((t.type === 0 || t.type === 1) && t.ne[0] <= RESIDENT_TAPS));
+  ((t.ne[1] ?? 1) === 1 || ((t.type === 0 || t.type === 1) && t.ne[0] <= RESIDENT_TAPS) ||
+    (t.type === 0 && t.name.endsWith('_exps.bias')));
 
 /**
  * The heap buffer WLM_LOAD_TENSORS_EXTERNAL takes for a GGUF of `layout` (readGgufLayout):
