@@ -524,7 +524,7 @@ export class GpuForward {
         { binding: 1, resource: { buffer: this.#params, offset: i * PARAM_SLOT, size: 64 } },
         ...s[3].map((r, j) => ({ binding: 2 + j, resource: r }))];
       const kind = s[0] === 'matvec' || s[0] === 'matmat' ? `${s[0]}${s[1][3] === 'glu' ? '+glu' : ''} ${GPU_TYPES[s[1][0] ?? s[1]]?.name ?? ''}`
-        : s[0] === 'eltwise' ? `eltwise ${s[1]}` : s[0];
+        : s[0] === 'moe_matvec' ? `moe_matvec ${GPU_TYPES[s[1][0]]?.name ?? ''}` : s[0] === 'eltwise' ? `eltwise ${s[1]}` : s[0];
       return { pipeline: pipes[i], bind: device.createBindGroup({ layout: pipes[i].getBindGroupLayout(0), entries }), grid: s[4], kind };
     });
   }
