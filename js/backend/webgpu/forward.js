@@ -10,7 +10,10 @@
 // (attn_q's per-head query and gate rows) in recurrent.c's / forward.c's order. Each layer's
 // head size, KV heads, widths and KV sharing are its own (per_layer.js layerShape: Gemma 4's
 // differ by layer; a KV-shared layer computes only Q and attends to its source's cache), and
-// Gemma 4's per-layer embeddings and output scale are steps of the same pass (pleSpecs).
+// Gemma 4's per-layer embeddings and output scale are steps of the same pass (pleSpecs). A
+// mixture of experts is a feed-forward kind of the same pass (moe: router, route, the chosen
+// experts' products read by id, their weighted sum; wgsl_moe.js), gpt-oss's sinks a step after
+// attention.
 // A batch runs in chunks of up to `chunk` entries, each one compute pass whose bind
 // groups were built once (the entry count is the grid's z); a weight product runs the
 // matrix-vector kernel for one entry (decode), its batch form for a few, and the tiled
