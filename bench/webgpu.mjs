@@ -23,7 +23,10 @@
 //   (--spec K: also decode with prompt lookup, draft {ngram: 3, maxTokens: K}, on both backends:
 //    tokens/s, and drafted / accepted / rounds — the synthetic weights' greedy text repeats
 //    itself, so the acceptance is high and stated; `gpuSpec` / `cpuSpec` in the JSON)
-//   (--shapes also takes ARCH/SHAPE of tools/synth_gguf.mjs, e.g. llama/tiny for a smoke run)
+//   (--shapes also takes ARCH/SHAPE of tools/synth_gguf.mjs, e.g. llama/tiny for a smoke run;
+//    the mixtures of experts gpt-oss-20b-l2 (with --types MXFP4_MOE: the published layout),
+//    qwen3-30b-a3b-l6 and lfm2-8b-a1b-l8 are named shapes, not run by default; their kernel
+//    rows are the dense matrices of the shape's F, not the experts')
 //
 // In Node the GPU is Dawn's (the `webgpu` devDependency); without a GPU it runs on whatever
 // adapter Dawn finds (SwiftShader: numbers that mean nothing, flagged in the report).
@@ -46,7 +49,10 @@ import { GPU_PROFILE } from '../js/backend/webgpu/forward.js';
 import { decodeRows, gemmRows } from './webgpu_gemm.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
-const SHAPES = { 'qwen2.5-0.5b': 'qwen2', 'llama3.2-1b': 'llama', 'phi3.5-mini': 'phi3', 'qwen3-0.6b': 'qwen3', 'gemma3-1b': 'gemma3', gpt2: 'gpt2' };
+const SHAPES = { 'qwen2.5-0.5b': 'qwen2', 'llama3.2-1b': 'llama', 'phi3.5-mini': 'phi3', 'qwen3-0.6b': 'qwen3', 'gemma3-1b': 'gemma3', gpt2: 'gpt2',
+  // mixtures of experts, the published models' first blocks (tools/synth_gguf.mjs): weightBytes,
+  // hence the bandwidth share, counts the k experts a token reads
+  'gpt-oss-20b-l2': 'gpt-oss', 'qwen3-30b-a3b-l6': 'qwen3moe', 'lfm2-8b-a1b-l8': 'lfm2moe' };
 const PROMPT_TOKENS = 128;
 const DECODE_TOKENS = 64;
 
@@ -76,7 +82,7 @@ function parseArgs(argv) {
     else throw new Error(`bench/webgpu.mjs: unknown argument ${a}`);
   }
   for (const s of o.shapes) {
-    if (!SHAPES[s] && !/^\w+\/[\w.-]+$/.test(s)) throw new Error(`--shapes: unknown shape ${s}; known: ${Object.keys(SHAPES).join(', ')}, or ARCH/SHAPE (llama/tiny)`);
+    if (!SHAPES[s] && !/^[\w-]+\/[\w.-]+$/.test(s)) throw new Error(`--shapes: unknown shape ${s}; known: ${Object.keys(SHAPES).join(', ')}, or ARCH/SHAPE (llama/tiny)`);
   }
   return o;
 }

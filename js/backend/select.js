@@ -8,7 +8,6 @@
 // (or EngineOptions gpuWeights 'heap') after the CPU load (attachBackend: copied from the heap).
 
 import { jsError } from '../runtime/errors.js';
-import { peekLayout } from '../models/split.js';
 import { findGpu, requestAdapter } from './webgpu/device.js';
 import { describeModel, modelUnsupported, WebGpuBackend } from './webgpu/backend.js';
 import { isGguf, loadStreamed } from './webgpu/load.js';
@@ -16,12 +15,6 @@ import { isGguf, loadStreamed } from './webgpu/load.js';
 export const BACKENDS = Object.freeze(['auto', 'webgpu', 'cpu']);
 /** EngineOptions.gpuWeights: how a GGUF's weights reach the GPU. */
 export const GPU_WEIGHTS = Object.freeze(['stream', 'heap']);
-
-/** Why a mixture of experts stays on the CPU ('' for other models): the GPU forward pass has no
- *  expert kernels yet (the CPU's is src/model/moe.c). `nExpert`: expert_count, 0 without. */
-export const moeReason = (nExpert) => (nExpert > 1
-  ? `a mixture of experts (${nExpert} experts) runs on the CPU only: the GPU forward pass has no expert kernels yet`
-  : '');
 
 const softwareReason = (info) => `auto: the WebGPU adapter is ${info.fallback ? 'a fallback' : 'a software'} one (${info.name}), slower than the CPU path`;
 
@@ -61,10 +54,6 @@ export async function streamToGpu({ x, source, newContext, freeContext, modelErr
     if (!adapter) return cpu(why);
   }
   if (!want && adapterInfo.software) return { cpu: { reason: softwareReason(adapterInfo), adapter: adapterInfo } };
-  // stacked expert tensors (…_exps.weight, [cols, rows, experts]): decided from the header
-  const exps = (await peekLayout(source)).tensors.find((t) => /_exps\.weight$/.test(t.name));
-  const moe = moeReason(exps ? Number(exps.ne[2] ?? 1) : 0);
-  if (moe) return cpu(`this model cannot run on the GPU yet: ${moe}`, adapterInfo);
   const r = await loadStreamed({ x, src: source, adapter, adapterInfo, useSubgroups, profile, kvType, newContext, freeContext, modelError, onProgress, signal });
   if (r.refused) {
     if (want) throw r.error ?? jsError('WLM_ERR_UNSUPPORTED', `backend 'webgpu': ${r.refused}`);
@@ -132,7 +121,7 @@ export async function attachBackend({ x, model, newContext, freeContext, kvType,
       "from (a GGUF loaded without `tokenizer` streams to the GPU instead, with gpuWeights 'stream')");
   }
   const desc = describeModel(x, model);
-  const unsupported = moeReason(desc.hp?.n_expert ?? 0) || modelUnsupported(desc);
+  const unsupported = modelUnsupported(desc);
   if (unsupported) return cpu(`this model cannot run on the GPU yet: ${unsupported}`);
   const found = await findGpu(gpu, { importPackage: want });
   if (!found.gpu) return cpu(found.why);

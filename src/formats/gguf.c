@@ -609,6 +609,11 @@ static int place_tensor(cursor *c, wlm_gguf *g, wlm_gguf_tensor *t, uint64_t dat
 
 int wlm_gguf_tensor_resident(const wlm_gguf_tensor *t) {
     if (t->ne[2] != 1 || t->ne[3] != 1) return 0;
+    static const char exps_bias[] = "_exps.bias"; /* a row of biases per expert (moe.c) */
+    const size_t nb = sizeof exps_bias - 1;
+    if (t->type == WLM_TYPE_F32 && t->name.len >= nb &&
+        memcmp(t->name.ptr + t->name.len - nb, exps_bias, nb) == 0)
+        return 1;
     return t->ne[1] == 1 || ((t->type == WLM_TYPE_F32 || t->type == WLM_TYPE_F16) &&
                              t->ne[0] <= WLM_GGUF_RESIDENT_TAPS);
 }

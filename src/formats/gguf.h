@@ -138,7 +138,8 @@ int wlm_gguf_parse(wlm_gguf *g, const void *data, size_t size, char *err, size_t
  * and, instead of its data section, the "resident area": every tensor of one row (ne[1], ne[2]
  * and ne[3] all 1: norms, biases, RoPE factors) and every F32/F16 tensor of two dimensions
  * whose rows are at most WLM_GGUF_RESIDENT_TAPS long (hybrids' conv kernels, K taps a channel,
- * which the C model reads as floats) in tensor-info order, each at the next multiple
+ * which the C model reads as floats), and every F32 tensor of two dimensions named *_exps.bias
+ * (a mixture of experts' per-expert bias rows, gpt-oss's) in tensor-info order, each at the next multiple
  * of the alignment from the data section's start (the first at data_offset). Every other tensor
  * (the matrices, which another backend holds) is external: data NULL, external 1, its offset
  * and size checked for alignment and overflow but not against the buffer (whoever streams the
@@ -151,7 +152,8 @@ int wlm_gguf_parse(wlm_gguf *g, const void *data, size_t size, char *err, size_t
 int wlm_gguf_parse_ex(wlm_gguf *g, const void *data, size_t size, unsigned flags, char *err,
                       size_t errlen);
 
-/* 1 when t stays in the buffer under WLM_GGUF_MATRICES_EXTERNAL (a vector, a conv kernel). */
+/* 1 when t stays in the buffer under WLM_GGUF_MATRICES_EXTERNAL (a vector, a conv kernel, expert
+ * biases). */
 int wlm_gguf_tensor_resident(const wlm_gguf_tensor *t);
 
 /* Frees the tables of *g (not the buffer) and zeroes it. NULL and empty structs are fine. */

@@ -55,11 +55,13 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
     static const char *norms[] = {"rms", "layer"}, *acts[] = {"silu", "gelu"};
     static const char *ffns[] = {"gated", "fused_gate_up", "plain"};
     static const char *ropes[] = {"none", "norm", "neox"};
+    static const char *moe_acts[] = {"silu", "swiglu_oai", "gelu"};
     put(&o, "{\"arch\":{\"name\":\"%s\",\"norm\":\"%s\",\"act\":\"%s\",\"ffn\":\"%s\","
             "\"rope\":\"%s\",\"pos_embd\":%d,\"swa\":%d,\"encoder\":%d,\"attn_gate\":%d,"
-            "\"per_layer\":%d},",
+            "\"per_layer\":%d,\"moe_act\":\"%s\",\"moe_stream_in\":%d,\"moe_dense_branch\":%d},",
         a->name, norms[a->norm], acts[a->act], ffns[a->ffn], ropes[a->rope], a->pos_embd, a->swa,
-        (int)a->encoder, (int)a->attn_gate, (int)a->per_layer);
+        (int)a->encoder, (int)a->attn_gate, (int)a->per_layer, moe_acts[a->moe_act],
+        (int)(a->moe_router_in == WLM_MOE_IN_STREAM_SCALED), (int)a->moe_dense_branch);
     put(&o, "\"hp\":{\"dim\":%d,\"hidden_dim\":%d,\"n_layers\":%d,\"n_heads\":%d,"
             "\"n_kv_heads\":%d,\"vocab_size\":%d,\"seq_len\":%d,\"head_size\":%d,\"q_dim\":%d,"
             "\"kv_dim\":%d,\"n_rot\":%d,\"n_swa\":%d,\"n_ctx_orig\":%d,\"bidirectional\":%d,"
@@ -176,6 +178,8 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
             put_vec(&o, "bv", lw->bv, p->kv_dim);
             put(&o, ",");
         }
+        put_vec(&o, "attn_sinks", lw->attn_sinks, p->n_heads);
+        put(&o, ",");
         put_vec(&o, "q_norm", lw->q_norm, lw->head_size ? lw->head_size : hs);
         put(&o, ",");
         put_vec(&o, "k_norm", lw->k_norm, lw->head_size ? lw->head_size : hs);
@@ -217,6 +221,10 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
             put(&o, ",");
             put_tensor(&o, ex_names[i], &all);
         }
+        /* fused gate/up experts (exp_gu_stride: expert e's gate rows, then its up rows) and the
+         * experts' output scales: Gemma 4's only */
+        put(&o, ",\"exp_gu_fused\":%d,", lw->exp_gu_stride ? 1 : 0);
+        put_vec(&o, "exp_out_scale", lw->exp_out_scale, p->n_expert);
         put(&o, ",");
         put_vec(&o, "exp_gate_b", lw->exp_gate_b, p->n_expert * p->expert_ff);
         put(&o, ",");

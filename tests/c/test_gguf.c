@@ -609,6 +609,39 @@ static void test_reader_corrupt(void) {
     }
 }
 
+/* Which tensors stay in the buffer under WLM_GGUF_MATRICES_EXTERNAL (js/backend/webgpu/stream.js
+ * has the same rule): vectors, short F32/F16 rows (conv kernels), F32 per-expert bias rows. */
+static void test_resident_rule(void) {
+    tu_section("resident rule (WLM_GGUF_MATRICES_EXTERNAL)");
+    static const struct {
+        const char *name;
+        int64_t ne[4];
+        int32_t type;
+        int want;
+    } cases[] = {
+        {"blk.0.attn_norm.weight", {64, 1, 1, 1}, WLM_TYPE_F32, 1},
+        {"blk.0.attn_q.weight", {64, 64, 1, 1}, WLM_TYPE_F32, 0},
+        {"blk.0.shortconv.conv.weight", {3, 64, 1, 1}, WLM_TYPE_F16, 1},
+        {"blk.0.shortconv.conv.weight", {3, 64, 1, 1}, WLM_TYPE_Q8_0, 0},
+        {"blk.0.ffn_gate_exps.bias", {64, 6, 1, 1}, WLM_TYPE_F32, 1},
+        {"blk.0.ffn_down_exps.bias", {2880, 32, 1, 1}, WLM_TYPE_F32, 1},
+        {"blk.0.ffn_gate_exps.bias", {64, 6, 1, 1}, WLM_TYPE_F16, 0}, /* (moe.c reads F32 only) */
+        {"blk.0.ffn_gate_exps.bias", {64, 6, 2, 1}, WLM_TYPE_F32, 0},
+        {"blk.0.ffn_gate_exps.weight", {64, 32, 6, 1}, WLM_TYPE_F32, 0},
+        {"exps.bias", {64, 6, 1, 1}, WLM_TYPE_F32, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        wlm_gguf_tensor t;
+        memset(&t, 0, sizeof t);
+        t.name.ptr = cases[i].name;
+        t.name.len = strlen(cases[i].name);
+        memcpy(t.ne, cases[i].ne, sizeof t.ne);
+        t.type = cases[i].type;
+        CHECKF(wlm_gguf_tensor_resident(&t) == cases[i].want, "%s (type %d, ne1 %lld, ne2 %lld)",
+               cases[i].name, (int)cases[i].type, (long long)cases[i].ne[1], (long long)cases[i].ne[2]);
+    }
+}
+
 static void test_reader_tensors(void) {
     tu_section("reader: corrupt tensor infos");
     size_t size;
@@ -1429,6 +1462,7 @@ int main(int argc, char **argv) {
     test_getters();
     test_reader_corrupt();
     test_reader_tensors();
+    test_resident_rule();
     size_t size = 0;
     unsigned char *gguf = tu_read_shared("models/stories260K.gguf", &size);
     if (gguf) {

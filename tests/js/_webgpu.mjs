@@ -15,7 +15,8 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import assert from 'node:assert/strict';
 import { REPO } from './_helpers.mjs';
-import { makePipeline } from '../../js/backend/webgpu/forward.js';
+import { makePipeline, Pipelines } from '../../js/backend/webgpu/forward.js';
+import { describeModel } from '../../js/backend/webgpu/backend.js';
 import { ggufBytes, readGguf } from '../../tools/vocab_gguf.mjs';
 
 export const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
@@ -208,4 +209,25 @@ export function dequantizedCopy(file) {
   const kv = g.kv.filter(([k]) => k !== 'general.file_type');
   fs.writeFileSync(out, ggufBytes(kv, tensors, g.alignment));
   return out;
+}
+
+/**
+ * A synthetic model loaded whole into the wasm instance `x` with a deferred context (F16 KV,
+ * nCtx positions, default 64): {model, ctx, desc (describeModel), opts(device, subgroups): GpuForward.create's
+ * options from the context's fields}, for tests that drive GpuForward directly.
+ */
+export function deferredModel(x, file, nCtx = 64) {
+  const bytes = fs.readFileSync(file);
+  const ptr = x.wlmjs_malloc(bytes.length) >>> 0, slot = x.wlmjs_malloc(8) >>> 0;
+  new Uint8Array(x.memory.buffer, ptr, bytes.length).set(bytes);
+  assert.equal(x.wlmjs_model_load(ptr, bytes.length, slot), 0);
+  const model = new Int32Array(x.memory.buffer, slot, 1)[0];
+  assert.equal(x.wlmjs_context_new(model, nCtx, 2, 1, 1, 0, 0, -1, slot), 0); // deferred, F16 KV
+  const ctx = new Int32Array(x.memory.buffer, slot, 1)[0];
+  x.wlmjs_free(slot);
+  const f = (i) => x.wlmjs_deferred_field(ctx, i);
+  const desc = describeModel(x, model);
+  const opts = (device, subgroups) => ({ kvF16: true, nCtx: f(9), ropeSets: f(7), mscale: f(8),
+    ropeFreq: new Float32Array(x.memory.buffer, f(6) >>> 0, f(7) * desc.hp.n_rot / 2).slice(), pipelines: new Pipelines(device, { subgroups }) });
+  return { model, ctx, desc, opts };
 }

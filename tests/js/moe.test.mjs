@@ -4,9 +4,8 @@
 // numbers on the same files are tests/js/oracle.test.mjs's, the double-precision reference
 // tests/c/test_moe.c's): info counts the experts and reads only the chosen ones per token; a
 // prompt evaluated in one batch ends with the bits of one token at a time, and 2 threads give
-// the bits of 1 (the prefill's expert products are split among the threads); the GPU backend
-// leaves the model to the CPU with the reason, from the header (streamed load) and from the
-// loaded model's description (gpuWeights 'heap'), and backend 'webgpu' is an error naming it.
+// the bits of 1 (the prefill's expert products are split among the threads). (The GPU backend's
+// run of them against this CPU path: tests/js/webgpu_moe_models.test.mjs.)
 // Gemma 4's experts as one fused ffn_gate_up_exps or as ffn_gate_exps + ffn_up_exps holding the
 // same values give the same bits.
 
@@ -17,17 +16,6 @@ import { createEngine } from '../../js/wasmlm.js';
 import { synthCached, resolveShape } from '../../tools/synth_gguf.mjs';
 
 const PROMPT = 'The weather had been strange all week. On Monday it snowed, on Tuesday the sun came out and melted everything';
-
-/** A GPU whose one adapter looks like real hardware and makes no device: enough for the
- *  backend choice, which must refuse before it asks for a device. */
-const fakeGpu = () => ({
-  requestAdapter: async () => ({
-    info: { vendor: 'test', architecture: 'test', description: 'a test GPU' },
-    features: new Set(),
-    limits: { maxBufferSize: 1 << 30, maxStorageBufferBindingSize: 1 << 30, maxComputeWorkgroupsPerDimension: 65535 },
-    requestDevice: async () => { throw new Error('this test GPU makes no device'); },
-  }),
-});
 
 const engines = [];
 after(() => Promise.all(engines.map((e) => e.free())));
@@ -73,23 +61,6 @@ for (const [arch, shape] of [['qwen3moe', 'tiny'], ['lfm2moe', 'tiny'], ['gpt-os
     assert.equal(g2.text, g1.text);
   });
 
-  // (Gemma 4 is CPU-only whatever its feed-forward: tests/js/webgpu_select.test.mjs)
-  if (arch !== 'gemma4') test(`${arch}: the GPU backend leaves a mixture of experts to the CPU, saying why`, async () => {
-    const e = await createEngine({ threads: 1, gpu: fakeGpu() });
-    engines.push(e);
-    let info = await e.load({ model: file, nCtx: 64 }); // streamed: decided from the header
-    assert.equal(info.backend, 'cpu');
-    assert.match(info.backendReason, /mixture of experts \(\d+ experts\) runs on the CPU/);
-    const h = await createEngine({ threads: 1, gpu: fakeGpu(), gpuWeights: 'heap' });
-    engines.push(h);
-    info = await h.load({ model: file, nCtx: 64 }); // from the loaded model's description
-    assert.equal(info.backend, 'cpu');
-    assert.match(info.backendReason, new RegExp(`mixture of experts \\(${s.E} experts\\)`));
-    const w = await createEngine({ threads: 1, gpu: fakeGpu(), backend: 'webgpu' });
-    engines.push(w);
-    await assert.rejects(w.load({ model: file, nCtx: 64 }),
-      (err) => err.code === 'WLM_ERR_UNSUPPORTED' && /mixture of experts/.test(err.message));
-  });
 }
 
 test('gemma4: fused ffn_gate_up_exps and separate ffn_gate_exps + ffn_up_exps give the same bits', async () => {

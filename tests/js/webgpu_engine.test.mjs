@@ -24,11 +24,10 @@ import { argmax, dawn, diff, margin } from './_webgpu.mjs';
 import { createEngine } from '../../js/wasmlm.js';
 import fs from 'node:fs';
 import { synthCached } from '../../tools/synth_gguf.mjs';
-import { dequantizedCopy, wasmReference } from './_webgpu.mjs';
+import { deferredModel, dequantizedCopy, wasmReference } from './_webgpu.mjs';
 import { MATMAT_MIN_ENT } from '../../js/backend/webgpu/wgsl_matmat.js';
 import { attentionSplit } from '../../js/backend/webgpu/wgsl_ops.js';
-import { GPU_PROFILE, GpuForward, Pipelines } from '../../js/backend/webgpu/forward.js';
-import { describeModel } from '../../js/backend/webgpu/backend.js';
+import { GPU_PROFILE, GpuForward } from '../../js/backend/webgpu/forward.js';
 import { requestDevice } from '../../js/backend/webgpu/device.js';
 import { fuseMatrices, uploadWeights } from '../../js/backend/webgpu/weights.js';
 import { memory64Support } from '../../js/runtime/memory64.js';
@@ -203,26 +202,6 @@ test('batching: a prompt below MATMAT_MIN_ENT in one pass equals it token by tok
   }
 });
 
-/**
- * A synthetic model loaded whole into the wasm instance `x` with a deferred context (F16 KV,
- * nCtx positions, default 64): {model, ctx, desc (describeModel), opts(device, subgroups): GpuForward.create's
- * options from the context's fields}, for tests that drive GpuForward directly.
- */
-function deferredModel(x, file, nCtx = 64) {
-  const bytes = fs.readFileSync(file);
-  const ptr = x.wlmjs_malloc(bytes.length) >>> 0, slot = x.wlmjs_malloc(8) >>> 0;
-  new Uint8Array(x.memory.buffer, ptr, bytes.length).set(bytes);
-  assert.equal(x.wlmjs_model_load(ptr, bytes.length, slot), 0);
-  const model = new Int32Array(x.memory.buffer, slot, 1)[0];
-  assert.equal(x.wlmjs_context_new(model, nCtx, 2, 1, 1, 0, 0, -1, slot), 0); // deferred, F16 KV
-  const ctx = new Int32Array(x.memory.buffer, slot, 1)[0];
-  x.wlmjs_free(slot);
-  const f = (i) => x.wlmjs_deferred_field(ctx, i);
-  const desc = describeModel(x, model);
-  const opts = (device, subgroups) => ({ kvF16: true, nCtx: f(9), ropeSets: f(7), mscale: f(8),
-    ropeFreq: new Float32Array(x.memory.buffer, f(6) >>> 0, f(7) * desc.hp.n_rot / 2).slice(), pipelines: new Pipelines(device, { subgroups }) });
-  return { model, ctx, desc, opts };
-}
 
 test('GpuForward.run exact (a speculative verification): 12 entries in one pass equal one entry at a time bit for bit; without it the tiled kernel differs, within rounding', { skip }, async () => {
   const x = wasmReference();

@@ -41,6 +41,22 @@ test('unsupportedReason names a weight type without GPU kernels and the tensor h
     /causal only: bidirectional attention \(gemma-embedding\)/);
 });
 
+test('unsupportedReason: a mixture of experts runs on the GPU, except Gemma 4\'s kind, more than 32 experts a token, or an expert type without kernels', () => {
+  const t = (type, rows = 4) => [type, rows, 32, 34, 1024];
+  const moe = { arch: { name: 'qwen3moe', moe_act: 'silu', moe_stream_in: 0, moe_dense_branch: 0 },
+    hp: { head_size: 64, n_expert: 8, n_expert_used: 2 }, tensors: { token_embd: t(8), position_embd: null, output: t(8) },
+    layers: [{ wq: t(8), wk: t(8), wv: t(8), wo: t(8), ffn_kind: 'moe', moe_router: t(0, 8), exp_gate: t(39, 64), exp_up: t(39, 64), exp_down: t(8, 256) }] };
+  const why = (d) => unsupportedReason(d, { maxHead: MAX_HEAD });
+  assert.equal(why(moe), '');
+  assert.equal(why({ ...moe, arch: { ...moe.arch, name: 'gpt-oss', moe_act: 'swiglu_oai' } }), '');
+  for (const d of [{ ...moe, arch: { ...moe.arch, name: 'gemma4', moe_dense_branch: 1 } }, { ...moe, arch: { ...moe.arch, moe_stream_in: 1 } },
+    { ...moe, layers: [{ ...moe.layers[0], exp_gu_fused: 1 }] }, { ...moe, layers: [{ ...moe.layers[0], exp_out_scale: [0, 1, 8, 32, 4096] }] }]) {
+    assert.match(why(d), /mixture of experts \(beside a dense feed-forward, .*\) runs on the CPU only for now/);
+  }
+  assert.match(why({ ...moe, hp: { ...moe.hp, n_expert: 64, n_expert_used: 33 } }), /33 experts used per token is above the GPU route kernel's 32/);
+  assert.match(why({ ...moe, layers: [{ ...moe.layers[0], exp_up: t(99, 64) }] }), /weight type type 99 \(blk\.0\.ffn_up_exps\)/);
+});
+
 test('options: backend names and the gpu object are checked', async () => {
   for (const ok of [undefined, 'auto', 'webgpu', 'cpu']) checkBackendOption(ok);
   for (const bad of ['gpu', 'WebGPU', 1, null]) assert.throws(() => checkBackendOption(bad), { code: 'WLM_ERR_INVALID_ARG' });

@@ -10,7 +10,10 @@
 // (attn_q's per-head query and gate rows) in recurrent.c's / forward.c's order. Each layer's
 // head size, KV heads, widths and KV sharing are its own (per_layer.js layerShape: Gemma 4's
 // differ by layer; a KV-shared layer computes only Q and attends to its source's cache), and
-// Gemma 4's per-layer embeddings and output scale are steps of the same pass (pleSpecs).
+// Gemma 4's per-layer embeddings and output scale are steps of the same pass (pleSpecs). A
+// mixture of experts is a feed-forward kind of the same pass (moe: router, route, the chosen
+// experts' products read by id, their weighted sum; wgsl_moe.js), gpt-oss's sinks a step after
+// attention.
 // A batch runs in chunks of up to `chunk` entries, each one compute pass whose bind
 // groups were built once (the entry count is the grid's z); a weight product runs the
 // matrix-vector kernel for one entry (decode), its batch form for a few, and the tiled
@@ -27,6 +30,7 @@ import { GpuKvCache } from './kv_cache.js';
 import { GPU_TYPES } from './wgsl_quant.js';
 import { convWgsl, deltanetWgsl, l2normWgsl, sigmoidGateWgsl, ssmGatesWgsl } from './wgsl_recurrent.js';
 import { layerShape, pleSizes, pleSpecs, ropeHalf, ropeSetRot } from './per_layer.js';
+import { moeActWgsl, moeMatvecWgsl, moeRouteWgsl, moeSumWgsl, sinksWgsl } from './wgsl_moe.js';
 
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
 /** A layer's bias entry as a list of vectors: none, one, or joined Q/K/V biases (fuseMatrices). */
@@ -94,6 +98,11 @@ export class Pipelines {
                   : kind === 'ssm_gates' ? ssmGatesWgsl()
                   : kind === 'deltanet' ? deltanetWgsl()
                   : kind === 'sigmoid_gate' ? sigmoidGateWgsl()
+                  : kind === 'moe_route' ? moeRouteWgsl()
+                  : kind === 'moe_matvec' ? moeMatvecWgsl(arg[0], { tpr: arg[1] })
+                  : kind === 'moe_act' ? moeActWgsl()
+                  : kind === 'moe_sum' ? moeSumWgsl()
+                  : kind === 'sinks' ? sinksWgsl()
                   : eltwiseWgsl(arg);
       p = makePipeline(this.#device, code, key);
       this.#cache.set(key, p);
@@ -179,6 +188,16 @@ export class GpuForward {
     return { qg: this.desc.arch.attn_gate ? 2 * h.q_dim : 0, rin, rba: VD ? 2 * h.ssm_hv : 0, rz: VD ? ro : 0, ro };
   }
 
+  /** A mixture of experts' activations per entry (moe.c's scratch; none without MoE layers):
+   *  moe_z, the router's logits (n_expert); moe_r, the route (k ids, then k weights); moe_g,
+   *  moe_u, each slot's gate and up rows (k × expert_ff); moe_y, each slot's down product (k × dim). */
+  #moeSizes() {
+    const h = this.desc.hp;
+    if (!this.desc.layers.some((l) => l.ffn_kind === 'moe')) return {};
+    const K = h.n_expert_used, p4 = (n) => (n + 3) & ~3;
+    return { moe_z: h.n_expert, moe_r: 2 * K, moe_g: K * p4(h.expert_ff), moe_u: K * p4(h.expert_ff), moe_y: K * p4(h.dim) };
+  }
+
   /** Activation offsets for `B` entries: {name: float offset, total}. */
   #layout(B) {
     const h = this.desc.hp;
@@ -189,7 +208,7 @@ export class GpuForward {
       qkv: fusedQkv ? h.q_dim + 2 * h.kv_dim : 0, hb: fusedUp ? 2 * h.hidden_dim : h.hidden_dim,
       hb2: h.hidden_dim, cs: this.#ropeSets * this.#csStride, logits: h.vocab_size,
       att: h.n_heads * this.#attSplits * (h.head_size + 2),
-      ...this.#hybridSizes(), ...pleSizes(h),
+      ...this.#hybridSizes(), ...pleSizes(h), ...this.#moeSizes(),
     };
     const off = {};
     let at = 0;
@@ -242,7 +261,7 @@ export class GpuForward {
     const pad = (n) => (n + 3) & ~3;
     const E = { x: pad(D), xb: pad(XS), xb2: pad(D), q: pad(Q), k: pad(KV), v: pad(KV), qkv: pad(Q + 2 * KV), hb: pad(HS), hb2: pad(H), logits: pad(V),
       att: pad(h.n_heads * this.#attSplits * (hs + 2)) };
-    for (const [k, n] of Object.entries({ ...this.#hybridSizes(), ...pleSizes(h) })) E[k] = pad(n);
+    for (const [k, n] of Object.entries({ ...this.#hybridSizes(), ...pleSizes(h), ...this.#moeSizes() })) E[k] = pad(n);
     const CS = this.#csStride;
     const wg = (n) => Math.ceil(n / WG);
     const rowsGrid = (rows) => { const x = Math.min(rows, maxX); return [x, Math.ceil(rows / x)]; };
@@ -352,10 +371,43 @@ export class GpuForward {
       residual(l.ssm_out, o.ro, E.ro, o.xb2, E.xb2, null, null);
     };
 
+    // a mixture of experts (moe.c), on xb (the normed input): the router, the route, then per
+    // (entry, slot) the chosen expert's gate and up products (one dispatch per buffer of an
+    // expert tensor split by the binding limit), its activation and down product, then the
+    // weighted sum in slot order onto the stream (through xb when a post-norm comes between)
+    const moe = (l) => {
+      const K = h.n_expert_used, F = h.expert_ff, pF = pad(F), pD = pad(D);
+      const none = (v) => (v ? vecOf(v) : NONE);
+      matvec(l.moe_router, o.xb, E.xb, o.moe_z, E.moe_z);
+      specs.push(['moe_route', '', [o.moe_z, E.moe_z, h.n_expert, K, h.moe_gating, h.moe_norm_w, fbits(h.moe_w_scale),
+        none(l.moe_router_b), none(l.moe_probs_b), o.moe_r, E.moe_r], [Vb], (n) => [1, 1, n]]);
+      const ids = (pieces, xOff, xE, xPair, yOff, yE, bias) => {
+        for (const t of pieces) {
+          const rows = t[1] / (t[7] - t[6]), tpr = matvecThreadsPerRow(t[2]);
+          const [gx, gy] = rowsGrid(Math.ceil(rows / (WG / tpr)));
+          specs.push(['moe_matvec', [t[0], tpr], [rows, t[2], t[3], xOff, xE, xPair, yOff, yE, o.moe_r, E.moe_r, K, t[6], t[7], none(bias)],
+            [{ buffer: bufOf(t) }, Vb], (n) => [gx, gy, n * K]]);
+        }
+      };
+      ids(l.exp_gate, o.xb, E.xb, 0, o.moe_g, pF, l.exp_gate_b);
+      ids(l.exp_up, o.xb, E.xb, 0, o.moe_u, pF, l.exp_up_b);
+      if (a.moe_act === 'swiglu_oai') specs.push(['moe_act', '', [o.moe_g, pF, o.moe_u, pF, F], [], (n) => [wg(F), 1, n * K]]);
+      else specs.push(['eltwise', 'glu', [o.moe_g, pF, o.moe_u, pF, F, a.moe_act === 'gelu' ? 1 : 0, 1], [], (n) => [wg(F), 1, n * K]]);
+      ids(l.exp_down, o.moe_g, pF, 1, o.moe_y, pD, l.exp_down_b);
+      const post = l.post_ffn_norm;
+      specs.push(['moe_sum', '', [o.moe_y, pD, o.moe_r, E.moe_r, K, post ? o.xb : o.x, post ? E.xb : E.x, D, post ? 0 : 1], [],
+        (n) => [wg(D), 1, n]]);
+      if (post) {
+        norm(D, o.xb, E.xb, 0, o.xb, E.xb, 0, post, null);
+        add(o.x, E.x, o.xb, E.xb, D);
+      }
+    };
+
     // a layer's feed-forward, after its mixer's residual
     const ffn = (l) => {
       const H = layerShape(h, l).H; // (Gemma 4: the layer's own width)
       norm(D, o.x, E.x, 0, o.xb, E.xb, 0, l.ffn_norm, l.ffn_norm_b);
+      if (l.ffn_kind === 'moe') { moe(l); return; }
       const act = a.act === 'gelu' ? 1 : 0;
       if (l.w13) { // gate and up joined (fuseMatrices)
         matvec(l.w13, o.xb, E.xb, o.hb, E.hb, false, false, null, act);
@@ -437,6 +489,10 @@ export class GpuForward {
       (n, m, ns) => [h.n_heads, ns, n]]);
       specs.push(['attn_combine', '', [o.xb, E.xb, hs, o.att, E.att, this.#attSplits, 3 * B + 2], [S],
         (n) => [h.n_heads, 1, n]]);
+      if (l.attn_sinks) { // gpt-oss: each head times 1 / (1 + e^(sink − lse)), lse from the partials
+        specs.push(['sinks', '', [o.xb, E.xb, hs, o.att, E.att, this.#attSplits, 3 * B + 2, vecOf(l.attn_sinks)], [Vb, S],
+          (n) => [h.n_heads, 1, n]]);
+      }
       if (a.attn_gate) { // o ⊙ sigmoid(gate), per head
         specs.push(['sigmoid_gate', '', [o.xb, E.xb, hs, o.qg + hs, E.qg, 2 * hs, hs], [], (n) => [wg(hs), h.n_heads, n]]);
       }
@@ -471,7 +527,7 @@ export class GpuForward {
         { binding: 1, resource: { buffer: this.#params, offset: i * PARAM_SLOT, size: 64 } },
         ...s[3].map((r, j) => ({ binding: 2 + j, resource: r }))];
       const kind = s[0] === 'matvec' || s[0] === 'matmat' ? `${s[0]}${s[1][3] === 'glu' ? '+glu' : ''} ${GPU_TYPES[s[1][0] ?? s[1]]?.name ?? ''}`
-        : s[0] === 'eltwise' ? `eltwise ${s[1]}` : s[0];
+        : s[0] === 'moe_matvec' ? `moe_matvec ${GPU_TYPES[s[1][0]]?.name ?? ''}` : s[0] === 'eltwise' ? `eltwise ${s[1]}` : s[0];
       return { pipeline: pipes[i], bind: device.createBindGroup({ layout: pipes[i].getBindGroupLayout(0), entries }), grid: s[4], kind };
     });
   }

@@ -30,11 +30,13 @@ export function tensorBytes(t) {
 }
 
 /** Tensors that stay in wasm memory, src/formats/gguf.c's rule (wlm_gguf_tensor_resident): one
- *  row (ne[1..3] all 1), or an F32/F16 tensor of two dimensions whose rows are at most
- *  RESIDENT_TAPS long (a hybrid's conv kernels). */
+ *  row (ne[1..3] all 1), an F32/F16 tensor of two dimensions whose rows are at most
+ *  RESIDENT_TAPS long (a hybrid's conv kernels), or an F32 one named *_exps.bias (a mixture of
+ *  experts' bias rows, one per expert: gpt-oss's). */
 const RESIDENT_TAPS = 16;
 const resident = (t) => t.ne.slice(2).every((d) => d === 1) &&
-  ((t.ne[1] ?? 1) === 1 || ((t.type === 0 || t.type === 1) && t.ne[0] <= RESIDENT_TAPS));
+  ((t.ne[1] ?? 1) === 1 || ((t.type === 0 || t.type === 1) && t.ne[0] <= RESIDENT_TAPS) ||
+    (t.type === 0 && t.name.endsWith('_exps.bias')));
 
 /**
  * The heap buffer WLM_LOAD_TENSORS_EXTERNAL takes for a GGUF of `layout` (readGgufLayout):
@@ -184,10 +186,11 @@ export async function createMatrixBuffers(device, desc, plan) {
     let base = 0;
     for (const p of t[5] ?? [{ name, bytes: size }]) {
       const file = plan.byName.get(`${p.name}.weight`);
-      if (!file || file.start < 0 || file.type !== t[0] || file.end - file.start !== p.bytes) {
+      const skip = p.skip ?? 0; // (a piece of an expert tensor: expertPieces)
+      if (!file || file.start < 0 || file.type !== t[0] || (p.skip === undefined ? file.end - file.start !== p.bytes : skip + p.bytes > file.end - file.start)) {
         throw jsError('WLM_ERR_UNSUPPORTED', `WebGPU: tensor ${p.name}.weight is not in the file as the model describes it (${typeName(t[0])}, ${p.bytes} bytes)`);
       }
-      parts.push({ name: `${p.name}.weight`, start: file.start, end: file.end, type: t[0], size: p.bytes, base });
+      parts.push({ name: `${p.name}.weight`, start: file.start + skip, end: file.start + skip + p.bytes, type: t[0], size: p.bytes, base });
       base += p.bytes;
     }
     list.push({ addr: t[4], label: `${name}.weight`, size, parts });

@@ -11,19 +11,22 @@
 import { jsError } from '../../runtime/errors.js';
 import { GPU_TYPES, typeName } from './wgsl_quant.js';
 import { MAX_SSM_HEAD } from './wgsl_recurrent.js';
+import { MAX_EXPERT_USED } from './wgsl_moe.js';
 
 export const USAGE = Object.freeze({ MAP_READ: 1, COPY_SRC: 4, COPY_DST: 8, UNIFORM: 64, STORAGE: 128, QUERY_RESOLVE: 512 });
 
 const MATRICES = ['wq', 'wk', 'wv', 'wqkv', 'wo', 'w1', 'w2', 'w3', 'w13', 'ssm_in', 'ssm_gate', 'ssm_beta', 'ssm_alpha', 'ssm_out',
-  'ple_gate', 'ple_proj'];
-const VECTORS = ['attn_norm', 'attn_norm_b', 'bqkv', 'bq', 'bk', 'bv', 'q_norm', 'k_norm', 'bo',
+  'ple_gate', 'ple_proj', 'moe_router'];
+const VECTORS = ['attn_norm', 'attn_norm_b', 'bqkv', 'bq', 'bk', 'bv', 'q_norm', 'k_norm', 'bo', 'attn_sinks',
   'post_attn_norm', 'ffn_norm', 'ffn_norm_b', 'b_up', 'b_down', 'post_ffn_norm', 'conv_w', 'ssm_dt', 'ssm_a', 'ssm_norm',
-  'v_norm', 'out_scale', 'ple_norm'];
+  'v_norm', 'out_scale', 'ple_norm', 'moe_router_b', 'moe_probs_b', 'exp_gate_b', 'exp_up_b', 'exp_down_b'];
 const GGUF_NAMES = { wq: 'attn_q', wk: 'attn_k', wv: 'attn_v', wqkv: 'attn_qkv', wo: 'attn_output', w1: 'ffn_gate', w2: 'ffn_down', w3: 'ffn_up', w13: 'ffn_gate_up',
-  ple_gate: 'inp_gate', ple_proj: 'proj' };
+  ple_gate: 'inp_gate', ple_proj: 'proj', moe_router: 'ffn_gate_inp' };
 /** The model's matrices outside the layers: description key → GGUF name (without .weight). */
 const GLOBAL_MATRICES = { token_embd: 'token_embd', position_embd: 'position_embd', output: 'output',
   ple_embd: 'per_layer_token_embd', ple_model_proj: 'per_layer_model_proj' };
+/** A mixture of experts' stacked matrices (one GGUF tensor holding every expert's) by GGUF name. */
+const EXPERTS = { exp_gate: 'ffn_gate_exps', exp_up: 'ffn_up_exps', exp_down: 'ffn_down_exps' };
 /** A recurrent layer's matrices by mixer (src/model/gguf_model.c map_recurrent). */
 const SSM_NAMES = {
   deltanet: { ssm_in: 'attn_qkv', ssm_gate: 'attn_gate', ssm_beta: 'ssm_beta', ssm_alpha: 'ssm_alpha', ssm_out: 'ssm_out' },
@@ -68,9 +71,30 @@ export function fuseMatrices(desc, maxBytes) {
     }
     const gu = desc.arch.ffn === 'gated' ? join(li, ['w1', 'w3']) : null;
     if (gu) { out.w13 = gu; delete out.w1; delete out.w3; }
+    for (const k of Object.keys(EXPERTS)) if (l[k]) out[k] = expertPieces(l[k], desc.hp.n_expert, maxBytes, `blk.${li}.${EXPERTS[k]}`);
     return out;
   });
   return { ...desc, layers };
+}
+
+/**
+ * A stacked expert tensor `t` ([type, n_expert × rows, cols, row_bytes, addr]: describe.c's) as
+ * the pieces that get a GPU buffer each: as many whole experts as `maxBytes` holds (at least one:
+ * a piece above the limit is then refused by checkFits, naming it), each piece [type, its rows,
+ * cols, row_bytes, key, parts, e0, e1] for experts e0 .. e1 − 1, its key `addr:e0` (an external
+ * model's addresses are placeholders a byte apart, so an offset would name another tensor) and
+ * one part {name (the GGUF tensor's), addr (of its first byte in the heap), bytes, skip (its
+ * offset in the file's tensor)}. One piece for a tensor that fits.
+ */
+export function expertPieces(t, nExpert, maxBytes, name) {
+  const rows = t[1] / nExpert, per = rows * t[3];
+  const n = Math.max(1, Math.min(nExpert, Math.floor(maxBytes / per)));
+  const out = [];
+  for (let e0 = 0; e0 < nExpert; e0 += n) {
+    const e1 = Math.min(nExpert, e0 + n), bytes = (e1 - e0) * per;
+    out.push([t[0], (e1 - e0) * rows, t[2], t[3], `${t[4]}:${e0}`, [{ name, addr: t[4] + e0 * per, bytes, skip: e0 * per }], e0, e1]);
+  }
+  return out;
 }
 
 /** Every weight matrix of the description as [name, tensor] (tensor: [type, rows, cols, row_bytes, addr]). */
@@ -79,6 +103,11 @@ export function matrices(desc) {
   for (const [k, name] of Object.entries(GLOBAL_MATRICES)) if (desc.tensors[k]) out.push([name, desc.tensors[k]]);
   desc.layers.forEach((l, i) => {
     for (const k of MATRICES) if (l[k]) out.push([`blk.${i}.${ggufName(l, k)}`, l[k]]);
+    for (const [k, g] of Object.entries(EXPERTS)) { // whole, or in pieces (expertPieces)
+      if (!l[k]) continue;
+      if (Array.isArray(l[k][0])) for (const p of l[k]) out.push([`blk.${i}.${g} (experts ${p[6]}..${p[7] - 1})`, p]);
+      else out.push([`blk.${i}.${g}`, l[k]]);
+    }
   });
   return out;
 }
@@ -95,6 +124,16 @@ export function unsupportedReason(desc, { maxHead }) {
   if (desc.arch?.per_layer && desc.layers?.some((l) => l.ffn_kind === 'moe')) {
     return `${desc.arch.name}'s mixture-of-experts layers (the experts beside the dense feed-forward, each ` +
       'branch post-normed, the router reading the scaled RMSNorm of the stream) run on the CPU only for now';
+  }
+  if (desc.hp?.n_expert > 1) {
+    const a = desc.arch ?? {};
+    if (a.moe_dense_branch || a.moe_stream_in || desc.layers.some((l) => l.exp_gu_fused || l.exp_out_scale)) {
+      return `${a.name}'s mixture of experts (beside a dense feed-forward, a router on the scaled stream, ` +
+        'fused gate/up experts or expert output scales) runs on the CPU only for now';
+    }
+    if (desc.hp.n_expert_used > MAX_EXPERT_USED) {
+      return `${desc.hp.n_expert_used} experts used per token is above the GPU route kernel's ${MAX_EXPERT_USED}`;
+    }
   }
   if (desc.hp?.n_rec_layers > 0 && desc.hp.ssm_d > MAX_SSM_HEAD) {
     return `${desc.arch?.name}'s DeltaNet head size ${desc.hp.ssm_d} is above the GPU kernel's ${MAX_SSM_HEAD}`;
