@@ -11,11 +11,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { createEngine, WasmlmError } from '../../js/wasmlm.js';
+import { createEngine, createWorkerEngine, WasmlmError } from '../../js/wasmlm.js';
 import { MEDIA_MARKER } from '../../js/vision/vision.js';
 import { mmprojBytes, pngBytes, testImage } from '../../tools/synth_mmproj.mjs';
 import { synthCached } from '../../tools/synth_gguf.mjs';
-import { REPO, collect } from './_helpers.mjs';
+import { REPO, collect, webWorkerLike } from './_helpers.mjs';
 
 const BUILT = fs.existsSync(path.join(REPO, 'dist/wasmlm.wasm'));
 const record = (name) => JSON.parse(fs.readFileSync(path.join(REPO, `tests/reference/oracle/vision/${name}.json`), 'utf8'));
@@ -176,5 +176,26 @@ test('speculative decoding with images: a draft model (no mmproj) and prompt loo
     } finally {
       await engine.free();
     }
+  }
+});
+
+test('the worker engine: batches with images and imageTokens() across the boundary', { skip: !BUILT && 'not built', timeout: 300000 }, async () => {
+  const { engine, model, rec } = await pair('gemma3-F32');
+  const w = await createWorkerEngine({ worker: await webWorkerLike() });
+  try {
+    await w.load({ model, mmproj: mmprojBytes({ shape: rec.mmproj.shape, type: rec.mmproj.type, seed: rec.mmproj.seed }),
+      nCtx: 1024, kvType: 'f32', backend: 'cpu', nSeqMax: 4 });
+    const [a, b] = await images(7, [[40, 40], [70, 20]]);
+    assert.equal(await w.imageTokens(a), await engine.imageTokens(a));
+    const prompts = [`${M} one`, `two ${M}${M}`];
+    const params = [{ images: [a], temperature: 0, maxTokens: 6 }, { images: [b, a], temperature: 0, maxTokens: 6 }];
+    const viaWorker = await w.completeBatch(prompts, params);
+    const here = await engine.completeBatch(prompts, params);
+    assert.deepEqual(viaWorker.sequences.map((s) => s.text), here.sequences.map((s) => s.text));
+    assert.deepEqual(viaWorker.sequences.map((s) => s.nPrompt), here.sequences.map((s) => s.nPrompt));
+    await assert.rejects(w.imageTokens(new Uint8Array([1, 2, 3])), (e) => e.code === 'WLM_ERR_INVALID_ARG');
+  } finally {
+    await w.free();
+    await engine.free();
   }
 });
