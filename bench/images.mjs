@@ -18,6 +18,8 @@
 // to first token with the image (wall time from the call to the first generated token), the same
 // prompt without the image, and wasmlm's own image time (LastResult.imageMs: decode + encode;
 // wllama reports none: its image share is given by difference, ttft − text ttft). Medians.
+// wllama gets a text GGUF over 1 GiB in llama.cpp's split format (its files go through one
+// ArrayBuffer each, at most 2 GB: Gemma-3-4B's Q4_K_M is 2.5 GB); wasmlm the whole file.
 // WebGPU: not measured — the image encoder runs on the CPU only (load() refuses an mmproj with
 // backend 'webgpu'); each report says so in a row of its own.
 //
@@ -32,12 +34,16 @@ import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { startServer } from '../tools/serve.mjs';
 import { synthCached } from '../tools/synth_gguf.mjs';
-import { MMPROJ_SHAPES, mmprojBytes, pngBytes, testImage } from '../tools/synth_mmproj.mjs';
+import { mmprojBytes, pngBytes, testImage } from '../tools/synth_mmproj.mjs';
+import { splitGguf } from '../tools/gguf_split.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..');
 const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const PROMPT = 'Describe this image in one sentence.';
+/** wllama reads each file through one ArrayBuffer (at most 2 GB): a larger text GGUF goes to it
+ *  in llama.cpp's split format (tools/gguf_split.mjs, parts cached in NAME-split/). */
+const WLLAMA_MAX_FILE = 1 << 30;
 
 /** The pairs: text model (synth_gguf arch / shape / type) and mmproj (synth_mmproj shape / type). */
 const PAIRS = {
@@ -100,7 +106,20 @@ function pairFiles(name) {
     fs.writeFileSync(`${mmproj}.tmp`, mmprojBytes({ shape: p.mmproj.shape, type: p.mmproj.type, seed: 1 }));
     fs.renameSync(`${mmproj}.tmp`, mmproj);
   }
-  return { model, mmproj };
+  return { model, mmproj, parts: fs.statSync(model).size > WLLAMA_MAX_FILE ? splitParts(model) : null };
+}
+
+/** The file in parts of at most WLLAMA_MAX_FILE bytes (made once). */
+function splitParts(file) {
+  const dir = file.replace(/\.gguf$/, '-split');
+  const prefix = path.join(dir, path.basename(file, '.gguf'));
+  let done = fs.existsSync(dir) && fs.statSync(dir).mtimeMs > fs.statSync(file).mtimeMs
+    ? fs.readdirSync(dir).filter((f) => f.endsWith('.gguf')).sort() : [];
+  if (done.length && done.length === Number(/-of-(\d+)\.gguf$/.exec(done[0])?.[1])) return done.map((f) => path.join(dir, f));
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  log(`  splitting ${path.relative(REPO, file)} for wllama (tools/gguf_split.mjs)`);
+  return splitGguf(file, { maxBytes: WLLAMA_MAX_FILE, prefix });
 }
 
 async function runPage(context, baseUrl, opts) {
@@ -156,7 +175,8 @@ async function main() {
       for (let k = 0; k <= opts.runs; k++) images.push(Buffer.from(await pngBytes(testImage(w, h, 100 + k), w, h)).toString('base64'));
       for (const threads of threadList) {
         for (const engine of opts.engines) {
-          const r = await runPage(context, baseUrl, { engine, model: url(files.model), mmproj: url(files.mmproj), images, prompt: PROMPT, threads });
+          const parts = engine === 'wllama' && files.parts ? files.parts.map(url) : null;
+          const r = await runPage(context, baseUrl, { engine, model: url(files.model), parts, mmproj: url(files.mmproj), images, prompt: PROMPT, threads });
           const runs = r.runs ?? [];
           const row = {
             kind: 'row', pair: name, text: PAIRS[name].text, mmproj: PAIRS[name].mmproj, engine, threads, backend: 'cpu',

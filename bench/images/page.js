@@ -44,11 +44,11 @@ async function runOurs({ model, mmproj, images, prompt, threads = 1, nCtx = 4096
   return { engine: 'wasmlm', loadMs, build: info.build, threads: info.threads, projector: info.vision?.projector, runs };
 }
 
-async function runWllama({ model, mmproj, images, prompt, threads = 1, nCtx = 4096 }) {
+async function runWllama({ model, parts, mmproj, images, prompt, threads = 1, nCtx = 4096 }) {
   const wllama = new Wllama({ default: WLLAMA_WASM }, { suppressNativeLog: true, allowOffline: false });
   const t0 = performance.now();
   const files = [];
-  for (const url of [model, mmproj]) {
+  for (const url of [...(parts ?? [model]), mmproj]) { // parts: the text GGUF split (over 2 GB)
     const res = await fetch(new URL(url, location.href));
     if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
     files.push(new File([await res.blob()], url.split('/').pop()));
