@@ -1327,8 +1327,9 @@ int32_t wlm_image_positions(const wlm_model *model, const wlm_vision *vision, co
  * seeded, since each entry of a pass is computed as alone. Repeated prompts are evaluated again
  * (not forked). params[i] per sequence. Needs n_seq_max >= n_seqs; CPU contexts only.
  * Errors: those of wlm_generate_batch_begin and wlm_generate_begin_media, naming the sequence
- * ("sequence i: ") when n_seqs > 1; nothing is evaluated when a check fails; WLM_ERR_UNSUPPORTED
- * for a deferred context (another backend).
+ * ("sequence i: ") when n_seqs > 1; nothing is evaluated when an argument check fails (markers,
+ * ids, counts); a prompt past the context (WLM_ERR_CONTEXT_FULL) or a failed evaluation leaves
+ * the context reset; WLM_ERR_UNSUPPORTED for a deferred context (another backend).
  */
 int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *vision, int32_t n_seqs,
                                    const int32_t *const *tokens, const int32_t *n_tokens,
