@@ -1045,7 +1045,7 @@ export interface SequenceResult {
   stopReason: StopReason;
   /** Its generated text. */
   text: string;
-  /** Its prompt tokens, BOS included. */
+  /** Its prompt tokens, BOS included (with images: its positions, image rows included). */
   nPrompt: number;
   /** Its generated tokens. */
   nGenerated: number;
@@ -1073,6 +1073,10 @@ export interface BatchResult {
   decodeTokensPerSec: number;
   /** Size of the module's linear memory at the end, in bytes. */
   wasmMemoryBytes: number;
+  /** With images (BatchParams.images): the images of all sequences encoded now, and those taken
+   *  from the engine's encoded images. */
+  imagesEncoded?: number;
+  imagesReused?: number;
 }
 
 /** A batch open for continuous batching (Engine.openBatch()). */
