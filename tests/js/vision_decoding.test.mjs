@@ -199,3 +199,34 @@ test('the worker engine: batches with images and imageTokens() across the bounda
     await engine.free();
   }
 });
+
+const HAS64 = fs.existsSync(path.join(REPO, 'dist/wasmlm64.wasm')) && WebAssembly.validate(new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0, 5, 3, 1, 4, 1]));
+test('the memory64 module: batches with images and imageTokens() give what wasm32 does (the pointer arrays adapted)', { skip: !HAS64 && 'no memory64 module or runtime', timeout: 300000 }, async () => {
+  const [a, b] = await images(4, [[30, 30], [44, 22]]);
+  const prompts = [`${M} one`, `two ${M}${M}`];
+  const params = [{ images: [a], temperature: 0, maxTokens: 5 }, { images: [b, a], temperature: 0, maxTokens: 5 }];
+  const out = [];
+  for (const memory64 of [false, true]) {
+    const { engine } = await pair('gemma3-F32', {});
+    const e = memory64 ? await createEngine({ threads: 1, memory64 }) : engine;
+    try {
+      if (memory64) {
+        const rec = record('gemma3-F32');
+        const info = await e.load({ model: await textModel(rec), mmproj: mmprojBytes({ shape: rec.mmproj.shape, type: rec.mmproj.type, seed: rec.mmproj.seed }),
+          nCtx: 1024, kvType: 'f32', backend: 'cpu', nSeqMax: 4 });
+        assert.equal(info.memory64, true);
+      }
+      const r = await e.completeBatch(prompts, params);
+      const run = await e.openBatch({ maxSequences: 2 });
+      const s1 = run.add('text first', { temperature: 0, maxTokens: 4 });
+      const s2 = run.add(`then ${M}`, { images: [b], temperature: 0, maxTokens: 4 });
+      const joined = (await Promise.all([collect(s1), collect(s2)])).map((t) => t.map((x) => x.id).join(','));
+      await run.close();
+      out.push({ texts: r.sequences.map((s) => s.text), nPrompt: r.sequences.map((s) => s.nPrompt), n: await e.imageTokens(a), joined });
+    } finally {
+      if (e !== engine) await e.free();
+      await engine.free();
+    }
+  }
+  assert.deepEqual(out[1], out[0]);
+});
