@@ -990,7 +990,14 @@ export class LanguageModel extends EventTarget {
    */
   async #render(engine, messages, extra = {}) {
     const rendered = async (request) => {
-      const { messages: flat, images } = extractImages(request.messages);
+      let flat, images;
+      try {
+        ({ messages: flat, images } = extractImages(request.messages));
+      } catch (e) { // a text holding the media marker beside images: it would take an image
+        if (!String(e?.message).includes(MEDIA_MARKER)) throw e;
+        throw domError('NotSupportedError', `a text of a conversation with images cannot hold ${MEDIA_MARKER} ` +
+          '(the marker that places an image)', e);
+      }
       return { ...(await chatCompletionPrompt(engine.info, images.length ? { ...request, messages: flat } : request)), request, images };
     };
     try {

@@ -160,6 +160,9 @@ test('Prompt API images: the spec\'s errors', { skip: !BUILT && 'not built', tim
   const truncated = png.slice(0, 40);
   await rejectsWith(s.append(img(truncated)), 'DataError');
   assert.equal(s.contextUsage, usage);
+  // the marker that places an image, typed in a text of a conversation with images
+  await rejectsWith(s.prompt([{ role: 'user', content: [{ type: 'text', value: `a ${MEDIA_MARKER} b` }, { type: 'image', value: png }] }]), 'NotSupportedError');
+  assert.equal(s.contextUsage, usage);
   assert.equal(typeof await s.prompt(img(png)), 'string', 'the session still works');
 });
 
