@@ -40,7 +40,8 @@ export interface LanguageModelMessageContent {
    * PNG / JPEG in Node, any format the browser decodes in a page) — snapshotted when the call
    * is made. It counts in contextUsage as its positions (Engine.imageTokens). Errors: an image in
    * a session without the image input, in an assistant message, or audio: NotSupportedError;
-   * a value that is no image: TypeError; bytes that do not decode: DataError.
+   * a value that is no image: TypeError; bytes that do not decode: DataError; a text holding
+   * the media marker `<__media__>` in a conversation with images: NotSupportedError.
    */
   value: unknown;
 }
