@@ -742,6 +742,17 @@ export interface GenerateParams {
    * (chat()'s default) the KV cache of the last prompt with images is kept through the images
    * this one shares with it (the same text before them and the same pixels): only the rest is
    * evaluated (LastResult.nCached). chat() and chatCompletion() take images as content parts.
+   * In generateBatch() / completeBatch() (per prompt: BatchParams[]) and openBatch().add(),
+   * each sequence takes its own images for its own markers (counted per sequence; an error
+   * names the prompt); its tokens are bitwise those of generate() with the same images (every
+   * prompt with images is evaluated on its own sequence — a repeated one is not forked —, then
+   * the last tokens of all together; BatchResult.sequences[i].nPrompt counts image rows). In
+   * openBatch() a sequence with images is prefilled when admitted, between two steps (the
+   * others wait for it), and joins after the batch's first step. CPU backend only (as the
+   * mmproj). With draft (speculative decoding) the model sees the images and the drafters the
+   * text around them (a draft model without an mmproj; prompt lookup never proposes an image
+   * row), so greedy output stays plain greedy decoding's; llama.cpp's server turns speculative
+   * decoding off when an mmproj is loaded instead.
    */
   images?: ImageInput[];
 }
@@ -1034,7 +1045,7 @@ export interface SequenceResult {
   stopReason: StopReason;
   /** Its generated text. */
   text: string;
-  /** Its prompt tokens, BOS included. */
+  /** Its prompt tokens, BOS included (with images: its positions, image rows included). */
   nPrompt: number;
   /** Its generated tokens. */
   nGenerated: number;
@@ -1062,6 +1073,10 @@ export interface BatchResult {
   decodeTokensPerSec: number;
   /** Size of the module's linear memory at the end, in bytes. */
   wasmMemoryBytes: number;
+  /** With images (BatchParams.images): the images of all sequences encoded now, and those taken
+   *  from the engine's encoded images. */
+  imagesEncoded?: number;
+  imagesReused?: number;
 }
 
 /** A batch open for continuous batching (Engine.openBatch()). */
@@ -1367,6 +1382,19 @@ export interface Engine {
    * @throws WasmlmError WLM_ERR_INVALID_ARG when the model has no ranking head; AbortError.
    */
   rerank(query: string, documents: string[], options?: CallOptions): Promise<RerankResult[]>;
+
+  /**
+   * The context positions `image` takes in a prompt with the loaded model and its mmproj: its
+   * rows and the projector's wrapper tokens (<start_of_image> … <end_of_image>, Idefics3's tile
+   * tags), counted by the layout generation evaluates (wlm_image_positions in src/wasmlm.h).
+   * A media prompt's positions are its text pieces' tokens (each tokenized on its own, BOS
+   * first) plus each image's count here: what the Prompt API's measureContextUsage adds up.
+   * The image is decoded and encoded (kept in the image cache: a prompt about it afterwards
+   * does not encode it again).
+   * @throws WasmlmError WLM_ERR_STATE (no model, no mmproj loaded, the engine busy),
+   *   WLM_ERR_INVALID_ARG (an image that does not decode); AbortError.
+   */
+  imageTokens(image: ImageInput, options?: CallOptions): Promise<number>;
 
   /**
    * The text of a token sequence: the pieces run.c prints (leading space dropped after BOS,

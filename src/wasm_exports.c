@@ -297,6 +297,53 @@ API int wlmjs_generate_batch_begin(wlm_context *c, int n_seqs, const int32_t *to
     return rc;
 }
 
+/* wlm_generate_batch_begin_media: sequence i's prompt is n_tokens[i] ids from `tokens`
+ * (concatenated) when n_tokens[i] > 0, else (n_tokens[i] <= 0) lens[i] bytes from `text`
+ * (the media prompts concatenated) with n_images[i] images; ptrs holds n_ptrs pointers: the
+ * n_seqs wlm_gen_params, then the images in order (one array, so the memory64 adapter widens
+ * it). Returns the status. */
+API int wlmjs_generate_batch_begin_media(wlm_context *c, const wlm_vision *v, int n_seqs,
+                                         const int32_t *tokens, const int32_t *n_tokens,
+                                         const char *text, const int32_t *lens,
+                                         const int32_t *n_images, void *const *ptrs, int n_ptrs) {
+    if (!c || n_seqs < 1 || n_seqs > WLM_MAX_SEQ || !n_tokens || !lens || !n_images || !ptrs ||
+        n_ptrs < n_seqs)
+        return wlm_generate_batch_begin_media(c, v, n_seqs, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+    const int32_t *toks[WLM_MAX_SEQ];
+    const char *prompts[WLM_MAX_SEQ];
+    size_t len[WLM_MAX_SEQ];
+    int32_t n_img[WLM_MAX_SEQ];
+    wlm_gen_params *gp = malloc(sizeof *gp * (size_t)n_seqs);
+    if (!gp) return WLM_ERR_NOMEM;
+    size_t tok_off = 0, text_off = 0;
+    int64_t images = 0;
+    for (int i = 0; i < n_seqs; i++) {
+        toks[i] = n_tokens[i] > 0 ? tokens + tok_off : NULL;
+        tok_off += n_tokens[i] > 0 ? (size_t)n_tokens[i] : 0;
+        prompts[i] = n_tokens[i] > 0 ? NULL : text + text_off;
+        len[i] = n_tokens[i] > 0 || lens[i] < 0 ? 0 : (size_t)lens[i];
+        text_off += len[i];
+        n_img[i] = n_tokens[i] > 0 ? 0 : n_images[i];
+        images += n_img[i] > 0 ? n_img[i] : 0;
+        gp[i] = *(const wlm_gen_params *)ptrs[i];
+    }
+    int rc = images > n_ptrs - n_seqs
+                 ? wlm_generate_batch_begin_media(c, v, n_seqs, NULL, NULL, NULL, NULL, NULL, NULL, NULL)
+                 : wlm_generate_batch_begin_media(c, v, n_seqs, toks, n_tokens, prompts, len,
+                                                  (const wlm_image_embd *const *)(ptrs + n_seqs),
+                                                  n_img, gp);
+    free(gp);
+    return rc;
+}
+
+/* wlm_generate_batch_add_media (the images an array of n pointers). Returns the slot or the
+ * status. */
+API int wlmjs_generate_batch_add_media(wlm_context *c, const wlm_vision *v, const char *prompt,
+                                       size_t len, const wlm_image_embd *const *images, int32_t n,
+                                       const wlm_gen_params *p) {
+    return wlm_generate_batch_add_media(c, v, prompt, len, images, n, p);
+}
+
 /* ---- beam search ---- */
 API int wlmjs_beam_begin(wlm_context *c, const int32_t *prompt, int n, int width, int max_tokens,
                          float length_penalty) {
@@ -706,6 +753,11 @@ API int wlmjs_image_embd_field(const wlm_image_embd *e, int field) {
     case 6: return e->last_tokens;
     default: return -1;
     }
+}
+/* The positions an image of wlmjs_image_encode takes in ctx's model (wlm_image_positions), or a
+ * negative status. */
+API int32_t wlmjs_image_positions(const wlm_context *c, const wlm_vision *v, const wlm_image_embd *e) {
+    return c ? wlm_image_positions(c->model, v, e) : WLM_ERR_INVALID_ARG;
 }
 /* Frees an image of wlmjs_image_encode (its rows and the struct). NULL is a no-op. */
 API void wlmjs_image_embd_free(wlm_image_embd *e) {

@@ -1308,6 +1308,51 @@ void wlm_image_embd_free(wlm_image_embd *e);
 int wlm_eval_image(wlm_context *ctx, int32_t seq, const wlm_vision *vision, const wlm_image_embd *image);
 
 /*
+ * The positions wlm_eval_image takes for `image` with `model`'s vocabulary: the wrapper texts'
+ * tokens plus the rows, counted by the same layout without evaluating anything (for measuring a
+ * prompt's context use before running it: the Prompt API's measureContextUsage). Returns the
+ * count (>= 0), or WLM_ERR_INVALID_ARG (NULL or unloaded model or vision model, a model
+ * without tokenizer, no image, rows of another width than the model's) or the tokenizer's error.
+ */
+int32_t wlm_image_positions(const wlm_model *model, const wlm_vision *vision, const wlm_image_embd *image);
+
+/*
+ * A batch (wlm_generate_batch_begin) whose sequences may hold images: sequence i is a text
+ * prompt of token ids when tokens[i] is not NULL (n_tokens[i] >= 1 ids, the caller decides about
+ * BOS), else the media prompt prompts[i] (lens[i] bytes, one WLM_MEDIA_MARKER per image, laid out
+ * as wlm_generate_begin_media does) with n_images[i] images, taken in order from `images` (the
+ * text sequences take none). Each sequence's prompt is evaluated on its own sequence (all but
+ * its last token), then the last tokens of all of them in one pass: each sequence's tokens are
+ * bitwise those it generates alone (wlm_generate_begin_media / wlm_generate_begin), greedy or
+ * seeded, since each entry of a pass is computed as alone. Repeated prompts are evaluated again
+ * (not forked). params[i] per sequence. Needs n_seq_max >= n_seqs; CPU contexts only.
+ * Errors: those of wlm_generate_batch_begin and wlm_generate_begin_media, naming the sequence
+ * ("sequence i: ") when n_seqs > 1; nothing is evaluated when an argument check fails (markers,
+ * ids, counts); a prompt past the context (WLM_ERR_CONTEXT_FULL) or a failed evaluation leaves
+ * the context reset; WLM_ERR_UNSUPPORTED for a deferred context (another backend).
+ */
+int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *vision, int32_t n_seqs,
+                                   const int32_t *const *tokens, const int32_t *n_tokens,
+                                   const char *const *prompts, const size_t *lens,
+                                   const wlm_image_embd *const *images, const int32_t *n_images,
+                                   const wlm_gen_params *params);
+
+/*
+ * wlm_generate_batch_add with a media prompt (prompt, len bytes; n_images images in order): the
+ * prompt is evaluated now into the free slot (a prefill of its own, between two steps: the
+ * others wait for it), all but its last token, which the next step evaluates beside the other
+ * sequences' decode tokens. Its tokens are bitwise those it generates alone. Returns the slot.
+ * Errors: as wlm_generate_batch_add and wlm_generate_begin_media; WLM_ERR_STATE also while a
+ * sequence begun by wlm_generate_batch_begin has not had its first step (its first token is
+ * sampled from the logits this prefill would replace: add the media sequence after the next
+ * wlm_generate_batch_next); WLM_ERR_UNSUPPORTED for a deferred context. The batch is unchanged
+ * on error.
+ */
+int32_t wlm_generate_batch_add_media(wlm_context *ctx, const wlm_vision *vision, const char *prompt,
+                                     size_t len, const wlm_image_embd *const *images,
+                                     int32_t n_images, const wlm_gen_params *params);
+
+/*
  * Evaluates a raw prompt with images: the text is cut at each WLM_MEDIA_MARKER, each piece
  * tokenized on its own (special tokens parsed; BOS and the vocabulary's other add_special tokens
  * before the first piece only) and evaluated, and each marker replaced by the next image

@@ -158,6 +158,9 @@ export const SHAPES = Object.freeze({
     'smolvlm-tiny': { D: 64, F: 192, L: 2, H: 4, KV: 2, ctx: 4096, theta: 100000, eps: 1e-5, tied: true, vocab: 'smolvlm' },
     // huggingface.co/HuggingFaceTB/SmolLM2-135M-Instruct/blob/main/config.json
     'smollm2-135m': { D: 576, F: 1536, L: 30, H: 9, KV: 3, ctx: 8192, theta: 100000, eps: 1e-5, tied: true, vocab: 'gpt2' },
+    // SmolVLM-256M-Instruct's text side (SmolLM2-135M with SmolVLM's image tokens; bench/images.mjs
+    // pairs it with tools/synth_mmproj.mjs's idefics3-smolvlm-256m)
+    'smolvlm-256m': { D: 576, F: 1536, L: 30, H: 9, KV: 3, ctx: 8192, theta: 100000, eps: 1e-5, tied: true, vocab: 'smolvlm' },
     // huggingface.co/HuggingFaceTB/SmolLM2-360M-Instruct/blob/main/config.json
     'smollm2-360m': { D: 960, F: 2560, L: 32, H: 15, KV: 5, ctx: 8192, theta: 100000, eps: 1e-5, tied: true, vocab: 'gpt2' },
     // huggingface.co/meta-llama/Llama-3.2-1B-Instruct/blob/main/config.json
@@ -237,6 +240,9 @@ export const SHAPES = Object.freeze({
     tiny: { D: 64, F: 128, L: 6, H: 4, KV: 1, hd: 32, ctx: 4096, theta: 1e6, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 8 },
     // huggingface.co/google/gemma-3-1b-it/blob/main/config.json
     'gemma3-1b': { D: 1152, F: 6912, L: 26, H: 4, KV: 1, hd: 256, ctx: 32768, theta: 1e6, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 512 },
+    // huggingface.co/google/gemma-3-4b-it/blob/main/config.json (text_config; bench/images.mjs pairs
+    // it with tools/synth_mmproj.mjs's gemma3-4b)
+    'gemma3-4b': { D: 2560, F: 10240, L: 34, H: 8, KV: 4, hd: 256, ctx: 131072, theta: 1e6, eps: 1e-6, tied: true, vocab: 'gemma3', nVocab: 262144, window: 1024 },
   },
   phi3: {
     tiny: { D: 64, F: 128, L: 2, H: 4, KV: 4, ctx: 8192, origCtx: 4096, theta: 10000, eps: 1e-5, tied: false, vocab: 'phi3', window: 2047 },

@@ -40,6 +40,14 @@ export const MMPROJ_SHAPES = Object.freeze({
   // the images llama.cpp cuts into tiles
   'lfm2-p16': { proj: 'lfm2', S: 256, P: 16, W: 32, F: 64, L: 1, H: 2, k: 2, Fp: 64, D: 64,
     mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], text: { arch: 'lfm2', shape: 'tiny' } },
+  // The published towers (/work/shared/reference/vision-mmproj.md §9), for bench/images.mjs:
+  // SmolVLM-256M-Instruct's SigLIP-B/16 at 512 px, pixel shuffle 4 (64 tokens per piece),
+  // longest edge 2048 (tiles), to SmolLM2-135M's 576; Gemma 3 4B's SigLIP so400m/14 at 896 px,
+  // pooled 4 × 4 (256 tokens), to its 2560.
+  'idefics3-smolvlm-256m': { proj: 'idefics3', S: 512, P: 16, W: 768, F: 3072, L: 12, H: 12, k: 4, edge: 2048, D: 576,
+    mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], text: { arch: 'llama', shape: 'smolvlm-256m' } },
+  'gemma3-4b': { proj: 'gemma3', S: 896, P: 14, W: 1152, F: 4304, L: 27, H: 16, k: 4, D: 2560,
+    mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], text: { arch: 'gemma3', shape: 'gemma3-4b' } },
 });
 
 const GT = { F32: 0, F16: 1, Q8_0: 8 };

@@ -12,6 +12,29 @@ import { checkOptions } from '../options.js';
 import { decodeStep } from './generate.js';
 import { batchSequences, beamParams, utf8 } from './params.js';
 import { macrotask } from '../runtime/platform.js';
+import { checkMarkers } from '../vision/vision.js';
+
+/**
+ * A sequence's images (GenerateParams.images: its prompt's media markers take them in order),
+ * checked as generate() checks them: {images, params (without them), prompt (a chat
+ * template's BOS dropped: C puts the vocabulary's first)}, images null for a text sequence.
+ */
+export function sequenceImages(c, prompt, params, what) {
+  const { images, ...rest } = params ?? {};
+  if (images === undefined) return { images: null, params: rest, prompt };
+  if (!Array.isArray(images)) throw jsError('WLM_ERR_INVALID_ARG', `${what}: images must be an array of images`);
+  if (images.length && !c.vision) {
+    throw jsError('WLM_ERR_STATE', `${what}: images need a vision model: load({ model, mmproj }) with the model's mmproj file`);
+  }
+  try {
+    checkMarkers(prompt, images.length);
+  } catch (e) {
+    throw jsError('WLM_ERR_INVALID_ARG', `${what}: ${e.message}`);
+  }
+  const bos = c.info.bosToken;
+  if (rest.addBos === false && c.info.addBos && bos && prompt.startsWith(bos)) prompt = prompt.slice(bos.length);
+  return { images, params: rest, prompt };
+}
 
 /**
  * Engine.generateBatch(): yields each step's tokens (BatchToken, wasmlm.d.ts) as the sequences
@@ -53,16 +76,23 @@ export async function* generateBatch(engine, c, prompts, params, signal) {
     engine.lastBatchResult = { ...result, sequences: result.sequences.map((s) => ({ ...s })) };
   };
   try {
+    // sequences with images (params.images): media prompts, the rest tokenized
+    const media = seqs.map((s) => sequenceImages(c, s.prompt, s.params, `prompt ${s.promptIndex}`));
+    const withImages = media.some((m) => m.images !== null);
     // Tokenize in JS (the batch API takes ids): sequence i's prompt ids, concatenated.
     const ids = [];
-    for (const s of seqs) {
+    for (const [i, s] of seqs.entries()) {
       if (s.prompt.includes('\0')) {
         throw jsError('WLM_ERR_INVALID_ARG', `prompt ${s.promptIndex} contains a NUL character`);
       }
-      ids.push(await c.tokenize(s.prompt, { bos: s.params.addBos ?? true, parseSpecial: s.params.parseSpecial ?? false }));
+      ids.push(media[i].images ? new Int32Array(0)
+        : await c.tokenize(s.prompt, { bos: s.params.addBos ?? true, parseSpecial: s.params.parseSpecial ?? false }));
     }
     if (c.gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
-    const paramPtrs = seqs.map((s) => { const p = c.genParams(s.params); paramList.push(p); return p; });
+    const paramPtrs = seqs.map((s, i) => { const p = c.genParams(media[i].params); paramList.push(p); return p; });
+    // every sequence's images decoded and encoded (or found in the image cache), in order
+    const enc = withImages ? await c.encodeImages(media.flatMap((m) => m.images ?? []), signal) : null;
+    if (c.gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
     await c.ensureSeqMax(n);
     c.syncPool();
     const ctx = c.ctx;
@@ -84,24 +114,53 @@ export async function* generateBatch(engine, c, prompts, params, signal) {
     if (!toks) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the token slots');
 
     const t0 = performance.now();
-    let rc = x.wlmjs_generate_batch_begin(ctx, n, tokensPtr, countsPtr, paramsPtr);
+    let rc;
+    if (withImages) { // wlm_generate_batch_begin_media: the media prompts' texts, images after the params
+      const texts = media.map((m) => (m.images ? utf8(m.prompt) : new Uint8Array(0)));
+      const textPtr = alloc(Math.max(1, texts.reduce((a, t) => a + t.length, 0)));
+      const lensPtr = alloc(n * 4), nImgPtr = alloc(n * 4);
+      const ptrs = [...paramPtrs, ...enc.ptrs], ptrsPtr = alloc(ptrs.length * 4);
+      const u8 = new Uint8Array(x.memory.buffer), mem = new Int32Array(x.memory.buffer);
+      let off = textPtr;
+      texts.forEach((t, i) => {
+        u8.set(t, off);
+        off += t.length;
+        mem[(lensPtr >> 2) + i] = t.length;
+        mem[(nImgPtr >> 2) + i] = media[i].images?.length ?? 0;
+      });
+      mem.set(ptrs, ptrsPtr >> 2);
+      rc = x.wlmjs_generate_batch_begin_media(ctx, c.vision, n, tokensPtr, countsPtr, textPtr, lensPtr, nImgPtr, ptrsPtr, ptrs.length);
+      result.imagesEncoded = enc.encoded;
+      result.imagesReused = enc.reused;
+    } else {
+      rc = x.wlmjs_generate_batch_begin(ctx, n, tokensPtr, countsPtr, paramsPtr);
+    }
     if (rc < 0) throw c.ctxError(rc);
     begun = true;
     await c.supply(); // the GPU backend: the recorded prefill runs there
     if (c.gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
     result.prefillMs = performance.now() - t0;
     // Prompt tokens evaluated: a prompt equal to an earlier one is forked, not evaluated (on the
-    // CPU; the GPU backend evaluates each, its cache rows being per sequence).
+    // CPU; the GPU backend evaluates each, its cache rows being per sequence). With images every
+    // prompt is evaluated: a sequence's positions are its text tokens and image rows.
     const seen = new Set();
+    const prev = [];
     ids.forEach((t, i) => {
+      if (withImages) {
+        const np = x.wlm_seq_n_past(ctx, i);
+        result.sequences[i].nPrompt = np;
+        result.nPrompt += np;
+        prev.push(new Int32Array(x.memory.buffer, x.wlmjs_seq_tokens(ctx, i) >>> 0, np)[np - 1]);
+        return;
+      }
       result.sequences[i].nPrompt = t.length;
       const key = t.join(',');
       if (!seen.has(key) || c.gpu) result.nPrompt += t.length;
       seen.add(key);
+      prev.push(t[t.length - 1]);
     });
 
     const decoders = seqs.map(() => new TextDecoder());
-    const prev = ids.map((t) => t[t.length - 1]);
     const ended = new Array(n).fill(false);
     for (;;) {
       await macrotask();
@@ -265,6 +324,7 @@ export class ContinuousBatch {
   #engine; #c; #gen; #max; #signal; #onAbort;
   #toks = 0;
   #begun = false;
+  #fresh = false;       // begun, no step since: a sequence waits to sample from begin's logits
   #closed = false;
   #failed = null;
   #pending = [];        // sequences added, not yet in the batch
@@ -340,11 +400,18 @@ export class ContinuousBatch {
       return handle;
     }
     if (signal?.aborted) { queue.end(abortError('The generation')); return handle; }
+    try { // images (params.images): encoded when the sequence is admitted
+      seq.media = sequenceImages(this.#c, prompt, params, 'add()');
+    } catch (e) {
+      queue.end(e);
+      return handle;
+    }
     if (signal) {
       seq.onAbort = () => this.#cancel(seq);
       signal.addEventListener('abort', seq.onAbort, { once: true });
     }
-    seq.ids = this.#c.tokenize(prompt, { bos: params.addBos ?? true, parseSpecial: params.parseSpecial ?? false });
+    seq.ids = seq.media.images ? Promise.resolve(null)
+      : this.#c.tokenize(prompt, { bos: params.addBos ?? true, parseSpecial: params.parseSpecial ?? false });
     seq.ids.catch(() => {}); // reported through the queue when it is admitted
     this.#pending.push(seq);
     this.#notify();
@@ -383,20 +450,26 @@ export class ContinuousBatch {
     if (this.#c.gen !== this.#gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
   }
 
-  /** Puts a waiting sequence into the batch; its own errors end it alone. */
+  /** Puts a waiting sequence into the batch; its own errors end it alone. Returns false when a
+   *  sequence with images must wait for the next step (begin's logits are still to be sampled). */
   async #admit(seq) {
     const c = this.#c, x = c.x;
-    let ids;
+    if (seq.media.images && this.#fresh && this.#live.size > 0) return false;
+    let ids, enc = null;
     try {
       ids = await seq.ids;
       this.#check();
-      if (seq.cancelled) { this.#finish(seq, abortError('The generation')); return; }
-      seq.paramsPtr = c.genParams(seq.params);
+      if (seq.cancelled) { this.#finish(seq, abortError('The generation')); return true; }
+      seq.paramsPtr = c.genParams(seq.media.params);
+      // encoded now, right before the add: a later sequence's images cannot evict these first
+      if (seq.media.images) enc = await c.encodeImages(seq.media.images);
+      this.#check();
     } catch (err) {
       this.#check();
       this.#finish(seq, err);
-      return;
+      return true;
     }
+    if (enc) return this.#admitMedia(seq, enc);
     const tokensPtr = c.heapInt32(ids);
     let rc;
     try {
@@ -412,9 +485,10 @@ export class ContinuousBatch {
     } finally {
       x.wlmjs_free(tokensPtr);
     }
-    if (rc < 0) { this.#finish(seq, c.ctxError(rc)); return; }
+    if (rc < 0) { this.#finish(seq, c.ctxError(rc)); return true; }
     if (!this.#begun) {
       this.#begun = true;
+      this.#fresh = true;
       await c.supply(); // the GPU backend: the recorded prefill runs there
       this.#check();
     }
@@ -423,6 +497,51 @@ export class ContinuousBatch {
     seq.result.nPrompt = ids.length;
     this.#live.set(rc, seq);
     this.stats.sequences++;
+    return true;
+  }
+
+  /** #admit for a sequence with images (encoded: enc.ptrs): the first begins the batch
+   *  (wlm_generate_batch_begin_media), a later one joins it (wlm_generate_batch_add_media: its
+   *  prompt prefilled now, its last token in the next step). */
+  #admitMedia(seq, enc) {
+    const c = this.#c, x = c.x, ctx = c.ctx;
+    const text = utf8(seq.media.prompt);
+    const n = enc.ptrs.length;
+    const adding = this.#begun;
+    const textPtr = x.wlmjs_malloc(Math.max(1, text.length)) >>> 0;
+    const cells = x.wlmjs_malloc(4 * (4 + n)) >>> 0; // count 0, length, images, params, then the image pointers
+    let rc;
+    try {
+      if (!textPtr || !cells) throw jsError('WLM_ERR_NOMEM', 'cannot allocate the prompt in wasm memory');
+      new Uint8Array(x.memory.buffer).set(text, textPtr);
+      new Int32Array(x.memory.buffer, cells, 4 + n).set([0, text.length, n, seq.paramsPtr, ...enc.ptrs]);
+      rc = adding
+        ? x.wlmjs_generate_batch_add_media(ctx, c.vision, textPtr, text.length, cells + 16, n, seq.paramsPtr)
+        : x.wlmjs_generate_batch_begin_media(ctx, c.vision, 1, 0, cells, textPtr, cells + 4, cells + 8, cells + 12, 1 + n);
+    } catch (err) {
+      this.#finish(seq, err);
+      return true;
+    } finally {
+      if (textPtr) x.wlmjs_free(textPtr);
+      if (cells) x.wlmjs_free(cells);
+    }
+    if (rc < 0) { this.#finish(seq, c.ctxError(rc)); return true; }
+    const slot = adding ? rc : 0;
+    if (!adding) {
+      this.#begun = true;
+      this.#fresh = true;
+    }
+    // its positions (text tokens and image rows) and last token: all in the cache after begin,
+    // all but the last (evaluated by the next step) after add
+    const np = x.wlm_seq_n_past(ctx, slot) + (adding ? 1 : 0);
+    seq.slot = slot;
+    seq.prev = new Int32Array(x.memory.buffer, x.wlmjs_seq_tokens(ctx, slot) >>> 0, np)[np - 1];
+    seq.result.nPrompt = np;
+    seq.result.imagesEncoded = enc.encoded;
+    seq.result.imagesReused = enc.reused;
+    this.#live.set(slot, seq);
+    this.stats.sequences++;
+    return true;
   }
 
   async #run() {
@@ -437,7 +556,13 @@ export class ContinuousBatch {
           this.#live.delete(slot);
           this.#finish(seq, abortError('The generation'));
         }
-        while (this.#pending.length && this.#live.size < this.#max) await this.#admit(this.#pending.shift());
+        while (this.#pending.length && this.#live.size < this.#max) {
+          const seq = this.#pending.shift();
+          if (!(await this.#admit(seq))) { // images wait for the next step
+            this.#pending.unshift(seq);
+            break;
+          }
+        }
         if (this.#live.size === 0) {
           if (this.#pending.length) continue;
           await new Promise((resolve) => { this.#wake = resolve; });
@@ -452,6 +577,7 @@ export class ContinuousBatch {
           () => x.wlmjs_generate_resume(c.ctx, this.#toks, 0));
         if (rc < 0) throw c.ctxError(rc);
         this.stats.steps++;
+        this.#fresh = false;
         const ended = [];
         for (const [slot, seq] of this.#live) { // read the whole step before anyone reads on
           const { token, stopReason } = c.readToken(x.wlmjs_token_at(this.#toks, slot) >>> 0, seq.decoder, seq.prev);

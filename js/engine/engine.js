@@ -786,6 +786,29 @@ class Engine {
   }
 
   /**
+   * The context positions an image takes in a prompt with this model and its mmproj: its rows
+   * and its projector's wrapper tokens (wlm_image_positions: the layout generation evaluates),
+   * for measuring a prompt before running it. The image is decoded and encoded (kept in the
+   * image cache, so a prompt about it after does not encode it again). Accepts what
+   * GenerateParams.images takes. Throws WLM_ERR_STATE without a vision model,
+   * WLM_ERR_INVALID_ARG for an image that does not decode.
+   * @param {import('../wasmlm.d.ts').ImageInput} image
+   * @param {{signal?: AbortSignal}} [options]
+   * @returns {Promise<number>}
+   */
+  async imageTokens(image, options = {}) {
+    const { signal } = checkOptions('imageTokens()', options, 'CallOptions') ?? {};
+    this.#needModel();
+    this.#needIdle('measure an image');
+    const x = this.#x;
+    const { ptrs } = await this.#encodeImages([image], signal);
+    if (this.#x !== x || !this.#vision) throw jsError('WLM_ERR_STATE', 'the model went away while the image was encoded');
+    const n = x.wlmjs_image_positions(this.#ctx, this.#vision, ptrs[0]);
+    if (n < 0) throw this.#error(n, 'imageTokens(): the image does not fit this model');
+    return n;
+  }
+
+  /**
    * Turns token ids back into text: the pieces run.c would print (leading space dropped after
    * BOS, <0xNN> as raw bytes), decoded as one UTF-8 stream. BOS and EOS add no text.
    * @param {ArrayLike<number>} ids

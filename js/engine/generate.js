@@ -51,7 +51,8 @@ export async function* generate(engine, c, prompt, params, signal) {
     // already starts with (a chat template's, addBos false) is that one, not a second
     const bos = c.info.bosToken;
     if (params.addBos === false && c.info.addBos && bos && prompt.startsWith(bos)) prompt = prompt.slice(bos.length);
-    if (spec) throw jsError('WLM_ERR_UNSUPPORTED', 'draft: speculative decoding does not take images yet');
+    // speculative decoding sees the images through the target only: the drafters (a draft model
+    // without an mmproj, prompt lookup) get the text around them (src/runtime/speculative.c)
   }
   if (spec && !spec.ngram && spec.model !== undefined && draftKey(spec.model) !== c.draft?.key) {
     await engine.loadDraft({ model: spec.model, nCtx: spec.nCtx, signal });

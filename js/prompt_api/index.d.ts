@@ -32,7 +32,17 @@ export interface LanguageModelExpected {
 
 export interface LanguageModelMessageContent {
   type: LanguageModelMessageType;
-  /** A string for text; image and audio values are refused (NotSupportedError). */
+  /**
+   * A string for text. An image (type 'image', in a session created with expectedInputs
+   * [{type: 'image'}] on a model loaded with an mmproj: configure({ load: { mmproj } })): a
+   * Blob, ImageBitmap, ImageData, canvas / OffscreenCanvas, <img> / <video> / SVG <image> /
+   * VideoFrame (drawn and read back as pixels), an ArrayBuffer or a view of one (encoded bytes:
+   * PNG / JPEG in Node, any format the browser decodes in a page) — snapshotted when the call
+   * is made. It counts in contextUsage as its positions (Engine.imageTokens). Errors: an image in
+   * a session without the image input, in an assistant message, or audio: NotSupportedError;
+   * a value that is no image: TypeError; bytes that do not decode: DataError; a text holding
+   * the media marker `<__media__>` in a conversation with images: NotSupportedError.
+   */
   value: unknown;
 }
 
@@ -65,7 +75,8 @@ export interface LanguageModelCreateCoreOptions {
   /** Clamped to maxTemperature; RangeError below 0. Not with samplingMode. */
   temperature?: number;
   samplingMode?: LanguageModelSamplingMode;
-  /** Image or audio makes the options "unavailable" (create(): NotSupportedError). */
+  /** Audio makes the options "unavailable" (create(): NotSupportedError); so does image unless
+   *  the model has an mmproj (loaded, or given to configure()'s load before it loads). */
   expectedInputs?: LanguageModelExpected[];
   /** Anything but text and tool-call makes the options "unavailable". */
   expectedOutputs?: LanguageModelExpected[];

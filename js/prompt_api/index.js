@@ -32,14 +32,21 @@
 //  - Errors are the spec's: TypeError / RangeError for bad arguments, DOMException names
 //    SyntaxError, NotSupportedError, InvalidStateError, AbortError, QuotaExceededError,
 //    NetworkError (download), OperationError (load), UnknownError (the rest; `cause` holds ours).
-// Not supported: image and audio inputs (availability() says "unavailable" for them; create()
-// rejects with NotSupportedError), output types other than text and tool calls.
+//  - Images (expectedInputs [{type: 'image'}]) need a vision model: configure({ load: { mmproj } }).
+//    An image value (Blob, ImageBitmap, ImageData, a canvas / <img> / <video> / VideoFrame, an
+//    ArrayBuffer or a view of one) is snapshotted when the call is made (bytes copied; a canvas-like
+//    source drawn and read back as pixels), goes to the template as an image part (the media
+//    marker, js/vision/vision.js) and to generate() as an image; contextUsage counts its positions
+//    (Engine.imageTokens: rows and wrapper tokens). An image that does not decode is a DataError.
+// Not supported: audio inputs (availability() says "unavailable"; create() rejects with
+// NotSupportedError), output types other than text and tool calls.
 
 import { createEngine, createWorkerEngine } from '../wasmlm.js';
 import { chatCompletionPrompt } from '../chat/chat_completion.js';
 import { ModelCache, fetchModel } from '../models/cache.js';
 import { regExpToGrammar } from './regexp.js';
 import { KNOWN, checkOptions } from '../options.js';
+import { MEDIA_MARKER, extractImages } from '../vision/vision.js';
 
 /** The published models configure() knows by id: entries of models/manifest.json (same url,
  *  size and sha256; tests/js/prompt_api.test.mjs checks it). */
@@ -195,6 +202,14 @@ export async function configure(options = {}) {
       await e?.free();
     }
   }
+}
+
+/** Whether images can be given: the loaded model has an mmproj, or (none loaded yet) configure()
+ *  gave one in load. */
+function visionConfigured() {
+  const info = runtime?.done ? runtime.engine?.info : config.engine?.info;
+  if (info) return Boolean(info.vision);
+  return config.load?.mmproj != null;
 }
 
 function isModelSource(m) {
@@ -380,12 +395,13 @@ function canonicalize(input, types, hasAppendedInput) {
       if ((c.type === 'image' || c.type === 'audio') && !types.has(c.type)) {
         throw domError('NotSupportedError', `${c.type} input was not in the session's expectedInputs`);
       }
-      if (c.type === 'image' || c.type === 'audio') throw domError('NotSupportedError', `${c.type} input is not supported by this implementation`);
+      if (c.type === 'audio') throw domError('NotSupportedError', 'audio input is not supported by this implementation');
     }
     const joined = [];
-    for (const c of content) {
+    for (const [j, c] of content.entries()) {
       const last = joined[joined.length - 1];
       if (c.type === 'text' && last?.type === 'text') last.value += c.value;
+      else if (c.type === 'image') joined.push({ type: 'image', value: imageSnapshot(c.value, `message ${i}, content ${j}`) });
       else joined.push({ ...c, value: typeof c.value === 'string' ? c.value : JSON.stringify(c.value) });
     }
     messages.push({ role: m.role, content: joined, prefix });
@@ -394,21 +410,101 @@ function canonicalize(input, types, hasAppendedInput) {
   return messages;
 }
 
-/** A canonical message as the template's {role, content} (text parts are joined already). */
-function chatMessage(m) {
-  return { role: m.role, content: m.content.map((c) => c.value).join('') };
+/**
+ * An image content value (the spec's ImageBitmapSource or BufferSource) snapshotted now, in a
+ * form the engine's decodeImage takes: bytes copied (an ArrayBuffer, a view at its offset), a
+ * Blob or ImageBitmap as it is, ImageData's pixels copied, and a canvas-like source (a canvas,
+ * OffscreenCanvas, <img>, <video>, SVG <image>, VideoFrame; in Node any object with
+ * getContext('2d').getImageData) drawn and read back as RGBA pixels. TypeError for another value.
+ */
+function imageSnapshot(v, what) {
+  const bad = () => new TypeError(`${what}: an image value must be an ImageBitmapSource (Blob, ImageBitmap, ImageData, ` +
+    'a canvas, an image or video element, a VideoFrame) or a BufferSource');
+  if (v === null || typeof v !== 'object') throw bad();
+  if (v instanceof ArrayBuffer || (typeof SharedArrayBuffer === 'function' && v instanceof SharedArrayBuffer)) return new Uint8Array(v.slice(0));
+  if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength).slice();
+  if (typeof Blob === 'function' && v instanceof Blob) return v;
+  if (typeof ImageBitmap === 'function' && v instanceof ImageBitmap) return v;
+  const pixels = (d) => ({ width: d.width, height: d.height, data: new Uint8Array(d.data.buffer, d.data.byteOffset, d.data.byteLength).slice() });
+  if ((typeof ImageData === 'function' && v instanceof ImageData) ||
+      (Number.isInteger(v.width) && Number.isInteger(v.height) && ArrayBuffer.isView(v.data) && typeof v.getContext !== 'function')) {
+    return pixels(v);
+  }
+  const w = v.naturalWidth || v.videoWidth || v.displayWidth || v.width?.baseVal?.value || v.width;
+  const h = v.naturalHeight || v.videoHeight || v.displayHeight || v.height?.baseVal?.value || v.height;
+  if (typeof OffscreenCanvas === 'function' && Number.isInteger(w) && Number.isInteger(h) && w > 0 && h > 0) {
+    try { // a page: anything drawImage takes
+      const g = new OffscreenCanvas(w, h).getContext('2d', { willReadFrequently: true });
+      g.drawImage(v, 0, 0);
+      return pixels(g.getImageData(0, 0, w, h));
+    } catch (e) {
+      if (typeof v.getContext !== 'function') throw domError('InvalidStateError', `${what}: the image cannot be read (${e?.message ?? e})`);
+    }
+  }
+  if (typeof v.getContext === 'function' && Number.isInteger(v.width) && Number.isInteger(v.height)) {
+    const g = v.getContext('2d');
+    if (!g || typeof g.getImageData !== 'function') throw domError('InvalidStateError', `${what}: the canvas has no 2D context to read`);
+    return pixels(g.getImageData(0, 0, v.width, v.height));
+  }
+  throw bad();
 }
 
-/** Consecutive user or assistant messages (plain text, no tool calls) joined into one. */
+/** A canonical message as the template's {role, content}: text parts joined already; with
+ *  images, OpenAI-style parts ({type: 'image', image} for each image, js/vision/vision.js). */
+function chatMessage(m) {
+  if (!m.content.some((c) => c.type === 'image')) return { role: m.role, content: m.content.map((c) => c.value).join('') };
+  return { role: m.role, content: m.content.map((c) => (c.type === 'image' ? { type: 'image', image: c.value } : { type: 'text', text: c.value })) };
+}
+
+/** A message's content as parts. */
+const asParts = (content) => (typeof content === 'string' ? [{ type: 'text', text: content }] : content);
+
+/** Consecutive user or assistant messages (text and images, no tool calls) joined into one. */
 function joinRuns(messages) {
   const out = [];
   for (const m of messages) {
     const last = out[out.length - 1];
-    const plain = (x) => (x.role === 'user' || x.role === 'assistant') && !x.tool_calls && typeof x.content === 'string';
-    if (last && last.role === m.role && plain(last) && plain(m)) out[out.length - 1] = { ...last, content: `${last.content}\n\n${m.content}` };
-    else out.push(m);
+    const plain = (x) => (x.role === 'user' || x.role === 'assistant') && !x.tool_calls && (typeof x.content === 'string' || Array.isArray(x.content));
+    if (last && last.role === m.role && plain(last) && plain(m)) {
+      const content = typeof last.content === 'string' && typeof m.content === 'string' ? `${last.content}\n\n${m.content}`
+        : [...asParts(last.content), { type: 'text', text: '\n\n' }, ...asParts(m.content)];
+      out[out.length - 1] = { ...last, content };
+    } else out.push(m);
   }
   return out;
+}
+
+/** Image counts (Engine.imageTokens) per image value, per engine. */
+const imageCounts = new WeakMap();
+
+/** The positions of `image` on `engine`: measured once per value. An image that does not
+ *  decode is a DataError. */
+async function imagePositions(engine, image) {
+  let m = imageCounts.get(engine);
+  if (!m) imageCounts.set(engine, m = new WeakMap());
+  if (typeof image === 'object' && m.has(image)) return m.get(image);
+  let n;
+  try {
+    n = await engine.imageTokens(image);
+  } catch (e) {
+    if (e?.code === 'WLM_ERR_INVALID_ARG') throw domError('DataError', `the image cannot be used: ${e.message}`, e);
+    throw e;
+  }
+  if (typeof image === 'object') m.set(image, n);
+  return n;
+}
+
+/** Positions of a rendered prompt with images (the text holds a media marker per image), as the
+ *  engine lays it out: each text piece tokenized on its own (special tokens parsed, BOS before
+ *  the first as generate() puts it), plus each image's positions. */
+async function mediaPositions(engine, text, addBos, images) {
+  const bos = engine.info.bosToken;
+  if (!addBos && engine.info.addBos && bos && text.startsWith(bos)) text = text.slice(bos.length); // generate() drops it too
+  const pieces = text.split(MEDIA_MARKER);
+  let n = 0;
+  for (const [i, piece] of pieces.entries()) n += (await engine.tokenize(piece, { bos: i === 0, parseSpecial: true })).length;
+  for (const image of images) n += await imagePositions(engine, image);
+  return n;
 }
 
 /** prompt()'s responseConstraint: {kind, schema | grammar, hint} or null. */
@@ -438,7 +534,8 @@ function withHint(messages, hint) {
   const out = messages.map((m) => ({ ...m }));
   for (let i = out.length - 1; i >= 0; i--) {
     if (out[i].role === 'user') {
-      out[i].content = `${out[i].content}\n\n${hint}`;
+      out[i].content = typeof out[i].content === 'string' ? `${out[i].content}\n\n${hint}`
+        : [...out[i].content, { type: 'text', text: `\n\n${hint}` }];
       return out;
     }
   }
@@ -459,9 +556,10 @@ function createCoreOptions(options, what) {
   return { expectedInputs, expectedOutputs, samplingMode: mode, temperature, topK, tools: toolList(options.tools) };
 }
 
-/** The availability of the options (the spec's "compute language model options availability"). */
-function optionsAvailability(core) {
-  for (const e of core.expectedInputs ?? []) if (e.type === 'image' || e.type === 'audio') return 'unavailable';
+/** The availability of the options (the spec's "compute language model options availability");
+ *  `vision`: whether the model has (or, not loaded yet, is configured with) an mmproj. */
+function optionsAvailability(core, vision) {
+  for (const e of core.expectedInputs ?? []) if (e.type === 'audio' || (e.type === 'image' && !vision)) return 'unavailable';
   for (const e of core.expectedOutputs ?? []) if (e.type !== 'text' && e.type !== 'tool-call') return 'unavailable';
   return null;
 }
@@ -643,7 +741,7 @@ export class LanguageModel extends EventTarget {
     options = dictionary(options, 'LanguageModel.availability()');
     const core = createCoreOptions(options, 'LanguageModel.availability()');
     if (typeof WebAssembly !== 'object') return 'unavailable';
-    const forOptions = optionsAvailability(core);
+    const forOptions = optionsAvailability(core, visionConfigured());
     if (forOptions) return forOptions;
     if (runtime?.done) return 'available';
     if (runtime && !runtime.done) return runtime.downloading ? 'downloading' : 'available';
@@ -683,7 +781,10 @@ export class LanguageModel extends EventTarget {
         return p;
       })(), types, false);
     if (signal?.aborted) throw abortReason(signal);
-    if (optionsAvailability(core)) throw domError('NotSupportedError', 'these expectedInputs / expectedOutputs are not supported (text and tool use only)');
+    if (optionsAvailability(core, visionConfigured())) {
+      throw domError('NotSupportedError', 'these expectedInputs / expectedOutputs are not supported (text, tool use, and images ' +
+        'with a vision model: configure({ load: { mmproj } }))');
+    }
     let temperature, topK;
     if (core.temperature !== undefined || core.topK !== undefined) {
       if (core.temperature !== undefined && core.temperature < 0) throw new RangeError('temperature must be >= 0');
@@ -714,6 +815,9 @@ export class LanguageModel extends EventTarget {
       throw specError(e, 'create');
     }
     progress(1);
+    if ((core.expectedInputs ?? []).some((e) => e.type === 'image') && !engine.info.vision) {
+      throw domError('NotSupportedError', 'image input needs a vision model: the model was loaded without an mmproj');
+    }
     const history = initial.map(chatMessage);
     const session = new LanguageModel(INTERNAL, {
       rt, history, nInitial: history.length, tools: core.tools, expectedInputs: core.expectedInputs ?? [],
@@ -872,24 +976,36 @@ export class LanguageModel extends EventTarget {
   async #usage(messages) {
     if (messages.length === 0) return 0;
     const engine = await this.#rt.ready;
-    const { text, addBos } = await this.#render(engine, messages);
+    const { text, addBos, images } = await this.#render(engine, messages);
+    if (images.length) return mediaPositions(engine, text, addBos, images);
     return (await engine.tokenize(text, { bos: addBos, parseSpecial: true })).length;
   }
 
   /**
-   * The conversation rendered by the template: {text, addBos, request}. A template that refuses
-   * two user (or assistant) messages in a row — "roles must alternate", as Gemma's and Mistral's
-   * raise — gets them joined into one, separated by a blank line; `request` is what rendered.
+   * The conversation rendered by the template: {text, addBos, request, images}. A template that
+   * refuses two user (or assistant) messages in a row — "roles must alternate", as Gemma's and
+   * Mistral's raise — gets them joined into one, separated by a blank line; `request` is what
+   * rendered (image parts as they are), `images` its images in order (each a media marker in
+   * `text`).
    */
   async #render(engine, messages, extra = {}) {
-    const request = this.#request(messages, extra);
+    const rendered = async (request) => {
+      let flat, images;
+      try {
+        ({ messages: flat, images } = extractImages(request.messages));
+      } catch (e) { // a text holding the media marker beside images: it would take an image
+        if (!String(e?.message).includes(MEDIA_MARKER)) throw e;
+        throw domError('NotSupportedError', `a text of a conversation with images cannot hold ${MEDIA_MARKER} ` +
+          '(the marker that places an image)', e);
+      }
+      return { ...(await chatCompletionPrompt(engine.info, images.length ? { ...request, messages: flat } : request)), request, images };
+    };
     try {
-      return { ...(await chatCompletionPrompt(engine.info, request)), request };
+      return await rendered(this.#request(messages, extra));
     } catch (e) {
       const joined = joinRuns(messages);
       if (e?.code !== 'WLM_ERR_FORMAT' || joined.length === messages.length) throw e;
-      const retry = this.#request(joined, extra);
-      return { ...(await chatCompletionPrompt(engine.info, retry)), request: retry };
+      return rendered(this.#request(joined, extra));
     }
   }
 
@@ -965,8 +1081,9 @@ export class LanguageModel extends EventTarget {
   /** One response without tool calls: the conversation rendered (+ the assistant prefix), then
    *  generate() with the constraint's grammar. Returns the text after the prefix. */
   async #generate(engine, add, prefix, constraint, onChunk, signal) {
-    const { text, addBos } = await this.#render(engine, [...this.#history, ...add]);
+    const { text, addBos, images } = await this.#render(engine, [...this.#history, ...add]);
     const params = { ...this.#genParams(), cachePrompt: true, addBos, parseSpecial: true };
+    if (images.length) params.images = images;
     if (constraint?.grammar) params.grammar = constraint.grammar;
     let checks = false;
     if (constraint?.schema) ({ grammar: params.grammar, checks } = await schemaGrammar(engine, constraint.schema));

@@ -32,6 +32,7 @@
 //   {type:'abort', target}                           result boolean
 //   {type:'tokenize', text, options}                 result Int32Array (buffer transferred)
 //   {type:'detokenize', ids}                         result string
+//   {type:'image_tokens', image}                     result number (Engine.imageTokens)
 //   {type:'json_schema_to_grammar', schema, options} result {grammar, warnings}
 //   {type:'embed', texts, options}                   result Float32Array[] (buffers transferred)
 //   {type:'rerank', query, documents, options}       result {index, score}[]
@@ -77,6 +78,7 @@ export const Req = Object.freeze({
   ABORT: 'abort',
   TOKENIZE: 'tokenize',
   DETOKENIZE: 'detokenize',
+  IMAGE_TOKENS: 'image_tokens',
   JSON_SCHEMA_TO_GRAMMAR: 'json_schema_to_grammar',
   EMBED: 'embed',
   RERANK: 'rerank',

@@ -201,6 +201,11 @@ async function handle(msg) {
       transfer = [value.buffer];
       break;
     }
+    case Req.IMAGE_TOKENS: {
+      const e = await engine();
+      value = await abortable(id, (signal) => e.imageTokens(msg.image, { signal }));
+      break;
+    }
     case Req.DETOKENIZE: {
       value = await (await engine()).detokenize(msg.ids);
       break;

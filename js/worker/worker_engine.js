@@ -220,6 +220,20 @@ class WorkerEngine {
     return this.#request(Req.TOKENIZE, { text: String(text), options: { bos, parseSpecial } }).promise;
   }
 
+  /** Same contract as Engine.imageTokens (the image travels to the worker, which decodes it). */
+  async imageTokens(image, options = {}) {
+    const { signal } = checkOptions('imageTokens()', options, 'CallOptions') ?? {};
+    if (signal?.aborted) throw abortError('Measuring the image');
+    const { id, promise } = this.#request(Req.IMAGE_TOKENS, { image });
+    const onAbort = () => this.#abort(id);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await promise;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
   /** Same contract as Engine.detokenize. */
   async detokenize(ids) {
     return this.#request(Req.DETOKENIZE, { ids: Int32Array.from(ids) }).promise;

@@ -447,6 +447,8 @@ typedef struct wlm_generation {
     int32_t n_prompt;
     int32_t prev;                 /* previous token, for piece decoding */
     int32_t logit_entry;          /* entry of the last evaluation holding this one's logits */
+    int32_t join_from;            /* a sequence joining a running batch: the positions its slot
+                                     already holds (a prefilled media prompt's), 0 for a text one */
     int context_shift;
     int32_t n_keep;
     int n_stop;
@@ -614,6 +616,8 @@ struct wlm_context {
     wlm_generation *gens;         /* (n_seq_max) */
     int32_t n_gen;                /* sequences in the current generation (0 = none) */
     int32_t n_cached;             /* prompt tokens the last begin kept in the KV cache */
+    int prefilling;               /* vision/sequence.c evaluates a sequence joining a running
+                                     batch (wlm_generate_batch_add_media): evaluation allowed */
     int gen_aborted;
     wlm_beam_state beam;
     wlm_gram_vocab *gram_vocab;   /* the vocabulary's token trie for grammars, built on first
@@ -786,6 +790,20 @@ void wlm_context_reset_keep(wlm_context *ctx, int32_t keep);
 int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t n_discard);
 /* wlm_seq_truncate without the checks (n may exceed n_past: nothing happens). */
 void wlm_seq_truncate_internal(wlm_context *c, int32_t seq, int32_t n);
+/* Empties sequence i's cache and snapshots (generate.c). */
+void wlm_seq_release(wlm_context *c, int32_t i);
+/* Batches whose prompts the caller evaluates into the sequences (vision/sequence.c's media
+ * prompts; generate.c), all of each prompt but its last token, which must be a token:
+ * wlm_generate_batch_begin_prefilled begins a batch on sequences 0..n_seqs-1 as they stand,
+ * last[i] and params[i] each, the last tokens evaluated together in one pass.
+ * wlm_batch_add_slot checks that a running batch can take a prefilled sequence (none waits to
+ * sample its first token from the logits the prefill would replace) and returns a free slot,
+ * emptied, to evaluate the prompt into; wlm_batch_add_prefilled then joins it (its last token
+ * evaluated in the next step's pass) and returns the slot, or on error empties it. */
+int wlm_generate_batch_begin_prefilled(wlm_context *ctx, int32_t n_seqs, const int32_t *last,
+                                       const wlm_gen_params *params);
+int32_t wlm_batch_add_slot(wlm_context *ctx);
+int wlm_batch_add_prefilled(wlm_context *ctx, int32_t slot, int32_t last, const wlm_gen_params *params);
 
 /* generate.c, for speculative.c: ends sequence i's generation with `reason` (held text
  * released into *out); and emits token `next` of sequence i as wlm_generate_next does after

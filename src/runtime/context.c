@@ -704,6 +704,7 @@ static int check_seq(wlm_context *c, int32_t seq, const char *what) {
 }
 
 static int busy(wlm_context *c) {
+    if (c->prefilling) return WLM_OK; /* a joining sequence's own slot (vision/sequence.c) */
     int active = c->beam.active;
     for (int32_t i = 0; i < c->n_gen; i++) active |= c->gens[i].active;
     if (active)

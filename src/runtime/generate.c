@@ -62,7 +62,7 @@ static int ban_suppressed(wlm_sampler *s, const wlm_model *m) {
 }
 
 static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n,
-                     const wlm_gen_params *params, const char *who) {
+                     const wlm_gen_params *params, const char *who, int32_t embd_before) {
     const wlm_hparams *hp = &c->model->hp;
     char msg[WLM_ERRMSG_SIZE];
     if (!tokens || n < 1)
@@ -70,7 +70,7 @@ static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n
                              "%sthe prompt is empty: give at least one token (BOS)", who);
     for (int32_t j = 0; j < n; j++)
         if ((tokens[j] < 0 || tokens[j] >= hp->vocab_size) &&
-            !(tokens[j] == WLM_TOKEN_EMBD && i == 0 && j < c->n_cached)) /* cached image rows */
+            !(tokens[j] == WLM_TOKEN_EMBD && j < embd_before)) /* image rows already in the cache */
             return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                                  "%sprompt token %d at index %d is outside the vocabulary 0..%d",
                                  who, (int)tokens[j], (int)j, (int)hp->vocab_size - 1);
@@ -148,6 +148,7 @@ static int setup_seq(wlm_context *c, int32_t i, const int32_t *tokens, int32_t n
     g->stop_reason = WLM_STOP_NONE;
     g->done = 0;
     g->active = 0;
+    g->join_from = 0;
     return WLM_OK;
 }
 
@@ -193,7 +194,7 @@ int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *co
     for (int32_t i = 0; i < n_seqs; i++) {
         char who[32] = "";
         if (n_seqs > 1) snprintf(who, sizeof who, "sequence %d: ", (int)i);
-        int rc = setup_seq(ctx, i, prompts[i], n_tokens[i], &params[i], who);
+        int rc = setup_seq(ctx, i, prompts[i], n_tokens[i], &params[i], who, i == 0 ? ctx->n_cached : 0);
         if (rc != WLM_OK) return rc;
         total += n_tokens[i];
     }
@@ -454,7 +455,8 @@ static int sample_phase(wlm_context *ctx, wlm_token *out, const int *want);
  * awaits the next step's prefill. */
 static int joined(const wlm_context *c, int32_t i) {
     const wlm_generation *g = &c->gens[i];
-    return g->active && g->pending < 0 && g->n_generated == 0 && c->seqs[i].n_past == 0;
+    return g->active && g->pending < 0 && g->n_generated == 0 && c->seqs[i].n_past == g->join_from &&
+           g->logit_entry < 0;
 }
 
 /* Checks shared by wlm_generate_batch_add and _end: a batch runs and no step waits. */
@@ -473,7 +475,7 @@ static int batch_running(wlm_context *c, const char *what) {
 }
 
 /* Frees sequence i's cache: its KV blocks go back to the pool, its recurrent state restarts. */
-static void seq_release(wlm_context *c, int32_t i) {
+void wlm_seq_release(wlm_context *c, int32_t i) {
     wlm_seq *s = &c->seqs[i];
     wlm_seq_truncate_internal(c, i, 0);
     for (int j = 0; j < WLM_STATE_SNAPS; j++) s->snap_pos[j] = -1;
@@ -502,15 +504,108 @@ int32_t wlm_generate_batch_add(wlm_context *ctx, const int32_t *tokens, int32_t 
                              (int)ctx->n_seq_max);
     char who[48];
     snprintf(who, sizeof who, "sequence %d: ", (int)slot);
-    rc = setup_seq(ctx, slot, tokens, n, params, who);
+    rc = setup_seq(ctx, slot, tokens, n, params, who, 0);
     if (rc != WLM_OK) return rc;
-    seq_release(ctx, slot);
+    wlm_seq_release(ctx, slot);
     memcpy(ctx->seqs[slot].tokens, tokens, sizeof(int32_t) * (size_t)n); /* the next step's */
     wlm_generation *g = &ctx->gens[slot];
     g->active = 1;
     g->logit_entry = -1;
+    g->join_from = 0;
     if (slot == ctx->n_gen) ctx->n_gen++;
     return slot;
+}
+
+int32_t wlm_batch_add_slot(wlm_context *ctx) {
+    int rc = batch_running(ctx, "adding a prefilled sequence");
+    if (rc != WLM_OK) return rc;
+    if (ctx->gen_aborted)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "the batch was aborted (wlm_generate_abort)");
+    if (!ctx->kv_cache)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "a context without KV cache generates one sequence at a time");
+    if (ctx->deferred)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
+                             "a prefilled (media) sequence joins a batch on the CPU backend only");
+    for (int32_t i = 0; i < ctx->n_gen; i++) {
+        const wlm_generation *g = &ctx->gens[i];
+        if (g->active && !g->done && g->pending < 0 && !joined(ctx, i))
+            return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                                 "sequence %d has not sampled its first token yet: a prefilled "
+                                 "(media) sequence joins after the next step (its prefill would "
+                                 "replace the logits that sequence samples from)",
+                                 (int)i);
+    }
+    int32_t slot = 0;
+    while (slot < ctx->n_gen && ctx->gens[slot].active) slot++;
+    if (slot == ctx->n_seq_max)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "no slot is free: all %d sequences of the context (n_seq_max) are "
+                             "generating",
+                             (int)ctx->n_seq_max);
+    wlm_seq_release(ctx, slot);
+    return slot;
+}
+
+/* Sequence i holding a prompt but its last token `last` (the caller evaluated the rest: text, or
+ * a media prompt's text and image rows) made a generation's prompt: `last` recorded after it
+ * (the next evaluation computes it, for the logits that start the generation), the sampler and
+ * stop strings set (setup_seq; image rows allowed before it). Returns the status. */
+static int prefilled_seq(wlm_context *c, int32_t i, int32_t last, const wlm_gen_params *params,
+                         const char *who) {
+    wlm_seq *s = &c->seqs[i];
+    const int32_t n = s->n_past + 1;
+    if (n > c->n_ctx)
+        return wlm_set_error(c->errmsg, WLM_ERR_CONTEXT_FULL,
+                             "%sthe prompt is %d positions; the context holds %d", who, (int)n,
+                             (int)c->n_ctx);
+    s->tokens[n - 1] = last;
+    return setup_seq(c, i, s->tokens, n, params, who, n - 1);
+}
+
+int wlm_batch_add_prefilled(wlm_context *ctx, int32_t slot, int32_t last, const wlm_gen_params *params) {
+    char who[48];
+    snprintf(who, sizeof who, "sequence %d: ", (int)slot);
+    int rc = params ? prefilled_seq(ctx, slot, last, params, who)
+                    : wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "params is NULL");
+    if (rc != WLM_OK) {
+        wlm_seq_release(ctx, slot);
+        return rc;
+    }
+    wlm_generation *g = &ctx->gens[slot];
+    g->active = 1;
+    g->logit_entry = -1;
+    g->join_from = ctx->seqs[slot].n_past; /* the next step evaluates the last token */
+    if (slot == ctx->n_gen) ctx->n_gen++;
+    return slot;
+}
+
+int wlm_generate_batch_begin_prefilled(wlm_context *ctx, int32_t n_seqs, const int32_t *last,
+                                       const wlm_gen_params *params) {
+    if (n_seqs < 1 || n_seqs > ctx->n_seq_max)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "n_seqs %d is outside 1..%d (the context's n_seq_max)", (int)n_seqs,
+                             (int)ctx->n_seq_max);
+    int32_t seq[WLM_MAX_SEQ];
+    uint8_t want[WLM_MAX_SEQ];
+    for (int32_t i = 0; i < n_seqs; i++) {
+        char who[32] = "";
+        if (n_seqs > 1) snprintf(who, sizeof who, "sequence %d: ", (int)i);
+        int rc = prefilled_seq(ctx, i, last[i], &params[i], who);
+        if (rc != WLM_OK) return rc;
+        seq[i] = i;
+        want[i] = 1;
+    }
+    ctx->n_cached = 0;
+    ctx->last_restore = -1;
+    int rc = wlm_eval_entries(ctx, last, seq, want, n_seqs); /* each entry as alone */
+    if (rc != WLM_OK) return rc;
+    for (int32_t i = 0; i < n_seqs; i++) {
+        ctx->gens[i].active = 1;
+        ctx->gens[i].logit_entry = i;
+    }
+    ctx->n_gen = n_seqs;
+    return WLM_OK;
 }
 
 int wlm_generate_batch_end(wlm_context *ctx, int32_t seq) {
@@ -528,7 +623,7 @@ int wlm_generate_batch_end(wlm_context *ctx, int32_t seq) {
     g->done = 1;
     g->pending = -1;
     g->held_len = 0; /* text held back for a stop string is dropped with the sequence */
-    seq_release(ctx, seq);
+    wlm_seq_release(ctx, seq);
     return WLM_OK;
 }
 
@@ -580,7 +675,7 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
         }
         if (joined(ctx, i)) { /* added by wlm_generate_batch_add: prefill its prompt */
             joining[n_join++] = i;
-            n_join_tok += g->n_prompt;
+            n_join_tok += g->n_prompt - g->join_from;
         } else if (g->pending < 0) { /* begun: samples its first token from begin's logits */
             carried[n_carried++] = i;
         } else { /* decode: feed the token emitted by the previous step */
@@ -629,8 +724,9 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
         memset(w, 1, (size_t)m);
         int32_t e = m;
         for (int32_t k = 0; k < n_join; k++) {
-            const int32_t i = joining[k], np = ctx->gens[i].n_prompt;
-            memcpy(all + e, ctx->seqs[i].tokens, sizeof(int32_t) * (size_t)np);
+            const int32_t i = joining[k], from = ctx->gens[i].join_from;
+            const int32_t np = ctx->gens[i].n_prompt - from; /* a prefilled one: its last token */
+            memcpy(all + e, ctx->seqs[i].tokens + from, sizeof(int32_t) * (size_t)np);
             for (int32_t t = 0; t < np; t++) {
                 all[total + e + t] = i;
                 w[e + t] = t == np - 1;

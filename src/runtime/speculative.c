@@ -46,6 +46,8 @@ struct wlm_spec_state {
     uint8_t *want;            /* (cap + 1) all 1: logits at every verified position */
     spec_entry *queue;        /* (cap + 1) */
     int32_t qn, qhead;
+    int32_t *text;            /* (text_cap) the history without its image rows (text_only) */
+    int32_t text_cap;
     /* a deferred target (runtime/deferred.c): the round's verification is recorded and waits
      * for its logits (wlm_spec_resume decides it) */
     int awaiting;
@@ -68,6 +70,7 @@ void wlm_spec_free(wlm_spec_state *s) {
     free(s->tok);
     free(s->want);
     free(s->queue);
+    free(s->text);
     free(s);
 }
 
@@ -188,6 +191,28 @@ static int grow(wlm_spec_state *s, int32_t cap, int32_t vocab, int with_q) {
     return WLM_OK;
 }
 
+/* The history the drafters see: hist[0..n) without its image rows (WLM_TOKEN_EMBD, a media
+ * prompt's: vision/sequence.c), in *m tokens — hist itself when it has none. A draft model
+ * without the mmproj cannot see an image, so it drafts from the text around it, and prompt
+ * lookup never proposes an image row; the target, which holds the image, verifies every draft,
+ * so greedy output stays plain greedy decoding's. NULL when out of memory. */
+static const int32_t *text_only(wlm_spec_state *sp, const int32_t *hist, int32_t n, int32_t *m) {
+    int32_t rows = 0;
+    for (int32_t i = 0; i < n; i++) rows += hist[i] == WLM_TOKEN_EMBD;
+    *m = n - rows;
+    if (rows == 0) return hist;
+    if (n > sp->text_cap) {
+        int32_t *t = realloc(sp->text, sizeof(int32_t) * (size_t)n);
+        if (!t) return NULL;
+        sp->text = t;
+        sp->text_cap = n;
+    }
+    int32_t k = 0;
+    for (int32_t i = 0; i < n; i++)
+        if (hist[i] != WLM_TOKEN_EMBD) sp->text[k++] = hist[i];
+    return sp->text;
+}
+
 /* Makes the draft context's sequence 0 hold hist[0..n) with the logits of its last token:
  * keeps the longest common prefix it already holds and evaluates the rest in one batch.
  * Returns 1 when done, 0 when the draft's context cannot hold n tokens, or a negative status. */
@@ -291,7 +316,11 @@ int wlm_generate_speculate(wlm_context *ctx, const wlm_spec_params *params) {
         return wlm_set_error(ctx->errmsg, rc, "out of memory for speculative decoding");
     if (d) { /* the draft's prefill now, so that it counts as prefill */
         const wlm_seq *s = &ctx->seqs[0];
-        rc = draft_sync(sp, s->tokens, s->n_past);
+        int32_t n = 0;
+        const int32_t *hist = text_only(sp, s->tokens, s->n_past, &n);
+        if (!hist)
+            return wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM, "out of memory for speculative decoding");
+        rc = draft_sync(sp, hist, n);
         if (rc < 0) return wlm_set_error(ctx->errmsg, rc, "draft model: %s", d->errmsg);
     }
     sp->active = 1;
@@ -495,8 +524,11 @@ static int round_run(wlm_context *c) {
     int32_t *tok = sp->tok;
     tok[0] = g->pending;
     uint64_t *rng = &g->sampler.rng_state;
-    int32_t nd = sp->draft ? draft_model(sp, rng, s->tokens, n0 + 1, k, tok + 1)
-                           : draft_ngram(sp, s->tokens, n0 + 1, k, tok + 1);
+    int32_t nh = 0;
+    const int32_t *hist = text_only(sp, s->tokens, n0 + 1, &nh);
+    if (!hist) return wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "out of memory for speculative decoding");
+    int32_t nd = sp->draft ? draft_model(sp, rng, hist, nh, k, tok + 1)
+                           : draft_ngram(sp, hist, nh, k, tok + 1);
     if (nd < 0) return wlm_set_error(c->errmsg, nd, "draft model: %s", sp->draft->errmsg);
     if (nd == 0) return 0;
     /* a recurrent state cannot drop rejected drafts: round_decide's truncation takes the

@@ -54,6 +54,72 @@ static int eval_str(wlm_context *c, int32_t seq, const char *s) {
     return eval_text(c, seq, s, strlen(s), 0);
 }
 
+/* Where an image's positions go: evaluated on sequence seq of c, or (c NULL) only counted in n,
+ * tokenized with model m. One layout for both, so the count is what evaluation takes. */
+typedef struct {
+    wlm_context *c;
+    const wlm_model *m;
+    int32_t seq;
+    int64_t n;
+} image_sink;
+
+static int put_text(image_sink *k, const char *text) {
+    if (k->c) return eval_str(k->c, k->seq, text);
+    int32_t n = wlm_tokenize_ex(k->m, text, strlen(text), WLM_TOKENIZE_PARSE_SPECIAL, NULL, 0);
+    if (n < 0) return n;
+    k->n += n;
+    return WLM_OK;
+}
+
+static int put_rows(image_sink *k, const float *rows, int32_t n, int32_t d, int non_causal) {
+    if (k->c) return wlm_eval_embd(k->c, k->seq, rows, n, d, non_causal);
+    k->n += n;
+    return WLM_OK;
+}
+
+/* An image's positions in the sequence, as its projector lays them out (see the file's head). */
+static int image_layout(image_sink *k, const wlm_vision *v, const wlm_image_embd *e) {
+    const int32_t T = e->tokens_per_piece, D = e->n_embd;
+    int rc;
+    if (v->row->img_begin) { /* between the row's begin and end texts: one piece, or tiles + thumbnail */
+        if ((rc = put_text(k, v->row->img_begin))) return rc;
+        if (e->n_pieces > 1 && v->row->tile_fmt) {
+            for (int32_t p = 0; p < e->n_pieces - 1; p++) {
+                char tag[64];
+                snprintf(tag, sizeof tag, v->row->tile_fmt, (int)(p / e->grid_cols) + 1,
+                         (int)(p % e->grid_cols) + 1);
+                if ((rc = put_text(k, tag)) ||
+                    (rc = put_rows(k, e->embd + (size_t)p * (size_t)T * (size_t)D, T, D,
+                                   v->row->non_causal)))
+                    return rc;
+            }
+            if ((rc = put_text(k, v->row->thumb_begin)) ||
+                (rc = put_rows(k, e->embd + (size_t)(e->n_pieces - 1) * (size_t)T * (size_t)D,
+                               e->last_tokens, D, v->row->non_causal)))
+                return rc;
+        } else if ((rc = put_rows(k, e->embd, e->n_tokens, D, v->row->non_causal))) {
+            return rc;
+        }
+        return put_text(k, v->row->img_end);
+    }
+    /* idefics3 */
+    for (int32_t r = 0; r < e->grid_rows; r++) {
+        for (int32_t col = 0; col < e->grid_cols; col++) {
+            char tag[96];
+            snprintf(tag, sizeof tag, "<fake_token_around_image><row_%d_col_%d>", (int)r + 1, (int)col + 1);
+            const float *rows = e->embd + (size_t)(r * e->grid_cols + col) * (size_t)T * (size_t)D;
+            if ((rc = put_text(k, tag)) || (rc = put_rows(k, rows, T, D, 0))) return rc;
+        }
+        if (r + 1 < e->grid_rows && (rc = put_text(k, "\n"))) return rc;
+    }
+    const float *overview = e->embd + (size_t)(e->n_pieces - 1) * (size_t)T * (size_t)D;
+    if (e->grid_rows && (rc = put_text(k, "\n\n"))) return rc;
+    if ((rc = put_text(k, "<fake_token_around_image><global-img>")) ||
+        (rc = put_rows(k, overview, T, D, 0)))
+        return rc;
+    return put_text(k, "<fake_token_around_image>");
+}
+
 int wlm_eval_image(wlm_context *ctx, int32_t seq, const wlm_vision *v, const wlm_image_embd *e) {
     if (!ctx) return WLM_ERR_INVALID_ARG;
     ctx->errmsg[0] = '\0';
@@ -66,46 +132,18 @@ int wlm_eval_image(wlm_context *ctx, int32_t seq, const wlm_vision *v, const wlm
                              "the image's rows are %d wide but the text model's embeddings are %d: "
                              "this mmproj belongs to another model", (int)e->n_embd,
                              (int)ctx->model->hp.dim);
-    const int32_t T = e->tokens_per_piece, D = e->n_embd;
-    int rc;
-    if (v->row->img_begin) { /* between the row's begin and end texts: one piece, or tiles + thumbnail */
-        if ((rc = eval_str(ctx, seq, v->row->img_begin))) return rc;
-        if (e->n_pieces > 1 && v->row->tile_fmt) {
-            for (int32_t p = 0; p < e->n_pieces - 1; p++) {
-                char tag[64];
-                snprintf(tag, sizeof tag, v->row->tile_fmt, (int)(p / e->grid_cols) + 1,
-                         (int)(p % e->grid_cols) + 1);
-                if ((rc = eval_str(ctx, seq, tag)) ||
-                    (rc = wlm_eval_embd(ctx, seq, e->embd + (size_t)p * (size_t)T * (size_t)D, T, D,
-                                        v->row->non_causal)))
-                    return rc;
-            }
-            if ((rc = eval_str(ctx, seq, v->row->thumb_begin)) ||
-                (rc = wlm_eval_embd(ctx, seq, e->embd + (size_t)(e->n_pieces - 1) * (size_t)T * (size_t)D,
-                                    e->last_tokens, D, v->row->non_causal)))
-                return rc;
-        } else if ((rc = wlm_eval_embd(ctx, seq, e->embd, e->n_tokens, D, v->row->non_causal))) {
-            return rc;
-        }
-        return eval_str(ctx, seq, v->row->img_end);
-    }
-    /* idefics3 */
-    for (int32_t r = 0; r < e->grid_rows; r++) {
-        for (int32_t col = 0; col < e->grid_cols; col++) {
-            char tag[96];
-            snprintf(tag, sizeof tag, "<fake_token_around_image><row_%d_col_%d>", (int)r + 1, (int)col + 1);
-            const float *rows = e->embd + (size_t)(r * e->grid_cols + col) * (size_t)T * (size_t)D;
-            if ((rc = eval_str(ctx, seq, tag)) || (rc = wlm_eval_embd(ctx, seq, rows, T, D, 0)))
-                return rc;
-        }
-        if (r + 1 < e->grid_rows && (rc = eval_str(ctx, seq, "\n"))) return rc;
-    }
-    const float *overview = e->embd + (size_t)(e->n_pieces - 1) * (size_t)T * (size_t)D;
-    if (e->grid_rows && (rc = eval_str(ctx, seq, "\n\n"))) return rc;
-    if ((rc = eval_str(ctx, seq, "<fake_token_around_image><global-img>")) ||
-        (rc = wlm_eval_embd(ctx, seq, overview, T, D, 0)))
-        return rc;
-    return eval_str(ctx, seq, "<fake_token_around_image>");
+    image_sink k = {ctx, ctx->model, seq, 0};
+    return image_layout(&k, v, e);
+}
+
+int32_t wlm_image_positions(const wlm_model *model, const wlm_vision *v, const wlm_image_embd *e) {
+    if (!model || !model->loaded || !model->has_tokenizer || !v || !v->loaded || !e || !e->embd ||
+        e->n_embd != model->hp.dim)
+        return WLM_ERR_INVALID_ARG;
+    image_sink k = {NULL, model, 0, 0};
+    int rc = image_layout(&k, v, e);
+    if (rc != WLM_OK) return rc;
+    return k.n > INT32_MAX ? WLM_ERR_INVALID_ARG : (int32_t)k.n;
 }
 
 /* The images of a media prompt: a contiguous array or an array of pointers (one is NULL). */
@@ -239,4 +277,137 @@ int wlm_generate_begin_media_cached(wlm_context *ctx, const wlm_vision *v, const
     rc = media_eval(ctx, 0, v, prompt, len, (media_images){NULL, images}, skip, ends);
     if (rc != WLM_OK) return rc;
     return begin_on_sequence(ctx, params);
+}
+
+/* Evaluates all of a media prompt but its last token (in *last) into sequence seq, as
+ * wlm_generate_begin_media does before its generation starts (the last position evaluated and
+ * then dropped, so a recurrent state is restored from before it as there). */
+static int media_prefill(wlm_context *ctx, int32_t seq, const wlm_vision *v, const char *prompt,
+                         size_t len, media_images im, int32_t *last) {
+    int rc = media_eval(ctx, seq, v, prompt, len, im, 0, NULL);
+    if (rc != WLM_OK) return rc;
+    const wlm_seq *s = &ctx->seqs[seq];
+    const int32_t n = s->n_past;
+    if (n < 1 || s->tokens[n - 1] < 0)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "the prompt is empty or does not end with a token");
+    *last = s->tokens[n - 1];
+    wlm_seq_truncate_internal(ctx, seq, n - 1);
+    return WLM_OK;
+}
+
+/* ctx's message prefixed with "sequence i: "; returns rc. */
+static int seq_error(wlm_context *ctx, int32_t i, int rc) {
+    char msg[WLM_ERRMSG_SIZE];
+    snprintf(msg, sizeof msg, "%s", ctx->errmsg);
+    return wlm_set_error(ctx->errmsg, rc, "sequence %d: %s", (int)i, msg);
+}
+
+int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *v, int32_t n_seqs,
+                                   const int32_t *const *tokens, const int32_t *n_tokens,
+                                   const char *const *prompts, const size_t *lens,
+                                   const wlm_image_embd *const *images, const int32_t *n_images,
+                                   const wlm_gen_params *params) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    if (!ctx->model || !ctx->seqs) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
+    if (!params || !tokens || !n_tokens || !prompts || !lens || !n_images)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "wlm_generate_batch_begin_media: bad arguments");
+    if (n_seqs < 1 || n_seqs > ctx->n_seq_max)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "n_seqs %d is outside 1..%d (the context's n_seq_max)", (int)n_seqs,
+                             (int)ctx->n_seq_max);
+    if (n_seqs > 1 && !ctx->kv_cache)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "a context without KV cache generates one sequence at a time");
+    if (ctx->deferred)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
+                             "a batch with images runs on the CPU backend only");
+    int32_t total = 0;
+    for (int32_t i = 0; i < n_seqs; i++) { /* everything checked before anything is evaluated */
+        int rc = WLM_OK;
+        if (tokens[i]) {
+            if (n_tokens[i] < 1)
+                rc = wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                                   "the prompt is empty: give at least one token (BOS)");
+            for (int32_t j = 0; rc == WLM_OK && j < n_tokens[i]; j++)
+                if (tokens[i][j] < 0 || tokens[i][j] >= ctx->model->hp.vocab_size)
+                    rc = wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                                       "prompt token %d at index %d is outside the vocabulary 0..%d",
+                                       (int)tokens[i][j], (int)j, (int)ctx->model->hp.vocab_size - 1);
+        } else if (!prompts[i] || n_images[i] < 0 || (n_images[i] > 0 && !images)) {
+            rc = wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "no prompt, or a bad image count");
+        } else {
+            for (int32_t k = 0; rc == WLM_OK && k < n_images[i]; k++)
+                if (!images[total + k])
+                    rc = wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "image %d is NULL", (int)k);
+            if (rc == WLM_OK) rc = media_check(ctx, v, prompts[i], lens[i], n_images[i]);
+            total += n_images[i];
+        }
+        if (rc != WLM_OK) return n_seqs > 1 ? seq_error(ctx, i, rc) : rc;
+    }
+    wlm_context_reset(ctx);
+    if (n_seqs == 1 && !tokens[0]) { /* one sequence: wlm_generate_begin_media's path itself */
+        int rc = media_eval(ctx, 0, v, prompts[0], lens[0], (media_images){NULL, images}, 0, NULL);
+        return rc != WLM_OK ? rc : begin_on_sequence(ctx, params);
+    }
+    int32_t last[WLM_MAX_SEQ];
+    total = 0;
+    for (int32_t i = 0; i < n_seqs; i++) {
+        int rc;
+        if (tokens[i]) { /* a text prompt: all but its last token now, as a prefill would */
+            const int32_t n = n_tokens[i];
+            last[i] = tokens[i][n - 1];
+            rc = WLM_OK;
+            if (n > ctx->n_ctx)
+                rc = wlm_set_error(ctx->errmsg, WLM_ERR_CONTEXT_FULL,
+                                   "the prompt is %d tokens; the context holds %d", (int)n, (int)ctx->n_ctx);
+            if (rc == WLM_OK && n > 1) {
+                int32_t *seqs = malloc(sizeof(int32_t) * (size_t)(n - 1));
+                if (!seqs) {
+                    rc = wlm_set_error(ctx->errmsg, WLM_ERR_NOMEM, "out of memory for the prompt");
+                } else {
+                    for (int32_t j = 0; j < n - 1; j++) seqs[j] = i;
+                    rc = wlm_eval_batch(ctx, tokens[i], seqs, NULL, n - 1);
+                    free(seqs);
+                }
+            }
+        } else {
+            rc = media_prefill(ctx, i, v, prompts[i], lens[i], (media_images){NULL, images + total}, &last[i]);
+            total += n_images[i];
+        }
+        if (rc != WLM_OK) {
+            rc = n_seqs > 1 ? seq_error(ctx, i, rc) : rc;
+            wlm_context_reset(ctx);
+            return rc;
+        }
+    }
+    int rc = wlm_generate_batch_begin_prefilled(ctx, n_seqs, last, params);
+    if (rc != WLM_OK) wlm_context_reset(ctx);
+    return rc;
+}
+
+int32_t wlm_generate_batch_add_media(wlm_context *ctx, const wlm_vision *v, const char *prompt,
+                                     size_t len, const wlm_image_embd *const *images,
+                                     int32_t n_images, const wlm_gen_params *params) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    if (!prompt || !params || n_images < 0 || (n_images > 0 && !images))
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "wlm_generate_batch_add_media: bad arguments");
+    for (int32_t k = 0; k < n_images; k++)
+        if (!images[k]) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "image %d is NULL", (int)k);
+    int rc = media_check(ctx, v, prompt, len, n_images);
+    if (rc != WLM_OK) return rc;
+    const int32_t slot = wlm_batch_add_slot(ctx);
+    if (slot < 0) return slot;
+    int32_t last = 0;
+    ctx->prefilling = 1; /* its own, emptied slot: the running sequences are not touched */
+    rc = media_prefill(ctx, slot, v, prompt, len, (media_images){NULL, images}, &last);
+    ctx->prefilling = 0;
+    if (rc != WLM_OK) {
+        rc = seq_error(ctx, slot, rc);
+        wlm_seq_release(ctx, slot);
+        return rc;
+    }
+    return wlm_batch_add_prefilled(ctx, slot, last, params);
 }

@@ -1,0 +1,214 @@
+#!/usr/bin/env node
+// bench/images.mjs — images: the image's encode time (ms per image) and the time to first token
+// of a prompt with one image, wasmlm against @wllama/wllama 3 (llama.cpp's mtmd in wasm) on the
+// same synthetic vision pairs, both in the same headless Chromium as bench/peers.mjs drives them
+// (pages served from 127.0.0.1 by tools/serve.mjs, cross-origin isolated so either may run
+// threads), at 1 thread and at all of the machine's threads.
+//
+// Pairs (synthetic weights at the published shapes: /work/shared/reference/vision-mmproj.md §9):
+//   smolvlm-256m  tools/synth_gguf.mjs llama smolvlm-256m (SmolLM2-135M + SmolVLM's image
+//                 tokens) Q8_0 + tools/synth_mmproj.mjs idefics3-smolvlm-256m F16 (SigLIP-B/16 at
+//                 512 px, 64 tokens a piece, tiles up to a 2048-pixel edge)
+//   gemma3-4b     gemma3 gemma3-4b Q4_K_M + gemma3-4b F16 (SigLIP so400m/14 at 896 px, 256 tokens)
+// --tiny: the test pairs instead (gemma3-tiny / idefics3-tiny with their tiny text models), a
+// small image, one run, 1 thread — a check that the script and both engines run, no figures.
+//
+// Per (pair, threads, engine): a fresh page; load; one untimed warm-up with an image; then
+// `runs` runs, each on a new image (a different PNG, so no engine reuses an encoding): the time
+// to first token with the image (wall time from the call to the first generated token), the same
+// prompt without the image, and wasmlm's own image time (LastResult.imageMs: decode + encode;
+// wllama reports none: its image share is given by difference, ttft − text ttft). Medians.
+// wllama gets a text GGUF over 1 GiB in llama.cpp's split format (its files go through one
+// ArrayBuffer each, at most 2 GB: Gemma-3-4B's Q4_K_M is 2.5 GB); wasmlm the whole file.
+// WebGPU: not measured — the image encoder runs on the CPU only (load() refuses an mmproj with
+// backend 'webgpu'); each report says so in a row of its own.
+//
+//   node bench/images.mjs [--tiny] [--pairs smolvlm-256m,gemma3-4b] [--threads 1,all]
+//                         [--engines wasmlm,wllama] [--runs 3] [--size 640x480] [--out FILE]
+// Prints one JSON line per row on stdout; writes bench/out/images.json (--tiny: images-tiny.json).
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { startServer } from '../tools/serve.mjs';
+import { synthCached } from '../tools/synth_gguf.mjs';
+import { mmprojBytes, pngBytes, testImage } from '../tools/synth_mmproj.mjs';
+import { splitGguf } from '../tools/gguf_split.mjs';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const REPO = path.resolve(HERE, '..');
+const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
+const PROMPT = 'Describe this image in one sentence.';
+/** wllama reads each file through one ArrayBuffer (at most 2 GB): a larger text GGUF goes to it
+ *  in llama.cpp's split format (tools/gguf_split.mjs, parts cached in NAME-split/). */
+const WLLAMA_MAX_FILE = 1 << 30;
+
+/** The pairs: text model (synth_gguf arch / shape / type) and mmproj (synth_mmproj shape / type). */
+const PAIRS = {
+  'smolvlm-256m': { text: { arch: 'llama', shape: 'smolvlm-256m', type: 'Q8_0' }, mmproj: { shape: 'idefics3-smolvlm-256m', type: 'F16' } },
+  'gemma3-4b': { text: { arch: 'gemma3', shape: 'gemma3-4b', type: 'Q4_K_M' }, mmproj: { shape: 'gemma3-4b', type: 'F16' } },
+  // --tiny
+  'gemma3-tiny': { text: { arch: 'gemma3', shape: 'tiny', type: 'F32' }, mmproj: { shape: 'gemma3-tiny', type: 'F16' } },
+  'idefics3-tiny': { text: { arch: 'llama', shape: 'smolvlm-tiny', type: 'F32' }, mmproj: { shape: 'idefics3-tiny', type: 'F16' } },
+};
+
+const log = (m) => process.stderr.write(`${m}\n`);
+const median = (xs) => {
+  const s = xs.filter((v) => typeof v === 'number' && Number.isFinite(v)).sort((a, b) => a - b);
+  if (!s.length) return null;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+function parseArgs(argv) {
+  const o = { tiny: false, pairs: null, threads: null, engines: ['wasmlm', 'wllama'], runs: 3, size: [640, 480], out: null };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const v = () => {
+      if (i + 1 >= argv.length) throw new Error(`${a} needs a value`);
+      return argv[++i];
+    };
+    if (a === '--tiny') o.tiny = true;
+    else if (a === '--pairs') o.pairs = v().split(',');
+    else if (a === '--threads') o.threads = v().split(',');
+    else if (a === '--engines') o.engines = v().split(',');
+    else if (a === '--runs') o.runs = Number(v());
+    else if (a === '--size') o.size = v().split('x').map(Number);
+    else if (a === '--out') o.out = path.resolve(v());
+    else if (a === '-h' || a === '--help') o.help = true;
+    else throw new Error(`bench/images.mjs: unknown option ${a}`);
+  }
+  if (o.tiny) {
+    o.pairs ??= ['gemma3-tiny', 'idefics3-tiny'];
+    o.threads ??= ['1'];
+    o.runs = Math.min(o.runs, 1);
+    if (!argv.includes('--size')) o.size = [64, 48];
+  }
+  o.pairs ??= ['smolvlm-256m', 'gemma3-4b'];
+  o.threads ??= ['1', 'all'];
+  for (const p of o.pairs) if (!PAIRS[p]) throw new Error(`bench/images.mjs: unknown pair ${p} (${Object.keys(PAIRS).join(', ')})`);
+  for (const e of o.engines) if (e !== 'wasmlm' && e !== 'wllama') throw new Error(`bench/images.mjs: unknown engine ${e}`);
+  if (!(Number.isInteger(o.runs) && o.runs >= 1)) throw new Error('--runs must be an integer >= 1');
+  if (!(o.size.length === 2 && o.size.every((n) => Number.isInteger(n) && n >= 1 && n <= 4096))) throw new Error('--size must be WxH');
+  return o;
+}
+
+/** The pair's two files (written once, under build/synth/). */
+function pairFiles(name) {
+  const p = PAIRS[name];
+  const model = synthCached(p.text);
+  const mmproj = path.join(REPO, 'build/synth', `mmproj-${p.mmproj.shape}-s1-${p.mmproj.type}.gguf`);
+  if (!fs.existsSync(mmproj)) {
+    log(`  writing ${path.relative(REPO, mmproj)}`);
+    fs.mkdirSync(path.dirname(mmproj), { recursive: true });
+    fs.writeFileSync(`${mmproj}.tmp`, mmprojBytes({ shape: p.mmproj.shape, type: p.mmproj.type, seed: 1 }));
+    fs.renameSync(`${mmproj}.tmp`, mmproj);
+  }
+  return { model, mmproj, parts: fs.statSync(model).size > WLLAMA_MAX_FILE ? splitParts(model) : null };
+}
+
+/** The file in parts of at most WLLAMA_MAX_FILE bytes (made once). */
+function splitParts(file) {
+  const dir = file.replace(/\.gguf$/, '-split');
+  const prefix = path.join(dir, path.basename(file, '.gguf'));
+  let done = fs.existsSync(dir) && fs.statSync(dir).mtimeMs > fs.statSync(file).mtimeMs
+    ? fs.readdirSync(dir).filter((f) => f.endsWith('.gguf')).sort() : [];
+  if (done.length && done.length === Number(/-of-(\d+)\.gguf$/.exec(done[0])?.[1])) return done.map((f) => path.join(dir, f));
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  log(`  splitting ${path.relative(REPO, file)} for wllama (tools/gguf_split.mjs)`);
+  return splitGguf(file, { maxBytes: WLLAMA_MAX_FILE, prefix });
+}
+
+async function runPage(context, baseUrl, opts) {
+  const page = await context.newPage();
+  const consoleLines = [];
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') consoleLines.push(`${m.type()}: ${m.text()}`); });
+  page.on('pageerror', (e) => consoleLines.push(`pageerror: ${e.message}`));
+  try {
+    await page.goto(`${baseUrl}bench/images/index.html`);
+    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    return await page.evaluate((o) => window.benchImages(o), opts);
+  } catch (e) {
+    return { engine: opts.engine, error: String(e.message ?? e).split('\n')[0], console: consoleLines.slice(0, 20) };
+  } finally {
+    await page.close().catch(() => {});
+  }
+}
+
+async function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  if (opts.help) {
+    process.stdout.write(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 28).map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + '\n');
+    return;
+  }
+  const all = os.cpus().length;
+  const threadList = [...new Set(opts.threads.map((t) => (t === 'all' ? all : Number(t))))];
+  const server = await startServer({ port: 0, quiet: true, isolate: true });
+  const baseUrl = server.url.replace(/web\/$/, '');
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-images-'));
+  const context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: CHROMIUM, headless: true, timeout: 60_000,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  context.setDefaultTimeout(30 * 60_000);
+  const report = { date: new Date().toISOString(), browser: `Chromium ${context.browser()?.version() ?? ''}`.trim(),
+    node: process.version, machine: { cpus: all, model: os.cpus()[0]?.model ?? 'unknown' }, tiny: opts.tiny,
+    runs: opts.runs, image: opts.size, prompt: PROMPT, loadavgStart: os.loadavg(), rows: [] };
+  const emit = (row) => {
+    report.rows.push(row);
+    process.stdout.write(`${JSON.stringify(row)}\n`);
+  };
+  emit({ kind: 'note', backend: 'webgpu', measured: false,
+    reason: 'the image encoder runs on the CPU only (load() refuses an mmproj with backend \'webgpu\'): no WebGPU rows' });
+  try {
+    for (const name of opts.pairs) {
+      log(`${name}:`);
+      const files = pairFiles(name);
+      const url = (f) => `/${path.relative(REPO, f).split(path.sep).join('/')}`;
+      const [w, h] = opts.size;
+      // images[0] is the warm-up's; one new image per run after it (different pixels: no reuse)
+      const images = [];
+      for (let k = 0; k <= opts.runs; k++) images.push(Buffer.from(await pngBytes(testImage(w, h, 100 + k), w, h)).toString('base64'));
+      for (const threads of threadList) {
+        for (const engine of opts.engines) {
+          const parts = engine === 'wllama' && files.parts ? files.parts.map(url) : null;
+          const r = await runPage(context, baseUrl, { engine, model: url(files.model), parts, mmproj: url(files.mmproj), images, prompt: PROMPT, threads });
+          const runs = r.runs ?? [];
+          const row = {
+            kind: 'row', pair: name, text: PAIRS[name].text, mmproj: PAIRS[name].mmproj, engine, threads, backend: 'cpu',
+            image: `${w}x${h}`, error: r.error ?? null,
+            // wasmlm: its own image time (decode + encode); wllama: none reported, see imageByDifferenceMs
+            encodeMs: median(runs.map((x) => x.imageMs)),
+            ttftMs: median(runs.map((x) => x.ttftMs)),
+            ttftTextMs: median(runs.map((x) => x.ttftTextMs)),
+            imageByDifferenceMs: median(runs.map((x) => (x.ttftMs != null && x.ttftTextMs != null ? x.ttftMs - x.ttftTextMs : null))),
+            nPrompt: runs[0]?.nPrompt ?? null, nPromptText: runs[0]?.nPromptText ?? null,
+            loadMs: r.loadMs ?? null, build: r.build ?? null, engineThreads: r.threads ?? null, version: r.version ?? null,
+            runs: runs.length, ...(r.console?.length ? { console: r.console } : {}),
+          };
+          emit(row);
+          log(`  ${engine} ${threads}t: ${row.error ? `ERROR ${row.error}` : `ttft ${row.ttftMs?.toFixed(0)} ms, encode ${row.encodeMs?.toFixed(0) ?? '–'} ms`}`);
+        }
+      }
+    }
+  } finally {
+    await context.close().catch(() => {});
+    await server.close?.();
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+  }
+  report.loadavgEnd = os.loadavg();
+  const out = opts.out ?? path.join(REPO, 'bench/out', opts.tiny ? 'images-tiny.json' : 'images.json');
+  fs.mkdirSync(path.dirname(out), { recursive: true });
+  fs.writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
+  log(`wrote ${path.relative(REPO, out)}`);
+  if (report.rows.some((r) => r.kind === 'row' && r.error)) process.exitCode = 1;
+}
+
+main().catch((e) => {
+  log(e.stack ?? String(e));
+  process.exit(1);
+});
