@@ -101,7 +101,7 @@ export const ARCH_PROMPTS = Object.freeze([
  * tests/reference/oracle/<name>.json by `node tools/oracle.mjs --synth`.
  */
 export const SYNTH_RECORDS = Object.freeze([
-  ...['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'smollm3', 'qwen3moe', 'lfm2moe', 'gemma4'].flatMap((arch) =>
+  ...['llama', 'qwen2', 'qwen2vl', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'smollm3', 'qwen3moe', 'lfm2moe', 'gemma4'].flatMap((arch) =>
     ['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `${arch}-${type}`, arch, shape: 'tiny', seed: 1, type }))),
   // gpt-oss: F32, Q8_0 and llama.cpp's MXFP4_MOE (the published files' kind: MXFP4 experts, the
   // other matrices Q8_0)
