@@ -490,8 +490,9 @@ int wlm_seq_truncate(wlm_context *ctx, int32_t seq, int32_t n);
  * cache each moved key is widened, rotated in float32 and rounded back to binary16.
  * Errors: INVALID_ARG (n_keep < 0, n_discard < 1, n_keep + n_discard > n_past),
  * UNSUPPORTED (learned positions, as GPT-2's, are baked into K and V; sliding-window layers,
- * as Gemma 3's, would attend again to tokens that had left their window; the message says
- * which), STATE, NOMEM.
+ * as Gemma 3's, would attend again to tokens that had left their window; an M-RoPE sequence
+ * (qwen2vl) holding an image, whose rows turn by 2-D positions; the message says which),
+ * STATE, NOMEM.
  */
 int wlm_seq_shift(wlm_context *ctx, int32_t seq, int32_t n_keep, int32_t n_discard);
 

@@ -131,6 +131,7 @@ static void run_record(const char *rdir, const char *fdir, const char *name) {
             CHECKF(rc == WLM_OK, "%s case %u: %s", name, ci, wlm_context_errmsg(ctx));
             CHECKF(wlm_context_n_past(ctx) == num(c, "nPrompt"), "%s case %u: %d positions, llama.cpp %d",
                    name, ci, (int)wlm_context_n_past(ctx), num(c, "nPrompt"));
+
             for (uint32_t st = 0; rc == WLM_OK && st < toks->n; st++) {
                 const float *lg = wlm_logits(ctx);
                 if (!CHECK(lg != NULL)) break;
@@ -157,6 +158,10 @@ static void run_record(const char *rdir, const char *fdir, const char *name) {
                 }
                 rc = wlm_eval(ctx, &want, 1);
             }
+            if (strstr(name, "qwen25vl") && ni > 0) { /* M-RoPE: an image's rows cannot shift */
+                CHECK_EQ_INT(wlm_seq_shift(ctx, 0, 1, 1), WLM_ERR_UNSUPPORTED);
+                CHECK(strstr(wlm_context_errmsg(ctx), "holds an image") != NULL);
+            }
             /* the same through wlm_generate_begin_media, greedy: llama.cpp's ids up to the first
              * near-tie (or an end-of-generation token, where we stop and it did not) */
             wlm_gen_params gp;
@@ -178,6 +183,21 @@ static void run_record(const char *rdir, const char *fdir, const char *name) {
             wlm_context_reset(ctx);
             if (getenv("VISION_ORACLE_VERBOSE")) printf("  case %u: worst so far %.5f\n", ci, worst);
             for (uint32_t i = 0; i < ni; i++) wlm_image_embd_free(&e[i]);
+        }
+        if (strstr(name, "qwen25vl")) {
+            /* text alone on the M-RoPE model shifts (as NEOX RoPE would) and goes on */
+            const char *txt = "The quick brown fox jumps over the lazy dog again and again";
+            int32_t ids[64], n = wlm_tokenize(model, txt, strlen(txt), 1, ids, 64);
+            wlm_context_reset(ctx);
+            CHECK_EQ_INT(wlm_eval(ctx, ids, n), WLM_OK);
+            CHECK_EQ_INT(wlm_seq_shift(ctx, 0, 2, 3), WLM_OK);
+            CHECK_EQ_INT(wlm_context_n_past(ctx), n - 3);
+            CHECK_EQ_INT(wlm_eval(ctx, &ids[n - 1], 1), WLM_OK);
+            const float *lg = wlm_logits(ctx);
+            int finite = lg != NULL;
+            for (int32_t t = 0; finite && t < mi.vocab_size; t++) finite = isfinite(lg[t]);
+            CHECKF(finite, "%s: logits after a text shift", name);
+            wlm_context_reset(ctx);
         }
         CHECKF(worst <= TOL, "%s: a log-probability differs from llama.cpp's by %.4f", name, worst);
         printf("%s: %u cases, greedy picks checked %d (near-ties %d), worst log-prob error %.5f, "
