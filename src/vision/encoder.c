@@ -6,10 +6,10 @@
  * over all patches → output projection → residual; LayerNorm → up → GELU (tanh, fp16-table
  * values, as ggml's CPU backend) / quick GELU / SiLU → down → residual), the final LayerNorm,
  * then average pooling + RMS norm + projection (gemma3) or pixel shuffle + projection
- * (idefics3); or Qwen2.5-VL's tower (tools/mtmd/models/qwen2vl.cpp: two patch kernels, RMSNorm
- * blocks with 2-D RoPE and window attention, a SwiGLU MLP) and its 2×2 merger. Matrix products use the library's weight kernels (kernels/quant.h: every weight
- * type, activations quantized once per product to the type's vec_dot_type) split by rows over
- * the thread pool; per-token work (norms, biases, activations, attention) is split by tokens.
+ * (idefics3); or Qwen2.5-VL's tower (tools/mtmd/models/qwen2vl.cpp: two patch kernels,
+ * RMSNorm blocks with 2-D RoPE and window attention, a SwiGLU MLP) and its 2×2 merger. Matrix
+ * products use the library's weight kernels (kernels/quant.h: every weight type, activations
+ * quantized once per product to the type's vec_dot_type) split by rows over the thread pool; per-token work (norms, biases, activations, attention) is split by tokens.
  * Threads never change a result: every row and token is computed as on one thread.
  */
 #include <math.h>
@@ -215,7 +215,8 @@ typedef struct att_job {
     float *scratch;    /* (threads, per) */
     size_t per;
     int32_t n;
-    const int32_t *win; /* (n, 2) or NULL: token t attends to tokens [win[2t], win[2t] + win[2t+1]) */
+    const int32_t *win; /* (n, 2) or NULL: token t attends to tokens win[2t] ..
+                           win[2t] + win[2t+1] - 1 (its window) */
 } att_job;
 
 static void att_chunk(void *arg, int32_t i, int32_t n) {
@@ -281,7 +282,8 @@ static void qwen_layout(const wlm_vision *v, int32_t GW, int32_t GH, int32_t *pe
             const int32_t wh = g < ph - y ? g : ph - y, ww = g < pw - x ? g : pw - x, d0 = dst;
             for (int32_t dy = 0; dy < wh; dy++)
                 for (int32_t dx = 0; dx < ww; dx++) perm[dst++] = (y + dy) * pw + (x + dx);
-            for (int32_t t = 4 * d0; t < 4 * dst; t++) win[2 * t] = 4 * d0, win[2 * t + 1] = 4 * (dst - d0);
+            for (int32_t t = 4 * d0; t < 4 * dst; t++)
+                win[2 * t] = 4 * d0, win[2 * t + 1] = 4 * (dst - d0);
         }
     for (int32_t i = 0; i < pw * ph; i++)
         for (int32_t k = 0; k < 4; k++) {
@@ -425,7 +427,8 @@ int wlm_vision_encode_piece(wlm_vision *v, const float *pixels, int pw, int ph, 
         goto done;
     if (resize_pos) wlm_resize_positions(v->pos, G0, W, pos, GW, GH);
     if (qwen) {
-        if ((rc = qwen_tower(&e, pixels, pw, ph, x, h, q, kk, vv, f, g, scratch, per, perm))) goto done;
+        rc = qwen_tower(&e, pixels, pw, ph, x, h, q, kk, vv, f, g, scratch, per, perm);
+        if (rc) goto done;
         goto project;
     }
 

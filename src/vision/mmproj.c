@@ -1,8 +1,8 @@
 /*
  * mmproj.c — loading llama.cpp's mmproj GGUF (general.architecture "clip") into a wlm_vision:
  * the projector table, the clip.* / clip.vision.* keys, and the SigLIP (or Qwen2.5-VL) tower's
- * and projector's tensors (matrices as views into the file, vectors converted to float copies). Every missing or
- * misshapen key or tensor is WLM_ERR_FORMAT naming it; a projector type not in the table is
+ * and projector's tensors (matrices as views into the file, vectors converted to float copies).
+ * Every missing or misshapen key or tensor is WLM_ERR_FORMAT naming it; a projector type not in the table is
  * WLM_ERR_UNSUPPORTED naming it. Nothing here computes: see encoder.c and preprocess.c.
  * Keys and tensor names follow llama.cpp's tools/mtmd/clip-impl.h and clip.cpp (load_hparams,
  * load_tensors).
