@@ -573,6 +573,55 @@ static void check_model(const spec *p, const int (*sizes)[2], int n_sizes, doubl
 
 /* ---- preprocessing ------------------------------------------------------------------------ */
 
+static double lanczos3_f64(double x) {
+    if (x <= -3 || x >= 3) return 0;
+    return x == 0 ? 1 : sin(PI * x) / (PI * x) * sin(PI * x / 3) / (PI * x / 3);
+}
+
+static double bicubic_f64(double x) {
+    x = fabs(x);
+    return x < 1 ? 1.5 * x * x * x - 2.5 * x * x + 1 : x < 2 ? -0.5 * x * x * x + 2.5 * x * x - 4 * x + 2 : 0;
+}
+
+/* A float64 twin of Pillow's separable resampling with kernel k of the given support (widened by
+ * the scale when shrinking; horizontal pass rounded to 8 bits, then vertical) of img (sw × sh RGB)
+ * to dw × dh: the largest difference in levels from out. */
+static int twin_worst(const unsigned char *img, int sw, int sh, const unsigned char *out, int dw,
+                      int dh, double (*k)(double), double support) {
+    double *hp = malloc((size_t)dw * sh * 3 * sizeof *hp);
+    int worst = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const int in = pass ? sh : sw, on = pass ? dh : dw;
+        const double scale = (double)in / on, fs = scale < 1 ? 1 : scale, sup = support * fs;
+        for (int o = 0; o < on; o++) {
+            const double center = (o + 0.5) * scale;
+            int lo = (int)(center - sup + 0.5), hi = (int)(center + sup + 0.5);
+            if (lo < 0) lo = 0;
+            if (hi > in) hi = in;
+            double wsum = 0, wts[64];
+            for (int i = lo; i < hi; i++) wsum += wts[i - lo] = k((i - center + 0.5) / fs);
+            const int other = pass ? dw : sh;
+            for (int j = 0; j < other; j++)
+                for (int c = 0; c < 3; c++) {
+                    double acc = 0;
+                    for (int i = lo; i < hi; i++)
+                        acc += wts[i - lo] / wsum *
+                               (pass ? hp[((size_t)i * dw + j) * 3 + c] : img[((size_t)j * sw + i) * 3 + c]);
+                    acc = floor(acc + 0.5);
+                    acc = acc < 0 ? 0 : acc > 255 ? 255 : acc;
+                    if (!pass) {
+                        hp[((size_t)j * dw + o) * 3 + c] = acc;
+                    } else {
+                        const int d = abs((int)acc - out[((size_t)o * dw + j) * 3 + c]);
+                        if (d > worst) worst = d;
+                    }
+                }
+        }
+    }
+    free(hp);
+    return worst;
+}
+
 static void test_resampling(void) {
     tu_section("resampling");
     /* Pillow's bilinear, upscaling 2 → 4: half-pixel centres, edges clamped */
@@ -600,46 +649,21 @@ static void test_resampling(void) {
     for (int k = 0; k < 3; k++) {
         const int dw = sizes[k][0], dh = sizes[k][1];
         CHECK(wlm_resize_lanczos3(img, 37, 23, out, dw, dh, tmp));
-        /* float64 twin: horizontal pass rounded to 8 bits, then vertical */
-        double *hp = malloc((size_t)dw * 23 * 3 * sizeof *hp);
-        int worst = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            const int in = pass ? 23 : 37, on = pass ? dh : dw;
-            const double scale = (double)in / on, fs = scale < 1 ? 1 : scale, sup = 3 * fs;
-            for (int o = 0; o < on; o++) {
-                const double center = (o + 0.5) * scale;
-                int lo = (int)(center - sup + 0.5), hi = (int)(center + sup + 0.5);
-                if (lo < 0) lo = 0;
-                if (hi > in) hi = in;
-                double wsum = 0, wts[64];
-                for (int i = lo; i < hi; i++) {
-                    const double xx = (i - center + 0.5) / fs;
-                    double l = 1;
-                    if (xx != 0) l = sin(PI * xx) / (PI * xx) * sin(PI * xx / 3) / (PI * xx / 3);
-                    if (xx <= -3 || xx >= 3) l = 0;
-                    wts[i - lo] = l;
-                    wsum += l;
-                }
-                const int other = pass ? dw : 23;
-                for (int j = 0; j < other; j++)
-                    for (int c = 0; c < 3; c++) {
-                        double acc = 0;
-                        for (int i = lo; i < hi; i++)
-                            acc += wts[i - lo] / wsum *
-                                   (pass ? hp[((size_t)i * dw + j) * 3 + c] : img[((size_t)j * 37 + i) * 3 + c]);
-                        acc = floor(acc + 0.5);
-                        acc = acc < 0 ? 0 : acc > 255 ? 255 : acc;
-                        if (!pass) {
-                            hp[((size_t)j * dw + o) * 3 + c] = acc;
-                        } else {
-                            const int d = abs((int)acc - out[((size_t)o * dw + j) * 3 + c]);
-                            if (d > worst) worst = d;
-                        }
-                    }
-            }
-        }
+        const int worst = twin_worst(img, 37, 23, out, dw, dh, lanczos3_f64, 3);
         CHECKF(worst <= 1, "lanczos %dx%d: off by %d levels", dw, dh, worst);
-        free(hp);
+    }
+    /* Pillow's bicubic (Qwen2.5-VL): identity, constants, the same float64 twin with Keys' cubic
+     * (a = -0.5, support 2), up and down */
+    CHECK(wlm_resize_bicubic_pillow(img, 37, 23, out, 37, 23, tmp) && !memcmp(out, img, 37 * 23 * 3));
+    CHECK(wlm_resize_bicubic_pillow(flat, 30, 20, out, 13, 41, tmp));
+    all77 = 1;
+    for (int i = 0; i < 13 * 41 * 3; i++) all77 &= out[i] == 77;
+    CHECK(all77);
+    for (int k = 0; k < 3; k++) {
+        const int dw = sizes[k][0], dh = sizes[k][1];
+        CHECK(wlm_resize_bicubic_pillow(img, 37, 23, out, dw, dh, tmp));
+        const int worst = twin_worst(img, 37, 23, out, dw, dh, bicubic_f64, 2);
+        CHECKF(worst <= 1, "bicubic %dx%d: off by %d levels", dw, dh, worst);
     }
     free(img), free(out), free(tmp);
 }
