@@ -880,9 +880,16 @@ function tokenizerBin(pieces, maxLen) {
       if (i >= 0) Buffer.from(to).copy(c, i);
       return c;
     };
-    const other = { gemma3: ['gemma3', 'lfm2vl'], idefics3: ['idefics3', 'qwen2vl_'], lfm2: ['lfm2', 'lfm3'] }[MMPROJ_SHAPES[shape].proj];
+    const other = { gemma3: ['gemma3', 'lfm2vl'], idefics3: ['idefics3', 'qwen2vl_'], lfm2: ['lfm2', 'lfm3'],
+      'qwen2.5vl_merger': ['qwen2.5vl_merger', 'qwen2.5vl_mergex'] }[MMPROJ_SHAPES[shape].proj];
     put('fuzz_mmproj', `${shape}-proj-other.gguf`, swap(other[0], other[1]));
     put('fuzz_mmproj', `${shape}-arch-llama.gguf`, swap('clip', 'lama'));
+    if (MMPROJ_SHAPES[shape].proj === 'qwen2.5vl_merger') { // its own keys and second patch kernel
+      put('fuzz_mmproj', `${shape}-no-wa-pattern.gguf`, swap('n_wa_pattern', 'n_wa_patterx'));
+      put('fuzz_mmproj', `${shape}-no-merge-size.gguf`, swap('spatial_merge_size', 'spatial_merge_sizf'));
+      put('fuzz_mmproj', `${shape}-no-window-size.gguf`, swap('vision.window_size', 'vision.window_sizf'));
+      put('fuzz_mmproj', `${shape}-no-patch1.gguf`, swap('patch_embd.weight.1', 'patch_embd.weight.2'));
+    }
   }
 }
 

@@ -340,8 +340,8 @@ export interface LoadOptions {
    *  WLM_ERR_STATE). */
   tokenizer?: Source;
   /** The model's vision encoder + projector: llama.cpp's "mmproj" GGUF (general.architecture
-   *  "clip"), any Source. Projectors: 'gemma3' (Gemma 3), 'idefics3' (SmolVLM) and 'lfm2'
-   *  (LFM2-VL); another is
+   *  "clip"), any Source. Projectors: 'gemma3' (Gemma 3), 'idefics3' (SmolVLM), 'lfm2'
+   *  (LFM2-VL) and 'qwen2.5vl_merger' (Qwen2.5-VL, with a 'qwen2vl' text model); another is
    *  refused naming it (WLM_ERR_UNSUPPORTED), a file whose projector width is not the model's
    *  (an mmproj of another model) is WLM_ERR_INVALID_ARG. CPU backend only for now (with
    *  backend 'webgpu' load() refuses it). Then generate(prompt, {images}), chat() and
@@ -486,9 +486,10 @@ export interface ModelInfo {
 
 /** The loaded mmproj (src/wasmlm.h wlm_vision_info). */
 export interface VisionInfo {
-  /** 'gemma3', 'idefics3' or 'lfm2'. */
+  /** 'gemma3', 'idefics3', 'lfm2' or 'qwen2.5vl_merger'. */
   projector: string;
-  /** The encoder's square side S in pixels, and its patch side. */
+  /** The encoder's square side S in pixels (lfm2, qwen2.5vl_merger: the file's value; their
+   *  pieces take the image's own aspect), and its patch side. */
   imageSize: number;
   patchSize: number;
   /** Encoder width, blocks, heads. */

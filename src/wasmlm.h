@@ -417,7 +417,8 @@ int wlm_eval(wlm_context *ctx, const int32_t *tokens, int32_t n);
  * each other both ways (and to everything before them; a sliding-window layer looks back its
  * window from each row and forward to the image's end), as llama.cpp decodes a Gemma 3 image;
  * then n <= 64 (one batch). non_causal 0: causal like tokens (Idefics3 / SmolVLM, LFM2-VL; the
- * only kind a recurrent hybrid such as LFM2 takes). The sequence
+ * only kind a recurrent hybrid such as LFM2 takes). On an M-RoPE model (qwen2vl) the rows take
+ * consecutive positions as text does; an image's 2-D positions come with wlm_eval_image. The sequence
  * records no token for these positions, so a later wlm_generate_begin's prompt-cache match stops
  * before them. The rows are read during the call only.
  * Errors: WLM_ERR_INVALID_ARG (NULL embd, n < 1, n_embd != dim, a non-finite value, bad seq),
@@ -489,8 +490,9 @@ int wlm_seq_truncate(wlm_context *ctx, int32_t seq, int32_t n);
  * cache each moved key is widened, rotated in float32 and rounded back to binary16.
  * Errors: INVALID_ARG (n_keep < 0, n_discard < 1, n_keep + n_discard > n_past),
  * UNSUPPORTED (learned positions, as GPT-2's, are baked into K and V; sliding-window layers,
- * as Gemma 3's, would attend again to tokens that had left their window; the message says
- * which), STATE, NOMEM.
+ * as Gemma 3's, would attend again to tokens that had left their window; an M-RoPE sequence
+ * (qwen2vl) holding an image, whose rows turn by 2-D positions; the message says which),
+ * STATE, NOMEM.
  */
 int wlm_seq_shift(wlm_context *ctx, int32_t seq, int32_t n_keep, int32_t n_discard);
 
@@ -1235,7 +1237,7 @@ void wlm_vision_free(wlm_vision *vision);
 const char *wlm_vision_errmsg(const wlm_vision *vision);
 
 typedef struct wlm_vision_info {
-    const char *projector; /* "gemma3", "idefics3" (static string) */
+    const char *projector; /* "gemma3", "idefics3", "lfm2", "qwen2.5vl_merger" (static string) */
     int32_t image_size;    /* S: the encoder's square side in pixels */
     int32_t patch_size;    /* P */
     int32_t n_embd;        /* encoder width */
@@ -1268,6 +1270,9 @@ typedef struct wlm_image_embd {
                               to tokens_per_piece except for lfm2's tiled images */
     float *embd;           /* (n_tokens, n_embd) row-major; pieces in order: tiles row by row,
                               then the overview. Owned: release with wlm_image_embd_free. */
+    int32_t last_cols;     /* the last piece's rows as a grid: last_cols × last_rows merged */
+    int32_t last_rows;     /* tokens in raster order (qwen2.5vl: each row's M-RoPE height and
+                              width positions in the text model come from it) */
 } wlm_image_embd;
 
 /*
@@ -1299,7 +1304,10 @@ void wlm_image_embd_free(wlm_image_embd *e);
  * last, then (after "\n\n" when there are tiles) "<fake_token_around_image><global-img>", the
  * overview's rows, "<fake_token_around_image>"; lfm2 — "<|image_start|>", the rows (causal),
  * "<|image_end|>", or with tiles "<|image_start|>", per tile "<|img_row_R_col_C|>" and its rows,
- * "<|img_thumbnail|>" and the thumbnail's rows, "<|image_end|>". Each wrapper text is tokenized with special
+ * "<|img_thumbnail|>" and the thumbnail's rows, "<|image_end|>"; qwen2.5vl_merger —
+ * "<|vision_start|>", the rows (causal; on an M-RoPE text model such as qwen2vl each row at
+ * temporal position t, height t + row, width t + column of the image's last_cols × last_rows
+ * grid, and the text after it from t + max(last_cols, last_rows), as mtmd), "<|vision_end|>". Each wrapper text is tokenized with special
  * tokens parsed (a vocabulary without them spells them as text, as llama.cpp does). Logits: the
  * last position's. Errors: WLM_ERR_INVALID_ARG (no loaded vision model, no image, rows of
  * another width than the model's: an mmproj of another model), wlm_eval_embd's and

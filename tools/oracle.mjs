@@ -101,7 +101,7 @@ export const ARCH_PROMPTS = Object.freeze([
  * tests/reference/oracle/<name>.json by `node tools/oracle.mjs --synth`.
  */
 export const SYNTH_RECORDS = Object.freeze([
-  ...['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'smollm3', 'qwen3moe', 'lfm2moe', 'gemma4'].flatMap((arch) =>
+  ...['llama', 'qwen2', 'qwen2vl', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'smollm3', 'qwen3moe', 'lfm2moe', 'gemma4'].flatMap((arch) =>
     ['F32', 'Q8_0', 'Q4_K_M'].map((type) => ({ name: `${arch}-${type}`, arch, shape: 'tiny', seed: 1, type }))),
   // gpt-oss: F32, Q8_0 and llama.cpp's MXFP4_MOE (the published files' kind: MXFP4 experts, the
   // other matrices Q8_0)
@@ -170,6 +170,16 @@ export const VISION_RECORDS = Object.freeze([
   { name: 'lfm2-p16-F32', shape: 'lfm2-p16', type: 'F32', seed: 1, ctx: 2048,
     text: { arch: 'lfm2', shape: 'tiny', seed: 1, type: 'F32' },
     sizes: [[300, 200], [1100, 300], [300, 1100], [500, 400]] },
+  // Qwen2.5-VL: one smart-resized piece (multiples of 28 within 8..4096 merged tokens: 224×168
+  // kept, 100×60 → 112×56, 300×200 → 308×196 (11×7 groups: partial windows), 30×130 → 56×168
+  // and 57×57 → 84×84 by the lower bound), window attention, the qwen2vl text model's M-RoPE
+  // positions of the image rows and of the text after them
+  ...['F32', 'F16', 'Q8_0'].map((type) => ({ name: `qwen25vl-${type}`, shape: 'qwen25vl-tiny', type, seed: 1,
+    text: { arch: 'qwen2vl', shape: 'tiny', seed: 1, type: 'F32' },
+    sizes: [[224, 168], [100, 60], [300, 200], [30, 130], [57, 57]] })),
+  { name: 'qwen25vl-F32-flat', shape: 'qwen25vl-tiny', type: 'F32', seed: 1, image: 'flat',
+    text: { arch: 'qwen2vl', shape: 'tiny', seed: 1, type: 'F32' },
+    sizes: [[224, 168], [100, 60], [300, 200], [30, 130], [57, 57]] },
   // flat images: the same path without the resampling's part in it
   ...['F32', 'F16'].map((type) => ({ name: `idefics3-${type}-flat`, shape: 'idefics3-tiny', type, seed: 1,
     text: { arch: 'llama', shape: 'smolvlm-tiny', seed: 1, type: 'F32' }, image: 'flat',

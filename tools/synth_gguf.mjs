@@ -40,6 +40,9 @@
 //   converter writes the per-frequency divisors computed from rope_scaling; no scaling keys).
 // - qwen2: as llama plus attn_q/attn_k/attn_v .bias [H·hd], [KV·hd]; NEOX RoPE (implied by the
 //   architecture, nothing in the file).
+// - qwen2vl (Qwen2-VL / Qwen2.5-VL's text model): qwen2's tensors and key rope.dimension_sections
+//   (4 widths of M-RoPE runs; tiny: [2, 2, 2, 2] so the fourth, turned by position 0 for text, is
+//   exercised too; the real files have [16, 24, 24, 0]).
 // - qwen3: as llama plus attn_q_norm/attn_k_norm [hd]; hd = attention.key_length (and
 //   value_length), which need not be D/H.
 // - gemma3: as qwen3 plus post_attention_norm/post_ffw_norm [D]; keys attention.key_length/
@@ -109,7 +112,7 @@ import { splitmix32 } from './synth.mjs';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const SHARED_VOCAB = path.resolve(ROOT, '../shared/models/vocab');
-export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'smollm3', 'qwen3moe', 'lfm2moe', 'gpt-oss', 'gemma4']);
+export const ARCHS = Object.freeze(['llama', 'qwen2', 'qwen2vl', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'qwen35', 'lfm2', 'smollm3', 'qwen3moe', 'lfm2moe', 'gpt-oss', 'gemma4']);
 /** The embedding-only architectures (no next-token classifier): the encoders of describeEncoder
  *  and EmbeddingGemma (describeGemmaEmbedding). */
 export const EMBED_ARCHS = Object.freeze(['bert', 'nomic-bert', 'gemma-embedding']);
@@ -181,6 +184,11 @@ export const SHAPES = Object.freeze({
     tiny: { D: 64, F: 160, L: 2, H: 4, KV: 2, ctx: 4096, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen' },
     // huggingface.co/Qwen/Qwen2.5-0.5B-Instruct/blob/main/config.json
     'qwen2.5-0.5b': { D: 896, F: 4864, L: 24, H: 14, KV: 2, ctx: 32768, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', nVocab: 151936 },
+  },
+  qwen2vl: {
+    tiny: { D: 64, F: 160, L: 2, H: 4, KV: 2, ctx: 4096, theta: 1e6, eps: 1e-6, tied: false, vocab: 'qwen', sections: [2, 2, 2, 2] },
+    // huggingface.co/Qwen/Qwen2.5-VL-3B-Instruct/blob/main/config.json
+    'qwen2.5-vl-3b': { D: 2048, F: 11008, L: 36, H: 16, KV: 2, ctx: 128000, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen', nVocab: 151936, sections: [16, 24, 24, 0] },
   },
   qwen3: {
     tiny: { D: 64, F: 160, L: 2, H: 4, KV: 2, hd: 32, ctx: 4096, theta: 1e6, eps: 1e-6, tied: true, vocab: 'qwen' },
@@ -572,6 +580,7 @@ function describeShape(arch, s, shapeName, seed) {
     key('attention.value_length', 'u32', hd);
   }
   if (arch === 'gemma3') key('attention.sliding_window', 'u32', s.window);
+  if (arch === 'qwen2vl') key('rope.dimension_sections', 'arr:i32', Int32Array.from(s.sections));
   if (s.E) {
     key('expert_count', 'u32', s.E);
     key('expert_used_count', 'u32', s.K);
@@ -627,7 +636,7 @@ function describeShape(arch, s, shapeName, seed) {
       t(`${b}attn_q.weight`, [D, H * hd], { std: qkStd });
       t(`${b}attn_k.weight`, [D, KV * hd], { std: qkStd });
       t(`${b}attn_v.weight`, [D, KV * hd], { std: vStd });
-      if (arch === 'qwen2') {
+      if (arch === 'qwen2' || arch === 'qwen2vl') {
         bias(`${b}attn_q.bias`, H * hd, 0.5);
         bias(`${b}attn_k.bias`, KV * hd, 0.5);
         bias(`${b}attn_v.bias`, KV * hd, 0.5);

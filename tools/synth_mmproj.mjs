@@ -8,7 +8,7 @@
 // matrices and the patch kernel F16, vectors F32) and Q8_0 (block matrices Q8_0; the patch kernel
 // and Gemma's input projection stay F16 as in llama.cpp's quantized mmproj files).
 //
-//   node tools/synth_mmproj.mjs --shape gemma3-tiny|idefics3-tiny|lfm2-tiny [--type F32|F16|Q8_0]
+//   node tools/synth_mmproj.mjs --shape gemma3-tiny|idefics3-tiny|lfm2-tiny|qwen25vl-tiny [--type F32|F16|Q8_0]
 //        [--seed N] --out FILE.gguf
 //   node tools/synth_mmproj.mjs --fixture RECORDS_DIR OUT_DIR   (tests/c/vision_oracle.c's files)
 //
@@ -48,6 +48,12 @@ export const MMPROJ_SHAPES = Object.freeze({
     mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], text: { arch: 'llama', shape: 'smolvlm-256m' } },
   'gemma3-4b': { proj: 'gemma3', S: 896, P: 14, W: 1152, F: 4304, L: 27, H: 16, k: 4, D: 2560,
     mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], text: { arch: 'gemma3', shape: 'gemma3-4b' } },
+  // Qwen2.5-VL (projector qwen2.5vl_merger): its ViT with Qwen's real patch (14) and window (112 pixels:
+  // 4×4 merged groups), 4 blocks of which 1 and 3 attend to the whole image (n_wa_pattern 2),
+  // head size 16 (2-D RoPE over 4 + 4 pairs), the 2×2 merger mm.0 (4W → 4W) → GELU → mm.2 to the
+  // qwen2vl text model's width; CLIP's mean / std as Qwen's preprocessor has them
+  'qwen25vl-tiny': { proj: 'qwen2.5vl_merger', S: 560, P: 14, W: 64, F: 96, L: 4, H: 4, k: 2, wa: 2, window: 112, D: 64,
+    mean: [0.48145466, 0.4578275, 0.40821073], std: [0.26862954, 0.26130258, 0.27577711], text: { arch: 'qwen2vl', shape: 'tiny' } },
 });
 
 const GT = { F32: 0, F16: 1, Q8_0: 8 };
@@ -131,6 +137,7 @@ export function mmprojBytes({ shape = 'gemma3-tiny', type = 'F16', seed = 1 } = 
     tensors.push({ name, ne, type: ttype, data });
   };
   const ws = 1 / Math.sqrt(W);
+  if (s.proj === 'qwen2.5vl_merger') return qwenBytes(s, shape, type, tensors, add, { mt, vt, pt });
   add('v.patch_embd.weight', [P, P, 3, W], pt, 0, 1.7 / Math.sqrt(3 * P * P));
   add('v.patch_embd.bias', [W], vt, 0, 0.1);
   add('v.position_embd.weight', [W, N], vt, 0, 0.5);
@@ -185,6 +192,64 @@ export function mmprojBytes({ shape = 'gemma3-tiny', type = 'F16', seed = 1 } = 
     ['clip.vision.image_std', 'arr:f32', s.std],
     ['clip.vision.projector.scale_factor', 'u32', k],
     ...(s.edge ? [['clip.vision.preproc_image_size', 'u32', s.edge]] : []),
+  ];
+  return ggufBytes(kv, tensors);
+}
+
+/**
+ * Qwen2.5-VL's mmproj as llama.cpp's converter writes it (clip.cpp load_tensors for
+ * PROJECTOR_TYPE_QWEN25VL): the two halves of the temporal patch kernel v.patch_embd.weight and
+ * .weight.1 (no bias, no learned positions), RMSNorm weights ln1 / ln2 / post_ln (no biases), Q/K/V/O
+ * and the SwiGLU MLP (ffn_gate, ffn_up, ffn_down) with biases, the merger mm.0 [4W, 4W] and mm.2
+ * [4W, D] with biases; keys clip.use_silu, clip.vision.n_wa_pattern (required),
+ * clip.vision.window_size and spatial_merge_size.
+ */
+function qwenBytes(s, shape, type, tensors, add, { mt, vt, pt }) {
+  const { S, P, W, F, L, H, D } = s;
+  const ws = 1 / Math.sqrt(W);
+  add('v.patch_embd.weight', [P, P, 3, W], pt, 0, 1.2 / Math.sqrt(3 * P * P));
+  add('v.patch_embd.weight.1', [P, P, 3, W], pt, 0, 1.2 / Math.sqrt(3 * P * P));
+  for (let l = 0; l < L; l++) {
+    const b = `v.blk.${l}.`;
+    add(`${b}ln1.weight`, [W], vt, 1, 0.2);
+    for (const m of ['attn_q', 'attn_k', 'attn_v', 'attn_out']) {
+      add(`${b}${m}.weight`, [W, W], mt, 0, (m === 'attn_q' || m === 'attn_k' ? 3 : 1.7) * ws);
+      add(`${b}${m}.bias`, [W], vt, 0, 0.1);
+    }
+    add(`${b}ln2.weight`, [W], vt, 1, 0.2);
+    add(`${b}ffn_gate.weight`, [W, F], mt, 0, 1.7 * ws);
+    add(`${b}ffn_gate.bias`, [F], vt, 0, 0.1);
+    add(`${b}ffn_up.weight`, [W, F], mt, 0, 1.7 * ws);
+    add(`${b}ffn_up.bias`, [F], vt, 0, 0.1);
+    add(`${b}ffn_down.weight`, [F, W], mt, 0, 1.7 / Math.sqrt(F));
+    add(`${b}ffn_down.bias`, [W], vt, 0, 0.1);
+  }
+  add('v.post_ln.weight', [W], vt, 1, 0.2);
+  add('mm.0.weight', [4 * W, 4 * W], mt, 0, 1.7 / Math.sqrt(4 * W));
+  add('mm.0.bias', [4 * W], vt, 0, 0.1);
+  add('mm.2.weight', [4 * W, D], mt, 0, 1.7 / Math.sqrt(4 * W));
+  add('mm.2.bias', [D], vt, 0, 0.1);
+  const kv = [
+    ['general.architecture', 'str', 'clip'],
+    ['general.type', 'str', 'mmproj'],
+    ['general.name', 'str', `synthetic ${shape}`],
+    ['general.file_type', 'u32', type === 'F32' ? 0 : type === 'F16' ? 1 : 7],
+    ['clip.has_vision_encoder', 'bool', true],
+    ['clip.projector_type', 'str', s.proj],
+    ['clip.use_silu', 'bool', true],
+    ['clip.vision.image_size', 'u32', S],
+    ['clip.vision.patch_size', 'u32', P],
+    ['clip.vision.embedding_length', 'u32', W],
+    ['clip.vision.feed_forward_length', 'u32', F],
+    ['clip.vision.block_count', 'u32', L],
+    ['clip.vision.attention.head_count', 'u32', H],
+    ['clip.vision.attention.layer_norm_epsilon', 'f32', 1e-6],
+    ['clip.vision.projection_dim', 'u32', D],
+    ['clip.vision.image_mean', 'arr:f32', s.mean],
+    ['clip.vision.image_std', 'arr:f32', s.std],
+    ['clip.vision.spatial_merge_size', 'u32', s.k],
+    ['clip.vision.n_wa_pattern', 'u32', s.wa],
+    ['clip.vision.window_size', 'u32', s.window],
   ];
   return ggufBytes(kv, tensors);
 }

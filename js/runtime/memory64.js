@@ -360,7 +360,8 @@ function visionHeader(kv, headerBytes, dataBytes) {
   const projector = kv.get('clip.projector_type') ?? kv.get('clip.vision.projector_type');
   const v = { projector: typeof projector === 'string' ? projector : null, imageSize: n('image_size'), patchSize: n('patch_size'),
     width: n('embedding_length'), ff: n('feed_forward_length'), layers: n('block_count'), heads: n('attention.head_count'),
-    scale: n('projector.scale_factor') || (projector === 'gemma3' ? 4 : projector === 'lfm2' ? 2 : 1),
+    scale: n('projector.scale_factor') || n('spatial_merge_size') ||
+      (projector === 'gemma3' ? 4 : projector === 'lfm2' || projector === 'qwen2.5vl_merger' ? 2 : 1),
     longestEdge: n('preproc_image_size') };
   const ok = (x, lo, hi) => Number.isInteger(x) && x >= lo && x <= hi;
   if (!(ok(v.imageSize, 1, 4096) && ok(v.patchSize, 1, 4096) && ok(v.width, 1, 16384) && ok(v.ff, 1, 16384) &&
@@ -380,7 +381,7 @@ export const VISION_IMAGE_ALLOWANCE = 2 * 3 * 4096 * 4096;
  * positions, N·W floats each; the widest rows N·max(F, 3P², W) floats and as much again for
  * their quantized copy; each thread's attention scratch, heads·(N + 2·head size) floats), the
  * pieces' pixels and the image's rows (image.c: every tile's 3·side² floats, tokens·textDim
- * floats), the encoded images the engine keeps (8 of them, js/engine/engine.js IMAGE_CACHE) and
+ * floats; Qwen2.5-VL's MLP up rows N·F and its projector's reordering copy), the encoded images the engine keeps (8 of them, js/engine/engine.js IMAGE_CACHE) and
  * VISION_IMAGE_ALLOWANCE for the decoded image. N is the largest piece's patches: (S/P)² (Gemma 3,
  * Idefics3), LFM2-VL's up to 256 tokens of s² patches, its 512-pixel tiles'. `h`: readModelHeader's
  * of the mmproj (null: only the file and 64 MB). `textDim`: the text model's width (the rows'
@@ -391,13 +392,15 @@ export function visionBytes(fileBytes, h, { threads = 1, textDim = 0 } = {}) {
   if (!v) return { weights: fileBytes, scratch: 64 << 20, total: fileBytes + (64 << 20) };
   const { imageSize: S, patchSize: P, width: W, ff: F, heads, scale: s } = v;
   const N0 = (S / P) ** 2;
-  // the largest piece: LFM2's dynamic pieces (≤ 256 tokens of s² patches, 512-pixel tiles)
-  const lfm2 = v.projector === 'lfm2';
-  const N = Math.max(N0, lfm2 ? Math.max(256 * s * s, (512 / P) ** 2) : 0);
+  // the largest piece: LFM2's dynamic pieces (≤ 256 tokens of s² patches, 512-pixel tiles),
+  // Qwen2.5-VL's (≤ 4096 tokens of s² patches; its SwiGLU keeps a second N·F row set)
+  const lfm2 = v.projector === 'lfm2', qwen = v.projector === 'qwen2.5vl_merger';
+  const N = Math.max(N0, lfm2 ? Math.max(256 * s * s, (512 / P) ** 2) : 0, qwen ? 4096 * s * s : 0);
   const D = textDim || W;
   const widest = Math.max(F, 3 * P * P, W);
   const hd = W / heads;
-  const encoder = 4 * (6 * N * W + 2 * N * widest + Math.max(1, threads) * heads * (N + 2 * hd));
+  const encoder = 4 * (6 * N * W + 2 * N * widest + Math.max(1, threads) * heads * (N + 2 * hd) +
+    (qwen ? N * F + N / (s * s) * D : 0));
   // pieces and tokens of the largest image: Idefics3's grid of ceil(L/S)² tiles + overview,
   // LFM2's 10 tiles + thumbnail, else one
   const grid = v.longestEdge ? Math.ceil(v.longestEdge / S) ** 2 : lfm2 ? 10 : 0;

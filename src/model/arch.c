@@ -23,6 +23,13 @@ static const wlm_arch ARCHS[] = {
     /* Qwen2 / Qwen2.5: biases on Q, K and V; NEOX RoPE (rotate halves). */
     {.name = "qwen2", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_REQ},
+    /* Qwen2-VL / Qwen2.5-VL's text model (qwen2vl): Qwen2's block with M-RoPE (ggml's
+     * GGML_ROPE_TYPE_MROPE): rope.dimension_sections splits the rotated pairs into runs turned by
+     * the temporal, height and width positions (and a fourth); a text token has all three equal
+     * to its position, so text alone turns as NEOX RoPE. llama.cpp: src/models/qwen2vl.cpp. */
+    {.name = "qwen2vl", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
+     .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qkv_bias = WLM_T_REQ,
+     .rope_sections = WLM_SECTIONS_MROPE},
     /* Qwen3: no biases; RMSNorm of each Q and K head before RoPE; head size from key_length.
      * Qwen3-Reranker: cls.output's two rows over the last token, softmax. */
     {.name = "qwen3", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
@@ -83,7 +90,7 @@ static const wlm_arch ARCHS[] = {
      * norm is named post_attention_norm. llama.cpp: src/models/qwen35.cpp. */
     {.name = "qwen35", .norm = WLM_NORM_RMS, .act = WLM_ACT_SILU, .ffn = WLM_FFN_GATED,
      .qkv = WLM_QKV_SEPARATE, .rope = WLM_ROPE_NEOX, .qk_norm = WLM_T_REQ,
-     .layers = WLM_LAYERS_DELTANET, .attn_gate = 1, .rope_sections = 1,
+     .layers = WLM_LAYERS_DELTANET, .attn_gate = 1, .rope_sections = WLM_SECTIONS_IMROPE,
      .ffn_norm_name = "post_attention_norm"},
     /* LFM2 / LFM2.5 (Liquid): gated short convolutions (B·x through a depthwise causal conv,
      * times C) where the per-layer head_count_kv is 0, GQA attention with Q/K norms and NEOX
@@ -126,6 +133,6 @@ const wlm_arch *wlm_arch_find(const char *name, size_t len) {
 }
 
 const char *wlm_arch_list(void) {
-    return "llama, smollm3, qwen2, qwen3, qwen3moe, gpt-oss, qwen35, lfm2, lfm2moe, gemma3, gemma4, "
+    return "llama, smollm3, qwen2, qwen2vl, qwen3, qwen3moe, gpt-oss, qwen35, lfm2, lfm2moe, gemma3, gemma4, "
            "phi3, gpt2, gemma-embedding, bert, nomic-bert";
 }

@@ -379,15 +379,18 @@ static void attention_run(wlm_context *c, const attention_job *j, uint64_t posit
  * scaled and unscaled frequencies blended by ggml's ramp. Window layers use their own base,
  * unscaled and without factors (llama.cpp's rope_freq_base_train_swa), unless the architecture
  * turns them as the others (swa_rope_same: gpt-oss). */
-/* Multi-section RoPE (ggml's IMROPE, Qwen3.5): pair i belongs to section s = i mod (sum of the
- * four widths) and turns by the time, height or width position when s % 3 is 0, 1 or 2 and s
- * is below three times that section's width, else by the fourth position. For text the first
- * three are the token's position and the fourth is 0: such a pair does not turn (1 here). */
+/* Multi-section RoPE: pair i belongs to sector s = i mod (sum of the four widths). IMROPE
+ * (ggml's, Qwen3.5): it turns by the time, height or width position when s % 3 is 0, 1 or 2 and
+ * s is below three times that section's width, else by the fourth position. MROPE (Qwen2-VL):
+ * sectors [0, w0) by time, the next w1 by height, the next w2 by width, the rest by the fourth.
+ * For text the first three are the token's position and the fourth is 0: such a pair does not
+ * turn (1 here). */
 static int rope_section_still(const wlm_hparams *p, int i) {
     const int32_t *sec = p->rope_sections;
     const int32_t sum = sec[0] + sec[1] + sec[2] + sec[3];
-    if (!p->arch->rope_sections || sum <= 0) return 0;
+    if (p->arch->rope_sections == WLM_SECTIONS_NONE || sum <= 0) return 0;
     const int32_t s = i % sum;
+    if (p->arch->rope_sections == WLM_SECTIONS_MROPE) return s >= sec[0] + sec[1] + sec[2];
     return !((s % 3 == 0 && s < 3 * sec[0]) || (s % 3 == 1 && s < 3 * sec[1]) ||
              (s % 3 == 2 && s < 3 * sec[2]));
 }
@@ -437,16 +440,26 @@ void wlm_rope_init(wlm_context *c) {
     if (p->rope_yarn) c->rope_mscale *= 1.0f + 0.1f * logf(1.0f / p->rope_freq_scale);
 }
 
-/* The cos/sin of `pos` for every RoPE set, into entry slot b of c->rope_cos / rope_sin. */
-static void rope_angles(wlm_context *c, int32_t b, float pos, float mscale) {
+/* The cos/sin of `pos` for every RoPE set, into entry slot b of c->rope_cos / rope_sin. With
+ * rpos (M-RoPE: the entry's temporal, height and width positions) pair i turns by the position
+ * of its section (rope_section_still's sectors: t, h, w, then the fourth, whose pairs have
+ * frequency 0), as ggml's rope_multi with GGML_ROPE_TYPE_MROPE. */
+static void rope_angles(wlm_context *c, int32_t b, float pos, float mscale, const int32_t *rpos) {
     const size_t stride = (size_t)c->rope_half;
+    const int32_t *sec = c->model->hp.rope_sections;
+    const int32_t s01 = sec[0] + sec[1], s012 = s01 + sec[2], sum = s012 + sec[3];
     for (int32_t s = 0; s < c->n_rope_sets; s++) {
         const int half = rope_set_n_rot(&c->model->hp, s) / 2;
         const float *fr = c->rope_freq + (size_t)s * stride;
         float *cs = c->rope_cos + ((size_t)s * (size_t)c->batch_cap + b) * stride;
         float *sn = c->rope_sin + ((size_t)s * (size_t)c->batch_cap + b) * stride;
         for (int i = 0; i < half; i++) {
-            float val = pos * fr[i];
+            float at = pos;
+            if (rpos && sum > 0) {
+                const int32_t k = i % sum;
+                at = (float)(k < sec[0] ? rpos[0] : k < s01 ? rpos[1] : k < s012 ? rpos[2] : 0);
+            }
+            float val = at * fr[i];
             cs[i] = cosf(val);
             sn[i] = sinf(val);
             if (mscale != 1.0f) {
@@ -489,7 +502,7 @@ int wlm_shift_supported(const wlm_model *m, char *err) {
 }
 
 void wlm_rope_shift_prepare(wlm_context *c, int32_t n) {
-    rope_angles(c, 0, -(float)n, 1.0f); /* K already carries the attention factor */
+    rope_angles(c, 0, -(float)n, 1.0f, NULL); /* K already carries the attention factor */
 }
 
 void wlm_rope_shift_k(wlm_context *c, int32_t layer, float *k) {
@@ -775,7 +788,9 @@ void wlm_forward_batch(wlm_context *c, const int32_t *tokens, int32_t n,
         if (p->embd_scale != 1.0f && !c->in_embd)
             for (int i = 0; i < dim; i++) xr[i] *= p->embd_scale;
         /* RoPE angles of this entry's position, shared by every layer and head of a set */
-        if (a->rope != WLM_ROPE_NONE) rope_angles(c, b, (float)c->ent_pos[b], c->rope_mscale);
+        if (a->rope != WLM_ROPE_NONE)
+            rope_angles(c, b, (float)c->ent_pos[b], c->rope_mscale,
+                        c->ent_rpos ? c->ent_rpos + 3 * (size_t)b : NULL);
     }
     if (w->embd_norm) norm_rows(c, x, D, x, D, w->embd_norm, w->embd_norm_b, n);
     if (p->n_ple) ple_inputs(c, tokens, n);

@@ -310,6 +310,32 @@ static int read_kv_heads(wlm_model *m, const wlm_gguf *g, wlm_hparams *hp) {
     return WLM_OK;
 }
 
+/* Multi-section RoPE (arch.c's rope_sections: Qwen3.5's IMROPE, Qwen2-VL's MROPE):
+ * rope.dimension_sections, 3 or 4 widths of rotated pairs (llama.cpp requires the key). */
+static int read_rope_sections(wlm_model *m, const wlm_gguf *g) {
+    wlm_hparams *hp = &m->hp;
+    const wlm_arch *a = hp->arch;
+    char k[96];
+    if (a->rope_sections) {
+        const wlm_gguf_kv *sec = wlm_gguf_find_kv(g, akey(k, sizeof k, a, "rope.dimension_sections"));
+        if (!sec || sec->type != WLM_GGUF_ARRAY || sec->arr.n < 3 || sec->arr.n > 4)
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
+                                 "%s must be an array of 3 or 4 section widths", k);
+        int64_t sum = 0;
+        for (uint64_t i = 0; i < sec->arr.n; i++) {
+            int64_t v;
+            if (wlm_gguf_arr_i64(sec, i, &v) != WLM_OK || v < 0 || v > MAX_DIM)
+                return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s[%d] is not a width in 0..%d",
+                                     k, (int)i, MAX_DIM);
+            hp->rope_sections[i] = (int32_t)v;
+            sum += v;
+        }
+        if (sum == 0)
+            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s adds up to 0", k);
+    }
+    return WLM_OK;
+}
+
 /* The hybrids' layer kinds and recurrent shapes (arch.c's `layers`), into mixer[n_layers]:
  * - Qwen3.5: block_count counts nextn_predict_layers multi-token-prediction blocks at the end,
  *   which plain decoding never runs (dropped here); attention.recurrent_layers (one flag per
@@ -397,23 +423,6 @@ static int read_hybrid(wlm_model *m, const wlm_gguf *g, int32_t *mixer) {
          * whose feed-forward is 8192 wide): the width of the tensors is the one computed. */
         const wlm_gguf_tensor *gate = wlm_gguf_find_tensor(g, "blk.0.ffn_gate.weight");
         if (gate && gate->ne[1] >= 1 && gate->ne[1] <= MAX_HIDDEN) hp->hidden_dim = (int32_t)gate->ne[1];
-    }
-    if (a->rope_sections) {
-        const wlm_gguf_kv *sec = wlm_gguf_find_kv(g, akey(k, sizeof k, a, "rope.dimension_sections"));
-        if (!sec || sec->type != WLM_GGUF_ARRAY || sec->arr.n < 3 || sec->arr.n > 4)
-            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT,
-                                 "%s must be an array of 3 or 4 section widths", k);
-        int64_t sum = 0;
-        for (uint64_t i = 0; i < sec->arr.n; i++) {
-            int64_t v;
-            if (wlm_gguf_arr_i64(sec, i, &v) != WLM_OK || v < 0 || v > MAX_DIM)
-                return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s[%d] is not a width in 0..%d",
-                                     k, (int)i, MAX_DIM);
-            hp->rope_sections[i] = (int32_t)v;
-            sum += v;
-        }
-        if (sum == 0)
-            return wlm_set_error(m->errmsg, WLM_ERR_FORMAT, "%s adds up to 0", k);
     }
     for (int32_t l = 0; l < hp->n_layers; l++) { /* (map_weights lays out KV slots and state) */
         if (mixer[l] == WLM_MIX_ATTN) hp->n_attn_layers++;
@@ -1354,6 +1363,7 @@ static int load_weights(wlm_model *m, const wlm_gguf *g) {
         return wlm_set_error(m->errmsg, WLM_ERR_NOMEM, "out of memory");
     }
     rc = read_hybrid(m, g, mixer);
+    if (rc == WLM_OK) rc = read_rope_sections(m, g);
     if (rc == WLM_OK && m->hp.arch->swa) rc = read_swa(m, g, layer_swa);
     if (rc == WLM_OK && shape) rc = read_per_layer(m, g, layer_swa, shape, shape + L, shape + 2 * L);
     /* llama.cpp caps the logits of a Gemma 3 without sliding windows (final_logit_softcapping) */

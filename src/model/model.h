@@ -28,6 +28,10 @@ enum { WLM_FFN_GATED, WLM_FFN_FUSED_GATE_UP, WLM_FFN_PLAIN }; /* act(gate)·up; 
 enum { WLM_QKV_SEPARATE, WLM_QKV_FUSED, WLM_QKV_EITHER }; /* attn_q/k/v or one attn_qkv */
 enum { WLM_ROPE_NONE, WLM_ROPE_NORM, WLM_ROPE_NEOX }; /* no RoPE; pairs (2i, 2i+1); pairs
                                                    (i, i + n_rot/2) (ggml's GGML_ROPE_TYPE_NEOX) */
+/* Multi-section RoPE (wlm_arch.rope_sections): none; ggml's GGML_ROPE_TYPE_IMROPE (Qwen3.5: pair
+ * i's section is i mod the sum, interleaved t, h, w); GGML_ROPE_TYPE_MROPE (Qwen2-VL: the sections
+ * one after another, t then h then w then the fourth). Rotation is NEOX's in both. */
+enum { WLM_SECTIONS_NONE, WLM_SECTIONS_IMROPE, WLM_SECTIONS_MROPE };
 enum { WLM_T_NO, WLM_T_OPT, WLM_T_REQ };        /* an optional tensor: absent, may be, must be */
 /* How the layers' mixers are chosen (wlm_arch.layers): every layer attention; Qwen3.5's Gated
  * DeltaNet layers with gated attention every full_attention_interval-th layer (or as
@@ -88,9 +92,11 @@ typedef struct wlm_arch {
     int8_t layers;            /* WLM_LAYERS_*: which mixer each layer has (hybrids) */
     int8_t attn_gate;         /* 1: attn_q holds, per head, the query then as many gate rows;
                                  the attention output is multiplied by sigmoid(gate) (Qwen3.5) */
-    int8_t rope_sections;     /* 1: rope.dimension_sections (multi-section RoPE, ggml's IMROPE)
-                                 is required; for text every section but the fourth turns by the
-                                 position, the fourth by 0 */
+    int8_t rope_sections;     /* WLM_SECTIONS_*: rope.dimension_sections (multi-section RoPE)
+                                 is required and says which position each rotated pair turns by
+                                 (ggml's IMROPE interleaves the sections, MROPE lays them out one
+                                 after another); for text the first three positions are the
+                                 token's and the fourth is 0 */
     const char *ffn_norm_name;   /* the pre-feed-forward norm, default "ffn_norm" (Qwen3.5:
                                     "post_attention_norm") */
     const char *final_norm_name; /* the final norm, default "output_norm" (LFM2:
@@ -431,6 +437,14 @@ typedef struct wlm_seq {
                                      cut back, so truncation restores the latest snapshot at or
                                      before the cut and replays the tokens after it */
     int32_t snap_pos[WLM_STATE_SNAPS];
+    int32_t *rnext;               /* M-RoPE models only (arch rope_sections MROPE), else NULL:
+                                     (n_ctx) the temporal RoPE position the token after slot i
+                                     takes. A text token at slot i turns by p = rnext[i - 1] (0
+                                     at slot 0) in every section and sets rnext[i] = p + 1; the
+                                     rows of an image of gw × gh merged tokens placed at p turn
+                                     by (p, p + row, p + column) and set p + max(gw, gh), as
+                                     llama.cpp's mtmd (so slot i and RoPE position part ways
+                                     after an image) */
     int32_t exact;                /* K/V of positions < exact equal a fresh prefill of tokens[]:
                                      n_ctx until a context shift lowers it to its n_keep (later
                                      rows were computed over the discarded tokens) */
@@ -506,6 +520,12 @@ typedef struct wlm_beam_state {
  * gained a little more than 128 but doubled the activations again, which took a 3.8 GB file
  * (Gemma 4 26B-A4B, 6 of 30 blocks) out of wasm32. */
 #define WLM_BATCH_CHUNK_MOE 128
+/* context.c: wlm_eval_embd for an image of gw × gh merged tokens (n = gw·gh rows, raster
+ * order): on an M-RoPE model (qwen2vl) its rows turn by llama.cpp's 2-D positions (see
+ * wlm_seq.rnext); gw = gh = 0, or another model: wlm_eval_embd. */
+int wlm_eval_embd_grid(wlm_context *ctx, int32_t seq, const float *embd, int32_t n,
+                       int32_t n_embd, int32_t non_causal, int32_t gw, int32_t gh);
+
 /* The id a sequence records for a position whose input was an embedding row (wlm_eval_embd):
  * no token, so prompt-cache matching never reuses it. */
 #define WLM_TOKEN_EMBD (-1)
@@ -573,6 +593,11 @@ struct wlm_context {
                                      lists one row per position of its window instead */
     int32_t kb_cap;
     int32_t *ent_seq, *ent_pos;   /* (B) */
+    int32_t *ent_rpos;            /* (B, 3) M-RoPE models only: each entry's temporal, height and
+                                     width positions (wlm_seq.rnext), else NULL */
+    int32_t in_img_gw, in_img_gh; /* wlm_eval_embd on an M-RoPE model: the image's merged grid
+                                     (0: its rows are placed as text tokens are) */
+    int32_t in_img_row;           /* ... and the image row of the next entry */
     int32_t batch_cap;            /* B: entries one forward pass holds (chunk; n_ctx for a
                                      non-causal model, whose sequences pass whole) */
     int32_t chunk;                /* entries per pass of a longer causal batch: WLM_BATCH_CHUNK,

@@ -273,6 +273,29 @@ static int roll_take(wlm_context *c, int32_t seq, int32_t n) {
     return 1;
 }
 
+/* Entry j at slot `slot` of sequence seq on an M-RoPE model: its (t, h, w) RoPE positions and
+ * the sequence's rnext (wlm_seq.rnext); an image row when c->in_img_gw > 0. */
+static void mrope_entry(wlm_context *c, int32_t j, int32_t seq, int32_t slot) {
+    wlm_seq *s = &c->seqs[seq];
+    if (!s->rnext) return;
+    int32_t *r = c->ent_rpos + 3 * (size_t)j;
+    if (c->in_embd && c->in_img_gw > 0) {
+        const int32_t k = c->in_img_row++, gw = c->in_img_gw, gh = c->in_img_gh;
+        const int32_t span = gw > gh ? gw : gh;
+        /* the image's first row starts where a text token would; the others keep that base
+         * (the row before them set base + span) */
+        const int32_t base = k == 0 ? (slot ? s->rnext[slot - 1] : 0) : s->rnext[slot - 1] - span;
+        r[0] = base;
+        r[1] = base + k / gw;
+        r[2] = base + k % gw;
+        s->rnext[slot] = base + span;
+        return;
+    }
+    const int32_t p = slot ? s->rnext[slot - 1] : 0;
+    r[0] = r[1] = r[2] = p;
+    s->rnext[slot] = p + 1;
+}
+
 /* Recomputes sequence seq's state from position `from` (its state, at n_past == from) up to
  * `to`, over its stored tokens, without logits (c->logits and the entries' rows untouched). */
 static int state_replay(wlm_context *c, int32_t seq, int32_t from, int32_t to) {
@@ -287,6 +310,7 @@ static int state_replay(wlm_context *c, int32_t seq, int32_t from, int32_t to) {
         for (int32_t j = 0; j < m; j++) {
             c->ent_seq[j] = seq;
             c->ent_pos[j] = i0 + j;
+            mrope_entry(c, j, seq, i0 + j);
         }
         wlm_forward_batch(c, s->tokens + i0, m, no_logits);
         s->n_past = i0 + m;
@@ -346,6 +370,7 @@ static void context_release(wlm_context *c) {
         for (int32_t i = 0; i < c->n_seq_max; i++) {
             free(c->seqs[i].blocks);
             free(c->seqs[i].tokens);
+            free(c->seqs[i].rnext);
             free(c->seqs[i].state);
             for (int j = 0; j < WLM_STATE_SNAPS; j++) free(c->seqs[i].snap[j]);
         }
@@ -389,6 +414,7 @@ static void context_release(wlm_context *c) {
     free(c->vb);
     free(c->ent_seq);
     free(c->ent_pos);
+    free(c->ent_rpos);
     wlm_deferred_release(c);
     free(c->logits);
     free(c->logit_row);
@@ -553,6 +579,8 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     c->vb = alloc_n((uint64_t)c->kb_cap, sizeof(void *), &total);
     c->ent_seq = alloc_n(B, sizeof(int32_t), &total);
     c->ent_pos = alloc_n(B, sizeof(int32_t), &total);
+    const int mrope = p->arch->rope_sections == WLM_SECTIONS_MROPE;
+    if (mrope) c->ent_rpos = alloc_n(B * 3, sizeof(int32_t), &total);
     c->logits_cap = 1;
     c->logits = alloc_n((uint64_t)p->vocab_size, sizeof(float), &total);
     c->n_entries_cap = 1;
@@ -570,9 +598,11 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     for (int32_t i = 0; ok && i < c->n_seq_max; i++) {
         c->seqs[i].blocks = alloc_n((uint64_t)c->max_blocks, sizeof(int32_t), &total);
         c->seqs[i].tokens = alloc_n((uint64_t)c->n_ctx, sizeof(int32_t), &total);
+        if (mrope) c->seqs[i].rnext = alloc_n((uint64_t)c->n_ctx, sizeof(int32_t), &total);
         c->seqs[i].exact = c->n_ctx;
         for (int j = 0; j < WLM_STATE_SNAPS; j++) c->seqs[i].snap_pos[j] = -1;
-        ok = c->seqs[i].blocks && c->seqs[i].tokens;
+        ok = c->seqs[i].blocks && c->seqs[i].tokens && (c->seqs[i].rnext || !mrope) &&
+             (c->ent_rpos || !mrope);
         c->gens[i].pending = -1;
     }
     /* Non-causal: K and V live for one pass only (llama.cpp keeps no cache for encoders and
@@ -747,6 +777,7 @@ void wlm_seq_fork_internal(wlm_context *c, int32_t src, int32_t dst) {
     d->n_past = s->n_past;
     d->exact = s->exact;
     memcpy(d->tokens, s->tokens, sizeof(int32_t) * (size_t)s->n_past);
+    if (s->rnext) memcpy(d->rnext, s->rnext, sizeof(int32_t) * (size_t)s->n_past);
     for (int j = 0; j < WLM_STATE_SNAPS; j++) d->snap_pos[j] = -1;
     if (s->state && s->n_past > 0) { /* the state is copied, not shared */
         if (state_alloc(c, d) == WLM_OK) memcpy(d->state, s->state, state_bytes(c));
@@ -800,6 +831,13 @@ int wlm_seq_shift_internal(wlm_context *c, int32_t seq, int32_t n_keep, int32_t 
     /* Learned positions and sliding windows cannot be shifted (forward.c says why). */
     int rc = wlm_shift_supported(c->model, c->errmsg);
     if (rc != WLM_OK) return rc;
+    if (s->rnext) /* M-RoPE: text alone turns as NEOX RoPE; an image's rows do not */
+        for (int32_t i = 0; i < s->n_past; i++)
+            if (s->rnext[i] != i + 1)
+                return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
+                                     "context shift is not supported on sequence %d: it holds an "
+                                     "image, whose rows turn by M-RoPE's 2-D positions (llama.cpp "
+                                     "cannot shift M-RoPE models either)", (int)seq);
     if (c->deferred) { /* the backend moves and re-rotates its rows before the next batch */
         int32_t *sh = c->dfr_shift[seq];
         if (sh[1] > 0)
@@ -912,6 +950,7 @@ static int run_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq
             const int32_t sq = SEQ(i0 + j);
             c->ent_seq[j] = sq;
             c->ent_pos[j] = next_pos[sq];
+            mrope_entry(c, j, sq, next_pos[sq]);
             c->seqs[sq].tokens[next_pos[sq]] = tokens[i0 + j];
             next_pos[sq]++;
         }
@@ -1008,6 +1047,11 @@ int wlm_eval(wlm_context *ctx, const int32_t *tokens, int32_t n) {
 
 int wlm_eval_embd(wlm_context *ctx, int32_t seq, const float *embd, int32_t n, int32_t n_embd,
                   int32_t non_causal) {
+    return wlm_eval_embd_grid(ctx, seq, embd, n, n_embd, non_causal, 0, 0);
+}
+
+int wlm_eval_embd_grid(wlm_context *ctx, int32_t seq, const float *embd, int32_t n,
+                       int32_t n_embd, int32_t non_causal, int32_t gw, int32_t gh) {
     if (!ctx) return WLM_ERR_INVALID_ARG;
     ctx->errmsg[0] = '\0';
     wlm_context *c = ctx;
@@ -1015,7 +1059,8 @@ int wlm_eval_embd(wlm_context *ctx, int32_t seq, const float *embd, int32_t n, i
     if (rc == WLM_OK) rc = busy(c);
     if (rc != WLM_OK) return rc;
     const wlm_hparams *p = &c->model->hp;
-    if (!embd || n < 1 || n_embd != p->dim || (non_causal != 0 && non_causal != 1))
+    if (!embd || n < 1 || n_embd != p->dim || (non_causal != 0 && non_causal != 1) || gw < 0 ||
+        gh < 0 || (gw > 0 && (int64_t)gw * gh != n))
         return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                              "wlm_eval_embd: %s (rows %d of width %d; the model's width is %d, "
                              "non_causal %d)", !embd ? "embd is NULL" : "bad arguments", (int)n,
@@ -1057,6 +1102,7 @@ int wlm_eval_embd(wlm_context *ctx, int32_t seq, const float *embd, int32_t n, i
     for (int32_t i = 0; non_causal && i < n; i++) len[i] = end;
     c->ent_len = len;
     c->image_batch = non_causal;
+    c->in_img_gw = gw, c->in_img_gh = gh, c->in_img_row = 0;
     rc = WLM_OK;
     for (int32_t i0 = 0; i0 < n && rc == WLM_OK; i0 += WLM_BATCH_CHUNK) {
         const int32_t m = n - i0 < WLM_BATCH_CHUNK ? n - i0 : WLM_BATCH_CHUNK;
@@ -1066,6 +1112,7 @@ int wlm_eval_embd(wlm_context *ctx, int32_t seq, const float *embd, int32_t n, i
     c->in_embd = NULL;
     c->ent_len = NULL;
     c->image_batch = 0;
+    c->in_img_gw = c->in_img_gh = c->in_img_row = 0;
     free(len), free(tok), free(want);
     return rc;
 }

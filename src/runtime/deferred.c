@@ -37,6 +37,8 @@ int wlm_deferred_record(wlm_context *c, const int32_t *tokens, const int32_t *se
         c->dfr_tok[i] = tokens[i];
         c->dfr_seq[i] = sq;
         c->dfr_pos[i] = s->n_past;
+        /* M-RoPE (text only here: a deferred context takes no image rows) */
+        if (s->rnext) s->rnext[s->n_past] = (s->n_past ? s->rnext[s->n_past - 1] : 0) + 1;
         s->tokens[s->n_past++] = tokens[i];
     }
     c->dfr_n = n;

@@ -243,6 +243,8 @@ int32_t wlm_embed(wlm_context *ctx, const int32_t *tokens, const int32_t *length
             for (int32_t j = 0; j < n; j++) {
                 c->ent_seq[j] = s;
                 c->ent_pos[j] = pos;
+                if (c->ent_rpos) /* M-RoPE: a text token turns by its position in every section */
+                    c->ent_rpos[3 * j] = c->ent_rpos[3 * j + 1] = c->ent_rpos[3 * j + 2] = pos;
                 if (ent_len) ent_len[j] = lengths[t0 + s];
                 c->seqs[s].tokens[pos] = tokens[off + (size_t)(e0 + j)];
                 if (++pos == lengths[t0 + s]) s++, pos = 0;

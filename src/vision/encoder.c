@@ -6,9 +6,10 @@
  * over all patches → output projection → residual; LayerNorm → up → GELU (tanh, fp16-table
  * values, as ggml's CPU backend) / quick GELU / SiLU → down → residual), the final LayerNorm,
  * then average pooling + RMS norm + projection (gemma3) or pixel shuffle + projection
- * (idefics3). Matrix products use the library's weight kernels (kernels/quant.h: every weight
- * type, activations quantized once per product to the type's vec_dot_type) split by rows over
- * the thread pool; per-token work (norms, biases, activations, attention) is split by tokens.
+ * (idefics3); or Qwen2.5-VL's tower (tools/mtmd/models/qwen2vl.cpp: two patch kernels,
+ * RMSNorm blocks with 2-D RoPE and window attention, a SwiGLU MLP) and its 2×2 merger. Matrix
+ * products use the library's weight kernels (kernels/quant.h: every weight type, activations
+ * quantized once per product to the type's vec_dot_type) split by rows over the thread pool; per-token work (norms, biases, activations, attention) is split by tokens.
  * Threads never change a result: every row and token is computed as on one thread.
  */
 #include <math.h>
@@ -129,7 +130,7 @@ static int matmul(venc *e, float *out, const wlm_tensor *t, const float *x, int3
 
 /* ---- per-token work ----------------------------------------------------------------------- */
 
-enum { OP_LN, OP_LN_EPS5, OP_BIAS, OP_BIAS_ACT, OP_BIAS_GELU, OP_RESID };
+enum { OP_LN, OP_LN_EPS5, OP_BIAS, OP_BIAS_ACT, OP_BIAS_GELU, OP_RESID, OP_RMS, OP_SWIGLU, OP_ADD };
 
 typedef struct tok_job {
     const venc *e;
@@ -167,6 +168,22 @@ static void tok_chunk(void *arg, int32_t i, int32_t n) {
             if (j->b)
                 for (int32_t c = 0; c < j->len; c++) x[c] += j->b[c];
             break;
+        case OP_RMS: /* Qwen's norms: RMSNorm × w (+ b when the file has one) */
+            j->e->k->rmsnorm(x, j->y + (size_t)b * j->len, j->w, j->len, j->e->v->eps);
+            if (j->b)
+                for (int32_t c = 0; c < j->len; c++) x[c] += j->b[c];
+            break;
+        case OP_SWIGLU: { /* x = silu(x + b) ⊙ (y + w): the gate and up projections' biases */
+            float *y = (float *)j->y + (size_t)b * j->len;
+            for (int32_t c = 0; c < j->len; c++) x[c] += j->b[c], y[c] += j->w[c];
+            j->e->k->swiglu(x, y, j->len);
+            break;
+        }
+        case OP_ADD: {
+            const float *y = j->y + (size_t)b * j->len;
+            for (int32_t c = 0; c < j->len; c++) x[c] += y[c];
+            break;
+        }
         case OP_BIAS_ACT:
             for (int32_t c = 0; c < j->len; c++) x[c] += j->b[c];
             if (act == WLM_VACT_GELU) {
@@ -198,6 +215,8 @@ typedef struct att_job {
     float *scratch;    /* (threads, per) */
     size_t per;
     int32_t n;
+    const int32_t *win; /* (n, 2) or NULL: token t attends to tokens win[2t] ..
+                           win[2t] + win[2t+1] - 1 (its window) */
 } att_job;
 
 static void att_chunk(void *arg, int32_t i, int32_t n) {
@@ -205,10 +224,124 @@ static void att_chunk(void *arg, int32_t i, int32_t n) {
     const wlm_vision *v = j->e->v;
     const int32_t W = v->n_embd, hd = W / v->n_heads;
     const int32_t b0 = (int32_t)((int64_t)j->n * i / n), b1 = (int32_t)((int64_t)j->n * (i + 1) / n);
-    const float *kb[1] = {j->k}, *vb[1] = {j->v};
-    for (int32_t t = b0; t < b1; t++)
-        j->e->k->attention(j->out + (size_t)t * W, j->q + (size_t)t * W, kb, vb, j->n, j->n, 0,
+    for (int32_t t = b0; t < b1; t++) {
+        const int32_t k0 = j->win ? j->win[2 * t] : 0, nk = j->win ? j->win[2 * t + 1] : j->n;
+        const float *kb[1] = {j->k + (size_t)k0 * W}, *vb[1] = {j->v + (size_t)k0 * W};
+        j->e->k->attention(j->out + (size_t)t * W, j->q + (size_t)t * W, kb, vb, nk, nk, 0,
                            v->n_heads, 1, hd, W, j->scratch + (size_t)i * j->per);
+    }
+}
+
+/* ---- Qwen2.5-VL's tower -------------------------------------------------------------------- */
+
+/* 2-D RoPE of Q and K (ggml's rope_multi, GGML_ROPE_TYPE_VISION, base 10000, n_dims = hd/2,
+ * sections hd/4 each): pair i of a head (dimensions i and i + hd/2) turns by the patch's row
+ * times 10000^(-2i/(hd/2)) for i < hd/4 and by its column times 10000^(-2(i-hd/4)/(hd/2)) for the
+ * second quarter; the frequencies as ggml forms them, a running product of powf(10000,
+ * -2/(hd/2)) from the position. */
+typedef struct rope_job {
+    const venc *e;
+    float *q, *k;
+    const int32_t *pos; /* (n, 2): row, column */
+    int32_t n;
+} rope_job;
+
+static void rope_chunk(void *arg, int32_t i, int32_t n) {
+    const rope_job *j = arg;
+    const wlm_vision *v = j->e->v;
+    const int32_t W = v->n_embd, hd = W / v->n_heads, half = hd / 2, quarter = hd / 4;
+    const int32_t b0 = (int32_t)((int64_t)j->n * i / n), b1 = (int32_t)((int64_t)j->n * (i + 1) / n);
+    const float scale = powf(10000.0f, -2.0f / (float)half);
+    float cs[WLM_VISION_MAX_HEAD / 2], sn[WLM_VISION_MAX_HEAD / 2];
+    for (int32_t t = b0; t < b1; t++) {
+        for (int a = 0; a < 2; a++) {
+            float theta = (float)j->pos[2 * t + a];
+            for (int32_t p = 0; p < quarter; p++) {
+                cs[a * quarter + p] = cosf(theta);
+                sn[a * quarter + p] = sinf(theta);
+                theta *= scale;
+            }
+        }
+        j->e->k->rope_neox(j->q + (size_t)t * W, v->n_heads, hd, hd, cs, sn);
+        j->e->k->rope_neox(j->k + (size_t)t * W, v->n_heads, hd, hd, cs, sn);
+    }
+}
+
+/* The order of the patches through the tower: 2×2 merge groups in raster order of the groups
+ * (each group's patches row by row), the groups then reordered window by window (windows of
+ * g = window / P / 2 groups a side, raster order; each window's groups raster order), as
+ * clip.cpp's window_idx / inv_window_idx. perm[i] = the raster index (over the GW/2 × GH/2 group
+ * grid) of the i-th group; pos (N, 2) = each patch's row and column; win (N, 2) = each patch's
+ * window (first patch, count), as the window mask allows. */
+static void qwen_layout(const wlm_vision *v, int32_t GW, int32_t GH, int32_t *perm, int32_t *pos,
+                        int32_t *win) {
+    const int32_t pw = GW / 2, ph = GH / 2, g = v->window / v->patch_size / 2;
+    int32_t dst = 0;
+    for (int32_t y = 0; y < ph; y += g)
+        for (int32_t x = 0; x < pw; x += g) {
+            const int32_t wh = g < ph - y ? g : ph - y, ww = g < pw - x ? g : pw - x, d0 = dst;
+            for (int32_t dy = 0; dy < wh; dy++)
+                for (int32_t dx = 0; dx < ww; dx++) perm[dst++] = (y + dy) * pw + (x + dx);
+            for (int32_t t = 4 * d0; t < 4 * dst; t++)
+                win[2 * t] = 4 * d0, win[2 * t + 1] = 4 * (dst - d0);
+        }
+    for (int32_t i = 0; i < pw * ph; i++)
+        for (int32_t k = 0; k < 4; k++) {
+            pos[2 * (4 * i + k)] = 2 * (perm[i] / pw) + k / 2;
+            pos[2 * (4 * i + k) + 1] = 2 * (perm[i] % pw) + k % 2;
+        }
+}
+
+/* Qwen2.5-VL's tower over one piece: the final-normed patches in the tower's order into h (N, W)
+ * (x, q, kk, vv: (N, W) scratch; f, g: (N, max(F, 3·P·P)) scratch). perm: as qwen_layout. */
+static int qwen_tower(venc *e, const float *pixels, int pw, int ph, float *x, float *h, float *q,
+                      float *kk, float *vv, float *f, float *g, float *scratch, size_t per,
+                      int32_t *perm) {
+    wlm_vision *v = e->v;
+    const int32_t P = v->patch_size, GW = pw / P, GH = ph / P, N = GW * GH, W = v->n_embd;
+    const int32_t F = v->n_ff, K = 3 * P * P;
+    int32_t *pos = malloc((size_t)N * 2 * sizeof *pos), *win = malloc((size_t)N * 2 * sizeof *win);
+    int rc = WLM_ERR_NOMEM;
+    if (!pos || !win) goto done;
+    qwen_layout(v, GW, GH, perm, pos, win);
+    for (int32_t t = 0; t < N; t++) { /* patch rows (c, ky, kx), in the tower's order */
+        float *row = f + (size_t)t * K;
+        const int32_t py = pos[2 * t], px = pos[2 * t + 1];
+        for (int c = 0; c < 3; c++)
+            for (int32_t ky = 0; ky < P; ky++)
+                for (int32_t kx = 0; kx < P; kx++)
+                    *row++ = pixels[((size_t)c * ph + (size_t)(py * P + ky)) * pw + (size_t)(px * P + kx)];
+    }
+    /* the two kernels of the temporal patch, each over the same still image, added */
+    if ((rc = matmul(e, x, &v->patch, f, N)) || (rc = matmul(e, q, &v->patch1, f, N))) goto done;
+    per_token(e, OP_ADD, x, q, NULL, NULL, W, N);
+    if (v->pre_w) per_token(e, OP_RMS, x, x, v->pre_w, v->pre_b, W, N);
+    for (int32_t l = 0; l < v->n_layers; l++) {
+        const wlm_vision_layer *L = &v->layers[l];
+        const int full = v->n_wa_pattern <= 0 || (l + 1) % v->n_wa_pattern == 0;
+        per_token(e, OP_RMS, h, x, L->ln1_w, L->ln1_b, W, N);
+        if ((rc = matmul(e, q, &L->q, h, N)) || (rc = matmul(e, kk, &L->k, h, N)) ||
+            (rc = matmul(e, vv, &L->v, h, N)))
+            goto done;
+        per_token(e, OP_BIAS, q, NULL, NULL, L->q_b, W, N);
+        per_token(e, OP_BIAS, kk, NULL, NULL, L->k_b, W, N);
+        per_token(e, OP_BIAS, vv, NULL, NULL, L->v_b, W, N);
+        rope_job r = {e, q, kk, pos, N};
+        wlm_pool_run(e->pool, rope_chunk, &r, e->threads < N ? e->threads : N);
+        att_job a = {e, h, q, kk, vv, scratch, per, N, full ? NULL : win};
+        wlm_pool_run(e->pool, att_chunk, &a, e->threads < N ? e->threads : N);
+        if ((rc = matmul(e, q, &L->o, h, N))) goto done;
+        per_token(e, OP_RESID, x, q, NULL, L->o_b, W, N);
+        per_token(e, OP_RMS, h, x, L->ln2_w, L->ln2_b, W, N);
+        if ((rc = matmul(e, f, &L->gate, h, N)) || (rc = matmul(e, g, &L->up, h, N))) goto done;
+        per_token(e, OP_SWIGLU, f, g, L->up_b, L->gate_b, F, N);
+        if ((rc = matmul(e, q, &L->down, f, N))) goto done;
+        per_token(e, OP_RESID, x, q, NULL, L->down_b, W, N);
+    }
+    per_token(e, OP_RMS, h, x, v->post_w, v->post_b, W, N);
+done:
+    free(pos), free(win);
+    return rc;
 }
 
 /* ---- the pass ----------------------------------------------------------------------------- */
@@ -278,16 +411,26 @@ int wlm_vision_encode_piece(wlm_vision *v, const float *pixels, int pw, int ph, 
     if ((size_t)Hd > widest * (size_t)(s * s)) widest = ((size_t)Hd + (size_t)(s * s) - 1) / (size_t)(s * s);
     const size_t big = (size_t)N * widest;
     const size_t per = wlm_attention_scratch(v->n_heads, N, W / v->n_heads);
+    const int qwen = v->row->tower == WLM_TOWER_QWEN25;
     const int G0 = v->image_size / P; /* the learned positions' side */
-    const int resize_pos = v->row->dyn_min_tokens && (GW != G0 || GH != G0);
+    const int resize_pos = !qwen && v->row->dyn_min_tokens && (GW != G0 || GH != G0);
     float *x = malloc(nw * sizeof *x), *h = malloc(nw * sizeof *h), *q = malloc(nw * sizeof *q);
     float *kk = malloc(nw * sizeof *kk), *vv = malloc(nw * sizeof *vv);
     float *f = malloc(big * sizeof *f);
     float *scratch = malloc((size_t)e.threads * per * sizeof *scratch);
     float *pos = resize_pos ? malloc(nw * sizeof *pos) : NULL;
+    float *g = qwen ? malloc((size_t)N * (size_t)F * sizeof *g) : NULL; /* the MLP's up rows */
+    int32_t *perm = qwen ? malloc((size_t)(N / 4) * sizeof *perm) : NULL;
     int rc = WLM_ERR_NOMEM;
-    if (!x || !h || !q || !kk || !vv || !f || !scratch || (resize_pos && !pos)) goto done;
+    if (!x || !h || !q || !kk || !vv || !f || !scratch || (resize_pos && !pos) ||
+        (qwen && (!g || !perm)))
+        goto done;
     if (resize_pos) wlm_resize_positions(v->pos, G0, W, pos, GW, GH);
+    if (qwen) {
+        rc = qwen_tower(&e, pixels, pw, ph, x, h, q, kk, vv, f, g, scratch, per, perm);
+        if (rc) goto done;
+        goto project;
+    }
 
     /* patches: row p = (c, ky, kx) of patch p, raster order */
     for (int32_t py = 0; py < GH; py++)
@@ -310,7 +453,7 @@ int wlm_vision_encode_piece(wlm_vision *v, const float *pixels, int pw, int ph, 
         per_token(&e, OP_BIAS, q, NULL, NULL, L->q_b, W, N);
         per_token(&e, OP_BIAS, kk, NULL, NULL, L->k_b, W, N);
         per_token(&e, OP_BIAS, vv, NULL, NULL, L->v_b, W, N);
-        att_job a = {&e, h, q, kk, vv, scratch, per, N};
+        att_job a = {&e, h, q, kk, vv, scratch, per, N, NULL};
         wlm_pool_run(pool, att_chunk, &a, e.threads < N ? e.threads : N);
         if ((rc = matmul(&e, q, &L->o, h, N))) goto done;
         per_token(&e, OP_RESID, x, q, NULL, L->o_b, W, N);
@@ -322,9 +465,12 @@ int wlm_vision_encode_piece(wlm_vision *v, const float *pixels, int pw, int ph, 
     }
     per_token(&e, OP_LN, h, x, v->post_w, v->post_b, W, N);
 
+project:;
     /* the projector: merge the GW×GH grid into gx×gy tokens, then project */
     const int32_t gx = GW / s, gy = GH / s, T = gx * gy;
-    if (v->row->merge == WLM_MERGE_AVG_POOL) {
+    if (qwen) { /* the tower's order already holds each 2×2 group's patches together */
+        memcpy(x, h, nw * sizeof *x);
+    } else if (v->row->merge == WLM_MERGE_AVG_POOL) {
         for (int32_t R = 0; R < gy; R++)
             for (int32_t C = 0; C < gx; C++) {
                 float *o = x + ((size_t)R * gx + C) * W;
@@ -353,13 +499,26 @@ int wlm_vision_encode_piece(wlm_vision *v, const float *pixels, int pw, int ph, 
     /* 2-layer MLP: (in → hidden) + bias, GELU, (hidden → D) + bias */
     if ((rc = matmul(&e, f, &v->proj, x, T))) goto done;
     per_token(&e, OP_BIAS_GELU, f, NULL, NULL, v->proj_b, Hd, T);
-    if ((rc = matmul(&e, out, &v->proj2, f, T))) goto done;
-    per_token(&e, OP_BIAS, out, NULL, NULL, v->proj2_b, v->proj_dim, T);
+    if (!qwen) {
+        if ((rc = matmul(&e, out, &v->proj2, f, T))) goto done;
+        per_token(&e, OP_BIAS, out, NULL, NULL, v->proj2_b, v->proj_dim, T);
+    } else { /* the groups back from the windows' order to raster order */
+        float *o = malloc((size_t)T * (size_t)v->proj_dim * sizeof *o);
+        rc = o ? matmul(&e, o, &v->proj2, f, T) : WLM_ERR_NOMEM;
+        if (!rc) {
+            per_token(&e, OP_BIAS, o, NULL, NULL, v->proj2_b, v->proj_dim, T);
+            for (int32_t i = 0; i < T; i++)
+                memcpy(out + (size_t)perm[i] * v->proj_dim, o + (size_t)i * v->proj_dim,
+                       (size_t)v->proj_dim * sizeof *out);
+        }
+        free(o);
+    }
 done:
     if (rc == WLM_ERR_NOMEM)
         wlm_errorf(v->errmsg, sizeof v->errmsg, rc, "image: out of memory in the vision encoder");
     else if (rc)
         wlm_errorf(v->errmsg, sizeof v->errmsg, rc, "image: a weight type the encoder cannot use");
     free(x), free(h), free(q), free(kk), free(vv), free(f), free(scratch), free(pos), free(e.xq);
+    free(g), free(perm);
     return rc;
 }

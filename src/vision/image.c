@@ -51,7 +51,8 @@ int wlm_image_encode(wlm_vision *v, const uint8_t *rgb, int32_t width, int32_t h
         free(embd);
         return rc;
     }
-    *out = (wlm_image_embd){n_tokens, D, pieces, pieces > 1 ? tpp : last, cols, rows, last, embd};
+    *out = (wlm_image_embd){n_tokens, D, pieces, pieces > 1 ? tpp : last, cols, rows, last, embd,
+                            lw / P / s, lh / P / s};
     v->errmsg[0] = 0;
     return WLM_OK;
 }

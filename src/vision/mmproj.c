@@ -1,8 +1,8 @@
 /*
  * mmproj.c — loading llama.cpp's mmproj GGUF (general.architecture "clip") into a wlm_vision:
- * the projector table, the clip.* / clip.vision.* keys, and the SigLIP tower's and projector's
- * tensors (matrices as views into the file, vectors converted to float copies). Every missing or
- * misshapen key or tensor is WLM_ERR_FORMAT naming it; a projector type not in the table is
+ * the projector table, the clip.* / clip.vision.* keys, and the SigLIP (or Qwen2.5-VL) tower's
+ * and projector's tensors (matrices as views into the file, vectors converted to float copies).
+ * Every missing or misshapen key or tensor is WLM_ERR_FORMAT naming it; a projector type not in the table is
  * WLM_ERR_UNSUPPORTED naming it. Nothing here computes: see encoder.c and preprocess.c.
  * Keys and tensor names follow llama.cpp's tools/mtmd/clip-impl.h and clip.cpp (load_hparams,
  * load_tensors).
@@ -45,6 +45,17 @@ static const wlm_projector_row PROJECTORS[] = {
      .proj2_b = "mm.2.bias", .img_begin = "<|image_start|>", .img_end = "<|image_end|>",
      .non_causal = 0, .tile_size = 512, .min_tiles = 2, .max_tiles = 10,
      .tile_fmt = "<|img_row_%d_col_%d|>", .thumb_begin = "<|img_thumbnail|>"},
+    /* Qwen2.5-VL: its own ViT (vision.h, WLM_TOWER_QWEN25); one piece of the image's own
+     * aspect, smart-resized to sides that are multiples of P·2 within 8..4096 merged tokens
+     * (llama.cpp's set_limit_image_tokens(8, 4096)); the 2×2 groups of patches concatenated
+     * (clip.vision.spatial_merge_size, 2 when absent; llama.cpp's graph takes 2 only), then
+     * mm.0 → GELU → mm.2, both with biases. In the text model the rows sit between
+     * <|vision_start|> and <|vision_end|>, causal, with 2-D M-RoPE positions. */
+    {.name = "qwen2.5vl_merger", .tower = WLM_TOWER_QWEN25, .merge = WLM_MERGE_PIXEL_SHUFFLE,
+     .resize = WLM_RESIZE_BICUBIC, .letterbox = 0, .tiles = 0, .dyn_min_tokens = 8,
+     .dyn_max_tokens = 4096, .default_scale = 2, .proj = "mm.0.weight", .proj_b = "mm.0.bias",
+     .proj2 = "mm.2.weight", .proj2_b = "mm.2.bias", .img_begin = "<|vision_start|>",
+     .img_end = "<|vision_end|>", .non_causal = 0, .mrope = 1},
 };
 #define N_PROJECTORS (sizeof PROJECTORS / sizeof PROJECTORS[0])
 
@@ -55,7 +66,7 @@ const wlm_projector_row *wlm_projector_find(const char *name, size_t len) {
     return NULL;
 }
 
-const char *wlm_projector_names(void) { return "gemma3, idefics3, lfm2"; }
+const char *wlm_projector_names(void) { return "gemma3, idefics3, lfm2, qwen2.5vl_merger"; }
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
@@ -200,14 +211,35 @@ static int load_hparams(wlm_vision *v) {
     /* llama.cpp: use_gelu → GELU, else use_silu → SiLU, else quick GELU */
     v->act = gelu ? WLM_VACT_GELU : silu ? WLM_VACT_SILU : WLM_VACT_GELU_QUICK;
 
-    const wlm_gguf_kv *sf = wlm_gguf_find_kv(g, "clip.vision.projector.scale_factor");
+    const int qwen = v->row->tower == WLM_TOWER_QWEN25;
+    const char *scale_key = qwen ? "clip.vision.spatial_merge_size" : "clip.vision.projector.scale_factor";
+    const wlm_gguf_kv *sf = wlm_gguf_find_kv(g, scale_key);
     if (sf) {
-        if ((rc = get_u32(v, "clip.vision.projector.scale_factor", 1, 64, &v->scale))) return rc;
+        if ((rc = get_u32(v, scale_key, 1, 64, &v->scale))) return rc;
     } else if (v->row->default_scale) {
         v->scale = v->row->default_scale;
     } else {
         return ERR(WLM_ERR_FORMAT, "mmproj: clip.vision.projector.scale_factor is missing "
                                    "(projector '%s' needs it)", v->row->name);
+    }
+    if (qwen) {
+        if (v->scale != 2) /* llama.cpp's qwen2vl graph merges 2×2 groups, whatever the key says */
+            return ERR(WLM_ERR_UNSUPPORTED, "mmproj: spatial_merge_size %d is not supported "
+                                            "(qwen2.5vl merges 2×2 patches)", v->scale);
+        if ((rc = get_u32(v, "clip.vision.n_wa_pattern", 0, WLM_VISION_MAX_LAYERS, &v->n_wa_pattern)))
+            return rc;
+        v->window = 112; /* llama.cpp's default when clip.vision.window_size is absent */
+        if (wlm_gguf_find_kv(g, "clip.vision.window_size") &&
+            (rc = get_u32(v, "clip.vision.window_size", 1, WLM_VISION_MAX_IMAGE_SIZE, &v->window)))
+            return rc;
+        if (v->window / v->patch_size / 2 < 1)
+            return ERR(WLM_ERR_FORMAT, "mmproj: window_size %d is smaller than one 2×2 group of "
+                                       "%d-pixel patches", v->window, v->patch_size);
+        if ((v->n_embd / v->n_heads) % 4 || v->n_embd / v->n_heads > WLM_VISION_MAX_HEAD)
+            return ERR(WLM_ERR_FORMAT, "mmproj: head size %d is not a multiple of 4 within "
+                                       "4..%d (2-D RoPE turns a quarter of each head's pairs by "
+                                       "each axis)", v->n_embd / v->n_heads,
+                       WLM_VISION_MAX_HEAD);
     }
     v->longest_edge = 0;
     if (v->row->tiles && wlm_gguf_find_kv(g, "clip.vision.preproc_image_size") &&
@@ -244,25 +276,75 @@ static int load_hparams(wlm_vision *v) {
     return WLM_OK;
 }
 
-static int load_tensors(wlm_vision *v) {
-    const int64_t W = v->n_embd, F = v->n_ff, P = v->patch_size;
-    const int64_t N = (int64_t)(v->image_size / P) * (v->image_size / P);
-    int rc;
-    /* the patch kernel [P, P, 3, W]: W rows of 3·P·P in (c, ky, kx) order */
-    const wlm_gguf_tensor *pt = wlm_gguf_find_tensor(&v->gguf, "v.patch_embd.weight");
-    if (!pt) return ERR(WLM_ERR_FORMAT, "mmproj: tensor 'v.patch_embd.weight' is missing");
+/* A patch kernel [P, P, 3, W]: W rows of 3·P·P in (c, ky, kx) order. */
+static int load_patch(wlm_vision *v, const char *name, wlm_tensor *out) {
+    const int64_t W = v->n_embd, P = v->patch_size;
+    const wlm_gguf_tensor *pt = wlm_gguf_find_tensor(&v->gguf, name);
+    if (!pt) return ERR(WLM_ERR_FORMAT, "mmproj: tensor '%s' is missing", name);
     if (pt->ne[0] != P || pt->ne[1] != P || pt->ne[2] != 3 || pt->ne[3] != W)
-        return ERR(WLM_ERR_FORMAT, "mmproj: tensor 'v.patch_embd.weight' has shape [%lld, %lld, "
-                   "%lld, %lld], expected [%lld, %lld, 3, %lld]", (long long)pt->ne[0],
+        return ERR(WLM_ERR_FORMAT, "mmproj: tensor '%s' has shape [%lld, %lld, %lld, %lld], "
+                   "expected [%lld, %lld, 3, %lld]", name, (long long)pt->ne[0],
                    (long long)pt->ne[1], (long long)pt->ne[2], (long long)pt->ne[3], (long long)P,
                    (long long)P, (long long)W);
     const wlm_type_traits *ptr = wlm_type_get(pt->type);
     const size_t prb = wlm_row_bytes(pt->type, 3 * P * P);
     if (!ptr->name || !ptr->supported || !pt->data || !prb)
-        return ERR(WLM_ERR_UNSUPPORTED, "mmproj: tensor 'v.patch_embd.weight' has type %s (%d), "
-                   "not supported for a %lld-element kernel", ptr->name ? ptr->name : "unknown",
+        return ERR(WLM_ERR_UNSUPPORTED, "mmproj: tensor '%s' has type %s (%d), not supported for "
+                   "a %lld-element kernel", name, ptr->name ? ptr->name : "unknown",
                    (int)pt->type, (long long)(3 * P * P));
-    v->patch = (wlm_tensor){pt->type, (int32_t)W, (int32_t)(3 * P * P), prb, pt->data};
+    *out = (wlm_tensor){pt->type, (int32_t)W, (int32_t)(3 * P * P), prb, pt->data};
+    return WLM_OK;
+}
+
+/* Qwen2.5-VL's tower (vision.h, WLM_TOWER_QWEN25): two patch kernels, RMSNorms (biases
+ * optional, as llama.cpp's build_norm takes them), Q/K/V/O and the SwiGLU MLP with biases. */
+static int load_qwen_tower(wlm_vision *v) {
+    const int64_t W = v->n_embd, F = v->n_ff;
+    int rc;
+    if ((rc = load_patch(v, "v.patch_embd.weight", &v->patch)) ||
+        (rc = load_patch(v, "v.patch_embd.weight.1", &v->patch1)) ||
+        (rc = load_vec_opt(v, "v.pre_ln.weight", W, &v->pre_w)) ||
+        (rc = load_vec_opt(v, "v.pre_ln.bias", W, &v->pre_b)))
+        return rc;
+    v->layers = calloc((size_t)v->n_layers, sizeof *v->layers);
+    if (!own(v, v->layers)) return ERR(WLM_ERR_NOMEM, "mmproj: out of memory");
+    char name[96];
+#define NAME(fmt) (snprintf(name, sizeof name, "v.blk.%d." fmt, l), name)
+    for (int l = 0; l < v->n_layers; l++) {
+        wlm_vision_layer *L = &v->layers[l];
+        if ((rc = load_vec(v, NAME("ln1.weight"), W, &L->ln1_w)) ||
+            (rc = load_vec_opt(v, NAME("ln1.bias"), W, &L->ln1_b)) ||
+            (rc = load_vec(v, NAME("ln2.weight"), W, &L->ln2_w)) ||
+            (rc = load_vec_opt(v, NAME("ln2.bias"), W, &L->ln2_b)) ||
+            (rc = load_mat(v, NAME("attn_q.weight"), W, W, &L->q)) ||
+            (rc = load_mat(v, NAME("attn_k.weight"), W, W, &L->k)) ||
+            (rc = load_mat(v, NAME("attn_v.weight"), W, W, &L->v)) ||
+            (rc = load_mat(v, NAME("attn_out.weight"), W, W, &L->o)) ||
+            (rc = load_vec(v, NAME("attn_q.bias"), W, &L->q_b)) ||
+            (rc = load_vec(v, NAME("attn_k.bias"), W, &L->k_b)) ||
+            (rc = load_vec(v, NAME("attn_v.bias"), W, &L->v_b)) ||
+            (rc = load_vec(v, NAME("attn_out.bias"), W, &L->o_b)) ||
+            (rc = load_mat(v, NAME("ffn_gate.weight"), W, F, &L->gate)) ||
+            (rc = load_mat(v, NAME("ffn_up.weight"), W, F, &L->up)) ||
+            (rc = load_mat(v, NAME("ffn_down.weight"), F, W, &L->down)) ||
+            (rc = load_vec(v, NAME("ffn_gate.bias"), F, &L->gate_b)) ||
+            (rc = load_vec(v, NAME("ffn_up.bias"), F, &L->up_b)) ||
+            (rc = load_vec(v, NAME("ffn_down.bias"), W, &L->down_b)))
+            return rc;
+    }
+#undef NAME
+    if ((rc = load_vec(v, "v.post_ln.weight", W, &v->post_w)) ||
+        (rc = load_vec_opt(v, "v.post_ln.bias", W, &v->post_b)))
+        return rc;
+    return WLM_OK;
+}
+
+/* The SigLIP tower: the patch kernel + bias, learned positions, LayerNorm blocks. */
+static int load_siglip_tower(wlm_vision *v) {
+    const int64_t W = v->n_embd, F = v->n_ff, P = v->patch_size;
+    const int64_t N = (int64_t)(v->image_size / P) * (v->image_size / P);
+    int rc;
+    if ((rc = load_patch(v, "v.patch_embd.weight", &v->patch))) return rc;
     if ((rc = load_vec(v, "v.patch_embd.bias", W, &v->patch_b))) return rc;
     {
         const wlm_gguf_tensor *t = NULL;
@@ -309,6 +391,13 @@ static int load_tensors(wlm_vision *v) {
     if ((rc = load_vec(v, "v.post_ln.weight", W, &v->post_w)) ||
         (rc = load_vec(v, "v.post_ln.bias", W, &v->post_b)))
         return rc;
+    return WLM_OK;
+}
+
+static int load_tensors(wlm_vision *v) {
+    const int64_t W = v->n_embd;
+    int rc = v->row->tower == WLM_TOWER_QWEN25 ? load_qwen_tower(v) : load_siglip_tower(v);
+    if (rc) return rc;
 
     /* the projector */
     const wlm_projector_row *r = v->row;

@@ -35,11 +35,20 @@ static double triangle(double x) { /* Pillow's bilinear filter */
     return x < 1.0 ? 1.0 - x : 0.0;
 }
 
+static double bicubic(double x) { /* Pillow's bicubic filter: Keys' cubic with a = -0.5 */
+    const double a = -0.5;
+    if (x < 0.0) x = -x;
+    if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+    if (x < 2.0) return (((x - 5.0) * x + 8.0) * x - 4.0) * a;
+    return 0.0;
+}
+
 typedef struct lz_filter {
     double (*fn)(double);
     double support;
 } lz_filter;
-static const lz_filter LANCZOS3 = {lanczos3, 3.0}, TRIANGLE = {triangle, 1.0};
+static const lz_filter LANCZOS3 = {lanczos3, 3.0}, TRIANGLE = {triangle, 1.0},
+                       BICUBIC = {bicubic, 2.0};
 
 /* Per output pixel: the first input index, the tap count and ksize fixed-point weights. Returns
  * ksize, or 0 when out of memory. */
@@ -132,6 +141,18 @@ int wlm_resize_lanczos3(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw
 int wlm_resize_bilinear_pillow(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh,
                                uint8_t *tmp) {
     return pillow_resize(&TRIANGLE, src, sw, sh, dst, dw, dh, tmp);
+}
+
+int wlm_resize_bicubic_pillow(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh,
+                              uint8_t *tmp) {
+    return pillow_resize(&BICUBIC, src, sw, sh, dst, dw, dh, tmp);
+}
+
+/* The row's resampling filter (preprocess_dynamic): bicubic, or bilinear. */
+static int row_resize(const wlm_vision *v, const uint8_t *src, int sw, int sh, uint8_t *dst,
+                      int dw, int dh, uint8_t *tmp) {
+    if (v->row->resize == WLM_RESIZE_BICUBIC) return wlm_resize_bicubic_pillow(src, sw, sh, dst, dw, dh, tmp);
+    return wlm_resize_bilinear_pillow(src, sw, sh, dst, dw, dh, tmp);
 }
 
 /* ---- per projector ------------------------------------------------------------------------ */
@@ -367,9 +388,27 @@ static int preprocess_dynamic(wlm_vision *v, const uint8_t *rgb, int w, int h, f
         if (!ok) return wlm_errorf(v->errmsg, sizeof v->errmsg, WLM_ERR_NOMEM, "image: out of memory");
     }
     wlm_vision_piece_size(v, w, h, &pw, &ph);
-    uint8_t *r = malloc((size_t)pw * ph * 3), *tmp = malloc((size_t)pw * h * 3);
-    const int ok = r && tmp && wlm_resize_bilinear_pillow(rgb, w, h, r, pw, ph, tmp);
+    /* stretched to the piece, or (dyn_pad) resized with the aspect kept, sides ceil'd, and
+     * centred on black (mtmd's img_tool::resize, PAD_CEIL); the same size: copied */
+    int nw = pw, nh = ph;
+    if (v->row->dyn_pad && (w != pw || h != ph)) {
+        const float sx = (float)pw / (float)w, sy = (float)ph / (float)h, sc = sx < sy ? sx : sy;
+        nw = (int)ceilf((float)w * sc), nh = (int)ceilf((float)h * sc);
+        if (nw > pw) nw = pw;
+        if (nh > ph) nh = ph;
+        if (nw < 1) nw = 1;
+        if (nh < 1) nh = 1;
+    }
+    uint8_t *r = calloc((size_t)pw * ph * 3, 1), *tmp = malloc((size_t)nw * h * 3);
+    uint8_t *s = nw == pw && nh == ph ? r : malloc((size_t)nw * nh * 3);
+    const int ok = r && tmp && s && row_resize(v, rgb, w, h, s, nw, nh, tmp);
+    if (ok && s != r) {
+        const int ox = (pw - nw) / 2, oy = (ph - nh) / 2;
+        for (int y = 0; y < nh; y++)
+            memcpy(r + ((size_t)(y + oy) * pw + (size_t)ox) * 3, s + (size_t)y * nw * 3, (size_t)nw * 3);
+    }
     if (ok) normalise_n(v, r, (size_t)pw * ph, out);
+    if (s != r) free(s);
     free(r), free(tmp);
     return ok ? WLM_OK : wlm_errorf(v->errmsg, sizeof v->errmsg, WLM_ERR_NOMEM, "image: out of memory");
 }

@@ -5,6 +5,9 @@
  * before the first), and each image replaced by its projector's begin / end tokens around its
  * rows — Gemma 3: <start_of_image> rows <end_of_image>, the rows non-causal among themselves;
  * LFM2 (one piece): <|image_start|> rows <|image_end|>, causal;
+ * Qwen2.5-VL: <|vision_start|> rows <|vision_end|>, causal, each row at (t, t + row, t + column)
+ * of M-RoPE and the text after it at t + max(columns, rows) (mtmd's set_position_mrope_2d and
+ * n_pos; context.c keeps the positions);
  * Idefics3: per tile <fake_token_around_image><row_r_col_c> rows, "\n" after each tile row but
  * the last, then "\n\n"<fake_token_around_image><global-img> overview <fake_token_around_image>
  * (reference: /work/shared/reference/vision-mmproj.md §7). The wrapper texts are tokenized with
@@ -97,6 +100,11 @@ static int image_layout(image_sink *k, const wlm_vision *v, const wlm_image_embd
                 (rc = put_rows(k, e->embd + (size_t)(e->n_pieces - 1) * (size_t)T * (size_t)D,
                                e->last_tokens, D, v->row->non_causal)))
                 return rc;
+        } else if (v->row->mrope) { /* Qwen2.5-VL: the rows' 2-D M-RoPE positions (qwen2vl) */
+            if (k->c) rc = wlm_eval_embd_grid(k->c, k->seq, e->embd, e->n_tokens, D, v->row->non_causal,
+                                              e->last_cols, e->last_rows);
+            else rc = put_rows(k, e->embd, e->n_tokens, D, v->row->non_causal);
+            if (rc) return rc;
         } else if ((rc = put_rows(k, e->embd, e->n_tokens, D, v->row->non_causal))) {
             return rc;
         }

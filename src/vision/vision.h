@@ -29,8 +29,18 @@ enum wlm_vision_merge {
 enum wlm_vision_resize {
     WLM_RESIZE_BILINEAR = 1,     /* Pillow's bilinear (triangle filter, antialiased when
                                     downscaling), 8-bit after each pass */
-    WLM_RESIZE_LANCZOS3 = 2      /* Pillow's separable Lanczos-3, 8-bit after each pass */
+    WLM_RESIZE_LANCZOS3 = 2,     /* Pillow's separable Lanczos-3, 8-bit after each pass */
+    WLM_RESIZE_BICUBIC = 3       /* Pillow's bicubic (a = -0.5, support 2), 8-bit after each pass */
 };
+
+/* The vision tower. SigLIP (Gemma 3, Idefics3, LFM2): learned positions, LayerNorms, a plain
+ * MLP, full attention. Qwen2.5-VL's ViT (llama.cpp: tools/mtmd/models/qwen2vl.cpp): two patch
+ * kernels added (a still image through the temporal patch of 2), no patch bias or learned
+ * positions, RMSNorms, 2-D RoPE over (row, column) of each patch (ggml's GGML_ROPE_TYPE_VISION:
+ * the first quarter of each head's pairs by the row, the second by the column, base 10000),
+ * window attention except in every n_wa_pattern-th block, a SwiGLU MLP with biases; the patches
+ * in 2×2 merge groups, the groups reordered window by window (and back after the projector). */
+enum wlm_vision_tower { WLM_TOWER_SIGLIP = 0, WLM_TOWER_QWEN25 = 1 };
 
 /* One supported projector type: everything the loader, the preprocessing and the encoder need
  * to know about it, as data (cf. model/arch.c for the text architectures). */
@@ -62,6 +72,12 @@ typedef struct wlm_projector_row {
     const char *tile_fmt;        /* before each tile: a printf format of (row, col), from 1 */
     const char *thumb_begin;     /* before the thumbnail of a tiled image */
     int32_t non_causal;          /* 1: the image's rows attend to each other both ways */
+    int32_t tower;               /* enum wlm_vision_tower */
+    int32_t dyn_pad;             /* 1: a dynamic piece is the image resized with its aspect kept
+                                    (sides ceil'd) and centred on black in the smart-resized
+                                    size (mtmd's img_tool::resize with PAD_CEIL); 0: stretched */
+    int32_t mrope;               /* 1: the image's rows take 2-D M-RoPE positions in the text
+                                    model (qwen2vl: wlm_eval_embd_grid) */
 } wlm_projector_row;
 
 /* The row of a projector type name, or NULL. */
@@ -73,7 +89,7 @@ const char *wlm_projector_names(void);
 enum wlm_vision_act { WLM_VACT_GELU = 0, WLM_VACT_GELU_QUICK = 1, WLM_VACT_SILU = 2 };
 
 typedef struct wlm_vision_layer {
-    const float *ln1_w, *ln1_b;  /* (W) pre-attention LayerNorm */
+    const float *ln1_w, *ln1_b;  /* (W) pre-attention LayerNorm (Qwen: RMSNorm, bias optional) */
     wlm_tensor q, k, v, o;       /* (W, W) */
     const float *q_b, *k_b, *v_b, *o_b; /* (W) */
     const float *ln2_w, *ln2_b;  /* (W) pre-MLP LayerNorm */
@@ -81,6 +97,8 @@ typedef struct wlm_vision_layer {
     wlm_tensor down;             /* (W, F) */
     const float *up_b;           /* (F) */
     const float *down_b;         /* (W) */
+    wlm_tensor gate;             /* (F, W) Qwen's SwiGLU: silu(gate·x + gate_b) ⊙ (up·x + up_b) */
+    const float *gate_b;         /* (F) */
 } wlm_vision_layer;
 
 /* Upper bounds the loader enforces, so that memory stays proportional to what a real model
@@ -90,6 +108,7 @@ typedef struct wlm_vision_layer {
 #define WLM_VISION_MAX_WIDTH 16384      /* W, F and D_text */
 #define WLM_VISION_MAX_LAYERS 256
 #define WLM_VISION_MAX_GRID 16          /* Idefics3 tiles per side (ceil(L/S)) */
+#define WLM_VISION_MAX_HEAD 1024        /* Qwen2.5-VL: head size W / heads (its 2-D RoPE) */
 
 struct wlm_vision {
     const wlm_projector_row *row;
@@ -107,8 +126,13 @@ struct wlm_vision {
     float mean[3], std[3];       /* RGB normalisation */
 
     wlm_tensor patch;            /* (W, 3·P·P): conv kernel, each row in (c, ky, kx) order */
-    const float *patch_b;        /* (W) */
-    const float *pos;            /* (N, W) learned positions, raster order */
+    wlm_tensor patch1;           /* Qwen: the second kernel (v.patch_embd.weight.1), added */
+    const float *patch_b;        /* (W), NULL for Qwen */
+    const float *pos;            /* (N, W) learned positions, raster order; NULL for Qwen */
+    const float *pre_w, *pre_b;  /* (W) Qwen: optional RMSNorm before the blocks (v.pre_ln) */
+    int32_t n_wa_pattern;        /* Qwen: blocks l with (l + 1) % n_wa_pattern == 0 attend to
+                                    the whole image, the others within their window; 0: all whole */
+    int32_t window;              /* Qwen: window side in pixels (clip.vision.window_size, 112) */
     wlm_vision_layer *layers;    /* (n_layers) */
     const float *post_w, *post_b; /* (W) final LayerNorm */
     const float *mm_norm;        /* (W) or NULL */
@@ -139,6 +163,10 @@ int wlm_resize_lanczos3(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw
  * when downscaling (an area average), 8-bit after each pass. */
 int wlm_resize_bilinear_pillow(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh,
                                uint8_t *tmp);
+/* The same with Pillow's bicubic filter (a = -0.5, support 2, widened when downscaling; mtmd's
+ * resize_pillow with RESIZE_ALGO_BICUBIC). */
+int wlm_resize_bicubic_pillow(const uint8_t *src, int sw, int sh, uint8_t *dst, int dw, int dh,
+                              uint8_t *tmp);
 
 /* How an image of w × h pixels is cut: pieces = cols·rows tiles (row-major) + 1 overview; cols =
  * rows = 0 when the projector has no tiles. */

@@ -32,7 +32,12 @@ typedef struct spec {
     const char *arch;      /* general.architecture (normally "clip") */
     const char *drop;      /* a tensor left out, or NULL */
     int omit_scale;        /* 1: no clip.vision.projector.scale_factor key */
+    int wa, window;        /* qwen2.5vl_merger: n_wa_pattern, window_size (pixels) */
+    int omit_wa;           /* 1: no clip.vision.n_wa_pattern key */
+    int bad_patch1;        /* 1: v.patch_embd.weight.1 written with one channel too few */
 } spec;
+
+static int is_qwen(const spec *p) { return !strcmp(p->proj, "qwen2.5vl_merger"); }
 
 typedef struct tens {
     char name[64];
@@ -67,10 +72,39 @@ static unsigned char *write_mmproj(const spec *p, synth *s, size_t *size) {
     const int64_t W = p->W, F = p->F, P = p->P, G = p->S / p->P, N = G * G;
     const float ws = 1.0f / sqrtf((float)W);
     s->n = 0;
+    char nm[96];
+    if (is_qwen(p)) { /* Qwen2.5-VL: two patch kernels, RMSNorms, a SwiGLU MLP, mm.0 / mm.2 */
+        add(s, &r, "v.patch_embd.weight", 4, P, P, 3, W, WLM_TYPE_F16, 0.1f, 0);
+        add(s, &r, "v.patch_embd.weight.1", 4, P, P, p->bad_patch1 ? 2 : 3, W, WLM_TYPE_F16, 0.1f, 0);
+        for (int l = 0; l < p->layers; l++) {
+#define N_(x) (snprintf(nm, sizeof nm, "v.blk.%d.%s", l, x), nm)
+            add(s, &r, N_("ln1.weight"), 1, W, 1, 1, 1, WLM_TYPE_F32, 0.2f, 1.0f);
+            const char *m[4] = {"attn_q", "attn_k", "attn_v", "attn_out"};
+            for (int i = 0; i < 4; i++) {
+                char b[24];
+                snprintf(b, sizeof b, "%s.weight", m[i]);
+                add(s, &r, N_(b), 2, W, W, 1, 1, p->wtype, 2.0f * ws, 0);
+                snprintf(b, sizeof b, "%s.bias", m[i]);
+                add(s, &r, N_(b), 1, W, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
+            }
+            add(s, &r, N_("ln2.weight"), 1, W, 1, 1, 1, WLM_TYPE_F32, 0.2f, 1.0f);
+            add(s, &r, N_("ffn_gate.weight"), 2, W, F, 1, 1, p->wtype, 2.0f * ws, 0);
+            add(s, &r, N_("ffn_gate.bias"), 1, F, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
+            add(s, &r, N_("ffn_up.weight"), 2, W, F, 1, 1, p->wtype, 2.0f * ws, 0);
+            add(s, &r, N_("ffn_up.bias"), 1, F, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
+            add(s, &r, N_("ffn_down.weight"), 2, F, W, 1, 1, p->wtype, 2.0f / sqrtf((float)F), 0);
+            add(s, &r, N_("ffn_down.bias"), 1, W, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
+#undef N_
+        }
+        add(s, &r, "v.post_ln.weight", 1, W, 1, 1, 1, WLM_TYPE_F32, 0.2f, 1.0f);
+        add(s, &r, "mm.0.weight", 2, 4 * W, 4 * W, 1, 1, p->wtype, 2.0f / sqrtf((float)(4 * W)), 0);
+        add(s, &r, "mm.0.bias", 1, 4 * W, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
+        add(s, &r, "mm.2.weight", 2, 4 * W, p->D, 1, 1, p->wtype, 2.0f / sqrtf((float)(4 * W)), 0);
+        add(s, &r, "mm.2.bias", 1, p->D, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
+    } else {
     add(s, &r, "v.patch_embd.weight", 4, P, P, 3, W, WLM_TYPE_F16, 0.1f, 0);
     add(s, &r, "v.patch_embd.bias", 1, W, 1, 1, 1, WLM_TYPE_F32, 0.1f, 0);
     add(s, &r, "v.position_embd.weight", 2, W, N, 1, 1, WLM_TYPE_F32, 0.3f, 0);
-    char nm[96];
     for (int l = 0; l < p->layers; l++) {
 #define N_(x) (snprintf(nm, sizeof nm, "v.blk.%d.%s", l, x), nm)
         add(s, &r, N_("ln1.weight"), 1, W, 1, 1, 1, WLM_TYPE_F32, 0.2f, 1.0f);
@@ -109,6 +143,7 @@ static unsigned char *write_mmproj(const spec *p, synth *s, size_t *size) {
         add(s, &r, "mm.input_projection.weight", 2, p->D, W, 1, 1,
             p->wtype == WLM_TYPE_Q8_0 ? WLM_TYPE_F16 : p->wtype, ws, 0);
     }
+    }
 
     wlm_gguf_writer w;
     wlm_gguf_writer_init(&w, NULL);
@@ -116,7 +151,8 @@ static unsigned char *write_mmproj(const spec *p, synth *s, size_t *size) {
     wlm_gguf_add_str(&w, "general.type", "mmproj");
     wlm_gguf_add_bool(&w, "clip.has_vision_encoder", 1);
     wlm_gguf_add_str(&w, "clip.projector_type", p->proj);
-    wlm_gguf_add_bool(&w, "clip.use_gelu", p->gelu);
+    if (is_qwen(p)) wlm_gguf_add_bool(&w, "clip.use_silu", 1);
+    else wlm_gguf_add_bool(&w, "clip.use_gelu", p->gelu);
     wlm_gguf_add_u32(&w, "clip.vision.image_size", (uint32_t)p->S);
     wlm_gguf_add_u32(&w, "clip.vision.patch_size", (uint32_t)p->P);
     wlm_gguf_add_u32(&w, "clip.vision.embedding_length", (uint32_t)W);
@@ -128,7 +164,13 @@ static unsigned char *write_mmproj(const spec *p, synth *s, size_t *size) {
     const float mean[3] = {0.5f, 0.4f, 0.3f}, std[3] = {0.5f, 0.6f, 0.7f};
     wlm_gguf_add_arr(&w, "clip.vision.image_mean", WLM_GGUF_FLOAT32, mean, 3);
     wlm_gguf_add_arr(&w, "clip.vision.image_std", WLM_GGUF_FLOAT32, std, 3);
-    if (!p->omit_scale) wlm_gguf_add_u32(&w, "clip.vision.projector.scale_factor", (uint32_t)p->scale);
+    if (is_qwen(p)) {
+        if (!p->omit_scale) wlm_gguf_add_u32(&w, "clip.vision.spatial_merge_size", (uint32_t)p->scale);
+        if (!p->omit_wa) wlm_gguf_add_u32(&w, "clip.vision.n_wa_pattern", (uint32_t)p->wa);
+        wlm_gguf_add_u32(&w, "clip.vision.window_size", (uint32_t)p->window);
+    } else if (!p->omit_scale) {
+        wlm_gguf_add_u32(&w, "clip.vision.projector.scale_factor", (uint32_t)p->scale);
+    }
     if (p->L) wlm_gguf_add_u32(&w, "clip.vision.preproc_image_size", (uint32_t)p->L);
     for (int i = 0; i < s->n; i++)
         if (!p->drop || strcmp(p->drop, s->t[i].name))
@@ -327,6 +369,117 @@ static void ref_encode(const spec *p, const synth *s, const float *pix, int pw, 
     free(x), free(h), free(q), free(k), free(v), free(a), free(f), free(patch), free(sc), free(tmp);
 }
 
+static void ref_rms(double *x, const float *w, int n, double eps) {
+    double ms = 0;
+    for (int i = 0; i < n; i++) ms += x[i] * x[i];
+    const double r = 1.0 / sqrt(ms / n + eps);
+    for (int i = 0; i < n; i++) x[i] *= r * w[i];
+}
+
+/* Qwen2.5-VL's tower and merger in float64, written from the model's definition rather than
+ * llama.cpp's graph: patches in raster order (no reordering); in a window block patch (py, px)
+ * attends to the patches of its window, the (window / P / 2)-group squares of the 2×2 group
+ * grid; 2-D RoPE on the pairs (i, i + hd/2): the first hd/4 by the row, the next by the column,
+ * frequency 10000^(-4j/hd) for the j-th pair of a quarter; output token (R, C) = the MLP of the
+ * group (2R + dy, 2C + dx) concatenated, dy major. */
+static void ref_encode_qwen(const spec *p, const synth *s, const float *pix, int pw, int ph, double *out) {
+    const int P = p->P, GW = pw / P, GH = ph / P, N = GW * GH, W = p->W, F = p->F, K = 3 * P * P;
+    const int hd = W / p->heads, g = p->window / P / 2;
+    double *x = calloc((size_t)N * W, sizeof *x), *h = calloc((size_t)W, sizeof *h);
+    double *q = calloc((size_t)N * W, sizeof *q), *k = calloc((size_t)N * W, sizeof *k);
+    double *v = calloc((size_t)N * W, sizeof *v), *a = calloc((size_t)N * W, sizeof *a);
+    double *f = calloc((size_t)F, sizeof *f), *u = calloc((size_t)F, sizeof *u);
+    double *patch = calloc((size_t)K, sizeof *patch), *tmp = calloc((size_t)W, sizeof *tmp);
+    double *sc = calloc((size_t)N, sizeof *sc), *tmp2 = calloc((size_t)W, sizeof *tmp2);
+    for (int py = 0; py < GH; py++)
+        for (int px = 0; px < GW; px++) {
+            int i = 0;
+            for (int c = 0; c < 3; c++)
+                for (int ky = 0; ky < P; ky++)
+                    for (int kx = 0; kx < P; kx++)
+                        patch[i++] = pix[((size_t)c * ph + py * P + ky) * pw + px * P + kx];
+            const int t = py * GW + px;
+            ref_lin(x + (size_t)t * W, T(s, "v.patch_embd.weight"), patch, NULL, W, K);
+            ref_lin(tmp, T(s, "v.patch_embd.weight.1"), patch, NULL, W, K);
+            for (int c = 0; c < W; c++) x[(size_t)t * W + c] += tmp[c];
+        }
+    char nm[96];
+#define L_(x) (snprintf(nm, sizeof nm, "v.blk.%d.%s", l, x), T(s, nm))
+    for (int l = 0; l < p->layers; l++) {
+        const int full = p->wa <= 0 || (l + 1) % p->wa == 0;
+        for (int t = 0; t < N; t++) {
+            memcpy(h, x + (size_t)t * W, (size_t)W * sizeof *h);
+            ref_rms(h, L_("ln1.weight"), W, 1e-6);
+            double *qt = q + (size_t)t * W, *kt = k + (size_t)t * W;
+            ref_lin(qt, L_("attn_q.weight"), h, L_("attn_q.bias"), W, W);
+            ref_lin(kt, L_("attn_k.weight"), h, L_("attn_k.bias"), W, W);
+            ref_lin(v + (size_t)t * W, L_("attn_v.weight"), h, L_("attn_v.bias"), W, W);
+            const int py = t / GW, px = t % GW;
+            for (int hh = 0; hh < p->heads; hh++)
+                for (int i = 0; i < hd / 2; i++) {
+                    const int j = i < hd / 4 ? i : i - hd / 4;
+                    const double ang = (i < hd / 4 ? py : px) * pow(10000.0, -4.0 * j / hd);
+                    double *xs[2] = {qt, kt};
+                    for (int z = 0; z < 2; z++) {
+                        double *e = xs[z] + hh * hd;
+                        const double x0 = e[i], x1 = e[i + hd / 2];
+                        e[i] = x0 * cos(ang) - x1 * sin(ang);
+                        e[i + hd / 2] = x0 * sin(ang) + x1 * cos(ang);
+                    }
+                }
+        }
+        for (int t = 0; t < N; t++) {
+            const int wy = (t / GW) / 2 / g, wx = (t % GW) / 2 / g;
+            for (int hh = 0; hh < p->heads; hh++) {
+                double mx = -1e300, sum = 0;
+                for (int o = 0; o < N; o++) {
+                    const int in = full || ((o / GW) / 2 / g == wy && (o % GW) / 2 / g == wx);
+                    double d = 0;
+                    for (int c = 0; c < hd; c++)
+                        d += q[(size_t)t * W + hh * hd + c] * k[(size_t)o * W + hh * hd + c];
+                    sc[o] = in ? d / sqrt((double)hd) : -INFINITY;
+                    if (sc[o] > mx) mx = sc[o];
+                }
+                for (int o = 0; o < N; o++) sum += sc[o] = exp(sc[o] - mx);
+                for (int c = 0; c < hd; c++) {
+                    double acc = 0;
+                    for (int o = 0; o < N; o++) acc += sc[o] / sum * v[(size_t)o * W + hh * hd + c];
+                    a[(size_t)t * W + hh * hd + c] = acc;
+                }
+            }
+        }
+        for (int t = 0; t < N; t++) {
+            ref_lin(tmp, L_("attn_out.weight"), a + (size_t)t * W, L_("attn_out.bias"), W, W);
+            for (int c = 0; c < W; c++) x[(size_t)t * W + c] += tmp[c];
+            memcpy(h, x + (size_t)t * W, (size_t)W * sizeof *h);
+            ref_rms(h, L_("ln2.weight"), W, 1e-6);
+            ref_lin(f, L_("ffn_gate.weight"), h, L_("ffn_gate.bias"), F, W);
+            ref_lin(u, L_("ffn_up.weight"), h, L_("ffn_up.bias"), F, W);
+            for (int c = 0; c < F; c++) f[c] = f[c] / (1 + exp(-f[c])) * u[c];
+            ref_lin(tmp2, L_("ffn_down.weight"), f, L_("ffn_down.bias"), W, F);
+            for (int c = 0; c < W; c++) x[(size_t)t * W + c] += tmp2[c];
+        }
+    }
+#undef L_
+    for (int t = 0; t < N; t++) ref_rms(x + (size_t)t * W, T(s, "v.post_ln.weight"), W, 1e-6);
+    const int in = 4 * W, gx = GW / 2, gy = GH / 2;
+    double *cat = calloc((size_t)in, sizeof *cat), *hid = calloc((size_t)in, sizeof *hid);
+    for (int R = 0; R < gy; R++)
+        for (int C = 0; C < gx; C++) {
+            for (int dy = 0; dy < 2; dy++)
+                for (int dx = 0; dx < 2; dx++)
+                    for (int c = 0; c < W; c++)
+                        cat[c + W * (dx + 2 * dy)] = x[((size_t)(R * 2 + dy) * GW + C * 2 + dx) * W + c];
+            ref_lin(hid, T(s, "mm.0.weight"), cat, T(s, "mm.0.bias"), in, in);
+            for (int c = 0; c < in; c++)
+                hid[c] = 0.5 * hid[c] * (1 + tanh(0.7978845608028654 * (hid[c] + 0.044715 * hid[c] * hid[c] * hid[c])));
+            ref_lin(out + ((size_t)R * gx + C) * p->D, T(s, "mm.2.weight"), hid, T(s, "mm.2.bias"), p->D, in);
+        }
+    free(cat), free(hid);
+    free(x), free(h), free(q), free(k), free(v), free(a), free(f), free(u), free(patch), free(tmp);
+    free(sc), free(tmp2);
+}
+
 static double cosine(const float *a, const double *b, int n) {
     double ab = 0, aa = 0, bb = 0;
     for (int i = 0; i < n; i++) ab += a[i] * b[i], aa += (double)a[i] * a[i], bb += b[i] * b[i];
@@ -386,6 +539,8 @@ static void check_model(const spec *p, const int (*sizes)[2], int n_sizes, doubl
         CHECK_EQ_INT(e.tokens_per_piece, e.n_pieces > 1 ? tpp : last);
         CHECK_EQ_INT(e.last_tokens, last);
         CHECK_EQ_INT(e.n_embd, p->D);
+        CHECK_EQ_INT(e.last_cols * e.last_rows, last);
+        CHECK(e.last_cols == lw / p->P / p->scale && e.last_rows == lh / p->P / p->scale);
         CHECK(e_mt.n_tokens == e_simd.n_tokens && e_mt.embd && e_simd.embd &&
               !memcmp(e_mt.embd, e_simd.embd, (size_t)e.n_tokens * p->D * sizeof(float)));
         /* reference on the library's preprocessed pieces (preprocessing is checked apart) */
@@ -394,8 +549,9 @@ static void check_model(const spec *p, const int (*sizes)[2], int n_sizes, doubl
         double *ref = malloc((size_t)e.n_tokens * p->D * sizeof *ref);
         for (int k = 0; k < e.n_pieces; k++) {
             const int lastp = k == e.n_pieces - 1;
-            ref_encode(p, &s, pix + (size_t)k * 3 * pw * ph, lastp ? lw : pw, lastp ? lh : ph,
-                       ref + (size_t)k * tpp * p->D);
+            (is_qwen(p) ? ref_encode_qwen : ref_encode)(p, &s, pix + (size_t)k * 3 * pw * ph,
+                                                        lastp ? lw : pw, lastp ? lh : ph,
+                                                        ref + (size_t)k * tpp * p->D);
         }
         double worst = 1, worst_simd = 1;
         for (int t = 0; t < e.n_tokens; t++) {
@@ -416,6 +572,55 @@ static void check_model(const spec *p, const int (*sizes)[2], int n_sizes, doubl
 }
 
 /* ---- preprocessing ------------------------------------------------------------------------ */
+
+static double lanczos3_f64(double x) {
+    if (x <= -3 || x >= 3) return 0;
+    return x == 0 ? 1 : sin(PI * x) / (PI * x) * sin(PI * x / 3) / (PI * x / 3);
+}
+
+static double bicubic_f64(double x) {
+    x = fabs(x);
+    return x < 1 ? 1.5 * x * x * x - 2.5 * x * x + 1 : x < 2 ? -0.5 * x * x * x + 2.5 * x * x - 4 * x + 2 : 0;
+}
+
+/* A float64 twin of Pillow's separable resampling with kernel k of the given support (widened by
+ * the scale when shrinking; horizontal pass rounded to 8 bits, then vertical) of img (sw × sh RGB)
+ * to dw × dh: the largest difference in levels from out. */
+static int twin_worst(const unsigned char *img, int sw, int sh, const unsigned char *out, int dw,
+                      int dh, double (*k)(double), double support) {
+    double *hp = malloc((size_t)dw * sh * 3 * sizeof *hp);
+    int worst = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        const int in = pass ? sh : sw, on = pass ? dh : dw;
+        const double scale = (double)in / on, fs = scale < 1 ? 1 : scale, sup = support * fs;
+        for (int o = 0; o < on; o++) {
+            const double center = (o + 0.5) * scale;
+            int lo = (int)(center - sup + 0.5), hi = (int)(center + sup + 0.5);
+            if (lo < 0) lo = 0;
+            if (hi > in) hi = in;
+            double wsum = 0, wts[64];
+            for (int i = lo; i < hi; i++) wsum += wts[i - lo] = k((i - center + 0.5) / fs);
+            const int other = pass ? dw : sh;
+            for (int j = 0; j < other; j++)
+                for (int c = 0; c < 3; c++) {
+                    double acc = 0;
+                    for (int i = lo; i < hi; i++)
+                        acc += wts[i - lo] / wsum *
+                               (pass ? hp[((size_t)i * dw + j) * 3 + c] : img[((size_t)j * sw + i) * 3 + c]);
+                    acc = floor(acc + 0.5);
+                    acc = acc < 0 ? 0 : acc > 255 ? 255 : acc;
+                    if (!pass) {
+                        hp[((size_t)j * dw + o) * 3 + c] = acc;
+                    } else {
+                        const int d = abs((int)acc - out[((size_t)o * dw + j) * 3 + c]);
+                        if (d > worst) worst = d;
+                    }
+                }
+        }
+    }
+    free(hp);
+    return worst;
+}
 
 static void test_resampling(void) {
     tu_section("resampling");
@@ -444,46 +649,21 @@ static void test_resampling(void) {
     for (int k = 0; k < 3; k++) {
         const int dw = sizes[k][0], dh = sizes[k][1];
         CHECK(wlm_resize_lanczos3(img, 37, 23, out, dw, dh, tmp));
-        /* float64 twin: horizontal pass rounded to 8 bits, then vertical */
-        double *hp = malloc((size_t)dw * 23 * 3 * sizeof *hp);
-        int worst = 0;
-        for (int pass = 0; pass < 2; pass++) {
-            const int in = pass ? 23 : 37, on = pass ? dh : dw;
-            const double scale = (double)in / on, fs = scale < 1 ? 1 : scale, sup = 3 * fs;
-            for (int o = 0; o < on; o++) {
-                const double center = (o + 0.5) * scale;
-                int lo = (int)(center - sup + 0.5), hi = (int)(center + sup + 0.5);
-                if (lo < 0) lo = 0;
-                if (hi > in) hi = in;
-                double wsum = 0, wts[64];
-                for (int i = lo; i < hi; i++) {
-                    const double xx = (i - center + 0.5) / fs;
-                    double l = 1;
-                    if (xx != 0) l = sin(PI * xx) / (PI * xx) * sin(PI * xx / 3) / (PI * xx / 3);
-                    if (xx <= -3 || xx >= 3) l = 0;
-                    wts[i - lo] = l;
-                    wsum += l;
-                }
-                const int other = pass ? dw : 23;
-                for (int j = 0; j < other; j++)
-                    for (int c = 0; c < 3; c++) {
-                        double acc = 0;
-                        for (int i = lo; i < hi; i++)
-                            acc += wts[i - lo] / wsum *
-                                   (pass ? hp[((size_t)i * dw + j) * 3 + c] : img[((size_t)j * 37 + i) * 3 + c]);
-                        acc = floor(acc + 0.5);
-                        acc = acc < 0 ? 0 : acc > 255 ? 255 : acc;
-                        if (!pass) {
-                            hp[((size_t)j * dw + o) * 3 + c] = acc;
-                        } else {
-                            const int d = abs((int)acc - out[((size_t)o * dw + j) * 3 + c]);
-                            if (d > worst) worst = d;
-                        }
-                    }
-            }
-        }
+        const int worst = twin_worst(img, 37, 23, out, dw, dh, lanczos3_f64, 3);
         CHECKF(worst <= 1, "lanczos %dx%d: off by %d levels", dw, dh, worst);
-        free(hp);
+    }
+    /* Pillow's bicubic (Qwen2.5-VL): identity, constants, the same float64 twin with Keys' cubic
+     * (a = -0.5, support 2), up and down */
+    CHECK(wlm_resize_bicubic_pillow(img, 37, 23, out, 37, 23, tmp) && !memcmp(out, img, 37 * 23 * 3));
+    CHECK(wlm_resize_bicubic_pillow(flat, 30, 20, out, 13, 41, tmp));
+    all77 = 1;
+    for (int i = 0; i < 13 * 41 * 3; i++) all77 &= out[i] == 77;
+    CHECK(all77);
+    for (int k = 0; k < 3; k++) {
+        const int dw = sizes[k][0], dh = sizes[k][1];
+        CHECK(wlm_resize_bicubic_pillow(img, 37, 23, out, dw, dh, tmp));
+        const int worst = twin_worst(img, 37, 23, out, dw, dh, bicubic_f64, 2);
+        CHECKF(worst <= 1, "bicubic %dx%d: off by %d levels", dw, dh, worst);
     }
     free(img), free(out), free(tmp);
 }
@@ -592,8 +772,31 @@ static void test_errors(void) {
     const spec base = {.proj = "gemma3", .S = 28, .P = 7, .W = 32, .F = 64, .layers = 1,
                        .heads = 4, .scale = 2, .D = 24, .wtype = WLM_TYPE_F32, .gelu = 1};
     spec p = base;
-    p.proj = "qwen2.5vl";
-    expect_load_error(&p, WLM_ERR_UNSUPPORTED, "projector type 'qwen2.5vl' is not supported");
+    p.proj = "qwen2vl_merger"; /* Qwen2-VL's (LayerNorm, no windows): not in the table */
+    expect_load_error(&p, WLM_ERR_UNSUPPORTED, "projector type 'qwen2vl_merger' is not supported");
+    const spec qbase = {.proj = "qwen2.5vl_merger", .S = 32, .P = 4, .W = 32, .F = 64, .layers = 2,
+                        .heads = 2, .scale = 2, .D = 24, .wtype = WLM_TYPE_F32, .wa = 2, .window = 16};
+    p = qbase;
+    p.omit_wa = 1; /* llama.cpp requires it for qwen2.5vl */
+    expect_load_error(&p, WLM_ERR_FORMAT, "'clip.vision.n_wa_pattern' is missing");
+    p = qbase;
+    p.scale = 3;
+    expect_load_error(&p, WLM_ERR_UNSUPPORTED, "spatial_merge_size 3 is not supported");
+    p = qbase;
+    p.window = 4; /* smaller than one 2×2 group of 4-pixel patches */
+    expect_load_error(&p, WLM_ERR_FORMAT, "window_size 4 is smaller");
+    p = qbase;
+    p.heads = 16; /* head size 32 / 16 = 2: not a multiple of 4 */
+    expect_load_error(&p, WLM_ERR_FORMAT, "head size 2 is not a multiple of 4");
+    p = qbase;
+    p.bad_patch1 = 1;
+    expect_load_error(&p, WLM_ERR_FORMAT, "'v.patch_embd.weight.1' has shape [4, 4, 2, 32]");
+    p = qbase;
+    p.drop = "v.blk.1.ffn_gate.bias";
+    expect_load_error(&p, WLM_ERR_FORMAT, "'v.blk.1.ffn_gate.bias' is missing");
+    p = qbase;
+    p.drop = "mm.2.weight";
+    expect_load_error(&p, WLM_ERR_FORMAT, "'mm.2.weight' is missing");
     p = base;
     p.arch = "llama";
     expect_load_error(&p, WLM_ERR_FORMAT, "'llama', expected 'clip'");
@@ -714,6 +917,20 @@ int main(void) {
         spec l = {.proj = "lfm2", .S = 64, .P = 4, .W = 32, .F = 64, .layers = 2, .heads = 2,
                   .scale = 2, .D = 24, .wtype = types[i], .gelu = 1, .omit_scale = i == 2};
         check_model(&l, lfsizes, 4, tol[i]);
+    }
+    /* qwen2.5vl_merger: windows of 2×2 groups (16 pixels / P 4 / 2); 40×24 → 5×3 groups
+     * (partial windows), 32×32 kept, 17×30 → 16×32 (the lower bound: 8 tokens), 57×41 → 56×40;
+     * blocks 0 and 2 windowed, 1 whole */
+    {
+        const int qsizes[][2] = {{40, 24}, {32, 32}, {17, 30}, {57, 41}};
+        for (int i = 0; i < 3; i++) {
+            tu_section(i == 0 ? "qwen2.5vl F32" : i == 1 ? "qwen2.5vl F16" : "qwen2.5vl Q8_0");
+            spec qv = {.proj = "qwen2.5vl_merger", .S = 32, .P = 4, .W = 32, .F = 64, .layers = 3,
+                       .heads = 2, .scale = 2, .D = 24, .wtype = types[i], .wa = 2, .window = 16};
+            /* Q8_0: three blocks, each with two quantized products more (gate, up) and the
+             * 4W-wide merger: measured 0.9989 on the 16×32 piece */
+            check_model(&qv, qsizes, 4, i == 2 ? 0.998 : tol[i]);
+        }
     }
     /* lfm2 at LFM2-VL's P 16 / s 2: 800×700 (560000 pixels > 2·256·32²) → 2×2 tiles of 512 +
      * a 544×448 thumbnail; 1300×400 (520000) stays one 896×256 piece */

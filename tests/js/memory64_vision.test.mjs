@@ -59,6 +59,14 @@ test('memory64 + vision: the encoder\'s scratch counts src/vision/encoder.c\'s b
   const lv = visionBytes(0, l, { threads: 1, textDim: 64 });
   const lfm = MMPROJ_SHAPES['lfm2-tiny'];
   assert.ok(lv.scratch > 4 * 6 * 256 * lfm.k * lfm.k * lfm.W, 'sized for 1024 patches, not (S/P)² = 256');
+  // Qwen2.5-VL: the merge size from spatial_merge_size, pieces of up to 4096 tokens of 2×2
+  // patches, and its SwiGLU's second N·F rows
+  const q = pair('qwen25vl-tiny').mh, qs = MMPROJ_SHAPES['qwen25vl-tiny'];
+  assert.equal(q.vision.projector, 'qwen2.5vl_merger');
+  assert.equal(q.vision.scale, 2);
+  const qN = 4096 * 4;
+  assert.ok(visionBytes(0, q, { threads: 1, textDim: 64 }).scratch > 4 * (6 * qN * qs.W + 3 * qN * qs.F),
+    'sized for 16384 patches and three N·F row sets');
 });
 
 test('memory64 + vision: a pair near 4 GB picks memory64 only with its mmproj counted', () => {

@@ -99,6 +99,9 @@ for (const arch of ['llama', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'gpt2', 'smollm
 // take the K-quants: Q2_K, Q3_K, Q5_K, Q6_K)
 for (const type of ['F16', 'BF16', 'Q4_0', 'Q4_1', 'Q2_K', 'Q3_K', 'Q5_K_M']) cases.push({ arch: 'gpt2', type });
 cases.push({ arch: 'llama', type: 'MXFP4' }); // every matrix MXFP4 (llama.cpp's oracle record too)
+// qwen2vl (M-RoPE): text turns as NEOX RoPE with the fourth section still, through the CPU's
+// frequency table the GPU reads
+cases.push({ arch: 'qwen2vl', type: 'F32' });
 
 for (const { arch, type } of cases) {
   test(`${arch} ${type}: GPU logits match the CPU's over prefill and 6 decode steps, greedy ids equal up to a near-tie`, { skip }, async () => {
