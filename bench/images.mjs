@@ -7,7 +7,7 @@
 //
 // Pairs (synthetic weights at the published shapes: /work/shared/reference/vision-mmproj.md §9):
 //   smolvlm-256m  tools/synth_gguf.mjs llama smolvlm-256m (SmolLM2-135M + SmolVLM's image
-//                 tokens) Q8_0 + tools/synth_mmproj.mjs idefics3-smolvlm-256m F16 (SigLIP-B/16 at
+//                 tokens) Q8_0 + tools/synth_mmproj.mjs idefics3-smolvlm-256m Q8_0, as published (SigLIP-B/16 at
 //                 512 px, 64 tokens a piece, tiles up to a 2048-pixel edge)
 //   gemma3-4b     gemma3 gemma3-4b Q4_K_M + gemma3-4b F16 (SigLIP so400m/14 at 896 px, 256 tokens)
 // --tiny: the test pairs instead (gemma3-tiny / idefics3-tiny with their tiny text models), a
@@ -47,7 +47,7 @@ const WLLAMA_MAX_FILE = 1 << 30;
 
 /** The pairs: text model (synth_gguf arch / shape / type) and mmproj (synth_mmproj shape / type). */
 const PAIRS = {
-  'smolvlm-256m': { text: { arch: 'llama', shape: 'smolvlm-256m', type: 'Q8_0' }, mmproj: { shape: 'idefics3-smolvlm-256m', type: 'F16' } },
+  'smolvlm-256m': { text: { arch: 'llama', shape: 'smolvlm-256m', type: 'Q8_0' }, mmproj: { shape: 'idefics3-smolvlm-256m', type: 'Q8_0' } },
   'gemma3-4b': { text: { arch: 'gemma3', shape: 'gemma3-4b', type: 'Q4_K_M' }, mmproj: { shape: 'gemma3-4b', type: 'F16' } },
   // --tiny
   'gemma3-tiny': { text: { arch: 'gemma3', shape: 'tiny', type: 'F32' }, mmproj: { shape: 'gemma3-tiny', type: 'F16' } },

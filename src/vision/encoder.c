@@ -46,14 +46,37 @@ typedef struct mm_job {
 
 #define MM_ENTRIES 64 /* entries per pass over a tile of rows: their activations stay in cache */
 
+/* F16 / BF16 weights (float activations, no batched kernel) against several entries: a tile
+ * of rows widened to floats once, then the F32 batched kernel over every entry — instead of
+ * each entry's matvec widening the same rows again (published mmproj files are mostly F16).
+ * Returns a buffer of R rows of floats, or NULL (then the per-entry matvec path runs). */
+static float *mm_widen_buffer(const mm_job *j, size_t R) {
+    if (!j->qmv || j->qmm || j->n < 2 || !j->e->use_simd) return NULL;
+    const wlm_type_traits *tr = wlm_type_get(j->t->type);
+    if (tr->vec_dot_type != WLM_TYPE_F32 || !tr->to_float || tr->block_size != 1) return NULL;
+    return malloc(R * (size_t)j->t->cols * sizeof(float));
+}
+
 static void mm_rows(const mm_job *j, int r0, int r1) {
     const wlm_tensor *t = j->t;
     const size_t os = (size_t)t->rows;
     size_t R = t->row_bytes ? 65536 / t->row_bytes : 2;
     if (R < 2) R = 2;
     R &= ~(size_t)1;
+    float *wide = mm_widen_buffer(j, R);
     for (int a = r0; a < r1; a += (int)R) {
         const int b = (size_t)(r1 - a) <= R ? r1 : a + (int)R;
+        if (wide) {
+            wlm_type_get(t->type)->to_float((const char *)t->data + (size_t)a * t->row_bytes, wide,
+                                            (int64_t)(b - a) * t->cols);
+            for (int32_t e0 = 0; e0 < j->n; e0 += MM_ENTRIES) {
+                const int32_t ne = j->n - e0 < MM_ENTRIES ? j->n - e0 : MM_ENTRIES;
+                j->e->k->matmat(j->out + (size_t)e0 * os + (size_t)a, os, wide,
+                                (const float *)j->x + (size_t)e0 * t->cols, (size_t)t->cols, t->cols,
+                                0, b - a, ne);
+            }
+            continue;
+        }
         for (int32_t e0 = 0; e0 < j->n; e0 += MM_ENTRIES) {
             const int32_t ne = j->n - e0 < MM_ENTRIES ? j->n - e0 : MM_ENTRIES;
             float *out = j->out + (size_t)e0 * os;
@@ -72,6 +95,7 @@ static void mm_rows(const mm_job *j, int r0, int r1) {
                        a, b);
         }
     }
+    free(wide);
 }
 
 static void mm_chunk(void *arg, int32_t i, int32_t n) {
