@@ -210,7 +210,12 @@ int wlm_state_roll_begin(wlm_context *c, int32_t seq, int32_t n) {
     c->roll_rec = 0;
     c->roll_n = 0;
     c->roll_seq = -1;
-    if (!c->model->hp.state_floats || !s->state || c->deferred || n < 2) return WLM_ROLL_AUTO;
+    if (!c->model->hp.state_floats || n < 2) return WLM_ROLL_AUTO;
+    if (c->deferred) { /* the backend's state: a snapshot of the round's start, replayed from */
+        wlm_state_snapshot(c, seq, WLM_SNAP_SPEC);
+        return WLM_ROLL_REPLAY;
+    }
+    if (!s->state) return WLM_ROLL_AUTO;
     if (wlm_state_roll_choose(c, n) == WLM_ROLL_POSITIONS) {
         const int32_t need = n - 1;
         if (need > c->roll_cap) {
