@@ -144,6 +144,9 @@ export const VISION_RECORDS = Object.freeze([
   ...['F32', 'F16', 'Q8_0'].map((type) => ({ name: `gemma3-${type}`, shape: 'gemma3-tiny', type, seed: 1,
     text: { arch: 'gemma3', shape: 'tiny', seed: 1, type: 'F32' },
     sizes: [[112, 112], [80, 50], [37, 90], [300, 200], [113, 111]] })),
+  // Gemma 3's real 256 rows an image (one pass of all of them: they see each other both ways)
+  { name: 'gemma3-rows256-F32', shape: 'gemma3-rows256', type: 'F32', seed: 1, ctx: 2048,
+    text: { arch: 'gemma3', shape: 'tiny', seed: 1, type: 'F32' }, sizes: [[224, 224], [300, 200], [100, 150], [64, 64], [250, 251]] },
   ...['F32', 'F16', 'Q8_0'].map((type) => ({ name: `idefics3-${type}`, shape: 'idefics3-tiny', type, seed: 1,
     text: { arch: 'llama', shape: 'smolvlm-tiny', seed: 1, type: 'F32' },
     sizes: [[64, 64], [100, 60], [30, 130], [150, 150], [20, 20]] })),

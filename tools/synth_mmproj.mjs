@@ -30,6 +30,10 @@ import { splitmix32 } from './synth.mjs';
 export const MMPROJ_SHAPES = Object.freeze({
   'gemma3-tiny': { proj: 'gemma3', S: 112, P: 14, W: 64, F: 128, L: 2, H: 4, k: 2, D: 64,
     mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], text: { arch: 'gemma3', shape: 'tiny' } },
+  // Gemma 3's real 256 image rows (16 × 16 after the 2 × 2 pooling of a 32 × 32 patch grid) on a
+  // tiny tower: rows that see each other both ways, more than one 64-entry pass holds
+  'gemma3-rows256': { proj: 'gemma3', S: 224, P: 7, W: 32, F: 64, L: 1, H: 2, k: 2, D: 64,
+    mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], text: { arch: 'gemma3', shape: 'tiny' } },
   'idefics3-tiny': { proj: 'idefics3', S: 64, P: 8, W: 64, F: 128, L: 2, H: 4, k: 2, edge: 128, D: 64,
     mean: [0.5, 0.5, 0.5], std: [0.5, 0.5, 0.5], text: { arch: 'llama', shape: 'smolvlm-tiny' } },
   // LFM2-VL: SigLIP2 NaFlex (16×16 learned positions resized per image), pixel unshuffle 2,

@@ -621,6 +621,7 @@ struct wlm_context {
     int32_t n_entries_cap, n_entries;
     int32_t last_logits;          /* entry whose logits wlm_logits returns, -1 before any */
     size_t bytes;                 /* scratch bytes (KV blocks counted separately) */
+    size_t pass_bytes;            /* of which one pass's buffers (context.c pass_buffers) */
     size_t state_bytes;           /* recurrent states and their snapshots allocated so far */
     int32_t last_restore;         /* the position the last truncation of a recurrent state
                                      restored (a snapshot's, or 0), before its replay; -1: none */

@@ -370,6 +370,24 @@ static int has_state(const wlm_context *c, const wlm_seq *s) {
 
 /* ---- handle ------------------------------------------------------------------------------- */
 
+/* Frees the buffers of one pass's entries (pass_buffers) and sets them NULL. */
+static void pass_buffers_free(wlm_context *c) {
+    void **bufs[] = {(void **)&c->x, (void **)&c->xb, (void **)&c->xb2, (void **)&c->hb,
+                     (void **)&c->hb2, (void **)&c->q, (void **)&c->qg, (void **)&c->gate,
+                     (void **)&c->rs_in, (void **)&c->rs_z, (void **)&c->rs_ba, (void **)&c->rs_o,
+                     (void **)&c->ple, (void **)&c->ple_h, (void **)&c->qkv, (void **)&c->kt,
+                     (void **)&c->vt, (void **)&c->xq, (void **)&c->moe_logits, (void **)&c->moe_ids,
+                     (void **)&c->moe_w, (void **)&c->moe_row, (void **)&c->moe_first,
+                     (void **)&c->moe_x, (void **)&c->moe_h, (void **)&c->moe_h2, (void **)&c->moe_y,
+                     (void **)&c->moe_xq, (void **)&c->rope_cos, (void **)&c->rope_sin,
+                     (void **)&c->kb, (void **)&c->vb, (void **)&c->ent_seq, (void **)&c->ent_pos,
+                     (void **)&c->ent_rpos};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) {
+        free(*bufs[i]);
+        *bufs[i] = NULL;
+    }
+}
+
 static void context_release(wlm_context *c) {
     if (c->seqs)
         for (int32_t i = 0; i < c->n_seq_max; i++) {
@@ -383,43 +401,9 @@ static void context_release(wlm_context *c) {
     for (int32_t i = 0; i < c->roll_cap; i++) free(c->roll_slot[i]);
     free(c->roll_slot);
     pool_release(&c->kv);
-    free(c->x);
-    free(c->xb);
-    free(c->xb2);
-    free(c->hb);
-    free(c->hb2);
-    free(c->q);
-    free(c->qg);
-    free(c->gate);
-    free(c->rs_in);
-    free(c->rs_z);
-    free(c->rs_ba);
-    free(c->rs_o);
-    free(c->ple);
-    free(c->ple_h);
-    free(c->qkv);
-    free(c->kt);
-    free(c->vt);
+    pass_buffers_free(c);
     free(c->att);
-    free(c->xq);
-    free(c->moe_logits);
-    free(c->moe_ids);
-    free(c->moe_w);
-    free(c->moe_row);
-    free(c->moe_first);
-    free(c->moe_x);
-    free(c->moe_h);
-    free(c->moe_h2);
-    free(c->moe_y);
-    free(c->moe_xq);
-    free(c->rope_cos);
-    free(c->rope_sin);
     free(c->rope_freq);
-    free(c->kb);
-    free(c->vb);
-    free(c->ent_seq);
-    free(c->ent_pos);
-    free(c->ent_rpos);
     wlm_deferred_release(c);
     free(c->logits);
     free(c->logit_row);
@@ -439,6 +423,106 @@ static void *alloc_n(uint64_t n, size_t size, size_t *total) {
     if (n > (uint64_t)(SIZE_MAX / size)) return NULL;
     *total += (size_t)n * size;
     return calloc((size_t)n, size);
+}
+
+/* Allocates, for B entries, the buffers of one pass (wlm_forward_batch): the activations and
+ * their quantized copies, the experts' rows, the entries' RoPE rows and positions, and the block
+ * pointers a pass reaches (a sliding window reaches n_swa back and, in an image pass, forward to
+ * the pass's end). Frees those it replaces (their contents are a pass's, never kept); sets
+ * c->batch_cap = B and adds the bytes to *total. WLM_OK, or WLM_ERR_NOMEM with every pass buffer
+ * freed. Called when a context is made (B = its chunk, n_ctx for a bidirectional model) and by
+ * wlm_eval_embd for a non-causal image longer than that (its rows must pass together). */
+static int pass_buffers(wlm_context *c, uint64_t B, size_t *total) {
+    const wlm_model *model = c->model;
+    const wlm_hparams *p = &model->hp;
+    pass_buffers_free(c);
+    c->batch_cap = (int32_t)B;
+    const size_t total0 = *total;
+    const uint64_t dim = (uint64_t)p->dim, hid = (uint64_t)p->hidden_dim, kvd = (uint64_t)p->kv_dim;
+    const uint64_t half = (uint64_t)c->rope_half;
+    const uint64_t qd = (uint64_t)p->q_dim, xs = qd > dim ? qd : dim;
+    const uint64_t hs = p->arch->ffn == WLM_FFN_FUSED_GATE_UP ? 2 * hid : hid;
+    uint64_t widest = hid > dim ? hid : dim;
+    if (qd > widest) widest = qd;
+    /* hybrids: recurrent layers' projections and gated attention */
+    const uint64_t vd = (uint64_t)p->ssm_hv * (uint64_t)p->ssm_d; /* DeltaNet's HV D */
+    const int deltanet = p->ssm_hv > 0, shortconv = p->n_rec_layers > 0 && !deltanet;
+    const uint64_t rs_in = deltanet ? (uint64_t)p->ssm_channels : shortconv ? 3 * dim : 0;
+    if (vd > widest) widest = vd;
+    if ((uint64_t)model->w.dense2.rows > widest) widest = (uint64_t)model->w.dense2.rows; /* dense_3's input */
+    int fused_qkv = 0;
+    for (int32_t l = 0; l < p->n_layers; l++) fused_qkv |= model->w.layers[l].wqkv.data != NULL;
+    /* block pointers: one per block of a full sequence, or one per position of a window */
+    c->kb_cap = c->max_blocks;
+    /* symmetric: ± n_swa / 2; an image pass (wlm_eval_embd) reaches forward to its end */
+    const int64_t win = p->bidirectional ? (int64_t)p->n_swa + 1 : (int64_t)p->n_swa + (int64_t)B - 1;
+    if (c->n_rope_sets > 1 && win > c->kb_cap) c->kb_cap = win < c->n_ctx ? (int32_t)win : c->n_ctx;
+    /* mixture of experts (moe.c): one row per (entry, chosen expert) */
+    const uint64_t n_exp = (uint64_t)p->n_expert, R = B * (uint64_t)p->n_expert_used;
+    const uint64_t ff_exp = (uint64_t)p->expert_ff;
+    if (ff_exp > widest) widest = ff_exp;
+    if (n_exp) {
+        c->moe_logits = alloc_n(B * n_exp, sizeof(float), total);
+        c->moe_ids = alloc_n(R, sizeof(int32_t), total);
+        c->moe_w = alloc_n(R, sizeof(float), total);
+        c->moe_row = alloc_n(R, sizeof(int32_t), total);
+        c->moe_first = alloc_n(n_exp + 1, sizeof(int32_t), total);
+        c->moe_x = alloc_n(R * dim, sizeof(float), total);
+        c->moe_h = alloc_n(R * ff_exp, sizeof(float), total);
+        c->moe_h2 = alloc_n(R * ff_exp, sizeof(float), total);
+        c->moe_y = alloc_n(R * dim, sizeof(float), total);
+    }
+    c->x = alloc_n(B * dim, sizeof(float), total);
+    c->xb = alloc_n(B * xs, sizeof(float), total);
+    c->xb2 = alloc_n(B * dim, sizeof(float), total);
+    c->hb = alloc_n(B * hs, sizeof(float), total);
+    c->hb2 = alloc_n(B * hid, sizeof(float), total);
+    c->q = alloc_n(B * qd, sizeof(float), total);
+    c->qkv = fused_qkv ? alloc_n(B * (qd + 2 * kvd), sizeof(float), total) : NULL;
+    if (p->arch->attn_gate) {
+        c->qg = alloc_n(B * 2 * qd, sizeof(float), total);
+        c->gate = alloc_n(B * qd, sizeof(float), total);
+    }
+    if (p->n_rec_layers) {
+        c->rs_in = alloc_n(B * rs_in, sizeof(float), total);
+        c->rs_z = alloc_n(B * vd, sizeof(float), total);
+        c->rs_ba = alloc_n(B * 2 * (uint64_t)p->ssm_hv, sizeof(float), total);
+        c->rs_o = alloc_n(B * (vd > dim ? vd : dim), sizeof(float), total);
+    }
+    if (p->n_ple) { /* Gemma 4's per-layer inputs */
+        c->ple = alloc_n(B * (uint64_t)p->n_ple * (uint64_t)p->n_layers, sizeof(float), total);
+        const uint64_t pl = (uint64_t)p->n_ple * (uint64_t)p->n_layers;
+        c->ple_h = alloc_n(B * (uint64_t)p->n_ple > pl ? B * (uint64_t)p->n_ple : pl,
+                           sizeof(float), total);
+    }
+    c->kt = alloc_n(B * kvd, sizeof(float), total);
+    c->vt = alloc_n(B * kvd, sizeof(float), total);
+    /* Quantized activations take fewer bytes than floats: the widest input + slack per row,
+     * rounded to 16 bytes so every row stays aligned. */
+    c->xq_stride = (size_t)((widest + 256) * sizeof(float) + 15) & ~(size_t)15;
+    c->xq = alloc_n(B * c->xq_stride, 1, total);
+    if (n_exp) c->moe_xq = alloc_n(2 * R * c->xq_stride, 1, total);
+    c->rope_cos = alloc_n((uint64_t)c->n_rope_sets * B * half, sizeof(float), total);
+    c->rope_sin = alloc_n((uint64_t)c->n_rope_sets * B * half, sizeof(float), total);
+    c->kb = alloc_n((uint64_t)c->kb_cap, sizeof(void *), total);
+    c->vb = alloc_n((uint64_t)c->kb_cap, sizeof(void *), total);
+    c->ent_seq = alloc_n(B, sizeof(int32_t), total);
+    c->ent_pos = alloc_n(B, sizeof(int32_t), total);
+    const int mrope = p->arch->rope_sections == WLM_SECTIONS_MROPE;
+    if (mrope) c->ent_rpos = alloc_n(B * 3, sizeof(int32_t), total);
+    const int ok = c->x && c->xb && c->xb2 && c->hb && c->hb2 && c->q && c->kt && c->vt &&
+                   (c->qkv || !fused_qkv) && ((c->qg && c->gate) || !p->arch->attn_gate) &&
+                   ((c->rs_in && c->rs_z && c->rs_ba && c->rs_o) || !p->n_rec_layers) &&
+                   ((c->ple && c->ple_h) || !p->n_ple) && c->xq && c->rope_cos && c->rope_sin &&
+                   c->kb && c->vb && c->ent_seq && c->ent_pos && (c->ent_rpos || !mrope) &&
+                   (!n_exp || (c->moe_logits && c->moe_ids && c->moe_w && c->moe_row &&
+                               c->moe_first && c->moe_x && c->moe_h && c->moe_h2 && c->moe_y &&
+                               c->moe_xq));
+    c->pass_bytes = *total - total0;
+    if (ok) return WLM_OK;
+    pass_buffers_free(c);
+    c->pass_bytes = 0;
+    return WLM_ERR_NOMEM;
 }
 
 int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wlm_context **out) {
@@ -504,102 +588,25 @@ int wlm_context_new(const wlm_model *model, const wlm_context_params *params, wl
     /* A non-causal model's sequences pass whole (every token attends to every other), so its
      * activations hold n_ctx entries. */
     c->chunk = p->n_expert > 1 ? WLM_BATCH_CHUNK_MOE : WLM_BATCH_CHUNK;
-    c->batch_cap = p->bidirectional && c->n_ctx > c->chunk ? c->n_ctx : c->chunk;
-    const uint64_t B = (uint64_t)c->batch_cap, dim = (uint64_t)p->dim, hid = (uint64_t)p->hidden_dim;
-    const uint64_t kvd = (uint64_t)p->kv_dim;
     const uint64_t half = (uint64_t)(p->n_rot_swa > p->n_rot ? p->n_rot_swa : p->n_rot) / 2;
     c->rope_half = (int32_t)half;
-    const uint64_t qd = (uint64_t)p->q_dim, xs = qd > dim ? qd : dim;
-    const uint64_t hs = p->arch->ffn == WLM_FFN_FUSED_GATE_UP ? 2 * hid : hid;
-    uint64_t widest = hid > dim ? hid : dim;
-    if (qd > widest) widest = qd;
-    /* hybrids: recurrent layers' projections and gated attention */
-    const uint64_t vd = (uint64_t)p->ssm_hv * (uint64_t)p->ssm_d; /* DeltaNet's HV D */
-    const int deltanet = p->ssm_hv > 0, shortconv = p->n_rec_layers > 0 && !deltanet;
-    const uint64_t rs_in = deltanet ? (uint64_t)p->ssm_channels : shortconv ? 3 * dim : 0;
-    if (vd > widest) widest = vd;
-    if ((uint64_t)model->w.dense2.rows > widest) widest = (uint64_t)model->w.dense2.rows; /* dense_3's input */
-    int fused_qkv = 0;
-    for (int32_t l = 0; l < p->n_layers; l++) fused_qkv |= model->w.layers[l].wqkv.data != NULL;
     int any_swa = 0;
     for (int32_t l = 0; l < p->n_layers; l++) any_swa |= model->w.layers[l].swa;
     c->n_rope_sets = any_swa && p->n_swa > 0 ? 2 : 1;
-    /* block pointers: one per block of a full sequence, or one per position of a window */
-    c->kb_cap = c->max_blocks;
-    /* symmetric: ± n_swa / 2; an image batch (wlm_eval_embd) reaches forward to its end */
-    const int32_t win = p->bidirectional ? p->n_swa + 1 : p->n_swa + WLM_BATCH_CHUNK - 1;
-    if (c->n_rope_sets > 1 && win > c->kb_cap) c->kb_cap = win < c->n_ctx ? win : c->n_ctx;
     size_t total = 0;
-    /* mixture of experts (moe.c): one row per (entry, chosen expert) */
-    const uint64_t n_exp = (uint64_t)p->n_expert, R = B * (uint64_t)p->n_expert_used;
-    const uint64_t ff_exp = (uint64_t)p->expert_ff;
-    if (ff_exp > widest) widest = ff_exp;
-    if (n_exp) {
-        c->moe_logits = alloc_n(B * n_exp, sizeof(float), &total);
-        c->moe_ids = alloc_n(R, sizeof(int32_t), &total);
-        c->moe_w = alloc_n(R, sizeof(float), &total);
-        c->moe_row = alloc_n(R, sizeof(int32_t), &total);
-        c->moe_first = alloc_n(n_exp + 1, sizeof(int32_t), &total);
-        c->moe_x = alloc_n(R * dim, sizeof(float), &total);
-        c->moe_h = alloc_n(R * ff_exp, sizeof(float), &total);
-        c->moe_h2 = alloc_n(R * ff_exp, sizeof(float), &total);
-        c->moe_y = alloc_n(R * dim, sizeof(float), &total);
-    }
-    c->x = alloc_n(B * dim, sizeof(float), &total);
-    c->xb = alloc_n(B * xs, sizeof(float), &total);
-    c->xb2 = alloc_n(B * dim, sizeof(float), &total);
-    c->hb = alloc_n(B * hs, sizeof(float), &total);
-    c->hb2 = alloc_n(B * hid, sizeof(float), &total);
-    c->q = alloc_n(B * qd, sizeof(float), &total);
-    c->qkv = fused_qkv ? alloc_n(B * (qd + 2 * kvd), sizeof(float), &total) : NULL;
-    if (p->arch->attn_gate) {
-        c->qg = alloc_n(B * 2 * qd, sizeof(float), &total);
-        c->gate = alloc_n(B * qd, sizeof(float), &total);
-    }
-    if (p->n_rec_layers) {
-        c->rs_in = alloc_n(B * rs_in, sizeof(float), &total);
-        c->rs_z = alloc_n(B * vd, sizeof(float), &total);
-        c->rs_ba = alloc_n(B * 2 * (uint64_t)p->ssm_hv, sizeof(float), &total);
-        c->rs_o = alloc_n(B * (vd > dim ? vd : dim), sizeof(float), &total);
-    }
-    if (p->n_ple) { /* Gemma 4's per-layer inputs */
-        c->ple = alloc_n(B * (uint64_t)p->n_ple * (uint64_t)p->n_layers, sizeof(float), &total);
-        const uint64_t pl = (uint64_t)p->n_ple * (uint64_t)p->n_layers;
-        c->ple_h = alloc_n(B * (uint64_t)p->n_ple > pl ? B * (uint64_t)p->n_ple : pl,
-                           sizeof(float), &total);
-    }
-    c->kt = alloc_n(B * kvd, sizeof(float), &total);
-    c->vt = alloc_n(B * kvd, sizeof(float), &total);
+    const int pass_ok =
+        pass_buffers(c, p->bidirectional && c->n_ctx > c->chunk ? c->n_ctx : c->chunk, &total) == WLM_OK;
     c->att = alloc_n(wlm_attention_scratch(p->n_heads, c->n_ctx, p->head_size), sizeof(float),
                      &total);
-    /* Quantized activations take fewer bytes than floats: the widest input + slack per row,
-     * rounded to 16 bytes so every row stays aligned. */
-    c->xq_stride = (size_t)((widest + 256) * sizeof(float) + 15) & ~(size_t)15;
-    c->xq = alloc_n(B * c->xq_stride, 1, &total);
-    if (n_exp) c->moe_xq = alloc_n(2 * R * c->xq_stride, 1, &total);
-    c->rope_cos = alloc_n((uint64_t)c->n_rope_sets * B * half, sizeof(float), &total);
-    c->rope_sin = alloc_n((uint64_t)c->n_rope_sets * B * half, sizeof(float), &total);
     c->rope_freq = alloc_n((uint64_t)c->n_rope_sets * half, sizeof(float), &total);
-    c->kb = alloc_n((uint64_t)c->kb_cap, sizeof(void *), &total);
-    c->vb = alloc_n((uint64_t)c->kb_cap, sizeof(void *), &total);
-    c->ent_seq = alloc_n(B, sizeof(int32_t), &total);
-    c->ent_pos = alloc_n(B, sizeof(int32_t), &total);
     const int mrope = p->arch->rope_sections == WLM_SECTIONS_MROPE;
-    if (mrope) c->ent_rpos = alloc_n(B * 3, sizeof(int32_t), &total);
     c->logits_cap = 1;
     c->logits = alloc_n((uint64_t)p->vocab_size, sizeof(float), &total);
     c->n_entries_cap = 1;
     c->logit_row = alloc_n(1, sizeof(int32_t), &total);
     c->seqs = alloc_n((uint64_t)c->n_seq_max, sizeof(wlm_seq), &total);
     c->gens = alloc_n((uint64_t)c->n_seq_max, sizeof(wlm_generation), &total);
-    int ok = c->x && c->xb && c->xb2 && c->hb && c->hb2 && c->q && c->kt && c->vt && c->att &&
-             (c->qkv || !fused_qkv) && ((c->qg && c->gate) || !p->arch->attn_gate) &&
-             ((c->rs_in && c->rs_z && c->rs_ba && c->rs_o) || !p->n_rec_layers) &&
-             ((c->ple && c->ple_h) || !p->n_ple) &&
-             c->xq && c->rope_cos && c->rope_sin && c->rope_freq && c->kb && c->vb &&
-             c->ent_seq && c->ent_pos && c->logits && c->logit_row && c->seqs && c->gens &&
-             (!n_exp || (c->moe_logits && c->moe_ids && c->moe_w && c->moe_row && c->moe_first &&
-                         c->moe_x && c->moe_h && c->moe_h2 && c->moe_y && c->moe_xq));
+    int ok = pass_ok && c->att && c->rope_freq && c->logits && c->logit_row && c->seqs && c->gens;
     for (int32_t i = 0; ok && i < c->n_seq_max; i++) {
         c->seqs[i].blocks = alloc_n((uint64_t)c->max_blocks, sizeof(int32_t), &total);
         c->seqs[i].tokens = alloc_n((uint64_t)c->n_ctx, sizeof(int32_t), &total);
@@ -898,7 +905,8 @@ int wlm_seq_shift(wlm_context *ctx, int32_t seq, int32_t n_keep, int32_t n_disca
 
 /* ---- evaluation --------------------------------------------------------------------------- */
 
-/* Evaluates entries (tokens[i] appended to sequence SEQ(i)) in chunks of c->chunk. */
+/* Evaluates entries (tokens[i] appended to sequence SEQ(i)) in chunks of c->chunk (a non-causal
+ * image's rows in one). */
 #define SEQ(i) (seq_ids ? seq_ids[i] : 0)
 static int run_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq_ids,
                        const uint8_t *want, int32_t n) {
@@ -949,8 +957,10 @@ static int run_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq
     }
     int32_t next_pos[WLM_MAX_SEQ];
     for (int32_t sq = 0; sq < c->n_seq_max; sq++) next_pos[sq] = c->seqs[sq].n_past;
-    for (int32_t i0 = 0; i0 < n; i0 += c->chunk) {
-        const int32_t m = n - i0 < c->chunk ? n - i0 : c->chunk;
+    /* a non-causal image's rows (wlm_eval_embd: batch_cap holds them) pass together */
+    const int32_t step = c->image_batch ? n : c->chunk;
+    for (int32_t i0 = 0; i0 < n; i0 += step) {
+        const int32_t m = n - i0 < step ? n - i0 : step;
         for (int32_t j = 0; j < m; j++) {
             const int32_t sq = SEQ(i0 + j);
             c->ent_seq[j] = sq;
@@ -1079,10 +1089,6 @@ int wlm_eval_embd_grid(wlm_context *ctx, int32_t seq, const float *embd, int32_t
         return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
                              "image rows need a CPU context with a KV cache%s",
                              p->state_floats ? " and, on a recurrent hybrid, causal rows" : "");
-    if (non_causal && n > WLM_BATCH_CHUNK)
-        return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
-                             "a non-causal image of %d rows does not fit one batch of %d",
-                             (int)n, WLM_BATCH_CHUNK);
     wlm_seq *s = &c->seqs[seq];
     if (n > c->n_ctx - s->n_past)
         return wlm_set_error(c->errmsg, WLM_ERR_CONTEXT_FULL,
@@ -1092,7 +1098,24 @@ int wlm_eval_embd_grid(wlm_context *ctx, int32_t seq, const float *embd, int32_t
         if (!isfinite(embd[i]))
             return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                                  "wlm_eval_embd: row %d holds a non-finite value", (int)(i / (size_t)n_embd));
-    int32_t *len = non_causal ? malloc(sizeof(int32_t) * WLM_BATCH_CHUNK) : NULL;
+    if (non_causal && n > c->batch_cap) {
+        /* rows that see each other both ways pass together (Gemma 3's 256): the pass buffers
+         * grow to hold them, and stay grown for the next image */
+        const int32_t old = c->batch_cap;
+        const size_t before = c->pass_bytes;
+        size_t grown = 0;
+        if (pass_buffers(c, (uint64_t)n, &grown) != WLM_OK) {
+            size_t back = 0;
+            const int again = pass_buffers(c, (uint64_t)old, &back);
+            c->bytes = c->bytes - before + (again == WLM_OK ? back : 0);
+            return wlm_set_error(c->errmsg, WLM_ERR_NOMEM,
+                                 "out of memory for one pass of the image's %d rows (they see each "
+                                 "other both ways, so they pass together)%s", (int)n,
+                                 again == WLM_OK ? "" : "; the context has no pass buffers left");
+        }
+        c->bytes = c->bytes - before + grown;
+    }
+    int32_t *len = non_causal ? malloc(sizeof(int32_t) * (size_t)n) : NULL;
     int32_t *tok = malloc(sizeof(int32_t) * (size_t)n * 2); /* ids, then sequence ids */
     uint8_t *want = calloc((size_t)n, 1);
     if (!tok || !want || (non_causal && !len)) {
@@ -1101,16 +1124,18 @@ int wlm_eval_embd_grid(wlm_context *ctx, int32_t seq, const float *embd, int32_t
     }
     for (int32_t i = 0; i < n; i++) tok[i] = WLM_TOKEN_EMBD, tok[n + i] = seq;
     want[n - 1] = 1;
-    /* run_entries in chunks of WLM_BATCH_CHUNK (a non-causal image is one chunk): the rows of
-     * each chunk are the input; every row sees the image up to its end when non-causal */
+    /* run_entries in chunks of WLM_BATCH_CHUNK, a non-causal image in one pass of all its rows:
+     * the rows of each chunk are the input; every row sees the image up to its end when
+     * non-causal */
     const int32_t end = s->n_past + n;
     for (int32_t i = 0; non_causal && i < n; i++) len[i] = end;
     c->ent_len = len;
     c->image_batch = non_causal;
     c->in_img_gw = gw, c->in_img_gh = gh, c->in_img_row = 0;
     rc = WLM_OK;
-    for (int32_t i0 = 0; i0 < n && rc == WLM_OK; i0 += WLM_BATCH_CHUNK) {
-        const int32_t m = n - i0 < WLM_BATCH_CHUNK ? n - i0 : WLM_BATCH_CHUNK;
+    const int32_t step = non_causal ? n : WLM_BATCH_CHUNK;
+    for (int32_t i0 = 0; i0 < n && rc == WLM_OK; i0 += step) {
+        const int32_t m = n - i0 < step ? n - i0 : step;
         c->in_embd = embd + (size_t)i0 * (size_t)n_embd;
         rc = run_entries(c, tok + i0, tok + n + i0, want + i0, m);
     }

@@ -219,7 +219,8 @@ int main(int argc, char **argv) {
                                         "idefics3-F32", "idefics3-F16", "idefics3-Q8_0",
                                         "idefics3-F32-flat", "idefics3-F16-flat",
                                         "lfm2-F32", "lfm2-F16", "lfm2-Q8_0", "lfm2-p16-F32", "lfm2-F32-flat", "lfm2-tiles-F32",
-                                        "qwen25vl-F32", "qwen25vl-F16", "qwen25vl-Q8_0", "qwen25vl-F32-flat"};
+                                        "qwen25vl-F32", "qwen25vl-F16", "qwen25vl-Q8_0", "qwen25vl-F32-flat",
+                                        "gemma3-rows256-F32"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         if (argc > 3 && strcmp(argv[3], names[i])) continue;
         tu_section(names[i]);

@@ -63,7 +63,7 @@ test('models/README.md\'s tables parse: Qwen3.5 0.8B and 2B, LFM2.5 1.2B (Q4_K_M
   // the hybrids, pinned; the rows without a published size or hash (SmolLM3, Gemma 4, the MoE
   // models, gpt-oss) are checked below and by the next test (their entries say why)
   assert.deepEqual(hybridRows.filter((r) => r.sha256).map((r) => r.id).sort(), [
-    'lfm2.5-1.2b-instruct-q4_k_m', 'lfm2.5-1.2b-instruct-q8_0',
+    'gemma-3-4b-it-q4_k_m', 'lfm2.5-1.2b-instruct-q4_k_m', 'lfm2.5-1.2b-instruct-q8_0',
     'qwen3.5-0.8b-q4_k_m', 'qwen3.5-0.8b-q8_0', 'qwen3.5-2b-q4_k_m', 'qwen3.5-2b-q8_0',
     'smolvlm-256m-instruct-q8_0',
   ]);
@@ -207,7 +207,7 @@ function mmprojProblems(e) {
 }
 
 test('the vision pairs\' projectors are the table\'s files: repository, file, size, sha256, revision', () => {
-  assert.deepEqual(mmprojRows.map((r) => r.id).sort(), ['smolvlm-256m-instruct-q8_0 mmproj']);
+  assert.deepEqual(mmprojRows.map((r) => r.id).sort(), ['gemma-3-4b-it-q4_k_m mmproj', 'smolvlm-256m-instruct-q8_0 mmproj']);
   for (const r of mmprojRows) {
     const id = r.id.replace(/ mmproj$/, '');
     const e = manifest.models.find((x) => x.id === id);
@@ -219,7 +219,7 @@ test('the vision pairs\' projectors are the table\'s files: repository, file, si
     assert.equal(m.revision, r.revision, `${id}: mmproj revision`);
     assert.equal(m.url, `https://huggingface.co/${r.repo}/resolve/${r.revision ?? 'main'}/${r.file}`, `${id}: mmproj url`);
     assert.equal(m.file, r.file, `${id}: mmproj file`);
-    // the projector comes from the model's own revision
+    // the projector comes from the model's own repository and revision
     assert.equal(m.revision, e.revision, `${id}: the model's revision`);
   }
   // every entry with a verified mmproj has its row

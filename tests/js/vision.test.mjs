@@ -27,7 +27,7 @@ const BUILT = fs.existsSync(path.join(REPO, 'dist/wasmlm.wasm'));
 const tolerance = (name) => (/Q8_0/.test(name) ? 0.6 : /lfm2-(p16|tiles)/.test(name) ? 0.1 : 0.05);
 const RECORD_NAMES = ['gemma3-F32', 'gemma3-F16', 'gemma3-Q8_0', 'idefics3-F32', 'idefics3-F16', 'idefics3-Q8_0',
   'idefics3-F32-flat', 'idefics3-F16-flat', 'lfm2-F32', 'lfm2-F16', 'lfm2-Q8_0', 'lfm2-F32-flat', 'lfm2-p16-F32', 'lfm2-tiles-F32',
-  'qwen25vl-F32', 'qwen25vl-F16', 'qwen25vl-Q8_0', 'qwen25vl-F32-flat'];
+  'qwen25vl-F32', 'qwen25vl-F16', 'qwen25vl-Q8_0', 'qwen25vl-F32-flat', 'gemma3-rows256-F32'];
 /** The projector type of a record's name prefix (clip.projector_type). */
 const PROJECTOR = { qwen25vl: 'qwen2.5vl_merger' };
 
