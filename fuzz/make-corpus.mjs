@@ -863,11 +863,12 @@ function tokenizerBin(pieces, maxLen) {
     [{ name: 'odd.weight', ne: [4, 2], type: 99, data: Buffer.alloc(0) }, { name: 'token_embd.weight', ne: [32, 2], type: GT.Q8_0, data: tensorData(GT.Q8_0, 2, 32) }], { alignment: 64 }));
 }
 
-// ---- fuzz_mmproj: tools/synth_mmproj.mjs's files of every projector in F32, F16 and Q8_0, cut
+// ---- fuzz_mmproj: tools/synth_mmproj.mjs's tiny files of every projector in F32, F16 and Q8_0, cut
 // copies, and a few edited keys (another projector type, a text model's architecture)
 {
   const { mmprojBytes, MMPROJ_SHAPES } = await import('../tools/synth_mmproj.mjs');
-  for (const shape of Object.keys(MMPROJ_SHAPES)) {
+  // the tiny towers only: the published ones (bench/images.mjs) are 0.1–1.7 GB a file
+  for (const shape of Object.keys(MMPROJ_SHAPES).filter((s) => MMPROJ_SHAPES[s].W <= 64)) {
     for (const type of ['F32', 'F16', 'Q8_0']) {
       const b = mmprojBytes({ shape, type, seed: 1 });
       put('fuzz_mmproj', `${shape}-${type}.gguf`, b);
