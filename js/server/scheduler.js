@@ -223,11 +223,14 @@ export class Scheduler {
     let seq;
     try {
       if (withImages(job)) {
-        // as Engine.generate names them (images[i]); raw pixels go on, checked again by the batch
-        params.images = await Promise.all(params.images.map(async (img, i) => {
+        // in order and named as Engine.generate does (images[i]: its first bad one is the error);
+        // raw pixels go on, checked again by the batch
+        const decoded = [];
+        for (const [i, img] of params.images.entries()) {
           const { width, height, rgb } = await decodeImage(img, `images[${i}]`, { signal: job.signal });
-          return { width, height, data: rgb };
-        }));
+          decoded.push({ width, height, data: rgb });
+        }
+        params.images = decoded;
         if (job.signal?.aborted) throw abortError('The generation');
       }
       seq = batch.add(job.prompt, params, { signal: job.signal });
