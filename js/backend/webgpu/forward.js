@@ -10,7 +10,9 @@
 // (attn_q's per-head query and gate rows) in recurrent.c's / forward.c's order. Each layer's
 // head size, KV heads, widths and KV sharing are its own (per_layer.js layerShape: Gemma 4's
 // differ by layer; a KV-shared layer computes only Q and attends to its source's cache), and
-// Gemma 4's per-layer embeddings and output scale are steps of the same pass (pleSpecs). A
+// Gemma 4's per-layer embeddings and output scale are steps of the same pass (pleSpecs; the
+// table's rows of each chunk's tokens gathered on the host, pleHostTable, and written with the
+// step's tokens). A
 // mixture of experts is a feed-forward kind of the same pass (moe: router, route, the chosen
 // experts' products read by id, their weighted sum; wgsl_moe.js; Gemma 4's beside the dense
 // feed-forward, each branch post-normed, the router on the scaled stream), gpt-oss's sinks a
@@ -141,6 +143,7 @@ export class GpuForward {
   #staging = null;
   #destroyed = false;
   #nSeq = 1;           // sequences the cache holds
+  #pleTable = null;    // Gemma 4's per-layer embedding table on the host (per_layer.js pleHostTable)
 
   /** GPU bytes held: activations, parameters and the KV cache (weights not included). */
   get bytes() { return this.#ownBytes + (this.cache?.bytes ?? 0); }
@@ -151,8 +154,12 @@ export class GpuForward {
     return f;
   }
 
-  /** `recordAhead` false: every step's commands recorded when it runs (#encodeAhead; tests). */
-  constructor(device, desc, weights, { kvF16, nCtx, nSeq = 1, ropeFreq, ropeSets, mscale, chunk = 32, profile = null, recordAhead = true }) {
+  /** `recordAhead` false: every step's commands recorded when it runs (#encodeAhead; tests).
+   *  `pleTable`: pleHostTable() of the model's per-layer embedding table (Gemma 4; required
+   *  when the model has one, owned by the caller). */
+  constructor(device, desc, weights, { kvF16, nCtx, nSeq = 1, ropeFreq, ropeSets, mscale, chunk = 32, profile = null, recordAhead = true, pleTable = null }) {
+    if (desc.hp.n_ple && !pleTable) throw jsError('WLM_ERR_STATE', 'internal: a model with per-layer embeddings needs its host table (pleTable)');
+    this.#pleTable = desc.hp.n_ple ? pleTable : null;
     this.#nSeq = nSeq;
     this.#recordAhead = recordAhead && !profile;
     this.device = device;
@@ -481,7 +488,6 @@ export class GpuForward {
       matvec, norm, residual, add,
       scale: (y, yE, len, v) => specs.push(['eltwise', 'scale', [y, yE, len, fbits(v)], [], (n) => [wg(len), 1, n]]),
       scaleBy: (y, yE, len, v) => specs.push(['eltwise', 'scale_by', [y, yE, vecOf(v), len], [Vb], (n) => [wg(len), 1, n]]),
-      embed: (t, len, y, yE, sc) => specs.push(['embed', t[0], [len, t[3], 0, y, yE, 0, fbits(sc)], [{ buffer: bufOf(t) }, S], (n) => [wg(len), 1, n]]),
       glu: (g, gE, u, uE, len, act) => specs.push(['eltwise', 'glu', [g, gE, u, uE, len, act, 1], [], (n) => [wg(len), 1, n]]),
     }, o, E);
     ple.inputs();
@@ -676,6 +682,10 @@ export class GpuForward {
       for (let j = 0; j < n; j++) ns = Math.max(ns, attentionSplit(positions[i0 + j] + 1, this.#attSplits).splits);
       step[3 * B + 2] = ns;
       device.queue.writeBuffer(this.#step, 0, step);
+      if (this.#pleTable) { // the table's rows of the chunk's tokens, entry j at pla + j · stride
+        const stride = (h.n_ple * h.n_layers + 3) & ~3;
+        device.queue.writeBuffer(this.#act, this.#off.pla * 4, this.#pleTable.rows(tokens, i0, n, stride));
+      }
       if (this.desc.arch.rope !== 'none') {
         const CS = this.#csStride; // each set its own rotated width (Gemma 4), CS floats apart
         const cs = new Float32Array(this.#ropeSets * B * CS);

@@ -23,9 +23,11 @@ const VECTORS = ['attn_norm', 'attn_norm_b', 'bqkv', 'bq', 'bk', 'bv', 'q_norm',
   'exp_out_scale', 'moe_in_norm', 'moe_in_scale', 'moe_pre_norm', 'moe_post_norm_1', 'moe_post_norm_2'];
 const GGUF_NAMES = { wq: 'attn_q', wk: 'attn_k', wv: 'attn_v', wqkv: 'attn_qkv', wo: 'attn_output', w1: 'ffn_gate', w2: 'ffn_down', w3: 'ffn_up', w13: 'ffn_gate_up',
   ple_gate: 'inp_gate', ple_proj: 'proj', moe_router: 'ffn_gate_inp' };
-/** The model's matrices outside the layers: description key → GGUF name (without .weight). */
+/** The model's matrices outside the layers: description key → GGUF name (without .weight).
+ *  (Gemma 4's per-layer embedding table, ple_embd, is not one: it stays in wasm memory, read on
+ *  the host, per_layer.js pleHostTable, and neither uploaded nor held to the adapter's limits.) */
 const GLOBAL_MATRICES = { token_embd: 'token_embd', position_embd: 'position_embd', output: 'output',
-  ple_embd: 'per_layer_token_embd', ple_model_proj: 'per_layer_model_proj' };
+  ple_model_proj: 'per_layer_model_proj' };
 /** A mixture of experts' stacked matrices (one GGUF tensor holding every expert's) by GGUF name
  *  (exp_gate_up: Gemma 4's fused one, each expert's gate rows then its up rows). */
 const EXPERTS = { exp_gate: 'ffn_gate_exps', exp_up: 'ffn_up_exps', exp_down: 'ffn_down_exps', exp_gate_up: 'ffn_gate_up_exps' };
