@@ -22,6 +22,9 @@
 // post-normed, the router on the scaled RMSNorm of the stream, fused gate/up experts, output
 // scales on some layers' experts) F32, Q8_0 and Q4_K_M, streamed and (F32) copied from the heap,
 // and 'tiny-moe-split' (separate gate and up expert tensors) F32, within the same tolerance.
+// The per-layer embedding table is read on the host (per_layer.js pleHostTable), never uploaded:
+// on an adapter whose binding limit (a test hook on its limits, _webgpu.mjs limitedGpu) is below
+// the table but above token_embd, 'tiny' loads streamed and heap-copied and matches the CPU.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';

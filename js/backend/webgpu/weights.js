@@ -128,9 +128,12 @@ export function unsupportedReason(desc, { maxHead }) {
   }
   if (desc.hp?.n_expert > 1) {
     const a = desc.arch ?? {};
-    const lacks = (l) => (l.ffn_kind !== 'moe' ? '' : a.moe_dense_branch && !(l.moe_pre_norm && l.moe_post_norm_1 && l.moe_post_norm_2) ? 'the dense branch\'s norms'
-      : a.moe_stream_in && !l.moe_in_norm ? 'the router\'s input norm'
-        : l.exp_gu_fused && !l.exp_gate_up ? 'the fused gate/up experts' : '');
+    const lacks = (l) => { // what a MoE layer's description misses for Gemma 4's steps, or ''
+      if (l.ffn_kind !== 'moe') return '';
+      if (a.moe_dense_branch && !(l.moe_pre_norm && l.moe_post_norm_1 && l.moe_post_norm_2)) return 'the dense branch\'s norms';
+      if (a.moe_stream_in && !l.moe_in_norm) return 'the router\'s input norm';
+      return l.exp_gu_fused && !l.exp_gate_up ? 'the fused gate/up experts' : '';
+    };
     const bad = desc.layers.map(lacks).find((why) => why);
     if (bad) return `the model's description lacks ${bad} (${a.name}'s mixture of experts): the wasm module is older than the WebGPU backend`;
     if (desc.hp.n_expert_used > MAX_EXPERT_USED) {
