@@ -17,6 +17,7 @@ import assert from 'node:assert/strict';
 import { REPO } from './_helpers.mjs';
 import { makePipeline, Pipelines } from '../../js/backend/webgpu/forward.js';
 import { describeModel } from '../../js/backend/webgpu/backend.js';
+import { pleHostTable } from '../../js/backend/webgpu/per_layer.js';
 import { ggufBytes, readGguf } from '../../tools/vocab_gguf.mjs';
 
 export const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
@@ -227,7 +228,40 @@ export function deferredModel(x, file, nCtx = 64) {
   x.wlmjs_free(slot);
   const f = (i) => x.wlmjs_deferred_field(ctx, i);
   const desc = describeModel(x, model);
-  const opts = (device, subgroups) => ({ kvF16: true, nCtx: f(9), ropeSets: f(7), mscale: f(8),
+  const pleTable = pleHostTable(x, desc.tensors.ple_embd); // (Gemma 4's per-layer embeddings; kept for the instance's life)
+  const opts = (device, subgroups) => ({ kvF16: true, nCtx: f(9), ropeSets: f(7), mscale: f(8), pleTable,
     ropeFreq: new Float32Array(x.memory.buffer, f(6) >>> 0, f(7) * desc.hp.n_rot / 2).slice(), pipelines: new Pipelines(device, { subgroups }) });
   return { model, ctx, desc, opts };
 }
+
+/**
+ * `gpu` (dawn()'s) as if its adapter's buffer limits were `cap` bytes: the adapter's and its
+ * devices' `limits` read maxStorageBufferBindingSize and maxBufferSize `cap` (the device itself
+ * is the real one, created with the real limits: WebGPU grants no less than its defaults), so the
+ * backend sizes and checks its buffers as on such an adapter. A test hook, not an emulation.
+ */
+export function limitedGpu(gpu, cap) {
+  const over = { maxStorageBufferBindingSize: cap, maxBufferSize: cap };
+  const wrap = (target, extra = {}) => new Proxy(target, {
+    get(t, k) {
+      if (k === 'limits') {
+        const l = {};
+        for (const n in t.limits) l[n] = t.limits[n];
+        return Object.assign(l, over);
+      }
+      if (k in extra) return extra[k];
+      const v = t[k];
+      return typeof v === 'function' ? v.bind(t) : v;
+    },
+    set(t, k, v) { t[k] = v; return true; },
+  });
+  return {
+    requestAdapter: async (opts) => {
+      const a = await gpu.requestAdapter(opts);
+      if (!a) return a;
+      const real = { maxStorageBufferBindingSize: a.limits.maxStorageBufferBindingSize, maxBufferSize: a.limits.maxBufferSize };
+      return wrap(a, { requestDevice: async (d = {}) => wrap(await a.requestDevice({ ...d, requiredLimits: { ...d.requiredLimits, ...real } })) });
+    },
+  };
+}
+

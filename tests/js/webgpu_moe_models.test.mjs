@@ -11,7 +11,9 @@
 // tensors are split into buffers of a few experts each (as a binding limit below a tensor forces)
 // gives the bits of the unsplit one; and the routes change between tokens — zeroing one expert
 // of the last layer at a time changes exactly the entries that chose it, k experts an entry,
-// different entries for different experts.
+// different entries for different experts (also for Gemma 4's kind, gemma4 tiny-moe, whose fused
+// gate/up experts are split as the others; its GPU logits against the CPU's are
+// webgpu_gemma4.test.mjs's).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { argmax, dawn, deferredModel, dequantizedCopy, diff, margin, wasmReference } from './_webgpu.mjs';
@@ -83,7 +85,7 @@ function splitEvery(desc, cap, per) {
   const whole = fuseMatrices(desc, cap), E = desc.hp.n_expert;
   return { ...whole, layers: whole.layers.map((l, li) => {
     const out = { ...l };
-    for (const k of ['exp_gate', 'exp_up', 'exp_down']) {
+    for (const k of ['exp_gate', 'exp_up', 'exp_down', 'exp_gate_up']) {
       const t = desc.layers[li][k];
       if (!t) continue;
       out[k] = expertPieces(t, E, per * (t[1] / E) * t[3], `blk.${li}.${k}`);
@@ -93,10 +95,10 @@ function splitEvery(desc, cap, per) {
   }) };
 }
 
-for (const arch of ['qwen3moe', 'gpt-oss', 'lfm2moe']) {
-  test(`${arch}: expert tensors split into buffers of 1 and 4 experts give the bits of one buffer each (prefill and decode); the last layer's experts, zeroed one at a time, change the tokens that chose them: k a token, not the same for all`, { skip }, async () => {
+for (const [arch, shape] of [['qwen3moe'], ['gpt-oss'], ['lfm2moe'], ['gemma4', 'tiny-moe']]) {
+  test(`${arch}${shape ? ` ${shape}` : ''}: expert tensors split into buffers of 1 and 4 experts give the bits of one buffer each (prefill and decode); the last layer's experts, zeroed one at a time, change the tokens that chose them: k a token, not the same for all`, { skip }, async () => {
     const x = wasmReference();
-    const { desc, opts } = deferredModel(x, synthCached({ arch, type: 'Q8_0' }));
+    const { desc, opts } = deferredModel(x, synthCached({ arch, shape, type: 'Q8_0' }));
     const { device, subgroups } = await requestDevice(await gpu.requestAdapter());
     try {
       const cap = Math.min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
