@@ -555,25 +555,34 @@ export function passBytes(h, B, nCtx) {
 
 /**
  * What loading a model of `fileBytes` with header `h` will take in wasm memory, in bytes:
- * {weights, kv, state, scratch, imagePass, other, vision, total}. Mirrors wlm_context_new
- * (src/runtime/context.c): the KV cache of one full sequence of nCtx positions (0: the model's
- * context length) in kvType (the attention layers' only) and a hybrid's recurrent states, their
- * snapshots and the speculative rollback's copies (recurrentBytes(): `state`, counted in `kv`
- * too); one pass's buffers (passBytes()) for WLM_BATCH_CHUNK (64) entries (WLM_BATCH_CHUNK_MOE,
- * 128, with experts; nCtx for a bidirectional model), grown to one image's rows when the mmproj's
- * rows pass together (`imagePass`, the growth, counted in `scratch` too: Gemma 3's 256 rows, ~33
- * MB for Gemma 3 4B), the attention scratch, the RoPE frequencies, the logits, and per
- * sequence its tokens and block table; `other` is the vocabulary's tables, the module's stack
- * and data, and the helper threads' stacks and scratch (`threads`); `vision` the mmproj's
- * (visionBytes(): its file and its encoder's scratch, 0 without one). Without a header (h
- * null) only the file is counted. After the context has run what the estimate allows for,
- * kvStats().contextBytes is kv + scratch and kvStats().stateBytesAllocated is state.
+ * {weights, kv, state, scratch, imagePass, logitRows, grows, other, vision, total}. Mirrors
+ * wlm_context_new (src/runtime/context.c) and what the context allocates later, at most, as
+ * the API lets it run (the worst case: a generation's parameters are not known at load):
+ * - kv: the KV cache of one full sequence of nCtx positions (0: the model's context length) in
+ *   kvType (the attention layers' only), and a hybrid's recurrent states, their snapshots and
+ *   the speculative rollback's copies (recurrentBytes(): `state`, allocated on first use);
+ * - scratch: one pass's buffers (passBytes()) for WLM_BATCH_CHUNK (64) entries
+ *   (WLM_BATCH_CHUNK_MOE, 128, with experts; nCtx for a bidirectional model), grown to one
+ *   image's rows when the mmproj's rows pass together (`imagePass`, the growth: Gemma 3's 256
+ *   rows, 33 MB for Gemma 3 4B); the attention scratch, the RoPE frequencies; `logitRows` rows
+ *   of logits (a speculative verification's MAX_DRAFT + 1, or a batch's one per sequence:
+ *   context.c run_entries grows them and keeps them); per sequence its tokens, block table and
+ *   records;
+ * - other: the vocabulary's tables, the module's stack and data, the helper threads' stacks and
+ *   scratch (`threads`), and speculative decoding's per-vocabulary rows (speculative.c grow:
+ *   MAX_DRAFT + 2 of them, outside the context's count);
+ * - vision: the mmproj's (visionBytes(): its file and its encoder's scratch; 0 without one).
+ * `grows`: the part of kv + scratch allocated after load (state, imagePass, the logits rows past
+ * the first): ModelInfo.contextBytes is kv + scratch - grows, and kvStats().contextBytes reaches
+ * kv + scratch once a context has run all of it (kvStats().stateBytesAllocated then is state).
+ * Without a header (h null) only the file is counted.
  */
 export function modelBytes(fileBytes, h, { nCtx = 0, kvType = 'f16', nSeqMax = 1, threads = 1, vision = null } = {}) {
   const weights = fileBytes;
   const vis = vision ? vision.total : 0;
   if (!h || h.arch === 'clip') {
-    return { weights, kv: 0, state: 0, scratch: 0, imagePass: 0, other: 32 << 20, vision: vis, total: weights + (32 << 20) + vis };
+    return { weights, kv: 0, state: 0, scratch: 0, imagePass: 0, logitRows: 0, grows: 0, other: 32 << 20, vision: vis,
+      total: weights + (32 << 20) + vis };
   }
   const ctx = nCtx || h.ctx;
   const elem = kvType === 'f32' || h.bidirectional ? 4 : 2; // (an encoder's K and V are F32)
@@ -587,13 +596,17 @@ export function modelBytes(fileBytes, h, { nCtx = 0, kvType = 'f16', nSeqMax = 1
   const rows = vision?.nonCausalRows ?? 0;
   const imagePass = rows > B ? passBytes(h, rows, ctx) - pass : 0;
   const head = h.headMax ?? h.headK;
-  // the attention scratch, the RoPE frequencies, the logits; per sequence its tokens, block
-  // table (M-RoPE: its rows' positions) and its wlm_seq and wlm_generation records
-  const floats = h.nHeads * (ctx + 2 * head) + (h.nSwa > 0 ? 2 : 1) * (h.rotHalf ?? head / 2) + h.vocab + 1;
+  const logitRows = Math.max(MAX_DRAFT + 1, seqs);
+  // the attention scratch, the RoPE frequencies, the logits rows and one entry's row number;
+  // per sequence its tokens, block table (M-RoPE: its rows' positions) and its records
+  const floats = h.nHeads * (ctx + 2 * head) + (h.nSwa > 0 ? 2 : 1) * (h.rotHalf ?? head / 2) + logitRows * h.vocab + 1;
   const scratch = pass + imagePass + 4 * floats +
     seqs * (4 * ctx * (h.mrope ? 2 : 1) + 4 * Math.ceil(ctx / 16) + SEQ_RECORD_BYTES);
-  const other = (24 << 20) + 64 * h.vocab + h.headerBytes + threads * ((1 << 20) + 4 * h.nHeads * (ctx + 2 * head));
-  return { weights, kv, state, scratch, imagePass, other, vision: vis, total: weights + kv + scratch + other + vis };
+  const grows = state + imagePass + 4 * (logitRows - 1) * h.vocab;
+  const other = (24 << 20) + 64 * h.vocab + h.headerBytes + threads * ((1 << 20) + 4 * h.nHeads * (ctx + 2 * head)) +
+    4 * (MAX_DRAFT + 2) * h.vocab;
+  return { weights, kv, state, scratch, imagePass, logitRows, grows, other, vision: vis,
+    total: weights + kv + scratch + other + vis };
 }
 /** sizeof(wlm_seq) + sizeof(wlm_generation) in wasm32 (src/model/model.h; measured: a second
  *  sequence's context less its tokens and block table). */
