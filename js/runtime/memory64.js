@@ -230,6 +230,7 @@ export function readModelHeader(bytes) {
   const u32 = () => { need(4); const v = dv.getUint32(pos, true); pos += 4; return v; };
   const u64 = () => { need(8); const v = Number(dv.getBigUint64(pos, true)); pos += 8; return v; };
   const str = () => { const n = u64(); need(n); const s = new TextDecoder().decode(bytes.subarray(pos, pos + n)); pos += n; return s; };
+  const skipStr = () => { const n = u64(); need(n); pos += n; }; // (a vocabulary's strings: not decoded)
   const SIZES = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
   const scalar = (t) => {
     need(SIZES[t]);
@@ -262,7 +263,7 @@ export function readModelHeader(bytes) {
     else if (t === 9) {
       const et = u32();
       const n = u64();
-      if (et === 8) { for (let k = 0; k < n; k++) str(); kv.set(key, { length: n }); }
+      if (et === 8) { for (let k = 0; k < n; k++) skipStr(); kv.set(key, { length: n }); }
       else if (SIZES[et]) {
         // per-layer arrays (head_count_kv of some models, Qwen3.5's recurrent_layers): keep
         // the largest value and how many are not 0
@@ -458,9 +459,13 @@ const BLOCKS = {
  *  bytes alone, and C reports what is wrong with it). */
 function plausible(h) {
   const ok = (v, max) => Number.isFinite(v) && v >= 0 && v <= max;
+  const opt = (v, max) => v === undefined || v === null || ok(v, max);
   return ok(h.nLayers, 4096) && ok(h.dim, 1 << 17) && ok(h.hidden, 1 << 20) && ok(h.nHeads, 4096) &&
     ok(h.nKvHeads, 4096) && ok(h.headK, 1 << 14) && ok(h.headV, 1 << 14) && ok(h.ctx, 1 << 24) &&
-    ok(h.vocab, 1 << 22) ? h : null;
+    ok(h.vocab, 1 << 22) && opt(h.rotHalf, 1 << 14) && opt(h.nSwa, 1 << 24) && opt(h.headMax, 1 << 14) &&
+    opt(h.ple, 1 << 17) && opt(h.stateBytes, 2 ** 40) && opt(h.rec?.channels, 1 << 20) && opt(h.rec?.vd, 1 << 20) &&
+    opt(h.rec?.hv, 1 << 14) && opt(h.nExpert, 1 << 14) && opt(h.nExpertUsed, 1 << 14) && opt(h.expertFf, 1 << 20) &&
+    opt(h.kvElems, 2 ** 32) && opt(h.weightBytes, 2 ** 50) ? h : null;
 }
 
 /**

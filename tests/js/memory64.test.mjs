@@ -28,6 +28,7 @@ import { mmprojBytes, pngBytes, testImage } from '../../tools/synth_mmproj.mjs';
 import { exportSignatures } from '../../tools/wasm64/abi.mjs';
 import { padGguf } from '../../tools/gguf_pad.mjs';
 import { synthCached, synthesize, writeHeaderOnly } from '../../tools/synth_gguf.mjs';
+import { splitmix32 } from '../../tools/synth.mjs';
 import { MODEL, MODELS, REPO, TOKENIZER } from './_helpers.mjs';
 
 const run = promisify(execFile);
@@ -230,6 +231,39 @@ test("memory64: the speculative rollback's rule at Qwen3.5-0.8B's shape: copies 
   } finally {
     fs.rmSync(file, { force: true });
   }
+});
+
+test('memory64: a corrupted header gives no estimate or a finite one (fuzz)', () => {
+  // Bytes of the key/values and the tensor directory flipped at random: the reader asks for more
+  // bytes (NeedMore), refuses (null: C then says what is wrong), or gives sizes whose estimate
+  // is finite and at least the file (never NaN, negative or infinite).
+  const rand = splitmix32(42);
+  let estimated = 0;
+  for (const arch of ['qwen35', 'lfm2', 'lfm2moe', 'gemma3', 'phi3', 'qwen3moe']) {
+    const bytes = fs.readFileSync(synthCached({ arch, shape: 'tiny', type: 'F32' }));
+    const end = readModelHeader(new Uint8Array(bytes)).headerBytes;
+    for (let i = 0; i < 60; i++) {
+      // in the model's key/values (before the vocabulary) or its tensor directory (the end)
+      const b = new Uint8Array(bytes.subarray(0, end + 64));
+      for (let k = 1 + (rand() % 4); k > 0; k--) b[rand() & 1 ? 8 + (rand() % 4096) : end - 1 - (rand() % 4096)] = rand() & 255;
+      let h;
+      try {
+        h = readModelHeader(b);
+      } catch (e) {
+        assert.equal(e.constructor.name, 'NeedMore', `${arch} #${i}: ${e.message}`);
+        continue;
+      }
+      if (h === null || h.arch === 'clip') continue;
+      const need = modelBytes(1e6, h, { nSeqMax: 2 });
+      const r = recurrentBytes(h, { nSeqMax: 2, weightBytes: h.weightBytes ?? 1e6 });
+      for (const [k, v] of Object.entries({ ...need, ...Object.fromEntries(Object.entries(r).map(([n, x]) => [`r.${n}`, x])) })) {
+        assert.ok(Number.isFinite(v) && v >= 0, `${arch} #${i}: ${k} = ${v}`);
+      }
+      assert.ok(need.total >= 1e6);
+      estimated++;
+    }
+  }
+  assert.ok(estimated > 60, `${estimated} corrupted headers still estimated`);
 });
 
 test('memory64: which module a model gets', () => {
