@@ -799,6 +799,25 @@ API float *wlmjs_vision_preprocess(wlm_vision *v, const uint8_t *rgb, int32_t wi
     dims[0] = pieces, dims[1] = tw, dims[2] = th, dims[3] = lw, dims[4] = lh;
     return pix;
 }
+/* An image encoded elsewhere (wlm_image_embd_from_rows: the GPU encoder's rows of every piece of
+ * a width × height image, n_floats of them) as wlmjs_image_encode's result: a malloc'd
+ * wlm_image_embd (NULL on error, the status in *status, the message in wlm_vision_errmsg).
+ * Release with wlmjs_image_embd_free. */
+API wlm_image_embd *wlmjs_image_embd_from_rows(wlm_vision *v, int32_t width, int32_t height,
+                                               const float *rows, int32_t n_floats, int *status) {
+    wlm_image_embd *e = calloc(1, sizeof *e);
+    if (!e) {
+        *status = WLM_ERR_NOMEM;
+        return NULL;
+    }
+    *status = n_floats < 0 ? WLM_ERR_INVALID_ARG
+                           : wlm_image_embd_from_rows(v, width, height, rows, (size_t)n_floats, e);
+    if (*status != WLM_OK) {
+        free(e);
+        return NULL;
+    }
+    return e;
+}
 /* One piece (3 × pw × ph floats from wlmjs_vision_preprocess) through the CPU encoder and
  * projector (wlm_vision_encode_piece): out receives (pw/P/scale)·(ph/P/scale) × proj_dim floats.
  * pw, ph: the image size S each, or for a dynamic-size projector (lfm2) positive multiples of

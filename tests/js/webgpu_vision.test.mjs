@@ -17,7 +17,7 @@ import path from 'node:path';
 import { dawn, dequantizedCopy, kernelKit, rng, wasmReference } from './_webgpu.mjs';
 import { mmprojBytes, testImage } from '../../tools/synth_mmproj.mjs';
 import { ggufBytes, readGguf } from '../../tools/vocab_gguf.mjs';
-import { createGpuVisionEncoder, readMmproj } from '../../js/backend/webgpu/vision.js';
+import { createGpuVisionEncoder, encodeImageOnGpu, readMmproj } from '../../js/backend/webgpu/vision.js';
 import { attentionFullWgsl, geluQuickWgsl, mergeWgsl } from '../../js/backend/webgpu/wgsl_vision.js';
 
 const { adapter, skip: why } = await dawn();
@@ -231,6 +231,50 @@ for (const [act, keys] of [['gelu_quick', { 'clip.use_gelu': ['bool', false] }],
     }
   });
 }
+
+test('encodeImageOnGpu (wlmjs_image_embd_from_rows): the GPU rows of every piece as the image wlmjs_image_encode makes (fields, rows as given), refusing a wrong count or a non-finite row', { skip }, async () => {
+  for (const [shape, w, h] of [['idefics3-tiny', 100, 70], ['gemma3-tiny', 60, 150]]) {
+    const bytes = mmprojBytes({ shape, type: 'F16', seed: 3 });
+    const { info, tensors } = readMmproj(bytes);
+    const rgb = testImage(w, h, 7);
+    const { pieces } = cpuPieces(bytes, rgb, w, h);
+    const enc = await createGpuVisionEncoder(device, tensors, info);
+    const parts = [];
+    for (const p of pieces) parts.push(await enc.encodePiece(p.pixels, p.w, p.h));
+    const rows = new Float32Array(parts.reduce((a, p) => a + p.length, 0));
+    parts.reduce((at, p) => { rows.set(p, at); return at + p.length; }, 0);
+
+    const ptr = x.wlmjs_malloc(bytes.length) >>> 0, slot = x.wlmjs_malloc(4) >>> 0;
+    new Uint8Array(x.memory.buffer, ptr, bytes.length).set(bytes);
+    const v = x.wlmjs_vision_load(ptr, bytes.length, slot) >>> 0;
+    const img = x.wlmjs_malloc(rgb.length) >>> 0, rp = x.wlmjs_malloc(rows.byteLength + 4) >>> 0;
+    new Uint8Array(x.memory.buffer, img, rgb.length).set(rgb);
+    new Float32Array(x.memory.buffer, rp, rows.length).set(rows);
+    const status = () => new Int32Array(x.memory.buffer, slot, 1)[0];
+    const cpu = x.wlmjs_image_encode(v, img, w, h, 0, 1, slot) >>> 0;
+    assert.equal(status(), 0);
+    const gpu = await encodeImageOnGpu(x, v, enc, img, w, h);
+    await assert.rejects(encodeImageOnGpu(x, v, enc, img, 0, h), { code: 'WLM_ERR_INVALID_ARG', message: /0×\d+ pixels is outside/ });
+    enc.destroy();
+    const fields = (e) => [0, 1, 2, 3, 4, 5, 6].map((i) => x.wlmjs_image_embd_field(e, i));
+    assert.deepEqual(fields(gpu), fields(cpu), `${shape}: the same layout`);
+    const embd = new Uint32Array(x.memory.buffer, gpu + 28, 1)[0];
+    assert.deepEqual(new Float32Array(x.memory.buffer, embd, rows.length), rows, 'the rows as given');
+    const again = x.wlmjs_image_embd_from_rows(v, w, h, rp, rows.length, slot) >>> 0;
+    assert.equal(status(), 0, 'from rows');
+    assert.deepEqual(new Float32Array(x.memory.buffer, new Uint32Array(x.memory.buffer, again + 28, 1)[0], rows.length), rows);
+    x.wlmjs_image_embd_free(again);
+    assert.equal(x.wlmjs_image_embd_from_rows(v, w, h, rp, rows.length + 1, slot), 0);
+    assert.equal(status(), -1);
+    assert.match(new TextDecoder().decode(new Uint8Array(x.memory.buffer, x.wlm_vision_errmsg(v) >>> 0, 200)).split('\0')[0], /floats of rows given/);
+    new Float32Array(x.memory.buffer, rp, rows.length)[rows.length - 1] = NaN;
+    assert.equal(x.wlmjs_image_embd_from_rows(v, w, h, rp, rows.length, slot), 0);
+    assert.equal(status(), -1, 'a NaN is refused');
+    for (const e of [cpu, gpu]) x.wlmjs_image_embd_free(e);
+    for (const p of [img, rp, slot]) x.wlmjs_free(p);
+    x.wlm_vision_free(v);
+  }
+});
 
 test('vision on the GPU: bad input gets a named error', { skip }, async () => {
   const { info, tensors } = readMmproj(mmprojBytes({ shape: 'gemma3-tiny', type: 'F32', seed: 3 }));

@@ -18,7 +18,7 @@
 // Source of the math: llama.cpp tools/mtmd (clip.cpp, models/siglip.cpp), as
 // /work/shared/reference/vision-mmproj.md §5-6 writes it down.
 
-import { jsError } from '../../runtime/errors.js';
+import { jsError, STATUS, WasmlmError } from '../../runtime/errors.js';
 import { readGgufLayout } from '../../models/split.js';
 import { makePipeline, Pipelines } from './forward.js';
 import { TILE } from './wgsl_matmat.js';
@@ -289,10 +289,6 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
   const norms = [...layers.flatMap((l) => [l.ln1w, l.ln1b, l.ln2w, l.ln2b]), postW, postB, ...(mmNorm ? [mmNorm] : [])];
   for (const v of norms) { vecAt.set(v, nv); nv += pad(v.length); }
 
-  const pipes = pipelines ?? new Pipelines(device);
-  const own = await Promise.all([makePipeline(device, attentionFullWgsl(), 'vision attention'),
-    makePipeline(device, mergeWgsl(), 'vision merge'), makePipeline(device, geluQuickWgsl(), 'vision gelu_quick')]);
-  const [attPipe, mergePipe, quickPipe] = own;
 
   const buffers = [];
   let bytes = 0;
@@ -321,6 +317,11 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
     const V = mk('vision vectors', vf.byteLength, USAGE.STORAGE, vf);
     const Sb = mk('vision counts', 16, USAGE.STORAGE, new Uint32Array([N, T, 0, 0]));
     const staging = mk('vision rows', T * D * 4, USAGE.MAP_READ | USAGE.COPY_DST);
+    // (every byte of `tensors` is copied by now: they may be views into a wasm memory that grows
+    // while the kernels compile)
+    const pipes = pipelines ?? new Pipelines(device);
+    const [attPipe, mergePipe, quickPipe] = await Promise.all([makePipeline(device, attentionFullWgsl(), 'vision attention'),
+      makePipeline(device, mergeWgsl(), 'vision merge'), makePipeline(device, geluQuickWgsl(), 'vision gelu_quick')]);
 
     const tiles = (rows) => { const n = Math.ceil(rows / TILE.TM), x = Math.min(n, maxZ); return [x, Math.ceil(n / x)]; };
     const wgs = (n) => Math.ceil(n / WG);
@@ -427,5 +428,56 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
     if (!built) await device.popErrorScope().catch(() => {});
     for (const b of buffers) b.destroy();
     throw e;
+  }
+}
+
+/**
+ * One image's rows encoded on the GPU, as the wasm engine takes an encoded image: C cuts and
+ * normalises the image into pieces (wlmjs_vision_preprocess, as wlm_image_encode does), each piece
+ * runs through `encoder` (createGpuVisionEncoder's), and C wraps the rows
+ * (wlmjs_image_embd_from_rows). `x`: the wasm exports; `vision`: the engine's wlm_vision pointer
+ * (the same mmproj as `encoder`'s); `rgbPtr`: width × height × 3 bytes in x's memory. Returns the
+ * wlm_image_embd pointer, what wlmjs_image_encode returns (release with wlmjs_image_embd_free).
+ * Throws WasmlmError with C's message (an image outside the limits, out of memory), or the
+ * encoder's.
+ */
+export async function encodeImageOnGpu(x, vision, encoder, rgbPtr, width, height) {
+  const cError = (rc) => {
+    const code = Object.keys(STATUS).find((k) => STATUS[k] === rc) ?? 'WLM_ERR_STATE';
+    const at = x.wlm_vision_errmsg(vision) >>> 0;
+    const bytes = new Uint8Array(x.memory.buffer, at, Math.min(512, x.memory.buffer.byteLength - at));
+    const msg = new TextDecoder().decode(bytes.subarray(0, Math.max(0, bytes.indexOf(0))));
+    return new WasmlmError(msg || `image: status ${rc}`, code, rc);
+  };
+  const slot = x.wlmjs_malloc(24) >>> 0; // status, then the 5 dims
+  if (!slot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 24 bytes');
+  let pix = 0, rows = 0;
+  try {
+    const i32 = () => new Int32Array(x.memory.buffer, slot, 6);
+    pix = x.wlmjs_vision_preprocess(vision, rgbPtr, width, height, slot + 4, slot) >>> 0;
+    if (!pix) throw cError(i32()[0]);
+    const [, n, tw, th, lw, lh] = i32();
+    const parts = [];
+    let at = pix;
+    for (let i = 0; i < n; i++) {
+      const [pw, ph] = i === n - 1 ? [lw, lh] : [tw, th];
+      const pixels = new Float32Array(x.memory.buffer, at, 3 * pw * ph).slice();
+      parts.push(await encoder.encodePiece(pixels, pw, ph));
+      at += 3 * pw * ph * 4;
+    }
+    x.wlmjs_free(pix);
+    pix = 0;
+    const total = parts.reduce((a, p) => a + p.length, 0);
+    rows = x.wlmjs_malloc(Math.max(4, total * 4)) >>> 0;
+    if (!rows) throw jsError('WLM_ERR_NOMEM', `cannot allocate ${total * 4} bytes for an image's rows`);
+    let o = 0;
+    for (const p of parts) { new Float32Array(x.memory.buffer, rows + 4 * o, p.length).set(p); o += p.length; }
+    const e = x.wlmjs_image_embd_from_rows(vision, width, height, rows, total, slot) >>> 0;
+    if (!e) throw cError(i32()[0]);
+    return e;
+  } finally {
+    if (pix) x.wlmjs_free(pix);
+    if (rows) x.wlmjs_free(rows);
+    x.wlmjs_free(slot);
   }
 }
