@@ -5,9 +5,11 @@
 // the same preprocessed pieces (wlmjs_vision_preprocess) of the synthesizer's tiny towers
 // (tools/synth_mmproj.mjs: gemma3-tiny — one letterboxed piece, 2×2 pooling, RMS norm, the
 // transposed input projection —, idefics3-tiny — a 2×2 grid of tiles + the overview, pixel
-// shuffle 2) in F32, F16 and Q8_0: every row's cosine ≥ 0.9999, the largest absolute error
-// reported. The CPU multiplies Q8_0 weights by activations quantized to Q8_0 (the GPU keeps them
-// in float), which is most of the Q8_0 difference. Bad input: a piece of the wrong size, a
+// shuffle 2) in F32, F16 and Q8_0: every row's cosine ≥ 1 − 10⁻⁶ (issue 44 asks 0.9999; measured
+// ≤ 1 − 3.6·10⁻⁹ on lavapipe and SwiftShader), the largest absolute error reported. The CPU
+// multiplies Q8_0 weights by activations quantized to Q8_0 (the GPU keeps them in float): a Q8_0
+// file's rows are held to that bound against the CPU on its dequantized weights, and to 0.999
+// against the CPU on the file itself (measured 1 − 2.5·10⁻⁴). Bad input: a piece of the wrong size, a
 // missing or misshapen tensor, a projector it does not run — each a named error.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -19,6 +21,7 @@ import { mmprojBytes, testImage } from '../../tools/synth_mmproj.mjs';
 import { ggufBytes, readGguf } from '../../tools/vocab_gguf.mjs';
 import { createGpuVisionEncoder, encodeImageOnGpu, readMmproj } from '../../js/backend/webgpu/vision.js';
 import { attentionFullWgsl, geluQuickWgsl, mergeWgsl } from '../../js/backend/webgpu/wgsl_vision.js';
+import { Pipelines } from '../../js/backend/webgpu/forward.js';
 
 const { adapter, skip: why } = await dawn();
 const skip = why || false;
@@ -138,7 +141,7 @@ const CASES = [];
 for (const shape of ['gemma3-tiny', 'idefics3-tiny']) for (const type of ['F32', 'F16', 'Q8_0']) CASES.push({ shape, type });
 
 for (const { shape, type } of CASES) {
-  test(`vision ${shape} ${type}: the GPU encoder's rows = the CPU encoder's for every piece (cosine ≥ 0.9999 a row)`, { skip }, async (t) => {
+  test(`vision ${shape} ${type}: the GPU encoder's rows = the CPU encoder's for every piece (cosine ≥ 1 − 10⁻⁶ a row)`, { skip }, async (t) => {
     const bytes = mmprojBytes({ shape, type, seed: 3 });
     const { info, tensors } = readMmproj(bytes);
     const [w, h] = shape === 'gemma3-tiny' ? [150, 90] : [100, 70]; // letterboxed; a 2×2 grid of tiles
@@ -162,7 +165,7 @@ for (const { shape, type } of CASES) {
       for (const [i, p] of cpu.pieces.entries()) {
         const got = await enc.encodePiece(p.pixels, p.w, p.h);
         assert.equal(got.length, cpu.tokens * cpu.D);
-        for (const [which, rows, bound] of [['ref', ref.pieces[i].rows, 0.9999], ['cpu', p.rows, type === 'Q8_0' ? 0.999 : 0.9999]]) {
+        for (const [which, rows, bound] of [['ref', ref.pieces[i].rows, 1 - 1e-6], ['cpu', p.rows, type === 'Q8_0' ? 0.999 : 1 - 1e-6]]) {
           for (let r = 0; r < cpu.tokens; r++) {
             let ab = 0, aa = 0, bb = 0;
             for (let c = 0; c < cpu.D; c++) {
@@ -224,7 +227,7 @@ for (const [act, keys] of [['gelu_quick', { 'clip.use_gelu': ['bool', false] }],
         }
         worst = Math.min(worst, ab / Math.sqrt(aa * bb));
       }
-      assert.ok(worst >= 0.9999, `worst cosine ${worst}`);
+      assert.ok(worst >= 1 - 1e-6, `worst cosine ${worst}`);
       t.diagnostic(`worst 1 − cosine ${(1 - worst).toExponential(1)}, max abs error ${abs.toExponential(2)}`);
     } finally {
       enc.destroy();
@@ -297,6 +300,34 @@ test('vision on the GPU: bad input gets a named error', { skip }, async () => {
   await assert.rejects(createGpuVisionEncoder(device, misshapen, info), { code: 'WLM_ERR_FORMAT', message: /'v\.post_ln\.bias' has shape/ });
   assert.throws(() => readMmproj(mmprojBytes({ shape: 'lfm2-tiny', type: 'F32' })), { code: 'WLM_ERR_UNSUPPORTED', message: /not 'lfm2'/ });
   assert.throws(() => readMmproj(new Uint8Array(16)), { code: 'WLM_ERR_FORMAT' });
+});
+
+test('vision on the GPU: a fuzz of mmproj bytes (cut, bytes changed) gets WasmlmErrors or an encoder, never another exception', { skip, timeout: 300000 }, async (t) => {
+  const base = mmprojBytes({ shape: 'idefics3-tiny', type: 'Q8_0', seed: 2 });
+  const r = rng(11);
+  let built = 0, refused = 0;
+  const pipelines = new Pipelines(device); // compiled once (SwiftShader's compiles are slow)
+  for (let i = 0; i < 150; i++) {
+    let b = Uint8Array.from(base);
+    if (i % 3 === 0) b = b.subarray(0, Math.floor(((r() + 1) / 2) * b.length));
+    else {
+      const header = 2048; // mostly the header: keys, tensor shapes and offsets
+      for (let k = 0; k < 1 + (i % 4); k++) b[Math.floor(((r() + 1) / 2) * (i % 2 ? header : b.length))] = (r() + 1) * 128;
+    }
+    try {
+      const { info, tensors } = readMmproj(b);
+      const enc = await createGpuVisionEncoder(device, tensors, info, { pipelines });
+      const rows = await enc.encodePiece(new Float32Array(3 * info.imageSize ** 2), info.imageSize, info.imageSize);
+      assert.equal(rows.length, enc.tokens * enc.width);
+      enc.destroy();
+      built++;
+    } catch (e) {
+      if (e?.name !== 'WasmlmError') throw new Error(`mutation ${i}: ${e?.stack ?? e}`);
+      refused++;
+    }
+  }
+  t.diagnostic(`${refused} refused, ${built} built and run`);
+  assert.ok(refused > 25 && built > 5, `${refused} refused, ${built} built`);
 });
 
 test('readMmproj: the hyperparameters C reads (wlmjs_vision_info)', () => {

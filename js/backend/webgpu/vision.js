@@ -30,6 +30,7 @@ import { attentionFullWgsl, geluQuickWgsl, mergeWgsl, VISION_MAX_HEAD } from './
 /** The projector types this encoder runs (clip.projector_type). */
 export const GPU_VISION_PROJECTORS = Object.freeze(['gemma3', 'idefics3']);
 const DEFAULT_SCALE = { gemma3: 4, idefics3: 0 }; // 0: the key is required
+const MAX_PATCHES = 16384; // WLM_VISION_MAX_PATCHES (src/vision/vision.h): N = (S/P)²
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
 const bad = (msg) => jsError('WLM_ERR_FORMAT', `mmproj: ${msg}`);
 
@@ -54,8 +55,9 @@ function f16(h) {
  */
 export function tensorFloats(t, n, name) {
   const dv = new DataView(t.data.buffer, t.data.byteOffset, t.data.byteLength);
-  const out = new Float32Array(n);
   const need = (bytes) => { if (t.data.byteLength < bytes) throw bad(`tensor '${name}' is cut short`); };
+  need({ 0: 4, 1: 2, 30: 2, 8: 34 / 32 }[t.type] * n || 0); // before the allocation
+  const out = new Float32Array(n);
   if (t.type === 0) { need(4 * n); for (let i = 0; i < n; i++) out[i] = dv.getFloat32(4 * i, true); return out; }
   if (t.type === 1) { need(2 * n); for (let i = 0; i < n; i++) out[i] = f16(dv.getUint16(2 * i, true)); return out; }
   if (t.type === 30) {
@@ -155,6 +157,20 @@ export function readMmproj(bytes) {
   return { info, tensors };
 }
 
+/** wgsl_vision.js's pipelines, compiled once per device (a device's pipelines are immutable;
+ *  the entry goes with the device). */
+const OWN_PIPELINES = new WeakMap();
+function ownPipelines(device) {
+  let p = OWN_PIPELINES.get(device);
+  if (!p) {
+    p = Promise.all([makePipeline(device, attentionFullWgsl(), 'vision attention'),
+      makePipeline(device, mergeWgsl(), 'vision merge'), makePipeline(device, geluQuickWgsl(), 'vision gelu_quick')]);
+    p.catch(() => OWN_PIPELINES.delete(device));
+    OWN_PIPELINES.set(device, p);
+  }
+  return p;
+}
+
 /** Bytes of a row of `cols` elements of GPU type `type`, or 0 when cols is not whole blocks. */
 function rowBytes(type, cols) {
   const g = GPU_TYPES[type];
@@ -163,8 +179,10 @@ function rowBytes(type, cols) {
 
 /**
  * A GPU vision encoder for one mmproj on `device`: `tensors` and `info` as readMmproj returns them
- * (tensors: a Map or an object of name → {type, ne (ggml order), data: Uint8Array}). Options:
- * `pipelines` (forward.js Pipelines, to share compiled kernels with the text model's backend).
+ * (tensors: a Map or an object of name → {type, ne (ggml order), data: Uint8Array}; every byte is
+ * copied to the GPU before the first await, so views into wasm memory may be passed). Options:
+ * `pipelines` (forward.js Pipelines, to share compiled kernels with the text model's backend;
+ * this module's own three are compiled once per device).
  * Returns {info, tokens (rows per piece), width (floats per row: D_text), bytes (GPU memory held),
  * encodePiece(pixels, w, h) → Promise<Float32Array> (tokens × width rows of the piece; pixels:
  * 3 × h × w floats, planes R, G, B, row-major, normalised, as wlmjs_vision_preprocess gives them;
@@ -182,6 +200,7 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
   }
   if (!(S > 0 && P > 0 && S % P === 0)) throw bad(`image_size ${S} is not a multiple of patch_size ${P}`);
   const G = S / P, N = G * G, K = 3 * P * P;
+  if (N > MAX_PATCHES) throw jsError('WLM_ERR_UNSUPPORTED', `mmproj: ${G}×${G} patches exceed the limit of ${MAX_PATCHES}`);
   if (G % s) throw bad(`the ${G}×${G} patch grid is not divisible by the projector's scale factor ${s}`);
   if (W % H) throw bad(`embedding_length ${W} is not a multiple of head_count ${H}`);
   const hd = W / H;
@@ -320,8 +339,7 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
     // (every byte of `tensors` is copied by now: they may be views into a wasm memory that grows
     // while the kernels compile)
     const pipes = pipelines ?? new Pipelines(device);
-    const [attPipe, mergePipe, quickPipe] = await Promise.all([makePipeline(device, attentionFullWgsl(), 'vision attention'),
-      makePipeline(device, mergeWgsl(), 'vision merge'), makePipeline(device, geluQuickWgsl(), 'vision gelu_quick')]);
+    const [attPipe, mergePipe, quickPipe] = await ownPipelines(device);
 
     const tiles = (rows) => { const n = Math.ceil(rows / TILE.TM), x = Math.min(n, maxZ); return [x, Math.ceil(n / x)]; };
     const wgs = (n) => Math.ceil(n / WG);
