@@ -266,6 +266,7 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
     const t0 = get(name);
     if (!t0) throw bad(`tensor '${name}' is missing`);
     const D = t0.ne[0];
+    if (!(D >= 1 && D <= 16384)) throw bad(`tensor '${name}' gives a text width of ${D}`);
     const t = tensor(name, D, W);
     const es = { 0: 4, 1: 2, 30: 2 }[t.type];
     let tt;
@@ -285,6 +286,7 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
   } else {
     const t = get('mm.model.fc.weight');
     if (!t) throw bad("tensor 'mm.model.fc.weight' is missing");
+    if (!(t.ne[1] >= 1 && t.ne[1] <= 16384)) throw bad(`tensor 'mm.model.fc.weight' gives a text width of ${t.ne[1]}`);
     proj = matrix('mm.model.fc.weight', IN, t.ne[1]);
   }
   const D = proj.rows;
