@@ -18,7 +18,8 @@ export const VISION_MAX_HEAD = 256;
 
 /**
  * out[e][h·hd + d] = Σ_j softmax_j(scale · q_e,h · k_j,h) · v_j,h[d] over the n patches j (no
- * mask), for head h = workgroup x, patch e = workgroup z. Keys are taken WG at a time: each
+ * mask), for head h = workgroup x, patch e = workgroup z. The query's head is read into
+ * workgroup memory once; keys are taken WG at a time: each
  * invocation scores one (a dot product over the head), the tile's maximum and sum are reduced in
  * workgroup memory, and each invocation adds the tile's weighted values to its dimensions
  * (d = t, t + WG, …) with a running maximum (one pass, no score buffer). Params: 0 n, 1 stride
@@ -30,6 +31,7 @@ export function attentionFullWgsl() {
   return `${HEADER}
 var<workgroup> pw: array<f32, ${WG}>;
 var<workgroup> red: array<f32, ${WG}>;
+var<workgroup> qs: array<f32, ${VISION_MAX_HEAD}>; // the query's head, read once
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
   let n = pu(0u);
@@ -38,6 +40,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
   let hb = wg.x * hd;
   let q0 = pu(3u) + wg.z * st + hb;
   let scale = pf(7u);
+  for (var d = t; d < hd; d += ${WG}u) { qs[d] = A[q0 + d]; }
+  workgroupBarrier();
   var m = -3.0e38;
   var l = 0.0;
   var acc: array<f32, ${D}>;
@@ -47,7 +51,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
     if (j < n) {
       let k0 = pu(4u) + j * st + hb;
       var dot = 0.0;
-      for (var d = 0u; d < hd; d++) { dot += A[q0 + d] * A[k0 + d]; }
+      for (var d = 0u; d < hd; d++) { dot += qs[d] * A[k0 + d]; }
       s = dot * scale;
     }
     red[t] = s;
