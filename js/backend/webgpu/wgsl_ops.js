@@ -34,7 +34,7 @@ fn pf(i: u32) -> f32 { return bitcast<f32>(pu(i)); }
 `;
 
 /** f32 → binary16 bits rounded to nearest even, overflow to infinity: wlm_fp32_to_fp16. */
-const F2H = /* wgsl */ `
+export const F2H = /* wgsl */ `
 fn f2h(f: f32) -> u32 {
   let x = bitcast<u32>(f);
   let sign = (x >> 16u) & 0x8000u;
