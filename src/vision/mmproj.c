@@ -296,6 +296,34 @@ static int load_patch(wlm_vision *v, const char *name, wlm_tensor *out) {
     return WLM_OK;
 }
 
+/* What a block of either tower (Qwen2.5-VL's, SigLIP's) holds the same way: the two norms
+ * (their biases optional where norm_bias_opt, as llama.cpp's build_norm takes them) and the
+ * attention's Q/K/V/O weights [W, W] and biases [W]. */
+static int load_block_attn(wlm_vision *v, int l, int norm_bias_opt) {
+    const int64_t W = v->n_embd;
+    wlm_vision_layer *L = &v->layers[l];
+    int (*const load_bias)(wlm_vision *, const char *, int64_t, const float **) =
+        norm_bias_opt ? load_vec_opt : load_vec;
+    char name[96];
+    int rc;
+#define NAME(fmt) (snprintf(name, sizeof name, "v.blk.%d." fmt, l), name)
+    if ((rc = load_vec(v, NAME("ln1.weight"), W, &L->ln1_w)) ||
+        (rc = load_bias(v, NAME("ln1.bias"), W, &L->ln1_b)) ||
+        (rc = load_vec(v, NAME("ln2.weight"), W, &L->ln2_w)) ||
+        (rc = load_bias(v, NAME("ln2.bias"), W, &L->ln2_b)) ||
+        (rc = load_mat(v, NAME("attn_q.weight"), W, W, &L->q)) ||
+        (rc = load_mat(v, NAME("attn_k.weight"), W, W, &L->k)) ||
+        (rc = load_mat(v, NAME("attn_v.weight"), W, W, &L->v)) ||
+        (rc = load_mat(v, NAME("attn_out.weight"), W, W, &L->o)) ||
+        (rc = load_vec(v, NAME("attn_q.bias"), W, &L->q_b)) ||
+        (rc = load_vec(v, NAME("attn_k.bias"), W, &L->k_b)) ||
+        (rc = load_vec(v, NAME("attn_v.bias"), W, &L->v_b)) ||
+        (rc = load_vec(v, NAME("attn_out.bias"), W, &L->o_b)))
+        return rc;
+#undef NAME
+    return WLM_OK;
+}
+
 /* Qwen2.5-VL's tower (vision.h, WLM_TOWER_QWEN25): two patch kernels, RMSNorms (biases
  * optional, as llama.cpp's build_norm takes them), Q/K/V/O and the SwiGLU MLP with biases. */
 static int load_qwen_tower(wlm_vision *v) {
@@ -312,18 +340,7 @@ static int load_qwen_tower(wlm_vision *v) {
 #define NAME(fmt) (snprintf(name, sizeof name, "v.blk.%d." fmt, l), name)
     for (int l = 0; l < v->n_layers; l++) {
         wlm_vision_layer *L = &v->layers[l];
-        if ((rc = load_vec(v, NAME("ln1.weight"), W, &L->ln1_w)) ||
-            (rc = load_vec_opt(v, NAME("ln1.bias"), W, &L->ln1_b)) ||
-            (rc = load_vec(v, NAME("ln2.weight"), W, &L->ln2_w)) ||
-            (rc = load_vec_opt(v, NAME("ln2.bias"), W, &L->ln2_b)) ||
-            (rc = load_mat(v, NAME("attn_q.weight"), W, W, &L->q)) ||
-            (rc = load_mat(v, NAME("attn_k.weight"), W, W, &L->k)) ||
-            (rc = load_mat(v, NAME("attn_v.weight"), W, W, &L->v)) ||
-            (rc = load_mat(v, NAME("attn_out.weight"), W, W, &L->o)) ||
-            (rc = load_vec(v, NAME("attn_q.bias"), W, &L->q_b)) ||
-            (rc = load_vec(v, NAME("attn_k.bias"), W, &L->k_b)) ||
-            (rc = load_vec(v, NAME("attn_v.bias"), W, &L->v_b)) ||
-            (rc = load_vec(v, NAME("attn_out.bias"), W, &L->o_b)) ||
+        if ((rc = load_block_attn(v, l, 1)) ||
             (rc = load_mat(v, NAME("ffn_gate.weight"), W, F, &L->gate)) ||
             (rc = load_mat(v, NAME("ffn_up.weight"), W, F, &L->up)) ||
             (rc = load_mat(v, NAME("ffn_down.weight"), F, W, &L->down)) ||
@@ -363,19 +380,7 @@ static int load_siglip_tower(wlm_vision *v) {
 #define NAME(fmt) (snprintf(name, sizeof name, "v.blk.%d." fmt, l), name)
     for (int l = 0; l < v->n_layers; l++) {
         wlm_vision_layer *L = &v->layers[l];
-        if ((rc = load_vec(v, NAME("ln1.weight"), W, &L->ln1_w)) ||
-            (rc = load_vec(v, NAME("ln1.bias"), W, &L->ln1_b)) ||
-            (rc = load_vec(v, NAME("ln2.weight"), W, &L->ln2_w)) ||
-            (rc = load_vec(v, NAME("ln2.bias"), W, &L->ln2_b)) ||
-            (rc = load_mat(v, NAME("attn_q.weight"), W, W, &L->q)) ||
-            (rc = load_mat(v, NAME("attn_k.weight"), W, W, &L->k)) ||
-            (rc = load_mat(v, NAME("attn_v.weight"), W, W, &L->v)) ||
-            (rc = load_mat(v, NAME("attn_out.weight"), W, W, &L->o)) ||
-            (rc = load_vec(v, NAME("attn_q.bias"), W, &L->q_b)) ||
-            (rc = load_vec(v, NAME("attn_k.bias"), W, &L->k_b)) ||
-            (rc = load_vec(v, NAME("attn_v.bias"), W, &L->v_b)) ||
-            (rc = load_vec(v, NAME("attn_out.bias"), W, &L->o_b)))
-            return rc;
+        if ((rc = load_block_attn(v, l, 0))) return rc;
         /* llama.cpp swaps up and down when a file has them exchanged (ffn_down's ne0 == W) */
         const wlm_gguf_tensor *dn = wlm_gguf_find_tensor(&v->gguf, NAME("ffn_down.weight"));
         const int swapped = F != W && dn && dn->ne[0] == W && dn->ne[1] == F;
