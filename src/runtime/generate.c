@@ -488,6 +488,19 @@ void wlm_seq_release(wlm_context *c, int32_t i) {
     memset(c->dfr_shift[i], 0, sizeof c->dfr_shift[i]); /* a shift of the sequence that left */
 }
 
+/* The slot a sequence joining the running batch takes: the lowest one not generating, else a
+ * new one; WLM_ERR_STATE (the message after `prefix`) when all n_seq_max are generating. */
+static int32_t free_slot(wlm_context *ctx, const char *prefix) {
+    int32_t slot = 0;
+    while (slot < ctx->n_gen && ctx->gens[slot].active) slot++;
+    if (slot == ctx->n_seq_max)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "%sno slot is free: all %d sequences of the context (n_seq_max) are "
+                             "generating",
+                             prefix, (int)ctx->n_seq_max);
+    return slot;
+}
+
 int32_t wlm_generate_batch_add(wlm_context *ctx, const int32_t *tokens, int32_t n,
                                const wlm_gen_params *params) {
     if (!ctx) return WLM_ERR_INVALID_ARG;
@@ -501,13 +514,8 @@ int32_t wlm_generate_batch_add(wlm_context *ctx, const int32_t *tokens, int32_t 
         return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
                              "a context without KV cache generates one sequence at a time");
     if (!params) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "params is NULL");
-    int32_t slot = 0; /* the lowest slot not generating, else a new one */
-    while (slot < ctx->n_gen && ctx->gens[slot].active) slot++;
-    if (slot == ctx->n_seq_max)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
-                             "wlm_generate_batch_add: no slot is free: all %d sequences of the "
-                             "context (n_seq_max) are generating",
-                             (int)ctx->n_seq_max);
+    const int32_t slot = free_slot(ctx, "wlm_generate_batch_add: ");
+    if (slot < 0) return slot;
     char who[48];
     snprintf(who, sizeof who, "sequence %d: ", (int)slot);
     rc = setup_seq(ctx, slot, tokens, n, params, who, 0);
@@ -542,13 +550,8 @@ int32_t wlm_batch_add_slot(wlm_context *ctx) {
                                  "replace the logits that sequence samples from)",
                                  (int)i);
     }
-    int32_t slot = 0;
-    while (slot < ctx->n_gen && ctx->gens[slot].active) slot++;
-    if (slot == ctx->n_seq_max)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
-                             "no slot is free: all %d sequences of the context (n_seq_max) are "
-                             "generating",
-                             (int)ctx->n_seq_max);
+    const int32_t slot = free_slot(ctx, "");
+    if (slot < 0) return slot;
     wlm_seq_release(ctx, slot);
     return slot;
 }
