@@ -63,3 +63,26 @@ export function wllamaParts(file, maxBytes) {
   log(`  splitting ${path.relative(REPO, file)} for wllama (tools/gguf_split.mjs)`);
   return splitGguf(file, { maxBytes, prefix });
 }
+
+/**
+ * A fresh page of `context` at `url`, once its body's data-state is "ready" (within 60 s):
+ * window[entry](opts)'s result with `console`, the page's first 20 console errors and warnings
+ * and page errors; on any failure { engine: opts.engine, error (its first line), console (40) }.
+ * The page is closed after.
+ */
+export async function runBenchPage(context, url, entry, opts) {
+  const page = await context.newPage();
+  const consoleLines = [];
+  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') consoleLines.push(`${m.type()}: ${m.text()}`); });
+  page.on('pageerror', (e) => consoleLines.push(`pageerror: ${e.message}`));
+  try {
+    await page.goto(url);
+    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
+    const r = await page.evaluate(([name, o]) => window[name](o), [entry, opts]);
+    return { ...r, console: consoleLines.slice(0, 20) };
+  } catch (e) {
+    return { engine: opts.engine, error: String(e.message ?? e).split('\n')[0], console: consoleLines.slice(0, 40) };
+  } finally {
+    await page.close().catch(() => {});
+  }
+}

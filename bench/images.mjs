@@ -34,7 +34,7 @@ import { fileURLToPath } from 'node:url';
 import { startServer } from '../tools/serve.mjs';
 import { synthCached } from '../tools/synth_gguf.mjs';
 import { mmprojBytes, pngBytes, testImage } from '../tools/synth_mmproj.mjs';
-import { launchChromium, log, median, wllamaParts } from './_chromium.mjs';
+import { launchChromium, log, median, runBenchPage, wllamaParts } from './_chromium.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..');
@@ -99,21 +99,8 @@ function pairFiles(name) {
   return { model, mmproj, parts: fs.statSync(model).size > WLLAMA_MAX_FILE ? wllamaParts(model, WLLAMA_MAX_FILE) : null };
 }
 
-async function runPage(context, baseUrl, opts) {
-  const page = await context.newPage();
-  const consoleLines = [];
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') consoleLines.push(`${m.type()}: ${m.text()}`); });
-  page.on('pageerror', (e) => consoleLines.push(`pageerror: ${e.message}`));
-  try {
-    await page.goto(`${baseUrl}bench/images/index.html`);
-    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
-    return await page.evaluate((o) => window.benchImages(o), opts);
-  } catch (e) {
-    return { engine: opts.engine, error: String(e.message ?? e).split('\n')[0], console: consoleLines.slice(0, 20) };
-  } finally {
-    await page.close().catch(() => {});
-  }
-}
+/** One engine on one pair in a fresh page; console errors of the page go into the result. */
+const runPage = (context, baseUrl, opts) => runBenchPage(context, `${baseUrl}bench/images/index.html`, 'benchImages', opts);
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));

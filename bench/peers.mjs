@@ -39,7 +39,7 @@ import { fileURLToPath } from 'node:url';
 import { startServer } from '../tools/serve.mjs';
 import { plan, ensureGguf, fallbackNote, BIG_SHAPE, QUANT_SHAPES, QUANT_TYPES } from './models.mjs';
 import { parseSize } from '../tools/gguf_split.mjs';
-import { launchChromium, log, median, wllamaParts } from './_chromium.mjs';
+import { launchChromium, log, median, runBenchPage, wllamaParts } from './_chromium.mjs';
 import { ensureRealGguf, openReadProbe, realNoFit, realShapeSet, REAL_SHAPES, REAL_TYPES } from './real_shapes.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -82,22 +82,7 @@ function parseArgs(argv) {
 }
 
 /** One engine on one file in a fresh page; console errors of the page go into the result. */
-async function runPage(context, baseUrl, opts) {
-  const page = await context.newPage();
-  const consoleLines = [];
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') consoleLines.push(`${m.type()}: ${m.text()}`); });
-  page.on('pageerror', (e) => consoleLines.push(`pageerror: ${e.message}`));
-  try {
-    await page.goto(`${baseUrl}bench/peers/index.html`);
-    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
-    const r = await page.evaluate((o) => window.benchPeer(o), opts);
-    return { ...r, console: consoleLines.slice(0, 20) };
-  } catch (e) {
-    return { engine: opts.engine, error: String(e.message ?? e).split('\n')[0], console: consoleLines.slice(0, 40) };
-  } finally {
-    await page.close().catch(() => {});
-  }
-}
+const runPage = (context, baseUrl, opts) => runBenchPage(context, `${baseUrl}bench/peers/index.html`, 'benchPeer', opts);
 
 function summarize(r) {
   if (!r || r.error) return null;
