@@ -19,6 +19,7 @@ import { makePipeline, Pipelines } from '../../js/backend/webgpu/forward.js';
 import { describeModel } from '../../js/backend/webgpu/backend.js';
 import { pleHostTable } from '../../js/backend/webgpu/per_layer.js';
 import { ggufBytes, readGguf } from '../../tools/vocab_gguf.mjs';
+import { createEngine } from '../../js/wasmlm.js';
 
 export const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
 export const LAVAPIPE_ICD = resolve(REPO, '.tools/lavapipe/lvp_icd.json');
@@ -265,3 +266,49 @@ export function limitedGpu(gpu, cap) {
   };
 }
 
+/** Top-two logit margin below which two backends may pick either token (a near-tie). */
+export const NEAR_TIE = 0.01;
+
+/**
+ * The engine tests' comparison of a GPU engine `g` with a CPU engine `cpu` that hold the same
+ * model: `ids` evaluated on both (a prefill), then up to 6 greedy decode steps of the CPU's
+ * argmax; at each step every logit within tol · (1 + max |logit|) of the CPU's (diff) and the
+ * same argmax, stopping after a step whose CPU margin is a near-tie (either may pick). With a
+ * node:test context `t`, each step's relative difference as a diagnostic. Returns the number of
+ * steps compared.
+ */
+export async function assertGpuTracksCpu(cpu, g, ids, { tol, t = null }) {
+  let steps = 0;
+  for (let step = 0; step < 7; step++) {
+    const a = await cpu.evalTokens(ids);
+    const b = await g.evalTokens(ids);
+    const { d, m } = diff(a, b);
+    assert.ok(d <= tol * (1 + m), `step ${step}: max |diff| ${d} > ${tol} · (1 + ${m})`);
+    t?.diagnostic(`step ${step}: max |diff| / (1 + max |logit|) ${(d / (1 + m)).toExponential(2)}`);
+    steps++;
+    if (margin(a) < NEAR_TIE) break; // a near-tie: the two may pick either
+    assert.equal(argmax(b), argmax(a), `step ${step}: greedy ids differ`);
+    ids = [argmax(a)];
+  }
+  return steps;
+}
+
+/**
+ * A CPU engine and a WebGPU engine (on `gpu`, one thread each), both loaded with `opts`, the GPU
+ * one `file` (asserted to run on WebGPU), the CPU one cpuModel (default `file`; e.g. the
+ * dequantized copy of a quantized file): fn(cpu, g, the GPU load's info)'s result; both engines
+ * freed after it.
+ */
+export async function withGpuPair(gpu, file, opts, fn, { cpuModel = file, engine = {} } = {}) {
+  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu, ...engine });
+  try {
+    await cpu.load({ model: cpuModel, ...opts });
+    const info = await g.load({ model: file, ...opts });
+    assert.equal(info.backend, 'webgpu', info.backendReason);
+    return await fn(cpu, g, info);
+  } finally {
+    await cpu.free();
+    await g.free();
+  }
+}

@@ -28,7 +28,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { argmax, dawn, dequantizedCopy, diff, limitedGpu, margin, wasmReference } from './_webgpu.mjs';
+import { argmax, assertGpuTracksCpu, dawn, dequantizedCopy, diff, limitedGpu, margin, NEAR_TIE, wasmReference, withGpuPair } from './_webgpu.mjs';
 import { readGguf } from '../../tools/vocab_gguf.mjs';
 import { createEngine } from '../../js/wasmlm.js';
 import { synthCached } from '../../tools/synth_gguf.mjs';
@@ -41,7 +41,6 @@ import { pleHostTable, ropeHalf } from '../../js/backend/webgpu/per_layer.js';
 
 const { gpu, skip: why } = await dawn();
 const skip = why || false;
-const NEAR_TIE = 0.01;
 const TOL = 1e-3;
 const LONG_PROMPT = 'Once upon a time there was a little girl who lived in a village near the woods';
 
@@ -54,56 +53,21 @@ cases.push({ shape: 'tiny-moe', type: 'F32', gpuWeights: 'heap' }, { shape: 'tin
 for (const { shape, type, gpuWeights } of cases) {
   test(`gemma4 ${shape} ${type}${gpuWeights ? ` (gpuWeights '${gpuWeights}')` : ''}: GPU logits match the CPU's over a prefill and 6 decode steps, greedy ids equal up to a near-tie`, { skip }, async (t) => {
     const file = synthCached({ arch: 'gemma4', shape, type });
-    const cpu = await createEngine({ threads: 1, backend: 'cpu' });
-    const g = await createEngine({ threads: 1, backend: 'webgpu', gpu, ...(gpuWeights ? { gpuWeights } : {}) });
-    try {
-      await cpu.load({ model: type === 'F32' ? file : dequantizedCopy(file), kvType: 'f32' });
-      const info = await g.load({ model: file, kvType: 'f32' });
-      assert.equal(info.backend, 'webgpu', info.backendReason);
-      let ids = Array.from(await cpu.tokenize(LONG_PROMPT));
+    await withGpuPair(gpu, file, { kvType: 'f32' }, async (cpu, g) => {
+      const ids = Array.from(await cpu.tokenize(LONG_PROMPT));
       assert.ok(ids.length >= MATMAT_MIN_ENT, `${ids.length} prompt tokens: the tiled kernel is not used`);
-      let steps = 0;
-      for (let step = 0; step < 7; step++) {
-        const a = await cpu.evalTokens(ids);
-        const b = await g.evalTokens(ids);
-        const { d, m } = diff(a, b);
-        assert.ok(d <= TOL * (1 + m), `step ${step}: max |diff| ${d} > ${TOL} · (1 + ${m})`);
-        t.diagnostic(`step ${step}: max |diff| / (1 + max |logit|) ${(d / (1 + m)).toExponential(2)}`);
-        steps++;
-        if (margin(a) < NEAR_TIE) break;
-        assert.equal(argmax(b), argmax(a), `step ${step}: greedy ids differ`);
-        ids = [argmax(a)];
-      }
+      const steps = await assertGpuTracksCpu(cpu, g, ids, { tol: TOL, t });
       assert.ok(steps >= 2, `only ${steps} step before a near-tie`);
-    } finally {
-      await cpu.free();
-      await g.free();
-    }
+    }, { cpuModel: type === 'F32' ? file : dequantizedCopy(file), engine: gpuWeights ? { gpuWeights } : {} });
   });
 }
 
 test('gemma4 tiny: with an F16 KV cache, the GPU logits match the CPU\'s (F16 too) over a prefill and 6 decode steps', { skip }, async (t) => {
   const file = synthCached({ arch: 'gemma4', shape: 'tiny' });
-  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
-  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
-  try {
-    await cpu.load({ model: file, kvType: 'f16' });
-    assert.equal((await g.load({ model: file, kvType: 'f16' })).backend, 'webgpu');
-    let ids = Array.from(await cpu.tokenize(LONG_PROMPT));
-    for (let step = 0; step < 7; step++) {
-      const a = await cpu.evalTokens(ids);
-      const b = await g.evalTokens(ids);
-      const { d, m } = diff(a, b);
-      assert.ok(d <= 3e-3 * (1 + m), `step ${step}: max |diff| ${d} > 3e-3 · (1 + ${m})`);
-      t.diagnostic(`step ${step}: max |diff| / (1 + max |logit|) ${(d / (1 + m)).toExponential(2)}`);
-      if (margin(a) < NEAR_TIE) break;
-      assert.equal(argmax(b), argmax(a), `step ${step}: greedy ids differ`);
-      ids = [argmax(a)];
-    }
-  } finally {
-    await cpu.free();
-    await g.free();
-  }
+  await withGpuPair(gpu, file, { kvType: 'f16' }, async (cpu, g) => {
+    const ids = Array.from(await cpu.tokenize(LONG_PROMPT));
+    await assertGpuTracksCpu(cpu, g, ids, { tol: 3e-3, t });
+  });
 });
 
 test('gemma4: the GPU KV cache has one buffer per layer that owns K/V (none for the KV-shared ones), each sized by that layer\'s own KV heads × head size', { skip }, async () => {
@@ -147,11 +111,7 @@ test('gemma4: the GPU KV cache has one buffer per layer that owns K/V (none for 
 
 test('gemma4: generateBatch (each sequence its block of every layer\'s cache) and beam search (forks copying each layer\'s rows at its own width) on the GPU as the CPU engine', { skip }, async () => {
   const file = synthCached({ arch: 'gemma4', shape: 'tiny' });
-  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
-  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
-  try {
-    await cpu.load({ model: file, kvType: 'f32' });
-    assert.equal((await g.load({ model: file, kvType: 'f32' })).backend, 'webgpu');
+  await withGpuPair(gpu, file, { kvType: 'f32' }, async (cpu, g) => {
     const prompts = ['Once upon a time', 'The little dog ran', LONG_PROMPT];
     const run = async (e) => {
       const ids = prompts.map(() => []);
@@ -162,10 +122,7 @@ test('gemma4: generateBatch (each sequence its block of every layer\'s cache) an
     const a = await cpu.beamSearch('Once upon a time', { width: 3, maxTokens: 6 });
     const b = await g.beamSearch('Once upon a time', { width: 3, maxTokens: 6 });
     assert.deepEqual(b.beams.map((x) => x.tokens), a.beams.map((x) => x.tokens));
-  } finally {
-    await cpu.free();
-    await g.free();
-  }
+  });
 });
 
 test('gemma4 tiny: the per-layer embedding table stays in wasm memory (its rows gathered on the host): on an adapter whose binding limit is below the table, streamed and heap-copied, the GPU logits match the CPU\'s and backendReason does not name the table; a limit below token_embd is still refused naming it', { skip }, async (t) => {

@@ -16,7 +16,7 @@
 // webgpu_gemma4.test.mjs's).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { argmax, dawn, deferredModel, dequantizedCopy, diff, margin, wasmReference } from './_webgpu.mjs';
+import { assertGpuTracksCpu, dawn, deferredModel, dequantizedCopy, wasmReference, withGpuPair } from './_webgpu.mjs';
 import { createEngine } from '../../js/wasmlm.js';
 import { synthCached } from '../../tools/synth_gguf.mjs';
 import { MATMAT_MIN_ENT } from '../../js/backend/webgpu/wgsl_matmat.js';
@@ -26,7 +26,6 @@ import { expertPieces, fuseMatrices, uploadWeights } from '../../js/backend/webg
 
 const { gpu, skip: why } = await dawn();
 const skip = why || false;
-const NEAR_TIE = 0.01;
 const TOL = 1e-3;
 const LONG_PROMPT = 'Once upon a time there was a little girl who lived in a village near the woods';
 
@@ -39,28 +38,12 @@ const CASES = [
 for (const [arch, type] of CASES) {
   test(`${arch} ${type}: GPU logits match the CPU's over a prefill and 6 decode steps, greedy ids equal up to a near-tie`, { skip }, async () => {
     const file = synthCached({ arch, type });
-    const cpu = await createEngine({ threads: 1, backend: 'cpu' });
-    const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
-    try {
-      await cpu.load({ model: type === 'F32' ? file : dequantizedCopy(file), kvType: 'f32' });
-      const info = await g.load({ model: file, kvType: 'f32' });
-      assert.equal(info.backend, 'webgpu', info.backendReason);
+    await withGpuPair(gpu, file, { kvType: 'f32' }, async (cpu, g, info) => {
       assert.ok(info.nExpert > 1);
-      let ids = Array.from(await cpu.tokenize(LONG_PROMPT));
+      const ids = Array.from(await cpu.tokenize(LONG_PROMPT));
       assert.ok(ids.length >= MATMAT_MIN_ENT, `${ids.length} prompt tokens: the tiled kernel is not used`);
-      for (let step = 0; step < 7; step++) {
-        const a = await cpu.evalTokens(ids);
-        const b = await g.evalTokens(ids);
-        const { d, m } = diff(a, b);
-        assert.ok(d <= TOL * (1 + m), `step ${step}: max |diff| ${d} > ${TOL} · (1 + ${m})`);
-        if (margin(a) < NEAR_TIE) break;
-        assert.equal(argmax(b), argmax(a), `step ${step}: greedy ids differ`);
-        ids = [argmax(a)];
-      }
-    } finally {
-      await cpu.free();
-      await g.free();
-    }
+      await assertGpuTracksCpu(cpu, g, ids, { tol: TOL });
+    }, { cpuModel: type === 'F32' ? file : dequantizedCopy(file) });
   });
 }
 
