@@ -3,7 +3,9 @@
 // transcription of src/model/moe.c's route() in double precision (the chosen ids equal, the
 // weights within 1e-6), MUL_MAT_ID against C's dequantization of each type (the dot in double, as
 // webgpu_kernels.test.mjs's matvec, ≤ 1e-6 · log2(cols) · Σ|w·x|) with the experts in one buffer
-// and split over two (the same bits), gpt-oss's clamped SwiGLU and the weighted sum against
+// and split over two (the same bits), in both forms: per (entry, slot) and grouped by expert
+// (moe_group's lists against the routes exactly; moe_matmat over several row and pair tiles, with
+// experts no pair chose and a skewed routing where one expert has every entry), gpt-oss's clamped SwiGLU and the weighted sum against
 // their formulas, the sinks against a softmax with one more logit computed in double. Also, without
 // a GPU, the pieces an expert tensor is split into by the binding limit (weights.js's
 // expertPieces, stream.js's file ranges) and the refusal naming a tensor of which not even one
@@ -13,7 +15,8 @@ import assert from 'node:assert/strict';
 import { dawn, kernelKit, rng, wasmReference } from './_webgpu.mjs';
 import { NONE, WG } from '../../js/backend/webgpu/wgsl_ops.js';
 import { GPU_TYPES } from '../../js/backend/webgpu/wgsl_quant.js';
-import { moeActWgsl, moeMatvecWgsl, moeRouteWgsl, moeSumWgsl, sinksWgsl } from '../../js/backend/webgpu/wgsl_moe.js';
+import { moeActWgsl, moeGroupWgsl, moeMatmatWgsl, moeMatvecWgsl, moeRouteWgsl, moeSumWgsl, sinksWgsl } from '../../js/backend/webgpu/wgsl_moe.js';
+import { TILE } from '../../js/backend/webgpu/wgsl_matmat.js';
 import { expertPieces, matrices } from '../../js/backend/webgpu/weights.js';
 import { createMatrixBuffers } from '../../js/backend/webgpu/stream.js';
 
@@ -138,6 +141,75 @@ test('moe_matvec (MUL_MAT_ID): F32, F16, Q8_0, Q4_K, Q6_K and MXFP4 experts agai
   await checkMoeMatvec(12, 3, 512, { tpr: 16 });
   await checkMoeMatvec(14, 3, 2048, { tpr: WG, n: 2, split: 1 });
   await checkMoeMatvec(39, 9, 2880 / 10, { tpr: 16, split: 4 }); // gpt-oss's MXFP4 experts (rows of 288 here)
+});
+
+/** MUL_MAT_ID grouped by expert (moe_group, then moe_matmat) of `type`: E experts of rows ×
+ *  cols, n entries × k slots routed by route(z, j); checks the lists against the routes exactly,
+ *  the products as checkMoeMatvec's (same bound), and the experts split at `split` over two
+ *  buffers (a dispatch each) against one buffer, bit for bit. */
+async function checkMoeGrouped(type, rows, cols, { E, n, k, route, xPair = false, scale = false, bias = true, split = 2 }) {
+  const { bytes, deq, rowBytes } = weights(type, E * rows, cols, 700 + type + cols);
+  const r = rng(type + 11);
+  const np = n * k, LS = n + 3;
+  const xs = xPair ? np : n, xE = cols + 4, rE = 2 * k + 1, yE = rows + 2;
+  const xOff = 4, rOff = xOff + xs * xE, lOff = rOff + n * rE + 2, cOff = lOff + E * LS + 1, yOff = cOff + E + 3;
+  const A = new Float32Array(yOff + np * yE).fill(-3);
+  for (let s = 0; s < xs; s++) for (let i = 0; i < cols; i++) A[xOff + s * xE + i] = r();
+  for (let z = 0; z < n; z++) for (let j = 0; j < k; j++) A[rOff + z * rE + j] = route(z, j);
+  const bOff = 3, sOff = bOff + E * rows;
+  const V = new Float32Array(sOff + E).map(() => r());
+  const S = new Uint32Array([7, n, 9]);
+  const name = GPU_TYPES[type].name;
+  // the lists: each expert's pairs ascending, its count; the rest of A untouched
+  const [grouped] = await run(moeGroupWgsl(), { A, params: [rOff, rE, k, E, lOff, LS, cOff, 1], extra: [S], grid: [1, 1, 1] });
+  const G = new Float32Array(grouped);
+  for (let e = 0; e < E; e++) {
+    const want = [];
+    for (let p = 0; p < np; p++) if (route(Math.floor(p / k), p % k) === e) want.push(p);
+    assert.equal(G[cOff + e], want.length, `${name} expert ${e}: count`);
+    assert.deepEqual(Array.from(G.subarray(lOff + e * LS, lOff + e * LS + want.length)), want, `${name} expert ${e}: list`);
+  }
+  const used = new Set(); // the expert of each list slot written, and the counts
+  for (let e = 0; e < E; e++) { used.add(cOff + e); for (let c = 0; c < G[cOff + e]; c++) used.add(lOff + e * LS + c); }
+  for (let i = 0; i < A.length; i++) if (!used.has(i)) assert.equal(G[i], A[i], `${name}: moe_group wrote A[${i}]`);
+  const params = (e0) => [rows, cols, rowBytes, xOff, xE, xPair ? 1 : 0, yOff, yE, lOff, LS, cOff, k, e0, 1, bias ? bOff : NONE, scale ? sOff : NONE];
+  const nt = Math.ceil(n / TILE.TN), tx = Math.ceil(rows / TILE.TM);
+  const code = moeMatmatWgsl(type);
+  const [whole] = await run(code, { A: G, params: params(0), extra: [bytes, V, S], grid: [tx, 1, E * nt] });
+  const got = new Float32Array(whole);
+  for (let p = 0; p < np; p++) {
+    const ent = Math.floor(p / k), ex = route(ent, p % k), x0 = xOff + (xPair ? p : ent) * xE;
+    for (let row = 0; row < rows; row++) {
+      let want = 0, abs = 0;
+      for (let i = 0; i < cols; i++) {
+        const t = deq[(ex * rows + row) * cols + i] * A[x0 + i];
+        want += t;
+        abs += Math.abs(t);
+      }
+      if (bias) want += V[bOff + ex * rows + row];
+      const sc = scale ? Math.abs(V[sOff + ex]) : 1;
+      if (scale) want *= V[sOff + ex];
+      const g = got[yOff + p * yE + row];
+      assert.ok(Math.abs(g - want) <= sc * 1e-6 * abs * Math.log2(cols) + 1e-6 * Math.abs(want) + 1e-30,
+        `${name} grouped pair ${p} (expert ${ex}) row ${row}: ${g} vs ${want}`);
+    }
+  }
+  // nothing written outside the pairs' rows
+  for (let i = 0; i < yOff; i++) assert.equal(got[i], G[i], `${name}: moe_matmat wrote A[${i}]`);
+  for (let p = 0; p < np; p++) for (let c = rows; c < yE; c++) assert.equal(got[yOff + p * yE + c], -3, `${name}: pair ${p} padding`);
+  const at = split * rows * rowBytes;
+  const [first] = await run(code, { A: G, params: params(0), extra: [bytes.slice(0, at), V, S], grid: [tx, 1, split * nt] });
+  const [both] = await run(code, { A: new Float32Array(first), params: params(split), extra: [bytes.slice(at), V, S], grid: [tx, 1, (E - split) * nt] });
+  assert.deepEqual(Buffer.from(both), Buffer.from(whole), `${name}: grouped, split experts differ from one buffer`);
+}
+
+test('moe_group + moe_matmat (MUL_MAT_ID grouped by expert): lists exact; F32, Q8_0, Q4_K, Q6_K and MXFP4 against C\'s dequantization over several row and pair tiles, experts with no pairs, a skewed routing (one expert in every entry), x per pair, biases, output scales; split over two buffers the same bits', { skip }, async () => {
+  const skewed = (z, j) => (j === 0 ? 0 : 1 + ((z * 7 + j) % 3)); // expert 0 in every entry, 4 and 5 in none
+  await checkMoeGrouped(8, 70, 96, { E: 6, n: 40, k: 2, route: skewed });
+  await checkMoeGrouped(0, 9, 50, { E: 5, n: 11, k: 3, route: (z, j) => (z + 2 * j) % 5, xPair: true, scale: true, split: 3 });
+  await checkMoeGrouped(12, 5, 256, { E: 8, n: 33, k: 2, route: (z, j) => (j === 0 ? 7 : (z % 2) * 3), bias: false, scale: true, split: 4 });
+  await checkMoeGrouped(14, 4, 512, { E: 4, n: 9, k: 1, route: (z) => (z < 8 ? 2 : 0), split: 1 });
+  await checkMoeGrouped(39, 65, 288, { E: 4, n: 20, k: 2, route: (z, j) => (z + j) % 3, xPair: true });
 });
 
 test('moe_act: gpt-oss\'s clamped SwiGLU (α 1.702, limit 7) over pairs, ≤ 2e-6 relative', { skip }, async () => {

@@ -2,7 +2,10 @@
 // sinks, the GPU forms of src/model/moe.c and forward.c's apply_sinks: moe_route (an entry's
 // router logits → the chosen experts and their weights), moe_matvec (MUL_MAT_ID: one chosen
 // expert's matrix times an entry's activations per (entry, slot) pair, the expert read from the
-// route's output in the activation buffer, so no readback), moe_act (gpt-oss's clamped SwiGLU;
+// route's output in the activation buffer, so no readback; decode), its grouped form for a
+// prefill chunk (moe_group: each expert's list of the (entry, slot) pairs that chose it;
+// moe_matmat: per expert a tiled product over the pairs of its list, each weight decoded once per
+// TILE.TN pairs, as ggml's MUL_MAT_ID and moe.c group a batch by expert), moe_act (gpt-oss's clamped SwiGLU;
 // SiLU and GELU experts use wgsl_ops.js's glu), moe_sum (the weighted sum of an entry's expert
 // outputs in slot order, onto the stream) and sinks (a head's attention output times
 // 1 / (1 + e^(sink − lse))).
@@ -13,6 +16,7 @@
 
 import { GPU_TYPES, W_SUB_GENERIC, WGSL_BYTES, WGSL_WORDS } from './wgsl_quant.js';
 import { HEADER, NONE, WG } from './wgsl_ops.js';
+import { TILE } from './wgsl_matmat.js';
 
 /** The most experts a token uses that the route kernel keeps (gpt-oss 4, Qwen3-MoE 8). */
 export const MAX_EXPERT_USED = 32;
@@ -167,6 +171,156 @@ ${reduce}
     if (pu(13u) != ${NONE}u) { s = s + V[pu(13u) + e * pu(0u) + row]; }
     if (pu(14u) != ${NONE}u) { s = s * V[pu(14u) + e]; }
     A[pu(6u) + wg.z * pu(7u) + row] = s;
+  }
+}`;
+}
+
+/**
+ * The pairs of a chunk's entries grouped by expert (one workgroup; invocation t the experts t,
+ * t + WG, …): expert e's list holds the pairs p = z·k + j (entry z < S[count_slot], slot j < k)
+ * whose route id is e, ascending, as exact floats at list_off + e·list_stride + c, and its
+ * length at cnt_off + e. An entry chooses an expert at most once (moe_route), so a list has at
+ * most the chunk's entry count, ≤ list_stride (a longer one is cut there, never written past).
+ * Params: 0 route_off, 1 route_estride, 2 k, 3 n_expert, 4 list_off, 5 list_stride, 6 cnt_off,
+ * 7 count_slot.
+ */
+export function moeGroupWgsl() {
+  return `${HEADER}
+@group(0) @binding(2) var<storage, read> S: array<u32>;
+@compute @workgroup_size(${WG})
+fn main(@builtin(local_invocation_index) t: u32) {
+  let n = S[pu(7u)];
+  let K = pu(2u);
+  let ls = pu(5u);
+  for (var e = t; e < pu(3u); e += ${WG}u) {
+    var c = 0u;
+    for (var z = 0u; z < n; z++) {
+      let r = pu(0u) + z * pu(1u);
+      for (var j = 0u; j < K; j++) {
+        if (u32(A[r + j]) == e && c < ls) {
+          A[pu(4u) + e * ls + c] = f32(z * K + j);
+          c++;
+        }
+      }
+    }
+    A[pu(6u) + e] = f32(c);
+  }
+}`;
+}
+
+/**
+ * MUL_MAT_ID grouped by expert (a prefill chunk): workgroup (x, y, z) multiplies the row tile
+ * g = y·nx + x (rows g·TM ..) of expert e = e0 + z / nt (nt = ⌈S[count_slot] / TN⌉: a list has at
+ * most the entry count) by the pairs c = (z % nt)·TN .. of e's list (moe_group's), each pair's
+ * activations gathered as moe_matvec's (A[x_off + z'·x_estride], z' the pair's entry, or the
+ * pair when x_pair) and its sums scattered to the pair's row: out[p][row] = (Σ_i W_e[row][i] ·
+ * x[i] (+ V[bias + e·rows + row])) (· V[scale + e]), moe_matvec's outputs. A workgroup past its
+ * expert's list exits at once (an expert no entry chose costs a read of its count). W holds
+ * experts e0 .. e0 + z-extent / nt − 1 back to back (rows × row_bytes each), as moe_matvec's.
+ * The tile, the weight decoding and the order of the sums are wgsl_matmat.js's (one running sum
+ * per output over columns 0 .. cols − 1), so results agree with moe_matvec's to float rounding.
+ * Params: 0 rows, 1 cols, 2 row_bytes, 3 x_off, 4 x_estride, 5 x_pair, 6 y_off, 7 y_estride (per
+ * pair), 8 list_off, 9 list_stride, 10 cnt_off, 11 k, 12 e0, 13 count_slot, 14 bias (NONE: none),
+ * 15 scale (NONE: none). Bindings: A, parameters, W at 2, V at 3, the step buffer S at 4.
+ */
+export function moeMatmatWgsl(type) {
+  const t = GPU_TYPES[type];
+  const { TM, TN, TK, THREADS } = TILE;
+  return `${HEADER}
+@group(0) @binding(2) var<storage, read> W: array<u32>;
+@group(0) @binding(3) var<storage, read> V: array<f32>;
+@group(0) @binding(4) var<storage, read> S: array<u32>;
+${WGSL_BYTES}
+${WGSL_WORDS}
+${t.wgsl}
+${t.wgsl4}
+const BLK = ${t.blk}u;
+const BLK_BYTES = ${t.bytes}u;
+const TM = ${TM}u;
+const TN = ${TN}u;
+const TK = ${TK}u;
+var<workgroup> ws: array<vec4<f32>, ${(TK * TM) / 4}>; // [column][row / 4] of the weight slice
+var<workgroup> xs: array<vec4<f32>, ${(TK * TN) / 4}>; // [column][pair / 4] of the activations
+var<workgroup> wcnt: u32;
+fn w_at(r0: u32, k: u32) -> f32 { return w_get(r0 + (k / BLK) * BLK_BYTES, k % BLK); }
+@compute @workgroup_size(${THREADS})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<u32>,
+        @builtin(local_invocation_index) t: u32) {
+  let rows = pu(0u);
+  let cols = pu(1u);
+  let m0 = (wg.y * nw.x + wg.x) * TM;
+  if (m0 >= rows) { return; }
+  let nt = max(1u, (S[pu(13u)] + TN - 1u) / TN);
+  let le = wg.z / nt;
+  let e = pu(12u) + le;
+  let c0 = (wg.z % nt) * TN;
+  if (t == 0u) { wcnt = u32(A[pu(10u) + e]); }
+  let cnt = workgroupUniformLoad(&wcnt);
+  if (c0 >= cnt) { return; }
+  let ne = min(TN, cnt - c0);
+  let K = pu(11u);
+  let l0 = pu(8u) + e * pu(9u) + c0;
+  // decoding: row lr of the tile, columns lk .. lk + 15 of each slice
+  let lr = t / 2u;
+  let lk = (t % 2u) * 16u;
+  let wlive = m0 + lr < rows;
+  let r0 = (le * rows + m0 + lr) * pu(2u);
+  // copying: pair xe of the tile (its activations at xa), columns xk .. xk + 7 of each slice
+  let xe = t / 4u;
+  let xk = (t % 4u) * 8u;
+  let xlive = xe < ne;
+  var xa = 0u;
+  if (xlive) {
+    let p = u32(A[l0 + xe]);
+    xa = pu(3u) + select(p / K, p, pu(5u) != 0u) * pu(4u);
+  }
+  // adding: rows 4·tm .. 4·tm + 3, pairs 4·tn .. 4·tn + 3 of the tile
+  let tm = t % (TM / 4u);
+  let tn = t / (TM / 4u);
+  var acc: array<vec4<f32>, 4>; // acc[j][i]: pair 4·tn + j, row 4·tm + i
+  for (var k0 = 0u; k0 < cols; k0 += TK) {
+    for (var j = 0u; j < 16u; j += 4u) {
+      let k = k0 + lk + j;
+      var v = vec4<f32>(0.0);
+      if (wlive) {
+        if (k + 3u < cols) {
+          v = w_get4(r0, k);
+        } else {
+          for (var c = 0u; c < 4u; c++) { if (k + c < cols) { v[c] = w_at(r0, k + c); } }
+        }
+      }
+      for (var c = 0u; c < 4u; c++) { ws[(lk + j + c) * (TM / 4u) + lr / 4u][lr % 4u] = v[c]; }
+    }
+    for (var j = 0u; j < 8u; j++) {
+      let k = k0 + xk + j;
+      var xv = 0.0;
+      if (xlive && k < cols) { xv = A[xa + k]; }
+      xs[(xk + j) * (TN / 4u) + xe / 4u][xe % 4u] = xv;
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < TK; kk++) {
+      let w = ws[kk * (TM / 4u) + tm];
+      let x = xs[kk * (TN / 4u) + tn];
+      acc[0] += w * x.x;
+      acc[1] += w * x.y;
+      acc[2] += w * x.z;
+      acc[3] += w * x.w;
+    }
+    workgroupBarrier();
+  }
+  for (var j = 0u; j < 4u; j++) {
+    let q = 4u * tn + j;
+    if (q >= ne) { break; }
+    let p = u32(A[l0 + q]);
+    for (var i = 0u; i < 4u; i++) {
+      let row = m0 + 4u * tm + i;
+      if (row < rows) {
+        var v = acc[j][i];
+        if (pu(14u) != ${NONE}u) { v = v + V[pu(14u) + e * rows + row]; }
+        if (pu(15u) != ${NONE}u) { v = v * V[pu(15u) + e]; }
+        A[pu(6u) + p * pu(7u) + row] = v;
+      }
+    }
   }
 }`;
 }
