@@ -13,10 +13,16 @@
 // of the last layer at a time changes exactly the entries that chose it, k experts an entry,
 // different entries for different experts (also for Gemma 4's kind, gemma4 tiny-moe, whose fused
 // gate/up experts are split as the others; its GPU logits against the CPU's are
-// webgpu_gemma4.test.mjs's).
+// webgpu_gemma4.test.mjs's). And a prefill of 48 entries (two chunks, 32 and 16) runs the
+// experts grouped by expert (moe_group, moe_matmat: the kinds GpuForward's profile counts), each entry's logits
+// against the same pass with the experts per (entry, slot) (GpuForward's groupExperts false:
+// moe_matvec, the dense products the same kernels) within 2e-4 relative to 1 + max |logit|
+// (2e-3 for Gemma 4's tiny model, whose pass turns any change of summation order into ~1e-3:
+// its tiled dense products against the batch matvec differ as much), greedy ids equal up to a
+// near-tie; a decode step runs moe_matvec and no grouping.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assertGpuTracksCpu, dawn, deferredModel, dequantizedCopy, wasmReference, withGpuPair } from './_webgpu.mjs';
+import { argmax, assertGpuTracksCpu, dawn, deferredModel, dequantizedCopy, diff, margin, NEAR_TIE, wasmReference, withGpuPair } from './_webgpu.mjs';
 import { createEngine } from '../../js/wasmlm.js';
 import { synthCached } from '../../tools/synth_gguf.mjs';
 import { MATMAT_MIN_ENT } from '../../js/backend/webgpu/wgsl_matmat.js';
@@ -41,7 +47,7 @@ for (const [arch, type] of CASES) {
     await withGpuPair(gpu, file, { kvType: 'f32' }, async (cpu, g, info) => {
       assert.ok(info.nExpert > 1);
       const ids = Array.from(await cpu.tokenize(LONG_PROMPT));
-      assert.ok(ids.length >= MATMAT_MIN_ENT, `${ids.length} prompt tokens: the tiled kernel is not used`);
+      assert.ok(ids.length >= 16 && ids.length <= 64, `${ids.length} prompt tokens: not a prefill of 16 to 64 (the grouped experts' tiled kernel)`);
       await assertGpuTracksCpu(cpu, g, ids, { tol: TOL });
     }, { cpuModel: type === 'F32' ? file : dequantizedCopy(file) });
   });
@@ -125,6 +131,52 @@ for (const [arch, shape] of [['qwen3moe'], ['gpt-oss'], ['lfm2moe'], ['gemma4', 
       assert.deepEqual(counts, new Array(n).fill(K), `each entry's logits change with exactly its ${K} experts zeroed (per expert: ${chosen})`);
       assert.ok(chosen.filter((c) => c > 0 && c < n).length >= 2, `the routes differ between tokens (entries per expert: ${chosen})`);
       assert.deepEqual(await prefill(), base, 'restored');
+      fwd.destroy();
+    } finally {
+      device.destroy();
+    }
+  });
+}
+
+for (const [arch, shape] of [['qwen3moe'], ['gpt-oss'], ['lfm2moe'], ['gemma4', 'tiny-moe']]) {
+  const tol = arch === 'gemma4' ? 2e-3 : 2e-4;
+  test(`${arch}${shape ? ` ${shape}` : ''}: a prefill of 48 entries runs the experts grouped by expert (moe_group, moe_matmat), each entry's logits within ${tol} of the per-pair pass, greedy equal; a decode step per pair`, { skip }, async () => {
+    const x = wasmReference();
+    const { desc, opts } = deferredModel(x, synthCached({ arch, shape, type: 'Q8_0' }));
+    const adapter = await gpu.requestAdapter();
+    const { device, subgroups } = await requestDevice(adapter, { timestamps: true });
+    try {
+      const cap = Math.min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
+      const V = desc.hp.vocab_size, n = 48;
+      const d = splitEvery(desc, cap, desc.hp.n_expert);
+      const w = await uploadWeights(device, d, x.memory);
+      assert.ok(device.features.has('timestamp-query'), 'GPU_PROFILE (the kinds run) needs timestamp-query');
+      const profile = new Map();
+      const fwd = await GpuForward.create(device, d, w, { ...opts(device, subgroups), profile });
+      const perPair = await GpuForward.create(device, d, w, { ...opts(device, subgroups), groupExperts: false });
+      assert.ok(fwd.chunk >= MATMAT_MIN_ENT && n - fwd.chunk >= MATMAT_MIN_ENT, `chunk ${fwd.chunk}`);
+      const ids = Array.from({ length: n }, (_, i) => (i * 53 + 11) % V), pos = ids.map((_, i) => i), all = ids.map(() => true);
+      const grouped = await fwd.run(ids, pos, all);
+      {
+        const kinds = [...profile.keys()];
+        assert.ok(kinds.includes('moe_group') && kinds.some((k) => k.startsWith('moe_matmat')), `kinds: ${kinds}`);
+        assert.ok(!kinds.some((k) => k.startsWith('moe_matvec')), `a prefill runs no per-pair product: ${kinds}`);
+        profile.clear();
+      }
+      const ref = await perPair.run(ids, pos, all);
+      perPair.destroy();
+      for (let j = 0; j < n; j++) {
+        const a = ref.subarray(j * V, (j + 1) * V), b = grouped.subarray(j * V, (j + 1) * V);
+        const { d: dd, m } = diff(a, b);
+        assert.ok(dd <= tol * (1 + m), `entry ${j}: max |diff| ${dd} > ${tol} · (1 + ${m})`);
+        if (margin(a) >= NEAR_TIE) assert.equal(argmax(b), argmax(a), `entry ${j}: greedy ids differ`);
+      }
+      {
+        profile.clear();
+        await fwd.run([ids[3]], [n], [true]);
+        const kinds = [...profile.keys()];
+        assert.ok(kinds.some((k) => k.startsWith('moe_matvec')) && !kinds.includes('moe_group') && !kinds.some((k) => k.startsWith('moe_matmat')), `decode kinds: ${kinds}`);
+      }
       fwd.destroy();
     } finally {
       device.destroy();

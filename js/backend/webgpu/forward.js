@@ -33,7 +33,7 @@ import { GpuKvCache } from './kv_cache.js';
 import { GPU_TYPES } from './wgsl_quant.js';
 import { convWgsl, deltanetWgsl, l2normWgsl, sigmoidGateWgsl, ssmGatesWgsl } from './wgsl_recurrent.js';
 import { layerShape, pleSizes, pleSpecs, ropeHalf, ropeSetRot } from './per_layer.js';
-import { moeActWgsl, moeMatvecWgsl, moeRouteWgsl, moeSumWgsl, sinksWgsl } from './wgsl_moe.js';
+import { moeActWgsl, moeGroupWgsl, moeMatmatWgsl, moeMatvecWgsl, moeRouteWgsl, moeSumWgsl, sinksWgsl } from './wgsl_moe.js';
 
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
 /** A layer's bias entry as a list of vectors: none, one, or joined Q/K/V biases (fuseMatrices). */
@@ -103,6 +103,8 @@ export class Pipelines {
                   : kind === 'sigmoid_gate' ? sigmoidGateWgsl()
                   : kind === 'moe_route' ? moeRouteWgsl()
                   : kind === 'moe_matvec' ? moeMatvecWgsl(arg[0], { tpr: arg[1] })
+                  : kind === 'moe_group' ? moeGroupWgsl()
+                  : kind === 'moe_matmat' ? moeMatmatWgsl(arg)
                   : kind === 'moe_act' ? moeActWgsl()
                   : kind === 'moe_sum' ? moeSumWgsl()
                   : kind === 'sinks' ? sinksWgsl()
@@ -144,6 +146,7 @@ export class GpuForward {
   #destroyed = false;
   #nSeq = 1;           // sequences the cache holds
   #pleTable = null;    // Gemma 4's per-layer embedding table on the host (per_layer.js pleHostTable)
+  #groupExperts = true; // a prefill chunk's experts grouped by expert (moe_group, moe_matmat)
 
   /** GPU bytes held: activations, parameters and the KV cache (weights not included). */
   get bytes() { return this.#ownBytes + (this.cache?.bytes ?? 0); }
@@ -156,8 +159,11 @@ export class GpuForward {
 
   /** `recordAhead` false: every step's commands recorded when it runs (#encodeAhead; tests).
    *  `pleTable`: pleHostTable() of the model's per-layer embedding table (Gemma 4; required
-   *  when the model has one, owned by the caller). */
-  constructor(device, desc, weights, { kvF16, nCtx, nSeq = 1, ropeFreq, ropeSets, mscale, chunk = 32, profile = null, recordAhead = true, pleTable = null }) {
+   *  when the model has one, owned by the caller). `groupExperts` false: a mixture of experts
+   *  runs per (entry, slot) (moe_matvec) at every entry count, the dense products unchanged
+   *  (tests: the grouped form against it). */
+  constructor(device, desc, weights, { kvF16, nCtx, nSeq = 1, ropeFreq, ropeSets, mscale, chunk = 32, profile = null, recordAhead = true, pleTable = null, groupExperts = true }) {
+    this.#groupExperts = groupExperts;
     if (desc.hp.n_ple && !pleTable) throw jsError('WLM_ERR_STATE', 'internal: a model with per-layer embeddings needs its host table (pleTable)');
     this.#pleTable = desc.hp.n_ple ? pleTable : null;
     this.#nSeq = nSeq;
@@ -201,13 +207,15 @@ export class GpuForward {
    *  moe_u, each slot's gate and up rows (k × expert_ff; moe_g k × 2 expert_ff where gate and up
    *  are one fused tensor, Gemma 4's: each slot's gate rows, then its up rows); moe_y, each
    *  slot's down product (k × dim); moe_in, the router's input where it is not the experts'
-   *  (Gemma 4's scaled RMSNorm of the stream: dim). */
+   *  (Gemma 4's scaled RMSNorm of the stream: dim); moe_ls and moe_cnt, a prefill chunk's pairs
+   *  grouped by expert (moe_group: expert e's list of at most B pairs at moe_ls + e · B, its
+   *  length at moe_cnt + e; n_expert an entry, so B · n_expert floats each). */
   #moeSizes() {
     const h = this.desc.hp, ls = this.desc.layers.filter((l) => l.ffn_kind === 'moe');
     if (!ls.length) return {};
     const K = h.n_expert_used, p4 = (n) => (n + 3) & ~3;
     return { moe_z: h.n_expert, moe_r: 2 * K, moe_g: K * this.#moeGateStride(), moe_u: K * p4(h.expert_ff), moe_y: K * p4(h.dim),
-      moe_in: ls.some((l) => l.moe_in_norm) ? h.dim : 0 };
+      moe_in: ls.some((l) => l.moe_in_norm) ? h.dim : 0, moe_ls: h.n_expert, moe_cnt: h.n_expert };
   }
 
   /** Floats between two slots' gate rows in moe_g: expert_ff, or 2 expert_ff (fused gate/up), padded to 4. */
@@ -394,19 +402,30 @@ export class GpuForward {
     // then per (entry, slot) the chosen expert's gate and up products (one dispatch per buffer
     // of an expert tensor split by the binding limit; one product of 2 expert_ff rows for a
     // fused gate/up tensor), its activation and down product (times the expert's output scale),
-    // then the weighted sum in slot order into `out`, or added to it (`accumulate`: the stream)
+    // then the weighted sum in slot order into `out`, or added to it (`accumulate`: the stream).
+    // The products: below the tiled kernel's count (decode, a few entries, an `exact` run)
+    // moe_matvec per (entry, slot); from it the pairs grouped by expert once a layer
+    // (moe_group) and moe_matmat per expert over its pairs (n_expert × ⌈n / TILE.TN⌉
+    // workgroups z, those past an expert's list exiting at once), each expert's weights read
+    // once per TILE.TN of its pairs rather than once per pair
     const moe = (l, xin, xinE, rin, rinE, out, outE, accumulate) => {
       const K = h.n_expert_used, F = h.expert_ff, pF = pad(F), pG = this.#moeGateStride(), pD = pad(D);
       const none = (v) => (v ? vecOf(v) : NONE);
+      const grouped = (n, mm) => this.#groupExperts && n >= mm;
       matvec(l.moe_router, rin, rinE, o.moe_z, E.moe_z);
       specs.push(['moe_route', '', [o.moe_z, E.moe_z, h.n_expert, K, h.moe_gating, h.moe_norm_w, fbits(h.moe_w_scale),
         none(l.moe_router_b), none(l.moe_probs_b), o.moe_r, E.moe_r], [Vb], (n) => [1, 1, n]]);
+      specs.push(['moe_group', '', [o.moe_r, E.moe_r, K, h.n_expert, o.moe_ls, B, o.moe_cnt, 3 * B], [S],
+        (n, m, ns, mm) => [1, 1, grouped(n, mm) ? 1 : 0]]);
       const ids = (pieces, xOff, xE, xPair, yOff, yE, bias, scale = null) => {
         for (const t of pieces) {
           const rows = t[1] / (t[7] - t[6]), tpr = matvecThreadsPerRow(t[2]);
           const [gx, gy] = rowsGrid(Math.ceil(rows / (WG / tpr)));
+          const [tx, ty] = rowsGrid(Math.ceil(rows / TILE.TM));
           specs.push(['moe_matvec', [t[0], tpr], [rows, t[2], t[3], xOff, xE, xPair, yOff, yE, o.moe_r, E.moe_r, K, t[6], t[7], none(bias), none(scale)],
-            [{ buffer: bufOf(t) }, Vb], (n) => [gx, gy, n * K]]);
+            [{ buffer: bufOf(t) }, Vb], (n, m, ns, mm) => [gx, gy, grouped(n, mm) ? 0 : n * K]]);
+          specs.push(['moe_matmat', t[0], [rows, t[2], t[3], xOff, xE, xPair, yOff, yE, o.moe_ls, B, o.moe_cnt, K, t[6], 3 * B, none(bias), none(scale)],
+            [{ buffer: bufOf(t) }, Vb, S], (n, m, ns, mm) => [tx, ty, grouped(n, mm) ? (t[7] - t[6]) * Math.ceil(n / TILE.TN) : 0]]);
         }
       };
       let gOff = o.moe_g, uOff = o.moe_u, uE = pF;
@@ -584,7 +603,8 @@ export class GpuForward {
         { binding: 1, resource: { buffer: this.#params, offset: i * PARAM_SLOT, size: 64 } },
         ...s[3].map((r, j) => ({ binding: 2 + j, resource: r }))];
       const kind = s[0] === 'matvec' || s[0] === 'matmat' ? `${s[0]}${s[1][3] === 'glu' ? '+glu' : ''} ${GPU_TYPES[s[1][0] ?? s[1]]?.name ?? ''}`
-        : s[0] === 'moe_matvec' ? `moe_matvec ${GPU_TYPES[s[1][0]]?.name ?? ''}` : s[0] === 'eltwise' ? `eltwise ${s[1]}` : s[0];
+        : s[0] === 'moe_matvec' ? `moe_matvec ${GPU_TYPES[s[1][0]]?.name ?? ''}`
+          : s[0] === 'moe_matmat' ? `moe_matmat ${GPU_TYPES[s[1]]?.name ?? ''}` : s[0] === 'eltwise' ? `eltwise ${s[1]}` : s[0];
       return { pipeline: pipes[i], bind: device.createBindGroup({ layout: pipes[i].getBindGroupLayout(0), entries }), grid: s[4], kind };
     });
   }
