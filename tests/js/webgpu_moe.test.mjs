@@ -1,15 +1,15 @@
 // The WGSL kernels of a mixture of experts and of attention sinks (js/backend/webgpu/wgsl_moe.js)
 // on Dawn (lavapipe or SwiftShader, tests/js/_webgpu.mjs), against references: the route against a
-// transcription of src/model/moe.c's route() in double precision (the chosen ids equal, the
-// weights within 1e-6), MUL_MAT_ID against C's dequantization of each type (the dot in double, as
+// transcription of src/model/moe.c's route() in double precision (the chosen ids equal, the weights
+// within 1e-6), MUL_MAT_ID against C's dequantization of each type (the dot in double, as
 // webgpu_kernels.test.mjs's matvec, ≤ 1e-6 · log2(cols) · Σ|w·x|) with the experts in one buffer
 // and split over two (the same bits), in both forms: per (entry, slot) and grouped by expert
 // (moe_group's lists against the routes exactly; moe_matmat over several row and pair tiles, with
-// experts no pair chose and a skewed routing where one expert has every entry), gpt-oss's clamped SwiGLU and the weighted sum against
-// their formulas, the sinks against a softmax with one more logit computed in double. Also, without
-// a GPU, the pieces an expert tensor is split into by the binding limit (weights.js's
-// expertPieces, stream.js's file ranges) and the refusal naming a tensor of which not even one
-// expert fits.
+// experts no pair chose and a skewed routing where one expert has every entry), gpt-oss's clamped
+// SwiGLU and the weighted sum against their formulas, the sinks against a softmax with one more
+// logit computed in double. Also, without a GPU, the pieces an expert tensor is split into by the
+// binding limit (weights.js's expertPieces, stream.js's file ranges) and the refusal naming a
+// tensor of which not even one expert fits.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dawn, kernelKit, rng, wasmReference } from './_webgpu.mjs';
@@ -204,7 +204,8 @@ async function checkMoeGrouped(type, rows, cols, { E, n, k, route, xPair = false
 }
 
 test('moe_group + moe_matmat (MUL_MAT_ID grouped by expert): lists exact; F32, Q8_0, Q4_K, Q6_K and MXFP4 against C\'s dequantization over several row and pair tiles, experts with no pairs, a skewed routing (one expert in every entry), x per pair, biases, output scales; split over two buffers the same bits', { skip }, async () => {
-  const skewed = (z, j) => (j === 0 ? 0 : 1 + ((z * 7 + j) % 3)); // expert 0 in every entry, 4 and 5 in none
+  // expert 0 in every entry, 4 and 5 in none
+  const skewed = (z, j) => (j === 0 ? 0 : 1 + ((z * 7 + j) % 3));
   await checkMoeGrouped(8, 70, 96, { E: 6, n: 40, k: 2, route: skewed });
   await checkMoeGrouped(0, 9, 50, { E: 5, n: 11, k: 3, route: (z, j) => (z + 2 * j) % 5, xPair: true, scale: true, split: 3 });
   await checkMoeGrouped(12, 5, 256, { E: 8, n: 33, k: 2, route: (z, j) => (j === 0 ? 7 : (z % 2) * 3), bias: false, scale: true, split: 4 });

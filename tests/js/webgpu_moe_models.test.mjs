@@ -13,13 +13,13 @@
 // of the last layer at a time changes exactly the entries that chose it, k experts an entry,
 // different entries for different experts (also for Gemma 4's kind, gemma4 tiny-moe, whose fused
 // gate/up experts are split as the others; its GPU logits against the CPU's are
-// webgpu_gemma4.test.mjs's). And a prefill of 48 entries (two chunks, 32 and 16) runs the
-// experts grouped by expert (moe_group, moe_matmat: the kinds GpuForward's profile counts), each entry's logits
-// against the same pass with the experts per (entry, slot) (GpuForward's groupExperts false:
-// moe_matvec, the dense products the same kernels) within 2e-4 relative to 1 + max |logit|
-// (2e-3 for Gemma 4's tiny model, whose pass turns any change of summation order into ~1e-3:
-// its tiled dense products against the batch matvec differ as much), greedy ids equal up to a
-// near-tie; a decode step runs moe_matvec and no grouping.
+// webgpu_gemma4.test.mjs's). And a prefill of 48 entries (two chunks, 32 and 16) runs the experts
+// grouped by expert (moe_group, moe_matmat: the kinds GpuForward's profile counts), each entry's
+// logits against the same pass with the experts per (entry, slot) (GpuForward's groupExperts false:
+// moe_matvec, the dense products the same kernels) within 2e-4 relative to 1 + max |logit| (2e-3
+// for Gemma 4's tiny model, whose pass turns any change of summation order into ~1e-3: its tiled
+// dense products against the batch matvec differ as much), greedy ids equal up to a near-tie; a
+// decode step runs moe_matvec and no grouping.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { argmax, assertGpuTracksCpu, dawn, deferredModel, dequantizedCopy, diff, margin, NEAR_TIE, wasmReference, withGpuPair } from './_webgpu.mjs';

@@ -1,14 +1,13 @@
 // wgsl_moe.js — the WGSL kernels of a mixture-of-experts feed-forward and of gpt-oss's attention
-// sinks, the GPU forms of src/model/moe.c and forward.c's apply_sinks: moe_route (an entry's
-// router logits → the chosen experts and their weights), moe_matvec (MUL_MAT_ID: one chosen
-// expert's matrix times an entry's activations per (entry, slot) pair, the expert read from the
-// route's output in the activation buffer, so no readback; decode), its grouped form for a
-// prefill chunk (moe_group: each expert's list of the (entry, slot) pairs that chose it;
-// moe_matmat: per expert a tiled product over the pairs of its list, each weight decoded once per
-// TILE.TN pairs, as ggml's MUL_MAT_ID and moe.c group a batch by expert), moe_act (gpt-oss's clamped SwiGLU;
-// SiLU and GELU experts use wgsl_ops.js's glu), moe_sum (the weighted sum of an entry's expert
-// outputs in slot order, onto the stream) and sinks (a head's attention output times
-// 1 / (1 + e^(sink − lse))).
+// sinks, the GPU forms of src/model/moe.c and forward.c's apply_sinks: moe_route (an entry's router
+// logits → the chosen experts and their weights), moe_matvec (MUL_MAT_ID: one chosen expert's
+// matrix times an entry's activations per (entry, slot) pair, the expert read from the route's
+// output in the activation buffer, so no readback; decode), its grouped form for a prefill chunk
+// (moe_group: each expert's list of the (entry, slot) pairs that chose it; moe_matmat: per expert a
+// tiled product over the pairs of its list, each weight decoded once per TILE.TN pairs, as ggml's
+// MUL_MAT_ID and moe.c group a batch by expert), moe_act (gpt-oss's clamped SwiGLU; SiLU and GELU
+// experts use wgsl_ops.js's glu), moe_sum (the weighted sum of an entry's expert outputs in slot
+// order, onto the stream) and sinks (a head's attention output times 1 / (1 + e^(sink − lse))).
 //
 // Bindings and parameters as wgsl_ops.js's kernels (A at 0, 16 parameter words at 1). A pair p of
 // an entry z and slot j (p = z·k + j) is workgroup z of moe_matvec and moe_act; an entry's route
