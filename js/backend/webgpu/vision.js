@@ -7,15 +7,21 @@
 //   GELU (tanh, binary16 values) / SiLU / quick GELU → ffn_down (+ bias) added; v.post_ln; then
 //   the projector: gemma3 — k×k average pooling, RMSNorm × mm.soft_emb_norm (eps of the tower),
 //   mm.input_projection (stored [D_text, W], transposed here once); idefics3 — s×s pixel
-//   shuffle, mm.model.fc.
+//   shuffle, mm.model.fc; lfm2 — s×s pixel unshuffle, LayerNorm (eps 1e-5) × mm.input_norm,
+//   mm.1 (+ bias) → GELU → mm.2 (+ bias).
+// LFM2-VL (SigLIP2 NaFlex) takes pieces of any size in multiples of P·s: its learned (S/P)²
+// positions are resized to each piece's patch grid (resizePositions, encoder.c's
+// wlm_resize_positions) and each grid gets its own recorded program, built on first use (a few
+// kept, the least recently used given back).
 // Weight products are the text model's tiled kernel (wgsl_matmat.js) for every weight type it
 // has (F32, F16, BF16, Q8_0, the K-quants ...), norms and GELU / SiLU its norm and glu kernels
 // (wgsl_ops.js); attention, the merge and quick GELU are wgsl_vision.js's. Every step of a piece
 // is one compute pass over one activation buffer, recorded once at creation.
 // It does not preprocess (C does: wlmjs_vision_preprocess, src/vision/preprocess.c), decode images,
-// or run LFM2's or Qwen2.5-VL's towers (dynamic sizes, 2-D RoPE: the CPU encoder has them), and
-// the engine does not call it yet (js/engine/engine.js encodes images on the CPU).
-// Source of the math: llama.cpp tools/mtmd (clip.cpp, models/siglip.cpp), as
+// or run Qwen2.5-VL's tower (two patch kernels, RMSNorm, 2-D RoPE, window attention: the CPU
+// encoder has it), and the engine does not call it yet (js/engine/engine.js encodes images on
+// the CPU).
+// Source of the math: llama.cpp tools/mtmd (clip.cpp, models/siglip.cpp, models/lfm2.cpp), as
 // /work/shared/reference/vision-mmproj.md §5-6 writes it down.
 
 import { jsError, STATUS, WasmlmError } from '../../runtime/errors.js';
@@ -28,8 +34,9 @@ import { checkFits, USAGE } from './weights.js';
 import { attentionFullWgsl, geluQuickWgsl, mergeWgsl, VISION_MAX_HEAD } from './wgsl_vision.js';
 
 /** The projector types this encoder runs (clip.projector_type). */
-export const GPU_VISION_PROJECTORS = Object.freeze(['gemma3', 'idefics3']);
-const DEFAULT_SCALE = { gemma3: 4, idefics3: 0 }; // 0: the key is required
+export const GPU_VISION_PROJECTORS = Object.freeze(['gemma3', 'idefics3', 'lfm2']);
+const DEFAULT_SCALE = { gemma3: 4, idefics3: 0, lfm2: 2 }; // 0: the key is required
+const GRIDS_KEPT = 4; // LFM2: the piece sizes whose programs stay built (the S × S one besides)
 const MAX_PATCHES = 16384; // WLM_VISION_MAX_PATCHES (src/vision/vision.h): N = (S/P)²
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
 const bad = (msg) => jsError('WLM_ERR_FORMAT', `mmproj: ${msg}`);
@@ -157,6 +164,45 @@ export function readMmproj(bytes) {
   return { info, tensors };
 }
 
+/**
+ * The learned positions `src` (an n × n grid of c floats a cell, raster order) resized to a gw × gh
+ * grid (gh rows of gw cells of c floats, a new Float32Array), as src/vision/encoder.c
+ * wlm_resize_positions does it for LFM2's pieces: ggml_compute_forward_upscale_f32 in its
+ * bilinear + antialias mode (a triangle filter as wide as the scale where it shrinks), every
+ * operation rounded to binary32 in C's order, so the result is C's bit for bit.
+ */
+export function resizePositions(src, n, c, gw, gh) {
+  const f = Math.fround;
+  const dst = new Float32Array(gw * gh * c);
+  const sf0 = f(gw / n), sf1 = f(gh / n), off = 0.5;
+  const support0 = Math.max(1, f(1 / sf0)), inv0 = f(1 / support0);
+  const support1 = Math.max(1, f(1 / sf1)), inv1 = f(1 / support1);
+  for (let i1 = 0; i1 < gh; i1++) {
+    const y = f((i1 + off) / sf1);
+    const y0 = Math.max(0, Math.trunc(f(f(y - support1) + off))), y1 = Math.min(n, Math.trunc(f(f(y + support1) + off)));
+    for (let i0 = 0; i0 < gw; i0++) {
+      const x = f((i0 + off) / sf0);
+      const x0 = Math.max(0, Math.trunc(f(f(x - support0) + off))), x1 = Math.min(n, Math.trunc(f(f(x + support0) + off)));
+      const o = (i1 * gw + i0) * c;
+      for (let ch = 0; ch < c; ch++) {
+        let val = 0, total = 0;
+        for (let sy = y0; sy < y1; sy++) {
+          const wy = Math.max(f(1 - Math.abs(f(f(f(sy - y) + off) * inv1))), 0);
+          for (let sx = x0; sx < x1; sx++) {
+            const wx = Math.max(f(1 - Math.abs(f(f(f(sx - x) + off) * inv0))), 0);
+            const wgt = f(wx * wy);
+            if (wgt <= 0) continue;
+            val = f(val + f(src[(sy * n + sx) * c + ch] * wgt));
+            total = f(total + wgt);
+          }
+        }
+        dst[o + ch] = total > 0 ? f(val / total) : val;
+      }
+    }
+  }
+  return dst;
+}
+
 /** wgsl_vision.js's pipelines, compiled once per device (a device's pipelines are immutable;
  *  the entry goes with the device). */
 const OWN_PIPELINES = new WeakMap();
@@ -183,11 +229,15 @@ function rowBytes(type, cols) {
  * copied to the GPU before the first await, so views into wasm memory may be passed). Options:
  * `pipelines` (forward.js Pipelines, to share compiled kernels with the text model's backend;
  * this module's own three are compiled once per device).
- * Returns {info, tokens (rows per piece), width (floats per row: D_text), bytes (GPU memory held),
- * encodePiece(pixels, w, h) → Promise<Float32Array> (tokens × width rows of the piece; pixels:
- * 3 × h × w floats, planes R, G, B, row-major, normalised, as wlmjs_vision_preprocess gives them;
- * w = h = the encoder's image size), destroy()}. One encodePiece at a time (the calls queue on
- * the device in order; each one's result is its own array). Throws WLM_ERR_FORMAT for a missing
+ * Returns {info, tokens (rows of an S × S piece), width (floats per row: D_text), bytes (GPU
+ * memory held now), tokensOf(w, h) (rows of a w × h piece, 0 for a size it does not take),
+ * encodePiece(pixels, w, h) → Promise<Float32Array> (tokensOf(w, h) × width rows of the piece;
+ * pixels: 3 × h × w floats, planes R, G, B, row-major, normalised, as wlmjs_vision_preprocess
+ * gives them; w = h = the encoder's image size S, or for lfm2 any sides that are multiples of
+ * P·s with at most 16384 patches — a new size builds its program first, the GRIDS_KEPT latest
+ * kept besides S × S's), destroy()}. One encodePiece at a time (the calls queue on
+ * the device in order; each one's result is its own array); an error in one (a bad size, out of
+ * GPU memory for a new size's buffers) leaves the queue going. Throws WLM_ERR_FORMAT for a missing
  * or misshapen tensor (named), WLM_ERR_UNSUPPORTED for a weight type without GPU kernels, a head
  * size above VISION_MAX_HEAD or buffers above the device's limits, WLM_ERR_NOMEM when the GPU is
  * out of memory.
@@ -205,9 +255,8 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
   if (W % H) throw bad(`embedding_length ${W} is not a multiple of head_count ${H}`);
   const hd = W / H;
   if (hd > VISION_MAX_HEAD) throw jsError('WLM_ERR_UNSUPPORTED', `mmproj: head size ${hd} is above the GPU encoder's ${VISION_MAX_HEAD}`);
-  const gx = G / s, T = gx * gx;
   const maxZ = device.limits.maxComputeWorkgroupsPerDimension;
-  if (N > maxZ) throw jsError('WLM_ERR_UNSUPPORTED', `mmproj: ${N} patches a piece is above the device's ${maxZ} workgroups a dimension`);
+  const dyn = projector === 'lfm2'; // pieces of any size in multiples of P·s (the positions resized)
 
   const tensor = (name, ne0, ne1, ne2 = 1, ne3 = 1) => {
     const t = get(name);
@@ -256,7 +305,7 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
     });
   }
   const postW = vector('v.post_ln.weight', W), postB = vector('v.post_ln.bias', W);
-  let mmNorm = null, proj;
+  let mmNorm = null, proj, proj2 = null, projB = null, proj2B = null, inNormW = null, inNormB = null;
   const IN = projector === 'gemma3' ? W : W * s * s;
   if (projector === 'gemma3') {
     mmNorm = vector('mm.soft_emb_norm.weight', W);
@@ -283,172 +332,258 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
       tt = { type: 0, ne: [W, D], data: new Uint8Array(out.buffer) };
     }
     proj = matrix(name, W, D, tt);
+  } else if (projector === 'lfm2') {
+    // mm.1 (IN → hidden) and mm.2 (hidden → D_text), both with biases; the input LayerNorm's
+    // weight and bias each optional (mmproj.c load_vec_opt)
+    if (get('mm.input_norm.weight')) inNormW = vector('mm.input_norm.weight', IN);
+    if (get('mm.input_norm.bias')) inNormB = vector('mm.input_norm.bias', IN);
+    const t1 = get('mm.1.weight'), t2 = get('mm.2.weight');
+    if (!t1) throw bad("tensor 'mm.1.weight' is missing");
+    if (!(t1.ne[1] >= 1 && t1.ne[1] <= 16384)) throw bad(`tensor 'mm.1.weight' gives a hidden width of ${t1.ne[1]}`);
+    proj = matrix('mm.1.weight', IN, t1.ne[1]);
+    projB = vector('mm.1.bias', proj.rows);
+    if (!t2) throw bad("tensor 'mm.2.weight' is missing");
+    if (!(t2.ne[1] >= 1 && t2.ne[1] <= 16384)) throw bad(`tensor 'mm.2.weight' gives a text width of ${t2.ne[1]}`);
+    proj2 = matrix('mm.2.weight', proj.rows, t2.ne[1]);
+    proj2B = vector('mm.2.bias', proj2.rows);
   } else {
     const t = get('mm.model.fc.weight');
     if (!t) throw bad("tensor 'mm.model.fc.weight' is missing");
     if (!(t.ne[1] >= 1 && t.ne[1] <= 16384)) throw bad(`tensor 'mm.model.fc.weight' gives a text width of ${t.ne[1]}`);
     proj = matrix('mm.model.fc.weight', IN, t.ne[1]);
   }
-  const D = proj.rows;
+  const D = proj2 ? proj2.rows : proj.rows;
 
-  // the activation buffer A (floats): the stream x, the normed / attention rows h, q, k, v, the
-  // MLP's rows f (also the unfolded patches), the positions, the biases, the piece's rows out
+  // the vectors the norm and add_vec kernels read (V), shared by every piece size
   const pad = (n) => (n + 3) & ~3;
-  const off = {};
-  let at = 0;
-  for (const [k, n] of [['x', N * W], ['h', N * W], ['q', Math.max(N * W, T * IN)], ['k', N * W], ['v', N * W],
-    ['f', N * Math.max(F, K)], ['pos', N * W], ['out', T * D]]) { off[k] = at; at += pad(n); }
-  const biasAt = new Map();
-  const biases = [patchB, ...layers.flatMap((l) => [l.qb, l.kb, l.vb, l.ob, l.upb, l.downb])];
-  for (const b of biases) { biasAt.set(b, at); at += pad(b.length); }
-  const aFloats = at;
-  checkFits(device, `the vision encoder's activations (${N} patches of ${W})`, aFloats * 4);
-  for (const m of mats) checkFits(device, `tensor ${m.name} (${typeName(m.type)}, ${m.rows}×${m.cols})`, m.rows * m.rowBytes);
-  // the vectors the norm kernel reads (V)
   const vecAt = new Map();
   let nv = 0;
-  const norms = [...layers.flatMap((l) => [l.ln1w, l.ln1b, l.ln2w, l.ln2b]), postW, postB, ...(mmNorm ? [mmNorm] : [])];
+  const norms = [...layers.flatMap((l) => [l.ln1w, l.ln1b, l.ln2w, l.ln2b]), postW, postB, ...(mmNorm ? [mmNorm] : []),
+    ...(inNormW ? [inNormW] : []), ...(inNormB ? [inNormB] : [])];
   for (const v of norms) { vecAt.set(v, nv); nv += pad(v.length); }
+  const biases = [patchB, ...layers.flatMap((l) => [l.qb, l.kb, l.vb, l.ob, l.upb, l.downb]), ...(projB ? [projB, proj2B] : [])];
+  for (const m of mats) checkFits(device, `tensor ${m.name} (${typeName(m.type)}, ${m.rows}×${m.cols})`, m.rows * m.rowBytes);
 
-
-  const buffers = [];
-  let bytes = 0;
-  const mk = (label, size, usage, data = null) => {
+  const shared = [];
+  let sharedBytes = 0;
+  const upload = (label, size, usage, data = null, into = shared) => {
     const b = device.createBuffer({ label, size: Math.max(16, pad(size)), usage, mappedAtCreation: !!data });
     if (data) {
       new Uint8Array(b.getMappedRange(), 0, data.byteLength).set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
       b.unmap();
     }
-    buffers.push(b);
-    bytes += b.size;
+    into.push(b);
     return b;
   };
-  const ops = []; // [pipeline, params words, extra bindings, grid]
   device.pushErrorScope('out-of-memory');
-  let built = false;
+  let wbuf, V;
   try {
-    const wbuf = new Map(mats.map((m) => [m, mk(`vision ${m.name}`, m.data.byteLength, USAGE.STORAGE, m.data)]));
-    const A = mk('vision activations', aFloats * 4, USAGE.STORAGE | USAGE.COPY_DST | USAGE.COPY_SRC);
-    const init = new Float32Array(aFloats - off.pos);
-    init.set(pos, 0);
-    for (const b of biases) init.set(b, biasAt.get(b) - off.pos);
-    device.queue.writeBuffer(A, off.pos * 4, init);
+    wbuf = new Map(mats.map((m) => [m, upload(`vision ${m.name}`, m.data.byteLength, USAGE.STORAGE, m.data)]));
     const vf = new Float32Array(Math.max(4, nv));
     for (const v of norms) vf.set(v, vecAt.get(v));
-    const V = mk('vision vectors', vf.byteLength, USAGE.STORAGE, vf);
-    const Sb = mk('vision counts', 16, USAGE.STORAGE, new Uint32Array([N, T, 0, 0]));
-    const staging = mk('vision rows', T * D * 4, USAGE.MAP_READ | USAGE.COPY_DST);
-    // (every byte of `tensors` is copied by now: they may be views into a wasm memory that grows
-    // while the kernels compile)
-    const pipes = pipelines ?? new Pipelines(device);
-    const [attPipe, mergePipe, quickPipe] = await ownPipelines(device);
-
-    const tiles = (rows) => { const n = Math.ceil(rows / TILE.TM), x = Math.min(n, maxZ); return [x, Math.ceil(n / x)]; };
-    const wgs = (n) => Math.ceil(n / WG);
-    // y (n rows of m.rows at yOff) (+)= x (n rows of m.cols at xOff) · mᵀ (+ bias)
-    const matmul = async (m, xOff, yOff, n, { acc = false, bias = null } = {}) => {
-      const [tx, ty] = tiles(m.rows);
-      ops.push([await pipes.get('matmat', m.type), [m.rows, m.cols, m.rowBytes, xOff, m.cols, yOff, m.rows, acc ? 1 : 0,
-        n === N ? 0 : 1, bias ? biasAt.get(bias) + 1 : 0], [{ buffer: wbuf.get(m) }, { buffer: Sb }], [tx, ty, Math.ceil(n / TILE.TN)]]);
-    };
-    const norm = async (len, xOff, yOff, n, w, b, layer) => {
-      ops.push([await pipes.get('norm', ''), [len, xOff, len, 0, yOff, len, 0, vecAt.get(w), b ? vecAt.get(b) : NONE,
-        layer ? 1 : 0, fbits(eps), NONE], [{ buffer: V }, { buffer: Sb }], [1, 1, n]]);
-    };
-    await matmul(patch, off.f, off.x, N, { bias: patchB });
-    ops.push([await pipes.get('eltwise', 'add'), [off.x, W, off.pos, W, W], [], [wgs(W), 1, N]]);
-    for (const l of layers) {
-      await norm(W, off.x, off.h, N, l.ln1w, l.ln1b, true);
-      await matmul(l.q, off.h, off.q, N, { bias: l.qb });
-      await matmul(l.k, off.h, off.k, N, { bias: l.kb });
-      await matmul(l.v, off.h, off.v, N, { bias: l.vb });
-      ops.push([attPipe, [N, W, hd, off.q, off.k, off.v, off.h, fbits(1 / Math.sqrt(hd))], [], [H, 1, N]]);
-      await matmul(l.o, off.h, off.x, N, { acc: true, bias: l.ob });
-      await norm(W, off.x, off.h, N, l.ln2w, l.ln2b, true);
-      await matmul(l.up, off.h, off.f, N, { bias: l.upb });
-      if (info.act === 'gelu_quick') ops.push([quickPipe, [off.f, F, F], [], [wgs(F), 1, N]]);
-      else ops.push([await pipes.get('eltwise', 'glu'), [off.f, F, 0, 0, F, info.act === 'gelu' ? 1 : 0, 0], [], [wgs(F), 1, N]]);
-      await matmul(l.down, off.f, off.x, N, { acc: true, bias: l.downb });
-    }
-    await norm(W, off.x, off.h, N, postW, postB, true);
-    if (projector === 'gemma3') {
-      ops.push([mergePipe, [off.h, off.q, G, s, W, 0], [], [wgs(W), 1, T]]);
-      await norm(W, off.q, off.q, T, mmNorm, null, false);
-    } else {
-      ops.push([mergePipe, [off.h, off.q, G, s, W, 1], [], [wgs(IN), 1, T]]);
-    }
-    await matmul(proj, off.q, off.out, T);
-
-    const params = mk('vision params', ops.length * PARAM_SLOT, USAGE.UNIFORM | USAGE.COPY_DST);
-    const words = new Uint32Array((ops.length * PARAM_SLOT) / 4);
-    ops.forEach(([, p], i) => words.set(p.map((v) => v >>> 0), (i * PARAM_SLOT) / 4));
-    device.queue.writeBuffer(params, 0, words);
-    const program = ops.map(([pipe, , extra, grid], i) => ({
-      pipe, grid,
-      bind: device.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries: [
-        { binding: 0, resource: { buffer: A } }, { binding: 1, resource: { buffer: params, offset: i * PARAM_SLOT, size: 64 } },
-        ...extra.map((r, j) => ({ binding: 2 + j, resource: r }))] }),
-    }));
+    V = upload('vision vectors', vf.byteLength, USAGE.STORAGE, vf);
+  } finally {
     const oom = await device.popErrorScope();
-    built = true;
-    if (oom) throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for the vision encoder (${bytes} bytes): ${oom.message}`);
+    sharedBytes = shared.reduce((a, b) => a + b.size, 0);
+    if (oom || !V) for (const b of shared) b.destroy();
+    if (oom) throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for the vision encoder's weights (${sharedBytes} bytes): ${oom.message}`);
+  }
+  // (every byte of `tensors` is copied by now: they may be views into a wasm memory that grows
+  // while the kernels compile)
 
-    let destroyed = false;
-    let queue = Promise.resolve();
-    const run = async (pixels, w, h) => {
-      if (destroyed) throw jsError('WLM_ERR_STATE', 'the GPU vision encoder was destroyed');
-      if (w !== S || h !== S) throw jsError('WLM_ERR_INVALID_ARG', `a piece of ${w}×${h} pixels: this encoder takes ${S}×${S}`);
-      if (!(pixels instanceof Float32Array) || pixels.length !== 3 * S * S) {
-        throw jsError('WLM_ERR_INVALID_ARG', `a piece's pixels must be a Float32Array of 3 × ${S} × ${S} = ${3 * S * S} floats`);
+  /**
+   * The program of one piece size: a GW × GH patch grid (N patches, T rows out) — its activation
+   * buffer A (floats: the stream x, the normed / attention rows h, q, k, v, the MLP's rows f (also
+   * the unfolded patches and the projector's hidden rows), the positions (resized for this grid
+   * where the tower's are), the biases, the piece's rows out), its parameters and bind groups.
+   */
+  const buildGrid = async (GW, GH) => {
+    const N = GW * GH, T = (GW / s) * (GH / s);
+    if (N > maxZ) throw jsError('WLM_ERR_UNSUPPORTED', `mmproj: ${N} patches a piece is above the device's ${maxZ} workgroups a dimension`);
+    const off = {};
+    let at = 0;
+    for (const [k, n] of [['x', N * W], ['h', N * W], ['q', Math.max(N * W, T * IN)], ['k', N * W], ['v', N * W],
+      ['f', Math.max(N * Math.max(F, K), T * (proj2 ? proj.rows : 0))], ['pos', N * W], ['out', T * D]]) { off[k] = at; at += pad(n); }
+    const biasAt = new Map();
+    for (const b of biases) { biasAt.set(b, at); at += pad(b.length); }
+    const aFloats = at;
+    checkFits(device, `the vision encoder's activations (${N} patches of ${W})`, aFloats * 4);
+    const own = [];
+    const mk = (label, size, usage, data = null) => upload(label, size, usage, data, own);
+    const ops = []; // [pipeline, params words, extra bindings, grid]
+    device.pushErrorScope('out-of-memory');
+    let popped = false;
+    try {
+      const A = mk('vision activations', aFloats * 4, USAGE.STORAGE | USAGE.COPY_DST | USAGE.COPY_SRC);
+      const init = new Float32Array(aFloats - off.pos);
+      init.set(GW === G && GH === G ? pos : resizePositions(pos, G, W, GW, GH), 0);
+      for (const b of biases) init.set(b, biasAt.get(b) - off.pos);
+      device.queue.writeBuffer(A, off.pos * 4, init);
+      const Sb = mk('vision counts', 16, USAGE.STORAGE, new Uint32Array([N, T, 0, 0]));
+      const staging = mk('vision rows', T * D * 4, USAGE.MAP_READ | USAGE.COPY_DST);
+      const pipes = pipelines ?? new Pipelines(device);
+      const [attPipe, mergePipe, quickPipe] = await ownPipelines(device);
+
+      const tiles = (rows) => { const n = Math.ceil(rows / TILE.TM), x = Math.min(n, maxZ); return [x, Math.ceil(n / x)]; };
+      const wgs = (n) => Math.ceil(n / WG);
+      // y (n rows of m.rows at yOff) (+)= x (n rows of m.cols at xOff) · mᵀ (+ bias)
+      const matmul = async (m, xOff, yOff, n, { acc = false, bias = null } = {}) => {
+        const [tx, ty] = tiles(m.rows);
+        ops.push([await pipes.get('matmat', m.type), [m.rows, m.cols, m.rowBytes, xOff, m.cols, yOff, m.rows, acc ? 1 : 0,
+          n === N ? 0 : 1, bias ? biasAt.get(bias) + 1 : 0], [{ buffer: wbuf.get(m) }, { buffer: Sb }], [tx, ty, Math.ceil(n / TILE.TN)]]);
+      };
+      const norm = async (len, xOff, yOff, n, w, b, layer, e = eps) => {
+        ops.push([await pipes.get('norm', ''), [len, xOff, len, 0, yOff, len, 0, vecAt.get(w), b ? vecAt.get(b) : NONE,
+          layer ? 1 : 0, fbits(e), NONE], [{ buffer: V }, { buffer: Sb }], [1, 1, n]]);
+      };
+      const gelu = async (o, len, n) => {
+        ops.push([await pipes.get('eltwise', 'glu'), [o, len, 0, 0, len, 1, 0], [], [wgs(len), 1, n]]);
+      };
+      await matmul(patch, off.f, off.x, N, { bias: patchB });
+      ops.push([await pipes.get('eltwise', 'add'), [off.x, W, off.pos, W, W], [], [wgs(W), 1, N]]);
+      for (const l of layers) {
+        await norm(W, off.x, off.h, N, l.ln1w, l.ln1b, true);
+        await matmul(l.q, off.h, off.q, N, { bias: l.qb });
+        await matmul(l.k, off.h, off.k, N, { bias: l.kb });
+        await matmul(l.v, off.h, off.v, N, { bias: l.vb });
+        ops.push([attPipe, [N, W, hd, off.q, off.k, off.v, off.h, fbits(1 / Math.sqrt(hd))], [], [H, 1, N]]);
+        await matmul(l.o, off.h, off.x, N, { acc: true, bias: l.ob });
+        await norm(W, off.x, off.h, N, l.ln2w, l.ln2b, true);
+        await matmul(l.up, off.h, off.f, N, { bias: l.upb });
+        if (info.act === 'gelu_quick') ops.push([quickPipe, [off.f, F, F], [], [wgs(F), 1, N]]);
+        else if (info.act === 'gelu') await gelu(off.f, F, N);
+        else ops.push([await pipes.get('eltwise', 'glu'), [off.f, F, 0, 0, F, 0, 0], [], [wgs(F), 1, N]]);
+        await matmul(l.down, off.f, off.x, N, { acc: true, bias: l.downb });
       }
-      // the patches: row p = (c, ky, kx) of patch p, raster order (encoder.c's unfolding)
-      const rows = new Float32Array(N * K);
-      let r = 0;
-      for (let py = 0; py < G; py++) {
-        for (let px = 0; px < G; px++) {
-          for (let c = 0; c < 3; c++) {
-            for (let ky = 0; ky < P; ky++) {
-              const src = (c * S + py * P + ky) * S + px * P;
-              rows.set(pixels.subarray(src, src + P), r);
-              r += P;
-            }
+      await norm(W, off.x, off.h, N, postW, postB, true);
+      if (projector === 'gemma3') {
+        ops.push([mergePipe, [off.h, off.q, GW, s, W, 0], [], [wgs(W), 1, T]]);
+        await norm(W, off.q, off.q, T, mmNorm, null, false);
+      } else {
+        ops.push([mergePipe, [off.h, off.q, GW, s, W, 1], [], [wgs(IN), 1, T]]);
+      }
+      if (!proj2) {
+        await matmul(proj, off.q, off.out, T);
+      } else { // lfm2: the input LayerNorm (eps 1e-5, or its bias alone), mm.1 + bias → GELU → mm.2 + bias
+        if (inNormW) await norm(IN, off.q, off.q, T, inNormW, inNormB, true, 1e-5);
+        else if (inNormB) ops.push([await pipes.get('eltwise', 'add_vec'), [off.q, IN, vecAt.get(inNormB), IN], [{ buffer: V }], [wgs(IN), 1, T]]);
+        await matmul(proj, off.q, off.f, T, { bias: projB });
+        await gelu(off.f, proj.rows, T);
+        await matmul(proj2, off.f, off.out, T, { bias: proj2B });
+      }
+
+      const params = mk('vision params', ops.length * PARAM_SLOT, USAGE.UNIFORM | USAGE.COPY_DST);
+      const words = new Uint32Array((ops.length * PARAM_SLOT) / 4);
+      ops.forEach(([, p], i) => words.set(p.map((v) => v >>> 0), (i * PARAM_SLOT) / 4));
+      device.queue.writeBuffer(params, 0, words);
+      const program = ops.map(([pipe, , extra, grid], i) => ({
+        pipe, grid,
+        bind: device.createBindGroup({ layout: pipe.getBindGroupLayout(0), entries: [
+          { binding: 0, resource: { buffer: A } }, { binding: 1, resource: { buffer: params, offset: i * PARAM_SLOT, size: 64 } },
+          ...extra.map((r, j) => ({ binding: 2 + j, resource: r }))] }),
+      }));
+      const grid = { GW, GH, N, T, A, off, staging, program, buffers: own, bytes: own.reduce((a, b) => a + b.size, 0) };
+      popped = true;
+      const oom = await device.popErrorScope();
+      if (oom) throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for the vision encoder (${sharedBytes + grid.bytes} bytes): ${oom.message}`);
+      return grid;
+    } catch (e) {
+      if (!popped) await device.popErrorScope().catch(() => {});
+      for (const b of own) b.destroy();
+      throw e;
+    }
+  };
+
+  // the programs by piece size: the S × S one built now; LFM2's other sizes when a piece has
+  // them, the GRIDS_KEPT most recently used kept (the others' buffers given back)
+  const grids = new Map();
+  try {
+    grids.set(`${G}x${G}`, await buildGrid(G, G));
+  } catch (e) {
+    for (const b of shared) b.destroy();
+    throw e;
+  }
+  const gridFor = async (GW, GH) => {
+    const key = `${GW}x${GH}`;
+    let g = grids.get(key);
+    if (g) { grids.delete(key); grids.set(key, g); return g; }
+    g = await buildGrid(GW, GH);
+    grids.set(key, g);
+    for (const [k, old] of grids) {
+      if (grids.size <= GRIDS_KEPT + 1) break;
+      if (k === `${G}x${G}` || old === g) continue;
+      for (const b of old.buffers) b.destroy();
+      grids.delete(k);
+    }
+    return g;
+  };
+
+  let destroyed = false;
+  let queue = Promise.resolve();
+  const m = P * s;
+  const fits = (w, h) => (dyn
+    ? Number.isInteger(w) && Number.isInteger(h) && w > 0 && h > 0 && w % m === 0 && h % m === 0 && (w / P) * (h / P) <= MAX_PATCHES
+    : w === S && h === S);
+  const run = async (pixels, w, h) => {
+    if (destroyed) throw jsError('WLM_ERR_STATE', 'the GPU vision encoder was destroyed');
+    if (!fits(w, h)) {
+      throw jsError('WLM_ERR_INVALID_ARG', dyn
+        ? `a piece of ${w}×${h} pixels: this encoder takes sides that are multiples of ${m}, at most ${MAX_PATCHES} patches of ${P}×${P}`
+        : `a piece of ${w}×${h} pixels: this encoder takes ${S}×${S}`);
+    }
+    if (!(pixels instanceof Float32Array) || pixels.length !== 3 * w * h) {
+      throw jsError('WLM_ERR_INVALID_ARG', `a piece's pixels must be a Float32Array of 3 × ${w} × ${h} = ${3 * w * h} floats`);
+    }
+    const GW = w / P, GH = h / P;
+    const g = await gridFor(GW, GH);
+    if (destroyed) throw jsError('WLM_ERR_STATE', 'the GPU vision encoder was destroyed');
+    // the patches: row p = (c, ky, kx) of patch p, raster order (encoder.c's unfolding)
+    const rows = new Float32Array(g.N * K);
+    let r = 0;
+    for (let py = 0; py < GH; py++) {
+      for (let px = 0; px < GW; px++) {
+        for (let c = 0; c < 3; c++) {
+          for (let ky = 0; ky < P; ky++) {
+            const src = (c * h + py * P + ky) * w + px * P;
+            rows.set(pixels.subarray(src, src + P), r);
+            r += P;
           }
         }
       }
-      device.queue.writeBuffer(A, off.f * 4, rows);
-      const enc = device.createCommandEncoder({ label: 'vision piece' });
-      const pass = enc.beginComputePass();
-      for (const op of program) {
-        pass.setPipeline(op.pipe);
-        pass.setBindGroup(0, op.bind);
-        pass.dispatchWorkgroups(...op.grid);
-      }
-      pass.end();
-      enc.copyBufferToBuffer(A, off.out * 4, staging, 0, T * D * 4);
-      device.queue.submit([enc.finish()]);
-      await staging.mapAsync(USAGE.MAP_READ);
-      const out = new Float32Array(staging.getMappedRange(0, T * D * 4).slice(0));
-      staging.unmap();
-      return out;
-    };
-    return {
-      info: Object.freeze({ ...info }), tokens: T, width: D, bytes,
-      encodePiece(pixels, w, h) {
-        const p = queue.then(() => run(pixels, w, h));
-        queue = p.catch(() => {});
-        return p;
-      },
-      destroy() {
-        if (destroyed) return;
-        destroyed = true;
-        for (const b of buffers) b.destroy();
-      },
-    };
-  } catch (e) {
-    if (!built) await device.popErrorScope().catch(() => {});
-    for (const b of buffers) b.destroy();
-    throw e;
-  }
+    }
+    device.queue.writeBuffer(g.A, g.off.f * 4, rows);
+    const enc = device.createCommandEncoder({ label: 'vision piece' });
+    const pass = enc.beginComputePass();
+    for (const op of g.program) {
+      pass.setPipeline(op.pipe);
+      pass.setBindGroup(0, op.bind);
+      pass.dispatchWorkgroups(...op.grid);
+    }
+    pass.end();
+    enc.copyBufferToBuffer(g.A, g.off.out * 4, g.staging, 0, g.T * D * 4);
+    device.queue.submit([enc.finish()]);
+    await g.staging.mapAsync(USAGE.MAP_READ);
+    const out = new Float32Array(g.staging.getMappedRange(0, g.T * D * 4).slice(0));
+    g.staging.unmap();
+    return out;
+  };
+  return {
+    info: Object.freeze({ ...info }), tokens: (G / s) ** 2, width: D,
+    get bytes() { let n = sharedBytes; for (const g of grids.values()) n += g.bytes; return n; },
+    tokensOf(w, h) { return fits(w, h) ? (w / P / s) * (h / P / s) : 0; },
+    encodePiece(pixels, w, h) {
+      const p = queue.then(() => run(pixels, w, h));
+      queue = p.catch(() => {});
+      return p;
+    },
+    destroy() {
+      if (destroyed) return;
+      destroyed = true;
+      for (const b of shared) b.destroy();
+      for (const g of grids.values()) for (const b of g.buffers) b.destroy();
+      grids.clear();
+    },
+  };
 }
 
 /**
