@@ -23,7 +23,7 @@ import { dawn, dequantizedCopy, kernelKit, rng, wasmReference } from './_webgpu.
 import { mmprojBytes, testImage } from '../../tools/synth_mmproj.mjs';
 import { ggufBytes, readGguf } from '../../tools/vocab_gguf.mjs';
 import { createGpuVisionEncoder, encodeImageOnGpu, readMmproj, resizePositions } from '../../js/backend/webgpu/vision.js';
-import { attentionFullWgsl, geluQuickWgsl, mergeWgsl } from '../../js/backend/webgpu/wgsl_vision.js';
+import { attentionFullWgsl, geluQuickWgsl, mergeWgsl, ropeTableWgsl } from '../../js/backend/webgpu/wgsl_vision.js';
 import { Pipelines } from '../../js/backend/webgpu/forward.js';
 
 const { adapter, skip: why } = await dawn();
@@ -35,20 +35,24 @@ const kit = device ? kernelKit(device, x) : null;
 const fbits = (v) => new Uint32Array(new Float32Array([v]).buffer)[0];
 const seeded = (n, seed, scale = 1) => { const r = rng(seed); return Float32Array.from({ length: n }, () => r() * scale); };
 
-test('attention_full: every patch over all patches (no mask) = the scalar softmax, several heads and key tiles', { skip }, async () => {
-  for (const [n, H, hd] of [[5, 2, 8], [70, 3, 72], [130, 1, 256]]) {
+test('attention_full: every patch over all patches (no mask), or over its window (Qwen2.5-VL) = the scalar softmax, several heads and key tiles', { skip }, async () => {
+  for (const [n, H, hd, windowed] of [[5, 2, 8, false], [70, 3, 72, false], [130, 1, 256, false], [70, 3, 72, true], [200, 2, 16, true]]) {
     const W = H * hd, st = W + 4; // a row stride wider than the heads
     const q = seeded(n * st, 1, 1.5), k = seeded(n * st, 2, 1.5), v = seeded(n * st, 3);
-    const A = new Float32Array(4 * n * st);
+    const A = new Float32Array(4 * n * st + 2 * n);
     A.set(q, 0); A.set(k, n * st); A.set(v, 2 * n * st);
+    // windows: patch e attends to keys lo .. lo + cnt − 1 (some past one 64-key tile)
+    const win = (e) => { const lo = windowed ? (e * 7) % n : 0; return [lo, windowed ? 1 + ((e * 13) % (n - lo)) : n]; };
+    for (let e = 0; e < n; e++) A.set(win(e), 4 * n * st + 2 * e);
     const scale = 1 / Math.sqrt(hd);
-    const [out] = await kit.run(attentionFullWgsl(), { A, params: [n, st, hd, 0, n * st, 2 * n * st, 3 * n * st, fbits(scale)], grid: [H, 1, n] });
+    const [out] = await kit.run(attentionFullWgsl(), { A, params: [n, st, hd, 0, n * st, 2 * n * st, 3 * n * st, fbits(scale), windowed ? 4 * n * st : 0xffffffff], grid: [H, 1, n] });
     const got = new Float32Array(out);
     let worst = 0;
     for (let e = 0; e < n; e++) {
+      const [lo, cnt] = win(e);
       for (let h = 0; h < H; h++) {
         const s = [];
-        for (let j = 0; j < n; j++) {
+        for (let j = lo; j < lo + cnt; j++) {
           let d = 0;
           for (let i = 0; i < hd; i++) d += q[e * st + h * hd + i] * k[j * st + h * hd + i];
           s.push(d * scale);
@@ -56,12 +60,36 @@ test('attention_full: every patch over all patches (no mask) = the scalar softma
         const m = Math.max(...s), p = s.map((z) => Math.exp(z - m)), sum = p.reduce((a, b) => a + b, 0);
         for (let i = 0; i < hd; i++) {
           let ref = 0;
-          for (let j = 0; j < n; j++) ref += (p[j] / sum) * v[j * st + h * hd + i];
+          for (let j = 0; j < cnt; j++) ref += (p[j] / sum) * v[(lo + j) * st + h * hd + i];
           worst = Math.max(worst, Math.abs(got[3 * n * st + e * st + h * hd + i] - ref));
         }
       }
     }
-    assert.ok(worst < 2e-5, `n ${n}, ${H} heads of ${hd}: max error ${worst}`);
+    assert.ok(worst < 2e-5, `n ${n}, ${H} heads of ${hd}${windowed ? ', windowed' : ''}: max error ${worst}`);
+  }
+});
+
+test('rope_table: NeoX pairs turned by a per-entry cos / sin table = wlm_rope_neox_ref', { skip }, async () => {
+  for (const [n, H, hd] of [[3, 2, 16], [5, 1, 256], [4, 3, 8]]) {
+    const st = H * hd + 3, half = hd / 2;
+    const x = seeded(n * st, 31, 2), ang = seeded(n * half, 32, 3);
+    const A = new Float32Array(n * st + 2 * n * half);
+    A.set(x);
+    for (let i = 0; i < n * half; i++) { A[n * st + i] = Math.fround(Math.cos(ang[i])); A[n * st + n * half + i] = Math.fround(Math.sin(ang[i])); }
+    const [out] = await kit.run(ropeTableWgsl(), { A, params: [0, st, hd, n * st, n * st + n * half], grid: [H, 1, n] });
+    const got = new Float32Array(out);
+    for (let e = 0; e < n; e++) {
+      for (let i = 0; i < st; i++) {
+        const h = Math.floor(i / hd), d = i % hd;
+        let ref = x[e * st + i];
+        if (h < H) {
+          const p = d % half, c = A[n * st + e * half + p], sn = A[n * st + n * half + e * half + p];
+          const a = x[e * st + h * hd + p], b = x[e * st + h * hd + p + half];
+          ref = d < half ? Math.fround(Math.fround(a * c) - Math.fround(b * sn)) : Math.fround(Math.fround(a * sn) + Math.fround(b * c));
+        }
+        assert.ok(Math.abs(got[e * st + i] - ref) <= 1e-6 * (1 + Math.abs(ref)), `n ${n} hd ${hd} entry ${e} element ${i}: ${got[e * st + i]} vs ${ref}`);
+      }
+    }
   }
 });
 

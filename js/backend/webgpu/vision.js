@@ -446,7 +446,7 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
         await matmul(l.q, off.h, off.q, N, { bias: l.qb });
         await matmul(l.k, off.h, off.k, N, { bias: l.kb });
         await matmul(l.v, off.h, off.v, N, { bias: l.vb });
-        ops.push([attPipe, [N, W, hd, off.q, off.k, off.v, off.h, fbits(1 / Math.sqrt(hd))], [], [H, 1, N]]);
+        ops.push([attPipe, [N, W, hd, off.q, off.k, off.v, off.h, fbits(1 / Math.sqrt(hd)), NONE], [], [H, 1, N]]);
         await matmul(l.o, off.h, off.x, N, { acc: true, bias: l.ob });
         await norm(W, off.x, off.h, N, l.ln2w, l.ln2b, true);
         await matmul(l.up, off.h, off.f, N, { bias: l.upb });
