@@ -31,11 +31,12 @@ import { TILE } from './wgsl_matmat.js';
 import { NONE, WG } from './wgsl_ops.js';
 import { GPU_TYPES, typeName } from './wgsl_quant.js';
 import { checkFits, USAGE } from './weights.js';
-import { attentionFullWgsl, geluQuickWgsl, mergeWgsl, VISION_MAX_HEAD } from './wgsl_vision.js';
+import { attentionFullWgsl, geluQuickWgsl, mergeWgsl, ropeTableWgsl, VISION_MAX_HEAD } from './wgsl_vision.js';
 
 /** The projector types this encoder runs (clip.projector_type). */
-export const GPU_VISION_PROJECTORS = Object.freeze(['gemma3', 'idefics3', 'lfm2']);
-const DEFAULT_SCALE = { gemma3: 4, idefics3: 0, lfm2: 2 }; // 0: the key is required
+export const GPU_VISION_PROJECTORS = Object.freeze(['gemma3', 'idefics3', 'lfm2', 'qwen2.5vl_merger']);
+const DEFAULT_SCALE = { gemma3: 4, idefics3: 0, lfm2: 2, 'qwen2.5vl_merger': 2 }; // 0: the key is required
+const QWEN = 'qwen2.5vl_merger';
 const GRIDS_KEPT = 4; // LFM2: the piece sizes whose programs stay built (the S × S one besides)
 const MAX_PATCHES = 16384; // WLM_VISION_MAX_PATCHES (src/vision/vision.h): N = (S/P)²
 const PARAM_SLOT = 256; // bytes between parameter blocks (minUniformBufferOffsetAlignment)
@@ -136,6 +137,7 @@ export function readMmproj(bytes) {
   if (!GPU_VISION_PROJECTORS.includes(projector)) {
     throw jsError('WLM_ERR_UNSUPPORTED', `mmproj: the GPU encoder runs the projectors ${GPU_VISION_PROJECTORS.join(', ')}, not '${projector}'`);
   }
+  const scaleKey = projector === QWEN ? 'clip.vision.spatial_merge_size' : 'clip.vision.projector.scale_factor';
   const info = {
     projector,
     imageSize: u32('clip.vision.image_size', 1, 4096),
@@ -145,9 +147,17 @@ export function readMmproj(bytes) {
     nLayers: u32('clip.vision.block_count', 1, 256),
     nHeads: u32('clip.vision.attention.head_count', 1, 16384),
     eps: scalar('clip.vision.attention.layer_norm_epsilon'),
-    scaleFactor: kv.has('clip.vision.projector.scale_factor') ? u32('clip.vision.projector.scale_factor', 1, 64) : DEFAULT_SCALE[projector],
+    scaleFactor: kv.has(scaleKey) ? u32(scaleKey, 1, 64) : DEFAULT_SCALE[projector],
     act: scalar('clip.use_gelu') === true ? 'gelu' : scalar('clip.use_silu') === true ? 'silu' : 'gelu_quick',
   };
+  if (projector === QWEN) { // mmproj.c: the merge is 2×2, n_wa_pattern required, window 112 by default
+    if (info.scaleFactor !== 2) throw jsError('WLM_ERR_UNSUPPORTED', `mmproj: spatial_merge_size ${info.scaleFactor} is not supported (qwen2.5vl merges 2×2 patches)`);
+    info.nWaPattern = u32('clip.vision.n_wa_pattern', 0, 256);
+    info.window = kv.has('clip.vision.window_size') ? u32('clip.vision.window_size', 1, 4096) : 112;
+    if (Math.floor(info.window / info.patchSize / 2) < 1) throw bad(`window_size ${info.window} is smaller than one 2×2 group of ${info.patchSize}-pixel patches`);
+    const hd = info.nEmbd / info.nHeads;
+    if (!Number.isInteger(hd) || hd % 4) throw bad(`head size ${hd} is not a multiple of 4 (2-D RoPE turns a quarter of each head's pairs by each axis)`);
+  }
   if (!(typeof info.eps === 'number' && info.eps > 0 && Number.isFinite(info.eps))) {
     throw bad('clip.vision.attention.layer_norm_epsilon is missing or not positive');
   }
@@ -203,6 +213,57 @@ export function resizePositions(src, n, c, gw, gh) {
   return dst;
 }
 
+/**
+ * Qwen2.5-VL's order of a GW × GH patch grid through its tower (encoder.c qwen_layout, clip.cpp's
+ * window_idx): 2×2 groups in raster order of the groups, reordered window by window (windows of
+ * g groups a side, raster order; each window's groups raster order). Returns {perm (the i-th
+ * group's raster index over the GW/2 × GH/2 group grid), pos (N × 2: each patch's row and
+ * column, in the tower's order), win (N × 2 floats: each patch's window — its first patch and
+ * count)}.
+ */
+export function qwenLayout(GW, GH, g) {
+  const pw = GW / 2, ph = GH / 2, N = GW * GH;
+  const perm = new Int32Array(pw * ph), pos = new Int32Array(2 * N), win = new Float32Array(2 * N);
+  let dst = 0;
+  for (let y = 0; y < ph; y += g) {
+    for (let x = 0; x < pw; x += g) {
+      const wh = Math.min(g, ph - y), ww = Math.min(g, pw - x), d0 = dst;
+      for (let dy = 0; dy < wh; dy++) for (let dx = 0; dx < ww; dx++) perm[dst++] = (y + dy) * pw + (x + dx);
+      for (let t = 4 * d0; t < 4 * dst; t++) win[2 * t] = 4 * d0, win[2 * t + 1] = 4 * (dst - d0);
+    }
+  }
+  for (let i = 0; i < pw * ph; i++) {
+    for (let k = 0; k < 4; k++) {
+      pos[2 * (4 * i + k)] = 2 * Math.floor(perm[i] / pw) + (k >> 1);
+      pos[2 * (4 * i + k) + 1] = 2 * (perm[i] % pw) + (k & 1);
+    }
+  }
+  return { perm, pos, win };
+}
+
+/**
+ * The 2-D RoPE table of Qwen2.5-VL's patches (encoder.c rope_chunk: ggml's rope_multi, vision
+ * mode, base 10000): for patch t at row r, column c, pair p < hd/4 turns by r·θ^p and pair
+ * hd/4 + p by c·θ^p, θ = 10000^(−2/(hd/2)), the angle a running binary32 product as C forms it.
+ * Returns cos (N × hd/2) then sin (N × hd/2), one Float32Array.
+ */
+export function qwenRopeTable(pos, hd) {
+  const f = Math.fround, N = pos.length / 2, half = hd / 2, quarter = hd / 4;
+  const scale = f(10000 ** f(-2 / half));
+  const out = new Float32Array(2 * N * half);
+  for (let t = 0; t < N; t++) {
+    for (let a = 0; a < 2; a++) {
+      let theta = pos[2 * t + a];
+      for (let p = 0; p < quarter; p++) {
+        out[t * half + a * quarter + p] = Math.cos(theta);
+        out[N * half + t * half + a * quarter + p] = Math.sin(theta);
+        theta = f(theta * scale);
+      }
+    }
+  }
+  return out;
+}
+
 /** wgsl_vision.js's pipelines, compiled once per device (a device's pipelines are immutable;
  *  the entry goes with the device). */
 const OWN_PIPELINES = new WeakMap();
@@ -210,7 +271,8 @@ function ownPipelines(device) {
   let p = OWN_PIPELINES.get(device);
   if (!p) {
     p = Promise.all([makePipeline(device, attentionFullWgsl(), 'vision attention'),
-      makePipeline(device, mergeWgsl(), 'vision merge'), makePipeline(device, geluQuickWgsl(), 'vision gelu_quick')]);
+      makePipeline(device, mergeWgsl(), 'vision merge'), makePipeline(device, geluQuickWgsl(), 'vision gelu_quick'),
+      makePipeline(device, ropeTableWgsl(), 'vision rope')]);
     p.catch(() => OWN_PIPELINES.delete(device));
     OWN_PIPELINES.set(device, p);
   }
@@ -256,7 +318,8 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
   const hd = W / H;
   if (hd > VISION_MAX_HEAD) throw jsError('WLM_ERR_UNSUPPORTED', `mmproj: head size ${hd} is above the GPU encoder's ${VISION_MAX_HEAD}`);
   const maxZ = device.limits.maxComputeWorkgroupsPerDimension;
-  const dyn = projector === 'lfm2'; // pieces of any size in multiples of P·s (the positions resized)
+  const qwen = projector === QWEN;
+  const dyn = projector === 'lfm2' || qwen; // pieces of any size in multiples of P·s
 
   const tensor = (name, ne0, ne1, ne2 = 1, ne3 = 1) => {
     const t = get(name);
@@ -283,11 +346,26 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
     for (let i = 0; i < n; i++) if (!Number.isFinite(f[i])) throw bad(`tensor '${name}' holds a non-finite value at ${i}`);
     return f;
   };
+  const opt = (name, n) => (get(name) ? vector(name, n) : null);
   const patch = matrix('v.patch_embd.weight', K, W, tensor('v.patch_embd.weight', P, P, 3, W));
-  const patchB = vector('v.patch_embd.bias', W);
-  const pos = tensorFloats(tensor('v.position_embd.weight', W, N), N * W, 'v.position_embd.weight');
+  // Qwen2.5-VL: the temporal patch's second kernel, no bias, no learned positions
+  const patch1 = qwen ? matrix('v.patch_embd.weight.1', K, W, tensor('v.patch_embd.weight.1', P, P, 3, W)) : null;
+  const patchB = qwen ? null : vector('v.patch_embd.bias', W);
+  const pos = qwen ? null : tensorFloats(tensor('v.position_embd.weight', W, N), N * W, 'v.position_embd.weight');
+  const preW = qwen ? opt('v.pre_ln.weight', W) : null, preB = qwen ? opt('v.pre_ln.bias', W) : null;
   const layers = [];
-  for (let l = 0; l < L; l++) {
+  for (let l = 0; l < L && qwen; l++) { // RMSNorms (biases optional), SwiGLU MLP with biases
+    const n = (k) => `v.blk.${l}.${k}`;
+    layers.push({
+      ln1w: vector(n('ln1.weight'), W), ln1b: opt(n('ln1.bias'), W), ln2w: vector(n('ln2.weight'), W), ln2b: opt(n('ln2.bias'), W),
+      q: matrix(n('attn_q.weight'), W, W), k: matrix(n('attn_k.weight'), W, W), v: matrix(n('attn_v.weight'), W, W),
+      o: matrix(n('attn_out.weight'), W, W),
+      qb: vector(n('attn_q.bias'), W), kb: vector(n('attn_k.bias'), W), vb: vector(n('attn_v.bias'), W), ob: vector(n('attn_out.bias'), W),
+      gate: matrix(n('ffn_gate.weight'), W, F), up: matrix(n('ffn_up.weight'), W, F), down: matrix(n('ffn_down.weight'), F, W),
+      gateb: vector(n('ffn_gate.bias'), F), upb: vector(n('ffn_up.bias'), F), downb: vector(n('ffn_down.bias'), W),
+    });
+  }
+  for (let l = 0; l < L && !qwen; l++) {
     const n = (k) => `v.blk.${l}.${k}`;
     // llama.cpp swaps up and down in a file that has them exchanged (mmproj.c, the same test)
     const dn = get(n('ffn_down.weight'));
@@ -304,7 +382,7 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
       downb: swapped ? vector(n('ffn_up.bias'), W) : vector(n('ffn_down.bias'), W),
     });
   }
-  const postW = vector('v.post_ln.weight', W), postB = vector('v.post_ln.bias', W);
+  const postW = vector('v.post_ln.weight', W), postB = qwen ? opt('v.post_ln.bias', W) : vector('v.post_ln.bias', W);
   let mmNorm = null, proj, proj2 = null, projB = null, proj2B = null, inNormW = null, inNormB = null;
   const IN = projector === 'gemma3' ? W : W * s * s;
   if (projector === 'gemma3') {
@@ -332,16 +410,16 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
       tt = { type: 0, ne: [W, D], data: new Uint8Array(out.buffer) };
     }
     proj = matrix(name, W, D, tt);
-  } else if (projector === 'lfm2') {
-    // mm.1 (IN → hidden) and mm.2 (hidden → D_text), both with biases; the input LayerNorm's
-    // weight and bias each optional (mmproj.c load_vec_opt)
-    if (get('mm.input_norm.weight')) inNormW = vector('mm.input_norm.weight', IN);
-    if (get('mm.input_norm.bias')) inNormB = vector('mm.input_norm.bias', IN);
-    const t1 = get('mm.1.weight'), t2 = get('mm.2.weight');
-    if (!t1) throw bad("tensor 'mm.1.weight' is missing");
-    if (!(t1.ne[1] >= 1 && t1.ne[1] <= 16384)) throw bad(`tensor 'mm.1.weight' gives a hidden width of ${t1.ne[1]}`);
-    proj = matrix('mm.1.weight', IN, t1.ne[1]);
-    projB = vector('mm.1.bias', proj.rows);
+  } else if (dyn) {
+    // mm.1 (lfm2; Qwen: mm.0) (IN → hidden) and mm.2 (hidden → D_text), both with biases; LFM2's
+    // input LayerNorm's weight and bias each optional (mmproj.c load_vec_opt)
+    if (!qwen) inNormW = opt('mm.input_norm.weight', IN), inNormB = opt('mm.input_norm.bias', IN);
+    const m1 = qwen ? 'mm.0' : 'mm.1';
+    const t1 = get(`${m1}.weight`), t2 = get('mm.2.weight');
+    if (!t1) throw bad(`tensor '${m1}.weight' is missing`);
+    if (!(t1.ne[1] >= 1 && t1.ne[1] <= 16384)) throw bad(`tensor '${m1}.weight' gives a hidden width of ${t1.ne[1]}`);
+    proj = matrix(`${m1}.weight`, IN, t1.ne[1]);
+    projB = vector(`${m1}.bias`, proj.rows);
     if (!t2) throw bad("tensor 'mm.2.weight' is missing");
     if (!(t2.ne[1] >= 1 && t2.ne[1] <= 16384)) throw bad(`tensor 'mm.2.weight' gives a text width of ${t2.ne[1]}`);
     proj2 = matrix('mm.2.weight', proj.rows, t2.ne[1]);
@@ -358,10 +436,10 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
   const pad = (n) => (n + 3) & ~3;
   const vecAt = new Map();
   let nv = 0;
-  const norms = [...layers.flatMap((l) => [l.ln1w, l.ln1b, l.ln2w, l.ln2b]), postW, postB, ...(mmNorm ? [mmNorm] : []),
-    ...(inNormW ? [inNormW] : []), ...(inNormB ? [inNormB] : [])];
+  const norms = [...layers.flatMap((l) => [l.ln1w, l.ln1b, l.ln2w, l.ln2b]), postW, postB, mmNorm, inNormW, inNormB, preW, preB]
+    .filter((v) => v);
   for (const v of norms) { vecAt.set(v, nv); nv += pad(v.length); }
-  const biases = [patchB, ...layers.flatMap((l) => [l.qb, l.kb, l.vb, l.ob, l.upb, l.downb]), ...(projB ? [projB, proj2B] : [])];
+  const biases = [patchB, ...layers.flatMap((l) => [l.qb, l.kb, l.vb, l.ob, l.gateb, l.upb, l.downb]), projB, proj2B].filter((v) => v);
   for (const m of mats) checkFits(device, `tensor ${m.name} (${typeName(m.type)}, ${m.rows}×${m.cols})`, m.rows * m.rowBytes);
 
   const shared = [];
@@ -402,8 +480,13 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
     if (N > maxZ) throw jsError('WLM_ERR_UNSUPPORTED', `mmproj: ${N} patches a piece is above the device's ${maxZ} workgroups a dimension`);
     const off = {};
     let at = 0;
+    const half = hd / 2;
     for (const [k, n] of [['x', N * W], ['h', N * W], ['q', Math.max(N * W, T * IN)], ['k', N * W], ['v', N * W],
-      ['f', Math.max(N * Math.max(F, K), T * (proj2 ? proj.rows : 0))], ['pos', N * W], ['out', T * D]]) { off[k] = at; at += pad(n); }
+      ['f', Math.max(N * Math.max(F, K), T * (proj2 ? proj.rows : 0))], ['g', qwen ? N * F : 0], ['out', T * D],
+      ['pos', qwen ? N * half * 2 + N * 2 : N * W]]) { off[k] = at; at += pad(n); }
+    // Qwen: the patches' order through the tower (2×2 groups, window by window), the RoPE table
+    // (cos then sin, hd/2 a patch) and each patch's window (first, count) where pos is
+    const lay = qwen ? qwenLayout(GW, GH, Math.floor(info.window / P / 2)) : null;
     const biasAt = new Map();
     for (const b of biases) { biasAt.set(b, at); at += pad(b.length); }
     const aFloats = at;
@@ -416,13 +499,14 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
     try {
       const A = mk('vision activations', aFloats * 4, USAGE.STORAGE | USAGE.COPY_DST | USAGE.COPY_SRC);
       const init = new Float32Array(aFloats - off.pos);
-      init.set(GW === G && GH === G ? pos : resizePositions(pos, G, W, GW, GH), 0);
+      if (qwen) init.set(qwenRopeTable(lay.pos, hd), 0), init.set(lay.win, 2 * N * half);
+      else init.set(GW === G && GH === G ? pos : resizePositions(pos, G, W, GW, GH), 0);
       for (const b of biases) init.set(b, biasAt.get(b) - off.pos);
       device.queue.writeBuffer(A, off.pos * 4, init);
       const Sb = mk('vision counts', 16, USAGE.STORAGE, new Uint32Array([N, T, 0, 0]));
       const staging = mk('vision rows', T * D * 4, USAGE.MAP_READ | USAGE.COPY_DST);
       const pipes = pipelines ?? new Pipelines(device);
-      const [attPipe, mergePipe, quickPipe] = await ownPipelines(device);
+      const [attPipe, mergePipe, quickPipe, ropePipe] = await ownPipelines(device);
 
       const tiles = (rows) => { const n = Math.ceil(rows / TILE.TM), x = Math.min(n, maxZ); return [x, Math.ceil(n / x)]; };
       const wgs = (n) => Math.ceil(n / WG);
@@ -439,6 +523,41 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
       const gelu = async (o, len, n) => {
         ops.push([await pipes.get('eltwise', 'glu'), [o, len, 0, 0, len, 1, 0], [], [wgs(len), 1, n]]);
       };
+      const addVec = async (o, len, n, vec) => {
+        ops.push([await pipes.get('eltwise', 'add_vec'), [o, len, vecAt.get(vec), len], [{ buffer: V }], [wgs(len), 1, n]]);
+      };
+      const rms = async (xOff, yOff, w, b) => { // encoder.c OP_RMS: RMSNorm × w, + b where the file has one
+        await norm(W, xOff, yOff, N, w, null, false);
+        if (b) await addVec(yOff, W, N, b);
+      };
+      if (qwen) {
+        // the two kernels of the temporal patch over the same still image, added; then the blocks
+        await matmul(patch, off.f, off.x, N);
+        await matmul(patch1, off.f, off.x, N, { acc: true });
+        if (preW) await rms(off.x, off.x, preW, preB);
+        const cosOff = off.pos, sinOff = off.pos + N * half, winOff = off.pos + 2 * N * half;
+        for (const [i, l] of layers.entries()) {
+          const full = info.nWaPattern <= 0 || (i + 1) % info.nWaPattern === 0;
+          await rms(off.x, off.h, l.ln1w, l.ln1b);
+          await matmul(l.q, off.h, off.q, N, { bias: l.qb });
+          await matmul(l.k, off.h, off.k, N, { bias: l.kb });
+          await matmul(l.v, off.h, off.v, N, { bias: l.vb });
+          ops.push([ropePipe, [off.q, W, hd, cosOff, sinOff], [], [H, 1, N]]);
+          ops.push([ropePipe, [off.k, W, hd, cosOff, sinOff], [], [H, 1, N]]);
+          ops.push([attPipe, [N, W, hd, off.q, off.k, off.v, off.h, fbits(1 / Math.sqrt(hd)), full ? NONE : winOff], [], [H, 1, N]]);
+          await matmul(l.o, off.h, off.x, N, { acc: true, bias: l.ob });
+          await rms(off.x, off.h, l.ln2w, l.ln2b);
+          await matmul(l.gate, off.h, off.f, N, { bias: l.gateb });
+          await matmul(l.up, off.h, off.g, N, { bias: l.upb });
+          ops.push([await pipes.get('eltwise', 'glu'), [off.f, F, off.g, F, F, 0, 1], [], [wgs(F), 1, N]]);
+          await matmul(l.down, off.f, off.x, N, { acc: true, bias: l.downb });
+        }
+        await rms(off.x, off.h, postW, postB);
+        // each 2×2 group's four patches are consecutive rows of h: a token's 4W inputs as they lie
+        await matmul(proj, off.h, off.f, T, { bias: projB });
+        await gelu(off.f, proj.rows, T);
+        await matmul(proj2, off.f, off.out, T, { bias: proj2B });
+      } else {
       await matmul(patch, off.f, off.x, N, { bias: patchB });
       ops.push([await pipes.get('eltwise', 'add'), [off.x, W, off.pos, W, W], [], [wgs(W), 1, N]]);
       for (const l of layers) {
@@ -471,6 +590,7 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
         await gelu(off.f, proj.rows, T);
         await matmul(proj2, off.f, off.out, T, { bias: proj2B });
       }
+      }
 
       const params = mk('vision params', ops.length * PARAM_SLOT, USAGE.UNIFORM | USAGE.COPY_DST);
       const words = new Uint32Array((ops.length * PARAM_SLOT) / 4);
@@ -482,7 +602,7 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
           { binding: 0, resource: { buffer: A } }, { binding: 1, resource: { buffer: params, offset: i * PARAM_SLOT, size: 64 } },
           ...extra.map((r, j) => ({ binding: 2 + j, resource: r }))] }),
       }));
-      const grid = { GW, GH, N, T, A, off, staging, program, buffers: own, bytes: own.reduce((a, b) => a + b.size, 0) };
+      const grid = { GW, GH, N, T, A, off, staging, program, perm: lay?.perm, buffers: own, bytes: own.reduce((a, b) => a + b.size, 0) };
       popped = true;
       const oom = await device.popErrorScope();
       if (oom) throw jsError('WLM_ERR_NOMEM', `WebGPU: out of GPU memory for the vision encoder (${sharedBytes + grid.bytes} bytes): ${oom.message}`);
@@ -540,7 +660,22 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
     // the patches: row p = (c, ky, kx) of patch p, raster order (encoder.c's unfolding)
     const rows = new Float32Array(g.N * K);
     let r = 0;
-    for (let py = 0; py < GH; py++) {
+    if (qwen) { // in the tower's order: group perm[i]'s four patches, row by row
+      const gw2 = GW / 2;
+      for (const grp of g.perm) {
+        for (let k = 0; k < 4; k++) {
+          const py = 2 * Math.floor(grp / gw2) + (k >> 1), px = 2 * (grp % gw2) + (k & 1);
+          for (let c = 0; c < 3; c++) {
+            for (let ky = 0; ky < P; ky++) {
+              const src = (c * h + py * P + ky) * w + px * P;
+              rows.set(pixels.subarray(src, src + P), r);
+              r += P;
+            }
+          }
+        }
+      }
+    }
+    for (let py = 0; py < GH && !qwen; py++) {
       for (let px = 0; px < GW; px++) {
         for (let c = 0; c < 3; c++) {
           for (let ky = 0; ky < P; ky++) {
@@ -563,8 +698,13 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
     enc.copyBufferToBuffer(g.A, g.off.out * 4, g.staging, 0, g.T * D * 4);
     device.queue.submit([enc.finish()]);
     await g.staging.mapAsync(USAGE.MAP_READ);
-    const out = new Float32Array(g.staging.getMappedRange(0, g.T * D * 4).slice(0));
+    let out = new Float32Array(g.staging.getMappedRange(0, g.T * D * 4).slice(0));
     g.staging.unmap();
+    if (qwen) { // the groups back from the windows' order to raster order
+      const o = new Float32Array(out.length);
+      g.perm.forEach((grp, i) => o.set(out.subarray(i * D, (i + 1) * D), grp * D));
+      out = o;
+    }
     return out;
   };
   return {
