@@ -1,14 +1,17 @@
 // The vision encoder on the GPU (js/backend/webgpu/vision.js; Dawn on lavapipe or SwiftShader,
-// tests/js/_webgpu.mjs): its own kernels (wgsl_vision.js: bidirectional attention, the
+// tests/js/_webgpu.mjs): its own kernels (wgsl_vision.js: bidirectional attention (full or
+// windowed), the table-driven RoPE, the
 // projectors' average pooling and pixel shuffle, quick GELU) against scalar references here, and
 // the whole encoder against the CPU's (src/vision/encoder.c through wlmjs_vision_encode_piece) on
 // the same preprocessed pieces (wlmjs_vision_preprocess) of the synthesizer's tiny towers
 // (tools/synth_mmproj.mjs: gemma3-tiny — one letterboxed piece, 2×2 pooling, RMS norm, the
 // transposed input projection —, gemma3-rows256 — 1024 patches, Gemma's 256 rows —, idefics3-tiny — a 2×2 grid of tiles + the overview, pixel
 // shuffle 2 —, lfm2-tiny — one piece of the image's own aspect, the positions resized, pixel
-// unshuffle, LayerNorm and the 2-layer projector —, lfm2-p16 — 512-pixel tiles + a thumbnail)
+// unshuffle, LayerNorm and the 2-layer projector —, lfm2-p16 — 512-pixel tiles + a thumbnail —,
+// qwen25vl-tiny — a grid of four attention windows, 2-D RoPE, the merger)
 // in F32, F16 and Q8_0: every row's cosine ≥ 1 − 10⁻⁶ (issue 44 asks 0.9999; measured
-// ≤ 1 − 3.6·10⁻⁹ for gemma3 / idefics3, ≤ 1 − 1.4·10⁻⁷ for lfm2, on lavapipe), the largest
+// ≤ 1 − 3.6·10⁻⁹ for gemma3 / idefics3, ≤ 1 − 1.4·10⁻⁷ for lfm2, ≤ 1 − 2.1·10⁻⁸ for qwen2.5vl,
+// on lavapipe), the largest
 // absolute error reported. LFM2's resized positions against a float64 reference of the resize. The CPU
 // multiplies Q8_0 weights by activations quantized to Q8_0 (the GPU keeps them in float): a Q8_0
 // file's rows are held to that bound against the CPU on its dequantized weights, and to 0.999

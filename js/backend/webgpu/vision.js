@@ -15,13 +15,20 @@
 // kept, the least recently used given back).
 // Weight products are the text model's tiled kernel (wgsl_matmat.js) for every weight type it
 // has (F32, F16, BF16, Q8_0, the K-quants ...), norms and GELU / SiLU its norm and glu kernels
-// (wgsl_ops.js); attention, the merge and quick GELU are wgsl_vision.js's. Every step of a piece
+// (wgsl_ops.js); attention (full or windowed), the merge, quick GELU and the RoPE table kernel are
+// wgsl_vision.js's. Every step of a piece
 // is one compute pass over one activation buffer, recorded once at creation.
-// It does not preprocess (C does: wlmjs_vision_preprocess, src/vision/preprocess.c), decode images,
-// or run Qwen2.5-VL's tower (two patch kernels, RMSNorm, 2-D RoPE, window attention: the CPU
-// encoder has it), and the engine does not call it yet (js/engine/engine.js encodes images on
-// the CPU).
-// Source of the math: llama.cpp tools/mtmd (clip.cpp, models/siglip.cpp, models/lfm2.cpp), as
+// Qwen2.5-VL (qwen2.5vl_merger) runs encoder.c's qwen_tower: the patches in the tower's order
+// (2×2 groups, window by window: qwenLayout), the two patch kernels added, per block RMSNorm →
+// Q, K, V (+ biases) → 2-D RoPE (rope_table, from a cos / sin table per piece size:
+// qwenRopeTable) → attention over the whole piece or, on the blocks n_wa_pattern leaves
+// windowed, over the patch's window → attn_out added → RMSNorm → SiLU(gate) ⊙ up → down added;
+// the final RMSNorm; each group's four rows as one token through mm.0 → GELU → mm.2; the rows
+// put back in raster order on readback. Pieces of any size in multiples of 2P, as LFM2's.
+// It does not preprocess (C does: wlmjs_vision_preprocess, src/vision/preprocess.c) or decode
+// images, and the engine does not call it yet (js/engine/engine.js encodes images on the CPU).
+// Source of the math: llama.cpp tools/mtmd (clip.cpp, models/siglip.cpp, models/lfm2.cpp,
+// models/qwen2vl.cpp), as
 // /work/shared/reference/vision-mmproj.md §5-6 writes it down.
 
 import { jsError, STATUS, WasmlmError } from '../../runtime/errors.js';
@@ -295,8 +302,8 @@ function rowBytes(type, cols) {
  * memory held now), tokensOf(w, h) (rows of a w × h piece, 0 for a size it does not take),
  * encodePiece(pixels, w, h) → Promise<Float32Array> (tokensOf(w, h) × width rows of the piece;
  * pixels: 3 × h × w floats, planes R, G, B, row-major, normalised, as wlmjs_vision_preprocess
- * gives them; w = h = the encoder's image size S, or for lfm2 any sides that are multiples of
- * P·s with at most 16384 patches — a new size builds its program first, the GRIDS_KEPT latest
+ * gives them; w = h = the encoder's image size S, or for lfm2 and qwen2.5vl_merger any sides
+ * that are multiples of P·s with at most 16384 patches — a new size builds its program first, the GRIDS_KEPT latest
  * kept besides S × S's), destroy()}. One encodePiece at a time (the calls queue on
  * the device in order; each one's result is its own array); an error in one (a bad size, out of
  * GPU memory for a new size's buffers) leaves the queue going. Throws WLM_ERR_FORMAT for a missing

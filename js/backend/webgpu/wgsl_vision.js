@@ -1,7 +1,8 @@
 // wgsl_vision.js — the WGSL kernels only the vision encoder (vision.js) needs, each the GPU form
 // of a step of src/vision/encoder.c, with a scalar reference in tests/js/webgpu_vision.test.mjs:
 //   attention_full  bidirectional softmax attention of every patch over all the piece's patches
-//                   (SigLIP: no mask, no cache; encoder.c att_chunk → kernels' attention)
+//                   (SigLIP: no mask, no cache; encoder.c att_chunk → kernels' attention), or
+//                   over its window's patches (Qwen2.5-VL's windowed blocks)
 //   merge           the projector's token merge: k×k average pooling (gemma3) or s×s pixel
 //                   shuffle (idefics3), encoder.c's `project:` step
 //   gelu_quick      ggml's quick GELU x·σ(1.702x) on binary16-rounded values (encoder.c
