@@ -25,7 +25,8 @@ import path from 'node:path';
 import { dawn, dequantizedCopy, kernelKit, rng, wasmReference } from './_webgpu.mjs';
 import { mmprojBytes, testImage } from '../../tools/synth_mmproj.mjs';
 import { ggufBytes, readGguf } from '../../tools/vocab_gguf.mjs';
-import { createGpuVisionEncoder, encodeImageOnGpu, readMmproj, resizePositions } from '../../js/backend/webgpu/vision.js';
+import { createGpuVisionEncoder, encodeImageOnGpu, readMmproj } from '../../js/backend/webgpu/vision.js';
+import { resizePositions } from '../../js/backend/webgpu/vision_grid.js';
 import { attentionFullWgsl, geluQuickWgsl, mergeWgsl, ropeTableWgsl } from '../../js/backend/webgpu/wgsl_vision.js';
 import { Pipelines } from '../../js/backend/webgpu/forward.js';
 
