@@ -324,8 +324,10 @@ test('resizePositions (LFM2\'s learned positions per grid) = the float64 antiali
   }
 });
 
-test('vision lfm2-tiny F32: pieces of six sizes (more than the programs kept) = the CPU encoder\'s; a size built again gives the same rows; a size off the grid is refused', { skip }, async (t) => {
-  const bytes = mmprojBytes({ shape: 'lfm2-tiny', type: 'F32', seed: 5 });
+for (const [shape, sizes] of [['lfm2-tiny', [[64, 64], [96, 72], [72, 96], [128, 64], [40, 160], [80, 80], [96, 72]]],
+  ['qwen25vl-tiny', [[56, 56], [112, 84], [140, 196], [252, 56], [84, 84], [168, 168], [112, 84]]]]) {
+test(`vision ${shape} F32: pieces of six sizes (more than the programs kept) = the CPU encoder's; a size built again gives the same rows; a size off the grid is refused`, { skip }, async (t) => {
+  const bytes = mmprojBytes({ shape, type: 'F32', seed: 5 });
   const { info, tensors } = readMmproj(bytes);
   const ptr = x.wlmjs_malloc(bytes.length) >>> 0, slot = x.wlmjs_malloc(4) >>> 0;
   new Uint8Array(x.memory.buffer, ptr, bytes.length).set(bytes);
@@ -333,13 +335,13 @@ test('vision lfm2-tiny F32: pieces of six sizes (more than the programs kept) = 
   const D = x.wlmjs_vision_info(v, 6);
   const enc = await createGpuVisionEncoder(device, tensors, info);
   try {
-    const sizes = [[64, 64], [96, 72], [72, 96], [128, 64], [40, 160], [80, 80], [96, 72]];
+    const m = info.patchSize * info.scaleFactor;
     const first = new Map();
     let worst = 1;
     for (const [i, [w, h]] of sizes.entries()) {
       const pixels = seeded(3 * w * h, 100 + w + h, 1.5); // the same pixels for the same size
       const T = enc.tokensOf(w, h);
-      assert.equal(T, (w / 8) * (h / 8));
+      assert.equal(T, (w / m) * (h / m));
       const pp = x.wlmjs_malloc(pixels.byteLength) >>> 0, out = x.wlmjs_malloc(T * D * 4) >>> 0;
       new Float32Array(x.memory.buffer, pp, pixels.length).set(pixels);
       assert.equal(x.wlmjs_vision_encode_piece(v, pp, w, h, out, 0, 1), 0);
@@ -359,18 +361,19 @@ test('vision lfm2-tiny F32: pieces of six sizes (more than the programs kept) = 
       else first.set(key, got);
     }
     t.diagnostic(`worst 1 − cosine ${(1 - worst).toExponential(1)}`);
-    assert.equal(enc.tokensOf(60, 64), 0);
-    await assert.rejects(enc.encodePiece(new Float32Array(3 * 60 * 64), 60, 64), { code: 'WLM_ERR_INVALID_ARG', message: /multiples of 8/ });
-    await assert.rejects(enc.encodePiece(new Float32Array(3 * 64 * 64 - 1), 64, 64), { code: 'WLM_ERR_INVALID_ARG', message: /Float32Array of 3 × 64 × 64/ });
+    assert.equal(enc.tokensOf(m * 2 - 4, m * 2), 0);
+    await assert.rejects(enc.encodePiece(new Float32Array(3 * (2 * m - 4) * 2 * m), 2 * m - 4, 2 * m), { code: 'WLM_ERR_INVALID_ARG', message: new RegExp(`multiples of ${m}`) });
+    await assert.rejects(enc.encodePiece(new Float32Array(3 * m * m - 1), m, m), { code: 'WLM_ERR_INVALID_ARG', message: new RegExp(`Float32Array of 3 × ${m} × ${m}`) });
   } finally {
     enc.destroy();
     x.wlm_vision_free(v);
     x.wlmjs_free(slot);
   }
 });
+}
 
 test('encodeImageOnGpu (wlmjs_image_embd_from_rows): the GPU rows of every piece as the image wlmjs_image_encode makes (fields, rows as given), refusing a wrong count or a non-finite row', { skip }, async () => {
-  for (const [shape, w, h] of [['idefics3-tiny', 100, 70], ['gemma3-tiny', 60, 150]]) {
+  for (const [shape, w, h] of [['idefics3-tiny', 100, 70], ['gemma3-tiny', 60, 150], ['lfm2-tiny', 100, 70], ['qwen25vl-tiny', 230, 170]]) {
     const bytes = mmprojBytes({ shape, type: 'F16', seed: 3 });
     const { info, tensors } = readMmproj(bytes);
     const rgb = testImage(w, h, 7);
@@ -435,6 +438,12 @@ test('vision on the GPU: bad input gets a named error', { skip }, async () => {
   assert.throws(() => readMmproj(withKeys(mmprojBytes({ shape: 'gemma3-tiny', type: 'F32' }), { 'clip.projector_type': ['str', 'llava'] })),
     { code: 'WLM_ERR_UNSUPPORTED', message: /not 'llava'/ });
   assert.throws(() => readMmproj(new Uint8Array(16)), { code: 'WLM_ERR_FORMAT' });
+  // Qwen2.5-VL's keys, as mmproj.c checks them
+  const qwen = mmprojBytes({ shape: 'qwen25vl-tiny', type: 'F32', seed: 3 });
+  assert.throws(() => readMmproj(withKeys(qwen, { 'clip.vision.spatial_merge_size': ['u32', 3] })), { code: 'WLM_ERR_UNSUPPORTED', message: /spatial_merge_size 3/ });
+  assert.throws(() => readMmproj(withKeys(qwen, { 'clip.vision.n_wa_pattern': ['str', 'x'] })), { code: 'WLM_ERR_FORMAT', message: /n_wa_pattern/ });
+  assert.throws(() => readMmproj(withKeys(qwen, { 'clip.vision.window_size': ['u32', 20] })), { code: 'WLM_ERR_FORMAT', message: /window_size 20/ });
+  assert.equal(readMmproj(withKeys(qwen, { 'clip.vision.window_size': ['u32', 56] })).info.window, 56);
 });
 
 test('vision on the GPU: a fuzz of mmproj bytes (idefics3, lfm2, qwen2.5vl; cut, bytes changed) gets WasmlmErrors or an encoder, never another exception', { skip, timeout: 300000 }, async (t) => {
