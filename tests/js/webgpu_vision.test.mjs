@@ -444,6 +444,8 @@ test('vision on the GPU: bad input gets a named error', { skip }, async () => {
   assert.throws(() => readMmproj(withKeys(qwen, { 'clip.vision.n_wa_pattern': ['str', 'x'] })), { code: 'WLM_ERR_FORMAT', message: /n_wa_pattern/ });
   assert.throws(() => readMmproj(withKeys(qwen, { 'clip.vision.window_size': ['u32', 20] })), { code: 'WLM_ERR_FORMAT', message: /window_size 20/ });
   assert.equal(readMmproj(withKeys(qwen, { 'clip.vision.window_size': ['u32', 56] })).info.window, 56);
+  const q = readMmproj(qwen);
+  await assert.rejects(createGpuVisionEncoder(device, q.tensors, { ...q.info, window: undefined }), { code: 'WLM_ERR_FORMAT', message: /window_size/ });
 });
 
 test('vision on the GPU: a fuzz of mmproj bytes (idefics3, lfm2, qwen2.5vl; cut, bytes changed) gets WasmlmErrors or an encoder, never another exception', { skip, timeout: 300000 }, async (t) => {

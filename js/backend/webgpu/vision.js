@@ -238,6 +238,12 @@ export async function createGpuVisionEncoder(device, tensors, info, { pipelines 
   const maxZ = device.limits.maxComputeWorkgroupsPerDimension;
   const qwen = projector === QWEN;
   const dyn = projector === 'lfm2' || qwen; // pieces of any size in multiples of P·s
+  if (qwen) { // what readMmproj checks, for an info made by hand
+    if (!(Number.isInteger(info.nWaPattern) && info.nWaPattern >= 0)) throw bad('clip.vision.n_wa_pattern (info.nWaPattern) is missing or negative');
+    if (!(Number.isInteger(info.window) && Math.floor(info.window / P / 2) >= 1)) throw bad(`window_size ${info.window} is smaller than one 2×2 group of ${P}-pixel patches`);
+    if (hd % 4) throw bad(`head size ${hd} is not a multiple of 4 (2-D RoPE turns a quarter of each head's pairs by each axis)`);
+    if (s !== 2) throw jsError('WLM_ERR_UNSUPPORTED', `mmproj: spatial_merge_size ${s} is not supported (qwen2.5vl merges 2×2 patches)`);
+  }
 
   const tensor = (name, ne0, ne1, ne2 = 1, ne3 = 1) => {
     const t = get(name);
