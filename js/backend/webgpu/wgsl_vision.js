@@ -1,17 +1,20 @@
 // wgsl_vision.js — the WGSL kernels only the vision encoder (vision.js) needs, each the GPU form
 // of a step of src/vision/encoder.c, with a scalar reference in tests/js/webgpu_vision.test.mjs:
 //   attention_full  bidirectional softmax attention of every patch over all the piece's patches
-//                   (SigLIP: no mask, no cache; encoder.c att_chunk → kernels' attention)
+//                   (SigLIP: no mask, no cache; encoder.c att_chunk → kernels' attention), or
+//                   over its window's patches (Qwen2.5-VL's windowed blocks)
 //   merge           the projector's token merge: k×k average pooling (gemma3) or s×s pixel
 //                   shuffle (idefics3), encoder.c's `project:` step
 //   gelu_quick      ggml's quick GELU x·σ(1.702x) on binary16-rounded values (encoder.c
 //                   gelu_quick1), for towers without clip.use_gelu
+//   rope_table      Qwen2.5-VL's 2-D RoPE (encoder.c rope_chunk → rope_neox) from a cos / sin
+//                   table per patch that vision.js computes once per piece size
 // The tower's products, norms, GELU / SiLU and additions are the text model's kernels
 // (wgsl_matmat.js, wgsl_ops.js). Bindings as every kernel of wgsl_ops.js: the activations A at 0,
 // the 16 parameter words at 1; the entry (a patch or a merged token) is workgroup_id.z.
 
 import { F16V } from './wgsl_quant.js';
-import { F2H, HEADER, WG } from './wgsl_ops.js';
+import { F2H, HEADER, NONE, WG } from './wgsl_ops.js';
 
 /** attention_full: the largest head size (each invocation keeps HEAD / WG output dimensions). */
 export const VISION_MAX_HEAD = 256;
@@ -24,7 +27,9 @@ export const VISION_MAX_HEAD = 256;
  * workgroup memory, and each invocation adds the tile's weighted values to its dimensions
  * (d = t, t + WG, …) with a running maximum (one pass, no score buffer). Params: 0 n, 1 stride
  * (floats between patches in q, k, v and out), 2 hd, 3 q_off, 4 k_off, 5 v_off, 6 out_off,
- * 7 scale (f32).
+ * 7 scale (f32), 8 win_off: NONE, or Qwen2.5-VL's window attention — patch e attends to the
+ * patches A[win_off + 2e] .. A[win_off + 2e] + A[win_off + 2e + 1] − 1 only (two floats a
+ * patch: its window's first patch and count, encoder.c att_job.win).
  */
 export function attentionFullWgsl() {
   const D = VISION_MAX_HEAD / WG;
@@ -32,9 +37,15 @@ export function attentionFullWgsl() {
 var<workgroup> pw: array<f32, ${WG}>;
 var<workgroup> red: array<f32, ${WG}>;
 var<workgroup> qs: array<f32, ${VISION_MAX_HEAD}>; // the query's head, read once
+var<workgroup> range: array<u32, 2>;
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
-  let n = pu(0u);
+  if (t == 0u) {
+    if (pu(8u) == ${NONE}u) { range[0] = 0u; range[1] = pu(0u); }
+    else { range[0] = u32(A[pu(8u) + 2u * wg.z]); range[1] = range[0] + u32(A[pu(8u) + 2u * wg.z + 1u]); }
+  }
+  let lo = workgroupUniformLoad(&range[0]);
+  let n = workgroupUniformLoad(&range[1]); // the keys lo .. n - 1
   let st = pu(1u);
   let hd = pu(2u);
   let hb = wg.x * hd;
@@ -45,7 +56,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
   var m = -3.0e38;
   var l = 0.0;
   var acc: array<f32, ${D}>;
-  for (var j0 = 0u; j0 < n; j0 += ${WG}u) {
+  for (var j0 = lo; j0 < n; j0 += ${WG}u) {
     let j = j0 + t;
     var s = -3.0e38;
     if (j < n) {
@@ -146,5 +157,31 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
   let y = pu(0u) + wg.z * pu(1u) + i;
   let v = f16v(f2h(A[y]));
   A[y] = f16v(f2h(v * (1.0 / (1.0 + exp(-1.702 * v)))));
+}`;
+}
+
+
+/**
+ * RoPE (NeoX pairs: dimension i with i + hd/2) of every head of entry z = workgroup z from a
+ * table: a = x[i], b = x[i + hd/2] → x[i] = a·cos_i − b·sin_i, x[i + hd/2] = a·sin_i + b·cos_i
+ * (wlm_rope_neox_ref), cos_i = A[cos_off + z·hd/2 + i], sin_i likewise, for head x = workgroup
+ * x, i = the invocation (+ WG …) < hd/2. Params: 0 x_off, 1 x_estride, 2 hd, 3 cos_off,
+ * 4 sin_off.
+ */
+export function ropeTableWgsl() {
+  return `${HEADER}
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
+  let hd = pu(2u);
+  let half = hd / 2u;
+  let x0 = pu(0u) + wg.z * pu(1u) + wg.x * hd;
+  for (var i = t; i < half; i += ${WG}u) {
+    let c = A[pu(3u) + wg.z * half + i];
+    let s = A[pu(4u) + wg.z * half + i];
+    let a = A[x0 + i];
+    let b = A[x0 + i + half];
+    A[x0 + i] = a * c - b * s;
+    A[x0 + i + half] = a * s + b * c;
+  }
 }`;
 }
