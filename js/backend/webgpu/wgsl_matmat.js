@@ -84,36 +84,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<
   let tm = t % (TM / 4u);
   let tn = t / (TM / 4u);
   var acc: array<vec4<f32>, 4>; // acc[j][i]: entry 4·tn + j, row 4·tm + i
-  for (var k0 = 0u; k0 < cols; k0 += TK) {
-    for (var j = 0u; j < 16u; j += 4u) {
-      let k = k0 + lk + j;
-      var v = vec4<f32>(0.0);
-      if (wlive) {
-        if (k + 3u < cols) {
-          v = w_get4(r0, k);
-        } else {
-          for (var c = 0u; c < 4u; c++) { if (k + c < cols) { v[c] = w_at(r0, k + c); } }
-        }
-      }
-      for (var c = 0u; c < 4u; c++) { ws[(lk + j + c) * (TM / 4u) + lr / 4u][lr % 4u] = v[c]; }
-    }
-    for (var j = 0u; j < 8u; j++) {
-      let k = k0 + xk + j;
-      var xv = 0.0;
-      if (xlive && k < cols) { xv = A[x0 + xe * xstr + k]; }
-      xs[(xk + j) * (TN / 4u) + xe / 4u][xe % 4u] = xv;
-    }
-    workgroupBarrier();
-    for (var kk = 0u; kk < TK; kk++) {
-      let w = ws[kk * (TM / 4u) + tm];
-      let x = xs[kk * (TN / 4u) + tn];
-      acc[0] += w * x.x;
-      acc[1] += w * x.y;
-      acc[2] += w * x.z;
-      acc[3] += w * x.w;
-    }
-    workgroupBarrier();
-  }
+${tileLoopWgsl('A[x0 + xe * xstr + k]')}
   let ystr = pu(6u);
   for (var j = 0u; j < 4u; j++) {
     let e = 4u * tn + j;
@@ -129,4 +100,44 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<
     }
   }
 }`;
+}
+
+/**
+ * The k loop the tiled products share (matmatWgsl; wgsl_moe.js's moeMatmatWgsl, whose entries are
+ * an expert's gathered pairs): each TK-column slice of the TM weight rows is decoded into `ws`
+ * (thread t: row lr, columns lk .. lk + 15) and of the TN entries' activations into `xs` (entry xe,
+ * columns xk .. xk + 7; `xAt` is the WGSL expression of column k of entry xe), then each thread
+ * adds its 4 × 4 block into acc — summed in column order.
+ */
+export function tileLoopWgsl(xAt) {
+  return `  for (var k0 = 0u; k0 < cols; k0 += TK) {
+    for (var j = 0u; j < 16u; j += 4u) {
+      let k = k0 + lk + j;
+      var v = vec4<f32>(0.0);
+      if (wlive) {
+        if (k + 3u < cols) {
+          v = w_get4(r0, k);
+        } else {
+          for (var c = 0u; c < 4u; c++) { if (k + c < cols) { v[c] = w_at(r0, k + c); } }
+        }
+      }
+      for (var c = 0u; c < 4u; c++) { ws[(lk + j + c) * (TM / 4u) + lr / 4u][lr % 4u] = v[c]; }
+    }
+    for (var j = 0u; j < 8u; j++) {
+      let k = k0 + xk + j;
+      var xv = 0.0;
+      if (xlive && k < cols) { xv = ${xAt}; }
+      xs[(xk + j) * (TN / 4u) + xe / 4u][xe % 4u] = xv;
+    }
+    workgroupBarrier();
+    for (var kk = 0u; kk < TK; kk++) {
+      let w = ws[kk * (TM / 4u) + tm];
+      let x = xs[kk * (TN / 4u) + tn];
+      acc[0] += w * x.x;
+      acc[1] += w * x.y;
+      acc[2] += w * x.z;
+      acc[3] += w * x.w;
+    }
+    workgroupBarrier();
+  }`;
 }

@@ -15,7 +15,7 @@
 
 import { GPU_TYPES, W_SUB_GENERIC, WGSL_BYTES, WGSL_WORDS } from './wgsl_quant.js';
 import { HEADER, NONE, WG } from './wgsl_ops.js';
-import { TILE } from './wgsl_matmat.js';
+import { TILE, tileLoopWgsl } from './wgsl_matmat.js';
 
 /** The most experts a token uses that the route kernel keeps (gpt-oss 4, Qwen3-MoE 8). */
 export const MAX_EXPERT_USED = 32;
@@ -277,36 +277,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<
   let tm = t % (TM / 4u);
   let tn = t / (TM / 4u);
   var acc: array<vec4<f32>, 4>; // acc[j][i]: pair 4·tn + j, row 4·tm + i
-  for (var k0 = 0u; k0 < cols; k0 += TK) {
-    for (var j = 0u; j < 16u; j += 4u) {
-      let k = k0 + lk + j;
-      var v = vec4<f32>(0.0);
-      if (wlive) {
-        if (k + 3u < cols) {
-          v = w_get4(r0, k);
-        } else {
-          for (var c = 0u; c < 4u; c++) { if (k + c < cols) { v[c] = w_at(r0, k + c); } }
-        }
-      }
-      for (var c = 0u; c < 4u; c++) { ws[(lk + j + c) * (TM / 4u) + lr / 4u][lr % 4u] = v[c]; }
-    }
-    for (var j = 0u; j < 8u; j++) {
-      let k = k0 + xk + j;
-      var xv = 0.0;
-      if (xlive && k < cols) { xv = A[xa + k]; }
-      xs[(xk + j) * (TN / 4u) + xe / 4u][xe % 4u] = xv;
-    }
-    workgroupBarrier();
-    for (var kk = 0u; kk < TK; kk++) {
-      let w = ws[kk * (TM / 4u) + tm];
-      let x = xs[kk * (TN / 4u) + tn];
-      acc[0] += w * x.x;
-      acc[1] += w * x.y;
-      acc[2] += w * x.z;
-      acc[3] += w * x.w;
-    }
-    workgroupBarrier();
-  }
+${tileLoopWgsl('A[xa + k]')}
   for (var j = 0u; j < 4u; j++) {
     let q = 4u * tn + j;
     if (q >= ne) { break; }
