@@ -193,6 +193,9 @@ static int media_eval(wlm_context *ctx, int32_t seq, const wlm_vision *v, const 
     size_t at = 0;
     int32_t img = 0;
     int rc = WLM_OK;
+    /* a deferred context (the WebGPU backend) records the whole prompt as one batch */
+    const int accum = ctx->dfr_accum;
+    if (ctx->deferred) ctx->dfr_accum = 1;
     for (int first = 1; rc == WLM_OK; first = 0) {
         size_t next = at;
         while (next + ml <= len && memcmp(prompt + next, WLM_MEDIA_MARKER, ml)) next++;
@@ -208,6 +211,7 @@ static int media_eval(wlm_context *ctx, int32_t seq, const wlm_vision *v, const 
         img++;
         at = next + ml;
     }
+    ctx->dfr_accum = accum;
     return rc;
 }
 
@@ -254,6 +258,7 @@ int wlm_generate_begin_media(wlm_context *ctx, const wlm_vision *v, const char *
     wlm_context_reset(ctx);
     int rc = wlm_eval_media_prompt(ctx, 0, v, prompt, len, images, n_images);
     if (rc != WLM_OK) return rc;
+    if (ctx->deferred && ctx->dfr_n > 0) return WLM_NEED_LOGITS; /* see _cached */
     return begin_on_sequence(ctx, params);
 }
 
@@ -284,6 +289,20 @@ int wlm_generate_begin_media_cached(wlm_context *ctx, const wlm_vision *v, const
     *kept = skip > 0 ? keep : 0;
     rc = media_eval(ctx, 0, v, prompt, len, (media_images){NULL, images}, skip, ends);
     if (rc != WLM_OK) return rc;
+    /* a deferred context recorded the prompt: its backend runs the batch, then the caller
+     * begins the generation (wlm_generate_begin_media_finish) */
+    if (ctx->deferred && ctx->dfr_n > 0) return WLM_NEED_LOGITS;
+    return begin_on_sequence(ctx, params);
+}
+
+int wlm_generate_begin_media_finish(wlm_context *ctx, const wlm_gen_params *params) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    if (!params) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "params is NULL");
+    if (!ctx->model || !ctx->seqs) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
+    if (ctx->dfr_n > 0)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "the media prompt's recorded batch has not run on the backend yet");
     return begin_on_sequence(ctx, params);
 }
 

@@ -11,6 +11,9 @@
 // when the engine needs more of them), and beam search (its forks copied between the
 // sequences' blocks of the GPU cache before the step's batch). A hybrid's recurrent state
 // snapshots (state_snapshots.js) are taken and restored as C asks (src/runtime/deferred.c).
+// Images: the mmproj encoder runs in wasm (the CPU); C records a media prompt as one batch whose
+// image entries carry their rows (deferred.c), written into the pass's input in place of the
+// token embeddings, a non-causal image's rows seeing each other (forward.js run()).
 
 import { jsError } from '../../runtime/errors.js';
 import { requestDevice } from './device.js';
@@ -175,6 +178,13 @@ export class WebGpuBackend {
     let seqs = new Int32Array(x.memory.buffer, f(2) >>> 0, n).slice();
     let positions = new Int32Array(x.memory.buffer, f(3) >>> 0, n).slice();
     const rows = new Int32Array(x.memory.buffer, f(4) >>> 0, n).slice();
+    // image rows (deferred.c): each entry's non-causal end (0 causal) and input row (-1 a token)
+    const lens = new Int32Array(x.memory.buffer, f(18) >>> 0, n).slice();
+    const erows = new Int32Array(x.memory.buffer, f(19) >>> 0, n).slice();
+    let nRows = 0;
+    for (const r of erows) nRows = Math.max(nRows, r + 1);
+    const D = this.#desc.hp.dim;
+    const image = nRows === 0 ? {} : { lens, erows, embd: new Float32Array(x.memory.buffer, f(20) >>> 0, nRows * D).slice() };
     let want = Array.from(rows, (r) => r >= 0);
     const exact = f(10) === 1; // a speculative verification: logits as one token at a time's
     const shifts = new Int32Array(x.memory.buffer, f(11) >>> 0, 3 * f(12)).slice();
@@ -201,6 +211,7 @@ export class WebGpuBackend {
         if (shifts[3 * s + 1] > 0) await this.#fwd.cache.shift(s, shifts[3 * s], shifts[3 * s + 1], shifts[3 * s + 2]);
       }
       if (this.#fwd.cache.state) {
+        if (nRows) throw jsError('WLM_ERR_UNSUPPORTED', 'WebGPU: a recurrent hybrid takes no image rows on the GPU');
         let takes;
         ({ tokens, positions, seqs, want, takes } = await this.#statePlan(tokens, positions, seqs, want));
         let a = 0; // the batch in parts, each snapshot taken where its sequence's state reaches it
@@ -212,7 +223,7 @@ export class WebGpuBackend {
           while (t + 1 < takes.length && takes[t + 1][0] === at) t++;
         }
       } else {
-        await this.#fwd.run(tokens, positions, want, { exact, seqs, into });
+        await this.#fwd.run(tokens, positions, want, { exact, seqs, into, ...image });
       }
       for (let i = 0; i < tokens.length; i++) this.#stateLen[seqs[i]] = positions[i] + 1;
     } catch (e) {
