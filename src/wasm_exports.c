@@ -336,6 +336,21 @@ API int wlmjs_generate_batch_begin_media(wlm_context *c, const wlm_vision *v, in
     return rc;
 }
 
+/* After wlmjs_generate_batch_begin_media on a deferred context returned WLM_NEED_LOGITS (2) and
+ * the backend ran the prompts it recorded: begins the batch (each sequence's last token
+ * evaluated together, recorded for the logits); ptrs holds the same n_seqs wlm_gen_params
+ * pointers as there. Returns the status. */
+API int wlmjs_generate_batch_begin_media_finish(wlm_context *c, int n_seqs, void *const *ptrs) {
+    if (!c || n_seqs < 1 || n_seqs > WLM_MAX_SEQ || !ptrs)
+        return wlm_generate_batch_begin_media_finish(c, 0, NULL);
+    wlm_gen_params *gp = malloc(sizeof *gp * (size_t)n_seqs);
+    if (!gp) return WLM_ERR_NOMEM;
+    for (int i = 0; i < n_seqs; i++) gp[i] = *(const wlm_gen_params *)ptrs[i];
+    int rc = wlm_generate_batch_begin_media_finish(c, n_seqs, gp);
+    free(gp);
+    return rc;
+}
+
 /* wlm_generate_batch_add_media (the images an array of n pointers). Returns the slot or the
  * status. */
 API int wlmjs_generate_batch_add_media(wlm_context *c, const wlm_vision *v, const char *prompt,

@@ -7,12 +7,24 @@
 // right before use, never kept across a call into wasm.
 
 import { Channel } from './channel.js';
-import { STATUS, STOP_REASONS, abortError, jsError } from '../runtime/errors.js';
+import { NEED_LOGITS, STATUS, STOP_REASONS, abortError, jsError } from '../runtime/errors.js';
 import { checkOptions } from '../options.js';
 import { decodeStep } from './generate.js';
 import { batchSequences, beamParams, utf8 } from './params.js';
 import { macrotask } from '../runtime/platform.js';
 import { checkMarkers } from '../vision/vision.js';
+
+/** The media prompts a deferred context recorded (C returned NEED_LOGITS: text and image rows,
+ *  one batch) run on the GPU backend before the batch begins; the context reset if that fails. */
+async function mediaPrefill(c, gen) {
+  try {
+    await c.supply();
+  } catch (e) {
+    c.x.wlm_context_reset(c.ctx);
+    throw e;
+  }
+  if (c.gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
+}
 
 /**
  * A sequence's images (GenerateParams.images: its prompt's media markers take them in order),
@@ -132,6 +144,10 @@ export async function* generateBatch(engine, c, prompts, params, signal) {
       rc = x.wlmjs_generate_batch_begin_media(ctx, c.vision, n, tokensPtr, countsPtr, textPtr, lensPtr, nImgPtr, ptrsPtr, ptrs.length);
       result.imagesEncoded = enc.encoded;
       result.imagesReused = enc.reused;
+      if (rc === NEED_LOGITS) { // the GPU backend: the prompts C recorded (text and image rows) run there, then the batch begins
+        await mediaPrefill(c, gen);
+        rc = x.wlmjs_generate_batch_begin_media_finish(ctx, n, paramsPtr);
+      }
     } else {
       rc = x.wlmjs_generate_batch_begin(ctx, n, tokensPtr, countsPtr, paramsPtr);
     }
@@ -503,7 +519,7 @@ export class ContinuousBatch {
   /** #admit for a sequence with images (encoded: enc.ptrs): the first begins the batch
    *  (wlm_generate_batch_begin_media), a later one joins it (wlm_generate_batch_add_media: its
    *  prompt prefilled now, its last token in the next step). */
-  #admitMedia(seq, enc) {
+  async #admitMedia(seq, enc) {
     const c = this.#c, x = c.x, ctx = c.ctx;
     const text = utf8(seq.media.prompt);
     const n = enc.ptrs.length;
@@ -525,11 +541,27 @@ export class ContinuousBatch {
       if (textPtr) x.wlmjs_free(textPtr);
       if (cells) x.wlmjs_free(cells);
     }
+    if (rc === NEED_LOGITS) { // the GPU backend: the prompt C recorded runs there, then the batch begins
+      const one = x.wlmjs_malloc(4) >>> 0;
+      try {
+        if (!one) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
+        await mediaPrefill(c, this.#gen);
+        new Int32Array(x.memory.buffer, one, 1)[0] = seq.paramsPtr;
+        rc = x.wlmjs_generate_batch_begin_media_finish(ctx, 1, one);
+      } catch (err) {
+        this.#finish(seq, err);
+        return true;
+      } finally {
+        if (one) x.wlmjs_free(one);
+      }
+    }
     if (rc < 0) { this.#finish(seq, c.ctxError(rc)); return true; }
     const slot = adding ? rc : 0;
     if (!adding) {
       this.#begun = true;
       this.#fresh = true;
+      await c.supply(); // the GPU backend: the recorded last token runs there
+      this.#check();
     }
     // its positions (text tokens and image rows) and last token: all in the cache after begin,
     // all but the last (evaluated by the next step) after add

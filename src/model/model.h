@@ -663,6 +663,11 @@ struct wlm_context {
     float *dfr_embd;              /* (dfr_embd_cap rows of dim) the recorded image rows, copied
                                      (the encoding may be freed before the batch runs) */
     int32_t dfr_embd_n, dfr_embd_cap;
+    int32_t dfr_last[WLM_MAX_SEQ]; /* a batch of media prompts recorded (vision/sequence.c):
+                                     each sequence's last token, evaluated by the batch's
+                                     begin once the backend ran the prompts (dfr_last_n of
+                                     them; 0: none pending) */
+    int32_t dfr_last_n;
     int dfr_accum;                /* 1: each record appends to the pending batch, wanting no
                                      logits (vision/sequence.c: a whole media prompt, its text
                                      and image rows, becomes one batch for the backend) */
@@ -869,6 +874,9 @@ int wlm_deferred_record(wlm_context *c, const int32_t *tokens, const int32_t *se
 /* vision/sequence.c: begins the generation of a media prompt whose batch a deferred context
  * recorded (wlm_generate_begin_media_cached returned WLM_NEED_LOGITS) and the backend ran. */
 int wlm_generate_begin_media_finish(wlm_context *ctx, const wlm_gen_params *params);
+/* vision/sequence.c: the same for wlm_generate_batch_begin_media (params: n_seqs of them, as
+ * given there). */
+int wlm_generate_batch_begin_media_finish(wlm_context *ctx, int32_t n_seqs, const wlm_gen_params *params);
 /* deferred.c: forgets a recorded batch whose logits never came (reset, abort): its sequences
  * go back to their positions before it. */
 void wlm_deferred_drop(wlm_context *c);

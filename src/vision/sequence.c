@@ -347,9 +347,6 @@ int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *v, int32_
     if (n_seqs > 1 && !ctx->kv_cache)
         return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
                              "a context without KV cache generates one sequence at a time");
-    if (ctx->deferred)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
-                             "a batch with images runs on the CPU backend only");
     int32_t total = 0;
     for (int32_t i = 0; i < n_seqs; i++) { /* everything checked before anything is evaluated */
         int rc = WLM_OK;
@@ -374,12 +371,17 @@ int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *v, int32_
         if (rc != WLM_OK) return n_seqs > 1 ? seq_error(ctx, i, rc) : rc;
     }
     wlm_context_reset(ctx);
+    ctx->dfr_last_n = 0;
     if (n_seqs == 1 && !tokens[0]) { /* one sequence: wlm_generate_begin_media's path itself */
         int rc = media_eval(ctx, 0, v, prompts[0], lens[0], (media_images){NULL, images}, 0, NULL);
+        if (rc == WLM_OK && ctx->deferred && ctx->dfr_n > 0) return WLM_NEED_LOGITS; /* see _finish */
         return rc != WLM_OK ? rc : begin_on_sequence(ctx, params);
     }
     int32_t last[WLM_MAX_SEQ];
     total = 0;
+    /* a deferred context records every prompt into one batch, which the backend runs before
+     * wlm_generate_batch_begin_media_finish begins the batch on the last tokens */
+    ctx->dfr_accum = ctx->deferred;
     for (int32_t i = 0; i < n_seqs; i++) {
         int rc;
         if (tokens[i]) { /* a text prompt: all but its last token now, as a prefill would */
@@ -404,11 +406,38 @@ int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *v, int32_
             total += n_images[i];
         }
         if (rc != WLM_OK) {
+            ctx->dfr_accum = 0;
             rc = n_seqs > 1 ? seq_error(ctx, i, rc) : rc;
             wlm_context_reset(ctx);
             return rc;
         }
     }
+    ctx->dfr_accum = 0;
+    if (ctx->deferred && ctx->dfr_n > 0) {
+        memcpy(ctx->dfr_last, last, sizeof(int32_t) * (size_t)n_seqs);
+        ctx->dfr_last_n = n_seqs;
+        return WLM_NEED_LOGITS;
+    }
+    int rc = wlm_generate_batch_begin_prefilled(ctx, n_seqs, last, params);
+    if (rc != WLM_OK) wlm_context_reset(ctx);
+    return rc;
+}
+
+int wlm_generate_batch_begin_media_finish(wlm_context *ctx, int32_t n_seqs, const wlm_gen_params *params) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    const int32_t pending = ctx->dfr_last_n;
+    ctx->dfr_last_n = 0;
+    if (!params || n_seqs < 1 || (pending > 0 ? n_seqs != pending : n_seqs != 1))
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "wlm_generate_batch_begin_media_finish: bad arguments");
+    if (pending == 0) return wlm_generate_begin_media_finish(ctx, params);
+    if (!ctx->model || !ctx->seqs) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
+    if (ctx->dfr_n > 0)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "the media prompts' recorded batch has not run on the backend yet");
+    int32_t last[WLM_MAX_SEQ];
+    memcpy(last, ctx->dfr_last, sizeof(int32_t) * (size_t)n_seqs);
     int rc = wlm_generate_batch_begin_prefilled(ctx, n_seqs, last, params);
     if (rc != WLM_OK) wlm_context_reset(ctx);
     return rc;
@@ -425,6 +454,9 @@ int32_t wlm_generate_batch_add_media(wlm_context *ctx, const wlm_vision *v, cons
         if (!images[k]) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "image %d is NULL", (int)k);
     int rc = media_check(ctx, v, prompt, len, n_images);
     if (rc != WLM_OK) return rc;
+    if (ctx->deferred && n_images > 0) /* its prefill would be recorded over by the join's */
+        return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
+                             "a sequence with images joins a running batch on the CPU backend only");
     const int32_t slot = wlm_batch_add_slot(ctx);
     if (slot < 0) return slot;
     int32_t last = 0;

@@ -11,7 +11,8 @@
 // up to a near-tie; F32 and Q8_0 (the CPU reference of a quantized text model is its
 // dequantized copy, as webgpu_engine.test.mjs explains), an F32 KV cache. chat()'s second turn
 // about the same image reuses its encoding and its KV rows (imagesEncoded 0, nCached past the
-// image) and equals the CPU's. Qwen2.5-VL and LFM2-VL are refused for the GPU with the reason
+// image) and equals the CPU's; generateBatch() with images per sequence the CPU's greedy ids.
+// Qwen2.5-VL and LFM2-VL are refused for the GPU with the reason
 // ('auto': the CPU, saying why).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -105,6 +106,39 @@ for (const { shape, type } of cases) {
     }
   });
 }
+
+test('images on WebGPU: generateBatch() with images per sequence gives the CPU\'s greedy ids and positions', { skip, timeout: 600000 }, async () => {
+  for (const shape of ['gemma3-tiny', 'idefics3-tiny']) {
+    const { cpu, g } = await engines(pair(shape, 'F32'));
+    try {
+      const [a, b] = [await image(40, 32, 5), await image(24, 56, 6)];
+      const prompts = [`Describe ${M} please.`, `Two: ${M} and ${M}?`, 'No image at all, just text.'];
+      const imgs = [[a], [b, a], undefined];
+      const params = prompts.map((_, i) => ({ temperature: 0, maxTokens: 6, nProbs: 2, ...(imgs[i] ? { images: imgs[i] } : {}) }));
+      const batch = async (e) => {
+        const per = prompts.map(() => []);
+        for await (const tk of e.generateBatch(prompts, params)) if (tk.id >= 0 && !tk.stopReason) per[tk.seq].push(tk);
+        return { per, result: e.lastBatchResult };
+      };
+      const c = await batch(cpu), gg = await batch(g);
+      for (let i = 0; i < prompts.length; i++) {
+        assert.equal(gg.result.sequences[i].nPrompt, c.result.sequences[i].nPrompt, `${shape} sequence ${i}: positions`);
+        let checked = 0;
+        for (let k = 0; k < c.per[i].length; k++) {
+          const top = c.per[i][k].top;
+          if (top.length > 1 && top[0].logprob - top[1].logprob < NEAR_TIE) break;
+          assert.equal(gg.per[i][k]?.id, c.per[i][k].id, `${shape} sequence ${i} token ${k}`);
+          assert.ok(Math.abs(gg.per[i][k].logprob - c.per[i][k].logprob) <= 0.01, `${shape} sequence ${i} token ${k}: log-probability`);
+          checked++;
+        }
+        assert.ok(checked >= 1, `${shape} sequence ${i}: a near-tie at the first token`);
+      }
+    } finally {
+      await cpu.free();
+      await g.free();
+    }
+  }
+});
 
 const TEMPLATE = "{% for message in messages %}<|{{ message['role'] }}|>{% if message['content'] is string %}{{ message['content'] }}" +
   "{% else %}{% for part in message['content'] %}{% if part['type'] == 'text' %}{{ part['text'] }}{% elif part['type'] == 'image' %}" +
