@@ -519,7 +519,7 @@ export class ContinuousBatch {
   /** #admit for a sequence with images (encoded: enc.ptrs): the first begins the batch
    *  (wlm_generate_batch_begin_media), a later one joins it (wlm_generate_batch_add_media: its
    *  prompt prefilled now, its last token in the next step). */
-  async #admitMedia(seq, enc) {
+  #admitMedia(seq, enc) {
     const c = this.#c, x = c.x, ctx = c.ctx;
     const text = utf8(seq.media.prompt);
     const n = enc.ptrs.length;
@@ -541,27 +541,44 @@ export class ContinuousBatch {
       if (textPtr) x.wlmjs_free(textPtr);
       if (cells) x.wlmjs_free(cells);
     }
-    if (rc === NEED_LOGITS) { // the GPU backend: the prompt C recorded runs there, then the batch begins
-      const one = x.wlmjs_malloc(4) >>> 0;
-      try {
-        if (!one) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
-        await mediaPrefill(c, this.#gen);
-        new Int32Array(x.memory.buffer, one, 1)[0] = seq.paramsPtr;
-        rc = x.wlmjs_generate_batch_begin_media_finish(ctx, 1, one);
-      } catch (err) {
-        this.#finish(seq, err);
-        return true;
-      } finally {
-        if (one) x.wlmjs_free(one);
-      }
+    // the GPU backend: the prompt C recorded runs there, then the batch begins (begin's status;
+    // add returns the slot)
+    if (!adding && rc === NEED_LOGITS) return this.#beginMediaGpu(seq, enc);
+    return this.#admittedMedia(seq, enc, rc, adding);
+  }
+
+  /** #admitMedia's begin on the GPU backend: the recorded prompt run, the batch begun on its
+   *  last token (wlm_generate_batch_begin_media_finish), that token run. */
+  async #beginMediaGpu(seq, enc) {
+    const c = this.#c, x = c.x;
+    const one = x.wlmjs_malloc(4) >>> 0;
+    let rc;
+    try {
+      if (!one) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
+      await mediaPrefill(c, this.#gen);
+      new Int32Array(x.memory.buffer, one, 1)[0] = seq.paramsPtr;
+      rc = x.wlmjs_generate_batch_begin_media_finish(c.ctx, 1, one);
+    } catch (err) {
+      this.#finish(seq, err);
+      return true;
+    } finally {
+      if (one) x.wlmjs_free(one);
     }
+    if (rc >= 0) {
+      await c.supply(); // the recorded last token
+      this.#check();
+    }
+    return this.#admittedMedia(seq, enc, rc, false);
+  }
+
+  /** The rest of #admitMedia once C began or joined the sequence (rc: status, or its slot). */
+  #admittedMedia(seq, enc, rc, adding) {
+    const c = this.#c, x = c.x, ctx = c.ctx;
     if (rc < 0) { this.#finish(seq, c.ctxError(rc)); return true; }
     const slot = adding ? rc : 0;
     if (!adding) {
       this.#begun = true;
       this.#fresh = true;
-      await c.supply(); // the GPU backend: the recorded last token runs there
-      this.#check();
     }
     // its positions (text tokens and image rows) and last token: all in the cache after begin,
     // all but the last (evaluated by the next step) after add

@@ -140,6 +140,35 @@ test('images on WebGPU: generateBatch() with images per sequence gives the CPU\'
   }
 });
 
+test('images on WebGPU: openBatch() takes images in its first sequence as the CPU does; one joining the running batch is refused, naming why', { skip, timeout: 600000 }, async () => {
+  const { cpu, g } = await engines(pair('gemma3-tiny', 'F32'));
+  try {
+    const png = await image(48, 40, 7);
+    const params = { images: [png], temperature: 0, maxTokens: 12, nProbs: 2 };
+    const want = [];
+    for await (const tk of cpu.generate(`Describe ${M} now.`, params)) if (tk.id >= 0 && !tk.stopReason) want.push(tk);
+    const b = await g.openBatch({ maxSequences: 2 });
+    const first = b.add(`Describe ${M} now.`, params);
+    const got = [];
+    let joined = null;
+    for await (const tk of first) {
+      if (tk.id >= 0 && !tk.stopReason) got.push(tk);
+      if (!joined) joined = (async () => { for await (const _ of b.add(`Also ${M}`, params)) void _; })().then(() => null, (e) => e);
+    }
+    const err = await joined;
+    await b.close();
+    for (let k = 0; k < want.length; k++) {
+      if (want[k].top.length > 1 && want[k].top[0].logprob - want[k].top[1].logprob < NEAR_TIE) break;
+      assert.equal(got[k]?.id, want[k].id, `token ${k}`);
+    }
+    assert.ok(err instanceof WasmlmError && err.code === 'WLM_ERR_UNSUPPORTED' && /joins a running batch on the CPU backend only/.test(err.message),
+      `the joining sequence: ${err}`);
+  } finally {
+    await cpu.free();
+    await g.free();
+  }
+});
+
 const TEMPLATE = "{% for message in messages %}<|{{ message['role'] }}|>{% if message['content'] is string %}{{ message['content'] }}" +
   "{% else %}{% for part in message['content'] %}{% if part['type'] == 'text' %}{{ part['text'] }}{% elif part['type'] == 'image' %}" +
   "{{ '<image>' }}{% endif %}{% endfor %}{% endif %}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
