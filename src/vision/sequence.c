@@ -212,6 +212,8 @@ static int media_eval(wlm_context *ctx, int32_t seq, const wlm_vision *v, const 
         at = next + ml;
     }
     ctx->dfr_accum = accum;
+    /* a deferred context's prompt recorded in part: its positions were never computed */
+    if (rc != WLM_OK && ctx->deferred && !accum) wlm_deferred_drop(ctx);
     return rc;
 }
 

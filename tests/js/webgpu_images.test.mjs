@@ -171,6 +171,19 @@ test('images on WebGPU: openBatch() takes images in its first sequence as the CP
   }
 });
 
+test('images on WebGPU: a media prompt that does not fit fails clearly and loses nothing: the next one runs as on the CPU', { skip, timeout: 600000 }, async (t) => {
+  const { cpu, g } = await engines(pair('gemma3-tiny', 'F32'), 40);
+  try {
+    const one = await image(80, 50, 1), two = await image(37, 90, 2);
+    const full = (e) => e instanceof WasmlmError && e.code === 'WLM_ERR_CONTEXT_FULL';
+    for (const e of [cpu, g]) await assert.rejects(run(e.generate(`First ${M} then ${M} tell them apart.`, { images: [one, two], maxTokens: 1 })), full);
+    await compare(t, cpu, g, `Look: ${M} What is this?`, [one], 3);
+  } finally {
+    await cpu.free();
+    await g.free();
+  }
+});
+
 const TEMPLATE = "{% for message in messages %}<|{{ message['role'] }}|>{% if message['content'] is string %}{{ message['content'] }}" +
   "{% else %}{% for part in message['content'] %}{% if part['type'] == 'text' %}{{ part['text'] }}{% elif part['type'] == 'image' %}" +
   "{{ '<image>' }}{% endif %}{% endfor %}{% endif %}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
