@@ -344,8 +344,8 @@ export interface LoadOptions {
    *  (LFM2-VL) and 'qwen2.5vl_merger' (Qwen2.5-VL, with a 'qwen2vl' text model); another is
    *  refused naming it (WLM_ERR_UNSUPPORTED), a file whose projector width is not the model's
    *  (an mmproj of another model) is WLM_ERR_INVALID_ARG. The encoder runs on the CPU; with
-   *  the WebGPU backend the text model takes Gemma 3's and Idefics3's image rows on the GPU,
-   *  while 'lfm2' and 'qwen2.5vl_merger' are refused there (backend 'webgpu':
+   *  the WebGPU backend the text model takes Gemma 3's, Idefics3's and LFM2-VL's image rows on
+   *  the GPU, while 'qwen2.5vl_merger' is refused there (backend 'webgpu':
    *  WLM_ERR_UNSUPPORTED with the reason; 'auto' takes the CPU, ModelInfo.backendReason saying
    *  why). Then generate(prompt, {images}), chat() and
    *  chatCompletion() take images; see ModelInfo.vision. Counted with the model when the

@@ -97,14 +97,12 @@ export function checkBackendOption(backend, gpuWeights) {
 
 /**
  * Why the images of an mmproj's `projector` cannot go to the text model on the GPU ('' when
- * they can: Gemma 3's and Idefics3's rows run there, the encoder staying on the CPU). Qwen2.5-VL
- * places its rows by M-RoPE (a (t, h, w) position per row), which the GPU pass does not take
- * yet; LFM2-VL's text model is a recurrent hybrid, whose GPU state is rebuilt by replaying token
- * ids (deferred.c), which image rows have not.
+ * they can: Gemma 3's, Idefics3's and LFM2-VL's rows run there, the encoder staying on the CPU).
+ * Qwen2.5-VL places its rows by M-RoPE (a (t, h, w) position per row), which the GPU pass does
+ * not take yet.
  */
 export function gpuImagesRefused(projector) {
   if (projector === 'qwen2.5vl_merger') return "Qwen2.5-VL's images (projector qwen2.5vl_merger: M-RoPE image positions on qwen2vl) run on the CPU backend only for now";
-  if (projector === 'lfm2') return "LFM2-VL's images (projector lfm2: a recurrent hybrid, whose GPU state replays token ids, not image rows) run on the CPU backend only for now";
   return '';
 }
 

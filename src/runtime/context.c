@@ -1102,12 +1102,11 @@ int wlm_eval_embd_grid(wlm_context *ctx, int32_t seq, const float *embd, int32_t
                              "image rows need a context with a KV cache%s",
                              p->state_floats ? " and, on a recurrent hybrid, causal rows" : "");
     /* a deferred context (the WebGPU backend) records the rows with their inputs (deferred.c);
-     * not a hybrid's (its state replay cannot replay image rows) nor M-RoPE's grid positions */
-    if (c->deferred && (p->state_floats || gw > 0 || c->seqs[seq].rnext))
+     * not M-RoPE's grid positions (the backend's RoPE takes one position per entry) */
+    if (c->deferred && (gw > 0 || c->seqs[seq].rnext))
         return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
-                             "%s: image rows run on the CPU backend only (%s)", p->arch->name,
-                             p->state_floats ? "a recurrent hybrid's state cannot replay them"
-                                             : "M-RoPE image positions");
+                             "%s: image rows run on the CPU backend only (M-RoPE image positions)",
+                             p->arch->name);
     wlm_seq *s = &c->seqs[seq];
     if (n > c->n_ctx - s->n_past)
         return wlm_set_error(c->errmsg, WLM_ERR_CONTEXT_FULL,

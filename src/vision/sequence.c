@@ -381,6 +381,15 @@ int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *v, int32_
     }
     int32_t last[WLM_MAX_SEQ];
     total = 0;
+    /* a deferred hybrid: each media prompt's cut before its last token (media_prefill) would
+     * come before the backend has taken the state there, and image rows are not replayed */
+    if (ctx->deferred && ctx->model->hp.state_floats)
+        for (int32_t i = 0; i < n_seqs; i++)
+            if (!tokens[i])
+                return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
+                                     "%s: a batch of several sequences with images runs on the CPU "
+                                     "backend only (a recurrent hybrid's state is not replayed "
+                                     "over image rows)", ctx->model->hp.arch->name);
     /* a deferred context records every prompt into one batch, which the backend runs before
      * wlm_generate_batch_begin_media_finish begins the batch on the last tokens */
     ctx->dfr_accum = ctx->deferred;

@@ -211,13 +211,20 @@ export class WebGpuBackend {
         if (shifts[3 * s + 1] > 0) await this.#fwd.cache.shift(s, shifts[3 * s], shifts[3 * s + 1], shifts[3 * s + 2]);
       }
       if (this.#fwd.cache.state) {
-        if (nRows) throw jsError('WLM_ERR_UNSUPPORTED', 'WebGPU: a recurrent hybrid takes no image rows on the GPU');
-        let takes;
-        ({ tokens, positions, seqs, want, takes } = await this.#statePlan(tokens, positions, seqs, want));
+        let takes, pre;
+        ({ tokens, positions, seqs, want, takes, pre } = await this.#statePlan(tokens, positions, seqs, want));
+        if (nRows && pre) { // the replayed tokens first: no image row, causal
+          image.lens = Int32Array.from([...new Array(pre).fill(0), ...image.lens]);
+          image.erows = Int32Array.from([...new Array(pre).fill(-1), ...image.erows]);
+        }
+        const sub = (a, i, j) => (a ? a.subarray(i, j) : undefined);
         let a = 0; // the batch in parts, each snapshot taken where its sequence's state reaches it
         for (let t = 0; t <= takes.length; t++) {
           const at = t < takes.length ? takes[t][0] : tokens.length;
-          if (at > a) await this.#fwd.run(tokens.subarray(a, at), positions.subarray(a, at), want.slice(a, at), { exact, seqs: seqs.subarray(a, at), into });
+          if (at > a) {
+            await this.#fwd.run(tokens.subarray(a, at), positions.subarray(a, at), want.slice(a, at),
+              { exact, seqs: seqs.subarray(a, at), into, lens: sub(image.lens, a, at), erows: sub(image.erows, a, at), embd: image.embd });
+          }
           a = at;
           if (t < takes.length) this.#takeSnapshots(takes.filter((e) => e[0] === at));
           while (t + 1 < takes.length && takes[t + 1][0] === at) t++;
@@ -283,7 +290,13 @@ export class WebGpuBackend {
       const addr = x.wlmjs_seq_tokens(this.#ctx, s) >>> 0;
       if (!addr) throw jsError('WLM_ERR_STATE', `WebGPU: sequence ${s}'s tokens are not readable for its recurrent state's replay`);
       const t = new Int32Array(x.memory.buffer, addr, p);
-      for (let j = at; j < p; j++) { pre.tokens.push(t[j]); pre.positions.push(j); pre.seqs.push(s); }
+      for (let j = at; j < p; j++) {
+        if (t[j] < 0) { // C cuts a state back before image rows (deferred.c); a fork's or a lost state would need them
+          throw jsError('WLM_ERR_UNSUPPORTED', `WebGPU: sequence ${s}'s recurrent state would be rebuilt over image rows ` +
+            `(position ${j}), which are not replayed: evaluate the prompt again (reset())`);
+        }
+        pre.tokens.push(t[j]); pre.positions.push(j); pre.seqs.push(s);
+      }
     }
     for (const s of first.keys()) this.#stateLen[s] = -1; // until the batch has run
     this.#fwd.cache.zeroState(zero);
@@ -316,7 +329,7 @@ export class WebGpuBackend {
     const failed = await this.#snaps.reserve(takes.map(([, s, j]) => [s, j]));
     if (failed.length) takes = takes.filter(([, s, j]) => !failed.some(([fs, fj]) => fs === s && fj === j));
     takes.sort((a, b) => a[0] - b[0]);
-    return { ...out, takes };
+    return { ...out, takes, pre: pre.tokens.length };
   }
 
   /** Takes the snapshots [index, seq, slot, position] (their sequences' states are there now)
