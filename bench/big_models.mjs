@@ -16,7 +16,8 @@
 //
 // Rows (JSON, also written to bench/out/big_models.json): fileBytes; weightBytes (the tensors'
 // data, from the header); kvBytes (the KV cache of nCtx positions, js/runtime/memory64.js modelBytes —
-// the estimate load() sizes the memory with, within 10 % of the context's bytes) and
+// the estimate load() sizes the memory with, within 1 % of the context's bytes — less a hybrid's
+// recurrent states, which it counts beside the cache) and
 // kvAllocatedBytes (the engine's KV blocks after the run); wasmMemoryBytes; maxRssBytes and
 // rssAfterLoad; peakGoalBytes = 1.1 × (weights + KV) and withinPeakGoal; memory64 (which module
 // ran); finite (the prompt's logits are all finite); and, for a quiet machine only, loadMs,
@@ -112,7 +113,7 @@ async function probe({ file, threads, nCtx, tokens, promptTokens, memory64 }) {
   const out = {
     memory64: info.memory64, build: info.build, nCtx: info.nCtx, threads: engine.threads, loadMs,
     prefillTokPerSec, decodeTokPerSec: r.decodeTokensPerSec, nGenerated: r.nGenerated, finite,
-    kvBytes: need.kv, kvAllocatedBytes: kv.blockBytes * kv.blocksAllocated, contextBytes: kv.contextBytes,
+    kvBytes: need.kv - (need.state ?? 0), kvAllocatedBytes: kv.blockBytes * kv.blocksAllocated, contextBytes: kv.contextBytes,
     wasmMemoryBytes: kv.wasmMemoryBytes, rssAfterLoad, maxRssAfterLoad, maxRssBytes: process.resourceUsage().maxRSS * 1024,
   };
   await engine.free();

@@ -31,15 +31,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
 import { startServer } from '../tools/serve.mjs';
 import { synthCached } from '../tools/synth_gguf.mjs';
 import { mmprojBytes, pngBytes, testImage } from '../tools/synth_mmproj.mjs';
-import { splitGguf } from '../tools/gguf_split.mjs';
+import { launchChromium, log, median, runBenchPage, wllamaParts } from './_chromium.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const PROMPT = 'Describe this image in one sentence.';
 /** wllama reads each file through one ArrayBuffer (at most 2 GB): a larger text GGUF goes to it
  *  in llama.cpp's split format (tools/gguf_split.mjs, parts cached in NAME-split/). */
@@ -52,14 +50,6 @@ const PAIRS = {
   // --tiny
   'gemma3-tiny': { text: { arch: 'gemma3', shape: 'tiny', type: 'F32' }, mmproj: { shape: 'gemma3-tiny', type: 'F16' } },
   'idefics3-tiny': { text: { arch: 'llama', shape: 'smolvlm-tiny', type: 'F32' }, mmproj: { shape: 'idefics3-tiny', type: 'F16' } },
-};
-
-const log = (m) => process.stderr.write(`${m}\n`);
-const median = (xs) => {
-  const s = xs.filter((v) => typeof v === 'number' && Number.isFinite(v)).sort((a, b) => a - b);
-  if (!s.length) return null;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 };
 
 function parseArgs(argv) {
@@ -106,37 +96,11 @@ function pairFiles(name) {
     fs.writeFileSync(`${mmproj}.tmp`, mmprojBytes({ shape: p.mmproj.shape, type: p.mmproj.type, seed: 1 }));
     fs.renameSync(`${mmproj}.tmp`, mmproj);
   }
-  return { model, mmproj, parts: fs.statSync(model).size > WLLAMA_MAX_FILE ? splitParts(model) : null };
+  return { model, mmproj, parts: fs.statSync(model).size > WLLAMA_MAX_FILE ? wllamaParts(model, WLLAMA_MAX_FILE) : null };
 }
 
-/** The file in parts of at most WLLAMA_MAX_FILE bytes (made once). */
-function splitParts(file) {
-  const dir = file.replace(/\.gguf$/, '-split');
-  const prefix = path.join(dir, path.basename(file, '.gguf'));
-  let done = fs.existsSync(dir) && fs.statSync(dir).mtimeMs > fs.statSync(file).mtimeMs
-    ? fs.readdirSync(dir).filter((f) => f.endsWith('.gguf')).sort() : [];
-  if (done.length && done.length === Number(/-of-(\d+)\.gguf$/.exec(done[0])?.[1])) return done.map((f) => path.join(dir, f));
-  fs.rmSync(dir, { recursive: true, force: true });
-  fs.mkdirSync(dir, { recursive: true });
-  log(`  splitting ${path.relative(REPO, file)} for wllama (tools/gguf_split.mjs)`);
-  return splitGguf(file, { maxBytes: WLLAMA_MAX_FILE, prefix });
-}
-
-async function runPage(context, baseUrl, opts) {
-  const page = await context.newPage();
-  const consoleLines = [];
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') consoleLines.push(`${m.type()}: ${m.text()}`); });
-  page.on('pageerror', (e) => consoleLines.push(`pageerror: ${e.message}`));
-  try {
-    await page.goto(`${baseUrl}bench/images/index.html`);
-    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
-    return await page.evaluate((o) => window.benchImages(o), opts);
-  } catch (e) {
-    return { engine: opts.engine, error: String(e.message ?? e).split('\n')[0], console: consoleLines.slice(0, 20) };
-  } finally {
-    await page.close().catch(() => {});
-  }
-}
+/** One engine on one pair in a fresh page; console errors of the page go into the result. */
+const runPage = (context, baseUrl, opts) => runBenchPage(context, `${baseUrl}bench/images/index.html`, 'benchImages', opts);
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
@@ -148,13 +112,8 @@ async function main() {
   const threadList = [...new Set(opts.threads.map((t) => (t === 'all' ? all : Number(t))))];
   const server = await startServer({ port: 0, quiet: true, isolate: true });
   const baseUrl = server.url.replace(/web\/$/, '');
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-images-'));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM, headless: true, timeout: 60_000,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  context.setDefaultTimeout(30 * 60_000);
+  const browser = await launchChromium('wasmlm-images-');
+  const { context } = browser;
   const report = { date: new Date().toISOString(), browser: `Chromium ${context.browser()?.version() ?? ''}`.trim(),
     node: process.version, machine: { cpus: all, model: os.cpus()[0]?.model ?? 'unknown' }, tiny: opts.tiny,
     runs: opts.runs, image: opts.size, prompt: PROMPT, loadavgStart: os.loadavg(), rows: [] };
@@ -196,9 +155,8 @@ async function main() {
       }
     }
   } finally {
-    await context.close().catch(() => {});
+    await browser.close();
     await server.close?.();
-    fs.rmSync(userDataDir, { recursive: true, force: true });
   }
   report.loadavgEnd = os.loadavg();
   const out = opts.out ?? path.join(REPO, 'bench/out', opts.tiny ? 'images-tiny.json' : 'images.json');

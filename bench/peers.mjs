@@ -36,26 +36,17 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
 import { startServer } from '../tools/serve.mjs';
 import { plan, ensureGguf, fallbackNote, BIG_SHAPE, QUANT_SHAPES, QUANT_TYPES } from './models.mjs';
-import { splitGguf, parseSize } from '../tools/gguf_split.mjs';
+import { parseSize } from '../tools/gguf_split.mjs';
+import { launchChromium, log, median, runBenchPage, wllamaParts } from './_chromium.mjs';
 import { ensureRealGguf, openReadProbe, realNoFit, realShapeSet, REAL_SHAPES, REAL_TYPES } from './real_shapes.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
 const PROMPT = 'Once upon a time, in a small village at the edge of a green forest, there lived a curious ' +
   'little girl named Lily. Every morning she walked to the river with her dog, Max, to watch the fish jump';
 const GOALS = { F32: 1.5, Q8_0: 3, Q4_0: 3 };
-
-const log = (m) => process.stderr.write(`${m}\n`);
-const median = (xs) => {
-  const s = xs.filter((v) => typeof v === 'number' && Number.isFinite(v)).sort((a, b) => a - b);
-  if (!s.length) return null;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 function parseArgs(argv) {
   const o = { big: false, shapes: null, types: null, runs: 3, bigRuns: 1, tokens: 64, warmup: 8, json: false, out: null,
@@ -91,22 +82,7 @@ function parseArgs(argv) {
 }
 
 /** One engine on one file in a fresh page; console errors of the page go into the result. */
-async function runPage(context, baseUrl, opts) {
-  const page = await context.newPage();
-  const consoleLines = [];
-  page.on('console', (m) => { if (m.type() === 'error' || m.type() === 'warning') consoleLines.push(`${m.type()}: ${m.text()}`); });
-  page.on('pageerror', (e) => consoleLines.push(`pageerror: ${e.message}`));
-  try {
-    await page.goto(`${baseUrl}bench/peers/index.html`);
-    await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 60_000 });
-    const r = await page.evaluate((o) => window.benchPeer(o), opts);
-    return { ...r, console: consoleLines.slice(0, 20) };
-  } catch (e) {
-    return { engine: opts.engine, error: String(e.message ?? e).split('\n')[0], console: consoleLines.slice(0, 40) };
-  } finally {
-    await page.close().catch(() => {});
-  }
-}
+const runPage = (context, baseUrl, opts) => runBenchPage(context, `${baseUrl}bench/peers/index.html`, 'benchPeer', opts);
 
 function summarize(r) {
   if (!r || r.error) return null;
@@ -209,13 +185,8 @@ async function main() {
   const probe = opts.real ? await openReadProbe() : null;
   const server = await startServer({ port: 0, quiet: true, isolate: opts.threads > 1 });
   const baseUrl = server.url.replace(/web\/$/, '');
-  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-peers-'));
-  const context = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: CHROMIUM, headless: true, timeout: 60_000,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  context.setDefaultTimeout(30 * 60_000);
+  const browser = await launchChromium('wasmlm-peers-');
+  const { context } = browser;
   const report = { date: new Date().toISOString(), browser: `Chromium ${context.browser()?.version() ?? ''}`.trim(),
     node: process.version, machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown' },
     tokens: opts.tokens, runs: opts.runs, bigRuns: opts.bigRuns, threads: opts.threads, prompt: PROMPT,
@@ -228,21 +199,13 @@ async function main() {
         threads: opts.threads, ...(opts.real ? { nCtx: meta.nCtx } : {}) };
       // --wllama-split SIZE: wllama gets the file in llama.cpp's split format (parts of at most
       // SIZE, cached in NAME-split/), for files over its 2 GB per-file limit; wasmlm the whole file
-      let wllamaParts = null;
+      let partUrls = null;
       if (opts.wllamaSplit && meta.bytes > opts.wllamaSplit) {
-        const dir = meta.path.replace(/\.gguf$/, '-split');
-        const prefix = path.join(dir, path.basename(meta.path, '.gguf'));
-        let done = fs.existsSync(dir) && fs.statSync(dir).mtimeMs > fs.statSync(meta.path).mtimeMs ? fs.readdirSync(dir).filter((f) => f.endsWith('.gguf')).sort() : [];
-        if (done.length !== Number(/-of-(\d+)\.gguf$/.exec(done[0] ?? '')?.[1])) { // none, or an interrupted set
-          fs.rmSync(dir, { recursive: true, force: true });
-          fs.mkdirSync(dir, { recursive: true });
-          done = [];
-        }
-        const parts = done.length ? done.map((f) => path.join(dir, f)) : splitGguf(meta.path, { maxBytes: opts.wllamaSplit, prefix });
-        wllamaParts = parts.map((f) => `/${path.relative(REPO, f).split(path.sep).join('/')}`);
+        const parts = wllamaParts(meta.path, opts.wllamaSplit);
+        partUrls = parts.map((f) => `/${path.relative(REPO, f).split(path.sep).join('/')}`);
         log(`  wllama gets ${parts.length} parts of at most ${(opts.wllamaSplit / 1e6).toFixed(0)} MB (tools/gguf_split.mjs)`);
       }
-      const theirsOpts = wllamaParts ? { parts: wllamaParts } : {};
+      const theirsOpts = partUrls ? { parts: partUrls } : {};
       log(`${meta.arch ?? ''} ${meta.shape} ${meta.type} (${(meta.bytes / 1e6).toFixed(1)} MB), load average ${os.loadavg().map((v) => v.toFixed(2)).join(' ')}`);
       const readBefore = probe ? probe.measure(3) : [];
       let theirs, ours;
@@ -275,7 +238,7 @@ async function main() {
       const decodeRatio = so && st ? so.decodeTokPerSec / st.decodeTokPerSec : null;
       const e2eRatio = so && st ? so.e2eTokPerSec / st.e2eTokPerSec : null;
       const row = {
-        shape: meta.shape, type: meta.type, file: model, fileBytes: meta.bytes, fallback: meta.fallback, wllamaParts: wllamaParts?.length ?? null,
+        shape: meta.shape, type: meta.type, file: model, fileBytes: meta.bytes, fallback: meta.fallback, wllamaParts: partUrls?.length ?? null,
         ours: so, oursBuild: ours.build ?? null, theirs: st, decodeRatio, e2eRatio,
         oursSimd128: s128 ? summarize(s128) : null, prefillRatio: so && st ? so.prefillTokPerSec / st.prefillTokPerSec : null,
         goal: GOALS[meta.type] ?? (opts.real ? 1.5 : 1), loadavg: os.loadavg(), arch: meta.arch, name: meta.name,
@@ -306,10 +269,9 @@ async function main() {
       report.rows.push(row);
     }
   } finally {
-    await context.close().catch(() => {});
+    await browser.close();
     await server.close();
     probe?.close();
-    fs.rmSync(userDataDir, { recursive: true, force: true });
   }
   report.loadavgEnd = os.loadavg();
   report.totalSeconds = (performance.now() - t0) / 1000;

@@ -168,21 +168,10 @@ async function run(engine, prompt, params) {
  * alternating the sizes.
  */
 async function verifyMs(modelFile, file, maxN, rounds) {
-  const module = await WebAssembly.compile(fs.readFileSync(path.join(REPO, 'dist', file)));
-  const instance = await WebAssembly.instantiate(module, { env: { emscripten_notify_memory_growth() {} } });
-  const x = instance.exports;
-  x._initialize();
-  const bytes = fs.readFileSync(modelFile);
-  const ptr = x.wlmjs_malloc(bytes.length);
-  new Uint8Array(x.memory.buffer).set(bytes, ptr);
-  const slot = x.wlmjs_malloc(8);
-  if (x.wlmjs_model_load(ptr, bytes.length, slot) !== 0) throw new Error('model load failed');
-  const model = new Int32Array(x.memory.buffer)[slot >> 2];
-  if (x.wlmjs_context_new(model, 256, 1, 1, 1, 1, 0, -1, slot) !== 0) throw new Error('context failed');
-  const ctx = new Int32Array(x.memory.buffer)[slot >> 2];
-  const tok = x.wlmjs_malloc(4 * 64), want = x.wlmjs_malloc(64);
+  const { x, ctx, put } = await rawContext(modelFile, file, 256);
+  const want = x.wlmjs_malloc(64);
   const evalN = (ids, all) => {
-    new Int32Array(x.memory.buffer, tok, ids.length).set(ids);
+    const tok = put(ids);
     new Uint8Array(x.memory.buffer, want, ids.length).fill(all ? 1 : 0);
     new Uint8Array(x.memory.buffer, want + ids.length - 1, 1).fill(1);
     if (x.wlm_eval_batch(ctx, tok, 0, want, ids.length) !== 0) throw new Error('eval failed');

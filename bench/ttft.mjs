@@ -29,23 +29,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
+import { CHROMIUM, CHROMIUM_ARGS as ARGS, log, median } from './_chromium.mjs';
 import { createHandler } from '../tools/serve.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..');
-const CHROMIUM = process.env.CHROMIUM || '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 /** The goal of issue 11: first token within this many ms of a cold page load (localhost). */
 const GOAL_MS = 500;
-
-const log = (m) => process.stderr.write(`${m}\n`);
-const median = (xs) => {
-  const s = xs.filter((v) => typeof v === 'number' && Number.isFinite(v)).sort((a, b) => a - b);
-  if (!s.length) return null;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 function parseArgs(argv) {
   const o = { runs: 5, roots: [], isolate: true, warmup: true, settle: 3000, out: null, json: false };

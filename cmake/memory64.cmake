@@ -23,6 +23,7 @@ file(WRITE "${CMAKE_BINARY_DIR}/memory64-status.txt" "ok\n")
 message(STATUS "wasmlm: memory64 modules (${WASMLM_MEMORY64_MODULES}) with ${WASMLM_EM64}")
 
 set(m64dir "${CMAKE_BINARY_DIR}/memory64")
+set(m64rules "${CMAKE_CURRENT_LIST_FILE}")   # this file: its objects depend on it
 foreach(flavour IN ITEMS st mt st-relaxed mt-relaxed)
   file(MAKE_DIRECTORY "${m64dir}/${flavour}")
 endforeach()
@@ -31,7 +32,6 @@ set(m64warn -Wall -Wextra)
 if(WASMLM_WERROR)
   list(APPEND m64warn -Werror)
 endif()
-file(GLOB m64headers CONFIGURE_DEPENDS src/*.h src/*/*.h src/*/*.inc src/kernels/quant_simd/*)
 
 # One object per (source, flavour): "st" single-threaded, "mt" atomics + bulk memory; "-relaxed"
 # adds relaxed SIMD (the kernels and the exports only, as the wasm32 relaxed modules do).
@@ -58,10 +58,11 @@ function(wasmlm_m64_object src flavour out_var)
   if(opts MATCHES "-Os")
     set(opt -Os)
   endif()
+  wasmlm_object_deps("${obj}" dflags ddeps "${m64rules}") # cmake/depfile.cmake
   add_custom_command(OUTPUT "${obj}"
-    COMMAND ${m64cc} -std=c11 ${opt} -DNDEBUG ${m64warn} ${flags} -I${CMAKE_SOURCE_DIR}/src
+    COMMAND ${m64cc} -std=c11 ${opt} -DNDEBUG ${m64warn} ${flags} ${dflags} -I${CMAKE_SOURCE_DIR}/src
       -c ${CMAKE_SOURCE_DIR}/${src} -o "${obj}"
-    DEPENDS ${src} ${m64headers}
+    DEPENDS ${src} ${ddeps}
     COMMENT "wasm64: compiling ${src} (${flavour})" VERBATIM)
 endfunction()
 

@@ -223,9 +223,12 @@ export interface EngineOptions {
    * memory. 'auto' (default): load() reads the model's header first (GGUF key/values, or a
    * llama2.c checkpoint's 28 bytes; a download's first chunks are kept, not fetched again) and estimates what the model will
    * take: the file (weights) + the KV cache of one sequence of nCtx positions in kvType + the
-   * activations, logits and vocabulary tables (js/runtime/memory64.js, modelBytes: within ~10 % of
+   * activations, logits and vocabulary tables (js/runtime/memory64.js, modelBytes: within 1 % of
    * ModelInfo.contextBytes), plus load()'s mmproj (its file and its encoder's scratch, from its
-   * header: visionBytes). While that fits 97 % of 4 GB the engine runs wasm32's build;
+   * header: visionBytes), plus the most the context can allocate later: a hybrid's recurrent
+   * states, their snapshots and speculative decoding's per-position copies (recurrentBytes), the
+   * logits rows of a speculative verification or a batch, and the pass buffers an mmproj's
+   * non-causal image grows (Gemma 3's 256 rows). While that fits 97 % of 4 GB the engine runs wasm32's build;
    * otherwise it moves to that build's memory64 twin (dist/wasmlm64.wasm, wasmlm64-mt.wasm,
    * wasmlm64-relaxed.wasm, wasmlm64-relaxed-mt.wasm), re-instantiating the module and its
    * helper threads before reading the model, and back for a later model that fits. Runtimes
@@ -1229,7 +1232,8 @@ export interface KvStats {
   /** Sequences holding a recurrent state now. */
   states: number;
   /** Bytes of recurrent states and their snapshots (the prompt's end, a chat checkpoint, a
-   *  speculative round's start) in memory, counted in contextBytes; with the WebGPU backend
+   *  speculative round's start) and speculative decoding's per-position copies in memory,
+   *  counted in contextBytes (at most the load-time estimate's recurrentBytes); with the WebGPU backend
    *  in GPU memory (every sequence's state block, and each snapshot once taken), counted in
    *  gpuBytes. */
   stateBytesAllocated: number;

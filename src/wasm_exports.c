@@ -15,6 +15,8 @@
 #include "model/model.h"        /* internal: the deferred forward pass of js/backend/webgpu/ */
 #include "wasmlm.h"
 #include "sampling/grammar.h" /* internal: the grammar probe for the benchmark */
+#include "runtime/errors.h"
+#include "vision/vision.h"      /* internal: one piece's pixels and rows, for js/backend/webgpu/vision.js */
 
 #define API EMSCRIPTEN_KEEPALIVE
 
@@ -780,6 +782,80 @@ API int wlmjs_image_embd_field(const wlm_image_embd *e, int field) {
  * negative status. */
 API int32_t wlmjs_image_positions(const wlm_context *c, const wlm_vision *v, const wlm_image_embd *e) {
     return c ? wlm_image_positions(c->model, v, e) : WLM_ERR_INVALID_ARG;
+}
+/* The normalised pixels of an image's pieces as wlm_image_encode feeds its encoder
+ * (wlm_vision_preprocess: tiles row-major, then the overview / the only piece), for the GPU
+ * encoder (js/backend/webgpu/vision.js) and its test. dims (5 int32): the piece count, a tile's
+ * width and height, the last piece's width and height; each piece is 3 × width × height floats
+ * (planes R, G, B, row-major), the pieces end to end. Returns the floats (release with
+ * wlmjs_free), or NULL with the status in *status (INVALID_ARG: no loaded vision model, an image
+ * outside the limits; NOMEM) and the message in wlm_vision_errmsg. */
+API float *wlmjs_vision_preprocess(wlm_vision *v, const uint8_t *rgb, int32_t width, int32_t height,
+                                   int32_t *dims, int *status) {
+    if (!v || !v->loaded || !rgb || !dims) {
+        *status = WLM_ERR_INVALID_ARG;
+        return NULL;
+    }
+    if (width < 1 || height < 1 || width > WLM_IMAGE_MAX_SIDE || height > WLM_IMAGE_MAX_SIDE ||
+        (int64_t)width * height > WLM_IMAGE_MAX_PIXELS) {
+        *status = wlm_errorf(v->errmsg, sizeof v->errmsg, WLM_ERR_INVALID_ARG,
+                             "image: %d×%d pixels is outside 1..%d a side and %d in all", (int)width,
+                             (int)height, WLM_IMAGE_MAX_SIDE, WLM_IMAGE_MAX_PIXELS);
+        return NULL;
+    }
+    int cols, rows, tw, th, lw, lh;
+    wlm_vision_grid(v, width, height, &cols, &rows);
+    const int pieces = cols * rows + 1;
+    wlm_vision_piece_dims(v, width, height, cols, rows, 0, &tw, &th);
+    wlm_vision_piece_dims(v, width, height, cols, rows, pieces - 1, &lw, &lh);
+    float *pix = malloc(((size_t)(pieces - 1) * 3 * tw * th + (size_t)3 * lw * lh) * sizeof *pix);
+    if (!pix) {
+        *status = wlm_errorf(v->errmsg, sizeof v->errmsg, WLM_ERR_NOMEM, "image: out of memory");
+        return NULL;
+    }
+    *status = wlm_vision_preprocess(v, rgb, width, height, pix);
+    if (*status != WLM_OK) {
+        free(pix);
+        return NULL;
+    }
+    dims[0] = pieces, dims[1] = tw, dims[2] = th, dims[3] = lw, dims[4] = lh;
+    return pix;
+}
+/* An image encoded elsewhere (wlm_image_embd_from_rows: the GPU encoder's rows of every piece of
+ * a width × height image, n_floats of them) as wlmjs_image_encode's result: a malloc'd
+ * wlm_image_embd (NULL on error, the status in *status, the message in wlm_vision_errmsg).
+ * Release with wlmjs_image_embd_free. */
+API wlm_image_embd *wlmjs_image_embd_from_rows(wlm_vision *v, int32_t width, int32_t height,
+                                               const float *rows, int32_t n_floats, int *status) {
+    wlm_image_embd *e = calloc(1, sizeof *e);
+    if (!e) {
+        *status = WLM_ERR_NOMEM;
+        return NULL;
+    }
+    *status = n_floats < 0 ? WLM_ERR_INVALID_ARG
+                           : wlm_image_embd_from_rows(v, width, height, rows, (size_t)n_floats, e);
+    if (*status != WLM_OK) {
+        free(e);
+        return NULL;
+    }
+    return e;
+}
+/* One piece (3 × pw × ph floats from wlmjs_vision_preprocess) through the CPU encoder and
+ * projector (wlm_vision_encode_piece): out receives (pw/P/scale)·(ph/P/scale) × proj_dim floats.
+ * pw, ph: the image size S each, or for a dynamic-size projector (lfm2) positive multiples of
+ * P·scale within the loader's patch limit. Returns the status (INVALID_ARG for another size). */
+API int wlmjs_vision_encode_piece(wlm_vision *v, const float *pixels, int32_t pw, int32_t ph, float *out,
+                                  wlm_threadpool *pool, int32_t use_simd) {
+    if (!v || !v->loaded || !pixels || !out) return WLM_ERR_INVALID_ARG;
+    const int32_t m = v->patch_size * v->scale;
+    const int ok = v->row->dyn_min_tokens
+                       ? pw > 0 && ph > 0 && pw % m == 0 && ph % m == 0 &&
+                             (int64_t)(pw / v->patch_size) * (ph / v->patch_size) <= WLM_VISION_MAX_PATCHES
+                       : pw == v->image_size && ph == v->image_size;
+    if (!ok)
+        return wlm_errorf(v->errmsg, sizeof v->errmsg, WLM_ERR_INVALID_ARG,
+                          "image: a piece of %d×%d pixels does not fit this encoder", (int)pw, (int)ph);
+    return wlm_vision_encode_piece(v, pixels, pw, ph, out, pool, use_simd);
 }
 /* Frees an image of wlmjs_image_encode (its rows and the struct). NULL is a no-op. */
 API void wlmjs_image_embd_free(wlm_image_embd *e) {

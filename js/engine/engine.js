@@ -747,7 +747,8 @@ class Engine {
       const names = mm ? { model: source.name, mmproj: mm.source.name } : null;
       let need = modelBytes(source.size || header?.dataBytes || 0, header,
         { ...ctxParams, threads: this.#nThreads, vision });
-      const onGpu = { ...need, weights: 0, kv: 0, total: need.total - need.weights - need.kv };
+      // (a deferred context's recurrent states, part of kv, are GPU memory too)
+      const onGpu = { ...need, weights: 0, kv: 0, state: 0, grows: need.grows - need.state, total: need.total - need.weights - need.kv };
       if (gpuStream === true) need = onGpu;
       // the caller's own module (options.wasm) is kept, whichever it is
       const own = !this.#options || this.#options.wasm !== undefined;

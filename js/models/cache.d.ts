@@ -205,6 +205,8 @@ export interface StoreDownloadOptions {
   id?: string | null;
   /** A readable name (default: the URL's file name). */
   name?: string | null;
+  /** Called as bytes are stored: after each 4 MiB, or what arrived in 100 ms on a slower
+   *  transfer (the reads are written in such steps), and at the end. */
   onProgress?: (progress: StoreProgress) => void;
   /** Aborts this caller's download or wait; the bytes stored so far are kept for a resume. */
   signal?: AbortSignal;

@@ -194,6 +194,12 @@ export function wrapExports64(exports, module) {
 // ---- what a model needs ----
 
 const GGUF_MAGIC = 0x46554747; // "GGUF" little-endian
+/** Architectures whose tokens attend both ways (arch.c's bidirectional rows): a sequence passes
+ *  whole, so the pass buffers hold nCtx entries. */
+const BIDIRECTIONAL = new Set(['bert', 'nomic-bert', 'gemma-embedding']);
+/** Architectures with sliding-window layers (arch.c's swa rows): their attention.sliding_window
+ *  adds a second set of RoPE rows and widens the block pointers a pass reaches. */
+const SLIDING = new Set(['gpt-oss', 'gemma3', 'gemma4', 'gemma-embedding']);
 
 /** Thrown by the header reader when it needs more bytes than it was given. */
 class NeedMore extends Error {}
@@ -225,6 +231,7 @@ export function readModelHeader(bytes) {
   const u32 = () => { need(4); const v = dv.getUint32(pos, true); pos += 4; return v; };
   const u64 = () => { need(8); const v = Number(dv.getBigUint64(pos, true)); pos += 8; return v; };
   const str = () => { const n = u64(); need(n); const s = new TextDecoder().decode(bytes.subarray(pos, pos + n)); pos += n; return s; };
+  const skipStr = () => { const n = u64(); need(n); pos += n; }; // (a vocabulary's strings: not decoded)
   const SIZES = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
   const scalar = (t) => {
     need(SIZES[t]);
@@ -257,7 +264,7 @@ export function readModelHeader(bytes) {
     else if (t === 9) {
       const et = u32();
       const n = u64();
-      if (et === 8) { for (let k = 0; k < n; k++) str(); kv.set(key, { length: n }); }
+      if (et === 8) { for (let k = 0; k < n; k++) skipStr(); kv.set(key, { length: n }); }
       else if (SIZES[et]) {
         // per-layer arrays (head_count_kv of some models, Qwen3.5's recurrent_layers): keep
         // the largest value and how many are not 0
@@ -270,20 +277,31 @@ export function readModelHeader(bytes) {
   }
   // The tensor directory: where the tensor data ends, i.e. the file's size, for a download that
   // does not say it (no Content-Length); null when a type's block size is not in BLOCKS.
-  let dataEnd = 0;
+  // Also the bytes a token reads (gguf_model.c's weight_bytes, which the speculative rollback's
+  // rule weighs states against): every tensor, the token embeddings one row when the file has
+  // its own output matrix, a mixture's experts k of n (the active weights).
+  const archName = kv.get('general.architecture');
+  const nExp = kv.get(`${archName}.expert_count`), nUsed = kv.get(`${archName}.expert_used_count`);
+  const active = typeof nExp === 'number' && nExp > 1 && typeof nUsed === 'number' ? Math.min(1, nUsed / nExp) : 1;
+  let dataEnd = 0, tensorBytes = 0, embd = null, output = false;
   for (let i = 0; i < nTensors && dataEnd !== null; i++) {
-    str();
+    const name = str();
     const nDims = u32();
     if (nDims < 1 || nDims > 4) return null;
     let elems = 1, ne0 = 0;
     for (let d = 0; d < nDims; d++) { const n = u64(); if (d === 0) ne0 = n; elems *= n; }
     const block = BLOCKS[u32()];
     const offset = u64();
-    dataEnd = block && ne0 % block[0] === 0 ? Math.max(dataEnd, offset + (elems / block[0]) * block[1]) : null;
+    const size = block && ne0 % block[0] === 0 ? (elems / block[0]) * block[1] : null;
+    dataEnd = size === null ? null : Math.max(dataEnd, offset + size);
+    tensorBytes += (size ?? 0) * (/_exps\./.test(name) ? active : 1);
+    if (name === 'token_embd.weight' && size !== null) embd = { size, row: (ne0 / block[0]) * block[1] };
+    if (name === 'output.weight') output = true;
   }
   const align = typeof kv.get('general.alignment') === 'number' ? kv.get('general.alignment') || 32 : 32;
   const split = typeof kv.get('split.count') === 'number' && kv.get('split.count') > 1;
   const dataBytes = dataEnd === null || split ? null : Math.ceil(pos / align) * align + dataEnd;
+  const weightBytes = dataEnd === null || split ? null : tensorBytes - (output && embd ? embd.size - embd.row : 0);
   const arch = kv.get('general.architecture');
   if (arch === 'clip') return visionHeader(kv, pos, dataBytes);
   const num = (k, dflt) => {
@@ -298,7 +316,12 @@ export function readModelHeader(bytes) {
     format: 'gguf', arch, nLayers, dim, hidden: num('feed_forward_length', dim * 4),
     nHeads, nKvHeads: num('attention.head_count_kv', nHeads) || nHeads, headK,
     headV: num('attention.value_length', headK), ctx: num('context_length', 2048),
-    vocab: kv.get('tokenizer.ggml.tokens')?.length ?? 32000, headerBytes: pos, dataBytes,
+    vocab: kv.get('tokenizer.ggml.tokens')?.length ?? 32000, headerBytes: pos, dataBytes, weightBytes,
+    // RoPE tables' half width, the sliding window (two RoPE sets), whole-sequence passes
+    rotHalf: Math.max(num('rope.dimension_count', headK), num('rope.dimension_count_swa', 0)) / 2,
+    nSwa: SLIDING.has(arch) ? num('attention.sliding_window', 0) : 0,
+    bidirectional: BIDIRECTIONAL.has(arch) || kv.get(`${arch}.attention.causal`) === false,
+    mrope: arch === 'qwen2vl', fused: arch === 'phi3', attnGate: arch === 'qwen35',
     ...hybridLayers(arch, nLayers, dim, kv, num),
     ...experts(num),
   });
@@ -318,12 +341,14 @@ function hybridLayers(arch, nLayers, dim, kv, num) {
     const rec = flags?.nonzero ?? layers - Math.floor(layers / interval);
     const K = num('ssm.conv_kernel', 4), D = num('ssm.state_size', 128);
     const HK = num('ssm.group_count', 16), HV = num('ssm.time_step_rank', 16);
-    return { attnLayers: layers - rec, stateBytes: 4 * rec * ((K - 1) * (2 * HK * D + HV * D) + HV * D * D) };
+    return { attnLayers: layers - rec, stateBytes: 4 * rec * ((K - 1) * (2 * HK * D + HV * D) + HV * D * D),
+      rec: { channels: 2 * HK * D + HV * D, hv: HV, vd: HV * D } };
   }
   if (arch === 'lfm2' || arch === 'lfm2moe') {
     const kvh = kv.get(`${arch}.attention.head_count_kv`);
     const attn = typeof kvh === 'object' ? kvh.nonzero : nLayers;
-    return { attnLayers: attn, stateBytes: 4 * (nLayers - attn) * (num('shortconv.l_cache', 3) - 1) * dim };
+    return { attnLayers: attn, stateBytes: 4 * (nLayers - attn) * (num('shortconv.l_cache', 3) - 1) * dim,
+      rec: attn < nLayers ? { channels: 3 * dim, hv: 0, vd: 0 } : null };
   }
   if (arch === 'gemma4') {
     // Gemma 4: the last shared_kv_layers layers keep no cache; the others hold K and V of their
@@ -334,7 +359,8 @@ function hybridLayers(arch, nLayers, dim, kv, num) {
     const swa = Math.round(own * (typeof pat === 'object' && pat.length ? pat.nonzero / pat.length : 5 / 6));
     const hd = num('attention.key_length', 256), hdSwa = num('attention.key_length_swa', hd);
     const kvh = num('attention.head_count_kv', 1) || 1;
-    return { attnLayers: own, stateBytes: 0, kvElems: 2 * kvh * (swa * hdSwa + (own - swa) * hd) };
+    return { attnLayers: own, stateBytes: 0, kvElems: 2 * kvh * (swa * hdSwa + (own - swa) * hd),
+      headMax: Math.max(hd, hdSwa), ple: num('embedding_length_per_layer_input', 0) };
   }
   return { attnLayers: nLayers, stateBytes: 0 };
 }
@@ -370,13 +396,20 @@ function visionHeader(kv, headerBytes, dataBytes) {
   return { format: 'gguf', arch: 'clip', vision: v, headerBytes, dataBytes };
 }
 
+/** Image rows that see each other both ways (mmproj.c's non_causal rows: Gemma 3's) pass
+ *  together, so the text context's pass buffers grow to hold one image's rows (context.c
+ *  wlm_eval_embd_grid); the other projectors' rows are causal and pass in chunks. */
+const NON_CAUSAL_PROJECTORS = new Set(['gemma3']);
+
 /** The bytes of a decoded image the encoder's estimate allows for (a 4096 × 4096 RGB image,
  *  copied into the heap and resampled once): a larger one needs its own room. */
 export const VISION_IMAGE_ALLOWANCE = 2 * 3 * 4096 * 4096;
 
 /**
  * What an mmproj adds to a model's wasm memory, in bytes: {weights: its file (its matrices are
- * read in place), scratch, total}. `scratch` mirrors src/vision/: the loader's float copies (the
+ * read in place), scratch, total, nonCausalRows}. `nonCausalRows`: one image's rows when they
+ * see each other both ways (Gemma 3: (S/P)² / s², 256), else 0 — modelBytes() grows the text
+ * context's pass buffers by them. `scratch` mirrors src/vision/: the loader's float copies (the
  * learned positions, Gemma 3's transposed projection: at most 4 bytes an element), one
  * piece's encoder activations (encoder.c wlm_vision_encode_piece: x, h, q, k, v and the resized
  * positions, N·W floats each; the widest rows N·max(F, 3P², W) floats and as much again for
@@ -410,7 +443,9 @@ export function visionBytes(fileBytes, h, { threads = 1, textDim = 0 } = {}) {
   const image = 4 * ((grid + 1) * 3 * side * side + tokens * D);
   const loader = 4 * N0 * W + (v.projector === 'gemma3' ? 4 * W * D : 0); // positions; Gemma's projection transposed
   const scratch = loader + encoder + image + 8 * 4 * tokens * D + VISION_IMAGE_ALLOWANCE + (8 << 20);
-  return { weights: fileBytes, scratch, total: fileBytes + scratch };
+  // one image's rows when they pass together (modelBytes grows the text context's pass by them)
+  const nonCausalRows = NON_CAUSAL_PROJECTORS.has(v.projector) ? N0 / (s * s) : 0;
+  return { weights: fileBytes, scratch, total: fileBytes + scratch, nonCausalRows };
 }
 
 /** ggml types' [elements, bytes] per block (ggml.c's type traits), the types our kernels read
@@ -425,9 +460,13 @@ const BLOCKS = {
  *  bytes alone, and C reports what is wrong with it). */
 function plausible(h) {
   const ok = (v, max) => Number.isFinite(v) && v >= 0 && v <= max;
+  const opt = (v, max) => v === undefined || v === null || ok(v, max);
   return ok(h.nLayers, 4096) && ok(h.dim, 1 << 17) && ok(h.hidden, 1 << 20) && ok(h.nHeads, 4096) &&
     ok(h.nKvHeads, 4096) && ok(h.headK, 1 << 14) && ok(h.headV, 1 << 14) && ok(h.ctx, 1 << 24) &&
-    ok(h.vocab, 1 << 22) ? h : null;
+    ok(h.vocab, 1 << 22) && opt(h.rotHalf, 1 << 14) && opt(h.nSwa, 1 << 24) && opt(h.headMax, 1 << 14) &&
+    opt(h.ple, 1 << 17) && opt(h.stateBytes, 2 ** 40) && opt(h.rec?.channels, 1 << 20) && opt(h.rec?.vd, 1 << 20) &&
+    opt(h.rec?.hv, 1 << 14) && opt(h.nExpert, 1 << 14) && opt(h.nExpertUsed, 1 << 14) && opt(h.expertFf, 1 << 20) &&
+    opt(h.kvElems, 2 ** 32) && opt(h.weightBytes, 2 ** 50) ? h : null;
 }
 
 /**
@@ -450,54 +489,143 @@ export async function peekModelHeader(peek) {
   }
 }
 
+/** Speculative decoding's largest draft (WLM_MAX_DRAFT, src/wasmlm.h; js/engine/speculative.js). */
+export const MAX_DRAFT = 32;
+/** context.c's rule (model.h WLM_ROLL_MAX_BYTES, WLM_ROLL_WEIGHT_RATIO): a verification keeps a
+ *  copy of the recurrent state per verified position while the copies take at most 256 MiB and
+ *  at most half the weight bytes, else it snapshots the round's start and replays. */
+export const ROLL_MAX_BYTES = 256 * 2 ** 20;
+export const ROLL_WEIGHT_RATIO = 2;
+
+/**
+ * The recurrent states a hybrid's CPU context (qwen35, lfm2, lfm2moe) can come to allocate, in
+ * bytes, for `nSeqMax` sequences: {stateBytes (one state), states, snapshots, rollCopies, roll,
+ * total}. Mirrors src/runtime/context.c, where each is malloc'd on first use and kept until the
+ * context is freed: every sequence's state and its snapshot at the prompt's end (WLM_SNAP_PROMPT:
+ * generate.c after a single sequence's prompt, vision/sequence.c after each sequence's media
+ * piece); sequence 0's chat checkpoint (WLM_SNAP_CHECKPOINT, GenerateParams.stateCheckpoint);
+ * the speculative rollback's copies, one per drafted token (wlm_state_roll_begin: a verification
+ * of n entries keeps n - 1), chosen while they fit the rule above — the most that do, over
+ * every draft length the API allows (1..MAX_DRAFT): `rollCopies` — and the snapshot of a
+ * round's start (WLM_SNAP_SPEC) a longer draft takes instead (only when rollCopies < MAX_DRAFT).
+ * This is the worst case the API allows, not what one generation takes: a draft length is a
+ * generation's parameter, unknown at load. `weightBytes`: the model's (readModelHeader's
+ * weightBytes, gguf_model.c's weight_bytes). 0 everywhere for a model without a state.
+ */
+export function recurrentBytes(h, { nSeqMax = 1, weightBytes = 0 } = {}) {
+  const S = h?.stateBytes ?? 0;
+  if (!(S > 0)) return { stateBytes: 0, states: 0, snapshots: 0, rollCopies: 0, roll: 0, total: 0 };
+  const seqs = Math.max(1, nSeqMax);
+  const rollCopies = Math.min(MAX_DRAFT, Math.floor(ROLL_MAX_BYTES / S), Math.floor(weightBytes / (ROLL_WEIGHT_RATIO * S)));
+  const states = seqs * S;
+  const snapshots = (seqs + 1 + (rollCopies < MAX_DRAFT ? 1 : 0)) * S;
+  const roll = rollCopies * S;
+  return { stateBytes: S, states, snapshots, rollCopies, roll, total: states + snapshots + roll };
+}
+
+/**
+ * The bytes of one pass's buffers for B entries (src/runtime/context.c pass_buffers): the
+ * activations x, xb, xb2, hb, hb2, q (Phi-3's fused qkv; Qwen3.5's gated attention's query and
+ * gate rows; a hybrid's recurrent projections rs_in, rs_z, rs_ba, rs_o; Gemma 4's per-layer
+ * inputs), kt, vt, the quantized rows (widest input + 256 floats, 16-byte aligned), a mixture of
+ * experts' rows per (entry, chosen expert), the RoPE rows of each set, the block pointers a pass
+ * reaches (4-byte: wasm32's) and the entries' sequence, position (and M-RoPE) numbers. `nCtx`:
+ * the context's length.
+ */
+export function passBytes(h, B, nCtx) {
+  const dim = h.dim, hid = h.hidden, head = h.headMax ?? h.headK;
+  const qd = h.nHeads * head, kvd = h.nKvHeads * head, xs = Math.max(qd, dim);
+  const hs = h.fused ? 2 * hid : hid;
+  const rec = h.rec ?? null, vd = rec?.vd ?? 0;
+  const ff = h.expertFf ?? 0;
+  const widest = Math.max(hid, dim, qd, vd, ff);
+  const sets = h.nSwa > 0 ? 2 : 1;
+  const half = h.rotHalf ?? head / 2;
+  const n = (v) => Math.max(1, v); // alloc_n's least element
+  let floats = B * (2 * dim + xs + hs + hid + qd + 2 * kvd) + 2 * n(sets * B * half);
+  if (h.fused) floats += B * (qd + 2 * kvd);
+  if (h.attnGate) floats += B * 3 * qd;
+  if (rec) floats += n(B * rec.channels) + n(B * vd) + n(B * 2 * rec.hv) + B * Math.max(vd, dim);
+  if (h.ple) floats += B * h.ple * h.nLayers + Math.max(B * h.ple, h.ple * h.nLayers);
+  const xqStride = Math.ceil(((widest + 256) * 4) / 16) * 16;
+  let bytes = 4 * floats + B * xqStride + 4 * 2 * B + (h.mrope ? 4 * 3 * B : 0);
+  if (h.nExpert > 1) {
+    const R = B * h.nExpertUsed;
+    bytes += 4 * (B * h.nExpert + 3 * R + h.nExpert + 1 + R * (2 * dim + 2 * ff)) + 2 * R * xqStride;
+  }
+  const blocks = Math.ceil(nCtx / 16);
+  const win = h.bidirectional ? h.nSwa + 1 : h.nSwa + B - 1;
+  const kbCap = sets > 1 && win > blocks ? Math.min(win, nCtx) : blocks;
+  return bytes + 2 * 4 * kbCap;
+}
+
 /**
  * What loading a model of `fileBytes` with header `h` will take in wasm memory, in bytes:
- * {weights, kv, scratch, other, total}. Mirrors wlm_context_new (src/runtime/context.c): the KV
- * cache of one full sequence of nCtx positions (0: the model's context length) in kvType (the
- * attention layers' only, plus a hybrid's recurrent state and its snapshot, in `kv`), the
- * per-batch activations of WLM_BATCH_CHUNK (64) entries (WLM_BATCH_CHUNK_MOE, 128, with
- * experts), the attention scratch, the logits;
- * `other` is the vocabulary's tables, the module's stack and data, and the helper threads'
- * stacks and scratch (`threads`); `vision` the mmproj's (visionBytes(): its file and its
- * encoder's scratch, 0 without one). Without a header (h null) only the file is counted.
+ * {weights, kv, state, scratch, imagePass, logitRows, grows, other, vision, total}. Mirrors
+ * wlm_context_new (src/runtime/context.c) and what the context allocates later, at most, as
+ * the API lets it run (the worst case: a generation's parameters are not known at load):
+ * - kv: the KV cache of one full sequence of nCtx positions (0: the model's context length) in
+ *   kvType (the attention layers' only), and a hybrid's recurrent states, their snapshots and
+ *   the speculative rollback's copies (recurrentBytes(): `state`, allocated on first use);
+ * - scratch: one pass's buffers (passBytes()) for WLM_BATCH_CHUNK (64) entries
+ *   (WLM_BATCH_CHUNK_MOE, 128, with experts; nCtx for a bidirectional model), grown to one
+ *   image's rows when the mmproj's rows pass together (`imagePass`, the growth: Gemma 3's 256
+ *   rows, 33 MB for Gemma 3 4B); the attention scratch, the RoPE frequencies; `logitRows` rows
+ *   of logits (a speculative verification's MAX_DRAFT + 1, or a batch's one per sequence:
+ *   context.c run_entries grows them and keeps them); per sequence its tokens, block table and
+ *   records;
+ * - other: the vocabulary's tables, the module's stack and data, the helper threads' stacks and
+ *   scratch (`threads`), and speculative decoding's per-vocabulary rows (speculative.c grow:
+ *   MAX_DRAFT + 2 of them, outside the context's count);
+ * - vision: the mmproj's (visionBytes(): its file and its encoder's scratch; 0 without one).
+ * `grows`: the part of kv + scratch allocated after load (state, imagePass, the logits rows past
+ * the first): ModelInfo.contextBytes is kv + scratch - grows, and kvStats().contextBytes reaches
+ * kv + scratch once a context has run all of it (kvStats().stateBytesAllocated then is state).
+ * Without a header (h null) only the file is counted.
  */
 export function modelBytes(fileBytes, h, { nCtx = 0, kvType = 'f16', nSeqMax = 1, threads = 1, vision = null } = {}) {
   const weights = fileBytes;
   const vis = vision ? vision.total : 0;
-  if (!h || h.arch === 'clip') return { weights, kv: 0, scratch: 0, other: 32 << 20, vision: vis, total: weights + (32 << 20) + vis };
+  if (!h || h.arch === 'clip') {
+    return { weights, kv: 0, state: 0, scratch: 0, imagePass: 0, logitRows: 0, grows: 0, other: 32 << 20, vision: vis,
+      total: weights + (32 << 20) + vis };
+  }
   const ctx = nCtx || h.ctx;
-  const elem = kvType === 'f32' ? 4 : 2;
-  // the KV cache of the attention layers, and a hybrid's recurrent state with the snapshot
-  // at the prompt's end (runtime/context.c), per sequence
-  const kvElems = h.kvElems ?? (h.attnLayers ?? h.nLayers) * h.nKvHeads * (h.headK + h.headV); // per position
-  const kv = Math.ceil(ctx / 16) * 16 * kvElems * elem +
-    2 * (h.stateBytes ?? 0);
-  const B = h.nExpert > 1 ? 128 : 64; // WLM_BATCH_CHUNK_MOE with experts, else WLM_BATCH_CHUNK
-  const qd = h.nHeads * h.headK;
-  const kvd = h.nKvHeads * Math.max(h.headK, h.headV);
-  const fused = h.arch === 'phi3'; // fused QKV and gate+up matrices
-  const hs = fused ? 2 * h.hidden : h.hidden;
-  const widest = Math.max(h.dim, h.hidden, qd, h.expertFf ?? 0);
-  // a mixture of experts: router scores, and per (entry, chosen expert) its input, gate, up
-  // and output rows and twice its quantized input
-  const R = B * (h.nExpertUsed ?? 0);
-  const moe = h.nExpert > 1 ? B * h.nExpert + 3 * R + h.nExpert + R * (2 * h.dim + 2 * h.expertFf) + 2 * R * (widest + 256) : 0;
-  // floats: x, xb, xb2, hb, hb2, q, (qkv), kt, vt per batch entry; xq's quantized rows; the
-  // attention scratch; logits; RoPE tables; per sequence its tokens and block table
-  const floats = B * (2 * h.dim + Math.max(qd, h.dim) + hs + h.hidden + qd + (fused ? qd + 2 * kvd : 0) + 2 * kvd) +
-    B * (widest + 256) + h.nHeads * (ctx + 2 * h.headK) + h.vocab + 2 * B * h.headK + moe;
+  const elem = kvType === 'f32' || h.bidirectional ? 4 : 2; // (an encoder's K and V are F32)
   const seqs = Math.max(1, nSeqMax);
-  const scratch = 4 * floats + seqs * (4 * ctx + ctx / 4);
-  const other = (24 << 20) + 64 * h.vocab + h.headerBytes + threads * ((1 << 20) + 4 * h.nHeads * (ctx + 2 * h.headK));
-  return { weights, kv, scratch, other, vision: vis, total: weights + kv + scratch + other + vis };
+  const kvElems = h.kvElems ?? (h.attnLayers ?? h.nLayers) * h.nKvHeads * (h.headK + h.headV); // per position
+  const state = recurrentBytes(h, { nSeqMax: seqs, weightBytes: h.weightBytes ?? fileBytes }).total;
+  const kv = Math.ceil(ctx / 16) * 16 * kvElems * elem + state;
+  const chunk = h.nExpert > 1 ? 128 : 64; // WLM_BATCH_CHUNK_MOE with experts, else WLM_BATCH_CHUNK
+  const B = h.bidirectional && ctx > chunk ? ctx : chunk;
+  const pass = passBytes(h, B, ctx);
+  const rows = vision?.nonCausalRows ?? 0;
+  const imagePass = rows > B ? passBytes(h, rows, ctx) - pass : 0;
+  const head = h.headMax ?? h.headK;
+  const logitRows = Math.max(MAX_DRAFT + 1, seqs);
+  // the attention scratch, the RoPE frequencies, the logits rows and one entry's row number;
+  // per sequence its tokens, block table (M-RoPE: its rows' positions) and its records
+  const floats = h.nHeads * (ctx + 2 * head) + (h.nSwa > 0 ? 2 : 1) * (h.rotHalf ?? head / 2) + logitRows * h.vocab + 1;
+  const scratch = pass + imagePass + 4 * floats +
+    seqs * (4 * ctx * (h.mrope ? 2 : 1) + 4 * Math.ceil(ctx / 16) + SEQ_RECORD_BYTES);
+  const grows = state + imagePass + 4 * (logitRows - 1) * h.vocab;
+  const other = (24 << 20) + 64 * h.vocab + h.headerBytes + threads * ((1 << 20) + 4 * h.nHeads * (ctx + 2 * head)) +
+    4 * (MAX_DRAFT + 2) * h.vocab;
+  return { weights, kv, state, scratch, imagePass, logitRows, grows, other, vision: vis,
+    total: weights + kv + scratch + other + vis };
 }
+/** sizeof(wlm_seq) + sizeof(wlm_generation) in wasm32 (src/model/model.h; measured: a second
+ *  sequence's context less its tokens and block table). */
+const SEQ_RECORD_BYTES = 1916;
 
 const gb = (b) => `${(b / 1e9).toFixed(2)} GB`;
 
 /** "4.06 GB of weights + 0.81 GB KV cache (nCtx 4096) + 0.05 GB scratch": the parts of a
- *  modelBytes() result, for messages. */
+ *  modelBytes() result, for messages (a hybrid's recurrent states after its KV cache). */
 export function describeBytes(need, nCtx) {
-  return `${gb(need.weights)} of weights + ${gb(need.kv)} KV cache${nCtx ? ` (nCtx ${nCtx})` : ''} + ` +
+  const state = need.state ?? 0;
+  return `${gb(need.weights)} of weights + ${gb(need.kv - state)} KV cache${nCtx ? ` (nCtx ${nCtx})` : ''} + ` +
+    (state ? `${gb(state)} recurrent states (with their snapshots and speculative copies) + ` : '') +
     `${gb(need.scratch + need.other)} scratch${need.vision ? ` + ${gb(need.vision)} mmproj (its file and its encoder's scratch)` : ''}`;
 }
 

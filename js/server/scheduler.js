@@ -12,13 +12,19 @@
 // facade engine (facade()): chatCompletion renders the prompt, builds the grammar and reads tool
 // calls as it does on a plain Engine, and its generate() call lands here.
 //
-// A generation with images (chatCompletion's image parts: params.images) runs alone through
-// Engine.generate, as with N = 1: a batch has no image rows. With N > 1 the open batch takes no
-// one past it in the queue: it is closed once its sequences end, the image request runs, and a
-// new batch opens for the requests after it (arrival order kept).
+// A generation with images (chatCompletion's image parts: params.images) joins the batch as a
+// text one does (ContinuousBatch.add with images: its media prompt prefilled into its slot
+// between two steps, js/engine/batch.js): its images are decoded (decodeImage, js/vision/vision.js:
+// data: URLs, http(s) ones where the server allows them) once it holds a slot but before it is
+// added, so an http(s) fetch does not hold up the other sequences' steps (the batch's own loop
+// would await it; the client's abort reaches it here); the batch then encodes them (or finds
+// them in the engine's image cache) as Engine.generate does. Decoding itself (pngjs, jpeg-js)
+// is synchronous, a pause of the event loop as on the single path. Decoded images never wait
+// in the queue: at most N requests' images are held at once.
 
 import { Channel } from '../engine/channel.js';
 import { abortError } from '../runtime/errors.js';
+import { decodeImage } from '../vision/vision.js';
 
 /** Thrown by reserve() when `queue` requests already wait: the server answers 503. */
 export class QueueFullError extends Error {
@@ -30,9 +36,8 @@ export class QueueFullError extends Error {
 
 /** Options that only a single-sequence generation takes (js/engine/params.js; C ignores them in a batch). */
 const SINGLE_ONLY = ['cachePrompt', 'stateCheckpoint', 'contextShift', 'nKeep', 'draft'];
-/** A job that runs alone (Engine.generate): one with images. */
-const alone = (job) => Array.isArray(job?.params?.images) && job.params.images.length > 0;
-
+/** A generation with images. */
+const withImages = (job) => Array.isArray(job.params.images) && job.params.images.length > 0;
 
 export class Scheduler {
   #engine;
@@ -45,8 +50,9 @@ export class Scheduler {
   #loop = null;
   #wakeLoop = null;  // wakes the batch loop: a job queued or ended
   #idleWaiters = [];
-  /** Totals since start: {batches, sequences, maxBatch, tokens (generated)}. */
-  stats = { batches: 0, sequences: 0, maxBatch: 0, tokens: 0 };
+  /** Totals since start: {batches, sequences, maxBatch, tokens (generated), images (sequences
+   *  with images, counted in `sequences` too)}. */
+  stats = { batches: 0, sequences: 0, maxBatch: 0, tokens: 0, images: 0 };
 
   /**
    * @param {object} engine  a loaded Engine (load()'s nSeqMax >= parallel avoids a context rebuild)
@@ -143,13 +149,6 @@ export class Scheduler {
         }
         return;
       }
-      if (alone(this.#waiting[0])) { // images: alone, between batches
-        const job = this.#waiting.shift();
-        this.#start(job);
-        this.stats.batches++;
-        try { await this.#runOne(job); } finally { this.#running--; }
-        return; // (the finally below pumps the rest)
-      }
       if (this.#gatherMs > 0 && this.#waiting.length < this.#parallel) {
         await new Promise((r) => setTimeout(r, this.#gatherMs)); // the first step takes them together
       }
@@ -165,7 +164,7 @@ export class Scheduler {
       const open = new Set();
       try {
         for (;;) {
-          while (this.#waiting.length && this.#running < this.#parallel && !alone(this.#waiting[0])) {
+          while (this.#waiting.length && this.#running < this.#parallel) {
             const job = this.#waiting.shift();
             this.#start(job);
             const run = this.#runInBatch(batch, job).finally(() => {
@@ -175,7 +174,7 @@ export class Scheduler {
             });
             open.add(run);
           }
-          if (open.size === 0 && (!this.#waiting.length || alone(this.#waiting[0]))) break;
+          if (open.size === 0 && !this.#waiting.length) break;
           await new Promise((resolve) => { this.#wakeLoop = resolve; });
           this.#wakeLoop = null;
         }
@@ -197,6 +196,7 @@ export class Scheduler {
     job.signal?.removeEventListener('abort', job.onAbort);
     this.#running++;
     this.stats.sequences++;
+    if (withImages(job)) this.stats.images++;
     this.stats.maxBatch = Math.max(this.stats.maxBatch, this.#running);
   }
 
@@ -216,11 +216,23 @@ export class Scheduler {
     }
   }
 
-  /** One sequence in the open batch: it joins at the next step; its client's abort ends it. */
+  /** One sequence in the open batch: it joins at the next step (its images fetched and decoded
+   *  first, the batch stepping on during a fetch); its client's abort ends it. */
   async #runInBatch(batch, job) {
     const params = Object.fromEntries(Object.entries(job.params).filter(([k]) => !SINGLE_ONLY.includes(k)));
     let seq;
     try {
+      if (withImages(job)) {
+        // in order and named as Engine.generate does (images[i]: its first bad one is the error);
+        // raw pixels go on, checked again by the batch
+        const decoded = [];
+        for (const [i, img] of params.images.entries()) {
+          const { width, height, rgb } = await decodeImage(img, `images[${i}]`, { signal: job.signal });
+          decoded.push({ width, height, data: rgb });
+        }
+        params.images = decoded;
+        if (job.signal?.aborted) throw abortError('The generation');
+      }
       seq = batch.add(job.prompt, params, { signal: job.signal });
       for await (const item of seq) {
         const { seq: _slot, stopReason, ...tok } = item;

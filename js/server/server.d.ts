@@ -51,15 +51,15 @@ export interface WasmlmServer {
  * (prompt: one string; max_tokens default 16; echo; stream), POST /v1/embeddings (input: a
  * string or up to 2048 strings; encoding_format 'float' or 'base64'), GET /v1/models, GET
  * /health ({status: 'ok' | 'draining', waiting, running, batches, sequences, max_batch,
- * tokens: generated since start}; no key
+ * tokens: generated since start, images: sequences with images since start}; no key
  * needed), GET /props (llama-server's: model_alias, n_ctx, total_slots, modalities {vision,
  * audio}). /v1/models lists the model's capabilities: 'completion', and 'multimodal' when its
  * engine has an mmproj. Chat messages may hold image parts ({type: 'image_url', image_url:
  * {url: 'data:image/png;base64,…'}}) when the engine was loaded with an mmproj (else 400); a
- * request with images runs alone, between batches. The same paths without /v1 too. Errors are OpenAI's JSON {error: {message, type,
+ * request with images joins the running batch as a text one does (its images decoded once it
+ * has a slot, then encoded between two steps). The same paths without /v1 too. Errors are OpenAI's JSON {error: {message, type,
  * param, code}}: 400 for a malformed body (param names the field), 401, 404, 405, 413, 503
  * (queue full: code 'queue_full'; draining), 500. A client that disconnects aborts its
- * generation (in a batch: its tokens stop; its sequence decodes on unless the whole batch was
- * abandoned — the engine has no per-sequence abort).
+ * generation (in a batch: its sequence leaves at the next step, its slot freed).
  */
 export function createServer(options?: ServerOptions): WasmlmServer;

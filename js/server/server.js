@@ -279,7 +279,7 @@ export function createServer(options = {}) {
       if (req.method !== 'GET') return sendError(res, new HttpError(405, `${req.method} ${path}: use GET`), { Allow: 'GET' });
       return sendJson(res, draining ? 503 : 200, { status: draining ? 'draining' : 'ok',
         ...(scheduler ? { ...scheduler.load, batches: scheduler.stats.batches, sequences: scheduler.stats.sequences, max_batch: scheduler.stats.maxBatch,
-          tokens: scheduler.stats.tokens } : {}) });
+          tokens: scheduler.stats.tokens, images: scheduler.stats.images } : {}) });
     }
     if (!authorized(req)) {
       return sendError(res, new HttpError(401, 'Incorrect or missing API key: send it as "Authorization: Bearer <key>"',

@@ -188,6 +188,17 @@ class WorkerEngine {
     return { id, promise };
   }
 
+  /** Request `id`'s answer (`promise`), the request aborted in the worker if `signal` fires first. */
+  async #answer(id, promise, signal) {
+    const onAbort = () => this.#abort(id);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await promise;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
   #abort(target) {
     if (this.#freed || this.#failure) return;
     this.#request(Req.ABORT, { target }).promise.catch(() => {});
@@ -203,15 +214,9 @@ class WorkerEngine {
       model: toTransferableSource(model), tokenizer: toTransferableSource(tokenizer),
       mmproj: toTransferableSource(mmproj), nCtx, kvCache, nSeqMax, kvType, backend,
     }, { onProgress });
-    const onAbort = () => this.#abort(id);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      this.#info = await promise;
-      mark('wasmlm:model-loaded');
-      return this.#info;
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-    }
+    this.#info = await this.#answer(id, promise, signal);
+    mark('wasmlm:model-loaded');
+    return this.#info;
   }
 
   /** Same contract as Engine.tokenize. */
@@ -225,13 +230,7 @@ class WorkerEngine {
     const { signal } = checkOptions('imageTokens()', options, 'CallOptions') ?? {};
     if (signal?.aborted) throw abortError('Measuring the image');
     const { id, promise } = this.#request(Req.IMAGE_TOKENS, { image });
-    const onAbort = () => this.#abort(id);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      return await promise;
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-    }
+    return this.#answer(id, promise, signal);
   }
 
   /** Same contract as Engine.detokenize. */
@@ -253,13 +252,7 @@ class WorkerEngine {
     const { id, promise } = this.#request(Req.LOAD_DRAFT, {
       options: { model: toTransferableSource(model), tokenizer: toTransferableSource(tokenizer), nCtx },
     }, { onProgress });
-    const onAbort = () => this.#abort(id);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      return await promise;
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-    }
+    return this.#answer(id, promise, signal);
   }
 
   /** Same contract as Engine.generate: tokens arrive one message each from the worker. */
@@ -456,14 +449,8 @@ class WorkerEngine {
     if (signal?.aborted) throw abortError('The beam search');
     const { id, promise } = this.#request(Req.BEAM_SEARCH, { prompt: String(prompt), params: params ?? {} },
       { onStep });
-    const onAbort = () => this.#abort(id);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      this.lastBeamResult = await promise;
-      return this.lastBeamResult;
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-    }
+    this.lastBeamResult = await this.#answer(id, promise, signal);
+    return this.lastBeamResult;
   }
 
   /** Same contract as Engine.embed (abort through options.signal). */
@@ -482,13 +469,7 @@ class WorkerEngine {
   async #abortable(type, payload, signal) {
     if (signal?.aborted) throw abortError('The request');
     const { id, promise } = this.#request(type, payload);
-    const onAbort = () => this.#abort(id);
-    signal?.addEventListener('abort', onAbort, { once: true });
-    try {
-      return await promise;
-    } finally {
-      signal?.removeEventListener('abort', onAbort);
-    }
+    return this.#answer(id, promise, signal);
   }
 
   /** Same contract as Engine.kvStats. */

@@ -582,7 +582,8 @@ static int place_tensor(cursor *c, wlm_gguf *g, wlm_gguf_tensor *t, uint64_t dat
                     (unsigned long long)t->offset, g->alignment);
     uint64_t at = t->offset; /* where the bytes are, from the data section's start */
     if (flags & WLM_GGUF_MATRICES_EXTERNAL) {
-        if (!wlm_gguf_tensor_resident(t)) { /* not in the buffer: only its extent is checked */
+        if (!wlm_gguf_tensor_resident(t) && !wlm_gguf_tensor_host_lookup(t)) {
+            /* not in the buffer: only its extent is checked */
             if (t->offset > UINT64_MAX - data_offset || nbytes > UINT64_MAX - data_offset - t->offset ||
                 nbytes > SIZE_MAX)
                 return fail(c->err, c->errlen, WLM_ERR_FORMAT,
@@ -616,6 +617,12 @@ int wlm_gguf_tensor_resident(const wlm_gguf_tensor *t) {
         return 1;
     return t->ne[1] == 1 || ((t->type == WLM_TYPE_F32 || t->type == WLM_TYPE_F16) &&
                              t->ne[0] <= WLM_GGUF_RESIDENT_TAPS);
+}
+
+int wlm_gguf_tensor_host_lookup(const wlm_gguf_tensor *t) {
+    static const char table[] = "per_layer_token_embd.weight";
+    return t->ne[2] == 1 && t->ne[3] == 1 && t->name.len == sizeof table - 1 &&
+           memcmp(t->name.ptr, table, sizeof table - 1) == 0;
 }
 
 static int parse_all(cursor *c, wlm_gguf *g, unsigned flags) {

@@ -139,7 +139,9 @@ int wlm_gguf_parse(wlm_gguf *g, const void *data, size_t size, char *err, size_t
  * and ne[3] all 1: norms, biases, RoPE factors) and every F32/F16 tensor of two dimensions
  * whose rows are at most WLM_GGUF_RESIDENT_TAPS long (hybrids' conv kernels, K taps a channel,
  * which the C model reads as floats), and every F32 tensor of two dimensions named *_exps.bias
- * (a mixture of experts' per-expert bias rows, gpt-oss's) in tensor-info order, each at the next multiple
+ * (a mixture of experts' per-expert bias rows, gpt-oss's), and the lookup tables the host
+ * gathers rows of (wlm_gguf_tensor_host_lookup: Gemma 4's per_layer_token_embd) in tensor-info
+ * order, each at the next multiple
  * of the alignment from the data section's start (the first at data_offset). Every other tensor
  * (the matrices, which another backend holds) is external: data NULL, external 1, its offset
  * and size checked for alignment and overflow but not against the buffer (whoever streams the
@@ -155,6 +157,12 @@ int wlm_gguf_parse_ex(wlm_gguf *g, const void *data, size_t size, unsigned flags
 /* 1 when t stays in the buffer under WLM_GGUF_MATRICES_EXTERNAL (a vector, a conv kernel, expert
  * biases). */
 int wlm_gguf_tensor_resident(const wlm_gguf_tensor *t);
+
+/* 1 when t is a lookup table that stays in the buffer under WLM_GGUF_MATRICES_EXTERNAL too,
+ * though it is a matrix: Gemma 4's per_layer_token_embd.weight (vocabulary × n_layer · P, ~2.5 GB
+ * at 8 bits in E2B, past most GPUs' binding limit; as llama.cpp, the host gathers the rows of a
+ * pass's tokens, js/backend/webgpu/per_layer.js). Not a vector: never converted to floats. */
+int wlm_gguf_tensor_host_lookup(const wlm_gguf_tensor *t);
 
 /* Frees the tables of *g (not the buffer) and zeroes it. NULL and empty structs are fine. */
 void wlm_gguf_free(wlm_gguf *g);

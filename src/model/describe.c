@@ -213,18 +213,35 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap) {
         put_vec(&o, "moe_router_b", lw->moe_router_b, p->n_expert);
         put(&o, ",");
         put_vec(&o, "moe_probs_b", lw->moe_probs_b, p->n_expert);
-        const wlm_tensor *ex[] = {&lw->exp_gate, &lw->exp_up, &lw->exp_down};
-        static const char *ex_names[] = {"exp_gate", "exp_up", "exp_down"};
-        for (int i = 0; i < 3; i++) {
+        /* fused gate/up experts (exp_gu_stride: Gemma 4's ffn_gate_up_exps) are one matrix
+         * exp_gate_up of n_expert × 2 expert_ff rows (expert e's gate rows, then its up rows),
+         * and exp_gate / exp_up null; else exp_gate_up is null */
+        const int fused = lw->exp_gu_stride != 0;
+        const wlm_tensor none = {0};
+        const wlm_tensor *ex[] = {fused ? &none : &lw->exp_gate, fused ? &none : &lw->exp_up,
+                                  &lw->exp_down, fused ? &lw->exp_gate : &none};
+        static const char *ex_names[] = {"exp_gate", "exp_up", "exp_down", "exp_gate_up"};
+        for (int i = 0; i < 4; i++) {
             wlm_tensor all = *ex[i];
-            all.rows *= p->n_expert;
+            all.rows *= p->n_expert * (i == 3 ? 2 : 1);
             put(&o, ",");
             put_tensor(&o, ex_names[i], &all);
         }
-        /* fused gate/up experts (exp_gu_stride: expert e's gate rows, then its up rows) and the
-         * experts' output scales: Gemma 4's only */
-        put(&o, ",\"exp_gu_fused\":%d,", lw->exp_gu_stride ? 1 : 0);
+        /* Gemma 4's (null elsewhere): the experts' output scales (n_expert), the router's input
+         * norm (dim ones) and scale (dim), the experts' input norm and the two branches'
+         * output norms (dim each) */
+        put(&o, ",\"exp_gu_fused\":%d,", fused);
         put_vec(&o, "exp_out_scale", lw->exp_out_scale, p->n_expert);
+        put(&o, ",");
+        put_vec(&o, "moe_in_norm", lw->moe_in_norm, D);
+        put(&o, ",");
+        put_vec(&o, "moe_in_scale", lw->moe_in_scale, D);
+        put(&o, ",");
+        put_vec(&o, "moe_pre_norm", lw->moe_pre_norm, D);
+        put(&o, ",");
+        put_vec(&o, "moe_post_norm_1", lw->moe_post_norm_1, D);
+        put(&o, ",");
+        put_vec(&o, "moe_post_norm_2", lw->moe_post_norm_2, D);
         put(&o, ",");
         put_vec(&o, "exp_gate_b", lw->exp_gate_b, p->n_expert * p->expert_ff);
         put(&o, ",");

@@ -843,6 +843,11 @@ void wlm_seq_release(wlm_context *c, int32_t i);
  * evaluated in the next step's pass) and returns the slot, or on error empties it. */
 int wlm_generate_batch_begin_prefilled(wlm_context *ctx, int32_t n_seqs, const int32_t *last,
                                        const wlm_gen_params *params);
+/* The checks wlm_generate_batch_begin and wlm_generate_batch_begin_media make first, in this
+ * order: ctx has a model; args_ok (their pointers are there, else WLM_ERR_INVALID_ARG with the
+ * message bad_args); n_seqs in 1..n_seq_max; more than one sequence only with a KV cache.
+ * Returns WLM_OK, or the status with ctx's message set. */
+int wlm_batch_begin_check(wlm_context *ctx, int32_t n_seqs, int args_ok, const char *bad_args);
 int32_t wlm_batch_add_slot(wlm_context *ctx);
 int wlm_batch_add_prefilled(wlm_context *ctx, int32_t slot, int32_t last, const wlm_gen_params *params);
 

@@ -168,6 +168,20 @@ static int32_t reusable_prefix(const wlm_context *c, int32_t n_seqs, const int32
     return k;
 }
 
+int wlm_batch_begin_check(wlm_context *ctx, int32_t n_seqs, int args_ok, const char *bad_args) {
+    if (!ctx->model || !ctx->seqs)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
+    if (!args_ok) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "%s", bad_args);
+    if (n_seqs < 1 || n_seqs > ctx->n_seq_max)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "n_seqs %d is outside 1..%d (the context's n_seq_max)", (int)n_seqs,
+                             (int)ctx->n_seq_max);
+    if (n_seqs > 1 && !ctx->kv_cache)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "a context without KV cache generates one sequence at a time");
+    return WLM_OK;
+}
+
 int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *const *prompts,
                              const int32_t *n_tokens, const wlm_gen_params *params) {
     if (!ctx) return WLM_ERR_INVALID_ARG;
@@ -179,22 +193,14 @@ int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *co
     if (keep > 0) keep = ctx->seqs[0].n_past; /* a recurrent state may restart earlier */
     /* a recurrent state restored from a snapshot before `keep` recomputed the tokens after it */
     ctx->n_cached = ctx->last_restore >= 0 && ctx->last_restore < keep ? ctx->last_restore : keep;
-    if (!ctx->model || !ctx->seqs)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
-    if (!params || !prompts || !n_tokens)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "prompts or params is NULL");
-    if (n_seqs < 1 || n_seqs > ctx->n_seq_max)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
-                             "n_seqs %d is outside 1..%d (the context's n_seq_max)", (int)n_seqs,
-                             (int)ctx->n_seq_max);
-    if (n_seqs > 1 && !ctx->kv_cache)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
-                             "a context without KV cache generates one sequence at a time");
+    int rc = wlm_batch_begin_check(ctx, n_seqs, params && prompts && n_tokens,
+                                   "prompts or params is NULL");
+    if (rc != WLM_OK) return rc;
     int64_t total = 0;
     for (int32_t i = 0; i < n_seqs; i++) {
         char who[32] = "";
         if (n_seqs > 1) snprintf(who, sizeof who, "sequence %d: ", (int)i);
-        int rc = setup_seq(ctx, i, prompts[i], n_tokens[i], &params[i], who, i == 0 ? ctx->n_cached : 0);
+        rc = setup_seq(ctx, i, prompts[i], n_tokens[i], &params[i], who, i == 0 ? ctx->n_cached : 0);
         if (rc != WLM_OK) return rc;
         total += n_tokens[i];
     }
@@ -235,7 +241,7 @@ int wlm_generate_batch_begin(wlm_context *ctx, int32_t n_seqs, const int32_t *co
         if (ctx->deferred) dfr_cp = cp;
         else first = cp - keep;
     }
-    int rc = WLM_OK;
+    rc = WLM_OK;
     if (first > 0) {
         rc = wlm_eval_entries(ctx, tok, tok + total, want, first);
         if (rc == WLM_OK) wlm_state_snapshot(ctx, 0, WLM_SNAP_CHECKPOINT);
@@ -482,6 +488,19 @@ void wlm_seq_release(wlm_context *c, int32_t i) {
     memset(c->dfr_shift[i], 0, sizeof c->dfr_shift[i]); /* a shift of the sequence that left */
 }
 
+/* The slot a sequence joining the running batch takes: the lowest one not generating, else a
+ * new one; WLM_ERR_STATE (the message after `prefix`) when all n_seq_max are generating. */
+static int32_t free_slot(wlm_context *ctx, const char *prefix) {
+    int32_t slot = 0;
+    while (slot < ctx->n_gen && ctx->gens[slot].active) slot++;
+    if (slot == ctx->n_seq_max)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "%sno slot is free: all %d sequences of the context (n_seq_max) are "
+                             "generating",
+                             prefix, (int)ctx->n_seq_max);
+    return slot;
+}
+
 int32_t wlm_generate_batch_add(wlm_context *ctx, const int32_t *tokens, int32_t n,
                                const wlm_gen_params *params) {
     if (!ctx) return WLM_ERR_INVALID_ARG;
@@ -495,13 +514,8 @@ int32_t wlm_generate_batch_add(wlm_context *ctx, const int32_t *tokens, int32_t 
         return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
                              "a context without KV cache generates one sequence at a time");
     if (!params) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "params is NULL");
-    int32_t slot = 0; /* the lowest slot not generating, else a new one */
-    while (slot < ctx->n_gen && ctx->gens[slot].active) slot++;
-    if (slot == ctx->n_seq_max)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
-                             "wlm_generate_batch_add: no slot is free: all %d sequences of the "
-                             "context (n_seq_max) are generating",
-                             (int)ctx->n_seq_max);
+    const int32_t slot = free_slot(ctx, "wlm_generate_batch_add: ");
+    if (slot < 0) return slot;
     char who[48];
     snprintf(who, sizeof who, "sequence %d: ", (int)slot);
     rc = setup_seq(ctx, slot, tokens, n, params, who, 0);
@@ -536,13 +550,8 @@ int32_t wlm_batch_add_slot(wlm_context *ctx) {
                                  "replace the logits that sequence samples from)",
                                  (int)i);
     }
-    int32_t slot = 0;
-    while (slot < ctx->n_gen && ctx->gens[slot].active) slot++;
-    if (slot == ctx->n_seq_max)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
-                             "no slot is free: all %d sequences of the context (n_seq_max) are "
-                             "generating",
-                             (int)ctx->n_seq_max);
+    const int32_t slot = free_slot(ctx, "");
+    if (slot < 0) return slot;
     wlm_seq_release(ctx, slot);
     return slot;
 }

@@ -296,26 +296,62 @@ static int load_patch(wlm_vision *v, const char *name, wlm_tensor *out) {
     return WLM_OK;
 }
 
-/* Qwen2.5-VL's tower (vision.h, WLM_TOWER_QWEN25): two patch kernels, RMSNorms (biases
- * optional, as llama.cpp's build_norm takes them), Q/K/V/O and the SwiGLU MLP with biases. */
-static int load_qwen_tower(wlm_vision *v) {
+/* Block l's tensor `fmt` ("v.blk.<l>.<fmt>") into the caller's `name` buffer. */
+#define NAME(fmt) (snprintf(name, sizeof name, "v.blk.%d." fmt, l), name)
+
+/* Block l's SwiGLU MLP with biases (Qwen2.5-VL): gate and up [W, F], down [F, W]. */
+static int load_swiglu_mlp(wlm_vision *v, int l) {
     const int64_t W = v->n_embd, F = v->n_ff;
+    wlm_vision_layer *L = &v->layers[l];
+    char name[96];
     int rc;
-    if ((rc = load_patch(v, "v.patch_embd.weight", &v->patch)) ||
-        (rc = load_patch(v, "v.patch_embd.weight.1", &v->patch1)) ||
-        (rc = load_vec_opt(v, "v.pre_ln.weight", W, &v->pre_w)) ||
-        (rc = load_vec_opt(v, "v.pre_ln.bias", W, &v->pre_b)))
+    if ((rc = load_mat(v, NAME("ffn_gate.weight"), W, F, &L->gate)) ||
+        (rc = load_mat(v, NAME("ffn_up.weight"), W, F, &L->up)) ||
+        (rc = load_mat(v, NAME("ffn_down.weight"), F, W, &L->down)) ||
+        (rc = load_vec(v, NAME("ffn_gate.bias"), F, &L->gate_b)) ||
+        (rc = load_vec(v, NAME("ffn_up.bias"), F, &L->up_b)) ||
+        (rc = load_vec(v, NAME("ffn_down.bias"), W, &L->down_b)))
         return rc;
+    return WLM_OK;
+}
+
+/* Block l's up/down MLP with biases (SigLIP): up [W, F], down [F, W]. */
+static int load_up_down_mlp(wlm_vision *v, int l) {
+    const int64_t W = v->n_embd, F = v->n_ff;
+    wlm_vision_layer *L = &v->layers[l];
+    char name[96];
+    int rc;
+    /* llama.cpp swaps up and down when a file has them exchanged (ffn_down's ne0 == W) */
+    const wlm_gguf_tensor *dn = wlm_gguf_find_tensor(&v->gguf, NAME("ffn_down.weight"));
+    const int swapped = F != W && dn && dn->ne[0] == W && dn->ne[1] == F;
+    if ((rc = load_mat(v, NAME("ffn_up.weight"), swapped ? F : W, swapped ? W : F,
+                       swapped ? &L->down : &L->up)) ||
+        (rc = load_mat(v, NAME("ffn_down.weight"), swapped ? W : F, swapped ? F : W,
+                       swapped ? &L->up : &L->down)) ||
+        (rc = load_vec(v, NAME("ffn_up.bias"), swapped ? W : F, swapped ? &L->down_b : &L->up_b)) ||
+        (rc = load_vec(v, NAME("ffn_down.bias"), swapped ? F : W, swapped ? &L->up_b : &L->down_b)))
+        return rc;
+    return WLM_OK;
+}
+
+/* The blocks and the final norm, as either tower has them: per block the two norms, the
+ * attention's Q/K/V/O weights [W, W] and biases [W], then the tower's MLP (Qwen2.5-VL's SwiGLU,
+ * else SigLIP's up/down); then v.post_ln. The norms' biases are optional in the Qwen2.5-VL tower
+ * (RMSNorms: llama.cpp's build_norm takes a bias where there is one), required in SigLIP's. */
+static int load_blocks(wlm_vision *v, int qwen) {
+    const int64_t W = v->n_embd;
+    int (*const load_bias)(wlm_vision *, const char *, int64_t, const float **) =
+        qwen ? load_vec_opt : load_vec;
     v->layers = calloc((size_t)v->n_layers, sizeof *v->layers);
     if (!own(v, v->layers)) return ERR(WLM_ERR_NOMEM, "mmproj: out of memory");
     char name[96];
-#define NAME(fmt) (snprintf(name, sizeof name, "v.blk.%d." fmt, l), name)
+    int rc;
     for (int l = 0; l < v->n_layers; l++) {
         wlm_vision_layer *L = &v->layers[l];
         if ((rc = load_vec(v, NAME("ln1.weight"), W, &L->ln1_w)) ||
-            (rc = load_vec_opt(v, NAME("ln1.bias"), W, &L->ln1_b)) ||
+            (rc = load_bias(v, NAME("ln1.bias"), W, &L->ln1_b)) ||
             (rc = load_vec(v, NAME("ln2.weight"), W, &L->ln2_w)) ||
-            (rc = load_vec_opt(v, NAME("ln2.bias"), W, &L->ln2_b)) ||
+            (rc = load_bias(v, NAME("ln2.bias"), W, &L->ln2_b)) ||
             (rc = load_mat(v, NAME("attn_q.weight"), W, W, &L->q)) ||
             (rc = load_mat(v, NAME("attn_k.weight"), W, W, &L->k)) ||
             (rc = load_mat(v, NAME("attn_v.weight"), W, W, &L->v)) ||
@@ -324,24 +360,32 @@ static int load_qwen_tower(wlm_vision *v) {
             (rc = load_vec(v, NAME("attn_k.bias"), W, &L->k_b)) ||
             (rc = load_vec(v, NAME("attn_v.bias"), W, &L->v_b)) ||
             (rc = load_vec(v, NAME("attn_out.bias"), W, &L->o_b)) ||
-            (rc = load_mat(v, NAME("ffn_gate.weight"), W, F, &L->gate)) ||
-            (rc = load_mat(v, NAME("ffn_up.weight"), W, F, &L->up)) ||
-            (rc = load_mat(v, NAME("ffn_down.weight"), F, W, &L->down)) ||
-            (rc = load_vec(v, NAME("ffn_gate.bias"), F, &L->gate_b)) ||
-            (rc = load_vec(v, NAME("ffn_up.bias"), F, &L->up_b)) ||
-            (rc = load_vec(v, NAME("ffn_down.bias"), W, &L->down_b)))
+            (rc = qwen ? load_swiglu_mlp(v, l) : load_up_down_mlp(v, l)))
             return rc;
     }
-#undef NAME
     if ((rc = load_vec(v, "v.post_ln.weight", W, &v->post_w)) ||
-        (rc = load_vec_opt(v, "v.post_ln.bias", W, &v->post_b)))
+        (rc = load_bias(v, "v.post_ln.bias", W, &v->post_b)))
         return rc;
     return WLM_OK;
+}
+#undef NAME
+
+/* Qwen2.5-VL's tower (vision.h, WLM_TOWER_QWEN25): two patch kernels, an optional pre-norm,
+ * RMSNorms (biases optional), Q/K/V/O and the SwiGLU MLP with biases. */
+static int load_qwen_tower(wlm_vision *v) {
+    const int64_t W = v->n_embd;
+    int rc;
+    if ((rc = load_patch(v, "v.patch_embd.weight", &v->patch)) ||
+        (rc = load_patch(v, "v.patch_embd.weight.1", &v->patch1)) ||
+        (rc = load_vec_opt(v, "v.pre_ln.weight", W, &v->pre_w)) ||
+        (rc = load_vec_opt(v, "v.pre_ln.bias", W, &v->pre_b)))
+        return rc;
+    return load_blocks(v, 1);
 }
 
 /* The SigLIP tower: the patch kernel + bias, learned positions, LayerNorm blocks. */
 static int load_siglip_tower(wlm_vision *v) {
-    const int64_t W = v->n_embd, F = v->n_ff, P = v->patch_size;
+    const int64_t W = v->n_embd, P = v->patch_size;
     const int64_t N = (int64_t)(v->image_size / P) * (v->image_size / P);
     int rc;
     if ((rc = load_patch(v, "v.patch_embd.weight", &v->patch))) return rc;
@@ -357,41 +401,7 @@ static int load_siglip_tower(wlm_vision *v) {
         tr->to_float(t->data, f, N * W);
         v->pos = f;
     }
-    v->layers = calloc((size_t)v->n_layers, sizeof *v->layers);
-    if (!own(v, v->layers)) return ERR(WLM_ERR_NOMEM, "mmproj: out of memory");
-    char name[96];
-#define NAME(fmt) (snprintf(name, sizeof name, "v.blk.%d." fmt, l), name)
-    for (int l = 0; l < v->n_layers; l++) {
-        wlm_vision_layer *L = &v->layers[l];
-        if ((rc = load_vec(v, NAME("ln1.weight"), W, &L->ln1_w)) ||
-            (rc = load_vec(v, NAME("ln1.bias"), W, &L->ln1_b)) ||
-            (rc = load_vec(v, NAME("ln2.weight"), W, &L->ln2_w)) ||
-            (rc = load_vec(v, NAME("ln2.bias"), W, &L->ln2_b)) ||
-            (rc = load_mat(v, NAME("attn_q.weight"), W, W, &L->q)) ||
-            (rc = load_mat(v, NAME("attn_k.weight"), W, W, &L->k)) ||
-            (rc = load_mat(v, NAME("attn_v.weight"), W, W, &L->v)) ||
-            (rc = load_mat(v, NAME("attn_out.weight"), W, W, &L->o)) ||
-            (rc = load_vec(v, NAME("attn_q.bias"), W, &L->q_b)) ||
-            (rc = load_vec(v, NAME("attn_k.bias"), W, &L->k_b)) ||
-            (rc = load_vec(v, NAME("attn_v.bias"), W, &L->v_b)) ||
-            (rc = load_vec(v, NAME("attn_out.bias"), W, &L->o_b)))
-            return rc;
-        /* llama.cpp swaps up and down when a file has them exchanged (ffn_down's ne0 == W) */
-        const wlm_gguf_tensor *dn = wlm_gguf_find_tensor(&v->gguf, NAME("ffn_down.weight"));
-        const int swapped = F != W && dn && dn->ne[0] == W && dn->ne[1] == F;
-        if ((rc = load_mat(v, NAME("ffn_up.weight"), swapped ? F : W, swapped ? W : F,
-                           swapped ? &L->down : &L->up)) ||
-            (rc = load_mat(v, NAME("ffn_down.weight"), swapped ? W : F, swapped ? F : W,
-                           swapped ? &L->up : &L->down)) ||
-            (rc = load_vec(v, NAME("ffn_up.bias"), swapped ? W : F, swapped ? &L->down_b : &L->up_b)) ||
-            (rc = load_vec(v, NAME("ffn_down.bias"), swapped ? F : W, swapped ? &L->up_b : &L->down_b)))
-            return rc;
-    }
-#undef NAME
-    if ((rc = load_vec(v, "v.post_ln.weight", W, &v->post_w)) ||
-        (rc = load_vec(v, "v.post_ln.bias", W, &v->post_b)))
-        return rc;
-    return WLM_OK;
+    return load_blocks(v, 0);
 }
 
 static int load_tensors(wlm_vision *v) {

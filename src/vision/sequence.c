@@ -339,19 +339,13 @@ int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *v, int32_
                                    const wlm_gen_params *params) {
     if (!ctx) return WLM_ERR_INVALID_ARG;
     ctx->errmsg[0] = '\0';
-    if (!ctx->model || !ctx->seqs) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
-    if (!params || !tokens || !n_tokens || !prompts || !lens || !n_images)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "wlm_generate_batch_begin_media: bad arguments");
-    if (n_seqs < 1 || n_seqs > ctx->n_seq_max)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
-                             "n_seqs %d is outside 1..%d (the context's n_seq_max)", (int)n_seqs,
-                             (int)ctx->n_seq_max);
-    if (n_seqs > 1 && !ctx->kv_cache)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
-                             "a context without KV cache generates one sequence at a time");
+    int rc = wlm_batch_begin_check(ctx, n_seqs,
+                                   params && tokens && n_tokens && prompts && lens && n_images,
+                                   "wlm_generate_batch_begin_media: bad arguments");
+    if (rc != WLM_OK) return rc;
     int32_t total = 0;
     for (int32_t i = 0; i < n_seqs; i++) { /* everything checked before anything is evaluated */
-        int rc = WLM_OK;
+        rc = WLM_OK;
         if (tokens[i]) {
             if (n_tokens[i] < 1)
                 rc = wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
@@ -375,7 +369,7 @@ int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *v, int32_
     wlm_context_reset(ctx);
     ctx->dfr_last_n = 0;
     if (n_seqs == 1 && !tokens[0]) { /* one sequence: wlm_generate_begin_media's path itself */
-        int rc = media_eval(ctx, 0, v, prompts[0], lens[0], (media_images){NULL, images}, 0, NULL);
+        rc = media_eval(ctx, 0, v, prompts[0], lens[0], (media_images){NULL, images}, 0, NULL);
         if (rc == WLM_OK && ctx->deferred && ctx->dfr_n > 0) return WLM_NEED_LOGITS; /* see _finish */
         return rc != WLM_OK ? rc : begin_on_sequence(ctx, params);
     }
@@ -394,7 +388,6 @@ int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *v, int32_
      * wlm_generate_batch_begin_media_finish begins the batch on the last tokens */
     ctx->dfr_accum = ctx->deferred;
     for (int32_t i = 0; i < n_seqs; i++) {
-        int rc;
         if (tokens[i]) { /* a text prompt: all but its last token now, as a prefill would */
             const int32_t n = n_tokens[i];
             last[i] = tokens[i][n - 1];
@@ -429,7 +422,7 @@ int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *v, int32_
         ctx->dfr_last_n = n_seqs;
         return WLM_NEED_LOGITS;
     }
-    int rc = wlm_generate_batch_begin_prefilled(ctx, n_seqs, last, params);
+    rc = wlm_generate_batch_begin_prefilled(ctx, n_seqs, last, params);
     if (rc != WLM_OK) wlm_context_reset(ctx);
     return rc;
 }

@@ -220,4 +220,15 @@ int32_t wlm_vision_piece_tokens(const struct wlm_vision *v);
 int wlm_vision_encode_piece(struct wlm_vision *v, const float *pixels, int pw, int ph, float *out,
                             wlm_threadpool *pool, int use_simd);
 
+/* ---- image rows (image.c) --------------------------------------------------------------- */
+
+/* An encoded image from rows computed elsewhere (the GPU encoder: js/backend/webgpu/vision.js,
+ * fed by the pieces of wlm_vision_preprocess): `rows` must hold the n_tokens × proj_dim floats
+ * wlm_image_encode would give for a width × height image, pieces in its order; they are copied.
+ * *out as wlm_image_encode's (release with wlm_image_embd_free), zeroed on error. Errors:
+ * WLM_ERR_INVALID_ARG (NULL, an image outside the limits, another number of floats, a non-finite
+ * value), WLM_ERR_STATE (the mmproj did not load), WLM_ERR_NOMEM; the message in v->errmsg. */
+int wlm_image_embd_from_rows(struct wlm_vision *v, int32_t width, int32_t height, const float *rows,
+                             size_t n_floats, wlm_image_embd *out);
+
 #endif

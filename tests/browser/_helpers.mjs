@@ -13,6 +13,8 @@ import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 import { chromium } from 'playwright-core';
 import { createHandler } from '../../tools/serve.mjs';
+import { synthCached } from '../../tools/synth_gguf.mjs';
+import { mmprojBytes } from '../../tools/synth_mmproj.mjs';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const ARTIFACTS = path.join(REPO, 'tests', 'artifacts');
@@ -275,4 +277,33 @@ export async function openReadyPage() {
     throw e;
   }
   return { server, browser, page: browser.page, close };
+}
+
+/**
+ * The synthetic Gemma 3 pair of the vision tests (tools/synth_gguf.mjs gemma3 tiny F32, seed 1,
+ * and tools/synth_mmproj.mjs gemma3-tiny F32, seed 1, written to a temporary folder named
+ * `prefix`…), served at /synthetic/gemma3.gguf and /synthetic/mmproj.gguf by a test server, and
+ * a browser whose page is on the server's origin. Returns { server, browser, page, model,
+ * mmproj, close() }: model and mmproj are the files' paths here (for the same engine in Node).
+ */
+export async function openVisionPage(prefix) {
+  const model = synthCached({ arch: 'gemma3', shape: 'tiny', seed: 1, type: 'F32' });
+  const dir = fsSync.mkdtempSync(path.join(os.tmpdir(), prefix));
+  const mmproj = path.join(dir, 'mmproj.gguf');
+  let server, browser;
+  const close = async () => {
+    await browser?.close();
+    await server?.close();
+    fsSync.rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    fsSync.writeFileSync(mmproj, mmprojBytes({ shape: 'gemma3-tiny', type: 'F32', seed: 1 }));
+    server = await startTestServer({ files: { '/synthetic/gemma3.gguf': model, '/synthetic/mmproj.gguf': mmproj } });
+    browser = await launch();
+    await browser.page.goto(`${server.origin}/tests/browser/`).catch(() => {}); // any page of the origin
+  } catch (e) {
+    await close();
+    throw e;
+  }
+  return { server, browser, page: browser.page, model, mmproj, close };
 }

@@ -7,30 +7,19 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-import { synthCached } from '../../tools/synth_gguf.mjs';
-import { mmprojBytes, pngBytes, testImage } from '../../tools/synth_mmproj.mjs';
+import { pngBytes, testImage } from '../../tools/synth_mmproj.mjs';
 import { configure, LanguageModel } from '../../js/prompt_api/index.js';
-import { launch, startTestServer } from './_helpers.mjs';
+import { openVisionPage } from './_helpers.mjs';
 
-let server, browser, dir;
-const model = () => synthCached({ arch: 'gemma3', shape: 'tiny', seed: 1, type: 'F32' });
+let pair;
 const LOAD = { nCtx: 1024, kvType: 'f32', backend: 'cpu' };
 
 before(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-pa-images-'));
-  fs.writeFileSync(path.join(dir, 'mmproj.gguf'), mmprojBytes({ shape: 'gemma3-tiny', type: 'F32', seed: 1 }));
-  server = await startTestServer({ files: { '/synthetic/gemma3.gguf': model(), '/synthetic/mmproj.gguf': path.join(dir, 'mmproj.gguf') } });
-  browser = await launch();
-  await browser.page.goto(`${server.origin}/tests/browser/`).catch(() => {}); // any page of the origin
+  pair = await openVisionPage('wasmlm-pa-images-');
 });
 
 after(async () => {
-  await browser?.close();
-  await server?.close();
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  await pair?.close();
 });
 
 test('Prompt API images in a page: every image form gives Node\'s answer for the same pixels', { timeout: 600000 }, async () => {
@@ -38,14 +27,14 @@ test('Prompt API images in a page: every image form gives Node\'s answer for the
   const png = Buffer.from(await pngBytes(testImage(w, h, 2), w, h));
   const ask = (value) => [{ role: 'user', content: [{ type: 'text', value: 'What is this? ' }, { type: 'image', value }] }];
   // Node: the reference
-  await configure({ model: model(), load: { ...LOAD, mmproj: path.join(dir, 'mmproj.gguf') }, params: { maxTokens: 6 } });
+  await configure({ model: pair.model, load: { ...LOAD, mmproj: pair.mmproj }, params: { maxTokens: 6 } });
   const s = await LanguageModel.create({ expectedInputs: [{ type: 'image' }], samplingMode: 'most-predictable' });
   const want = await s.prompt(ask(new Uint8Array(png)));
   const wantUsage = s.contextUsage;
   assert.ok(want.length > 0 && wantUsage > 16, `${JSON.stringify(want)}, ${wantUsage} positions`);
-  await configure({ model: model() }); // (frees it)
+  await configure({ model: pair.model }); // (frees it)
 
-  const got = await browser.page.evaluate(async ({ png, LOAD }) => {
+  const got = await pair.page.evaluate(async ({ png, LOAD }) => {
     const { configure, LanguageModel } = await import('/js/prompt_api/index.js');
     await configure({ model: '/synthetic/gemma3.gguf', load: { ...LOAD, mmproj: '/synthetic/mmproj.gguf' }, params: { maxTokens: 6 }, worker: false });
     // configured with an mmproj: images are not "unavailable" (the model is still to download)

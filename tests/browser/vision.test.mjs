@@ -7,33 +7,22 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pngjs from 'pngjs';
-import { synthCached } from '../../tools/synth_gguf.mjs';
 import { mmprojBytes, pngBytes, testImage } from '../../tools/synth_mmproj.mjs';
 import { createEngine } from '../../js/wasmlm.js';
-import { launch, startTestServer } from './_helpers.mjs';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
+import { openVisionPage } from './_helpers.mjs';
 
-let server, browser, dir;
-const model = () => synthCached({ arch: 'gemma3', shape: 'tiny', seed: 1, type: 'F32' });
+let pair;
 
 before(async () => {
-  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'wasmlm-vision-'));
-  fs.writeFileSync(path.join(dir, 'mmproj.gguf'), mmprojBytes({ shape: 'gemma3-tiny', type: 'F32', seed: 1 }));
-  server = await startTestServer({ files: { '/synthetic/gemma3.gguf': model(), '/synthetic/mmproj.gguf': path.join(dir, 'mmproj.gguf') } });
-  browser = await launch();
-  await browser.page.goto(`${server.origin}/tests/browser/`).catch(() => {}); // any page of the origin
+  pair = await openVisionPage('wasmlm-vision-');
 });
 
 after(async () => {
-  await browser?.close();
-  await server?.close();
-  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  await pair?.close();
 });
 
 test('vision in a page: createImageBitmap decoding equals the pixels; generation after an image equals Node\'s', { timeout: 600000 }, async () => {
-  const { page } = browser;
+  const { page } = pair;
   const w = 80, h = 50, rgb = testImage(w, h, 1);
   const png = Buffer.from(await pngBytes(rgb, w, h));
   const p = new pngjs.PNG({ width: w, height: h });
@@ -71,7 +60,7 @@ test('vision in a page: createImageBitmap decoding equals the pixels; generation
   }, { png: png.toString('base64'), prompt });
   const engine = await createEngine({ threads: 1 });
   try {
-    await engine.load({ model: model(), mmproj: mmprojBytes({ shape: 'gemma3-tiny', type: 'F32', seed: 1 }), nCtx: 1024, kvType: 'f32', backend: 'cpu' });
+    await engine.load({ model: pair.model, mmproj: mmprojBytes({ shape: 'gemma3-tiny', type: 'F32', seed: 1 }), nCtx: 1024, kvType: 'f32', backend: 'cpu' });
     const node = await engine.complete(prompt, { images: [png], temperature: 0, maxTokens: 6 });
     assert.equal(text.projector, 'gemma3');
     assert.equal(text.t1, node.text);

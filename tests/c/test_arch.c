@@ -612,15 +612,19 @@ static void test_errors(void) {
     }
 }
 
-/* The buffer WLM_LOAD_TENSORS_EXTERNAL takes for `file`: its header, then every one-row tensor
- * in tensor-info order at the next multiple of the alignment (zeros when !fill). */
+/* The buffer WLM_LOAD_TENSORS_EXTERNAL takes for `file`: its header, then every resident tensor
+ * (gguf.h's rule: one-row tensors, conv kernels, expert biases, host lookup tables) in
+ * tensor-info order at the next multiple of the alignment (zeros when !fill). */
+static int in_resident_area(const wlm_gguf_tensor *t) {
+    return wlm_gguf_tensor_resident(t) || wlm_gguf_tensor_host_lookup(t);
+}
 static unsigned char *external_buffer(const unsigned char *file, size_t size, int fill,
                                       size_t *out_size) {
     wlm_gguf g;
     if (!CHECK(wlm_gguf_parse(&g, file, size, NULL, 0) == WLM_OK)) return NULL;
     size_t at = 0;
     for (size_t i = 0; i < g.n_tensors; i++)
-        if (wlm_gguf_tensor_resident(&g.tensors[i]))
+        if (in_resident_area(&g.tensors[i]))
             at = (at + g.tensors[i].nbytes + g.alignment - 1) / g.alignment * g.alignment;
     *out_size = g.data_offset + at;
     unsigned char *buf = calloc(*out_size, 1);
@@ -628,7 +632,7 @@ static unsigned char *external_buffer(const unsigned char *file, size_t size, in
     at = 0;
     for (size_t i = 0; i < g.n_tensors && fill; i++) {
         const wlm_gguf_tensor *t = &g.tensors[i];
-        if (!wlm_gguf_tensor_resident(t)) continue;
+        if (!in_resident_area(t)) continue;
         memcpy(buf + g.data_offset + at, t->data, t->nbytes);
         at = (at + t->nbytes + g.alignment - 1) / g.alignment * g.alignment;
     }

@@ -640,6 +640,30 @@ static void test_resident_rule(void) {
         CHECKF(wlm_gguf_tensor_resident(&t) == cases[i].want, "%s (type %d, ne1 %lld, ne2 %lld)",
                cases[i].name, (int)cases[i].type, (long long)cases[i].ne[1], (long long)cases[i].ne[2]);
     }
+    /* Gemma 4's per-layer embedding table: a matrix the host keeps (wlm_gguf_tensor_host_lookup),
+     * not a vector (never converted to floats) */
+    static const struct {
+        const char *name;
+        int64_t ne[4];
+        int want;
+    } tables[] = {
+        {"per_layer_token_embd.weight", {8960, 262144, 1, 1}, 1},
+        {"per_layer_token_embd.weight", {8960, 262144, 2, 1}, 0},
+        {"per_layer_token_embd.bias", {8960, 1, 1, 1}, 0},
+        {"token_embd.weight", {1536, 262144, 1, 1}, 0},
+        {"per_layer_token_embd.weightx", {64, 64, 1, 1}, 0},
+    };
+    for (size_t i = 0; i < sizeof tables / sizeof tables[0]; i++) {
+        wlm_gguf_tensor t;
+        memset(&t, 0, sizeof t);
+        t.name.ptr = tables[i].name;
+        t.name.len = strlen(tables[i].name);
+        memcpy(t.ne, tables[i].ne, sizeof t.ne);
+        t.type = WLM_TYPE_Q8_0;
+        CHECKF(wlm_gguf_tensor_host_lookup(&t) == tables[i].want, "host lookup %s (ne2 %lld)",
+               tables[i].name, (long long)tables[i].ne[2]);
+        CHECKF(!wlm_gguf_tensor_resident(&t) || tables[i].ne[1] == 1, "%s is not a vector", tables[i].name);
+    }
 }
 
 static void test_reader_tensors(void) {

@@ -543,6 +543,25 @@ static void check_model(const spec *p, const int (*sizes)[2], int n_sizes, doubl
         CHECK(e.last_cols == lw / p->P / p->scale && e.last_rows == lh / p->P / p->scale);
         CHECK(e_mt.n_tokens == e_simd.n_tokens && e_mt.embd && e_simd.embd &&
               !memcmp(e_mt.embd, e_simd.embd, (size_t)e.n_tokens * p->D * sizeof(float)));
+        { /* rows encoded elsewhere (the GPU encoder) wrapped as this image: the same layout, the
+             rows copied as given; another count or a non-finite value refused */
+            const size_t nf = (size_t)e.n_tokens * p->D;
+            wlm_image_embd r;
+            CHECK_EQ_INT(wlm_image_embd_from_rows(v, w, h, e.embd, nf, &r), WLM_OK);
+            CHECK(r.n_tokens == e.n_tokens && r.n_embd == e.n_embd && r.n_pieces == e.n_pieces &&
+                  r.tokens_per_piece == e.tokens_per_piece && r.grid_cols == e.grid_cols &&
+                  r.grid_rows == e.grid_rows && r.last_tokens == e.last_tokens &&
+                  r.last_cols == e.last_cols && r.last_rows == e.last_rows);
+            CHECK(r.embd && r.embd != e.embd && !memcmp(r.embd, e.embd, nf * sizeof(float)));
+            wlm_image_embd_free(&r);
+            CHECK_EQ_INT(wlm_image_embd_from_rows(v, w, h, e.embd, nf - 1, &r), WLM_ERR_INVALID_ARG);
+            CHECK(r.embd == NULL && strstr(wlm_vision_errmsg(v), "floats of rows given") != NULL);
+            const float keep = e.embd[nf - 1];
+            e.embd[nf - 1] = NAN;
+            CHECK_EQ_INT(wlm_image_embd_from_rows(v, w, h, e.embd, nf, &r), WLM_ERR_INVALID_ARG);
+            e.embd[nf - 1] = keep;
+            CHECK_EQ_INT(wlm_image_embd_from_rows(v, 0, h, e.embd, nf, &r), WLM_ERR_INVALID_ARG);
+        }
         /* reference on the library's preprocessed pieces (preprocessing is checked apart) */
         float *pix = malloc(((size_t)(e.n_pieces - 1) * 3 * pw * ph + (size_t)3 * lw * lh) * sizeof *pix);
         CHECK_EQ_INT(wlm_vision_preprocess(v, img, w, h, pix), WLM_OK);

@@ -17,7 +17,9 @@ import assert from 'node:assert/strict';
 import { REPO } from './_helpers.mjs';
 import { makePipeline, Pipelines } from '../../js/backend/webgpu/forward.js';
 import { describeModel } from '../../js/backend/webgpu/backend.js';
+import { pleHostTable } from '../../js/backend/webgpu/per_layer.js';
 import { ggufBytes, readGguf } from '../../tools/vocab_gguf.mjs';
+import { createEngine } from '../../js/wasmlm.js';
 
 export const SWIFTSHADER_ICD = '/usr/lib/chromium/vk_swiftshader_icd.json';
 export const LAVAPIPE_ICD = resolve(REPO, '.tools/lavapipe/lvp_icd.json');
@@ -227,7 +229,86 @@ export function deferredModel(x, file, nCtx = 64) {
   x.wlmjs_free(slot);
   const f = (i) => x.wlmjs_deferred_field(ctx, i);
   const desc = describeModel(x, model);
-  const opts = (device, subgroups) => ({ kvF16: true, nCtx: f(9), ropeSets: f(7), mscale: f(8),
+  const pleTable = pleHostTable(x, desc.tensors.ple_embd); // (Gemma 4's per-layer embeddings; kept for the instance's life)
+  const opts = (device, subgroups) => ({ kvF16: true, nCtx: f(9), ropeSets: f(7), mscale: f(8), pleTable,
     ropeFreq: new Float32Array(x.memory.buffer, f(6) >>> 0, f(7) * desc.hp.n_rot / 2).slice(), pipelines: new Pipelines(device, { subgroups }) });
   return { model, ctx, desc, opts };
+}
+
+/**
+ * `gpu` (dawn()'s) as if its adapter's buffer limits were `cap` bytes: the adapter's and its
+ * devices' `limits` read maxStorageBufferBindingSize and maxBufferSize `cap` (the device itself
+ * is the real one, created with the real limits: WebGPU grants no less than its defaults), so the
+ * backend sizes and checks its buffers as on such an adapter. A test hook, not an emulation.
+ */
+export function limitedGpu(gpu, cap) {
+  const over = { maxStorageBufferBindingSize: cap, maxBufferSize: cap };
+  const wrap = (target, extra = {}) => new Proxy(target, {
+    get(t, k) {
+      if (k === 'limits') {
+        const l = {};
+        for (const n in t.limits) l[n] = t.limits[n];
+        return Object.assign(l, over);
+      }
+      if (k in extra) return extra[k];
+      const v = t[k];
+      return typeof v === 'function' ? v.bind(t) : v;
+    },
+    set(t, k, v) { t[k] = v; return true; },
+  });
+  return {
+    requestAdapter: async (opts) => {
+      const a = await gpu.requestAdapter(opts);
+      if (!a) return a;
+      const real = { maxStorageBufferBindingSize: a.limits.maxStorageBufferBindingSize, maxBufferSize: a.limits.maxBufferSize };
+      return wrap(a, { requestDevice: async (d = {}) => wrap(await a.requestDevice({ ...d, requiredLimits: { ...d.requiredLimits, ...real } })) });
+    },
+  };
+}
+
+/** Top-two logit margin below which two backends may pick either token (a near-tie). */
+export const NEAR_TIE = 0.01;
+
+/**
+ * The engine tests' comparison of a GPU engine `g` with a CPU engine `cpu` that hold the same
+ * model: `ids` evaluated on both (a prefill), then up to 6 greedy decode steps of the CPU's
+ * argmax; at each step every logit within tol · (1 + max |logit|) of the CPU's (diff) and the
+ * same argmax, stopping after a step whose CPU margin is a near-tie (either may pick). With a
+ * node:test context `t`, each step's relative difference as a diagnostic. Returns the number of
+ * steps compared.
+ */
+export async function assertGpuTracksCpu(cpu, g, ids, { tol, t = null }) {
+  let steps = 0;
+  for (let step = 0; step < 7; step++) {
+    const a = await cpu.evalTokens(ids);
+    const b = await g.evalTokens(ids);
+    const { d, m } = diff(a, b);
+    assert.ok(d <= tol * (1 + m), `step ${step}: max |diff| ${d} > ${tol} · (1 + ${m})`);
+    t?.diagnostic(`step ${step}: max |diff| / (1 + max |logit|) ${(d / (1 + m)).toExponential(2)}`);
+    steps++;
+    if (margin(a) < NEAR_TIE) break; // a near-tie: the two may pick either
+    assert.equal(argmax(b), argmax(a), `step ${step}: greedy ids differ`);
+    ids = [argmax(a)];
+  }
+  return steps;
+}
+
+/**
+ * A CPU engine and a WebGPU engine (on `gpu`, one thread each), both loaded with `opts`, the GPU
+ * one `file` (asserted to run on WebGPU), the CPU one cpuModel (default `file`; e.g. the
+ * dequantized copy of a quantized file): fn(cpu, g, the GPU load's info)'s result; both engines
+ * freed after it.
+ */
+export async function withGpuPair(gpu, file, opts, fn, { cpuModel = file, engine = {} } = {}) {
+  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu, ...engine });
+  try {
+    await cpu.load({ model: cpuModel, ...opts });
+    const info = await g.load({ model: file, ...opts });
+    assert.equal(info.backend, 'webgpu', info.backendReason);
+    return await fn(cpu, g, info);
+  } finally {
+    await cpu.free();
+    await g.free();
+  }
 }

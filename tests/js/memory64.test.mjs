@@ -7,6 +7,9 @@
 // unpadded model's bitwise and its greedy tokens the native CLI's on the same file. Under Node
 // 20 (no memory64) that model is refused before it is read, with the sizes and the reason, and
 // the engine stays usable. Reading the padded file takes a few seconds on an idle machine.
+// The estimate itself (modelBytes) is checked against the context's own count: at load, and for
+// a hybrid after every recurrent state, snapshot and speculative copy it allows for was made
+// (and C's rollback rule at Qwen3.5-0.8B's shape, in a bare wasm32 instance).
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,17 +20,22 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { createEngine } from '../../js/wasmlm.js';
 import {
-  OUT_SLOTS, POINTER_ARRAYS, chooseMemory, chooseMemoryForAuto, memory64Support, modelBytes, peekModelHeader, readModelHeader,
+  MAX_DRAFT, OUT_SLOTS, POINTER_ARRAYS, WASM32_BYTES, WASM32_FIT, chooseMemory, chooseMemoryForAuto, memory64Support, modelBytes,
+  peekModelHeader, readModelHeader, recurrentBytes, visionBytes,
 } from '../../js/runtime/memory64.js';
+import { MEDIA_MARKER } from '../../js/vision/vision.js';
+import { mmprojBytes, pngBytes, testImage } from '../../tools/synth_mmproj.mjs';
 import { exportSignatures } from '../../tools/wasm64/abi.mjs';
 import { padGguf } from '../../tools/gguf_pad.mjs';
-import { synthesize, writeHeaderOnly } from '../../tools/synth_gguf.mjs';
+import { synthCached, synthesize, writeHeaderOnly } from '../../tools/synth_gguf.mjs';
+import { splitmix32 } from '../../tools/synth.mjs';
 import { MODEL, MODELS, REPO, TOKENIZER } from './_helpers.mjs';
 
 const run = promisify(execFile);
 const GGUF = path.join(MODELS, 'stories260K.gguf');
 const CLI = path.join(REPO, 'build/native/wasmlm');
 const M64 = memory64Support().ok;
+const BUILT32 = fs.existsSync(path.join(REPO, 'dist/wasmlm.wasm'));
 const BUILT = fs.existsSync(path.join(REPO, 'dist/wasmlm64.wasm')) && fs.existsSync(path.join(REPO, 'dist/wasmlm64-mt.wasm'));
 const skip64 = !M64 ? 'this runtime has no memory64 (Node 24 runs these)'
   : !BUILT ? 'dist/wasmlm64*.wasm not built (tools/wasm64/toolchain.sh)' : false;
@@ -53,7 +61,7 @@ async function greedy(engine, n = 24) {
   return { ids, logits };
 }
 
-test('memory64: the header gives the sizes the context really takes (within 10 %)', async () => {
+test('memory64: the header gives the bytes the context really takes at load (within 1 %: byte for byte on these)', async () => {
   const h = readModelHeader(fs.readFileSync(GGUF).subarray(0, 1 << 20));
   assert.deepEqual([h.format, h.arch, h.nLayers, h.dim, h.nHeads, h.nKvHeads, h.vocab],
     ['gguf', 'llama', 5, 64, 8, 4, 512]);
@@ -65,7 +73,9 @@ test('memory64: the header gives the sizes the context really takes (within 10 %
   assert.equal(readModelHeader(fs.readFileSync(path.join(REPO, 'README.md')).subarray(0, 4096)), null);
   const engine = await createEngine({ threads: 1, memory64: false });
   const files = [GGUF];
-  for (const arch of ['phi3', 'qwen3', 'gemma3', 'qwen3moe']) { // fused matrices; head size from key_length; windows; experts
+  // fused matrices; head size from key_length; windows; experts; hybrids (recurrent and gated
+  // attention rows in each pass)
+  for (const arch of ['phi3', 'qwen3', 'gemma3', 'qwen3moe', 'qwen35', 'lfm2', 'lfm2moe']) {
     files.push(path.join(dir, `${arch}.gguf`));
     synthesize({ arch, type: 'F32', out: files.at(-1) });
   }
@@ -73,12 +83,18 @@ test('memory64: the header gives the sizes the context really takes (within 10 %
     for (const file of files) {
       const bytes = fs.readFileSync(file);
       const hf = await peekModelHeader(async (n) => bytes.subarray(0, n));
-      for (const nCtx of [64, 512]) {
-        const info = await engine.load({ model: file, nCtx });
-        const need = modelBytes(fs.statSync(file).size, hf, { nCtx });
-        const est = need.kv + need.scratch;
-        assert.ok(Math.abs(est - info.contextBytes) <= 0.1 * info.contextBytes,
-          `${path.basename(file)}, nCtx ${nCtx}: estimated ${est} bytes, the context has ${info.contextBytes}`);
+      for (const [nCtx, nSeqMax] of [[64, 1], [512, 1], [512, 3]]) {
+        const info = await engine.load({ model: file, nCtx, nSeqMax });
+        const need = modelBytes(fs.statSync(file).size, hf, { nCtx, nSeqMax });
+        // at load: all but what the context allocates later (states, logits rows, image pass)
+        const est = need.kv + need.scratch - need.grows;
+        assert.ok(Math.abs(est - info.contextBytes) <= 0.01 * info.contextBytes,
+          `${path.basename(file)}, nCtx ${nCtx}, nSeqMax ${nSeqMax}: estimated ${est} bytes, the context has ${info.contextBytes}`);
+        assert.equal((await engine.kvStats()).stateBytesAllocated, 0, 'no state before the first token');
+        if (hf.weightBytes !== null) { // the speculative rollback's rule weighs states against these
+          assert.ok(Math.abs(hf.weightBytes - info.weightBytes) <= 0.01 * info.weightBytes,
+            `${path.basename(file)}: weight bytes ${hf.weightBytes} from the header, ${info.weightBytes} from C`);
+        }
       }
     }
   } finally {
@@ -101,6 +117,153 @@ test('memory64: a GGUF header sizes its file by its tensor directory (a download
   const g = fs.readFileSync(files[1]);
   const cut = (await peekModelHeader(async (n) => g.subarray(0, n))).headerBytes - 8;
   assert.throws(() => readModelHeader(g.subarray(0, cut)), (e) => e.constructor.name === 'NeedMore');
+});
+
+test("memory64: a hybrid's recurrent states, their snapshots and the speculative copies are what the context comes to hold", { skip: !BUILT32 && 'not built', timeout: 600000 }, async () => {
+  // Every allocation the estimate allows for, made through the API: a generation with a chat
+  // checkpoint (state, checkpoint, prompt end) and a draft model that always drafts the most
+  // (the target itself: MAX_DRAFT copies, the tiny models' states being small beside their
+  // weights; MAX_DRAFT + 1 logits rows), then a batch of two sequences (the second's state; with
+  // LFM2-VL's mmproj, media prompts: each sequence's prompt-end snapshot).
+  const engine = await createEngine({ threads: 1 });
+  try {
+    for (const [arch, mmShape] of [['lfm2', 'lfm2-tiny'], ['qwen35', null]]) {
+      const file = synthCached({ arch, shape: 'tiny', type: 'F32' });
+      const bytes = fs.readFileSync(file);
+      const h = readModelHeader(new Uint8Array(bytes));
+      const mm = mmShape ? mmprojBytes({ shape: mmShape, type: 'F16', seed: 1 }) : null;
+      const vision = mm ? visionBytes(mm.length, readModelHeader(new Uint8Array(mm)), { textDim: h.dim }) : null;
+      const nCtx = 256, nSeqMax = 2;
+      const need = modelBytes(bytes.length, h, { nCtx, nSeqMax, vision });
+      const r = recurrentBytes(h, { nSeqMax, weightBytes: h.weightBytes });
+      const info = await engine.load({ model: file, nCtx, nSeqMax, backend: 'cpu', ...(mm ? { mmproj: mm } : {}) });
+      const S = info.stateBytes;
+      assert.equal(r.stateBytes, S, `${arch}: one state`);
+      assert.equal(h.weightBytes, info.weightBytes, `${arch}: the weight bytes the rollback's rule weighs`);
+      assert.equal(r.rollCopies, MAX_DRAFT, `${arch}: ${MAX_DRAFT} copies are far below half the weights and 256 MiB`);
+      assert.deepEqual([r.states, r.snapshots, r.roll, need.state], [2 * S, 3 * S, MAX_DRAFT * S, r.total]);
+      assert.equal(info.contextBytes, need.kv + need.scratch - need.grows, `${arch}: at load`);
+
+      const prompt = 'Once upon a time there was a little model that counted its bytes before it ran.';
+      const res = await engine.complete(prompt, { stateCheckpoint: 4, maxTokens: 40, temperature: 0,
+        draft: { model: file, maxTokens: MAX_DRAFT } });
+      assert.equal(res.nGenerated, 40);
+      let kv = await engine.kvStats();
+      assert.equal(kv.stateBytesAllocated, (3 + MAX_DRAFT) * S,
+        `${arch}: state, checkpoint, prompt end and a copy per drafted token (${kv.stateBytesAllocated / S} states' bytes)`);
+
+      const img = mm ? await pngBytes(testImage(32, 32, 3), 32, 32) : null;
+      const M = MEDIA_MARKER;
+      if (mm) {
+        await engine.completeBatch([`${M} one`, `two ${M}`], [0, 1].map(() => ({ images: [img], maxTokens: 2, temperature: 0 })));
+      } else {
+        await engine.completeBatch(['one', 'two'], { maxTokens: 2, temperature: 0 });
+      }
+      kv = await engine.kvStats();
+      // a text batch takes no prompt-end snapshot for its sequences (a media one does): one
+      // state's bytes short of the worst case
+      const short = mm ? 0 : S;
+      assert.equal(kv.stateBytesAllocated, need.state - short, `${arch}: every state the estimate counts`);
+      const est = need.kv + need.scratch - short;
+      assert.ok(Math.abs(kv.contextBytes - est) <= 0.01 * est,
+        `${arch}: the context holds ${kv.contextBytes} bytes, the estimate says ${est}`);
+    }
+  } finally {
+    await engine.free();
+  }
+});
+
+test("memory64: the speculative rollback's rule at Qwen3.5-0.8B's shape: copies up to 12 drafted tokens (154 MiB at 8), then a snapshot", { skip: !BUILT32 && 'not built', timeout: 600000 }, async () => {
+  // Its real header and all-zero matrices (0.53 GB, sparse), in a bare wasm32 instance: C's
+  // choice for each draft length (wlmjs_spec_rollback: 2 copies, 1 snapshot and replay) against
+  // recurrentBytes', then the rounds' allocations (wlmjs_spec_round, as speculative.c runs them).
+  const file = path.join(dir, 'qwen3.5-0.8b-Q4_K_M-zero.gguf');
+  writeHeaderOnly('qwen35', 'qwen3.5-0.8b', file, { type: 'Q4_K_M' });
+  try {
+    const bytes = fs.readFileSync(file);
+    const h = await peekModelHeader(async (n) => bytes.subarray(0, n));
+    const r = recurrentBytes(h, { weightBytes: h.weightBytes });
+    const x = (await WebAssembly.instantiate(fs.readFileSync(path.join(REPO, 'dist/wasmlm.wasm')),
+      { env: { emscripten_notify_memory_growth() {} } })).instance.exports;
+    x._initialize();
+    const ptr = x.wlmjs_malloc(bytes.length) >>> 0;
+    assert.ok(ptr > 0);
+    new Uint8Array(x.memory.buffer).set(bytes, ptr);
+    const slot = x.wlmjs_malloc(8) >>> 0;
+    assert.equal(x.wlmjs_model_load(ptr, bytes.length, slot), 0);
+    const model = new Int32Array(x.memory.buffer)[slot >> 2];
+    assert.equal(x.wlmjs_context_new(model, 64, 1, 1, 1, 1, 0, -1, slot), 0);
+    const ctx = new Int32Array(x.memory.buffer)[slot >> 2];
+    const S = x.wlmjs_model_info(model, 14);
+    assert.equal(h.weightBytes, x.wlmjs_model_info(model, 11), 'the weight bytes C weighs the copies against');
+    assert.equal(r.stateBytes, S);
+    assert.equal(Math.round((8 * S) / 2 ** 20), 154, '8 copies: 154 MiB');
+    assert.equal(r.rollCopies, 12, 'half the weights (259 MB) holds 12 copies of 20.2 MB');
+    for (let n = 1; n <= MAX_DRAFT; n++) { // a verification of n + 1 entries keeps n copies
+      assert.equal(x.wlmjs_spec_rollback(ctx, -1, n + 1), n <= r.rollCopies ? 2 : 1, `${n} drafted tokens`);
+    }
+    const tok = x.wlmjs_malloc(4 * 64) >>> 0;
+    new Int32Array(x.memory.buffer, tok, 64).fill(100);
+    assert.equal(x.wlm_eval_batch(ctx, tok, 0, 0, 1), 0);
+    assert.equal(x.wlmjs_kv_stat(ctx, 7), S, 'the state');
+    assert.equal(x.wlmjs_spec_round(ctx, tok, r.rollCopies + 1, 1), 2);
+    assert.equal(x.wlmjs_kv_stat(ctx, 7), S + r.roll, 'and the copies');
+    assert.equal(x.wlmjs_spec_round(ctx, tok, r.rollCopies + 2, 1), 1);
+    // the longer draft's snapshot: with the prompt-end and checkpoint snapshots a generation
+    // takes (the test above), what recurrentBytes counts for one sequence
+    assert.equal(x.wlmjs_kv_stat(ctx, 7) + 2 * S, r.total, 'and the snapshot of the round\'s start');
+
+    // near wasm32's limit these bytes decide: a file whose weights, KV cache and scratch fit
+    // wasm32's share of 4 GB, and not with the states, snapshots and copies (0.32 GB) added
+    const yes = { ok: true, why: null };
+    const no = { ok: false, why: 'this runtime has no WebAssembly memory64' };
+    const nCtx = 4096;
+    const stateless = { ...h, stateBytes: 0 };
+    const fileBytes = Math.floor(WASM32_BYTES * WASM32_FIT - modelBytes(0, stateless, { nCtx }).total) - (1 << 20);
+    const without = modelBytes(fileBytes, stateless, { nCtx });
+    const need = modelBytes(fileBytes, h, { nCtx });
+    assert.equal(need.total - without.total, r.total);
+    assert.deepEqual(chooseMemory(without, 'auto', nCtx, yes), { memory64: false, error: null });
+    assert.deepEqual(chooseMemory(need, 'auto', nCtx, yes), { memory64: true, error: null });
+    const { error } = chooseMemory(need, 'auto', nCtx, no, { model: 'Qwen3.5-0.8B-Q4_K_M.gguf' });
+    assert.equal(error.code, 'WLM_ERR_NOMEM');
+    assert.match(error.message, /^the model Qwen3\.5-0\.8B-Q4_K_M\.gguf \(\d\.\d\d GB of weights\) is too large for the 4 GB wasm32 memory with nCtx 4096: .* \+ 0\.32 GB recurrent states \(with their snapshots and speculative copies\) \+ /);
+  } finally {
+    fs.rmSync(file, { force: true });
+  }
+});
+
+test('memory64: a corrupted header gives no estimate or a finite one (fuzz)', () => {
+  // Bytes of the key/values and the tensor directory flipped at random: the reader asks for more
+  // bytes (NeedMore), refuses (null: C then says what is wrong), or gives sizes whose estimate
+  // is finite and at least the file (never NaN, negative or infinite).
+  const rand = splitmix32(42);
+  let estimated = 0;
+  for (const arch of ['qwen35', 'lfm2', 'lfm2moe', 'gemma3', 'phi3', 'qwen3moe']) {
+    const bytes = fs.readFileSync(synthCached({ arch, shape: 'tiny', type: 'F32' }));
+    const end = readModelHeader(new Uint8Array(bytes)).headerBytes;
+    for (let i = 0; i < 60; i++) {
+      // in the model's key/values (before the vocabulary) or its tensor directory (the end)
+      const b = new Uint8Array(bytes.subarray(0, end + 64));
+      for (let k = 1 + (rand() % 4); k > 0; k--) b[rand() & 1 ? 8 + (rand() % 4096) : end - 1 - (rand() % 4096)] = rand() & 255;
+      let h;
+      try {
+        h = readModelHeader(b);
+      } catch (e) {
+        assert.equal(e.constructor.name, 'NeedMore', `${arch} #${i}: ${e.message}`);
+        continue;
+      }
+      if (h === null || h.arch === 'clip') continue;
+      const need = modelBytes(1e6, h, { nSeqMax: 2 });
+      const r = recurrentBytes(h, { nSeqMax: 2, weightBytes: h.weightBytes ?? 1e6 });
+      for (const [k, v] of Object.entries({ ...need, ...Object.fromEntries(Object.entries(r).map(([n, x]) => [`r.${n}`, x])) })) {
+        assert.ok(Number.isFinite(v) && v >= 0, `${arch} #${i}: ${k} = ${v}`);
+      }
+      assert.ok(need.total >= 1e6);
+      estimated++;
+    }
+  }
+  assert.ok(estimated > 60, `${estimated} corrupted headers still estimated`);
 });
 
 test('memory64: which module a model gets', () => {

@@ -3,17 +3,25 @@
 // tools/synth_mmproj.mjs) whose estimate crosses wasm32's share of 4 GB only with the mmproj
 // counted picks memory64, and a pair that fits nowhere is refused naming both files. The file
 // sizes are claimed (the estimate's first argument): no multi-GB file is written. The encoder's
-// scratch is checked against the sizes of src/vision/encoder.c's buffers computed here by hand.
+// scratch is checked against the sizes of src/vision/encoder.c's buffers computed here by hand,
+// and Gemma 3's 256 non-causal image rows growing the text context's pass buffers against what
+// the context really allocates (kvStats().contextBytes before and after an image).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import path from 'node:path';
+import { createEngine } from '../../js/wasmlm.js';
+import { MEDIA_MARKER } from '../../js/vision/vision.js';
 import {
   VISION_IMAGE_ALLOWANCE, WASM32_BYTES, WASM32_FIT, WASM64_BYTES, chooseMemory, describeBytes, lowHeapBytes, modelBytes,
   readModelHeader, visionBytes,
 } from '../../js/runtime/memory64.js';
-import { mmprojBytes, MMPROJ_SHAPES } from '../../tools/synth_mmproj.mjs';
+import { mmprojBytes, MMPROJ_SHAPES, pngBytes, testImage } from '../../tools/synth_mmproj.mjs';
 import { synthCached } from '../../tools/synth_gguf.mjs';
+import { REPO } from './_helpers.mjs';
+
+const BUILT = fs.existsSync(path.join(REPO, 'dist/wasmlm.wasm'));
 
 const yes = { ok: true, why: null };
 const no = { ok: false, why: 'this runtime has no WebAssembly memory64' };
@@ -81,6 +89,7 @@ test('memory64 + vision: a pair near 4 GB picks memory64 only with its mmproj co
   const both = modelBytes(fileBytes, th, { nCtx, vision });
   assert.ok(alone.total <= WASM32_BYTES * WASM32_FIT && both.total > WASM32_BYTES * WASM32_FIT);
   assert.equal(both.vision, vision.total);
+  assert.equal(both.imagePass, 0, "gemma3-tiny's 16 rows fit the context's 64-entry pass");
   assert.equal(both.total, alone.total + vision.total);
   assert.deepEqual(chooseMemory(alone, 'auto', nCtx, yes), { memory64: false, error: null });
   assert.deepEqual(chooseMemory(both, 'auto', nCtx, yes, { model: 'text.gguf', mmproj: 'mmproj.gguf' }), { memory64: true, error: null });
@@ -103,4 +112,43 @@ test('memory64 + vision: a pair that fits nowhere is refused naming both files',
   assert.equal(chooseMemory({ ...over16, total: over16.total - vision.total, vision: 0 }, 'auto', 0, yes).error, null);
   const big = chooseMemory(over16, 'auto', 0, yes, names);
   assert.match(big.error.message, /^the model gemma-3-27b-it-Q4_K_M\.gguf with its mmproj mmproj-gemma-3-27b-it-f16\.gguf needs 1\d\.\d\d GB of wasm memory .*more than the 16 GiB/);
+});
+
+test("memory64 + vision: Gemma 3's 256 image rows grow the context's pass buffers by what the estimate counts", { skip: !BUILT && 'not built', timeout: 600000 }, async () => {
+  // gemma3-rows256: Gemma 3's real 256 rows (they see each other both ways, so they pass
+  // together: context.c wlm_eval_embd_grid grows the pass buffers to 256 entries, and keeps them)
+  const file = synthCached({ arch: 'gemma3', shape: 'tiny' });
+  const bytes = fs.readFileSync(file);
+  const th = readModelHeader(new Uint8Array(bytes));
+  const nCtx = 512;
+  const engine = await createEngine({ threads: 1 });
+  try {
+    for (const shape of ['gemma3-rows256', 'gemma3-tiny']) {
+      const mm = mmprojBytes({ shape, type: 'F16', seed: 1 });
+      const vision = visionBytes(mm.length, readModelHeader(new Uint8Array(mm)), { threads: 1, textDim: th.dim });
+      const s = MMPROJ_SHAPES[shape];
+      assert.equal(vision.nonCausalRows, (s.S / s.P) ** 2 / (s.k * s.k));
+      const need = modelBytes(bytes.length, th, { nCtx, vision });
+      const info = await engine.load({ model: file, mmproj: mm, nCtx, backend: 'cpu' });
+      assert.equal(info.contextBytes, need.kv + need.scratch - need.grows, `${shape}: at load`);
+      const img = await pngBytes(testImage(32, 32, 3), 32, 32);
+      await engine.complete(`${MEDIA_MARKER} hi`, { images: [img], maxTokens: 1, temperature: 0 });
+      const grew = (await engine.kvStats()).contextBytes - info.contextBytes;
+      assert.ok(Math.abs(grew - need.imagePass) <= 0.01 * Math.max(grew, 1),
+        `${shape}: the pass grew by ${grew} bytes, the estimate says ${need.imagePass}`);
+      if (shape === 'gemma3-rows256') {
+        assert.ok(grew > 0, 'the 256 rows grew it');
+        // near wasm32's limit the growth decides: the pair fits without it, not with it
+        const noPass = modelBytes(0, th, { nCtx, vision: { ...vision, nonCausalRows: 0 } });
+        const fileBytes = Math.floor(WASM32_BYTES * WASM32_FIT - noPass.total - need.imagePass / 2);
+        assert.deepEqual(chooseMemory(modelBytes(fileBytes, th, { nCtx, vision: { ...vision, nonCausalRows: 0 } }), 'auto', nCtx, yes),
+          { memory64: false, error: null });
+        assert.deepEqual(chooseMemory(modelBytes(fileBytes, th, { nCtx, vision }), 'auto', nCtx, yes), { memory64: true, error: null });
+      } else {
+        assert.equal(grew, 0, '16 rows: no growth');
+      }
+    }
+  } finally {
+    await engine.free();
+  }
 });

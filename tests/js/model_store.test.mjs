@@ -14,7 +14,7 @@ import { startFlakyServer, randomBytes, sha256 } from './_flaky_server.mjs';
 import { ModelStore, listModels, isCached, deleteModel, ModelCache } from '../../js/models/cache.js';
 import { MemoryBackend } from '../../js/models/storage/memory.js';
 import { sha256OfBlob } from '../../js/models/storage/integrity.js';
-import { parseContentRange } from '../../js/models/storage/download.js';
+import { parseContentRange, downloadInto, newMeta } from '../../js/models/storage/download.js';
 import { WasmlmError } from '../../js/wasmlm.js';
 
 let srv;
@@ -364,4 +364,39 @@ test('a partial download is continued by a call that adds the size or the pin it
   srv.setThrottle(null);
   await assert.rejects(s.download(g.url, { size: g.size + 1 }), { code: 'WLM_ERR_CHECKSUM', mismatch: 'size' });
   assert.deepEqual(srv.stats(pathOf(g.url)).ranges.slice(0, 2), [null, null], 'another size: started over');
+});
+
+test('the reads of a body are written, hashed and reported in steps of up to 4 MiB (or 100 ms), not one a read', async () => {
+  // Each step leaves objects for the garbage collector (in a browser: a message to the OPFS
+  // worker and back, a progress report); one per read made Chromium's memory grow with the file.
+  const size = 10 << 20;
+  const CHUNK = 64 * 1024; // 160 reads
+  const bytes = randomBytes(size, 4242);
+  const writes = [];
+  const backend = new MemoryBackend();
+  const open = backend.openSegment.bind(backend);
+  backend.openSegment = async (key, index) => {
+    const w = await open(key, index);
+    return { ...w, write: (b) => { writes.push(b.byteLength); return w.write(b); } };
+  };
+  let reads = 0;
+  const fetch = async () => new Response(new ReadableStream({
+    pull(c) {
+      const at = reads++ * CHUNK;
+      if (at >= size) c.close(); else c.enqueue(bytes.subarray(at, at + CHUNK));
+    },
+  }), { status: 200, headers: { 'content-length': String(size) } });
+  const reports = [];
+  const t0 = performance.now();
+  const meta = await downloadInto({ backend, fetch, requestBytes: 0, onProgress: (p) => reports.push(p.loaded),
+    meta: newMeta({ key: 'steps', url: 'http://127.0.0.1:9/steps.bin', name: 'steps.bin', sha256: sha256(bytes), size, segmentBytes: 16 << 20 }) });
+  const ms = performance.now() - t0;
+  assert.equal(meta.verified, true);
+  assert.equal(await sha256OfBlob(await backend.blob('steps', meta.segments.length)), sha256(bytes));
+  assert.ok(reads > 160, `${reads} reads`);
+  assert.equal(writes.reduce((a, b) => a + b, 0), size);
+  const most = Math.ceil(size / (4 << 20)) + Math.ceil(ms / 100);
+  assert.ok(writes.length <= most, `${writes.length} writes in ${Math.round(ms)} ms for ${reads} reads (at most ${most})`);
+  assert.ok(reports.length <= most + 1, `${reports.length} progress reports`);
+  assert.equal(reports.at(-1), size);
 });

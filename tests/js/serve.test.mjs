@@ -14,39 +14,18 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import OpenAI from 'openai';
 import { createEngine } from '../../js/wasmlm.js';
 import { synthCached } from '../../tools/synth_gguf.mjs';
 import { REPO } from './_helpers.mjs';
+import { CLI, serve as startServe, endless as endlessStream } from './_serve.mjs';
 import { TOOLS, toolModel } from './_tool_models.mjs';
 
-const CLI = path.join(REPO, 'js', 'server', 'cli.js');
 const MODEL = toolModel('qwen3');
 const EMBED = synthCached({ arch: 'bert', shape: 'tiny', seed: 1, type: 'F32' });
-const servers = [];
-after(async () => { for (const s of servers) await s.stop(); });
-
-/** Starts `wasmlm serve MODEL --port 0 …args`; resolves once it listens. */
-async function serve(args = [], model = MODEL) {
-  const child = spawn(process.execPath, [CLI, 'serve', model, '--port', '0', '--threads', '1', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '', err = '';
-  child.stderr.on('data', (d) => { err += d; });
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  const url = await new Promise((resolve, reject) => {
-    child.stdout.on('data', (d) => { out += d; const m = /on (http:\/\/\S+)/.exec(out); if (m) resolve(m[1]); });
-    exited.then(({ code }) => reject(new Error(`wasmlm serve exited (${code}): ${err}`)));
-  });
-  const s = {
-    url, child, exited, stderr: () => err,
-    client: (o = {}) => new OpenAI({ baseURL: `${url}/v1`, apiKey: 'none', maxRetries: 0, ...o }),
-    health: async () => (await fetch(`${url}/health`)).json(),
-    rssKb: () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0),
-    stop: async () => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM'); return exited; },
-  };
-  servers.push(s);
-  return s;
-}
+/** Starts `wasmlm serve MODEL --port 0 …args` (tests/js/_serve.mjs); resolves once it listens. */
+const serve = (args = [], model = MODEL) => startServe(model, args);
 
 const post = (url, body, headers = {}) => fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers },
   body: typeof body === 'string' ? body : JSON.stringify(body) });
@@ -278,15 +257,8 @@ test('a request the engine refuses in a batch (a prompt past the context) fails 
   assert.equal((await streamed.json()).error.type, 'invalid_request_error');
 });
 
-/** A streamed completion that runs until aborted (its end tokens banned): {ac, reader, read()}. */
-async function endless(url, prompt = 'Once') {
-  const ac = new AbortController();
-  const res = await fetch(`${url}/v1/completions`, { method: 'POST', signal: ac.signal, headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ prompt, max_tokens: 3500, stream: true, logit_bias: NO_END }) });
-  assert.equal(res.status, 200);
-  const reader = res.body.getReader();
-  return { ac, reader, chunk: async () => { const r = await reader.read(); return r.done ? null : r.value; } };
-}
+/** A streamed completion that runs until aborted (its end tokens banned): {ac, reader, chunk()}. */
+const endless = (url, prompt = 'Once') => endlessStream(url, { prompt, logitBias: NO_END });
 
 test('continuous batching: a request arriving mid-batch joins it, ends while the other stream is still open, and equals its result alone', async () => {
   const req = { model: 'm', messages: [{ role: 'user', content: 'The quick brown fox' }], max_tokens: 12, temperature: 0 };

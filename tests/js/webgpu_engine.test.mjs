@@ -20,7 +20,7 @@
 // binary16 the largest). The kernels themselves are checked tightly in webgpu_kernels.test.mjs.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { argmax, dawn, diff, margin } from './_webgpu.mjs';
+import { argmax, assertGpuTracksCpu, dawn, diff, NEAR_TIE } from './_webgpu.mjs';
 import { createEngine } from '../../js/wasmlm.js';
 import fs from 'node:fs';
 import { synthCached } from '../../tools/synth_gguf.mjs';
@@ -38,7 +38,6 @@ import { MODELS } from './_helpers.mjs';
 
 const { gpu, skip: why } = await dawn();
 const skip = why || false;
-const NEAR_TIE = 0.01;
 const PROMPT = 'Once upon a time there was';
 // 17 or 18 tokens on every tokenizer of the synthetic models: a prefill of at least
 // MATMAT_MIN_ENT entries, which runs through the tiled matrix-matrix kernel (wgsl_matmat.js)
@@ -117,17 +116,9 @@ for (const { arch, type } of cases) {
       assert.match(info.backendReason, /webgpu/);
       assert.ok(info.gpuBytes > 0);
       const tol = 1e-3;
-      let ids = Array.from(await cpu.tokenize(LONG_PROMPT));
+      const ids = Array.from(await cpu.tokenize(LONG_PROMPT));
       assert.ok(ids.length >= MATMAT_MIN_ENT, `${ids.length} prompt tokens: the tiled kernel is not used`);
-      for (let step = 0; step < 7; step++) {
-        const a = await cpu.evalTokens(ids);
-        const b = await gpuE.evalTokens(ids);
-        const { d, m } = diff(a, b);
-        assert.ok(d <= tol * (1 + m), `step ${step}: max |diff| ${d} > ${tol} · (1 + ${m})`);
-        if (margin(a) < NEAR_TIE) break; // a near-tie: the two may pick either
-        assert.equal(argmax(b), argmax(a), `step ${step}: greedy ids differ`);
-        ids = [argmax(a)];
-      }
+      await assertGpuTracksCpu(cpu, gpuE, ids, { tol });
     } finally {
       await cpu.free();
       await gpuE.free();

@@ -506,7 +506,7 @@ test('attention: GQA over F32 and F16 caches, head sizes 40, 64 and 256, and 40,
   }
 });
 
-test('element-wise: add, add_vec, scale, scale_by, SwiGLU, GeGLU (GELU on binary16 as ggml), GELU alone, soft-cap', { skip }, async () => {
+test('element-wise: add, add_vec, scale, scale_by, mul_vec, SwiGLU, GeGLU (GELU on binary16 as ggml), GELU alone, soft-cap', { skip }, async () => {
   const r = rng(21);
   const n = 100;
   const base = () => new Float32Array(2 * n).map(() => r() * 6);
@@ -530,6 +530,11 @@ test('element-wise: add, add_vec, scale, scale_by, SwiGLU, GeGLU (GELU on binary
   // each, bit for bit forward.c's x[i] *= out_scale[0]
   const [sb] = await run(eltwiseWgsl('scale_by'), { A, params: [0, n, 3, n], extra: [Vv], grid: [2, 1, 2] });
   assert.deepEqual(new Float32Array(sb), A.map((a) => Math.fround(a * Vv[3])));
+  // mul_vec (Gemma 4's router input scale): two entries n apart, element i times V[2 + i], one
+  // float product each, bit for bit moe.c's r[i] · ffn_gate_inp.scale[i]
+  const W = new Float32Array(n + 2).map(() => r() * 3);
+  const [mv] = await run(eltwiseWgsl('mul_vec'), { A, params: [0, n, 2, n], extra: [W], grid: [2, 1, 2] });
+  assert.deepEqual(new Float32Array(mv), A.map((a, i) => Math.fround(a * W[2 + (i % n)])));
   // GELU: wlm_gelu1_ref rounds its input and output to binary16: within one binary16 step
   const G = new Float32Array(2 * n).map((_, i) => (i < n ? (i - n / 2) / 4 : r()));
   for (const gated of [0, 1]) {

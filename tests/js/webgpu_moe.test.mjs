@@ -85,8 +85,9 @@ test('moe_route: softmax + renormalised (Qwen3-MoE), sigmoid with exp_probs_b st
 });
 
 /** MUL_MAT_ID of `type`: E experts of rows × cols, n entries × k slots; x per entry (or per
- *  pair: xPair), a bias per expert row; the experts in one buffer, then split at `split`. */
-async function checkMoeMatvec(type, rows, cols, { tpr, E = 5, n = 3, k = 2, xPair = false, split = 2 }) {
+ *  pair: xPair), a bias per expert row, and with `scale` each expert's output scale (Gemma 4's
+ *  ffn_down_exps.scale: (Σ + bias) · s_e); the experts in one buffer, then split at `split`. */
+async function checkMoeMatvec(type, rows, cols, { tpr, E = 5, n = 3, k = 2, xPair = false, split = 2, scale = false }) {
   const { bytes, deq, rowBytes } = weights(type, E * rows, cols, 500 + type + cols);
   const r = rng(type + 3);
   const np = n * k;
@@ -97,8 +98,9 @@ async function checkMoeMatvec(type, rows, cols, { tpr, E = 5, n = 3, k = 2, xPai
   const ids = [[4, 0], [2, 4], [1, 3]]; // an expert twice, one never
   for (let e = 0; e < n; e++) for (let j = 0; j < k; j++) A[rOff + e * rE + j] = ids[e % 3][j];
   const bOff = 3;
-  const V = new Float32Array(bOff + E * rows).map(() => r());
-  const params = (e0, e1) => [rows, cols, rowBytes, xOff, xE, xPair ? 1 : 0, yOff, yE, rOff, rE, k, e0, e1, bOff];
+  const sOff = bOff + E * rows;
+  const V = new Float32Array(sOff + E).map(() => r());
+  const params = (e0, e1) => [rows, cols, rowBytes, xOff, xE, xPair ? 1 : 0, yOff, yE, rOff, rE, k, e0, e1, bOff, scale ? sOff : NONE];
   const grid = [Math.ceil(rows / (WG / tpr)), 1, np];
   const code = moeMatvecWgsl(type, { tpr });
   const [whole] = await run(code, { A, params: params(0, E), extra: [bytes, V], grid });
@@ -113,8 +115,10 @@ async function checkMoeMatvec(type, rows, cols, { tpr, E = 5, n = 3, k = 2, xPai
         abs += Math.abs(t);
       }
       want += V[bOff + ex * rows + row];
+      const sc = scale ? Math.abs(V[sOff + ex]) : 1;
+      if (scale) want *= V[sOff + ex];
       const g = got[yOff + p * yE + row];
-      assert.ok(Math.abs(g - want) <= 1e-6 * abs * Math.log2(cols) + 1e-6 * Math.abs(want) + 1e-30,
+      assert.ok(Math.abs(g - want) <= sc * 1e-6 * abs * Math.log2(cols) + 1e-6 * Math.abs(want) + 1e-30,
         `${GPU_TYPES[type].name} tpr ${tpr} pair ${p} (expert ${ex}) row ${row}: ${g} vs ${want}`);
     }
   }
@@ -125,10 +129,12 @@ async function checkMoeMatvec(type, rows, cols, { tpr, E = 5, n = 3, k = 2, xPai
   assert.deepEqual(Buffer.from(both), Buffer.from(whole), `${GPU_TYPES[type].name}: split experts differ from one buffer`);
 }
 
-test('moe_matvec (MUL_MAT_ID): F32, F16, Q8_0, Q4_K, Q6_K and MXFP4 experts against C\'s dequantization, x per entry and per pair, biases; split over two buffers the same bits', { skip }, async () => {
+test('moe_matvec (MUL_MAT_ID): F32, F16, Q8_0, Q4_K, Q6_K and MXFP4 experts against C\'s dequantization, x per entry and per pair, biases, per-expert output scales; split over two buffers the same bits', { skip }, async () => {
   await checkMoeMatvec(0, 6, 64, { tpr: 1 });
   await checkMoeMatvec(1, 5, 200, { tpr: 16, xPair: true, split: 3 });
   await checkMoeMatvec(8, 7, 96, { tpr: 1, xPair: true });
+  await checkMoeMatvec(8, 10, 64, { tpr: 1, xPair: true, scale: true }); // Gemma 4's scaled down product
+  await checkMoeMatvec(12, 4, 256, { tpr: 16, scale: true, split: 3 });
   await checkMoeMatvec(12, 3, 512, { tpr: 16 });
   await checkMoeMatvec(14, 3, 2048, { tpr: WG, n: 2, split: 1 });
   await checkMoeMatvec(39, 9, 2880 / 10, { tpr: 16, split: 4 }); // gpt-oss's MXFP4 experts (rows of 288 here)

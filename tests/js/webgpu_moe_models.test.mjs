@@ -11,10 +11,12 @@
 // tensors are split into buffers of a few experts each (as a binding limit below a tensor forces)
 // gives the bits of the unsplit one; and the routes change between tokens — zeroing one expert
 // of the last layer at a time changes exactly the entries that chose it, k experts an entry,
-// different entries for different experts.
+// different entries for different experts (also for Gemma 4's kind, gemma4 tiny-moe, whose fused
+// gate/up experts are split as the others; its GPU logits against the CPU's are
+// webgpu_gemma4.test.mjs's).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { argmax, dawn, deferredModel, dequantizedCopy, diff, margin, wasmReference } from './_webgpu.mjs';
+import { assertGpuTracksCpu, dawn, deferredModel, dequantizedCopy, wasmReference, withGpuPair } from './_webgpu.mjs';
 import { createEngine } from '../../js/wasmlm.js';
 import { synthCached } from '../../tools/synth_gguf.mjs';
 import { MATMAT_MIN_ENT } from '../../js/backend/webgpu/wgsl_matmat.js';
@@ -24,7 +26,6 @@ import { expertPieces, fuseMatrices, uploadWeights } from '../../js/backend/webg
 
 const { gpu, skip: why } = await dawn();
 const skip = why || false;
-const NEAR_TIE = 0.01;
 const TOL = 1e-3;
 const LONG_PROMPT = 'Once upon a time there was a little girl who lived in a village near the woods';
 
@@ -37,28 +38,12 @@ const CASES = [
 for (const [arch, type] of CASES) {
   test(`${arch} ${type}: GPU logits match the CPU's over a prefill and 6 decode steps, greedy ids equal up to a near-tie`, { skip }, async () => {
     const file = synthCached({ arch, type });
-    const cpu = await createEngine({ threads: 1, backend: 'cpu' });
-    const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
-    try {
-      await cpu.load({ model: type === 'F32' ? file : dequantizedCopy(file), kvType: 'f32' });
-      const info = await g.load({ model: file, kvType: 'f32' });
-      assert.equal(info.backend, 'webgpu', info.backendReason);
+    await withGpuPair(gpu, file, { kvType: 'f32' }, async (cpu, g, info) => {
       assert.ok(info.nExpert > 1);
-      let ids = Array.from(await cpu.tokenize(LONG_PROMPT));
+      const ids = Array.from(await cpu.tokenize(LONG_PROMPT));
       assert.ok(ids.length >= MATMAT_MIN_ENT, `${ids.length} prompt tokens: the tiled kernel is not used`);
-      for (let step = 0; step < 7; step++) {
-        const a = await cpu.evalTokens(ids);
-        const b = await g.evalTokens(ids);
-        const { d, m } = diff(a, b);
-        assert.ok(d <= TOL * (1 + m), `step ${step}: max |diff| ${d} > ${TOL} · (1 + ${m})`);
-        if (margin(a) < NEAR_TIE) break;
-        assert.equal(argmax(b), argmax(a), `step ${step}: greedy ids differ`);
-        ids = [argmax(a)];
-      }
-    } finally {
-      await cpu.free();
-      await g.free();
-    }
+      await assertGpuTracksCpu(cpu, g, ids, { tol: TOL });
+    }, { cpuModel: type === 'F32' ? file : dequantizedCopy(file) });
   });
 }
 
@@ -83,7 +68,7 @@ function splitEvery(desc, cap, per) {
   const whole = fuseMatrices(desc, cap), E = desc.hp.n_expert;
   return { ...whole, layers: whole.layers.map((l, li) => {
     const out = { ...l };
-    for (const k of ['exp_gate', 'exp_up', 'exp_down']) {
+    for (const k of ['exp_gate', 'exp_up', 'exp_down', 'exp_gate_up']) {
       const t = desc.layers[li][k];
       if (!t) continue;
       out[k] = expertPieces(t, E, per * (t[1] / E) * t[3], `blk.${li}.${k}`);
@@ -93,10 +78,10 @@ function splitEvery(desc, cap, per) {
   }) };
 }
 
-for (const arch of ['qwen3moe', 'gpt-oss', 'lfm2moe']) {
-  test(`${arch}: expert tensors split into buffers of 1 and 4 experts give the bits of one buffer each (prefill and decode); the last layer's experts, zeroed one at a time, change the tokens that chose them: k a token, not the same for all`, { skip }, async () => {
+for (const [arch, shape] of [['qwen3moe'], ['gpt-oss'], ['lfm2moe'], ['gemma4', 'tiny-moe']]) {
+  test(`${arch}${shape ? ` ${shape}` : ''}: expert tensors split into buffers of 1 and 4 experts give the bits of one buffer each (prefill and decode); the last layer's experts, zeroed one at a time, change the tokens that chose them: k a token, not the same for all`, { skip }, async () => {
     const x = wasmReference();
-    const { desc, opts } = deferredModel(x, synthCached({ arch, type: 'Q8_0' }));
+    const { desc, opts } = deferredModel(x, synthCached({ arch, shape, type: 'Q8_0' }));
     const { device, subgroups } = await requestDevice(await gpu.requestAdapter());
     try {
       const cap = Math.min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);

@@ -31,30 +31,35 @@ test('unsupportedReason names a weight type without GPU kernels and the tensor h
   assert.match(unsupportedReason({ ...desc, hp: { head_size: 640 }, layers: [{ ...desc.layers[0], wv: t(13) }] }, { maxHead: MAX_HEAD }),
     /head size 640 is above the GPU attention kernel's 512/);
   const ok = { ...desc, layers: [{ ...desc.layers[0], wv: t(13) }] };
-  // Gemma 4's per-layer shapes run on the GPU (webgpu_gemma4.test.mjs); its MoE layers do not
+  // Gemma 4's per-layer shapes run on the GPU (webgpu_gemma4.test.mjs), and its MoE layers
   assert.equal(unsupportedReason({ ...ok, arch: { name: 'gemma4', encoder: 0, per_layer: 1 } }, { maxHead: MAX_HEAD }), '');
-  assert.match(unsupportedReason({ ...ok, arch: { name: 'gemma4', encoder: 0, per_layer: 1 }, layers: [{ ...ok.layers[0], ffn_kind: 'moe' }] }, { maxHead: MAX_HEAD }),
-    /gemma4's mixture-of-experts layers .* run on the CPU only/);
   assert.match(unsupportedReason({ ...ok, arch: { name: 'bert', encoder: 1 } }, { maxHead: MAX_HEAD }),
     /causal only: an encoder \(bert\) runs on the CPU/);
   assert.match(unsupportedReason({ ...ok, arch: { name: 'gemma-embedding', encoder: 0 }, hp: { head_size: 64, bidirectional: 1 } }, { maxHead: MAX_HEAD }),
     /causal only: bidirectional attention \(gemma-embedding\)/);
 });
 
-test('unsupportedReason: a mixture of experts runs on the GPU, except Gemma 4\'s kind, more than 32 experts a token, or an expert type without kernels', () => {
+test('unsupportedReason: a mixture of experts runs on the GPU, Gemma 4\'s kind too, except more than 32 experts a token, an expert type without kernels, or a description without what Gemma 4\'s layer needs', () => {
   const t = (type, rows = 4) => [type, rows, 32, 34, 1024];
+  const v = (n) => [0, 1, n, 4 * n, 2048];
   const moe = { arch: { name: 'qwen3moe', moe_act: 'silu', moe_stream_in: 0, moe_dense_branch: 0 },
     hp: { head_size: 64, n_expert: 8, n_expert_used: 2 }, tensors: { token_embd: t(8), position_embd: null, output: t(8) },
     layers: [{ wq: t(8), wk: t(8), wv: t(8), wo: t(8), ffn_kind: 'moe', moe_router: t(0, 8), exp_gate: t(39, 64), exp_up: t(39, 64), exp_down: t(8, 256) }] };
   const why = (d) => unsupportedReason(d, { maxHead: MAX_HEAD });
   assert.equal(why(moe), '');
   assert.equal(why({ ...moe, arch: { ...moe.arch, name: 'gpt-oss', moe_act: 'swiglu_oai' } }), '');
-  for (const d of [{ ...moe, arch: { ...moe.arch, name: 'gemma4', moe_dense_branch: 1 } }, { ...moe, arch: { ...moe.arch, moe_stream_in: 1 } },
-    { ...moe, layers: [{ ...moe.layers[0], exp_gu_fused: 1 }] }, { ...moe, layers: [{ ...moe.layers[0], exp_out_scale: [0, 1, 8, 32, 4096] }] }]) {
-    assert.match(why(d), /mixture of experts \(beside a dense feed-forward, .*\) runs on the CPU only for now/);
+  // Gemma 4's: a dense branch beside the experts, a router on the scaled stream, fused gate/up
+  // experts, expert output scales
+  const g4l = { ...moe.layers[0], w1: t(8), w2: t(8), w3: t(8), exp_gate: null, exp_up: null, exp_gate_up: t(8, 128), exp_gu_fused: 1,
+    exp_out_scale: v(8), moe_in_norm: v(32), moe_in_scale: v(32), moe_pre_norm: v(32), moe_post_norm_1: v(32), moe_post_norm_2: v(32) };
+  const g4 = { ...moe, arch: { name: 'gemma4', per_layer: 1, moe_act: 'gelu', moe_stream_in: 1, moe_dense_branch: 1 }, layers: [g4l, { ...g4l, ffn_kind: 'dense', moe_pre_norm: null }] };
+  assert.equal(why(g4), '');
+  for (const [k, what] of [['moe_post_norm_2', /dense branch's norms/], ['moe_in_norm', /router's input norm/], ['exp_gate_up', /fused gate\/up experts/]]) {
+    assert.match(why({ ...g4, layers: [{ ...g4l, [k]: null }] }), new RegExp(`description lacks the ${what.source} \\(gemma4's mixture of experts\\): the wasm module is older`));
   }
   assert.match(why({ ...moe, hp: { ...moe.hp, n_expert: 64, n_expert_used: 33 } }), /33 experts used per token is above the GPU route kernel's 32/);
   assert.match(why({ ...moe, layers: [{ ...moe.layers[0], exp_up: t(99, 64) }] }), /weight type type 99 \(blk\.0\.ffn_up_exps\)/);
+  assert.match(why({ ...g4, layers: [{ ...g4l, exp_gate_up: t(99, 128) }] }), /weight type type 99 \(blk\.0\.ffn_gate_up_exps\)/);
 });
 
 test('options: backend names and the gpu object are checked', async () => {

@@ -12,7 +12,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
-import { dawn } from './_webgpu.mjs';
+import { dawn, withGpuPair } from './_webgpu.mjs';
 import { createEngine } from '../../js/wasmlm.js';
 import { GpuForward } from '../../js/backend/webgpu/forward.js';
 import { synthCached } from '../../tools/synth_gguf.mjs';
@@ -73,17 +73,7 @@ async function check(name, file, g, cpu, request) {
   return got;
 }
 
-async function withEngines(file, fn) {
-  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
-  const g = await gpuEngine(file);
-  try {
-    await cpu.load({ model: file, ...LOAD });
-    return await fn(g, cpu);
-  } finally {
-    await cpu.free();
-    await g.free();
-  }
-}
+const withEngines = (file, fn) => withGpuPair(gpu, file, LOAD, (cpu, g) => fn(g, cpu));
 
 for (const arch of ['qwen35', 'lfm2']) {
   const file = () => synthCached({ arch, shape: 'tiny' });

@@ -20,7 +20,7 @@ import { requestDevice } from './device.js';
 import { GpuForward, Pipelines } from './forward.js';
 import { GpuStateSnapshots } from './state_snapshots.js';
 import { MAX_HEAD } from './wgsl_ops.js';
-import { ropeHalf } from './per_layer.js';
+import { pleHostTable, ropeHalf } from './per_layer.js';
 import { fuseMatrices, unsupportedReason, uploadWeights } from './weights.js';
 
 /** The model's description (wlmjs_model_describe) as an object. */
@@ -105,6 +105,7 @@ export class WebGpuBackend {
     this.#kvType = kvType;
     this.weightBytes = weights.bytes;
     this.#pipelines = new Pipelines(this.#device, { subgroups: this.subgroups });
+    this.#pleTable = pleHostTable(x, desc.tensors.ple_embd); // (Gemma 4's, in wasm memory)
     await this.resize(ctx);
   }
 
@@ -126,7 +127,7 @@ export class WebGpuBackend {
     this.#snaps = null;
     this.#fwd = await GpuForward.create(this.#device, this.#desc, this.#weights, {
       kvF16: this.#kvType !== 'f32', nCtx: f(9), nSeq: f(12), ropeFreq, ropeSets: sets, mscale: f(8),
-      pipelines: this.#pipelines, profile: this.#profile,
+      pipelines: this.#pipelines, profile: this.#profile, pleTable: this.#pleTable,
     });
     const st = this.#fwd.cache.state;
     if (st) this.#snaps = new GpuStateSnapshots(this.#device, st, this.#desc.hp.state_floats * 4, f(17));
@@ -138,6 +139,7 @@ export class WebGpuBackend {
   #snaps = null;     // a hybrid's state snapshots (GpuStateSnapshots), else null
   #kvType = 'f16';
   #pipelines = null;
+  #pleTable = null;  // Gemma 4's per-layer embedding table, read on the host (pleHostTable)
 
   /** GPU memory held: weights, KV cache, activations, a hybrid's state snapshots (bytes). */
   get gpuBytes() { return this.weightBytes + (this.#fwd?.bytes ?? 0) + (this.#snaps?.bytes ?? 0); }
@@ -361,6 +363,7 @@ export class WebGpuBackend {
     this.#released = true;
     this.#fwd?.destroy();
     this.#snaps?.destroy();
+    this.#pleTable?.free();
     if (this.#weights) {
       for (const b of this.#weights.matrix.values()) b.destroy();
       this.#weights.vec.destroy();

@@ -10,10 +10,13 @@
 // (attn_q's per-head query and gate rows) in recurrent.c's / forward.c's order. Each layer's
 // head size, KV heads, widths and KV sharing are its own (per_layer.js layerShape: Gemma 4's
 // differ by layer; a KV-shared layer computes only Q and attends to its source's cache), and
-// Gemma 4's per-layer embeddings and output scale are steps of the same pass (pleSpecs). A
+// Gemma 4's per-layer embeddings and output scale are steps of the same pass (pleSpecs; the
+// table's rows of each chunk's tokens gathered on the host, pleHostTable, and written with the
+// step's tokens). A
 // mixture of experts is a feed-forward kind of the same pass (moe: router, route, the chosen
-// experts' products read by id, their weighted sum; wgsl_moe.js), gpt-oss's sinks a step after
-// attention.
+// experts' products read by id, their weighted sum; wgsl_moe.js; Gemma 4's beside the dense
+// feed-forward, each branch post-normed, the router on the scaled stream), gpt-oss's sinks a
+// step after attention.
 // A batch runs in chunks of up to `chunk` entries, each one compute pass whose bind
 // groups were built once (the entry count is the grid's z); a weight product runs the
 // matrix-vector kernel for one entry (decode), its batch form for a few, and the tiled
@@ -146,6 +149,7 @@ export class GpuForward {
   #opts;               // create()'s options (a wide pass is made with them)
   #pipelines = null;
   #wide = null;        // the pass of more entries an image's non-causal rows run in, or null
+  #pleTable = null;    // Gemma 4's per-layer embedding table on the host (per_layer.js pleHostTable)
 
   /** GPU bytes held: activations, parameters and the KV cache (weights not included), and a
    *  wide pass's activations (#widePass). */
@@ -157,11 +161,15 @@ export class GpuForward {
     return f;
   }
 
-  /** `recordAhead` false: every step's commands recorded when it runs (#encodeAhead; tests). */
-  /** `cache` (a wide pass, #widePass): another pass's KV cache, shared and not destroyed;
-   *  `maxWant`: logits rows for fewer entries than a chunk. */
+  /** `recordAhead` false: every step's commands recorded when it runs (#encodeAhead; tests).
+   *  `pleTable`: pleHostTable() of the model's per-layer embedding table (Gemma 4; required
+   *  when the model has one, owned by the caller). `cache` (a wide pass, #widePass): another
+   *  pass's KV cache, shared and not destroyed; `maxWant`: logits rows for fewer entries than a
+   *  chunk. */
   constructor(device, desc, weights, opts) {
-    const { kvF16, nCtx, nSeq = 1, ropeFreq, ropeSets, mscale, chunk = 32, profile = null, recordAhead = true, cache = null, maxWant = 0 } = opts;
+    const { kvF16, nCtx, nSeq = 1, ropeFreq, ropeSets, mscale, chunk = 32, profile = null, recordAhead = true, pleTable = null, cache = null, maxWant = 0 } = opts;
+    if (desc.hp.n_ple && !pleTable) throw jsError('WLM_ERR_STATE', 'internal: a model with per-layer embeddings needs its host table (pleTable)');
+    this.#pleTable = desc.hp.n_ple ? pleTable : null;
     this.#opts = opts;
     this.#nSeq = nSeq;
     if (cache) { this.cache = cache; this.#ownCache = false; }
@@ -203,12 +211,22 @@ export class GpuForward {
 
   /** A mixture of experts' activations per entry (moe.c's scratch; none without MoE layers):
    *  moe_z, the router's logits (n_expert); moe_r, the route (k ids, then k weights); moe_g,
-   *  moe_u, each slot's gate and up rows (k × expert_ff); moe_y, each slot's down product (k × dim). */
+   *  moe_u, each slot's gate and up rows (k × expert_ff; moe_g k × 2 expert_ff where gate and up
+   *  are one fused tensor, Gemma 4's: each slot's gate rows, then its up rows); moe_y, each
+   *  slot's down product (k × dim); moe_in, the router's input where it is not the experts'
+   *  (Gemma 4's scaled RMSNorm of the stream: dim). */
   #moeSizes() {
-    const h = this.desc.hp;
-    if (!this.desc.layers.some((l) => l.ffn_kind === 'moe')) return {};
+    const h = this.desc.hp, ls = this.desc.layers.filter((l) => l.ffn_kind === 'moe');
+    if (!ls.length) return {};
     const K = h.n_expert_used, p4 = (n) => (n + 3) & ~3;
-    return { moe_z: h.n_expert, moe_r: 2 * K, moe_g: K * p4(h.expert_ff), moe_u: K * p4(h.expert_ff), moe_y: K * p4(h.dim) };
+    return { moe_z: h.n_expert, moe_r: 2 * K, moe_g: K * this.#moeGateStride(), moe_u: K * p4(h.expert_ff), moe_y: K * p4(h.dim),
+      moe_in: ls.some((l) => l.moe_in_norm) ? h.dim : 0 };
+  }
+
+  /** Floats between two slots' gate rows in moe_g: expert_ff, or 2 expert_ff (fused gate/up), padded to 4. */
+  #moeGateStride() {
+    const F = this.desc.hp.expert_ff;
+    return ((this.desc.layers.some((l) => l.exp_gate_up) ? 2 * F : F) + 3) & ~3;
   }
 
   /** Activation offsets for `B` entries: {name: float offset, total}. */
@@ -388,43 +406,53 @@ export class GpuForward {
       residual(l.ssm_out, o.ro, E.ro, o.xb2, E.xb2, null, null);
     };
 
-    // a mixture of experts (moe.c), on xb (the normed input): the router, the route, then per
-    // (entry, slot) the chosen expert's gate and up products (one dispatch per buffer of an
-    // expert tensor split by the binding limit), its activation and down product, then the
-    // weighted sum in slot order onto the stream (through xb when a post-norm comes between)
-    const moe = (l) => {
-      const K = h.n_expert_used, F = h.expert_ff, pF = pad(F), pD = pad(D);
+    // a mixture of experts (moe.c) on the experts' input xin (xb: the normed input; Gemma 4's
+    // xb2) and the router's input rin (the same, or Gemma 4's moe_in): the router, the route,
+    // then per (entry, slot) the chosen expert's gate and up products (one dispatch per buffer
+    // of an expert tensor split by the binding limit; one product of 2 expert_ff rows for a
+    // fused gate/up tensor), its activation and down product (times the expert's output scale),
+    // then the weighted sum in slot order into `out`, or added to it (`accumulate`: the stream)
+    const moe = (l, xin, xinE, rin, rinE, out, outE, accumulate) => {
+      const K = h.n_expert_used, F = h.expert_ff, pF = pad(F), pG = this.#moeGateStride(), pD = pad(D);
       const none = (v) => (v ? vecOf(v) : NONE);
-      matvec(l.moe_router, o.xb, E.xb, o.moe_z, E.moe_z);
+      matvec(l.moe_router, rin, rinE, o.moe_z, E.moe_z);
       specs.push(['moe_route', '', [o.moe_z, E.moe_z, h.n_expert, K, h.moe_gating, h.moe_norm_w, fbits(h.moe_w_scale),
         none(l.moe_router_b), none(l.moe_probs_b), o.moe_r, E.moe_r], [Vb], (n) => [1, 1, n]]);
-      const ids = (pieces, xOff, xE, xPair, yOff, yE, bias) => {
+      const ids = (pieces, xOff, xE, xPair, yOff, yE, bias, scale = null) => {
         for (const t of pieces) {
           const rows = t[1] / (t[7] - t[6]), tpr = matvecThreadsPerRow(t[2]);
           const [gx, gy] = rowsGrid(Math.ceil(rows / (WG / tpr)));
-          specs.push(['moe_matvec', [t[0], tpr], [rows, t[2], t[3], xOff, xE, xPair, yOff, yE, o.moe_r, E.moe_r, K, t[6], t[7], none(bias)],
+          specs.push(['moe_matvec', [t[0], tpr], [rows, t[2], t[3], xOff, xE, xPair, yOff, yE, o.moe_r, E.moe_r, K, t[6], t[7], none(bias), none(scale)],
             [{ buffer: bufOf(t) }, Vb], (n) => [gx, gy, n * K]]);
         }
       };
-      ids(l.exp_gate, o.xb, E.xb, 0, o.moe_g, pF, l.exp_gate_b);
-      ids(l.exp_up, o.xb, E.xb, 0, o.moe_u, pF, l.exp_up_b);
-      if (a.moe_act === 'swiglu_oai') specs.push(['moe_act', '', [o.moe_g, pF, o.moe_u, pF, F], [], (n) => [wg(F), 1, n * K]]);
-      else specs.push(['eltwise', 'glu', [o.moe_g, pF, o.moe_u, pF, F, a.moe_act === 'gelu' ? 1 : 0, 1], [], (n) => [wg(F), 1, n * K]]);
-      ids(l.exp_down, o.moe_g, pF, 1, o.moe_y, pD, l.exp_down_b);
-      const post = l.post_ffn_norm;
-      specs.push(['moe_sum', '', [o.moe_y, pD, o.moe_r, E.moe_r, K, post ? o.xb : o.x, post ? E.xb : E.x, D, post ? 0 : 1], [],
-        (n) => [wg(D), 1, n]]);
-      if (post) {
-        norm(D, o.xb, E.xb, 0, o.xb, E.xb, 0, post, null);
-        add(o.x, E.x, o.xb, E.xb, D);
+      let gOff = o.moe_g, uOff = o.moe_u, uE = pF;
+      if (l.exp_gate_up) { // each slot's gate rows, then its up rows
+        ids(l.exp_gate_up, xin, xinE, 0, o.moe_g, pG, null);
+        uOff = o.moe_g + F;
+        uE = pG;
+      } else {
+        ids(l.exp_gate, xin, xinE, 0, gOff, pG, l.exp_gate_b);
+        ids(l.exp_up, xin, xinE, 0, uOff, uE, l.exp_up_b);
       }
+      if (a.moe_act === 'swiglu_oai') specs.push(['moe_act', '', [gOff, pG, uOff, uE, F], [], (n) => [wg(F), 1, n * K]]);
+      else specs.push(['eltwise', 'glu', [gOff, pG, uOff, uE, F, a.moe_act === 'gelu' ? 1 : 0, 1], [], (n) => [wg(F), 1, n * K]]);
+      ids(l.exp_down, gOff, pG, 1, o.moe_y, pD, l.exp_down_b, l.exp_out_scale);
+      specs.push(['moe_sum', '', [o.moe_y, pD, o.moe_r, E.moe_r, K, out, outE, D, accumulate ? 1 : 0], [],
+        (n) => [wg(D), 1, n]]);
+    };
+    // the router's input when it reads the stream (Gemma 4: RMSNorm(x) without gain / √dim ⊙
+    // ffn_gate_inp.scale, as moe.c), built in moe_in; else the experts' input
+    const routerIn = (l, xin, xinE) => {
+      if (!l.moe_in_norm) return [xin, xinE];
+      norm(D, o.x, E.x, 0, o.moe_in, E.moe_in, 0, l.moe_in_norm, null);
+      specs.push(['eltwise', 'scale', [o.moe_in, E.moe_in, D, fbits(Math.fround(1 / Math.fround(Math.sqrt(D))))], [], (n) => [wg(D), 1, n]]);
+      if (l.moe_in_scale) specs.push(['eltwise', 'mul_vec', [o.moe_in, E.moe_in, vecOf(l.moe_in_scale), D], [Vb], (n) => [wg(D), 1, n]]);
+      return [o.moe_in, E.moe_in];
     };
 
-    // a layer's feed-forward, after its mixer's residual
-    const ffn = (l) => {
-      const H = layerShape(h, l).H; // (Gemma 4: the layer's own width)
-      norm(D, o.x, E.x, 0, o.xb, E.xb, 0, l.ffn_norm, l.ffn_norm_b);
-      if (l.ffn_kind === 'moe') { moe(l); return; }
+    // the dense feed-forward's gated product into hb (of the layer's width H)
+    const denseUp = (l, H) => {
       const act = a.act === 'gelu' ? 1 : 0;
       if (l.w13) { // gate and up joined (fuseMatrices)
         matvec(l.w13, o.xb, E.xb, o.hb, E.hb, false, false, null, act);
@@ -439,7 +467,37 @@ export class GpuForward {
         matvec(l.w3, o.xb, E.xb, o.hb, E.hb, false, false, l.b_up);
         specs.push(['eltwise', 'glu', [o.hb, E.hb, 0, 0, H, 1, 0], [], (n) => [wg(H), 1, n]]);
       }
-      residual(l.w2, o.hb, E.hb, o.xb, E.xb, l.b_down, l.post_ffn_norm);
+    };
+
+    // a layer's feed-forward, after its mixer's residual (forward.c's order): dense; the
+    // experts alone (onto the stream, through xb when a post-norm comes between); or Gemma 4's
+    // both: RMSNorm(dense, post_ffw_norm_1) + RMSNorm(experts(RMSNorm(x, pre_ffw_norm_2)),
+    // post_ffw_norm_2), post-normed, onto the stream
+    const ffn = (l) => {
+      const H = layerShape(h, l).H; // (Gemma 4: the layer's own width)
+      norm(D, o.x, E.x, 0, o.xb, E.xb, 0, l.ffn_norm, l.ffn_norm_b);
+      if (l.ffn_kind === 'moe' && !l.moe_post_norm_1) {
+        const post = l.post_ffn_norm;
+        moe(l, o.xb, E.xb, ...routerIn(l, o.xb, E.xb), post ? o.xb : o.x, post ? E.xb : E.x, !post);
+        if (post) {
+          norm(D, o.xb, E.xb, 0, o.xb, E.xb, 0, post, null);
+          add(o.x, E.x, o.xb, E.xb, D);
+        }
+        return;
+      }
+      denseUp(l, H);
+      if (l.ffn_kind !== 'moe') {
+        residual(l.w2, o.hb, E.hb, o.xb, E.xb, l.b_down, l.post_ffn_norm);
+        return;
+      }
+      matvec(l.w2, o.hb, E.hb, o.xb, E.xb, false, false, l.b_down);
+      norm(D, o.xb, E.xb, 0, o.xb, E.xb, 0, l.moe_post_norm_1, null);
+      norm(D, o.x, E.x, 0, o.xb2, E.xb2, 0, l.moe_pre_norm, null);
+      moe(l, o.xb2, E.xb2, ...routerIn(l, o.xb2, E.xb2), o.xb2, E.xb2, false);
+      norm(D, o.xb2, E.xb2, 0, o.xb2, E.xb2, 0, l.moe_post_norm_2, null);
+      add(o.xb, E.xb, o.xb2, E.xb2, D);
+      if (l.post_ffn_norm) norm(D, o.xb, E.xb, 0, o.xb, E.xb, 0, l.post_ffn_norm, null);
+      add(o.x, E.x, o.xb, E.xb, D);
     };
 
     // Gemma 4's per-layer embeddings (per_layer.js; nothing for other models)
@@ -447,7 +505,6 @@ export class GpuForward {
       matvec, norm, residual, add,
       scale: (y, yE, len, v) => specs.push(['eltwise', 'scale', [y, yE, len, fbits(v)], [], (n) => [wg(len), 1, n]]),
       scaleBy: (y, yE, len, v) => specs.push(['eltwise', 'scale_by', [y, yE, vecOf(v), len], [Vb], (n) => [wg(len), 1, n]]),
-      embed: (t, len, y, yE, sc) => specs.push(['embed', t[0], [len, t[3], 0, y, yE, 0, fbits(sc)], [{ buffer: bufOf(t) }, S], (n) => [wg(len), 1, n]]),
       glu: (g, gE, u, uE, len, act) => specs.push(['eltwise', 'glu', [g, gE, u, uE, len, act, 1], [], (n) => [wg(len), 1, n]]),
     }, o, E);
     ple.inputs();
@@ -660,6 +717,10 @@ export class GpuForward {
       step[3 * B + 2] = ns;
       device.queue.writeBuffer(this.#step, 0, step);
       if (erows) this.#writeRows(erows, embd, i0, n);
+      if (this.#pleTable) { // the table's rows of the chunk's tokens, entry j at pla + j · stride
+        const stride = (h.n_ple * h.n_layers + 3) & ~3;
+        device.queue.writeBuffer(this.#act, this.#off.pla * 4, this.#pleTable.rows(tokens, i0, n, stride));
+      }
       if (this.desc.arch.rope !== 'none') {
         const CS = this.#csStride; // each set its own rotated width (Gemma 4), CS floats apart
         const cs = new Float32Array(this.#ropeSets * B * CS);

@@ -5,7 +5,8 @@
 // buffer within the adapter's limits, the buffers created) before a byte of the data section is
 // read, so that 'auto' can still give the model to the CPU; then the file streams once
 // (stream.js): matrices into GPU buffers, vectors into the heap, and C commits the vectors. The
-// peak wasm heap is the header + vectors + the deferred context's scratch, not the file.
+// peak wasm heap is the header + vectors (+ Gemma 4's per-layer embedding table, which the host
+// reads: per_layer.js) + the deferred context's scratch, not the file.
 // It does not choose the backend (js/backend/select.js does) or parse the file's values (C does).
 
 import { jsError } from '../../runtime/errors.js';
@@ -42,7 +43,7 @@ export async function loadStreamed({ x, src, adapter, adapterInfo, useSubgroups,
     throw e;
   }
   let ptr = x.wlmjs_malloc(Math.max(4, plan.heapBytes)) >>> 0;
-  if (!ptr) throw jsError('WLM_ERR_NOMEM', `cannot allocate ${plan.heapBytes} bytes of wasm memory for the model's header and vectors`);
+  if (!ptr) throw jsError('WLM_ERR_NOMEM', `cannot allocate ${plan.heapBytes} bytes of wasm memory for the model's header and vectors (and host lookup tables)`);
   const slot = x.wlmjs_malloc(4) >>> 0;
   let model = 0, b = null, ctx = 0, weights = null, keepSource = false;
   try {

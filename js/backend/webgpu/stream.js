@@ -29,14 +29,16 @@ export function tensorBytes(t) {
   return n / ty.blk * ty.bytes;
 }
 
-/** Tensors that stay in wasm memory, src/formats/gguf.c's rule (wlm_gguf_tensor_resident): one
- *  row (ne[1..3] all 1), an F32/F16 tensor of two dimensions whose rows are at most
- *  RESIDENT_TAPS long (a hybrid's conv kernels), or an F32 one named *_exps.bias (a mixture of
- *  experts' bias rows, one per expert: gpt-oss's). */
+/** Tensors that stay in wasm memory, src/formats/gguf.c's rule (wlm_gguf_tensor_resident and
+ *  wlm_gguf_tensor_host_lookup): one row (ne[1..3] all 1), an F32/F16 tensor of two dimensions
+ *  whose rows are at most RESIDENT_TAPS long (a hybrid's conv kernels), an F32 one named
+ *  *_exps.bias (a mixture of experts' bias rows, one per expert: gpt-oss's), or Gemma 4's
+ *  per-layer embedding table (per_layer_token_embd.weight, whose rows the host gathers:
+ *  per_layer.js pleHostTable). */
 const RESIDENT_TAPS = 16;
 const resident = (t) => t.ne.slice(2).every((d) => d === 1) &&
   ((t.ne[1] ?? 1) === 1 || ((t.type === 0 || t.type === 1) && t.ne[0] <= RESIDENT_TAPS) ||
-    (t.type === 0 && t.name.endsWith('_exps.bias')));
+    (t.type === 0 && t.name.endsWith('_exps.bias')) || t.name === 'per_layer_token_embd.weight');
 
 /**
  * The heap buffer WLM_LOAD_TENSORS_EXTERNAL takes for a GGUF of `layout` (readGgufLayout):

@@ -19,14 +19,18 @@ const MATRICES = ['wq', 'wk', 'wv', 'wqkv', 'wo', 'w1', 'w2', 'w3', 'w13', 'ssm_
   'ple_gate', 'ple_proj', 'moe_router'];
 const VECTORS = ['attn_norm', 'attn_norm_b', 'bqkv', 'bq', 'bk', 'bv', 'q_norm', 'k_norm', 'bo', 'attn_sinks',
   'post_attn_norm', 'ffn_norm', 'ffn_norm_b', 'b_up', 'b_down', 'post_ffn_norm', 'conv_w', 'ssm_dt', 'ssm_a', 'ssm_norm',
-  'v_norm', 'out_scale', 'ple_norm', 'moe_router_b', 'moe_probs_b', 'exp_gate_b', 'exp_up_b', 'exp_down_b'];
+  'v_norm', 'out_scale', 'ple_norm', 'moe_router_b', 'moe_probs_b', 'exp_gate_b', 'exp_up_b', 'exp_down_b',
+  'exp_out_scale', 'moe_in_norm', 'moe_in_scale', 'moe_pre_norm', 'moe_post_norm_1', 'moe_post_norm_2'];
 const GGUF_NAMES = { wq: 'attn_q', wk: 'attn_k', wv: 'attn_v', wqkv: 'attn_qkv', wo: 'attn_output', w1: 'ffn_gate', w2: 'ffn_down', w3: 'ffn_up', w13: 'ffn_gate_up',
   ple_gate: 'inp_gate', ple_proj: 'proj', moe_router: 'ffn_gate_inp' };
-/** The model's matrices outside the layers: description key → GGUF name (without .weight). */
+/** The model's matrices outside the layers: description key → GGUF name (without .weight).
+ *  (Gemma 4's per-layer embedding table, ple_embd, is not one: it stays in wasm memory, read on
+ *  the host, per_layer.js pleHostTable, and neither uploaded nor held to the adapter's limits.) */
 const GLOBAL_MATRICES = { token_embd: 'token_embd', position_embd: 'position_embd', output: 'output',
-  ple_embd: 'per_layer_token_embd', ple_model_proj: 'per_layer_model_proj' };
-/** A mixture of experts' stacked matrices (one GGUF tensor holding every expert's) by GGUF name. */
-const EXPERTS = { exp_gate: 'ffn_gate_exps', exp_up: 'ffn_up_exps', exp_down: 'ffn_down_exps' };
+  ple_model_proj: 'per_layer_model_proj' };
+/** A mixture of experts' stacked matrices (one GGUF tensor holding every expert's) by GGUF name
+ *  (exp_gate_up: Gemma 4's fused one, each expert's gate rows then its up rows). */
+const EXPERTS = { exp_gate: 'ffn_gate_exps', exp_up: 'ffn_up_exps', exp_down: 'ffn_down_exps', exp_gate_up: 'ffn_gate_up_exps' };
 /** A recurrent layer's matrices by mixer (src/model/gguf_model.c map_recurrent). */
 const SSM_NAMES = {
   deltanet: { ssm_in: 'attn_qkv', ssm_gate: 'attn_gate', ssm_beta: 'ssm_beta', ssm_alpha: 'ssm_alpha', ssm_out: 'ssm_out' },
@@ -113,24 +117,25 @@ export function matrices(desc) {
 }
 
 /**
- * Why this model cannot run on the GPU, or '' when it can: an encoder, Gemma 4's
- * mixture-of-experts layers, a weight type without kernels, or a head size (the largest of any
- * layer's) above the attention kernel's limit.
+ * Why this model cannot run on the GPU, or '' when it can: an encoder, a weight type without
+ * kernels, more experts a token than the route kernel keeps, a description without what a
+ * Gemma 4 mixture-of-experts layer needs (a wasm module older than this file), or a head size
+ * (the largest of any layer's) above the attention kernel's limit.
  */
 export function unsupportedReason(desc, { maxHead }) {
   if (desc.arch?.encoder || desc.hp?.bidirectional) {
     return `the GPU forward pass is causal only: ${desc.arch?.encoder ? 'an encoder' : 'bidirectional attention'} (${desc.arch?.name}) runs on the CPU`;
   }
-  if (desc.arch?.per_layer && desc.layers?.some((l) => l.ffn_kind === 'moe')) {
-    return `${desc.arch.name}'s mixture-of-experts layers (the experts beside the dense feed-forward, each ` +
-      'branch post-normed, the router reading the scaled RMSNorm of the stream) run on the CPU only for now';
-  }
   if (desc.hp?.n_expert > 1) {
     const a = desc.arch ?? {};
-    if (a.moe_dense_branch || a.moe_stream_in || desc.layers.some((l) => l.exp_gu_fused || l.exp_out_scale)) {
-      return `${a.name}'s mixture of experts (beside a dense feed-forward, a router on the scaled stream, ` +
-        'fused gate/up experts or expert output scales) runs on the CPU only for now';
-    }
+    const lacks = (l) => { // what a MoE layer's description misses for Gemma 4's steps, or ''
+      if (l.ffn_kind !== 'moe') return '';
+      if (a.moe_dense_branch && !(l.moe_pre_norm && l.moe_post_norm_1 && l.moe_post_norm_2)) return 'the dense branch\'s norms';
+      if (a.moe_stream_in && !l.moe_in_norm) return 'the router\'s input norm';
+      return l.exp_gu_fused && !l.exp_gate_up ? 'the fused gate/up experts' : '';
+    };
+    const bad = desc.layers.map(lacks).find((why) => why);
+    if (bad) return `the model's description lacks ${bad} (${a.name}'s mixture of experts): the wasm module is older than the WebGPU backend`;
     if (desc.hp.n_expert_used > MAX_EXPERT_USED) {
       return `${desc.hp.n_expert_used} experts used per token is above the GPU route kernel's ${MAX_EXPERT_USED}`;
     }

@@ -94,15 +94,17 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>) {
 /**
  * MUL_MAT_ID: for pair p = workgroup z (entry p / k, slot p % k) whose expert e (the route's id)
  * lies in [e0, e1), the `rows` rows of expert e in W (a buffer holding experts e0 .. e1 − 1 back to
- * back, each rows × row_bytes) times the activations x: out[p][row] = Σ_i W_e[row][i] · x[i]
- * (+ V[bias + e·rows + row]); pairs of other experts are skipped (a tensor split over several
- * buffers has one dispatch per buffer). x is A[x_off + z·x_estride] with z the entry, or the pair
+ * back, each rows × row_bytes) times the activations x: out[p][row] = (Σ_i W_e[row][i] · x[i]
+ * (+ V[bias + e·rows + row])) (· V[scale + e]: Gemma 4's per-expert output scale, moe.c's
+ * exp_out_scale; its fused gate/up tensor is an expert of 2 · expert_ff rows, gate then up);
+ * pairs of other experts are skipped (a tensor split over several buffers has one dispatch per
+ * buffer). x is A[x_off + z·x_estride] with z the entry, or the pair
  * when x_pair (the down product reads its pair's activations). `tpr` invocations share a row
  * (wgsl_ops.js's matvecThreadsPerRow), a workgroup covers WG / tpr rows of workgroup g = y·nx + x;
  * sums a 32-element sub-block a step where cols is a multiple of 32, else an element a step
  * (matvecWgsl's order). Params: 0 rows, 1 cols, 2 row_bytes, 3 x_off, 4 x_estride, 5 x_pair,
  * 6 y_off, 7 y_estride (per pair), 8 route_off, 9 route_estride, 10 k, 11 e0, 12 e1, 13 bias
- * (NONE: none).
+ * (NONE: none), 14 scale (NONE: none).
  */
 export function moeMatvecWgsl(type, { tpr = WG } = {}) {
   const t = GPU_TYPES[type];
@@ -163,6 +165,7 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(num_workgroups) nw: vec3<
 ${reduce}
   if (live && lane == 0u) {
     if (pu(13u) != ${NONE}u) { s = s + V[pu(13u) + e * pu(0u) + row]; }
+    if (pu(14u) != ${NONE}u) { s = s * V[pu(14u) + e]; }
     A[pu(6u) + wg.z * pu(7u) + row] = s;
   }
 }`;

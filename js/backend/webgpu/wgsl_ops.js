@@ -34,7 +34,7 @@ fn pf(i: u32) -> f32 { return bitcast<f32>(pu(i)); }
 `;
 
 /** f32 → binary16 bits rounded to nearest even, overflow to infinity: wlm_fp32_to_fp16. */
-const F2H = /* wgsl */ `
+export const F2H = /* wgsl */ `
 fn f2h(f: f32) -> u32 {
   let x = bitcast<u32>(f);
   let sign = (x >> 16u) & 0x8000u;
@@ -691,6 +691,8 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
  *   scale    A[y + i] *= s                        params 0 y_off, 1 y_estride, 2 len, 3 s (f32)
  *   scale_by A[y + i] *= V[v_off]                 params 0 y_off, 1 y_estride, 2 v_off, 3 len
  *                                                 (Gemma 4's layer_output_scale)
+ *   mul_vec  A[y + i] *= V[v_off + i]             params 0 y_off, 1 y_estride, 2 v_off, 3 len
+ *                                                 (Gemma 4's router input scale, ffn_gate_inp.scale)
  *   glu      A[g + i] = act(A[g + i]) (· A[u + i]) params 0 g_off, 1 g_estride, 2 u_off, 3 u_estride,
  *                                                 4 len, 5 act (0 SiLU, 1 GELU), 6 gated
  *   softcap  A[y + i] = c · tanh(A[y + i] / c)    params 0 y_off, 1 y_estride, 2 len, 3 c (f32)
@@ -712,6 +714,9 @@ export function eltwiseWgsl(op) {
     scale_by: `${idx}
   if (i >= pu(3u)) { return; }
   A[pu(0u) + wg.z * pu(1u) + i] *= V[pu(2u)];`,
+    mul_vec: `${idx}
+  if (i >= pu(3u)) { return; }
+  A[pu(0u) + wg.z * pu(1u) + i] *= V[pu(2u) + i];`,
     glu: `${idx}
   if (i >= pu(4u)) { return; }
   let g = pu(0u) + wg.z * pu(1u) + i;
@@ -725,7 +730,7 @@ export function eltwiseWgsl(op) {
   }[op];
   if (!body) throw new Error(`eltwiseWgsl: unknown op ${op}`);
   return `${HEADER}
-${op === 'add_vec' || op === 'scale_by' ? '@group(0) @binding(2) var<storage, read> V: array<f32>;' : ''}
+${op === 'add_vec' || op === 'scale_by' || op === 'mul_vec' ? '@group(0) @binding(2) var<storage, read> V: array<f32>;' : ''}
 ${F2H}
 ${F16V}
 ${GLU_ACT}

@@ -11,6 +11,9 @@
 // fast network. A bounded range caps that at the bytes asked for and not yet read: two ranges.
 // A server that ignores Range answers the first one with the whole file (a 200), read as it
 // comes. Ranges go to where the URL redirected (a CDN), back to the URL if that address fails.
+// The reads are gathered into steps of 4 MiB (fewer after 100 ms) that are written, hashed and
+// reported together: what each step costs the garbage collector, not its bytes, made the page's
+// memory grow with the file when every read was a step.
 //
 // Every response is checked before its bytes are written, so a stored file is never a mix of two
 // versions:
@@ -48,6 +51,10 @@ export const DOWNLOAD_DEFAULTS = Object.freeze({
 
 /** Bytes read from the network per step (the BYOB reader's buffer). */
 const READ_BYTES = 1 << 20;
+/** Bytes gathered from the reads before they are written, hashed and reported as one step, or
+ *  fewer when STEP_MS passed since the last step (a slow network still reports its progress). */
+const STEP_BYTES = 4 << 20;
+const STEP_MS = 100;
 
 function abortError(signal) {
   const r = signal?.reason;
@@ -213,6 +220,35 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
     }
   }
 
+  // Reads are gathered into steps of STEP_BYTES (a copy) before they are written, hashed and
+  // reported: the network hands over ~0.5 MiB a read, and every write (a message to the OPFS
+  // worker and its answer), hash call and progress report leaves objects that only the garbage
+  // collector frees — in Chromium, at its own pace: the renderer's memory grew with their number,
+  // so with the file's size. What was gathered is written before any error is handled, so every
+  // byte that arrived is kept, as when each read was written on its own.
+  let step = null;
+  let gathered = 0;
+  let stepAt = performance.now();
+  async function gather(bytes) {
+    for (let at = 0; at < bytes.byteLength;) {
+      step ??= new Uint8Array(STEP_BYTES);
+      const n = Math.min(bytes.byteLength - at, STEP_BYTES - gathered);
+      step.set(bytes.subarray(at, at + n), gathered);
+      gathered += n;
+      at += n;
+      if (gathered === STEP_BYTES) await flush();
+    }
+    if (performance.now() - stepAt >= STEP_MS) await flush();
+  }
+  async function flush() {
+    if (gathered === 0) return;
+    const n = gathered;
+    gathered = 0;
+    await write(step.subarray(0, n));
+    stepAt = performance.now();
+    report();
+  }
+
   if (checkQuota && total) await checkQuota(total - pos);
   await saveMeta();
 
@@ -255,10 +291,18 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
       let req = pending ?? (ahead?.at === pos ? ahead : null);
       if (ahead && ahead !== req) drop(ahead);
       pending = ahead = null;
+      // The stall watch: a deadline moved on by each read, checked by one timer that re-arms
+      // itself (not a timer per read: each would be an object left for the garbage collector).
       let timer = null;
+      let deadline = Infinity; // Infinity: paused (a write in progress: a slow disk is not a stalled server)
+      const watch = () => {
+        const left = deadline - performance.now();
+        if (left <= 0) { timer = null; req.ctl.abort(new Retry(`no data for ${stallMs} ms`)); return; }
+        timer = setTimeout(watch, Math.min(stallMs, Math.max(1, left)));
+      };
       const arm = () => {
-        clearTimeout(timer);
-        timer = setTimeout(() => req.ctl.abort(new Retry(`no data for ${stallMs} ms`)), stallMs);
+        deadline = performance.now() + stallMs;
+        timer ??= setTimeout(watch, stallMs);
       };
       try {
         req ??= request(pos);
@@ -303,17 +347,17 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
                 : `the connection broke off: ${e?.message ?? e}`);
             }
             if (r.done) break;
-            clearTimeout(timer); // (a slow disk is not a stalled server)
             const end = limit ?? total;
-            if (end && pos + r.value.byteLength > end) {
+            if (end && pos + gathered + r.value.byteLength > end) {
               throw new Restart(end === total ? `the server sent more than the file's ${total} bytes`
                 : `the server sent more than the range it announced (to byte ${end - 1})`, 'protocol');
             }
-            await write(r.value);
+            deadline = Infinity; // (a slow disk is not a stalled server)
+            await gather(r.value);
             arm();
             if (pos > progressBefore) failures = 0;
-            report();
           }
+          await flush();
         } finally {
           reader.cancel().catch(() => {});
         }
@@ -324,6 +368,8 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
       } catch (e) {
         drop(ahead);
         ahead = null;
+        await flush(); // the bytes that arrived are kept (a Restart discards them below)
+        if (pos > progressBefore) failures = 0;
         if (e instanceof Restart) {
           if (e.kind === 'norange' ? ++norange > retries : ++restarts > maxRestarts) {
             e.response?.body?.cancel().catch(() => {});
