@@ -346,8 +346,11 @@ export interface LoadOptions {
    *  "clip"), any Source. Projectors: 'gemma3' (Gemma 3), 'idefics3' (SmolVLM), 'lfm2'
    *  (LFM2-VL) and 'qwen2.5vl_merger' (Qwen2.5-VL, with a 'qwen2vl' text model); another is
    *  refused naming it (WLM_ERR_UNSUPPORTED), a file whose projector width is not the model's
-   *  (an mmproj of another model) is WLM_ERR_INVALID_ARG. CPU backend only for now (with
-   *  backend 'webgpu' load() refuses it). Then generate(prompt, {images}), chat() and
+   *  (an mmproj of another model) is WLM_ERR_INVALID_ARG. The encoder runs on the CPU; with
+   *  the WebGPU backend the text model takes Gemma 3's, Idefics3's and LFM2-VL's image rows on
+   *  the GPU, while 'qwen2.5vl_merger' is refused there (backend 'webgpu':
+   *  WLM_ERR_UNSUPPORTED with the reason; 'auto' takes the CPU, ModelInfo.backendReason saying
+   *  why). Then generate(prompt, {images}), chat() and
    *  chatCompletion() take images; see ModelInfo.vision. Counted with the model when the
    *  engine picks wasm32 or memory64 (EngineOptions.memory64). */
   mmproj?: Source;
@@ -752,8 +755,10 @@ export interface GenerateParams {
    * prompt with images is evaluated on its own sequence — a repeated one is not forked —, then
    * the last tokens of all together; BatchResult.sequences[i].nPrompt counts image rows). In
    * openBatch() a sequence with images is prefilled when admitted, between two steps (the
-   * others wait for it), and joins after the batch's first step. CPU backend only (as the
-   * mmproj). With draft (speculative decoding) the model sees the images and the drafters the
+   * others wait for it), and joins after the batch's first step — on the CPU backend only: on
+   * the WebGPU backend a sequence with images that would join a running batch is refused
+   * (WLM_ERR_UNSUPPORTED), while generateBatch() and the first sequence of openBatch() take
+   * them. With draft (speculative decoding) the model sees the images and the drafters the
    * text around them (a draft model without an mmproj; prompt lookup never proposes an image
    * row), so greedy output stays plain greedy decoding's; llama.cpp's server turns speculative
    * decoding off when an mmproj is loaded instead.

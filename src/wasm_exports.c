@@ -338,6 +338,21 @@ API int wlmjs_generate_batch_begin_media(wlm_context *c, const wlm_vision *v, in
     return rc;
 }
 
+/* After wlmjs_generate_batch_begin_media on a deferred context returned WLM_NEED_LOGITS (2) and
+ * the backend ran the prompts it recorded: begins the batch (each sequence's last token
+ * evaluated together, recorded for the logits); ptrs holds the same n_seqs wlm_gen_params
+ * pointers as there. Returns the status. */
+API int wlmjs_generate_batch_begin_media_finish(wlm_context *c, int n_seqs, void *const *ptrs) {
+    if (!c || n_seqs < 1 || n_seqs > WLM_MAX_SEQ || !ptrs)
+        return wlm_generate_batch_begin_media_finish(c, 0, NULL);
+    wlm_gen_params *gp = malloc(sizeof *gp * (size_t)n_seqs);
+    if (!gp) return WLM_ERR_NOMEM;
+    for (int i = 0; i < n_seqs; i++) gp[i] = *(const wlm_gen_params *)ptrs[i];
+    int rc = wlm_generate_batch_begin_media_finish(c, n_seqs, gp);
+    free(gp);
+    return rc;
+}
+
 /* wlm_generate_batch_add_media (the images an array of n pointers). Returns the slot or the
  * status. */
 API int wlmjs_generate_batch_add_media(wlm_context *c, const wlm_vision *v, const char *prompt,
@@ -553,8 +568,12 @@ API double wlmjs_model_describe(const wlm_model *m, char *buf, size_t cap) {
  * (wlmjs_seq_tokens) from that position up to the entries' first replayed; the backend writes
  * -1 over the position once done), 16 its snapshots to take (int32 array address: for each
  * sequence, field 17 slots: the position at which its state is copied into the slot, -1: none;
- * the backend writes -1 over each it took), 17 the slots per sequence. -1 for a bad handle or
- * field. */
+ * the backend writes -1 over each it took), 17 the slots per sequence; 18 the positions each
+ * entry attends to (int32 array address: 0 causal, its position + 1; else the end of its
+ * non-causal image, whose rows see each other both ways), 19 each entry's input (int32 array
+ * address: -1 a token, whose embedding row is gathered; else a row of field 20), 20 the image
+ * rows (float array address: rows of the model's width, the inputs of image entries, given in
+ * place of an embedding and not scaled). -1 for a bad handle or field. */
 API double wlmjs_deferred_field(const wlm_context *c, int field) {
     if (!c || !c->model) return -1;
     switch (field) {
@@ -576,6 +595,9 @@ API double wlmjs_deferred_field(const wlm_context *c, int field) {
     case 15: return (double)(uintptr_t)c->dfr_restore;
     case 16: return (double)(uintptr_t)c->dfr_snap;
     case 17: return WLM_STATE_SNAPS;
+    case 18: return (double)(uintptr_t)c->dfr_len;
+    case 19: return (double)(uintptr_t)c->dfr_erow;
+    case 20: return (double)(uintptr_t)c->dfr_embd;
     default: return -1;
     }
 }
@@ -866,4 +888,11 @@ API int wlmjs_generate_begin_media_cached(wlm_context *c, const wlm_vision *v, c
                                           const wlm_image_embd *const *images, int32_t n, const wlm_gen_params *p,
                                           int32_t keep, int32_t skip, int32_t *ends, int32_t *kept) {
     return wlm_generate_begin_media_cached(c, v, prompt, len, images, n, p, keep, skip, ends, kept);
+}
+/* After wlmjs_generate_begin_media_cached on a deferred context returned WLM_NEED_LOGITS (2):
+ * the prompt it recorded (text and image rows, one batch wanting no logits) has run on the
+ * backend (wlmjs_deferred_supplied); begins the generation on it as wlm_generate_begin_media
+ * does (the prompt's last token evaluated again, recorded for its logits). Returns the status. */
+API int wlmjs_generate_begin_media_finish(wlm_context *c, const wlm_gen_params *p) {
+    return wlm_generate_begin_media_finish(c, p);
 }

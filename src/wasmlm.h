@@ -1382,7 +1382,12 @@ int wlm_eval_media_prompt(wlm_context *ctx, int32_t seq, const wlm_vision *visio
  * params' add_bos and parse_special are not used), then the generation starts from its last
  * position (cache_prompt is forced on: nothing but the last token is evaluated twice). Images
  * take one position per row; sampling penalties see only tokens. Errors: those of
- * wlm_eval_media_prompt and wlm_generate_begin; message in wlm_context_errmsg.
+ * wlm_eval_media_prompt and wlm_generate_begin; message in wlm_context_errmsg. On a deferred
+ * context (kv_cache 2: the WebGPU backend, src/runtime/deferred.c) the prompt's text and image
+ * rows are recorded as one batch and 2 (WLM_NEED_LOGITS, internal) is returned: the backend
+ * runs that batch, then the generation begins (wlmjs_generate_begin_media_finish). The same
+ * holds for wlm_generate_begin_media_cached and wlm_generate_batch_begin_media
+ * (wlmjs_generate_batch_begin_media_finish).
  */
 int wlm_generate_begin_media(wlm_context *ctx, const wlm_vision *vision, const char *prompt,
                              size_t len, const wlm_image_embd *images, int32_t n_images,

@@ -7,12 +7,24 @@
 // right before use, never kept across a call into wasm.
 
 import { Channel } from './channel.js';
-import { STATUS, STOP_REASONS, abortError, jsError } from '../runtime/errors.js';
+import { NEED_LOGITS, STATUS, STOP_REASONS, abortError, jsError } from '../runtime/errors.js';
 import { checkOptions } from '../options.js';
 import { decodeStep } from './generate.js';
 import { batchSequences, beamParams, utf8 } from './params.js';
 import { macrotask } from '../runtime/platform.js';
 import { checkMarkers } from '../vision/vision.js';
+
+/** The media prompts a deferred context recorded (C returned NEED_LOGITS: text and image rows,
+ *  one batch) run on the GPU backend before the batch begins; the context reset if that fails. */
+async function mediaPrefill(c, gen) {
+  try {
+    await c.supply();
+  } catch (e) {
+    c.x.wlm_context_reset(c.ctx);
+    throw e;
+  }
+  if (c.gen !== gen) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
+}
 
 /**
  * A sequence's images (GenerateParams.images: its prompt's media markers take them in order),
@@ -132,6 +144,10 @@ export async function* generateBatch(engine, c, prompts, params, signal) {
       rc = x.wlmjs_generate_batch_begin_media(ctx, c.vision, n, tokensPtr, countsPtr, textPtr, lensPtr, nImgPtr, ptrsPtr, ptrs.length);
       result.imagesEncoded = enc.encoded;
       result.imagesReused = enc.reused;
+      if (rc === NEED_LOGITS) { // the GPU backend: the prompts C recorded (text and image rows) run there, then the batch begins
+        await mediaPrefill(c, gen);
+        rc = x.wlmjs_generate_batch_begin_media_finish(ctx, n, paramsPtr);
+      }
     } else {
       rc = x.wlmjs_generate_batch_begin(ctx, n, tokensPtr, countsPtr, paramsPtr);
     }
@@ -525,6 +541,39 @@ export class ContinuousBatch {
       if (textPtr) x.wlmjs_free(textPtr);
       if (cells) x.wlmjs_free(cells);
     }
+    // the GPU backend: the prompt C recorded runs there, then the batch begins (begin's status;
+    // add returns the slot)
+    if (!adding && rc === NEED_LOGITS) return this.#beginMediaGpu(seq, enc);
+    return this.#admittedMedia(seq, enc, rc, adding);
+  }
+
+  /** #admitMedia's begin on the GPU backend: the recorded prompt run, the batch begun on its
+   *  last token (wlm_generate_batch_begin_media_finish), that token run. */
+  async #beginMediaGpu(seq, enc) {
+    const c = this.#c, x = c.x;
+    const one = x.wlmjs_malloc(4) >>> 0;
+    let rc;
+    try {
+      if (!one) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
+      await mediaPrefill(c, this.#gen);
+      new Int32Array(x.memory.buffer, one, 1)[0] = seq.paramsPtr;
+      rc = x.wlmjs_generate_batch_begin_media_finish(c.ctx, 1, one);
+    } catch (err) {
+      this.#finish(seq, err);
+      return true;
+    } finally {
+      if (one) x.wlmjs_free(one);
+    }
+    if (rc >= 0) {
+      await c.supply(); // the recorded last token
+      this.#check();
+    }
+    return this.#admittedMedia(seq, enc, rc, false);
+  }
+
+  /** The rest of #admitMedia once C began or joined the sequence (rc: status, or its slot). */
+  #admittedMedia(seq, enc, rc, adding) {
+    const c = this.#c, x = c.x, ctx = c.ctx;
     if (rc < 0) { this.#finish(seq, c.ctxError(rc)); return true; }
     const slot = adding ? rc : 0;
     if (!adding) {

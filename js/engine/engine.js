@@ -15,7 +15,7 @@
 // memory is a SharedArrayBuffer, which TextDecoder refuses in browsers: bytes handed to it go
 // through unshared() first.
 
-import { WasmlmError, abortError, jsError } from '../runtime/errors.js';
+import { NEED_LOGITS, WasmlmError, abortError, jsError } from '../runtime/errors.js';
 import { checkBatch, checkChat, checkOptions, lazily, rejecting } from '../options.js';
 import { contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
 import { chatRequest } from '../chat/chat.js';
@@ -36,7 +36,7 @@ import { moduleBuild } from '../runtime/wasm.js';
 import { DOT_FORMS, dotFormAtStart, pickDotForm } from '../runtime/dot_form.js';
 import { checkReadAhead, ReadAheadTuner } from '../runtime/read_ahead.js';
 import { startRuntime } from '../runtime/runtime.js';
-import { attachBackend, autoWouldUseGpu, checkBackendOption, streamToGpu } from '../backend/select.js';
+import { attachBackend, autoWouldUseGpu, checkBackendOption, gpuImagesRefused, streamToGpu } from '../backend/select.js';
 import { GPU_PROFILE } from '../backend/webgpu/forward.js';
 
 
@@ -407,10 +407,14 @@ class Engine {
     try {
       // wasm32 while the model fits its 4 GB, else the memory64 module (js/runtime/memory64.js); with
       // backend 'webgpu' a GGUF's weights go to the GPU, not the heap (js/backend/webgpu/load.js)
-      const useBackend = backend ?? this.#backendOpt.backend ?? 'auto';
+      let useBackend = backend ?? this.#backendOpt.backend ?? 'auto';
+      if (mmproj != null) mm = await this.#peekMmproj(mmproj, signal);
+      // images of a projector the GPU pass does not take: 'webgpu' refused, 'auto' the CPU
+      const imagesCpu = mm && useBackend !== 'cpu' ? gpuImagesRefused(mm.header?.vision?.projector) : '';
+      if (imagesCpu && useBackend === 'webgpu') throw jsError('WLM_ERR_UNSUPPORTED', `backend 'webgpu': ${imagesCpu}`);
+      if (imagesCpu) useBackend = 'cpu';
       const streamable = tokenizer == null && this.#backendOpt.gpuWeights !== 'heap';
       const gpuStream = streamable && (useBackend === 'webgpu' || (useBackend === 'auto' ? 'auto' : false));
-      if (mmproj != null) mm = await this.#peekMmproj(mmproj, signal);
       let { source, lowBytes, gpuFirst, probed } = await this.#fitModule(model, ctxParams, signal, gpuStream, mm);
       x = this.#x;
       const toGpu = () => streamToGpu({
@@ -517,7 +521,7 @@ class Engine {
         chatTemplate: text.meta('tokenizer.chat_template'),
         bosId: text.bos, eosId: text.eos, bosToken: text.tokenText(text.bos), eosToken: text.tokenText(text.eos),
         addBos: text.addsBos(),
-        backend: be.backend, backendReason: be.reason, gpuAdapter: be.adapter?.name ?? null,
+        backend: be.backend, backendReason: imagesCpu ? `auto: ${imagesCpu}` : be.reason, gpuAdapter: be.adapter?.name ?? null,
         gpuBytes: be.gpu?.gpuBytes ?? 0,
         ...embedInfo(x, this.#model), // embeddingLength, pooling, generative, rankOutputs
         vision,
@@ -580,9 +584,8 @@ class Engine {
         throw jsError('WLM_ERR_INVALID_ARG', `mmproj: its projector gives rows of ${info.projDim} floats but the ` +
           `model's width is ${dim}: an mmproj of another model`);
       }
-      if (onGpu) {
-        throw jsError('WLM_ERR_UNSUPPORTED', "mmproj: images run on the CPU backend only for now: load with backend: 'cpu'");
-      }
+      const refused = onGpu ? gpuImagesRefused(info.projector) : '';
+      if (refused) throw jsError('WLM_ERR_UNSUPPORTED', `mmproj: ${refused}: load with backend: 'cpu'`);
       return info;
     } finally {
       x.wlmjs_free(slot);
@@ -603,9 +606,12 @@ class Engine {
    * `cachePrompt`, the KV cache of the last media prompt is kept up to the end of the last image
    * both share with the same text before it (same pieces, same image keys), provided sequence
    * 0 still holds it (its token ids equal those recorded then; image rows hold no id, and only
-   * this path writes them); the rest is evaluated. Returns {rc, kept: positions reused}.
+   * this path writes them); the rest is evaluated. On the GPU backend C records the prompt's
+   * text and image rows as one batch, which runs there before the generation begins (the
+   * image rows are kept in the GPU's KV cache like the CPU's: a second question about the same
+   * image neither encodes nor evaluates it again). Returns {rc, kept: positions reused}.
    */
-  #beginMedia(prompt, promptPtr, enc, paramsPtr, cachePrompt) {
+  async #beginMedia(prompt, promptPtr, enc, paramsPtr, cachePrompt) {
     const x = this.#x, ctx = this.#ctx, n = enc.ptrs.length;
     const pieces = prompt.split(MEDIA_MARKER).slice(0, n);
     const rec = this.#media;
@@ -624,9 +630,19 @@ class Engine {
     const slot = x.wlmjs_malloc(4) >>> 0;
     try {
       if (!slot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
-      const rc = x.wlmjs_generate_begin_media_cached(ctx, this.#vision, promptPtr, utf8(prompt).length, arr, n, paramsPtr,
+      let rc = x.wlmjs_generate_begin_media_cached(ctx, this.#vision, promptPtr, utf8(prompt).length, arr, n, paramsPtr,
         skip > 0 ? rec.ends[skip - 1] : 0, skip, endsPtr, slot);
       const kept = this.#i32(slot);
+      if (rc === NEED_LOGITS) { // the GPU backend: the prompt C recorded (text and image rows) runs there first
+        try {
+          await this.#supply();
+        } catch (e) {
+          x.wlm_context_reset(ctx);
+          throw e;
+        }
+        if (this.#x !== x || this.#ctx !== ctx) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
+        rc = x.wlmjs_generate_begin_media_finish(ctx, paramsPtr);
+      }
       if (rc >= 0 && n > 0) {
         const got = Int32Array.from(new Int32Array(x.memory.buffer, endsPtr, n));
         const addr = x.wlmjs_seq_tokens(ctx, 0) >>> 0;

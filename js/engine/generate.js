@@ -105,7 +105,7 @@ export async function* generate(engine, c, prompt, params, signal) {
     if (!tok) throw jsError('WLM_ERR_NOMEM', 'cannot allocate a token slot');
 
     let media = null; // (images: the KV cache of the last media prompt's shared start is kept)
-    if (enc) media = c.beginMedia(prompt, promptPtr, enc, paramsPtr, params.cachePrompt === true);
+    if (enc) media = await c.beginMedia(prompt, promptPtr, enc, paramsPtr, params.cachePrompt === true);
     let rc = media ? media.rc : x.wlm_generate_begin_text(ctx, promptPtr, paramsPtr);
     if (rc >= 0 && spec) { // the draft's prefill counts as prefill
       begun = true; // a refusal below still ends the C generation (finally)

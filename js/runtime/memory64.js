@@ -45,6 +45,7 @@ export const POINTER_ARRAYS = Object.freeze({
   wlmjs_generate_begin_media: [4, 5],
   wlmjs_generate_begin_media_cached: [4, 5],
   wlmjs_generate_batch_begin_media: [8, 9],
+  wlmjs_generate_batch_begin_media_finish: [2, 1],
   wlmjs_generate_batch_add_media: [4, 5],
 });
 /** i64 results that are sizes, not pointers: never checked against 4 GB. */

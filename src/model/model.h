@@ -654,8 +654,23 @@ struct wlm_context {
     int deferred;                 /* 1 (wlm_context_params.kv_cache 2): run_entries records
                                      instead of running forward.c; no KV blocks here */
     int32_t *dfr_tok, *dfr_seq, *dfr_pos; /* (dfr_cap) the recorded batch, in entry order */
+    int32_t *dfr_len;             /* (dfr_cap) positions each entry attends to: 0 causal (its
+                                     position + 1), else the end of its non-causal image */
+    int32_t *dfr_erow;            /* (dfr_cap) an image row's input: its row in dfr_embd; -1 a
+                                     token (its embedding gathered) */
     int32_t dfr_cap;
     int32_t dfr_n;                /* entries waiting for their logits (0: none) */
+    float *dfr_embd;              /* (dfr_embd_cap rows of dim) the recorded image rows, copied
+                                     (the encoding may be freed before the batch runs) */
+    int32_t dfr_embd_n, dfr_embd_cap;
+    int32_t dfr_last[WLM_MAX_SEQ]; /* a batch of media prompts recorded (vision/sequence.c):
+                                     each sequence's last token, evaluated by the batch's
+                                     begin once the backend ran the prompts (dfr_last_n of
+                                     them; 0: none pending) */
+    int32_t dfr_last_n;
+    int dfr_accum;                /* 1: each record appends to the pending batch, wanting no
+                                     logits (vision/sequence.c: a whole media prompt, its text
+                                     and image rows, becomes one batch for the backend) */
     int32_t dfr_shift[WLM_MAX_SEQ][3]; /* per sequence, a context shift the backend has yet to
                                      apply to its cache (wlm_seq_shift_internal): n_keep,
                                      n_discard (0: none), and the sequence's length before it;
@@ -861,6 +876,12 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap);
 /* deferred.c: records n entries (tokens[i] on sequence seq_ids[i], or 0) at each sequence's
  * next positions and advances the sequences; c->logit_row is set by the caller. */
 int wlm_deferred_record(wlm_context *c, const int32_t *tokens, const int32_t *seq_ids, int32_t n);
+/* vision/sequence.c: begins the generation of a media prompt whose batch a deferred context
+ * recorded (wlm_generate_begin_media_cached returned WLM_NEED_LOGITS) and the backend ran. */
+int wlm_generate_begin_media_finish(wlm_context *ctx, const wlm_gen_params *params);
+/* vision/sequence.c: the same for wlm_generate_batch_begin_media (params: n_seqs of them, as
+ * given there). */
+int wlm_generate_batch_begin_media_finish(wlm_context *ctx, int32_t n_seqs, const wlm_gen_params *params);
 /* deferred.c: forgets a recorded batch whose logits never came (reset, abort): its sequences
  * go back to their positions before it. */
 void wlm_deferred_drop(wlm_context *c);

@@ -702,6 +702,7 @@ void wlm_context_reset_keep(wlm_context *ctx, int32_t keep) {
      * has not applied no longer matters */
     memset(ctx->dfr_shift, 0, sizeof ctx->dfr_shift);
     ctx->dfr_n_fork = 0;
+    ctx->dfr_last_n = 0; /* a batch of media prompts no longer begins */
     for (int32_t i = 0; i < ctx->n_seq_max; i++) {
         wlm_seq *s = &ctx->seqs[i];
         int32_t k = i == 0 && keep > 0 ? keep : 0;
@@ -936,6 +937,17 @@ static int run_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq
     if (c->deferred) { /* another backend runs it: record, and wait for its logits */
         int rc = wlm_deferred_record(c, tokens, seq_ids, n);
         if (rc != WLM_OK) return rc;
+        if (c->dfr_accum) { /* a media prompt's piece appended: its batch wants no logits */
+            const int32_t all = c->dfr_n;
+            if (all > c->n_entries_cap) {
+                int32_t *r = realloc(c->logit_row, sizeof(int32_t) * (size_t)all);
+                if (!r) return wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "out of memory for the batch");
+                c->logit_row = r;
+                c->n_entries_cap = all;
+            }
+            for (int32_t i = 0; i < all; i++) c->logit_row[i] = -1;
+            n = all;
+        }
         c->n_entries = n;
         c->last_logits = n - 1;
         return WLM_OK;
@@ -1085,10 +1097,16 @@ int wlm_eval_embd_grid(wlm_context *ctx, int32_t seq, const float *embd, int32_t
                              "%s is an embedding model: it takes no image rows", p->arch->name);
     /* a recurrent hybrid (LFM2) takes causal rows: its conv / recurrent state runs over them
      * as over tokens; rows that see each other both ways have no meaning there */
-    if (!c->kv_cache || c->deferred || (p->state_floats && non_causal))
+    if (!c->kv_cache || (p->state_floats && non_causal))
         return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
-                             "image rows need a CPU context with a KV cache%s",
+                             "image rows need a context with a KV cache%s",
                              p->state_floats ? " and, on a recurrent hybrid, causal rows" : "");
+    /* a deferred context (the WebGPU backend) records the rows with their inputs (deferred.c);
+     * not M-RoPE's grid positions (the backend's RoPE takes one position per entry) */
+    if (c->deferred && (gw > 0 || c->seqs[seq].rnext))
+        return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
+                             "%s: image rows run on the CPU backend only (M-RoPE image positions)",
+                             p->arch->name);
     wlm_seq *s = &c->seqs[seq];
     if (n > c->n_ctx - s->n_past)
         return wlm_set_error(c->errmsg, WLM_ERR_CONTEXT_FULL,
@@ -1098,7 +1116,7 @@ int wlm_eval_embd_grid(wlm_context *ctx, int32_t seq, const float *embd, int32_t
         if (!isfinite(embd[i]))
             return wlm_set_error(c->errmsg, WLM_ERR_INVALID_ARG,
                                  "wlm_eval_embd: row %d holds a non-finite value", (int)(i / (size_t)n_embd));
-    if (non_causal && n > c->batch_cap) {
+    if (non_causal && n > c->batch_cap && !c->deferred) {
         /* rows that see each other both ways pass together (Gemma 3's 256): the pass buffers
          * grow to hold them, and stay grown for the next image */
         const int32_t old = c->batch_cap;

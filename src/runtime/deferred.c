@@ -15,6 +15,14 @@
  * took (or empty the state) and replay the stored tokens from there, as context.c's
  * state_truncate does on the CPU. The backend marks what it did (-1), so a slot whose copy was
  * not taken is never restored.
+ *
+ * Image rows (WLM_TOKEN_EMBD entries, wlm_eval_embd_grid) are recorded with their inputs
+ * copied (dfr_embd, dfr_erow) and the positions each attends to (dfr_len: a non-causal
+ * image's entries see the whole image); a media prompt (vision/sequence.c) is recorded as one
+ * batch (dfr_accum: its text pieces and images appended, no logits wanted), which the backend
+ * runs before the generation begins on it. The rows live in the backend's KV cache only: a
+ * cut back into an image needs its rows again (a transformer's cache is cut, not replayed, so
+ * only a hybrid's state replay meets them, and that is refused).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,34 +30,62 @@
 #include "model/model.h"
 
 int wlm_deferred_record(wlm_context *c, const int32_t *tokens, const int32_t *seq_ids, int32_t n) {
-    if (n > c->dfr_cap) {
-        int32_t *t = realloc(c->dfr_tok, sizeof(int32_t) * (size_t)n * 3);
+    const int32_t base = c->dfr_accum ? c->dfr_n : 0; /* a media prompt's pieces: appended */
+    const int32_t total = base + n;
+    if (total > c->dfr_cap) { /* tok, seq, pos, len, erow: cap entries each, the old ones kept */
+        const int32_t cap = total > 2 * c->dfr_cap ? total : 2 * c->dfr_cap;
+        int32_t *t = malloc(sizeof(int32_t) * (size_t)cap * 5);
         if (!t) return wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "out of memory for the batch");
+        if (base > 0) {
+            const int32_t *old[5] = {c->dfr_tok, c->dfr_seq, c->dfr_pos, c->dfr_len, c->dfr_erow};
+            for (int k = 0; k < 5; k++) memcpy(t + (size_t)k * cap, old[k], sizeof(int32_t) * (size_t)base);
+        }
+        free(c->dfr_tok);
         c->dfr_tok = t;
-        c->dfr_seq = t + n;
-        c->dfr_pos = t + 2 * (size_t)n;
-        c->dfr_cap = n;
+        c->dfr_seq = t + cap;
+        c->dfr_pos = t + 2 * (size_t)cap;
+        c->dfr_len = t + 3 * (size_t)cap;
+        c->dfr_erow = t + 4 * (size_t)cap;
+        c->dfr_cap = cap;
+    }
+    if (!base) c->dfr_embd_n = 0;
+    const int32_t D = c->model->hp.dim;
+    if (c->in_embd) { /* image rows (wlm_eval_embd_grid): their inputs copied */
+        const int32_t need = c->dfr_embd_n + n;
+        if (need > c->dfr_embd_cap) {
+            const int32_t cap = need > 2 * c->dfr_embd_cap ? need : 2 * c->dfr_embd_cap;
+            float *e = realloc(c->dfr_embd, sizeof(float) * (size_t)cap * (size_t)D);
+            if (!e) return wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "out of memory for the image rows");
+            c->dfr_embd = e;
+            c->dfr_embd_cap = cap;
+        }
+        memcpy(c->dfr_embd + (size_t)c->dfr_embd_n * (size_t)D, c->in_embd, sizeof(float) * (size_t)n * (size_t)D);
     }
     for (int32_t i = 0; i < n; i++) {
-        const int32_t sq = seq_ids ? seq_ids[i] : 0;
+        const int32_t sq = seq_ids ? seq_ids[i] : 0, e = base + i;
         wlm_seq *s = &c->seqs[sq];
         wlm_deferred_state_forget(c, sq, s->n_past); /* snapshots of the tokens replaced */
-        c->dfr_tok[i] = tokens[i];
-        c->dfr_seq[i] = sq;
-        c->dfr_pos[i] = s->n_past;
-        /* M-RoPE (text only here: a deferred context takes no image rows) */
+        c->dfr_tok[e] = tokens[i];
+        c->dfr_seq[e] = sq;
+        c->dfr_pos[e] = s->n_past;
+        c->dfr_len[e] = c->ent_len ? c->ent_len[i] : 0;
+        c->dfr_erow[e] = c->in_embd ? c->dfr_embd_n + i : -1;
+        /* M-RoPE (text only here: image rows on a deferred context are refused for it) */
         if (s->rnext) s->rnext[s->n_past] = (s->n_past ? s->rnext[s->n_past - 1] : 0) + 1;
         s->tokens[s->n_past++] = tokens[i];
     }
-    c->dfr_n = n;
+    if (c->in_embd) c->dfr_embd_n += n;
+    c->dfr_n = total;
     c->dfr_exact = 0;
     return WLM_OK;
 }
 
 void wlm_deferred_release(wlm_context *c) {
     free(c->dfr_tok);
-    c->dfr_tok = c->dfr_seq = c->dfr_pos = NULL;
-    c->dfr_cap = c->dfr_n = 0;
+    free(c->dfr_embd);
+    c->dfr_tok = c->dfr_seq = c->dfr_pos = c->dfr_len = c->dfr_erow = NULL;
+    c->dfr_embd = NULL;
+    c->dfr_cap = c->dfr_n = c->dfr_embd_n = c->dfr_embd_cap = 0;
 }
 
 void wlm_deferred_drop(wlm_context *c) {

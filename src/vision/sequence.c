@@ -193,6 +193,9 @@ static int media_eval(wlm_context *ctx, int32_t seq, const wlm_vision *v, const 
     size_t at = 0;
     int32_t img = 0;
     int rc = WLM_OK;
+    /* a deferred context (the WebGPU backend) records the whole prompt as one batch */
+    const int accum = ctx->dfr_accum;
+    if (ctx->deferred) ctx->dfr_accum = 1;
     for (int first = 1; rc == WLM_OK; first = 0) {
         size_t next = at;
         while (next + ml <= len && memcmp(prompt + next, WLM_MEDIA_MARKER, ml)) next++;
@@ -208,6 +211,9 @@ static int media_eval(wlm_context *ctx, int32_t seq, const wlm_vision *v, const 
         img++;
         at = next + ml;
     }
+    ctx->dfr_accum = accum;
+    /* a deferred context's prompt recorded in part: its positions were never computed */
+    if (rc != WLM_OK && ctx->deferred && !accum) wlm_deferred_drop(ctx);
     return rc;
 }
 
@@ -254,6 +260,7 @@ int wlm_generate_begin_media(wlm_context *ctx, const wlm_vision *v, const char *
     wlm_context_reset(ctx);
     int rc = wlm_eval_media_prompt(ctx, 0, v, prompt, len, images, n_images);
     if (rc != WLM_OK) return rc;
+    if (ctx->deferred && ctx->dfr_n > 0) return WLM_NEED_LOGITS; /* see _cached */
     return begin_on_sequence(ctx, params);
 }
 
@@ -284,6 +291,20 @@ int wlm_generate_begin_media_cached(wlm_context *ctx, const wlm_vision *v, const
     *kept = skip > 0 ? keep : 0;
     rc = media_eval(ctx, 0, v, prompt, len, (media_images){NULL, images}, skip, ends);
     if (rc != WLM_OK) return rc;
+    /* a deferred context recorded the prompt: its backend runs the batch, then the caller
+     * begins the generation (wlm_generate_begin_media_finish) */
+    if (ctx->deferred && ctx->dfr_n > 0) return WLM_NEED_LOGITS;
+    return begin_on_sequence(ctx, params);
+}
+
+int wlm_generate_begin_media_finish(wlm_context *ctx, const wlm_gen_params *params) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    if (!params) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "params is NULL");
+    if (!ctx->model || !ctx->seqs) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
+    if (ctx->dfr_n > 0)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "the media prompt's recorded batch has not run on the backend yet");
     return begin_on_sequence(ctx, params);
 }
 
@@ -322,9 +343,6 @@ int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *v, int32_
                                    params && tokens && n_tokens && prompts && lens && n_images,
                                    "wlm_generate_batch_begin_media: bad arguments");
     if (rc != WLM_OK) return rc;
-    if (ctx->deferred)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
-                             "a batch with images runs on the CPU backend only");
     int32_t total = 0;
     for (int32_t i = 0; i < n_seqs; i++) { /* everything checked before anything is evaluated */
         rc = WLM_OK;
@@ -349,12 +367,26 @@ int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *v, int32_
         if (rc != WLM_OK) return n_seqs > 1 ? seq_error(ctx, i, rc) : rc;
     }
     wlm_context_reset(ctx);
+    ctx->dfr_last_n = 0;
     if (n_seqs == 1 && !tokens[0]) { /* one sequence: wlm_generate_begin_media's path itself */
         rc = media_eval(ctx, 0, v, prompts[0], lens[0], (media_images){NULL, images}, 0, NULL);
+        if (rc == WLM_OK && ctx->deferred && ctx->dfr_n > 0) return WLM_NEED_LOGITS; /* see _finish */
         return rc != WLM_OK ? rc : begin_on_sequence(ctx, params);
     }
     int32_t last[WLM_MAX_SEQ];
     total = 0;
+    /* a deferred hybrid: each media prompt's cut before its last token (media_prefill) would
+     * come before the backend has taken the state there, and image rows are not replayed */
+    if (ctx->deferred && ctx->model->hp.state_floats)
+        for (int32_t i = 0; i < n_seqs; i++)
+            if (!tokens[i])
+                return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
+                                     "%s: a batch of several sequences with images runs on the CPU "
+                                     "backend only (a recurrent hybrid's state is not replayed "
+                                     "over image rows)", ctx->model->hp.arch->name);
+    /* a deferred context records every prompt into one batch, which the backend runs before
+     * wlm_generate_batch_begin_media_finish begins the batch on the last tokens */
+    ctx->dfr_accum = ctx->deferred;
     for (int32_t i = 0; i < n_seqs; i++) {
         if (tokens[i]) { /* a text prompt: all but its last token now, as a prefill would */
             const int32_t n = n_tokens[i];
@@ -378,12 +410,39 @@ int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *v, int32_
             total += n_images[i];
         }
         if (rc != WLM_OK) {
+            ctx->dfr_accum = 0;
             rc = n_seqs > 1 ? seq_error(ctx, i, rc) : rc;
             wlm_context_reset(ctx);
             return rc;
         }
     }
+    ctx->dfr_accum = 0;
+    if (ctx->deferred && ctx->dfr_n > 0) {
+        memcpy(ctx->dfr_last, last, sizeof(int32_t) * (size_t)n_seqs);
+        ctx->dfr_last_n = n_seqs;
+        return WLM_NEED_LOGITS;
+    }
     rc = wlm_generate_batch_begin_prefilled(ctx, n_seqs, last, params);
+    if (rc != WLM_OK) wlm_context_reset(ctx);
+    return rc;
+}
+
+int wlm_generate_batch_begin_media_finish(wlm_context *ctx, int32_t n_seqs, const wlm_gen_params *params) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    const int32_t pending = ctx->dfr_last_n;
+    ctx->dfr_last_n = 0;
+    if (!params || n_seqs < 1 || (pending > 0 ? n_seqs != pending : n_seqs != 1))
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "wlm_generate_batch_begin_media_finish: bad arguments");
+    if (pending == 0) return wlm_generate_begin_media_finish(ctx, params);
+    if (!ctx->model || !ctx->seqs) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
+    if (ctx->dfr_n > 0)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "the media prompts' recorded batch has not run on the backend yet");
+    int32_t last[WLM_MAX_SEQ];
+    memcpy(last, ctx->dfr_last, sizeof(int32_t) * (size_t)n_seqs);
+    int rc = wlm_generate_batch_begin_prefilled(ctx, n_seqs, last, params);
     if (rc != WLM_OK) wlm_context_reset(ctx);
     return rc;
 }
@@ -399,6 +458,9 @@ int32_t wlm_generate_batch_add_media(wlm_context *ctx, const wlm_vision *v, cons
         if (!images[k]) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "image %d is NULL", (int)k);
     int rc = media_check(ctx, v, prompt, len, n_images);
     if (rc != WLM_OK) return rc;
+    if (ctx->deferred && n_images > 0) /* its prefill would be recorded over by the join's */
+        return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
+                             "a sequence with images joins a running batch on the CPU backend only");
     const int32_t slot = wlm_batch_add_slot(ctx);
     if (slot < 0) return slot;
     int32_t last = 0;

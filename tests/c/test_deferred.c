@@ -6,7 +6,9 @@
  * cache), a step dropped while it waits for logits must leave the sequence where it was, logits
  * must be unreadable until supplied, the context must hold no KV memory, context shift and
  * speculative decoding, batches of sequences and beam search must equal an ordinary context's,
- * and what the deferred mode does not support (wlm_seq_fork called directly) must be refused. Also checks
+ * and what the deferred mode does not support (wlm_seq_fork called directly) must be refused;
+ * image rows must be recorded with their inputs and non-causal spans (one batch for a media
+ * prompt: tests/js/webgpu_images.test.mjs runs it on the GPU against the CPU). Also checks
  * wlm_model_describe's JSON (length contract, key fields) on stories260K.
  * Uses wasmlm.h plus model.h (the deferred fields are internal).
  */
@@ -232,6 +234,44 @@ static void test_drop_and_refusals(const wlm_model *m) {
 out:
     wlm_context_free(d);
     wlm_context_free(ref);
+}
+
+/* Image rows on a deferred context (wlm_eval_embd): recorded as WLM_TOKEN_EMBD entries with
+ * their inputs copied and, for a non-causal image, the end each row attends to; with dfr_accum
+ * (a media prompt, vision/sequence.c) appended after the text into one batch wanting no logits;
+ * dropped by a reset as any batch whose logits never came. */
+static void test_image_rows(const wlm_model *m) {
+    tu_section("image rows recorded with their inputs and spans (WLM_TOKEN_EMBD entries)");
+    wlm_context *d = deferred_ctx(m, 64, 1);
+    const int32_t D = m->hp.dim, n = 3;
+    float *rows = malloc(sizeof(float) * (size_t)n * (size_t)D);
+    if (!d || !rows) goto out;
+    for (int32_t i = 0; i < n * D; i++) rows[i] = 0.01f * (float)(i % 97) - 0.3f;
+    const int32_t text[2] = {1, 5};
+    d->dfr_accum = 1;
+    CHECK_STATUS(wlm_eval_batch(d, text, NULL, NULL, 2), WLM_OK);
+    CHECK_STATUS(wlm_eval_embd(d, 0, rows, n, D, 1), WLM_OK); /* non-causal: each sees 0..4 */
+    CHECK_STATUS(wlm_eval_embd(d, 0, rows + D, n - 1, D, 0), WLM_OK); /* causal */
+    d->dfr_accum = 0;
+    const int32_t total = 2 + n + n - 1;
+    CHECKF(d->dfr_n == total && wlm_context_n_past(d) == total, "dfr_n %d, n_past %d, want %d",
+           (int)d->dfr_n, (int)wlm_context_n_past(d), (int)total);
+    for (int32_t i = 0; i < d->dfr_n && i < total; i++) {
+        const int img = i >= 2, first = i < 2 + n;
+        CHECKF(d->dfr_tok[i] == (img ? WLM_TOKEN_EMBD : text[i]) && d->dfr_pos[i] == i && d->dfr_seq[i] == 0 &&
+                   d->dfr_len[i] == (img && first ? 2 + n : 0) && d->dfr_erow[i] == (img ? i - 2 : -1) &&
+                   d->logit_row[i] == -1,
+               "entry %d: token %d, position %d, end %d, row %d, logits row %d", (int)i, (int)d->dfr_tok[i],
+               (int)d->dfr_pos[i], (int)d->dfr_len[i], (int)d->dfr_erow[i], (int)d->logit_row[i]);
+    }
+    CHECK(d->dfr_embd_n == 2 * n - 1 && !memcmp(d->dfr_embd, rows, sizeof(float) * (size_t)n * (size_t)D) &&
+          !memcmp(d->dfr_embd + (size_t)n * (size_t)D, rows + D, sizeof(float) * (size_t)(n - 1) * (size_t)D));
+    CHECK(wlm_logits(d) == NULL); /* the backend has not run it */
+    wlm_context_reset(d);
+    CHECK(wlm_context_n_past(d) == 0 && d->dfr_n == 0);
+out:
+    free(rows);
+    wlm_context_free(d);
 }
 
 /* tok512's end of text, banned where a run must reach its max_tokens */
@@ -528,6 +568,7 @@ int main(int argc, char **argv) {
     if (rc == WLM_OK) {
         test_generation_equal(m);
         test_drop_and_refusals(m);
+        test_image_rows(m);
         test_speculative(m);
         test_context_shift(m);
         test_batch(m);

@@ -38,6 +38,12 @@ test('embed: every type decodes its rows as C\'s to_float (|diff| ≤ 1e-6 · ma
       }
     }
   }
+  // an entry whose id is NONE (an image row: its input written by the caller) is left as it is
+  const { bytes, rowBytes } = weights(0, 2, 8, 3);
+  const A = new Float32Array(16).map((_, i) => i + 0.5);
+  const [out] = await run(embedWgsl(0), { A, params: [8, rowBytes, 0, 0, 8, 0, fbits(2)], extra: [bytes, new Uint32Array([NONE, 1])], grid: [1, 1, 2] });
+  assert.deepEqual(Array.from(new Float32Array(out).subarray(0, 8)), Array.from(A.subarray(0, 8)));
+  assert.notDeepEqual(Array.from(new Float32Array(out).subarray(8)), Array.from(A.subarray(8)));
 });
 
 // MXFP4: every 4-bit code under every exponent byte, one 32-element row per exponent (row e:
@@ -425,11 +431,13 @@ test('rope: interleaved pairs and NEOX halves with partial rotation (≤ 1e-6)',
   }
 });
 
-test('attention: GQA over F32 and F16 caches, head sizes 40, 64 and 256, and 40, 250 and 512 in the wide form (16-wide score slices, Gemma 4\'s full layers), a sliding window, more positions than a tile, split over the cache and combined (≤ 1e-5)', { skip }, async () => {
+test('attention: GQA over F32 and F16 caches, head sizes 40, 64 and 256, and 40, 250 and 512 in the wide form (16-wide score slices, Gemma 4\'s full layers), a sliding window, more positions than a tile, split over the cache and combined, an image row seeing past its position to its image\'s end (≤ 1e-5)', { skip }, async () => {
   const r = rng(9);
-  for (const [hs, f16, pos, swa, wide] of [[40, false, 137, 0], [40, true, 137, 0], [40, false, 100, 30], [40, false, 0, 0],
+  // [head size, F16 cache, position, window, wide form, end of a non-causal image (or none)]
+  for (const [hs, f16, pos, swa, wide, end] of [[40, false, 137, 0], [40, true, 137, 0], [40, false, 100, 30], [40, false, 0, 0],
     [64, true, 137, 0], [64, false, 66, 0], [256, false, 137, 0], [256, true, 70, 40],
-    [512, false, 137, 0, true], [512, true, 70, 40, true], [250, true, 100, 0, true], [40, false, 66, 0, true]]) {
+    [512, false, 137, 0, true], [512, true, 70, 40, true], [250, true, 100, 0, true], [40, false, 66, 0, true],
+    [40, false, 60, 0, false, 137], [64, true, 10, 0, false, 70], [40, false, 100, 30, false, 140], [256, true, 3, 0, true, 66]]) {
   const nHeads = 4, nKv = 2, gqa = 2, kvDim = nKv * hs, nCtx = 150;
   const kf = new Float32Array(2 * nCtx * kvDim).map(() => r());
     let kv;
@@ -448,7 +456,7 @@ test('attention: GQA over F32 and F16 caches, head sizes 40, 64 and 256, and 40,
     }
     const q = new Float32Array(nHeads * hs).map(() => r());
     const scale = 1 / Math.sqrt(hs);
-    const len = pos + 1, start = swa && len > swa ? len - swa : 0;
+    const len = end ?? pos + 1, start = swa && pos + 1 > swa ? pos + 1 - swa : 0;
     // at most 3 splits (of 64 positions for these lengths: some empty under the window), and one
     const results = [];
     for (const maxSplit of [3, 1]) {
@@ -456,12 +464,12 @@ test('attention: GQA over F32 and F16 caches, head sizes 40, 64 and 256, and 40,
       assert.ok(ns <= maxSplit && chunk % 64 === 0 && (maxSplit === 1 || len <= 64 || ns > 1));
       const A = new Float32Array(partOff + nHeads * maxSplit * (hs + 2));
       A.set(q);
-      const S = new Uint32Array([pos, ns, 1]); // the cache as sequence 1 of two (0: other values)
+      const S = new Uint32Array([pos, ns, 1, end ?? 0]); // the cache as sequence 1 of two (0: other values)
       const kv2 = new Uint32Array(2 * kv.length);
       kv2.fill(0x3c003c00, 0, kv.length); // 1.0 in F16 halves, a tiny float in F32
       kv2.set(kv, kv.length);
       const [part] = await run(attentionWgsl(f16, wide ? MAX_HEAD : ATT_HEAD), {
-        A, params: [0, 0, 0, 0, hs, kvDim, nCtx, gqa, 0, swa, fbits(scale), 0, partOff, 0, maxSplit, 2], extra: [kv2, S], grid: [nHeads, ns, 1],
+        A, params: [0, 0, 0, 0, hs, kvDim, nCtx, gqa, 0, swa, fbits(scale), end ? 4 : 0, partOff, 0, maxSplit, 2], extra: [kv2, S], grid: [nHeads, ns, 1],
       });
       const [out] = await run(attentionCombineWgsl(), {
         A: new Float32Array(part), params: [nHeads * hs, 0, hs, partOff, 0, maxSplit, 1], extra: [S], grid: [nHeads, 1, 1],
@@ -491,7 +499,7 @@ test('attention: GQA over F32 and F16 caches, head sizes 40, 64 and 256, and 40,
           let o = 0;
           for (let t = start; t < len; t++) o += (p[t - start] / sum) * deq[(nCtx + t) * kvDim + kh + i];
           const g = got[nHeads * hs + h * hs + i];
-          assert.ok(Math.abs(g - o) <= 1e-5, `hs ${hs}${wide ? ' (wide)' : ''} f16 ${f16} pos ${pos} window ${swa} head ${h} [${i}]: ${g} vs ${o}`);
+          assert.ok(Math.abs(g - o) <= 1e-5, `hs ${hs}${wide ? ' (wide)' : ''} f16 ${f16} pos ${pos} window ${swa} end ${end} head ${h} [${i}]: ${g} vs ${o}`);
         }
       }
     }

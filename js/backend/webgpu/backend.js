@@ -11,6 +11,9 @@
 // when the engine needs more of them), and beam search (its forks copied between the
 // sequences' blocks of the GPU cache before the step's batch). A hybrid's recurrent state
 // snapshots (state_snapshots.js) are taken and restored as C asks (src/runtime/deferred.c).
+// Images: the mmproj encoder runs in wasm (the CPU); C records a media prompt as one batch whose
+// image entries carry their rows (deferred.c), written into the pass's input in place of the
+// token embeddings, a non-causal image's rows seeing each other (forward.js run()).
 
 import { jsError } from '../../runtime/errors.js';
 import { requestDevice } from './device.js';
@@ -177,6 +180,13 @@ export class WebGpuBackend {
     let seqs = new Int32Array(x.memory.buffer, f(2) >>> 0, n).slice();
     let positions = new Int32Array(x.memory.buffer, f(3) >>> 0, n).slice();
     const rows = new Int32Array(x.memory.buffer, f(4) >>> 0, n).slice();
+    // image rows (deferred.c): each entry's non-causal end (0 causal) and input row (-1 a token)
+    const lens = new Int32Array(x.memory.buffer, f(18) >>> 0, n).slice();
+    const erows = new Int32Array(x.memory.buffer, f(19) >>> 0, n).slice();
+    let nRows = 0;
+    for (const r of erows) nRows = Math.max(nRows, r + 1);
+    const D = this.#desc.hp.dim;
+    const image = nRows === 0 ? {} : { lens, erows, embd: new Float32Array(x.memory.buffer, f(20) >>> 0, nRows * D).slice() };
     let want = Array.from(rows, (r) => r >= 0);
     const exact = f(10) === 1; // a speculative verification: logits as one token at a time's
     const shifts = new Int32Array(x.memory.buffer, f(11) >>> 0, 3 * f(12)).slice();
@@ -203,18 +213,26 @@ export class WebGpuBackend {
         if (shifts[3 * s + 1] > 0) await this.#fwd.cache.shift(s, shifts[3 * s], shifts[3 * s + 1], shifts[3 * s + 2]);
       }
       if (this.#fwd.cache.state) {
-        let takes;
-        ({ tokens, positions, seqs, want, takes } = await this.#statePlan(tokens, positions, seqs, want));
+        let takes, pre;
+        ({ tokens, positions, seqs, want, takes, pre } = await this.#statePlan(tokens, positions, seqs, want));
+        if (nRows && pre) { // the replayed tokens first: no image row, causal
+          image.lens = Int32Array.from([...new Array(pre).fill(0), ...image.lens]);
+          image.erows = Int32Array.from([...new Array(pre).fill(-1), ...image.erows]);
+        }
+        const sub = (a, i, j) => (a ? a.subarray(i, j) : undefined);
         let a = 0; // the batch in parts, each snapshot taken where its sequence's state reaches it
         for (let t = 0; t <= takes.length; t++) {
           const at = t < takes.length ? takes[t][0] : tokens.length;
-          if (at > a) await this.#fwd.run(tokens.subarray(a, at), positions.subarray(a, at), want.slice(a, at), { exact, seqs: seqs.subarray(a, at), into });
+          if (at > a) {
+            await this.#fwd.run(tokens.subarray(a, at), positions.subarray(a, at), want.slice(a, at),
+              { exact, seqs: seqs.subarray(a, at), into, lens: sub(image.lens, a, at), erows: sub(image.erows, a, at), embd: image.embd });
+          }
           a = at;
           if (t < takes.length) this.#takeSnapshots(takes.filter((e) => e[0] === at));
           while (t + 1 < takes.length && takes[t + 1][0] === at) t++;
         }
       } else {
-        await this.#fwd.run(tokens, positions, want, { exact, seqs, into });
+        await this.#fwd.run(tokens, positions, want, { exact, seqs, into, ...image });
       }
       for (let i = 0; i < tokens.length; i++) this.#stateLen[seqs[i]] = positions[i] + 1;
     } catch (e) {
@@ -274,7 +292,13 @@ export class WebGpuBackend {
       const addr = x.wlmjs_seq_tokens(this.#ctx, s) >>> 0;
       if (!addr) throw jsError('WLM_ERR_STATE', `WebGPU: sequence ${s}'s tokens are not readable for its recurrent state's replay`);
       const t = new Int32Array(x.memory.buffer, addr, p);
-      for (let j = at; j < p; j++) { pre.tokens.push(t[j]); pre.positions.push(j); pre.seqs.push(s); }
+      for (let j = at; j < p; j++) {
+        if (t[j] < 0) { // C cuts a state back before image rows (deferred.c); a fork's or a lost state would need them
+          throw jsError('WLM_ERR_UNSUPPORTED', `WebGPU: sequence ${s}'s recurrent state would be rebuilt over image rows ` +
+            `(position ${j}), which are not replayed: evaluate the prompt again (reset())`);
+        }
+        pre.tokens.push(t[j]); pre.positions.push(j); pre.seqs.push(s);
+      }
     }
     for (const s of first.keys()) this.#stateLen[s] = -1; // until the batch has run
     this.#fwd.cache.zeroState(zero);
@@ -307,7 +331,7 @@ export class WebGpuBackend {
     const failed = await this.#snaps.reserve(takes.map(([, s, j]) => [s, j]));
     if (failed.length) takes = takes.filter(([, s, j]) => !failed.some(([fs, fj]) => fs === s && fj === j));
     takes.sort((a, b) => a[0] - b[0]);
-    return { ...out, takes };
+    return { ...out, takes, pre: pre.tokens.length };
   }
 
   /** Takes the snapshots [index, seq, slot, position] (their sequences' states are there now)

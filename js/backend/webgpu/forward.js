@@ -128,10 +128,11 @@ export class GpuForward {
   #kvF16;
   #nCtx;
   #act;          // the activation buffer
-  #step;         // u32: tokens [0, chunk), positions [chunk, 2 chunk), wanted entries [2 chunk,
-                 // 3 chunk), then the entry count and the wanted count (matvec's batch form),
-                 // then the attention splits of the pass; from 3 chunk + 4 the entries'
-                 // sequences
+  #step;         // u32: tokens [0, chunk) (NONE: an image row), positions [chunk, 2 chunk),
+                 // wanted entries [2 chunk, 3 chunk), then the entry count and the wanted count
+                 // (matvec's batch form), then the attention splits of the pass; from 3 chunk + 4
+                 // the entries' sequences; from 4 chunk + 4 the end of each entry's non-causal
+                 // image (0: causal)
   cache = null;  // GpuKvCache (kv_cache.js)
   #params;
   #ops = [];     // {pipeline, bind, grid(n, m, ns, mm) → [x, y, z] | null, kind}
@@ -145,11 +146,17 @@ export class GpuForward {
   #staging = null;
   #destroyed = false;
   #nSeq = 1;           // sequences the cache holds
+  #maxWant;            // the most entries of one chunk that want logits (their rows in A)
+  #ownCache = true;    // false: the cache is another pass's (a wide pass's, #widePass)
+  #opts;               // create()'s options (a wide pass is made with them)
+  #pipelines = null;
+  #wide = null;        // the pass of more entries an image's non-causal rows run in, or null
   #pleTable = null;    // Gemma 4's per-layer embedding table on the host (per_layer.js pleHostTable)
   #groupExperts = true; // a prefill chunk's experts grouped by expert (moe_group, moe_matmat)
 
-  /** GPU bytes held: activations, parameters and the KV cache (weights not included). */
-  get bytes() { return this.#ownBytes + (this.cache?.bytes ?? 0); }
+  /** GPU bytes held: activations, parameters and the KV cache (weights not included), and a
+   *  wide pass's activations (#widePass). */
+  get bytes() { return this.#ownBytes + (this.#ownCache ? this.cache?.bytes ?? 0 : 0) + (this.#wide?.bytes ?? 0); }
 
   static async create(device, desc, weights, opts) {
     const f = new GpuForward(device, desc, weights, opts);
@@ -161,12 +168,16 @@ export class GpuForward {
    *  `pleTable`: pleHostTable() of the model's per-layer embedding table (Gemma 4; required
    *  when the model has one, owned by the caller). `groupExperts` false: a mixture of experts
    *  runs per (entry, slot) (moe_matvec) at every entry count, the dense products unchanged
-   *  (tests: the grouped form against it). */
-  constructor(device, desc, weights, { kvF16, nCtx, nSeq = 1, ropeFreq, ropeSets, mscale, chunk = 32, profile = null, recordAhead = true, pleTable = null, groupExperts = true }) {
+   *  (tests: the grouped form against it). `cache` (a wide pass, #widePass): another pass's KV
+   *  cache, shared and not destroyed; `maxWant`: logits rows for fewer entries than a chunk. */
+  constructor(device, desc, weights, opts) {
+    const { kvF16, nCtx, nSeq = 1, ropeFreq, ropeSets, mscale, chunk = 32, profile = null, recordAhead = true, pleTable = null, groupExperts = true, cache = null, maxWant = 0 } = opts;
     this.#groupExperts = groupExperts;
     if (desc.hp.n_ple && !pleTable) throw jsError('WLM_ERR_STATE', 'internal: a model with per-layer embeddings needs its host table (pleTable)');
     this.#pleTable = desc.hp.n_ple ? pleTable : null;
+    this.#opts = opts;
     this.#nSeq = nSeq;
+    if (cache) { this.cache = cache; this.#ownCache = false; }
     this.#recordAhead = recordAhead && !profile;
     this.device = device;
     this.#profile = profile;
@@ -179,6 +190,7 @@ export class GpuForward {
     this.#csStride = 2 * ropeHalf(desc.hp);
     this.#mscale = mscale;
     this.chunk = chunk;
+    this.#maxWant = maxWant;
     // attention's split of the cache: tiles of WG positions, at most ATT_MAX_SPLITS splits
     this.#attSplits = Math.min(ATT_MAX_SPLITS, Math.ceil(nCtx / WG));
   }
@@ -238,7 +250,8 @@ export class GpuForward {
     };
     const off = {};
     let at = 0;
-    for (const [k, n] of Object.entries(sizes)) { off[k] = at; at += B * ((n + 3) & ~3); }
+    const rows = (k) => (k === 'logits' && this.#maxWant ? Math.min(B, this.#maxWant) : B);
+    for (const [k, n] of Object.entries(sizes)) { off[k] = at; at += rows(k) * ((n + 3) & ~3); }
     // the biases, copied from the vectors once (matvec adds them as it stores its sums)
     off.bias = at;
     for (const l of this.desc.layers) {
@@ -252,17 +265,20 @@ export class GpuForward {
     const { device, desc } = this;
     const h = desc.hp;
     const cap = Math.min(device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize);
+    this.#pipelines = pipelines;
     while (this.chunk > 1 && this.#layout(this.chunk).total * 4 > cap) this.chunk >>= 1;
     const B = this.chunk;
     this.#off = this.#layout(B);
     checkFits(device, `the activations of ${B} entries`, this.#off.total * 4);
-    this.cache = await GpuKvCache.create(device, desc, { nCtx: this.#nCtx, nSeq: this.#nSeq, f16: this.#kvF16,
-      ropeFreq: this.#ropeFreq, ropeSets: this.#ropeSets, pipelines });
+    if (this.#ownCache) {
+      this.cache = await GpuKvCache.create(device, desc, { nCtx: this.#nCtx, nSeq: this.#nSeq, f16: this.#kvF16,
+        ropeFreq: this.#ropeFreq, ropeSets: this.#ropeSets, pipelines });
+    }
 
     device.pushErrorScope('out-of-memory');
     this.#act = device.createBuffer({ label: 'activations', size: this.#off.total * 4, usage: USAGE.STORAGE | USAGE.COPY_DST | USAGE.COPY_SRC });
-    this.#step = device.createBuffer({ label: 'step', size: (4 * B + 4) * 4, usage: USAGE.STORAGE | USAGE.COPY_DST });
-    this.#ownBytes = this.#off.total * 4 + (4 * B + 4) * 4;
+    this.#step = device.createBuffer({ label: 'step', size: (5 * B + 4) * 4, usage: USAGE.STORAGE | USAGE.COPY_DST });
+    this.#ownBytes = this.#off.total * 4 + (5 * B + 4) * 4;
     const oom = await device.popErrorScope();
     if (oom) {
       this.destroy();
@@ -561,7 +577,7 @@ export class GpuForward {
       // split over the cache (the splits this pass's longest entry needs: ns), then combined
       // (heads above ATT_HEAD, Gemma 4's full layers: the kernel's wide form)
       specs.push(['attention', hs > ATT_HEAD ? [this.#kvF16, MAX_HEAD] : this.#kvF16, [qo, qE, 0, 0, hs, LKV, this.#nCtx, h.n_heads / nkv, B,
-        l.swa ? h.n_swa : 0, fbits(1 / Math.sqrt(hs)), 0, o.att, E.att, this.#attSplits, 3 * B + 4], [kvBind, S],
+        l.swa ? h.n_swa : 0, fbits(1 / Math.sqrt(hs)), 4 * B + 5, o.att, E.att, this.#attSplits, 3 * B + 4], [kvBind, S],
       (n, m, ns) => [h.n_heads, ns, n]]);
       specs.push(['attn_combine', '', [o.xb, E.xb, hs, o.att, E.att, this.#attSplits, 3 * B + 2], [S],
         (n) => [h.n_heads, 1, n]]);
@@ -667,9 +683,14 @@ export class GpuForward {
    * default all 0), whose cache rows it writes and attends to. `into`: a function given those
    * rows as a view of the mapped readback buffer, valid only during the call (it copies them
    * where they go: no copy of its own, no allocation of vocab_size floats a step); run() then
-   * returns an empty array.
+   * returns an empty array. Image rows (src/runtime/deferred.c): `erows[i]` ≥ 0 makes entry i's
+   * input row erows[i] of `embd` (rows of dim floats, not scaled; tokens[i] is then -1) in place
+   * of its token's embedding; `lens[i]` > 0 is the end of its non-causal image (it attends to
+   * positions up to there: the image's rows see each other both ways), whose rows pass in one
+   * chunk (#chunks) — more than a chunk's in a wider pass of their own (#widePass), which takes
+   * no entry that wants logits.
    */
-  async run(tokens, positions, want, { exact = false, seqs = null, into = null } = {}) {
+  async run(tokens, positions, want, { exact = false, seqs = null, into = null, lens = null, erows = null, embd = null } = {}) {
     if (this.#destroyed) throw jsError('WLM_ERR_STATE', 'WebGPU: the GPU forward pass was released');
     const { device } = this;
     const h = this.desc.hp;
@@ -686,22 +707,35 @@ export class GpuForward {
     const mm = exact ? Infinity : MATMAT_MIN_ENT;
     const wantPos = [];
     let row = 0;
-    for (let i0 = 0; i0 < tokens.length; i0 += B) {
-      const n = Math.min(B, tokens.length - i0);
-      const step = new Uint32Array(4 * B + 4);
+    const sub = (a, i0, n) => a && a.subarray(i0, i0 + n);
+    for (const [ci, [i0, n, wide]] of this.#chunks(tokens.length, lens, seqs).entries()) {
+      if (wide) { // an image's rows that see each other, more than a chunk: a wider pass
+        if (want.slice(i0, i0 + n).some(Boolean)) {
+          throw jsError('WLM_ERR_UNSUPPORTED', `WebGPU: the rows of a non-causal image (${n} entries, more than a pass's ${B}) want no logits`);
+        }
+        const w = await this.#widePass(n);
+        await w.run(sub(tokens, i0, n), sub(positions, i0, n), want.slice(i0, i0 + n), { seqs: sub(seqs, i0, n), lens: sub(lens, i0, n), erows: sub(erows, i0, n), embd });
+        continue;
+      }
+      const step = new Uint32Array(5 * B + 4);
       let m = 0;
       for (let j = 0; j < n; j++) {
         step[j] = tokens[i0 + j];
         step[B + j] = positions[i0 + j];
         step[3 * B + 4 + j] = seqs ? seqs[i0 + j] : 0;
+        step[4 * B + 4 + j] = lens ? lens[i0 + j] : 0;
         if (want[i0 + j]) { step[2 * B + m++] = j; wantPos.push(positions[i0 + j]); }
       }
       step[3 * B] = n;
       step[3 * B + 1] = m;
       let ns = 1; // the splits the pass's entries need, at most
-      for (let j = 0; j < n; j++) ns = Math.max(ns, attentionSplit(positions[i0 + j] + 1, this.#attSplits).splits);
+      for (let j = 0; j < n; j++) {
+        const len = lens && lens[i0 + j] > 0 ? lens[i0 + j] : positions[i0 + j] + 1;
+        ns = Math.max(ns, attentionSplit(len, this.#attSplits).splits);
+      }
       step[3 * B + 2] = ns;
       device.queue.writeBuffer(this.#step, 0, step);
+      if (erows) this.#writeRows(erows, embd, i0, n);
       if (this.#pleTable) { // the table's rows of the chunk's tokens, entry j at pla + j · stride
         const stride = (h.n_ple * h.n_layers + 3) & ~3;
         device.queue.writeBuffer(this.#act, this.#off.pla * 4, this.#pleTable.rows(tokens, i0, n, stride));
@@ -716,7 +750,7 @@ export class GpuForward {
         device.queue.writeBuffer(this.#act, this.#off.cs * 4, cs);
       }
       if (this.#profile) await this.#profileOps(n, m, ns, mm);
-      const recorded = ahead && i0 === 0 && ahead.key === `${n},${m},${ns},${mm}` && ahead.staging === this.#staging;
+      const recorded = ahead && ci === 0 && ahead.key === `${n},${m},${ns},${mm}` && ahead.staging === this.#staging;
       if (recorded) this.recordedHits++;
       device.queue.submit([recorded ? ahead.cmd : this.#encode(n, m, ns, mm, row, !this.#profile)]);
       row += m;
@@ -735,6 +769,70 @@ export class GpuForward {
     } finally {
       this.#staging.unmap();
     }
+  }
+
+  /**
+   * The chunks of a batch of n entries, [first entry, count, wide]: up to `chunk` entries each,
+   * the rows of a non-causal image (consecutive entries of one sequence with the same end in
+   * `lens`) never cut: they see each other both ways, so every one of them must be in the pass
+   * that computes them; more of them than a chunk holds make a chunk of their own (wide: run in
+   * #widePass).
+   */
+  #chunks(n, lens, seqs) {
+    const B = this.chunk, out = [];
+    let start = 0, i = 0;
+    const flush = () => { if (i > start) out.push([start, i - start, false]); start = i; };
+    while (i < n) {
+      let j = i + 1; // the unit at i: one entry, or a non-causal image's rows
+      if (lens && lens[i] > 0) while (j < n && lens[j] === lens[i] && (!seqs || seqs[j] === seqs[i])) j++;
+      if (j - i > B) {
+        flush();
+        out.push([i, j - i, true]);
+        i = start = j;
+        continue;
+      }
+      if (j - start > B) flush();
+      i = j;
+    }
+    flush();
+    return out;
+  }
+
+  /** Writes the image rows of entries i0 .. i0 + n − 1 (erows[i] ≥ 0: row erows[i] of embd) into
+   *  their input rows x of A (the embedding kernel leaves those entries alone). */
+  #writeRows(erows, embd, i0, n) {
+    const D = this.desc.hp.dim, stride = (D + 3) & ~3;
+    for (let j = 0; j < n;) {
+      const r = erows[i0 + j];
+      if (r < 0) { j++; continue; }
+      let k = j + 1; // rows that follow each other in both (one write where the stride is D)
+      while (stride === D && k < n && erows[i0 + k] === r + (k - j)) k++;
+      this.device.queue.writeBuffer(this.#act, (this.#off.x + j * stride) * 4, embd, r * D, (k - j) * D);
+      j = k;
+    }
+  }
+
+  /**
+   * The pass an image's non-causal rows run in when there are more of them than a chunk (Gemma
+   * 3's 256): chunks of the next power of two ≥ n entries, this pass's weights and KV cache, one
+   * logits row; made on first use and kept for the next image (GPU memory: its activations).
+   * Throws WLM_ERR_NOMEM where those activations do not fit one buffer.
+   */
+  async #widePass(n) {
+    if (this.#wide && this.#wide.chunk >= n) return this.#wide;
+    this.#wide?.destroy();
+    this.#wide = null;
+    let W = this.chunk;
+    while (W < n) W *= 2;
+    const w = new GpuForward(this.device, this.desc, this.#w, { ...this.#opts, chunk: W, cache: this.cache, maxWant: 1, recordAhead: false, profile: null });
+    await w.#build(this.#pipelines);
+    if (w.chunk < n) {
+      w.destroy();
+      throw jsError('WLM_ERR_NOMEM', `WebGPU: an image's ${n} rows see each other both ways, so they pass together, ` +
+        `but the activations of only ${w.chunk} entries fit one GPU buffer here`);
+    }
+    this.#wide = w;
+    return w;
   }
 
   /** GPU_PROFILE: runs the ops of one chunk (n entries, m wanted, ns attention splits, the tiled
@@ -787,7 +885,9 @@ export class GpuForward {
     this.#destroyed = true;
     this.#act?.destroy();
     this.#step?.destroy();
-    this.cache?.destroy();
+    if (this.#ownCache) this.cache?.destroy();
+    this.#wide?.destroy();
+    this.#wide = null;
     this.#params?.destroy();
     this.#staging?.destroy();
     this.#ahead = null;

@@ -191,8 +191,9 @@ ${reduce}
 
 /**
  * Rows of a table: A[y_off + e·y_estride + i] = ((accumulate ? A[..] : 0) + W[S[ids_off + e]][i])
- * · scale for i < cols. Params: 0 cols, 1 row_bytes, 2 ids_off, 3 y_off, 4 y_estride,
- * 5 accumulate, 6 scale (f32).
+ * · scale for i < cols; an entry whose id is NONE (an image row, WLM_TOKEN_EMBD: its input is
+ * written into y by the caller) is left as it is. Params: 0 cols, 1 row_bytes, 2 ids_off,
+ * 3 y_off, 4 y_estride, 5 accumulate, 6 scale (f32).
  */
 export function embedWgsl(type) {
   const t = GPU_TYPES[type];
@@ -206,8 +207,9 @@ const BLK_BYTES = ${t.bytes}u;
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
   let i = wg.x * ${WG}u + t;
-  if (i >= pu(0u)) { return; }
-  let base = S[pu(2u) + wg.z] * pu(1u);
+  let id = S[pu(2u) + wg.z];
+  if (i >= pu(0u) || id == ${NONE}u) { return; } // an image row: its input is written as it is
+  let base = id * pu(1u);
   let o = pu(3u) + wg.z * pu(4u) + i;
   A[o] = (select(0.0, A[o], pu(5u) != 0u) + w_get(base + (i / BLK) * BLK_BYTES, i % BLK)) * pf(6u);
 }`;
@@ -443,8 +445,11 @@ ${f16 ? '    OUT[r * words + w] = f2h(rot(k0, 2u * w)) | (f2h(rot(k0, 2u * w + 1
  * that allows), so its partials are the same whatever else the batch holds, and a short sequence
  * in a long context still has several splits. attentionCombineWgsl finishes it.
  * Params: 0 q_off, 1 q_estride, 4 head_size, 5 kv_dim, 6 n_ctx, 7 gqa, 8 pos_off, 9 n_swa (0:
- * none), 10 scale, 12 part_off, 13 part_estride, 14 max_split, 15 seq_off (the entry's sequence
- * S[seq_off + z] picks its block of the cache, as kv_store).
+ * none), 10 scale, 11 len_slot (0: every entry causal; else S[len_slot − 1 + z], when not 0, is
+ * the end of entry z's non-causal span: it attends to positions up to there, an image's rows
+ * seeing each other both ways, its window still reaching back n_swa from its own position, as
+ * forward.c's image_batch), 12 part_off, 13 part_estride, 14 max_split, 15 seq_off (the entry's
+ * sequence S[seq_off + z] picks its block of the cache, as kv_store).
  *
  * Per tile the loads are laid out for a GPU's memory system rather than one position per
  * invocation: scores first, each position's K row cut into slices of 8 dimensions, one slice per
@@ -552,9 +557,14 @@ fn kslice(kb: u32, g: u32, hs: u32) -> f32 {
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t: u32) {
   let hs = pu(4u);
   let kv_dim = pu(5u);
-  let len = S[pu(8u) + wg.z] + 1u;
+  // positions 0 .. pos (causal), or to the end of the entry's non-causal image (S[len_slot − 1
+  // + z] when param 11 is not 0 and that is not 0); a window reaches back n_swa from pos + 1
+  let pos1 = S[pu(8u) + wg.z] + 1u;
+  var end = 0u;
+  if (pu(11u) != 0u) { end = S[pu(11u) - 1u + wg.z]; }
+  let len = select(pos1, end, end > 0u);
   let n_swa = pu(9u);
-  let start = select(0u, len - n_swa, n_swa > 0u && len > n_swa);
+  let start = select(0u, pos1 - n_swa, n_swa > 0u && pos1 > n_swa);
   // this entry's splits: ranges of chunk positions (attentionSplit)
   let chunk = ${WG}u * max(1u, (len + ${WG}u * pu(14u) - 1u) / (${WG}u * pu(14u)));
   let lo = max(start, wg.y * chunk);

@@ -1,0 +1,262 @@
+// Images with the text model on the WebGPU backend (Dawn: lavapipe or SwiftShader,
+// tests/js/_webgpu.mjs), against the CPU engine, on the synthetic pairs of tools/synth_mmproj.mjs
+// (a random-weight mmproj and the tools/synth_gguf.mjs text model it projects to): the encoder
+// runs in wasm for both engines, so both feed the same image rows; the GPU writes them into its
+// pass in place of token embeddings (src/runtime/deferred.c, js/backend/webgpu/forward.js),
+// Gemma 3's rows seeing each other both ways (the attention kernel's non-causal span; the
+// rows256 pair's 256 rows more than one 32-entry pass holds: the wide pass), Idefics3's causal
+// (tiles and overview), LFM2-VL's causal on a recurrent hybrid (its state snapshot before the
+// prompt's last token taken inside the recorded batch). With one and with two images in a prompt: the first token's top
+// log-probabilities, then the CPU's greedy tokens fed to both (evalTokens) with the logits
+// within the other GPU tests' tolerance (1e-3 relative to 1 + max |logit|) and greedy ids equal
+// up to a near-tie; F32 and Q8_0 (the CPU reference of a quantized text model is its
+// dequantized copy, as webgpu_engine.test.mjs explains), an F32 KV cache. chat()'s second turn
+// about the same image reuses its encoding and its KV rows (imagesEncoded 0, nCached past the
+// image) and equals the CPU's; generateBatch() with images per sequence, and openBatch()'s
+// first sequence with an image, the CPU's greedy ids (a sequence with images joining a running
+// batch is refused on the GPU, naming why; so is LFM2-VL's batch of several media prompts). Step 0's top log-probabilities within 0.01
+// (measured ≤ 3e-3: gemma3-rows256, two images, 525 positions). Qwen2.5-VL is refused for the
+// GPU with the reason ('auto': the CPU, saying why).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { argmax, dawn, dequantizedCopy, diff, margin } from './_webgpu.mjs';
+import { createEngine, WasmlmError } from '../../js/wasmlm.js';
+import { MEDIA_MARKER } from '../../js/vision/vision.js';
+import { MMPROJ_SHAPES, mmprojBytes, pngBytes, testImage } from '../../tools/synth_mmproj.mjs';
+import { synthCached } from '../../tools/synth_gguf.mjs';
+
+const { gpu, skip: why } = await dawn();
+const skip = why || false;
+const TOL = 1e-3;
+const NEAR_TIE = 0.01;
+const M = MEDIA_MARKER;
+
+/** The pair `shape` (MMPROJ_SHAPES) of `type`: {text: the GPU's file, ref: the CPU's, mmproj}. */
+function pair(shape, type) {
+  const s = MMPROJ_SHAPES[shape];
+  const text = synthCached({ arch: s.text.arch, shape: s.text.shape, type });
+  return { text, ref: type === 'F32' ? text : dequantizedCopy(text), mmproj: mmprojBytes({ shape, type, seed: 1 }) };
+}
+
+async function engines(p, nCtx = 1024) {
+  const cpu = await createEngine({ threads: 1, backend: 'cpu' });
+  const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+  await cpu.load({ model: p.ref, mmproj: p.mmproj, nCtx, kvType: 'f32' });
+  const info = await g.load({ model: p.text, mmproj: p.mmproj, nCtx, kvType: 'f32' });
+  assert.equal(info.backend, 'webgpu', info.backendReason);
+  return { cpu, g };
+}
+
+const image = async (w, h, seed) => pngBytes(testImage(w, h, seed), w, h);
+
+/** The first token's top candidates of a generation (id → logprob) and its tokens. */
+async function run(gen) {
+  const top = new Map(), ids = [];
+  for await (const t of gen) {
+    if (t.id < 0) continue;
+    if (!ids.length) for (const a of t.top ?? []) top.set(a.id, a.logprob);
+    ids.push(t.id);
+  }
+  return { top, ids };
+}
+
+/** Step 0 of the media prompt on both engines (top log-probabilities within `lpTol`), then
+ *  `steps` greedy steps of the CPU fed to both: logits within TOL, greedy ids equal. */
+async function compare(t, cpu, g, prompt, images, steps = 4, lpTol = 0.01) {
+  const params = { images, temperature: 0, maxTokens: 1, nProbs: 20 };
+  const a = await run(cpu.generate(prompt, params));
+  const ra = cpu.lastResult;
+  const b = await run(g.generate(prompt, params));
+  const rb = g.lastResult;
+  assert.equal(rb.nPrompt, ra.nPrompt, 'prompt positions (text tokens + image rows)');
+  let worst = 0;
+  for (const [id, lp] of a.top) {
+    assert.ok(b.top.has(id), `token ${id} of the CPU's top 20 is not in the GPU's`);
+    worst = Math.max(worst, Math.abs(b.top.get(id) - lp));
+  }
+  assert.ok(worst <= lpTol, `step 0: a top log-probability differs by ${worst}`);
+  const sorted = [...a.top.values()].sort((u, v) => v - u);
+  if (sorted[0] - sorted[1] >= NEAR_TIE) assert.equal(b.ids[0], a.ids[0], 'step 0: greedy ids differ');
+  let id = a.ids[0], checked = 0, worstRel = 0;
+  for (let s = 1; s <= steps; s++) {
+    const la = await cpu.evalTokens([id]);
+    const lb = await g.evalTokens([id]);
+    const { d, m } = diff(la, lb);
+    worstRel = Math.max(worstRel, d / (1 + m));
+    assert.ok(d <= TOL * (1 + m), `step ${s}: max |diff| ${d} > ${TOL} · (1 + ${m})`);
+    if (margin(la) >= NEAR_TIE) { assert.equal(argmax(lb), argmax(la), `step ${s}: greedy ids differ`); checked++; }
+    id = argmax(la);
+  }
+  t.diagnostic(`${ra.nPrompt} positions: step 0 worst log-prob error ${worst.toExponential(2)}; ` +
+    `steps 1..${steps} worst |diff| / (1 + max |logit|) ${worstRel.toExponential(2)}, ${checked} greedy ids checked`);
+  return { ra, rb };
+}
+
+const cases = [];
+for (const shape of ['gemma3-tiny', 'idefics3-tiny', 'lfm2-tiny']) for (const type of ['F32', 'Q8_0']) cases.push({ shape, type });
+cases.push({ shape: 'gemma3-rows256', type: 'F32' });
+
+for (const { shape, type } of cases) {
+  test(`images on WebGPU: ${shape} ${type}: one and two images in a prompt, GPU logits as the CPU's`, { skip, timeout: 600000 }, async (t) => {
+    const { cpu, g } = await engines(pair(shape, type));
+    try {
+      const one = await image(80, 50, 1), two = await image(37, 90, 2);
+      await compare(t, cpu, g, `Look: ${M} What is this?`, [one]);
+      await compare(t, cpu, g, `First ${M} then ${M} tell them apart.`, [one, two]);
+    } finally {
+      await cpu.free();
+      await g.free();
+    }
+  });
+}
+
+test('images on WebGPU: generateBatch() with images per sequence gives the CPU\'s greedy ids and positions (LFM2-VL\'s refused, naming why)', { skip, timeout: 600000 }, async () => {
+  {
+    const p = pair('lfm2-tiny', 'F32');
+    const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+    try {
+      await g.load({ model: p.text, mmproj: p.mmproj, nCtx: 1024 });
+      const png = await image(40, 32, 5);
+      await assert.rejects(run(g.generateBatch([`Describe ${M}`, 'Text.'], [{ images: [png], maxTokens: 2 }, { maxTokens: 2 }])),
+        (e) => e instanceof WasmlmError && e.code === 'WLM_ERR_UNSUPPORTED' && /several sequences with images runs on the CPU backend only/.test(e.message));
+      const r = await run(g.generate(`Describe ${M}`, { images: [png], maxTokens: 2 })); // and the engine goes on
+      assert.equal(r.ids.length, 2);
+    } finally {
+      await g.free();
+    }
+  }
+  for (const shape of ['gemma3-tiny', 'idefics3-tiny']) {
+    const { cpu, g } = await engines(pair(shape, 'F32'));
+    try {
+      const [a, b] = [await image(40, 32, 5), await image(24, 56, 6)];
+      const prompts = [`Describe ${M} please.`, `Two: ${M} and ${M}?`, 'No image at all, just text.'];
+      const imgs = [[a], [b, a], undefined];
+      const params = prompts.map((_, i) => ({ temperature: 0, maxTokens: 6, nProbs: 2, ...(imgs[i] ? { images: imgs[i] } : {}) }));
+      const batch = async (e) => {
+        const per = prompts.map(() => []);
+        for await (const tk of e.generateBatch(prompts, params)) if (tk.id >= 0 && !tk.stopReason) per[tk.seq].push(tk);
+        return { per, result: e.lastBatchResult };
+      };
+      const c = await batch(cpu), gg = await batch(g);
+      for (let i = 0; i < prompts.length; i++) {
+        assert.equal(gg.result.sequences[i].nPrompt, c.result.sequences[i].nPrompt, `${shape} sequence ${i}: positions`);
+        let checked = 0;
+        for (let k = 0; k < c.per[i].length; k++) {
+          const top = c.per[i][k].top;
+          if (top.length > 1 && top[0].logprob - top[1].logprob < NEAR_TIE) break;
+          assert.equal(gg.per[i][k]?.id, c.per[i][k].id, `${shape} sequence ${i} token ${k}`);
+          assert.ok(Math.abs(gg.per[i][k].logprob - c.per[i][k].logprob) <= 0.01, `${shape} sequence ${i} token ${k}: log-probability`);
+          checked++;
+        }
+        assert.ok(checked >= 1, `${shape} sequence ${i}: a near-tie at the first token`);
+      }
+    } finally {
+      await cpu.free();
+      await g.free();
+    }
+  }
+});
+
+test('images on WebGPU: openBatch() takes images in its first sequence as the CPU does; one joining the running batch is refused, naming why', { skip, timeout: 600000 }, async () => {
+  const { cpu, g } = await engines(pair('gemma3-tiny', 'F32'));
+  try {
+    const png = await image(48, 40, 7);
+    const params = { images: [png], temperature: 0, maxTokens: 12, nProbs: 2 };
+    const want = [];
+    for await (const tk of cpu.generate(`Describe ${M} now.`, params)) if (tk.id >= 0 && !tk.stopReason) want.push(tk);
+    const b = await g.openBatch({ maxSequences: 2 });
+    const first = b.add(`Describe ${M} now.`, params);
+    const got = [];
+    let joined = null;
+    for await (const tk of first) {
+      if (tk.id >= 0 && !tk.stopReason) got.push(tk);
+      if (!joined) joined = (async () => { for await (const _ of b.add(`Also ${M}`, params)) void _; })().then(() => null, (e) => e);
+    }
+    const err = await joined;
+    await b.close();
+    for (let k = 0; k < want.length; k++) {
+      if (want[k].top.length > 1 && want[k].top[0].logprob - want[k].top[1].logprob < NEAR_TIE) break;
+      assert.equal(got[k]?.id, want[k].id, `token ${k}`);
+    }
+    assert.ok(err instanceof WasmlmError && err.code === 'WLM_ERR_UNSUPPORTED' && /joins a running batch on the CPU backend only/.test(err.message),
+      `the joining sequence: ${err}`);
+  } finally {
+    await cpu.free();
+    await g.free();
+  }
+});
+
+test('images on WebGPU: a media prompt that does not fit fails clearly and loses nothing: the next one runs as on the CPU', { skip, timeout: 600000 }, async (t) => {
+  const { cpu, g } = await engines(pair('gemma3-tiny', 'F32'), 40);
+  try {
+    const one = await image(80, 50, 1), two = await image(37, 90, 2);
+    const full = (e) => e instanceof WasmlmError && e.code === 'WLM_ERR_CONTEXT_FULL';
+    for (const e of [cpu, g]) await assert.rejects(run(e.generate(`First ${M} then ${M} tell them apart.`, { images: [one, two], maxTokens: 1 })), full);
+    await compare(t, cpu, g, `Look: ${M} What is this?`, [one], 3);
+  } finally {
+    await cpu.free();
+    await g.free();
+  }
+});
+
+const TEMPLATE = "{% for message in messages %}<|{{ message['role'] }}|>{% if message['content'] is string %}{{ message['content'] }}" +
+  "{% else %}{% for part in message['content'] %}{% if part['type'] == 'text' %}{{ part['text'] }}{% elif part['type'] == 'image' %}" +
+  "{{ '<image>' }}{% endif %}{% endfor %}{% endif %}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}";
+
+test('images on WebGPU: chat() turn 2 about the same image neither encodes nor evaluates it again, and equals the CPU', { skip, timeout: 600000 }, async () => {
+  for (const shape of ['gemma3-tiny', 'idefics3-tiny', 'lfm2-tiny']) {
+    const { cpu, g } = await engines(pair(shape, 'F32'));
+    try {
+      const png = await image(64, 48, 3);
+      const turn1 = [{ role: 'user', content: [{ type: 'image', image: png }, { type: 'text', text: 'What is this?' }] }];
+      const params = { chatTemplate: TEMPLATE, temperature: 0, maxTokens: 6, nProbs: 2 };
+      const talk = async (e, messages) => {
+        const toks = [];
+        for await (const tk of e.chat(messages, params)) if (tk.id >= 0) toks.push(tk);
+        return { toks, text: toks.map((x) => x.text).join(''), result: e.lastResult };
+      };
+      const c1 = await talk(cpu, turn1), g1 = await talk(g, turn1);
+      const turn2 = [...turn1, { role: 'assistant', content: c1.text }, { role: 'user', content: 'And its colour?' }];
+      const c2 = await talk(cpu, turn2), g2 = await talk(g, turn2);
+      for (const [c, gg, turn] of [[c1, g1, 1], [c2, g2, 2]]) {
+        assert.equal(gg.result.nPrompt, c.result.nPrompt, `${shape} turn ${turn}: prompt positions`);
+        for (let i = 0; i < c.toks.length; i++) { // greedy ids equal up to the first near-tie
+          const top = c.toks[i].top;
+          if (top.length > 1 && top[0].logprob - top[1].logprob < NEAR_TIE) break;
+          assert.equal(gg.toks[i]?.id, c.toks[i].id, `${shape} turn ${turn}: token ${i}`);
+        }
+      }
+      assert.equal(g1.result.imagesEncoded, 1);
+      assert.equal(g2.result.imagesEncoded, 0, `${shape}: turn 2 encoded the image again`);
+      assert.equal(g2.result.imagesReused, 1);
+      // (LFM2-VL, a hybrid: its state is not cut back over image rows, on the CPU as here)
+      assert.ok((g2.result.nCached > 0 || shape === 'lfm2-tiny') && g2.result.nCached === c2.result.nCached,
+        `${shape}: turn 2 kept ${g2.result.nCached} positions (the CPU ${c2.result.nCached})`);
+    } finally {
+      await cpu.free();
+      await g.free();
+    }
+  }
+});
+
+test('images on WebGPU: Qwen2.5-VL refused for the GPU with the reason; \'auto\' takes the CPU and says why', { skip, timeout: 300000 }, async () => {
+  for (const [shape, re] of [['qwen25vl-tiny', /Qwen2\.5-VL.*qwen2\.5vl_merger/]]) {
+    const p = pair(shape, 'F32');
+    const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
+    try {
+      await assert.rejects(g.load({ model: p.text, mmproj: p.mmproj, nCtx: 512 }),
+        (e) => e instanceof WasmlmError && e.code === 'WLM_ERR_UNSUPPORTED' && re.test(e.message) && /backend 'webgpu'/.test(e.message));
+    } finally {
+      await g.free();
+    }
+    const auto = await createEngine({ threads: 1, backend: 'auto', gpu });
+    try {
+      const info = await auto.load({ model: p.text, mmproj: p.mmproj, nCtx: 512 });
+      assert.equal(info.backend, 'cpu');
+      assert.match(info.backendReason, re);
+      assert.match(info.backendReason, /^auto: /);
+    } finally {
+      await auto.free();
+    }
+  }
+});
