@@ -20,8 +20,8 @@
 // wllama reports none: its image share is given by difference, ttft − text ttft). Medians.
 // wllama gets a text GGUF over 1 GiB in llama.cpp's split format (its files go through one
 // ArrayBuffer each, at most 2 GB: Gemma-3-4B's Q4_K_M is 2.5 GB); wasmlm the whole file.
-// WebGPU: not measured — the image encoder runs on the CPU only (load() refuses an mmproj with
-// backend 'webgpu'); each report says so in a row of its own.
+// WebGPU: not measured — the page loads with backend 'cpu' (the machines this runs on have no
+// GPU; images run on WebGPU, the encoder too: js/backend/webgpu/vision.js); each report says so.
 //
 //   node bench/images.mjs [--tiny] [--pairs smolvlm-256m,gemma3-4b] [--threads 1,all]
 //                         [--engines wasmlm,wllama] [--runs 3] [--size 640x480] [--out FILE]
@@ -122,7 +122,7 @@ async function main() {
     process.stdout.write(`${JSON.stringify(row)}\n`);
   };
   emit({ kind: 'note', backend: 'webgpu', measured: false,
-    reason: 'the image encoder runs on the CPU only (load() refuses an mmproj with backend \'webgpu\'): no WebGPU rows' });
+    reason: 'the page loads with backend \'cpu\' (no GPU on the bench machines): no WebGPU rows' });
   try {
     for (const name of opts.pairs) {
       log(`${name}:`);

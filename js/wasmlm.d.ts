@@ -346,9 +346,9 @@ export interface LoadOptions {
    *  "clip"), any Source. Projectors: 'gemma3' (Gemma 3), 'idefics3' (SmolVLM), 'lfm2'
    *  (LFM2-VL) and 'qwen2.5vl_merger' (Qwen2.5-VL, with a 'qwen2vl' text model); another is
    *  refused naming it (WLM_ERR_UNSUPPORTED), a file whose projector width is not the model's
-   *  (an mmproj of another model) is WLM_ERR_INVALID_ARG. The encoder runs on the CPU; with
-   *  the WebGPU backend the text model takes Gemma 3's, Idefics3's and LFM2-VL's image rows on
-   *  the GPU, while 'qwen2.5vl_merger' is refused there (backend 'webgpu':
+   *  (an mmproj of another model) is WLM_ERR_INVALID_ARG. With the WebGPU backend the text model
+   *  takes Gemma 3's, Idefics3's and LFM2-VL's image rows on the GPU, encoded there too
+   *  (VisionInfo.encoder), while 'qwen2.5vl_merger' is refused there (backend 'webgpu':
    *  WLM_ERR_UNSUPPORTED with the reason; 'auto' takes the CPU, ModelInfo.backendReason saying
    *  why). Then generate(prompt, {images}), chat() and
    *  chatCompletion() take images; see ModelInfo.vision. Counted with the model when the
@@ -513,6 +513,12 @@ export interface VisionInfo {
   pieceTokens: number;
   /** Bytes of the mmproj file. */
   bytes: number;
+  /** Where images are encoded: 'webgpu' when the text model runs on the GPU and the GPU encoder
+   *  (js/backend/webgpu/vision.js) takes this mmproj, else 'cpu'. */
+  encoder: 'cpu' | 'webgpu';
+  /** Why the encoder is the CPU's ('' on the GPU): the text model's backend, or the GPU
+   *  encoder's refusal (an adapter limit, a weight type it does not read). */
+  encoderReason: string;
 }
 
 /**

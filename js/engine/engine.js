@@ -38,6 +38,7 @@ import { checkReadAhead, ReadAheadTuner } from '../runtime/read_ahead.js';
 import { startRuntime } from '../runtime/runtime.js';
 import { attachBackend, autoWouldUseGpu, checkBackendOption, gpuImagesRefused, streamToGpu } from '../backend/select.js';
 import { GPU_PROFILE } from '../backend/webgpu/forward.js';
+import { createGpuVisionEncoder, encodeImageOnGpu, readMmproj } from '../backend/webgpu/vision.js';
 
 
 /** Encoded images an engine keeps for later prompts (a second question about the same image). */
@@ -72,6 +73,7 @@ class Engine {
   #draft = null;     // the draft model of speculative decoding: {model, ctx, key, info} (loadDraft)
   #options = null;   // createEngine's options, to start the other module (memory64 at load())
   #vision = 0;       // wlm_vision* of load()'s mmproj, or 0
+  #gpuVision = null; // the mmproj's GPU encoder (js/backend/webgpu/vision.js) when the text model runs on the GPU
   #images = new Map(); // encoded images (wlmjs_image_encode), key (js/vision/vision.js imageKey) → pointer, oldest first
   #media = null;     // the last media prompt in sequence 0: {pieces, keys, ends, tokens} (#beginMedia)
 
@@ -575,7 +577,7 @@ class Engine {
       }
       this.#vision = v;
       const g = (i) => x.wlmjs_vision_info(v, i);
-      const info = Object.freeze({
+      const info = ({
         projector: this.#readCString(x.wlmjs_vision_projector(v)), imageSize: g(0), patchSize: g(1),
         nEmbd: g(2), nLayers: g(4), nHeads: g(5), projDim: g(6), scaleFactor: g(7), longestEdge: g(8),
         pieceTokens: g(9), bytes: m.size,
@@ -586,7 +588,20 @@ class Engine {
       }
       const refused = onGpu ? gpuImagesRefused(info.projector) : '';
       if (refused) throw jsError('WLM_ERR_UNSUPPORTED', `mmproj: ${refused}: load with backend: 'cpu'`);
-      return info;
+      // with the text model on the GPU the encoder runs there too (js/backend/webgpu/vision.js),
+      // unless the adapter's limits or a weight type keep it on the CPU (encoderReason says why)
+      let encoder = 'cpu', encoderReason = onGpu ? '' : 'the text model runs on the CPU';
+      if (onGpu) {
+        try {
+          const { info: vi, tensors } = readMmproj(new Uint8Array(x.memory.buffer, m.ptr, m.size));
+          this.#gpuVision = await createGpuVisionEncoder(this.#gpu.device, tensors, vi);
+          encoder = 'webgpu';
+        } catch (e) {
+          if (!(e instanceof WasmlmError)) throw e;
+          encoderReason = e.message;
+        }
+      }
+      return Object.freeze({ ...info, encoder, encoderReason });
     } finally {
       x.wlmjs_free(slot);
     }
@@ -598,6 +613,8 @@ class Engine {
     this.#images.clear();
     if (this.#vision) x.wlm_vision_free(this.#vision);
     this.#vision = 0;
+    this.#gpuVision?.destroy();
+    this.#gpuVision = null;
     this.#media = null;
   }
 
@@ -684,9 +701,21 @@ class Engine {
         try {
           if (!rgb || !slot) throw jsError('WLM_ERR_NOMEM', `images[${i}]: cannot allocate ${d.rgb.length} bytes`);
           new Uint8Array(x.memory.buffer, rgb, d.rgb.length).set(d.rgb);
-          p = x.wlmjs_image_encode(this.#vision, rgb, d.width, d.height, this.#threads?.pool ?? 0, this.#simd ? 1 : 0, slot) >>> 0;
-          const rc = this.#i32(slot);
-          if (rc !== 0) throw this.#error(rc, `images[${i}]: ${this.#readCString(x.wlm_vision_errmsg(this.#vision))}`);
+          if (this.#gpuVision) {
+            try {
+              p = await encodeImageOnGpu(x, this.#vision, this.#gpuVision, rgb, d.width, d.height);
+            } catch (e) {
+              throw Object.assign(e, { message: `images[${i}]: ${e.message}` });
+            }
+            if (this.#x !== x || !this.#vision) {
+              x.wlmjs_image_embd_free(p);
+              throw jsError('WLM_ERR_STATE', 'the model went away while an image was encoded');
+            }
+          } else {
+            p = x.wlmjs_image_encode(this.#vision, rgb, d.width, d.height, this.#threads?.pool ?? 0, this.#simd ? 1 : 0, slot) >>> 0;
+            const rc = this.#i32(slot);
+            if (rc !== 0) throw this.#error(rc, `images[${i}]: ${this.#readCString(x.wlm_vision_errmsg(this.#vision))}`);
+          }
         } finally {
           if (rgb) x.wlmjs_free(rgb);
           if (slot) x.wlmjs_free(slot);

@@ -88,7 +88,8 @@ async function loaded(file, extra = {}) {
 
 let main, embed = null;
 try {
-  // images run on the CPU backend only (js/engine/engine.js): an mmproj keeps the model there
+  // an mmproj keeps the model on the CPU: its batches take several sequences with images
+  // (the GPU refuses LFM2-VL's, and one joining a running batch)
   main = await loaded(model, { nSeqMax: parallel, ...(o.mmproj ? { mmproj: o.mmproj, backend: 'cpu' } : {}) });
   if (o['embedding-model']) embed = await loaded(o['embedding-model']);
 } catch (err) {

@@ -1,7 +1,8 @@
 // Images with the text model on the WebGPU backend (Dawn: lavapipe or SwiftShader,
 // tests/js/_webgpu.mjs), against the CPU engine, on the synthetic pairs of tools/synth_mmproj.mjs
-// (a random-weight mmproj and the tools/synth_gguf.mjs text model it projects to): the encoder
-// runs in wasm for both engines, so both feed the same image rows; the GPU writes them into its
+// (a random-weight mmproj and the tools/synth_gguf.mjs text model it projects to): the GPU
+// engine encodes on the GPU (js/backend/webgpu/vision.js; info.vision.encoder 'webgpu'), the CPU
+// engine in wasm (a Q8_0 mmproj's reference: its dequantized copy); the GPU writes the rows into its
 // pass in place of token embeddings (src/runtime/deferred.c, js/backend/webgpu/forward.js),
 // Gemma 3's rows seeing each other both ways (the attention kernel's non-causal span; the
 // rows256 pair's 256 rows more than one 32-entry pass holds: the wide pass), Idefics3's causal
@@ -18,6 +19,9 @@
 // (measured ≤ 3e-3: gemma3-rows256, two images, 525 positions). Qwen2.5-VL is refused for the
 // GPU with the reason ('auto': the CPU, saying why).
 import { test } from 'node:test';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import assert from 'node:assert/strict';
 import { argmax, dawn, dequantizedCopy, diff, margin } from './_webgpu.mjs';
 import { createEngine, WasmlmError } from '../../js/wasmlm.js';
@@ -31,19 +35,31 @@ const TOL = 1e-3;
 const NEAR_TIE = 0.01;
 const M = MEDIA_MARKER;
 
-/** The pair `shape` (MMPROJ_SHAPES) of `type`: {text: the GPU's file, ref: the CPU's, mmproj}. */
+/** The pair `shape` (MMPROJ_SHAPES) of `type`: {text: the GPU's file, ref: the CPU's, mmproj:
+ *  the GPU's, mmprojRef: the CPU's}. A quantized file's CPU reference is its dequantized copy,
+ *  the mmproj's too: the GPU encoder keeps its activations in floats where the CPU rounds them to
+ *  Q8_0 as llama.cpp's CPU does (tests/js/webgpu_vision.test.mjs measures both). */
 function pair(shape, type) {
   const s = MMPROJ_SHAPES[shape];
   const text = synthCached({ arch: s.text.arch, shape: s.text.shape, type });
-  return { text, ref: type === 'F32' ? text : dequantizedCopy(text), mmproj: mmprojBytes({ shape, type, seed: 1 }) };
+  const mmproj = mmprojBytes({ shape, type, seed: 1 });
+  let mmprojRef = mmproj;
+  if (type !== 'F32') {
+    const file = path.join(os.tmpdir(), `wasmlm-gpu-images-${shape}-${type}.gguf`);
+    fs.writeFileSync(file, mmproj);
+    mmprojRef = fs.readFileSync(dequantizedCopy(file));
+  }
+  return { text, ref: type === 'F32' ? text : dequantizedCopy(text), mmproj, mmprojRef };
 }
 
 async function engines(p, nCtx = 1024) {
   const cpu = await createEngine({ threads: 1, backend: 'cpu' });
   const g = await createEngine({ threads: 1, backend: 'webgpu', gpu });
-  await cpu.load({ model: p.ref, mmproj: p.mmproj, nCtx, kvType: 'f32' });
+  await cpu.load({ model: p.ref, mmproj: p.mmprojRef, nCtx, kvType: 'f32' });
   const info = await g.load({ model: p.text, mmproj: p.mmproj, nCtx, kvType: 'f32' });
   assert.equal(info.backend, 'webgpu', info.backendReason);
+  assert.equal(info.vision.encoder, 'webgpu', info.vision.encoderReason); // the GPU encoder (js/backend/webgpu/vision.js)
+  assert.equal(cpu.info.vision.encoder, 'cpu');
   return { cpu, g };
 }
 
