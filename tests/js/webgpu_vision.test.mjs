@@ -127,6 +127,21 @@ test('merge: average pooling and pixel shuffle of a patch grid = the scalar defi
   }
 });
 
+/** x rounded to binary16, ties to even (Math.f16round, which Node 20 lacks): the quantum of x's
+ *  binade (2^(e−10); 2^−24 below the normals), exact in doubles. */
+function f16round(v) {
+  if (!Number.isFinite(v) || v === 0) return v;
+  const a = Math.abs(v);
+  if (a >= 65520) return Math.sign(v) * Infinity;
+  let e = Math.floor(Math.log2(a));
+  if (2 ** e > a) e--;
+  else if (2 ** (e + 1) <= a) e++;
+  const q = e < -14 ? 2 ** -24 : 2 ** (e - 10);
+  const r = a / q, lo = Math.floor(r), frac = r - lo;
+  const m = frac > 0.5 || (frac === 0.5 && lo % 2 === 1) ? lo + 1 : lo;
+  return Math.sign(v) * m * q;
+}
+
 test('gelu_quick: x·σ(1.702x) on binary16-rounded values (ggml\'s table) = the scalar form', { skip }, async () => {
   const len = 100, n = 3, A = seeded(len * n + 8, 9, 6);
   A[0] = 0; A[1] = -20; A[2] = 20; A[3] = 1e-6;
@@ -136,8 +151,8 @@ test('gelu_quick: x·σ(1.702x) on binary16-rounded values (ggml\'s table) = the
     const e = i - 4, z = Math.floor(e / len), j = e - z * len;
     let ref = A[i];
     if (e >= 0 && z < n && j < len - 2) {
-      const v = Math.f16round(A[i]);
-      ref = Math.f16round(Math.fround(v * Math.fround(1 / Math.fround(1 + Math.fround(Math.exp(Math.fround(-1.702 * v)))))));
+      const v = f16round(A[i]);
+      ref = f16round(Math.fround(v * Math.fround(1 / Math.fround(1 + Math.fround(Math.exp(Math.fround(-1.702 * v)))))));
     }
     assert.ok(Math.abs(got[i] - ref) <= 2 ** -10 * Math.abs(ref) + 1e-7, `element ${i}: ${got[i]} vs ${ref}`);
   }
