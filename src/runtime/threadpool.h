@@ -8,7 +8,11 @@
 
 #include "wasmlm.h"
 
-/* One chunk of a job: chunk `i` of `n`, run by whichever thread claims it. */
+/* One chunk of a job: chunk `i` of `n`, run by whichever thread claims it. A chunk must not
+ * call malloc, calloc, realloc or free: the wasm modules are linked without -pthread, so their
+ * dlmalloc takes no lock, and two threads inside it corrupt the heap (found as a trap in a later
+ * free, at random). Scratch a chunk needs is allocated by the submitter, one part per chunk
+ * index (tests/c/pool_malloc.h counts allocations on helper threads in the native tests). */
 typedef void (*wlm_pool_fn)(void *arg, int32_t i, int32_t n);
 
 /* Runs fn(arg, i, n) for every i in [0, n_chunks) (n_chunks capped at 65535) on the pool's

@@ -29,6 +29,8 @@ typedef struct venc {
     int32_t threads;
     char *xq;          /* quantized activations */
     size_t xq_cap;
+    float *wide;       /* per chunk of a product: F16 / BF16 rows widened to floats */
+    size_t wide_cap;   /* floats */
 } venc;
 
 /* ---- matrix products ----------------------------------------------------------------------- */
@@ -42,6 +44,8 @@ typedef struct mm_job {
     int32_t n;
     wlm_qmatvec_fn qmv;
     wlm_qmatmat_fn qmm;
+    float *wide;       /* NULL, or per chunk wide_per floats (mm_widen_rows): chunk i's at i */
+    size_t wide_per;
 } mm_job;
 
 #define MM_ENTRIES 64 /* entries per pass over a tile of rows: their activations stay in cache */
@@ -49,21 +53,26 @@ typedef struct mm_job {
 /* F16 / BF16 weights (float activations, no batched kernel) against several entries: a tile
  * of rows widened to floats once, then the F32 batched kernel over every entry — instead of
  * each entry's matvec widening the same rows again (published mmproj files are mostly F16).
- * Returns a buffer of R rows of floats, or NULL (then the per-entry matvec path runs). */
-static float *mm_widen_buffer(const mm_job *j, size_t R) {
-    if (!j->qmv || j->qmm || j->n < 2 || !j->e->use_simd) return NULL;
-    const wlm_type_traits *tr = wlm_type_get(j->t->type);
-    if (tr->vec_dot_type != WLM_TYPE_F32 || !tr->to_float || tr->block_size != 1) return NULL;
-    return malloc(R * (size_t)j->t->cols * sizeof(float));
-}
-
-static void mm_rows(const mm_job *j, int r0, int r1) {
-    const wlm_tensor *t = j->t;
-    const size_t os = (size_t)t->rows;
+ * Returns the rows a tile holds, or 0 where the per-entry matvec path runs. */
+static size_t mm_tile_rows(const wlm_tensor *t) {
     size_t R = t->row_bytes ? 65536 / t->row_bytes : 2;
     if (R < 2) R = 2;
-    R &= ~(size_t)1;
-    float *wide = mm_widen_buffer(j, R);
+    return R & ~(size_t)1;
+}
+
+static int mm_widens(const venc *e, const wlm_tensor *t, wlm_qmatvec_fn qmv, wlm_qmatmat_fn qmm,
+                     int32_t n) {
+    if (!qmv || qmm || n < 2 || !e->use_simd) return 0;
+    const wlm_type_traits *tr = wlm_type_get(t->type);
+    return tr->vec_dot_type == WLM_TYPE_F32 && tr->to_float && tr->block_size == 1;
+}
+
+/* Rows [r0, r1) of the product; `wide`: this chunk's widening tile, or NULL. Runs on pool
+ * threads: allocates nothing (threadpool.h). */
+static void mm_rows(const mm_job *j, int r0, int r1, float *wide) {
+    const wlm_tensor *t = j->t;
+    const size_t os = (size_t)t->rows;
+    const size_t R = mm_tile_rows(t);
     for (int a = r0; a < r1; a += (int)R) {
         const int b = (size_t)(r1 - a) <= R ? r1 : a + (int)R;
         if (wide) {
@@ -95,7 +104,6 @@ static void mm_rows(const mm_job *j, int r0, int r1) {
                        a, b);
         }
     }
-    free(wide);
 }
 
 static void mm_chunk(void *arg, int32_t i, int32_t n) {
@@ -103,7 +111,7 @@ static void mm_chunk(void *arg, int32_t i, int32_t n) {
     const int rows = j->t->rows;
     const int r0 = (int)(((int64_t)rows * i / n) & ~(int64_t)1);
     const int r1 = i + 1 == n ? rows : (int)(((int64_t)rows * (i + 1) / n) & ~(int64_t)1);
-    if (r1 > r0) mm_rows(j, r0, r1);
+    if (r1 > r0) mm_rows(j, r0, r1, j->wide ? j->wide + (size_t)i * j->wide_per : NULL);
 }
 
 typedef struct q_job {
@@ -124,7 +132,7 @@ static void q_chunk(void *arg, int32_t i, int32_t n) {
 
 /* out (n × t->rows) = x (n × t->cols) · tᵀ. WLM_OK or NOMEM. */
 static int matmul(venc *e, float *out, const wlm_tensor *t, const float *x, int32_t n) {
-    mm_job j = {e, out, t, x, 0, n, NULL, NULL};
+    mm_job j = {e, out, t, x, 0, n, NULL, NULL, NULL, 0};
     if (t->type != WLM_TYPE_F32) {
         const wlm_type_traits *tr = wlm_type_get(t->type);
         j.qmv = e->use_simd ? tr->matvec_simd : tr->matvec_ref;
@@ -145,10 +153,22 @@ static int matmul(venc *e, float *out, const wlm_tensor *t, const float *x, int3
             j.xs = xs;
         }
     }
-    if (e->threads > 1 && t->rows >= 2 * e->threads)
+    const int split = e->threads > 1 && t->rows >= 2 * e->threads;
+    if (mm_widens(e, t, j.qmv, j.qmm, n)) {
+        /* the chunks' tiles, allocated here: pool threads must not call malloc (threadpool.h) */
+        j.wide_per = mm_tile_rows(t) * (size_t)t->cols;
+        const size_t need = j.wide_per * (size_t)(split ? e->threads : 1);
+        if (need > e->wide_cap) {
+            free(e->wide);
+            e->wide = malloc(need * sizeof *e->wide);
+            e->wide_cap = e->wide ? need : 0;
+        }
+        j.wide = e->wide; /* NULL (no memory): the per-entry path */
+    }
+    if (split)
         wlm_pool_run(e->pool, mm_chunk, &j, e->threads);
     else
-        mm_rows(&j, 0, t->rows);
+        mm_rows(&j, 0, t->rows, j.wide);
     return WLM_OK;
 }
 
@@ -425,7 +445,7 @@ void wlm_pixel_unshuffle(const float *src, int gw, int gh, int c, int s, float *
 int wlm_vision_encode_piece(wlm_vision *v, const float *pixels, int pw, int ph, float *out,
                             wlm_threadpool *pool, int use_simd) {
     venc e = {v, use_simd ? &wlm_kernels_simd : &wlm_kernels_ref, pool, use_simd,
-              wlm_threadpool_size(pool), NULL, 0};
+              wlm_threadpool_size(pool), NULL, 0, NULL, 0};
     if (e.threads < 1) e.threads = 1;
     const int32_t P = v->patch_size, GW = pw / P, GH = ph / P, N = GW * GH, W = v->n_embd;
     const int32_t F = v->n_ff, K = 3 * P * P;
@@ -543,6 +563,7 @@ done:
     else if (rc)
         wlm_errorf(v->errmsg, sizeof v->errmsg, rc, "image: a weight type the encoder cannot use");
     free(x), free(h), free(q), free(kk), free(vv), free(f), free(scratch), free(pos), free(e.xq);
+    free(e.wide);
     free(g), free(perm);
     return rc;
 }

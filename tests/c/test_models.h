@@ -17,6 +17,7 @@
 #include "runtime/threadpool.h"
 #include "wasmlm.h"
 #include "test_util.h"
+#include "pool_malloc.h"
 
 /* One tensor: its name, shape (cols, rows: GGUF's ne[0], ne[1]) and `kind`, the test's own
  * code for how its values are drawn; `mat` 1 for a weight matrix (written in the model's type). */
@@ -275,7 +276,8 @@ static inline void tm_top_k(const double *score, int n, int k, int32_t *ids) {
 
 /* On 2 and 3 threads, t[0..n) in one batch, and (n_one > 0) its first n_one positions one
  * token at a time, give the bits of `one` (the logits one token at a time on one thread, n ×
- * vocab). No-op in a wasm build without threads. */
+ * vocab); on 3 threads every chunk runs on a helper, which allocates nothing (pool_malloc.h).
+ * No-op in a wasm build without threads. */
 static inline void tm_check_threads(wlm_context *c, const int32_t *t, int n, int vocab,
                                     const float *one, int n_one, const char *what) {
 #if !defined(__EMSCRIPTEN__) || defined(__wasm_atomics__)
@@ -284,6 +286,10 @@ static inline void tm_check_threads(wlm_context *c, const int32_t *t, int n, int
         wlm_threadpool *pool = NULL;
         if (wlm_threadpool_new(th, &pool) != WLM_OK) continue;
         wlm_context_set_threadpool(c, pool);
+#if !defined(__EMSCRIPTEN__)
+        wlm_threadpool_helpers_only(pool, th == 3);
+#endif
+        pm_arm();
         float *tb = tm_logits_batched(c, t, n, vocab);
         CHECKF(tm_same(one, tb, (size_t)n * vocab, &at), "%s: %d threads differ at position %zu",
                what, th, at / (size_t)vocab);
@@ -294,6 +300,9 @@ static inline void tm_check_threads(wlm_context *c, const int32_t *t, int n, int
                    at / (size_t)vocab);
             free(t1);
         }
+        const long calls = pm_disarm();
+        CHECKF(calls == 0, "%s: %ld heap calls on the pool's helper threads at %d threads", what,
+               calls, th);
         wlm_context_set_threadpool(c, NULL);
         wlm_threadpool_free(pool);
         free(tb);

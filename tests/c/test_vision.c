@@ -15,7 +15,9 @@
 
 #include "formats/gguf_write.h"
 #include "kernels/quant.h"
+#include "runtime/threadpool.h"
 #include "test_util.h"
+#include "pool_malloc.h"
 #include "vision/vision.h"
 #include "wasmlm.h"
 
@@ -527,7 +529,14 @@ static void check_model(const spec *p, const int (*sizes)[2], int n_sizes, doubl
         wlm_image_embd e, e_simd, e_mt;
         CHECK_EQ_INT(wlm_image_encode(v, img, w, h, NULL, 0, &e), WLM_OK);
         CHECK_EQ_INT(wlm_image_encode(v, img, w, h, NULL, 1, &e_simd), WLM_OK);
+#if !defined(__EMSCRIPTEN__)
+        wlm_threadpool_helpers_only(pool, pool != NULL); /* every chunk on a helper */
+#endif
+        pm_arm();
         CHECK_EQ_INT(wlm_image_encode(v, img, w, h, pool, 1, &e_mt), WLM_OK);
+        const long calls = pm_disarm();
+        CHECKF(calls == 0, "%s %s %dx%d: %ld heap calls on the pool's helper threads", p->proj,
+               wlm_type_get(p->wtype)->name, w, h, calls);
         int cols = 0, rows = 0, pw = 0, ph = 0, lw = 0, lh = 0;
         wlm_vision_grid(v, w, h, &cols, &rows);
         wlm_vision_piece_dims(v, w, h, cols, rows, 0, &pw, &ph);
