@@ -90,6 +90,29 @@ test('moe_route: softmax + renormalised (Qwen3-MoE), sigmoid with exp_probs_b st
 /** MUL_MAT_ID of `type`: E experts of rows × cols, n entries × k slots; x per entry (or per
  *  pair: xPair), a bias per expert row, and with `scale` each expert's output scale (Gemma 4's
  *  ffn_down_exps.scale: (Σ + bias) · s_e); the experts in one buffer, then split at `split`. */
+/** Each (entry, slot) pair's product rows `got` against a scalar reference: row r
+ *  of pair p = dequantized expert rows · the entry's (or the pair's, xPair) input, + the expert's
+ *  bias (bOff ≥ 0), × its scale (sOff ≥ 0); tolerance from the terms' magnitudes. */
+function checkPairs(got, { deq, A, V, np, k, rows, cols, xOff, xE, xPair, yOff, yE, bOff, sOff, expert, what }) {
+  for (let p = 0; p < np; p++) {
+    const ent = Math.floor(p / k), ex = expert(ent, p % k), x0 = xOff + (xPair ? p : ent) * xE;
+    for (let row = 0; row < rows; row++) {
+      let want = 0, abs = 0;
+      for (let i = 0; i < cols; i++) {
+        const t = deq[(ex * rows + row) * cols + i] * A[x0 + i];
+        want += t;
+        abs += Math.abs(t);
+      }
+      if (bOff >= 0) want += V[bOff + ex * rows + row];
+      const sc = sOff >= 0 ? Math.abs(V[sOff + ex]) : 1;
+      if (sOff >= 0) want *= V[sOff + ex];
+      const g = got[yOff + p * yE + row];
+      assert.ok(Math.abs(g - want) <= sc * 1e-6 * abs * Math.log2(cols) + 1e-6 * Math.abs(want) + 1e-30,
+        `${what} pair ${p} (expert ${ex}) row ${row}: ${g} vs ${want}`);
+    }
+  }
+}
+
 async function checkMoeMatvec(type, rows, cols, { tpr, E = 5, n = 3, k = 2, xPair = false, split = 2, scale = false }) {
   const { bytes, deq, rowBytes } = weights(type, E * rows, cols, 500 + type + cols);
   const r = rng(type + 3);
@@ -108,23 +131,8 @@ async function checkMoeMatvec(type, rows, cols, { tpr, E = 5, n = 3, k = 2, xPai
   const code = moeMatvecWgsl(type, { tpr });
   const [whole] = await run(code, { A, params: params(0, E), extra: [bytes, V], grid });
   const got = new Float32Array(whole);
-  for (let p = 0; p < np; p++) {
-    const ent = Math.floor(p / k), ex = ids[ent % 3][p % k], x0 = xOff + (xPair ? p : ent) * xE;
-    for (let row = 0; row < rows; row++) {
-      let want = 0, abs = 0;
-      for (let i = 0; i < cols; i++) {
-        const t = deq[(ex * rows + row) * cols + i] * A[x0 + i];
-        want += t;
-        abs += Math.abs(t);
-      }
-      want += V[bOff + ex * rows + row];
-      const sc = scale ? Math.abs(V[sOff + ex]) : 1;
-      if (scale) want *= V[sOff + ex];
-      const g = got[yOff + p * yE + row];
-      assert.ok(Math.abs(g - want) <= sc * 1e-6 * abs * Math.log2(cols) + 1e-6 * Math.abs(want) + 1e-30,
-        `${GPU_TYPES[type].name} tpr ${tpr} pair ${p} (expert ${ex}) row ${row}: ${g} vs ${want}`);
-    }
-  }
+  checkPairs(got, { deq, A, V, np, k, rows, cols, xOff, xE, xPair, yOff, yE, bOff, sOff: scale ? sOff : -1,
+    expert: (ent, j) => ids[ent % 3][j], what: `${GPU_TYPES[type].name} tpr ${tpr}` });
   // the experts in two buffers (experts [0, split) and [split, E)), a dispatch each
   const at = split * rows * rowBytes;
   const [first] = await run(code, { A, params: params(0, split), extra: [bytes.slice(0, at), V], grid });
@@ -177,23 +185,8 @@ async function checkMoeGrouped(type, rows, cols, { E, n, k, route, xPair = false
   const code = moeMatmatWgsl(type);
   const [whole] = await run(code, { A: G, params: params(0), extra: [bytes, V, S], grid: [tx, 1, E * nt] });
   const got = new Float32Array(whole);
-  for (let p = 0; p < np; p++) {
-    const ent = Math.floor(p / k), ex = route(ent, p % k), x0 = xOff + (xPair ? p : ent) * xE;
-    for (let row = 0; row < rows; row++) {
-      let want = 0, abs = 0;
-      for (let i = 0; i < cols; i++) {
-        const t = deq[(ex * rows + row) * cols + i] * A[x0 + i];
-        want += t;
-        abs += Math.abs(t);
-      }
-      if (bias) want += V[bOff + ex * rows + row];
-      const sc = scale ? Math.abs(V[sOff + ex]) : 1;
-      if (scale) want *= V[sOff + ex];
-      const g = got[yOff + p * yE + row];
-      assert.ok(Math.abs(g - want) <= sc * 1e-6 * abs * Math.log2(cols) + 1e-6 * Math.abs(want) + 1e-30,
-        `${name} grouped pair ${p} (expert ${ex}) row ${row}: ${g} vs ${want}`);
-    }
-  }
+  checkPairs(got, { deq, A, V, np, k, rows, cols, xOff, xE, xPair, yOff, yE, bOff: bias ? bOff : -1,
+    sOff: scale ? sOff : -1, expert: (ent, j) => route(ent, j), what: `${name} grouped` });
   // nothing written outside the pairs' rows
   for (let i = 0; i < yOff; i++) assert.equal(got[i], G[i], `${name}: moe_matmat wrote A[${i}]`);
   for (let p = 0; p < np; p++) for (let c = rows; c < yE; c++) assert.equal(got[yOff + p * yE + c], -3, `${name}: pair ${p} padding`);
