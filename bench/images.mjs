@@ -20,12 +20,16 @@
 // wllama reports none: its image share is given by difference, ttft − text ttft). Medians.
 // wllama gets a text GGUF over 1 GiB in llama.cpp's split format (its files go through one
 // ArrayBuffer each, at most 2 GB: Gemma-3-4B's Q4_K_M is 2.5 GB); wasmlm the whole file.
-// WebGPU: not measured — the page loads with backend 'cpu' (the machines this runs on have no
-// GPU; images run on WebGPU, the encoder too: js/backend/webgpu/vision.js); each report says so.
+// The page loads with backend 'cpu'. --node: wasmlm alone, in this Node process, on each of
+// --backends (cpu, webgpu: Dawn's GPU, bench/_node_gpu.mjs — the text model and the image encoder
+// on the GPU; the row says which adapter and where the encoder ran), as bench/device.sh runs it on
+// a machine with a GPU and no browser.
 //
 //   node bench/images.mjs [--tiny] [--pairs smolvlm-256m,gemma3-4b] [--threads 1,all]
 //                         [--engines wasmlm,wllama] [--runs 3] [--size 640x480] [--out FILE]
-// Prints one JSON line per row on stdout; writes bench/out/images.json (--tiny: images-tiny.json).
+//                         [--node [--backends cpu,webgpu]]
+// Prints one JSON line per row on stdout; writes bench/out/images.json (--tiny: images-tiny.json;
+// --node: images-node[-tiny].json).
 
 import fs from 'node:fs';
 import os from 'node:os';
@@ -35,6 +39,9 @@ import { startServer } from '../tools/serve.mjs';
 import { synthCached } from '../tools/synth_gguf.mjs';
 import { mmprojBytes, pngBytes, testImage } from '../tools/synth_mmproj.mjs';
 import { launchChromium, log, median, runBenchPage, wllamaParts } from './_chromium.mjs';
+import { nodeGpu } from './_node_gpu.mjs';
+import { runOurs } from './images/ours.js';
+import { describeAdapter } from '../js/backend/webgpu/device.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const REPO = path.resolve(HERE, '..');
@@ -53,7 +60,8 @@ const PAIRS = {
 };
 
 function parseArgs(argv) {
-  const o = { tiny: false, pairs: null, threads: null, engines: ['wasmlm', 'wllama'], runs: 3, size: [640, 480], out: null };
+  const o = { tiny: false, pairs: null, threads: null, engines: ['wasmlm', 'wllama'], runs: 3, size: [640, 480], out: null,
+    node: false, backends: ['cpu'] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const v = () => {
@@ -67,6 +75,8 @@ function parseArgs(argv) {
     else if (a === '--runs') o.runs = Number(v());
     else if (a === '--size') o.size = v().split('x').map(Number);
     else if (a === '--out') o.out = path.resolve(v());
+    else if (a === '--node') o.node = true;
+    else if (a === '--backends') o.backends = v().split(',');
     else if (a === '-h' || a === '--help') o.help = true;
     else throw new Error(`bench/images.mjs: unknown option ${a}`);
   }
@@ -80,6 +90,9 @@ function parseArgs(argv) {
   o.threads ??= ['1', 'all'];
   for (const p of o.pairs) if (!PAIRS[p]) throw new Error(`bench/images.mjs: unknown pair ${p} (${Object.keys(PAIRS).join(', ')})`);
   for (const e of o.engines) if (e !== 'wasmlm' && e !== 'wllama') throw new Error(`bench/images.mjs: unknown engine ${e}`);
+  for (const b of o.backends) if (b !== 'cpu' && b !== 'webgpu') throw new Error(`bench/images.mjs: unknown backend ${b}`);
+  if (!o.node && o.backends.some((b) => b !== 'cpu')) throw new Error('bench/images.mjs: --backends webgpu needs --node (the page runs the CPU backend)');
+  if (o.node) o.engines = ['wasmlm'];
   if (!(Number.isInteger(o.runs) && o.runs >= 1)) throw new Error('--runs must be an integer >= 1');
   if (!(o.size.length === 2 && o.size.every((n) => Number.isInteger(n) && n >= 1 && n <= 4096))) throw new Error('--size must be WxH');
   return o;
@@ -105,11 +118,12 @@ const runPage = (context, baseUrl, opts) => runBenchPage(context, `${baseUrl}ben
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   if (opts.help) {
-    process.stdout.write(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1, 28).map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + '\n');
+    process.stdout.write(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(1).filter((l, i, a) => a.slice(0, i + 1).every((x) => x.startsWith('//'))).map((l) => l.replace(/^\/\/ ?/, '')).join('\n') + '\n');
     return;
   }
   const all = os.cpus().length;
   const threadList = [...new Set(opts.threads.map((t) => (t === 'all' ? all : Number(t))))];
+  if (opts.node) return mainNode(opts, threadList);
   const server = await startServer({ port: 0, quiet: true, isolate: true });
   const baseUrl = server.url.replace(/web\/$/, '');
   const browser = await launchChromium('wasmlm-images-');
@@ -122,7 +136,7 @@ async function main() {
     process.stdout.write(`${JSON.stringify(row)}\n`);
   };
   emit({ kind: 'note', backend: 'webgpu', measured: false,
-    reason: 'the page loads with backend \'cpu\' (no GPU on the bench machines): no WebGPU rows' });
+    reason: 'the page loads with backend \'cpu\': WebGPU rows come from --node --backends webgpu' });
   try {
     for (const name of opts.pairs) {
       log(`${name}:`);
@@ -159,11 +173,52 @@ async function main() {
     await server.close?.();
   }
   report.loadavgEnd = os.loadavg();
-  const out = opts.out ?? path.join(REPO, 'bench/out', opts.tiny ? 'images-tiny.json' : 'images.json');
+  writeReport(report, opts.out ?? path.join(REPO, 'bench/out', opts.tiny ? 'images-tiny.json' : 'images.json'));
+}
+
+function writeReport(report, out) {
   fs.mkdirSync(path.dirname(out), { recursive: true });
   fs.writeFileSync(out, `${JSON.stringify(report, null, 2)}\n`);
   log(`wrote ${path.relative(REPO, out)}`);
   if (report.rows.some((r) => r.kind === 'row' && r.error)) process.exitCode = 1;
+}
+
+/** The same runs as the page's wasmlm rows (bench/images/ours.js), in this Node process, per backend. */
+async function mainNode(opts, threadList) {
+  const gpu = opts.backends.includes('webgpu') ? await nodeGpu() : null;
+  const adapter = gpu ? await gpu.requestAdapter({ powerPreference: 'high-performance' }) : null;
+  const report = { date: new Date().toISOString(), node: process.version, machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown' },
+    adapter: adapter ? describeAdapter(adapter) : null, tiny: opts.tiny, runs: opts.runs, image: opts.size, prompt: PROMPT,
+    loadavgStart: os.loadavg(), rows: [] };
+  for (const name of opts.pairs) {
+    log(`${name}:`);
+    const files = pairFiles(name);
+    const [w, h] = opts.size;
+    const images = [];
+    for (let k = 0; k <= opts.runs; k++) images.push(await pngBytes(testImage(w, h, 100 + k), w, h));
+    for (const backend of opts.backends) {
+      for (const threads of threadList) {
+        let r;
+        try {
+          r = await runOurs({ model: files.model, mmproj: files.mmproj, images, prompt: PROMPT, threads, backend,
+            engineOptions: backend === 'webgpu' ? { gpu } : {}, log: (m) => log(`  ${m}`) });
+        } catch (e) {
+          r = { error: e.message, runs: [] };
+        }
+        const runs = r.runs;
+        const row = { kind: 'row', pair: name, text: PAIRS[name].text, mmproj: PAIRS[name].mmproj, engine: 'wasmlm', threads, backend,
+          ranOn: r.backend ?? null, encoder: r.encoder ?? null, encoderReason: r.encoderReason ?? null, image: `${w}x${h}`, error: r.error ?? null,
+          encodeMs: median(runs.map((x) => x.imageMs)), ttftMs: median(runs.map((x) => x.ttftMs)), ttftTextMs: median(runs.map((x) => x.ttftTextMs)),
+          nPrompt: runs[0]?.nPrompt ?? null, loadMs: r.loadMs ?? null, build: r.build ?? null, engineThreads: r.threads ?? null, runs: runs.length };
+        report.rows.push(row);
+        process.stdout.write(`${JSON.stringify(row)}\n`);
+        log(`  ${backend} ${threads}t: ${row.error ? `ERROR ${row.error}` : `ttft ${row.ttftMs?.toFixed(0)} ms, encode ${row.encodeMs?.toFixed(0)} ms (encoder ${row.encoder})`}`);
+        if (backend === 'webgpu') break; // the GPU rows: one thread count (the first) is enough
+      }
+    }
+  }
+  report.loadavgEnd = os.loadavg();
+  writeReport(report, opts.out ?? path.join(REPO, 'bench/out', opts.tiny ? 'images-node-tiny.json' : 'images-node.json'));
 }
 
 main().catch((e) => {

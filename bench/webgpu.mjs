@@ -47,6 +47,7 @@ import { resolveShape, synthCached } from '../tools/synth_gguf.mjs';
 import { describeAdapter } from '../js/backend/webgpu/device.js';
 import { GPU_PROFILE } from '../js/backend/webgpu/forward.js';
 import { decodeRows, gemmRows } from './webgpu_gemm.mjs';
+import { nodeGpu as nodeGpuOf } from './_node_gpu.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SHAPES = { 'qwen2.5-0.5b': 'qwen2', 'llama3.2-1b': 'llama', 'phi3.5-mini': 'phi3', 'qwen3-0.6b': 'qwen3', 'gemma3-1b': 'gemma3', gpt2: 'gpt2',
@@ -87,16 +88,9 @@ function parseArgs(argv) {
   return o;
 }
 
-/** The `webgpu` package's GPU (Node), with Chromium's SwiftShader as the fallback driver. */
-async function nodeGpu() {
-  if (!process.env.VK_ICD_FILENAMES && fs.existsSync('/usr/lib/chromium/vk_swiftshader_icd.json') && !fs.existsSync('/dev/nvidia0')) {
-    process.env.VK_ICD_FILENAMES = '/usr/lib/chromium/vk_swiftshader_icd.json';
-  }
-  process.env.XDG_RUNTIME_DIR ??= os.tmpdir(); // else the Vulkan driver prints an error per device
-  const { create } = await import('webgpu');
-  // --profile: GPU timestamps at full resolution (Dawn rounds them coarsely by default)
-  return create(process.argv.includes('--profile') ? ['disable-dawn-features=timestamp_quantization'] : []);
-}
+/** The `webgpu` package's GPU (bench/_node_gpu.mjs); --profile: GPU timestamps at full resolution
+ *  (Dawn rounds them coarsely by default). */
+const nodeGpu = () => nodeGpuOf(process.argv.includes('--profile') ? ['disable-dawn-features=timestamp_quantization'] : []);
 
 /** The adapter's read bandwidth (GB/s): a kernel summing a 512 MiB buffer as vec4<u32>, best of 5. */
 async function readBandwidth(gpu, mib) {

@@ -1,48 +1,20 @@
 // bench/images/page.js — one row of bench/images.mjs in the browser: a vision pair (text GGUF +
-// mmproj, served by the driver) loaded into wasmlm (js/wasmlm.js, in this thread, `threads`
-// threads, CPU backend: the image encoder runs there only) or @wllama/wllama (n_threads =
-// `threads`, no WebGPU); one untimed warm-up with an image, then per run a new image (PNG bytes
-// the driver made: a different one each run, so no engine reuses an encoding) and:
+// mmproj, served by the driver) loaded into wasmlm (./ours.js, in this thread, `threads`
+// threads, CPU backend) or @wllama/wllama (n_threads = `threads`, no WebGPU); one untimed
+// warm-up with an image, then per run a new image (PNG bytes the driver made: a different one
+// each run, so no engine reuses an encoding) and:
 //  - time to first token with the image: the wall time from the call to the first generated
-//    token (wasmlm: generate() with the media marker, stopped at the first token; wllama:
-//    createChatCompletion with an image part and max_tokens 1);
+//    token (wllama: createChatCompletion with an image part and max_tokens 1);
 //  - the same prompt without the image (text TTFT), for the image's share by difference;
 //  - wasmlm's own image time (lastResult.imageMs: decode + encode) — wllama reports none.
 
-import { createEngine } from '../../js/wasmlm.js';
+import { runOurs } from './ours.js';
 import { Wllama } from '../../node_modules/@wllama/wllama/esm/index.js';
 
 const WLLAMA_WASM = new URL('../../node_modules/@wllama/wllama/esm/wasm/wllama.wasm', import.meta.url).href;
 const logEl = document.getElementById('log');
 const log = (m) => { logEl.textContent += `${m}\n`; };
 const bytesOf = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
-
-async function runOurs({ model, mmproj, images, prompt, threads = 1, nCtx = 4096 }) {
-  const engine = await createEngine({ threads });
-  const t0 = performance.now();
-  const info = await engine.load({ model: new URL(model, location.href), mmproj: new URL(mmproj, location.href), nCtx, backend: 'cpu' });
-  const loadMs = performance.now() - t0;
-  const first = async (text, imgs) => { // wall ms to the first token, and the generation's result
-    const w0 = performance.now();
-    let ms = null;
-    for await (const t of engine.generate(text, { temperature: 0, maxTokens: 1, ...(imgs ? { images: imgs } : {}) })) {
-      if (t.id >= 0 && ms === null) ms = performance.now() - w0;
-    }
-    return { ms, r: engine.lastResult };
-  };
-  const marker = `<__media__>${prompt}`;
-  await first(marker, [bytesOf(images[0])]); // warm-up (its image is not used again)
-  const runs = [];
-  for (const b64 of images.slice(1)) {
-    const img = await first(marker, [bytesOf(b64)]);
-    const text = await first(prompt, null);
-    runs.push({ ttftMs: img.ms, ttftTextMs: text.ms, imageMs: img.r.imageMs, nPrompt: img.r.nPrompt, nPromptText: text.r.nPrompt,
-      imagesEncoded: img.r.imagesEncoded });
-    log(`ours: ttft ${img.ms.toFixed(0)} ms, image ${img.r.imageMs.toFixed(0)} ms`);
-  }
-  await engine.free();
-  return { engine: 'wasmlm', loadMs, build: info.build, threads: info.threads, projector: info.vision?.projector, runs };
-}
 
 async function runWllama({ model, parts, mmproj, images, prompt, threads = 1, nCtx = 4096 }) {
   const wllama = new Wllama({ default: WLLAMA_WASM }, { suppressNativeLog: true, allowOffline: false });
@@ -76,5 +48,7 @@ async function runWllama({ model, parts, mmproj, images, prompt, threads = 1, nC
   return { engine: 'wllama', version: Wllama.getLibllamaVersion?.(), loadMs, ...info, runs };
 }
 
-window.benchImages = async (opts) => (opts.engine === 'wllama' ? runWllama(opts) : runOurs(opts));
+window.benchImages = async (opts) => (opts.engine === 'wllama' ? runWllama(opts)
+  : runOurs({ ...opts, model: new URL(opts.model, location.href), mmproj: new URL(opts.mmproj, location.href),
+    images: opts.images.map(bytesOf), log }));
 document.body.dataset.state = 'ready';
