@@ -4,7 +4,9 @@
 // estimate against what C allocates for the draft's context (DraftInfo.contextBytes, within the
 // 1 % of the model's estimate tests), a draft that fits loading, a draft too large for what is
 // left refused with WLM_ERR_NOMEM naming both sizes before anything past its header was read (a
-// Blob that records every slice read from it) with the engine still usable, and in the memory64
+// Blob that records every slice read from it) with the engine still usable — among them, beside
+// a model filling most of wasm32, a draft whose weights the heap could still take but not its
+// KV cache (which used to be read whole before its context failed) —, and in the memory64
 // module a draft whose weights lie past 4 GB loading and drafting (stories260K with 4.3 GB of
 // zeros in front of its tensors, tools/gguf_pad.mjs: sparse files) while one past 16 GiB is
 // refused; the low-heap rule's arithmetic on a fake allocator. Reading the padded draft into
@@ -20,7 +22,7 @@ import {
   WASM32_BYTES, WASM32_FIT, draftBytes, fitDraft, memory64Support, modelBytes, peekModelHeader,
 } from '../../js/runtime/memory64.js';
 import { padGguf } from '../../tools/gguf_pad.mjs';
-import { synthesize } from '../../tools/synth_gguf.mjs';
+import { synthesize, writeHeaderOnly } from '../../tools/synth_gguf.mjs';
 import { MODELS, REPO } from './_helpers.mjs';
 
 const GGUF = path.join(MODELS, 'stories260K.gguf');
@@ -39,18 +41,25 @@ before(() => {
 });
 after(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-/** A Blob over a file that records every [start, end) read from it. */
+/** A Blob over a file that records every [start, end) read from it. (Not fs.openAsBlob: its
+ *  size wraps at 4 GiB in Node 20 and 24.) */
 class CountingBlob extends Blob {
-  #inner = null;
   constructor(file) {
     super([]);
     this.file = file;
     this.name = path.basename(file);
+    this.bytes = fs.statSync(file).size;
     this.reads = [];
   }
-  async open() { this.#inner = await fs.openAsBlob(this.file); return this; }
-  get size() { return this.#inner.size; }
-  slice(start, end) { this.reads.push([start, end]); return this.#inner.slice(start, end); }
+  get size() { return this.bytes; }
+  slice(start = 0, end = this.bytes) {
+    this.reads.push([start, end]);
+    const a = Math.min(start, this.bytes), b = Math.min(end, this.bytes);
+    const buf = Buffer.alloc(Math.max(0, b - a));
+    const fd = fs.openSync(this.file, 'r');
+    try { fs.readSync(fd, buf, 0, buf.length, a); } finally { fs.closeSync(fd); }
+    return new Blob([buf]);
+  }
 }
 
 /** The header's bytes of a file (as the engine peeks them). */
@@ -111,7 +120,7 @@ test('draft memory: a draft too large for what wasm32 has left is refused before
     const info = await engine.load({ model: GGUF, nCtx: 256 });
     assert.equal(info.memory64, false, 'a small model: wasm32');
     const plain = await greedy(engine);
-    const big = await new CountingBlob(padded).open();
+    const big = new CountingBlob(padded);
     const progress = [];
     await assert.rejects(engine.loadDraft({ model: big, onProgress: (p) => progress.push(p) }), (e) => {
       assert.equal(e.code, 'WLM_ERR_NOMEM');
@@ -132,6 +141,50 @@ test('draft memory: a draft too large for what wasm32 has left is refused before
     assert.ok(engine.lastResult.drafted > 0);
   } finally {
     await engine.free();
+  }
+});
+
+test('draft memory: beside a model that fills most of wasm32, a draft whose weights fit but not its KV cache is refused unread; a shorter one loads', { timeout: 600000 }, async () => {
+  // Llama-3.2-1B's shape (0.8 GB at Q4_K_M, all-zero matrices, sparse) at 57344 positions: 2.7 GB
+  // of the 4 GB. The same file as its own draft at the same nCtx needs another 2.7 GB: its 0.8 GB
+  // of weights would still have been malloc'd and read before its context failed. At 1024
+  // positions it fits, and drafts.
+  const file = path.join(dir, 'llama3.2-1b-Q4_K_M-zero.gguf');
+  writeHeaderOnly('llama', 'llama3.2-1b', file, { type: 'Q4_K_M' });
+  const engine = await createEngine({ threads: 1 });
+  try {
+    const h = await header(file);
+    const size = fs.statSync(file).size;
+    const nCtx = 57344; // (a KV cache under 2 GiB: one calloc, which dlmalloc cannot grow 2 GiB at once for)
+    const model = modelBytes(size, h, { nCtx });
+    const left = WASM32_BYTES * WASM32_FIT - model.total;
+    const info = await engine.load({ model: file, nCtx });
+    assert.equal(info.memory64, false, `${(model.total / GB).toFixed(2)} GB: wasm32`);
+    const long = draftBytes(size, h, { nCtx }), short = draftBytes(size, h, { nCtx: 1024 });
+    assert.ok(long.weights < left && long.total > left && short.total < left, 'the sizes this test needs');
+    const blob = new CountingBlob(file);
+    const progress = [];
+    await assert.rejects(engine.loadDraft({ model: blob, onProgress: (p) => progress.push(p) }), (e) => {
+      assert.equal(e.code, 'WLM_ERR_NOMEM');
+      const s = (b) => (b / GB).toFixed(2).replace('.', '\\.');
+      assert.match(e.message, new RegExp(`^loadDraft\\(\\): the draft model llama3\\.2-1b-Q4_K_M-zero\\.gguf needs ${s(long.total)} GB of wasm memory ` +
+        `\\(${s(long.weights)} GB of weights \\+ ${s(long.kv)} GB KV cache \\(nCtx 57344\\) \\+ \\d\\.\\d\\d GB scratch\\), and ${s(left)} GB is left: ` +
+        `the model takes up to ${s(model.total)} GB \\(its estimate at load\\)`), e.message);
+      return true;
+    });
+    // only the header's peeks (64 KiB, then 4x while the vocabulary goes on), no progress
+    assert.ok(blob.reads.every(([a, b], i) => a === 0 && b === (64 << 10) * 4 ** i), JSON.stringify(blob.reads));
+    assert.ok(blob.reads.at(-1)[1] < size / 16);
+    assert.deepEqual(progress, []);
+    const d = await engine.loadDraft({ model: file, nCtx: 1024 });
+    const est = short.kv + short.scratch - short.grows;
+    assert.ok(Math.abs(est - d.contextBytes) <= 0.01 * d.contextBytes, `estimated ${est}, the context has ${d.contextBytes}`);
+    const r = await engine.complete(PROMPT, { maxTokens: 3, temperature: 0, draft: { maxTokens: 2 } });
+    assert.equal(r.nGenerated, 3);
+    assert.ok(engine.lastResult.drafted > 0);
+  } finally {
+    await engine.free();
+    fs.rmSync(file, { force: true });
   }
 });
 
@@ -182,7 +235,7 @@ test('draft memory: in the memory64 module a draft past 4 GB loads above the hea
 
     const huge = path.join(dir, 'past16GiB.gguf');
     padGguf(GGUF, huge, { padBytes: 17e9 });
-    const blob = await new CountingBlob(huge).open();
+    const blob = new CountingBlob(huge);
     await assert.rejects(engine.loadDraft({ model: blob }), (e) => e.code === 'WLM_ERR_NOMEM' &&
       /^loadDraft\(\): the draft model past16GiB\.gguf needs 17\.\d\d GB of wasm memory .* of the memory64 module's 16 GiB/.test(e.message));
     assert.deepEqual(blob.reads, [[0, 64 << 10]]);
