@@ -243,7 +243,9 @@ export interface EngineOptions {
    * are bitwise those of the wasm32 build; it
    * runs 2-10 % slower (bench/README.md, 2026-11-27: stories110M decode Q4_K 0.98, Q8_0
    * 0.91). ModelInfo.memory64 says which ran. With `wasm` given, its module is kept whichever
-   * it is (a memory64 one is recognised by its `wasmlm.abi` section).
+   * it is (a memory64 one is recognised by its `wasmlm.abi` section). A draft model
+   * (Engine.loadDraft) is not counted here — load() has no option for one — and later fits
+   * beside the model in the module load() chose, or is refused: `true` leaves it room past 4 GB.
    */
   memory64?: 'auto' | boolean;
   /**
@@ -833,7 +835,8 @@ export interface DraftLoadOptions {
 
 /** What loadDraft() loaded. Memory: the draft's weights plus contextBytes (its KV cache and
  *  scratch) in the same wasm memory as the model; generating with it adds
- *  (maxTokens + 2) × vocabSize × 4 bytes in the model's context (distributions, logits). */
+ *  (maxTokens + 2) × vocabSize × 4 bytes in the model's context (distributions, logits: the
+ *  model's estimate at load counts them, for the longest draft). */
 export interface DraftInfo {
   dim: number;
   nLayers: number;
@@ -1325,8 +1328,18 @@ export interface Engine {
   /**
    * Loads the draft model of speculative decoding (GenerateParams.draft) beside the model, in
    * the same wasm memory, replacing any earlier draft; null frees it. A new load() frees it too.
-   * @throws WasmlmError WLM_ERR_TOKENIZER (another vocabulary: the message names the sizes or
-   *   the first token that differs), WLM_ERR_STATE (no model loaded, or busy), and load()'s.
+   * Before a byte past its header is read, the draft is sized as load() sizes a model (its
+   * file + the KV cache of its nCtx in the model's kvType + its scratch and tables, from the
+   * header: js/runtime/memory64.js draftBytes; within 1 % of DraftInfo.contextBytes) and
+   * fitted beside the model's estimate at load (EngineOptions.memory64: the most its context
+   * may grow to) in the module the model runs in, which cannot change while it is loaded (fitDraft):
+   * wasm32: 97 % of 4 GB; memory64: 97 % of 16 GiB, its weights placed above 4 GB where they
+   * must be and its scratch and tables in a block below 4 GB.
+   * @throws WasmlmError WLM_ERR_NOMEM before the draft is read when it does not fit: the message
+   *   names what it needs (weights, KV cache, scratch) and what is left (wasm32: of 4 GB beside
+   *   the model; memory64: of 16 GiB, or the largest free block below 4 GB); WLM_ERR_TOKENIZER
+   *   (another vocabulary: the message names the sizes or the first token that differs),
+   *   WLM_ERR_STATE (no model loaded, or busy), and load()'s.
    */
   loadDraft(options: DraftLoadOptions | null): Promise<DraftInfo | null>;
 

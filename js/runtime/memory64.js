@@ -1,8 +1,9 @@
 // memory64.js — the memory64 (wasm64) modules, for models past wasm32's 4 GB: whether the
 // runtime has memory64, how many bytes a model needs before it is read (weights + KV cache +
 // scratch, from the file's header), and the adapter that makes a wasm64 instance look like a
-// wasm32 one to js/engine/engine.js. It does not read models (js/models/source.js) nor pick builds
-// (js/runtime/wasm.js, which names the files).
+// wasm32 one to js/engine/engine.js; and whether a draft model (speculative decoding) fits beside a
+// loaded model, in the module that runs it (fitDraft). It does not read models (js/models/source.js)
+// nor pick builds (js/runtime/wasm.js, which names the files).
 //
 // The adapter. In the wasm64 modules pointers and size_t are i64, i.e. BigInt in JS. The
 // exports are wrapped from each module's own `wasmlm.abi` section (tools/wasm64/abi.mjs: every
@@ -561,7 +562,7 @@ export function passBytes(h, B, nCtx) {
 
 /**
  * What loading a model of `fileBytes` with header `h` will take in wasm memory, in bytes:
- * {weights, kv, state, scratch, imagePass, logitRows, grows, other, vision, total}. Mirrors
+ * {weights, kv, state, scratch, imagePass, logitRows, grows, other, shared, vision, total}. Mirrors
  * wlm_context_new (src/runtime/context.c) and what the context allocates later, at most, as
  * the API lets it run (the worst case: a generation's parameters are not known at load):
  * - kv: the KV cache of one full sequence of nCtx positions (0: the model's context length) in
@@ -576,7 +577,9 @@ export function passBytes(h, B, nCtx) {
  *   records;
  * - other: the vocabulary's tables, the module's stack and data, the helper threads' stacks and
  *   scratch (`threads`), and speculative decoding's per-vocabulary rows (speculative.c grow:
- *   MAX_DRAFT + 2 of them, outside the context's count);
+ *   MAX_DRAFT + 2 of them, outside the context's count); `shared`: the part of other that is
+ *   not the model's own tables (all but them), which a draft model beside it does not add
+ *   again (draftBytes());
  * - vision: the mmproj's (visionBytes(): its file and its encoder's scratch; 0 without one).
  * `grows`: the part of kv + scratch allocated after load (state, imagePass, the logits rows past
  * the first): ModelInfo.contextBytes is kv + scratch - grows, and kvStats().contextBytes reaches
@@ -587,8 +590,8 @@ export function modelBytes(fileBytes, h, { nCtx = 0, kvType = 'f16', nSeqMax = 1
   const weights = fileBytes;
   const vis = vision ? vision.total : 0;
   if (!h || h.arch === 'clip') {
-    return { weights, kv: 0, state: 0, scratch: 0, imagePass: 0, logitRows: 0, grows: 0, other: 32 << 20, vision: vis,
-      total: weights + (32 << 20) + vis };
+    return { weights, kv: 0, state: 0, scratch: 0, imagePass: 0, logitRows: 0, grows: 0, other: 32 << 20, shared: 24 << 20,
+      vision: vis, total: weights + (32 << 20) + vis };
   }
   const ctx = nCtx || h.ctx;
   const elem = kvType === 'f32' || h.bidirectional ? 4 : 2; // (an encoder's K and V are F32)
@@ -609,10 +612,28 @@ export function modelBytes(fileBytes, h, { nCtx = 0, kvType = 'f16', nSeqMax = 1
   const scratch = pass + imagePass + 4 * floats +
     seqs * (4 * ctx * (h.mrope ? 2 : 1) + 4 * Math.ceil(ctx / 16) + SEQ_RECORD_BYTES);
   const grows = state + imagePass + 4 * (logitRows - 1) * h.vocab;
-  const other = (24 << 20) + 64 * h.vocab + h.headerBytes + threads * ((1 << 20) + 4 * h.nHeads * (ctx + 2 * head)) +
-    4 * (MAX_DRAFT + 2) * h.vocab;
-  return { weights, kv, state, scratch, imagePass, logitRows, grows, other, vision: vis,
+  // the module's and its threads' (once per module), speculative decoding's rows (in the
+  // model's context); then the model's own tables
+  const shared = (24 << 20) + threads * ((1 << 20) + 4 * h.nHeads * (ctx + 2 * head)) + 4 * (MAX_DRAFT + 2) * h.vocab;
+  const other = shared + 64 * h.vocab + h.headerBytes;
+  return { weights, kv, state, scratch, imagePass, logitRows, grows, other, shared, vision: vis,
     total: weights + kv + scratch + other + vis };
+}
+
+/**
+ * What speculative decoding's draft model (Engine.loadDraft) adds to the wasm memory the model
+ * already holds, in bytes: modelBytes() for one sequence of `nCtx` positions in `kvType` (the
+ * model's), less its `shared` part, which the model's estimate counts once for the module (its
+ * stack and data, the helper threads, speculative decoding's rows in the model's context):
+ * {weights, kv, state, scratch, imagePass, logitRows, grows, other (the draft's own tables),
+ * shared: 0, vision: 0, total}. src/runtime/speculative.c runs the draft in a context of its
+ * own (nSeqMax 1), which allocates what a model's does (wlm_context_new): at load
+ * DraftInfo.contextBytes is kv + scratch - grows.
+ */
+export function draftBytes(fileBytes, h, { nCtx = 0, kvType = 'f16' } = {}) {
+  const need = modelBytes(fileBytes, h, { nCtx, kvType, nSeqMax: 1, threads: 0 });
+  const shared = need.shared ?? 0;
+  return { ...need, other: need.other - shared, shared: 0, total: need.total - shared };
 }
 /** sizeof(wlm_seq) + sizeof(wlm_generation) in wasm32 (src/model/model.h; measured: a second
  *  sequence's context less its tokens and block table). */
@@ -691,4 +712,59 @@ export function lowHeapBytes(need, heapTop) {
   const all = small + Math.ceil(need.kv * 1.05);
   const room = WASM32_BYTES - (64 << 20) - heapTop;
   return Math.max(0, all <= room ? all : Math.min(small, room));
+}
+
+/** Whether a block of n bytes malloc'd now lies wholly below 4 GB (freed at once). May grow a
+ *  memory64 module's memory by up to n bytes (a block that only fits at the heap's top). */
+function lowBlockFits(x, n) {
+  const p = x.mallocHigh(n);
+  const ok = p > 0 && p + n <= WASM32_BYTES;
+  if (p) x.wlmjs_free(p);
+  return ok;
+}
+
+/**
+ * Whether speculative decoding's draft model fits beside the loaded model, decided before a
+ * byte of it is read (Engine.loadDraft): the module cannot change while a model is loaded.
+ * `x`: the module's exports (memory64 ones: wrapExports64's); `model`: the loaded model's
+ * modelBytes() at load (its worst case, which counts no draft: LoadOptions has none), or null
+ * when unknown (then the memory in use); `draft`: draftBytes(); `nCtx`: the draft's context
+ * length, `name`: its file, for the message. Returns the `lowBytes` to read the draft with
+ * (js/models/source.js readIntoHeap: 0 in wasm32). Throws WasmlmError WLM_ERR_NOMEM naming what
+ * the draft needs and what is left:
+ * - wasm32: the draft's total against WASM32_FIT of 4 GB less the model's estimate;
+ * - memory64: its total against WASM32_FIT of 16 GiB less the model's; and its scratch and
+ *   tables (what JS reads, and what C allocates before the KV cache; a quarter and 4 MiB more,
+ *   as room to spare) against the heap below 4 GB: a block that size must lie wholly below
+ *   4 GB now (one malloc and free; when it does not, a dozen more find the largest that does,
+ *   for the message). That block is kept while the draft's weights are read, so the weights go
+ *   above it — past 4 GB where they must, as the model's — and its scratch and tables below.
+ *   Its KV cache, which JS never sees, lands wherever it fits: below 4 GB it shares what the
+ *   model's context allocates later (lowHeapBytes' room to spare).
+ */
+export function fitDraft(x, model, draft, nCtx, name) {
+  const what = `the draft model${name ? ` ${name}` : ''} needs ${gb(draft.total)} of wasm memory (${describeBytes(draft, nCtx)})`;
+  const noSwitch = 'the module cannot change while the model is loaded (load() chose it for the model alone)';
+  const limit = (x.memory64 ? WASM64_BYTES : WASM32_BYTES) * WASM32_FIT;
+  const used = model ? model.total : x.memory.buffer.byteLength;
+  const left = Math.max(0, limit - used);
+  if (draft.total > left) {
+    throw jsError('WLM_ERR_NOMEM', `loadDraft(): ${what}, and ${gb(left)} is left: ` +
+      `the model takes up to ${gb(used)}${model ? ' (its estimate at load)' : ''} of the ` +
+      (x.memory64 ? "memory64 module's 16 GiB" : "wasm32 module's 4 GB") +
+      `, of which ${Math.round(WASM32_FIT * 100)} % is usable; ${noSwitch}. A smaller draft or nCtx for it may fit` +
+      (x.memory64 ? '' : ', or an engine made with memory64: true (createEngine)'));
+  }
+  if (!x.memory64) return 0;
+  const low = Math.ceil((draft.scratch + draft.other) * 1.25) + (4 << 20);
+  if (lowBlockFits(x, low)) return low;
+  let lo = 0, hi = Math.floor(low / 2 ** 20); // MiB: the largest block that fits, for the message
+  while (lo + 1 < hi) {
+    const mid = (lo + hi) >> 1;
+    if (lowBlockFits(x, mid * 2 ** 20)) lo = mid; else hi = mid;
+  }
+  throw jsError('WLM_ERR_NOMEM', `loadDraft(): ${what}; its scratch and tables, which must lie below ` +
+    `4 GB in the memory64 module, need a block of ${gb(low)} there (with room to spare), and ` +
+    `the largest free block below 4 GB, beside the model's, is ${gb(lo * 2 ** 20)}; ${noSwitch}. A smaller nCtx for the draft, or ` +
+    'for the model, may fit');
 }
