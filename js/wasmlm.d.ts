@@ -763,10 +763,8 @@ export interface GenerateParams {
    * prompt with images is evaluated on its own sequence — a repeated one is not forked —, then
    * the last tokens of all together; BatchResult.sequences[i].nPrompt counts image rows). In
    * openBatch() a sequence with images is prefilled when admitted, between two steps (the
-   * others wait for it), and joins after the batch's first step — on the CPU backend only: on
-   * the WebGPU backend a sequence with images that would join a running batch is refused
-   * (WLM_ERR_UNSUPPORTED), while generateBatch() and the first sequence of openBatch() take
-   * them. With draft (speculative decoding) the model sees the images and the drafters the
+   * others wait for it; on the WebGPU backend it runs there), and joins after the batch's
+   * first step. With draft (speculative decoding) the model sees the images and the drafters the
    * text around them (a draft model without an mmproj; prompt lookup never proposes an image
    * row), so greedy output stays plain greedy decoding's; llama.cpp's server turns speculative
    * decoding off when an mmproj is loaded instead.

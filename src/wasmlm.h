@@ -1336,11 +1336,15 @@ int32_t wlm_image_positions(const wlm_model *model, const wlm_vision *vision, co
  * its last token), then the last tokens of all of them in one pass: each sequence's tokens are
  * bitwise those it generates alone (wlm_generate_begin_media / wlm_generate_begin), greedy or
  * seeded, since each entry of a pass is computed as alone. Repeated prompts are evaluated again
- * (not forked). params[i] per sequence. Needs n_seq_max >= n_seqs; CPU contexts only.
+ * (not forked). params[i] per sequence. Needs n_seq_max >= n_seqs. On a deferred context
+ * (the WebGPU backend) every prompt is recorded into one batch and WLM_NEED_LOGITS (2,
+ * internal) is returned: the backend runs it, then wlmjs_generate_batch_begin_media_finish
+ * cuts each media prompt before its last token (a recurrent hybrid's state restored from the
+ * snapshot the backend took there) and begins the batch.
  * Errors: those of wlm_generate_batch_begin and wlm_generate_begin_media, naming the sequence
  * ("sequence i: ") when n_seqs > 1; nothing is evaluated when an argument check fails (markers,
  * ids, counts); a prompt past the context (WLM_ERR_CONTEXT_FULL) or a failed evaluation leaves
- * the context reset; WLM_ERR_UNSUPPORTED for a deferred context (another backend).
+ * the context reset.
  */
 int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *vision, int32_t n_seqs,
                                    const int32_t *const *tokens, const int32_t *n_tokens,
@@ -1356,12 +1360,29 @@ int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *vision, i
  * Errors: as wlm_generate_batch_add and wlm_generate_begin_media; WLM_ERR_STATE also while a
  * sequence begun by wlm_generate_batch_begin has not had its first step (its first token is
  * sampled from the logits this prefill would replace: add the media sequence after the next
- * wlm_generate_batch_next); WLM_ERR_UNSUPPORTED for a deferred context. The batch is unchanged
- * on error.
+ * wlm_generate_batch_next). The batch is unchanged on error.
+ * On a deferred context (kv_cache 2: the WebGPU backend) the whole prompt is recorded into the
+ * free slot as one batch and WLM_NEED_LOGITS (2) is returned instead of the slot: the backend
+ * runs that batch (it wants no logits), then wlm_generate_batch_add_media_finish joins the
+ * sequence and returns its slot. Until then the batch takes no other call (add, end, next:
+ * WLM_ERR_STATE; after wlm_generate_abort, next drops the joining sequence and ends the batch).
  */
 int32_t wlm_generate_batch_add_media(wlm_context *ctx, const wlm_vision *vision, const char *prompt,
                                      size_t len, const wlm_image_embd *const *images,
                                      int32_t n_images, const wlm_gen_params *params);
+
+/*
+ * The second half of wlm_generate_batch_add_media on a deferred context, once the backend ran
+ * the recorded prompt: the sequence is cut before its prompt's last token (a recurrent
+ * hybrid's state restored from the snapshot the backend took there, as the CPU path restores
+ * its own) and joins the running batch, the next step evaluating that token beside the others'
+ * decode tokens. params: the sequence's (as given to wlm_generate_batch_add_media). Returns the
+ * slot. Errors: WLM_ERR_STATE when no media sequence is joining, or when its recorded batch has
+ * not run (the recording is dropped); WLM_ERR_INVALID_ARG (params NULL); setup errors as
+ * wlm_generate_batch_add's. On any error the sequence does not join, its slot is freed and the
+ * running batch is unchanged.
+ */
+int32_t wlm_generate_batch_add_media_finish(wlm_context *ctx, const wlm_gen_params *params);
 
 /*
  * Evaluates a raw prompt with images: the text is cut at each WLM_MEDIA_MARKER, each piece

@@ -518,7 +518,7 @@ export class ContinuousBatch {
 
   /** #admit for a sequence with images (encoded: enc.ptrs): the first begins the batch
    *  (wlm_generate_batch_begin_media), a later one joins it (wlm_generate_batch_add_media: its
-   *  prompt prefilled now, its last token in the next step). */
+   *  prompt prefilled now, its last token in the next step; on the GPU #joinMediaGpu). */
   #admitMedia(seq, enc) {
     const c = this.#c, x = c.x, ctx = c.ctx;
     const text = utf8(seq.media.prompt);
@@ -541,10 +541,28 @@ export class ContinuousBatch {
       if (textPtr) x.wlmjs_free(textPtr);
       if (cells) x.wlmjs_free(cells);
     }
-    // the GPU backend: the prompt C recorded runs there, then the batch begins (begin's status;
-    // add returns the slot)
-    if (!adding && rc === NEED_LOGITS) return this.#beginMediaGpu(seq, enc);
+    // the GPU backend: the prompt C recorded runs there, then the batch begins or the sequence
+    // joins it (begin's status; add returns the slot, or NEED_LOGITS on the GPU: never a slot there)
+    if (rc === NEED_LOGITS && (!adding || c.gpu)) return adding ? this.#joinMediaGpu(seq, enc) : this.#beginMediaGpu(seq, enc);
     return this.#admittedMedia(seq, enc, rc, adding);
+  }
+
+  /** #admitMedia's join on the GPU backend: the prompt C recorded into the free slot (text and
+   *  image rows, between two steps: the others wait) runs there, then the sequence joins
+   *  (wlm_generate_batch_add_media_finish: cut before its prompt's last token, which the next
+   *  step evaluates beside the others' decode tokens; a hybrid's state restored from the
+   *  snapshot the GPU took there). */
+  async #joinMediaGpu(seq, enc) {
+    const c = this.#c, x = c.x;
+    try {
+      await c.supply();
+    } catch (err) {
+      if (c.gen === this.#gen) x.wlm_generate_batch_add_media_finish(c.ctx, 0); // its recording dropped, its slot freed
+      this.#finish(seq, err);
+      return true;
+    }
+    this.#check();
+    return this.#admittedMedia(seq, enc, x.wlm_generate_batch_add_media_finish(c.ctx, seq.paramsPtr), true);
   }
 
   /** #admitMedia's begin on the GPU backend: the recorded prompt run, the batch begun on its

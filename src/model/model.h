@@ -666,8 +666,14 @@ struct wlm_context {
     int32_t dfr_last[WLM_MAX_SEQ]; /* a batch of media prompts recorded (vision/sequence.c):
                                      each sequence's last token, evaluated by the batch's
                                      begin once the backend ran the prompts (dfr_last_n of
-                                     them; 0: none pending) */
+                                     them; 0: none pending); -1: a media prompt recorded whole,
+                                     cut before its last token once the backend ran it (a
+                                     hybrid's state snapshot there taken by then) */
     int32_t dfr_last_n;
+    int32_t dfr_join;             /* a media sequence joining a running batch, recorded
+                                     (wlm_generate_batch_add_media on a deferred context): its
+                                     slot + 1, waiting for the backend to run its prompt and for
+                                     wlm_generate_batch_add_media_finish; 0: none */
     int dfr_accum;                /* 1: each record appends to the pending batch, wanting no
                                      logits (vision/sequence.c: a whole media prompt, its text
                                      and image rows, becomes one batch for the backend) */

@@ -703,6 +703,7 @@ void wlm_context_reset_keep(wlm_context *ctx, int32_t keep) {
     memset(ctx->dfr_shift, 0, sizeof ctx->dfr_shift);
     ctx->dfr_n_fork = 0;
     ctx->dfr_last_n = 0; /* a batch of media prompts no longer begins */
+    ctx->dfr_join = 0;   /* nor does a media sequence join */
     for (int32_t i = 0; i < ctx->n_seq_max; i++) {
         wlm_seq *s = &ctx->seqs[i];
         int32_t k = i == 0 && keep > 0 ? keep : 0;

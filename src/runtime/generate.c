@@ -477,6 +477,11 @@ static int batch_running(wlm_context *c, const char *what) {
         return wlm_set_error(c->errmsg, WLM_ERR_STATE,
                              "%s: a step is waiting for its logits (supply them and resume first)",
                              what);
+    if (c->dfr_join)
+        return wlm_set_error(c->errmsg, WLM_ERR_STATE,
+                             "%s: a media sequence is joining (run its recorded prompt, then "
+                             "wlm_generate_batch_add_media_finish)",
+                             what);
     return WLM_OK;
 }
 
@@ -538,9 +543,6 @@ int32_t wlm_batch_add_slot(wlm_context *ctx) {
     if (!ctx->kv_cache)
         return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
                              "a context without KV cache generates one sequence at a time");
-    if (ctx->deferred)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
-                             "a prefilled (media) sequence joins a batch on the CPU backend only");
     for (int32_t i = 0; i < ctx->n_gen; i++) {
         const wlm_generation *g = &ctx->gens[i];
         if (g->active && !g->done && g->pending < 0 && !joined(ctx, i))
@@ -642,6 +644,16 @@ int wlm_generate_batch_next(wlm_context *ctx, wlm_token *out) {
     if (ctx->n_gen == 0)
         return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
                              "no generation in progress: call wlm_generate_begin first");
+    if (ctx->dfr_join) { /* a media sequence recorded to join (vision/sequence.c) */
+        const int32_t slot = ctx->dfr_join - 1;
+        if (!ctx->gen_aborted)
+            return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                                 "a media sequence is joining the batch: run its recorded prompt "
+                                 "and call wlm_generate_batch_add_media_finish first");
+        ctx->dfr_join = 0; /* the batch ends: the sequence never joined */
+        wlm_deferred_drop(ctx);
+        wlm_seq_release(ctx, slot);
+    }
     const int32_t n = ctx->n_gen;
     if (ctx->dfr_resume) wlm_deferred_drop(ctx); /* the step that waited for logits is dropped */
     int32_t tok[WLM_MAX_SEQ], seq[WLM_MAX_SEQ], m = 0;
@@ -816,8 +828,9 @@ int wlm_generate_next(wlm_context *ctx, wlm_token *out) {
                                  ? "no generation in progress: call wlm_generate_begin first"
                                  : "a batch is in progress: use wlm_generate_batch_next");
     }
-    if (ctx->spec && !joined(ctx, 0)) /* speculative.c: plain steps when it is off (a sequence
-                                         added to the batch is prefilled by a plain step) */
+    /* speculative.c: plain steps when it is off (a sequence added to the batch is prefilled
+     * by a plain step; a media sequence recorded to join is refused there) */
+    if (ctx->spec && !joined(ctx, 0) && !ctx->dfr_join)
         return wlm_spec_next(ctx, out);
     int rc = wlm_generate_batch_next(ctx, out);
     return rc < 0 || rc == WLM_NEED_LOGITS ? rc : out->status;

@@ -308,13 +308,26 @@ int wlm_generate_begin_media_finish(wlm_context *ctx, const wlm_gen_params *para
     return begin_on_sequence(ctx, params);
 }
 
-/* Evaluates all of a media prompt but its last token (in *last) into sequence seq, as
- * wlm_generate_begin_media does before its generation starts (the last position evaluated and
- * then dropped, so a recurrent state is restored from before it as there). */
-static int media_prefill(wlm_context *ctx, int32_t seq, const wlm_vision *v, const char *prompt,
-                         size_t len, media_images im, int32_t *last) {
+/* Evaluates a checked media prompt whole into sequence seq (recorded, on a deferred context)
+ * and checks that it ends with a token: the one that starts its generation, evaluated again
+ * once the sequence is cut before it (media_cut). */
+static int media_record(wlm_context *ctx, int32_t seq, const wlm_vision *v, const char *prompt,
+                        size_t len, media_images im) {
     int rc = media_eval(ctx, seq, v, prompt, len, im, 0, NULL);
     if (rc != WLM_OK) return rc;
+    const wlm_seq *s = &ctx->seqs[seq];
+    if (s->n_past < 1 || s->tokens[s->n_past - 1] < 0)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
+                             "the prompt is empty or does not end with a token");
+    return WLM_OK;
+}
+
+/* Cuts sequence seq (a media prompt recorded whole, computed) before its last token, into
+ * *last, as wlm_generate_begin_media does before its generation starts: a recurrent state is
+ * restored from its snapshot before that token (eval_text asked for it). On a deferred context
+ * the backend must have run the prompt, so that it took that snapshot; a cut that would stop
+ * short (the state replayed over image rows: deferred.c) is WLM_ERR_UNSUPPORTED. */
+static int media_cut(wlm_context *ctx, int32_t seq, int32_t *last) {
     const wlm_seq *s = &ctx->seqs[seq];
     const int32_t n = s->n_past;
     if (n < 1 || s->tokens[n - 1] < 0)
@@ -322,7 +335,22 @@ static int media_prefill(wlm_context *ctx, int32_t seq, const wlm_vision *v, con
                              "the prompt is empty or does not end with a token");
     *last = s->tokens[n - 1];
     wlm_seq_truncate_internal(ctx, seq, n - 1);
+    if (s->n_past != n - 1)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
+                             "the recurrent state before the prompt's last token was not kept "
+                             "(the backend did not take its snapshot), and image rows are not "
+                             "replayed");
     return WLM_OK;
+}
+
+/* Evaluates all of a media prompt but its last token (in *last) into sequence seq, as
+ * wlm_generate_begin_media does before its generation starts (the last position evaluated and
+ * then dropped, so a recurrent state is restored from before it as there). Not for a deferred
+ * context, whose cut waits until the backend ran the prompt. */
+static int media_prefill(wlm_context *ctx, int32_t seq, const wlm_vision *v, const char *prompt,
+                         size_t len, media_images im, int32_t *last) {
+    int rc = media_record(ctx, seq, v, prompt, len, im);
+    return rc != WLM_OK ? rc : media_cut(ctx, seq, last);
 }
 
 /* ctx's message prefixed with "sequence i: "; returns rc. */
@@ -375,17 +403,11 @@ int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *v, int32_
     }
     int32_t last[WLM_MAX_SEQ];
     total = 0;
-    /* a deferred hybrid: each media prompt's cut before its last token (media_prefill) would
-     * come before the backend has taken the state there, and image rows are not replayed */
-    if (ctx->deferred && ctx->model->hp.state_floats)
-        for (int32_t i = 0; i < n_seqs; i++)
-            if (!tokens[i])
-                return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
-                                     "%s: a batch of several sequences with images runs on the CPU "
-                                     "backend only (a recurrent hybrid's state is not replayed "
-                                     "over image rows)", ctx->model->hp.arch->name);
     /* a deferred context records every prompt into one batch, which the backend runs before
-     * wlm_generate_batch_begin_media_finish begins the batch on the last tokens */
+     * wlm_generate_batch_begin_media_finish begins the batch on the last tokens; a media
+     * prompt is recorded whole (last -1) and cut before its last token there, after the run:
+     * a hybrid's state is restored from the snapshot the backend took before that token
+     * (eval_text asks for it), which a cut now would find not yet taken */
     ctx->dfr_accum = ctx->deferred;
     for (int32_t i = 0; i < n_seqs; i++) {
         if (tokens[i]) { /* a text prompt: all but its last token now, as a prefill would */
@@ -406,7 +428,13 @@ int wlm_generate_batch_begin_media(wlm_context *ctx, const wlm_vision *v, int32_
                 }
             }
         } else {
-            rc = media_prefill(ctx, i, v, prompts[i], lens[i], (media_images){NULL, images + total}, &last[i]);
+            const media_images im = {NULL, images + total};
+            if (ctx->deferred) {
+                rc = media_record(ctx, i, v, prompts[i], lens[i], im);
+                last[i] = -1;
+            } else {
+                rc = media_prefill(ctx, i, v, prompts[i], lens[i], im, &last[i]);
+            }
             total += n_images[i];
         }
         if (rc != WLM_OK) {
@@ -442,7 +470,11 @@ int wlm_generate_batch_begin_media_finish(wlm_context *ctx, int32_t n_seqs, cons
                              "the media prompts' recorded batch has not run on the backend yet");
     int32_t last[WLM_MAX_SEQ];
     memcpy(last, ctx->dfr_last, sizeof(int32_t) * (size_t)n_seqs);
-    int rc = wlm_generate_batch_begin_prefilled(ctx, n_seqs, last, params);
+    int rc = WLM_OK;
+    for (int32_t i = 0; i < n_seqs && rc == WLM_OK; i++) /* the media prompts recorded whole */
+        if (last[i] < 0 && (rc = media_cut(ctx, i, &last[i])) != WLM_OK && n_seqs > 1)
+            rc = seq_error(ctx, i, rc);
+    if (rc == WLM_OK) rc = wlm_generate_batch_begin_prefilled(ctx, n_seqs, last, params);
     if (rc != WLM_OK) wlm_context_reset(ctx);
     return rc;
 }
@@ -458,17 +490,50 @@ int32_t wlm_generate_batch_add_media(wlm_context *ctx, const wlm_vision *v, cons
         if (!images[k]) return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "image %d is NULL", (int)k);
     int rc = media_check(ctx, v, prompt, len, n_images);
     if (rc != WLM_OK) return rc;
-    if (ctx->deferred && n_images > 0) /* its prefill would be recorded over by the join's */
-        return wlm_set_error(ctx->errmsg, WLM_ERR_UNSUPPORTED,
-                             "a sequence with images joins a running batch on the CPU backend only");
     const int32_t slot = wlm_batch_add_slot(ctx);
     if (slot < 0) return slot;
     int32_t last = 0;
+    const media_images im = {NULL, images};
     ctx->prefilling = 1; /* its own, emptied slot: the running sequences are not touched */
-    rc = media_prefill(ctx, slot, v, prompt, len, (media_images){NULL, images}, &last);
+    rc = ctx->deferred ? media_record(ctx, slot, v, prompt, len, im)
+                       : media_prefill(ctx, slot, v, prompt, len, im, &last);
     ctx->prefilling = 0;
     if (rc != WLM_OK) {
         rc = seq_error(ctx, slot, rc);
+        wlm_deferred_drop(ctx); /* a recorded part: its positions were never computed */
+        wlm_seq_release(ctx, slot);
+        return rc;
+    }
+    if (ctx->deferred) { /* the backend runs the prompt, then _finish cuts and joins it */
+        ctx->dfr_join = slot + 1;
+        return WLM_NEED_LOGITS;
+    }
+    return wlm_batch_add_prefilled(ctx, slot, last, params);
+}
+
+int32_t wlm_generate_batch_add_media_finish(wlm_context *ctx, const wlm_gen_params *params) {
+    if (!ctx) return WLM_ERR_INVALID_ARG;
+    ctx->errmsg[0] = '\0';
+    if (!ctx->model || !ctx->seqs) return wlm_set_error(ctx->errmsg, WLM_ERR_STATE, "context has no model");
+    if (ctx->dfr_join < 1)
+        return wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                             "wlm_generate_batch_add_media_finish: no media sequence is joining "
+                             "(wlm_generate_batch_add_media did not return WLM_NEED_LOGITS)");
+    const int32_t slot = ctx->dfr_join - 1;
+    ctx->dfr_join = 0;
+    int rc = WLM_OK;
+    int32_t last = 0;
+    if (ctx->dfr_n > 0) {
+        wlm_deferred_drop(ctx);
+        rc = wlm_set_error(ctx->errmsg, WLM_ERR_STATE,
+                           "the joining media prompt's recorded batch has not run on the backend: "
+                           "the sequence was dropped");
+    } else if (!params) {
+        rc = wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG, "params is NULL");
+    } else if ((rc = media_cut(ctx, slot, &last)) != WLM_OK) {
+        rc = seq_error(ctx, slot, rc);
+    }
+    if (rc != WLM_OK) {
         wlm_seq_release(ctx, slot);
         return rc;
     }

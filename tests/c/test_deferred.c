@@ -344,6 +344,84 @@ out:
     trio_free(&ctxs);
 }
 
+/* A media sequence joining a running batch on a deferred context: wlm_generate_batch_add_media
+ * records its prompt into the free slot and returns WLM_NEED_LOGITS, the backend runs it, then
+ * wlm_generate_batch_add_media_finish joins it (cut before its last token, which the next
+ * step evaluates); both sequences' tokens must equal an ordinary context's doing the same
+ * joins (a prompt without images takes the same path: tests/js/webgpu_images.test.mjs joins
+ * images on the GPU). In between, the batch refuses its other calls; a finish before the run
+ * drops the sequence; an abort with one joining ends the batch, the slot freed. */
+static void test_media_join(const wlm_model *m) {
+    tu_section("a media sequence joins a running batch on a deferred context");
+    trio ctxs = trio_new(m, 64, 3);
+    wlm_context *plain = ctxs.plain, *d = ctxs.d, *ref = ctxs.ref;
+    if (!plain || !d || !ref) goto out;
+    wlm_gen_params gp;
+    wlm_gen_params_default(&gp);
+    gp.temperature = 0.0f;
+    gp.max_tokens = 16;
+    gp.banned = EOS_BAN;
+    gp.n_banned = 1;
+    int32_t toks[64];
+    const int32_t n = wlm_tokenize(m, "Once upon a time", 16, 1, toks, 64);
+    const char *jp[2] = {"The little dog", "Lily and Ben were"};
+    int32_t out[2][3][32];
+    int cnt[2][3] = {{0}};
+    for (int k = 0; k < 2; k++) {
+        wlm_context *c = k ? d : plain, *r = k ? ref : NULL;
+        CHECK_STATUS(wlm_generate_begin(c, toks, n, &gp), WLM_OK);
+        if (r) CHECK_STATUS(supply(c, r), WLM_OK);
+        wlm_token t[3];
+        for (int step = 0; step < 40; step++) {
+            int rc = wlm_generate_batch_next(c, t);
+            if (r && rc == WLM_NEED_LOGITS) {
+                CHECK_STATUS(supply(c, r), WLM_OK);
+                rc = wlm_generate_batch_resume(c, t);
+            }
+            if (rc < 0) {
+                CHECK_STATUS(rc, WLM_OK);
+                break;
+            }
+            for (int s = 0; s < c->n_gen; s++)
+                if (t[s].status == WLM_OK && cnt[k][s] < 32) out[k][s][cnt[k][s]++] = t[s].id;
+            if (rc == WLM_DONE) break;
+            if (step != 0 && step != 3) continue; /* joins after steps 0 and 3 */
+            const char *q = jp[step != 0];
+            int32_t slot = wlm_generate_batch_add_media(c, NULL, q, strlen(q), NULL, 0, &gp);
+            if (r) {
+                CHECK_STATUS(slot, WLM_NEED_LOGITS);
+                CHECK(c->dfr_n > 0 && c->dfr_join == (step ? 3 : 2));
+                CHECK_STATUS(wlm_generate_batch_next(c, t), WLM_ERR_STATE);
+                CHECK_STATUS(wlm_generate_batch_add(c, toks, n, &gp), WLM_ERR_STATE);
+                CHECK_STATUS(wlm_generate_batch_end(c, 0), WLM_ERR_STATE);
+                CHECK_STATUS(supply(c, r), WLM_OK);
+                slot = wlm_generate_batch_add_media_finish(c, &gp);
+            }
+            CHECK_STATUS(slot, step ? 2 : 1);
+        }
+    }
+    for (int s = 0; s < 3; s++)
+        CHECKF(cnt[0][s] == cnt[1][s] && cnt[0][s] >= 10 &&
+                   memcmp(out[0][s], out[1][s], sizeof(int32_t) * (size_t)cnt[0][s]) == 0,
+               "sequence %d: %d vs %d tokens", s, cnt[0][s], cnt[1][s]);
+    /* a finish before the backend ran the prompt drops it; an abort ends the batch */
+    wlm_token t[3];
+    CHECK_STATUS(wlm_generate_begin(d, toks, n, &gp), WLM_OK);
+    CHECK_STATUS(supply(d, ref), WLM_OK);
+    CHECK_STATUS(wlm_generate_batch_next(d, t), WLM_OK);
+    CHECK_STATUS(wlm_generate_batch_add_media_finish(d, &gp), WLM_ERR_STATE); /* none joining */
+    CHECK_STATUS(wlm_generate_batch_add_media(d, NULL, jp[0], strlen(jp[0]), NULL, 0, &gp), WLM_NEED_LOGITS);
+    CHECK_STATUS(wlm_generate_batch_add_media_finish(d, &gp), WLM_ERR_STATE);
+    CHECK(d->dfr_n == 0 && d->dfr_join == 0 && d->seqs[1].n_past == 0 && d->n_gen == 1);
+    CHECK_STATUS(wlm_generate_batch_add_media(d, NULL, jp[0], strlen(jp[0]), NULL, 0, &gp), WLM_NEED_LOGITS);
+    wlm_generate_abort(d);
+    CHECK_STATUS(wlm_generate_batch_next(d, t), WLM_DONE);
+    CHECK(t[0].stop_reason == WLM_STOP_ABORTED);
+    CHECK(d->dfr_n == 0 && d->dfr_join == 0 && d->seqs[1].n_past == 0);
+out:
+    trio_free(&ctxs);
+}
+
 /* Beam search on a deferred context: each step's forks are recorded for the backend (applied
  * by supply() before the step's batch, as the GPU copies the rows); the beams must equal an
  * ordinary context's, token for token and score for score. */
@@ -572,6 +650,7 @@ int main(int argc, char **argv) {
         test_speculative(m);
         test_context_shift(m);
         test_batch(m);
+        test_media_join(m);
         test_beam(m);
         test_describe(m);
     }
