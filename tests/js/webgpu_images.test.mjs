@@ -149,7 +149,7 @@ test('images on WebGPU: generateBatch() with images per sequence gives the CPU\'
       await g.free();
     }
   }
-  for (const shape of ['gemma3-tiny', 'idefics3-tiny']) {
+  for (const shape of ['gemma3-tiny', 'idefics3-tiny', 'qwen25vl-tiny']) { // (Qwen2.5-VL: each sequence's own M-RoPE positions)
     const { cpu, g } = await engines(pair(shape, 'F32'));
     try {
       const [a, b] = [await image(40, 32, 5), await image(24, 56, 6)];
