@@ -349,10 +349,8 @@ export interface LoadOptions {
    *  (LFM2-VL) and 'qwen2.5vl_merger' (Qwen2.5-VL, with a 'qwen2vl' text model); another is
    *  refused naming it (WLM_ERR_UNSUPPORTED), a file whose projector width is not the model's
    *  (an mmproj of another model) is WLM_ERR_INVALID_ARG. With the WebGPU backend the text model
-   *  takes Gemma 3's, Idefics3's and LFM2-VL's image rows on the GPU, encoded there too
-   *  (VisionInfo.encoder), while 'qwen2.5vl_merger' is refused there (backend 'webgpu':
-   *  WLM_ERR_UNSUPPORTED with the reason; 'auto' takes the CPU, ModelInfo.backendReason saying
-   *  why). Then generate(prompt, {images}), chat() and
+   *  takes the image rows of all four on the GPU (Qwen2.5-VL's at their M-RoPE grid
+   *  positions), encoded there too (VisionInfo.encoder). Then generate(prompt, {images}), chat() and
    *  chatCompletion() take images; see ModelInfo.vision. Counted with the model when the
    *  engine picks wasm32 or memory64 (EngineOptions.memory64). */
   mmproj?: Source;

@@ -573,7 +573,12 @@ API double wlmjs_model_describe(const wlm_model *m, char *buf, size_t cap) {
  * non-causal image, whose rows see each other both ways), 19 each entry's input (int32 array
  * address: -1 a token, whose embedding row is gathered; else a row of field 20), 20 the image
  * rows (float array address: rows of the model's width, the inputs of image entries, given in
- * place of an embedding and not scaled). -1 for a bad handle or field. */
+ * place of an embedding and not scaled), 21 on an M-RoPE model (qwen2vl) each entry's RoPE
+ * positions (int32 array address: temporal, height, width per entry; a text token's three equal,
+ * an image row's from its grid, src/runtime/deferred.c), else 0, 22 on an M-RoPE model its
+ * rope.dimension_sections (int32 array address: 4 widths in rotary pairs; pair i turns by the
+ * position of section k where (i mod their sum) falls, the fourth's pairs having frequency 0),
+ * else 0. -1 for a bad handle or field. */
 API double wlmjs_deferred_field(const wlm_context *c, int field) {
     if (!c || !c->model) return -1;
     switch (field) {
@@ -598,6 +603,12 @@ API double wlmjs_deferred_field(const wlm_context *c, int field) {
     case 18: return (double)(uintptr_t)c->dfr_len;
     case 19: return (double)(uintptr_t)c->dfr_erow;
     case 20: return (double)(uintptr_t)c->dfr_embd;
+    case 21:
+    case 22: {
+        const wlm_hparams *p = &c->model->hp;
+        if (p->arch->rope_sections != WLM_SECTIONS_MROPE) return 0;
+        return field == 21 ? (double)(uintptr_t)c->dfr_rpos : (double)(uintptr_t)p->rope_sections;
+    }
     default: return -1;
     }
 }

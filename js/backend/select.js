@@ -96,17 +96,6 @@ export function checkBackendOption(backend, gpuWeights) {
 }
 
 /**
- * Why the images of an mmproj's `projector` cannot go to the text model on the GPU ('' when
- * they can: Gemma 3's, Idefics3's and LFM2-VL's rows run there, the encoder staying on the CPU).
- * Qwen2.5-VL places its rows by M-RoPE (a (t, h, w) position per row), which the GPU pass does
- * not take yet.
- */
-export function gpuImagesRefused(projector) {
-  if (projector === 'qwen2.5vl_merger') return "Qwen2.5-VL's images (projector qwen2.5vl_merger: M-RoPE image positions on qwen2vl) run on the CPU backend only for now";
-  return '';
-}
-
-/**
  * Picks and sets up the backend of a freshly loaded model and creates its context:
  * {backend: 'cpu' | 'webgpu', reason, adapter: adapter info or null, gpu: WebGpuBackend or null,
  * ctx}. `x`, `model`: the engine's exports and model handle; `newContext(deferred)` creates the

@@ -38,7 +38,7 @@ import { moduleBuild } from '../runtime/wasm.js';
 import { DOT_FORMS, dotFormAtStart, pickDotForm } from '../runtime/dot_form.js';
 import { checkReadAhead, ReadAheadTuner } from '../runtime/read_ahead.js';
 import { startRuntime } from '../runtime/runtime.js';
-import { attachBackend, autoWouldUseGpu, checkBackendOption, gpuImagesRefused, streamToGpu } from '../backend/select.js';
+import { attachBackend, autoWouldUseGpu, checkBackendOption, streamToGpu } from '../backend/select.js';
 import { GPU_PROFILE } from '../backend/webgpu/forward.js';
 import { createGpuVisionEncoder, encodeImageOnGpu, readMmproj } from '../backend/webgpu/vision.js';
 
@@ -414,12 +414,8 @@ class Engine {
     try {
       // wasm32 while the model fits its 4 GB, else the memory64 module (js/runtime/memory64.js); with
       // backend 'webgpu' a GGUF's weights go to the GPU, not the heap (js/backend/webgpu/load.js)
-      let useBackend = backend ?? this.#backendOpt.backend ?? 'auto';
+      const useBackend = backend ?? this.#backendOpt.backend ?? 'auto';
       if (mmproj != null) mm = await this.#peekMmproj(mmproj, signal);
-      // images of a projector the GPU pass does not take: 'webgpu' refused, 'auto' the CPU
-      const imagesCpu = mm && useBackend !== 'cpu' ? gpuImagesRefused(mm.header?.vision?.projector) : '';
-      if (imagesCpu && useBackend === 'webgpu') throw jsError('WLM_ERR_UNSUPPORTED', `backend 'webgpu': ${imagesCpu}`);
-      if (imagesCpu) useBackend = 'cpu';
       const streamable = tokenizer == null && this.#backendOpt.gpuWeights !== 'heap';
       const gpuStream = streamable && (useBackend === 'webgpu' || (useBackend === 'auto' ? 'auto' : false));
       let { source, lowBytes, gpuFirst, probed, need, onGpu } = await this.#fitModule(model, ctxParams, signal, gpuStream, mm);
@@ -529,7 +525,7 @@ class Engine {
         chatTemplate: text.meta('tokenizer.chat_template'),
         bosId: text.bos, eosId: text.eos, bosToken: text.tokenText(text.bos), eosToken: text.tokenText(text.eos),
         addBos: text.addsBos(),
-        backend: be.backend, backendReason: imagesCpu ? `auto: ${imagesCpu}` : be.reason, gpuAdapter: be.adapter?.name ?? null,
+        backend: be.backend, backendReason: be.reason, gpuAdapter: be.adapter?.name ?? null,
         gpuBytes: be.gpu?.gpuBytes ?? 0,
         ...embedInfo(x, this.#model), // embeddingLength, pooling, generative, rankOutputs
         vision,
@@ -592,8 +588,6 @@ class Engine {
         throw jsError('WLM_ERR_INVALID_ARG', `mmproj: its projector gives rows of ${info.projDim} floats but the ` +
           `model's width is ${dim}: an mmproj of another model`);
       }
-      const refused = onGpu ? gpuImagesRefused(info.projector) : '';
-      if (refused) throw jsError('WLM_ERR_UNSUPPORTED', `mmproj: ${refused}: load with backend: 'cpu'`);
       // with the text model on the GPU the encoder runs there too (js/backend/webgpu/vision.js),
       // unless the adapter's limits or a weight type keep it on the CPU (encoderReason says why)
       let encoder = 'cpu', encoderReason = onGpu ? '' : 'the text model runs on the CPU';

@@ -658,6 +658,9 @@ struct wlm_context {
                                      position + 1), else the end of its non-causal image */
     int32_t *dfr_erow;            /* (dfr_cap) an image row's input: its row in dfr_embd; -1 a
                                      token (its embedding gathered) */
+    int32_t *dfr_rpos;            /* (3 dfr_cap) M-RoPE models only (wlm_seq.rnext): each
+                                     entry's temporal, height and width RoPE positions
+                                     (wlm_mrope_pos), an image row's grid ones included */
     int32_t dfr_cap;
     int32_t dfr_n;                /* entries waiting for their logits (0: none) */
     float *dfr_embd;              /* (dfr_embd_cap rows of dim) the recorded image rows, copied
@@ -882,6 +885,11 @@ int64_t wlm_model_describe(const wlm_model *m, char *buf, size_t cap);
 /* deferred.c: records n entries (tokens[i] on sequence seq_ids[i], or 0) at each sequence's
  * next positions and advances the sequences; c->logit_row is set by the caller. */
 int wlm_deferred_record(wlm_context *c, const int32_t *tokens, const int32_t *seq_ids, int32_t n);
+/* context.c: on an M-RoPE model, the (t, h, w) RoPE positions r[0..2] of the entry at slot
+ * `slot` of sequence seq, and the sequence's rnext[slot] set (wlm_seq.rnext): a text token's, or
+ * the next row of the image being evaluated (wlm_eval_embd_grid: c->in_embd with
+ * c->in_img_gw > 0, its row counter advanced). Nothing for a sequence without rnext. */
+void wlm_mrope_pos(wlm_context *c, int32_t *r, int32_t seq, int32_t slot);
 /* vision/sequence.c: begins the generation of a media prompt whose batch a deferred context
  * recorded (wlm_generate_begin_media_cached returned WLM_NEED_LOGITS) and the backend ran. */
 int wlm_generate_begin_media_finish(wlm_context *ctx, const wlm_gen_params *params);

@@ -278,12 +278,9 @@ static int roll_take(wlm_context *c, int32_t seq, int32_t n) {
     return 1;
 }
 
-/* Entry j at slot `slot` of sequence seq on an M-RoPE model: its (t, h, w) RoPE positions and
- * the sequence's rnext (wlm_seq.rnext); an image row when c->in_img_gw > 0. */
-static void mrope_entry(wlm_context *c, int32_t j, int32_t seq, int32_t slot) {
+void wlm_mrope_pos(wlm_context *c, int32_t *r, int32_t seq, int32_t slot) {
     wlm_seq *s = &c->seqs[seq];
     if (!s->rnext) return;
-    int32_t *r = c->ent_rpos + 3 * (size_t)j;
     if (c->in_embd && c->in_img_gw > 0) {
         const int32_t k = c->in_img_row++, gw = c->in_img_gw, gh = c->in_img_gh;
         const int32_t span = gw > gh ? gw : gh;
@@ -299,6 +296,12 @@ static void mrope_entry(wlm_context *c, int32_t j, int32_t seq, int32_t slot) {
     const int32_t p = slot ? s->rnext[slot - 1] : 0;
     r[0] = r[1] = r[2] = p;
     s->rnext[slot] = p + 1;
+}
+
+/* Entry j of the pass at slot `slot` of sequence seq: its M-RoPE positions into c->ent_rpos
+ * (wlm_mrope_pos), on an M-RoPE model. */
+static void mrope_entry(wlm_context *c, int32_t j, int32_t seq, int32_t slot) {
+    if (c->seqs[seq].rnext) wlm_mrope_pos(c, c->ent_rpos + 3 * (size_t)j, seq, slot);
 }
 
 /* Recomputes sequence seq's state from position `from` (its state, at n_past == from) up to
@@ -1102,12 +1105,6 @@ int wlm_eval_embd_grid(wlm_context *ctx, int32_t seq, const float *embd, int32_t
         return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
                              "image rows need a context with a KV cache%s",
                              p->state_floats ? " and, on a recurrent hybrid, causal rows" : "");
-    /* a deferred context (the WebGPU backend) records the rows with their inputs (deferred.c);
-     * not M-RoPE's grid positions (the backend's RoPE takes one position per entry) */
-    if (c->deferred && (gw > 0 || c->seqs[seq].rnext))
-        return wlm_set_error(c->errmsg, WLM_ERR_UNSUPPORTED,
-                             "%s: image rows run on the CPU backend only (M-RoPE image positions)",
-                             p->arch->name);
     wlm_seq *s = &c->seqs[seq];
     if (n > c->n_ctx - s->n_past)
         return wlm_set_error(c->errmsg, WLM_ERR_CONTEXT_FULL,

@@ -18,7 +18,9 @@
  *
  * Image rows (WLM_TOKEN_EMBD entries, wlm_eval_embd_grid) are recorded with their inputs
  * copied (dfr_embd, dfr_erow) and the positions each attends to (dfr_len: a non-causal
- * image's entries see the whole image); a media prompt (vision/sequence.c) is recorded as one
+ * image's entries see the whole image); on an M-RoPE model (qwen2vl) every entry's (t, h, w)
+ * RoPE positions too (dfr_rpos: a text token's three equal, an image row's from its grid, and
+ * the text after an image where the image's span ends, not at its slot); a media prompt (vision/sequence.c) is recorded as one
  * batch (dfr_accum: its text pieces and images appended, no logits wanted), which the backend
  * runs before the generation begins on it. The rows live in the backend's KV cache only: a
  * cut back into an image needs its rows again (a transformer's cache is cut, not replayed, so
@@ -32,13 +34,15 @@
 int wlm_deferred_record(wlm_context *c, const int32_t *tokens, const int32_t *seq_ids, int32_t n) {
     const int32_t base = c->dfr_accum ? c->dfr_n : 0; /* a media prompt's pieces: appended */
     const int32_t total = base + n;
-    if (total > c->dfr_cap) { /* tok, seq, pos, len, erow: cap entries each, the old ones kept */
+    if (total > c->dfr_cap) { /* tok, seq, pos, len, erow: cap entries each, then rpos: 3 cap;
+                                 the old ones kept */
         const int32_t cap = total > 2 * c->dfr_cap ? total : 2 * c->dfr_cap;
-        int32_t *t = malloc(sizeof(int32_t) * (size_t)cap * 5);
+        int32_t *t = malloc(sizeof(int32_t) * (size_t)cap * 8);
         if (!t) return wlm_set_error(c->errmsg, WLM_ERR_NOMEM, "out of memory for the batch");
         if (base > 0) {
             const int32_t *old[5] = {c->dfr_tok, c->dfr_seq, c->dfr_pos, c->dfr_len, c->dfr_erow};
             for (int k = 0; k < 5; k++) memcpy(t + (size_t)k * cap, old[k], sizeof(int32_t) * (size_t)base);
+            memcpy(t + 5 * (size_t)cap, c->dfr_rpos, sizeof(int32_t) * 3 * (size_t)base);
         }
         free(c->dfr_tok);
         c->dfr_tok = t;
@@ -46,6 +50,7 @@ int wlm_deferred_record(wlm_context *c, const int32_t *tokens, const int32_t *se
         c->dfr_pos = t + 2 * (size_t)cap;
         c->dfr_len = t + 3 * (size_t)cap;
         c->dfr_erow = t + 4 * (size_t)cap;
+        c->dfr_rpos = t + 5 * (size_t)cap;
         c->dfr_cap = cap;
     }
     if (!base) c->dfr_embd_n = 0;
@@ -70,8 +75,8 @@ int wlm_deferred_record(wlm_context *c, const int32_t *tokens, const int32_t *se
         c->dfr_pos[e] = s->n_past;
         c->dfr_len[e] = c->ent_len ? c->ent_len[i] : 0;
         c->dfr_erow[e] = c->in_embd ? c->dfr_embd_n + i : -1;
-        /* M-RoPE (text only here: image rows on a deferred context are refused for it) */
-        if (s->rnext) s->rnext[s->n_past] = (s->n_past ? s->rnext[s->n_past - 1] : 0) + 1;
+        /* M-RoPE: the entry's (t, h, w) positions, an image row's from its grid, and rnext */
+        if (s->rnext) wlm_mrope_pos(c, c->dfr_rpos + 3 * (size_t)e, sq, s->n_past);
         s->tokens[s->n_past++] = tokens[i];
     }
     if (c->in_embd) c->dfr_embd_n += n;
@@ -83,7 +88,7 @@ int wlm_deferred_record(wlm_context *c, const int32_t *tokens, const int32_t *se
 void wlm_deferred_release(wlm_context *c) {
     free(c->dfr_tok);
     free(c->dfr_embd);
-    c->dfr_tok = c->dfr_seq = c->dfr_pos = c->dfr_len = c->dfr_erow = NULL;
+    c->dfr_tok = c->dfr_seq = c->dfr_pos = c->dfr_len = c->dfr_erow = c->dfr_rpos = NULL;
     c->dfr_embd = NULL;
     c->dfr_cap = c->dfr_n = c->dfr_embd_n = c->dfr_embd_cap = 0;
 }

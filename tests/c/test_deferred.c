@@ -8,7 +8,8 @@
  * speculative decoding, batches of sequences and beam search must equal an ordinary context's,
  * and what the deferred mode does not support (wlm_seq_fork called directly) must be refused;
  * image rows must be recorded with their inputs and non-causal spans (one batch for a media
- * prompt: tests/js/webgpu_images.test.mjs runs it on the GPU against the CPU). Also checks
+ * prompt: tests/js/webgpu_images.test.mjs runs it on the GPU against the CPU), on an M-RoPE
+ * model with their (t, h, w) positions (a synthetic qwen2vl, WASMLM_SYNTH_DIR). Also checks
  * wlm_model_describe's JSON (length contract, key fields) on stories260K.
  * Uses wasmlm.h plus model.h (the deferred fields are internal).
  */
@@ -272,6 +273,75 @@ static void test_image_rows(const wlm_model *m) {
 out:
     free(rows);
     wlm_context_free(d);
+}
+
+/* M-RoPE (qwen2vl, tools/synth_gguf.mjs's tiny one from the synth_embed fixture): a deferred
+ * context records each entry's (t, h, w) RoPE positions (dfr_rpos, which the GPU's RoPE reads)
+ * and keeps the sequence's rnext as an ordinary context does; against llama.cpp's layout
+ * (mtmd's set_position_mrope_2d) written out here: two tokens, an image of 3 × 2 merged tokens
+ * placed at t = 2 (row k at (2, 2 + k / 3, 2 + k % 3)), and the text after it resuming at
+ * 2 + max(3, 2) = 5, not at its slot 8. */
+static void test_mrope_rows(const char *dir) {
+    tu_section("M-RoPE: image rows recorded with their grid positions, the text after them past the image's span");
+    char path[1200];
+    snprintf(path, sizeof path, "%s/qwen2vl-tiny.gguf", dir);
+    FILE *f = fopen(path, "rb");
+    CHECKF(f != NULL, "cannot open %s", path);
+    if (!f) return;
+    fseek(f, 0, SEEK_END);
+    const long size = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc((size_t)size);
+    const size_t got = buf ? fread(buf, 1, (size_t)size, f) : 0;
+    fclose(f);
+    wlm_model *m = NULL;
+    int rc = got == (size_t)size ? wlm_model_load(buf, (size_t)size, WLM_LOAD_OWN_BUFFER, &m) : WLM_ERR_TRUNCATED;
+    CHECK_STATUS(rc, WLM_OK);
+    if (rc != WLM_OK) {
+        if (!m) free(buf);
+        wlm_model_free(m);
+        return;
+    }
+    enum { GW = 3, GH = 2, N = GW * GH, TOTAL = 2 + N + 2 };
+    wlm_context *d = deferred_ctx(m, 64, 1), *plain = tu_context(m, 64, 1, 1, WLM_KV_F32);
+    const int32_t D = m->hp.dim;
+    float *rows = malloc(sizeof(float) * N * (size_t)D);
+    if (!d || !plain || !rows) goto out;
+    for (int32_t i = 0; i < N * D; i++) rows[i] = 0.01f * (float)(i % 89) - 0.4f;
+    const int32_t text[2] = {1, 5}, after[2] = {7, 9};
+    for (int k = 0; k < 2; k++) {
+        wlm_context *c = k ? plain : d;
+        c->dfr_accum = !k; /* the deferred one: one batch, as a media prompt */
+        CHECK_STATUS(wlm_eval_batch(c, text, NULL, NULL, 2), WLM_OK);
+        CHECK_STATUS(wlm_eval_embd_grid(c, 0, rows, N, D, 0, GW, GH), WLM_OK);
+        CHECK_STATUS(wlm_eval_batch(c, after, NULL, NULL, 2), WLM_OK);
+        c->dfr_accum = 0;
+    }
+    CHECKF(d->dfr_n == TOTAL && d->dfr_rpos, "dfr_n %d, want %d", (int)d->dfr_n, (int)TOTAL);
+    for (int32_t i = 0; d->dfr_rpos && i < d->dfr_n && i < TOTAL; i++) {
+        int32_t want[3], next;
+        if (i < 2 || i >= 2 + N) {
+            const int32_t p = i < 2 ? i : 5 + (i - 2 - N);
+            want[0] = want[1] = want[2] = p;
+            next = p + 1;
+        } else {
+            const int32_t k = i - 2;
+            want[0] = 2, want[1] = 2 + k / GW, want[2] = 2 + k % GW;
+            next = 5;
+        }
+        const int32_t *r = d->dfr_rpos + 3 * i;
+        CHECKF(r[0] == want[0] && r[1] == want[1] && r[2] == want[2] && d->dfr_pos[i] == i,
+               "entry %d: (t, h, w) (%d, %d, %d) at slot %d, want (%d, %d, %d) at %d", (int)i, (int)r[0],
+               (int)r[1], (int)r[2], (int)d->dfr_pos[i], (int)want[0], (int)want[1], (int)want[2], (int)i);
+        CHECKF(d->seqs[0].rnext[i] == next && plain->seqs[0].rnext[i] == next,
+               "slot %d: rnext %d (the CPU's %d), want %d", (int)i, (int)d->seqs[0].rnext[i],
+               (int)plain->seqs[0].rnext[i], (int)next);
+    }
+out:
+    free(rows);
+    wlm_context_free(d);
+    wlm_context_free(plain);
+    wlm_model_free(m);
 }
 
 /* tok512's end of text, banned where a run must reach its max_tokens */
@@ -654,6 +724,9 @@ int main(int argc, char **argv) {
         test_beam(m);
         test_describe(m);
     }
+    const char *synth = getenv("WASMLM_SYNTH_DIR");
+    if (synth && synth[0]) test_mrope_rows(synth);
+    else printf("M-RoPE rows skipped: WASMLM_SYNTH_DIR is not set (CTest's synth_embed fixture writes the model)\n");
     wlm_model_free(m);
     free(model_bytes);
     free(tok_bytes);

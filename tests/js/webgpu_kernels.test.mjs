@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dawn, kernelKit, rng, wasmReference } from './_webgpu.mjs';
-import { ATT_HEAD, attentionCombineWgsl, attentionSplit, attentionWgsl, eltwiseWgsl, HEADER, MAX_HEAD, embedWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, NONE, normWgsl, ropeWgsl, WG } from '../../js/backend/webgpu/wgsl_ops.js';
+import { ATT_HEAD, attentionCombineWgsl, attentionSplit, attentionWgsl, eltwiseWgsl, HEADER, MAX_HEAD, embedWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, mropeCosSin, NONE, normWgsl, ropeWgsl, WG } from '../../js/backend/webgpu/wgsl_ops.js';
 import { F16X2, GPU_TYPES } from '../../js/backend/webgpu/wgsl_quant.js';
 
 const { adapter, skip: why } = await dawn();
@@ -428,6 +428,61 @@ test('rope: interleaved pairs and NEOX halves with partial rotation (≤ 1e-6)',
       }
       for (let i = 0; i < hs; i++) assert.ok(Math.abs(got[h * hs + i] - v[i]) <= 1e-6, `neox ${neox} head ${h} [${i}]`);
     }
+  }
+});
+
+// M-RoPE (qwen2vl's image rows, src/runtime/deferred.c's dfr_rpos): each entry's (t, h, w)
+// positions, mropeCosSin's table, through the rope kernel (NEOX halves), against ggml's
+// rope_multi with GGML_ROPE_TYPE_MROPE written out in double: pair i of n_dims/2 at angle
+// p_s · base^(−2i / n_dims), s the section where i mod (the sections' sum) falls — t, h, w,
+// and the fourth, whose position is 0 (llama.cpp's image and text positions give it 0). The
+// entries' slots (0, 1, 2) are not their positions: a table of the slots (a pass that used the
+// cache rows, not the grid) must miss the reference, which the last check asserts.
+test('rope: M-RoPE sections turned by each entry\'s own (t, h, w) positions, as ggml\'s rope_multi MROPE (≤ 2e-5 · (1 + |x|))', { skip }, async () => {
+  const r = rng(11);
+  for (const [hs, nRot, sections, base] of [[16, 16, [2, 2, 2, 2], 1e6], [32, 24, [3, 4, 5, 0], 1e4], [24, 24, [1, 2, 1, 1], 1e6]]) {
+    const half = nRot / 2, heads = 3;
+    const rpos = [[7, 7, 7], [9, 10, 12], [9, 13, 9], [20, 20, 20]]; // text, two image rows, text after
+    const n = rpos.length, CS = nRot;
+    const sum = sections.reduce((a, b) => a + b, 0);
+    const still = (i) => i % sum >= sections[0] + sections[1] + sections[2];
+    // forward.c's wlm_rope_init: the fourth section's pairs frequency 0
+    const freq = new Float32Array(half).map((_, i) => (still(i) ? 0 : Math.fround(1 / Math.pow(base, (2 * i) / nRot))));
+    const x0 = Array.from({ length: n * heads * hs }, () => r());
+    const table = (pos) => {
+      const A = new Float32Array(n * heads * hs + n * CS);
+      A.set(x0);
+      for (let z = 0; z < n; z++) mropeCosSin(A, n * heads * hs + z * CS, pos[z], sections, freq, 0, half, 1, half);
+      return A;
+    };
+    const gpuRope = async (A) => new Float32Array((await run(ropeWgsl(), { A, params: [0, heads * hs, hs, nRot, 1, n * heads * hs, CS], grid: [heads, 1, n] }))[0]);
+    const got = await gpuRope(table(rpos));
+    const ref = (z, h) => { // ggml's rope_multi (MROPE): sector = pair mod sum, NEOX rotation
+      const v = x0.slice((z * heads + h) * hs, (z * heads + h + 1) * hs);
+      const p = [...rpos[z], 0];
+      for (let i = 0; i < half; i++) {
+        const sector = i % sum;
+        const sec = sector < sections[0] ? 0 : sector < sections[0] + sections[1] ? 1 : sector < sections[0] + sections[1] + sections[2] ? 2 : 3;
+        const theta = p[sec] * Math.pow(base, -2 * i / nRot);
+        const a = v[i], b = v[i + half];
+        v[i] = a * Math.cos(theta) - b * Math.sin(theta);
+        v[i + half] = a * Math.sin(theta) + b * Math.cos(theta);
+      }
+      return v;
+    };
+    let slotsMiss = 0;
+    const bySlot = await gpuRope(table(rpos.map((_, z) => [z, z, z])));
+    for (let z = 0; z < n; z++) {
+      for (let h = 0; h < heads; h++) {
+        const want = ref(z, h);
+        for (let i = 0; i < hs; i++) {
+          const g = got[(z * heads + h) * hs + i];
+          assert.ok(Math.abs(g - want[i]) <= 2e-5 * (1 + Math.abs(want[i])), `sections ${sections} entry ${z} head ${h} [${i}]: ${g} vs ${want[i]}`);
+          slotsMiss = Math.max(slotsMiss, Math.abs(bySlot[(z * heads + h) * hs + i] - want[i]));
+        }
+      }
+    }
+    assert.ok(slotsMiss > 1e-2, `sections ${sections}: the slots' table is as close as ${slotsMiss}: the check cannot fail`);
   }
 });
 

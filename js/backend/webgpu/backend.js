@@ -122,11 +122,15 @@ export class WebGpuBackend {
     const f = (i) => x.wlmjs_deferred_field(ctx, i);
     const sets = f(7), half = ropeHalf(this.#desc.hp); // (the context's rope_half)
     const ropeFreq = new Float32Array(x.memory.buffer, f(6) >>> 0, sets * half).slice();
+    // M-RoPE (qwen2vl): its sections, by which each entry's (t, h, w) positions turn (field 22)
+    const sec = f(22) >>> 0;
+    this.#mrope = sec !== 0;
+    const ropeSections = this.#mrope ? new Int32Array(x.memory.buffer, sec, 4).slice() : null;
     this.#stateLen = [];
     this.#snaps?.destroy();
     this.#snaps = null;
     this.#fwd = await GpuForward.create(this.#device, this.#desc, this.#weights, {
-      kvF16: this.#kvType !== 'f32', nCtx: f(9), nSeq: f(12), ropeFreq, ropeSets: sets, mscale: f(8),
+      kvF16: this.#kvType !== 'f32', nCtx: f(9), nSeq: f(12), ropeFreq, ropeSets: sets, ropeSections, mscale: f(8),
       pipelines: this.#pipelines, profile: this.#profile, pleTable: this.#pleTable,
     });
     const st = this.#fwd.cache.state;
@@ -135,6 +139,7 @@ export class WebGpuBackend {
 
   #weights = null;
   #desc = null;
+  #mrope = false;    // an M-RoPE model (qwen2vl): each entry comes with its (t, h, w) positions
   #stateLen = [];    // a hybrid's sequences: the positions their GPU state holds (-1 / none: unknown)
   #snaps = null;     // a hybrid's state snapshots (GpuStateSnapshots), else null
   #kvType = 'f16';
@@ -187,6 +192,8 @@ export class WebGpuBackend {
     for (const r of erows) nRows = Math.max(nRows, r + 1);
     const D = this.#desc.hp.dim;
     const image = nRows === 0 ? {} : { lens, erows, embd: new Float32Array(x.memory.buffer, f(20) >>> 0, nRows * D).slice() };
+    // M-RoPE: 3 positions per entry (deferred.c's dfr_rpos; image rows' from their grid)
+    const rpos = this.#mrope ? new Int32Array(x.memory.buffer, f(21) >>> 0, 3 * n).slice() : null;
     let want = Array.from(rows, (r) => r >= 0);
     const exact = f(10) === 1; // a speculative verification: logits as one token at a time's
     const shifts = new Int32Array(x.memory.buffer, f(11) >>> 0, 3 * f(12)).slice();
@@ -219,20 +226,23 @@ export class WebGpuBackend {
           image.lens = Int32Array.from([...new Array(pre).fill(0), ...image.lens]);
           image.erows = Int32Array.from([...new Array(pre).fill(-1), ...image.erows]);
         }
+        if (rpos && pre) { // (no M-RoPE hybrid exists: a replay would need C's positions of the tokens replayed)
+          throw jsError('WLM_ERR_UNSUPPORTED', 'WebGPU: a recurrent state replay on an M-RoPE model');
+        }
         const sub = (a, i, j) => (a ? a.subarray(i, j) : undefined);
         let a = 0; // the batch in parts, each snapshot taken where its sequence's state reaches it
         for (let t = 0; t <= takes.length; t++) {
           const at = t < takes.length ? takes[t][0] : tokens.length;
           if (at > a) {
             await this.#fwd.run(tokens.subarray(a, at), positions.subarray(a, at), want.slice(a, at),
-              { exact, seqs: seqs.subarray(a, at), into, lens: sub(image.lens, a, at), erows: sub(image.erows, a, at), embd: image.embd });
+              { exact, seqs: seqs.subarray(a, at), into, lens: sub(image.lens, a, at), erows: sub(image.erows, a, at), embd: image.embd, rpos: sub(rpos, 3 * a, 3 * at) });
           }
           a = at;
           if (t < takes.length) this.#takeSnapshots(takes.filter((e) => e[0] === at));
           while (t + 1 < takes.length && takes[t + 1][0] === at) t++;
         }
       } else {
-        await this.#fwd.run(tokens, positions, want, { exact, seqs, into, ...image });
+        await this.#fwd.run(tokens, positions, want, { exact, seqs, into, ...image, rpos });
       }
       for (let i = 0; i < tokens.length; i++) this.#stateLen[seqs[i]] = positions[i] + 1;
     } catch (e) {

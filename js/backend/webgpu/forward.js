@@ -26,7 +26,7 @@
 // (js/backend/webgpu/backend.js).
 
 import { jsError } from '../../runtime/errors.js';
-import { ATT_HEAD, attentionCombineWgsl, attentionSplit, attentionWgsl, embedWgsl, eltwiseWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, normWgsl, ropeCosSin, ropeWgsl, WG } from './wgsl_ops.js';
+import { ATT_HEAD, attentionCombineWgsl, attentionSplit, attentionWgsl, embedWgsl, eltwiseWgsl, kvShiftWgsl, kvStoreWgsl, matvecThreadsPerRow, matvecWgsl, MAX_HEAD, NONE, mropeCosSin, normWgsl, ropeCosSin, ropeWgsl, WG } from './wgsl_ops.js';
 import { MATMAT_MIN_ENT, matmatWgsl, TILE } from './wgsl_matmat.js';
 import { checkFits, USAGE } from './weights.js';
 import { GpuKvCache } from './kv_cache.js';
@@ -141,6 +141,7 @@ export class GpuForward {
   #off;          // activation offsets (floats)
   #ropeFreq;     // Float32Array (n_sets × the context's rope_half: per_layer.js ropeHalf)
   #ropeSets;
+  #ropeSections; // M-RoPE (qwen2vl): rope.dimension_sections (4 widths in pairs), else null
   #csStride;     // floats of one entry's cos/sin of one RoPE set: the widest set's n_rot
   #mscale;
   #staging = null;
@@ -171,7 +172,7 @@ export class GpuForward {
    *  (tests: the grouped form against it). `cache` (a wide pass, #widePass): another pass's KV
    *  cache, shared and not destroyed; `maxWant`: logits rows for fewer entries than a chunk. */
   constructor(device, desc, weights, opts) {
-    const { kvF16, nCtx, nSeq = 1, ropeFreq, ropeSets, mscale, chunk = 32, profile = null, recordAhead = true, pleTable = null, groupExperts = true, cache = null, maxWant = 0 } = opts;
+    const { kvF16, nCtx, nSeq = 1, ropeFreq, ropeSets, ropeSections = null, mscale, chunk = 32, profile = null, recordAhead = true, pleTable = null, groupExperts = true, cache = null, maxWant = 0 } = opts;
     this.#groupExperts = groupExperts;
     if (desc.hp.n_ple && !pleTable) throw jsError('WLM_ERR_STATE', 'internal: a model with per-layer embeddings needs its host table (pleTable)');
     this.#pleTable = desc.hp.n_ple ? pleTable : null;
@@ -187,6 +188,7 @@ export class GpuForward {
     this.#nCtx = nCtx;
     this.#ropeFreq = ropeFreq;
     this.#ropeSets = ropeSets;
+    this.#ropeSections = ropeSections;
     this.#csStride = 2 * ropeHalf(desc.hp);
     this.#mscale = mscale;
     this.chunk = chunk;
@@ -688,9 +690,12 @@ export class GpuForward {
    * of its token's embedding; `lens[i]` > 0 is the end of its non-causal image (it attends to
    * positions up to there: the image's rows see each other both ways), whose rows pass in one
    * chunk (#chunks) — more than a chunk's in a wider pass of their own (#widePass), which takes
-   * no entry that wants logits.
+   * no entry that wants logits. `rpos` (an M-RoPE model, create()'s ropeSections): 3 positions
+   * per entry, temporal, height and width (deferred.c's dfr_rpos: an image row's from its grid,
+   * the text after an image where the image's span ends), by which the RoPE sections turn
+   * (mropeCosSin); `positions` stay the cache rows the entries write and the causal order.
    */
-  async run(tokens, positions, want, { exact = false, seqs = null, into = null, lens = null, erows = null, embd = null } = {}) {
+  async run(tokens, positions, want, { exact = false, seqs = null, into = null, lens = null, erows = null, embd = null, rpos = null } = {}) {
     if (this.#destroyed) throw jsError('WLM_ERR_STATE', 'WebGPU: the GPU forward pass was released');
     const { device } = this;
     const h = this.desc.hp;
@@ -707,6 +712,10 @@ export class GpuForward {
     const mm = exact ? Infinity : MATMAT_MIN_ENT;
     const wantPos = [];
     let row = 0;
+    // M-RoPE: each entry's (t, h, w) positions turn its sections (without them, as for text
+    // alone: its position in every section)
+    const mrope = rpos && this.#ropeSections;
+    if (mrope && rpos.length < 3 * tokens.length) throw jsError('WLM_ERR_STATE', `internal: ${rpos.length / 3} M-RoPE positions for ${tokens.length} entries`);
     const sub = (a, i0, n) => a && a.subarray(i0, i0 + n);
     for (const [ci, [i0, n, wide]] of this.#chunks(tokens.length, lens, seqs).entries()) {
       if (wide) { // an image's rows that see each other, more than a chunk: a wider pass
@@ -714,7 +723,7 @@ export class GpuForward {
           throw jsError('WLM_ERR_UNSUPPORTED', `WebGPU: the rows of a non-causal image (${n} entries, more than a pass's ${B}) want no logits`);
         }
         const w = await this.#widePass(n);
-        await w.run(sub(tokens, i0, n), sub(positions, i0, n), want.slice(i0, i0 + n), { seqs: sub(seqs, i0, n), lens: sub(lens, i0, n), erows: sub(erows, i0, n), embd });
+        await w.run(sub(tokens, i0, n), sub(positions, i0, n), want.slice(i0, i0 + n), { seqs: sub(seqs, i0, n), lens: sub(lens, i0, n), erows: sub(erows, i0, n), embd, rpos: rpos && rpos.subarray(3 * i0, 3 * (i0 + n)) });
         continue;
       }
       const step = new Uint32Array(5 * B + 4);
@@ -745,7 +754,11 @@ export class GpuForward {
         const cs = new Float32Array(this.#ropeSets * B * CS);
         for (let s = 0; s < this.#ropeSets; s++) {
           const half = ropeSetRot(h, s) / 2;
-          for (let j = 0; j < n; j++) ropeCosSin(cs, (s * B + j) * CS, positions[i0 + j], this.#ropeFreq, s, half, this.#mscale, CS / 2);
+          for (let j = 0; j < n; j++) {
+            const at = (s * B + j) * CS, e = i0 + j;
+            if (mrope) mropeCosSin(cs, at, rpos.subarray(3 * e, 3 * e + 3), mrope, this.#ropeFreq, s, half, this.#mscale, CS / 2);
+            else ropeCosSin(cs, at, positions[e], this.#ropeFreq, s, half, this.#mscale, CS / 2);
+          }
         }
         device.queue.writeBuffer(this.#act, this.#off.cs * 4, cs);
       }

@@ -276,13 +276,31 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) t
  * `freq` (the context's rope_half, the widest set's n_rot/2: Gemma 4's sets differ), default half.
  */
 export function ropeCosSin(out, at, pos, freq, set, half, mscale = 1, stride = half) {
+  for (let i = 0; i < half; i++) putCosSin(out, at, half, i, Math.fround(pos * freq[set * stride + i]), mscale);
+}
+
+/**
+ * ropeCosSin for an entry of an M-RoPE model (qwen2vl; ggml's rope_multi with
+ * GGML_ROPE_TYPE_MROPE, forward.c's rope_angles): `rpos` its temporal, height and width
+ * positions (src/runtime/deferred.c's dfr_rpos: three equal for a text token, an image row's
+ * from its grid), `sections` the model's rope.dimension_sections (4 widths in rotary pairs; sum
+ * > 0). Pair i turns by rpos[0], rpos[1] or rpos[2] as i mod the widths' sum falls in the first,
+ * second or third width, else by 0 (the fourth width's pairs, whose frequency is 0).
+ */
+export function mropeCosSin(out, at, rpos, sections, freq, set, half, mscale = 1, stride = half) {
+  const s01 = sections[0] + sections[1], s012 = s01 + sections[2], sum = s012 + sections[3];
   for (let i = 0; i < half; i++) {
-    const ang = Math.fround(pos * freq[set * stride + i]);
-    let c = Math.fround(Math.cos(ang)), s = Math.fround(Math.sin(ang));
-    if (mscale !== 1) { c = Math.fround(c * mscale); s = Math.fround(s * mscale); }
-    out[at + i] = c;
-    out[at + half + i] = s;
+    const k = i % sum;
+    const pos = k < sections[0] ? rpos[0] : k < s01 ? rpos[1] : k < s012 ? rpos[2] : 0;
+    putCosSin(out, at, half, i, Math.fround(pos * freq[set * stride + i]), mscale);
   }
+}
+
+function putCosSin(out, at, half, i, ang, mscale) {
+  let c = Math.fround(Math.cos(ang)), s = Math.fround(Math.sin(ang));
+  if (mscale !== 1) { c = Math.fround(c * mscale); s = Math.fround(s * mscale); }
+  out[at + i] = c;
+  out[at + half + i] = s;
 }
 
 /**
