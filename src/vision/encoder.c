@@ -44,22 +44,23 @@ typedef struct mm_job {
     int32_t n;
     wlm_qmatvec_fn qmv;
     wlm_qmatmat_fn qmm;
-    float *wide;       /* NULL, or per chunk wide_per floats (mm_widen_rows): chunk i's at i */
+    float *wide;       /* NULL, or per chunk wide_per floats (mm_widens): chunk i's at i */
     size_t wide_per;
 } mm_job;
 
 #define MM_ENTRIES 64 /* entries per pass over a tile of rows: their activations stay in cache */
 
-/* F16 / BF16 weights (float activations, no batched kernel) against several entries: a tile
- * of rows widened to floats once, then the F32 batched kernel over every entry — instead of
- * each entry's matvec widening the same rows again (published mmproj files are mostly F16).
- * Returns the rows a tile holds, or 0 where the per-entry matvec path runs. */
+/* Rows of t a tile holds (about 64 KiB of its bytes, an even count). */
 static size_t mm_tile_rows(const wlm_tensor *t) {
     size_t R = t->row_bytes ? 65536 / t->row_bytes : 2;
     if (R < 2) R = 2;
     return R & ~(size_t)1;
 }
 
+/* Whether a product widens tiles: F16 / BF16 weights (float activations, no batched kernel)
+ * against several entries — a tile of rows widened to floats once, then the F32 batched kernel
+ * over every entry, instead of each entry's matvec widening the same rows again (published
+ * mmproj files are mostly F16). Else the per-entry matvec path runs. */
 static int mm_widens(const venc *e, const wlm_tensor *t, wlm_qmatvec_fn qmv, wlm_qmatmat_fn qmm,
                      int32_t n) {
     if (!qmv || qmm || n < 2 || !e->use_simd) return 0;

@@ -329,10 +329,7 @@ static int media_record(wlm_context *ctx, int32_t seq, const wlm_vision *v, cons
  * short (the state replayed over image rows: deferred.c) is WLM_ERR_UNSUPPORTED. */
 static int media_cut(wlm_context *ctx, int32_t seq, int32_t *last) {
     const wlm_seq *s = &ctx->seqs[seq];
-    const int32_t n = s->n_past;
-    if (n < 1 || s->tokens[n - 1] < 0)
-        return wlm_set_error(ctx->errmsg, WLM_ERR_INVALID_ARG,
-                             "the prompt is empty or does not end with a token");
+    const int32_t n = s->n_past; /* >= 1, ending with a token: media_record checked it */
     *last = s->tokens[n - 1];
     wlm_seq_truncate_internal(ctx, seq, n - 1);
     if (s->n_past != n - 1)
