@@ -400,3 +400,103 @@ test('the reads of a body are written, hashed and reported in steps of up to 4 M
   assert.ok(reports.length <= most + 1, `${reports.length} progress reports`);
   assert.equal(reports.at(-1), size);
 });
+
+/** A Response of `bytes` read in chunks of `chunk`, its stream paced by `delayMs` a read. */
+const bodyOf = (bytes, { chunk = 64 * 1024, delayMs = 0, signal } = {}) => {
+  let at = 0;
+  return new Response(new ReadableStream({
+    async pull(c) {
+      if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
+      if (signal?.aborted) { c.error(signal.reason); return; }
+      if (at >= bytes.byteLength) c.close(); else { c.enqueue(bytes.slice(at, at + chunk)); at += chunk; }
+    },
+  }), { status: 200, headers: { 'content-length': String(bytes.byteLength) } });
+};
+
+test('a writer that copies takes the next step while it stores the last: one write in flight, the bytes intact; a write that fails keeps only whole segments', async () => {
+  const size = 20 << 20;
+  const bytes = randomBytes(size, 4343);
+  const backend = new MemoryBackend();
+  const open = backend.openSegment.bind(backend);
+  let inFlight = 0;
+  let most = 0;
+  let writes = 0;
+  let failAt = 0; // the write that rejects (0: none)
+  const closed = [];
+  backend.openSegment = async (key, index) => {
+    const w = await open(key, index);
+    return {
+      ...w,
+      write: (b) => {
+        const done = w.write(b); // (copies now, as the OPFS worker's writer does)
+        const n = ++writes;
+        inFlight++;
+        most = Math.max(most, inFlight);
+        return (async () => {
+          await done;
+          await new Promise((r) => setTimeout(r, 5)); // stored later
+          inFlight--;
+          if (n === failAt) throw new DOMException('the disk is full', 'QuotaExceededError');
+        })();
+      },
+      close: async () => { await w.close(); closed.push(index); },
+    };
+  };
+  const meta = newMeta({ key: 'pipe', url: 'http://127.0.0.1:9/pipe.bin', name: 'pipe.bin', sha256: sha256(bytes), size, segmentBytes: 1 << 20 });
+  const m = await downloadInto({ backend, meta, fetch: async () => bodyOf(bytes), requestBytes: 0 });
+  assert.equal(m.verified, true);
+  assert.equal(await sha256OfBlob(await backend.blob('pipe', m.segments.length)), sha256(bytes), 'the reused step buffer never reached the file');
+  assert.equal(most, 1, 'one write in flight');
+  assert.ok(writes >= 20, `${writes} writes`);
+
+  // Write 3 fails after its bytes were handed over (8 MiB segments, a write per 4 MiB step: the
+  // first half of segment 1), found when write 4 is handed over.
+  writes = 0;
+  failAt = 3;
+  closed.length = 0;
+  const meta2 = newMeta({ key: 'pipe2', url: 'http://127.0.0.1:9/pipe2.bin', name: 'pipe2.bin', sha256: sha256(bytes), size, segmentBytes: 8 << 20 });
+  await assert.rejects(downloadInto({ backend, meta: meta2, fetch: async () => bodyOf(bytes), requestBytes: 0 }),
+    (e) => { assert.equal(e.code, 'WLM_ERR_QUOTA'); assert.match(e.message, /storage filled up/); return true; });
+  const kept = await backend.readMeta('pipe2');
+  assert.deepEqual(closed, [0], 'the segment whose write failed is not committed');
+  assert.deepEqual(kept.segments, [8 << 20], 'the stop writes what was committed');
+  assert.equal(kept.done, 8 << 20);
+  failAt = 0;
+  let from = null;
+  const resumed = await downloadInto({ backend, meta: kept, requestBytes: 0, fetch: async (url, init) => {
+    from = init.headers.Range;
+    return new Response(bytes.slice(kept.done), { status: 206, headers: { 'content-range': `bytes ${kept.done}-${size - 1}/${size}` } });
+  } });
+  assert.equal(from, `bytes=${8 << 20}-`);
+  assert.equal(resumed.verified, true, 'the saved hash state matches the committed bytes');
+});
+
+test('the metadata of a partial file is written at most about once a second while segments commit, and on every stop', async () => {
+  const size = 24 << 20;
+  const bytes = randomBytes(size, 4444);
+  const backend = new MemoryBackend();
+  const writeMeta = backend.writeMeta.bind(backend);
+  let metaWrites = 0;
+  backend.writeMeta = async (key, meta) => { metaWrites++; return writeMeta(key, meta); };
+  const t0 = performance.now();
+  const meta = newMeta({ key: 'meta', url: 'http://127.0.0.1:9/meta.bin', name: 'meta.bin', sha256: sha256(bytes), size, segmentBytes: 256 * 1024 });
+  const m = await downloadInto({ backend, meta, fetch: async () => bodyOf(bytes), requestBytes: 0 });
+  const s = (performance.now() - t0) / 1000;
+  assert.equal(m.segments.length, 96);
+  // The first write (before any byte), one a second at most while it runs, the last (complete).
+  assert.ok(metaWrites <= 3 + Math.floor(s), `${metaWrites} metadata writes for 96 segments in ${s.toFixed(2)} s`);
+
+  // A stop (here an abort) writes every segment committed by then, however recent.
+  const ac = new AbortController();
+  metaWrites = 0;
+  const meta2 = newMeta({ key: 'meta2', url: 'http://127.0.0.1:9/meta2.bin', name: 'meta2.bin', sha256: sha256(bytes), size, segmentBytes: 256 * 1024 });
+  let seen = 0;
+  await assert.rejects(downloadInto({ backend, meta: meta2, signal: ac.signal, requestBytes: 0,
+    fetch: async (url, init) => bodyOf(bytes, { chunk: 128 * 1024, delayMs: 1, signal: init.signal }),
+    onProgress: (p) => { seen = p.loaded; if (p.loaded >= 3 << 20) ac.abort(); } }), { name: 'AbortError' });
+  const kept = await backend.readMeta('meta2');
+  assert.ok(seen >= 3 << 20);
+  assert.equal(kept.done, kept.segments.length * 256 * 1024);
+  assert.ok(kept.done >= 3 << 20, `${kept.done} bytes recorded at the stop, ${seen} reported`);
+  assert.deepEqual(await backend.segmentSizes('meta2', kept.segments.length), kept.segments);
+});

@@ -55,6 +55,33 @@ const READ_BYTES = 1 << 20;
  *  fewer when STEP_MS passed since the last step (a slow network still reports its progress). */
 const STEP_BYTES = 4 << 20;
 const STEP_MS = 100;
+/** In a browser, after each this many bytes the garbage collector is told of them (nudgeCollector). */
+const NUDGE_BYTES = READS_AHEAD ? 32 << 20 : 0;
+
+/**
+ * Makes the JS engine see the memory a download leaves for its garbage collector. In Chromium a
+ * response body's bytes pass through Blink's own garbage-collected buffers (BufferingBytesConsumer:
+ * a heap vector per chunk read from the network), which V8 does not count as pressure: the
+ * renderer's memory grew with the file (~10 MB a GB) until a collection came on its own. V8 does
+ * count ArrayBuffer memory: an ArrayBuffer of NUDGE_BYTES, allocated and dropped untouched (its
+ * pages are never written, so none becomes resident), moves it to collect, and those buffers go
+ * with it. Measured (bench/download.mjs, 4 GB): the peak above the page stays flat with the size.
+ */
+let nudge = null;
+function nudgeCollector() {
+  try {
+    nudge = new ArrayBuffer(NUDGE_BYTES);
+  } catch { /* no address space for it: no nudge */ }
+  nudge = null;
+}
+
+/** Progress reports at most this often (ms), besides the first and the last. */
+const REPORT_MS = 100;
+/** The metadata of a partial file is written after a segment's commit when this many ms passed
+ *  since it was last written (and on every stop): a reload loses at most the bytes of that time,
+ *  fetched again, while a fast network does not write meta.json hundreds of times a file (each
+ *  write a writable stream whose objects only the garbage collector frees). */
+const META_MS = 1000;
 
 function abortError(signal) {
   const r = signal?.reason;
@@ -160,24 +187,41 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
   if (meta.done > 0 && !hasher.resumed) await rehash(hasher, await backend.blob(key, meta.segments.length));
   const resumedFrom = meta.done;
 
-  const report = () => {
+  let reportedAt = -Infinity;
+  const report = (last = false) => {
+    const now = performance.now();
+    if (!last && now - reportedAt < REPORT_MS) return;
+    reportedAt = now;
     const secs = (performance.now() - t0) / 1000;
     const rate = secs > 0 ? bytesThisSession / secs : 0;
     onProgress?.({ loaded: pos, total, bytesPerSec: rate, secondsLeft: total && rate > 0 ? (total - pos) / rate : null,
       resumedFrom, attempt });
   };
 
+  let savedAt = -Infinity;
+  let unsaved = false; // segments committed since the metadata was last written
   async function saveMeta() {
     if (!live()) throw abortError(signal);
+    savedAt = performance.now();
+    unsaved = false;
     meta.updatedAt = new Date().toISOString();
     await backend.writeMeta(key, meta);
   }
 
-  /** Closes the open segment: its bytes become part of what a reload keeps (once the metadata
-   *  says so: `save` false leaves that to the caller's next write). */
+  /** Closes the open segment: its bytes become part of what a reload keeps once the metadata
+   *  says so. `save`: true writes the metadata now, 'soon' when META_MS passed since it was last
+   *  written (else the next commit or the stop writes it), false leaves it to the caller. */
   async function commit(save = true) {
     if (!writer) return;
     const w = writer;
+    try {
+      await written(); // (a write that failed leaves the segment's bytes unknown: it is discarded)
+      if (writeFailed) throw writeFailed;
+    } catch (e) {
+      writer = null;
+      await w.abort();
+      throw e;
+    }
     writer = null;
     if (segFill === 0 || !live()) {
       await w.abort();
@@ -189,11 +233,13 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
     meta.done += segFill;
     meta.hashState = hasher.state();
     segFill = 0;
-    if (save) await saveMeta();
+    unsaved = true;
+    if (save === true || (save === 'soon' && performance.now() - savedAt >= META_MS)) await saveMeta();
   }
 
   /** Discards everything stored: the file starts over at byte 0. */
   async function reset() {
+    await written().catch(() => {});
     await writer?.abort();
     writer = null;
     segFill = 0;
@@ -205,18 +251,39 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
     await saveMeta();
   }
 
+  // A writer whose write() copies the bytes before it returns (`copies`: the OPFS worker's) takes
+  // the next write while it stores the last: the bytes are hashed, and the network read, as the
+  // worker writes. One write in flight; its failure surfaces at the next write or the commit.
+  let inFlight = null;
+  let writeFailed = null; // the error of a write that failed: its segment is not committed
+  async function written() {
+    const p = inFlight;
+    inFlight = null;
+    try {
+      await p;
+    } catch (e) {
+      writeFailed ??= e;
+      throw e;
+    }
+  }
   async function write(chunk) {
     for (let at = 0; at < chunk.byteLength;) {
       if (!live()) throw abortError(signal);
       if (!writer) writer = await backend.openSegment(key, meta.segments.length);
       const take = chunk.subarray(at, at + Math.min(chunk.byteLength - at, segmentBytes - segFill));
-      await writer.write(take);
+      await written();
+      if (writer.copies) {
+        inFlight = writer.write(take);
+        inFlight.catch(() => {}); // (awaited by written())
+      } else {
+        await writer.write(take);
+      }
       hasher.update(take);
       segFill += take.byteLength;
       pos += take.byteLength;
       bytesThisSession += take.byteLength;
       at += take.byteLength;
-      if (segFill >= segmentBytes) await commit();
+      if (segFill >= segmentBytes) await commit('soon');
     }
   }
 
@@ -228,6 +295,7 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
   // byte that arrived is kept, as when each read was written on its own.
   let step = null;
   let gathered = 0;
+  let sinceNudge = 0;
   let stepAt = performance.now();
   async function gather(bytes) {
     for (let at = 0; at < bytes.byteLength;) {
@@ -245,6 +313,10 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
     const n = gathered;
     gathered = 0;
     await write(step.subarray(0, n));
+    if (NUDGE_BYTES && (sinceNudge += n) >= NUDGE_BYTES) {
+      sinceNudge = 0;
+      nudgeCollector();
+    }
     stepAt = performance.now();
     report();
   }
@@ -373,8 +445,10 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
         if (e instanceof Restart) {
           if (e.kind === 'norange' ? ++norange > retries : ++restarts > maxRestarts) {
             e.response?.body?.cancel().catch(() => {});
+            await written().catch(() => {});
             await writer?.abort();
             writer = null;
+            unsaved = false; // (nothing is kept)
             await backend.remove(key).catch(() => {});
             if (e.kind === 'norange') {
               const err = new WasmlmError(`the download of ${url} broke off ${norange} times and the server cannot ` +
@@ -412,9 +486,10 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
     drop(pending);
     // Keep what arrived (a resume starts from it), unless the error says the part is wrong.
     if (writer) {
-      if (e?.code === 'WLM_ERR_CHECKSUM' || !live()) await writer.abort();
+      if (e?.code === 'WLM_ERR_CHECKSUM' || !live()) await written().catch(() => {}).then(() => writer?.abort());
       else await commit().catch(() => writer?.abort());
     }
+    if (unsaved && live() && e?.code !== 'WLM_ERR_CHECKSUM') await saveMeta().catch(() => {});
     if (e?.name === 'QuotaExceededError') throw quotaError(url, total - pos, null, e);
     throw e;
   }
@@ -429,7 +504,7 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
   Object.assign(meta, { actualSha256: actual, complete: true, verified: Boolean(meta.sha256), hashState: null,
     storedAt: new Date().toISOString(), size: pos });
   await saveMeta();
-  report();
+  report(true);
   return meta;
 
   /** Checks a response against what is known; throws Retry, Restart or a fatal error. Returns

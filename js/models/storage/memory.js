@@ -19,6 +19,7 @@ export class MemoryBackend {
   async openSegment(key, index) {
     const chunks = [];
     return {
+      copies: true, // write() takes its copy before it returns
       write: async (bytes) => { chunks.push(bytes.slice()); },
       close: async () => { this.#get(key).segs[index] = new Blob(chunks); },
       abort: async () => {},

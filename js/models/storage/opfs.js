@@ -69,6 +69,7 @@ function startSyncWorker() {
         const handle = ++handles;
         await call({ op: 'open', handle, key, name });
         return {
+          copies: true, // write() copies the bytes before it returns its promise
           async write(bytes) {
             let buf = buffers.pop();
             if (!buf || buf.byteLength < bytes.byteLength) buf = new ArrayBuffer(Math.max(bytes.byteLength, 1 << 20));
@@ -144,11 +145,13 @@ export class OpfsBackend {
     return out;
   }
 
-  /** A writer for segment `index`: {write(bytes), close() (commits), abort() (discards)}. */
+  /** A writer for segment `index`: {write(bytes), close() (commits), abort() (discards),
+   *  copies (whether write() is done with the bytes when it returns: the caller may reuse them
+   *  before the promise settles)}. */
   async openSegment(key, index) {
-    const dir = await this.#entry(key, true);
     const worker = this.#sync ? await startSyncWorker() : null;
-    if (worker) return worker.open(key, segName(index));
+    if (worker) return worker.open(key, segName(index)); // (the worker makes the directory)
+    const dir = await this.#entry(key, true);
     const w = await (await dir.getFileHandle(segName(index), { create: true })).createWritable();
     return {
       write: (bytes) => w.write(bytes),
