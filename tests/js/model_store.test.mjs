@@ -5,7 +5,8 @@
 // wrong), then one case per rule: resume from the stored bytes after an abort (the server's Range
 // starts and byte counts), a server that ignores Range, a file that changes, stalls, a short body,
 // the sha256 pin, the quota check before any request, one transfer for concurrent callers, the
-// hash state lost, Cross-Origin Storage, and the management functions of wasmlm/cache. The same
+// hash state lost, writes that overlap the next read (and one that fails), the metadata's pace,
+// Cross-Origin Storage, and the management functions of wasmlm/cache. The same
 // rules in Chromium and Firefox, on OPFS and with reloads and two tabs: tests/browser/model_store.test.mjs.
 
 import { test, before, after, afterEach } from 'node:test';

@@ -14,6 +14,8 @@
 // The reads are gathered into steps of 4 MiB (fewer after 100 ms) that are written, hashed and
 // reported together: what each step costs the garbage collector, not its bytes, made the page's
 // memory grow with the file when every read was a step.
+// A writer that copies (the OPFS worker's) stores one step while the next is read and hashed;
+// the metadata is rewritten at most once a second while segments commit, and at every stop.
 //
 // Every response is checked before its bytes are written, so a stored file is never a mix of two
 // versions:
