@@ -36,6 +36,40 @@ export const ENGINES = {
   webkit: { needs: [WEBKIT_DRIVER, MINIBROWSER, XVFB], apt: 'webkit2gtk-driver xvfb', launch: launchWebKit },
 };
 
+/**
+ * WebKitGTK's MiniBrowser opened on `url` directly, without WebDriver, for what an automation
+ * session cannot show: WebKitWebDriver's sessions are ephemeral, and there (as in Safari's private
+ * browsing) navigator.storage.getDirectory() rejects. Here the browser keeps a profile of its
+ * own under `profile` (HOME and the XDG folders), `features` are WebKit feature flags switched on
+ * (--features=+A,+B; `MiniBrowser --features=help` lists them: WebKitGTK leaves off storage APIs
+ * Safari ships), and the page reports to the test's server itself. Returns {close()}.
+ */
+export async function startMiniBrowser(url, { features = [], profile }) {
+  const children = [];
+  const killAll = () => { for (const c of children) if (c.exitCode === null) c.kill('SIGKILL'); };
+  process.once('exit', killAll);
+  try {
+    const xvfb = spawn(XVFB, ['-displayfd', '3', '-screen', '0', `${VIEWPORT.width}x${VIEWPORT.height}x24`, '-nolisten', 'tcp'],
+      { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
+    children.push(xvfb);
+    const display = await readLine(xvfb, xvfb.stdio[3], 'Xvfb');
+    const env = { ...process.env, DISPLAY: `:${display}`, HOME: profile, XDG_DATA_HOME: path.join(profile, 'data'),
+      XDG_CACHE_HOME: path.join(profile, 'cache'), XDG_CONFIG_HOME: path.join(profile, 'config') };
+    children.push(spawn(MINIBROWSER, [...(features.length ? [`--features=${features.map((f) => `+${f}`).join(',')}`] : []), url],
+      { stdio: 'ignore', env }));
+    return {
+      close() {
+        killAll();
+        process.off('exit', killAll);
+      },
+    };
+  } catch (e) {
+    killAll();
+    process.off('exit', killAll);
+    throw e;
+  }
+}
+
 /** Where libwebkit2gtk puts MiniBrowser (/usr/lib/<multiarch triplet>/webkit2gtk-4.1/). */
 function findMiniBrowser() {
   const triplets = fs.existsSync('/usr/lib') ? fs.readdirSync('/usr/lib').filter((d) => d.endsWith('-linux-gnu')) : [];

@@ -18,6 +18,17 @@ const META = 'meta.json';
 
 const segName = (i) => `${String(i).padStart(6, '0')}.bin`;
 
+/**
+ * `bytes` as a view that spans its whole buffer (a copy when it does not). WebKit's
+ * FileSystemWritableFileStream.write() writes a view's whole backing ArrayBuffer, ignoring its
+ * byteOffset and byteLength (Safari, WebKitGTK 2.50: a store's file became every step buffer in
+ * full; the same bug reported by mediabunny#459 and wa-sqlite#344, 2026): every write in OPFS is
+ * handed a buffer that holds exactly its bytes.
+ */
+export function exactBytes(bytes) {
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
+}
+
 /** Whether this realm has OPFS with writable streams (Chromium 86+, Firefox 111+, Safari 26+). */
 export function opfsAvailable(storage = globalThis.navigator?.storage) {
   return typeof storage?.getDirectory === 'function' &&
@@ -154,7 +165,7 @@ export class OpfsBackend {
     const dir = await this.#entry(key, true);
     const w = await (await dir.getFileHandle(segName(index), { create: true })).createWritable();
     return {
-      write: (bytes) => w.write(bytes),
+      write: (bytes) => w.write(exactBytes(bytes)),
       close: () => w.close(),
       abort: () => w.abort().catch(() => {}),
     };

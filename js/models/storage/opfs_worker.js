@@ -28,11 +28,30 @@ async function open({ handle, key, name }) {
   handles.set(handle, { h, at: 0 });
 }
 
+/** Whether a sync access handle opens here: the method can exist and still refuse (WebKitGTK
+ *  with OPFS switched on: NotSupportedError), and then the page writes with createWritable(). */
+async function probe() {
+  if (typeof FileSystemFileHandle?.prototype?.createSyncAccessHandle !== 'function') return false;
+  try {
+    top ??= await (await navigator.storage.getDirectory()).getDirectoryHandle(DIR, { create: true });
+    const name = `.probe-${Math.random().toString(36).slice(2)}`;
+    const file = await top.getFileHandle(name, { create: true });
+    try {
+      (await file.createSyncAccessHandle()).close();
+    } finally {
+      await top.removeEntry(name).catch(() => {});
+    }
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 self.onmessage = async ({ data }) => {
   const { id, op, handle } = data;
   try {
     if (op === 'probe') {
-      self.postMessage({ id, ok: typeof FileSystemFileHandle?.prototype?.createSyncAccessHandle === 'function' });
+      self.postMessage({ id, ok: await probe() });
       return;
     }
     if (op === 'open') {
@@ -43,7 +62,9 @@ self.onmessage = async ({ data }) => {
     const e = handles.get(handle);
     if (!e) throw new Error(`no open file ${handle}`);
     if (op === 'write') {
-      const bytes = new Uint8Array(data.buffer, 0, data.length);
+      // A view that spans its buffer, a copy when shorter (storage/opfs.js's exactBytes: WebKit
+      // writes a view's whole buffer).
+      const bytes = data.length === data.buffer.byteLength ? new Uint8Array(data.buffer) : new Uint8Array(data.buffer).slice(0, data.length);
       for (let done = 0; done < bytes.byteLength;) {
         const n = e.h.write(bytes.subarray(done), { at: e.at });
         if (n <= 0) throw new Error('the file took no bytes');
