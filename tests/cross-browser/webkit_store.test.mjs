@@ -9,19 +9,22 @@
 // writable streams, the sync access handle, navigator.storage.estimate) in a MiniBrowser with a
 // profile of its own, opened without WebDriver (whose sessions are ephemeral: there, as in
 // Safari's private browsing, getDirectory() rejects and the store takes Cache Storage): downloads
-// through faults into OPFS, a reload mid-download resuming from the stored bytes, the quota check.
+// through faults into OPFS, a reload mid-download resuming from the stored bytes, the quota check,
+// and a split GGUF loaded by the engine from the parts stored there.
 // The same rules in Chromium and Firefox, with OPFS: tests/browser/model_store.test.mjs.
 //
 //   node --test tests/cross-browser/webkit_store.test.mjs
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import fsp from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createHandler } from '../../tools/serve.mjs';
 import { startFlakyServer, randomBytes } from '../js/_flaky_server.mjs';
-import { REPO, STEP_TIMEOUT } from '../browser/_helpers.mjs';
+import { REPO, MODELS, STEP_TIMEOUT } from '../browser/_helpers.mjs';
+import { splitGguf } from '../../tools/gguf_split.mjs';
 import { launchBrowser, missing, ENGINES, startMiniBrowser } from './_drivers.mjs';
 
 const absent = missing('webkit');
@@ -163,14 +166,31 @@ async function opfsPage(config) {
     const stored = (await cache.listModels()).find((x) => x.url === config.reload.url);
     const m = await store.download(config.reload.url, { sha256: config.reload.sha256, size: config.reload.size });
     const resumed = { stored, resumedFrom: m.resumedFrom, from: m.from, sha: await hex(m.blob) };
+    const estimate = navigator.storage.estimate;
     navigator.storage.estimate = async () => ({ usage: 9_900_000, quota: 10_000_000 });
     let quota = null;
     try {
       await store.download(config.quota.url, { sha256: config.quota.sha256, size: config.quota.size });
     } catch (e) {
       quota = { code: e.code, needed: e.needed, available: e.available, message: e.message };
+    } finally {
+      navigator.storage.estimate = estimate;
     }
-    await report('resumed', { resumed, quota });
+    let model = null; // a split GGUF from OPFS into the engine: logits as the whole file's
+    if (config.model) {
+      const stored = [];
+      for (const part of config.model.parts) stored.push((await store.download(part.url, { sha256: part.sha256, size: part.size })).blob);
+      const { createEngine } = await import('/js/wasmlm.js');
+      const engine = await createEngine({ threads: 1 });
+      const ids = [1, 403, 407, 261, 378];
+      await engine.load({ model: stored, nCtx: 64 });
+      const a = new Uint8Array((await engine.evalTokens(ids)).buffer.slice(0));
+      await engine.load({ model: new Uint8Array(await (await fetch(config.model.whole, { cache: 'no-store' })).arrayBuffer()), nCtx: 64 });
+      const w = new Uint8Array((await engine.evalTokens(ids)).buffer.slice(0));
+      model = { n: stored.length, len: a.length, same: a.length === w.length && a.every((x, i) => x === w[i]),
+        from: (await store.list()).filter((e) => config.model.parts.some((p) => p.url === e.url)).map((e) => e.store) };
+    }
+    await report('resumed', { resumed, quota, model });
   } catch (e) {
     await report('error', String(e?.stack ?? e));
   }
@@ -186,12 +206,22 @@ test('webkit with Safari\'s storage APIs: OPFS through faults, a reload that res
   // about a quarter of this file is stored)
   const reload = srv.addFile('webkit-opfs-reload.bin', randomBytes(4 << 20, 71_100));
   const quota = srv.addFile('webkit-opfs-quota.bin', randomBytes(300_000, 71_101));
+  // A split GGUF of stories260K (tools/gguf_split.mjs), when ../shared has it.
+  const whole = path.join(MODELS, 'stories260K.gguf');
+  let model = null;
+  let splitDir = null;
+  if (fs.existsSync(whole)) {
+    splitDir = await fsp.mkdtemp(path.join(os.tmpdir(), 'wasmlm-webkit-split-'));
+    const parts = splitGguf(whole, { maxBytes: 300 << 10, prefix: path.join(splitDir, 'stories260K') })
+      .map((p) => srv.addFile(`webkit-${path.basename(p)}`, fs.readFileSync(p)));
+    model = { whole: srv.addFile('webkit-stories260K.gguf', fs.readFileSync(whole)).url, parts: parts.map((f) => ({ url: f.url, sha256: f.sha256, size: f.size })) };
+  }
   const reports = {};
   let settle;
   const finished = new Promise((resolve) => { settle = resolve; });
   opfsRun = {
     config: { files, store: { segmentBytes: SEG, requestBytes: 100_003, stallMs: 500, backoffMs: 5, backoffMaxMs: 50, retries: 10, maxRestarts: 4 },
-      reload: { url: reload.url, sha256: reload.sha256, size: reload.size }, quota: { url: quota.url, sha256: quota.sha256, size: quota.size } },
+      reload: { url: reload.url, sha256: reload.sha256, size: reload.size }, quota: { url: quota.url, sha256: quota.sha256, size: quota.size }, model },
     report(name, value) {
       reports[name] = value;
       if (name === 'downloads') { srv.setFaults({}); srv.setThrottle({ bytes: 32 * 1024, ms: 40 }); }
@@ -214,6 +244,7 @@ test('webkit with Safari\'s storage APIs: OPFS through faults, a reload that res
     srv.setThrottle(null);
     opfsRun = null;
     await fsp.rm(profile, { recursive: true, force: true });
+    if (splitDir) await fsp.rm(splitDir, { recursive: true, force: true });
   }
   assert.equal(reports.error, undefined, `the page failed: ${reports.error}`);
   assert.ok(reports.downloads && reports.resumed, `the page reported ${Object.keys(reports)}`);
@@ -254,4 +285,11 @@ test('webkit with Safari\'s storage APIs: OPFS through faults, a reload that res
   assert.equal(q.needed, quota.size);
   assert.equal(q.available, 100_000);
   assert.equal(srv.stats(new URL(quota.url).pathname).requests, 0, 'no request');
+  const m = reports.resumed.model;
+  if (model) {
+    assert.equal(m.n, model.parts.length);
+    assert.ok(m.n >= 2 && m.len > 0, JSON.stringify(m));
+    assert.deepEqual(m.from, model.parts.map(() => 'opfs'));
+    assert.ok(m.same, 'the logits from the parts stored in OPFS equal the whole file\'s');
+  }
 });
