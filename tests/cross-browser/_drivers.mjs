@@ -45,29 +45,37 @@ export const ENGINES = {
  * Safari ships), and the page reports to the test's server itself. Returns {close()}.
  */
 export async function startMiniBrowser(url, { features = [], profile }) {
-  const children = [];
-  const killAll = () => { for (const c of children) if (c.exitCode === null) c.kill('SIGKILL'); };
-  process.once('exit', killAll);
+  const group = processGroup();
   try {
-    const xvfb = spawn(XVFB, ['-displayfd', '3', '-screen', '0', `${VIEWPORT.width}x${VIEWPORT.height}x24`, '-nolisten', 'tcp'],
-      { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
-    children.push(xvfb);
-    const display = await readLine(xvfb, xvfb.stdio[3], 'Xvfb');
+    const display = await startXvfb(group);
     const env = { ...process.env, DISPLAY: `:${display}`, HOME: profile, XDG_DATA_HOME: path.join(profile, 'data'),
       XDG_CACHE_HOME: path.join(profile, 'cache'), XDG_CONFIG_HOME: path.join(profile, 'config') };
-    children.push(spawn(MINIBROWSER, [...(features.length ? [`--features=${features.map((f) => `+${f}`).join(',')}`] : []), url],
+    group.add(spawn(MINIBROWSER, [...(features.length ? [`--features=${features.map((f) => `+${f}`).join(',')}`] : []), url],
       { stdio: 'ignore', env }));
-    return {
-      close() {
-        killAll();
-        process.off('exit', killAll);
-      },
-    };
+    return { close: () => group.release() };
   } catch (e) {
-    killAll();
-    process.off('exit', killAll);
+    group.release();
     throw e;
   }
+}
+
+/** Child processes ended together: by release(), or when this process exits. */
+function processGroup() {
+  const children = [];
+  const killAll = () => { for (const c of children) if (c.exitCode === null) c.kill(); };
+  process.once('exit', killAll);
+  return {
+    add(child) { children.push(child); return child; },
+    release() { killAll(); process.off('exit', killAll); },
+  };
+}
+
+/** A virtual display of its own (-displayfd: Xvfb picks a free number and writes it to fd 3),
+ *  in `group`; resolves with its number. */
+async function startXvfb(group) {
+  const xvfb = group.add(spawn(XVFB, ['-displayfd', '3', '-screen', '0', `${VIEWPORT.width}x${VIEWPORT.height}x24`, '-nolisten', 'tcp'],
+    { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] }));
+  return readLine(xvfb, xvfb.stdio[3], 'Xvfb');
 }
 
 /** Where libwebkit2gtk puts MiniBrowser (/usr/lib/<multiarch triplet>/webkit2gtk-4.1/). */
@@ -189,21 +197,14 @@ async function launchFirefox() {
 
 async function launchWebKit() {
   const { Builder, By } = await import('selenium-webdriver');
-  const children = [];
-  const killAll = () => { for (const c of children) if (c.exitCode === null) c.kill(); };
-  process.once('exit', killAll);
+  const group = processGroup();
   try {
-    // A display of its own: -displayfd makes Xvfb pick a free number and write it to fd 3.
-    const xvfb = spawn(XVFB, ['-displayfd', '3', '-screen', '0', `${VIEWPORT.width}x${VIEWPORT.height}x24`, '-nolisten', 'tcp'],
-      { stdio: ['ignore', 'ignore', 'pipe', 'pipe'] });
-    children.push(xvfb);
-    const display = await readLine(xvfb, xvfb.stdio[3], 'Xvfb');
+    const display = await startXvfb(group);
     const port = await freePort();
     // WebKitWebDriver starts MiniBrowser itself, with the display it was given.
-    const webdriver = spawn(WEBKIT_DRIVER, [`--port=${port}`], {
+    const webdriver = group.add(spawn(WEBKIT_DRIVER, [`--port=${port}`], {
       stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, DISPLAY: `:${display}` },
-    });
-    children.push(webdriver);
+    }));
     await waitForPort(port, webdriver);
     const driver = await new Builder().usingServer(`http://127.0.0.1:${port}`).withCapabilities({
       browserName: 'MiniBrowser',
@@ -237,14 +238,12 @@ async function launchWebKit() {
         try {
           await driver.quit();
         } finally {
-          killAll();
-          process.off('exit', killAll);
+          group.release();
         }
       },
     };
   } catch (e) {
-    killAll();
-    process.off('exit', killAll);
+    group.release();
     throw e;
   }
 }
