@@ -501,3 +501,16 @@ test('the metadata of a partial file is written at most about once a second whil
   assert.ok(kept.done >= 3 << 20, `${kept.done} bytes recorded at the stop, ${seen} reported`);
   assert.deepEqual(await backend.segmentSizes('meta2', kept.segments.length), kept.segments);
 });
+
+test('where OPFS is there but getDirectory() rejects (Safari\'s private windows), the store takes the next backend; backend \'opfs\' says why', async () => {
+  const had = Object.getOwnPropertyDescriptor(globalThis, 'FileSystemFileHandle');
+  globalThis.FileSystemFileHandle = class { createWritable() {} }; // (the method exists, as in Safari)
+  try {
+    const storage = { getDirectory: async () => { throw new DOMException('The operation failed for an unknown transient reason (e.g. out of memory).', 'UnknownError'); } };
+    assert.equal(await new ModelStore({ storage, caches: null }).kind(), 'memory');
+    await assert.rejects(new ModelStore({ storage, caches: null, backend: 'opfs' }).kind(),
+      (e) => e.code === 'WLM_ERR_UNSUPPORTED' && /Origin Private File System is unavailable here: The operation failed/.test(e.message));
+  } finally {
+    if (had) Object.defineProperty(globalThis, 'FileSystemFileHandle', had); else delete globalThis.FileSystemFileHandle;
+  }
+});
