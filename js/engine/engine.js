@@ -3,7 +3,8 @@
 // generate, chat, chatCompletion, …; see wasmlm.d.ts) call the C API of src/wasmlm.h through
 // the module's exports. Operations that stand on their own live beside it: one sequence's
 // generation (js/engine/generate.js), batches and beam search (js/engine/batch.js) and embeddings
-// (js/engine/embed.js), on the handles the engine lends (#lend); token ids and text of the loaded model
+// (js/engine/embed.js), and the vision model with the images it encoded (js/engine/media.js), on
+// the handles the engine lends (#lend); token ids and text of the loaded model
 // (js/engine/tokens.js); OpenAI's chat completions (js/chat/chat_completion.js), speculative decoding
 // (js/engine/speculative.js), the int8 dot form (js/runtime/dot_form.js), the memory64 choice
 // (js/runtime/memory64.js), the GPU backend (js/backend/). It does not parse model files or sample
@@ -15,7 +16,7 @@
 // memory is a SharedArrayBuffer, which TextDecoder refuses in browsers: bytes handed to it go
 // through unshared() first.
 
-import { NEED_LOGITS, WasmlmError, abortError, jsError } from '../runtime/errors.js';
+import { WasmlmError, abortError, jsError } from '../runtime/errors.js';
 import { checkBatch, checkChat, checkOptions, lazily, rejecting } from '../options.js';
 import { contextParams, genParamsSpec, grammarSpec, jsNames, MAX_SEQ, utf8 } from './params.js';
 import { chatRequest } from '../chat/chat.js';
@@ -27,7 +28,6 @@ import { mark } from '../runtime/platform.js';
 import { openSource, readIntoHeap } from '../models/source.js';
 import { draftKey } from './speculative.js';
 import { generate } from './generate.js';
-import { decodeImage, imageKey, MEDIA_MARKER } from '../vision/vision.js';
 import { metaString, ModelText, unshared } from './tokens.js';
 import { openModel } from '../models/split.js';
 import { stopThreads } from '../runtime/threads.js';
@@ -40,11 +40,8 @@ import { checkReadAhead, ReadAheadTuner } from '../runtime/read_ahead.js';
 import { startRuntime } from '../runtime/runtime.js';
 import { attachBackend, autoWouldUseGpu, checkBackendOption, streamToGpu } from '../backend/select.js';
 import { GPU_PROFILE } from '../backend/webgpu/forward.js';
-import { createGpuVisionEncoder, encodeImageOnGpu, readMmproj } from '../backend/webgpu/vision.js';
+import { EngineMedia, peekMmproj } from './media.js';
 
-
-/** Encoded images an engine keeps for later prompts (a second question about the same image). */
-const IMAGE_CACHE = 8;
 
 class Engine {
   #x;            // wasm exports; null once freed
@@ -69,17 +66,14 @@ class Engine {
                      // text), or undefined when no generation has drawn one on this context
   #firstTokenMarked = false; // 'wasmlm:first-token' is marked once per engine
   #paramGrammar = new Map(); // wlm_gen_params* → the malloc'd grammar text it points at
-  #lent = null;      // the handles lent to js/engine/batch.js and js/engine/embed.js (#lend)
+  #lent = null;      // the handles lent to generate.js, batch.js, embed.js and media.js (#lend)
   #backendOpt;   // {backend, gpu, useSubgroups, gpuWeights, profile}: EngineOptions.backend / gpu / gpuSubgroups / gpuWeights, [GPU_PROFILE]
   #gpu = null;       // the WebGpuBackend running the loaded model's forward pass, or null (CPU)
   #draft = null;     // the draft model of speculative decoding: {model, ctx, key, info} (loadDraft)
   #need = null;      // the loaded model's wasm memory at most (js/runtime/memory64.js modelBytes, at
                      // load), which loadDraft fits the draft beside
   #options = null;   // createEngine's options, to start the other module (memory64 at load())
-  #vision = 0;       // wlm_vision* of load()'s mmproj, or 0
-  #gpuVision = null; // the mmproj's GPU encoder (js/backend/webgpu/vision.js) when the text model runs on the GPU
-  #images = new Map(); // encoded images (wlmjs_image_encode), key (js/vision/vision.js imageKey) → pointer, oldest first
-  #media = null;     // the last media prompt in sequence 0: {pieces, keys, ends, tokens} (#beginMedia)
+  #media = new EngineMedia(this.#lend()); // the mmproj and the images it encoded (js/engine/media.js)
 
   /** The result of the last generation, or null. See LastResult in wasmlm.d.ts. */
   lastResult = null;
@@ -175,9 +169,13 @@ class Engine {
       decodeIds: (ids, prev) => e.#text.decodeIds(ids, prev),
       tokenize: (text, options) => e.tokenize(text, options),
       tokenizePair: (query, doc) => e.#text.tokenizePair(query, doc),
-      get vision() { return e.#vision; },
-      encodeImages: (images, signal) => e.#encodeImages(images, signal),
-      beginMedia: (prompt, promptPtr, enc, paramsPtr, cachePrompt) => e.#beginMedia(prompt, promptPtr, enc, paramsPtr, cachePrompt),
+      get pool() { return e.#threads?.pool ?? 0; },
+      get simd() { return e.#simd; },
+      readCString: (ptr) => e.#readCString(ptr),
+      error: (rc, message) => e.#error(rc, message),
+      get vision() { return e.#media.handle; },
+      encodeImages: (images, signal) => e.#media.encode(images, signal),
+      beginMedia: (prompt, promptPtr, enc, paramsPtr, cachePrompt) => e.#media.begin(prompt, promptPtr, enc, paramsPtr, cachePrompt),
     });
   }
 
@@ -236,7 +234,7 @@ class Engine {
     this.#unloadDraft();
     if (this.#ctx) x.wlm_context_free(this.#ctx);
     if (this.#model) x.wlm_model_free(this.#model);
-    this.#unloadVision(x);
+    this.#media.unload(x);
     this.#ctx = 0;
     this.#model = 0;
     this.#info = null;
@@ -415,7 +413,7 @@ class Engine {
       // wasm32 while the model fits its 4 GB, else the memory64 module (js/runtime/memory64.js); with
       // backend 'webgpu' a GGUF's weights go to the GPU, not the heap (js/backend/webgpu/load.js)
       const useBackend = backend ?? this.#backendOpt.backend ?? 'auto';
-      if (mmproj != null) mm = await this.#peekMmproj(mmproj, signal);
+      if (mmproj != null) mm = await peekMmproj(mmproj, signal);
       const streamable = tokenizer == null && this.#backendOpt.gpuWeights !== 'heap';
       const gpuStream = streamable && (useBackend === 'webgpu' || (useBackend === 'auto' ? 'auto' : false));
       let { source, lowBytes, gpuFirst, probed, need, onGpu } = await this.#fitModule(model, ctxParams, signal, gpuStream, mm);
@@ -501,7 +499,7 @@ class Engine {
       try {
         const src = mm?.source;
         mm = null; // read (and closed) by read()
-        vision = mmproj == null ? null : await this.#loadVision(x, await read(src, 'mmproj'), f(0), be.gpu !== null);
+        vision = mmproj == null ? null : await this.#media.load(x, await read(src, 'mmproj'), f(0), be.gpu !== null);
       } catch (e) {
         this.#unload();
         throw e;
@@ -545,197 +543,6 @@ class Engine {
 
   /** An mmproj source opened (js/models/source.js) and its header read: {source, header}, for
    *  #fitModule to size it with the model; the caller reads or closes the source. */
-  async #peekMmproj(mmproj, signal) {
-    const source = await openModel(mmproj, 'mmproj', signal);
-    try {
-      return { source, header: await peekModelHeader(source.peek) };
-    } catch (e) {
-      await source.close();
-      if (signal?.aborted && e?.name !== 'AbortError') throw abortError('Loading the mmproj');
-      throw e;
-    }
-  }
-
-  /**
-   * Loads an mmproj (its bytes already in the heap, {ptr, size}, owned by wlmjs_vision_load from
-   * here) beside the text model of width `dim`; returns ModelInfo.vision. Throws the loader's
-   * message (a projector we do not support is named there), or when the projector's width is
-   * not the model's (an mmproj of another model).
-   */
-  async #loadVision(x, m, dim, onGpu) {
-    const slot = x.wlmjs_malloc(4) >>> 0;
-    if (!slot) {
-      x.wlmjs_free(m.ptr);
-      throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
-    }
-    try {
-      new DataView(x.memory.buffer).setInt32(slot, 0, true);
-      const v = x.wlmjs_vision_load(m.ptr, m.size, slot) >>> 0;
-      const rc = this.#i32(slot);
-      if (rc !== 0) {
-        const msg = v ? this.#readCString(x.wlm_vision_errmsg(v)) : '';
-        if (v) x.wlm_vision_free(v);
-        throw this.#error(rc, /^mmproj\b/.test(msg) ? msg : `mmproj: ${msg || 'cannot load'}`);
-      }
-      this.#vision = v;
-      const g = (i) => x.wlmjs_vision_info(v, i);
-      const info = ({
-        projector: this.#readCString(x.wlmjs_vision_projector(v)), imageSize: g(0), patchSize: g(1),
-        nEmbd: g(2), nLayers: g(4), nHeads: g(5), projDim: g(6), scaleFactor: g(7), longestEdge: g(8),
-        pieceTokens: g(9), bytes: m.size,
-      });
-      if (info.projDim !== dim) {
-        throw jsError('WLM_ERR_INVALID_ARG', `mmproj: its projector gives rows of ${info.projDim} floats but the ` +
-          `model's width is ${dim}: an mmproj of another model`);
-      }
-      // with the text model on the GPU the encoder runs there too (js/backend/webgpu/vision.js),
-      // unless the adapter's limits or a weight type keep it on the CPU (encoderReason says why)
-      let encoder = 'cpu', encoderReason = onGpu ? '' : 'the text model runs on the CPU';
-      if (onGpu) {
-        try {
-          const { info: vi, tensors } = readMmproj(new Uint8Array(x.memory.buffer, m.ptr, m.size));
-          this.#gpuVision = await createGpuVisionEncoder(this.#gpu.device, tensors, vi);
-          encoder = 'webgpu';
-        } catch (e) {
-          if (!(e instanceof WasmlmError)) throw e;
-          encoderReason = e.message;
-        }
-      }
-      return Object.freeze({ ...info, encoder, encoderReason });
-    } finally {
-      x.wlmjs_free(slot);
-    }
-  }
-
-  /** Frees the vision model and the encoded images. */
-  #unloadVision(x = this.#x) {
-    for (const p of this.#images.values()) x.wlmjs_image_embd_free(p);
-    this.#images.clear();
-    if (this.#vision) x.wlm_vision_free(this.#vision);
-    this.#vision = 0;
-    this.#gpuVision?.destroy();
-    this.#gpuVision = null;
-    this.#media = null;
-  }
-
-  /**
-   * Begins a generation on a prompt with images (wlmjs_generate_begin_media_cached). With
-   * `cachePrompt`, the KV cache of the last media prompt is kept up to the end of the last image
-   * both share with the same text before it (same pieces, same image keys), provided sequence
-   * 0 still holds it (its token ids equal those recorded then; image rows hold no id, and only
-   * this path writes them); the rest is evaluated. On the GPU backend C records the prompt's
-   * text and image rows as one batch, which runs there before the generation begins (the
-   * image rows are kept in the GPU's KV cache like the CPU's: a second question about the same
-   * image neither encodes nor evaluates it again). Returns {rc, kept: positions reused}.
-   */
-  async #beginMedia(prompt, promptPtr, enc, paramsPtr, cachePrompt) {
-    const x = this.#x, ctx = this.#ctx, n = enc.ptrs.length;
-    const pieces = prompt.split(MEDIA_MARKER).slice(0, n);
-    const rec = this.#media;
-    this.#media = null;
-    let skip = 0;
-    if (cachePrompt && rec) {
-      while (skip < n && skip < rec.keys.length && rec.keys[skip] === enc.keys[skip] && rec.pieces[skip] === pieces[skip]) skip++;
-      const keep = skip > 0 ? rec.ends[skip - 1] : 0;
-      const addr = skip > 0 ? x.wlmjs_seq_tokens(ctx, 0) >>> 0 : 0;
-      if (skip > 0 && (x.wlm_seq_n_past(ctx, 0) < keep || !addr ||
-          !new Int32Array(x.memory.buffer, addr, keep).every((t, i) => t === rec.tokens[i]))) skip = 0;
-    }
-    const ends = new Int32Array(Math.max(1, n));
-    if (skip > 0) ends.set(rec.ends.subarray(0, skip));
-    const endsPtr = this.#heapInt32(ends), arr = this.#heapInt32(enc.ptrs);
-    const slot = x.wlmjs_malloc(4) >>> 0;
-    try {
-      if (!slot) throw jsError('WLM_ERR_NOMEM', 'cannot allocate 4 bytes');
-      let rc = x.wlmjs_generate_begin_media_cached(ctx, this.#vision, promptPtr, utf8(prompt).length, arr, n, paramsPtr,
-        skip > 0 ? rec.ends[skip - 1] : 0, skip, endsPtr, slot);
-      const kept = this.#i32(slot);
-      if (rc === NEED_LOGITS) { // the GPU backend: the prompt C recorded (text and image rows) runs there first
-        try {
-          await this.#supply();
-        } catch (e) {
-          x.wlm_context_reset(ctx);
-          throw e;
-        }
-        if (this.#x !== x || this.#ctx !== ctx) throw jsError('WLM_ERR_STATE', 'the engine was freed during generation');
-        rc = x.wlmjs_generate_begin_media_finish(ctx, paramsPtr);
-      }
-      if (rc >= 0 && n > 0) {
-        const got = Int32Array.from(new Int32Array(x.memory.buffer, endsPtr, n));
-        const addr = x.wlmjs_seq_tokens(ctx, 0) >>> 0;
-        if (addr) this.#media = { pieces, keys: enc.keys, ends: got, tokens: Int32Array.from(new Int32Array(x.memory.buffer, addr, got[n - 1])) };
-      }
-      return { rc, kept };
-    } finally {
-      x.wlmjs_free(endsPtr);
-      x.wlmjs_free(arr);
-      if (slot) x.wlmjs_free(slot);
-    }
-  }
-
-  /**
-   * Images (any form js/vision/vision.js decodeImage takes) → their encodings' pointers, in order:
-   * decoded, keyed by their pixels, encoded once (wlmjs_image_encode) and kept for the next
-   * prompt (the IMAGE_CACHE newest, and those of this call). Returns {ptrs, encoded, reused}.
-   */
-  async #encodeImages(images, signal) {
-    const x = this.#x;
-    if (!Array.isArray(images)) throw jsError('WLM_ERR_INVALID_ARG', 'images must be an array');
-    if (images.length && !this.#vision) {
-      throw jsError('WLM_ERR_STATE', 'images need a vision model: load({ model, mmproj }) with the model\'s mmproj file');
-    }
-    const ptrs = [], keys = [];
-    let encoded = 0, reused = 0;
-    for (const [i, img] of images.entries()) {
-      const d = await decodeImage(img, `images[${i}]`, { signal });
-      const key = await imageKey(d);
-      if (this.#x !== x || !this.#vision) throw jsError('WLM_ERR_STATE', 'the model went away while images were decoded');
-      let p = this.#images.get(key);
-      if (p) {
-        this.#images.delete(key); // the newest again
-        reused++;
-      } else {
-        this.#syncPool();
-        const rgb = x.wlmjs_malloc(d.rgb.length) >>> 0;
-        const slot = x.wlmjs_malloc(4) >>> 0;
-        try {
-          if (!rgb || !slot) throw jsError('WLM_ERR_NOMEM', `images[${i}]: cannot allocate ${d.rgb.length} bytes`);
-          new Uint8Array(x.memory.buffer, rgb, d.rgb.length).set(d.rgb);
-          if (this.#gpuVision) {
-            try {
-              p = await encodeImageOnGpu(x, this.#vision, this.#gpuVision, rgb, d.width, d.height);
-            } catch (e) {
-              throw Object.assign(e, { message: `images[${i}]: ${e.message}` });
-            }
-            if (this.#x !== x || !this.#vision) {
-              x.wlmjs_image_embd_free(p);
-              throw jsError('WLM_ERR_STATE', 'the model went away while an image was encoded');
-            }
-          } else {
-            p = x.wlmjs_image_encode(this.#vision, rgb, d.width, d.height, this.#threads?.pool ?? 0, this.#simd ? 1 : 0, slot) >>> 0;
-            const rc = this.#i32(slot);
-            if (rc !== 0) throw this.#error(rc, `images[${i}]: ${this.#readCString(x.wlm_vision_errmsg(this.#vision))}`);
-          }
-        } finally {
-          if (rgb) x.wlmjs_free(rgb);
-          if (slot) x.wlmjs_free(slot);
-        }
-        encoded++;
-      }
-      this.#images.set(key, p);
-      ptrs.push(p);
-      keys.push(key);
-    }
-    // keep the IMAGE_CACHE newest, and every image of this call
-    for (const [k, p] of this.#images) {
-      if (this.#images.size <= Math.max(IMAGE_CACHE, images.length)) break;
-      if (ptrs.includes(p)) continue;
-      x.wlmjs_image_embd_free(p);
-      this.#images.delete(k);
-    }
-    return { ptrs, keys, encoded, reused };
-  }
-
   /** The read-ahead the tuner chose, on every context (js/runtime/read_ahead.js). */
   #applyReadAhead() {
     const on = this.#readAhead.current ? 1 : 0;
@@ -848,9 +655,9 @@ class Engine {
     this.#needModel();
     this.#needIdle('measure an image');
     const x = this.#x;
-    const { ptrs } = await this.#encodeImages([image], signal);
-    if (this.#x !== x || !this.#vision) throw jsError('WLM_ERR_STATE', 'the model went away while the image was encoded');
-    const n = x.wlmjs_image_positions(this.#ctx, this.#vision, ptrs[0]);
+    const { ptrs } = await this.#media.encode([image], signal);
+    if (this.#x !== x || !this.#media.handle) throw jsError('WLM_ERR_STATE', 'the model went away while the image was encoded');
+    const n = x.wlmjs_image_positions(this.#ctx, this.#media.handle, ptrs[0]);
     if (n < 0) throw this.#error(n, 'imageTokens(): the image does not fit this model');
     return n;
   }
