@@ -12,6 +12,8 @@
 //   node bench/download.mjs [--sizes 1G,4G] [--paths old,new] [--rounds 1] [--segment 16M] [--writer sync|stream]
 //                           [--request 8M]   (the store's requestBytes; 0: one open-ended request, as before issue 46)
 //   node bench/download.mjs --sizes 8M        # a quick check that it runs
+//   --browser firefox: Firefox ESR through puppeteer-core (WebDriver BiDi); "renderer" is then its
+//                 content processes, and the JS heap is not sampled
 //   --paths read: the network path's floor (the body read with a BYOB reader and hashed, not stored,
 //                 in the store's ranges)
 //
@@ -46,6 +48,9 @@ const rounds = Number(opt('rounds', '1'));
 const segmentBytes = opt('segment', null) && parseSize(opt('segment')); // the store's segment size (default 16M)
 const syncWrites = opt('writer', 'sync') !== 'stream'; // --writer stream: createWritable() instead of the worker
 const requestBytes = opt('request', null) && parseSize(opt('request')); // bytes per HTTP request (0: one open-ended request)
+const browserName = opt('browser', 'chromium'); // chromium | firefox
+if (!['chromium', 'firefox'].includes(browserName)) throw new Error(`--browser chromium|firefox, not ${browserName}`);
+const FIREFOX = process.env.FIREFOX || '/usr/bin/firefox-esr';
 
 const base = Buffer.alloc(BLOCK);
 { let x = 0x9e3779b9; for (let i = 0; i < BLOCK; i += 4) { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; base.writeUInt32LE(x >>> 0, i); } }
@@ -160,31 +165,75 @@ async function launch(dir) {
     ws.close();
     try { process.kill(-child.pid, 'SIGKILL'); } catch { /* already gone */ }
   };
-  return { browser: send, page, evaluate, close };
+  return {
+    goto: async (url) => { await page('Page.navigate', { url }); },
+    evaluate,
+    async start() { await page('Performance.enable'); },
+    /** The renderer processes' ids and all the browser's. */
+    async pids() {
+      const { processInfo } = await send('SystemInfo.getProcessInfo');
+      return { renderer: processInfo.filter((p) => p.type === 'renderer').map((p) => p.id), all: processInfo.map((p) => p.id) };
+    },
+    /** The page's JS heap in use, bytes. */
+    async heap() {
+      const { metrics } = await page('Performance.getMetrics');
+      return metrics.find((x) => x.name === 'JSHeapUsedSize')?.value ?? 0;
+    },
+    close,
+  };
+}
+
+/**
+ * Firefox (Debian's firefox-esr) through puppeteer-core over WebDriver BiDi, as
+ * tests/cross-browser/ drives it. Its processes are found under the browser's own: the content
+ * processes (-contentproc … tab) stand for the renderer; the page's JS heap is not sampled.
+ */
+async function launchFirefox() {
+  const { default: puppeteer } = await import('puppeteer-core');
+  const browser = await puppeteer.launch({ browser: 'firefox', executablePath: FIREFOX, headless: true, protocolTimeout: 0 });
+  const page = (await browser.pages())[0] ?? await browser.newPage();
+  page.setDefaultTimeout(0);
+  const root = browser.process().pid;
+  const children = () => {
+    const parent = new Map();
+    for (const d of fs.readdirSync('/proc')) {
+      if (!/^\d+$/.test(d)) continue;
+      try { parent.set(Number(d), Number(fs.readFileSync(`/proc/${d}/stat`, 'utf8').replace(/^.*\) /, '').split(' ')[1])); } catch { /* gone */ }
+    }
+    const out = [root];
+    for (let i = 0; i < out.length; i++) for (const [pid, pp] of parent) if (pp === out[i]) out.push(pid);
+    return out;
+  };
+  return {
+    goto: async (url) => { await page.goto(url); },
+    evaluate: (fn, arg) => page.evaluate(fn, arg),
+    async start() {},
+    async pids() {
+      const all = children();
+      const renderer = all.filter((pid) => {
+        try { return / -contentproc .*\btab$/.test(fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim()); } catch { return false; }
+      });
+      return { renderer, all };
+    },
+    heap: async () => 0,
+    close: () => browser.close(),
+  };
 }
 
 async function run(size, which, round, sha) {
   const dir = await fsp.mkdtemp(path.join(os.tmpdir(), 'wasmlm-bench-dl-'));
-  const chrome = await launch(dir);
+  const chrome = browserName === 'firefox' ? await launchFirefox() : await launch(dir);
   try {
-    await chrome.page('Page.navigate', { url: `${origin}/bench.html` });
+    await chrome.goto(`${origin}/bench.html`);
     for (let i = 0; !await chrome.evaluate(() => window.ready === true).catch(() => false); i++) {
       if (i > 300) throw new Error('the page did not load');
       await new Promise((ok) => setTimeout(ok, 100));
     }
-    await chrome.page('Performance.enable');
-    const pids = async () => {
-      try {
-        const { processInfo } = await chrome.browser('SystemInfo.getProcessInfo');
-        return { renderer: processInfo.filter((p) => p.type === 'renderer').map((p) => p.id), all: processInfo.map((p) => p.id) };
-      } catch {
-        return { renderer: [], all: [] };
-      }
-    };
+    await chrome.start();
+    const pids = () => chrome.pids().catch(() => ({ renderer: [], all: [] }));
     const sample = async () => {
       const p = await pids();
-      const { metrics } = await chrome.page('Performance.getMetrics');
-      const heap = metrics.find((x) => x.name === 'JSHeapUsedSize')?.value ?? 0;
+      const heap = await chrome.heap();
       return { renderer: p.renderer.reduce((n, id) => n + rssMB(id), 0), rendererAnon: p.renderer.reduce((n, id) => n + rssMB(id, ANON), 0),
         all: p.all.reduce((n, id) => n + rssMB(id), 0), heap: heap / (1 << 20) };
     };
@@ -247,7 +296,7 @@ async function run(size, which, round, sha) {
     await poller;
     const r1 = (x) => Math.round(x * 10) / 10;
     return {
-      size, path: which, round, ...(which === 'new' && segmentBytes ? { segmentBytes } : {}),
+      size, path: which, round, ...(browserName !== 'chromium' ? { browser: browserName } : {}), ...(which === 'new' && segmentBytes ? { segmentBytes } : {}),
       ...(which !== 'old' && requestBytes != null ? { requestBytes } : {}),
       ...(which === 'new' ? { writer: syncWrites ? 'sync' : 'stream' } : {}), ok: out.ok, readyMs: Math.round(out.readyMs),
       mbPerSec: out.ok ? r1(size / (1 << 20) / (out.readyMs / 1000)) : null,
