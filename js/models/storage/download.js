@@ -68,13 +68,15 @@ const NUDGE_BYTES = READS_AHEAD ? 32 << 20 : 0;
  * count ArrayBuffer memory: an ArrayBuffer of NUDGE_BYTES, allocated and dropped untouched (its
  * pages are never written, so none becomes resident), moves it to collect, and those buffers go
  * with it. Measured (bench/download.mjs, 4 GB): the peak above the page stays flat with the size.
+ * Returns the bytes allocated, 0 when there was no address space for them (the caller then stops
+ * nudging); the result is used, so the allocation cannot be optimized away.
  */
-let nudge = null;
 function nudgeCollector() {
   try {
-    nudge = new ArrayBuffer(NUDGE_BYTES);
-  } catch { /* no address space for it: no nudge */ }
-  nudge = null;
+    return new ArrayBuffer(NUDGE_BYTES).byteLength;
+  } catch {
+    return 0;
+  }
 }
 
 /** Progress reports at most this often (ms), besides the first and the last. */
@@ -194,7 +196,7 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
     const now = performance.now();
     if (!last && now - reportedAt < REPORT_MS) return;
     reportedAt = now;
-    const secs = (performance.now() - t0) / 1000;
+    const secs = (now - t0) / 1000;
     const rate = secs > 0 ? bytesThisSession / secs : 0;
     onProgress?.({ loaded: pos, total, bytesPerSec: rate, secondsLeft: total && rate > 0 ? (total - pos) / rate : null,
       resumedFrom, attempt });
@@ -316,8 +318,7 @@ export async function downloadInto({ backend, meta, onProgress, signal, checkQuo
     gathered = 0;
     await write(step.subarray(0, n));
     if (NUDGE_BYTES && (sinceNudge += n) >= NUDGE_BYTES) {
-      sinceNudge = 0;
-      nudgeCollector();
+      sinceNudge = nudgeCollector() > 0 ? 0 : -Infinity; // -Infinity: never again
     }
     stepAt = performance.now();
     report();
