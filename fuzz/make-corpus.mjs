@@ -308,7 +308,7 @@ function archModel(arch, { dim = 16, hidden = 24, layers = 2, heads = 2, kvHeads
   return gguf([...kvs, ...extraKvs], tensors.filter((t) => t.name !== drop), { alignment: 32 });
 }
 
-// A tiny hybrid of src/model/arch.c (src/model/gguf_model.c read_hybrid): qwen35 (Gated
+// A tiny hybrid of src/model/arch.c (src/model/gguf_hparams.c read_hybrid): qwen35 (Gated
 // DeltaNet layers 'R' with the conv, delta-rule and gated-norm tensors, gated attention 'A'
 // whose attn_q holds query and gate rows, multi-section RoPE) or lfm2 (short convolutions where
 // the per-layer head_count_kv is 0). `kinds`: qwen35's attention.recurrent_layers (null: the
@@ -366,7 +366,7 @@ function hybridModel(arch, { pattern = 'RRA', dim = 16, hidden = 24, heads = 2, 
   return gguf([...kvs, ...extraKvs], tensors.filter((t) => t.name !== drop), { alignment: 32 });
 }
 
-// A tiny mixture of experts of src/model/arch.c (src/model/moe.c; gguf_model.c read_moe /
+// A tiny mixture of experts of src/model/arch.c (src/model/moe.c; gguf_hparams.c read_moe /
 // map_moe): qwen3moe, qwen3's attention with every feed-forward a router ffn_gate_inp [dim, E]
 // and stacked experts ffn_{gate,up}_exps [dim, F, E], ffn_down_exps [F, dim, E]. `experts`
 // overrides the tensors' third dimension (a count that contradicts expert_count), `used`
@@ -431,7 +431,7 @@ function moeModel({ arch = 'qwen3moe', dim = 16, hidden = 24, layers = 2, heads 
   return gguf([...kvs, ...extraKvs], tensors.filter((t) => t.name !== drop), { alignment: 32 });
 }
 
-// A tiny Gemma 4 (src/model/gguf_model.c read_per_layer): sliding 'S' and full 'F' layers with
+// A tiny Gemma 4 (src/model/gguf_hparams.c read_per_layer): sliding 'S' and full 'F' layers with
 // their own head sizes (8 and 16), per-layer feed_forward_length and head_count_kv arrays, the
 // last `shared` layers reading an earlier layer's KV cache, V = K on full layers, per-layer
 // embeddings (P 4) and layer_output_scale. `ffKey` / `kvKey`: the keys' arrays alone (a wrong

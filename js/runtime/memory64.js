@@ -278,7 +278,7 @@ export function readModelHeader(bytes) {
   }
   // The tensor directory: where the tensor data ends, i.e. the file's size, for a download that
   // does not say it (no Content-Length); null when a type's block size is not in BLOCKS.
-  // Also the bytes a token reads (gguf_model.c's weight_bytes, which the speculative rollback's
+  // Also the bytes a token reads (gguf_weights.c's weight_bytes, which the speculative rollback's
   // rule weighs states against): every tensor, the token embeddings one row when the file has
   // its own output matrix, a mixture's experts k of n (the active weights).
   const archName = kv.get('general.architecture');
@@ -329,7 +329,7 @@ export function readModelHeader(bytes) {
 }
 
 /**
- * A hybrid model's layers (src/model/gguf_model.c read_hybrid): {attnLayers, stateBytes} — the
+ * A hybrid model's layers (src/model/gguf_hparams.c read_hybrid): {attnLayers, stateBytes} — the
  * layers with a KV cache, and one sequence's recurrent state in bytes (each recurrent layer's
  * conv rows, and Qwen3.5's DeltaNet matrices); Gemma 4 adds kvElems, K and V elements of one
  * position over its layers (they differ by layer). A plain transformer: every layer, no state.
@@ -366,7 +366,7 @@ function hybridLayers(arch, nLayers, dim, kv, num) {
   return { attnLayers: nLayers, stateBytes: 0 };
 }
 
-/** A mixture of experts' shape (gguf_model.c read_moe): {nExpert, nExpertUsed, expertFf}, all 0
+/** A mixture of experts' shape (gguf_hparams.c read_moe): {nExpert, nExpertUsed, expertFf}, all 0
  *  for a dense model. Its weights are the file's; its scratch is one row per (entry, chosen
  *  expert) (runtime/context.c). */
 function experts(num) {
@@ -511,7 +511,7 @@ export const ROLL_WEIGHT_RATIO = 2;
  * round's start (WLM_SNAP_SPEC) a longer draft takes instead (only when rollCopies < MAX_DRAFT).
  * This is the worst case the API allows, not what one generation takes: a draft length is a
  * generation's parameter, unknown at load. `weightBytes`: the model's (readModelHeader's
- * weightBytes, gguf_model.c's weight_bytes). 0 everywhere for a model without a state.
+ * weightBytes, gguf_weights.c's weight_bytes). 0 everywhere for a model without a state.
  */
 export function recurrentBytes(h, { nSeqMax = 1, weightBytes = 0 } = {}) {
   const S = h?.stateBytes ?? 0;

@@ -27,7 +27,7 @@
  *   ffn_gate, ffn_up, ffn_down}, output_norm, and output when the classifier is separate.
  *
  * The Q and K rows are written as stored: GGUF "llama" files use llama2.c's adjacent-pair RoPE
- * layout (see gguf_model.c), so no permutation either way.
+ * layout (see gguf_weights.c), so no permutation either way.
  *
  * MXFP4 as a type means every weight matrix MXFP4 (for tests and dense models; general.file_type
  * 38 all the same). The mix MXFP4_MOE is llama.cpp's own rule (llama-quant.cpp, MOSTLY_MXFP4_MOE):

@@ -1,7 +1,7 @@
 /*
  * arch.c — the table of supported architectures: one row per GGUF general.architecture, saying
  * how its forward pass differs from Llama's (norm, activation, feed-forward and Q/K/V layout,
- * RoPE style, which optional tensors exist). gguf_model.c maps tensors by it and forward.c
+ * RoPE style, which optional tensors exist). gguf_weights.c maps tensors by it and forward.c
  * computes by it; nothing here reads a file or does arithmetic. Each row follows what llama.cpp
  * (src/llama-arch.cpp, src/models/<arch>.cpp, ggml's RoPE modes) computes for that name.
  */

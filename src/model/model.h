@@ -928,8 +928,9 @@ void wlm_beam_release(wlm_context *c);
 int wlm_eval_entries(wlm_context *c, const int32_t *tokens, const int32_t *seq_ids,
                      const uint8_t *want_logits, int32_t n);
 
-/* gguf_model.c: maps a GGUF file (any architecture of arch.c's table) to m (hp, w, tokenizer); message in
- * m->errmsg on error. With vocab_only, reads the tokenizer alone (vocab-only GGUFs). */
+/* gguf_model.c (its parts: gguf_load.h): maps a GGUF file (any architecture of arch.c's table) to
+ * m (hp, w, tokenizer); message in m->errmsg on error. With vocab_only, reads the tokenizer alone
+ * (vocab-only GGUFs). */
 int wlm_gguf_load_model(wlm_model *m, const unsigned char *data, size_t size, int vocab_only,
                         int external);
 /* WLM_LOAD_TENSORS_EXTERNAL's second step (wlm_model_commit_external): maps the weights again,

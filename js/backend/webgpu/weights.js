@@ -31,7 +31,7 @@ const GLOBAL_MATRICES = { token_embd: 'token_embd', position_embd: 'position_emb
 /** A mixture of experts' stacked matrices (one GGUF tensor holding every expert's) by GGUF name
  *  (exp_gate_up: Gemma 4's fused one, each expert's gate rows then its up rows). */
 const EXPERTS = { exp_gate: 'ffn_gate_exps', exp_up: 'ffn_up_exps', exp_down: 'ffn_down_exps', exp_gate_up: 'ffn_gate_up_exps' };
-/** A recurrent layer's matrices by mixer (src/model/gguf_model.c map_recurrent). */
+/** A recurrent layer's matrices by mixer (src/model/gguf_weights.c map_recurrent). */
 const SSM_NAMES = {
   deltanet: { ssm_in: 'attn_qkv', ssm_gate: 'attn_gate', ssm_beta: 'ssm_beta', ssm_alpha: 'ssm_alpha', ssm_out: 'ssm_out' },
   shortconv: { ssm_in: 'shortconv.in_proj', ssm_out: 'shortconv.out_proj' },
