@@ -1152,9 +1152,14 @@ function writeGguf(out, kv, tensors) {
   fs.renameSync(tmp, out);
 }
 
-/** Writes the F32 GGUF of `describe(arch, shape, {seed})` to `out` (streamed); returns its info. */
-export function writeF32(arch, shape, out, { seed = 1 } = {}) {
+/**
+ * Writes the F32 GGUF of `describe(arch, shape, {seed})` to `out` (streamed); returns its info.
+ * `edit(m)`, when given, may change the description's kv and tensors first (malformed files for
+ * the loader's tests).
+ */
+export function writeF32(arch, shape, out, { seed = 1, edit = null } = {}) {
   const m = describe(arch, shape, { seed });
+  edit?.(m);
   writeGguf(out, m.kv, f32Tensors(m, seed));
   return m;
 }
