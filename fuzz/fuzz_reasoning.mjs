@@ -29,6 +29,7 @@ export const SETTINGS = [
   ['think', {}], ['think', { open: true }], ['think', { toolFormat: 'hermes' }],
   ['think', { open: true, toolFormat: 'qwen3-coder' }], ['think', { toolFormat: 'lfm2' }],
   ['harmony', {}], ['harmony', { toolFormat: 'harmony' }], [null, { toolFormat: 'hermes' }],
+  ['gemma4', {}], ['gemma4', { toolFormat: 'gemma4' }], ['gemma4', { open: true, toolFormat: 'gemma4' }],
 ];
 
 export const CORPUS = [
@@ -50,12 +51,16 @@ export const CORPUS = [
   'plain text, no channel at all',
   '<|channel|>analysis<|message|>unfinished',
   '<|end|><|start|><|start|><|message|><|call|>',
+  '<|channel>thought\nThe user wants <|tool_call>call:f{}<tool_call|> no.\n<channel|>Sunny.<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>',
+  '<|channel>thought\n<channel|>',
+  '<|channel>though',
   '',
 ];
 
 const MARKERS = ['<think>', '</think>', '\n', ' ', '<tool_call>', '</tool_call>', '{"name": "f", "arguments": {}}',
   '<|start|>', 'assistant', '<|channel|>', 'analysis', 'final', 'commentary', ' to=functions.f ', '<|constrain|>',
-  'json', '<|message|>', '<|end|>', '<|call|>', '<|return|>', '{"a": 1}', '"', '}', '<|'];
+  'json', '<|message|>', '<|end|>', '<|call|>', '<|return|>', '{"a": 1}', '"', '}', '<|',
+  '<|channel>', 'thought', '<channel|>', '<|tool_call>', 'call:f{', '<tool_call|>', '<|"|>'];
 
 /** A small seeded generator (mulberry32). */
 export function rng(seed) {

@@ -27,14 +27,14 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 export const REGRESSIONS = join(HERE, 'regressions', 'fuzz_tool_calls');
 // 'mistral+start', 'lfm2+start': with startInCall (the prompt already ends with the marker, as
 // js/chat/chat_completion.js does for a prefilled call)
-const FORMATS = ['hermes', 'llama3', 'mistral', 'mistral+start', 'qwen3-coder', 'lfm2', 'lfm2+start', 'generic'];
+const FORMATS = ['hermes', 'llama3', 'mistral', 'mistral+start', 'qwen3-coder', 'lfm2', 'lfm2+start', 'gemma4', 'gemma4+start', 'generic'];
 /** The tools qwen3-coder reads its parameters' types from (a string, an integer). */
 const TOOLS = [{ type: 'function', function: { name: 'calc', parameters: { type: 'object',
   properties: { expr: { type: 'string' }, n: { type: 'integer' } } } } }];
 /** Formats whose arguments are JSON built by the parser (not the model's text): their length is
  *  not bounded by the input's. */
-const BUILT_ARGS = new Set(['qwen3-coder', 'lfm2', 'lfm2+start']);
-const START_MARKER = { 'mistral+start': '[TOOL_CALLS]', 'lfm2+start': '<|tool_call_start|>' };
+const BUILT_ARGS = new Set(['qwen3-coder', 'lfm2', 'lfm2+start', 'gemma4', 'gemma4+start']);
+const START_MARKER = { 'mistral+start': '[TOOL_CALLS]', 'lfm2+start': '<|tool_call_start|>', 'gemma4+start': '<|tool_call>' };
 
 /** Seed inputs: well-formed and malformed outputs of each format. */
 export const CORPUS = [
@@ -64,11 +64,17 @@ export const CORPUS = [
   '<|tool_call_start|>[f()]',
   '<|tool_call_start|>[f(a=1 b=2)]<|tool_call_end|>',
   '<|tool_call_start|>{"name": "f", "arguments": {}}<|tool_call_end|>',
+  'Sure.<|tool_call>call:get_weather{city:<|"|>Paris, {FR}<|"|>,days:3,o:{m:true,t:[<|"|>a<|"|>,"b\\n",null,-2.5e1]}}<tool_call|><|tool_call>call:ns.f-2{}<tool_call|> ok',
+  '<|tool_call>call:f{<|"|>k<|"|>:1,"q":"x",}<tool_call|>',
+  '<|tool_call>call:f{a:<|"|>never closed}<tool_call|>',
+  '<|tool_call>call:f{a:zz}<tool_call|>',
+  'call:f{a:1}',
 ];
 const PIECES = ['<tool_call>', '</tool_call>', '<|python_tag|>', '[TOOL_CALLS]', '{"name"', '{ "name"', '"arguments"',
   '"parameters"', '{', '}', '[', ']', '"', '\\', ',', ':', ' ', '\n', 'true', 'null', '-0.5e', '\\u12', '\u00e9', '\ud83d\ude00',
   '"tool_calls"', '"response"', '<function=calc>', '<parameter=expr>', '</parameter>', '</function>', '<function=',
-  '<parameter=', '<|tool_call_start|>', '<|tool_call_end|>', '[calc(', 'n=', ')', "'", 'True', 'None', '\\x4', '\\u00'];
+  '<parameter=', '<|tool_call_start|>', '<|tool_call_end|>', '[calc(', 'n=', ')', "'", 'True', 'None', '\\x4', '\\u00',
+  '<|tool_call>', '<tool_call|>', '<|"|>', '<|"', 'call:', 'call:f{', 'k:'];
 
 /** A small seeded generator (mulberry32). */
 export function rng(seed) {

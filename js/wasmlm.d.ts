@@ -945,7 +945,8 @@ export interface Token {
 
 /**
  * A token of chat(): a Token plus, where the template has a reasoning syntax (js/chat/reasoning.js:
- * <think>…</think> for Qwen3 / Qwen3.5 / SmolLM3 / DeepSeek-R1, harmony channels for gpt-oss),
+ * <think>…</think> for Qwen3 / Qwen3.5 / SmolLM3 / DeepSeek-R1, <|channel>thought…<channel|> for
+ * Gemma 4, harmony channels for gpt-oss),
  * the parts of the text released at this step that are reasoning and answer. The parser holds
  * text that may be a tag (or whitespace next to one) until the text decides it, so these can be
  * '' on a token and released on a later one; a last item with id -1 releases what it held at

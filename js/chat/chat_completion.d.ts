@@ -162,10 +162,11 @@ export interface ChatCompletion {
       /**
        * A thinking model's reasoning, apart from the answer (the DeepSeek / llama.cpp server
        * field; js/chat/reasoning.js): the text of its <think>…</think> block (Qwen3, Qwen3.5, SmolLM3;
-       * whitespace around it dropped) or of its harmony analysis channel (gpt-oss). Present only
+       * whitespace around it dropped), of its <|channel>thought…<channel|> (Gemma 4) or of its
+       * harmony analysis channel (gpt-oss). Present only
        * when the template has such a syntax and the model wrote some. A tool call written inside
        * the reasoning is not a call, and with tool_choice 'auto' a call marker written there does
-       * not wake the tool-call grammar (its triggers are armed only after </think>, or in a
+       * not wake the tool-call grammar (its triggers are armed only after </think> or <channel|>, or in a
        * harmony message's header: GenerateParams.grammarArms).
        */
       reasoning_content?: string;

@@ -311,6 +311,31 @@ function genericMessages(messages, tools) {
   return out;
 }
 
+/**
+ * Gemma 4's template writes a call's result inside the assistant message that made the call
+ * (tool_responses: [{name, response}] beside its tool_calls, rendered as
+ * <|tool_response>response:NAME{…}<tool_response|> in the model's turn), not as a message of its
+ * own: the tool messages that follow such an assistant message are folded into it, in order, each
+ * response the object its content holds as JSON, else its text (the template writes either).
+ */
+function gemma4Messages(messages) {
+  const out = [];
+  for (const m of messages) {
+    const last = out[out.length - 1];
+    if (m.role === 'tool' && last?.role === 'assistant' && last.tool_calls?.length) {
+      let response = m.content;
+      try {
+        const v = JSON.parse(m.content);
+        if (v !== null && typeof v === 'object' && !Array.isArray(v)) response = v;
+      } catch { /* its text */ }
+      last.tool_responses.push({ name: m.name ?? 'unknown', response });
+      continue;
+    }
+    out.push(m.role === 'assistant' && m.tool_calls?.length ? { ...m, tool_responses: [] } : m);
+  }
+  return out;
+}
+
 // ---- the request → generation → response ------------------------------------------------------
 
 function randomId(len, rnd = Math.random) {
@@ -378,6 +403,9 @@ export async function chatCompletionPrompt(info, request) {
     }
     variables.reasoning_effort ??= r.chat.reasoningEffort;
   }
+  // Gemma 4 reads a call's results from the assistant message that made it (with or without
+  // tools in this request: an earlier turn's calls are rendered all the same)
+  if (detectToolFormat(template) === 'gemma4') messages = gemma4Messages(messages);
   if (shown === 'generic') messages = genericMessages(messages, r.tools);
   else if (shown) {
     variables.tools = r.tools; // the template lists them all; a named choice is the grammar's
@@ -436,7 +464,7 @@ async function prepare(engine, request) {
   const makeId = () => (format === 'mistral' ? randomId(9, rnd) : `call_${randomId(24, rnd)}`);
   // a thinking model's reasoning (reasoning.js): its markers seen as text where they are control
   // tokens, and the output parsed into reasoning, content and calls
-  const open = reasoning === 'think' && promptOpensThinking(text + prefill);
+  const open = promptOpensThinking(text + prefill, reasoning);
   if (reasoning) {
     const rmarkers = await singleTokens(engine, REASONING_MARKERS[reasoning]);
     for (const [t, m] of rmarkers) if (m.text === '') markerIds.set(m.id, t);

@@ -13,6 +13,9 @@
 //            is the text between the tags, its leading and trailing whitespace dropped; the
 //            whitespace right after </think> is dropped too. A <think> later in the answer is
 //            content.
+//   gemma4   Gemma 4: the think format with its own marks, <|channel>thought\n…<channel|> (its
+//            template turns thinking on with enable_thinking, writing <|think|> into the system
+//            turn; off, the generation prompt ends with an empty <|channel>thought\n<channel|>)
 //   harmony  gpt-oss (OpenAI's harmony format): messages <|channel|>C<|message|>BODY<|end|>,
 //            each after the first opened by <|start|>assistant; the analysis channel is the
 //            reasoning, final (and commentary without a recipient: a preamble) the content, and
@@ -26,18 +29,26 @@
 
 import { ToolCallParser } from './tool_calls.js';
 
-/** @typedef {'think' | 'harmony'} ReasoningFormat */
+/** @typedef {'think' | 'gemma4' | 'harmony'} ReasoningFormat */
+
+/** The formats whose reasoning is the text between two marks (ThinkParser): the opening and the
+ *  closing mark, and the control token the opening one begins with. */
+const THINK_MARKS = Object.freeze({
+  think: Object.freeze({ open: '<think>', close: '</think>', token: '<think>' }),
+  gemma4: Object.freeze({ open: '<|channel>thought', close: '<channel|>', token: '<|channel>' }),
+});
 
 /** Per format, the marker texts the parser must see (control tokens whose pieces decode to ''
  *  are given these texts by the caller). */
 export const REASONING_MARKERS = Object.freeze({
   think: Object.freeze(['<think>', '</think>']),
+  gemma4: Object.freeze(['<|channel>', '<channel|>']),
   harmony: Object.freeze(['<|start|>', '<|channel|>', '<|message|>', '<|end|>', '<|constrain|>', '<|call|>', '<|return|>']),
 });
 
 /**
  * The reasoning syntax of a chat template: harmony when it writes <|channel|> and <|message|>,
- * think when it writes </think> (Qwen3's and DeepSeek-R1's templates cut earlier reasoning at
+ * gemma4 when it writes <|channel> and <channel|>, think when it writes </think> (Qwen3's and DeepSeek-R1's templates cut earlier reasoning at
  * it, SmolLM3's and Qwen3.5's write empty <think>\n\n</think> blocks), else null (no reasoning).
  * @param {string|null|undefined} template  Jinja source
  * @returns {ReasoningFormat|null}
@@ -45,13 +56,22 @@ export const REASONING_MARKERS = Object.freeze({
 export function detectReasoningFormat(template) {
   const t = String(template ?? '');
   if (t.includes('<|channel|>') && t.includes('<|message|>')) return 'harmony';
+  if (t.includes('<|channel>') && t.includes('<channel|>')) return 'gemma4';
   if (t.includes('</think>')) return 'think';
   return null;
 }
 
-/** Whether a rendered prompt leaves a <think> block open (the answer starts in the reasoning). */
-export function promptOpensThinking(prompt) {
-  return /<think>\s*$/.test(String(prompt));
+/**
+ * Whether a rendered prompt leaves the reasoning open (the answer starts in it): it ends with
+ * the format's opening mark (think: <think>) and white space. false for the other formats.
+ * @param {string} prompt
+ * @param {ReasoningFormat|null} [format='think']
+ */
+export function promptOpensThinking(prompt, format = 'think') {
+  const marks = THINK_MARKS[format];
+  if (!marks) return false;
+  const p = String(prompt).trimEnd();
+  return p.endsWith(marks.open);
 }
 
 /**
@@ -71,9 +91,10 @@ export function promptOpensThinking(prompt) {
  */
 export function lazyArming(format, { open = false, markers = new Map() } = {}) {
   const both = (t) => (markers.has(t) ? [markers.get(t).id, t] : [t]);
-  if (format === 'think') {
-    return open ? { grammarArms: both('</think>') }
-      : { grammarArms: both('</think>'), grammarDisarms: both('<think>'), grammarStartArmed: 'lead' };
+  const marks = THINK_MARKS[format];
+  if (marks) { // (gemma4: the same with its marks; its opening one begins with a control token)
+    return open ? { grammarArms: both(marks.close) }
+      : { grammarArms: both(marks.close), grammarDisarms: both(marks.token), grammarStartArmed: 'lead' };
   }
   if (format === 'harmony') return { grammarArms: both('<|channel|>'), grammarDisarms: both('<|message|>') };
   return {};
@@ -105,7 +126,7 @@ function emit(events, type, text) {
 }
 
 /**
- * <think>…</think> apart from the answer. push(text) / finish() return events {type:
+ * <think>…</think> (or another format's marks, THINK_MARKS) apart from the answer. push(text) / finish() return events {type:
  * 'reasoning' | 'content', text}; with a ToolCallParser (`calls`), the content goes through it
  * and its events come out instead of the content ones.
  */
@@ -117,10 +138,14 @@ class ThinkParser {
   #reasoning = '';
   #content = '';
   #calls;
+  #open;           // the marks
+  #close;
 
-  constructor({ open = false, calls = null } = {}) {
+  constructor({ open = false, calls = null, marks = THINK_MARKS.think } = {}) {
     this.#state = open ? 'reasoning' : 'start';
     this.#calls = calls;
+    this.#open = marks.open;
+    this.#close = marks.close;
   }
 
   #out(events, type, text) {
@@ -140,8 +165,8 @@ class ThinkParser {
         const t = b.trimStart();
         this.#lead += b.slice(0, b.length - t.length); // (kept apart: each push trims only new text)
         this.#buf = t;
-        if (t.startsWith('<think>')) { this.#state = 'reasoning'; this.#buf = t.slice(7); this.#lead = ''; continue; }
-        if (!final && '<think>'.startsWith(t)) break; // (whitespace, or a part of the tag)
+        if (t.startsWith(this.#open)) { this.#state = 'reasoning'; this.#buf = t.slice(this.#open.length); this.#lead = ''; continue; }
+        if (!final && this.#open.startsWith(t)) break; // (whitespace, or a part of the tag)
         this.#state = 'content';
         this.#fresh = false;
         this.#buf = this.#lead + t;
@@ -156,16 +181,16 @@ class ThinkParser {
           this.#fresh = false;
           continue;
         }
-        const i = b.indexOf('</think>');
+        const i = b.indexOf(this.#close);
         if (i >= 0) {
           this.#out(events, 'reasoning', b.slice(0, i).trimEnd());
           this.#state = 'content';
-          this.#buf = b.slice(i + 8);
+          this.#buf = b.slice(i + this.#close.length);
           this.#fresh = true;
           continue;
         }
         if (final) { this.#out(events, 'reasoning', b.trimEnd()); this.#buf = ''; break; }
-        const part = partialSuffix(b, ['</think>']);
+        const part = partialSuffix(b, [this.#close]);
         const hold = part + trailingWs(b.slice(0, b.length - part)); // (a part of the tag, and the whitespace before it)
         this.#out(events, 'reasoning', b.slice(0, b.length - hold));
         this.#buf = b.slice(b.length - hold);
@@ -351,7 +376,8 @@ export class ChatOutputParser {
     }
     const calls = toolFormat ? new ToolCallParser(toolFormat, { makeId, startInCall, tools }) : null;
     // (a prefilled call: the answer starts in it, after any reasoning)
-    this.#impl = reasoning === 'think' && !startInCall ? new ThinkParser({ open, calls }) : new PlainParser(calls);
+    this.#impl = THINK_MARKS[reasoning] && !startInCall ? new ThinkParser({ open, calls, marks: THINK_MARKS[reasoning] })
+      : new PlainParser(calls);
   }
 
   /** @param {string} text @returns {object[]} */
@@ -414,7 +440,7 @@ export async function* withReasoning(engine, template, prompt, tokens, done, gen
   if (!format) { yield* tokens; return; }
   const markers = await controlMarkers(engine, REASONING_MARKERS[format]);
   const constrained = (gen.grammar != null && !gen.grammarLazy) || gen.jsonSchema != null;
-  const parser = new ChatOutputParser(format, { open: format === 'think' && !constrained && promptOpensThinking(prompt) });
+  const parser = new ChatOutputParser(format, { open: !constrained && promptOpensThinking(prompt, format) });
   const split = (evs) => {
     let reasoning = '', content = '';
     for (const e of evs) {

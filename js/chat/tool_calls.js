@@ -16,6 +16,8 @@
 //            for the other types of the tool's schema)
 //   lfm2     LFM2 / LFM2.5: <|tool_call_start|>[name(key="v", n=1), …]<|tool_call_end|>, a
 //            Python list of calls with keyword arguments (Python literals)
+//   gemma4   Gemma 4: <|tool_call>call:NAME{key:<|"|>text<|"|>,n:1}<tool_call|>, one call a
+//            region, bare keys and strings between <|"|> marks (its template's own notation)
 //   harmony  gpt-oss: a message <|start|>assistant<|channel|>commentary to=functions.NAME
 //            <|constrain|>json<|message|>{…}<|call|> (parsed by reasoning.js's ChatOutputParser,
 //            with the reasoning of the analysis channel), one call per answer
@@ -63,7 +65,7 @@ export class ToolCallParser {
    */
   constructor(format, options = {}) {
     if (!FORMATS[format]) throw new TypeError(`unknown tool-call format ${JSON.stringify(format)}`);
-    this.#impl = format === 'qwen3-coder' || format === 'lfm2' ? new MarkupCallParser(format, options)
+    this.#impl = format === 'qwen3-coder' || format === 'lfm2' || format === 'gemma4' ? new MarkupCallParser(format, options)
       : new JsonCallParser(format, options);
   }
 

@@ -83,3 +83,43 @@ export const LFM2_TOOLS_TEMPLATE = `{{- bos_token -}}
 {{- '<|im_end|>\\n' -}}
 {%- endfor -%}
 {%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}`;
+
+// Gemma 4 (no npm package carries its tokenizer or template): our own short template in the
+// format its published template writes (llama.cpp keeps one as models/templates/gemma4.jinja;
+// read, not copied): turns <|turn>ROLE\n…<turn|>\n with the assistant as "model"; a system turn
+// opened by <|think|> when enable_thinking is on, holding the tools as <|tool>declaration:NAME{…}
+// <tool|> (their description and parameters here in a shorter notation than Google's); a call
+// <|tool_call>call:NAME{key:value,…}<tool_call|>, keys sorted, strings between <|"|> marks; the
+// results in the calling message's tool_responses, <|tool_response>response:NAME{…}<tool_response|>,
+// with no end of turn after them; earlier reasoning (<|channel>…<channel|>) cut from the model's
+// turns; and, thinking off, the generation prompt closed by an empty <|channel>thought\n<channel|>.
+export const GEMMA4_TOOLS_TEMPLATE = `{%- macro value(v) -%}
+{%- if v is string -%}{{- '<|"|>' + v + '<|"|>' -}}
+{%- elif v is boolean -%}{{- 'true' if v else 'false' -}}
+{%- elif v is mapping -%}{{- '{' -}}{%- for k, x in v | dictsort -%}{{- k + ':' + value(x) -}}{%- if not loop.last -%},{%- endif -%}{%- endfor -%}{{- '}' -}}
+{%- elif v is sequence -%}{{- '[' -}}{%- for x in v -%}{{- value(x) -}}{%- if not loop.last -%},{%- endif -%}{%- endfor -%}{{- ']' -}}
+{%- elif v is none -%}{{- 'null' -}}
+{%- else -%}{{- v -}}{%- endif -%}
+{%- endmacro -%}
+{{- bos_token -}}
+{%- set think = enable_thinking is defined and enable_thinking -%}
+{%- set rest = messages -%}
+{%- if think or tools or messages[0].role == 'system' -%}
+{{- '<|turn>system\\n' -}}{%- if think -%}{{- '<|think|>' -}}{%- endif -%}
+{%- if messages[0].role == 'system' -%}{{- messages[0].content | trim -}}{%- set rest = messages[1:] -%}{%- endif -%}
+{%- for t in tools or [] -%}{{- '<|tool>declaration:' + t.function.name + '{description:' + value(t.function.description or '') + ',parameters:' + (t.function.parameters | tojson) + '}<tool|>' -}}{%- endfor -%}
+{{- '<turn|>\\n' -}}
+{%- endif -%}
+{%- set last = namespace(kind='') -%}
+{%- for m in rest -%}
+{{- '<|turn>' + ('model' if m.role == 'assistant' else m.role) + '\\n' -}}
+{%- set last.kind = '' -%}
+{%- for c in m.tool_calls or [] -%}{{- '<|tool_call>call:' + c.function.name + value(c.function.arguments) + '<tool_call|>' -}}{%- endfor -%}
+{%- for r in m.tool_responses or [] -%}{{- '<|tool_response>response:' + r.name + (value(r.response) if r.response is mapping else '{value:' + value(r.response) + '}') + '<tool_response|>' -}}{%- set last.kind = 'response' -%}{%- endfor -%}
+{%- if m.content -%}{%- if m.role == 'assistant' and '<channel|>' in m.content -%}{{- m.content.split('<channel|>')[-1] | trim -}}{%- else -%}{{- m.content | trim -}}{%- endif -%}{%- endif -%}
+{%- if not (m.tool_responses and not m.content) -%}{{- '<turn|>\\n' -}}{%- endif -%}
+{%- endfor -%}
+{%- if add_generation_prompt -%}
+{%- if last.kind != 'response' -%}{{- '<|turn>model\\n' -}}{%- endif -%}
+{%- if not think -%}{{- '<|channel>thought\\n<channel|>' -}}{%- endif -%}
+{%- endif -%}`;

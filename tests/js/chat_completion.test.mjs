@@ -18,7 +18,7 @@ import Ajv from 'ajv';
 import { createEngine, createWorkerEngine } from '../../js/wasmlm.js';
 import { chatCompletionPrompt, genericSystemText } from '../../js/chat/chat_completion.js';
 import { TOOLS, toolModel } from './_tool_models.mjs';
-import { LFM2_TOOLS_TEMPLATE, LLAMA31_TOOLS_TEMPLATE, MISTRAL_TOOLS_TEMPLATE } from './_tool_templates.mjs';
+import { GEMMA4_TOOLS_TEMPLATE, LFM2_TOOLS_TEMPLATE, LLAMA31_TOOLS_TEMPLATE, MISTRAL_TOOLS_TEMPLATE } from './_tool_templates.mjs';
 import { readFileSync } from 'node:fs';
 import { webWorkerLike } from './_helpers.mjs';
 
@@ -125,6 +125,26 @@ test('rendering: Qwen3.5 (qwen3-coder: XML calls, results in a user turn) and LF
     '<|im_start|>tool\n<|tool_response_start|>{"temp": 21}<|tool_response_end|><|im_end|>\n<|im_start|>assistant\n');
 });
 
+test('rendering: Gemma 4 (call:NAME{…} calls; the results folded into the calling message, as its template reads them)', async () => {
+  const g = await chatCompletionPrompt(info('qwen3', GEMMA4_TOOLS_TEMPLATE), { messages: ROUND, tools: TOOLS });
+  assert.equal(g.format, 'gemma4');
+  const calls = '<|turn>model\n<|tool_call>call:calculator{expression:<|"|>2+2<|"|>}<tool_call|>' +
+    '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>';
+  // each tool message became a response inside the model's turn, named after its call: no tool
+  // turn, no end of the model's turn after them, no new model turn in the generation prompt
+  assert.ok(g.text.endsWith(`<|turn>user\nWhat is 2+2? And the weather in Paris?<turn|>\n${calls}` +
+    '<|tool_response>response:calculator{value:<|"|>4<|"|>}<tool_response|>' +
+    '<|tool_response>response:get_weather{temp:21}<tool_response|><|channel>thought\n<channel|>'), g.text);
+  assert.ok(!g.text.includes('<|turn>tool'));
+  assert.equal(g.messages.length, ROUND.length - 2);
+  // the caller's messages are not changed
+  assert.equal(ROUND[2].tool_responses, undefined);
+  // without tools in the request the earlier calls and results are rendered the same way
+  const later = await chatCompletionPrompt(info('qwen3', GEMMA4_TOOLS_TEMPLATE), { messages: ROUND });
+  assert.equal(later.format, null);
+  assert.ok(later.text.includes('<|tool_response>response:get_weather{temp:21}<tool_response|>'));
+});
+
 // ---- on the models ---------------------------------------------------------------------------
 
 const FAMILIES = [
@@ -135,6 +155,7 @@ const FAMILIES = [
   { name: 'qwen3.5 template (qwen3-coder XML) on Qwen3\'s vocabulary', pkg: 'qwen3', template: QWEN35_TEMPLATE,
     format: 'qwen3-coder', favour: { 151657: 6 } }, // <tool_call>
   { name: 'lfm2 format on Qwen3\'s vocabulary (the markers are text)', pkg: 'qwen3', template: LFM2_TOOLS_TEMPLATE, format: 'lfm2' },
+  { name: 'gemma4 format on Qwen3\'s vocabulary (the markers are text)', pkg: 'qwen3', template: GEMMA4_TOOLS_TEMPLATE, format: 'gemma4' },
   { name: 'gemma3 (generic)', pkg: 'gemma3', format: 'generic' },
   { name: 'llama3.1 package template (generic)', pkg: 'llama3_1', format: 'generic' },
 ];

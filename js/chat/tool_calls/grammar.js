@@ -110,7 +110,7 @@ export function callSchema(format, tools) {
  */
 export async function toolGrammar(format, tools, { mode, parallel, markers }, convert) {
   if (format === 'harmony') return harmonyGrammar(tools, { mode }, convert);
-  if (format === 'qwen3-coder' || format === 'lfm2') return markupGrammar(format, tools, { mode, parallel, markers }, convert);
+  if (format === 'qwen3-coder' || format === 'lfm2' || format === 'gemma4') return markupGrammar(format, tools, { mode, parallel, markers }, convert);
   if (format === 'generic') {
     const call = callSchema('generic', tools);
     const calls = { type: 'array', items: call, minItems: 1, ...(parallel ? {} : { maxItems: 1 }) };
@@ -205,35 +205,46 @@ function declaredParams(tool) {
 
 /**
  * The grammar of the formats whose arguments are not one JSON value: qwen3-coder (each parameter
- * an XML element, its value as text) and lfm2 (a Python call with keyword arguments). Each tool
- * is an alternative written in the template's frame; its parameters come in the schema's order,
- * the required ones always; a string value is free text (XML: without "</", where its closing
- * tag starts; Python: a quoted literal; with minLength / maxLength, that many characters and no
- * escapes — pattern and format are not held), an enum of strings its literals, anything else
- * the JSON of its schema (Python: True/False/None for booleans and null).
+ * an XML element, its value as text), lfm2 (a Python call with keyword arguments) and gemma4
+ * (call:NAME{key:value,…}). Each tool is an alternative written in the template's frame; its
+ * parameters come in the schema's order (gemma4: by name, as its template sorts them), the
+ * required ones always; a string value is free text (XML: without "</", where its closing tag
+ * starts; Python: a quoted literal; gemma4: between <|"|> marks, without "<" — or in JSON's
+ * quotes where <|"|> is a control token, which a grammar cannot write; with minLength /
+ * maxLength, that many characters and no escapes — pattern and format are not held), an enum of
+ * strings its literals, anything else the JSON of its schema (Python: True/False/None for
+ * booleans and null). gemma4's calls are a region each: parallel calls repeat the region (one
+ * call where its marker is a control token).
  */
 async function markupGrammar(format, tools, { mode, parallel, markers }, convert) {
   const xml = format === 'qwen3-coder';
+  const gemma = format === 'gemma4';
+  const quoteTok = markers.get('<|"|>');
+  const q = gemma && !(quoteTok && quoteTok.text === '') ? '<|"|>' : '"'; // gemma4's string quote
+  const quoted = (e) => (q === '"' ? JSON.stringify(e) : `${q}${e}${q}`);
   const rules = [];
   const shared = new Set();
   const alts = [];
   for (const [i, t] of tools.entries()) {
     const items = [];
-    for (const [j, [key, ps, required]] of declaredParams(t).entries()) {
+    const params = declaredParams(t);
+    if (gemma) params.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    for (const [j, [key, ps, required]] of params.entries()) {
       let value;
       if (wantsString(ps) && Array.isArray(ps.enum) && ps.enum.every((e) => typeof e === 'string')) {
-        value = `( ${ps.enum.map((e) => gbnfLiteral(xml ? e : JSON.stringify(e))).join(' | ')} )`;
+        value = `( ${ps.enum.map((e) => gbnfLiteral(xml ? e : gemma ? quoted(e) : JSON.stringify(e))).join(' | ')} )`;
       } else if (wantsString(ps) && (Number.isInteger(ps.maxLength) || Number.isInteger(ps.minLength))) {
         // bounded: characters without escapes, so that the count is the string's length
         const lo = Number.isInteger(ps.minLength) ? Math.max(0, ps.minLength) : 0;
         const n = `{${lo},${Number.isInteger(ps.maxLength) ? Math.max(lo, ps.maxLength) : ''}}`;
-        value = xml ? `[^<]${n}` : `( "\\"" [^"\\\\\\n]${n} "\\"" | "'" [^'\\\\\\n]${n} "'" )`;
+        if (gemma) value = q === '"' ? `"\\"" [^"\\\\\\n]${n} "\\""` : `${gbnfLiteral(q)} [^<]${n} ${gbnfLiteral(q)}`;
+        else value = xml ? `[^<]${n}` : `( "\\"" [^"\\\\\\n]${n} "\\"" | "'" [^'\\\\\\n]${n} "'" )`;
       } else if (wantsString(ps)) {
-        value = xml ? 'xml-text' : 'py-str';
+        value = xml ? 'xml-text' : gemma ? (q === '"' ? 'json-str' : 'g4-str') : 'py-str';
         shared.add(value);
-      } else if (!xml && ps && ps.type === 'boolean') {
+      } else if (format === 'lfm2' && ps && ps.type === 'boolean') {
         value = '( "True" | "False" )';
-      } else if (!xml && ps && ps.type === 'null') {
+      } else if (format === 'lfm2' && ps && ps.type === 'null') {
         value = '"None"';
       } else {
         const g = await convert(ps && typeof ps === 'object' ? ps : {});
@@ -243,7 +254,7 @@ async function markupGrammar(format, tools, { mode, parallel, markers }, convert
         value = `${prefix}root`;
       }
       const item = xml ? `${gbnfLiteral(`<parameter=${key}>\n`)} ${value} ${gbnfLiteral('\n</parameter>\n')}`
-        : `${gbnfLiteral(`${key}=`)} ${value}`;
+        : `${gbnfLiteral(`${key}${gemma ? ':' : '='}`)} ${value}`;
       items.push({ item, required });
     }
     let args;
@@ -251,15 +262,19 @@ async function markupGrammar(format, tools, { mode, parallel, markers }, convert
       args = items.map((x) => (x.required ? x.item : `( ${x.item} )?`)).join(' ');
     } else { // comma-separated: the required ones first, then each optional one after a comma
       const req = items.filter((x) => x.required), opt = items.filter((x) => !x.required);
-      const tail = (list) => list.map((x) => `( ", " ${x.item} )?`).join(' ');
-      if (req.length) args = [req.map((x) => x.item).join(' ", " '), tail(opt)].filter(Boolean).join(' ');
+      const comma = gemma ? '","' : '", "';
+      const tail = (list) => list.map((x) => `( ${comma} ${x.item} )?`).join(' ');
+      if (req.length) args = [req.map((x) => x.item).join(` ${comma} `), tail(opt)].filter(Boolean).join(' ');
       else if (opt.length) args = `( ${opt.map((x, k) => [x.item, tail(opt.slice(k + 1))].filter(Boolean).join(' ')).join(' | ')} )?`;
       else args = '';
     }
     alts.push(xml ? `${gbnfLiteral(`<function=${t.function.name}>\n`)} ${args} "</function>"`
-      : `${gbnfLiteral(`${t.function.name}(`)} ${args} ")"`);
+      : gemma ? `${gbnfLiteral(`call:${t.function.name}{`)} ${args} "}"`
+        : `${gbnfLiteral(`${t.function.name}(`)} ${args} ")"`);
   }
   if (shared.has('xml-text')) rules.push('xml-text ::= ( [^<] | "<" [^/] )*');
+  if (shared.has('g4-str')) rules.push(`g4-str ::= ${gbnfLiteral(q)} [^<]* ${gbnfLiteral(q)}`);
+  if (shared.has('json-str')) rules.push('json-str ::= "\\"" ( [^"\\\\\\x7F\\x00-\\x1F] | "\\\\" ( ["\\\\/bfnrt] | "u" [0-9a-fA-F]{4} ) )* "\\""');
   if (shared.has('py-str')) rules.push('py-str ::= "\\"" ( [^"\\\\\\n] | "\\\\" [^\\n] )* "\\"" | "\'" ( [^\'\\\\\\n] | "\\\\" [^\\n] )* "\'"');
   const body = `call ::= ${alts.join(' | ')}\n${rules.join('\n')}`;
   const marker = FORMATS[format].markers[0];
@@ -268,7 +283,18 @@ async function markupGrammar(format, tools, { mode, parallel, markers }, convert
   const triggers = [];
   let prefill = '';
   let root;
-  if (xml) {
+  if (gemma) { // a region per call: <|tool_call>call:NAME{…}<tool_call|>
+    const end = FORMATS.gemma4.end;
+    const endTok = markers.get(end);
+    const endText = endTok && endTok.text === '' ? '' : end;
+    const lead = mode === 'required' && markerText === '' ? '' : markerText;
+    const more = parallel && markerText !== '' && endText !== '';
+    const region = (open) => [open && gbnfLiteral(open), 'call', endText && gbnfLiteral(endText)].filter(Boolean).join(' ');
+    root = `root ::= ${region(lead)}${more ? ` ( ${region(markerText)} )*` : ''}`;
+    if (tok) triggers.push(tok.id);
+    if (markerText) triggers.push(marker);
+    if (mode === 'required' && markerText === '') prefill = marker;
+  } else if (xml) {
     root = `root ::= tc${parallel ? ' ("\\n" tc)*' : ''}\ntc ::= ${gbnfLiteral(`${markerText}\n`)} call "\\n</tool_call>"`;
     if (tok) triggers.push(tok.id);
     triggers.push(marker);

@@ -1,6 +1,7 @@
 // tool_calls/markup_calls.js — the incremental parser of the formats whose arguments are not
-// JSON: qwen3-coder (XML parameters, each value text or JSON by the tool's schema) and lfm2 (a
-// Python list of calls with keyword arguments), with ToolCallParser's contract (tool_calls.js).
+// JSON: qwen3-coder (XML parameters, each value text or JSON by the tool's schema), lfm2 (a
+// Python list of calls with keyword arguments) and gemma4 (call:NAME{key:value,…}, strings
+// between <|"|> marks), with ToolCallParser's contract (tool_calls.js).
 
 import { FORMATS } from './formats.js';
 import { wantsString } from './grammar.js';
@@ -128,8 +129,157 @@ function scanPython(s, st) {
   }
 }
 
+const GEMMA_QUOTE = '<|"|>';
+// (None: Python's null, which the published template's format_argument writes as it is)
+const GEMMA_WORDS = Object.freeze({ true: 'true', false: 'false', null: 'null', None: 'null' });
+const JSON_ESCAPES = Object.freeze({ n: '\n', t: '\t', r: '\r', b: '\b', f: '\f', '/': '/', '\\': '\\', '"': '"' });
+const isKeyChar = (c) => isIdChar(c) || c === '.' || c === '-';
+
 /**
- * The parser of qwen3-coder and lfm2 output, with ToolCallParser's contract: content outside
+ * Scans a Gemma 4 value at s[st.i] — the object of a call's arguments, as Gemma 4's chat template
+ * writes them (its format_argument macro, read from llama.cpp's models/templates/gemma4.jinja):
+ * {key:value,…} with bare keys, strings between <|"|> marks taken as they are (no escapes),
+ * numbers, true / false / null (or None), [lists] — and writes its JSON into st.out, resuming from `st`
+ * (the text only grows). Also taken: keys and strings in JSON's double quotes (with JSON's
+ * escapes; what a grammar writes where <|"|> is a control token it cannot write), and a trailing
+ * comma. Returns 'complete' (st.i after the value), 'partial' or an error message. Iterative;
+ * each character is read once (a <|"|> cut by the end of the text is held, unread).
+ */
+function scanGemma(s, st) {
+  const n = s.length;
+  const closeString = () => { // (a key, where one was expected)
+    st.out.push(JSON.stringify(st.buf));
+    st.str = null;
+    st.buf = '';
+    st.key = false;
+  };
+  for (;;) {
+    if (st.str === 'mark') { // inside <|"|>…<|"|>
+      const k = s.indexOf(GEMMA_QUOTE, st.i);
+      if (k < 0) {
+        let keep = 0;
+        for (let m = Math.min(GEMMA_QUOTE.length - 1, n - st.i); m > 0; m--) if (s.endsWith(GEMMA_QUOTE.slice(0, m))) { keep = m; break; }
+        st.buf += s.slice(st.i, n - keep);
+        st.i = n - keep;
+        return 'partial';
+      }
+      st.buf += s.slice(st.i, k);
+      st.i = k + GEMMA_QUOTE.length;
+      closeString();
+    } else if (st.str === 'json') { // inside "…"
+      for (; st.i < n && st.str; st.i++) {
+        const c = s[st.i];
+        if (c === '\\') {
+          if (st.i + 1 >= n) return 'partial';
+          const e = s[st.i + 1];
+          if (e === 'u') {
+            if (st.i + 6 > n) return 'partial';
+            const hex = s.slice(st.i + 2, st.i + 6);
+            if (!/^[0-9a-fA-F]{4}$/.test(hex)) return 'a bad escape in a string';
+            st.buf += String.fromCharCode(parseInt(hex, 16));
+            st.i += 5;
+          } else if (JSON_ESCAPES[e] !== undefined) {
+            st.buf += JSON_ESCAPES[e];
+            st.i++;
+          } else {
+            return 'a bad escape in a string';
+          }
+        } else if (c === '"') {
+          closeString();
+        } else {
+          st.buf += c;
+        }
+      }
+      if (st.str) return 'partial';
+    } else {
+      if (st.i >= n) return 'partial';
+      const c = s[st.i];
+      if (WS.has(c)) { st.i++; continue; }
+      const top = st.stack[st.stack.length - 1];
+      if (!top && c !== '{') return "expected '{' (the arguments)";
+      if (c === '<') { // <|"|> opens a string (a key too)
+        if (n - st.i < GEMMA_QUOTE.length) return GEMMA_QUOTE.startsWith(s.slice(st.i)) ? 'partial' : `unexpected ${JSON.stringify(c)}`;
+        if (!s.startsWith(GEMMA_QUOTE, st.i)) return `unexpected ${JSON.stringify(c)}`;
+        st.str = 'mark';
+        st.buf = '';
+        st.i += GEMMA_QUOTE.length;
+        continue;
+      }
+      if (c === '"') {
+        st.str = 'json';
+        st.buf = '';
+        st.i++;
+        continue;
+      }
+      if (st.key) { // an object's key: a bare name up to ':'
+        if (c === '}' && st.out[st.out.length - 1] !== ':') { /* (an empty object or a trailing comma: below) */ } else {
+          let j = st.i;
+          while (j < n && j - st.i <= MAX_NAME && isKeyChar(s[j])) j++;
+          if (j >= n && j - st.i <= MAX_NAME) return 'partial';
+          if (j === st.i || s[j] !== ':') return 'expected a key and \':\'';
+          st.out.push(JSON.stringify(s.slice(st.i, j)));
+          st.i = j;
+          st.key = false;
+          continue;
+        }
+      }
+      if (c === ':') {
+        if (top !== '{') return "unexpected ':'";
+        st.out.push(':');
+        st.key = false;
+        st.i++;
+        continue;
+      }
+      if (c === '{' || c === '[') {
+        st.stack.push(c);
+        st.out.push(c);
+        st.key = c === '{';
+        st.i++;
+        continue;
+      }
+      if (c === '}' || c === ']') {
+        if (top !== (c === '}' ? '{' : '[')) return `unexpected ${JSON.stringify(c)}`;
+        if (st.out[st.out.length - 1] === ',') st.out.pop(); // a trailing comma
+        st.stack.pop();
+        st.out.push(c);
+        st.key = false;
+        st.i++;
+        if (!st.stack.length) return 'complete';
+        continue;
+      }
+      if (c === ',') {
+        st.out.push(',');
+        st.key = top === '{';
+        st.i++;
+        continue;
+      }
+      if (c === '-' || (c >= '0' && c <= '9')) {
+        let j = st.i;
+        while (j < n && /[0-9eE+\-.]/.test(s[j])) j++;
+        if (j >= n) return 'partial'; // more digits may follow
+        const num = s.slice(st.i, j);
+        if (!/^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$/.test(num)) return `a bad number ${JSON.stringify(num.slice(0, 20))}`;
+        st.out.push(num);
+        st.i = j;
+        continue;
+      }
+      if (isIdStart(c)) {
+        let j = st.i;
+        while (j < n && isIdChar(s[j])) j++;
+        if (j >= n) return 'partial';
+        const w = s.slice(st.i, j);
+        if (!GEMMA_WORDS[w]) return `${JSON.stringify(w.slice(0, 20))} is not a literal`;
+        st.out.push(GEMMA_WORDS[w]);
+        st.i = j;
+        continue;
+      }
+      return `unexpected ${JSON.stringify(c)}`;
+    }
+  }
+}
+
+/**
+ * The parser of qwen3-coder, lfm2 and gemma4 output, with ToolCallParser's contract: content outside
  * the call regions; in a region, a call event once its name is complete and an args event per
  * complete parameter (the arguments' JSON is built here, '{"key": value' then ', "key": value',
  * closed with '}' by the end of the call), so that no event depends on where the text was split.
@@ -274,7 +424,8 @@ export class MarkupCallParser {
         return;
       }
       if (this.#mode === 'done') return;
-      const r = this.#format === 'lfm2' ? this.#python(final, events) : this.#xml(final, events);
+      const r = this.#format === 'lfm2' ? this.#python(final, events)
+        : this.#format === 'gemma4' ? this.#gemma(final, events) : this.#xml(final, events);
       if (r === 'wait') return;
     }
     throw new Error('ToolCallParser: no progress'); // unreachable: every state consumes or waits
@@ -456,5 +607,65 @@ export class MarkupCallParser {
         return 'next';
       }
     }
+  }
+  /**
+   * gemma4: call:NAME{key:value,…} then <tool_call|> (or the end of the text); one call a region.
+   * The arguments come as one args event when their object is complete (its keys in the order
+   * written, each value's JSON as JSON.stringify writes it).
+   */
+  #gemma(final, events) {
+    const b = this.#buf, st = this.#st;
+    const wait = () => {
+      if (!final) return 'wait';
+      this.#cutShort(events);
+      return 'next';
+    };
+    if (st.phase !== 'value') st.i = skipWs(b, st.i);
+    if (st.i >= b.length && st.phase !== 'end') return wait();
+    if (st.phase === 'open') {
+      const a = this.#at(st.i, 'call:');
+      if (a === 'wait') return wait();
+      if (a === 'no') { this.#fail('expected call:NAME{…} after <|tool_call>', st.i, events); return 'next'; }
+      const from = st.i + 'call:'.length;
+      const name = this.#name(from, '{', (c, first) => (first ? isIdStart(c) : isKeyChar(c)));
+      if (name === 'wait') return wait();
+      if (name === null) { this.#fail('expected call:NAME{…} after <|tool_call>', st.i, events); return 'next'; }
+      this.#beginCall(name, events);
+      st.g = { i: from + name.length, stack: [], out: [], str: null, buf: '', key: false };
+      st.phase = 'value';
+      return 'next';
+    }
+    if (st.phase === 'value') {
+      const r = scanGemma(b, st.g);
+      if (r === 'partial') return wait();
+      if (r !== 'complete') { this.#fail(`bad arguments (${r})`, st.g.i, events); return 'next'; }
+      let args;
+      try {
+        args = JSON.parse(st.g.out.join(''));
+      } catch {
+        this.#fail('bad arguments (not expressible as JSON)', st.i, events);
+        return 'next';
+      }
+      for (const [k, v] of Object.entries(args)) this.#param(k, JSON.stringify(v), events);
+      this.#endCall(events);
+      st.i = st.g.i;
+      st.g = null;
+      st.phase = 'end';
+      return 'next';
+    }
+    // end: <tool_call|>, or the end of the text (a grammar cannot write a control token)
+    const end = FORMATS.gemma4.end;
+    const a = this.#at(st.i, end);
+    if (a === 'yes') { this.#pos = st.i + end.length; this.#mode = 'text'; return 'next'; }
+    if (a === 'wait') {
+      if (!final) return 'wait';
+      this.#pos = b.length;
+      this.#mode = 'done';
+      return 'next';
+    }
+    this.#error ??= `the call is not closed by ${end}`;
+    this.#pos = st.i;
+    this.#mode = 'text';
+    return 'next';
   }
 }
