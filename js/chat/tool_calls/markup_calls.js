@@ -383,6 +383,34 @@ export class MarkupCallParser {
     this.#mode = 'done';
   }
 
+  /** The text ends inside a region: wait for more, or (at the end) cut the call short. */
+  #waitOrCut(final, events) {
+    if (!final) return 'wait';
+    this.#cutShort(events);
+    return 'next';
+  }
+
+  /**
+   * At st.i, a region's end mark (lfm2's <|tool_call_end|>, gemma4's <tool_call|>), or the end of
+   * the text (a grammar cannot write a control token): back to text after it; anything else is
+   * an error, and text from there.
+   */
+  #closeRegion(end, final) {
+    const st = this.#st;
+    const a = this.#at(st.i, end);
+    if (a === 'yes') { this.#pos = st.i + end.length; this.#mode = 'text'; return 'next'; }
+    if (a === 'wait') {
+      if (!final) return 'wait';
+      this.#pos = this.#buf.length;
+      this.#mode = 'done';
+      return 'next';
+    }
+    this.#error ??= end === FORMATS.lfm2.end ? `the call list is not closed by ${end}` : `the call is not closed by ${end}`;
+    this.#pos = st.i;
+    this.#mode = 'text';
+    return 'next';
+  }
+
   /** Length of the longest suffix of the buffer that is a proper prefix of the marker. */
   #partialMarker() {
     const b = this.#buf, m = this.#marker;
@@ -454,11 +482,7 @@ export class MarkupCallParser {
   /** qwen3-coder: <function=NAME> (<parameter=KEY>VALUE</parameter>)* </function> </tool_call> */
   #xml(final, events) {
     const b = this.#buf, st = this.#st;
-    const wait = () => {
-      if (!final) return 'wait';
-      this.#cutShort(events);
-      return 'next';
-    };
+    const wait = () => this.#waitOrCut(final, events);
     if (st.phase === 'open' || st.phase === 'params' || st.phase === 'close') st.i = skipWs(b, st.i);
     if (st.phase === 'open') {
       const a = this.#at(st.i, '<function=');
@@ -529,11 +553,7 @@ export class MarkupCallParser {
   /** lfm2: [ name(key=value, …), … ] then <|tool_call_end|> (or the end of the text) */
   #python(final, events) {
     const b = this.#buf, st = this.#st;
-    const wait = () => {
-      if (!final) return 'wait';
-      this.#cutShort(events);
-      return 'next';
-    };
+    const wait = () => this.#waitOrCut(final, events);
     if (st.phase !== 'value') st.i = skipWs(b, st.i);
     if (st.i >= b.length && st.phase !== 'value' && st.phase !== 'end') return wait();
     switch (st.phase) {
@@ -591,23 +611,11 @@ export class MarkupCallParser {
         if (b[st.i] === ']') { st.i++; st.phase = 'end'; return 'next'; }
         this.#fail("expected ',' or ']' after a call", st.i, events);
         return 'next';
-      default: { // end: <|tool_call_end|>, or the end of the text (a grammar cannot write a control token)
-        const end = FORMATS.lfm2.end;
-        const a = this.#at(st.i, end);
-        if (a === 'yes') { this.#pos = st.i + end.length; this.#mode = 'text'; return 'next'; }
-        if (a === 'wait') {
-          if (!final) return 'wait';
-          this.#pos = b.length;
-          this.#mode = 'done';
-          return 'next';
-        }
-        this.#error ??= `the call list is not closed by ${end}`;
-        this.#pos = st.i;
-        this.#mode = 'text';
-        return 'next';
-      }
+      default: // end: <|tool_call_end|>, or the end of the text
+        return this.#closeRegion(FORMATS.lfm2.end, final);
     }
   }
+
   /**
    * gemma4: call:NAME{key:value,…} then <tool_call|> (or the end of the text); one call a region.
    * The arguments come as one args event when their object is complete (its keys in the order
@@ -615,11 +623,7 @@ export class MarkupCallParser {
    */
   #gemma(final, events) {
     const b = this.#buf, st = this.#st;
-    const wait = () => {
-      if (!final) return 'wait';
-      this.#cutShort(events);
-      return 'next';
-    };
+    const wait = () => this.#waitOrCut(final, events);
     if (st.phase !== 'value') st.i = skipWs(b, st.i);
     if (st.i >= b.length && st.phase !== 'end') return wait();
     if (st.phase === 'open') {
@@ -653,19 +657,6 @@ export class MarkupCallParser {
       st.phase = 'end';
       return 'next';
     }
-    // end: <tool_call|>, or the end of the text (a grammar cannot write a control token)
-    const end = FORMATS.gemma4.end;
-    const a = this.#at(st.i, end);
-    if (a === 'yes') { this.#pos = st.i + end.length; this.#mode = 'text'; return 'next'; }
-    if (a === 'wait') {
-      if (!final) return 'wait';
-      this.#pos = b.length;
-      this.#mode = 'done';
-      return 'next';
-    }
-    this.#error ??= `the call is not closed by ${end}`;
-    this.#pos = st.i;
-    this.#mode = 'text';
-    return 'next';
+    return this.#closeRegion(FORMATS.gemma4.end, final); // end: <tool_call|>, or the end of the text
   }
 }
