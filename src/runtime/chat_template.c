@@ -12,7 +12,7 @@
 #include "wasmlm.h"
 
 static const char *const family_names[] = {"unknown", "chatml", "llama3", "gemma",
-                                           "phi3",    "zephyr", "llama2"};
+                                           "phi3",    "zephyr", "llama2", "gemma4"};
 
 wlm_chat_family wlm_chat_family_from_name(const char *name) {
     if (!name) return WLM_CHAT_UNKNOWN;
@@ -27,13 +27,16 @@ const char *wlm_chat_family_name(wlm_chat_family family) {
                                                                              : family_names[0];
 }
 
-const char *wlm_chat_family_names(void) { return "chatml, llama3, gemma, phi3, zephyr, llama2"; }
+const char *wlm_chat_family_names(void) {
+    return "chatml, llama3, gemma, phi3, zephyr, llama2, gemma4";
+}
 
 wlm_chat_family wlm_chat_detect(const char *tmpl) {
     if (!tmpl) return WLM_CHAT_UNKNOWN;
     wlm_chat_family named = wlm_chat_family_from_name(tmpl);
     if (named != WLM_CHAT_UNKNOWN) return named;
 #define HAS(s) (strstr(tmpl, (s)) != NULL)
+    if (HAS("<|turn>") && HAS("<turn|>")) return WLM_CHAT_GEMMA4;
     if (HAS("<|im_start|>")) return WLM_CHAT_CHATML;
     if (HAS("<|start_header_id|>") && HAS("<|end_header_id|>")) return WLM_CHAT_LLAMA3;
     if (HAS("<start_of_turn>")) return WLM_CHAT_GEMMA;
@@ -146,6 +149,36 @@ static void format_gemma(sbuf *b, const wlm_chat_message *msgs, int32_t n, const
     }
 }
 
+/* Gemma 4: every message a turn; a model turn's earlier reasoning cut as its template's
+ * strip_thinking does (of the text between two <channel|> marks, what precedes a <|channel>). */
+static void format_gemma4(sbuf *b, const wlm_chat_message *msgs, int32_t n, const char *bos) {
+    put(b, bos);
+    for (int32_t i = 0; i < n; i++) {
+        const int model = role_is(&msgs[i], "assistant");
+        put(b, "<|turn>");
+        put(b, model ? "model" : msgs[i].role);
+        put(b, "\n");
+        if (!model) {
+            put_trimmed(b, msgs[i].content);
+        } else {
+            sbuf c = {0};
+            put(&c, ""); /* (a content of nothing but reasoning is "") */
+            for (const char *p = msgs[i].content;;) {
+                const char *close = strstr(p, "<channel|>");
+                const char *stop = close ? close : p + strlen(p);
+                const char *open = strstr(p, "<|channel>");
+                put_n(&c, p, (size_t)((open && open < stop ? open : stop) - p));
+                if (!close) break;
+                p = close + strlen("<channel|>");
+            }
+            if (c.failed) b->failed = 1;
+            else put_trimmed(b, c.p);
+            free(c.p);
+        }
+        put(b, "<turn|>\n");
+    }
+}
+
 static void format_tagged(sbuf *b, const wlm_chat_message *msgs, int32_t n, const char *end) {
     for (int32_t i = 0; i < n; i++) {
         put(b, "<|");
@@ -230,6 +263,10 @@ int wlm_chat_format(wlm_chat_family family, const wlm_chat_message *msgs, int32_
         }
         break;
     }
+    case WLM_CHAT_GEMMA4:
+        format_gemma4(&b, msgs, n, bos);
+        if (add_generation_prompt) put(&b, "<|turn>model\n<|channel>thought\n<channel|>");
+        break;
     case WLM_CHAT_PHI3:
         format_tagged(&b, msgs, n, "<|end|>");
         if (add_generation_prompt) put(&b, "<|assistant|>\n");

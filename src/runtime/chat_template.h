@@ -20,6 +20,7 @@ typedef enum wlm_chat_family {
     WLM_CHAT_PHI3,   /* <|role|>\n...<|end|>\n: Phi-3 */
     WLM_CHAT_ZEPHYR, /* <|role|>\n...EOS\n: Zephyr, TinyLlama-Chat */
     WLM_CHAT_LLAMA2, /* <s>[INST] <<SYS>>...<</SYS>> ... [/INST] ... </s>: Llama 2-chat */
+    WLM_CHAT_GEMMA4, /* <|turn>role\n...<turn|>\n: Gemma 4 */
 } wlm_chat_family;
 
 typedef struct wlm_chat_message {
@@ -28,19 +29,19 @@ typedef struct wlm_chat_message {
 } wlm_chat_message;
 
 /* The family a --chat-template NAME names ("chatml", "llama3", "gemma", "phi3", "zephyr",
- * "llama2"), or WLM_CHAT_UNKNOWN. */
+ * "llama2", "gemma4"), or WLM_CHAT_UNKNOWN. */
 wlm_chat_family wlm_chat_family_from_name(const char *name);
 
 /* The family's name (as above), "unknown" for WLM_CHAT_UNKNOWN. */
 const char *wlm_chat_family_name(wlm_chat_family family);
 
-/* The names, comma-separated, for messages ("chatml, llama3, gemma, phi3, zephyr, llama2"). */
+/* The names, comma-separated, for messages ("chatml, llama3, gemma, phi3, zephyr, llama2, gemma4"). */
 const char *wlm_chat_family_names(void);
 
 /*
  * The family of a Jinja chat template (tokenizer.chat_template), recognised by the special
- * tokens it writes: <|im_start|> → chatml; <|start_header_id|> with <|end_header_id|> → llama3;
- * <start_of_turn> → gemma; <|assistant|> with <|end|> → phi3; <|user|> with <|assistant|> →
+ * tokens it writes: <|turn> with <turn|> → gemma4; <|im_start|> → chatml; <|start_header_id|>
+ * with <|end_header_id|> → llama3; <start_of_turn> → gemma; <|assistant|> with <|end|> → phi3; <|user|> with <|assistant|> →
  * zephyr; [INST] → llama2. A template that is itself a family name is that family.
  * WLM_CHAT_UNKNOWN for NULL or anything else.
  */
@@ -63,6 +64,11 @@ wlm_chat_family wlm_chat_detect(const char *tmpl);
  *          (else WLM_ERR_INVALID_ARG, as the template raises); prompt "<start_of_turn>model\n".
  *  phi3:   "<|ROLE|>\nCONTENT<|end|>\n"; prompt "<|assistant|>\n".
  *  zephyr: "<|ROLE|>\nCONTENT" + EOS + "\n"; prompt "<|assistant|>\n".
+ *  gemma4: BOS, then "<|turn>ROLE\n" + trim(CONTENT) + "<turn|>\n" per message (a system message
+ *          a turn of its own, assistant written "model", an assistant's earlier reasoning
+ *          <|channel>…<channel|> cut before the trim); prompt "<|turn>model\n" and an empty
+ *          thought channel "<|channel>thought\n<channel|>" (its template with thinking off, the
+ *          default; read from llama.cpp's models/templates/gemma4.jinja).
  *  llama2: per user turn BOS + "[INST] " + strip(CONTENT) + " [/INST]", the first one's content
  *          prefixed by "<<SYS>>\nSYSTEM\n<</SYS>>\n\n" when a system message comes first; per
  *          assistant turn " " + strip(CONTENT) + " " + EOS; alternation as gemma; no prompt

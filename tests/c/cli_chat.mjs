@@ -80,7 +80,7 @@ await check('a model without a chat template: exit 1, suggests --chat-template',
   const r = spawnSync(cli, [...stories, '--chat'], { input: 'hi\n', encoding: 'utf8' });
   assert.equal(r.status, 1);
   assert.equal(r.stdout, '');
-  assert.match(r.stderr, /no chat template \(tokenizer\.chat_template\); name its format with --chat-template NAME \(chatml, llama3, gemma, phi3, zephyr, llama2\)/);
+  assert.match(r.stderr, /no chat template \(tokenizer\.chat_template\); name its format with --chat-template NAME \(chatml, llama3, gemma, phi3, zephyr, llama2, gemma4\)/);
 });
 await check('an unknown --chat-template name: exit 1, lists the names', () => {
   const r = spawnSync(cli, [...stories, '--chat', '--chat-template', 'jinja'], { input: 'hi\n', encoding: 'utf8' });

@@ -43,12 +43,14 @@ static void test_detect(void) {
     CHECK(wlm_chat_detect("{{ '<|user|>\n' + c + eos_token }}{{ '<|assistant|>' }}") == WLM_CHAT_ZEPHYR);
     CHECK(wlm_chat_detect("{{ bos_token + '[INST] ' + content.strip() + ' [/INST]' }}") == WLM_CHAT_LLAMA2);
     CHECK(wlm_chat_detect("gemma") == WLM_CHAT_GEMMA);
+    CHECK(wlm_chat_detect("{{ '<|turn>' + role + '\\n' }}{{ m | trim }}{{ '<turn|>\\n' }}") == WLM_CHAT_GEMMA4);
+    CHECK(wlm_chat_detect("gemma4") == WLM_CHAT_GEMMA4);
     CHECK(wlm_chat_detect("{{ messages }}") == WLM_CHAT_UNKNOWN);
     CHECK(wlm_chat_detect(NULL) == WLM_CHAT_UNKNOWN);
     CHECK(wlm_chat_family_from_name("llama3") == WLM_CHAT_LLAMA3);
     CHECK(wlm_chat_family_from_name("jinja") == WLM_CHAT_UNKNOWN);
     CHECK(strcmp(wlm_chat_family_name(WLM_CHAT_ZEPHYR), "zephyr") == 0);
-    for (int f = 1; f <= (int)WLM_CHAT_LLAMA2; f++)
+    for (int f = 1; f <= (int)WLM_CHAT_GEMMA4; f++)
         CHECK(wlm_chat_family_from_name(wlm_chat_family_name((wlm_chat_family)f)) == (wlm_chat_family)f);
 }
 
@@ -82,6 +84,22 @@ static void test_formats(void) {
                  "<s>[INST] <<SYS>>\nYou are a helpful assistant.\n<</SYS>>\n\nHello! Who are you? "
                  "[/INST] <think>\nhm\n</think>\n\n  I am a language model. </s><s>[INST] What is "
                  "2+2? [/INST]");
+    /* Gemma 4 (what its published template renders, thinking off): a system turn of its own; an
+     * earlier reasoning cut only where it is Gemma 4's own <|channel>…<channel|> */
+    check_format(WLM_CHAT_GEMMA4, conv, 4, 1, "<bos>", "<eos>",
+                 "<bos><|turn>system\nYou are a helpful assistant.<turn|>\n"
+                 "<|turn>user\nHello! Who are you?<turn|>\n"
+                 "<|turn>model\n<think>\nhm\n</think>\n\n  I am a language model.<turn|>\n"
+                 "<|turn>user\nWhat is 2+2?<turn|>\n<|turn>model\n<|channel>thought\n<channel|>");
+    {
+        const wlm_chat_message g4[] = {{"user", "Hi"},
+                                       {"assistant", " <|channel>thought\nhm<channel|>Hello. "},
+                                       {"user", "Bye"},
+                                       {"assistant", "<|channel>thought\nonly reasoning<channel|>"}};
+        check_format(WLM_CHAT_GEMMA4, g4, 4, 0, "", "",
+                     "<|turn>user\nHi<turn|>\n<|turn>model\nHello.<turn|>\n<|turn>user\nBye<turn|>\n"
+                     "<|turn>model\n<turn|>\n");
+    }
     /* without the generation prompt; a conversation without a system message */
     check_format(WLM_CHAT_CHATML, conv + 1, 1, 0, NULL, NULL,
                  "<|im_start|>user\nHello! Who are you?<|im_end|>\n");
