@@ -25,7 +25,7 @@ export function skipWs(s, i) {
 
 /** A JSON string at s[i] === '"': complete (end after the quote), partial or error. `from`
  *  resumes a partial scan (its result's `from`: where the characters not yet checked begin). */
-function scanString(s, i, from = i + 1) {
+export function scanString(s, i, from = i + 1) {
   const n = s.length;
   for (let j = from; j < n; j++) {
     const c = s.charCodeAt(j);
@@ -51,7 +51,7 @@ function scanString(s, i, from = i + 1) {
 }
 
 /** A JSON number at s[i]: complete once a character follows it (at the end: partial). */
-function scanNumber(s, i) {
+export function scanNumber(s, i) {
   const n = s.length;
   let j = i;
   if (s[j] === '-') j++;

@@ -5,7 +5,7 @@
 
 import { FORMATS } from './formats.js';
 import { wantsString } from './grammar.js';
-import { WS, MAX_HELD_WS, trimWs, skipWs } from './json_scan.js';
+import { WS, MAX_HELD_WS, trimWs, skipWs, scanNumber, scanString } from './json_scan.js';
 
 /** Names in a call's frame are short: a longer one is not a name (and is not waited for). */
 const MAX_NAME = 256;
@@ -132,7 +132,6 @@ function scanPython(s, st) {
 const GEMMA_QUOTE = '<|"|>';
 // (None: Python's null, which the published template's format_argument writes as it is)
 const GEMMA_WORDS = Object.freeze({ true: 'true', false: 'false', null: 'null', None: 'null' });
-const JSON_ESCAPES = Object.freeze({ n: '\n', t: '\t', r: '\r', b: '\b', f: '\f', '/': '/', '\\': '\\', '"': '"' });
 const isKeyChar = (c) => isIdChar(c) || c === '.' || c === '-';
 
 /**
@@ -166,31 +165,14 @@ function scanGemma(s, st) {
       st.buf += s.slice(st.i, k);
       st.i = k + GEMMA_QUOTE.length;
       closeString();
-    } else if (st.str === 'json') { // inside "…"
-      for (; st.i < n && st.str; st.i++) {
-        const c = s[st.i];
-        if (c === '\\') {
-          if (st.i + 1 >= n) return 'partial';
-          const e = s[st.i + 1];
-          if (e === 'u') {
-            if (st.i + 6 > n) return 'partial';
-            const hex = s.slice(st.i + 2, st.i + 6);
-            if (!/^[0-9a-fA-F]{4}$/.test(hex)) return 'a bad escape in a string';
-            st.buf += String.fromCharCode(parseInt(hex, 16));
-            st.i += 5;
-          } else if (JSON_ESCAPES[e] !== undefined) {
-            st.buf += JSON_ESCAPES[e];
-            st.i++;
-          } else {
-            return 'a bad escape in a string';
-          }
-        } else if (c === '"') {
-          closeString();
-        } else {
-          st.buf += c;
-        }
-      }
-      if (st.str) return 'partial';
+    } else if (st.str === 'json') { // inside "…": json_scan.js's scanner; its text is the JSON
+      const r = scanString(s, st.strAt, st.strFrom);
+      if (r.state === 'partial') { st.strFrom = r.from; return 'partial'; }
+      if (r.state === 'error') return r.why;
+      st.out.push(s.slice(st.strAt, r.end));
+      st.i = r.end;
+      st.str = null;
+      st.key = false;
     } else {
       if (st.i >= n) return 'partial';
       const c = s[st.i];
@@ -207,8 +189,8 @@ function scanGemma(s, st) {
       }
       if (c === '"') {
         st.str = 'json';
-        st.buf = '';
-        st.i++;
+        st.strAt = st.i;
+        st.strFrom = st.i + 1;
         continue;
       }
       if (st.key) { // an object's key: a bare name up to ':'
@@ -254,13 +236,11 @@ function scanGemma(s, st) {
         continue;
       }
       if (c === '-' || (c >= '0' && c <= '9')) {
-        let j = st.i;
-        while (j < n && /[0-9eE+\-.]/.test(s[j])) j++;
-        if (j >= n) return 'partial'; // more digits may follow
-        const num = s.slice(st.i, j);
-        if (!/^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$/.test(num)) return `a bad number ${JSON.stringify(num.slice(0, 20))}`;
-        st.out.push(num);
-        st.i = j;
+        const r = scanNumber(s, st.i); // (at the end of the text: partial, more digits may follow)
+        if (r.state === 'partial') return 'partial';
+        if (r.state === 'error') return r.why;
+        st.out.push(s.slice(st.i, r.end));
+        st.i = r.end;
         continue;
       }
       if (isIdStart(c)) {
